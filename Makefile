@@ -1,0 +1,76 @@
+# tessera — the two commands (`make run`, `make test`) and friends.
+# Wraps CMake: build/ is the normal build, build-asan/ the sanitizer build,
+# build-fuzz/ the libFuzzer build (clang).
+
+BUILD      ?= build
+ASAN_BUILD ?= build-asan
+FUZZ_BUILD ?= build-fuzz
+JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
+FUZZ_SECONDS ?= 60
+RUN_WORKLOAD ?= matmul M=128 N=128 K=128 dtype=float32
+
+SOURCES = $(shell find tir schedule codegen runtime tuner cost_model rpc db cli bench graph tests \
+            -name '*.[ch]' -not -path '*/corpus/*' 2>/dev/null)
+
+.PHONY: all deps build asan run test test-normal test-asan format format-check fuzz fuzz-smoke clean
+
+all: build
+
+deps:
+	@./scripts/install-deps.sh
+
+$(BUILD)/CMakeCache.txt:
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo
+
+$(ASAN_BUILD)/CMakeCache.txt:
+	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DTS_SANITIZE=ON
+
+build: $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j $(JOBS)
+
+asan: $(ASAN_BUILD)/CMakeCache.txt
+	cmake --build $(ASAN_BUILD) -j $(JOBS)
+
+# The main job on the embedded default.
+run: deps
+	@$(MAKE) --no-print-directory build
+	./$(BUILD)/tessera check --workload "$(RUN_WORKLOAD)"
+
+test: deps
+	@$(MAKE) --no-print-directory format-check
+	@$(MAKE) --no-print-directory test-normal
+	@$(MAKE) --no-print-directory test-asan
+	@$(MAKE) --no-print-directory fuzz-smoke
+
+test-normal: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+test-asan: asan
+	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  ctest --output-on-failure -j $(JOBS)
+
+format:
+	clang-format -i $(SOURCES)
+
+format-check:
+	@clang-format --dry-run --Werror $(SOURCES) && echo "format: ok"
+
+# libFuzzer on the TIR parser for FUZZ_SECONDS (needs clang).
+fuzz:
+	CC=clang cmake -S . -B $(FUZZ_BUILD) -DTS_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo
+	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzz_tir_parser
+	mkdir -p $(FUZZ_BUILD)/corpus && cp tests/fuzz/corpus/tir_parser/* $(FUZZ_BUILD)/corpus/
+	./$(FUZZ_BUILD)/fuzz_tir_parser -max_total_time=$(FUZZ_SECONDS) -max_len=4096 \
+	  -timeout=10 -rss_limit_mb=2048 $(FUZZ_BUILD)/corpus
+
+# A short bounded fuzz run inside `make test`, when clang's libFuzzer exists.
+fuzz-smoke:
+	@if command -v clang >/dev/null 2>&1 && \
+	    echo 'int LLVMFuzzerTestOneInput(const char*d,unsigned long n){return 0;}' | \
+	    clang -x c -fsanitize=fuzzer -o /tmp/ts-fuzz-probe - >/dev/null 2>&1; then \
+	  $(MAKE) --no-print-directory fuzz FUZZ_SECONDS=20; \
+	else echo "fuzz-smoke: skipped (clang with libFuzzer not available)"; fi
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

@@ -1,0 +1,442 @@
+/*
+ * walk.c — generic traversal of expressions and statements, the node map,
+ * bottom-up expression rewriting, substitution, and deep copies of
+ * statement trees and whole functions.
+ */
+#include "internal.h"
+
+#include <assert.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- node map: open addressing on pointer keys ---- */
+
+struct ts_node_map {
+  const void **keys;
+  void **values;
+  size_t cap, size;
+};
+
+static size_t hash_ptr(const void *p) {
+  uint64_t x = (uint64_t)(uintptr_t)p;
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdull;
+  x ^= x >> 33;
+  return (size_t)x;
+}
+
+ts_node_map *ts_node_map_create(void) {
+  ts_node_map *m = calloc(1, sizeof *m);
+  if (!m) abort();
+  return m;
+}
+
+void ts_node_map_destroy(ts_node_map *m) {
+  if (!m) return;
+  free(m->keys);
+  free(m->values);
+  free(m);
+}
+
+static void map_grow(ts_node_map *m) {
+  size_t cap = m->cap ? m->cap * 2 : 64;
+  const void **keys = calloc(cap, sizeof *keys);
+  void **values = calloc(cap, sizeof *values);
+  if (!keys || !values) abort();
+  for (size_t i = 0; i < m->cap; i++) {
+    if (!m->keys[i]) continue;
+    size_t j = hash_ptr(m->keys[i]) & (cap - 1);
+    while (keys[j]) j = (j + 1) & (cap - 1);
+    keys[j] = m->keys[i];
+    values[j] = m->values[i];
+  }
+  free(m->keys);
+  free(m->values);
+  m->keys = keys;
+  m->values = values;
+  m->cap = cap;
+}
+
+void ts_node_map_put(ts_node_map *m, const void *key, void *value) {
+  assert(key);
+  if ((m->size + 1) * 2 > m->cap) map_grow(m);
+  size_t j = hash_ptr(key) & (m->cap - 1);
+  while (m->keys[j] && m->keys[j] != key) j = (j + 1) & (m->cap - 1);
+  if (!m->keys[j]) m->size++;
+  m->keys[j] = key;
+  m->values[j] = value;
+}
+
+void *ts_node_map_get(const ts_node_map *m, const void *key) {
+  if (!m || !m->cap || !key) return NULL;
+  size_t j = hash_ptr(key) & (m->cap - 1);
+  while (m->keys[j]) {
+    if (m->keys[j] == key) return m->values[j];
+    j = (j + 1) & (m->cap - 1);
+  }
+  return NULL;
+}
+
+size_t ts_node_map_size(const ts_node_map *m) { return m ? m->size : 0; }
+
+/* ---- walking ---- */
+
+void ts_expr_walk(ts_expr *e, void (*fn)(void *ctx, ts_expr *e), void *ctx) {
+  if (!e) return;
+  fn(ctx, e);
+  if (e->kind == TS_EXPR_LET) fn(ctx, e->u.let.var);
+  int n = ts_expr_n_operands(e);
+  for (int i = 0; i < n; i++) ts_expr_walk(ts_expr_operand(e, i), fn, ctx);
+}
+
+static void visit(const ts_visitor *v, ts_expr *e) {
+  if (e && v->visit_expr) v->visit_expr(v->ctx, e);
+}
+
+static void visit_regions(const ts_visitor *v, ts_region *r, int n) {
+  for (int i = 0; i < n; i++)
+    for (int d = 0; d < r[i].ndim; d++) {
+      visit(v, r[i].ranges[d].min);
+      visit(v, r[i].ranges[d].extent);
+    }
+}
+
+void ts_stmt_walk(ts_stmt *s, const ts_visitor *v) {
+  if (!s) return;
+  if (v->enter_stmt && !v->enter_stmt(v->ctx, s)) return;
+  switch (s->kind) {
+  case TS_STMT_FOR:
+    visit(v, s->u.loop.min);
+    visit(v, s->u.loop.extent);
+    ts_stmt_walk(s->u.loop.body, v);
+    break;
+  case TS_STMT_BLOCK_REALIZE: {
+    ts_block *b = s->u.realize.block;
+    for (int i = 0; i < s->u.realize.n_values; i++)
+      visit(v, s->u.realize.values[i]);
+    visit(v, s->u.realize.predicate);
+    for (int i = 0; i < b->n_iters; i++) {
+      visit(v, b->iters[i].dom.min);
+      visit(v, b->iters[i].dom.extent);
+    }
+    visit_regions(v, b->reads, b->n_reads);
+    visit_regions(v, b->writes, b->n_writes);
+    ts_stmt_walk(b->init, v);
+    ts_stmt_walk(b->body, v);
+    break;
+  }
+  case TS_STMT_STORE:
+    for (int i = 0; i < s->u.store.n_indices; i++)
+      visit(v, s->u.store.indices[i]);
+    visit(v, s->u.store.value);
+    break;
+  case TS_STMT_SEQ:
+    for (int i = 0; i < s->u.seq.n; i++) ts_stmt_walk(s->u.seq.items[i], v);
+    break;
+  case TS_STMT_IF:
+    visit(v, s->u.cond.cond);
+    ts_stmt_walk(s->u.cond.then_s, v);
+    ts_stmt_walk(s->u.cond.else_s, v);
+    break;
+  case TS_STMT_EVALUATE: visit(v, s->u.eval.value); break;
+  case TS_STMT_LET:
+    visit(v, s->u.let.value);
+    ts_stmt_walk(s->u.let.body, v);
+    break;
+  case TS_STMT_ALLOCATE: ts_stmt_walk(s->u.alloc.body, v); break;
+  }
+  if (v->leave_stmt) v->leave_stmt(v->ctx, s);
+}
+
+/* ---- bottom-up rewriting ---- */
+
+ts_expr *ts_expr_mutate(ts_arena *a, ts_expr *e, ts_expr_post_fn post,
+                        void *ctx) {
+  int n = ts_expr_n_operands(e);
+  ts_expr *local[8];
+  ts_expr **ops = n <= 8 ? local : malloc(sizeof *ops * (size_t)n);
+  if (!ops) abort();
+  for (int i = 0; i < n; i++)
+    ops[i] = ts_expr_mutate(a, ts_expr_operand(e, i), post, ctx);
+  ts_expr *r = n ? ts_expr_rebuild(a, e, ops) : e;
+  if (ops != local) free(ops);
+  return post ? post(ctx, a, r) : r;
+}
+
+/* Builds a node like e with new operands and buffer, folding constants. */
+static ts_expr *rebuild_folding(ts_arena *a, const ts_expr *e, ts_expr **ops,
+                                ts_buffer *buffer) {
+  int n = ts_expr_n_operands(e);
+  switch (e->kind) {
+  case TS_EXPR_NOT: return ts_not(a, ops[0]);
+  case TS_EXPR_CAST: return ts_cast(a, e->dtype, ops[0]);
+  case TS_EXPR_BROADCAST: return ts_broadcast(a, ops[0], e->dtype.lanes);
+  case TS_EXPR_SELECT: return ts_select(a, ops[0], ops[1], ops[2]);
+  case TS_EXPR_RAMP: return ts_ramp(a, ops[0], ops[1], e->dtype.lanes);
+  case TS_EXPR_LOAD: return ts_load(a, buffer, ops, n);
+  case TS_EXPR_ADDRESS_OF: return ts_address_of(a, buffer, ops, n);
+  case TS_EXPR_CALL: return ts_call(a, e->dtype, e->u.call.name, ops, n);
+  default:
+    assert(ts_expr_is_binary((ts_expr_kind)e->kind));
+    return ts_binary(a, (ts_expr_kind)e->kind, ops[0], ops[1]);
+  }
+}
+
+typedef struct subst_ctx {
+  const ts_node_map *vars, *buffers;
+  bool copy_all; /* deep copy: allocate every node in the target arena */
+} subst_ctx;
+
+static ts_expr *subst_expr(ts_arena *a, ts_expr *e, subst_ctx *c);
+
+static ts_expr *subst_expr(ts_arena *a, ts_expr *e, subst_ctx *c) {
+  if (!e) return NULL;
+  switch (e->kind) {
+  case TS_EXPR_VAR: {
+    ts_expr *r = ts_node_map_get(c->vars, e);
+    return r ? r : e;
+  }
+  case TS_EXPR_INT:
+    return c->copy_all ? ts_int(a, e->dtype, e->u.int_value) : e;
+  case TS_EXPR_FLOAT: {
+    if (!c->copy_all) return e;
+    ts_expr *r = ts_float(a, e->dtype, 0);
+    r->u.float_value = e->u.float_value;
+    return r;
+  }
+  case TS_EXPR_LET: {
+    ts_expr *var = e->u.let.var;
+    ts_expr *value = subst_expr(a, e->u.let.value, c);
+    if (c->copy_all) {
+      /* A let defines a var: copies get a fresh one. */
+      ts_expr *nv = ts_var(a, var->u.var.name, var->dtype);
+      ts_node_map_put((ts_node_map *)c->vars, var, nv);
+      var = nv;
+    }
+    ts_expr *body = subst_expr(a, e->u.let.body, c);
+    if (!c->copy_all && value == e->u.let.value && body == e->u.let.body)
+      return e;
+    return ts_let(a, var, value, body);
+  }
+  default: break;
+  }
+  int n = ts_expr_n_operands(e);
+  ts_expr *local[8];
+  ts_expr **ops = n <= 8 ? local : malloc(sizeof *ops * (size_t)n);
+  if (!ops) abort();
+  bool changed = c->copy_all;
+  for (int i = 0; i < n; i++) {
+    ops[i] = subst_expr(a, ts_expr_operand(e, i), c);
+    if (ops[i] != ts_expr_operand(e, i)) changed = true;
+  }
+  ts_buffer *buffer = NULL;
+  if (e->kind == TS_EXPR_LOAD || e->kind == TS_EXPR_ADDRESS_OF) {
+    buffer = ts_node_map_get(c->buffers, e->u.load.buffer);
+    if (buffer)
+      changed = true;
+    else
+      buffer = e->u.load.buffer;
+  }
+  ts_expr *r = e;
+  if (changed) {
+    /* A deep copy keeps the exact structure; a substitution folds. */
+    if (c->copy_all) {
+      if (e->kind == TS_EXPR_LOAD)
+        r = ts_load(a, buffer, ops, n);
+      else if (e->kind == TS_EXPR_ADDRESS_OF)
+        r = ts_address_of(a, buffer, ops, n);
+      else
+        r = ts_expr_rebuild(a, e, ops);
+      if (r == e) { /* rebuild shares when operands are identical */
+        r = ts_arena_alloc(a, sizeof *r);
+        *r = *e;
+        if (e->kind == TS_EXPR_CALL)
+          r->u.call.name = ts_arena_strdup(a, e->u.call.name);
+      }
+    } else {
+      r = rebuild_folding(a, e, ops, buffer);
+    }
+  }
+  if (ops != local) free(ops);
+  return r;
+}
+
+ts_expr *ts_expr_substitute(ts_arena *a, ts_expr *e, const ts_node_map *vars,
+                            const ts_node_map *buffers) {
+  subst_ctx c = {vars, buffers, false};
+  return subst_expr(a, e, &c);
+}
+
+/* ---- statement copy and substitution ---- */
+
+typedef struct copy_ctx {
+  ts_arena *a;
+  ts_node_map *vars;    /* var -> var or expr */
+  ts_node_map *buffers; /* buffer -> buffer */
+  ts_node_map *blocks;  /* block -> block (deep copy only) */
+  bool deep;
+} copy_ctx;
+
+static ts_expr *cx(copy_ctx *c, ts_expr *e) {
+  subst_ctx s = {c->vars, c->buffers, c->deep};
+  return subst_expr(c->a, e, &s);
+}
+
+static ts_expr *new_def_var(copy_ctx *c, ts_expr *v) {
+  if (!c->deep) return v;
+  ts_expr *nv = ts_var(c->a, v->u.var.name, v->dtype);
+  ts_node_map_put(c->vars, v, nv);
+  return nv;
+}
+
+static ts_buffer *map_buffer(copy_ctx *c, ts_buffer *b) {
+  ts_buffer *r = ts_node_map_get(c->buffers, b);
+  return r ? r : b;
+}
+
+static ts_buffer *new_def_buffer(copy_ctx *c, ts_buffer *b) {
+  if (!c->deep) return map_buffer(c, b);
+  ts_buffer *nb = ts_buffer_new(c->a, b->name, b->dtype, b->shape, b->ndim);
+  nb->has_strides = b->has_strides;
+  memcpy(nb->strides, b->strides, sizeof b->strides);
+  ts_buffer_set_scope(c->a, nb, b->scope);
+  nb->align = b->align;
+  ts_node_map_put(c->buffers, b, nb);
+  return nb;
+}
+
+static void copy_anns(ts_arena *a, ann_list *dst, const ann_list *src) {
+  memset(dst, 0, sizeof *dst);
+  for (int i = 0; i < src->n; i++) ann_list_set(a, dst, src->items[i]);
+}
+
+static ts_region *copy_region_list(copy_ctx *c, const ts_region *r, int n) {
+  if (n <= 0) return NULL;
+  ts_region *out = ts_arena_alloc(c->a, sizeof *out * (size_t)n);
+  for (int i = 0; i < n; i++) {
+    out[i].buffer = map_buffer(c, r[i].buffer);
+    out[i].ndim = r[i].ndim;
+    out[i].ranges = ts_arena_alloc(
+        c->a, sizeof(ts_range) * (size_t)(r[i].ndim ? r[i].ndim : 1));
+    for (int d = 0; d < r[i].ndim; d++) {
+      out[i].ranges[d].min = cx(c, r[i].ranges[d].min);
+      out[i].ranges[d].extent = cx(c, r[i].ranges[d].extent);
+    }
+  }
+  return out;
+}
+
+static ts_stmt *copy_stmt(copy_ctx *c, const ts_stmt *s);
+
+static ts_block *copy_block(copy_ctx *c, const ts_block *b) {
+  ts_arena *a = c->a;
+  ts_block *nb = ts_block_new(a, b->name);
+  if (c->deep) ts_node_map_put(c->blocks, b, nb);
+  for (int i = 0; i < b->n_iters; i++) {
+    ts_range dom = {cx(c, b->iters[i].dom.min), cx(c, b->iters[i].dom.extent)};
+    ts_expr *v = new_def_var(c, b->iters[i].var);
+    ts_block_add_iter_var(a, nb, v, dom, (ts_iter_kind)b->iters[i].kind);
+  }
+  for (int i = 0; i < b->n_allocs; i++)
+    ts_block_add_alloc(a, nb, new_def_buffer(c, b->allocs[i]));
+  nb->reads = copy_region_list(c, b->reads, b->n_reads);
+  nb->n_reads = b->n_reads;
+  nb->writes = copy_region_list(c, b->writes, b->n_writes);
+  nb->n_writes = b->n_writes;
+  nb->init = b->init ? copy_stmt(c, b->init) : NULL;
+  nb->body = b->body ? copy_stmt(c, b->body) : NULL;
+  copy_anns(a, &nb->anns, &b->anns);
+  return nb;
+}
+
+static ts_stmt *copy_stmt(copy_ctx *c, const ts_stmt *s) {
+  if (!s) return NULL;
+  ts_arena *a = c->a;
+  switch (s->kind) {
+  case TS_STMT_FOR: {
+    ts_expr *min = cx(c, s->u.loop.min), *extent = cx(c, s->u.loop.extent);
+    ts_expr *var = new_def_var(c, s->u.loop.var);
+    ts_stmt *body = copy_stmt(c, s->u.loop.body);
+    ts_stmt *r = ts_for(a, var, min, extent, (ts_for_kind)s->u.loop.kind,
+                        s->u.loop.thread_tag, body);
+    copy_anns(a, &r->u.loop.anns, &s->u.loop.anns);
+    return r;
+  }
+  case TS_STMT_BLOCK_REALIZE: {
+    int n = s->u.realize.n_values;
+    ts_expr **vals = n ? malloc(sizeof *vals * (size_t)n) : NULL;
+    for (int i = 0; i < n; i++) vals[i] = cx(c, s->u.realize.values[i]);
+    ts_expr *pred = cx(c, s->u.realize.predicate);
+    ts_block *b = copy_block(c, s->u.realize.block);
+    ts_stmt *r = ts_block_realize(a, b, vals, n, pred);
+    free(vals);
+    return r;
+  }
+  case TS_STMT_STORE: {
+    int n = s->u.store.n_indices;
+    ts_expr *idx[TS_MAX_DIMS + 1];
+    ts_expr **ix = n <= TS_MAX_DIMS + 1 ? idx : malloc(sizeof *ix * (size_t)n);
+    for (int i = 0; i < n; i++) ix[i] = cx(c, s->u.store.indices[i]);
+    ts_stmt *r = ts_store(a, map_buffer(c, s->u.store.buffer), ix, n,
+                          cx(c, s->u.store.value));
+    if (ix != idx) free(ix);
+    return r;
+  }
+  case TS_STMT_SEQ: {
+    int n = s->u.seq.n;
+    ts_stmt **items = n ? malloc(sizeof *items * (size_t)n) : NULL;
+    for (int i = 0; i < n; i++) items[i] = copy_stmt(c, s->u.seq.items[i]);
+    ts_stmt *r = ts_seq(a, items, n);
+    free(items);
+    return r;
+  }
+  case TS_STMT_IF:
+    return ts_if(a, cx(c, s->u.cond.cond), copy_stmt(c, s->u.cond.then_s),
+                 copy_stmt(c, s->u.cond.else_s));
+  case TS_STMT_EVALUATE: return ts_evaluate(a, cx(c, s->u.eval.value));
+  case TS_STMT_LET: {
+    ts_expr *value = cx(c, s->u.let.value);
+    ts_expr *var = new_def_var(c, s->u.let.var);
+    return ts_let_stmt(a, var, value, copy_stmt(c, s->u.let.body));
+  }
+  case TS_STMT_ALLOCATE: {
+    ts_buffer *b = new_def_buffer(c, s->u.alloc.buffer);
+    return ts_allocate(a, b, copy_stmt(c, s->u.alloc.body));
+  }
+  }
+  assert(0 && "unknown statement kind");
+  return NULL;
+}
+
+ts_stmt *ts_stmt_copy(ts_arena *a, const ts_stmt *s, ts_node_map *remap) {
+  /* One map serves vars, buffers and blocks: keys are distinct nodes. */
+  ts_node_map *m = remap ? remap : ts_node_map_create();
+  copy_ctx c = {a, m, m, m, true};
+  ts_stmt *r = copy_stmt(&c, s);
+  if (!remap) ts_node_map_destroy(m);
+  return r;
+}
+
+ts_stmt *ts_stmt_substitute(ts_arena *a, ts_stmt *s, const ts_node_map *vars,
+                            const ts_node_map *buffers) {
+  ts_node_map *empty_v = vars ? NULL : ts_node_map_create();
+  ts_node_map *empty_b = buffers ? NULL : ts_node_map_create();
+  copy_ctx c = {a, vars ? (ts_node_map *)vars : empty_v,
+                buffers ? (ts_node_map *)buffers : empty_b, NULL, false};
+  ts_stmt *r = copy_stmt(&c, s);
+  ts_node_map_destroy(empty_v);
+  ts_node_map_destroy(empty_b);
+  return r;
+}
+
+ts_func *ts_func_copy(const ts_func *f) {
+  ts_func *g = ts_func_new(f->name);
+  ts_node_map *m = ts_node_map_create();
+  copy_ctx c = {g->arena, m, m, m, true};
+  for (int i = 0; i < f->n_params; i++)
+    ts_func_add_param(g, new_def_buffer(&c, f->params[i]));
+  g->body = copy_stmt(&c, f->body);
+  copy_anns(g->arena, &g->attrs, &f->attrs);
+  ts_node_map_destroy(m);
+  return g;
+}
