@@ -560,6 +560,11 @@ void ts_func_add_param(ts_func *f, ts_buffer *b) {
   f->params[f->n_params++] = b;
 }
 
+void ts_func_set_param(ts_func *f, int i, ts_buffer *b) {
+  assert(i >= 0 && i < f->n_params);
+  f->params[i] = b;
+}
+
 int ts_func_n_params(const ts_func *f) { return f->n_params; }
 ts_buffer *ts_func_param(const ts_func *f, int i) {
   assert(i >= 0 && i < f->n_params);

@@ -540,6 +540,8 @@ const char *ts_func_name(const ts_func *f);
 void ts_func_set_name(ts_func *f, const char *name);
 /* Appends a parameter buffer (allocated in this function's arena). */
 void ts_func_add_param(ts_func *f, ts_buffer *b);
+/* Replaces parameter i (passes that change buffer layouts). */
+void ts_func_set_param(ts_func *f, int i, ts_buffer *b);
 int ts_func_n_params(const ts_func *f);
 ts_buffer *ts_func_param(const ts_func *f, int i);
 ts_stmt *ts_func_body(const ts_func *f);
@@ -602,6 +604,22 @@ ts_stmt *ts_stmt_copy(ts_arena *a, const ts_stmt *s, ts_node_map *remap);
 ts_stmt *ts_stmt_substitute(ts_arena *a, ts_stmt *s, const ts_node_map *vars,
                             const ts_node_map *buffers);
 
+/* Rebuilds a statement tree. For each statement, `pre` (if non-NULL) may
+ * return a replacement, which is used as is (its children are not visited);
+ * otherwise the children and the statement's own expressions (through
+ * `expr`, if non-NULL) are rebuilt, then `post` (if non-NULL) may replace the
+ * rebuilt statement. A statement whose parts are all unchanged is shared,
+ * not copied; a changed block-realize gets a new block (same iter vars,
+ * allocations and annotations). `pre`/`post` also serve to track scopes
+ * (they are called in matching pairs when pre returns NULL). */
+typedef struct ts_stmt_mutator {
+  ts_stmt *(*pre)(void *ctx, ts_arena *a, ts_stmt *s);
+  ts_stmt *(*post)(void *ctx, ts_arena *a, ts_stmt *s);
+  ts_expr *(*expr)(void *ctx, ts_arena *a, ts_expr *e);
+  void *ctx;
+} ts_stmt_mutator;
+ts_stmt *ts_stmt_mutate(ts_arena *a, ts_stmt *s, const ts_stmt_mutator *m);
+
 /* ========================================================================
  * Text form (tir/printer.c, tir/parser.c) — grammar in docs/ir.md
  * ======================================================================== */
@@ -620,6 +638,11 @@ int ts_func_parse(const char *text, size_t len, const char *filename,
                   ts_func **out, ts_error *err);
 /* Reads a whole file and parses it. */
 int ts_func_parse_file(const char *path, ts_func **out, ts_error *err);
+/* Whether `name` is reserved in the text form: a keyword (`for`, `min`,
+ * `select`, ...), a dtype name (`float32`, `int8x4`) or a built-in intrinsic
+ * name (`exp`). The printer never prints a var or buffer under a reserved
+ * name and the parser rejects one. */
+bool ts_text_name_is_reserved(const char *name);
 
 /* ========================================================================
  * Structural equality and hash (tir/hash.c)
@@ -765,19 +788,43 @@ typedef struct ts_interp_options {
  * execution. Reduction init runs when every reduce iter var is at its
  * domain minimum. Out-of-bounds accesses, integer division by zero and
  * exceeding max_steps stop with TS_ERANGE and a message naming the block
- * and buffer; the outputs are then partially written. */
+ * and buffer; the outputs are then partially written.
+ * Also TS_ERANGE: a block whose predicate holds with an iter value outside
+ * its iter domain. Before running anything the function is checked:
+ * n_args != number of parameters, a NULL storage pointer, a var or buffer
+ * used outside its scope, or operand types that disagree give TS_EINVAL;
+ * an intrinsic the interpreter does not implement (and address_of) gives
+ * TS_EUNSUPPORTED naming it; a block/allocate buffer over 1 GiB gives
+ * TS_ENOMEM. Loops of every kind run serially. The arithmetic semantics
+ * (wrap-around, per-operation rounding of 16/32-bit floats, saturating
+ * float -> int casts, round half to even) are listed in tir/interp.c. */
 int ts_interp_run(const ts_func *f, void *const *args, int n_args,
                   const ts_interp_options *opts, ts_error *err);
 
 /* Host tensor helpers used by tests, the CLI and the runtime. */
 /* Fills n elements of dtype t with seeded pseudo-random values suited to t
  * (floats uniform in [-1, 1), ints in a small range so products do not
- * overflow). The same seed gives the same bytes on every machine. */
+ * overflow). The same seed gives the same bytes on every machine.
+ * Ranges: floats uniform in [-1, 1) rounded to the dtype; int8 [-4, 4),
+ * uint8 [0, 8), wider signed ints [-64, 64), wider unsigned [0, 64), bool
+ * 0/1. Element i depends only on (seed, i), not on n. A vector dtype fills
+ * n * lanes scalars. */
 void ts_host_fill_random(void *data, ts_dtype t, int64_t n, uint64_t seed);
 /* Compares n elements of got against want with the tolerance of dtype t
  * (exact for integers; relative+absolute for floats, looser for 16-bit).
  * Returns the number of mismatches; *first_bad (if non-NULL) gets the index
- * of the first, *max_abs_err the largest absolute difference. */
+ * of the first, *max_abs_err the largest absolute difference.
+ * A float element matches when |got - want| <= atol + rtol * |want|:
+ *   float64  atol 1e-9, rtol 1e-9;
+ *   float32  atol 1e-3, rtol 1e-4 (accepts float32 sums of up to 4096
+ *            products of [-1, 1) inputs in any order — measured worst
+ *            reordering error about 4e-4 — while a wrong, missing or
+ *            duplicated term of such inputs is usually far larger);
+ *   float16  atol 1e-2, rtol 1e-2;  bfloat16  atol 2e-2, rtol 2e-2.
+ * NaN matches NaN, an infinity matches the same infinity only (a
+ * mismatch involving NaN or inf counts as an infinite error). Ints must be
+ * equal, bools equal as truth values (any nonzero byte is true).
+ * *first_bad is -1 when every element matches. */
 int64_t ts_host_compare(const void *got, const void *want, ts_dtype t,
                         int64_t n, int64_t *first_bad, double *max_abs_err);
 /* Reads element i of dtype t as a double (for messages and tests). */

@@ -440,3 +440,176 @@ ts_func *ts_func_copy(const ts_func *f) {
   ts_node_map_destroy(m);
   return g;
 }
+
+/* ---- generic statement rebuilding ---- */
+
+typedef struct mut_ctx {
+  ts_arena *a;
+  const ts_stmt_mutator *m;
+} mut_ctx;
+
+static ts_expr *mx(mut_ctx *c, ts_expr *e) {
+  if (!e || !c->m->expr) return e;
+  return c->m->expr(c->m->ctx, c->a, e);
+}
+
+static ts_stmt *mutate(mut_ctx *c, ts_stmt *s);
+
+/* Rebuilds regions; returns the original array when nothing changed. */
+static ts_region *mutate_regions(mut_ctx *c, ts_region *r, int n,
+                                 bool *changed) {
+  if (n <= 0) return r;
+  ts_region *out = NULL;
+  for (int i = 0; i < n; i++)
+    for (int d = 0; d < r[i].ndim; d++) {
+      ts_expr *mn = mx(c, r[i].ranges[d].min);
+      ts_expr *ex = mx(c, r[i].ranges[d].extent);
+      if (mn == r[i].ranges[d].min && ex == r[i].ranges[d].extent) continue;
+      if (!out) {
+        out = ts_arena_alloc(c->a, sizeof *out * (size_t)n);
+        for (int k = 0; k < n; k++) {
+          out[k] = r[k];
+          out[k].ranges = ts_arena_alloc(
+              c->a, sizeof(ts_range) * (size_t)(r[k].ndim ? r[k].ndim : 1));
+          for (int q = 0; q < r[k].ndim; q++) out[k].ranges[q] = r[k].ranges[q];
+        }
+      }
+      out[i].ranges[d].min = mn;
+      out[i].ranges[d].extent = ex;
+    }
+  if (out) *changed = true;
+  return out ? out : r;
+}
+
+static ts_stmt *mutate_realize(mut_ctx *c, ts_stmt *s) {
+  ts_arena *a = c->a;
+  ts_block *b = s->u.realize.block;
+  bool changed = false;
+  int n = s->u.realize.n_values;
+  ts_expr **vals = n ? malloc(sizeof *vals * (size_t)n) : NULL;
+  for (int i = 0; i < n; i++) {
+    vals[i] = mx(c, s->u.realize.values[i]);
+    if (vals[i] != s->u.realize.values[i]) changed = true;
+  }
+  ts_expr *pred = mx(c, s->u.realize.predicate);
+  if (pred != s->u.realize.predicate) changed = true;
+  bool block_changed = false;
+  ts_range *doms = b->n_iters ? malloc(sizeof *doms * (size_t)b->n_iters) : NULL;
+  for (int i = 0; i < b->n_iters; i++) {
+    doms[i].min = mx(c, b->iters[i].dom.min);
+    doms[i].extent = mx(c, b->iters[i].dom.extent);
+    if (doms[i].min != b->iters[i].dom.min ||
+        doms[i].extent != b->iters[i].dom.extent)
+      block_changed = true;
+  }
+  ts_region *reads = mutate_regions(c, b->reads, b->n_reads, &block_changed);
+  ts_region *writes = mutate_regions(c, b->writes, b->n_writes, &block_changed);
+  ts_stmt *init = b->init ? mutate(c, b->init) : NULL;
+  ts_stmt *body = b->body ? mutate(c, b->body) : NULL;
+  if (init != b->init || body != b->body) block_changed = true;
+  ts_stmt *r = s;
+  if (block_changed) {
+    ts_block *nb = ts_block_new(a, b->name);
+    for (int i = 0; i < b->n_iters; i++)
+      ts_block_add_iter_var(a, nb, b->iters[i].var, doms[i],
+                            (ts_iter_kind)b->iters[i].kind);
+    for (int i = 0; i < b->n_allocs; i++) ts_block_add_alloc(a, nb, b->allocs[i]);
+    nb->reads = reads;
+    nb->n_reads = b->n_reads;
+    nb->writes = writes;
+    nb->n_writes = b->n_writes;
+    nb->init = init;
+    nb->body = body;
+    copy_anns(a, &nb->anns, &b->anns);
+    r = ts_block_realize(a, nb, vals, n, pred);
+  } else if (changed) {
+    r = ts_block_realize(a, b, vals, n, pred);
+  }
+  free(vals);
+  free(doms);
+  return r;
+}
+
+static ts_stmt *mutate_inner(mut_ctx *c, ts_stmt *s) {
+  ts_arena *a = c->a;
+  switch (s->kind) {
+  case TS_STMT_FOR: {
+    ts_expr *mn = mx(c, s->u.loop.min), *ex = mx(c, s->u.loop.extent);
+    ts_stmt *body = mutate(c, s->u.loop.body);
+    if (mn == s->u.loop.min && ex == s->u.loop.extent && body == s->u.loop.body)
+      return s;
+    ts_stmt *r = ts_for(a, s->u.loop.var, mn, ex, (ts_for_kind)s->u.loop.kind,
+                        s->u.loop.thread_tag, body);
+    copy_anns(a, &r->u.loop.anns, &s->u.loop.anns);
+    return r;
+  }
+  case TS_STMT_BLOCK_REALIZE: return mutate_realize(c, s);
+  case TS_STMT_STORE: {
+    int n = s->u.store.n_indices;
+    bool changed = false;
+    ts_expr **ix = n ? malloc(sizeof *ix * (size_t)n) : NULL;
+    for (int i = 0; i < n; i++) {
+      ix[i] = mx(c, s->u.store.indices[i]);
+      if (ix[i] != s->u.store.indices[i]) changed = true;
+    }
+    ts_expr *v = mx(c, s->u.store.value);
+    ts_stmt *r = s;
+    if (changed || v != s->u.store.value)
+      r = ts_store(a, s->u.store.buffer, ix, n, v);
+    free(ix);
+    return r;
+  }
+  case TS_STMT_SEQ: {
+    int n = s->u.seq.n;
+    bool changed = false;
+    ts_stmt **items = n ? malloc(sizeof *items * (size_t)n) : NULL;
+    for (int i = 0; i < n; i++) {
+      items[i] = mutate(c, s->u.seq.items[i]);
+      if (items[i] != s->u.seq.items[i]) changed = true;
+    }
+    ts_stmt *r = changed ? ts_seq(a, items, n) : s;
+    free(items);
+    return r;
+  }
+  case TS_STMT_IF: {
+    ts_expr *cond = mx(c, s->u.cond.cond);
+    ts_stmt *t = mutate(c, s->u.cond.then_s);
+    ts_stmt *e = s->u.cond.else_s ? mutate(c, s->u.cond.else_s) : NULL;
+    if (cond == s->u.cond.cond && t == s->u.cond.then_s && e == s->u.cond.else_s)
+      return s;
+    return ts_if(a, cond, t, e);
+  }
+  case TS_STMT_EVALUATE: {
+    ts_expr *v = mx(c, s->u.eval.value);
+    return v == s->u.eval.value ? s : ts_evaluate(a, v);
+  }
+  case TS_STMT_LET: {
+    ts_expr *v = mx(c, s->u.let.value);
+    ts_stmt *body = mutate(c, s->u.let.body);
+    if (v == s->u.let.value && body == s->u.let.body) return s;
+    return ts_let_stmt(a, s->u.let.var, v, body);
+  }
+  case TS_STMT_ALLOCATE: {
+    ts_stmt *body = mutate(c, s->u.alloc.body);
+    return body == s->u.alloc.body ? s : ts_allocate(a, s->u.alloc.buffer, body);
+  }
+  }
+  assert(0 && "unknown statement kind");
+  return s;
+}
+
+static ts_stmt *mutate(mut_ctx *c, ts_stmt *s) {
+  if (!s) return NULL;
+  if (c->m->pre) {
+    ts_stmt *r = c->m->pre(c->m->ctx, c->a, s);
+    if (r) return r;
+  }
+  ts_stmt *r = mutate_inner(c, s);
+  if (c->m->post) r = c->m->post(c->m->ctx, c->a, r);
+  return r;
+}
+
+ts_stmt *ts_stmt_mutate(ts_arena *a, ts_stmt *s, const ts_stmt_mutator *m) {
+  mut_ctx c = {a, m};
+  return mutate(&c, s);
+}

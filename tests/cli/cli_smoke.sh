@@ -1,3 +1,56 @@
 #!/bin/sh
-# placeholder, replaced by the CLI tests
-exit 0
+# cli_smoke.sh TESSERA SOURCE_DIR — the command-line contract: help and
+# version, exit code 2 with a usage message for unknown commands and bad
+# options, exit code 1 with a clear error for bad input, and `show`/`check`
+# on a real workload. Every expectation is checked; the first failure stops.
+set -u
+T="$1"
+SRC="$2"
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+# expect CODE CMD... : runs CMD, checks the exit code, keeps output in $TMP/out
+expect() {
+  want=$1; shift
+  "$@" >"$TMP/out" 2>&1
+  got=$?
+  [ "$got" = "$want" ] || { cat "$TMP/out"; fail "'$*' exited $got, expected $want"; }
+}
+contains() { grep -q -- "$1" "$TMP/out" || { cat "$TMP/out"; fail "output lacks '$1'"; }; }
+
+expect 0 "$T" --help;            contains "usage: tessera"
+expect 0 "$T" --version;         contains "tessera "
+expect 2 "$T";                   contains "usage: tessera"
+expect 2 "$T" frobnicate;        contains "unknown command 'frobnicate'"
+expect 2 "$T" show --bogus;      contains "unknown option '--bogus'"
+expect 2 "$T" show;              contains "exactly one of --workload or --tir"
+expect 2 "$T" show --workload;   contains "needs a spec"
+expect 2 "$T" check --seed x --workload "matmul M=2 N=2 K=2"; contains "wants a number"
+expect 0 "$T" show --help;       contains "usage: tessera show"
+expect 0 "$T" show --ops;        contains "matmul"
+
+# Bad input: exit 1 and a message naming the problem.
+expect 1 "$T" show --workload "matmull M=1";        contains "matmull"
+expect 1 "$T" show --workload "matmul M=4 N=4";     contains "K"
+expect 1 "$T" show --workload "matmul M=0 N=4 K=4"; contains "M"
+expect 1 "$T" show --tir "$TMP/does-not-exist.tir"; contains "does-not-exist.tir"
+printf 'func f(A: float32[4]) {\n  A[0] = float32(1\n}\n' >"$TMP/bad.tir"
+expect 1 "$T" show --tir "$TMP/bad.tir";            contains "bad.tir:3:1: expected ')'"
+
+# show prints valid TIR with hash and FLOPs; its output reads back with the
+# same hash.
+expect 0 "$T" show --workload "matmul M=16 N=8 K=4"
+contains "# hash: "; contains "# flops: 1024"; contains "func "
+cp "$TMP/out" "$TMP/mm.tir"
+h1=$(grep '# hash:' "$TMP/mm.tir")
+expect 0 "$T" show --tir "$TMP/mm.tir"
+h2=$(grep '# hash:' "$TMP/out")
+[ "$h1" = "$h2" ] || fail "hash changed through the text form: $h1 vs $h2"
+
+# check runs the interpreter and reports ok.
+expect 0 "$T" check --workload "conv2d_nhwc N=1 H=8 W=8 CI=4 CO=4 KH=3 KW=3 pad=1" --quiet
+contains "check:     ok"
+expect 0 "$T" check --tir "$TMP/mm.tir" --quiet
+contains "check:     ok"
+echo "cli_smoke: all checks passed"

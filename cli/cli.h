@@ -1,0 +1,41 @@
+/*
+ * cli.h — shared declarations of the `tessera` command's subcommands and
+ * their small helpers (argument parsing, error printing). Private to cli/.
+ */
+#ifndef TESSERA_CLI_H
+#define TESSERA_CLI_H
+
+#include "tir/tir.h"
+
+#include <stdbool.h>
+
+/* Exit codes: 0 success, 1 failure of the requested work (bad input file,
+ * wrong result, ...), 2 usage error (unknown subcommand or option). */
+enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
+
+/* Each subcommand gets argv after the subcommand name (argv[0] is the
+ * subcommand) and returns the process exit code. */
+int cmd_show(int argc, char **argv);
+int cmd_check(int argc, char **argv);
+
+/* Prints "tessera: error: <what>" plus the error's message to stderr. */
+void cli_error(const char *what, const ts_error *err);
+/* Prints "tessera <sub>: <message>" and a hint to use --help; returns
+ * EXIT_USAGE. */
+int cli_usage_error(const char *sub, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Option matching: returns true when argv[*i] is `name` (taking the next
+ * argument as *value) or `name=value`. Sets *missing when the value is
+ * absent. */
+bool cli_opt_value(int argc, char **argv, int *i, const char *name,
+                   const char **value, bool *missing);
+
+/* Loads the function named by exactly one of --workload SPEC / --tir FILE.
+ * On success *func is owned by the caller (ts_func_free) and *workload is set
+ * when a spec was given (ts_workload_free; its func is the same *func).
+ * Prints the error and returns EXIT_FAIL otherwise. */
+int cli_load_func(const char *spec, const char *tir_path, ts_workload **workload,
+                  ts_func **func);
+
+#endif /* TESSERA_CLI_H */

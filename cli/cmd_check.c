@@ -1,0 +1,178 @@
+/*
+ * cmd_check.c — `tessera check`: builds a workload, verifies it, runs it in
+ * the reference interpreter on seeded random inputs, and checks the result
+ * for determinism, for agreement with the function re-read from its own
+ * text form, and for non-finite outputs. This is what `make run` does until
+ * the tuner exists.
+ */
+#include "cli.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static const char check_usage[] =
+    "usage: tessera check (--workload SPEC | --tir FILE) [--seed N] [--quiet]\n"
+    "\n"
+    "Builds the workload, prints its TIR (unless --quiet), verifies it, runs\n"
+    "it in the reference interpreter on seeded random inputs and checks the\n"
+    "outputs: finite, identical when re-run, identical for the function\n"
+    "re-parsed from its printed text. Exit 0 when every check passes.\n";
+
+#define MAX_CHECK_BYTES ((int64_t)1 << 30)
+
+static double now_seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Buffers for every parameter of f, filled from the seed. */
+static void **make_args(const ts_func *f, uint64_t seed) {
+  int n = ts_func_n_params(f);
+  void **args = calloc((size_t)n + 1, sizeof *args);
+  for (int i = 0; i < n; i++) {
+    ts_buffer *b = ts_func_param(f, i);
+    args[i] = calloc(1, (size_t)ts_buffer_bytes(b) + 1);
+    ts_host_fill_random(args[i], ts_buffer_dtype(b), ts_buffer_storage_elems(b),
+                        seed + (uint64_t)i);
+  }
+  return args;
+}
+
+static void free_args(const ts_func *f, void **args) {
+  for (int i = 0; i < ts_func_n_params(f); i++) free(args[i]);
+  free(args);
+}
+
+static int run(const ts_func *f, void **args, double *seconds) {
+  ts_error err;
+  ts_error_clear(&err);
+  double t0 = now_seconds();
+  int rc = ts_interp_run(f, args, ts_func_n_params(f), NULL, &err);
+  *seconds = now_seconds() - t0;
+  if (rc != TS_OK) cli_error("interpreter failed", &err);
+  return rc;
+}
+
+static int64_t count_nonfinite(const void *data, ts_dtype t, int64_t n) {
+  if (!ts_dtype_is_float(t)) return 0;
+  int64_t bad = 0;
+  for (int64_t i = 0; i < n; i++)
+    if (!isfinite(ts_host_get(data, t, i))) bad++;
+  return bad;
+}
+
+int cmd_check(int argc, char **argv) {
+  const char *spec = NULL, *tir = NULL;
+  uint64_t seed = 1;
+  bool quiet = false;
+  for (int i = 1; i < argc; i++) {
+    const char *v;
+    bool missing;
+    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+      fputs(check_usage, stdout);
+      return EXIT_OK;
+    } else if (!strcmp(argv[i], "--quiet")) {
+      quiet = true;
+    } else if (cli_opt_value(argc, argv, &i, "--workload", &v, &missing)) {
+      if (missing) return cli_usage_error("check", "--workload needs a spec");
+      spec = v;
+    } else if (cli_opt_value(argc, argv, &i, "--tir", &v, &missing)) {
+      if (missing) return cli_usage_error("check", "--tir needs a file");
+      tir = v;
+    } else if (cli_opt_value(argc, argv, &i, "--seed", &v, &missing)) {
+      char *end;
+      if (missing) return cli_usage_error("check", "--seed needs a number");
+      seed = strtoull(v, &end, 10);
+      if (*v == 0 || *end != 0)
+        return cli_usage_error("check", "--seed wants a number, got '%s'", v);
+    } else {
+      return cli_usage_error("check", "unknown option '%s'", argv[i]);
+    }
+  }
+  if (!spec == !tir)
+    return cli_usage_error("check", "give exactly one of --workload or --tir");
+
+  ts_workload *w;
+  ts_func *f;
+  int rc = cli_load_func(spec, tir, &w, &f);
+  if (rc != EXIT_OK) return rc;
+  int status = EXIT_FAIL;
+  ts_func *g = NULL;
+  void **args = NULL, **again = NULL, **reparsed = NULL;
+  ts_error err;
+  ts_error_clear(&err);
+
+  char hex[33];
+  ts_hash128_hex(ts_func_hash(f), hex);
+  double flops = w ? w->flops : ts_func_flops(f);
+  char *text = ts_func_print(f);
+  if (!quiet) fputs(text, stdout);
+  printf("workload:  %s\n", w ? w->spec : tir);
+  printf("hash:      %s\n", hex);
+  printf("flops:     %.0f\n", flops);
+
+  if (ts_func_verify(f, &err) != TS_OK) {
+    cli_error("the function does not verify", &err);
+    goto done;
+  }
+  printf("verify:    ok\n");
+  int64_t total = 0;
+  for (int i = 0; i < ts_func_n_params(f); i++)
+    total += ts_buffer_bytes(ts_func_param(f, i));
+  if (total > MAX_CHECK_BYTES) {
+    fprintf(stderr,
+            "tessera: error: the parameters need %lld bytes; check runs "
+            "workloads up to %lld bytes in the interpreter\n",
+            (long long)total, (long long)MAX_CHECK_BYTES);
+    goto done;
+  }
+  if (ts_func_parse(text, strlen(text), "<printed>", &g, &err) != TS_OK) {
+    cli_error("the printed text does not parse back", &err);
+    goto done;
+  }
+  if (!ts_func_equal(f, g)) {
+    fprintf(stderr, "tessera: error: the re-parsed function differs\n");
+    goto done;
+  }
+
+  double t1, t2, t3;
+  args = make_args(f, seed);
+  again = make_args(f, seed);
+  reparsed = make_args(g, seed);
+  if (run(f, args, &t1) || run(f, again, &t2) || run(g, reparsed, &t3))
+    goto done;
+  printf("interpret: %.3f s (%.1f MFLOP/s)\n", t1,
+         t1 > 0 ? flops / t1 * 1e-6 : 0.0);
+
+  bool ok = true;
+  for (int i = 0; i < ts_func_n_params(f); i++) {
+    if (!ts_func_param_is_output(f, i)) continue;
+    ts_buffer *b = ts_func_param(f, i);
+    size_t bytes = (size_t)ts_buffer_bytes(b);
+    int64_t n = ts_buffer_storage_elems(b);
+    int64_t nonfinite = count_nonfinite(args[i], ts_buffer_dtype(b), n);
+    bool same = memcmp(args[i], again[i], bytes) == 0;
+    bool same_text = memcmp(args[i], reparsed[i], bytes) == 0;
+    printf("output %s: %lld elements, %s, %s, %s\n", ts_buffer_name(b),
+           (long long)n, nonfinite ? "NON-FINITE VALUES" : "finite",
+           same ? "deterministic" : "NOT DETERMINISTIC",
+           same_text ? "text round trip identical" : "TEXT ROUND TRIP DIFFERS");
+    ok = ok && !nonfinite && same && same_text;
+  }
+  printf("check:     %s\n", ok ? "ok" : "FAILED");
+  status = ok ? EXIT_OK : EXIT_FAIL;
+
+done:
+  free(text);
+  if (args) free_args(f, args);
+  if (again) free_args(f, again);
+  if (reparsed) free_args(g, reparsed);
+  ts_func_free(g);
+  if (w) ts_workload_free(w);
+  else ts_func_free(f);
+  return status;
+}

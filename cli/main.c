@@ -1,0 +1,113 @@
+/*
+ * main.c — the `tessera` command: global options and dispatch to the
+ * subcommands, plus the helpers they share.
+ */
+#include "cli.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+static const char usage[] =
+    "usage: tessera [--help] [--version] <command> [options]\n"
+    "\n"
+    "tessera is an auto-tuning tensor program generator: it builds a tensor\n"
+    "operator as a loop-nest program, searches schedules for it, measures\n"
+    "candidates on CPU and GPU workers and keeps the best in a database.\n"
+    "\n"
+    "commands:\n"
+    "  show     print a workload's TIR, structural hash and FLOP count\n"
+    "  check    run a workload through the reference interpreter and check it\n"
+    "\n"
+    "workloads are given as a spec, e.g.\n"
+    "  --workload \"matmul M=1024 N=1024 K=1024 dtype=float32\"\n"
+    "or as a TIR text file (--tir FILE). `tessera show --ops` lists the\n"
+    "operators and their keys. `tessera <command> --help` for its options.\n";
+
+typedef struct command {
+  const char *name;
+  int (*run)(int argc, char **argv);
+} command;
+
+static const command commands[] = {
+    {"show", cmd_show},
+    {"check", cmd_check},
+};
+
+void cli_error(const char *what, const ts_error *err) {
+  if (err && err->msg[0])
+    fprintf(stderr, "tessera: error: %s: %s\n", what, err->msg);
+  else
+    fprintf(stderr, "tessera: error: %s\n", what);
+}
+
+int cli_usage_error(const char *sub, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "tessera %s: ", sub);
+  vfprintf(stderr, fmt, ap);
+  fprintf(stderr, "\n(see `tessera %s --help`)\n", sub);
+  va_end(ap);
+  return EXIT_USAGE;
+}
+
+bool cli_opt_value(int argc, char **argv, int *i, const char *name,
+                   const char **value, bool *missing) {
+  const char *arg = argv[*i];
+  size_t n = strlen(name);
+  if (strncmp(arg, name, n) != 0) return false;
+  *missing = false;
+  if (arg[n] == '=') {
+    *value = arg + n + 1;
+    return true;
+  }
+  if (arg[n] != 0) return false;
+  if (*i + 1 >= argc) {
+    *missing = true;
+    return true;
+  }
+  *value = argv[++*i];
+  return true;
+}
+
+int cli_load_func(const char *spec, const char *tir_path, ts_workload **workload,
+                  ts_func **func) {
+  ts_error err;
+  ts_error_clear(&err);
+  *workload = NULL;
+  *func = NULL;
+  if (spec) {
+    if (ts_workload_from_spec(spec, workload, &err) != TS_OK) {
+      cli_error("bad workload spec", &err);
+      return EXIT_FAIL;
+    }
+    *func = (*workload)->func;
+    return EXIT_OK;
+  }
+  if (ts_func_parse_file(tir_path, func, &err) != TS_OK) {
+    cli_error("cannot read TIR", &err);
+    return EXIT_FAIL;
+  }
+  return EXIT_OK;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    fputs(usage, stderr);
+    return EXIT_USAGE;
+  }
+  const char *sub = argv[1];
+  if (!strcmp(sub, "--help") || !strcmp(sub, "-h") || !strcmp(sub, "help")) {
+    fputs(usage, stdout);
+    return EXIT_OK;
+  }
+  if (!strcmp(sub, "--version") || !strcmp(sub, "version")) {
+    printf("tessera %s\n", TS_VERSION);
+    return EXIT_OK;
+  }
+  for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+    if (!strcmp(sub, commands[i].name))
+      return commands[i].run(argc - 1, argv + 1);
+  fprintf(stderr, "tessera: unknown command '%s'\n\n%s", sub, usage);
+  return EXIT_USAGE;
+}

@@ -1,0 +1,263 @@
+/*
+ * build.c — the build driver: lower a function, emit LLVM IR for the
+ * target, run LLVM's default<O3> pipeline through LLVMRunPasses and emit an
+ * in-memory object (x86-64) or PTX text (NVPTX); plus the refcounted
+ * artifact that carries the result to the runtime and workers.
+ */
+#include "codegen/internal.h"
+
+#include <llvm-c/Analysis.h>
+#include <llvm-c/Target.h>
+#include <llvm-c/TargetMachine.h>
+#include <llvm-c/Transforms/PassBuilder.h>
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* ---- artifacts ---- */
+
+ts_artifact *ts_artifact_new(ts_artifact_kind kind, const char *entry,
+                             const ts_artifact_arg *args, int n_args,
+                             const void *bytes, size_t n_bytes) {
+  ts_artifact *a = calloc(1, sizeof *a);
+  if (!a) return NULL;
+  a->kind = kind;
+  snprintf(a->entry, sizeof a->entry, "%s", entry);
+  a->n_args = n_args;
+  a->args = calloc((size_t)(n_args > 0 ? n_args : 1), sizeof *a->args);
+  a->bytes = malloc(n_bytes + 1);
+  if (!a->args || !a->bytes) {
+    free(a->args);
+    free(a->bytes);
+    free(a);
+    return NULL;
+  }
+  if (n_args > 0) memcpy(a->args, args, sizeof *args * (size_t)n_args);
+  if (n_bytes) memcpy(a->bytes, bytes, n_bytes);
+  a->bytes[n_bytes] = 0;
+  a->n_bytes = n_bytes;
+  for (int i = 0; i < 3; i++) a->grid[i] = a->block[i] = 1;
+  a->refcount = 1;
+  return a;
+}
+
+ts_artifact *ts_artifact_retain(ts_artifact *a) {
+  if (a) __atomic_fetch_add(&a->refcount, 1, __ATOMIC_RELAXED);
+  return a;
+}
+
+void ts_artifact_release(ts_artifact *a) {
+  if (!a) return;
+  if (__atomic_fetch_sub(&a->refcount, 1, __ATOMIC_ACQ_REL) != 1)
+    return;
+  free(a->args);
+  free(a->bytes);
+  free(a);
+}
+
+ts_artifact_arg *ts_artifact_args_of(const ts_func *f) {
+  int n = ts_func_n_params(f);
+  ts_artifact_arg *args = calloc((size_t)(n > 0 ? n : 1), sizeof *args);
+  if (!args) return NULL;
+  for (int i = 0; i < n; i++) {
+    ts_buffer *b = ts_func_param(f, i);
+    snprintf(args[i].name, sizeof args[i].name, "%s", ts_buffer_name(b));
+    args[i].dtype = ts_buffer_dtype(b);
+    args[i].ndim = ts_buffer_ndim(b);
+    for (int d = 0; d < args[i].ndim; d++) args[i].shape[d] = ts_buffer_dim(b, d);
+    args[i].is_output = ts_func_param_is_output(f, i);
+  }
+  return args;
+}
+
+/* ---- building ---- */
+
+static pthread_once_t llvm_once = PTHREAD_ONCE_INIT;
+
+static void init_llvm(void) {
+  LLVMInitializeX86TargetInfo();
+  LLVMInitializeX86Target();
+  LLVMInitializeX86TargetMC();
+  LLVMInitializeX86AsmPrinter();
+  LLVMInitializeNVPTXTargetInfo();
+  LLVMInitializeNVPTXTarget();
+  LLVMInitializeNVPTXTargetMC();
+  LLVMInitializeNVPTXAsmPrinter();
+}
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+ts_build_options ts_build_defaults(void) {
+  return (ts_build_options){.lower = ts_lower_defaults()};
+}
+
+void ts_build_result_clear(ts_build_result *r) {
+  if (!r) return;
+  ts_artifact_release(r->artifact);
+  ts_func_free(r->lowered);
+  free(r->llvm_ir);
+  free(r->assembly);
+  memset(r, 0, sizeof *r);
+}
+
+/* The entry symbol: the function name with every character outside
+ * [A-Za-z0-9_] replaced, never empty, never starting with a digit. */
+static void entry_name(const ts_func *f, char *out, size_t cap) {
+  const char *n = ts_func_name(f);
+  size_t j = 0;
+  if (!n || !*n || (*n >= '0' && *n <= '9')) j = (size_t)snprintf(out, cap, "k_");
+  for (; n && *n && j + 1 < cap; n++) {
+    char c = *n;
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+              (c >= '0' && c <= '9') || c == '_';
+    out[j++] = ok ? c : '_';
+  }
+  out[j] = 0;
+}
+
+static char *take_message(char *msg) {
+  char *r = strdup(msg ? msg : "");
+  LLVMDisposeMessage(msg);
+  return r;
+}
+
+static char *emit_to_string(LLVMTargetMachineRef tm, LLVMModuleRef mod,
+                            LLVMCodeGenFileType kind, size_t *len,
+                            char **errmsg) {
+  LLVMMemoryBufferRef buf = NULL;
+  char *msg = NULL;
+  if (LLVMTargetMachineEmitToMemoryBuffer(tm, mod, kind, &msg, &buf)) {
+    *errmsg = take_message(msg);
+    return NULL;
+  }
+  size_t n = LLVMGetBufferSize(buf);
+  char *out = malloc(n + 1);
+  memcpy(out, LLVMGetBufferStart(buf), n);
+  out[n] = 0;
+  *len = n;
+  LLVMDisposeMemoryBuffer(buf);
+  return out;
+}
+
+int ts_build(const ts_func *f, const ts_target *t, const ts_build_options *opts,
+             ts_build_result *out, ts_error *err) {
+  memset(out, 0, sizeof *out);
+  ts_build_options o = opts ? *opts : ts_build_defaults();
+  pthread_once(&llvm_once, init_llvm);
+  int rc = TS_OK;
+  bool cuda = ts_target_is_cuda(t);
+
+  double t0 = now_ms();
+  ts_func *lowered = ts_lower(f, &o.lower, err);
+  if (!lowered) return err ? err->code : TS_EINVAL;
+  out->lower_ms = now_ms() - t0;
+
+  char entry[128];
+  entry_name(f, entry, sizeof entry);
+  const char *triple = ts_target_triple(t);
+  LLVMTargetRef target;
+  char *msg = NULL;
+  if (LLVMGetTargetFromTriple(triple, &target, &msg)) {
+    rc = TS_ERR(err, TS_EUNSUPPORTED, "LLVM has no target for '%s': %s", triple,
+                msg ? msg : "");
+    LLVMDisposeMessage(msg);
+    ts_func_free(lowered);
+    return rc;
+  }
+  LLVMTargetMachineRef tm = LLVMCreateTargetMachine(
+      target, triple, ts_target_cpu(t), ts_target_llvm_features(t),
+      LLVMCodeGenLevelAggressive, LLVMRelocPIC, LLVMCodeModelDefault);
+  LLVMContextRef ctx = LLVMContextCreate();
+  LLVMModuleRef mod = LLVMModuleCreateWithNameInContext(entry, ctx);
+  LLVMSetTarget(mod, triple);
+  LLVMTargetDataRef td = LLVMCreateTargetDataLayout(tm);
+  LLVMSetModuleDataLayout(mod, td);
+  LLVMBuilderRef b = LLVMCreateBuilderInContext(ctx);
+  emitter e = {.ctx = ctx,
+               .mod = mod,
+               .b = b,
+               .target = t,
+               .cuda = cuda,
+               .cpu = ts_target_cpu(t),
+               .features = ts_target_llvm_features(t),
+               .vector_bits = ts_target_vector_bits(t),
+               .ranges = ts_var_ranges_create(),
+               .err = err};
+  double t1 = now_ms();
+  rc = emit_kernel(&e, lowered, entry);
+  if (!rc && LLVMVerifyModule(mod, LLVMReturnStatusAction, &msg)) {
+    rc = TS_ERR(err, TS_EINTERNAL, "generated LLVM IR does not verify: %s",
+                msg ? msg : "");
+  }
+  if (msg) LLVMDisposeMessage(msg);
+  msg = NULL;
+  out->emit_ms = now_ms() - t1;
+
+  if (!rc && !o.no_opt) {
+    double t2 = now_ms();
+    LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
+    LLVMErrorRef perr = LLVMRunPasses(mod, "default<O3>", tm, po);
+    LLVMDisposePassBuilderOptions(po);
+    if (perr) {
+      char *m = LLVMGetErrorMessage(perr);
+      rc = TS_ERR(err, TS_EINTERNAL, "LLVM optimization failed: %s", m);
+      LLVMDisposeErrorMessage(m);
+    }
+    out->opt_ms = now_ms() - t2;
+  }
+  if (!rc && o.keep_llvm_ir) out->llvm_ir = take_message(LLVMPrintModuleToString(mod));
+
+  double t3 = now_ms();
+  if (!rc && o.keep_asm && !cuda) {
+    LLVMModuleRef clone = LLVMCloneModule(mod);
+    size_t n;
+    char *emsg = NULL;
+    out->assembly = emit_to_string(tm, clone, LLVMAssemblyFile, &n, &emsg);
+    LLVMDisposeModule(clone);
+    if (!out->assembly) {
+      rc = TS_ERR(err, TS_EINTERNAL, "LLVM assembly emission failed: %s", emsg);
+      free(emsg);
+    }
+  }
+  if (!rc) {
+    size_t n = 0;
+    char *emsg = NULL;
+    char *bytes =
+        emit_to_string(tm, mod, cuda ? LLVMAssemblyFile : LLVMObjectFile, &n, &emsg);
+    if (!bytes) {
+      rc = TS_ERR(err, TS_EINTERNAL, "LLVM code emission failed: %s", emsg);
+      free(emsg);
+    } else {
+      ts_artifact_arg *args = ts_artifact_args_of(f);
+      out->artifact = ts_artifact_new(cuda ? TS_ARTIFACT_PTX : TS_ARTIFACT_CPU_OBJECT,
+                                      entry, args, ts_func_n_params(f), bytes, n);
+      free(args);
+      free(bytes);
+      if (!out->artifact) rc = TS_ERR(err, TS_ENOMEM, "out of memory for the artifact");
+      else if (cuda)
+        for (int i = 0; i < 3; i++) {
+          out->artifact->grid[i] = (unsigned)(e.grid[i] > 0 ? e.grid[i] : 1);
+          out->artifact->block[i] = (unsigned)(e.block[i] > 0 ? e.block[i] : 1);
+        }
+    }
+  }
+  out->codegen_ms = now_ms() - t3;
+
+  ts_var_ranges_destroy(e.ranges);
+  LLVMDisposeBuilder(b);
+  LLVMDisposeModule(mod);
+  LLVMDisposeTargetData(td);
+  LLVMDisposeTargetMachine(tm);
+  LLVMContextDispose(ctx);
+  if (!rc && o.keep_lowered) out->lowered = lowered;
+  else ts_func_free(lowered);
+  if (rc) ts_build_result_clear(out);
+  return rc;
+}

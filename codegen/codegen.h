@@ -1,0 +1,210 @@
+/*
+ * codegen.h — the public interface of tessera's code generator: targets
+ * (parsing, host detection and the queries lowering and emission need),
+ * lowering passes from block-form TIR to flat loop programs, and LLVM IR
+ * emission for x86-64 (in-memory ELF objects) and NVPTX (PTX text).
+ *
+ * Target identity is a canonical string: parsing fills defaults, resolves
+ * `llvm -mcpu=native` (and plain `llvm`) to the concrete CPU name and
+ * features of this host, sorts features and prints options in one order, so
+ * equal targets print identically and print(parse(print(t))) == print(t).
+ */
+#ifndef TESSERA_CODEGEN_H
+#define TESSERA_CODEGEN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tir/tir.h"
+
+/* ========================================================================
+ * Targets (codegen/target.c)
+ * ======================================================================== */
+
+/* Canonical forms:
+ *   llvm -mcpu=NAME [-mattr=+f1,+f2,-f3] -num-cores=N
+ *   cuda -arch=sm_XX -max-threads-per-block=N -max-shared-memory-per-block=N
+ *        -max-registers-per-thread=N
+ * For llvm, -mcpu defaults to `native` (this host, resolved through LLVM);
+ * the features stored are the explicit ones plus those the named CPU implies
+ * among the ones tessera queries (so -mattr lists a feature with '-' when
+ * the CPU would imply it but it is disabled); -num-cores defaults to the
+ * online core count. For cuda, -arch is required; the limits default to
+ * 1024 threads, 49152 bytes and 255 registers. */
+
+typedef struct ts_target ts_target;
+
+typedef enum ts_target_kind {
+  TS_TARGET_LLVM = 0, /* x86-64 host code */
+  TS_TARGET_CUDA = 1, /* NVPTX */
+} ts_target_kind;
+
+#define TS_TARGET_MAX_CORES 4096
+#define TS_TARGET_MAX_FEATURES 512
+
+/* Parses a target string. Errors are TS_EINVAL with the 1-based column of
+ * the offending token and a message naming it ("unknown target kind 'lvm'",
+ * "bad -num-cores value '0'", "unknown option '-foo' for target kind 'llvm'",
+ * "option '-mcpu' given twice", ...). On success *out is a new target the
+ * caller frees with ts_target_free. */
+int ts_target_parse(const char *s, ts_target **out, ts_error *err);
+/* The host target, `llvm -mcpu=native` resolved. Same ownership. */
+int ts_target_host(ts_target **out, ts_error *err);
+/* A copy of t (NULL when memory runs out); free with ts_target_free. */
+ts_target *ts_target_copy(const ts_target *t);
+void ts_target_free(ts_target *t);
+/* The canonical string, owned by t. */
+const char *ts_target_str(const ts_target *t);
+bool ts_target_equal(const ts_target *a, const ts_target *b);
+
+ts_target_kind ts_target_get_kind(const ts_target *t);
+bool ts_target_is_cuda(const ts_target *t);
+/* The LLVM target triple ("x86_64-pc-linux-gnu" as LLVM names this host, or
+ * "nvptx64-nvidia-cuda"), owned by t. */
+const char *ts_target_triple(const ts_target *t);
+/* The CPU for LLVMCreateTargetMachine: the x86 CPU name, or "sm_XX" for
+ * cuda. Owned by t. */
+const char *ts_target_cpu(const ts_target *t);
+/* The feature string for LLVMCreateTargetMachine ("+avx2,+fma,-amx-tile";
+ * for cuda the PTX ISA version for the architecture, "+ptx80" for sm_90).
+ * Owned by t; "" when there are none. */
+const char *ts_target_llvm_features(const ts_target *t);
+/* Whether an llvm target has a CPU feature, by its LLVM name ("avx512f",
+ * "amx-tile"); a feature disabled explicitly also disables the ones that
+ * need it (avx512bw needs avx512f, which needs avx2, ...). False for
+ * cuda. */
+bool ts_target_has_feature(const ts_target *t, const char *feature);
+/* Number of stored features, and feature i (name owned by t; *enabled
+ * receives its sign), in sorted order. */
+int ts_target_num_features(const ts_target *t);
+const char *ts_target_feature(const ts_target *t, int i, bool *enabled);
+/* Threads for the runtime (llvm; 0 for cuda). */
+int ts_target_num_cores(const ts_target *t);
+/* The widest fp32 vector in bits: 512 with avx512f, 256 with avx2 or avx,
+ * else 128 (llvm); 32 for cuda (one lane per thread). */
+int ts_target_vector_bits(const ts_target *t);
+/* cuda: the SM version (80 for sm_80) and the per-block limits; 0 for
+ * llvm. */
+int ts_target_sm(const ts_target *t);
+int ts_target_max_threads_per_block(const ts_target *t);
+int ts_target_max_shared_memory_per_block(const ts_target *t);
+int ts_target_max_registers_per_thread(const ts_target *t);
+
+/* ========================================================================
+ * Lowering (codegen/lower.c)
+ * ======================================================================== */
+
+/* Block-form TIR -> flat loop program. Every pass works in place on a function the caller owns (new nodes go in
+ * its arena) and returns TS_OK or an error with err set; on error the
+ * function may be half-rewritten and must be discarded. */
+
+typedef struct ts_lower_options {
+  bool verify_between;  /* run ts_func_verify after each pass (TS_VERIFY=1) */
+  int max_vector_lanes; /* widest vector a vectorized loop becomes (64) */
+  int max_unroll;       /* largest extent an `unrolled` loop is copied (256) */
+} ts_lower_options;
+
+/* Default options (verify_between from the TS_VERIFY environment variable). */
+ts_lower_options ts_lower_defaults(void);
+
+/* The whole pipeline on a copy of f: returns a new lowered function the
+ * caller frees with ts_func_free, or NULL with err set. */
+ts_func *ts_lower(const ts_func *f, const ts_lower_options *opts,
+                  ts_error *err);
+
+/* requires: block form | maintains: semantics | breaks: blocks — every
+ * block-realize becomes its body with iter vars replaced by their values,
+ * guarded by its predicate, with `init` run under "every reduce value is at
+ * its minimum", and its allocated buffers as `allocate` statements. */
+int ts_lower_blocks(ts_func *f, ts_error *err);
+/* requires: no blocks | maintains: semantics | breaks: buffer shapes — every
+ * buffer becomes 1-D over its storage (strides applied) and every access a
+ * single flat index. */
+int ts_lower_flatten(ts_func *f, ts_error *err);
+/* requires: flat buffers | maintains: semantics — simplifies every
+ * expression using the ranges of the loop variables in scope. */
+int ts_lower_simplify(ts_func *f, ts_error *err);
+/* requires: flat buffers | maintains: semantics | breaks: vectorized loops —
+ * each `vectorized` loop of constant extent becomes vector code (ramp and
+ * broadcast); a loop that cannot be vectorized stays a serial loop with the
+ * reason in its "vectorize_fallback" annotation. */
+int ts_lower_vectorize(ts_func *f, int max_lanes, ts_error *err);
+/* requires: no blocks | maintains: semantics | breaks: unrolled loops —
+ * `unrolled` loops of constant extent up to max_unroll are replaced by copies
+ * of their body; inside a loop annotated "pragma_auto_unroll_max_step" = S,
+ * inner serial loops whose total executed statements are at most S are
+ * unrolled too (explicitly when "pragma_unroll_explicit" is absent or 1,
+ * else marked `unrolled` for the backend). */
+int ts_lower_unroll(ts_func *f, int max_unroll, ts_error *err);
+
+/* ========================================================================
+ * Artifacts and building (codegen/build.c, codegen/emit.c)
+ * ======================================================================== */
+
+typedef enum ts_artifact_kind {
+  TS_ARTIFACT_CPU_OBJECT = 0, /* relocatable ELF, kernel ABI of runtime.h */
+  TS_ARTIFACT_PTX = 1,        /* PTX text for the CUDA driver */
+} ts_artifact_kind;
+
+/* One kernel argument: a compact row-major buffer. */
+typedef struct ts_artifact_arg {
+  char name[64];
+  ts_dtype dtype;
+  int ndim;
+  int64_t shape[TS_MAX_DIMS];
+  bool is_output; /* written by the kernel */
+} ts_artifact_arg;
+
+/* A built kernel. Shared and immutable once built: refcounted. */
+typedef struct ts_artifact {
+  ts_artifact_kind kind;
+  char entry[128];      /* the entry symbol */
+  int n_args;
+  ts_artifact_arg *args;
+  unsigned char *bytes; /* object bytes, or PTX text (NUL after n_bytes) */
+  size_t n_bytes;
+  unsigned grid[3], block[3]; /* PTX: launch dimensions */
+  unsigned shared_bytes;      /* PTX: dynamic shared memory */
+  int refcount;
+} ts_artifact;
+
+/* A new artifact with refcount 1 (bytes copied). Caller releases. */
+ts_artifact *ts_artifact_new(ts_artifact_kind kind, const char *entry,
+                             const ts_artifact_arg *args, int n_args,
+                             const void *bytes, size_t n_bytes);
+ts_artifact *ts_artifact_retain(ts_artifact *a);
+/* Drops one reference; frees at zero (NULL is a no-op). */
+void ts_artifact_release(ts_artifact *a);
+/* The argument list of a function (shapes, dtypes, outputs), as an artifact
+ * carries it. Returns a malloc'd array of ts_func_n_params(f) entries. */
+ts_artifact_arg *ts_artifact_args_of(const ts_func *f);
+
+typedef struct ts_build_options {
+  ts_lower_options lower;
+  bool keep_lowered;  /* fill result->lowered */
+  bool keep_llvm_ir;  /* fill result->llvm_ir (after optimization) */
+  bool keep_asm;      /* fill result->assembly (x86 assembly; PTX is the
+                         artifact itself) */
+  bool no_opt;        /* skip LLVM's default<O3> pipeline */
+} ts_build_options;
+ts_build_options ts_build_defaults(void);
+
+typedef struct ts_build_result {
+  ts_artifact *artifact; /* caller releases */
+  ts_func *lowered;      /* when asked; caller frees */
+  char *llvm_ir;         /* malloc'd, when asked */
+  char *assembly;        /* malloc'd, when asked */
+  double lower_ms, emit_ms, opt_ms, codegen_ms;
+} ts_build_result;
+
+/* Compiles f (block form, scheduled or not) for target t: lower, emit LLVM
+ * IR, optimize (default<O3>), and emit an in-memory ELF object (llvm) or PTX
+ * (cuda). No external compiler or linker is involved. Thread safe (each
+ * build has its own LLVM context). On failure returns the error code with
+ * err set and *out cleared. Free *out with ts_build_result_clear. */
+int ts_build(const ts_func *f, const ts_target *t, const ts_build_options *o,
+             ts_build_result *out, ts_error *err);
+void ts_build_result_clear(ts_build_result *r);
+
+#endif /* TESSERA_CODEGEN_H */

@@ -1,0 +1,1120 @@
+/*
+ * emit.c — LLVM IR emission for a lowered function through the LLVM C API:
+ * every expression and statement kind, serial loops as phi loops, parallel
+ * loops outlined into a task function called through ts_rt_parallel_for,
+ * local buffers on the stack (small) or from ts_rt_alloc (large), vector
+ * code from ramp/broadcast expressions, and the kernel entry of the
+ * runtime's ABI (runtime/runtime.h).
+ */
+#include "codegen/internal.h"
+
+#include <llvm-c/DebugInfo.h>
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Local buffers up to this size live on the stack; larger ones come from
+ * ts_rt_alloc. */
+#define STACK_ALLOC_LIMIT (64 * 1024)
+
+int emit_fail(emitter *e, int code, const char *fmt, ...) {
+  if (e->status) return e->status;
+  e->status = code;
+  if (e->err) {
+    va_list ap;
+    va_start(ap, fmt);
+    ts_error_setv(e->err, code, __FILE__, __LINE__, fmt, ap);
+    va_end(ap);
+  }
+  return code;
+}
+
+/* ---- types ---- */
+
+static LLVMTypeRef scalar_type(emitter *e, ts_dtype t) {
+  switch (t.code) {
+  case TS_DT_INT:
+  case TS_DT_UINT: return LLVMIntTypeInContext(e->ctx, t.bits);
+  case TS_DT_BOOL: return LLVMInt1TypeInContext(e->ctx);
+  case TS_DT_BFLOAT: return LLVMBFloatTypeInContext(e->ctx);
+  case TS_DT_FLOAT:
+    return t.bits == 16   ? LLVMHalfTypeInContext(e->ctx)
+           : t.bits == 32 ? LLVMFloatTypeInContext(e->ctx)
+                          : LLVMDoubleTypeInContext(e->ctx);
+  default: return LLVMPointerTypeInContext(e->ctx, 0);
+  }
+}
+
+/* The type of a value in registers. */
+static LLVMTypeRef reg_type(emitter *e, ts_dtype t) {
+  LLVMTypeRef s = scalar_type(e, t);
+  return t.lanes > 1 ? LLVMVectorType(s, t.lanes) : s;
+}
+
+/* The type of one element in memory (bool is a byte). */
+static LLVMTypeRef mem_type(emitter *e, ts_dtype t) {
+  if (t.code == TS_DT_BOOL) return LLVMInt8TypeInContext(e->ctx);
+  return scalar_type(e, t);
+}
+
+static LLVMTypeRef i64t(emitter *e) { return LLVMInt64TypeInContext(e->ctx); }
+static LLVMTypeRef i32t(emitter *e) { return LLVMInt32TypeInContext(e->ctx); }
+static LLVMTypeRef ptrt(emitter *e) { return LLVMPointerTypeInContext(e->ctx, 0); }
+static LLVMTypeRef f32t(emitter *e) { return LLVMFloatTypeInContext(e->ctx); }
+
+static bool is_half(ts_dtype t) {
+  return t.code == TS_DT_BFLOAT || (t.code == TS_DT_FLOAT && t.bits == 16);
+}
+
+static LLVMValueRef splat(emitter *e, LLVMValueRef v, int lanes) {
+  if (lanes <= 1) return v;
+  LLVMTypeRef vt = LLVMVectorType(LLVMTypeOf(v), lanes);
+  LLVMValueRef ins = LLVMBuildInsertElement(e->b, LLVMGetUndef(vt), v,
+                                            LLVMConstInt(i32t(e), 0, 0), "");
+  LLVMValueRef mask = LLVMConstNull(LLVMVectorType(i32t(e), lanes));
+  return LLVMBuildShuffleVector(e->b, ins, LLVMGetUndef(vt), mask, "");
+}
+
+static LLVMValueRef call_intrinsic(emitter *e, const char *name,
+                                   LLVMTypeRef *overloads, int n_over,
+                                   LLVMValueRef *args, int n) {
+  unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+  if (!id) {
+    emit_fail(e, TS_EINTERNAL, "LLVM has no intrinsic '%s'", name);
+    return LLVMGetUndef(LLVMTypeOf(args[0]));
+  }
+  LLVMValueRef fn = LLVMGetIntrinsicDeclaration(e->mod, id, overloads, n_over);
+  LLVMTypeRef fty = LLVMIntrinsicGetType(e->ctx, id, overloads, n_over);
+  return LLVMBuildCall2(e->b, fty, fn, args, (unsigned)n, "");
+}
+
+/* Declares (once) an external function of the process. */
+static LLVMValueRef extern_fn(emitter *e, const char *name, LLVMTypeRef fty) {
+  LLVMValueRef fn = LLVMGetNamedFunction(e->mod, name);
+  if (!fn) fn = LLVMAddFunction(e->mod, name, fty);
+  return fn;
+}
+
+static void add_fn_attr(emitter *e, LLVMValueRef fn, const char *k,
+                        const char *v) {
+  LLVMAttributeRef a = LLVMCreateStringAttribute(e->ctx, k, (unsigned)strlen(k),
+                                                 v, (unsigned)strlen(v));
+  LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, a);
+}
+
+static void add_enum_attr(emitter *e, LLVMValueRef fn, unsigned idx,
+                          const char *name, uint64_t value) {
+  unsigned kind = LLVMGetEnumAttributeKindForName(name, strlen(name));
+  LLVMAddAttributeAtIndex(fn, idx, LLVMCreateEnumAttribute(e->ctx, kind, value));
+}
+
+static void set_fn_attrs(emitter *e, LLVMValueRef fn) {
+  add_enum_attr(e, fn, LLVMAttributeFunctionIndex, "nounwind", 0);
+  if (e->cuda) return;
+  if (e->cpu && *e->cpu) add_fn_attr(e, fn, "target-cpu", e->cpu);
+  if (e->features && *e->features)
+    add_fn_attr(e, fn, "target-features", e->features);
+  if (e->vector_bits >= 512) {
+    add_fn_attr(e, fn, "prefer-vector-width", "512");
+    add_fn_attr(e, fn, "min-legal-vector-width", "512");
+  }
+}
+
+/* ---- status propagation ---- */
+
+/* Branches to the function's failure exit when status != 0. */
+static void check_status(emitter *e, LLVMValueRef status) {
+  emit_fn *f = e->cur;
+  if (!f->fail_bb) {
+    LLVMBasicBlockRef here = LLVMGetInsertBlock(e->b);
+    f->fail_bb = LLVMAppendBasicBlockInContext(e->ctx, f->fn, "fail");
+    LLVMPositionBuilderAtEnd(e->b, f->fail_bb);
+    f->fail_phi = LLVMBuildPhi(e->b, i32t(e), "status");
+    LLVMBuildRet(e->b, f->fail_phi);
+    LLVMPositionBuilderAtEnd(e->b, here);
+  }
+  LLVMValueRef bad = LLVMBuildICmp(e->b, LLVMIntNE, status,
+                                   LLVMConstInt(LLVMTypeOf(status), 0, 0), "");
+  LLVMBasicBlockRef ok = LLVMAppendBasicBlockInContext(e->ctx, f->fn, "ok");
+  LLVMValueRef st32 = status;
+  if (LLVMGetIntTypeWidth(LLVMTypeOf(status)) != 32)
+    st32 = LLVMBuildTrunc(e->b, status, i32t(e), "");
+  LLVMBasicBlockRef here = LLVMGetInsertBlock(e->b);
+  LLVMAddIncoming(f->fail_phi, &st32, &here, 1);
+  LLVMBuildCondBr(e->b, bad, f->fail_bb, ok);
+  LLVMPositionBuilderAtEnd(e->b, ok);
+}
+
+/* An alloca in the function's entry block. */
+static LLVMValueRef entry_alloca(emitter *e, LLVMTypeRef t, unsigned align) {
+  LLVMBasicBlockRef here = LLVMGetInsertBlock(e->b);
+  LLVMValueRef first = LLVMGetFirstInstruction(e->cur->alloca_bb);
+  if (first) LLVMPositionBuilderBefore(e->b, first);
+  else LLVMPositionBuilderAtEnd(e->b, e->cur->alloca_bb);
+  LLVMValueRef a = LLVMBuildAlloca(e->b, t, "");
+  LLVMSetAlignment(a, align);
+  LLVMPositionBuilderAtEnd(e->b, here);
+  return a;
+}
+
+/* ---- expressions ---- */
+
+static LLVMValueRef ex(emitter *e, ts_expr *x);
+
+static LLVMValueRef undef_of(emitter *e, ts_dtype t) {
+  return LLVMGetUndef(reg_type(e, t));
+}
+
+static LLVMValueRef lookup(emitter *e, const void *node, const char *what,
+                           const char *name) {
+  LLVMValueRef v = ts_node_map_get(e->cur->vals, node);
+  if (!v) {
+    emit_fail(e, TS_EINVAL, "code generation: %s '%s' is not defined here",
+              what, name);
+    return NULL;
+  }
+  return v;
+}
+
+/* Float16/bfloat16 are computed in float32 (rounded back after each
+ * operation, as the interpreter does). */
+static LLVMValueRef to_work(emitter *e, LLVMValueRef v, ts_dtype t) {
+  if (!is_half(t)) return v;
+  LLVMTypeRef ft = t.lanes > 1 ? LLVMVectorType(f32t(e), t.lanes) : f32t(e);
+  return LLVMBuildFPExt(e->b, v, ft, "");
+}
+static LLVMValueRef from_work(emitter *e, LLVMValueRef v, ts_dtype t) {
+  if (!is_half(t)) return v;
+  return LLVMBuildFPTrunc(e->b, v, reg_type(e, t), "");
+}
+
+static bool nonneg(emitter *e, ts_expr *x) {
+  int64_t lo, hi;
+  return ts_expr_const_bound(x, e->ranges, &lo, &hi) && lo >= 0;
+}
+static bool positive(emitter *e, ts_expr *x) {
+  int64_t lo, hi;
+  return ts_expr_const_bound(x, e->ranges, &lo, &hi) && lo > 0;
+}
+
+static LLVMValueRef int_floordivmod(emitter *e, bool is_mod, LLVMValueRef a,
+                                    LLVMValueRef b) {
+  LLVMValueRef q = LLVMBuildSDiv(e->b, a, b, "");
+  LLVMValueRef r = LLVMBuildSRem(e->b, a, b, "");
+  LLVMValueRef zero = LLVMConstNull(LLVMTypeOf(a));
+  LLVMValueRef rnz = LLVMBuildICmp(e->b, LLVMIntNE, r, zero, "");
+  LLVMValueRef rneg = LLVMBuildICmp(e->b, LLVMIntSLT, r, zero, "");
+  LLVMValueRef bneg = LLVMBuildICmp(e->b, LLVMIntSLT, b, zero, "");
+  LLVMValueRef differ = LLVMBuildXor(e->b, rneg, bneg, "");
+  LLVMValueRef adjust = LLVMBuildAnd(e->b, rnz, differ, "");
+  if (is_mod)
+    return LLVMBuildSelect(e->b, adjust, LLVMBuildAdd(e->b, r, b, ""), r, "");
+  return LLVMBuildSub(e->b, q, LLVMBuildZExt(e->b, adjust, LLVMTypeOf(q), ""), "");
+}
+
+static LLVMValueRef emit_binary(emitter *e, ts_expr *x) {
+  ts_expr_kind k = ts_expr_kind_of(x);
+  ts_expr *xa = ts_expr_operand(x, 0), *xb = ts_expr_operand(x, 1);
+  ts_dtype t = ts_expr_dtype(xa);
+  LLVMValueRef a = ex(e, xa), b = ex(e, xb);
+  if (e->status) return undef_of(e, ts_expr_dtype(x));
+  LLVMBuilderRef B = e->b;
+  if (ts_dtype_is_float(t)) {
+    a = to_work(e, a, t);
+    b = to_work(e, b, t);
+    LLVMValueRef r = NULL;
+    LLVMTypeRef ty = LLVMTypeOf(a);
+    switch (k) {
+    case TS_EXPR_ADD: r = LLVMBuildFAdd(B, a, b, ""); break;
+    case TS_EXPR_SUB: r = LLVMBuildFSub(B, a, b, ""); break;
+    case TS_EXPR_MUL: r = LLVMBuildFMul(B, a, b, ""); break;
+    case TS_EXPR_DIV: r = LLVMBuildFDiv(B, a, b, ""); break;
+    case TS_EXPR_MOD: r = LLVMBuildFRem(B, a, b, ""); break;
+    case TS_EXPR_FLOORDIV:
+    case TS_EXPR_FLOORMOD: {
+      LLVMValueRef q = LLVMBuildFDiv(B, a, b, "");
+      LLVMValueRef fl = call_intrinsic(e, "llvm.floor", &ty, 1, &q, 1);
+      r = k == TS_EXPR_FLOORDIV ? fl
+                                : LLVMBuildFSub(B, a, LLVMBuildFMul(B, fl, b, ""), "");
+      break;
+    }
+    case TS_EXPR_MIN:
+    case TS_EXPR_MAX: {
+      LLVMValueRef args[2] = {a, b};
+      r = call_intrinsic(e, k == TS_EXPR_MIN ? "llvm.minnum" : "llvm.maxnum", &ty,
+                         1, args, 2);
+      break;
+    }
+    case TS_EXPR_EQ: return LLVMBuildFCmp(B, LLVMRealOEQ, a, b, "");
+    case TS_EXPR_NE: return LLVMBuildFCmp(B, LLVMRealUNE, a, b, "");
+    case TS_EXPR_LT: return LLVMBuildFCmp(B, LLVMRealOLT, a, b, "");
+    case TS_EXPR_LE: return LLVMBuildFCmp(B, LLVMRealOLE, a, b, "");
+    case TS_EXPR_GT: return LLVMBuildFCmp(B, LLVMRealOGT, a, b, "");
+    case TS_EXPR_GE: return LLVMBuildFCmp(B, LLVMRealOGE, a, b, "");
+    default:
+      emit_fail(e, TS_EINVAL, "code generation: '%s' on floating-point values",
+                ts_expr_kind_name(k));
+      return undef_of(e, ts_expr_dtype(x));
+    }
+    return from_work(e, r, t);
+  }
+  bool is_signed = ts_dtype_is_signed(t);
+  switch (k) {
+  case TS_EXPR_ADD: return LLVMBuildAdd(B, a, b, "");
+  case TS_EXPR_SUB: return LLVMBuildSub(B, a, b, "");
+  case TS_EXPR_MUL: return LLVMBuildMul(B, a, b, "");
+  case TS_EXPR_DIV: return is_signed ? LLVMBuildSDiv(B, a, b, "") : LLVMBuildUDiv(B, a, b, "");
+  case TS_EXPR_MOD: return is_signed ? LLVMBuildSRem(B, a, b, "") : LLVMBuildURem(B, a, b, "");
+  case TS_EXPR_FLOORDIV:
+    if (!is_signed) return LLVMBuildUDiv(B, a, b, "");
+    if (nonneg(e, xa) && positive(e, xb)) return LLVMBuildSDiv(B, a, b, "");
+    return int_floordivmod(e, false, a, b);
+  case TS_EXPR_FLOORMOD:
+    if (!is_signed) return LLVMBuildURem(B, a, b, "");
+    if (nonneg(e, xa) && positive(e, xb)) return LLVMBuildSRem(B, a, b, "");
+    return int_floordivmod(e, true, a, b);
+  case TS_EXPR_MIN:
+  case TS_EXPR_MAX: {
+    if (ts_dtype_is_bool(t))
+      return k == TS_EXPR_MIN ? LLVMBuildAnd(B, a, b, "") : LLVMBuildOr(B, a, b, "");
+    LLVMTypeRef ty = LLVMTypeOf(a);
+    LLVMValueRef args[2] = {a, b};
+    const char *name = k == TS_EXPR_MIN ? (is_signed ? "llvm.smin" : "llvm.umin")
+                                        : (is_signed ? "llvm.smax" : "llvm.umax");
+    return call_intrinsic(e, name, &ty, 1, args, 2);
+  }
+  case TS_EXPR_EQ: return LLVMBuildICmp(B, LLVMIntEQ, a, b, "");
+  case TS_EXPR_NE: return LLVMBuildICmp(B, LLVMIntNE, a, b, "");
+  case TS_EXPR_LT: return LLVMBuildICmp(B, is_signed ? LLVMIntSLT : LLVMIntULT, a, b, "");
+  case TS_EXPR_LE: return LLVMBuildICmp(B, is_signed ? LLVMIntSLE : LLVMIntULE, a, b, "");
+  case TS_EXPR_GT: return LLVMBuildICmp(B, is_signed ? LLVMIntSGT : LLVMIntUGT, a, b, "");
+  case TS_EXPR_GE: return LLVMBuildICmp(B, is_signed ? LLVMIntSGE : LLVMIntUGE, a, b, "");
+  case TS_EXPR_AND: return LLVMBuildAnd(B, a, b, "");
+  case TS_EXPR_OR: return LLVMBuildOr(B, a, b, "");
+  default: break;
+  }
+  emit_fail(e, TS_EINTERNAL, "code generation: unknown binary '%s'",
+            ts_expr_kind_name(k));
+  return undef_of(e, ts_expr_dtype(x));
+}
+
+static LLVMValueRef emit_cast(emitter *e, ts_dtype to, ts_dtype from,
+                              LLVMValueRef v) {
+  if (ts_dtype_eq(to, from)) return v;
+  LLVMBuilderRef B = e->b;
+  LLVMTypeRef T = reg_type(e, to);
+  int lanes = to.lanes;
+  LLVMTypeRef F32 = lanes > 1 ? LLVMVectorType(f32t(e), lanes) : f32t(e);
+  if (ts_dtype_is_handle(to) || ts_dtype_is_handle(from)) {
+    emit_fail(e, TS_EINVAL, "code generation: casts of handles are not supported");
+    return LLVMGetUndef(T);
+  }
+  if (ts_dtype_is_bool(to)) {
+    if (ts_dtype_is_float(from))
+      return LLVMBuildFCmp(B, LLVMRealUNE, v, LLVMConstNull(LLVMTypeOf(v)), "");
+    return LLVMBuildICmp(B, LLVMIntNE, v, LLVMConstNull(LLVMTypeOf(v)), "");
+  }
+  if (ts_dtype_is_bool(from)) {
+    if (ts_dtype_is_float(to)) {
+      LLVMValueRef f = LLVMBuildUIToFP(B, v, F32, "");
+      return is_half(to) ? LLVMBuildFPTrunc(B, f, T, "")
+                         : (to.bits == 64 ? LLVMBuildFPExt(B, f, T, "") : f);
+    }
+    return LLVMBuildZExt(B, v, T, "");
+  }
+  if (ts_dtype_is_int(from) && ts_dtype_is_int(to)) {
+    if (to.bits < from.bits) return LLVMBuildTrunc(B, v, T, "");
+    if (to.bits > from.bits)
+      return ts_dtype_is_signed(from) ? LLVMBuildSExt(B, v, T, "")
+                                      : LLVMBuildZExt(B, v, T, "");
+    return v;
+  }
+  if (ts_dtype_is_int(from) && ts_dtype_is_float(to)) {
+    if (is_half(to)) {
+      LLVMValueRef f = ts_dtype_is_signed(from) ? LLVMBuildSIToFP(B, v, F32, "")
+                                                : LLVMBuildUIToFP(B, v, F32, "");
+      return LLVMBuildFPTrunc(B, f, T, "");
+    }
+    return ts_dtype_is_signed(from) ? LLVMBuildSIToFP(B, v, T, "")
+                                    : LLVMBuildUIToFP(B, v, T, "");
+  }
+  if (ts_dtype_is_float(from) && ts_dtype_is_int(to)) {
+    v = to_work(e, v, from);
+    LLVMTypeRef over[2] = {T, LLVMTypeOf(v)};
+    return call_intrinsic(e, ts_dtype_is_signed(to) ? "llvm.fptosi.sat" : "llvm.fptoui.sat",
+                          over, 2, &v, 1);
+  }
+  /* float -> float */
+  if (is_half(from) && is_half(to)) return LLVMBuildFPTrunc(B, to_work(e, v, from), T, "");
+  int fb = is_half(from) ? 16 : from.bits, tb = is_half(to) ? 16 : to.bits;
+  if (tb > fb) return LLVMBuildFPExt(B, v, T, "");
+  return LLVMBuildFPTrunc(B, v, T, "");
+}
+
+static LLVMValueRef buffer_data(emitter *e, ts_buffer *b) {
+  return lookup(e, b, "buffer", ts_buffer_name(b));
+}
+
+/* Element pointer of buffer[index] (scalar index). */
+static LLVMValueRef elem_ptr(emitter *e, ts_buffer *b, LLVMValueRef index) {
+  LLVMValueRef base = buffer_data(e, b);
+  if (!base) return LLVMGetUndef(ptrt(e));
+  return LLVMBuildInBoundsGEP2(e->b, mem_type(e, ts_buffer_dtype(b)), base,
+                               &index, 1, "");
+}
+
+static bool is_unit_ramp(ts_expr *idx) {
+  int64_t s;
+  return ts_expr_kind_of(idx) == TS_EXPR_RAMP &&
+         ts_expr_is_const_int(ts_expr_operand(idx, 1), &s) && s == 1;
+}
+
+static unsigned elem_align(emitter *e, ts_buffer *b) {
+  return (unsigned)ts_dtype_elem_bytes(ts_buffer_dtype(b));
+}
+
+static LLVMValueRef load_to_reg(emitter *e, ts_dtype t, LLVMValueRef v) {
+  if (t.code == TS_DT_BOOL)
+    return LLVMBuildICmp(e->b, LLVMIntNE, v, LLVMConstNull(LLVMTypeOf(v)), "");
+  return v;
+}
+
+static LLVMValueRef reg_to_mem(emitter *e, ts_dtype t, LLVMValueRef v) {
+  if (t.code != TS_DT_BOOL) return v;
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(e->ctx);
+  return LLVMBuildZExt(e->b, v, t.lanes > 1 ? LLVMVectorType(i8, t.lanes) : i8, "");
+}
+
+static LLVMValueRef emit_load(emitter *e, ts_expr *x) {
+  ts_buffer *b = ts_expr_buffer(x);
+  ts_dtype t = ts_expr_dtype(x);
+  if (ts_expr_n_operands(x) != 1) {
+    emit_fail(e, TS_EINTERNAL, "code generation: buffer '%s' is not flattened",
+              ts_buffer_name(b));
+    return undef_of(e, t);
+  }
+  ts_expr *idx = ts_expr_operand(x, 0);
+  LLVMTypeRef mt = mem_type(e, ts_buffer_dtype(b));
+  if (t.lanes == 1) {
+    LLVMValueRef p = elem_ptr(e, b, ex(e, idx));
+    LLVMValueRef v = LLVMBuildLoad2(e->b, mt, p, "");
+    LLVMSetAlignment(v, elem_align(e, b));
+    return load_to_reg(e, t, v);
+  }
+  if (is_unit_ramp(idx)) {
+    LLVMValueRef p = elem_ptr(e, b, ex(e, ts_expr_operand(idx, 0)));
+    LLVMValueRef v = LLVMBuildLoad2(e->b, LLVMVectorType(mt, t.lanes), p, "");
+    LLVMSetAlignment(v, elem_align(e, b));
+    return load_to_reg(e, t, v);
+  }
+  /* A gather: one scalar load per lane. */
+  LLVMValueRef iv = ex(e, idx);
+  LLVMValueRef r = LLVMGetUndef(LLVMVectorType(mt, t.lanes));
+  for (int l = 0; l < t.lanes; l++) {
+    LLVMValueRef lane = LLVMConstInt(i32t(e), (unsigned)l, 0);
+    LLVMValueRef i = LLVMBuildExtractElement(e->b, iv, lane, "");
+    LLVMValueRef v = LLVMBuildLoad2(e->b, mt, elem_ptr(e, b, i), "");
+    LLVMSetAlignment(v, elem_align(e, b));
+    r = LLVMBuildInsertElement(e->b, r, v, lane, "");
+  }
+  return load_to_reg(e, t, r);
+}
+
+static void emit_store(emitter *e, ts_stmt *s) {
+  ts_buffer *b = ts_store_buffer(s);
+  if (ts_store_n_indices(s) != 1) {
+    emit_fail(e, TS_EINTERNAL, "code generation: buffer '%s' is not flattened",
+              ts_buffer_name(b));
+    return;
+  }
+  ts_expr *idx = ts_store_index(s, 0);
+  ts_expr *val = ts_store_value(s);
+  ts_dtype t = ts_expr_dtype(val);
+  LLVMValueRef v = reg_to_mem(e, t, ex(e, val));
+  int lanes = ts_expr_dtype(idx).lanes;
+  if (lanes > 1 && t.lanes == 1) v = splat(e, v, lanes);
+  if (lanes == 1) {
+    LLVMValueRef st = LLVMBuildStore(e->b, v, elem_ptr(e, b, ex(e, idx)));
+    LLVMSetAlignment(st, elem_align(e, b));
+    return;
+  }
+  if (is_unit_ramp(idx)) {
+    LLVMValueRef p = elem_ptr(e, b, ex(e, ts_expr_operand(idx, 0)));
+    LLVMValueRef st = LLVMBuildStore(e->b, v, p);
+    LLVMSetAlignment(st, elem_align(e, b));
+    return;
+  }
+  LLVMValueRef iv = ex(e, idx);
+  for (int l = 0; l < lanes; l++) {
+    LLVMValueRef lane = LLVMConstInt(i32t(e), (unsigned)l, 0);
+    LLVMValueRef i = LLVMBuildExtractElement(e->b, iv, lane, "");
+    LLVMValueRef x = LLVMBuildExtractElement(e->b, v, lane, "");
+    LLVMValueRef st = LLVMBuildStore(e->b, x, elem_ptr(e, b, i));
+    LLVMSetAlignment(st, elem_align(e, b));
+  }
+}
+
+/* Calls a libm function lane by lane (tanh, erf). */
+static LLVMValueRef libm_per_lane(emitter *e, const char *f32name,
+                                  const char *f64name, LLVMValueRef v,
+                                  ts_dtype t) {
+  bool dbl = t.code == TS_DT_FLOAT && t.bits == 64;
+  LLVMTypeRef st = dbl ? LLVMDoubleTypeInContext(e->ctx) : f32t(e);
+  LLVMTypeRef fty = LLVMFunctionType(st, &st, 1, 0);
+  LLVMValueRef fn = extern_fn(e, dbl ? f64name : f32name, fty);
+  if (t.lanes == 1) return LLVMBuildCall2(e->b, fty, fn, &v, 1, "");
+  LLVMValueRef r = LLVMGetUndef(LLVMTypeOf(v));
+  for (int l = 0; l < t.lanes; l++) {
+    LLVMValueRef lane = LLVMConstInt(i32t(e), (unsigned)l, 0);
+    LLVMValueRef x = LLVMBuildExtractElement(e->b, v, lane, "");
+    LLVMValueRef y = LLVMBuildCall2(e->b, fty, fn, &x, 1, "");
+    r = LLVMBuildInsertElement(e->b, r, y, lane, "");
+  }
+  return r;
+}
+
+static LLVMValueRef const_fp(LLVMTypeRef t, double v) {
+  if (LLVMGetTypeKind(t) == LLVMVectorTypeKind) {
+    unsigned n = LLVMGetVectorSize(t);
+    LLVMValueRef s = LLVMConstReal(LLVMGetElementType(t), v);
+    LLVMValueRef *elems = malloc(sizeof *elems * n);
+    for (unsigned i = 0; i < n; i++) elems[i] = s;
+    LLVMValueRef r = LLVMConstVector(elems, n);
+    free(elems);
+    return r;
+  }
+  return LLVMConstReal(t, v);
+}
+
+static LLVMValueRef emit_if_then_else(emitter *e, ts_expr *x) {
+  ts_expr *c = ts_expr_operand(x, 0);
+  ts_dtype t = ts_expr_dtype(x);
+  if (ts_expr_dtype(c).lanes > 1) {
+    /* Vector guards: both branches are evaluated (loads must be safe). */
+    LLVMValueRef cv = ex(e, c), a = ex(e, ts_expr_operand(x, 1)),
+                 b = ex(e, ts_expr_operand(x, 2));
+    return LLVMBuildSelect(e->b, cv, a, b, "");
+  }
+  LLVMValueRef cv = ex(e, c);
+  LLVMValueRef fn = e->cur->fn;
+  LLVMBasicBlockRef tb = LLVMAppendBasicBlockInContext(e->ctx, fn, "ite.then");
+  LLVMBasicBlockRef fb = LLVMAppendBasicBlockInContext(e->ctx, fn, "ite.else");
+  LLVMBasicBlockRef mb = LLVMAppendBasicBlockInContext(e->ctx, fn, "ite.end");
+  LLVMBuildCondBr(e->b, cv, tb, fb);
+  LLVMPositionBuilderAtEnd(e->b, tb);
+  LLVMValueRef tv = ex(e, ts_expr_operand(x, 1));
+  LLVMBasicBlockRef tend = LLVMGetInsertBlock(e->b);
+  LLVMBuildBr(e->b, mb);
+  LLVMPositionBuilderAtEnd(e->b, fb);
+  LLVMValueRef fv = ex(e, ts_expr_operand(x, 2));
+  LLVMBasicBlockRef fend = LLVMGetInsertBlock(e->b);
+  LLVMBuildBr(e->b, mb);
+  LLVMPositionBuilderAtEnd(e->b, mb);
+  LLVMValueRef phi = LLVMBuildPhi(e->b, reg_type(e, t), "");
+  LLVMValueRef vals[2] = {tv, fv};
+  LLVMBasicBlockRef bbs[2] = {tend, fend};
+  LLVMAddIncoming(phi, vals, bbs, 2);
+  return phi;
+}
+
+static LLVMValueRef emit_call(emitter *e, ts_expr *x) {
+  const char *name = ts_expr_call_name(x);
+  ts_dtype t = ts_expr_dtype(x);
+  int n = ts_expr_n_operands(x);
+  if (!strcmp(name, "if_then_else")) return emit_if_then_else(e, x);
+  const ts_intrinsic_info *info = ts_intrinsic_lookup(name);
+  if (!info) {
+    emit_fail(e, TS_EUNSUPPORTED,
+              "code generation: no implementation of intrinsic '%s' for this "
+              "target",
+              name);
+    return undef_of(e, t);
+  }
+  if (n > 3 || (info->n_args >= 0 && n != info->n_args)) {
+    emit_fail(e, TS_EINVAL, "code generation: '%s' takes %d arguments, got %d",
+              name, info->n_args, n);
+    return undef_of(e, t);
+  }
+  LLVMValueRef args[3];
+  for (int i = 0; i < n; i++) args[i] = ex(e, ts_expr_operand(x, i));
+  if (e->status) return undef_of(e, t);
+  if (!strcmp(name, "abs") && !ts_dtype_is_float(t)) {
+    if (!ts_dtype_is_signed(t)) return args[0];
+    LLVMTypeRef ty = LLVMTypeOf(args[0]);
+    LLVMValueRef a2[2] = {args[0], LLVMConstInt(LLVMInt1TypeInContext(e->ctx), 0, 0)};
+    return call_intrinsic(e, "llvm.abs", &ty, 1, a2, 2);
+  }
+  if (!ts_dtype_is_float(t)) {
+    emit_fail(e, TS_EINVAL, "code generation: '%s' needs floating-point values",
+              name);
+    return undef_of(e, t);
+  }
+  for (int i = 0; i < n; i++) args[i] = to_work(e, args[i], t);
+  LLVMTypeRef ty = LLVMTypeOf(args[0]);
+  static const struct {
+    const char *name, *llvm;
+  } direct[] = {{"exp", "llvm.exp"},     {"exp2", "llvm.exp2"},
+                {"log", "llvm.log"},     {"log2", "llvm.log2"},
+                {"log10", "llvm.log10"}, {"sqrt", "llvm.sqrt"},
+                {"sin", "llvm.sin"},     {"cos", "llvm.cos"},
+                {"floor", "llvm.floor"}, {"ceil", "llvm.ceil"},
+                {"round", "llvm.roundeven"}, {"trunc", "llvm.trunc"},
+                {"pow", "llvm.pow"},     {"fma", "llvm.fma"},
+                {"abs", "llvm.fabs"}};
+  LLVMValueRef r = NULL;
+  for (size_t i = 0; i < sizeof direct / sizeof direct[0] && !r; i++)
+    if (!strcmp(name, direct[i].name))
+      r = call_intrinsic(e, direct[i].llvm, &ty, 1, args, n);
+  if (!r && !strcmp(name, "rsqrt")) {
+    LLVMValueRef s = call_intrinsic(e, "llvm.sqrt", &ty, 1, args, 1);
+    r = LLVMBuildFDiv(e->b, const_fp(ty, 1.0), s, "");
+  }
+  if (!r && !strcmp(name, "sigmoid")) {
+    LLVMValueRef neg = LLVMBuildFNeg(e->b, args[0], "");
+    LLVMValueRef ex1 = call_intrinsic(e, "llvm.exp", &ty, 1, &neg, 1);
+    LLVMValueRef den = LLVMBuildFAdd(e->b, const_fp(ty, 1.0), ex1, "");
+    r = LLVMBuildFDiv(e->b, const_fp(ty, 1.0), den, "");
+  }
+  ts_dtype wt = is_half(t) ? ts_dtype_with_lanes(TS_FLOAT32, t.lanes) : t;
+  if (!r && !strcmp(name, "tanh")) r = libm_per_lane(e, "tanhf", "tanh", args[0], wt);
+  if (!r && !strcmp(name, "erf")) r = libm_per_lane(e, "erff", "erf", args[0], wt);
+  if (!r) {
+    emit_fail(e, TS_EUNSUPPORTED, "code generation: intrinsic '%s' is not supported",
+              name);
+    return undef_of(e, t);
+  }
+  return from_work(e, r, t);
+}
+
+static LLVMValueRef ex(emitter *e, ts_expr *x) {
+  ts_dtype t = ts_expr_dtype(x);
+  if (e->status) return undef_of(e, t);
+  switch (ts_expr_kind_of(x)) {
+  case TS_EXPR_INT:
+    return LLVMConstInt(reg_type(e, t), (unsigned long long)ts_expr_int_value(x),
+                        ts_dtype_is_signed(t));
+  case TS_EXPR_FLOAT: return LLVMConstReal(reg_type(e, t), ts_expr_float_value(x));
+  case TS_EXPR_VAR: {
+    LLVMValueRef v = lookup(e, x, "variable", ts_var_name(x));
+    return v ? v : undef_of(e, t);
+  }
+  case TS_EXPR_NOT: return LLVMBuildNot(e->b, ex(e, ts_expr_operand(x, 0)), "");
+  case TS_EXPR_SELECT: {
+    LLVMValueRef c = ex(e, ts_expr_operand(x, 0));
+    LLVMValueRef a = ex(e, ts_expr_operand(x, 1)), b = ex(e, ts_expr_operand(x, 2));
+    return LLVMBuildSelect(e->b, c, a, b, "");
+  }
+  case TS_EXPR_CAST: {
+    ts_expr *v = ts_expr_operand(x, 0);
+    return emit_cast(e, t, ts_expr_dtype(v), ex(e, v));
+  }
+  case TS_EXPR_LOAD: return emit_load(e, x);
+  case TS_EXPR_RAMP: {
+    LLVMValueRef base = splat(e, ex(e, ts_expr_operand(x, 0)), t.lanes);
+    LLVMValueRef stride = splat(e, ex(e, ts_expr_operand(x, 1)), t.lanes);
+    LLVMTypeRef st = scalar_type(e, ts_dtype_scalar(t));
+    LLVMValueRef *steps = malloc(sizeof *steps * t.lanes);
+    for (int i = 0; i < t.lanes; i++) steps[i] = LLVMConstInt(st, (unsigned)i, 0);
+    LLVMValueRef iota = LLVMConstVector(steps, t.lanes);
+    free(steps);
+    return LLVMBuildAdd(e->b, base, LLVMBuildMul(e->b, stride, iota, ""), "");
+  }
+  case TS_EXPR_BROADCAST: return splat(e, ex(e, ts_expr_operand(x, 0)), t.lanes);
+  case TS_EXPR_CALL: return emit_call(e, x);
+  case TS_EXPR_LET: {
+    LLVMValueRef v = ex(e, ts_expr_operand(x, 0));
+    ts_node_map_put(e->cur->vals, ts_expr_let_var(x), v);
+    return ex(e, ts_expr_operand(x, 1));
+  }
+  case TS_EXPR_ADDRESS_OF: {
+    ts_buffer *b = ts_expr_buffer(x);
+    if (ts_expr_n_operands(x) != 1) {
+      emit_fail(e, TS_EINTERNAL, "code generation: buffer '%s' is not flattened",
+                ts_buffer_name(b));
+      return undef_of(e, t);
+    }
+    return elem_ptr(e, b, ex(e, ts_expr_operand(x, 0)));
+  }
+  default:
+    if (ts_expr_is_binary(ts_expr_kind_of(x))) return emit_binary(e, x);
+  }
+  emit_fail(e, TS_EINTERNAL, "code generation: unknown expression kind %d",
+            (int)ts_expr_kind_of(x));
+  return undef_of(e, t);
+}
+
+/* ---- statements ---- */
+
+static void st(emitter *e, ts_stmt *s);
+static void emit_loop(emitter *e, ts_expr *var, LLVMValueRef lo,
+                      LLVMValueRef hi, ts_stmt *body, bool unroll_full);
+
+static void set_range(emitter *e, ts_stmt *loop) {
+  int64_t mn, ext;
+  if (ts_expr_is_const_int(ts_for_min(loop), &mn) &&
+      ts_expr_is_const_int(ts_for_extent(loop), &ext) && ext > 0)
+    ts_var_ranges_set(e->ranges, ts_for_var(loop), mn, ext);
+}
+
+/* Attaches !llvm.loop {llvm.loop.unroll.full} to a loop's back edge. The
+ * loop id refers to itself: built around a temporary node that is then
+ * replaced by the id. */
+static void mark_unroll_full(emitter *e, LLVMValueRef br) {
+  LLVMMetadataRef tmp = LLVMTemporaryMDNode(e->ctx, NULL, 0);
+  LLVMMetadataRef name =
+      LLVMMDStringInContext2(e->ctx, "llvm.loop.unroll.full", 21);
+  LLVMMetadataRef unroll = LLVMMDNodeInContext2(e->ctx, &name, 1);
+  LLVMMetadataRef ops[2] = {tmp, unroll};
+  LLVMMetadataRef loop = LLVMMDNodeInContext2(e->ctx, ops, 2);
+  LLVMMetadataReplaceAllUsesWith(tmp, loop);
+  unsigned kind = LLVMGetMDKindIDInContext(e->ctx, "llvm.loop", 9);
+  LLVMSetMetadata(br, kind, LLVMMetadataAsValue(e->ctx, loop));
+}
+
+/* for var in [lo, hi): body. */
+static void emit_loop(emitter *e, ts_expr *var, LLVMValueRef lo, LLVMValueRef hi,
+                      ts_stmt *body, bool unroll_full) {
+  LLVMValueRef fn = e->cur->fn;
+  LLVMBasicBlockRef pre = LLVMGetInsertBlock(e->b);
+  LLVMBasicBlockRef head = LLVMAppendBasicBlockInContext(e->ctx, fn, "for.head");
+  LLVMBasicBlockRef bb = LLVMAppendBasicBlockInContext(e->ctx, fn, "for.body");
+  LLVMBasicBlockRef latch = LLVMAppendBasicBlockInContext(e->ctx, fn, "for.latch");
+  LLVMBasicBlockRef exit = LLVMAppendBasicBlockInContext(e->ctx, fn, "for.end");
+  LLVMBuildBr(e->b, head);
+  LLVMPositionBuilderAtEnd(e->b, head);
+  LLVMValueRef phi = LLVMBuildPhi(e->b, i64t(e), ts_var_name(var));
+  LLVMValueRef cond = LLVMBuildICmp(e->b, LLVMIntSLT, phi, hi, "");
+  LLVMBuildCondBr(e->b, cond, bb, exit);
+  LLVMPositionBuilderAtEnd(e->b, bb);
+  ts_node_map_put(e->cur->vals, var, phi);
+  st(e, body);
+  LLVMBuildBr(e->b, latch);
+  LLVMPositionBuilderAtEnd(e->b, latch);
+  LLVMValueRef next = LLVMBuildNSWAdd(e->b, phi, LLVMConstInt(i64t(e), 1, 0), "");
+  LLVMValueRef back = LLVMBuildBr(e->b, head);
+  if (unroll_full) mark_unroll_full(e, back);
+  LLVMValueRef in_vals[2] = {lo, next};
+  LLVMBasicBlockRef in_bbs[2] = {pre, latch};
+  LLVMAddIncoming(phi, in_vals, in_bbs, 2);
+  LLVMPositionBuilderAtEnd(e->b, exit);
+}
+
+/* Collects the vars and buffers a statement uses that are defined outside
+ * it (present in the current value map), in first-use order. */
+typedef struct capture_ctx {
+  emitter *e;
+  ts_node_map *seen;
+  const void **nodes;
+  int n, cap;
+} capture_ctx;
+
+static void capture_node(capture_ctx *c, const void *node) {
+  if (ts_node_map_get(c->seen, node)) return;
+  ts_node_map_put(c->seen, node, (void *)1);
+  if (!ts_node_map_get(c->e->cur->vals, node)) return;
+  if (c->n == c->cap) {
+    c->cap = c->cap ? c->cap * 2 : 16;
+    c->nodes = realloc(c->nodes, sizeof *c->nodes * (size_t)c->cap);
+  }
+  c->nodes[c->n++] = node;
+}
+
+static void capture_expr(void *ctx, ts_expr *x) {
+  capture_ctx *c = ctx;
+  ts_expr_kind k = ts_expr_kind_of(x);
+  if (k == TS_EXPR_VAR) capture_node(c, x);
+  else if (k == TS_EXPR_LOAD || k == TS_EXPR_ADDRESS_OF)
+    capture_node(c, ts_expr_buffer(x));
+}
+
+static void capture_visit(void *ctx, ts_expr *x) { ts_expr_walk(x, capture_expr, ctx); }
+
+static bool capture_stmt(void *ctx, ts_stmt *s) {
+  capture_ctx *c = ctx;
+  if (ts_stmt_kind_of(s) == TS_STMT_STORE) capture_node(c, ts_store_buffer(s));
+  return true;
+}
+
+static void emit_parallel(emitter *e, ts_stmt *s) {
+  if (e->cuda) {
+    emit_fail(e, TS_EINVAL,
+              "code generation: loop '%s' is parallel; on a cuda target bind it "
+              "to blockIdx/threadIdx instead",
+              ts_var_name(ts_for_var(s)));
+    return;
+  }
+  LLVMValueRef lo = ex(e, ts_for_min(s)), n = ex(e, ts_for_extent(s));
+  capture_ctx cc = {.e = e, .seen = ts_node_map_create()};
+  ts_visitor v = {.enter_stmt = capture_stmt, .visit_expr = capture_visit, .ctx = &cc};
+  ts_stmt_walk(ts_for_body(s), &v);
+  ts_node_map_destroy(cc.seen);
+
+  /* closure = {rt, lo, captured...} */
+  int nf = cc.n + 2;
+  LLVMTypeRef *fields = malloc(sizeof *fields * (size_t)nf);
+  LLVMValueRef *values = malloc(sizeof *values * (size_t)nf);
+  fields[0] = ptrt(e);
+  values[0] = e->cur->rt;
+  fields[1] = i64t(e);
+  values[1] = lo;
+  for (int i = 0; i < cc.n; i++) {
+    values[i + 2] = ts_node_map_get(e->cur->vals, cc.nodes[i]);
+    fields[i + 2] = LLVMTypeOf(values[i + 2]);
+  }
+  LLVMTypeRef st_t = LLVMStructTypeInContext(e->ctx, fields, (unsigned)nf, 0);
+  LLVMValueRef closure = entry_alloca(e, st_t, 16);
+  for (int i = 0; i < nf; i++)
+    LLVMBuildStore(e->b, values[i], LLVMBuildStructGEP2(e->b, st_t, closure, (unsigned)i, ""));
+
+  /* The task function: i32 task(ptr closure, i64 begin, i64 end). */
+  char name[256];
+  snprintf(name, sizeof name, "%s_task%d", e->entry, e->n_tasks++);
+  LLVMTypeRef params[3] = {ptrt(e), i64t(e), i64t(e)};
+  LLVMTypeRef fty = LLVMFunctionType(i32t(e), params, 3, 0);
+  LLVMValueRef task = LLVMAddFunction(e->mod, name, fty);
+  LLVMSetLinkage(task, LLVMInternalLinkage);
+  set_fn_attrs(e, task);
+  LLVMBasicBlockRef saved_bb = LLVMGetInsertBlock(e->b);
+  emit_fn *saved = e->cur;
+  emit_fn tf = {.fn = task, .vals = ts_node_map_create()};
+  tf.alloca_bb = LLVMAppendBasicBlockInContext(e->ctx, task, "entry");
+  e->cur = &tf;
+  LLVMPositionBuilderAtEnd(e->b, tf.alloca_bb);
+  LLVMValueRef cl = LLVMGetParam(task, 0);
+  LLVMValueRef loaded[2];
+  for (int i = 0; i < nf; i++) {
+    LLVMValueRef p = LLVMBuildStructGEP2(e->b, st_t, cl, (unsigned)i, "");
+    LLVMValueRef x = LLVMBuildLoad2(e->b, fields[i], p, "");
+    if (i < 2) loaded[i] = x;
+    else ts_node_map_put(tf.vals, cc.nodes[i - 2], x);
+  }
+  tf.rt = loaded[0];
+  LLVMValueRef begin = LLVMBuildAdd(e->b, loaded[1], LLVMGetParam(task, 1), "");
+  LLVMValueRef end = LLVMBuildAdd(e->b, loaded[1], LLVMGetParam(task, 2), "");
+  LLVMBasicBlockRef body_bb = LLVMAppendBasicBlockInContext(e->ctx, task, "body");
+  LLVMBuildBr(e->b, body_bb);
+  LLVMPositionBuilderAtEnd(e->b, body_bb);
+  emit_loop(e, ts_for_var(s), begin, end, ts_for_body(s), false);
+  LLVMBuildRet(e->b, LLVMConstInt(i32t(e), 0, 0));
+  ts_node_map_destroy(tf.vals);
+  e->cur = saved;
+  LLVMPositionBuilderAtEnd(e->b, saved_bb);
+  free(fields);
+  free(values);
+  free(cc.nodes);
+
+  /* status = ts_rt_parallel_for(rt, task, closure, n) */
+  LLVMTypeRef pf_params[4] = {ptrt(e), ptrt(e), ptrt(e), i64t(e)};
+  LLVMTypeRef pf_t = LLVMFunctionType(i32t(e), pf_params, 4, 0);
+  LLVMValueRef pf = extern_fn(e, "ts_rt_parallel_for", pf_t);
+  LLVMValueRef args[4] = {e->cur->rt, task, closure, n};
+  check_status(e, LLVMBuildCall2(e->b, pf_t, pf, args, 4, ""));
+}
+
+/* ---- GPU thread bindings ---- */
+
+/* Which launch dimension a thread tag names: 0..2 for blockIdx.x/y/z,
+ * 3..5 for threadIdx.x/y/z, 6 for vthread, -1 otherwise. */
+static int thread_axis(const char *tag) {
+  static const char *const tags[] = {"blockIdx.x",  "blockIdx.y",  "blockIdx.z",
+                                     "threadIdx.x", "threadIdx.y", "threadIdx.z",
+                                     "vthread"};
+  for (int i = 0; i < 7; i++)
+    if (tag && !strcmp(tag, tags[i])) return i;
+  return -1;
+}
+
+static bool collect_threads(void *ctx, ts_stmt *s) {
+  emitter *e = ctx;
+  if (ts_stmt_kind_of(s) != TS_STMT_FOR || ts_for_kind_of(s) != TS_FOR_THREAD)
+    return true;
+  int axis = thread_axis(ts_for_thread_tag(s));
+  int64_t ext;
+  if (axis < 0) {
+    emit_fail(e, TS_EINVAL, "code generation: unknown thread tag '%s' on loop '%s'",
+              ts_for_thread_tag(s), ts_var_name(ts_for_var(s)));
+    return false;
+  }
+  if (axis == 6) return true;
+  if (!ts_expr_is_const_int(ts_for_extent(s), &ext) || ext < 1) {
+    emit_fail(e, TS_EINVAL,
+              "code generation: loop '%s' bound to '%s' needs a constant "
+              "positive extent",
+              ts_var_name(ts_for_var(s)), ts_for_thread_tag(s));
+    return false;
+  }
+  int64_t *dim = axis < 3 ? &e->grid[axis] : &e->block[axis - 3];
+  if (ext > *dim) *dim = ext;
+  return true;
+}
+
+static void emit_thread_loop(emitter *e, ts_stmt *s) {
+  int axis = thread_axis(ts_for_thread_tag(s));
+  if (axis == 6) { /* a virtual thread is an ordinary loop here */
+    LLVMValueRef lo = ex(e, ts_for_min(s));
+    LLVMValueRef hi = LLVMBuildAdd(e->b, lo, ex(e, ts_for_extent(s)), "");
+    emit_loop(e, ts_for_var(s), lo, hi, ts_for_body(s), false);
+    return;
+  }
+  static const char *const sregs[] = {
+      "llvm.nvvm.read.ptx.sreg.ctaid.x", "llvm.nvvm.read.ptx.sreg.ctaid.y",
+      "llvm.nvvm.read.ptx.sreg.ctaid.z", "llvm.nvvm.read.ptx.sreg.tid.x",
+      "llvm.nvvm.read.ptx.sreg.tid.y",   "llvm.nvvm.read.ptx.sreg.tid.z"};
+  unsigned id = LLVMLookupIntrinsicID(sregs[axis], strlen(sregs[axis]));
+  LLVMValueRef fn = LLVMGetIntrinsicDeclaration(e->mod, id, NULL, 0);
+  LLVMTypeRef fty = LLVMIntrinsicGetType(e->ctx, id, NULL, 0);
+  LLVMValueRef raw = LLVMBuildCall2(e->b, fty, fn, NULL, 0, "");
+  LLVMValueRef idx = LLVMBuildAdd(e->b, LLVMBuildZExt(e->b, raw, i64t(e), ""),
+                                  ex(e, ts_for_min(s)), ts_var_name(ts_for_var(s)));
+  ts_node_map_put(e->cur->vals, ts_for_var(s), idx);
+  int64_t ext = 0, launched = axis < 3 ? e->grid[axis] : e->block[axis - 3];
+  ts_expr_is_const_int(ts_for_extent(s), &ext);
+  if (ext >= launched) {
+    st(e, ts_for_body(s));
+    return;
+  }
+  /* Launched wider than this loop (another loop shares the axis): guard. */
+  LLVMValueRef in = LLVMBuildICmp(e->b, LLVMIntSLT, LLVMBuildZExt(e->b, raw, i64t(e), ""),
+                                  LLVMConstInt(i64t(e), (unsigned long long)ext, 0), "");
+  LLVMBasicBlockRef tb = LLVMAppendBasicBlockInContext(e->ctx, e->cur->fn, "bound");
+  LLVMBasicBlockRef mb = LLVMAppendBasicBlockInContext(e->ctx, e->cur->fn, "bound.end");
+  LLVMBuildCondBr(e->b, in, tb, mb);
+  LLVMPositionBuilderAtEnd(e->b, tb);
+  st(e, ts_for_body(s));
+  LLVMBuildBr(e->b, mb);
+  LLVMPositionBuilderAtEnd(e->b, mb);
+}
+
+static void emit_for(emitter *e, ts_stmt *s) {
+  set_range(e, s);
+  switch (ts_for_kind_of(s)) {
+  case TS_FOR_PARALLEL: emit_parallel(e, s); return;
+  case TS_FOR_THREAD:
+    if (!e->cuda) {
+      emit_fail(e, TS_EINVAL,
+                "code generation: loop '%s' is bound to '%s', which needs a "
+                "cuda target",
+                ts_var_name(ts_for_var(s)), ts_for_thread_tag(s));
+      return;
+    }
+    emit_thread_loop(e, s);
+    return;
+  default: break;
+  }
+  LLVMValueRef lo = ex(e, ts_for_min(s));
+  LLVMValueRef hi = LLVMBuildAdd(e->b, lo, ex(e, ts_for_extent(s)), "");
+  const ts_annotation *u = ts_for_find_annotation(s, "llvm_unroll_full");
+  bool unroll = (u && u->kind == TS_ANN_INT && u->i) ||
+                ts_for_kind_of(s) == TS_FOR_UNROLLED;
+  emit_loop(e, ts_for_var(s), lo, hi, ts_for_body(s), unroll);
+}
+
+static void emit_if(emitter *e, ts_stmt *s) {
+  LLVMValueRef c = ex(e, ts_if_cond(s));
+  if (e->status) return;
+  LLVMValueRef fn = e->cur->fn;
+  LLVMBasicBlockRef tb = LLVMAppendBasicBlockInContext(e->ctx, fn, "if.then");
+  LLVMBasicBlockRef eb =
+      ts_if_else(s) ? LLVMAppendBasicBlockInContext(e->ctx, fn, "if.else") : NULL;
+  LLVMBasicBlockRef mb = LLVMAppendBasicBlockInContext(e->ctx, fn, "if.end");
+  LLVMBuildCondBr(e->b, c, tb, eb ? eb : mb);
+  LLVMPositionBuilderAtEnd(e->b, tb);
+  st(e, ts_if_then(s));
+  LLVMBuildBr(e->b, mb);
+  if (eb) {
+    LLVMPositionBuilderAtEnd(e->b, eb);
+    st(e, ts_if_else(s));
+    LLVMBuildBr(e->b, mb);
+  }
+  LLVMPositionBuilderAtEnd(e->b, mb);
+}
+
+static void emit_allocate(emitter *e, ts_stmt *s) {
+  ts_buffer *b = ts_allocate_buffer(s);
+  int64_t bytes = ts_buffer_bytes(b);
+  int64_t elems = ts_buffer_storage_elems(b);
+  LLVMTypeRef mt = mem_type(e, ts_buffer_dtype(b));
+  unsigned align = (unsigned)(ts_buffer_align(b) > 0 ? ts_buffer_align(b) : 64);
+  if (e->cuda && !strcmp(ts_buffer_scope(b), "shared")) {
+    /* Shared memory: a module-level array in address space 3. */
+    LLVMTypeRef at = LLVMArrayType(mt, (unsigned)(elems > 0 ? elems : 1));
+    LLVMValueRef g = LLVMAddGlobalInAddressSpace(e->mod, at, ts_buffer_name(b), 3);
+    LLVMSetLinkage(g, LLVMInternalLinkage);
+    LLVMSetInitializer(g, LLVMGetUndef(at));
+    LLVMSetAlignment(g, align);
+    e->shared_bytes += bytes;
+    ts_node_map_put(e->cur->vals, b, g);
+    st(e, ts_allocate_body(s));
+    return;
+  }
+  if (e->cuda && bytes > STACK_ALLOC_LIMIT) {
+    emit_fail(e, TS_EINVAL,
+              "code generation: local buffer '%s' (%lld bytes) is too large for "
+              "a GPU thread",
+              ts_buffer_name(b), (long long)bytes);
+    return;
+  }
+  if (bytes <= STACK_ALLOC_LIMIT) {
+    LLVMValueRef p = entry_alloca(e, LLVMArrayType(mt, (unsigned)(elems > 0 ? elems : 1)),
+                                  align);
+    ts_node_map_put(e->cur->vals, b, p);
+    st(e, ts_allocate_body(s));
+    return;
+  }
+  LLVMTypeRef ap[3] = {ptrt(e), i64t(e), i64t(e)};
+  LLVMTypeRef at = LLVMFunctionType(ptrt(e), ap, 3, 0);
+  LLVMValueRef alloc = extern_fn(e, "ts_rt_alloc", at);
+  LLVMValueRef args[3] = {e->cur->rt, LLVMConstInt(i64t(e), (unsigned long long)bytes, 0),
+                          LLVMConstInt(i64t(e), align, 0)};
+  LLVMValueRef p = LLVMBuildCall2(e->b, at, alloc, args, 3, "");
+  LLVMValueRef isnull = LLVMBuildIsNull(e->b, p, "");
+  check_status(e, LLVMBuildSelect(e->b, isnull, LLVMConstInt(i32t(e), (unsigned)-1, 1),
+                                  LLVMConstInt(i32t(e), 0, 0), ""));
+  ts_node_map_put(e->cur->vals, b, p);
+  st(e, ts_allocate_body(s));
+  LLVMTypeRef fp[2] = {ptrt(e), ptrt(e)};
+  LLVMTypeRef ft = LLVMFunctionType(LLVMVoidTypeInContext(e->ctx), fp, 2, 0);
+  LLVMValueRef fre = extern_fn(e, "ts_rt_free", ft);
+  LLVMValueRef fargs[2] = {e->cur->rt, p};
+  LLVMBuildCall2(e->b, ft, fre, fargs, 2, "");
+}
+
+static void st(emitter *e, ts_stmt *s) {
+  if (!s || e->status) return;
+  switch (ts_stmt_kind_of(s)) {
+  case TS_STMT_FOR: emit_for(e, s); return;
+  case TS_STMT_STORE: emit_store(e, s); return;
+  case TS_STMT_SEQ:
+    for (int i = 0; i < ts_seq_n(s); i++) st(e, ts_seq_item(s, i));
+    return;
+  case TS_STMT_IF: emit_if(e, s); return;
+  case TS_STMT_EVALUATE: ex(e, ts_evaluate_value(s)); return;
+  case TS_STMT_LET:
+    ts_node_map_put(e->cur->vals, ts_let_stmt_var(s), ex(e, ts_let_stmt_value(s)));
+    st(e, ts_let_stmt_body(s));
+    return;
+  case TS_STMT_ALLOCATE: emit_allocate(e, s); return;
+  case TS_STMT_BLOCK_REALIZE:
+    emit_fail(e, TS_EINTERNAL, "code generation: block '%s' was not lowered",
+              ts_block_name(ts_realize_block(s)));
+    return;
+  default: break;
+  }
+  emit_fail(e, TS_EINTERNAL, "code generation: unknown statement kind");
+}
+
+/* ---- the kernel ---- */
+
+/* A PTX kernel: void entry(ptr addrspace(1) p0, ...), marked as a kernel
+ * in !nvvm.annotations with its launch bounds. */
+static int emit_cuda_kernel(emitter *e, const ts_func *f, const char *entry) {
+  int n = ts_func_n_params(f);
+  for (int i = 0; i < 3; i++) e->grid[i] = e->block[i] = 1;
+  ts_visitor v = {.enter_stmt = collect_threads, .ctx = e};
+  ts_stmt_walk(ts_func_body(f), &v);
+  if (e->status) return e->status;
+  int64_t threads = e->block[0] * e->block[1] * e->block[2];
+  int max_threads = ts_target_max_threads_per_block(e->target);
+  if (max_threads > 0 && threads > max_threads)
+    return emit_fail(e, TS_EINVAL,
+                     "code generation: %lld threads per block exceed the "
+                     "target's limit of %d",
+                     (long long)threads, max_threads);
+  LLVMTypeRef gptr = LLVMPointerTypeInContext(e->ctx, 1);
+  LLVMTypeRef *pt = malloc(sizeof *pt * (size_t)(n > 0 ? n : 1));
+  for (int i = 0; i < n; i++) pt[i] = gptr;
+  LLVMTypeRef fty = LLVMFunctionType(LLVMVoidTypeInContext(e->ctx), pt, (unsigned)n, 0);
+  LLVMValueRef fn = LLVMAddFunction(e->mod, entry, fty);
+  set_fn_attrs(e, fn);
+  for (int i = 0; i < n; i++) {
+    add_enum_attr(e, fn, (unsigned)i + 1, "noalias", 0);
+    int align = ts_buffer_align(ts_func_param(f, i));
+    if (align > 0 && (align & (align - 1)) == 0)
+      add_enum_attr(e, fn, (unsigned)i + 1, "align", (uint64_t)align);
+  }
+  emit_fn cf = {.fn = fn, .vals = ts_node_map_create()};
+  cf.alloca_bb = LLVMAppendBasicBlockInContext(e->ctx, fn, "entry");
+  for (int i = 0; i < n; i++)
+    ts_node_map_put(cf.vals, ts_func_param(f, i), LLVMGetParam(fn, (unsigned)i));
+  e->cur = &cf;
+  LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(e->ctx, fn, "body");
+  LLVMPositionBuilderAtEnd(e->b, cf.alloca_bb);
+  LLVMBuildBr(e->b, body);
+  LLVMPositionBuilderAtEnd(e->b, body);
+  st(e, ts_func_body(f));
+  LLVMBuildRetVoid(e->b);
+  if (cf.fail_bb) { /* no runtime status on the GPU: failures just return */
+    LLVMBasicBlockRef last = LLVMGetInsertBlock(e->b);
+    (void)last;
+  }
+  ts_node_map_destroy(cf.vals);
+  e->cur = NULL;
+  free(pt);
+  LLVMValueRef md[3] = {fn, LLVMMDStringInContext(e->ctx, "kernel", 6),
+                        LLVMConstInt(i32t(e), 1, 0)};
+  LLVMAddNamedMetadataOperand(e->mod, "nvvm.annotations",
+                              LLVMMDNodeInContext(e->ctx, md, 3));
+  LLVMValueRef md2[3] = {fn, LLVMMDStringInContext(e->ctx, "maxntidx", 8),
+                         LLVMConstInt(i32t(e), (unsigned long long)threads, 0)};
+  LLVMAddNamedMetadataOperand(e->mod, "nvvm.annotations",
+                              LLVMMDNodeInContext(e->ctx, md2, 3));
+  return e->status;
+}
+
+int emit_kernel(emitter *e, const ts_func *f, const char *entry) {
+  int n = ts_func_n_params(f);
+  e->entry = entry;
+  if (e->cuda) return emit_cuda_kernel(e, f, entry);
+  /* compute(ptr noalias p0, ..., ptr rt): the body. */
+  LLVMTypeRef *pt = malloc(sizeof *pt * (size_t)(n + 1));
+  for (int i = 0; i <= n; i++) pt[i] = ptrt(e);
+  char name[256];
+  snprintf(name, sizeof name, "%s_compute", entry);
+  LLVMTypeRef cty = LLVMFunctionType(i32t(e), pt, (unsigned)n + 1, 0);
+  LLVMValueRef compute = LLVMAddFunction(e->mod, name, cty);
+  LLVMSetLinkage(compute, LLVMInternalLinkage);
+  set_fn_attrs(e, compute);
+  for (int i = 0; i < n; i++) {
+    ts_buffer *b = ts_func_param(f, i);
+    add_enum_attr(e, compute, (unsigned)i + 1, "noalias", 0);
+    add_enum_attr(e, compute, (unsigned)i + 1, "nocapture", 0);
+    int align = ts_buffer_align(b);
+    if (align > 0 && (align & (align - 1)) == 0)
+      add_enum_attr(e, compute, (unsigned)i + 1, "align", (uint64_t)align);
+  }
+  emit_fn cf = {.fn = compute, .vals = ts_node_map_create()};
+  cf.alloca_bb = LLVMAppendBasicBlockInContext(e->ctx, compute, "entry");
+  cf.rt = LLVMGetParam(compute, (unsigned)n);
+  for (int i = 0; i < n; i++)
+    ts_node_map_put(cf.vals, ts_func_param(f, i), LLVMGetParam(compute, (unsigned)i));
+  e->cur = &cf;
+  LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(e->ctx, compute, "body");
+  LLVMPositionBuilderAtEnd(e->b, cf.alloca_bb);
+  LLVMBuildBr(e->b, body);
+  LLVMPositionBuilderAtEnd(e->b, body);
+  st(e, ts_func_body(f));
+  LLVMBuildRet(e->b, LLVMConstInt(i32t(e), 0, 0));
+  ts_node_map_destroy(cf.vals);
+  e->cur = NULL;
+
+  /* entry(ptr args, ptr rt): unpack and call compute. */
+  LLVMTypeRef ept[2] = {ptrt(e), ptrt(e)};
+  LLVMTypeRef ety = LLVMFunctionType(i32t(e), ept, 2, 0);
+  LLVMValueRef ef = LLVMAddFunction(e->mod, entry, ety);
+  set_fn_attrs(e, ef);
+  LLVMPositionBuilderAtEnd(e->b, LLVMAppendBasicBlockInContext(e->ctx, ef, "entry"));
+  LLVMValueRef *args = malloc(sizeof *args * (size_t)(n + 1));
+  for (int i = 0; i < n; i++) {
+    LLVMValueRef idx = LLVMConstInt(i64t(e), (unsigned)i, 0);
+    LLVMValueRef slot = LLVMBuildInBoundsGEP2(e->b, ptrt(e), LLVMGetParam(ef, 0), &idx, 1, "");
+    args[i] = LLVMBuildLoad2(e->b, ptrt(e), slot, "");
+  }
+  args[n] = LLVMGetParam(ef, 1);
+  LLVMValueRef r = LLVMBuildCall2(e->b, cty, compute, args, (unsigned)n + 1, "");
+  LLVMBuildRet(e->b, r);
+  free(args);
+  free(pt);
+  return e->status;
+}

@@ -1,0 +1,49 @@
+/*
+ * internal.h — state shared by the files of codegen/: the LLVM emitter that
+ * walks a lowered function and the build driver around it.
+ */
+#ifndef TESSERA_CODEGEN_INTERNAL_H
+#define TESSERA_CODEGEN_INTERNAL_H
+
+#include "codegen/codegen.h"
+
+#include <llvm-c/Core.h>
+
+/* One LLVM function being emitted: its value map and helpers. */
+typedef struct emit_fn {
+  LLVMValueRef fn;
+  LLVMBasicBlockRef alloca_bb; /* the entry block, for hoisted allocas */
+  LLVMValueRef rt;             /* the runtime handle (ptr) */
+  ts_node_map *vals;           /* var -> LLVMValueRef, buffer -> data ptr */
+  LLVMBasicBlockRef fail_bb;   /* returns the status in fail_phi */
+  LLVMValueRef fail_phi;
+} emit_fn;
+
+typedef struct emitter {
+  LLVMContextRef ctx;
+  LLVMModuleRef mod;
+  LLVMBuilderRef b;
+  const ts_target *target;
+  bool cuda;
+  const char *cpu, *features; /* function attributes */
+  int vector_bits;
+  emit_fn *cur;
+  ts_var_ranges *ranges; /* loop var ranges, for fast index arithmetic */
+  int n_tasks;           /* outlined parallel loops so far */
+  const char *entry;
+  ts_error *err;
+  int status; /* first error code, TS_OK while fine */
+  /* cuda launch geometry collected from thread-bound loops */
+  int64_t grid[3], block[3];
+  int64_t shared_bytes; /* static shared memory */
+} emitter;
+
+/* Emits the lowered function f as the kernel `entry` into e->mod (CPU ABI
+ * of runtime.h, or a PTX kernel for cuda). Returns TS_OK or an error. */
+int emit_kernel(emitter *e, const ts_func *f, const char *entry);
+
+/* Records the first error on the emitter; returns the code. */
+int emit_fail(emitter *e, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+#endif /* TESSERA_CODEGEN_INTERNAL_H */

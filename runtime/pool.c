@@ -1,0 +1,226 @@
+/*
+ * pool.c — the runtime handle and its thread pool: persistent worker
+ * threads, ts_rt_parallel_for over contiguous chunks (the calling thread
+ * takes chunks too), and the aligned allocation generated kernels use for
+ * large local buffers.
+ *
+ * A job is published by bumping `generation`; every worker takes part in
+ * every job (claiming chunks from an atomic counter until none are left) and
+ * then checks in, and the caller returns only after all have checked in, so
+ * the job fields are never rewritten while a late worker still reads them.
+ * Waiting threads spin for a short while (back-to-back parallel loops are
+ * common) and then sleep on a condition variable.
+ */
+#include "runtime/internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* How long a waiting thread spins before it sleeps. */
+#define SPIN_SECONDS 200e-6
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+/* Claims and runs chunks of the current job until none are left. */
+static void run_chunks(ts_runtime *rt) {
+  int64_t n = rt->n, n_chunks = rt->n_chunks;
+  int64_t base = n / n_chunks, extra = n % n_chunks;
+  for (;;) {
+    int64_t c = atomic_fetch_add(&rt->next_chunk, 1);
+    if (c >= n_chunks) return;
+    if (atomic_load_explicit(&rt->result, memory_order_relaxed) != 0) continue;
+    int64_t begin = c * base + (c < extra ? c : extra);
+    int64_t end = begin + base + (c < extra ? 1 : 0);
+    int32_t r = rt->task(rt->closure, begin, end);
+    if (r != 0) {
+      int_fast32_t zero = 0;
+      atomic_compare_exchange_strong(&rt->result, &zero, r);
+    }
+  }
+}
+
+/* Waits until generation moves past `seen` (or shutdown); returns it. */
+static uint64_t wait_for_job(ts_runtime *rt, uint64_t seen) {
+  double deadline = 0;
+  for (unsigned i = 0;; i++) {
+    uint64_t g = atomic_load_explicit(&rt->generation, memory_order_acquire);
+    if (g != seen || atomic_load(&rt->shutdown)) return g;
+    cpu_relax();
+    if ((i & 255) == 255) {
+      double now = rt_now();
+      if (deadline == 0)
+        deadline = now + SPIN_SECONDS;
+      else if (now > deadline)
+        break;
+    }
+  }
+  pthread_mutex_lock(&rt->mu);
+  uint64_t g;
+  while ((g = atomic_load_explicit(&rt->generation, memory_order_acquire)) ==
+             seen &&
+         !atomic_load(&rt->shutdown))
+    pthread_cond_wait(&rt->wake, &rt->mu);
+  pthread_mutex_unlock(&rt->mu);
+  return g;
+}
+
+static void *worker_main(void *arg) {
+  ts_runtime *rt = arg;
+  uint64_t seen = 0;
+  for (;;) {
+    seen = wait_for_job(rt, seen);
+    if (atomic_load(&rt->shutdown)) return NULL;
+    run_chunks(rt);
+    if (atomic_fetch_add(&rt->checked_in, 1) + 1 == rt->n_workers) {
+      /* Under the mutex, so a caller about to sleep cannot miss it. */
+      pthread_mutex_lock(&rt->mu);
+      pthread_cond_signal(&rt->done);
+      pthread_mutex_unlock(&rt->mu);
+    }
+  }
+}
+
+/* Waits until every worker checked in for the current job. */
+static void wait_for_workers(ts_runtime *rt) {
+  double deadline = 0;
+  for (unsigned i = 0;; i++) {
+    if (atomic_load(&rt->checked_in) == rt->n_workers) return;
+    cpu_relax();
+    if ((i & 255) == 255) {
+      double now = rt_now();
+      if (deadline == 0)
+        deadline = now + SPIN_SECONDS;
+      else if (now > deadline)
+        break;
+    }
+  }
+  pthread_mutex_lock(&rt->mu);
+  while (atomic_load(&rt->checked_in) != rt->n_workers)
+    pthread_cond_wait(&rt->done, &rt->mu);
+  pthread_mutex_unlock(&rt->mu);
+}
+
+/* Stops and joins the first n_started workers. */
+static void stop_workers(ts_runtime *rt, int n_started) {
+  pthread_mutex_lock(&rt->mu);
+  atomic_store(&rt->shutdown, true);
+  atomic_fetch_add(&rt->generation, 1);
+  pthread_cond_broadcast(&rt->wake);
+  pthread_mutex_unlock(&rt->mu);
+  for (int i = 0; i < n_started; i++) pthread_join(rt->workers[i], NULL);
+}
+
+int ts_runtime_create(int n_threads, ts_runtime **out, ts_error *err) {
+  if (n_threads <= 0) {
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    n_threads =
+        online > 0
+            ? (int)(online < TS_RT_MAX_THREADS ? online : TS_RT_MAX_THREADS)
+            : 1;
+  }
+  if (n_threads > TS_RT_MAX_THREADS)
+    return TS_ERR(err, TS_EINVAL,
+                  "runtime: thread count %d is over the limit of %d", n_threads,
+                  TS_RT_MAX_THREADS);
+  ts_runtime *rt = calloc(1, sizeof *rt);
+  if (!rt) return TS_ERR(err, TS_ENOMEM, "runtime: out of memory");
+  rt->n_threads = n_threads;
+  rt->n_workers = n_threads - 1;
+  pthread_mutex_init(&rt->mu, NULL);
+  pthread_cond_init(&rt->wake, NULL);
+  pthread_cond_init(&rt->done, NULL);
+  pthread_mutex_init(&rt->flush_mu, NULL);
+  atomic_init(&rt->generation, 0);
+  atomic_init(&rt->shutdown, false);
+  atomic_init(&rt->busy, false);
+  atomic_init(&rt->next_chunk, 0);
+  atomic_init(&rt->result, 0);
+  atomic_init(&rt->checked_in, 0);
+  if (rt->n_workers > 0) {
+    rt->workers = calloc((size_t)rt->n_workers, sizeof *rt->workers);
+    if (!rt->workers) {
+      rt->n_workers = 0;
+      ts_runtime_destroy(rt);
+      return TS_ERR(err, TS_ENOMEM, "runtime: out of memory");
+    }
+  }
+  for (int i = 0; i < rt->n_workers; i++) {
+    int rc = pthread_create(&rt->workers[i], NULL, worker_main, rt);
+    if (rc != 0) {
+      stop_workers(rt, i);
+      rt->n_workers = 0;
+      ts_runtime_destroy(rt);
+      return TS_ERR(err, TS_ENOMEM,
+                    "runtime: cannot start worker thread %d of %d: %s", i + 1,
+                    n_threads - 1, strerror(rc));
+    }
+  }
+  *out = rt;
+  return TS_OK;
+}
+
+void ts_runtime_destroy(ts_runtime *rt) {
+  if (!rt) return;
+  if (rt->n_workers > 0) stop_workers(rt, rt->n_workers);
+  free(rt->workers);
+  free(rt->flush_buf);
+  pthread_mutex_destroy(&rt->mu);
+  pthread_cond_destroy(&rt->wake);
+  pthread_cond_destroy(&rt->done);
+  pthread_mutex_destroy(&rt->flush_mu);
+  free(rt);
+}
+
+int ts_runtime_num_threads(const ts_runtime *rt) { return rt->n_threads; }
+
+int32_t ts_rt_parallel_for(void *rt_handle, ts_rt_task task, void *closure,
+                           int64_t n) {
+  ts_runtime *rt = rt_handle;
+  if (n <= 0) return 0;
+  bool idle = false;
+  if (!rt || rt->n_workers == 0 || n == 1 ||
+      !atomic_compare_exchange_strong(&rt->busy, &idle, true))
+    return task(closure, 0, n);
+
+  pthread_mutex_lock(&rt->mu);
+  rt->task = task;
+  rt->closure = closure;
+  rt->n = n;
+  rt->n_chunks = n < rt->n_threads ? n : rt->n_threads;
+  atomic_store(&rt->next_chunk, 0);
+  atomic_store(&rt->result, 0);
+  atomic_store(&rt->checked_in, 0);
+  atomic_fetch_add_explicit(&rt->generation, 1, memory_order_release);
+  pthread_cond_broadcast(&rt->wake);
+  pthread_mutex_unlock(&rt->mu);
+
+  run_chunks(rt);
+  wait_for_workers(rt);
+  int32_t result = (int32_t)atomic_load(&rt->result);
+  atomic_store(&rt->busy, false);
+  return result;
+}
+
+void *ts_rt_alloc(void *rt, int64_t bytes, int64_t align) {
+  (void)rt;
+  if (bytes < 0 || align < 0) return NULL;
+  if (align == 0) align = 64;
+  if ((align & (align - 1)) != 0) return NULL;
+  if (align < (int64_t)sizeof(void *)) align = sizeof(void *);
+  if (bytes > TS_RT_MAX_ALLOC_BYTES) return NULL;
+  void *p = NULL;
+  if (posix_memalign(&p, (size_t)align, bytes > 0 ? (size_t)bytes : 1) != 0)
+    return NULL;
+  return p;
+}
+
+void ts_rt_free(void *rt, void *p) {
+  (void)rt;
+  free(p);
+}

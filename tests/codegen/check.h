@@ -1,0 +1,73 @@
+/*
+ * check.h — shared by the codegen tests: compile a function for the host,
+ * run it through the runtime and compare every output with the reference
+ * interpreter on the same seeded inputs.
+ */
+#ifndef TESSERA_TESTS_CODEGEN_CHECK_H
+#define TESSERA_TESTS_CODEGEN_CHECK_H
+
+#include "codegen/codegen.h"
+#include "runtime/runtime.h"
+#include "tir/tir.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Argument specs of an artifact for ts_rt_args_create (malloc'd). */
+static inline ts_rt_arg_spec *check_specs(const ts_artifact *a) {
+  ts_rt_arg_spec *s = calloc((size_t)(a->n_args ? a->n_args : 1), sizeof *s);
+  for (int i = 0; i < a->n_args; i++) {
+    s[i].dtype = a->args[i].dtype;
+    s[i].ndim = a->args[i].ndim;
+    memcpy(s[i].shape, a->args[i].shape, sizeof s[i].shape);
+    s[i].role = a->args[i].is_output ? TS_RT_ARG_OUTPUT : TS_RT_ARG_INPUT;
+  }
+  return s;
+}
+
+/* Compiles f for `target` (NULL: the host), runs it with `threads` threads
+ * and compares with the interpreter. Returns TS_OK or the first failure,
+ * with a message in err. */
+static inline int check_compiled(const ts_func *f, const ts_target *target,
+                                 int threads, uint64_t seed, ts_error *err) {
+  ts_target *host = NULL;
+  int rc = TS_OK;
+  if (!target) {
+    if ((rc = ts_target_host(&host, err))) return rc;
+    target = host;
+  }
+  ts_build_result br = {0};
+  ts_rt_kernel *k = NULL;
+  ts_runtime *rt = NULL;
+  ts_rt_args *got = NULL, *want = NULL;
+  ts_rt_arg_spec *specs = NULL;
+  ts_build_options o = ts_build_defaults();
+  o.lower.verify_between = true;
+  if ((rc = ts_build(f, target, &o, &br, err))) goto done;
+  if ((rc = ts_rt_kernel_load(br.artifact->bytes, br.artifact->n_bytes,
+                              br.artifact->entry, &k, err)))
+    goto done;
+  if ((rc = ts_runtime_create(threads, &rt, err))) goto done;
+  specs = check_specs(br.artifact);
+  if ((rc = ts_rt_args_create(specs, br.artifact->n_args, seed, &got, err)))
+    goto done;
+  if ((rc = ts_rt_args_create(specs, br.artifact->n_args, seed, &want, err)))
+    goto done;
+  if ((rc = ts_rt_kernel_call(k, ts_rt_args_data(got), rt, err))) goto done;
+  if ((rc = ts_interp_run(f, ts_rt_args_data(want), ts_rt_args_count(want),
+                          NULL, err)))
+    goto done;
+  rc = ts_rt_args_compare(got, want, err);
+done:
+  ts_rt_args_free(got);
+  ts_rt_args_free(want);
+  free(specs);
+  ts_runtime_destroy(rt);
+  ts_rt_kernel_unload(k);
+  ts_build_result_clear(&br);
+  ts_target_free(host);
+  return rc;
+}
+
+#endif /* TESSERA_TESTS_CODEGEN_CHECK_H */
