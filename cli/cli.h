@@ -35,7 +35,7 @@ bool cli_opt_value(int argc, char **argv, int *i, const char *name,
  * On success *func is owned by the caller (ts_func_free) and *workload is set
  * when a spec was given (ts_workload_free; its func is the same *func).
  * Prints the error and returns EXIT_FAIL otherwise. */
-int cli_load_func(const char *spec, const char *tir_path, ts_workload **workload,
-                  ts_func **func);
+int cli_load_func(const char *spec, const char *tir_path,
+                  ts_workload **workload, ts_func **func);
 
 #endif /* TESSERA_CLI_H */

@@ -5,20 +5,70 @@
  */
 #include "cli.h"
 
+#include "codegen/codegen.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 static const char show_usage[] =
-    "usage: tessera show (--workload SPEC | --tir FILE) | --ops\n"
+    "usage: tessera show (--workload SPEC | --tir FILE) [--target T]\n"
+    "                    [--lowered | --llvm | --asm]\n"
+    "       tessera show --ops\n"
     "\n"
     "  --workload SPEC  build an operator from a spec, e.g.\n"
-    "                   \"conv2d_nhwc N=1 H=56 W=56 CI=64 CO=64 KH=3 KW=3 pad=1\"\n"
+    "                   \"conv2d_nhwc N=1 H=56 W=56 CI=64 CO=64 KH=3 KW=3 "
+    "pad=1\"\n"
     "  --tir FILE       read a function in the TIR text form (docs/ir.md)\n"
     "  --ops            list the operators and their keys\n"
+    "  --target T       target for --lowered/--llvm/--asm (default: this "
+    "machine),\n"
+    "                   e.g. \"llvm -mcpu=native\" or \"cuda -arch=sm_90\"\n"
+    "  --lowered        print the lowered loop program instead of the TIR\n"
+    "  --llvm           print the optimized LLVM IR\n"
+    "  --asm            print the assembly (PTX for a cuda target)\n"
     "\n"
     "Prints the TIR text, preceded by comment lines with the canonical spec,\n"
     "the structural hash (the workload's identity) and the FLOP count.\n";
+
+/* Prints the lowered program, LLVM IR or assembly of f for target_str. */
+static int show_compiled(const ts_func *f, const char *target_str,
+                         const char *what) {
+  ts_error err;
+  ts_error_clear(&err);
+  ts_target *t = NULL;
+  int rc = target_str ? ts_target_parse(target_str, &t, &err)
+                      : ts_target_host(&t, &err);
+  if (rc) {
+    cli_error("bad target", &err);
+    return EXIT_FAIL;
+  }
+  ts_build_options o = ts_build_defaults();
+  o.keep_lowered = !strcmp(what, "lowered");
+  o.keep_llvm_ir = !strcmp(what, "llvm");
+  o.keep_asm = !strcmp(what, "asm");
+  ts_build_result r;
+  if (ts_build(f, t, &o, &r, &err)) {
+    cli_error("code generation failed", &err);
+    ts_target_free(t);
+    return EXIT_FAIL;
+  }
+  printf("# target: %s\n", ts_target_str(t));
+  if (o.keep_lowered) {
+    char *text = ts_func_print(r.lowered);
+    fputs(text, stdout);
+    free(text);
+  } else if (o.keep_llvm_ir) {
+    fputs(r.llvm_ir, stdout);
+  } else if (r.artifact->kind == TS_ARTIFACT_PTX) {
+    fwrite(r.artifact->bytes, 1, r.artifact->n_bytes, stdout);
+  } else {
+    fputs(r.assembly, stdout);
+  }
+  ts_build_result_clear(&r);
+  ts_target_free(t);
+  return EXIT_OK;
+}
 
 static void print_ops(void) {
   const char *const *names = ts_op_names();
@@ -27,7 +77,7 @@ static void print_ops(void) {
 }
 
 int cmd_show(int argc, char **argv) {
-  const char *spec = NULL, *tir = NULL;
+  const char *spec = NULL, *tir = NULL, *target = NULL, *what = NULL;
   bool ops = false;
   for (int i = 1; i < argc; i++) {
     const char *v;
@@ -37,6 +87,14 @@ int cmd_show(int argc, char **argv) {
       return EXIT_OK;
     } else if (!strcmp(argv[i], "--ops")) {
       ops = true;
+    } else if (!strcmp(argv[i], "--lowered") || !strcmp(argv[i], "--llvm") ||
+               !strcmp(argv[i], "--asm")) {
+      if (what && strcmp(what, argv[i] + 2))
+        return cli_usage_error("show", "give one of --lowered, --llvm, --asm");
+      what = argv[i] + 2;
+    } else if (cli_opt_value(argc, argv, &i, "--target", &v, &missing)) {
+      if (missing) return cli_usage_error("show", "--target needs a target");
+      target = v;
     } else if (cli_opt_value(argc, argv, &i, "--workload", &v, &missing)) {
       if (missing) return cli_usage_error("show", "--workload needs a spec");
       spec = v;
@@ -58,6 +116,14 @@ int cmd_show(int argc, char **argv) {
   ts_func *f;
   int rc = cli_load_func(spec, tir, &w, &f);
   if (rc != EXIT_OK) return rc;
+  if (what) {
+    rc = show_compiled(f, target, what);
+    if (w)
+      ts_workload_free(w);
+    else
+      ts_func_free(f);
+    return rc;
+  }
   char hex[33];
   ts_hash128_hex(ts_func_hash(f), hex);
   if (w) {
@@ -69,7 +135,9 @@ int cmd_show(int argc, char **argv) {
   char *text = ts_func_print(f);
   fputs(text, stdout);
   free(text);
-  if (w) ts_workload_free(w);
-  else ts_func_free(f);
+  if (w)
+    ts_workload_free(w);
+  else
+    ts_func_free(f);
   return EXIT_OK;
 }

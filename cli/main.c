@@ -70,8 +70,8 @@ bool cli_opt_value(int argc, char **argv, int *i, const char *name,
   return true;
 }
 
-int cli_load_func(const char *spec, const char *tir_path, ts_workload **workload,
-                  ts_func **func) {
+int cli_load_func(const char *spec, const char *tir_path,
+                  ts_workload **workload, ts_func **func) {
   ts_error err;
   ts_error_clear(&err);
   *workload = NULL;

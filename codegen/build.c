@@ -51,8 +51,7 @@ ts_artifact *ts_artifact_retain(ts_artifact *a) {
 
 void ts_artifact_release(ts_artifact *a) {
   if (!a) return;
-  if (__atomic_fetch_sub(&a->refcount, 1, __ATOMIC_ACQ_REL) != 1)
-    return;
+  if (__atomic_fetch_sub(&a->refcount, 1, __ATOMIC_ACQ_REL) != 1) return;
   free(a->args);
   free(a->bytes);
   free(a);
@@ -67,7 +66,8 @@ ts_artifact_arg *ts_artifact_args_of(const ts_func *f) {
     snprintf(args[i].name, sizeof args[i].name, "%s", ts_buffer_name(b));
     args[i].dtype = ts_buffer_dtype(b);
     args[i].ndim = ts_buffer_ndim(b);
-    for (int d = 0; d < args[i].ndim; d++) args[i].shape[d] = ts_buffer_dim(b, d);
+    for (int d = 0; d < args[i].ndim; d++)
+      args[i].shape[d] = ts_buffer_dim(b, d);
     args[i].is_output = ts_func_param_is_output(f, i);
   }
   return args;
@@ -112,7 +112,8 @@ void ts_build_result_clear(ts_build_result *r) {
 static void entry_name(const ts_func *f, char *out, size_t cap) {
   const char *n = ts_func_name(f);
   size_t j = 0;
-  if (!n || !*n || (*n >= '0' && *n <= '9')) j = (size_t)snprintf(out, cap, "k_");
+  if (!n || !*n || (*n >= '0' && *n <= '9'))
+    j = (size_t)snprintf(out, cap, "k_");
   for (; n && *n && j + 1 < cap; n++) {
     char c = *n;
     bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
@@ -212,7 +213,8 @@ int ts_build(const ts_func *f, const ts_target *t, const ts_build_options *opts,
     }
     out->opt_ms = now_ms() - t2;
   }
-  if (!rc && o.keep_llvm_ir) out->llvm_ir = take_message(LLVMPrintModuleToString(mod));
+  if (!rc && o.keep_llvm_ir)
+    out->llvm_ir = take_message(LLVMPrintModuleToString(mod));
 
   double t3 = now_ms();
   if (!rc && o.keep_asm && !cuda) {
@@ -229,18 +231,20 @@ int ts_build(const ts_func *f, const ts_target *t, const ts_build_options *opts,
   if (!rc) {
     size_t n = 0;
     char *emsg = NULL;
-    char *bytes =
-        emit_to_string(tm, mod, cuda ? LLVMAssemblyFile : LLVMObjectFile, &n, &emsg);
+    char *bytes = emit_to_string(
+        tm, mod, cuda ? LLVMAssemblyFile : LLVMObjectFile, &n, &emsg);
     if (!bytes) {
       rc = TS_ERR(err, TS_EINTERNAL, "LLVM code emission failed: %s", emsg);
       free(emsg);
     } else {
       ts_artifact_arg *args = ts_artifact_args_of(f);
-      out->artifact = ts_artifact_new(cuda ? TS_ARTIFACT_PTX : TS_ARTIFACT_CPU_OBJECT,
-                                      entry, args, ts_func_n_params(f), bytes, n);
+      out->artifact =
+          ts_artifact_new(cuda ? TS_ARTIFACT_PTX : TS_ARTIFACT_CPU_OBJECT,
+                          entry, args, ts_func_n_params(f), bytes, n);
       free(args);
       free(bytes);
-      if (!out->artifact) rc = TS_ERR(err, TS_ENOMEM, "out of memory for the artifact");
+      if (!out->artifact)
+        rc = TS_ERR(err, TS_ENOMEM, "out of memory for the artifact");
       else if (cuda)
         for (int i = 0; i < 3; i++) {
           out->artifact->grid[i] = (unsigned)(e.grid[i] > 0 ? e.grid[i] : 1);
@@ -256,8 +260,10 @@ int ts_build(const ts_func *f, const ts_target *t, const ts_build_options *opts,
   LLVMDisposeTargetData(td);
   LLVMDisposeTargetMachine(tm);
   LLVMContextDispose(ctx);
-  if (!rc && o.keep_lowered) out->lowered = lowered;
-  else ts_func_free(lowered);
+  if (!rc && o.keep_lowered)
+    out->lowered = lowered;
+  else
+    ts_func_free(lowered);
   if (rc) ts_build_result_clear(out);
   return rc;
 }

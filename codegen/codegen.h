@@ -95,9 +95,10 @@ int ts_target_max_registers_per_thread(const ts_target *t);
  * Lowering (codegen/lower.c)
  * ======================================================================== */
 
-/* Block-form TIR -> flat loop program. Every pass works in place on a function the caller owns (new nodes go in
- * its arena) and returns TS_OK or an error with err set; on error the
- * function may be half-rewritten and must be discarded. */
+/* Block-form TIR -> flat loop program. Every pass works in place on a function
+ * the caller owns (new nodes go in its arena) and returns TS_OK or an error
+ * with err set; on error the function may be half-rewritten and must be
+ * discarded. */
 
 typedef struct ts_lower_options {
   bool verify_between;  /* run ts_func_verify after each pass (TS_VERIFY=1) */
@@ -159,7 +160,7 @@ typedef struct ts_artifact_arg {
 /* A built kernel. Shared and immutable once built: refcounted. */
 typedef struct ts_artifact {
   ts_artifact_kind kind;
-  char entry[128];      /* the entry symbol */
+  char entry[128]; /* the entry symbol */
   int n_args;
   ts_artifact_arg *args;
   unsigned char *bytes; /* object bytes, or PTX text (NUL after n_bytes) */
@@ -182,11 +183,11 @@ ts_artifact_arg *ts_artifact_args_of(const ts_func *f);
 
 typedef struct ts_build_options {
   ts_lower_options lower;
-  bool keep_lowered;  /* fill result->lowered */
-  bool keep_llvm_ir;  /* fill result->llvm_ir (after optimization) */
-  bool keep_asm;      /* fill result->assembly (x86 assembly; PTX is the
-                         artifact itself) */
-  bool no_opt;        /* skip LLVM's default<O3> pipeline */
+  bool keep_lowered; /* fill result->lowered */
+  bool keep_llvm_ir; /* fill result->llvm_ir (after optimization) */
+  bool keep_asm;     /* fill result->assembly (x86 assembly; PTX is the
+                        artifact itself) */
+  bool no_opt;       /* skip LLVM's default<O3> pipeline */
 } ts_build_options;
 ts_build_options ts_build_defaults(void);
 

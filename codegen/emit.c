@@ -61,7 +61,9 @@ static LLVMTypeRef mem_type(emitter *e, ts_dtype t) {
 
 static LLVMTypeRef i64t(emitter *e) { return LLVMInt64TypeInContext(e->ctx); }
 static LLVMTypeRef i32t(emitter *e) { return LLVMInt32TypeInContext(e->ctx); }
-static LLVMTypeRef ptrt(emitter *e) { return LLVMPointerTypeInContext(e->ctx, 0); }
+static LLVMTypeRef ptrt(emitter *e) {
+  return LLVMPointerTypeInContext(e->ctx, 0);
+}
 static LLVMTypeRef f32t(emitter *e) { return LLVMFloatTypeInContext(e->ctx); }
 
 static bool is_half(ts_dtype t) {
@@ -107,7 +109,8 @@ static void add_fn_attr(emitter *e, LLVMValueRef fn, const char *k,
 static void add_enum_attr(emitter *e, LLVMValueRef fn, unsigned idx,
                           const char *name, uint64_t value) {
   unsigned kind = LLVMGetEnumAttributeKindForName(name, strlen(name));
-  LLVMAddAttributeAtIndex(fn, idx, LLVMCreateEnumAttribute(e->ctx, kind, value));
+  LLVMAddAttributeAtIndex(fn, idx,
+                          LLVMCreateEnumAttribute(e->ctx, kind, value));
 }
 
 static void set_fn_attrs(emitter *e, LLVMValueRef fn) {
@@ -151,8 +154,10 @@ static void check_status(emitter *e, LLVMValueRef status) {
 static LLVMValueRef entry_alloca(emitter *e, LLVMTypeRef t, unsigned align) {
   LLVMBasicBlockRef here = LLVMGetInsertBlock(e->b);
   LLVMValueRef first = LLVMGetFirstInstruction(e->cur->alloca_bb);
-  if (first) LLVMPositionBuilderBefore(e->b, first);
-  else LLVMPositionBuilderAtEnd(e->b, e->cur->alloca_bb);
+  if (first)
+    LLVMPositionBuilderBefore(e->b, first);
+  else
+    LLVMPositionBuilderAtEnd(e->b, e->cur->alloca_bb);
   LLVMValueRef a = LLVMBuildAlloca(e->b, t, "");
   LLVMSetAlignment(a, align);
   LLVMPositionBuilderAtEnd(e->b, here);
@@ -211,7 +216,8 @@ static LLVMValueRef int_floordivmod(emitter *e, bool is_mod, LLVMValueRef a,
   LLVMValueRef adjust = LLVMBuildAnd(e->b, rnz, differ, "");
   if (is_mod)
     return LLVMBuildSelect(e->b, adjust, LLVMBuildAdd(e->b, r, b, ""), r, "");
-  return LLVMBuildSub(e->b, q, LLVMBuildZExt(e->b, adjust, LLVMTypeOf(q), ""), "");
+  return LLVMBuildSub(e->b, q, LLVMBuildZExt(e->b, adjust, LLVMTypeOf(q), ""),
+                      "");
 }
 
 static LLVMValueRef emit_binary(emitter *e, ts_expr *x) {
@@ -236,15 +242,16 @@ static LLVMValueRef emit_binary(emitter *e, ts_expr *x) {
     case TS_EXPR_FLOORMOD: {
       LLVMValueRef q = LLVMBuildFDiv(B, a, b, "");
       LLVMValueRef fl = call_intrinsic(e, "llvm.floor", &ty, 1, &q, 1);
-      r = k == TS_EXPR_FLOORDIV ? fl
-                                : LLVMBuildFSub(B, a, LLVMBuildFMul(B, fl, b, ""), "");
+      r = k == TS_EXPR_FLOORDIV
+              ? fl
+              : LLVMBuildFSub(B, a, LLVMBuildFMul(B, fl, b, ""), "");
       break;
     }
     case TS_EXPR_MIN:
     case TS_EXPR_MAX: {
       LLVMValueRef args[2] = {a, b};
-      r = call_intrinsic(e, k == TS_EXPR_MIN ? "llvm.minnum" : "llvm.maxnum", &ty,
-                         1, args, 2);
+      r = call_intrinsic(e, k == TS_EXPR_MIN ? "llvm.minnum" : "llvm.maxnum",
+                         &ty, 1, args, 2);
       break;
     }
     case TS_EXPR_EQ: return LLVMBuildFCmp(B, LLVMRealOEQ, a, b, "");
@@ -265,8 +272,10 @@ static LLVMValueRef emit_binary(emitter *e, ts_expr *x) {
   case TS_EXPR_ADD: return LLVMBuildAdd(B, a, b, "");
   case TS_EXPR_SUB: return LLVMBuildSub(B, a, b, "");
   case TS_EXPR_MUL: return LLVMBuildMul(B, a, b, "");
-  case TS_EXPR_DIV: return is_signed ? LLVMBuildSDiv(B, a, b, "") : LLVMBuildUDiv(B, a, b, "");
-  case TS_EXPR_MOD: return is_signed ? LLVMBuildSRem(B, a, b, "") : LLVMBuildURem(B, a, b, "");
+  case TS_EXPR_DIV:
+    return is_signed ? LLVMBuildSDiv(B, a, b, "") : LLVMBuildUDiv(B, a, b, "");
+  case TS_EXPR_MOD:
+    return is_signed ? LLVMBuildSRem(B, a, b, "") : LLVMBuildURem(B, a, b, "");
   case TS_EXPR_FLOORDIV:
     if (!is_signed) return LLVMBuildUDiv(B, a, b, "");
     if (nonneg(e, xa) && positive(e, xb)) return LLVMBuildSDiv(B, a, b, "");
@@ -278,19 +287,25 @@ static LLVMValueRef emit_binary(emitter *e, ts_expr *x) {
   case TS_EXPR_MIN:
   case TS_EXPR_MAX: {
     if (ts_dtype_is_bool(t))
-      return k == TS_EXPR_MIN ? LLVMBuildAnd(B, a, b, "") : LLVMBuildOr(B, a, b, "");
+      return k == TS_EXPR_MIN ? LLVMBuildAnd(B, a, b, "")
+                              : LLVMBuildOr(B, a, b, "");
     LLVMTypeRef ty = LLVMTypeOf(a);
     LLVMValueRef args[2] = {a, b};
-    const char *name = k == TS_EXPR_MIN ? (is_signed ? "llvm.smin" : "llvm.umin")
-                                        : (is_signed ? "llvm.smax" : "llvm.umax");
+    const char *name = k == TS_EXPR_MIN
+                           ? (is_signed ? "llvm.smin" : "llvm.umin")
+                           : (is_signed ? "llvm.smax" : "llvm.umax");
     return call_intrinsic(e, name, &ty, 1, args, 2);
   }
   case TS_EXPR_EQ: return LLVMBuildICmp(B, LLVMIntEQ, a, b, "");
   case TS_EXPR_NE: return LLVMBuildICmp(B, LLVMIntNE, a, b, "");
-  case TS_EXPR_LT: return LLVMBuildICmp(B, is_signed ? LLVMIntSLT : LLVMIntULT, a, b, "");
-  case TS_EXPR_LE: return LLVMBuildICmp(B, is_signed ? LLVMIntSLE : LLVMIntULE, a, b, "");
-  case TS_EXPR_GT: return LLVMBuildICmp(B, is_signed ? LLVMIntSGT : LLVMIntUGT, a, b, "");
-  case TS_EXPR_GE: return LLVMBuildICmp(B, is_signed ? LLVMIntSGE : LLVMIntUGE, a, b, "");
+  case TS_EXPR_LT:
+    return LLVMBuildICmp(B, is_signed ? LLVMIntSLT : LLVMIntULT, a, b, "");
+  case TS_EXPR_LE:
+    return LLVMBuildICmp(B, is_signed ? LLVMIntSLE : LLVMIntULE, a, b, "");
+  case TS_EXPR_GT:
+    return LLVMBuildICmp(B, is_signed ? LLVMIntSGT : LLVMIntUGT, a, b, "");
+  case TS_EXPR_GE:
+    return LLVMBuildICmp(B, is_signed ? LLVMIntSGE : LLVMIntUGE, a, b, "");
   case TS_EXPR_AND: return LLVMBuildAnd(B, a, b, "");
   case TS_EXPR_OR: return LLVMBuildOr(B, a, b, "");
   default: break;
@@ -308,7 +323,8 @@ static LLVMValueRef emit_cast(emitter *e, ts_dtype to, ts_dtype from,
   int lanes = to.lanes;
   LLVMTypeRef F32 = lanes > 1 ? LLVMVectorType(f32t(e), lanes) : f32t(e);
   if (ts_dtype_is_handle(to) || ts_dtype_is_handle(from)) {
-    emit_fail(e, TS_EINVAL, "code generation: casts of handles are not supported");
+    emit_fail(e, TS_EINVAL,
+              "code generation: casts of handles are not supported");
     return LLVMGetUndef(T);
   }
   if (ts_dtype_is_bool(to)) {
@@ -333,8 +349,9 @@ static LLVMValueRef emit_cast(emitter *e, ts_dtype to, ts_dtype from,
   }
   if (ts_dtype_is_int(from) && ts_dtype_is_float(to)) {
     if (is_half(to)) {
-      LLVMValueRef f = ts_dtype_is_signed(from) ? LLVMBuildSIToFP(B, v, F32, "")
-                                                : LLVMBuildUIToFP(B, v, F32, "");
+      LLVMValueRef f = ts_dtype_is_signed(from)
+                           ? LLVMBuildSIToFP(B, v, F32, "")
+                           : LLVMBuildUIToFP(B, v, F32, "");
       return LLVMBuildFPTrunc(B, f, T, "");
     }
     return ts_dtype_is_signed(from) ? LLVMBuildSIToFP(B, v, T, "")
@@ -343,11 +360,13 @@ static LLVMValueRef emit_cast(emitter *e, ts_dtype to, ts_dtype from,
   if (ts_dtype_is_float(from) && ts_dtype_is_int(to)) {
     v = to_work(e, v, from);
     LLVMTypeRef over[2] = {T, LLVMTypeOf(v)};
-    return call_intrinsic(e, ts_dtype_is_signed(to) ? "llvm.fptosi.sat" : "llvm.fptoui.sat",
-                          over, 2, &v, 1);
+    return call_intrinsic(
+        e, ts_dtype_is_signed(to) ? "llvm.fptosi.sat" : "llvm.fptoui.sat", over,
+        2, &v, 1);
   }
   /* float -> float */
-  if (is_half(from) && is_half(to)) return LLVMBuildFPTrunc(B, to_work(e, v, from), T, "");
+  if (is_half(from) && is_half(to))
+    return LLVMBuildFPTrunc(B, to_work(e, v, from), T, "");
   int fb = is_half(from) ? 16 : from.bits, tb = is_half(to) ? 16 : to.bits;
   if (tb > fb) return LLVMBuildFPExt(B, v, T, "");
   return LLVMBuildFPTrunc(B, v, T, "");
@@ -384,7 +403,55 @@ static LLVMValueRef load_to_reg(emitter *e, ts_dtype t, LLVMValueRef v) {
 static LLVMValueRef reg_to_mem(emitter *e, ts_dtype t, LLVMValueRef v) {
   if (t.code != TS_DT_BOOL) return v;
   LLVMTypeRef i8 = LLVMInt8TypeInContext(e->ctx);
-  return LLVMBuildZExt(e->b, v, t.lanes > 1 ? LLVMVectorType(i8, t.lanes) : i8, "");
+  return LLVMBuildZExt(e->b, v, t.lanes > 1 ? LLVMVectorType(i8, t.lanes) : i8,
+                       "");
+}
+
+/* Loads and stores under a vector if: only the enabled lanes touch memory
+ * (llvm.masked.load/store for contiguous accesses, gather/scatter
+ * otherwise). */
+static LLVMValueRef lane_ptrs(emitter *e, ts_buffer *b, ts_expr *idx) {
+  LLVMValueRef base = buffer_data(e, b);
+  LLVMValueRef iv = ex(e, idx);
+  if (!base)
+    return LLVMGetUndef(
+        LLVMVectorType(ptrt(e), LLVMGetVectorSize(LLVMTypeOf(iv))));
+  return LLVMBuildInBoundsGEP2(e->b, mem_type(e, ts_buffer_dtype(b)), base, &iv,
+                               1, "");
+}
+
+static LLVMValueRef masked_load(emitter *e, ts_buffer *b, ts_expr *idx,
+                                int lanes) {
+  LLVMTypeRef vt = LLVMVectorType(mem_type(e, ts_buffer_dtype(b)), lanes);
+  LLVMValueRef align = LLVMConstInt(i32t(e), elem_align(e, b), 0);
+  LLVMValueRef pass = LLVMConstNull(vt);
+  if (is_unit_ramp(idx)) {
+    LLVMValueRef p = elem_ptr(e, b, ex(e, ts_expr_operand(idx, 0)));
+    LLVMTypeRef over[2] = {vt, LLVMTypeOf(p)};
+    LLVMValueRef args[4] = {p, align, e->mask, pass};
+    return call_intrinsic(e, "llvm.masked.load", over, 2, args, 4);
+  }
+  LLVMValueRef ptrs = lane_ptrs(e, b, idx);
+  LLVMTypeRef over[2] = {vt, LLVMTypeOf(ptrs)};
+  LLVMValueRef args[4] = {ptrs, align, e->mask, pass};
+  return call_intrinsic(e, "llvm.masked.gather", over, 2, args, 4);
+}
+
+static void masked_store(emitter *e, ts_buffer *b, ts_expr *idx, LLVMValueRef v,
+                         int lanes) {
+  (void)lanes;
+  LLVMValueRef align = LLVMConstInt(i32t(e), elem_align(e, b), 0);
+  if (is_unit_ramp(idx)) {
+    LLVMValueRef p = elem_ptr(e, b, ex(e, ts_expr_operand(idx, 0)));
+    LLVMTypeRef over[2] = {LLVMTypeOf(v), LLVMTypeOf(p)};
+    LLVMValueRef args[4] = {v, p, align, e->mask};
+    call_intrinsic(e, "llvm.masked.store", over, 2, args, 4);
+    return;
+  }
+  LLVMValueRef ptrs = lane_ptrs(e, b, idx);
+  LLVMTypeRef over[2] = {LLVMTypeOf(v), LLVMTypeOf(ptrs)};
+  LLVMValueRef args[4] = {v, ptrs, align, e->mask};
+  call_intrinsic(e, "llvm.masked.scatter", over, 2, args, 4);
 }
 
 static LLVMValueRef emit_load(emitter *e, ts_expr *x) {
@@ -403,6 +470,8 @@ static LLVMValueRef emit_load(emitter *e, ts_expr *x) {
     LLVMSetAlignment(v, elem_align(e, b));
     return load_to_reg(e, t, v);
   }
+  if (e->mask && LLVMGetVectorSize(LLVMTypeOf(e->mask)) == (unsigned)t.lanes)
+    return load_to_reg(e, t, masked_load(e, b, idx, t.lanes));
   if (is_unit_ramp(idx)) {
     LLVMValueRef p = elem_ptr(e, b, ex(e, ts_expr_operand(idx, 0)));
     LLVMValueRef v = LLVMBuildLoad2(e->b, LLVMVectorType(mt, t.lanes), p, "");
@@ -438,6 +507,10 @@ static void emit_store(emitter *e, ts_stmt *s) {
   if (lanes == 1) {
     LLVMValueRef st = LLVMBuildStore(e->b, v, elem_ptr(e, b, ex(e, idx)));
     LLVMSetAlignment(st, elem_align(e, b));
+    return;
+  }
+  if (e->mask && LLVMGetVectorSize(LLVMTypeOf(e->mask)) == (unsigned)lanes) {
+    masked_store(e, b, idx, v, lanes);
     return;
   }
   if (is_unit_ramp(idx)) {
@@ -519,19 +592,139 @@ static LLVMValueRef emit_if_then_else(emitter *e, ts_expr *x) {
   return phi;
 }
 
+/* The NVVM approximate exp2/log2 ("ex2"/"lg2") of a float or double value,
+ * lane by lane for vectors. */
+static LLVMValueRef nvvm_approx(emitter *e, const char *op, LLVMValueRef x) {
+  LLVMTypeRef ty = LLVMTypeOf(x);
+  bool vec = LLVMGetTypeKind(ty) == LLVMVectorTypeKind;
+  LLVMTypeRef st = vec ? LLVMGetElementType(ty) : ty;
+  bool dbl = LLVMGetTypeKind(st) == LLVMDoubleTypeKind;
+  char name[64];
+  snprintf(name, sizeof name, "llvm.nvvm.%s.approx.%s", op, dbl ? "d" : "f");
+  if (!vec) return call_intrinsic(e, name, NULL, 0, &x, 1);
+  LLVMValueRef r = LLVMGetUndef(ty);
+  for (unsigned l = 0; l < LLVMGetVectorSize(ty); l++) {
+    LLVMValueRef lane = LLVMConstInt(i32t(e), l, 0);
+    LLVMValueRef v = LLVMBuildExtractElement(e->b, x, lane, "");
+    r = LLVMBuildInsertElement(e->b, r, call_intrinsic(e, name, NULL, 0, &v, 1),
+                               lane, "");
+  }
+  return r;
+}
+
+/* NVPTX has no libm: exp, log, log10 and pow go through the hardware's
+ * exp2/log2 (ex2.approx / lg2.approx). */
+static LLVMValueRef cuda_math(emitter *e, const char *name, LLVMTypeRef ty,
+                              LLVMValueRef *args) {
+  LLVMBuilderRef B = e->b;
+  if (!strcmp(name, "exp") || !strcmp(name, "sigmoid") ||
+      !strcmp(name, "tanh") || !strcmp(name, "erf"))
+    return NULL; /* exp handled below through cuda_exp */
+  if (!strcmp(name, "exp2")) return nvvm_approx(e, "ex2", args[0]);
+  if (!strcmp(name, "log2")) return nvvm_approx(e, "lg2", args[0]);
+  if (!strcmp(name, "log") || !strcmp(name, "log10")) {
+    LLVMValueRef l2 = nvvm_approx(e, "lg2", args[0]);
+    double k = !strcmp(name, "log") ? 0.6931471805599453 : 0.30102999566398120;
+    return LLVMBuildFMul(B, l2, const_fp(ty, k), "");
+  }
+  if (!strcmp(name, "pow")) {
+    LLVMValueRef l2 = nvvm_approx(e, "lg2", args[0]);
+    return nvvm_approx(e, "ex2", LLVMBuildFMul(B, args[1], l2, ""));
+  }
+  return NULL;
+}
+
+/* exp(x) for the current target: llvm.exp on CPUs, exp2(x log2 e) on GPUs. */
+static LLVMValueRef target_exp(emitter *e, LLVMTypeRef ty, LLVMValueRef x) {
+  if (!e->cuda) return call_intrinsic(e, "llvm.exp", &ty, 1, &x, 1);
+  LLVMValueRef p = LLVMBuildFMul(e->b, x, const_fp(ty, 1.4426950408889634), "");
+  return nvvm_approx(e, "ex2", p);
+}
+
+/* GPU code has no libm: tanh(x) = 1 - 2 / (exp(2x) + 1). */
+static LLVMValueRef tanh_by_exp(emitter *e, LLVMValueRef x) {
+  LLVMTypeRef ty = LLVMTypeOf(x);
+  LLVMValueRef x2 = LLVMBuildFMul(e->b, x, const_fp(ty, 2.0), "");
+  LLVMValueRef ex2 = target_exp(e, ty, x2);
+  LLVMValueRef den = LLVMBuildFAdd(e->b, ex2, const_fp(ty, 1.0), "");
+  return LLVMBuildFSub(e->b, const_fp(ty, 1.0),
+                       LLVMBuildFDiv(e->b, const_fp(ty, 2.0), den, ""), "");
+}
+
+/* erf by Abramowitz and Stegun 7.1.26 (absolute error below 1.5e-7):
+ * erf(x) = sign(x) (1 - (a1 t + a2 t^2 + ... + a5 t^5) exp(-x^2)),
+ * t = 1 / (1 + p |x|). */
+static LLVMValueRef erf_by_polynomial(emitter *e, LLVMValueRef x) {
+  LLVMTypeRef ty = LLVMTypeOf(x);
+  static const double a[5] = {0.254829592, -0.284496736, 1.421413741,
+                              -1.453152027, 1.061405429};
+  LLVMValueRef ax = call_intrinsic(e, "llvm.fabs", &ty, 1, &x, 1);
+  LLVMValueRef t = LLVMBuildFDiv(
+      e->b, const_fp(ty, 1.0),
+      LLVMBuildFAdd(e->b, const_fp(ty, 1.0),
+                    LLVMBuildFMul(e->b, const_fp(ty, 0.3275911), ax, ""), ""),
+      "");
+  LLVMValueRef poly = const_fp(ty, a[4]);
+  for (int i = 3; i >= 0; i--)
+    poly = LLVMBuildFAdd(e->b, LLVMBuildFMul(e->b, poly, t, ""),
+                         const_fp(ty, a[i]), "");
+  poly = LLVMBuildFMul(e->b, poly, t, "");
+  LLVMValueRef nx2 = LLVMBuildFNeg(e->b, LLVMBuildFMul(e->b, x, x, ""), "");
+  LLVMValueRef ex = target_exp(e, ty, nx2);
+  LLVMValueRef y = LLVMBuildFSub(e->b, const_fp(ty, 1.0),
+                                 LLVMBuildFMul(e->b, poly, ex, ""), "");
+  LLVMValueRef args[2] = {y, x};
+  return call_intrinsic(e, "llvm.copysign", &ty, 1, args, 2);
+}
+
+/* Target intrinsics: calls not in the IR's built-in table, implemented per
+ * target. */
+static LLVMValueRef emit_target_intrinsic(emitter *e, ts_expr *x) {
+  const char *name = ts_expr_call_name(x);
+  ts_dtype t = ts_expr_dtype(x);
+  int n = ts_expr_n_operands(x);
+  if (!strcmp(name, "tessera.cuda.syncthreads")) {
+    if (!e->cuda) goto wrong_target;
+    unsigned id = LLVMLookupIntrinsicID("llvm.nvvm.barrier0", 18);
+    LLVMValueRef fn = LLVMGetIntrinsicDeclaration(e->mod, id, NULL, 0);
+    LLVMBuildCall2(e->b, LLVMIntrinsicGetType(e->ctx, id, NULL, 0), fn, NULL, 0,
+                   "");
+    return LLVMConstInt(reg_type(e, t), 0, 0);
+  }
+  if (!strcmp(name, "tessera.cuda.shfl_down")) {
+    if (!e->cuda) goto wrong_target;
+    if (n != 2 || !ts_dtype_eq(t, TS_FLOAT32)) {
+      emit_fail(e, TS_EINVAL,
+                "code generation: %s takes (float32 value, int32 offset)",
+                name);
+      return undef_of(e, t);
+    }
+    LLVMValueRef v = ex(e, ts_expr_operand(x, 0));
+    LLVMValueRef off =
+        emit_cast(e, TS_INT32, ts_expr_dtype(ts_expr_operand(x, 1)),
+                  ex(e, ts_expr_operand(x, 1)));
+    LLVMValueRef args[4] = {LLVMConstInt(i32t(e), 0xffffffffu, 0), v, off,
+                            LLVMConstInt(i32t(e), 31, 0)};
+    return call_intrinsic(e, "llvm.nvvm.shfl.sync.down.f32", NULL, 0, args, 4);
+  }
+  emit_fail(e, TS_EUNSUPPORTED,
+            "code generation: no implementation of intrinsic '%s' for target "
+            "'%s'",
+            name, ts_target_str(e->target));
+  return undef_of(e, t);
+wrong_target:
+  emit_fail(e, TS_EINVAL, "code generation: intrinsic '%s' needs a %s target",
+            name, "cuda");
+  return undef_of(e, t);
+}
+
 static LLVMValueRef emit_call(emitter *e, ts_expr *x) {
   const char *name = ts_expr_call_name(x);
   ts_dtype t = ts_expr_dtype(x);
   int n = ts_expr_n_operands(x);
   if (!strcmp(name, "if_then_else")) return emit_if_then_else(e, x);
   const ts_intrinsic_info *info = ts_intrinsic_lookup(name);
-  if (!info) {
-    emit_fail(e, TS_EUNSUPPORTED,
-              "code generation: no implementation of intrinsic '%s' for this "
-              "target",
-              name);
-    return undef_of(e, t);
-  }
+  if (!info) return emit_target_intrinsic(e, x);
   if (n > 3 || (info->n_args >= 0 && n != info->n_args)) {
     emit_fail(e, TS_EINVAL, "code generation: '%s' takes %d arguments, got %d",
               name, info->n_args, n);
@@ -543,7 +736,8 @@ static LLVMValueRef emit_call(emitter *e, ts_expr *x) {
   if (!strcmp(name, "abs") && !ts_dtype_is_float(t)) {
     if (!ts_dtype_is_signed(t)) return args[0];
     LLVMTypeRef ty = LLVMTypeOf(args[0]);
-    LLVMValueRef a2[2] = {args[0], LLVMConstInt(LLVMInt1TypeInContext(e->ctx), 0, 0)};
+    LLVMValueRef a2[2] = {args[0],
+                          LLVMConstInt(LLVMInt1TypeInContext(e->ctx), 0, 0)};
     return call_intrinsic(e, "llvm.abs", &ty, 1, a2, 2);
   }
   if (!ts_dtype_is_float(t)) {
@@ -553,17 +747,18 @@ static LLVMValueRef emit_call(emitter *e, ts_expr *x) {
   }
   for (int i = 0; i < n; i++) args[i] = to_work(e, args[i], t);
   LLVMTypeRef ty = LLVMTypeOf(args[0]);
+  if (!strcmp(name, "exp")) return from_work(e, target_exp(e, ty, args[0]), t);
   static const struct {
     const char *name, *llvm;
-  } direct[] = {{"exp", "llvm.exp"},     {"exp2", "llvm.exp2"},
-                {"log", "llvm.log"},     {"log2", "llvm.log2"},
-                {"log10", "llvm.log10"}, {"sqrt", "llvm.sqrt"},
-                {"sin", "llvm.sin"},     {"cos", "llvm.cos"},
-                {"floor", "llvm.floor"}, {"ceil", "llvm.ceil"},
-                {"round", "llvm.roundeven"}, {"trunc", "llvm.trunc"},
-                {"pow", "llvm.pow"},     {"fma", "llvm.fma"},
-                {"abs", "llvm.fabs"}};
+  } direct[] = {{"exp2", "llvm.exp2"},   {"log", "llvm.log"},
+                {"log2", "llvm.log2"},   {"log10", "llvm.log10"},
+                {"sqrt", "llvm.sqrt"},   {"sin", "llvm.sin"},
+                {"cos", "llvm.cos"},     {"floor", "llvm.floor"},
+                {"ceil", "llvm.ceil"},   {"round", "llvm.roundeven"},
+                {"trunc", "llvm.trunc"}, {"pow", "llvm.pow"},
+                {"fma", "llvm.fma"},     {"abs", "llvm.fabs"}};
   LLVMValueRef r = NULL;
+  if (e->cuda) r = cuda_math(e, name, ty, args);
   for (size_t i = 0; i < sizeof direct / sizeof direct[0] && !r; i++)
     if (!strcmp(name, direct[i].name))
       r = call_intrinsic(e, direct[i].llvm, &ty, 1, args, n);
@@ -573,16 +768,20 @@ static LLVMValueRef emit_call(emitter *e, ts_expr *x) {
   }
   if (!r && !strcmp(name, "sigmoid")) {
     LLVMValueRef neg = LLVMBuildFNeg(e->b, args[0], "");
-    LLVMValueRef ex1 = call_intrinsic(e, "llvm.exp", &ty, 1, &neg, 1);
+    LLVMValueRef ex1 = target_exp(e, ty, neg);
     LLVMValueRef den = LLVMBuildFAdd(e->b, const_fp(ty, 1.0), ex1, "");
     r = LLVMBuildFDiv(e->b, const_fp(ty, 1.0), den, "");
   }
   ts_dtype wt = is_half(t) ? ts_dtype_with_lanes(TS_FLOAT32, t.lanes) : t;
-  if (!r && !strcmp(name, "tanh")) r = libm_per_lane(e, "tanhf", "tanh", args[0], wt);
-  if (!r && !strcmp(name, "erf")) r = libm_per_lane(e, "erff", "erf", args[0], wt);
+  if (!r && e->cuda && !strcmp(name, "tanh")) r = tanh_by_exp(e, args[0]);
+  if (!r && e->cuda && !strcmp(name, "erf")) r = erf_by_polynomial(e, args[0]);
+  if (!r && !strcmp(name, "tanh"))
+    r = libm_per_lane(e, "tanhf", "tanh", args[0], wt);
+  if (!r && !strcmp(name, "erf"))
+    r = libm_per_lane(e, "erff", "erf", args[0], wt);
   if (!r) {
-    emit_fail(e, TS_EUNSUPPORTED, "code generation: intrinsic '%s' is not supported",
-              name);
+    emit_fail(e, TS_EUNSUPPORTED,
+              "code generation: intrinsic '%s' is not supported", name);
     return undef_of(e, t);
   }
   return from_work(e, r, t);
@@ -593,9 +792,11 @@ static LLVMValueRef ex(emitter *e, ts_expr *x) {
   if (e->status) return undef_of(e, t);
   switch (ts_expr_kind_of(x)) {
   case TS_EXPR_INT:
-    return LLVMConstInt(reg_type(e, t), (unsigned long long)ts_expr_int_value(x),
+    return LLVMConstInt(reg_type(e, t),
+                        (unsigned long long)ts_expr_int_value(x),
                         ts_dtype_is_signed(t));
-  case TS_EXPR_FLOAT: return LLVMConstReal(reg_type(e, t), ts_expr_float_value(x));
+  case TS_EXPR_FLOAT:
+    return LLVMConstReal(reg_type(e, t), ts_expr_float_value(x));
   case TS_EXPR_VAR: {
     LLVMValueRef v = lookup(e, x, "variable", ts_var_name(x));
     return v ? v : undef_of(e, t);
@@ -603,7 +804,8 @@ static LLVMValueRef ex(emitter *e, ts_expr *x) {
   case TS_EXPR_NOT: return LLVMBuildNot(e->b, ex(e, ts_expr_operand(x, 0)), "");
   case TS_EXPR_SELECT: {
     LLVMValueRef c = ex(e, ts_expr_operand(x, 0));
-    LLVMValueRef a = ex(e, ts_expr_operand(x, 1)), b = ex(e, ts_expr_operand(x, 2));
+    LLVMValueRef a = ex(e, ts_expr_operand(x, 1)),
+                 b = ex(e, ts_expr_operand(x, 2));
     return LLVMBuildSelect(e->b, c, a, b, "");
   }
   case TS_EXPR_CAST: {
@@ -616,12 +818,14 @@ static LLVMValueRef ex(emitter *e, ts_expr *x) {
     LLVMValueRef stride = splat(e, ex(e, ts_expr_operand(x, 1)), t.lanes);
     LLVMTypeRef st = scalar_type(e, ts_dtype_scalar(t));
     LLVMValueRef *steps = malloc(sizeof *steps * t.lanes);
-    for (int i = 0; i < t.lanes; i++) steps[i] = LLVMConstInt(st, (unsigned)i, 0);
+    for (int i = 0; i < t.lanes; i++)
+      steps[i] = LLVMConstInt(st, (unsigned)i, 0);
     LLVMValueRef iota = LLVMConstVector(steps, t.lanes);
     free(steps);
     return LLVMBuildAdd(e->b, base, LLVMBuildMul(e->b, stride, iota, ""), "");
   }
-  case TS_EXPR_BROADCAST: return splat(e, ex(e, ts_expr_operand(x, 0)), t.lanes);
+  case TS_EXPR_BROADCAST:
+    return splat(e, ex(e, ts_expr_operand(x, 0)), t.lanes);
   case TS_EXPR_CALL: return emit_call(e, x);
   case TS_EXPR_LET: {
     LLVMValueRef v = ex(e, ts_expr_operand(x, 0));
@@ -631,7 +835,8 @@ static LLVMValueRef ex(emitter *e, ts_expr *x) {
   case TS_EXPR_ADDRESS_OF: {
     ts_buffer *b = ts_expr_buffer(x);
     if (ts_expr_n_operands(x) != 1) {
-      emit_fail(e, TS_EINTERNAL, "code generation: buffer '%s' is not flattened",
+      emit_fail(e, TS_EINTERNAL,
+                "code generation: buffer '%s' is not flattened",
                 ts_buffer_name(b));
       return undef_of(e, t);
     }
@@ -674,13 +879,15 @@ static void mark_unroll_full(emitter *e, LLVMValueRef br) {
 }
 
 /* for var in [lo, hi): body. */
-static void emit_loop(emitter *e, ts_expr *var, LLVMValueRef lo, LLVMValueRef hi,
-                      ts_stmt *body, bool unroll_full) {
+static void emit_loop(emitter *e, ts_expr *var, LLVMValueRef lo,
+                      LLVMValueRef hi, ts_stmt *body, bool unroll_full) {
   LLVMValueRef fn = e->cur->fn;
   LLVMBasicBlockRef pre = LLVMGetInsertBlock(e->b);
-  LLVMBasicBlockRef head = LLVMAppendBasicBlockInContext(e->ctx, fn, "for.head");
+  LLVMBasicBlockRef head =
+      LLVMAppendBasicBlockInContext(e->ctx, fn, "for.head");
   LLVMBasicBlockRef bb = LLVMAppendBasicBlockInContext(e->ctx, fn, "for.body");
-  LLVMBasicBlockRef latch = LLVMAppendBasicBlockInContext(e->ctx, fn, "for.latch");
+  LLVMBasicBlockRef latch =
+      LLVMAppendBasicBlockInContext(e->ctx, fn, "for.latch");
   LLVMBasicBlockRef exit = LLVMAppendBasicBlockInContext(e->ctx, fn, "for.end");
   LLVMBuildBr(e->b, head);
   LLVMPositionBuilderAtEnd(e->b, head);
@@ -692,7 +899,8 @@ static void emit_loop(emitter *e, ts_expr *var, LLVMValueRef lo, LLVMValueRef hi
   st(e, body);
   LLVMBuildBr(e->b, latch);
   LLVMPositionBuilderAtEnd(e->b, latch);
-  LLVMValueRef next = LLVMBuildNSWAdd(e->b, phi, LLVMConstInt(i64t(e), 1, 0), "");
+  LLVMValueRef next =
+      LLVMBuildNSWAdd(e->b, phi, LLVMConstInt(i64t(e), 1, 0), "");
   LLVMValueRef back = LLVMBuildBr(e->b, head);
   if (unroll_full) mark_unroll_full(e, back);
   LLVMValueRef in_vals[2] = {lo, next};
@@ -724,12 +932,15 @@ static void capture_node(capture_ctx *c, const void *node) {
 static void capture_expr(void *ctx, ts_expr *x) {
   capture_ctx *c = ctx;
   ts_expr_kind k = ts_expr_kind_of(x);
-  if (k == TS_EXPR_VAR) capture_node(c, x);
+  if (k == TS_EXPR_VAR)
+    capture_node(c, x);
   else if (k == TS_EXPR_LOAD || k == TS_EXPR_ADDRESS_OF)
     capture_node(c, ts_expr_buffer(x));
 }
 
-static void capture_visit(void *ctx, ts_expr *x) { ts_expr_walk(x, capture_expr, ctx); }
+static void capture_visit(void *ctx, ts_expr *x) {
+  ts_expr_walk(x, capture_expr, ctx);
+}
 
 static bool capture_stmt(void *ctx, ts_stmt *s) {
   capture_ctx *c = ctx;
@@ -739,15 +950,17 @@ static bool capture_stmt(void *ctx, ts_stmt *s) {
 
 static void emit_parallel(emitter *e, ts_stmt *s) {
   if (e->cuda) {
-    emit_fail(e, TS_EINVAL,
-              "code generation: loop '%s' is parallel; on a cuda target bind it "
-              "to blockIdx/threadIdx instead",
-              ts_var_name(ts_for_var(s)));
+    emit_fail(
+        e, TS_EINVAL,
+        "code generation: loop '%s' is parallel; on a cuda target bind it "
+        "to blockIdx/threadIdx instead",
+        ts_var_name(ts_for_var(s)));
     return;
   }
   LLVMValueRef lo = ex(e, ts_for_min(s)), n = ex(e, ts_for_extent(s));
   capture_ctx cc = {.e = e, .seen = ts_node_map_create()};
-  ts_visitor v = {.enter_stmt = capture_stmt, .visit_expr = capture_visit, .ctx = &cc};
+  ts_visitor v = {
+      .enter_stmt = capture_stmt, .visit_expr = capture_visit, .ctx = &cc};
   ts_stmt_walk(ts_for_body(s), &v);
   ts_node_map_destroy(cc.seen);
 
@@ -766,7 +979,8 @@ static void emit_parallel(emitter *e, ts_stmt *s) {
   LLVMTypeRef st_t = LLVMStructTypeInContext(e->ctx, fields, (unsigned)nf, 0);
   LLVMValueRef closure = entry_alloca(e, st_t, 16);
   for (int i = 0; i < nf; i++)
-    LLVMBuildStore(e->b, values[i], LLVMBuildStructGEP2(e->b, st_t, closure, (unsigned)i, ""));
+    LLVMBuildStore(e->b, values[i],
+                   LLVMBuildStructGEP2(e->b, st_t, closure, (unsigned)i, ""));
 
   /* The task function: i32 task(ptr closure, i64 begin, i64 end). */
   char name[256];
@@ -787,13 +1001,16 @@ static void emit_parallel(emitter *e, ts_stmt *s) {
   for (int i = 0; i < nf; i++) {
     LLVMValueRef p = LLVMBuildStructGEP2(e->b, st_t, cl, (unsigned)i, "");
     LLVMValueRef x = LLVMBuildLoad2(e->b, fields[i], p, "");
-    if (i < 2) loaded[i] = x;
-    else ts_node_map_put(tf.vals, cc.nodes[i - 2], x);
+    if (i < 2)
+      loaded[i] = x;
+    else
+      ts_node_map_put(tf.vals, cc.nodes[i - 2], x);
   }
   tf.rt = loaded[0];
   LLVMValueRef begin = LLVMBuildAdd(e->b, loaded[1], LLVMGetParam(task, 1), "");
   LLVMValueRef end = LLVMBuildAdd(e->b, loaded[1], LLVMGetParam(task, 2), "");
-  LLVMBasicBlockRef body_bb = LLVMAppendBasicBlockInContext(e->ctx, task, "body");
+  LLVMBasicBlockRef body_bb =
+      LLVMAppendBasicBlockInContext(e->ctx, task, "body");
   LLVMBuildBr(e->b, body_bb);
   LLVMPositionBuilderAtEnd(e->b, body_bb);
   emit_loop(e, ts_for_var(s), begin, end, ts_for_body(s), false);
@@ -818,9 +1035,9 @@ static void emit_parallel(emitter *e, ts_stmt *s) {
 /* Which launch dimension a thread tag names: 0..2 for blockIdx.x/y/z,
  * 3..5 for threadIdx.x/y/z, 6 for vthread, -1 otherwise. */
 static int thread_axis(const char *tag) {
-  static const char *const tags[] = {"blockIdx.x",  "blockIdx.y",  "blockIdx.z",
-                                     "threadIdx.x", "threadIdx.y", "threadIdx.z",
-                                     "vthread"};
+  static const char *const tags[] = {
+      "blockIdx.x",  "blockIdx.y",  "blockIdx.z", "threadIdx.x",
+      "threadIdx.y", "threadIdx.z", "vthread"};
   for (int i = 0; i < 7; i++)
     if (tag && !strcmp(tag, tags[i])) return i;
   return -1;
@@ -833,7 +1050,8 @@ static bool collect_threads(void *ctx, ts_stmt *s) {
   int axis = thread_axis(ts_for_thread_tag(s));
   int64_t ext;
   if (axis < 0) {
-    emit_fail(e, TS_EINVAL, "code generation: unknown thread tag '%s' on loop '%s'",
+    emit_fail(e, TS_EINVAL,
+              "code generation: unknown thread tag '%s' on loop '%s'",
               ts_for_thread_tag(s), ts_var_name(ts_for_var(s)));
     return false;
   }
@@ -866,8 +1084,9 @@ static void emit_thread_loop(emitter *e, ts_stmt *s) {
   LLVMValueRef fn = LLVMGetIntrinsicDeclaration(e->mod, id, NULL, 0);
   LLVMTypeRef fty = LLVMIntrinsicGetType(e->ctx, id, NULL, 0);
   LLVMValueRef raw = LLVMBuildCall2(e->b, fty, fn, NULL, 0, "");
-  LLVMValueRef idx = LLVMBuildAdd(e->b, LLVMBuildZExt(e->b, raw, i64t(e), ""),
-                                  ex(e, ts_for_min(s)), ts_var_name(ts_for_var(s)));
+  LLVMValueRef idx =
+      LLVMBuildAdd(e->b, LLVMBuildZExt(e->b, raw, i64t(e), ""),
+                   ex(e, ts_for_min(s)), ts_var_name(ts_for_var(s)));
   ts_node_map_put(e->cur->vals, ts_for_var(s), idx);
   int64_t ext = 0, launched = axis < 3 ? e->grid[axis] : e->block[axis - 3];
   ts_expr_is_const_int(ts_for_extent(s), &ext);
@@ -876,10 +1095,13 @@ static void emit_thread_loop(emitter *e, ts_stmt *s) {
     return;
   }
   /* Launched wider than this loop (another loop shares the axis): guard. */
-  LLVMValueRef in = LLVMBuildICmp(e->b, LLVMIntSLT, LLVMBuildZExt(e->b, raw, i64t(e), ""),
-                                  LLVMConstInt(i64t(e), (unsigned long long)ext, 0), "");
-  LLVMBasicBlockRef tb = LLVMAppendBasicBlockInContext(e->ctx, e->cur->fn, "bound");
-  LLVMBasicBlockRef mb = LLVMAppendBasicBlockInContext(e->ctx, e->cur->fn, "bound.end");
+  LLVMValueRef in =
+      LLVMBuildICmp(e->b, LLVMIntSLT, LLVMBuildZExt(e->b, raw, i64t(e), ""),
+                    LLVMConstInt(i64t(e), (unsigned long long)ext, 0), "");
+  LLVMBasicBlockRef tb =
+      LLVMAppendBasicBlockInContext(e->ctx, e->cur->fn, "bound");
+  LLVMBasicBlockRef mb =
+      LLVMAppendBasicBlockInContext(e->ctx, e->cur->fn, "bound.end");
   LLVMBuildCondBr(e->b, in, tb, mb);
   LLVMPositionBuilderAtEnd(e->b, tb);
   st(e, ts_for_body(s));
@@ -914,10 +1136,35 @@ static void emit_for(emitter *e, ts_stmt *s) {
 static void emit_if(emitter *e, ts_stmt *s) {
   LLVMValueRef c = ex(e, ts_if_cond(s));
   if (e->status) return;
+  if (ts_expr_dtype(ts_if_cond(s)).lanes > 1) {
+    /* Masked vector code: run the branch when any lane is enabled, with
+     * every access masked. */
+    if (ts_if_else(s)) {
+      emit_fail(e, TS_EINTERNAL, "code generation: a vector if with an else");
+      return;
+    }
+    LLVMTypeRef ct = LLVMTypeOf(c);
+    LLVMValueRef any =
+        call_intrinsic(e, "llvm.vector.reduce.or", &ct, 1, &c, 1);
+    LLVMBasicBlockRef tb =
+        LLVMAppendBasicBlockInContext(e->ctx, e->cur->fn, "mask.then");
+    LLVMBasicBlockRef mb =
+        LLVMAppendBasicBlockInContext(e->ctx, e->cur->fn, "mask.end");
+    LLVMBuildCondBr(e->b, any, tb, mb);
+    LLVMPositionBuilderAtEnd(e->b, tb);
+    LLVMValueRef saved = e->mask;
+    e->mask = saved ? LLVMBuildAnd(e->b, saved, c, "") : c;
+    st(e, ts_if_then(s));
+    e->mask = saved;
+    LLVMBuildBr(e->b, mb);
+    LLVMPositionBuilderAtEnd(e->b, mb);
+    return;
+  }
   LLVMValueRef fn = e->cur->fn;
   LLVMBasicBlockRef tb = LLVMAppendBasicBlockInContext(e->ctx, fn, "if.then");
   LLVMBasicBlockRef eb =
-      ts_if_else(s) ? LLVMAppendBasicBlockInContext(e->ctx, fn, "if.else") : NULL;
+      ts_if_else(s) ? LLVMAppendBasicBlockInContext(e->ctx, fn, "if.else")
+                    : NULL;
   LLVMBasicBlockRef mb = LLVMAppendBasicBlockInContext(e->ctx, fn, "if.end");
   LLVMBuildCondBr(e->b, c, tb, eb ? eb : mb);
   LLVMPositionBuilderAtEnd(e->b, tb);
@@ -940,7 +1187,8 @@ static void emit_allocate(emitter *e, ts_stmt *s) {
   if (e->cuda && !strcmp(ts_buffer_scope(b), "shared")) {
     /* Shared memory: a module-level array in address space 3. */
     LLVMTypeRef at = LLVMArrayType(mt, (unsigned)(elems > 0 ? elems : 1));
-    LLVMValueRef g = LLVMAddGlobalInAddressSpace(e->mod, at, ts_buffer_name(b), 3);
+    LLVMValueRef g =
+        LLVMAddGlobalInAddressSpace(e->mod, at, ts_buffer_name(b), 3);
     LLVMSetLinkage(g, LLVMInternalLinkage);
     LLVMSetInitializer(g, LLVMGetUndef(at));
     LLVMSetAlignment(g, align);
@@ -950,15 +1198,16 @@ static void emit_allocate(emitter *e, ts_stmt *s) {
     return;
   }
   if (e->cuda && bytes > STACK_ALLOC_LIMIT) {
-    emit_fail(e, TS_EINVAL,
-              "code generation: local buffer '%s' (%lld bytes) is too large for "
-              "a GPU thread",
-              ts_buffer_name(b), (long long)bytes);
+    emit_fail(
+        e, TS_EINVAL,
+        "code generation: local buffer '%s' (%lld bytes) is too large for "
+        "a GPU thread",
+        ts_buffer_name(b), (long long)bytes);
     return;
   }
   if (bytes <= STACK_ALLOC_LIMIT) {
-    LLVMValueRef p = entry_alloca(e, LLVMArrayType(mt, (unsigned)(elems > 0 ? elems : 1)),
-                                  align);
+    LLVMValueRef p = entry_alloca(
+        e, LLVMArrayType(mt, (unsigned)(elems > 0 ? elems : 1)), align);
     ts_node_map_put(e->cur->vals, b, p);
     st(e, ts_allocate_body(s));
     return;
@@ -966,11 +1215,13 @@ static void emit_allocate(emitter *e, ts_stmt *s) {
   LLVMTypeRef ap[3] = {ptrt(e), i64t(e), i64t(e)};
   LLVMTypeRef at = LLVMFunctionType(ptrt(e), ap, 3, 0);
   LLVMValueRef alloc = extern_fn(e, "ts_rt_alloc", at);
-  LLVMValueRef args[3] = {e->cur->rt, LLVMConstInt(i64t(e), (unsigned long long)bytes, 0),
+  LLVMValueRef args[3] = {e->cur->rt,
+                          LLVMConstInt(i64t(e), (unsigned long long)bytes, 0),
                           LLVMConstInt(i64t(e), align, 0)};
   LLVMValueRef p = LLVMBuildCall2(e->b, at, alloc, args, 3, "");
   LLVMValueRef isnull = LLVMBuildIsNull(e->b, p, "");
-  check_status(e, LLVMBuildSelect(e->b, isnull, LLVMConstInt(i32t(e), (unsigned)-1, 1),
+  check_status(e, LLVMBuildSelect(e->b, isnull,
+                                  LLVMConstInt(i32t(e), (unsigned)-1, 1),
                                   LLVMConstInt(i32t(e), 0, 0), ""));
   ts_node_map_put(e->cur->vals, b, p);
   st(e, ts_allocate_body(s));
@@ -992,7 +1243,8 @@ static void st(emitter *e, ts_stmt *s) {
   case TS_STMT_IF: emit_if(e, s); return;
   case TS_STMT_EVALUATE: ex(e, ts_evaluate_value(s)); return;
   case TS_STMT_LET:
-    ts_node_map_put(e->cur->vals, ts_let_stmt_var(s), ex(e, ts_let_stmt_value(s)));
+    ts_node_map_put(e->cur->vals, ts_let_stmt_var(s),
+                    ex(e, ts_let_stmt_value(s)));
     st(e, ts_let_stmt_body(s));
     return;
   case TS_STMT_ALLOCATE: emit_allocate(e, s); return;
@@ -1025,7 +1277,8 @@ static int emit_cuda_kernel(emitter *e, const ts_func *f, const char *entry) {
   LLVMTypeRef gptr = LLVMPointerTypeInContext(e->ctx, 1);
   LLVMTypeRef *pt = malloc(sizeof *pt * (size_t)(n > 0 ? n : 1));
   for (int i = 0; i < n; i++) pt[i] = gptr;
-  LLVMTypeRef fty = LLVMFunctionType(LLVMVoidTypeInContext(e->ctx), pt, (unsigned)n, 0);
+  LLVMTypeRef fty =
+      LLVMFunctionType(LLVMVoidTypeInContext(e->ctx), pt, (unsigned)n, 0);
   LLVMValueRef fn = LLVMAddFunction(e->mod, entry, fty);
   set_fn_attrs(e, fn);
   for (int i = 0; i < n; i++) {
@@ -1037,7 +1290,8 @@ static int emit_cuda_kernel(emitter *e, const ts_func *f, const char *entry) {
   emit_fn cf = {.fn = fn, .vals = ts_node_map_create()};
   cf.alloca_bb = LLVMAppendBasicBlockInContext(e->ctx, fn, "entry");
   for (int i = 0; i < n; i++)
-    ts_node_map_put(cf.vals, ts_func_param(f, i), LLVMGetParam(fn, (unsigned)i));
+    ts_node_map_put(cf.vals, ts_func_param(f, i),
+                    LLVMGetParam(fn, (unsigned)i));
   e->cur = &cf;
   LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(e->ctx, fn, "body");
   LLVMPositionBuilderAtEnd(e->b, cf.alloca_bb);
@@ -1088,9 +1342,11 @@ int emit_kernel(emitter *e, const ts_func *f, const char *entry) {
   cf.alloca_bb = LLVMAppendBasicBlockInContext(e->ctx, compute, "entry");
   cf.rt = LLVMGetParam(compute, (unsigned)n);
   for (int i = 0; i < n; i++)
-    ts_node_map_put(cf.vals, ts_func_param(f, i), LLVMGetParam(compute, (unsigned)i));
+    ts_node_map_put(cf.vals, ts_func_param(f, i),
+                    LLVMGetParam(compute, (unsigned)i));
   e->cur = &cf;
-  LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(e->ctx, compute, "body");
+  LLVMBasicBlockRef body =
+      LLVMAppendBasicBlockInContext(e->ctx, compute, "body");
   LLVMPositionBuilderAtEnd(e->b, cf.alloca_bb);
   LLVMBuildBr(e->b, body);
   LLVMPositionBuilderAtEnd(e->b, body);
@@ -1104,15 +1360,18 @@ int emit_kernel(emitter *e, const ts_func *f, const char *entry) {
   LLVMTypeRef ety = LLVMFunctionType(i32t(e), ept, 2, 0);
   LLVMValueRef ef = LLVMAddFunction(e->mod, entry, ety);
   set_fn_attrs(e, ef);
-  LLVMPositionBuilderAtEnd(e->b, LLVMAppendBasicBlockInContext(e->ctx, ef, "entry"));
+  LLVMPositionBuilderAtEnd(e->b,
+                           LLVMAppendBasicBlockInContext(e->ctx, ef, "entry"));
   LLVMValueRef *args = malloc(sizeof *args * (size_t)(n + 1));
   for (int i = 0; i < n; i++) {
     LLVMValueRef idx = LLVMConstInt(i64t(e), (unsigned)i, 0);
-    LLVMValueRef slot = LLVMBuildInBoundsGEP2(e->b, ptrt(e), LLVMGetParam(ef, 0), &idx, 1, "");
+    LLVMValueRef slot =
+        LLVMBuildInBoundsGEP2(e->b, ptrt(e), LLVMGetParam(ef, 0), &idx, 1, "");
     args[i] = LLVMBuildLoad2(e->b, ptrt(e), slot, "");
   }
   args[n] = LLVMGetParam(ef, 1);
-  LLVMValueRef r = LLVMBuildCall2(e->b, cty, compute, args, (unsigned)n + 1, "");
+  LLVMValueRef r =
+      LLVMBuildCall2(e->b, cty, compute, args, (unsigned)n + 1, "");
   LLVMBuildRet(e->b, r);
   free(args);
   free(pt);

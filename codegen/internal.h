@@ -32,7 +32,8 @@ typedef struct emitter {
   int n_tasks;           /* outlined parallel loops so far */
   const char *entry;
   ts_error *err;
-  int status; /* first error code, TS_OK while fine */
+  int status;        /* first error code, TS_OK while fine */
+  LLVMValueRef mask; /* lanes enabled by an enclosing vector if, or NULL */
   /* cuda launch geometry collected from thread-bound loops */
   int64_t grid[3], block[3];
   int64_t shared_bytes; /* static shared memory */

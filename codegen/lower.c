@@ -419,13 +419,12 @@ static ts_stmt *vec_stmt(vec_ctx *c, ts_stmt *s) {
     ts_expr *idx = vec_expr(c, ts_store_index(s, 0));
     ts_expr *val = vec_expr(c, ts_store_value(s));
     if (c->reason) return s;
-    if (!is_vector(idx) && is_vector(val)) {
-      c->reason = "the loop carries a reduction (every lane stores to the same "
-                  "element)";
-      return s;
-    }
     if (!is_vector(idx)) {
-      c->reason = "the store does not depend on the vectorized loop";
+      c->reason = is_vector(val)
+                      ? "the loop carries a reduction (every lane stores to "
+                        "the same element)"
+                      : "a store's index does not depend on the vectorized "
+                        "loop (a reduction init or a repeated store)";
       return s;
     }
     return ts_store(a, ts_store_buffer(s), &idx, 1, widen(a, val, c->lanes));
@@ -440,10 +439,13 @@ static ts_stmt *vec_stmt(vec_ctx *c, ts_stmt *s) {
   }
   case TS_STMT_IF: {
     ts_expr *cond = vec_expr(c, ts_if_cond(s));
-    if (is_vector(cond)) {
-      c->reason = "a condition varies across the vectorized loop";
+    if (is_vector(cond) && ts_if_else(s)) {
+      c->reason =
+          "an if/else whose condition varies across the vectorized loop";
       return s;
     }
+    /* A vector condition without else becomes masked vector code (loop tails
+     * of imperfect splits): the emitter masks the loads and stores under it. */
     ts_stmt *t = vec_stmt(c, ts_if_then(s));
     ts_stmt *e = ts_if_else(s) ? vec_stmt(c, ts_if_else(s)) : NULL;
     return ts_if(a, cond, t, e);
