@@ -677,6 +677,208 @@ static LLVMValueRef erf_by_polynomial(emitter *e, LLVMValueRef x) {
   return call_intrinsic(e, "llvm.copysign", &ty, 1, args, 2);
 }
 
+/* ---- tensor intrinsics (the implementations tensorize calls) ---- */
+
+/* Calls a non-overloaded intrinsic, bitcasting each argument to the
+ * parameter type it declares (e.g. <16 x i32> to <32 x bfloat>). */
+static LLVMValueRef call_fixed(emitter *e, const char *name, LLVMValueRef *args,
+                               int n) {
+  unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+  if (!id) {
+    emit_fail(e, TS_EINTERNAL, "LLVM has no intrinsic '%s'", name);
+    return NULL;
+  }
+  LLVMTypeRef fty = LLVMIntrinsicGetType(e->ctx, id, NULL, 0);
+  LLVMTypeRef params[16];
+  LLVMGetParamTypes(fty, params);
+  for (int i = 0; i < n; i++)
+    if (LLVMTypeOf(args[i]) != params[i])
+      args[i] = LLVMBuildBitCast(e->b, args[i], params[i], "");
+  LLVMValueRef fn = LLVMGetIntrinsicDeclaration(e->mod, id, NULL, 0);
+  return LLVMBuildCall2(e->b, fty, fn, args, (unsigned)n, "");
+}
+
+static bool need_feature(emitter *e, const char *intrin, const char *feature) {
+  if (!e->cuda && ts_target_has_feature(e->target, feature)) return true;
+  emit_fail(e, TS_EUNSUPPORTED,
+            "code generation: %s needs the CPU feature '%s', which target '%s' "
+            "does not have",
+            intrin, feature, ts_target_str(e->target));
+  return false;
+}
+
+static LLVMValueRef load_vec(emitter *e, LLVMTypeRef t, LLVMValueRef p,
+                             unsigned align) {
+  LLVMValueRef v = LLVMBuildLoad2(e->b, t, p, "");
+  LLVMSetAlignment(v, align);
+  return v;
+}
+
+/* tessera.vnni_dot_16x4(&C int32[16], &A uint8[4], &B int8[16][4]):
+ * C[j] += sum_k A[k] * B[j][k] (vpdpbusd). */
+static void emit_vnni_dot(emitter *e, LLVMValueRef *a) {
+  if (!need_feature(e, "tessera.vnni_dot_16x4", "avx512vnni")) return;
+  LLVMTypeRef v16 = LLVMVectorType(i32t(e), 16);
+  LLVMValueRef c = load_vec(e, v16, a[0], 4);
+  LLVMValueRef av = splat(e, load_vec(e, i32t(e), a[1], 1), 16);
+  LLVMValueRef bv = load_vec(e, v16, a[2], 1);
+  LLVMValueRef args[3] = {c, av, bv};
+  LLVMValueRef r = call_fixed(e, "llvm.x86.avx512.vpdpbusd.512", args, 3);
+  if (r) LLVMSetAlignment(LLVMBuildStore(e->b, r, a[0]), 4);
+}
+
+/* tessera.avx512bf16_dot_16x2(&C float32[16], &A bfloat16[2],
+ * &B bfloat16[16][2]): C[j] += A[0] B[j][0] + A[1] B[j][1] (vdpbf16ps). */
+static void emit_bf16_dot(emitter *e, LLVMValueRef *a) {
+  if (!need_feature(e, "tessera.avx512bf16_dot_16x2", "avx512bf16")) return;
+  LLVMTypeRef v16f = LLVMVectorType(f32t(e), 16);
+  LLVMTypeRef v16i = LLVMVectorType(i32t(e), 16);
+  LLVMValueRef c = load_vec(e, v16f, a[0], 4);
+  LLVMValueRef av = splat(e, load_vec(e, i32t(e), a[1], 2), 16);
+  LLVMValueRef bv = load_vec(e, v16i, a[2], 2);
+  LLVMValueRef args[3] = {c, av, bv};
+  LLVMValueRef r = call_fixed(e, "llvm.x86.avx512bf16.dpbf16ps.512", args, 3);
+  if (r) LLVMSetAlignment(LLVMBuildStore(e->b, r, a[0]), 4);
+}
+
+static LLVMValueRef i16c(emitter *e, unsigned v) {
+  return LLVMConstInt(LLVMInt16TypeInContext(e->ctx), v, 0);
+}
+
+/* tessera.amx_{bf16,int8}_gemm(&C, ldc, &A, lda, &Bp, ldb, K): a 16x16
+ * output tile, C += A[16 x K] * B[K x 16] with B VNNI-packed; tiles loaded
+ * with tileloadd, multiplied with tdpbf16ps / tdpbssd / tdpbusd, stored
+ * with tilestored (the backend configures the tiles). A constant K is
+ * unrolled; otherwise a loop keeps C in memory between steps. */
+static void emit_amx_gemm(emitter *e, ts_expr *x, LLVMValueRef *a, bool int8) {
+  const char *name = ts_expr_call_name(x);
+  if (!need_feature(e, name, "amx-tile")) return;
+  if (!need_feature(e, name, int8 ? "amx-int8" : "amx-bf16")) return;
+  ts_buffer *abuf = ts_expr_kind_of(ts_expr_operand(x, 2)) == TS_EXPR_ADDRESS_OF
+                        ? ts_expr_buffer(ts_expr_operand(x, 2))
+                        : NULL;
+  bool a_unsigned = abuf && ts_buffer_dtype(abuf).code == TS_DT_UINT;
+  const char *dp = !int8        ? "llvm.x86.tdpbf16ps.internal"
+                   : a_unsigned ? "llvm.x86.tdpbusd.internal"
+                                : "llvm.x86.tdpbssd.internal";
+  unsigned ebytes = int8 ? 1 : 2; /* bytes per A/B element */
+  int64_t kstep = int8 ? 64 : 32; /* K per tile step */
+  LLVMValueRef ldc_b =
+      LLVMBuildMul(e->b, a[1], LLVMConstInt(i64t(e), 4, 0), "");
+  LLVMValueRef lda_b =
+      LLVMBuildMul(e->b, a[3], LLVMConstInt(i64t(e), ebytes, 0), "");
+  LLVMValueRef ldb_b =
+      LLVMBuildMul(e->b, a[5], LLVMConstInt(i64t(e), ebytes, 0), "");
+  int64_t kconst;
+  bool unroll = ts_expr_is_const_int(ts_expr_operand(x, 6), &kconst) &&
+                kconst >= 0 && kconst / kstep <= 64;
+  LLVMTypeRef i8t = LLVMInt8TypeInContext(e->ctx);
+  LLVMValueRef c_args[4] = {i16c(e, 16), i16c(e, 64), a[0], ldc_b};
+  /* One step: tile A at column offset kk*kstep, tile B at row
+   * kk*(kstep/(4/ebytes)). */
+  if (unroll) {
+    LLVMValueRef c = call_fixed(e, "llvm.x86.tileloadd64.internal", c_args, 4);
+    for (int64_t kk = 0; kk < kconst / kstep && c; kk++) {
+      LLVMValueRef aoff =
+          LLVMConstInt(i64t(e), (unsigned long long)(kk * kstep * ebytes), 0);
+      LLVMValueRef ap = LLVMBuildInBoundsGEP2(e->b, i8t, a[2], &aoff, 1, "");
+      LLVMValueRef brow =
+          LLVMConstInt(i64t(e), (unsigned long long)(kk * 16), 0);
+      LLVMValueRef bp = LLVMBuildInBoundsGEP2(
+          e->b, i8t, a[4],
+          (LLVMValueRef[]){LLVMBuildMul(e->b, brow, ldb_b, "")}, 1, "");
+      LLVMValueRef la[4] = {i16c(e, 16), i16c(e, 64), ap, lda_b};
+      LLVMValueRef at = call_fixed(e, "llvm.x86.tileloadd64.internal", la, 4);
+      LLVMValueRef lb[4] = {i16c(e, 16), i16c(e, 64), bp, ldb_b};
+      LLVMValueRef bt = call_fixed(e, "llvm.x86.tileloadd64.internal", lb, 4);
+      LLVMValueRef d[6] = {i16c(e, 16), i16c(e, 64), i16c(e, 64), c, at, bt};
+      c = call_fixed(e, dp, d, 6);
+    }
+    if (c) {
+      LLVMValueRef s[5] = {i16c(e, 16), i16c(e, 64), a[0], ldc_b, c};
+      call_fixed(e, "llvm.x86.tilestored64.internal", s, 5);
+    }
+    return;
+  }
+  emit_fail(e, TS_EUNSUPPORTED,
+            "code generation: %s needs a constant K that is a multiple of %lld "
+            "(at most %lld)",
+            name, (long long)kstep, (long long)(64 * kstep));
+}
+
+/* tessera.mma_m16n8k16(&C float32[16][8] (ldc), ldc, &A [16][16] (lda), lda,
+ * &B [16][8] k-major (ldb), ldb) for one warp: each lane loads its fragment
+ * (PTX ISA layouts for m16n8k16), mma.sync, stores its part of C. */
+static void emit_mma(emitter *e, ts_expr *x, LLVMValueRef *a) {
+  if (!e->cuda || ts_target_sm(e->target) < 80) {
+    emit_fail(e, TS_EUNSUPPORTED,
+              "code generation: tessera.mma_m16n8k16 needs a cuda target with "
+              "sm_80 or newer");
+    return;
+  }
+  ts_buffer *abuf = ts_expr_kind_of(ts_expr_operand(x, 2)) == TS_EXPR_ADDRESS_OF
+                        ? ts_expr_buffer(ts_expr_operand(x, 2))
+                        : NULL;
+  bool bf16 = abuf && ts_buffer_dtype(abuf).code == TS_DT_BFLOAT;
+  LLVMTypeRef et =
+      bf16 ? LLVMBFloatTypeInContext(e->ctx) : LLVMHalfTypeInContext(e->ctx);
+  LLVMTypeRef pair = LLVMVectorType(et, 2);
+  LLVMValueRef lane = call_fixed(e, "llvm.nvvm.read.ptx.sreg.laneid", NULL, 0);
+  if (!lane) return;
+  lane = LLVMBuildZExt(e->b, lane, i64t(e), "");
+  LLVMValueRef group =
+      LLVMBuildLShr(e->b, lane, LLVMConstInt(i64t(e), 2, 0), "");
+  LLVMValueRef tig = LLVMBuildAnd(e->b, lane, LLVMConstInt(i64t(e), 3, 0), "");
+  LLVMValueRef col2 = LLVMBuildMul(e->b, tig, LLVMConstInt(i64t(e), 2, 0), "");
+  /* element pointer p + (row * ld + col) elements of type t */
+#define ELEM(t, p, row, ld, col)                                               \
+  LLVMBuildInBoundsGEP2(                                                       \
+      e->b, (t), (p),                                                          \
+      (LLVMValueRef[]){                                                        \
+          LLVMBuildAdd(e->b, LLVMBuildMul(e->b, (row), (ld), ""), (col), "")}, \
+      1, "")
+  LLVMValueRef k8 = LLVMConstInt(i64t(e), 8, 0);
+  LLVMValueRef args[10];
+  /* A: a0a1 (g, 2t), a2a3 (g+8, 2t), a4a5 (g, 2t+8), a6a7 (g+8, 2t+8). */
+  for (int i = 0; i < 4; i++) {
+    LLVMValueRef row = (i & 1) ? LLVMBuildAdd(e->b, group, k8, "") : group;
+    LLVMValueRef col = (i & 2) ? LLVMBuildAdd(e->b, col2, k8, "") : col2;
+    args[i] = load_vec(e, pair, ELEM(et, a[2], row, a[3], col), 4);
+  }
+  /* B (k-major): b0b1 = rows 2t, 2t+1 at column g; b2b3 = rows 2t+8, 2t+9. */
+  for (int i = 0; i < 2; i++) {
+    LLVMValueRef r0 = i ? LLVMBuildAdd(e->b, col2, k8, "") : col2;
+    LLVMValueRef r1 = LLVMBuildAdd(e->b, r0, LLVMConstInt(i64t(e), 1, 0), "");
+    LLVMValueRef v0 =
+        LLVMBuildLoad2(e->b, et, ELEM(et, a[4], r0, a[5], group), "");
+    LLVMValueRef v1 =
+        LLVMBuildLoad2(e->b, et, ELEM(et, a[4], r1, a[5], group), "");
+    LLVMValueRef v = LLVMBuildInsertElement(e->b, LLVMGetUndef(pair), v0,
+                                            LLVMConstInt(i32t(e), 0, 0), "");
+    args[4 + i] =
+        LLVMBuildInsertElement(e->b, v, v1, LLVMConstInt(i32t(e), 1, 0), "");
+  }
+  /* C: c0c1 (g, 2t), c2c3 (g+8, 2t). */
+  LLVMValueRef cptr[4];
+  for (int i = 0; i < 4; i++) {
+    LLVMValueRef row = (i & 2) ? LLVMBuildAdd(e->b, group, k8, "") : group;
+    LLVMValueRef col =
+        (i & 1) ? LLVMBuildAdd(e->b, col2, LLVMConstInt(i64t(e), 1, 0), "")
+                : col2;
+    cptr[i] = ELEM(f32t(e), a[0], row, a[1], col);
+    args[6 + i] = LLVMBuildLoad2(e->b, f32t(e), cptr[i], "");
+  }
+#undef ELEM
+  LLVMValueRef d = call_fixed(e,
+                              bf16 ? "llvm.nvvm.mma.m16n8k16.row.col.bf16"
+                                   : "llvm.nvvm.mma.m16n8k16.row.col.f32.f32",
+                              args, 10);
+  if (!d) return;
+  for (int i = 0; i < 4; i++)
+    LLVMBuildStore(e->b, LLVMBuildExtractValue(e->b, d, (unsigned)i, ""),
+                   cptr[i]);
+}
+
 /* Target intrinsics: calls not in the IR's built-in table, implemented per
  * target. */
 static LLVMValueRef emit_target_intrinsic(emitter *e, ts_expr *x) {
@@ -706,6 +908,40 @@ static LLVMValueRef emit_target_intrinsic(emitter *e, ts_expr *x) {
     LLVMValueRef args[4] = {LLVMConstInt(i32t(e), 0xffffffffu, 0), v, off,
                             LLVMConstInt(i32t(e), 31, 0)};
     return call_intrinsic(e, "llvm.nvvm.shfl.sync.down.f32", NULL, 0, args, 4);
+  }
+  static const struct {
+    const char *name;
+    int n_args;
+  } tensor[] = {{"tessera.vnni_dot_16x4", 3},
+                {"tessera.avx512bf16_dot_16x2", 3},
+                {"tessera.amx_bf16_gemm", 7},
+                {"tessera.amx_int8_gemm", 7},
+                {"tessera.mma_m16n8k16", 6}};
+  for (size_t i = 0; i < sizeof tensor / sizeof tensor[0]; i++) {
+    if (strcmp(name, tensor[i].name)) continue;
+    if (n != tensor[i].n_args) {
+      emit_fail(e, TS_EINVAL, "code generation: %s takes %d arguments, got %d",
+                name, tensor[i].n_args, n);
+      return undef_of(e, t);
+    }
+    LLVMValueRef args[8];
+    for (int k = 0; k < n; k++) {
+      ts_expr *arg = ts_expr_operand(x, k);
+      args[k] = ex(e, arg);
+      if (!ts_dtype_is_handle(ts_expr_dtype(arg)) &&
+          ts_dtype_is_int(ts_expr_dtype(arg)))
+        args[k] = emit_cast(e, TS_INT64, ts_expr_dtype(arg), args[k]);
+    }
+    if (e->status) return undef_of(e, t);
+    if (i == 0)
+      emit_vnni_dot(e, args);
+    else if (i == 1)
+      emit_bf16_dot(e, args);
+    else if (i == 2 || i == 3)
+      emit_amx_gemm(e, x, args, i == 3);
+    else
+      emit_mma(e, x, args);
+    return LLVMConstInt(reg_type(e, t), 0, 0);
   }
   emit_fail(e, TS_EUNSUPPORTED,
             "code generation: no implementation of intrinsic '%s' for target "

@@ -1,0 +1,250 @@
+/*
+ * test_tensor_intrin.c — the target tensor intrinsics that tensorize calls:
+ * AVX512-VNNI (vpdpbusd), AVX512-BF16 (vdpbf16ps) and AMX (tdpbf16ps,
+ * tdpbssd) tile matmuls compiled from TIR and compared with the reference
+ * interpreter running the same computation written as plain loops; the
+ * CUDA mma.sync m16n8k16 intrinsic emitted as PTX that ptxas accepts. Runs
+ * that need a CPU feature this machine lacks are skipped with the reason
+ * printed; compilation is still checked.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <unistd.h>
+
+#include "check.h"
+
+/* Compiles `intrin_text` for `target_str`, runs it (unless the CPU lacks
+ * `feature`) and compares with the interpreter running `plain_text` (same
+ * parameters, plain loops). */
+static void compare(const char *intrin_text, const char *plain_text,
+                    const char *target_str, const char *feature,
+                    const char *asm_needle) {
+  ts_func *fi = NULL, *fp = NULL;
+  ts_target *t = NULL;
+  ts_error err;
+  int rc = ts_func_parse(intrin_text, strlen(intrin_text), "intrin", &fi, &err);
+  if (rc) printf("%s\n", err.msg);
+  assert_int_equal(rc, TS_OK);
+  rc = ts_func_parse(plain_text, strlen(plain_text), "plain", &fp, &err);
+  if (rc) printf("%s\n", err.msg);
+  assert_int_equal(rc, TS_OK);
+  assert_int_equal(ts_target_parse(target_str, &t, &err), TS_OK);
+  ts_build_options o = ts_build_defaults();
+  o.keep_asm = true;
+  ts_build_result br;
+  rc = ts_build(fi, t, &o, &br, &err);
+  if (rc) printf("build: %s\n", err.msg);
+  assert_int_equal(rc, TS_OK);
+  assert_non_null(strstr(br.assembly, asm_needle));
+  if (ts_rt_cpu_has(feature) != 1) {
+    printf("run skipped: this CPU lacks %s (compiled and checked the assembly "
+           "for %s only)\n",
+           feature, asm_needle);
+  } else {
+    if (strncmp(feature, "amx", 3) == 0)
+      assert_int_equal(ts_rt_enable_amx(&err), TS_OK);
+    ts_rt_kernel *k = NULL;
+    assert_int_equal(ts_rt_kernel_load(br.artifact->bytes, br.artifact->n_bytes,
+                                       br.artifact->entry, &k, &err),
+                     TS_OK);
+    ts_rt_arg_spec *specs = check_specs(br.artifact);
+    ts_rt_args *got = NULL, *want = NULL;
+    assert_int_equal(
+        ts_rt_args_create(specs, br.artifact->n_args, 5, &got, &err), TS_OK);
+    assert_int_equal(
+        ts_rt_args_create(specs, br.artifact->n_args, 5, &want, &err), TS_OK);
+    assert_int_equal(ts_rt_kernel_call(k, ts_rt_args_data(got), NULL, &err),
+                     TS_OK);
+    assert_int_equal(ts_interp_run(fp, ts_rt_args_data(want),
+                                   ts_rt_args_count(want), NULL, &err),
+                     TS_OK);
+    rc = ts_rt_args_compare(got, want, &err);
+    if (rc) printf("%s\n", err.msg);
+    assert_int_equal(rc, TS_OK);
+    ts_rt_args_free(got);
+    ts_rt_args_free(want);
+    free(specs);
+    ts_rt_kernel_unload(k);
+  }
+  ts_build_result_clear(&br);
+  ts_target_free(t);
+  ts_func_free(fi);
+  ts_func_free(fp);
+}
+
+static void test_vnni(void **state) {
+  (void)state;
+  const char *intrin =
+      "func vnni(A: uint8[64], B: int8[16, 16, 4], C: int32[16]) {\n"
+      "  for j in range(16) {\n    C[j] = int32(0)\n  }\n"
+      "  for ko in range(16) {\n"
+      "    evaluate call<int32>(\"tessera.vnni_dot_16x4\", &C[0], &A[ko * 4], "
+      "&B[ko, 0, 0])\n"
+      "  }\n}\n";
+  const char *plain =
+      "func plain(A: uint8[64], B: int8[16, 16, 4], C: int32[16]) {\n"
+      "  for j in range(16) {\n    C[j] = int32(0)\n"
+      "    for k in range(64) {\n"
+      "      C[j] = C[j] + cast(int32, A[k]) * cast(int32, B[floordiv(k, 4), "
+      "j, floormod(k, 4)])\n"
+      "    }\n  }\n}\n";
+  compare(intrin, plain, "llvm -mcpu=native", "avx512vnni", "vpdpbusd");
+}
+
+static void test_avx512_bf16(void **state) {
+  (void)state;
+  const char *intrin =
+      "func bdot(A: bfloat16[64], B: bfloat16[32, 16, 2], C: float32[16]) {\n"
+      "  for j in range(16) {\n    C[j] = float32(0)\n  }\n"
+      "  for ko in range(32) {\n"
+      "    evaluate call<int32>(\"tessera.avx512bf16_dot_16x2\", &C[0], &A[ko "
+      "* 2], &B[ko, 0, 0])\n"
+      "  }\n}\n";
+  const char *plain =
+      "func plain(A: bfloat16[64], B: bfloat16[32, 16, 2], C: float32[16]) {\n"
+      "  for j in range(16) {\n    C[j] = float32(0)\n"
+      "    for k in range(64) {\n"
+      "      C[j] = C[j] + cast(float32, A[k]) * cast(float32, B[floordiv(k, "
+      "2), j, floormod(k, 2)])\n"
+      "    }\n  }\n}\n";
+  compare(intrin, plain, "llvm -mcpu=native", "avx512bf16", "vdpbf16ps");
+}
+
+/* A 32x32 output from 16x16 AMX tiles, K = 64 (two bf16 steps). */
+static void test_amx_bf16(void **state) {
+  (void)state;
+  const char *intrin = "func amx(A: bfloat16[32, 64], Bp: bfloat16[32, 64], C: "
+                       "float32[32, 32]) {\n"
+                       "  for i in range(32) {\n    for j in range(32) {\n     "
+                       " C[i, j] = float32(0)\n    }\n  }\n"
+                       "  for io in range(2) {\n    for jo in range(2) {\n"
+                       "      evaluate call<int32>(\"tessera.amx_bf16_gemm\", "
+                       "&C[io * 16, jo * 16], 32, "
+                       "&A[io * 16, 0], 64, &Bp[0, jo * 32], 64, 64)\n"
+                       "    }\n  }\n}\n";
+  const char *plain =
+      "func plain(A: bfloat16[32, 64], Bp: bfloat16[32, 64], C: float32[32, "
+      "32]) {\n"
+      "  for i in range(32) {\n    for j in range(32) {\n      C[i, j] = "
+      "float32(0)\n"
+      "      for k in range(64) {\n"
+      "        C[i, j] = C[i, j] + cast(float32, A[i, k]) * cast(float32, "
+      "Bp[floordiv(k, 2), j * 2 + floormod(k, 2)])\n"
+      "      }\n    }\n  }\n}\n";
+  compare(intrin, plain, "llvm -mcpu=sapphirerapids", "amx-bf16", "tdpbf16ps");
+}
+
+static void test_amx_int8(void **state) {
+  (void)state;
+  const char *intrin =
+      "func amx8(A: int8[16, 128], Bp: int8[32, 64], C: int32[16, 16]) {\n"
+      "  for i in range(16) {\n    for j in range(16) {\n      C[i, j] = "
+      "int32(0)\n    }\n  }\n"
+      "  evaluate call<int32>(\"tessera.amx_int8_gemm\", &C[0, 0], 16, &A[0, "
+      "0], 128, "
+      "&Bp[0, 0], 64, 128)\n}\n";
+  const char *plain =
+      "func plain(A: int8[16, 128], Bp: int8[32, 64], C: int32[16, 16]) {\n"
+      "  for i in range(16) {\n    for j in range(16) {\n      C[i, j] = "
+      "int32(0)\n"
+      "      for k in range(128) {\n"
+      "        C[i, j] = C[i, j] + cast(int32, A[i, k]) * cast(int32, "
+      "Bp[floordiv(k, 4), j * 4 + floormod(k, 4)])\n"
+      "      }\n    }\n  }\n}\n";
+  compare(intrin, plain, "llvm -mcpu=sapphirerapids", "amx-int8", "tdpbssd");
+}
+
+/* A target without the feature gets a clear error, not a backend crash. */
+static void test_missing_feature(void **state) {
+  (void)state;
+  const char *text = "func amx(A: bfloat16[16, 32], Bp: bfloat16[16, 32], C: "
+                     "float32[16, 16]) {\n"
+                     "  evaluate call<int32>(\"tessera.amx_bf16_gemm\", &C[0, "
+                     "0], 16, &A[0, 0], 32, "
+                     "&Bp[0, 0], 32, 32)\n}\n";
+  ts_func *f = NULL;
+  ts_target *t = NULL;
+  ts_error err;
+  assert_int_equal(ts_func_parse(text, strlen(text), "t", &f, &err), TS_OK);
+  assert_int_equal(ts_target_parse("llvm -mcpu=skylake-avx512", &t, &err),
+                   TS_OK);
+  ts_build_result br;
+  assert_int_equal(ts_build(f, t, NULL, &br, &err), TS_EUNSUPPORTED);
+  assert_non_null(strstr(err.msg, "amx"));
+  ts_target_free(t);
+  ts_func_free(f);
+}
+
+static void test_mma_ptx(void **state) {
+  (void)state;
+  const char *text =
+      "func mma(A: float16[16, 16], B: float16[16, 8], C: float32[16, 8]) {\n"
+      "  for tx in range(32) thread(\"threadIdx.x\") {\n"
+      "    evaluate call<int32>(\"tessera.mma_m16n8k16\", &C[0, 0], 8, &A[0, "
+      "0], 16, &B[0, 0], 8)\n"
+      "  }\n}\n";
+  const char *texts[2] = {text, NULL};
+  /* bfloat16 variant: same program with bfloat16 inputs */
+  static const char bf16_text[] =
+      "func mma(A: bfloat16[16, 16], B: bfloat16[16, 8], C: float32[16, 8]) {\n"
+      "  for tx in range(32) thread(\"threadIdx.x\") {\n"
+      "    evaluate call<int32>(\"tessera.mma_m16n8k16\", &C[0, 0], 8, &A[0, "
+      "0], 16, &B[0, 0], 8)\n"
+      "  }\n}\n";
+  texts[1] = bf16_text;
+  for (int v = 0; v < 2; v++) {
+    ts_func *f = NULL;
+    ts_target *t = NULL;
+    ts_error err;
+    assert_int_equal(ts_func_parse(texts[v], strlen(texts[v]), "mma", &f, &err),
+                     TS_OK);
+    assert_int_equal(ts_target_parse("cuda -arch=sm_80", &t, &err), TS_OK);
+    ts_build_result br;
+    int rc = ts_build(f, t, NULL, &br, &err);
+    if (rc) printf("%s\n", err.msg);
+    assert_int_equal(rc, TS_OK);
+    assert_non_null(
+        strstr((char *)br.artifact->bytes, "mma.sync.aligned.m16n8k16"));
+    if (access("/usr/local/cuda/bin/ptxas", X_OK) == 0) {
+      char tmpl[] = "/tmp/ts-mma-XXXXXX";
+      int fd = mkstemp(tmpl);
+      assert_true(fd >= 0);
+      assert_int_equal(write(fd, br.artifact->bytes, br.artifact->n_bytes),
+                       (ssize_t)br.artifact->n_bytes);
+      close(fd);
+      char cmd[512];
+      snprintf(cmd, sizeof cmd,
+               "/usr/local/cuda/bin/ptxas -arch=sm_80 %s -o /dev/null", tmpl);
+      int status = system(cmd);
+      unlink(tmpl);
+      assert_int_equal(status, 0);
+    } else {
+      printf("ptxas check skipped: ptxas not found\n");
+    }
+    /* sm_70 has no m16n8k16 */
+    ts_target *old = NULL;
+    assert_int_equal(ts_target_parse("cuda -arch=sm_70", &old, &err), TS_OK);
+    ts_build_result br2;
+    assert_int_equal(ts_build(f, old, NULL, &br2, &err), TS_EUNSUPPORTED);
+    ts_target_free(old);
+    ts_build_result_clear(&br);
+    ts_target_free(t);
+    ts_func_free(f);
+  }
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_vnni),
+      cmocka_unit_test(test_avx512_bf16),
+      cmocka_unit_test(test_amx_bf16),
+      cmocka_unit_test(test_amx_int8),
+      cmocka_unit_test(test_missing_feature),
+      cmocka_unit_test(test_mma_ptx),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
