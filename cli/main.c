@@ -18,6 +18,10 @@ static const char usage[] =
     "commands:\n"
     "  show     print a workload's TIR, structural hash and FLOP count\n"
     "  check    run a workload through the reference interpreter and check it\n"
+    "  worker   serve measurement requests for a device (HTTP)\n"
+    "  tracker  run the worker registry and lease service; `tracker status`\n"
+    "  rpc      `rpc bench`: remote versus embedded measurement throughput\n"
+    "  db       inspect, export, import and prune the tuning database\n"
     "\n"
     "workloads are given as a spec, e.g.\n"
     "  --workload \"matmul M=1024 N=1024 K=1024 dtype=float32\"\n"
@@ -30,8 +34,8 @@ typedef struct command {
 } command;
 
 static const command commands[] = {
-    {"show", cmd_show},
-    {"check", cmd_check},
+    {"show", cmd_show},       {"check", cmd_check}, {"worker", cmd_worker},
+    {"tracker", cmd_tracker}, {"rpc", cmd_rpc},     {"db", cmd_db},
 };
 
 void cli_error(const char *what, const ts_error *err) {

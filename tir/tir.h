@@ -445,6 +445,10 @@ int ts_block_add_iter_var(ts_arena *a, ts_block *b, ts_expr *var, ts_range dom,
 void ts_block_set_body(ts_block *b, ts_stmt *body);
 void ts_block_set_init(ts_block *b, ts_stmt *init); /* NULL removes it */
 void ts_block_add_alloc(ts_arena *a, ts_block *b, ts_buffer *buf);
+/* Replaces allocation `old` of b by `repl` in place (repl NULL removes it,
+ * keeping the order of the others). Returns whether old was allocated by b.
+ * (tir/edit.c) */
+bool ts_block_replace_alloc(ts_block *b, const ts_buffer *old, ts_buffer *repl);
 /* Replaces the block's read and write regions (copied into the arena). */
 void ts_block_set_regions(ts_arena *a, ts_block *b, const ts_region *reads,
                           int n_reads, const ts_region *writes, int n_writes);

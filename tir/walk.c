@@ -494,7 +494,8 @@ static ts_stmt *mutate_realize(mut_ctx *c, ts_stmt *s) {
   ts_expr *pred = mx(c, s->u.realize.predicate);
   if (pred != s->u.realize.predicate) changed = true;
   bool block_changed = false;
-  ts_range *doms = b->n_iters ? malloc(sizeof *doms * (size_t)b->n_iters) : NULL;
+  ts_range *doms =
+      b->n_iters ? malloc(sizeof *doms * (size_t)b->n_iters) : NULL;
   for (int i = 0; i < b->n_iters; i++) {
     doms[i].min = mx(c, b->iters[i].dom.min);
     doms[i].extent = mx(c, b->iters[i].dom.extent);
@@ -513,7 +514,8 @@ static ts_stmt *mutate_realize(mut_ctx *c, ts_stmt *s) {
     for (int i = 0; i < b->n_iters; i++)
       ts_block_add_iter_var(a, nb, b->iters[i].var, doms[i],
                             (ts_iter_kind)b->iters[i].kind);
-    for (int i = 0; i < b->n_allocs; i++) ts_block_add_alloc(a, nb, b->allocs[i]);
+    for (int i = 0; i < b->n_allocs; i++)
+      ts_block_add_alloc(a, nb, b->allocs[i]);
     nb->reads = reads;
     nb->n_reads = b->n_reads;
     nb->writes = writes;
@@ -575,7 +577,8 @@ static ts_stmt *mutate_inner(mut_ctx *c, ts_stmt *s) {
     ts_expr *cond = mx(c, s->u.cond.cond);
     ts_stmt *t = mutate(c, s->u.cond.then_s);
     ts_stmt *e = s->u.cond.else_s ? mutate(c, s->u.cond.else_s) : NULL;
-    if (cond == s->u.cond.cond && t == s->u.cond.then_s && e == s->u.cond.else_s)
+    if (cond == s->u.cond.cond && t == s->u.cond.then_s &&
+        e == s->u.cond.else_s)
       return s;
     return ts_if(a, cond, t, e);
   }
@@ -591,7 +594,8 @@ static ts_stmt *mutate_inner(mut_ctx *c, ts_stmt *s) {
   }
   case TS_STMT_ALLOCATE: {
     ts_stmt *body = mutate(c, s->u.alloc.body);
-    return body == s->u.alloc.body ? s : ts_allocate(a, s->u.alloc.buffer, body);
+    return body == s->u.alloc.body ? s
+                                   : ts_allocate(a, s->u.alloc.buffer, body);
   }
   }
   assert(0 && "unknown statement kind");

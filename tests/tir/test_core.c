@@ -42,19 +42,20 @@ static void test_arena(void **state) {
 
 static void test_dtype_parse_print(void **state) {
   (void)state;
-  const char *names[] = {"int8",    "int16",  "int32",    "int64",   "uint8",
-                         "uint16",  "uint32", "uint64",   "float16", "bfloat16",
-                         "float32", "float64", "bool",    "handle",  "float32x16",
-                         "int8x64", "boolx4"};
+  const char *names[] = {
+      "int8",   "int16",  "int32",      "int64",    "uint8",   "uint16",
+      "uint32", "uint64", "float16",    "bfloat16", "float32", "float64",
+      "bool",   "handle", "float32x16", "int8x64",  "boolx4"};
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
     ts_dtype t;
     assert_int_equal(ts_dtype_parse(names[i], strlen(names[i]), &t), TS_OK);
     char buf[32];
     assert_string_equal(ts_dtype_str(t, buf), names[i]);
   }
-  const char *bad[] = {"", "float", "float31", "int7", "bfloat32", "int8x0",
-                       "int8x", "float32x70000", "int999999999", "x", "floaty32",
-                       "uint128", "int8x16x2"};
+  const char *bad[] = {
+      "",         "float",   "float31",       "int7",         "bfloat32",
+      "int8x0",   "int8x",   "float32x70000", "int999999999", "x",
+      "floaty32", "uint128", "int8x16x2"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     ts_dtype t;
     assert_int_equal(ts_dtype_parse(bad[i], strlen(bad[i]), &t), TS_EINVAL);
@@ -79,7 +80,7 @@ static void test_half_conversions(void **state) {
   /* Known bit patterns. */
   assert_int_equal(ts_f32_to_f16(1.0f), 0x3c00);
   assert_int_equal(ts_f32_to_bf16(1.0f), 0x3f80);
-  assert_int_equal(ts_f32_to_f16(65536.0f), 0x7c00); /* overflow -> inf */
+  assert_int_equal(ts_f32_to_f16(65536.0f), 0x7c00);       /* overflow -> inf */
   assert_int_equal(ts_f32_to_f16(5.9604645e-08f), 0x0001); /* min subnormal */
   assert_true(ts_f16_to_f32(0x0001) == 5.9604645e-08f);
   assert_true(isnan(ts_f16_to_f32(ts_f32_to_f16(NAN))));
@@ -420,12 +421,18 @@ static void test_errors(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_arena),          cmocka_unit_test(test_dtype_parse_print),
-      cmocka_unit_test(test_half_conversions), cmocka_unit_test(test_expr_folding),
-      cmocka_unit_test(test_expr_structure), cmocka_unit_test(test_buffer),
-      cmocka_unit_test(test_stmt_and_block), cmocka_unit_test(test_node_map),
-      cmocka_unit_test(test_walk),           cmocka_unit_test(test_substitute),
-      cmocka_unit_test(test_func_copy),      cmocka_unit_test(test_stmt_copy_remap),
+      cmocka_unit_test(test_arena),
+      cmocka_unit_test(test_dtype_parse_print),
+      cmocka_unit_test(test_half_conversions),
+      cmocka_unit_test(test_expr_folding),
+      cmocka_unit_test(test_expr_structure),
+      cmocka_unit_test(test_buffer),
+      cmocka_unit_test(test_stmt_and_block),
+      cmocka_unit_test(test_node_map),
+      cmocka_unit_test(test_walk),
+      cmocka_unit_test(test_substitute),
+      cmocka_unit_test(test_func_copy),
+      cmocka_unit_test(test_stmt_copy_remap),
       cmocka_unit_test(test_errors),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
