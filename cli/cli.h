@@ -7,6 +7,7 @@
 
 #include "tir/tir.h"
 
+#include <signal.h>
 #include <stdbool.h>
 
 /* Exit codes: 0 success, 1 failure of the requested work (bad input file,
@@ -17,6 +18,10 @@ enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
  * subcommand) and returns the process exit code. */
 int cmd_show(int argc, char **argv);
 int cmd_check(int argc, char **argv);
+int cmd_worker(int argc, char **argv);
+int cmd_tracker(int argc, char **argv);
+int cmd_rpc(int argc, char **argv);
+int cmd_db(int argc, char **argv);
 
 /* Prints "tessera: error: <what>" plus the error's message to stderr. */
 void cli_error(const char *what, const ts_error *err);
@@ -30,6 +35,16 @@ int cli_usage_error(const char *sub, const char *fmt, ...)
  * absent. */
 bool cli_opt_value(int argc, char **argv, int *i, const char *name,
                    const char **value, bool *missing);
+
+/* The rpc commands' helpers (cmd_worker.c): an integer option in [lo, hi]
+ * (prints the usage error and returns EXIT_USAGE otherwise); the token of
+ * --token-file (NULL path: none; prints the error and returns EXIT_FAIL);
+ * SIGINT/SIGTERM blocked in every thread so a server can sigwait for them
+ * (SIGPIPE ignored). */
+int cli_int_option(const char *sub, const char *name, const char *value,
+                   long lo, long hi, long *out);
+int cli_read_token(const char *path, char **token);
+void cli_block_stop_signals(sigset_t *set);
 
 /* Loads the function named by exactly one of --workload SPEC / --tir FILE.
  * On success *func is owned by the caller (ts_func_free) and *workload is set

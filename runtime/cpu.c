@@ -75,7 +75,7 @@ static uint64_t read_xcr0(void) {
 }
 
 static bool has_feature(const feature *f) {
-  if (f->leaf > __get_cpuid_max(0, NULL)) return false;
+  if (f->leaf > (unsigned)__get_cpuid_max(0, NULL)) return false;
   unsigned r[4] = {0, 0, 0, 0}; /* eax ebx ecx edx */
   if (f->subleaf > 0) {
     /* Leaf 7 reports its highest subleaf in eax of subleaf 0. */

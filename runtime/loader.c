@@ -204,7 +204,9 @@ int ts_rt_kernel_load(const void *bytes, size_t size, const char *entry,
       take_error(e, msg, sizeof msg);
     else
       snprintf(msg, sizeof msg, "address 0");
-    if (missing[0])
+    /* The symbol table's guess is used only when ORC names it too. */
+    if (missing[0] &&
+        (strstr(k->session_error, missing) || strstr(msg, missing)))
       rc = TS_ERR(err, TS_EINVAL,
                   "loader: unresolved external symbol '%s' (not defined by "
                   "the object nor exported by the process) while linking "

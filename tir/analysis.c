@@ -252,7 +252,7 @@ static void record_indices(infer_ctx *c, bool write, ts_buffer *b,
  * ======================================================================== */
 
 static void collect_expr(infer_ctx *c, ts_expr *e, int depth) {
-  if (!e || depth > 1000) return;
+  if (!e || depth > 10000) return;
   switch (e->kind) {
   case TS_EXPR_LOAD:
   case TS_EXPR_ADDRESS_OF:
@@ -270,6 +270,24 @@ static void collect_expr(infer_ctx *c, ts_expr *e, int depth) {
     return;
   }
   default: break;
+  }
+  if (ts_expr_is_binary((ts_expr_kind)e->kind)) {
+    /* Walk the left spine of a chain (a + b + c ...) iteratively, so that
+     * long chains do not deepen the recursion, in evaluation order. */
+    int n = 0;
+    for (ts_expr *x = e; ts_expr_is_binary((ts_expr_kind)x->kind);
+         x = x->u.op.a)
+      n++;
+    ts_expr **spine = malloc(sizeof *spine * (size_t)n);
+    if (!spine) abort();
+    int i = n;
+    ts_expr *x = e;
+    for (; ts_expr_is_binary((ts_expr_kind)x->kind); x = x->u.op.a)
+      spine[--i] = x;
+    collect_expr(c, x, depth + 1);
+    for (i = 0; i < n; i++) collect_expr(c, spine[i]->u.op.b, depth + 1);
+    free(spine);
+    return;
   }
   int n = ts_expr_n_operands(e);
   for (int i = 0; i < n; i++) collect_expr(c, ts_expr_operand(e, i), depth + 1);
@@ -464,7 +482,7 @@ void ts_func_infer_regions(ts_func *f) {
  * ======================================================================== */
 
 static double count_ops(const ts_expr *e, int depth) {
-  if (!e || depth > 1000) return 0;
+  if (!e || depth > 10000) return 0;
   double lanes = e->dtype.lanes;
   switch (e->kind) {
   case TS_EXPR_INT:
@@ -481,9 +499,15 @@ static double count_ops(const ts_expr *e, int depth) {
   case TS_EXPR_FLOORDIV:
   case TS_EXPR_FLOORMOD:
   case TS_EXPR_MIN:
-  case TS_EXPR_MAX:
-    return lanes + count_ops(e->u.op.a, depth + 1) +
-           count_ops(e->u.op.b, depth + 1);
+  case TS_EXPR_MAX: {
+    /* left chains (a + b + c ...) iteratively */
+    double n = 0;
+    while (e->kind >= TS_EXPR_ADD && e->kind <= TS_EXPR_MAX) {
+      n += e->dtype.lanes + count_ops(e->u.op.b, depth + 1);
+      e = e->u.op.a;
+    }
+    return n + count_ops(e, depth + 1);
+  }
   case TS_EXPR_SELECT:
     return count_ops(e->u.op.b, depth + 1) + count_ops(e->u.op.c, depth + 1);
   case TS_EXPR_CAST: {

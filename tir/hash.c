@@ -10,9 +10,9 @@
  * nothing. Block names, dtypes, shapes, strides, scopes, alignments, loop
  * kinds, thread tags, annotations (sorted by key), function attributes,
  * regions, iter kinds and domains, predicates and every expression are in.
- * A var or buffer used but never defined is numbered by first use under a
- * distinct tag. The hash is MurmurHash3 x64 128 of the stream, computed the
- * same way on every machine.
+ * A var or buffer used but never defined (or used outside the scope that
+ * defines it) is numbered by first use under a distinct tag. The hash is
+ * MurmurHash3 x64 128 of the stream, computed the same way on every machine.
  */
 #include "internal.h"
 
@@ -107,10 +107,19 @@ static void put_dtype(stream *s, ts_dtype t) {
 
 /* ---- definitions and uses ---- */
 
-static void def_var(stream *s, const ts_expr *v) {
+/* Defines v for a scope; returns what v meant before, for end_scope. A
+ * var used outside its scope (ill-formed, but hashable) then means what it
+ * meant outside, so identity and scoping both count. */
+static void *def_var(stream *s, const ts_expr *v) {
   put_u8(s, TAG_VAR_DEF);
   put_dtype(s, v->dtype);
+  void *old = ts_node_map_get(s->ids, v);
   ts_node_map_put(s->ids, v, (void *)(uintptr_t)(++s->n_vars));
+  return old;
+}
+
+static void end_scope(stream *s, const void *node, void *old) {
+  ts_node_map_put(s->ids, node, old);
 }
 
 static void use_var(stream *s, const ts_expr *v) {
@@ -137,10 +146,12 @@ static void buffer_body(stream *s, const ts_buffer *b) {
   put_u32(s, (uint32_t)b->align);
 }
 
-static void def_buffer(stream *s, const ts_buffer *b) {
+static void *def_buffer(stream *s, const ts_buffer *b) {
   put_u8(s, TAG_BUF_DEF);
   buffer_body(s, b);
+  void *old = ts_node_map_get(s->ids, b);
   ts_node_map_put(s->ids, b, (void *)(uintptr_t)(++s->n_bufs));
+  return old;
 }
 
 static void use_buffer(stream *s, const ts_buffer *b) {
@@ -220,11 +231,13 @@ static void put_expr(stream *s, const ts_expr *e) {
     put_u32(s, (uint32_t)e->u.call.n_args);
     for (int i = 0; i < e->u.call.n_args; i++) put_expr(s, e->u.call.args[i]);
     return;
-  case TS_EXPR_LET:
+  case TS_EXPR_LET: {
     put_expr(s, e->u.let.value);
-    def_var(s, e->u.let.var);
+    void *old = def_var(s, e->u.let.var);
     put_expr(s, e->u.let.body);
+    end_scope(s, e->u.let.var, old);
     return;
+  }
   case TS_EXPR_NOT:
   case TS_EXPR_CAST:
   case TS_EXPR_BROADCAST: put_expr(s, e->u.op.a); return;
@@ -258,19 +271,30 @@ static void put_block(stream *s, const ts_block *b) {
   put_u8(s, TAG_BLOCK);
   put_str(s, b->name);
   put_u32(s, (uint32_t)b->n_iters);
+  int n = b->n_iters + b->n_allocs;
+  void *local[16];
+  void **old = n <= 16 ? local : malloc(sizeof *old * (size_t)n);
+  if (!old) abort();
   for (int i = 0; i < b->n_iters; i++) {
     put_u8(s, b->iters[i].kind);
     put_expr(s, b->iters[i].dom.min);
     put_expr(s, b->iters[i].dom.extent);
-    def_var(s, b->iters[i].var);
+    old[i] = def_var(s, b->iters[i].var);
   }
   put_u32(s, (uint32_t)b->n_allocs);
-  for (int i = 0; i < b->n_allocs; i++) def_buffer(s, b->allocs[i]);
+  for (int i = 0; i < b->n_allocs; i++)
+    old[b->n_iters + i] = def_buffer(s, b->allocs[i]);
   put_regions(s, b->reads, b->n_reads);
   put_regions(s, b->writes, b->n_writes);
   put_anns(s, &b->anns);
   put_stmt(s, b->init);
   put_stmt(s, b->body);
+  /* leave the scope in reverse order (a node defined twice ends as before) */
+  for (int i = b->n_allocs - 1; i >= 0; i--)
+    end_scope(s, b->allocs[i], old[b->n_iters + i]);
+  for (int i = b->n_iters - 1; i >= 0; i--)
+    end_scope(s, b->iters[i].var, old[i]);
+  if (old != local) free(old);
 }
 
 static void put_stmt(stream *s, const ts_stmt *st) {
@@ -280,15 +304,17 @@ static void put_stmt(stream *s, const ts_stmt *st) {
   }
   put_u8(s, (uint8_t)(TAG_STMT + st->kind));
   switch (st->kind) {
-  case TS_STMT_FOR:
+  case TS_STMT_FOR: {
     put_expr(s, st->u.loop.min);
     put_expr(s, st->u.loop.extent);
-    def_var(s, st->u.loop.var);
+    void *old = def_var(s, st->u.loop.var);
     put_u8(s, st->u.loop.kind);
     put_str(s, st->u.loop.kind == TS_FOR_THREAD ? st->u.loop.thread_tag : NULL);
     put_anns(s, &st->u.loop.anns);
     put_stmt(s, st->u.loop.body);
+    end_scope(s, st->u.loop.var, old);
     return;
+  }
   case TS_STMT_BLOCK_REALIZE:
     put_u32(s, (uint32_t)st->u.realize.n_values);
     for (int i = 0; i < st->u.realize.n_values; i++)
@@ -313,15 +339,19 @@ static void put_stmt(stream *s, const ts_stmt *st) {
     put_stmt(s, st->u.cond.else_s);
     return;
   case TS_STMT_EVALUATE: put_expr(s, st->u.eval.value); return;
-  case TS_STMT_LET:
+  case TS_STMT_LET: {
     put_expr(s, st->u.let.value);
-    def_var(s, st->u.let.var);
+    void *old = def_var(s, st->u.let.var);
     put_stmt(s, st->u.let.body);
+    end_scope(s, st->u.let.var, old);
     return;
-  case TS_STMT_ALLOCATE:
-    def_buffer(s, st->u.alloc.buffer);
+  }
+  case TS_STMT_ALLOCATE: {
+    void *old = def_buffer(s, st->u.alloc.buffer);
     put_stmt(s, st->u.alloc.body);
+    end_scope(s, st->u.alloc.buffer, old);
     return;
+  }
   }
 }
 
@@ -334,7 +364,7 @@ static void stream_func(stream *s, const ts_func *f) {
   put_u8(s, STREAM_VERSION);
   put_anns(s, &f->attrs);
   put_u32(s, (uint32_t)f->n_params);
-  for (int i = 0; i < f->n_params; i++) def_buffer(s, f->params[i]);
+  for (int i = 0; i < f->n_params; i++) (void)def_buffer(s, f->params[i]);
   put_stmt(s, f->body);
 }
 

@@ -68,7 +68,8 @@ typedef struct parser {
 
 /* ---- errors ---- */
 
-/* Records the first error, at token t, and returns false. */
+/* Records the first error (later ones are consequences) at line:col of
+ * the input, prefixed with FILE:LINE:COL, and returns false. */
 static bool fail_at(parser *p, int line, int col, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 static bool fail_at(parser *p, int line, int col, const char *fmt, ...) {
@@ -85,6 +86,8 @@ static bool fail_at(parser *p, int line, int col, const char *fmt, ...) {
 }
 
 #define FAIL(p, t, ...) fail_at((p), (t)->line, (t)->col, __VA_ARGS__)
+/* The same, as a NULL result. */
+#define FAIL_NULL(p, t, ...) (FAIL((p), (t), __VA_ARGS__), NULL)
 
 /* "'tok'" or "end of input", for messages. */
 static const char *describe(const token *t, char buf[64]) {
@@ -469,41 +472,37 @@ static ts_expr *parse_typed_literal(parser *p, const token *dt, ts_dtype t) {
     else if (is(v, "inf") || is(v, "nan"))
       snprintf(text, sizeof text, "%s%.*s", neg ? "-" : "", v->len, v->loc);
     else
-      return FAIL(p, v, "expected a number, inf or nan in %s(...) but found %s",
-                  dtype_name(t, b1), describe(v, buf)),
-             NULL;
+      return FAIL_NULL(p, v,
+                       "expected a number, inf or nan in %s(...) but found %s",
+                       dtype_name(t, b1), describe(v, buf));
     next(p);
     errno = 0;
     double d = strtod(text, NULL);
     if (is(v, "nan")) d = NAN; /* one NaN: the printer writes "nan" */
     if ((errno == ERANGE && isinf(d)) ||
         (isfinite(d) && isinf(round_to_dtype(d, t))))
-      return FAIL(p, v, "literal %s is out of range for %s", text,
-                  dtype_name(t, b1)),
-             NULL;
+      return FAIL_NULL(p, v, "literal %s is out of range for %s", text,
+                       dtype_name(t, b1));
     e = ts_float(p->a, t, d);
   } else if (ts_dtype_is_int(t) || ts_dtype_is_bool(t) ||
              ts_dtype_is_handle(t)) {
     uint64_t m;
     if (v->kind != TK_INT)
-      return FAIL(p, v, "expected an integer in %s(...) but found %s",
-                  dtype_name(t, b1), describe(v, buf)),
-             NULL;
+      return FAIL_NULL(p, v, "expected an integer in %s(...) but found %s",
+                       dtype_name(t, b1), describe(v, buf));
     if (!int_value(v, UINT64_MAX, &m) || !int_fits(t, neg, m))
-      return FAIL(p, v, "literal %s%.*s is out of range for %s", neg ? "-" : "",
-                  v->len, v->loc, dtype_name(t, b1)),
-             NULL;
+      return FAIL_NULL(p, v, "literal %s%.*s is out of range for %s",
+                       neg ? "-" : "", v->len, v->loc, dtype_name(t, b1));
     next(p);
     e = ts_int(p->a, t, neg ? (int64_t)(0 - m) : (int64_t)m);
   } else {
-    return FAIL(p, dt, "no literals of type %s", dtype_name(t, b1)), NULL;
+    return FAIL_NULL(p, dt, "no literals of type %s", dtype_name(t, b1));
   }
   if (!expect(p, ")", "to close the literal")) return NULL;
   return e;
 }
 
-/* args = "(" [expr ("," expr)*] ")"; `first_done` when "(" and a first
- * item were already consumed by the caller. */
+/* args = [expr ("," expr)*] ")"  (after the "(") */
 static bool parse_args(parser *p, vec *out, const char *what) {
   char ctx[96];
   snprintf(ctx, sizeof ctx, "after the arguments of %s", what);
@@ -589,10 +588,10 @@ static bool parse_indices(parser *p, const token *name, ts_buffer *b,
 /* A buffer named by token t, or NULL with an error. */
 static ts_buffer *find_buffer(parser *p, const token *t) {
   sym *s = lookup(p, t);
-  if (!s) return FAIL(p, t, "undefined buffer '%.*s'", t->len, t->loc), NULL;
+  if (!s) return FAIL_NULL(p, t, "undefined buffer '%.*s'", t->len, t->loc);
   if (!s->buffer)
-    return FAIL(p, t, "'%.*s' is a variable, not a buffer", t->len, t->loc),
-           NULL;
+    return FAIL_NULL(p, t, "'%.*s' is a variable, not a buffer", t->len,
+                     t->loc);
   return s->buffer;
 }
 
@@ -605,35 +604,29 @@ static ts_expr *parse_intrinsic(parser *p, const token *name,
   if (!parse_args(p, &args, info->name)) return NULL;
   ts_expr **a = (ts_expr **)args.items;
   if (info->n_args >= 0 && args.n != info->n_args)
-    return FAIL(p, name, "%s takes %d argument%s but got %d", info->name,
-                info->n_args, info->n_args == 1 ? "" : "s", args.n),
-           NULL;
+    return FAIL_NULL(p, name, "%s takes %d argument%s but got %d", info->name,
+                     info->n_args, info->n_args == 1 ? "" : "s", args.n);
   if (info->rule == TS_INTRIN_EXPLICIT)
-    return FAIL(p, name,
-                "%s needs an explicit result type: call<DTYPE>(\"%s\", ...)",
-                info->name, info->name),
-           NULL;
-  if (args.n < 1)
-    return FAIL(p, name, "%s needs an argument", info->name), NULL;
+    return FAIL_NULL(
+        p, name, "%s needs an explicit result type: call<DTYPE>(\"%s\", ...)",
+        info->name, info->name);
+  if (args.n < 1) return FAIL_NULL(p, name, "%s needs an argument", info->name);
   for (int i = 0; i < args.n; i++)
     if (info->float_only && !ts_dtype_is_float(a[i]->dtype))
-      return FAIL(p, name, "%s needs floating-point arguments, not %s",
-                  info->name, dtype_name(a[i]->dtype, b1)),
-             NULL;
+      return FAIL_NULL(p, name, "%s needs floating-point arguments, not %s",
+                       info->name, dtype_name(a[i]->dtype, b1));
   ts_dtype t = a[0]->dtype;
   if (info->rule == TS_INTRIN_SAME_AS_ARG1) {
     char b2[32];
     if (args.n != 3)
-      return FAIL(p, name, "%s takes 3 arguments", info->name), NULL;
+      return FAIL_NULL(p, name, "%s takes 3 arguments", info->name);
     if (!ts_dtype_is_bool(a[0]->dtype))
-      return FAIL(p, name, "condition of %s must be bool, not %s", info->name,
-                  dtype_name(a[0]->dtype, b1)),
-             NULL;
+      return FAIL_NULL(p, name, "condition of %s must be bool, not %s",
+                       info->name, dtype_name(a[0]->dtype, b1));
     if (!ts_dtype_eq(a[1]->dtype, a[2]->dtype))
-      return FAIL(p, name, "branches of %s have different types: %s and %s",
-                  info->name, dtype_name(a[1]->dtype, b1),
-                  dtype_name(a[2]->dtype, b2)),
-             NULL;
+      return FAIL_NULL(
+          p, name, "branches of %s have different types: %s and %s", info->name,
+          dtype_name(a[1]->dtype, b1), dtype_name(a[2]->dtype, b2));
     t = a[1]->dtype;
   }
   return ts_call(p->a, t, info->name, a, args.n);
@@ -649,20 +642,19 @@ static ts_expr *parse_call(parser *p) {
     return NULL;
   token *nt = peek(p);
   if (nt->kind != TK_STRING)
-    return FAIL(p, nt,
-                "expected the quoted name of the called function but "
-                "found %s",
-                describe(nt, buf)),
-           NULL;
+    return FAIL_NULL(p, nt,
+                     "expected the quoted name of the called function but "
+                     "found %s",
+                     describe(nt, buf));
   next(p);
   const char *name = string_value(p, nt);
-  if (!name[0]) return FAIL(p, nt, "called function name is empty"), NULL;
+  if (!name[0]) return FAIL_NULL(p, nt, "called function name is empty");
   vec args = {0};
   if (!accept(p, ")")) {
     if (!expect(p, ",", "after the called function's name")) return NULL;
     if (!parse_args(p, &args, name)) return NULL;
     if (args.n == 0)
-      return FAIL(p, peek_at(p, -1), "expected an argument after ','"), NULL;
+      return FAIL_NULL(p, peek_at(p, -1), "expected an argument after ','");
   }
   return ts_call(p->a, t, name, (ts_expr **)args.items, args.n);
 }
@@ -694,15 +686,14 @@ static ts_expr *parse_builtin(parser *p, const token *name) {
     ts_expr *c = args.items[0], *t = args.items[1], *f = args.items[2];
     if (!ts_dtype_is_bool(c->dtype) ||
         (c->dtype.lanes != 1 && c->dtype.lanes != t->dtype.lanes))
-      return FAIL(p, name,
-                  "condition of select must be bool (scalar or with "
-                  "the lanes of the values), not %s",
-                  dtype_name(c->dtype, b1)),
-             NULL;
+      return FAIL_NULL(p, name,
+                       "condition of select must be bool (scalar or with "
+                       "the lanes of the values), not %s",
+                       dtype_name(c->dtype, b1));
     if (!ts_dtype_eq(t->dtype, f->dtype))
-      return FAIL(p, name, "branches of select have different types: %s and %s",
-                  dtype_name(t->dtype, b1), dtype_name(f->dtype, b2)),
-             NULL;
+      return FAIL_NULL(p, name,
+                       "branches of select have different types: %s and %s",
+                       dtype_name(t->dtype, b1), dtype_name(f->dtype, b2));
     return ts_select_raw(p->a, c, t, f);
   }
   if (is(name, "cast")) {
@@ -713,9 +704,9 @@ static ts_expr *parse_builtin(parser *p, const token *name) {
     ts_expr *x = parse_expr(p);
     if (!x || !expect(p, ")", "after the operand of cast")) return NULL;
     if (x->dtype.lanes != t.lanes)
-      return FAIL(p, name, "cast from %s to %s changes the number of lanes",
-                  dtype_name(x->dtype, b1), dtype_name(t, b2)),
-             NULL;
+      return FAIL_NULL(p, name,
+                       "cast from %s to %s changes the number of lanes",
+                       dtype_name(x->dtype, b1), dtype_name(t, b2));
     return ts_cast_raw(p->a, t, x);
   }
   if (is(name, "ramp")) {
@@ -728,11 +719,11 @@ static ts_expr *parse_builtin(parser *p, const token *name) {
         !parse_lanes(p, &lanes) || !expect(p, ")", "after the lanes of ramp"))
       return NULL;
     if (!is_int_scalar(base->dtype) || !ts_dtype_eq(base->dtype, stride->dtype))
-      return FAIL(p, name,
-                  "ramp needs scalar integer base and stride of one "
-                  "type, not %s and %s",
-                  dtype_name(base->dtype, b1), dtype_name(stride->dtype, b2)),
-             NULL;
+      return FAIL_NULL(p, name,
+                       "ramp needs scalar integer base and stride of one "
+                       "type, not %s and %s",
+                       dtype_name(base->dtype, b1),
+                       dtype_name(stride->dtype, b2));
     return ts_ramp(p->a, base, stride, lanes);
   }
   /* broadcast */
@@ -744,9 +735,8 @@ static ts_expr *parse_builtin(parser *p, const token *name) {
       !expect(p, ")", "after the lanes of broadcast"))
     return NULL;
   if (v->dtype.lanes != 1)
-    return FAIL(p, name, "broadcast needs a scalar value, not %s",
-                dtype_name(v->dtype, b1)),
-           NULL;
+    return FAIL_NULL(p, name, "broadcast needs a scalar value, not %s",
+                     dtype_name(v->dtype, b1));
   return ts_broadcast(p->a, v, lanes);
 }
 
@@ -777,17 +767,15 @@ static ts_expr *parse_primary(parser *p) {
   if (t->kind == TK_INT) {
     uint64_t m;
     if (!int_value(t, INT64_MAX, &m))
-      return FAIL(p, t, "integer literal %.*s does not fit int64", t->len,
-                  t->loc),
-             NULL;
+      return FAIL_NULL(p, t, "integer literal %.*s does not fit int64", t->len,
+                       t->loc);
     next(p);
     return ts_int(p->a, TS_INDEX, (int64_t)m);
   }
   if (t->kind == TK_FLOAT)
-    return FAIL(p, t,
-                "floating-point literal %.*s needs a dtype, e.g. float32(%.*s)",
-                t->len, t->loc, t->len, t->loc),
-           NULL;
+    return FAIL_NULL(
+        p, t, "floating-point literal %.*s needs a dtype, e.g. float32(%.*s)",
+        t->len, t->loc, t->len, t->loc);
   if (accept(p, "(")) {
     if (is(peek(p), "let")) return parse_let_expr(p);
     ts_expr *e = parse_expr(p);
@@ -804,8 +792,8 @@ static ts_expr *parse_primary(parser *p) {
     return ts_address_of(p->a, b, (ts_expr **)idx.items, idx.n);
   }
   if (t->kind != TK_IDENT)
-    return FAIL(p, t, "expected an expression but found %s", describe(t, buf)),
-           NULL;
+    return FAIL_NULL(p, t, "expected an expression but found %s",
+                     describe(t, buf));
   next(p);
   if (is(t, "true") || is(t, "false")) return ts_bool(p->a, is(t, "true"));
   if (is(t, "call")) return parse_call(p);
@@ -820,31 +808,29 @@ static ts_expr *parse_primary(parser *p) {
   ts_dtype dt;
   if (ts_dtype_parse(t->loc, (size_t)t->len, &dt) == TS_OK) {
     if (!call)
-      return FAIL(p, t,
-                  "dtype '%s' used as a value; write %s(0) for a literal "
-                  "or cast(%s, x) for a conversion",
-                  name, name, name),
-             NULL;
+      return FAIL_NULL(p, t,
+                       "dtype '%s' used as a value; write %s(0) for a literal "
+                       "or cast(%s, x) for a conversion",
+                       name, name, name);
     return parse_typed_literal(p, t, dt);
   }
   if (ts_text_name_is_reserved(name))
-    return FAIL(p, t, "unexpected keyword '%s' in an expression", name), NULL;
+    return FAIL_NULL(p, t, "unexpected keyword '%s' in an expression", name);
   sym *s = lookup(p, t);
   if (!s) {
-    if (call) return FAIL(p, t, "unknown function '%s'", name), NULL;
-    return FAIL(p, t, "undefined variable or buffer '%s'", name), NULL;
+    if (call) return FAIL_NULL(p, t, "unknown function '%s'", name);
+    return FAIL_NULL(p, t, "undefined variable or buffer '%s'", name);
   }
   if (s->var) {
     if (is(peek(p), "["))
-      return FAIL(p, t, "'%s' is a variable, not a buffer", name), NULL;
+      return FAIL_NULL(p, t, "'%s' is a variable, not a buffer", name);
     if (call)
-      return FAIL(p, t, "'%s' is a variable, not a function", name), NULL;
+      return FAIL_NULL(p, t, "'%s' is a variable, not a function", name);
     return s->var;
   }
   if (!is(peek(p), "["))
-    return FAIL(p, t, "buffer '%s' used as a value; index it: %s[...]", name,
-                name),
-           NULL;
+    return FAIL_NULL(p, t, "buffer '%s' used as a value; index it: %s[...]",
+                     name, name);
   vec idx = {0};
   if (!parse_indices(p, t, s->buffer, &idx)) return NULL;
   return ts_load(p->a, s->buffer, (ts_expr **)idx.items, idx.n);
@@ -859,9 +845,8 @@ static ts_expr *negate_literal(parser *p, const token *at, ts_expr *x) {
   if (t.code == TS_DT_UINT && v == 0) return ts_int(p->a, t, 0);
   int64_t lowest = t.bits >= 64 ? INT64_MIN : -((int64_t)1 << (t.bits - 1));
   if (t.code != TS_DT_INT || v == lowest)
-    return FAIL(p, at, "negated literal is out of range for %s",
-                dtype_name(t, b1)),
-           NULL;
+    return FAIL_NULL(p, at, "negated literal is out of range for %s",
+                     dtype_name(t, b1));
   return ts_int(p->a, t, -v);
 }
 
@@ -875,9 +860,8 @@ static ts_expr *parse_unary(parser *p) {
     token *v = peek_at(p, 1);
     uint64_t m;
     if (!int_value(v, (uint64_t)INT64_MAX + 1, &m))
-      return FAIL(p, v, "integer literal -%.*s does not fit int64", v->len,
-                  v->loc),
-             NULL;
+      return FAIL_NULL(p, v, "integer literal -%.*s does not fit int64", v->len,
+                       v->loc);
     p->pos += 2;
     return ts_int(p->a, TS_INDEX, (int64_t)(0 - m));
   }
@@ -889,20 +873,18 @@ static ts_expr *parse_unary(parser *p) {
   if (!x) return NULL;
   if (is(t, "!")) {
     if (!ts_dtype_is_bool(x->dtype))
-      return FAIL(p, t, "operand of '!' must be bool, not %s",
-                  dtype_name(x->dtype, b1)),
-             NULL;
+      return FAIL_NULL(p, t, "operand of '!' must be bool, not %s",
+                       dtype_name(x->dtype, b1));
     return ts_not_raw(p->a, x);
   }
   if (x->kind == TS_EXPR_INT || x->kind == TS_EXPR_FLOAT) {
     if (ts_dtype_is_bool(x->dtype) || ts_dtype_is_handle(x->dtype))
-      return FAIL(p, t, "cannot negate a %s", dtype_name(x->dtype, b1)), NULL;
+      return FAIL_NULL(p, t, "cannot negate a %s", dtype_name(x->dtype, b1));
     return negate_literal(p, t, x);
   }
   if (!is_numeric(x->dtype))
-    return FAIL(p, t, "operand of '-' must be a number, not %s",
-                dtype_name(x->dtype, b1)),
-           NULL;
+    return FAIL_NULL(p, t, "operand of '-' must be a number, not %s",
+                     dtype_name(x->dtype, b1));
   ts_expr *zero = ts_dtype_is_float(x->dtype) ? ts_float(p->a, x->dtype, 0)
                                               : ts_int(p->a, x->dtype, 0);
   return ts_binary_raw(p->a, TS_EXPR_SUB, zero, x);
@@ -972,7 +954,7 @@ static ts_expr *parse_cmp(parser *p) {
   ts_expr *y = parse_add(p);
   if (!y) return NULL;
   if (compare_op(peek(p)) >= 0)
-    return FAIL(p, peek(p), "comparisons do not chain; add parentheses"), NULL;
+    return FAIL_NULL(p, peek(p), "comparisons do not chain; add parentheses");
   return binary(p, t, compare_ops[i].kind, compare_ops[i].op, x, y);
 }
 
@@ -1023,19 +1005,17 @@ static ts_buffer *parse_buffer_type(parser *p, const char *name) {
       token *d = peek(p);
       uint64_t v;
       if (d->kind != TK_INT)
-        return FAIL(p, d, "expected a positive integer dimension but found %s",
-                    describe(d, buf)),
-               NULL;
+        return FAIL_NULL(p, d,
+                         "expected a positive integer dimension but found %s",
+                         describe(d, buf));
       if (ndim == TS_MAX_DIMS)
-        return FAIL(p, d, "buffer '%s' has more than %d dimensions", name,
-                    TS_MAX_DIMS),
-               NULL;
+        return FAIL_NULL(p, d, "buffer '%s' has more than %d dimensions", name,
+                         TS_MAX_DIMS);
       if (!int_value(d, INT64_MAX, &v) || v == 0)
-        return FAIL(p, d,
-                    "dimension of '%s' must be a positive integer that "
-                    "fits int64",
-                    name),
-               NULL;
+        return FAIL_NULL(p, d,
+                         "dimension of '%s' must be a positive integer that "
+                         "fits int64",
+                         name);
       next(p);
       shape[ndim++] = (int64_t)v;
       if (accept(p, ",")) continue;
@@ -1049,7 +1029,7 @@ static ts_buffer *parse_buffer_type(parser *p, const char *name) {
     token *o = peek(p);
     if (is(o, "strides")) {
       if (seen_strides)
-        return FAIL(p, o, "strides given twice for '%s'", name), NULL;
+        return FAIL_NULL(p, o, "strides given twice for '%s'", name);
       seen_strides = true;
       next(p);
       int64_t strides[TS_MAX_DIMS];
@@ -1060,17 +1040,16 @@ static ts_buffer *parse_buffer_type(parser *p, const char *name) {
           token *d = peek(p);
           uint64_t v;
           if (d->kind != TK_INT)
-            return FAIL(p, d,
-                        "expected a non-negative integer stride but "
-                        "found %s",
-                        describe(d, buf)),
-                   NULL;
+            return FAIL_NULL(p, d,
+                             "expected a non-negative integer stride but "
+                             "found %s",
+                             describe(d, buf));
           if (n == ndim)
-            return FAIL(p, d, "more strides than the %d dimension%s of '%s'",
-                        ndim, ndim == 1 ? "" : "s", name),
-                   NULL;
+            return FAIL_NULL(p, d,
+                             "more strides than the %d dimension%s of '%s'",
+                             ndim, ndim == 1 ? "" : "s", name);
           if (!int_value(d, INT64_MAX, &v))
-            return FAIL(p, d, "stride does not fit int64"), NULL;
+            return FAIL_NULL(p, d, "stride does not fit int64");
           next(p);
           strides[n++] = (int64_t)v;
           if (accept(p, ",")) continue;
@@ -1079,35 +1058,34 @@ static ts_buffer *parse_buffer_type(parser *p, const char *name) {
         }
       }
       if (n != ndim)
-        return FAIL(p, o, "'%s' has %d dimension%s but %d stride%s", name, ndim,
-                    ndim == 1 ? "" : "s", n, n == 1 ? "" : "s"),
-               NULL;
+        return FAIL_NULL(p, o, "'%s' has %d dimension%s but %d stride%s", name,
+                         ndim, ndim == 1 ? "" : "s", n, n == 1 ? "" : "s");
       ts_buffer_set_strides(p->a, b, strides);
     } else if (is(o, "scope")) {
       if (seen_scope)
-        return FAIL(p, o, "scope given twice for '%s'", name), NULL;
+        return FAIL_NULL(p, o, "scope given twice for '%s'", name);
       seen_scope = true;
       next(p);
       token *s = peek(p);
       if (s->kind != TK_STRING)
-        return FAIL(p, s, "expected a quoted scope after 'scope' but found %s",
-                    describe(s, buf)),
-               NULL;
+        return FAIL_NULL(p, s,
+                         "expected a quoted scope after 'scope' but found %s",
+                         describe(s, buf));
       next(p);
       const char *scope = string_value(p, s);
-      if (!scope[0]) return FAIL(p, s, "scope must not be empty"), NULL;
+      if (!scope[0]) return FAIL_NULL(p, s, "scope must not be empty");
       ts_buffer_set_scope(p->a, b, scope);
     } else if (is(o, "align")) {
       if (seen_align)
-        return FAIL(p, o, "align given twice for '%s'", name), NULL;
+        return FAIL_NULL(p, o, "align given twice for '%s'", name);
       seen_align = true;
       next(p);
       token *s = peek(p);
       uint64_t v;
       if (s->kind != TK_INT || !int_value(s, MAX_ALIGN, &v) || v == 0 ||
           (v & (v - 1)) != 0)
-        return FAIL(p, s, "align must be a power of two in 1..%d", MAX_ALIGN),
-               NULL;
+        return FAIL_NULL(p, s, "align must be a power of two in 1..%d",
+                         MAX_ALIGN);
       next(p);
       ts_buffer_set_align(b, (int)v);
     } else {
@@ -1130,9 +1108,8 @@ static ts_buffer *parse_buffer_type(parser *p, const char *name) {
   if (__builtin_mul_overflow(elems, (int64_t)ts_dtype_elem_bytes(t) * t.lanes,
                              &bytes) ||
       bytes > MAX_BUFFER_BYTES)
-    return FAIL(p, start, "buffer '%s' is larger than the limit of 2^40 bytes",
-                name),
-           NULL;
+    return FAIL_NULL(
+        p, start, "buffer '%s' is larger than the limit of 2^40 bytes", name);
   return b;
 }
 
@@ -1274,12 +1251,11 @@ static ts_stmt *parse_for(parser *p) {
     if (!expect(p, "(", "after 'thread'")) return NULL;
     token *s = peek(p);
     if (s->kind != TK_STRING)
-      return FAIL(p, s, "expected a quoted thread tag but found %s",
-                  describe(s, buf)),
-             NULL;
+      return FAIL_NULL(p, s, "expected a quoted thread tag but found %s",
+                       describe(s, buf));
     next(p);
     tag = string_value(p, s);
-    if (!tag[0]) return FAIL(p, s, "thread tag must not be empty"), NULL;
+    if (!tag[0]) return FAIL_NULL(p, s, "thread tag must not be empty");
     if (!expect(p, ")", "after the thread tag")) return NULL;
   }
   ann_list anns = {0};
@@ -1392,12 +1368,10 @@ static const char *parse_label(parser *p, const char *what) {
   }
   if (t->kind == TK_STRING) {
     next(p);
-    const char *s = string_value(p, t);
-    if (!s[0]) return FAIL(p, t, "%s name must not be empty", what), NULL;
-    return s;
+    return string_value(p, t);
   }
-  return FAIL(p, t, "expected a %s name but found %s", what, describe(t, buf)),
-         NULL;
+  return FAIL_NULL(p, t, "expected a %s name but found %s", what,
+                   describe(t, buf));
 }
 
 typedef struct iter_decl {
@@ -1457,7 +1431,7 @@ static ts_stmt *parse_block(parser *p) {
   if (!accept(p, ")")) {
     for (;;) {
       if (iters.n == MAX_LIST)
-        return FAIL(p, peek(p), "more than %d iter vars", MAX_LIST), NULL;
+        return FAIL_NULL(p, peek(p), "more than %d iter vars", MAX_LIST);
       iter_decl *d = ts_arena_alloc(p->a, sizeof *d);
       if (!parse_iter(p, d)) return NULL;
       vec_push(p, &iters, d);
@@ -1472,9 +1446,8 @@ static ts_stmt *parse_block(parser *p) {
     pred = parse_expr(p);
     if (!pred) return NULL;
     if (!ts_dtype_eq(pred->dtype, TS_BOOL))
-      return FAIL(p, wt, "block predicate must be bool, not %s",
-                  dtype_name(pred->dtype, b1)),
-             NULL;
+      return FAIL_NULL(p, wt, "block predicate must be bool, not %s",
+                       dtype_name(pred->dtype, b1));
   }
   token *open = peek(p);
   if (!expect(p, "{", "to start the block")) return NULL;
@@ -1582,13 +1555,12 @@ static ts_stmt *parse_store(parser *p) {
   char b1[32], b2[32];
   token *nt = next(p);
   sym *s = lookup(p, nt);
-  if (!s) return FAIL(p, nt, "undefined buffer '%.*s'", nt->len, nt->loc), NULL;
+  if (!s) return FAIL_NULL(p, nt, "undefined buffer '%.*s'", nt->len, nt->loc);
   if (!s->buffer)
-    return FAIL(p, nt,
-                "cannot assign to variable '%.*s'; only buffer "
-                "elements can be stored to",
-                nt->len, nt->loc),
-           NULL;
+    return FAIL_NULL(p, nt,
+                     "cannot assign to variable '%.*s'; only buffer "
+                     "elements can be stored to",
+                     nt->len, nt->loc);
   ts_buffer *b = s->buffer;
   vec idx = {0};
   if (!parse_indices(p, nt, b, &idx) ||
@@ -1604,11 +1576,11 @@ static ts_stmt *parse_store(parser *p) {
   }
   ts_dtype want = ts_dtype_with_lanes(b->dtype, lanes);
   if (!ts_dtype_eq(value->dtype, want))
-    return FAIL(p, vt,
-                "value stored to '%s' has type %s but the element type "
-                "is %s",
-                b->name, dtype_name(value->dtype, b1), dtype_name(want, b2)),
-           NULL;
+    return FAIL_NULL(p, vt,
+                     "value stored to '%s' has type %s but the element type "
+                     "is %s",
+                     b->name, dtype_name(value->dtype, b1),
+                     dtype_name(want, b2));
   return ts_store(p->a, b, (ts_expr **)idx.items, idx.n, value);
 }
 

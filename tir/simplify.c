@@ -288,7 +288,7 @@ static bool bound_node(bound_ctx *c, const ts_expr *e, int64_t *lo,
     }
     case TS_EXPR_FLOORMOD:
       if (bl <= 0 && bh >= 0) return false;
-      if (bl == bh && fdiv(al, bl) == fdiv(ah, bl) && bl > 0) {
+      if (bl == bh && bl > 0 && fdiv(al, bl) == fdiv(ah, bl)) {
         *lo = fmod64(al, bl);
         *hi = fmod64(ah, bl);
         return true;
@@ -720,7 +720,9 @@ static ts_expr *simp_divmod(simp_ctx *c, ts_expr_kind k, ts_expr *x,
     if (fdiv(xl, cnt) == fdiv(xh, cnt))
       return is_div ? ts_int(a, t, fdiv(xl, cnt))
                     : ts_binary(a, TS_EXPR_SUB, x,
-                                ts_int(a, t, fdiv(xl, cnt) * cnt));
+                                ts_int(a, t,
+                                       (int64_t)((uint64_t)fdiv(xl, cnt) *
+                                                 (uint64_t)cnt)));
     return NULL;
   }
   affine f, q, r;
@@ -753,7 +755,9 @@ static ts_expr *simp_divmod(simp_ctx *c, ts_expr_kind k, ts_expr *x,
       q.konst += (uint64_t)kq;
       result = affine_build(a, &q);
     } else {
-      affine_collect(&r, ts_int(a, t, kq * cnt), (uint64_t)-1, 0);
+      /* modulo 2^64 the product is exact enough: the result is in [0, c) */
+      affine_collect(&r, ts_int(a, t, (int64_t)((uint64_t)kq * (uint64_t)cnt)),
+                     (uint64_t)-1, 0);
       result = affine_build(a, &r);
     }
   } else if (q.n > 0 && r.n > 0 && k != TS_EXPR_DIV && k != TS_EXPR_MOD &&

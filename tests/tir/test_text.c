@@ -59,7 +59,6 @@ static char *roundtrip(const ts_func *f) {
   return text;
 }
 
-
 /* Parses and prints text, which must come back byte for byte. */
 static void canonical(const char *text) {
   ts_func *f = parse_ok(text);
@@ -276,10 +275,9 @@ static ts_func *build_all_kinds(void) {
   /* One flat list: nested seqs print flat and would not reparse equal. */
   evals[n++] = ts_store(a, A, &i, 1, x);
   ts_expr *c4[2] = {c2, c3};
-  evals[n++] = ts_if(
-      a, cmp, ts_store(a, B, c4, 2, ts_int(a, TS_INT32, -5)),
-      ts_allocate(a, buf1(a, "T", TS_FLOAT16, 8),
-                  ts_store(a, M, NULL, 0, ts_bool(a, false))));
+  evals[n++] = ts_if(a, cmp, ts_store(a, B, c4, 2, ts_int(a, TS_INT32, -5)),
+                     ts_allocate(a, buf1(a, "T", TS_FLOAT16, 8),
+                                 ts_store(a, M, NULL, 0, ts_bool(a, false))));
   ts_stmt *let_s = ts_let_stmt(a, x, ai, ts_seq(a, evals, n));
   ts_stmt *if_only = ts_if(a, m, ts_evaluate(a, c3), NULL);
   ts_func_set_body(f, root(a, seq2(a, loop(a, i, 16, let_s), if_only)));

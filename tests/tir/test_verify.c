@@ -397,6 +397,211 @@ static void test_library_clean(void **state) {
   }
 }
 
+/* ---- random, often ill-formed IR: the checks must answer, never crash ---- */
+
+typedef struct rgen {
+  uint64_t s;
+  ts_arena *a;
+  ts_buffer *bufs[8];
+  int n_bufs;
+  ts_expr *vars[32];
+  int n_vars;
+} rgen;
+
+static uint64_t rnext(rgen *g) {
+  g->s ^= g->s << 13;
+  g->s ^= g->s >> 7;
+  g->s ^= g->s << 17;
+  return g->s;
+}
+static int rint_(rgen *g, int n) { return (int)(rnext(g) % (uint64_t)n); }
+
+static ts_expr *rand_index(rgen *g, int depth) {
+  ts_arena *a = g->a;
+  int pick = rint_(g, 10);
+  if (depth <= 0 || pick < 4) {
+    if (g->n_vars && rint_(g, 4)) return g->vars[rint_(g, g->n_vars)];
+    if (rint_(g, 8) == 0) return ts_var(a, "free", TS_INDEX);
+    return ts_index(a, rint_(g, 12) - 2);
+  }
+  static const ts_expr_kind kinds[] = {TS_EXPR_ADD,      TS_EXPR_SUB,
+                                       TS_EXPR_MUL,      TS_EXPR_FLOORDIV,
+                                       TS_EXPR_FLOORMOD, TS_EXPR_MIN};
+  ts_expr *x = rand_index(g, depth - 1), *y = rand_index(g, depth - 1);
+  if (pick == 9) y = ts_int(a, TS_INT32, 3); /* a dtype mismatch */
+  return ts_binary_raw(a, kinds[rint_(g, 6)], x, y);
+}
+
+static ts_expr *rand_value(rgen *g, ts_buffer *like, int depth) {
+  ts_arena *a = g->a;
+  ts_dtype t = like ? ts_buffer_dtype(like) : TS_FLOAT32;
+  int pick = rint_(g, 6);
+  if (depth <= 0 || pick == 0)
+    return ts_dtype_is_float(t) ? ts_float(a, t, 1.5) : ts_int(a, t, 2);
+  if (pick == 1 && g->n_bufs) {
+    ts_buffer *b = g->bufs[rint_(g, g->n_bufs)];
+    int n = ts_buffer_ndim(b) + (rint_(g, 8) == 0);
+    ts_expr *idx[TS_MAX_DIMS + 1];
+    for (int i = 0; i < n; i++) idx[i] = rand_index(g, 2);
+    return ts_load(a, b, idx, n);
+  }
+  if (pick == 2) {
+    ts_expr *args[3] = {ts_lt(a, rand_index(g, 1), rand_index(g, 1)),
+                        rand_value(g, like, depth - 1),
+                        rand_value(g, like, depth - 1)};
+    return ts_call(a, ts_expr_dtype(args[1]), "if_then_else", args, 3);
+  }
+  if (pick == 3) return ts_cast(a, t, rand_index(g, 2));
+  return ts_binary_raw(a, rint_(g, 2) ? TS_EXPR_ADD : TS_EXPR_MUL,
+                       rand_value(g, like, depth - 1),
+                       rand_value(g, like, depth - 1));
+}
+
+static ts_stmt *rand_stmt(rgen *g, int depth) {
+  ts_arena *a = g->a;
+  int pick = depth <= 0 ? 0 : rint_(g, 9);
+  switch (pick) {
+  case 1:
+  case 2: { /* loop */
+    ts_expr *v = ts_var(a, "i", TS_INDEX);
+    int64_t ext = rint_(g, 10) == 0 ? 0 : rint_(g, 6) + 1;
+    ts_for_kind kind = (ts_for_kind)rint_(g, 5);
+    const char *tag =
+        kind == TS_FOR_THREAD && rint_(g, 2) ? "threadIdx.x" : NULL;
+    int saved = g->n_vars;
+    if (g->n_vars < 32) g->vars[g->n_vars++] = v;
+    ts_stmt *body = rand_stmt(g, depth - 1);
+    g->n_vars = saved;
+    return ts_for(a, v, ts_index(a, 0), ts_index(a, ext), kind, tag, body);
+  }
+  case 3:
+  case 4: { /* block */
+    ts_block *b = ts_block_new(a, "B");
+    int n = rint_(g, 3), nv = rint_(g, 6) == 0 ? n + 1 : n;
+    ts_expr *vals[4];
+    for (int i = 0; i < nv; i++) vals[i] = rand_index(g, 1);
+    int saved = g->n_vars, saved_bufs = g->n_bufs;
+    /* sometimes only the own iter vars inside; the outer slots are then
+     * overwritten, so later statements may use vars out of their scope */
+    if (rint_(g, 3) == 0) g->n_vars = 0;
+    for (int i = 0; i < n; i++) {
+      ts_expr *v = ts_var(a, "v", TS_INDEX);
+      ts_block_add_iter_var(
+          a, b, v, (ts_range){ts_index(a, 0), ts_index(a, rint_(g, 6) + 1)},
+          (ts_iter_kind)rint_(g, 3));
+      if (g->n_vars < 32) g->vars[g->n_vars++] = v;
+    }
+    if (rint_(g, 3) == 0 && g->n_bufs < 8) {
+      int64_t shape[1] = {rint_(g, 6) + 1};
+      ts_buffer *t = ts_buffer_new(a, "T", TS_FLOAT32, shape, 1);
+      ts_block_add_alloc(a, b, t);
+      g->bufs[g->n_bufs++] = t;
+    }
+    if (rint_(g, 3) == 0) ts_block_set_init(b, rand_stmt(g, 0));
+    ts_block_set_body(b, rand_stmt(g, depth - 1));
+    g->n_vars = saved;
+    g->n_bufs = saved_bufs;
+    ts_expr *pred =
+        rint_(g, 5) == 0 ? ts_lt(a, rand_index(g, 1), rand_index(g, 1)) : NULL;
+    return ts_block_realize(a, b, vals, nv, pred);
+  }
+  case 5: {
+    ts_stmt *items[3];
+    int n = rint_(g, 3) + 1;
+    for (int i = 0; i < n; i++) items[i] = rand_stmt(g, depth - 1);
+    return ts_seq(a, items, n);
+  }
+  case 6:
+    return ts_if(a, ts_lt(a, rand_index(g, 1), rand_index(g, 1)),
+                 rand_stmt(g, depth - 1),
+                 rint_(g, 2) ? rand_stmt(g, depth - 1) : NULL);
+  case 7: {
+    ts_expr *v = ts_var(a, "t", TS_INDEX);
+    ts_expr *value = rand_index(g, 2);
+    int saved = g->n_vars;
+    if (g->n_vars < 32) g->vars[g->n_vars++] = v;
+    ts_stmt *body = rand_stmt(g, depth - 1);
+    g->n_vars = saved;
+    return ts_let_stmt(a, v, value, body);
+  }
+  case 8: {
+    int64_t shape[2] = {rint_(g, 4) + 1, rint_(g, 4) + 1};
+    ts_buffer *t = ts_buffer_new(a, "L", TS_INT32, shape, 2);
+    int saved = g->n_bufs;
+    if (g->n_bufs < 8) g->bufs[g->n_bufs++] = t;
+    ts_stmt *body = rand_stmt(g, depth - 1);
+    g->n_bufs = saved;
+    return ts_allocate(a, t, body);
+  }
+  default: { /* store, sometimes to an undeclared buffer */
+    ts_buffer *b;
+    if (!g->n_bufs || rint_(g, 10) == 0) {
+      int64_t shape[1] = {4};
+      b = ts_buffer_new(a, "U", TS_FLOAT32, shape, 1);
+    } else {
+      b = g->bufs[rint_(g, g->n_bufs)];
+    }
+    int n = ts_buffer_ndim(b) - (rint_(g, 10) == 0);
+    ts_expr *idx[TS_MAX_DIMS];
+    for (int i = 0; i < n; i++) idx[i] = rand_index(g, 2);
+    return ts_store(a, b, idx, n, rand_value(g, rint_(g, 8) ? b : NULL, 2));
+  }
+  }
+}
+
+static void test_random_ir_robust(void **state) {
+  (void)state;
+  int n_ok = 0, n_bad = 0;
+  for (int iter = 0; iter < 400; iter++) {
+    rgen g;
+    memset(&g, 0, sizeof g);
+    g.s = 0x9e3779b97f4a7c15ull * (uint64_t)(iter + 1);
+    ts_func *f = ts_func_new("r");
+    g.a = ts_func_arena(f);
+    int np = rint_(&g, 3) + 1;
+    for (int i = 0; i < np; i++) {
+      int64_t shape[3] = {rint_(&g, 6) + 1, rint_(&g, 6) + 1, rint_(&g, 6) + 1};
+      ts_buffer *b =
+          ts_buffer_new(g.a, "P", rint_(&g, 2) ? TS_FLOAT32 : TS_INT32, shape,
+                        rint_(&g, 3) + 1);
+      ts_func_add_param(f, b);
+      g.bufs[g.n_bufs++] = b;
+    }
+    ts_block *root = ts_block_new(g.a, "root");
+    ts_block_set_body(root, rand_stmt(&g, 4));
+    ts_func_set_body(f, ts_block_realize(g.a, root, NULL, 0, NULL));
+    ts_func_infer_regions(f);
+    ts_error err;
+    int rc = ts_func_verify(f, &err);
+    assert_true(rc == TS_OK || rc == TS_EVERIFY);
+    if (rc == TS_OK)
+      n_ok++;
+    else
+      n_bad++;
+    /* a copy of a well-formed function is equal; an ill-formed one (a var
+     * used outside its scope) need not be, since the copy rebinds it */
+    ts_func *c = ts_func_copy(f);
+    if (rc == TS_OK) {
+      assert_true(ts_func_equal(f, c));
+      assert_true(ts_hash128_eq(ts_func_hash(f), ts_func_hash(c)));
+      assert_int_equal(ts_func_verify(c, NULL), TS_OK);
+    } else {
+      int rc2 = ts_func_verify(c, NULL);
+      assert_true(rc2 == TS_OK || rc2 == TS_EVERIFY);
+    }
+    assert_true(ts_func_equal(f, f));
+    assert_true(ts_hash128_eq(ts_func_hash(f), ts_func_hash(f)));
+    double flops = ts_func_flops(f);
+    assert_true(flops >= 0);
+    for (int i = 0; i < np; i++) (void)ts_func_param_is_output(f, i);
+    ts_func_free(c);
+    ts_func_free(f);
+  }
+  /* both outcomes occur, so the generator exercises the checks */
+  assert_true(n_ok > 10);
+  assert_true(n_bad > 10);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_clean_matmul),
@@ -410,6 +615,7 @@ int main(void) {
       cmocka_unit_test(test_loops),
       cmocka_unit_test(test_several_errors),
       cmocka_unit_test(test_library_clean),
+      cmocka_unit_test(test_random_ir_robust),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

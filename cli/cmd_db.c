@@ -1,0 +1,600 @@
+/*
+ * cmd_db.c — `tessera db`: the tuning database for people and scripts.
+ * list (workloads × targets with best latency and GFLOP/s), show (a
+ * workload's TIR, best trace per target, newest records), best (the best
+ * trace JSON on one target), export/import (JSON Lines), prune, stats, and
+ * bench (times the compile-time query on a scratch database).
+ */
+#include "cli.h"
+
+#include "db/db.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char db_usage[] =
+    "usage: tessera db <command> [--db PATH] [options]\n"
+    "\n"
+    "commands:\n"
+    "  list                       workloads x targets: best latency, GFLOP/s,\n"
+    "                             record counts\n"
+    "  show WORKLOAD [--last N]   TIR, the best trace on each target, the N\n"
+    "                             newest records (10)\n"
+    "  best WORKLOAD --target T   the best trace JSON on target T (scripts)\n"
+    "  export [-o FILE]           the database as JSON Lines (stdout)\n"
+    "  import FILE                add an export to the database ('-': stdin)\n"
+    "  prune --keep K [--keep-failed] [--vacuum]\n"
+    "                             keep the K fastest ok records of each\n"
+    "                             workload x target; delete failed records\n"
+    "                             unless --keep-failed\n"
+    "  stats                      records by status, jobs, file size\n"
+    "  bench [--records N] [--workloads N] [--queries N] [--json]\n"
+    "                             fill a scratch database and time the\n"
+    "                             best-by-PrimFunc query\n"
+    "\n"
+    "  --db PATH    the database file (default ./tessera.db)\n"
+    "\n"
+    "WORKLOAD is a structural hash, a unique hash prefix (4+ hex digits) or a\n"
+    "workload name; `show` and `best` also take --workload SPEC or --tir FILE\n"
+    "(the function is hashed and looked up). Targets are canonicalized:\n"
+    "`--target llvm` means this host.\n";
+
+/* Options shared by the subcommands; each accepts a subset. */
+typedef struct db_args {
+  const char *sub;
+  const char *path;
+  const char *key; /* positional WORKLOAD or FILE */
+  const char *spec, *tir, *target, *output;
+  long long keep, last, records, workloads, queries;
+  bool keep_failed, vacuum, json;
+} db_args;
+
+static bool parse_count(const char *sub, const char *opt, const char *v,
+                        long long min, long long *out) {
+  char *end;
+  errno = 0;
+  long long x = strtoll(v, &end, 10);
+  if (errno || end == v || *end || x < min) {
+    cli_usage_error(sub, "%s wants a number >= %lld, not '%s'", opt, min, v);
+    return false;
+  }
+  *out = x;
+  return true;
+}
+
+/* Matches a numeric option; *rc receives EXIT_USAGE (message printed) when
+ * its value is missing or bad. */
+static bool count_option(int argc, char **argv, int *i, const char *sub,
+                         const char *name, long long min, long long *out,
+                         int *rc) {
+  const char *v;
+  bool missing;
+  if (!cli_opt_value(argc, argv, i, name, &v, &missing)) return false;
+  if (missing)
+    *rc = cli_usage_error(sub, "%s needs a number", name);
+  else if (!parse_count(sub, name, v, min, out))
+    *rc = EXIT_USAGE;
+  return true;
+}
+
+/* Parses argv[2..] (after "db SUB"). `allowed` lists the options this
+ * subcommand takes; returns EXIT_OK or the exit code. */
+static int parse_args(int argc, char **argv, const char *allowed,
+                      bool positional, db_args *a) {
+  int rc = EXIT_OK;
+  for (int i = 2; i < argc; i++) {
+    const char *arg = argv[i], *v;
+    bool missing = false;
+    char name[32] = "";
+    if (arg[0] == '-' && arg[1]) {
+      size_t n = strcspn(arg, "=");
+      snprintf(name, sizeof name, "%.*s", (int)(n < 31 ? n : 31), arg);
+      char needle[40];
+      snprintf(needle, sizeof needle, " %s ", name);
+      if (!strstr(allowed, needle) && strcmp(name, "--db"))
+        return cli_usage_error(a->sub, "unknown option '%s'", arg);
+    }
+    if (cli_opt_value(argc, argv, &i, "--db", &v, &missing)) {
+      if (missing) return cli_usage_error(a->sub, "--db needs a path");
+      a->path = v;
+    } else if (cli_opt_value(argc, argv, &i, "--workload", &v, &missing)) {
+      if (missing) return cli_usage_error(a->sub, "--workload needs a spec");
+      a->spec = v;
+    } else if (cli_opt_value(argc, argv, &i, "--tir", &v, &missing)) {
+      if (missing) return cli_usage_error(a->sub, "--tir needs a file");
+      a->tir = v;
+    } else if (cli_opt_value(argc, argv, &i, "--target", &v, &missing)) {
+      if (missing) return cli_usage_error(a->sub, "--target needs a target");
+      a->target = v;
+    } else if (cli_opt_value(argc, argv, &i, "-o", &v, &missing)) {
+      if (missing) return cli_usage_error(a->sub, "-o needs a file");
+      a->output = v;
+    } else if (count_option(argc, argv, &i, a->sub, "--keep", 1, &a->keep,
+                            &rc) ||
+               count_option(argc, argv, &i, a->sub, "--last", 0, &a->last,
+                            &rc) ||
+               count_option(argc, argv, &i, a->sub, "--records", 1, &a->records,
+                            &rc) ||
+               count_option(argc, argv, &i, a->sub, "--workloads", 1,
+                            &a->workloads, &rc) ||
+               count_option(argc, argv, &i, a->sub, "--queries", 0, &a->queries,
+                            &rc)) {
+      if (rc != EXIT_OK) return rc;
+    } else if (!strcmp(arg, "--keep-failed")) {
+      a->keep_failed = true;
+    } else if (!strcmp(arg, "--vacuum")) {
+      a->vacuum = true;
+    } else if (!strcmp(arg, "--json")) {
+      a->json = true;
+    } else if (arg[0] == '-' && arg[1]) {
+      return cli_usage_error(a->sub, "unknown option '%s'", arg);
+    } else if (positional && !a->key) {
+      a->key = arg;
+    } else {
+      return cli_usage_error(a->sub, "unexpected argument '%s'", arg);
+    }
+  }
+  return EXIT_OK;
+}
+
+static int open_db(const db_args *a, bool create, ts_db **db) {
+  ts_db_options o = ts_db_defaults();
+  o.create = create;
+  ts_error err;
+  ts_error_clear(&err);
+  if (ts_db_open(a->path, &o, db, &err) != TS_OK) {
+    cli_error("cannot open the database", &err);
+    return EXIT_FAIL;
+  }
+  return EXIT_OK;
+}
+
+static int db_fail(ts_db *db, const char *what) {
+  cli_error(what, ts_db_error(db));
+  ts_db_close(db);
+  return EXIT_FAIL;
+}
+
+/* "llvm -mcpu=skylake-avx512 -num-cores=2" for a canonical target: the
+ * feature list and the CUDA limits left out (`stats` prints them in full). */
+static void short_target(const char *t, char *out, size_t cap) {
+  size_t used = 0;
+  out[0] = 0;
+  for (const char *p = t; *p;) {
+    while (*p == ' ') p++;
+    size_t n = strcspn(p, " ");
+    if (n && strncmp(p, "-mattr=", 7) && strncmp(p, "-max-", 5)) {
+      int w = snprintf(out + used, cap - used, "%s%.*s", used ? " " : "",
+                       (int)n, p);
+      if (w > 0) used += (size_t)w;
+      if (used >= cap) {
+        out[cap - 1] = 0;
+        return;
+      }
+    }
+    p += n;
+  }
+}
+
+static void format_seconds(double s, char out[32]) {
+  if (isnan(s))
+    snprintf(out, 32, "-");
+  else
+    snprintf(out, 32, "%.3f", s * 1e6);
+}
+
+static void format_gflops(double flops, double s, char out[32]) {
+  if (isnan(s) || s <= 0 || flops <= 0)
+    snprintf(out, 32, "-");
+  else
+    snprintf(out, 32, "%.2f", flops / s * 1e-9);
+}
+
+static int run_list(const db_args *a) {
+  ts_db *db;
+  int rc = open_db(a, false, &db);
+  if (rc) return rc;
+  ts_db_summary *rows;
+  int n;
+  if (ts_db_list(db, 0, &rows, &n)) return db_fail(db, "db list");
+  if (n == 0) {
+    printf("no workloads in %s\n", a->path);
+  } else {
+    printf("%-5s %-36s %-12s %-44s %8s %8s %12s %9s\n", "id", "workload",
+           "hash", "target", "records", "ok", "best (us)", "GFLOP/s");
+    for (int i = 0; i < n; i++) {
+      const ts_db_summary *s = &rows[i];
+      char target[256] = "-", best[32], gflops[32];
+      if (s->target) {
+        char brief[224];
+        short_target(s->target, brief, sizeof brief);
+        snprintf(target, sizeof target, "[%lld] %s", (long long)s->target_id,
+                 brief);
+      }
+      format_seconds(s->best_s, best);
+      format_gflops(s->flops, s->best_s, gflops);
+      printf("%-5lld %-36s %-12.12s %-44s %8lld %8lld %12s %9s\n",
+             (long long)s->workload_id, s->name, s->hash, target,
+             (long long)s->n_records, (long long)s->n_ok, best, gflops);
+    }
+  }
+  ts_db_summaries_free(rows, n);
+  ts_db_close(db);
+  return EXIT_OK;
+}
+
+/* The workload named by the positional key or --workload/--tir. */
+static int resolve(const db_args *a, ts_db *db, int64_t *id) {
+  int given = !!a->key + !!a->spec + !!a->tir;
+  if (given != 1) {
+    ts_db_close(db);
+    return cli_usage_error(a->sub,
+                           "name exactly one workload (WORKLOAD, --workload "
+                           "SPEC or --tir FILE)");
+  }
+  if (a->key) {
+    if (ts_db_resolve_workload(db, a->key, id) == TS_OK) return EXIT_OK;
+    return db_fail(db, "unknown workload");
+  }
+  ts_workload *w;
+  ts_func *f;
+  int rc = cli_load_func(a->spec, a->tir, &w, &f);
+  if (rc) {
+    ts_db_close(db);
+    return rc;
+  }
+  rc = ts_db_find_workload(db, f, id);
+  if (w)
+    ts_workload_free(w);
+  else
+    ts_func_free(f);
+  if (rc == TS_OK) return EXIT_OK;
+  return db_fail(db, "workload not in the database");
+}
+
+static void print_record_row(const ts_db_record *r, double flops) {
+  char median[32], gflops[32], brief[128];
+  format_seconds(r->median_s, median);
+  format_gflops(flops, r->status == TS_DB_STATUS_OK ? r->median_s : NAN,
+                gflops);
+  short_target(r->target, brief, sizeof brief);
+  char job[48] = "-";
+  if (r->job_id)
+    snprintf(job, sizeof job, "%lld#%lld", (long long)r->job_id,
+             (long long)r->trial);
+  printf("%-8lld %-24s %-13s %12s %9s %-12s %-12s %s%s%s\n", (long long)r->id,
+         r->created, ts_db_status_name(r->status), median, gflops, job,
+         r->worker[0] ? r->worker : "-", brief, r->error[0] ? "  error: " : "",
+         r->error);
+}
+
+static int run_show(const db_args *a) {
+  ts_db *db;
+  int64_t id;
+  int rc = open_db(a, false, &db);
+  if (rc || (rc = resolve(a, db, &id))) return rc;
+  ts_db_workload w;
+  if (ts_db_get_workload(db, id, &w)) return db_fail(db, "db show");
+  printf(
+      "workload  %s (id %lld)\nhash      %s\nflops     %.0f\ncreated   %s\n\n",
+      w.name, (long long)id, w.hash, w.flops, w.created);
+  fputs(w.tir, stdout);
+
+  ts_db_summary *rows;
+  int n;
+  if (ts_db_list(db, id, &rows, &n)) {
+    ts_db_workload_clear(&w);
+    return db_fail(db, "db show");
+  }
+  int status = EXIT_OK;
+  for (int i = 0; i < n; i++) {
+    const ts_db_summary *s = &rows[i];
+    if (!s->target) continue;
+    printf("\n# target [%lld] %s\n", (long long)s->target_id, s->target);
+    printf("#   %lld records, %lld ok\n", (long long)s->n_records,
+           (long long)s->n_ok);
+    if (!s->n_ok) continue;
+    ts_db_record best;
+    if (ts_db_best(db, id, s->target, &best)) {
+      cli_error("db show", ts_db_error(db));
+      status = EXIT_FAIL;
+      continue;
+    }
+    char median[32], gflops[32];
+    format_seconds(best.median_s, median);
+    format_gflops(w.flops, best.median_s, gflops);
+    printf("#   best: %s us, %s GFLOP/s (record %lld)\n", median, gflops,
+           (long long)best.id);
+    char *text = ts_db_format_trace(db, best.trace_json);
+    if (text) {
+      fputs(text, stdout);
+      fputc('\n', stdout);
+      free(text);
+    } else {
+      fprintf(stderr, "tessera: error: record %lld: %s\n", (long long)best.id,
+              ts_db_errmsg(db));
+      status = EXIT_FAIL;
+    }
+    ts_db_record_clear(&best);
+  }
+  ts_db_summaries_free(rows, n);
+
+  ts_db_record *recent;
+  int n_recent;
+  if (ts_db_recent_records(db, id, (int)a->last, &recent, &n_recent)) {
+    ts_db_workload_clear(&w);
+    return db_fail(db, "db show");
+  }
+  if (n_recent) {
+    printf("\n# newest records\n%-8s %-24s %-13s %12s %9s %-12s %-12s %s\n",
+           "record", "created", "status", "median (us)", "GFLOP/s", "job#trial",
+           "worker", "target");
+    for (int i = 0; i < n_recent; i++) print_record_row(&recent[i], w.flops);
+  } else if (a->last) {
+    printf("\n# no records\n");
+  }
+  ts_db_records_free(recent, n_recent);
+  ts_db_workload_clear(&w);
+  ts_db_close(db);
+  return status;
+}
+
+static int run_best(const db_args *a) {
+  if (!a->target)
+    return cli_usage_error(a->sub, "--target is required (e.g. --target llvm)");
+  ts_db *db;
+  int64_t id;
+  int rc = open_db(a, false, &db);
+  if (rc || (rc = resolve(a, db, &id))) return rc;
+  ts_db_record r;
+  if (ts_db_best(db, id, a->target, &r)) return db_fail(db, "db best");
+  ts_error err;
+  ts_error_clear(&err);
+  if (ts_db_check_trace_json(NULL, r.trace_json, strlen(r.trace_json), &err)) {
+    fprintf(stderr, "tessera: error: record %lld: %s\n", (long long)r.id,
+            err.msg);
+    ts_db_record_clear(&r);
+    ts_db_close(db);
+    return EXIT_FAIL;
+  }
+  printf("%s\n", r.trace_json);
+  ts_db_record_clear(&r);
+  ts_db_close(db);
+  return EXIT_OK;
+}
+
+static int run_export(const db_args *a) {
+  ts_db *db;
+  int rc = open_db(a, false, &db);
+  if (rc) return rc;
+  if (!a->output) {
+    if (ts_db_export(db, stdout)) return db_fail(db, "db export");
+    ts_db_close(db);
+    return EXIT_OK;
+  }
+  /* a failed export leaves no partial file behind */
+  size_t len = strlen(a->output);
+  char *tmp = malloc(len + 8);
+  if (!tmp) return db_fail(db, "out of memory");
+  snprintf(tmp, len + 8, "%s.part", a->output);
+  FILE *f = fopen(tmp, "wb");
+  if (!f) {
+    fprintf(stderr, "tessera: error: cannot write %s: %s\n", tmp,
+            strerror(errno));
+    free(tmp);
+    ts_db_close(db);
+    return EXIT_FAIL;
+  }
+  rc = ts_db_export(db, f);
+  if (fclose(f) != 0 && rc == TS_OK) {
+    fprintf(stderr, "tessera: error: cannot write %s: %s\n", tmp,
+            strerror(errno));
+    rc = TS_EIO;
+  } else if (rc) {
+    cli_error("db export", ts_db_error(db));
+  }
+  if (rc == TS_OK && rename(tmp, a->output) != 0) {
+    fprintf(stderr, "tessera: error: cannot write %s: %s\n", a->output,
+            strerror(errno));
+    rc = TS_EIO;
+  }
+  if (rc) remove(tmp);
+  free(tmp);
+  ts_db_close(db);
+  return rc ? EXIT_FAIL : EXIT_OK;
+}
+
+static int run_import(const db_args *a) {
+  if (!a->key) return cli_usage_error(a->sub, "give the file to import");
+  FILE *in;
+  const char *name = a->key;
+  if (!strcmp(a->key, "-")) {
+    /* import reads its input twice: keep stdin in a temporary file */
+    name = "<stdin>";
+    in = tmpfile();
+    if (!in) {
+      fprintf(stderr, "tessera: error: cannot buffer stdin: %s\n",
+              strerror(errno));
+      return EXIT_FAIL;
+    }
+    char buf[65536];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, stdin)) > 0) fwrite(buf, 1, n, in);
+  } else if (!(in = fopen(a->key, "rb"))) {
+    fprintf(stderr, "tessera: error: cannot read %s: %s\n", a->key,
+            strerror(errno));
+    return EXIT_FAIL;
+  }
+  ts_db *db;
+  int rc = open_db(a, true, &db);
+  if (rc) {
+    fclose(in);
+    return rc;
+  }
+  ts_db_import_stats st;
+  rc = ts_db_import(db, in, name, &st);
+  fclose(in);
+  if (rc) return db_fail(db, "import failed, nothing was added");
+  printf("imported %lld records from %s: workloads %lld new, %lld existing; "
+         "targets %lld new, %lld existing; jobs %lld new, %lld existing\n",
+         (long long)st.records, name, (long long)st.workloads_new,
+         (long long)st.workloads_existing, (long long)st.targets_new,
+         (long long)st.targets_existing, (long long)st.jobs_new,
+         (long long)st.jobs_existing);
+  ts_db_close(db);
+  return EXIT_OK;
+}
+
+static int run_prune(const db_args *a) {
+  if (!a->keep) return cli_usage_error(a->sub, "--keep K is required");
+  if (a->keep > 1000000000)
+    return cli_usage_error(a->sub, "--keep is too large");
+  ts_db *db;
+  int rc = open_db(a, false, &db);
+  if (rc) return rc;
+  int64_t deleted;
+  if (ts_db_prune(db, (int)a->keep, a->keep_failed, &deleted))
+    return db_fail(db, "db prune");
+  printf("deleted %lld records\n", (long long)deleted);
+  if (a->vacuum) {
+    if (ts_db_vacuum(db)) return db_fail(db, "db prune --vacuum");
+    printf("vacuumed %s\n", a->path);
+  }
+  ts_db_close(db);
+  return EXIT_OK;
+}
+
+static void print_size(const char *label, int64_t bytes) {
+  if (bytes >= 1 << 20)
+    printf("%s%.1f MiB", label, (double)bytes / (1 << 20));
+  else
+    printf("%s%.1f KiB", label, (double)bytes / 1024);
+}
+
+static int run_stats(const db_args *a) {
+  ts_db *db;
+  int rc = open_db(a, false, &db);
+  if (rc) return rc;
+  ts_db_stats s;
+  ts_db_job *jobs;
+  int n_jobs;
+  if (ts_db_get_stats(db, &s) || ts_db_jobs(db, &jobs, &n_jobs))
+    return db_fail(db, "db stats");
+  printf("database   %s (schema version %d)\n", a->path, s.schema_version);
+  print_size("size       ", s.file_bytes);
+  if (s.wal_bytes) print_size(" + write-ahead log ", s.wal_bytes);
+  printf("\nworkloads  %lld\ntargets    %lld\nrecords    %lld\n",
+         (long long)s.n_workloads, (long long)s.n_targets,
+         (long long)s.n_records);
+  for (int i = 0; i < TS_DB_N_STATUS; i++)
+    printf("  %-14s %lld\n", ts_db_status_name((ts_db_status)i),
+           (long long)s.records_by_status[i]);
+  printf("jobs       %lld\n", (long long)s.n_jobs);
+  for (int i = 0; i < n_jobs; i++) {
+    int64_t count = 0;
+    ts_db_job_count_records(db, jobs[i].id, &count, NULL);
+    printf(
+        "  %-24s %-11s trials %lld / %lld, %lld records kept, started %s%s%s\n",
+        jobs[i].name, ts_db_job_state_name(jobs[i].state),
+        (long long)jobs[i].trials_done, (long long)jobs[i].trials_budget,
+        (long long)count, jobs[i].started,
+        jobs[i].finished[0] ? ", finished " : "", jobs[i].finished);
+  }
+  ts_db_jobs_free(jobs, n_jobs);
+  ts_db_close(db);
+  return EXIT_OK;
+}
+
+static int run_bench(const db_args *a) {
+  ts_db_bench_options o = ts_db_bench_defaults();
+  if (a->records) o.records = a->records;
+  if (a->workloads) {
+    if (a->workloads > 1000000)
+      return cli_usage_error(a->sub, "--workloads is at most 1000000");
+    o.workloads = (int)a->workloads;
+  }
+  if (a->queries >= 0) {
+    if (a->queries > 100000000)
+      return cli_usage_error(a->sub, "--queries is at most 100000000");
+    o.queries = (int)a->queries;
+  }
+  if (o.records < o.workloads)
+    return cli_usage_error(a->sub, "--records must be at least --workloads");
+  o.progress = !a->json;
+  ts_db_bench_result r;
+  ts_error err;
+  ts_error_clear(&err);
+  if (ts_db_bench(&o, &r, &err) != TS_OK) {
+    cli_error("db bench", &err);
+    return EXIT_FAIL;
+  }
+  if (a->json) {
+    printf("{\"records\": %lld, \"workloads\": %d, \"queries\": %d, "
+           "\"median_us\": %.3f, \"p99_us\": %.3f, \"hash_median_us\": %.3f, "
+           "\"prebuilt_median_us\": %.3f, \"prebuilt_p99_us\": %.3f, "
+           "\"cold_median_us\": %.3f, \"cold_p99_us\": %.3f, "
+           "\"fill_seconds\": %.3f, \"file_bytes\": %lld}\n",
+           (long long)r.records, r.workloads, r.queries, r.median_us, r.p99_us,
+           r.hash_median_us, r.prebuilt_median_us, r.prebuilt_p99_us,
+           r.cold_median_us, r.cold_p99_us, r.fill_seconds,
+           (long long)r.file_bytes);
+    return EXIT_OK;
+  }
+  printf("db bench: %lld records over %d matmul workloads and 2 targets\n",
+         (long long)r.records, r.workloads);
+  printf("  fill: %.1f s (%.0f records/s), %.1f MiB\n", r.fill_seconds,
+         r.fill_seconds > 0 ? (double)r.records / r.fill_seconds : 0.0,
+         (double)r.file_bytes / (1 << 20));
+  printf("  best by PrimFunc (hash + lookup + structural check), %d queries "
+         "at random:\n",
+         r.queries);
+  printf("    on a function just built:  median %7.2f us, p99 %7.2f us "
+         "(ts_func_hash alone: %.2f us)\n",
+         r.median_us, r.p99_us, r.hash_median_us);
+  printf("    on functions built before: median %7.2f us, p99 %7.2f us\n",
+         r.prebuilt_median_us, r.prebuilt_p99_us);
+  printf("    first query per workload:  median %7.2f us, p99 %7.2f us "
+         "(parses its TIR)\n",
+         r.cold_median_us, r.cold_p99_us);
+  return EXIT_OK;
+}
+
+int cmd_db(int argc, char **argv) {
+  if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+    fputs(db_usage, argc < 2 ? stderr : stdout);
+    return argc < 2 ? EXIT_USAGE : EXIT_OK;
+  }
+  for (int i = 2; i < argc; i++)
+    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+      fputs(db_usage, stdout);
+      return EXIT_OK;
+    }
+  db_args a = {.sub = "db", .path = "./tessera.db", .last = 10, .queries = -1};
+  const char *sub = argv[1];
+  struct {
+    const char *name;
+    const char *options; /* space-separated, with spaces around each */
+    bool positional;
+    int (*run)(const db_args *a);
+  } subs[] = {
+      {"list", " ", false, run_list},
+      {"show", " --workload --tir --last ", true, run_show},
+      {"best", " --workload --tir --target ", true, run_best},
+      {"export", " -o ", false, run_export},
+      {"import", " ", true, run_import},
+      {"prune", " --keep --keep-failed --vacuum ", false, run_prune},
+      {"stats", " ", false, run_stats},
+      {"bench", " --records --workloads --queries --json ", false, run_bench},
+  };
+  for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++) {
+    if (strcmp(sub, subs[i].name)) continue;
+    int rc = parse_args(argc, argv, subs[i].options, subs[i].positional, &a);
+    if (rc != EXIT_OK) return rc;
+    return subs[i].run(&a);
+  }
+  fprintf(stderr, "tessera db: unknown command '%s'\n\n%s", sub, db_usage);
+  return EXIT_USAGE;
+}

@@ -1,0 +1,263 @@
+/*
+ * internal.h — private to db/: the connection struct, the table of cached
+ * prepared statements, the per-connection caches (parsed workload functions,
+ * canonical targets), and the helpers every file of the module shares
+ * (errors, stepping with retry, write transactions with retry and backoff,
+ * times, JSON).
+ */
+#ifndef TESSERA_DB_INTERNAL_H
+#define TESSERA_DB_INTERNAL_H
+
+#include "db/db.h"
+
+#include <cjson/cJSON.h>
+#include <sqlite3.h>
+
+/* PRAGMA application_id of a tessera database: "TSDB". */
+#define DB_APPLICATION_ID 0x54534442
+
+/* The columns every record query selects, in the order db_read_record
+ * reads them (records r, targets t). */
+#define RECORD_FIELDS                                                          \
+  "r.id, r.workload_id, r.target_id, t.target, r.trace, r.run_secs, "          \
+  "r.median_s, r.status, r.error, r.job_id, r.trial, r.worker, r.version, "    \
+  "r.created"
+#define RECORD_COLUMNS                                                         \
+  RECORD_FIELDS " FROM records r JOIN targets t ON t.id = r.target_id"
+
+#define JOB_COLUMNS                                                            \
+  "id, name, config, state, started, finished, trials_budget, trials_done "    \
+  "FROM jobs"
+
+#define LIST_SQL(records_filter, workloads_filter)                             \
+  "SELECT w.id, w.hash, w.name, w.flops, c.target_id, t.target, c.n, c.n_ok, " \
+  "(SELECT min(median_s) FROM records WHERE workload_id = c.workload_id AND "  \
+  "target_id = c.target_id AND status = 'ok') FROM (SELECT workload_id, "      \
+  "target_id, count(*) AS n, sum(status = 'ok') AS n_ok FROM "                 \
+  "records " records_filter                                                    \
+  " GROUP BY workload_id, target_id) c JOIN workloads w ON "                   \
+  "w.id = c.workload_id JOIN targets t ON t.id = c.target_id UNION ALL "       \
+  "SELECT w.id, w.hash, w.name, w.flops, NULL, NULL, 0, 0, NULL FROM "         \
+  "workloads w WHERE " workloads_filter " NOT EXISTS (SELECT 1 FROM records "  \
+  "WHERE workload_id = w.id) ORDER BY 1, 5"
+
+/* Every statement the module runs more than once: prepared on first use,
+ * kept for the life of the connection. X(ID, SQL). */
+#define DB_STATEMENTS(X)                                                       \
+  X(ST_FIND_WORKLOADS, "SELECT id FROM workloads WHERE hash = ?1 ORDER BY id") \
+  X(ST_WORKLOAD_TIR, "SELECT tir FROM workloads WHERE id = ?1")                \
+  X(ST_GET_WORKLOAD, "SELECT id, hash, name, tir, flops, created "             \
+                     "FROM workloads WHERE id = ?1")                           \
+  X(ST_INSERT_WORKLOAD, "INSERT INTO workloads(hash, name, tir, flops, "       \
+                        "created) VALUES (?1, ?2, ?3, ?4, ?5)")                \
+  X(ST_WORKLOADS_BY_PREFIX, "SELECT id, hash FROM workloads WHERE hash >= ?1 " \
+                            "AND hash < ?2 ORDER BY id LIMIT 6")               \
+  X(ST_WORKLOADS_BY_NAME,                                                      \
+    "SELECT id, hash FROM workloads WHERE name = ?1 ORDER BY id LIMIT 6")      \
+  X(ST_WORKLOAD_EXISTS, "SELECT 1 FROM workloads WHERE id = ?1")               \
+  X(ST_FIND_TARGET, "SELECT id FROM targets WHERE target = ?1")                \
+  X(ST_INSERT_TARGET, "INSERT INTO targets(target, probe, probed, created) "   \
+                      "VALUES (?1, ?2, ?3, ?4)")                               \
+  X(ST_SET_PROBE, "UPDATE targets SET probe = ?2, probed = ?3 WHERE id = ?1")  \
+  X(ST_GET_PROBE, "SELECT probe FROM targets WHERE id = ?1")                   \
+  X(ST_INSERT_RECORD,                                                          \
+    "INSERT INTO records(workload_id, target_id, trace, run_secs, median_s, "  \
+    "status, error, job_id, trial, worker, version, created) "                 \
+    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)")              \
+  X(ST_JOB_NEXT_TRIAL, "UPDATE jobs SET trials_done = trials_done + 1 "        \
+                       "WHERE id = ?1 RETURNING trials_done - 1")              \
+  /* the compile-time query in one statement (one read transaction): each      \
+   * workload with the hash, with its best ok record on the target */          \
+  X(ST_BEST_BY_HASH,                                                           \
+    "SELECT w.id, " RECORD_FIELDS " FROM workloads w LEFT JOIN records r "     \
+    "ON r.id = (SELECT id FROM records WHERE workload_id = w.id AND "          \
+    "target_id = ?2 AND status = 'ok' ORDER BY median_s, id LIMIT 1) "         \
+    "LEFT JOIN targets t ON t.id = r.target_id WHERE w.hash = ?1 "             \
+    "ORDER BY w.id")                                                           \
+  X(ST_BEST, "SELECT " RECORD_COLUMNS " WHERE r.workload_id = ?1 AND "         \
+             "r.target_id = ?2 AND r.status = 'ok' "                           \
+             "ORDER BY r.median_s, r.id LIMIT ?3")                             \
+  X(ST_RECORDS_OF, "SELECT " RECORD_COLUMNS " WHERE r.workload_id = ?1 AND "   \
+                   "r.target_id = ?2 ORDER BY r.id")                           \
+  X(ST_RECENT, "SELECT " RECORD_COLUMNS " WHERE r.workload_id = ?1 "           \
+               "ORDER BY r.id DESC LIMIT ?2")                                  \
+  /* the overview: records grouped by workload x target (counts from the       \
+   * covering index, best from the partial one), plus workloads with no        \
+   * records; ?1 = 0 for every workload */                                     \
+  X(ST_LIST, LIST_SQL("", ""))                                                 \
+  X(ST_LIST_ONE, LIST_SQL("WHERE workload_id = ?1", "w.id = ?1 AND"))          \
+  X(ST_JOB_INSERT, "INSERT INTO jobs(name, config, state, started, finished, " \
+                   "trials_budget, trials_done) "                              \
+                   "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)")                      \
+  X(ST_JOB_BY_NAME, "SELECT " JOB_COLUMNS " WHERE name = ?1")                  \
+  X(ST_JOB_BY_ID, "SELECT " JOB_COLUMNS " WHERE id = ?1")                      \
+  X(ST_JOBS, "SELECT " JOB_COLUMNS " ORDER BY id")                             \
+  X(ST_JOB_RESUME, "UPDATE jobs SET state = 'running', finished = NULL "       \
+                   "WHERE id = ?1")                                            \
+  X(ST_JOB_FINISH, "UPDATE jobs SET state = ?2, finished = ?3 WHERE id = ?1")  \
+  X(ST_JOB_SET_BUDGET, "UPDATE jobs SET trials_budget = ?2 WHERE id = ?1")     \
+  X(ST_JOB_COUNT, "SELECT status, count(*) FROM records WHERE job_id = ?1 "    \
+                  "GROUP BY status")                                           \
+  X(ST_COUNT_BY_STATUS,                                                        \
+    "SELECT status, count(*) FROM records GROUP BY status")                    \
+  X(ST_JOBS_BY_STATE, "SELECT state, count(*) FROM jobs GROUP BY state")       \
+  X(ST_COUNTS, "SELECT (SELECT count(*) FROM workloads), "                     \
+               "(SELECT count(*) FROM targets), (SELECT count(*) FROM jobs)")  \
+  X(ST_PRUNE_OK,                                                               \
+    "DELETE FROM records WHERE id IN (SELECT id FROM (SELECT id, "             \
+    "row_number() "                                                            \
+    "OVER (PARTITION BY workload_id, target_id ORDER BY median_s, id) AS rn "  \
+    "FROM records WHERE status = 'ok') WHERE rn > ?1)")                        \
+  X(ST_PRUNE_FAILED, "DELETE FROM records WHERE status <> 'ok'")
+
+typedef enum db_statement {
+#define DB_STATEMENT_ENUM(id, sql) id,
+  DB_STATEMENTS(DB_STATEMENT_ENUM)
+#undef DB_STATEMENT_ENUM
+      N_STATEMENTS
+} db_statement;
+
+/* ---- caches (cache.c) ---- */
+
+typedef struct func_entry func_entry;
+
+/* Parsed workload functions by workload id, least recently used evicted
+ * first once their arenas exceed the byte budget. */
+typedef struct func_cache {
+  func_entry **buckets; /* chained by workload id */
+  size_t n_buckets, size;
+  func_entry *newest, *oldest; /* recency list */
+  size_t bytes, budget;
+} func_cache;
+
+/* Target strings as given -> canonical string and id (0 while the target is
+ * not known to be stored). A few entries: callers use one or two targets. */
+#define TARGET_CACHE_SIZE 16
+typedef struct target_entry {
+  char *given;
+  char *canonical;
+  int64_t id;
+} target_entry;
+typedef struct target_cache {
+  target_entry items[TARGET_CACHE_SIZE];
+  int next; /* replaced next when full */
+} target_cache;
+
+/* ---- the connection ---- */
+
+struct ts_db {
+  sqlite3 *conn;
+  char *path;
+  ts_db_options opts;
+  ts_error err;         /* the last failure */
+  bool busy;            /* the last SQLite failure was busy/locked */
+  bool in_write;        /* inside db_write */
+  bool cached_in_write; /* the function cache took entries inside the
+                           current write (dropped if it rolls back) */
+  double busy_started;  /* when the current lock wait began (seconds) */
+  uint64_t rng;         /* backoff jitter */
+  sqlite3_stmt *stmts[N_STATEMENTS];
+  func_cache funcs;
+  target_cache targets;
+};
+
+/* ---- open.c: errors, statements, stepping, transactions ---- */
+
+/* Records an SQLite failure (rc) on db as "PATH: WHAT: sqlite message" and
+ * returns the TS code (TS_EIO; TS_EINVAL for a corrupt file; TS_ENOMEM). */
+int db_sqlite_fail(ts_db *db, int rc, const char *what);
+/* The cached statement `id`, reset and with bindings cleared; NULL with the
+ * error on db if it cannot be prepared. */
+sqlite3_stmt *db_stmt(ts_db *db, db_statement id);
+/* sqlite3_step, retried with backoff while the database is busy (before the
+ * first row). Returns the SQLite code. */
+int db_step(ts_db *db, sqlite3_stmt *st);
+/* Runs one SQL text without results (not cached: schema changes, PRAGMAs,
+ * transaction control), retrying while busy. Returns a TS code. */
+int db_exec(ts_db *db, const char *sql, const char *what);
+/* Runs body(db, ctx) inside BEGIN IMMEDIATE ... COMMIT. On failure the
+ * transaction is rolled back; when the failure was a busy database and the
+ * busy timeout has not run out, waits (exponential backoff with jitter) and
+ * runs body again, so body must not keep state across attempts other than
+ * through ctx fields it resets itself. Returns body's TS code. */
+int db_write(ts_db *db, int (*body)(ts_db *db, void *ctx), void *ctx);
+/* Clears the error on db at the start of a public call. */
+void db_begin_call(ts_db *db);
+/* Seconds since an arbitrary epoch (CLOCK_MONOTONIC). */
+double db_now(void);
+/* The current UTC time as "YYYY-MM-DDTHH:MM:SS.mmmZ". */
+void db_timestamp(char out[32]);
+/* A malloc'd copy of column i (NULL for SQL NULL). Aborts on no memory like
+ * the arena does. */
+char *db_column_strdup(sqlite3_stmt *st, int i);
+/* Copies column i into a fixed buffer ("" for NULL), truncating. */
+void db_column_copy(sqlite3_stmt *st, int i, char *out, size_t cap);
+/* malloc/strdup that abort on exhaustion (out of memory is not an input
+ * error, as in the arena). */
+void *db_xmalloc(size_t n);
+char *db_xstrdup(const char *s);
+
+/* ---- cache.c ---- */
+
+void func_cache_init(func_cache *c, size_t budget);
+void func_cache_free(func_cache *c);
+/* The cached function of workload id, or NULL; marks it most recent. */
+const ts_func *func_cache_get(func_cache *c, int64_t id);
+/* Takes ownership of f; evicts the oldest entries beyond the budget (the new
+ * entry always stays). */
+const ts_func *func_cache_put(func_cache *c, int64_t id, ts_func *f);
+
+void target_cache_free(target_cache *c);
+target_entry *target_cache_find(target_cache *c, const char *given);
+target_entry *target_cache_add(target_cache *c, const char *given,
+                               const char *canonical);
+
+/* ---- workloads.c ---- */
+
+/* The parsed function of workload id from the connection's cache (parsing
+ * the stored text on a miss); NULL with the error on db. Owned by the
+ * cache: valid until the next call on db. */
+const ts_func *db_workload_func_cached(ts_db *db, int64_t id);
+/* The id of the target (given string canonicalized); with `create`, stores
+ * it when absent (call inside db_write). TS_ENOTFOUND when absent and not
+ * created. */
+int db_target_id(ts_db *db, const char *target, bool create, int64_t *id);
+/* Inserts a workload row (inside db_write) with explicit fields. */
+int db_insert_workload(ts_db *db, const char *hash, const char *name,
+                       const char *tir, double flops, const char *created,
+                       int64_t *id);
+/* Inside db_write: the id of a stored workload equal to f with hash `hex`,
+ * or 0. */
+int db_match_workload(ts_db *db, const ts_func *f, const char *hex,
+                      int64_t *id);
+
+/* ---- records.c ---- */
+
+/* Reads the RECORD_FIELDS of a row, starting at column `first`, into *r. */
+int db_read_record(ts_db *db, sqlite3_stmt *st, int first, ts_db_record *r);
+/* Checks a run-seconds list and renders it as a JSON array (malloc'd). */
+char *db_run_secs_json(const double *secs, int n);
+
+/* ---- jobs.c ---- */
+
+int db_read_job(ts_db *db, sqlite3_stmt *st, ts_db_job *j);
+
+/* ---- json.c ---- */
+
+/* Parses exactly one JSON value spanning text[0..len) (whitespace around
+ * allowed); text[len] must be readable (the NUL of a C string). On failure
+ * returns NULL and *error_offset gets the byte offset where parsing
+ * stopped. */
+cJSON *db_json_parse(const char *text, size_t len, size_t *error_offset);
+/* Whether text is one JSON object; else TS_EINVAL with err naming `what`
+ * and the byte offset. */
+int db_check_json_object(const char *text, const char *what, ts_error *err);
+/* Adds text (valid JSON) under key: as the JSON value itself when its compact
+ * printing is exactly text, else as a string holding text, so an import
+ * restores the stored bytes either way. */
+void db_json_add_stored(cJSON *obj, const char *key, const char *text);
+/* The inverse: the text to store for a value read by import (a string's
+ * contents, else the compact printing). malloc'd. */
+char *db_json_stored_text(const cJSON *v);
+
+#endif /* TESSERA_DB_INTERNAL_H */

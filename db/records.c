@@ -1,0 +1,654 @@
+/*
+ * records.c — tuning records: checking and committing measurements (many in
+ * one transaction, each record of a job numbered with the job's next trial
+ * index), the queries over them (best, top-k, the compile-time
+ * best-by-PrimFunc, every record of a workload on a target, the newest
+ * records), the workload × target overview, pruning, and statistics.
+ */
+#include "internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static const char *const status_names[TS_DB_N_STATUS] = {
+    "ok", "build_error", "run_error", "timeout", "wrong_result", "worker_lost",
+};
+
+const char *ts_db_status_name(ts_db_status s) {
+  return (unsigned)s < TS_DB_N_STATUS ? status_names[s] : NULL;
+}
+
+int ts_db_status_parse(const char *name, ts_db_status *out) {
+  for (int i = 0; name && i < TS_DB_N_STATUS; i++)
+    if (!strcmp(name, status_names[i])) {
+      *out = (ts_db_status)i;
+      return TS_OK;
+    }
+  return TS_EINVAL;
+}
+
+void ts_db_record_clear(ts_db_record *r) {
+  if (!r) return;
+  free(r->target);
+  free(r->trace_json);
+  free(r->run_secs);
+  free(r->error);
+  free(r->worker);
+  free(r->version);
+  memset(r, 0, sizeof *r);
+}
+
+void ts_db_records_free(ts_db_record *records, int n) {
+  if (!records) return;
+  for (int i = 0; i < n; i++) ts_db_record_clear(&records[i]);
+  free(records);
+}
+
+/* %.15g when that reads back as v, else %.17g: the digits cJSON prints, so
+ * export can nest the stored array as is. */
+static void format_double(char out[32], double v) {
+  snprintf(out, 32, "%.15g", v);
+  if (strtod(out, NULL) != v) snprintf(out, 32, "%.17g", v);
+}
+
+char *db_run_secs_json(const double *secs, int n) {
+  char *out = db_xmalloc((size_t)n * 26 + 3), *o = out;
+  *o++ = '[';
+  for (int i = 0; i < n; i++) {
+    char num[32];
+    format_double(num, secs[i]);
+    o += sprintf(o, "%s%s", i ? "," : "", num);
+  }
+  *o++ = ']';
+  *o = 0;
+  return out;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+static double median_of(const double *secs, int n) {
+  if (n <= 0) return NAN;
+  double local[64];
+  double *v = n <= 64 ? local : db_xmalloc(sizeof *v * (size_t)n);
+  memcpy(v, secs, sizeof *v * (size_t)n);
+  qsort(v, (size_t)n, sizeof *v, cmp_double);
+  double m = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+  if (v != local) free(v);
+  return m;
+}
+
+/* ---- reading ---- */
+
+/* Reads a run-seconds array as the module writes it ("[1.5e-05,2e-05]"),
+ * falling back to a JSON parser for anything else. */
+static int parse_run_secs(ts_db *db, const char *text, ts_db_record *r) {
+  r->run_secs = NULL;
+  r->n_run_secs = 0;
+  if (!text) text = "[]";
+  int cap = 1;
+  for (const char *p = text; *p; p++) cap += *p == ',';
+  r->run_secs = db_xmalloc(sizeof *r->run_secs * (size_t)cap);
+  const char *p = text;
+  bool ok = *p++ == '[';
+  if (ok && *p == ']') {
+    p++;
+  } else {
+    while (ok) {
+      char *end;
+      double v = strtod(p, &end);
+      ok = end != p && r->n_run_secs < cap;
+      if (!ok) break;
+      r->run_secs[r->n_run_secs++] = v;
+      p = end;
+      if (*p == ']') {
+        p++;
+        break;
+      }
+      ok = *p++ == ',';
+    }
+  }
+  if (ok && *p == 0) return TS_OK;
+  /* not the compact form: read it as JSON */
+  r->n_run_secs = 0;
+  cJSON *a = db_json_parse(text, strlen(text), NULL);
+  bool numbers = cJSON_IsArray(a) && cJSON_GetArraySize(a) <= cap;
+  const cJSON *x;
+  cJSON_ArrayForEach(x, a) {
+    if (!numbers || !cJSON_IsNumber(x)) {
+      numbers = false;
+      break;
+    }
+    r->run_secs[r->n_run_secs++] = x->valuedouble;
+  }
+  cJSON_Delete(a);
+  if (!numbers)
+    return TS_ERR(&db->err, TS_EINVAL,
+                  "%s: record %lld: run_secs is not a JSON array of numbers",
+                  db->path, (long long)r->id);
+  return TS_OK;
+}
+
+int db_read_record(ts_db *db, sqlite3_stmt *st, int first, ts_db_record *r) {
+  memset(r, 0, sizeof *r);
+  int c = first;
+  r->id = sqlite3_column_int64(st, c);
+  r->workload_id = sqlite3_column_int64(st, c + 1);
+  r->target_id = sqlite3_column_int64(st, c + 2);
+  r->target = db_column_strdup(st, c + 3);
+  r->trace_json = db_column_strdup(st, c + 4);
+  r->median_s = sqlite3_column_type(st, c + 6) == SQLITE_NULL
+                    ? NAN
+                    : sqlite3_column_double(st, c + 6);
+  const char *status = (const char *)sqlite3_column_text(st, c + 7);
+  int rc = TS_OK;
+  if (ts_db_status_parse(status, &r->status) != TS_OK)
+    rc = TS_ERR(&db->err, TS_EINVAL, "%s: record %lld has unknown status '%s'",
+                db->path, (long long)r->id, status ? status : "(null)");
+  r->error = db_column_strdup(st, c + 8);
+  r->job_id = sqlite3_column_int64(st, c + 9);
+  r->trial = sqlite3_column_type(st, c + 10) == SQLITE_NULL
+                 ? -1
+                 : sqlite3_column_int64(st, c + 10);
+  r->worker = db_column_strdup(st, c + 11);
+  r->version = db_column_strdup(st, c + 12);
+  db_column_copy(st, c + 13, r->created, sizeof r->created);
+  if (rc == TS_OK)
+    rc = parse_run_secs(db, (const char *)sqlite3_column_text(st, c + 5), r);
+  if (rc) ts_db_record_clear(r);
+  return rc;
+}
+
+/* Steps st and collects every row; *out NULL when there are none. */
+static int collect_records(ts_db *db, sqlite3_stmt *st, ts_db_record **out,
+                           int *n) {
+  *out = NULL;
+  *n = 0;
+  int cap = 0, rc;
+  while ((rc = db_step(db, st)) == SQLITE_ROW) {
+    if (*n == cap) {
+      cap = cap ? cap * 2 : 16;
+      ts_db_record *grown = realloc(*out, sizeof **out * (size_t)cap);
+      if (!grown) abort();
+      *out = grown;
+    }
+    int code = db_read_record(db, st, 0, &(*out)[*n]);
+    if (code) {
+      sqlite3_reset(st);
+      ts_db_records_free(*out, *n);
+      *out = NULL;
+      *n = 0;
+      return code;
+    }
+    (*n)++;
+  }
+  sqlite3_reset(st);
+  if (rc != SQLITE_DONE) {
+    ts_db_records_free(*out, *n);
+    *out = NULL;
+    *n = 0;
+    return db_sqlite_fail(db, rc, "reading records");
+  }
+  return TS_OK;
+}
+
+/* ---- committing ---- */
+
+/* Checks what can be checked without the database; fills the run-time
+ * JSON and median. */
+static int check_measurement(ts_db *db, int i, const ts_db_measurement *m,
+                             char **run_json, double *median) {
+  if (m->workload_id <= 0)
+    return TS_ERR(&db->err, TS_EINVAL, "record %d: no workload id", i);
+  if ((unsigned)m->status >= TS_DB_N_STATUS)
+    return TS_ERR(&db->err, TS_EINVAL, "record %d: bad status %d", i,
+                  (int)m->status);
+  if (m->n_run_secs < 0 || (m->n_run_secs > 0 && !m->run_secs))
+    return TS_ERR(&db->err, TS_EINVAL, "record %d: bad run-seconds list", i);
+  if (m->status == TS_DB_STATUS_OK && m->n_run_secs == 0)
+    return TS_ERR(&db->err, TS_EINVAL,
+                  "record %d: an ok record needs at least one run time", i);
+  for (int k = 0; k < m->n_run_secs; k++) {
+    double s = m->run_secs[k];
+    if (!isfinite(s) || s < 0 || (m->status == TS_DB_STATUS_OK && s <= 0))
+      return TS_ERR(&db->err, TS_EINVAL,
+                    "record %d: run time %d is %g seconds (must be finite "
+                    "and %s)",
+                    i, k, s,
+                    m->status == TS_DB_STATUS_OK ? "positive" : ">= 0");
+  }
+  if (m->job_id < 0)
+    return TS_ERR(&db->err, TS_EINVAL, "record %d: bad job id", i);
+  if (!m->target || !m->target[0])
+    return TS_ERR(&db->err, TS_EINVAL, "record %d: no target", i);
+  /* parse the target now (and cache it) rather than under the write lock */
+  char *canonical = ts_db_canonical_target(db, m->target);
+  if (!canonical) {
+    ts_error e = db->err;
+    return TS_ERR(&db->err, TS_EINVAL, "record %d: %s", i, e.msg);
+  }
+  free(canonical);
+  if (!m->trace_json)
+    return TS_ERR(&db->err, TS_EINVAL, "record %d: no trace", i);
+  ts_db_trace_check_fn check =
+      db->opts.check_trace ? db->opts.check_trace : ts_db_check_trace_json;
+  ts_error terr;
+  ts_error_clear(&terr);
+  int rc =
+      check(db->opts.trace_ctx, m->trace_json, strlen(m->trace_json), &terr);
+  if (rc != TS_OK)
+    return TS_ERR(&db->err, rc < 0 ? rc : TS_EINVAL, "record %d: %s", i,
+                  terr.msg[0] ? terr.msg : "the trace check failed");
+  *run_json = db_run_secs_json(m->run_secs, m->n_run_secs);
+  *median = median_of(m->run_secs, m->n_run_secs);
+  return TS_OK;
+}
+
+typedef struct commit_ctx {
+  const ts_db_measurement *m;
+  int n;
+  char **run_json;
+  double *median;
+  int64_t *ids;
+  char now[32];
+} commit_ctx;
+
+static int exists(ts_db *db, db_statement which, int64_t id, bool *found) {
+  sqlite3_stmt *st = db_stmt(db, which);
+  if (!st) return db->err.code;
+  sqlite3_bind_int64(st, 1, id);
+  int rc = db_step(db, st);
+  sqlite3_reset(st);
+  *found = rc == SQLITE_ROW;
+  if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+    return db_sqlite_fail(db, rc, "checking a record");
+  return TS_OK;
+}
+
+static int commit_body(ts_db *db, void *p) {
+  commit_ctx *c = p;
+  int64_t last_workload = 0;
+  for (int i = 0; i < c->n; i++) {
+    const ts_db_measurement *m = &c->m[i];
+    int rc;
+    if (m->workload_id != last_workload) {
+      bool found = false;
+      if ((rc = exists(db, ST_WORKLOAD_EXISTS, m->workload_id, &found)))
+        return rc;
+      if (!found)
+        return TS_ERR(&db->err, TS_EINVAL,
+                      "record %d: no workload with id %lld", i,
+                      (long long)m->workload_id);
+      last_workload = m->workload_id;
+    }
+    int64_t target_id, trial = -1;
+    if ((rc = db_target_id(db, m->target, true, &target_id))) return rc;
+    if (m->job_id) {
+      sqlite3_stmt *st = db_stmt(db, ST_JOB_NEXT_TRIAL);
+      if (!st) return db->err.code;
+      sqlite3_bind_int64(st, 1, m->job_id);
+      rc = db_step(db, st);
+      if (rc == SQLITE_ROW) trial = sqlite3_column_int64(st, 0);
+      sqlite3_reset(st);
+      if (rc == SQLITE_DONE)
+        return TS_ERR(&db->err, TS_EINVAL, "record %d: no job with id %lld", i,
+                      (long long)m->job_id);
+      if (rc != SQLITE_ROW) return db_sqlite_fail(db, rc, "numbering a trial");
+    }
+    sqlite3_stmt *st = db_stmt(db, ST_INSERT_RECORD);
+    if (!st) return db->err.code;
+    sqlite3_bind_int64(st, 1, m->workload_id);
+    sqlite3_bind_int64(st, 2, target_id);
+    sqlite3_bind_text(st, 3, m->trace_json, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 4, c->run_json[i], -1, SQLITE_STATIC);
+    if (isnan(c->median[i]))
+      sqlite3_bind_null(st, 5);
+    else
+      sqlite3_bind_double(st, 5, c->median[i]);
+    sqlite3_bind_text(st, 6, status_names[m->status], -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 7, m->error ? m->error : "", -1, SQLITE_STATIC);
+    if (m->job_id) {
+      sqlite3_bind_int64(st, 8, m->job_id);
+      sqlite3_bind_int64(st, 9, trial);
+    }
+    sqlite3_bind_text(st, 10, m->worker ? m->worker : "", -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 11, TS_VERSION, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 12, c->now, -1, SQLITE_STATIC);
+    rc = db_step(db, st);
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE) return db_sqlite_fail(db, rc, "storing a record");
+    c->ids[i] = sqlite3_last_insert_rowid(db->conn);
+  }
+  return TS_OK;
+}
+
+int ts_db_commit_records(ts_db *db, const ts_db_measurement *m, int n,
+                         int64_t *ids) {
+  db_begin_call(db);
+  if (n < 0 || (n > 0 && !m))
+    return TS_ERR(&db->err, TS_EINVAL, "commit_records: bad record list");
+  if (n == 0) return TS_OK;
+  commit_ctx c = {m, n, NULL, NULL, NULL, ""};
+  c.run_json = calloc((size_t)n, sizeof *c.run_json);
+  c.median = db_xmalloc(sizeof *c.median * (size_t)n);
+  c.ids = db_xmalloc(sizeof *c.ids * (size_t)n);
+  if (!c.run_json) abort();
+  int rc = TS_OK;
+  for (int i = 0; i < n && rc == TS_OK; i++)
+    rc = check_measurement(db, i, &m[i], &c.run_json[i], &c.median[i]);
+  if (rc == TS_OK) {
+    db_timestamp(c.now);
+    rc = db_write(db, commit_body, &c);
+  }
+  if (rc == TS_OK && ids) memcpy(ids, c.ids, sizeof *ids * (size_t)n);
+  for (int i = 0; i < n; i++) free(c.run_json[i]);
+  free(c.run_json);
+  free(c.median);
+  free(c.ids);
+  return rc;
+}
+
+int ts_db_commit_record(ts_db *db, const ts_db_measurement *m, int64_t *id) {
+  int64_t local;
+  return ts_db_commit_records(db, m, 1, id ? id : &local);
+}
+
+/* ---- queries ---- */
+
+static int best_query(ts_db *db, int64_t workload_id, int64_t target_id, int k,
+                      ts_db_record **out, int *n) {
+  sqlite3_stmt *st = db_stmt(db, ST_BEST);
+  if (!st) return db->err.code;
+  sqlite3_bind_int64(st, 1, workload_id);
+  sqlite3_bind_int64(st, 2, target_id);
+  sqlite3_bind_int(st, 3, k);
+  return collect_records(db, st, out, n);
+}
+
+/* The best record into *out, or TS_ENOTFOUND. */
+static int best_one(ts_db *db, int64_t workload_id, int64_t target_id,
+                    const char *target, ts_db_record *out) {
+  sqlite3_stmt *st = db_stmt(db, ST_BEST);
+  if (!st) return db->err.code;
+  sqlite3_bind_int64(st, 1, workload_id);
+  sqlite3_bind_int64(st, 2, target_id);
+  sqlite3_bind_int(st, 3, 1);
+  int rc = db_step(db, st);
+  int code = TS_OK;
+  if (rc == SQLITE_ROW) code = db_read_record(db, st, 0, out);
+  sqlite3_reset(st);
+  if (rc == SQLITE_DONE)
+    return TS_ERR(&db->err, TS_ENOTFOUND,
+                  "%s: no ok record for workload %lld on target '%s'", db->path,
+                  (long long)workload_id, target);
+  if (rc != SQLITE_ROW)
+    return db_sqlite_fail(db, rc, "finding the best record");
+  return code;
+}
+
+int ts_db_best(ts_db *db, int64_t workload_id, const char *target,
+               ts_db_record *out) {
+  db_begin_call(db);
+  memset(out, 0, sizeof *out);
+  int64_t target_id;
+  int rc = db_target_id(db, target, false, &target_id);
+  if (rc) return rc;
+  return best_one(db, workload_id, target_id, target, out);
+}
+
+int ts_db_top_k(ts_db *db, int64_t workload_id, const char *target, int k,
+                ts_db_record **out, int *n) {
+  db_begin_call(db);
+  *out = NULL;
+  *n = 0;
+  if (k < 0) return TS_ERR(&db->err, TS_EINVAL, "top_k: k is negative");
+  if (k == 0) return TS_OK;
+  int64_t target_id;
+  int rc = db_target_id(db, target, false, &target_id);
+  if (rc == TS_ENOTFOUND) {
+    db_begin_call(db);
+    return TS_OK; /* no records on an unknown target */
+  }
+  if (rc) return rc;
+  return best_query(db, workload_id, target_id, k, out, n);
+}
+
+int ts_db_best_by_func(ts_db *db, const ts_func *f, const char *target,
+                       ts_db_record *out) {
+  db_begin_call(db);
+  memset(out, 0, sizeof *out);
+  if (!f) return TS_ERR(&db->err, TS_EINVAL, "best_by_func: no function");
+  int64_t target_id;
+  int rc = db_target_id(db, target, false, &target_id);
+  if (rc) return rc;
+  char hex[33];
+  ts_hash128_hex(ts_func_hash(f), hex);
+  sqlite3_stmt *st = db_stmt(db, ST_BEST_BY_HASH);
+  if (!st) return db->err.code;
+  sqlite3_bind_text(st, 1, hex, 32, SQLITE_STATIC);
+  sqlite3_bind_int64(st, 2, target_id);
+  /* Each row is a workload with this hash; the first structurally equal
+   * to f answers (its record columns are NULL when it has no ok record). */
+  int code = TS_ENOTFOUND;
+  int64_t workload_id = 0;
+  while ((rc = db_step(db, st)) == SQLITE_ROW) {
+    int64_t id = sqlite3_column_int64(st, 0);
+    const ts_func *stored = db_workload_func_cached(db, id);
+    if (!stored) {
+      code = db->err.code;
+      break;
+    }
+    (void)stored;
+    workload_id = id;
+    if (sqlite3_column_type(st, 1) != SQLITE_NULL)
+      code = db_read_record(db, st, 1, out);
+    break;
+  }
+  sqlite3_reset(st);
+  if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+    return db_sqlite_fail(db, rc, "finding the best record");
+  if (code != TS_ENOTFOUND) return code;
+  if (!workload_id)
+    return TS_ERR(&db->err, TS_ENOTFOUND, "%s: no workload with hash %s",
+                  db->path, hex);
+  return TS_ERR(&db->err, TS_ENOTFOUND,
+                "%s: no ok record for workload %lld on target '%s'", db->path,
+                (long long)workload_id, target);
+}
+
+int ts_db_records_of(ts_db *db, int64_t workload_id, const char *target,
+                     ts_db_record **out, int *n) {
+  db_begin_call(db);
+  *out = NULL;
+  *n = 0;
+  int64_t target_id;
+  int rc = db_target_id(db, target, false, &target_id);
+  if (rc == TS_ENOTFOUND) {
+    db_begin_call(db);
+    return TS_OK;
+  }
+  if (rc) return rc;
+  sqlite3_stmt *st = db_stmt(db, ST_RECORDS_OF);
+  if (!st) return db->err.code;
+  sqlite3_bind_int64(st, 1, workload_id);
+  sqlite3_bind_int64(st, 2, target_id);
+  return collect_records(db, st, out, n);
+}
+
+int ts_db_recent_records(ts_db *db, int64_t workload_id, int limit,
+                         ts_db_record **out, int *n) {
+  db_begin_call(db);
+  *out = NULL;
+  *n = 0;
+  if (limit < 0)
+    return TS_ERR(&db->err, TS_EINVAL, "recent: limit is negative");
+  sqlite3_stmt *st = db_stmt(db, ST_RECENT);
+  if (!st) return db->err.code;
+  sqlite3_bind_int64(st, 1, workload_id);
+  sqlite3_bind_int(st, 2, limit);
+  return collect_records(db, st, out, n);
+}
+
+/* ---- overview ---- */
+
+void ts_db_summaries_free(ts_db_summary *rows, int n) {
+  if (!rows) return;
+  for (int i = 0; i < n; i++) {
+    free(rows[i].name);
+    free(rows[i].target);
+  }
+  free(rows);
+}
+
+int ts_db_list(ts_db *db, int64_t workload_id, ts_db_summary **out, int *n) {
+  db_begin_call(db);
+  *out = NULL;
+  *n = 0;
+  sqlite3_stmt *st = db_stmt(db, workload_id ? ST_LIST_ONE : ST_LIST);
+  if (!st) return db->err.code;
+  if (workload_id) sqlite3_bind_int64(st, 1, workload_id);
+  int cap = 0, rc;
+  while ((rc = db_step(db, st)) == SQLITE_ROW) {
+    if (*n == cap) {
+      cap = cap ? cap * 2 : 16;
+      ts_db_summary *grown = realloc(*out, sizeof **out * (size_t)cap);
+      if (!grown) abort();
+      *out = grown;
+    }
+    ts_db_summary *s = &(*out)[(*n)++];
+    memset(s, 0, sizeof *s);
+    s->workload_id = sqlite3_column_int64(st, 0);
+    db_column_copy(st, 1, s->hash, sizeof s->hash);
+    s->name = db_column_strdup(st, 2);
+    s->flops = sqlite3_column_double(st, 3);
+    s->target_id = sqlite3_column_int64(st, 4);
+    s->target = db_column_strdup(st, 5);
+    s->n_records = sqlite3_column_int64(st, 6);
+    s->n_ok = sqlite3_column_int64(st, 7);
+    s->best_s = sqlite3_column_type(st, 8) == SQLITE_NULL
+                    ? NAN
+                    : sqlite3_column_double(st, 8);
+  }
+  sqlite3_reset(st);
+  if (rc != SQLITE_DONE) {
+    ts_db_summaries_free(*out, *n);
+    *out = NULL;
+    *n = 0;
+    return db_sqlite_fail(db, rc, "listing workloads");
+  }
+  return TS_OK;
+}
+
+/* ---- pruning and statistics ---- */
+
+typedef struct prune_ctx {
+  int keep;
+  bool keep_failed;
+  int64_t deleted;
+} prune_ctx;
+
+static int prune_body(ts_db *db, void *p) {
+  prune_ctx *c = p;
+  c->deleted = 0;
+  sqlite3_stmt *st = db_stmt(db, ST_PRUNE_OK);
+  if (!st) return db->err.code;
+  sqlite3_bind_int(st, 1, c->keep);
+  int rc = db_step(db, st);
+  sqlite3_reset(st);
+  if (rc != SQLITE_DONE) return db_sqlite_fail(db, rc, "pruning");
+  c->deleted += sqlite3_changes64(db->conn);
+  if (c->keep_failed) return TS_OK;
+  if (!(st = db_stmt(db, ST_PRUNE_FAILED))) return db->err.code;
+  rc = db_step(db, st);
+  sqlite3_reset(st);
+  if (rc != SQLITE_DONE) return db_sqlite_fail(db, rc, "pruning");
+  c->deleted += sqlite3_changes64(db->conn);
+  return TS_OK;
+}
+
+int ts_db_prune(ts_db *db, int keep, bool keep_failed, int64_t *deleted) {
+  db_begin_call(db);
+  if (deleted) *deleted = 0;
+  if (keep < 1)
+    return TS_ERR(&db->err, TS_EINVAL,
+                  "prune: keep must be at least 1 (got %d)", keep);
+  prune_ctx c = {keep, keep_failed, 0};
+  int rc = db_write(db, prune_body, &c);
+  if (rc == TS_OK && deleted) *deleted = c.deleted;
+  return rc;
+}
+
+/* Adds the (name, count) rows of st into counts by name index. */
+static int count_by_name(ts_db *db, sqlite3_stmt *st, int64_t *counts,
+                         int n_names, const char *(*name_of)(int)) {
+  int rc;
+  while ((rc = db_step(db, st)) == SQLITE_ROW) {
+    const char *name = (const char *)sqlite3_column_text(st, 0);
+    for (int i = 0; i < n_names; i++)
+      if (name && !strcmp(name, name_of(i)))
+        counts[i] += sqlite3_column_int64(st, 1);
+  }
+  sqlite3_reset(st);
+  if (rc != SQLITE_DONE) return db_sqlite_fail(db, rc, "counting");
+  return TS_OK;
+}
+
+static const char *status_name_i(int i) { return status_names[i]; }
+static const char *job_state_name_i(int i) {
+  return ts_db_job_state_name((ts_db_job_state)i);
+}
+
+int ts_db_job_count_records(ts_db *db, int64_t job_id, int64_t *total,
+                            int64_t by_status[TS_DB_N_STATUS]) {
+  db_begin_call(db);
+  int64_t counts[TS_DB_N_STATUS] = {0};
+  sqlite3_stmt *st = db_stmt(db, ST_JOB_COUNT);
+  if (!st) return db->err.code;
+  sqlite3_bind_int64(st, 1, job_id);
+  int rc = count_by_name(db, st, counts, TS_DB_N_STATUS, status_name_i);
+  if (rc) return rc;
+  int64_t sum = 0;
+  for (int i = 0; i < TS_DB_N_STATUS; i++) sum += counts[i];
+  if (total) *total = sum;
+  if (by_status) memcpy(by_status, counts, sizeof counts);
+  return TS_OK;
+}
+
+int ts_db_get_stats(ts_db *db, ts_db_stats *out) {
+  db_begin_call(db);
+  memset(out, 0, sizeof *out);
+  out->schema_version = TS_DB_SCHEMA_VERSION;
+  sqlite3_stmt *st = db_stmt(db, ST_COUNTS);
+  if (!st) return db->err.code;
+  int rc = db_step(db, st);
+  if (rc == SQLITE_ROW) {
+    out->n_workloads = sqlite3_column_int64(st, 0);
+    out->n_targets = sqlite3_column_int64(st, 1);
+    out->n_jobs = sqlite3_column_int64(st, 2);
+  }
+  sqlite3_reset(st);
+  if (rc != SQLITE_ROW) return db_sqlite_fail(db, rc, "counting");
+  if (!(st = db_stmt(db, ST_COUNT_BY_STATUS))) return db->err.code;
+  if ((rc = count_by_name(db, st, out->records_by_status, TS_DB_N_STATUS,
+                          status_name_i)))
+    return rc;
+  for (int i = 0; i < TS_DB_N_STATUS; i++)
+    out->n_records += out->records_by_status[i];
+  if (!(st = db_stmt(db, ST_JOBS_BY_STATE))) return db->err.code;
+  if ((rc = count_by_name(db, st, out->jobs_by_state, TS_DB_N_JOB_STATE,
+                          job_state_name_i)))
+    return rc;
+  struct stat fs;
+  if (stat(db->path, &fs) == 0) out->file_bytes = (int64_t)fs.st_size;
+  size_t len = strlen(db->path);
+  char *wal = db_xmalloc(len + 5);
+  memcpy(wal, db->path, len);
+  memcpy(wal + len, "-wal", 5);
+  if (stat(wal, &fs) == 0) out->wal_bytes = (int64_t)fs.st_size;
+  free(wal);
+  return TS_OK;
+}

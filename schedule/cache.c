@@ -1,0 +1,669 @@
+/*
+ * cache.c — the caching and storage primitives: cache_read and cache_write
+ * (a copy block between a buffer and a new buffer of another scope),
+ * set_scope, storage_align (padded strides) and transform_layout (an
+ * injective index map applied to every access of an allocated buffer, with
+ * the small parser of index maps "(i, j) -> (floordiv(j, 16), i)").
+ */
+#include "schedule/internal.h"
+
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const scopes[] = {"global", "shared", "shared.dyn",
+                                     "local",  "warp",   NULL};
+
+static int check_scope(ts_sched *s, const char *prim, const char *scope) {
+  for (int i = 0; scopes[i]; i++)
+    if (strcmp(scopes[i], scope) == 0) return TS_OK;
+  return FAIL(s, TS_EINVAL,
+              "%s: unknown storage scope '%s' (global, shared, shared.dyn, "
+              "local or warp)",
+              prim, scope);
+}
+
+/* "NAME_scope" with the scope's dots as underscores. */
+static char *cache_base(const char *name, const char *scope) {
+  size_t n = strlen(name) + strlen(scope) + 2;
+  char *base = malloc(n);
+  snprintf(base, n, "%s_%s", name, scope);
+  for (char *p = base; *p; p++)
+    if (*p == '.') *p = '_';
+  return base;
+}
+
+/* A block copying src[v...] into dst[v...] over the whole shape, under its
+ * own loops; returns the top loop (or the realize for 0-d buffers). */
+static ts_stmt *copy_nest(ts_arena *a, const char *name, ts_buffer *dst,
+                          ts_buffer *src) {
+  int nd = ts_buffer_ndim(dst);
+  ts_block *b = ts_block_new(a, name);
+  ts_expr *iters[TS_MAX_DIMS], *loops_v[TS_MAX_DIMS];
+  for (int d = 0; d < nd; d++) {
+    iters[d] = ts_var(a, ts_arena_printf(a, "v%d", d), TS_INDEX);
+    loops_v[d] = ts_var(a, ts_arena_printf(a, "ax%d", d), TS_INDEX);
+    ts_block_add_iter_var(
+        a, b, iters[d],
+        (ts_range){ts_index(a, 0), ts_index(a, ts_buffer_dim(dst, d))},
+        TS_ITER_SPATIAL);
+  }
+  ts_block_set_body(
+      b, ts_store(a, dst, iters, nd, ts_load(a, src, iters, nd)));
+  ts_block_infer_regions(a, b);
+  ts_stmt *body = ts_block_realize(a, b, loops_v, nd, NULL);
+  for (int d = nd - 1; d >= 0; d--)
+    body = ts_for(a, loops_v[d], ts_index(a, 0),
+                  ts_index(a, ts_buffer_dim(dst, d)), TS_FOR_SERIAL, NULL,
+                  body);
+  return body;
+}
+
+static ts_buffer *clone_buffer(ts_arena *a, const ts_func *f,
+                               const ts_buffer *src, const char *scope) {
+  char *base = cache_base(ts_buffer_name(src), scope);
+  char *name = unique_buffer_name(f, base);
+  ts_buffer *b = ts_buffer_new(a, name, ts_buffer_dtype(src),
+                               ts_buffer_shape(src), ts_buffer_ndim(src));
+  ts_buffer_set_scope(a, b, scope);
+  free(base);
+  free(name);
+  return b;
+}
+
+/* Replaces buffer `from` by `to` in loads and stores of a subtree. */
+typedef struct swap_ctx {
+  ts_node_map *map;
+  const ts_buffer *from;
+  ts_buffer *to;
+  bool stores;
+} swap_ctx;
+
+static ts_expr *swap_expr(void *ctx, ts_arena *a, ts_expr *e) {
+  swap_ctx *c = ctx;
+  return ts_expr_substitute(a, e, NULL, c->map);
+}
+
+static ts_stmt *swap_store(void *ctx, ts_arena *a, ts_stmt *s) {
+  swap_ctx *c = ctx;
+  if (!c->stores || ts_store_buffer(s) != c->from) return s;
+  int n = ts_store_n_indices(s);
+  ts_expr *idx[TS_MAX_DIMS + 1];
+  for (int d = 0; d < n && d <= TS_MAX_DIMS; d++) idx[d] = ts_store_index(s, d);
+  return ts_store(a, c->to, idx, n, ts_store_value(s));
+}
+
+static void swap_in_block(ts_sched *s, ts_stmt *r, const ts_buffer *from,
+                          ts_buffer *to, bool stores) {
+  swap_ctx c = {ts_node_map_create(), from, to, stores};
+  ts_node_map_put(c.map, from, to);
+  ts_block *b = ts_realize_block(r);
+  rewriter rw = {swap_expr, swap_store, true, &c};
+  ts_arena *a = ts_func_arena(s->func);
+  ts_block_set_init(b, rewrite_stmt(a, ts_block_init(b), &rw));
+  ts_block_set_body(b, rewrite_stmt(a, ts_block_body(b), &rw));
+  ts_node_map_destroy(c.map);
+}
+
+/* The index in the scope's body list of the item holding stmt. */
+static int item_of(ts_stmt *scope, const ts_stmt *stmt) {
+  return tree_index_in(scope, stmt);
+}
+
+/* ========================================================================
+ * cache_read / cache_write
+ * ======================================================================== */
+
+int apply_cache_read(ts_sched *s, inst *in, rv_list *out) {
+  ts_stmt *r;
+  const char *bufname, *scope;
+  int rc = check_arity(s, in, 1, 1, 2);
+  if (rc || (rc = in_block(s, in, 0, &r)) ||
+      (rc = attr_str(s, in, 0, &bufname)) || (rc = attr_str(s, in, 1, &scope)) ||
+      (rc = check_scope(s, "cache_read", scope)))
+    return rc;
+  ts_block *b = ts_realize_block(r);
+  const char *bn = ts_block_name(b);
+  ts_stmt *sc = tree_scope(s->func, r);
+  if (!sc)
+    return FAIL(s, TS_ESCHEDULE, "cache_read: block '%s' is the root block",
+                bn);
+  ts_buffer *x;
+  if ((rc = block_buffer(s, b, bufname, true, false, &x))) return fail_prefix(s, rc, "cache_read");
+  if (block_writes(b, x))
+    return FAIL(s, TS_ESCHEDULE,
+                "cache_read: block '%s' also writes '%s' (use cache_write)", bn,
+                bufname);
+  /* after the last writer of x in the scope that runs before the block */
+  stmt_vec all = {0};
+  tree_realizes(ts_block_body(ts_realize_block(sc)), false, &all);
+  int b_item = item_of(sc, r), pos = 0;
+  for (int i = 0; i < all.n && !rc; i++) {
+    if (!block_writes(ts_realize_block(all.v[i]), x)) continue;
+    int it = item_of(sc, all.v[i]);
+    if (it == b_item)
+      rc = FAIL(s, TS_ESCHEDULE,
+                "cache_read: producer block '%s' of '%s' is in the same loop "
+                "nest as block '%s'",
+                ts_block_name(ts_realize_block(all.v[i])), bufname, bn);
+    else if (it < b_item && it + 1 > pos)
+      pos = it + 1;
+  }
+  sv_free(&all);
+  if (rc) return rc;
+  ts_arena *a = ts_func_arena(s->func);
+  ts_buffer *cx = clone_buffer(a, s->func, x, scope);
+  char *base = cache_base(bufname, scope);
+  char *name = unique_block_name(s->func, base);
+  ts_stmt *nest = copy_nest(a, name, cx, x);
+  swap_in_block(s, r, x, cx, false);
+  ts_block_add_alloc(a, ts_realize_block(sc), cx);
+  tree_insert(s->func, sc, pos, nest);
+  rv_new_block(s, name, out);
+  free(base);
+  free(name);
+  sched_refresh(s);
+  return TS_OK;
+}
+
+int apply_cache_write(ts_sched *s, inst *in, rv_list *out) {
+  ts_stmt *r;
+  const char *bufname, *scope;
+  int rc = check_arity(s, in, 1, 1, 2);
+  if (rc || (rc = in_block(s, in, 0, &r)) ||
+      (rc = attr_str(s, in, 0, &bufname)) || (rc = attr_str(s, in, 1, &scope)) ||
+      (rc = check_scope(s, "cache_write", scope)))
+    return rc;
+  ts_block *b = ts_realize_block(r);
+  const char *bn = ts_block_name(b);
+  ts_stmt *sc = tree_scope(s->func, r);
+  if (!sc)
+    return FAIL(s, TS_ESCHEDULE, "cache_write: block '%s' is the root block",
+                bn);
+  ts_buffer *w;
+  if ((rc = block_buffer(s, b, bufname, false, true, &w))) return fail_prefix(s, rc, "cache_write");
+  int nb;
+  ts_stmt **blocks = ts_func_blocks(s->func, &nb);
+  int b_item = item_of(sc, r);
+  for (int i = 0; i < nb && !rc; i++) {
+    ts_stmt *x = blocks[i];
+    if (x == r || !tree_scope(s->func, x) || tree_contains(r, x)) continue;
+    const ts_block *o = ts_realize_block(x);
+    if (block_writes(o, w))
+      rc = FAIL(s, TS_ESCHEDULE,
+                "cache_write: buffer '%s' of block '%s' is also written by "
+                "block '%s'",
+                bufname, bn, ts_block_name(o));
+    else if (block_reads(o, w) && tree_scope(s->func, x) == sc &&
+             item_of(sc, x) == b_item)
+      rc = FAIL(s, TS_ESCHEDULE,
+                "cache_write: consumer block '%s' of '%s' is in the same loop "
+                "nest as block '%s'",
+                ts_block_name(o), bufname, bn);
+  }
+  free(blocks);
+  if (rc) return rc;
+  ts_arena *a = ts_func_arena(s->func);
+  ts_buffer *cw = clone_buffer(a, s->func, w, scope);
+  char *base = cache_base(bufname, scope);
+  char *name = unique_block_name(s->func, base);
+  ts_stmt *nest = copy_nest(a, name, w, cw);
+  swap_in_block(s, r, w, cw, true);
+  ts_block_add_alloc(a, ts_realize_block(sc), cw);
+  tree_insert(s->func, sc, b_item + 1, nest);
+  rv_new_block(s, name, out);
+  free(base);
+  free(name);
+  sched_refresh(s);
+  return TS_OK;
+}
+
+/* ========================================================================
+ * set_scope / storage_align
+ * ======================================================================== */
+
+/* The allocated (not parameter) buffer named by attr 0 that block input 0
+ * writes. */
+static int written_alloc(ts_sched *s, inst *in, ts_stmt **r, ts_buffer **buf) {
+  const char *bufname;
+  int rc;
+  if ((rc = in_block(s, in, 0, r)) || (rc = attr_str(s, in, 0, &bufname)))
+    return rc;
+  const char *prim = prim_name(in);
+  ts_block *b = ts_realize_block(*r);
+  if ((rc = block_buffer(s, b, bufname, false, true, buf)))
+    return fail_prefix(s, rc, prim);
+  if (is_param(s->func, *buf))
+    return FAIL(s, TS_ESCHEDULE,
+                "%s: buffer '%s' is a parameter of the function (its layout "
+                "and scope are fixed)",
+                prim, bufname);
+  if (!alloc_site(s->func, *buf))
+    return FAIL(s, TS_ESCHEDULE, "%s: buffer '%s' is not allocated by a block",
+                prim, bufname);
+  return TS_OK;
+}
+
+int apply_set_scope(ts_sched *s, inst *in, rv_list *out) {
+  (void)out;
+  ts_stmt *r;
+  ts_buffer *buf;
+  const char *scope;
+  int rc = check_arity(s, in, 1, 1, 2);
+  if (rc || (rc = attr_str(s, in, 1, &scope)) ||
+      (rc = check_scope(s, "set_scope", scope)) ||
+      (rc = written_alloc(s, in, &r, &buf)))
+    return rc;
+  ts_buffer_set_scope(ts_func_arena(s->func), buf, scope);
+  return TS_OK;
+}
+
+int apply_storage_align(ts_sched *s, inst *in, rv_list *out) {
+  (void)out;
+  ts_stmt *r;
+  ts_buffer *buf;
+  int64_t axis, factor, offset;
+  int rc = check_arity(s, in, 1, 1, 4);
+  if (rc || (rc = attr_int(s, in, 1, &axis)) ||
+      (rc = attr_int(s, in, 2, &factor)) || (rc = attr_int(s, in, 3, &offset)) ||
+      (rc = written_alloc(s, in, &r, &buf)))
+    return rc;
+  int nd = ts_buffer_ndim(buf);
+  if (axis < 0 || axis >= nd - 1)
+    return FAIL(s, TS_ESCHEDULE,
+                "storage_align: axis %lld of buffer '%s' is not in 0..%d (the "
+                "innermost stride stays 1)",
+                (long long)axis, ts_buffer_name(buf), nd - 2);
+  if (factor < 1 || factor > (1 << 20) || offset < 0 || offset >= factor)
+    return FAIL(s, TS_ESCHEDULE,
+                "storage_align: need factor >= 1 and 0 <= offset < factor "
+                "(got %lld, %lld)",
+                (long long)factor, (long long)offset);
+  int64_t st[TS_MAX_DIMS], pad[TS_MAX_DIMS] = {0};
+  const int64_t *old = ts_buffer_strides(buf);
+  if (old)
+    for (int d = 0; d < nd - 1; d++)
+      pad[d] = old[d] - old[d + 1] * ts_buffer_dim(buf, d + 1);
+  st[nd - 1] = 1;
+  for (int d = nd - 2; d >= 0; d--) {
+    int64_t base = st[d + 1] * ts_buffer_dim(buf, d + 1);
+    if (d == axis)
+      st[d] = base + ((offset - base % factor) % factor + factor) % factor;
+    else
+      st[d] = base + (pad[d] > 0 ? pad[d] : 0);
+    if (st[d] > ((int64_t)1 << 40))
+      return FAIL(s, TS_ESCHEDULE, "storage_align: buffer '%s' becomes too "
+                                   "large",
+                  ts_buffer_name(buf));
+  }
+  ts_buffer_set_strides(ts_func_arena(s->func), buf, st);
+  return TS_OK;
+}
+
+/* ========================================================================
+ * Index maps: "(i, j) -> (floordiv(j, 16), i, floormod(j, 16))"
+ *   map   := '(' names ')' '->' '(' exprs ')'
+ *   expr  := term (('+' | '-') term)*
+ *   term  := unary ('*' unary)*
+ *   unary := '-' unary | INT | NAME | '(' expr ')' |
+ *            ('floordiv' | 'floormod') '(' expr ',' expr ')'
+ * ======================================================================== */
+
+typedef struct map_parser {
+  const char *p;
+  ts_arena *a;
+  ts_expr *vars[TS_MAX_DIMS];
+  char names[TS_MAX_DIMS][32];
+  int n_vars;
+  const char *err;
+} map_parser;
+
+static void skip_ws(map_parser *m) {
+  while (isspace((unsigned char)*m->p)) m->p++;
+}
+
+static bool eat(map_parser *m, const char *tok) {
+  skip_ws(m);
+  size_t n = strlen(tok);
+  if (strncmp(m->p, tok, n) != 0) return false;
+  m->p += n;
+  return true;
+}
+
+static bool ident(map_parser *m, char *buf, size_t cap) {
+  skip_ws(m);
+  if (!isalpha((unsigned char)*m->p) && *m->p != '_') return false;
+  size_t n = 0;
+  while (isalnum((unsigned char)*m->p) || *m->p == '_') {
+    if (n + 1 < cap) buf[n++] = *m->p;
+    m->p++;
+  }
+  buf[n] = 0;
+  return true;
+}
+
+static ts_expr *parse_expr(map_parser *m, int depth);
+
+static ts_expr *parse_unary(map_parser *m, int depth) {
+  if (depth > 64) {
+    m->err = "nested too deeply";
+    return NULL;
+  }
+  skip_ws(m);
+  if (eat(m, "-")) {
+    ts_expr *x = parse_unary(m, depth + 1);
+    return x ? ts_sub(m->a, ts_index(m->a, 0), x) : NULL;
+  }
+  if (isdigit((unsigned char)*m->p)) {
+    int64_t v = 0;
+    while (isdigit((unsigned char)*m->p)) {
+      if (v > (INT64_MAX - 9) / 10) {
+        m->err = "integer too large";
+        return NULL;
+      }
+      v = v * 10 + (*m->p++ - '0');
+    }
+    return ts_index(m->a, v);
+  }
+  if (eat(m, "(")) {
+    ts_expr *x = parse_expr(m, depth + 1);
+    if (x && !eat(m, ")")) {
+      m->err = "expected ')'";
+      return NULL;
+    }
+    return x;
+  }
+  char name[32];
+  if (!ident(m, name, sizeof name)) {
+    m->err = "expected a number, a name or '('";
+    return NULL;
+  }
+  bool is_div = strcmp(name, "floordiv") == 0;
+  if (is_div || strcmp(name, "floormod") == 0) {
+    if (!eat(m, "(")) {
+      m->err = "expected '(' after floordiv/floormod";
+      return NULL;
+    }
+    ts_expr *x = parse_expr(m, depth + 1);
+    if (!x) return NULL;
+    if (!eat(m, ",")) {
+      m->err = "expected ','";
+      return NULL;
+    }
+    ts_expr *y = parse_expr(m, depth + 1);
+    if (!y) return NULL;
+    if (!eat(m, ")")) {
+      m->err = "expected ')'";
+      return NULL;
+    }
+    int64_t k;
+    if (!ts_expr_is_const_int(y, &k) || k <= 0) {
+      m->err = "floordiv/floormod need a positive constant divisor";
+      return NULL;
+    }
+    return is_div ? ts_floordiv(m->a, x, y) : ts_floormod(m->a, x, y);
+  }
+  for (int i = 0; i < m->n_vars; i++)
+    if (strcmp(m->names[i], name) == 0) return m->vars[i];
+  m->err = "unknown name (not an input of the map)";
+  return NULL;
+}
+
+static ts_expr *parse_term(map_parser *m, int depth) {
+  ts_expr *x = parse_unary(m, depth);
+  while (x && eat(m, "*")) {
+    ts_expr *y = parse_unary(m, depth);
+    if (!y) return NULL;
+    x = ts_mul(m->a, x, y);
+  }
+  return x;
+}
+
+static ts_expr *parse_expr(map_parser *m, int depth) {
+  ts_expr *x = parse_term(m, depth);
+  while (x) {
+    skip_ws(m);
+    if (m->p[0] == '-' && m->p[1] == '>') break;
+    bool plus = eat(m, "+");
+    if (!plus && !eat(m, "-")) break;
+    ts_expr *y = parse_term(m, depth);
+    if (!y) return NULL;
+    x = plus ? ts_add(m->a, x, y) : ts_sub(m->a, x, y);
+  }
+  return x;
+}
+
+/* Parses a map with n_in inputs; outputs into outs (count in *n_out). */
+static int parse_index_map(ts_sched *s, ts_arena *a, const char *text,
+                           int n_in, ts_expr **ins, ts_expr **outs,
+                           int *n_out) {
+  map_parser m = {0};
+  m.p = text;
+  m.a = a;
+  if (!eat(&m, "("))
+    return FAIL(s, TS_EINVAL, "transform_layout: index map must start with "
+                              "'(' (\"(i, j) -> (j, i)\")");
+  while (!eat(&m, ")")) {
+    if (m.n_vars > 0 && !eat(&m, ","))
+      return FAIL(s, TS_EINVAL, "transform_layout: index map: expected ',' "
+                                "between input names");
+    if (m.n_vars == TS_MAX_DIMS ||
+        !ident(&m, m.names[m.n_vars], sizeof m.names[0]))
+      return FAIL(s, TS_EINVAL, "transform_layout: index map: expected an "
+                                "input name");
+    for (int i = 0; i < m.n_vars; i++)
+      if (strcmp(m.names[i], m.names[m.n_vars]) == 0)
+        return FAIL(s, TS_EINVAL,
+                    "transform_layout: index map: input '%s' is named twice",
+                    m.names[i]);
+    m.vars[m.n_vars] = ts_var(a, m.names[m.n_vars], TS_INDEX);
+    m.n_vars++;
+  }
+  if (m.n_vars != n_in)
+    return FAIL(s, TS_EINVAL,
+                "transform_layout: index map has %d inputs; the buffer has %d "
+                "dimensions",
+                m.n_vars, n_in);
+  if (!eat(&m, "->") || !eat(&m, "("))
+    return FAIL(s, TS_EINVAL, "transform_layout: index map: expected '-> ('");
+  *n_out = 0;
+  while (!eat(&m, ")")) {
+    if (*n_out > 0 && !eat(&m, ","))
+      return FAIL(s, TS_EINVAL,
+                  "transform_layout: index map: expected ',' at '%.20s'", m.p);
+    if (*n_out == TS_MAX_DIMS)
+      return FAIL(s, TS_EINVAL, "transform_layout: index map has more than %d "
+                                "outputs",
+                  TS_MAX_DIMS);
+    ts_expr *e = parse_expr(&m, 0);
+    if (!e)
+      return FAIL(s, TS_EINVAL, "transform_layout: index map: %s at '%.20s'",
+                  m.err ? m.err : "syntax error", m.p);
+    outs[(*n_out)++] = e;
+  }
+  skip_ws(&m);
+  if (*m.p)
+    return FAIL(s, TS_EINVAL, "transform_layout: index map: unexpected '%.20s'",
+                m.p);
+  if (*n_out == 0)
+    return FAIL(s, TS_EINVAL, "transform_layout: index map has no outputs");
+  for (int i = 0; i < n_in; i++) ins[i] = m.vars[i];
+  return TS_OK;
+}
+
+/* ========================================================================
+ * transform_layout
+ * ======================================================================== */
+
+#define MAX_CHECK_ELEMS ((int64_t)1 << 24)
+
+typedef struct layout_ctx {
+  const ts_buffer *from;
+  ts_buffer *to;
+  ts_expr **ins, **outs;
+  int n_in, n_out;
+} layout_ctx;
+
+static void map_indices(ts_arena *a, layout_ctx *c, ts_expr *const *idx,
+                        ts_expr **out) {
+  ts_node_map *m = ts_node_map_create();
+  for (int i = 0; i < c->n_in; i++) ts_node_map_put(m, c->ins[i], idx[i]);
+  for (int k = 0; k < c->n_out; k++)
+    out[k] = ts_expr_substitute(a, c->outs[k], m, NULL);
+  ts_node_map_destroy(m);
+}
+
+static ts_expr *layout_post(void *ctx, ts_arena *a, ts_expr *e) {
+  layout_ctx *c = ctx;
+  ts_expr_kind k = ts_expr_kind_of(e);
+  if ((k != TS_EXPR_LOAD && k != TS_EXPR_ADDRESS_OF) ||
+      ts_expr_buffer(e) != c->from)
+    return e;
+  ts_expr *idx[TS_MAX_DIMS], *out[TS_MAX_DIMS];
+  for (int i = 0; i < c->n_in; i++) idx[i] = ts_expr_operand(e, i);
+  map_indices(a, c, idx, out);
+  return k == TS_EXPR_LOAD ? ts_load(a, c->to, out, c->n_out)
+                           : ts_address_of(a, c->to, out, c->n_out);
+}
+
+static ts_expr *layout_expr(void *ctx, ts_arena *a, ts_expr *e) {
+  return ts_expr_mutate(a, e, layout_post, ctx);
+}
+
+static ts_stmt *layout_store(void *ctx, ts_arena *a, ts_stmt *s) {
+  layout_ctx *c = ctx;
+  if (ts_store_buffer(s) != c->from) return s;
+  ts_expr *idx[TS_MAX_DIMS], *out[TS_MAX_DIMS];
+  for (int i = 0; i < c->n_in; i++) idx[i] = ts_store_index(s, i);
+  map_indices(a, c, idx, out);
+  return ts_store(a, c->to, out, c->n_out, ts_store_value(s));
+}
+
+/* Whether some access of buf has a vector (ramp) index or the wrong number
+ * of indices. */
+typedef struct shape_ctx {
+  const ts_buffer *buf;
+  bool bad;
+} shape_ctx;
+
+static void shape_expr(void *ctx, ts_expr *e) {
+  shape_ctx *c = ctx;
+  ts_expr_kind k = ts_expr_kind_of(e);
+  if ((k == TS_EXPR_LOAD || k == TS_EXPR_ADDRESS_OF) &&
+      ts_expr_buffer(e) == c->buf &&
+      (ts_expr_n_operands(e) != ts_buffer_ndim(c->buf) ||
+       ts_expr_dtype(e).lanes != 1))
+    c->bad = true;
+}
+
+static void shape_visit(void *ctx, ts_expr *e) {
+  ts_expr_walk(e, shape_expr, ctx);
+}
+
+int apply_transform_layout(ts_sched *s, inst *in, rv_list *out) {
+  (void)out;
+  ts_stmt *r;
+  const char *bufname, *text;
+  int rc = check_arity(s, in, 1, 1, 2);
+  if (rc || (rc = in_block(s, in, 0, &r)) ||
+      (rc = attr_str(s, in, 0, &bufname)) || (rc = attr_str(s, in, 1, &text)))
+    return rc;
+  ts_block *b = ts_realize_block(r);
+  ts_buffer *buf;
+  if ((rc = block_buffer(s, b, bufname, true, true, &buf))) return fail_prefix(s, rc, "transform_layout");
+  if (is_param(s->func, buf))
+    return FAIL(s, TS_ESCHEDULE,
+                "transform_layout: buffer '%s' is a parameter of the function "
+                "(cache_read or cache_write it first)",
+                bufname);
+  ts_stmt *site = alloc_site(s->func, buf);
+  if (!site)
+    return FAIL(s, TS_ESCHEDULE,
+                "transform_layout: buffer '%s' is not allocated by a block",
+                bufname);
+  ts_arena *a = ts_func_arena(s->func);
+  int nd = ts_buffer_ndim(buf), n_out = 0;
+  ts_expr *ins[TS_MAX_DIMS], *outs[TS_MAX_DIMS];
+  if ((rc = parse_index_map(s, a, text, nd, ins, outs, &n_out))) return rc;
+  /* the image: bounds of each output over the buffer's shape */
+  relax_map *m = relax_create();
+  for (int d = 0; d < nd; d++)
+    relax_set(m, ins[d], ts_index(a, 0),
+              ts_index(a, ts_buffer_dim(buf, d) - 1));
+  int64_t shape[TS_MAX_DIMS], total = 1;
+  for (int k = 0; k < n_out && !rc; k++) {
+    ts_expr *lo, *hi;
+    int64_t l, h;
+    if (!bound_expr(a, outs[k], m, NULL, &lo, &hi) ||
+        !ts_expr_is_const_int(lo, &l) || !ts_expr_is_const_int(hi, &h))
+      rc = FAIL(s, TS_ESCHEDULE,
+                "transform_layout: cannot bound output %d of the index map",
+                k);
+    else if (l < 0)
+      rc = FAIL(s, TS_ESCHEDULE,
+                "transform_layout: output %d of the index map goes below 0", k);
+    else if (__builtin_mul_overflow(total, h + 1, &total) ||
+             total > ((int64_t)1 << 40))
+      rc = FAIL(s, TS_ESCHEDULE, "transform_layout: the new layout is too "
+                                 "large");
+    else
+      shape[k] = h + 1;
+  }
+  relax_destroy(m);
+  if (rc) return rc;
+  /* injective: enumerate every element */
+  int64_t n_elems = ts_buffer_elems(buf);
+  if (n_elems > MAX_CHECK_ELEMS || total > 8 * MAX_CHECK_ELEMS)
+    return FAIL(s, TS_ESCHEDULE,
+                "transform_layout: buffer '%s' is too large to check the index "
+                "map (at most %lld elements)",
+                bufname, (long long)MAX_CHECK_ELEMS);
+  uint8_t *seen = calloc((size_t)(total / 8 + 1), 1);
+  if (!seen) abort();
+  env en = {0};
+  int64_t pt[TS_MAX_DIMS] = {0};
+  for (int64_t e = 0; e < n_elems && !rc; e++) {
+    int64_t rem = e;
+    for (int d = nd - 1; d >= 0; d--) {
+      pt[d] = rem % ts_buffer_dim(buf, d);
+      rem /= ts_buffer_dim(buf, d);
+    }
+    en.n = 0;
+    for (int d = 0; d < nd; d++) env_set(&en, ins[d], pt[d]);
+    int64_t flat = 0;
+    for (int k = 0; k < n_out && !rc; k++) {
+      int64_t v;
+      if (!eval_int(outs[k], &en, &v) || v < 0 || v >= shape[k])
+        rc = FAIL(s, TS_EINTERNAL, "transform_layout: cannot evaluate the "
+                                   "index map");
+      else
+        flat = flat * shape[k] + v;
+    }
+    if (rc) break;
+    if (seen[flat / 8] & (1u << (flat % 8)))
+      rc = FAIL(s, TS_ESCHEDULE,
+                "transform_layout: the index map sends two elements of '%s' "
+                "to one place (it is not injective)",
+                bufname);
+    seen[flat / 8] |= (uint8_t)(1u << (flat % 8));
+  }
+  free(seen);
+  if (rc) return rc;
+  shape_ctx sc = {buf, false};
+  ts_visitor v = {NULL, NULL, shape_visit, &sc};
+  ts_stmt_walk(ts_func_body(s->func), &v);
+  if (sc.bad)
+    return FAIL(s, TS_ESCHEDULE,
+                "transform_layout: buffer '%s' has a vector or partial access",
+                bufname);
+  /* mutate */
+  ts_buffer *nb = ts_buffer_new(a, bufname, ts_buffer_dtype(buf), shape, n_out);
+  ts_buffer_set_scope(a, nb, ts_buffer_scope(buf));
+  ts_buffer_set_align(nb, ts_buffer_align(buf));
+  layout_ctx c = {buf, nb, ins, outs, nd, n_out};
+  rewriter rw = {layout_expr, layout_store, true, &c};
+  rewrite_stmt(a, ts_func_body(s->func), &rw);
+  ts_block_replace_alloc(ts_realize_block(site), buf, nb);
+  sched_refresh(s);
+  return TS_OK;
+}

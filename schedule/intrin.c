@@ -1,0 +1,160 @@
+/*
+ * intrin.c — the registry of tensor intrinsics for tensorize: per
+ * intrinsic, a description PrimFunc (what one call computes, as a loop nest
+ * over one block that tensorize matches structurally) and an
+ * implementation PrimFunc (the target call, through address_of pointers;
+ * call<int32>("tessera.buffer_stride", &P[0, ...], d) stands for the row
+ * stride, in elements, of the buffer that parameter P is mapped to). The
+ * texts are parsed on demand, so the registry is constant data.
+ */
+#include "schedule/internal.h"
+
+#include <string.h>
+
+typedef struct intrin_def {
+  const char *name;
+  const char *feature; /* what the implementation needs on the target */
+  const char *desc, *impl;
+} intrin_def;
+
+/* AMX: C[16, 16] += A[16, K] x B[K, 16] with B packed in pairs (bf16) or
+ * quadruples (int8) of k: Bp[k / p][p * j + k % p] = B[k][j]. */
+#define AMX_DESC(NAME, AT, BT, CT, K, P, BROWS, BCOLS)                         \
+  "func " NAME "_desc(A: " AT "[16, " #K "], B: " BT "[" #BROWS ", " #BCOLS    \
+  "], C: " CT "[16, 16]) {\n"                                                  \
+  "  block root() {\n"                                                         \
+  "    for i in range(16) {\n"                                                 \
+  "      for j in range(16) {\n"                                               \
+  "        for k in range(" #K ") {\n"                                         \
+  "          block update(vi: spatial(16) = i, vj: spatial(16) = j, "          \
+  "vk: reduce(" #K ") = k) {\n"                                                \
+  "            C[vi, vj] = C[vi, vj] + cast(" CT ", A[vi, vk]) * cast(" CT     \
+  ", B[floordiv(vk, " #P "), vj * " #P " + floormod(vk, " #P ")])\n"           \
+  "          }\n"                                                              \
+  "        }\n"                                                                \
+  "      }\n"                                                                  \
+  "    }\n"                                                                    \
+  "  }\n"                                                                      \
+  "}\n"
+
+#define STRIDE(BUF) "call<int32>(\"tessera.buffer_stride\", &" BUF "[0, 0], 0)"
+
+#define AMX_IMPL(NAME, CALL, AT, BT, CT, K, BROWS, BCOLS)                      \
+  "func " NAME "_impl(A: " AT "[16, " #K "], B: " BT "[" #BROWS ", " #BCOLS    \
+  "], C: " CT "[16, 16]) {\n"                                                  \
+  "  block root() {\n"                                                         \
+  "    evaluate call<int32>(\"" CALL "\", &C[0, 0], " STRIDE("C")              \
+  ", &A[0, 0], " STRIDE("A") ", &B[0, 0], " STRIDE("B") ", int32(" #K "))\n"  \
+  "  }\n"                                                                      \
+  "}\n"
+
+/* 16 lanes of dot products of 4 (int8) or 2 (bf16) elements:
+ * C[j] += sum_k A[k] * B[j][k]. */
+#define DOT_DESC(NAME, AT, BT, CT, K)                                          \
+  "func " NAME "_desc(A: " AT "[" #K "], B: " BT "[16, " #K "], C: " CT        \
+  "[16]) {\n"                                                                  \
+  "  block root() {\n"                                                         \
+  "    for j in range(16) {\n"                                                 \
+  "      for k in range(" #K ") {\n"                                           \
+  "        block update(vj: spatial(16) = j, vk: reduce(" #K ") = k) {\n"      \
+  "          C[vj] = C[vj] + cast(" CT ", A[vk]) * cast(" CT ", B[vj, vk])\n"  \
+  "        }\n"                                                                \
+  "      }\n"                                                                  \
+  "    }\n"                                                                    \
+  "  }\n"                                                                      \
+  "}\n"
+
+#define DOT_IMPL(NAME, CALL, AT, BT, CT, K)                                    \
+  "func " NAME "_impl(A: " AT "[" #K "], B: " BT "[16, " #K "], C: " CT        \
+  "[16]) {\n"                                                                  \
+  "  block root() {\n"                                                         \
+  "    evaluate call<int32>(\"" CALL "\", &C[0], &A[0], &B[0, 0])\n"           \
+  "  }\n"                                                                      \
+  "}\n"
+
+/* One warp's mma.sync m16n8k16: C[16, 8] += A[16, 16] x B[16, 8]. */
+#define MMA_DESC(NAME, AT)                                                     \
+  "func " NAME "_desc(A: " AT "[16, 16], B: " AT "[16, 8], C: float32[16, "    \
+  "8]) {\n"                                                                    \
+  "  block root() {\n"                                                         \
+  "    for i in range(16) {\n"                                                 \
+  "      for j in range(8) {\n"                                                \
+  "        for k in range(16) {\n"                                             \
+  "          block update(vi: spatial(16) = i, vj: spatial(8) = j, "           \
+  "vk: reduce(16) = k) {\n"                                                    \
+  "            C[vi, vj] = C[vi, vj] + cast(float32, A[vi, vk]) * "            \
+  "cast(float32, B[vk, vj])\n"                                                 \
+  "          }\n"                                                              \
+  "        }\n"                                                                \
+  "      }\n"                                                                  \
+  "    }\n"                                                                    \
+  "  }\n"                                                                      \
+  "}\n"
+
+#define MMA_IMPL(NAME, AT)                                                     \
+  "func " NAME "_impl(A: " AT "[16, 16], B: " AT "[16, 8], C: float32[16, "    \
+  "8]) {\n"                                                                    \
+  "  block root() {\n"                                                         \
+  "    for tx in range(32) thread(\"threadIdx.x\") {\n"                        \
+  "      evaluate call<int32>(\"tessera.mma_m16n8k16\", &C[0, 0], "            \
+  STRIDE("C") ", &A[0, 0], " STRIDE("A") ", &B[0, 0], " STRIDE("B") ")\n"      \
+  "    }\n"                                                                    \
+  "  }\n"                                                                      \
+  "}\n"
+
+static const intrin_def intrins[] = {
+    {"amx_bf16_16x16x32", "amx-bf16",
+     AMX_DESC("amx_bf16", "bfloat16", "bfloat16", "float32", 32, 2, 16, 32),
+     AMX_IMPL("amx_bf16", "tessera.amx_bf16_gemm", "bfloat16", "bfloat16",
+              "float32", 32, 16, 32)},
+    {"amx_int8_16x16x64", "amx-int8",
+     AMX_DESC("amx_int8", "int8", "int8", "int32", 64, 4, 16, 64),
+     AMX_IMPL("amx_int8", "tessera.amx_int8_gemm", "int8", "int8", "int32", 64,
+              16, 64)},
+    {"amx_uint8_16x16x64", "amx-int8",
+     AMX_DESC("amx_uint8", "uint8", "int8", "int32", 64, 4, 16, 64),
+     AMX_IMPL("amx_uint8", "tessera.amx_int8_gemm", "uint8", "int8", "int32",
+              64, 16, 64)},
+    {"avx512_vnni_16x4", "avx512vnni",
+     DOT_DESC("vnni", "uint8", "int8", "int32", 4),
+     DOT_IMPL("vnni", "tessera.vnni_dot_16x4", "uint8", "int8", "int32", 4)},
+    {"avx512_bf16_16x2", "avx512bf16",
+     DOT_DESC("bf16dot", "bfloat16", "bfloat16", "float32", 2),
+     DOT_IMPL("bf16dot", "tessera.avx512bf16_dot_16x2", "bfloat16",
+              "bfloat16", "float32", 2)},
+    {"mma_m16n8k16_f16", "cuda", MMA_DESC("mma_f16", "float16"),
+     MMA_IMPL("mma_f16", "float16")},
+    {"mma_m16n8k16_bf16", "cuda", MMA_DESC("mma_bf16", "bfloat16"),
+     MMA_IMPL("mma_bf16", "bfloat16")},
+};
+
+#define N_INTRINS ((int)(sizeof intrins / sizeof intrins[0]))
+
+static const char *const names[N_INTRINS + 1] = {
+    "amx_bf16_16x16x32", "amx_int8_16x16x64", "amx_uint8_16x16x64",
+    "avx512_vnni_16x4",  "avx512_bf16_16x2",  "mma_m16n8k16_f16",
+    "mma_m16n8k16_bf16", NULL};
+
+const char *const *ts_intrin_names(void) { return names; }
+
+int ts_intrin_get(const char *name, ts_func **desc, ts_func **impl,
+                  const char **feature, ts_error *err) {
+  *desc = *impl = NULL;
+  for (int i = 0; i < N_INTRINS; i++) {
+    if (strcmp(intrins[i].name, name) != 0) continue;
+    int rc = ts_func_parse(intrins[i].desc, strlen(intrins[i].desc),
+                           intrins[i].name, desc, err);
+    if (rc) return rc;
+    rc = ts_func_parse(intrins[i].impl, strlen(intrins[i].impl),
+                       intrins[i].name, impl, err);
+    if (rc) {
+      ts_func_free(*desc);
+      *desc = NULL;
+      return rc;
+    }
+    if (feature) *feature = intrins[i].feature;
+    return TS_OK;
+  }
+  return TS_ERR(err, TS_ENOTFOUND,
+                "no tensor intrinsic named '%s' (see ts_intrin_names)", name);
+}

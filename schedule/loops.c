@@ -1,0 +1,530 @@
+/*
+ * loops.c — the loop primitives: split (with a predicate for imperfect
+ * factors), fuse, reorder, the loop kinds (parallel, vectorize, unroll,
+ * bind) with their race checks, and annotate / unannotate of loops and
+ * blocks. Loop transformations only rewrite the iter values and predicates
+ * of the blocks under the loops: block bodies use only their iter vars.
+ */
+#include "schedule/internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_SPLIT 16
+
+/* Substitutes vars (map) in the loop/realize expressions of a subtree,
+ * not entering blocks. */
+typedef struct subst_ctx {
+  ts_node_map *map;
+} subst_ctx;
+
+static ts_expr *subst_fn(void *ctx, ts_arena *a, ts_expr *e) {
+  subst_ctx *c = ctx;
+  return ts_expr_substitute(a, e, c->map, NULL);
+}
+
+static void substitute_under(ts_arena *a, ts_stmt *s, ts_node_map *map) {
+  subst_ctx c = {map};
+  rewriter r = {subst_fn, NULL, false, &c};
+  rewrite_stmt(a, s, &r);
+}
+
+/* Copies the annotations of one loop to another. */
+static void copy_annotations(ts_arena *a, ts_stmt *to, const ts_stmt *from) {
+  for (int i = 0; i < ts_for_n_annotations(from); i++)
+    ts_for_annotate(a, to, *ts_for_annotation(from, i));
+}
+
+/* ========================================================================
+ * split
+ * ======================================================================== */
+
+int apply_split(ts_sched *s, inst *in, rv_list *out) {
+  ts_stmt *loop;
+  int rc = check_arity(s, in, 2, MAX_SPLIT + 1, 0);
+  if (rc || (rc = in_loop(s, in, 0, &loop))) return rc;
+  int n = in->n_inputs - 1;
+  int64_t f[MAX_SPLIT];
+  int infer = -1;
+  for (int i = 0; i < n; i++) {
+    bool null;
+    if ((rc = in_int(s, in, i + 1, true, &f[i], &null))) return rc;
+    if (null) {
+      if (infer >= 0)
+        return FAIL(s, TS_ESCHEDULE,
+                    "split: loop '%s': more than one factor is inferred",
+                    loop_name(loop));
+      infer = i;
+    } else if (f[i] < 1) {
+      return FAIL(s, TS_ESCHEDULE,
+                  "split: loop '%s': factor %d (%lld) is not positive",
+                  loop_name(loop), i, (long long)f[i]);
+    }
+  }
+  if (ts_for_kind_of(loop) != TS_FOR_SERIAL)
+    return FAIL(s, TS_ESCHEDULE,
+                "split: loop '%s' is %s; only serial loops can be split",
+                loop_name(loop), ts_for_kind_name(ts_for_kind_of(loop)));
+  int64_t extent, mn;
+  if (!ts_expr_is_const_int(ts_for_extent(loop), &extent) || extent < 1 ||
+      !ts_expr_is_const_int(ts_for_min(loop), &mn))
+    return FAIL(s, TS_ESCHEDULE, "split: loop '%s' has no constant range",
+                loop_name(loop));
+  int64_t prod = 1;
+  for (int i = 0; i < n; i++)
+    if (i != infer && __builtin_mul_overflow(prod, f[i], &prod))
+      return FAIL(s, TS_ESCHEDULE, "split: loop '%s': the factors overflow",
+                  loop_name(loop));
+  if (infer >= 0) {
+    f[infer] = (extent + prod - 1) / prod;
+    prod *= f[infer];
+  }
+  if (prod < extent)
+    return FAIL(s, TS_ESCHEDULE,
+                "split: loop '%s': the factors multiply to %lld, less than its "
+                "extent %lld",
+                loop_name(loop), (long long)prod, (long long)extent);
+
+  /* mutate */
+  ts_arena *a = ts_func_arena(s->func);
+  ts_stmt *parent = NULL;
+  {
+    stmt_vec p = {0};
+    tree_path(s->func, loop, &p);
+    parent = p.n ? p.v[p.n - 1] : NULL;
+    sv_free(&p);
+  }
+  const char *base = loop_name(loop);
+  ts_expr *vars[MAX_SPLIT];
+  ts_expr *fused = NULL;
+  for (int i = 0; i < n; i++) {
+    char *name = ts_arena_printf(a, "%s_%d", base, i);
+    vars[i] = ts_var(a, name, TS_INDEX);
+    fused = fused ? ts_add(a, ts_mul(a, fused, ts_index(a, f[i])), vars[i])
+                  : vars[i];
+  }
+  ts_node_map *map = ts_node_map_create();
+  ts_node_map_put(map, ts_for_var(loop), ts_add(a, ts_index(a, mn), fused));
+  ts_stmt *body = ts_for_body(loop);
+  substitute_under(a, body, map);
+  ts_node_map_destroy(map);
+  if (prod > extent) {
+    ts_expr *cond = ts_lt(a, fused, ts_index(a, extent));
+    stmt_vec rs = {0};
+    tree_realizes(body, false, &rs);
+    for (int i = 0; i < rs.n; i++) {
+      ts_stmt *r = rs.v[i];
+      ts_expr *old = ts_realize_predicate(r);
+      int nv = ts_realize_n_values(r);
+      ts_expr **v = malloc(sizeof *v * (size_t)(nv ? nv : 1));
+      for (int k = 0; k < nv; k++) v[k] = ts_realize_value(r, k);
+      ts_realize_set_values(a, r, v, nv, old ? ts_and(a, old, cond) : cond);
+      free(v);
+    }
+    sv_free(&rs);
+  }
+  ts_stmt *loops[MAX_SPLIT];
+  for (int i = n - 1; i >= 0; i--) {
+    loops[i] = ts_for(a, vars[i], ts_index(a, 0), ts_index(a, f[i]),
+                      TS_FOR_SERIAL, NULL, body);
+    body = loops[i];
+  }
+  copy_annotations(a, loops[0], loop);
+  tree_replace(s->func, parent, loop, loops[0]);
+  rv_kill_loops(s, &loop, 1, "split");
+  for (int i = 0; i < n; i++) rv_new_loop(s, loops[i], MARK_NONE, out);
+  sched_refresh(s);
+  return TS_OK;
+}
+
+/* The name of a block under `body` (not entering blocks) with reduce
+ * iters whose bindings use loop vars of `loops` for both spatial and reduce
+ * iters, or NULL. Such a loop would let a reduction visit a point before
+ * its init (the init runs when the reduce iters are at their minimum). */
+static const char *mixed_binding(ts_stmt *body, ts_stmt *const *loops, int n) {
+  stmt_vec rs = {0};
+  tree_realizes(body, false, &rs);
+  const char *bad = NULL;
+  for (int i = 0; i < rs.n && !bad; i++) {
+    const ts_block *b = ts_realize_block(rs.v[i]);
+    bool sp = false, red = false;
+    for (int k = 0; k < ts_block_n_iters(b); k++)
+      for (int j = 0; j < n; j++) {
+        if (!uses_var(ts_realize_value(rs.v[i], k), ts_for_var(loops[j])))
+          continue;
+        if (ts_block_iter_kind(b, k) == TS_ITER_SPATIAL)
+          sp = true;
+        else
+          red = true;
+      }
+    if (sp && red) bad = ts_block_name(b);
+  }
+  sv_free(&rs);
+  return bad;
+}
+
+/* ========================================================================
+ * fuse
+ * ======================================================================== */
+
+#define MAX_FUSE 16
+
+int apply_fuse(ts_sched *s, inst *in, rv_list *out) {
+  int rc = check_arity(s, in, 2, MAX_FUSE, 0);
+  if (rc) return rc;
+  int n = in->n_inputs;
+  ts_stmt *loops[MAX_FUSE];
+  int64_t ext[MAX_FUSE], mins[MAX_FUSE];
+  for (int i = 0; i < n; i++) {
+    if ((rc = in_loop(s, in, i, &loops[i]))) return rc;
+    for (int j = 0; j < i; j++)
+      if (loops[j] == loops[i])
+        return FAIL(s, TS_ESCHEDULE, "fuse: loop '%s' is given twice",
+                    loop_name(loops[i]));
+  }
+  int64_t prod = 1;
+  for (int i = 0; i < n; i++) {
+    if (i > 0 && ts_for_body(loops[i - 1]) != loops[i])
+      return FAIL(s, TS_ESCHEDULE,
+                  "fuse: loop '%s' is not the only statement directly inside "
+                  "loop '%s' (the loops must be adjacent, outermost first)",
+                  loop_name(loops[i]), loop_name(loops[i - 1]));
+    if (ts_for_kind_of(loops[i]) != TS_FOR_SERIAL)
+      return FAIL(s, TS_ESCHEDULE,
+                  "fuse: loop '%s' is %s; only serial loops can be fused",
+                  loop_name(loops[i]),
+                  ts_for_kind_name(ts_for_kind_of(loops[i])));
+    if (!ts_expr_is_const_int(ts_for_extent(loops[i]), &ext[i]) ||
+        ext[i] < 1 || !ts_expr_is_const_int(ts_for_min(loops[i]), &mins[i]))
+      return FAIL(s, TS_ESCHEDULE, "fuse: loop '%s' has no constant range",
+                  loop_name(loops[i]));
+    if (__builtin_mul_overflow(prod, ext[i], &prod) || prod > INT32_MAX)
+      return FAIL(s, TS_ESCHEDULE, "fuse: the fused extent is too large");
+  }
+  /* an inner loop's range must not depend on an outer one's var */
+  for (int i = 1; i < n; i++)
+    for (int j = 0; j < i; j++)
+      if (uses_var(ts_for_min(loops[i]), ts_for_var(loops[j])) ||
+          uses_var(ts_for_extent(loops[i]), ts_for_var(loops[j])))
+        return FAIL(s, TS_ESCHEDULE,
+                    "fuse: the range of loop '%s' depends on loop '%s'",
+                    loop_name(loops[i]), loop_name(loops[j]));
+
+  const char *mixed = mixed_binding(ts_for_body(loops[n - 1]), loops, n);
+  if (mixed)
+    return FAIL(s, TS_ESCHEDULE,
+                "fuse: the fused loop would bind both spatial and reduce iters "
+                "of block '%s'",
+                mixed);
+
+  ts_arena *a = ts_func_arena(s->func);
+  stmt_vec p = {0};
+  tree_path(s->func, loops[0], &p);
+  ts_stmt *parent = p.n ? p.v[p.n - 1] : NULL;
+  sv_free(&p);
+  size_t len = 8;
+  for (int i = 0; i < n; i++) len += strlen(loop_name(loops[i])) + 1;
+  char *name = malloc(len);
+  name[0] = 0;
+  for (int i = 0; i < n; i++) {
+    strcat(name, loop_name(loops[i]));
+    strcat(name, "_");
+  }
+  strcat(name, "fused");
+  ts_expr *fv = ts_var(a, name, TS_INDEX);
+  free(name);
+  ts_node_map *map = ts_node_map_create();
+  int64_t inner = 1;
+  for (int i = n - 1; i >= 0; i--) {
+    ts_expr *q = ts_floordiv(a, fv, ts_index(a, inner));
+    if (i > 0) q = ts_floormod(a, q, ts_index(a, ext[i]));
+    ts_node_map_put(map, ts_for_var(loops[i]), ts_add(a, ts_index(a, mins[i]), q));
+    inner *= ext[i];
+  }
+  ts_stmt *body = ts_for_body(loops[n - 1]);
+  substitute_under(a, body, map);
+  ts_node_map_destroy(map);
+  ts_stmt *fused = ts_for(a, fv, ts_index(a, 0), ts_index(a, prod),
+                          TS_FOR_SERIAL, NULL, body);
+  tree_replace(s->func, parent, loops[0], fused);
+  rv_kill_loops(s, loops, n, "fuse");
+  rv_new_loop(s, fused, MARK_NONE, out);
+  sched_refresh(s);
+  return TS_OK;
+}
+
+/* ========================================================================
+ * reorder
+ * ======================================================================== */
+
+#define MAX_CHAIN 64
+
+int apply_reorder(ts_sched *s, inst *in, rv_list *out) {
+  (void)out;
+  int rc = check_arity(s, in, 1, MAX_CHAIN, 0);
+  if (rc) return rc;
+  int n = in->n_inputs;
+  ts_stmt *given[MAX_CHAIN];
+  for (int i = 0; i < n; i++) {
+    if ((rc = in_loop(s, in, i, &given[i]))) return rc;
+    for (int j = 0; j < i; j++)
+      if (given[j] == given[i])
+        return FAIL(s, TS_ESCHEDULE, "reorder: loop '%s' is given twice",
+                    loop_name(given[i]));
+  }
+  /* the deepest given loop; every other must be above it */
+  stmt_vec path = {0}, best = {0};
+  int deepest = 0;
+  for (int i = 0; i < n; i++) {
+    tree_path(s->func, given[i], &path);
+    if (i == 0 || path.n > best.n) {
+      deepest = i;
+      best.n = 0;
+      for (int k = 0; k < path.n; k++) sv_push(&best, path.v[k]);
+    }
+  }
+  sv_free(&path);
+  int top = -1; /* index in best of the outermost given loop */
+  for (int i = 0; i < n; i++) {
+    if (i == deepest) continue;
+    int at = -1;
+    for (int k = 0; k < best.n; k++)
+      if (best.v[k] == given[i]) at = k;
+    if (at < 0) {
+      sv_free(&best);
+      return FAIL(s, TS_ESCHEDULE,
+                  "reorder: loops '%s' and '%s' are not in one loop nest "
+                  "(neither is inside the other)",
+                  loop_name(given[i]), loop_name(given[deepest]));
+    }
+    if (top < 0 || at < top) top = at;
+  }
+  /* the chain: best[top..] then the deepest loop */
+  ts_stmt *chain[MAX_CHAIN];
+  int m = 0;
+  if (top >= 0)
+    for (int k = top; k < best.n; k++) {
+      ts_stmt *x = best.v[k];
+      if (ts_stmt_kind_of(x) == TS_STMT_BLOCK_REALIZE) {
+        const char *bn = ts_block_name(ts_realize_block(x));
+        sv_free(&best);
+        return FAIL(s, TS_ESCHEDULE,
+                    "reorder: block '%s' lies between the loops (loops cannot "
+                    "be reordered across a block boundary)",
+                    bn);
+      }
+      if (ts_stmt_kind_of(x) != TS_STMT_FOR) {
+        const char *above = m > 0 ? loop_name(chain[m - 1]) : "?";
+        const char *kind = ts_stmt_kind_name(ts_stmt_kind_of(x));
+        sv_free(&best);
+        if (ts_stmt_kind_of(x) == TS_STMT_SEQ)
+          return FAIL(s, TS_ESCHEDULE,
+                      "reorder: loop '%s' holds more than one statement (the "
+                      "loops must form a chain of single statements)",
+                      above);
+        return FAIL(s, TS_ESCHEDULE,
+                    "reorder: a%s %s statement lies between the loops",
+                    kind[0] == 'i' || kind[0] == 'a' ? "n" : "", kind);
+      }
+      if (m == MAX_CHAIN) {
+        sv_free(&best);
+        return FAIL(s, TS_ESCHEDULE, "reorder: the loop nest is too deep");
+      }
+      chain[m++] = x;
+    }
+  ts_stmt *parent = top > 0 ? best.v[top - 1] : NULL;
+  if (top < 0) { /* a single loop: nothing moves */
+    tree_path(s->func, given[0], &best);
+    parent = best.n ? best.v[best.n - 1] : NULL;
+  }
+  sv_free(&best);
+  chain[m++] = given[deepest];
+  for (int k = 0; k + 1 < m; k++)
+    if (ts_for_body(chain[k]) != chain[k + 1])
+      return FAIL(s, TS_ESCHEDULE,
+                  "reorder: loop '%s' holds more than one statement (the "
+                  "loops must form a chain of single statements; next is "
+                  "loop '%s')",
+                  loop_name(chain[k]), loop_name(chain[k + 1]));
+  for (int k = 0; k < m; k++)
+    for (int j = 0; j < m; j++)
+      if (j != k && (uses_var(ts_for_min(chain[k]), ts_for_var(chain[j])) ||
+                     uses_var(ts_for_extent(chain[k]), ts_for_var(chain[j]))))
+        return FAIL(s, TS_ESCHEDULE,
+                    "reorder: the range of loop '%s' depends on loop '%s'",
+                    loop_name(chain[k]), loop_name(chain[j]));
+  for (int k = 0; k < m; k++) {
+    const char *mixed = mixed_binding(ts_for_body(chain[m - 1]), &chain[k], 1);
+    if (mixed)
+      return FAIL(s, TS_ESCHEDULE,
+                  "reorder: loop '%s' binds both spatial and reduce iters of "
+                  "block '%s'",
+                  loop_name(chain[k]), mixed);
+  }
+  /* blocks below must not bind the loops to opaque iters */
+  stmt_vec rs = {0};
+  tree_realizes(ts_for_body(chain[m - 1]), false, &rs);
+  for (int i = 0; i < rs.n; i++) {
+    ts_block *b = ts_realize_block(rs.v[i]);
+    for (int k = 0; k < ts_block_n_iters(b); k++) {
+      if (ts_block_iter_kind(b, k) != TS_ITER_OPAQUE) continue;
+      for (int j = 0; j < m; j++)
+        if (uses_var(ts_realize_value(rs.v[i], k), ts_for_var(chain[j]))) {
+          const char *ln = loop_name(chain[j]);
+          sv_free(&rs);
+          return FAIL(s, TS_ESCHEDULE,
+                      "reorder: loop '%s' is bound to an opaque iter of block "
+                      "'%s'",
+                      ln, ts_block_name(b));
+        }
+    }
+  }
+  sv_free(&rs);
+
+  /* the new order: given loops take the chain slots of given loops */
+  ts_stmt *order[MAX_CHAIN];
+  int next = 0;
+  for (int k = 0; k < m; k++) {
+    bool is_given = false;
+    for (int i = 0; i < n; i++)
+      if (given[i] == chain[k]) is_given = true;
+    order[k] = is_given ? given[next++] : chain[k];
+  }
+  ts_stmt *inner_body = ts_for_body(chain[m - 1]);
+  for (int k = m - 1; k >= 0; k--)
+    ts_for_set_body(order[k], k == m - 1 ? inner_body : order[k + 1]);
+  tree_replace(s->func, parent, chain[0], order[0]);
+  return TS_OK;
+}
+
+/* ========================================================================
+ * Loop kinds
+ * ======================================================================== */
+
+static int set_kind(ts_sched *s, inst *in, ts_for_kind kind,
+                    const char *thread) {
+  ts_stmt *loop;
+  int rc = in_loop(s, in, 0, &loop);
+  if (rc) return rc;
+  const char *prim = prim_name(in);
+  if (ts_for_kind_of(loop) != TS_FOR_SERIAL)
+    return FAIL(s, TS_ESCHEDULE, "%s: loop '%s' is already %s", prim,
+                loop_name(loop), ts_for_kind_name(ts_for_kind_of(loop)));
+  int64_t ext;
+  if (kind != TS_FOR_UNROLLED &&
+      (!ts_expr_is_const_int(ts_for_extent(loop), &ext) || ext < 1))
+    return FAIL(s, TS_ESCHEDULE, "%s: loop '%s' has no constant extent", prim,
+                loop_name(loop));
+  if (kind != TS_FOR_UNROLLED) {
+    stmt_vec rs = {0};
+    tree_realizes(ts_for_body(loop), false, &rs);
+    char why[512];
+    for (int i = 0; i < rs.n; i++)
+      if (!parallel_safe(s, loop, rs.v[i], why, sizeof why)) {
+        sv_free(&rs);
+        return FAIL(s, TS_ESCHEDULE, "%s: %s", prim, why);
+      }
+    sv_free(&rs);
+  }
+  ts_for_set_kind(ts_func_arena(s->func), loop, kind, thread);
+  return TS_OK;
+}
+
+int apply_parallel(ts_sched *s, inst *in, rv_list *out) {
+  (void)out;
+  int rc = check_arity(s, in, 1, 1, 0);
+  return rc ? rc : set_kind(s, in, TS_FOR_PARALLEL, NULL);
+}
+
+int apply_vectorize(ts_sched *s, inst *in, rv_list *out) {
+  (void)out;
+  int rc = check_arity(s, in, 1, 1, 0);
+  return rc ? rc : set_kind(s, in, TS_FOR_VECTORIZED, NULL);
+}
+
+int apply_unroll(ts_sched *s, inst *in, rv_list *out) {
+  (void)out;
+  int rc = check_arity(s, in, 1, 1, 0);
+  return rc ? rc : set_kind(s, in, TS_FOR_UNROLLED, NULL);
+}
+
+static const char *const thread_axes[] = {
+    "blockIdx.x",  "blockIdx.y",  "blockIdx.z", "threadIdx.x",
+    "threadIdx.y", "threadIdx.z", "vthread",    NULL};
+
+int apply_bind(ts_sched *s, inst *in, rv_list *out) {
+  (void)out;
+  const char *axis;
+  int rc = check_arity(s, in, 1, 1, 1);
+  if (rc || (rc = attr_str(s, in, 0, &axis))) return rc;
+  bool known = false;
+  for (int i = 0; thread_axes[i]; i++)
+    if (strcmp(thread_axes[i], axis) == 0) known = true;
+  if (!known)
+    return FAIL(s, TS_EINVAL,
+                "bind: unknown thread axis '%s' (blockIdx.x/y/z, "
+                "threadIdx.x/y/z or vthread)",
+                axis);
+  return set_kind(s, in, TS_FOR_THREAD, axis);
+}
+
+/* ========================================================================
+ * Annotations
+ * ======================================================================== */
+
+int apply_annotate(ts_sched *s, inst *in, rv_list *out) {
+  (void)out;
+  ts_stmt *r, *loop;
+  const char *key;
+  int rc = check_arity(s, in, 2, 2, 2);
+  if (rc || (rc = in_block_or_loop(s, in, 0, &r, &loop)) ||
+      (rc = attr_str(s, in, 0, &key)))
+    return rc;
+  if (!key[0]) return FAIL(s, TS_EINVAL, "annotate: the key is empty");
+  const tval *lit = &in->attrs[1];
+  bool from_rv = in->inputs[1].kind != TV_NULL;
+  if (from_rv == (lit->kind != TV_NULL))
+    return FAIL(s, TS_EINVAL,
+                "annotate: give exactly one value (an integer handle or a "
+                "literal)");
+  ts_annotation ann;
+  if (from_rv) {
+    int64_t v;
+    if ((rc = in_int(s, in, 1, false, &v, NULL))) return rc;
+    ann = ts_ann_int(key, v);
+  } else if (lit->kind == TV_INT) {
+    ann = ts_ann_int(key, lit->i);
+  } else if (lit->kind == TV_FLOAT) {
+    ann = ts_ann_float(key, lit->f);
+  } else if (lit->kind == TV_STR) {
+    ann = ts_ann_string(key, lit->s);
+  } else {
+    return FAIL(s, TS_EINVAL,
+                "annotate: the value must be an integer, a float or a string");
+  }
+  ts_arena *a = ts_func_arena(s->func);
+  if (loop) ts_for_annotate(a, loop, ann);
+  else ts_block_annotate(a, ts_realize_block(r), ann);
+  return TS_OK;
+}
+
+int apply_unannotate(ts_sched *s, inst *in, rv_list *out) {
+  (void)out;
+  ts_stmt *r, *loop;
+  const char *key;
+  int rc = check_arity(s, in, 1, 1, 1);
+  if (rc || (rc = in_block_or_loop(s, in, 0, &r, &loop)) ||
+      (rc = attr_str(s, in, 0, &key)))
+    return rc;
+  bool present = loop ? ts_for_find_annotation(loop, key) != NULL
+                      : ts_block_find_annotation(ts_realize_block(r), key) !=
+                            NULL;
+  if (!present)
+    return FAIL(s, TS_ENOTFOUND, "unannotate: %s '%s' has no annotation '%s'",
+                loop ? "loop" : "block",
+                loop ? loop_name(loop) : ts_block_name(ts_realize_block(r)),
+                key);
+  if (loop) ts_for_unannotate(loop, key);
+  else ts_block_unannotate(ts_realize_block(r), key);
+  return TS_OK;
+}

@@ -1,0 +1,469 @@
+/*
+ * reduction.c — the reduction primitives: decompose_reduction (the init of
+ * a reduction block becomes its own block before a chosen loop, under
+ * copies of the spatial loops) and rfactor (a reduction over one loop is
+ * factored into a block writing a new buffer with that loop as a spatial
+ * dimension, which the original block then reduces).
+ */
+#include "schedule/internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ========================================================================
+ * decompose_reduction
+ * ======================================================================== */
+
+int apply_decompose_reduction(ts_sched *s, inst *in, rv_list *out) {
+  ts_stmt *r, *loop;
+  int rc = check_arity(s, in, 2, 2, 0);
+  if (rc || (rc = in_block(s, in, 0, &r)) || (rc = in_loop(s, in, 1, &loop)))
+    return rc;
+  ts_block *b = ts_realize_block(r);
+  const char *bn = ts_block_name(b);
+  if (!ts_block_init(b))
+    return FAIL(s, TS_ESCHEDULE,
+                "decompose_reduction: block '%s' has no init (not a "
+                "reduction, or already decomposed)",
+                bn);
+  if (!tree_contains(loop, r))
+    return FAIL(s, TS_ESCHEDULE,
+                "decompose_reduction: loop '%s' is not above block '%s'",
+                loop_name(loop), bn);
+  if (tree_scope(s->func, loop) != tree_scope(s->func, r))
+    return FAIL(s, TS_ESCHEDULE,
+                "decompose_reduction: loop '%s' is outside the scope of block "
+                "'%s'",
+                loop_name(loop), bn);
+  stmt_vec above = {0};
+  tree_loops_above(s->func, r, &above);
+  int at = -1;
+  for (int i = 0; i < above.n; i++)
+    if (above.v[i] == loop) at = i;
+  /* loops above the target must not carry the reduction */
+  for (int i = 0; i < at && !rc; i++)
+    for (int k = 0; k < ts_block_n_iters(b) && !rc; k++)
+      if (ts_block_iter_kind(b, k) != TS_ITER_SPATIAL &&
+          uses_var(ts_realize_value(r, k), ts_for_var(above.v[i])))
+        rc = FAIL(s, TS_ESCHEDULE,
+                  "decompose_reduction: loop '%s' above loop '%s' is a "
+                  "reduction loop of block '%s'",
+                  loop_name(above.v[i]), loop_name(loop), bn);
+  /* the reduction must run entirely inside the target loop: its bindings
+   * use only the loops from the target down (not an enclosing block's
+   * iter vars) */
+  for (int k = 0; k < ts_block_n_iters(b) && !rc; k++)
+    if (ts_block_iter_kind(b, k) != TS_ITER_SPATIAL &&
+        !vars_among_loops(ts_realize_value(r, k), above.v + at, above.n - at))
+      rc = FAIL(s, TS_ESCHEDULE,
+                "decompose_reduction: the reduction of block '%s' also runs "
+                "over variables outside loop '%s' (an enclosing block's "
+                "iterations)",
+                bn, loop_name(loop));
+  /* the loops from the target down: copied when they are spatial only */
+  bool copy[64] = {0};
+  int n_copy = 0;
+  for (int i = at; i < above.n && !rc; i++) {
+    bool sp = false, red = false;
+    for (int k = 0; k < ts_block_n_iters(b); k++) {
+      if (!uses_var(ts_realize_value(r, k), ts_for_var(above.v[i]))) continue;
+      if (ts_block_iter_kind(b, k) == TS_ITER_SPATIAL) sp = true;
+      else red = true;
+    }
+    if (sp && red)
+      rc = FAIL(s, TS_ESCHEDULE,
+                "decompose_reduction: loop '%s' binds both spatial and "
+                "reduce iters of block '%s'",
+                loop_name(above.v[i]), bn);
+    if (i - at >= 64)
+      rc = FAIL(s, TS_ESCHEDULE, "decompose_reduction: too many loops");
+    if (!rc && sp) {
+      copy[i - at] = true;
+      n_copy++;
+    }
+  }
+  ts_expr *pred = ts_realize_predicate(r);
+  if (!rc && pred)
+    for (int i = at; i < above.n && !rc; i++)
+      if (!copy[i - at] && uses_var(pred, ts_for_var(above.v[i])))
+        rc = FAIL(s, TS_ESCHEDULE,
+                  "decompose_reduction: the predicate of block '%s' depends "
+                  "on reduction loop '%s'",
+                  bn, loop_name(above.v[i]));
+  if (rc) {
+    sv_free(&above);
+    return rc;
+  }
+  /* build: copies of the spatial loops, then the init block */
+  ts_arena *a = ts_func_arena(s->func);
+  ts_node_map *lmap = ts_node_map_create(); /* old loop var -> new */
+  ts_stmt *loops[64];
+  int nl = 0;
+  for (int i = at; i < above.n; i++) {
+    if (!copy[i - at]) continue;
+    ts_stmt *o = above.v[i];
+    ts_expr *v =
+        ts_var(a, ts_arena_printf(a, "%s_init", loop_name(o)), TS_INDEX);
+    ts_node_map_put(lmap, ts_for_var(o), v);
+    loops[nl++] = ts_for(a, v, ts_for_min(o), ts_for_extent(o), TS_FOR_SERIAL,
+                         NULL, NULL);
+  }
+  char *base = malloc(strlen(bn) + 8);
+  sprintf(base, "%s_init", bn);
+  char *name = unique_block_name(s->func, base);
+  free(base);
+  ts_block *ib = ts_block_new(a, name);
+  ts_node_map *imap = ts_node_map_create(); /* old iter var -> new */
+  int n = ts_block_n_iters(b);
+  ts_expr **vals = malloc(sizeof *vals * (size_t)(n ? n : 1));
+  int nv = 0;
+  for (int k = 0; k < n; k++) {
+    if (ts_block_iter_kind(b, k) != TS_ITER_SPATIAL) continue;
+    ts_expr *old = ts_block_iter_var(b, k);
+    ts_expr *v = ts_var(a, ts_var_name(old), TS_INDEX);
+    ts_node_map_put(imap, old, v);
+    ts_block_add_iter_var(a, ib, v, ts_block_iter_dom(b, k), TS_ITER_SPATIAL);
+    vals[nv++] = ts_expr_substitute(a, ts_realize_value(r, k), lmap, NULL);
+  }
+  ts_block_set_body(ib, ts_stmt_substitute(a, ts_block_init(b), imap, NULL));
+  ts_block_infer_regions(a, ib);
+  ts_stmt *ir = ts_block_realize(
+      a, ib, vals, nv, pred ? ts_expr_substitute(a, pred, lmap, NULL) : NULL);
+  ts_stmt *nest = ir;
+  for (int i = nl - 1; i >= 0; i--) {
+    ts_for_set_body(loops[i], nest);
+    nest = loops[i];
+  }
+  free(vals);
+  ts_node_map_destroy(lmap);
+  ts_node_map_destroy(imap);
+  /* insert before the target loop in its parent's statement list */
+  stmt_vec p = {0};
+  tree_path(s->func, loop, &p);
+  ts_stmt *parent = p.n ? p.v[p.n - 1] : NULL;
+  ts_stmt *grand = p.n > 1 ? p.v[p.n - 2] : NULL;
+  sv_free(&p);
+  if (parent && ts_stmt_kind_of(parent) == TS_STMT_SEQ) {
+    int m = ts_seq_n(parent);
+    ts_stmt **items = malloc(sizeof *items * (size_t)(m + 1));
+    int k = 0;
+    for (int i = 0; i < m; i++) {
+      if (ts_seq_item(parent, i) == loop) items[k++] = nest;
+      items[k++] = ts_seq_item(parent, i);
+    }
+    tree_replace(s->func, grand, parent, make_seq(a, items, k));
+    free(items);
+  } else {
+    ts_stmt *two[2] = {nest, loop};
+    tree_replace(s->func, parent, loop, make_seq(a, two, 2));
+  }
+  ts_block_set_init(b, NULL);
+  rv_new_block(s, name, out);
+  free(name);
+  sv_free(&above);
+  sched_refresh(s);
+  return TS_OK;
+}
+
+/* ========================================================================
+ * rfactor
+ * ======================================================================== */
+
+typedef enum reducer { RED_ADD, RED_MAX, RED_MIN } reducer;
+
+/* Recognizes `W[idx] = W[idx] op rhs` (either operand order for the
+ * commutative ops); *rhs gets the other operand. */
+static bool match_update(ts_stmt *st, reducer *op, ts_expr **rhs) {
+  ts_expr *v = ts_store_value(st);
+  ts_expr_kind k = ts_expr_kind_of(v);
+  if (k == TS_EXPR_ADD) *op = RED_ADD;
+  else if (k == TS_EXPR_MAX) *op = RED_MAX;
+  else if (k == TS_EXPR_MIN) *op = RED_MIN;
+  else return false;
+  for (int side = 0; side < 2; side++) {
+    ts_expr *x = ts_expr_operand(v, side);
+    if (ts_expr_kind_of(x) != TS_EXPR_LOAD ||
+        ts_expr_buffer(x) != ts_store_buffer(st) ||
+        ts_expr_n_operands(x) != ts_store_n_indices(st))
+      continue;
+    bool same = true;
+    for (int d = 0; d < ts_store_n_indices(st); d++)
+      if (ts_expr_operand(x, d) != ts_store_index(st, d)) same = false;
+    if (same) {
+      *rhs = ts_expr_operand(v, 1 - side);
+      return true;
+    }
+  }
+  return false;
+}
+
+static ts_stmt *only_store(ts_stmt *s) {
+  if (s && ts_stmt_kind_of(s) == TS_STMT_SEQ && ts_seq_n(s) == 1)
+    s = ts_seq_item(s, 0);
+  return s && ts_stmt_kind_of(s) == TS_STMT_STORE ? s : NULL;
+}
+
+static ts_expr *combine(ts_arena *a, reducer op, ts_expr *x, ts_expr *y) {
+  switch (op) {
+  case RED_ADD: return ts_binary(a, TS_EXPR_ADD, x, y);
+  case RED_MAX: return ts_binary(a, TS_EXPR_MAX, x, y);
+  default: return ts_binary(a, TS_EXPR_MIN, x, y);
+  }
+}
+
+int apply_rfactor(ts_sched *s, inst *in, rv_list *out) {
+  ts_stmt *loop;
+  int64_t axis;
+  int rc = check_arity(s, in, 1, 1, 1);
+  if (rc || (rc = in_loop(s, in, 0, &loop)) || (rc = attr_int(s, in, 0, &axis)))
+    return rc;
+  const char *ln = loop_name(loop);
+  stmt_vec rs = {0};
+  tree_realizes(ts_for_body(loop), false, &rs);
+  if (rs.n != 1) {
+    int n = rs.n;
+    sv_free(&rs);
+    return FAIL(s, TS_ESCHEDULE,
+                "rfactor: loop '%s' holds %d blocks (needs exactly one)", ln,
+                n);
+  }
+  ts_stmt *r = rs.v[0];
+  sv_free(&rs);
+  ts_block *b = ts_realize_block(r);
+  const char *bn = ts_block_name(b);
+  ts_stmt *st = only_store(ts_block_body(b));
+  ts_stmt *init = only_store(ts_block_init(b));
+  reducer op;
+  ts_expr *rhs;
+  if (!ts_block_init(b) || !st || !init)
+    return FAIL(s, TS_ESCHEDULE,
+                "rfactor: block '%s' is not a reduction with an init and a "
+                "single update store",
+                bn);
+  if (!match_update(st, &op, &rhs))
+    return FAIL(s, TS_ESCHEDULE,
+                "rfactor: the update of block '%s' is not W = W + x, max(W, "
+                "x) or min(W, x)",
+                bn);
+  ts_buffer *w = ts_store_buffer(st);
+  int nd = ts_store_n_indices(st);
+  if (ts_store_buffer(init) != w || ts_store_n_indices(init) != nd)
+    return FAIL(s, TS_ESCHEDULE,
+                "rfactor: the init of block '%s' does not write the updated "
+                "element",
+                bn);
+  for (int d = 0; d < nd; d++)
+    if (ts_store_index(init, d) != ts_store_index(st, d))
+      return FAIL(s, TS_ESCHEDULE,
+                  "rfactor: the init of block '%s' does not write the updated "
+                  "element",
+                  bn);
+  if (op == RED_ADD) {
+    ts_expr *iv = ts_store_value(init);
+    int64_t x;
+    bool zero = (ts_expr_is_const_int(iv, &x) && x == 0) ||
+                (ts_expr_kind_of(iv) == TS_EXPR_FLOAT &&
+                 ts_expr_float_value(iv) == 0);
+    if (!zero)
+      return FAIL(s, TS_ESCHEDULE,
+                  "rfactor: the init of sum block '%s' is not zero", bn);
+  }
+  if (nd + 1 > TS_MAX_DIMS || axis < 0 || axis > nd)
+    return FAIL(s, TS_ESCHEDULE,
+                "rfactor: factor_axis %lld is not in 0..%d for buffer '%s'",
+                (long long)axis, nd, ts_buffer_name(w));
+  if (ts_realize_predicate(r))
+    return FAIL(s, TS_ESCHEDULE, "rfactor: block '%s' has a predicate", bn);
+  for (int d = 0; d < nd; d++)
+    for (int k = 0; k < ts_block_n_iters(b); k++)
+      if (ts_block_iter_kind(b, k) != TS_ITER_SPATIAL &&
+          uses_var(ts_store_index(st, d), ts_block_iter_var(b, k)))
+        return FAIL(s, TS_ESCHEDULE,
+                    "rfactor: block '%s' writes at a reduce iter var", bn);
+  /* the loops bound to reduce iters become iters of the rf block */
+  stmt_vec above = {0};
+  tree_loops_above(s->func, r, &above);
+  bool is_red[64] = {0}, loop_red = false;
+  if (above.n > 64) rc = FAIL(s, TS_ESCHEDULE, "rfactor: too many loops");
+  for (int i = 0; i < above.n && !rc; i++) {
+    bool sp = false, red = false;
+    for (int k = 0; k < ts_block_n_iters(b); k++) {
+      if (!uses_var(ts_realize_value(r, k), ts_for_var(above.v[i]))) continue;
+      if (ts_block_iter_kind(b, k) == TS_ITER_SPATIAL) sp = true;
+      else red = true;
+    }
+    if (sp && red)
+      rc = FAIL(s, TS_ESCHEDULE,
+                "rfactor: loop '%s' binds both spatial and reduce iters of "
+                "block '%s'",
+                loop_name(above.v[i]), bn);
+    is_red[i] = red;
+    if (above.v[i] == loop) loop_red = red;
+  }
+  for (int k = 0; k < ts_block_n_iters(b) && !rc; k++)
+    if (ts_block_iter_kind(b, k) != TS_ITER_SPATIAL &&
+        !vars_among_loops(ts_realize_value(r, k), above.v, above.n))
+      rc = FAIL(s, TS_ESCHEDULE,
+                "rfactor: the reduction of block '%s' also runs over an "
+                "enclosing block's iterations",
+                bn);
+  int64_t lext;
+  if (!rc && !loop_red)
+    rc = FAIL(s, TS_ESCHEDULE,
+              "rfactor: loop '%s' is not bound to a reduce iter of block '%s'",
+              ln, bn);
+  if (!rc && !loop_const(loop, &lext))
+    rc = FAIL(s, TS_ESCHEDULE, "rfactor: loop '%s' has no constant range", ln);
+  for (int k = 0; k < ts_block_n_iters(b) && !rc; k++)
+    if (ts_block_iter_kind(b, k) == TS_ITER_OPAQUE)
+      rc = FAIL(s, TS_ESCHEDULE, "rfactor: block '%s' has an opaque iter var",
+                bn);
+  /* the top-level statement holding the block must not touch w otherwise */
+  ts_stmt *scope = tree_scope(s->func, r);
+  ts_stmt *top = rc ? NULL : tree_top_in_scope(s->func, scope, r);
+  if (!rc) {
+    stmt_vec others = {0};
+    tree_realizes(top, false, &others);
+    for (int i = 0; i < others.n && !rc; i++)
+      if (others.v[i] != r && (block_reads(ts_realize_block(others.v[i]), w) ||
+                               block_writes(ts_realize_block(others.v[i]), w)))
+        rc = FAIL(s, TS_ESCHEDULE,
+                  "rfactor: block '%s' in the loop nest of block '%s' also "
+                  "uses '%s'",
+                  ts_block_name(ts_realize_block(others.v[i])), bn,
+                  ts_buffer_name(w));
+    sv_free(&others);
+  }
+  if (rc) {
+    sv_free(&above);
+    return rc;
+  }
+
+  ts_arena *a = ts_func_arena(s->func);
+  /* the rf buffer */
+  int64_t shape[TS_MAX_DIMS];
+  for (int d = 0, k = 0; d <= nd; d++)
+    shape[d] = d == axis ? lext : ts_buffer_dim(w, k++);
+  char *bbase = malloc(strlen(ts_buffer_name(w)) + 4);
+  sprintf(bbase, "%s_rf", ts_buffer_name(w));
+  char *bname = unique_buffer_name(s->func, bbase);
+  ts_buffer *rf = ts_buffer_new(a, bname, ts_buffer_dtype(w), shape, nd + 1);
+  free(bbase);
+  free(bname);
+  /* the rf block: spatial iters of b, then one iter per reduction loop */
+  char *base = malloc(strlen(bn) + 4);
+  sprintf(base, "%s_rf", bn);
+  char *rfname = unique_block_name(s->func, base);
+  free(base);
+  ts_block *rb = ts_block_new(a, rfname);
+  ts_node_map *imap = ts_node_map_create(); /* b's iter -> rf expr */
+  ts_node_map *lmap = ts_node_map_create(); /* loop var -> rf iter */
+  int n = ts_block_n_iters(b);
+  ts_expr **vals = malloc(sizeof *vals * (size_t)(n + above.n + 1));
+  int nv = 0;
+  ts_expr *loop_iter = NULL;
+  for (int k = 0; k < n; k++) {
+    if (ts_block_iter_kind(b, k) != TS_ITER_SPATIAL) continue;
+    ts_expr *old = ts_block_iter_var(b, k);
+    ts_expr *v = ts_var(a, ts_var_name(old), TS_INDEX);
+    ts_node_map_put(imap, old, v);
+    ts_block_add_iter_var(a, rb, v, ts_block_iter_dom(b, k), TS_ITER_SPATIAL);
+    vals[nv++] = ts_realize_value(r, k);
+  }
+  for (int i = 0; i < above.n; i++) {
+    if (!is_red[i]) continue;
+    ts_stmt *o = above.v[i];
+    ts_expr *v = ts_var(a, ts_arena_printf(a, "v%s", loop_name(o)), TS_INDEX);
+    ts_node_map_put(lmap, ts_for_var(o), v);
+    ts_block_add_iter_var(a, rb, v, (ts_range){ts_for_min(o), ts_for_extent(o)},
+                          o == loop ? TS_ITER_SPATIAL : TS_ITER_REDUCE);
+    vals[nv++] = ts_for_var(o);
+    if (o == loop) loop_iter = v;
+  }
+  for (int k = 0; k < n; k++)
+    if (ts_block_iter_kind(b, k) != TS_ITER_SPATIAL)
+      ts_node_map_put(imap, ts_block_iter_var(b, k),
+                      ts_expr_substitute(a, ts_realize_value(r, k), lmap,
+                                         NULL));
+  ts_expr *ridx[TS_MAX_DIMS];
+  for (int d = 0, k = 0; d <= nd; d++)
+    ridx[d] = d == axis ? loop_iter
+                        : ts_expr_substitute(a, ts_store_index(st, k++), imap,
+                                             NULL);
+  ts_expr *rload = ts_load(a, rf, ridx, nd + 1);
+  ts_expr *rrhs = ts_expr_substitute(a, rhs, imap, NULL);
+  bool rf_reduces = false;
+  for (int i = 0; i < above.n; i++)
+    if (is_red[i] && above.v[i] != loop) rf_reduces = true;
+  if (rf_reduces) {
+    ts_block_set_body(rb, ts_store(a, rf, ridx, nd + 1,
+                                   combine(a, op, rload, rrhs)));
+    ts_block_set_init(rb,
+                      ts_store(a, rf, ridx, nd + 1, ts_store_value(init)));
+  } else {
+    /* every element of the rf buffer is written once */
+    ts_block_set_body(rb, ts_store(a, rf, ridx, nd + 1,
+                                   combine(a, op, ts_store_value(init), rrhs)));
+  }
+  ts_block_infer_regions(a, rb);
+  ts_stmt *rrealize = ts_block_realize(a, rb, vals, nv, NULL);
+  free(vals);
+  /* the write-back block (keeps b's name): spatial iters + the rf iter */
+  ts_block *wb = ts_block_new(a, bn);
+  ts_node_map *wmap = ts_node_map_create();
+  ts_expr *wvals[TS_MAX_DIMS * 2 + 2];
+  ts_stmt *wloops[TS_MAX_DIMS * 2 + 2];
+  int nw = 0, nwl = 0;
+  for (int k = 0; k < n; k++) {
+    if (ts_block_iter_kind(b, k) != TS_ITER_SPATIAL) continue;
+    ts_expr *old = ts_block_iter_var(b, k);
+    ts_expr *v = ts_var(a, ts_var_name(old), TS_INDEX);
+    ts_node_map_put(wmap, old, v);
+    ts_range dom = ts_block_iter_dom(b, k);
+    ts_block_add_iter_var(a, wb, v, dom, TS_ITER_SPATIAL);
+    ts_expr *ax = ts_var(a, ts_arena_printf(a, "ax%d", nwl), TS_INDEX);
+    wloops[nwl++] = ts_for(a, ax, ts_index(a, 0), dom.extent, TS_FOR_SERIAL,
+                           NULL, NULL);
+    wvals[nw++] = ts_add(a, dom.min, ax);
+  }
+  ts_expr *wr = ts_var(a, ts_arena_printf(a, "v%s", ln), TS_INDEX);
+  ts_block_add_iter_var(a, wb, wr, (ts_range){ts_index(a, 0), ts_index(a, lext)},
+                        TS_ITER_REDUCE);
+  ts_expr *rax = ts_var(a, ts_arena_printf(a, "ax%d", nwl), TS_INDEX);
+  wloops[nwl++] = ts_for(a, rax, ts_index(a, 0), ts_index(a, lext),
+                         TS_FOR_SERIAL, NULL, NULL);
+  wvals[nw++] = rax;
+  ts_expr *widx[TS_MAX_DIMS], *wridx[TS_MAX_DIMS];
+  for (int d = 0; d < nd; d++)
+    widx[d] = ts_expr_substitute(a, ts_store_index(st, d), wmap, NULL);
+  for (int d = 0, k = 0; d <= nd; d++)
+    wridx[d] = d == axis ? wr : widx[k++];
+  ts_expr *wload = ts_load(a, w, widx, nd);
+  ts_block_set_body(wb, ts_store(a, w, widx, nd,
+                                 combine(a, op, wload,
+                                         ts_load(a, rf, wridx, nd + 1))));
+  ts_block_set_init(wb, ts_store(a, w, widx, nd, ts_store_value(init)));
+  ts_block_infer_regions(a, wb);
+  ts_stmt *wnest = ts_block_realize(a, wb, wvals, nw, NULL);
+  for (int i = nwl - 1; i >= 0; i--) {
+    ts_for_set_body(wloops[i], wnest);
+    wnest = wloops[i];
+  }
+  ts_node_map_destroy(imap);
+  ts_node_map_destroy(lmap);
+  ts_node_map_destroy(wmap);
+  /* link: the rf realize replaces b's; the write-back nest follows top */
+  stmt_vec p = {0};
+  tree_path(s->func, r, &p);
+  tree_replace(s->func, p.v[p.n - 1], r, rrealize);
+  sv_free(&p);
+  ts_block_add_alloc(a, ts_realize_block(scope), rf);
+  int pos = tree_index_in(scope, top);
+  tree_insert(s->func, scope, pos + 1, wnest);
+  rv_new_block(s, rfname, out);
+  free(rfname);
+  sv_free(&above);
+  sched_refresh(s);
+  return TS_OK;
+}

@@ -1,0 +1,151 @@
+#!/bin/sh
+# db_cli.sh TESSERA — `tessera db` through the real binary: import builds a
+# database from a JSON Lines file made here (workloads printed by
+# `tessera show`), then list, show, best, export (and export -> import into an
+# empty database -> export is byte-identical), prune, stats and a small
+# bench; bad files and bad imports exit 1 with a message naming the problem
+# and leave the database untouched; usage errors exit 2.
+set -u
+T="$1"
+TMP=$(mktemp -d)
+trap '[ -n "${KEEP:-}" ] || rm -rf "$TMP"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+# expect CODE CMD... : runs CMD, checks the exit code, keeps output in $TMP/out
+expect() {
+  want=$1; shift
+  "$@" >"$TMP/out" 2>&1
+  got=$?
+  [ "$got" = "$want" ] || { cat "$TMP/out"; fail "'$*' exited $got, expected $want"; }
+}
+contains() { grep -q -- "$1" "$TMP/out" || { cat "$TMP/out"; fail "output lacks '$1'"; }; }
+lacks() { ! grep -q -- "$1" "$TMP/out" || { cat "$TMP/out"; fail "output has '$1'"; }; }
+
+# The TIR text of a workload as a JSON string body, and its hash.
+tir_json() {
+  awk 'BEGIN { ORS = "" } !/^#/ { gsub(/\\/, "\\\\"); gsub(/"/, "\\\""); print $0 "\\n" }' "$1"
+}
+"$T" show --workload "matmul M=16 N=8 K=4" >"$TMP/mm.tir" || fail "show mm"
+"$T" show --workload "softmax N=4 D=8" >"$TMP/sm.tir" || fail "show softmax"
+H1=$(sed -n 's/^# hash: //p' "$TMP/mm.tir")
+H2=$(sed -n 's/^# hash: //p' "$TMP/sm.tir")
+[ ${#H1} = 32 ] && [ ${#H2} = 32 ] || fail "no hashes"
+
+SKX="llvm -mcpu=skylake-avx512 -num-cores=2"
+C="\"created\":\"2025-01-01T00:00:00.000Z\""
+rec() { # workload target job trial status median run_secs worker trace
+  printf "%s\n" "{\"type\":\"record\",\"workload\":$1,\"target\":$2,\"job\":$3,\"trial\":$4,\"status\":\"$5\",\"run_secs\":$7,\"median_s\":$6,\"error\":\"\",\"worker\":\"$8\",\"tessera\":\"0.1.0\",$C,\"trace\":$9}"
+}
+{
+  printf "%s\n" '{"format":"tessera-db","format_version":1,"schema_version":1,"tessera":"0.1.0"}'
+  printf "%s\n" "{\"type\":\"target\",\"id\":1,\"target\":\"$SKX\",\"probe\":null,\"probed\":null,$C}"
+  printf "%s\n" "{\"type\":\"target\",\"id\":2,\"target\":\"cuda -arch=sm_80\",\"probe\":null,\"probed\":null,$C}"
+  printf "%s\n" "{\"type\":\"workload\",\"id\":1,\"hash\":\"$H1\",\"name\":\"mm_small\",\"flops\":1024,$C,\"tir\":\"$(tir_json "$TMP/mm.tir")\"}"
+  printf "%s\n" "{\"type\":\"workload\",\"id\":2,\"hash\":\"$H2\",\"name\":\"softmax_small\",\"flops\":160,$C,\"tir\":\"$(tir_json "$TMP/sm.tir")\"}"
+  printf "%s\n" "{\"type\":\"job\",\"id\":1,\"name\":\"nightly\",\"config\":{\"trials\":8},\"state\":\"finished\",\"started\":\"2025-01-01T00:00:00.000Z\",\"finished\":\"2025-01-01T01:00:00.000Z\",\"trials_budget\":8,\"trials_done\":5}"
+  rec 1 1 1 0 ok 4e-06 '[4e-06]' w0 '{"version":1,"insts":[],"decisions":[[0,4]]}'
+  rec 1 1 1 1 ok 2e-06 '[2e-06,3e-06,1e-06]' w0 '{"version":1,"insts":[],"decisions":[[0,8]]}'
+  rec 1 1 1 2 wrong_result 1e-06 '[1e-06]' w1 '{"version":1,"insts":[],"decisions":[[0,16]]}'
+  rec 1 1 1 3 build_error null '[]' w1 '{"version":1,"insts":[],"decisions":[[0,32]]}'
+  rec 1 2 1 4 timeout null '[]' gpu0 '{"version":1,"insts":[],"decisions":[[0,64]]}'
+  rec 2 1 null null ok 5e-07 '[5e-07]' w0 '{"version":1,"insts":[{"kind":"vectorize"}],"decisions":[]}'
+} >"$TMP/in.jsonl"
+
+DB="$TMP/t.db"
+expect 0 "$T" db import "$TMP/in.jsonl" --db "$DB"
+contains "imported 6 records"; contains "workloads 2 new"; contains "targets 2 new"; contains "jobs 1 new"
+
+# list: workloads x targets with best latency and GFLOP/s (1024 flop / 2 us)
+expect 0 "$T" db list --db "$DB"
+contains "mm_small"; contains "softmax_small"; contains "llvm -mcpu=skylake-avx512 -num-cores=2"
+contains "2.000"; contains "0.51"; contains "0.32"
+lacks "-mattr"
+
+# best: the fastest ok record's trace (not the faster wrong_result), by name,
+# hash, hash prefix or the function itself
+BEST='{"version":1,"insts":[],"decisions":[[0,8]]}'
+for key in mm_small "$H1" "$(echo "$H1" | cut -c1-8)"; do
+  expect 0 "$T" db best "$key" --target "$SKX" --db "$DB"
+  [ "$(cat "$TMP/out")" = "$BEST" ] || { cat "$TMP/out"; fail "best $key"; }
+done
+expect 0 "$T" db best --workload "matmul M=16 N=8 K=4" --target "$SKX" --db "$DB"
+[ "$(cat "$TMP/out")" = "$BEST" ] || fail "best --workload"
+expect 0 "$T" db best --tir "$TMP/mm.tir" --target "$SKX" --db "$DB"
+[ "$(cat "$TMP/out")" = "$BEST" ] || fail "best --tir"
+expect 1 "$T" db best mm_small --target "cuda -arch=sm_80" --db "$DB"; contains "no ok record"
+expect 1 "$T" db best mm_small --target "cuda -arch=sm_90" --db "$DB"; contains "no records for target"
+expect 1 "$T" db best nosuch --target "$SKX" --db "$DB"; contains "no workload matches 'nosuch'"
+expect 1 "$T" db best --workload "matmul M=2 N=2 K=2" --target "$SKX" --db "$DB"; contains "no workload with hash"
+expect 1 "$T" db best mm_small --target "lvm" --db "$DB"; contains "bad target 'lvm'"
+expect 2 "$T" db best mm_small --db "$DB"; contains "--target is required"
+expect 2 "$T" db best --target "$SKX" --db "$DB"; contains "name exactly one workload"
+
+# show: TIR, best trace (readable), newest records
+expect 0 "$T" db show mm_small --db "$DB"
+contains "hash      $H1"; contains "func "; contains "# target \[1\] llvm -mcpu=skylake-avx512"
+contains "best: 2.000 us, 0.51 GFLOP/s"; contains '"decisions": \[\[0, 8\]\]'
+contains "newest records"; contains "wrong_result"; contains "timeout"; contains "1#4"
+expect 0 "$T" db show mm_small --last 0 --db "$DB"; lacks "newest records"
+
+# stats
+expect 0 "$T" db stats --db "$DB"
+contains "records    6"; contains "ok             3"; contains "wrong_result   1"
+contains "nightly"; contains "trials 5 / 8, 5 records kept"; contains "schema version 1"
+
+# export -> import into an empty database -> export: identical bytes
+expect 0 "$T" db export --db "$DB" -o "$TMP/a.jsonl"
+[ -s "$TMP/a.jsonl" ] || fail "empty export"
+[ ! -e "$TMP/a.jsonl.part" ] || fail "export left a partial file"
+expect 0 "$T" db import "$TMP/a.jsonl" --db "$TMP/b.db"
+expect 0 "$T" db export --db "$TMP/b.db" -o "$TMP/b.jsonl"
+cmp "$TMP/a.jsonl" "$TMP/b.jsonl" || fail "export -> import -> export differs"
+"$T" db export --db "$TMP/b.db" >"$TMP/c.jsonl" || fail "export to stdout"
+cmp "$TMP/a.jsonl" "$TMP/c.jsonl" || fail "stdout export differs"
+expect 0 sh -c "'$T' db import - --db '$TMP/d.db' <'$TMP/a.jsonl'"; contains "from <stdin>"
+
+# a corrupt trace in an import: line and field named, database unchanged
+cp "$TMP/in.jsonl" "$TMP/bad.jsonl"
+printf "%s\n" "$(rec 1 1 null null ok 1e-06 '[1e-06]' w0 '"{\"version\":1,\"insts\":["')" >>"$TMP/bad.jsonl"
+"$T" db export --db "$DB" >"$TMP/before.jsonl"
+expect 1 "$T" db import "$TMP/bad.jsonl" --db "$DB"
+contains "bad.jsonl:13: field \"trace\": trace JSON is corrupt"; contains "nothing was added"
+"$T" db export --db "$DB" >"$TMP/after.jsonl"
+cmp "$TMP/before.jsonl" "$TMP/after.jsonl" || fail "a failed import changed the database"
+expect 1 "$T" db import "$TMP/nonexistent.jsonl" --db "$DB"; contains "nonexistent.jsonl"
+
+# prune: keep the best of each workload x target, drop failures
+expect 0 "$T" db prune --keep 1 --db "$DB"; contains "deleted 4 records"
+expect 0 "$T" db stats --db "$DB"; contains "records    2"
+expect 0 "$T" db best mm_small --target "$SKX" --db "$DB"
+[ "$(cat "$TMP/out")" = "$BEST" ] || fail "best after prune"
+expect 0 "$T" db prune --keep 1 --keep-failed --vacuum --db "$DB"; contains "deleted 0 records"; contains "vacuumed"
+expect 2 "$T" db prune --db "$DB"; contains "--keep K is required"
+expect 2 "$T" db prune --keep 0 --db "$DB"; contains "--keep wants a number >= 1"
+
+# bad files: exit 1, the problem named, the file untouched, nothing created
+printf 'not a database\n' >"$TMP/notes.db"
+cp "$TMP/notes.db" "$TMP/notes.orig"
+expect 1 "$T" db list --db "$TMP/notes.db"; contains "not an SQLite file"
+cmp "$TMP/notes.db" "$TMP/notes.orig" || fail "a refused file changed"
+[ ! -e "$TMP/notes.db-wal" ] || fail "a refused file got a WAL"
+head -c 5000 "$TMP/b.db" >"$TMP/cut.db"
+cp "$TMP/cut.db" "$TMP/cut.orig"
+expect 1 "$T" db stats --db "$TMP/cut.db"; contains "truncated database"
+cmp "$TMP/cut.db" "$TMP/cut.orig" || fail "a truncated file changed"
+expect 1 "$T" db list --db "$TMP/missing.db"; contains "no such database"
+[ ! -e "$TMP/missing.db" ] || fail "list created a database"
+
+# usage
+expect 2 "$T" db; contains "usage: tessera db"
+expect 0 "$T" db --help; contains "usage: tessera db"
+expect 0 "$T" db list --help; contains "usage: tessera db"
+expect 2 "$T" db frobnicate; contains "unknown command 'frobnicate'"
+expect 2 "$T" db list --bogus; contains "unknown option '--bogus'"
+expect 2 "$T" db list extra; contains "unexpected argument 'extra'"
+expect 2 "$T" db list --db; contains "--db needs a path"
+expect 2 "$T" db bench --records x; contains "--records wants a number"
+
+# a small benchmark run, JSON keys as documented
+expect 0 "$T" db bench --records 400 --workloads 8 --queries 50 --json
+contains '"records": 400'; contains '"median_us": '; contains '"p99_us": '
+echo "db_cli: all checks passed"

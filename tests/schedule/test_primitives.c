@@ -1,0 +1,485 @@
+/*
+ * test_primitives.c — one unit test per schedule primitive. Each case
+ * schedules a small workload through the C API; the readable trace and the
+ * printed function are compared with a golden file
+ * (tests/schedule/golden/<case>.txt: the script, a line "---", the
+ * function), the trace is replayed from its JSON form to the same printed
+ * function, and the scheduled function is compiled for the host (2
+ * threads) and interpreted, both compared with the unscheduled function
+ * interpreted on the same seeded inputs. TS_UPDATE_GOLDEN=1 rewrites the
+ * golden files (review the diff).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "util.h"
+
+#define OK(x)                                                                  \
+  do {                                                                         \
+    int rc_ = (x);                                                             \
+    if (rc_) fprintf(stderr, "%s: %s\n", #x, ts_sched_errmsg(s));              \
+    assert_int_equal(rc_, TS_OK);                                              \
+  } while (0)
+
+static char *read_file(const char *path) {
+  FILE *fp = fopen(path, "rb");
+  if (!fp) return NULL;
+  fseek(fp, 0, SEEK_END);
+  long n = ftell(fp);
+  fseek(fp, 0, SEEK_SET);
+  char *buf = malloc((size_t)n + 1);
+  size_t got = fread(buf, 1, (size_t)n, fp);
+  buf[got] = 0;
+  fclose(fp);
+  return buf;
+}
+
+/* Compares the schedule's script and function with the golden file, checks
+ * the JSON replay and runs the function. compile=false: interpret only
+ * (GPU thread bindings). */
+static void finish(ts_sched *s, const char *name, bool compile) {
+  char *script = ts_trace_print(ts_sched_trace(s));
+  char *func = util_print(s);
+  size_t n = strlen(script) + strlen(func) + 8;
+  char *got = malloc(n);
+  snprintf(got, n, "%s---\n%s", script, func);
+  char path[512];
+  snprintf(path, sizeof path, "%s/tests/schedule/golden/%s.txt", TS_SOURCE_DIR,
+           name);
+  const char *update = getenv("TS_UPDATE_GOLDEN");
+  if (update && strcmp(update, "1") == 0) {
+    FILE *fp = fopen(path, "wb");
+    assert_non_null(fp);
+    fputs(got, fp);
+    fclose(fp);
+  }
+  char *want = read_file(path);
+  if (!want) fprintf(stderr, "missing golden file %s\n", path);
+  assert_non_null(want);
+  if (strcmp(want, got) != 0)
+    fprintf(stderr, "golden mismatch for %s; got:\n%s\n", name, got);
+  assert_string_equal(want, got);
+  /* replay from JSON */
+  char *json = ts_trace_to_json(ts_sched_trace(s));
+  ts_trace *t;
+  ts_sched *again;
+  ts_error err;
+  assert_int_equal(ts_trace_from_json(json, strlen(json), &t, &err), TS_OK);
+  int rc = ts_trace_apply(t, ts_sched_original(s), 5, &again, &err);
+  if (rc) fprintf(stderr, "replay: %s\n", err.msg);
+  assert_int_equal(rc, TS_OK);
+  char *func2 = util_print(again);
+  assert_string_equal(func, func2);
+  char *json2 = ts_trace_to_json(ts_sched_trace(again));
+  assert_string_equal(json, json2);
+  /* run */
+  if (compile) {
+    assert_int_equal(util_verify(s, 2), TS_OK);
+  } else {
+    assert_int_equal(ts_func_verify(ts_sched_func(s), &err), TS_OK);
+    ts_rt_args *want_out, *got_out;
+    assert_int_equal(util_reference(ts_sched_original(s), 7, &want_out, &err),
+                     TS_OK);
+    assert_int_equal(util_reference(ts_sched_func(s), 7, &got_out, &err),
+                     TS_OK);
+    assert_int_equal(ts_rt_args_compare(got_out, want_out, &err), TS_OK);
+    ts_rt_args_free(want_out);
+    ts_rt_args_free(got_out);
+  }
+  free(json);
+  free(json2);
+  free(func2);
+  ts_sched_destroy(again);
+  ts_trace_free(t);
+  free(want);
+  free(got);
+  free(script);
+  free(func);
+  ts_sched_destroy(s);
+}
+
+static ts_sched *sched(const char *spec) {
+  ts_sched *s = util_sched(spec);
+  assert_non_null(s);
+  return s;
+}
+
+/* The block `name` and its loops. */
+static int loops_of(ts_sched *s, const char *name, ts_rv *b, ts_rv *l) {
+  int n;
+  OK(ts_sched_get_block(s, name, b));
+  OK(ts_sched_get_loops(s, *b, l, 16, &n));
+  return n;
+}
+
+/* ---- loops ---- */
+
+static void test_split(void **state) {
+  (void)state;
+  ts_sched *s = sched("matmul M=16 N=16 K=16");
+  ts_rv b, l[16], o[4];
+  loops_of(s, "C", &b, l);
+  int64_t f[2] = {TS_SPLIT_INFER, 4};
+  OK(ts_sched_split(s, l[0], f, 2, o));
+  int64_t g[3] = {2, TS_SPLIT_INFER, 2};
+  OK(ts_sched_split(s, l[2], g, 3, o));
+  finish(s, "split", true);
+}
+
+static void test_split_imperfect(void **state) {
+  (void)state;
+  ts_sched *s = sched("matmul M=12 N=20 K=8");
+  ts_rv b, l[16], o[4];
+  loops_of(s, "C", &b, l);
+  int64_t f[2] = {3, TS_SPLIT_INFER}; /* 20 = 3 x 7 - 1: a predicate */
+  OK(ts_sched_split(s, l[1], f, 2, o));
+  int64_t g[2] = {TS_SPLIT_INFER, 5}; /* 12 -> 3 x 5 */
+  OK(ts_sched_split(s, l[0], g, 2, o));
+  finish(s, "split_imperfect", true);
+}
+
+static void test_fuse(void **state) {
+  (void)state;
+  ts_sched *s = sched("matmul M=8 N=12 K=8");
+  ts_rv b, l[16], f;
+  loops_of(s, "C", &b, l);
+  OK(ts_sched_fuse(s, l, 2, &f));
+  OK(ts_sched_parallel(s, f));
+  finish(s, "fuse", true);
+}
+
+static void test_reorder(void **state) {
+  (void)state;
+  ts_sched *s = sched("matmul M=8 N=12 K=8");
+  ts_rv b, l[16], o[4];
+  loops_of(s, "C", &b, l);
+  int64_t f[2] = {TS_SPLIT_INFER, 4};
+  OK(ts_sched_split(s, l[1], f, 2, o));
+  ts_rv order[4] = {l[2], o[0], l[0], o[1]};
+  OK(ts_sched_reorder(s, order, 4));
+  finish(s, "reorder", true);
+}
+
+static void test_loop_kinds(void **state) {
+  (void)state;
+  ts_sched *s = sched("matmul M=8 N=32 K=8");
+  ts_rv b, l[16], o[4];
+  loops_of(s, "C", &b, l);
+  int64_t f[2] = {TS_SPLIT_INFER, 16};
+  OK(ts_sched_split(s, l[1], f, 2, o));
+  ts_rv order[4] = {l[0], o[0], l[2], o[1]};
+  OK(ts_sched_reorder(s, order, 4));
+  OK(ts_sched_parallel(s, l[0]));
+  OK(ts_sched_unroll(s, l[2]));
+  OK(ts_sched_vectorize(s, o[1]));
+  finish(s, "loop_kinds", true);
+}
+
+static void test_bind(void **state) {
+  (void)state;
+  ts_sched *s = sched("elementwise op=relu shape=64x32");
+  ts_rv b, l[16], f, o[2];
+  loops_of(s, "Y", &b, l);
+  OK(ts_sched_fuse(s, l, 2, &f));
+  int64_t sp[2] = {TS_SPLIT_INFER, 128};
+  OK(ts_sched_split(s, f, sp, 2, o));
+  OK(ts_sched_bind(s, o[0], "blockIdx.x"));
+  OK(ts_sched_bind(s, o[1], "threadIdx.x"));
+  finish(s, "bind", false);
+}
+
+static void test_annotate(void **state) {
+  (void)state;
+  ts_sched *s = sched("matmul M=8 N=8 K=8");
+  ts_rv b, l[16];
+  loops_of(s, "C", &b, l);
+  OK(ts_sched_annotate(s, l[0], ts_ann_int("pragma_auto_unroll_max_step", 16)));
+  OK(ts_sched_annotate(s, l[0], ts_ann_int("pragma_unroll_explicit", 1)));
+  OK(ts_sched_annotate(s, b, ts_ann_string("note", "tiled \"by hand\"")));
+  OK(ts_sched_annotate(s, l[1], ts_ann_float("weight", 0.5)));
+  OK(ts_sched_unannotate(s, l[0], "pragma_unroll_explicit"));
+  finish(s, "annotate", true);
+}
+
+/* ---- compute location ---- */
+
+static void test_compute_at(void **state) {
+  (void)state;
+  ts_sched *s = sched("conv2d_nhwc N=1 H=6 W=6 CI=4 CO=8 KH=3 KW=3 pad=1");
+  ts_rv pad, c, l[16];
+  OK(ts_sched_get_block(s, "pad", &pad));
+  loops_of(s, "conv", &c, l);
+  OK(ts_sched_compute_at(s, pad, l[2]));
+  OK(ts_sched_parallel(s, l[1]));
+  finish(s, "compute_at", true);
+}
+
+static void test_compute_at_reduction(void **state) {
+  (void)state;
+  ts_sched *s = sched("softmax N=4 D=12");
+  ts_rv mx, sum, e, l[16];
+  OK(ts_sched_get_block(s, "maxelem", &mx));
+  OK(ts_sched_get_block(s, "expsum", &sum));
+  loops_of(s, "exp", &e, l);
+  OK(ts_sched_compute_at(s, mx, l[0]));
+  ts_rv y, yl[16];
+  loops_of(s, "Y", &y, yl);
+  OK(ts_sched_compute_at(s, sum, yl[0]));
+  finish(s, "compute_at_reduction", true);
+}
+
+static void test_reverse_compute_at(void **state) {
+  (void)state;
+  ts_sched *s = sched("dense M=8 N=16 K=16");
+  ts_rv d, y, l[16], o[2];
+  loops_of(s, "dense", &d, l);
+  int64_t f[2] = {TS_SPLIT_INFER, 4};
+  OK(ts_sched_split(s, l[1], f, 2, o));
+  OK(ts_sched_get_block(s, "Y", &y));
+  OK(ts_sched_reverse_compute_at(s, y, o[0]));
+  finish(s, "reverse_compute_at", true);
+}
+
+static void test_compute_inline(void **state) {
+  (void)state;
+  ts_sched *s = sched("conv2d_nhwc N=1 H=6 W=6 CI=4 CO=8 KH=3 KW=3 pad=1");
+  ts_rv pad;
+  OK(ts_sched_get_block(s, "pad", &pad));
+  OK(ts_sched_compute_inline(s, pad));
+  finish(s, "compute_inline", true);
+}
+
+static const char *const two_stage =
+    "func two(A: float32[8, 6], C: float32[8, 6]) {\n"
+    "  block root() {\n"
+    "    alloc B: float32[8, 6]\n"
+    "    for i in range(8) {\n"
+    "      for j in range(6) {\n"
+    "        block B(vi: spatial(8) = i, vj: spatial(6) = j) {\n"
+    "          B[vi, vj] = A[vi, vj] * float32(2)\n"
+    "        }\n"
+    "      }\n"
+    "    }\n"
+    "    for i in range(8) {\n"
+    "      for j in range(6) {\n"
+    "        block C(vi: spatial(8) = i, vj: spatial(6) = j) {\n"
+    "          C[vi, vj] = B[vi, vj] + float32(1)\n"
+    "        }\n"
+    "      }\n"
+    "    }\n"
+    "  }\n"
+    "}\n";
+
+static void test_reverse_compute_inline(void **state) {
+  (void)state;
+  ts_sched *s = util_sched_text(two_stage);
+  assert_non_null(s);
+  ts_rv c;
+  OK(ts_sched_get_block(s, "C", &c));
+  OK(ts_sched_reverse_compute_inline(s, c));
+  finish(s, "reverse_compute_inline", true);
+}
+
+/* ---- caching and storage ---- */
+
+static void test_cache_read(void **state) {
+  (void)state;
+  ts_sched *s = sched("matmul M=16 N=16 K=16");
+  ts_rv b, l[16], a, o[2];
+  loops_of(s, "C", &b, l);
+  int64_t f[2] = {TS_SPLIT_INFER, 4};
+  OK(ts_sched_split(s, l[2], f, 2, o));
+  OK(ts_sched_cache_read(s, b, "A", "shared", &a));
+  OK(ts_sched_compute_at(s, a, o[0]));
+  finish(s, "cache_read", true);
+}
+
+static void test_cache_write(void **state) {
+  (void)state;
+  ts_sched *s = sched("matmul M=16 N=16 K=16");
+  ts_rv b, l[16], w, o[2];
+  loops_of(s, "C", &b, l);
+  int64_t f[2] = {TS_SPLIT_INFER, 4};
+  OK(ts_sched_split(s, l[1], f, 2, o));
+  OK(ts_sched_cache_write(s, b, "C", "local", &w));
+  OK(ts_sched_reverse_compute_at(s, w, o[0]));
+  finish(s, "cache_write", true);
+}
+
+static void test_set_scope_storage_align(void **state) {
+  (void)state;
+  ts_sched *s = sched("softmax N=4 D=12");
+  ts_rv e, a;
+  OK(ts_sched_get_block(s, "exp", &e));
+  OK(ts_sched_set_scope(s, e, "exp", "local"));
+  OK(ts_sched_storage_align(s, e, "exp", 0, 16, 1));
+  OK(ts_sched_cache_read(s, e, "X", "shared", &a));
+  OK(ts_sched_storage_align(s, a, "X_shared", 0, 8, 4));
+  finish(s, "set_scope_storage_align", true);
+}
+
+static void test_transform_layout(void **state) {
+  (void)state;
+  ts_sched *s = sched("matmul M=8 N=16 K=8");
+  ts_rv b, l[16], p;
+  loops_of(s, "C", &b, l);
+  OK(ts_sched_cache_read(s, b, "B", "global", &p));
+  OK(ts_sched_transform_layout(
+      s, p, "B_global", "(k, j) -> (floordiv(j, 4), k, floormod(j, 4))"));
+  ts_rv pl[16];
+  int n;
+  OK(ts_sched_get_loops(s, p, pl, 16, &n));
+  OK(ts_sched_vectorize(s, pl[n - 1]));
+  finish(s, "transform_layout", true);
+}
+
+/* ---- reductions ---- */
+
+static void test_decompose_reduction(void **state) {
+  (void)state;
+  ts_sched *s = sched("matmul M=8 N=16 K=8");
+  ts_rv b, l[16], o[2], init;
+  loops_of(s, "C", &b, l);
+  int64_t f[2] = {TS_SPLIT_INFER, 8};
+  OK(ts_sched_split(s, l[1], f, 2, o));
+  ts_rv order[4] = {l[0], o[0], l[2], o[1]};
+  OK(ts_sched_reorder(s, order, 4));
+  OK(ts_sched_decompose_reduction(s, b, l[2], &init));
+  OK(ts_sched_vectorize(s, o[1]));
+  finish(s, "decompose_reduction", true);
+}
+
+static void test_rfactor(void **state) {
+  (void)state;
+  ts_sched *s = sched("reduce op=sum N=4 D=64");
+  ts_rv b, l[16], o[2], rf;
+  loops_of(s, "Y", &b, l);
+  int64_t f[2] = {TS_SPLIT_INFER, 8};
+  OK(ts_sched_split(s, l[1], f, 2, o));
+  OK(ts_sched_rfactor(s, o[1], 1, &rf));
+  finish(s, "rfactor", true);
+}
+
+static void test_rfactor_max(void **state) {
+  (void)state;
+  ts_sched *s = sched("reduce op=max N=3 D=16");
+  ts_rv b, l[16], rf;
+  loops_of(s, "Y", &b, l);
+  OK(ts_sched_rfactor(s, l[1], 0, &rf));
+  finish(s, "rfactor_max", true);
+}
+
+/* ---- blockize ---- */
+
+static void test_blockize(void **state) {
+  (void)state;
+  ts_sched *s = sched("matmul M=16 N=16 K=16");
+  ts_rv b, l[16], i[2], j[2], k[2], o;
+  loops_of(s, "C", &b, l);
+  int64_t f[2] = {TS_SPLIT_INFER, 4};
+  OK(ts_sched_split(s, l[0], f, 2, i));
+  OK(ts_sched_split(s, l[1], f, 2, j));
+  OK(ts_sched_split(s, l[2], f, 2, k));
+  ts_rv order[6] = {i[0], j[0], k[0], i[1], j[1], k[1]};
+  OK(ts_sched_reorder(s, order, 6));
+  OK(ts_sched_blockize(s, i[1], &o));
+  finish(s, "blockize", true);
+}
+
+/* ---- sampling ---- */
+
+static void test_sampling(void **state) {
+  (void)state;
+  ts_sched *s = sched("matmul M=16 N=24 K=8");
+  ts_rv b, l[16], t[3], o[3], v;
+  loops_of(s, "C", &b, l);
+  OK(ts_sched_sample_perfect_tile(s, l[1], 3, 4, t));
+  int64_t prod = 1;
+  for (int i = 0; i < 3; i++) prod *= ts_sched_rv_int(s, t[i]);
+  assert_int_equal(prod, 24);
+  assert_true(ts_sched_rv_int(s, t[2]) <= 4);
+  OK(ts_sched_split_rv(s, l[1], t, 3, o));
+  int64_t cand[3] = {0, 16, 64};
+  double probs[3] = {0.25, 0.5, 0.25};
+  OK(ts_sched_sample_categorical(s, cand, probs, 3, &v));
+  OK(ts_sched_annotate_rv(s, o[0], "pragma_auto_unroll_max_step", v));
+  finish(s, "sampling", true);
+}
+
+static void test_sample_compute_location(void **state) {
+  (void)state;
+  ts_sched *s = sched("conv2d_nhwc N=1 H=6 W=6 CI=4 CO=8 KH=3 KW=3 pad=1");
+  ts_rv pad, loc;
+  OK(ts_sched_get_block(s, "pad", &pad));
+  /* seed 1 draws some location; whatever it is, it is legal */
+  OK(ts_sched_sample_compute_location(s, pad, &loc));
+  OK(ts_sched_compute_at(s, pad, loc));
+  finish(s, "sample_compute_location", true);
+}
+
+/* ---- queries ---- */
+
+static void test_queries(void **state) {
+  (void)state;
+  ts_sched *s = sched("layer_norm N=3 D=16");
+  ts_rv mean, out[16], root;
+  int n;
+  OK(ts_sched_get_block(s, "mean", &mean));
+  OK(ts_sched_get_producers(s, mean, out, 16, &n));
+  assert_int_equal(n, 1);
+  assert_string_equal(ts_sched_rv_block_name(s, out[0]), "x_sum");
+  OK(ts_sched_get_consumers(s, mean, out, 16, &n));
+  assert_int_equal(n, 2);
+  assert_string_equal(ts_sched_rv_block_name(s, out[0]), "var_sum");
+  assert_string_equal(ts_sched_rv_block_name(s, out[1]), "Y");
+  OK(ts_sched_get_block(s, "root", &root));
+  OK(ts_sched_get_child_blocks(s, root, out, 16, &n));
+  assert_int_equal(n, 5);
+  assert_string_equal(ts_sched_rv_block_name(s, out[4]), "Y");
+  ts_rv l[4];
+  OK(ts_sched_get_loops(s, mean, l, 4, &n));
+  assert_int_equal(n, 1);
+  assert_int_equal(ts_sched_rv_kind(s, l[0]), TS_RV_LOOP);
+  assert_non_null(ts_sched_rv_loop(s, l[0]));
+  OK(ts_sched_get_child_blocks(s, l[0], out, 16, &n));
+  assert_int_equal(n, 1);
+  /* a result that does not fit is refused and not recorded */
+  int before = ts_trace_n_insts(ts_sched_trace(s));
+  assert_int_equal(ts_sched_get_child_blocks(s, root, out, 2, &n), TS_EINVAL);
+  assert_int_equal(ts_trace_n_insts(ts_sched_trace(s)), before);
+  assert_int_equal(ts_sched_rv_kind(s, 999), TS_RV_INVALID);
+  finish(s, "queries", true);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_split),
+      cmocka_unit_test(test_split_imperfect),
+      cmocka_unit_test(test_fuse),
+      cmocka_unit_test(test_reorder),
+      cmocka_unit_test(test_loop_kinds),
+      cmocka_unit_test(test_bind),
+      cmocka_unit_test(test_annotate),
+      cmocka_unit_test(test_compute_at),
+      cmocka_unit_test(test_compute_at_reduction),
+      cmocka_unit_test(test_reverse_compute_at),
+      cmocka_unit_test(test_compute_inline),
+      cmocka_unit_test(test_reverse_compute_inline),
+      cmocka_unit_test(test_cache_read),
+      cmocka_unit_test(test_cache_write),
+      cmocka_unit_test(test_set_scope_storage_align),
+      cmocka_unit_test(test_transform_layout),
+      cmocka_unit_test(test_decompose_reduction),
+      cmocka_unit_test(test_rfactor),
+      cmocka_unit_test(test_rfactor_max),
+      cmocka_unit_test(test_blockize),
+      cmocka_unit_test(test_sampling),
+      cmocka_unit_test(test_sample_compute_location),
+      cmocka_unit_test(test_queries),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
