@@ -14,6 +14,8 @@
 struct func_entry {
   int64_t id;
   ts_func *func;
+  uint8_t *key; /* ts_func_structural_key of func */
+  size_t key_len;
   size_t bytes;
   func_entry *chain;         /* next in the bucket */
   func_entry *newer, *older; /* recency list */
@@ -33,6 +35,7 @@ void func_cache_free(func_cache *c) {
   for (func_entry *e = c->newest, *next; e; e = next) {
     next = e->older;
     ts_func_free(e->func);
+    free(e->key);
     free(e);
   }
   free(c->buckets);
@@ -74,6 +77,7 @@ static void remove_entry(func_cache *c, func_entry *e) {
   c->bytes -= e->bytes;
   c->size--;
   ts_func_free(e->func);
+  free(e->key);
   free(e);
 }
 
@@ -105,6 +109,13 @@ const ts_func *func_cache_get(func_cache *c, int64_t id) {
   return e->func;
 }
 
+const uint8_t *func_cache_key(func_cache *c, int64_t id, size_t *len) {
+  func_entry *e = find(c, id);
+  if (!e) return NULL;
+  *len = e->key_len;
+  return e->key;
+}
+
 const ts_func *func_cache_put(func_cache *c, int64_t id, ts_func *f) {
   func_entry *old = find(c, id);
   if (old) remove_entry(c, old);
@@ -112,7 +123,8 @@ const ts_func *func_cache_put(func_cache *c, int64_t id, ts_func *f) {
   func_entry *e = db_xmalloc(sizeof *e);
   e->id = id;
   e->func = f;
-  e->bytes = ts_arena_bytes(ts_func_arena(f));
+  e->key = ts_func_structural_key(f, &e->key_len);
+  e->bytes = ts_arena_bytes(ts_func_arena(f)) + e->key_len;
   size_t j = bucket_of(c, id);
   e->chain = c->buckets[j];
   c->buckets[j] = e;

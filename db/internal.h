@@ -203,6 +203,9 @@ void func_cache_init(func_cache *c, size_t budget);
 void func_cache_free(func_cache *c);
 /* The cached function of workload id, or NULL; marks it most recent. */
 const ts_func *func_cache_get(func_cache *c, int64_t id);
+/* The structural key of the cached function of workload id (owned by the
+ * cache, valid until the entry is evicted), or NULL. */
+const uint8_t *func_cache_key(func_cache *c, int64_t id, size_t *len);
 /* Takes ownership of f; evicts the oldest entries beyond the budget (the new
  * entry always stays). */
 const ts_func *func_cache_put(func_cache *c, int64_t id, ts_func *f);

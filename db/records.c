@@ -425,10 +425,16 @@ int ts_db_best_by_func(ts_db *db, const ts_func *f, const char *target,
   int64_t target_id;
   int rc = db_target_id(db, target, false, &target_id);
   if (rc) return rc;
+  /* Serialize f once: its hash and the equality checks come from the key. */
+  size_t key_len;
+  uint8_t *key = ts_func_structural_key(f, &key_len);
   char hex[33];
-  ts_hash128_hex(ts_func_hash(f), hex);
+  ts_hash128_hex(ts_structural_key_hash(key, key_len), hex);
   sqlite3_stmt *st = db_stmt(db, ST_BEST_BY_HASH);
-  if (!st) return db->err.code;
+  if (!st) {
+    free(key);
+    return db->err.code;
+  }
   sqlite3_bind_text(st, 1, hex, 32, SQLITE_STATIC);
   sqlite3_bind_int64(st, 2, target_id);
   /* Each row is a workload with this hash; the first structurally equal
@@ -437,18 +443,21 @@ int ts_db_best_by_func(ts_db *db, const ts_func *f, const char *target,
   int64_t workload_id = 0;
   while ((rc = db_step(db, st)) == SQLITE_ROW) {
     int64_t id = sqlite3_column_int64(st, 0);
-    const ts_func *stored = db_workload_func_cached(db, id);
-    if (!stored) {
+    if (!db_workload_func_cached(db, id)) {
       code = db->err.code;
       break;
     }
-    (void)stored;
+    size_t stored_len = 0;
+    const uint8_t *stored = func_cache_key(&db->funcs, id, &stored_len);
+    if (!stored || stored_len != key_len || memcmp(stored, key, key_len))
+      continue;
     workload_id = id;
     if (sqlite3_column_type(st, 1) != SQLITE_NULL)
       code = db_read_record(db, st, 1, out);
     break;
   }
   sqlite3_reset(st);
+  free(key);
   if (rc != SQLITE_ROW && rc != SQLITE_DONE)
     return db_sqlite_fail(db, rc, "finding the best record");
   if (code != TS_ENOTFOUND) return code;

@@ -443,13 +443,30 @@ static ts_hash128 murmur3_128(const uint8_t *data, size_t len, uint64_t seed) {
 
 /* ---- public ---- */
 
+#define HASH_SEED 0x7465737365726131ull
+
 ts_hash128 ts_func_hash(const ts_func *f) {
   if (!f) return (ts_hash128){0, 0};
   stream s;
   stream_func(&s, f);
-  ts_hash128 h = murmur3_128(s.data, s.len, 0x7465737365726131ull);
+  ts_hash128 h = murmur3_128(s.data, s.len, HASH_SEED);
   stream_free(&s);
   return h;
+}
+
+uint8_t *ts_func_structural_key(const ts_func *f, size_t *len) {
+  stream s;
+  stream_func(&s, f);
+  uint8_t *key = malloc(s.len ? s.len : 1);
+  if (!key) abort();
+  memcpy(key, s.data, s.len);
+  *len = s.len;
+  stream_free(&s);
+  return key;
+}
+
+ts_hash128 ts_structural_key_hash(const uint8_t *key, size_t len) {
+  return murmur3_128(key, len, HASH_SEED);
 }
 
 bool ts_func_equal(const ts_func *a, const ts_func *b) {

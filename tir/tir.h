@@ -663,6 +663,14 @@ ts_hash128 ts_func_hash(const ts_func *f);
 /* True when a and b are equal up to the names of vars, buffers and the
  * function (the same relation the hash respects). */
 bool ts_func_equal(const ts_func *a, const ts_func *b);
+/* The canonical byte stream behind ts_func_hash and ts_func_equal: two
+ * functions are equal exactly when their keys are byte-equal, and
+ * ts_func_hash(f) == ts_structural_key_hash(key). Lets a caller that
+ * compares one function with many serialize it once (the database's
+ * compile-time lookup). Returns malloc'd bytes the caller frees, length in
+ * *len. */
+uint8_t *ts_func_structural_key(const ts_func *f, size_t *len);
+ts_hash128 ts_structural_key_hash(const uint8_t *key, size_t len);
 /* 32 lowercase hex digits + NUL. */
 void ts_hash128_hex(ts_hash128 h, char out[33]);
 int ts_hash128_parse(const char *hex, ts_hash128 *out);
