@@ -18,6 +18,7 @@ enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
  * subcommand) and returns the process exit code. */
 int cmd_show(int argc, char **argv);
 int cmd_check(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
 int cmd_worker(int argc, char **argv);
 int cmd_tracker(int argc, char **argv);
 int cmd_rpc(int argc, char **argv);

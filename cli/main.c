@@ -4,9 +4,13 @@
  */
 #include "cli.h"
 
+#include "runtime/runtime.h"
+
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char usage[] =
     "usage: tessera [--help] [--version] <command> [options]\n"
@@ -18,6 +22,7 @@ static const char usage[] =
     "commands:\n"
     "  show     print a workload's TIR, structural hash and FLOP count\n"
     "  check    run a workload through the reference interpreter and check it\n"
+    "  bench    measure a workload's kernel next to OpenBLAS and oneDNN\n"
     "  worker   serve measurement requests for a device (HTTP)\n"
     "  tracker  run the worker registry and lease service; `tracker status`\n"
     "  rpc      `rpc bench`: remote versus embedded measurement throughput\n"
@@ -34,8 +39,9 @@ typedef struct command {
 } command;
 
 static const command commands[] = {
-    {"show", cmd_show},       {"check", cmd_check}, {"worker", cmd_worker},
-    {"tracker", cmd_tracker}, {"rpc", cmd_rpc},     {"db", cmd_db},
+    {"show", cmd_show},     {"check", cmd_check},     {"bench", cmd_bench},
+    {"worker", cmd_worker}, {"tracker", cmd_tracker}, {"rpc", cmd_rpc},
+    {"db", cmd_db},
 };
 
 void cli_error(const char *what, const ts_error *err) {
@@ -95,6 +101,20 @@ int cli_load_func(const char *spec, const char *tir_path,
   return EXIT_OK;
 }
 
+/* OpenBLAS chooses its kernels when it is loaded, before main runs; release
+ * 0.3.21 does not know recent Xeons and falls back to its SSE3 kernels,
+ * which would make every OpenBLAS baseline a straw man. Commands that
+ * measure baselines re-execute themselves once with OPENBLAS_CORETYPE set
+ * to the AVX-512 kernels when the CPU has them and the user did not choose. */
+static void openblas_coretype_reexec(char **argv) {
+  if (getenv("OPENBLAS_CORETYPE") || getenv("TESSERA_NO_REEXEC")) return;
+  if (ts_rt_cpu_has("avx512f") != 1 || ts_rt_cpu_has("avx512bw") != 1) return;
+  setenv("OPENBLAS_CORETYPE", "SkylakeX", 1);
+  setenv("TESSERA_NO_REEXEC", "1", 1);
+  execv("/proc/self/exe", argv);
+  /* exec failed: carry on with whatever OpenBLAS picked */
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) {
     fputs(usage, stderr);
@@ -109,6 +129,7 @@ int main(int argc, char **argv) {
     printf("tessera %s\n", TS_VERSION);
     return EXIT_OK;
   }
+  if (!strcmp(sub, "bench")) openblas_coretype_reexec(argv);
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
     if (!strcmp(sub, commands[i].name))
       return commands[i].run(argc - 1, argv + 1);

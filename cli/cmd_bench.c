@@ -1,0 +1,408 @@
+/*
+ * cmd_bench.c — `tessera bench`: compiles a workload (unscheduled, or
+ * scheduled by a trace file or the database's best record), checks its
+ * output, and measures it side by side with OpenBLAS, oneDNN and plain C
+ * baselines in the same process and run, printing GFLOP/s and ratios (or
+ * one JSON object for scripts).
+ */
+#include "cli.h"
+
+#include "bench/bench.h"
+#include "codegen/codegen.h"
+#include "runtime/runtime.h"
+#include "schedule/schedule.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char bench_usage[] =
+    "usage: tessera bench --workload SPEC [--trace FILE] [--target T]\n"
+    "                     [--threads N] [--repeat N] [--min-repeat-ms N]\n"
+    "                     [--seed N] [--json]\n"
+    "\n"
+    "Compiles the workload for the target (default: this machine) — as is,\n"
+    "or scheduled by the trace in FILE (JSON, see docs/schedules.md) — checks\n"
+    "its output, then measures it and the vendor libraries on the same\n"
+    "operation, dtypes and thread count, in this process, one after the\n"
+    "other: tessera, OpenBLAS, oneDNN, and a plain C loop where one exists.\n"
+    "\n"
+    "  --threads N        threads for tessera and the libraries (all cores)\n"
+    "  --repeat N         timed repeats, median reported (5)\n"
+    "  --min-repeat-ms N  minimum length of one repeat (100)\n"
+    "  --json             one JSON object: workload, flop, tessera_gflops,\n"
+    "                     openblas_gflops, onednn_gflops, naive_gflops (null\n"
+    "                     where not applicable), compile_ms, check\n"
+    "\n"
+    "The check compares tessera's output with the reference interpreter for\n"
+    "small workloads (up to 5e7 FLOP), otherwise with the unscheduled kernel\n"
+    "(when a schedule is benchmarked) or with oneDNN's output.\n";
+
+#define INTERP_FLOP_LIMIT 5e7
+
+typedef struct bench_cfg {
+  const char *spec, *trace, *target;
+  int threads, repeat, min_repeat_ms;
+  uint64_t seed;
+  bool json;
+} bench_cfg;
+
+typedef struct kernel {
+  ts_build_result build;
+  ts_rt_kernel *k;
+  ts_rt_args *args;
+} kernel;
+
+static void kernel_free(kernel *k) {
+  ts_rt_args_free(k->args);
+  ts_rt_kernel_unload(k->k);
+  ts_build_result_clear(&k->build);
+  memset(k, 0, sizeof *k);
+}
+
+static ts_rt_arg_spec *arg_specs(const ts_artifact *a) {
+  ts_rt_arg_spec *s = calloc((size_t)(a->n_args ? a->n_args : 1), sizeof *s);
+  for (int i = 0; i < a->n_args; i++) {
+    s[i].dtype = a->args[i].dtype;
+    s[i].ndim = a->args[i].ndim;
+    memcpy(s[i].shape, a->args[i].shape, sizeof s[i].shape);
+    s[i].role = a->args[i].is_output ? TS_RT_ARG_OUTPUT : TS_RT_ARG_INPUT;
+  }
+  return s;
+}
+
+/* Builds, loads and runs f once on seeded arguments. */
+static int kernel_make(const ts_func *f, const ts_target *t, uint64_t seed,
+                       ts_runtime *rt, kernel *out, ts_error *err) {
+  memset(out, 0, sizeof *out);
+  int rc = ts_build(f, t, NULL, &out->build, err);
+  if (!rc)
+    rc = ts_rt_kernel_load(out->build.artifact->bytes,
+                           out->build.artifact->n_bytes,
+                           out->build.artifact->entry, &out->k, err);
+  if (!rc) {
+    ts_rt_arg_spec *specs = arg_specs(out->build.artifact);
+    rc = ts_rt_args_create(specs, out->build.artifact->n_args, seed, &out->args,
+                           err);
+    free(specs);
+  }
+  if (!rc) rc = ts_rt_kernel_call(out->k, ts_rt_args_data(out->args), rt, err);
+  if (rc) kernel_free(out);
+  return rc;
+}
+
+static double compile_ms(const ts_build_result *b) {
+  return b->lower_ms + b->emit_ms + b->opt_ms + b->codegen_ms;
+}
+
+/* The index of f's output parameter (the last written one). */
+static int output_param(const ts_func *f) {
+  int out = -1;
+  for (int i = 0; i < ts_func_n_params(f); i++)
+    if (ts_func_param_is_output(f, i)) out = i;
+  return out;
+}
+
+/* Compares output `param` of got with want (n elements of t). */
+static bool same_output(const void *got, const void *want, ts_dtype t,
+                        int64_t n, char *detail, size_t cap) {
+  int64_t first;
+  double max_err;
+  int64_t bad = ts_host_compare(got, want, t, n, &first, &max_err);
+  if (bad)
+    snprintf(detail, cap,
+             "%lld of %lld elements differ (first at %lld: %g vs %g)",
+             (long long)bad, (long long)n, (long long)first,
+             ts_host_get(got, t, first), ts_host_get(want, t, first));
+  else
+    snprintf(detail, cap, "largest difference %.3g", max_err);
+  return bad == 0;
+}
+
+static void json_num(const char *key, bool have, double v, bool comma) {
+  if (have)
+    printf("\"%s\": %.4f", key, v);
+  else
+    printf("\"%s\": null", key);
+  if (comma) printf(", ");
+}
+
+static void json_str(const char *key, const char *v, bool comma) {
+  printf("\"%s\": \"", key);
+  for (const char *p = v; *p; p++) {
+    if (*p == '"' || *p == '\\') putchar('\\');
+    if ((unsigned char)*p < 0x20)
+      printf("\\u%04x", *p);
+    else
+      putchar(*p);
+  }
+  printf("\"%s", comma ? ", " : "");
+}
+
+static int run_bench(const bench_cfg *cfg) {
+  ts_error err;
+  ts_error_clear(&err);
+  ts_workload *w = NULL;
+  ts_target *t = NULL;
+  ts_runtime *rt = NULL;
+  ts_func *scheduled = NULL;
+  kernel main_k = {0}, ref_k = {0};
+  ts_bench_result vendor[TS_BENCH_N_VENDORS];
+  int have_vendor[TS_BENCH_N_VENDORS] = {0};
+  char vendor_why[TS_BENCH_N_VENDORS][1024];
+  int status = EXIT_FAIL;
+  memset(vendor, 0, sizeof vendor);
+
+  if (ts_workload_from_spec(cfg->spec, &w, &err)) {
+    cli_error("bad workload spec", &err);
+    return EXIT_FAIL;
+  }
+  int rc = cfg->target ? ts_target_parse(cfg->target, &t, &err)
+                       : ts_target_host(&t, &err);
+  if (rc) {
+    cli_error("bad target", &err);
+    goto done;
+  }
+  if (ts_target_is_cuda(t)) {
+    fprintf(stderr, "tessera: error: bench measures on this machine's CPU; use "
+                    "`tessera rpc` workers for cuda targets\n");
+    goto done;
+  }
+  int threads = cfg->threads > 0 ? cfg->threads : ts_target_num_cores(t);
+  if (ts_runtime_create(threads, &rt, &err)) {
+    cli_error("cannot start the thread pool", &err);
+    goto done;
+  }
+  const ts_func *f = w->func;
+  if (cfg->trace) {
+    ts_trace *trace = NULL;
+    ts_sched *sch = NULL;
+    if (ts_trace_from_json_file(cfg->trace, &trace, &err) ||
+        ts_trace_apply(trace, w->func, cfg->seed, &sch, &err)) {
+      cli_error("cannot apply the trace", &err);
+      ts_trace_free(trace);
+      goto done;
+    }
+    scheduled = ts_func_copy(ts_sched_func(sch));
+    ts_sched_destroy(sch);
+    ts_trace_free(trace);
+    f = scheduled;
+  }
+  if (kernel_make(f, t, cfg->seed, rt, &main_k, &err)) {
+    cli_error("compiling or running the kernel failed", &err);
+    goto done;
+  }
+  int out = output_param(w->func);
+  ts_buffer *ob = ts_func_param(w->func, out);
+  ts_dtype odt = ts_buffer_dtype(ob);
+  int64_t on = ts_buffer_elems(ob);
+  const void *got = ts_rt_args_data(main_k.args)[out];
+
+  /* Timing settings shared by every side. */
+  ts_bench_options bo = ts_bench_options_default();
+  bo.threads = threads;
+  bo.seed = cfg->seed;
+  bo.eval.repeat = cfg->repeat;
+  bo.eval.min_repeat_ms = cfg->min_repeat_ms;
+  bo.rt = rt;
+  double secs[64];
+  int number;
+  if (ts_rt_eval_kernel(rt, &bo.eval, main_k.k, ts_rt_args_data(main_k.args),
+                        secs, &number, &err)) {
+    cli_error("timing the kernel failed", &err);
+    goto done;
+  }
+  double sorted[64];
+  memcpy(sorted, secs, sizeof(double) * (size_t)cfg->repeat);
+  for (int i = 0; i < cfg->repeat; i++)
+    for (int j = i + 1; j < cfg->repeat; j++)
+      if (sorted[j] < sorted[i]) {
+        double x = sorted[i];
+        sorted[i] = sorted[j];
+        sorted[j] = x;
+      }
+  double median = sorted[cfg->repeat / 2];
+  double gflops = w->flops / median * 1e-9;
+
+  for (int v = 0; v < TS_BENCH_N_VENDORS; v++) {
+    ts_error verr;
+    ts_error_clear(&verr);
+    have_vendor[v] =
+        ts_bench_run((ts_bench_vendor)v, w, &bo, &vendor[v], &verr) == TS_OK;
+    snprintf(vendor_why[v], sizeof vendor_why[v], "%s", verr.msg);
+  }
+
+  /* The check. */
+  char check_against[64] = "", detail[256] = "";
+  bool ok = false;
+  ts_rt_args_zero_outputs(main_k.args);
+  if (ts_rt_kernel_call(main_k.k, ts_rt_args_data(main_k.args), rt, &err)) {
+    cli_error("re-running the kernel failed", &err);
+    goto done;
+  }
+  if (w->flops <= INTERP_FLOP_LIMIT) {
+    ts_rt_arg_spec *specs = arg_specs(main_k.build.artifact);
+    ts_rt_args *want = NULL;
+    rc = ts_rt_args_create(specs, main_k.build.artifact->n_args, cfg->seed,
+                           &want, &err);
+    free(specs);
+    if (!rc)
+      rc = ts_interp_run(w->func, ts_rt_args_data(want), ts_rt_args_count(want),
+                         NULL, &err);
+    if (rc) {
+      cli_error("the reference interpreter failed", &err);
+      ts_rt_args_free(want);
+      goto done;
+    }
+    snprintf(check_against, sizeof check_against, "the reference interpreter");
+    ok = same_output(got, ts_rt_args_data(want)[out], odt, on, detail,
+                     sizeof detail);
+    ts_rt_args_free(want);
+  } else if (scheduled) {
+    if (kernel_make(w->func, t, cfg->seed, rt, &ref_k, &err)) {
+      cli_error("compiling the unscheduled reference failed", &err);
+      goto done;
+    }
+    snprintf(check_against, sizeof check_against, "the unscheduled kernel");
+    ok = same_output(got, ts_rt_args_data(ref_k.args)[out], odt, on, detail,
+                     sizeof detail);
+  } else if (have_vendor[TS_BENCH_ONEDNN] && vendor[TS_BENCH_ONEDNN].output) {
+    snprintf(check_against, sizeof check_against, "oneDNN");
+    ok = same_output(got, vendor[TS_BENCH_ONEDNN].output, odt, on, detail,
+                     sizeof detail);
+  } else if (have_vendor[TS_BENCH_OPENBLAS] &&
+             vendor[TS_BENCH_OPENBLAS].output) {
+    snprintf(check_against, sizeof check_against, "OpenBLAS");
+    ok = same_output(got, vendor[TS_BENCH_OPENBLAS].output, odt, on, detail,
+                     sizeof detail);
+  } else {
+    snprintf(check_against, sizeof check_against, "nothing");
+    snprintf(detail, sizeof detail,
+             "too large for the interpreter and no other reference");
+    ok = true;
+  }
+
+  double best_vendor = 0;
+  for (int v = 0; v < TS_BENCH_N_VENDORS; v++)
+    if (have_vendor[v] && v != TS_BENCH_NAIVE && vendor[v].gflops > best_vendor)
+      best_vendor = vendor[v].gflops;
+  if (best_vendor == 0 && have_vendor[TS_BENCH_NAIVE])
+    best_vendor = vendor[TS_BENCH_NAIVE].gflops;
+
+  if (cfg->json) {
+    printf("{");
+    json_str("workload", w->spec, true);
+    json_str("name", w->name, true);
+    printf("\"flop\": %.0f, ", w->flops);
+    printf("\"threads\": %d, ", threads);
+    json_str("schedule", cfg->trace ? cfg->trace : "unscheduled", true);
+    json_num("tessera_gflops", true, gflops, true);
+    json_num("tessera_seconds", true, median, true);
+    json_num("openblas_gflops", have_vendor[TS_BENCH_OPENBLAS],
+             vendor[TS_BENCH_OPENBLAS].gflops, true);
+    json_num("onednn_gflops", have_vendor[TS_BENCH_ONEDNN],
+             vendor[TS_BENCH_ONEDNN].gflops, true);
+    json_num("naive_gflops", have_vendor[TS_BENCH_NAIVE],
+             vendor[TS_BENCH_NAIVE].gflops, true);
+    json_num("ratio_to_best_vendor", best_vendor > 0,
+             gflops / (best_vendor > 0 ? best_vendor : 1), true);
+    json_num("compile_ms", true, compile_ms(&main_k.build), true);
+    json_str("check", ok ? "ok" : "mismatch", true);
+    json_str("check_against", check_against, true);
+    json_str("target", ts_target_str(t), false);
+    printf("}\n");
+  } else {
+    printf("workload:  %s\n", w->spec);
+    printf("schedule:  %s\n", cfg->trace ? cfg->trace : "unscheduled");
+    printf("threads:   %d   flop: %.4g   compile: %.1f ms\n", threads, w->flops,
+           compile_ms(&main_k.build));
+    printf("check:     %s against %s (%s)\n", ok ? "ok" : "MISMATCH",
+           check_against, detail);
+    printf("\n%-10s %12s %12s %10s  %s\n", "", "GFLOP/s", "median ms", "ratio",
+           "notes");
+    printf("%-10s %12.2f %12.4f %10s  %s\n", "tessera", gflops, median * 1e3,
+           "1.00", "");
+    for (int v = 0; v < TS_BENCH_N_VENDORS; v++) {
+      const char *name = ts_bench_vendor_name((ts_bench_vendor)v);
+      if (have_vendor[v])
+        printf("%-10s %12.2f %12.4f %10.2f  %s%s%s\n", name, vendor[v].gflops,
+               vendor[v].seconds * 1e3, gflops / vendor[v].gflops,
+               vendor[v].impl, vendor[v].note[0] ? "; " : "", vendor[v].note);
+      else
+        printf("%-10s %12s %12s %10s  not applicable: %s\n", name, "-", "-",
+               "-", vendor_why[v]);
+    }
+    printf("\nratio = tessera GFLOP/s / library GFLOP/s, measured one after "
+           "the other "
+           "in this run\n");
+  }
+  status = ok ? EXIT_OK : EXIT_FAIL;
+
+done:
+  for (int v = 0; v < TS_BENCH_N_VENDORS; v++)
+    if (have_vendor[v]) ts_bench_result_free(&vendor[v]);
+  kernel_free(&main_k);
+  kernel_free(&ref_k);
+  ts_func_free(scheduled);
+  ts_runtime_destroy(rt);
+  ts_target_free(t);
+  ts_workload_free(w);
+  return status;
+}
+
+static int int_opt(const char *name, const char *v, long lo, long hi,
+                   int *out) {
+  char *end;
+  long x = strtol(v, &end, 10);
+  if (!*v || *end || x < lo || x > hi)
+    return cli_usage_error("bench",
+                           "%s wants an integer in [%ld, %ld], got '%s'", name,
+                           lo, hi, v);
+  *out = (int)x;
+  return EXIT_OK;
+}
+
+int cmd_bench(int argc, char **argv) {
+  bench_cfg cfg = {.repeat = 5, .min_repeat_ms = 100, .seed = 1};
+  for (int i = 1; i < argc; i++) {
+    const char *v;
+    bool missing;
+    int rc = EXIT_OK;
+    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+      fputs(bench_usage, stdout);
+      return EXIT_OK;
+    } else if (!strcmp(argv[i], "--json")) {
+      cfg.json = true;
+    } else if (cli_opt_value(argc, argv, &i, "--workload", &v, &missing)) {
+      if (missing) return cli_usage_error("bench", "--workload needs a spec");
+      cfg.spec = v;
+    } else if (cli_opt_value(argc, argv, &i, "--trace", &v, &missing)) {
+      if (missing) return cli_usage_error("bench", "--trace needs a file");
+      cfg.trace = v;
+    } else if (cli_opt_value(argc, argv, &i, "--target", &v, &missing)) {
+      if (missing) return cli_usage_error("bench", "--target needs a target");
+      cfg.target = v;
+    } else if (cli_opt_value(argc, argv, &i, "--threads", &v, &missing)) {
+      if (missing) return cli_usage_error("bench", "--threads needs a number");
+      rc = int_opt("--threads", v, 1, TS_RT_MAX_THREADS, &cfg.threads);
+    } else if (cli_opt_value(argc, argv, &i, "--repeat", &v, &missing)) {
+      if (missing) return cli_usage_error("bench", "--repeat needs a number");
+      rc = int_opt("--repeat", v, 1, 64, &cfg.repeat);
+    } else if (cli_opt_value(argc, argv, &i, "--min-repeat-ms", &v, &missing)) {
+      if (missing)
+        return cli_usage_error("bench", "--min-repeat-ms needs a number");
+      rc = int_opt("--min-repeat-ms", v, 0, 60000, &cfg.min_repeat_ms);
+    } else if (cli_opt_value(argc, argv, &i, "--seed", &v, &missing)) {
+      int s;
+      if (missing) return cli_usage_error("bench", "--seed needs a number");
+      rc = int_opt("--seed", v, 0, 2147483647, &s);
+      cfg.seed = (uint64_t)s;
+    } else {
+      return cli_usage_error("bench", "unknown option '%s'", argv[i]);
+    }
+    if (rc != EXIT_OK) return rc;
+  }
+  if (!cfg.spec) return cli_usage_error("bench", "--workload is required");
+  return run_bench(&cfg);
+}
