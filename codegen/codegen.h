@@ -119,6 +119,13 @@ ts_func *ts_lower(const ts_func *f, const ts_lower_options *opts,
  * guarded by its predicate, with `init` run under "every reduce value is at
  * its minimum", and its allocated buffers as `allocate` statements. */
 int ts_lower_blocks(ts_func *f, ts_error *err);
+/* requires: no blocks | maintains: semantics | breaks: allocation sizes —
+ * each `allocate` moves down to the lowest statement that holds every access
+ * of its buffer (entering a loop only when every iteration uses a disjoint
+ * part of the buffer) and shrinks to the region accessed there, so a cache
+ * buffer of a tile is the size of the tile (stack, registers). Buffers with
+ * explicit strides or whose address is taken are left alone. */
+int ts_lower_compact(ts_func *f, ts_error *err);
 /* requires: no blocks | maintains: semantics | breaks: buffer shapes — every
  * buffer becomes 1-D over its storage (strides applied) and every access a
  * single flat index. */

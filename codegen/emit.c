@@ -220,6 +220,14 @@ static LLVMValueRef int_floordivmod(emitter *e, bool is_mod, LLVMValueRef a,
                       "");
 }
 
+/* Lets LLVM fuse a multiply and an add into an FMA (one rounding instead of
+ * two: within every float tolerance the checks use). */
+static LLVMValueRef contract(LLVMValueRef v) {
+  if (LLVMIsAInstruction(v) && LLVMCanValueUseFastMathFlags(v))
+    LLVMSetFastMathFlags(v, LLVMFastMathAllowContract);
+  return v;
+}
+
 static LLVMValueRef emit_binary(emitter *e, ts_expr *x) {
   ts_expr_kind k = ts_expr_kind_of(x);
   ts_expr *xa = ts_expr_operand(x, 0), *xb = ts_expr_operand(x, 1);
@@ -233,9 +241,9 @@ static LLVMValueRef emit_binary(emitter *e, ts_expr *x) {
     LLVMValueRef r = NULL;
     LLVMTypeRef ty = LLVMTypeOf(a);
     switch (k) {
-    case TS_EXPR_ADD: r = LLVMBuildFAdd(B, a, b, ""); break;
-    case TS_EXPR_SUB: r = LLVMBuildFSub(B, a, b, ""); break;
-    case TS_EXPR_MUL: r = LLVMBuildFMul(B, a, b, ""); break;
+    case TS_EXPR_ADD: r = contract(LLVMBuildFAdd(B, a, b, "")); break;
+    case TS_EXPR_SUB: r = contract(LLVMBuildFSub(B, a, b, "")); break;
+    case TS_EXPR_MUL: r = contract(LLVMBuildFMul(B, a, b, "")); break;
     case TS_EXPR_DIV: r = LLVMBuildFDiv(B, a, b, ""); break;
     case TS_EXPR_MOD: r = LLVMBuildFRem(B, a, b, ""); break;
     case TS_EXPR_FLOORDIV:
@@ -1151,17 +1159,20 @@ typedef struct capture_ctx {
   emitter *e;
   ts_node_map *seen;
   const void **nodes;
+  bool *is_buf; /* nodes[i] is a buffer (its value a data pointer) */
   int n, cap;
 } capture_ctx;
 
-static void capture_node(capture_ctx *c, const void *node) {
+static void capture_node(capture_ctx *c, const void *node, bool is_buf) {
   if (ts_node_map_get(c->seen, node)) return;
   ts_node_map_put(c->seen, node, (void *)1);
   if (!ts_node_map_get(c->e->cur->vals, node)) return;
   if (c->n == c->cap) {
     c->cap = c->cap ? c->cap * 2 : 16;
     c->nodes = realloc(c->nodes, sizeof *c->nodes * (size_t)c->cap);
+    c->is_buf = realloc(c->is_buf, sizeof *c->is_buf * (size_t)c->cap);
   }
+  c->is_buf[c->n] = is_buf;
   c->nodes[c->n++] = node;
 }
 
@@ -1169,9 +1180,9 @@ static void capture_expr(void *ctx, ts_expr *x) {
   capture_ctx *c = ctx;
   ts_expr_kind k = ts_expr_kind_of(x);
   if (k == TS_EXPR_VAR)
-    capture_node(c, x);
+    capture_node(c, x, false);
   else if (k == TS_EXPR_LOAD || k == TS_EXPR_ADDRESS_OF)
-    capture_node(c, ts_expr_buffer(x));
+    capture_node(c, ts_expr_buffer(x), true);
 }
 
 static void capture_visit(void *ctx, ts_expr *x) {
@@ -1180,7 +1191,8 @@ static void capture_visit(void *ctx, ts_expr *x) {
 
 static bool capture_stmt(void *ctx, ts_stmt *s) {
   capture_ctx *c = ctx;
-  if (ts_stmt_kind_of(s) == TS_STMT_STORE) capture_node(c, ts_store_buffer(s));
+  if (ts_stmt_kind_of(s) == TS_STMT_STORE)
+    capture_node(c, ts_store_buffer(s), true);
   return true;
 }
 
@@ -1218,45 +1230,73 @@ static void emit_parallel(emitter *e, ts_stmt *s) {
     LLVMBuildStore(e->b, values[i],
                    LLVMBuildStructGEP2(e->b, st_t, closure, (unsigned)i, ""));
 
-  /* The task function: i32 task(ptr closure, i64 begin, i64 end). */
+  /* The loop body as a function of its own: i32 body(ptr rt, i64 begin,
+   * i64 end, captured...), buffer pointers noalias so that LLVM keeps
+   * accumulators in registers (inlined into the task, the noalias becomes
+   * scoped alias metadata). */
   char name[256];
   snprintf(name, sizeof name, "%s_task%d", e->entry, e->n_tasks++);
+  char body_name[300];
+  snprintf(body_name, sizeof body_name, "%s_body", name);
+  int nb = cc.n + 3;
+  LLVMTypeRef *bparams = malloc(sizeof *bparams * (size_t)nb);
+  bparams[0] = ptrt(e);
+  bparams[1] = i64t(e);
+  bparams[2] = i64t(e);
+  for (int i = 0; i < cc.n; i++) bparams[i + 3] = fields[i + 2];
+  LLVMTypeRef bty = LLVMFunctionType(i32t(e), bparams, (unsigned)nb, 0);
+  LLVMValueRef body_fn = LLVMAddFunction(e->mod, body_name, bty);
+  LLVMSetLinkage(body_fn, LLVMInternalLinkage);
+  set_fn_attrs(e, body_fn);
+  add_enum_attr(e, body_fn, LLVMAttributeFunctionIndex, "alwaysinline", 0);
+  for (int i = 0; i < cc.n; i++)
+    if (cc.is_buf[i]) add_enum_attr(e, body_fn, (unsigned)i + 4, "noalias", 0);
+  LLVMBasicBlockRef saved_bb = LLVMGetInsertBlock(e->b);
+  emit_fn *saved = e->cur;
+  emit_fn bf = {.fn = body_fn, .vals = ts_node_map_create()};
+  bf.alloca_bb = LLVMAppendBasicBlockInContext(e->ctx, body_fn, "entry");
+  bf.rt = LLVMGetParam(body_fn, 0);
+  for (int i = 0; i < cc.n; i++)
+    ts_node_map_put(bf.vals, cc.nodes[i], LLVMGetParam(body_fn, (unsigned)i + 3));
+  e->cur = &bf;
+  LLVMBasicBlockRef body_bb = LLVMAppendBasicBlockInContext(e->ctx, body_fn, "body");
+  LLVMPositionBuilderAtEnd(e->b, bf.alloca_bb);
+  LLVMBuildBr(e->b, body_bb);
+  LLVMPositionBuilderAtEnd(e->b, body_bb);
+  emit_loop(e, ts_for_var(s), LLVMGetParam(body_fn, 1), LLVMGetParam(body_fn, 2),
+            ts_for_body(s), false);
+  LLVMBuildRet(e->b, LLVMConstInt(i32t(e), 0, 0));
+  ts_node_map_destroy(bf.vals);
+
+  /* The task function: i32 task(ptr closure, i64 begin, i64 end) unpacks
+   * the closure and calls the body on [lo + begin, lo + end). */
   LLVMTypeRef params[3] = {ptrt(e), i64t(e), i64t(e)};
   LLVMTypeRef fty = LLVMFunctionType(i32t(e), params, 3, 0);
   LLVMValueRef task = LLVMAddFunction(e->mod, name, fty);
   LLVMSetLinkage(task, LLVMInternalLinkage);
   set_fn_attrs(e, task);
-  LLVMBasicBlockRef saved_bb = LLVMGetInsertBlock(e->b);
-  emit_fn *saved = e->cur;
-  emit_fn tf = {.fn = task, .vals = ts_node_map_create()};
-  tf.alloca_bb = LLVMAppendBasicBlockInContext(e->ctx, task, "entry");
-  e->cur = &tf;
-  LLVMPositionBuilderAtEnd(e->b, tf.alloca_bb);
+  LLVMPositionBuilderAtEnd(e->b, LLVMAppendBasicBlockInContext(e->ctx, task, "entry"));
   LLVMValueRef cl = LLVMGetParam(task, 0);
+  LLVMValueRef *bargs = malloc(sizeof *bargs * (size_t)nb);
   LLVMValueRef loaded[2];
   for (int i = 0; i < nf; i++) {
     LLVMValueRef p = LLVMBuildStructGEP2(e->b, st_t, cl, (unsigned)i, "");
     LLVMValueRef x = LLVMBuildLoad2(e->b, fields[i], p, "");
-    if (i < 2)
-      loaded[i] = x;
-    else
-      ts_node_map_put(tf.vals, cc.nodes[i - 2], x);
+    if (i < 2) loaded[i] = x;
+    else bargs[i + 1] = x;
   }
-  tf.rt = loaded[0];
-  LLVMValueRef begin = LLVMBuildAdd(e->b, loaded[1], LLVMGetParam(task, 1), "");
-  LLVMValueRef end = LLVMBuildAdd(e->b, loaded[1], LLVMGetParam(task, 2), "");
-  LLVMBasicBlockRef body_bb =
-      LLVMAppendBasicBlockInContext(e->ctx, task, "body");
-  LLVMBuildBr(e->b, body_bb);
-  LLVMPositionBuilderAtEnd(e->b, body_bb);
-  emit_loop(e, ts_for_var(s), begin, end, ts_for_body(s), false);
-  LLVMBuildRet(e->b, LLVMConstInt(i32t(e), 0, 0));
-  ts_node_map_destroy(tf.vals);
+  bargs[0] = loaded[0];
+  bargs[1] = LLVMBuildAdd(e->b, loaded[1], LLVMGetParam(task, 1), "");
+  bargs[2] = LLVMBuildAdd(e->b, loaded[1], LLVMGetParam(task, 2), "");
+  LLVMBuildRet(e->b, LLVMBuildCall2(e->b, bty, body_fn, bargs, (unsigned)nb, ""));
+  free(bargs);
+  free(bparams);
   e->cur = saved;
   LLVMPositionBuilderAtEnd(e->b, saved_bb);
   free(fields);
   free(values);
   free(cc.nodes);
+  free(cc.is_buf);
 
   /* status = ts_rt_parallel_for(rt, task, closure, n) */
   LLVMTypeRef pf_params[4] = {ptrt(e), ptrt(e), ptrt(e), i64t(e)};

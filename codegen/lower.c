@@ -99,6 +99,276 @@ int ts_lower_blocks(ts_func *f, ts_error *err) {
 }
 
 /* ========================================================================
+ * Pass: compact local buffers
+ * ======================================================================== */
+
+/* Whether statement s (or an expression in it) touches buffer b; *addr is
+ * set when b's address is taken. */
+typedef struct touch_ctx {
+  const ts_buffer *b;
+  bool found, addr;
+} touch_ctx;
+
+static void touch_expr(void *ctx, ts_expr *e) {
+  touch_ctx *c = ctx;
+  ts_expr_kind k = ts_expr_kind_of(e);
+  if ((k == TS_EXPR_LOAD || k == TS_EXPR_ADDRESS_OF) && ts_expr_buffer(e) == c->b) {
+    c->found = true;
+    if (k == TS_EXPR_ADDRESS_OF) c->addr = true;
+  }
+}
+static void touch_visit(void *ctx, ts_expr *e) { ts_expr_walk(e, touch_expr, ctx); }
+static bool touch_stmt(void *ctx, ts_stmt *s) {
+  touch_ctx *c = ctx;
+  if (ts_stmt_kind_of(s) == TS_STMT_STORE && ts_store_buffer(s) == c->b) c->found = true;
+  return true;
+}
+
+static bool touches(ts_stmt *s, const ts_buffer *b, bool *addr) {
+  touch_ctx c = {b, false, false};
+  ts_visitor v = {.enter_stmt = touch_stmt, .visit_expr = touch_visit, .ctx = &c};
+  ts_stmt_walk(s, &v);
+  if (addr) *addr = c.addr;
+  return c.found;
+}
+
+/* The access sites of a buffer under a statement, with every loop between
+ * that statement and them. */
+typedef struct access_set {
+  const ts_buffer *b;
+  ts_var_ranges *inner; /* loop var -> range, loops below the LCA */
+  ts_node_map *at_min;  /* loop var -> its minimum (an immediate) */
+  ts_expr ***indices;   /* per access: ndim index expressions */
+  int n, cap;
+  bool ok; /* false when some loop bound is not constant */
+  ts_arena *a;
+} access_set;
+
+static void add_access(access_set *s, ts_expr *const *idx, int ndim) {
+  if (s->n == s->cap) {
+    s->cap = s->cap ? 2 * s->cap : 8;
+    s->indices = realloc(s->indices, sizeof *s->indices * (size_t)s->cap);
+  }
+  ts_expr **copy = malloc(sizeof *copy * (size_t)(ndim ? ndim : 1));
+  for (int d = 0; d < ndim; d++) copy[d] = idx[d];
+  s->indices[s->n++] = copy;
+}
+
+static void collect_expr(void *ctx, ts_expr *e) {
+  access_set *s = ctx;
+  if (ts_expr_kind_of(e) != TS_EXPR_LOAD || ts_expr_buffer(e) != s->b) return;
+  ts_expr *idx[TS_MAX_DIMS];
+  int n = ts_expr_n_operands(e);
+  for (int d = 0; d < n && d < TS_MAX_DIMS; d++) idx[d] = ts_expr_operand(e, d);
+  add_access(s, idx, n);
+}
+static void collect_visit(void *ctx, ts_expr *e) { ts_expr_walk(e, collect_expr, ctx); }
+static bool collect_stmt(void *ctx, ts_stmt *st) {
+  access_set *s = ctx;
+  if (ts_stmt_kind_of(st) == TS_STMT_FOR) {
+    int64_t mn, ex;
+    if (ts_expr_is_const_int(ts_for_min(st), &mn) &&
+        ts_expr_is_const_int(ts_for_extent(st), &ex) && ex > 0) {
+      ts_var_ranges_set(s->inner, ts_for_var(st), mn, ex);
+      ts_node_map_put(s->at_min, ts_for_var(st), ts_index(s->a, mn));
+    } else {
+      s->ok = false;
+    }
+  }
+  if (ts_stmt_kind_of(st) == TS_STMT_STORE && ts_store_buffer(st) == s->b) {
+    ts_expr *idx[TS_MAX_DIMS];
+    int n = ts_store_n_indices(st);
+    for (int d = 0; d < n && d < TS_MAX_DIMS; d++) idx[d] = ts_store_index(st, d);
+    add_access(s, idx, n);
+  }
+  return true;
+}
+
+/* The compacted region of b under `lca`: per dim the base expression (in
+ * outer vars) and extent; false when it cannot be expressed that way. */
+static bool compact_region(ts_arena *a, ts_stmt *lca, const ts_buffer *b,
+                           ts_expr **base, int64_t *extent) {
+  access_set s = {.b = b,
+                  .inner = ts_var_ranges_create(),
+                  .at_min = ts_node_map_create(),
+                  .ok = true,
+                  .a = a};
+  ts_visitor v = {.enter_stmt = collect_stmt, .visit_expr = collect_visit, .ctx = &s};
+  ts_stmt_walk(lca, &v);
+  int ndim = ts_buffer_ndim(b);
+  bool ok = s.ok && s.n > 0;
+  for (int d = 0; ok && d < ndim; d++) {
+    ts_expr *base0 = NULL;
+    int64_t lo = INT64_MAX, hi = INT64_MIN;
+    for (int i = 0; ok && i < s.n; i++) {
+      ts_expr *e = s.indices[i][d];
+      if (ts_expr_dtype(e).lanes != 1) {
+        ok = false;
+        break;
+      }
+      ts_expr *bi = ts_simplify(a, ts_expr_substitute(a, e, s.at_min, NULL), NULL);
+      ts_expr *off = ts_simplify(a, ts_sub(a, e, bi), s.inner);
+      int64_t olo, ohi, c = 0;
+      if (!ts_expr_const_bound(off, s.inner, &olo, &ohi)) {
+        ok = false;
+        break;
+      }
+      if (!base0) base0 = bi;
+      else if (!ts_expr_is_const_int(ts_simplify(a, ts_sub(a, bi, base0), NULL), &c)) {
+        ok = false;
+        break;
+      }
+      if (c + olo < lo) lo = c + olo;
+      if (c + ohi > hi) hi = c + ohi;
+    }
+    if (!ok) break;
+    base[d] = ts_simplify(a, ts_add(a, base0, ts_index(a, lo)), NULL);
+    extent[d] = hi - lo + 1;
+  }
+  for (int i = 0; i < s.n; i++) free(s.indices[i]);
+  free(s.indices);
+  ts_var_ranges_destroy(s.inner);
+  ts_node_map_destroy(s.at_min);
+  return ok;
+}
+
+/* Whether the region of b under loop `loop` is disjoint between iterations
+ * (so an allocation per iteration loses nothing): some dimension's base
+ * moves by at least its extent from one iteration to the next. */
+static bool disjoint_per_iteration(ts_arena *a, ts_stmt *loop, const ts_buffer *b) {
+  ts_expr *base[TS_MAX_DIMS];
+  int64_t extent[TS_MAX_DIMS];
+  if (!compact_region(a, ts_for_body(loop), b, base, extent)) return false;
+  ts_expr *var = ts_for_var(loop);
+  ts_node_map *next = ts_node_map_create();
+  ts_node_map_put(next, var, ts_add(a, var, ts_index(a, 1)));
+  bool disjoint = false;
+  for (int d = 0; d < ts_buffer_ndim(b) && !disjoint; d++) {
+    ts_expr *step = ts_simplify(
+        a, ts_sub(a, ts_expr_substitute(a, base[d], next, NULL), base[d]), NULL);
+    int64_t c;
+    if (ts_expr_is_const_int(step, &c) && (c >= extent[d] || -c >= extent[d]))
+      disjoint = true;
+  }
+  ts_node_map_destroy(next);
+  return disjoint;
+}
+
+/* Descends from s to the lowest statement holding every access of b,
+ * entering a loop only when each iteration uses its own part of b. */
+static ts_stmt *lowest_holder(ts_arena *a, ts_stmt *s, const ts_buffer *b) {
+  for (;;) {
+    ts_stmt *next = NULL;
+    switch (ts_stmt_kind_of(s)) {
+    case TS_STMT_FOR:
+      if (disjoint_per_iteration(a, s, b)) next = ts_for_body(s);
+      break;
+    case TS_STMT_SEQ: {
+      int holders = 0;
+      for (int i = 0; i < ts_seq_n(s); i++)
+        if (touches(ts_seq_item(s, i), b, NULL)) {
+          holders++;
+          next = ts_seq_item(s, i);
+        }
+      if (holders != 1) next = NULL;
+      break;
+    }
+    case TS_STMT_LET: next = ts_let_stmt_body(s); break;
+    case TS_STMT_ALLOCATE: next = ts_allocate_body(s); break;
+    default: break;
+    }
+    if (!next) return s;
+    s = next;
+  }
+}
+
+typedef struct rewrite_ctx {
+  const ts_buffer *old;
+  ts_buffer *nb;
+  ts_expr **base;
+  ts_stmt *lca; /* wrapped in the new allocation */
+} rewrite_ctx;
+
+static ts_expr *shift_load(void *ctx, ts_arena *a, ts_expr *e) {
+  rewrite_ctx *c = ctx;
+  if (ts_expr_kind_of(e) != TS_EXPR_LOAD || ts_expr_buffer(e) != c->old) return e;
+  int n = ts_expr_n_operands(e);
+  ts_expr *idx[TS_MAX_DIMS];
+  for (int d = 0; d < n; d++)
+    idx[d] = ts_simplify(a, ts_sub(a, ts_expr_operand(e, d), c->base[d]), NULL);
+  return ts_load(a, c->nb, idx, n);
+}
+
+static ts_expr *shift_expr(void *ctx, ts_arena *a, ts_expr *e) {
+  return ts_expr_mutate(a, e, shift_load, ctx);
+}
+
+static ts_stmt *shift_post(void *ctx, ts_arena *a, ts_stmt *s);
+
+static ts_stmt *shift_pre(void *ctx, ts_arena *a, ts_stmt *s) {
+  rewrite_ctx *c = ctx;
+  if (s != c->lca) return NULL;
+  /* Rewrite the holder's subtree, then wrap it in the allocation. */
+  c->lca = NULL;
+  ts_stmt_mutator m = {.pre = shift_pre, .post = shift_post, .expr = shift_expr, .ctx = c};
+  ts_stmt *inner = ts_stmt_mutate(a, s, &m);
+  return ts_allocate(a, c->nb, inner);
+}
+
+static ts_stmt *shift_post(void *ctx, ts_arena *a, ts_stmt *s) {
+  rewrite_ctx *c = ctx;
+  if (ts_stmt_kind_of(s) != TS_STMT_STORE || ts_store_buffer(s) != c->old) return s;
+  int n = ts_store_n_indices(s);
+  ts_expr *idx[TS_MAX_DIMS];
+  for (int d = 0; d < n; d++)
+    idx[d] = ts_simplify(a, ts_sub(a, ts_store_index(s, d), c->base[d]), NULL);
+  return ts_store(a, c->nb, idx, n, ts_store_value(s));
+}
+
+/* Rewrites one allocate statement; returns its replacement. */
+static ts_stmt *compact_one(ts_arena *a, ts_stmt *alloc) {
+  ts_buffer *b = ts_allocate_buffer(alloc);
+  ts_stmt *body = ts_allocate_body(alloc);
+  bool addr = false;
+  if (ts_buffer_strides(b) || !touches(body, b, &addr) || addr) return alloc;
+  ts_stmt *lca = lowest_holder(a, body, b);
+  ts_expr *base[TS_MAX_DIMS];
+  int64_t extent[TS_MAX_DIMS];
+  if (!compact_region(a, lca, b, base, extent)) return alloc;
+  int ndim = ts_buffer_ndim(b);
+  bool smaller = false;
+  for (int d = 0; d < ndim; d++) {
+    if (extent[d] >= ts_buffer_dim(b, d) || extent[d] < 1) {
+      /* no gain in this dim: keep it whole */
+      extent[d] = ts_buffer_dim(b, d);
+      base[d] = ts_index(a, 0);
+    } else {
+      smaller = true;
+    }
+  }
+  if (!smaller && lca == body) return alloc;
+  ts_buffer *nb = ts_buffer_new(a, ts_buffer_name(b), ts_buffer_dtype(b), extent, ndim);
+  ts_buffer_set_scope(a, nb, ts_buffer_scope(b));
+  ts_buffer_set_align(nb, ts_buffer_align(b));
+  rewrite_ctx c = {b, nb, base, lca};
+  ts_stmt_mutator m = {.pre = shift_pre, .post = shift_post, .expr = shift_expr, .ctx = &c};
+  return ts_stmt_mutate(a, body, &m);
+}
+
+static ts_stmt *compact_post(void *ctx, ts_arena *a, ts_stmt *s) {
+  (void)ctx;
+  if (ts_stmt_kind_of(s) != TS_STMT_ALLOCATE) return s;
+  return compact_one(a, s);
+}
+
+int ts_lower_compact(ts_func *f, ts_error *err) {
+  (void)err;
+  ts_stmt_mutator m = {.post = compact_post};
+  ts_func_set_body(f, ts_stmt_mutate(ts_func_arena(f), ts_func_body(f), &m));
+  return TS_OK;
+}
+
+/* ========================================================================
  * Pass: flatten buffers
  * ======================================================================== */
 
@@ -668,6 +938,8 @@ ts_func *ts_lower(const ts_func *in, const ts_lower_options *opts,
   if (o.verify_between && ts_func_verify(f, err) != TS_OK) rc = TS_EVERIFY;
   if (!rc) rc = ts_lower_blocks(f, err);
   if (!rc) rc = check(f, &o, "lower_blocks", err);
+  if (!rc) rc = ts_lower_compact(f, err);
+  if (!rc) rc = check(f, &o, "compact", err);
   if (!rc) rc = ts_lower_unroll(f, o.max_unroll, err);
   if (!rc) rc = check(f, &o, "unroll", err);
   if (!rc) rc = ts_lower_flatten(f, err);
