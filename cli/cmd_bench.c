@@ -169,7 +169,21 @@ static int run_bench(const bench_cfg *cfg) {
                     "`tessera rpc` workers for cuda targets\n");
     goto done;
   }
+  /* Measuring happens here: the target may not ask for what this CPU lacks. */
+  for (const char *const *fname = ts_rt_cpu_feature_names(); *fname; fname++)
+    if (ts_target_has_feature(t, *fname) && ts_rt_cpu_has(*fname) != 1) {
+      fprintf(stderr,
+              "tessera: error: target '%s' uses '%s', which this CPU does not "
+              "have; bench measures on this machine (compile for it with "
+              "`tessera show --asm --target ...`)\n",
+              ts_target_str(t), *fname);
+      goto done;
+    }
   int threads = cfg->threads > 0 ? cfg->threads : ts_target_num_cores(t);
+  if (ts_target_has_feature(t, "amx-tile") && ts_rt_enable_amx(&err)) {
+    cli_error("AMX is not available", &err);
+    goto done;
+  }
   if (ts_runtime_create(threads, &rt, &err)) {
     cli_error("cannot start the thread pool", &err);
     goto done;

@@ -27,6 +27,7 @@ static const char usage[] =
     "  tracker  run the worker registry and lease service; `tracker status`\n"
     "  rpc      `rpc bench`: remote versus embedded measurement throughput\n"
     "  db       inspect, export, import and prune the tuning database\n"
+    "  costmodel  cost-model features, data collection and evaluation\n"
     "\n"
     "workloads are given as a spec, e.g.\n"
     "  --workload \"matmul M=1024 N=1024 K=1024 dtype=float32\"\n"
@@ -41,7 +42,7 @@ typedef struct command {
 static const command commands[] = {
     {"show", cmd_show},     {"check", cmd_check},     {"bench", cmd_bench},
     {"worker", cmd_worker}, {"tracker", cmd_tracker}, {"rpc", cmd_rpc},
-    {"db", cmd_db},
+    {"db", cmd_db},         {"costmodel", cmd_costmodel},
 };
 
 void cli_error(const char *what, const ts_error *err) {

@@ -1257,14 +1257,16 @@ static void emit_parallel(emitter *e, ts_stmt *s) {
   bf.alloca_bb = LLVMAppendBasicBlockInContext(e->ctx, body_fn, "entry");
   bf.rt = LLVMGetParam(body_fn, 0);
   for (int i = 0; i < cc.n; i++)
-    ts_node_map_put(bf.vals, cc.nodes[i], LLVMGetParam(body_fn, (unsigned)i + 3));
+    ts_node_map_put(bf.vals, cc.nodes[i],
+                    LLVMGetParam(body_fn, (unsigned)i + 3));
   e->cur = &bf;
-  LLVMBasicBlockRef body_bb = LLVMAppendBasicBlockInContext(e->ctx, body_fn, "body");
+  LLVMBasicBlockRef body_bb =
+      LLVMAppendBasicBlockInContext(e->ctx, body_fn, "body");
   LLVMPositionBuilderAtEnd(e->b, bf.alloca_bb);
   LLVMBuildBr(e->b, body_bb);
   LLVMPositionBuilderAtEnd(e->b, body_bb);
-  emit_loop(e, ts_for_var(s), LLVMGetParam(body_fn, 1), LLVMGetParam(body_fn, 2),
-            ts_for_body(s), false);
+  emit_loop(e, ts_for_var(s), LLVMGetParam(body_fn, 1),
+            LLVMGetParam(body_fn, 2), ts_for_body(s), false);
   LLVMBuildRet(e->b, LLVMConstInt(i32t(e), 0, 0));
   ts_node_map_destroy(bf.vals);
 
@@ -1275,20 +1277,24 @@ static void emit_parallel(emitter *e, ts_stmt *s) {
   LLVMValueRef task = LLVMAddFunction(e->mod, name, fty);
   LLVMSetLinkage(task, LLVMInternalLinkage);
   set_fn_attrs(e, task);
-  LLVMPositionBuilderAtEnd(e->b, LLVMAppendBasicBlockInContext(e->ctx, task, "entry"));
+  LLVMPositionBuilderAtEnd(
+      e->b, LLVMAppendBasicBlockInContext(e->ctx, task, "entry"));
   LLVMValueRef cl = LLVMGetParam(task, 0);
   LLVMValueRef *bargs = malloc(sizeof *bargs * (size_t)nb);
   LLVMValueRef loaded[2];
   for (int i = 0; i < nf; i++) {
     LLVMValueRef p = LLVMBuildStructGEP2(e->b, st_t, cl, (unsigned)i, "");
     LLVMValueRef x = LLVMBuildLoad2(e->b, fields[i], p, "");
-    if (i < 2) loaded[i] = x;
-    else bargs[i + 1] = x;
+    if (i < 2)
+      loaded[i] = x;
+    else
+      bargs[i + 1] = x;
   }
   bargs[0] = loaded[0];
   bargs[1] = LLVMBuildAdd(e->b, loaded[1], LLVMGetParam(task, 1), "");
   bargs[2] = LLVMBuildAdd(e->b, loaded[1], LLVMGetParam(task, 2), "");
-  LLVMBuildRet(e->b, LLVMBuildCall2(e->b, bty, body_fn, bargs, (unsigned)nb, ""));
+  LLVMBuildRet(e->b,
+               LLVMBuildCall2(e->b, bty, body_fn, bargs, (unsigned)nb, ""));
   free(bargs);
   free(bparams);
   e->cur = saved;

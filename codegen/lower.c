@@ -112,21 +112,26 @@ typedef struct touch_ctx {
 static void touch_expr(void *ctx, ts_expr *e) {
   touch_ctx *c = ctx;
   ts_expr_kind k = ts_expr_kind_of(e);
-  if ((k == TS_EXPR_LOAD || k == TS_EXPR_ADDRESS_OF) && ts_expr_buffer(e) == c->b) {
+  if ((k == TS_EXPR_LOAD || k == TS_EXPR_ADDRESS_OF) &&
+      ts_expr_buffer(e) == c->b) {
     c->found = true;
     if (k == TS_EXPR_ADDRESS_OF) c->addr = true;
   }
 }
-static void touch_visit(void *ctx, ts_expr *e) { ts_expr_walk(e, touch_expr, ctx); }
+static void touch_visit(void *ctx, ts_expr *e) {
+  ts_expr_walk(e, touch_expr, ctx);
+}
 static bool touch_stmt(void *ctx, ts_stmt *s) {
   touch_ctx *c = ctx;
-  if (ts_stmt_kind_of(s) == TS_STMT_STORE && ts_store_buffer(s) == c->b) c->found = true;
+  if (ts_stmt_kind_of(s) == TS_STMT_STORE && ts_store_buffer(s) == c->b)
+    c->found = true;
   return true;
 }
 
 static bool touches(ts_stmt *s, const ts_buffer *b, bool *addr) {
   touch_ctx c = {b, false, false};
-  ts_visitor v = {.enter_stmt = touch_stmt, .visit_expr = touch_visit, .ctx = &c};
+  ts_visitor v = {
+      .enter_stmt = touch_stmt, .visit_expr = touch_visit, .ctx = &c};
   ts_stmt_walk(s, &v);
   if (addr) *addr = c.addr;
   return c.found;
@@ -162,7 +167,9 @@ static void collect_expr(void *ctx, ts_expr *e) {
   for (int d = 0; d < n && d < TS_MAX_DIMS; d++) idx[d] = ts_expr_operand(e, d);
   add_access(s, idx, n);
 }
-static void collect_visit(void *ctx, ts_expr *e) { ts_expr_walk(e, collect_expr, ctx); }
+static void collect_visit(void *ctx, ts_expr *e) {
+  ts_expr_walk(e, collect_expr, ctx);
+}
 static bool collect_stmt(void *ctx, ts_stmt *st) {
   access_set *s = ctx;
   if (ts_stmt_kind_of(st) == TS_STMT_FOR) {
@@ -178,7 +185,8 @@ static bool collect_stmt(void *ctx, ts_stmt *st) {
   if (ts_stmt_kind_of(st) == TS_STMT_STORE && ts_store_buffer(st) == s->b) {
     ts_expr *idx[TS_MAX_DIMS];
     int n = ts_store_n_indices(st);
-    for (int d = 0; d < n && d < TS_MAX_DIMS; d++) idx[d] = ts_store_index(st, d);
+    for (int d = 0; d < n && d < TS_MAX_DIMS; d++)
+      idx[d] = ts_store_index(st, d);
     add_access(s, idx, n);
   }
   return true;
@@ -193,7 +201,8 @@ static bool compact_region(ts_arena *a, ts_stmt *lca, const ts_buffer *b,
                   .at_min = ts_node_map_create(),
                   .ok = true,
                   .a = a};
-  ts_visitor v = {.enter_stmt = collect_stmt, .visit_expr = collect_visit, .ctx = &s};
+  ts_visitor v = {
+      .enter_stmt = collect_stmt, .visit_expr = collect_visit, .ctx = &s};
   ts_stmt_walk(lca, &v);
   int ndim = ts_buffer_ndim(b);
   bool ok = s.ok && s.n > 0;
@@ -206,15 +215,18 @@ static bool compact_region(ts_arena *a, ts_stmt *lca, const ts_buffer *b,
         ok = false;
         break;
       }
-      ts_expr *bi = ts_simplify(a, ts_expr_substitute(a, e, s.at_min, NULL), NULL);
+      ts_expr *bi =
+          ts_simplify(a, ts_expr_substitute(a, e, s.at_min, NULL), NULL);
       ts_expr *off = ts_simplify(a, ts_sub(a, e, bi), s.inner);
       int64_t olo, ohi, c = 0;
       if (!ts_expr_const_bound(off, s.inner, &olo, &ohi)) {
         ok = false;
         break;
       }
-      if (!base0) base0 = bi;
-      else if (!ts_expr_is_const_int(ts_simplify(a, ts_sub(a, bi, base0), NULL), &c)) {
+      if (!base0)
+        base0 = bi;
+      else if (!ts_expr_is_const_int(ts_simplify(a, ts_sub(a, bi, base0), NULL),
+                                     &c)) {
         ok = false;
         break;
       }
@@ -235,7 +247,8 @@ static bool compact_region(ts_arena *a, ts_stmt *lca, const ts_buffer *b,
 /* Whether the region of b under loop `loop` is disjoint between iterations
  * (so an allocation per iteration loses nothing): some dimension's base
  * moves by at least its extent from one iteration to the next. */
-static bool disjoint_per_iteration(ts_arena *a, ts_stmt *loop, const ts_buffer *b) {
+static bool disjoint_per_iteration(ts_arena *a, ts_stmt *loop,
+                                   const ts_buffer *b) {
   ts_expr *base[TS_MAX_DIMS];
   int64_t extent[TS_MAX_DIMS];
   if (!compact_region(a, ts_for_body(loop), b, base, extent)) return false;
@@ -245,7 +258,8 @@ static bool disjoint_per_iteration(ts_arena *a, ts_stmt *loop, const ts_buffer *
   bool disjoint = false;
   for (int d = 0; d < ts_buffer_ndim(b) && !disjoint; d++) {
     ts_expr *step = ts_simplify(
-        a, ts_sub(a, ts_expr_substitute(a, base[d], next, NULL), base[d]), NULL);
+        a, ts_sub(a, ts_expr_substitute(a, base[d], next, NULL), base[d]),
+        NULL);
     int64_t c;
     if (ts_expr_is_const_int(step, &c) && (c >= extent[d] || -c >= extent[d]))
       disjoint = true;
@@ -291,7 +305,8 @@ typedef struct rewrite_ctx {
 
 static ts_expr *shift_load(void *ctx, ts_arena *a, ts_expr *e) {
   rewrite_ctx *c = ctx;
-  if (ts_expr_kind_of(e) != TS_EXPR_LOAD || ts_expr_buffer(e) != c->old) return e;
+  if (ts_expr_kind_of(e) != TS_EXPR_LOAD || ts_expr_buffer(e) != c->old)
+    return e;
   int n = ts_expr_n_operands(e);
   ts_expr *idx[TS_MAX_DIMS];
   for (int d = 0; d < n; d++)
@@ -310,14 +325,16 @@ static ts_stmt *shift_pre(void *ctx, ts_arena *a, ts_stmt *s) {
   if (s != c->lca) return NULL;
   /* Rewrite the holder's subtree, then wrap it in the allocation. */
   c->lca = NULL;
-  ts_stmt_mutator m = {.pre = shift_pre, .post = shift_post, .expr = shift_expr, .ctx = c};
+  ts_stmt_mutator m = {
+      .pre = shift_pre, .post = shift_post, .expr = shift_expr, .ctx = c};
   ts_stmt *inner = ts_stmt_mutate(a, s, &m);
   return ts_allocate(a, c->nb, inner);
 }
 
 static ts_stmt *shift_post(void *ctx, ts_arena *a, ts_stmt *s) {
   rewrite_ctx *c = ctx;
-  if (ts_stmt_kind_of(s) != TS_STMT_STORE || ts_store_buffer(s) != c->old) return s;
+  if (ts_stmt_kind_of(s) != TS_STMT_STORE || ts_store_buffer(s) != c->old)
+    return s;
   int n = ts_store_n_indices(s);
   ts_expr *idx[TS_MAX_DIMS];
   for (int d = 0; d < n; d++)
@@ -347,11 +364,13 @@ static ts_stmt *compact_one(ts_arena *a, ts_stmt *alloc) {
     }
   }
   if (!smaller && lca == body) return alloc;
-  ts_buffer *nb = ts_buffer_new(a, ts_buffer_name(b), ts_buffer_dtype(b), extent, ndim);
+  ts_buffer *nb =
+      ts_buffer_new(a, ts_buffer_name(b), ts_buffer_dtype(b), extent, ndim);
   ts_buffer_set_scope(a, nb, ts_buffer_scope(b));
   ts_buffer_set_align(nb, ts_buffer_align(b));
   rewrite_ctx c = {b, nb, base, lca};
-  ts_stmt_mutator m = {.pre = shift_pre, .post = shift_post, .expr = shift_expr, .ctx = &c};
+  ts_stmt_mutator m = {
+      .pre = shift_pre, .post = shift_post, .expr = shift_expr, .ctx = &c};
   return ts_stmt_mutate(a, body, &m);
 }
 

@@ -102,7 +102,8 @@ static void test_lowering_shapes(void **state) {
   free(t);
   /* A cache tile shrinks to the tile and moves under its loop. */
   t = lowered_text("cache_write.tir");
-  assert_non_null(strstr(t, "    for j_0 in range(4) {\n      allocate C_local: float32[4]"));
+  assert_non_null(strstr(
+      t, "    for j_0 in range(4) {\n      allocate C_local: float32[4]"));
   free(t);
   /* Buffers are flat. */
   t = lowered_text("local_alloc.tir");
