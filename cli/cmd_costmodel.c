@@ -71,8 +71,8 @@ typedef struct cm_args {
   bool json, list;
 } cm_args;
 
-static bool parse_long(const char *sub, const char *opt, const char *v,
-                       long lo, long hi, long *out, int *rc) {
+static bool parse_long(const char *sub, const char *opt, const char *v, long lo,
+                       long hi, long *out, int *rc) {
   if (cli_int_option(sub, opt, v, lo, hi, out)) {
     *rc = EXIT_USAGE;
     return false;
@@ -151,8 +151,9 @@ static int parse_args(int argc, char **argv, const char *allowed, cm_args *a) {
         errno = 0;
         a->seed = strtoull(v, &end, 10);
         if (errno || !*v || *end || *v == '-')
-          return cli_usage_error(sub, "--seed wants an unsigned integer, not "
-                                      "'%s'",
+          return cli_usage_error(sub,
+                                 "--seed wants an unsigned integer, not "
+                                 "'%s'",
                                  v);
       }
     } else if (cli_opt_value(argc, argv, &i, "--n", &v, &missing)) {
@@ -433,8 +434,7 @@ static int cm_bench_cmd(int argc, char **argv) {
   o.min_samples = 1;
   o.rounds = 50;
   if (ts_cm_xgb_create(&o, &m, &err) ||
-      ts_cm_update(m, cands, res, n_rand, &err) ||
-      ts_cm_xgb_train(m, &err)) {
+      ts_cm_update(m, cands, res, n_rand, &err) || ts_cm_xgb_train(m, &err)) {
     cli_error("training failed", &err);
     goto done;
   }
@@ -631,8 +631,8 @@ static int collect_workload(ts_db *db, ts_runner *runner, const ts_target *t,
       c[m++].sched = s;
     }
     if (m == 0) break; /* the space is exhausted */
-    build_batch(c, m, t, a->threads > 0 ? (int)a->threads
-                                        : ts_target_num_cores(t));
+    build_batch(c, m, t,
+                a->threads > 0 ? (int)a->threads : ts_target_num_cores(t));
     for (int i = 0; i < m; i++) arts[i] = c[i].build.artifact;
     if (ts_runner_measure(runner, &cfg, ref_id, arts, m, res, &err)) {
       cli_error("measurement failed", &err);
@@ -888,7 +888,8 @@ static int cm_eval_cmd(int argc, char **argv) {
     fprintf(stderr,
             "tessera: error: %s holds %d usable record%s%s: nothing to "
             "evaluate (collect some with `tessera costmodel collect`)\n",
-            a.db, ds->n, ds->n == 1 ? "" : "s", a.workload ? " of that workload" : "");
+            a.db, ds->n, ds->n == 1 ? "" : "s",
+            a.workload ? " of that workload" : "");
     goto done;
   }
   if (by_workload && ds->n_groups < 2 && !a.model) {
@@ -975,9 +976,9 @@ static int cm_eval_cmd(int argc, char **argv) {
   }
   if (!a.json && isatty(2)) fprintf(stderr, "\n");
   ts_cm_metrics xm = ts_cm_metrics_of(&acc), rm = ts_cm_metrics_of(&racc);
-  const char *how = a.model ? "a saved model" : by_workload
-                                                    ? "leave-one-workload-out"
-                                                    : "k-fold";
+  const char *how = a.model       ? "a saved model"
+                    : by_workload ? "leave-one-workload-out"
+                                  : "k-fold";
   if (a.json) {
     printf("{");
     print_metrics_json("", &xm);
@@ -989,8 +990,10 @@ static int cm_eval_cmd(int argc, char **argv) {
            "%.3f}\n",
            (long long)xm.pairs, (long long)xm.batches, ds->n_groups,
            (long long)ds->skipped, ts_cm_objective_name(a.objective),
-           a.model ? "model" : by_workload ? "workload" : "random", n_folds,
-           train_ms / 1e3, read_s);
+           a.model       ? "model"
+           : by_workload ? "workload"
+                         : "random",
+           n_folds, train_ms / 1e3, read_s);
   } else {
     int64_t ok = 0;
     for (int i = 0; i < n; i++) ok += ds->results[i].ok;
@@ -1008,9 +1011,8 @@ static int cm_eval_cmd(int argc, char **argv) {
     printf("  %-20s %10s %10s\n", "held-out figure", "xgboost", "random");
     printf("  %-20s %10.4f %10.4f   (%lld pairs)\n", "pairwise accuracy",
            xm.pairwise_accuracy, rm.pairwise_accuracy, (long long)xm.pairs);
-    printf("  %-20s %10.4f %10.4f   (%lld batches of <= %ld)\n",
-           "top-1 recall", xm.top1_recall, rm.top1_recall,
-           (long long)xm.batches, a.batch);
+    printf("  %-20s %10.4f %10.4f   (%lld batches of <= %ld)\n", "top-1 recall",
+           xm.top1_recall, rm.top1_recall, (long long)xm.batches, a.batch);
     printf("  %-20s %10.4f %10.4f\n", "top-8 recall", xm.top8_recall,
            rm.top8_recall);
     printf("  %-20s %10.4f %10.4f\n", "spearman", xm.spearman, rm.spearman);

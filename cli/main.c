@@ -40,8 +40,8 @@ typedef struct command {
 } command;
 
 static const command commands[] = {
-    {"show", cmd_show},     {"check", cmd_check},     {"bench", cmd_bench},
-    {"worker", cmd_worker}, {"tracker", cmd_tracker}, {"rpc", cmd_rpc},
+    {"show", cmd_show},     {"check", cmd_check},         {"bench", cmd_bench},
+    {"worker", cmd_worker}, {"tracker", cmd_tracker},     {"rpc", cmd_rpc},
     {"db", cmd_db},         {"costmodel", cmd_costmodel},
 };
 

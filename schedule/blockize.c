@@ -26,8 +26,10 @@ typedef struct var_ctx {
 static void var_fn(void *ctx, ts_expr *e) {
   var_ctx *c = ctx;
   if (ts_expr_kind_of(e) != TS_EXPR_VAR) return;
-  if (is_loop_var(e, c->inner, c->n_inner)) c->has_inner = true;
-  else c->has_outer = true;
+  if (is_loop_var(e, c->inner, c->n_inner))
+    c->has_inner = true;
+  else
+    c->has_outer = true;
 }
 
 int blockize_chain(ts_sched *s, const char *prim, ts_stmt *loop,
@@ -60,8 +62,7 @@ int blockize_chain(ts_sched *s, const char *prim, ts_stmt *loop,
   return TS_OK;
 }
 
-int blockize_plan(ts_sched *s, const char *prim, ts_stmt *loop,
-                  bz_plan *p) {
+int blockize_plan(ts_sched *s, const char *prim, ts_stmt *loop, bz_plan *p) {
   memset(p, 0, sizeof *p);
   ts_arena *a = ts_func_arena(s->func);
   int rc = blockize_chain(s, prim, loop, &p->chain, &p->inner);
@@ -78,7 +79,8 @@ int blockize_plan(ts_sched *s, const char *prim, ts_stmt *loop,
                 loop_name(loop));
   }
   var_ctx pc = {p->chain.v, p->chain.n, false, false};
-  if (ts_realize_predicate(r)) ts_expr_walk(ts_realize_predicate(r), var_fn, &pc);
+  if (ts_realize_predicate(r))
+    ts_expr_walk(ts_realize_predicate(r), var_fn, &pc);
   if (pc.has_outer) {
     sv_free(&p->chain);
     return FAIL(s, TS_ESCHEDULE,
@@ -109,8 +111,8 @@ int blockize_plan(ts_sched *s, const char *prim, ts_stmt *loop,
                 prim, bn);
       break;
     }
-    ts_expr *ov = ts_var(a, ts_arena_printf(a, "%s_o", ts_var_name(iv)),
-                         TS_INDEX);
+    ts_expr *ov =
+        ts_var(a, ts_arena_printf(a, "%s_o", ts_var_name(iv)), TS_INDEX);
     p->outer_vars[k] = ov;
     if (!c.has_inner) { /* outer only */
       p->outer_vals[k] = e;
@@ -136,15 +138,16 @@ int blockize_plan(ts_sched *s, const char *prim, ts_stmt *loop,
     for (int t = 0; t < l.n && ok; t++) {
       int64_t lmin, lext;
       if (is_loop_var(l.vars[t], p->chain.v, p->chain.n)) {
-        if (!ts_var_ranges_get(ranges, l.vars[t], &lmin, &lext)) ok = false;
+        if (!ts_var_ranges_get(ranges, l.vars[t], &lmin, &lext))
+          ok = false;
         else if (l.coefs[t] > 0) {
           lo += l.coefs[t] * lmin;
           hi += l.coefs[t] * (lmin + lext - 1);
         } else {
           ok = false;
         }
-        inner = ts_add(a, inner,
-                       ts_mul(a, (ts_expr *)l.vars[t], ts_index(a, l.coefs[t])));
+        inner = ts_add(
+            a, inner, ts_mul(a, (ts_expr *)l.vars[t], ts_index(a, l.coefs[t])));
       }
     }
     int64_t cst = l.constant;
@@ -167,13 +170,13 @@ int blockize_plan(ts_sched *s, const char *prim, ts_stmt *loop,
       free(txt);
       break;
     }
-    outer = outer ? ts_add(a, outer, ts_index(a, cst / cw))
-                  : ts_index(a, cst / cw);
+    outer =
+        outer ? ts_add(a, outer, ts_index(a, cst / cw)) : ts_index(a, cst / cw);
     p->outer_vals[k] = ts_simplify(a, outer, NULL);
     p->outer_doms[k] =
         (ts_range){ts_index(a, dmin / cw), ts_index(a, dext / cw)};
-    p->inner_vals[k] = ts_simplify(
-        a, ts_add(a, ts_mul(a, ov, ts_index(a, cw)), inner), NULL);
+    p->inner_vals[k] =
+        ts_simplify(a, ts_add(a, ts_mul(a, ov, ts_index(a, cw)), inner), NULL);
   }
   ts_var_ranges_destroy(ranges);
   if (rc) blockize_plan_free(p);

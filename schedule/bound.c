@@ -97,9 +97,15 @@ static bool bounds(ts_arena *a, ts_expr *e, const relax_map *m,
         !bounds(a, ts_expr_operand(e, 1), m, r, &y, depth + 1))
       return false;
     switch (kind) {
-    case TS_EXPR_ADD: *out = (ivl){ts_add(a, x.lo, y.lo), ts_add(a, x.hi, y.hi)}; break;
-    case TS_EXPR_SUB: *out = (ivl){ts_sub(a, x.lo, y.hi), ts_sub(a, x.hi, y.lo)}; break;
-    case TS_EXPR_MIN: *out = (ivl){ts_min(a, x.lo, y.lo), ts_min(a, x.hi, y.hi)}; break;
+    case TS_EXPR_ADD:
+      *out = (ivl){ts_add(a, x.lo, y.lo), ts_add(a, x.hi, y.hi)};
+      break;
+    case TS_EXPR_SUB:
+      *out = (ivl){ts_sub(a, x.lo, y.hi), ts_sub(a, x.hi, y.lo)};
+      break;
+    case TS_EXPR_MIN:
+      *out = (ivl){ts_min(a, x.lo, y.lo), ts_min(a, x.hi, y.hi)};
+      break;
     default: *out = (ivl){ts_max(a, x.lo, y.lo), ts_max(a, x.hi, y.hi)}; break;
     }
     return true;

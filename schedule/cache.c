@@ -48,14 +48,13 @@ static ts_stmt *copy_nest(ts_arena *a, const char *name, ts_buffer *dst,
         (ts_range){ts_index(a, 0), ts_index(a, ts_buffer_dim(dst, d))},
         TS_ITER_SPATIAL);
   }
-  ts_block_set_body(
-      b, ts_store(a, dst, iters, nd, ts_load(a, src, iters, nd)));
+  ts_block_set_body(b, ts_store(a, dst, iters, nd, ts_load(a, src, iters, nd)));
   ts_block_infer_regions(a, b);
   ts_stmt *body = ts_block_realize(a, b, loops_v, nd, NULL);
   for (int d = nd - 1; d >= 0; d--)
-    body = ts_for(a, loops_v[d], ts_index(a, 0),
-                  ts_index(a, ts_buffer_dim(dst, d)), TS_FOR_SERIAL, NULL,
-                  body);
+    body =
+        ts_for(a, loops_v[d], ts_index(a, 0),
+               ts_index(a, ts_buffer_dim(dst, d)), TS_FOR_SERIAL, NULL, body);
   return body;
 }
 
@@ -119,7 +118,8 @@ int apply_cache_read(ts_sched *s, inst *in, rv_list *out) {
   const char *bufname, *scope;
   int rc = check_arity(s, in, 1, 1, 2);
   if (rc || (rc = in_block(s, in, 0, &r)) ||
-      (rc = attr_str(s, in, 0, &bufname)) || (rc = attr_str(s, in, 1, &scope)) ||
+      (rc = attr_str(s, in, 0, &bufname)) ||
+      (rc = attr_str(s, in, 1, &scope)) ||
       (rc = check_scope(s, "cache_read", scope)))
     return rc;
   ts_block *b = ts_realize_block(r);
@@ -129,7 +129,8 @@ int apply_cache_read(ts_sched *s, inst *in, rv_list *out) {
     return FAIL(s, TS_ESCHEDULE, "cache_read: block '%s' is the root block",
                 bn);
   ts_buffer *x;
-  if ((rc = block_buffer(s, b, bufname, true, false, &x))) return fail_prefix(s, rc, "cache_read");
+  if ((rc = block_buffer(s, b, bufname, true, false, &x)))
+    return fail_prefix(s, rc, "cache_read");
   if (block_writes(b, x))
     return FAIL(s, TS_ESCHEDULE,
                 "cache_read: block '%s' also writes '%s' (use cache_write)", bn,
@@ -171,7 +172,8 @@ int apply_cache_write(ts_sched *s, inst *in, rv_list *out) {
   const char *bufname, *scope;
   int rc = check_arity(s, in, 1, 1, 2);
   if (rc || (rc = in_block(s, in, 0, &r)) ||
-      (rc = attr_str(s, in, 0, &bufname)) || (rc = attr_str(s, in, 1, &scope)) ||
+      (rc = attr_str(s, in, 0, &bufname)) ||
+      (rc = attr_str(s, in, 1, &scope)) ||
       (rc = check_scope(s, "cache_write", scope)))
     return rc;
   ts_block *b = ts_realize_block(r);
@@ -181,7 +183,8 @@ int apply_cache_write(ts_sched *s, inst *in, rv_list *out) {
     return FAIL(s, TS_ESCHEDULE, "cache_write: block '%s' is the root block",
                 bn);
   ts_buffer *w;
-  if ((rc = block_buffer(s, b, bufname, false, true, &w))) return fail_prefix(s, rc, "cache_write");
+  if ((rc = block_buffer(s, b, bufname, false, true, &w)))
+    return fail_prefix(s, rc, "cache_write");
   int nb;
   ts_stmt **blocks = ts_func_blocks(s->func, &nb);
   int b_item = item_of(sc, r);
@@ -265,7 +268,8 @@ int apply_storage_align(ts_sched *s, inst *in, rv_list *out) {
   int64_t axis, factor, offset;
   int rc = check_arity(s, in, 1, 1, 4);
   if (rc || (rc = attr_int(s, in, 1, &axis)) ||
-      (rc = attr_int(s, in, 2, &factor)) || (rc = attr_int(s, in, 3, &offset)) ||
+      (rc = attr_int(s, in, 2, &factor)) ||
+      (rc = attr_int(s, in, 3, &offset)) ||
       (rc = written_alloc(s, in, &r, &buf)))
     return rc;
   int nd = ts_buffer_ndim(buf);
@@ -292,8 +296,9 @@ int apply_storage_align(ts_sched *s, inst *in, rv_list *out) {
     else
       st[d] = base + (pad[d] > 0 ? pad[d] : 0);
     if (st[d] > ((int64_t)1 << 40))
-      return FAIL(s, TS_ESCHEDULE, "storage_align: buffer '%s' becomes too "
-                                   "large",
+      return FAIL(s, TS_ESCHEDULE,
+                  "storage_align: buffer '%s' becomes too "
+                  "large",
                   ts_buffer_name(buf));
   }
   ts_buffer_set_strides(ts_func_arena(s->func), buf, st);
@@ -434,23 +439,25 @@ static ts_expr *parse_expr(map_parser *m, int depth) {
 }
 
 /* Parses a map with n_in inputs; outputs into outs (count in *n_out). */
-static int parse_index_map(ts_sched *s, ts_arena *a, const char *text,
-                           int n_in, ts_expr **ins, ts_expr **outs,
-                           int *n_out) {
+static int parse_index_map(ts_sched *s, ts_arena *a, const char *text, int n_in,
+                           ts_expr **ins, ts_expr **outs, int *n_out) {
   map_parser m = {0};
   m.p = text;
   m.a = a;
   if (!eat(&m, "("))
-    return FAIL(s, TS_EINVAL, "transform_layout: index map must start with "
-                              "'(' (\"(i, j) -> (j, i)\")");
+    return FAIL(s, TS_EINVAL,
+                "transform_layout: index map must start with "
+                "'(' (\"(i, j) -> (j, i)\")");
   while (!eat(&m, ")")) {
     if (m.n_vars > 0 && !eat(&m, ","))
-      return FAIL(s, TS_EINVAL, "transform_layout: index map: expected ',' "
-                                "between input names");
+      return FAIL(s, TS_EINVAL,
+                  "transform_layout: index map: expected ',' "
+                  "between input names");
     if (m.n_vars == TS_MAX_DIMS ||
         !ident(&m, m.names[m.n_vars], sizeof m.names[0]))
-      return FAIL(s, TS_EINVAL, "transform_layout: index map: expected an "
-                                "input name");
+      return FAIL(s, TS_EINVAL,
+                  "transform_layout: index map: expected an "
+                  "input name");
     for (int i = 0; i < m.n_vars; i++)
       if (strcmp(m.names[i], m.names[m.n_vars]) == 0)
         return FAIL(s, TS_EINVAL,
@@ -472,8 +479,9 @@ static int parse_index_map(ts_sched *s, ts_arena *a, const char *text,
       return FAIL(s, TS_EINVAL,
                   "transform_layout: index map: expected ',' at '%.20s'", m.p);
     if (*n_out == TS_MAX_DIMS)
-      return FAIL(s, TS_EINVAL, "transform_layout: index map has more than %d "
-                                "outputs",
+      return FAIL(s, TS_EINVAL,
+                  "transform_layout: index map has more than %d "
+                  "outputs",
                   TS_MAX_DIMS);
     ts_expr *e = parse_expr(&m, 0);
     if (!e)
@@ -570,7 +578,8 @@ int apply_transform_layout(ts_sched *s, inst *in, rv_list *out) {
     return rc;
   ts_block *b = ts_realize_block(r);
   ts_buffer *buf;
-  if ((rc = block_buffer(s, b, bufname, true, true, &buf))) return fail_prefix(s, rc, "transform_layout");
+  if ((rc = block_buffer(s, b, bufname, true, true, &buf)))
+    return fail_prefix(s, rc, "transform_layout");
   if (is_param(s->func, buf))
     return FAIL(s, TS_ESCHEDULE,
                 "transform_layout: buffer '%s' is a parameter of the function "
@@ -597,15 +606,15 @@ int apply_transform_layout(ts_sched *s, inst *in, rv_list *out) {
     if (!bound_expr(a, outs[k], m, NULL, &lo, &hi) ||
         !ts_expr_is_const_int(lo, &l) || !ts_expr_is_const_int(hi, &h))
       rc = FAIL(s, TS_ESCHEDULE,
-                "transform_layout: cannot bound output %d of the index map",
-                k);
+                "transform_layout: cannot bound output %d of the index map", k);
     else if (l < 0)
       rc = FAIL(s, TS_ESCHEDULE,
                 "transform_layout: output %d of the index map goes below 0", k);
     else if (__builtin_mul_overflow(total, h + 1, &total) ||
              total > ((int64_t)1 << 40))
-      rc = FAIL(s, TS_ESCHEDULE, "transform_layout: the new layout is too "
-                                 "large");
+      rc = FAIL(s, TS_ESCHEDULE,
+                "transform_layout: the new layout is too "
+                "large");
     else
       shape[k] = h + 1;
   }
@@ -634,8 +643,9 @@ int apply_transform_layout(ts_sched *s, inst *in, rv_list *out) {
     for (int k = 0; k < n_out && !rc; k++) {
       int64_t v;
       if (!eval_int(outs[k], &en, &v) || v < 0 || v >= shape[k])
-        rc = FAIL(s, TS_EINTERNAL, "transform_layout: cannot evaluate the "
-                                   "index map");
+        rc = FAIL(s, TS_EINTERNAL,
+                  "transform_layout: cannot evaluate the "
+                  "index map");
       else
         flat = flat * shape[k] + v;
     }

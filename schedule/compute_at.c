@@ -112,8 +112,8 @@ static void region_under(ts_sched *s, const ts_stmt *loop, ts_stmt *r,
 
 /* Merges [lo2, hi2] into [lo1, hi1] when their ends differ by constants;
  * false otherwise. */
-static bool union_into(ts_arena *a, ts_expr **lo1, ts_expr **hi1,
-                       ts_expr *lo2, ts_expr *hi2) {
+static bool union_into(ts_arena *a, ts_expr **lo1, ts_expr **hi1, ts_expr *lo2,
+                       ts_expr *hi2) {
   int64_t dl, dh;
   if (!ts_expr_is_const_int(ts_simplify(a, ts_sub(a, lo2, *lo1), NULL), &dl) ||
       !ts_expr_is_const_int(ts_simplify(a, ts_sub(a, hi2, *hi1), NULL), &dh))
@@ -160,13 +160,12 @@ static void union_regions(ts_sched *s, const ts_stmt *loop, stmt_vec *rs,
     for (int d = 0; d < nd; d++) ok[d] = false;
 }
 
-
 /* The iteration space of a moved block: one entry per iter var. */
 typedef struct iter_plan {
-  ts_expr *lo;   /* first value (NULL: the whole domain) */
-  int64_t ext;   /* number of values */
-  bool clip_lo;  /* needs lo + ax >= dom min */
-  bool clip_hi;  /* needs lo + ax < dom end */
+  ts_expr *lo;  /* first value (NULL: the whole domain) */
+  int64_t ext;  /* number of values */
+  bool clip_lo; /* needs lo + ax >= dom min */
+  bool clip_hi; /* needs lo + ax < dom end */
 } iter_plan;
 
 /* Which dimension of `buf` each iter var of b indexes in b's `write`
@@ -193,8 +192,9 @@ static bool iter_dims(const ts_block *b, const ts_region *reg, int *dims,
     }
     if (!uses) continue;
     char *txt = ts_expr_print(mn);
-    snprintf(why, cap, "dimension %d of '%s' is indexed by '%s', not by one "
-                       "of the block's iter vars",
+    snprintf(why, cap,
+             "dimension %d of '%s' is indexed by '%s', not by one "
+             "of the block's iter vars",
              d, ts_buffer_name(reg->buffer), txt);
     free(txt);
     return false;
@@ -486,8 +486,9 @@ static int plan_reverse_compute_at(ts_sched *s, const char *prim, ts_stmt *r,
                 prim, ts_block_name(o), loop_name(loop), bn);
   }
   if (!rc && producers.n == 0)
-    rc = FAIL(s, TS_ESCHEDULE, "%s: no producer of block '%s' is under loop "
-                               "'%s'",
+    rc = FAIL(s, TS_ESCHEDULE,
+              "%s: no producer of block '%s' is under loop "
+              "'%s'",
               prim, bn, loop_name(loop));
   if (!rc && !before(s->func, loop, r))
     rc = FAIL(s, TS_ESCHEDULE, "%s: block '%s' runs before loop '%s'", prim, bn,
@@ -552,10 +553,10 @@ static int plan_reverse_compute_at(ts_sched *s, const char *prim, ts_stmt *r,
         ihi[i] = hi[d];
       } else if (state[i] == 1) {
         int64_t dl, dh;
-        if (!ts_expr_is_const_int(ts_simplify(a, ts_sub(a, lo[d], ilo[i]), NULL),
-                                  &dl) ||
-            !ts_expr_is_const_int(ts_simplify(a, ts_sub(a, hi[d], ihi[i]), NULL),
-                                  &dh) ||
+        if (!ts_expr_is_const_int(
+                ts_simplify(a, ts_sub(a, lo[d], ilo[i]), NULL), &dl) ||
+            !ts_expr_is_const_int(
+                ts_simplify(a, ts_sub(a, hi[d], ihi[i]), NULL), &dh) ||
             dl != 0 || dh != 0)
           rc = FAIL(s, TS_ESCHEDULE,
                     "%s: the producers under loop '%s' produce different "
@@ -667,13 +668,13 @@ static int check_spatial(ts_sched *s, const char *prim, const ts_block *b) {
     if (ts_block_iter_kind(b, i) != TS_ITER_SPATIAL)
       return FAIL(s, TS_ESCHEDULE,
                   "%s: block '%s' is a reduction block (iter var %d is %s)",
-                  prim, bn, i,
-                  ts_iter_kind_name(ts_block_iter_kind(b, i)));
+                  prim, bn, i, ts_iter_kind_name(ts_block_iter_kind(b, i)));
   if (ts_block_n_allocs(b) > 0)
     return FAIL(s, TS_ESCHEDULE, "%s: block '%s' allocates buffers", prim, bn);
   if (!single_store(b))
-    return FAIL(s, TS_ESCHEDULE, "%s: the body of block '%s' is not a single "
-                                 "store",
+    return FAIL(s, TS_ESCHEDULE,
+                "%s: the body of block '%s' is not a single "
+                "store",
                 prim, bn);
   return TS_OK;
 }
@@ -736,7 +737,8 @@ static int plan_inline(ts_sched *s, const char *prim, ts_stmt *r) {
   int perm[TS_MAX_DIMS + 1];
   ts_expr *idx[TS_MAX_DIMS + 1];
   int n = ts_store_n_indices(st);
-  for (int d = 0; d < n && d <= TS_MAX_DIMS; d++) idx[d] = ts_store_index(st, d);
+  for (int d = 0; d < n && d <= TS_MAX_DIMS; d++)
+    idx[d] = ts_store_index(st, d);
   if (n > TS_MAX_DIMS || !indices_are_iters(b, idx, n, perm))
     return FAIL(s, TS_ESCHEDULE,
                 "%s: block '%s' does not store at exactly its iter vars", prim,
@@ -833,9 +835,9 @@ int apply_compute_inline(ts_sched *s, inst *in, rv_list *out) {
  * ======================================================================== */
 
 typedef struct rinline_plan {
-  ts_stmt *c, *p;   /* consumer and producer realizes */
-  ts_buffer *w;     /* the buffer between them */
-  ts_stmt *store;   /* the producer's new store */
+  ts_stmt *c, *p; /* consumer and producer realizes */
+  ts_buffer *w;   /* the buffer between them */
+  ts_stmt *store; /* the producer's new store */
 } rinline_plan;
 
 /* Finds loads of a buffer and checks they all have the same indices. */
@@ -893,15 +895,15 @@ static int plan_reverse_inline(ts_sched *s, const char *prim, ts_stmt *r,
       if (all.v[i] == r || !block_writes(ts_realize_block(all.v[i]), x))
         continue;
       if (w && (w != x || p != all.v[i]))
-        rc = FAIL(s, TS_ESCHEDULE,
-                  "%s: block '%s' has more than one producer", prim, bn);
+        rc = FAIL(s, TS_ESCHEDULE, "%s: block '%s' has more than one producer",
+                  prim, bn);
       w = x;
       p = all.v[i];
     }
   }
   if (!rc && !w)
-    rc = FAIL(s, TS_ESCHEDULE, "%s: block '%s' has no producer block", prim,
-              bn);
+    rc =
+        FAIL(s, TS_ESCHEDULE, "%s: block '%s' has no producer block", prim, bn);
   if (rc) {
     sv_free(&all);
     return rc;
@@ -1025,8 +1027,8 @@ int apply_reverse_compute_inline(ts_sched *s, inst *in, rv_list *out) {
  * Candidate locations
  * ======================================================================== */
 
-void compute_location_candidates(ts_sched *s, ts_stmt *realize,
-                                 stmt_vec *loops, bool *can_inline) {
+void compute_location_candidates(ts_sched *s, ts_stmt *realize, stmt_vec *loops,
+                                 bool *can_inline) {
   ts_error saved = s->err;
   ts_stmt *scope = tree_scope(s->func, realize);
   *can_inline = false;

@@ -33,19 +33,19 @@ typedef enum tval_kind {
 
 /* An input, attribute or decision: a literal, an RV reference or a list. */
 typedef struct tval {
-  uint8_t kind;        /* tval_kind */
-  int64_t i;           /* TV_INT value; TV_RV id */
-  double f;            /* TV_FLOAT */
-  char *s;             /* TV_STR (malloc'd) */
-  struct tval *items;  /* TV_LIST (malloc'd) */
-  int n;               /* TV_LIST length */
+  uint8_t kind;       /* tval_kind */
+  int64_t i;          /* TV_INT value; TV_RV id */
+  double f;           /* TV_FLOAT */
+  char *s;            /* TV_STR (malloc'd) */
+  struct tval *items; /* TV_LIST (malloc'd) */
+  int n;              /* TV_LIST length */
 } tval;
 
 tval tv_null(void);
 tval tv_int(int64_t v);
 tval tv_float(double v);
 tval tv_rv(ts_rv rv);
-tval tv_str(const char *s);           /* copies s */
+tval tv_str(const char *s);             /* copies s */
 tval tv_list(const tval *items, int n); /* takes the items (shallow) */
 tval tv_copy(const tval *v);
 void tv_free(tval *v);
@@ -116,8 +116,7 @@ ts_rv rv_new_block(ts_sched *s, const char *name, rv_list *out);
 ts_rv rv_new_loop(ts_sched *s, ts_stmt *loop, uint8_t mark, rv_list *out);
 ts_rv rv_new_int(ts_sched *s, int64_t value, rv_list *out);
 /* Marks every loop RV whose loop is one of `loops` as removed by `why`. */
-void rv_kill_loops(ts_sched *s, ts_stmt *const *loops, int n,
-                   const char *why);
+void rv_kill_loops(ts_sched *s, ts_stmt *const *loops, int n, const char *why);
 /* Renames block RVs (a primitive that renames a block). */
 void rv_rename_blocks(ts_sched *s, const char *from, const char *to);
 
@@ -147,8 +146,8 @@ int check_arity(ts_sched *s, const inst *in, int min_in, int max_in,
 
 /* The loops where compute_at(block, loop) is legal, outermost first, and
  * whether the block can be inlined (compute_at.c). */
-void compute_location_candidates(ts_sched *s, ts_stmt *realize,
-                                 stmt_vec *loops, bool *can_inline);
+void compute_location_candidates(ts_sched *s, ts_stmt *realize, stmt_vec *loops,
+                                 bool *can_inline);
 
 /* blockize in two steps (blockize.c), shared with tensorize. */
 typedef struct bz_plan {
@@ -173,7 +172,7 @@ ts_stmt *blockize_commit(ts_sched *s, ts_stmt *loop, bz_plan *p,
 void sched_refresh(ts_sched *s);
 
 /* The replay entry point of each instruction kind. */
-#define TS_INSTR(id, name, inputs, attrs, decision, outputs, pure)                      \
+#define TS_INSTR(id, name, inputs, attrs, decision, outputs, pure)             \
   int apply_##name(ts_sched *s, inst *in, rv_list *out);
 #include "schedule/instructions.def"
 #undef TS_INSTR

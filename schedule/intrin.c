@@ -43,10 +43,11 @@ typedef struct intrin_def {
   "func " NAME "_impl(A: " AT "[16, " #K "], B: " BT "[" #BROWS ", " #BCOLS    \
   "], C: " CT "[16, 16]) {\n"                                                  \
   "  block root() {\n"                                                         \
-  "    evaluate call<int32>(\"" CALL "\", &C[0, 0], " STRIDE("C")              \
-  ", &A[0, 0], " STRIDE("A") ", &B[0, 0], " STRIDE("B") ", int32(" #K "))\n"  \
-  "  }\n"                                                                      \
-  "}\n"
+  "    evaluate call<int32>(\"" CALL "\", &C[0, 0], " STRIDE(                  \
+      "C") ", &A[0, 0], " STRIDE("A") ", &B[0, 0], " STRIDE("B") ", int32(" #K \
+                                                                 "))\n"        \
+                                                                 "  }\n"       \
+                                                                 "}\n"
 
 /* 16 lanes of dot products of 4 (int8) or 2 (bf16) elements:
  * C[j] += sum_k A[k] * B[j][k]. */
@@ -96,11 +97,11 @@ typedef struct intrin_def {
   "8]) {\n"                                                                    \
   "  block root() {\n"                                                         \
   "    for tx in range(32) thread(\"threadIdx.x\") {\n"                        \
-  "      evaluate call<int32>(\"tessera.mma_m16n8k16\", &C[0, 0], "            \
-  STRIDE("C") ", &A[0, 0], " STRIDE("A") ", &B[0, 0], " STRIDE("B") ")\n"      \
-  "    }\n"                                                                    \
-  "  }\n"                                                                      \
-  "}\n"
+  "      evaluate call<int32>(\"tessera.mma_m16n8k16\", &C[0, 0], " STRIDE(    \
+      "C") ", &A[0, 0], " STRIDE("A") ", &B[0, 0], " STRIDE("B") ")\n"         \
+                                                                 "    }\n"     \
+                                                                 "  }\n"       \
+                                                                 "}\n"
 
 static const intrin_def intrins[] = {
     {"amx_bf16_16x16x32", "amx-bf16",
@@ -120,8 +121,8 @@ static const intrin_def intrins[] = {
      DOT_IMPL("vnni", "tessera.vnni_dot_16x4", "uint8", "int8", "int32", 4)},
     {"avx512_bf16_16x2", "avx512bf16",
      DOT_DESC("bf16dot", "bfloat16", "bfloat16", "float32", 2),
-     DOT_IMPL("bf16dot", "tessera.avx512bf16_dot_16x2", "bfloat16",
-              "bfloat16", "float32", 2)},
+     DOT_IMPL("bf16dot", "tessera.avx512bf16_dot_16x2", "bfloat16", "bfloat16",
+              "float32", 2)},
     {"mma_m16n8k16_f16", "cuda", MMA_DESC("mma_f16", "float16"),
      MMA_IMPL("mma_f16", "float16")},
     {"mma_m16n8k16_bf16", "cuda", MMA_DESC("mma_bf16", "bfloat16"),
@@ -131,9 +132,10 @@ static const intrin_def intrins[] = {
 #define N_INTRINS ((int)(sizeof intrins / sizeof intrins[0]))
 
 static const char *const names[N_INTRINS + 1] = {
-    "amx_bf16_16x16x32", "amx_int8_16x16x64", "amx_uint8_16x16x64",
-    "avx512_vnni_16x4",  "avx512_bf16_16x2",  "mma_m16n8k16_f16",
-    "mma_m16n8k16_bf16", NULL};
+    "amx_bf16_16x16x32",  "amx_int8_16x16x64",
+    "amx_uint8_16x16x64", "avx512_vnni_16x4",
+    "avx512_bf16_16x2",   "mma_m16n8k16_f16",
+    "mma_m16n8k16_bf16",  NULL};
 
 const char *const *ts_intrin_names(void) { return names; }
 

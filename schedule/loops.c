@@ -194,8 +194,8 @@ int apply_fuse(ts_sched *s, inst *in, rv_list *out) {
                   "fuse: loop '%s' is %s; only serial loops can be fused",
                   loop_name(loops[i]),
                   ts_for_kind_name(ts_for_kind_of(loops[i])));
-    if (!ts_expr_is_const_int(ts_for_extent(loops[i]), &ext[i]) ||
-        ext[i] < 1 || !ts_expr_is_const_int(ts_for_min(loops[i]), &mins[i]))
+    if (!ts_expr_is_const_int(ts_for_extent(loops[i]), &ext[i]) || ext[i] < 1 ||
+        !ts_expr_is_const_int(ts_for_min(loops[i]), &mins[i]))
       return FAIL(s, TS_ESCHEDULE, "fuse: loop '%s' has no constant range",
                   loop_name(loops[i]));
     if (__builtin_mul_overflow(prod, ext[i], &prod) || prod > INT32_MAX)
@@ -238,7 +238,8 @@ int apply_fuse(ts_sched *s, inst *in, rv_list *out) {
   for (int i = n - 1; i >= 0; i--) {
     ts_expr *q = ts_floordiv(a, fv, ts_index(a, inner));
     if (i > 0) q = ts_floormod(a, q, ts_index(a, ext[i]));
-    ts_node_map_put(map, ts_for_var(loops[i]), ts_add(a, ts_index(a, mins[i]), q));
+    ts_node_map_put(map, ts_for_var(loops[i]),
+                    ts_add(a, ts_index(a, mins[i]), q));
     inner *= ext[i];
   }
   ts_stmt *body = ts_for_body(loops[n - 1]);
@@ -503,8 +504,10 @@ int apply_annotate(ts_sched *s, inst *in, rv_list *out) {
                 "annotate: the value must be an integer, a float or a string");
   }
   ts_arena *a = ts_func_arena(s->func);
-  if (loop) ts_for_annotate(a, loop, ann);
-  else ts_block_annotate(a, ts_realize_block(r), ann);
+  if (loop)
+    ts_for_annotate(a, loop, ann);
+  else
+    ts_block_annotate(a, ts_realize_block(r), ann);
   return TS_OK;
 }
 
@@ -516,15 +519,17 @@ int apply_unannotate(ts_sched *s, inst *in, rv_list *out) {
   if (rc || (rc = in_block_or_loop(s, in, 0, &r, &loop)) ||
       (rc = attr_str(s, in, 0, &key)))
     return rc;
-  bool present = loop ? ts_for_find_annotation(loop, key) != NULL
-                      : ts_block_find_annotation(ts_realize_block(r), key) !=
-                            NULL;
+  bool present =
+      loop ? ts_for_find_annotation(loop, key) != NULL
+           : ts_block_find_annotation(ts_realize_block(r), key) != NULL;
   if (!present)
     return FAIL(s, TS_ENOTFOUND, "unannotate: %s '%s' has no annotation '%s'",
                 loop ? "loop" : "block",
                 loop ? loop_name(loop) : ts_block_name(ts_realize_block(r)),
                 key);
-  if (loop) ts_for_unannotate(loop, key);
-  else ts_block_unannotate(ts_realize_block(r), key);
+  if (loop)
+    ts_for_unannotate(loop, key);
+  else
+    ts_block_unannotate(ts_realize_block(r), key);
   return TS_OK;
 }

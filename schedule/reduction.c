@@ -68,8 +68,10 @@ int apply_decompose_reduction(ts_sched *s, inst *in, rv_list *out) {
     bool sp = false, red = false;
     for (int k = 0; k < ts_block_n_iters(b); k++) {
       if (!uses_var(ts_realize_value(r, k), ts_for_var(above.v[i]))) continue;
-      if (ts_block_iter_kind(b, k) == TS_ITER_SPATIAL) sp = true;
-      else red = true;
+      if (ts_block_iter_kind(b, k) == TS_ITER_SPATIAL)
+        sp = true;
+      else
+        red = true;
     }
     if (sp && red)
       rc = FAIL(s, TS_ESCHEDULE,
@@ -177,10 +179,14 @@ typedef enum reducer { RED_ADD, RED_MAX, RED_MIN } reducer;
 static bool match_update(ts_stmt *st, reducer *op, ts_expr **rhs) {
   ts_expr *v = ts_store_value(st);
   ts_expr_kind k = ts_expr_kind_of(v);
-  if (k == TS_EXPR_ADD) *op = RED_ADD;
-  else if (k == TS_EXPR_MAX) *op = RED_MAX;
-  else if (k == TS_EXPR_MIN) *op = RED_MIN;
-  else return false;
+  if (k == TS_EXPR_ADD)
+    *op = RED_ADD;
+  else if (k == TS_EXPR_MAX)
+    *op = RED_MAX;
+  else if (k == TS_EXPR_MIN)
+    *op = RED_MIN;
+  else
+    return false;
   for (int side = 0; side < 2; side++) {
     ts_expr *x = ts_expr_operand(v, side);
     if (ts_expr_kind_of(x) != TS_EXPR_LOAD ||
@@ -262,9 +268,9 @@ int apply_rfactor(ts_sched *s, inst *in, rv_list *out) {
   if (op == RED_ADD) {
     ts_expr *iv = ts_store_value(init);
     int64_t x;
-    bool zero = (ts_expr_is_const_int(iv, &x) && x == 0) ||
-                (ts_expr_kind_of(iv) == TS_EXPR_FLOAT &&
-                 ts_expr_float_value(iv) == 0);
+    bool zero =
+        (ts_expr_is_const_int(iv, &x) && x == 0) ||
+        (ts_expr_kind_of(iv) == TS_EXPR_FLOAT && ts_expr_float_value(iv) == 0);
     if (!zero)
       return FAIL(s, TS_ESCHEDULE,
                   "rfactor: the init of sum block '%s' is not zero", bn);
@@ -290,8 +296,10 @@ int apply_rfactor(ts_sched *s, inst *in, rv_list *out) {
     bool sp = false, red = false;
     for (int k = 0; k < ts_block_n_iters(b); k++) {
       if (!uses_var(ts_realize_value(r, k), ts_for_var(above.v[i]))) continue;
-      if (ts_block_iter_kind(b, k) == TS_ITER_SPATIAL) sp = true;
-      else red = true;
+      if (ts_block_iter_kind(b, k) == TS_ITER_SPATIAL)
+        sp = true;
+      else
+        red = true;
     }
     if (sp && red)
       rc = FAIL(s, TS_ESCHEDULE,
@@ -383,24 +391,23 @@ int apply_rfactor(ts_sched *s, inst *in, rv_list *out) {
   }
   for (int k = 0; k < n; k++)
     if (ts_block_iter_kind(b, k) != TS_ITER_SPATIAL)
-      ts_node_map_put(imap, ts_block_iter_var(b, k),
-                      ts_expr_substitute(a, ts_realize_value(r, k), lmap,
-                                         NULL));
+      ts_node_map_put(
+          imap, ts_block_iter_var(b, k),
+          ts_expr_substitute(a, ts_realize_value(r, k), lmap, NULL));
   ts_expr *ridx[TS_MAX_DIMS];
   for (int d = 0, k = 0; d <= nd; d++)
-    ridx[d] = d == axis ? loop_iter
-                        : ts_expr_substitute(a, ts_store_index(st, k++), imap,
-                                             NULL);
+    ridx[d] = d == axis
+                  ? loop_iter
+                  : ts_expr_substitute(a, ts_store_index(st, k++), imap, NULL);
   ts_expr *rload = ts_load(a, rf, ridx, nd + 1);
   ts_expr *rrhs = ts_expr_substitute(a, rhs, imap, NULL);
   bool rf_reduces = false;
   for (int i = 0; i < above.n; i++)
     if (is_red[i] && above.v[i] != loop) rf_reduces = true;
   if (rf_reduces) {
-    ts_block_set_body(rb, ts_store(a, rf, ridx, nd + 1,
-                                   combine(a, op, rload, rrhs)));
-    ts_block_set_init(rb,
-                      ts_store(a, rf, ridx, nd + 1, ts_store_value(init)));
+    ts_block_set_body(
+        rb, ts_store(a, rf, ridx, nd + 1, combine(a, op, rload, rrhs)));
+    ts_block_set_init(rb, ts_store(a, rf, ridx, nd + 1, ts_store_value(init)));
   } else {
     /* every element of the rf buffer is written once */
     ts_block_set_body(rb, ts_store(a, rf, ridx, nd + 1,
@@ -423,13 +430,13 @@ int apply_rfactor(ts_sched *s, inst *in, rv_list *out) {
     ts_range dom = ts_block_iter_dom(b, k);
     ts_block_add_iter_var(a, wb, v, dom, TS_ITER_SPATIAL);
     ts_expr *ax = ts_var(a, ts_arena_printf(a, "ax%d", nwl), TS_INDEX);
-    wloops[nwl++] = ts_for(a, ax, ts_index(a, 0), dom.extent, TS_FOR_SERIAL,
-                           NULL, NULL);
+    wloops[nwl++] =
+        ts_for(a, ax, ts_index(a, 0), dom.extent, TS_FOR_SERIAL, NULL, NULL);
     wvals[nw++] = ts_add(a, dom.min, ax);
   }
   ts_expr *wr = ts_var(a, ts_arena_printf(a, "v%s", ln), TS_INDEX);
-  ts_block_add_iter_var(a, wb, wr, (ts_range){ts_index(a, 0), ts_index(a, lext)},
-                        TS_ITER_REDUCE);
+  ts_block_add_iter_var(
+      a, wb, wr, (ts_range){ts_index(a, 0), ts_index(a, lext)}, TS_ITER_REDUCE);
   ts_expr *rax = ts_var(a, ts_arena_printf(a, "ax%d", nwl), TS_INDEX);
   wloops[nwl++] = ts_for(a, rax, ts_index(a, 0), ts_index(a, lext),
                          TS_FOR_SERIAL, NULL, NULL);
@@ -437,12 +444,11 @@ int apply_rfactor(ts_sched *s, inst *in, rv_list *out) {
   ts_expr *widx[TS_MAX_DIMS], *wridx[TS_MAX_DIMS];
   for (int d = 0; d < nd; d++)
     widx[d] = ts_expr_substitute(a, ts_store_index(st, d), wmap, NULL);
-  for (int d = 0, k = 0; d <= nd; d++)
-    wridx[d] = d == axis ? wr : widx[k++];
+  for (int d = 0, k = 0; d <= nd; d++) wridx[d] = d == axis ? wr : widx[k++];
   ts_expr *wload = ts_load(a, w, widx, nd);
-  ts_block_set_body(wb, ts_store(a, w, widx, nd,
-                                 combine(a, op, wload,
-                                         ts_load(a, rf, wridx, nd + 1))));
+  ts_block_set_body(
+      wb, ts_store(a, w, widx, nd,
+                   combine(a, op, wload, ts_load(a, rf, wridx, nd + 1))));
   ts_block_set_init(wb, ts_store(a, w, widx, nd, ts_store_value(init)));
   ts_block_infer_regions(a, wb);
   ts_stmt *wnest = ts_block_realize(a, wb, wvals, nw, NULL);

@@ -67,8 +67,8 @@ int apply_sample_perfect_tile(ts_sched *s, inst *in, rv_list *out) {
   ts_stmt *loop;
   int64_t n, max_inner, extent;
   int rc = check_arity(s, in, 1, 1, 2);
-  if (rc || (rc = in_loop(s, in, 0, &loop)) ||
-      (rc = attr_int(s, in, 0, &n)) || (rc = attr_int(s, in, 1, &max_inner)))
+  if (rc || (rc = in_loop(s, in, 0, &loop)) || (rc = attr_int(s, in, 0, &n)) ||
+      (rc = attr_int(s, in, 1, &max_inner)))
     return rc;
   if (n < 1 || n > MAX_TILE_PARTS)
     return FAIL(s, TS_EINVAL, "sample_perfect_tile: n = %lld is not in 1..%d",
@@ -120,7 +120,8 @@ int apply_sample_perfect_tile(ts_sched *s, inst *in, rv_list *out) {
                   "max_innermost_factor %lld with n = 1",
                   loop_name(loop), (long long)extent, (long long)max_inner);
     for (int i = 0; i < n; i++) f[i] = 1;
-    int64_t inner = n == 1 ? extent : divisors[ts_rng_below(&s->rng, (uint64_t)nd)];
+    int64_t inner =
+        n == 1 ? extent : divisors[ts_rng_below(&s->rng, (uint64_t)nd)];
     f[n - 1] = inner;
     /* the rest: each prime factor to a random outer part */
     int64_t rest = extent / inner;
@@ -147,9 +148,12 @@ int apply_sample_perfect_tile(ts_sched *s, inst *in, rv_list *out) {
  * ======================================================================== */
 
 static bool number_of(const tval *v, double *out) {
-  if (v->kind == TV_INT) *out = (double)v->i;
-  else if (v->kind == TV_FLOAT) *out = v->f;
-  else return false;
+  if (v->kind == TV_INT)
+    *out = (double)v->i;
+  else if (v->kind == TV_FLOAT)
+    *out = v->f;
+  else
+    return false;
   return true;
 }
 
@@ -238,14 +242,20 @@ int apply_sample_compute_location(ts_sched *s, inst *in, rv_list *out) {
   } else {
     uint64_t choices = (uint64_t)loops.n + 1 + (can_inline ? 1 : 0);
     uint64_t k = ts_rng_below(&s->rng, choices);
-    if (k == 0) d = -1;
-    else if (can_inline && k == 1) d = -2;
-    else d = (int64_t)k - 1 - (can_inline ? 1 : 0);
+    if (k == 0)
+      d = -1;
+    else if (can_inline && k == 1)
+      d = -2;
+    else
+      d = (int64_t)k - 1 - (can_inline ? 1 : 0);
     in->decision = tv_int(d);
   }
-  if (d == -1) rv_new_loop(s, NULL, MARK_ROOT, out);
-  else if (d == -2) rv_new_loop(s, NULL, MARK_INLINE, out);
-  else rv_new_loop(s, loops.v[d], MARK_NONE, out);
+  if (d == -1)
+    rv_new_loop(s, NULL, MARK_ROOT, out);
+  else if (d == -2)
+    rv_new_loop(s, NULL, MARK_INLINE, out);
+  else
+    rv_new_loop(s, loops.v[d], MARK_NONE, out);
   sv_free(&loops);
   return TS_OK;
 }

@@ -112,8 +112,7 @@ const ts_stmt *ts_sched_rv_loop(const ts_sched *s, ts_rv rv);
 /* The block named `name` (TS_ENOTFOUND when there is none). */
 int ts_sched_get_block(ts_sched *s, const char *name, ts_rv *out);
 /* The loops above a block, outermost first, up to its enclosing block. */
-int ts_sched_get_loops(ts_sched *s, ts_rv block, ts_rv *out, int cap,
-                       int *n);
+int ts_sched_get_loops(ts_sched *s, ts_rv block, ts_rv *out, int cap, int *n);
 /* The blocks directly under a block or loop (not inside nested blocks), in
  * program order. */
 int ts_sched_get_child_blocks(ts_sched *s, ts_rv block_or_loop, ts_rv *out,
@@ -242,7 +241,8 @@ int ts_sched_sample_compute_location(ts_sched *s, ts_rv block, ts_rv *out);
 
 /* The instruction kinds, from schedule/instructions.def. */
 typedef enum ts_instr_kind {
-#define TS_INSTR(id, name, inputs, attrs, decision, outputs, pure) TS_INSTR_##id,
+#define TS_INSTR(id, name, inputs, attrs, decision, outputs, pure)             \
+  TS_INSTR_##id,
 #include "schedule/instructions.def"
 #undef TS_INSTR
   TS_INSTR_KIND_COUNT

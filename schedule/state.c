@@ -60,8 +60,7 @@ ts_rv rv_new_int(ts_sched *s, int64_t value, rv_list *out) {
   return id;
 }
 
-void rv_kill_loops(ts_sched *s, ts_stmt *const *loops, int n,
-                   const char *why) {
+void rv_kill_loops(ts_sched *s, ts_stmt *const *loops, int n, const char *why) {
   for (int i = 0; i < s->n_rvs; i++) {
     rv_entry *e = &s->rvs[i];
     if (e->kind != TS_RV_LOOP || !e->loop || e->dead) continue;
@@ -229,13 +228,12 @@ int sched_run(ts_sched *s, inst *in, rv_list *out) {
  * up to cap outputs. A pure instruction whose result does not fit is
  * undone. */
 static int run_public(ts_sched *s, inst *in, ts_rv *out, int cap, int *n) {
-  int trace_n = s->trace->n, rvs_n = s->n_rvs;
+  int rvs_n = s->n_rvs;
   rv_list outs = {0};
   int rc = sched_run(s, in, &outs);
   if (rc == TS_OK && outs.n > cap) {
     /* only queries have unbounded outputs; they changed nothing else */
     inst_free(&s->trace->insts[--s->trace->n]);
-    (void)trace_n;
     rv_truncate(s, rvs_n);
     rc = FAIL(s, TS_EINVAL, "%s: %d results do not fit in %d", prim_name(in),
               outs.n, cap);
@@ -286,9 +284,11 @@ int fail_prefix(ts_sched *s, int rc, const char *prim) {
 int check_arity(ts_sched *s, const inst *in, int min_in, int max_in,
                 int n_attrs) {
   if (in->n_inputs < min_in || (max_in >= 0 && in->n_inputs > max_in))
-    return FAIL(s, TS_EINVAL, "%s: expected %d%s inputs, got %d",
-                prim_name(in), min_in,
-                max_in < 0 ? " or more" : max_in > min_in ? " to ..." : "",
+    return FAIL(s, TS_EINVAL, "%s: expected %d%s inputs, got %d", prim_name(in),
+                min_in,
+                max_in < 0        ? " or more"
+                : max_in > min_in ? " to ..."
+                                  : "",
                 in->n_inputs);
   if (in->n_attrs != n_attrs)
     return FAIL(s, TS_EINVAL, "%s: expected %d attributes, got %d",
@@ -318,8 +318,7 @@ static int in_rv(ts_sched *s, const inst *in, int i, ts_rv *id) {
   if (i >= in->n_inputs)
     return FAIL(s, TS_EINVAL, "%s: missing input %d", prim_name(in), i);
   if (in->inputs[i].kind != TV_RV)
-    return FAIL(s, TS_EINVAL, "%s: input %d is not a handle", prim_name(in),
-                i);
+    return FAIL(s, TS_EINVAL, "%s: input %d is not a handle", prim_name(in), i);
   *id = (ts_rv)in->inputs[i].i;
   return TS_OK;
 }
@@ -335,8 +334,7 @@ static int resolve_block(ts_sched *s, const inst *in, ts_rv id,
   return TS_OK;
 }
 
-static int resolve_loop(ts_sched *s, const inst *in, ts_rv id,
-                        ts_stmt **loop) {
+static int resolve_loop(ts_sched *s, const inst *in, ts_rv id, ts_stmt **loop) {
   const rv_entry *e = &s->rvs[id];
   char d[160];
   describe(s, id, d, sizeof d);
@@ -359,8 +357,7 @@ int in_block(ts_sched *s, const inst *in, int i, ts_stmt **realize) {
   if (s->rvs[id].kind != TS_RV_BLOCK) {
     char d[160];
     describe(s, id, d, sizeof d);
-    return FAIL(s, TS_EINVAL, "%s: %s is not a block handle", prim_name(in),
-                d);
+    return FAIL(s, TS_EINVAL, "%s: %s is not a block handle", prim_name(in), d);
   }
   return resolve_block(s, in, id, realize);
 }
@@ -415,8 +412,8 @@ int in_int(ts_sched *s, const inst *in, int i, bool allow_null, int64_t *v,
 
 int attr_str(ts_sched *s, const inst *in, int i, const char **v) {
   if (i >= in->n_attrs || in->attrs[i].kind != TV_STR)
-    return FAIL(s, TS_EINVAL, "%s: attribute %d is not a string",
-                prim_name(in), i);
+    return FAIL(s, TS_EINVAL, "%s: attribute %d is not a string", prim_name(in),
+                i);
   *v = in->attrs[i].s;
   return TS_OK;
 }
@@ -530,8 +527,7 @@ static int query(ts_sched *s, ts_instr_kind k, ts_rv rv, ts_rv *out, int cap,
   return run_public(s, &in, out, cap, n);
 }
 
-int ts_sched_get_loops(ts_sched *s, ts_rv block, ts_rv *out, int cap,
-                       int *n) {
+int ts_sched_get_loops(ts_sched *s, ts_rv block, ts_rv *out, int cap, int *n) {
   return query(s, TS_INSTR_GET_LOOPS, block, out, cap, n);
 }
 int ts_sched_get_child_blocks(ts_sched *s, ts_rv parent, ts_rv *out, int cap,
@@ -609,8 +605,8 @@ static tval *str_attrs(int n, ...) {
 }
 
 int ts_sched_bind(ts_sched *s, ts_rv loop, const char *thread_axis) {
-  return run_rvs(s, TS_INSTR_BIND, &loop, 1, str_attrs(1, thread_axis), 1,
-                 NULL, 0);
+  return run_rvs(s, TS_INSTR_BIND, &loop, 1, str_attrs(1, thread_axis), 1, NULL,
+                 0);
 }
 
 int ts_sched_annotate(ts_sched *s, ts_rv target, ts_annotation ann) {
@@ -639,8 +635,8 @@ int ts_sched_annotate_rv(ts_sched *s, ts_rv target, const char *key,
 }
 
 int ts_sched_unannotate(ts_sched *s, ts_rv target, const char *key) {
-  return run_rvs(s, TS_INSTR_UNANNOTATE, &target, 1, str_attrs(1, key), 1,
-                 NULL, 0);
+  return run_rvs(s, TS_INSTR_UNANNOTATE, &target, 1, str_attrs(1, key), 1, NULL,
+                 0);
 }
 
 int ts_sched_compute_at(ts_sched *s, ts_rv block, ts_rv loop) {
@@ -661,8 +657,8 @@ int ts_sched_reverse_compute_inline(ts_sched *s, ts_rv block) {
 
 int ts_sched_cache_read(ts_sched *s, ts_rv block, const char *buffer,
                         const char *scope, ts_rv *out) {
-  return run_rvs(s, TS_INSTR_CACHE_READ, &block, 1,
-                 str_attrs(2, buffer, scope), 2, out, 1);
+  return run_rvs(s, TS_INSTR_CACHE_READ, &block, 1, str_attrs(2, buffer, scope),
+                 2, out, 1);
 }
 int ts_sched_cache_write(ts_sched *s, ts_rv block, const char *buffer,
                          const char *scope, ts_rv *out) {

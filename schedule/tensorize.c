@@ -21,9 +21,9 @@
 #define MAX_POINTS ((int64_t)1 << 18)
 
 typedef struct access_pair {
-  int buf;                 /* index into the buffer map */
-  ts_expr *const *di;      /* description indices */
-  ts_expr *const *ai;      /* actual indices */
+  int buf;            /* index into the buffer map */
+  ts_expr *const *di; /* description indices */
+  ts_expr *const *ai; /* actual indices */
   int nd, na;
 } access_pair;
 
@@ -204,8 +204,7 @@ typedef struct outer_vars {
   int n;
 } outer_vars;
 
-static void add_outer(outer_vars *o, const ts_expr *v, int64_t lo,
-                      int64_t hi) {
+static void add_outer(outer_vars *o, const ts_expr *v, int64_t lo, int64_t hi) {
   if (o->n < 64) {
     o->vars[o->n] = v;
     o->lo[o->n] = lo;
@@ -239,10 +238,10 @@ static bool check_indices(match_ctx *c, const outer_vars *ov) {
   for (int sample = 0; sample < 3; sample++) {
     env ae = {0}, de = {0};
     for (int i = 0; i < ov->n; i++) {
-      int64_t v = sample == 0   ? ov->lo[i]
-                  : sample == 1 ? (ov->lo[i] < ov->hi[i] ? ov->lo[i] + 1
-                                                         : ov->lo[i])
-                                : ov->hi[i];
+      int64_t v = sample == 0 ? ov->lo[i]
+                  : sample == 1
+                      ? (ov->lo[i] < ov->hi[i] ? ov->lo[i] + 1 : ov->lo[i])
+                      : ov->hi[i];
       env_set(&ae, ov->vars[i], v);
     }
     for (int i = 0; i < c->n_unit; i++)
@@ -270,8 +269,9 @@ static bool check_indices(match_ctx *c, const outer_vars *ov) {
           int64_t av, dv = 0;
           if (!eval_int(x->ai[d], &ae, &av) ||
               (d >= lead && !eval_int(x->di[d - lead], &de, &dv))) {
-            snprintf(c->why, sizeof c->why, "cannot evaluate the indices of "
-                                            "'%s'",
+            snprintf(c->why, sizeof c->why,
+                     "cannot evaluate the indices of "
+                     "'%s'",
                      ts_buffer_name(c->abuf[x->buf]));
             return false;
           }
@@ -320,18 +320,17 @@ static bool match(match_ctx *c, ts_stmt *top, const ts_func *desc,
     for (int i = 0; i < na; i++) {
       int64_t e = 0;
       ts_expr_is_const_int(ts_for_extent(c->aloops[i]), &e);
-      snprintf(b1 + strlen(b1), sizeof b1 - strlen(b1), "%s%lld",
-               i ? ", " : "", (long long)e);
+      snprintf(b1 + strlen(b1), sizeof b1 - strlen(b1), "%s%lld", i ? ", " : "",
+               (long long)e);
     }
     for (int i = 0; i < nd; i++) {
       int64_t e = 0;
       ts_expr_is_const_int(ts_for_extent(c->dloops[i]), &e);
-      snprintf(b2 + strlen(b2), sizeof b2 - strlen(b2), "%s%lld",
-               i ? ", " : "", (long long)e);
+      snprintf(b2 + strlen(b2), sizeof b2 - strlen(b2), "%s%lld", i ? ", " : "",
+               (long long)e);
     }
     snprintf(c->why, sizeof c->why,
-             "the loop extents (%s) do not match the intrinsic's (%s)", b1,
-             b2);
+             "the loop extents (%s) do not match the intrinsic's (%s)", b1, b2);
     return false;
   }
   c->n_loops = nd;
@@ -364,7 +363,8 @@ static bool match(match_ctx *c, ts_stmt *top, const ts_func *desc,
                ts_block_name(ab));
       return false;
     }
-    ts_node_map_put(c->iters, ts_block_iter_var(db, k), ts_block_iter_var(ab, i));
+    ts_node_map_put(c->iters, ts_block_iter_var(db, k),
+                    ts_block_iter_var(ab, i));
     k++;
   }
   if (k != ts_block_n_iters(db)) {
@@ -446,7 +446,9 @@ static void scan_strides(void *ctx, ts_expr *e) {
   c->stride_used[slot][d] = true;
 }
 
-static void scan_visit(void *ctx, ts_expr *e) { ts_expr_walk(e, scan_strides, ctx); }
+static void scan_visit(void *ctx, ts_expr *e) {
+  ts_expr_walk(e, scan_strides, ctx);
+}
 
 static ts_expr *impl_post(void *ctx, ts_arena *a, ts_expr *e) {
   impl_ctx *c = ctx;
@@ -473,8 +475,9 @@ static ts_expr *impl_post(void *ctx, ts_arena *a, ts_expr *e) {
   int nd = ts_expr_n_operands(e), na = ts_buffer_ndim(x), lead = na - nd;
   ts_expr *idx[TS_MAX_DIMS];
   for (int d = 0; d < na; d++)
-    idx[d] = d < lead ? c->base[slot][d]
-                      : ts_add(a, c->base[slot][d], ts_expr_operand(e, d - lead));
+    idx[d] = d < lead
+                 ? c->base[slot][d]
+                 : ts_add(a, c->base[slot][d], ts_expr_operand(e, d - lead));
   return k == TS_EXPR_LOAD ? ts_load(a, x, idx, na)
                            : ts_address_of(a, x, idx, na);
 }
@@ -491,8 +494,9 @@ static ts_stmt *impl_store(void *ctx, ts_arena *a, ts_stmt *s) {
   int nd = ts_store_n_indices(s), na = ts_buffer_ndim(x), lead = na - nd;
   ts_expr *idx[TS_MAX_DIMS];
   for (int d = 0; d < na; d++)
-    idx[d] = d < lead ? c->base[slot][d]
-                      : ts_add(a, c->base[slot][d], ts_store_index(s, d - lead));
+    idx[d] = d < lead
+                 ? c->base[slot][d]
+                 : ts_add(a, c->base[slot][d], ts_store_index(s, d - lead));
   return ts_store(a, x, idx, na, ts_store_value(s));
 }
 
@@ -509,11 +513,12 @@ static void compute_bases(impl_ctx *c) {
   const ts_block *ab = ts_realize_block(m->areal);
   ts_node_map *isub = ts_node_map_create();
   for (int i = 0; i < ts_block_n_iters(ab); i++)
-    ts_node_map_put(isub, ts_block_iter_var(ab, i),
-                    ts_expr_substitute(a, ts_realize_value(m->areal, i), sub,
-                                       NULL));
+    ts_node_map_put(
+        isub, ts_block_iter_var(ab, i),
+        ts_expr_substitute(a, ts_realize_value(m->areal, i), sub, NULL));
   env de = {0};
-  for (int i = 0; i < m->n_loops; i++) env_set(&de, ts_for_var(m->dloops[i]), 0);
+  for (int i = 0; i < m->n_loops; i++)
+    env_set(&de, ts_for_var(m->dloops[i]), 0);
   bind_iters(m->dreal, &de);
   for (int k = 0; k < m->n_acc; k++) {
     const access_pair *x = &m->acc[k];
@@ -539,7 +544,8 @@ static bool check_strides(impl_ctx *c, char *why, size_t cap) {
     int nd = ts_buffer_ndim(d), lead = ts_buffer_ndim(x) - nd;
     for (int i = 0; i < nd; i++) {
       if (c->stride_used[k][i]) continue;
-      int64_t want = ts_buffer_stride(d, i), got = ts_buffer_stride(x, lead + i);
+      int64_t want = ts_buffer_stride(d, i),
+              got = ts_buffer_stride(x, lead + i);
       if (want != got) {
         snprintf(why, cap,
                  "buffer '%s' has stride %lld in dimension %d where the "
@@ -605,8 +611,9 @@ int apply_tensorize(ts_sched *s, inst *in, rv_list *out) {
   if (r) {
     outer_of(s, r, NULL, &ov);
     if (!match(&m, ts_block_body(ts_realize_block(r)), desc, &ov))
-      rc = FAIL(s, TS_ESCHEDULE, "tensorize: block '%s' does not match '%s': %s",
-                what, name, m.why);
+      rc =
+          FAIL(s, TS_ESCHEDULE, "tensorize: block '%s' does not match '%s': %s",
+               what, name, m.why);
   } else {
     if ((rc = blockize_plan(s, "tensorize", loop, &plan)) == TS_OK) {
       planned = true;
@@ -626,8 +633,8 @@ int apply_tensorize(ts_sched *s, inst *in, rv_list *out) {
   if (!rc) {
     ts_visitor v = {NULL, NULL, scan_visit, &ic};
     ts_stmt_walk(ts_func_body(impl), &v);
-    if (ic.err) rc = FAIL(s, TS_EINTERNAL, "tensorize: '%s' has %s", name,
-                          ic.err);
+    if (ic.err)
+      rc = FAIL(s, TS_EINTERNAL, "tensorize: '%s' has %s", name, ic.err);
   }
   char why[512];
   if (!rc && !check_strides(&ic, why, sizeof why))
@@ -654,8 +661,9 @@ int apply_tensorize(ts_sched *s, inst *in, rv_list *out) {
       ts_node_map_destroy(m.iters);
       ts_func_free(desc);
       ts_func_free(impl);
-      return FAIL(s, TS_EINTERNAL, "tensorize: blockized loop '%s' no longer "
-                                   "matches: %s",
+      return FAIL(s, TS_EINTERNAL,
+                  "tensorize: blockized loop '%s' no longer "
+                  "matches: %s",
                   what, m.why);
     }
   }
@@ -665,8 +673,8 @@ int apply_tensorize(ts_sched *s, inst *in, rv_list *out) {
   compute_bases(&ic);
   ts_var_ranges_destroy(ic.ranges);
   ts_stmt *impl_root = one_stmt(ts_func_body(impl));
-  ts_stmt *body = ts_stmt_copy(a, ts_block_body(ts_realize_block(impl_root)),
-                               NULL);
+  ts_stmt *body =
+      ts_stmt_copy(a, ts_block_body(ts_realize_block(impl_root)), NULL);
   rewriter rw = {impl_expr, impl_store, true, &ic};
   body = rewrite_stmt(a, body, &rw);
   ts_block *ob = ts_realize_block(r);

@@ -220,8 +220,10 @@ int ts_trace_decision(const ts_trace *t, int i, int64_t *values, int cap) {
 int ts_trace_set_decision(ts_trace *t, int i, const int64_t *values, int n,
                           ts_error *err) {
   if (!ts_trace_inst_is_sampling(t, i))
-    return TS_ERR(err, TS_EINVAL, "trace: instruction %d is not a sampling "
-                                  "instruction", i);
+    return TS_ERR(err, TS_EINVAL,
+                  "trace: instruction %d is not a sampling "
+                  "instruction",
+                  i);
   inst *in = &t->insts[i];
   tv_free(&in->decision);
   if (n < 0) return TS_OK;
@@ -409,7 +411,9 @@ static cJSON *json_of(const tval *v, const namer *nm) {
     format_double(buf, sizeof buf, v->f);
     return cJSON_CreateRaw(buf);
   case TV_STR: return cJSON_CreateString(v->s);
-  case TV_RV: rv_name(nm, (ts_rv)v->i, buf, sizeof buf); return cJSON_CreateString(buf);
+  case TV_RV:
+    rv_name(nm, (ts_rv)v->i, buf, sizeof buf);
+    return cJSON_CreateString(buf);
   case TV_LIST: {
     cJSON *a = cJSON_CreateArray();
     for (int i = 0; i < v->n; i++)
@@ -759,16 +763,14 @@ static int read_decision(reader *r, ts_trace *t, const cJSON *d, int j) {
                 j, (long long)idx.i);
   else {
     const char *dk = kinds[t->insts[idx.i].kind].decision;
-    bool ok = strcmp(dk, "int") == 0 ? val.kind == TV_INT
-                                     : val.kind == TV_LIST;
+    bool ok = strcmp(dk, "int") == 0 ? val.kind == TV_INT : val.kind == TV_LIST;
     for (int k = 0; ok && val.kind == TV_LIST && k < val.n; k++)
       ok = val.items[k].kind == TV_INT;
     if (!ok)
       rc = TS_ERR(r->err, TS_EPARSE,
-                  "trace JSON: decision %d: instruction %lld (%s) takes %s",
-                  j, (long long)idx.i, kinds[t->insts[idx.i].kind].name,
-                  strcmp(dk, "int") == 0 ? "an integer"
-                                         : "a list of integers");
+                  "trace JSON: decision %d: instruction %lld (%s) takes %s", j,
+                  (long long)idx.i, kinds[t->insts[idx.i].kind].name,
+                  strcmp(dk, "int") == 0 ? "an integer" : "a list of integers");
   }
   if (rc) {
     tv_free(&val);

@@ -289,7 +289,8 @@ void tree_remove(ts_func *f, ts_stmt *stmt, stmt_vec *removed_loops) {
       ts_stmt **rest = malloc(sizeof *rest * (size_t)(n ? n : 1));
       int m = 0;
       for (int j = 0; j < n; j++)
-        if (ts_seq_item(parent, j) != victim) rest[m++] = ts_seq_item(parent, j);
+        if (ts_seq_item(parent, j) != victim)
+          rest[m++] = ts_seq_item(parent, j);
       if (m == 0) {
         free(rest);
         victim = parent;

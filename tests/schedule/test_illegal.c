@@ -76,7 +76,8 @@ static const illegal_case cases[] = {
     {"matmul M=8 N=8 K=8", TS_ESCHEDULE, "more than one factor is inferred"},
     {"matmul M=8 N=8 K=8", TS_ESCHEDULE, "is not positive"},
     {"matmul M=8 N=8 K=8", TS_ESCHEDULE, "less than its extent 8"},
-    /* 5 */ {"matmul M=8 N=8 K=8", TS_ESCHEDULE, "only serial loops can be split"},
+    /* 5 */
+    {"matmul M=8 N=8 K=8", TS_ESCHEDULE, "only serial loops can be split"},
     {"matmul M=8 N=8 K=8", TS_ESCHEDULE, "is not the only statement directly"},
     {"matmul M=8 N=8 K=8", TS_ESCHEDULE, "is given twice"},
     {"matmul M=8 N=8 K=8", TS_ESCHEDULE, "only serial loops can be fused"},
@@ -88,33 +89,37 @@ static const illegal_case cases[] = {
      "vectorize: loop 'k' carries a reduction in block 'C'"},
     {"matmul M=8 N=8 K=8", TS_ESCHEDULE,
      "parallel: loop 'k' carries a reduction in block 'C'"},
-    /* 15 */ {"softmax N=4 D=8", TS_ESCHEDULE, "is recomputed in every iteration"},
+    /* 15 */
+    {"softmax N=4 D=8", TS_ESCHEDULE, "is recomputed in every iteration"},
     {"matmul M=8 N=8 K=8", TS_ESCHEDULE, "is already parallel"},
     {"matmul M=8 N=8 K=8", TS_EINVAL, "unknown thread axis 'warpIdx.x'"},
     {"matmul M=8 N=8 K=8", TS_ENOTFOUND, "has no annotation 'nope'"},
     {"matmul M=8 N=8 K=8", TS_EINVAL, "the key is empty"},
-    /* 20 */ {"layer_norm N=3 D=8", TS_ESCHEDULE,
-              "does not contain consumer block 'Y'"},
+    /* 20 */
+    {"layer_norm N=3 D=8", TS_ESCHEDULE, "does not contain consumer block 'Y'"},
     {"dense M=4 N=8 K=8", TS_ESCHEDULE, "is a loop of block 'dense' itself"},
     {"matmul M=8 N=8 K=8", TS_ESCHEDULE, "is the root block"},
     {"dense M=4 N=8 K=8", TS_ESCHEDULE, "has no consumer under loop"},
     {"dense M=4 N=8 K=8", TS_ESCHEDULE,
      "reverse_compute_at: block 'dense' is a reduction block"},
-    /* 25 */ {"dense M=4 N=8 K=8", TS_ESCHEDULE,
-              "carries the reduction of producer block 'dense'"},
+    /* 25 */
+    {"dense M=4 N=8 K=8", TS_ESCHEDULE,
+     "carries the reduction of producer block 'dense'"},
     {"layer_norm N=3 D=8", TS_ESCHEDULE, "is neither under nor before loop"},
     {"matmul M=8 N=8 K=8", TS_ESCHEDULE,
      "compute_inline: block 'C' is a reduction block"},
     {"two", TS_ESCHEDULE, "writes 'C', a parameter of the function"},
-    {"matmul M=8 N=8 K=8", TS_ESCHEDULE, "compute_inline: block 'root' is the root"},
-    /* 30 */ {"dense M=4 N=8 K=8", TS_ESCHEDULE,
-              "producer block 'dense' of block 'Y' is a reduction block"},
+    {"matmul M=8 N=8 K=8", TS_ESCHEDULE,
+     "compute_inline: block 'root' is the root"},
+    /* 30 */
+    {"dense M=4 N=8 K=8", TS_ESCHEDULE,
+     "producer block 'dense' of block 'Y' is a reduction block"},
     {"two", TS_ESCHEDULE, "does not read 'B' at exactly its iter vars"},
     {"matmul M=8 N=8 K=8", TS_ENOTFOUND, "does not read a buffer named 'X'"},
     {"matmul M=8 N=8 K=8", TS_ESCHEDULE, "also writes 'C' (use cache_write)"},
     {"matmul M=8 N=8 K=8", TS_EINVAL, "unknown storage scope 'texture'"},
-    /* 35 */ {"matmul M=8 N=8 K=8", TS_ENOTFOUND,
-              "does not write a buffer named 'A'"},
+    /* 35 */
+    {"matmul M=8 N=8 K=8", TS_ENOTFOUND, "does not write a buffer named 'A'"},
     {"matmul M=8 N=8 K=8", TS_ESCHEDULE, "'C' is a parameter of the function"},
     {"softmax N=4 D=8", TS_ESCHEDULE, "axis 1 of buffer 'exp' is not in 0..0"},
     {"softmax N=4 D=8", TS_ESCHEDULE, "need factor >= 1 and 0 <= offset"},
@@ -125,8 +130,9 @@ static const illegal_case cases[] = {
     {"softmax N=4 D=8", TS_EINVAL, "has 1 inputs; the buffer has 2"},
     {"elementwise op=relu shape=4x4", TS_ESCHEDULE, "has no init"},
     {"dense M=4 N=8 K=8", TS_ESCHEDULE, "is not above block 'dense'"},
-    /* 45 */ {"matmul M=8 N=8 K=8", TS_ESCHEDULE,
-              "loop 'k' above loop 'i' is a reduction loop of block 'C'"},
+    /* 45 */
+    {"matmul M=8 N=8 K=8", TS_ESCHEDULE,
+     "loop 'k' above loop 'i' is a reduction loop of block 'C'"},
     {"matmul M=8 N=8 K=8", TS_ESCHEDULE, "is not bound to a reduce iter"},
     {"elementwise op=relu shape=4x4", TS_ESCHEDULE, "is not a reduction"},
     {"reduce op=sum N=4 D=8", TS_ESCHEDULE, "factor_axis 3 is not in 0..1"},
@@ -442,9 +448,7 @@ static int run_case(int id, ts_sched *s) {
     take(s);
     return ts_sched_sample_categorical(s, cand, probs, 2, &x);
   }
-  case 57:
-    take(s);
-    return ts_sched_get_block(s, "D", &b);
+  case 57: take(s); return ts_sched_get_block(s, "D", &b);
   case 58:
     block_loops(s, "C", &b, l);
     take(s);
@@ -526,8 +530,7 @@ static void test_illegal(void **state) {
     ts_sched_destroy(s);
     checked++;
   }
-  printf("%d illegal requests refused with the schedule unchanged\n",
-         checked);
+  printf("%d illegal requests refused with the schedule unchanged\n", checked);
   assert_true(checked >= 40);
   free(snap.text);
   snap.text = NULL;

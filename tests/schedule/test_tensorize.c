@@ -63,8 +63,7 @@ static void golden(ts_sched *s, const char *name) {
   ts_sched *r;
   ts_error err;
   assert_int_equal(ts_trace_from_json(json, strlen(json), &t, &err), TS_OK);
-  assert_int_equal(ts_trace_apply(t, ts_sched_original(s), 0, &r, &err),
-                   TS_OK);
+  assert_int_equal(ts_trace_apply(t, ts_sched_original(s), 0, &r, &err), TS_OK);
   char *again = util_print(r);
   assert_string_equal(func, again);
   free(again);
@@ -105,8 +104,7 @@ static void compile_and_run(ts_sched *s, const char *target,
   if (strncmp(feature, "amx", 3) == 0)
     assert_int_equal(ts_rt_enable_amx(&err), TS_OK);
   ts_rt_args *want;
-  assert_int_equal(util_reference(ts_sched_original(s), 7, &want, &err),
-                   TS_OK);
+  assert_int_equal(util_reference(ts_sched_original(s), 7, &want, &err), TS_OK);
   rc = util_check_against(ts_sched_func(s), want, 7, 2, false, &err);
   if (rc) fprintf(stderr, "run: %s\n", err.msg);
   assert_int_equal(rc, TS_OK);
@@ -236,9 +234,10 @@ static ts_sched *amx_schedule(const char *spec, int kstep, const char *map,
 
 static void test_amx_bf16(void **state) {
   (void)state;
-  ts_sched *s = amx_schedule("matmul M=32 N=32 K=64 dtype=bfloat16", 32,
-                             "(k, j) -> (floordiv(k, 2), j * 2 + floormod(k, 2))",
-                             "amx_bf16_16x16x32");
+  ts_sched *s =
+      amx_schedule("matmul M=32 N=32 K=64 dtype=bfloat16", 32,
+                   "(k, j) -> (floordiv(k, 2), j * 2 + floormod(k, 2))",
+                   "amx_bf16_16x16x32");
   golden(s, "tensorize_amx_bf16");
   compile_and_run(s, "llvm -mcpu=sapphirerapids -num-cores=2", "amx-bf16",
                   "tdpbf16ps");
@@ -247,9 +246,10 @@ static void test_amx_bf16(void **state) {
 
 static void test_amx_int8(void **state) {
   (void)state;
-  ts_sched *s = amx_schedule("matmul M=16 N=32 K=128 dtype=int8", 64,
-                             "(k, j) -> (floordiv(k, 4), j * 4 + floormod(k, 4))",
-                             "amx_int8_16x16x64");
+  ts_sched *s =
+      amx_schedule("matmul M=16 N=32 K=128 dtype=int8", 64,
+                   "(k, j) -> (floordiv(k, 4), j * 4 + floormod(k, 4))",
+                   "amx_int8_16x16x64");
   char *txt = util_print(s);
   assert_non_null(strstr(txt, "tessera.amx_int8_gemm"));
   free(txt);
@@ -287,9 +287,9 @@ static void test_mma(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_registry),  cmocka_unit_test(test_vnni),
-      cmocka_unit_test(test_bf16_dot),  cmocka_unit_test(test_amx_bf16),
-      cmocka_unit_test(test_amx_int8),  cmocka_unit_test(test_mma),
+      cmocka_unit_test(test_registry), cmocka_unit_test(test_vnni),
+      cmocka_unit_test(test_bf16_dot), cmocka_unit_test(test_amx_bf16),
+      cmocka_unit_test(test_amx_int8), cmocka_unit_test(test_mma),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -153,8 +153,7 @@ static void test_json_round_trip(void **state) {
   assert_non_null(strstr(p1, "value=2.0)"));
   /* replay reproduces the function exactly, float annotation included */
   ts_sched *r;
-  assert_int_equal(ts_trace_apply(t, ts_sched_original(s), 0, &r, &err),
-                   TS_OK);
+  assert_int_equal(ts_trace_apply(t, ts_sched_original(s), 0, &r, &err), TS_OK);
   char *f1 = util_print(s), *f2 = util_print(r);
   assert_string_equal(f1, f2);
   assert_non_null(strstr(f1, "\"f\": 2.0"));
@@ -197,8 +196,7 @@ static void test_replay_decisions(void **state) {
   assert_int_equal(ts_trace_set_decision(m, cat, &pick, 1, &err), TS_OK);
   assert_int_equal(ts_trace_set_decision(m, loc, &root, 1, &err), TS_OK);
   ts_sched *r;
-  assert_int_equal(ts_trace_apply(m, ts_sched_original(s), 0, &r, &err),
-                   TS_OK);
+  assert_int_equal(ts_trace_apply(m, ts_sched_original(s), 0, &r, &err), TS_OK);
   char *txt = util_print(r);
   assert_non_null(strstr(txt, "range(2)"));
   assert_non_null(strstr(txt, "\"pragma_auto_unroll_max_step\": 512"));
@@ -352,6 +350,68 @@ static void test_malformed_json(void **state) {
                    TS_EIO);
 }
 
+/* Random edits of a valid trace's JSON: parsing and replay must answer
+ * with a result or an error, never crash (the sanitizer build checks
+ * memory errors). */
+static void test_json_mutations(void **state) {
+  (void)state;
+  ts_sched *s = sampled(21);
+  ts_rv b, c, l[16], o[2], x;
+  int n;
+  OK(ts_sched_get_block(s, "conv", &c));
+  OK(ts_sched_get_loops(s, c, l, 16, &n));
+  int64_t f[2] = {TS_SPLIT_INFER, 2};
+  OK(ts_sched_split(s, l[1], f, 2, o));
+  OK(ts_sched_cache_write(s, c, "conv", "local", &x));
+  OK(ts_sched_get_block(s, "pad", &b));
+  OK(ts_sched_annotate(s, b, ts_ann_string("k", "v")));
+  char *json = ts_trace_to_json(ts_sched_trace(s));
+  size_t len = strlen(json);
+  static const char *const pieces[] = {
+      "0", "-1", "99999999999", "null",   "\"", "[",  "]",   "{",
+      "}", ",",  "1.5",         "\"l1\"", "",   "b0", "true"};
+  ts_rng r;
+  ts_rng_seed(&r, 3);
+  int parsed = 0, applied = 0, iters = 400;
+  const char *env = getenv("TS_MUTATIONS");
+  if (env && atoi(env) > 0) iters = atoi(env);
+  for (int iter = 0; iter < iters; iter++) {
+    char *m = malloc(len + 64);
+    size_t at = (size_t)ts_rng_below(&r, len);
+    size_t cut = (size_t)ts_rng_below(&r, 4);
+    if (at + cut > len) cut = len - at;
+    const char *piece = pieces[ts_rng_below(&r, 15)];
+    size_t pl = strlen(piece);
+    memcpy(m, json, at);
+    memcpy(m + at, piece, pl);
+    memcpy(m + at + pl, json + at + cut, len - at - cut);
+    size_t mlen = len - cut + pl;
+    m[mlen] = 0;
+    ts_trace *t;
+    ts_error err;
+    if (ts_trace_from_json(m, mlen, &t, &err) == TS_OK) {
+      parsed++;
+      ts_sched *again;
+      if (ts_trace_apply(t, ts_sched_original(s), 1, &again, &err) == TS_OK) {
+        applied++;
+        assert_int_equal(ts_func_verify(ts_sched_func(again), NULL), TS_OK);
+        ts_sched_destroy(again);
+      } else {
+        assert_true(err.msg[0] != 0);
+      }
+      char *back = ts_trace_to_json(t);
+      free(back);
+      ts_trace_free(t);
+    } else {
+      assert_true(err.msg[0] != 0);
+    }
+    free(m);
+  }
+  printf("mutated traces: %d parsed, %d replayed\n", parsed, applied);
+  free(json);
+  ts_sched_destroy(s);
+}
+
 /* ---- script and simplification ---- */
 
 static void test_print_and_simplify(void **state) {
@@ -360,7 +420,7 @@ static void test_print_and_simplify(void **state) {
   ts_rv c, d, l[3], t[2], o[2], v, x;
   int n;
   OK(ts_sched_get_block(s, "C", &c));
-  OK(ts_sched_get_block(s, "C", &d));   /* dead */
+  OK(ts_sched_get_block(s, "C", &d));     /* dead */
   OK(ts_sched_get_loops(s, d, l, 3, &n)); /* dead */
   OK(ts_sched_get_loops(s, c, l, 3, &n));
   OK(ts_sched_sample_perfect_tile(s, l[2], 2, 4, t)); /* dead */
@@ -480,6 +540,7 @@ int main(void) {
       cmocka_unit_test(test_replay_decisions),
       cmocka_unit_test(test_fork),
       cmocka_unit_test(test_malformed_json),
+      cmocka_unit_test(test_json_mutations),
       cmocka_unit_test(test_print_and_simplify),
       cmocka_unit_test(test_example_matmul),
   };

@@ -26,8 +26,8 @@ static inline ts_rt_arg_spec *util_specs(const ts_func *f) {
     s[i].dtype = ts_buffer_dtype(b);
     s[i].ndim = ts_buffer_ndim(b);
     for (int d = 0; d < s[i].ndim; d++) s[i].shape[d] = ts_buffer_dim(b, d);
-    s[i].role = ts_func_param_is_output(f, i) ? TS_RT_ARG_OUTPUT
-                                              : TS_RT_ARG_INPUT;
+    s[i].role =
+        ts_func_param_is_output(f, i) ? TS_RT_ARG_OUTPUT : TS_RT_ARG_INPUT;
   }
   return s;
 }
@@ -150,7 +150,8 @@ static inline char *util_print(const ts_sched *s) {
 static inline int util_verify(const ts_sched *s, int threads) {
   ts_error err;
   int rc = ts_func_verify(ts_sched_func(s), &err);
-  if (!rc) rc = util_check(ts_sched_func(s), ts_sched_original(s), threads, &err);
+  if (!rc)
+    rc = util_check(ts_sched_func(s), ts_sched_original(s), threads, &err);
   if (rc) {
     char *txt = util_print(s);
     fprintf(stderr, "schedule check failed: %s\n%s\n", err.msg, txt);
