@@ -6,6 +6,7 @@
 #include "cli.h"
 
 #include "codegen/codegen.h"
+#include "schedule/schedule.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 static const char show_usage[] =
     "usage: tessera show (--workload SPEC | --tir FILE) [--target T]\n"
     "                    [--lowered | --llvm | --asm]\n"
+    "       tessera show --trace FILE [--workload SPEC | --tir FILE]\n"
     "       tessera show --ops\n"
     "\n"
     "  --workload SPEC  build an operator from a spec, e.g.\n"
@@ -21,6 +23,10 @@ static const char show_usage[] =
     "pad=1\"\n"
     "  --tir FILE       read a function in the TIR text form (docs/ir.md)\n"
     "  --ops            list the operators and their keys\n"
+    "  --trace FILE     print a schedule trace (JSON) as a readable script; "
+    "with\n"
+    "                   a workload, apply it and print the scheduled TIR (or,\n"
+    "                   with --lowered/--llvm/--asm, its code)\n"
     "  --target T       target for --lowered/--llvm/--asm (default: this "
     "machine),\n"
     "                   e.g. \"llvm -mcpu=native\" or \"cuda -arch=sm_90\"\n"
@@ -78,6 +84,7 @@ static void print_ops(void) {
 
 int cmd_show(int argc, char **argv) {
   const char *spec = NULL, *tir = NULL, *target = NULL, *what = NULL;
+  const char *trace_path = NULL;
   bool ops = false;
   for (int i = 1; i < argc; i++) {
     const char *v;
@@ -92,6 +99,9 @@ int cmd_show(int argc, char **argv) {
       if (what && strcmp(what, argv[i] + 2))
         return cli_usage_error("show", "give one of --lowered, --llvm, --asm");
       what = argv[i] + 2;
+    } else if (cli_opt_value(argc, argv, &i, "--trace", &v, &missing)) {
+      if (missing) return cli_usage_error("show", "--trace needs a file");
+      trace_path = v;
     } else if (cli_opt_value(argc, argv, &i, "--target", &v, &missing)) {
       if (missing) return cli_usage_error("show", "--target needs a target");
       target = v;
@@ -109,13 +119,55 @@ int cmd_show(int argc, char **argv) {
     print_ops();
     return EXIT_OK;
   }
-  if (!spec == !tir)
+  ts_trace *trace = NULL;
+  if (trace_path) {
+    ts_error terr;
+    ts_error_clear(&terr);
+    if (ts_trace_from_json_file(trace_path, &trace, &terr)) {
+      cli_error("cannot read the trace", &terr);
+      return EXIT_FAIL;
+    }
+    if (!spec && !tir) {
+      char *script = ts_trace_print(trace);
+      fputs(script, stdout);
+      free(script);
+      ts_trace_free(trace);
+      return EXIT_OK;
+    }
+  }
+  if (!spec == !tir) {
+    ts_trace_free(trace);
     return cli_usage_error("show", "give exactly one of --workload or --tir");
+  }
 
   ts_workload *w;
   ts_func *f;
   int rc = cli_load_func(spec, tir, &w, &f);
-  if (rc != EXIT_OK) return rc;
+  if (rc != EXIT_OK) {
+    ts_trace_free(trace);
+    return rc;
+  }
+  if (trace) {
+    /* Replace the function by its scheduled form. */
+    ts_error terr;
+    ts_error_clear(&terr);
+    ts_sched *sch = NULL;
+    rc = ts_trace_apply(trace, f, 1, &sch, &terr);
+    ts_trace_free(trace);
+    ts_func *scheduled = rc ? NULL : ts_func_copy(ts_sched_func(sch));
+    ts_sched_destroy(sch);
+    if (w) {
+      ts_workload_free(w);
+      w = NULL;
+    } else {
+      ts_func_free(f);
+    }
+    if (rc) {
+      cli_error("cannot apply the trace", &terr);
+      return EXIT_FAIL;
+    }
+    f = scheduled;
+  }
   if (what) {
     rc = show_compiled(f, target, what);
     if (w)

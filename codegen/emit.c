@@ -642,8 +642,61 @@ static LLVMValueRef cuda_math(emitter *e, const char *name, LLVMTypeRef ty,
   return NULL;
 }
 
-/* exp(x) for the current target: llvm.exp on CPUs, exp2(x log2 e) on GPUs. */
+/* exp of a float32 vector without libm (which LLVM would call lane by lane):
+ * x = n ln2 + r with n = round(x log2 e), exp(r) by Cephes' degree-6
+ * polynomial, 2^n built in the exponent bits. About 1 ulp; NaN stays NaN,
+ * large arguments give inf and 0. */
+static LLVMValueRef exp_f32_vector(emitter *e, LLVMTypeRef ty, LLVMValueRef x) {
+  LLVMBuilderRef B = e->b;
+  unsigned lanes = LLVMGetVectorSize(ty);
+  LLVMTypeRef ity = LLVMVectorType(i32t(e), lanes);
+  LLVMValueRef a2[2] = {x, const_fp(ty, 88.72283935546875)};
+  LLVMValueRef xc = call_intrinsic(e, "llvm.minnum", &ty, 1, a2, 2);
+  a2[0] = xc;
+  a2[1] = const_fp(ty, -87.33654022216797);
+  xc = call_intrinsic(e, "llvm.maxnum", &ty, 1, a2, 2);
+  LLVMValueRef t = LLVMBuildFAdd(
+      B, LLVMBuildFMul(B, xc, const_fp(ty, 1.4426950408889634), ""),
+      const_fp(ty, 0.5), "");
+  LLVMValueRef n = call_intrinsic(e, "llvm.floor", &ty, 1, &t, 1);
+  LLVMValueRef r = LLVMBuildFSub(
+      B, xc, LLVMBuildFMul(B, n, const_fp(ty, 0.693359375), ""), "");
+  r = LLVMBuildFSub(B, r, LLVMBuildFMul(B, n, const_fp(ty, -2.12194440e-4), ""),
+                    "");
+  static const double c[6] = {1.9875691500e-4, 1.3981999507e-3,
+                              8.3334519073e-3, 4.1665795894e-2,
+                              1.6666665459e-1, 5.0000001201e-1};
+  LLVMValueRef p = const_fp(ty, c[0]);
+  for (int i = 1; i < 6; i++)
+    p = contract(LLVMBuildFAdd(B, contract(LLVMBuildFMul(B, p, r, "")),
+                               const_fp(ty, c[i]), ""));
+  LLVMValueRef z = LLVMBuildFMul(B, r, r, "");
+  LLVMValueRef y =
+      LLVMBuildFAdd(B, LLVMBuildFAdd(B, LLVMBuildFMul(B, p, z, ""), r, ""),
+                    const_fp(ty, 1.0), "");
+  /* 2^n as 2^(n>>1) * 2^(n - (n>>1)): each factor stays a normal float for
+   * n in [-126, 128] */
+  LLVMValueRef ni = LLVMBuildFPToSI(B, n, ity, "");
+  LLVMValueRef bias = splat(e, LLVMConstInt(i32t(e), 127, 0), (int)lanes);
+  LLVMValueRef sh = splat(e, LLVMConstInt(i32t(e), 23, 0), (int)lanes);
+  LLVMValueRef n1 = LLVMBuildAShr(
+      B, ni, splat(e, LLVMConstInt(i32t(e), 1, 0), (int)lanes), "");
+  LLVMValueRef n2 = LLVMBuildSub(B, ni, n1, "");
+  LLVMValueRef p1 = LLVMBuildBitCast(
+      B, LLVMBuildShl(B, LLVMBuildAdd(B, n1, bias, ""), sh, ""), ty, "");
+  LLVMValueRef p2 = LLVMBuildBitCast(
+      B, LLVMBuildShl(B, LLVMBuildAdd(B, n2, bias, ""), sh, ""), ty, "");
+  LLVMValueRef res = LLVMBuildFMul(B, LLVMBuildFMul(B, y, p1, ""), p2, "");
+  LLVMValueRef isnan = LLVMBuildFCmp(B, LLVMRealUNO, x, x, "");
+  return LLVMBuildSelect(B, isnan, x, res, "");
+}
+
+/* exp(x) for the current target: llvm.exp on CPUs (a vectorizable
+ * polynomial for float32 vectors), exp2(x log2 e) on GPUs. */
 static LLVMValueRef target_exp(emitter *e, LLVMTypeRef ty, LLVMValueRef x) {
+  if (!e->cuda && LLVMGetTypeKind(ty) == LLVMVectorTypeKind &&
+      LLVMGetTypeKind(LLVMGetElementType(ty)) == LLVMFloatTypeKind)
+    return exp_f32_vector(e, ty, x);
   if (!e->cuda) return call_intrinsic(e, "llvm.exp", &ty, 1, &x, 1);
   LLVMValueRef p = LLVMBuildFMul(e->b, x, const_fp(ty, 1.4426950408889634), "");
   return nvvm_approx(e, "ex2", p);
@@ -1017,8 +1070,10 @@ static LLVMValueRef emit_call(emitter *e, ts_expr *x) {
     r = LLVMBuildFDiv(e->b, const_fp(ty, 1.0), den, "");
   }
   ts_dtype wt = is_half(t) ? ts_dtype_with_lanes(TS_FLOAT32, t.lanes) : t;
-  if (!r && e->cuda && !strcmp(name, "tanh")) r = tanh_by_exp(e, args[0]);
-  if (!r && e->cuda && !strcmp(name, "erf")) r = erf_by_polynomial(e, args[0]);
+  /* vectors (and GPUs, which have no libm) use vectorizable formulas */
+  bool vec_math = e->cuda || t.lanes > 1;
+  if (!r && vec_math && !strcmp(name, "tanh")) r = tanh_by_exp(e, args[0]);
+  if (!r && vec_math && !strcmp(name, "erf")) r = erf_by_polynomial(e, args[0]);
   if (!r && !strcmp(name, "tanh"))
     r = libm_per_lane(e, "tanhf", "tanh", args[0], wt);
   if (!r && !strcmp(name, "erf"))
