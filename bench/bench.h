@@ -30,8 +30,9 @@
  * Anything else is "not applicable": TS_EUNSUPPORTED with the reason.
  *
  * OpenBLAS picks its kernels when it is loaded (DYNAMIC_ARCH), from the CPU
- * model; releases before 0.3.25 fall back to their Prescott (SSE3) kernels
- * on Intel models they do not know, such as recent Xeons. The result's
+ * model; older releases (Debian 12's 0.3.21 among them) fall back to their
+ * Prescott (SSE3) kernels on Intel models they do not know, such as recent
+ * Xeons. The result's
  * note says so when the kernels in use are older than the CPU, and names
  * the fix: OPENBLAS_CORETYPE (e.g. SkylakeX) in the process environment.
  *

@@ -36,7 +36,8 @@ static const char cm_usage[] =
     "  bench [--n N] [--json]   time feature extraction of a scheduled\n"
     "                           1024^3 matmul, and prediction\n"
     "  collect --db PATH --workload SPEC [--workload SPEC ...] --n N\n"
-    "          [--seed S] [--batch B] [--threads T] [--timeout-ms MS]\n"
+    "          [--seed S] [--batch B] [--repeat R] [--min-repeat-ms MS]\n"
+    "          [--threads T] [--timeout-ms MS]\n"
     "                           measure N random schedules of each workload\n"
     "                           on the embedded pool and store the records\n"
     "  eval --db PATH [--workload W] [--folds K] [--split random|workload]\n"
@@ -66,7 +67,7 @@ typedef struct cm_args {
   int n_specs;
   const char *split;
   ts_cm_objective objective;
-  long n, folds, batch, threads, timeout_ms, nthread;
+  long n, folds, batch, threads, timeout_ms, nthread, repeat, min_repeat_ms;
   unsigned long long seed;
   bool json, list;
 } cm_args;
@@ -101,7 +102,9 @@ static int parse_args(int argc, char **argv, const char *allowed, cm_args *a) {
   a->folds = 5;
   a->batch = 64;
   a->seed = 1;
-  a->timeout_ms = 2000;
+  a->timeout_ms = 4000;
+  a->repeat = 3;
+  a->min_repeat_ms = 20;
   char sub[64];
   snprintf(sub, sizeof sub, "costmodel %s", argv[0]);
   a->specs = calloc((size_t)argc, sizeof *a->specs);
@@ -166,6 +169,15 @@ static int parse_args(int argc, char **argv, const char *allowed, cm_args *a) {
       if (v) parse_long(sub, "--threads", v, 0, 1024, &a->threads, &rc);
     } else if (cli_opt_value(argc, argv, &i, "--nthread", &v, &missing)) {
       if (v) parse_long(sub, "--nthread", v, 0, 1024, &a->nthread, &rc);
+    } else if (cli_opt_value(argc, argv, &i, "--repeat", &v, &missing)) {
+      if (v)
+        parse_long(sub, "--repeat", v, 1, TS_MEASURE_MAX_REPEAT, &a->repeat,
+                   &rc);
+    } else if (cli_opt_value(argc, argv, &i, "--min-repeat-ms", &v,
+                             &missing)) {
+      if (v)
+        parse_long(sub, "--min-repeat-ms", v, 0, 10000, &a->min_repeat_ms,
+                   &rc);
     } else if (cli_opt_value(argc, argv, &i, "--timeout-ms", &v, &missing)) {
       if (v)
         parse_long(sub, "--timeout-ms", v, 10, 3600000, &a->timeout_ms, &rc);
@@ -602,8 +614,8 @@ static int collect_workload(ts_db *db, ts_runner *runner, const ts_target *t,
   }
   ts_measure_config cfg = ts_measure_config_default();
   cfg.eval.number = 1;
-  cfg.eval.repeat = 3;
-  cfg.eval.min_repeat_ms = 2;
+  cfg.eval.repeat = (int)a->repeat;
+  cfg.eval.min_repeat_ms = (int)a->min_repeat_ms;
   cfg.eval.warmup = 1;
   cfg.timeout_ms = (int)a->timeout_ms;
   cfg.threads = (int)a->threads;
@@ -701,7 +713,7 @@ static int cm_collect_cmd(int argc, char **argv) {
   cm_args a;
   int rc = parse_args(argc, argv,
                       "--db --workload --n --seed --batch --threads "
-                      "--timeout-ms --target",
+                      "--timeout-ms --target --repeat --min-repeat-ms",
                       &a);
   if (rc >= 0) {
     free_args(&a);
