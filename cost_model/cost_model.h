@@ -247,8 +247,10 @@ typedef struct ts_cm_metrics_acc {
 void ts_cm_targets(const int64_t *group, const ts_cm_result *results, int n,
                    double *targets);
 /* Adds n scored candidates (targets as from ts_cm_targets) to acc: pairs
- * and Spearman within each group; recalls over batches of at most
- * `batch` candidates of one group, in the given order (0: 64). */
+ * and Spearman within each group; recalls over batches of one group's
+ * candidates in the given order: ceil(size / batch) batches of near-equal
+ * sizes (batch 0: 64); a batch of fewer than 2 candidates or without an ok
+ * one does not count. */
 void ts_cm_metrics_add(ts_cm_metrics_acc *acc, const double *scores,
                        const double *targets, const int64_t *group, int n,
                        int batch);

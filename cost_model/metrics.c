@@ -145,9 +145,12 @@ void ts_cm_metrics_add(ts_cm_metrics_acc *acc, const double *scores,
       acc->spearman_weighted += rho * (e - s);
       acc->spearman_weight += e - s;
     }
-    /* recall over batches in the given order */
-    for (int b = s; b < e; b += batch) {
-      int end = b + batch < e ? b + batch : e;
+    /* recall over batches in the given order: ceil(size / batch) batches
+     * of near-equal sizes */
+    int n_batches = (e - s + batch - 1) / batch;
+    for (int q = 0; q < n_batches; q++) {
+      int b = s + (int)((int64_t)(e - s) * q / n_batches);
+      int end = s + (int)((int64_t)(e - s) * (q + 1) / n_batches);
       if (end - b < 2) continue;
       double best = 0;
       for (int i = b; i < end; i++)

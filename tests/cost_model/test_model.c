@@ -554,8 +554,8 @@ static void test_metrics(void **state) {
   m = ts_cm_metrics_of(&acc);
   assert_float_equal(m.pairwise_accuracy, 0.5, 1e-12);
   assert_float_equal(m.top1_recall, 0, 1e-12);
-  /* batches of 2: group 0 -> {0,1} and {2} (too small), group 1 ->
-   * {3,4} and {5} */
+  /* batches of at most 2: each group of 3 splits into {first} (too small
+   * to count) and {second, third} */
   memset(&acc, 0, sizeof acc);
   ts_cm_metrics_add(&acc, good, t, g, 6, 2);
   assert_int_equal(acc.batches, 2);
