@@ -24,7 +24,6 @@ int cmd_tracker(int argc, char **argv);
 int cmd_rpc(int argc, char **argv);
 int cmd_db(int argc, char **argv);
 int cmd_costmodel(int argc, char **argv);
-int cmd_tune(int argc, char **argv);
 
 /* Prints "tessera: error: <what>" plus the error's message to stderr. */
 void cli_error(const char *what, const ts_error *err);

@@ -28,7 +28,6 @@ static const char usage[] =
     "  rpc      `rpc bench`: remote versus embedded measurement throughput\n"
     "  db       inspect, export, import and prune the tuning database\n"
     "  costmodel  cost-model features, data collection and evaluation\n"
-    "  tune     tune workloads' schedules (resumable jobs) into the database\n"
     "\n"
     "workloads are given as a spec, e.g.\n"
     "  --workload \"matmul M=1024 N=1024 K=1024 dtype=float32\"\n"
@@ -43,7 +42,7 @@ typedef struct command {
 static const command commands[] = {
     {"show", cmd_show},     {"check", cmd_check},         {"bench", cmd_bench},
     {"worker", cmd_worker}, {"tracker", cmd_tracker},     {"rpc", cmd_rpc},
-    {"db", cmd_db},         {"costmodel", cmd_costmodel}, {"tune", cmd_tune},
+    {"db", cmd_db},         {"costmodel", cmd_costmodel},
 };
 
 void cli_error(const char *what, const ts_error *err) {
@@ -131,8 +130,7 @@ int main(int argc, char **argv) {
     printf("tessera %s\n", TS_VERSION);
     return EXIT_OK;
   }
-  if (!strcmp(sub, "bench") || !strcmp(sub, "tune"))
-    openblas_coretype_reexec(argv);
+  if (!strcmp(sub, "bench")) openblas_coretype_reexec(argv);
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
     if (!strcmp(sub, commands[i].name))
       return commands[i].run(argc - 1, argv + 1);
