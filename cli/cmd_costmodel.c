@@ -173,11 +173,9 @@ static int parse_args(int argc, char **argv, const char *allowed, cm_args *a) {
       if (v)
         parse_long(sub, "--repeat", v, 1, TS_MEASURE_MAX_REPEAT, &a->repeat,
                    &rc);
-    } else if (cli_opt_value(argc, argv, &i, "--min-repeat-ms", &v,
-                             &missing)) {
+    } else if (cli_opt_value(argc, argv, &i, "--min-repeat-ms", &v, &missing)) {
       if (v)
-        parse_long(sub, "--min-repeat-ms", v, 0, 10000, &a->min_repeat_ms,
-                   &rc);
+        parse_long(sub, "--min-repeat-ms", v, 0, 10000, &a->min_repeat_ms, &rc);
     } else if (cli_opt_value(argc, argv, &i, "--timeout-ms", &v, &missing)) {
       if (v)
         parse_long(sub, "--timeout-ms", v, 10, 3600000, &a->timeout_ms, &rc);

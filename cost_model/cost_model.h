@@ -53,8 +53,8 @@ const char *ts_cm_feature_meaning(int i);
  * buffer store (and per evaluated intrinsic call) of the lowered program,
  * each value log2(|x| + 1). */
 typedef struct ts_cm_features {
-  int n_rows;    /* stores; 0 for a program that stores nothing */
-  float *values; /* n_rows * TS_CM_N_FEATURES, row-major; malloc'd */
+  int n_rows;        /* stores; 0 for a program that stores nothing */
+  float *values;     /* n_rows * TS_CM_N_FEATURES, row-major; malloc'd */
   double extract_ms; /* time spent lowering and extracting */
 } ts_cm_features;
 
@@ -87,9 +87,9 @@ char *ts_cm_features_print(const ts_cm_features *f);
  * target) the candidate belongs to: training targets are normalized within
  * a group, and scores compare only within a group. */
 typedef struct ts_cm_candidate {
-  const ts_func *func;             /* NULL when features is given */
-  const ts_cm_features *features;  /* NULL: extract from func */
-  int64_t group;                   /* the workload id, e.g. from the db */
+  const ts_func *func;            /* NULL when features is given */
+  const ts_cm_features *features; /* NULL: extract from func */
+  int64_t group;                  /* the workload id, e.g. from the db */
 } ts_cm_candidate;
 
 /* A measured outcome. A failed candidate (any status but ok) has
@@ -103,16 +103,16 @@ typedef struct ts_cost_model ts_cost_model;
 
 /* Counters a model reports (ts_cm_info). */
 typedef struct ts_cm_info {
-  const char *kind;       /* "xgb", "random" (static) */
-  int64_t n_samples;      /* candidates learned from (in memory) */
-  int64_t n_rows;         /* their store rows */
-  int64_t n_trained_on;   /* n_samples at the last training, 0 if none */
-  int n_trainings;        /* trainings so far */
-  bool trained;           /* predictions come from a model (trained here or
-                             loaded), not random scores */
-  bool warm;              /* started from a loaded model */
-  double last_train_ms;   /* wall time of the last training */
-  double total_train_ms;  /* all trainings */
+  const char *kind;      /* "xgb", "random" (static) */
+  int64_t n_samples;     /* candidates learned from (in memory) */
+  int64_t n_rows;        /* their store rows */
+  int64_t n_trained_on;  /* n_samples at the last training, 0 if none */
+  int n_trainings;       /* trainings so far */
+  bool trained;          /* predictions come from a model (trained here or
+                            loaded), not random scores */
+  bool warm;             /* started from a loaded model */
+  double last_train_ms;  /* wall time of the last training */
+  double total_train_ms; /* all trainings */
 } ts_cm_info;
 
 /* The operations of one model implementation (STYLE rule 3). */
@@ -171,18 +171,18 @@ const char *ts_cm_objective_name(ts_cm_objective o);
 int ts_cm_objective_parse(const char *name, ts_cm_objective *out);
 
 typedef struct ts_cm_xgb_options {
-  const ts_target *target;   /* features' target and default thread count;
-                                NULL: one core (copied, not kept) */
-  int nthread;               /* XGBoost threads; 0: the target's cores */
-  uint64_t seed;             /* random scores and XGBoost's seed */
+  const ts_target *target; /* features' target and default thread count;
+                              NULL: one core (copied, not kept) */
+  int nthread;             /* XGBoost threads; 0: the target's cores */
+  uint64_t seed;           /* random scores and XGBoost's seed */
   ts_cm_objective objective;
-  int rounds;                /* boosting rounds per training */
+  int rounds; /* boosting rounds per training */
   int max_depth;
-  double eta;                /* learning rate */
+  double eta; /* learning rate */
   double min_child_weight;
-  int min_samples;           /* train only with at least this many (64) */
-  double retrain_growth;     /* and after the data grew by this fraction
-                                since the last training (0.2) */
+  int min_samples;       /* train only with at least this many (64) */
+  double retrain_growth; /* and after the data grew by this fraction
+                            since the last training (0.2) */
 } ts_cm_xgb_options;
 
 /* The defaults: host-independent (target NULL, nthread 0), seed 1, the
@@ -263,19 +263,19 @@ ts_cm_metrics ts_cm_metrics_of(const ts_cm_metrics_acc *acc);
 
 /* Measured candidates with their features, ready to train or evaluate on. */
 typedef struct ts_cm_dataset {
-  int n;                     /* candidates */
-  ts_cm_features *features;  /* n entries */
+  int n;                       /* candidates */
+  ts_cm_features *features;    /* n entries */
   ts_cm_candidate *candidates; /* n entries pointing at features */
-  ts_cm_result *results;     /* n entries */
-  int64_t *record_ids;       /* n entries */
-  int n_groups;              /* distinct (workload, target) pairs */
-  char **group_names;        /* n_groups workload names (malloc'd) */
-  int64_t *group_workload;   /* n_groups workload ids */
-  int64_t skipped;           /* records left out: worker_lost, or a trace
-                                that no longer replays or lowers */
-  int64_t merged;            /* records folded into a candidate with the
-                                same trace (measured again) */
-  double extract_ms;         /* replay + feature extraction, all records */
+  ts_cm_result *results;       /* n entries */
+  int64_t *record_ids;         /* n entries */
+  int n_groups;                /* distinct (workload, target) pairs */
+  char **group_names;          /* n_groups workload names (malloc'd) */
+  int64_t *group_workload;     /* n_groups workload ids */
+  int64_t skipped;             /* records left out: worker_lost, or a trace
+                                  that no longer replays or lowers */
+  int64_t merged;              /* records folded into a candidate with the
+                                  same trace (measured again) */
+  double extract_ms;           /* replay + feature extraction, all records */
 } ts_cm_dataset;
 
 /* Reads the records of one workload (key as ts_db_resolve_workload takes:
@@ -288,8 +288,8 @@ typedef struct ts_cm_dataset {
  * any is). worker_lost records are skipped (the candidate was never run).
  * On success *out is a new data set the caller frees with
  * ts_cm_dataset_free. */
-int ts_cm_dataset_from_db(ts_db *db, const char *workload,
-                          ts_cm_dataset **out, ts_error *err);
+int ts_cm_dataset_from_db(ts_db *db, const char *workload, ts_cm_dataset **out,
+                          ts_error *err);
 void ts_cm_dataset_free(ts_cm_dataset *ds);
 
 /* ========================================================================

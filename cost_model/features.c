@@ -194,8 +194,7 @@ static void form_of(const walker *w, const ts_expr *e, int n, bool lane_dim,
   case TS_EXPR_CAST:
     form_of(w, ts_expr_operand(e, 0), n, lane_dim, out, depth + 1);
     return;
-  case TS_EXPR_LOAD: /* indirect: the index is data; nothing is known */
-    return;
+  case TS_EXPR_LOAD: /* indirect: the index is data; nothing is known */ return;
   default: form_union(w, e, n, lane_dim, out, depth, true); return;
   }
 }
@@ -544,17 +543,15 @@ static void emit_row(store_ctx *s, const buf_access *target,
   else
     form_zero(&store_form, n);
   annotation_features(s, &store_form, row, TS_CM_F_VEC_NUM, TS_FOR_VECTORIZED);
-  annotation_features(s, &store_form, row, TS_CM_F_UNROLL_NUM,
-                      TS_FOR_UNROLLED);
+  annotation_features(s, &store_form, row, TS_CM_F_UNROLL_NUM, TS_FOR_UNROLLED);
   annotation_features(s, &store_form, row, TS_CM_F_PARALLEL_NUM,
                       TS_FOR_PARALLEL);
   /* GPU bindings */
   double bind[7] = {1, 1, 1, 1, 1, 1, 1};
   bool bound[7] = {0};
-  static const char *const tags[7] = {"blockIdx.x",  "blockIdx.y",
-                                      "blockIdx.z",  "threadIdx.x",
-                                      "threadIdx.y", "threadIdx.z",
-                                      "vthread"};
+  static const char *const tags[7] = {
+      "blockIdx.x",  "blockIdx.y",  "blockIdx.z", "threadIdx.x",
+      "threadIdx.y", "threadIdx.z", "vthread"};
   for (int d = 0; d < n; d++) {
     if (w->loops[d].kind != TS_FOR_THREAD || !w->loops[d].thread_tag) continue;
     for (int t = 0; t < 7; t++)
@@ -573,8 +570,8 @@ static void emit_row(store_ctx *s, const buf_access *target,
     if (a->reuse_kind == 0) {
       double sum = 0;
       for (int j = 0; j < s->n_bufs; j++)
-        sum += footprint(s, &s->bufs[j], a->reuse_dim + 1) *
-               s->bufs[j].elem_bytes;
+        sum +=
+            footprint(s, &s->bufs[j], a->reuse_dim + 1) * s->bufs[j].elem_bytes;
       a->reuse_dist_bytes = sum;
     } else if (a->reuse_kind == 1) {
       double sum = 0;
@@ -811,8 +808,8 @@ static void walk(walker *w, ts_stmt *s) {
       w->cap_allocs = cap;
     }
     const ts_buffer *b = ts_allocate_buffer(s);
-    w->allocs[w->n_allocs++] = (alloc_info){
-        b, (double)ts_buffer_bytes(b), product(w, 0, w->n_loops)};
+    w->allocs[w->n_allocs++] =
+        (alloc_info){b, (double)ts_buffer_bytes(b), product(w, 0, w->n_loops)};
     walk(w, ts_allocate_body(s));
     return;
   }

@@ -94,7 +94,8 @@ int cm_candidate_features(const ts_cm_candidate *c, const ts_target *t,
     return TS_OK;
   }
   if (!c->func)
-    return TS_ERR(err, TS_EINVAL, "candidate has neither function nor features");
+    return TS_ERR(err, TS_EINVAL,
+                  "candidate has neither function nor features");
   int rc = ts_cm_extract(c->func, t, tmp, err);
   if (!rc) *out = tmp;
   return rc;
@@ -152,8 +153,9 @@ int cm_file_write(const char *path, const char *kind, cJSON *header,
     rc = TS_ERR(err, TS_EIO, "cost model save: cannot write '%s': %s", path,
                 strerror(errno));
   } else {
-    bool ok = fprintf(fp, "%s\n%s\n", CM_FILE_MAGIC, text) > 0 &&
-              (n_payload == 0 || fwrite(payload, 1, n_payload, fp) == n_payload);
+    bool ok =
+        fprintf(fp, "%s\n%s\n", CM_FILE_MAGIC, text) > 0 &&
+        (n_payload == 0 || fwrite(payload, 1, n_payload, fp) == n_payload);
     ok = fclose(fp) == 0 && ok;
     if (!ok || rename(tmp, path) != 0) {
       rc = TS_ERR(err, TS_EIO, "cost model save: cannot write '%s': %s", path,
@@ -251,7 +253,8 @@ int cm_file_read(const char *path, cm_file *out, ts_error *err) {
   char *text = (char *)out->data;
   size_t magic = strlen(CM_FILE_MAGIC);
   char *nl1 = memchr(text, '\n', n);
-  if (!nl1 || (size_t)(nl1 - text) != magic || memcmp(text, CM_FILE_MAGIC, magic)) {
+  if (!nl1 || (size_t)(nl1 - text) != magic ||
+      memcmp(text, CM_FILE_MAGIC, magic)) {
     cm_file_free(out);
     return TS_ERR(err, TS_EINVAL,
                   "cost model '%s': not a tessera cost model file (the first "

@@ -112,11 +112,9 @@ static int set_params(xgb_model *m, BoosterHandle b, ts_error *err) {
   snprintf(eta, sizeof eta, "%.17g", m->o.eta);
   snprintf(mcw, sizeof mcw, "%.17g", m->o.min_child_weight);
   const char *params[][2] = {
-      {"verbosity", "0"},     {"nthread", nthread},
-      {"seed", seed},         {"tree_method", "hist"},
-      {"max_depth", depth},   {"eta", eta},
-      {"min_child_weight", mcw}, {"base_score", "0"},
-      {"gamma", "0.001"},
+      {"verbosity", "0"},        {"nthread", nthread}, {"seed", seed},
+      {"tree_method", "hist"},   {"max_depth", depth}, {"eta", eta},
+      {"min_child_weight", mcw}, {"base_score", "0"},  {"gamma", "0.001"},
   };
   for (size_t i = 0; i < sizeof params / sizeof params[0]; i++)
     if (XGBoosterSetParam(b, params[i][0], params[i][1]))
@@ -215,7 +213,8 @@ static bool make_pairs(const xgb_model *m, const double *y, ts_rng *rng,
     } else {
       for (int64_t i = s; i < e && ok; i++)
         for (int k = 0; k < RANK_PARTNERS && ok; k++) {
-          int64_t a = order[i], b = order[s + (int64_t)ts_rng_below(rng, (uint64_t)g)];
+          int64_t a = order[i],
+                  b = order[s + (int64_t)ts_rng_below(rng, (uint64_t)g)];
           if (y[a] > y[b])
             ok = add_pair(p, a, b);
           else if (y[b] > y[a])

@@ -200,8 +200,7 @@ static void test_dataset_from_db(void **state) {
   assert_int_equal(one->n_groups, 1);
   assert_true(one->n < ds->n && one->n > 0);
   ts_cm_dataset_free(one);
-  assert_int_not_equal(ts_cm_dataset_from_db(db, "nothing", &one, &err),
-                       TS_OK);
+  assert_int_not_equal(ts_cm_dataset_from_db(db, "nothing", &one, &err), TS_OK);
   /* train on the first 140 in record order, score the rest */
   ts_cm_xgb_options o = ts_cm_xgb_defaults();
   o.rounds = 60;

@@ -93,8 +93,8 @@ static bool near(double got, double want) {
 #define RAW_EQ(row, i, want)                                                   \
   do {                                                                         \
     if (!near(raw((row), (i)), (want)))                                        \
-      fail_msg("%s = %g, expected %g", ts_cm_feature_name(i),                  \
-               raw((row), (i)), (double)(want));                               \
+      fail_msg("%s = %g, expected %g", ts_cm_feature_name(i), raw((row), (i)), \
+               (double)(want));                                                \
   } while (0)
 
 /* Every entry that differs between a and b lies in [lo, hi] or in extra. */
@@ -121,7 +121,8 @@ static void test_vectorized_vs_not(void **state) {
   assert_int_equal(fv.n_rows, 2);
   const float *p = update_row(&fp), *v = update_row(&fv);
   /* the vectorized loop: one loop of 16 lanes, the innermost spatial one */
-  assert_true(val(p, TS_CM_F_VEC_NUM) == 0 && val(p, TS_CM_F_VEC_POS_NONE) == 1);
+  assert_true(val(p, TS_CM_F_VEC_NUM) == 0 &&
+              val(p, TS_CM_F_VEC_POS_NONE) == 1);
   RAW_EQ(v, TS_CM_F_VEC_NUM, 1);
   RAW_EQ(v, TS_CM_F_VEC_PROD, 16);
   RAW_EQ(v, TS_CM_F_VEC_LEN_INNER, 16);
@@ -200,8 +201,8 @@ static void test_unrolled_vs_not(void **state) {
  * is `stride` and which is only read (-1 if none). */
 static int find_read_slot(const float *row, float stride) {
   for (int k = 0; k < 5; k++) {
-    const float *b = row + TS_CM_F_BUF0_READ + k * (TS_CM_F_BUF1_READ -
-                                                    TS_CM_F_BUF0_READ);
+    const float *b =
+        row + TS_CM_F_BUF0_READ + k * (TS_CM_F_BUF1_READ - TS_CM_F_BUF0_READ);
     if (b[0] == 1 &&
         near(exp2((double)b[TS_CM_F_BUF0_STRIDE - TS_CM_F_BUF0_READ]) - 1,
              stride))
@@ -219,8 +220,7 @@ static void test_tile_sizes(void **state) {
   ts_cm_features fs = extract(small, NULL), fl = extract(large, NULL);
   const float *s = update_row(&fs), *l = update_row(&fl);
   /* the same work, loops, annotations */
-  for (int i = 0; i <= TS_CM_F_VTHREAD_LEN; i++)
-    assert_true(s[i] == l[i]);
+  for (int i = 0; i <= TS_CM_F_VTHREAD_LEN; i++) assert_true(s[i] == l[i]);
   assert_true(s[TS_CM_F_OUTER_PROD] == l[TS_CM_F_OUTER_PROD]);
   assert_true(s[TS_CM_F_NUM_LOOPS] == l[TS_CM_F_NUM_LOOPS]);
   /* C[i, j] (read-write, largest) is reused across k1: every k1 iteration
@@ -257,7 +257,10 @@ static void test_gpu_binding(void **state) {
   ts_target *t;
   ts_error err;
   OK(ts_target_parse("cuda -arch=sm_80", &t, &err));
-  mm_opts o = {.ti = 4, .tj = 16, .tk = 8, .bind_i0 = "blockIdx.x",
+  mm_opts o = {.ti = 4,
+               .tj = 16,
+               .tk = 8,
+               .bind_i0 = "blockIdx.x",
                .bind_j0 = "threadIdx.x"};
   ts_sched *g = matmul(64, &o);
   ts_cm_features f = extract(g, t);
@@ -313,8 +316,8 @@ static void test_other_workloads(void **state) {
   ts_cm_features_clear(&f);
   ts_workload_free(w);
   /* conv2d with padding: the pad store selects */
-  OK(ts_workload_from_spec(
-      "conv2d_nhwc N=1 H=8 W=8 CI=4 CO=4 KH=3 KW=3 pad=1", &w, &err));
+  OK(ts_workload_from_spec("conv2d_nhwc N=1 H=8 W=8 CI=4 CO=4 KH=3 KW=3 pad=1",
+                           &w, &err));
   OK(ts_cm_extract(w->func, NULL, &f, &err));
   assert_true(f.n_rows == 3);
   assert_true(f.values[TS_CM_F_SELECT_OP] > 0);
@@ -363,8 +366,13 @@ static double now_ms(void) {
  * slower, so this checks a loose bound and prints the figure. */
 static void test_extract_time(void **state) {
   (void)state;
-  mm_opts o = {.ti = 8, .tj = 32, .tk = 256, .parallel_i0 = true,
-               .vectorize_j1 = true, .unroll_i1 = true, .decompose = true};
+  mm_opts o = {.ti = 8,
+               .tj = 32,
+               .tk = 256,
+               .parallel_i0 = true,
+               .vectorize_j1 = true,
+               .unroll_i1 = true,
+               .decompose = true};
   ts_sched *s = matmul(1024, &o);
   double times[50];
   for (int i = 0; i < 50; i++) {

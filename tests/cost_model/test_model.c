@@ -98,8 +98,8 @@ static ts_cm_metrics held_out_metrics(const synth *s, int from,
   return ts_cm_metrics_of(&acc);
 }
 
-static ts_cost_model *trained(const synth *s, int n_train,
-                              ts_cm_objective obj, int nthread) {
+static ts_cost_model *trained(const synth *s, int n_train, ts_cm_objective obj,
+                              int nthread) {
   ts_cm_xgb_options o = ts_cm_xgb_defaults();
   o.objective = obj;
   o.nthread = nthread;
@@ -442,7 +442,8 @@ static void test_refused_files(void **state) {
   char want[64];
   /* another features version */
   OK(ts_cm_save(m, path, &err));
-  snprintf(want, sizeof want, "\"features_version\":%d", TS_CM_FEATURES_VERSION);
+  snprintf(want, sizeof want, "\"features_version\":%d",
+           TS_CM_FEATURES_VERSION);
   edit_header(path, want, "\"features_version\":999");
   expect_refused(path, "features version 999");
   /* another vector length */
