@@ -641,8 +641,7 @@ static int collect_workload(ts_db *db, ts_runner *runner, const ts_target *t,
       c[m++].sched = s;
     }
     if (m == 0) break; /* the space is exhausted */
-    build_batch(c, m, t,
-                a->threads > 0 ? (int)a->threads : ts_target_num_cores(t));
+    build_batch(c, m, t, ts_target_num_cores(t));
     for (int i = 0; i < m; i++) arts[i] = c[i].build.artifact;
     if (ts_runner_measure(runner, &cfg, ref_id, arts, m, res, &err)) {
       cli_error("measurement failed", &err);
@@ -832,9 +831,11 @@ done:
 }
 
 /* Adds the held-out candidates (in `order`) with finite scores to acc. */
+/* Adds the held-out candidates (in `order`, finite scores) of group `only`
+ * (-1: every group) to acc. */
 static void add_fold(ts_cm_metrics_acc *acc, const ts_cm_dataset *ds,
                      const int *order, const double *scores,
-                     const double *targets, int batch) {
+                     const double *targets, int batch, int only) {
   double *s = malloc(sizeof *s * (size_t)ds->n);
   double *t = malloc(sizeof *t * (size_t)ds->n);
   int64_t *g = malloc(sizeof *g * (size_t)ds->n);
@@ -842,6 +843,7 @@ static void add_fold(ts_cm_metrics_acc *acc, const ts_cm_dataset *ds,
   for (int i = 0; s && t && g && i < ds->n; i++) {
     int j = order[i];
     if (isnan(scores[j])) continue;
+    if (only >= 0 && ds->candidates[j].group != only) continue;
     s[k] = scores[j];
     t[k] = targets[j];
     g[k++] = ds->candidates[j].group;
@@ -885,6 +887,7 @@ static int cm_eval_cmd(int argc, char **argv) {
   int *order = NULL, *fold = NULL;
   bool *in_train = NULL;
   ts_cm_metrics_acc acc = {0}, racc = {0};
+  ts_cm_metrics_acc *per = NULL, *rper = NULL; /* per group */
   double train_ms = 0;
   int n_folds = 0;
   if (open_db(a.db, true, &db)) goto done;
@@ -942,6 +945,9 @@ static int cm_eval_cmd(int argc, char **argv) {
   }
   free(dealt);
   n_folds = a.model ? 1 : by_workload ? ds->n_groups : (int)a.folds;
+  per = calloc((size_t)ds->n_groups, sizeof *per);
+  rper = calloc((size_t)ds->n_groups, sizeof *rper);
+  if (!per || !rper) goto done;
   ts_cm_xgb_options o = model_options(&a);
   if (ts_cm_random_create(a.seed, &random, &err)) goto done;
   if (a.model) {
@@ -979,8 +985,12 @@ static int cm_eval_cmd(int argc, char **argv) {
         rscores[i] = r;
       }
     }
-    add_fold(&acc, ds, order, scores, targets, (int)a.batch);
-    add_fold(&racc, ds, order, rscores, targets, (int)a.batch);
+    add_fold(&acc, ds, order, scores, targets, (int)a.batch, -1);
+    add_fold(&racc, ds, order, rscores, targets, (int)a.batch, -1);
+    for (int g = 0; g < ds->n_groups; g++) {
+      add_fold(&per[g], ds, order, scores, targets, (int)a.batch, g);
+      add_fold(&rper[g], ds, order, rscores, targets, (int)a.batch, g);
+    }
     if (!a.json && isatty(2))
       fprintf(stderr, "\r  fold %d / %d", f + 1, n_folds);
   }
@@ -994,12 +1004,27 @@ static int cm_eval_cmd(int argc, char **argv) {
     print_metrics_json("", &xm);
     printf(", ");
     print_metrics_json("random_", &rm);
+    printf(", \"workloads\": [");
+    for (int g = 0; g < ds->n_groups; g++) {
+      ts_cm_metrics wm = ts_cm_metrics_of(&per[g]);
+      ts_cm_metrics wr = ts_cm_metrics_of(&rper[g]);
+      printf("%s{\"name\": ", g ? ", " : "");
+      print_json_string(ds->group_names[g]);
+      printf(", ");
+      print_metrics_json("", &wm);
+      printf(", ");
+      print_metrics_json("random_", &wr);
+      printf("}");
+    }
+    printf("]");
     printf(", \"pairs\": %lld, \"batches\": %lld, \"groups\": %d, "
-           "\"skipped\": %lld, \"objective\": \"%s\", \"split\": \"%s\", "
+           "\"skipped\": %lld, \"merged\": %lld, \"objective\": \"%s\", "
+           "\"split\": \"%s\", "
            "\"folds\": %d, \"train_seconds\": %.3f, \"features_seconds\": "
            "%.3f}\n",
            (long long)xm.pairs, (long long)xm.batches, ds->n_groups,
-           (long long)ds->skipped, ts_cm_objective_name(a.objective),
+           (long long)ds->skipped, (long long)ds->merged,
+           ts_cm_objective_name(a.objective),
            a.model       ? "model"
            : by_workload ? "workload"
                          : "random",
@@ -1007,10 +1032,10 @@ static int cm_eval_cmd(int argc, char **argv) {
   } else {
     int64_t ok = 0;
     for (int i = 0; i < n; i++) ok += ds->results[i].ok;
-    printf("costmodel eval: %d records (%lld ok) of %d workload group%s in "
-           "%s (%lld skipped)\n",
+    printf("costmodel eval: %d candidates (%lld ok) of %d workload group%s in "
+           "%s; %lld records skipped, %lld repeated measurements merged\n",
            n, (long long)ok, ds->n_groups, ds->n_groups == 1 ? "" : "s", a.db,
-           (long long)ds->skipped);
+           (long long)ds->skipped, (long long)ds->merged);
     if (a.model)
       printf("  model %s, scored on every record\n", a.model);
     else
@@ -1026,9 +1051,22 @@ static int cm_eval_cmd(int argc, char **argv) {
     printf("  %-20s %10.4f %10.4f\n", "top-8 recall", xm.top8_recall,
            rm.top8_recall);
     printf("  %-20s %10.4f %10.4f\n", "spearman", xm.spearman, rm.spearman);
+    printf("  per workload (xgboost / random):\n");
+    printf("  %-44s %7s %15s %15s %15s\n", "workload", "records", "pairwise",
+           "top-8 recall", "spearman");
+    for (int g = 0; g < ds->n_groups; g++) {
+      ts_cm_metrics wm = ts_cm_metrics_of(&per[g]);
+      ts_cm_metrics wr = ts_cm_metrics_of(&rper[g]);
+      printf("  %-44.44s %7lld %7.4f/%.4f %7.4f/%.4f %7.4f/%.4f\n",
+             ds->group_names[g], (long long)wm.records, wm.pairwise_accuracy,
+             wr.pairwise_accuracy, wm.top8_recall, wr.top8_recall, wm.spearman,
+             wr.spearman);
+    }
   }
   code = EXIT_OK;
 done:
+  free(per);
+  free(rper);
   free(targets);
   free(scores);
   free(rscores);

@@ -150,6 +150,7 @@ int ts_cm_update(ts_cost_model *m, const ts_cm_candidate *candidates,
 /* Saves the model to `path` (written to a temporary file, then renamed, so
  * a failure leaves no partial file). TS_EIO naming the path on failure. */
 int ts_cm_save(ts_cost_model *m, const char *path, ts_error *err);
+/* Fills *out with the model's counters (all zero for NULL). */
 void ts_cm_info_get(const ts_cost_model *m, ts_cm_info *out);
 /* "xgb" or "random". */
 const char *ts_cm_kind(const ts_cost_model *m);
@@ -185,9 +186,9 @@ typedef struct ts_cm_xgb_options {
                             since the last training (0.2) */
 } ts_cm_xgb_options;
 
-/* The defaults: host-independent (target NULL, nthread 0), seed 1, the
- * default objective, 150 rounds, depth 8, eta 0.2, min_child_weight 0.05,
- * 64 samples, 20% growth. */
+/* The defaults (docs/features.md says how they were chosen): no target
+ * (nthread 0 then means 1), seed 1, TS_CM_OBJ_RANK, 150 rounds, depth 4,
+ * eta 0.2, min_child_weight 1, 64 samples, 20% growth. */
 ts_cm_xgb_options ts_cm_xgb_defaults(void);
 
 /* A new XGBoost model with no data: it scores randomly until it first

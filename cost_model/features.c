@@ -77,6 +77,7 @@ typedef struct walker {
   alloc_info *allocs;
   int n_allocs, cap_allocs;
   double func_alloc_bytes, func_alloc_count;
+  double func_dispatches; /* parallel loops started per call */
   int guards;
   int cores;
   bool is_gpu;
@@ -661,6 +662,14 @@ static void emit_row(store_ctx *s, const buf_access *target,
   double balance = has_par ? par / (ceil(par / cores) * cores) : 1;
   row[TS_CM_F_PARALLEL_BALANCE] = (float)logv(balance);
   row[TS_CM_F_WORK_PER_TASK] = (float)logv(has_par ? trip / par : 0);
+  double dispatches = 0;
+  for (int d = 0; d < n; d++)
+    if (w->loops[d].kind == TS_FOR_PARALLEL) {
+      dispatches = product(w, 0, d);
+      break;
+    }
+  row[TS_CM_F_PARALLEL_DISPATCHES] = (float)logv(dispatches);
+  row[TS_CM_F_FUNC_PARALLEL_DISPATCHES] = (float)logv(w->func_dispatches);
   /* the innermost loop */
   if (n > 0) {
     int d = n - 1;
@@ -862,6 +871,37 @@ static double now_ms(void) {
   return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
 
+/* Parallel loops started per call: each outermost parallel loop counts the
+ * product of the extents of the loops outside it. */
+static double count_dispatches(const ts_stmt *s, double outer, int depth) {
+  if (!s || depth > 256) return 0;
+  switch (ts_stmt_kind_of(s)) {
+  case TS_STMT_FOR:
+    if (ts_for_kind_of(s) == TS_FOR_PARALLEL) return outer;
+    return count_dispatches(ts_for_body(s),
+                            outer * const_extent(ts_for_extent(s)), depth + 1);
+  case TS_STMT_SEQ: {
+    double sum = 0;
+    for (int i = 0; i < ts_seq_n(s); i++)
+      sum += count_dispatches(ts_seq_item(s, i), outer, depth + 1);
+    return sum;
+  }
+  case TS_STMT_IF:
+    return count_dispatches(ts_if_then(s), outer, depth + 1) +
+           count_dispatches(ts_if_else(s), outer, depth + 1);
+  case TS_STMT_LET:
+    return count_dispatches(ts_let_stmt_body(s), outer, depth + 1);
+  case TS_STMT_ALLOCATE:
+    return count_dispatches(ts_allocate_body(s), outer, depth + 1);
+  case TS_STMT_BLOCK_REALIZE: {
+    ts_block *b = ts_realize_block(s);
+    return count_dispatches(ts_block_init(b), outer, depth + 1) +
+           count_dispatches(ts_block_body(b), outer, depth + 1);
+  }
+  default: return 0;
+  }
+}
+
 static bool has_blocks(const ts_func *f) {
   prepass p = {0};
   ts_visitor v = {.enter_stmt = prepass_enter, .ctx = &p};
@@ -913,6 +953,7 @@ int ts_cm_extract(const ts_func *f, const ts_target *target,
   w->is_gpu = p.has_threads || (target && ts_target_is_cuda(target));
   w->func_alloc_bytes = p.alloc_bytes;
   w->func_alloc_count = p.alloc_count;
+  w->func_dispatches = count_dispatches(ts_func_body(f), 1, 0);
   walk(w, ts_func_body(f));
   int rc = w->code;
   if (!rc) {

@@ -66,9 +66,9 @@ ts_cm_xgb_options ts_cm_xgb_defaults(void) {
       .seed = 1,
       .objective = TS_CM_OBJ_RANK,
       .rounds = 150,
-      .max_depth = 8,
+      .max_depth = 4,
       .eta = 0.2,
-      .min_child_weight = 0.05,
+      .min_child_weight = 1,
       .min_samples = 64,
       .retrain_growth = 0.2,
   };

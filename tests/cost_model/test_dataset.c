@@ -203,7 +203,6 @@ static void test_dataset_from_db(void **state) {
   assert_int_not_equal(ts_cm_dataset_from_db(db, "nothing", &one, &err), TS_OK);
   /* train on the first 140 in record order, score the rest */
   ts_cm_xgb_options o = ts_cm_xgb_defaults();
-  o.rounds = 60;
   ts_cost_model *m;
   OK(ts_cm_xgb_create(&o, &m, &err));
   int n_train = 0;
@@ -221,7 +220,9 @@ static void test_dataset_from_db(void **state) {
     if (i % 3 != 0) {
       tc[n_train] = ds->candidates[i];
       tr[n_train++] = ds->results[i];
-    } else {
+    } else if (ds->results[i].ok) {
+      /* the failures here are arbitrary (every 17th record): score the
+       * candidates whose time follows the rule */
       hc[n_held] = ds->candidates[i];
       hg[n_held] = ds->candidates[i].group;
       ht[n_held++] = t[i];
@@ -234,6 +235,9 @@ static void test_dataset_from_db(void **state) {
   ts_cm_metrics x = ts_cm_metrics_of(&acc);
   printf("# data set from the database: held-out pairwise accuracy %.4f\n",
          x.pairwise_accuracy);
+  /* 120 training candidates per workload and 175 entries: the model
+   * overfits some (training accuracy is 0.99), so this checks the data path
+   * with a margin over chance rather than the model's quality */
   assert_true(x.pairwise_accuracy > 0.8);
   free(s);
   free(tc);

@@ -168,9 +168,14 @@ static void test_parallel_vs_not(void **state) {
   assert_float_equal(raw(q, TS_CM_F_PARALLEL_BALANCE), 16.0 / 18.0, 1e-5);
   assert_float_equal(raw(p, TS_CM_F_PARALLEL_BALANCE), 1.0, 1e-6);
   RAW_EQ(q, TS_CM_F_WORK_PER_TASK, 64.0 * 64 * 64 / 16);
-  int extra[] = {TS_CM_F_PARALLEL_BALANCE, TS_CM_F_WORK_PER_TASK};
+  /* i0 is the outermost loop: one parallel loop started per call */
+  RAW_EQ(q, TS_CM_F_PARALLEL_DISPATCHES, 1);
+  RAW_EQ(q, TS_CM_F_FUNC_PARALLEL_DISPATCHES, 1);
+  RAW_EQ(p, TS_CM_F_FUNC_PARALLEL_DISPATCHES, 0);
+  int extra[] = {TS_CM_F_PARALLEL_BALANCE, TS_CM_F_WORK_PER_TASK,
+                 TS_CM_F_PARALLEL_DISPATCHES, TS_CM_F_FUNC_PARALLEL_DISPATCHES};
   differ_only_in(p, q, TS_CM_F_PARALLEL_NUM, TS_CM_F_PARALLEL_POS_NONE, extra,
-                 2);
+                 4);
   ts_cm_features_clear(&fp);
   ts_cm_features_clear(&fq);
   ts_sched_destroy(plain);
@@ -329,7 +334,7 @@ static void test_other_workloads(void **state) {
 
 static void test_entry_list(void **state) {
   (void)state;
-  assert_int_equal(TS_CM_N_FEATURES, 175);
+  assert_int_equal(TS_CM_N_FEATURES, 177);
   assert_null(ts_cm_feature_name(TS_CM_N_FEATURES));
   assert_null(ts_cm_feature_name(-1));
   char path[512];

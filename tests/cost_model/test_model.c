@@ -98,11 +98,13 @@ static ts_cm_metrics held_out_metrics(const synth *s, int from,
   return ts_cm_metrics_of(&acc);
 }
 
-static ts_cost_model *trained(const synth *s, int n_train, ts_cm_objective obj,
-                              int nthread) {
+static ts_cost_model *trained_rounds(const synth *s, int n_train,
+                                     ts_cm_objective obj, int nthread,
+                                     int rounds) {
   ts_cm_xgb_options o = ts_cm_xgb_defaults();
   o.objective = obj;
   o.nthread = nthread;
+  if (rounds) o.rounds = rounds;
   ts_cost_model *m;
   ts_error err;
   OK(ts_cm_xgb_create(&o, &m, &err));
@@ -113,9 +115,15 @@ static ts_cost_model *trained(const synth *s, int n_train, ts_cm_objective obj,
   return m;
 }
 
+/* A model with the default options trained on the first n_train. */
+static ts_cost_model *trained(const synth *s, int n_train, ts_cm_objective obj,
+                              int nthread) {
+  return trained_rounds(s, n_train, obj, nthread, 0);
+}
+
 static void recover_ranking(ts_cm_objective obj, double min_accuracy) {
-  synth s = make_synth(4, 150, 10 /* nothing fails */, 7);
-  int n_train = 480;
+  synth s = make_synth(4, 300, 10 /* nothing fails */, 7);
+  int n_train = 960;
   ts_cost_model *m = trained(&s, n_train, obj, 1);
   double *scores = malloc(sizeof *scores * (size_t)s.n);
   ts_error err;
@@ -130,7 +138,7 @@ static void recover_ranking(ts_cm_objective obj, double min_accuracy) {
          "spearman %.4f, %lld pairs\n",
          ts_cm_objective_name(obj), x.pairwise_accuracy, r.pairwise_accuracy,
          x.spearman, (long long)x.pairs);
-  assert_true(x.pairs > 5000);
+  assert_true(x.pairs > 3000);
   assert_true(x.pairwise_accuracy > min_accuracy);
   assert_true(x.spearman > 0.9);
   assert_true(fabs(r.pairwise_accuracy - 0.5) < 0.05);
@@ -271,8 +279,9 @@ static void test_online_rule(void **state) {
 static void test_deterministic(void **state) {
   (void)state;
   synth s = make_synth(2, 100, 10, 13);
-  ts_cost_model *a = trained(&s, 150, TS_CM_OBJ_RANK, 2);
-  ts_cost_model *b = trained(&s, 150, TS_CM_OBJ_RANK, 2);
+  /* two threads: XGBoost's histogram method is deterministic anyway */
+  ts_cost_model *a = trained_rounds(&s, 150, TS_CM_OBJ_RANK, 2, 30);
+  ts_cost_model *b = trained_rounds(&s, 150, TS_CM_OBJ_RANK, 2, 30);
   double sa[50], sb[50];
   ts_error err;
   OK(ts_cm_predict(a, s.c + 150, 50, sa, &err));
@@ -291,7 +300,7 @@ static void tmp_path(char *buf, size_t n, const char *name) {
 static void test_save_load(void **state) {
   (void)state;
   synth s = make_synth(3, 80, 10, 17);
-  ts_cost_model *m = trained(&s, 200, TS_CM_OBJ_RANK, 1);
+  ts_cost_model *m = trained_rounds(&s, 200, TS_CM_OBJ_RANK, 1, 60);
   char path[256];
   tmp_path(path, sizeof path, "model");
   ts_error err;
@@ -435,7 +444,7 @@ static void expect_refused(const char *path, const char *needle) {
 static void test_refused_files(void **state) {
   (void)state;
   synth s = make_synth(1, 70, 10, 23);
-  ts_cost_model *m = trained(&s, 70, TS_CM_OBJ_RANK, 1);
+  ts_cost_model *m = trained_rounds(&s, 70, TS_CM_OBJ_RANK, 1, 40);
   char path[256];
   tmp_path(path, sizeof path, "bad");
   ts_error err;
