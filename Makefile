@@ -7,7 +7,9 @@ ASAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 FUZZ_SECONDS ?= 60
-RUN_WORKLOAD ?= matmul M=128 N=128 K=128 dtype=float32
+RUN_WORKLOAD ?= matmul M=512 N=512 K=512 dtype=float32
+RUN_TRIALS   ?= 256
+RUN_DB       ?= tessera.db
 
 SOURCES = $(shell find tir schedule codegen runtime tuner cost_model rpc db cli bench graph tests \
             -name '*.[ch]' -not -path '*/corpus/*' 2>/dev/null)
@@ -31,10 +33,13 @@ build: $(BUILD)/CMakeCache.txt
 asan: $(ASAN_BUILD)/CMakeCache.txt
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 
-# The main job on the embedded default.
+# The main job: a tuning job on the embedded measurement pool (about two
+# minutes on a 2-core machine), ending with its summary; results go to
+# $(RUN_DB).
 run: deps
 	@$(MAKE) --no-print-directory build
-	./$(BUILD)/tessera check --workload "$(RUN_WORKLOAD)"
+	./$(BUILD)/tessera tune --workload "$(RUN_WORKLOAD)" --trials $(RUN_TRIALS) \
+	  --db $(RUN_DB)
 
 test: deps
 	@$(MAKE) --no-print-directory format-check

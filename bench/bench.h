@@ -47,6 +47,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "db/db.h"
 #include "runtime/runtime.h"
 #include "tir/tir.h"
 
@@ -119,5 +120,74 @@ int ts_bench_run(ts_bench_vendor v, const ts_workload *w,
                  ts_error *err);
 /* Frees the result's output and clears it (NULL is a no-op). */
 void ts_bench_result_free(ts_bench_result *r);
+
+/* ========================================================================
+ * Machine peaks and the tuning report (bench/report.c, bench/report_svg.c)
+ * ======================================================================== */
+
+/* The machine limits that apply to one workload on one target, from the
+ * target's probe figures (`tessera probe`, ts_db_get_target_probe). */
+typedef struct ts_bench_peak {
+  double gflops;        /* compute peak for the workload's dtype; NAN when
+                           the probe has no matching figure */
+  double bandwidth_gbs; /* memory bandwidth; NAN when not probed */
+  char source[64];      /* the probe key the compute peak came from */
+} ts_bench_peak;
+
+/* Reads the probe JSON (NULL or malformed: no figures) for a workload whose
+ * inputs are of `dtype` on a target with num_cores cores: float32 uses
+ * "fp32_gflops_all_cores", else "fp32_gflops_per_core" times num_cores;
+ * float64 the "fp64_" keys the same way; bfloat16 "amx_bf16_tops" or
+ * "amx_bf16_tflops_all_cores", else "amx_bf16_tflops_per_core" times
+ * num_cores; int8 and uint8 "amx_int8_tops" or "amx_int8_tops_all_cores",
+ * else "amx_int8_tops_per_core" times num_cores (TOP/s times 1000);
+ * bandwidth is "mem_bandwidth_gbs". Figures that are not positive numbers
+ * are ignored. */
+ts_bench_peak ts_bench_peak_of(const char *probe_json, ts_dtype dtype,
+                               int num_cores);
+/* The roofline bound in GFLOP/s of a workload moving at least `bytes`
+ * bytes for `flops` FLOPs: min(peak, flops / bytes * bandwidth). NAN when
+ * the peak or the bandwidth is unknown or the figures are not positive. */
+double ts_bench_roofline_gflops(const ts_bench_peak *p, double flops,
+                                double bytes);
+
+typedef struct ts_bench_report_options {
+  const char *title;    /* page title; NULL: "tessera tuning report" */
+  const char *workload; /* only this workload (hash, hash prefix or name as
+                           ts_db_resolve_workload takes it); NULL: all */
+  int curve_points;     /* measurements drawn as dots per curve before they
+                           become min-max bars; also bounds the curve's
+                           vertices (1000) */
+  int histogram_bins;   /* bars of each latency histogram (40) */
+  bool timestamp;       /* print when the report was made (true) */
+} ts_bench_report_options;
+
+/* The defaults above. */
+ts_bench_report_options ts_bench_report_defaults(void);
+
+typedef struct ts_bench_report_stats {
+  int workloads;   /* workloads in the report */
+  int tasks;       /* workload × target pairs with records */
+  int64_t records; /* measurements summarized */
+  int64_t bytes;   /* bytes written */
+} ts_bench_report_stats;
+
+/* Writes the tuning report of db to `out` as one self-contained HTML page
+ * (inline CSS and SVG; no scripts, no fonts, nothing fetched): a summary
+ * table of every workload × target (best latency, GFLOP/s, % of probed peak
+ * and of the roofline when the target was probed, the best vendor level
+ * when one was stored, records, failures by status); the probed figures of
+ * each target; then per workload × target the tuning curve (best GFLOP/s so
+ * far against the measurement index, vendor levels as lines), the latency
+ * histogram, the best record's trace in readable form and the workload's
+ * TIR. Every text taken from the database is HTML-escaped. The page stays
+ * small for any number of records (see curve_points). opts may be NULL
+ * (defaults), stats may be NULL. Returns TS_OK; TS_ENOTFOUND/TS_EINVAL when
+ * opts->workload matches no or several workloads; the database's error
+ * code when a query fails; TS_EIO when writing fails. On failure part of
+ * the page may have been written: callers write to a temporary file. */
+int ts_bench_report_write(ts_db *db, const ts_bench_report_options *opts,
+                          FILE *out, ts_bench_report_stats *stats,
+                          ts_error *err);
 
 #endif /* TESSERA_BENCH_H */

@@ -2,7 +2,9 @@
  * internal.h — what the files of bench/ share: the operation a workload asks
  * for, parsed from its canonical spec and checked against its parameters
  * (bench_op), the host buffers of one measurement (bench_case), and the
- * timed callable each vendor file prepares from them (bench_kernel).
+ * timed callable each vendor file prepares from them (bench_kernel); and
+ * for the tuning report, a text buffer with HTML escaping and the two SVG
+ * charts.
  */
 #ifndef TESSERA_BENCH_INTERNAL_H
 #define TESSERA_BENCH_INTERNAL_H
@@ -80,5 +82,45 @@ typedef struct bench_kernel {
 int openblas_prepare(const bench_case *c, bench_kernel *k, ts_error *err);
 int onednn_prepare(const bench_case *c, bench_kernel *k, ts_error *err);
 int naive_prepare(const bench_case *c, bench_kernel *k, ts_error *err);
+
+/* ---- the report (report.c, report_svg.c) ---- */
+
+/* A growable text buffer; out of memory aborts, as in the arena. */
+typedef struct report_buf {
+  char *data;
+  size_t len, cap;
+} report_buf;
+
+void report_buf_free(report_buf *b);
+void report_puts(report_buf *b, const char *s);
+void report_printf(report_buf *b, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Appends s with & < > " ' replaced by character references, so any text
+ * is safe both between tags and inside a quoted attribute. */
+void report_escape(report_buf *b, const char *s);
+/* "1.23 ms", "456 µs", "2.5 s": 3 significant digits and a unit. */
+void report_format_seconds(double s, char out[32]);
+
+/* A horizontal level (tuning curve) or vertical mark (histogram) with its
+ * label, e.g. a vendor library's GFLOP/s or latency. */
+typedef struct report_level {
+  char label[96];
+  double value;
+} report_level;
+
+/* The tuning curve as an inline <svg>: values[i] is measurement i's figure
+ * in commit order (NAN for a failed one). With higher_better the curve is
+ * the running maximum (GFLOP/s), else the running minimum. Every measured
+ * value is a dot while there are at most max_points of them, beyond that a
+ * min-max bar per x bucket; the curve keeps at most about 2 * max_points
+ * vertices; failures are ticks under the axis. Levels are dashed lines. */
+void report_svg_curve(report_buf *b, const double *values, int64_t n,
+                      bool higher_better, const char *y_label,
+                      const report_level *levels, int n_levels, int max_points);
+/* The histogram of latencies (seconds, > 0) as an inline <svg>: `bins`
+ * bars on a log axis when the values span more than a factor of 8, else a
+ * linear one; the fastest value and each mark are vertical lines. */
+void report_svg_histogram(report_buf *b, const double *secs, int64_t n,
+                          int bins, const report_level *marks, int n_marks);
 
 #endif /* TESSERA_BENCH_INTERNAL_H */

@@ -19,11 +19,14 @@ enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
 int cmd_show(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_probe(int argc, char **argv);
 int cmd_worker(int argc, char **argv);
 int cmd_tracker(int argc, char **argv);
 int cmd_rpc(int argc, char **argv);
 int cmd_db(int argc, char **argv);
 int cmd_costmodel(int argc, char **argv);
+int cmd_tune(int argc, char **argv);
+int cmd_report(int argc, char **argv);
 
 /* Prints "tessera: error: <what>" plus the error's message to stderr. */
 void cli_error(const char *what, const ts_error *err);

@@ -9,6 +9,7 @@
 
 #include "bench/bench.h"
 #include "codegen/codegen.h"
+#include "db/db.h"
 #include "runtime/runtime.h"
 #include "schedule/schedule.h"
 
@@ -18,12 +19,14 @@
 #include <string.h>
 
 static const char bench_usage[] =
-    "usage: tessera bench --workload SPEC [--trace FILE] [--target T]\n"
+    "usage: tessera bench --workload SPEC [--trace FILE | --db PATH]\n"
+    "                     [--target T]\n"
     "                     [--threads N] [--repeat N] [--min-repeat-ms N]\n"
     "                     [--seed N] [--json]\n"
     "\n"
     "Compiles the workload for the target (default: this machine) — as is,\n"
-    "or scheduled by the trace in FILE (JSON, see docs/schedules.md) — checks\n"
+    "scheduled by the trace in FILE (JSON, see docs/schedules.md), or by the\n"
+    "best record of the tuning database at PATH for this target — checks\n"
     "its output, then measures it and the vendor libraries on the same\n"
     "operation, dtypes and thread count, in this process, one after the\n"
     "other: tessera, OpenBLAS, oneDNN, and a plain C loop where one exists.\n"
@@ -42,7 +45,7 @@ static const char bench_usage[] =
 #define INTERP_FLOP_LIMIT 5e7
 
 typedef struct bench_cfg {
-  const char *spec, *trace, *target;
+  const char *spec, *trace, *target, *db;
   int threads, repeat, min_repeat_ms;
   uint64_t seed;
   bool json;
@@ -189,11 +192,38 @@ static int run_bench(const bench_cfg *cfg) {
     goto done;
   }
   const ts_func *f = w->func;
-  if (cfg->trace) {
+  char *db_trace = NULL;
+  if (cfg->db) {
+    /* the database's best record of this workload on this target */
+    ts_db_options dbo = ts_db_defaults();
+    dbo.read_only = true;
+    ts_db *db = NULL;
+    ts_db_record best;
+    memset(&best, 0, sizeof best);
+    if (ts_db_open(cfg->db, &dbo, &db, &err)) {
+      cli_error("cannot open the database", &err);
+      goto done;
+    }
+    rc = ts_db_best_by_func(db, w->func, ts_target_str(t), &best);
+    if (rc) {
+      fprintf(stderr,
+              "tessera: error: no measured schedule of '%s' for this target "
+              "in %s: %s\n",
+              w->name, cfg->db, ts_db_errmsg(db));
+      ts_db_close(db);
+      goto done;
+    }
+    db_trace = strdup(best.trace_json);
+    ts_db_record_clear(&best);
+    ts_db_close(db);
+  }
+  if (cfg->trace || db_trace) {
     ts_trace *trace = NULL;
     ts_sched *sch = NULL;
-    if (ts_trace_from_json_file(cfg->trace, &trace, &err) ||
-        ts_trace_apply(trace, w->func, cfg->seed, &sch, &err)) {
+    rc = db_trace ? ts_trace_from_json(db_trace, strlen(db_trace), &trace, &err)
+                  : ts_trace_from_json_file(cfg->trace, &trace, &err);
+    free(db_trace);
+    if (rc || ts_trace_apply(trace, w->func, cfg->seed, &sch, &err)) {
       cli_error("cannot apply the trace", &err);
       ts_trace_free(trace);
       goto done;
@@ -310,7 +340,11 @@ static int run_bench(const bench_cfg *cfg) {
     json_str("name", w->name, true);
     printf("\"flop\": %.0f, ", w->flops);
     printf("\"threads\": %d, ", threads);
-    json_str("schedule", cfg->trace ? cfg->trace : "unscheduled", true);
+    json_str("schedule",
+             cfg->trace ? cfg->trace
+             : cfg->db  ? "database best"
+                        : "unscheduled",
+             true);
     json_num("tessera_gflops", true, gflops, true);
     json_num("tessera_seconds", true, median, true);
     json_num("openblas_gflops", have_vendor[TS_BENCH_OPENBLAS],
@@ -328,7 +362,10 @@ static int run_bench(const bench_cfg *cfg) {
     printf("}\n");
   } else {
     printf("workload:  %s\n", w->spec);
-    printf("schedule:  %s\n", cfg->trace ? cfg->trace : "unscheduled");
+    if (cfg->db)
+      printf("schedule:  the best record in %s\n", cfg->db);
+    else
+      printf("schedule:  %s\n", cfg->trace ? cfg->trace : "unscheduled");
     printf("threads:   %d   flop: %.4g   compile: %.1f ms\n", threads, w->flops,
            compile_ms(&main_k.build));
     printf("check:     %s against %s (%s)\n", ok ? "ok" : "MISMATCH",
@@ -394,6 +431,9 @@ int cmd_bench(int argc, char **argv) {
     } else if (cli_opt_value(argc, argv, &i, "--trace", &v, &missing)) {
       if (missing) return cli_usage_error("bench", "--trace needs a file");
       cfg.trace = v;
+    } else if (cli_opt_value(argc, argv, &i, "--db", &v, &missing)) {
+      if (missing) return cli_usage_error("bench", "--db needs a path");
+      cfg.db = v;
     } else if (cli_opt_value(argc, argv, &i, "--target", &v, &missing)) {
       if (missing) return cli_usage_error("bench", "--target needs a target");
       cfg.target = v;
@@ -418,5 +458,7 @@ int cmd_bench(int argc, char **argv) {
     if (rc != EXIT_OK) return rc;
   }
   if (!cfg.spec) return cli_usage_error("bench", "--workload is required");
+  if (cfg.trace && cfg.db)
+    return cli_usage_error("bench", "give --trace or --db, not both");
   return run_bench(&cfg);
 }

@@ -1,13 +1,20 @@
 /*
  * cmd_show.c — `tessera show`: prints a workload for people investigating
  * it: the TIR text with its structural hash and FLOP count as leading
- * comments (so the output is itself valid TIR), or the operator list.
+ * comments (so the output is itself valid TIR), or the operator list; a
+ * schedule trace as a readable script, or applied to a workload; the
+ * lowered program, LLVM IR or assembly of either; and, from a tuning
+ * database, the best record of a workload on a target with its measured
+ * latency, GFLOP/s and share of the probed peak.
  */
 #include "cli.h"
 
+#include "bench/bench.h"
 #include "codegen/codegen.h"
+#include "db/db.h"
 #include "schedule/schedule.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +23,8 @@ static const char show_usage[] =
     "usage: tessera show (--workload SPEC | --tir FILE) [--target T]\n"
     "                    [--lowered | --llvm | --asm]\n"
     "       tessera show --trace FILE [--workload SPEC | --tir FILE]\n"
+    "       tessera show --db PATH --workload W [--target T] --best\n"
+    "                    [--tir | --lowered | --llvm | --asm | --trace]\n"
     "       tessera show --ops\n"
     "\n"
     "  --workload SPEC  build an operator from a spec, e.g.\n"
@@ -34,12 +43,22 @@ static const char show_usage[] =
     "  --llvm           print the optimized LLVM IR\n"
     "  --asm            print the assembly (PTX for a cuda target)\n"
     "\n"
+    "  --db PATH --best the best record of a workload in a tuning database,\n"
+    "                   with its latency, GFLOP/s and % of the probed peak:\n"
+    "                   its scheduled TIR (default, or --tir), lowered "
+    "program,\n"
+    "                   LLVM IR, assembly, or its trace (--trace, no file).\n"
+    "                   W is a hash, hash prefix, workload name or spec; the\n"
+    "                   target may be left out when the workload has ok\n"
+    "                   records on one target only\n"
+    "\n"
     "Prints the TIR text, preceded by comment lines with the canonical spec,\n"
     "the structural hash (the workload's identity) and the FLOP count.\n";
 
-/* Prints the lowered program, LLVM IR or assembly of f for target_str. */
+/* Prints the lowered program, LLVM IR or assembly of f for target_str,
+ * after a "# target:" line unless quiet_target. */
 static int show_compiled(const ts_func *f, const char *target_str,
-                         const char *what) {
+                         const char *what, bool quiet_target) {
   ts_error err;
   ts_error_clear(&err);
   ts_target *t = NULL;
@@ -59,7 +78,7 @@ static int show_compiled(const ts_func *f, const char *target_str,
     ts_target_free(t);
     return EXIT_FAIL;
   }
-  printf("# target: %s\n", ts_target_str(t));
+  if (!quiet_target) printf("# target: %s\n", ts_target_str(t));
   if (o.keep_lowered) {
     char *text = ts_func_print(r.lowered);
     fputs(text, stdout);
@@ -82,10 +101,216 @@ static void print_ops(void) {
   for (int i = 0; names[i]; i++) printf("  %s\n", ts_op_usage(names[i]));
 }
 
+/* ---- the best record of a tuning database ---- */
+
+/* Whether argv[i] is `name` used as a flag: no value follows (the end, or
+ * another option). `--tir` and `--trace` take a file otherwise. */
+static bool bare_flag(int argc, char **argv, int i, const char *name) {
+  return !strcmp(argv[i], name) && (i + 1 >= argc || argv[i + 1][0] == '-');
+}
+
+static int db_failure(ts_db *db, const char *what) {
+  cli_error(what, ts_db_error(db));
+  return EXIT_FAIL;
+}
+
+/* The workload named by W (a hash, hash prefix or name; else a spec, built
+ * and looked up by structure) or by a TIR file. */
+static int find_workload(ts_db *db, const char *key, const char *tir_path,
+                         int64_t *id) {
+  if (key) {
+    int rc = ts_db_resolve_workload(db, key, id);
+    if (rc != TS_ENOTFOUND || !strpbrk(key, " ="))
+      return rc ? db_failure(db, "no such workload") : EXIT_OK;
+  }
+  ts_workload *w = NULL;
+  ts_func *f = NULL;
+  int rc = cli_load_func(tir_path ? NULL : key, tir_path, &w, &f);
+  if (rc != EXIT_OK) return rc;
+  rc = ts_db_find_workload(db, f, id);
+  if (w)
+    ts_workload_free(w);
+  else
+    ts_func_free(f);
+  if (rc == TS_ENOTFOUND) {
+    fprintf(stderr,
+            "tessera: error: no workload: %s: nothing structurally equal to "
+            "%s\n",
+            ts_db_path(db), tir_path ? tir_path : key);
+    return EXIT_FAIL;
+  }
+  return rc ? db_failure(db, "cannot look the workload up") : EXIT_OK;
+}
+
+/* The target to use when none was given: the only one with ok records, or
+ * this host among several. Returns a malloc'd string or NULL (error
+ * printed). */
+static char *choose_target(ts_db *db, int64_t workload_id) {
+  ts_db_summary *rows;
+  int n;
+  if (ts_db_list(db, workload_id, &rows, &n)) {
+    db_failure(db, "cannot list the workload's records");
+    return NULL;
+  }
+  char *host = ts_db_canonical_target(db, "llvm");
+  const char *only = NULL, *host_match = NULL;
+  int with_ok = 0;
+  for (int i = 0; i < n; i++) {
+    if (!rows[i].target || rows[i].n_ok == 0) continue;
+    with_ok++;
+    only = rows[i].target;
+    if (host && !strcmp(host, rows[i].target)) host_match = rows[i].target;
+  }
+  const char *pick = with_ok == 1 ? only : host_match;
+  char *out = pick ? strdup(pick) : NULL;
+  if (!pick && with_ok == 0) {
+    fprintf(stderr,
+            "tessera: error: no ok record: workload %s has no successful "
+            "measurement in %s\n",
+            n ? rows[0].name : "?", ts_db_path(db));
+  } else if (!pick) {
+    fprintf(stderr,
+            "tessera: error: workload %s has ok records on %d targets; "
+            "choose one with --target:\n",
+            rows[0].name, with_ok);
+    for (int i = 0; i < n; i++)
+      if (rows[i].target && rows[i].n_ok)
+        fprintf(stderr, "  %s\n", rows[i].target);
+  }
+  free(host);
+  ts_db_summaries_free(rows, n);
+  return out;
+}
+
+/* The header lines: what was measured, how fast, against which peak. */
+static void print_best_header(ts_db *db, const ts_db_workload *w,
+                              const ts_db_record *r, const ts_func *f) {
+  printf("# workload: %s (hash %s)\n", w->name, w->hash);
+  printf("# target: %s\n", r->target);
+  printf("# record: %lld", (long long)r->id);
+  ts_db_job *jobs = NULL;
+  int n_jobs = 0;
+  if (r->job_id && ts_db_jobs(db, &jobs, &n_jobs) == TS_OK)
+    for (int i = 0; i < n_jobs; i++)
+      if (jobs[i].id == r->job_id)
+        printf(", job %s trial %lld", jobs[i].name, (long long)r->trial);
+  ts_db_jobs_free(jobs, n_jobs);
+  printf(", measured %s%s%s\n", r->created, r->worker[0] ? " on " : "",
+         r->worker);
+  double s = r->median_s;
+  const char *unit = s < 1e-3 ? "µs" : s < 1 ? "ms" : "s";
+  printf("# latency: %.4g %s (median of %d run%s)\n",
+         s < 1e-3 ? s * 1e6
+         : s < 1  ? s * 1e3
+                  : s,
+         unit, r->n_run_secs, r->n_run_secs == 1 ? "" : "s");
+  double gflops =
+      w->flops > 0 && r->median_s > 0 ? w->flops / r->median_s * 1e-9 : NAN;
+  if (isfinite(gflops)) printf("# GFLOP/s: %.4g\n", gflops);
+  char *probe = NULL;
+  if (ts_db_get_target_probe(db, r->target_id, &probe) != TS_OK || !probe) {
+    printf("# %% of peak: unknown (target not probed: `tessera probe`)\n");
+    free(probe);
+    return;
+  }
+  ts_target *t = NULL;
+  ts_error err;
+  ts_error_clear(&err);
+  int cores = 0;
+  if (ts_target_parse(r->target, &t, &err) == TS_OK) {
+    cores = ts_target_num_cores(t);
+    ts_target_free(t);
+  }
+  ts_dtype dtype = {0, 0, 0};
+  double bytes = 0;
+  for (int i = 0; f && i < ts_func_n_params(f); i++) {
+    const ts_buffer *b = ts_func_param(f, i);
+    if (i == 0) dtype = ts_buffer_dtype(b);
+    bytes += (double)ts_buffer_bytes(b);
+  }
+  ts_bench_peak peak = ts_bench_peak_of(probe, dtype, cores);
+  free(probe);
+  if (isfinite(peak.gflops) && isfinite(gflops))
+    printf("# %% of peak: %.1f%% of %.4g GFLOP/s (%s)%s\n",
+           100 * gflops / peak.gflops, peak.gflops, peak.source,
+           gflops > peak.gflops ? "; above the probed peak: run `tessera "
+                                  "probe` again on an idle machine"
+                                : "");
+  else
+    printf("# %% of peak: unknown (no peak for this data type in the "
+           "target's probe figures)\n");
+  double roof = ts_bench_roofline_gflops(&peak, w->flops, bytes);
+  if (isfinite(roof) && isfinite(gflops))
+    printf("# %% of roofline: %.1f%% of %.4g GFLOP/s\n", 100 * gflops / roof,
+           roof);
+}
+
+/* `show --db PATH --workload W [--target T] --best [--tir|...|--trace]`. */
+static int show_best(const char *db_path, const char *key, const char *tir_path,
+                     const char *target, const char *what) {
+  ts_error err;
+  ts_error_clear(&err);
+  ts_db_options o = ts_db_defaults();
+  o.create = false;
+  ts_db *db;
+  if (ts_db_open(db_path, &o, &db, &err)) {
+    cli_error("cannot open the database", &err);
+    return EXIT_FAIL;
+  }
+  int64_t id = 0;
+  int rc = find_workload(db, key, tir_path, &id);
+  char *chosen = NULL;
+  if (rc == EXIT_OK && !target && !(target = chosen = choose_target(db, id)))
+    rc = EXIT_FAIL;
+  ts_db_workload w = {0};
+  ts_db_record r = {0};
+  ts_func *f = NULL;
+  if (rc == EXIT_OK && ts_db_get_workload(db, id, &w))
+    rc = db_failure(db, "cannot read the workload");
+  if (rc == EXIT_OK && ts_db_best(db, id, target, &r))
+    rc = db_failure(db, "no best record");
+  if (rc == EXIT_OK && ts_db_workload_func(db, id, &f))
+    rc = db_failure(db, "cannot read the workload");
+  ts_trace *trace = NULL;
+  if (rc == EXIT_OK &&
+      ts_trace_from_json(r.trace_json, strlen(r.trace_json), &trace, &err)) {
+    cli_error("the best record's trace does not parse", &err);
+    rc = EXIT_FAIL;
+  }
+  if (rc == EXIT_OK) {
+    print_best_header(db, &w, &r, f);
+    if (!strcmp(what, "trace")) {
+      char *script = ts_trace_print(trace);
+      fputs(script, stdout);
+      free(script);
+    } else {
+      ts_sched *sch = NULL;
+      if (ts_trace_apply(trace, f, 1, &sch, &err)) {
+        cli_error("cannot apply the best record's trace", &err);
+        rc = EXIT_FAIL;
+      } else if (!strcmp(what, "tir")) {
+        char *text = ts_func_print(ts_sched_func(sch));
+        fputs(text, stdout);
+        free(text);
+      } else {
+        rc = show_compiled(ts_sched_func(sch), r.target, what, true);
+      }
+      ts_sched_destroy(sch);
+    }
+  }
+  ts_trace_free(trace);
+  ts_func_free(f);
+  ts_db_record_clear(&r);
+  ts_db_workload_clear(&w);
+  free(chosen);
+  ts_db_close(db);
+  return rc;
+}
+
 int cmd_show(int argc, char **argv) {
   const char *spec = NULL, *tir = NULL, *target = NULL, *what = NULL;
-  const char *trace_path = NULL;
-  bool ops = false;
+  const char *trace_path = NULL, *db_path = NULL;
+  bool ops = false, best = false;
   for (int i = 1; i < argc; i++) {
     const char *v;
     bool missing;
@@ -94,14 +319,20 @@ int cmd_show(int argc, char **argv) {
       return EXIT_OK;
     } else if (!strcmp(argv[i], "--ops")) {
       ops = true;
+    } else if (!strcmp(argv[i], "--best")) {
+      best = true;
     } else if (!strcmp(argv[i], "--lowered") || !strcmp(argv[i], "--llvm") ||
-               !strcmp(argv[i], "--asm")) {
+               !strcmp(argv[i], "--asm") || bare_flag(argc, argv, i, "--tir") ||
+               bare_flag(argc, argv, i, "--trace")) {
       if (what && strcmp(what, argv[i] + 2))
-        return cli_usage_error("show", "give one of --lowered, --llvm, --asm");
+        return cli_usage_error("show", "give one of --lowered, --llvm, --asm"
+                                       " (or, with --best, --tir, --trace)");
       what = argv[i] + 2;
     } else if (cli_opt_value(argc, argv, &i, "--trace", &v, &missing)) {
-      if (missing) return cli_usage_error("show", "--trace needs a file");
       trace_path = v;
+    } else if (cli_opt_value(argc, argv, &i, "--db", &v, &missing)) {
+      if (missing) return cli_usage_error("show", "--db needs a path");
+      db_path = v;
     } else if (cli_opt_value(argc, argv, &i, "--target", &v, &missing)) {
       if (missing) return cli_usage_error("show", "--target needs a target");
       target = v;
@@ -109,7 +340,6 @@ int cmd_show(int argc, char **argv) {
       if (missing) return cli_usage_error("show", "--workload needs a spec");
       spec = v;
     } else if (cli_opt_value(argc, argv, &i, "--tir", &v, &missing)) {
-      if (missing) return cli_usage_error("show", "--tir needs a file");
       tir = v;
     } else {
       return cli_usage_error("show", "unknown option '%s'", argv[i]);
@@ -119,6 +349,19 @@ int cmd_show(int argc, char **argv) {
     print_ops();
     return EXIT_OK;
   }
+  if (db_path || best) {
+    if (!db_path || !best)
+      return cli_usage_error("show", "--db and --best go together: "
+                                     "--db PATH --workload W --best");
+    if (trace_path)
+      return cli_usage_error("show", "--trace FILE does not apply to --best "
+                                     "(--trace alone prints the best trace)");
+    if (!spec == !tir)
+      return cli_usage_error("show", "give exactly one of --workload or --tir");
+    return show_best(db_path, spec, tir, target, what ? what : "tir");
+  }
+  if (what && (!strcmp(what, "tir") || !strcmp(what, "trace")))
+    return cli_usage_error("show", "--%s needs a file", what);
   ts_trace *trace = NULL;
   if (trace_path) {
     ts_error terr;
@@ -169,7 +412,7 @@ int cmd_show(int argc, char **argv) {
     f = scheduled;
   }
   if (what) {
-    rc = show_compiled(f, target, what);
+    rc = show_compiled(f, target, what, false);
     if (w)
       ts_workload_free(w);
     else

@@ -23,11 +23,14 @@ static const char usage[] =
     "  show     print a workload's TIR, structural hash and FLOP count\n"
     "  check    run a workload through the reference interpreter and check it\n"
     "  bench    measure a workload's kernel next to OpenBLAS and oneDNN\n"
+    "  probe    measure this machine's peak FLOP/s and memory bandwidth\n"
     "  worker   serve measurement requests for a device (HTTP)\n"
     "  tracker  run the worker registry and lease service; `tracker status`\n"
     "  rpc      `rpc bench`: remote versus embedded measurement throughput\n"
     "  db       inspect, export, import and prune the tuning database\n"
     "  costmodel  cost-model features, data collection and evaluation\n"
+    "  tune     tune workloads' schedules (resumable jobs) into the database\n"
+    "  report   an HTML report of a tuning database: charts, best traces\n"
     "\n"
     "workloads are given as a spec, e.g.\n"
     "  --workload \"matmul M=1024 N=1024 K=1024 dtype=float32\"\n"
@@ -40,9 +43,10 @@ typedef struct command {
 } command;
 
 static const command commands[] = {
-    {"show", cmd_show},     {"check", cmd_check},         {"bench", cmd_bench},
-    {"worker", cmd_worker}, {"tracker", cmd_tracker},     {"rpc", cmd_rpc},
-    {"db", cmd_db},         {"costmodel", cmd_costmodel},
+    {"show", cmd_show},   {"check", cmd_check},   {"bench", cmd_bench},
+    {"probe", cmd_probe}, {"worker", cmd_worker}, {"tracker", cmd_tracker},
+    {"rpc", cmd_rpc},     {"db", cmd_db},         {"costmodel", cmd_costmodel},
+    {"tune", cmd_tune},   {"report", cmd_report},
 };
 
 void cli_error(const char *what, const ts_error *err) {
@@ -130,7 +134,8 @@ int main(int argc, char **argv) {
     printf("tessera %s\n", TS_VERSION);
     return EXIT_OK;
   }
-  if (!strcmp(sub, "bench")) openblas_coretype_reexec(argv);
+  if (!strcmp(sub, "bench") || !strcmp(sub, "tune"))
+    openblas_coretype_reexec(argv);
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
     if (!strcmp(sub, commands[i].name))
       return commands[i].run(argc - 1, argv + 1);

@@ -192,15 +192,87 @@ static bool collect_stmt(void *ctx, ts_stmt *st) {
   return true;
 }
 
+/* A linear form sum(coef[i] * var[i]) + c over loop variables, for
+ * comparing index expressions the simplifier leaves in different shapes
+ * ((a + b) * 14 against a * 14 + b * 14). */
+#define LIN_MAX 32
+typedef struct lin_form {
+  const ts_expr *var[LIN_MAX];
+  int64_t coef[LIN_MAX];
+  int n;
+  int64_t c;
+} lin_form;
+
+static bool lin_add_var(lin_form *f, const ts_expr *v, int64_t k) {
+  for (int i = 0; i < f->n; i++)
+    if (f->var[i] == v) {
+      f->coef[i] += k;
+      return true;
+    }
+  if (f->n == LIN_MAX) return false;
+  f->var[f->n] = v;
+  f->coef[f->n++] = k;
+  return true;
+}
+
+/* Adds k * e to f; false when e is not linear in variables (integer
+ * +, -, * by a constant). */
+static bool lin_of(const ts_expr *e, int64_t k, lin_form *f) {
+  int64_t v;
+  if (ts_expr_is_const_int(e, &v)) {
+    f->c += k * v;
+    return true;
+  }
+  switch (ts_expr_kind_of(e)) {
+  case TS_EXPR_VAR: return lin_add_var(f, e, k);
+  case TS_EXPR_ADD:
+    return lin_of(ts_expr_operand(e, 0), k, f) &&
+           lin_of(ts_expr_operand(e, 1), k, f);
+  case TS_EXPR_SUB:
+    return lin_of(ts_expr_operand(e, 0), k, f) &&
+           lin_of(ts_expr_operand(e, 1), -k, f);
+  case TS_EXPR_MUL:
+    if (ts_expr_is_const_int(ts_expr_operand(e, 1), &v))
+      return lin_of(ts_expr_operand(e, 0), k * v, f);
+    if (ts_expr_is_const_int(ts_expr_operand(e, 0), &v))
+      return lin_of(ts_expr_operand(e, 1), k * v, f);
+    return false;
+  default: return false;
+  }
+}
+
+/* Whether x - y is a constant (*c), by simplification or linear forms. */
+static bool const_difference(ts_arena *a, ts_expr *x, ts_expr *y, int64_t *c) {
+  if (ts_expr_is_const_int(ts_simplify(a, ts_sub(a, x, y), NULL), c))
+    return true;
+  lin_form f = {{0}, {0}, 0, 0};
+  if (!lin_of(x, 1, &f) || !lin_of(y, -1, &f)) return false;
+  for (int i = 0; i < f.n; i++)
+    if (f.coef[i]) return false;
+  *c = f.c;
+  return true;
+}
+
+/* GPU thread loops (threadIdx, vthread) above the holder of a shared
+ * buffer: the buffer is one per thread block, so its region is relaxed
+ * over them as if they were inner loops. */
+typedef struct relaxed_loops {
+  ts_stmt *v[16];
+  int n;
+} relaxed_loops;
+
 /* The compacted region of b under `lca`: per dim the base expression (in
- * outer vars) and extent; false when it cannot be expressed that way. */
+ * outer vars) and extent; false when it cannot be expressed that way. The
+ * loops in `relax` (may be NULL) count as inner loops. */
 static bool compact_region(ts_arena *a, ts_stmt *lca, const ts_buffer *b,
-                           ts_expr **base, int64_t *extent) {
+                           const relaxed_loops *relax, ts_expr **base,
+                           int64_t *extent) {
   access_set s = {.b = b,
                   .inner = ts_var_ranges_create(),
                   .at_min = ts_node_map_create(),
                   .ok = true,
                   .a = a};
+  for (int i = 0; relax && i < relax->n; i++) collect_stmt(&s, relax->v[i]);
   ts_visitor v = {
       .enter_stmt = collect_stmt, .visit_expr = collect_visit, .ctx = &s};
   ts_stmt_walk(lca, &v);
@@ -225,8 +297,7 @@ static bool compact_region(ts_arena *a, ts_stmt *lca, const ts_buffer *b,
       }
       if (!base0)
         base0 = bi;
-      else if (!ts_expr_is_const_int(ts_simplify(a, ts_sub(a, bi, base0), NULL),
-                                     &c)) {
+      else if (!const_difference(a, bi, base0, &c)) {
         ok = false;
         break;
       }
@@ -248,10 +319,12 @@ static bool compact_region(ts_arena *a, ts_stmt *lca, const ts_buffer *b,
  * (so an allocation per iteration loses nothing): some dimension's base
  * moves by at least its extent from one iteration to the next. */
 static bool disjoint_per_iteration(ts_arena *a, ts_stmt *loop,
-                                   const ts_buffer *b) {
+                                   const ts_buffer *b,
+                                   const relaxed_loops *relax) {
   ts_expr *base[TS_MAX_DIMS];
   int64_t extent[TS_MAX_DIMS];
-  if (!compact_region(a, ts_for_body(loop), b, base, extent)) return false;
+  if (!compact_region(a, ts_for_body(loop), b, relax, base, extent))
+    return false;
   ts_expr *var = ts_for_var(loop);
   ts_node_map *next = ts_node_map_create();
   ts_node_map_put(next, var, ts_add(a, var, ts_index(a, 1)));
@@ -268,15 +341,164 @@ static bool disjoint_per_iteration(ts_arena *a, ts_stmt *loop,
   return disjoint;
 }
 
+/* The one store of b in a statement that writes b densely before anything
+ * reads it: `w` holds exactly one store to b, no load of b and no
+ * condition around the store, and each of the store's indices is an
+ * expression of outer variables plus at most one of w's own loop
+ * variables (from 0, coefficient 1, each in one dimension): w writes the
+ * whole box base[d] + [0, extent[d]). */
+typedef struct dense_ctx {
+  const ts_buffer *b;
+  ts_stmt *store;
+  int stores, loads, ifs_open, ifs_at_store;
+  const ts_stmt *loops[64];
+  int n_loops;
+} dense_ctx;
+
+static void dense_expr(void *ctx, ts_expr *e) {
+  dense_ctx *c = ctx;
+  ts_expr_kind k = ts_expr_kind_of(e);
+  if ((k == TS_EXPR_LOAD || k == TS_EXPR_ADDRESS_OF) &&
+      ts_expr_buffer(e) == c->b)
+    c->loads++;
+}
+static void dense_visit(void *ctx, ts_expr *e) {
+  ts_expr_walk(e, dense_expr, ctx);
+}
+static bool dense_enter(void *ctx, ts_stmt *st) {
+  dense_ctx *c = ctx;
+  switch (ts_stmt_kind_of(st)) {
+  case TS_STMT_FOR:
+    if (c->n_loops < 64) c->loops[c->n_loops++] = st;
+    break;
+  case TS_STMT_IF: c->ifs_open++; break;
+  case TS_STMT_STORE:
+    if (ts_store_buffer(st) == c->b) {
+      c->stores++;
+      c->store = st;
+      c->ifs_at_store = c->ifs_open;
+    }
+    break;
+  default: break;
+  }
+  return true;
+}
+static void dense_leave(void *ctx, ts_stmt *st) {
+  dense_ctx *c = ctx;
+  if (ts_stmt_kind_of(st) == TS_STMT_IF) c->ifs_open--;
+}
+
+static bool dense_write(ts_arena *a, ts_stmt *w, const ts_buffer *b,
+                        ts_expr **base, int64_t *extent) {
+  dense_ctx c = {.b = b};
+  ts_visitor v = {.enter_stmt = dense_enter,
+                  .leave_stmt = dense_leave,
+                  .visit_expr = dense_visit,
+                  .ctx = &c};
+  ts_stmt_walk(w, &v);
+  if (c.stores != 1 || c.loads || c.ifs_at_store || c.n_loops >= 64)
+    return false;
+  int ndim = ts_buffer_ndim(b);
+  if (ts_store_n_indices(c.store) != ndim) return false;
+  bool used[64] = {false};
+  ts_node_map *zero = ts_node_map_create();
+  for (int i = 0; i < c.n_loops; i++)
+    ts_node_map_put(zero, ts_for_var(c.loops[i]), ts_index(a, 0));
+  bool ok = true;
+  for (int d = 0; ok && d < ndim; d++) {
+    ts_expr *idx = ts_store_index(c.store, d);
+    lin_form f = {{0}, {0}, 0, 0};
+    if (!lin_of(idx, 1, &f)) {
+      ok = false;
+      break;
+    }
+    extent[d] = 1;
+    int inner = 0;
+    for (int k = 0; k < f.n; k++) {
+      if (!f.coef[k]) continue;
+      for (int i = 0; i < c.n_loops; i++) {
+        if (ts_for_var(c.loops[i]) != f.var[k]) continue;
+        int64_t mn, ex;
+        if (f.coef[k] != 1 || used[i] ||
+            !ts_expr_is_const_int(ts_for_min(c.loops[i]), &mn) || mn != 0 ||
+            !ts_expr_is_const_int(ts_for_extent(c.loops[i]), &ex))
+          ok = false;
+        used[i] = true;
+        extent[d] = ex;
+        inner++;
+      }
+    }
+    if (inner > 1) ok = false;
+    base[d] = ts_simplify(a, ts_expr_substitute(a, idx, zero, NULL), NULL);
+  }
+  ts_node_map_destroy(zero);
+  return ok;
+}
+
+/* Whether each iteration of `loop` writes all of b it uses before using
+ * it (the body is a sequence whose first statement touching b is a dense
+ * write covering every access in the body): then nothing flows between
+ * iterations and b can be allocated per iteration, whether or not the
+ * iterations use disjoint parts (a cache filled by compute_at). */
+static bool written_first_per_iteration(ts_arena *a, ts_stmt *loop,
+                                        const ts_buffer *b,
+                                        const relaxed_loops *relax) {
+  ts_stmt *body = ts_for_body(loop);
+  if (ts_stmt_kind_of(body) != TS_STMT_SEQ) return false;
+  ts_stmt *w = NULL;
+  for (int i = 0; i < ts_seq_n(body) && !w; i++)
+    if (touches(ts_seq_item(body, i), b, NULL)) w = ts_seq_item(body, i);
+  ts_expr *wbase[TS_MAX_DIMS], *rbase[TS_MAX_DIMS];
+  int64_t wext[TS_MAX_DIMS], rext[TS_MAX_DIMS];
+  if (!w || !dense_write(a, w, b, wbase, wext) ||
+      !compact_region(a, body, b, relax, rbase, rext))
+    return false;
+  for (int d = 0; d < ts_buffer_ndim(b); d++) {
+    int64_t c;
+    if (!const_difference(a, rbase[d], wbase[d], &c) || c < 0 ||
+        c + rext[d] > wext[d])
+      return false;
+  }
+  return true;
+}
+
 /* Descends from s to the lowest statement holding every access of b,
- * entering a loop only when each iteration uses its own part of b. */
-static ts_stmt *lowest_holder(ts_arena *a, ts_stmt *s, const ts_buffer *b) {
+ * entering a loop only when each iteration uses its own part of b, or
+ * writes what it uses of b before using it. GPU
+ * thread loops follow the storage a scope has: a local buffer is one per
+ * thread, so blockIdx and threadIdx loops are entered; a shared buffer is
+ * one per thread block, so blockIdx loops are entered and threadIdx and
+ * vthread loops are too, with the buffer's region relaxed over them
+ * (recorded in *relax). */
+static ts_stmt *lowest_holder(ts_arena *a, ts_stmt *s, const ts_buffer *b,
+                              relaxed_loops *relax) {
+  bool shared = !strncmp(ts_buffer_scope(b), "shared", 6);
+  bool local = !strcmp(ts_buffer_scope(b), "local");
   for (;;) {
     ts_stmt *next = NULL;
     switch (ts_stmt_kind_of(s)) {
-    case TS_STMT_FOR:
-      if (disjoint_per_iteration(a, s, b)) next = ts_for_body(s);
+    case TS_STMT_FOR: {
+      const char *tag =
+          ts_for_kind_of(s) == TS_FOR_THREAD ? ts_for_thread_tag(s) : NULL;
+      bool block_axis = tag && !strncmp(tag, "blockIdx", 8);
+      bool thread_axis = tag && !strncmp(tag, "threadIdx", 9);
+      bool vthread = tag && !strcmp(tag, "vthread");
+      int64_t one = 0;
+      bool single = ts_expr_is_const_int(ts_for_extent(s), &one) && one == 1;
+      bool room = relax->n < (int)(sizeof relax->v / sizeof relax->v[0]);
+      if ((single || (shared && (thread_axis || vthread))) && room) {
+        /* (a loop of one iteration is entered too: its var is a constant) */
+        relax->v[relax->n++] = s;
+        next = ts_for_body(s);
+      } else if ((local && (block_axis || thread_axis)) ||
+                 (shared && block_axis)) {
+        next = ts_for_body(s);
+      } else if (disjoint_per_iteration(a, s, b, relax) ||
+                 written_first_per_iteration(a, s, b, relax)) {
+        next = ts_for_body(s);
+      }
       break;
+    }
     case TS_STMT_SEQ: {
       int holders = 0;
       for (int i = 0; i < ts_seq_n(s); i++)
@@ -348,10 +570,11 @@ static ts_stmt *compact_one(ts_arena *a, ts_stmt *alloc) {
   ts_stmt *body = ts_allocate_body(alloc);
   bool addr = false;
   if (ts_buffer_strides(b) || !touches(body, b, &addr) || addr) return alloc;
-  ts_stmt *lca = lowest_holder(a, body, b);
+  relaxed_loops relax = {{0}, 0};
+  ts_stmt *lca = lowest_holder(a, body, b, &relax);
   ts_expr *base[TS_MAX_DIMS];
   int64_t extent[TS_MAX_DIMS];
-  if (!compact_region(a, lca, b, base, extent)) return alloc;
+  if (!compact_region(a, lca, b, &relax, base, extent)) return alloc;
   int ndim = ts_buffer_ndim(b);
   bool smaller = false;
   for (int d = 0; d < ndim; d++) {

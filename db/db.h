@@ -29,7 +29,7 @@
 
 /* The schema version this build writes (PRAGMA user_version). Older files
  * are migrated forward when opened read-write; newer ones are refused. */
-#define TS_DB_SCHEMA_VERSION 1
+#define TS_DB_SCHEMA_VERSION 2
 
 typedef struct ts_db ts_db;
 
@@ -250,6 +250,21 @@ int ts_db_records_of(ts_db *db, int64_t workload_id, const char *target,
 int ts_db_recent_records(ts_db *db, int64_t workload_id, int limit,
                          ts_db_record **out, int *n);
 
+/* One record reduced to what charts need: no trace, no run times, so a
+ * workload with 10^5 records costs a few megabytes. */
+typedef struct ts_db_record_point {
+  int64_t id;
+  int64_t job_id; /* 0 when not part of a job */
+  int64_t trial;  /* trial index within the job; -1 without */
+  ts_db_status status;
+  double median_s; /* NAN when there are no run times */
+} ts_db_record_point;
+/* Every record of the workload on the target (canonicalized), any status,
+ * oldest first (commit order). *out is a new array the caller frees with
+ * free(), NULL when *n is 0; an unknown target has no records. */
+int ts_db_record_points(ts_db *db, int64_t workload_id, const char *target,
+                        ts_db_record_point **out, int64_t *n);
+
 /* One row of the overview: a workload on a target (or a workload with no
  * records: target_id 0, target NULL). */
 typedef struct ts_db_summary {
@@ -307,6 +322,46 @@ int ts_db_job_count_records(ts_db *db, int64_t job_id, int64_t *total,
                             int64_t by_status[TS_DB_N_STATUS]);
 
 /* ========================================================================
+ * Vendor baselines
+ * ======================================================================== */
+
+/* A vendor library's measured level on a workload × target: what `tessera
+ * bench --db` and the tuner's summary store, and what the report draws
+ * beside tessera's tuning curve. */
+typedef struct ts_db_baseline {
+  int64_t id;
+  int64_t workload_id;
+  int64_t target_id;
+  char *target;     /* canonical target string (malloc'd) */
+  char *vendor;     /* "openblas", "onednn", "naive", ... (malloc'd) */
+  int threads;      /* threads the library was given */
+  double gflops;    /* workload FLOPs / median seconds / 1e9 */
+  char created[32]; /* when it was stored */
+} ts_db_baseline;
+/* Frees the strings of b (not b itself); safe on a zeroed struct. */
+void ts_db_baseline_clear(ts_db_baseline *b);
+/* Clears and frees an array returned by ts_db_baselines; NULL is a no-op. */
+void ts_db_baselines_free(ts_db_baseline *baselines, int n);
+
+/* Stores the level of `vendor` (non-empty, at most 64 bytes) with `threads`
+ * (>= 1) threads for the workload on the target (canonicalized; stored when
+ * absent): gflops must be finite and > 0. Replaces the level stored before
+ * for the same workload, target, vendor and thread count. TS_EINVAL names
+ * the bad argument; TS_ENOTFOUND for an unknown workload. */
+int ts_db_baseline_put(ts_db *db, int64_t workload_id, const char *target,
+                       const char *vendor, int threads, double gflops);
+/* The stored level of exactly that workload, target, vendor and thread
+ * count into *out (clear with ts_db_baseline_clear); TS_ENOTFOUND when
+ * there is none. */
+int ts_db_baseline_get(ts_db *db, int64_t workload_id, const char *target,
+                       const char *vendor, int threads, ts_db_baseline *out);
+/* Every level stored for a workload (workload_id 0: every workload) on a
+ * target (NULL: every target), ordered by workload id, target id, vendor and
+ * threads. *out is a new array (ts_db_baselines_free), NULL when *n is 0. */
+int ts_db_baselines(ts_db *db, int64_t workload_id, const char *target,
+                    ts_db_baseline **out, int *n);
+
+/* ========================================================================
  * Maintenance, statistics, export and import
  * ======================================================================== */
 
@@ -333,7 +388,7 @@ int ts_db_get_stats(ts_db *db, ts_db_stats *out);
 int ts_db_integrity_check(ts_db *db);
 
 /* Writes the whole database as JSON Lines (docs/database.md): a header line,
- * then targets, workloads, jobs and records in id order, with ids
+ * then targets, workloads, jobs, records and baselines in id order, with ids
  * renumbered from 1 so equal contents export to equal bytes. */
 int ts_db_export(ts_db *db, FILE *out);
 
@@ -343,6 +398,7 @@ typedef struct ts_db_import_stats {
   int64_t targets_new, targets_existing;
   int64_t jobs_new, jobs_existing;
   int64_t records;
+  int64_t baselines; /* vendor levels added or updated */
 } ts_db_import_stats;
 /* Reads JSON Lines written by ts_db_export from a seekable stream `in`
  * (`name` is used in messages). Every line is checked before anything is
@@ -351,7 +407,9 @@ typedef struct ts_db_import_stats {
  * database unchanged. Then everything is written in one transaction:
  * workloads, targets and jobs already present (structurally equal, same
  * string, same name) are reused, records are added with their times,
- * versions and trial indexes as exported. stats may be NULL. */
+ * versions and trial indexes as exported, and a baseline replaces a stored
+ * one of the same workload, target, vendor and threads when it is newer.
+ * stats may be NULL. */
 int ts_db_import(ts_db *db, FILE *in, const char *name,
                  ts_db_import_stats *stats);
 

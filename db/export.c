@@ -1,12 +1,14 @@
 /*
  * export.c — the database as JSON Lines and back. Export writes a header
- * line, then every target, workload, job and record in id order, each a
- * compact JSON object with ids renumbered from 1 (records refer to them), so
- * two databases with the same contents export to the same bytes. Import
- * reads such a file twice: the first pass checks every line (syntax, fields,
- * references, TIR against its hash, traces through the check hook) without
- * writing; the second writes everything in one transaction, reusing the
- * workloads, targets and jobs the database already has.
+ * line, then every target, workload, job, record and vendor baseline in id
+ * order, each a compact JSON object with ids renumbered from 1 (records and
+ * baselines refer to them), so two databases with the same contents export
+ * to the same bytes. Import reads such a file twice: the first pass checks
+ * every line (syntax, fields, references, TIR against its hash, traces
+ * through the check hook) without writing; the second writes everything in
+ * one transaction, reusing the workloads, targets and jobs the database
+ * already has and keeping the newer of two baselines of the same workload,
+ * target, vendor and thread count.
  */
 #include "internal.h"
 
@@ -188,6 +190,22 @@ static cJSON *record_row(exporter *x, sqlite3_stmt *st, int64_t ordinal) {
   return o;
 }
 
+static cJSON *baseline_row(exporter *x, sqlite3_stmt *st, int64_t ordinal) {
+  (void)ordinal;
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddStringToObject(o, "type", "baseline");
+  cJSON_AddNumberToObject(
+      o, "workload",
+      (double)map_get(&x->workloads, sqlite3_column_int64(st, 0)));
+  cJSON_AddNumberToObject(
+      o, "target", (double)map_get(&x->targets, sqlite3_column_int64(st, 1)));
+  add_text(o, "vendor", st, 2);
+  cJSON_AddNumberToObject(o, "threads", (double)sqlite3_column_int64(st, 3));
+  cJSON_AddNumberToObject(o, "gflops", sqlite3_column_double(st, 4));
+  add_text(o, "created", st, 5);
+  return o;
+}
+
 int ts_db_export(ts_db *db, FILE *out) {
   db_begin_call(db);
   /* one read transaction: a consistent snapshot while writers go on */
@@ -217,6 +235,11 @@ int ts_db_export(ts_db *db, FILE *out) {
                      "run_secs, median_s, error, worker, version, created, "
                      "trace FROM records ORDER BY id",
                      record_row);
+  if (!rc)
+    rc = export_rows(&x,
+                     "SELECT workload_id, target_id, vendor, threads, gflops, "
+                     "created FROM baselines ORDER BY id",
+                     baseline_row);
   sqlite3_exec(db->conn, "COMMIT", NULL, NULL, NULL);
   map_free(&x.targets);
   map_free(&x.workloads);
@@ -571,6 +594,37 @@ static int import_record(importer *im, const cJSON *o) {
   return rc;
 }
 
+static int import_baseline(importer *im, const cJSON *o) {
+  int64_t workload, target, threads;
+  const char *vendor, *created;
+  double gflops;
+  int rc;
+  if ((rc = get_ref(im, o, "workload", &im->workloads, false, &workload)) ||
+      (rc = get_ref(im, o, "target", &im->targets, false, &target)) ||
+      (rc = get_string(im, o, "vendor", false, &vendor)) ||
+      (rc = get_int(im, o, "threads", false, &threads, NULL)) ||
+      (rc = get_number(im, o, "gflops", false, &gflops)) ||
+      (rc = get_string(im, o, "created", false, &created)))
+    return rc;
+  ts_error e;
+  ts_error_clear(&e);
+  if (db_check_baseline(vendor, threads, gflops, "", &e))
+    return fail(im, "%s", e.msg);
+  if (!im->write) return TS_OK;
+  sqlite3_stmt *st = db_stmt(im->db, ST_BASELINE_PUT);
+  if (!st) return im->db->err.code;
+  sqlite3_bind_int64(st, 1, workload);
+  sqlite3_bind_int64(st, 2, target);
+  sqlite3_bind_text(st, 3, vendor, -1, SQLITE_STATIC);
+  sqlite3_bind_int64(st, 4, threads);
+  sqlite3_bind_double(st, 5, gflops);
+  sqlite3_bind_text(st, 6, created, -1, SQLITE_STATIC);
+  sqlite3_bind_int(st, 7, 1); /* keep the newer of two levels */
+  if ((rc = store(im, ST_BASELINE_PUT, NULL))) return rc;
+  im->stats.baselines += sqlite3_changes(im->db->conn);
+  return TS_OK;
+}
+
 static int import_header(importer *im, const cJSON *o) {
   const char *format;
   int64_t version;
@@ -629,6 +683,8 @@ static int import_pass(importer *im) {
         rc = import_target(im, o);
       } else if (!strcmp(type, "job")) {
         rc = import_job(im, o);
+      } else if (!strcmp(type, "baseline")) {
+        rc = import_baseline(im, o);
       } else {
         rc = fail(im, "field \"type\": unknown line type '%s'", type);
       }

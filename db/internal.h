@@ -25,6 +25,11 @@
 #define RECORD_COLUMNS                                                         \
   RECORD_FIELDS " FROM records r JOIN targets t ON t.id = r.target_id"
 
+/* The columns of a baseline query, in the order baselines.c reads them. */
+#define BASELINE_COLUMNS                                                       \
+  "b.id, b.workload_id, b.target_id, t.target, b.vendor, b.threads, "          \
+  "b.gflops, b.created FROM baselines b JOIN targets t ON t.id = b.target_id"
+
 #define JOB_COLUMNS                                                            \
   "id, name, config, state, started, finished, trials_budget, trials_done "    \
   "FROM jobs"
@@ -108,7 +113,24 @@
     "row_number() "                                                            \
     "OVER (PARTITION BY workload_id, target_id ORDER BY median_s, id) AS rn "  \
     "FROM records WHERE status = 'ok') WHERE rn > ?1)")                        \
-  X(ST_PRUNE_FAILED, "DELETE FROM records WHERE status <> 'ok'")
+  X(ST_PRUNE_FAILED, "DELETE FROM records WHERE status <> 'ok'")               \
+  /* chart data: a task's records without traces, in commit order */           \
+  X(ST_RECORD_POINTS, "SELECT id, job_id, trial, status, median_s FROM "       \
+                      "records WHERE workload_id = ?1 AND target_id = ?2 "     \
+                      "ORDER BY id")                                           \
+  /* vendor levels (baselines.c); an import keeps the newer of two */          \
+  X(ST_BASELINE_PUT,                                                           \
+    "INSERT INTO baselines(workload_id, target_id, vendor, threads, gflops, "  \
+    "created) VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT(workload_id, "       \
+    "target_id, vendor, threads) DO UPDATE SET gflops = excluded.gflops, "     \
+    "created = excluded.created WHERE ?7 = 0 OR "                              \
+    "excluded.created > baselines.created")                                    \
+  X(ST_BASELINE_GET, "SELECT " BASELINE_COLUMNS " WHERE b.workload_id = ?1 "   \
+                     "AND b.target_id = ?2 AND b.vendor = ?3 AND "             \
+                     "b.threads = ?4")                                         \
+  X(ST_BASELINES, "SELECT " BASELINE_COLUMNS " WHERE (?1 = 0 OR "              \
+                  "b.workload_id = ?1) AND (?2 = 0 OR b.target_id = ?2) "      \
+                  "ORDER BY b.workload_id, b.target_id, b.vendor, b.threads")
 
 typedef enum db_statement {
 #define DB_STATEMENT_ENUM(id, sql) id,
@@ -240,6 +262,13 @@ int db_match_workload(ts_db *db, const ts_func *f, const char *hex,
 int db_read_record(ts_db *db, sqlite3_stmt *st, int first, ts_db_record *r);
 /* Checks a run-seconds list and renders it as a JSON array (malloc'd). */
 char *db_run_secs_json(const double *secs, int n);
+
+/* ---- baselines.c ---- */
+
+/* Checks a baseline's vendor, thread count and level; TS_EINVAL naming the
+ * bad one (prefixed with `where`) on err. */
+int db_check_baseline(const char *vendor, int64_t threads, double gflops,
+                      const char *where, ts_error *err);
 
 /* ---- jobs.c ---- */
 

@@ -68,6 +68,17 @@ static const char *const migrations[TS_DB_SCHEMA_VERSION] = {
     "CREATE INDEX records_workload ON records(workload_id, target_id, "
     "status);\n"
     "CREATE INDEX records_job ON records(job_id, trial, status);\n",
+    /* 1 -> 2: vendor-library levels per workload x target. */
+    "CREATE TABLE baselines (\n"
+    "  id          INTEGER PRIMARY KEY,\n"
+    "  workload_id INTEGER NOT NULL REFERENCES workloads(id),\n"
+    "  target_id   INTEGER NOT NULL REFERENCES targets(id),\n"
+    "  vendor      TEXT NOT NULL,\n"
+    "  threads     INTEGER NOT NULL,\n"
+    "  gflops      REAL NOT NULL,\n"
+    "  created     TEXT NOT NULL,\n"
+    "  UNIQUE (workload_id, target_id, vendor, threads)\n"
+    ");\n",
 };
 
 static const char *const statement_sql[N_STATEMENTS] = {

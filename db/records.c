@@ -502,6 +502,62 @@ int ts_db_recent_records(ts_db *db, int64_t workload_id, int limit,
   return collect_records(db, st, out, n);
 }
 
+int ts_db_record_points(ts_db *db, int64_t workload_id, const char *target,
+                        ts_db_record_point **out, int64_t *n) {
+  db_begin_call(db);
+  *out = NULL;
+  *n = 0;
+  int64_t target_id;
+  int rc = db_target_id(db, target, false, &target_id);
+  if (rc == TS_ENOTFOUND) {
+    db_begin_call(db);
+    return TS_OK;
+  }
+  if (rc) return rc;
+  sqlite3_stmt *st = db_stmt(db, ST_RECORD_POINTS);
+  if (!st) return db->err.code;
+  sqlite3_bind_int64(st, 1, workload_id);
+  sqlite3_bind_int64(st, 2, target_id);
+  ts_db_record_point *pts = NULL;
+  int64_t count = 0, cap = 0;
+  int code = TS_OK;
+  while ((rc = db_step(db, st)) == SQLITE_ROW) {
+    if (count == cap) {
+      cap = cap ? cap * 2 : 256;
+      ts_db_record_point *grown = realloc(pts, sizeof *pts * (size_t)cap);
+      if (!grown) abort();
+      pts = grown;
+    }
+    ts_db_record_point *p = &pts[count++];
+    p->id = sqlite3_column_int64(st, 0);
+    p->job_id = sqlite3_column_int64(st, 1); /* NULL reads as 0 */
+    p->trial = sqlite3_column_type(st, 2) == SQLITE_NULL
+                   ? -1
+                   : sqlite3_column_int64(st, 2);
+    p->median_s = sqlite3_column_type(st, 4) == SQLITE_NULL
+                      ? NAN
+                      : sqlite3_column_double(st, 4);
+    const char *status = (const char *)sqlite3_column_text(st, 3);
+    if (ts_db_status_parse(status, &p->status) != TS_OK) {
+      code = TS_ERR(&db->err, TS_EINVAL,
+                    "%s: record %lld has unknown status "
+                    "'%s'",
+                    db->path, (long long)p->id, status ? status : "(null)");
+      break;
+    }
+  }
+  sqlite3_reset(st);
+  if (code == TS_OK && rc != SQLITE_DONE)
+    code = db_sqlite_fail(db, rc, "reading records");
+  if (code != TS_OK) {
+    free(pts);
+    return code;
+  }
+  *out = pts;
+  *n = count;
+  return TS_OK;
+}
+
 /* ---- overview ---- */
 
 void ts_db_summaries_free(ts_db_summary *rows, int n) {

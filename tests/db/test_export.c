@@ -167,7 +167,7 @@ static void test_round_trip(void **state) {
   /* the format: a header, then each kind in order, one object per line */
   assert_non_null(strstr(first,
                          "{\"format\":\"tessera-db\",\"format_version\":1,"
-                         "\"schema_version\":1,\"tessera\":\""));
+                         "\"schema_version\":2,\"tessera\":\""));
   assert_non_null(strstr(first, "\"probe\":{\"fp32_gflops\":[1234.5,2469],"
                                 "\"bw_gbs\":20.25}"));
   assert_non_null(strstr(first, "\"probe\":\"{ \\\"sm\\\": 80 }\""));

@@ -1,0 +1,511 @@
+/*
+ * report_svg.c — the charts of the tuning report, drawn as inline SVG text
+ * (no scripts, no fonts beyond the page's): the tuning curve (best figure so
+ * far against the measurement index, with every measurement as a dot, failed
+ * measurements as ticks under the axis and vendor levels as dashed lines)
+ * and the histogram of measured latencies. Both stay small whatever the
+ * number of measurements: dots become one min-max bar per x bucket and the
+ * curve keeps a bounded number of vertices. Also the report's text buffer
+ * and HTML escaping, shared with report.c.
+ */
+#include "internal.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- text buffer ---- */
+
+static void reserve(report_buf *b, size_t extra) {
+  if (b->len + extra + 1 <= b->cap) return;
+  size_t cap = b->cap ? b->cap : 4096;
+  while (cap < b->len + extra + 1) cap *= 2;
+  char *p = realloc(b->data, cap);
+  if (!p) {
+    fputs("tessera: out of memory\n", stderr);
+    abort();
+  }
+  b->data = p;
+  b->cap = cap;
+}
+
+void report_buf_free(report_buf *b) {
+  free(b->data);
+  memset(b, 0, sizeof *b);
+}
+
+void report_puts(report_buf *b, const char *s) {
+  size_t n = strlen(s);
+  reserve(b, n);
+  memcpy(b->data + b->len, s, n + 1);
+  b->len += n;
+}
+
+void report_printf(report_buf *b, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  char small[256];
+  int n = vsnprintf(small, sizeof small, fmt, ap);
+  va_end(ap);
+  if (n < 0) return;
+  if ((size_t)n < sizeof small) {
+    report_puts(b, small);
+    return;
+  }
+  reserve(b, (size_t)n);
+  va_start(ap, fmt);
+  vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+  va_end(ap);
+  b->len += (size_t)n;
+}
+
+void report_escape(report_buf *b, const char *s) {
+  if (!s) return;
+  for (const char *p = s; *p;) {
+    size_t run = strcspn(p, "&<>\"'");
+    if (run) {
+      reserve(b, run);
+      memcpy(b->data + b->len, p, run);
+      b->len += run;
+      b->data[b->len] = 0;
+      p += run;
+    }
+    switch (*p) {
+    case '&': report_puts(b, "&amp;"); break;
+    case '<': report_puts(b, "&lt;"); break;
+    case '>': report_puts(b, "&gt;"); break;
+    case '"': report_puts(b, "&quot;"); break;
+    case '\'': report_puts(b, "&#39;"); break;
+    default: continue; /* the end of the string */
+    }
+    p++;
+  }
+}
+
+void report_format_seconds(double s, char out[32]) {
+  if (!isfinite(s)) {
+    snprintf(out, 32, "—");
+  } else if (s < 1e-6) {
+    snprintf(out, 32, "%.3g ns", s * 1e9);
+  } else if (s < 1e-3) {
+    snprintf(out, 32, "%.3g µs", s * 1e6);
+  } else if (s < 1) {
+    snprintf(out, 32, "%.3g ms", s * 1e3);
+  } else {
+    snprintf(out, 32, "%.3g s", s);
+  }
+}
+
+/* ---- axes ---- */
+
+/* The chart geometry: the plot area inside the SVG's view box. */
+typedef struct frame {
+  double width, height;   /* view box */
+  double left, top, w, h; /* plot area */
+  double x0, x1, y0, y1;  /* data ranges (x in log10 when x_log) */
+  bool x_log;
+} frame;
+
+static double px(const frame *f, double x) {
+  if (f->x_log) x = log10(x);
+  return f->left + f->w * (x - f->x0) / (f->x1 - f->x0);
+}
+
+static double py(const frame *f, double y) {
+  return f->top + f->h * (1 - (y - f->y0) / (f->y1 - f->y0));
+}
+
+/* A "nice" tick step (1, 2 or 5 times a power of ten) giving about
+ * `want` intervals over span. */
+static double nice_step(double span, int want) {
+  if (!(span > 0)) return 1;
+  double raw = span / want;
+  double mag = pow(10, floor(log10(raw)));
+  double r = raw / mag;
+  return mag * (r <= 1 ? 1 : r <= 2 ? 2 : r <= 5 ? 5 : 10);
+}
+
+/* A number for an axis label: integers plainly, else 3 significant
+ * digits. */
+static void format_tick(double v, char out[32]) {
+  if (fabs(v) >= 1e6 || (v != 0 && fabs(v) < 1e-3))
+    snprintf(out, 32, "%.2g", v);
+  else if (v == floor(v))
+    snprintf(out, 32, "%.0f", v);
+  else
+    snprintf(out, 32, "%.3g", v);
+}
+
+static void svg_open(report_buf *b, const frame *f, const char *cls,
+                     const char *label) {
+  report_printf(b,
+                "<svg class=\"%s\" xmlns=\"http://www.w3.org/2000/svg\" "
+                "viewBox=\"0 0 %.0f %.0f\" width=\"%.0f\" height=\"%.0f\" "
+                "role=\"img\" aria-label=\"",
+                cls, f->width, f->height, f->width, f->height);
+  report_escape(b, label);
+  report_puts(b, "\">\n");
+}
+
+/* The y axis: grid lines and labels at nice steps from y0 to y1. */
+static void y_axis(report_buf *b, const frame *f, const char *label) {
+  double step = nice_step(f->y1 - f->y0, 5);
+  report_puts(b, "<g class=\"axis y\">\n");
+  for (double v = f->y0; v <= f->y1 + step * 1e-9; v += step) {
+    double y = py(f, v);
+    char t[32];
+    format_tick(v, t);
+    report_printf(b,
+                  "<line class=\"grid\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" "
+                  "y2=\"%.1f\"/><text x=\"%.1f\" y=\"%.1f\" "
+                  "text-anchor=\"end\">%s</text>\n",
+                  f->left, y, f->left + f->w, y, f->left - 6, y + 4, t);
+  }
+  report_printf(b,
+                "<text class=\"label\" transform=\"translate(14 %.1f) "
+                "rotate(-90)\" text-anchor=\"middle\">",
+                f->top + f->h / 2);
+  report_escape(b, label);
+  report_puts(b, "</text>\n</g>\n");
+}
+
+/* The x axis line, and its label centred under the plot. */
+static void x_axis_frame(report_buf *b, const frame *f, const char *label) {
+  double y = f->top + f->h;
+  report_printf(b,
+                "<line class=\"frame\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" "
+                "y2=\"%.1f\"/>\n<text class=\"label\" x=\"%.1f\" y=\"%.1f\" "
+                "text-anchor=\"middle\">",
+                f->left, y, f->left + f->w, y, f->left + f->w / 2,
+                f->height - 6);
+  report_escape(b, label);
+  report_puts(b, "</text>\n");
+}
+
+static void x_tick(report_buf *b, const frame *f, double v, const char *t) {
+  double x = px(f, v), y = f->top + f->h;
+  report_printf(b,
+                "<line class=\"tick\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" "
+                "y2=\"%.1f\"/><text x=\"%.1f\" y=\"%.1f\" "
+                "text-anchor=\"middle\">%s</text>\n",
+                x, y, x, y + 4, x, y + 17, t);
+}
+
+/* ---- the tuning curve ---- */
+
+/* One vertex of the best-so-far step line. */
+typedef struct vertex {
+  double x, y;
+} vertex;
+
+typedef struct vertices {
+  vertex *v;
+  size_t n, cap;
+} vertices;
+
+static void add_vertex(vertices *vs, double x, double y) {
+  if (vs->n == vs->cap) {
+    vs->cap = vs->cap ? vs->cap * 2 : 64;
+    vs->v = realloc(vs->v, vs->cap * sizeof *vs->v);
+    if (!vs->v) abort();
+  }
+  vs->v[vs->n++] = (vertex){x, y};
+}
+
+static bool better(double a, double b, bool higher_better) {
+  return higher_better ? a > b : a < b;
+}
+
+/* The running best as a step line through pixel coordinates. An
+ * improvement within `min_dx` pixels of the previous one moves that
+ * vertex instead of adding two, which bounds the vertex count by the plot
+ * width over min_dx. */
+static void best_line(const frame *f, const double *values, int64_t n,
+                      bool higher_better, double min_dx, vertices *vs) {
+  double best = NAN;
+  double last_x = -1e300;
+  for (int64_t i = 0; i < n; i++) {
+    double v = values[i];
+    if (!isfinite(v) || (isfinite(best) && !better(v, best, higher_better)))
+      continue;
+    double x = px(f, (double)i), y = py(f, v);
+    if (vs->n && x - last_x < min_dx) {
+      vs->v[vs->n - 1].y = y; /* same bucket: the step rises further */
+    } else {
+      if (vs->n) add_vertex(vs, x, vs->v[vs->n - 1].y);
+      add_vertex(vs, x, y);
+      last_x = x;
+    }
+    best = v;
+  }
+  if (vs->n)
+    add_vertex(vs, px(f, (double)(n > 1 ? n - 1 : 1)), vs->v[vs->n - 1].y);
+}
+
+void report_svg_curve(report_buf *b, const double *values, int64_t n,
+                      bool higher_better, const char *y_label,
+                      const report_level *levels, int n_levels,
+                      int max_points) {
+  if (max_points < 10) max_points = 10;
+  frame f = {.width = 720, .height = 300, .left = 64, .top = 14};
+  f.w = f.width - f.left - 150; /* room for level labels on the right */
+  f.h = f.height - f.top - 46;
+  int64_t n_ok = 0, n_failed = 0;
+  double vmax = 0;
+  for (int64_t i = 0; i < n; i++) {
+    if (isfinite(values[i])) {
+      n_ok++;
+      if (values[i] > vmax) vmax = values[i];
+    } else {
+      n_failed++;
+    }
+  }
+  for (int i = 0; i < n_levels; i++)
+    if (isfinite(levels[i].value) && levels[i].value > vmax)
+      vmax = levels[i].value;
+  double step = nice_step(vmax > 0 ? vmax * 1.05 : 1, 5);
+  f.x0 = 0;
+  f.x1 = n > 1 ? (double)(n - 1) : 1;
+  f.y0 = 0;
+  f.y1 = vmax > 0 ? ceil(vmax * 1.05 / step) * step : 1;
+  char label[160];
+  snprintf(label, sizeof label,
+           "tuning curve: %lld measurements, %lld ok, %lld failed",
+           (long long)n, (long long)n_ok, (long long)n_failed);
+  svg_open(b, &f, "chart curve", label);
+  y_axis(b, &f, y_label);
+  x_axis_frame(b, &f, "measurement (commit order)");
+  double xstep = nice_step(f.x1, 6);
+  if (xstep < 1) xstep = 1;
+  report_puts(b, "<g class=\"axis x\">\n");
+  for (double v = 0; v <= f.x1 + 1e-9; v += xstep) {
+    char t[32];
+    format_tick(v, t);
+    x_tick(b, &f, v, t);
+  }
+  report_puts(b, "</g>\n");
+
+  /* every measurement: dots, or one min-max bar per bucket */
+  if (n_ok && n_ok <= max_points) {
+    report_printf(b, "<g class=\"trials\" data-count=\"%lld\">\n",
+                  (long long)n_ok);
+    for (int64_t i = 0; i < n; i++)
+      if (isfinite(values[i]))
+        report_printf(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"2\"/>\n",
+                      px(&f, (double)i), py(&f, values[i]));
+    report_puts(b, "</g>\n");
+  } else if (n_ok) {
+    int64_t buckets = max_points / 2;
+    report_printf(b,
+                  "<path class=\"trial-range\" data-count=\"%lld\" "
+                  "data-buckets=\"%lld\" d=\"",
+                  (long long)n_ok, (long long)buckets);
+    for (int64_t k = 0; k < buckets; k++) {
+      int64_t from = k * n / buckets, to = (k + 1) * n / buckets;
+      double lo = INFINITY, hi = -INFINITY;
+      for (int64_t i = from; i < to; i++)
+        if (isfinite(values[i])) {
+          if (values[i] < lo) lo = values[i];
+          if (values[i] > hi) hi = values[i];
+        }
+      if (!isfinite(lo)) continue;
+      double x = px(&f, (double)(from + to - 1) / 2);
+      double y_hi = py(&f, hi), y_lo = py(&f, lo);
+      if (y_lo - y_hi < 1) y_lo = y_hi + 1;
+      report_printf(b, "M%.1f %.1fV%.1f", x, y_hi, y_lo);
+    }
+    report_puts(b, "\"/>\n");
+  }
+
+  /* failures: ticks under the axis, one per bucket that has any */
+  if (n_failed) {
+    int64_t buckets = n < max_points ? n : max_points;
+    report_printf(b, "<path class=\"fail\" data-count=\"%lld\" d=\"",
+                  (long long)n_failed);
+    for (int64_t k = 0; k < buckets; k++) {
+      int64_t from = k * n / buckets, to = (k + 1) * n / buckets;
+      int64_t i = from;
+      while (i < to && isfinite(values[i])) i++;
+      if (i < to)
+        report_printf(b, "M%.1f %.1fv7", px(&f, (double)i), f.top + f.h + 20);
+    }
+    report_printf(b, "\"><title>%lld failed measurements</title></path>\n",
+                  (long long)n_failed);
+  }
+
+  /* vendor levels */
+  for (int i = 0; i < n_levels; i++) {
+    if (!isfinite(levels[i].value)) continue;
+    double y = py(&f, levels[i].value);
+    report_printf(b,
+                  "<g class=\"level\"><line x1=\"%.1f\" y1=\"%.1f\" "
+                  "x2=\"%.1f\" y2=\"%.1f\"/><text x=\"%.1f\" y=\"%.1f\">",
+                  f.left, y, f.left + f.w, y, f.left + f.w + 6, y + 4);
+    report_escape(b, levels[i].label);
+    report_puts(b, "</text></g>\n");
+  }
+
+  /* the running best */
+  vertices vs = {0};
+  best_line(&f, values, n, higher_better, f.w / max_points, &vs);
+  if (vs.n) {
+    report_printf(b, "<polyline class=\"best\" data-count=\"%zu\" points=\"",
+                  vs.n);
+    for (size_t i = 0; i < vs.n; i++)
+      report_printf(b, "%s%.1f,%.1f", i ? " " : "", vs.v[i].x, vs.v[i].y);
+    report_puts(b, "\"/>\n");
+  } else {
+    report_printf(b,
+                  "<text class=\"empty\" x=\"%.1f\" y=\"%.1f\" "
+                  "text-anchor=\"middle\">%s</text>\n",
+                  f.left + f.w / 2, f.top + f.h / 2,
+                  n ? "no successful measurement" : "no measurements");
+  }
+  free(vs.v);
+  report_puts(b, "</svg>\n");
+}
+
+/* ---- the latency histogram ---- */
+
+/* Ticks of a log10 axis over [lo, hi] (exponents): 1-2-5 per decade when
+ * the range is short, decades otherwise. */
+static void log_ticks(report_buf *b, const frame *f) {
+  double decades = f->x1 - f->x0;
+  static const double all[] = {1, 2, 5};
+  int per = decades <= 3 ? 3 : 1;
+  for (int e = (int)floor(f->x0); e <= (int)ceil(f->x1); e++)
+    for (int k = 0; k < per; k++) {
+      double v = all[k] * pow(10, e);
+      double lv = log10(v);
+      if (lv < f->x0 - 1e-9 || lv > f->x1 + 1e-9) continue;
+      char t[32];
+      report_format_seconds(v, t);
+      x_tick(b, f, v, t);
+    }
+}
+
+static void linear_ticks(report_buf *b, const frame *f) {
+  double step = nice_step(f->x1 - f->x0, 5);
+  for (double v = ceil(f->x0 / step) * step; v <= f->x1 + step * 1e-9;
+       v += step) {
+    char t[32];
+    report_format_seconds(v, t);
+    x_tick(b, f, v, t);
+  }
+}
+
+void report_svg_histogram(report_buf *b, const double *secs, int64_t n,
+                          int bins, const report_level *marks, int n_marks) {
+  if (bins < 1) bins = 1;
+  frame f = {.width = 720, .height = 240, .left = 64, .top = 14};
+  f.w = f.width - f.left - 150;
+  f.h = f.height - f.top - 46;
+  double lo = INFINITY, hi = -INFINITY;
+  int64_t used = 0;
+  for (int64_t i = 0; i < n; i++)
+    if (isfinite(secs[i]) && secs[i] > 0) {
+      used++;
+      if (secs[i] < lo) lo = secs[i];
+      if (secs[i] > hi) hi = secs[i];
+    }
+  double fastest = lo;
+  for (int i = 0; used && i < n_marks; i++)
+    if (isfinite(marks[i].value) && marks[i].value > 0) {
+      if (marks[i].value < lo) lo = marks[i].value;
+      if (marks[i].value > hi) hi = marks[i].value;
+    }
+  char label[96];
+  snprintf(label, sizeof label, "latency histogram: %lld ok measurements",
+           (long long)used);
+  if (!used) {
+    f.x0 = 0, f.x1 = 1, f.y0 = 0, f.y1 = 1;
+    svg_open(b, &f, "chart histogram", label);
+    x_axis_frame(b, &f, "median latency");
+    report_printf(b,
+                  "<text class=\"empty\" x=\"%.1f\" y=\"%.1f\" "
+                  "text-anchor=\"middle\">no successful measurement</text>\n"
+                  "</svg>\n",
+                  f.left + f.w / 2, f.top + f.h / 2);
+    return;
+  }
+  f.x_log = hi / lo > 8;
+  if (f.x_log) {
+    f.x0 = log10(lo) - 0.02;
+    f.x1 = log10(hi) + 0.02;
+  } else if (hi > lo) {
+    double pad = (hi - lo) * 0.02;
+    f.x0 = lo - pad;
+    f.x1 = hi + pad;
+  } else {
+    f.x0 = lo * 0.95;
+    f.x1 = hi * 1.05;
+  }
+  if (used < bins && !f.x_log && hi == lo) bins = 1;
+  int64_t *count = calloc((size_t)bins, sizeof *count);
+  if (!count) abort();
+  int64_t top = 0;
+  for (int64_t i = 0; i < n; i++) {
+    if (!(isfinite(secs[i]) && secs[i] > 0)) continue;
+    double x = f.x_log ? log10(secs[i]) : secs[i];
+    int k = (int)((x - f.x0) / (f.x1 - f.x0) * bins);
+    if (k < 0) k = 0;
+    if (k >= bins) k = bins - 1;
+    if (++count[k] > top) top = count[k];
+  }
+  double step = nice_step((double)top * 1.05, 4);
+  if (step < 1) step = 1;
+  f.y0 = 0;
+  f.y1 = ceil((double)top * 1.05 / step) * step;
+  svg_open(b, &f, "chart histogram", label);
+  y_axis(b, &f, "measurements");
+  x_axis_frame(b, &f,
+               f.x_log ? "median latency (log scale)" : "median latency");
+  report_puts(b, "<g class=\"axis x\">\n");
+  if (f.x_log)
+    log_ticks(b, &f);
+  else
+    linear_ticks(b, &f);
+  report_puts(b, "</g>\n<g class=\"bars\">\n");
+  double bw = f.w / bins;
+  for (int k = 0; k < bins; k++) {
+    if (!count[k]) continue;
+    double e0 = f.x0 + (f.x1 - f.x0) * k / bins;
+    double e1 = f.x0 + (f.x1 - f.x0) * (k + 1) / bins;
+    if (f.x_log) e0 = pow(10, e0), e1 = pow(10, e1);
+    char a[32], c[32];
+    report_format_seconds(e0, a);
+    report_format_seconds(e1, c);
+    double y = py(&f, (double)count[k]);
+    report_printf(b,
+                  "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
+                  "height=\"%.1f\"><title>%s – %s: %lld</title></rect>\n",
+                  f.left + bw * k + 0.5, y, bw > 2 ? bw - 1 : bw,
+                  f.top + f.h - y, a, c, (long long)count[k]);
+  }
+  report_puts(b, "</g>\n");
+  free(count);
+
+  /* the fastest measurement and the marks */
+  char t[32];
+  report_format_seconds(fastest, t);
+  double x = px(&f, fastest);
+  report_printf(b,
+                "<g class=\"mark best\"><line x1=\"%.1f\" y1=\"%.1f\" "
+                "x2=\"%.1f\" y2=\"%.1f\"/><text x=\"%.1f\" y=\"%.1f\">"
+                "best %s</text></g>\n",
+                x, f.top, x, f.top + f.h, f.left + f.w + 6, f.top + 10, t);
+  for (int i = 0; i < n_marks; i++) {
+    if (!(isfinite(marks[i].value) && marks[i].value > 0)) continue;
+    x = px(&f, marks[i].value);
+    report_printf(b,
+                  "<g class=\"mark level\"><line x1=\"%.1f\" y1=\"%.1f\" "
+                  "x2=\"%.1f\" y2=\"%.1f\"/><text x=\"%.1f\" y=\"%.1f\">",
+                  x, f.top, x, f.top + f.h, f.left + f.w + 6,
+                  f.top + 26 + 16 * i);
+    report_escape(b, marks[i].label);
+    report_puts(b, "</text></g>\n");
+  }
+  report_puts(b, "</svg>\n");
+}

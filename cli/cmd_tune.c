@@ -1,0 +1,730 @@
+/*
+ * cmd_tune.c — `tessera tune`: runs (or resumes) a tuning job over one or
+ * more workloads on the embedded measurement pool or on workers leased
+ * from a tracker, prints the task table and progress while it runs, and a
+ * final summary: per task the best latency and GFLOP/s, the speedup over
+ * the unscheduled code, and for matmul-like tasks the ratio to oneDNN
+ * measured side by side in this run. SIGINT/SIGTERM let the batch in
+ * flight finish and commit, then exit 130 with the command that resumes.
+ */
+#include "cli.h"
+
+#include "bench/bench.h"
+#include "codegen/codegen.h"
+#include "runtime/runtime.h"
+#include "schedule/schedule.h"
+#include "tuner/tuner.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char tune_usage[] =
+    "usage: tessera tune (--workload SPEC | --tir FILE)... [--weight W]\n"
+    "       tessera tune --job NAME [--db PATH] [--trials N]   (resume)\n"
+    "                    [--target T] [--trials N] [--trials-per-task N]\n"
+    "                    [--db PATH] [--tracker HOST:PORT --key KEY]\n"
+    "                    [--token-file F] [--job NAME] [--seed S]\n"
+    "                    [--cost-model xgb|random]\n"
+    "                    [--strategy evolutionary|random]\n"
+    "                    [--task-scheduler gradient|round-robin]\n"
+    "                    [--rule BLOCK=TRACE.json] [--no-tensorize]\n"
+    "                    [--batch N] [--population N] [--threads N]\n"
+    "                    [--timeout-ms N] [--quiet] [--log FILE] [--json]\n"
+    "                    [--no-summary-measure]\n"
+    "\n"
+    "Tunes the workloads' schedules: builds design spaces, searches them\n"
+    "(evolutionary search with a cost model learnt online), measures the\n"
+    "candidates and stores every result in the database. --trials is the\n"
+    "job's total budget: re-running the same --job continues where it\n"
+    "stopped and measures only what remains.\n"
+    "\n"
+    "  --workload SPEC     a workload of the operator library (repeatable)\n"
+    "  --tir FILE          a workload as TIR text (repeatable)\n"
+    "  --weight W          weight of the preceding workload: how often it\n"
+    "                      appears in the model (default 1)\n"
+    "  --target T          target string (default: llvm, this machine)\n"
+    "  --trials N          the job's total measurement budget (default 64)\n"
+    "  --trials-per-task N at most N trials per workload (default: no cap)\n"
+    "  --db PATH           tuning database (default ./tessera.db)\n"
+    "  --tracker H:P       measure on workers leased from this tracker\n"
+    "  --key KEY           device key of those workers\n"
+    "  --token-file F      bearer token for the tracker and workers\n"
+    "  --job NAME          job name: resumes the job if it exists; with no\n"
+    "                      --workload/--tir, its workloads, target and\n"
+    "                      settings come from the database (and --trials\n"
+    "                      from its budget unless given)\n"
+    "  --seed S            search seed (default 1)\n"
+    "  --cost-model M      xgb (default) or random\n"
+    "  --strategy S        evolutionary (default) or random\n"
+    "  --task-scheduler P  gradient (default) or round-robin\n"
+    "  --rule BLOCK=FILE   apply this trace to BLOCK instead of the default\n"
+    "                      rules (repeatable)\n"
+    "  --no-tensorize      no tensor-intrinsic variants in the design space\n"
+    "  --batch N           candidates measured per round (default 32)\n"
+    "  --population N      evolutionary population (default 256)\n"
+    "  --threads N         threads of the measured kernels (default: the\n"
+    "                      target's cores)\n"
+    "  --timeout-ms N      time limit per candidate (default: adaptive)\n"
+    "  --quiet             no task table or progress output\n"
+    "  --log FILE          JSON Lines, one line per measured candidate\n"
+    "  --json              the final summary as one JSON object on stdout\n"
+    "                      (progress goes to stderr)\n"
+    "  --no-summary-measure  summary from the job's measurements only (no\n"
+    "                      unscheduled or oneDNN runs)\n"
+    "\n"
+    "Exit status: 0 done, 1 failure, 2 usage error, 130 interrupted (the\n"
+    "job is resumable with the same --job).\n";
+
+#define MAX_TASKS 64
+#define MAX_RULES 16
+
+/* The stop flag the signal handler sets: the one piece of global state a
+ * signal handler needs. */
+static volatile sig_atomic_t stop_requested;
+
+/* The first SIGINT/SIGTERM asks the job to stop after the batch in flight;
+ * a second one ends the process at once (committed batches are kept). */
+static void on_stop_signal(int sig) {
+  static const char msg[] = "\ntessera tune: stopping after the batch in "
+                            "flight (interrupt again to quit now)\n";
+  if (stop_requested) {
+    signal(sig, SIG_DFL);
+    raise(sig);
+    return;
+  }
+  stop_requested = 1;
+  ssize_t w = write(2, msg, sizeof msg - 1);
+  (void)w;
+}
+
+typedef struct tune_args {
+  const char *specs[MAX_TASKS];
+  const char *names[MAX_TASKS]; /* of a resumed job's stored workloads */
+  bool is_tir[MAX_TASKS];
+  double weights[MAX_TASKS];
+  int n_tasks;
+  const char *rule_block[MAX_RULES], *rule_file[MAX_RULES];
+  int n_rules;
+  const char *db, *tracker, *key, *token_file, *log;
+  bool quiet, json, summary_measure;
+  bool target_given, trials_given, strategy_given, cost_model_given,
+      policy_given, per_task_given;
+} tune_args;
+
+static int int_option(const char *name, const char *v, long lo, long hi,
+                      long *out) {
+  return cli_int_option("tune", name, v, lo, hi, out);
+}
+
+/* ---- trace-check hook: the full trace parser ---- */
+
+static int check_trace(void *ctx, const char *json, size_t len, ts_error *err) {
+  (void)ctx;
+  ts_trace *t = NULL;
+  int rc = ts_trace_from_json(json, len, &t, err);
+  ts_trace_free(t);
+  return rc;
+}
+
+/* ---- the final summary ---- */
+
+typedef struct summary_row {
+  double best_s, tuned_s, baseline_s, onednn_s, flops;
+  int64_t trial_90;
+  bool have_tuned, have_baseline, have_onednn;
+  char onednn_why[160];
+} summary_row;
+
+static bool matmul_like(const ts_workload *w) {
+  static const char *const ops[] = {"matmul", "batch_matmul", "dense",
+                                    "conv2d_nhwc", "conv2d_nchw"};
+  for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
+    if (w && !strcmp(w->op, ops[i])) return true;
+  return false;
+}
+
+static ts_rt_arg_spec *specs_of(const ts_func *f) {
+  int n = ts_func_n_params(f);
+  ts_rt_arg_spec *s = calloc((size_t)(n ? n : 1), sizeof *s);
+  for (int i = 0; i < n; i++) {
+    const ts_buffer *b = ts_func_param(f, i);
+    s[i].dtype = ts_buffer_dtype(b);
+    s[i].ndim = ts_buffer_ndim(b);
+    for (int d = 0; d < s[i].ndim; d++) s[i].shape[d] = ts_buffer_dim(b, d);
+    s[i].role =
+        ts_func_param_is_output(f, i) ? TS_RT_ARG_OUTPUT : TS_RT_ARG_INPUT;
+  }
+  return s;
+}
+
+/* Builds f and times it in this process (median seconds), 0 on failure. */
+static double time_func(const ts_func *f, const ts_target *t, ts_runtime *rt,
+                        const ts_eval_config *cfg) {
+  ts_build_result br;
+  memset(&br, 0, sizeof br);
+  ts_rt_kernel *k = NULL;
+  ts_rt_args *args = NULL;
+  ts_rt_arg_spec *specs = specs_of(f);
+  double secs[64], out = 0;
+  int number;
+  if (!ts_build(f, t, NULL, &br, NULL) &&
+      !ts_rt_kernel_load(br.artifact->bytes, br.artifact->n_bytes,
+                         br.artifact->entry, &k, NULL) &&
+      !ts_rt_args_create(specs, ts_func_n_params(f), 1, &args, NULL) &&
+      !ts_rt_eval_kernel(rt, cfg, k, ts_rt_args_data(args), secs, &number,
+                         NULL)) {
+    for (int i = 1; i < cfg->repeat; i++)
+      for (int k2 = i; k2 > 0 && secs[k2] < secs[k2 - 1]; k2--) {
+        double x = secs[k2];
+        secs[k2] = secs[k2 - 1];
+        secs[k2 - 1] = x;
+      }
+    out = secs[cfg->repeat / 2];
+  }
+  ts_rt_args_free(args);
+  ts_rt_kernel_unload(k);
+  ts_build_result_clear(&br);
+  free(specs);
+  return out;
+}
+
+/* The first trial of the job at which a task reached 90% of its final best
+ * throughput (latency <= best / 0.9), or -1. */
+static int64_t trial_at_90(ts_db *db, int64_t workload, const char *target,
+                           int64_t job_id, double best) {
+  ts_db_record *recs = NULL;
+  int n = 0;
+  int64_t at = -1;
+  if (!isfinite(best) ||
+      ts_db_records_of(db, workload, target, &recs, &n) != TS_OK)
+    return -1;
+  for (int i = 0; i < n; i++)
+    if (recs[i].job_id == job_id && recs[i].status == TS_DB_STATUS_OK &&
+        recs[i].median_s <= best / 0.9 && (at < 0 || recs[i].trial < at))
+      at = recs[i].trial;
+  ts_db_records_free(recs, n);
+  return at;
+}
+
+static void json_double(FILE *f, const char *key, bool have, double v,
+                        bool comma) {
+  if (have && isfinite(v))
+    fprintf(f, "\"%s\": %.6g%s", key, v, comma ? ", " : "");
+  else
+    fprintf(f, "\"%s\": null%s", key, comma ? ", " : "");
+}
+
+static void print_summary(const tune_args *a, ts_db *db, const char *target,
+                          const ts_tune_task *tasks, ts_workload **wl,
+                          const ts_tune_result *r, int threads, FILE *out) {
+  ts_target *t = NULL;
+  ts_runtime *rt = NULL;
+  bool can_run = a->summary_measure && !ts_target_parse(target, &t, NULL) &&
+                 !ts_target_is_cuda(t);
+  for (const char *const *fname = ts_rt_cpu_feature_names(); can_run && *fname;
+       fname++)
+    if (ts_target_has_feature(t, *fname) && ts_rt_cpu_has(*fname) != 1)
+      can_run = false;
+  if (can_run && ts_runtime_create(threads, &rt, NULL)) can_run = false;
+  char *canon = ts_db_canonical_target(db, target);
+  summary_row *rows = calloc((size_t)r->n_tasks, sizeof *rows);
+  for (int i = 0; i < r->n_tasks; i++) {
+    summary_row *s = &rows[i];
+    const ts_tune_task_result *tr = &r->tasks[i];
+    s->best_s = tr->best_seconds;
+    s->flops =
+        tasks[i].flops > 0 ? tasks[i].flops : ts_func_flops(tasks[i].func);
+    s->trial_90 = trial_at_90(db, tr->workload_id, canon ? canon : target,
+                              r->job_id, tr->best_seconds);
+    if (!can_run || !tr->best_trace_json) continue;
+    ts_eval_config quick = {1, 1, 0, false, 0};
+    ts_eval_config steady = {1, 5, 100, false, 2};
+    /* the unscheduled code, once (it may take seconds) */
+    double b = time_func(tasks[i].func, t, rt, &quick);
+    if (b > 0) {
+      s->baseline_s = b;
+      s->have_baseline = true;
+    }
+    if (!matmul_like(wl[i])) continue;
+    ts_trace *full = NULL;
+    ts_sched *sch = NULL;
+    if (!ts_record_traces(tr->best_trace_json, &full, NULL, NULL) &&
+        !ts_trace_apply(full, tasks[i].func, 1, &sch, NULL)) {
+      double x = time_func(ts_sched_func(sch), t, rt, &steady);
+      if (x > 0) {
+        s->tuned_s = x;
+        s->have_tuned = true;
+      }
+    }
+    ts_sched_destroy(sch);
+    ts_trace_free(full);
+    ts_bench_options bo = ts_bench_options_default();
+    bo.threads = threads;
+    bo.eval = steady;
+    bo.keep_output = false;
+    ts_bench_result br;
+    ts_error err;
+    ts_error_clear(&err);
+    if (ts_bench_run(TS_BENCH_ONEDNN, wl[i], &bo, &br, &err) == TS_OK) {
+      s->onednn_s = br.seconds;
+      s->have_onednn = true;
+      ts_bench_result_free(&br);
+    } else {
+      snprintf(s->onednn_why, sizeof s->onednn_why, "%.150s", err.msg);
+    }
+  }
+  if (a->json) {
+    fprintf(out,
+            "{\"job\": \"%s\", \"state\": \"%s\", \"trials_done\": %lld, "
+            "\"trials_now\": %lld, \"seconds\": %.3f, "
+            "\"trials_per_minute\": %.2f, \"build_seconds\": %.3f, "
+            "\"measure_seconds\": %.3f, \"search_seconds\": %.3f, "
+            "\"tasks\": [",
+            r->job_name, ts_db_job_state_name(r->state),
+            (long long)r->trials_done, (long long)r->trials_now, r->seconds,
+            r->seconds > 0 ? r->trials_now / r->seconds * 60 : 0,
+            r->build_seconds, r->measure_seconds, r->search_seconds);
+    for (int i = 0; i < r->n_tasks; i++) {
+      const summary_row *s = &rows[i];
+      const ts_tune_task_result *tr = &r->tasks[i];
+      fprintf(out, "%s{\"name\": \"%s\", \"trials\": %lld, ", i ? ", " : "",
+              tasks[i].name, (long long)tr->trials);
+      bool hb = isfinite(s->best_s);
+      json_double(out, "best_seconds", hb, s->best_s, true);
+      json_double(out, "gflops", hb, s->flops / s->best_s * 1e-9, true);
+      fprintf(out, "\"trial_of_best\": %lld, \"trial_90pct\": %lld, ",
+              (long long)tr->trial_of_best, (long long)s->trial_90);
+      json_double(out, "unscheduled_seconds", s->have_baseline, s->baseline_s,
+                  true);
+      json_double(out, "speedup", s->have_baseline && hb,
+                  s->baseline_s / s->best_s, true);
+      json_double(out, "tuned_gflops_side_by_side", s->have_tuned,
+                  s->flops / s->tuned_s * 1e-9, true);
+      json_double(out, "onednn_gflops", s->have_onednn,
+                  s->flops / s->onednn_s * 1e-9, true);
+      json_double(out, "ratio_to_onednn", s->have_onednn && s->have_tuned,
+                  s->onednn_s / s->tuned_s, true);
+      fprintf(out,
+              "\"failures\": {\"build_error\": %lld, \"run_error\": "
+              "%lld, \"timeout\": %lld, \"wrong_result\": %lld}}",
+              (long long)tr->by_status[TS_DB_STATUS_BUILD_ERROR],
+              (long long)tr->by_status[TS_DB_STATUS_RUN_ERROR],
+              (long long)tr->by_status[TS_DB_STATUS_TIMEOUT],
+              (long long)tr->by_status[TS_DB_STATUS_WRONG_RESULT]);
+    }
+    fprintf(out, "]}\n");
+  } else {
+    fprintf(out,
+            "\nsummary of job '%s' (%s): %lld trials (%lld in this run, "
+            "%.1f s, %.0f trials/min)\n",
+            r->job_name, ts_db_job_state_name(r->state),
+            (long long)r->trials_done, (long long)r->trials_now, r->seconds,
+            r->seconds > 0 ? r->trials_now / r->seconds * 60 : 0);
+    fprintf(out, "time: search %.1f s, build %.1f s, measure %.1f s\n",
+            r->search_seconds, r->build_seconds, r->measure_seconds);
+    fprintf(out, "%3s  %-34s %12s %9s %8s %10s %10s %8s %6s\n", "ID", "Name",
+            "Latency(us)", "GFLOP/s", "Speedup", "tuned*", "oneDNN*", "ratio",
+            "90%@");
+    for (int i = 0; i < r->n_tasks; i++) {
+      const summary_row *s = &rows[i];
+      char lat[32] = "-", gf[32] = "-", sp[32] = "-", tg[32] = "-",
+           og[32] = "-", ratio[32] = "-", t90[32] = "-";
+      if (isfinite(s->best_s)) {
+        snprintf(lat, sizeof lat, "%.1f", s->best_s * 1e6);
+        snprintf(gf, sizeof gf, "%.2f", s->flops / s->best_s * 1e-9);
+        if (s->have_baseline)
+          snprintf(sp, sizeof sp, "%.1fx", s->baseline_s / s->best_s);
+      }
+      if (s->have_tuned)
+        snprintf(tg, sizeof tg, "%.2f", s->flops / s->tuned_s * 1e-9);
+      if (s->have_onednn)
+        snprintf(og, sizeof og, "%.2f", s->flops / s->onednn_s * 1e-9);
+      if (s->have_onednn && s->have_tuned)
+        snprintf(ratio, sizeof ratio, "%.2f", s->onednn_s / s->tuned_s);
+      if (s->trial_90 >= 0)
+        snprintf(t90, sizeof t90, "%lld", (long long)s->trial_90);
+      char name[35];
+      snprintf(name, sizeof name, "%s", tasks[i].name);
+      fprintf(out, "%3d  %-34s %12s %9s %8s %10s %10s %8s %6s\n", i, name, lat,
+              gf, sp, tg, og, ratio, t90);
+    }
+    fprintf(out,
+            "Latency and GFLOP/s: the best measured candidate; Speedup: over "
+            "the unscheduled code;\n*tuned and oneDNN: GFLOP/s measured side "
+            "by side in this process after the search (%d threads),\n"
+            "ratio = tuned / oneDNN; 90%%@: the job trial at which 90%% of "
+            "the final best was reached.\n",
+            threads);
+    for (int i = 0; i < r->n_tasks; i++)
+      if (rows[i].onednn_why[0] && matmul_like(wl[i]))
+        fprintf(out, "task %d: oneDNN not measured: %s\n", i,
+                rows[i].onednn_why);
+  }
+  fflush(out);
+  free(canon);
+  free(rows);
+  ts_runtime_destroy(rt);
+  ts_target_free(t);
+}
+
+/* The command that resumes the job: this one with --job NAME. */
+static void print_resume_hint(int argc, char **argv, const char *job,
+                              bool had_job) {
+  fprintf(stderr, "resume with:\n  tessera");
+  for (int i = 0; i < argc; i++) {
+    const char *s = argv[i];
+    bool plain = s[0] && !strpbrk(s, " \t'\"$\\*?");
+    fprintf(stderr, plain ? " %s" : " '%s'", s);
+  }
+  if (!had_job) fprintf(stderr, " --job %s", job);
+  fprintf(stderr, "\n");
+}
+
+/* Fills the tasks and settings of `tessera tune --job NAME` (no workload
+ * given) from the job stored in db: workloads by spec, or by hash from the
+ * database's workload table; target, strategy, cost model, scheduler and
+ * per-task cap unless given; --trials defaults to the job's budget. The
+ * returned cJSON (*cfg) owns the strings a and o now point into. */
+static int resume_settings(tune_args *a, ts_tune_options *o, ts_db *db,
+                           ts_func **funcs, cJSON **cfg) {
+  ts_db_job job;
+  memset(&job, 0, sizeof job);
+  if (ts_db_job_get(db, o->job_name, &job)) {
+    fprintf(stderr,
+            "tessera: error: no job '%s' in %s to resume (give --workload or "
+            "--tir to start one)\n",
+            o->job_name, a->db);
+    return EXIT_FAIL;
+  }
+  *cfg = cJSON_Parse(job.config_json ? job.config_json : "{}");
+  if (!a->trials_given) o->trials = job.trials_budget;
+  ts_db_job_clear(&job);
+  const cJSON *c = *cfg;
+  const cJSON *x = cJSON_GetObjectItemCaseSensitive(c, "target");
+  if (!a->target_given && cJSON_IsString(x)) o->target = x->valuestring;
+  x = cJSON_GetObjectItemCaseSensitive(c, "strategy");
+  if (!a->strategy_given && cJSON_IsString(x))
+    ts_strategy_parse(x->valuestring, &o->strategy);
+  x = cJSON_GetObjectItemCaseSensitive(c, "cost_model");
+  if (!a->cost_model_given && cJSON_IsString(x)) o->cost_model = x->valuestring;
+  x = cJSON_GetObjectItemCaseSensitive(c, "policy");
+  if (!a->policy_given && cJSON_IsString(x))
+    ts_task_policy_parse(x->valuestring, &o->policy);
+  x = cJSON_GetObjectItemCaseSensitive(c, "trials_per_task");
+  if (!a->per_task_given && cJSON_IsNumber(x))
+    o->trials_per_task = (int64_t)x->valuedouble;
+  const cJSON *arr = cJSON_GetObjectItemCaseSensitive(c, "tasks"), *t;
+  cJSON_ArrayForEach(t, arr) {
+    if (a->n_tasks == MAX_TASKS) break;
+    int i = a->n_tasks;
+    const cJSON *spec = cJSON_GetObjectItemCaseSensitive(t, "workload");
+    const cJSON *hash = cJSON_GetObjectItemCaseSensitive(t, "hash");
+    const cJSON *w = cJSON_GetObjectItemCaseSensitive(t, "weight");
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(t, "name");
+    a->weights[i] = cJSON_IsNumber(w) ? w->valuedouble : 1;
+    a->names[i] = cJSON_IsString(name) ? name->valuestring : NULL;
+    if (cJSON_IsString(spec)) {
+      a->specs[i] = spec->valuestring;
+      a->is_tir[i] = false;
+    } else {
+      int64_t id;
+      if (!cJSON_IsString(hash) ||
+          ts_db_resolve_workload(db, hash->valuestring, &id) ||
+          ts_db_workload_func(db, id, &funcs[i])) {
+        fprintf(stderr,
+                "tessera: error: job '%s': workload %d is not in the "
+                "database\n",
+                o->job_name, i);
+        return EXIT_FAIL;
+      }
+    }
+    a->n_tasks++;
+  }
+  if (!a->n_tasks) {
+    fprintf(stderr, "tessera: error: job '%s' lists no workload\n",
+            o->job_name);
+    return EXIT_FAIL;
+  }
+  return EXIT_OK;
+}
+
+int cmd_tune(int argc, char **argv) {
+  tune_args a;
+  memset(&a, 0, sizeof a);
+  a.db = "tessera.db";
+  a.summary_measure = true;
+  ts_tune_options o = ts_tune_defaults();
+  long v;
+  for (int i = 1; i < argc; i++) {
+    const char *val;
+    bool missing = false, tir;
+    int rc = EXIT_OK;
+#define NEED(name)                                                             \
+  if (missing) return cli_usage_error("tune", "%s needs a value", name)
+    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+      fputs(tune_usage, stdout);
+      return EXIT_OK;
+    } else if (!strcmp(argv[i], "--quiet")) {
+      a.quiet = true;
+    } else if (!strcmp(argv[i], "--json")) {
+      a.json = true;
+    } else if (!strcmp(argv[i], "--no-tensorize")) {
+      o.space.tensorize = false;
+    } else if (!strcmp(argv[i], "--no-summary-measure")) {
+      a.summary_measure = false;
+    } else if ((tir = false,
+                cli_opt_value(argc, argv, &i, "--workload", &val, &missing)) ||
+               (tir = true,
+                cli_opt_value(argc, argv, &i, "--tir", &val, &missing))) {
+      NEED(tir ? "--tir" : "--workload");
+      if (a.n_tasks == MAX_TASKS)
+        return cli_usage_error("tune", "at most %d workloads", MAX_TASKS);
+      a.is_tir[a.n_tasks] = tir;
+      a.weights[a.n_tasks] = 1;
+      a.specs[a.n_tasks++] = val;
+    } else if (cli_opt_value(argc, argv, &i, "--weight", &val, &missing)) {
+      NEED("--weight");
+      char *end;
+      double w = strtod(val, &end);
+      if (!a.n_tasks)
+        return cli_usage_error("tune", "--weight follows a --workload/--tir");
+      if (!*val || *end || !(w >= 0) || !isfinite(w))
+        return cli_usage_error("tune", "--weight: '%s' is not a number >= 0",
+                               val);
+      a.weights[a.n_tasks - 1] = w;
+    } else if (cli_opt_value(argc, argv, &i, "--target", &val, &missing)) {
+      NEED("--target");
+      o.target = val;
+      a.target_given = true;
+    } else if (cli_opt_value(argc, argv, &i, "--trials-per-task", &val,
+                             &missing)) {
+      NEED("--trials-per-task");
+      rc = int_option("--trials-per-task", val, 0, 100000000, &v);
+      o.trials_per_task = v;
+      a.per_task_given = true;
+    } else if (cli_opt_value(argc, argv, &i, "--trials", &val, &missing)) {
+      NEED("--trials");
+      rc = int_option("--trials", val, 0, 100000000, &v);
+      o.trials = v;
+      a.trials_given = true;
+    } else if (cli_opt_value(argc, argv, &i, "--db", &val, &missing)) {
+      NEED("--db");
+      a.db = val;
+    } else if (cli_opt_value(argc, argv, &i, "--tracker", &val, &missing)) {
+      NEED("--tracker");
+      a.tracker = val;
+    } else if (cli_opt_value(argc, argv, &i, "--key", &val, &missing)) {
+      NEED("--key");
+      a.key = val;
+    } else if (cli_opt_value(argc, argv, &i, "--token-file", &val, &missing)) {
+      NEED("--token-file");
+      a.token_file = val;
+    } else if (cli_opt_value(argc, argv, &i, "--job", &val, &missing)) {
+      NEED("--job");
+      if (!*val || strlen(val) > 120)
+        return cli_usage_error("tune", "--job: a name of 1 to 120 characters");
+      o.job_name = val;
+    } else if (cli_opt_value(argc, argv, &i, "--seed", &val, &missing)) {
+      NEED("--seed");
+      rc = int_option("--seed", val, 0, 2147483647, &v);
+      o.seed = (uint64_t)v;
+    } else if (cli_opt_value(argc, argv, &i, "--cost-model", &val, &missing)) {
+      NEED("--cost-model");
+      if (strcmp(val, "xgb") && strcmp(val, "random"))
+        return cli_usage_error("tune", "--cost-model: xgb or random, not '%s'",
+                               val);
+      o.cost_model = val;
+      a.cost_model_given = true;
+    } else if (cli_opt_value(argc, argv, &i, "--strategy", &val, &missing)) {
+      NEED("--strategy");
+      if (ts_strategy_parse(val, &o.strategy))
+        return cli_usage_error(
+            "tune", "--strategy: evolutionary or random, not '%s'", val);
+      a.strategy_given = true;
+    } else if (cli_opt_value(argc, argv, &i, "--task-scheduler", &val,
+                             &missing)) {
+      NEED("--task-scheduler");
+      if (ts_task_policy_parse(val, &o.policy))
+        return cli_usage_error(
+            "tune", "--task-scheduler: gradient or round-robin, not '%s'", val);
+      a.policy_given = true;
+    } else if (cli_opt_value(argc, argv, &i, "--rule", &val, &missing)) {
+      NEED("--rule");
+      const char *eq = strchr(val, '=');
+      if (!eq || eq == val || !eq[1])
+        return cli_usage_error("tune", "--rule wants BLOCK=FILE, got '%s'",
+                               val);
+      if (a.n_rules == MAX_RULES)
+        return cli_usage_error("tune", "at most %d rules", MAX_RULES);
+      a.rule_block[a.n_rules] = strndup(val, (size_t)(eq - val));
+      a.rule_file[a.n_rules++] = eq + 1;
+    } else if (cli_opt_value(argc, argv, &i, "--batch", &val, &missing)) {
+      NEED("--batch");
+      rc = int_option("--batch", val, 1, 1024, &v);
+      o.search.batch = (int)v;
+    } else if (cli_opt_value(argc, argv, &i, "--population", &val, &missing)) {
+      NEED("--population");
+      rc = int_option("--population", val, 1, 65536, &v);
+      o.search.population = (int)v;
+    } else if (cli_opt_value(argc, argv, &i, "--threads", &val, &missing)) {
+      NEED("--threads");
+      rc = int_option("--threads", val, 1, TS_RT_MAX_THREADS, &v);
+      o.measure.threads = (int)v;
+    } else if (cli_opt_value(argc, argv, &i, "--timeout-ms", &val, &missing)) {
+      NEED("--timeout-ms");
+      rc = int_option("--timeout-ms", val, 100, 3600000, &v);
+      o.measure.timeout_ms = (int)v;
+    } else if (cli_opt_value(argc, argv, &i, "--log", &val, &missing)) {
+      NEED("--log");
+      a.log = val;
+    } else {
+      return cli_usage_error("tune", "unknown option '%s'", argv[i]);
+    }
+#undef NEED
+    if (rc != EXIT_OK) return rc;
+  }
+  if (!a.n_tasks && !o.job_name)
+    return cli_usage_error("tune", "give at least one --workload or --tir "
+                                   "(or --job NAME to resume a job)");
+  if (a.tracker && !a.key)
+    return cli_usage_error("tune", "--tracker needs --key");
+
+  int status = EXIT_FAIL;
+  ts_error err;
+  ts_error_clear(&err);
+  ts_runner *runner = NULL;
+  ts_db *db = NULL;
+  char *token = NULL;
+  FILE *log = NULL;
+  ts_workload *wl[MAX_TASKS] = {0};
+  ts_func *funcs[MAX_TASKS] = {0};
+  ts_tune_task tasks[MAX_TASKS];
+  ts_custom_rule rules[MAX_RULES];
+  ts_trace *rule_traces[MAX_RULES] = {0};
+  ts_tune_result result;
+  cJSON *cfg_json = NULL; /* a resumed job's stored settings */
+  memset(&result, 0, sizeof result);
+  memset(tasks, 0, sizeof tasks);
+
+  /* the measurement pool first: it forks its helper before any thread */
+  if (a.tracker) {
+    if (cli_read_token(a.token_file, &token) != EXIT_OK) goto done;
+    ts_rpc_runner_options ro = ts_rpc_runner_defaults();
+    char name[64];
+    snprintf(name, sizeof name, "tune-%d", (int)getpid());
+    ro.tracker = a.tracker;
+    ro.key = a.key;
+    ro.token = token;
+    ro.name = name;
+    if (ts_runner_rpc_create(&ro, &runner, &err)) {
+      cli_error("cannot create the RPC runner", &err);
+      goto done;
+    }
+  } else if (ts_runner_embedded_create(NULL, &runner, &err)) {
+    cli_error("cannot start the embedded measurement pool", &err);
+    goto done;
+  }
+  ts_db_options dbo = ts_db_defaults();
+  dbo.check_trace = check_trace;
+  if (ts_db_open(a.db, &dbo, &db, &err)) {
+    cli_error("cannot open the database", &err);
+    goto done;
+  }
+  if (!a.n_tasks && resume_settings(&a, &o, db, funcs, &cfg_json) != EXIT_OK)
+    goto done;
+  for (int i = 0; i < a.n_tasks; i++) {
+    if (funcs[i]) { /* from the job's stored workloads */
+      tasks[i].func = funcs[i];
+      tasks[i].name = a.names[i] ? a.names[i] : ts_func_name(funcs[i]);
+      tasks[i].weight = a.weights[i];
+      continue;
+    }
+    if (cli_load_func(a.is_tir[i] ? NULL : a.specs[i],
+                      a.is_tir[i] ? a.specs[i] : NULL, &wl[i],
+                      &funcs[i]) != EXIT_OK)
+      goto done;
+    tasks[i].func = funcs[i];
+    tasks[i].name = wl[i] ? wl[i]->name : ts_func_name(funcs[i]);
+    tasks[i].spec = wl[i] ? wl[i]->spec : NULL;
+    tasks[i].weight = a.weights[i];
+    tasks[i].flops = wl[i] ? wl[i]->flops : 0;
+  }
+  for (int i = 0; i < a.n_rules; i++) {
+    if (ts_trace_from_json_file(a.rule_file[i], &rule_traces[i], &err)) {
+      cli_error("cannot read the --rule trace", &err);
+      goto done;
+    }
+    rules[i].block = a.rule_block[i];
+    rules[i].trace = rule_traces[i];
+  }
+  o.space.custom_rules = rules;
+  o.space.n_custom_rules = a.n_rules;
+  if (a.log && !(log = fopen(a.log, "a"))) {
+    fprintf(stderr, "tessera: error: cannot open --log file '%s'\n", a.log);
+    goto done;
+  }
+  FILE *out = a.json ? stderr : stdout;
+  o.output.out = a.quiet ? NULL : out;
+  o.output.log = log;
+  o.output.tty = isatty(fileno(out));
+  o.stop = &stop_requested;
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
+
+  int rc = ts_tune(db, runner, tasks, a.n_tasks, &o, &result, &err);
+  sa.sa_handler = SIG_DFL;
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
+  if (rc) {
+    cli_error("tuning failed", &err);
+    goto done;
+  }
+  if (result.state == TS_DB_JOB_INTERRUPTED) {
+    fprintf(stderr,
+            "\ninterrupted: job '%s' stopped after committing its last batch "
+            "(%lld of %lld trials done).\n",
+            result.job_name, (long long)result.trials_done,
+            (long long)o.trials);
+    print_resume_hint(argc, argv, result.job_name, o.job_name != NULL);
+    status = 130;
+    goto done;
+  }
+  int threads = o.measure.threads;
+  if (threads <= 0) {
+    ts_target *t = NULL;
+    if (!ts_target_parse(o.target, &t, NULL)) threads = ts_target_num_cores(t);
+    ts_target_free(t);
+  }
+  if (threads <= 0) threads = 1;
+  print_summary(&a, db, o.target, tasks, wl, &result, threads,
+                a.json ? stdout : out);
+  status = EXIT_OK;
+
+done:
+  cJSON_Delete(cfg_json);
+  ts_tune_result_clear(&result);
+  for (int i = 0; i < a.n_rules; i++) {
+    ts_trace_free(rule_traces[i]);
+    free((char *)a.rule_block[i]);
+  }
+  for (int i = 0; i < a.n_tasks; i++) {
+    if (wl[i])
+      ts_workload_free(wl[i]);
+    else
+      ts_func_free(funcs[i]);
+  }
+  if (log) fclose(log);
+  ts_db_close(db);
+  ts_runner_destroy(runner);
+  free(token);
+  return status;
+}

@@ -1,0 +1,165 @@
+/*
+ * baselines.c — vendor-library levels: for a workload on a target, the
+ * GFLOP/s a vendor library (OpenBLAS, oneDNN, a plain C loop) reached with a
+ * given thread count. `tessera bench --db` and the tuner's summary store
+ * them; reports draw them beside tessera's own curve. One row per workload,
+ * target, vendor and thread count; a new measurement replaces the old one.
+ */
+#include "internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define VENDOR_MAX 64
+
+void ts_db_baseline_clear(ts_db_baseline *b) {
+  if (!b) return;
+  free(b->target);
+  free(b->vendor);
+  memset(b, 0, sizeof *b);
+}
+
+void ts_db_baselines_free(ts_db_baseline *baselines, int n) {
+  if (!baselines) return;
+  for (int i = 0; i < n; i++) ts_db_baseline_clear(&baselines[i]);
+  free(baselines);
+}
+
+int db_check_baseline(const char *vendor, int64_t threads, double gflops,
+                      const char *where, ts_error *err) {
+  if (!vendor || !vendor[0])
+    return TS_ERR(err, TS_EINVAL, "%svendor is empty", where);
+  if (strlen(vendor) > VENDOR_MAX)
+    return TS_ERR(err, TS_EINVAL, "%svendor name is longer than %d bytes",
+                  where, VENDOR_MAX);
+  if (threads < 1 || threads > 1 << 20)
+    return TS_ERR(err, TS_EINVAL, "%sthreads %lld is not a thread count", where,
+                  (long long)threads);
+  if (!isfinite(gflops) || gflops <= 0)
+    return TS_ERR(err, TS_EINVAL, "%sgflops %g is not a positive finite number",
+                  where, gflops);
+  return TS_OK;
+}
+
+static void read_baseline(sqlite3_stmt *st, ts_db_baseline *b) {
+  memset(b, 0, sizeof *b);
+  b->id = sqlite3_column_int64(st, 0);
+  b->workload_id = sqlite3_column_int64(st, 1);
+  b->target_id = sqlite3_column_int64(st, 2);
+  b->target = db_column_strdup(st, 3);
+  b->vendor = db_column_strdup(st, 4);
+  b->threads = sqlite3_column_int(st, 5);
+  b->gflops = sqlite3_column_double(st, 6);
+  db_column_copy(st, 7, b->created, sizeof b->created);
+}
+
+typedef struct put_ctx {
+  int64_t workload_id;
+  const char *target, *vendor;
+  int threads;
+  double gflops;
+} put_ctx;
+
+static int put_body(ts_db *db, void *p) {
+  put_ctx *c = p;
+  sqlite3_stmt *st = db_stmt(db, ST_WORKLOAD_EXISTS);
+  if (!st) return db->err.code;
+  sqlite3_bind_int64(st, 1, c->workload_id);
+  int rc = db_step(db, st);
+  sqlite3_reset(st);
+  if (rc == SQLITE_DONE)
+    return TS_ERR(&db->err, TS_ENOTFOUND, "%s: no workload with id %lld",
+                  db->path, (long long)c->workload_id);
+  if (rc != SQLITE_ROW) return db_sqlite_fail(db, rc, "storing a baseline");
+  int64_t target_id;
+  if ((rc = db_target_id(db, c->target, true, &target_id))) return rc;
+  char now[32];
+  db_timestamp(now);
+  if (!(st = db_stmt(db, ST_BASELINE_PUT))) return db->err.code;
+  sqlite3_bind_int64(st, 1, c->workload_id);
+  sqlite3_bind_int64(st, 2, target_id);
+  sqlite3_bind_text(st, 3, c->vendor, -1, SQLITE_STATIC);
+  sqlite3_bind_int(st, 4, c->threads);
+  sqlite3_bind_double(st, 5, c->gflops);
+  sqlite3_bind_text(st, 6, now, -1, SQLITE_STATIC);
+  sqlite3_bind_int(st, 7, 0); /* always replace */
+  rc = db_step(db, st);
+  sqlite3_reset(st);
+  if (rc != SQLITE_DONE) return db_sqlite_fail(db, rc, "storing a baseline");
+  return TS_OK;
+}
+
+int ts_db_baseline_put(ts_db *db, int64_t workload_id, const char *target,
+                       const char *vendor, int threads, double gflops) {
+  db_begin_call(db);
+  if (db_check_baseline(vendor, threads, gflops, "baseline: ", &db->err))
+    return db->err.code;
+  put_ctx c = {workload_id, target, vendor, threads, gflops};
+  return db_write(db, put_body, &c);
+}
+
+int ts_db_baseline_get(ts_db *db, int64_t workload_id, const char *target,
+                       const char *vendor, int threads, ts_db_baseline *out) {
+  db_begin_call(db);
+  memset(out, 0, sizeof *out);
+  if (!vendor) return TS_ERR(&db->err, TS_EINVAL, "baseline: no vendor");
+  int64_t target_id;
+  int rc = db_target_id(db, target, false, &target_id);
+  if (rc) return rc;
+  sqlite3_stmt *st = db_stmt(db, ST_BASELINE_GET);
+  if (!st) return db->err.code;
+  sqlite3_bind_int64(st, 1, workload_id);
+  sqlite3_bind_int64(st, 2, target_id);
+  sqlite3_bind_text(st, 3, vendor, -1, SQLITE_STATIC);
+  sqlite3_bind_int(st, 4, threads);
+  rc = db_step(db, st);
+  if (rc == SQLITE_ROW) read_baseline(st, out);
+  sqlite3_reset(st);
+  if (rc == SQLITE_DONE)
+    return TS_ERR(&db->err, TS_ENOTFOUND,
+                  "%s: no %s baseline with %d threads for workload %lld on "
+                  "target '%s'",
+                  db->path, vendor, threads, (long long)workload_id, target);
+  if (rc != SQLITE_ROW) return db_sqlite_fail(db, rc, "reading a baseline");
+  return TS_OK;
+}
+
+int ts_db_baselines(ts_db *db, int64_t workload_id, const char *target,
+                    ts_db_baseline **out, int *n) {
+  db_begin_call(db);
+  *out = NULL;
+  *n = 0;
+  int64_t target_id = 0;
+  if (target) {
+    int rc = db_target_id(db, target, false, &target_id);
+    if (rc == TS_ENOTFOUND) {
+      db_begin_call(db);
+      return TS_OK; /* nothing stored on an unknown target */
+    }
+    if (rc) return rc;
+  }
+  sqlite3_stmt *st = db_stmt(db, ST_BASELINES);
+  if (!st) return db->err.code;
+  sqlite3_bind_int64(st, 1, workload_id);
+  sqlite3_bind_int64(st, 2, target_id);
+  ts_db_baseline *rows = NULL;
+  int count = 0, cap = 0, rc;
+  while ((rc = db_step(db, st)) == SQLITE_ROW) {
+    if (count == cap) {
+      cap = cap ? cap * 2 : 8;
+      ts_db_baseline *grown = realloc(rows, sizeof *rows * (size_t)cap);
+      if (!grown) abort();
+      rows = grown;
+    }
+    read_baseline(st, &rows[count++]);
+  }
+  sqlite3_reset(st);
+  if (rc != SQLITE_DONE) {
+    ts_db_baselines_free(rows, count);
+    return db_sqlite_fail(db, rc, "reading baselines");
+  }
+  *out = rows;
+  *n = count;
+  return TS_OK;
+}

@@ -1,0 +1,408 @@
+/*
+ * test_baselines.c — schema version 2 of the tuning database: vendor
+ * baselines (store, replace, read one, list by workload and target, argument
+ * checks that leave the file unchanged), the forward migration of a version 1
+ * file (records kept, read-only opening refused until migrated), baselines
+ * through export and import (round trip, the newer level kept, a bad line
+ * named), and the chart query over a task's records (commit order, job and
+ * trial, status, median; unknown targets).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <sqlite3.h>
+
+#include "db/db.h"
+
+#define TRACE "{\"version\":1,\"insts\":[],\"decisions\":[]}"
+#define T_SKX "llvm -mcpu=skylake-avx512 -num-cores=2"
+#define T_SKX1 "llvm -mcpu=skylake-avx512 -num-cores=1"
+
+typedef struct fixture {
+  char dir[256];
+  char path[300], path2[300];
+  ts_db *db;
+  int64_t mm, sm; /* two workloads */
+} fixture;
+
+static int64_t commit_spec(ts_db *db, const char *spec) {
+  ts_workload *w;
+  ts_error err;
+  if (ts_workload_from_spec(spec, &w, &err) != TS_OK) fail_msg("%s", err.msg);
+  int64_t id = 0;
+  int rc = ts_db_commit_workload(db, w->func, NULL, &id);
+  if (rc) fail_msg("commit: %s", ts_db_errmsg(db));
+  ts_workload_free(w);
+  return id;
+}
+
+static int setup(void **state) {
+  fixture *fx = calloc(1, sizeof *fx);
+  snprintf(fx->dir, sizeof fx->dir, "%s/ts-db-base-XXXXXX",
+           getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+  if (!mkdtemp(fx->dir)) return -1;
+  snprintf(fx->path, sizeof fx->path, "%s/a.db", fx->dir);
+  snprintf(fx->path2, sizeof fx->path2, "%s/b.db", fx->dir);
+  ts_error err;
+  if (ts_db_open(fx->path, NULL, &fx->db, &err) != TS_OK) {
+    fprintf(stderr, "open: %s\n", err.msg);
+    return -1;
+  }
+  fx->mm = commit_spec(fx->db, "matmul M=16 N=8 K=4");
+  fx->sm = commit_spec(fx->db, "softmax N=4 D=8");
+  *state = fx;
+  return 0;
+}
+
+static int teardown(void **state) {
+  fixture *fx = *state;
+  ts_db_close(fx->db);
+  char cmd[400];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", fx->dir);
+  if (system(cmd) != 0) return -1;
+  free(fx);
+  return 0;
+}
+
+static int64_t count_rows(const char *path, const char *sql) {
+  sqlite3 *raw;
+  assert_int_equal(sqlite3_open(path, &raw), SQLITE_OK);
+  sqlite3_stmt *st;
+  assert_int_equal(sqlite3_prepare_v2(raw, sql, -1, &st, 0), SQLITE_OK);
+  assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+  int64_t n = sqlite3_column_int64(st, 0);
+  sqlite3_finalize(st);
+  sqlite3_close(raw);
+  return n;
+}
+
+/* ---- baselines ---- */
+
+static void test_put_get_list(void **state) {
+  fixture *fx = *state;
+  ts_db *db = fx->db;
+  assert_int_equal(ts_db_baseline_put(db, fx->mm, T_SKX, "onednn", 2, 85.5),
+                   TS_OK);
+  assert_int_equal(ts_db_baseline_put(db, fx->mm, T_SKX, "openblas", 2, 70),
+                   TS_OK);
+  assert_int_equal(ts_db_baseline_put(db, fx->mm, T_SKX1, "onednn", 1, 44.25),
+                   TS_OK);
+  assert_int_equal(ts_db_baseline_put(db, fx->sm, T_SKX, "naive", 2, 3.5),
+                   TS_OK);
+
+  ts_db_baseline b;
+  assert_int_equal(ts_db_baseline_get(db, fx->mm, T_SKX, "onednn", 2, &b),
+                   TS_OK);
+  assert_int_equal(b.workload_id, fx->mm);
+  assert_string_equal(b.vendor, "onednn");
+  assert_int_equal(b.threads, 2);
+  assert_true(b.gflops == 85.5);
+  assert_non_null(strstr(b.target, "-mcpu=skylake-avx512"));
+  assert_int_equal(strlen(b.created), 24);
+  int64_t skx;
+  assert_int_equal(ts_db_find_target(db, T_SKX, &skx), TS_OK);
+  assert_int_equal(b.target_id, skx);
+  ts_db_baseline_clear(&b);
+  ts_db_baseline_clear(&b); /* a cleared struct clears again */
+
+  /* exact on thread count and vendor */
+  assert_int_equal(ts_db_baseline_get(db, fx->mm, T_SKX, "onednn", 1, &b),
+                   TS_ENOTFOUND);
+  assert_non_null(strstr(ts_db_errmsg(db), "no onednn baseline"));
+  assert_int_equal(ts_db_baseline_get(db, fx->mm, T_SKX, "mkl", 2, &b),
+                   TS_ENOTFOUND);
+  assert_int_equal(
+      ts_db_baseline_get(db, fx->mm, "cuda -arch=sm_80", "onednn", 2, &b),
+      TS_ENOTFOUND);
+
+  /* a new measurement replaces the old one */
+  assert_int_equal(ts_db_baseline_put(db, fx->mm, T_SKX, "onednn", 2, 90),
+                   TS_OK);
+  assert_int_equal(ts_db_baseline_get(db, fx->mm, T_SKX, "onednn", 2, &b),
+                   TS_OK);
+  assert_true(b.gflops == 90);
+  ts_db_baseline_clear(&b);
+  assert_int_equal(count_rows(fx->path, "SELECT count(*) FROM baselines"), 4);
+
+  /* lists: everything, one workload, one target, an unknown target */
+  ts_db_baseline *rows;
+  int n;
+  assert_int_equal(ts_db_baselines(db, 0, NULL, &rows, &n), TS_OK);
+  assert_int_equal(n, 4);
+  assert_int_equal(rows[0].workload_id, fx->mm);
+  assert_int_equal(rows[3].workload_id, fx->sm);
+  ts_db_baselines_free(rows, n);
+  assert_int_equal(ts_db_baselines(db, fx->mm, T_SKX, &rows, &n), TS_OK);
+  assert_int_equal(n, 2);
+  assert_string_equal(rows[0].vendor, "onednn"); /* by vendor name */
+  assert_true(rows[0].gflops == 90);
+  assert_string_equal(rows[1].vendor, "openblas");
+  ts_db_baselines_free(rows, n);
+  assert_int_equal(ts_db_baselines(db, 0, T_SKX1, &rows, &n), TS_OK);
+  assert_int_equal(n, 1);
+  assert_true(rows[0].gflops == 44.25);
+  ts_db_baselines_free(rows, n);
+  assert_int_equal(ts_db_baselines(db, 0, "cuda -arch=sm_90", &rows, &n),
+                   TS_OK);
+  assert_int_equal(n, 0);
+  assert_null(rows);
+  assert_int_equal(ts_db_baselines(db, fx->sm + 100, NULL, &rows, &n), TS_OK);
+  assert_int_equal(n, 0);
+}
+
+static void test_put_checks(void **state) {
+  fixture *fx = *state;
+  ts_db *db = fx->db;
+  struct {
+    const char *vendor;
+    int threads;
+    double gflops;
+    const char *msg;
+  } bad[] = {
+      {"", 1, 1, "vendor is empty"},
+      {NULL, 1, 1, "vendor is empty"},
+      {"onednn", 0, 1, "threads 0"},
+      {"onednn", -3, 1, "threads -3"},
+      {"onednn", 1, 0, "gflops 0"},
+      {"onednn", 1, -2, "gflops -2"},
+      {"onednn", 1, NAN, "gflops nan"},
+      {"onednn", 1, INFINITY, "gflops inf"},
+      {"a-vendor-name-that-goes-on-and-on-and-on-for-more-than-sixty-four-"
+       "bytes",
+       1, 1, "longer than 64"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    assert_int_equal(ts_db_baseline_put(db, fx->mm, T_SKX, bad[i].vendor,
+                                        bad[i].threads, bad[i].gflops),
+                     TS_EINVAL);
+    if (!strstr(ts_db_errmsg(db), bad[i].msg))
+      fail_msg("case %zu: '%s' lacks '%s'", i, ts_db_errmsg(db), bad[i].msg);
+  }
+  assert_int_equal(ts_db_baseline_put(db, 9999, T_SKX, "onednn", 1, 1),
+                   TS_ENOTFOUND);
+  assert_non_null(strstr(ts_db_errmsg(db), "no workload with id 9999"));
+  assert_int_equal(ts_db_baseline_put(db, fx->mm, "lvm", "onednn", 1, 1),
+                   TS_EINVAL);
+  assert_non_null(strstr(ts_db_errmsg(db), "bad target 'lvm'"));
+  /* nothing was written, not even the target of the failed put */
+  assert_int_equal(count_rows(fx->path, "SELECT count(*) FROM baselines"), 0);
+  assert_int_equal(count_rows(fx->path, "SELECT count(*) FROM targets"), 0);
+}
+
+/* ---- migration ---- */
+
+static void test_migrate_from_v1(void **state) {
+  fixture *fx = *state;
+  double secs[] = {1e-3};
+  ts_db_measurement m = {.workload_id = fx->mm,
+                         .target = T_SKX,
+                         .trace_json = TRACE,
+                         .run_secs = secs,
+                         .n_run_secs = 1};
+  assert_int_equal(ts_db_commit_record(fx->db, &m, NULL), TS_OK);
+  ts_db_close(fx->db);
+  fx->db = NULL;
+  /* version 1 is version 2 without the baselines table */
+  sqlite3 *raw;
+  assert_int_equal(sqlite3_open(fx->path, &raw), SQLITE_OK);
+  assert_int_equal(sqlite3_exec(raw,
+                                "DROP TABLE baselines; PRAGMA user_version = 1",
+                                0, 0, 0),
+                   SQLITE_OK);
+  sqlite3_close(raw);
+  assert_int_equal(count_rows(fx->path, "SELECT count(*) FROM sqlite_schema "
+                                        "WHERE name = 'baselines'"),
+                   0);
+
+  /* read-only: refused with a hint, the file unchanged */
+  ts_db_options ro = ts_db_defaults();
+  ro.read_only = true;
+  ts_error err;
+  ts_db *db;
+  assert_int_equal(ts_db_open(fx->path, &ro, &db, &err), TS_EINVAL);
+  assert_non_null(strstr(err.msg, "older schema version"));
+  assert_int_equal(count_rows(fx->path, "PRAGMA user_version"), 1);
+
+  /* read-write migrates: version 2, the table there, the records kept */
+  assert_int_equal(ts_db_open(fx->path, NULL, &fx->db, &err), TS_OK);
+  assert_int_equal(count_rows(fx->path, "PRAGMA user_version"), 2);
+  assert_int_equal(count_rows(fx->path, "SELECT count(*) FROM records"), 1);
+  ts_db_stats s;
+  assert_int_equal(ts_db_get_stats(fx->db, &s), TS_OK);
+  assert_int_equal(s.schema_version, 2);
+  assert_int_equal(ts_db_baseline_put(fx->db, fx->mm, T_SKX, "onednn", 2, 12),
+                   TS_OK);
+  ts_db_record best;
+  assert_int_equal(ts_db_best(fx->db, fx->mm, T_SKX, &best), TS_OK);
+  assert_true(best.median_s == 1e-3);
+  ts_db_record_clear(&best);
+  assert_int_equal(ts_db_integrity_check(fx->db), TS_OK);
+  /* read-only opening works once migrated */
+  assert_int_equal(ts_db_open(fx->path, &ro, &db, &err), TS_OK);
+  ts_db_baseline b;
+  assert_int_equal(ts_db_baseline_get(db, fx->mm, T_SKX, "onednn", 2, &b),
+                   TS_OK);
+  ts_db_baseline_clear(&b);
+  ts_db_close(db);
+}
+
+/* ---- export and import ---- */
+
+static char *export_to_string(ts_db *db) {
+  char *buf = NULL;
+  size_t size = 0;
+  FILE *f = open_memstream(&buf, &size);
+  assert_non_null(f);
+  int rc = ts_db_export(db, f);
+  if (rc) fail_msg("export: %s", ts_db_errmsg(db));
+  fclose(f);
+  return buf;
+}
+
+static int import_text(ts_db *db, const char *text, ts_db_import_stats *st) {
+  FILE *f = tmpfile();
+  assert_non_null(f);
+  fputs(text, f);
+  rewind(f);
+  int rc = ts_db_import(db, f, "in.jsonl", st);
+  fclose(f);
+  return rc;
+}
+
+/* Replaces the first occurrence of `from` in s (malloc'd) by `to`. */
+static char *replace(const char *s, const char *from, const char *to) {
+  const char *at = strstr(s, from);
+  assert_non_null(at);
+  size_t n = strlen(s) - strlen(from) + strlen(to) + 1;
+  char *out = malloc(n);
+  snprintf(out, n, "%.*s%s%s", (int)(at - s), s, to, at + strlen(from));
+  return out;
+}
+
+static void test_export_import(void **state) {
+  fixture *fx = *state;
+  ts_db *a = fx->db;
+  assert_int_equal(ts_db_baseline_put(a, fx->mm, T_SKX, "onednn", 2, 85.5),
+                   TS_OK);
+  assert_int_equal(ts_db_baseline_put(a, fx->sm, T_SKX, "naive", 1, 0.125),
+                   TS_OK);
+  char *first = export_to_string(a);
+  assert_non_null(strstr(first, "\"schema_version\":2"));
+  assert_non_null(strstr(first, "{\"type\":\"baseline\",\"workload\":1,"
+                                "\"target\":1,\"vendor\":\"onednn\","
+                                "\"threads\":2,\"gflops\":85.5,"
+                                "\"created\":\""));
+  assert_non_null(strstr(first, "\"vendor\":\"naive\",\"threads\":1,"
+                                "\"gflops\":0.125"));
+
+  /* into an empty database and out again: the same bytes */
+  ts_db *b;
+  ts_error err;
+  assert_int_equal(ts_db_open(fx->path2, NULL, &b, &err), TS_OK);
+  ts_db_import_stats st;
+  assert_int_equal(import_text(b, first, &st), TS_OK);
+  assert_int_equal(st.baselines, 2);
+  char *second = export_to_string(b);
+  assert_string_equal(first, second);
+
+  /* an older level does not replace a newer one; a newer one does */
+  char *older = replace(first, "\"gflops\":85.5,\"created\":\"",
+                        "\"gflops\":1,\"created\":\"1999");
+  assert_int_equal(import_text(b, older, &st), TS_OK);
+  assert_int_equal(st.baselines, 0);
+  ts_db_baseline got;
+  assert_int_equal(ts_db_baseline_get(b, 1, T_SKX, "onednn", 2, &got), TS_OK);
+  assert_true(got.gflops == 85.5);
+  ts_db_baseline_clear(&got);
+  char *newer = replace(first, "\"gflops\":85.5,\"created\":\"",
+                        "\"gflops\":99,\"created\":\"9999");
+  assert_int_equal(import_text(b, newer, &st), TS_OK);
+  assert_int_equal(st.baselines, 1);
+  assert_int_equal(ts_db_baseline_get(b, 1, T_SKX, "onednn", 2, &got), TS_OK);
+  assert_true(got.gflops == 99);
+  ts_db_baseline_clear(&got);
+
+  /* bad lines are named and nothing is written */
+  char *bad = replace(first, "\"threads\":2", "\"threads\":0");
+  assert_int_equal(import_text(b, bad, &st), TS_EINVAL);
+  assert_non_null(strstr(ts_db_errmsg(b), "in.jsonl:"));
+  assert_non_null(strstr(ts_db_errmsg(b), "threads 0 is not a thread count"));
+  char *dangling = replace(first, "\"type\":\"baseline\",\"workload\":1",
+                           "\"type\":\"baseline\",\"workload\":7");
+  assert_int_equal(import_text(b, dangling, &st), TS_EINVAL);
+  assert_non_null(strstr(ts_db_errmsg(b), "field \"workload\": no workload "
+                                          "with id 7"));
+  assert_int_equal(count_rows(fx->path2, "SELECT count(*) FROM baselines"), 2);
+  ts_db_close(b);
+  free(first);
+  free(second);
+  free(older);
+  free(newer);
+  free(bad);
+  free(dangling);
+}
+
+/* ---- the chart query ---- */
+
+static void test_record_points(void **state) {
+  fixture *fx = *state;
+  ts_db *db = fx->db;
+  int64_t job;
+  assert_int_equal(ts_db_job_create(db, "j", NULL, 10, &job), TS_OK);
+  double s1[] = {3e-3, 1e-3, 2e-3}, s2[] = {5e-4};
+  ts_db_measurement m[4] = {
+      {fx->mm, T_SKX, TRACE, s1, 3, TS_DB_STATUS_OK, NULL, job, NULL},
+      {fx->mm, T_SKX, TRACE, NULL, 0, TS_DB_STATUS_BUILD_ERROR, "x", job, NULL},
+      {fx->mm, T_SKX, TRACE, s2, 1, TS_DB_STATUS_WRONG_RESULT, NULL, 0, NULL},
+      {fx->mm, T_SKX1, TRACE, s2, 1, TS_DB_STATUS_OK, NULL, 0, NULL},
+  };
+  int64_t ids[4];
+  assert_int_equal(ts_db_commit_records(db, m, 4, ids), TS_OK);
+  ts_db_record_point *p;
+  int64_t n;
+  assert_int_equal(ts_db_record_points(db, fx->mm, T_SKX, &p, &n), TS_OK);
+  assert_int_equal(n, 3);
+  assert_int_equal(p[0].id, ids[0]);
+  assert_int_equal(p[0].job_id, job);
+  assert_int_equal(p[0].trial, 0);
+  assert_int_equal(p[0].status, TS_DB_STATUS_OK);
+  assert_true(p[0].median_s == 2e-3);
+  assert_int_equal(p[1].trial, 1);
+  assert_int_equal(p[1].status, TS_DB_STATUS_BUILD_ERROR);
+  assert_true(isnan(p[1].median_s));
+  assert_int_equal(p[2].job_id, 0);
+  assert_int_equal(p[2].trial, -1);
+  assert_int_equal(p[2].status, TS_DB_STATUS_WRONG_RESULT);
+  assert_true(p[2].median_s == 5e-4);
+  free(p);
+  assert_int_equal(ts_db_record_points(db, fx->mm, T_SKX1, &p, &n), TS_OK);
+  assert_int_equal(n, 1);
+  free(p);
+  assert_int_equal(ts_db_record_points(db, fx->sm, T_SKX, &p, &n), TS_OK);
+  assert_int_equal(n, 0);
+  assert_null(p);
+  assert_int_equal(ts_db_record_points(db, fx->mm, "cuda -arch=sm_90", &p, &n),
+                   TS_OK);
+  assert_int_equal(n, 0);
+  assert_int_equal(ts_db_record_points(db, fx->mm, "lvm", &p, &n), TS_EINVAL);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(test_put_get_list, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_put_checks, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_migrate_from_v1, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_export_import, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_record_points, setup, teardown),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,106 @@
+/*
+ * test_search.c — the task scheduler and the search state. Round-robin
+ * takes live tasks in turn; the gradient policy runs every task once, then
+ * prefers a task without a measurement, then the one whose weighted
+ * latency is expected to drop most; finished or capped tasks are skipped
+ * and -1 means all are done. The policy and strategy names parse. The
+ * defaults are the documented ones.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+
+#include "util.h"
+
+#define OK(x) assert_int_equal((x), TS_OK)
+
+static void set_history(ts_task_state *t, const double *h, int n) {
+  t->best_history = (double *)h;
+  t->n_history = n;
+  t->rounds = n;
+}
+
+static void test_round_robin(void **state) {
+  (void)state;
+  ts_task_state t[3];
+  memset(t, 0, sizeof t);
+  for (int i = 0; i < 3; i++) t[i].weight = 1;
+  assert_int_equal(ts_task_next(TS_TASK_ROUND_ROBIN, t, 3, 0), 0);
+  assert_int_equal(ts_task_next(TS_TASK_ROUND_ROBIN, t, 3, 1), 1);
+  assert_int_equal(ts_task_next(TS_TASK_ROUND_ROBIN, t, 3, 5), 2);
+  t[1].done = true;
+  assert_int_equal(ts_task_next(TS_TASK_ROUND_ROBIN, t, 3, 1), 2);
+  t[2].max_trials = 10;
+  t[2].trials = 10;
+  assert_int_equal(ts_task_next(TS_TASK_ROUND_ROBIN, t, 3, 1), 0);
+  t[0].done = true;
+  assert_int_equal(ts_task_next(TS_TASK_ROUND_ROBIN, t, 3, 1), -1);
+}
+
+static void test_gradient(void **state) {
+  (void)state;
+  ts_task_state t[3];
+  memset(t, 0, sizeof t);
+  for (int i = 0; i < 3; i++) t[i].weight = 1;
+  /* first every task once */
+  static const double h0[] = {1e-3, 1e-3, 1e-3, 1e-3, 1e-3};
+  set_history(&t[0], h0, 5);
+  assert_int_equal(ts_task_next(TS_TASK_GRADIENT, t, 3, 10), 1);
+  /* a task that is still improving fast wins over a flat one of the same
+   * latency */
+  static const double h1[] = {4e-3, 3e-3, 2e-3, 1.5e-3, 1e-3};
+  static const double h2[] = {1e-3, 1e-3, 1e-3, 1e-3, 1e-3};
+  set_history(&t[1], h1, 5);
+  set_history(&t[2], h2, 5);
+  assert_int_equal(ts_task_next(TS_TASK_GRADIENT, t, 3, 10), 1);
+  /* weight: a task that appears 10 times in the model wins */
+  t[2].weight = 10;
+  assert_int_equal(ts_task_next(TS_TASK_GRADIENT, t, 3, 10), 2);
+  /* a task with nothing measured ok yet goes first */
+  static const double h3[] = {INFINITY, INFINITY};
+  set_history(&t[0], h3, 2);
+  assert_int_equal(ts_task_next(TS_TASK_GRADIENT, t, 3, 10), 0);
+  t[0].done = t[1].done = t[2].done = true;
+  assert_int_equal(ts_task_next(TS_TASK_GRADIENT, t, 3, 10), -1);
+}
+
+static void test_names_and_defaults(void **state) {
+  (void)state;
+  ts_task_policy p;
+  OK(ts_task_policy_parse("gradient", &p));
+  assert_int_equal(p, TS_TASK_GRADIENT);
+  OK(ts_task_policy_parse("round-robin", &p));
+  assert_int_equal(p, TS_TASK_ROUND_ROBIN);
+  assert_int_equal(ts_task_policy_parse("fifo", &p), TS_EINVAL);
+  ts_strategy_kind k;
+  OK(ts_strategy_parse("evolutionary", &k));
+  assert_int_equal(k, TS_STRATEGY_EVOLUTIONARY);
+  OK(ts_strategy_parse("random", &k));
+  assert_int_equal(k, TS_STRATEGY_RANDOM);
+  assert_int_equal(ts_strategy_parse("greedy", &k), TS_EINVAL);
+  assert_string_equal(ts_strategy_name(TS_STRATEGY_RANDOM), "random");
+  ts_search_options o = ts_search_defaults();
+  assert_int_equal(o.population, 256);
+  assert_true(o.init_measured_ratio == 0.2);
+  assert_int_equal(o.genetic_iters, 3);
+  assert_true(o.mutate_prob == 0.85);
+  assert_true(o.epsilon == 0.05);
+  assert_int_equal(o.batch, 32);
+  ts_tune_options to = ts_tune_defaults();
+  assert_int_equal(to.strategy, TS_STRATEGY_EVOLUTIONARY);
+  assert_int_equal(to.policy, TS_TASK_GRADIENT);
+  assert_string_equal(to.cost_model, "xgb");
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_round_robin),
+      cmocka_unit_test(test_gradient),
+      cmocka_unit_test(test_names_and_defaults),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,431 @@
+/*
+ * test_space.c — design spaces: the CPU rules give the expected spaces for
+ * matmul (tiling with no / level-1 / level-2 cache write), conv2d (padding
+ * left as a producer with a sampled compute location), softmax (inlining,
+ * compute locations), and every sampled candidate of every space compiles
+ * and computes what the reference interpreter computes. Tensorization
+ * variants appear exactly when the target has the feature and a block
+ * matches (bf16 matmul -> AVX512-BF16 here and AMX on an AMX target, a
+ * uint8 x int8 matmul -> VNNI) and never for a block without a match (fp32
+ * matmul, even on an AMX target); tensorized candidates compute the right
+ * result. Custom rules replace the default rules of their block.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "util.h"
+
+#define OK(x) assert_int_equal((x), TS_OK)
+#define AMX_TARGET                                                             \
+  "llvm -mcpu=sapphirerapids -mattr=+amx-bf16,+amx-int8,+amx-tile "            \
+  "-num-cores=2"
+
+static ts_target *host(void) {
+  ts_target *t = NULL;
+  ts_error err;
+  OK(ts_target_host(&t, &err));
+  return t;
+}
+
+static bool has_space(const ts_design_space *s, int n, const char *intrin) {
+  for (int i = 0; i < n; i++)
+    if (!strcmp(s[i].intrin, intrin)) return true;
+  return false;
+}
+
+static bool any_intrin(const ts_design_space *s, int n) {
+  for (int i = 0; i < n; i++)
+    if (s[i].intrin[0]) return true;
+  return false;
+}
+
+/* Samples `per_space` candidates of every space of f on t and checks them
+ * (compiled and run, or only compiled when run is false). */
+static void check_samples(const ts_func *f, const ts_target *t,
+                          const ts_design_space *s, int n, int per_space,
+                          bool run) {
+  ts_runtime *rt = NULL;
+  ts_error err;
+  OK(ts_runtime_create(2, &rt, &err));
+  ts_rt_args *want = run ? tu_reference(f, 3) : NULL;
+  if (run) assert_non_null(want);
+  for (int i = 0; i < n; i++)
+    for (int k = 0; k < per_space; k++) {
+      ts_candidate c;
+      int rc = ts_candidate_sample(&s[i], i, f, t, 100 + (uint64_t)k, &c, &err);
+      if (rc) printf("space %d (%s) sample %d: %s\n", i, s[i].name, k, err.msg);
+      OK(rc);
+      assert_int_equal(c.space, i);
+      /* no tuner annotation survives postprocessing */
+      char *text = ts_func_print(ts_sched_func(c.sched));
+      assert_null(strstr(text, "tuner."));
+      free(text);
+      if (run) {
+        OK(tu_check(ts_sched_func(c.sched), t, want, 3, rt));
+      } else {
+        ts_build_result br;
+        rc = ts_build(ts_sched_func(c.sched), t, NULL, &br, &err);
+        if (rc) printf("build: %s\n", err.msg);
+        OK(rc);
+        ts_build_result_clear(&br);
+      }
+      ts_candidate_clear(&c);
+    }
+  ts_rt_args_free(want);
+  ts_runtime_destroy(rt);
+}
+
+static void test_matmul_spaces(void **state) {
+  (void)state;
+  ts_workload *w = tu_workload("matmul M=32 N=48 K=64");
+  ts_target *t = host();
+  ts_design_space *s = NULL;
+  int n = 0;
+  ts_error err;
+  OK(ts_space_generate(w->func, t, NULL, &s, &n, &err));
+  /* tiling with no / level-1 / level-2 cache write, each without and with
+   * a read cache of B */
+  assert_int_equal(n, 6);
+  for (int i = 0; i < n; i++) {
+    assert_non_null(strstr(s[i].name, "C: mlt"));
+    assert_int_equal(strstr(s[i].name, "cache_write@1") != NULL, i % 3 == 1);
+    assert_int_equal(strstr(s[i].name, "cache_write@2") != NULL, i % 3 == 2);
+    assert_int_equal(strstr(s[i].name, "cache_read") != NULL, i >= 3);
+  }
+  assert_false(any_intrin(s, n));
+  /* every space samples tile sizes and the unroll / parallel plans; the
+   * read cache has a sampled location */
+  for (int i = 0; i < n; i++) {
+    int tiles = 0, cats = 0, locs = 0;
+    for (int k = 0; k < ts_trace_n_insts(s[i].trace); k++) {
+      ts_instr_kind ik = ts_trace_inst_kind(s[i].trace, k);
+      tiles += ik == TS_INSTR_SAMPLE_PERFECT_TILE;
+      cats += ik == TS_INSTR_SAMPLE_CATEGORICAL;
+      locs += ik == TS_INSTR_SAMPLE_COMPUTE_LOCATION;
+    }
+    assert_int_equal(tiles, 3);
+    assert_int_equal(cats, 2);
+    assert_int_equal(locs, i >= 3);
+  }
+  check_samples(w->func, t, s, n, 4, true);
+  /* the same seed gives the same candidate */
+  ts_candidate a, b;
+  OK(ts_candidate_sample(&s[1], 1, w->func, t, 77, &a, &err));
+  OK(ts_candidate_sample(&s[1], 1, w->func, t, 77, &b, &err));
+  assert_true(ts_hash128_eq(a.hash, b.hash));
+  ts_candidate_clear(&a);
+  ts_candidate_clear(&b);
+  /* without cache variants: one space */
+  ts_design_spaces_free(s, n);
+  ts_space_options o = ts_space_defaults();
+  o.cache_write = false;
+  o.cache_read = false;
+  OK(ts_space_generate(w->func, t, &o, &s, &n, &err));
+  assert_int_equal(n, 1);
+  ts_design_spaces_free(s, n);
+  ts_target_free(t);
+  ts_workload_free(w);
+}
+
+static void test_other_workloads(void **state) {
+  (void)state;
+  static const char *const specs[] = {
+      "conv2d_nhwc N=1 H=8 W=8 CI=8 CO=16 KH=3 KW=3 pad=1",
+      "softmax N=8 D=64",
+      "dense M=16 N=24 K=32",
+      "batch_matmul B=2 M=8 N=16 K=8",
+      "layer_norm N=4 D=32",
+      "elementwise op=relu shape=16x64",
+  };
+  ts_target *t = host();
+  for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
+    ts_workload *w = tu_workload(specs[i]);
+    assert_non_null(w);
+    ts_design_space *s = NULL;
+    int n = 0;
+    ts_error err;
+    int rc = ts_space_generate(w->func, t, NULL, &s, &n, &err);
+    if (rc) printf("%s: %s\n", specs[i], err.msg);
+    OK(rc);
+    assert_true(n >= 1);
+    check_samples(w->func, t, s, n, 2, true);
+    ts_design_spaces_free(s, n);
+    ts_workload_free(w);
+  }
+  ts_target_free(t);
+}
+
+static void test_conv_pad_compute_location(void **state) {
+  (void)state;
+  ts_workload *w =
+      tu_workload("conv2d_nhwc N=1 H=8 W=8 CI=8 CO=16 KH=3 KW=3 pad=1");
+  ts_target *t = host();
+  ts_design_space *s = NULL;
+  int n = 0;
+  ts_error err;
+  OK(ts_space_generate(w->func, t, NULL, &s, &n, &err));
+  /* padding (if_then_else) is not inlined on CPU: it gets a location (and
+   * the weights' read cache one more in the read-cache spaces) */
+  for (int i = 0; i < n; i++) {
+    int locs = 0;
+    for (int k = 0; k < ts_trace_n_insts(s[i].trace); k++)
+      locs +=
+          ts_trace_inst_kind(s[i].trace, k) == TS_INSTR_SAMPLE_COMPUTE_LOCATION;
+    assert_int_equal(locs, strstr(s[i].name, "cache_read") ? 2 : 1);
+  }
+  ts_design_spaces_free(s, n);
+  ts_target_free(t);
+  ts_workload_free(w);
+}
+
+static void test_no_tensorize_without_match(void **state) {
+  (void)state;
+  ts_error err;
+  ts_target *amx = NULL;
+  OK(ts_target_parse(AMX_TARGET, &amx, &err));
+  static const char *const specs[] = {
+      "matmul M=64 N=64 K=64",
+      "conv2d_nhwc N=1 H=8 W=8 CI=16 CO=16 KH=3 KW=3 pad=1",
+      "softmax N=8 D=64",
+      "matmul M=64 N=64 K=64 dtype=int8",
+  };
+  ts_target *h = host();
+  for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
+    ts_workload *w = tu_workload(specs[i]);
+    const ts_target *targets[2] = {amx, h};
+    for (int k = 0; k < 2; k++) {
+      ts_design_space *s = NULL;
+      int n = 0;
+      OK(ts_space_generate(w->func, targets[k], NULL, &s, &n, &err));
+      /* int8 x int8 matmul matches the AMX int8 tile only */
+      bool amx_int8 = k == 0 && strstr(specs[i], "int8");
+      if (amx_int8) {
+        assert_true(has_space(s, n, "amx_int8_16x16x64"));
+        assert_false(has_space(s, n, "avx512_vnni_16x4"));
+      } else {
+        assert_false(any_intrin(s, n));
+      }
+      ts_design_spaces_free(s, n);
+    }
+    ts_workload_free(w);
+  }
+  /* the option turns the variants off */
+  ts_workload *w = tu_workload("matmul M=64 N=64 K=64 dtype=bfloat16");
+  ts_space_options o = ts_space_defaults();
+  o.tensorize = false;
+  ts_design_space *s = NULL;
+  int n = 0;
+  OK(ts_space_generate(w->func, amx, &o, &s, &n, &err));
+  assert_false(any_intrin(s, n));
+  ts_design_spaces_free(s, n);
+  ts_workload_free(w);
+  ts_target_free(h);
+  ts_target_free(amx);
+}
+
+static void test_amx_variant_compiles(void **state) {
+  (void)state;
+  ts_error err;
+  ts_target *amx = NULL;
+  OK(ts_target_parse(AMX_TARGET, &amx, &err));
+  ts_workload *w = tu_workload("matmul M=64 N=64 K=64 dtype=bfloat16");
+  ts_design_space *s = NULL;
+  int n = 0;
+  OK(ts_space_generate(w->func, amx, NULL, &s, &n, &err));
+  assert_true(has_space(s, n, "amx_bf16_16x16x32"));
+  assert_true(has_space(s, n, "avx512_bf16_16x2"));
+  for (int i = 0; i < n; i++) {
+    if (strcmp(s[i].intrin, "amx_bf16_16x16x32")) continue;
+    ts_design_space one = s[i];
+    check_samples(w->func, amx, &one, 1, 3, ts_rt_enable_amx(NULL) == TS_OK);
+    ts_candidate c;
+    OK(ts_candidate_sample(&s[i], i, w->func, amx, 5, &c, &err));
+    char *text = ts_func_print(ts_sched_func(c.sched));
+    assert_non_null(strstr(text, "tessera.amx_bf16_gemm"));
+    free(text);
+    ts_candidate_clear(&c);
+  }
+  ts_design_spaces_free(s, n);
+  ts_workload_free(w);
+  ts_target_free(amx);
+}
+
+static void test_bf16_dot_variant_runs(void **state) {
+  (void)state;
+  ts_target *t = host();
+  if (!ts_target_has_feature(t, "avx512bf16") ||
+      ts_rt_cpu_has("avx512bf16") != 1) {
+    printf("skipped: this CPU has no AVX512-BF16\n");
+    ts_target_free(t);
+    return;
+  }
+  ts_workload *w = tu_workload("matmul M=32 N=64 K=64 dtype=bfloat16");
+  ts_design_space *s = NULL;
+  int n = 0;
+  ts_error err;
+  OK(ts_space_generate(w->func, t, NULL, &s, &n, &err));
+  assert_true(has_space(s, n, "avx512_bf16_16x2"));
+  for (int i = 0; i < n; i++)
+    if (s[i].intrin[0]) {
+      ts_candidate c;
+      OK(ts_candidate_sample(&s[i], i, w->func, t, 9, &c, &err));
+      char *text = ts_func_print(ts_sched_func(c.sched));
+      assert_non_null(strstr(text, "tessera.avx512bf16_dot_16x2"));
+      free(text);
+      ts_candidate_clear(&c);
+      ts_design_space one = s[i];
+      check_samples(w->func, t, &one, 1, 3, true);
+    }
+  ts_design_spaces_free(s, n);
+  ts_workload_free(w);
+  ts_target_free(t);
+}
+
+static const char u8s8_matmul[] =
+    "func mm(A: uint8[16, 64], B: int8[64, 32], C: int32[16, 32]) {\n"
+    "  block root() {\n"
+    "    for i in range(16) {\n"
+    "      for j in range(32) {\n"
+    "        for k in range(64) {\n"
+    "          block C(vi: spatial(16) = i, vj: spatial(32) = j, "
+    "vk: reduce(64) = k) {\n"
+    "            init {\n"
+    "              C[vi, vj] = int32(0)\n"
+    "            }\n"
+    "            C[vi, vj] = C[vi, vj] + cast(int32, A[vi, vk]) * "
+    "cast(int32, B[vk, vj])\n"
+    "          }\n"
+    "        }\n"
+    "      }\n"
+    "    }\n"
+    "  }\n"
+    "}\n";
+
+static void test_vnni_variant(void **state) {
+  (void)state;
+  ts_target *t = host();
+  ts_func *f = NULL;
+  ts_error err;
+  OK(ts_func_parse(u8s8_matmul, strlen(u8s8_matmul), "u8s8", &f, &err));
+  ts_design_space *s = NULL;
+  int n = 0;
+  OK(ts_space_generate(f, t, NULL, &s, &n, &err));
+  bool vnni = ts_target_has_feature(t, "avx512vnni");
+  assert_int_equal(has_space(s, n, "avx512_vnni_16x4"), vnni);
+  if (vnni && ts_rt_cpu_has("avx512vnni") == 1)
+    for (int i = 0; i < n; i++)
+      if (s[i].intrin[0]) {
+        ts_design_space one = s[i];
+        check_samples(f, t, &one, 1, 3, true);
+      }
+  ts_design_spaces_free(s, n);
+  ts_func_free(f);
+  ts_target_free(t);
+}
+
+static const char custom_rule[] =
+    "{\"version\": 1, \"instructions\": ["
+    "{\"kind\": \"get_block\", \"inputs\": [], \"attrs\": [\"C\"], "
+    "\"outputs\": [\"b0\"]},"
+    "{\"kind\": \"get_loops\", \"inputs\": [\"b0\"], \"attrs\": [], "
+    "\"outputs\": [\"l1\", \"l2\", \"l3\"]},"
+    "{\"kind\": \"sample_perfect_tile\", \"inputs\": [\"l2\"], "
+    "\"attrs\": [2, 16], \"outputs\": [\"v4\", \"v5\"]},"
+    "{\"kind\": \"split\", \"inputs\": [\"l2\", \"v4\", \"v5\"], "
+    "\"attrs\": [], \"outputs\": [\"l6\", \"l7\"]},"
+    "{\"kind\": \"reorder\", \"inputs\": [\"l1\", \"l6\", \"l3\", \"l7\"], "
+    "\"attrs\": [], \"outputs\": []}"
+    "], \"decisions\": []}";
+
+static void test_custom_rule(void **state) {
+  (void)state;
+  ts_workload *w = tu_workload("matmul M=16 N=32 K=16");
+  ts_target *t = host();
+  ts_trace *rule = NULL;
+  ts_error err;
+  OK(ts_trace_from_json(custom_rule, strlen(custom_rule), &rule, &err));
+  ts_custom_rule cr = {"C", rule};
+  ts_space_options o = ts_space_defaults();
+  o.custom_rules = &cr;
+  o.n_custom_rules = 1;
+  ts_design_space *s = NULL;
+  int n = 0;
+  OK(ts_space_generate(w->func, t, &o, &s, &n, &err));
+  /* the block got the custom rule only: one space, one tile sample */
+  assert_int_equal(n, 1);
+  assert_non_null(strstr(s[0].name, "custom"));
+  int tiles = 0;
+  for (int k = 0; k < ts_trace_n_insts(s[0].trace); k++)
+    tiles += ts_trace_inst_kind(s[0].trace, k) == TS_INSTR_SAMPLE_PERFECT_TILE;
+  assert_int_equal(tiles, 1);
+  check_samples(w->func, t, s, n, 3, true);
+  ts_design_spaces_free(s, n);
+  /* a rule for a block the workload does not have */
+  cr.block = "nope";
+  assert_int_equal(ts_space_generate(w->func, t, &o, &s, &n, &err),
+                   TS_ENOTFOUND);
+  assert_non_null(strstr(err.msg, "nope"));
+  ts_trace_free(rule);
+  ts_target_free(t);
+  ts_workload_free(w);
+}
+
+static void test_record_json(void **state) {
+  (void)state;
+  ts_workload *w = tu_workload("matmul M=16 N=16 K=16");
+  ts_target *t = host();
+  ts_design_space *s = NULL;
+  int n = 0;
+  ts_error err;
+  OK(ts_space_generate(w->func, t, NULL, &s, &n, &err));
+  ts_candidate c;
+  OK(ts_candidate_sample(&s[2], 2, w->func, t, 4, &c, &err));
+  char *json = ts_candidate_record_json(&c);
+  assert_non_null(json);
+  assert_non_null(strstr(json, "\"postproc_from\""));
+  ts_trace *full = NULL, *design = NULL;
+  OK(ts_record_traces(json, &full, &design, &err));
+  assert_int_equal(ts_trace_n_insts(design), ts_trace_n_insts(c.design));
+  /* the full trace replays to the candidate; the design part replays and
+   * postprocesses to it too */
+  ts_sched *r = NULL;
+  OK(ts_trace_apply(full, w->func, 1, &r, &err));
+  assert_true(ts_hash128_eq(ts_func_hash(ts_sched_func(r)), c.hash));
+  ts_candidate again;
+  OK(ts_candidate_make(design, w->func, t, 1, &again, &err));
+  assert_true(ts_hash128_eq(again.hash, c.hash));
+  ts_candidate_clear(&again);
+  ts_sched_destroy(r);
+  ts_trace_free(full);
+  ts_trace_free(design);
+  /* a trace without the key: the design part is the whole trace */
+  char *plain = ts_trace_to_json(s[0].trace);
+  OK(ts_record_traces(plain, NULL, &design, &err));
+  assert_int_equal(ts_trace_n_insts(design), ts_trace_n_insts(s[0].trace));
+  ts_trace_free(design);
+  assert_int_not_equal(ts_record_traces("{bad", NULL, &design, &err), TS_OK);
+  free(plain);
+  free(json);
+  ts_candidate_clear(&c);
+  ts_design_spaces_free(s, n);
+  ts_target_free(t);
+  ts_workload_free(w);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_matmul_spaces),
+      cmocka_unit_test(test_other_workloads),
+      cmocka_unit_test(test_conv_pad_compute_location),
+      cmocka_unit_test(test_no_tensorize_without_match),
+      cmocka_unit_test(test_amx_variant_compiles),
+      cmocka_unit_test(test_bf16_dot_variant_runs),
+      cmocka_unit_test(test_vnni_variant),
+      cmocka_unit_test(test_custom_rule),
+      cmocka_unit_test(test_record_json),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,150 @@
+/*
+ * test_tune.c — tuning jobs end to end on the embedded pool, with small
+ * workloads and budgets: a job measures exactly its budget, commits every
+ * candidate (one JSON Lines log line each), never measures a schedule
+ * twice, and its best trace replays to a function whose output matches
+ * the reference interpreter; re-running the job continues the trial count
+ * (and retrains the cost model past its threshold); a task whose space
+ * runs dry stops early.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "util.h"
+
+#define OK(x) assert_int_equal((x), TS_OK)
+
+#include "jobutil.h"
+
+static int count_lines(const char *path) {
+  FILE *f = fopen(path, "r");
+  if (!f) return -1;
+  int n = 0;
+  char line[8192];
+  while (fgets(line, sizeof line, f)) {
+    cJSON *j = cJSON_Parse(line);
+    assert_non_null(j);
+    assert_non_null(cJSON_GetObjectItemCaseSensitive(j, "status"));
+    assert_non_null(cJSON_GetObjectItemCaseSensitive(j, "trial"));
+    cJSON_Delete(j);
+    n++;
+  }
+  fclose(f);
+  return n;
+}
+
+static void test_end_to_end_and_resume(void **state) {
+  (void)state;
+  ts_runner *runner = NULL;
+  ts_error err;
+  OK(ts_runner_embedded_create(NULL, &runner, &err));
+  ts_db *db = open_db("e2e.db");
+  ts_workload *w = tu_workload("matmul M=32 N=48 K=64");
+  ts_tune_task task = task_of(w);
+  char log_path[512];
+  path_in(log_path, sizeof log_path, "e2e.jsonl");
+  FILE *log = fopen(log_path, "w");
+  ts_tune_options o = small_options();
+  o.job_name = "e2e";
+  o.trials = 48;
+  o.output.log = log;
+  ts_tune_result r;
+  int rc = ts_tune(db, runner, &task, 1, &o, &r, &err);
+  if (rc) printf("%s\n", err.msg);
+  OK(rc);
+  fclose(log);
+  assert_false(r.resumed);
+  assert_int_equal(r.state, TS_DB_JOB_FINISHED);
+  assert_int_equal(r.trials_done, 48);
+  assert_int_equal(r.trials_now, 48);
+  assert_int_equal(r.n_tasks, 1);
+  assert_true(isfinite(r.tasks[0].best_seconds));
+  assert_non_null(r.tasks[0].best_trace_json);
+  assert_int_equal(count_lines(log_path), 48);
+  int64_t wid = r.tasks[0].workload_id;
+  int64_t job = r.job_id;
+  bool trials_ok, schedules_ok;
+  assert_int_equal(
+      job_records(db, wid, "llvm", job, &trials_ok, &schedules_ok, w->func),
+      48);
+  assert_true(trials_ok);
+  assert_true(schedules_ok);
+  check_best(db, wid, "llvm", w->func);
+  ts_tune_result_clear(&r);
+  /* resume: the budget grows, only the rest is measured; past 64 samples
+   * the XGBoost model trains */
+  o.trials = 80;
+  o.output.log = NULL;
+  OK(ts_tune(db, runner, &task, 1, &o, &r, &err));
+  assert_true(r.resumed);
+  assert_int_equal(r.trials_done, 80);
+  assert_int_equal(r.trials_now, 32);
+  assert_int_equal(
+      job_records(db, wid, "llvm", job, &trials_ok, &schedules_ok, w->func),
+      80);
+  assert_true(trials_ok);
+  assert_true(schedules_ok);
+  ts_tune_result_clear(&r);
+  /* resuming a finished job with the same budget measures nothing */
+  OK(ts_tune(db, runner, &task, 1, &o, &r, &err));
+  assert_int_equal(r.trials_now, 0);
+  assert_int_equal(r.trials_done, 80);
+  ts_tune_result_clear(&r);
+  ts_workload_free(w);
+  ts_db_close(db);
+  ts_runner_destroy(runner);
+}
+
+static void test_early_stop(void **state) {
+  (void)state;
+  ts_runner *runner = NULL;
+  ts_error err;
+  OK(ts_runner_embedded_create(NULL, &runner, &err));
+  ts_db *db = open_db("early.db");
+  /* an elementwise op: only the parallel and unroll plans vary */
+  ts_workload *w = tu_workload("elementwise op=relu shape=16x32");
+  ts_tune_task task = task_of(w);
+  ts_tune_options o = small_options();
+  o.job_name = "early";
+  o.trials = 500;
+  ts_tune_result r;
+  OK(ts_tune(db, runner, &task, 1, &o, &r, &err));
+  assert_int_equal(r.state, TS_DB_JOB_FINISHED);
+  assert_true(r.trials_done > 0 && r.trials_done < 64);
+  ts_tune_result_clear(&r);
+  ts_workload_free(w);
+  ts_db_close(db);
+  ts_runner_destroy(runner);
+}
+
+static int setup(void **state) {
+  (void)state;
+  snprintf(dir, sizeof dir, "/tmp/ts-tune-test-XXXXXX");
+  return mkdtemp(dir) ? 0 : -1;
+}
+
+static int teardown(void **state) {
+  (void)state;
+  char cmd[600];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  return system(cmd) == 0 ? 0 : -1;
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_end_to_end_and_resume),
+      cmocka_unit_test(test_early_stop),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -1,0 +1,153 @@
+/*
+ * analysis.c — the block and loop questions the rules and postprocessors
+ * ask of a (scheduled) function: which kinds of iter vars a loop binds,
+ * whether a block reduces, whether tiling it gives data reuse, whether it
+ * writes a parameter, whether it calls if_then_else; plus block names and
+ * small shared utilities.
+ */
+#include "tuner/internal.h"
+
+#include <string.h>
+#include <time.h>
+
+double tuner_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+typedef struct find_var {
+  const ts_expr *var;
+  bool found;
+} find_var;
+
+static void find_var_fn(void *ctx, ts_expr *e) {
+  find_var *f = ctx;
+  if (e == f->var) f->found = true;
+}
+
+bool expr_uses_var(const ts_expr *e, const ts_expr *var) {
+  find_var f = {var, false};
+  if (e) ts_expr_walk((ts_expr *)e, find_var_fn, &f);
+  return f.found;
+}
+
+static bool expr_uses(ts_expr *e, const ts_expr *var) {
+  find_var f = {var, false};
+  if (e) ts_expr_walk(e, find_var_fn, &f);
+  return f.found;
+}
+
+int loop_binding(const ts_stmt *realize, const ts_stmt *loop) {
+  ts_block *b = ts_realize_block(realize);
+  int bits = 0;
+  for (int i = 0; i < ts_block_n_iters(b); i++) {
+    if (!expr_uses(ts_realize_value(realize, i), ts_for_var(loop))) continue;
+    bits |= ts_block_iter_kind(b, i) == TS_ITER_SPATIAL ? BIND_SPATIAL
+                                                        : BIND_REDUCE;
+  }
+  return bits;
+}
+
+bool block_is_reduction(const ts_block *b) {
+  for (int i = 0; i < ts_block_n_iters(b); i++)
+    if (ts_block_iter_kind(b, i) != TS_ITER_SPATIAL) return true;
+  return false;
+}
+
+/* Loads in a block body: for each, whether it misses an iter var. */
+typedef struct reuse_ctx {
+  const ts_block *b;
+  const ts_buffer *out; /* the written buffer (skipped) */
+  bool reuse;
+} reuse_ctx;
+
+static void reuse_load(void *vctx, ts_expr *e) {
+  reuse_ctx *c = vctx;
+  if (ts_expr_kind_of(e) != TS_EXPR_LOAD || ts_expr_buffer(e) == c->out) return;
+  for (int i = 0; i < ts_block_n_iters(c->b); i++) {
+    int64_t ext = 0;
+    ts_expr_is_const_int(ts_block_iter_dom(c->b, i).extent, &ext);
+    if (ext <= 1) continue;
+    const ts_expr *v = ts_block_iter_var(c->b, i);
+    bool used = false;
+    for (int k = 0; k < ts_expr_n_operands(e) && !used; k++)
+      used = expr_uses(ts_expr_operand(e, k), v);
+    if (!used) c->reuse = true;
+  }
+}
+
+static void reuse_expr(void *ctx, ts_expr *e) {
+  ts_expr_walk(e, reuse_load, ctx);
+}
+
+bool block_has_reuse(const ts_stmt *realize) {
+  const ts_block *b = ts_realize_block(realize);
+  reuse_ctx c = {b, NULL, false};
+  if (ts_block_n_writes(b) == 1) c.out = ts_block_write(b, 0)->buffer;
+  ts_visitor v = {NULL, NULL, reuse_expr, &c};
+  ts_stmt_walk(ts_block_body(b), &v);
+  return c.reuse;
+}
+
+typedef struct ite_ctx {
+  bool found;
+} ite_ctx;
+
+static void ite_fn(void *vctx, ts_expr *e) {
+  ite_ctx *c = vctx;
+  if (ts_expr_kind_of(e) == TS_EXPR_CALL &&
+      !strcmp(ts_expr_call_name(e), "if_then_else"))
+    c->found = true;
+}
+
+static void ite_expr(void *ctx, ts_expr *e) { ts_expr_walk(e, ite_fn, ctx); }
+
+bool stmt_uses_if_then_else(const ts_stmt *s) {
+  ite_ctx c = {false};
+  ts_visitor v = {NULL, NULL, ite_expr, &c};
+  ts_stmt_walk((ts_stmt *)s, &v);
+  return c.found;
+}
+
+bool block_writes_param(const ts_func *f, const ts_block *b) {
+  for (int w = 0; w < ts_block_n_writes(b); w++)
+    for (int p = 0; p < ts_func_n_params(f); p++)
+      if (ts_block_write(b, w)->buffer == ts_func_param(f, p)) return true;
+  return false;
+}
+
+int64_t rv_extent(const ts_sched *s, ts_rv loop) {
+  const ts_stmt *l = ts_sched_rv_loop(s, loop);
+  int64_t v = 0;
+  if (l && !ts_expr_is_const_int(ts_for_extent(l), &v)) v = 0;
+  return v;
+}
+
+char **block_names(const ts_func *f, int *n) {
+  int nb = 0;
+  ts_stmt **blocks = ts_func_blocks(f, &nb);
+  char **names = calloc((size_t)(nb > 0 ? nb : 1), sizeof *names);
+  int k = 0;
+  int first = nb > 0 && blocks[0] == ts_func_body(f) ? 1 : 0;
+  for (int i = first; i < nb; i++)
+    names[k++] = strdup(ts_block_name(ts_realize_block(blocks[i])));
+  free(blocks);
+  *n = k;
+  return names;
+}
+
+void names_free(char **names, int n) {
+  for (int i = 0; i < n; i++) free(names[i]);
+  free(names);
+}
+
+const char *root_block_name(const ts_func *f) {
+  int nb = 0;
+  ts_stmt **blocks = ts_func_blocks(f, &nb);
+  const char *name = nb > 0 && blocks[0] == ts_func_body(f)
+                         ? ts_block_name(ts_realize_block(blocks[0]))
+                         : NULL;
+  free(blocks);
+  return name;
+}

@@ -1,0 +1,221 @@
+/*
+ * internal.h — what the files of tuner/ share: block and loop analysis on a
+ * schedule (which loops bind spatial or reduce iters, which blocks need
+ * tiling), the design-space generator state the rules work on, the
+ * annotation keys rules leave for postprocessors, the search-strategy
+ * interface, and small utilities (monotonic clock, dynamic arrays).
+ */
+#ifndef TESSERA_TUNER_INTERNAL_H
+#define TESSERA_TUNER_INTERNAL_H
+
+#include "tuner/tuner.h"
+
+#include <stdlib.h>
+
+/* Annotation keys the rules put on the root block (and on blocks) for the
+ * postprocessors; the postprocessors remove them. */
+#define ANN_PARALLEL "tuner.parallel"   /* root: max parallel extent */
+#define ANN_VECTORIZE "tuner.vectorize" /* root: max vectorize lanes */
+#define ANN_UNROLL "tuner.unroll"       /* root: auto-unroll max step */
+#define ANN_TENSORIZE "tuner.tensorize" /* block: intrinsic name */
+#define ANN_TENSORIZE_LOOPS                                                    \
+  "tuner.tensorize_loops"                       /* block: inner loops          \
+                                                   the intrinsic covers */
+#define ANN_GPU_FETCH "tuner.cooperative_fetch" /* block: vector length */
+#define ANN_GPU_THREADS                                                        \
+  "tuner.thread_extent" /* root: threads per block                             \
+                           (auto-bind) */
+
+/* The most loops, blocks and states the generator handles. */
+#define MAX_LOOPS 64
+#define MAX_BLOCKS 64
+#define MAX_STATES 16
+
+/* Bits of loop_binding. */
+enum { BIND_SPATIAL = 1, BIND_REDUCE = 2 };
+
+/* Which kinds of iter vars the loop's var feeds in the block realize r
+ * (BIND_* bits; 0 when it feeds none). */
+int loop_binding(const ts_stmt *realize, const ts_stmt *loop);
+/* Whether expression e (may be NULL) uses variable var. */
+bool expr_uses_var(const ts_expr *e, const ts_expr *var);
+/* Whether the block has a reduce iter var. */
+bool block_is_reduction(const ts_block *b);
+/* Whether some buffer the block reads is indexed without one of its iter
+ * vars of extent > 1 (so tiling gives data reuse: matmul, conv). */
+bool block_has_reuse(const ts_stmt *realize);
+/* Whether an expression or statement calls if_then_else. */
+bool stmt_uses_if_then_else(const ts_stmt *s);
+/* Whether the block writes a parameter of f. */
+bool block_writes_param(const ts_func *f, const ts_block *b);
+/* The constant extent of a loop handle's loop (0 when unknown). */
+int64_t rv_extent(const ts_sched *s, ts_rv loop);
+/* The names of f's blocks in program order, the root excluded; *n gets the
+ * count. Returns a malloc'd array of malloc'd names (names_free). */
+char **block_names(const ts_func *f, int *n);
+void names_free(char **names, int n);
+/* The root block's name (the block-realize that is the function body), or
+ * NULL when the body is not one. */
+const char *root_block_name(const ts_func *f);
+
+/* ---- the design-space generator (rules.c) ---- */
+
+/* One partial design space. */
+typedef struct gen_state {
+  ts_sched *s;
+  char name[160];
+  char intrin[48];
+  char tiled[MAX_BLOCKS][64]; /* blocks a tiling rule handled */
+  int n_tiled;
+} gen_state;
+
+typedef struct gen {
+  const ts_target *t;
+  const ts_space_options *o;
+  gen_state st[MAX_STATES];
+  int n;
+} gen;
+
+bool state_tiled(const gen_state *g, const char *block);
+void state_mark_tiled(gen_state *g, const char *block);
+/* A copy of a state (its schedule forked); TS_OK or the fork's error. */
+int state_fork(const gen_state *from, gen_state *to, ts_error *err);
+void state_clear(gen_state *g);
+
+void state_append_name(gen_state *g, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* The tile groups of one tiled block: loops that were not split first, then
+ * one group per level of the structure (e.g. "SSRSRS"). */
+typedef struct tiles {
+  ts_rv outer[MAX_LOOPS];
+  int n_outer;
+  ts_rv level[8][MAX_LOOPS];
+  int n_level[8];
+  int n_levels;
+} tiles;
+
+/* Splits every loop of block `name` by `structure` (each loop binding
+ * spatial iters into the S levels, each binding reduce iters into the R
+ * levels, with sample_perfect_tile decisions, the innermost factor at most
+ * max_inner; loops of extent 1 and loops binding nothing stay outside, in
+ * front) and reorders the loops level by level; the loops in inner[0,
+ * n_inner) are left unsplit and placed innermost in that order. On failure
+ * the schedule may hold part of the work: the caller drops the state. */
+int tile_block(ts_sched *s, const char *name, const char *structure,
+               int max_inner, const ts_rv *inner, int n_inner, tiles *out);
+
+/* Tensorization rule (rules_tensorize.c): adds to *out (capacity cap,
+ * count *n) variants of `st` where `block` is tiled onto a tensor
+ * intrinsic the target supports; returns how many were added. */
+int rule_tensorize(const gen *g, const gen_state *st, const char *block,
+                   gen_state *out, int cap);
+/* GPU rules (rules_gpu.c). Each returns the number of states written to
+ * out (0: not applicable; the caller keeps st). */
+int rule_gpu_tiling(const gen *g, const gen_state *st, const char *block,
+                    gen_state *out, int cap);
+int rule_gpu_cross_thread_reduction(const gen *g, const gen_state *st,
+                                    const char *block, gen_state *out, int cap);
+/* Binds the outer loops of blocks no rule bound (blockIdx/threadIdx). */
+int rule_gpu_auto_bind(const gen *g, gen_state *st, const char *block);
+/* Postprocessing of the cache blocks the GPU tiling marked: their loops
+ * fused, split by the thread extent (and the sampled vector length) and
+ * bound to threadIdx (rules_gpu.c). */
+int gpu_rewrite_cooperative_fetch(ts_sched *s, ts_error *err);
+
+/* ---- postprocessing helpers (postproc.c) ---- */
+
+/* Removes every decision of a trace (so a replay samples afresh); returns a
+ * new trace the caller frees. */
+ts_trace *trace_without_decisions(const ts_trace *t);
+
+/* ---- search (search.c, search_evolutionary.c) ---- */
+
+#define TUNER_MAX_THREADS 64
+
+/* Runs fn(ctx, i, worker) for i in [0, n) on up to `threads` threads (the
+ * caller's included; worker is 0..threads-1) and returns when all ran. */
+void tuner_parallel(int threads, int n,
+                    void (*fn)(void *ctx, int i, int worker), void *ctx);
+
+/* A set of structural hashes (open addressing). Zeroed = empty. */
+typedef struct hashset {
+  ts_hash128 *keys;
+  unsigned char *used;
+  size_t n, cap;
+} hashset;
+bool hashset_has(const hashset *s, ts_hash128 h);
+/* Adds h; false when it was present. */
+bool hashset_add(hashset *s, ts_hash128 h);
+void hashset_free(hashset *s);
+
+/* A candidate with its features and model score, shared by reference
+ * between generations. */
+typedef struct cand {
+  ts_candidate c;
+  ts_cm_features feat;
+  bool have_feat, feat_failed, scored;
+  double score; /* -inf when its features could not be extracted */
+  int refs;
+} cand;
+cand *cand_new(void); /* refs 1; NULL when memory runs out */
+cand *cand_ref(cand *c);
+void cand_unref(cand *c); /* frees at zero; NULL is a no-op */
+
+/* A measured ok design and its latency. */
+typedef struct measured_design {
+  ts_trace *design;
+  double seconds;
+} measured_design;
+
+/* The search state of one task. */
+typedef struct search_task {
+  const ts_func *func;
+  const ts_target *target;
+  ts_design_space *spaces; /* borrowed */
+  int n_spaces;
+  ts_cost_model *model; /* NULL: random scores */
+  int64_t group;        /* the cost model's group (workload id) */
+  ts_search_options opts;
+  double mutator_probs[TS_N_MUTATORS];
+  ts_rng rng;
+  int threads;
+  hashset seen;              /* measured or picked for measurement */
+  measured_design *measured; /* ok ones, fastest first */
+  int n_measured, cap_measured;
+} search_task;
+
+int search_task_init(search_task *st, const ts_func *f, const ts_target *t,
+                     ts_design_space *spaces, int n_spaces,
+                     ts_cost_model *model, int64_t group,
+                     const ts_search_options *o, uint64_t seed);
+void search_task_free(search_task *st);
+bool search_task_seen(const search_task *st, ts_hash128 h);
+void search_task_mark(search_task *st, ts_hash128 h);
+/* Records a measured candidate: its hash joins the seen set; an ok one
+ * (design copied) joins the ranking. */
+void search_task_add_measured(search_task *st, const ts_trace *design,
+                              ts_hash128 h, bool ok, double seconds);
+/* Scores candidates with the task's model (features extracted in
+ * parallel; random scores without a model). */
+int cands_score(search_task *st, cand **v, int n, ts_error *err);
+/* Up to `want` fresh samples of random design spaces (at most max_tries
+ * attempts), written to out; returns the count. */
+int sample_fresh(search_task *st, int want, int max_tries, cand **out);
+
+/* A search strategy: picks up to `want` candidates for the next batch of
+ * the task, none measured or picked before (their hashes are marked
+ * seen). Returns how many were written to out (references the caller
+ * drops). */
+typedef struct strategy_ops {
+  const char *name;
+  int (*pick)(search_task *st, int want, cand **out, ts_error *err);
+} strategy_ops;
+
+extern const strategy_ops strategy_evolutionary;
+extern const strategy_ops strategy_random;
+
+/* CLOCK_MONOTONIC seconds. */
+double tuner_now(void);
+
+#endif /* TESSERA_TUNER_INTERNAL_H */

@@ -1,0 +1,873 @@
+/*
+ * job.c — tuning jobs: the loop that turns design spaces into measured,
+ * committed records. Per round, the task scheduler picks a task; its
+ * search strategy picks a batch of new candidates; the batch is built in
+ * parallel on every core (LLVM, one context per thread) and only then
+ * measured through the runner, one candidate at a time (the embedded pool
+ * measures serially in a forked process while nothing else runs: builds
+ * never share a core with a timing); the results are committed to the
+ * database in one transaction under the job, the cost model learns from
+ * them, and the progress output is reprinted.
+ *
+ * Resuming: the job's state is the database. A job of the same name reads
+ * its budget and trial count back; each task's stored records (of every
+ * job, on this target) are replayed once: their structural hashes join the
+ * measured set, the ok ones seed the population, and the cost model trains
+ * on all of them. A stop request (SIGINT/SIGTERM through opts->stop) lets
+ * the batch in flight finish and commit, then marks the job interrupted.
+ */
+#include "tuner/internal.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+ts_tune_options ts_tune_defaults(void) {
+  ts_tune_options o;
+  memset(&o, 0, sizeof o);
+  o.target = "llvm";
+  o.trials = 64;
+  o.seed = 1;
+  o.strategy = TS_STRATEGY_EVOLUTIONARY;
+  o.cost_model = "xgb";
+  o.policy = TS_TASK_GRADIENT;
+  o.search = ts_search_defaults();
+  o.space = ts_space_defaults();
+  o.measure = ts_measure_config_default();
+  /* the output check runs the kernel once just before timing: it is the
+   * warm-up; one run per repeat unless the kernel is under 10 ms */
+  o.measure.eval.number = 1;
+  o.measure.eval.repeat = 3;
+  o.measure.eval.min_repeat_ms = 10;
+  o.measure.eval.warmup = 0;
+  o.measure.timeout_ms = 0;
+  o.measure.threads = 0;
+  o.output.out = stdout;
+  return o;
+}
+
+void ts_tune_result_clear(ts_tune_result *r) {
+  if (!r) return;
+  for (int i = 0; i < r->n_tasks; i++) free(r->tasks[i].best_trace_json);
+  free(r->tasks);
+  memset(r, 0, sizeof *r);
+}
+
+/* ========================================================================
+ * Job state
+ * ======================================================================== */
+
+typedef struct job_task {
+  const ts_tune_task *spec;
+  int64_t workload_id;
+  char hash[33];
+  char ref_id[40];
+  double flops;
+  ts_design_space *spaces;
+  int n_spaces;
+  ts_cost_model *model;
+  search_task search;
+  ts_task_state sched;
+  int empty_rounds;
+  /* results */
+  double best_s;
+  int64_t trial_of_best;
+  int64_t trials_now;
+  int64_t by_status[TS_DB_N_STATUS];
+  char *best_json;
+} job_task;
+
+typedef struct job {
+  ts_db *db;
+  ts_runner *runner;
+  const ts_tune_options *o;
+  ts_target *target;
+  char *target_str; /* canonical */
+  int64_t job_id;
+  char job_name[128];
+  int64_t budget, done_before, done;
+  job_task *tasks;
+  int n_tasks;
+  const strategy_ops *strategy;
+  double start;
+  double build_s, measure_s, search_s;
+  int64_t trials_now;
+  int64_t by_status[TS_DB_N_STATUS];
+  int round;
+  int last_lines; /* lines of the last status printed (tty redraw) */
+  ts_error *err;
+} job;
+
+static int db_fail(job *j, const char *what) {
+  const ts_error *e = ts_db_error(j->db);
+  return TS_ERR(j->err, e->code ? e->code : TS_EIO, "%s: %s", what,
+                ts_db_errmsg(j->db));
+}
+
+/* ========================================================================
+ * Output
+ * ======================================================================== */
+
+static void fmt_duration(double s, char *buf, size_t cap) {
+  if (!isfinite(s) || s < 0) {
+    snprintf(buf, cap, "--:--");
+    return;
+  }
+  long t = (long)(s + 0.5);
+  if (t >= 3600)
+    snprintf(buf, cap, "%ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
+  else
+    snprintf(buf, cap, "%ld:%02ld", t / 60, t % 60);
+}
+
+/* The task table; returns the lines printed. */
+static int print_table(const job *j) {
+  FILE *f = j->o->output.out;
+  fprintf(f, "\n%3s  %-34s %10s %6s %9s %12s %13s %7s %5s\n", "ID", "Name",
+          "FLOP", "Weight", "GFLOP/s", "Latency(us)", "W.Latency(us)", "Trials",
+          "Done");
+  double total = 0;
+  for (int i = 0; i < j->n_tasks; i++) {
+    const job_task *t = &j->tasks[i];
+    bool have = isfinite(t->best_s);
+    char gf[32] = "-", lat[32] = "-", wl[32] = "-";
+    if (have) {
+      snprintf(gf, sizeof gf, "%.2f", t->flops / t->best_s * 1e-9);
+      snprintf(lat, sizeof lat, "%.1f", t->best_s * 1e6);
+      snprintf(wl, sizeof wl, "%.1f", t->best_s * 1e6 * t->spec->weight);
+      total += t->best_s * t->spec->weight;
+    }
+    char name[35];
+    snprintf(name, sizeof name, "%s", t->spec->name);
+    fprintf(f, "%3d  %-34s %10.4g %6g %9s %12s %13s %7lld %5s\n", i, name,
+            t->flops, t->spec->weight, gf, lat, wl, (long long)t->sched.trials,
+            t->sched.done ? "Y" : "");
+  }
+  if (j->n_tasks > 1)
+    fprintf(f, "total weighted latency: %.1f us\n", total * 1e6);
+  return 2 + j->n_tasks + (j->n_tasks > 1);
+}
+
+/* The progress bar and the failures; returns the lines printed. */
+static int print_progress(const job *j) {
+  FILE *f = j->o->output.out;
+  double el = tuner_now() - j->start;
+  int width = 30;
+  double frac = j->budget > 0 ? (double)j->done / (double)j->budget : 1;
+  if (frac > 1) frac = 1;
+  char bar[64];
+  int fill = (int)(frac * width + 0.5);
+  for (int i = 0; i < width; i++) bar[i] = i < fill ? '#' : '.';
+  bar[width] = 0;
+  double rate = el > 0 ? (double)j->trials_now / el : 0;
+  double eta = rate > 0 ? (double)(j->budget - j->done) / rate : NAN;
+  char es[32], ts[32];
+  fmt_duration(el, es, sizeof es);
+  fmt_duration(eta, ts, sizeof ts);
+  fprintf(f,
+          "[%s] %lld/%lld trials  elapsed %s  eta %s  %.0f trials/min\n"
+          "failures: build_error %lld  run_error %lld  timeout %lld  "
+          "wrong_result %lld",
+          bar, (long long)j->done, (long long)j->budget, es, ts, rate * 60,
+          (long long)j->by_status[TS_DB_STATUS_BUILD_ERROR],
+          (long long)j->by_status[TS_DB_STATUS_RUN_ERROR],
+          (long long)j->by_status[TS_DB_STATUS_TIMEOUT],
+          (long long)j->by_status[TS_DB_STATUS_WRONG_RESULT]);
+  if (j->by_status[TS_DB_STATUS_WORKER_LOST])
+    fprintf(f, "  worker_lost %lld",
+            (long long)j->by_status[TS_DB_STATUS_WORKER_LOST]);
+  fprintf(f, "\n");
+  return 2;
+}
+
+/* The task table and progress after a round; on a terminal the previous
+ * ones are redrawn in place. */
+static void print_status(job *j) {
+  FILE *f = j->o->output.out;
+  if (!f) return;
+  if (j->o->output.tty && j->last_lines > 0)
+    fprintf(f, "\033[%dA\033[J", j->last_lines);
+  j->last_lines = print_table(j) + print_progress(j);
+  fflush(f);
+}
+
+static void log_line(const job *j, const job_task *t, int task, int64_t trial,
+                     const ts_measure_result *r, double median, ts_hash128 h) {
+  FILE *f = j->o->output.log;
+  if (!f) return;
+  char hex[33];
+  ts_hash128_hex(h, hex);
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddStringToObject(o, "job", j->job_name);
+  cJSON_AddNumberToObject(o, "trial", (double)trial);
+  cJSON_AddNumberToObject(o, "round", j->round);
+  cJSON_AddNumberToObject(o, "task", task);
+  cJSON_AddStringToObject(o, "workload", t->spec->name);
+  cJSON_AddStringToObject(o, "workload_hash", t->hash);
+  cJSON_AddStringToObject(o, "candidate_hash", hex);
+  cJSON_AddStringToObject(o, "status", ts_measure_status_name(r->status));
+  if (r->status == TS_MEASURE_OK) {
+    cJSON_AddNumberToObject(o, "seconds", median);
+    cJSON_AddNumberToObject(o, "gflops", t->flops / median * 1e-9);
+  } else {
+    cJSON_AddNullToObject(o, "seconds");
+    cJSON_AddNullToObject(o, "gflops");
+  }
+  cJSON_AddNumberToObject(o, "best_seconds",
+                          isfinite(t->best_s) ? t->best_s : 0);
+  cJSON_AddNumberToObject(o, "run_ms", r->run_ms);
+  cJSON_AddStringToObject(o, "worker", r->worker);
+  cJSON_AddStringToObject(o, "error", r->error);
+  cJSON_AddNumberToObject(o, "elapsed_s", tuner_now() - j->start);
+  char *line = cJSON_PrintUnformatted(o);
+  if (line) {
+    fprintf(f, "%s\n", line);
+    free(line);
+  }
+  cJSON_Delete(o);
+  fflush(f);
+}
+
+/* ========================================================================
+ * Setup
+ * ======================================================================== */
+
+static char *job_config_json(const job *j, const ts_tune_task *tasks, int n) {
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddStringToObject(o, "target", j->target_str);
+  cJSON *arr = cJSON_AddArrayToObject(o, "tasks");
+  for (int i = 0; i < n; i++) {
+    cJSON *t = cJSON_CreateObject();
+    cJSON_AddStringToObject(t, "name", tasks[i].name);
+    if (tasks[i].spec) cJSON_AddStringToObject(t, "workload", tasks[i].spec);
+    char hex[33];
+    ts_hash128_hex(ts_func_hash(tasks[i].func), hex);
+    cJSON_AddStringToObject(t, "hash", hex);
+    cJSON_AddNumberToObject(t, "weight", tasks[i].weight);
+    cJSON_AddItemToArray(arr, t);
+  }
+  cJSON_AddStringToObject(o, "strategy", ts_strategy_name(j->o->strategy));
+  cJSON_AddStringToObject(o, "cost_model", j->o->cost_model);
+  cJSON_AddStringToObject(o, "policy", ts_task_policy_name(j->o->policy));
+  cJSON_AddNumberToObject(o, "seed", (double)j->o->seed);
+  cJSON_AddNumberToObject(o, "trials_per_task", (double)j->o->trials_per_task);
+  char *s = cJSON_PrintUnformatted(o);
+  cJSON_Delete(o);
+  return s;
+}
+
+/* Refuses to resume a job with other workloads or another target. */
+static int check_same_job(job *j, const ts_db_job *row,
+                          const ts_tune_task *tasks, int n) {
+  cJSON *cfg = cJSON_Parse(row->config_json ? row->config_json : "{}");
+  const cJSON *target = cJSON_GetObjectItemCaseSensitive(cfg, "target");
+  const cJSON *arr = cJSON_GetObjectItemCaseSensitive(cfg, "tasks");
+  int rc = TS_OK;
+  if (cJSON_IsString(target) && strcmp(target->valuestring, j->target_str))
+    rc = TS_ERR(j->err, TS_EINVAL,
+                "job '%s' tunes for target '%s', not '%s': use another --job "
+                "name",
+                j->job_name, target->valuestring, j->target_str);
+  else if (cJSON_IsArray(arr) && cJSON_GetArraySize(arr) != n)
+    rc = TS_ERR(j->err, TS_EINVAL,
+                "job '%s' has %d workloads, %d given: use another --job name",
+                j->job_name, cJSON_GetArraySize(arr), n);
+  for (int i = 0; !rc && cJSON_IsArray(arr) && i < n; i++) {
+    char hex[33];
+    ts_hash128_hex(ts_func_hash(tasks[i].func), hex);
+    const cJSON *h =
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(arr, i), "hash");
+    if (cJSON_IsString(h) && strcmp(h->valuestring, hex))
+      rc = TS_ERR(j->err, TS_EINVAL,
+                  "job '%s': workload %d is not the one the job was started "
+                  "with (%s): use another --job name",
+                  j->job_name, i, tasks[i].name);
+  }
+  cJSON_Delete(cfg);
+  return rc;
+}
+
+static int open_job(job *j, const ts_tune_task *tasks, int n, bool *resumed) {
+  *resumed = false;
+  if (j->o->job_name) {
+    snprintf(j->job_name, sizeof j->job_name, "%s", j->o->job_name);
+  } else {
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    char stamp[32];
+    strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
+    snprintf(j->job_name, sizeof j->job_name, "tune-%s-%d", stamp,
+             (int)getpid());
+  }
+  ts_db_job job_row;
+  memset(&job_row, 0, sizeof job_row);
+  int rc = ts_db_job_get(j->db, j->job_name, &job_row);
+  if (rc == TS_OK) {
+    /* the same workloads on the same target, or the trial counts mean
+     * nothing */
+    rc = check_same_job(j, &job_row, tasks, n);
+    ts_db_job_clear(&job_row);
+    if (rc) return rc;
+    rc = ts_db_job_resume(j->db, j->job_name, &job_row);
+  }
+  if (rc == TS_OK) {
+    *resumed = true;
+    j->job_id = job_row.id;
+    j->done_before = job_row.trials_done;
+    if (job_row.trials_budget != j->o->trials &&
+        ts_db_job_set_budget(j->db, j->job_id, j->o->trials))
+      rc = db_fail(j, "cannot change the job's budget");
+    ts_db_job_clear(&job_row);
+    return rc;
+  }
+  if (rc != TS_ENOTFOUND) return db_fail(j, "cannot read the job");
+  char *cfg = job_config_json(j, tasks, n);
+  rc = ts_db_job_create(j->db, j->job_name, cfg, j->o->trials, &j->job_id);
+  free(cfg);
+  if (rc) return db_fail(j, "cannot create the job");
+  j->done_before = 0;
+  return TS_OK;
+}
+
+/* Replays stored records of a task: hashes, ranking, model data. */
+typedef struct resume_job {
+  const job *j;
+  job_task *t;
+  ts_db_record *recs;
+  ts_trace **designs;
+  ts_hash128 *hashes;
+  ts_cm_features *feats;
+  bool *ok;
+} resume_job;
+
+static void resume_one(void *ctx, int i, int worker) {
+  (void)worker;
+  resume_job *r = ctx;
+  ts_trace *full = NULL;
+  ts_sched *s = NULL;
+  if (ts_record_traces(r->recs[i].trace_json, &full, &r->designs[i], NULL) ||
+      ts_trace_apply(full, r->t->spec->func, 1, &s, NULL)) {
+    ts_trace_free(full);
+    return;
+  }
+  r->hashes[i] = ts_func_hash(ts_sched_func(s));
+  r->ok[i] = true;
+  if (r->t->model &&
+      ts_cm_extract(ts_sched_func(s), r->j->target, &r->feats[i], NULL))
+    ts_cm_features_clear(&r->feats[i]);
+  ts_sched_destroy(s);
+  ts_trace_free(full);
+}
+
+static int load_task_records(job *j, job_task *t, int threads) {
+  ts_db_record *recs = NULL;
+  int n = 0;
+  if (ts_db_records_of(j->db, t->workload_id, j->target_str, &recs, &n))
+    return db_fail(j, "cannot read the stored records");
+  if (n == 0) return TS_OK;
+  resume_job r = {j,
+                  t,
+                  recs,
+                  calloc((size_t)n, sizeof(ts_trace *)),
+                  calloc((size_t)n, sizeof(ts_hash128)),
+                  calloc((size_t)n, sizeof(ts_cm_features)),
+                  calloc((size_t)n, sizeof(bool))};
+  tuner_parallel(threads, n, resume_one, &r);
+  ts_cm_candidate *cc = calloc((size_t)n, sizeof *cc);
+  ts_cm_result *cr = calloc((size_t)n, sizeof *cr);
+  int m = 0;
+  for (int i = 0; i < n; i++) {
+    const ts_db_record *rec = &recs[i];
+    bool ok = rec->status == TS_DB_STATUS_OK && isfinite(rec->median_s) &&
+              rec->median_s > 0;
+    if (rec->job_id == j->job_id) {
+      t->sched.trials++;
+      t->by_status[rec->status]++;
+      j->by_status[rec->status]++;
+      if (ok && rec->median_s < t->best_s) {
+        t->best_s = rec->median_s;
+        t->trial_of_best = rec->trial;
+      }
+    }
+    if (!r.ok[i]) continue; /* a trace this build no longer replays */
+    search_task_add_measured(&t->search, r.designs[i], r.hashes[i], ok,
+                             rec->median_s);
+    if (t->model && r.feats[i].values &&
+        rec->status != TS_DB_STATUS_WORKER_LOST) {
+      cc[m].features = &r.feats[i];
+      cc[m].group = t->workload_id;
+      cr[m].ok = ok;
+      cr[m].seconds = ok ? rec->median_s : 0;
+      m++;
+    }
+  }
+  int rc = TS_OK;
+  if (m && t->model && ts_cm_update(t->model, cc, cr, m, j->err))
+    rc = j->err ? j->err->code : TS_EINVAL;
+  for (int i = 0; i < n; i++) {
+    ts_trace_free(r.designs[i]);
+    ts_cm_features_clear(&r.feats[i]);
+  }
+  free(r.designs);
+  free(r.hashes);
+  free(r.feats);
+  free(r.ok);
+  free(cc);
+  free(cr);
+  ts_db_records_free(recs, n);
+  return rc;
+}
+
+static int setup_task(job *j, int i, const ts_tune_task *spec,
+                      int search_threads) {
+  job_task *t = &j->tasks[i];
+  t->spec = spec;
+  t->best_s = INFINITY;
+  t->trial_of_best = -1;
+  t->flops = spec->flops > 0 ? spec->flops : ts_func_flops(spec->func);
+  ts_hash128_hex(ts_func_hash(spec->func), t->hash);
+  snprintf(t->ref_id, sizeof t->ref_id, "w%s", t->hash);
+  if (ts_db_commit_workload(j->db, spec->func, spec->name, &t->workload_id))
+    return db_fail(j, "cannot store the workload");
+  int rc = ts_space_generate(spec->func, j->target, &j->o->space, &t->spaces,
+                             &t->n_spaces, j->err);
+  if (rc) return rc;
+  if (j->o->strategy == TS_STRATEGY_EVOLUTIONARY) {
+    if (!strcmp(j->o->cost_model, "random")) {
+      rc = ts_cm_random_create(j->o->seed + (uint64_t)i, &t->model, j->err);
+    } else {
+      ts_cm_xgb_options xo = ts_cm_xgb_defaults();
+      xo.target = j->target;
+      /* one thread: XGBoost's many short parallel regions slow down by
+       * orders of magnitude when another process holds a core */
+      xo.nthread = 1;
+      xo.seed = j->o->seed + (uint64_t)i;
+      rc = ts_cm_xgb_create(&xo, &t->model, j->err);
+    }
+    if (rc) return rc;
+  }
+  search_task_init(&t->search, spec->func, j->target, t->spaces, t->n_spaces,
+                   t->model, t->workload_id, &j->o->search,
+                   j->o->seed * 0x9e3779b97f4a7c15ull + (uint64_t)i + 1);
+  t->search.threads = search_threads;
+  t->sched.weight = spec->weight;
+  t->sched.flops = t->flops;
+  t->sched.max_trials = j->o->trials_per_task;
+  if ((rc = load_task_records(j, t, search_threads))) return rc;
+  /* the reference: the unscheduled workload, built for the host */
+  ts_target *host = NULL;
+  if (ts_target_is_cuda(j->target)) {
+    if ((rc = ts_target_host(&host, j->err))) return rc;
+  }
+  ts_build_result br;
+  memset(&br, 0, sizeof br);
+  rc = ts_build(spec->func, host ? host : j->target, NULL, &br, j->err);
+  ts_target_free(host);
+  if (rc) return rc;
+  rc = ts_runner_set_reference(j->runner, t->ref_id, br.artifact, j->err);
+  ts_build_result_clear(&br);
+  return rc;
+}
+
+/* ========================================================================
+ * One round
+ * ======================================================================== */
+
+typedef struct build_job {
+  job *j;
+  cand **v;
+  ts_artifact **art;
+  char (*why)[TS_MEASURE_ERROR_MAX];
+  bool features;
+} build_job;
+
+static void build_one(void *ctx, int i, int worker) {
+  (void)worker;
+  build_job *b = ctx;
+  ts_error err;
+  ts_error_clear(&err);
+  ts_build_result br;
+  memset(&br, 0, sizeof br);
+  if (ts_build(ts_sched_func(b->v[i]->c.sched), b->j->target, NULL, &br,
+               &err)) {
+    snprintf(b->why[i], TS_MEASURE_ERROR_MAX, "build failed: %.1000s", err.msg);
+  } else {
+    b->art[i] = ts_artifact_retain(br.artifact);
+  }
+  ts_build_result_clear(&br);
+  cand *c = b->v[i];
+  if (b->features && !c->have_feat && !c->feat_failed) {
+    if (ts_cm_extract(ts_sched_func(c->c.sched), b->j->target, &c->feat, NULL))
+      c->feat_failed = true;
+    else
+      c->have_feat = true;
+  }
+}
+
+static double median_of(const double *v, int n) {
+  if (n <= 0) return NAN;
+  double s[TS_MEASURE_MAX_REPEAT];
+  memcpy(s, v, sizeof(double) * (size_t)n);
+  for (int i = 1; i < n; i++)
+    for (int k = i; k > 0 && s[k] < s[k - 1]; k--) {
+      double x = s[k];
+      s[k] = s[k - 1];
+      s[k - 1] = x;
+    }
+  return n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
+}
+
+static ts_db_status db_status(ts_measure_status s) {
+  switch (s) {
+  case TS_MEASURE_OK: return TS_DB_STATUS_OK;
+  case TS_MEASURE_BUILD_ERROR: return TS_DB_STATUS_BUILD_ERROR;
+  case TS_MEASURE_RUN_ERROR: return TS_DB_STATUS_RUN_ERROR;
+  case TS_MEASURE_TIMEOUT: return TS_DB_STATUS_TIMEOUT;
+  case TS_MEASURE_WRONG_RESULT: return TS_DB_STATUS_WRONG_RESULT;
+  default: return TS_DB_STATUS_WORKER_LOST;
+  }
+}
+
+/* The measurement settings of a round: the adaptive timeout follows the
+ * task's best latency. */
+static ts_measure_config round_config(const job *j, const job_task *t) {
+  ts_measure_config c = j->o->measure;
+  if (c.threads <= 0) c.threads = ts_target_num_cores(j->target);
+  if (c.timeout_ms <= 0) {
+    double ms = 10000;
+    if (isfinite(t->best_s)) {
+      int runs = 2 + c.eval.warmup + c.eval.repeat;
+      ms = 1000 + 10 * t->best_s * 1000 * runs;
+      if (ms < 2000) ms = 2000;
+      if (ms > 10000) ms = 10000;
+    }
+    c.timeout_ms = (int)ms;
+  }
+  return c;
+}
+
+static int run_round(job *j, int ti) {
+  job_task *t = &j->tasks[ti];
+  int64_t left = j->budget - j->done;
+  if (t->sched.max_trials > 0 && t->sched.max_trials - t->sched.trials < left)
+    left = t->sched.max_trials - t->sched.trials;
+  int want = j->o->search.batch > 0 ? j->o->search.batch : 32;
+  if (want > left) want = (int)left;
+  if (want <= 0) {
+    t->sched.done = true;
+    return TS_OK;
+  }
+  /* search */
+  double t0 = tuner_now();
+  cand **v = calloc((size_t)want, sizeof *v);
+  int n = j->strategy->pick(&t->search, want, v, j->err);
+  j->search_s += tuner_now() - t0;
+  if (n < 0) {
+    free(v);
+    return n;
+  }
+  t->sched.rounds++;
+  if (n == 0) {
+    free(v);
+    if (++t->empty_rounds >= j->o->search.early_stop_rounds) {
+      t->sched.done = true;
+      if (j->o->output.out)
+        fprintf(j->o->output.out,
+                "task %d (%s): nothing new to measure in %d rounds: done\n", ti,
+                t->spec->name, t->empty_rounds);
+    }
+    goto history;
+  }
+  t->empty_rounds = 0;
+  /* build, in parallel */
+  t0 = tuner_now();
+  ts_artifact **art = calloc((size_t)n, sizeof *art);
+  char(*why)[TS_MEASURE_ERROR_MAX] = calloc((size_t)n, TS_MEASURE_ERROR_MAX);
+  build_job bj = {j, v, art, why, t->model != NULL};
+  int threads = j->o->build_threads > 0 ? j->o->build_threads
+                                        : (int)sysconf(_SC_NPROCESSORS_ONLN);
+  tuner_parallel(threads, n, build_one, &bj);
+  j->build_s += tuner_now() - t0;
+  /* measure: nothing else runs meanwhile */
+  t0 = tuner_now();
+  ts_measure_result *res = calloc((size_t)n, sizeof *res);
+  ts_artifact **built = calloc((size_t)n, sizeof *built);
+  int *slot = calloc((size_t)n, sizeof *slot);
+  int nb = 0;
+  for (int i = 0; i < n; i++)
+    if (art[i]) {
+      slot[nb] = i;
+      built[nb++] = art[i];
+    }
+  ts_measure_config mc = round_config(j, t);
+  ts_measure_result *mres = calloc((size_t)(nb ? nb : 1), sizeof *mres);
+  int rc =
+      nb ? ts_runner_measure(j->runner, &mc, t->ref_id, built, nb, mres, j->err)
+         : TS_OK;
+  for (int i = 0; i < n; i++)
+    if (!art[i]) {
+      res[i].status = TS_MEASURE_BUILD_ERROR;
+      snprintf(res[i].error, sizeof res[i].error, "%s", why[i]);
+    }
+  for (int k = 0; k < nb; k++) res[slot[k]] = mres[k];
+  j->measure_s += tuner_now() - t0;
+  /* commit */
+  ts_db_measurement *m = calloc((size_t)n, sizeof *m);
+  char **json = calloc((size_t)n, sizeof *json);
+  double *med = calloc((size_t)n, sizeof *med);
+  for (int i = 0; i < n && !rc; i++) {
+    json[i] = ts_candidate_record_json(&v[i]->c);
+    med[i] = res[i].status == TS_MEASURE_OK
+                 ? median_of(res[i].seconds, res[i].n_seconds)
+                 : NAN;
+    m[i].workload_id = t->workload_id;
+    m[i].target = j->target_str;
+    m[i].trace_json = json[i] ? json[i] : "{}";
+    m[i].run_secs = res[i].seconds;
+    m[i].n_run_secs = res[i].status == TS_MEASURE_OK ? res[i].n_seconds : 0;
+    m[i].status = db_status(res[i].status);
+    m[i].error = res[i].error;
+    m[i].job_id = j->job_id;
+    m[i].worker = res[i].worker;
+    if (m[i].status == TS_DB_STATUS_OK && !(med[i] > 0)) {
+      m[i].status = TS_DB_STATUS_RUN_ERROR;
+      m[i].n_run_secs = 0;
+      m[i].error = "no run time measured";
+    }
+  }
+  if (!rc && ts_db_commit_records(j->db, m, n, NULL))
+    rc = db_fail(j, "cannot commit the measured batch");
+  if (!rc) {
+    ts_cm_candidate *cc = calloc((size_t)n, sizeof *cc);
+    ts_cm_result *cr = calloc((size_t)n, sizeof *cr);
+    int nm = 0;
+    for (int i = 0; i < n; i++) {
+      bool ok = m[i].status == TS_DB_STATUS_OK;
+      int64_t trial = j->done + i;
+      search_task_add_measured(&t->search, v[i]->c.design, v[i]->c.hash, ok,
+                               med[i]);
+      t->by_status[m[i].status]++;
+      j->by_status[m[i].status]++;
+      if (ok && med[i] < t->best_s) {
+        t->best_s = med[i];
+        t->trial_of_best = trial;
+      }
+      if (t->model && v[i]->have_feat &&
+          m[i].status != TS_DB_STATUS_WORKER_LOST) {
+        cc[nm].features = &v[i]->feat;
+        cc[nm].group = t->workload_id;
+        cr[nm].ok = ok;
+        cr[nm].seconds = ok ? med[i] : 0;
+        nm++;
+      }
+      log_line(j, t, ti, trial, &res[i], med[i], v[i]->c.hash);
+    }
+    t0 = tuner_now();
+    if (nm && ts_cm_update(t->model, cc, cr, nm, j->err))
+      rc = j->err ? j->err->code : TS_EINVAL;
+    j->search_s += tuner_now() - t0;
+    free(cc);
+    free(cr);
+    t->sched.trials += n;
+    t->trials_now += n;
+    j->done += n;
+    j->trials_now += n;
+  }
+  for (int i = 0; i < n; i++) {
+    free(json[i]);
+    ts_artifact_release(art[i]);
+    cand_unref(v[i]);
+  }
+  free(json);
+  free(med);
+  free(m);
+  free(res);
+  free(mres);
+  free(built);
+  free(slot);
+  free(art);
+  free(why);
+  free(v);
+  if (rc) return rc;
+history:
+  if (t->sched.n_history % 64 == 0) {
+    double *h = realloc(t->sched.best_history,
+                        sizeof *h * (size_t)(t->sched.n_history + 64));
+    if (!h) return TS_ERR(j->err, TS_ENOMEM, "tune: out of memory");
+    t->sched.best_history = h;
+  }
+  t->sched.best_history[t->sched.n_history++] = t->best_s;
+  if (t->sched.max_trials > 0 && t->sched.trials >= t->sched.max_trials)
+    t->sched.done = true;
+  return TS_OK;
+}
+
+/* ========================================================================
+ * The job
+ * ======================================================================== */
+
+static void free_job(job *j) {
+  for (int i = 0; i < j->n_tasks; i++) {
+    job_task *t = &j->tasks[i];
+    search_task_free(&t->search);
+    ts_design_spaces_free(t->spaces, t->n_spaces);
+    ts_cm_destroy(t->model);
+    free(t->sched.best_history);
+    free(t->best_json);
+  }
+  free(j->tasks);
+  free(j->target_str);
+  ts_target_free(j->target);
+}
+
+static int check_options(const ts_tune_options *o, const ts_tune_task *tasks,
+                         int n, ts_error *err) {
+  if (n < 1) return TS_ERR(err, TS_EINVAL, "tune: no task");
+  if (o->trials < 0)
+    return TS_ERR(err, TS_EINVAL, "tune: --trials must be >= 0, got %lld",
+                  (long long)o->trials);
+  if (o->trials_per_task < 0)
+    return TS_ERR(err, TS_EINVAL, "tune: --trials-per-task must be >= 0");
+  if (strcmp(o->cost_model, "xgb") && strcmp(o->cost_model, "random"))
+    return TS_ERR(err, TS_EINVAL,
+                  "tune: unknown cost model '%s' (xgb or random)",
+                  o->cost_model);
+  if (o->search.population < 1 || o->search.batch < 1 ||
+      o->search.genetic_iters < 0 || o->search.epsilon < 0 ||
+      o->search.epsilon > 1 || o->search.max_fail < 1 ||
+      o->search.mutate_prob < 0 || o->search.mutate_prob > 1 ||
+      o->search.init_measured_ratio < 0 || o->search.init_measured_ratio > 1)
+    return TS_ERR(err, TS_EINVAL,
+                  "tune: search options out of range (population and batch "
+                  ">= 1, probabilities in [0, 1])");
+  for (int i = 0; i < n; i++)
+    if (!tasks[i].func || !tasks[i].name || !(tasks[i].weight >= 0))
+      return TS_ERR(err, TS_EINVAL,
+                    "tune: task %d needs a function, a name and a weight >= "
+                    "0",
+                    i);
+  return ts_measure_config_check(&o->measure, err);
+}
+
+int ts_tune(ts_db *db, ts_runner *runner, const ts_tune_task *tasks, int n,
+            const ts_tune_options *opts, ts_tune_result *result,
+            ts_error *err) {
+  memset(result, 0, sizeof *result);
+  ts_tune_options o = opts ? *opts : ts_tune_defaults();
+  ts_tune_options oc = o; /* timeout 0 (adaptive) checked as 1 s */
+  if (oc.measure.timeout_ms <= 0) oc.measure.timeout_ms = 1000;
+  int rc = check_options(&oc, tasks, n, err);
+  if (rc) return rc;
+  job j;
+  memset(&j, 0, sizeof j);
+  j.db = db;
+  j.runner = runner;
+  j.o = &o;
+  j.err = err;
+  j.start = tuner_now();
+  j.strategy = o.strategy == TS_STRATEGY_RANDOM ? &strategy_random
+                                                : &strategy_evolutionary;
+  if ((rc = ts_target_parse(o.target, &j.target, err))) return rc;
+  j.target_str = ts_db_canonical_target(db, o.target);
+  int64_t target_id;
+  if (!j.target_str || ts_db_commit_target(db, j.target_str, &target_id)) {
+    rc = db_fail(&j, "cannot store the target");
+    free_job(&j);
+    return rc;
+  }
+  bool resumed = false;
+  if ((rc = open_job(&j, tasks, n, &resumed))) {
+    free_job(&j);
+    return rc;
+  }
+  j.budget = o.trials;
+  j.done = j.done_before;
+  j.tasks = calloc((size_t)n, sizeof *j.tasks);
+  j.n_tasks = n;
+  int search_threads =
+      o.search.threads > 0 ? o.search.threads : ts_target_num_cores(j.target);
+  if (search_threads < 1 || ts_target_is_cuda(j.target))
+    search_threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
+  if (search_threads < 1) search_threads = 1;
+  for (int i = 0; i < n && !rc; i++) {
+    rc = setup_task(&j, i, &tasks[i], search_threads);
+    if (rc) {
+      char msg[sizeof err->msg];
+      snprintf(msg, sizeof msg, "%s", err ? err->msg : "");
+      TS_ERR(err, rc, "task %d (%s): %s", i, tasks[i].name, msg);
+    }
+  }
+  if (!rc && o.output.out) {
+    fprintf(o.output.out, "%s job '%s': %lld of %lld trials done, target %s\n",
+            resumed ? "resuming" : "starting", j.job_name,
+            (long long)j.done_before, (long long)j.budget, j.target_str);
+    for (int i = 0; i < n; i++)
+      fprintf(o.output.out, "  task %d %s: %d design space%s (%s%s)\n", i,
+              tasks[i].name, j.tasks[i].n_spaces,
+              j.tasks[i].n_spaces == 1 ? "" : "s", j.tasks[i].spaces[0].name,
+              j.tasks[i].n_spaces > 1 ? ", ..." : "");
+    fflush(o.output.out);
+  }
+  int64_t turn = 0;
+  bool stopped = false;
+  while (!rc && j.done < j.budget) {
+    if (o.stop && *o.stop) {
+      stopped = true;
+      break;
+    }
+    ts_task_state *states = calloc((size_t)n, sizeof *states);
+    for (int i = 0; i < n; i++) states[i] = j.tasks[i].sched;
+    int ti = ts_task_next(o.policy, states, n, turn++);
+    free(states);
+    if (ti < 0) break;
+    j.round++;
+    rc = run_round(&j, ti);
+    if (!rc) {
+      print_status(&j);
+    }
+  }
+  if (!stopped && o.stop && *o.stop && j.done < j.budget) stopped = true;
+  ts_db_job_state state = rc        ? TS_DB_JOB_FAILED
+                          : stopped ? TS_DB_JOB_INTERRUPTED
+                                    : TS_DB_JOB_FINISHED;
+  if (ts_db_job_finish(db, j.job_id, state) && !rc)
+    rc = db_fail(&j, "cannot mark the job");
+  if (!rc) {
+    result->job_id = j.job_id;
+    snprintf(result->job_name, sizeof result->job_name, "%s", j.job_name);
+    result->state = state;
+    result->resumed = resumed;
+    result->n_tasks = n;
+    result->tasks = calloc((size_t)n, sizeof *result->tasks);
+    result->trials_done = j.done;
+    result->trials_now = j.trials_now;
+    result->seconds = tuner_now() - j.start;
+    result->build_seconds = j.build_s;
+    result->measure_seconds = j.measure_s;
+    result->search_seconds = j.search_s;
+    for (int i = 0; i < n; i++) {
+      job_task *t = &j.tasks[i];
+      ts_tune_task_result *r = &result->tasks[i];
+      r->workload_id = t->workload_id;
+      r->best_seconds = t->best_s;
+      r->baseline_seconds = NAN;
+      r->trials = t->sched.trials;
+      r->trials_now = t->trials_now;
+      memcpy(r->by_status, t->by_status, sizeof r->by_status);
+      r->trial_of_best = t->trial_of_best;
+      ts_db_record best;
+      memset(&best, 0, sizeof best);
+      if (ts_db_best(db, t->workload_id, j.target_str, &best) == TS_OK) {
+        r->best_trace_json = strdup(best.trace_json);
+        if (best.median_s < r->best_seconds) r->best_seconds = best.median_s;
+        ts_db_record_clear(&best);
+      }
+    }
+  }
+  free_job(&j);
+  return rc;
+}

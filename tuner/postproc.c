@@ -1,0 +1,375 @@
+/*
+ * postproc.c — the postprocessors that turn a replayed design trace into a
+ * candidate: decompose reduction inits (so accumulators can live in
+ * registers and tensorize can match), tensorize the blocks the
+ * tensorization rule marked, rewrite the root block's parallel / vectorize
+ * / unroll plans into loop kinds and unroll annotations (they depend on the
+ * sampled loop extents, so rules cannot do it), and on GPU targets bind
+ * cooperative fetches and verify the per-block limits. Each step is a
+ * schedule primitive, recorded in the candidate's trace, so the stored
+ * trace replays to the measured function without the tuner. A candidate a
+ * postprocessor rejects is dropped before it is built.
+ */
+#include "tuner/internal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const char *const postproc_names[TS_N_POSTPROCS] = {
+    "rewrite_reduction_block",
+    "rewrite_tensorize",
+    "rewrite_parallel_vectorize_unroll",
+    "verify_gpu_code",
+};
+
+const char *ts_postproc_name(ts_postproc_kind k) {
+  return (unsigned)k < TS_N_POSTPROCS ? postproc_names[k] : NULL;
+}
+
+ts_trace *trace_without_decisions(const ts_trace *t) {
+  ts_trace *c = ts_trace_copy(t);
+  if (!c) return NULL;
+  for (int i = 0; i < ts_trace_n_insts(c); i++)
+    if (ts_trace_inst_is_sampling(c, i))
+      ts_trace_set_decision(c, i, NULL, -1, NULL);
+  return c;
+}
+
+static int fail(ts_error *err, ts_sched *s, ts_postproc_kind k,
+                const char *what) {
+  const ts_error *se = ts_sched_error(s);
+  return TS_ERR(err, se->code ? se->code : TS_ESCHEDULE,
+                "postprocessor %s: %s%s%s", ts_postproc_name(k), what,
+                se->msg[0] ? ": " : "", se->msg);
+}
+
+/* ========================================================================
+ * rewrite_reduction_block
+ * ======================================================================== */
+
+static int rewrite_reduction(ts_sched *s, ts_error *err) {
+  int nn = 0;
+  char **names = block_names(ts_sched_func(s), &nn);
+  int rc = TS_OK;
+  for (int i = 0; i < nn && !rc; i++) {
+    const ts_stmt *r = ts_func_find_block(ts_sched_func(s), names[i]);
+    if (!r || !ts_block_init(ts_realize_block(r))) continue;
+    ts_rv b, loops[MAX_LOOPS], init;
+    int nl = 0;
+    if (ts_sched_get_block(s, names[i], &b) ||
+        ts_sched_get_loops(s, b, loops, MAX_LOOPS, &nl))
+      continue;
+    for (int k = 0; k < nl; k++) {
+      const ts_stmt *l = ts_sched_rv_loop(s, loops[k]);
+      if (!l || !(loop_binding(r, l) & BIND_REDUCE)) continue;
+      /* a reduction that cannot be decomposed keeps its init: lowering
+       * runs it at the first reduce iteration */
+      if (ts_sched_decompose_reduction(s, b, loops[k], &init) &&
+          ts_block_find_annotation(ts_realize_block(r), ANN_TENSORIZE))
+        rc = fail(err, s, TS_POSTPROC_REWRITE_REDUCTION, names[i]);
+      break;
+    }
+  }
+  names_free(names, nn);
+  return rc;
+}
+
+/* ========================================================================
+ * rewrite_tensorize
+ * ======================================================================== */
+
+static int rewrite_tensorize(ts_sched *s, ts_error *err) {
+  int nn = 0;
+  char **names = block_names(ts_sched_func(s), &nn);
+  int rc = TS_OK;
+  for (int i = 0; i < nn && !rc; i++) {
+    const ts_stmt *r = ts_func_find_block(ts_sched_func(s), names[i]);
+    if (!r) continue;
+    const ts_block *blk = ts_realize_block(r);
+    const ts_annotation *a = ts_block_find_annotation(blk, ANN_TENSORIZE);
+    const ts_annotation *nk =
+        ts_block_find_annotation(blk, ANN_TENSORIZE_LOOPS);
+    if (!a || a->kind != TS_ANN_STRING || !nk || nk->kind != TS_ANN_INT)
+      continue;
+    char intrin[64];
+    snprintf(intrin, sizeof intrin, "%s", a->s);
+    int64_t k = nk->i;
+    ts_rv b, loops[MAX_LOOPS];
+    int nl = 0;
+    if ((rc = ts_sched_get_block(s, names[i], &b)) ||
+        (rc = ts_sched_get_loops(s, b, loops, MAX_LOOPS, &nl))) {
+      rc = fail(err, s, TS_POSTPROC_REWRITE_TENSORIZE, names[i]);
+      break;
+    }
+    if (k < 1 || k > nl) {
+      rc = TS_ERR(err, TS_ESCHEDULE,
+                  "postprocessor %s: block '%s' has %d loops, the intrinsic "
+                  "covers %lld",
+                  ts_postproc_name(TS_POSTPROC_REWRITE_TENSORIZE), names[i], nl,
+                  (long long)k);
+      break;
+    }
+    if (ts_sched_unannotate(s, b, ANN_TENSORIZE_LOOPS) ||
+        ts_sched_unannotate(s, b, ANN_TENSORIZE) ||
+        ts_sched_tensorize(s, loops[nl - k], intrin))
+      rc = fail(err, s, TS_POSTPROC_REWRITE_TENSORIZE, names[i]);
+  }
+  names_free(names, nn);
+  return rc;
+}
+
+/* ========================================================================
+ * rewrite_parallel_vectorize_unroll
+ * ======================================================================== */
+
+typedef struct nest_blocks {
+  const ts_stmt *v[MAX_BLOCKS];
+  int n;
+} nest_blocks;
+
+static bool collect_block(void *ctx, ts_stmt *st) {
+  nest_blocks *nb = ctx;
+  if (ts_stmt_kind_of(st) == TS_STMT_BLOCK_REALIZE && nb->n < MAX_BLOCKS)
+    nb->v[nb->n++] = st;
+  return true;
+}
+
+/* Whether a block realize contains another block. */
+static bool has_child_block(const ts_stmt *r) {
+  nest_blocks nb = {{0}, 0};
+  ts_visitor v = {collect_block, NULL, NULL, &nb};
+  ts_stmt_walk(ts_block_body(ts_realize_block(r)), &v);
+  return nb.n > 0;
+}
+
+/* Whether loop l may run in parallel for every block in nb. */
+static bool loop_parallelizable(const ts_stmt *l, const nest_blocks *nb) {
+  int64_t ext;
+  if (ts_for_kind_of(l) != TS_FOR_SERIAL ||
+      !ts_expr_is_const_int(ts_for_extent(l), &ext))
+    return false;
+  for (int i = 0; i < nb->n; i++)
+    if (loop_binding(nb->v[i], l) & BIND_REDUCE) return false;
+  return true;
+}
+
+static int64_t annotation_int(const ts_block *b, const char *key,
+                              int64_t dflt) {
+  const ts_annotation *a = ts_block_find_annotation(b, key);
+  return a && a->kind == TS_ANN_INT ? a->i : dflt;
+}
+
+/* Vectorizes the innermost loop of a leaf block when it is serial, spatial,
+ * holds only that block and has at most max_lanes iterations. */
+static void vectorize_leaf(ts_sched *s, const char *name, int64_t max_lanes,
+                           const ts_stmt *parallel_loop) {
+  ts_rv b, loops[MAX_LOOPS];
+  int nl = 0;
+  if (ts_sched_get_block(s, name, &b) ||
+      ts_sched_get_loops(s, b, loops, MAX_LOOPS, &nl) || nl == 0)
+    return;
+  const ts_stmt *l = ts_sched_rv_loop(s, loops[nl - 1]);
+  const ts_stmt *r = ts_func_find_block(ts_sched_func(s), name);
+  int64_t ext = 0;
+  if (!l || l == parallel_loop || ts_for_kind_of(l) != TS_FOR_SERIAL ||
+      !ts_expr_is_const_int(ts_for_extent(l), &ext) || ext <= 1 ||
+      ext > max_lanes || ts_for_body(l) != r ||
+      loop_binding(r, l) != BIND_SPATIAL)
+    return;
+  ts_sched_vectorize(s, loops[nl - 1]);
+}
+
+static int rewrite_pvu(ts_sched *s, const ts_target *t, ts_error *err) {
+  const ts_func *f = ts_sched_func(s);
+  const char *rn = root_block_name(f);
+  if (!rn) return TS_OK;
+  char root[128];
+  snprintf(root, sizeof root, "%s", rn);
+  const ts_block *rb = ts_realize_block(ts_func_body(f));
+  int64_t par = annotation_int(rb, ANN_PARALLEL, 0);
+  int64_t vec = annotation_int(rb, ANN_VECTORIZE, 0);
+  int64_t unroll = annotation_int(rb, ANN_UNROLL, 0);
+  bool cuda = ts_target_is_cuda(t);
+  ts_rv root_rv;
+  if (ts_sched_get_block(s, root, &root_rv))
+    return fail(err, s, TS_POSTPROC_REWRITE_PARALLEL_VECTORIZE_UNROLL, root);
+  const char *keys[3] = {ANN_PARALLEL, ANN_VECTORIZE, ANN_UNROLL};
+  for (int i = 0; i < 3; i++)
+    if (ts_block_find_annotation(rb, keys[i]) &&
+        ts_sched_unannotate(s, root_rv, keys[i]))
+      return fail(err, s, TS_POSTPROC_REWRITE_PARALLEL_VECTORIZE_UNROLL, root);
+  if (!par && !vec && !unroll) return TS_OK;
+
+  /* the top-level loop nests: for each, the first leaf block names it */
+  int nn = 0;
+  char **names = block_names(ts_sched_func(s), &nn);
+  const ts_stmt *body = ts_block_body(ts_realize_block(ts_func_body(f)));
+  int n_top = ts_stmt_kind_of(body) == TS_STMT_SEQ ? ts_seq_n(body) : 1;
+  char(*first_leaf)[128] = calloc((size_t)(n_top ? n_top : 1), 128);
+  for (int i = 0; i < n_top; i++) {
+    const ts_stmt *top =
+        ts_stmt_kind_of(body) == TS_STMT_SEQ ? ts_seq_item(body, i) : body;
+    if (ts_stmt_kind_of(top) != TS_STMT_FOR) continue;
+    nest_blocks nb = {{0}, 0};
+    ts_visitor v = {collect_block, NULL, NULL, &nb};
+    ts_stmt_walk((ts_stmt *)top, &v);
+    for (int k = 0; k < nb.n; k++)
+      if (!has_child_block(nb.v[k])) {
+        snprintf(first_leaf[i], 128, "%s",
+                 ts_block_name(ts_realize_block(nb.v[k])));
+        break;
+      }
+  }
+  for (int i = 0; i < n_top; i++) {
+    if (!first_leaf[i][0]) continue;
+    ts_rv b, loops[MAX_LOOPS];
+    int nl = 0;
+    if (ts_sched_get_block(s, first_leaf[i], &b) ||
+        ts_sched_get_loops(s, b, loops, MAX_LOOPS, &nl) || nl == 0)
+      continue;
+    /* the blocks of this nest (for the parallel-safety check) */
+    nest_blocks nb = {{0}, 0};
+    ts_visitor v = {collect_block, NULL, NULL, &nb};
+    ts_stmt_walk((ts_stmt *)ts_sched_rv_loop(s, loops[0]), &v);
+    /* the perfectly nested chain of parallelizable outer loops */
+    int m = 0;
+    int64_t prod = 1;
+    if (!cuda && par > 0) {
+      while (m < nl && prod < par) {
+        const ts_stmt *l = ts_sched_rv_loop(s, loops[m]);
+        if (!l || !loop_parallelizable(l, &nb)) break;
+        int64_t ext = 0;
+        ts_expr_is_const_int(ts_for_extent(l), &ext);
+        prod *= ext;
+        m++;
+        const ts_stmt *lb = ts_for_body(l);
+        if (ts_stmt_kind_of(lb) != TS_STMT_FOR) break;
+      }
+    }
+    const ts_stmt *par_stmt = m > 0 ? ts_sched_rv_loop(s, loops[m - 1]) : NULL;
+    /* vectorize the leaves first: fusing the outer loops keeps inner
+     * handles valid */
+    if (!cuda && vec > 1)
+      for (int k = 0; k < nb.n; k++)
+        if (!has_child_block(nb.v[k]) &&
+            !ts_block_find_annotation(ts_realize_block(nb.v[k]),
+                                      "tensor_intrin")) {
+          char name[128];
+          snprintf(name, sizeof name, "%s",
+                   ts_block_name(ts_realize_block(nb.v[k])));
+          vectorize_leaf(s, name, vec, m == nl ? par_stmt : NULL);
+          /* the walk's realize pointers may be stale after a primitive */
+          nb.n = 0;
+          ts_stmt_walk((ts_stmt *)ts_sched_rv_loop(s, loops[0]), &v);
+        }
+    ts_rv outer = loops[0];
+    if (m >= 1 && prod > 1) {
+      ts_rv fused = loops[0];
+      if (m >= 2 && ts_sched_fuse(s, loops, m, &fused)) fused = TS_RV_NONE;
+      if (fused != TS_RV_NONE && !ts_sched_parallel(s, fused))
+        outer = fused;
+      else if (fused != TS_RV_NONE)
+        outer = fused;
+    }
+    if (unroll > 0 && ts_sched_rv_loop(s, outer)) {
+      ts_sched_annotate(s, outer,
+                        ts_ann_int("pragma_auto_unroll_max_step", unroll));
+      ts_sched_annotate(s, outer, ts_ann_int("pragma_unroll_explicit", 1));
+    }
+  }
+  free(first_leaf);
+  names_free(names, nn);
+  return TS_OK;
+}
+
+/* ========================================================================
+ * verify_gpu_code
+ * ======================================================================== */
+
+typedef struct gpu_walk {
+  ts_gpu_usage u;
+  int64_t thread_x, thread_y, thread_z;
+  int64_t local_bytes;
+} gpu_walk;
+
+static bool gpu_enter(void *ctx, ts_stmt *st) {
+  gpu_walk *g = ctx;
+  if (ts_stmt_kind_of(st) == TS_STMT_FOR &&
+      ts_for_kind_of(st) == TS_FOR_THREAD) {
+    int64_t ext = 0;
+    ts_expr_is_const_int(ts_for_extent(st), &ext);
+    const char *tag = ts_for_thread_tag(st);
+    if (!strcmp(tag, "threadIdx.x") && ext > g->thread_x) g->thread_x = ext;
+    if (!strcmp(tag, "threadIdx.y") && ext > g->thread_y) g->thread_y = ext;
+    if (!strcmp(tag, "threadIdx.z") && ext > g->thread_z) g->thread_z = ext;
+    if (!strcmp(tag, "vthread")) g->u.vthreads *= ext > 0 ? ext : 1;
+  } else if (ts_stmt_kind_of(st) == TS_STMT_ALLOCATE) {
+    const ts_buffer *b = ts_allocate_buffer(st);
+    const char *scope = ts_buffer_scope(b);
+    if (!strncmp(scope, "shared", 6))
+      g->u.shared_bytes += ts_buffer_bytes(b);
+    else if (!strcmp(scope, "local"))
+      g->local_bytes += ts_buffer_bytes(b);
+  }
+  return true;
+}
+
+int ts_verify_gpu(const ts_func *f, const ts_target *t, ts_gpu_usage *usage,
+                  ts_error *err) {
+  ts_lower_options lo = ts_lower_defaults();
+  ts_func *low = ts_lower(f, &lo, err);
+  if (!low) return err ? err->code : TS_EINVAL;
+  gpu_walk g;
+  memset(&g, 0, sizeof g);
+  g.u.vthreads = 1;
+  g.thread_x = g.thread_y = g.thread_z = 1;
+  ts_visitor v = {gpu_enter, NULL, NULL, &g};
+  ts_stmt_walk(ts_func_body(low), &v);
+  ts_func_free(low);
+  g.u.threads_per_block = g.thread_x * g.thread_y * g.thread_z;
+  g.u.registers = 24 + (g.local_bytes + 3) / 4;
+  if (usage) *usage = g.u;
+  int64_t max_threads = ts_target_max_threads_per_block(t);
+  int64_t max_shared = ts_target_max_shared_memory_per_block(t);
+  int64_t max_regs = ts_target_max_registers_per_thread(t);
+  if (max_threads > 0 && g.u.threads_per_block > max_threads)
+    return TS_ERR(err, TS_ESCHEDULE,
+                  "%lld threads per block exceed the target's %lld",
+                  (long long)g.u.threads_per_block, (long long)max_threads);
+  if (max_threads > 0 && g.u.threads_per_block < 1)
+    return TS_ERR(err, TS_ESCHEDULE, "no thread per block");
+  if (max_shared > 0 && g.u.shared_bytes > max_shared)
+    return TS_ERR(err, TS_ESCHEDULE,
+                  "%lld bytes of shared memory exceed the target's %lld",
+                  (long long)g.u.shared_bytes, (long long)max_shared);
+  if (max_regs > 0 && g.u.registers > max_regs)
+    return TS_ERR(err, TS_ESCHEDULE,
+                  "an estimated %lld registers per thread exceed the "
+                  "target's %lld",
+                  (long long)g.u.registers, (long long)max_regs);
+  if (g.u.vthreads > 64)
+    return TS_ERR(err, TS_ESCHEDULE, "%lld virtual threads exceed 64",
+                  (long long)g.u.vthreads);
+  return TS_OK;
+}
+
+/* ========================================================================
+ * The pipeline
+ * ======================================================================== */
+
+int ts_postproc_apply(ts_sched *s, const ts_target *t, ts_error *err) {
+  int rc;
+  if ((rc = rewrite_reduction(s, err))) return rc;
+  if ((rc = rewrite_tensorize(s, err))) return rc;
+  if (ts_target_is_cuda(t) && (rc = gpu_rewrite_cooperative_fetch(s, err)))
+    return rc;
+  if ((rc = rewrite_pvu(s, t, err))) return rc;
+  if (ts_target_is_cuda(t)) {
+    ts_error verr;
+    ts_error_clear(&verr);
+    if ((rc = ts_verify_gpu(ts_sched_func(s), t, NULL, &verr)))
+      return TS_ERR(err, rc, "postprocessor %s: %s",
+                    ts_postproc_name(TS_POSTPROC_VERIFY_GPU), verr.msg);
+  }
+  return TS_OK;
+}

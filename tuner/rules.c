@@ -1,0 +1,593 @@
+/*
+ * rules.c — design-space generation: the schedule rules applied block by
+ * block (consumers first), each turning one partial design space into one
+ * or more (a rule with variants forks the schedule), then the root rules.
+ * Every step is a schedule primitive, so a design space is the trace that
+ * results; its sampling instructions (tile sizes, unroll step, parallel
+ * extent, compute locations) are the choices the search makes. Rules never
+ * look at a sampled value: whatever depends on the final loop extents is
+ * left to the postprocessors (postproc.c) through annotations.
+ *
+ * CPU rules here: auto-inline, add-rfactor, multi-level tiling SSRSRS with
+ * cache-write variants, parallelize-vectorize-unroll, random compute
+ * location; the tensorization variants are in rules_tensorize.c, the GPU
+ * rules in rules_gpu.c.
+ */
+#include "tuner/internal.h"
+
+#include <cjson/cJSON.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+ts_space_options ts_space_defaults(void) {
+  ts_space_options o;
+  memset(&o, 0, sizeof o);
+  o.max_innermost_factor = 64;
+  o.tensorize = true;
+  o.cache_write = true;
+  o.cache_read = true;
+  return o;
+}
+
+void ts_design_spaces_free(ts_design_space *spaces, int n) {
+  if (!spaces) return;
+  for (int i = 0; i < n; i++) ts_trace_free(spaces[i].trace);
+  free(spaces);
+}
+
+/* ========================================================================
+ * Generator states
+ * ======================================================================== */
+
+bool state_tiled(const gen_state *g, const char *block) {
+  for (int i = 0; i < g->n_tiled; i++)
+    if (!strcmp(g->tiled[i], block)) return true;
+  return false;
+}
+
+void state_mark_tiled(gen_state *g, const char *block) {
+  if (g->n_tiled < MAX_BLOCKS && !state_tiled(g, block))
+    snprintf(g->tiled[g->n_tiled++], sizeof g->tiled[0], "%s", block);
+}
+
+int state_fork(const gen_state *from, gen_state *to, ts_error *err) {
+  *to = *from;
+  to->s = NULL;
+  return ts_sched_fork(from->s, 0x7e55e7a, &to->s, err);
+}
+
+void state_clear(gen_state *g) {
+  ts_sched_destroy(g->s);
+  memset(g, 0, sizeof *g);
+}
+
+void state_append_name(gen_state *g, const char *fmt, ...) {
+  char part[96];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(part, sizeof part, fmt, ap);
+  va_end(ap);
+  size_t len = strlen(g->name);
+  snprintf(g->name + len, sizeof g->name - len, "%s%s", len ? "; " : "", part);
+}
+
+static bool block_exists(const ts_sched *s, const char *name) {
+  return ts_func_find_block(ts_sched_func(s), name) != NULL;
+}
+
+/* ========================================================================
+ * Auto-inline
+ * ======================================================================== */
+
+/* Inlines a spatial producer into its consumers when the schedule allows
+ * it. On CPU a block computing through if_then_else (padding) stays: the
+ * condition would run in the consumer's innermost loop. */
+static bool rule_auto_inline(const gen *g, gen_state *st, const char *name) {
+  ts_sched *s = st->s;
+  const ts_func *f = ts_sched_func(s);
+  const ts_stmt *r = ts_func_find_block(f, name);
+  const ts_block *b = ts_realize_block(r);
+  if (block_is_reduction(b) || block_writes_param(f, b)) return false;
+  if (!ts_target_is_cuda(g->t) && stmt_uses_if_then_else(ts_block_body(b)))
+    return false;
+  ts_rv rv, cons[MAX_BLOCKS];
+  int nc = 0;
+  if (ts_sched_get_block(s, name, &rv) ||
+      ts_sched_get_consumers(s, rv, cons, MAX_BLOCKS, &nc) || nc == 0)
+    return false;
+  return ts_sched_compute_inline(s, rv) == TS_OK;
+}
+
+/* ========================================================================
+ * Multi-level tiling (CPU: SSRSRS)
+ * ======================================================================== */
+
+/* Whether the block is a spatial elementwise consumer (no reduction, reads
+ * at most its producer's output at its own iter vars). */
+static bool is_elementwise(const ts_stmt *r) {
+  const ts_block *b = ts_realize_block(r);
+  if (block_is_reduction(b) || ts_block_init(b)) return false;
+  const ts_stmt *body = ts_block_body(b);
+  return body && ts_stmt_kind_of(body) == TS_STMT_STORE;
+}
+
+int tile_block(ts_sched *s, const char *name, const char *structure,
+               int max_inner, const ts_rv *inner, int n_inner, tiles *out) {
+  memset(out, 0, sizeof *out);
+  int nlev = (int)strlen(structure);
+  out->n_levels = nlev;
+  int ns = 0, nr = 0;
+  for (int i = 0; i < nlev; i++) {
+    if (structure[i] == 'S')
+      ns++;
+    else
+      nr++;
+  }
+  ts_rv b, loops[MAX_LOOPS];
+  int nl = 0, rc;
+  if ((rc = ts_sched_get_block(s, name, &b)) ||
+      (rc = ts_sched_get_loops(s, b, loops, MAX_LOOPS, &nl)))
+    return rc;
+  const ts_stmt *r = ts_func_find_block(ts_sched_func(s), name);
+  int binds[MAX_LOOPS];
+  for (int i = 0; i < nl; i++) {
+    const ts_stmt *l = ts_sched_rv_loop(s, loops[i]);
+    binds[i] = l ? loop_binding(r, l) : 0;
+    if (binds[i] == (BIND_SPATIAL | BIND_REDUCE)) return TS_ESCHEDULE;
+  }
+  bool any = false;
+  for (int i = 0; i < nl; i++) {
+    bool kept = false;
+    for (int k = 0; k < n_inner; k++)
+      kept |= ts_sched_rv_loop(s, inner[k]) == ts_sched_rv_loop(s, loops[i]);
+    if (kept) continue;
+    int64_t ext = rv_extent(s, loops[i]);
+    if (ext <= 1 || binds[i] == 0) {
+      out->outer[out->n_outer++] = loops[i];
+      continue;
+    }
+    char want = binds[i] == BIND_SPATIAL ? 'S' : 'R';
+    int n = want == 'S' ? ns : nr;
+    if (n == 0) return TS_ESCHEDULE;
+    ts_rv factors[8], parts[8];
+    if (n == 1) {
+      parts[0] = loops[i];
+    } else if ((rc = ts_sched_sample_perfect_tile(s, loops[i], n, max_inner,
+                                                  factors)) ||
+               (rc = ts_sched_split_rv(s, loops[i], factors, n, parts))) {
+      return rc;
+    }
+    int k = 0;
+    for (int lv = 0; lv < nlev; lv++)
+      if (structure[lv] == want)
+        out->level[lv][out->n_level[lv]++] = parts[k++];
+    any = true;
+  }
+  if (!any) return TS_ESCHEDULE;
+  ts_rv order[MAX_LOOPS * 4];
+  int no = 0;
+  for (int i = 0; i < out->n_outer; i++) order[no++] = out->outer[i];
+  for (int lv = 0; lv < nlev; lv++)
+    for (int i = 0; i < out->n_level[lv]; i++) order[no++] = out->level[lv][i];
+  for (int k = 0; k < n_inner; k++) order[no++] = inner[k];
+  if (no >= 2 && (rc = ts_sched_reorder(s, order, no))) return rc;
+  return TS_OK;
+}
+
+/* The last loop of tile level lv (or of the nearest non-empty level above
+ * it); TS_RV_NONE when there is none. */
+static ts_rv last_loop_upto(const tiles *t, int lv) {
+  for (int l = lv; l >= 0; l--)
+    if (t->n_level[l] > 0) return t->level[l][t->n_level[l] - 1];
+  return t->n_outer ? t->outer[t->n_outer - 1] : TS_RV_NONE;
+}
+
+/* The single consumer of the block if it is elementwise, else -1. */
+static int fusible_consumer(ts_sched *s, ts_rv b, ts_rv *out) {
+  ts_rv cons[MAX_BLOCKS];
+  int nc = 0;
+  if (ts_sched_get_consumers(s, b, cons, MAX_BLOCKS, &nc) || nc != 1) return -1;
+  const char *cn = ts_sched_rv_block_name(s, cons[0]);
+  const ts_stmt *r = cn ? ts_func_find_block(ts_sched_func(s), cn) : NULL;
+  if (!r || !is_elementwise(r)) return -1;
+  *out = cons[0];
+  return 0;
+}
+
+/* SSRSRS tiling of `name`, then (level 1 or 2) its output written through a
+ * local cache (or its elementwise consumer fused) at the end of that tile
+ * level. */
+/* The input the innermost spatial tile loop moves along (B of a matmul,
+ * the weights of an NHWC conv): its name into out; false when there is no
+ * single such input. */
+static bool streamed_input(ts_sched *s, const char *name, const tiles *t,
+                           char *out, size_t cap) {
+  if (!t->n_level[5]) return false;
+  const ts_stmt *r = ts_func_find_block(ts_sched_func(s), name);
+  const ts_stmt *l = ts_sched_rv_loop(s, t->level[5][t->n_level[5] - 1]);
+  if (!r || !l) return false;
+  const ts_block *b = ts_realize_block(r);
+  const ts_buffer *outb =
+      ts_block_n_writes(b) == 1 ? ts_block_write(b, 0)->buffer : NULL;
+  int found = 0;
+  for (int i = 0; i < ts_block_n_reads(b); i++) {
+    const ts_region *rg = ts_block_read(b, i);
+    if (rg->buffer == outb) continue;
+    bool moves = false;
+    for (int k = 0; k < ts_block_n_iters(b) && !moves; k++) {
+      if (!expr_uses_var(ts_realize_value(r, k), ts_for_var(l))) continue;
+      for (int d = 0; d < rg->ndim && !moves; d++)
+        moves = expr_uses_var(rg->ranges[d].min, ts_block_iter_var(b, k));
+    }
+    if (moves) {
+      snprintf(out, cap, "%s", ts_buffer_name(rg->buffer));
+      found++;
+    }
+  }
+  return found == 1;
+}
+
+static int mlt_cpu(const gen *g, gen_state *st, const char *name, int level,
+                   bool read_cache) {
+  ts_sched *s = st->s;
+  tiles t;
+  int rc =
+      tile_block(s, name, "SSRSRS", g->o->max_innermost_factor, NULL, 0, &t);
+  if (rc) return rc;
+  if (read_cache) {
+    /* the streamed input copied into a cache at a sampled location: the
+     * code generator compacts it to the region used there, a packed panel
+     * whose rows are the tile's width */
+    char buf[128];
+    ts_rv b, cr, loc;
+    if (!streamed_input(s, name, &t, buf, sizeof buf)) return TS_ESCHEDULE;
+    if ((rc = ts_sched_get_block(s, name, &b)) ||
+        (rc = ts_sched_cache_read(s, b, buf, "global", &cr)) ||
+        (rc = ts_sched_sample_compute_location(s, cr, &loc)) ||
+        (rc = ts_sched_compute_at(s, cr, loc)))
+      return rc;
+  }
+  if (level > 0) {
+    /* SSRSRS: level 1 ends after group 0, level 2 after group 1 */
+    ts_rv at = last_loop_upto(&t, level - 1);
+    if (at == TS_RV_NONE) return TS_ESCHEDULE;
+    ts_rv b, cons, cw;
+    if ((rc = ts_sched_get_block(s, name, &b))) return rc;
+    if (fusible_consumer(s, b, &cons) == 0) {
+      rc = ts_sched_reverse_compute_at(s, cons, at);
+    } else {
+      const ts_block *blk =
+          ts_realize_block(ts_func_find_block(ts_sched_func(s), name));
+      if (ts_block_n_writes(blk) != 1) return TS_ESCHEDULE;
+      const char *buf = ts_buffer_name(ts_block_write(blk, 0)->buffer);
+      char bufname[128];
+      snprintf(bufname, sizeof bufname, "%s", buf);
+      if ((rc = ts_sched_cache_write(s, b, bufname, "local", &cw))) return rc;
+      rc = ts_sched_reverse_compute_at(s, cw, at);
+    }
+    if (rc) return rc;
+  }
+  state_mark_tiled(st, name);
+  return TS_OK;
+}
+
+/* ========================================================================
+ * Add-rfactor (CPU)
+ * ======================================================================== */
+
+/* A reduction whose spatial extent is below the parallelism the machine
+ * wants: the reduce loops, fused and split in two by a sampled tile, with
+ * the outer part factored out as a spatial (parallel) dimension. */
+static int rfactor_cpu(const gen *g, gen_state *st, const char *name) {
+  ts_sched *s = st->s;
+  ts_rv b, loops[MAX_LOOPS];
+  int nl = 0, rc;
+  if ((rc = ts_sched_get_block(s, name, &b)) ||
+      (rc = ts_sched_get_loops(s, b, loops, MAX_LOOPS, &nl)))
+    return rc;
+  const ts_stmt *r = ts_func_find_block(ts_sched_func(s), name);
+  ts_rv red[MAX_LOOPS];
+  int nred = 0;
+  int64_t spatial = 1, reduce = 1;
+  for (int i = 0; i < nl; i++) {
+    const ts_stmt *l = ts_sched_rv_loop(s, loops[i]);
+    int bind = l ? loop_binding(r, l) : 0;
+    int64_t ext = rv_extent(s, loops[i]);
+    if (bind == BIND_REDUCE) {
+      red[nred++] = loops[i];
+      reduce *= ext;
+    } else {
+      if (nred) return TS_ESCHEDULE; /* the reduce loops must be innermost */
+      spatial *= ext;
+    }
+  }
+  int cores = ts_target_num_cores(g->t);
+  if (nred == 0 || spatial >= (int64_t)cores * 16 || reduce < 64)
+    return TS_ESCHEDULE;
+  ts_rv fused = red[0];
+  if (nred > 1 && (rc = ts_sched_fuse(s, red, nred, &fused))) return rc;
+  ts_rv f[2], parts[2], rf;
+  if ((rc = ts_sched_sample_perfect_tile(s, fused, 2,
+                                         g->o->max_innermost_factor, f)) ||
+      (rc = ts_sched_split_rv(s, fused, f, 2, parts)) ||
+      (rc = ts_sched_rfactor(s, parts[0], 0, &rf)))
+    return rc;
+  return TS_OK;
+}
+
+/* ========================================================================
+ * Random compute location and parallelize-vectorize-unroll (CPU)
+ * ======================================================================== */
+
+static void rule_random_compute_location(gen_state *st, const char *name) {
+  ts_sched *s = st->s;
+  const ts_func *f = ts_sched_func(s);
+  const ts_stmt *r = ts_func_find_block(f, name);
+  if (!r || state_tiled(st, name) || block_writes_param(f, ts_realize_block(r)))
+    return;
+  ts_rv b, cons[MAX_BLOCKS], loc;
+  int nc = 0;
+  if (ts_sched_get_block(s, name, &b) ||
+      ts_sched_get_consumers(s, b, cons, MAX_BLOCKS, &nc) || nc == 0)
+    return;
+  /* a failed compute_at leaves the sample unused; simplification drops it */
+  if (!ts_sched_sample_compute_location(s, b, &loc))
+    ts_sched_compute_at(s, b, loc);
+}
+
+/* Annotates the root block with the parallel, vectorize and unroll plans
+ * the postprocessor turns into loop kinds. */
+static int rule_parallel_vectorize_unroll(const gen *g, gen_state *st) {
+  ts_sched *s = st->s;
+  const char *root = root_block_name(ts_sched_func(s));
+  if (!root) return TS_OK;
+  ts_rv rb, unroll, par;
+  int rc;
+  if ((rc = ts_sched_get_block(s, root, &rb))) return rc;
+  static const int64_t steps[5] = {0, 16, 64, 512, 1024};
+  static const double sp[5] = {0.25, 0.25, 0.25, 0.25, 0.25};
+  if (ts_target_is_cuda(g->t)) {
+    /* GPU: unrolling only (threads come from the bindings) */
+    if ((rc = ts_sched_sample_categorical(s, steps, sp, 5, &unroll)) ||
+        (rc = ts_sched_annotate_rv(s, rb, ANN_UNROLL, unroll)))
+      return rc;
+    return TS_OK;
+  }
+  int cores = ts_target_num_cores(g->t);
+  if (cores < 1) cores = 1;
+  int64_t pc[3] = {cores, (int64_t)cores * 4, (int64_t)cores * 16};
+  double pp[3] = {1.0 / 3, 1.0 / 3, 1.0 / 3};
+  if ((rc = ts_sched_sample_categorical(s, pc, pp, 3, &par)) ||
+      (rc = ts_sched_annotate_rv(s, rb, ANN_PARALLEL, par)) ||
+      (rc = ts_sched_annotate(s, rb, ts_ann_int(ANN_VECTORIZE, 64))) ||
+      (rc = ts_sched_sample_categorical(s, steps, sp, 4, &unroll)) ||
+      (rc = ts_sched_annotate_rv(s, rb, ANN_UNROLL, unroll)))
+    return rc;
+  return TS_OK;
+}
+
+/* ========================================================================
+ * The generator
+ * ======================================================================== */
+
+/* Replaces state i of the generator by the states in v[0, nv) (nv may be
+ * 0: the state is kept). Extra states beyond MAX_STATES are dropped. */
+static void replace_state(gen *g, int i, gen_state *v, int nv) {
+  if (nv == 0) return;
+  state_clear(&g->st[i]);
+  g->st[i] = v[0];
+  for (int k = 1; k < nv; k++) {
+    if (g->n < MAX_STATES)
+      g->st[g->n++] = v[k];
+    else
+      state_clear(&v[k]);
+  }
+}
+
+/* Multi-level tiling (and its variants) of a block in every state. */
+static void apply_tiling_cpu(gen *g, int i, const char *name) {
+  gen_state *st = &g->st[i];
+  const ts_stmt *r = ts_func_find_block(ts_sched_func(st->s), name);
+  if (!r || !block_is_reduction(ts_realize_block(r)) || !block_has_reuse(r))
+    return;
+  gen_state v[MAX_STATES];
+  int nv = 0;
+  int levels = g->o->cache_write ? 3 : 1;
+  for (int rcache = 0; rcache < (g->o->cache_read ? 2 : 1); rcache++)
+    for (int lv = 0; lv < levels && nv < MAX_STATES; lv++) {
+      if (state_fork(st, &v[nv], NULL)) continue;
+      if (mlt_cpu(g, &v[nv], name, lv, rcache)) {
+        state_clear(&v[nv]);
+        continue;
+      }
+      state_append_name(&v[nv], "%s: mlt", name);
+      if (lv) state_append_name(&v[nv], "cache_write@%d", lv);
+      if (rcache) state_append_name(&v[nv], "cache_read");
+      nv++;
+    }
+  if (g->o->tensorize)
+    nv += rule_tensorize(g, st, name, v + nv, MAX_STATES - nv);
+  replace_state(g, i, v, nv);
+}
+
+static void apply_rfactor_cpu(gen *g, int i, const char *name) {
+  gen_state v;
+  if (state_fork(&g->st[i], &v, NULL)) return;
+  if (rfactor_cpu(g, &v, name)) {
+    state_clear(&v);
+    return;
+  }
+  state_append_name(&v, "%s: rfactor", name);
+  /* keep the original too */
+  if (g->n < MAX_STATES)
+    g->st[g->n++] = v;
+  else
+    state_clear(&v);
+}
+
+static void apply_block_rules(gen *g, const char *name) {
+  bool cuda = ts_target_is_cuda(g->t);
+  int n0 = g->n;
+  for (int i = 0; i < n0; i++) {
+    if (!block_exists(g->st[i].s, name)) continue;
+    if (rule_auto_inline(g, &g->st[i], name)) continue;
+    if (!cuda) apply_rfactor_cpu(g, i, name);
+  }
+  n0 = g->n;
+  for (int i = 0; i < n0; i++) {
+    if (!block_exists(g->st[i].s, name)) continue;
+    if (cuda) {
+      gen_state v[MAX_STATES];
+      int nv = rule_gpu_tiling(g, &g->st[i], name, v, MAX_STATES);
+      if (!nv)
+        nv = rule_gpu_cross_thread_reduction(g, &g->st[i], name, v, MAX_STATES);
+      replace_state(g, i, v, nv);
+    } else {
+      apply_tiling_cpu(g, i, name);
+    }
+  }
+  for (int i = 0; i < g->n; i++)
+    if (block_exists(g->st[i].s, name))
+      rule_random_compute_location(&g->st[i], name);
+}
+
+/* ---- custom rules: the user's trace joined onto the state's trace ---- */
+
+/* Renames the handle names of a trace JSON's instructions with a prefix so
+ * two traces can be concatenated. */
+static void prefix_handles(cJSON *insts, const char *prefix) {
+  cJSON *in;
+  cJSON_ArrayForEach(in, insts) {
+    const char *lists[2] = {"inputs", "outputs"};
+    for (int l = 0; l < 2; l++) {
+      cJSON *arr = cJSON_GetObjectItemCaseSensitive(in, lists[l]), *x;
+      cJSON_ArrayForEach(x, arr) {
+        if (!cJSON_IsString(x)) continue;
+        char buf[160];
+        snprintf(buf, sizeof buf, "%s%s", prefix, x->valuestring);
+        cJSON_SetValuestring(x, buf);
+      }
+    }
+  }
+}
+
+/* The state's trace followed by `extra`, applied to the unscheduled
+ * function: the state's schedule becomes that. */
+static int state_append_trace(gen_state *st, const ts_trace *extra,
+                              ts_error *err) {
+  char *a = ts_trace_to_json(ts_sched_trace(st->s));
+  char *b = ts_trace_to_json(extra);
+  cJSON *ja = a ? cJSON_Parse(a) : NULL, *jb = b ? cJSON_Parse(b) : NULL;
+  free(a);
+  free(b);
+  int rc = TS_ENOMEM;
+  if (!ja || !jb) goto done;
+  cJSON *ia = cJSON_GetObjectItemCaseSensitive(ja, "instructions");
+  cJSON *ib = cJSON_GetObjectItemCaseSensitive(jb, "instructions");
+  cJSON *da = cJSON_GetObjectItemCaseSensitive(ja, "decisions");
+  cJSON *db = cJSON_GetObjectItemCaseSensitive(jb, "decisions");
+  int base = cJSON_GetArraySize(ia);
+  prefix_handles(ib, "u");
+  cJSON *x;
+  while ((x = cJSON_DetachItemFromArray(ib, 0))) cJSON_AddItemToArray(ia, x);
+  while ((x = cJSON_DetachItemFromArray(db, 0))) {
+    cJSON *idx = cJSON_GetArrayItem(x, 0);
+    if (cJSON_IsNumber(idx)) cJSON_SetNumberValue(idx, idx->valuedouble + base);
+    cJSON_AddItemToArray(da, x);
+  }
+  char *text = cJSON_PrintUnformatted(ja);
+  ts_trace *joined = NULL;
+  ts_sched *s = NULL;
+  rc = text ? ts_trace_from_json(text, strlen(text), &joined, err) : TS_ENOMEM;
+  free(text);
+  if (!rc)
+    rc = ts_trace_apply(joined, ts_sched_original(st->s), 0x7e55e7a, &s, err);
+  ts_trace_free(joined);
+  if (!rc) {
+    ts_sched_destroy(st->s);
+    st->s = s;
+  }
+done:
+  cJSON_Delete(ja);
+  cJSON_Delete(jb);
+  if (rc == TS_ENOMEM && err && !err->msg[0])
+    TS_ERR(err, TS_ENOMEM, "custom rule: out of memory");
+  return rc;
+}
+
+int ts_space_generate(const ts_func *f, const ts_target *t,
+                      const ts_space_options *opts, ts_design_space **out,
+                      int *n, ts_error *err) {
+  *out = NULL;
+  *n = 0;
+  ts_space_options o = opts ? *opts : ts_space_defaults();
+  if (o.max_innermost_factor < 1)
+    return TS_ERR(err, TS_EINVAL,
+                  "design space: max_innermost_factor must be >= 1, got %d",
+                  o.max_innermost_factor);
+  gen g;
+  memset(&g, 0, sizeof g);
+  g.t = t;
+  g.o = &o;
+  int rc = ts_sched_create(f, 0x7e55e7a, &g.st[0].s, err);
+  if (rc) return rc;
+  g.n = 1;
+  int nn = 0;
+  char **names = block_names(ts_sched_func(g.st[0].s), &nn);
+  /* custom rules first: their blocks are then left alone */
+  for (int c = 0; c < o.n_custom_rules; c++) {
+    const ts_custom_rule *cr = &o.custom_rules[c];
+    bool known = false;
+    for (int i = 0; i < nn; i++) known |= !strcmp(names[i], cr->block);
+    if (!known) {
+      rc = TS_ERR(err, TS_ENOTFOUND,
+                  "custom rule: the workload has no block named '%s'",
+                  cr->block);
+      goto fail;
+    }
+    if ((rc = state_append_trace(&g.st[0], cr->trace, err))) {
+      char msg[sizeof err->msg];
+      snprintf(msg, sizeof msg, "%s", err ? err->msg : "");
+      rc = TS_ERR(err, rc, "custom rule for block '%s': %s", cr->block, msg);
+      goto fail;
+    }
+    state_mark_tiled(&g.st[0], cr->block);
+    state_append_name(&g.st[0], "%s: custom", cr->block);
+  }
+  for (int i = nn - 1; i >= 0; i--) {
+    bool custom = false;
+    for (int c = 0; c < o.n_custom_rules; c++)
+      custom |= !strcmp(names[i], o.custom_rules[c].block);
+    if (!custom) apply_block_rules(&g, names[i]);
+  }
+  for (int i = 0; i < g.n; i++) {
+    if (ts_target_is_cuda(t))
+      for (int b = 0; b < nn; b++)
+        if (block_exists(g.st[i].s, names[b]))
+          rule_gpu_auto_bind(&g, &g.st[i], names[b]);
+    if ((rc = rule_parallel_vectorize_unroll(&g, &g.st[i]))) {
+      TS_ERR(err, rc, "design space: parallelize-vectorize-unroll: %s",
+             ts_sched_errmsg(g.st[i].s));
+      goto fail;
+    }
+  }
+  ts_design_space *spaces = calloc((size_t)g.n, sizeof *spaces);
+  if (!spaces) {
+    rc = TS_ERR(err, TS_ENOMEM, "design space: out of memory");
+    goto fail;
+  }
+  for (int i = 0; i < g.n; i++) {
+    spaces[i].trace = ts_trace_simplify(ts_sched_trace(g.st[i].s));
+    snprintf(spaces[i].name, sizeof spaces[i].name, "%s",
+             g.st[i].name[0] ? g.st[i].name : "default");
+    snprintf(spaces[i].intrin, sizeof spaces[i].intrin, "%s", g.st[i].intrin);
+  }
+  *out = spaces;
+  *n = g.n;
+  rc = TS_OK;
+fail:
+  names_free(names, nn);
+  for (int i = 0; i < g.n; i++) state_clear(&g.st[i]);
+  return rc;
+}

@@ -1,0 +1,481 @@
+/*
+ * rules_gpu.c — the design-space rules of cuda targets:
+ *  - multi-level tiling SSSRRSRS: the loops of the three spatial levels
+ *    bound to blockIdx.x/y/z, vthread and threadIdx.x/y/z (one axis per
+ *    loop, so bound indices stay linear); its output written through a
+ *    local (register) cache at the thread level; in one variant its inputs
+ *    read through shared-memory caches computed at the outer reduction
+ *    level (the copy loops bound to the threads by the cooperative-fetch
+ *    postprocessor, with a sampled vector length of 1..16), in another
+ *    read from global memory directly;
+ *  - the tensor-core variant for fp16/bf16 matmul-like blocks on sm_80 and
+ *    newer: m16n8k16 tiles innermost, the outer tiles bound to blockIdx.x
+ *    and threadIdx.y (one warp per tile row), tensorized onto mma.sync;
+ *  - cross-thread reduction for reductions without reuse (row sums, row
+ *    maxima): the reduction split by a sampled thread count, the inner part
+ *    factored out (rfactor) into a shared buffer of partial results, one
+ *    per thread;
+ *  - auto-bind of the blocks no rule bound: the outer spatial loops fused
+ *    and split over blockIdx.x / threadIdx.x by a sampled thread count.
+ * Per-block limits (threads, shared memory, registers) are checked by the
+ * verify_gpu_code postprocessor on each candidate.
+ *
+ * Two gaps outside the tuner keep the shared-memory variants from running
+ * correctly on a device today (docs/tuning.md, "GPU"): compute_at does not
+ * relax a shared cache's region over the thread loops (each thread gets
+ * only its own part to fetch, while the cooperative fetch spreads the copy
+ * over all threads), and lowering inserts no __syncthreads between the
+ * writes of shared memory and the reads of other threads. The variant
+ * without shared caches does not depend on either.
+ */
+#include "tuner/internal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* Binds the loops of one tile level to a thread-axis family, one axis per
+ * loop (x innermost) so the bound indices stay linear: "blockIdx" and
+ * "threadIdx" take up to three loops (the leading ones fused beyond
+ * that), "vthread" any number. `axes` lists the usable suffixes, innermost
+ * first ("xyz", or "yz" when x is taken). */
+static int bind_level(ts_sched *s, const ts_rv *in, int n, const char *family,
+                      const char *axes) {
+  if (n == 0) return TS_OK;
+  int rc;
+  if (!strcmp(family, "vthread")) {
+    for (int i = 0; i < n; i++)
+      if ((rc = ts_sched_bind(s, in[i], "vthread"))) return rc;
+    return TS_OK;
+  }
+  int max = (int)strlen(axes);
+  ts_rv loops[MAX_LOOPS];
+  int m = 0;
+  if (n > max) {
+    ts_rv f;
+    if ((rc = ts_sched_fuse(s, in, n - max + 1, &f))) return rc;
+    loops[m++] = f;
+    for (int i = n - max + 1; i < n; i++) loops[m++] = in[i];
+  } else {
+    for (int i = 0; i < n; i++) loops[m++] = in[i];
+  }
+  for (int i = 0; i < m; i++) {
+    char axis[32];
+    snprintf(axis, sizeof axis, "%s.%c", family, axes[m - 1 - i]);
+    if ((rc = ts_sched_bind(s, loops[i], axis))) return rc;
+  }
+  return TS_OK;
+}
+
+/* Sampled vector length of a cooperative fetch, as an annotation. */
+static int annotate_fetch(ts_sched *s, ts_rv block) {
+  static const int64_t lens[5] = {1, 2, 4, 8, 16};
+  static const double probs[5] = {0.2, 0.2, 0.2, 0.2, 0.2};
+  ts_rv v;
+  int rc = ts_sched_sample_categorical(s, lens, probs, 5, &v);
+  if (!rc) rc = ts_sched_annotate_rv(s, block, ANN_GPU_FETCH, v);
+  return rc;
+}
+
+/* SSSRRSRS tiling of `name` with a local write cache and (shared_cache)
+ * shared read caches. */
+static int mlt_gpu(const gen *g, gen_state *st, const char *name,
+                   bool shared_cache) {
+  ts_sched *s = st->s;
+  tiles t;
+  int rc =
+      tile_block(s, name, "SSSRRSRS", g->o->max_innermost_factor, NULL, 0, &t);
+  if (rc) return rc;
+  if (!t.n_level[0] || !t.n_level[2]) return TS_ESCHEDULE;
+  if ((rc = bind_level(s, t.level[0], t.n_level[0], "blockIdx", "xyz")) ||
+      (rc = bind_level(s, t.level[1], t.n_level[1], "vthread", "")) ||
+      (rc = bind_level(s, t.level[2], t.n_level[2], "threadIdx", "xyz")))
+    return rc;
+  /* the write cache goes under the innermost thread loop */
+  ts_rv tx = t.level[2][t.n_level[2] - 1];
+  ts_rv b;
+  if ((rc = ts_sched_get_block(s, name, &b))) return rc;
+  const ts_block *blk =
+      ts_realize_block(ts_func_find_block(ts_sched_func(s), name));
+  if (ts_block_n_writes(blk) != 1) return TS_ESCHEDULE;
+  char out_name[128];
+  snprintf(out_name, sizeof out_name, "%s",
+           ts_buffer_name(ts_block_write(blk, 0)->buffer));
+  /* inputs through shared memory, at the outer reduction level */
+  if (shared_cache && t.n_level[3] > 0) {
+    ts_rv at = t.level[3][t.n_level[3] - 1];
+    char reads[8][128];
+    int nr = 0;
+    for (int i = 0; i < ts_block_n_reads(blk) && nr < 8; i++) {
+      const ts_buffer *rb = ts_block_read(blk, i)->buffer;
+      if (!strcmp(ts_buffer_name(rb), out_name)) continue;
+      snprintf(reads[nr++], sizeof reads[0], "%s", ts_buffer_name(rb));
+    }
+    for (int i = 0; i < nr; i++) {
+      ts_rv cr;
+      if ((rc = ts_sched_get_block(s, name, &b)) ||
+          (rc = ts_sched_cache_read(s, b, reads[i], "shared", &cr)) ||
+          (rc = ts_sched_compute_at(s, cr, at)) || (rc = annotate_fetch(s, cr)))
+        return rc;
+    }
+  }
+  /* the output through registers, written back per thread */
+  ts_rv cw;
+  if ((rc = ts_sched_get_block(s, name, &b)) ||
+      (rc = ts_sched_cache_write(s, b, out_name, "local", &cw)) ||
+      (rc = ts_sched_reverse_compute_at(s, cw, tx)))
+    return rc;
+  state_mark_tiled(st, name);
+  return TS_OK;
+}
+
+/* The tensor-core variant: m16n8k16 innermost, tensorized by
+ * postprocessing; the outer tiles on blockIdx.x and threadIdx.y. */
+static int mma_variant(const gen *g, gen_state *st, const char *name,
+                       const char *intrin) {
+  ts_sched *s = st->s;
+  ts_rv b, loops[MAX_LOOPS];
+  int nl = 0, rc;
+  if ((rc = ts_sched_get_block(s, name, &b)) ||
+      (rc = ts_sched_get_loops(s, b, loops, MAX_LOOPS, &nl)))
+    return rc;
+  const ts_stmt *r = ts_func_find_block(ts_sched_func(s), name);
+  /* the last two spatial loops are the rows and columns, the last reduce
+   * loop the contraction */
+  int li = -1, lj = -1, lk = -1;
+  for (int i = 0; i < nl; i++) {
+    const ts_stmt *l = ts_sched_rv_loop(s, loops[i]);
+    int bind = l ? loop_binding(r, l) : 0;
+    if (bind == BIND_SPATIAL) {
+      li = lj;
+      lj = i;
+    } else if (bind == BIND_REDUCE) {
+      lk = i;
+    }
+  }
+  if (li < 0 || lj < 0 || lk < 0) return TS_ESCHEDULE;
+  static const int64_t tile[3] = {16, 8, 16};
+  const int idx[3] = {li, lj, lk};
+  ts_rv inner[3];
+  for (int k = 0; k < 3; k++) {
+    int64_t ext = rv_extent(s, loops[idx[k]]);
+    if (ext <= 0 || ext % tile[k]) return TS_ESCHEDULE;
+    int64_t factors[2] = {TS_SPLIT_INFER, tile[k]};
+    ts_rv parts[2];
+    if ((rc = ts_sched_split(s, loops[idx[k]], factors, 2, parts))) return rc;
+    inner[k] = parts[1];
+  }
+  tiles t;
+  if ((rc = tile_block(s, name, "SSRSRS", g->o->max_innermost_factor, inner, 3,
+                       &t)))
+    return rc;
+  if (!t.n_level[0] || !t.n_level[1]) return TS_ESCHEDULE;
+  /* threadIdx.x is the warp's lanes (the intrinsic binds it) */
+  if ((rc = bind_level(s, t.level[0], t.n_level[0], "blockIdx", "xyz")) ||
+      (rc = bind_level(s, t.level[1], t.n_level[1], "threadIdx", "yz")) ||
+      (rc = ts_sched_get_block(s, name, &b)) ||
+      (rc = ts_sched_annotate(s, b, ts_ann_string(ANN_TENSORIZE, intrin))) ||
+      (rc = ts_sched_annotate(s, b, ts_ann_int(ANN_TENSORIZE_LOOPS, 3))))
+    return rc;
+  state_mark_tiled(st, name);
+  return TS_OK;
+}
+
+int rule_gpu_tiling(const gen *g, const gen_state *st, const char *block,
+                    gen_state *out, int cap) {
+  const ts_stmt *r = ts_func_find_block(ts_sched_func(st->s), block);
+  if (!r || !block_is_reduction(ts_realize_block(r)) || !block_has_reuse(r))
+    return 0;
+  int n = 0;
+  gen_state v;
+  for (int shared = 1; shared >= 0; shared--)
+    if (n < cap && !state_fork(st, &v, NULL)) {
+      if (mlt_gpu(g, &v, block, shared)) {
+        state_clear(&v);
+      } else {
+        state_append_name(&v, "%s: mlt SSSRRSRS%s", block,
+                          shared ? " shared_read" : "");
+        out[n++] = v;
+      }
+    }
+  /* tensor cores: fp16/bf16 inputs, sm_80 and newer */
+  if (g->o->tensorize && ts_target_sm(g->t) >= 80) {
+    const ts_block *b = ts_realize_block(r);
+    const char *intrin = NULL;
+    for (int i = 0; i < ts_block_n_reads(b); i++) {
+      ts_dtype dt = ts_buffer_dtype(ts_block_read(b, i)->buffer);
+      if (ts_dtype_eq(dt, TS_FLOAT16)) intrin = "mma_m16n8k16_f16";
+      if (ts_dtype_eq(dt, TS_BFLOAT16)) intrin = "mma_m16n8k16_bf16";
+    }
+    if (intrin && n < cap && !state_fork(st, &v, NULL)) {
+      bool ok = mma_variant(g, &v, block, intrin) == TS_OK;
+      gen_state check;
+      if (ok && !state_fork(&v, &check, NULL)) {
+        ok = ts_postproc_apply(check.s, g->t, NULL) == TS_OK;
+        state_clear(&check);
+      } else {
+        ok = false;
+      }
+      if (ok) {
+        snprintf(v.intrin, sizeof v.intrin, "%s", intrin);
+        state_append_name(&v, "%s: tensorize %s", block, intrin);
+        out[n++] = v;
+      } else {
+        state_clear(&v);
+      }
+    }
+  }
+  return n;
+}
+
+/* Thread counts sampled by cross-thread reduction and auto-bind. */
+static int sample_threads(ts_sched *s, int64_t max_threads, ts_rv *out) {
+  int64_t c[8];
+  double p[8];
+  int n = 0;
+  for (int64_t t = 32; t <= 1024 && t <= max_threads && n < 8; t *= 2)
+    c[n++] = t;
+  if (n == 0) c[n++] = max_threads > 0 ? max_threads : 32;
+  for (int i = 0; i < n; i++) p[i] = 1.0 / n;
+  return ts_sched_sample_categorical(s, c, p, n, out);
+}
+
+static int cross_thread(const gen *g, gen_state *st, const char *name) {
+  ts_sched *s = st->s;
+  ts_rv b, loops[MAX_LOOPS];
+  int nl = 0, rc;
+  if ((rc = ts_sched_get_block(s, name, &b)) ||
+      (rc = ts_sched_get_loops(s, b, loops, MAX_LOOPS, &nl)))
+    return rc;
+  const ts_stmt *r = ts_func_find_block(ts_sched_func(s), name);
+  ts_rv red[MAX_LOOPS];
+  int ns = 0, nred = 0;
+  int64_t reduce = 1;
+  for (int i = 0; i < nl; i++) {
+    const ts_stmt *l = ts_sched_rv_loop(s, loops[i]);
+    int bind = l ? loop_binding(r, l) : 0;
+    if (bind == BIND_REDUCE) {
+      red[nred++] = loops[i];
+      reduce *= rv_extent(s, loops[i]);
+    } else {
+      if (nred) return TS_ESCHEDULE;
+      ns++;
+    }
+  }
+  if (!nred || !ns || reduce < 64) return TS_ESCHEDULE;
+  ts_rv fused = red[0], threads, parts[2], rf;
+  if (nred > 1 && (rc = ts_sched_fuse(s, red, nred, &fused))) return rc;
+  ts_rv factors[2] = {TS_RV_NONE, 0};
+  if ((rc = sample_threads(s, ts_target_max_threads_per_block(g->t), &threads)))
+    return rc;
+  factors[1] = threads;
+  if ((rc = ts_sched_split_rv(s, fused, factors, 2, parts)) ||
+      (rc = ts_sched_rfactor(s, parts[1], 0, &rf)))
+    return rc;
+  /* the partial results: one per thread, in shared memory */
+  const char *rfn = ts_sched_rv_block_name(s, rf);
+  const ts_stmt *rr = rfn ? ts_func_find_block(ts_sched_func(s), rfn) : NULL;
+  if (!rr || ts_block_n_writes(ts_realize_block(rr)) != 1) return TS_ESCHEDULE;
+  char rf_buf[128], rf_name[128];
+  snprintf(rf_buf, sizeof rf_buf, "%s",
+           ts_buffer_name(ts_block_write(ts_realize_block(rr), 0)->buffer));
+  snprintf(rf_name, sizeof rf_name, "%s", rfn);
+  if ((rc = ts_sched_set_scope(s, rf, rf_buf, "shared"))) return rc;
+  /* the final block: its spatial loops over the thread blocks */
+  ts_rv fl[MAX_LOOPS], outer[MAX_LOOPS];
+  int nfl = 0, no = 0;
+  if ((rc = ts_sched_get_block(s, name, &b)) ||
+      (rc = ts_sched_get_loops(s, b, fl, MAX_LOOPS, &nfl)))
+    return rc;
+  r = ts_func_find_block(ts_sched_func(s), name);
+  for (int i = 0; i < nfl; i++) {
+    const ts_stmt *l = ts_sched_rv_loop(s, fl[i]);
+    if (!l || loop_binding(r, l) != BIND_SPATIAL) break;
+    outer[no++] = fl[i];
+  }
+  if (!no) return TS_ESCHEDULE;
+  ts_rv bx = outer[0];
+  if (no > 1 && (rc = ts_sched_fuse(s, outer, no, &bx))) return rc;
+  if ((rc = ts_sched_bind(s, bx, "blockIdx.x")) ||
+      (rc = ts_sched_compute_at(s, rf, bx)))
+    return rc;
+  /* the partial sums under it: the thread loop bound to threadIdx.x */
+  ts_rv rl[MAX_LOOPS];
+  int nrl = 0;
+  if ((rc = ts_sched_get_block(s, rf_name, &rf)) ||
+      (rc = ts_sched_get_loops(s, rf, rl, MAX_LOOPS, &nrl)))
+    return rc;
+  const ts_stmt *rr2 = ts_func_find_block(ts_sched_func(s), rf_name);
+  ts_rv thread_loop = TS_RV_NONE;
+  for (int i = 0; i < nrl; i++) {
+    const ts_stmt *l = ts_sched_rv_loop(s, rl[i]);
+    if (l && ts_for_kind_of(l) == TS_FOR_SERIAL &&
+        loop_binding(rr2, l) == BIND_SPATIAL && rv_extent(s, rl[i]) > 1) {
+      thread_loop = rl[i];
+      break;
+    }
+  }
+  if (thread_loop == TS_RV_NONE ||
+      (rc = ts_sched_bind(s, thread_loop, "threadIdx.x")))
+    return rc ? rc : TS_ESCHEDULE;
+  state_mark_tiled(st, name);
+  state_mark_tiled(st, rf_name);
+  return TS_OK;
+}
+
+int rule_gpu_cross_thread_reduction(const gen *g, const gen_state *st,
+                                    const char *block, gen_state *out,
+                                    int cap) {
+  const ts_stmt *r = ts_func_find_block(ts_sched_func(st->s), block);
+  if (!r || cap < 2 || !block_is_reduction(ts_realize_block(r)) ||
+      block_has_reuse(r))
+    return 0;
+  gen_state v;
+  if (state_fork(st, &v, NULL)) return 0;
+  if (cross_thread(g, &v, block)) {
+    state_clear(&v);
+    return 0;
+  }
+  state_append_name(&v, "%s: cross-thread reduction", block);
+  /* keep the plain state too (auto-bind handles it) */
+  gen_state keep;
+  if (state_fork(st, &keep, NULL)) {
+    out[0] = v;
+    return 1;
+  }
+  out[0] = keep;
+  out[1] = v;
+  return 2;
+}
+
+/* Whether a loop above the block (or the block's own nest) is bound. */
+static bool is_bound(const ts_func *f, const ts_stmt *r) {
+  int n = 0;
+  ts_stmt **loops = ts_func_loops_above(f, r, false, &n);
+  bool bound = false;
+  for (int i = 0; i < n; i++)
+    if (ts_for_kind_of(loops[i]) == TS_FOR_THREAD) bound = true;
+  free(loops);
+  return bound;
+}
+
+int rule_gpu_auto_bind(const gen *g, gen_state *st, const char *name) {
+  ts_sched *s = st->s;
+  const ts_stmt *r = ts_func_find_block(ts_sched_func(s), name);
+  if (!r || is_bound(ts_sched_func(s), r)) return 0;
+  ts_rv b, loops[MAX_LOOPS];
+  int nl = 0;
+  if (ts_sched_get_block(s, name, &b) ||
+      ts_sched_get_loops(s, b, loops, MAX_LOOPS, &nl) || nl == 0)
+    return 0;
+  /* the outer chain of spatial loops */
+  ts_rv sp[MAX_LOOPS];
+  int ns = 0;
+  for (int i = 0; i < nl; i++) {
+    const ts_stmt *l = ts_sched_rv_loop(s, loops[i]);
+    if (!l || loop_binding(r, l) != BIND_SPATIAL) break;
+    sp[ns++] = loops[i];
+    if (ts_stmt_kind_of(ts_for_body(l)) != TS_STMT_FOR) break;
+  }
+  if (!ns) return 0;
+  ts_rv fused = sp[0], threads, parts[2];
+  if (ns > 1 && ts_sched_fuse(s, sp, ns, &fused)) return 0;
+  if (sample_threads(s, ts_target_max_threads_per_block(g->t), &threads))
+    return 0;
+  ts_rv factors[2] = {TS_RV_NONE, threads};
+  if (ts_sched_split_rv(s, fused, factors, 2, parts) ||
+      ts_sched_bind(s, parts[0], "blockIdx.x") ||
+      ts_sched_bind(s, parts[1], "threadIdx.x"))
+    return 0;
+  return 1;
+}
+
+/* ========================================================================
+ * Postprocessing: cooperative fetch
+ * ======================================================================== */
+
+typedef struct count_blocks {
+  int n;
+} count_blocks;
+
+static bool count_block(void *ctx, ts_stmt *st) {
+  if (ts_stmt_kind_of(st) == TS_STMT_BLOCK_REALIZE) ((count_blocks *)ctx)->n++;
+  return true;
+}
+
+static int blocks_under(const ts_stmt *l) {
+  count_blocks c = {0};
+  ts_visitor v = {count_block, NULL, NULL, &c};
+  ts_stmt_walk((ts_stmt *)l, &v);
+  return c.n;
+}
+
+int gpu_rewrite_cooperative_fetch(ts_sched *s, ts_error *err) {
+  int nn = 0;
+  char **names = block_names(ts_sched_func(s), &nn);
+  int rc = TS_OK;
+  for (int i = 0; i < nn && !rc; i++) {
+    const ts_stmt *r = ts_func_find_block(ts_sched_func(s), names[i]);
+    const ts_annotation *a =
+        r ? ts_block_find_annotation(ts_realize_block(r), ANN_GPU_FETCH) : NULL;
+    if (!a || a->kind != TS_ANN_INT) continue;
+    int64_t vec = a->i;
+    ts_rv b, loops[MAX_LOOPS];
+    int nl = 0;
+    if ((rc = ts_sched_get_block(s, names[i], &b)) ||
+        (rc = ts_sched_unannotate(s, b, ANN_GPU_FETCH)) ||
+        (rc = ts_sched_get_loops(s, b, loops, MAX_LOOPS, &nl)))
+      break;
+    /* the extents of the enclosing threadIdx loops; the copy's own loops
+     * are the innermost ones holding only this block */
+    int64_t threads[3] = {0, 0, 0}; /* z, y, x */
+    int own = nl;
+    for (int k = 0; k < nl; k++) {
+      const ts_stmt *l = ts_sched_rv_loop(s, loops[k]);
+      if (!l || ts_for_kind_of(l) != TS_FOR_THREAD) continue;
+      const char *tag = ts_for_thread_tag(l);
+      int axis = !strcmp(tag, "threadIdx.z")   ? 0
+                 : !strcmp(tag, "threadIdx.y") ? 1
+                 : !strcmp(tag, "threadIdx.x") ? 2
+                                               : -1;
+      if (axis >= 0) ts_expr_is_const_int(ts_for_extent(l), &threads[axis]);
+    }
+    while (own > 0 && blocks_under(ts_sched_rv_loop(s, loops[own - 1])) == 1 &&
+           ts_for_kind_of(ts_sched_rv_loop(s, loops[own - 1])) == TS_FOR_SERIAL)
+      own--;
+    if (own == nl || threads[2] <= 0) continue;
+    ts_rv f = loops[own], parts[5];
+    if (nl - own >= 2 && (rc = ts_sched_fuse(s, loops + own, nl - own, &f)))
+      break;
+    /* fused copy loop -> [rest, threadIdx.z, .y, .x, vector] */
+    static const char *const tags[3] = {"threadIdx.z", "threadIdx.y",
+                                        "threadIdx.x"};
+    int64_t factors[5];
+    int which[5], nf = 0;
+    factors[nf] = TS_SPLIT_INFER;
+    which[nf++] = -1;
+    for (int a2 = 0; a2 < 3; a2++)
+      if (threads[a2] > 1 || a2 == 2) {
+        factors[nf] = threads[a2];
+        which[nf++] = a2;
+      }
+    if (vec > 1) {
+      factors[nf] = vec;
+      which[nf++] = 3;
+    }
+    if ((rc = ts_sched_split(s, f, factors, nf, parts))) break;
+    for (int k = 0; k < nf && !rc; k++) {
+      if (which[k] >= 0 && which[k] < 3)
+        rc = ts_sched_bind(s, parts[k], tags[which[k]]);
+      else if (which[k] == 3)
+        rc = ts_sched_vectorize(s, parts[k]);
+    }
+    if (rc) break;
+  }
+  if (rc) {
+    const ts_error *se = ts_sched_error(s);
+    rc =
+        TS_ERR(err, rc, "postprocessor rewrite_cooperative_fetch: %s", se->msg);
+  }
+  names_free(names, nn);
+  return rc;
+}

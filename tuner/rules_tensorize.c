@@ -1,0 +1,344 @@
+/*
+ * rules_tensorize.c — the tensorization rule (multi-level tiling with a
+ * tensor intrinsic) and the GEMM-shape analysis it rests on.
+ *
+ * A block is a candidate when its body is one multiply-accumulate store
+ * C[..., i, j] = C[..., i, j] + A[..., k] * B[...] (each operand possibly
+ * cast): j is C's last index and indexes B only, k is a reduce iter that is
+ * A's last index and indexes B, i (for intrinsics with rows) is C's
+ * second-to-last index and indexes A only. The intrinsic's description is
+ * analysed the same way, which gives its tile (M, N, K) and loop order. The
+ * variant splits the i, j, k loops so their inner parts are exactly the
+ * tile, tiles the outer loops SSRSRS as the plain rule does, keeps the tile
+ * loops innermost in the description's order, packs B through a global
+ * cache whose layout puts each B tile contiguously in the description's
+ * layout (floordiv(j, N), floordiv(k, K), then the description's index of
+ * the tile), and marks the block for the rewrite_tensorize postprocessor
+ * (which runs after the reduction init is decomposed). The variant is kept
+ * only if postprocessing a copy of it succeeds, i.e. the block really
+ * matches: dtypes, casts and strides are checked by tensorize itself.
+ */
+#include "tuner/internal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* The roles of a GEMM-shaped block. */
+typedef struct gemm {
+  const ts_stmt *realize;
+  ts_expr *a_load, *b_load, *c_index_last, *c_index_prev;
+  const ts_buffer *a, *b, *c;
+  int iter_i, iter_j, iter_k; /* block iter indices, -1 when absent */
+} gemm;
+
+static ts_expr *strip_cast(ts_expr *e) {
+  while (e && ts_expr_kind_of(e) == TS_EXPR_CAST) e = ts_expr_operand(e, 0);
+  return e;
+}
+
+static int iter_of_var(const ts_block *b, const ts_expr *v) {
+  if (!v || ts_expr_kind_of(v) != TS_EXPR_VAR) return -1;
+  for (int i = 0; i < ts_block_n_iters(b); i++)
+    if (ts_block_iter_var(b, i) == v) return i;
+  return -1;
+}
+
+typedef struct uses_ctx {
+  const ts_expr *var;
+  bool found;
+} uses_ctx;
+
+static void uses_fn(void *ctx, ts_expr *e) {
+  uses_ctx *u = ctx;
+  if (e == u->var) u->found = true;
+}
+
+static bool load_uses(const ts_expr *load, const ts_expr *var) {
+  uses_ctx u = {var, false};
+  for (int k = 0; k < ts_expr_n_operands(load); k++)
+    ts_expr_walk(ts_expr_operand(load, k), uses_fn, &u);
+  return u.found;
+}
+
+/* Analyses a block realize as C += A * B; want_i asks for a row iter. */
+static bool gemm_of(const ts_stmt *r, bool want_i, gemm *g) {
+  memset(g, 0, sizeof *g);
+  g->realize = r;
+  g->iter_i = g->iter_j = g->iter_k = -1;
+  const ts_block *b = ts_realize_block(r);
+  ts_stmt *body = ts_block_body(b);
+  if (body && ts_stmt_kind_of(body) == TS_STMT_SEQ && ts_seq_n(body) == 1)
+    body = ts_seq_item(body, 0);
+  if (!body || ts_stmt_kind_of(body) != TS_STMT_STORE) return false;
+  int nidx = ts_store_n_indices(body);
+  if (nidx < 1) return false;
+  ts_expr *v = ts_store_value(body);
+  if (ts_expr_kind_of(v) != TS_EXPR_ADD) return false;
+  ts_expr *acc = ts_expr_operand(v, 0), *mul = ts_expr_operand(v, 1);
+  if (ts_expr_kind_of(acc) != TS_EXPR_LOAD) {
+    ts_expr *x = acc;
+    acc = mul;
+    mul = x;
+  }
+  if (ts_expr_kind_of(acc) != TS_EXPR_LOAD ||
+      ts_expr_buffer(acc) != ts_store_buffer(body) ||
+      ts_expr_kind_of(mul) != TS_EXPR_MUL)
+    return false;
+  ts_expr *x = strip_cast(ts_expr_operand(mul, 0));
+  ts_expr *y = strip_cast(ts_expr_operand(mul, 1));
+  if (ts_expr_kind_of(x) != TS_EXPR_LOAD || ts_expr_kind_of(y) != TS_EXPR_LOAD)
+    return false;
+  g->c = ts_store_buffer(body);
+  g->iter_j = iter_of_var(b, ts_store_index(body, nidx - 1));
+  if (g->iter_j < 0 || ts_block_iter_kind(b, g->iter_j) != TS_ITER_SPATIAL)
+    return false;
+  const ts_expr *vj = ts_block_iter_var(b, g->iter_j);
+  bool xj = load_uses(x, vj), yj = load_uses(y, vj);
+  if (xj == yj) return false;
+  g->a_load = xj ? y : x;
+  g->b_load = xj ? x : y;
+  g->a = ts_expr_buffer(g->a_load);
+  g->b = ts_expr_buffer(g->b_load);
+  int na = ts_expr_n_operands(g->a_load);
+  if (na < 1) return false;
+  g->iter_k = iter_of_var(b, ts_expr_operand(g->a_load, na - 1));
+  if (g->iter_k < 0 || ts_block_iter_kind(b, g->iter_k) != TS_ITER_REDUCE ||
+      !load_uses(g->b_load, ts_block_iter_var(b, g->iter_k)))
+    return false;
+  if (want_i) {
+    if (nidx < 2) return false;
+    g->iter_i = iter_of_var(b, ts_store_index(body, nidx - 2));
+    if (g->iter_i < 0 || ts_block_iter_kind(b, g->iter_i) != TS_ITER_SPATIAL ||
+        !load_uses(g->a_load, ts_block_iter_var(b, g->iter_i)) ||
+        load_uses(g->b_load, ts_block_iter_var(b, g->iter_i)))
+      return false;
+  }
+  return true;
+}
+
+/* The loop whose var is exactly the value of iter `it` (NULL if none). */
+static const ts_stmt *loop_of_iter(const ts_func *f, const ts_stmt *r, int it) {
+  ts_expr *val = ts_realize_value(r, it);
+  if (ts_expr_kind_of(val) != TS_EXPR_VAR) return NULL;
+  int n = 0;
+  ts_stmt **loops = ts_func_loops_above(f, r, true, &n);
+  const ts_stmt *out = NULL;
+  for (int i = 0; i < n; i++)
+    if (ts_for_var(loops[i]) == val) out = loops[i];
+  free(loops);
+  return out;
+}
+
+/* The description of an intrinsic: tile sizes and loop order. */
+typedef struct desc_info {
+  char order[4];   /* roles of the desc loops outermost first: "ijk" */
+  int64_t tile[3]; /* extents by role: i, j, k (i 1 when absent) */
+  ts_expr *b_index[TS_MAX_DIMS]; /* the desc's B index (desc iter vars) */
+  int b_ndim;
+  const ts_expr *var_j, *var_k; /* desc iter vars of j and k */
+} desc_info;
+
+static bool analyse_desc(const ts_func *desc, desc_info *d) {
+  memset(d, 0, sizeof *d);
+  int nb = 0;
+  ts_stmt **blocks = ts_func_blocks(desc, &nb);
+  const ts_stmt *r = nb >= 2 ? blocks[1] : NULL;
+  free(blocks);
+  if (!r) return false;
+  int n = 0;
+  ts_stmt **loops = ts_func_loops_above(desc, r, true, &n);
+  bool want_i = n == 3;
+  gemm g;
+  bool ok = (n == 2 || n == 3) && gemm_of(r, want_i, &g);
+  const ts_block *b = ts_realize_block(r);
+  d->tile[0] = 1;
+  for (int i = 0; ok && i < n; i++) {
+    int64_t ext = 0;
+    ts_expr_is_const_int(ts_for_extent(loops[i]), &ext);
+    ts_expr *val = NULL;
+    int role = -1;
+    const int iters[3] = {g.iter_i, g.iter_j, g.iter_k};
+    for (int k = 0; k < 3; k++)
+      if (iters[k] >= 0 &&
+          (val = ts_realize_value(r, iters[k])) == ts_for_var(loops[i]))
+        role = k;
+    if (role < 0) {
+      ok = false;
+      break;
+    }
+    d->order[i] = "ijk"[role];
+    d->tile[role] = ext;
+  }
+  free(loops);
+  if (!ok) return false;
+  d->var_j = ts_block_iter_var(b, g.iter_j);
+  d->var_k = ts_block_iter_var(b, g.iter_k);
+  d->b_ndim = ts_expr_n_operands(g.b_load);
+  for (int i = 0; i < d->b_ndim; i++)
+    d->b_index[i] = ts_expr_operand(g.b_load, i);
+  return true;
+}
+
+/* The index map packing B: the dims of B not indexed by j or k in front,
+ * then floordiv(j, N), floordiv(k, K), then the description's B index of
+ * the tile. Returns false when B's indices are not plain iter vars. */
+static bool pack_map(const gemm *g, const desc_info *d, char *out, size_t cap) {
+  const ts_block *b = ts_realize_block(g->realize);
+  int nd = ts_expr_n_operands(g->b_load);
+  int dim_j = -1, dim_k = -1;
+  for (int i = 0; i < nd; i++) {
+    int it = iter_of_var(b, ts_expr_operand(g->b_load, i));
+    if (it == g->iter_j) dim_j = i;
+    if (it == g->iter_k) dim_k = i;
+  }
+  if (dim_j < 0 || dim_k < 0) return false;
+  ts_arena *a = ts_arena_create();
+  ts_node_map *m = ts_node_map_create();
+  char names[TS_MAX_DIMS][16];
+  ts_expr *vars[TS_MAX_DIMS];
+  for (int i = 0; i < nd; i++) {
+    snprintf(names[i], sizeof names[i], "d%d", i);
+    vars[i] = ts_var(a, names[i], TS_INDEX);
+  }
+  ts_node_map_put(m, d->var_j,
+                  ts_floormod(a, vars[dim_j], ts_index(a, d->tile[1])));
+  ts_node_map_put(m, d->var_k,
+                  ts_floormod(a, vars[dim_k], ts_index(a, d->tile[2])));
+  size_t len = 0;
+  len += (size_t)snprintf(out + len, cap - len, "(");
+  for (int i = 0; i < nd; i++)
+    len +=
+        (size_t)snprintf(out + len, cap - len, "%s%s", i ? ", " : "", names[i]);
+  len += (size_t)snprintf(out + len, cap - len, ") -> (");
+  bool first = true;
+  for (int i = 0; i < nd; i++) {
+    if (i == dim_j || i == dim_k) continue;
+    len += (size_t)snprintf(out + len, cap - len, "%s%s", first ? "" : ", ",
+                            names[i]);
+    first = false;
+  }
+  len += (size_t)snprintf(
+      out + len, cap - len, "%sfloordiv(%s, %lld), floordiv(%s, %lld)",
+      first ? "" : ", ", names[dim_j], (long long)d->tile[1], names[dim_k],
+      (long long)d->tile[2]);
+  for (int i = 0; i < d->b_ndim && len < cap; i++) {
+    ts_expr *e = ts_expr_substitute(a, d->b_index[i], m, NULL);
+    char *text = ts_expr_print(e);
+    len += (size_t)snprintf(out + len, cap - len, ", %s", text ? text : "?");
+    free(text);
+  }
+  len += (size_t)snprintf(out + len, cap - len, ")");
+  ts_node_map_destroy(m);
+  ts_arena_destroy(a);
+  return len < cap;
+}
+
+/* Builds the variant of `name` tensorized onto `intrin` in st (a fork). */
+static int tensorize_variant(const gen *g, gen_state *st, const char *name,
+                             const char *intrin, const desc_info *d) {
+  ts_sched *s = st->s;
+  const ts_func *f = ts_sched_func(s);
+  const ts_stmt *r = ts_func_find_block(f, name);
+  gemm gm;
+  if (!r || !gemm_of(r, strchr(d->order, 'i') != NULL, &gm))
+    return TS_ESCHEDULE;
+  char map[512];
+  if (!pack_map(&gm, d, map, sizeof map)) return TS_ESCHEDULE;
+  char b_name[128];
+  snprintf(b_name, sizeof b_name, "%s", ts_buffer_name(gm.b));
+  const int iters[3] = {gm.iter_i, gm.iter_j, gm.iter_k};
+  const ts_stmt *role_loop[3] = {NULL, NULL, NULL};
+  for (int k = 0; k < 3; k++) {
+    if (!strchr(d->order, "ijk"[k])) continue;
+    role_loop[k] = loop_of_iter(f, r, iters[k]);
+    int64_t ext = 0;
+    if (!role_loop[k] ||
+        !ts_expr_is_const_int(ts_for_extent(role_loop[k]), &ext) ||
+        ext % d->tile[k] != 0)
+      return TS_ESCHEDULE;
+  }
+  ts_rv b, loops[MAX_LOOPS];
+  int nl = 0, rc;
+  if ((rc = ts_sched_get_block(s, name, &b)) ||
+      (rc = ts_sched_get_loops(s, b, loops, MAX_LOOPS, &nl)))
+    return rc;
+  ts_rv inner_by_role[3] = {TS_RV_NONE, TS_RV_NONE, TS_RV_NONE};
+  for (int k = 0; k < 3; k++) {
+    if (!role_loop[k]) continue;
+    ts_rv lr = TS_RV_NONE;
+    for (int i = 0; i < nl; i++)
+      if (ts_sched_rv_loop(s, loops[i]) == role_loop[k]) lr = loops[i];
+    if (lr == TS_RV_NONE) return TS_ESCHEDULE;
+    int64_t factors[2] = {TS_SPLIT_INFER, d->tile[k]};
+    ts_rv parts[2];
+    if ((rc = ts_sched_split(s, lr, factors, 2, parts))) return rc;
+    inner_by_role[k] = parts[1];
+  }
+  ts_rv inner[3];
+  int n_inner = 0;
+  for (int i = 0; d->order[i]; i++)
+    inner[n_inner++] = inner_by_role[strchr("ijk", d->order[i]) - "ijk"];
+  tiles t;
+  if ((rc = tile_block(s, name, "SSRSRS", g->o->max_innermost_factor, inner,
+                       n_inner, &t)))
+    return rc;
+  ts_rv cache;
+  if ((rc = ts_sched_get_block(s, name, &b)) ||
+      (rc = ts_sched_cache_read(s, b, b_name, "global", &cache)))
+    return rc;
+  const char *cache_block = ts_sched_rv_block_name(s, cache);
+  const ts_stmt *cr =
+      cache_block ? ts_func_find_block(ts_sched_func(s), cache_block) : NULL;
+  if (!cr || ts_block_n_writes(ts_realize_block(cr)) != 1) return TS_ESCHEDULE;
+  char cache_buf[128];
+  snprintf(cache_buf, sizeof cache_buf, "%s",
+           ts_buffer_name(ts_block_write(ts_realize_block(cr), 0)->buffer));
+  if ((rc = ts_sched_transform_layout(s, cache, cache_buf, map)) ||
+      (rc = ts_sched_annotate(s, b, ts_ann_string(ANN_TENSORIZE, intrin))) ||
+      (rc = ts_sched_annotate(s, b, ts_ann_int(ANN_TENSORIZE_LOOPS, n_inner))))
+    return rc;
+  state_mark_tiled(st, name);
+  return TS_OK;
+}
+
+int rule_tensorize(const gen *g, const gen_state *st, const char *block,
+                   gen_state *out, int cap) {
+  if (ts_target_is_cuda(g->t)) return 0; /* mma: rules_gpu.c */
+  const ts_stmt *r = ts_func_find_block(ts_sched_func(st->s), block);
+  gemm probe;
+  if (!r || !gemm_of(r, false, &probe)) return 0;
+  int n = 0;
+  for (const char *const *nm = ts_intrin_names(); *nm && n < cap; nm++) {
+    ts_func *desc = NULL, *impl = NULL;
+    const char *feature = NULL;
+    if (ts_intrin_get(*nm, &desc, &impl, &feature, NULL)) continue;
+    desc_info d;
+    bool usable = feature && strcmp(feature, "cuda") &&
+                  ts_target_has_feature(g->t, feature) &&
+                  analyse_desc(desc, &d);
+    if (usable) {
+      gen_state v;
+      if (!state_fork(st, &v, NULL)) {
+        bool ok = tensorize_variant(g, &v, block, *nm, &d) == TS_OK;
+        /* keep it only if it really tensorizes */
+        gen_state check;
+        if (ok && !state_fork(&v, &check, NULL)) {
+          ok = ts_postproc_apply(check.s, g->t, NULL) == TS_OK;
+          state_clear(&check);
+        } else {
+          ok = false;
+        }
+        if (ok) {
+          snprintf(v.intrin, sizeof v.intrin, "%s", *nm);
+          state_append_name(&v, "%s: tensorize %s", block, *nm);
+          out[n++] = v;
+        } else {
+          state_clear(&v);
+        }
+      }
+    }
+    ts_func_free(desc);
+    ts_func_free(impl);
+  }
+  return n;
+}

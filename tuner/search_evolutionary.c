@@ -1,0 +1,263 @@
+/*
+ * search_evolutionary.c — the evolutionary search strategy. Per batch:
+ *  1. an initial population: the best measured designs of the task (a
+ *     share of the population) plus fresh samples of the design spaces;
+ *  2. genetic iterations: the cost model scores the population, the
+ *     best-scored unmeasured candidates are kept (deduplicated by the
+ *     structural hash against everything measured), and the next
+ *     generation is drawn from parents chosen with probability growing
+ *     with their score, each child a mutation (probability mutate_prob,
+ *     mutator drawn by the mutator probabilities) or a copy;
+ *  3. epsilon-greedy: the batch is mostly the top predicted candidates and
+ *     a share epsilon of fresh random samples.
+ * Sampling, mutation, replay, postprocessing and feature extraction run on
+ * the task's threads; the model predicts on the calling thread. Random
+ * choices come from the task's generator, split per child before the
+ * threads start, so a seed gives the same search on any thread count.
+ */
+#include "tuner/internal.h"
+
+#include <math.h>
+#include <string.h>
+
+/* ---- the kept best: a bounded list ordered by score ---- */
+
+typedef struct best_list {
+  cand **v;
+  int n, cap;
+  hashset in;
+} best_list;
+
+static void best_push(best_list *b, cand *c) {
+  if (!isfinite(c->score) || !hashset_add(&b->in, c->c.hash)) return;
+  if (b->n < b->cap) {
+    b->v[b->n++] = cand_ref(c);
+  } else {
+    int worst = 0;
+    for (int i = 1; i < b->n; i++)
+      if (b->v[i]->score < b->v[worst]->score) worst = i;
+    if (b->v[worst]->score >= c->score) return;
+    cand_unref(b->v[worst]);
+    b->v[worst] = cand_ref(c);
+  }
+}
+
+static int by_score_desc(const void *a, const void *b) {
+  const cand *x = *(cand *const *)a, *y = *(cand *const *)b;
+  return x->score < y->score ? 1 : x->score > y->score ? -1 : 0;
+}
+
+/* ---- replay of measured designs ---- */
+
+typedef struct replay_job {
+  search_task *st;
+  cand **out;
+  uint64_t *seeds;
+} replay_job;
+
+static void replay_one(void *ctx, int i, int worker) {
+  (void)worker;
+  replay_job *j = ctx;
+  cand *c = cand_new();
+  if (!c) return;
+  if (ts_candidate_make(j->st->measured[i].design, j->st->func, j->st->target,
+                        j->seeds[i], &c->c, NULL)) {
+    cand_unref(c);
+    return;
+  }
+  j->out[i] = c;
+}
+
+/* ---- children ---- */
+
+typedef struct child_job {
+  search_task *st;
+  cand **parents; /* parent of child i */
+  ts_rng *rngs;   /* generator of child i */
+  bool *mutate;   /* whether child i is a mutation */
+  cand **out;     /* NULL: copy the parent */
+} child_job;
+
+static int pick_mutator(const double *probs, const bool *usable, ts_rng *r) {
+  double total = 0;
+  for (int k = 0; k < TS_N_MUTATORS; k++)
+    if (usable[k]) total += probs[k];
+  if (!(total > 0)) return -1;
+  double u = ts_rng_unit(r) * total, acc = 0;
+  int last = -1;
+  for (int k = 0; k < TS_N_MUTATORS; k++) {
+    if (!usable[k] || probs[k] <= 0) continue;
+    acc += probs[k];
+    last = k;
+    if (u < acc) return k;
+  }
+  return last;
+}
+
+static void child_one(void *ctx, int i, int worker) {
+  (void)worker;
+  child_job *j = ctx;
+  if (!j->mutate[i]) return;
+  search_task *st = j->st;
+  const cand *p = j->parents[i];
+  ts_rng *r = &j->rngs[i];
+  bool usable[TS_N_MUTATORS];
+  for (int k = 0; k < TS_N_MUTATORS; k++) usable[k] = true;
+  for (int attempt = 0; attempt < st->opts.max_fail; attempt++) {
+    int k = pick_mutator(st->mutator_probs, usable, r);
+    if (k < 0) return;
+    ts_trace *t = NULL;
+    int rc = ts_mutate(p->c.design, (ts_mutator_kind)k, r, &t, NULL);
+    if (rc == TS_ENOTFOUND) {
+      usable[k] = false;
+      continue;
+    }
+    if (rc) continue;
+    cand *c = cand_new();
+    if (!c) {
+      ts_trace_free(t);
+      return;
+    }
+    rc =
+        ts_candidate_make(t, st->func, st->target, ts_rng_next(r), &c->c, NULL);
+    ts_trace_free(t);
+    if (rc) {
+      cand_unref(c);
+      continue;
+    }
+    c->c.space = p->c.space;
+    j->out[i] = c;
+    return;
+  }
+}
+
+/* Parent i drawn with probability growing with its score. */
+static int draw_parent(const double *w, int n, double total, ts_rng *r) {
+  if (!(total > 0)) return (int)ts_rng_below(r, (uint64_t)n);
+  double u = ts_rng_unit(r) * total, acc = 0;
+  for (int i = 0; i < n; i++) {
+    acc += w[i];
+    if (u < acc) return i;
+  }
+  return n - 1;
+}
+
+static int evolve_pick(search_task *st, int want, cand **out, ts_error *err) {
+  const ts_search_options *o = &st->opts;
+  int P = o->population > 0 ? o->population : 1;
+  int n_rand = (int)floor(want * o->epsilon + 0.5);
+  if (n_rand > want) n_rand = want;
+  int n_top = want - n_rand;
+
+  /* 1. the initial population */
+  int n_meas = (int)(P * o->init_measured_ratio);
+  if (n_meas > st->n_measured) n_meas = st->n_measured;
+  int n_fresh = P - n_meas;
+  if (n_fresh < o->init_min_unmeasured) n_fresh = o->init_min_unmeasured;
+  cand **pop = calloc((size_t)(n_meas + n_fresh + 1), sizeof *pop);
+  cand **fresh = calloc((size_t)(n_fresh + 1), sizeof *fresh);
+  int np = 0;
+  if (n_meas > 0) {
+    cand **v = calloc((size_t)n_meas, sizeof *v);
+    uint64_t *seeds = calloc((size_t)n_meas, sizeof *seeds);
+    for (int i = 0; i < n_meas; i++) seeds[i] = ts_rng_next(&st->rng);
+    replay_job rj = {st, v, seeds};
+    tuner_parallel(st->threads, n_meas, replay_one, &rj);
+    for (int i = 0; i < n_meas; i++)
+      if (v[i]) pop[np++] = v[i];
+    free(v);
+    free(seeds);
+  }
+  int nf = sample_fresh(st, n_fresh, n_fresh * 2, fresh);
+  for (int i = 0; i < nf; i++) pop[np++] = cand_ref(fresh[i]);
+
+  best_list best = {calloc((size_t)(want + 1), sizeof(cand *)), 0, want, {0}};
+  int rc = TS_OK;
+  double *w = calloc((size_t)(np + 1), sizeof *w);
+  int popcap = np;
+  for (int it = 0; np > 0; it++) {
+    /* 2. score, keep the best unmeasured, breed */
+    if ((rc = cands_score(st, pop, np, err))) break;
+    for (int i = 0; i < np; i++)
+      if (!search_task_seen(st, pop[i]->c.hash)) best_push(&best, pop[i]);
+    if (it >= o->genetic_iters) break;
+    double lo = INFINITY, hi = -INFINITY;
+    for (int i = 0; i < np; i++)
+      if (isfinite(pop[i]->score)) {
+        if (pop[i]->score < lo) lo = pop[i]->score;
+        if (pop[i]->score > hi) hi = pop[i]->score;
+      }
+    double total = 0;
+    for (int i = 0; i < np; i++) {
+      double s = pop[i]->score;
+      w[i] = !isfinite(s) ? 0 : hi > lo ? (s - lo) / (hi - lo) + 1e-3 : 1;
+      total += w[i];
+    }
+    int nc = popcap;
+    child_job cj;
+    cj.st = st;
+    cj.parents = calloc((size_t)nc, sizeof(cand *));
+    cj.rngs = calloc((size_t)nc, sizeof(ts_rng));
+    cj.mutate = calloc((size_t)nc, sizeof(bool));
+    cj.out = calloc((size_t)nc, sizeof(cand *));
+    for (int i = 0; i < nc; i++) {
+      cj.parents[i] = pop[draw_parent(w, np, total, &st->rng)];
+      cj.mutate[i] = ts_rng_unit(&st->rng) < o->mutate_prob;
+      cj.rngs[i] = ts_rng_split(&st->rng);
+    }
+    tuner_parallel(st->threads, nc, child_one, &cj);
+    cand **next = calloc((size_t)nc, sizeof *next);
+    for (int i = 0; i < nc; i++)
+      next[i] = cj.out[i] ? cj.out[i] : cand_ref(cj.parents[i]);
+    for (int i = 0; i < np; i++) cand_unref(pop[i]);
+    free(pop);
+    pop = next;
+    np = nc;
+    free(cj.parents);
+    free(cj.rngs);
+    free(cj.mutate);
+    free(cj.out);
+  }
+
+  /* 3. epsilon-greedy: the top predicted, then random fresh samples */
+  int got = 0;
+  if (!rc) {
+    qsort(best.v, (size_t)best.n, sizeof *best.v, by_score_desc);
+    int used_best = 0;
+    for (; used_best < best.n && got < n_top; used_best++) {
+      cand *c = best.v[used_best];
+      if (search_task_seen(st, c->c.hash)) continue;
+      search_task_mark(st, c->c.hash);
+      out[got++] = cand_ref(c);
+    }
+    /* random ones from the fresh samples, in a random order */
+    for (int i = nf - 1; i > 0; i--) {
+      int k = (int)ts_rng_below(&st->rng, (uint64_t)i + 1);
+      cand *x = fresh[i];
+      fresh[i] = fresh[k];
+      fresh[k] = x;
+    }
+    for (int i = 0; i < nf && got < want; i++) {
+      if (search_task_seen(st, fresh[i]->c.hash)) continue;
+      search_task_mark(st, fresh[i]->c.hash);
+      out[got++] = cand_ref(fresh[i]);
+    }
+    for (; used_best < best.n && got < want; used_best++) {
+      cand *c = best.v[used_best];
+      if (search_task_seen(st, c->c.hash)) continue;
+      search_task_mark(st, c->c.hash);
+      out[got++] = cand_ref(c);
+    }
+  }
+  for (int i = 0; i < np; i++) cand_unref(pop[i]);
+  for (int i = 0; i < nf; i++) cand_unref(fresh[i]);
+  for (int i = 0; i < best.n; i++) cand_unref(best.v[i]);
+  hashset_free(&best.in);
+  free(best.v);
+  free(pop);
+  free(fresh);
+  free(w);
+  return rc ? rc : got;
+}
+
+const strategy_ops strategy_evolutionary = {"evolutionary", evolve_pick};
