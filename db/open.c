@@ -422,7 +422,12 @@ static int configure(ts_db *db) {
   sqlite3_extended_result_codes(db->conn, 1);
   sqlite3_busy_handler(db->conn, busy_handler, db);
   schema_info s = {0};
-  if ((rc = read_schema(db, &s)) || (rc = check_schema(db, &s))) return rc;
+  /* One read transaction, so the three figures come from one snapshot (a
+   * process creating the schema at the same time commits them together). */
+  if ((rc = db_exec(db, "BEGIN", "reading the schema"))) return rc;
+  rc = read_schema(db, &s);
+  db_exec(db, "COMMIT", "reading the schema");
+  if (rc || (rc = check_schema(db, &s))) return rc;
   if (db->opts.read_only) {
     if (s.version < TS_DB_SCHEMA_VERSION)
       return TS_ERR(&db->err, TS_EINVAL,
