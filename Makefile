@@ -14,7 +14,7 @@ RUN_DB       ?= tessera.db
 SOURCES = $(shell find tir schedule codegen runtime tuner cost_model rpc db cli bench graph tests \
             -name '*.[ch]' -not -path '*/corpus/*' 2>/dev/null)
 
-.PHONY: all deps build asan run test test-normal test-asan format format-check fuzz fuzz-smoke clean
+.PHONY: all deps build asan run bench test test-normal test-asan format format-check fuzz fuzz-smoke clean
 
 all: build
 
@@ -40,6 +40,14 @@ run: deps
 	@$(MAKE) --no-print-directory build
 	./$(BUILD)/tessera tune --workload "$(RUN_WORKLOAD)" --trials $(RUN_TRIALS) \
 	  --db $(RUN_DB)
+
+# The benchmark suite against vendor libraries (tunes or reuses the
+# database's results): BUDGET=quick for a short run, full by default.
+BUDGET ?= full
+bench: deps
+	@$(MAKE) --no-print-directory build
+	./$(BUILD)/tessera bench --suite --budget $(BUDGET) --db bench/results/bench.db \
+	  --out bench/results
 
 test: deps
 	@$(MAKE) --no-print-directory format-check

@@ -19,6 +19,10 @@ enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
 int cmd_show(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+/* `tessera bench --suite`: tunes and benchmarks the fixed suite
+ * (cmd_bench_suite.c); budget "quick" or "full", trials > 0 overrides. */
+int bench_suite(const char *budget, const char *db_path, const char *out_dir,
+                int trials);
 int cmd_probe(int argc, char **argv);
 int cmd_worker(int argc, char **argv);
 int cmd_tracker(int argc, char **argv);

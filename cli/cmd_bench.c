@@ -38,9 +38,22 @@ static const char bench_usage[] =
     "                     openblas_gflops, onednn_gflops, naive_gflops (null\n"
     "                     where not applicable), compile_ms, check\n"
     "\n"
+    "       tessera bench --suite [--budget quick|full] [--trials N] [--db "
+    "PATH]\n"
+    "                     [--out DIR]\n"
+    "\n"
+    "--suite tunes (resuming the database's jobs, so earlier results are\n"
+    "reused) and benchmarks a fixed suite — fp32/bf16/int8 matmuls, ResNet-50\n"
+    "convolutions, depthwise conv2d, softmax, layer_norm — and prints one "
+    "table,\n"
+    "also written to DIR/latest.json and DIR/latest.md (default "
+    "bench/results).\n"
+    "--budget full tunes 1000 trials per workload, quick 24 (--trials "
+    "overrides).\n"
+    "\n"
     "The check compares tessera's output with the reference interpreter for\n"
-    "small workloads (up to 5e7 FLOP), otherwise with the unscheduled kernel\n"
-    "(when a schedule is benchmarked) or with oneDNN's output.\n";
+    "small workloads (up to 5e7 FLOP), otherwise with a vendor library's\n"
+    "output (oneDNN, OpenBLAS, plain C) or the unscheduled kernel.\n";
 
 #define INTERP_FLOP_LIMIT 5e7
 
@@ -303,14 +316,6 @@ static int run_bench(const bench_cfg *cfg) {
     ok = same_output(got, ts_rt_args_data(want)[out], odt, on, detail,
                      sizeof detail);
     ts_rt_args_free(want);
-  } else if (scheduled) {
-    if (kernel_make(w->func, t, cfg->seed, rt, &ref_k, &err)) {
-      cli_error("compiling the unscheduled reference failed", &err);
-      goto done;
-    }
-    snprintf(check_against, sizeof check_against, "the unscheduled kernel");
-    ok = same_output(got, ts_rt_args_data(ref_k.args)[out], odt, on, detail,
-                     sizeof detail);
   } else if (have_vendor[TS_BENCH_ONEDNN] && vendor[TS_BENCH_ONEDNN].output) {
     snprintf(check_against, sizeof check_against, "oneDNN");
     ok = same_output(got, vendor[TS_BENCH_ONEDNN].output, odt, on, detail,
@@ -319,6 +324,18 @@ static int run_bench(const bench_cfg *cfg) {
              vendor[TS_BENCH_OPENBLAS].output) {
     snprintf(check_against, sizeof check_against, "OpenBLAS");
     ok = same_output(got, vendor[TS_BENCH_OPENBLAS].output, odt, on, detail,
+                     sizeof detail);
+  } else if (have_vendor[TS_BENCH_NAIVE] && vendor[TS_BENCH_NAIVE].output) {
+    snprintf(check_against, sizeof check_against, "the plain C loop");
+    ok = same_output(got, vendor[TS_BENCH_NAIVE].output, odt, on, detail,
+                     sizeof detail);
+  } else if (scheduled) {
+    if (kernel_make(w->func, t, cfg->seed, rt, &ref_k, &err)) {
+      cli_error("compiling the unscheduled reference failed", &err);
+      goto done;
+    }
+    snprintf(check_against, sizeof check_against, "the unscheduled kernel");
+    ok = same_output(got, ts_rt_args_data(ref_k.args)[out], odt, on, detail,
                      sizeof detail);
   } else {
     snprintf(check_against, sizeof check_against, "nothing");
@@ -416,6 +433,9 @@ static int int_opt(const char *name, const char *v, long lo, long hi,
 
 int cmd_bench(int argc, char **argv) {
   bench_cfg cfg = {.repeat = 5, .min_repeat_ms = 100, .seed = 1};
+  bool suite = false;
+  const char *budget = "full", *out_dir = "bench/results";
+  int suite_trials = 0;
   for (int i = 1; i < argc; i++) {
     const char *v;
     bool missing;
@@ -425,6 +445,18 @@ int cmd_bench(int argc, char **argv) {
       return EXIT_OK;
     } else if (!strcmp(argv[i], "--json")) {
       cfg.json = true;
+    } else if (!strcmp(argv[i], "--suite")) {
+      suite = true;
+    } else if (cli_opt_value(argc, argv, &i, "--budget", &v, &missing)) {
+      if (missing)
+        return cli_usage_error("bench", "--budget needs quick or full");
+      budget = v;
+    } else if (cli_opt_value(argc, argv, &i, "--out", &v, &missing)) {
+      if (missing) return cli_usage_error("bench", "--out needs a folder");
+      out_dir = v;
+    } else if (cli_opt_value(argc, argv, &i, "--trials", &v, &missing)) {
+      if (missing) return cli_usage_error("bench", "--trials needs a number");
+      rc = int_opt("--trials", v, 1, 1000000, &suite_trials);
     } else if (cli_opt_value(argc, argv, &i, "--workload", &v, &missing)) {
       if (missing) return cli_usage_error("bench", "--workload needs a spec");
       cfg.spec = v;
@@ -457,6 +489,9 @@ int cmd_bench(int argc, char **argv) {
     }
     if (rc != EXIT_OK) return rc;
   }
+  if (suite)
+    return bench_suite(budget, cfg.db ? cfg.db : "tessera.db", out_dir,
+                       suite_trials);
   if (!cfg.spec) return cli_usage_error("bench", "--workload is required");
   if (cfg.trace && cfg.db)
     return cli_usage_error("bench", "give --trace or --db, not both");

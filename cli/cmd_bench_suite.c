@@ -1,0 +1,317 @@
+/*
+ * cmd_bench_suite.c — `tessera bench --suite quick|full` (what `make bench`
+ * runs): for a fixed suite of workloads, tunes each one on the embedded pool
+ * (resuming the database's job, so results already there are reused and
+ * only what remains of the budget is measured), then benchmarks the
+ * database's best schedule side by side with OpenBLAS, oneDNN and plain C
+ * loops, and prints one table — also written as JSON and markdown.
+ *
+ * Each step runs as a child `tessera` process (tune, bench, probe), so a
+ * failure in one workload is reported in its row and the suite goes on.
+ */
+#include "cli.h"
+
+#include "codegen/codegen.h"
+#include "db/db.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+typedef struct suite_entry {
+  const char *spec;
+  int threads;             /* 0: all cores */
+  const char *vendor_kind; /* which baselines matter: "blas", "dnn", "naive" */
+} suite_entry;
+
+/* The suite of issue 9: matmuls fp32/bf16/int8, ResNet-50 convolutions,
+ * a depthwise conv, softmax and layer_norm. */
+static const suite_entry suite[] = {
+    {"matmul M=512 N=512 K=512", 1, "blas"},
+    {"matmul M=512 N=512 K=512", 0, "blas"},
+    {"matmul M=1024 N=1024 K=1024", 1, "blas"},
+    {"matmul M=1024 N=1024 K=1024", 0, "blas"},
+    {"matmul M=2048 N=2048 K=2048", 1, "blas"},
+    {"matmul M=2048 N=2048 K=2048", 0, "blas"},
+    {"matmul M=1024 N=1024 K=1024 dtype=bfloat16", 0, "dnn"},
+    {"matmul M=1024 N=1024 K=1024 dtype=int8", 0, "dnn"},
+    {"conv2d_nhwc N=1 H=56 W=56 CI=64 CO=64 KH=3 KW=3 pad=1", 0, "dnn"},
+    {"conv2d_nhwc N=1 H=28 W=28 CI=128 CO=128 KH=3 KW=3 pad=1", 0, "dnn"},
+    {"conv2d_nhwc N=1 H=14 W=14 CI=256 CO=256 KH=3 KW=3 pad=1", 0, "dnn"},
+    {"conv2d_nhwc N=1 H=7 W=7 CI=512 CO=512 KH=3 KW=3 pad=1", 0, "dnn"},
+    {"conv2d_nhwc N=1 H=56 W=56 CI=64 CO=256 KH=1 KW=1", 0, "dnn"},
+    {"depthwise_conv2d_nhwc N=1 H=112 W=112 C=32 KH=3 KW=3 pad=1", 0, "naive"},
+    {"softmax N=4096 D=1024", 0, "naive"},
+    {"layer_norm N=4096 D=1024", 0, "naive"},
+};
+#define N_SUITE (int)(sizeof suite / sizeof suite[0])
+
+typedef struct row {
+  char name[128];
+  int threads;
+  long long trials;
+  double tessera, openblas, onednn, naive, peak; /* GFLOP/s; < 0 unknown */
+  char check[32];
+  char error[256];
+} row;
+
+/* Runs this executable with argv, capturing stdout (malloc'd, caller
+ * frees); stderr passes through. Returns the exit status, -1 on failure to
+ * run. */
+static int run_self(char *const *argv, char **out) {
+  char self[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n < 0) return -1;
+  self[n] = 0;
+  int fds[2];
+  if (pipe(fds)) return -1;
+  pid_t pid = fork();
+  if (pid < 0) return -1;
+  if (pid == 0) {
+    dup2(fds[1], 1);
+    close(fds[0]);
+    close(fds[1]);
+    execv(self, argv);
+    _exit(127);
+  }
+  close(fds[1]);
+  size_t cap = 4096, len = 0;
+  char *buf = malloc(cap);
+  for (;;) {
+    if (len + 1024 > cap) buf = realloc(buf, cap *= 2);
+    ssize_t r = read(fds[0], buf + len, cap - len - 1);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;
+    len += (size_t)r;
+  }
+  buf[len] = 0;
+  close(fds[0]);
+  int status;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  *out = buf;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+static double json_num(const cJSON *o, const char *key) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+  return cJSON_IsNumber(v) ? v->valuedouble : -1;
+}
+
+/* The probed peak for a row: all-core or per-core fp32 figures (the
+ * suite's fp32 rows), -1 when not probed or not fp32. */
+static double probed_peak(const char *probe_json, const char *spec, int threads,
+                          int cores) {
+  if (!probe_json || strstr(spec, "dtype=")) return -1;
+  cJSON *p = cJSON_Parse(probe_json);
+  if (!p) return -1;
+  double v = threads == 1 ? json_num(p, "fp32_gflops_per_core")
+                          : json_num(p, "fp32_gflops_all_cores");
+  if (threads != 1 && v < 0) {
+    double pc = json_num(p, "fp32_gflops_per_core");
+    if (pc > 0) v = pc * cores;
+  }
+  cJSON_Delete(p);
+  return v;
+}
+
+static char *target_probe(const char *db_path, const char *target) {
+  ts_db *db = NULL;
+  ts_error err;
+  ts_db_options o = ts_db_defaults();
+  o.create = false;
+  char *json = NULL;
+  int64_t id;
+  if (ts_db_open(db_path, &o, &db, &err) == TS_OK &&
+      ts_db_find_target(db, target, &id) == TS_OK)
+    ts_db_get_target_probe(db, id, &json);
+  ts_db_close(db);
+  return json;
+}
+
+static void fmt(char *buf, size_t cap, double v) {
+  if (v < 0)
+    snprintf(buf, cap, "-");
+  else
+    snprintf(buf, cap, "%.1f", v);
+}
+
+int bench_suite(const char *budget, const char *db_path, const char *out_dir,
+                int trials_override) {
+  long long trials = !strcmp(budget, "full")    ? 1000
+                     : !strcmp(budget, "quick") ? 24
+                                                : -1;
+  if (trials < 0)
+    return cli_usage_error("bench", "--suite wants quick or full, got '%s'",
+                           budget);
+  if (trials_override > 0) trials = trials_override;
+  ts_error err;
+  ts_error_clear(&err);
+  ts_target *host = NULL;
+  if (ts_target_host(&host, &err)) {
+    cli_error("cannot resolve this machine's target", &err);
+    return EXIT_FAIL;
+  }
+  int cores = ts_target_num_cores(host);
+  char target_all[64], target_one[64];
+  snprintf(target_all, sizeof target_all, "llvm -num-cores=%d", cores);
+  snprintf(target_one, sizeof target_one, "llvm -num-cores=1");
+  ts_target_free(host);
+
+  /* The machine's peaks, probed once per target when the database has none. */
+  const char *targets[2] = {target_one, target_all};
+  char *probes[2] = {NULL, NULL};
+  for (int i = 0; i < 2; i++) {
+    probes[i] = target_probe(db_path, targets[i]);
+    if (!probes[i]) {
+      fprintf(stderr, "bench suite: probing %s ...\n", targets[i]);
+      char *argv[] = {"tessera",          "probe", "--target",
+                      (char *)targets[i], "--db",  (char *)db_path,
+                      "--json",           NULL};
+      char *out = NULL;
+      if (run_self(argv, &out) == 0)
+        probes[i] = target_probe(db_path, targets[i]);
+      free(out);
+    }
+  }
+
+  row rows[N_SUITE];
+  memset(rows, 0, sizeof rows);
+  char trials_str[32];
+  snprintf(trials_str, sizeof trials_str, "%lld", trials);
+  for (int i = 0; i < N_SUITE; i++) {
+    const suite_entry *e = &suite[i];
+    row *r = &rows[i];
+    int threads = e->threads ? e->threads : cores;
+    const char *target = e->threads == 1 ? target_one : target_all;
+    r->threads = threads;
+    r->tessera = r->openblas = r->onednn = r->naive = -1;
+    snprintf(r->name, sizeof r->name, "%s", e->spec);
+    char job[256];
+    snprintf(job, sizeof job, "bench: %s [%dt]", e->spec, threads);
+    fprintf(stderr, "\nbench suite %d/%d: %s, %d thread%s, %lld trials\n",
+            i + 1, N_SUITE, e->spec, threads, threads == 1 ? "" : "s", trials);
+    char *tune_argv[] = {"tessera",    "tune",
+                         "--workload", (char *)e->spec,
+                         "--target",   (char *)target,
+                         "--trials",   trials_str,
+                         "--db",       (char *)db_path,
+                         "--job",      job,
+                         "--json",     "--no-summary-measure",
+                         NULL};
+    char *out = NULL;
+    int rc = run_self(tune_argv, &out);
+    cJSON *j = cJSON_Parse(out ? out : "");
+    if (rc != 0 || !j) {
+      snprintf(r->error, sizeof r->error, "tune failed (exit %d)", rc);
+    } else {
+      r->trials = (long long)json_num(j, "trials_done");
+    }
+    cJSON_Delete(j);
+    free(out);
+    if (r->error[0]) continue;
+    char threads_str[16];
+    snprintf(threads_str, sizeof threads_str, "%d", threads);
+    char *bench_argv[] = {"tessera",       "bench",        "--workload",
+                          (char *)e->spec, "--db",         (char *)db_path,
+                          "--target",      (char *)target, "--threads",
+                          threads_str,     "--json",       NULL};
+    out = NULL;
+    rc = run_self(bench_argv, &out);
+    j = cJSON_Parse(out ? out : "");
+    if (!j) {
+      snprintf(r->error, sizeof r->error, "bench failed (exit %d)", rc);
+    } else {
+      r->tessera = json_num(j, "tessera_gflops");
+      r->openblas = json_num(j, "openblas_gflops");
+      r->onednn = json_num(j, "onednn_gflops");
+      r->naive = json_num(j, "naive_gflops");
+      const cJSON *c = cJSON_GetObjectItemCaseSensitive(j, "check");
+      snprintf(r->check, sizeof r->check, "%s",
+               cJSON_IsString(c) ? c->valuestring : "?");
+    }
+    cJSON_Delete(j);
+    free(out);
+    r->peak =
+        probed_peak(probes[e->threads == 1 ? 0 : 1], e->spec, threads, cores);
+  }
+
+  /* The table, the JSON and the markdown. */
+  mkdir(out_dir, 0755);
+  char json_path[PATH_MAX], md_path[PATH_MAX];
+  snprintf(json_path, sizeof json_path, "%s/latest.json", out_dir);
+  snprintf(md_path, sizeof md_path, "%s/latest.md", out_dir);
+  FILE *js = fopen(json_path, "w"), *md = fopen(md_path, "w");
+  if (js)
+    fprintf(js,
+            "{\"budget\": \"%s\", \"trials_per_workload\": %lld, \"rows\": [\n",
+            budget, trials);
+  if (md) {
+    fprintf(md, "| workload | threads | trials | tessera GFLOP/s | %% of peak "
+                "| OpenBLAS | "
+                "oneDNN | plain C | tessera / best vendor | check |\n");
+    fprintf(md,
+            "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+  }
+  printf("\n%-58s %3s %6s %9s %6s %9s %9s %9s %7s  %s\n", "workload", "thr",
+         "trials", "tessera", "%peak", "OpenBLAS", "oneDNN", "plain C", "ratio",
+         "check");
+  int failures = 0;
+  for (int i = 0; i < N_SUITE; i++) {
+    row *r = &rows[i];
+    double best = r->openblas > r->onednn ? r->openblas : r->onednn;
+    if (best < 0 && r->naive > 0) best = r->naive;
+    double ratio = (best > 0 && r->tessera > 0) ? r->tessera / best : -1;
+    double pct =
+        (r->peak > 0 && r->tessera > 0) ? 100 * r->tessera / r->peak : -1;
+    char t[16], p[16], o[16], d[16], n[16], q[16];
+    fmt(t, sizeof t, r->tessera);
+    fmt(p, sizeof p, pct);
+    fmt(o, sizeof o, r->openblas);
+    fmt(d, sizeof d, r->onednn);
+    fmt(n, sizeof n, r->naive);
+    if (ratio < 0)
+      snprintf(q, sizeof q, "-");
+    else
+      snprintf(q, sizeof q, "%.2f", ratio);
+    const char *status = r->error[0] ? r->error : r->check;
+    if (r->error[0] || strcmp(r->check, "ok")) failures++;
+    printf("%-58s %3d %6lld %9s %6s %9s %9s %9s %7s  %s\n", r->name, r->threads,
+           r->trials, t, p, o, d, n, q, status);
+    if (md)
+      fprintf(md, "| %s | %d | %lld | %s | %s | %s | %s | %s | %s | %s |\n",
+              r->name, r->threads, r->trials, t, p, o, d, n, q, status);
+    if (js) {
+      fprintf(js,
+              "  {\"workload\": \"%s\", \"threads\": %d, \"trials\": %lld, "
+              "\"tessera_gflops\": %s, \"percent_of_peak\": %s, "
+              "\"openblas_gflops\": %s, \"onednn_gflops\": %s, "
+              "\"naive_gflops\": %s, "
+              "\"ratio_to_best_vendor\": %s, \"check\": \"%s\"}%s\n",
+              r->name, r->threads, r->trials, r->tessera < 0 ? "null" : t,
+              pct < 0 ? "null" : p, r->openblas < 0 ? "null" : o,
+              r->onednn < 0 ? "null" : d, r->naive < 0 ? "null" : n,
+              ratio < 0 ? "null" : q, status, i + 1 < N_SUITE ? "," : "");
+    }
+  }
+  if (js) {
+    fprintf(js, "]}\n");
+    fclose(js);
+  }
+  if (md) fclose(md);
+  printf(
+      "\nGFLOP/s measured side by side in one process per row (median of 5 "
+      "repeats); ratio = tessera / the best vendor library of the row (plain C "
+      "where no library applies); %% of peak against `tessera probe`.\n"
+      "written: %s, %s\n",
+      json_path, md_path);
+  free(probes[0]);
+  free(probes[1]);
+  return failures ? EXIT_FAIL : EXIT_OK;
+}
