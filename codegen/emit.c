@@ -572,13 +572,17 @@ static LLVMValueRef const_fp(LLVMTypeRef t, double v) {
 static LLVMValueRef emit_if_then_else(emitter *e, ts_expr *x) {
   ts_expr *c = ts_expr_operand(x, 0);
   ts_dtype t = ts_expr_dtype(x);
-  if (ts_expr_dtype(c).lanes > 1) {
+  if (ts_expr_dtype(c).lanes > 1 && ts_expr_kind_of(c) != TS_EXPR_BROADCAST) {
     /* Vector guards: both branches are evaluated (loads must be safe). */
     LLVMValueRef cv = ex(e, c), a = ex(e, ts_expr_operand(x, 1)),
                  b = ex(e, ts_expr_operand(x, 2));
     return LLVMBuildSelect(e->b, cv, a, b, "");
   }
-  LLVMValueRef cv = ex(e, c);
+  /* A broadcast guard (what the vectorizer makes of a guard that does not
+   * vary with the loop) is one condition: branch on it, so the guarded
+   * loads (padding reads outside the input) never run. */
+  LLVMValueRef cv =
+      ex(e, ts_expr_dtype(c).lanes > 1 ? ts_expr_operand(c, 0) : c);
   LLVMValueRef fn = e->cur->fn;
   LLVMBasicBlockRef tb = LLVMAppendBasicBlockInContext(e->ctx, fn, "ite.then");
   LLVMBasicBlockRef fb = LLVMAppendBasicBlockInContext(e->ctx, fn, "ite.else");

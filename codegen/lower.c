@@ -444,6 +444,10 @@ static bool written_first_per_iteration(ts_arena *a, ts_stmt *loop,
                                         const ts_buffer *b,
                                         const relaxed_loops *relax) {
   ts_stmt *body = ts_for_body(loop);
+  /* through a perfect nest: if each iteration of the inner loop writes
+   * before it reads, so does each iteration of this one */
+  if (ts_stmt_kind_of(body) == TS_STMT_FOR)
+    return written_first_per_iteration(a, body, b, relax);
   if (ts_stmt_kind_of(body) != TS_STMT_SEQ) return false;
   ts_stmt *w = NULL;
   for (int i = 0; i < ts_seq_n(body) && !w; i++)

@@ -229,23 +229,26 @@ static bool streamed_input(ts_sched *s, const char *name, const tiles *t,
 }
 
 static int mlt_cpu(const gen *g, gen_state *st, const char *name, int level,
-                   bool read_cache) {
+                   int read_level) {
   ts_sched *s = st->s;
   tiles t;
   int rc =
       tile_block(s, name, "SSRSRS", g->o->max_innermost_factor, NULL, 0, &t);
   if (rc) return rc;
-  if (read_cache) {
-    /* the streamed input copied into a cache at a sampled location: the
-     * code generator compacts it to the region used there, a packed panel
-     * whose rows are the tile's width */
+  if (read_level > 0) {
+    /* the streamed input copied into a cache at the end of tile level 1
+     * or 2: the code generator allocates it per iteration there and
+     * compacts it to the region used, a packed panel (the reduction's
+     * extent under it by the tile's width) reused by every row tile
+     * inside */
     char buf[128];
-    ts_rv b, cr, loc;
-    if (!streamed_input(s, name, &t, buf, sizeof buf)) return TS_ESCHEDULE;
+    ts_rv b, cr;
+    ts_rv at = last_loop_upto(&t, read_level - 1);
+    if (at == TS_RV_NONE || !streamed_input(s, name, &t, buf, sizeof buf))
+      return TS_ESCHEDULE;
     if ((rc = ts_sched_get_block(s, name, &b)) ||
         (rc = ts_sched_cache_read(s, b, buf, "global", &cr)) ||
-        (rc = ts_sched_sample_compute_location(s, cr, &loc)) ||
-        (rc = ts_sched_compute_at(s, cr, loc)))
+        (rc = ts_sched_compute_at(s, cr, at)))
       return rc;
   }
   if (level > 0) {
@@ -394,16 +397,16 @@ static void apply_tiling_cpu(gen *g, int i, const char *name) {
   gen_state v[MAX_STATES];
   int nv = 0;
   int levels = g->o->cache_write ? 3 : 1;
-  for (int rcache = 0; rcache < (g->o->cache_read ? 2 : 1); rcache++)
+  for (int rl = 0; rl < (g->o->cache_read ? 3 : 1); rl++)
     for (int lv = 0; lv < levels && nv < MAX_STATES; lv++) {
       if (state_fork(st, &v[nv], NULL)) continue;
-      if (mlt_cpu(g, &v[nv], name, lv, rcache)) {
+      if (mlt_cpu(g, &v[nv], name, lv, rl)) {
         state_clear(&v[nv]);
         continue;
       }
       state_append_name(&v[nv], "%s: mlt", name);
       if (lv) state_append_name(&v[nv], "cache_write@%d", lv);
-      if (rcache) state_append_name(&v[nv], "cache_read");
+      if (rl) state_append_name(&v[nv], "cache_read@%d", rl);
       nv++;
     }
   if (g->o->tensorize)

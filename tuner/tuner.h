@@ -74,10 +74,10 @@ typedef struct ts_design_space {
  *        add-rfactor for reductions with little spatial parallelism,
  *        multi-level tiling SSRSRS (sample_perfect_tile per loop, innermost
  *        factor at most max_innermost_factor) with no / level-1 / level-2
- *        cache-write variants, each with and without a read cache of the
- *        input the innermost tile streams through (B of a matmul) at a
- *        sampled compute location, parallelize-vectorize-unroll (parallel
- * extent sampled up to cores x 16, vectorize up to 64 lanes, unroll step
+ *        cache-write variants, each with no / level-1 / level-2 read cache
+ *        of the input the innermost tile streams through (B of a matmul),
+ *        parallelize-vectorize-unroll (parallel extent sampled up to
+ *        cores x 16, vectorize up to 64 lanes, unroll step
  *        sampled from {0, 16, 64, 512}), random compute location; and, when
  *        the target has the feature and a block matches a registered
  *        intrinsic (AMX bf16/int8, AVX512-VNNI, AVX512-BF16), a tiling with
