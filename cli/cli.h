@@ -5,7 +5,10 @@
 #ifndef TESSERA_CLI_H
 #define TESSERA_CLI_H
 
+#include "codegen/codegen.h"
+#include "runtime/runtime.h"
 #include "tir/tir.h"
+#include "tuner/tuner.h"
 
 #include <signal.h>
 #include <stdbool.h>
@@ -61,5 +64,32 @@ void cli_block_stop_signals(sigset_t *set);
  * Prints the error and returns EXIT_FAIL otherwise. */
 int cli_load_func(const char *spec, const char *tir_path,
                   ts_workload **workload, ts_func **func);
+
+/* A function built for a target, loaded, with seeded arguments (kernel.c):
+ * what the CLI times in its own process. */
+typedef struct cli_kernel {
+  ts_build_result build;
+  ts_rt_kernel *kernel;
+  ts_rt_args *args;
+} cli_kernel;
+int cli_kernel_build(const ts_func *f, const ts_target *t, cli_kernel *k,
+                     ts_error *err);
+/* Times the kernel with cfg (repeat at most 64); *median_s is the median
+ * repeat. */
+int cli_kernel_time(cli_kernel *k, ts_runtime *rt, const ts_eval_config *cfg,
+                    double *median_s, ts_error *err);
+void cli_kernel_free(cli_kernel *k);
+
+/* The first trial of job_id at which a task reached 90% of its final best
+ * throughput (latency <= best / 0.9), or -1 (cmd_tune.c). */
+int64_t cli_trial_at_90(ts_db *db, int64_t workload, const char *target,
+                        int64_t job_id, double best);
+
+/* `tessera tune --compare-models` (cmd_tune_compare.c): runs the job once
+ * with the XGBoost model and once with the random model, each in its own
+ * database, then times both bests side by side and prints the comparison. */
+int tune_compare_models(ts_runner *runner, const char *db_path,
+                        const ts_tune_options *opts, const ts_tune_task *tasks,
+                        int n_tasks, int threads, bool json);
 
 #endif /* TESSERA_CLI_H */

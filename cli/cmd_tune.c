@@ -35,7 +35,7 @@ static const char tune_usage[] =
     "                    [--rule BLOCK=TRACE.json] [--no-tensorize]\n"
     "                    [--batch N] [--population N] [--threads N]\n"
     "                    [--timeout-ms N] [--quiet] [--log FILE] [--json]\n"
-    "                    [--no-summary-measure]\n"
+    "                    [--no-summary-measure] [--compare-models]\n"
     "\n"
     "Tunes the workloads' schedules: builds design spaces, searches them\n"
     "(evolutionary search with a cost model learnt online), measures the\n"
@@ -76,6 +76,10 @@ static const char tune_usage[] =
     "                      (progress goes to stderr)\n"
     "  --no-summary-measure  summary from the job's measurements only (no\n"
     "                      unscheduled or oneDNN runs)\n"
+    "  --compare-models    run the job twice, with the xgb and the random\n"
+    "                      cost model, in PATH-xgb.db and PATH-random.db\n"
+    "                      (from --db PATH), then time both bests side by\n"
+    "                      side and print the comparison\n"
     "\n"
     "Exit status: 0 done, 1 failure, 2 usage error, 130 interrupted (the\n"
     "job is resumable with the same --job).\n";
@@ -111,7 +115,7 @@ typedef struct tune_args {
   const char *rule_block[MAX_RULES], *rule_file[MAX_RULES];
   int n_rules;
   const char *db, *tracker, *key, *token_file, *log;
-  bool quiet, json, summary_measure;
+  bool quiet, json, summary_measure, compare_models;
   bool target_given, trials_given, strategy_given, cost_model_given,
       policy_given, per_task_given;
 } tune_args;
@@ -148,61 +152,29 @@ static bool matmul_like(const ts_workload *w) {
   return false;
 }
 
-static ts_rt_arg_spec *specs_of(const ts_func *f) {
-  int n = ts_func_n_params(f);
-  ts_rt_arg_spec *s = calloc((size_t)(n ? n : 1), sizeof *s);
-  for (int i = 0; i < n; i++) {
-    const ts_buffer *b = ts_func_param(f, i);
-    s[i].dtype = ts_buffer_dtype(b);
-    s[i].ndim = ts_buffer_ndim(b);
-    for (int d = 0; d < s[i].ndim; d++) s[i].shape[d] = ts_buffer_dim(b, d);
-    s[i].role =
-        ts_func_param_is_output(f, i) ? TS_RT_ARG_OUTPUT : TS_RT_ARG_INPUT;
-  }
-  return s;
-}
-
 /* Builds f and times it in this process (median seconds), 0 on failure. */
 static double time_func(const ts_func *f, const ts_target *t, ts_runtime *rt,
                         const ts_eval_config *cfg) {
-  ts_build_result br;
-  memset(&br, 0, sizeof br);
-  ts_rt_kernel *k = NULL;
-  ts_rt_args *args = NULL;
-  ts_rt_arg_spec *specs = specs_of(f);
-  double secs[64], out = 0;
-  int number;
-  if (!ts_build(f, t, NULL, &br, NULL) &&
-      !ts_rt_kernel_load(br.artifact->bytes, br.artifact->n_bytes,
-                         br.artifact->entry, &k, NULL) &&
-      !ts_rt_args_create(specs, ts_func_n_params(f), 1, &args, NULL) &&
-      !ts_rt_eval_kernel(rt, cfg, k, ts_rt_args_data(args), secs, &number,
-                         NULL)) {
-    for (int i = 1; i < cfg->repeat; i++)
-      for (int k2 = i; k2 > 0 && secs[k2] < secs[k2 - 1]; k2--) {
-        double x = secs[k2];
-        secs[k2] = secs[k2 - 1];
-        secs[k2 - 1] = x;
-      }
-    out = secs[cfg->repeat / 2];
+  cli_kernel k;
+  double out = 0;
+  if (!cli_kernel_build(f, t, &k, NULL)) {
+    if (cli_kernel_time(&k, rt, cfg, &out, NULL)) out = 0;
+    cli_kernel_free(&k);
   }
-  ts_rt_args_free(args);
-  ts_rt_kernel_unload(k);
-  ts_build_result_clear(&br);
-  free(specs);
   return out;
 }
 
-/* The first trial of the job at which a task reached 90% of its final best
- * throughput (latency <= best / 0.9), or -1. */
-static int64_t trial_at_90(ts_db *db, int64_t workload, const char *target,
-                           int64_t job_id, double best) {
+int64_t cli_trial_at_90(ts_db *db, int64_t workload, const char *target,
+                        int64_t job_id, double best) {
   ts_db_record *recs = NULL;
   int n = 0;
   int64_t at = -1;
-  if (!isfinite(best) ||
-      ts_db_records_of(db, workload, target, &recs, &n) != TS_OK)
-    return -1;
+  char *canon = ts_db_canonical_target(db, target);
+  int rc = isfinite(best) ? ts_db_records_of(db, workload,
+                                             canon ? canon : target, &recs, &n)
+                          : TS_EINVAL;
+  free(canon);
+  if (rc != TS_OK) return -1;
   for (int i = 0; i < n; i++)
     if (recs[i].job_id == job_id && recs[i].status == TS_DB_STATUS_OK &&
         recs[i].median_s <= best / 0.9 && (at < 0 || recs[i].trial < at))
@@ -231,7 +203,6 @@ static void print_summary(const tune_args *a, ts_db *db, const char *target,
     if (ts_target_has_feature(t, *fname) && ts_rt_cpu_has(*fname) != 1)
       can_run = false;
   if (can_run && ts_runtime_create(threads, &rt, NULL)) can_run = false;
-  char *canon = ts_db_canonical_target(db, target);
   summary_row *rows = calloc((size_t)r->n_tasks, sizeof *rows);
   for (int i = 0; i < r->n_tasks; i++) {
     summary_row *s = &rows[i];
@@ -239,8 +210,8 @@ static void print_summary(const tune_args *a, ts_db *db, const char *target,
     s->best_s = tr->best_seconds;
     s->flops =
         tasks[i].flops > 0 ? tasks[i].flops : ts_func_flops(tasks[i].func);
-    s->trial_90 = trial_at_90(db, tr->workload_id, canon ? canon : target,
-                              r->job_id, tr->best_seconds);
+    s->trial_90 = cli_trial_at_90(db, tr->workload_id, target, r->job_id,
+                                  tr->best_seconds);
     if (!can_run || !tr->best_trace_json) continue;
     ts_eval_config quick = {1, 1, 0, false, 0};
     ts_eval_config steady = {1, 5, 100, false, 2};
@@ -366,7 +337,6 @@ static void print_summary(const tune_args *a, ts_db *db, const char *target,
                 rows[i].onednn_why);
   }
   fflush(out);
-  free(canon);
   free(rows);
   ts_runtime_destroy(rt);
   ts_target_free(t);
@@ -477,6 +447,8 @@ int cmd_tune(int argc, char **argv) {
       o.space.tensorize = false;
     } else if (!strcmp(argv[i], "--no-summary-measure")) {
       a.summary_measure = false;
+    } else if (!strcmp(argv[i], "--compare-models")) {
+      a.compare_models = true;
     } else if ((tir = false,
                 cli_opt_value(argc, argv, &i, "--workload", &val, &missing)) ||
                (tir = true,
@@ -593,6 +565,9 @@ int cmd_tune(int argc, char **argv) {
                                    "(or --job NAME to resume a job)");
   if (a.tracker && !a.key)
     return cli_usage_error("tune", "--tracker needs --key");
+  if (a.compare_models && (!a.n_tasks || a.cost_model_given))
+    return cli_usage_error("tune", "--compare-models needs --workload/--tir "
+                                   "and chooses the cost models itself");
 
   int status = EXIT_FAIL;
   ts_error err;
@@ -631,7 +606,7 @@ int cmd_tune(int argc, char **argv) {
   }
   ts_db_options dbo = ts_db_defaults();
   dbo.check_trace = check_trace;
-  if (ts_db_open(a.db, &dbo, &db, &err)) {
+  if (!a.compare_models && ts_db_open(a.db, &dbo, &db, &err)) {
     cli_error("cannot open the database", &err);
     goto done;
   }
@@ -680,6 +655,21 @@ int cmd_tune(int argc, char **argv) {
   sigaction(SIGINT, &sa, NULL);
   sigaction(SIGTERM, &sa, NULL);
 
+  int threads = o.measure.threads;
+  if (threads <= 0) {
+    ts_target *t = NULL;
+    if (!ts_target_parse(o.target, &t, NULL)) threads = ts_target_num_cores(t);
+    ts_target_free(t);
+  }
+  if (threads <= 0) threads = 1;
+  if (a.compare_models) {
+    status = tune_compare_models(runner, a.db, &o, tasks, a.n_tasks, threads,
+                                 a.json);
+    sa.sa_handler = SIG_DFL;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    goto done;
+  }
   int rc = ts_tune(db, runner, tasks, a.n_tasks, &o, &result, &err);
   sa.sa_handler = SIG_DFL;
   sigaction(SIGINT, &sa, NULL);
@@ -698,13 +688,6 @@ int cmd_tune(int argc, char **argv) {
     status = 130;
     goto done;
   }
-  int threads = o.measure.threads;
-  if (threads <= 0) {
-    ts_target *t = NULL;
-    if (!ts_target_parse(o.target, &t, NULL)) threads = ts_target_num_cores(t);
-    ts_target_free(t);
-  }
-  if (threads <= 0) threads = 1;
   print_summary(&a, db, o.target, tasks, wl, &result, threads,
                 a.json ? stdout : out);
   status = EXIT_OK;

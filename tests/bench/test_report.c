@@ -548,7 +548,7 @@ static void test_many_records(void **state) {
   size_t size = strlen(html);
   print_message("100000 records: report of %zu bytes\n", size);
   assert_true(size < 150 * 1024);
-  char want[64];
+  char want[96];
   snprintf(want, sizeof want,
            "<td class=\"num\">%lld</td><td class=\"num\">"
            "%lld</td>",

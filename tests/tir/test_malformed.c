@@ -87,7 +87,7 @@ static void test_malformed_files(void **state) {
     if (n < 5 || strcmp(e->d_name + n - 4, ".tir") != 0) continue;
     char path[1024];
     snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-    size_t len;
+    size_t len = 0;
     char *text = read_file(path, &len);
     assert_non_null(text);
     int want_line = 0;

@@ -1,0 +1,37 @@
+#!/bin/sh
+# tune_cli.sh TESSERA — `tessera tune` through the real binary: usage
+# errors, and --compare-models (two jobs, two databases, a side-by-side
+# table) on a small workload with a small budget.
+set -u
+T="$1"
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+expect() {
+  want=$1; shift
+  "$@" >"$TMP/out" 2>"$TMP/err"
+  got=$?
+  [ "$got" = "$want" ] || { cat "$TMP/out" "$TMP/err"; fail "'$*' exited $got, expected $want"; }
+}
+contains() { grep -q -- "$2" "$TMP/$1" || { cat "$TMP/$1"; fail "$1 lacks '$2'"; }; }
+
+W="matmul M=64 N=64 K=64"
+expect 2 "$T" tune --compare-models;                     contains err "give at least one --workload"
+expect 2 "$T" tune --workload "$W" --compare-models --cost-model xgb
+contains err "chooses the cost models"
+expect 2 "$T" tune --workload "$W" --trials x;           contains err "--trials"
+
+expect 0 "$T" tune --workload "$W" --trials 12 --batch 6 --db "$TMP/c.db" \
+  --compare-models --quiet --json
+[ -s "$TMP/c-xgb.db" ] || fail "no xgb database"
+[ -s "$TMP/c-random.db" ] || fail "no random database"
+[ ! -e "$TMP/c.db" ] || fail "--compare-models wrote the plain database"
+for k in '"xgb_gflops": [0-9]' '"random_gflops": [0-9]' \
+         '"xgb_gflops_side_by_side": [0-9]' '"ratio_side_by_side": [0-9]' \
+         '"trials": \[12, 12\]'; do
+  contains out "$k"
+done
+# each job holds its own 12 records
+"$T" db list --db "$TMP/c-xgb.db" >"$TMP/out" 2>&1 || fail "db list"
+contains out " 12 "
+echo "tune_cli: all checks passed"
