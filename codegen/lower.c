@@ -405,31 +405,30 @@ static bool dense_write(ts_arena *a, ts_stmt *w, const ts_buffer *b,
   for (int i = 0; i < c.n_loops; i++)
     ts_node_map_put(zero, ts_for_var(c.loops[i]), ts_index(a, 0));
   bool ok = true;
+  /* each index is its value at the loops' start (any expression of outer
+   * variables) plus nothing or exactly one of w's loop vars */
   for (int d = 0; ok && d < ndim; d++) {
     ts_expr *idx = ts_store_index(c.store, d);
-    lin_form f = {{0}, {0}, 0, 0};
-    if (!lin_of(idx, 1, &f)) {
-      ok = false;
-      break;
-    }
+    base[d] = ts_simplify(a, ts_expr_substitute(a, idx, zero, NULL), NULL);
+    ts_expr *off = ts_simplify(a, ts_sub(a, idx, base[d]), NULL);
+    int64_t k;
     extent[d] = 1;
-    int inner = 0;
-    for (int k = 0; k < f.n; k++) {
-      if (!f.coef[k]) continue;
-      for (int i = 0; i < c.n_loops; i++) {
-        if (ts_for_var(c.loops[i]) != f.var[k]) continue;
-        int64_t mn, ex;
-        if (f.coef[k] != 1 || used[i] ||
-            !ts_expr_is_const_int(ts_for_min(c.loops[i]), &mn) || mn != 0 ||
-            !ts_expr_is_const_int(ts_for_extent(c.loops[i]), &ex))
-          ok = false;
+    if (ts_expr_is_const_int(off, &k)) {
+      ok = k == 0;
+      continue;
+    }
+    ok = false;
+    for (int i = 0; i < c.n_loops; i++) {
+      int64_t mn, ex;
+      if (ts_for_var(c.loops[i]) != off || used[i]) continue;
+      if (ts_expr_is_const_int(ts_for_min(c.loops[i]), &mn) && mn == 0 &&
+          ts_expr_is_const_int(ts_for_extent(c.loops[i]), &ex)) {
         used[i] = true;
         extent[d] = ex;
-        inner++;
+        ok = true;
       }
+      break;
     }
-    if (inner > 1) ok = false;
-    base[d] = ts_simplify(a, ts_expr_substitute(a, idx, zero, NULL), NULL);
   }
   ts_node_map_destroy(zero);
   return ok;
@@ -444,14 +443,32 @@ static bool written_first_per_iteration(ts_arena *a, ts_stmt *loop,
                                         const ts_buffer *b,
                                         const relaxed_loops *relax) {
   ts_stmt *body = ts_for_body(loop);
+  /* (through the allocations and lets of the loop body) */
+  for (;;) {
+    if (ts_stmt_kind_of(body) == TS_STMT_ALLOCATE)
+      body = ts_allocate_body(body);
+    else if (ts_stmt_kind_of(body) == TS_STMT_LET)
+      body = ts_let_stmt_body(body);
+    else
+      break;
+  }
   /* through a perfect nest: if each iteration of the inner loop writes
    * before it reads, so does each iteration of this one */
   if (ts_stmt_kind_of(body) == TS_STMT_FOR)
     return written_first_per_iteration(a, body, b, relax);
   if (ts_stmt_kind_of(body) != TS_STMT_SEQ) return false;
   ts_stmt *w = NULL;
-  for (int i = 0; i < ts_seq_n(body) && !w; i++)
-    if (touches(ts_seq_item(body, i), b, NULL)) w = ts_seq_item(body, i);
+  int touching = 0;
+  for (int i = 0; i < ts_seq_n(body); i++)
+    if (touches(ts_seq_item(body, i), b, NULL)) {
+      if (!w) w = ts_seq_item(body, i);
+      touching++;
+    }
+  /* the one statement touching b is a loop whose iterations each write
+   * before they read (a cache filled at a deeper compute_at, next to
+   * statements that do not use it: a reduction's init) */
+  if (touching == 1 && ts_stmt_kind_of(w) == TS_STMT_FOR)
+    return written_first_per_iteration(a, w, b, relax);
   ts_expr *wbase[TS_MAX_DIMS], *rbase[TS_MAX_DIMS];
   int64_t wext[TS_MAX_DIMS], rext[TS_MAX_DIMS];
   if (!w || !dense_write(a, w, b, wbase, wext) ||
@@ -1184,6 +1201,9 @@ ts_func *ts_lower(const ts_func *in, const ts_lower_options *opts,
   if (o.verify_between && ts_func_verify(f, err) != TS_OK) rc = TS_EVERIFY;
   if (!rc) rc = ts_lower_blocks(f, err);
   if (!rc) rc = check(f, &o, "lower_blocks", err);
+  /* range-aware simplification first: fused loop indices (floordiv and
+   * floormod of the fused var) become the linear forms compaction reads */
+  if (!rc) rc = ts_lower_simplify(f, err);
   if (!rc) rc = ts_lower_compact(f, err);
   if (!rc) rc = check(f, &o, "compact", err);
   if (!rc) rc = ts_lower_unroll(f, o.max_unroll, err);

@@ -908,8 +908,16 @@ static ts_expr *simp(simp_ctx *c, ts_expr *e) {
   ts_expr_kind k = (ts_expr_kind)e->kind;
   switch (k) {
   case TS_EXPR_INT:
-  case TS_EXPR_FLOAT:
-  case TS_EXPR_VAR: return e;
+  case TS_EXPR_FLOAT: return e;
+  case TS_EXPR_VAR: {
+    /* a loop var whose range holds one value is that value */
+    int64_t min, extent;
+    if (c->b.ranges && e->dtype.lanes == 1 &&
+        (e->dtype.code == TS_DT_INT || e->dtype.code == TS_DT_UINT) &&
+        ts_var_ranges_get(c->b.ranges, e, &min, &extent) && extent == 1)
+      return ts_int(a, e->dtype, min);
+    return e;
+  }
   case TS_EXPR_LET: {
     ts_expr *value = simp(c, e->u.let.value);
     overlay o = {e->u.let.var, false, 0, 0, c->b.lets};

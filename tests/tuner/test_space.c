@@ -128,6 +128,52 @@ static void test_matmul_spaces(void **state) {
   ts_workload_free(w);
 }
 
+/* The read cache of B is allocated per iteration of the loops around the
+ * place it is computed at (inside the parallel loop: never one copy shared
+ * and refilled by all the parallel iterations) and compacted to the panel
+ * used there, so some samples allocate less than all of B. */
+static void test_read_cache_compacted(void **state) {
+  (void)state;
+  ts_workload *w = tu_workload("matmul M=256 N=256 K=256");
+  ts_target *t = host();
+  ts_design_space *s = NULL;
+  int n = 0, checked = 0, smaller = 0;
+  ts_error err;
+  OK(ts_space_generate(w->func, t, NULL, &s, &n, &err));
+  ts_build_options bo = ts_build_defaults();
+  bo.keep_lowered = true;
+  for (int i = 0; i < n; i++) {
+    if (!strstr(s[i].name, "cache_read")) continue;
+    for (int k = 0; k < 8; k++) {
+      ts_candidate c;
+      OK(ts_candidate_sample(&s[i], i, w->func, t, 500 + (uint64_t)k, &c,
+                             &err));
+      ts_build_result br;
+      OK(ts_build(ts_sched_func(c.sched), t, &bo, &br, &err));
+      char *text = ts_func_print(br.lowered);
+      const char *at = strstr(text, "allocate B_global: float32[");
+      assert_non_null(at);
+      long elems = strtol(at + strlen("allocate B_global: float32["), NULL, 10);
+      const char *par = strstr(text, " parallel");
+      if (par && at < par)
+        printf("%s: a cache shared by the parallel loop:\n%s\n", s[i].name,
+               text);
+      assert_true(!par || at > par);
+      smaller += elems < 256 * 256;
+      checked++;
+      free(text);
+      ts_build_result_clear(&br);
+      ts_candidate_clear(&c);
+    }
+  }
+  assert_int_equal(checked, 6 * 8);
+  print_message("%d of %d read caches smaller than B\n", smaller, checked);
+  assert_true(smaller >= checked / 2);
+  ts_design_spaces_free(s, n);
+  ts_target_free(t);
+  ts_workload_free(w);
+}
+
 static void test_other_workloads(void **state) {
   (void)state;
   static const char *const specs[] = {
@@ -415,6 +461,7 @@ static void test_record_json(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_matmul_spaces),
+      cmocka_unit_test(test_read_cache_compacted),
       cmocka_unit_test(test_other_workloads),
       cmocka_unit_test(test_conv_pad_compute_location),
       cmocka_unit_test(test_no_tensorize_without_match),
