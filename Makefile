@@ -38,7 +38,7 @@ asan: $(ASAN_BUILD)/CMakeCache.txt
 # $(RUN_DB).
 run: deps
 	@$(MAKE) --no-print-directory build
-	./$(BUILD)/tessera tune --workload "$(RUN_WORKLOAD)" --trials $(RUN_TRIALS) \
+	./$(BUILD)/tessera tune --workload "$(RUN_WORKLOAD)" --trials $(RUN_TRIALS) --job make-run \
 	  --db $(RUN_DB)
 
 # The benchmark suite against vendor libraries (tunes or reuses the
