@@ -335,14 +335,26 @@ void report_svg_curve(report_buf *b, const double *values, int64_t n,
                   (long long)n_failed);
   }
 
-  /* vendor levels */
+  /* vendor levels; labels of close levels moved apart so they stay
+   * readable */
+  double label_y[16];
+  int n_labels = 0;
   for (int i = 0; i < n_levels; i++) {
     if (!isfinite(levels[i].value)) continue;
-    double y = py(&f, levels[i].value);
+    double y = py(&f, levels[i].value), ly = y + 4;
+    for (bool moved = true; moved;) {
+      moved = false;
+      for (int k = 0; k < n_labels; k++)
+        if (fabs(label_y[k] - ly) < 12) {
+          ly = label_y[k] + 12;
+          moved = true;
+        }
+    }
+    if (n_labels < 16) label_y[n_labels++] = ly;
     report_printf(b,
                   "<g class=\"level\"><line x1=\"%.1f\" y1=\"%.1f\" "
                   "x2=\"%.1f\" y2=\"%.1f\"/><text x=\"%.1f\" y=\"%.1f\">",
-                  f.left, y, f.left + f.w, y, f.left + f.w + 6, y + 4);
+                  f.left, y, f.left + f.w, y, f.left + f.w + 6, ly);
     report_escape(b, levels[i].label);
     report_puts(b, "</text></g>\n");
   }

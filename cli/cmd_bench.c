@@ -156,6 +156,30 @@ static void json_str(const char *key, const char *v, bool comma) {
   printf("\"%s", comma ? ", " : "");
 }
 
+/* Stores the vendor levels just measured as the workload's baselines in
+ * the database (what the report draws beside the tuning curve). A failure
+ * is reported and does not change the outcome of the benchmark. */
+static void store_baselines(const char *path, int64_t workload,
+                            const char *target, int threads,
+                            const ts_bench_result *vendor,
+                            const int *have_vendor) {
+  ts_db *db = NULL;
+  ts_error err;
+  ts_error_clear(&err);
+  if (ts_db_open(path, NULL, &db, &err)) {
+    cli_error("cannot store the vendor baselines", &err);
+    return;
+  }
+  for (int v = 0; v < TS_BENCH_N_VENDORS; v++)
+    if (have_vendor[v] && vendor[v].gflops > 0 &&
+        ts_db_baseline_put(db, workload, target,
+                           ts_bench_vendor_name((ts_bench_vendor)v), threads,
+                           vendor[v].gflops))
+      fprintf(stderr, "tessera: warning: cannot store the %s baseline: %s\n",
+              ts_bench_vendor_name((ts_bench_vendor)v), ts_db_errmsg(db));
+  ts_db_close(db);
+}
+
 static int run_bench(const bench_cfg *cfg) {
   ts_error err;
   ts_error_clear(&err);
@@ -206,6 +230,7 @@ static int run_bench(const bench_cfg *cfg) {
   }
   const ts_func *f = w->func;
   char *db_trace = NULL;
+  int64_t db_workload = 0;
   if (cfg->db) {
     /* the database's best record of this workload on this target */
     ts_db_options dbo = ts_db_defaults();
@@ -227,6 +252,7 @@ static int run_bench(const bench_cfg *cfg) {
       goto done;
     }
     db_trace = strdup(best.trace_json);
+    db_workload = best.workload_id;
     ts_db_record_clear(&best);
     ts_db_close(db);
   }
@@ -406,6 +432,9 @@ static int run_bench(const bench_cfg *cfg) {
            "in this run\n");
   }
   status = ok ? EXIT_OK : EXIT_FAIL;
+  if (ok && db_workload > 0)
+    store_baselines(cfg->db, db_workload, ts_target_str(t), threads, vendor,
+                    have_vendor);
 
 done:
   for (int v = 0; v < TS_BENCH_N_VENDORS; v++)

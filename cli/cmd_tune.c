@@ -244,6 +244,10 @@ static void print_summary(const tune_args *a, ts_db *db, const char *target,
     if (ts_bench_run(TS_BENCH_ONEDNN, wl[i], &bo, &br, &err) == TS_OK) {
       s->onednn_s = br.seconds;
       s->have_onednn = true;
+      /* the level the report draws beside this task's tuning curve */
+      if (br.gflops > 0)
+        ts_db_baseline_put(db, tr->workload_id, target, "onednn", threads,
+                           br.gflops);
       ts_bench_result_free(&br);
     } else {
       snprintf(s->onednn_why, sizeof s->onednn_why, "%.150s", err.msg);

@@ -13,7 +13,7 @@ expect() {
   got=$?
   [ "$got" = "$want" ] || { cat "$TMP/out" "$TMP/err"; fail "'$*' exited $got, expected $want"; }
 }
-contains() { grep -q -- "$2" "$TMP/$1" || { cat "$TMP/$1"; fail "$1 lacks '$2'"; }; }
+contains() { grep -q -- "$2" "$TMP/$1" || { head -c 2000 "$TMP/$1"; fail "$1 lacks '$2'"; }; }
 
 W="matmul M=64 N=64 K=64"
 expect 2 "$T" tune --compare-models;                     contains err "give at least one --workload"
@@ -34,4 +34,11 @@ done
 # each job holds its own 12 records
 "$T" db list --db "$TMP/c-xgb.db" >"$TMP/out" 2>&1 || fail "db list"
 contains out " 12 "
+# benchmarking the database's best stores the vendor levels as baselines
+expect 0 "$T" bench --workload "$W" --db "$TMP/c-xgb.db" --threads 1 \
+  --repeat 1 --min-repeat-ms 1 --json
+contains out '"check": "ok"'
+"$T" db export --db "$TMP/c-xgb.db" >"$TMP/out" 2>&1 || fail "db export"
+grep '"type": *"baseline"' "$TMP/out" >"$TMP/base"
+contains base '"vendor": *"onednn"'; contains base '"vendor": *"openblas"'
 echo "tune_cli: all checks passed"
