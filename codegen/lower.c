@@ -406,29 +406,56 @@ static bool dense_write(ts_arena *a, ts_stmt *w, const ts_buffer *b,
     ts_node_map_put(zero, ts_for_var(c.loops[i]), ts_index(a, 0));
   bool ok = true;
   /* each index is its value at the loops' start (any expression of outer
-   * variables) plus nothing or exactly one of w's loop vars */
+   * variables) plus a dense combination of w's loop vars */
   for (int d = 0; ok && d < ndim; d++) {
     ts_expr *idx = ts_store_index(c.store, d);
     base[d] = ts_simplify(a, ts_expr_substitute(a, idx, zero, NULL), NULL);
     ts_expr *off = ts_simplify(a, ts_sub(a, idx, base[d]), NULL);
-    int64_t k;
+    /* off: a sum of w's loop vars (each in one dim) that tiles
+     * [0, extent) densely: sorted by coefficient, the smallest is 1 and
+     * each next one is the span of those before it */
+    lin_form lf = {{0}, {0}, 0, 0};
     extent[d] = 1;
-    if (ts_expr_is_const_int(off, &k)) {
-      ok = k == 0;
-      continue;
-    }
-    ok = false;
-    for (int i = 0; i < c.n_loops; i++) {
-      int64_t mn, ex;
-      if (ts_for_var(c.loops[i]) != off || used[i]) continue;
-      if (ts_expr_is_const_int(ts_for_min(c.loops[i]), &mn) && mn == 0 &&
-          ts_expr_is_const_int(ts_for_extent(c.loops[i]), &ex)) {
-        used[i] = true;
-        extent[d] = ex;
-        ok = true;
-      }
+    if (!lin_of(off, 1, &lf) || lf.c != 0) {
+      ok = false;
       break;
     }
+    int term[LIN_MAX], ni = 0;
+    for (int k = 0; k < lf.n && ok; k++) {
+      if (!lf.coef[k]) continue;
+      int found = -1;
+      for (int i = 0; i < c.n_loops; i++)
+        if (ts_for_var(c.loops[i]) == lf.var[k]) found = i;
+      int64_t mn;
+      if (found < 0 || used[found] ||
+          !ts_expr_is_const_int(ts_for_min(c.loops[found]), &mn) || mn != 0 ||
+          lf.coef[k] < 0) {
+        ok = false;
+        break;
+      }
+      used[found] = true;
+      term[ni++] = k;
+    }
+    /* check the tiling in order of coefficients */
+    int64_t span = 1;
+    for (int done = 0; ok && done < ni; done++) {
+      int pick = -1;
+      for (int q = 0; q < ni; q++) {
+        int k = term[q];
+        if (lf.coef[k] == span) pick = k;
+      }
+      if (pick < 0) {
+        ok = false;
+        break;
+      }
+      int64_t ex = 0;
+      for (int i = 0; i < c.n_loops; i++)
+        if (ts_for_var(c.loops[i]) == lf.var[pick])
+          ts_expr_is_const_int(ts_for_extent(c.loops[i]), &ex);
+      if (ex < 1) ok = false;
+      span *= ex;
+    }
+    if (ok) extent[d] = span;
   }
   ts_node_map_destroy(zero);
   return ok;
