@@ -8,7 +8,7 @@ FUZZ_BUILD ?= build-fuzz
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 FUZZ_SECONDS ?= 60
 RUN_WORKLOAD ?= matmul M=512 N=512 K=512 dtype=float32
-RUN_TRIALS   ?= 256
+RUN_TRIALS   ?= 1000
 RUN_DB       ?= tessera.db
 
 SOURCES = $(shell find tir schedule codegen runtime tuner cost_model rpc db cli bench graph tests \
