@@ -72,8 +72,12 @@ typedef struct cli_kernel {
   ts_rt_kernel *kernel;
   ts_rt_args *args;
 } cli_kernel;
-int cli_kernel_build(const ts_func *f, const ts_target *t, cli_kernel *k,
-                     ts_error *err);
+/* Builds and loads f and creates its arguments, inputs filled from seed. */
+int cli_kernel_build(const ts_func *f, const ts_target *t, uint64_t seed,
+                     cli_kernel *k, ts_error *err);
+/* The argument list of an artifact as runtime argument specs (malloc'd;
+ * NULL when out of memory). */
+ts_rt_arg_spec *cli_arg_specs(const ts_artifact *a);
 /* Times the kernel with cfg (repeat at most 64); *median_s is the median
  * repeat. */
 int cli_kernel_time(cli_kernel *k, ts_runtime *rt, const ts_eval_config *cfg,

@@ -64,47 +64,13 @@ typedef struct bench_cfg {
   bool json;
 } bench_cfg;
 
-typedef struct kernel {
-  ts_build_result build;
-  ts_rt_kernel *k;
-  ts_rt_args *args;
-} kernel;
-
-static void kernel_free(kernel *k) {
-  ts_rt_args_free(k->args);
-  ts_rt_kernel_unload(k->k);
-  ts_build_result_clear(&k->build);
-  memset(k, 0, sizeof *k);
-}
-
-static ts_rt_arg_spec *arg_specs(const ts_artifact *a) {
-  ts_rt_arg_spec *s = calloc((size_t)(a->n_args ? a->n_args : 1), sizeof *s);
-  for (int i = 0; i < a->n_args; i++) {
-    s[i].dtype = a->args[i].dtype;
-    s[i].ndim = a->args[i].ndim;
-    memcpy(s[i].shape, a->args[i].shape, sizeof s[i].shape);
-    s[i].role = a->args[i].is_output ? TS_RT_ARG_OUTPUT : TS_RT_ARG_INPUT;
-  }
-  return s;
-}
-
 /* Builds, loads and runs f once on seeded arguments. */
 static int kernel_make(const ts_func *f, const ts_target *t, uint64_t seed,
-                       ts_runtime *rt, kernel *out, ts_error *err) {
-  memset(out, 0, sizeof *out);
-  int rc = ts_build(f, t, NULL, &out->build, err);
+                       ts_runtime *rt, cli_kernel *out, ts_error *err) {
+  int rc = cli_kernel_build(f, t, seed, out, err);
   if (!rc)
-    rc = ts_rt_kernel_load(out->build.artifact->bytes,
-                           out->build.artifact->n_bytes,
-                           out->build.artifact->entry, &out->k, err);
-  if (!rc) {
-    ts_rt_arg_spec *specs = arg_specs(out->build.artifact);
-    rc = ts_rt_args_create(specs, out->build.artifact->n_args, seed, &out->args,
-                           err);
-    free(specs);
-  }
-  if (!rc) rc = ts_rt_kernel_call(out->k, ts_rt_args_data(out->args), rt, err);
-  if (rc) kernel_free(out);
+    rc = ts_rt_kernel_call(out->kernel, ts_rt_args_data(out->args), rt, err);
+  if (rc) cli_kernel_free(out);
   return rc;
 }
 
@@ -187,7 +153,7 @@ static int run_bench(const bench_cfg *cfg) {
   ts_target *t = NULL;
   ts_runtime *rt = NULL;
   ts_func *scheduled = NULL;
-  kernel main_k = {0}, ref_k = {0};
+  cli_kernel main_k = {0}, ref_k = {0};
   ts_bench_result vendor[TS_BENCH_N_VENDORS];
   int have_vendor[TS_BENCH_N_VENDORS] = {0};
   char vendor_why[TS_BENCH_N_VENDORS][1024];
@@ -291,8 +257,8 @@ static int run_bench(const bench_cfg *cfg) {
   bo.rt = rt;
   double secs[64];
   int number;
-  if (ts_rt_eval_kernel(rt, &bo.eval, main_k.k, ts_rt_args_data(main_k.args),
-                        secs, &number, &err)) {
+  if (ts_rt_eval_kernel(rt, &bo.eval, main_k.kernel,
+                        ts_rt_args_data(main_k.args), secs, &number, &err)) {
     cli_error("timing the kernel failed", &err);
     goto done;
   }
@@ -320,12 +286,13 @@ static int run_bench(const bench_cfg *cfg) {
   char check_against[64] = "", detail[256] = "";
   bool ok = false;
   ts_rt_args_zero_outputs(main_k.args);
-  if (ts_rt_kernel_call(main_k.k, ts_rt_args_data(main_k.args), rt, &err)) {
+  if (ts_rt_kernel_call(main_k.kernel, ts_rt_args_data(main_k.args), rt,
+                        &err)) {
     cli_error("re-running the kernel failed", &err);
     goto done;
   }
   if (w->flops <= INTERP_FLOP_LIMIT) {
-    ts_rt_arg_spec *specs = arg_specs(main_k.build.artifact);
+    ts_rt_arg_spec *specs = cli_arg_specs(main_k.build.artifact);
     ts_rt_args *want = NULL;
     rc = ts_rt_args_create(specs, main_k.build.artifact->n_args, cfg->seed,
                            &want, &err);
@@ -439,8 +406,8 @@ static int run_bench(const bench_cfg *cfg) {
 done:
   for (int v = 0; v < TS_BENCH_N_VENDORS; v++)
     if (have_vendor[v]) ts_bench_result_free(&vendor[v]);
-  kernel_free(&main_k);
-  kernel_free(&ref_k);
+  cli_kernel_free(&main_k);
+  cli_kernel_free(&ref_k);
   ts_func_free(scheduled);
   ts_runtime_destroy(rt);
   ts_target_free(t);

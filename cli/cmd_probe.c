@@ -39,45 +39,25 @@ typedef struct probe {
  * repeat, or a negative value with err set. */
 static double time_text(probe *p, const char *text, ts_runtime *rt) {
   ts_func *f = NULL;
-  ts_build_result br = {0};
-  ts_rt_kernel *k = NULL;
-  ts_rt_args *args = NULL;
+  cli_kernel k;
   double result = -1;
-  int rc = ts_func_parse(text, strlen(text), "probe", &f, p->err);
-  if (!rc) rc = ts_build(f, p->t, NULL, &br, p->err);
-  if (!rc)
-    rc = ts_rt_kernel_load(br.artifact->bytes, br.artifact->n_bytes,
-                           br.artifact->entry, &k, p->err);
-  if (!rc) {
-    ts_rt_arg_spec specs[8];
-    memset(specs, 0, sizeof specs);
-    for (int i = 0; i < br.artifact->n_args && i < 8; i++) {
-      specs[i].dtype = br.artifact->args[i].dtype;
-      specs[i].ndim = br.artifact->args[i].ndim;
-      memcpy(specs[i].shape, br.artifact->args[i].shape, sizeof specs[i].shape);
-      specs[i].role = TS_RT_ARG_INPUT;
-    }
-    rc = ts_rt_args_create(specs, br.artifact->n_args, 1, &args, p->err);
-  }
-  if (!rc) {
+  if (ts_func_parse(text, strlen(text), "probe", &f, p->err)) return result;
+  if (!cli_kernel_build(f, p->t, 1, &k, p->err)) {
     ts_eval_config cfg = ts_eval_config_default();
     cfg.repeat = 5;
     cfg.min_repeat_ms = 100;
     cfg.warmup = 1;
     double secs[5];
-    rc = ts_rt_eval_kernel(rt, &cfg, k, ts_rt_args_data(args), secs, NULL,
-                           p->err);
-    if (!rc) {
+    if (!ts_rt_eval_kernel(rt, &cfg, k.kernel, ts_rt_args_data(k.args), secs,
+                           NULL, p->err)) {
       /* A peak is the best the machine does: the fastest repeat (the
        * others lost time to whatever else ran). */
       result = secs[0];
       for (int i = 1; i < 5; i++)
         if (secs[i] < result) result = secs[i];
     }
+    cli_kernel_free(&k);
   }
-  ts_rt_args_free(args);
-  ts_rt_kernel_unload(k);
-  ts_build_result_clear(&br);
   ts_func_free(f);
   return result;
 }

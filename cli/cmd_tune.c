@@ -157,7 +157,7 @@ static double time_func(const ts_func *f, const ts_target *t, ts_runtime *rt,
                         const ts_eval_config *cfg) {
   cli_kernel k;
   double out = 0;
-  if (!cli_kernel_build(f, t, &k, NULL)) {
+  if (!cli_kernel_build(f, t, 1, &k, NULL)) {
     if (cli_kernel_time(&k, rt, cfg, &out, NULL)) out = 0;
     cli_kernel_free(&k);
   }

@@ -44,7 +44,7 @@ static int build_best(const char *trace_json, const ts_func *f,
   ts_sched *s = NULL;
   int rc = ts_record_traces(trace_json, &full, NULL, err);
   if (!rc) rc = ts_trace_apply(full, f, 1, &s, err);
-  if (!rc) rc = cli_kernel_build(ts_sched_func(s), t, k, err);
+  if (!rc) rc = cli_kernel_build(ts_sched_func(s), t, 1, k, err);
   ts_sched_destroy(s);
   ts_trace_free(full);
   return rc;

@@ -7,27 +7,31 @@
 #include <stdlib.h>
 #include <string.h>
 
-int cli_kernel_build(const ts_func *f, const ts_target *t, cli_kernel *k,
-                     ts_error *err) {
-  memset(k, 0, sizeof *k);
-  int n = ts_func_n_params(f);
-  ts_rt_arg_spec *specs = calloc((size_t)(n ? n : 1), sizeof *specs);
-  if (!specs) return TS_ERR(err, TS_ENOMEM, "out of memory");
-  for (int i = 0; i < n; i++) {
-    const ts_buffer *b = ts_func_param(f, i);
-    specs[i].dtype = ts_buffer_dtype(b);
-    specs[i].ndim = ts_buffer_ndim(b);
-    for (int d = 0; d < specs[i].ndim; d++)
-      specs[i].shape[d] = ts_buffer_dim(b, d);
-    specs[i].role =
-        ts_func_param_is_output(f, i) ? TS_RT_ARG_OUTPUT : TS_RT_ARG_INPUT;
+ts_rt_arg_spec *cli_arg_specs(const ts_artifact *a) {
+  ts_rt_arg_spec *s = calloc((size_t)(a->n_args ? a->n_args : 1), sizeof *s);
+  for (int i = 0; s && i < a->n_args; i++) {
+    s[i].dtype = a->args[i].dtype;
+    s[i].ndim = a->args[i].ndim;
+    memcpy(s[i].shape, a->args[i].shape, sizeof s[i].shape);
+    s[i].role = a->args[i].is_output ? TS_RT_ARG_OUTPUT : TS_RT_ARG_INPUT;
   }
+  return s;
+}
+
+int cli_kernel_build(const ts_func *f, const ts_target *t, uint64_t seed,
+                     cli_kernel *k, ts_error *err) {
+  memset(k, 0, sizeof *k);
   int rc = ts_build(f, t, NULL, &k->build, err);
   if (!rc)
     rc = ts_rt_kernel_load(k->build.artifact->bytes, k->build.artifact->n_bytes,
                            k->build.artifact->entry, &k->kernel, err);
-  if (!rc) rc = ts_rt_args_create(specs, n, 1, &k->args, err);
-  free(specs);
+  if (!rc) {
+    ts_rt_arg_spec *specs = cli_arg_specs(k->build.artifact);
+    rc = specs ? ts_rt_args_create(specs, k->build.artifact->n_args, seed,
+                                   &k->args, err)
+               : TS_ERR(err, TS_ENOMEM, "out of memory");
+    free(specs);
+  }
   if (rc) cli_kernel_free(k);
   return rc;
 }
