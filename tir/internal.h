@@ -174,4 +174,74 @@ double round_to_dtype(double v, ts_dtype t);
 /* Wraps an integer to the width and signedness of t (bool: 0/1). */
 int64_t wrap_int(int64_t v, ts_dtype t);
 
+/* ---- the interpreter's GPU mode (tir/interp.c <-> tir/interp_gpu.c) ----
+ * interp.c compiles and executes; interp_gpu.c simulates the launch: it
+ * gives every thread its own run state, switches between threads at
+ * barriers and warp shuffles, and keeps the shadow of shared memory. */
+
+typedef struct interp interp; /* a compiled function + run state */
+typedef struct interp_thread interp_thread; /* one GPU thread's private state */
+typedef struct gpu_sim gpu_sim;             /* one simulated launch */
+
+/* A shared-memory buffer definition: one storage per thread block. */
+typedef struct interp_shared {
+  const char *name;
+  int64_t bytes; /* storage bytes (at least 1) */
+  int esize;     /* bytes per element */
+} interp_shared;
+
+/* What a compiled function needs from a launch. */
+typedef struct interp_launch {
+  int64_t grid[3], block[3]; /* maxima of the extents bound to blockIdx.x/y/z
+                                and threadIdx.x/y/z (1 when unbound) */
+  interp_shared *shared;     /* n_shared entries, by shared index */
+  int n_shared;
+  bool yields;   /* has barriers or warp shuffles (threads must interleave) */
+  int max_depth; /* deepest nesting of statements and expressions */
+} interp_launch;
+
+/* Compiles f against args (checks as ts_interp_run). With gpu non-NULL the
+ * GPU mode is on: thread-bound loops take the running thread's indices,
+ * "shared" buffers get a shared index, the tessera.cuda intrinsics call the
+ * simulator. On success *out is the interpreter (free with interp_close);
+ * on failure returns the code with err set and *out NULL. */
+int interp_open(const ts_func *f, void *const *args, int n_args,
+                const ts_interp_options *opts, gpu_sim *gpu, interp **out,
+                ts_error *err);
+/* Frees the interpreter; returns TS_OK or the code of its first fault. */
+int interp_close(interp *in);
+const interp_launch *interp_launch_of(const interp *in);
+/* Whether a fault has been recorded (every thread then unwinds). */
+bool interp_failed(const interp *in);
+/* Records a fault (the first one wins), with the block being run. */
+void interp_fail_at(interp *in, int code, const char *file, int line,
+                    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+/* A thread's private state: values, buffer table (local buffers), vector
+ * staging. NULL when memory runs out (fault recorded). */
+interp_thread *interp_thread_new(interp *in);
+void interp_thread_free(interp_thread *t);
+/* Prepares t to run from the start as the thread with launch indices
+ * index[0..5] (blockIdx.x/y/z, threadIdx.x/y/z), shared buffer i at
+ * shared_data[i]. */
+void interp_thread_reset(interp *in, interp_thread *t, const int64_t index[6],
+                         char *const *shared_data);
+/* Makes t the running thread (from: the one that ran before, or NULL). */
+void interp_thread_switch(interp *in, interp_thread *from, interp_thread *to);
+/* Runs the function body as the running thread. */
+void interp_thread_run(interp *in);
+/* Makes the interpreter's own run state current again (from: the thread
+ * that ran last, or NULL); before interp_close and before freeing the
+ * threads. */
+void interp_thread_restore(interp *in, interp_thread *from);
+
+/* interp_gpu.c: called by the running thread. A block-wide barrier at
+ * `site` (returns when every thread of the block has arrived, or at once
+ * after a fault); a warp shuffle down returning lane (lane + offset)'s
+ * value; an access to element `off` of shared buffer `shared` (checked for
+ * data races against the other threads since the last barrier). */
+void gpu_barrier(gpu_sim *g, const void *site);
+double gpu_shfl_down(gpu_sim *g, const void *site, double v, int64_t offset);
+void gpu_shared_access(gpu_sim *g, int shared, int64_t off, bool write);
+
 #endif /* TESSERA_TIR_INTERNAL_H */

@@ -84,7 +84,6 @@ enum {
   SK_F64,
 };
 
-typedef struct interp interp;
 typedef struct cexpr cexpr;
 typedef value (*call_fn)(interp *in, const cexpr *e, int lane);
 
@@ -121,6 +120,7 @@ typedef struct rbuf {
   int64_t shape[TS_MAX_DIMS];
   int64_t strides[TS_MAX_DIMS];
   int64_t bytes; /* storage bytes (at least 1) */
+  int shared;    /* GPU mode: index of the block's shared storage, else -1 */
 } rbuf;
 
 typedef struct cblock {
@@ -140,6 +140,9 @@ typedef struct cblock {
 typedef struct cstmt {
   uint8_t kind;              /* ts_stmt_kind */
   uint8_t var_cls, var_bits; /* FOR: loop var class and bits */
+  uint8_t launch_axis;       /* FOR in the GPU mode: 1 + the launch axis it
+                                is bound to (blockIdx.x .. threadIdx.z), 0
+                                for a loop that iterates */
   int lanes;                 /* STORE, EVALUATE: lanes; LET: var lanes */
   int slot;     /* FOR, LET: var slot; STORE, ALLOCATE: buffer slot */
   cexpr *a, *b; /* FOR: min, extent; IF: cond; LET, STORE, EVALUATE: value */
@@ -164,21 +167,39 @@ struct interp {
   int n_vals;
   int n_nodes;
   int max_lanes;
-  /* run state */
+  cstmt *body; /* the compiled function body */
+  /* run state (in the GPU mode: the running thread's, see interp_thread) */
   value *vals;
   rbuf *bufs;
   int n_bufs, cap_bufs;
   value *scratch_vals; /* vector store staging, max_lanes entries */
   int64_t *scratch_off;
   uint64_t steps, max_steps;
+  struct interp_thread *own; /* the run state above as allocated (the
+                                GPU mode switches it away) */
+  /* GPU mode */
+  gpu_sim *gpu;                /* NULL: the serial interpreter */
+  rbuf *proto_bufs;            /* the compiled buffer table threads copy */
+  const int64_t *launch_index; /* the running thread's blockIdx/threadIdx */
+  interp_launch launch;
+  int cap_shared;
+};
+
+/* One GPU thread's private run state; interp_thread_switch points the
+ * interpreter's run state at it. */
+struct interp_thread {
+  value *vals;
+  rbuf *bufs;
+  value *scratch_vals;
+  int64_t *scratch_off;
+  const char *block; /* block being run, for messages */
+  int64_t index[6];  /* blockIdx.x/y/z, threadIdx.x/y/z */
 };
 
 /* ---- errors ---- */
 
 /* Records the first fault; later ones are ignored. */
-static void fail_at(interp *in, int code, const char *file, int line,
-                    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
-static void fail_at(interp *in, int code, const char *file, int line,
+void interp_fail_at(interp *in, int code, const char *file, int line,
                     const char *fmt, ...) {
   if (in->failed) return;
   in->failed = true;
@@ -195,7 +216,7 @@ static void fail_at(interp *in, int code, const char *file, int line,
                  ts_func_name(in->func), msg);
 }
 #define FAIL(in, code, ...)                                                    \
-  fail_at((in), (code), __FILE__, __LINE__, __VA_ARGS__)
+  interp_fail_at((in), (code), __FILE__, __LINE__, __VA_ARGS__)
 
 static const char *dtype_name(ts_dtype t, char buf[32]) {
   return ts_dtype_str(t, buf);
@@ -621,7 +642,9 @@ static value eval(interp *in, const cexpr *e, int lane) {
   case TS_EXPR_LOAD: {
     const rbuf *b = &in->bufs[e->slot];
     int64_t off = access_offset(in, b, e->ops, e->n, lane, "load", e->lanes);
-    return off < 0 ? zero_value : read_elem(b, off);
+    if (off < 0) return zero_value;
+    if (b->shared >= 0) gpu_shared_access(in->gpu, b->shared, off, false);
+    return read_elem(b, off);
   }
   case TS_EXPR_RAMP: {
     value base = ev(in, e->ops[0], lane), stride = ev(in, e->ops[1], lane);
@@ -679,18 +702,49 @@ static value call_if_then_else(interp *in, const cexpr *e, int lane) {
   return ev(in, e->ops[2], lane);
 }
 
+/* GPU mode: __syncthreads and __shfl_down_sync (full warp, width 32). */
+static value call_syncthreads(interp *in, const cexpr *e, int lane) {
+  (void)lane;
+  gpu_barrier(in->gpu, e);
+  return zero_value;
+}
+
+static value call_shfl_down(interp *in, const cexpr *e, int lane) {
+  double v = ev(in, e->ops[0], lane).f;
+  int64_t offset = ev(in, e->ops[1], lane).i;
+  value r = {.f = in->failed ? v : gpu_shfl_down(in->gpu, e, v, offset)};
+  return r;
+}
+
 static const intrinsic_impl intrinsic_impls[] = {
-    {"exp", 1, exp, NULL},         {"exp2", 1, exp2, NULL},
-    {"log", 1, log, NULL},         {"log2", 1, log2, NULL},
-    {"log10", 1, log10, NULL},     {"sqrt", 1, sqrt, NULL},
-    {"rsqrt", 1, rsqrt_d, NULL},   {"tanh", 1, tanh, NULL},
-    {"erf", 1, erf, NULL},         {"sigmoid", 1, sigmoid_d, NULL},
-    {"sin", 1, sin, NULL},         {"cos", 1, cos, NULL},
-    {"floor", 1, floor, NULL},     {"ceil", 1, ceil, NULL},
-    {"round", 1, nearbyint, NULL}, {"trunc", 1, trunc, NULL},
-    {"pow", 2, NULL, call_pow},    {"fma", 3, NULL, call_fma},
-    {"abs", 1, NULL, call_abs},    {"if_then_else", 3, NULL, call_if_then_else},
+    {"exp", 1, exp, NULL},
+    {"exp2", 1, exp2, NULL},
+    {"log", 1, log, NULL},
+    {"log2", 1, log2, NULL},
+    {"log10", 1, log10, NULL},
+    {"sqrt", 1, sqrt, NULL},
+    {"rsqrt", 1, rsqrt_d, NULL},
+    {"tanh", 1, tanh, NULL},
+    {"erf", 1, erf, NULL},
+    {"sigmoid", 1, sigmoid_d, NULL},
+    {"sin", 1, sin, NULL},
+    {"cos", 1, cos, NULL},
+    {"floor", 1, floor, NULL},
+    {"ceil", 1, ceil, NULL},
+    {"round", 1, nearbyint, NULL},
+    {"trunc", 1, trunc, NULL},
+    {"pow", 2, NULL, call_pow},
+    {"fma", 3, NULL, call_fma},
+    {"abs", 1, NULL, call_abs},
+    {"if_then_else", 3, NULL, call_if_then_else},
+    {"tessera.cuda.syncthreads", 0, NULL, call_syncthreads},
+    {"tessera.cuda.shfl_down", 2, NULL, call_shfl_down},
 };
+
+/* The intrinsics meaningful only in the GPU mode. */
+static bool is_gpu_intrinsic(const intrinsic_impl *im) {
+  return im->eval == call_syncthreads || im->eval == call_shfl_down;
+}
 
 static const intrinsic_impl *find_intrinsic(const char *name) {
   for (size_t i = 0; i < sizeof intrinsic_impls / sizeof intrinsic_impls[0];
@@ -778,6 +832,7 @@ static cexpr *compile_expr(interp *in, const ts_expr *e, int depth) {
     FAIL(in, TS_EUNSUPPORTED, "expression nested deeper than %d", MAX_DEPTH);
     return NULL;
   }
+  if (depth > in->launch.max_depth) in->launch.max_depth = depth;
   int cls = class_of(e->dtype);
   if (cls < 0 && e->kind != TS_EXPR_ADDRESS_OF) {
     FAIL(in, TS_EUNSUPPORTED, "cannot evaluate a %s expression of type %s",
@@ -938,6 +993,13 @@ static cexpr *compile_expr(interp *in, const ts_expr *e, int depth) {
            e->u.call.name);
       return NULL;
     }
+    if (is_gpu_intrinsic(im) && !in->gpu) {
+      FAIL(in, TS_EUNSUPPORTED,
+           "intrinsic '%s' has a meaning only on a GPU: run the function "
+           "with ts_interp_run_gpu",
+           im->name);
+      return NULL;
+    }
     if (im->n_args >= 0 && e->u.call.n_args != im->n_args) {
       FAIL(in, TS_EINVAL, "intrinsic '%s' takes %d arguments, not %d", im->name,
            im->n_args, e->u.call.n_args);
@@ -953,6 +1015,19 @@ static cexpr *compile_expr(interp *in, const ts_expr *e, int depth) {
            "if_then_else needs a bool condition and two "
            "values of its type");
       return NULL;
+    }
+    if (is_gpu_intrinsic(im)) {
+      in->launch.yields = true;
+      if (im->eval == call_shfl_down &&
+          (cls != VC_F32 || e->dtype.lanes != 1 || c->ops[0]->cls != VC_F32 ||
+           c->ops[0]->lanes != 1 || !is_int_class(c->ops[1]->cls) ||
+           c->ops[1]->cls == VC_BOOL)) {
+        FAIL(in, TS_EINVAL,
+             "intrinsic '%s' takes (float32 value, integer offset) and "
+             "returns float32",
+             im->name);
+        return NULL;
+      }
     }
     break;
   }
@@ -1009,8 +1084,28 @@ static cexpr *compile_scalar(interp *in, const ts_expr *e, bool want_bool,
 
 /* ---- compiling buffers and statements ---- */
 
+/* GPU mode: registers the block-wide storage of a "shared" buffer
+ * definition; returns its shared index or -1. */
+static int define_shared(interp *in, const rbuf *r) {
+  interp_launch *l = &in->launch;
+  if (l->n_shared == in->cap_shared) {
+    int cap = in->cap_shared ? 2 * in->cap_shared : 8;
+    interp_shared *ns = realloc(l->shared, sizeof *ns * (size_t)cap);
+    if (!ns) {
+      FAIL(in, TS_ENOMEM, "out of memory");
+      return -1;
+    }
+    l->shared = ns;
+    in->cap_shared = cap;
+  }
+  l->shared[l->n_shared] =
+      (interp_shared){.name = r->name, .bytes = r->bytes, .esize = r->esize};
+  return l->n_shared++;
+}
+
 /* Defines buffer b in a new slot (data NULL until allocated); `limit`
- * bounds its storage bytes (0: no limit, for parameters). */
+ * bounds its storage bytes (0: no limit, for parameters). In the GPU mode a
+ * "shared" buffer (not a parameter) gets block-wide storage. */
 static int define_buffer(interp *in, const ts_buffer *b, int64_t limit,
                          void **old) {
   char tb[32];
@@ -1033,7 +1128,8 @@ static int define_buffer(interp *in, const ts_buffer *b, int64_t limit,
   rbuf r = {.name = b->name,
             .skind = (uint8_t)storage_kind(cls, b->dtype.bits),
             .esize = (int)ts_dtype_elem_bytes(b->dtype),
-            .ndim = b->ndim};
+            .ndim = b->ndim,
+            .shared = -1};
   int64_t last = 0; /* largest element offset */
   bool empty = false;
   for (int d = b->ndim - 1; d >= 0; d--) {
@@ -1078,6 +1174,9 @@ static int define_buffer(interp *in, const ts_buffer *b, int64_t limit,
     return -1;
   }
   r.bytes = bytes ? bytes : 1;
+  if (in->gpu && limit && b->scope && !strcmp(b->scope, "shared") &&
+      (r.shared = define_shared(in, &r)) < 0)
+    return -1;
   if (in->n_bufs == in->cap_bufs) {
     int cap = in->cap_bufs ? in->cap_bufs * 2 : 16;
     rbuf *nb = realloc(in->bufs, sizeof *nb * (size_t)cap);
@@ -1099,6 +1198,36 @@ too_big:
 }
 
 static cstmt *compile_stmt(interp *in, const ts_stmt *s, int depth);
+
+/* GPU mode: a loop bound to blockIdx/threadIdx does not iterate (the
+ * launch's dimension on its axis is the largest such extent); vthread is a
+ * serial loop. The same rules as the cuda code generator. */
+static bool compile_launch_axis(interp *in, const ts_stmt *s, cstmt *c) {
+  static const char *const tags[] = {"blockIdx.x",  "blockIdx.y",
+                                     "blockIdx.z",  "threadIdx.x",
+                                     "threadIdx.y", "threadIdx.z"};
+  const char *tag = s->u.loop.thread_tag ? s->u.loop.thread_tag : "";
+  const char *name = s->u.loop.var->u.var.name;
+  if (!strcmp(tag, "vthread")) return true;
+  int axis = -1;
+  for (int i = 0; i < 6; i++)
+    if (!strcmp(tag, tags[i])) axis = i;
+  int64_t ext = 0;
+  if (axis < 0) {
+    FAIL(in, TS_EINVAL, "unknown thread tag '%s' on loop '%s'", tag, name);
+    return false;
+  }
+  if (!ts_expr_is_const_int(s->u.loop.extent, &ext) || ext < 1) {
+    FAIL(in, TS_EINVAL,
+         "loop '%s' bound to '%s' needs a constant positive extent", name, tag);
+    return false;
+  }
+  int64_t *dim =
+      axis < 3 ? &in->launch.grid[axis] : &in->launch.block[axis - 3];
+  if (ext > *dim) *dim = ext;
+  c->launch_axis = (uint8_t)(axis + 1);
+  return true;
+}
 
 static cstmt *new_cstmt(interp *in, const ts_stmt *s) {
   cstmt *c = ts_arena_alloc(in->arena, sizeof *c);
@@ -1226,6 +1355,7 @@ static cstmt *compile_stmt(interp *in, const ts_stmt *s, int depth) {
     FAIL(in, TS_EUNSUPPORTED, "statements nested deeper than %d", MAX_DEPTH);
     return NULL;
   }
+  if (depth > in->launch.max_depth) in->launch.max_depth = depth;
   cstmt *c;
   switch ((ts_stmt_kind)s->kind) {
   case TS_STMT_FOR: {
@@ -1246,6 +1376,9 @@ static cstmt *compile_stmt(interp *in, const ts_stmt *s, int depth) {
       return NULL;
     c->var_cls = (uint8_t)class_of(var->dtype);
     c->var_bits = var->dtype.bits;
+    if (in->gpu && s->u.loop.kind == TS_FOR_THREAD &&
+        !compile_launch_axis(in, s, c))
+      return NULL;
     void *old = bind_var(in, var, &c->slot);
     c->body = compile_stmt(in, s->u.loop.body, depth + 1);
     unbind_var(in, var, old);
@@ -1337,7 +1470,10 @@ static cstmt *compile_stmt(interp *in, const ts_stmt *s, int depth) {
 
 static void exec(interp *in, const cstmt *s);
 
+/* (A shared buffer's storage is the thread block's, set when the thread
+ * starts.) */
 static bool alloc_buffer(interp *in, rbuf *b) {
+  if (b->shared >= 0) return true;
   b->data = calloc(1, (size_t)b->bytes);
   if (!b->data) {
     FAIL(in, TS_ENOMEM, "cannot allocate %lld bytes for buffer '%s'",
@@ -1348,6 +1484,7 @@ static bool alloc_buffer(interp *in, rbuf *b) {
 }
 
 static void release_buffer(rbuf *b) {
+  if (b->shared >= 0) return;
   free(b->data);
   b->data = NULL;
 }
@@ -1394,7 +1531,9 @@ static void exec_store(interp *in, const cstmt *s) {
   if (s->lanes == 1) {
     value v = ev(in, s->a, 0);
     int64_t off = access_offset(in, b, s->idx, s->n_idx, 0, "store", 1);
-    if (off >= 0 && !in->failed) write_elem(b, off, v);
+    if (off < 0 || in->failed) return;
+    if (b->shared >= 0) gpu_shared_access(in->gpu, b->shared, off, true);
+    write_elem(b, off, v);
     return;
   }
   /* A vector store reads every lane before writing any. */
@@ -1404,6 +1543,8 @@ static void exec_store(interp *in, const cstmt *s) {
         access_offset(in, b, s->idx, s->n_idx, l, "store", s->lanes);
     if (in->failed) return;
   }
+  for (int l = 0; l < s->lanes && b->shared >= 0; l++)
+    gpu_shared_access(in->gpu, b->shared, in->scratch_off[l], true);
   for (int l = 0; l < s->lanes; l++)
     write_elem(b, in->scratch_off[l], in->scratch_vals[l]);
 }
@@ -1419,6 +1560,14 @@ static void exec(interp *in, const cstmt *s) {
   case TS_STMT_FOR: {
     int64_t lo = ev(in, s->a, 0).i, ext = ev(in, s->b, 0).i;
     value *var = &in->vals[s->slot];
+    if (s->launch_axis) { /* GPU mode: this thread's (block's) index */
+      int64_t idx = in->launch_index[s->launch_axis - 1];
+      if (idx >= ext) break;
+      var->i = wrap((int64_t)((uint64_t)lo + (uint64_t)idx), s->var_cls,
+                    s->var_bits);
+      exec(in, s->body);
+      break;
+    }
     for (int64_t i = 0; i < ext && !in->failed; i++) {
       var->i =
           wrap((int64_t)((uint64_t)lo + (uint64_t)i), s->var_cls, s->var_bits);
@@ -1455,10 +1604,12 @@ static void exec(interp *in, const cstmt *s) {
   }
 }
 
-/* ---- entry point ---- */
+/* ---- entry points ---- */
 
-int ts_interp_run(const ts_func *f, void *const *args, int n_args,
-                  const ts_interp_options *opts, ts_error *err) {
+int interp_open(const ts_func *f, void *const *args, int n_args,
+                const ts_interp_options *opts, gpu_sim *gpu, interp **out,
+                ts_error *err) {
+  *out = NULL;
   if (!f) return TS_ERR(err, TS_EINVAL, "interpreter: no function given");
   if (n_args != f->n_params)
     return TS_ERR(err, TS_EINVAL,
@@ -1471,34 +1622,110 @@ int ts_interp_run(const ts_func *f, void *const *args, int n_args,
                     "function '%s': no storage given for "
                     "parameter %d ('%s')",
                     f->name, i, f->params[i] ? f->params[i]->name : "?");
-
-  interp in = {.func = f, .err = err, .max_steps = opts ? opts->max_steps : 0};
-  in.arena = ts_arena_create();
-  in.var_slot = ts_node_map_create();
-  in.buf_slot = ts_node_map_create();
-  for (int i = 0; i < n_args && !in.failed; i++) {
+  interp *in = calloc(1, sizeof *in);
+  if (!in) return TS_ERR(err, TS_ENOMEM, "interpreter: out of memory");
+  in->func = f;
+  in->err = err;
+  in->max_steps = opts ? opts->max_steps : 0;
+  in->gpu = gpu;
+  for (int d = 0; d < 3; d++) in->launch.grid[d] = in->launch.block[d] = 1;
+  in->arena = ts_arena_create();
+  in->var_slot = ts_node_map_create();
+  in->buf_slot = ts_node_map_create();
+  for (int i = 0; i < n_args && !in->failed; i++) {
     void *old;
-    int slot = define_buffer(&in, f->params[i], 0, &old);
-    if (slot >= 0) in.bufs[slot].data = args[i];
+    int slot = define_buffer(in, f->params[i], 0, &old);
+    if (slot >= 0) in->bufs[slot].data = args[i];
   }
-  cstmt *body = in.failed ? NULL : compile_stmt(&in, f->body, 0);
-  if (!in.failed) {
-    in.block = NULL;
-    in.vals = calloc((size_t)(in.n_vals ? in.n_vals : 1), sizeof *in.vals);
-    int lanes = in.max_lanes > 0 ? in.max_lanes : 1;
-    in.scratch_vals = calloc((size_t)lanes, sizeof *in.scratch_vals);
-    in.scratch_off = calloc((size_t)lanes, sizeof *in.scratch_off);
-    if (!in.vals || !in.scratch_vals || !in.scratch_off)
-      FAIL(&in, TS_ENOMEM, "out of memory");
-    else
-      exec(&in, body);
+  if (!in->failed) in->body = compile_stmt(in, f->body, 0);
+  in->proto_bufs = in->bufs;
+  in->block = NULL;
+  if (!in->failed && (in->own = interp_thread_new(in))) {
+    free(in->own->bufs);
+    in->own->bufs = in->proto_bufs;
+    interp_thread_switch(in, NULL, in->own);
   }
-  free(in.vals);
-  free(in.scratch_vals);
-  free(in.scratch_off);
-  free(in.bufs);
-  ts_node_map_destroy(in.var_slot);
-  ts_node_map_destroy(in.buf_slot);
-  ts_arena_destroy(in.arena);
-  return in.failed ? in.code : TS_OK;
+  if (in->failed) return interp_close(in);
+  *out = in;
+  return TS_OK;
+}
+
+int interp_close(interp *in) {
+  int code = in->failed ? in->code : TS_OK;
+  if (in->own) in->own->bufs = NULL; /* (the prototype table, freed below) */
+  interp_thread_free(in->own);
+  free(in->proto_bufs);
+  free(in->launch.shared);
+  ts_node_map_destroy(in->var_slot);
+  ts_node_map_destroy(in->buf_slot);
+  ts_arena_destroy(in->arena);
+  free(in);
+  return code;
+}
+
+const interp_launch *interp_launch_of(const interp *in) { return &in->launch; }
+
+bool interp_failed(const interp *in) { return in->failed; }
+
+int ts_interp_run(const ts_func *f, void *const *args, int n_args,
+                  const ts_interp_options *opts, ts_error *err) {
+  interp *in;
+  int rc = interp_open(f, args, n_args, opts, NULL, &in, err);
+  if (rc) return rc;
+  exec(in, in->body);
+  return interp_close(in);
+}
+
+/* ---- GPU threads ---- */
+
+void interp_thread_free(interp_thread *t) {
+  if (!t) return;
+  free(t->vals);
+  free(t->bufs);
+  free(t->scratch_vals);
+  free(t->scratch_off);
+  free(t);
+}
+
+interp_thread *interp_thread_new(interp *in) {
+  interp_thread *t = calloc(1, sizeof *t);
+  int lanes = in->max_lanes > 0 ? in->max_lanes : 1;
+  if (t) {
+    t->vals = calloc((size_t)(in->n_vals ? in->n_vals : 1), sizeof *t->vals);
+    t->bufs = calloc((size_t)(in->n_bufs ? in->n_bufs : 1), sizeof *t->bufs);
+    t->scratch_vals = calloc((size_t)lanes, sizeof *t->scratch_vals);
+    t->scratch_off = calloc((size_t)lanes, sizeof *t->scratch_off);
+  }
+  if (!t || !t->vals || !t->bufs || !t->scratch_vals || !t->scratch_off) {
+    interp_thread_free(t);
+    FAIL(in, TS_ENOMEM, "out of memory for the GPU threads");
+    return NULL;
+  }
+  return t;
+}
+
+void interp_thread_reset(interp *in, interp_thread *t, const int64_t index[6],
+                         char *const *shared_data) {
+  memcpy(t->bufs, in->proto_bufs, sizeof *t->bufs * (size_t)in->n_bufs);
+  for (int i = 0; i < in->n_bufs; i++)
+    if (t->bufs[i].shared >= 0)
+      t->bufs[i].data = shared_data[t->bufs[i].shared];
+  memcpy(t->index, index, sizeof t->index);
+  t->block = NULL;
+}
+
+void interp_thread_switch(interp *in, interp_thread *from, interp_thread *to) {
+  if (from) from->block = in->block;
+  in->vals = to->vals;
+  in->bufs = to->bufs;
+  in->scratch_vals = to->scratch_vals;
+  in->scratch_off = to->scratch_off;
+  in->launch_index = to->index;
+  in->block = to->block;
+}
+
+void interp_thread_run(interp *in) { exec(in, in->body); }
+
+void interp_thread_restore(interp *in, interp_thread *from) {
+  interp_thread_switch(in, from, in->own);
 }

@@ -813,6 +813,34 @@ typedef struct ts_interp_options {
 int ts_interp_run(const ts_func *f, void *const *args, int n_args,
                   const ts_interp_options *opts, ts_error *err);
 
+/* Executes f as a CUDA kernel (tir/interp_gpu.c), with the kernel model of
+ * the cuda code generator: the grid and block dimensions are the largest
+ * extents of the loops bound to blockIdx.x/y/z and threadIdx.x/y/z; such a
+ * loop does not iterate — its var is the block's (thread's) index plus the
+ * loop minimum and its body runs only when that index is below the loop's
+ * extent; vthread loops are ordinary loops; a "shared" buffer has one
+ * storage per thread block (poisoned with 0xFF bytes at the block's start),
+ * every other allocated buffer one per thread; args are global memory.
+ * "tessera.cuda.syncthreads" is a block-wide barrier and
+ * "tessera.cuda.shfl_down" a full-warp shuffle (warps: 32 consecutive
+ * linear thread ids, x fastest). Blocks run one after another, the threads
+ * of a block interleaved deterministically (switching at barriers and
+ * shuffles). Everything ts_interp_run checks is checked (max_steps counts
+ * the statements of all threads); in addition, TS_ERANGE with a message:
+ * a data race on shared memory (an element written by one thread and read
+ * or written by another with no barrier in between, or read by one and
+ * then written by another; the message names the buffer, the element
+ * offset, the thread block and both threads), a divergent barrier (some
+ * thread of the block finishes or waits at another barrier while others
+ * wait at it) or shuffle. TS_EINVAL: a thread-bound loop whose extent is not
+ * a positive constant, an unknown thread tag, more than 1024 threads per
+ * block, a grid over 2^31-1 x 65535 x 65535 blocks; TS_EUNSUPPORTED: over
+ * 2^28 threads in all, or (with barriers or shuffles) statements or
+ * expressions nested over 512 deep. Races on global memory are not
+ * detected. The serial ts_interp_run refuses the tessera.cuda intrinsics. */
+int ts_interp_run_gpu(const ts_func *f, void *const *args, int n_args,
+                      const ts_interp_options *opts, ts_error *err);
+
 /* Host tensor helpers used by tests, the CLI and the runtime. */
 /* Fills n elements of dtype t with seeded pseudo-random values suited to t
  * (floats uniform in [-1, 1), ints in a small range so products do not
