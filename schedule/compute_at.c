@@ -74,17 +74,38 @@ static void loops_between(const ts_func *f, const ts_stmt *loop, ts_stmt *r,
   sv_free(&p);
 }
 
+/* Whether buffer b lives in GPU shared memory (scope "shared" or
+ * "shared.*"): one copy per thread block. */
+static bool is_shared_scope(const ts_buffer *b) {
+  const char *scope = ts_buffer_scope(b);
+  return scope && !strncmp(scope, "shared", 6) &&
+         (scope[6] == 0 || scope[6] == '.');
+}
+
+/* Whether loop l is bound to a GPU thread axis a block-wide buffer is
+ * relaxed over: threadIdx.* or vthread (never blockIdx). */
+static bool is_thread_loop(const ts_stmt *l) {
+  const char *tag =
+      ts_for_kind_of(l) == TS_FOR_THREAD ? ts_for_thread_tag(l) : NULL;
+  return tag && (!strncmp(tag, "threadIdx.", 10) || !strcmp(tag, "vthread"));
+}
+
 /* Intervals [lo, hi] per dimension of a region accessed by realize r (in
- * its iter vars), relaxed over the loops between `loop` and r. ok[d] is
- * false where no bound was found. */
+ * its iter vars), relaxed over the loops between `loop` and r, and, with
+ * relax_threads, over every enclosing threadIdx and vthread loop too (the
+ * region every thread of the block needs). ok[d] is false where no bound
+ * was found. */
 static void region_under(ts_sched *s, const ts_stmt *loop, ts_stmt *r,
-                         const ts_region *reg, ts_expr **lo, ts_expr **hi,
-                         bool *ok) {
+                         const ts_region *reg, bool relax_threads, ts_expr **lo,
+                         ts_expr **hi, bool *ok) {
   ts_arena *a = ts_func_arena(s->func);
   stmt_vec inner = {0}, all = {0};
   loops_between(s->func, loop, r, &inner, &all);
   relax_map *m = relax_create();
   for (int i = 0; i < inner.n; i++) relax_loop(a, m, inner.v[i]);
+  for (int i = 0; relax_threads && i < all.n; i++)
+    if (is_thread_loop(all.v[i]) && !sv_has(&inner, all.v[i]))
+      relax_loop(a, m, all.v[i]);
   ts_var_ranges *ranges = ts_var_ranges_create();
   ranges_of_loops(ranges, all.v, all.n);
   ts_node_map *sub = ts_node_map_create();
@@ -124,10 +145,12 @@ static bool union_into(ts_arena *a, ts_expr **lo1, ts_expr **hi1, ts_expr *lo2,
 }
 
 /* The per-dimension interval of buffer `buf` that the realizes `rs` (under
- * `loop`) access in their `want_write` regions. */
+ * `loop`) access in their `want_write` regions (relax_threads: as in
+ * region_under). */
 static void union_regions(ts_sched *s, const ts_stmt *loop, stmt_vec *rs,
-                          const ts_buffer *buf, bool want_write, ts_expr **lo,
-                          ts_expr **hi, bool *ok) {
+                          const ts_buffer *buf, bool want_write,
+                          bool relax_threads, ts_expr **lo, ts_expr **hi,
+                          bool *ok) {
   int nd = ts_buffer_ndim(buf);
   bool first = true;
   for (int d = 0; d < nd; d++) ok[d] = true;
@@ -140,7 +163,7 @@ static void union_regions(ts_sched *s, const ts_stmt *loop, stmt_vec *rs,
       if (reg->buffer != buf || reg->ndim != nd) continue;
       ts_expr *l[TS_MAX_DIMS], *h[TS_MAX_DIMS];
       bool o[TS_MAX_DIMS];
-      region_under(s, loop, rs->v[i], reg, l, h, o);
+      region_under(s, loop, rs->v[i], reg, relax_threads, l, h, o);
       for (int d = 0; d < nd; d++) {
         if (!ok[d]) continue;
         if (!o[d]) {
@@ -407,7 +430,11 @@ static int plan_compute_at(ts_sched *s, const char *prim, ts_stmt *r,
   }
   ts_expr *lo[TS_MAX_DIMS], *hi[TS_MAX_DIMS];
   bool ok[TS_MAX_DIMS];
-  union_regions(s, loop, &consumers, w, false, lo, hi, ok);
+  /* A shared-memory buffer is one per thread block: it must hold what
+   * every thread of the block reads, so the region is relaxed over the
+   * enclosing threadIdx and vthread loops (the copy is then spread over
+   * the threads, e.g. by cooperative fetch). A local one is per thread. */
+  union_regions(s, loop, &consumers, w, false, is_shared_scope(w), lo, hi, ok);
   stmt_vec outer = {0};
   tree_loops_above(s->func, loop, &outer);
   sv_push(&outer, loop);
@@ -541,7 +568,7 @@ static int plan_reverse_compute_at(ts_sched *s, const char *prim, ts_stmt *r,
     }
     ts_expr *lo[TS_MAX_DIMS], *hi[TS_MAX_DIMS];
     bool ok[TS_MAX_DIMS];
-    union_regions(s, loop, &producers, reg->buffer, true, lo, hi, ok);
+    union_regions(s, loop, &producers, reg->buffer, true, false, lo, hi, ok);
     for (int i = 0; i < n && !rc; i++) {
       int d = dims[i];
       if (d < 0) continue;
