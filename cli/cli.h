@@ -83,6 +83,12 @@ ts_rt_arg_spec *cli_arg_specs(const ts_artifact *a);
 int cli_kernel_time(cli_kernel *k, ts_runtime *rt, const ts_eval_config *cfg,
                     double *median_s, ts_error *err);
 void cli_kernel_free(cli_kernel *k);
+/* Builds a stored record's trace (record JSON, as in the database) applied
+ * to f. */
+int cli_kernel_build_record(const char *trace_json, const ts_func *f,
+                            const ts_target *t, cli_kernel *k, ts_error *err);
+/* The median of v[0..n) (sorts v in place); NAN when n is 0. */
+double cli_median(double *v, int n);
 
 /* The first trial of job_id at which a task reached 90% of its final best
  * throughput (latency <= best / 0.9), or -1 (cmd_tune.c). */

@@ -25,30 +25,12 @@ static void model_db_path(const char *db, const char *model, char *out,
   snprintf(out, n, "%.*s-%s.db", (int)len, db, model);
 }
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
 typedef struct cmp_row {
   double best_s[2], side_s[2], ratio; /* ratio: random / xgb latency */
   int64_t trial_90[2];
   bool timed;
   char why[200];
 } cmp_row;
-
-/* Builds the best trace of a task for target t. */
-static int build_best(const char *trace_json, const ts_func *f,
-                      const ts_target *t, cli_kernel *k, ts_error *err) {
-  ts_trace *full = NULL;
-  ts_sched *s = NULL;
-  int rc = ts_record_traces(trace_json, &full, NULL, err);
-  if (!rc) rc = ts_trace_apply(full, f, 1, &s, err);
-  if (!rc) rc = cli_kernel_build(ts_sched_func(s), t, 1, k, err);
-  ts_sched_destroy(s);
-  ts_trace_free(full);
-  return rc;
-}
 
 /* Times the two bests in ROUNDS interleaved rounds (the order alternating)
  * and keeps the medians of the per-round figures. */
@@ -66,8 +48,8 @@ static void side_by_side(const ts_tune_task *task, const ts_tune_result *res,
       goto done;
     }
   for (int m = 0; m < 2; m++)
-    if (build_best(res[m].tasks[i].best_trace_json, task->func, t, &k[m],
-                   &err)) {
+    if (cli_kernel_build_record(res[m].tasks[i].best_trace_json, task->func, t,
+                                &k[m], &err)) {
       snprintf(row->why, sizeof row->why, "%s best: %.160s", models[m],
                err.msg);
       goto done;
@@ -85,12 +67,8 @@ static void side_by_side(const ts_tune_task *task, const ts_tune_result *res,
     }
     r[round] = s[1][round] / s[0][round];
   }
-  for (int m = 0; m < 2; m++) {
-    qsort(s[m], ROUNDS, sizeof s[m][0], cmp_double);
-    row->side_s[m] = s[m][ROUNDS / 2];
-  }
-  qsort(r, ROUNDS, sizeof r[0], cmp_double);
-  row->ratio = r[ROUNDS / 2];
+  for (int m = 0; m < 2; m++) row->side_s[m] = cli_median(s[m], ROUNDS);
+  row->ratio = cli_median(r, ROUNDS);
   row->timed = true;
 done:
   for (int m = 0; m < 2; m++) cli_kernel_free(&k[m]);

@@ -4,6 +4,8 @@
  */
 #include "cli.h"
 
+#include <math.h>
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,6 +43,24 @@ static int cmp_double(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
+double cli_median(double *v, int n) {
+  if (n <= 0) return NAN;
+  qsort(v, (size_t)n, sizeof v[0], cmp_double);
+  return v[n / 2];
+}
+
+int cli_kernel_build_record(const char *trace_json, const ts_func *f,
+                            const ts_target *t, cli_kernel *k, ts_error *err) {
+  ts_trace *full = NULL;
+  ts_sched *s = NULL;
+  int rc = ts_record_traces(trace_json, &full, NULL, err);
+  if (!rc) rc = ts_trace_apply(full, f, 1, &s, err);
+  if (!rc) rc = cli_kernel_build(ts_sched_func(s), t, 1, k, err);
+  ts_sched_destroy(s);
+  ts_trace_free(full);
+  return rc;
+}
+
 int cli_kernel_time(cli_kernel *k, ts_runtime *rt, const ts_eval_config *cfg,
                     double *median_s, ts_error *err) {
   double secs[64];
@@ -50,8 +70,7 @@ int cli_kernel_time(cli_kernel *k, ts_runtime *rt, const ts_eval_config *cfg,
   int rc = ts_rt_eval_kernel(rt, &c, k->kernel, ts_rt_args_data(k->args), secs,
                              &number, err);
   if (rc) return rc;
-  qsort(secs, (size_t)c.repeat, sizeof secs[0], cmp_double);
-  *median_s = secs[c.repeat / 2];
+  *median_s = cli_median(secs, c.repeat);
   return TS_OK;
 }
 

@@ -166,6 +166,7 @@ void cand_unref(cand *c); /* frees at zero; NULL is a no-op */
 typedef struct measured_design {
   ts_trace *design;
   double seconds;
+  int space; /* index of its design space, -1 when none matches */
 } measured_design;
 
 /* The search state of one task. */
@@ -183,6 +184,12 @@ typedef struct search_task {
   hashset seen;              /* measured or picked for measurement */
   measured_design *measured; /* ok ones, fastest first */
   int n_measured, cap_measured;
+  /* per design space: its instructions without decisions (JSON; what a
+   * design is matched on), the candidates measured from it (failures
+   * included) and its fastest ok latency (INFINITY: none yet) */
+  char **space_key;
+  int *space_trials;
+  double *space_best;
 } search_task;
 
 int search_task_init(search_task *st, const ts_func *f, const ts_target *t,
@@ -196,6 +203,9 @@ void search_task_mark(search_task *st, ts_hash128 h);
  * (design copied) joins the ranking. */
 void search_task_add_measured(search_task *st, const ts_trace *design,
                               ts_hash128 h, bool ok, double seconds);
+/* The index of the design space `design` is a decision set of (the same
+ * instructions), or -1. */
+int search_task_space_of(const search_task *st, const ts_trace *design);
 /* Scores candidates with the task's model (features extracted in
  * parallel; random scores without a model). */
 int cands_score(search_task *st, cand **v, int n, ts_error *err);

@@ -450,9 +450,10 @@ static int setup_task(job *j, int i, const ts_tune_task *spec,
     }
     if (rc) return rc;
   }
-  search_task_init(&t->search, spec->func, j->target, t->spaces, t->n_spaces,
-                   t->model, t->workload_id, &j->o->search,
-                   j->o->seed * 0x9e3779b97f4a7c15ull + (uint64_t)i + 1);
+  if (search_task_init(&t->search, spec->func, j->target, t->spaces,
+                       t->n_spaces, t->model, t->workload_id, &j->o->search,
+                       j->o->seed * 0x9e3779b97f4a7c15ull + (uint64_t)i + 1))
+    return TS_ERR(j->err, TS_ENOMEM, "tune: out of memory");
   t->search.threads = search_threads;
   t->sched.weight = spec->weight;
   t->sched.flops = t->flops;
@@ -740,10 +741,14 @@ static int check_options(const ts_tune_options *o, const ts_tune_task *tasks,
       o->search.genetic_iters < 0 || o->search.epsilon < 0 ||
       o->search.epsilon > 1 || o->search.max_fail < 1 ||
       o->search.mutate_prob < 0 || o->search.mutate_prob > 1 ||
-      o->search.init_measured_ratio < 0 || o->search.init_measured_ratio > 1)
-    return TS_ERR(err, TS_EINVAL,
-                  "tune: search options out of range (population and batch "
-                  ">= 1, probabilities in [0, 1])");
+      o->search.init_measured_ratio < 0 || o->search.init_measured_ratio > 1 ||
+      o->search.space_share < 0 || o->search.space_share > 1 ||
+      o->search.epsilon + o->search.space_share > 1)
+    return TS_ERR(
+        err, TS_EINVAL,
+        "tune: search options out of range (population and batch "
+        ">= 1, probabilities and shares in [0, 1], epsilon + space share "
+        "at most 1)");
   for (int i = 0; i < n; i++)
     if (!tasks[i].func || !tasks[i].name || !(tasks[i].weight >= 0))
       return TS_ERR(err, TS_EINVAL,

@@ -40,6 +40,7 @@ ts_search_options ts_search_defaults(void) {
   o.batch = 32;
   o.threads = 0;
   o.early_stop_rounds = 3;
+  o.space_share = 0.125;
   return o;
 }
 
@@ -219,6 +220,14 @@ int cands_score(search_task *st, cand **v, int n, ts_error *err) {
  * The task's search state
  * ======================================================================== */
 
+/* What identifies a design space: its instructions, decisions left out. */
+static char *design_key(const ts_trace *t) {
+  ts_trace *bare = trace_without_decisions(t);
+  char *key = bare ? ts_trace_to_json(bare) : NULL;
+  ts_trace_free(bare);
+  return key;
+}
+
 int search_task_init(search_task *st, const ts_func *f, const ts_target *t,
                      ts_design_space *spaces, int n_spaces,
                      ts_cost_model *model, int64_t group,
@@ -236,6 +245,19 @@ int search_task_init(search_task *st, const ts_func *f, const ts_target *t,
   if (st->threads < 1) st->threads = 1;
   if (st->threads > TUNER_MAX_THREADS) st->threads = TUNER_MAX_THREADS;
   ts_mutator_probs(t, st->mutator_probs);
+  if (n_spaces > 0) {
+    st->space_key = calloc((size_t)n_spaces, sizeof *st->space_key);
+    st->space_trials = calloc((size_t)n_spaces, sizeof *st->space_trials);
+    st->space_best = calloc((size_t)n_spaces, sizeof *st->space_best);
+    if (!st->space_key || !st->space_trials || !st->space_best) {
+      search_task_free(st);
+      return TS_ENOMEM;
+    }
+    for (int i = 0; i < n_spaces; i++) {
+      st->space_key[i] = design_key(spaces[i].trace);
+      st->space_best[i] = INFINITY;
+    }
+  }
   double sum = 0;
   for (int k = 0; k < TS_N_MUTATORS; k++) sum += o->mutator_probs[k];
   if (sum > 0)
@@ -248,6 +270,11 @@ void search_task_free(search_task *st) {
   for (int i = 0; i < st->n_measured; i++)
     ts_trace_free(st->measured[i].design);
   free(st->measured);
+  for (int i = 0; st->space_key && i < st->n_spaces; i++)
+    free(st->space_key[i]);
+  free(st->space_key);
+  free(st->space_trials);
+  free(st->space_best);
   hashset_free(&st->seen);
   memset(st, 0, sizeof *st);
 }
@@ -260,9 +287,24 @@ void search_task_mark(search_task *st, ts_hash128 h) {
   hashset_add(&st->seen, h);
 }
 
+int search_task_space_of(const search_task *st, const ts_trace *design) {
+  if (!design || !st->space_key) return -1;
+  char *key = design_key(design);
+  int found = -1;
+  for (int i = 0; key && i < st->n_spaces && found < 0; i++)
+    if (st->space_key[i] && !strcmp(key, st->space_key[i])) found = i;
+  free(key);
+  return found;
+}
+
 void search_task_add_measured(search_task *st, const ts_trace *design,
                               ts_hash128 h, bool ok, double seconds) {
   hashset_add(&st->seen, h);
+  int space = search_task_space_of(st, design);
+  if (space >= 0) {
+    st->space_trials[space]++;
+    if (ok && seconds < st->space_best[space]) st->space_best[space] = seconds;
+  }
   if (!ok || !design) return;
   if (st->n_measured == st->cap_measured) {
     int cap = st->cap_measured ? st->cap_measured * 2 : 64;
@@ -281,6 +323,7 @@ void search_task_add_measured(search_task *st, const ts_trace *design,
   }
   st->measured[at].design = copy;
   st->measured[at].seconds = seconds;
+  st->measured[at].space = space;
   st->n_measured++;
 }
 

@@ -230,6 +230,10 @@ typedef struct ts_search_options {
   double mutator_probs[TS_N_MUTATORS]; /* all 0: ts_mutator_probs */
   int early_stop_rounds; /* stop a task after this many rounds in a row
                             that found nothing new (3) */
+  double space_share;    /* share of a batch given to the design spaces by
+                            an upper confidence bound on how fast their
+                            best could be (0.125), so the search does not
+                            settle on one space early */
 } ts_search_options;
 ts_search_options ts_search_defaults(void);
 

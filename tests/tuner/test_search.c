@@ -4,7 +4,9 @@
  * prefers a task without a measurement, then the one whose weighted
  * latency is expected to drop most; finished or capped tasks are skipped
  * and -1 means all are done. The policy and strategy names parse. The
- * defaults are the documented ones.
+ * defaults are the documented ones. Measured designs are matched to their
+ * design space; the evolutionary batch's design-space share never goes to
+ * the space holding the fastest design and spreads over the others.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,6 +16,7 @@
 
 #include <math.h>
 
+#include "tuner/internal.h"
 #include "util.h"
 
 #define OK(x) assert_int_equal((x), TS_OK)
@@ -90,10 +93,64 @@ static void test_names_and_defaults(void **state) {
   assert_true(o.mutate_prob == 0.85);
   assert_true(o.epsilon == 0.05);
   assert_int_equal(o.batch, 32);
+  assert_true(o.space_share == 0.125);
   ts_tune_options to = ts_tune_defaults();
   assert_int_equal(to.strategy, TS_STRATEGY_EVOLUTIONARY);
   assert_int_equal(to.policy, TS_TASK_GRADIENT);
   assert_string_equal(to.cost_model, "xgb");
+}
+
+static void test_space_share(void **state) {
+  (void)state;
+  ts_workload *w = tu_workload("matmul M=32 N=48 K=64");
+  ts_target *t = NULL;
+  ts_error err;
+  OK(ts_target_host(&t, &err));
+  ts_design_space *sp = NULL;
+  int n = 0;
+  OK(ts_space_generate(w->func, t, NULL, &sp, &n, &err));
+  assert_true(n >= 3);
+  ts_search_options o = ts_search_defaults();
+  o.population = 64;
+  o.init_min_unmeasured = 32;
+  o.genetic_iters = 1;
+  o.epsilon = 0;
+  o.space_share = 1; /* the whole batch by the design spaces' bound */
+  o.threads = 1;
+  search_task st;
+  OK(search_task_init(&st, w->func, t, sp, n, NULL, 1, &o, 7));
+  /* one measured design per space; space 0 is by far the fastest */
+  for (int i = 0; i < n; i++) {
+    ts_candidate c;
+    OK(ts_candidate_sample(&sp[i], i, w->func, t, 100 + (uint64_t)i, &c, &err));
+    assert_int_equal(search_task_space_of(&st, c.design), i);
+    search_task_add_measured(&st, c.design, c.hash, true, i ? 1.0 : 0.001);
+    ts_candidate_clear(&c);
+  }
+  for (int i = 0; i < n; i++) assert_int_equal(st.space_trials[i], 1);
+  assert_true(st.space_best[0] == 0.001);
+  assert_int_equal(st.measured[0].space, 0);
+  /* a design of no space matches none */
+  ts_trace *other = ts_trace_new();
+  assert_int_equal(search_task_space_of(&st, other), -1);
+  ts_trace_free(other);
+  cand *out[8];
+  int got = strategy_evolutionary.pick(&st, 8, out, &err);
+  assert_true(got > 0);
+  int per_space[64] = {0};
+  for (int i = 0; i < got; i++) {
+    assert_true(out[i]->c.space >= 0 && out[i]->c.space < n);
+    per_space[out[i]->c.space]++;
+    cand_unref(out[i]);
+  }
+  assert_int_equal(per_space[0], 0); /* the leader is left out */
+  int used = 0;
+  for (int i = 1; i < n; i++) used += per_space[i] > 0;
+  assert_true(used >= 3); /* the bound spreads the share */
+  search_task_free(&st);
+  ts_design_spaces_free(sp, n);
+  ts_target_free(t);
+  ts_workload_free(w);
 }
 
 int main(void) {
@@ -101,6 +158,7 @@ int main(void) {
       cmocka_unit_test(test_round_robin),
       cmocka_unit_test(test_gradient),
       cmocka_unit_test(test_names_and_defaults),
+      cmocka_unit_test(test_space_share),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
