@@ -2,9 +2,10 @@
  * lower.c — the lowering passes that turn block-form TIR (unscheduled or
  * scheduled) into the flat loop program the LLVM emitters translate: lower
  * blocks, flatten buffers, simplify, vectorize, unroll; and ts_lower, the
- * straight-line driver that runs them in order.
+ * straight-line driver that runs them in order (ending with the GPU barrier
+ * pass of lower_sync.c).
  */
-#include "codegen/codegen.h"
+#include "codegen/internal.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -154,7 +155,7 @@ static void add_access(access_set *s, ts_expr *const *idx, int ndim) {
     s->cap = s->cap ? 2 * s->cap : 8;
     s->indices = realloc(s->indices, sizeof *s->indices * (size_t)s->cap);
   }
-  ts_expr **copy = malloc(sizeof *copy * (size_t)(ndim ? ndim : 1));
+  ts_expr **copy = malloc(sizeof *copy * (size_t)(ndim > 0 ? ndim : 1));
   for (int d = 0; d < ndim; d++) copy[d] = idx[d];
   s->indices[s->n++] = copy;
 }
@@ -1243,6 +1244,8 @@ ts_func *ts_lower(const ts_func *in, const ts_lower_options *opts,
   if (!rc) rc = check(f, &o, "vectorize", err);
   if (!rc) rc = ts_lower_simplify(f, err);
   if (!rc) rc = check(f, &o, "simplify", err);
+  if (!rc) rc = lower_sync(f, err);
+  if (!rc) rc = check(f, &o, "sync", err);
   if (rc) {
     ts_func_free(f);
     return NULL;

@@ -239,9 +239,11 @@ void interp_thread_restore(interp *in, interp_thread *from);
  * `site` (returns when every thread of the block has arrived, or at once
  * after a fault); a warp shuffle down returning lane (lane + offset)'s
  * value; an access to element `off` of shared buffer `shared` (checked for
- * data races against the other threads since the last barrier). */
+ * data races against the other threads since the last barrier; `same`: a
+ * write of the value the element already holds). */
 void gpu_barrier(gpu_sim *g, const void *site);
 double gpu_shfl_down(gpu_sim *g, const void *site, double v, int64_t offset);
-void gpu_shared_access(gpu_sim *g, int shared, int64_t off, bool write);
+void gpu_shared_access(gpu_sim *g, int shared, int64_t off, bool write,
+                       bool same);
 
 #endif /* TESSERA_TIR_INTERNAL_H */

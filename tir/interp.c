@@ -643,7 +643,8 @@ static value eval(interp *in, const cexpr *e, int lane) {
     const rbuf *b = &in->bufs[e->slot];
     int64_t off = access_offset(in, b, e->ops, e->n, lane, "load", e->lanes);
     if (off < 0) return zero_value;
-    if (b->shared >= 0) gpu_shared_access(in->gpu, b->shared, off, false);
+    if (b->shared >= 0)
+      gpu_shared_access(in->gpu, b->shared, off, false, false);
     return read_elem(b, off);
   }
   case TS_EXPR_RAMP: {
@@ -1526,13 +1527,21 @@ static void exec_realize(interp *in, const cblock *k) {
   if (!in->failed) in->block = outer;
 }
 
+/* Whether element off of b already holds v (a store of v changes
+ * nothing). */
+static bool holds(const rbuf *b, int64_t off, value v) {
+  value cur = read_elem(b, off);
+  return b->skind >= SK_F16 ? cur.f == v.f : cur.i == v.i;
+}
+
 static void exec_store(interp *in, const cstmt *s) {
   rbuf *b = &in->bufs[s->slot];
   if (s->lanes == 1) {
     value v = ev(in, s->a, 0);
     int64_t off = access_offset(in, b, s->idx, s->n_idx, 0, "store", 1);
     if (off < 0 || in->failed) return;
-    if (b->shared >= 0) gpu_shared_access(in->gpu, b->shared, off, true);
+    if (b->shared >= 0)
+      gpu_shared_access(in->gpu, b->shared, off, true, holds(b, off, v));
     write_elem(b, off, v);
     return;
   }
@@ -1544,7 +1553,8 @@ static void exec_store(interp *in, const cstmt *s) {
     if (in->failed) return;
   }
   for (int l = 0; l < s->lanes && b->shared >= 0; l++)
-    gpu_shared_access(in->gpu, b->shared, in->scratch_off[l], true);
+    gpu_shared_access(in->gpu, b->shared, in->scratch_off[l], true,
+                      holds(b, in->scratch_off[l], in->scratch_vals[l]));
   for (int l = 0; l < s->lanes; l++)
     write_elem(b, in->scratch_off[l], in->scratch_vals[l]);
 }

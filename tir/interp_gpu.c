@@ -23,7 +23,10 @@
  * is shadowed per element (last writer, first two readers, and the barrier
  * interval of each): a thread touching an element another thread wrote in
  * the same interval, or writing one another thread read in it, is a data
- * race (TS_ERANGE naming the buffer, the element and both threads).
+ * race (TS_ERANGE naming the buffer, the element and both threads) —
+ * except a store of the value the element already got or held in that
+ * interval (threads redundantly storing the same result, as code outside
+ * the thread loops does), which every order leaves the same.
  * Global memory is not checked for races.
  */
 #include "internal.h"
@@ -220,11 +223,16 @@ static void report_race(gpu_sim *g, int shared, int64_t off, int first,
         first_did, thread_name(g, first).s, then_did, thread_name(g, g->cur).s);
 }
 
-void gpu_shared_access(gpu_sim *g, int shared, int64_t off, bool write) {
+void gpu_shared_access(gpu_sim *g, int shared, int64_t off, bool write,
+                       bool same) {
   if (g->cur < 0 || interp_failed(g->in)) return;
   shadow *sh = &g->shadows[shared][off];
   int32_t t = g->cur;
   uint32_t e = g->epoch;
+  /* threads redundantly storing the value an element got in this
+   * interval (or held when it was read in it): whichever order they run
+   * in, every reader sees that value */
+  if (write && same && (sh->w_epoch == e || sh->r_epoch == e)) return;
   if (sh->w_epoch == e && sh->w_tid != t) {
     report_race(g, shared, off, sh->w_tid, "written",
                 write ? "written" : "read");

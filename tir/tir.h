@@ -830,7 +830,9 @@ int ts_interp_run(const ts_func *f, void *const *args, int n_args,
  * a data race on shared memory (an element written by one thread and read
  * or written by another with no barrier in between, or read by one and
  * then written by another; the message names the buffer, the element
- * offset, the thread block and both threads), a divergent barrier (some
+ * offset, the thread block and both threads; a store of the value the
+ * element already got or held in that barrier interval is not a race —
+ * threads redundantly storing one result), a divergent barrier (some
  * thread of the block finishes or waits at another barrier while others
  * wait at it) or shuffle. TS_EINVAL: a thread-bound loop whose extent is not
  * a positive constant, an unknown thread tag, more than 1024 threads per

@@ -298,6 +298,21 @@ static int cross_thread(const gen *g, gen_state *st, const char *name) {
   if ((rc = ts_sched_bind(s, bx, "blockIdx.x")) ||
       (rc = ts_sched_compute_at(s, rf, bx)))
     return rc;
+  /* The final reduction runs outside the thread loops, so every thread of
+   * the block runs it: into its own registers, then every thread stores
+   * the same result (accumulating in the output itself would be a
+   * read-modify-write race between the threads). */
+  const ts_buffer *out =
+      ts_block_write(
+          ts_realize_block(ts_func_find_block(ts_sched_func(s), name)), 0)
+          ->buffer;
+  char out_name[128];
+  snprintf(out_name, sizeof out_name, "%s", ts_buffer_name(out));
+  ts_rv cw;
+  if ((rc = ts_sched_get_block(s, name, &b)) ||
+      (rc = ts_sched_cache_write(s, b, out_name, "local", &cw)) ||
+      (rc = ts_sched_reverse_compute_at(s, cw, bx)))
+    return rc;
   /* the partial sums under it: the thread loop bound to threadIdx.x */
   ts_rv rl[MAX_LOOPS];
   int nrl = 0;
