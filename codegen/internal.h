@@ -45,11 +45,11 @@ int emit_kernel(emitter *e, const ts_func *f, const char *entry);
 
 /* requires: a lowered (flat) program | maintains: semantics | breaks: —
  * the barrier pass (codegen/lower_sync.c): when the function has "shared"
- * buffers, inserts tessera.cuda.syncthreads barriers between shared-memory
- * writes and other threads' reads, and between reads and the next writes
- * (loop carried), at points every thread of the block reaches; TS_EUNSUPPORTED
- * naming the buffer when a needed barrier has no such point (the function
- * is then half-rewritten). */
+ * buffers and threadIdx loops, inserts tessera.cuda.syncthreads barriers
+ * between shared-memory writes and other threads' reads, and between reads and
+ * the next writes (loop carried), at points every thread of the block reaches;
+ * TS_EUNSUPPORTED naming the buffer when a needed barrier has no such point
+ * (the function is then half-rewritten). */
 int lower_sync(ts_func *f, ts_error *err);
 
 /* Records the first error on the emitter; returns the code. */

@@ -503,7 +503,8 @@ static ts_stmt *plan(sync_ctx *c, ts_stmt *s, const char *nonuniform,
 
 typedef struct launch_ctx {
   int64_t block[3];
-  bool shared;
+  bool shared;  /* a "shared" buffer is allocated */
+  bool threads; /* some loop is bound to threadIdx */
 } launch_ctx;
 
 static bool launch_enter(void *ctx, ts_stmt *s) {
@@ -511,6 +512,7 @@ static bool launch_enter(void *ctx, ts_stmt *s) {
   if (ts_stmt_kind_of(s) == TS_STMT_FOR) {
     int axis = thread_axis(s);
     int64_t ext;
+    if (axis >= 0) l->threads = true;
     if (axis >= 0 && ts_expr_is_const_int(ts_for_extent(s), &ext) &&
         ext > l->block[axis])
       l->block[axis] = ext;
@@ -522,10 +524,10 @@ static bool launch_enter(void *ctx, ts_stmt *s) {
 }
 
 int lower_sync(ts_func *f, ts_error *err) {
-  launch_ctx l = {{1, 1, 1}, false};
+  launch_ctx l = {{1, 1, 1}, false, false};
   ts_visitor v = {.enter_stmt = launch_enter, .ctx = &l};
   ts_stmt_walk(ts_func_body(f), &v);
-  if (!l.shared) return TS_OK;
+  if (!l.shared || !l.threads) return TS_OK; /* nobody to wait for */
   sync_ctx c = {.a = ts_func_arena(f),
                 .thread = ts_node_map_create(),
                 .varies = ts_node_map_create(),

@@ -20,13 +20,17 @@
  * Per-block limits (threads, shared memory, registers) are checked by the
  * verify_gpu_code postprocessor on each candidate.
  *
- * Two gaps outside the tuner keep the shared-memory variants from running
- * correctly on a device today (docs/tuning.md, "GPU"): compute_at does not
- * relax a shared cache's region over the thread loops (each thread gets
- * only its own part to fetch, while the cooperative fetch spreads the copy
- * over all threads), and lowering inserts no __syncthreads between the
- * writes of shared memory and the reads of other threads. The variant
- * without shared caches does not depend on either.
+ * The shared-memory variants are correct on a device because compute_at
+ * relaxes a shared cache's region over the threadIdx and vthread loops
+ * (the whole thread block's tile, which the cooperative fetch spreads over
+ * the threads) and lowering inserts the __syncthreads barriers
+ * (codegen/lower_sync.c); the cross-thread reduction's final sum, which
+ * every thread of the block runs, accumulates in registers and every
+ * thread stores the same value. tests/tuner/test_gpu.c runs sampled
+ * candidates in the interpreter's GPU mode (ts_interp_run_gpu) against the
+ * reference. Workloads of several stages (softmax) remain wrong on a
+ * device: their intermediate results live in per-thread buffers
+ * (docs/tuning.md, "GPU").
  */
 #include "tuner/internal.h"
 
