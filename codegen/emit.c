@@ -221,10 +221,14 @@ static LLVMValueRef int_floordivmod(emitter *e, bool is_mod, LLVMValueRef a,
 }
 
 /* Lets LLVM fuse a multiply and an add into an FMA (one rounding instead of
- * two: within every float tolerance the checks use). */
+ * two) and reassociate sums and products, which is what lets it keep a
+ * reduction (a row sum, a dot product along the innermost loop) in vector
+ * partial sums. Both stay within every float tolerance the checks use; the
+ * interpreter's order is the reference. */
 static LLVMValueRef contract(LLVMValueRef v) {
   if (LLVMIsAInstruction(v) && LLVMCanValueUseFastMathFlags(v))
-    LLVMSetFastMathFlags(v, LLVMFastMathAllowContract);
+    LLVMSetFastMathFlags(v,
+                         LLVMFastMathAllowContract | LLVMFastMathAllowReassoc);
   return v;
 }
 
@@ -646,14 +650,16 @@ static LLVMValueRef cuda_math(emitter *e, const char *name, LLVMTypeRef ty,
   return NULL;
 }
 
-/* exp of a float32 vector without libm (which LLVM would call lane by lane):
- * x = n ln2 + r with n = round(x log2 e), exp(r) by Cephes' degree-6
- * polynomial, 2^n built in the exponent bits. About 1 ulp; NaN stays NaN,
- * large arguments give inf and 0. */
-static LLVMValueRef exp_f32_vector(emitter *e, LLVMTypeRef ty, LLVMValueRef x) {
+/* exp of a float32 scalar or vector without libm (which LLVM would call
+ * lane by lane, and which keeps a loop around a scalar exp from being
+ * vectorized): x = n ln2 + r with n = round(x log2 e), exp(r) by Cephes'
+ * degree-6 polynomial, 2^n built in the exponent bits. About 1 ulp; NaN
+ * stays NaN, large arguments give inf and 0. */
+static LLVMValueRef exp_f32(emitter *e, LLVMTypeRef ty, LLVMValueRef x) {
   LLVMBuilderRef B = e->b;
-  unsigned lanes = LLVMGetVectorSize(ty);
-  LLVMTypeRef ity = LLVMVectorType(i32t(e), lanes);
+  bool vec = LLVMGetTypeKind(ty) == LLVMVectorTypeKind;
+  unsigned lanes = vec ? LLVMGetVectorSize(ty) : 1;
+  LLVMTypeRef ity = vec ? LLVMVectorType(i32t(e), lanes) : i32t(e);
   LLVMValueRef a2[2] = {x, const_fp(ty, 88.72283935546875)};
   LLVMValueRef xc = call_intrinsic(e, "llvm.minnum", &ty, 1, a2, 2);
   a2[0] = xc;
@@ -695,12 +701,14 @@ static LLVMValueRef exp_f32_vector(emitter *e, LLVMTypeRef ty, LLVMValueRef x) {
   return LLVMBuildSelect(B, isnan, x, res, "");
 }
 
-/* exp(x) for the current target: llvm.exp on CPUs (a vectorizable
- * polynomial for float32 vectors), exp2(x log2 e) on GPUs. */
+/* exp(x) for the current target: on CPUs a vectorizable polynomial for
+ * float32 (scalars too, so the loop vectorizer can widen a loop around
+ * it), llvm.exp otherwise; exp2(x log2 e) on GPUs. */
 static LLVMValueRef target_exp(emitter *e, LLVMTypeRef ty, LLVMValueRef x) {
-  if (!e->cuda && LLVMGetTypeKind(ty) == LLVMVectorTypeKind &&
-      LLVMGetTypeKind(LLVMGetElementType(ty)) == LLVMFloatTypeKind)
-    return exp_f32_vector(e, ty, x);
+  LLVMTypeRef el =
+      LLVMGetTypeKind(ty) == LLVMVectorTypeKind ? LLVMGetElementType(ty) : ty;
+  if (!e->cuda && LLVMGetTypeKind(el) == LLVMFloatTypeKind)
+    return exp_f32(e, ty, x);
   if (!e->cuda) return call_intrinsic(e, "llvm.exp", &ty, 1, &x, 1);
   LLVMValueRef p = LLVMBuildFMul(e->b, x, const_fp(ty, 1.4426950408889634), "");
   return nvvm_approx(e, "ex2", p);

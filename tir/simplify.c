@@ -630,7 +630,7 @@ static ts_expr *scaled(ts_arena *a, ts_dtype t, ts_expr *atom, int64_t c) {
 static ts_expr *affine_build(ts_arena *a, affine *f) {
   affine_normalize(f);
   ts_dtype t = f->t;
-  int64_t tmin, tmax;
+  int64_t tmin = INT64_MIN, tmax = INT64_MAX;
   dtype_range(t, &tmin, &tmax);
   int64_t k = (int64_t)f->konst;
   ts_expr *r = NULL;
