@@ -202,6 +202,50 @@ static void test_other_workloads(void **state) {
   ts_target_free(t);
 }
 
+/* Row reductions that already feed every core get a variant with the
+ * reduction factored by the vector length (the partial maxima computed a
+ * vector at a time); its samples compute the right result and the factored
+ * block's loop over the lanes is vectorized. */
+static void test_rfactor_vector(void **state) {
+  (void)state;
+  ts_workload *w = tu_workload("softmax N=64 D=256");
+  ts_target *t = host();
+  ts_design_space *s = NULL;
+  int n = 0;
+  ts_error err;
+  OK(ts_space_generate(w->func, t, NULL, &s, &n, &err));
+  int vec = 0;
+  for (int i = 0; i < n; i++) {
+    if (!strstr(s[i].name, "rfactor_vector")) continue;
+    vec++;
+    ts_candidate c;
+    OK(ts_candidate_sample(&s[i], i, w->func, t, 5, &c, &err));
+    char *text = ts_func_print(ts_sched_func(c.sched));
+    /* some vectorized loop directly holds a factored (not init) block */
+    bool lanes = false;
+    for (const char *p = strstr(text, "vectorized {"); p && !lanes;
+         p = strstr(p + 1, "vectorized {")) {
+      const char *blk = strstr(p, "block ");
+      const char *paren = blk ? strchr(blk, '(') : NULL;
+      lanes = paren && paren - blk > 9 && !strncmp(paren - 3, "_rf", 3);
+    }
+    assert_true(lanes);
+    free(text);
+    ts_candidate_clear(&c);
+  }
+  assert_true(vec >= 2); /* the row maximum's and the row sum's */
+  check_samples(w->func, t, s, n, 1, true);
+  ts_design_spaces_free(s, n);
+  ts_workload_free(w);
+  /* a matmul (reuse) never gets it */
+  w = tu_workload("matmul M=128 N=128 K=256");
+  OK(ts_space_generate(w->func, t, NULL, &s, &n, &err));
+  for (int i = 0; i < n; i++) assert_null(strstr(s[i].name, "rfactor_vector"));
+  ts_design_spaces_free(s, n);
+  ts_workload_free(w);
+  ts_target_free(t);
+}
+
 static void test_conv_pad_compute_location(void **state) {
   (void)state;
   ts_workload *w =
@@ -463,6 +507,7 @@ int main(void) {
       cmocka_unit_test(test_matmul_spaces),
       cmocka_unit_test(test_read_cache_compacted),
       cmocka_unit_test(test_other_workloads),
+      cmocka_unit_test(test_rfactor_vector),
       cmocka_unit_test(test_conv_pad_compute_location),
       cmocka_unit_test(test_no_tensorize_without_match),
       cmocka_unit_test(test_amx_variant_compiles),
