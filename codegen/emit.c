@@ -800,6 +800,28 @@ static void emit_vnni_dot(emitter *e, LLVMValueRef *a) {
   if (r) LLVMSetAlignment(LLVMBuildStore(e->b, r, a[0]), 4);
 }
 
+/* tessera.vnni_s8_dot_16x4(&C int32[16], &A int8[4], &B int8[16][4]):
+ * C[j] += sum_k A[k] * B[j][k] with both operands signed. vpdpbusd takes
+ * an unsigned left operand, so A is biased to A + 128 (its sign bit
+ * flipped) and the bias times the row sums of B, 128 * sum_k B[j][k]
+ * (vpdpbusd of 0x80 bytes with B), is subtracted: exact in int32. */
+static void emit_vnni_s8_dot(emitter *e, LLVMValueRef *a) {
+  if (!need_feature(e, "tessera.vnni_s8_dot_16x4", "avx512vnni")) return;
+  LLVMTypeRef v16 = LLVMVectorType(i32t(e), 16);
+  LLVMValueRef bias = splat(e, LLVMConstInt(i32t(e), 0x80808080u, 0), 16);
+  LLVMValueRef c = load_vec(e, v16, a[0], 4);
+  LLVMValueRef av =
+      LLVMBuildXor(e->b, splat(e, load_vec(e, i32t(e), a[1], 1), 16), bias, "");
+  LLVMValueRef bv = load_vec(e, v16, a[2], 1);
+  LLVMValueRef dot[3] = {c, av, bv};
+  LLVMValueRef r = call_fixed(e, "llvm.x86.avx512.vpdpbusd.512", dot, 3);
+  LLVMValueRef comp[3] = {LLVMConstNull(v16), bias, bv};
+  LLVMValueRef k = call_fixed(e, "llvm.x86.avx512.vpdpbusd.512", comp, 3);
+  if (r && k)
+    LLVMSetAlignment(LLVMBuildStore(e->b, LLVMBuildSub(e->b, r, k, ""), a[0]),
+                     4);
+}
+
 /* tessera.avx512bf16_dot_16x2(&C float32[16], &A bfloat16[2],
  * &B bfloat16[16][2]): C[j] += A[0] B[j][0] + A[1] B[j][1] (vdpbf16ps). */
 static void emit_bf16_dot(emitter *e, LLVMValueRef *a) {
@@ -985,11 +1007,10 @@ static LLVMValueRef emit_target_intrinsic(emitter *e, ts_expr *x) {
   static const struct {
     const char *name;
     int n_args;
-  } tensor[] = {{"tessera.vnni_dot_16x4", 3},
-                {"tessera.avx512bf16_dot_16x2", 3},
-                {"tessera.amx_bf16_gemm", 7},
-                {"tessera.amx_int8_gemm", 7},
-                {"tessera.mma_m16n8k16", 6}};
+  } tensor[] = {
+      {"tessera.vnni_dot_16x4", 3}, {"tessera.avx512bf16_dot_16x2", 3},
+      {"tessera.amx_bf16_gemm", 7}, {"tessera.amx_int8_gemm", 7},
+      {"tessera.mma_m16n8k16", 6},  {"tessera.vnni_s8_dot_16x4", 3}};
   for (size_t i = 0; i < sizeof tensor / sizeof tensor[0]; i++) {
     if (strcmp(name, tensor[i].name)) continue;
     if (n != tensor[i].n_args) {
@@ -1012,8 +1033,10 @@ static LLVMValueRef emit_target_intrinsic(emitter *e, ts_expr *x) {
       emit_bf16_dot(e, args);
     else if (i == 2 || i == 3)
       emit_amx_gemm(e, x, args, i == 3);
-    else
+    else if (i == 4)
       emit_mma(e, x, args);
+    else
+      emit_vnni_s8_dot(e, args);
     return LLVMConstInt(reg_type(e, t), 0, 0);
   }
   emit_fail(e, TS_EUNSUPPORTED,

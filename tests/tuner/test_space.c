@@ -287,10 +287,13 @@ static void test_no_tensorize_without_match(void **state) {
       ts_design_space *s = NULL;
       int n = 0;
       OK(ts_space_generate(w->func, targets[k], NULL, &s, &n, &err));
-      /* int8 x int8 matmul matches the AMX int8 tile only */
-      bool amx_int8 = k == 0 && strstr(specs[i], "int8");
-      if (amx_int8) {
-        assert_true(has_space(s, n, "amx_int8_16x16x64"));
+      /* int8 x int8 matmul matches the AMX int8 tile and the signed VNNI
+       * dot, never the unsigned-A VNNI dot */
+      bool int8 = strstr(specs[i], "int8") != NULL;
+      if (int8) {
+        assert_int_equal(has_space(s, n, "amx_int8_16x16x64"), k == 0);
+        assert_int_equal(has_space(s, n, "avx512_vnni_s8_16x4"),
+                         ts_target_has_feature(targets[k], "avx512vnni"));
         assert_false(has_space(s, n, "avx512_vnni_16x4"));
       } else {
         assert_false(any_intrin(s, n));
@@ -413,6 +416,32 @@ static void test_vnni_variant(void **state) {
   ts_target_free(t);
 }
 
+/* A signed int8 matmul (both operands int8, as the operator library
+ * builds it) gets the signed VNNI variant, whose samples compute the
+ * exact result (the bias of A compensated). */
+static void test_vnni_s8_variant(void **state) {
+  (void)state;
+  ts_target *t = host();
+  ts_workload *w = tu_workload("matmul M=32 N=64 K=64 dtype=int8");
+  assert_non_null(w);
+  ts_design_space *s = NULL;
+  int n = 0;
+  ts_error err;
+  OK(ts_space_generate(w->func, t, NULL, &s, &n, &err));
+  bool vnni = ts_target_has_feature(t, "avx512vnni");
+  assert_int_equal(has_space(s, n, "avx512_vnni_s8_16x4"), vnni);
+  assert_false(has_space(s, n, "avx512_vnni_16x4")); /* that one is uint8 A */
+  if (vnni && ts_rt_cpu_has("avx512vnni") == 1)
+    for (int i = 0; i < n; i++)
+      if (s[i].intrin[0]) {
+        ts_design_space one = s[i];
+        check_samples(w->func, t, &one, 1, 3, true);
+      }
+  ts_design_spaces_free(s, n);
+  ts_workload_free(w);
+  ts_target_free(t);
+}
+
 static const char custom_rule[] =
     "{\"version\": 1, \"instructions\": ["
     "{\"kind\": \"get_block\", \"inputs\": [], \"attrs\": [\"C\"], "
@@ -513,6 +542,7 @@ int main(void) {
       cmocka_unit_test(test_amx_variant_compiles),
       cmocka_unit_test(test_bf16_dot_variant_runs),
       cmocka_unit_test(test_vnni_variant),
+      cmocka_unit_test(test_vnni_s8_variant),
       cmocka_unit_test(test_custom_rule),
       cmocka_unit_test(test_record_json),
   };
