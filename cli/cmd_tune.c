@@ -34,7 +34,8 @@ static const char tune_usage[] =
     "                    [--task-scheduler gradient|round-robin]\n"
     "                    [--rule BLOCK=TRACE.json] [--no-tensorize]\n"
     "                    [--batch N] [--population N] [--threads N]\n"
-    "                    [--timeout-ms N] [--quiet] [--log FILE] [--json]\n"
+    "                    [--timeout-ms N] [--build-timeout-ms N]\n"
+    "                    [--quiet] [--log FILE] [--json]\n"
     "                    [--no-summary-measure] [--compare-models]\n"
     "\n"
     "Tunes the workloads' schedules: builds design spaces, searches them\n"
@@ -70,6 +71,9 @@ static const char tune_usage[] =
     "  --threads N         threads of the measured kernels (default: the\n"
     "                      target's cores)\n"
     "  --timeout-ms N      time limit per candidate (default: adaptive)\n"
+    "  --build-timeout-ms N  time limit of one candidate's compile, in a\n"
+    "                      separate process (default 60000; 0: in this\n"
+    "                      process, no limit)\n"
     "  --quiet             no task table or progress output\n"
     "  --log FILE          JSON Lines, one line per measured candidate\n"
     "  --json              the final summary as one JSON object on stdout\n"
@@ -582,6 +586,11 @@ int cmd_tune(int argc, char **argv) {
       NEED("--timeout-ms");
       rc = int_option("--timeout-ms", val, 100, 3600000, &v);
       o.measure.timeout_ms = (int)v;
+    } else if (cli_opt_value(argc, argv, &i, "--build-timeout-ms", &val,
+                             &missing)) {
+      NEED("--build-timeout-ms");
+      rc = int_option("--build-timeout-ms", val, 0, 86400000, &v);
+      o.build_timeout_ms = (int)v;
     } else if (cli_opt_value(argc, argv, &i, "--log", &val, &missing)) {
       NEED("--log");
       a.log = val;

@@ -44,6 +44,7 @@ ts_tune_options ts_tune_defaults(void) {
   o.measure.eval.min_repeat_ms = 10;
   o.measure.eval.warmup = 0;
   o.measure.timeout_ms = 0;
+  o.build_timeout_ms = 60000;
   o.measure.threads = 0;
   o.output.out = stdout;
   return o;
@@ -478,35 +479,21 @@ static int setup_task(job *j, int i, const ts_tune_task *spec,
  * One round
  * ======================================================================== */
 
-typedef struct build_job {
+typedef struct feat_job {
   job *j;
   cand **v;
-  ts_artifact **art;
-  char (*why)[TS_MEASURE_ERROR_MAX];
-  bool features;
-} build_job;
+} feat_job;
 
-static void build_one(void *ctx, int i, int worker) {
+/* Features of a built candidate, for the cost model's update. */
+static void feat_one(void *ctx, int i, int worker) {
   (void)worker;
-  build_job *b = ctx;
-  ts_error err;
-  ts_error_clear(&err);
-  ts_build_result br;
-  memset(&br, 0, sizeof br);
-  if (ts_build(ts_sched_func(b->v[i]->c.sched), b->j->target, NULL, &br,
-               &err)) {
-    snprintf(b->why[i], TS_MEASURE_ERROR_MAX, "build failed: %.1000s", err.msg);
-  } else {
-    b->art[i] = ts_artifact_retain(br.artifact);
-  }
-  ts_build_result_clear(&br);
+  feat_job *b = ctx;
   cand *c = b->v[i];
-  if (b->features && !c->have_feat && !c->feat_failed) {
-    if (ts_cm_extract(ts_sched_func(c->c.sched), b->j->target, &c->feat, NULL))
-      c->feat_failed = true;
-    else
-      c->have_feat = true;
-  }
+  if (c->have_feat || c->feat_failed) return;
+  if (ts_cm_extract(ts_sched_func(c->c.sched), b->j->target, &c->feat, NULL))
+    c->feat_failed = true;
+  else
+    c->have_feat = true;
 }
 
 static double median_of(const double *v, int n) {
@@ -588,10 +575,17 @@ static int run_round(job *j, int ti) {
   t0 = tuner_now();
   ts_artifact **art = calloc((size_t)n, sizeof *art);
   char(*why)[TS_MEASURE_ERROR_MAX] = calloc((size_t)n, TS_MEASURE_ERROR_MAX);
-  build_job bj = {j, v, art, why, t->model != NULL};
   int threads = j->o->build_threads > 0 ? j->o->build_threads
                                         : (int)sysconf(_SC_NPROCESSORS_ONLN);
-  tuner_parallel(threads, n, build_one, &bj);
+  const ts_func **fs = calloc((size_t)n, sizeof *fs);
+  for (int i = 0; i < n; i++) fs[i] = ts_sched_func(v[i]->c.sched);
+  tuner_build_batch(fs, n, j->target, threads, j->o->build_timeout_ms, art,
+                    why);
+  free(fs);
+  if (t->model) {
+    feat_job fj = {j, v};
+    tuner_parallel(threads, n, feat_one, &fj);
+  }
   j->build_s += tuner_now() - t0;
   /* measure: nothing else runs meanwhile */
   t0 = tuner_now();
@@ -733,6 +727,11 @@ static int check_options(const ts_tune_options *o, const ts_tune_task *tasks,
                   (long long)o->trials);
   if (o->trials_per_task < 0)
     return TS_ERR(err, TS_EINVAL, "tune: --trials-per-task must be >= 0");
+  if (o->build_timeout_ms < 0)
+    return TS_ERR(err, TS_EINVAL,
+                  "tune: --build-timeout-ms must be >= 0 (0: no limit), got "
+                  "%d",
+                  o->build_timeout_ms);
   if (strcmp(o->cost_model, "xgb") && strcmp(o->cost_model, "random"))
     return TS_ERR(err, TS_EINVAL,
                   "tune: unknown cost model '%s' (xgb or random)",

@@ -308,6 +308,10 @@ typedef struct ts_tune_options {
                                   1 s, at most 10 s) */
   int build_threads;           /* parallel builds (0: the target's cores or
                                   the online cores) */
+  int build_timeout_ms;        /* time limit of one candidate's build (60 s);
+                                  builds run in forked processes so a hung
+                                  or crashing compile fails alone (0: in
+                                  this process, no limit) */
   volatile sig_atomic_t *stop; /* set (by a signal handler) to stop after
                                   the batch in flight; may be NULL */
   ts_tune_output output;

@@ -153,12 +153,64 @@ static void test_space_share(void **state) {
   ts_workload_free(w);
 }
 
+/* The batch builder: built in child processes, sampled candidates give
+ * the same objects as built in this process; a limit no compile meets
+ * fails every one with the reason. */
+static void test_build_batch(void **state) {
+  (void)state;
+  ts_workload *w = tu_workload("matmul M=32 N=48 K=64");
+  ts_target *t = NULL;
+  ts_error err;
+  OK(ts_target_host(&t, &err));
+  ts_design_space *sp = NULL;
+  int n = 0;
+  OK(ts_space_generate(w->func, t, NULL, &sp, &n, &err));
+  enum { N = 5 };
+  ts_candidate c[N];
+  const ts_func *f[N];
+  for (int i = 0; i < N; i++) {
+    OK(ts_candidate_sample(&sp[i % n], i % n, w->func, t, 40 + (uint64_t)i,
+                           &c[i], &err));
+    f[i] = ts_sched_func(c[i].sched);
+  }
+  ts_artifact *forked[N], *inproc[N], *late[N];
+  char why[N][TS_MEASURE_ERROR_MAX];
+  tuner_build_batch(f, N, t, 2, 60000, forked, why);
+  for (int i = 0; i < N; i++) {
+    if (!forked[i]) printf("%s\n", why[i]);
+    assert_non_null(forked[i]);
+  }
+  tuner_build_batch(f, N, t, 2, 0, inproc, why);
+  for (int i = 0; i < N; i++) {
+    assert_non_null(inproc[i]);
+    assert_int_equal(forked[i]->kind, inproc[i]->kind);
+    assert_string_equal(forked[i]->entry, inproc[i]->entry);
+    assert_int_equal(forked[i]->n_args, inproc[i]->n_args);
+    assert_memory_equal(forked[i]->args, inproc[i]->args,
+                        sizeof(ts_artifact_arg) * (size_t)inproc[i]->n_args);
+    assert_int_equal(forked[i]->n_bytes, inproc[i]->n_bytes);
+    assert_memory_equal(forked[i]->bytes, inproc[i]->bytes, inproc[i]->n_bytes);
+    ts_artifact_release(forked[i]);
+    ts_artifact_release(inproc[i]);
+  }
+  tuner_build_batch(f, N, t, 2, 1, late, why);
+  for (int i = 0; i < N; i++) {
+    assert_null(late[i]);
+    assert_non_null(strstr(why[i], "build timed out"));
+  }
+  for (int i = 0; i < N; i++) ts_candidate_clear(&c[i]);
+  ts_design_spaces_free(sp, n);
+  ts_target_free(t);
+  ts_workload_free(w);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_round_robin),
       cmocka_unit_test(test_gradient),
       cmocka_unit_test(test_names_and_defaults),
       cmocka_unit_test(test_space_share),
+      cmocka_unit_test(test_build_batch),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

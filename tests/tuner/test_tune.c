@@ -5,7 +5,7 @@
  * twice, and its best trace replays to a function whose output matches
  * the reference interpreter; re-running the job continues the trial count
  * (and retrains the cost model past its threshold); a task whose space
- * runs dry stops early.
+ * runs dry stops early; a build over its time limit fails alone.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include <cjson/cJSON.h>
+#include <dirent.h>
 #include <math.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -128,6 +129,75 @@ static void test_early_stop(void **state) {
   ts_runner_destroy(runner);
 }
 
+/* Processes whose parent is this one (zombies included). */
+static int count_children(void) {
+  DIR *d = opendir("/proc");
+  assert_non_null(d);
+  int n = 0;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    char path[300], buf[512];
+    snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
+    FILE *f = fopen(path, "r");
+    if (!f) continue;
+    size_t len = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[len] = 0;
+    const char *rp = strrchr(buf, ')'); /* after the command name */
+    char st;
+    int ppid;
+    if (rp && sscanf(rp + 1, " %c %d", &st, &ppid) == 2 && ppid == getpid())
+      n++;
+  }
+  closedir(d);
+  return n;
+}
+
+/* Builds run in child processes under a time limit: with a limit no
+ * compile can meet, every candidate is a build_error that says so, the
+ * job still measures its budget and finishes, and nothing is left
+ * running. */
+static void test_build_timeout(void **state) {
+  (void)state;
+  ts_runner *runner = NULL;
+  ts_error err;
+  OK(ts_runner_embedded_create(NULL, &runner, &err));
+  ts_db *db = open_db("build_timeout.db");
+  ts_workload *w = tu_workload("matmul M=32 N=48 K=64");
+  ts_tune_task task = task_of(w);
+  ts_tune_options o = small_options();
+  o.job_name = "slow-builds";
+  o.trials = 8;
+  o.build_timeout_ms = 1;
+  ts_tune_result r;
+  int children = count_children();
+  int rc = ts_tune(db, runner, &task, 1, &o, &r, &err);
+  if (rc) printf("%s\n", err.msg);
+  OK(rc);
+  assert_int_equal(r.state, TS_DB_JOB_FINISHED);
+  assert_int_equal(r.trials_done, 8);
+  assert_int_equal(r.tasks[0].by_status[TS_DB_STATUS_BUILD_ERROR], 8);
+  ts_db_record *rec = NULL;
+  int n = 0;
+  OK(ts_db_records_of(db, r.tasks[0].workload_id, "llvm", &rec, &n));
+  assert_int_equal(n, 8);
+  for (int i = 0; i < n; i++) {
+    assert_int_equal(rec[i].status, TS_DB_STATUS_BUILD_ERROR);
+    assert_non_null(strstr(rec[i].error, "build timed out"));
+  }
+  ts_db_records_free(rec, n);
+  /* every build process was killed and reaped */
+  assert_int_equal(count_children(), children);
+  ts_tune_result_clear(&r);
+  /* a bad limit is refused up front */
+  o.build_timeout_ms = -1;
+  assert_int_equal(ts_tune(db, runner, &task, 1, &o, &r, &err), TS_EINVAL);
+  assert_non_null(strstr(err.msg, "--build-timeout-ms"));
+  ts_workload_free(w);
+  ts_db_close(db);
+  ts_runner_destroy(runner);
+}
+
 static int setup(void **state) {
   (void)state;
   snprintf(dir, sizeof dir, "/tmp/ts-tune-test-XXXXXX");
@@ -145,6 +215,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_end_to_end_and_resume),
       cmocka_unit_test(test_early_stop),
+      cmocka_unit_test(test_build_timeout),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
