@@ -98,7 +98,8 @@ typedef struct tiles {
 /* Splits every loop of block `name` by `structure` (each loop binding
  * spatial iters into the S levels, each binding reduce iters into the R
  * levels, with sample_perfect_tile decisions, the innermost factor at most
- * max_inner; loops of extent 1 and loops binding nothing stay outside, in
+ * max_inner; reduce loops of extent 1 open the first R level unsplit;
+ * other loops of extent 1 and loops binding nothing stay outside, in
  * front) and reorders the loops level by level; the loops in inner[0,
  * n_inner) are left unsplit and placed innermost in that order. On failure
  * the schedule may hold part of the work: the caller drops the state. */

@@ -137,12 +137,18 @@ int tile_block(ts_sched *s, const char *name, const char *structure,
     if (binds[i] == (BIND_SPATIAL | BIND_REDUCE)) return TS_ESCHEDULE;
   }
   bool any = false;
+  ts_rv unit_reduce[MAX_LOOPS];
+  int n_unit_reduce = 0;
   for (int i = 0; i < nl; i++) {
     bool kept = false;
     for (int k = 0; k < n_inner; k++)
       kept |= ts_sched_rv_loop(s, inner[k]) == ts_sched_rv_loop(s, loops[i]);
     if (kept) continue;
     int64_t ext = rv_extent(s, loops[i]);
+    if (ext <= 1 && binds[i] == BIND_REDUCE && nr > 0) {
+      unit_reduce[n_unit_reduce++] = loops[i];
+      continue;
+    }
     if (ext <= 1 || binds[i] == 0) {
       out->outer[out->n_outer++] = loops[i];
       continue;
@@ -165,6 +171,16 @@ int tile_block(ts_sched *s, const char *name, const char *structure,
     any = true;
   }
   if (!any) return TS_ESCHEDULE;
+  /* Reduce loops of one iteration (a 1x1 kernel's rh, rw) open the first R
+   * level: above the spatial tiles they would stop the outer spatial loops
+   * from forming the parallel chain. */
+  if (n_unit_reduce) {
+    int lv = (int)(strchr(structure, 'R') - structure);
+    memmove(&out->level[lv][n_unit_reduce], &out->level[lv][0],
+            sizeof(ts_rv) * (size_t)out->n_level[lv]);
+    memcpy(&out->level[lv][0], unit_reduce, sizeof(ts_rv) * n_unit_reduce);
+    out->n_level[lv] += n_unit_reduce;
+  }
   ts_rv order[MAX_LOOPS * 4];
   int no = 0;
   for (int i = 0; i < out->n_outer; i++) order[no++] = out->outer[i];

@@ -8,7 +8,8 @@
  * matches (bf16 matmul -> AVX512-BF16 here and AMX on an AMX target, a
  * uint8 x int8 matmul -> VNNI) and never for a block without a match (fp32
  * matmul, even on an AMX target); tensorized candidates compute the right
- * result. Custom rules replace the default rules of their block.
+ * result. Custom rules replace the default rules of their block. A 1x1
+ * convolution's unit kernel loops leave its spatial tiles parallel.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -241,6 +242,40 @@ static void test_rfactor_vector(void **state) {
   w = tu_workload("matmul M=128 N=128 K=256");
   OK(ts_space_generate(w->func, t, NULL, &s, &n, &err));
   for (int i = 0; i < n; i++) assert_null(strstr(s[i].name, "rfactor_vector"));
+  ts_design_spaces_free(s, n);
+  ts_workload_free(w);
+  ts_target_free(t);
+}
+
+/* A 1x1 convolution's kernel loops (reduce loops of one iteration) do not
+ * stop the outer spatial tiles from running in parallel: they used to sit
+ * above every tile, so no sample had a parallel loop. Now many samples do
+ * (a sample whose outer tiles are all 1 cannot), and all compute the right
+ * result. */
+static void test_unit_reduce_loops_parallel(void **state) {
+  (void)state;
+  ts_workload *w =
+      tu_workload("conv2d_nhwc N=1 H=14 W=14 CI=32 CO=64 KH=1 KW=1");
+  ts_target *t = host();
+  ts_design_space *s = NULL;
+  int n = 0;
+  ts_error err;
+  OK(ts_space_generate(w->func, t, NULL, &s, &n, &err));
+  assert_true(n >= 3);
+  int sampled = 0, parallel = 0;
+  for (int i = 0; i < n; i++)
+    for (int k = 0; k < 4; k++) {
+      ts_candidate c;
+      OK(ts_candidate_sample(&s[i], i, w->func, t, 30 + (uint64_t)k, &c, &err));
+      char *text = ts_func_print(ts_sched_func(c.sched));
+      sampled++;
+      parallel += strstr(text, ") parallel {") != NULL;
+      free(text);
+      ts_candidate_clear(&c);
+    }
+  printf("%d of %d samples have a parallel loop\n", parallel, sampled);
+  assert_true(4 * parallel >= sampled);
+  check_samples(w->func, t, s, n, 1, true);
   ts_design_spaces_free(s, n);
   ts_workload_free(w);
   ts_target_free(t);
@@ -537,6 +572,7 @@ int main(void) {
       cmocka_unit_test(test_read_cache_compacted),
       cmocka_unit_test(test_other_workloads),
       cmocka_unit_test(test_rfactor_vector),
+      cmocka_unit_test(test_unit_reduce_loops_parallel),
       cmocka_unit_test(test_conv_pad_compute_location),
       cmocka_unit_test(test_no_tensorize_without_match),
       cmocka_unit_test(test_amx_variant_compiles),
