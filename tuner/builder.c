@@ -314,20 +314,23 @@ static void build_forked(const ts_func *const *f, int n, const ts_target *t,
       slot *sl = &s[who[p]];
       int i = sl->index;
       bool lost = false;
-      if (pr > 0 && (pf[p].revents & (POLLIN | POLLHUP | POLLERR))) {
-        if (slot_answer(sl, now + limit, art, why)) {
-          int ws = slot_reap(sl, true);
-          death_note(ws, why[i], TS_MEASURE_ERROR_MAX);
-          lost = true;
-        }
-        done++;
-      } else if (now >= sl->since + limit) {
+      /* the limit first: an answer found only after it counts as late
+       * (the parent may have been descheduled, but the limit is judged
+       * the same way for every candidate) */
+      if (now >= sl->since + limit) {
         slot_reap(sl, true);
         snprintf(why[i], TS_MEASURE_ERROR_MAX,
                  "build timed out after %.0f s (the limit is %d ms: "
                  "--build-timeout-ms)",
                  now - sl->since, timeout_ms);
         lost = true;
+        done++;
+      } else if (pr > 0 && (pf[p].revents & (POLLIN | POLLHUP | POLLERR))) {
+        if (slot_answer(sl, now + limit, art, why)) {
+          int ws = slot_reap(sl, true);
+          death_note(ws, why[i], TS_MEASURE_ERROR_MAX);
+          lost = true;
+        }
         done++;
       } else {
         continue;

@@ -183,6 +183,8 @@ static void test_build_timeout(void **state) {
   assert_int_equal(n, 8);
   for (int i = 0; i < n; i++) {
     assert_int_equal(rec[i].status, TS_DB_STATUS_BUILD_ERROR);
+    if (!strstr(rec[i].error, "build timed out"))
+      printf("record %d: %s\n", i, rec[i].error);
     assert_non_null(strstr(rec[i].error, "build timed out"));
   }
   ts_db_records_free(rec, n);
