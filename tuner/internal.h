@@ -67,6 +67,11 @@ typedef struct gen_state {
   char intrin[48];
   char tiled[MAX_BLOCKS][64]; /* blocks a tiling rule handled */
   int n_tiled;
+  /* the sampled thread count the state's cross-thread reductions computed
+   * in a consumer's thread block share with it (GPU; valid when
+   * gpu_threads_reduce > 0, the reduction extent it was sampled for) */
+  ts_rv gpu_threads;
+  int64_t gpu_threads_reduce;
 } gen_state;
 
 typedef struct gen {

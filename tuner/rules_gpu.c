@@ -1,20 +1,32 @@
 /*
  * rules_gpu.c — the design-space rules of cuda targets:
- *  - multi-level tiling SSSRRSRS: the loops of the three spatial levels
- *    bound to blockIdx.x/y/z, vthread and threadIdx.x/y/z (one axis per
- *    loop, so bound indices stay linear); its output written through a
- *    local (register) cache at the thread level; in one variant its inputs
- *    read through shared-memory caches computed at the outer reduction
- *    level (the copy loops bound to the threads by the cooperative-fetch
- *    postprocessor, with a sampled vector length of 1..16), in another
- *    read from global memory directly;
+ *  - multi-level tiling SSSRRSRS of reductions with reuse (a read misses a
+ *    spatial iter var, as A[i, k] of a matmul misses j): the loops of the
+ *    three spatial levels bound to blockIdx.x/y/z, vthread and
+ *    threadIdx.x/y/z (one axis per loop, so bound indices stay linear); its
+ *    output written through a local (register) cache at the thread level;
+ *    in one variant its inputs read through shared-memory caches computed
+ *    at the outer reduction level (the copy loops bound to the threads by
+ *    the cooperative-fetch postprocessor, with a sampled vector length of
+ *    1..16), in another read from global memory directly;
  *  - the tensor-core variant for fp16/bf16 matmul-like blocks on sm_80 and
  *    newer: m16n8k16 tiles innermost, the outer tiles bound to blockIdx.x
  *    and threadIdx.y (one warp per tile row), tensorized onto mma.sync;
  *  - cross-thread reduction for reductions without reuse (row sums, row
- *    maxima): the reduction split by a sampled thread count, the inner part
- *    factored out (rfactor) into a shared buffer of partial results, one
- *    per thread;
+ *    maxima, layer_norm's centred square sums): the reduction split by a
+ *    sampled thread count dividing it, the inner part factored out
+ *    (rfactor) into a shared buffer of partial results, one per thread,
+ *    bound to threadIdx.x, and the final reduction of the partials run by
+ *    every thread of the block into registers. A reduction other stages
+ *    read is computed at the blockIdx loop of its consumers' thread block
+ *    (MetaSchedule's fusion of a cross-thread reduction into its
+ *    consumer): the loop enclosing them when an earlier application bound
+ *    them (rules run consumers first: softmax's row sum binds the
+ *    normalization, then the row maximum joins them), else its only
+ *    consumer's nest, bound here (the rows it reads on blockIdx.x, the
+ *    rest split by the same thread count onto threadIdx.x). A reduction
+ *    writing the workload's output gets a nest of its own on blockIdx.x;
+ *    an intermediate one with no such consumers gets no variant;
  *  - auto-bind of the blocks no rule bound: the outer spatial loops fused
  *    and split over blockIdx.x / threadIdx.x by a sampled thread count.
  * Per-block limits (threads, shared memory, registers) are checked by the
@@ -26,16 +38,58 @@
  * the threads) and lowering inserts the __syncthreads barriers
  * (codegen/lower_sync.c); the cross-thread reduction's final sum, which
  * every thread of the block runs, accumulates in registers and every
- * thread stores the same value. tests/tuner/test_gpu.c runs sampled
- * candidates in the interpreter's GPU mode (ts_interp_run_gpu) against the
- * reference. Workloads of several stages (softmax) remain wrong on a
- * device: their intermediate results live in per-thread buffers
- * (docs/tuning.md, "GPU").
+ * thread stores the same value. The code generator runs the whole function
+ * as one kernel and allocates intermediate buffers per thread, so a stage
+ * may only read what the same thread wrote: the fusion above gives every
+ * reading thread the reduction's result. tests/tuner/test_gpu.c runs
+ * sampled candidates in the interpreter's GPU mode (ts_interp_run_gpu)
+ * against the reference.
  */
 #include "tuner/internal.h"
 
 #include <stdio.h>
 #include <string.h>
+
+/* Loads in a block body: whether one misses a spatial iter var. */
+typedef struct spatial_reuse {
+  const ts_block *b;
+  const ts_buffer *out; /* the written buffer (skipped) */
+  bool reuse;
+} spatial_reuse;
+
+static void spatial_reuse_load(void *ctx, ts_expr *e) {
+  spatial_reuse *c = ctx;
+  if (ts_expr_kind_of(e) != TS_EXPR_LOAD || ts_expr_buffer(e) == c->out) return;
+  for (int i = 0; i < ts_block_n_iters(c->b); i++) {
+    int64_t ext = 0;
+    ts_expr_is_const_int(ts_block_iter_dom(c->b, i).extent, &ext);
+    if (ext <= 1 || ts_block_iter_kind(c->b, i) != TS_ITER_SPATIAL) continue;
+    bool used = false;
+    for (int k = 0; k < ts_expr_n_operands(e) && !used; k++)
+      used = expr_uses_var(ts_expr_operand(e, k), ts_block_iter_var(c->b, i));
+    if (!used) c->reuse = true;
+  }
+}
+
+static void spatial_reuse_expr(void *ctx, ts_expr *e) {
+  ts_expr_walk(e, spatial_reuse_load, ctx);
+}
+
+/* Whether the GPU tiles a reduction block (else it is a cross-thread
+ * reduction): some buffer it reads, its output aside, is indexed without
+ * one of its spatial iter vars (A[i, k] of a matmul misses j), so threads
+ * of a tile share loads. Unlike block_has_reuse, reduce iter vars do not
+ * count, as in MetaSchedule's NeedsMultiLevelTiling: a row reduction that
+ * also reads a per-row value (layer_norm's centred square sum reads the
+ * row's mean) shares nothing between the threads of a tile. */
+static bool gpu_needs_tiling(const ts_stmt *realize) {
+  const ts_block *b = ts_realize_block(realize);
+  spatial_reuse c = {b, NULL, false};
+  if (ts_block_n_writes(b) == 1) c.out = ts_block_write(b, 0)->buffer;
+  ts_visitor v = {NULL, NULL, spatial_reuse_expr, &c};
+  ts_stmt_walk(ts_block_body(b), &v);
+  return c.reuse;
+}
 
 /* Binds the loops of one tile level to a thread-axis family, one axis per
  * loop (x innermost) so the bound indices stay linear: "blockIdx" and
@@ -187,7 +241,7 @@ static int mma_variant(const gen *g, gen_state *st, const char *name,
 int rule_gpu_tiling(const gen *g, const gen_state *st, const char *block,
                     gen_state *out, int cap) {
   const ts_stmt *r = ts_func_find_block(ts_sched_func(st->s), block);
-  if (!r || !block_is_reduction(ts_realize_block(r)) || !block_has_reuse(r))
+  if (!r || !block_is_reduction(ts_realize_block(r)) || !gpu_needs_tiling(r))
     return 0;
   int n = 0;
   gen_state v;
@@ -231,7 +285,8 @@ int rule_gpu_tiling(const gen *g, const gen_state *st, const char *block,
   return n;
 }
 
-/* Thread counts sampled by cross-thread reduction and auto-bind. */
+/* Thread counts sampled by auto-bind: powers of two from 32 to the
+ * target's limit. */
 static int sample_threads(ts_sched *s, int64_t max_threads, ts_rv *out) {
   int64_t c[8];
   double p[8];
@@ -243,8 +298,166 @@ static int sample_threads(ts_sched *s, int64_t max_threads, ts_rv *out) {
   return ts_sched_sample_categorical(s, c, p, n, out);
 }
 
-static int cross_thread(const gen *g, gen_state *st, const char *name) {
+/* Thread counts sampled by cross-thread reduction: the powers of two from
+ * 32 to the target's limit that divide the reduction's extent (rfactor
+ * refuses the predicate a ragged split would add). TS_ESCHEDULE when there
+ * is none. */
+static int sample_reduce_threads(ts_sched *s, int64_t max_threads,
+                                 int64_t reduce, ts_rv *out) {
+  int64_t c[8];
+  double p[8];
+  int n = 0;
+  for (int64_t t = 32; t <= 1024 && t <= max_threads && n < 8; t *= 2)
+    if (reduce % t == 0) c[n++] = t;
+  if (n == 0) return TS_ESCHEDULE;
+  for (int i = 0; i < n; i++) p[i] = 1.0 / n;
+  return ts_sched_sample_categorical(s, c, p, n, out);
+}
+
+/* Whether loop l of consumer realize rc indexes its reads of the buffer
+ * named `buf` (through an iter var the loop feeds). */
+static bool loop_indexes(const ts_stmt *rc, const ts_stmt *l, const char *buf) {
+  const ts_block *b = ts_realize_block(rc);
+  for (int k = 0; k < ts_block_n_iters(b); k++) {
+    if (!expr_uses_var(ts_realize_value(rc, k), ts_for_var(l))) continue;
+    for (int i = 0; i < ts_block_n_reads(b); i++) {
+      const ts_region *rg = ts_block_read(b, i);
+      if (strcmp(ts_buffer_name(rg->buffer), buf)) continue;
+      for (int d = 0; d < rg->ndim; d++)
+        if (expr_uses_var(rg->ranges[d].min, ts_block_iter_var(b, k)))
+          return true;
+    }
+  }
+  return false;
+}
+
+/* Binds the loop nest of `cons`, the only consumer of a reduction writing
+ * `buf`, not bound yet: its outer loops that index buf (the rows: one
+ * reduction result per thread block) fused onto blockIdx.x, the spatial
+ * loops inside them fused and split by the thread count, the inner part
+ * onto threadIdx.x. *bx gets the blockIdx loop. */
+static int bind_consumer(ts_sched *s, const char *cons, const char *buf,
+                         ts_rv threads, ts_rv *bx) {
+  ts_rv b, loops[MAX_LOOPS];
+  int nl = 0, rc;
+  if ((rc = ts_sched_get_block(s, cons, &b)) ||
+      (rc = ts_sched_get_loops(s, b, loops, MAX_LOOPS, &nl)))
+    return rc;
+  const ts_stmt *r = ts_func_find_block(ts_sched_func(s), cons);
+  if (!r || block_is_reduction(ts_realize_block(r))) return TS_ESCHEDULE;
+  int n_rows = 0, n_prefix = 0;
+  bool rows_done = false;
+  for (int i = 0; i < nl; i++) {
+    const ts_stmt *l = ts_sched_rv_loop(s, loops[i]);
+    if (!l) return TS_ESCHEDULE;
+    int bind = loop_binding(r, l);
+    bool row = loop_indexes(r, l, buf);
+    if (bind & BIND_REDUCE) return TS_ESCHEDULE;
+    if (row && rows_done) return TS_ESCHEDULE; /* rows inside columns */
+    if (!rows_done && (row || rv_extent(s, loops[i]) == 1)) {
+      n_prefix++;
+      n_rows += row;
+      continue;
+    }
+    if (bind != BIND_SPATIAL && rv_extent(s, loops[i]) != 1)
+      return TS_ESCHEDULE;
+    rows_done = true;
+  }
+  if (!n_rows) return TS_ESCHEDULE;
+  if (n_prefix < nl) {
+    ts_rv cols = loops[n_prefix], parts[2];
+    if (nl - n_prefix > 1 &&
+        (rc = ts_sched_fuse(s, loops + n_prefix, nl - n_prefix, &cols)))
+      return rc;
+    ts_rv factors[2] = {TS_RV_NONE, threads};
+    if ((rc = ts_sched_split_rv(s, cols, factors, 2, parts)) ||
+        (rc = ts_sched_bind(s, parts[1], "threadIdx.x")))
+      return rc;
+  }
+  *bx = loops[0];
+  if (n_prefix > 1 && (rc = ts_sched_fuse(s, loops, n_prefix, bx))) return rc;
+  return ts_sched_bind(s, *bx, "blockIdx.x");
+}
+
+/* Where reduction `name` (writing `buf`) is computed in its consumers'
+ * thread block: when some consumer is already under thread loops, the
+ * innermost blockIdx loop enclosing all of them; when none is, the only
+ * consumer's nest, bound by bind_consumer. Returns 1 with *at set and
+ * *cons_name the first consumer, 0 when there is no such loop, or a
+ * negative code (a schedule error). */
+static int fusion_target(ts_sched *s, const char *name, const char *buf,
+                         ts_rv threads, ts_rv *at, char *cons_name,
+                         size_t cap) {
+  ts_rv b, cons[MAX_BLOCKS];
+  int nc = 0, rc;
+  if ((rc = ts_sched_get_block(s, name, &b)) ||
+      (rc = ts_sched_get_consumers(s, b, cons, MAX_BLOCKS, &nc)))
+    return rc;
+  if (nc == 0) return 0;
+  const ts_func *f = ts_sched_func(s);
+  ts_stmt **common = NULL;
+  int n_common = 0;
+  bool bound = false;
+  for (int i = 0; i < nc; i++) {
+    const char *cn = ts_sched_rv_block_name(s, cons[i]);
+    const ts_stmt *r = cn ? ts_func_find_block(f, cn) : NULL;
+    int n = 0;
+    ts_stmt **above = r ? ts_func_loops_above(f, r, true, &n) : NULL;
+    if (!above) {
+      free(common);
+      return TS_ESCHEDULE;
+    }
+    for (int k = 0; k < n; k++)
+      bound |= ts_for_kind_of(above[k]) == TS_FOR_THREAD;
+    if (i == 0) {
+      common = above;
+      n_common = n;
+      continue;
+    }
+    int m = 0;
+    while (m < n_common && m < n && common[m] == above[m]) m++;
+    n_common = m;
+    free(above);
+  }
+  snprintf(cons_name, cap, "%s", ts_sched_rv_block_name(s, cons[0]));
+  if (!bound) {
+    free(common);
+    if (nc != 1) return 0;
+    rc = bind_consumer(s, cons_name, buf, threads, at);
+    return rc ? rc : 1;
+  }
+  const ts_stmt *target = NULL;
+  for (int k = 0; k < n_common; k++)
+    if (ts_for_kind_of(common[k]) == TS_FOR_THREAD &&
+        !strncmp(ts_for_thread_tag(common[k]), "blockIdx", 8))
+      target = common[k];
+  free(common);
+  if (!target) return 0;
+  ts_rv loops[MAX_LOOPS];
+  int nl = 0;
+  if ((rc = ts_sched_get_loops(s, cons[0], loops, MAX_LOOPS, &nl))) return rc;
+  for (int i = 0; i < nl; i++)
+    if (ts_sched_rv_loop(s, loops[i]) == target) {
+      *at = loops[i];
+      return 1;
+    }
+  return TS_ESCHEDULE;
+}
+
+/* The cross-thread reduction of block `name` (spatial loops outside, reduce
+ * loops inside): the reduce loops fused and split by the thread count, the
+ * inner part factored out (rfactor) into a shared buffer of partial results
+ * bound to threadIdx.x, then the final reduction of the partials, run by
+ * every thread of the block into registers. A result other stages read is
+ * computed where fusion_target says (the code generator's per-thread
+ * intermediate buffers need the reading threads to compute it; see the
+ * file comment); without such a place only a reduction writing a parameter
+ * gets the variant, in a nest of its own on blockIdx.x. *fused_at gets the
+ * consumer it is computed with ("" for none). */
+static int cross_thread(const gen *g, gen_state *st, const char *name,
+                        char *fused_at, size_t cap) {
   ts_sched *s = st->s;
+  fused_at[0] = 0;
   ts_rv b, loops[MAX_LOOPS];
   int nl = 0, rc;
   if ((rc = ts_sched_get_block(s, name, &b)) ||
@@ -266,12 +479,35 @@ static int cross_thread(const gen *g, gen_state *st, const char *name) {
     }
   }
   if (!nred || !ns || reduce < 64) return TS_ESCHEDULE;
-  ts_rv fused = red[0], threads, parts[2], rf;
-  if (nred > 1 && (rc = ts_sched_fuse(s, red, nred, &fused))) return rc;
-  ts_rv factors[2] = {TS_RV_NONE, 0};
-  if ((rc = sample_threads(s, ts_target_max_threads_per_block(g->t), &threads)))
+  const ts_block *blk = ts_realize_block(r);
+  if (ts_block_n_writes(blk) != 1) return TS_ESCHEDULE;
+  char out_name[128];
+  snprintf(out_name, sizeof out_name, "%s",
+           ts_buffer_name(ts_block_write(blk, 0)->buffer));
+  bool param = block_writes_param(ts_sched_func(s), blk);
+  /* the thread count: the one of the state's other cross-thread
+   * reductions of this extent (they share a thread block), else sampled */
+  ts_rv threads;
+  int64_t max_threads = ts_target_max_threads_per_block(g->t);
+  if (st->gpu_threads_reduce == reduce) {
+    threads = st->gpu_threads;
+  } else if ((rc = sample_reduce_threads(s, max_threads, reduce, &threads))) {
     return rc;
-  factors[1] = threads;
+  }
+  ts_rv bx = TS_RV_NONE;
+  char cons[128] = "";
+  int fusible =
+      fusion_target(s, name, out_name, threads, &bx, cons, sizeof cons);
+  if (fusible < 0) return fusible;
+  if (!fusible && !param) return TS_ESCHEDULE; /* read per thread elsewhere */
+  if (fusible) {
+    st->gpu_threads = threads;
+    st->gpu_threads_reduce = reduce;
+    snprintf(fused_at, cap, "%s", cons);
+  }
+  ts_rv fused = red[0], parts[2], rf;
+  if (nred > 1 && (rc = ts_sched_fuse(s, red, nred, &fused))) return rc;
+  ts_rv factors[2] = {TS_RV_NONE, threads};
   if ((rc = ts_sched_split_rv(s, fused, factors, 2, parts)) ||
       (rc = ts_sched_rfactor(s, parts[1], 0, &rf)))
     return rc;
@@ -284,58 +520,54 @@ static int cross_thread(const gen *g, gen_state *st, const char *name) {
            ts_buffer_name(ts_block_write(ts_realize_block(rr), 0)->buffer));
   snprintf(rf_name, sizeof rf_name, "%s", rfn);
   if ((rc = ts_sched_set_scope(s, rf, rf_buf, "shared"))) return rc;
-  /* the final block: its spatial loops over the thread blocks */
-  ts_rv fl[MAX_LOOPS], outer[MAX_LOOPS];
-  int nfl = 0, no = 0;
-  if ((rc = ts_sched_get_block(s, name, &b)) ||
-      (rc = ts_sched_get_loops(s, b, fl, MAX_LOOPS, &nfl)))
-    return rc;
-  r = ts_func_find_block(ts_sched_func(s), name);
-  for (int i = 0; i < nfl; i++) {
-    const ts_stmt *l = ts_sched_rv_loop(s, fl[i]);
-    if (!l || loop_binding(r, l) != BIND_SPATIAL) break;
-    outer[no++] = fl[i];
+  if ((rc = ts_sched_get_block(s, name, &b))) return rc;
+  if (fusible) {
+    /* the final reduction into the consumers' thread block */
+    if ((rc = ts_sched_compute_at(s, b, bx))) return rc;
+  } else {
+    /* the final reduction's spatial loops over the thread blocks */
+    ts_rv fl[MAX_LOOPS], outer[MAX_LOOPS];
+    int nfl = 0, no = 0;
+    if ((rc = ts_sched_get_loops(s, b, fl, MAX_LOOPS, &nfl))) return rc;
+    r = ts_func_find_block(ts_sched_func(s), name);
+    for (int i = 0; i < nfl; i++) {
+      const ts_stmt *l = ts_sched_rv_loop(s, fl[i]);
+      if (!l || loop_binding(r, l) != BIND_SPATIAL) break;
+      outer[no++] = fl[i];
+    }
+    if (!no) return TS_ESCHEDULE;
+    bx = outer[0];
+    if (no > 1 && (rc = ts_sched_fuse(s, outer, no, &bx))) return rc;
+    if ((rc = ts_sched_bind(s, bx, "blockIdx.x"))) return rc;
   }
-  if (!no) return TS_ESCHEDULE;
-  ts_rv bx = outer[0];
-  if (no > 1 && (rc = ts_sched_fuse(s, outer, no, &bx))) return rc;
-  if ((rc = ts_sched_bind(s, bx, "blockIdx.x")) ||
-      (rc = ts_sched_compute_at(s, rf, bx)))
-    return rc;
+  if ((rc = ts_sched_compute_at(s, rf, bx))) return rc;
   /* The final reduction runs outside the thread loops, so every thread of
-   * the block runs it: into its own registers, then every thread stores
-   * the same result (accumulating in the output itself would be a
-   * read-modify-write race between the threads). */
-  const ts_buffer *out =
-      ts_block_write(
-          ts_realize_block(ts_func_find_block(ts_sched_func(s), name)), 0)
-          ->buffer;
-  char out_name[128];
-  snprintf(out_name, sizeof out_name, "%s", ts_buffer_name(out));
-  ts_rv cw;
-  if ((rc = ts_sched_get_block(s, name, &b)) ||
-      (rc = ts_sched_cache_write(s, b, out_name, "local", &cw)) ||
-      (rc = ts_sched_reverse_compute_at(s, cw, bx)))
-    return rc;
-  /* the partial sums under it: the thread loop bound to threadIdx.x */
+   * the block runs it, into its own registers: an intermediate result
+   * stays there (each thread reads its own copy); an output is stored by
+   * every thread, the same value (accumulating in the output itself would
+   * be a read-modify-write race between the threads). */
+  if ((rc = ts_sched_get_block(s, name, &b))) return rc;
+  if (!param) {
+    if ((rc = ts_sched_set_scope(s, b, out_name, "local"))) return rc;
+  } else {
+    ts_rv cw;
+    if ((rc = ts_sched_cache_write(s, b, out_name, "local", &cw)) ||
+        (rc = ts_sched_reverse_compute_at(s, cw, bx)))
+      return rc;
+  }
+  /* the partial results' thread loop (the rf block's innermost loop, the
+   * factored one) bound to threadIdx.x */
   ts_rv rl[MAX_LOOPS];
   int nrl = 0;
   if ((rc = ts_sched_get_block(s, rf_name, &rf)) ||
-      (rc = ts_sched_get_loops(s, rf, rl, MAX_LOOPS, &nrl)))
-    return rc;
-  const ts_stmt *rr2 = ts_func_find_block(ts_sched_func(s), rf_name);
-  ts_rv thread_loop = TS_RV_NONE;
-  for (int i = 0; i < nrl; i++) {
-    const ts_stmt *l = ts_sched_rv_loop(s, rl[i]);
-    if (l && ts_for_kind_of(l) == TS_FOR_SERIAL &&
-        loop_binding(rr2, l) == BIND_SPATIAL && rv_extent(s, rl[i]) > 1) {
-      thread_loop = rl[i];
-      break;
-    }
-  }
-  if (thread_loop == TS_RV_NONE ||
-      (rc = ts_sched_bind(s, thread_loop, "threadIdx.x")))
+      (rc = ts_sched_get_loops(s, rf, rl, MAX_LOOPS, &nrl)) || nrl == 0)
     return rc ? rc : TS_ESCHEDULE;
+  const ts_stmt *rr2 = ts_func_find_block(ts_sched_func(s), rf_name);
+  const ts_stmt *tl = ts_sched_rv_loop(s, rl[nrl - 1]);
+  if (!tl || ts_for_kind_of(tl) != TS_FOR_SERIAL ||
+      loop_binding(rr2, tl) != BIND_SPATIAL || rv_extent(s, rl[nrl - 1]) <= 1)
+    return TS_ESCHEDULE;
+  if ((rc = ts_sched_bind(s, rl[nrl - 1], "threadIdx.x"))) return rc;
   state_mark_tiled(st, name);
   state_mark_tiled(st, rf_name);
   return TS_OK;
@@ -346,15 +578,20 @@ int rule_gpu_cross_thread_reduction(const gen *g, const gen_state *st,
                                     int cap) {
   const ts_stmt *r = ts_func_find_block(ts_sched_func(st->s), block);
   if (!r || cap < 2 || !block_is_reduction(ts_realize_block(r)) ||
-      block_has_reuse(r))
+      gpu_needs_tiling(r))
     return 0;
   gen_state v;
   if (state_fork(st, &v, NULL)) return 0;
-  if (cross_thread(g, &v, block)) {
+  char at[128];
+  if (cross_thread(g, &v, block, at, sizeof at)) {
     state_clear(&v);
     return 0;
   }
-  state_append_name(&v, "%s: cross-thread reduction", block);
+  if (at[0])
+    state_append_name(&v, "%s: cross-thread reduction in %s's thread block",
+                      block, at);
+  else
+    state_append_name(&v, "%s: cross-thread reduction", block);
   /* keep the plain state too (auto-bind handles it) */
   gen_state keep;
   if (state_fork(st, &keep, NULL)) {
