@@ -325,6 +325,207 @@ static bool gpu_enter(void *ctx, ts_stmt *st) {
   return true;
 }
 
+/* ---- per-thread buffers ----
+ *
+ * The cuda code generator emits the whole function as one kernel and
+ * allocates every buffer that is neither a parameter nor shared memory per
+ * thread (registers or the thread's stack). Such a buffer carries data only
+ * from a thread to itself: a thread reading an element another thread wrote
+ * reads its own copy, which nobody wrote. The sound static rule checked
+ * here: every blockIdx/threadIdx loop enclosing a write of the buffer
+ * encloses each read of it too (the same loop statement), so the threads
+ * reading an element are the threads that wrote it. A write outside every
+ * thread loop runs in every thread and satisfies it; a write in one
+ * root-level nest read in another (a reduction bound to blockIdx on its own
+ * and its consumer bound elsewhere) does not. vthread loops are ordinary
+ * loops in the kernel and do not count; shared buffers are exempt (the
+ * barrier pass of codegen/lower_sync.c orders their accesses). */
+
+#define MAX_THREAD_NEST 16
+
+typedef struct thread_access {
+  const ts_buffer *buf;
+  bool write;
+  const ts_stmt *loops[MAX_THREAD_NEST]; /* enclosing thread loops, outer
+                                            first */
+  int n_loops;
+} thread_access;
+
+typedef struct private_walk {
+  const ts_buffer **bufs; /* allocated per-thread buffers */
+  int n_bufs, cap_bufs;
+  thread_access *acc;
+  int n_acc, cap_acc;
+  const ts_stmt *stack[MAX_THREAD_NEST]; /* enclosing thread loops */
+  int depth;     /* thread loops entered (may exceed the stack) */
+  bool too_deep; /* more thread loops than the stack holds */
+  bool oom;      /* out of memory */
+} private_walk;
+
+static bool is_private(const private_walk *p, const ts_buffer *b) {
+  for (int i = 0; i < p->n_bufs; i++)
+    if (p->bufs[i] == b) return true;
+  return false;
+}
+
+static void add_access(private_walk *p, const ts_buffer *b, bool write) {
+  if (!is_private(p, b) || p->too_deep || p->oom) return;
+  if (p->depth > MAX_THREAD_NEST) {
+    p->too_deep = true;
+    return;
+  }
+  /* one entry per kind of access and thread-loop nest (an unrolled body
+   * repeats them) */
+  for (int i = 0; i < p->n_acc; i++) {
+    const thread_access *a = &p->acc[i];
+    if (a->buf == b && a->write == write && a->n_loops == p->depth &&
+        !memcmp(a->loops, p->stack, sizeof a->loops[0] * (size_t)p->depth))
+      return;
+  }
+  if (p->n_acc == p->cap_acc) {
+    int cap = p->cap_acc ? p->cap_acc * 2 : 64;
+    thread_access *v = realloc(p->acc, sizeof *v * (size_t)cap);
+    if (!v) {
+      p->oom = true;
+      return;
+    }
+    p->acc = v;
+    p->cap_acc = cap;
+  }
+  thread_access *a = &p->acc[p->n_acc++];
+  a->buf = b;
+  a->write = write;
+  a->n_loops = p->depth;
+  memcpy(a->loops, p->stack, sizeof a->loops[0] * (size_t)p->depth);
+}
+
+static void private_expr(void *ctx, ts_expr *e) {
+  ts_expr_kind k = ts_expr_kind_of(e);
+  if (k == TS_EXPR_LOAD) {
+    add_access(ctx, ts_expr_buffer(e), false);
+  } else if (k == TS_EXPR_ADDRESS_OF) {
+    /* an intrinsic may read and write through the address */
+    add_access(ctx, ts_expr_buffer(e), false);
+    add_access(ctx, ts_expr_buffer(e), true);
+  }
+}
+
+static void private_walk_expr(private_walk *p, ts_expr *e) {
+  if (e) ts_expr_walk(e, private_expr, p);
+}
+
+static bool is_gpu_thread_loop(const ts_stmt *s) {
+  if (ts_stmt_kind_of(s) != TS_STMT_FOR || ts_for_kind_of(s) != TS_FOR_THREAD)
+    return false;
+  const char *tag = ts_for_thread_tag(s);
+  return tag && strcmp(tag, "vthread") != 0;
+}
+
+static bool private_enter(void *ctx, ts_stmt *s) {
+  private_walk *p = ctx;
+  switch (ts_stmt_kind_of(s)) {
+  case TS_STMT_FOR:
+    private_walk_expr(p, ts_for_min(s));
+    private_walk_expr(p, ts_for_extent(s));
+    if (is_gpu_thread_loop(s)) {
+      if (p->depth < MAX_THREAD_NEST) p->stack[p->depth] = s;
+      p->depth++;
+    }
+    break;
+  case TS_STMT_STORE:
+    for (int i = 0; i < ts_store_n_indices(s); i++)
+      private_walk_expr(p, ts_store_index(s, i));
+    private_walk_expr(p, ts_store_value(s));
+    add_access(p, ts_store_buffer(s), true);
+    break;
+  case TS_STMT_IF: private_walk_expr(p, ts_if_cond(s)); break;
+  case TS_STMT_EVALUATE: private_walk_expr(p, ts_evaluate_value(s)); break;
+  case TS_STMT_LET: private_walk_expr(p, ts_let_stmt_value(s)); break;
+  case TS_STMT_ALLOCATE: {
+    const ts_buffer *b = ts_allocate_buffer(s);
+    if (!strncmp(ts_buffer_scope(b), "shared", 6)) break;
+    if (p->n_bufs == p->cap_bufs) {
+      int cap = p->cap_bufs ? p->cap_bufs * 2 : 16;
+      const ts_buffer **v = realloc(p->bufs, sizeof *v * (size_t)cap);
+      if (!v) {
+        p->oom = true;
+        break;
+      }
+      p->bufs = v;
+      p->cap_bufs = cap;
+    }
+    p->bufs[p->n_bufs++] = b;
+    break;
+  }
+  default: break;
+  }
+  return true;
+}
+
+static void private_leave(void *ctx, ts_stmt *s) {
+  private_walk *p = ctx;
+  if (is_gpu_thread_loop(s)) p->depth--;
+}
+
+static bool encloses(const thread_access *a, const ts_stmt *loop) {
+  for (int i = 0; i < a->n_loops; i++)
+    if (a->loops[i] == loop) return true;
+  return false;
+}
+
+static const char *loop_desc(const ts_stmt *l, char *buf, size_t cap) {
+  snprintf(buf, cap, "'%s' (%s)", ts_var_name(ts_for_var(l)),
+           ts_for_thread_tag(l));
+  return buf;
+}
+
+/* TS_OK when every read of a per-thread buffer in the lowered function
+ * `low` is made by the threads that wrote it (the rule above), else
+ * TS_ESCHEDULE naming the buffer and the loops. */
+static int check_private_buffers(const ts_func *low, ts_error *err) {
+  private_walk p;
+  memset(&p, 0, sizeof p);
+  ts_visitor v = {private_enter, private_leave, NULL, &p};
+  ts_stmt_walk(ts_func_body(low), &v);
+  int rc = TS_OK;
+  if (p.oom)
+    rc = TS_ERR(err, TS_ENOMEM, "per-thread buffers: out of memory");
+  else if (p.too_deep)
+    rc = TS_ERR(err, TS_ESCHEDULE,
+                "cannot check the per-thread buffers: more than %d nested "
+                "thread loops",
+                MAX_THREAD_NEST);
+  for (int w = 0; w < p.n_acc && !rc; w++) {
+    const thread_access *wa = &p.acc[w];
+    if (!wa->write) continue;
+    for (int r = 0; r < p.n_acc && !rc; r++) {
+      const thread_access *ra = &p.acc[r];
+      if (ra->write || ra->buf != wa->buf) continue;
+      for (int i = 0; i < wa->n_loops && !rc; i++) {
+        if (encloses(ra, wa->loops[i])) continue;
+        char wl[160], rl[200];
+        if (ra->n_loops) {
+          char inner[160];
+          snprintf(rl, sizeof rl, "read under thread loop %s",
+                   loop_desc(ra->loops[ra->n_loops - 1], inner, sizeof inner));
+        } else {
+          snprintf(rl, sizeof rl, "read outside every thread loop");
+        }
+        rc = TS_ERR(err, TS_ESCHEDULE,
+                    "buffer '%s' (scope \"%s\") is allocated per thread, "
+                    "but it is written under thread loop %s and %s, which "
+                    "that loop does not enclose: threads would read "
+                    "elements other threads wrote into their own copies",
+                    ts_buffer_name(wa->buf), ts_buffer_scope(wa->buf),
+                    loop_desc(wa->loops[i], wl, sizeof wl), rl);
+      }
+    }
+  }
+  free(p.acc);
+  free(p.bufs);
+  return rc;
+}
+
 int ts_verify_gpu(const ts_func *f, const ts_target *t, ts_gpu_usage *usage,
                   ts_error *err) {
   ts_lower_options lo = ts_lower_defaults();
@@ -336,10 +537,12 @@ int ts_verify_gpu(const ts_func *f, const ts_target *t, ts_gpu_usage *usage,
   g.thread_x = g.thread_y = g.thread_z = 1;
   ts_visitor v = {gpu_enter, NULL, NULL, &g};
   ts_stmt_walk(ts_func_body(low), &v);
+  int private_rc = check_private_buffers(low, err);
   ts_func_free(low);
   g.u.threads_per_block = g.thread_x * g.thread_y * g.thread_z;
   g.u.registers = 24 + (g.local_bytes + 3) / 4;
   if (usage) *usage = g.u;
+  if (private_rc) return private_rc;
   int64_t max_threads = ts_target_max_threads_per_block(t);
   int64_t max_shared = ts_target_max_shared_memory_per_block(t);
   int64_t max_regs = ts_target_max_registers_per_thread(t);

@@ -29,8 +29,9 @@
  *    an intermediate one with no such consumers gets no variant;
  *  - auto-bind of the blocks no rule bound: the outer spatial loops fused
  *    and split over blockIdx.x / threadIdx.x by a sampled thread count.
- * Per-block limits (threads, shared memory, registers) are checked by the
- * verify_gpu_code postprocessor on each candidate.
+ * Per-block limits (threads, shared memory, registers) and per-thread
+ * buffers are checked by the verify_gpu_code postprocessor on each
+ * candidate.
  *
  * The shared-memory variants are correct on a device because compute_at
  * relaxes a shared cache's region over the threadIdx and vthread loops
@@ -41,9 +42,11 @@
  * thread stores the same value. The code generator runs the whole function
  * as one kernel and allocates intermediate buffers per thread, so a stage
  * may only read what the same thread wrote: the fusion above gives every
- * reading thread the reduction's result. tests/tuner/test_gpu.c runs
- * sampled candidates in the interpreter's GPU mode (ts_interp_run_gpu)
- * against the reference.
+ * reading thread the reduction's result, and verify_gpu_code drops the
+ * candidates that break this (a reduction left in a nest of its own by the
+ * plain spaces' sampled compute location). tests/tuner/test_gpu.c runs
+ * sampled candidates, softmax and layer_norm included, in the
+ * interpreter's GPU mode (ts_interp_run_gpu) against the reference.
  */
 #include "tuner/internal.h"
 

@@ -2,21 +2,28 @@
  * test_gpu.c — GPU design spaces (cuda targets; no device needed). The
  * spaces of a matmul (SSSRRSRS tiling with and without shared-memory read
  * caches, and on sm_80 the mma m16n8k16 variant for fp16 inputs), a conv2d,
- * a softmax (cross-thread reductions) and an elementwise op (auto-bind)
- * give candidates that pass the GPU verifier (threads, shared memory,
- * registers within the target's limits), compile to PTX with every block
+ * a softmax and a layer_norm (cross-thread reductions, one space computing
+ * both row reductions in the normalization's thread block) and an
+ * elementwise op (auto-bind) give candidates that pass the GPU verifier
+ * (threads, shared memory, registers within the target's limits, per-thread
+ * buffers read only by their writers), compile to PTX with every block
  * bound to threads, and are accepted by ptxas when the CUDA toolkit is
  * installed (skipped with a printed reason otherwise). fp32 matmul gets no
  * tensor-core variant, and sm_75 gets none at all.
  *
  * Without a device, correctness is checked by the interpreter's GPU mode:
  * sampled candidates of every space of an fp32 matmul (the shared-memory
- * variant included), a conv2d, a softmax (cross-thread reductions through
- * shared partial results) and an elementwise op are lowered as the cuda
- * code generator lowers them, run as a kernel (threads, shared memory per
- * thread block, barriers, with data races and divergent barriers reported)
- * on seeded inputs and compared with the serial interpreter on the
- * unscheduled workload; the lowered shared-memory programs hold barriers.
+ * variant included), a conv2d, row sums and maxima, a softmax and a
+ * layer_norm (cross-thread reductions through shared partial results, the
+ * intermediate ones computed in their consumers' thread block) and an
+ * elementwise op are lowered as the cuda code generator lowers them, run as
+ * a kernel (threads, shared memory per thread block, buffers per thread,
+ * barriers, with data races and divergent barriers reported) on seeded
+ * inputs and compared with the serial interpreter on the unscheduled
+ * workload; the lowered shared-memory programs hold barriers. Hand-built
+ * candidates check the verifier's per-thread buffer rule (a reduction in a
+ * nest of its own read by another nest's threads computes wrong rows and is
+ * rejected naming the buffer; shared buffers are exempt).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -203,12 +210,12 @@ static void test_runs_correctly(void **state) {
   check_gpu_runs("reduce op=sum N=8 D=512", 2, "cross-thread", true);
   check_gpu_runs("reduce op=max N=8 D=256", 2, "cross-thread", true);
   check_gpu_runs("elementwise op=gelu shape=16x64", 2, NULL, true);
-  /* softmax: race-free with its barriers, but its stages share one kernel
-   * whose intermediate row maxima and sums are per-thread buffers (the
-   * code generator allocates a non-shared buffer per thread), so a
-   * thread reads rows another thread computed: wrong on a device too
-   * (docs/tuning.md, "GPU") — the outputs are not compared */
-  check_gpu_runs("softmax N=4 D=256", 2, "cross-thread", false);
+  /* several stages in one kernel: the row reductions are computed in the
+   * normalization's thread block, their results in every thread's
+   * registers (candidates reading another thread's copy are dropped by
+   * verify_gpu_code) */
+  check_gpu_runs("softmax N=4 D=256", 4, "cross-thread", true);
+  check_gpu_runs("layer_norm N=4 D=256", 4, "cross-thread", true);
 }
 
 /* Lowers a TIR text; returns the lowered function or NULL (err set). */
@@ -297,6 +304,148 @@ static void test_barrier_pass(void **state) {
   assert_non_null(strstr(err.msg, "if"));
 }
 
+/* Parses a scheduled TIR text. */
+static ts_func *parse_text(const char *text) {
+  ts_func *f = NULL;
+  ts_error err;
+  int rc = ts_func_parse(text, strlen(text), "test", &f, &err);
+  if (rc) printf("%s\n", err.msg);
+  OK(rc);
+  return f;
+}
+
+/* Runs f lowered in the GPU mode on seeded inputs; returns whether its
+ * outputs equal the serial interpreter's on f. */
+static bool gpu_mode_matches(const ts_func *f) {
+  ts_rt_args *ref = tu_reference(f, 11);
+  assert_non_null(ref);
+  ts_rt_arg_spec *specs = tu_specs(f);
+  ts_error err;
+  ts_lower_options lo = ts_lower_defaults();
+  ts_func *low = ts_lower(f, &lo, &err);
+  assert_non_null(low);
+  ts_rt_args *got = NULL;
+  OK(ts_rt_args_create(specs, ts_func_n_params(f), 11, &got, &err));
+  int rc = ts_interp_run_gpu(low, ts_rt_args_data(got), ts_rt_args_count(got),
+                             NULL, &err);
+  if (rc) printf("%s\n", err.msg);
+  OK(rc);
+  bool same = ts_rt_args_compare(got, ref, &err) == TS_OK;
+  ts_rt_args_free(got);
+  ts_func_free(low);
+  free(specs);
+  ts_rt_args_free(ref);
+  return same;
+}
+
+/* verify_gpu_code on per-thread buffers (hand-built candidates): a row
+ * maximum reduced in a nest of its own, one row per thread, then read by
+ * the threads of another nest (the old softmax defect) computes wrong rows
+ * in the GPU mode and is rejected, naming the buffer; the same reduction
+ * computed in the reading nest's thread block, by every thread, is
+ * accepted and right. Partial results written under one threadIdx loop and
+ * read under another are rejected in a global buffer and accepted in a
+ * shared one (the barrier pass orders those). */
+static void test_private_buffers(void **state) {
+  (void)state;
+  ts_target *t = NULL;
+  ts_error err;
+  OK(ts_target_parse("cuda -arch=sm_80", &t, &err));
+  const char *two_nests =
+      "func two_nests(X: float32[4, 64], Y: float32[4, 64]) {\n"
+      "  block root() {\n"
+      "    alloc rowmax: float32[4]\n"
+      "    for i_0 in range(1) thread(\"blockIdx.x\") {\n"
+      "      for i_1 in range(4) thread(\"threadIdx.x\") {\n"
+      "        for k in range(64) {\n"
+      "          block rowmax(vi: spatial(4) = i_0 * 4 + i_1,\n"
+      "                       vk: reduce(64) = k) {\n"
+      "            init {\n"
+      "              rowmax[vi] = float32(-inf)\n"
+      "            }\n"
+      "            rowmax[vi] = max(rowmax[vi], X[vi, vk])\n"
+      "          }\n"
+      "        }\n"
+      "      }\n"
+      "    }\n"
+      "    for i in range(4) thread(\"blockIdx.x\") {\n"
+      "      for j in range(64) thread(\"threadIdx.x\") {\n"
+      "        block Y(vi: spatial(4) = i, vj: spatial(64) = j) {\n"
+      "          Y[vi, vj] = X[vi, vj] - rowmax[vi]\n"
+      "        }\n"
+      "      }\n"
+      "    }\n"
+      "  }\n"
+      "}\n";
+  ts_func *f = parse_text(two_nests);
+  assert_false(gpu_mode_matches(f));
+  ts_error_clear(&err);
+  assert_int_equal(ts_verify_gpu(f, t, NULL, &err), TS_ESCHEDULE);
+  assert_non_null(strstr(err.msg, "buffer 'rowmax'"));
+  assert_non_null(strstr(err.msg, "'i_0' (blockIdx.x)"));
+  ts_func_free(f);
+
+  const char *fused =
+      "func fused(X: float32[4, 64], Y: float32[4, 64]) {\n"
+      "  block root() {\n"
+      "    alloc rowmax: float32[4]\n"
+      "    for i in range(4) thread(\"blockIdx.x\") {\n"
+      "      for k in range(64) {\n"
+      "        block rowmax(vi: spatial(4) = i, vk: reduce(64) = k) {\n"
+      "          init {\n"
+      "            rowmax[vi] = float32(-inf)\n"
+      "          }\n"
+      "          rowmax[vi] = max(rowmax[vi], X[vi, vk])\n"
+      "        }\n"
+      "      }\n"
+      "      for j in range(64) thread(\"threadIdx.x\") {\n"
+      "        block Y(vi: spatial(4) = i, vj: spatial(64) = j) {\n"
+      "          Y[vi, vj] = X[vi, vj] - rowmax[vi]\n"
+      "        }\n"
+      "      }\n"
+      "    }\n"
+      "  }\n"
+      "}\n";
+  f = parse_text(fused);
+  assert_true(gpu_mode_matches(f));
+  OK(ts_verify_gpu(f, t, NULL, &err));
+  ts_func_free(f);
+
+  /* each thread reads the element the mirror thread wrote */
+  const char *exchange_fmt =
+      "func exchange(X: float32[4, 64], Y: float32[4, 64]) {\n"
+      "  block root() {\n"
+      "    alloc part: float32[4, 64]%s\n"
+      "    for i in range(4) thread(\"blockIdx.x\") {\n"
+      "      for t in range(64) thread(\"threadIdx.x\") {\n"
+      "        block part(vi: spatial(4) = i, vt: spatial(64) = t) {\n"
+      "          part[vi, vt] = X[vi, vt] * float32(2)\n"
+      "        }\n"
+      "      }\n"
+      "      for j in range(64) thread(\"threadIdx.x\") {\n"
+      "        block Y(vi: spatial(4) = i, vj: spatial(64) = j) {\n"
+      "          Y[vi, vj] = part[vi, 63 - vj]\n"
+      "        }\n"
+      "      }\n"
+      "    }\n"
+      "  }\n"
+      "}\n";
+  char text[4096];
+  snprintf(text, sizeof text, exchange_fmt, "");
+  f = parse_text(text);
+  assert_false(gpu_mode_matches(f));
+  assert_int_equal(ts_verify_gpu(f, t, NULL, &err), TS_ESCHEDULE);
+  assert_non_null(strstr(err.msg, "buffer 'part'"));
+  assert_non_null(strstr(err.msg, "'t' (threadIdx.x)"));
+  ts_func_free(f);
+  snprintf(text, sizeof text, exchange_fmt, " scope \"shared\"");
+  f = parse_text(text);
+  assert_true(gpu_mode_matches(f));
+  OK(ts_verify_gpu(f, t, NULL, &err));
+  ts_func_free(f);
+  ts_target_free(t);
+}
+
 static void test_matmul(void **state) {
   (void)state;
   int n = 0;
@@ -330,14 +479,28 @@ static void test_tensor_core_variant(void **state) {
   assert_true(mma);
 }
 
+/* Whether some space fuses every row reduction of a workload of several
+ * stages into its consumer's thread block (names: "BLOCK: cross-thread
+ * reduction in CONSUMER's thread block", one per reduction). */
+static bool all_fused(char names[][256], int n, int reductions) {
+  for (int i = 0; i < n; i++) {
+    int fused = 0;
+    for (const char *p = strstr(names[i], "'s thread block"); p;
+         p = strstr(p + 1, "'s thread block"))
+      fused++;
+    if (fused == reductions) return true;
+  }
+  return false;
+}
+
 static void test_other_workloads(void **state) {
   (void)state;
   int n = 0;
   char names[16][256];
   check_gpu("softmax N=64 D=1024", "sm_80", 2, &n, names);
-  bool cross = false;
-  for (int i = 0; i < n; i++) cross |= strstr(names[i], "cross-thread") != 0;
-  assert_true(cross);
+  assert_true(all_fused(names, n, 2)); /* the row maximum and sum */
+  check_gpu("layer_norm N=64 D=768", "sm_80", 2, &n, names);
+  assert_true(all_fused(names, n, 2)); /* the row sum and square sum */
   check_gpu("elementwise op=gelu shape=128x256", "sm_80", 2, NULL, NULL);
   check_gpu("conv2d_nhwc N=1 H=14 W=14 CI=32 CO=32 KH=3 KW=3 pad=1", "sm_80", 1,
             NULL, NULL);
@@ -350,6 +513,7 @@ int main(void) {
       cmocka_unit_test(test_other_workloads),
       cmocka_unit_test(test_runs_correctly),
       cmocka_unit_test(test_barrier_pass),
+      cmocka_unit_test(test_private_buffers),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
