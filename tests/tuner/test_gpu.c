@@ -23,7 +23,8 @@
  * workload; the lowered shared-memory programs hold barriers. Hand-built
  * candidates check the verifier's per-thread buffer rule (a reduction in a
  * nest of its own read by another nest's threads computes wrong rows and is
- * rejected naming the buffer; shared buffers are exempt).
+ * rejected naming the buffer; shared buffers are exempt), and the
+ * hand-written softmax of tests/codegen/gpu runs as a softmax.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -31,6 +32,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <math.h>
 #include <unistd.h>
 
 #include "util.h"
@@ -304,6 +306,51 @@ static void test_barrier_pass(void **state) {
   assert_non_null(strstr(err.msg, "if"));
 }
 
+/* The hand-written warp-per-row softmax of tests/codegen/gpu (its PTX is
+ * checked by tests/codegen/test_ptx.c) is a softmax: lowered, it keeps its
+ * two barriers (lane 0 hands the row's maximum and sum to the warp through
+ * shared memory) and gets no more, and it runs race-free in the GPU mode
+ * with the outputs of the softmax workload. */
+static void test_softmax_fixture(void **state) {
+  (void)state;
+  FILE *fp = fopen(TS_SOURCE_DIR "/tests/codegen/gpu/softmax.tir", "rb");
+  assert_non_null(fp);
+  char text[8192];
+  size_t n = fread(text, 1, sizeof text - 1, fp);
+  fclose(fp);
+  text[n] = 0;
+  ts_error err;
+  ts_func *low = lower_text(text, &err);
+  if (!low) printf("%s\n", err.msg);
+  assert_non_null(low);
+  char *printed = ts_func_print(low);
+  assert_int_equal(count_barriers(printed), 2);
+  free(printed);
+  ts_workload *w = tu_workload("softmax N=64 D=256");
+  ts_rt_args *ref = tu_reference(w->func, 5);
+  ts_rt_arg_spec *specs = tu_specs(w->func);
+  ts_rt_args *got = NULL;
+  OK(ts_rt_args_create(specs, ts_func_n_params(w->func), 5, &got, &err));
+  int rc = ts_interp_run_gpu(low, ts_rt_args_data(got), ts_rt_args_count(got),
+                             NULL, &err);
+  if (!rc) rc = ts_rt_args_compare(got, ref, &err);
+  if (rc) printf("%s\n", err.msg);
+  OK(rc);
+  /* the outputs are below the compare's absolute tolerance (about 1/256):
+   * a lane missing from the sum must show, so relative errors are checked */
+  const float *y = ts_rt_args_data(got)[1], *want = ts_rt_args_data(ref)[1];
+  for (int i = 0; i < 64 * 256; i++)
+    if (fabsf(y[i] - want[i]) > 1e-5f * fabsf(want[i]) + 1e-12f) {
+      printf("element %d: got %.9g, want %.9g\n", i, y[i], want[i]);
+      fail();
+    }
+  ts_rt_args_free(got);
+  free(specs);
+  ts_rt_args_free(ref);
+  ts_workload_free(w);
+  ts_func_free(low);
+}
+
 /* Parses a scheduled TIR text. */
 static ts_func *parse_text(const char *text) {
   ts_func *f = NULL;
@@ -514,6 +561,7 @@ int main(void) {
       cmocka_unit_test(test_runs_correctly),
       cmocka_unit_test(test_barrier_pass),
       cmocka_unit_test(test_private_buffers),
+      cmocka_unit_test(test_softmax_fixture),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
