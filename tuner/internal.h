@@ -111,6 +111,10 @@ typedef struct tiles {
 int tile_block(ts_sched *s, const char *name, const char *structure,
                int max_inner, const ts_rv *inner, int n_inner, tiles *out);
 
+/* The single consumer of block b when it is elementwise (spatial, one
+ * store): 0 with *out set, else -1 (rules.c). */
+int fusible_consumer(ts_sched *s, ts_rv b, ts_rv *out);
+
 /* Tensorization rule (rules_tensorize.c): adds to *out (capacity cap,
  * count *n) variants of `st` where `block` is tiled onto a tensor
  * intrinsic the target supports; returns how many were added. */

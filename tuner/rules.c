@@ -199,8 +199,7 @@ static ts_rv last_loop_upto(const tiles *t, int lv) {
   return t->n_outer ? t->outer[t->n_outer - 1] : TS_RV_NONE;
 }
 
-/* The single consumer of the block if it is elementwise, else -1. */
-static int fusible_consumer(ts_sched *s, ts_rv b, ts_rv *out) {
+int fusible_consumer(ts_sched *s, ts_rv b, ts_rv *out) {
   ts_rv cons[MAX_BLOCKS];
   int nc = 0;
   if (ts_sched_get_consumers(s, b, cons, MAX_BLOCKS, &nc) || nc != 1) return -1;

@@ -4,10 +4,13 @@
  *    spatial iter var, as A[i, k] of a matmul misses j): the loops of the
  *    three spatial levels bound to blockIdx.x/y/z, vthread and
  *    threadIdx.x/y/z (one axis per loop, so bound indices stay linear); its
- *    output written through a local (register) cache at the thread level;
- *    in one variant its inputs read through shared-memory caches computed
- *    at the outer reduction level (the copy loops bound to the threads by
- *    the cooperative-fetch postprocessor, with a sampled vector length of
+ *    output written through a local (register) cache at the thread level,
+ *    or, when it is an intermediate read by one elementwise consumer (a
+ *    bias add), kept in registers with the consumer computed under the
+ *    thread loop (MetaSchedule's fused write cache); in one variant its
+ *    inputs read through shared-memory caches computed at the outer
+ *    reduction level (the copy loops bound to the threads by the
+ *    cooperative-fetch postprocessor, with a sampled vector length of
  *    1..16), in another read from global memory directly;
  *  - the tensor-core variant for fp16/bf16 matmul-like blocks on sm_80 and
  *    newer: m16n8k16 tiles innermost, the outer tiles bound to blockIdx.x
@@ -41,7 +44,7 @@
  * every thread of the block runs, accumulates in registers and every
  * thread stores the same value. The code generator runs the whole function
  * as one kernel and allocates intermediate buffers per thread, so a stage
- * may only read what the same thread wrote: the fusion above gives every
+ * may only read what the same thread wrote: the fusions above give every
  * reading thread the reduction's result, and verify_gpu_code drops the
  * candidates that break this (a reduction left in a nest of its own by the
  * plain spaces' sampled compute location). tests/tuner/test_gpu.c runs
@@ -137,11 +140,13 @@ static int annotate_fetch(ts_sched *s, ts_rv block) {
   return rc;
 }
 
-/* SSSRRSRS tiling of `name` with a local write cache and (shared_cache)
- * shared read caches. */
+/* SSSRRSRS tiling of `name` with a local write cache (or its fused
+ * elementwise consumer, named into fused[0, cap)) and (shared_cache) shared
+ * read caches. */
 static int mlt_gpu(const gen *g, gen_state *st, const char *name,
-                   bool shared_cache) {
+                   bool shared_cache, char *fused, size_t cap) {
   ts_sched *s = st->s;
+  fused[0] = 0;
   tiles t;
   int rc =
       tile_block(s, name, "SSSRRSRS", g->o->max_innermost_factor, NULL, 0, &t);
@@ -161,6 +166,7 @@ static int mlt_gpu(const gen *g, gen_state *st, const char *name,
   char out_name[128];
   snprintf(out_name, sizeof out_name, "%s",
            ts_buffer_name(ts_block_write(blk, 0)->buffer));
+  bool param = block_writes_param(ts_sched_func(s), blk);
   /* inputs through shared memory, at the outer reduction level */
   if (shared_cache && t.n_level[3] > 0) {
     ts_rv at = t.level[3][t.n_level[3] - 1];
@@ -179,12 +185,23 @@ static int mlt_gpu(const gen *g, gen_state *st, const char *name,
         return rc;
     }
   }
-  /* the output through registers, written back per thread */
-  ts_rv cw;
-  if ((rc = ts_sched_get_block(s, name, &b)) ||
-      (rc = ts_sched_cache_write(s, b, out_name, "local", &cw)) ||
-      (rc = ts_sched_reverse_compute_at(s, cw, tx)))
+  /* An intermediate output read by one elementwise consumer (a bias add,
+   * an activation): the output stays in registers and the consumer runs
+   * under the thread loop too, on the thread's own tile (in a nest of its
+   * own it would read tiles other threads hold: the code generator
+   * allocates intermediate buffers per thread). Otherwise the output goes
+   * through registers and is written back per thread. */
+  ts_rv cons, cw;
+  if ((rc = ts_sched_get_block(s, name, &b))) return rc;
+  if (!param && fusible_consumer(s, b, &cons) == 0) {
+    snprintf(fused, cap, "%s", ts_sched_rv_block_name(s, cons));
+    if ((rc = ts_sched_set_scope(s, b, out_name, "local")) ||
+        (rc = ts_sched_reverse_compute_at(s, cons, tx)))
+      return rc;
+  } else if ((rc = ts_sched_cache_write(s, b, out_name, "local", &cw)) ||
+             (rc = ts_sched_reverse_compute_at(s, cw, tx))) {
     return rc;
+  }
   state_mark_tiled(st, name);
   return TS_OK;
 }
@@ -250,11 +267,13 @@ int rule_gpu_tiling(const gen *g, const gen_state *st, const char *block,
   gen_state v;
   for (int shared = 1; shared >= 0; shared--)
     if (n < cap && !state_fork(st, &v, NULL)) {
-      if (mlt_gpu(g, &v, block, shared)) {
+      char fused[64];
+      if (mlt_gpu(g, &v, block, shared, fused, sizeof fused)) {
         state_clear(&v);
       } else {
-        state_append_name(&v, "%s: mlt SSSRRSRS%s", block,
-                          shared ? " shared_read" : "");
+        state_append_name(&v, "%s: mlt SSSRRSRS%s%s%s", block,
+                          shared ? " shared_read" : "",
+                          fused[0] ? ", fused " : "", fused);
         out[n++] = v;
       }
     }

@@ -1,30 +1,30 @@
 /*
- * test_gpu.c — GPU design spaces (cuda targets; no device needed). The
- * spaces of a matmul (SSSRRSRS tiling with and without shared-memory read
- * caches, and on sm_80 the mma m16n8k16 variant for fp16 inputs), a conv2d,
- * a softmax and a layer_norm (cross-thread reductions, one space computing
- * both row reductions in the normalization's thread block) and an
- * elementwise op (auto-bind) give candidates that pass the GPU verifier
- * (threads, shared memory, registers within the target's limits, per-thread
- * buffers read only by their writers), compile to PTX with every block
- * bound to threads, and are accepted by ptxas when the CUDA toolkit is
- * installed (skipped with a printed reason otherwise). fp32 matmul gets no
- * tensor-core variant, and sm_75 gets none at all.
+ * test_gpu.c — GPU design spaces (cuda targets; no device needed). The spaces
+ * of a matmul (SSSRRSRS tiling with and without shared-memory read caches, and
+ * on sm_80 the mma m16n8k16 variant for fp16 inputs), a conv2d, a dense layer
+ * with its bias add (fused under the thread loop), a softmax and a layer_norm
+ * (cross-thread reductions, one space computing both row reductions in the
+ * normalization's thread block) and an elementwise op (auto-bind) give
+ * candidates that pass the GPU verifier (threads, shared memory, registers
+ * within the target's limits, per-thread buffers read only by their writers),
+ * compile to PTX with every block bound to threads, and are accepted by ptxas
+ * when the CUDA toolkit is installed (skipped with a printed reason otherwise).
+ * fp32 matmul gets no tensor-core variant, and sm_75 gets none at all.
  *
  * Without a device, correctness is checked by the interpreter's GPU mode:
  * sampled candidates of every space of an fp32 matmul (the shared-memory
- * variant included), a conv2d, row sums and maxima, a softmax and a
- * layer_norm (cross-thread reductions through shared partial results, the
- * intermediate ones computed in their consumers' thread block) and an
- * elementwise op are lowered as the cuda code generator lowers them, run as
- * a kernel (threads, shared memory per thread block, buffers per thread,
- * barriers, with data races and divergent barriers reported) on seeded
- * inputs and compared with the serial interpreter on the unscheduled
- * workload; the lowered shared-memory programs hold barriers. Hand-built
- * candidates check the verifier's per-thread buffer rule (a reduction in a
- * nest of its own read by another nest's threads computes wrong rows and is
- * rejected naming the buffer; shared buffers are exempt), and the
- * hand-written softmax of tests/codegen/gpu runs as a softmax.
+ * variant included), a conv2d, a dense layer with its bias add, row sums and
+ * maxima, a softmax and a layer_norm (cross-thread reductions through shared
+ * partial results, the intermediate ones computed in their consumers' thread
+ * block) and an elementwise op are lowered as the cuda code generator lowers
+ * them, run as a kernel (threads, shared memory per thread block, buffers per
+ * thread, barriers, with data races and divergent barriers reported) on seeded
+ * inputs and compared with the serial interpreter on the unscheduled workload;
+ * the lowered shared-memory programs hold barriers. Hand-built candidates check
+ * the verifier's per-thread buffer rule (a reduction in a nest of its own read
+ * by another nest's threads computes wrong rows and is rejected naming the
+ * buffer; shared buffers are exempt), and the hand-written softmax of
+ * tests/codegen/gpu runs as a softmax.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -218,6 +218,9 @@ static void test_runs_correctly(void **state) {
    * verify_gpu_code) */
   check_gpu_runs("softmax N=4 D=256", 4, "cross-thread", true);
   check_gpu_runs("layer_norm N=4 D=256", 4, "cross-thread", true);
+  /* a tiled reduction with an elementwise consumer (the bias add), which
+   * runs under the reduction's thread loop */
+  check_gpu_runs("dense M=32 N=32 K=64", 2, "shared_read", true);
 }
 
 /* Lowers a TIR text; returns the lowered function or NULL (err set). */
@@ -548,6 +551,9 @@ static void test_other_workloads(void **state) {
   assert_true(all_fused(names, n, 2)); /* the row maximum and sum */
   check_gpu("layer_norm N=64 D=768", "sm_80", 2, &n, names);
   assert_true(all_fused(names, n, 2)); /* the row sum and square sum */
+  check_gpu("dense M=128 N=128 K=128", "sm_80", 2, &n, names);
+  assert_int_equal(n, 2);
+  for (int i = 0; i < n; i++) assert_non_null(strstr(names[i], "fused Y"));
   check_gpu("elementwise op=gelu shape=128x256", "sm_80", 2, NULL, NULL);
   check_gpu("conv2d_nhwc N=1 H=14 W=14 CI=32 CO=32 KH=3 KW=3 pad=1", "sm_80", 1,
             NULL, NULL);
