@@ -131,8 +131,10 @@ typedef struct ts_gpu_usage {
   int64_t vthreads;          /* product of the vthread extents */
 } ts_gpu_usage;
 /* Lowers a copy of the scheduled function f and measures its GPU usage;
- * TS_ESCHEDULE when a target limit is exceeded (the message says which),
- * or the lowering's error. usage may be NULL. */
+ * TS_ESCHEDULE when a target limit is exceeded, or when threads would read
+ * a per-thread buffer (neither parameter nor shared) that other threads
+ * wrote (the message names which), or the lowering's error. usage may be
+ * NULL. */
 int ts_verify_gpu(const ts_func *f, const ts_target *t, ts_gpu_usage *usage,
                   ts_error *err);
 
