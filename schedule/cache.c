@@ -572,9 +572,11 @@ static void shape_visit(void *ctx, ts_expr *e) {
  *
  * Replaying a tensorized candidate re-checks its layout map, and
  * enumerating a 1024 x 1024 buffer costs about 60 ms per replay. Most maps
- * are quasi-affine: sums of constant multiples of inputs, floordiv(d, c)
- * and floormod(d, c). Splitting each input into mixed-radix digits at the
- * divisors applied to it (d = sum digit_t * R_t, digit_t in [0, r_t))
+ * are quasi-affine: sums of constant multiples of inputs and of digit
+ * slices of inputs (floordiv and floormod by constants, nested, as
+ * floordiv(floormod(d, 16), 4)). Splitting each input into mixed-radix
+ * digits at the place values where its slices cut it (d = sum digit_t *
+ * R_t, digit_t in [0, r_t))
  * makes every output, and so the flattened position sum_k out_k *
  * stride_k, a linear form sum w_t * digit_t + c over a box of digits. A
  * linear form is injective on the box when its weights, sorted by size,
@@ -597,31 +599,71 @@ typedef struct lin_form {
   __int128 c;
 } lin_form;
 
-/* Collects the constant divisors applied to input var by floordiv and
- * floormod into divs (sorted, distinct); false on any other use of the
- * var inside a floordiv/floormod or a non-constant divisor. */
-static bool collect_divisors(const ts_expr *e, const ts_expr *var,
-                             int64_t *divs, int *n, int cap) {
-  ts_expr_kind k = ts_expr_kind_of(e);
-  if (k == TS_EXPR_FLOORDIV || k == TS_EXPR_FLOORMOD) {
-    int64_t c;
-    const ts_expr *x = ts_expr_operand(e, 0);
-    if (x == var && ts_expr_is_const_int(ts_expr_operand(e, 1), &c) && c > 0) {
-      for (int i = 0; i < *n; i++)
-        if (divs[i] == c) return true;
-      if (*n >= cap) return false;
-      int i = (*n)++;
-      while (i > 0 && divs[i - 1] > c) {
-        divs[i] = divs[i - 1];
-        i--;
-      }
-      divs[i] = c;
-      return true;
-    }
+static int input_index(const ts_expr *e, ts_expr *const *ins, int n_in) {
+  for (int i = 0; i < n_in; i++)
+    if (ins[i] == e) return i;
+  return -1;
+}
+
+/* Whether e is a digit slice of an input: floormod(floordiv(d, lo), hi /
+ * lo), the digits of d from place value lo up to hi (0: no limit), built
+ * from d by floordiv and floormod by constants (each divisor dividing what
+ * it cuts, so the slice stays one range of places). */
+static bool slice_of(const ts_expr *e, ts_expr *const *ins, int n_in, int *d,
+                     int64_t *lo, int64_t *hi) {
+  int i = input_index(e, ins, n_in);
+  if (i >= 0) {
+    *d = i;
+    *lo = 1;
+    *hi = 0;
+    return true;
   }
+  ts_expr_kind k = ts_expr_kind_of(e);
+  int64_t c;
+  if ((k != TS_EXPR_FLOORDIV && k != TS_EXPR_FLOORMOD) ||
+      !ts_expr_is_const_int(ts_expr_operand(e, 1), &c) || c <= 0 ||
+      !slice_of(ts_expr_operand(e, 0), ins, n_in, d, lo, hi))
+    return false;
+  if (*lo > ((int64_t)1 << 40) / c) return false;
+  int64_t cut = *lo * c; /* the place value where c cuts the slice */
+  if (*hi && (*hi % cut)) return false;
+  if (k == TS_EXPR_FLOORDIV)
+    *lo = cut;
+  else if (!*hi || cut < *hi)
+    *hi = cut;
+  return true;
+}
+
+static bool add_boundary(int64_t *divs, int *n, int cap, int64_t c) {
+  if (c <= 1) return true;
+  for (int i = 0; i < *n; i++)
+    if (divs[i] == c) return true;
+  if (*n >= cap) return false;
+  int i = (*n)++;
+  while (i > 0 && divs[i - 1] > c) {
+    divs[i] = divs[i - 1];
+    i--;
+  }
+  divs[i] = c;
+  return true;
+}
+
+/* Collects the place values where the slices of input var_index in e cut
+ * it into divs (sorted, distinct); false when a floordiv or floormod in e
+ * is not a slice of an input (a sum divided, say). */
+static bool collect_divisors(const ts_expr *e, ts_expr *const *ins, int n_in,
+                             int var_index, int64_t *divs, int *n, int cap) {
+  int d;
+  int64_t lo, hi;
+  if (slice_of(e, ins, n_in, &d, &lo, &hi))
+    return d != var_index ||
+           (add_boundary(divs, n, cap, lo) && add_boundary(divs, n, cap, hi));
+  ts_expr_kind k = ts_expr_kind_of(e);
+  if (k == TS_EXPR_FLOORDIV || k == TS_EXPR_FLOORMOD) return false;
   int n_ops = ts_expr_n_operands(e);
   for (int i = 0; i < n_ops; i++)
-    if (!collect_divisors(ts_expr_operand(e, i), var, divs, n, cap))
+    if (!collect_divisors(ts_expr_operand(e, i), ins, n_in, var_index, divs, n,
+                          cap))
       return false;
   return true;
 }
@@ -657,12 +699,6 @@ static void var_digits(const digit_sys *ds, int d, int64_t from, int64_t to,
       out->w[t] += ds->radix[t] / div;
 }
 
-static int input_index(const ts_expr *e, ts_expr *const *ins, int n_in) {
-  for (int i = 0; i < n_in; i++)
-    if (ins[i] == e) return i;
-  return -1;
-}
-
 static bool lin_of(const ts_expr *e, ts_expr *const *ins, int n_in,
                    const digit_sys *ds, lin_form *out) {
   memset(out, 0, sizeof *out);
@@ -672,20 +708,10 @@ static bool lin_of(const ts_expr *e, ts_expr *const *ins, int n_in,
     return true;
   }
   ts_expr_kind k = ts_expr_kind_of(e);
-  int d = input_index(e, ins, n_in);
-  if (d >= 0) {
-    var_digits(ds, d, 1, 0, 1, out);
-    return true;
-  }
-  if (k == TS_EXPR_FLOORDIV || k == TS_EXPR_FLOORMOD) {
-    int64_t c;
-    d = input_index(ts_expr_operand(e, 0), ins, n_in);
-    if (d < 0 || !ts_expr_is_const_int(ts_expr_operand(e, 1), &c) || c <= 0)
-      return false;
-    if (k == TS_EXPR_FLOORDIV)
-      var_digits(ds, d, c, 0, c, out);
-    else
-      var_digits(ds, d, 1, c, 1, out);
+  int d;
+  int64_t lo, hi;
+  if (slice_of(e, ins, n_in, &d, &lo, &hi)) {
+    var_digits(ds, d, lo, hi, lo, out);
     return true;
   }
   if (k != TS_EXPR_ADD && k != TS_EXPR_SUB && k != TS_EXPR_MUL) return false;
@@ -726,7 +752,7 @@ static bool layout_proven_injective(const ts_buffer *buf, ts_expr *const *ins,
     int64_t divs[MAX_DIGITS];
     int n_divs = 0;
     for (int k = 0; k < n_out; k++)
-      if (!collect_divisors(outs[k], ins[d], divs, &n_divs, MAX_DIGITS - 1))
+      if (!collect_divisors(outs[k], ins, nd, d, divs, &n_divs, MAX_DIGITS - 1))
         return false;
     if (!add_digits(&ds, d, ts_buffer_dim(buf, d), divs, n_divs)) return false;
   }

@@ -338,30 +338,47 @@ static void test_transform_layout(void **state) {
 }
 
 /* One random quasi-affine output of a layout map over (k, j): up to two
- * terms coef * {k, j, floordiv(v, c), floormod(v, c)}. */
+ * terms coef * {k, j, floordiv(v, c), floormod(v, c), and the two nested
+ * forms}. */
 typedef struct map_term {
   int var;  /* 0: k, 1: j */
-  int kind; /* 0: v, 1: floordiv, 2: floormod */
-  int64_t c, coef;
+  int kind; /* 0: v, 1: floordiv, 2: floormod, 3: floordiv(floormod(v, c2),
+               c), 4: floormod(floordiv(v, c2), c) */
+  int64_t c, c2, coef;
 } map_term;
 
 static int64_t term_value(const map_term *t, const int64_t *pt) {
   int64_t v = pt[t->var];
-  if (t->kind == 1) v /= t->c;
-  if (t->kind == 2) v %= t->c;
+  switch (t->kind) {
+  case 1: v /= t->c; break;
+  case 2: v %= t->c; break;
+  case 3: v = v % t->c2 / t->c; break;
+  case 4: v = v / t->c2 % t->c; break;
+  default: break;
+  }
   return t->coef * v;
 }
 
 static int term_text(const map_term *t, char *out, size_t cap) {
   const char *v = t->var ? "j" : "k";
-  if (t->kind == 0)
-    return snprintf(out, cap, "%lld * %s", (long long)t->coef, v);
-  return snprintf(out, cap, "%lld * %s(%s, %lld)", (long long)t->coef,
-                  t->kind == 1 ? "floordiv" : "floormod", v, (long long)t->c);
+  long long coef = (long long)t->coef, c = (long long)t->c,
+            c2 = (long long)t->c2;
+  switch (t->kind) {
+  case 1: return snprintf(out, cap, "%lld * floordiv(%s, %lld)", coef, v, c);
+  case 2: return snprintf(out, cap, "%lld * floormod(%s, %lld)", coef, v, c);
+  case 3:
+    return snprintf(out, cap, "%lld * floordiv(floormod(%s, %lld), %lld)", coef,
+                    v, c2, c);
+  case 4:
+    return snprintf(out, cap, "%lld * floormod(floordiv(%s, %lld), %lld)", coef,
+                    v, c2, c);
+  default: return snprintf(out, cap, "%lld * %s", coef, v);
+  }
 }
 
 /* transform_layout accepts exactly the injective maps: random quasi-affine
- * maps over an 8 x 16 buffer (many not injective) against a brute-force
+ * maps over an 8 x 16 buffer, nested floordiv/floormod among them (many
+ * not injective), against a brute-force
  * check here. The primitive proves most of them injective without
  * enumerating (digits and superincreasing weights), so an unsound proof
  * shows up as an accepted map that collides. And a map that can only be
@@ -372,7 +389,7 @@ static void test_transform_layout_injective(void **state) {
   static const int64_t coefs[] = {1, 2, 4, 8, 16, 3};
   uint64_t g = 12345;
   int accepted = 0, refused = 0;
-  for (int trial = 0; trial < 300; trial++) {
+  for (int trial = 0; trial < 600; trial++) {
     map_term terms[3][2];
     int n_out = 2 + (int)((g >> 7) % 2), n_terms[3];
     char text[512];
@@ -383,8 +400,9 @@ static void test_transform_layout_injective(void **state) {
         g = g * 6364136223846793005ull + 1442695040888963407ull;
         map_term *m = &terms[o][t];
         m->var = (int)((g >> 20) % 2);
-        m->kind = (int)((g >> 24) % 3);
+        m->kind = (int)((g >> 24) % 5);
         m->c = divs[(g >> 28) % 4];
+        m->c2 = divs[(g >> 40) % 4];
         m->coef = t == 0 && (g >> 32) % 2 ? 1 : coefs[(g >> 36) % 6];
         len += snprintf(text + len, sizeof text - (size_t)len, "%s",
                         t ? " + " : (o ? ", " : ""));
@@ -432,6 +450,15 @@ static void test_transform_layout_injective(void **state) {
   OK(ts_sched_transform_layout(s, p, "B_global",
                                "(k, j) -> (floordiv(j, 16), floordiv(k, 4), "
                                "floormod(j, 16), floormod(k, 4))"));
+  ts_sched_destroy(s);
+  /* a nested packing (a K = 16 tile read 4 at a time) too */
+  s = sched("matmul M=16 N=8192 K=8192");
+  loops_of(s, "C", &b, l);
+  OK(ts_sched_cache_read(s, b, "B", "global", &p));
+  OK(ts_sched_transform_layout(
+      s, p, "B_global",
+      "(k, j) -> (floordiv(j, 16), floordiv(k, 16), floordiv(floormod(k, 16), "
+      "4), floormod(j, 16) * 4 + floormod(floormod(k, 16), 4))"));
   ts_sched_destroy(s);
   /* a colliding map there is refused (it cannot be enumerated) */
   s = sched("matmul M=16 N=8192 K=8192");
