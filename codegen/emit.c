@@ -800,26 +800,41 @@ static void emit_vnni_dot(emitter *e, LLVMValueRef *a) {
   if (r) LLVMSetAlignment(LLVMBuildStore(e->b, r, a[0]), 4);
 }
 
-/* tessera.vnni_s8_dot_16x4(&C int32[16], &A int8[4], &B int8[16][4]):
- * C[j] += sum_k A[k] * B[j][k] with both operands signed. vpdpbusd takes
- * an unsigned left operand, so A is biased to A + 128 (its sign bit
- * flipped) and the bias times the row sums of B, 128 * sum_k B[j][k]
- * (vpdpbusd of 0x80 bytes with B), is subtracted: exact in int32. */
-static void emit_vnni_s8_dot(emitter *e, LLVMValueRef *a) {
-  if (!need_feature(e, "tessera.vnni_s8_dot_16x4", "avx512vnni")) return;
+/* tessera.vnni_s8_dot_16x4(&C int32[16], &A int8[4], &B int8[16][4]) and
+ * tessera.vnni_s8_dot_16x16(&C int32[16], &A int8[16], &B int8[4][16][4]):
+ * C[j] += sum_k A[k] * B[j][k] with both operands signed, in `steps` steps
+ * of 4 (B's step s at byte 64 s). vpdpbusd takes an unsigned left operand,
+ * so A is biased to A + 128 (its sign bit flipped) and the bias times the
+ * sums of B, 128 * sum_k B[j][k] (vpdpbusd of 0x80 bytes with B), is
+ * subtracted: exact in int32. The sums of B accumulate over the steps and
+ * are subtracted once, and they depend on B alone, so LLVM computes them
+ * once for every row of a register tile that shares the B vectors. */
+static void emit_vnni_s8_dot(emitter *e, LLVMValueRef *a, int steps) {
+  const char *name =
+      steps == 1 ? "tessera.vnni_s8_dot_16x4" : "tessera.vnni_s8_dot_16x16";
+  if (!need_feature(e, name, "avx512vnni")) return;
   LLVMTypeRef v16 = LLVMVectorType(i32t(e), 16);
-  LLVMValueRef bias = splat(e, LLVMConstInt(i32t(e), 0x80808080u, 0), 16);
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(e->ctx);
+  LLVMValueRef bias32 = LLVMConstInt(i32t(e), 0x80808080u, 0);
+  LLVMValueRef bias = splat(e, bias32, 16);
   LLVMValueRef c = load_vec(e, v16, a[0], 4);
-  LLVMValueRef av =
-      LLVMBuildXor(e->b, splat(e, load_vec(e, i32t(e), a[1], 1), 16), bias, "");
-  LLVMValueRef bv = load_vec(e, v16, a[2], 1);
-  LLVMValueRef dot[3] = {c, av, bv};
-  LLVMValueRef r = call_fixed(e, "llvm.x86.avx512.vpdpbusd.512", dot, 3);
-  LLVMValueRef comp[3] = {LLVMConstNull(v16), bias, bv};
-  LLVMValueRef k = call_fixed(e, "llvm.x86.avx512.vpdpbusd.512", comp, 3);
-  if (r && k)
-    LLVMSetAlignment(LLVMBuildStore(e->b, LLVMBuildSub(e->b, r, k, ""), a[0]),
-                     4);
+  LLVMValueRef sums = LLVMConstNull(v16);
+  for (int s = 0; s < steps && c && sums; s++) {
+    LLVMValueRef aoff = LLVMConstInt(i64t(e), (unsigned long long)(4 * s), 0);
+    LLVMValueRef boff = LLVMConstInt(i64t(e), (unsigned long long)(64 * s), 0);
+    LLVMValueRef ap = LLVMBuildInBoundsGEP2(e->b, i8, a[1], &aoff, 1, "");
+    LLVMValueRef bp = LLVMBuildInBoundsGEP2(e->b, i8, a[2], &boff, 1, "");
+    LLVMValueRef av = splat(
+        e, LLVMBuildXor(e->b, load_vec(e, i32t(e), ap, 1), bias32, ""), 16);
+    LLVMValueRef bv = load_vec(e, v16, bp, 1);
+    LLVMValueRef dot[3] = {c, av, bv};
+    c = call_fixed(e, "llvm.x86.avx512.vpdpbusd.512", dot, 3);
+    LLVMValueRef sum[3] = {sums, bias, bv};
+    sums = call_fixed(e, "llvm.x86.avx512.vpdpbusd.512", sum, 3);
+  }
+  if (c && sums)
+    LLVMSetAlignment(
+        LLVMBuildStore(e->b, LLVMBuildSub(e->b, c, sums, ""), a[0]), 4);
 }
 
 /* tessera.avx512bf16_dot_16x2(&C float32[16], &A bfloat16[2],
@@ -1008,9 +1023,10 @@ static LLVMValueRef emit_target_intrinsic(emitter *e, ts_expr *x) {
     const char *name;
     int n_args;
   } tensor[] = {
-      {"tessera.vnni_dot_16x4", 3}, {"tessera.avx512bf16_dot_16x2", 3},
-      {"tessera.amx_bf16_gemm", 7}, {"tessera.amx_int8_gemm", 7},
-      {"tessera.mma_m16n8k16", 6},  {"tessera.vnni_s8_dot_16x4", 3}};
+      {"tessera.vnni_dot_16x4", 3},    {"tessera.avx512bf16_dot_16x2", 3},
+      {"tessera.amx_bf16_gemm", 7},    {"tessera.amx_int8_gemm", 7},
+      {"tessera.mma_m16n8k16", 6},     {"tessera.vnni_s8_dot_16x4", 3},
+      {"tessera.vnni_s8_dot_16x16", 3}};
   for (size_t i = 0; i < sizeof tensor / sizeof tensor[0]; i++) {
     if (strcmp(name, tensor[i].name)) continue;
     if (n != tensor[i].n_args) {
@@ -1036,7 +1052,7 @@ static LLVMValueRef emit_target_intrinsic(emitter *e, ts_expr *x) {
     else if (i == 4)
       emit_mma(e, x, args);
     else
-      emit_vnni_s8_dot(e, args);
+      emit_vnni_s8_dot(e, args, i == 5 ? 1 : 4);
     return LLVMConstInt(reg_type(e, t), 0, 0);
   }
   emit_fail(e, TS_EUNSUPPORTED,

@@ -73,6 +73,31 @@ typedef struct intrin_def {
   "  }\n"                                                                      \
   "}\n"
 
+/* 16 lanes of signed int8 dot products over K = 16 in four steps of 4:
+ * C[j] += sum_k A[k] * B[k / 4][j][k % 4], B a [4][16][4] tile (each step
+ * one 64-byte vector). A longer K than the 16x4 dot lets the implementation
+ * subtract its compensation once per call instead of once per step. */
+#define DOT4_DESC(NAME, AT, BT, CT)                                            \
+  "func " NAME "_desc(A: " AT "[16], B: " BT "[4, 64], C: " CT "[16]) {\n"     \
+  "  block root() {\n"                                                         \
+  "    for j in range(16) {\n"                                                 \
+  "      for k in range(16) {\n"                                               \
+  "        block update(vj: spatial(16) = j, vk: reduce(16) = k) {\n"          \
+  "          C[vj] = C[vj] + cast(" CT ", A[vk]) * cast(" CT                   \
+  ", B[floordiv(vk, 4), vj * 4 + floormod(vk, 4)])\n"                          \
+  "        }\n"                                                                \
+  "      }\n"                                                                  \
+  "    }\n"                                                                    \
+  "  }\n"                                                                      \
+  "}\n"
+
+#define DOT4_IMPL(NAME, CALL, AT, BT, CT)                                      \
+  "func " NAME "_impl(A: " AT "[16], B: " BT "[4, 64], C: " CT "[16]) {\n"     \
+  "  block root() {\n"                                                         \
+  "    evaluate call<int32>(\"" CALL "\", &C[0], &A[0], &B[0, 0])\n"           \
+  "  }\n"                                                                      \
+  "}\n"
+
 /* One warp's mma.sync m16n8k16: C[16, 8] += A[16, 16] x B[16, 8]. */
 #define MMA_DESC(NAME, AT)                                                     \
   "func " NAME "_desc(A: " AT "[16, 16], B: " AT "[16, 8], C: float32[16, "    \
@@ -123,6 +148,10 @@ static const intrin_def intrins[] = {
      DOT_DESC("vnnis8", "int8", "int8", "int32", 4),
      DOT_IMPL("vnnis8", "tessera.vnni_s8_dot_16x4", "int8", "int8", "int32",
               4)},
+    {"avx512_vnni_s8_16x16", "avx512vnni",
+     DOT4_DESC("vnnis8k16", "int8", "int8", "int32"),
+     DOT4_IMPL("vnnis8k16", "tessera.vnni_s8_dot_16x16", "int8", "int8",
+               "int32")},
     {"avx512_bf16_16x2", "avx512bf16",
      DOT_DESC("bf16dot", "bfloat16", "bfloat16", "float32", 2),
      DOT_IMPL("bf16dot", "tessera.avx512bf16_dot_16x2", "bfloat16", "bfloat16",
@@ -136,9 +165,11 @@ static const intrin_def intrins[] = {
 #define N_INTRINS ((int)(sizeof intrins / sizeof intrins[0]))
 
 static const char *const names[N_INTRINS + 1] = {
-    "amx_bf16_16x16x32", "amx_int8_16x16x64",   "amx_uint8_16x16x64",
-    "avx512_vnni_16x4",  "avx512_vnni_s8_16x4", "avx512_bf16_16x2",
-    "mma_m16n8k16_f16",  "mma_m16n8k16_bf16",   NULL};
+    "amx_bf16_16x16x32",   "amx_int8_16x16x64",
+    "amx_uint8_16x16x64",  "avx512_vnni_16x4",
+    "avx512_vnni_s8_16x4", "avx512_vnni_s8_16x16",
+    "avx512_bf16_16x2",    "mma_m16n8k16_f16",
+    "mma_m16n8k16_bf16",   NULL};
 
 const char *const *ts_intrin_names(void) { return names; }
 

@@ -329,6 +329,8 @@ static void test_no_tensorize_without_match(void **state) {
         assert_int_equal(has_space(s, n, "amx_int8_16x16x64"), k == 0);
         assert_int_equal(has_space(s, n, "avx512_vnni_s8_16x4"),
                          ts_target_has_feature(targets[k], "avx512vnni"));
+        assert_int_equal(has_space(s, n, "avx512_vnni_s8_16x16"),
+                         ts_target_has_feature(targets[k], "avx512vnni"));
         assert_false(has_space(s, n, "avx512_vnni_16x4"));
       } else {
         assert_false(any_intrin(s, n));
@@ -452,8 +454,8 @@ static void test_vnni_variant(void **state) {
 }
 
 /* A signed int8 matmul (both operands int8, as the operator library
- * builds it) gets the signed VNNI variant, whose samples compute the
- * exact result (the bias of A compensated). */
+ * builds it) gets the signed VNNI variants (K tiles of 4 and of 16), whose
+ * samples compute the exact result (the bias of A compensated). */
 static void test_vnni_s8_variant(void **state) {
   (void)state;
   ts_target *t = host();
@@ -465,6 +467,7 @@ static void test_vnni_s8_variant(void **state) {
   OK(ts_space_generate(w->func, t, NULL, &s, &n, &err));
   bool vnni = ts_target_has_feature(t, "avx512vnni");
   assert_int_equal(has_space(s, n, "avx512_vnni_s8_16x4"), vnni);
+  assert_int_equal(has_space(s, n, "avx512_vnni_s8_16x16"), vnni);
   assert_false(has_space(s, n, "avx512_vnni_16x4")); /* that one is uint8 A */
   if (vnni && ts_rt_cpu_has("avx512vnni") == 1)
     for (int i = 0; i < n; i++)
