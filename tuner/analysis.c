@@ -110,6 +110,27 @@ bool stmt_uses_if_then_else(const ts_stmt *s) {
   return c.found;
 }
 
+/* Transcendental calls, each some tens of instructions per element. */
+static void expensive_fn(void *vctx, ts_expr *e) {
+  static const char *const names[] = {"exp", "exp2",    "log", "log2", "tanh",
+                                      "erf", "sigmoid", "pow", NULL};
+  ite_ctx *c = vctx;
+  if (ts_expr_kind_of(e) != TS_EXPR_CALL) return;
+  for (int i = 0; names[i]; i++)
+    if (!strcmp(ts_expr_call_name(e), names[i])) c->found = true;
+}
+
+static void expensive_expr(void *ctx, ts_expr *e) {
+  ts_expr_walk(e, expensive_fn, ctx);
+}
+
+bool stmt_uses_expensive_call(const ts_stmt *s) {
+  ite_ctx c = {false};
+  ts_visitor v = {NULL, NULL, expensive_expr, &c};
+  ts_stmt_walk((ts_stmt *)s, &v);
+  return c.found;
+}
+
 bool block_writes_param(const ts_func *f, const ts_block *b) {
   for (int w = 0; w < ts_block_n_writes(b); w++)
     for (int p = 0; p < ts_func_n_params(f); p++)

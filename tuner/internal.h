@@ -46,6 +46,9 @@ bool block_is_reduction(const ts_block *b);
 bool block_has_reuse(const ts_stmt *realize);
 /* Whether an expression or statement calls if_then_else. */
 bool stmt_uses_if_then_else(const ts_stmt *s);
+/* Whether a statement calls a transcendental function (exp, log, tanh, erf,
+ * sigmoid, pow). */
+bool stmt_uses_expensive_call(const ts_stmt *s);
 /* Whether the block writes a parameter of f. */
 bool block_writes_param(const ts_func *f, const ts_block *b);
 /* The constant extent of a loop handle's loop (0 when unknown). */

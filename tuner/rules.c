@@ -99,6 +99,31 @@ static bool rule_auto_inline(const gen *g, gen_state *st, const char *name) {
   return ts_sched_compute_inline(s, rv) == TS_OK;
 }
 
+/* Inlining a block into several consumers computes its body once per
+ * consumer. Where that body is expensive (softmax's exp, read by the row
+ * sum and by the normalization) the CPU space keeps, besides the inlined
+ * state, one in which the block stays a stage of its own, placed by the
+ * random compute location rule (Ansor inlines such blocks only when it is
+ * free: "strictly inlineable"). Returns whether *keep got such a copy of
+ * state st, taken before the inline rule runs. */
+static bool fork_materialized(const gen *g, const gen_state *st,
+                              const char *name, gen_state *keep) {
+  ts_sched *s = st->s;
+  const ts_func *f = ts_sched_func(s);
+  const ts_block *b = ts_realize_block(ts_func_find_block(f, name));
+  if (ts_target_is_cuda(g->t) || g->n >= MAX_STATES || block_is_reduction(b) ||
+      block_writes_param(f, b) || !stmt_uses_expensive_call(ts_block_body(b)))
+    return false;
+  ts_rv rv, cons[MAX_BLOCKS];
+  int nc = 0;
+  if (ts_sched_get_block(s, name, &rv) ||
+      ts_sched_get_consumers(s, rv, cons, MAX_BLOCKS, &nc) || nc < 2 ||
+      state_fork(st, keep, NULL))
+    return false;
+  state_append_name(keep, "%s: materialized", name);
+  return true;
+}
+
 /* ========================================================================
  * Multi-level tiling (CPU: SSRSRS)
  * ======================================================================== */
@@ -485,7 +510,14 @@ static void apply_block_rules(gen *g, const char *name) {
   int n0 = g->n;
   for (int i = 0; i < n0; i++) {
     if (!block_exists(g->st[i].s, name)) continue;
-    if (rule_auto_inline(g, &g->st[i], name)) continue;
+    gen_state keep;
+    bool kept = fork_materialized(g, &g->st[i], name, &keep);
+    if (rule_auto_inline(g, &g->st[i], name)) {
+      /* appended past n0: the inline rule does not see it */
+      if (kept) g->st[g->n++] = keep;
+      continue;
+    }
+    if (kept) state_clear(&keep);
     if (!cuda) apply_rfactor_cpu(g, i, name);
   }
   n0 = g->n;

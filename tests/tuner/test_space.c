@@ -43,6 +43,21 @@ static bool any_intrin(const ts_design_space *s, int n) {
   return false;
 }
 
+/* Asserts that no design space of the workload `spec` on t has `part` in
+ * its name. */
+static void assert_no_space_named(const char *spec, const ts_target *t,
+                                  const char *part) {
+  ts_workload *w = tu_workload(spec);
+  ts_design_space *s = NULL;
+  int n = 0;
+  ts_error err;
+  OK(ts_space_generate(w->func, t, NULL, &s, &n, &err));
+  assert_true(n >= 1);
+  for (int i = 0; i < n; i++) assert_null(strstr(s[i].name, part));
+  ts_design_spaces_free(s, n);
+  ts_workload_free(w);
+}
+
 /* Samples `per_space` candidates of every space of f on t and checks them
  * (compiled and run, or only compiled when run is false). */
 static void check_samples(const ts_func *f, const ts_target *t,
@@ -239,11 +254,99 @@ static void test_rfactor_vector(void **state) {
   ts_design_spaces_free(s, n);
   ts_workload_free(w);
   /* a matmul (reuse) never gets it */
-  w = tu_workload("matmul M=128 N=128 K=256");
+  assert_no_space_named("matmul M=128 N=128 K=256", t, "rfactor_vector");
+  ts_target_free(t);
+}
+
+/* Whether the sampled function of space i (seed 7) still has a block named
+ * `name` (it was not inlined). */
+static bool sample_has_block(const ts_func *f, const ts_target *t,
+                             const ts_design_space *s, int i,
+                             const char *name) {
+  ts_candidate c;
+  ts_error err;
+  OK(ts_candidate_sample(&s[i], i, f, t, 7, &c, &err));
+  bool has = ts_func_find_block(ts_sched_func(c.sched), name) != NULL;
+  ts_candidate_clear(&c);
+  return has;
+}
+
+/* softmax's exp is read by the row sum and by the normalization: inlined,
+ * it is computed twice per element. The CPU space keeps it as a stage of
+ * its own in some states ("exp: materialized"), inlined in the others, and
+ * every sample of both computes softmax. A producer with one consumer
+ * (exp summed once), one without an expensive call (layer_norm's stages)
+ * and a GPU target never get such a state. */
+static void test_materialized_expensive(void **state) {
+  (void)state;
+  ts_workload *w = tu_workload("softmax N=64 D=256");
+  ts_target *t = host();
+  ts_design_space *s = NULL;
+  int n = 0;
+  ts_error err;
   OK(ts_space_generate(w->func, t, NULL, &s, &n, &err));
-  for (int i = 0; i < n; i++) assert_null(strstr(s[i].name, "rfactor_vector"));
+  int kept = 0, inlined = 0;
+  for (int i = 0; i < n; i++) {
+    bool m = strstr(s[i].name, "exp: materialized") != NULL;
+    assert_int_equal(sample_has_block(w->func, t, s, i, "exp"), m);
+    if (m)
+      kept++;
+    else
+      inlined++;
+  }
+  assert_true(kept >= 1);
+  assert_true(inlined >= 1);
+  check_samples(w->func, t, s, n, 1, true);
   ts_design_spaces_free(s, n);
   ts_workload_free(w);
+
+  static const char one_consumer[] =
+      "func f(X: float32[8, 64], S: float32[8]) {\n"
+      "  block root() {\n"
+      "    reads(X[0 +: 8, 0 +: 64])\n"
+      "    writes(S[0 +: 8])\n"
+      "    alloc E: float32[8, 64]\n"
+      "    for i in range(8) {\n"
+      "      for j in range(64) {\n"
+      "        block E(vi: spatial(8) = i, vj: spatial(64) = j) {\n"
+      "          reads(X[vi, vj])\n"
+      "          writes(E[vi, vj])\n"
+      "          E[vi, vj] = exp(X[vi, vj])\n"
+      "        }\n"
+      "      }\n"
+      "    }\n"
+      "    for i in range(8) {\n"
+      "      for k in range(64) {\n"
+      "        block S(vi: spatial(8) = i, vk: reduce(64) = k) {\n"
+      "          reads(S[vi], E[vi, vk])\n"
+      "          writes(S[vi])\n"
+      "          init {\n"
+      "            S[vi] = float32(0)\n"
+      "          }\n"
+      "          S[vi] = S[vi] + E[vi, vk]\n"
+      "        }\n"
+      "      }\n"
+      "    }\n"
+      "  }\n"
+      "}\n";
+  ts_func *f = NULL;
+  int rc =
+      ts_func_parse(one_consumer, sizeof one_consumer - 1, "one", &f, &err);
+  if (rc) printf("parse: %s\n", err.msg);
+  OK(rc);
+  OK(ts_space_generate(f, t, NULL, &s, &n, &err));
+  assert_true(n >= 1);
+  for (int i = 0; i < n; i++) {
+    assert_null(strstr(s[i].name, "materialized"));
+    assert_false(sample_has_block(f, t, s, i, "E"));
+  }
+  ts_design_spaces_free(s, n);
+  ts_func_free(f);
+
+  assert_no_space_named("layer_norm N=64 D=256", t, "materialized");
+  ts_target_free(t);
+  OK(ts_target_parse("cuda -arch=sm_80", &t, &err));
+  assert_no_space_named("softmax N=64 D=256", t, "materialized");
   ts_target_free(t);
 }
 
@@ -575,6 +678,7 @@ int main(void) {
       cmocka_unit_test(test_read_cache_compacted),
       cmocka_unit_test(test_other_workloads),
       cmocka_unit_test(test_rfactor_vector),
+      cmocka_unit_test(test_materialized_expensive),
       cmocka_unit_test(test_unit_reduce_loops_parallel),
       cmocka_unit_test(test_conv_pad_compute_location),
       cmocka_unit_test(test_no_tensorize_without_match),
