@@ -15,7 +15,7 @@
 
 /* Exit codes: 0 success, 1 failure of the requested work (bad input file,
  * wrong result, ...), 2 usage error (unknown subcommand or option). */
-enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
+enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2, EXIT_INTERRUPTED = 130 };
 
 /* Each subcommand gets argv after the subcommand name (argv[0] is the
  * subcommand) and returns the process exit code. */

@@ -7,7 +7,10 @@
  * loops, and prints one table — also written as JSON and markdown.
  *
  * Each step runs as a child `tessera` process (tune, bench, probe), so a
- * failure in one workload is reported in its row and the suite goes on.
+ * failure in one workload is reported in its row and the suite goes on. An
+ * interrupt (SIGINT, SIGTERM) goes to the child too: a tune child commits
+ * its batch in flight and exits 130, and the suite stops there, saying how
+ * to resume.
  */
 #include "cli.h"
 
@@ -16,6 +19,7 @@
 
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <signal.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,6 +65,17 @@ typedef struct row {
   char error[256];
 } row;
 
+/* The running child and whether an interrupt arrived: what the signal
+ * handler needs (it can reach nothing else). */
+static volatile sig_atomic_t child_pid, interrupted;
+
+/* Passes SIGINT/SIGTERM on to the child (in a process group of its own, so
+ * nothing else sends it one) and remembers it. */
+static void on_interrupt(int sig) {
+  interrupted = 1;
+  if (child_pid > 0) kill((pid_t)child_pid, sig);
+}
+
 /* Runs this executable with argv, capturing stdout (malloc'd, caller
  * frees); stderr passes through. Returns the exit status, -1 on failure to
  * run. */
@@ -74,12 +89,19 @@ static int run_self(char *const *argv, char **out) {
   pid_t pid = fork();
   if (pid < 0) return -1;
   if (pid == 0) {
+    /* its own process group: a terminal's Ctrl-C reaches only this process,
+     * which passes it on once (a second interrupt would make tune quit
+     * without committing its batch in flight) */
+    setpgid(0, 0);
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
     dup2(fds[1], 1);
     close(fds[0]);
     close(fds[1]);
     execv(self, argv);
     _exit(127);
   }
+  child_pid = pid;
   close(fds[1]);
   size_t cap = 4096, len = 0;
   char *buf = malloc(cap);
@@ -95,6 +117,7 @@ static int run_self(char *const *argv, char **out) {
   int status;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
+  child_pid = 0;
   *out = buf;
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
@@ -142,6 +165,9 @@ static void fmt(char *buf, size_t cap, double v) {
     snprintf(buf, cap, "%.1f", v);
 }
 
+static int suite_run(const char *budget, const char *db_path,
+                     const char *out_dir, long long trials);
+
 int bench_suite(const char *budget, const char *db_path, const char *out_dir,
                 int trials_override) {
   long long trials = !strcmp(budget, "full")    ? 1000
@@ -151,6 +177,32 @@ int bench_suite(const char *budget, const char *db_path, const char *out_dir,
     return cli_usage_error("bench", "--suite wants quick or full, got '%s'",
                            budget);
   if (trials_override > 0) trials = trials_override;
+  struct sigaction sa, old_int, old_term;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_interrupt;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, &old_int);
+  sigaction(SIGTERM, &sa, &old_term);
+  int status = suite_run(budget, db_path, out_dir, trials);
+  sigaction(SIGINT, &old_int, NULL);
+  sigaction(SIGTERM, &old_term, NULL);
+  return status;
+}
+
+/* Whether the suite must stop: an interrupt arrived, or the child was
+ * interrupted (exit 130). Says so and how to resume. */
+static bool stop_after(int rc, const char *what, const char *db_path) {
+  if (!interrupted && rc != EXIT_INTERRUPTED) return false;
+  fprintf(stderr,
+          "\nbench suite: interrupted during %s; every finished measurement "
+          "is in %s: run the same command again to resume\n",
+          what, db_path);
+  return true;
+}
+
+/* The suite itself, with the interrupt handlers in place. */
+static int suite_run(const char *budget, const char *db_path,
+                     const char *out_dir, long long trials) {
   ts_error err;
   ts_error_clear(&err);
   ts_target *host = NULL;
@@ -175,9 +227,13 @@ int bench_suite(const char *budget, const char *db_path, const char *out_dir,
                       (char *)targets[i], "--db",  (char *)db_path,
                       "--json",           NULL};
       char *out = NULL;
-      if (run_self(argv, &out) == 0)
-        probes[i] = target_probe(db_path, targets[i]);
+      int rc = run_self(argv, &out);
       free(out);
+      if (stop_after(rc, "the machine probe", db_path)) {
+        free(probes[0]);
+        return EXIT_INTERRUPTED;
+      }
+      if (rc == 0) probes[i] = target_probe(db_path, targets[i]);
     }
   }
 
@@ -207,6 +263,12 @@ int bench_suite(const char *budget, const char *db_path, const char *out_dir,
                          NULL};
     char *out = NULL;
     int rc = run_self(tune_argv, &out);
+    if (stop_after(rc, e->spec, db_path)) {
+      free(out);
+      free(probes[0]);
+      free(probes[1]);
+      return EXIT_INTERRUPTED;
+    }
     cJSON *j = cJSON_Parse(out ? out : "");
     if (rc != 0 || !j) {
       snprintf(r->error, sizeof r->error, "tune failed (exit %d)", rc);
@@ -224,6 +286,12 @@ int bench_suite(const char *budget, const char *db_path, const char *out_dir,
                           threads_str,     "--json",       NULL};
     out = NULL;
     rc = run_self(bench_argv, &out);
+    if (stop_after(rc, e->spec, db_path)) {
+      free(out);
+      free(probes[0]);
+      free(probes[1]);
+      return EXIT_INTERRUPTED;
+    }
     j = cJSON_Parse(out ? out : "");
     if (!j) {
       snprintf(r->error, sizeof r->error, "bench failed (exit %d)", rc);

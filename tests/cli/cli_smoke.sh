@@ -1,8 +1,9 @@
 #!/bin/sh
 # cli_smoke.sh TESSERA SOURCE_DIR — the command-line contract: help and
 # version, exit code 2 with a usage message for unknown commands and bad
-# options, exit code 1 with a clear error for bad input, and `show`/`check`
-# on a real workload. Every expectation is checked; the first failure stops.
+# options, exit code 1 with a clear error for bad input, `show`/`check`
+# on a real workload, and an interrupted `bench --suite`. Every expectation
+# is checked; the first failure stops.
 set -u
 T="$1"
 SRC="$2"
@@ -53,4 +54,34 @@ expect 0 "$T" check --workload "conv2d_nhwc N=1 H=8 W=8 CI=4 CO=4 KH=3 KW=3 pad=
 contains "check:     ok"
 expect 0 "$T" check --tir "$TMP/mm.tir" --quiet
 contains "check:     ok"
+# An interrupted bench suite stops (here in its first step, the machine
+# probe), says how to resume, exits 130 and writes no table.
+"$T" bench --suite --budget quick --db "$TMP/suite.db" --out "$TMP/suite" \
+  >"$TMP/suite.out" 2>"$TMP/suite.err" &
+pid=$!
+i=0
+until grep -q "probing" "$TMP/suite.err" 2>/dev/null; do
+  i=$((i + 1))
+  [ $i -lt 200 ] || { kill -9 $pid; fail "the suite never started probing"; }
+  sleep 0.1
+done
+kill -INT $pid
+i=0
+while kill -0 $pid 2>/dev/null && [ $i -lt 300 ]; do
+  i=$((i + 1))
+  sleep 0.1
+done
+if kill -0 $pid 2>/dev/null; then
+  pkill -9 -P $pid; kill -9 $pid
+  fail "the suite went on for 30 s after SIGINT"
+fi
+wait $pid
+got=$?
+[ "$got" = 130 ] || { cat "$TMP/suite.err"; fail "interrupted suite exited $got, expected 130"; }
+grep -q "interrupted during the machine probe" "$TMP/suite.err" ||
+  { cat "$TMP/suite.err"; fail "no interrupt message"; }
+grep -q "run the same command again to resume" "$TMP/suite.err" ||
+  fail "no resume hint"
+[ ! -e "$TMP/suite/latest.json" ] || fail "an interrupted suite wrote its table"
+
 echo "cli_smoke: all checks passed"
