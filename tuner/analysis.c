@@ -55,10 +55,12 @@ bool block_is_reduction(const ts_block *b) {
   return false;
 }
 
-/* Loads in a block body: for each, whether it misses an iter var. */
+/* Loads in a block body: for each, whether it misses an iter var (a
+ * spatial one only, when spatial_only). */
 typedef struct reuse_ctx {
   const ts_block *b;
   const ts_buffer *out; /* the written buffer (skipped) */
+  bool spatial_only;
   bool reuse;
 } reuse_ctx;
 
@@ -68,7 +70,9 @@ static void reuse_load(void *vctx, ts_expr *e) {
   for (int i = 0; i < ts_block_n_iters(c->b); i++) {
     int64_t ext = 0;
     ts_expr_is_const_int(ts_block_iter_dom(c->b, i).extent, &ext);
-    if (ext <= 1) continue;
+    if (ext <= 1 ||
+        (c->spatial_only && ts_block_iter_kind(c->b, i) != TS_ITER_SPATIAL))
+      continue;
     const ts_expr *v = ts_block_iter_var(c->b, i);
     bool used = false;
     for (int k = 0; k < ts_expr_n_operands(e) && !used; k++)
@@ -81,13 +85,21 @@ static void reuse_expr(void *ctx, ts_expr *e) {
   ts_expr_walk(e, reuse_load, ctx);
 }
 
-bool block_has_reuse(const ts_stmt *realize) {
+static bool reuse_of(const ts_stmt *realize, bool spatial_only) {
   const ts_block *b = ts_realize_block(realize);
-  reuse_ctx c = {b, NULL, false};
+  reuse_ctx c = {b, NULL, spatial_only, false};
   if (ts_block_n_writes(b) == 1) c.out = ts_block_write(b, 0)->buffer;
   ts_visitor v = {NULL, NULL, reuse_expr, &c};
   ts_stmt_walk(ts_block_body(b), &v);
   return c.reuse;
+}
+
+bool block_has_reuse(const ts_stmt *realize) {
+  return reuse_of(realize, false);
+}
+
+bool block_has_spatial_reuse(const ts_stmt *realize) {
+  return reuse_of(realize, true);
 }
 
 typedef struct ite_ctx {

@@ -44,6 +44,12 @@ bool block_is_reduction(const ts_block *b);
 /* Whether some buffer the block reads is indexed without one of its iter
  * vars of extent > 1 (so tiling gives data reuse: matmul, conv). */
 bool block_has_reuse(const ts_stmt *realize);
+/* Whether some buffer the block reads is indexed without one of its
+ * spatial iter vars of extent > 1 (A[i, k] of a matmul misses j), so the
+ * threads of a GPU tile share loads. A load that misses only reduce vars
+ * (layer_norm's centred square sum reads the row's mean) does not count, as
+ * in MetaSchedule's NeedsMultiLevelTiling. */
+bool block_has_spatial_reuse(const ts_stmt *realize);
 /* Whether an expression or statement calls if_then_else. */
 bool stmt_uses_if_then_else(const ts_stmt *s);
 /* Whether a statement calls a transcendental function (exp, log, tanh, erf,

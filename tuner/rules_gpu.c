@@ -56,47 +56,6 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Loads in a block body: whether one misses a spatial iter var. */
-typedef struct spatial_reuse {
-  const ts_block *b;
-  const ts_buffer *out; /* the written buffer (skipped) */
-  bool reuse;
-} spatial_reuse;
-
-static void spatial_reuse_load(void *ctx, ts_expr *e) {
-  spatial_reuse *c = ctx;
-  if (ts_expr_kind_of(e) != TS_EXPR_LOAD || ts_expr_buffer(e) == c->out) return;
-  for (int i = 0; i < ts_block_n_iters(c->b); i++) {
-    int64_t ext = 0;
-    ts_expr_is_const_int(ts_block_iter_dom(c->b, i).extent, &ext);
-    if (ext <= 1 || ts_block_iter_kind(c->b, i) != TS_ITER_SPATIAL) continue;
-    bool used = false;
-    for (int k = 0; k < ts_expr_n_operands(e) && !used; k++)
-      used = expr_uses_var(ts_expr_operand(e, k), ts_block_iter_var(c->b, i));
-    if (!used) c->reuse = true;
-  }
-}
-
-static void spatial_reuse_expr(void *ctx, ts_expr *e) {
-  ts_expr_walk(e, spatial_reuse_load, ctx);
-}
-
-/* Whether the GPU tiles a reduction block (else it is a cross-thread
- * reduction): some buffer it reads, its output aside, is indexed without
- * one of its spatial iter vars (A[i, k] of a matmul misses j), so threads
- * of a tile share loads. Unlike block_has_reuse, reduce iter vars do not
- * count, as in MetaSchedule's NeedsMultiLevelTiling: a row reduction that
- * also reads a per-row value (layer_norm's centred square sum reads the
- * row's mean) shares nothing between the threads of a tile. */
-static bool gpu_needs_tiling(const ts_stmt *realize) {
-  const ts_block *b = ts_realize_block(realize);
-  spatial_reuse c = {b, NULL, false};
-  if (ts_block_n_writes(b) == 1) c.out = ts_block_write(b, 0)->buffer;
-  ts_visitor v = {NULL, NULL, spatial_reuse_expr, &c};
-  ts_stmt_walk(ts_block_body(b), &v);
-  return c.reuse;
-}
-
 /* Binds the loops of one tile level to a thread-axis family, one axis per
  * loop (x innermost) so the bound indices stay linear: "blockIdx" and
  * "threadIdx" take up to three loops (the leading ones fused beyond
@@ -261,7 +220,8 @@ static int mma_variant(const gen *g, gen_state *st, const char *name,
 int rule_gpu_tiling(const gen *g, const gen_state *st, const char *block,
                     gen_state *out, int cap) {
   const ts_stmt *r = ts_func_find_block(ts_sched_func(st->s), block);
-  if (!r || !block_is_reduction(ts_realize_block(r)) || !gpu_needs_tiling(r))
+  if (!r || !block_is_reduction(ts_realize_block(r)) ||
+      !block_has_spatial_reuse(r))
     return 0;
   int n = 0;
   gen_state v;
@@ -600,7 +560,7 @@ int rule_gpu_cross_thread_reduction(const gen *g, const gen_state *st,
                                     int cap) {
   const ts_stmt *r = ts_func_find_block(ts_sched_func(st->s), block);
   if (!r || cap < 2 || !block_is_reduction(ts_realize_block(r)) ||
-      gpu_needs_tiling(r))
+      block_has_spatial_reuse(r))
     return 0;
   gen_state v;
   if (state_fork(st, &v, NULL)) return 0;
