@@ -19,8 +19,8 @@
 
 #include <cjson/cJSON.h>
 #include <errno.h>
-#include <signal.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -233,9 +233,9 @@ static LLVMValueRef contract(LLVMValueRef v) {
 }
 
 /* Lets LLVM turn a division by a loop-invariant divisor into one reciprocal
- * outside the loop and a multiply inside (softmax's and layer_norm's
- * normalization): a vector divide costs several times a multiply. The
- * product is within 2 ulp of the quotient. */
+ * outside the loop and a multiply inside (softmax's normalization by the
+ * row's sum): a vector divide costs several times a multiply. The product
+ * is within 2 ulp of the quotient. */
 static LLVMValueRef reciprocal_ok(LLVMValueRef v) {
   if (LLVMIsAInstruction(v) && LLVMCanValueUseFastMathFlags(v))
     LLVMSetFastMathFlags(v, LLVMFastMathAllowReciprocal);
