@@ -302,7 +302,20 @@ static void dnnl_destroy(void *ctx) {
   free(x);
 }
 
-/* Creates the primitive descriptor; "not implemented" is TS_EUNSUPPORTED. */
+/* The instruction set oneDNN needs for kernels of dtype t when this CPU
+ * lacks it ("" when it has it or none is known): its 16-bit float kernels
+ * start at AVX-512 (avx512_core: F, BW, VL, DQ) for bfloat16 and at
+ * AVX512-FP16 for float16. */
+static const char *missing_isa(ts_dtype t) {
+  if (t.code == TS_DT_BFLOAT && ts_rt_cpu_has("avx512bw") != 1)
+    return " (it needs AVX-512 with avx512bw for bfloat16; this CPU has none)";
+  if (t.code == TS_DT_FLOAT && t.bits == 16 && ts_rt_cpu_has("avx512fp16") != 1)
+    return " (it needs avx512fp16 for float16; this CPU lacks it)";
+  return "";
+}
+
+/* Creates the primitive descriptor; "not implemented" is TS_EUNSUPPORTED,
+ * naming the instruction set the dtype needs when the CPU lacks it. */
 static int create_pd(dnnl_ctx *x, const plan *p, const bench_op *op,
                      dnnl_primitive_desc_t *pd, ts_error *err) {
   dnnl_status_t s =
@@ -310,11 +323,13 @@ static int create_pd(dnnl_ctx *x, const plan *p, const bench_op *op,
   if (s == dnnl_unimplemented) {
     char a[32], b[32];
     const dnnl_version_t *v = dnnl_version();
+    const char *isa = missing_isa(op->in);
+    if (!isa[0]) isa = missing_isa(op->out);
     return TS_ERR(err, TS_EUNSUPPORTED,
                   "onednn: not applicable: oneDNN %d.%d.%d has no %s for %s "
-                  "inputs with a %s output on this CPU",
+                  "inputs with a %s output on this CPU%s",
                   v->major, v->minor, v->patch, p->name,
-                  ts_dtype_str(op->in, a), ts_dtype_str(op->out, b));
+                  ts_dtype_str(op->in, a), ts_dtype_str(op->out, b), isa);
   }
   return s ? fail(s, "creating the primitive descriptor", op->op, err) : TS_OK;
 }
@@ -368,6 +383,15 @@ int onednn_prepare(const bench_case *c, bench_kernel *k, ts_error *err) {
                   op->kind == BENCH_MATMUL || op->kind == BENCH_DENSE
                       ? "matmul"
                       : "convolution");
+  bool conv = op->kind == BENCH_CONV_NCHW || op->kind == BENCH_CONV_NHWC ||
+              op->kind == BENCH_DEPTHWISE;
+  if (conv && in == dnnl_s8 && ts_rt_cpu_has("avx512vnni") != 1 &&
+      ts_rt_cpu_has("avxvnni") != 1)
+    return TS_ERR(err, TS_EUNSUPPORTED,
+                  "onednn: not applicable: without VNNI (this CPU has neither "
+                  "avx512vnni nor avxvnni) oneDNN's int8 convolution halves "
+                  "signed int8 weights against 16-bit saturation, so its "
+                  "results are not exact");
   dnnl_ctx *x = calloc(1, sizeof *x);
   if (!x) return TS_ERR(err, TS_ENOMEM, "onednn: out of memory");
   /* Primitives size their work split and scratchpad when created. */

@@ -187,12 +187,11 @@ static LLVMValueRef lookup(emitter *e, const void *node, const char *what,
  * operation, as the interpreter does). */
 static LLVMValueRef to_work(emitter *e, LLVMValueRef v, ts_dtype t) {
   if (!is_half(t)) return v;
-  LLVMTypeRef ft = t.lanes > 1 ? LLVMVectorType(f32t(e), t.lanes) : f32t(e);
-  return LLVMBuildFPExt(e->b, v, ft, "");
+  return emit_half_to_f32(e, v, t.code == TS_DT_BFLOAT);
 }
 static LLVMValueRef from_work(emitter *e, LLVMValueRef v, ts_dtype t) {
   if (!is_half(t)) return v;
-  return LLVMBuildFPTrunc(e->b, v, reg_type(e, t), "");
+  return emit_f32_to_half(e, v, t.code == TS_DT_BFLOAT);
 }
 
 static bool nonneg(emitter *e, ts_expr *x) {
@@ -357,7 +356,7 @@ static LLVMValueRef emit_cast(emitter *e, ts_dtype to, ts_dtype from,
   if (ts_dtype_is_bool(from)) {
     if (ts_dtype_is_float(to)) {
       LLVMValueRef f = LLVMBuildUIToFP(B, v, F32, "");
-      return is_half(to) ? LLVMBuildFPTrunc(B, f, T, "")
+      return is_half(to) ? from_work(e, f, to)
                          : (to.bits == 64 ? LLVMBuildFPExt(B, f, T, "") : f);
     }
     return LLVMBuildZExt(B, v, T, "");
@@ -374,7 +373,7 @@ static LLVMValueRef emit_cast(emitter *e, ts_dtype to, ts_dtype from,
       LLVMValueRef f = ts_dtype_is_signed(from)
                            ? LLVMBuildSIToFP(B, v, F32, "")
                            : LLVMBuildUIToFP(B, v, F32, "");
-      return LLVMBuildFPTrunc(B, f, T, "");
+      return from_work(e, f, to);
     }
     return ts_dtype_is_signed(from) ? LLVMBuildSIToFP(B, v, T, "")
                                     : LLVMBuildUIToFP(B, v, T, "");
@@ -386,11 +385,15 @@ static LLVMValueRef emit_cast(emitter *e, ts_dtype to, ts_dtype from,
         e, ts_dtype_is_signed(to) ? "llvm.fptosi.sat" : "llvm.fptoui.sat", over,
         2, &v, 1);
   }
-  /* float -> float */
-  if (is_half(from) && is_half(to))
-    return LLVMBuildFPTrunc(B, to_work(e, v, from), T, "");
-  int fb = is_half(from) ? 16 : from.bits, tb = is_half(to) ? 16 : to.bits;
-  if (tb > fb) return LLVMBuildFPExt(B, v, T, "");
+  /* float -> float; the 16-bit formats through float32, as the interpreter
+   * converts (a float64 rounds to float32 first) */
+  if (is_half(from) || is_half(to)) {
+    if (is_half(from)) v = to_work(e, v, from);
+    if (from.bits == 64) v = LLVMBuildFPTrunc(B, v, F32, "");
+    if (is_half(to)) return from_work(e, v, to);
+    return to.bits == 64 ? LLVMBuildFPExt(B, v, T, "") : v;
+  }
+  if (to.bits > from.bits) return LLVMBuildFPExt(B, v, T, "");
   return LLVMBuildFPTrunc(B, v, T, "");
 }
 

@@ -52,6 +52,15 @@ int emit_kernel(emitter *e, const ts_func *f, const char *entry);
  * (the function is then half-rewritten). */
 int lower_sync(ts_func *f, ts_error *err);
 
+/* Conversions with the 16-bit float formats (codegen/convert.c), scalar or
+ * vector: float32 -> bfloat16/float16 rounding to nearest even, and back.
+ * Native fptrunc/fpext where the target has the instructions (CUDA, F16C,
+ * AVX512-BF16), else integer code on the bit patterns, so no kernel calls a
+ * compiler-rt helper. */
+bool emit_native_half(const emitter *e, bool bf16);
+LLVMValueRef emit_f32_to_half(emitter *e, LLVMValueRef v, bool bf16);
+LLVMValueRef emit_half_to_f32(emitter *e, LLVMValueRef v, bool bf16);
+
 /* Records the first error on the emitter; returns the code. */
 int emit_fail(emitter *e, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
