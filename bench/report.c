@@ -394,7 +394,16 @@ static void section(report *r, const task *t) {
   report_escape(b, row->target);
   report_puts(b, "\">");
   report_escape(b, st);
-  report_puts(b, "</span></h3>\n<ul class=\"facts\">\n<li>workload <code>");
+  report_puts(b, "</span></h3>\n<ul class=\"facts\">\n");
+  ts_target *tt = NULL;
+  if (row->target && ts_target_parse(row->target, &tt, NULL) == TS_OK) {
+    char isa[160];
+    report_puts(b, "<li>ISA ");
+    report_escape(b, ts_target_isa(tt, isa, sizeof isa));
+    report_puts(b, "</li>\n");
+    ts_target_free(tt);
+  }
+  report_puts(b, "<li>workload <code>");
   report_escape(b, row->hash);
   format_flops(row->flops, s1);
   report_printf(b, "</code> · %s", s1);
@@ -527,6 +536,13 @@ static int targets_table(report *r, const ts_db_summary *rows, int n,
     short_target(rows[i].target, st, sizeof st);
     report_puts(b, "<tr><td>");
     report_escape(b, st);
+    ts_target *tt = NULL;
+    if (rows[i].target && ts_target_parse(rows[i].target, &tt, NULL) == TS_OK) {
+      char isa[160];
+      report_puts(b, "<br>ISA: ");
+      report_escape(b, ts_target_isa(tt, isa, sizeof isa));
+      ts_target_free(tt);
+    }
     report_puts(b, "<br><code class=\"full\">");
     report_escape(b, rows[i].target);
     report_puts(b, "</code></td><td>");

@@ -12,6 +12,7 @@
 
 #include <signal.h>
 #include <stdbool.h>
+#include <stdio.h>
 
 /* Exit codes: 0 success, 1 failure of the requested work (bad input file,
  * wrong result, ...), 2 usage error (unknown subcommand or option). */
@@ -34,6 +35,7 @@ int cmd_db(int argc, char **argv);
 int cmd_costmodel(int argc, char **argv);
 int cmd_tune(int argc, char **argv);
 int cmd_report(int argc, char **argv);
+int cmd_graph(int argc, char **argv);
 
 /* Prints "tessera: error: <what>" plus the error's message to stderr. */
 void cli_error(const char *what, const ts_error *err);
@@ -87,6 +89,9 @@ void cli_kernel_free(cli_kernel *k);
  * to f. */
 int cli_kernel_build_record(const char *trace_json, const ts_func *f,
                             const ts_target *t, cli_kernel *k, ts_error *err);
+/* Prints the target's instruction-set level (ts_target_isa) and, one line
+ * per dtype family, how its arithmetic runs there (kernel.c). */
+void cli_print_target_isa(FILE *out, const ts_target *t);
 /* The median of v[0..n) (sorts v in place); NAN when n is 0. */
 double cli_median(double *v, int n);
 

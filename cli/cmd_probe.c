@@ -228,12 +228,13 @@ int cmd_probe(int argc, char **argv) {
     goto done;
   }
 
-  char probe_json[1024];
-  int len =
-      snprintf(probe_json, sizeof probe_json,
-               "{\"cores\": %d, \"fp32_gflops_per_core\": %.1f, "
-               "\"fp32_gflops_all_cores\": %.1f, \"fp32_best_vector_bits\": %d",
-               cores, best1, best_all, best_width);
+  char probe_json[1024], isa[160];
+  int len = snprintf(
+      probe_json, sizeof probe_json,
+      "{\"isa\": \"%s\", \"cores\": %d, "
+      "\"fp32_gflops_per_core\": %.1f, "
+      "\"fp32_gflops_all_cores\": %.1f, \"fp32_best_vector_bits\": %d",
+      ts_target_isa(t, isa, sizeof isa), cores, best1, best_all, best_width);
   for (int w = 0; w < 3; w++)
     if (per_core[w] >= 0)
       len += snprintf(probe_json + len, sizeof probe_json - (size_t)len,
@@ -251,7 +252,9 @@ int cmd_probe(int argc, char **argv) {
   if (json) {
     printf("%s\n", probe_json);
   } else {
-    printf("target: %s\n\n", ts_target_str(t));
+    printf("target: %s\n", ts_target_str(t));
+    cli_print_target_isa(stdout, t);
+    printf("\n");
     printf("%-28s %14s %14s\n", "fp32 FMA", "per core", "all cores");
     for (int w = 0; w < 3; w++)
       if (per_core[w] >= 0)

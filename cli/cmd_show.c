@@ -26,12 +26,15 @@ static const char show_usage[] =
     "       tessera show --db PATH --workload W [--target T] --best\n"
     "                    [--tir | --lowered | --llvm | --asm | --trace]\n"
     "       tessera show --ops\n"
+    "       tessera show --target T\n"
     "\n"
     "  --workload SPEC  build an operator from a spec, e.g.\n"
     "                   \"conv2d_nhwc N=1 H=56 W=56 CI=64 CO=64 KH=3 KW=3 "
     "pad=1\"\n"
     "  --tir FILE       read a function in the TIR text form (docs/ir.md)\n"
     "  --ops            list the operators and their keys\n"
+    "  --target T       alone: the target's canonical string, its\n"
+    "                   instruction-set level and how each dtype runs on it\n"
     "  --trace FILE     print a schedule trace (JSON) as a readable script; "
     "with\n"
     "                   a workload, apply it and print the scheduled TIR (or,\n"
@@ -347,6 +350,20 @@ int cmd_show(int argc, char **argv) {
   }
   if (ops) {
     print_ops();
+    return EXIT_OK;
+  }
+  if (target && !spec && !tir && !db_path && !best && !trace_path && !what) {
+    /* --target alone: what the target is and what each dtype runs on */
+    ts_target *t = NULL;
+    ts_error terr;
+    ts_error_clear(&terr);
+    if (ts_target_parse(target, &t, &terr)) {
+      cli_error("bad target", &terr);
+      return EXIT_FAIL;
+    }
+    printf("target: %s\n", ts_target_str(t));
+    cli_print_target_isa(stdout, t);
+    ts_target_free(t);
     return EXIT_OK;
   }
   if (db_path || best) {

@@ -5,6 +5,7 @@
 #include "cli.h"
 
 #include <math.h>
+#include <stdio.h>
 
 #include <stdlib.h>
 #include <string.h>
@@ -79,4 +80,20 @@ void cli_kernel_free(cli_kernel *k) {
   ts_rt_kernel_unload(k->kernel);
   ts_build_result_clear(&k->build);
   memset(k, 0, sizeof *k);
+}
+
+void cli_print_target_isa(FILE *out, const ts_target *t) {
+  char isa[160], path[200];
+  fprintf(out, "isa: %s", ts_target_isa(t, isa, sizeof isa));
+  if (!ts_target_is_cuda(t))
+    fprintf(out, " (%d vector registers of %d bits)",
+            ts_target_vector_registers(t), ts_target_vector_bits(t));
+  fprintf(out, "\n");
+  const ts_dtype dtypes[] = {TS_FLOAT32, TS_FLOAT64, TS_BFLOAT16, TS_FLOAT16,
+                             TS_INT8};
+  for (size_t i = 0; i < sizeof dtypes / sizeof dtypes[0]; i++) {
+    char name[32];
+    fprintf(out, "  %-10s %s\n", ts_dtype_str(dtypes[i], name),
+            ts_target_dtype_path(t, dtypes[i], path, sizeof path));
+  }
 }

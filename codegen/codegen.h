@@ -84,6 +84,24 @@ int ts_target_num_cores(const ts_target *t);
 /* The widest fp32 vector in bits: 512 with avx512f, 256 with avx2 or avx,
  * else 128 (llvm); 32 for cuda (one lane per thread). */
 int ts_target_vector_bits(const ts_target *t);
+/* Architectural vector registers (llvm): 32 with avx512f, else 16; 0 for
+ * cuda. Design spaces size register tiles by it. */
+int ts_target_vector_registers(const ts_target *t);
+/* The instruction-set level, for people: "SSE2", "SSE4.2", "AVX", "AVX2" or
+ * "AVX-512", then " + NAME" for each extension present among VNNI,
+ * AVX-VNNI, AVX512-BF16, AVX512-FP16, AMX-BF16, AMX-INT8, AMX-FP16
+ * ("AVX-512 + VNNI + AVX512-BF16"); the SM name for cuda. Written into buf
+ * (cut to size); returns buf. */
+const char *ts_target_isa(const ts_target *t, char *buf, size_t size);
+/* Whether the target has instructions for the arithmetic of dtype d:
+ * bfloat16 needs AVX512-BF16 or AMX-BF16; float16 is always computed
+ * through float32 on x86-64; everything is native on cuda. */
+bool ts_target_dtype_native(const ts_target *t, ts_dtype d);
+/* One line saying how the arithmetic of dtype d runs on t ("FMA on 256-bit
+ * vectors (8 lanes, 16 registers)", "computed in float32 (...): no
+ * AVX512-BF16 or AMX", ...). Written into buf (cut to size); returns buf. */
+const char *ts_target_dtype_path(const ts_target *t, ts_dtype d, char *buf,
+                                 size_t size);
 /* cuda: the SM version (80 for sm_80) and the per-block limits; 0 for
  * llvm. */
 int ts_target_sm(const ts_target *t);

@@ -755,6 +755,114 @@ int ts_target_vector_bits(const ts_target *t) {
   return 128;
 }
 
+int ts_target_vector_registers(const ts_target *t) {
+  if (t->kind == TS_TARGET_CUDA) return 0;
+  return ts_target_has_feature(t, "avx512f") ? 32 : 16;
+}
+
+/* Appends text to buf (size bytes, NUL-terminated, cut when full). */
+static void append(char *buf, size_t size, const char *text) {
+  size_t len = strlen(buf);
+  if (len + 1 < size) snprintf(buf + len, size - len, "%s", text);
+}
+
+const char *ts_target_isa(const ts_target *t, char *buf, size_t size) {
+  if (!size) return buf;
+  buf[0] = '\0';
+  if (t->kind == TS_TARGET_CUDA) {
+    snprintf(buf, size, "%s", t->cpu);
+    return buf;
+  }
+  const char *level = ts_target_has_feature(t, "avx512f")  ? "AVX-512"
+                      : ts_target_has_feature(t, "avx2")   ? "AVX2"
+                      : ts_target_has_feature(t, "avx")    ? "AVX"
+                      : ts_target_has_feature(t, "sse4.2") ? "SSE4.2"
+                                                           : "SSE2";
+  append(buf, size, level);
+  if (ts_target_has_feature(t, "avx2") && !ts_target_has_feature(t, "fma"))
+    append(buf, size, " (no FMA)");
+  static const struct {
+    const char *feature, *name;
+  } extensions[] = {
+      {"avx512vnni", "VNNI"},        {"avxvnni", "AVX-VNNI"},
+      {"avx512bf16", "AVX512-BF16"}, {"avx512fp16", "AVX512-FP16"},
+      {"amx-bf16", "AMX-BF16"},      {"amx-int8", "AMX-INT8"},
+      {"amx-fp16", "AMX-FP16"},
+  };
+  for (size_t i = 0; i < sizeof extensions / sizeof extensions[0]; i++)
+    if (ts_target_has_feature(t, extensions[i].feature)) {
+      append(buf, size, " + ");
+      append(buf, size, extensions[i].name);
+    }
+  return buf;
+}
+
+bool ts_target_dtype_native(const ts_target *t, ts_dtype d) {
+  if (t->kind == TS_TARGET_CUDA) return true;
+  if (d.code == TS_DT_BFLOAT)
+    return ts_target_has_feature(t, "avx512bf16") ||
+           ts_target_has_feature(t, "amx-bf16");
+  if (d.code == TS_DT_FLOAT && d.bits == 16) return false;
+  return true;
+}
+
+const char *ts_target_dtype_path(const ts_target *t, ts_dtype d, char *buf,
+                                 size_t size) {
+  if (!size) return buf;
+  if (t->kind == TS_TARGET_CUDA) {
+    const char *mma =
+        (d.code == TS_DT_BFLOAT || (d.code == TS_DT_FLOAT && d.bits == 16)) &&
+                t->sm >= 80
+            ? " (tensor-core mma.sync where tensorized)"
+            : "";
+    snprintf(buf, size, "one lane per thread%s", mma);
+    return buf;
+  }
+  int bits = ts_target_vector_bits(t), regs = ts_target_vector_registers(t);
+  bool fma = ts_target_has_feature(t, "fma");
+  if (d.code == TS_DT_BFLOAT) {
+    if (ts_target_has_feature(t, "amx-bf16"))
+      snprintf(buf, size,
+               "AMX tiles (tdpbf16ps) where tensorized, else "
+               "float32");
+    else if (ts_target_has_feature(t, "avx512bf16"))
+      snprintf(buf, size,
+               "AVX512-BF16 dot products (vdpbf16ps) where "
+               "tensorized, else float32");
+    else
+      snprintf(buf, size,
+               "computed in float32 (converted on load, rounded on store): "
+               "no AVX512-BF16 or AMX");
+    return buf;
+  }
+  if (d.code == TS_DT_FLOAT && d.bits == 16) {
+    snprintf(buf, size, "computed in float32 (%s)",
+             ts_target_has_feature(t, "f16c")
+                 ? "F16C conversions"
+                 : "conversions written out: no F16C");
+    return buf;
+  }
+  if (d.code == TS_DT_FLOAT) {
+    snprintf(buf, size, "%s on %d-bit vectors (%d lanes, %d registers)",
+             fma ? "FMA" : "multiply and add", bits, bits / d.bits, regs);
+    return buf;
+  }
+  if ((d.code == TS_DT_INT || d.code == TS_DT_UINT) && d.bits == 8) {
+    if (ts_target_has_feature(t, "amx-int8"))
+      snprintf(buf, size, "AMX tiles (tdpbssd/tdpbusd) where tensorized");
+    else if (ts_target_has_feature(t, "avx512vnni"))
+      snprintf(buf, size, "VNNI dot products (vpdpbusd) where tensorized");
+    else
+      snprintf(buf, size,
+               "widened to int16/int32 multiply-adds on %d-bit vectors: no "
+               "VNNI",
+               bits);
+    return buf;
+  }
+  snprintf(buf, size, "integer operations on %d-bit vectors", bits);
+  return buf;
+}
+
 int ts_target_sm(const ts_target *t) { return t->sm; }
 
 int ts_target_max_threads_per_block(const ts_target *t) {

@@ -137,6 +137,23 @@ static int scan_symbols(const void *bytes, size_t size, const char *entry,
   return TS_OK;
 }
 
+int ts_rt_object_check(const void *bytes, size_t size, const char *entry,
+                       ts_error *err) {
+  if (!bytes || size == 0)
+    return TS_ERR(err, TS_EINVAL, "loader: empty object");
+  if (!entry || !entry[0])
+    return TS_ERR(err, TS_EINVAL, "loader: empty entry symbol name");
+  char missing[256];
+  int rc = scan_symbols(bytes, size, entry, missing, sizeof missing, err);
+  if (rc) return rc;
+  if (missing[0])
+    return TS_ERR(err, TS_EINVAL,
+                  "loader: unresolved external symbol '%s' (not defined by "
+                  "the object nor exported by the process) in '%s'",
+                  missing, entry);
+  return TS_OK;
+}
+
 void ts_rt_kernel_unload(ts_rt_kernel *k) {
   if (!k) return;
   if (k->jit) {

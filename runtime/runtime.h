@@ -107,6 +107,12 @@ typedef int32_t (*ts_rt_kernel_fn)(void *const *args, void *rt);
  * allocated. Thread safe: each load has its own LLJIT. */
 int ts_rt_kernel_load(const void *bytes, size_t size, const char *entry,
                       ts_rt_kernel **out, ts_error *err);
+/* Checks, without linking, what ts_rt_kernel_load needs of an object: an
+ * ELF64 relocatable object that defines `entry` and whose every non-weak
+ * external symbol the process exports. TS_OK, or TS_EINVAL naming the
+ * first unresolved symbol (or the format problem). */
+int ts_rt_object_check(const void *bytes, size_t size, const char *entry,
+                       ts_error *err);
 /* Disposes the LLJIT and the kernel's code and data (NULL is a no-op). */
 void ts_rt_kernel_unload(ts_rt_kernel *k);
 /* The entry function; valid until ts_rt_kernel_unload. */

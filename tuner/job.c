@@ -757,6 +757,27 @@ static int check_options(const ts_tune_options *o, const ts_tune_task *tasks,
   return ts_measure_config_check(&o->measure, err);
 }
 
+/* Says once per dtype when tasks use a 16-bit float format the target has
+ * no arithmetic for (bfloat16 without AVX512-BF16/AMX, float16 on x86-64):
+ * such tasks tune and run, computing in float32. */
+static void note_emulated_dtypes(FILE *out, const ts_target *t,
+                                 const ts_tune_task *tasks, int n) {
+  const ts_dtype formats[2] = {TS_BFLOAT16, TS_FLOAT16};
+  for (int d = 0; d < 2; d++) {
+    if (ts_target_dtype_native(t, formats[d])) continue;
+    bool used = false;
+    for (int i = 0; i < n && !used; i++)
+      for (int p = 0; p < ts_func_n_params(tasks[i].func) && !used; p++)
+        used = ts_dtype_eq(ts_buffer_dtype(ts_func_param(tasks[i].func, p)),
+                           formats[d]);
+    if (!used) continue;
+    char name[32], path[200];
+    fprintf(out, "note: %s on this target is %s\n",
+            ts_dtype_str(formats[d], name),
+            ts_target_dtype_path(t, formats[d], path, sizeof path));
+  }
+}
+
 int ts_tune(ts_db *db, ts_runner *runner, const ts_tune_task *tasks, int n,
             const ts_tune_options *opts, ts_tune_result *result,
             ts_error *err) {
@@ -814,6 +835,7 @@ int ts_tune(ts_db *db, ts_runner *runner, const ts_tune_task *tasks, int n,
               tasks[i].name, j.tasks[i].n_spaces,
               j.tasks[i].n_spaces == 1 ? "" : "s", j.tasks[i].spaces[0].name,
               j.tasks[i].n_spaces > 1 ? ", ..." : "");
+    note_emulated_dtypes(o.output.out, j.target, tasks, n);
     fflush(o.output.out);
   }
   int64_t turn = 0;

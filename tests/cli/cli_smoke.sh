@@ -30,6 +30,9 @@ expect 2 "$T" show --workload;   contains "needs a spec"
 expect 2 "$T" check --seed x --workload "matmul M=2 N=2 K=2"; contains "wants a number"
 expect 0 "$T" show --help;       contains "usage: tessera show"
 expect 0 "$T" show --ops;        contains "matmul"
+expect 0 "$T" show --target "llvm -mcpu=x86-64-v3"; contains "isa: AVX2 (16 vector registers of 256 bits)"
+contains "bfloat16   computed in float32"
+expect 1 "$T" show --target "llvm -mcpu=nosuchcpu"; contains "nosuchcpu"
 
 # Bad input: exit 1 and a message naming the problem.
 expect 1 "$T" show --workload "matmull M=1";        contains "matmull"

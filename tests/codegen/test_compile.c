@@ -11,53 +11,19 @@
 #include <cmocka.h>
 
 #include "check.h"
-
-static const char *const specs[] = {
-    "matmul M=8 N=12 K=16",
-    "matmul M=8 N=12 K=16 transpose_a=1",
-    "matmul M=8 N=12 K=16 transpose_b=1",
-    "matmul M=7 N=5 K=3 transpose_a=1 transpose_b=1 dtype=float64",
-    "matmul M=8 N=8 K=32 dtype=bfloat16",
-    "matmul M=8 N=8 K=32 dtype=float16",
-    "matmul M=8 N=8 K=32 dtype=int8",
-    "matmul M=8 N=8 K=32 dtype=uint8",
-    "batch_matmul B=2 M=4 N=6 K=8",
-    "dense M=4 N=6 K=8",
-    "dense M=4 N=6 K=8 bias=0",
-    "conv2d_nchw N=1 H=7 W=7 CI=4 CO=6 KH=3 KW=3 stride=2 pad=1",
-    "conv2d_nhwc N=2 H=6 W=6 CI=4 CO=4 KH=3 KW=3 pad=1 dilation=2 groups=2",
-    "conv2d_nhwc N=1 H=5 W=5 CI=4 CO=8 KH=1 KW=1 dtype=int8",
-    "depthwise_conv2d_nhwc N=1 H=8 W=8 C=4 KH=3 KW=3 stride=2 pad=1",
-    "conv2d_transpose_nchw N=1 H=4 W=4 CI=3 CO=2 KH=3 KW=3 stride=2 pad=1",
-    "pool2d_nhwc N=1 H=6 W=6 C=3 KH=3 KW=3 stride=2 pad=1 kind=max",
-    "pool2d_nhwc N=1 H=6 W=6 C=3 KH=2 KW=2 stride=2 kind=avg",
-    "softmax N=4 D=33",
-    "layer_norm N=3 D=20",
-    "elementwise op=add shape=3x5",
-    "elementwise op=mul shape=4x4 dtype=bfloat16",
-    "elementwise op=relu shape=17",
-    "elementwise op=gelu shape=2x9",
-    "elementwise op=sigmoid shape=10",
-    "elementwise op=tanh shape=3x3 dtype=float16",
-    "reduce op=sum N=5 D=7",
-    "reduce op=max N=5 D=7 dtype=int32",
-    "transpose shape=2x3x4 perm=2x0x1",
-    "layout_transform N=1 C=32 H=3 W=2 src=NCHW dst=NCHW16c",
-    "layout_transform N=2 C=3 H=2 W=2 src=NCHW dst=NHWC",
-    "pad shape=3x4 before=1x2 after=2x0",
-};
+#include "operators.h"
 
 static void test_every_operator(void **state) {
   (void)state;
   int failures = 0;
-  for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
+  for (int i = 0; i < N_OPERATOR_SPECS; i++) {
     ts_workload *w = NULL;
     ts_error err;
     ts_error_clear(&err);
-    int rc = ts_workload_from_spec(specs[i], &w, &err);
+    int rc = ts_workload_from_spec(operator_specs[i], &w, &err);
     if (rc == TS_OK) rc = check_compiled(w->func, NULL, 2, 7 + i, &err);
     if (rc != TS_OK) {
-      printf("FAIL %s: %s\n", specs[i], err.msg);
+      printf("FAIL %s: %s\n", operator_specs[i], err.msg);
       failures++;
     }
     ts_workload_free(w);

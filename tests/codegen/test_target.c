@@ -284,12 +284,71 @@ static void test_malformed(void **state) {
   assert_int_equal(ts_target_parse(NULL, &t, NULL), TS_EINVAL);
 }
 
+/* The instruction-set level and the per-dtype answers follow the target's
+ * features, not the host's. */
+static void test_isa_levels(void **state) {
+  (void)state;
+  static const struct {
+    const char *target, *isa;
+    int bits, registers;
+    bool bf16_native;
+  } cases[] = {
+      {"llvm -mcpu=x86-64", "SSE2", 128, 16, false},
+      {"llvm -mcpu=x86-64-v2", "SSE4.2", 128, 16, false},
+      {"llvm -mcpu=sandybridge", "AVX", 256, 16, false},
+      {"llvm -mcpu=x86-64-v3", "AVX2", 256, 16, false},
+      {"llvm -mcpu=znver3", "AVX2", 256, 16, false},
+      {"llvm -mcpu=skylake-avx512", "AVX-512", 512, 32, false},
+      {"llvm -mcpu=cascadelake", "AVX-512 + VNNI", 512, 32, false},
+      {"llvm -mcpu=znver4", "AVX-512 + VNNI + AVX512-BF16", 512, 32, true},
+      {"llvm -mcpu=sapphirerapids",
+       "AVX-512 + VNNI + AVX-VNNI + AVX512-BF16 + AVX512-FP16 + AMX-BF16 + "
+       "AMX-INT8",
+       512, 32, true},
+      {"llvm -mcpu=znver4 -mattr=-avx512f", "AVX2", 256, 16, false},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    ts_target *t = parse_ok(cases[i].target);
+    char isa[160], path[200];
+    ts_target_isa(t, isa, sizeof isa);
+    if (strcmp(isa, cases[i].isa))
+      printf("%s: isa '%s', want '%s'\n", cases[i].target, isa, cases[i].isa);
+    assert_string_equal(isa, cases[i].isa);
+    assert_int_equal(ts_target_vector_bits(t), cases[i].bits);
+    assert_int_equal(ts_target_vector_registers(t), cases[i].registers);
+    assert_int_equal(ts_target_dtype_native(t, TS_BFLOAT16),
+                     cases[i].bf16_native);
+    assert_true(ts_target_dtype_native(t, TS_FLOAT32));
+    assert_false(ts_target_dtype_native(t, TS_FLOAT16));
+    ts_target_dtype_path(t, TS_BFLOAT16, path, sizeof path);
+    assert_int_equal(strstr(path, "computed in float32") != NULL,
+                     !cases[i].bf16_native);
+    ts_target_dtype_path(t, TS_FLOAT32, path, sizeof path);
+    char lanes[32];
+    snprintf(lanes, sizeof lanes, "%d lanes", cases[i].bits / 32);
+    assert_non_null(strstr(path, lanes));
+    ts_target_dtype_path(t, TS_INT8, path, sizeof path);
+    assert_int_equal(strstr(path, "no VNNI") != NULL,
+                     !ts_target_has_feature(t, "avx512vnni"));
+    ts_target_free(t);
+  }
+  ts_target *c = parse_ok("cuda -arch=sm_80");
+  char isa[32];
+  assert_string_equal(ts_target_isa(c, isa, sizeof isa), "sm_80");
+  assert_true(ts_target_dtype_native(c, TS_BFLOAT16));
+  assert_int_equal(ts_target_vector_registers(c), 0);
+  /* a small buffer is cut, never overrun */
+  ts_target *s = parse_ok("llvm -mcpu=sapphirerapids");
+  assert_int_equal(strlen(ts_target_isa(s, isa, 8)), 7);
+  ts_target_free(s);
+  ts_target_free(c);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_canonical_forms),
-      cmocka_unit_test(test_queries),
-      cmocka_unit_test(test_native),
-      cmocka_unit_test(test_malformed),
+      cmocka_unit_test(test_canonical_forms), cmocka_unit_test(test_queries),
+      cmocka_unit_test(test_native),          cmocka_unit_test(test_malformed),
+      cmocka_unit_test(test_isa_levels),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

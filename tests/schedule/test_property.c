@@ -10,7 +10,9 @@
  *   TS_PROPERTY_SEED=<seed> schedule_test_property
  * The count comes from TS_PROPERTY_COUNT (default 2000; 150 under the
  * sanitizers, which are much slower); TS_PROPERTY_FIRST_SEED moves the
- * seed range (default 1) to explore further.
+ * seed range (default 1) to explore further. Code is compiled for the host,
+ * or for TS_TEST_TARGET (ctest runs a reduced count for `x86-64` and
+ * `x86-64-v3` too; skipped where this CPU cannot run that code).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -394,6 +396,15 @@ static bool run_one(uint64_t seed, ts_workload **wls, ts_rt_args **refs,
 
 static void test_random_schedules(void **state) {
   (void)state;
+  ts_error terr;
+  ts_target *target = util_target(&terr);
+  if (!target) fprintf(stderr, "TS_TEST_TARGET: %s\n", terr.msg);
+  assert_non_null(target);
+  printf("target: %s\n", ts_target_str(target));
+  if (!util_target_runs_here()) {
+    printf("skipped: this CPU cannot run code for %s\n", ts_target_str(target));
+    skip();
+  }
   int count = DEFAULT_COUNT;
   const char *env = getenv("TS_PROPERTY_COUNT");
   if (env && atoi(env) > 0) count = atoi(env);

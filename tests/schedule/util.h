@@ -49,16 +49,43 @@ static inline int util_reference(const ts_func *f, uint64_t seed,
   return rc;
 }
 
-/* Compiles `f` for the host (with the verifier between lowering passes),
- * runs it with `threads` threads and compares with `want` (the reference
- * outputs for `seed`). With `interp` also interprets f and compares. */
+/* The target the schedule tests compile for: TS_TEST_TARGET when set (the
+ * ctest entries that cover other x86-64 machines set it), else the host.
+ * Parsed once; NULL with err set when the string is not a target. */
+static inline ts_target *util_target(ts_error *err) {
+  static ts_target *target;
+  if (target) return target;
+  const char *s = getenv("TS_TEST_TARGET");
+  int rc =
+      s && *s ? ts_target_parse(s, &target, err) : ts_target_host(&target, err);
+  return rc ? NULL : target;
+}
+
+/* Whether this CPU runs code built for the test target (it has every
+ * feature the target enables that the runtime can query). */
+static inline bool util_target_runs_here(void) {
+  ts_error err;
+  ts_target *t = util_target(&err);
+  if (!t) return false;
+  for (int i = 0; i < ts_target_num_features(t); i++) {
+    bool on = false;
+    const char *name = ts_target_feature(t, i, &on);
+    if (on && ts_rt_cpu_has(name) == 0) return false;
+  }
+  return true;
+}
+
+/* Compiles `f` for the test target (util_target; with the verifier between
+ * lowering passes), runs it with `threads` threads and compares with `want`
+ * (the reference outputs for `seed`). With `interp` also interprets f and
+ * compares. */
 static inline int util_check_against(const ts_func *f, const ts_rt_args *want,
                                      uint64_t seed, int threads, bool interp,
                                      ts_error *err) {
-  static ts_target *host;
   static ts_runtime *rt[3];
   int rc = TS_OK;
-  if (!host && (rc = ts_target_host(&host, err))) return rc;
+  ts_target *host = util_target(err);
+  if (!host) return err->code;
   if (threads < 1) threads = 1;
   if (threads > 2) threads = 2;
   if (!rt[threads] && (rc = ts_runtime_create(threads, &rt[threads], err)))
