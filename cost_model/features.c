@@ -80,6 +80,7 @@ typedef struct walker {
   double func_dispatches; /* parallel loops started per call */
   int guards;
   int cores;
+  int vector_bits; /* the target's widest vector (128 without a target) */
   bool is_gpu;
   float *rows;
   int n_rows, cap_rows;
@@ -319,6 +320,7 @@ typedef struct store_ctx {
   walker *w;
   int n_dims;
   bool lane_dim;
+  int elem_bits; /* bits of one element of the stored buffer */
   buf_access bufs[MAX_ACCESS_BUFFERS];
   int n_bufs;
 } store_ctx;
@@ -656,8 +658,11 @@ static void emit_row(store_ctx *s, const buf_access *target,
   row[TS_CM_F_AUTO_UNROLL_MAX_STEP] = (float)logv((double)unroll);
   row[TS_CM_F_GUARDS] = (float)logv(w->guards);
   row[TS_CM_F_VECTORIZE_FALLBACKS] = (float)logv(fallbacks);
-  row[TS_CM_F_STORE_LANES] =
-      (float)logv(s->lane_dim ? w->loops[n - 1].extent : 1);
+  int64_t lanes = s->lane_dim ? w->loops[n - 1].extent : 1;
+  row[TS_CM_F_STORE_LANES] = (float)logv((double)lanes);
+  double vbits = w->vector_bits > 0 ? w->vector_bits : 128;
+  row[TS_CM_F_STORE_VECTOR_REGISTERS] = (float)logv(
+      ceil((double)lanes * (s->elem_bits > 0 ? s->elem_bits : 32) / vbits));
   double cores = w->cores > 0 ? w->cores : 1;
   double balance = has_par ? par / (ceil(par / cores) * cores) : 1;
   row[TS_CM_F_PARALLEL_BALANCE] = (float)logv(balance);
@@ -713,6 +718,7 @@ static void visit_store(walker *w, ts_stmt *st) {
   if (vl > lanes) lanes = vl;
   store_ctx s;
   begin_store(&s, w, lanes);
+  s.elem_bits = ts_buffer_dtype(b).bits;
   add_access(&s, b, idx, n_idx < TS_MAX_DIMS ? n_idx : TS_MAX_DIMS, true);
   ts_expr_walk(ts_store_value(st), collect_load, &s);
   for (int i = 0; i < n_idx && i < TS_MAX_DIMS; i++)
@@ -950,6 +956,7 @@ int ts_cm_extract(const ts_func *f, const ts_target *target,
   }
   w->err = err;
   w->cores = target ? ts_target_num_cores(target) : 1;
+  w->vector_bits = target ? ts_target_vector_bits(target) : 128;
   w->is_gpu = p.has_threads || (target && ts_target_is_cuda(target));
   w->func_alloc_bytes = p.alloc_bytes;
   w->func_alloc_count = p.alloc_count;

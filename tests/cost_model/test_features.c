@@ -131,6 +131,9 @@ static void test_vectorized_vs_not(void **state) {
   assert_true(val(v, TS_CM_F_VEC_POS_NONE) == 0);
   RAW_EQ(v, TS_CM_F_STORE_LANES, 16);
   RAW_EQ(p, TS_CM_F_STORE_LANES, 1);
+  /* without a target, 128-bit vectors: 16 float32 lanes fill 4 */
+  RAW_EQ(v, TS_CM_F_STORE_VECTOR_REGISTERS, 4);
+  RAW_EQ(p, TS_CM_F_STORE_VECTOR_REGISTERS, 1);
   /* the work and the memory traffic do not change */
   assert_true(val(p, TS_CM_F_FLOAT_MAD) == val(v, TS_CM_F_FLOAT_MAD));
   RAW_EQ(v, TS_CM_F_FLOAT_MAD, 64.0f * 64 * 64);
@@ -138,9 +141,21 @@ static void test_vectorized_vs_not(void **state) {
   assert_true(val(p, TS_CM_F_NUM_LOOPS) == val(v, TS_CM_F_NUM_LOOPS));
   /* the index arithmetic of a vector access is done once per vector (the
    * ramp's base), so integer operation counts may change too */
-  int extra[] = {TS_CM_F_STORE_LANES, TS_CM_F_INT_MAD, TS_CM_F_INT_ADDSUB,
-                 TS_CM_F_INT_MUL};
-  differ_only_in(p, v, TS_CM_F_VEC_NUM, TS_CM_F_VEC_POS_NONE, extra, 4);
+  int extra[] = {TS_CM_F_STORE_LANES, TS_CM_F_STORE_VECTOR_REGISTERS,
+                 TS_CM_F_INT_MAD, TS_CM_F_INT_ADDSUB, TS_CM_F_INT_MUL};
+  differ_only_in(p, v, TS_CM_F_VEC_NUM, TS_CM_F_VEC_POS_NONE, extra, 5);
+  /* the same vector fills two AVX2 registers and one AVX-512 register */
+  ts_target *avx2, *avx512;
+  ts_error err;
+  OK(ts_target_parse("llvm -mcpu=x86-64-v3 -num-cores=2", &avx2, &err));
+  OK(ts_target_parse("llvm -mcpu=skylake-avx512 -num-cores=2", &avx512, &err));
+  ts_cm_features f2 = extract(vec, avx2), f5 = extract(vec, avx512);
+  RAW_EQ(update_row(&f2), TS_CM_F_STORE_VECTOR_REGISTERS, 2);
+  RAW_EQ(update_row(&f5), TS_CM_F_STORE_VECTOR_REGISTERS, 1);
+  ts_cm_features_clear(&f2);
+  ts_cm_features_clear(&f5);
+  ts_target_free(avx2);
+  ts_target_free(avx512);
   ts_cm_features_clear(&fp);
   ts_cm_features_clear(&fv);
   ts_sched_destroy(plain);
@@ -334,7 +349,7 @@ static void test_other_workloads(void **state) {
 
 static void test_entry_list(void **state) {
   (void)state;
-  assert_int_equal(TS_CM_N_FEATURES, 177);
+  assert_int_equal(TS_CM_N_FEATURES, 178);
   assert_null(ts_cm_feature_name(TS_CM_N_FEATURES));
   assert_null(ts_cm_feature_name(-1));
   char path[512];
