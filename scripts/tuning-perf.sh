@@ -10,7 +10,10 @@
 #
 # Settings through the environment: SEEDS (default "1 2 3 4"), CMP_SEEDS
 # (default "1 2 3 4 5 6 7 8"), TRIALS (1000), CMP_TRIALS (300), SERIES (3),
-# TESSERA (./build/tessera), SKIP_TUNE=1 (benchmark existing databases only).
+# TESSERA (./build/tessera), SKIP_TUNE=1 (benchmark existing databases only),
+# TARGET (a target string for tuning and benchmarking, default this machine).
+# The AVX2 figures on a wider machine: TARGET="llvm -mcpu=x86-64-v3" with
+# ONEDNN_MAX_CPU_ISA=AVX2, which caps oneDNN to the same instructions.
 # Runs are resumable: a finished job is not tuned again. Nothing else should
 # run on the machine meanwhile; it takes about an hour on two cores.
 set -e
@@ -21,6 +24,7 @@ TRIALS=${TRIALS:-1000}
 CMP_TRIALS=${CMP_TRIALS:-300}
 SERIES=${SERIES:-3}
 T=${TESSERA:-./build/tessera}
+TARGET=${TARGET:-llvm}
 MM="matmul M=1024 N=1024 K=1024"
 CONV="conv2d_nhwc N=1 H=56 W=56 CI=64 CO=64 KH=3 KW=3 stride=1 pad=1 dtype=float32"
 mkdir -p "$OUT"
@@ -31,6 +35,7 @@ field() { sed -n "s/.*\"$1\": \([-0-9.e+]*\).*/\1/p" | head -1; }
 tune() { # name workload seed trials
   if [ -z "$SKIP_TUNE" ]; then
     "$T" tune --workload "$2" --trials "$4" --seed "$3" --db "$OUT/$1.db" \
+      --target "$TARGET" \
       --job "$1" --log "$OUT/$1.jsonl" --json --quiet >"$OUT/$1.json"
   fi
 }
@@ -43,11 +48,13 @@ tune conv-s1 "$CONV" 1 "$TRIALS"
 : >"$OUT/bench.txt"
 for r in $(seq "$SERIES"); do
   for s in $SEEDS; do
-    "$T" bench --workload "$MM" --db "$OUT/mm-s$s.db" --threads 2 --json |
+    "$T" bench --workload "$MM" --db "$OUT/mm-s$s.db" --target "$TARGET" \
+      --threads 2 --json |
       { read -r j; echo "mm-s$s $(echo "$j" | field tessera_gflops) \
 $(echo "$j" | field onednn_gflops)"; } >>"$OUT/bench.txt"
   done
-  "$T" bench --workload "$CONV" --db "$OUT/conv-s1.db" --threads 2 --json |
+  "$T" bench --workload "$CONV" --db "$OUT/conv-s1.db" --target "$TARGET" \
+    --threads 2 --json |
     { read -r j; echo "conv-s1 $(echo "$j" | field tessera_gflops) \
 $(echo "$j" | field onednn_gflops)"; } >>"$OUT/bench.txt"
 done
@@ -55,6 +62,7 @@ done
 for s in $CMP_SEEDS; do
   if [ -z "$SKIP_TUNE" ]; then
     "$T" tune --workload "$MM" --trials "$CMP_TRIALS" --seed "$s" \
+      --target "$TARGET" \
       --compare-models --db "$OUT/cmp-s$s" --job "cmp-s$s" --json --quiet \
       >"$OUT/cmp-s$s.json"
   fi
