@@ -409,17 +409,6 @@ static void rule_random_compute_location(gen_state *st, const char *name) {
     ts_sched_compute_at(s, b, loc);
 }
 
-/* The widest loop the postprocessor turns into one vector operation: an
- * eighth of the vector register file in float32 lanes (64 with AVX-512's 32
- * registers of 16 lanes, 16 with AVX2's 16 of 8, 8 with SSE), so that a
- * register tile of a few such rows of accumulators plus their operands fits
- * the target's registers. */
-static int64_t max_vector_extent(const ts_target *t) {
-  int64_t lanes = ts_target_vector_bits(t) / 32;
-  int64_t extent = lanes * ts_target_vector_registers(t) / 8;
-  return extent < lanes ? lanes : extent;
-}
-
 /* Annotates the root block with the parallel, vectorize and unroll plans
  * the postprocessor turns into loop kinds. */
 static int rule_parallel_vectorize_unroll(const gen *g, gen_state *st) {
@@ -444,8 +433,7 @@ static int rule_parallel_vectorize_unroll(const gen *g, gen_state *st) {
   double pp[3] = {1.0 / 3, 1.0 / 3, 1.0 / 3};
   if ((rc = ts_sched_sample_categorical(s, pc, pp, 3, &par)) ||
       (rc = ts_sched_annotate_rv(s, rb, ANN_PARALLEL, par)) ||
-      (rc = ts_sched_annotate(
-           s, rb, ts_ann_int(ANN_VECTORIZE, max_vector_extent(g->t)))) ||
+      (rc = ts_sched_annotate(s, rb, ts_ann_int(ANN_VECTORIZE, 64))) ||
       (rc = ts_sched_sample_categorical(s, steps, sp, 4, &unroll)) ||
       (rc = ts_sched_annotate_rv(s, rb, ANN_UNROLL, unroll)))
     return rc;
