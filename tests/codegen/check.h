@@ -26,11 +26,13 @@ static inline ts_rt_arg_spec *check_specs(const ts_artifact *a) {
   return s;
 }
 
-/* Compiles f for `target` (NULL: the host), runs it with `threads` threads
- * and compares with the interpreter. Returns TS_OK or the first failure,
- * with a message in err. */
-static inline int check_compiled(const ts_func *f, const ts_target *target,
-                                 int threads, uint64_t seed, ts_error *err) {
+/* Compiles f for `target` (NULL: the host) and checks that every symbol of
+ * the object resolves; then, when `run`, runs it with `threads` threads and
+ * compares with the interpreter. Returns TS_OK or the first failure, with a
+ * message in err. */
+static inline int check_compiled_on(const ts_func *f, const ts_target *target,
+                                    int threads, uint64_t seed, bool run,
+                                    ts_error *err) {
   ts_target *host = NULL;
   int rc = TS_OK;
   if (!target) {
@@ -45,6 +47,10 @@ static inline int check_compiled(const ts_func *f, const ts_target *target,
   ts_build_options o = ts_build_defaults();
   o.lower.verify_between = true;
   if ((rc = ts_build(f, target, &o, &br, err))) goto done;
+  if ((rc = ts_rt_object_check(br.artifact->bytes, br.artifact->n_bytes,
+                               br.artifact->entry, err)) ||
+      !run)
+    goto done;
   if ((rc = ts_rt_kernel_load(br.artifact->bytes, br.artifact->n_bytes,
                               br.artifact->entry, &k, err)))
     goto done;
@@ -68,6 +74,12 @@ done:
   ts_build_result_clear(&br);
   ts_target_free(host);
   return rc;
+}
+
+/* check_compiled_on, run on this machine. */
+static inline int check_compiled(const ts_func *f, const ts_target *target,
+                                 int threads, uint64_t seed, ts_error *err) {
+  return check_compiled_on(f, target, threads, seed, true, err);
 }
 
 #endif /* TESSERA_TESTS_CODEGEN_CHECK_H */

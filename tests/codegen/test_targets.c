@@ -32,7 +32,7 @@ static const char *const target_strs[] = {
 typedef struct fixture {
   ts_target *targets[N_TARGETS];
   bool runnable[N_TARGETS]; /* this CPU has every feature the target uses */
-  ts_runtime *rt;
+  ts_runtime *rt;           /* for the conversion kernel */
 } fixture;
 
 /* Whether this CPU has every feature target t enables. */
@@ -74,43 +74,10 @@ static int teardown(void **state) {
   return 0;
 }
 
-/* Compiles f for target ti, checks that every symbol of the object
- * resolves, and when this CPU can, runs it on seeded inputs and compares
- * with the interpreter. `inputs` (may be NULL) overwrites the inputs after
- * seeding: inputs(args_data, user). Returns TS_OK or the failure in err. */
+/* check_compiled_on for target ti, run where this CPU can. */
 static int check_target(fixture *fx, int ti, const ts_func *f, uint64_t seed,
                         ts_error *err) {
-  ts_build_result br = {0};
-  ts_rt_kernel *k = NULL;
-  ts_rt_args *got = NULL, *want = NULL;
-  ts_rt_arg_spec *specs = NULL;
-  ts_build_options o = ts_build_defaults();
-  o.lower.verify_between = true;
-  int rc = ts_build(f, fx->targets[ti], &o, &br, err);
-  if (rc) goto done;
-  if ((rc = ts_rt_object_check(br.artifact->bytes, br.artifact->n_bytes,
-                               br.artifact->entry, err)))
-    goto done;
-  if (!fx->runnable[ti]) goto done;
-  if ((rc = ts_rt_kernel_load(br.artifact->bytes, br.artifact->n_bytes,
-                              br.artifact->entry, &k, err)))
-    goto done;
-  specs = check_specs(br.artifact);
-  if ((rc = ts_rt_args_create(specs, br.artifact->n_args, seed, &got, err)) ||
-      (rc = ts_rt_args_create(specs, br.artifact->n_args, seed, &want, err)))
-    goto done;
-  if ((rc = ts_rt_kernel_call(k, ts_rt_args_data(got), fx->rt, err))) goto done;
-  if ((rc = ts_interp_run(f, ts_rt_args_data(want), ts_rt_args_count(want),
-                          NULL, err)))
-    goto done;
-  rc = ts_rt_args_compare(got, want, err);
-done:
-  ts_rt_args_free(got);
-  ts_rt_args_free(want);
-  free(specs);
-  ts_rt_kernel_unload(k);
-  ts_build_result_clear(&br);
-  return rc;
+  return check_compiled_on(f, fx->targets[ti], 2, seed, fx->runnable[ti], err);
 }
 
 static void test_every_operator(void **state) {
