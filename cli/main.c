@@ -31,6 +31,7 @@ static const char usage[] =
     "  costmodel  cost-model features, data collection and evaluation\n"
     "  tune     tune workloads' schedules (resumable jobs) into the database\n"
     "  report   an HTML report of a tuning database: charts, best traces\n"
+    "  graph    import an ONNX model, run the graph passes, show or run it\n"
     "\n"
     "workloads are given as a spec, e.g.\n"
     "  --workload \"matmul M=1024 N=1024 K=1024 dtype=float32\"\n"
@@ -46,7 +47,7 @@ static const command commands[] = {
     {"show", cmd_show},   {"check", cmd_check},   {"bench", cmd_bench},
     {"probe", cmd_probe}, {"worker", cmd_worker}, {"tracker", cmd_tracker},
     {"rpc", cmd_rpc},     {"db", cmd_db},         {"costmodel", cmd_costmodel},
-    {"tune", cmd_tune},   {"report", cmd_report},
+    {"tune", cmd_tune},   {"report", cmd_report}, {"graph", cmd_graph},
 };
 
 void cli_error(const char *what, const ts_error *err) {

@@ -3,23 +3,37 @@
 set -e
 PKGS="build-essential cmake pkg-config clang clang-format libclang-rt-14-dev
       llvm-19-dev libsqlite3-dev libcurl4-openssl-dev libmicrohttpd-dev
-      libcmocka-dev libxgboost-dev libcjson-dev libopenblas-dev libdnnl-dev"
+      libcmocka-dev libxgboost-dev libcjson-dev libopenblas-dev libdnnl-dev
+      protobuf-c-compiler libprotobuf-c-dev libonnx-dev libzip-dev
+      python3-onnx python3-numpy python3-venv"
 missing=""
 for p in $PKGS; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
     missing="$missing $p"
   fi
 done
-if [ -z "$missing" ]; then
-  exit 0
+if [ -n "$missing" ]; then
+  echo "install-deps: installing:$missing"
+  SUDO=""
+  if [ "$(id -u)" -ne 0 ]; then
+    if command -v sudo >/dev/null 2>&1; then SUDO=sudo; else
+      echo "install-deps: missing packages:$missing; run as root or install sudo" >&2
+      exit 1
+    fi
+  fi
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing
 fi
-echo "install-deps: installing:$missing"
-SUDO=""
-if [ "$(id -u)" -ne 0 ]; then
-  if command -v sudo >/dev/null 2>&1; then SUDO=sudo; else
-    echo "install-deps: missing packages:$missing; run as root or install sudo" >&2
-    exit 1
+
+# The project's virtual environment: onnxruntime (PyPI), the independent
+# reference the graph tests compare with. Without it (no network) those
+# comparisons are skipped, nothing else.
+VENV="$(dirname "$0")/../.venv"
+if [ ! -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -c "import onnxruntime, numpy" 2>/dev/null; then
+  echo "install-deps: creating $VENV (onnxruntime, numpy)"
+  if ! { /usr/bin/python3 -m venv "$VENV" &&
+         "$VENV/bin/pip" install -q onnxruntime numpy; }; then
+    echo "install-deps: warning: no onnxruntime; onnxruntime comparisons will be skipped" >&2
+    rm -rf "$VENV"
   fi
 fi
-$SUDO apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing

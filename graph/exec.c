@@ -1,0 +1,206 @@
+/*
+ * exec.c — the reference executor: runs a graph node by node on host
+ * tensors. Graph operators run in the reference kernels (kernels.c), call
+ * nodes in tir's interpreter with the caller-allocated outputs passed in
+ * (destination passing). Each intermediate tensor is freed after its last
+ * use, so peak memory stays near the live set.
+ */
+#include "internal.h"
+
+#include "codegen/codegen.h"
+#include "runtime/runtime.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Every tensor is 64-byte aligned: compiled kernels may use aligned vector
+ * accesses on their parameters. */
+static void *aligned_zeroed(size_t bytes) {
+  size_t n = (bytes + 63) & ~(size_t)63;
+  void *p = aligned_alloc(64, n ? n : 64);
+  if (p) memset(p, 0, n ? n : 64);
+  return p;
+}
+
+static void *tensor_alloc(const gr_value *v) {
+  int64_t e = gr_value_elems(v);
+  return aligned_zeroed((size_t)(e < 0 ? 0 : e) *
+                        ts_dtype_elem_bytes(v->dtype));
+}
+
+/* Compiled tasks, one per distinct function. */
+typedef struct compiled {
+  const ts_func *func;
+  ts_rt_kernel *kernel;
+} compiled;
+
+typedef struct jit {
+  ts_target *target;
+  ts_runtime *rt;
+  compiled *items;
+  int n;
+} jit;
+
+static void jit_free(jit *j) {
+  for (int i = 0; i < j->n; i++) ts_rt_kernel_unload(j->items[i].kernel);
+  free(j->items);
+  ts_runtime_destroy(j->rt);
+  ts_target_free(j->target);
+}
+
+/* Builds and loads every distinct called function of g. */
+static int jit_build(const ts_graph *g, jit *j, ts_error *err) {
+  memset(j, 0, sizeof *j);
+  j->items = calloc((size_t)g->n_nodes + 1, sizeof *j->items);
+  if (!j->items) return TS_ERR(err, TS_ENOMEM, "executor");
+  int rc = ts_target_host(&j->target, err);
+  if (!rc) rc = ts_runtime_create(0, &j->rt, err);
+  for (int i = 0; i < g->n_nodes && !rc; i++) {
+    const gr_node *n = &g->nodes[i];
+    if (n->kind != TS_GRAPH_CALL) continue;
+    bool seen = false;
+    for (int k = 0; k < j->n && !seen; k++)
+      seen = ts_func_equal(j->items[k].func, n->func);
+    if (seen) continue;
+    ts_build_result br;
+    rc = ts_build(n->func, j->target, NULL, &br, err);
+    if (rc) break;
+    rc = ts_rt_kernel_load(br.artifact->bytes, br.artifact->n_bytes,
+                           br.artifact->entry, &j->items[j->n].kernel, err);
+    ts_build_result_clear(&br);
+    if (!rc) j->items[j->n++].func = n->func;
+  }
+  return rc;
+}
+
+static const ts_rt_kernel *jit_find(const jit *j, const ts_func *f) {
+  for (int k = 0; k < j->n; k++)
+    if (j->items[k].func == f || ts_func_equal(j->items[k].func, f))
+      return j->items[k].kernel;
+  return NULL;
+}
+
+int ts_graph_execute(const ts_graph *g, ts_graph_exec_mode mode,
+                     const ts_graph_tensor *inputs, int n_inputs,
+                     ts_graph_tensor *outputs, int n_outputs, ts_error *err) {
+  if (n_inputs != g->n_inputs || n_outputs != g->n_outputs)
+    return TS_ERR(err, TS_EINVAL,
+                  "the graph has %d inputs and %d outputs; %d and %d given",
+                  g->n_inputs, g->n_outputs, n_inputs, n_outputs);
+  for (int i = 0; i < n_inputs; i++) {
+    const gr_value *v = &g->values[g->inputs[i]];
+    bool same = ts_dtype_eq(v->dtype, inputs[i].dtype) &&
+                v->ndim == inputs[i].ndim && inputs[i].data;
+    for (int d = 0; same && d < v->ndim; d++)
+      same = v->shape[d] == inputs[i].shape[d];
+    if (!same)
+      return TS_ERR(err, TS_EINVAL,
+                    "input %d ('%s'): shape or dtype differs from the graph's",
+                    i, v->name);
+  }
+  for (int i = 0; i < g->n_nodes; i++)
+    for (int k = 0; k < g->nodes[i].n_outputs; k++)
+      if (gr_value_elems(&g->values[g->nodes[i].outputs[k]]) < 0)
+        return TS_ERR(err, TS_EINVAL,
+                      "node '%s': output shapes are not known (run the "
+                      "passes first)",
+                      g->nodes[i].name);
+  jit j;
+  memset(&j, 0, sizeof j);
+  if (mode == TS_GRAPH_COMPILE) {
+    int rc = jit_build(g, &j, err);
+    if (rc) {
+      jit_free(&j);
+      return rc;
+    }
+  }
+  void **data = calloc((size_t)g->n_values + 1, sizeof *data);
+  int *uses = gr_use_counts(g);
+  int rc = TS_OK;
+  if (!data) rc = TS_ERR(err, TS_ENOMEM, "executor: out of memory");
+  for (int i = 0; i < n_inputs && !rc; i++) { /* aligned input copies */
+    const gr_value *v = &g->values[g->inputs[i]];
+    void *copy = tensor_alloc(v);
+    if (!copy) {
+      rc = TS_ERR(err, TS_ENOMEM, "input '%s': out of memory", v->name);
+      break;
+    }
+    memcpy(copy, inputs[i].data,
+           (size_t)gr_value_elems(v) * ts_dtype_elem_bytes(v->dtype));
+    data[g->inputs[i]] = copy;
+  }
+  /* graph outputs are never freed early */
+  for (int i = 0; i < g->n_outputs; i++) uses[g->outputs[i]] += 1 << 20;
+  for (int i = 0; i < g->n_nodes && !rc; i++) {
+    const gr_node *n = &g->nodes[i];
+    gr_tensor ins[64], outs[16];
+    for (int k = 0; k < n->n_inputs; k++) {
+      memset(&ins[k], 0, sizeof ins[k]);
+      int v = n->inputs[k];
+      if (v < 0) continue;
+      const gr_value *val = &g->values[v];
+      ins[k].dtype = val->dtype;
+      ins[k].ndim = val->ndim;
+      memcpy(ins[k].shape, val->shape, sizeof val->shape);
+      ins[k].data = val->const_off >= 0 ? gr_const_data(g, v) : data[v];
+    }
+    for (int k = 0; k < n->n_outputs; k++) {
+      const gr_value *val = &g->values[n->outputs[k]];
+      outs[k].dtype = val->dtype;
+      outs[k].ndim = val->ndim;
+      memcpy(outs[k].shape, val->shape, sizeof val->shape);
+      outs[k].data = data[n->outputs[k]] = tensor_alloc(val);
+      if (!outs[k].data) rc = TS_ERR(err, TS_ENOMEM, "node '%s'", n->name);
+    }
+    if (rc) break;
+    if (n->kind == TS_GRAPH_CALL) {
+      void *args[80];
+      int na = 0;
+      for (int k = 0; k < n->n_inputs; k++) args[na++] = ins[k].data;
+      for (int k = 0; k < n->n_outputs; k++) args[na++] = outs[k].data;
+      if (mode == TS_GRAPH_COMPILE)
+        rc = ts_rt_kernel_call(jit_find(&j, n->func), args, j.rt, err);
+      else
+        rc = ts_interp_run(n->func, args, na, NULL, err);
+    } else {
+      rc = gr_kernel_run(g, n, ins, outs, err);
+    }
+    for (int k = 0; k < n->n_inputs; k++) {
+      int v = n->inputs[k];
+      if (v < 0 || g->values[v].const_off >= 0) continue;
+      if (--uses[v] == 0) {
+        free(data[v]);
+        data[v] = NULL;
+      }
+    }
+  }
+  for (int i = 0; i < g->n_outputs; i++) {
+    int v = g->outputs[i];
+    const gr_value *val = &g->values[v];
+    outputs[i].name = val->name;
+    outputs[i].dtype = val->dtype;
+    outputs[i].ndim = val->ndim;
+    memcpy(outputs[i].shape, val->shape, sizeof val->shape);
+    outputs[i].data = NULL;
+    if (rc) continue;
+    size_t bytes =
+        (size_t)gr_value_elems(val) * ts_dtype_elem_bytes(val->dtype);
+    outputs[i].data = malloc(bytes ? bytes : 1);
+    if (!outputs[i].data) {
+      rc = TS_ERR(err, TS_ENOMEM, "graph output '%s'", val->name);
+      continue;
+    }
+    const void *src = val->const_off >= 0 ? gr_const_data(g, v) : data[v];
+    memcpy(outputs[i].data, src, bytes);
+  }
+  if (rc)
+    for (int i = 0; i < n_outputs; i++) {
+      free(outputs[i].data);
+      outputs[i].data = NULL;
+    }
+  for (int v = 0; v < g->n_values; v++) free(data[v]);
+  free(data);
+  free(uses);
+  jit_free(&j);
+  return rc;
+}

@@ -1,0 +1,840 @@
+/*
+ * fuse.c — operator fusion ("operator stacking"): groups of nodes become one
+ * PrimFunc each, built with the TE builder, and the group becomes one
+ * destination-passing call of it. A group starts at an anchor — a 2-D
+ * convolution (NCHW, any pads, strides, dilation, groups, its bias), a
+ * matmul (batched, broadcast) or an elementwise operator — and takes in the
+ * chain of elementwise and broadcast operators that consume its result
+ * (bias, BatchNorm's scale and shift, residual Add, Relu, Clip, Sigmoid,
+ * Gelu's Erf arithmetic, ...), as long as each intermediate value has that
+ * single use; a ReduceMean/ReduceSum/ReduceMax in the chain is fused with
+ * its elementwise producers (a reduction stage, then the division for a
+ * mean).
+ * Scalar constants are inlined as immediates; other operands (weights,
+ * biases, the residual input) become parameters. The function's structural
+ * hash is the group's task identity: identical layers share one task.
+ * Transposed convolution (2-D NCHW, as a gather over the zero-dilated
+ * input), pooling (2-D NCHW), softmax, layer normalisation and transposes
+ * are library operators: each is a group of its own (an anchor that can take an
+ * elementwise epilogue). Reshapes, concatenations, gathers, slices and casts
+ * are data movement and stay graph operators, run by the reference kernels.
+ */
+#include "internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_MEMBERS 32
+#define MAX_PARAMS 32
+
+static const char *const elementwise_ops[] = {
+    "Add",  "Sub", "Mul",  "Div", "Pow", "Relu", "Clip", "Sigmoid",
+    "Tanh", "Erf", "Sqrt", "Exp", "Neg", "Abs",  "Gelu", NULL};
+
+static bool is_elementwise(const char *op) {
+  for (int i = 0; elementwise_ops[i]; i++)
+    if (!strcmp(elementwise_ops[i], op)) return true;
+  return false;
+}
+
+static bool is_reduce(const gr_node *n) {
+  return !strcmp(n->op, "ReduceMean") || !strcmp(n->op, "ReduceSum") ||
+         !strcmp(n->op, "ReduceMax");
+}
+
+static bool f32_value(const ts_graph *g, int v) {
+  return v >= 0 && ts_dtype_eq(g->values[v].dtype, TS_FLOAT32) &&
+         g->values[v].ndim >= 0;
+}
+
+static bool scalar_const(const ts_graph *g, int v) {
+  return gr_is_const(g, v) && gr_value_elems(&g->values[v]) == 1 &&
+         g->values[v].ndim <= 1 && f32_value(g, v);
+}
+
+/* The reduction axes of a ReduceMean/ReduceSum: the attribute (opsets
+ * before 18 for ReduceMean) or a constant second input; NULL otherwise. */
+static const int64_t *reduce_axes(const ts_graph *g, const gr_node *n,
+                                  int *count) {
+  const int64_t *axes = gr_attr_ints(n, "axes", count);
+  if (axes || n->n_inputs < 2) return axes;
+  int v = n->inputs[1];
+  if (v < 0 || !gr_is_const(g, v) ||
+      !ts_dtype_eq(g->values[v].dtype, TS_INT64) || g->values[v].ndim != 1)
+    return NULL;
+  *count = (int)g->values[v].shape[0];
+  return gr_const_data(g, v);
+}
+
+/* Whether node n can be a member whose chain value (the result so far) is
+ * `cur` (-1 for an anchor). */
+static bool fusable_elementwise(const ts_graph *g, const gr_node *n, int cur) {
+  if (n->kind != TS_GRAPH_OP || n->n_outputs != 1 || !is_elementwise(n->op))
+    return false;
+  const gr_value *out = &g->values[n->outputs[0]];
+  if (!f32_value(g, n->outputs[0]) || out->ndim < 1) return false;
+  if (cur >= 0) {
+    const gr_value *c = &g->values[cur];
+    if (c->ndim != out->ndim ||
+        memcmp(c->shape, out->shape, sizeof(int64_t) * (size_t)out->ndim))
+      return false;
+  }
+  for (int k = 0; k < n->n_inputs; k++) {
+    int v = n->inputs[k];
+    if (v < 0) continue;
+    if (!f32_value(g, v)) return false;
+    if (!strcmp(n->op, "Clip") && k > 0 && !scalar_const(g, v)) return false;
+    const gr_value *x = &g->values[v];
+    if (x->ndim == 0 && !scalar_const(g, v)) return false;
+    if (x->ndim > out->ndim) return false;
+  }
+  return true;
+}
+
+static bool fusable_reduce(const ts_graph *g, const gr_node *n) {
+  int na = 0;
+  return n->kind == TS_GRAPH_OP && is_reduce(n) && n->n_outputs == 1 &&
+         reduce_axes(g, n, &na) && na > 0 &&
+         !gr_attr_int(n, "noop_with_empty_axes", 0) &&
+         f32_value(g, n->inputs[0]) && f32_value(g, n->outputs[0]) &&
+         g->values[n->outputs[0]].ndim >= 1;
+}
+
+/* Library operators built as their own group (and anchors for an
+ * elementwise epilogue). */
+static bool is_library(const ts_graph *g, const gr_node *n) {
+  if (n->kind != TS_GRAPH_OP || n->n_outputs != 1 ||
+      !f32_value(g, n->inputs[0]) || !f32_value(g, n->outputs[0]))
+    return false;
+  int rank = g->values[n->inputs[0]].ndim;
+  if (!strcmp(n->op, "MaxPool") || !strcmp(n->op, "AveragePool"))
+    return rank == 4 &&
+           strcmp(gr_attr_string(n, "auto_pad", "NOTSET"), "SAME_LOWER") &&
+           (!strcmp(n->op, "MaxPool") || !gr_attr_find(n, "dilations"));
+  if (!strcmp(n->op, "GlobalAveragePool")) return rank == 4;
+  if (!strcmp(n->op, "ConvTranspose"))
+    return rank == 4 && f32_value(g, n->inputs[1]) &&
+           (n->n_inputs < 3 || n->inputs[2] < 0 || f32_value(g, n->inputs[2]));
+  if (!strcmp(n->op, "Softmax") || !strcmp(n->op, "Transpose"))
+    return rank >= 1;
+  if (!strcmp(n->op, "LayerNormalization"))
+    return rank >= 1 && f32_value(g, n->inputs[1]) &&
+           (n->n_inputs < 3 || n->inputs[2] < 0 || f32_value(g, n->inputs[2]));
+  return false;
+}
+
+static bool is_anchor(const ts_graph *g, const gr_node *n) {
+  if (n->kind != TS_GRAPH_OP || n->n_outputs != 1) return false;
+  if (is_library(g, n)) return true;
+  if (!strcmp(n->op, "Conv"))
+    return f32_value(g, n->inputs[0]) && g->values[n->inputs[0]].ndim == 4 &&
+           f32_value(g, n->inputs[1]);
+  if (!strcmp(n->op, "MatMul"))
+    return f32_value(g, n->inputs[0]) && f32_value(g, n->inputs[1]) &&
+           g->values[n->inputs[0]].ndim >= 2 &&
+           g->values[n->inputs[1]].ndim >= 2;
+  return fusable_elementwise(g, n, -1) || fusable_reduce(g, n);
+}
+
+/* ---- building the group's function ---- */
+
+typedef struct builder {
+  const ts_graph *g;
+  ts_te *te;
+  ts_arena *a;
+  int values[MAX_PARAMS]; /* graph values bound to parameters, in order */
+  ts_buffer *bufs[MAX_PARAMS];
+  int n_params;
+  bool failed;
+  int stage_no;
+} builder;
+
+static ts_buffer *param_for(builder *b, int v) {
+  for (int i = 0; i < b->n_params; i++)
+    if (b->values[i] == v) return b->bufs[i];
+  if (b->n_params == MAX_PARAMS - 1) {
+    b->failed = true;
+    return NULL;
+  }
+  const gr_value *x = &b->g->values[v];
+  char name[16];
+  snprintf(name, sizeof name, "p%d", b->n_params);
+  ts_buffer *buf = ts_te_placeholder(b->te, name, x->dtype, x->shape, x->ndim);
+  b->values[b->n_params] = v;
+  b->bufs[b->n_params++] = buf;
+  return buf;
+}
+
+static const char *stage_name(builder *b, const char *op) {
+  char base[32];
+  size_t k = 0;
+  for (const char *p = op; *p && k < sizeof base - 1; p++)
+    base[k++] = (char)(*p >= 'A' && *p <= 'Z' ? *p - 'A' + 'a' : *p);
+  base[k] = 0;
+  return ts_arena_printf(b->a, "%s_%d", base, b->stage_no++);
+}
+
+/* Loads buffer `buf` of shape (nd, shape) broadcast against output axes. */
+static ts_expr *bcast_load(builder *b, ts_buffer *buf, ts_expr **axes,
+                           int n_axes) {
+  int nd = ts_buffer_ndim(buf);
+  ts_expr *idx[TS_MAX_DIMS];
+  for (int d = 0; d < nd; d++)
+    idx[d] =
+        ts_buffer_dim(buf, d) == 1 ? ts_index(b->a, 0) : axes[d + n_axes - nd];
+  return ts_te_load(b->te, buf, idx, nd);
+}
+
+/* The value of operand v at output axes: the chain stage, an inlined
+ * scalar constant or a broadcast parameter load. */
+static ts_expr *operand(builder *b, int v, int cur, ts_buffer *cur_buf,
+                        ts_expr **axes, int n_axes) {
+  if (v == cur) return bcast_load(b, cur_buf, axes, n_axes);
+  if (scalar_const(b->g, v))
+    return ts_float(b->a, TS_FLOAT32, *(const float *)gr_const_data(b->g, v));
+  ts_buffer *p = param_for(b, v);
+  if (!p) return ts_float(b->a, TS_FLOAT32, 0);
+  return bcast_load(b, p, axes, n_axes);
+}
+
+static ts_expr *apply(builder *b, const gr_node *n, ts_expr **in) {
+  ts_arena *a = b->a;
+  const char *op = n->op;
+  ts_expr *x = in[0];
+  if (!strcmp(op, "Add")) return ts_add(a, x, in[1]);
+  if (!strcmp(op, "Sub")) return ts_sub(a, x, in[1]);
+  if (!strcmp(op, "Mul")) return ts_mul(a, x, in[1]);
+  if (!strcmp(op, "Div")) return ts_div(a, x, in[1]);
+  if (!strcmp(op, "Pow")) {
+    ts_expr *args[2] = {x, in[1]};
+    return ts_call(a, TS_FLOAT32, "pow", args, 2);
+  }
+  if (!strcmp(op, "Relu")) return ts_max(a, x, ts_float(a, TS_FLOAT32, 0));
+  if (!strcmp(op, "Neg")) return ts_sub(a, ts_float(a, TS_FLOAT32, 0), x);
+  if (!strcmp(op, "Clip")) {
+    if (n->n_inputs > 1 && in[1]) x = ts_max(a, x, in[1]);
+    if (n->n_inputs > 2 && in[2]) x = ts_min(a, x, in[2]);
+    return x;
+  }
+  if (!strcmp(op, "Gelu")) {
+    ts_expr *t = ts_mul(a, x, ts_float(a, TS_FLOAT32, 0.70710678118654752));
+    ts_expr *e = ts_call(a, TS_FLOAT32, "erf", &t, 1);
+    return ts_mul(a, ts_mul(a, x, ts_float(a, TS_FLOAT32, 0.5)),
+                  ts_add(a, e, ts_float(a, TS_FLOAT32, 1.0)));
+  }
+  static const char *const math[][2] = {
+      {"Sigmoid", "sigmoid"}, {"Tanh", "tanh"}, {"Erf", "erf"},
+      {"Sqrt", "sqrt"},       {"Exp", "exp"},   {"Abs", "abs"}};
+  for (size_t i = 0; i < sizeof math / sizeof math[0]; i++)
+    if (!strcmp(op, math[i][0]))
+      return ts_call(a, TS_FLOAT32, math[i][1], &x, 1);
+  b->failed = true;
+  return x;
+}
+
+static ts_buffer *build_elementwise(builder *b, const gr_node *n, int cur,
+                                    ts_buffer *cur_buf) {
+  const gr_value *out = &b->g->values[n->outputs[0]];
+  ts_te_stage *st = ts_te_compute(b->te, stage_name(b, n->op), TS_FLOAT32,
+                                  out->shape, out->ndim, NULL);
+  ts_expr *axes[TS_MAX_DIMS], *in[8] = {0};
+  for (int d = 0; d < out->ndim; d++) axes[d] = ts_te_axis(st, d);
+  for (int k = 0; k < n->n_inputs && k < 8; k++)
+    if (n->inputs[k] >= 0)
+      in[k] = operand(b, n->inputs[k], cur, cur_buf, axes, out->ndim);
+  return ts_te_set_value(st, apply(b, n, in));
+}
+
+static ts_buffer *build_reduce(builder *b, const gr_node *n, int cur,
+                               ts_buffer *cur_buf) {
+  const gr_value *x = &b->g->values[n->inputs[0]];
+  const gr_value *out = &b->g->values[n->outputs[0]];
+  ts_buffer *src = n->inputs[0] == cur ? cur_buf : param_for(b, n->inputs[0]);
+  if (!src) return NULL;
+  int na;
+  const int64_t *axes = reduce_axes(b->g, n, &na);
+  bool keep = gr_attr_int(n, "keepdims", 1) != 0;
+  bool red[TS_MAX_DIMS] = {0};
+  int64_t count = 1;
+  for (int i = 0; i < na; i++) {
+    int64_t ax = axes[i] < 0 ? axes[i] + x->ndim : axes[i];
+    red[ax] = true;
+  }
+  ts_te_stage *st = ts_te_compute(
+      b->te, stage_name(b, strcmp(n->op, "ReduceMax") ? "sum" : "max"),
+      TS_FLOAT32, out->shape, out->ndim, NULL);
+  ts_expr *idx[TS_MAX_DIMS];
+  for (int d = 0, o = 0; d < x->ndim; d++) {
+    if (red[d]) {
+      idx[d] =
+          ts_te_reduce_axis(st, ts_arena_printf(b->a, "r%d", d), x->shape[d]);
+      count *= x->shape[d];
+      if (keep) o++;
+    } else {
+      idx[d] = ts_te_axis(st, o++);
+    }
+  }
+  ts_buffer *sum =
+      ts_te_set_reduce(st, !strcmp(n->op, "ReduceMax") ? TS_TE_MAX : TS_TE_SUM,
+                       ts_te_load(b->te, src, idx, x->ndim));
+  if (strcmp(n->op, "ReduceMean")) return sum;
+  ts_te_stage *m = ts_te_compute(b->te, stage_name(b, "mean"), TS_FLOAT32,
+                                 out->shape, out->ndim, NULL);
+  ts_expr *ax[TS_MAX_DIMS];
+  for (int d = 0; d < out->ndim; d++) ax[d] = ts_te_axis(m, d);
+  return ts_te_set_value(m, ts_div(b->a, ts_te_load(b->te, sum, ax, out->ndim),
+                                   ts_float(b->a, TS_FLOAT32, (double)count)));
+}
+
+static ts_buffer *build_conv(builder *b, const gr_node *n) {
+  const ts_graph *g = b->g;
+  ts_arena *a = b->a;
+  const gr_value *x = &g->values[n->inputs[0]], *w = &g->values[n->inputs[1]];
+  const gr_value *out = &g->values[n->outputs[0]];
+  ts_buffer *data = param_for(b, n->inputs[0]);
+  ts_buffer *weight = param_for(b, n->inputs[1]);
+  if (!data || !weight) return NULL;
+  int64_t kernel[2] = {w->shape[2], w->shape[3]}, strides[2] = {1, 1};
+  int64_t dil[2] = {1, 1}, pads[4];
+  int c;
+  const int64_t *p;
+  if ((p = gr_attr_ints(n, "strides", &c)) && c == 2)
+    strides[0] = p[0], strides[1] = p[1];
+  if ((p = gr_attr_ints(n, "dilations", &c)) && c == 2)
+    dil[0] = p[0], dil[1] = p[1];
+  gr_resolve_pads(n, 2, x->shape + 2, kernel, strides, dil, pads);
+  ts_buffer *in = data;
+  if (pads[0] || pads[1] || pads[2] || pads[3]) {
+    int64_t shape[4] = {x->shape[0], x->shape[1],
+                        x->shape[2] + pads[0] + pads[2],
+                        x->shape[3] + pads[1] + pads[3]};
+    ts_te_stage *ps =
+        ts_te_compute(b->te, stage_name(b, "pad"), TS_FLOAT32, shape, 4, NULL);
+    ts_expr *h = ts_te_axis(ps, 2), *wv = ts_te_axis(ps, 3);
+    ts_expr *cond =
+        ts_and(a,
+               ts_and(a, ts_ge(a, h, ts_index(a, pads[0])),
+                      ts_lt(a, h, ts_index(a, pads[0] + x->shape[2]))),
+               ts_and(a, ts_ge(a, wv, ts_index(a, pads[1])),
+                      ts_lt(a, wv, ts_index(a, pads[1] + x->shape[3]))));
+    ts_expr *idx[4] = {ts_te_axis(ps, 0), ts_te_axis(ps, 1),
+                       ts_sub(a, h, ts_index(a, pads[0])),
+                       ts_sub(a, wv, ts_index(a, pads[1]))};
+    ts_expr *args[3] = {cond, ts_te_load(b->te, data, idx, 4),
+                        ts_float(a, TS_FLOAT32, 0)};
+    in = ts_te_set_value(ps, ts_call(a, TS_FLOAT32, "if_then_else", args, 3));
+  }
+  int64_t G = gr_attr_int(n, "group", 1);
+  int64_t CIg = w->shape[1], COg = out->shape[1] / G;
+  ts_te_stage *st = ts_te_compute(b->te, stage_name(b, "conv"), TS_FLOAT32,
+                                  out->shape, 4, NULL);
+  ts_expr *nn = ts_te_axis(st, 0), *co = ts_te_axis(st, 1);
+  ts_expr *oh = ts_te_axis(st, 2), *ow = ts_te_axis(st, 3);
+  ts_expr *rc = ts_te_reduce_axis(st, "rc", CIg);
+  ts_expr *rh = ts_te_reduce_axis(st, "rh", kernel[0]);
+  ts_expr *rw = ts_te_reduce_axis(st, "rw", kernel[1]);
+  ts_expr *ci = rc;
+  if (G > 1)
+    ci = ts_add(
+        a, ts_mul(a, ts_floordiv(a, co, ts_index(a, COg)), ts_index(a, CIg)),
+        rc);
+  ts_expr *ih = ts_add(a, ts_mul(a, oh, ts_index(a, strides[0])),
+                       ts_mul(a, rh, ts_index(a, dil[0])));
+  ts_expr *iw = ts_add(a, ts_mul(a, ow, ts_index(a, strides[1])),
+                       ts_mul(a, rw, ts_index(a, dil[1])));
+  ts_expr *di[4] = {nn, ci, ih, iw}, *wi[4] = {co, rc, rh, rw};
+  ts_buffer *conv = ts_te_set_reduce(st, TS_TE_SUM,
+                                     ts_mul(a, ts_te_load(b->te, in, di, 4),
+                                            ts_te_load(b->te, weight, wi, 4)));
+  if (n->n_inputs < 3 || n->inputs[2] < 0) return conv;
+  ts_buffer *bias = param_for(b, n->inputs[2]);
+  if (!bias) return NULL;
+  ts_te_stage *bs = ts_te_compute(b->te, stage_name(b, "bias"), TS_FLOAT32,
+                                  out->shape, 4, NULL);
+  ts_expr *ax[4];
+  for (int d = 0; d < 4; d++) ax[d] = ts_te_axis(bs, d);
+  return ts_te_set_value(bs, ts_add(a, ts_te_load(b->te, conv, ax, 4),
+                                    ts_te_load(b->te, bias, &ax[1], 1)));
+}
+
+static ts_buffer *build_matmul(builder *b, const gr_node *n) {
+  const ts_graph *g = b->g;
+  const gr_value *x = &g->values[n->inputs[0]], *y = &g->values[n->inputs[1]];
+  const gr_value *out = &g->values[n->outputs[0]];
+  ts_buffer *A = param_for(b, n->inputs[0]), *B = param_for(b, n->inputs[1]);
+  if (!A || !B) return NULL;
+  int no = out->ndim;
+  ts_te_stage *st = ts_te_compute(b->te, stage_name(b, "matmul"), TS_FLOAT32,
+                                  out->shape, no, NULL);
+  ts_expr *ax[TS_MAX_DIMS];
+  for (int d = 0; d < no; d++) ax[d] = ts_te_axis(st, d);
+  ts_expr *k = ts_te_reduce_axis(st, "rk", x->shape[x->ndim - 1]);
+  ts_expr *ai[TS_MAX_DIMS], *bi[TS_MAX_DIMS];
+  for (int d = 0; d < x->ndim - 2; d++)
+    ai[d] = x->shape[d] == 1 ? ts_index(b->a, 0) : ax[d + (no - x->ndim)];
+  ai[x->ndim - 2] = ax[no - 2];
+  ai[x->ndim - 1] = k;
+  for (int d = 0; d < y->ndim - 2; d++)
+    bi[d] = y->shape[d] == 1 ? ts_index(b->a, 0) : ax[d + (no - y->ndim)];
+  bi[y->ndim - 2] = k;
+  bi[y->ndim - 1] = ax[no - 1];
+  return ts_te_set_reduce(st, TS_TE_SUM,
+                          ts_mul(b->a, ts_te_load(b->te, A, ai, x->ndim),
+                                 ts_te_load(b->te, B, bi, y->ndim)));
+}
+
+/* ---- library operators ---- */
+
+static ts_te_stage *stage_like(builder *b, const char *op, const gr_value *v,
+                               ts_expr **axes) {
+  ts_te_stage *st = ts_te_compute(b->te, stage_name(b, op), TS_FLOAT32,
+                                  v->shape, v->ndim, NULL);
+  for (int d = 0; d < v->ndim; d++) axes[d] = ts_te_axis(st, d);
+  return st;
+}
+
+/* MaxPool / AveragePool (NCHW, 2-D windows) and GlobalAveragePool. */
+static ts_buffer *build_pool(builder *b, const gr_node *n) {
+  const ts_graph *g = b->g;
+  ts_arena *a = b->a;
+  const gr_value *x = &g->values[n->inputs[0]];
+  const gr_value *out = &g->values[n->outputs[0]];
+  ts_buffer *data = param_for(b, n->inputs[0]);
+  if (!data) return NULL;
+  bool global = !strcmp(n->op, "GlobalAveragePool");
+  bool is_max = !strcmp(n->op, "MaxPool");
+  int64_t kernel[2] = {x->shape[2], x->shape[3]}, strides[2] = {1, 1};
+  int64_t dil[2] = {1, 1}, pads[4] = {0, 0, 0, 0};
+  int c;
+  const int64_t *p;
+  if (!global) {
+    p = gr_attr_ints(n, "kernel_shape", &c);
+    kernel[0] = p[0], kernel[1] = p[1];
+    if ((p = gr_attr_ints(n, "strides", &c)) && c == 2)
+      strides[0] = p[0], strides[1] = p[1];
+    if ((p = gr_attr_ints(n, "dilations", &c)) && c == 2)
+      dil[0] = p[0], dil[1] = p[1];
+    gr_resolve_pads(n, 2, x->shape + 2, kernel, strides, dil, pads);
+  }
+  /* pad far enough for ceil_mode windows that run past the end */
+  int64_t H = x->shape[2], W = x->shape[3];
+  int64_t ph = (out->shape[2] - 1) * strides[0] + (kernel[0] - 1) * dil[0] + 1;
+  int64_t pw = (out->shape[3] - 1) * strides[1] + (kernel[1] - 1) * dil[1] + 1;
+  int64_t end_h = ph - H - pads[0], end_w = pw - W - pads[1];
+  if (end_h < 0) end_h = 0;
+  if (end_w < 0) end_w = 0;
+  ts_buffer *in = data;
+  ts_expr *pad_value =
+      is_max ? ts_float(a, TS_FLOAT32, -INFINITY) : ts_float(a, TS_FLOAT32, 0);
+  if (pads[0] || pads[1] || end_h || end_w) {
+    int64_t shape[4] = {x->shape[0], x->shape[1], pads[0] + H + end_h,
+                        pads[1] + W + end_w};
+    ts_te_stage *ps =
+        ts_te_compute(b->te, stage_name(b, "pad"), TS_FLOAT32, shape, 4, NULL);
+    ts_expr *h = ts_te_axis(ps, 2), *w = ts_te_axis(ps, 3);
+    ts_expr *cond = ts_and(a,
+                           ts_and(a, ts_ge(a, h, ts_index(a, pads[0])),
+                                  ts_lt(a, h, ts_index(a, pads[0] + H))),
+                           ts_and(a, ts_ge(a, w, ts_index(a, pads[1])),
+                                  ts_lt(a, w, ts_index(a, pads[1] + W))));
+    ts_expr *idx[4] = {ts_te_axis(ps, 0), ts_te_axis(ps, 1),
+                       ts_sub(a, h, ts_index(a, pads[0])),
+                       ts_sub(a, w, ts_index(a, pads[1]))};
+    ts_expr *args[3] = {cond, ts_te_load(b->te, data, idx, 4), pad_value};
+    in = ts_te_set_value(ps, ts_call(a, TS_FLOAT32, "if_then_else", args, 3));
+  }
+  ts_te_stage *st = ts_te_compute(b->te, stage_name(b, is_max ? "max" : "sum"),
+                                  TS_FLOAT32, out->shape, 4, NULL);
+  ts_expr *ax[4];
+  for (int d = 0; d < 4; d++) ax[d] = ts_te_axis(st, d);
+  ts_expr *rh = ts_te_reduce_axis(st, "rh", kernel[0]);
+  ts_expr *rw = ts_te_reduce_axis(st, "rw", kernel[1]);
+  ts_expr *idx[4] = {ax[0], ax[1],
+                     ts_add(a, ts_mul(a, ax[2], ts_index(a, strides[0])),
+                            ts_mul(a, rh, ts_index(a, dil[0]))),
+                     ts_add(a, ts_mul(a, ax[3], ts_index(a, strides[1])),
+                            ts_mul(a, rw, ts_index(a, dil[1])))};
+  ts_buffer *red = ts_te_set_reduce(st, is_max ? TS_TE_MAX : TS_TE_SUM,
+                                    ts_te_load(b->te, in, idx, 4));
+  if (is_max) return red;
+  ts_expr *oa[4];
+  ts_te_stage *avg = stage_like(b, "avg", out, oa);
+  ts_expr *count;
+  if (global) {
+    count = ts_float(a, TS_FLOAT32, (double)(H * W));
+  } else {
+    /* taps inside the input (or inside the explicit padding with
+     * count_include_pad), per output position */
+    bool incl = gr_attr_int(n, "count_include_pad", 0) != 0;
+    ts_expr *span[2];
+    for (int d = 0; d < 2; d++) {
+      int64_t size = d ? W : H, lo = incl ? -pads[d] : 0;
+      int64_t hi = incl ? size + pads[d + 2] : size;
+      ts_expr *start = ts_sub(a, ts_mul(a, oa[2 + d], ts_index(a, strides[d])),
+                              ts_index(a, pads[d]));
+      ts_expr *end = ts_add(a, start, ts_index(a, kernel[d]));
+      span[d] = ts_sub(a, ts_min(a, end, ts_index(a, hi)),
+                       ts_max(a, start, ts_index(a, lo)));
+    }
+    count = ts_cast(a, TS_FLOAT32, ts_mul(a, span[0], span[1]));
+  }
+  return ts_te_set_value(avg, ts_div(a, ts_te_load(b->te, red, oa, 4), count));
+}
+
+/* ConvTranspose (NCHW, 2-D) as a gather: the input with S-1 zeros between
+ * elements and (K-1)*D - pad zeros around it, convolved with the flipped
+ * kernel. Weights are [C, M/group, KH, KW]. */
+static ts_buffer *build_conv_transpose(builder *b, const gr_node *n) {
+  const ts_graph *g = b->g;
+  ts_arena *a = b->a;
+  const gr_value *x = &g->values[n->inputs[0]], *w = &g->values[n->inputs[1]];
+  const gr_value *out = &g->values[n->outputs[0]];
+  ts_buffer *data = param_for(b, n->inputs[0]);
+  ts_buffer *weight = param_for(b, n->inputs[1]);
+  if (!data || !weight) return NULL;
+  int64_t K[2] = {w->shape[2], w->shape[3]}, S[2] = {1, 1}, D[2] = {1, 1};
+  int64_t P[2] = {0, 0};
+  int c;
+  const int64_t *p;
+  if ((p = gr_attr_ints(n, "strides", &c)) && c == 2) S[0] = p[0], S[1] = p[1];
+  if ((p = gr_attr_ints(n, "dilations", &c)) && c == 2)
+    D[0] = p[0], D[1] = p[1];
+  if ((p = gr_attr_ints(n, "pads", &c)) && c == 4) P[0] = p[0], P[1] = p[1];
+  int64_t G = gr_attr_int(n, "group", 1);
+  int64_t C = x->shape[1], Cg = C / G, Mg = w->shape[1];
+  int64_t off[2], shape[4] = {x->shape[0], C, 0, 0};
+  for (int d = 0; d < 2; d++) {
+    off[d] = (K[d] - 1) * D[d] - P[d];
+    shape[2 + d] = out->shape[2 + d] + (K[d] - 1) * D[d];
+  }
+  ts_te_stage *ds =
+      ts_te_compute(b->te, stage_name(b, "dilate"), TS_FLOAT32, shape, 4, NULL);
+  ts_expr *cond = NULL, *idx[4] = {ts_te_axis(ds, 0), ts_te_axis(ds, 1)};
+  for (int d = 0; d < 2; d++) {
+    ts_expr *rel = ts_sub(a, ts_te_axis(ds, 2 + d), ts_index(a, off[d]));
+    ts_expr *src = ts_floordiv(a, rel, ts_index(a, S[d]));
+    ts_expr *cd = ts_and(a,
+                         ts_and(a, ts_ge(a, rel, ts_index(a, 0)),
+                                ts_eq(a, ts_floormod(a, rel, ts_index(a, S[d])),
+                                      ts_index(a, 0))),
+                         ts_lt(a, src, ts_index(a, x->shape[2 + d])));
+    cond = cond ? ts_and(a, cond, cd) : cd;
+    idx[2 + d] = src;
+  }
+  ts_expr *args[3] = {cond, ts_te_load(b->te, data, idx, 4),
+                      ts_float(a, TS_FLOAT32, 0)};
+  ts_buffer *dil =
+      ts_te_set_value(ds, ts_call(a, TS_FLOAT32, "if_then_else", args, 3));
+  ts_te_stage *st = ts_te_compute(b->te, stage_name(b, "conv_transpose"),
+                                  TS_FLOAT32, out->shape, 4, NULL);
+  ts_expr *nn = ts_te_axis(st, 0), *m = ts_te_axis(st, 1);
+  ts_expr *rc = ts_te_reduce_axis(st, "rc", Cg);
+  ts_expr *rh = ts_te_reduce_axis(st, "rh", K[0]);
+  ts_expr *rw = ts_te_reduce_axis(st, "rw", K[1]);
+  ts_expr *ci = rc, *mi = m;
+  if (G > 1) {
+    ci = ts_add(
+        a, ts_mul(a, ts_floordiv(a, m, ts_index(a, Mg)), ts_index(a, Cg)), rc);
+    mi = ts_floormod(a, m, ts_index(a, Mg));
+  }
+  ts_expr *di[4] = {
+      nn, ci, ts_add(a, ts_te_axis(st, 2), ts_mul(a, rh, ts_index(a, D[0]))),
+      ts_add(a, ts_te_axis(st, 3), ts_mul(a, rw, ts_index(a, D[1])))};
+  ts_expr *wi[4] = {ci, mi, ts_sub(a, ts_index(a, K[0] - 1), rh),
+                    ts_sub(a, ts_index(a, K[1] - 1), rw)};
+  ts_buffer *conv = ts_te_set_reduce(st, TS_TE_SUM,
+                                     ts_mul(a, ts_te_load(b->te, dil, di, 4),
+                                            ts_te_load(b->te, weight, wi, 4)));
+  if (n->n_inputs < 3 || n->inputs[2] < 0) return conv;
+  ts_buffer *bias = param_for(b, n->inputs[2]);
+  if (!bias) return NULL;
+  ts_expr *ax[4];
+  ts_te_stage *bs = stage_like(b, "bias", out, ax);
+  return ts_te_set_value(bs, ts_add(a, ts_te_load(b->te, conv, ax, 4),
+                                    ts_te_load(b->te, bias, &ax[1], 1)));
+}
+
+/* The axes of v without `axis` (a reduced stage over one axis). */
+static ts_buffer *reduce_axis_stage(builder *b, const char *name,
+                                    ts_buffer *src, const gr_value *v, int axis,
+                                    ts_te_reducer r) {
+  int64_t shape[TS_MAX_DIMS];
+  int k = 0;
+  for (int d = 0; d < v->ndim; d++)
+    if (d != axis) shape[k++] = v->shape[d];
+  if (k == 0) shape[k++] = 1;
+  ts_te_stage *st =
+      ts_te_compute(b->te, stage_name(b, name), TS_FLOAT32, shape, k, NULL);
+  ts_expr *ra = ts_te_reduce_axis(st, "rk", v->shape[axis]);
+  ts_expr *idx[TS_MAX_DIMS];
+  for (int d = 0, j = 0; d < v->ndim; d++)
+    idx[d] = d == axis ? ra : ts_te_axis(st, j++);
+  return ts_te_set_reduce(st, r, ts_te_load(b->te, src, idx, v->ndim));
+}
+
+/* Loads a reduced (axis removed) buffer at full axes. */
+static ts_expr *load_reduced(builder *b, ts_buffer *buf, ts_expr **axes,
+                             int ndim, int axis) {
+  ts_expr *idx[TS_MAX_DIMS];
+  int k = 0;
+  for (int d = 0; d < ndim; d++)
+    if (d != axis) idx[k++] = axes[d];
+  if (k == 0) idx[k++] = ts_index(b->a, 0);
+  return ts_te_load(b->te, buf, idx, k);
+}
+
+static ts_buffer *build_softmax(builder *b, const gr_node *n) {
+  const gr_value *x = &b->g->values[n->inputs[0]];
+  ts_buffer *X = param_for(b, n->inputs[0]);
+  if (!X) return NULL;
+  int64_t axis = gr_attr_int(n, "axis", -1);
+  if (axis < 0) axis += x->ndim;
+  ts_buffer *mx = reduce_axis_stage(b, "max", X, x, (int)axis, TS_TE_MAX);
+  ts_expr *ea[TS_MAX_DIMS];
+  ts_te_stage *e = stage_like(b, "exp", x, ea);
+  ts_expr *diff = ts_sub(b->a, ts_te_load(b->te, X, ea, x->ndim),
+                         load_reduced(b, mx, ea, x->ndim, (int)axis));
+  ts_buffer *eb =
+      ts_te_set_value(e, ts_call(b->a, TS_FLOAT32, "exp", &diff, 1));
+  ts_buffer *sum = reduce_axis_stage(b, "sum", eb, x, (int)axis, TS_TE_SUM);
+  ts_expr *ya[TS_MAX_DIMS];
+  ts_te_stage *y = stage_like(b, "softmax", x, ya);
+  return ts_te_set_value(y,
+                         ts_div(b->a, ts_te_load(b->te, eb, ya, x->ndim),
+                                load_reduced(b, sum, ya, x->ndim, (int)axis)));
+}
+
+static ts_buffer *build_layer_norm(builder *b, const gr_node *n) {
+  ts_arena *a = b->a;
+  const gr_value *x = &b->g->values[n->inputs[0]];
+  ts_buffer *X = param_for(b, n->inputs[0]);
+  ts_buffer *S = param_for(b, n->inputs[1]);
+  ts_buffer *B =
+      n->n_inputs > 2 && n->inputs[2] >= 0 ? param_for(b, n->inputs[2]) : NULL;
+  if (!X || !S || (n->n_inputs > 2 && n->inputs[2] >= 0 && !B)) return NULL;
+  int64_t axis = gr_attr_int(n, "axis", -1);
+  if (axis < 0) axis += x->ndim;
+  double eps = gr_attr_float(n, "epsilon", 1e-5);
+  int64_t outer[TS_MAX_DIMS], count = 1;
+  int no = 0;
+  for (int d = 0; d < axis; d++) outer[no++] = x->shape[d];
+  for (int d = (int)axis; d < x->ndim; d++) count *= x->shape[d];
+  if (no == 0) outer[no++] = 1;
+  ts_buffer *stats[2] = {NULL, NULL};
+  ts_buffer *mean_buf = NULL;
+  for (int s = 0; s < 2; s++) { /* mean, then variance */
+    ts_te_stage *st = ts_te_compute(b->te, stage_name(b, s ? "var" : "mean"),
+                                    TS_FLOAT32, outer, no, NULL);
+    ts_expr *idx[TS_MAX_DIMS], *oax[TS_MAX_DIMS];
+    for (int d = 0; d < no; d++) oax[d] = ts_te_axis(st, d);
+    for (int d = 0; d < x->ndim; d++)
+      idx[d] = d < axis ? oax[d]
+                        : ts_te_reduce_axis(st, ts_arena_printf(a, "r%d", d),
+                                            x->shape[d]);
+    ts_expr *v = ts_te_load(b->te, X, idx, x->ndim);
+    if (s) {
+      ts_expr *mi[TS_MAX_DIMS];
+      for (int d = 0; d < no; d++) mi[d] = axis ? oax[d] : ts_index(a, 0);
+      ts_expr *dv =
+          ts_sub(a, v,
+                 ts_mul(a, ts_te_load(b->te, mean_buf, mi, no),
+                        ts_float(a, TS_FLOAT32, 1.0 / (double)count)));
+      v = ts_mul(a, dv, dv);
+    }
+    stats[s] = ts_te_set_reduce(st, TS_TE_SUM, v);
+    if (!s) mean_buf = stats[0];
+  }
+  ts_expr *ya[TS_MAX_DIMS], *oi[TS_MAX_DIMS];
+  ts_te_stage *y = stage_like(b, "layer_norm", x, ya);
+  for (int d = 0; d < no; d++) oi[d] = axis ? ya[d] : ts_index(a, 0);
+  ts_expr *inv_n = ts_float(a, TS_FLOAT32, 1.0 / (double)count);
+  ts_expr *mean = ts_mul(a, ts_te_load(b->te, stats[0], oi, no), inv_n);
+  ts_expr *var =
+      ts_add(a, ts_mul(a, ts_te_load(b->te, stats[1], oi, no), inv_n),
+             ts_float(a, TS_FLOAT32, eps));
+  ts_expr *r = ts_call(a, TS_FLOAT32, "rsqrt", &var, 1);
+  int nt = x->ndim - (int)axis;
+  ts_expr *v = ts_mul(
+      a, ts_mul(a, ts_sub(a, ts_te_load(b->te, X, ya, x->ndim), mean), r),
+      bcast_load(b, S, ya + axis, nt));
+  if (B) v = ts_add(a, v, bcast_load(b, B, ya + axis, nt));
+  return ts_te_set_value(y, v);
+}
+
+static ts_buffer *build_transpose(builder *b, const gr_node *n) {
+  const gr_value *x = &b->g->values[n->inputs[0]];
+  const gr_value *out = &b->g->values[n->outputs[0]];
+  ts_buffer *X = param_for(b, n->inputs[0]);
+  if (!X) return NULL;
+  int c;
+  const int64_t *perm = gr_attr_ints(n, "perm", &c);
+  ts_expr *ya[TS_MAX_DIMS], *idx[TS_MAX_DIMS];
+  ts_te_stage *y = stage_like(b, "transpose", out, ya);
+  for (int j = 0; j < out->ndim; j++)
+    idx[perm ? perm[j] : out->ndim - 1 - j] = ya[j];
+  return ts_te_set_value(y, ts_te_load(b->te, X, idx, x->ndim));
+}
+
+/* Builds the group's function; NULL when some member cannot be expressed. */
+static ts_func *build_group(const ts_graph *g, const int *members, int n,
+                            builder *b) {
+  char name[96] = "fused";
+  for (int i = 0; i < n; i++) {
+    const char *op = g->nodes[members[i]].op;
+    size_t k = strlen(name);
+    if (k + strlen(op) + 2 >= sizeof name) break;
+    name[k++] = '_';
+    for (const char *p = op; *p; p++)
+      name[k++] = (char)(*p >= 'A' && *p <= 'Z' ? *p - 'A' + 'a' : *p);
+    name[k] = 0;
+  }
+  memset(b, 0, sizeof *b);
+  b->g = g;
+  b->te = ts_te_begin(name);
+  b->a = ts_te_arena(b->te);
+  ts_buffer *cur_buf = NULL;
+  int cur = -1;
+  for (int i = 0; i < n && !b->failed; i++) {
+    const gr_node *m = &g->nodes[members[i]];
+    if (!strcmp(m->op, "Conv"))
+      cur_buf = build_conv(b, m);
+    else if (!strcmp(m->op, "MatMul"))
+      cur_buf = build_matmul(b, m);
+    else if (!strcmp(m->op, "ConvTranspose"))
+      cur_buf = build_conv_transpose(b, m);
+    else if (strstr(m->op, "Pool"))
+      cur_buf = build_pool(b, m);
+    else if (!strcmp(m->op, "Softmax"))
+      cur_buf = build_softmax(b, m);
+    else if (!strcmp(m->op, "LayerNormalization"))
+      cur_buf = build_layer_norm(b, m);
+    else if (!strcmp(m->op, "Transpose"))
+      cur_buf = build_transpose(b, m);
+    else if (is_reduce(m))
+      cur_buf = build_reduce(b, m, cur, cur_buf);
+    else
+      cur_buf = build_elementwise(b, m, cur, cur_buf);
+    if (!cur_buf) b->failed = true;
+    cur = m->outputs[0];
+  }
+  if (b->failed) {
+    ts_te_abort(b->te);
+    return NULL;
+  }
+  ts_buffer *params[MAX_PARAMS];
+  for (int i = 0; i < b->n_params; i++) params[i] = b->bufs[i];
+  params[b->n_params] = cur_buf;
+  ts_error err;
+  return ts_te_finish(b->te, params, b->n_params + 1, &err);
+}
+
+/* requires: shapes known, lowered graph (no Gemm, no BatchNormalization);
+ * maintains: the values the graph computes; breaks: node indices, the
+ * intermediate values inside each group (no longer produced). */
+int ts_graph_fuse(ts_graph *g, ts_error *err) {
+  int *uses = gr_use_counts(g);
+  int *consumer = malloc(sizeof(int) * ((size_t)g->n_values + 1));
+  int *group_of = malloc(sizeof(int) * ((size_t)g->n_nodes + 1));
+  ts_func **funcs = calloc((size_t)g->n_nodes + 1, sizeof *funcs);
+  int **param_values = calloc((size_t)g->n_nodes + 1, sizeof *param_values);
+  int *n_param_values = calloc((size_t)g->n_nodes + 1, sizeof(int));
+  if (!consumer || !group_of || !funcs || !param_values || !n_param_values) {
+    free(uses), free(consumer), free(group_of), free(funcs);
+    free(param_values), free(n_param_values);
+    return TS_ERR(err, TS_ENOMEM, "fuse: out of memory");
+  }
+  for (int v = 0; v < g->n_values; v++) consumer[v] = -1;
+  for (int i = 0; i < g->n_nodes; i++) {
+    group_of[i] = -1;
+    for (int k = 0; k < g->nodes[i].n_inputs; k++)
+      if (g->nodes[i].inputs[k] >= 0) consumer[g->nodes[i].inputs[k]] = i;
+  }
+  /* group id = index of its last member; funcs[last] is its function */
+  for (int i = 0; i < g->n_nodes; i++) {
+    if (group_of[i] >= 0 || !is_anchor(g, &g->nodes[i])) continue;
+    int members[MAX_MEMBERS], n = 0;
+    members[n++] = i;
+    int cur = g->nodes[i].outputs[0];
+    while (n < MAX_MEMBERS && uses[cur] == 1 && consumer[cur] > i) {
+      const gr_node *c = &g->nodes[consumer[cur]];
+      if (group_of[consumer[cur]] >= 0) break;
+      if (!fusable_elementwise(g, c, cur) && !fusable_reduce(g, c)) break;
+      members[n++] = consumer[cur];
+      cur = c->outputs[0];
+    }
+    builder b;
+    ts_func *f = build_group(g, members, n, &b);
+    if (!f) continue; /* left as graph operators */
+    int last = members[n - 1];
+    for (int k = 0; k < n; k++) group_of[members[k]] = last;
+    funcs[last] = f;
+    param_values[last] = malloc(sizeof(int) * (size_t)(b.n_params + 1));
+    if (!param_values[last]) { /* keep the nodes: no group here */
+      ts_func_free(f);
+      funcs[last] = NULL;
+      for (int k = 0; k < n; k++) group_of[members[k]] = -1;
+      continue;
+    }
+    memcpy(param_values[last], b.values, sizeof(int) * (size_t)b.n_params);
+    n_param_values[last] = b.n_params;
+  }
+  gr_list out = {0};
+  for (int i = 0; i < g->n_nodes; i++) {
+    if (group_of[i] < 0) {
+      gr_list_push(&out, &g->nodes[i]);
+      continue;
+    }
+    if (group_of[i] != i) continue; /* a member before the group's last */
+    gr_node call = gr_node_make(
+        g, "call_tir", gr_fresh_name(g, ts_func_name(funcs[i])),
+        param_values[i], n_param_values[i], g->nodes[i].outputs, 1);
+    call.kind = TS_GRAPH_CALL;
+    call.func = funcs[i];
+    gr_own_func(g, funcs[i]);
+    gr_list_push(&out, &call);
+  }
+  int n_old = g->n_nodes;
+  gr_list_commit(g, &out);
+  for (int i = 0; i < n_old + 1; i++) free(param_values[i]);
+  free(param_values);
+  free(n_param_values);
+  free(funcs);
+  free(group_of);
+  free(consumer);
+  free(uses);
+  (void)err;
+  return TS_OK;
+}
+
+int ts_graph_tasks(const ts_graph *g, ts_graph_task **tasks, int *n_tasks,
+                   ts_error *err) {
+  *tasks = NULL;
+  *n_tasks = 0;
+  ts_graph_task *t = calloc((size_t)g->n_nodes + 1, sizeof *t);
+  if (!t) return TS_ERR(err, TS_ENOMEM, "tasks");
+  int n = 0;
+  for (int i = 0; i < g->n_nodes; i++) {
+    const gr_node *node = &g->nodes[i];
+    if (node->kind != TS_GRAPH_CALL) continue;
+    ts_hash128 h = ts_func_hash(node->func);
+    int found = -1;
+    for (int k = 0; k < n && found < 0; k++)
+      if (ts_hash128_eq(t[k].hash, h) && ts_func_equal(t[k].func, node->func))
+        found = k;
+    if (found >= 0) {
+      t[found].count++;
+      continue;
+    }
+    t[n].func = node->func;
+    t[n].hash = h;
+    t[n].count = 1;
+    t[n].flops = ts_func_flops(node->func);
+    t[n].first_node = node->name;
+    n++;
+  }
+  *tasks = t;
+  *n_tasks = n;
+  return TS_OK;
+}

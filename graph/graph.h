@@ -1,0 +1,222 @@
+/*
+ * graph.h — the public interface of tessera's model graph: the graph IR,
+ * ONNX import, the graph passes and their pipeline, and the reference
+ * executor.
+ *
+ * A graph is a list of nodes in topological order over typed tensor values
+ * (name, shape, dtype, layout). Constants (weights) live out of the node
+ * arena in one constant store owned by the graph. A node is either a graph
+ * operator (an ONNX op type with attributes) or a destination-passing call
+ * of a TIR PrimFunc (TVM Unity's call_tir): the function's parameters are
+ * the node's inputs followed by its outputs, and the caller allocates the
+ * outputs. The structs are private (graph/internal.h); this header gives
+ * handles, accessors and the passes. Errors use tir's ts_error and TS_E*
+ * codes; bad model files are an error naming what and where, never a crash.
+ */
+#ifndef TESSERA_GRAPH_H
+#define TESSERA_GRAPH_H
+
+#include "tir/tir.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct ts_graph ts_graph;
+
+/* The two node kinds. */
+typedef enum ts_graph_node_kind {
+  TS_GRAPH_OP,   /* a graph operator: op type + attributes */
+  TS_GRAPH_CALL, /* a destination-passing call of a TIR PrimFunc */
+} ts_graph_node_kind;
+
+/* Limits on what an imported model may ask for; zero fields take the
+ * defaults (64 GiB of constants, 1e6 nodes, 2^40 elements per tensor). */
+typedef struct ts_graph_limits {
+  uint64_t max_constant_bytes;
+  int64_t max_nodes;
+  int64_t max_tensor_elems;
+} ts_graph_limits;
+
+/* Import options. input_shapes holds "NAME=1x3x224x224" strings that fix the
+ * named input's shape (needed when the model leaves a dimension symbolic). */
+typedef struct ts_graph_import_options {
+  const char *const *input_shapes;
+  int n_input_shapes;
+  ts_graph_limits limits;
+} ts_graph_import_options;
+
+/* ========================================================================
+ * Import (graph/onnx_import.c)
+ * ======================================================================== */
+
+/* Reads an ONNX model file (opsets 13-21 of the default domain). External
+ * data files are looked up relative to the model's folder. Every dimension of
+ * every graph input must be known after opts->input_shapes is applied; a
+ * symbolic one is refused with a message naming the input. On success *out
+ * is a new graph the caller frees with ts_graph_free; on failure *out is
+ * NULL and err names the problem (node name, op type, opset, field). */
+int ts_graph_import_onnx(const char *path, const ts_graph_import_options *opts,
+                         ts_graph **out, ts_error *err);
+/* The same from bytes in memory; base_dir (may be NULL: external data is
+ * refused) is the folder external data paths are relative to. */
+int ts_graph_import_onnx_bytes(const void *data, size_t len,
+                               const char *base_dir,
+                               const ts_graph_import_options *opts,
+                               ts_graph **out, ts_error *err);
+
+/* ========================================================================
+ * The graph
+ * ======================================================================== */
+
+/* An empty graph; caller frees with ts_graph_free. */
+ts_graph *ts_graph_new(const char *name);
+void ts_graph_free(ts_graph *g);
+
+/* Counts and node accessors (i in [0, n)). */
+int ts_graph_n_nodes(const ts_graph *g);
+ts_graph_node_kind ts_graph_node_kind_of(const ts_graph *g, int i);
+/* The op type ("Conv", "MatMul", ...) or "call_tir" for a call node. */
+const char *ts_graph_node_op(const ts_graph *g, int i);
+const char *ts_graph_node_name(const ts_graph *g, int i);
+/* The called function of a call node (owned by the graph), else NULL. */
+const ts_func *ts_graph_node_func(const ts_graph *g, int i);
+/* How many nodes have op type `op`. */
+int ts_graph_count_op(const ts_graph *g, const char *op);
+/* Bytes held by the constant store. */
+size_t ts_graph_constant_bytes(const ts_graph *g);
+
+/* A tensor value's description (a plain copy). ndim is -1 while the rank is
+ * unknown, a dimension -1 while unknown. */
+typedef struct ts_graph_value_info {
+  const char *name; /* owned by the graph */
+  ts_dtype dtype;
+  int ndim;
+  int64_t shape[TS_MAX_DIMS];
+  const char *layout; /* "NCHW", "NC", ... or "" when it has no meaning */
+  bool is_constant;
+} ts_graph_value_info;
+/* Graph inputs and outputs, in model order. */
+int ts_graph_n_inputs(const ts_graph *g);
+int ts_graph_n_outputs(const ts_graph *g);
+ts_graph_value_info ts_graph_input(const ts_graph *g, int i);
+ts_graph_value_info ts_graph_output(const ts_graph *g, int i);
+
+/* ========================================================================
+ * Printer, verifier, hash (graph/printer.c, graph/verify.c, graph/hash.c)
+ * ======================================================================== */
+
+/* The text form (one line per value declaration and per node, constants
+ * by shape only). Returns a malloc'd string the caller frees. */
+char *ts_graph_print(const ts_graph *g);
+/* The same as JSON ({"name", "inputs", "outputs", "nodes": [...]}). */
+char *ts_graph_print_json(const ts_graph *g);
+/* Checks that g is well formed: nodes in topological order, every input
+ * defined before use, each value produced once, graph outputs defined,
+ * known shapes consistent with call signatures. TS_OK or TS_EVERIFY naming
+ * the node and the problem. */
+int ts_graph_verify(const ts_graph *g, ts_error *err);
+/* The 128-bit structural hash: independent of node and value names,
+ * sensitive to ops, attributes, shapes, dtypes, wiring and constant bytes. */
+ts_hash128 ts_graph_hash(const ts_graph *g);
+
+/* ========================================================================
+ * Passes (one file each) and the pipeline (graph/pipeline.c)
+ * ======================================================================== */
+
+/* Each pass returns TS_OK or a negative code with err set; on failure the
+ * graph stays well formed and computes the same values (node rewrites are
+ * committed only at the end of a pass, but shapes inferred and constants
+ * folded before the failing node remain). The contracts are in each file
+ * and in docs/graph.md. */
+int ts_graph_infer_shapes(ts_graph *g, ts_error *err);     /* shape.c */
+int ts_graph_fold_constants(ts_graph *g, ts_error *err);   /* fold.c */
+int ts_graph_eliminate_dead(ts_graph *g, ts_error *err);   /* dce.c */
+int ts_graph_eliminate_common(ts_graph *g, ts_error *err); /* cse.c */
+int ts_graph_fold_batchnorm(ts_graph *g, ts_error *err);   /* bn_fold.c */
+int ts_graph_lower(ts_graph *g, ts_error *err);            /* lower.c */
+int ts_graph_fuse(ts_graph *g, ts_error *err);             /* fuse.c */
+
+/* The pass names in pipeline order, NULL-terminated ("shape", "fold",
+ * "dce", "cse", "bn_fold", "lower", "fuse"). */
+const char *const *ts_graph_pass_names(void);
+/* Runs the pipeline up to and including the pass named stop_after (NULL:
+ * all). With the environment variable TS_VERIFY=1 the verifier runs after
+ * every pass. Unknown stop_after: TS_EINVAL. */
+int ts_graph_run_passes(ts_graph *g, const char *stop_after, ts_error *err);
+
+/* One distinct task of a graph: a called PrimFunc and how often the graph
+ * calls it (structurally equal functions are one task). */
+typedef struct ts_graph_task {
+  const ts_func *func;    /* owned by the graph */
+  ts_hash128 hash;        /* the task's identity in the tuning database */
+  int count;              /* calls of it in the graph */
+  double flops;           /* per call (ts_func_flops) */
+  const char *first_node; /* the first call node's name */
+} ts_graph_task;
+/* The distinct tasks of g's call nodes, in order of first call. *tasks is
+ * a malloc'd array the caller frees with free(). */
+int ts_graph_tasks(const ts_graph *g, ts_graph_task **tasks, int *n_tasks,
+                   ts_error *err);
+
+/* ========================================================================
+ * User TIR in the graph (graph/call.c)
+ * ======================================================================== */
+
+/* Replaces the node named `node_name` by a destination-passing call of a
+ * copy of f: f's parameters must be the node's inputs then its outputs,
+ * with equal shapes and dtypes (a mismatch names both). Shapes must be
+ * known (run shape inference first). f stays owned by the caller. */
+int ts_graph_override(ts_graph *g, const char *node_name, const ts_func *f,
+                      ts_error *err);
+
+/* ========================================================================
+ * Reference executor (graph/exec.c)
+ * ======================================================================== */
+
+/* A host tensor: dtype, shape and row-major data. */
+typedef struct ts_graph_tensor {
+  const char *name; /* not owned */
+  ts_dtype dtype;
+  int ndim;
+  int64_t shape[TS_MAX_DIMS];
+  void *data; /* row-major storage */
+} ts_graph_tensor;
+
+/* How the executor runs call nodes. */
+typedef enum ts_graph_exec_mode {
+  TS_GRAPH_INTERPRET, /* tir's reference interpreter (slow, the ground truth) */
+  TS_GRAPH_COMPILE,   /* each distinct task compiled once for this machine
+                         without a tuned schedule (codegen), then called */
+} ts_graph_exec_mode;
+
+/* Runs g (after shape inference) on inputs (one per graph input, matched by
+ * position; shapes and dtypes must equal the graph's), node by node: graph
+ * operators in the reference kernels, call nodes as `mode` says, with the
+ * caller-allocated outputs passed in. outputs[i] is filled with a malloc'd
+ * data buffer the caller frees with free(); shapes and dtypes are set.
+ * n_outputs must equal ts_graph_n_outputs. */
+int ts_graph_execute(const ts_graph *g, ts_graph_exec_mode mode,
+                     const ts_graph_tensor *inputs, int n_inputs,
+                     ts_graph_tensor *outputs, int n_outputs, ts_error *err);
+
+/* ========================================================================
+ * numpy files (graph/npz.c): .npz archives of .npy arrays (libzip)
+ * ======================================================================== */
+
+typedef struct ts_graph_npz ts_graph_npz;
+/* Reads every array of an .npz file (stored or deflated entries; C order;
+ * dtypes float16/32/64, int8..64, uint8..64, bool). On success *out owns
+ * the arrays (free with ts_graph_npz_free); malformed files give TS_EINVAL
+ * naming the entry. */
+int ts_graph_npz_read(const char *path, ts_graph_npz **out, ts_error *err);
+/* Points t at the array named `name` (data owned by z). TS_ENOTFOUND when
+ * absent (the message lists the names present). */
+int ts_graph_npz_find(const ts_graph_npz *z, const char *name,
+                      ts_graph_tensor *t, ts_error *err);
+void ts_graph_npz_free(ts_graph_npz *z);
+/* Writes tensors (named by their name fields) as an .npz file. */
+int ts_graph_npz_write(const char *path, const ts_graph_tensor *tensors, int n,
+                       ts_error *err);
+
+#endif /* TESSERA_GRAPH_H */

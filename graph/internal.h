@@ -1,0 +1,165 @@
+/*
+ * internal.h — the graph IR's structs and the helpers shared by the files of
+ * graph/: value and node construction, attribute lookup, the constant
+ * store, node-list rebuilding for passes, and the reference kernels that
+ * constant folding and the executor share. Private to graph/.
+ */
+#ifndef TESSERA_GRAPH_INTERNAL_H
+#define TESSERA_GRAPH_INTERNAL_H
+
+#include "graph/graph.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum gr_attr_kind {
+  GR_ATTR_INT,
+  GR_ATTR_FLOAT,
+  GR_ATTR_STRING,
+  GR_ATTR_INTS,
+  GR_ATTR_FLOATS,
+} gr_attr_kind;
+
+typedef struct gr_attr {
+  const char *name;
+  gr_attr_kind kind;
+  int64_t i;      /* GR_ATTR_INT */
+  double f;       /* GR_ATTR_FLOAT */
+  const char *s;  /* GR_ATTR_STRING */
+  int n;          /* entries of ints/floats */
+  int64_t *ints;  /* GR_ATTR_INTS */
+  double *floats; /* GR_ATTR_FLOATS */
+} gr_attr;
+
+typedef struct gr_value {
+  const char *name;
+  ts_dtype dtype;
+  int ndim;                   /* -1: rank unknown */
+  int64_t shape[TS_MAX_DIMS]; /* -1: dimension unknown */
+  const char *layout;         /* "" when it has no meaning */
+  int producer;               /* node index, -1 for inputs and constants */
+  int64_t const_off;          /* offset in the constant store, or -1 */
+  bool is_input;              /* a graph input */
+} gr_value;
+
+typedef struct gr_node {
+  ts_graph_node_kind kind;
+  const char *op;   /* op type, "call_tir" for calls */
+  const char *name; /* unique within the graph */
+  int *inputs;      /* value ids; -1 for an omitted optional input */
+  int n_inputs;
+  int *outputs; /* value ids */
+  int n_outputs;
+  gr_attr *attrs;
+  int n_attrs;
+  ts_func *func; /* TS_GRAPH_CALL: owned by the graph's function list */
+} gr_node;
+
+struct ts_graph {
+  ts_arena *arena; /* names, attributes, node arrays */
+  char *name;
+  gr_value *values; /* malloc'd, append-only */
+  int n_values, cap_values;
+  gr_node *nodes; /* malloc'd, topological order */
+  int n_nodes, cap_nodes;
+  int *inputs, n_inputs; /* arena */
+  int *outputs, n_outputs;
+  uint8_t *consts; /* the constant store: one malloc'd buffer */
+  size_t consts_len, consts_cap;
+  ts_func **funcs; /* functions owned by call nodes */
+  int n_funcs, cap_funcs;
+  int opset;
+  int name_counter; /* for fresh node and value names */
+};
+
+/* ---- ir.c ---- */
+/* Appends a value; returns its id. Rank unknown, no constant. */
+int gr_value_add(ts_graph *g, const char *name, ts_dtype t, int ndim,
+                 const int64_t *shape);
+/* A fresh value named after base ("base_1", ...). */
+int gr_value_fresh(ts_graph *g, const char *base, ts_dtype t, int ndim,
+                   const int64_t *shape);
+/* A constant value holding a copy of data (nbytes = elems * elem bytes);
+ * returns the id or a negative code when a limit is exceeded. */
+int gr_const_add(ts_graph *g, const char *name, ts_dtype t, int ndim,
+                 const int64_t *shape, const void *data);
+/* Reserves an uninitialized constant of the given shape; its storage is
+ * gr_const_data(g, id) (valid until the next constant is added). */
+int gr_const_reserve(ts_graph *g, const char *name, ts_dtype t, int ndim,
+                     const int64_t *shape);
+void *gr_const_data(const ts_graph *g, int value);
+bool gr_is_const(const ts_graph *g, int value);
+int64_t gr_value_elems(const gr_value *v); /* -1 when not fully known */
+
+/* Appends a node built from the arguments (copied into the arena). */
+gr_node *gr_node_add(ts_graph *g, const char *op, const char *name,
+                     const int *inputs, int n_inputs, const int *outputs,
+                     int n_outputs);
+/* A fresh node name from base. */
+const char *gr_fresh_name(ts_graph *g, const char *base);
+void gr_node_set_attr(ts_graph *g, gr_node *n, gr_attr a);
+const gr_attr *gr_attr_find(const gr_node *n, const char *name);
+int64_t gr_attr_int(const gr_node *n, const char *name, int64_t dflt);
+double gr_attr_float(const gr_node *n, const char *name, double dflt);
+const char *gr_attr_string(const gr_node *n, const char *name,
+                           const char *dflt);
+/* The ints of an INTS attribute (count in *n), or NULL with *n = 0. */
+const int64_t *gr_attr_ints(const gr_node *n, const char *name, int *count);
+/* Recomputes each value's producer from the node list. */
+void gr_reindex(ts_graph *g);
+/* Replaces every use of value `from` (node inputs, graph outputs) by `to`. */
+void gr_replace_uses(ts_graph *g, int from, int to);
+/* Number of uses of each value (node inputs + graph outputs); malloc'd. */
+int *gr_use_counts(const ts_graph *g);
+
+/* A node list under construction, for passes that rewrite the graph: the
+ * old node list stays valid until gr_list_commit swaps it in. */
+typedef struct gr_list {
+  gr_node *nodes;
+  int n, cap;
+} gr_list;
+void gr_list_push(gr_list *l, const gr_node *n);
+/* Makes l the graph's node list (the old array is freed), reindexes. */
+void gr_list_commit(ts_graph *g, gr_list *l);
+/* A node (not yet in any list) with the given op and wiring. */
+gr_node gr_node_make(ts_graph *g, const char *op, const char *name,
+                     const int *inputs, int n_inputs, const int *outputs,
+                     int n_outputs);
+/* Takes ownership of f for a call node. */
+void gr_own_func(ts_graph *g, ts_func *f);
+
+/* ---- shape.c ---- */
+/* Infers output dtypes and shapes of one node from its inputs; fills the
+ * output values. Unknown ops: TS_EUNSUPPORTED naming op, node and opset. */
+int gr_infer_node(ts_graph *g, gr_node *n, ts_error *err);
+/* Whether shape inference knows the op type. */
+bool gr_op_known(const char *op);
+/* Broadcast shape of two shapes (numpy rules); false when incompatible. */
+bool gr_broadcast(const int64_t *a, int na, const int64_t *b, int nb,
+                  int64_t *out, int *nout);
+/* Explicit begin/end pads (2 * nsp entries) of a conv or pool window from
+ * its pads/auto_pad attributes; -1 when they are malformed. */
+int gr_resolve_pads(const gr_node *n, int nsp, const int64_t *in_sp,
+                    const int64_t *kernel, const int64_t *strides,
+                    const int64_t *dil, int64_t *pads);
+
+/* ---- kernels.c: reference kernels over host tensors ---- */
+typedef struct gr_tensor {
+  ts_dtype dtype;
+  int ndim;
+  int64_t shape[TS_MAX_DIMS];
+  void *data;
+} gr_tensor;
+int64_t gr_tensor_elems(const gr_tensor *t);
+/* Computes node n's outputs from ins (n->n_inputs entries, NULL for an
+ * omitted input); outs are preallocated with the inferred shapes. */
+int gr_kernel_run(const ts_graph *g, const gr_node *n, const gr_tensor *ins,
+                  gr_tensor *outs, ts_error *err);
+/* Whether gr_kernel_run implements op. */
+bool gr_kernel_known(const char *op);
+
+/* The layout name of a rank for conv-style values. */
+const char *gr_layout_for(int ndim, bool image);
+
+#endif /* TESSERA_GRAPH_INTERNAL_H */

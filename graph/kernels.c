@@ -1,0 +1,681 @@
+/*
+ * kernels.c — the reference kernels of the graph operators, over host
+ * tensors: what constant folding evaluates and what the reference executor
+ * runs for a node that is not (yet) a call of a PrimFunc. Data movement
+ * (Reshape, Transpose, Concat, Gather, Slice, ...) copies elements of any
+ * dtype; arithmetic converts the operands to double, computes in double and
+ * rounds once to the output dtype, so the kernels are at least as accurate
+ * as a float32 implementation they are compared with. Plain loops, written
+ * for clarity; speed is the tuned code's business.
+ */
+#include "internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+int64_t gr_tensor_elems(const gr_tensor *t) {
+  int64_t n = 1;
+  for (int i = 0; i < t->ndim; i++) n *= t->shape[i];
+  return n;
+}
+
+static double *to_double(const gr_tensor *t) {
+  int64_t n = gr_tensor_elems(t);
+  double *d = malloc(sizeof *d * (size_t)(n ? n : 1));
+  if (!d) return NULL;
+  if (ts_dtype_eq(t->dtype, TS_FLOAT32))
+    for (int64_t i = 0; i < n; i++) d[i] = ((const float *)t->data)[i];
+  else
+    for (int64_t i = 0; i < n; i++) d[i] = ts_host_get(t->data, t->dtype, i);
+  return d;
+}
+
+static void from_double(gr_tensor *t, const double *d) {
+  int64_t n = gr_tensor_elems(t);
+  if (ts_dtype_eq(t->dtype, TS_FLOAT32))
+    for (int64_t i = 0; i < n; i++) ((float *)t->data)[i] = (float)d[i];
+  else
+    for (int64_t i = 0; i < n; i++) ts_host_set(t->data, t->dtype, i, d[i]);
+}
+
+static void strides_of(const int64_t *shape, int ndim, int64_t *st) {
+  int64_t s = 1;
+  for (int i = ndim - 1; i >= 0; i--) {
+    st[i] = s;
+    s *= shape[i];
+  }
+}
+
+/* Index into a broadcast operand of shape s (rank ns) for output index
+ * coordinates idx (rank no). */
+static int64_t bcast_index(const int64_t *idx, int no, const int64_t *s,
+                           int ns) {
+  int64_t off = 0, st = 1;
+  for (int i = ns - 1; i >= 0; i--) {
+    int64_t c = idx[i + (no - ns)];
+    if (s[i] != 1) off += c * st;
+    st *= s[i];
+  }
+  return off;
+}
+
+static double erf_gelu(double x) {
+  return 0.5 * x * (1.0 + erf(x / sqrt(2.0)));
+}
+
+static double unary(const char *op, double x, const gr_node *n, double lo,
+                    double hi) {
+  if (!strcmp(op, "Relu")) return x > 0 ? x : 0;
+  if (!strcmp(op, "Sqrt")) return sqrt(x);
+  if (!strcmp(op, "Sigmoid")) return 1.0 / (1.0 + exp(-x));
+  if (!strcmp(op, "Tanh")) return tanh(x);
+  if (!strcmp(op, "Erf")) return erf(x);
+  if (!strcmp(op, "Exp")) return exp(x);
+  if (!strcmp(op, "Neg")) return -x;
+  if (!strcmp(op, "Abs")) return fabs(x);
+  if (!strcmp(op, "Clip")) return x < lo ? lo : x > hi ? hi : x;
+  if (!strcmp(op, "Gelu")) {
+    if (!strcmp(gr_attr_string(n, "approximate", "none"), "tanh"))
+      return 0.5 * x *
+             (1.0 + tanh(sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
+    return erf_gelu(x);
+  }
+  return x; /* Identity, Dropout */
+}
+
+static double binary(const char *op, double a, double b, bool is_int) {
+  switch (op[0]) {
+  case 'A': return a + b;
+  case 'S': return a - b;
+  case 'M': return a * b;
+  case 'D':
+    if (is_int) return b == 0 ? 0 : (double)((int64_t)a / (int64_t)b);
+    return a / b;
+  default: return pow(a, b);
+  }
+}
+
+static int run_elementwise(const gr_node *n, const gr_tensor *ins,
+                           gr_tensor *out) {
+  const char *op = n->op;
+  int64_t total = gr_tensor_elems(out), idx[TS_MAX_DIMS];
+  double *a = to_double(&ins[0]);
+  double *r = malloc(sizeof *r * (size_t)(total ? total : 1));
+  double *b = NULL;
+  bool bin = n->n_inputs >= 2 && strcmp(op, "Clip") && strcmp(op, "Dropout");
+  if (bin) b = to_double(&ins[1]);
+  if (!a || !r || (bin && !b)) {
+    free(a), free(r), free(b);
+    return TS_ENOMEM;
+  }
+  double lo = -INFINITY, hi = INFINITY;
+  if (!strcmp(op, "Clip")) {
+    if (n->n_inputs > 1 && ins[1].data)
+      lo = ts_host_get(ins[1].data, ins[1].dtype, 0);
+    if (n->n_inputs > 2 && ins[2].data)
+      hi = ts_host_get(ins[2].data, ins[2].dtype, 0);
+    lo = gr_attr_float(n, "min", lo);
+    hi = gr_attr_float(n, "max", hi);
+  }
+  bool is_int = ts_dtype_is_int(out->dtype);
+  memset(idx, 0, sizeof idx);
+  for (int64_t i = 0; i < total; i++) {
+    if (bin) {
+      double x = a[bcast_index(idx, out->ndim, ins[0].shape, ins[0].ndim)];
+      double y = b[bcast_index(idx, out->ndim, ins[1].shape, ins[1].ndim)];
+      r[i] = binary(op, x, y, is_int);
+    } else {
+      r[i] = unary(op, a[i], n, lo, hi);
+    }
+    for (int d = out->ndim - 1; d >= 0; d--) {
+      if (++idx[d] < out->shape[d]) break;
+      idx[d] = 0;
+    }
+  }
+  from_double(out, r);
+  free(a), free(b), free(r);
+  return TS_OK;
+}
+
+static int run_conv(const ts_graph *g, const gr_node *n, const gr_tensor *ins,
+                    gr_tensor *out) {
+  const gr_tensor *x = &ins[0], *w = &ins[1];
+  const gr_tensor *bias = n->n_inputs > 2 && ins[2].data ? &ins[2] : NULL;
+  bool transpose = !strcmp(n->op, "ConvTranspose");
+  int nsp = x->ndim - 2;
+  int64_t group = gr_attr_int(n, "group", 1);
+  int64_t kernel[3] = {1, 1, 1}, strides[3] = {1, 1, 1}, dil[3] = {1, 1, 1};
+  int64_t pads[6] = {0}, isz[3] = {1, 1, 1}, osz[3] = {1, 1, 1};
+  int c;
+  const int64_t *p;
+  for (int i = 0; i < nsp; i++) {
+    kernel[i] = w->shape[2 + i];
+    isz[i] = x->shape[2 + i];
+    osz[i] = out->shape[2 + i];
+  }
+  if ((p = gr_attr_ints(n, "strides", &c)))
+    for (int i = 0; i < c && i < nsp; i++) strides[i] = p[i];
+  if ((p = gr_attr_ints(n, "dilations", &c)))
+    for (int i = 0; i < c && i < nsp; i++) dil[i] = p[i];
+  if (transpose) {
+    if ((p = gr_attr_ints(n, "pads", &c)))
+      for (int i = 0; i < nsp; i++) pads[i] = p[i];
+  } else {
+    int64_t k3[3], s3[3], d3[3], pp[6];
+    for (int i = 0; i < nsp; i++)
+      k3[i] = kernel[i], s3[i] = strides[i], d3[i] = dil[i];
+    gr_resolve_pads(n, nsp, x->shape + 2, k3, s3, d3, pp);
+    for (int i = 0; i < nsp; i++) pads[i] = pp[i];
+  }
+  /* normalise to 3 spatial dims (d, h, w) */
+  int64_t K[3], S[3], D[3], P[3], I[3], O[3];
+  for (int i = 0; i < 3; i++) {
+    int j = i - (3 - nsp);
+    K[i] = j >= 0 ? kernel[j] : 1;
+    S[i] = j >= 0 ? strides[j] : 1;
+    D[i] = j >= 0 ? dil[j] : 1;
+    P[i] = j >= 0 ? pads[j] : 0;
+    I[i] = j >= 0 ? isz[j] : 1;
+    O[i] = j >= 0 ? osz[j] : 1;
+  }
+  double *xd = to_double(x), *wd = to_double(w);
+  double *bd = bias ? to_double(bias) : NULL;
+  int64_t N = x->shape[0], C = x->shape[1], M = out->shape[1];
+  int64_t osp = O[0] * O[1] * O[2], isp = I[0] * I[1] * I[2];
+  int64_t ksp = K[0] * K[1] * K[2];
+  double *r = calloc((size_t)(N * M * osp) + 1, sizeof *r);
+  if (!xd || !wd || (bias && !bd) || !r) {
+    free(xd), free(wd), free(bd), free(r);
+    return TS_ENOMEM;
+  }
+  int64_t cg = C / group, mg = M / group;
+  for (int64_t b = 0; b < N; b++)
+    for (int64_t gi = 0; gi < group; gi++)
+      for (int64_t m = 0; m < mg; m++)
+        for (int64_t ci = 0; ci < cg; ci++)
+          for (int64_t kd = 0; kd < K[0]; kd++)
+            for (int64_t kh = 0; kh < K[1]; kh++)
+              for (int64_t kw = 0; kw < K[2]; kw++) {
+                int64_t oc = gi * mg + m, ic = gi * cg + ci;
+                double wv = transpose ? wd[((ic * mg + m) * ksp) +
+                                           (kd * K[1] + kh) * K[2] + kw]
+                                      : wd[((oc * cg + ci) * ksp) +
+                                           (kd * K[1] + kh) * K[2] + kw];
+                const double *xin = xd + (b * C + ic) * isp;
+                double *ro = r + (b * M + oc) * osp;
+                if (!transpose) {
+                  for (int64_t od = 0; od < O[0]; od++) {
+                    int64_t id = od * S[0] - P[0] + kd * D[0];
+                    if (id < 0 || id >= I[0]) continue;
+                    for (int64_t oh = 0; oh < O[1]; oh++) {
+                      int64_t ih = oh * S[1] - P[1] + kh * D[1];
+                      if (ih < 0 || ih >= I[1]) continue;
+                      const double *row = xin + (id * I[1] + ih) * I[2];
+                      double *orow = ro + (od * O[1] + oh) * O[2];
+                      for (int64_t ow = 0; ow < O[2]; ow++) {
+                        int64_t iw = ow * S[2] - P[2] + kw * D[2];
+                        if (iw >= 0 && iw < I[2]) orow[ow] += wv * row[iw];
+                      }
+                    }
+                  }
+                } else {
+                  for (int64_t id = 0; id < I[0]; id++) {
+                    int64_t od = id * S[0] - P[0] + kd * D[0];
+                    if (od < 0 || od >= O[0]) continue;
+                    for (int64_t ih = 0; ih < I[1]; ih++) {
+                      int64_t oh = ih * S[1] - P[1] + kh * D[1];
+                      if (oh < 0 || oh >= O[1]) continue;
+                      for (int64_t iw = 0; iw < I[2]; iw++) {
+                        int64_t ow = iw * S[2] - P[2] + kw * D[2];
+                        if (ow >= 0 && ow < O[2])
+                          ro[(od * O[1] + oh) * O[2] + ow] +=
+                              wv * xin[(id * I[1] + ih) * I[2] + iw];
+                      }
+                    }
+                  }
+                }
+              }
+  if (bd)
+    for (int64_t b = 0; b < N; b++)
+      for (int64_t m = 0; m < M; m++)
+        for (int64_t s = 0; s < osp; s++) r[(b * M + m) * osp + s] += bd[m];
+  from_double(out, r);
+  free(xd), free(wd), free(bd), free(r);
+  (void)g;
+  return TS_OK;
+}
+
+static int run_pool(const gr_node *n, const gr_tensor *ins, gr_tensor *out) {
+  const gr_tensor *x = &ins[0];
+  int nsp = x->ndim - 2;
+  bool global = !strcmp(n->op, "GlobalAveragePool");
+  bool is_max = !strcmp(n->op, "MaxPool");
+  int64_t K[3] = {1, 1, 1}, S[3] = {1, 1, 1}, D[3] = {1, 1, 1}, P[3] = {0};
+  int64_t PE[3] = {0};
+  int64_t I[3] = {1, 1, 1}, O[3] = {1, 1, 1};
+  int64_t kernel[3], strides[3] = {1, 1, 1}, dil[3] = {1, 1, 1}, pads[6] = {0};
+  int c;
+  const int64_t *p;
+  for (int i = 0; i < nsp; i++)
+    kernel[i] =
+        global ? x->shape[2 + i] : gr_attr_ints(n, "kernel_shape", &c)[i];
+  if (!global) {
+    if ((p = gr_attr_ints(n, "strides", &c)))
+      for (int i = 0; i < nsp; i++) strides[i] = p[i];
+    if ((p = gr_attr_ints(n, "dilations", &c)))
+      for (int i = 0; i < nsp; i++) dil[i] = p[i];
+    gr_resolve_pads(n, nsp, x->shape + 2, kernel, strides, dil, pads);
+  }
+  for (int i = 0; i < 3; i++) {
+    int j = i - (3 - nsp);
+    if (j < 0) continue;
+    K[i] = kernel[j], S[i] = strides[j], D[i] = dil[j], P[i] = pads[j];
+    PE[i] = pads[j + nsp];
+    I[i] = x->shape[2 + j], O[i] = out->shape[2 + j];
+  }
+  bool count_pad = gr_attr_int(n, "count_include_pad", 0) != 0;
+  double *xd = to_double(x);
+  int64_t NC = x->shape[0] * x->shape[1], isp = I[0] * I[1] * I[2];
+  int64_t osp = O[0] * O[1] * O[2];
+  double *r = malloc(sizeof *r * (size_t)(NC * osp + 1));
+  if (!xd || !r) {
+    free(xd), free(r);
+    return TS_ENOMEM;
+  }
+  for (int64_t nc = 0; nc < NC; nc++)
+    for (int64_t od = 0; od < O[0]; od++)
+      for (int64_t oh = 0; oh < O[1]; oh++)
+        for (int64_t ow = 0; ow < O[2]; ow++) {
+          double acc = is_max ? -INFINITY : 0;
+          int64_t cnt = 0, cnt_pad = 0;
+          for (int64_t kd = 0; kd < K[0]; kd++)
+            for (int64_t kh = 0; kh < K[1]; kh++)
+              for (int64_t kw = 0; kw < K[2]; kw++) {
+                int64_t id = od * S[0] - P[0] + kd * D[0];
+                int64_t ih = oh * S[1] - P[1] + kh * D[1];
+                int64_t iw = ow * S[2] - P[2] + kw * D[2];
+                /* positions in the explicit padding count for
+                 * count_include_pad; those past it (ceil_mode) never do */
+                bool in_pad = id >= -P[0] && id < I[0] + PE[0] && ih >= -P[1] &&
+                              ih < I[1] + PE[1] && iw >= -P[2] &&
+                              iw < I[2] + PE[2];
+                if (in_pad) cnt_pad++;
+                if (id < 0 || ih < 0 || iw < 0 || id >= I[0] || ih >= I[1] ||
+                    iw >= I[2])
+                  continue;
+                double v = xd[nc * isp + (id * I[1] + ih) * I[2] + iw];
+                if (is_max)
+                  acc = v > acc ? v : acc;
+                else
+                  acc += v;
+                cnt++;
+              }
+          if (!is_max) acc /= (double)(count_pad ? cnt_pad : (cnt ? cnt : 1));
+          r[nc * osp + (od * O[1] + oh) * O[2] + ow] = acc;
+        }
+  from_double(out, r);
+  free(xd), free(r);
+  return TS_OK;
+}
+
+static int run_matmul(const gr_node *n, const gr_tensor *ins, gr_tensor *out) {
+  const gr_tensor *a = &ins[0], *b = &ins[1];
+  bool gemm = !strcmp(n->op, "Gemm");
+  double *ad = to_double(a), *bd = to_double(b);
+  double *cd =
+      gemm && n->n_inputs > 2 && ins[2].data ? to_double(&ins[2]) : NULL;
+  int64_t total = gr_tensor_elems(out);
+  double *r = calloc((size_t)total + 1, sizeof *r);
+  if (!ad || !bd || !r) {
+    free(ad), free(bd), free(cd), free(r);
+    return TS_ENOMEM;
+  }
+  if (gemm) {
+    bool ta = gr_attr_int(n, "transA", 0), tb = gr_attr_int(n, "transB", 0);
+    double alpha = gr_attr_float(n, "alpha", 1.0),
+           beta = gr_attr_float(n, "beta", 1.0);
+    int64_t M = out->shape[0], N = out->shape[1];
+    int64_t K = ta ? a->shape[0] : a->shape[1];
+    for (int64_t i = 0; i < M; i++)
+      for (int64_t k = 0; k < K; k++) {
+        double av = ta ? ad[k * M + i] : ad[i * K + k];
+        for (int64_t j = 0; j < N; j++)
+          r[i * N + j] += av * (tb ? bd[j * K + k] : bd[k * N + j]);
+      }
+    for (int64_t i = 0; i < M; i++)
+      for (int64_t j = 0; j < N; j++) {
+        double c = 0;
+        if (cd) {
+          int64_t idx[2] = {i, j};
+          c = cd[bcast_index(idx, 2, ins[2].shape, ins[2].ndim)];
+        }
+        r[i * N + j] = alpha * r[i * N + j] + beta * c;
+      }
+  } else {
+    int64_t as[TS_MAX_DIMS + 1], bs[TS_MAX_DIMS + 1];
+    int na = a->ndim, nb = b->ndim;
+    memcpy(as, a->shape, sizeof(int64_t) * na);
+    memcpy(bs, b->shape, sizeof(int64_t) * nb);
+    if (na == 1) as[0] = 1, as[1] = a->shape[0], na = 2;
+    if (nb == 1) bs[1] = 1, bs[0] = b->shape[0], nb = 2;
+    int64_t M = as[na - 2], K = as[na - 1], N = bs[nb - 1];
+    int64_t batch[TS_MAX_DIMS], idx[TS_MAX_DIMS] = {0};
+    int nbatch;
+    gr_broadcast(as, na - 2, bs, nb - 2, batch, &nbatch);
+    int64_t nbt = 1;
+    for (int i = 0; i < nbatch; i++) nbt *= batch[i];
+    for (int64_t t = 0; t < nbt; t++) {
+      const double *A = ad + bcast_index(idx, nbatch, as, na - 2) * M * K;
+      const double *B = bd + bcast_index(idx, nbatch, bs, nb - 2) * K * N;
+      double *R = r + t * M * N;
+      for (int64_t i = 0; i < M; i++)
+        for (int64_t k = 0; k < K; k++) {
+          double av = A[i * K + k];
+          const double *brow = B + k * N;
+          double *rrow = R + i * N;
+          for (int64_t j = 0; j < N; j++) rrow[j] += av * brow[j];
+        }
+      for (int d = nbatch - 1; d >= 0; d--) {
+        if (++idx[d] < batch[d]) break;
+        idx[d] = 0;
+      }
+    }
+  }
+  from_double(out, r);
+  free(ad), free(bd), free(cd), free(r);
+  return TS_OK;
+}
+
+/* Softmax, LayerNormalization and the reductions work on [outer, inner]
+ * views or on an axis. */
+static int run_rows(const gr_node *n, const gr_tensor *ins, gr_tensor *out) {
+  const gr_tensor *x = &ins[0];
+  double *xd = to_double(x);
+  int64_t total = gr_tensor_elems(x);
+  double *r = malloc(sizeof *r * (size_t)(total + 1));
+  if (!xd || !r) {
+    free(xd), free(r);
+    return TS_ENOMEM;
+  }
+  int64_t axis = gr_attr_int(n, "axis", -1);
+  if (axis < 0) axis += x->ndim;
+  if (!strcmp(n->op, "Softmax")) {
+    int64_t outer = 1, len = x->shape[axis], inner = 1;
+    for (int i = 0; i < axis; i++) outer *= x->shape[i];
+    for (int i = (int)axis + 1; i < x->ndim; i++) inner *= x->shape[i];
+    for (int64_t o = 0; o < outer; o++)
+      for (int64_t in = 0; in < inner; in++) {
+        double mx = -INFINITY, s = 0;
+        for (int64_t k = 0; k < len; k++)
+          mx = fmax(mx, xd[(o * len + k) * inner + in]);
+        for (int64_t k = 0; k < len; k++)
+          s += (r[(o * len + k) * inner + in] =
+                    exp(xd[(o * len + k) * inner + in] - mx));
+        for (int64_t k = 0; k < len; k++) r[(o * len + k) * inner + in] /= s;
+      }
+  } else { /* LayerNormalization */
+    int64_t outer = 1, len = 1;
+    for (int i = 0; i < axis; i++) outer *= x->shape[i];
+    for (int i = (int)axis; i < x->ndim; i++) len *= x->shape[i];
+    double eps = gr_attr_float(n, "epsilon", 1e-5);
+    double *sd = to_double(&ins[1]);
+    double *bd = n->n_inputs > 2 && ins[2].data ? to_double(&ins[2]) : NULL;
+    for (int64_t o = 0; o < outer; o++) {
+      double mean = 0, var = 0;
+      for (int64_t k = 0; k < len; k++) mean += xd[o * len + k];
+      mean /= (double)len;
+      for (int64_t k = 0; k < len; k++) {
+        double d = xd[o * len + k] - mean;
+        var += d * d;
+      }
+      var /= (double)len;
+      double inv = 1.0 / sqrt(var + eps);
+      for (int64_t k = 0; k < len; k++)
+        r[o * len + k] =
+            (xd[o * len + k] - mean) * inv * sd[k] + (bd ? bd[k] : 0);
+    }
+    free(sd), free(bd);
+  }
+  from_double(out, r);
+  free(xd), free(r);
+  return TS_OK;
+}
+
+static int run_reduce(const ts_graph *g, const gr_node *n, const gr_tensor *ins,
+                      gr_tensor *out) {
+  const gr_tensor *x = &ins[0];
+  int na = 0;
+  const int64_t *axes = gr_attr_ints(n, "axes", &na);
+  int64_t tmp[TS_MAX_DIMS];
+  if (!axes && n->n_inputs > 1 && ins[1].data) {
+    na = (int)gr_tensor_elems(&ins[1]);
+    for (int i = 0; i < na && i < TS_MAX_DIMS; i++)
+      tmp[i] = (int64_t)ts_host_get(ins[1].data, ins[1].dtype, i);
+    axes = tmp;
+  }
+  bool noop = gr_attr_int(n, "noop_with_empty_axes", 0) != 0;
+  bool red[TS_MAX_DIMS] = {0};
+  for (int i = 0; i < x->ndim; i++) red[i] = na == 0 && !noop;
+  for (int i = 0; i < na; i++)
+    red[axes[i] < 0 ? axes[i] + x->ndim : axes[i]] = true;
+  double *xd = to_double(x);
+  int64_t on = gr_tensor_elems(out);
+  double *r = malloc(sizeof *r * (size_t)(on + 1));
+  int64_t *cnt = calloc((size_t)on + 1, sizeof *cnt);
+  if (!xd || !r || !cnt) {
+    free(xd), free(r), free(cnt);
+    return TS_ENOMEM;
+  }
+  bool is_max = !strcmp(n->op, "ReduceMax");
+  for (int64_t i = 0; i < on; i++) r[i] = is_max ? -INFINITY : 0;
+  int64_t idx[TS_MAX_DIMS] = {0}, kshape[TS_MAX_DIMS], kst[TS_MAX_DIMS];
+  for (int i = 0; i < x->ndim; i++) kshape[i] = red[i] ? 1 : x->shape[i];
+  strides_of(kshape, x->ndim, kst);
+  int64_t total = gr_tensor_elems(x);
+  for (int64_t i = 0; i < total; i++) {
+    int64_t o = 0;
+    for (int d = 0; d < x->ndim; d++) o += red[d] ? 0 : idx[d] * kst[d];
+    if (is_max)
+      r[o] = fmax(r[o], xd[i]);
+    else
+      r[o] += xd[i];
+    cnt[o]++;
+    for (int d = x->ndim - 1; d >= 0; d--) {
+      if (++idx[d] < x->shape[d]) break;
+      idx[d] = 0;
+    }
+  }
+  if (!strcmp(n->op, "ReduceMean"))
+    for (int64_t i = 0; i < on; i++) r[i] /= (double)(cnt[i] ? cnt[i] : 1);
+  from_double(out, r);
+  free(xd), free(r), free(cnt);
+  (void)g;
+  return TS_OK;
+}
+
+static int run_batchnorm(const gr_node *n, const gr_tensor *ins,
+                         gr_tensor *out) {
+  const gr_tensor *x = &ins[0];
+  double *xd = to_double(x), *s = to_double(&ins[1]), *b = to_double(&ins[2]);
+  double *mu = to_double(&ins[3]), *var = to_double(&ins[4]);
+  double eps = gr_attr_float(n, "epsilon", 1e-5);
+  int64_t C = x->shape[1], inner = 1;
+  for (int i = 2; i < x->ndim; i++) inner *= x->shape[i];
+  int64_t total = gr_tensor_elems(x);
+  int rc = TS_OK;
+  if (!xd || !s || !b || !mu || !var)
+    rc = TS_ENOMEM;
+  else {
+    for (int64_t i = 0; i < total; i++) {
+      int64_t c = (i / inner) % C;
+      xd[i] = (xd[i] - mu[c]) / sqrt(var[c] + eps) * s[c] + b[c];
+    }
+    from_double(out, xd);
+  }
+  free(xd), free(s), free(b), free(mu), free(var);
+  return rc;
+}
+
+/* Data movement: every output element copies one input element. */
+static int run_transpose(const gr_node *n, const gr_tensor *x, gr_tensor *out) {
+  int c;
+  const int64_t *perm = gr_attr_ints(n, "perm", &c);
+  int64_t ist[TS_MAX_DIMS], idx[TS_MAX_DIMS] = {0};
+  strides_of(x->shape, x->ndim, ist);
+  size_t es = ts_dtype_elem_bytes(x->dtype);
+  int64_t total = gr_tensor_elems(out);
+  for (int64_t i = 0; i < total; i++) {
+    int64_t src = 0;
+    for (int d = 0; d < out->ndim; d++)
+      src += idx[d] * ist[perm ? perm[d] : out->ndim - 1 - d];
+    memcpy((char *)out->data + i * es, (const char *)x->data + src * es, es);
+    for (int d = out->ndim - 1; d >= 0; d--) {
+      if (++idx[d] < out->shape[d]) break;
+      idx[d] = 0;
+    }
+  }
+  return TS_OK;
+}
+
+static int run_concat(const gr_node *n, const gr_tensor *ins, gr_tensor *out) {
+  int64_t axis = gr_attr_int(n, "axis", 0);
+  if (axis < 0) axis += out->ndim;
+  size_t es = ts_dtype_elem_bytes(out->dtype);
+  int64_t outer = 1, inner = 1;
+  for (int i = 0; i < axis; i++) outer *= out->shape[i];
+  for (int i = (int)axis + 1; i < out->ndim; i++) inner *= out->shape[i];
+  int64_t off = 0;
+  for (int k = 0; k < n->n_inputs; k++) {
+    int64_t len = ins[k].shape[axis];
+    for (int64_t o = 0; o < outer; o++)
+      memcpy((char *)out->data + ((o * out->shape[axis] + off) * inner) * es,
+             (const char *)ins[k].data + (o * len * inner) * es,
+             (size_t)(len * inner) * es);
+    off += len;
+  }
+  return TS_OK;
+}
+
+static int run_gather(const gr_node *n, const gr_tensor *ins, gr_tensor *out,
+                      ts_error *err) {
+  const gr_tensor *x = &ins[0], *ind = &ins[1];
+  int64_t axis = gr_attr_int(n, "axis", 0);
+  if (axis < 0) axis += x->ndim;
+  size_t es = ts_dtype_elem_bytes(x->dtype);
+  int64_t outer = 1, inner = 1, len = x->shape[axis];
+  for (int i = 0; i < axis; i++) outer *= x->shape[i];
+  for (int i = (int)axis + 1; i < x->ndim; i++) inner *= x->shape[i];
+  int64_t ni = gr_tensor_elems(ind);
+  for (int64_t o = 0; o < outer; o++)
+    for (int64_t j = 0; j < ni; j++) {
+      int64_t k = (int64_t)ts_host_get(ind->data, ind->dtype, j);
+      if (k < 0) k += len;
+      if (k < 0 || k >= len)
+        return TS_ERR(err, TS_ERANGE,
+                      "node '%s' (Gather): index %lld out of "
+                      "range [0, %lld)",
+                      n->name, (long long)k, (long long)len);
+      memcpy((char *)out->data + ((o * ni + j) * inner) * es,
+             (const char *)x->data + ((o * len + k) * inner) * es,
+             (size_t)inner * es);
+    }
+  return TS_OK;
+}
+
+static int run_slice(const gr_node *n, const gr_tensor *ins, gr_tensor *out) {
+  const gr_tensor *x = &ins[0];
+  int64_t start[TS_MAX_DIMS] = {0}, step[TS_MAX_DIMS];
+  for (int i = 0; i < TS_MAX_DIMS; i++) step[i] = 1;
+  int64_t ns = gr_tensor_elems(&ins[1]);
+  for (int64_t i = 0; i < ns; i++) {
+    int64_t a = n->n_inputs > 3 && ins[3].data
+                    ? (int64_t)ts_host_get(ins[3].data, ins[3].dtype, i)
+                    : i;
+    if (a < 0) a += x->ndim;
+    int64_t st = n->n_inputs > 4 && ins[4].data
+                     ? (int64_t)ts_host_get(ins[4].data, ins[4].dtype, i)
+                     : 1;
+    int64_t b = (int64_t)ts_host_get(ins[1].data, ins[1].dtype, i),
+            d = x->shape[a];
+    if (b < 0) b += d;
+    if (st > 0)
+      b = b < 0 ? 0 : b > d ? d : b;
+    else
+      b = b < 0 ? -1 : b > d - 1 ? d - 1 : b;
+    start[a] = b;
+    step[a] = st;
+  }
+  int64_t ist[TS_MAX_DIMS], idx[TS_MAX_DIMS] = {0};
+  strides_of(x->shape, x->ndim, ist);
+  size_t es = ts_dtype_elem_bytes(x->dtype);
+  int64_t total = gr_tensor_elems(out);
+  for (int64_t i = 0; i < total; i++) {
+    int64_t src = 0;
+    for (int d = 0; d < x->ndim; d++)
+      src += (start[d] + idx[d] * step[d]) * ist[d];
+    memcpy((char *)out->data + i * es, (const char *)x->data + src * es, es);
+    for (int d = out->ndim - 1; d >= 0; d--) {
+      if (++idx[d] < out->shape[d]) break;
+      idx[d] = 0;
+    }
+  }
+  return TS_OK;
+}
+
+bool gr_kernel_known(const char *op) { return gr_op_known(op); }
+
+int gr_kernel_run(const ts_graph *g, const gr_node *n, const gr_tensor *ins,
+                  gr_tensor *outs, ts_error *err) {
+  const char *op = n->op;
+  gr_tensor *out = &outs[0];
+  int rc = TS_OK;
+  if (!strcmp(op, "Reshape") || !strcmp(op, "Flatten") ||
+      !strcmp(op, "Squeeze") || !strcmp(op, "Unsqueeze") ||
+      (!strcmp(op, "Identity")) ||
+      (!strcmp(op, "Dropout") && ts_dtype_eq(out->dtype, ins[0].dtype))) {
+    memcpy(out->data, ins[0].data,
+           (size_t)gr_tensor_elems(out) * ts_dtype_elem_bytes(out->dtype));
+    if (n->n_outputs > 1 && outs[1].data) /* Dropout's mask: all kept */
+      memset(outs[1].data, 1, (size_t)gr_tensor_elems(&outs[1]));
+  } else if (!strcmp(op, "Shape")) {
+    int64_t s = gr_attr_int(n, "start", 0);
+    if (s < 0) s += ins[0].ndim;
+    if (s < 0) s = 0;
+    for (int64_t i = 0; i < out->shape[0]; i++)
+      ((int64_t *)out->data)[i] = ins[0].shape[s + i];
+  } else if (!strcmp(op, "Cast")) {
+    int64_t total = gr_tensor_elems(out);
+    for (int64_t i = 0; i < total; i++)
+      ts_host_set(out->data, out->dtype, i,
+                  ts_host_get(ins[0].data, ins[0].dtype, i));
+  } else if (!strcmp(op, "Transpose"))
+    rc = run_transpose(n, &ins[0], out);
+  else if (!strcmp(op, "Concat"))
+    rc = run_concat(n, ins, out);
+  else if (!strcmp(op, "Gather"))
+    rc = run_gather(n, ins, out, err);
+  else if (!strcmp(op, "Slice"))
+    rc = run_slice(n, ins, out);
+  else if (!strcmp(op, "Conv") || !strcmp(op, "ConvTranspose"))
+    rc = run_conv(g, n, ins, out);
+  else if (!strcmp(op, "MaxPool") || !strcmp(op, "AveragePool") ||
+           !strcmp(op, "GlobalAveragePool"))
+    rc = run_pool(n, ins, out);
+  else if (!strcmp(op, "MatMul") || !strcmp(op, "Gemm"))
+    rc = run_matmul(n, ins, out);
+  else if (!strcmp(op, "Softmax") || !strcmp(op, "LayerNormalization"))
+    rc = run_rows(n, ins, out);
+  else if (!strncmp(op, "Reduce", 6))
+    rc = run_reduce(g, n, ins, out);
+  else if (!strcmp(op, "BatchNormalization"))
+    rc = run_batchnorm(n, ins, out);
+  else if (gr_op_known(op))
+    rc = run_elementwise(n, ins, out);
+  else
+    return TS_ERR(err, TS_EUNSUPPORTED, "node '%s': no kernel for '%s'",
+                  n->name, op);
+  if (rc == TS_ENOMEM)
+    return TS_ERR(err, TS_ENOMEM, "node '%s' (%s): out of memory", n->name, op);
+  return rc;
+}

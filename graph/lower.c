@@ -1,0 +1,243 @@
+/*
+ * lower.c — node lowering in the manner of Glow: high-level operators are
+ * rewritten into the smaller set the fusion and task layers handle.
+ *   Gemm               -> MatMul (+ Mul by alpha) (+ Add of beta * C); a
+ *                         transposed constant operand is transposed once
+ *   BatchNormalization -> Mul by a per-channel scale, Add of a shift
+ *                         (when it was not folded into a conv)
+ *   Flatten, Squeeze, Unsqueeze -> Reshape to the static output shape
+ *   Div by a constant  -> Mul by its reciprocal
+ * Gelu, Erf, Softmax and LayerNormalization are kept as library operators
+ * (the operator library builds them as one PrimFunc each).
+ */
+#include "internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct lowering {
+  ts_graph *g;
+  gr_list out;
+  ts_error *err;
+} lowering;
+
+/* Emits a node and infers its outputs' shapes. */
+static int emit(lowering *l, const char *op, const char *name, const int *ins,
+                int n_ins, int out) {
+  gr_node n = gr_node_make(l->g, op, name, ins, n_ins, &out, 1);
+  int rc = gr_infer_node(l->g, &n, l->err);
+  if (rc) return rc;
+  gr_list_push(&l->out, &n);
+  return TS_OK;
+}
+
+static int fresh_like(ts_graph *g, int v, const char *suffix) {
+  char base[300];
+  snprintf(base, sizeof base, "%s_%s", g->values[v].name, suffix);
+  return gr_value_fresh(g, base, g->values[v].dtype, -1, NULL);
+}
+
+/* A float32 constant of shape (ndim, shape) from doubles. */
+static int const_f32(ts_graph *g, const char *name, int ndim,
+                     const int64_t *shape, const double *v, int64_t n) {
+  float *f = malloc(sizeof(float) * (size_t)(n ? n : 1));
+  if (!f) return TS_ENOMEM;
+  for (int64_t i = 0; i < n; i++) f[i] = (float)v[i];
+  int id = gr_const_add(g, name, TS_FLOAT32, ndim, shape, f);
+  free(f);
+  return id;
+}
+
+static int transposed_const(ts_graph *g, int v, double scale) {
+  const gr_value *x = &g->values[v];
+  int64_t r = x->shape[0], c = x->shape[1], shape[2] = {c, r};
+  double *d = malloc(sizeof(double) * (size_t)(r * c + 1));
+  if (!d) return TS_ENOMEM;
+  const float *src = gr_const_data(g, v);
+  for (int64_t i = 0; i < r; i++)
+    for (int64_t j = 0; j < c; j++) d[j * r + i] = scale * src[i * c + j];
+  char name[300];
+  snprintf(name, sizeof name, "%s_t", x->name);
+  int id = const_f32(g, name, 2, shape, d, r * c);
+  free(d);
+  return id;
+}
+
+static bool is_f32_const(const ts_graph *g, int v) {
+  return v >= 0 && gr_is_const(g, v) &&
+         ts_dtype_eq(g->values[v].dtype, TS_FLOAT32);
+}
+
+static int lower_gemm(lowering *l, const gr_node *n) {
+  ts_graph *g = l->g;
+  int a = n->inputs[0], b = n->inputs[1];
+  int c = n->n_inputs > 2 ? n->inputs[2] : -1;
+  double alpha = gr_attr_float(n, "alpha", 1.0);
+  double beta = gr_attr_float(n, "beta", 1.0);
+  int rc;
+  if (gr_attr_int(n, "transA", 0)) {
+    int t = fresh_like(g, a, "t");
+    if ((rc = emit(l, "Transpose", gr_fresh_name(g, n->name), &a, 1, t)))
+      return rc;
+    a = t;
+  }
+  bool tb = gr_attr_int(n, "transB", 0) != 0;
+  if (is_f32_const(g, b) && (tb || alpha != 1.0)) {
+    if (tb)
+      b = transposed_const(g, b, alpha);
+    else {
+      const gr_value *bv = &g->values[b];
+      int64_t e = gr_value_elems(bv);
+      double *d = malloc(sizeof(double) * (size_t)(e + 1));
+      if (!d) return TS_ENOMEM;
+      for (int64_t i = 0; i < e; i++)
+        d[i] = alpha * ((const float *)gr_const_data(g, b))[i];
+      b = const_f32(g, gr_fresh_name(g, bv->name), 2, bv->shape, d, e);
+      free(d);
+    }
+    if (b < 0) return TS_ERR(l->err, TS_ENOMEM, "lowering '%s'", n->name);
+    alpha = 1.0;
+  } else if (tb) {
+    int t = fresh_like(g, b, "t");
+    if ((rc = emit(l, "Transpose", gr_fresh_name(g, n->name), &b, 1, t)))
+      return rc;
+    b = t;
+  }
+  int out = n->outputs[0];
+  bool more = alpha != 1.0 || c >= 0;
+  int mm = more ? fresh_like(g, out, "mm") : out;
+  int ab[2] = {a, b};
+  if ((rc = emit(l, "MatMul", n->name, ab, 2, mm))) return rc;
+  if (alpha != 1.0) {
+    double al = alpha;
+    int k = const_f32(g, gr_fresh_name(g, "alpha"), 0, NULL, &al, 1);
+    int sc = c >= 0 ? fresh_like(g, out, "scaled") : out;
+    int ins[2] = {mm, k};
+    if ((rc = emit(l, "Mul", gr_fresh_name(g, n->name), ins, 2, sc))) return rc;
+    mm = sc;
+  }
+  if (c >= 0) {
+    if (beta != 1.0) {
+      if (!is_f32_const(g, c))
+        return TS_ERR(l->err, TS_EUNSUPPORTED,
+                      "node '%s' (Gemm): beta != 1 with a non-constant C",
+                      n->name);
+      const gr_value *cv = &g->values[c];
+      int64_t e = gr_value_elems(cv);
+      double *d = malloc(sizeof(double) * (size_t)(e + 1));
+      if (!d) return TS_ENOMEM;
+      for (int64_t i = 0; i < e; i++)
+        d[i] = beta * ((const float *)gr_const_data(g, c))[i];
+      c = const_f32(g, gr_fresh_name(g, cv->name), cv->ndim, cv->shape, d, e);
+      free(d);
+    }
+    int ins[2] = {mm, c};
+    if ((rc = emit(l, "Add", gr_fresh_name(g, n->name), ins, 2, out)))
+      return rc;
+  }
+  return TS_OK;
+}
+
+static int lower_batchnorm(lowering *l, const gr_node *n) {
+  ts_graph *g = l->g;
+  for (int k = 1; k < 5; k++)
+    if (!is_f32_const(g, n->inputs[k])) {
+      gr_list_push(&l->out, n); /* kept as a library operator */
+      return TS_OK;
+    }
+  const gr_value *x = &g->values[n->inputs[0]];
+  int64_t C = x->shape[1], shape[TS_MAX_DIMS];
+  shape[0] = C;
+  for (int i = 1; i < x->ndim - 1; i++) shape[i] = 1;
+  double eps = gr_attr_float(n, "epsilon", 1e-5);
+  double *sc = malloc(sizeof(double) * (size_t)C);
+  double *sh = malloc(sizeof(double) * (size_t)C);
+  if (!sc || !sh) {
+    free(sc), free(sh);
+    return TS_ERR(l->err, TS_ENOMEM, "lowering '%s'", n->name);
+  }
+  const float *s = gr_const_data(g, n->inputs[1]);
+  const float *b = gr_const_data(g, n->inputs[2]);
+  const float *m = gr_const_data(g, n->inputs[3]);
+  const float *v = gr_const_data(g, n->inputs[4]);
+  for (int64_t c = 0; c < C; c++) {
+    sc[c] = s[c] / sqrt((double)v[c] + eps);
+    sh[c] = b[c] - m[c] * sc[c];
+  }
+  int nd = x->ndim - 1;
+  int ks = const_f32(g, gr_fresh_name(g, "bn_scale"), nd, shape, sc, C);
+  int kh = const_f32(g, gr_fresh_name(g, "bn_shift"), nd, shape, sh, C);
+  free(sc), free(sh);
+  if (ks < 0 || kh < 0)
+    return TS_ERR(l->err, TS_ENOMEM, "lowering '%s'", n->name);
+  int t = fresh_like(g, n->outputs[0], "scaled");
+  int in1[2] = {n->inputs[0], ks}, in2[2] = {t, kh};
+  int rc = emit(l, "Mul", n->name, in1, 2, t);
+  if (!rc)
+    rc = emit(l, "Add", gr_fresh_name(g, n->name), in2, 2, n->outputs[0]);
+  return rc;
+}
+
+static int lower_view(lowering *l, const gr_node *n) {
+  ts_graph *g = l->g;
+  const gr_value *o = &g->values[n->outputs[0]];
+  int64_t nd = o->ndim;
+  int s =
+      gr_const_add(g, gr_fresh_name(g, "shape"), TS_INT64, 1, &nd, o->shape);
+  if (s < 0) return TS_ERR(l->err, TS_ENOMEM, "lowering '%s'", n->name);
+  int ins[2] = {n->inputs[0], s};
+  return emit(l, "Reshape", n->name, ins, 2, n->outputs[0]);
+}
+
+static int lower_div(lowering *l, const gr_node *n) {
+  ts_graph *g = l->g;
+  int d = n->inputs[1];
+  const gr_value *dv = &g->values[d];
+  int64_t e = gr_value_elems(dv);
+  double *r = malloc(sizeof(double) * (size_t)(e + 1));
+  if (!r) return TS_ERR(l->err, TS_ENOMEM, "lowering '%s'", n->name);
+  for (int64_t i = 0; i < e; i++)
+    r[i] = 1.0 / ((const float *)gr_const_data(g, d))[i];
+  int k =
+      const_f32(g, gr_fresh_name(g, "reciprocal"), dv->ndim, dv->shape, r, e);
+  free(r);
+  if (k < 0) return TS_ERR(l->err, TS_ENOMEM, "lowering '%s'", n->name);
+  int ins[2] = {n->inputs[0], k};
+  return emit(l, "Mul", n->name, ins, 2, n->outputs[0]);
+}
+
+/* requires: shapes known, constants folded; maintains: the values the graph
+ * computes (up to float rounding); breaks: node indices, the lowered ops
+ * (Gemm, BatchNormalization with constant parameters, Flatten, Squeeze,
+ * Unsqueeze, Div by a float constant) no longer occur. */
+int ts_graph_lower(ts_graph *g, ts_error *err) {
+  lowering l = {g, {0}, err};
+  int rc = TS_OK;
+  int n_nodes = g->n_nodes;
+  for (int i = 0; i < n_nodes && !rc; i++) {
+    gr_node n = g->nodes[i];
+    if (n.kind != TS_GRAPH_OP)
+      gr_list_push(&l.out, &n);
+    else if (!strcmp(n.op, "Gemm"))
+      rc = lower_gemm(&l, &n);
+    else if (!strcmp(n.op, "BatchNormalization"))
+      rc = lower_batchnorm(&l, &n);
+    else if (!strcmp(n.op, "Flatten") || !strcmp(n.op, "Squeeze") ||
+             !strcmp(n.op, "Unsqueeze"))
+      rc = lower_view(&l, &n);
+    else if (!strcmp(n.op, "Div") && is_f32_const(g, n.inputs[1]))
+      rc = lower_div(&l, &n);
+    else
+      gr_list_push(&l.out, &n);
+  }
+  if (rc) {
+    free(l.out.nodes);
+    if (rc == TS_ENOMEM && err && !err->msg[0])
+      TS_ERR(err, TS_ENOMEM, "lowering: out of memory");
+    return rc;
+  }
+  gr_list_commit(g, &l.out);
+  return TS_OK;
+}

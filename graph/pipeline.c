@@ -1,0 +1,58 @@
+/*
+ * pipeline.c — the graph pass pipeline: one straight-line driver, readable
+ * top to bottom, that runs the passes in order and stops after the one the
+ * caller names (so `tessera graph show --after PASS` can print any stage).
+ * With TS_VERIFY=1 in the environment the verifier runs after every pass.
+ */
+#include "internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const pass_names[] = {"shape",   "fold",  "dce",  "cse",
+                                         "bn_fold", "lower", "fuse", NULL};
+
+/* Lowering leaves dead constants and duplicate small shapes behind. */
+static int lower_and_clean(ts_graph *g, ts_error *err) {
+  int rc = ts_graph_lower(g, err);
+  if (!rc) rc = ts_graph_eliminate_dead(g, err);
+  if (!rc) rc = ts_graph_eliminate_common(g, err);
+  return rc;
+}
+
+const char *const *ts_graph_pass_names(void) { return pass_names; }
+
+/* Runs one pass, then the verifier when asked; true when the pipeline
+ * should stop (an error, or the pass is the last one wanted). */
+static bool step(ts_graph *g, const char *name,
+                 int (*pass)(ts_graph *, ts_error *), const char *stop_after,
+                 int *rc, ts_error *err) {
+  *rc = pass(g, err);
+  if (*rc == TS_OK && getenv("TS_VERIFY") && !strcmp(getenv("TS_VERIFY"), "1"))
+    *rc = ts_graph_verify(g, err);
+  return *rc != TS_OK || (stop_after && !strcmp(stop_after, name));
+}
+
+int ts_graph_run_passes(ts_graph *g, const char *stop_after, ts_error *err) {
+  if (stop_after) {
+    bool known = false;
+    for (int i = 0; pass_names[i]; i++)
+      if (!strcmp(pass_names[i], stop_after)) known = true;
+    if (!known)
+      return TS_ERR(err, TS_EINVAL,
+                    "unknown pass '%s' (passes: shape, fold, dce, cse, "
+                    "bn_fold, lower, fuse)",
+                    stop_after);
+  }
+  int rc;
+  if (step(g, "shape", ts_graph_infer_shapes, stop_after, &rc, err)) return rc;
+  if (step(g, "fold", ts_graph_fold_constants, stop_after, &rc, err)) return rc;
+  if (step(g, "dce", ts_graph_eliminate_dead, stop_after, &rc, err)) return rc;
+  if (step(g, "cse", ts_graph_eliminate_common, stop_after, &rc, err))
+    return rc;
+  if (step(g, "bn_fold", ts_graph_fold_batchnorm, stop_after, &rc, err))
+    return rc;
+  if (step(g, "lower", lower_and_clean, stop_after, &rc, err)) return rc;
+  step(g, "fuse", ts_graph_fuse, stop_after, &rc, err);
+  return rc;
+}

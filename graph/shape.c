@@ -1,0 +1,665 @@
+/*
+ * shape.c — shape inference: the per-operator rules that give each node's
+ * outputs their dtype, shape and layout, and the pass that applies them in
+ * topological order. An output whose shape depends on a value that is not
+ * (yet) a constant — Reshape's target shape computed by a Shape/Gather/
+ * Concat chain — gets an unknown rank and so do its consumers; constant
+ * folding (fold.c) re-runs the rules node by node as it turns such chains
+ * into constants. Inconsistent shapes (a MatMul whose inner dimensions
+ * differ, operands that do not broadcast, a Reshape that changes the element
+ * count) are errors naming the node.
+ */
+#include "internal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* Operators the graph knows; every one has a shape rule below and a
+ * reference kernel in kernels.c. */
+static const char *const known_ops[] = {"Conv",
+                                        "ConvTranspose",
+                                        "Gemm",
+                                        "MatMul",
+                                        "Add",
+                                        "Sub",
+                                        "Mul",
+                                        "Div",
+                                        "Pow",
+                                        "Sqrt",
+                                        "Relu",
+                                        "Clip",
+                                        "Sigmoid",
+                                        "Tanh",
+                                        "Erf",
+                                        "Gelu",
+                                        "Softmax",
+                                        "LayerNormalization",
+                                        "BatchNormalization",
+                                        "MaxPool",
+                                        "AveragePool",
+                                        "GlobalAveragePool",
+                                        "ReduceMean",
+                                        "ReduceSum",
+                                        "ReduceMax",
+                                        "Reshape",
+                                        "Transpose",
+                                        "Concat",
+                                        "Flatten",
+                                        "Squeeze",
+                                        "Unsqueeze",
+                                        "Gather",
+                                        "Slice",
+                                        "Shape",
+                                        "Cast",
+                                        "Identity",
+                                        "Dropout",
+                                        "Exp",
+                                        "Neg",
+                                        "Abs",
+                                        NULL};
+
+bool gr_op_known(const char *op) {
+  for (int i = 0; known_ops[i]; i++)
+    if (!strcmp(known_ops[i], op)) return true;
+  return false;
+}
+
+static bool is_unary(const char *op) {
+  static const char *const u[] = {"Sqrt", "Relu",    "Sigmoid",  "Tanh", "Erf",
+                                  "Gelu", "Softmax", "Identity", "Exp",  "Neg",
+                                  "Abs",  "Clip",    NULL};
+  for (int i = 0; u[i]; i++)
+    if (!strcmp(u[i], op)) return true;
+  return false;
+}
+
+static bool is_binary(const char *op) {
+  return !strcmp(op, "Add") || !strcmp(op, "Sub") || !strcmp(op, "Mul") ||
+         !strcmp(op, "Div") || !strcmp(op, "Pow");
+}
+
+bool gr_broadcast(const int64_t *a, int na, const int64_t *b, int nb,
+                  int64_t *out, int *nout) {
+  int n = na > nb ? na : nb;
+  for (int i = 0; i < n; i++) {
+    int64_t x = i < n - na ? 1 : a[i - (n - na)];
+    int64_t y = i < n - nb ? 1 : b[i - (n - nb)];
+    if (x == y || y == 1)
+      out[i] = x;
+    else if (x == 1)
+      out[i] = y;
+    else
+      return false;
+  }
+  *nout = n;
+  return true;
+}
+
+#define FAIL(...)                                                              \
+  TS_ERR(err, TS_EINVAL, "node '%s' (%s, opset %d): " FMT_FIRST(__VA_ARGS__),  \
+         n->name, n->op, g->opset REST_ARGS(__VA_ARGS__))
+#define FMT_FIRST(f, ...) f
+#define REST_ARGS(f, ...) , ##__VA_ARGS__
+
+static void set_out(ts_graph *g, gr_node *n, int k, ts_dtype t, int ndim,
+                    const int64_t *shape, const char *layout) {
+  if (k >= n->n_outputs) return;
+  gr_value *v = &g->values[n->outputs[k]];
+  v->dtype = t;
+  v->ndim = ndim;
+  for (int i = 0; i < TS_MAX_DIMS; i++)
+    v->shape[i] = (shape && i < ndim) ? shape[i] : -1;
+  v->layout = layout ? layout : "";
+}
+
+static void set_unknown(ts_graph *g, gr_node *n) {
+  for (int k = 0; k < n->n_outputs; k++) {
+    gr_value *v = &g->values[n->outputs[k]];
+    v->ndim = -1;
+    for (int i = 0; i < TS_MAX_DIMS; i++) v->shape[i] = -1;
+  }
+}
+
+static const gr_value *in(const ts_graph *g, const gr_node *n, int i) {
+  if (i >= n->n_inputs || n->inputs[i] < 0) return NULL;
+  return &g->values[n->inputs[i]];
+}
+
+/* The int64 contents of constant input i (count in *count), or NULL. */
+static const int64_t *const_ints(const ts_graph *g, const gr_node *n, int i,
+                                 int *count) {
+  if (i >= n->n_inputs || !gr_is_const(g, n->inputs[i])) return NULL;
+  const gr_value *v = &g->values[n->inputs[i]];
+  if (!ts_dtype_eq(v->dtype, TS_INT64) || v->ndim > 1) return NULL;
+  *count = (int)gr_value_elems(v);
+  return gr_const_data(g, n->inputs[i]);
+}
+
+static int norm_axis(int64_t axis, int rank) {
+  if (axis < 0) axis += rank;
+  return (axis < 0 || axis >= rank) ? -1 : (int)axis;
+}
+
+/* Explicit begin/end pads for a conv or pool window from pads/auto_pad. */
+int gr_resolve_pads(const gr_node *n, int nsp, const int64_t *in_sp,
+                    const int64_t *kernel, const int64_t *strides,
+                    const int64_t *dil, int64_t *pads) {
+  const char *ap = gr_attr_string(n, "auto_pad", "NOTSET");
+  int np;
+  const int64_t *p = gr_attr_ints(n, "pads", &np);
+  for (int i = 0; i < 2 * nsp; i++) pads[i] = 0;
+  if (!strcmp(ap, "NOTSET") || !ap[0]) {
+    if (p && np != 2 * nsp) return -1;
+    for (int i = 0; p && i < 2 * nsp; i++) pads[i] = p[i];
+    return 0;
+  }
+  if (!strcmp(ap, "VALID")) return 0;
+  bool upper = !strcmp(ap, "SAME_UPPER");
+  if (!upper && strcmp(ap, "SAME_LOWER")) return -1;
+  for (int i = 0; i < nsp; i++) {
+    int64_t out = (in_sp[i] + strides[i] - 1) / strides[i];
+    int64_t total =
+        (out - 1) * strides[i] + (kernel[i] - 1) * dil[i] + 1 - in_sp[i];
+    if (total < 0) total = 0;
+    pads[i] = upper ? total / 2 : total - total / 2;
+    pads[i + nsp] = total - pads[i];
+  }
+  return 0;
+}
+
+/* Strides/dilations attribute of a window op, defaulting to 1. */
+static int window_attr(const gr_node *n, const char *name, int nsp,
+                       int64_t *out) {
+  int c;
+  const int64_t *p = gr_attr_ints(n, name, &c);
+  for (int i = 0; i < nsp; i++) out[i] = 1;
+  if (!p) return 0;
+  if (c != nsp) return -1;
+  for (int i = 0; i < nsp; i++) {
+    if (p[i] <= 0) return -1;
+    out[i] = p[i];
+  }
+  return 0;
+}
+
+static int infer_conv(ts_graph *g, gr_node *n, ts_error *err) {
+  const gr_value *x = in(g, n, 0), *w = in(g, n, 1), *b = in(g, n, 2);
+  if (!x || !w) return FAIL("needs inputs X and W");
+  if (x->ndim < 0 || w->ndim < 0) return set_unknown(g, n), TS_OK;
+  bool transpose = !strcmp(n->op, "ConvTranspose");
+  int nsp = x->ndim - 2;
+  if (nsp < 1 || nsp > 3 || w->ndim != x->ndim)
+    return FAIL("X has rank %d and W rank %d", x->ndim, w->ndim);
+  int64_t group = gr_attr_int(n, "group", 1);
+  if (group <= 0) return FAIL("group %lld", (long long)group);
+  int64_t kernel[3], strides[3], dil[3], pads[6], out[TS_MAX_DIMS];
+  for (int i = 0; i < nsp; i++) kernel[i] = w->shape[2 + i];
+  int kc;
+  const int64_t *ks = gr_attr_ints(n, "kernel_shape", &kc);
+  if (ks && (kc != nsp || memcmp(ks, kernel, sizeof(int64_t) * nsp)))
+    return FAIL("kernel_shape disagrees with W's shape");
+  if (window_attr(n, "strides", nsp, strides) ||
+      window_attr(n, "dilations", nsp, dil))
+    return FAIL("bad strides or dilations");
+  int64_t cin = x->shape[1];
+  out[0] = x->shape[0];
+  if (!transpose) {
+    if (w->shape[0] % group || cin != w->shape[1] * group)
+      return FAIL("X has %lld channels, W expects %lld x group %lld",
+                  (long long)cin, (long long)w->shape[1], (long long)group);
+    out[1] = w->shape[0];
+    if (gr_resolve_pads(n, nsp, x->shape + 2, kernel, strides, dil, pads))
+      return FAIL("bad pads or auto_pad");
+    for (int i = 0; i < nsp; i++) {
+      int64_t span = (kernel[i] - 1) * dil[i] + 1;
+      int64_t o = (x->shape[2 + i] + pads[i] + pads[i + nsp] - span);
+      if (o < 0)
+        return FAIL("the window (%lld) is larger than the padded input (%lld)",
+                    (long long)span,
+                    (long long)(x->shape[2 + i] + pads[i] + pads[i + nsp]));
+      out[2 + i] = o / strides[i] + 1;
+    }
+  } else {
+    if (cin != w->shape[0])
+      return FAIL("X has %lld channels, W expects %lld", (long long)cin,
+                  (long long)w->shape[0]);
+    if (strcmp(gr_attr_string(n, "auto_pad", "NOTSET"), "NOTSET"))
+      return FAIL("auto_pad other than NOTSET is not supported");
+    if (gr_attr_find(n, "output_shape"))
+      return FAIL("output_shape is not supported; give pads instead");
+    out[1] = w->shape[1] * group;
+    int pc, opc;
+    const int64_t *p = gr_attr_ints(n, "pads", &pc);
+    const int64_t *op = gr_attr_ints(n, "output_padding", &opc);
+    if ((p && pc != 2 * nsp) || (op && opc != nsp))
+      return FAIL("bad pads or output_padding");
+    for (int i = 0; i < nsp; i++) {
+      int64_t o = strides[i] * (x->shape[2 + i] - 1) + (op ? op[i] : 0) +
+                  (kernel[i] - 1) * dil[i] + 1 - (p ? p[i] + p[i + nsp] : 0);
+      if (o <= 0) return FAIL("empty output");
+      out[2 + i] = o;
+    }
+  }
+  if (b && (b->ndim != 1 || b->shape[0] != out[1]))
+    return FAIL("bias has %lld entries for %lld output channels",
+                (long long)(b->ndim == 1 ? b->shape[0] : -1),
+                (long long)out[1]);
+  set_out(g, n, 0, x->dtype, x->ndim, out, gr_layout_for(x->ndim, true));
+  return TS_OK;
+}
+
+static int infer_pool(ts_graph *g, gr_node *n, ts_error *err) {
+  const gr_value *x = in(g, n, 0);
+  if (!x) return FAIL("needs input X");
+  if (x->ndim < 0) return set_unknown(g, n), TS_OK;
+  int nsp = x->ndim - 2;
+  if (nsp < 1 || nsp > 3) return FAIL("X has rank %d", x->ndim);
+  int64_t out[TS_MAX_DIMS];
+  out[0] = x->shape[0];
+  out[1] = x->shape[1];
+  if (!strcmp(n->op, "GlobalAveragePool")) {
+    for (int i = 0; i < nsp; i++) out[2 + i] = 1;
+  } else {
+    if (n->n_outputs > 1) return FAIL("the Indices output is not supported");
+    int kc;
+    const int64_t *k = gr_attr_ints(n, "kernel_shape", &kc);
+    if (!k || kc != nsp) return FAIL("kernel_shape missing or of wrong rank");
+    int64_t kernel[3], strides[3], dil[3], pads[6];
+    for (int i = 0; i < nsp; i++) {
+      if (k[i] <= 0) return FAIL("kernel_shape entry %lld", (long long)k[i]);
+      kernel[i] = k[i];
+    }
+    if (window_attr(n, "strides", nsp, strides) ||
+        window_attr(n, "dilations", nsp, dil))
+      return FAIL("bad strides or dilations");
+    if (gr_resolve_pads(n, nsp, x->shape + 2, kernel, strides, dil, pads))
+      return FAIL("bad pads or auto_pad");
+    bool ceil_mode = gr_attr_int(n, "ceil_mode", 0) != 0;
+    for (int i = 0; i < nsp; i++) {
+      int64_t span = (kernel[i] - 1) * dil[i] + 1;
+      int64_t num = x->shape[2 + i] + pads[i] + pads[i + nsp] - span;
+      if (num < 0) return FAIL("the window is larger than the input");
+      int64_t o =
+          (ceil_mode ? (num + strides[i] - 1) / strides[i] : num / strides[i]) +
+          1;
+      /* the last window must start inside the input or left padding */
+      if (ceil_mode && (o - 1) * strides[i] >= x->shape[2 + i] + pads[i]) o--;
+      out[2 + i] = o;
+    }
+  }
+  set_out(g, n, 0, x->dtype, x->ndim, out, gr_layout_for(x->ndim, true));
+  return TS_OK;
+}
+
+static int infer_matmul(ts_graph *g, gr_node *n, ts_error *err) {
+  const gr_value *a = in(g, n, 0), *b = in(g, n, 1);
+  if (!a || !b) return FAIL("needs two inputs");
+  if (a->ndim < 0 || b->ndim < 0) return set_unknown(g, n), TS_OK;
+  if (a->ndim < 1 || b->ndim < 1) return FAIL("scalar operand");
+  if (!ts_dtype_eq(a->dtype, b->dtype)) return FAIL("operand dtypes differ");
+  int64_t as[TS_MAX_DIMS + 1], bs[TS_MAX_DIMS + 1];
+  int na = a->ndim, nb = b->ndim;
+  memcpy(as, a->shape, sizeof(int64_t) * na);
+  memcpy(bs, b->shape, sizeof(int64_t) * nb);
+  if (na == 1) as[0] = 1, as[1] = a->shape[0], na = 2;
+  if (nb == 1) bs[1] = 1, bs[0] = b->shape[0], nb = 2;
+  if (as[na - 1] != bs[nb - 2])
+    return FAIL("inner dimensions differ: %lld and %lld", (long long)as[na - 1],
+                (long long)bs[nb - 2]);
+  int64_t batch[TS_MAX_DIMS], out[TS_MAX_DIMS];
+  int nbatch;
+  if (!gr_broadcast(as, na - 2, bs, nb - 2, batch, &nbatch))
+    return FAIL("batch dimensions do not broadcast");
+  int k = 0;
+  for (int i = 0; i < nbatch; i++) out[k++] = batch[i];
+  if (a->ndim > 1) out[k++] = as[na - 2];
+  if (b->ndim > 1) out[k++] = bs[nb - 1];
+  if (k > TS_MAX_DIMS) return FAIL("result rank over %d", TS_MAX_DIMS);
+  set_out(g, n, 0, a->dtype, k, out, "");
+  return TS_OK;
+}
+
+static int infer_gemm(ts_graph *g, gr_node *n, ts_error *err) {
+  const gr_value *a = in(g, n, 0), *b = in(g, n, 1), *c = in(g, n, 2);
+  if (!a || !b) return FAIL("needs inputs A and B");
+  if (a->ndim < 0 || b->ndim < 0) return set_unknown(g, n), TS_OK;
+  if (a->ndim != 2 || b->ndim != 2) return FAIL("A and B must be matrices");
+  bool ta = gr_attr_int(n, "transA", 0), tb = gr_attr_int(n, "transB", 0);
+  int64_t m = ta ? a->shape[1] : a->shape[0],
+          k = ta ? a->shape[0] : a->shape[1];
+  int64_t k2 = tb ? b->shape[1] : b->shape[0],
+          nn = tb ? b->shape[0] : b->shape[1];
+  if (k != k2)
+    return FAIL("inner dimensions differ: %lld and %lld", (long long)k,
+                (long long)k2);
+  int64_t out[2] = {m, nn}, tmp[TS_MAX_DIMS];
+  int nt;
+  if (c && c->ndim >= 0 &&
+      (!gr_broadcast(out, 2, c->shape, c->ndim, tmp, &nt) || nt != 2 ||
+       tmp[0] != m || tmp[1] != nn))
+    return FAIL("C does not broadcast to [%lld, %lld]", (long long)m,
+                (long long)nn);
+  set_out(g, n, 0, a->dtype, 2, out, "NC");
+  return TS_OK;
+}
+
+static int infer_reduce(ts_graph *g, gr_node *n, const gr_value *x,
+                        ts_error *err) {
+  int na = 0;
+  const int64_t *axes = gr_attr_ints(n, "axes", &na);
+  if (!axes && n->n_inputs > 1 && n->inputs[1] >= 0) {
+    axes = const_ints(g, n, 1, &na);
+    if (!axes) return set_unknown(g, n), TS_OK;
+  }
+  bool keep = gr_attr_int(n, "keepdims", 1) != 0;
+  bool noop = gr_attr_int(n, "noop_with_empty_axes", 0) != 0;
+  bool red[TS_MAX_DIMS] = {0};
+  if (!axes || na == 0) {
+    for (int i = 0; i < x->ndim; i++) red[i] = !noop;
+  } else {
+    for (int i = 0; i < na; i++) {
+      int ax = norm_axis(axes[i], x->ndim);
+      if (ax < 0) return FAIL("axis %lld out of range", (long long)axes[i]);
+      red[ax] = true;
+    }
+  }
+  int64_t out[TS_MAX_DIMS];
+  int k = 0;
+  for (int i = 0; i < x->ndim; i++) {
+    if (!red[i])
+      out[k++] = x->shape[i];
+    else if (keep)
+      out[k++] = 1;
+  }
+  set_out(g, n, 0, x->dtype, k, out, keep ? x->layout : "");
+  return TS_OK;
+}
+
+static int infer_reshape(ts_graph *g, gr_node *n, const gr_value *x,
+                         ts_error *err) {
+  int c;
+  const int64_t *s = const_ints(g, n, 1, &c);
+  if (!s) return set_unknown(g, n), TS_OK;
+  if (c > TS_MAX_DIMS) return FAIL("target rank %d over %d", c, TS_MAX_DIMS);
+  bool allowzero = gr_attr_int(n, "allowzero", 0) != 0;
+  int64_t out[TS_MAX_DIMS], prod = 1, total = gr_value_elems(x);
+  int minus = -1;
+  for (int i = 0; i < c; i++) {
+    if (s[i] == -1) {
+      if (minus >= 0) return FAIL("two -1 entries in the target shape");
+      minus = i;
+      continue;
+    }
+    if (s[i] < -1) return FAIL("target dimension %lld", (long long)s[i]);
+    out[i] =
+        (s[i] == 0 && !allowzero) ? (i < x->ndim ? x->shape[i] : -2) : s[i];
+    if (out[i] == -2) return FAIL("0 in the target copies a missing dimension");
+    prod *= out[i];
+  }
+  if (minus >= 0) {
+    if (prod == 0 || total % prod)
+      return FAIL("cannot reshape %lld elements with a -1 entry",
+                  (long long)total);
+    out[minus] = total / prod;
+    prod = total;
+  }
+  if (prod != total)
+    return FAIL("cannot reshape %lld elements into %lld", (long long)total,
+                (long long)prod);
+  set_out(g, n, 0, x->dtype, c, out, "");
+  return TS_OK;
+}
+
+static int infer_slice(ts_graph *g, gr_node *n, const gr_value *x,
+                       ts_error *err) {
+  int ns, ne, na = 0, nst = 0;
+  const int64_t *st = const_ints(g, n, 1, &ns), *en = const_ints(g, n, 2, &ne);
+  const int64_t *ax =
+      n->n_inputs > 3 && n->inputs[3] >= 0 ? const_ints(g, n, 3, &na) : NULL;
+  const int64_t *sp =
+      n->n_inputs > 4 && n->inputs[4] >= 0 ? const_ints(g, n, 4, &nst) : NULL;
+  if (!st || !en || (n->n_inputs > 3 && n->inputs[3] >= 0 && !ax) ||
+      (n->n_inputs > 4 && n->inputs[4] >= 0 && !sp))
+    return set_unknown(g, n), TS_OK;
+  if (ns != ne || (ax && na != ns) || (sp && nst != ns))
+    return FAIL("starts, ends, axes and steps differ in length");
+  int64_t out[TS_MAX_DIMS];
+  memcpy(out, x->shape, sizeof out);
+  for (int i = 0; i < ns; i++) {
+    int a = norm_axis(ax ? ax[i] : i, x->ndim);
+    if (a < 0) return FAIL("axis out of range");
+    int64_t step = sp ? sp[i] : 1, d = x->shape[a];
+    if (step == 0) return FAIL("step 0");
+    int64_t b = st[i], e = en[i];
+    if (b < 0) b += d;
+    if (e < 0) e += d;
+    if (step > 0) {
+      b = b < 0 ? 0 : b > d ? d : b;
+      e = e < 0 ? 0 : e > d ? d : e;
+      out[a] = e > b ? (e - b + step - 1) / step : 0;
+    } else {
+      b = b < 0 ? -1 : b > d - 1 ? d - 1 : b;
+      e = e < -1 ? -1 : e > d - 1 ? d - 1 : e;
+      out[a] = b > e ? (b - e + (-step) - 1) / (-step) : 0;
+    }
+  }
+  set_out(g, n, 0, x->dtype, x->ndim, out, x->layout);
+  return TS_OK;
+}
+
+int gr_infer_node(ts_graph *g, gr_node *n, ts_error *err) {
+  if (n->kind == TS_GRAPH_CALL) return TS_OK; /* fixed by the call's params */
+  const char *op = n->op;
+  const gr_value *x = in(g, n, 0);
+  if (!gr_op_known(op))
+    return TS_ERR(err, TS_EUNSUPPORTED,
+                  "node '%s': operator '%s' is not supported (opset %d)",
+                  n->name, op, g->opset);
+  if (!strcmp(op, "Conv") || !strcmp(op, "ConvTranspose"))
+    return infer_conv(g, n, err);
+  if (!strcmp(op, "MaxPool") || !strcmp(op, "AveragePool") ||
+      !strcmp(op, "GlobalAveragePool"))
+    return infer_pool(g, n, err);
+  if (!strcmp(op, "MatMul")) return infer_matmul(g, n, err);
+  if (!strcmp(op, "Gemm")) return infer_gemm(g, n, err);
+  if (!x) return FAIL("missing input 0");
+  if (x->ndim < 0) return set_unknown(g, n), TS_OK;
+  for (int i = 1; i < n->n_inputs; i++)
+    if (n->inputs[i] >= 0 && g->values[n->inputs[i]].ndim < 0)
+      return set_unknown(g, n), TS_OK;
+  if (is_binary(op)) {
+    const gr_value *y = in(g, n, 1);
+    if (!y) return FAIL("needs two inputs");
+    if (strcmp(op, "Pow") && !ts_dtype_eq(x->dtype, y->dtype)) {
+      char b1[32], b2[32];
+      return FAIL("operand dtypes differ: %s and %s",
+                  ts_dtype_str(x->dtype, b1), ts_dtype_str(y->dtype, b2));
+    }
+    int64_t out[TS_MAX_DIMS];
+    int no;
+    if (!gr_broadcast(x->shape, x->ndim, y->shape, y->ndim, out, &no)) {
+      return FAIL("operand shapes do not broadcast (ranks %d and %d, last "
+                  "dimensions %lld and %lld)",
+                  x->ndim, y->ndim,
+                  (long long)(x->ndim ? x->shape[x->ndim - 1] : 1),
+                  (long long)(y->ndim ? y->shape[y->ndim - 1] : 1));
+    }
+    const char *layout = x->ndim == no ? x->layout : y->layout;
+    set_out(g, n, 0, x->dtype, no, out, layout);
+    return TS_OK;
+  }
+  if (is_unary(op) || !strcmp(op, "Dropout")) {
+    if (!strcmp(op, "Softmax") &&
+        norm_axis(gr_attr_int(n, "axis", -1), x->ndim) < 0)
+      return FAIL("axis out of range");
+    set_out(g, n, 0, x->dtype, x->ndim, x->shape, x->layout);
+    if (!strcmp(op, "Dropout"))
+      set_out(g, n, 1, TS_BOOL, x->ndim, x->shape, x->layout);
+    return TS_OK;
+  }
+  if (!strcmp(op, "Cast")) {
+    ts_dtype t;
+    const gr_attr *to = gr_attr_find(n, "to");
+    static const int map[][2] = {{1, 0}, {2, 1},  {3, 2},  {6, 3}, {7, 4},
+                                 {9, 5}, {10, 6}, {11, 7}, {16, 8}};
+    static const ts_dtype dts[] = {TS_FLOAT32, TS_UINT8,   TS_INT8,
+                                   TS_INT32,   TS_INT64,   TS_BOOL,
+                                   TS_FLOAT16, TS_FLOAT64, TS_BFLOAT16};
+    int found = -1;
+    for (size_t i = 0; to && i < sizeof map / sizeof map[0]; i++)
+      if (map[i][0] == to->i) found = map[i][1];
+    if (found < 0) return FAIL("unsupported target type");
+    t = dts[found];
+    set_out(g, n, 0, t, x->ndim, x->shape, x->layout);
+    return TS_OK;
+  }
+  if (!strcmp(op, "BatchNormalization")) {
+    if (n->n_outputs > 1)
+      return FAIL("training mode outputs are not supported");
+    if (x->ndim < 2) return FAIL("X has rank %d", x->ndim);
+    for (int i = 1; i < 5; i++) {
+      const gr_value *p = in(g, n, i);
+      if (!p || p->ndim != 1 || p->shape[0] != x->shape[1])
+        return FAIL("input %d must have %lld entries", i,
+                    (long long)x->shape[1]);
+    }
+    set_out(g, n, 0, x->dtype, x->ndim, x->shape, x->layout);
+    return TS_OK;
+  }
+  if (!strcmp(op, "LayerNormalization")) {
+    int axis = norm_axis(gr_attr_int(n, "axis", -1), x->ndim);
+    if (axis < 0) return FAIL("axis out of range");
+    const gr_value *s = in(g, n, 1);
+    if (!s) return FAIL("needs Scale");
+    int64_t norm = 1;
+    for (int i = axis; i < x->ndim; i++) norm *= x->shape[i];
+    if (gr_value_elems(s) != norm ||
+        (in(g, n, 2) && gr_value_elems(in(g, n, 2)) != norm))
+      return FAIL("Scale/B must hold %lld elements", (long long)norm);
+    set_out(g, n, 0, x->dtype, x->ndim, x->shape, x->layout);
+    int64_t st[TS_MAX_DIMS];
+    for (int i = 0; i < x->ndim; i++) st[i] = i < axis ? x->shape[i] : 1;
+    set_out(g, n, 1, TS_FLOAT32, x->ndim, st, "");
+    set_out(g, n, 2, TS_FLOAT32, x->ndim, st, "");
+    return TS_OK;
+  }
+  if (!strcmp(op, "ReduceMean") || !strcmp(op, "ReduceSum") ||
+      !strcmp(op, "ReduceMax"))
+    return infer_reduce(g, n, x, err);
+  if (!strcmp(op, "Reshape")) return infer_reshape(g, n, x, err);
+  if (!strcmp(op, "Transpose")) {
+    int c;
+    const int64_t *p = gr_attr_ints(n, "perm", &c);
+    int64_t out[TS_MAX_DIMS];
+    bool seen[TS_MAX_DIMS] = {0};
+    if (p && c != x->ndim)
+      return FAIL("perm has %d entries for rank %d", c, x->ndim);
+    for (int i = 0; i < x->ndim; i++) {
+      int64_t a = p ? p[i] : x->ndim - 1 - i;
+      if (a < 0 || a >= x->ndim || seen[a]) return FAIL("bad perm");
+      seen[a] = true;
+      out[i] = x->shape[a];
+    }
+    set_out(g, n, 0, x->dtype, x->ndim, out, "");
+    return TS_OK;
+  }
+  if (!strcmp(op, "Concat")) {
+    int axis = norm_axis(gr_attr_int(n, "axis", 0), x->ndim);
+    if (axis < 0) return FAIL("axis out of range");
+    int64_t out[TS_MAX_DIMS];
+    memcpy(out, x->shape, sizeof out);
+    for (int i = 1; i < n->n_inputs; i++) {
+      const gr_value *y = in(g, n, i);
+      if (!y) return FAIL("omitted input %d", i);
+      if (y->ndim != x->ndim || !ts_dtype_eq(y->dtype, x->dtype))
+        return FAIL("input %d has another rank or dtype", i);
+      for (int d = 0; d < x->ndim; d++)
+        if (d != axis && y->shape[d] != x->shape[d])
+          return FAIL("input %d: dimension %d is %lld, input 0 has %lld", i, d,
+                      (long long)y->shape[d], (long long)x->shape[d]);
+      out[axis] += y->shape[axis];
+    }
+    set_out(g, n, 0, x->dtype, x->ndim, out, x->layout);
+    return TS_OK;
+  }
+  if (!strcmp(op, "Flatten")) {
+    int64_t axis = gr_attr_int(n, "axis", 1);
+    if (axis < 0) axis += x->ndim;
+    if (axis < 0 || axis > x->ndim) return FAIL("axis out of range");
+    int64_t out[2] = {1, 1};
+    for (int i = 0; i < x->ndim; i++) out[i < axis ? 0 : 1] *= x->shape[i];
+    set_out(g, n, 0, x->dtype, 2, out, "NC");
+    return TS_OK;
+  }
+  if (!strcmp(op, "Squeeze") || !strcmp(op, "Unsqueeze")) {
+    int na = 0;
+    const int64_t *axes = gr_attr_ints(n, "axes", &na);
+    if (!axes && n->n_inputs > 1 && n->inputs[1] >= 0) {
+      axes = const_ints(g, n, 1, &na);
+      if (!axes) return set_unknown(g, n), TS_OK;
+    }
+    int64_t out[TS_MAX_DIMS];
+    int k = 0;
+    if (!strcmp(op, "Squeeze")) {
+      bool drop[TS_MAX_DIMS] = {0};
+      for (int i = 0; i < na; i++) {
+        int a = norm_axis(axes[i], x->ndim);
+        if (a < 0 || x->shape[a] != 1)
+          return FAIL("cannot squeeze axis %lld", (long long)axes[i]);
+        drop[a] = true;
+      }
+      for (int i = 0; i < x->ndim; i++)
+        if (!(na ? drop[i] : x->shape[i] == 1)) out[k++] = x->shape[i];
+    } else {
+      int r = x->ndim + na;
+      if (!axes || r > TS_MAX_DIMS) return FAIL("bad axes");
+      bool ins[TS_MAX_DIMS] = {0};
+      for (int i = 0; i < na; i++) {
+        int a = norm_axis(axes[i], r);
+        if (a < 0 || ins[a]) return FAIL("bad axis %lld", (long long)axes[i]);
+        ins[a] = true;
+      }
+      for (int i = 0, j = 0; i < r; i++) out[k++] = ins[i] ? 1 : x->shape[j++];
+    }
+    set_out(g, n, 0, x->dtype, k, out, "");
+    return TS_OK;
+  }
+  if (!strcmp(op, "Gather")) {
+    const gr_value *idx = in(g, n, 1);
+    if (!idx || !ts_dtype_is_int(idx->dtype))
+      return FAIL("indices must be integers");
+    int axis = norm_axis(gr_attr_int(n, "axis", 0), x->ndim);
+    if (axis < 0) return FAIL("axis out of range");
+    int r = x->ndim - 1 + idx->ndim;
+    if (r > TS_MAX_DIMS) return FAIL("result rank over %d", TS_MAX_DIMS);
+    int64_t out[TS_MAX_DIMS];
+    int k = 0;
+    for (int i = 0; i < axis; i++) out[k++] = x->shape[i];
+    for (int i = 0; i < idx->ndim; i++) out[k++] = idx->shape[i];
+    for (int i = axis + 1; i < x->ndim; i++) out[k++] = x->shape[i];
+    set_out(g, n, 0, x->dtype, k, out, "");
+    return TS_OK;
+  }
+  if (!strcmp(op, "Slice")) return infer_slice(g, n, x, err);
+  if (!strcmp(op, "Shape")) {
+    int64_t s = gr_attr_int(n, "start", 0), e = gr_attr_int(n, "end", x->ndim);
+    if (s < 0) s += x->ndim;
+    if (e < 0) e += x->ndim;
+    s = s < 0 ? 0 : s > x->ndim ? x->ndim : s;
+    e = e < 0 ? 0 : e > x->ndim ? x->ndim : e;
+    int64_t len = e > s ? e - s : 0;
+    set_out(g, n, 0, TS_INT64, 1, &len, "");
+    return TS_OK;
+  }
+  return FAIL("no shape rule");
+}
+
+/* requires: graph inputs with known shapes; maintains: nodes and wiring;
+ * breaks: nothing (only value shapes, dtypes and layouts are written). */
+int ts_graph_infer_shapes(ts_graph *g, ts_error *err) {
+  for (int i = 0; i < g->n_nodes; i++) {
+    int rc = gr_infer_node(g, &g->nodes[i], err);
+    if (rc) return rc;
+  }
+  return TS_OK;
+}

@@ -1,0 +1,112 @@
+#!/bin/sh
+# graph_cli.sh TESSERA MODELS GOLDEN — `tessera graph` through the real
+# binary, on the generated small models in MODELS: show (text, JSON, --after
+# every pass; the operator model's text against GOLDEN/ops_small.txt, which
+# `tessera graph show ops_small.onnx` regenerates when the format changes on
+# purpose), tasks, run (.npz in and out, compiled and interpreted give the same
+# arrays), --override (a node becomes a call and a task; a mismatch names
+# both shapes); bad models exit 1 with a message, usage errors exit 2.
+set -u
+T="$1"
+M="$2"
+G="$3"
+TMP=$(mktemp -d)
+trap '[ -n "${KEEP:-}" ] || rm -rf "$TMP"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+expect() {
+  want=$1; shift
+  "$@" >"$TMP/out" 2>&1
+  got=$?
+  [ "$got" = "$want" ] || { cat "$TMP/out"; fail "'$*' exited $got, expected $want"; }
+}
+contains() { grep -q -- "$1" "$TMP/out" || { cat "$TMP/out"; fail "output lacks '$1'"; }; }
+lacks() { ! grep -q -- "$1" "$TMP/out" || { cat "$TMP/out"; fail "output has '$1'"; }; }
+R="$M/resnet50_small.onnx"
+
+# usage errors
+expect 2 "$T" graph
+expect 2 "$T" graph frobnicate "$R"
+expect 2 "$T" graph show
+expect 2 "$T" graph show "$R" --bogus
+expect 0 "$T" graph --help
+contains "graph tasks"
+
+# show at every stage
+for p in none shape fold dce cse bn_fold lower fuse; do
+  expect 0 env TS_VERIFY=1 "$T" graph show "$R" --after $p
+  contains "input %data: float32\[1, 3, 32, 32\] NCHW"
+done
+expect 0 "$T" graph show "$R" --after none
+contains " = BatchNormalization\["
+expect 0 "$T" graph show "$R" --after bn_fold
+lacks " = BatchNormalization\["
+expect 0 "$T" graph show "$R"
+contains "call_tir\[fused_conv_add_relu"
+contains "; task "
+expect 1 "$T" graph show "$R" --after nosuchpass
+contains "unknown pass 'nosuchpass'"
+expect 0 "$T" graph show "$R" --json
+contains '"nodes"'
+contains '"task"'
+
+# golden: the printed graph of the small operator model after every pass
+expect 0 "$T" graph show "$M/ops_small.onnx"
+diff -u "$G/ops_small.txt" "$TMP/out" || fail "graph show ops_small differs from the golden file"
+
+# tasks
+expect 0 "$T" graph tasks "$R"
+contains "distinct tasks"
+contains "fused_conv_add_relu"
+expect 0 "$T" graph tasks "$R" --json --tir
+contains '"flops"'
+contains 'func fused_conv_relu'
+
+# bad models and shapes
+expect 1 "$T" graph show "$M/truncated.onnx"
+contains "truncated or corrupt"
+expect 1 "$T" graph show "$M/unknown_op.onnx"
+contains "operator 'FooBar'"
+expect 1 "$T" graph show "$M/missing_external.onnx"
+contains "missing.bin"
+expect 1 "$T" graph show "$M/bert_small.onnx"
+contains "--input-shape input_ids="
+expect 0 "$T" graph show "$M/bert_small.onnx" --input-shape input_ids=1x16 \
+  --input-shape attention_mask=1x16
+expect 1 "$T" graph show "$M/nonexistent.onnx"
+
+# run: compiled and interpreted agree
+/usr/bin/python3 -c "
+import numpy as np
+np.savez('$TMP/in.npz', data=np.random.RandomState(0).uniform(-1, 1, (1, 3, 32, 32)).astype(np.float32))
+np.savez('$TMP/wrong.npz', other=np.zeros(3, np.float32))" || fail "numpy"
+expect 0 "$T" graph run "$R" --inputs "$TMP/in.npz" --outputs "$TMP/a.npz"
+expect 0 "$T" graph run "$R" --inputs "$TMP/in.npz" --outputs "$TMP/b.npz" --interpret
+expect 0 "$T" graph run "$R" --inputs "$TMP/in.npz" --outputs "$TMP/c.npz" --after lower
+/usr/bin/python3 -c "
+import numpy as np
+a, b, c = (np.load('$TMP/%s.npz' % k) for k in 'abc')
+for k in a.files:
+    assert a[k].shape == (1, 10), a[k].shape
+    assert np.allclose(a[k], b[k], rtol=1e-5, atol=1e-6), k
+    assert np.allclose(a[k], c[k], rtol=1e-5, atol=1e-6), k" || fail "outputs differ"
+expect 1 "$T" graph run "$R" --inputs "$TMP/wrong.npz" --outputs "$TMP/d.npz"
+contains "no array 'data'"
+expect 1 "$T" graph run "$R" --inputs "$TMP/none.npz" --outputs "$TMP/d.npz"
+expect 2 "$T" graph run "$R" --inputs "$TMP/in.npz"
+
+# --override: a node becomes a call of the user's function
+"$T" show --workload "elementwise op=relu shape=1x8x16x16" >"$TMP/relu.tir" || fail "show relu"
+expect 0 "$T" graph show "$R" --override Relu_11="$TMP/relu.tir"
+contains "call_tir\[Relu_11\] @elementwise"
+expect 0 "$T" graph run "$R" --override Relu_11="$TMP/relu.tir" \
+  --inputs "$TMP/in.npz" --outputs "$TMP/e.npz"
+/usr/bin/python3 -c "
+import numpy as np
+a, e = np.load('$TMP/a.npz'), np.load('$TMP/e.npz')
+assert all(np.allclose(a[k], e[k], rtol=1e-5, atol=1e-6) for k in a.files)" || fail "override output"
+expect 1 "$T" graph show "$R" --override Relu_24="$TMP/relu.tir"
+contains "float32\[1, 8, 16, 16\]"
+contains "float32\[1, 8, 8, 8\]"
+expect 1 "$T" graph show "$R" --override NoSuchNode="$TMP/relu.tir"
+contains "no node named 'NoSuchNode'"
+echo "graph_cli: ok"
