@@ -69,13 +69,20 @@ format:
 format-check:
 	@clang-format --dry-run --Werror $(SOURCES) && echo "format: ok"
 
-# libFuzzer on the TIR parser for FUZZ_SECONDS (needs clang).
+# libFuzzer for FUZZ_SECONDS on each target (needs clang): the TIR parser,
+# the RPC request decoder, the trace JSON reader and the ONNX importer, each
+# from its corpus in tests/fuzz/corpus/<name> (the importer's is
+# tests/graph/corpus; FUZZ_TARGETS picks some).
+FUZZ_TARGETS ?= tir_parser rpc_request trace_json onnx_import
 fuzz:
 	CC=clang cmake -S . -B $(FUZZ_BUILD) -DTS_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo
-	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzz_tir_parser
-	mkdir -p $(FUZZ_BUILD)/corpus && cp tests/fuzz/corpus/tir_parser/* $(FUZZ_BUILD)/corpus/
-	./$(FUZZ_BUILD)/fuzz_tir_parser -max_total_time=$(FUZZ_SECONDS) -max_len=4096 \
-	  -timeout=10 -rss_limit_mb=2048 $(FUZZ_BUILD)/corpus
+	cmake --build $(FUZZ_BUILD) -j $(JOBS) $(addprefix --target fuzz_,$(FUZZ_TARGETS))
+	set -e; for t in $(FUZZ_TARGETS); do \
+	  src=tests/fuzz/corpus/$$t; [ "$$t" != onnx_import ] || src=tests/graph/corpus; \
+	  mkdir -p $(FUZZ_BUILD)/corpus/$$t && cp $$src/* $(FUZZ_BUILD)/corpus/$$t/; \
+	  ./$(FUZZ_BUILD)/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -max_len=4096 \
+	    -timeout=10 -rss_limit_mb=2048 $(FUZZ_BUILD)/corpus/$$t; \
+	done
 
 # A short bounded fuzz run inside `make test`, when clang's libFuzzer exists.
 fuzz-smoke:

@@ -67,6 +67,16 @@ void cli_block_stop_signals(sigset_t *set);
 int cli_load_func(const char *spec, const char *tir_path,
                   ts_workload **workload, ts_func **func);
 
+/* Workload admission before anything is allocated for it (cmd_check.c):
+ * its buffers at most max_memory_mb (0: half of this machine's memory) and
+ * its operations at most max_gflop * 1e9 (0: CLI_MAX_GFLOP). w may be NULL
+ * for a function read from TIR. Prints the refusal (size, limit, and the
+ * --max-memory-mb / --max-gflop option that raises it) and returns
+ * EXIT_FAIL, or EXIT_OK. */
+#define CLI_MAX_GFLOP 2000.0
+int cli_admit(const ts_workload *w, const ts_func *f, long max_memory_mb,
+              double max_gflop);
+
 /* A function built for a target, loaded, with seeded arguments (kernel.c):
  * what the CLI times in its own process. */
 typedef struct cli_kernel {

@@ -23,6 +23,7 @@ static const char bench_usage[] =
     "                     [--target T]\n"
     "                     [--threads N] [--repeat N] [--min-repeat-ms N]\n"
     "                     [--seed N] [--json]\n"
+    "                     [--max-memory-mb N] [--max-gflop N]\n"
     "\n"
     "Compiles the workload for the target (default: this machine) — as is,\n"
     "scheduled by the trace in FILE (JSON, see docs/schedules.md), or by the\n"
@@ -34,6 +35,10 @@ static const char bench_usage[] =
     "  --threads N        threads for tessera and the libraries (all cores)\n"
     "  --repeat N         timed repeats, median reported (5)\n"
     "  --min-repeat-ms N  minimum length of one repeat (100)\n"
+    "  --max-memory-mb N  refuse a workload whose buffers need more (default:\n"
+    "                     half of this machine's memory)\n"
+    "  --max-gflop N      refuse a workload of more operations per run\n"
+    "                     (default 2000)\n"
     "  --json             one JSON object: workload, flop, tessera_gflops,\n"
     "                     openblas_gflops, onednn_gflops, naive_gflops (null\n"
     "                     where not applicable), compile_ms, check\n"
@@ -62,6 +67,8 @@ typedef struct bench_cfg {
   int threads, repeat, min_repeat_ms;
   uint64_t seed;
   bool json;
+  long max_memory_mb; /* admission (0: default) */
+  double max_gflop;   /* admission (0: default) */
 } bench_cfg;
 
 /* Builds, loads and runs f once on seeded arguments. */
@@ -162,6 +169,11 @@ static int run_bench(const bench_cfg *cfg) {
 
   if (ts_workload_from_spec(cfg->spec, &w, &err)) {
     cli_error("bad workload spec", &err);
+    return EXIT_FAIL;
+  }
+  /* Everything below allocates the workload's buffers in this process. */
+  if (cli_admit(w, w->func, cfg->max_memory_mb, cfg->max_gflop) != EXIT_OK) {
+    ts_workload_free(w);
     return EXIT_FAIL;
   }
   int rc = cfg->target ? ts_target_parse(cfg->target, &t, &err)
@@ -475,6 +487,17 @@ int cmd_bench(int argc, char **argv) {
       if (missing)
         return cli_usage_error("bench", "--min-repeat-ms needs a number");
       rc = int_opt("--min-repeat-ms", v, 0, 60000, &cfg.min_repeat_ms);
+    } else if (cli_opt_value(argc, argv, &i, "--max-memory-mb", &v, &missing)) {
+      if (missing)
+        return cli_usage_error("bench", "--max-memory-mb needs a number");
+      rc = cli_int_option("bench", "--max-memory-mb", v, 1, 1L << 40,
+                          &cfg.max_memory_mb);
+    } else if (cli_opt_value(argc, argv, &i, "--max-gflop", &v, &missing)) {
+      if (missing)
+        return cli_usage_error("bench", "--max-gflop needs a number");
+      long g = 0;
+      rc = cli_int_option("bench", "--max-gflop", v, 1, 1L << 40, &g);
+      cfg.max_gflop = (double)g;
     } else if (cli_opt_value(argc, argv, &i, "--seed", &v, &missing)) {
       int s;
       if (missing) return cli_usage_error("bench", "--seed needs a number");

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static const char check_usage[] =
     "usage: tessera check (--workload SPEC | --tir FILE) [--seed N] [--quiet]\n"
@@ -27,6 +28,41 @@ static const char check_usage[] =
     "interpreter's. Exit 0 when every check passes.\n";
 
 #define MAX_CHECK_BYTES ((int64_t)1 << 30)
+
+int cli_admit(const ts_workload *w, const ts_func *f, long max_memory_mb,
+              double max_gflop) {
+  ts_workload tmp;
+  if (!w) {
+    memset(&tmp, 0, sizeof tmp);
+    tmp.func = (ts_func *)f;
+    snprintf(tmp.spec, sizeof tmp.spec, "%s", ts_func_name(f));
+    tmp.flops = ts_func_flops(f);
+    w = &tmp;
+  }
+  ts_workload_limits lim = {0};
+  char why[96] = "";
+  if (max_memory_mb > 0) {
+    lim.max_bytes = (int64_t)max_memory_mb << 20;
+  } else {
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    if (pages > 0 && page > 0) {
+      lim.max_bytes = (int64_t)pages * page / 2;
+      snprintf(why, sizeof why, " (half of this machine's %.1f GB)",
+               (double)pages * page / 1e9);
+      lim.why = why;
+    }
+  }
+  lim.max_flops = (max_gflop > 0 ? max_gflop : CLI_MAX_GFLOP) * 1e9;
+  lim.bytes_flag = "--max-memory-mb N";
+  lim.flops_flag = "--max-gflop N";
+  ts_error err;
+  ts_error_clear(&err);
+  if (ts_workload_admit(w, &lim, &err) != TS_OK) {
+    cli_error("workload refused", &err);
+    return EXIT_FAIL;
+  }
+  return EXIT_OK;
+}
 
 static double now_seconds(void) {
   struct timespec ts;

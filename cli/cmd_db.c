@@ -438,12 +438,13 @@ static int run_import(const db_args *a) {
   rc = ts_db_import(db, in, name, &st);
   fclose(in);
   if (rc) return db_fail(db, "import failed, nothing was added");
-  printf("imported %lld records from %s: workloads %lld new, %lld existing; "
-         "targets %lld new, %lld existing; jobs %lld new, %lld existing\n",
-         (long long)st.records, name, (long long)st.workloads_new,
-         (long long)st.workloads_existing, (long long)st.targets_new,
-         (long long)st.targets_existing, (long long)st.jobs_new,
-         (long long)st.jobs_existing);
+  printf("imported %lld records (%lld already present, skipped) from %s: "
+         "workloads %lld new, %lld existing; targets %lld new, %lld "
+         "existing; jobs %lld new, %lld existing\n",
+         (long long)st.records, (long long)st.records_existing, name,
+         (long long)st.workloads_new, (long long)st.workloads_existing,
+         (long long)st.targets_new, (long long)st.targets_existing,
+         (long long)st.jobs_new, (long long)st.jobs_existing);
   ts_db_close(db);
   return EXIT_OK;
 }

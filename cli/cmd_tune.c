@@ -37,6 +37,7 @@ static const char tune_usage[] =
     "                    [--timeout-ms N] [--build-timeout-ms N]\n"
     "                    [--quiet] [--log FILE] [--json]\n"
     "                    [--no-summary-measure] [--compare-models]\n"
+    "                    [--max-memory-mb N] [--max-gflop N]\n"
     "\n"
     "Tunes the workloads' schedules: builds design spaces, searches them\n"
     "(evolutionary search with a cost model learnt online), measures the\n"
@@ -66,6 +67,10 @@ static const char tune_usage[] =
     "  --rule BLOCK=FILE   apply this trace to BLOCK instead of the default\n"
     "                      rules (repeatable)\n"
     "  --no-tensorize      no tensor-intrinsic variants in the design space\n"
+    "  --max-memory-mb N   refuse a workload whose buffers need more\n"
+    "                      (default: half of this machine's memory)\n"
+    "  --max-gflop N       refuse a workload of more operations per run\n"
+    "                      (default 2000)\n"
     "  --batch N           candidates measured per round (default 32)\n"
     "  --population N      evolutionary population (default 256)\n"
     "  --threads N         threads of the measured kernels (default: the\n"
@@ -122,6 +127,8 @@ typedef struct tune_args {
   bool quiet, json, summary_measure, compare_models;
   bool target_given, trials_given, strategy_given, cost_model_given,
       policy_given, per_task_given;
+  long max_memory_mb; /* admission (0: default) */
+  long max_gflop;     /* admission (0: default) */
 } tune_args;
 
 static int int_option(const char *name, const char *v, long lo, long hi,
@@ -570,6 +577,13 @@ int cmd_tune(int argc, char **argv) {
         return cli_usage_error("tune", "at most %d rules", MAX_RULES);
       a.rule_block[a.n_rules] = strndup(val, (size_t)(eq - val));
       a.rule_file[a.n_rules++] = eq + 1;
+    } else if (cli_opt_value(argc, argv, &i, "--max-memory-mb", &val,
+                             &missing)) {
+      NEED("--max-memory-mb");
+      rc = int_option("--max-memory-mb", val, 1, 1L << 40, &a.max_memory_mb);
+    } else if (cli_opt_value(argc, argv, &i, "--max-gflop", &val, &missing)) {
+      NEED("--max-gflop");
+      rc = int_option("--max-gflop", val, 1, 1L << 40, &a.max_gflop);
     } else if (cli_opt_value(argc, argv, &i, "--batch", &val, &missing)) {
       NEED("--batch");
       rc = int_option("--batch", val, 1, 1024, &v);
@@ -663,6 +677,9 @@ int cmd_tune(int argc, char **argv) {
                       a.is_tir[i] ? a.specs[i] : NULL, &wl[i],
                       &funcs[i]) != EXIT_OK)
       goto done;
+    if (cli_admit(wl[i], funcs[i], a.max_memory_mb, (double)a.max_gflop) !=
+        EXIT_OK)
+      goto done;
     tasks[i].func = funcs[i];
     tasks[i].name = wl[i] ? wl[i]->name : ts_func_name(funcs[i]);
     tasks[i].spec = wl[i] ? wl[i]->spec : NULL;
@@ -731,6 +748,19 @@ int cmd_tune(int argc, char **argv) {
   print_summary(&a, db, o.target, tasks, wl, &result, threads,
                 a.json ? stdout : out);
   status = EXIT_OK;
+  /* A job that measured and got nothing right has failed. */
+  int64_t ok = 0, measured = 0;
+  for (int i = 0; i < result.n_tasks; i++) {
+    ok += result.tasks[i].by_status[TS_DB_STATUS_OK];
+    measured += result.tasks[i].trials;
+  }
+  if (measured > 0 && ok == 0) {
+    fprintf(stderr,
+            "tessera: error: none of the job's %lld trials measured ok (see "
+            "the status counts above)\n",
+            (long long)measured);
+    status = EXIT_FAIL;
+  }
 
 done:
   cJSON_Delete(cfg_json);

@@ -19,6 +19,8 @@ static const char worker_usage[] =
     "                      [--device cpu|cuda:N] [--tracker HOST:PORT]\n"
     "                      [--token-file F] [--advertise HOST:PORT]\n"
     "                      [--threads N] [--memory-limit-mb N]\n"
+    "                      [--max-connections N] [--max-per-client N]\n"
+    "                      [--request-deadline-ms MS] [--no-seccomp]\n"
     "\n"
     "Serves measurement requests (protocol v1, see docs/rpc.md) for one\n"
     "device until interrupted. Each candidate runs in its own process with a\n"
@@ -35,7 +37,15 @@ static const char worker_usage[] =
     "                      to the tracker)\n"
     "  --advertise H:P     the address the tracker hands to runners\n"
     "  --threads N         threads of a CPU kernel (default: all cores)\n"
-    "  --memory-limit-mb N address space a candidate may add (default 8192)\n";
+    "  --memory-limit-mb N address space a candidate may add (default 8192)\n"
+    "  --max-connections N connections at once (default 64); beyond: 503\n"
+    "  --max-per-client N  connections from one client address (default 8)\n"
+    "  --request-deadline-ms MS\n"
+    "                      time to receive a request's headers and body\n"
+    "                      (default 30000)\n"
+    "  --no-seccomp        no system-call filter in measuring children (to\n"
+    "                      debug a kernel the sandbox stops; see "
+    "docs/rpc.md)\n";
 
 int cli_int_option(const char *sub, const char *name, const char *value,
                    long lo, long hi, long *out) {
@@ -118,6 +128,30 @@ int cmd_worker(int argc, char **argv) {
       if (cli_int_option("worker", "--memory-limit-mb", val, 64, 1 << 24, &v))
         return EXIT_USAGE;
       o.device.memory_limit_bytes = (int64_t)v << 20;
+    } else if (cli_opt_value(argc, argv, &i, "--max-connections", &val,
+                             &missing)) {
+      if (missing)
+        return cli_usage_error("worker", "--max-connections needs a value");
+      if (cli_int_option("worker", "--max-connections", val, 1, 65536, &v))
+        return EXIT_USAGE;
+      o.limits.max_connections = (int)v;
+    } else if (cli_opt_value(argc, argv, &i, "--max-per-client", &val,
+                             &missing)) {
+      if (missing)
+        return cli_usage_error("worker", "--max-per-client needs a value");
+      if (cli_int_option("worker", "--max-per-client", val, 1, 65536, &v))
+        return EXIT_USAGE;
+      o.limits.max_connections_per_client = (int)v;
+    } else if (cli_opt_value(argc, argv, &i, "--request-deadline-ms", &val,
+                             &missing)) {
+      if (missing)
+        return cli_usage_error("worker", "--request-deadline-ms needs a value");
+      if (cli_int_option("worker", "--request-deadline-ms", val, 100, 3600000,
+                         &v))
+        return EXIT_USAGE;
+      o.limits.request_deadline_ms = (int)v;
+    } else if (!strcmp(argv[i], "--no-seccomp")) {
+      o.device.seccomp = false;
     } else {
       return cli_usage_error("worker", "unknown option '%s'", argv[i]);
     }

@@ -397,8 +397,10 @@ typedef struct ts_db_import_stats {
   int64_t workloads_new, workloads_existing;
   int64_t targets_new, targets_existing;
   int64_t jobs_new, jobs_existing;
-  int64_t records;
-  int64_t baselines; /* vendor levels added or updated */
+  int64_t records;          /* added */
+  int64_t records_existing; /* already present (same workload, target,
+                               trace and measurement time): skipped */
+  int64_t baselines;        /* vendor levels added or updated */
 } ts_db_import_stats;
 /* Reads JSON Lines written by ts_db_export from a seekable stream `in`
  * (`name` is used in messages). Every line is checked before anything is
@@ -407,7 +409,10 @@ typedef struct ts_db_import_stats {
  * database unchanged. Then everything is written in one transaction:
  * workloads, targets and jobs already present (structurally equal, same
  * string, same name) are reused, records are added with their times,
- * versions and trial indexes as exported, and a baseline replaces a stored
+ * versions and trial indexes as exported unless a record of the same
+ * workload, target, trace and measurement time is already there (so
+ * importing the same export again adds nothing), and a baseline replaces a
+ * stored
  * one of the same workload, target, vendor and threads when it is newer.
  * stats may be NULL. */
 int ts_db_import(ts_db *db, FILE *in, const char *name,

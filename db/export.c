@@ -526,6 +526,32 @@ static int import_job(importer *im, const cJSON *o) {
   return TS_OK;
 }
 
+/* Not an error: import_record's "already there, skip it". */
+#define TS_DB_DUPLICATE 1
+
+/* Whether the database holds the record (workload, target, created,
+ * trace, run_secs, status): its identity on import. */
+static int record_exists(importer *im, int64_t workload, int64_t target,
+                         const char *created, const char *trace,
+                         const char *run_secs, const char *status,
+                         bool *present) {
+  ts_db *db = im->db;
+  sqlite3_stmt *st = db_stmt(db, ST_RECORD_EXISTS);
+  if (!st) return db->err.code;
+  sqlite3_bind_int64(st, 1, workload);
+  sqlite3_bind_int64(st, 2, target);
+  sqlite3_bind_text(st, 3, created, -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 4, trace, -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 5, run_secs, -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 6, status, -1, SQLITE_STATIC);
+  int step = db_step(db, st);
+  *present = step == SQLITE_ROW;
+  sqlite3_reset(st);
+  if (step != SQLITE_ROW && step != SQLITE_DONE)
+    return db_sqlite_fail(db, step, "importing");
+  return TS_OK;
+}
+
 static int import_record(importer *im, const cJSON *o) {
   int64_t workload, target, job, trial;
   bool no_trial;
@@ -570,8 +596,17 @@ static int import_record(importer *im, const cJSON *o) {
     rc = fail(im, "field \"trace\": %s",
               terr.msg[0] ? terr.msg : "the trace check failed");
   } else if (im->write) {
-    sqlite3_stmt *st = db_stmt(db, ST_INSERT_RECORD);
-    rc = st ? TS_OK : db->err.code;
+    bool present = false;
+    rc = record_exists(im, workload, target, created, trace, run_json,
+                       status_name, &present);
+    sqlite3_stmt *st = NULL;
+    if (rc == TS_OK && present) {
+      im->stats.records_existing++;
+      rc = TS_DB_DUPLICATE;
+    } else if (rc == TS_OK) {
+      st = db_stmt(db, ST_INSERT_RECORD);
+      rc = st ? TS_OK : db->err.code;
+    }
     if (st) {
       sqlite3_bind_int64(st, 1, workload);
       sqlite3_bind_int64(st, 2, target);
@@ -588,7 +623,10 @@ static int import_record(importer *im, const cJSON *o) {
       rc = store(im, ST_INSERT_RECORD, NULL);
     }
   }
-  if (rc == TS_OK) im->stats.records++;
+  if (rc == TS_DB_DUPLICATE)
+    rc = TS_OK;
+  else if (rc == TS_OK)
+    im->stats.records++;
   free(run_json);
   free(trace);
   return rc;

@@ -69,6 +69,12 @@
     "INSERT INTO records(workload_id, target_id, trace, run_secs, median_s, "  \
     "status, error, job_id, trial, worker, version, created) "                 \
     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)")              \
+  /* A record's identity on import: workload, target, trace and the time       \
+   * it was measured (and, to merge only exact copies, its times and           \
+   * status). */                                                               \
+  X(ST_RECORD_EXISTS,                                                          \
+    "SELECT 1 FROM records WHERE workload_id = ?1 AND target_id = ?2 AND "     \
+    "created = ?3 AND trace = ?4 AND run_secs = ?5 AND status = ?6 LIMIT 1")   \
   X(ST_JOB_NEXT_TRIAL, "UPDATE jobs SET trials_done = trials_done + 1 "        \
                        "WHERE id = ?1 RETURNING trials_done - 1")              \
   /* the compile-time query in one statement (one read transaction): each      \

@@ -4,16 +4,20 @@
  * Each executor forks a helper process when it is created. The helper is
  * single-threaded and does nothing but receive framed requests over a
  * socket pair, fork one child per measurement, and answer one result per
- * request. A child sets its resource limits (address space on top of what
- * it starts with, CPU time, no core file), restores default signal
- * dispositions, loads the artifact with ORC LLJIT (or the CUDA driver),
+ * request. A child restores default signal dispositions, enters the
+ * sandbox (sandbox.c: its own process group, only the result pipe left
+ * open, limits on address space, CPU time, file size and processes, and a
+ * seccomp filter for CPU kernels), loads the artifact with ORC LLJIT (or
+ * the CUDA driver),
  * creates its own runtime thread pool, checks the output against the cached
  * reference outputs, times the kernel and writes its result to a pipe. The
  * helper enforces the wall-clock timeout from the moment the child is
- * forked, kills it on expiry, and turns a signal or a silent exit into a
- * run_error. Reference outputs are computed once per (reference, seed), in
- * a child too, and kept in the helper, where every later child inherits
- * them through fork.
+ * forked, kills its whole process group on expiry, on a cancel from the
+ * caller and after every measurement, accepts a report only when it is one
+ * well-formed result (anything else is `run_error: malformed result`), and
+ * turns a signal or a silent exit into a run_error. Reference outputs are
+ * computed once per (reference, seed), in a child too, and kept in the helper,
+ * where every later child inherits them through fork.
  *
  * Why a helper: forking the caller directly would copy a process that has
  * other threads (HTTP server threads, LLVM builder threads) whose locks may
@@ -57,6 +61,7 @@ enum {
   MSG_MEASURE = 1,   /* caller -> helper: measure_head + artifact */
   MSG_PUT_REF = 2,   /* caller -> helper: ref_head + artifact */
   MSG_CUDA_INFO = 3, /* caller -> helper: nothing */
+  MSG_CANCEL = 4,    /* caller -> helper: end the measurement in progress */
   MSG_RESULT = 10,   /* helper -> caller: ts_measure_result */
   MSG_NEED_REF = 11, /* helper -> caller: nothing (send MSG_PUT_REF first) */
   MSG_INFO = 12,     /* helper -> caller: info_reply */
@@ -99,6 +104,7 @@ typedef struct helper_config {
   int threads;
   int64_t memory_limit;
   int max_refs;
+  bool filter; /* seccomp filter in CPU measuring children */
 } helper_config;
 
 /* A reference as the caller keeps it. */
@@ -228,6 +234,7 @@ ts_device_options ts_device_defaults(void) {
   d.device = "cpu";
   d.threads = 0;
   d.memory_limit_bytes = (int64_t)8 << 30;
+  d.seccomp = true;
   return d;
 }
 
@@ -252,45 +259,51 @@ int device_parse(const char *s, device_spec *d, ts_error *err) {
  * Measurement children (run in processes forked by the helper)
  * ====================================================================== */
 
-/* Resource limits and signal dispositions of a measurement child. */
-static void child_setup(const helper_config *hc, pid_t helper,
-                        int cpu_seconds) {
+/* Writes a child's result to its pipe (write, not send: the filter
+ * allows no socket call). */
+static void report(int fd, const ts_measure_result *r) {
+  const char *c = (const char *)r;
+  size_t n = sizeof *r;
+  while (n) {
+    ssize_t w = write(fd, c, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return;
+    c += w;
+    n -= (size_t)w;
+  }
+}
+
+/* Enters the sandbox (sandbox.c) after setting the child's signal
+ * dispositions: the result then goes to the returned descriptor. A child
+ * that cannot be confined reports a run_error and exits. */
+static int child_setup(const helper_config *hc, pid_t helper, int cpu_seconds,
+                       int threads, bool filter, int wfd) {
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != helper) _exit(3); /* the helper died before prctl */
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = SIG_DFL;
   sigemptyset(&sa.sa_mask);
-  int fatal[] = {SIGSEGV, SIGBUS, SIGFPE,  SIGILL, SIGABRT,
-                 SIGXCPU, SIGSYS, SIGTRAP, SIGTERM};
+  int fatal[] = {SIGSEGV, SIGBUS,  SIGFPE, SIGILL,  SIGABRT,
+                 SIGXCPU, SIGXFSZ, SIGSYS, SIGTRAP, SIGTERM};
   for (size_t i = 0; i < sizeof fatal / sizeof fatal[0]; i++)
     sigaction(fatal[i], &sa, NULL);
   sigset_t all;
   sigfillset(&all);
   sigdelset(&all, SIGINT);
   sigprocmask(SIG_UNBLOCK, &all, NULL);
-  struct rlimit rl = {0, 0};
-  setrlimit(RLIMIT_CORE, &rl);
-  if (cpu_seconds > 0) {
-    rl.rlim_cur = (rlim_t)cpu_seconds;
-    rl.rlim_max = (rlim_t)cpu_seconds + 1;
-    setrlimit(RLIMIT_CPU, &rl);
+  sandbox_limits l = {hc->memory_limit, cpu_seconds, threads,
+                      filter && hc->filter};
+  char why[256];
+  int fd = sandbox_enter(wfd, &l, why, sizeof why);
+  if (fd < 0) {
+    ts_measure_result r;
+    result_set(&r, TS_MEASURE_RUN_ERROR, "sandbox: %s", why);
+    /* wfd is closed once the pipe has moved to its place */
+    report(fcntl(wfd, F_GETFD) >= 0 ? wfd : SANDBOX_RESULT_FD, &r);
+    _exit(0);
   }
-  if (hc->memory_limit > 0) {
-    /* Relative to the address space the child starts with (a sanitizer
-     * build reserves terabytes of shadow memory up front). */
-    long pages = 0;
-    FILE *f = fopen("/proc/self/statm", "r");
-    if (f) {
-      if (fscanf(f, "%ld", &pages) != 1) pages = 0;
-      fclose(f);
-    }
-    if (pages > 0) {
-      rlim_t cur = (rlim_t)pages * (rlim_t)sysconf(_SC_PAGESIZE);
-      rl.rlim_cur = rl.rlim_max = cur + (rlim_t)hc->memory_limit;
-      setrlimit(RLIMIT_AS, &rl);
-    }
-  }
+  return fd;
 }
 
 static ts_rt_arg_spec *specs_of(const ts_artifact *a) {
@@ -310,10 +323,6 @@ static int child_threads(const helper_config *hc, const ts_measure_config *c) {
   if (hc->threads > 0) return hc->threads;
   long n = sysconf(_SC_NPROCESSORS_ONLN);
   return n > 0 ? (int)n : 1;
-}
-
-static void report(int fd, const ts_measure_result *r) {
-  (void)!write_full(fd, r, sizeof *r);
 }
 
 static void set_from_error(ts_measure_result *r, ts_measure_status st,
@@ -486,13 +495,29 @@ typedef struct helper {
 
 /* How a child ended. */
 typedef struct child_end {
-  bool timed_out, hangup, exited;
+  bool timed_out, hangup, cancelled, exited;
   int wstatus;
-  size_t got; /* report bytes read */
+  size_t got;   /* report bytes kept */
+  size_t total; /* bytes the child wrote in all */
 } child_end;
 
+/* Whether the caller asked to cancel the measurement in progress
+ * (MSG_CANCEL); anything else on the socket is a broken caller. */
+static bool caller_cancels(helper *h, child_end *e) {
+  msg_head mh;
+  if (read_full(h->sock, &mh, sizeof mh, mono_seconds() + 1) == 0 &&
+      mh.type == MSG_CANCEL && mh.len == 0) {
+    e->cancelled = true;
+    return true;
+  }
+  e->hangup = true;
+  return true;
+}
+
 /* Waits for child pid until `deadline`, reading its report (at most cap
- * bytes) from rfd, and kills it on expiry or when the caller hangs up. */
+ * bytes, the rest counted) from rfd; kills its whole process group on
+ * expiry, when the caller cancels or hangs up, and in any case once the
+ * child has ended (its grandchildren do not outlive it). */
 static void wait_child(helper *h, pid_t pid, int rfd, double deadline,
                        void *rep, size_t cap, child_end *e) {
   memset(e, 0, sizeof *e);
@@ -516,12 +541,13 @@ static void wait_child(helper *h, pid_t pid, int rfd, double deadline,
       fds[n++] = (struct pollfd){pfd, POLLIN, 0};
     }
     int is = n;
-    fds[n++] = (struct pollfd){h->sock, POLLRDHUP, 0};
+    fds[n++] = (struct pollfd){h->sock, POLLIN | POLLRDHUP, 0};
     int ms = (int)ceil(left * 1000);
     if (pfd < 0 && !e->exited && ms > 5) ms = 5;
     if (e->exited) ms = 0; /* drain what is left in the pipe */
     int pr = poll(fds, (nfds_t)n, ms);
     if (pr < 0 && errno != EINTR) break;
+    if (pr > 0 && (fds[is].revents & POLLIN) && caller_cancels(h, e)) break;
     if (fds[is].revents & (POLLRDHUP | POLLHUP | POLLERR)) {
       e->hangup = true;
       break;
@@ -529,30 +555,41 @@ static void wait_child(helper *h, pid_t pid, int rfd, double deadline,
     if (ip >= 0 && fds[ip].revents) {
       ssize_t r = e->got < cap ? read(rfd, (char *)rep + e->got, cap - e->got)
                                : read(rfd, scratch, sizeof scratch);
-      if (r > 0 && e->got < cap) e->got += (size_t)r;
+      if (r > 0) {
+        if (e->got < cap) e->got += (size_t)r;
+        e->total += (size_t)r;
+      }
       if (r == 0 || (r < 0 && errno != EINTR && errno != EAGAIN))
         pipe_open = false;
     } else if (e->exited && pr == 0) {
       pipe_open = false; /* exited and nothing more to read */
     }
     if (!e->exited && (pfd < 0 || (id >= 0 && fds[id].revents))) {
-      pid_t w = waitpid(pid, &e->wstatus, WNOHANG);
-      if (w == pid) e->exited = true;
+      /* Not reaped yet: the group id stays the child's until the group is
+       * killed below. */
+      siginfo_t si;
+      memset(&si, 0, sizeof si);
+      if (!waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) &&
+          si.si_pid == pid)
+        e->exited = true;
     }
   }
-  if (!e->exited) {
-    kill(pid, SIGKILL);
-    while (waitpid(pid, &e->wstatus, 0) < 0 && errno == EINTR) {
-    }
-    e->exited = true;
+  kill(-pid, SIGKILL);
+  kill(pid, SIGKILL);
+  while (waitpid(pid, &e->wstatus, 0) < 0 && errno == EINTR) {
   }
+  e->exited = true;
+  sandbox_kill_group(pid);
   if (pfd >= 0) close(pfd);
 }
 
 /* Turns how a child ended into a result when it reported none (or was
  * killed). limit_ms names the time limit in messages. */
 static void classify(const child_end *e, int limit_ms, ts_measure_result *r) {
-  if (e->hangup) {
+  if (e->cancelled) {
+    result_set(r, TS_MEASURE_RUN_ERROR,
+               "measurement cancelled: the client went away");
+  } else if (e->hangup) {
     result_set(r, TS_MEASURE_RUN_ERROR,
                "measurement cancelled: the worker is "
                "shutting down");
@@ -572,6 +609,15 @@ static void classify(const child_end *e, int limit_ms, ts_measure_result *r) {
       result_set(r, TS_MEASURE_RUN_ERROR,
                  "killed by signal 9 (out of memory, "
                  "or killed from outside)");
+    else if (sig == SIGSYS)
+      result_set(r, TS_MEASURE_RUN_ERROR,
+                 "stopped by the sandbox: a forbidden system call "
+                 "(signal %d, %s)",
+                 sig, strsignal(sig));
+    else if (sig == SIGXFSZ)
+      result_set(r, TS_MEASURE_RUN_ERROR,
+                 "stopped by the sandbox: wrote to a file (signal %d, %s)", sig,
+                 strsignal(sig));
     else
       result_set(r, TS_MEASURE_RUN_ERROR, "crashed: signal %d (%s)", sig,
                  strsignal(sig));
@@ -596,7 +642,7 @@ static int ref_timeout_ms(const ts_measure_config *c) {
 typedef void (*child_fn)(helper *h, void *ctx, int wfd);
 
 static void run_child(helper *h, child_fn body, void *ctx, int limit_ms,
-                      ts_measure_result *res) {
+                      int repeat, ts_measure_result *res) {
   int p[2];
   if (pipe2(p, O_CLOEXEC)) {
     result_set(res, TS_MEASURE_RUN_ERROR, "cannot create a pipe: %s",
@@ -617,17 +663,27 @@ static void run_child(helper *h, child_fn body, void *ctx, int limit_ms,
     body(h, ctx, p[1]);
     _exit(0);
   }
+  setpgid(pid, pid); /* also done by the child: no window without it */
   close(p[1]);
   ts_measure_result rep;
+  memset(&rep, 0, sizeof rep);
   child_end e;
   wait_child(h, pid, p[0], start + limit_ms / 1000.0, &rep, sizeof rep, &e);
   close(p[0]);
   double end = mono_seconds();
   bool clean = WIFEXITED(e.wstatus) && WEXITSTATUS(e.wstatus) == 0;
-  if (!e.timed_out && !e.hangup && e.got == sizeof rep && clean)
-    *res = rep;
-  else
+  char why[128];
+  if (e.timed_out || e.hangup || e.cancelled || !clean || e.total == 0)
     classify(&e, limit_ms, res);
+  else if (e.total != sizeof rep)
+    result_set(res, TS_MEASURE_RUN_ERROR,
+               "malformed result: %zu bytes from the measuring process, "
+               "want %zu",
+               e.total, sizeof rep);
+  else if (!sandbox_result_check(&rep, repeat, why, sizeof why))
+    result_set(res, TS_MEASURE_RUN_ERROR, "malformed result: %s", why);
+  else
+    *res = rep;
   res->started_at = start;
   res->finished_at = end;
   res->run_ms = (end - start) * 1000;
@@ -643,9 +699,10 @@ static void ref_child(helper *h, void *vctx, int wfd) {
   ref_ctx *c = vctx;
   ts_measure_result r;
   memset(&r, 0, sizeof r);
-  child_setup(&h->hc, h->self, (ref_timeout_ms(c->cfg) + 999) / 1000 + 1);
   ts_measure_config one = *c->cfg;
   one.threads = 1;
+  wfd = child_setup(&h->hc, h->self, (ref_timeout_ms(c->cfg) + 999) / 1000 + 1,
+                    child_threads(&h->hc, &one), true, wfd);
   const ts_artifact *a = c->ref->artifact;
   ts_error err;
   ts_error_clear(&err);
@@ -729,7 +786,7 @@ static const ts_rt_args *ref_outputs(helper *h, helper_ref *ref,
   }
   ref_ctx ctx = {ref, cfg, shm};
   ts_measure_result r;
-  run_child(h, ref_child, &ctx, ref_timeout_ms(cfg), &r);
+  run_child(h, ref_child, &ctx, ref_timeout_ms(cfg), 0, &r);
   if (r.status != TS_MEASURE_OK) {
     char id[REF_ID_MAX + 1];
     snprintf(id, sizeof id, "%s", ref->id);
@@ -791,7 +848,10 @@ static void cand_child(helper *h, void *vctx, int wfd) {
   cand_ctx *c = vctx;
   int threads = child_threads(&h->hc, c->cfg);
   int cpu = (int)ceil(c->cfg->timeout_ms / 1000.0 * threads) + 1;
-  child_setup(&h->hc, h->self, cpu);
+  /* The CUDA driver opens device files and starts threads of its own:
+   * a PTX child is confined by everything but the filter. */
+  wfd = child_setup(&h->hc, h->self, cpu, threads,
+                    c->a->kind != TS_ARTIFACT_PTX, wfd);
   ts_measure_result r;
   memset(&r, 0, sizeof r);
   if (c->a->kind == TS_ARTIFACT_PTX)
@@ -898,7 +958,7 @@ static void helper_measure(helper *h, const unsigned char *p, size_t len) {
     }
   }
   cand_ctx ctx = {&mh.cfg, a, want};
-  run_child(h, cand_child, &ctx, mh.cfg.timeout_ms, &res);
+  run_child(h, cand_child, &ctx, mh.cfg.timeout_ms, mh.cfg.eval.repeat, &res);
 reply:
   ts_artifact_release(a);
   send_msg(h->sock, MSG_RESULT, &res, sizeof res, NULL, 0);
@@ -906,7 +966,7 @@ reply:
 
 static void info_child(helper *h, void *ctx, int wfd) {
   (void)ctx;
-  child_setup(&h->hc, h->self, 30);
+  wfd = child_setup(&h->hc, h->self, 30, 1, false, wfd);
   info_reply ir;
   memset(&ir, 0, sizeof ir);
   ts_error err;
@@ -977,6 +1037,8 @@ static void helper_main(int sock, const helper_config *hc) {
   sigprocmask(SIG_UNBLOCK, &all, NULL);
   close_other_fds(sock);
   prctl(PR_SET_NAME, "tessera-measure");
+  /* Orphans of a measuring child come back here to be killed and reaped. */
+  prctl(PR_SET_CHILD_SUBREAPER, 1);
   helper h;
   memset(&h, 0, sizeof h);
   h.hc = *hc;
@@ -995,6 +1057,9 @@ static void helper_main(int sock, const helper_config *hc) {
     else if (mh.type == MSG_CUDA_INFO)
       helper_info(&h);
     free(p);
+    /* No child of ours is running now: reap any stray one. */
+    while (waitpid(-1, NULL, WNOHANG) > 0) {
+    }
   }
 }
 
@@ -1089,6 +1154,7 @@ int executor_create(const ts_device_options *o, int max_references,
   ex->hc.dev = dev;
   ex->hc.threads = d.threads;
   ex->hc.memory_limit = d.memory_limit_bytes;
+  ex->hc.filter = d.seccomp;
   ex->hc.max_refs = max_references > 0 ? max_references : 64;
   ex->sock = -1;
   pthread_mutex_init(&ex->mu, NULL);
@@ -1179,12 +1245,40 @@ bool executor_has_reference(executor *ex, const char *id) {
   return found;
 }
 
+/* Whether the client on fd (>= 0) has hung up. */
+static bool client_gone(int fd) {
+  if (fd < 0) return false;
+  struct pollfd pf = {fd, POLLRDHUP, 0};
+  return poll(&pf, 1, 0) > 0 && (pf.revents & (POLLRDHUP | POLLHUP | POLLERR));
+}
+
+/* Waits for the helper's reply to be readable before the deadline; when
+ * the client on watch_fd hangs up meanwhile, asks the helper (once) to
+ * cancel, which makes it answer at once. */
+static void wait_reply(executor *ex, int watch_fd, double deadline) {
+  bool cancelled = false;
+  for (;;) {
+    double left = deadline - mono_seconds();
+    if (left <= 0) return;
+    struct pollfd pf[2] = {{ex->sock, POLLIN, 0}, {watch_fd, POLLRDHUP, 0}};
+    nfds_t n = watch_fd >= 0 && !cancelled ? 2 : 1;
+    int pr = poll(pf, n, (int)ceil(left * 1000));
+    if (pr < 0 && errno == EINTR) continue;
+    if (pr <= 0 || pf[0].revents) return;
+    if (pf[1].revents & (POLLRDHUP | POLLHUP | POLLERR)) {
+      cancelled = true;
+      if (send_msg(ex->sock, MSG_CANCEL, NULL, 0, NULL, 0)) return;
+    }
+  }
+}
+
 /* Sends a request and waits for a reply of `want` type and size. Returns 0,
  * -1 when the helper is gone or broken, or 1 for MSG_NEED_REF. */
 static int helper_call(executor *ex, uint32_t type, const void *a, size_t na,
                        const void *b, size_t nb, double deadline, uint32_t want,
-                       void *reply, size_t reply_size) {
+                       void *reply, size_t reply_size, int watch_fd) {
   if (send_msg(ex->sock, type, a, na, b, nb)) return -1;
+  if (watch_fd >= 0) wait_reply(ex, watch_fd, deadline);
   msg_head h;
   if (read_full(ex->sock, &h, sizeof h, deadline)) return -1;
   if (h.type == MSG_NEED_REF && h.len == 0) return 1;
@@ -1194,7 +1288,7 @@ static int helper_call(executor *ex, uint32_t type, const void *a, size_t na,
 }
 
 void executor_measure(executor *ex, const ts_measure_config *cfg,
-                      const char *ref_id, const ts_artifact *a,
+                      const char *ref_id, const ts_artifact *a, int watch_fd,
                       ts_measure_result *res) {
   ts_artifact *ref = NULL;
   uint64_t version = 0;
@@ -1243,8 +1337,13 @@ void executor_measure(executor *ex, const ts_measure_config *cfg,
       break;
     }
     double deadline = mono_seconds() + budget;
+    if (client_gone(watch_fd)) {
+      snprintf(failure, sizeof failure,
+               "measurement cancelled: the client went away");
+      break;
+    }
     int rc = helper_call(ex, MSG_MEASURE, &mh, sizeof mh, art, na, deadline,
-                         MSG_RESULT, res, sizeof *res);
+                         MSG_RESULT, res, sizeof *res, watch_fd);
     if (rc == 1) {
       ref_head rh;
       memset(&rh, 0, sizeof rh);
@@ -1258,9 +1357,15 @@ void executor_measure(executor *ex, const ts_measure_config *cfg,
       rc = send_msg(ex->sock, MSG_PUT_REF, &rh, sizeof rh, refbuf, nr);
       if (!rc)
         rc = helper_call(ex, MSG_MEASURE, &mh, sizeof mh, art, na, deadline,
-                         MSG_RESULT, res, sizeof *res);
+                         MSG_RESULT, res, sizeof *res, watch_fd);
     }
-    if (rc == 0) {
+    if (rc == 0 &&
+        ((unsigned)res->status > TS_MEASURE_WRONG_RESULT ||
+         res->n_seconds < 0 || res->n_seconds > TS_MEASURE_MAX_REPEAT)) {
+      result_set(res, TS_MEASURE_RUN_ERROR,
+                 "malformed result from the measurement process");
+      done = true;
+    } else if (rc == 0) {
       done = true;
     } else {
       snprintf(failure, sizeof failure, "the measurement process %s",
@@ -1287,7 +1392,7 @@ int executor_cuda_info(executor *ex, ts_cuda_device_info *info, ts_error *err) {
   int rc = -1;
   if (ex->helper > 0 || !spawn_helper(ex, err))
     rc = helper_call(ex, MSG_CUDA_INFO, NULL, 0, NULL, 0, mono_seconds() + 60,
-                     MSG_INFO, &ir, sizeof ir);
+                     MSG_INFO, &ir, sizeof ir, -1);
   if (rc) kill_helper(ex);
   ticket_release(ex);
   if (rc)

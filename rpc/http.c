@@ -7,9 +7,18 @@
  *
  * The server runs one thread per connection: a measure request blocks its
  * thread while it waits for the device, and other requests (info, status,
- * heartbeats) keep being served meanwhile. Connections are capped
- * (limits.max_connections) and an idle connection is closed after a while.
+ * heartbeats) keep being served meanwhile. Connections are capped in all
+ * and per client address (limits.max_connections,
+ * max_connections_per_client): a connection over either cap has its request
+ * answered 503 with Retry-After (MHD accepts a few beyond the cap for
+ * that). A watchdog closes every connection whose request — headers and
+ * body, counted from its first byte or from the end of the previous one —
+ * is not complete within limits.request_deadline_ms, however slowly it
+ * trickles in; the token is checked as soon as the headers are in. The
+ * handler gets the connection's descriptor to notice a client that goes
+ * away during a long measurement.
  */
+#define _GNU_SOURCE /* POLLRDHUP */
 #include "rpc/internal.h"
 
 #include <arpa/inet.h>
@@ -17,17 +26,43 @@
 #include <inttypes.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Seconds an idle connection is kept. */
 #define IDLE_TIMEOUT_S 60
 /* The largest reply a client accepts. */
 #define MAX_REPLY_BYTES ((size_t)64 << 20)
+
+/* Seconds a client over capacity has to send its headers (and get its
+ * 503) before its connection is closed. */
+#define OVER_CAPACITY_DEADLINE_S 5
+/* Connections MHD accepts beyond the limit so that it can answer them 503
+ * (past these it closes new connections without a reply). */
+#define ANSWER_SLOTS(max) ((max) / 4 + 4)
+/* How often the watchdog looks at the connections. */
+#define WATCHDOG_PERIOD_MS 100
+
+/* Where a connection's current request is. */
+enum { CONN_RECEIVING, CONN_HANDLING };
+
+/* One open connection, registered from its accept to its close. */
+typedef struct conn_entry {
+  int fd;
+  char peer[64]; /* the client's numeric address */
+  double start;  /* when its current request began (or the
+                    connection fell idle) */
+  int phase;     /* CONN_* */
+  bool over;     /* over capacity: its request is answered 503 */
+  bool closed;   /* the watchdog shut it down */
+  struct conn_entry *next;
+} conn_entry;
 
 struct http_server {
   struct MHD_Daemon *daemon;
@@ -38,6 +73,14 @@ struct http_server {
   http_handler_fn fn;
   void *ctx;
   char what[32];
+  /* connections and the deadline watchdog */
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  conn_entry *conns;
+  int n_conns;
+  bool stopping;
+  bool watchdog_started;
+  pthread_t watchdog;
 };
 
 /* Per-request state, from the headers to the completed body. */
@@ -204,6 +247,11 @@ static enum MHD_Result queue(struct MHD_Connection *c, http_response *res,
   if (res->status == 401)
     MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
                             "Bearer realm=\"tessera\"");
+  if (res->retry_after > 0) {
+    char v[16];
+    snprintf(v, sizeof v, "%d", res->retry_after);
+    MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, v);
+  }
   if (close) MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
   enum MHD_Result ok = MHD_queue_response(c, (unsigned)res->status, r);
   MHD_destroy_response(r);
@@ -224,6 +272,7 @@ static enum MHD_Result early(struct MHD_Connection *c, conn_state *st,
   va_end(ap);
   http_response res = {0};
   http_reply_error(&res, status, code, "%s", text);
+  if (status == 503) res.retry_after = 1;
   st->responded = true;
   return queue(c, &res, true);
 }
@@ -237,6 +286,127 @@ static enum MHD_Result count_header(void *cls, enum MHD_ValueKind kind,
   return MHD_YES;
 }
 
+/* ---- connections: capacity and deadlines ---- */
+
+static void peer_of(struct MHD_Connection *c, char *out, size_t size) {
+  out[0] = 0;
+  const union MHD_ConnectionInfo *ci =
+      MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+  if (!ci || !ci->client_addr) return;
+  const struct sockaddr *sa = ci->client_addr;
+  if (sa->sa_family == AF_INET)
+    inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, out,
+              (socklen_t)size);
+  else if (sa->sa_family == AF_INET6)
+    inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, out,
+              (socklen_t)size);
+}
+
+/* Whether the client of connection fd has closed it (or half-closed). */
+static bool peer_gone(int fd) {
+  if (fd < 0) return true;
+  struct pollfd pf = {fd, POLLRDHUP, 0};
+  return poll(&pf, 1, 0) > 0 &&
+         (pf.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL));
+}
+
+/* Registers a new connection and decides whether it is over capacity
+ * (too many connections in all, or from its address); unregisters a
+ * closed one. */
+static void on_connection(void *cls, struct MHD_Connection *c,
+                          void **socket_context,
+                          enum MHD_ConnectionNotificationCode toe) {
+  http_server *s = cls;
+  if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+    conn_entry *e = calloc(1, sizeof *e);
+    if (!e) return; /* untracked: on_access refuses it */
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    e->fd = ci ? ci->connect_fd : -1;
+    peer_of(c, e->peer, sizeof e->peer);
+    e->start = mono_seconds();
+    pthread_mutex_lock(&s->mu);
+    /* A connection its client has closed counts no more, though the
+     * server library may not have cleaned it up yet. */
+    int same = 1, live = 1;
+    for (conn_entry *o = s->conns; o; o = o->next) {
+      if (o->closed || peer_gone(o->fd)) continue;
+      live++;
+      if (!strcmp(o->peer, e->peer)) same++;
+    }
+    e->over = live > s->lim.max_connections ||
+              same > s->lim.max_connections_per_client;
+    e->next = s->conns;
+    s->conns = e;
+    s->n_conns++;
+    pthread_mutex_unlock(&s->mu);
+    *socket_context = e;
+  } else if (toe == MHD_CONNECTION_NOTIFY_CLOSED && *socket_context) {
+    conn_entry *e = *socket_context;
+    pthread_mutex_lock(&s->mu);
+    for (conn_entry **p = &s->conns; *p; p = &(*p)->next)
+      if (*p == e) {
+        *p = e->next;
+        s->n_conns--;
+        break;
+      }
+    pthread_mutex_unlock(&s->mu);
+    free(e);
+    *socket_context = NULL;
+  }
+}
+
+static conn_entry *entry_of(struct MHD_Connection *c) {
+  const union MHD_ConnectionInfo *ci =
+      MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+  return ci ? (conn_entry *)ci->socket_context : NULL;
+}
+
+/* Moves a connection's request to `phase`; false when the watchdog has
+ * already closed it. */
+static bool set_phase(http_server *s, conn_entry *e, int phase) {
+  if (!e) return true;
+  pthread_mutex_lock(&s->mu);
+  bool open = !e->closed;
+  e->phase = phase;
+  if (phase == CONN_RECEIVING) e->start = mono_seconds();
+  pthread_mutex_unlock(&s->mu);
+  return open;
+}
+
+/* Closes every connection whose request (headers and body, counted from
+ * its first byte or from the end of the previous request) is not in by
+ * the deadline: a client that trickles bytes holds a slot for at most
+ * that long, whatever its pace. A request being handled has no deadline
+ * here (the measurement bounds itself). */
+static void *watchdog_main(void *arg) {
+  http_server *s = arg;
+  pthread_mutex_lock(&s->mu);
+  while (!s->stopping) {
+    double now = mono_seconds();
+    for (conn_entry *e = s->conns; e; e = e->next) {
+      if (e->closed || e->phase == CONN_HANDLING || e->fd < 0) continue;
+      double limit = s->lim.request_deadline_ms / 1000.0;
+      if (e->over && limit > OVER_CAPACITY_DEADLINE_S)
+        limit = OVER_CAPACITY_DEADLINE_S;
+      if (now - e->start > limit) {
+        e->closed = true;
+        shutdown(e->fd, SHUT_RDWR); /* MHD sees the end and closes it */
+      }
+    }
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_nsec += WATCHDOG_PERIOD_MS * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+      ts.tv_sec++;
+      ts.tv_nsec -= 1000000000L;
+    }
+    pthread_cond_timedwait(&s->cv, &s->mu, &ts);
+  }
+  pthread_mutex_unlock(&s->mu);
+  return NULL;
+}
+
 static enum MHD_Result on_access(void *cls, struct MHD_Connection *c,
                                  const char *url, const char *method,
                                  const char *version, const char *upload,
@@ -248,6 +418,15 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *c,
     st = calloc(1, sizeof *st);
     if (!st) return MHD_NO;
     *con_cls = st;
+    /* The headers are in: capacity, then the token, before any body. */
+    conn_entry *e = entry_of(c);
+    if (!e) return MHD_NO; /* not registered (out of memory) */
+    if (e->over)
+      return early(c, st, 503, "busy",
+                   "%s: over capacity (%d connections, %d per client "
+                   "address); retry later",
+                   s->what, s->lim.max_connections,
+                   s->lim.max_connections_per_client);
     /* MHD caps headers at its connection memory; this is the exact limit. */
     size_t header_bytes = strlen(method) + strlen(url) + 12;
     MHD_get_connection_values(c, MHD_HEADER_KIND, count_header, &header_bytes);
@@ -322,17 +501,12 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *c,
   req.body_len = st->len;
   req.content_type = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
                                                  MHD_HTTP_HEADER_CONTENT_TYPE);
-  const union MHD_ConnectionInfo *ci =
-      MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-  if (ci && ci->client_addr) {
-    const struct sockaddr *sa = ci->client_addr;
-    if (sa->sa_family == AF_INET)
-      inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, req.peer,
-                sizeof req.peer);
-    else if (sa->sa_family == AF_INET6)
-      inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr,
-                req.peer, sizeof req.peer);
-  }
+  peer_of(c, req.peer, sizeof req.peer);
+  /* The request is in: its handling has no receive deadline. */
+  if (!set_phase(s, entry_of(c), CONN_HANDLING)) return MHD_NO;
+  const union MHD_ConnectionInfo *fi =
+      MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+  req.client_fd = fi ? fi->connect_fd : -1;
   http_response res = {0};
   res.status = 500;
   s->fn(s->ctx, &req, &res);
@@ -343,15 +517,33 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *c,
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
                          enum MHD_RequestTerminationCode toe) {
-  (void)cls;
-  (void)c;
   (void)toe;
+  /* The next request on this connection has the deadline from now. */
+  set_phase(cls, entry_of(c), CONN_RECEIVING);
   conn_state *st = *con_cls;
   if (st) {
     free(st->body);
     free(st);
   }
   *con_cls = NULL;
+}
+
+/* Stops the watchdog and frees what it watched over (after MHD). */
+static void stop_watchdog(http_server *s) {
+  if (s->watchdog_started) {
+    pthread_mutex_lock(&s->mu);
+    s->stopping = true;
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    pthread_join(s->watchdog, NULL);
+  }
+  while (s->conns) {
+    conn_entry *e = s->conns;
+    s->conns = e->next;
+    free(e);
+  }
+  pthread_mutex_destroy(&s->mu);
+  pthread_cond_destroy(&s->cv);
 }
 
 int http_server_start(const char *bind_addr, int port, const char *token,
@@ -363,6 +555,14 @@ int http_server_start(const char *bind_addr, int port, const char *token,
   if (port < 0 || port > 65535)
     return TS_ERR(err, TS_EINVAL, "%s: port %d is not in [0, 65535]", what,
                   port);
+  if (lim->max_connections < 1 || lim->max_connections > 65536 ||
+      lim->max_connections_per_client < 1 || lim->request_deadline_ms < 100)
+    return TS_ERR(err, TS_EINVAL,
+                  "%s: bad connection limits (%d connections in [1, 65536], "
+                  "%d per client at least 1, a request deadline of %d ms at "
+                  "least 100)",
+                  what, lim->max_connections, lim->max_connections_per_client,
+                  lim->request_deadline_ms);
   if (!ts_rpc_is_loopback(bind_addr) && !(token && *token))
     return TS_ERR(err, TS_EINVAL,
                   "%s: refusing to listen on the non-loopback "
@@ -420,15 +620,22 @@ int http_server_start(const char *bind_addr, int port, const char *token,
   unsigned flags = MHD_USE_THREAD_PER_CONNECTION |
                    MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL;
   if (ss.ss_family == AF_INET6) flags |= MHD_USE_IPv6;
+  pthread_mutex_init(&s->mu, NULL);
+  pthread_cond_init(&s->cv, NULL);
+  if (pthread_create(&s->watchdog, NULL, watchdog_main, s) == 0)
+    s->watchdog_started = true;
   size_t pool = (size_t)lim->max_header_bytes + 8192;
-  s->daemon = MHD_start_daemon(
-      flags, 0, NULL, NULL, on_access, s, MHD_OPTION_LISTEN_SOCKET, fd,
-      MHD_OPTION_CONNECTION_MEMORY_LIMIT, pool, MHD_OPTION_CONNECTION_LIMIT,
-      (unsigned)lim->max_connections, MHD_OPTION_CONNECTION_TIMEOUT,
-      (unsigned)IDLE_TIMEOUT_S, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
-      MHD_OPTION_END);
+  if (s->watchdog_started)
+    s->daemon = MHD_start_daemon(
+        flags, 0, NULL, NULL, on_access, s, MHD_OPTION_LISTEN_SOCKET, fd,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, pool, MHD_OPTION_CONNECTION_LIMIT,
+        (unsigned)(lim->max_connections + ANSWER_SLOTS(lim->max_connections)),
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)IDLE_TIMEOUT_S,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+        MHD_OPTION_NOTIFY_CONNECTION, on_connection, s, MHD_OPTION_END);
   if (!s->daemon) {
     close(fd);
+    stop_watchdog(s);
     free(s->token);
     free(s);
     return TS_ERR(err, TS_EIO, "%s: cannot start the HTTP server on %s:%d",
@@ -443,6 +650,7 @@ int http_server_port(const http_server *s) { return s->port; }
 void http_server_stop(http_server *s) {
   if (!s) return;
   MHD_stop_daemon(s->daemon); /* closes the listening socket too */
+  stop_watchdog(s);
   free(s->token);
   free(s);
 }

@@ -13,6 +13,7 @@
 #include <cJSON.h>
 #include <curl/curl.h>
 #include <stdarg.h>
+#include <sys/types.h>
 
 /* ========================================================================
  * Protocol (protocol.c)
@@ -67,6 +68,26 @@ int artifact_from_json(const cJSON *j, const char *where,
                        const unsigned char *payload, size_t payload_len,
                        const ts_rpc_limits *lim, ts_artifact **out,
                        ts_error *err);
+
+/* A decoded POST /v1/measure body. */
+typedef struct measure_request {
+  ts_measure_config cfg;
+  const char *reference;   /* NULL: no correctness check; points into head */
+  int n;                   /* candidates, 1 to lim->max_candidates */
+  ts_artifact **artifacts; /* n, owned */
+  int64_t *ids;            /* n, distinct */
+  cJSON *head;             /* the parsed header, owned */
+} measure_request;
+
+/* Decodes a measure request body (the worker's decoder, also the fuzz
+ * target's): the frame, the config, the reference id, every candidate's id
+ * and artifact, each checked against lim. TS_EINVAL (TS_ENOMEM for a size
+ * over a limit) naming the field; on failure *out holds nothing. Free with
+ * measure_request_clear. */
+int measure_request_decode(const unsigned char *body, size_t len,
+                           const ts_rpc_limits *lim, measure_request *out,
+                           ts_error *err);
+void measure_request_clear(measure_request *r);
 
 cJSON *config_to_json(const ts_measure_config *c);
 /* Fields absent from j keep the defaults; present ones are range-checked. */
@@ -136,15 +157,52 @@ int executor_put_reference(executor *ex, const char *id, ts_artifact *a,
 bool executor_has_reference(executor *ex, const char *id);
 /* Measures one candidate (waiting for its turn) and fills *res; never
  * fails otherwise (problems are results). An unknown ref_id is a
- * run_error. */
+ * run_error. watch_fd (-1: none) is a client connection: when it hangs up
+ * before or during the measurement, the measurement is cancelled (its
+ * process group killed) and the result is a run_error saying so. */
 void executor_measure(executor *ex, const ts_measure_config *cfg,
-                      const char *ref_id, const ts_artifact *a,
+                      const char *ref_id, const ts_artifact *a, int watch_fd,
                       ts_measure_result *res);
 /* CUDA device properties, probed in a child process (the helper itself
  * never initializes CUDA, which does not survive fork). */
 int executor_cuda_info(executor *ex, ts_cuda_device_info *info, ts_error *err);
 int64_t executor_measurements(executor *ex);
 const device_spec *executor_device(const executor *ex);
+
+/* ========================================================================
+ * The measuring child's sandbox (sandbox.c)
+ * ======================================================================== */
+
+/* The descriptor a sandboxed child writes its result to. */
+#define SANDBOX_RESULT_FD 3
+
+typedef struct sandbox_limits {
+  int64_t memory_bytes; /* address space on top of the child's start (0:
+                           none) */
+  int cpu_seconds;      /* CPU time of all its threads (0: none) */
+  int threads;          /* runtime threads it will start */
+  bool filter;          /* install the system-call filter */
+} sandbox_limits;
+
+/* Confines the calling process, a single-threaded child just forked by the
+ * helper: its own process group, result_fd moved to SANDBOX_RESULT_FD and
+ * every other descriptor closed (0-2 become /dev/null), the limits of l,
+ * and (l->filter) the seccomp filter. Returns SANDBOX_RESULT_FD, or -1 with
+ * the reason in why (the process is then partly confined and must only
+ * report and exit). */
+int sandbox_enter(int result_fd, const sandbox_limits *l, char *why,
+                  size_t size);
+/* Kills process group pgid and reaps the members that are the caller's
+ * children (waiting at most a second). */
+void sandbox_kill_group(pid_t pgid);
+/* Whether r, read from a child measuring with `repeat` repeats (0 for a
+ * reference run), is well-formed: a status a child may report, n_seconds
+ * equal to repeat for ok (0 otherwise), finite non-negative seconds, a
+ * number in range, terminated strings (unprintable bytes replaced), an
+ * error text for a failure. Clears the fields the helper fills in. On
+ * false, why says what is wrong. */
+bool sandbox_result_check(ts_measure_result *r, int repeat, char *why,
+                          size_t size);
 
 /* ========================================================================
  * HTTP server and client (http.c)
@@ -157,6 +215,7 @@ typedef struct http_request {
   size_t body_len;
   const char *content_type; /* NULL when absent */
   char peer[64];            /* the client's numeric address */
+  int client_fd;            /* the connection (poll it for a hang-up only) */
 } http_request;
 
 typedef struct http_response {
@@ -164,6 +223,7 @@ typedef struct http_response {
   char *body; /* malloc'd */
   size_t body_len;
   const char *content_type;
+  int retry_after; /* seconds, sent as Retry-After when > 0 */
 } http_response;
 
 typedef void (*http_handler_fn)(void *ctx, const http_request *req,

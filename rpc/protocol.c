@@ -92,6 +92,8 @@ ts_rpc_limits ts_rpc_limits_default(void) {
   l.max_candidates = 1024;
   l.max_references = 64;
   l.max_connections = 64;
+  l.max_connections_per_client = 8;
+  l.request_deadline_ms = 30000;
   return l;
 }
 
@@ -680,19 +682,101 @@ int config_from_json(const cJSON *j, ts_measure_config *c, ts_error *err) {
   return TS_OK;
 }
 
+void measure_request_clear(measure_request *r) {
+  for (int i = 0; r->artifacts && i < r->n; i++)
+    ts_artifact_release(r->artifacts[i]);
+  free(r->artifacts);
+  free(r->ids);
+  cJSON_Delete(r->head);
+  memset(r, 0, sizeof *r);
+}
+
+int measure_request_decode(const unsigned char *body, size_t len,
+                           const ts_rpc_limits *lim, measure_request *out,
+                           ts_error *err) {
+  memset(out, 0, sizeof *out);
+  const unsigned char *payload = NULL;
+  size_t plen = 0;
+  int rc = wire_parse(body, len, lim, &out->head, &payload, &plen, err);
+  if (rc) return rc;
+  const cJSON *head = out->head;
+  out->cfg = ts_measure_config_default();
+  const cJSON *cj = cJSON_GetObjectItemCaseSensitive(head, "config");
+  const cJSON *cands = cJSON_GetObjectItemCaseSensitive(head, "candidates");
+  if (cj && (rc = config_from_json(cj, &out->cfg, err))) goto bad;
+  if ((rc = json_get_str(head, "request", "reference", REF_ID_MAX, false,
+                         &out->reference, err)))
+    goto bad;
+  if (out->reference && !ref_id_valid(out->reference)) {
+    rc = TS_ERR(err, TS_EINVAL, "request.reference: bad reference id");
+    goto bad;
+  }
+  if (!cJSON_IsArray(cands)) {
+    rc = TS_ERR(err, TS_EINVAL, "request: missing \"candidates\" array");
+    goto bad;
+  }
+  int n = cJSON_GetArraySize(cands);
+  if (n < 1) {
+    rc = TS_ERR(err, TS_EINVAL, "request: \"candidates\" is empty");
+    goto bad;
+  }
+  if (n > lim->max_candidates) {
+    rc = TS_ERR(err, TS_ENOMEM,
+                "request: %d candidates exceed the limit of %d "
+                "per request",
+                n, lim->max_candidates);
+    goto bad;
+  }
+  out->artifacts = calloc((size_t)n, sizeof *out->artifacts);
+  out->ids = calloc((size_t)n, sizeof *out->ids);
+  if (!out->artifacts || !out->ids) {
+    rc = TS_ERR(err, TS_ENOMEM, "out of memory for %d candidates", n);
+    goto bad;
+  }
+  out->n = n;
+  for (int i = 0; i < n; i++) {
+    const cJSON *c = cJSON_GetArrayItem(cands, i);
+    char where[48];
+    snprintf(where, sizeof where, "candidates[%d]", i);
+    if ((rc = json_get_int(c, where, "id", 0, (int64_t)1 << 53, true,
+                           &out->ids[i], err)))
+      goto bad;
+    for (int j = 0; j < i; j++)
+      if (out->ids[j] == out->ids[i]) {
+        rc = TS_ERR(err, TS_EINVAL, "%s.id: %" PRId64 " repeats candidates[%d]",
+                    where, out->ids[i], j);
+        goto bad;
+      }
+    if ((rc = artifact_from_json(
+             cJSON_GetObjectItemCaseSensitive(c, "artifact"), where, payload,
+             plen, lim, &out->artifacts[i], err)))
+      goto bad;
+  }
+  return TS_OK;
+bad:
+  measure_request_clear(out);
+  return rc;
+}
+
 cJSON *result_to_json(const ts_measure_result *r, int64_t id) {
   cJSON *o = cJSON_CreateObject();
   if (!o) return NULL;
   cJSON_AddNumberToObject(o, "id", (double)id);
   cJSON_AddStringToObject(o, "status", ts_measure_status_name(r->status));
+  /* Bounded whatever the result holds: it may come from a broken child. */
+  int n = r->n_seconds < 0                       ? 0
+          : r->n_seconds > TS_MEASURE_MAX_REPEAT ? TS_MEASURE_MAX_REPEAT
+                                                 : r->n_seconds;
+  char error[TS_MEASURE_ERROR_MAX];
+  snprintf(error, sizeof error, "%.*s", (int)sizeof r->error - 1, r->error);
   cJSON *s = cJSON_AddArrayToObject(o, "seconds");
-  for (int i = 0; s && i < r->n_seconds; i++)
+  for (int i = 0; s && i < n; i++)
     cJSON_AddItemToArray(s, cJSON_CreateNumber(r->seconds[i]));
   cJSON_AddNumberToObject(o, "number", r->number);
   cJSON_AddNumberToObject(o, "run_ms", r->run_ms);
   cJSON_AddNumberToObject(o, "started_at", r->started_at);
   cJSON_AddNumberToObject(o, "finished_at", r->finished_at);
-  cJSON_AddStringToObject(o, "error", r->error);
+  cJSON_AddStringToObject(o, "error", error);
   return o;
 }
 

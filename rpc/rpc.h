@@ -92,13 +92,16 @@ double ts_measure_result_mean(const ts_measure_result *r);
 
 /* Limits a worker or tracker enforces on requests (413 or 400 beyond). */
 typedef struct ts_rpc_limits {
-  int64_t max_body_bytes;     /* one request body (256 MiB) */
-  int64_t max_artifact_bytes; /* one artifact's bytes (64 MiB) */
-  int64_t max_json_bytes;     /* the JSON part of a request (4 MiB) */
-  int max_header_bytes;       /* request line + headers (16 KiB) */
-  int max_candidates;         /* candidates per measure request (1024) */
-  int max_references;         /* reference artifacts a worker keeps (64) */
-  int max_connections;        /* concurrent connections (64) */
+  int64_t max_body_bytes;         /* one request body (256 MiB) */
+  int64_t max_artifact_bytes;     /* one artifact's bytes (64 MiB) */
+  int64_t max_json_bytes;         /* the JSON part of a request (4 MiB) */
+  int max_header_bytes;           /* request line + headers (16 KiB) */
+  int max_candidates;             /* candidates per measure request (1024) */
+  int max_references;             /* reference artifacts a worker keeps (64) */
+  int max_connections;            /* concurrent connections (64); beyond, 503 */
+  int max_connections_per_client; /* from one client address (8) */
+  int request_deadline_ms;        /* to receive one request's headers and body,
+                                     idle time before it included (30000) */
 } ts_rpc_limits;
 
 ts_rpc_limits ts_rpc_limits_default(void);
@@ -159,6 +162,8 @@ typedef struct ts_device_options {
                                  online cores */
   int64_t memory_limit_bytes; /* address space a candidate's process may
                                  add to what it starts with (8 GiB) */
+  bool seccomp; /* system-call filter in CPU measuring children (true;
+                   turn off only to debug a kernel the filter stops) */
 } ts_device_options;
 
 ts_device_options ts_device_defaults(void);

@@ -41,7 +41,7 @@ static int emb_measure(ts_runner *r, const ts_measure_config *cfg,
                  "no artifact (the "
                  "candidate did not build)");
     else
-      executor_measure(e->ex, cfg, reference_id, cands[i], &results[i]);
+      executor_measure(e->ex, cfg, reference_id, cands[i], -1, &results[i]);
     results[i].attempts = 1;
     snprintf(results[i].worker, sizeof results[i].worker, "embedded");
   }

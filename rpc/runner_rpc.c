@@ -24,12 +24,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 /* How often the lease is renewed while measuring. */
 #define RENEW_MS 250
 /* Reference versions remembered per worker. */
 #define UPLOADS_KEPT 8
+/* A worker answering 503 busy (over its connection limits) is asked again
+ * this many times per call, this long apart, before it counts as failed. */
+#define BUSY_RETRIES 50
+#define BUSY_PAUSE_MS 100
 
 enum { W_IDLE, W_UPLOADING, W_MEASURING };
 enum { C_PENDING, C_INFLIGHT, C_DONE };
@@ -54,6 +59,7 @@ typedef struct rworker {
   size_t body_len;
   http_buf reply;
   int ref_retries;
+  int busy_retries; /* 503 busy answers in this call */
 } rworker;
 
 typedef struct rref {
@@ -511,6 +517,14 @@ static void on_done(batch *b, rworker *w, CURLcode cc) {
     w->ref_retries++;
     forget_upload(w, b->ref->id);
     send_chunk(b, w);
+  } else if (status == 503 && reply &&
+             !strcmp(json_error_code(reply), "busy") &&
+             w->busy_retries < BUSY_RETRIES) {
+    /* Over the worker's connection limits: not a failure, try again. */
+    w->busy_retries++;
+    struct timespec pause = {0, BUSY_PAUSE_MS * 1000000L};
+    nanosleep(&pause, NULL);
+    send_chunk(b, w);
   } else if ((status == 400 || status == 413) && reply &&
              strcmp(json_error_code(reply), "protocol_mismatch")) {
     chunk_rejected(b, w, status, json_error_text(reply));
@@ -549,6 +563,7 @@ static void run_batch(batch *b) {
     w->state = W_IDLE;
     w->n_inflight = 0;
     w->ref_retries = 0;
+    w->busy_retries = 0;
     w->in_lease = !r->tracker; /* direct mode: every listed worker */
   }
   b->last_progress_ms = mono_ms();

@@ -82,6 +82,8 @@ ts_tracker_options ts_tracker_defaults(void) {
   o.lease_ttl_ms = 15000;
   o.limits = ts_rpc_limits_default();
   o.limits.max_connections = 1024; /* every worker keeps one open */
+  /* Workers behind one address (a host, a NAT) are many clients. */
+  o.limits.max_connections_per_client = 1024;
   o.limits.max_body_bytes = (int64_t)1 << 20;
   o.limits.max_json_bytes = (int64_t)1 << 20;
   return o;

@@ -222,73 +222,19 @@ static void handle_measure(ts_worker *w, const http_request *req,
                            http_response *res) {
   ts_error err;
   ts_error_clear(&err);
-  cJSON *head = NULL;
-  const unsigned char *payload = NULL;
-  size_t plen = 0;
-  ts_artifact **arts = NULL;
-  int64_t *ids = NULL;
-  int n = 0;
-  int rc = wire_parse(req->body, req->body_len, &w->lim, &head, &payload, &plen,
-                      &err);
+  measure_request mr;
+  int rc = measure_request_decode(req->body, req->body_len, &w->lim, &mr, &err);
   if (rc) {
     http_reply_error(res, status_of(rc),
                      rc == TS_ENOMEM ? "too_large" : "bad_request", "%s",
                      err.msg);
     return;
   }
-  ts_measure_config cfg = ts_measure_config_default();
-  const char *ref = NULL;
-  const cJSON *cj = cJSON_GetObjectItemCaseSensitive(head, "config");
-  const cJSON *cands = cJSON_GetObjectItemCaseSensitive(head, "candidates");
-  if (cj && (rc = config_from_json(cj, &cfg, &err))) goto bad;
-  if ((rc = json_get_str(head, "request", "reference", REF_ID_MAX, false, &ref,
-                         &err)))
-    goto bad;
-  if (ref && !ref_id_valid(ref)) {
-    rc = TS_ERR(&err, TS_EINVAL, "request.reference: bad reference id");
-    goto bad;
-  }
-  if (!cJSON_IsArray(cands)) {
-    rc = TS_ERR(&err, TS_EINVAL, "request: missing \"candidates\" array");
-    goto bad;
-  }
-  n = cJSON_GetArraySize(cands);
-  if (n < 1) {
-    rc = TS_ERR(&err, TS_EINVAL, "request: \"candidates\" is empty");
-    goto bad;
-  }
-  if (n > w->lim.max_candidates) {
-    rc = TS_ERR(&err, TS_ENOMEM,
-                "request: %d candidates exceed the limit of %d "
-                "per request",
-                n, w->lim.max_candidates);
-    goto bad;
-  }
-  arts = calloc((size_t)n, sizeof *arts);
-  ids = calloc((size_t)n, sizeof *ids);
-  if (!arts || !ids) {
-    rc = TS_ERR(&err, TS_ENOMEM, "out of memory for %d candidates", n);
-    goto bad;
-  }
-  for (int i = 0; i < n; i++) {
-    const cJSON *c = cJSON_GetArrayItem(cands, i);
-    char where[48];
-    snprintf(where, sizeof where, "candidates[%d]", i);
-    if ((rc = json_get_int(c, where, "id", 0, (int64_t)1 << 53, true, &ids[i],
-                           &err)))
-      goto bad;
-    for (int j = 0; j < i; j++)
-      if (ids[j] == ids[i]) {
-        rc =
-            TS_ERR(&err, TS_EINVAL, "%s.id: %" PRId64 " repeats candidates[%d]",
-                   where, ids[i], j);
-        goto bad;
-      }
-    if ((rc =
-             artifact_from_json(cJSON_GetObjectItemCaseSensitive(c, "artifact"),
-                                where, payload, plen, &w->lim, &arts[i], &err)))
-      goto bad;
-  }
+  ts_measure_config cfg = mr.cfg;
+  const char *ref = mr.reference;
+  ts_artifact **arts = mr.artifacts;
+  int64_t *ids = mr.ids;
+  int n = mr.n;
   if (ref && !executor_has_reference(w->ex, ref)) {
     http_reply_error(res, 404, "unknown_reference",
                      "unknown reference '%s': "
@@ -305,7 +251,7 @@ static void handle_measure(ts_worker *w, const http_request *req,
   if (m) cJSON_AddStringToObject(m, "worker", w->key);
   for (int i = 0; i < n; i++) {
     ts_measure_result r;
-    executor_measure(w->ex, &cfg, ref, arts[i], &r);
+    executor_measure(w->ex, &cfg, ref, arts[i], req->client_fd, &r);
     if (results) cJSON_AddItemToArray(results, result_to_json(&r, ids[i]));
   }
   if (executor_stopping(w->ex)) {
@@ -317,16 +263,8 @@ static void handle_measure(ts_worker *w, const http_request *req,
     goto done;
   }
   http_reply_json(res, 200, m);
-  goto done;
-bad:
-  http_reply_error(res, status_of(rc),
-                   rc == TS_ENOMEM ? "too_large" : "bad_request", "%s",
-                   err.msg);
 done:
-  for (int i = 0; arts && i < n; i++) ts_artifact_release(arts[i]);
-  free(arts);
-  free(ids);
-  cJSON_Delete(head);
+  measure_request_clear(&mr);
 }
 
 static void handle(void *ctx, const http_request *req, http_response *res) {

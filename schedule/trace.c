@@ -780,26 +780,48 @@ static int read_decision(reader *r, ts_trace *t, const cJSON *d, int j) {
   return TS_OK;
 }
 
+/* The line and column (from 1) of byte `off` of text. */
+static void line_col(const char *text, size_t len, size_t off, int *line,
+                     int *col) {
+  *line = 1;
+  *col = 1;
+  for (size_t i = 0; i < off && i < len; i++) {
+    if (text[i] == '\n') {
+      (*line)++;
+      *col = 1;
+    } else {
+      (*col)++;
+    }
+  }
+}
+
 int ts_trace_from_json(const char *text, size_t len, ts_trace **out,
                        ts_error *err) {
   *out = NULL;
   if (!text) return TS_ERR(err, TS_EINVAL, "trace JSON: no text");
   const char *end = NULL;
+  int line, col;
   cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, false);
   if (!root) {
     size_t off = end && end >= text ? (size_t)(end - text) : 0;
-    int line = 1, col = 1;
-    for (size_t i = 0; i < off && i < len; i++) {
-      if (text[i] == '\n') {
-        line++;
-        col = 1;
-      } else {
-        col++;
-      }
-    }
+    line_col(text, len, off, &line, &col);
     return TS_ERR_AT(err, TS_EPARSE, line, col,
                      "trace JSON: malformed JSON at line %d, column %d", line,
                      col);
+  }
+  /* One value and nothing after it but white space (a terminating NUL
+   * counted in len included): garbage or a second object is an error. */
+  size_t rest = end && end >= text ? (size_t)(end - text) : len;
+  while (rest < len && (text[rest] == ' ' || text[rest] == '\t' ||
+                        text[rest] == '\n' || text[rest] == '\r'))
+    rest++;
+  if (rest < len && !(text[rest] == 0 && rest + 1 == len)) {
+    cJSON_Delete(root);
+    line_col(text, len, rest, &line, &col);
+    return TS_ERR_AT(err, TS_EPARSE, line, col,
+                     "trace JSON: unexpected input after the trace object at "
+                     "line %d, column %d (a trace is one JSON object)",
+                     line, col);
   }
   reader r = {0};
   r.err = err;

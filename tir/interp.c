@@ -45,9 +45,9 @@
 
 /* Limits that keep malformed input from exhausting memory or the stack. */
 #define MAX_ALLOC_BYTES ((int64_t)1 << 30) /* per block/allocate buffer */
-#define MAX_DEPTH 4096            /* nesting of statements and expressions */
-#define MAX_NODES (1 << 20)       /* compiled expression nodes (shared DAGs) */
-#define MAX_VALUE_SLOTS (1 << 24) /* variable lanes defined by the program */
+#define MAX_DEPTH TS_TIR_MAX_DEPTH /* nesting of statements and expressions */
+#define MAX_NODES (1 << 20)        /* compiled expression nodes (shared DAGs) */
+#define MAX_VALUE_SLOTS (1 << 24)  /* variable lanes defined by the program */
 
 /* The class of a scalar value: how it is held and how ops treat it. */
 enum {

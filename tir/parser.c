@@ -17,11 +17,11 @@
 
 #define MAX_INPUT (64u << 20) /* bytes of text */
 #define MAX_TOKENS (8 << 20)
-#define MAX_DEPTH 256    /* nested statements and expressions */
-#define MAX_IDENT 255    /* identifier characters */
-#define MAX_STRING 65536 /* string literal bytes */
-#define MAX_LIST 1024    /* params, iter vars, allocs, args of one node */
-#define MAX_NAMES 65536  /* names visible at once */
+#define MAX_DEPTH TS_TIR_MAX_DEPTH /* nested statements and expressions */
+#define MAX_IDENT 255              /* identifier characters */
+#define MAX_STRING 65536           /* string literal bytes */
+#define MAX_LIST 1024   /* params, iter vars, allocs, args of one node */
+#define MAX_NAMES 65536 /* names visible at once */
 #define MAX_LANES 65535
 #define MAX_ALIGN 65536
 #define MAX_BUFFER_BYTES ((int64_t)1 << 40)
@@ -970,7 +970,10 @@ static ts_expr *parse_and(parser *p) {
   return x;
 }
 
-/* expr = and ("||" and)* */
+/* expr = and ("||" and)*
+ * The operator loops build chains without recursing, so the tree's depth
+ * (each operator one level, TS_TIR_MAX_DEPTH's counting) is checked here,
+ * under the levels already open around it. */
 static ts_expr *parse_expr(parser *p) {
   token *t = peek(p);
   if (!enter(p, t)) return NULL;
@@ -985,6 +988,14 @@ static ts_expr *parse_expr(parser *p) {
     x = binary(p, op, TS_EXPR_OR, "||", x, y);
   }
   leave(p);
+  int room = MAX_DEPTH - p->depth;
+  if (x && ts_expr_depth(x, room) > room) {
+    FAIL(p, t,
+         "expression nested deeper than %d levels (each operator of a "
+         "chain such as a + b + c is one level)",
+         MAX_DEPTH);
+    return NULL;
+  }
   return x;
 }
 

@@ -64,6 +64,7 @@ typedef struct printer {
   name_entry *names; /* visible definitions, innermost last */
   int n_names, cap_names;
   ts_arena *scratch; /* printed names */
+  int depth;         /* levels open (TS_TIR_MAX_DEPTH's counting) */
 } printer;
 
 static void printer_init(printer *p) {
@@ -327,8 +328,22 @@ static void print_int(printer *p, const ts_expr *e) {
     sb_printf(sb, "(%lld)", (long long)v);
 }
 
-/* Prints e, in parentheses when it binds looser than `need`. */
+static void print_expr_node(printer *p, const ts_expr *e, int need);
+
+/* Prints e, in parentheses when it binds looser than `need`; a tree deeper
+ * than TS_TIR_MAX_DEPTH (which nothing parsed or verified has) is cut with
+ * a marker instead of overflowing the stack. */
 static void print_expr(printer *p, const ts_expr *e, int need) {
+  if (p->depth >= TS_TIR_MAX_DEPTH) {
+    sb_printf(&p->out, "<nested deeper than %d levels>", TS_TIR_MAX_DEPTH);
+    return;
+  }
+  p->depth++;
+  print_expr_node(p, e, need);
+  p->depth--;
+}
+
+static void print_expr_node(printer *p, const ts_expr *e, int need) {
   strbuf *sb = &p->out;
   if (!e) {
     sb_puts(sb, "<null>");
@@ -545,7 +560,21 @@ static void print_block_realize(printer *p, const ts_stmt *s) {
   p->n_names = mark;
 }
 
+static void print_stmt_node(printer *p, const ts_stmt *s);
+
+/* Prints s (cut with a marker beyond TS_TIR_MAX_DEPTH, as print_expr). */
 static void print_stmt(printer *p, const ts_stmt *s) {
+  if (p->depth >= TS_TIR_MAX_DEPTH) {
+    put_indent(p);
+    sb_printf(&p->out, "# nested deeper than %d levels\n", TS_TIR_MAX_DEPTH);
+    return;
+  }
+  p->depth++;
+  print_stmt_node(p, s);
+  p->depth--;
+}
+
+static void print_stmt_node(printer *p, const ts_stmt *s) {
   strbuf *sb = &p->out;
   if (!s) return;
   int mark = p->n_names;

@@ -624,6 +624,23 @@ typedef struct ts_stmt_mutator {
 } ts_stmt_mutator;
 ts_stmt *ts_stmt_mutate(ts_arena *a, ts_stmt *s, const ts_stmt_mutator *m);
 
+/* The deepest nesting the text form, the verifier, the printer and the
+ * interpreter accept, counted the same way by all of them: every statement
+ * and every expression node is one level below its parent, so a chain
+ * `a + b + c + ...` of n operators is n levels deep whichever way it
+ * leans, and the function body is level 1. Deeper input is an error, never
+ * a stack overflow. */
+#define TS_TIR_MAX_DEPTH 256
+
+/* The depth of e's tree (a leaf is 1) when it is at most limit, else
+ * limit + 1; never recurses more than limit + 1 levels. */
+int ts_expr_depth(const ts_expr *e, int limit);
+/* The same for a statement tree (its expressions included). */
+int ts_stmt_depth(const ts_stmt *s, int limit);
+/* TS_OK when f's body is at most TS_TIR_MAX_DEPTH levels deep, else
+ * TS_EVERIFY saying so. */
+int ts_func_check_depth(const ts_func *f, ts_error *err);
+
 /* ========================================================================
  * Text form (tir/printer.c, tir/parser.c) — grammar in docs/ir.md
  * ======================================================================== */
@@ -779,6 +796,28 @@ typedef struct ts_workload {
  * *out is a new workload the caller frees with ts_workload_free. */
 int ts_workload_from_spec(const char *spec, ts_workload **out, ts_error *err);
 void ts_workload_free(ts_workload *w);
+
+/* Bytes of every buffer of w's function (parameters and the root block's
+ * allocations); INT64_MAX when that overflows. No data is allocated. */
+int64_t ts_workload_bytes(const ts_workload *w);
+
+/* The rate run-time estimates assume (FLOP/s): a rough figure for one
+ * core running well-scheduled code. */
+#define TS_NOMINAL_FLOPS 100e9
+
+/* What a command admits before it allocates anything for a workload. */
+typedef struct ts_workload_limits {
+  int64_t max_bytes;      /* buffers (0: no limit) */
+  double max_flops;       /* operations per run (0: no limit) */
+  const char *why;        /* says where max_bytes comes from, or NULL */
+  const char *bytes_flag; /* the option that raises max_bytes, or NULL */
+  const char *flops_flag; /* the option that raises max_flops, or NULL */
+} ts_workload_limits;
+
+/* TS_OK when w fits lim; else TS_ERANGE with a message naming the size, the
+ * limit and the option that raises it. */
+int ts_workload_admit(const ts_workload *w, const ts_workload_limits *lim,
+                      ts_error *err);
 /* The operator names, NULL-terminated (for help text and tests). */
 const char *const *ts_op_names(void);
 /* A one-line usage string of an operator ("matmul M N K [transpose_a=0 ...]")

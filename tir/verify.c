@@ -17,7 +17,7 @@
 #include <string.h>
 
 #define MAX_ERRORS 8
-#define MAX_DEPTH 5000
+#define MAX_DEPTH TS_TIR_MAX_DEPTH
 
 typedef enum var_kind { VK_LOOP, VK_ITER, VK_LET } var_kind;
 
@@ -620,6 +620,9 @@ static bool collect_iters(void *ctx, ts_stmt *s) {
 
 int ts_func_verify(const ts_func *f, ts_error *err) {
   if (!f) return TS_ERR(err, TS_EINVAL, "verify: no function");
+  /* First: every walk below recurses over the tree. */
+  int depth_rc = ts_func_check_depth(f, err);
+  if (depth_rc) return depth_rc;
   vctx c;
   memset(&c, 0, sizeof c);
   c.f = f;

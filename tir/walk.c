@@ -148,6 +148,98 @@ void ts_stmt_walk(ts_stmt *s, const ts_visitor *v) {
   if (v->leave_stmt) v->leave_stmt(v->ctx, s);
 }
 
+/* ---- depth (TS_TIR_MAX_DEPTH's counting) ---- */
+
+int ts_expr_depth(const ts_expr *e, int limit) {
+  if (!e) return 0;
+  if (limit <= 0) return 1; /* deeper than the caller's limit */
+  int deepest = 0, n = ts_expr_n_operands(e);
+  for (int i = 0; i < n && deepest < limit; i++) {
+    int d = ts_expr_depth(ts_expr_operand(e, i), limit - 1);
+    if (d > deepest) deepest = d;
+  }
+  return 1 + deepest;
+}
+
+/* The deeper of *deepest and e's depth within limit. */
+static void deeper_expr(int *deepest, const ts_expr *e, int limit) {
+  if (*deepest >= limit) return;
+  int d = ts_expr_depth(e, limit);
+  if (d > *deepest) *deepest = d;
+}
+
+static void deeper_regions(int *deepest, const ts_region *r, int n, int limit) {
+  for (int i = 0; i < n; i++)
+    for (int d = 0; d < r[i].ndim; d++) {
+      deeper_expr(deepest, r[i].ranges[d].min, limit);
+      deeper_expr(deepest, r[i].ranges[d].extent, limit);
+    }
+}
+
+static void deeper_stmt(int *deepest, const ts_stmt *s, int limit) {
+  if (*deepest >= limit) return;
+  int d = ts_stmt_depth(s, limit);
+  if (d > *deepest) *deepest = d;
+}
+
+int ts_stmt_depth(const ts_stmt *s, int limit) {
+  if (!s) return 0;
+  if (limit <= 0) return 1;
+  int m = 0, l = limit - 1;
+  switch (s->kind) {
+  case TS_STMT_FOR:
+    deeper_expr(&m, s->u.loop.min, l);
+    deeper_expr(&m, s->u.loop.extent, l);
+    deeper_stmt(&m, s->u.loop.body, l);
+    break;
+  case TS_STMT_BLOCK_REALIZE: {
+    const ts_block *b = s->u.realize.block;
+    for (int i = 0; i < s->u.realize.n_values; i++)
+      deeper_expr(&m, s->u.realize.values[i], l);
+    deeper_expr(&m, s->u.realize.predicate, l);
+    for (int i = 0; i < b->n_iters; i++) {
+      deeper_expr(&m, b->iters[i].dom.min, l);
+      deeper_expr(&m, b->iters[i].dom.extent, l);
+    }
+    deeper_regions(&m, b->reads, b->n_reads, l);
+    deeper_regions(&m, b->writes, b->n_writes, l);
+    deeper_stmt(&m, b->init, l);
+    deeper_stmt(&m, b->body, l);
+    break;
+  }
+  case TS_STMT_STORE:
+    for (int i = 0; i < s->u.store.n_indices; i++)
+      deeper_expr(&m, s->u.store.indices[i], l);
+    deeper_expr(&m, s->u.store.value, l);
+    break;
+  case TS_STMT_SEQ:
+    for (int i = 0; i < s->u.seq.n; i++) deeper_stmt(&m, s->u.seq.items[i], l);
+    break;
+  case TS_STMT_IF:
+    deeper_expr(&m, s->u.cond.cond, l);
+    deeper_stmt(&m, s->u.cond.then_s, l);
+    deeper_stmt(&m, s->u.cond.else_s, l);
+    break;
+  case TS_STMT_EVALUATE: deeper_expr(&m, s->u.eval.value, l); break;
+  case TS_STMT_LET:
+    deeper_expr(&m, s->u.let.value, l);
+    deeper_stmt(&m, s->u.let.body, l);
+    break;
+  case TS_STMT_ALLOCATE: deeper_stmt(&m, s->u.alloc.body, l); break;
+  }
+  return 1 + m;
+}
+
+int ts_func_check_depth(const ts_func *f, ts_error *err) {
+  if (ts_stmt_depth(f->body, TS_TIR_MAX_DEPTH) > TS_TIR_MAX_DEPTH)
+    return TS_ERR(err, TS_EVERIFY,
+                  "function '%s' is nested deeper than %d levels (each "
+                  "statement and each operator of an expression, such as a "
+                  "chain a + b + c, is one level)",
+                  f->name ? f->name : "?", TS_TIR_MAX_DEPTH);
+  return TS_OK;
+}
+
 /* ---- bottom-up rewriting ---- */
 
 ts_expr *ts_expr_mutate(ts_arena *a, ts_expr *e, ts_expr_post_fn post,

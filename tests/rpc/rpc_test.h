@@ -91,6 +91,97 @@ static inline ts_artifact *build_tir(const char *text) {
   return a;
 }
 
+/* Hostile kernels in C (the ABI of generated code: args, runtime), built
+ * with cc_object: write_fds writes to every inherited descriptor,
+ * garbage_result writes a garbage result and exits, call_open/call_socket/
+ * call_exec try what the sandbox forbids, grandchild forks a process that
+ * would outlive the measurement. */
+static const char HOSTILE_C[] =
+    "#define _GNU_SOURCE\n"
+    "#include <fcntl.h>\n"
+    "#include <stdint.h>\n"
+    "#include <string.h>\n"
+    "#include <sys/prctl.h>\n"
+    "#include <sys/socket.h>\n"
+    "#include <time.h>\n"
+    "#include <unistd.h>\n"
+    "int32_t write_fds(void *const *args, void *rt) {\n"
+    "  static char buf[4096];\n"
+    "  memset(buf, 0x5a, sizeof buf);\n"
+    "  for (int fd = 3; fd < 64; fd++) (void)!write(fd, buf, sizeof buf);\n"
+    "  return 0;\n"
+    "}\n"
+    "int32_t garbage_result(void *const *args, void *rt) {\n"
+    "  static char buf[RESULT_BYTES];\n"
+    "  memset(buf, 0xff, sizeof buf);\n"
+    "  (void)!write(3, buf, sizeof buf);\n"
+    "  _exit(0);\n"
+    "}\n"
+    "int32_t call_open(void *const *args, void *rt) {\n"
+    "  int fd = open(\"/etc/hostname\", O_RDONLY);\n"
+    "  return fd >= 0 ? 0 : 7;\n"
+    "}\n"
+    "int32_t call_socket(void *const *args, void *rt) {\n"
+    "  int fd = socket(AF_INET, SOCK_STREAM, 0);\n"
+    "  return fd >= 0 ? 0 : 7;\n"
+    "}\n"
+    "int32_t call_exec(void *const *args, void *rt) {\n"
+    "  char *argv[] = {\"true\", 0};\n"
+    "  execv(\"/bin/true\", argv);\n"
+    "  return 7;\n"
+    "}\n"
+    "int32_t grandchild(void *const *args, void *rt) {\n"
+    "  pid_t p = fork();\n"
+    "  if (p == 0) {\n"
+    "    prctl(PR_SET_NAME, \"ts-grandchild\");\n"
+    "    for (;;) pause();\n"
+    "  }\n"
+    "  if (p < 0) return 7;\n"
+    "  struct timespec ts = {0, 200000000};\n"
+    "  nanosleep(&ts, 0);\n"
+    "  return 0;\n"
+    "}\n";
+
+/* Compiles C source with the system's C compiler (`cc -c -fPIC`) into a
+ * malloc'd relocatable object in *obj; false when there is no compiler or
+ * it fails (hostile kernels TIR cannot express are built this way). */
+static inline bool cc_object(const char *source, unsigned char **obj,
+                             size_t *len) {
+  *obj = NULL;
+  *len = 0;
+  if (system("command -v cc >/dev/null 2>&1") != 0) return false;
+  char dir[] = "/tmp/ts-cc-XXXXXX";
+  if (!mkdtemp(dir)) return false;
+  char src[64], out[64], cmd[512];
+  snprintf(src, sizeof src, "%s/k.c", dir);
+  snprintf(out, sizeof out, "%s/k.o", dir);
+  FILE *f = fopen(src, "w");
+  bool ok = f != NULL;
+  if (f) {
+    fputs(source, f);
+    fclose(f);
+    snprintf(cmd, sizeof cmd,
+             "cc -c -fPIC -O1 -fno-stack-protector "
+             "-fno-asynchronous-unwind-tables -DRESULT_BYTES=%zu %s -o %s",
+             sizeof(ts_measure_result), src, out);
+    ok = system(cmd) == 0;
+  }
+  FILE *in = ok ? fopen(out, "rb") : NULL;
+  if (in) {
+    fseek(in, 0, SEEK_END);
+    long n = ftell(in);
+    fseek(in, 0, SEEK_SET);
+    *obj = malloc(n > 0 ? (size_t)n : 1);
+    *len = fread(*obj, 1, n > 0 ? (size_t)n : 0, in);
+    fclose(in);
+    ok = n > 0 && *len == (size_t)n;
+  }
+  unlink(src);
+  unlink(out);
+  rmdir(dir);
+  return ok;
+}
+
 /* One repeat of one run, no warm-up, a short timeout, one thread. */
 static inline ts_measure_config fast_config(int timeout_ms) {
   ts_measure_config c = ts_measure_config_default();

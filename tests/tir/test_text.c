@@ -905,12 +905,14 @@ static void test_deep_nesting(void **state) {
   ts_func_add_param(f, A);
   ts_expr *vars[60];
   for (int k = 0; k < 60; k++) vars[k] = ts_var(a, "i", TS_INDEX);
-  /* a - (b - (c - ...)) nested 150 deep, and a left-deep chain of 3000. */
+  /* a - (b - (c - ...)) nested 150 deep, and a left-deep chain of 150:
+   * with the 60 loops around them, under TS_TIR_MAX_DEPTH (a chain counts
+   * one level per operator, whichever way it leans). */
   ts_expr *right = vars[59];
   for (int k = 0; k < 150; k++)
     right = ts_binary_raw(a, TS_EXPR_SUB, vars[k % 60], right);
   ts_expr *left = vars[0];
-  for (int k = 0; k < 3000; k++)
+  for (int k = 0; k < 150; k++)
     left =
         ts_binary_raw(a, k % 2 ? TS_EXPR_ADD : TS_EXPR_SUB, left, vars[k % 60]);
   ts_expr *zero = ts_index(a, 0);
@@ -922,7 +924,7 @@ static void test_deep_nesting(void **state) {
   assert_non_null(strstr(text, "for i_59 in range(2) {"));
   free(text);
   ts_func_free(f);
-  /* Beyond the parser's nesting limit: a clean error, not a crash. */
+  /* Beyond the nesting limit: a clean error, not a crash. */
   f = ts_func_new("too_deep");
   a = ts_func_arena(f);
   A = buf1(a, "A", TS_INT64, 4);
@@ -938,7 +940,26 @@ static void test_deep_nesting(void **state) {
   assert_int_equal(ts_func_parse(text, strlen(text), "deep", &g, &err),
                    TS_EPARSE);
   assert_null(g);
-  assert_non_null(strstr(err.msg, "nesting deeper than"));
+  /* the printer cut the tree at the limit, with a marker */
+  assert_non_null(strstr(text, "deeper than 256 levels"));
+  free(text);
+  ts_func_free(f);
+  /* A left-deep chain of 3000 (once printed and parsed back): refused with
+   * the limit, never a stack overflow (tests/tir/test_depth.c). */
+  f = ts_func_new("long_chain");
+  a = ts_func_arena(f);
+  A = buf1(a, "A", TS_INT64, 4);
+  ts_func_add_param(f, A);
+  x = ts_index(a, 1);
+  for (int k = 0; k < 3000; k++)
+    x = ts_binary_raw(a, TS_EXPR_ADD, x, ts_index(a, 2));
+  zero = ts_index(a, 0);
+  ts_func_set_body(f, ts_store(a, A, &zero, 1, x));
+  text = ts_func_print(f);
+  assert_non_null(strstr(text, "deeper than 256 levels"));
+  assert_int_equal(ts_func_parse(text, strlen(text), "chain", &g, &err),
+                   TS_EPARSE);
+  assert_null(g);
   free(text);
   ts_func_free(f);
 }

@@ -389,12 +389,9 @@ static void put_valid_keys(strbuf *sb, const op_def *op) {
     sb_printf(sb, "%s%s", i ? " " : "", op->keys[i].name);
 }
 
+/* The range always, whichever end the value is beyond. */
 static int bad_range(ts_error *err, const op_def *op, const op_key *k,
                      const char *val, int vlen, const char *what) {
-  if (k->hi == OP_DIM_MAX)
-    return TS_ERR(err, TS_EINVAL,
-                  "%s: %s=%.*s is out of range (%s must be at least %lld)",
-                  op->name, k->name, vlen, val, what, (long long)k->lo);
   return TS_ERR(
       err, TS_EINVAL, "%s: %s=%.*s is out of range (%s must be in %lld..%lld)",
       op->name, k->name, vlen, val, what, (long long)k->lo, (long long)k->hi);
@@ -742,6 +739,61 @@ done:
   free(canon);
   free(name);
   return rc;
+}
+
+int64_t ts_workload_bytes(const ts_workload *w) {
+  const ts_func *f = w->func;
+  int n = f->n_params;
+  const ts_block *root = NULL;
+  if (f->body && f->body->kind == TS_STMT_BLOCK_REALIZE) {
+    root = f->body->u.realize.block;
+    n += root->n_allocs;
+  }
+  int64_t total = 0;
+  for (int i = 0; i < n; i++) {
+    const ts_buffer *b =
+        i < f->n_params ? f->params[i] : root->allocs[i - f->n_params];
+    int64_t bytes = (b->dtype.bits * (int64_t)b->dtype.lanes + 7) / 8;
+    for (int d = 0; d < b->ndim; d++)
+      if (__builtin_mul_overflow(bytes, b->shape[d], &bytes)) return INT64_MAX;
+    if (__builtin_add_overflow(total, bytes, &total)) return INT64_MAX;
+  }
+  return total;
+}
+
+/* "25.8 GB" (decimal units, as people read sizes). */
+static void human_bytes(double v, char *out, size_t size) {
+  const char *unit[] = {"bytes", "kB", "MB", "GB", "TB", "PB", "EB"};
+  int u = 0;
+  while (v >= 1000 && u < 6) {
+    v /= 1000;
+    u++;
+  }
+  snprintf(out, size, u ? "%.1f %s" : "%.0f %s", v, unit[u]);
+}
+
+int ts_workload_admit(const ts_workload *w, const ts_workload_limits *lim,
+                      ts_error *err) {
+  int64_t bytes = ts_workload_bytes(w);
+  if (lim->max_bytes > 0 && bytes > lim->max_bytes) {
+    char need[32], limit[32];
+    human_bytes((double)bytes, need, sizeof need);
+    human_bytes((double)lim->max_bytes, limit, sizeof limit);
+    return TS_ERR(err, TS_ERANGE,
+                  "%s: its buffers need %s, over the limit of %s%s%s%s",
+                  w->spec, need, limit, lim->why ? lim->why : "",
+                  lim->bytes_flag ? "; raise it with " : "",
+                  lim->bytes_flag ? lim->bytes_flag : "");
+  }
+  if (lim->max_flops > 0 && w->flops > lim->max_flops)
+    return TS_ERR(err, TS_ERANGE,
+                  "%s: %.0f GFLOP per run (about %.0f s at %.0f GFLOP/s), "
+                  "over the limit of %.0f GFLOP%s%s",
+                  w->spec, w->flops / 1e9, w->flops / TS_NOMINAL_FLOPS,
+                  TS_NOMINAL_FLOPS / 1e9, lim->max_flops / 1e9,
+                  lim->flops_flag ? "; raise it with " : "",
+                  lim->flops_flag ? lim->flops_flag : "");
+  return TS_OK;
 }
 
 void ts_workload_free(ts_workload *w) {
