@@ -9,9 +9,10 @@
 #   scripts/tuning-perf.sh [OUT_DIR]      (default perf/)
 #
 # Settings through the environment: SEEDS (default "1 2 3 4"), CMP_SEEDS
-# (default "1 2 3 4 5 6 7 8"), TRIALS (1000), CMP_TRIALS (300), SERIES (3),
-# TESSERA (./build/tessera), SKIP_TUNE=1 (benchmark existing databases only),
-# TARGET (a target string for tuning and benchmarking, default this machine).
+# (default "1 2 3 4 5 6 7 8"; empty: no model comparison), TRIALS (1000),
+# CMP_TRIALS (300), SERIES (3), TESSERA (./build/tessera), SKIP_TUNE=1
+# (benchmark existing databases only), TARGET (a target string for tuning and
+# benchmarking, default this machine).
 # The AVX2 figures on a wider machine: TARGET="llvm -mcpu=x86-64-v3" with
 # ONEDNN_MAX_CPU_ISA=AVX2, which caps oneDNN to the same instructions.
 # Runs are resumable: a finished job is not tuned again. Nothing else should
@@ -19,7 +20,7 @@
 set -e
 OUT=${1:-perf}
 SEEDS=${SEEDS:-"1 2 3 4"}
-CMP_SEEDS=${CMP_SEEDS:-"1 2 3 4 5 6 7 8"}
+CMP_SEEDS=${CMP_SEEDS-"1 2 3 4 5 6 7 8"}
 TRIALS=${TRIALS:-1000}
 CMP_TRIALS=${CMP_TRIALS:-300}
 SERIES=${SERIES:-3}
