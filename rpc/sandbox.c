@@ -195,8 +195,8 @@ static int filter(char *why, size_t size) {
     rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(writev), 1,
                           SCMP_A0(SCMP_CMP_LE, SANDBOX_RESULT_FD));
   /* New threads, never new processes; clone3's flags are out of the
-   * filter's reach, so it says "not implemented" and the C library falls
-   * back to clone. */
+   * filter's reach, so clone3 answers ENOSYS and the C library falls back
+   * to clone, whose flags the filter checks. */
   if (!rc)
     rc = seccomp_rule_add(
         ctx, SCMP_ACT_ALLOW, SCMP_SYS(clone), 1,
