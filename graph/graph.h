@@ -134,11 +134,12 @@ int ts_graph_fold_constants(ts_graph *g, ts_error *err);   /* fold.c */
 int ts_graph_eliminate_dead(ts_graph *g, ts_error *err);   /* dce.c */
 int ts_graph_eliminate_common(ts_graph *g, ts_error *err); /* cse.c */
 int ts_graph_fold_batchnorm(ts_graph *g, ts_error *err);   /* bn_fold.c */
+int ts_graph_match_patterns(ts_graph *g, ts_error *err);   /* patterns.c */
 int ts_graph_lower(ts_graph *g, ts_error *err);            /* lower.c */
 int ts_graph_fuse(ts_graph *g, ts_error *err);             /* fuse.c */
 
 /* The pass names in pipeline order, NULL-terminated ("shape", "fold",
- * "dce", "cse", "bn_fold", "lower", "fuse"). */
+ * "dce", "cse", "bn_fold", "patterns", "lower", "fuse"). */
 const char *const *ts_graph_pass_names(void);
 /* Runs the pipeline up to and including the pass named stop_after (NULL:
  * all). With the environment variable TS_VERIFY=1 the verifier runs after

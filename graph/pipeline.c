@@ -9,8 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const pass_names[] = {"shape",   "fold",  "dce",  "cse",
-                                         "bn_fold", "lower", "fuse", NULL};
+static const char *const pass_names[] = {"shape", "fold",    "dce",
+                                         "cse",   "bn_fold", "patterns",
+                                         "lower", "fuse",    NULL};
 
 /* Lowering leaves dead constants and duplicate small shapes behind. */
 static int lower_and_clean(ts_graph *g, ts_error *err) {
@@ -41,7 +42,7 @@ int ts_graph_run_passes(ts_graph *g, const char *stop_after, ts_error *err) {
     if (!known)
       return TS_ERR(err, TS_EINVAL,
                     "unknown pass '%s' (passes: shape, fold, dce, cse, "
-                    "bn_fold, lower, fuse)",
+                    "bn_fold, patterns, lower, fuse)",
                     stop_after);
   }
   int rc;
@@ -51,6 +52,8 @@ int ts_graph_run_passes(ts_graph *g, const char *stop_after, ts_error *err) {
   if (step(g, "cse", ts_graph_eliminate_common, stop_after, &rc, err))
     return rc;
   if (step(g, "bn_fold", ts_graph_fold_batchnorm, stop_after, &rc, err))
+    return rc;
+  if (step(g, "patterns", ts_graph_match_patterns, stop_after, &rc, err))
     return rc;
   if (step(g, "lower", lower_and_clean, stop_after, &rc, err)) return rc;
   step(g, "fuse", ts_graph_fuse, stop_after, &rc, err);

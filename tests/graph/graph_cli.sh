@@ -32,7 +32,7 @@ expect 0 "$T" graph --help
 contains "graph tasks"
 
 # show at every stage
-for p in none shape fold dce cse bn_fold lower fuse; do
+for p in none shape fold dce cse bn_fold patterns lower fuse; do
   expect 0 env TS_VERIFY=1 "$T" graph show "$R" --after $p
   contains "input %data: float32\[1, 3, 32, 32\] NCHW"
 done
