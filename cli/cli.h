@@ -6,6 +6,8 @@
 #define TESSERA_CLI_H
 
 #include "codegen/codegen.h"
+#include "graph/graph.h"
+#include "include/tessera/model.h"
 #include "runtime/runtime.h"
 #include "tir/tir.h"
 #include "tuner/tuner.h"
@@ -27,6 +29,9 @@ int cmd_bench(int argc, char **argv);
  * (cmd_bench_suite.c); budget "quick" or "full", trials > 0 overrides. */
 int bench_suite(const char *budget, const char *db_path, const char *out_dir,
                 int trials);
+/* `tessera bench --model`: a compiled model timed against onnxruntime in
+ * interleaved rounds (cmd_bench_model.c). */
+int bench_model(int argc, char **argv);
 int cmd_probe(int argc, char **argv);
 int cmd_worker(int argc, char **argv);
 int cmd_tracker(int argc, char **argv);
@@ -36,6 +41,8 @@ int cmd_costmodel(int argc, char **argv);
 int cmd_tune(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_graph(int argc, char **argv);
+int cmd_compile(int argc, char **argv);
+int cmd_run(int argc, char **argv);
 
 /* Prints "tessera: error: <what>" plus the error's message to stderr. */
 void cli_error(const char *what, const ts_error *err);
@@ -66,6 +73,41 @@ void cli_block_stop_signals(sigset_t *set);
  * Prints the error and returns EXIT_FAIL otherwise. */
 int cli_load_func(const char *spec, const char *tir_path,
                   ts_workload **workload, ts_func **func);
+
+/* Imports an ONNX model (shapes: "NAME=DIMS" fixes of its inputs), runs
+ * every graph pass and verifies the result (model.c). On success *out is
+ * the caller's (ts_graph_free); otherwise the error is printed and
+ * EXIT_FAIL returned. */
+int cli_load_model(const char *path, const char *const *shapes, int n_shapes,
+                   ts_graph **out);
+
+/* A compiled model (`tessera compile`'s shared library) opened with dlopen
+ * and its C ABI (include/tessera/model.h) looked up (model.c). */
+typedef struct cli_model_lib {
+  void *handle;
+  ts_model *model;
+  int (*abi_version)(void);
+  int (*create)(int, ts_model **);
+  const char *(*last_error)(void);
+  int (*num_inputs)(const ts_model *);
+  int (*num_outputs)(const ts_model *);
+  int (*input_info)(const ts_model *, int, ts_model_tensor_info *);
+  int (*output_info)(const ts_model *, int, ts_model_tensor_info *);
+  int (*run)(ts_model *, const void *const *, void *const *);
+  int (*set_num_threads)(ts_model *, int);
+  int (*num_kernels)(const ts_model *);
+  const char *(*kernel_name)(const ts_model *, int);
+  int (*profile)(ts_model *, const void *const *, void *const *, double *);
+  const char *(*info)(void);
+  void (*destroy)(ts_model *);
+} cli_model_lib;
+/* Opens the library at path, checks its ABI version and creates the model
+ * with n_threads threads. Prints the error and returns EXIT_FAIL
+ * otherwise. */
+int cli_model_lib_open(const char *path, int n_threads, cli_model_lib *out);
+void cli_model_lib_close(cli_model_lib *m);
+/* The tir dtype of an ONNX TensorProto data type code; false if none. */
+bool cli_onnx_dtype(int code, ts_dtype *out);
 
 /* Workload admission before anything is allocated for it (cmd_check.c):
  * its buffers at most max_memory_mb (0: half of this machine's memory) and

@@ -43,6 +43,10 @@ static const char bench_usage[] =
     "                     openblas_gflops, onednn_gflops, naive_gflops (null\n"
     "                     where not applicable), compile_ms, check\n"
     "\n"
+    "       tessera bench --model MODEL.so [--onnx MODEL.onnx] [--threads K]\n"
+    "                     [--json]   (a compiled model against onnxruntime;\n"
+    "                     `tessera bench --model x --help` for the options)\n"
+    "\n"
     "       tessera bench --suite [--budget quick|full] [--trials N] [--db "
     "PATH]\n"
     "                     [--out DIR]\n"
@@ -444,6 +448,10 @@ int cmd_bench(int argc, char **argv) {
   bool suite = false;
   const char *budget = "full", *out_dir = "bench/results";
   int suite_trials = 0;
+  /* a compiled model is a bench of its own (cmd_bench_model.c) */
+  for (int i = 1; i < argc; i++)
+    if (!strcmp(argv[i], "--model") || !strncmp(argv[i], "--model=", 8))
+      return bench_model(argc, argv);
   for (int i = 1; i < argc; i++) {
     const char *v;
     bool missing;

@@ -25,6 +25,7 @@
 
 static const char tune_usage[] =
     "usage: tessera tune (--workload SPEC | --tir FILE)... [--weight W]\n"
+    "       tessera tune --model MODEL.onnx [--input-shape NAME=DIMS]...\n"
     "       tessera tune --job NAME [--db PATH] [--trials N]   (resume)\n"
     "                    [--target T] [--trials N] [--trials-per-task N]\n"
     "                    [--db PATH] [--tracker HOST:PORT --key KEY]\n"
@@ -49,6 +50,12 @@ static const char tune_usage[] =
     "  --tir FILE          a workload as TIR text (repeatable)\n"
     "  --weight W          weight of the preceding workload: how often it\n"
     "                      appears in the model (default 1)\n"
+    "  --model FILE        every task of an ONNX model (its fused groups,\n"
+    "                      as `tessera graph tasks` lists them), each\n"
+    "                      weighted by its calls per run; --trials is the\n"
+    "                      whole model's budget\n"
+    "  --input-shape NAME=DIMS  fix a model input's dimensions, e.g.\n"
+    "                      input_ids=1x128 (needed for symbolic ones)\n"
     "  --target T          target string (default: llvm, this machine)\n"
     "  --trials N          the job's total measurement budget (default 64)\n"
     "  --trials-per-task N at most N trials per workload (default: no cap)\n"
@@ -93,7 +100,8 @@ static const char tune_usage[] =
     "Exit status: 0 done, 1 failure, 2 usage error, 130 interrupted (the\n"
     "job is resumable with the same --job).\n";
 
-#define MAX_TASKS 64
+#define MAX_TASKS 256
+#define MAX_SHAPES 64
 #define MAX_RULES 16
 
 /* The stop flag the signal handler sets: the one piece of global state a
@@ -124,6 +132,9 @@ typedef struct tune_args {
   const char *rule_block[MAX_RULES], *rule_file[MAX_RULES];
   int n_rules;
   const char *db, *tracker, *key, *token_file, *log;
+  const char *model; /* --model: the tasks come from this ONNX model */
+  const char *shapes[MAX_SHAPES];
+  int n_shapes;
   bool quiet, json, summary_measure, compare_models;
   bool target_given, trials_given, strategy_given, cost_model_given,
       policy_given, per_task_given;
@@ -465,6 +476,57 @@ static int resume_settings(tune_args *a, ts_tune_options *o, ts_db *db,
   return EXIT_OK;
 }
 
+/* The tasks of `--model`: the distinct fused groups of the compiled graph,
+ * each weighted by how often the graph calls it (the scheduler weighs the
+ * latency it can save, so FLOPs count through the latency). funcs[i] are
+ * copies the caller frees; a->names[i] are malloc'd ("function@first
+ * node"). */
+static int model_tasks(tune_args *a, ts_func **funcs) {
+  ts_graph *g = NULL;
+  if (cli_load_model(a->model, a->shapes, a->n_shapes, &g) != EXIT_OK)
+    return EXIT_FAIL;
+  ts_graph_task *gt = NULL;
+  int n = 0, status = EXIT_FAIL;
+  ts_error err;
+  ts_error_clear(&err);
+  if (ts_graph_tasks(g, &gt, &n, &err) != TS_OK) {
+    cli_error("cannot list the model's tasks", &err);
+  } else if (n == 0) {
+    fprintf(stderr, "tessera: error: model '%s' has no task to tune\n",
+            a->model);
+  } else if (n > MAX_TASKS) {
+    fprintf(stderr,
+            "tessera: error: model '%s' has %d distinct tasks; a job takes "
+            "at most %d\n",
+            a->model, n, MAX_TASKS);
+  } else {
+    for (int i = 0; i < n; i++) {
+      char name[160];
+      snprintf(name, sizeof name, "%s", gt[i].first_node);
+      funcs[i] = ts_func_copy(gt[i].func);
+      a->names[i] = strdup(name);
+      a->weights[i] = gt[i].count;
+      a->is_tir[i] = true;
+      a->specs[i] = NULL;
+      a->n_tasks = i + 1;
+      if (!funcs[i] || !a->names[i]) {
+        fprintf(stderr, "tessera: error: out of memory\n");
+        break;
+      }
+    }
+    if (a->n_tasks == n && funcs[n - 1] && a->names[n - 1]) {
+      int calls = 0;
+      for (int i = 0; i < n; i++) calls += gt[i].count;
+      fprintf(stderr, "model '%s': %d distinct tasks, %d calls per run\n",
+              a->model, n, calls);
+      status = EXIT_OK;
+    }
+  }
+  free(gt);
+  ts_graph_free(g);
+  return status;
+}
+
 int cmd_tune(int argc, char **argv) {
   tune_args a;
   memset(&a, 0, sizeof a);
@@ -501,6 +563,15 @@ int cmd_tune(int argc, char **argv) {
       a.is_tir[a.n_tasks] = tir;
       a.weights[a.n_tasks] = 1;
       a.specs[a.n_tasks++] = val;
+    } else if (cli_opt_value(argc, argv, &i, "--model", &val, &missing)) {
+      NEED("--model");
+      if (a.model) return cli_usage_error("tune", "one --model per job");
+      a.model = val;
+    } else if (cli_opt_value(argc, argv, &i, "--input-shape", &val, &missing)) {
+      NEED("--input-shape");
+      if (a.n_shapes == MAX_SHAPES)
+        return cli_usage_error("tune", "at most %d --input-shape", MAX_SHAPES);
+      a.shapes[a.n_shapes++] = val;
     } else if (cli_opt_value(argc, argv, &i, "--weight", &val, &missing)) {
       NEED("--weight");
       char *end;
@@ -614,9 +685,14 @@ int cmd_tune(int argc, char **argv) {
 #undef NEED
     if (rc != EXIT_OK) return rc;
   }
-  if (!a.n_tasks && !o.job_name)
-    return cli_usage_error("tune", "give at least one --workload or --tir "
-                                   "(or --job NAME to resume a job)");
+  if (a.model && a.n_tasks)
+    return cli_usage_error("tune", "--model takes its tasks from the model: "
+                                   "no --workload/--tir beside it");
+  if (a.n_shapes && !a.model)
+    return cli_usage_error("tune", "--input-shape goes with --model");
+  if (!a.n_tasks && !o.job_name && !a.model)
+    return cli_usage_error("tune", "give at least one --workload, --tir or "
+                                   "--model (or --job NAME to resume a job)");
   if (a.tracker && !a.key)
     return cli_usage_error("tune", "--tracker needs --key");
   if (a.compare_models && (!a.n_tasks || a.cost_model_given))
@@ -640,6 +716,8 @@ int cmd_tune(int argc, char **argv) {
   memset(&result, 0, sizeof result);
   memset(tasks, 0, sizeof tasks);
 
+  /* the model's tasks before anything is created for the job */
+  if (a.model && model_tasks(&a, funcs) != EXIT_OK) goto done;
   /* the measurement pool first: it forks its helper before any thread */
   if (a.tracker) {
     if (cli_read_token(a.token_file, &token) != EXIT_OK) goto done;
@@ -667,7 +745,10 @@ int cmd_tune(int argc, char **argv) {
   if (!a.n_tasks && resume_settings(&a, &o, db, funcs, &cfg_json) != EXIT_OK)
     goto done;
   for (int i = 0; i < a.n_tasks; i++) {
-    if (funcs[i]) { /* from the job's stored workloads */
+    if (funcs[i]) { /* the model's tasks or the job's stored workloads */
+      if (a.model && cli_admit(NULL, funcs[i], a.max_memory_mb,
+                               (double)a.max_gflop) != EXIT_OK)
+        goto done;
       tasks[i].func = funcs[i];
       tasks[i].name = a.names[i] ? a.names[i] : ts_func_name(funcs[i]);
       tasks[i].weight = a.weights[i];
@@ -764,6 +845,8 @@ int cmd_tune(int argc, char **argv) {
 
 done:
   cJSON_Delete(cfg_json);
+  for (int i = 0; i < a.n_tasks; i++)
+    if (a.model) free((char *)a.names[i]);
   ts_tune_result_clear(&result);
   for (int i = 0; i < a.n_rules; i++) {
     ts_trace_free(rule_traces[i]);

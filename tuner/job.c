@@ -544,6 +544,10 @@ static int run_round(job *j, int ti) {
   if (t->sched.max_trials > 0 && t->sched.max_trials - t->sched.trials < left)
     left = t->sched.max_trials - t->sched.trials;
   int want = j->o->search.batch > 0 ? j->o->search.batch : 32;
+  /* A budget smaller than a batch per task (a model of many tasks tuned
+   * briefly) is shared out: every task gets its round. */
+  int64_t share = j->budget / (j->n_tasks > 0 ? j->n_tasks : 1);
+  if (share < want) want = share > 1 ? (int)share : 1;
   if (want > left) want = (int)left;
   if (want <= 0) {
     t->sched.done = true;

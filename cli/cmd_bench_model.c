@@ -1,0 +1,637 @@
+/*
+ * cmd_bench_model.c — `tessera bench --model model.so [--onnx MODEL.onnx]`:
+ * times a compiled model and, side by side, onnxruntime on the same model,
+ * inputs and thread count, in interleaved rounds (a round of tessera runs,
+ * then a round of onnxruntime runs, repeated), after checking that their
+ * outputs agree. onnxruntime runs in a Python process of the project's
+ * virtual environment (scripts/ort_serve.py) that answers "run N" over a
+ * pipe, so neither side runs while the other is timed. Prints the medians,
+ * the ratio (the median of the rounds' onnxruntime / tessera) and the
+ * slowest kernels with their share of the run, so a user sees which task
+ * to tune more.
+ */
+#include "cli.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+
+static const char usage[] =
+    "usage: tessera bench --model MODEL.so [--onnx MODEL.onnx]\n"
+    "                     [--inputs IN.npz] [--threads K] [--rounds N]\n"
+    "                     [--min-round-ms N] [--top N] [--tol X] [--seed S]\n"
+    "                     [--json]\n"
+    "\n"
+    "Times a model compiled by `tessera compile` and, with --onnx, the same\n"
+    "model in onnxruntime (same inputs, same thread count) in interleaved\n"
+    "rounds, after checking that the outputs agree. onnxruntime runs in the\n"
+    "project's Python environment (.venv, made by scripts/install-deps.sh;\n"
+    "TESSERA_PYTHON names another interpreter).\n"
+    "\n"
+    "  --onnx FILE       the ONNX model the library was compiled from\n"
+    "  --inputs IN.npz   inputs by name (default: seeded random values;\n"
+    "                    integer inputs named like a mask get ones)\n"
+    "  --threads K       threads of both (default: the online cores)\n"
+    "  --rounds N        interleaved rounds, medians reported (default 10)\n"
+    "  --min-round-ms N  runs per round so a round lasts this long (200)\n"
+    "  --top N           the N slowest kernels listed (default 10)\n"
+    "  --tol X           largest error of an output relative to its largest\n"
+    "                    magnitude (default 1e-3)\n"
+    "  --json            one JSON object on stdout\n"
+    "\n"
+    "Exit status: 0 done, 1 failure (including outputs that disagree), 2\n"
+    "usage error.\n";
+
+#define MAX_IO 64
+#define MAX_ROUNDS 1000
+
+typedef struct bm_opts {
+  const char *lib, *onnx, *inputs;
+  int threads, rounds, min_round_ms, top;
+  double tol;
+  uint64_t seed;
+  bool json;
+} bm_opts;
+
+typedef struct bm_io {
+  ts_model_tensor_info info;
+  ts_dtype dtype;
+  int64_t elems;
+  void *data;
+} bm_io;
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* ---- inputs ---- */
+
+static uint64_t splitmix(uint64_t *s) {
+  uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+/* Seeded values: floats uniform in [-1, 1); an integer input named like a
+ * mask gets ones with its last quarter zero; other integers [0, 100). */
+static void fill_random(bm_io *io, uint64_t seed) {
+  uint64_t s = seed * 7919 + 1;
+  bool mask = strstr(io->info.name, "mask") != NULL;
+  int64_t last = io->info.ndim > 0 ? io->info.shape[io->info.ndim - 1] : 1;
+  for (int64_t i = 0; i < io->elems; i++) {
+    double u = (double)(splitmix(&s) >> 11) * 0x1p-53;
+    double v;
+    if (ts_dtype_is_float(io->dtype))
+      v = 2 * u - 1;
+    else if (mask)
+      v = (i % (last > 0 ? last : 1)) < last - last / 4;
+    else
+      v = (double)(int)(u * 100);
+    if (ts_dtype_is_bool(io->dtype)) v = v != 0;
+    ts_host_set(io->data, io->dtype, i, v);
+  }
+}
+
+/* The input's array from the .npz file (dtype and shape must match). */
+static int fill_from_npz(bm_io *io, const ts_graph_npz *z) {
+  ts_graph_tensor t;
+  ts_error err;
+  ts_error_clear(&err);
+  if (ts_graph_npz_find(z, io->info.name, &t, &err)) {
+    cli_error("--inputs", &err);
+    return EXIT_FAIL;
+  }
+  bool same = ts_dtype_eq(t.dtype, io->dtype) && t.ndim == io->info.ndim;
+  for (int d = 0; same && d < t.ndim; d++)
+    same = t.shape[d] == io->info.shape[d];
+  if (!same) {
+    fprintf(stderr,
+            "tessera: error: --inputs: array '%s' differs in dtype or shape "
+            "from the model's input\n",
+            io->info.name);
+    return EXIT_FAIL;
+  }
+  memcpy(io->data, t.data, (size_t)io->info.bytes);
+  return EXIT_OK;
+}
+
+static int make_io(const cli_model_lib *m, bool input, int i, bm_io *io) {
+  int rc = input ? m->input_info(m->model, i, &io->info)
+                 : m->output_info(m->model, i, &io->info);
+  if (rc || !cli_onnx_dtype(io->info.dtype, &io->dtype)) {
+    fprintf(stderr, "tessera: error: the model's %s %d: %s\n",
+            input ? "input" : "output", i,
+            rc ? m->last_error() : "unknown dtype");
+    return EXIT_FAIL;
+  }
+  io->elems = 1;
+  for (int d = 0; d < io->info.ndim; d++) io->elems *= io->info.shape[d];
+  io->data = calloc(1, (size_t)io->info.bytes + 64);
+  if (!io->data) {
+    fprintf(stderr, "tessera: error: out of memory for '%s'\n", io->info.name);
+    return EXIT_FAIL;
+  }
+  return EXIT_OK;
+}
+
+/* ---- the onnxruntime process ---- */
+
+typedef struct ort_proc {
+  pid_t pid;
+  FILE *to, *from;
+  char version[64];
+} ort_proc;
+
+/* A file near the tessera binary: the build tree keeps scripts/ and .venv/
+ * beside build/, an installation keeps share/tessera/ beside bin/. */
+static bool near_exe(const char *const *rels, int n, char *out, size_t size) {
+  char exe[PATH_MAX];
+  ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (len <= 0) return false;
+  exe[len] = 0;
+  char *slash = strrchr(exe, '/');
+  if (!slash) return false;
+  *slash = 0;
+  for (int i = 0; i < n; i++) {
+    int w = snprintf(out, size, "%s/%s", exe, rels[i]);
+    if (w > 0 && (size_t)w < size && access(out, R_OK) == 0) return true;
+  }
+  return false;
+}
+
+static int ort_start(ort_proc *p, const bm_opts *o, const char *in_npz,
+                     const char *out_npz) {
+  memset(p, 0, sizeof *p);
+  p->pid = -1;
+  char script[PATH_MAX], python[PATH_MAX];
+  static const char *const scripts[] = {"../scripts/ort_serve.py",
+                                        "../share/tessera/ort_serve.py"};
+  if (!near_exe(scripts, 2, script, sizeof script)) {
+    fprintf(stderr, "tessera: error: ort_serve.py not found beside the "
+                    "tessera binary (scripts/ or share/tessera/)\n");
+    return EXIT_FAIL;
+  }
+  const char *env = getenv("TESSERA_PYTHON");
+  static const char *const venvs[] = {"../.venv/bin/python",
+                                      "../share/tessera/venv/bin/python"};
+  if (env && *env)
+    snprintf(python, sizeof python, "%s", env);
+  else if (!near_exe(venvs, 2, python, sizeof python))
+    snprintf(python, sizeof python, "python3");
+  char threads[16];
+  snprintf(threads, sizeof threads, "%d", o->threads);
+  char *argv[] = {python,          script,     (char *)o->onnx, "--threads",
+                  threads,         "--inputs", (char *)in_npz,  "--outputs",
+                  (char *)out_npz, NULL};
+  int to[2], from[2];
+  if (pipe(to) || pipe(from)) {
+    fprintf(stderr, "tessera: error: pipe: %s\n", strerror(errno));
+    return EXIT_FAIL;
+  }
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, to[0], 0);
+  posix_spawn_file_actions_adddup2(&fa, from[1], 1);
+  posix_spawn_file_actions_addclose(&fa, to[1]);
+  posix_spawn_file_actions_addclose(&fa, from[0]);
+  int rc = posix_spawnp(&p->pid, python, &fa, NULL, argv, environ);
+  posix_spawn_file_actions_destroy(&fa);
+  close(to[0]);
+  close(from[1]);
+  if (rc) {
+    close(to[1]);
+    close(from[0]);
+    p->pid = -1;
+    fprintf(stderr, "tessera: error: cannot start %s: %s\n", python,
+            strerror(rc));
+    return EXIT_FAIL;
+  }
+  p->to = fdopen(to[1], "w");
+  p->from = fdopen(from[0], "r");
+  char line[4096];
+  if (!p->to || !p->from || !fgets(line, sizeof line, p->from)) {
+    fprintf(stderr,
+            "tessera: error: onnxruntime (%s %s) ended without answering\n",
+            python, script);
+    return EXIT_FAIL;
+  }
+  line[strcspn(line, "\n")] = 0;
+  if (strncmp(line, "ready ", 6)) {
+    fprintf(stderr, "tessera: error: onnxruntime: %s%s\n",
+            !strncmp(line, "error ", 6) ? line + 6 : line,
+            strstr(line, "not installed")
+                ? " (scripts/install-deps.sh makes .venv with it; "
+                  "TESSERA_PYTHON names another Python)"
+                : "");
+    return EXIT_FAIL;
+  }
+  snprintf(p->version, sizeof p->version, "%.63s", line + 6);
+  return EXIT_OK;
+}
+
+/* Seconds of n back-to-back onnxruntime runs, or a negative value. */
+static double ort_time(ort_proc *p, int n) {
+  char line[4096];
+  fprintf(p->to, "run %d\n", n);
+  fflush(p->to);
+  if (!fgets(line, sizeof line, p->from)) return -1;
+  double s;
+  if (sscanf(line, "time %lf", &s) != 1) {
+    fprintf(stderr, "tessera: error: onnxruntime: %s", line);
+    return -1;
+  }
+  return s;
+}
+
+static void ort_stop(ort_proc *p) {
+  if (p->to) {
+    fputs("quit\n", p->to);
+    fclose(p->to);
+  }
+  if (p->from) fclose(p->from);
+  if (p->pid > 0) {
+    int st;
+    waitpid(p->pid, &st, 0);
+  }
+  memset(p, 0, sizeof *p);
+}
+
+/* ---- checking ---- */
+
+/* The largest |a - b| over the largest |b|, of outputs as doubles. */
+static double rel_error(const bm_io *io, const ts_graph_tensor *ref) {
+  double num = 0, den = 0;
+  for (int64_t i = 0; i < io->elems; i++) {
+    double a = ts_host_get(io->data, io->dtype, i);
+    double b = ts_host_get(ref->data, ref->dtype, i);
+    if (isnan(a) != isnan(b)) return INFINITY;
+    if (isnan(a)) continue;
+    if (fabs(a - b) > num) num = fabs(a - b);
+    if (fabs(b) > den) den = fabs(b);
+  }
+  return den > 0 ? num / den : num;
+}
+
+static int cmp_d(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+typedef struct kernel_time {
+  int index;
+  double seconds;
+} kernel_time;
+
+static int cmp_kt(const void *a, const void *b) {
+  double x = ((const kernel_time *)a)->seconds,
+         y = ((const kernel_time *)b)->seconds;
+  return x > y ? -1 : x < y;
+}
+
+static void json_string(FILE *f, const char *s) {
+  fputc('"', f);
+  for (; *s; s++) {
+    if (*s == '"' || *s == '\\')
+      fprintf(f, "\\%c", *s);
+    else if ((unsigned char)*s < 0x20)
+      fprintf(f, "\\u%04x", *s);
+    else
+      fputc(*s, f);
+  }
+  fputc('"', f);
+}
+
+static int run_model_bench(const bm_opts *o) {
+  int status = EXIT_FAIL;
+  cli_model_lib m;
+  bm_io in[MAX_IO], out[MAX_IO];
+  memset(in, 0, sizeof in);
+  memset(out, 0, sizeof out);
+  int n_in = 0, n_out = 0, n_k = 0;
+  ort_proc ort;
+  memset(&ort, 0, sizeof ort);
+  ort.pid = -1;
+  char dir[PATH_MAX];
+  const char *tmp = getenv("TMPDIR");
+  snprintf(dir, sizeof dir, "%s/tessera-bench-XXXXXX",
+           tmp && *tmp ? tmp : "/tmp");
+  bool have_dir = false;
+  ts_graph_npz *z = NULL, *ref = NULL;
+  double *tess = NULL, *orts = NULL, *ratios = NULL, *prof = NULL;
+  kernel_time *kt = NULL;
+  double *errs = NULL;
+  ts_error err;
+  ts_error_clear(&err);
+
+  if (cli_model_lib_open(o->lib, o->threads, &m) != EXIT_OK) return EXIT_FAIL;
+  n_in = m.num_inputs(m.model);
+  n_out = m.num_outputs(m.model);
+  if (n_in > MAX_IO || n_out > MAX_IO) {
+    fprintf(stderr, "tessera: error: more than %d inputs or outputs\n", MAX_IO);
+    goto done;
+  }
+  if (o->inputs && ts_graph_npz_read(o->inputs, &z, &err)) {
+    cli_error("cannot read --inputs", &err);
+    goto done;
+  }
+  for (int i = 0; i < n_in; i++) {
+    if (make_io(&m, true, i, &in[i]) != EXIT_OK) goto done;
+    if (z) {
+      if (fill_from_npz(&in[i], z) != EXIT_OK) goto done;
+    } else {
+      fill_random(&in[i], o->seed + (uint64_t)i);
+    }
+  }
+  for (int i = 0; i < n_out; i++)
+    if (make_io(&m, false, i, &out[i]) != EXIT_OK) goto done;
+  const void *ins[MAX_IO];
+  void *outs[MAX_IO];
+  for (int i = 0; i < n_in; i++) ins[i] = in[i].data;
+  for (int i = 0; i < n_out; i++) outs[i] = out[i].data;
+  double t0 = now_s();
+  if (m.run(m.model, ins, outs)) {
+    fprintf(stderr, "tessera: error: the model failed: %s\n", m.last_error());
+    goto done;
+  }
+  double first = now_s() - t0;
+
+  /* onnxruntime: same inputs (through an .npz file), its outputs back */
+  if (o->onnx) {
+    if (!mkdtemp(dir)) {
+      fprintf(stderr, "tessera: error: cannot make a temporary folder: %s\n",
+              strerror(errno));
+      goto done;
+    }
+    have_dir = true;
+    char in_npz[PATH_MAX + 16], out_npz[PATH_MAX + 16];
+    snprintf(in_npz, sizeof in_npz, "%s/in.npz", dir);
+    snprintf(out_npz, sizeof out_npz, "%s/out.npz", dir);
+    ts_graph_tensor ts[MAX_IO];
+    for (int i = 0; i < n_in; i++) {
+      ts[i].name = in[i].info.name;
+      ts[i].dtype = in[i].dtype;
+      ts[i].ndim = in[i].info.ndim;
+      for (int d = 0; d < in[i].info.ndim; d++)
+        ts[i].shape[d] = in[i].info.shape[d];
+      ts[i].data = in[i].data;
+    }
+    if (ts_graph_npz_write(in_npz, ts, n_in, &err)) {
+      cli_error("cannot write the inputs for onnxruntime", &err);
+      goto done;
+    }
+    if (ort_start(&ort, o, in_npz, out_npz) != EXIT_OK) goto done;
+    if (ts_graph_npz_read(out_npz, &ref, &err)) {
+      cli_error("cannot read onnxruntime's outputs", &err);
+      goto done;
+    }
+    errs = calloc((size_t)n_out + 1, sizeof *errs);
+    bool agree = errs != NULL;
+    for (int i = 0; errs && i < n_out; i++) {
+      ts_graph_tensor r;
+      if (ts_graph_npz_find(ref, out[i].info.name, &r, &err)) {
+        cli_error("onnxruntime's outputs", &err);
+        goto done;
+      }
+      int64_t e = 1;
+      for (int d = 0; d < r.ndim; d++) e *= r.shape[d];
+      errs[i] = e == out[i].elems ? rel_error(&out[i], &r) : INFINITY;
+      if (!(errs[i] <= o->tol)) {
+        agree = false;
+        fprintf(stderr,
+                "tessera: error: output '%s' differs from onnxruntime's: "
+                "relative error %.3g over the tolerance %.3g\n",
+                out[i].info.name, errs[i], o->tol);
+      }
+    }
+    if (!agree) goto done;
+  }
+
+  /* interleaved rounds of n runs each */
+  int n = (int)ceil(o->min_round_ms * 1e-3 / (first > 1e-6 ? first : 1e-6));
+  if (n < 1) n = 1;
+  if (n > 100000) n = 100000;
+  tess = calloc((size_t)o->rounds, sizeof *tess);
+  orts = calloc((size_t)o->rounds, sizeof *orts);
+  ratios = calloc((size_t)o->rounds, sizeof *ratios);
+  if (!tess || !orts || !ratios) goto done;
+  if (!o->json)
+    fprintf(stderr, "timing: %d rounds of %d runs%s, %d threads\n", o->rounds,
+            n, o->onnx ? " each (tessera, onnxruntime)" : "", o->threads);
+  for (int r = 0; r < o->rounds; r++) {
+    t0 = now_s();
+    for (int k = 0; k < n; k++)
+      if (m.run(m.model, ins, outs)) {
+        fprintf(stderr, "tessera: error: the model failed: %s\n",
+                m.last_error());
+        goto done;
+      }
+    tess[r] = (now_s() - t0) / n;
+    if (o->onnx) {
+      double s = ort_time(&ort, n);
+      if (s < 0) {
+        fprintf(stderr, "tessera: error: onnxruntime stopped answering\n");
+        goto done;
+      }
+      orts[r] = s / n;
+      ratios[r] = orts[r] / tess[r];
+    }
+  }
+
+  /* the slowest kernels: per call site, the median of 5 profiled runs */
+  n_k = m.num_kernels(m.model);
+  enum { PROF_RUNS = 5 };
+  prof = calloc((size_t)n_k * PROF_RUNS + 1, sizeof *prof);
+  kt = calloc((size_t)n_k + 1, sizeof *kt);
+  if (!prof || !kt) goto done;
+  double *one = calloc((size_t)n_k + 1, sizeof *one);
+  if (!one) goto done;
+  for (int r = 0; r < PROF_RUNS; r++) {
+    if (m.profile(m.model, ins, outs, one)) {
+      fprintf(stderr, "tessera: error: profiling failed: %s\n", m.last_error());
+      free(one);
+      goto done;
+    }
+    for (int k = 0; k < n_k; k++) prof[k * PROF_RUNS + r] = one[k];
+  }
+  free(one);
+  double prof_sum = 0;
+  for (int k = 0; k < n_k; k++) {
+    qsort(&prof[k * PROF_RUNS], PROF_RUNS, sizeof *prof, cmp_d);
+    kt[k].index = k;
+    kt[k].seconds = prof[k * PROF_RUNS + PROF_RUNS / 2];
+    prof_sum += kt[k].seconds;
+  }
+  qsort(kt, (size_t)n_k, sizeof *kt, cmp_kt);
+
+  double *sorted = calloc((size_t)o->rounds * 3, sizeof *sorted);
+  if (!sorted) goto done;
+  memcpy(sorted, tess, sizeof *tess * (size_t)o->rounds);
+  memcpy(sorted + o->rounds, orts, sizeof *orts * (size_t)o->rounds);
+  memcpy(sorted + 2 * o->rounds, ratios, sizeof *ratios * (size_t)o->rounds);
+  double med_t = cli_median(sorted, o->rounds);
+  double med_o = cli_median(sorted + o->rounds, o->rounds);
+  double med_r = cli_median(sorted + 2 * o->rounds, o->rounds);
+  free(sorted);
+  int top = o->top < n_k ? o->top : n_k;
+  if (o->json) {
+    printf("{\"model\": ");
+    json_string(stdout, o->lib);
+    printf(", \"threads\": %d, \"rounds\": %d, \"runs_per_round\": %d, "
+           "\"tessera_seconds\": %.9g",
+           o->threads, o->rounds, n, med_t);
+    if (o->onnx) {
+      printf(", \"onnxruntime_seconds\": %.9g, \"speedup\": %.4f, "
+             "\"onnxruntime_version\": ",
+             med_o, med_r);
+      json_string(stdout, ort.version);
+      printf(", \"max_relative_error\": [");
+      for (int i = 0; i < n_out; i++) printf("%s%.3g", i ? ", " : "", errs[i]);
+      printf("]");
+    } else {
+      printf(", \"onnxruntime_seconds\": null, \"speedup\": null");
+    }
+    printf(", \"kernels\": [");
+    for (int i = 0; i < top; i++) {
+      printf("%s{\"name\": ", i ? ", " : "");
+      json_string(stdout, m.kernel_name(m.model, kt[i].index));
+      printf(", \"seconds\": %.9g, \"share\": %.4f}", kt[i].seconds,
+             prof_sum > 0 ? kt[i].seconds / prof_sum : 0);
+    }
+    printf("]}\n");
+  } else {
+    printf("model %s: %d inputs, %d outputs, %d kernel calls per run, %d "
+           "threads\n",
+           o->lib, n_in, n_out, n_k, o->threads);
+    if (o->onnx) {
+      printf("outputs agree with onnxruntime %s (largest relative error ",
+             ort.version);
+      double worst = 0;
+      for (int i = 0; i < n_out; i++)
+        if (errs[i] > worst) worst = errs[i];
+      printf("%.2g, tolerance %.2g)\n", worst, o->tol);
+    }
+    printf("%-12s %12s\n", "", "latency(ms)");
+    printf("%-12s %12.3f\n", "tessera", med_t * 1e3);
+    if (o->onnx) {
+      printf("%-12s %12.3f\n", "onnxruntime", med_o * 1e3);
+      printf("speedup over onnxruntime: %.2fx (median of %d interleaved "
+             "rounds' ratios)\n",
+             med_r, o->rounds);
+    }
+    printf("\nslowest kernels (median of %d profiled runs; share of the "
+           "kernels' %.3f ms):\n",
+           PROF_RUNS, prof_sum * 1e3);
+    for (int i = 0; i < top; i++)
+      printf("  %8.3f ms %5.1f%%  %s\n", kt[i].seconds * 1e3,
+             prof_sum > 0 ? 100 * kt[i].seconds / prof_sum : 0,
+             m.kernel_name(m.model, kt[i].index));
+  }
+  status = EXIT_OK;
+
+done:
+  ort_stop(&ort);
+  if (have_dir) { /* the two files ort_serve.py reads and writes */
+    char path[PATH_MAX + 16];
+    snprintf(path, sizeof path, "%s/in.npz", dir);
+    unlink(path);
+    snprintf(path, sizeof path, "%s/out.npz", dir);
+    unlink(path);
+    rmdir(dir);
+  }
+  ts_graph_npz_free(z);
+  ts_graph_npz_free(ref);
+  for (int i = 0; i < MAX_IO; i++) {
+    free(in[i].data);
+    free(out[i].data);
+  }
+  free(tess);
+  free(orts);
+  free(ratios);
+  free(prof);
+  free(kt);
+  free(errs);
+  cli_model_lib_close(&m);
+  return status;
+}
+
+int bench_model(int argc, char **argv) {
+  bm_opts o = {.threads = 0,
+               .rounds = 10,
+               .min_round_ms = 200,
+               .top = 10,
+               .tol = 1e-3,
+               .seed = 1};
+  for (int i = 1; i < argc; i++) {
+    const char *v;
+    bool missing = false;
+    long x;
+    int rc = EXIT_OK;
+#define NEED(name)                                                             \
+  if (missing) return cli_usage_error("bench", "%s needs a value", name)
+    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+      fputs(usage, stdout);
+      return EXIT_OK;
+    } else if (!strcmp(argv[i], "--json")) {
+      o.json = true;
+    } else if (cli_opt_value(argc, argv, &i, "--model", &v, &missing)) {
+      NEED("--model");
+      o.lib = v;
+    } else if (cli_opt_value(argc, argv, &i, "--onnx", &v, &missing)) {
+      NEED("--onnx");
+      o.onnx = v;
+    } else if (cli_opt_value(argc, argv, &i, "--inputs", &v, &missing)) {
+      NEED("--inputs");
+      o.inputs = v;
+    } else if (cli_opt_value(argc, argv, &i, "--threads", &v, &missing)) {
+      NEED("--threads");
+      rc = cli_int_option("bench", "--threads", v, 1, TS_RT_MAX_THREADS, &x);
+      o.threads = (int)x;
+    } else if (cli_opt_value(argc, argv, &i, "--rounds", &v, &missing)) {
+      NEED("--rounds");
+      rc = cli_int_option("bench", "--rounds", v, 1, MAX_ROUNDS, &x);
+      o.rounds = (int)x;
+    } else if (cli_opt_value(argc, argv, &i, "--min-round-ms", &v, &missing)) {
+      NEED("--min-round-ms");
+      rc = cli_int_option("bench", "--min-round-ms", v, 0, 600000, &x);
+      o.min_round_ms = (int)x;
+    } else if (cli_opt_value(argc, argv, &i, "--top", &v, &missing)) {
+      NEED("--top");
+      rc = cli_int_option("bench", "--top", v, 0, 100000, &x);
+      o.top = (int)x;
+    } else if (cli_opt_value(argc, argv, &i, "--seed", &v, &missing)) {
+      NEED("--seed");
+      rc = cli_int_option("bench", "--seed", v, 0, 2147483647, &x);
+      o.seed = (uint64_t)x;
+    } else if (cli_opt_value(argc, argv, &i, "--tol", &v, &missing)) {
+      NEED("--tol");
+      char *end;
+      o.tol = strtod(v, &end);
+      if (!*v || *end || !(o.tol >= 0) || !isfinite(o.tol))
+        return cli_usage_error("bench", "--tol: '%s' is not a number >= 0", v);
+    } else {
+      return cli_usage_error("bench", "unknown option '%s' with --model",
+                             argv[i]);
+    }
+#undef NEED
+    if (rc != EXIT_OK) return rc;
+  }
+  if (!o.lib) return cli_usage_error("bench", "--model needs a compiled model");
+  if (o.threads <= 0) {
+    long c = sysconf(_SC_NPROCESSORS_ONLN);
+    o.threads = c > 0 ? (int)c : 1;
+  }
+  return run_model_bench(&o);
+}

@@ -1,0 +1,124 @@
+/*
+ * model.c — what the commands that take a model share: an ONNX model
+ * imported with the --input-shape fixes, through the whole pass pipeline
+ * and the verifier; a compiled model (`tessera compile`'s shared library)
+ * opened with dlopen, its C ABI looked up and checked.
+ */
+#include "cli.h"
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <string.h>
+
+int cli_load_model(const char *path, const char *const *shapes, int n_shapes,
+                   ts_graph **out) {
+  ts_error err;
+  ts_error_clear(&err);
+  ts_graph_import_options io;
+  memset(&io, 0, sizeof io);
+  io.input_shapes = shapes;
+  io.n_input_shapes = n_shapes;
+  ts_graph *g = NULL;
+  if (ts_graph_import_onnx(path, &io, &g, &err) != TS_OK) {
+    cli_error("cannot import the model", &err);
+    return EXIT_FAIL;
+  }
+  if (ts_graph_run_passes(g, NULL, &err) != TS_OK) {
+    cli_error("graph passes failed", &err);
+    ts_graph_free(g);
+    return EXIT_FAIL;
+  }
+  if (ts_graph_verify(g, &err) != TS_OK) {
+    cli_error("the graph does not verify", &err);
+    ts_graph_free(g);
+    return EXIT_FAIL;
+  }
+  *out = g;
+  return EXIT_OK;
+}
+
+bool cli_onnx_dtype(int code, ts_dtype *out) {
+  switch (code) {
+  case 1: *out = TS_FLOAT32; return true;
+  case 2: *out = TS_UINT8; return true;
+  case 3: *out = TS_INT8; return true;
+  case 6: *out = TS_INT32; return true;
+  case 7: *out = TS_INT64; return true;
+  case 9: *out = TS_BOOL; return true;
+  case 10: *out = TS_FLOAT16; return true;
+  case 11: *out = TS_FLOAT64; return true;
+  case 16: *out = TS_BFLOAT16; return true;
+  default: return false;
+  }
+}
+
+void cli_model_lib_close(cli_model_lib *m) {
+  if (m->model && m->destroy) m->destroy(m->model);
+  if (m->handle) dlclose(m->handle);
+  memset(m, 0, sizeof *m);
+}
+
+/* dlsym into a function pointer of any type. */
+#define LOOKUP(field, sym)                                                     \
+  do {                                                                         \
+    void *p_ = dlsym(m->handle, sym);                                          \
+    if (!p_) {                                                                 \
+      missing = sym;                                                           \
+      goto fail;                                                               \
+    }                                                                          \
+    memcpy(&m->field, &p_, sizeof p_);                                         \
+  } while (0)
+
+int cli_model_lib_open(const char *path, int n_threads, cli_model_lib *m) {
+  memset(m, 0, sizeof *m);
+  const char *missing = NULL;
+  /* a bare file name would be searched on the library path: make it a path */
+  char buf[4096];
+  if (!strchr(path, '/')) {
+    snprintf(buf, sizeof buf, "./%s", path);
+    path = buf;
+  }
+  m->handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (!m->handle) {
+    fprintf(stderr, "tessera: error: cannot load the compiled model: %s\n",
+            dlerror());
+    return EXIT_FAIL;
+  }
+  LOOKUP(abi_version, "ts_model_abi_version");
+  LOOKUP(create, "ts_model_create");
+  LOOKUP(last_error, "ts_model_last_error");
+  LOOKUP(num_inputs, "ts_model_num_inputs");
+  LOOKUP(num_outputs, "ts_model_num_outputs");
+  LOOKUP(input_info, "ts_model_input_info");
+  LOOKUP(output_info, "ts_model_output_info");
+  LOOKUP(run, "ts_model_run");
+  LOOKUP(set_num_threads, "ts_model_set_num_threads");
+  LOOKUP(num_kernels, "ts_model_num_kernels");
+  LOOKUP(kernel_name, "ts_model_kernel_name");
+  LOOKUP(profile, "ts_model_profile");
+  LOOKUP(info, "ts_model_info");
+  LOOKUP(destroy, "ts_model_destroy");
+  if (m->abi_version() != TS_MODEL_ABI_VERSION) {
+    fprintf(stderr,
+            "tessera: error: %s: compiled-model interface version %d; this "
+            "tessera reads version %d (recompile the model)\n",
+            path, m->abi_version(), TS_MODEL_ABI_VERSION);
+    cli_model_lib_close(m);
+    return EXIT_FAIL;
+  }
+  if (m->create(n_threads, &m->model)) {
+    fprintf(stderr, "tessera: error: %s: cannot create the model: %s\n", path,
+            m->last_error());
+    m->model = NULL;
+    cli_model_lib_close(m);
+    return EXIT_FAIL;
+  }
+  return EXIT_OK;
+fail:
+  fprintf(stderr,
+          "tessera: error: %s is not a compiled tessera model (no symbol "
+          "'%s')\n",
+          path, missing);
+  cli_model_lib_close(m);
+  return EXIT_FAIL;
+}
