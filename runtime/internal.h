@@ -19,18 +19,19 @@ struct ts_runtime {
   pthread_t *workers;  /* n_workers */
   pthread_mutex_t mu;  /* guards the sleeping side of wake/done */
   pthread_cond_t wake; /* workers sleep here between jobs */
-  pthread_cond_t done; /* the caller sleeps here until workers check in */
+  pthread_cond_t done; /* the caller sleeps here until joined workers leave */
   atomic_uint_fast64_t generation; /* bumped to publish a job */
   atomic_bool shutdown;
   atomic_bool busy; /* a parallel_for is in flight */
-  /* The current job: written by the caller before bumping generation, read
-   * by workers after seeing it; stable until every worker checked in. */
+  /* The current job: written by the caller before it opens the job, read
+   * by workers that joined it; stable until every joined worker left. */
   ts_rt_task task;
   void *closure;
   int64_t n, n_chunks;
   atomic_int_fast64_t next_chunk; /* chunks claimed so far */
   atomic_int_fast32_t result;     /* first non-zero task result */
-  atomic_int checked_in;          /* workers done with this job */
+  atomic_bool open;               /* the job can be joined */
+  atomic_int active;              /* workers inside the job */
   /* The evaluator's cache-flush buffer, allocated on first use. */
   pthread_mutex_t flush_mu;
   unsigned char *flush_buf;

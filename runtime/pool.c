@@ -4,12 +4,19 @@
  * takes chunks too), and the aligned allocation generated kernels use for
  * large local buffers.
  *
- * A job is published by bumping `generation`; every worker takes part in
- * every job (claiming chunks from an atomic counter until none are left) and
- * then checks in, and the caller returns only after all have checked in, so
- * the job fields are never rewritten while a late worker still reads them.
- * Waiting threads spin for a short while (back-to-back parallel loops are
- * common) and then sleep on a condition variable.
+ * A job is published by opening it and bumping `generation`. A worker that
+ * wakes joins it (counts itself `active`, then checks the job is still
+ * open), claims chunks from an atomic counter until none are left, and
+ * leaves. The caller claims chunks too; once none are left it closes the
+ * job and waits only for the workers inside it — never for one that has not
+ * started (on a loaded machine a sleeping worker may take milliseconds to
+ * be scheduled, and the caller will have run its chunks meanwhile). The
+ * join is Dekker-style on two sequentially consistent atomics: a worker
+ * increments `active` then reads `open`; the caller clears `open` then
+ * reads `active`; so a worker either is seen by the caller's wait or sees
+ * the job closed and touches none of its fields, which the next job may
+ * then rewrite. Waiting threads spin for a short while (back-to-back
+ * parallel loops are common) and then sleep on a condition variable.
  */
 #include "runtime/internal.h"
 
@@ -76,8 +83,9 @@ static void *worker_main(void *arg) {
   for (;;) {
     seen = wait_for_job(rt, seen);
     if (atomic_load(&rt->shutdown)) return NULL;
-    run_chunks(rt);
-    if (atomic_fetch_add(&rt->checked_in, 1) + 1 == rt->n_workers) {
+    atomic_fetch_add(&rt->active, 1);
+    if (atomic_load(&rt->open)) run_chunks(rt);
+    if (atomic_fetch_sub(&rt->active, 1) == 1) {
       /* Under the mutex, so a caller about to sleep cannot miss it. */
       pthread_mutex_lock(&rt->mu);
       pthread_cond_signal(&rt->done);
@@ -86,11 +94,12 @@ static void *worker_main(void *arg) {
   }
 }
 
-/* Waits until every worker checked in for the current job. */
+/* Closes the current job and waits until the workers inside it left. */
 static void wait_for_workers(ts_runtime *rt) {
+  atomic_store(&rt->open, false);
   double deadline = 0;
   for (unsigned i = 0;; i++) {
-    if (atomic_load(&rt->checked_in) == rt->n_workers) return;
+    if (atomic_load(&rt->active) == 0) return;
     cpu_relax();
     if ((i & 255) == 255) {
       double now = rt_now();
@@ -101,8 +110,7 @@ static void wait_for_workers(ts_runtime *rt) {
     }
   }
   pthread_mutex_lock(&rt->mu);
-  while (atomic_load(&rt->checked_in) != rt->n_workers)
-    pthread_cond_wait(&rt->done, &rt->mu);
+  while (atomic_load(&rt->active) != 0) pthread_cond_wait(&rt->done, &rt->mu);
   pthread_mutex_unlock(&rt->mu);
 }
 
@@ -141,7 +149,8 @@ int ts_runtime_create(int n_threads, ts_runtime **out, ts_error *err) {
   atomic_init(&rt->busy, false);
   atomic_init(&rt->next_chunk, 0);
   atomic_init(&rt->result, 0);
-  atomic_init(&rt->checked_in, 0);
+  atomic_init(&rt->open, false);
+  atomic_init(&rt->active, 0);
   if (rt->n_workers > 0) {
     rt->workers = calloc((size_t)rt->n_workers, sizeof *rt->workers);
     if (!rt->workers) {
@@ -195,7 +204,7 @@ int32_t ts_rt_parallel_for(void *rt_handle, ts_rt_task task, void *closure,
   rt->n_chunks = n < rt->n_threads ? n : rt->n_threads;
   atomic_store(&rt->next_chunk, 0);
   atomic_store(&rt->result, 0);
-  atomic_store(&rt->checked_in, 0);
+  atomic_store(&rt->open, true);
   atomic_fetch_add_explicit(&rt->generation, 1, memory_order_release);
   pthread_cond_broadcast(&rt->wake);
   pthread_mutex_unlock(&rt->mu);

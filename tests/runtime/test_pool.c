@@ -2,7 +2,8 @@
  * test_pool.c — the runtime's thread pool and allocation: parallel sums
  * equal the serial sum for several thread counts, every index is visited
  * once in contiguous chunks, nested parallel loops run inline, task
- * failures propagate, 1000 back-to-back calls, concurrent callers, work
+ * failures propagate, 1000 back-to-back calls, 5000 calls on more threads
+ * than cores (late workers), concurrent callers, work
  * really spreads over threads, and ts_rt_alloc's alignment and limits.
  */
 #include <setjmp.h>
@@ -189,6 +190,32 @@ static void test_back_to_back(void **state) {
   ts_runtime_destroy(rt);
 }
 
+/* More threads than cores: workers join jobs late (or a later job than the
+ * one that woke them) and the caller does not wait for those that have not
+ * started; every index is still visited exactly once per call. */
+static void test_late_workers(void **state) {
+  (void)state;
+  enum { LEN = 512 };
+  int64_t values[LEN];
+  unsigned char visits[LEN];
+  for (int i = 0; i < LEN; i++) values[i] = 3 * i + 1;
+  ts_runtime *rt = NULL;
+  assert_int_equal(ts_runtime_create(16, &rt, NULL), TS_OK);
+  for (int r = 0; r < 5000; r++) {
+    int64_t n = 1 + (r * 131) % LEN;
+    sum_job job = {.values = values, .visits = visits};
+    memset(visits, 0, sizeof visits);
+    assert_int_equal(ts_rt_parallel_for(rt, sum_task, &job, n), 0);
+    assert_int_equal(atomic_load(&job.total), 3 * n * (n - 1) / 2 + n);
+    for (int64_t i = 0; i < n; i++)
+      if (visits[i] != 1)
+        fail_msg("call %d: index %lld visited %d times", r, (long long)i,
+                 visits[i]);
+    if (r % 1000 == 999) usleep(3000); /* let the workers fall asleep */
+  }
+  ts_runtime_destroy(rt);
+}
+
 /* Two threads calling parallel_for on one runtime at once: both correct. */
 typedef struct caller {
   ts_runtime *rt;
@@ -298,6 +325,7 @@ int main(void) {
       cmocka_unit_test(test_nested_runs_inline),
       cmocka_unit_test(test_error_propagation),
       cmocka_unit_test(test_back_to_back),
+      cmocka_unit_test(test_late_workers),
       cmocka_unit_test(test_concurrent_callers),
       cmocka_unit_test(test_work_spreads),
       cmocka_unit_test(test_create_and_alloc),
