@@ -80,6 +80,9 @@ int cli_load_func(const char *spec, const char *tir_path,
  * EXIT_FAIL returned. */
 int cli_load_model(const char *path, const char *const *shapes, int n_shapes,
                    ts_graph **out);
+/* The import alone (no passes), the error printed on failure. */
+int cli_import_model(const char *path, const char *const *shapes, int n_shapes,
+                     ts_graph **out);
 
 /* A compiled model (`tessera compile`'s shared library) opened with dlopen
  * and its C ABI (include/tessera/model.h) looked up (model.c). */

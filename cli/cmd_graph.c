@@ -101,15 +101,9 @@ static int parse_opts(const char *sub, int argc, char **argv, graph_opts *o) {
 static int load_graph(const graph_opts *o, ts_graph **out) {
   ts_error err;
   ts_error_clear(&err);
-  ts_graph_import_options io;
-  memset(&io, 0, sizeof io);
-  io.input_shapes = o->shapes;
-  io.n_input_shapes = o->n_shapes;
   ts_graph *g;
-  if (ts_graph_import_onnx(o->model, &io, &g, &err) != TS_OK) {
-    cli_error("cannot import the model", &err);
+  if (cli_import_model(o->model, o->shapes, o->n_shapes, &g) != EXIT_OK)
     return EXIT_FAIL;
-  }
   /* Overrides apply to the lowered graph's nodes, before fusion, so a
    * node keeps its imported name and its call becomes a task of its own. */
   bool none = o->after && !strcmp(o->after, "none");

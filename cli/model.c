@@ -10,19 +10,27 @@
 #include <stdio.h>
 #include <string.h>
 
-int cli_load_model(const char *path, const char *const *shapes, int n_shapes,
-                   ts_graph **out) {
+int cli_import_model(const char *path, const char *const *shapes, int n_shapes,
+                     ts_graph **out) {
   ts_error err;
   ts_error_clear(&err);
   ts_graph_import_options io;
   memset(&io, 0, sizeof io);
   io.input_shapes = shapes;
   io.n_input_shapes = n_shapes;
-  ts_graph *g = NULL;
-  if (ts_graph_import_onnx(path, &io, &g, &err) != TS_OK) {
+  if (ts_graph_import_onnx(path, &io, out, &err) != TS_OK) {
     cli_error("cannot import the model", &err);
     return EXIT_FAIL;
   }
+  return EXIT_OK;
+}
+
+int cli_load_model(const char *path, const char *const *shapes, int n_shapes,
+                   ts_graph **out) {
+  ts_error err;
+  ts_error_clear(&err);
+  ts_graph *g = NULL;
+  if (cli_import_model(path, shapes, n_shapes, &g) != EXIT_OK) return EXIT_FAIL;
   if (ts_graph_run_passes(g, NULL, &err) != TS_OK) {
     cli_error("graph passes failed", &err);
     ts_graph_free(g);

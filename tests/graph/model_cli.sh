@@ -1,0 +1,70 @@
+#!/bin/sh
+# model_cli.sh TESSERA MODELS_DIR SOURCE_DIR — a model end to end through
+# the real binary: `tune --model` (a small budget shared by every task,
+# then resumed), `compile` with that database, `run` on an .npz, and
+# `bench --model` against onnxruntime when the project's venv has it; with
+# the usage and input errors of each.
+set -u
+T="$1"
+M="$2"
+SRC="$3"
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+expect() {
+  want=$1; shift
+  "$@" >"$TMP/out" 2>"$TMP/err"
+  got=$?
+  [ "$got" = "$want" ] || { cat "$TMP/out" "$TMP/err"; fail "'$*' exited $got, expected $want"; }
+}
+contains() { grep -q -- "$2" "$TMP/$1" || { head -c 3000 "$TMP/$1"; fail "$1 lacks '$2'"; }; }
+
+MODEL="$M/ops_small.onnx"
+[ -s "$MODEL" ] || fail "no $MODEL (the graph_models fixture writes it)"
+
+# ---- tune --model ----
+expect 2 "$T" tune --model "$MODEL" --workload "matmul M=8 N=8 K=8"
+contains err "no --workload/--tir beside it"
+expect 2 "$T" tune --input-shape x=1x2 --workload "matmul M=8 N=8 K=8"
+contains err "goes with --model"
+expect 1 "$T" tune --model "$TMP/none.onnx" --db "$TMP/none.db"
+contains err "cannot import the model"
+[ ! -e "$TMP/none.db" ] || fail "a failed import created the database"
+
+# every task gets trials although the budget is below a batch per task
+expect 0 "$T" tune --model "$MODEL" --trials 16 --db "$TMP/m.db" --job m \
+  --no-summary-measure --json
+contains err "distinct tasks"
+python3 - "$TMP/out" <<'EOF' || fail "a task got no trial"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert len(r["tasks"]) > 1, r
+assert all(t["trials"] >= 1 for t in r["tasks"]), r["tasks"]
+EOF
+# the job resumes from the database alone, and measures only what is left
+expect 0 "$T" tune --job m --db "$TMP/m.db" --trials 20 --no-summary-measure \
+  --json
+contains out '"trials_now": 4'
+
+# ---- compile, run ----
+if "$T" compile --help >/dev/null 2>&1; then
+  expect 0 "$T" compile "$MODEL" --db "$TMP/m.db" -o "$TMP/m.so"
+  [ -s "$TMP/m.so" ] || fail "no library"
+  expect 1 "$T" bench --model "$TMP/none.so"
+  contains err "cannot load the compiled model"
+  expect 1 "$T" bench --model "$MODEL"
+  contains err "cannot load the compiled model"
+  expect 0 "$T" bench --model "$TMP/m.so" --rounds 2 --min-round-ms 1 --json
+  contains out '"tessera_seconds": [0-9]'
+  contains out '"kernels": \[{'
+  if [ -x "$SRC/.venv/bin/python" ] &&
+     "$SRC/.venv/bin/python" -c "import onnxruntime" 2>/dev/null; then
+    expect 0 "$T" bench --model "$TMP/m.so" --onnx "$MODEL" --threads 1 \
+      --rounds 2 --min-round-ms 1 --json
+    contains out '"speedup": [0-9]'
+    contains out '"onnxruntime_seconds": [0-9]'
+  else
+    echo "model_cli: no onnxruntime in $SRC/.venv: the side-by-side bench is skipped"
+  fi
+fi
+echo "model_cli: all checks passed"
