@@ -1,25 +1,32 @@
 /*
  * fuse.c — operator fusion ("operator stacking"): groups of nodes become one
  * PrimFunc each, built with the TE builder, and the group becomes one
- * destination-passing call of it. A group starts at an anchor — a 2-D
- * convolution (NCHW, any pads, strides, dilation, groups, its bias), a
- * matmul (batched, broadcast) or an elementwise operator — and takes in the
- * chain of elementwise and broadcast operators that consume its result
- * (bias, BatchNorm's scale and shift, residual Add, Relu, Clip, Sigmoid,
- * Gelu's Erf arithmetic, ...), as long as each intermediate value has that
- * single use; a ReduceMean/ReduceSum/ReduceMax in the chain is fused with
- * its elementwise producers (a reduction stage, then the division for a
- * mean).
+ * destination-passing call of it. A group starts at an anchor — a
+ * convolution (NCHW and its 1-D/3-D forms; any pads, strides, dilation,
+ * groups, its bias), a matmul (batched, broadcast, a vector operand) or an
+ * elementwise operator — and takes in the chain of elementwise and
+ * broadcast operators that consume its result (bias, BatchNorm's scale and
+ * shift, residual Add, Relu, Clip, Sigmoid, Gelu's Erf arithmetic, ...), as
+ * long as each intermediate value has that single use; a
+ * ReduceMean/ReduceSum/ReduceMax in the chain is fused with its elementwise
+ * producers (a reduction stage, then the division for a mean).
  * Scalar constants are inlined as immediates; other operands (weights,
  * biases, the residual input) become parameters. The function's structural
  * hash is the group's task identity: identical layers share one task.
  * Transposed convolution (2-D NCHW, as a gather over the zero-dilated
- * input), pooling (2-D NCHW), softmax, layer normalisation and transposes
- * are library operators: each is a group of its own (an anchor that can take an
- * elementwise epilogue). Reshapes, concatenations, gathers, slices and casts
- * are data movement and stay graph operators, run by the reference kernels.
+ * input), pooling (1 to 3 spatial dimensions), softmax and layer
+ * normalisation are library operators: each is a group of its own (an
+ * anchor that can take an elementwise epilogue). So are the data-movement
+ * operators — Gather, Cast, Concat, Slice, Transpose, any dtype — built in
+ * fuse_move.c (BERT's attention mask Cast -> Sub -> Mul is one group).
+ * An elementwise node whose output or an input is not float32 computes in
+ * float64 and rounds once to its output dtype (the reference kernels'
+ * rule). After fusion the graph holds calls and Reshapes (views); a node
+ * fusion cannot express (a conv, matmul or pool on other dtypes than
+ * float32, a 1-D/3-D ConvTranspose, ...) stays a graph operator run by the
+ * reference kernels.
  */
-#include "internal.h"
+#include "fuse_move.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -27,7 +34,7 @@
 #include <string.h>
 
 #define MAX_MEMBERS 32
-#define MAX_PARAMS 32
+#define MAX_PARAMS GR_FUSE_MAX_PARAMS
 
 static const char *const elementwise_ops[] = {
     "Add",  "Sub", "Mul",  "Div", "Pow", "Relu", "Clip", "Sigmoid",
@@ -49,23 +56,48 @@ static bool f32_value(const ts_graph *g, int v) {
          g->values[v].ndim >= 0;
 }
 
-static bool scalar_const(const ts_graph *g, int v) {
-  return gr_is_const(g, v) && gr_value_elems(&g->values[v]) == 1 &&
-         g->values[v].ndim <= 1 && f32_value(g, v);
+/* A numeric (not bool) value of known rank. */
+static bool num_value(const ts_graph *g, int v) {
+  if (v < 0 || g->values[v].ndim < 0) return false;
+  ts_dtype t = g->values[v].dtype;
+  return t.lanes == 1 && (ts_dtype_is_float(t) || ts_dtype_is_int(t));
 }
 
-/* The reduction axes of a ReduceMean/ReduceSum: the attribute (opsets
- * before 18 for ReduceMean) or a constant second input; NULL otherwise. */
+/* A one-element numeric constant (inlined as an immediate). */
+static bool scalar_num_const(const ts_graph *g, int v) {
+  return gr_is_const(g, v) && gr_value_elems(&g->values[v]) == 1 &&
+         g->values[v].ndim <= 1 && num_value(g, v);
+}
+
+/* Whether an elementwise node computes in float32 (its output and every
+ * input float32); otherwise it computes in float64 and rounds once to its
+ * output dtype, as the reference kernels do. */
+static bool computes_f32(const ts_graph *g, const gr_node *n) {
+  if (!f32_value(g, n->outputs[0])) return false;
+  for (int k = 0; k < n->n_inputs; k++)
+    if (n->inputs[k] >= 0 && !f32_value(g, n->inputs[k])) return false;
+  return true;
+}
+
+/* The reduction axes of a ReduceMean/ReduceSum/ReduceMax: the attribute
+ * (opsets before 18 for ReduceMean) or a constant second input; every axis
+ * when neither gives any (unless noop_with_empty_axes); NULL otherwise. */
 static const int64_t *reduce_axes(const ts_graph *g, const gr_node *n,
                                   int *count) {
+  static const int64_t all_axes[TS_MAX_DIMS] = {0, 1, 2, 3, 4, 5, 6, 7};
   const int64_t *axes = gr_attr_ints(n, "axes", count);
-  if (axes || n->n_inputs < 2) return axes;
-  int v = n->inputs[1];
-  if (v < 0 || !gr_is_const(g, v) ||
-      !ts_dtype_eq(g->values[v].dtype, TS_INT64) || g->values[v].ndim != 1)
-    return NULL;
-  *count = (int)g->values[v].shape[0];
-  return gr_const_data(g, v);
+  if (axes && *count > 0) return axes;
+  int v = n->n_inputs > 1 ? n->inputs[1] : -1;
+  if (v >= 0) {
+    if (!gr_is_const(g, v) || !ts_dtype_eq(g->values[v].dtype, TS_INT64) ||
+        g->values[v].ndim != 1)
+      return NULL;
+    *count = (int)g->values[v].shape[0];
+    if (*count > 0) return gr_const_data(g, v);
+  }
+  if (gr_attr_int(n, "noop_with_empty_axes", 0)) return NULL;
+  *count = g->values[n->inputs[0]].ndim;
+  return *count > 0 ? all_axes : NULL;
 }
 
 /* Whether node n can be a member whose chain value (the result so far) is
@@ -74,7 +106,7 @@ static bool fusable_elementwise(const ts_graph *g, const gr_node *n, int cur) {
   if (n->kind != TS_GRAPH_OP || n->n_outputs != 1 || !is_elementwise(n->op))
     return false;
   const gr_value *out = &g->values[n->outputs[0]];
-  if (!f32_value(g, n->outputs[0]) || out->ndim < 1) return false;
+  if (!num_value(g, n->outputs[0])) return false;
   if (cur >= 0) {
     const gr_value *c = &g->values[cur];
     if (c->ndim != out->ndim ||
@@ -84,10 +116,10 @@ static bool fusable_elementwise(const ts_graph *g, const gr_node *n, int cur) {
   for (int k = 0; k < n->n_inputs; k++) {
     int v = n->inputs[k];
     if (v < 0) continue;
-    if (!f32_value(g, v)) return false;
-    if (!strcmp(n->op, "Clip") && k > 0 && !scalar_const(g, v)) return false;
+    if (!num_value(g, v)) return false;
+    if (!strcmp(n->op, "Clip") && k > 0 && !scalar_num_const(g, v))
+      return false;
     const gr_value *x = &g->values[v];
-    if (x->ndim == 0 && !scalar_const(g, v)) return false;
     if (x->ndim > out->ndim) return false;
   }
   return true;
@@ -96,10 +128,8 @@ static bool fusable_elementwise(const ts_graph *g, const gr_node *n, int cur) {
 static bool fusable_reduce(const ts_graph *g, const gr_node *n) {
   int na = 0;
   return n->kind == TS_GRAPH_OP && is_reduce(n) && n->n_outputs == 1 &&
-         reduce_axes(g, n, &na) && na > 0 &&
-         !gr_attr_int(n, "noop_with_empty_axes", 0) &&
-         f32_value(g, n->inputs[0]) && f32_value(g, n->outputs[0]) &&
-         g->values[n->outputs[0]].ndim >= 1;
+         n->n_inputs >= 1 && f32_value(g, n->inputs[0]) &&
+         f32_value(g, n->outputs[0]) && reduce_axes(g, n, &na) && na > 0;
 }
 
 /* Library operators built as their own group (and anchors for an
@@ -109,16 +139,16 @@ static bool is_library(const ts_graph *g, const gr_node *n) {
       !f32_value(g, n->inputs[0]) || !f32_value(g, n->outputs[0]))
     return false;
   int rank = g->values[n->inputs[0]].ndim;
+  bool window = rank >= 3 && rank <= 5; /* 1 to 3 spatial dimensions */
   if (!strcmp(n->op, "MaxPool") || !strcmp(n->op, "AveragePool"))
-    return rank == 4 &&
+    return window &&
            strcmp(gr_attr_string(n, "auto_pad", "NOTSET"), "SAME_LOWER") &&
            (!strcmp(n->op, "MaxPool") || !gr_attr_find(n, "dilations"));
-  if (!strcmp(n->op, "GlobalAveragePool")) return rank == 4;
+  if (!strcmp(n->op, "GlobalAveragePool")) return window;
   if (!strcmp(n->op, "ConvTranspose"))
     return rank == 4 && f32_value(g, n->inputs[1]) &&
            (n->n_inputs < 3 || n->inputs[2] < 0 || f32_value(g, n->inputs[2]));
-  if (!strcmp(n->op, "Softmax") || !strcmp(n->op, "Transpose"))
-    return rank >= 1;
+  if (!strcmp(n->op, "Softmax")) return rank >= 1;
   if (!strcmp(n->op, "LayerNormalization"))
     return rank >= 1 && f32_value(g, n->inputs[1]) &&
            (n->n_inputs < 3 || n->inputs[2] < 0 || f32_value(g, n->inputs[2]));
@@ -127,31 +157,25 @@ static bool is_library(const ts_graph *g, const gr_node *n) {
 
 static bool is_anchor(const ts_graph *g, const gr_node *n) {
   if (n->kind != TS_GRAPH_OP || n->n_outputs != 1) return false;
-  if (is_library(g, n)) return true;
-  if (!strcmp(n->op, "Conv"))
-    return f32_value(g, n->inputs[0]) && g->values[n->inputs[0]].ndim == 4 &&
-           f32_value(g, n->inputs[1]);
-  if (!strcmp(n->op, "MatMul"))
+  if (is_library(g, n) || gr_fuse_is_move(g, n)) return true;
+  if (!strcmp(n->op, "Conv")) /* 1 to 3 spatial dimensions */
+    return f32_value(g, n->inputs[0]) && g->values[n->inputs[0]].ndim >= 3 &&
+           g->values[n->inputs[0]].ndim <= 5 && f32_value(g, n->inputs[1]) &&
+           g->values[n->inputs[1]].ndim == g->values[n->inputs[0]].ndim &&
+           (n->n_inputs < 3 || n->inputs[2] < 0 || f32_value(g, n->inputs[2]));
+  if (!strcmp(n->op, "MatMul")) /* a vector operand too; not vector·vector */
     return f32_value(g, n->inputs[0]) && f32_value(g, n->inputs[1]) &&
-           g->values[n->inputs[0]].ndim >= 2 &&
-           g->values[n->inputs[1]].ndim >= 2;
+           g->values[n->inputs[0]].ndim >= 1 &&
+           g->values[n->inputs[1]].ndim >= 1 && f32_value(g, n->outputs[0]) &&
+           g->values[n->outputs[0]].ndim >= 1;
   return fusable_elementwise(g, n, -1) || fusable_reduce(g, n);
 }
 
 /* ---- building the group's function ---- */
 
-typedef struct builder {
-  const ts_graph *g;
-  ts_te *te;
-  ts_arena *a;
-  int values[MAX_PARAMS]; /* graph values bound to parameters, in order */
-  ts_buffer *bufs[MAX_PARAMS];
-  int n_params;
-  bool failed;
-  int stage_no;
-} builder;
+typedef gr_fuse_builder builder;
 
-static ts_buffer *param_for(builder *b, int v) {
+ts_buffer *gr_fuse_param(builder *b, int v) {
   for (int i = 0; i < b->n_params; i++)
     if (b->values[i] == v) return b->bufs[i];
   if (b->n_params == MAX_PARAMS - 1) {
@@ -167,7 +191,7 @@ static ts_buffer *param_for(builder *b, int v) {
   return buf;
 }
 
-static const char *stage_name(builder *b, const char *op) {
+const char *gr_fuse_stage_name(builder *b, const char *op) {
   char base[32];
   size_t k = 0;
   for (const char *p = op; *p && k < sizeof base - 1; p++)
@@ -190,46 +214,66 @@ static ts_expr *bcast_load(builder *b, ts_buffer *buf, ts_expr **axes,
 /* The value of operand v at output axes: the chain stage, an inlined
  * scalar constant or a broadcast parameter load. */
 static ts_expr *operand(builder *b, int v, int cur, ts_buffer *cur_buf,
-                        ts_expr **axes, int n_axes) {
-  if (v == cur) return bcast_load(b, cur_buf, axes, n_axes);
-  if (scalar_const(b->g, v))
-    return ts_float(b->a, TS_FLOAT32, *(const float *)gr_const_data(b->g, v));
-  ts_buffer *p = param_for(b, v);
-  if (!p) return ts_float(b->a, TS_FLOAT32, 0);
-  return bcast_load(b, p, axes, n_axes);
+                        ts_expr **axes, int n_axes, ts_dtype ct) {
+  if (v == cur) return ts_cast(b->a, ct, bcast_load(b, cur_buf, axes, n_axes));
+  if (scalar_num_const(b->g, v))
+    return ts_float(
+        b->a, ct,
+        ts_host_get(gr_const_data(b->g, v), b->g->values[v].dtype, 0));
+  ts_buffer *p = gr_fuse_param(b, v);
+  if (!p) return ts_float(b->a, ct, 0);
+  return ts_cast(b->a, ct, bcast_load(b, p, axes, n_axes));
 }
 
-static ts_expr *apply(builder *b, const gr_node *n, ts_expr **in) {
+/* Node n's value from its operands, computed in dtype ct (float32 or
+ * float64); int_out: the output is an integer (division truncates and a
+ * division by zero gives 0, as in the reference kernels). */
+static ts_expr *apply(builder *b, const gr_node *n, ts_expr **in, ts_dtype ct,
+                      bool int_out) {
   ts_arena *a = b->a;
   const char *op = n->op;
   ts_expr *x = in[0];
   if (!strcmp(op, "Add")) return ts_add(a, x, in[1]);
   if (!strcmp(op, "Sub")) return ts_sub(a, x, in[1]);
   if (!strcmp(op, "Mul")) return ts_mul(a, x, in[1]);
+  if (!strcmp(op, "Div") && int_out) {
+    ts_expr *zero = ts_eq(a, in[1], ts_float(a, ct, 0));
+    ts_expr *q = ts_div(a, x, ts_select(a, zero, ts_float(a, ct, 1), in[1]));
+    return ts_select(a, zero, ts_float(a, ct, 0), q);
+  }
   if (!strcmp(op, "Div")) return ts_div(a, x, in[1]);
   if (!strcmp(op, "Pow")) {
     ts_expr *args[2] = {x, in[1]};
-    return ts_call(a, TS_FLOAT32, "pow", args, 2);
+    return ts_call(a, ct, "pow", args, 2);
   }
-  if (!strcmp(op, "Relu")) return ts_max(a, x, ts_float(a, TS_FLOAT32, 0));
-  if (!strcmp(op, "Neg")) return ts_sub(a, ts_float(a, TS_FLOAT32, 0), x);
+  if (!strcmp(op, "Relu")) return ts_max(a, x, ts_float(a, ct, 0));
+  if (!strcmp(op, "Neg")) return ts_sub(a, ts_float(a, ct, 0), x);
   if (!strcmp(op, "Clip")) {
     if (n->n_inputs > 1 && in[1]) x = ts_max(a, x, in[1]);
     if (n->n_inputs > 2 && in[2]) x = ts_min(a, x, in[2]);
     return x;
   }
+  if (!strcmp(op, "Gelu") &&
+      !strcmp(gr_attr_string(n, "approximate", "none"), "tanh")) {
+    /* 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
+    ts_expr *x3 = ts_mul(a, ts_mul(a, x, x), x);
+    ts_expr *t = ts_mul(a, ts_float(a, ct, 0.79788456080286535588),
+                        ts_add(a, x, ts_mul(a, ts_float(a, ct, 0.044715), x3)));
+    ts_expr *th = ts_call(a, ct, "tanh", &t, 1);
+    return ts_mul(a, ts_mul(a, x, ts_float(a, ct, 0.5)),
+                  ts_add(a, th, ts_float(a, ct, 1.0)));
+  }
   if (!strcmp(op, "Gelu")) {
-    ts_expr *t = ts_mul(a, x, ts_float(a, TS_FLOAT32, 0.70710678118654752));
-    ts_expr *e = ts_call(a, TS_FLOAT32, "erf", &t, 1);
-    return ts_mul(a, ts_mul(a, x, ts_float(a, TS_FLOAT32, 0.5)),
-                  ts_add(a, e, ts_float(a, TS_FLOAT32, 1.0)));
+    ts_expr *t = ts_mul(a, x, ts_float(a, ct, 0.70710678118654752));
+    ts_expr *e = ts_call(a, ct, "erf", &t, 1);
+    return ts_mul(a, ts_mul(a, x, ts_float(a, ct, 0.5)),
+                  ts_add(a, e, ts_float(a, ct, 1.0)));
   }
   static const char *const math[][2] = {
       {"Sigmoid", "sigmoid"}, {"Tanh", "tanh"}, {"Erf", "erf"},
       {"Sqrt", "sqrt"},       {"Exp", "exp"},   {"Abs", "abs"}};
   for (size_t i = 0; i < sizeof math / sizeof math[0]; i++)
-    if (!strcmp(op, math[i][0]))
-      return ts_call(a, TS_FLOAT32, math[i][1], &x, 1);
+    if (!strcmp(op, math[i][0])) return ts_call(a, ct, math[i][1], &x, 1);
   b->failed = true;
   return x;
 }
@@ -237,21 +281,25 @@ static ts_expr *apply(builder *b, const gr_node *n, ts_expr **in) {
 static ts_buffer *build_elementwise(builder *b, const gr_node *n, int cur,
                                     ts_buffer *cur_buf) {
   const gr_value *out = &b->g->values[n->outputs[0]];
-  ts_te_stage *st = ts_te_compute(b->te, stage_name(b, n->op), TS_FLOAT32,
-                                  out->shape, out->ndim, NULL);
+  ts_dtype ct = computes_f32(b->g, n) ? TS_FLOAT32 : TS_FLOAT64;
+  ts_te_stage *st = ts_te_compute(b->te, gr_fuse_stage_name(b, n->op),
+                                  out->dtype, out->shape, out->ndim, NULL);
   ts_expr *axes[TS_MAX_DIMS], *in[8] = {0};
   for (int d = 0; d < out->ndim; d++) axes[d] = ts_te_axis(st, d);
   for (int k = 0; k < n->n_inputs && k < 8; k++)
     if (n->inputs[k] >= 0)
-      in[k] = operand(b, n->inputs[k], cur, cur_buf, axes, out->ndim);
-  return ts_te_set_value(st, apply(b, n, in));
+      in[k] = operand(b, n->inputs[k], cur, cur_buf, axes, out->ndim, ct);
+  return ts_te_set_value(
+      st, ts_cast(b->a, out->dtype,
+                  apply(b, n, in, ct, ts_dtype_is_int(out->dtype))));
 }
 
 static ts_buffer *build_reduce(builder *b, const gr_node *n, int cur,
                                ts_buffer *cur_buf) {
   const gr_value *x = &b->g->values[n->inputs[0]];
   const gr_value *out = &b->g->values[n->outputs[0]];
-  ts_buffer *src = n->inputs[0] == cur ? cur_buf : param_for(b, n->inputs[0]);
+  ts_buffer *src =
+      n->inputs[0] == cur ? cur_buf : gr_fuse_param(b, n->inputs[0]);
   if (!src) return NULL;
   int na;
   const int64_t *axes = reduce_axes(b->g, n, &na);
@@ -263,7 +311,7 @@ static ts_buffer *build_reduce(builder *b, const gr_node *n, int cur,
     red[ax] = true;
   }
   ts_te_stage *st = ts_te_compute(
-      b->te, stage_name(b, strcmp(n->op, "ReduceMax") ? "sum" : "max"),
+      b->te, gr_fuse_stage_name(b, strcmp(n->op, "ReduceMax") ? "sum" : "max"),
       TS_FLOAT32, out->shape, out->ndim, NULL);
   ts_expr *idx[TS_MAX_DIMS];
   for (int d = 0, o = 0; d < x->ndim; d++) {
@@ -280,82 +328,105 @@ static ts_buffer *build_reduce(builder *b, const gr_node *n, int cur,
       ts_te_set_reduce(st, !strcmp(n->op, "ReduceMax") ? TS_TE_MAX : TS_TE_SUM,
                        ts_te_load(b->te, src, idx, x->ndim));
   if (strcmp(n->op, "ReduceMean")) return sum;
-  ts_te_stage *m = ts_te_compute(b->te, stage_name(b, "mean"), TS_FLOAT32,
-                                 out->shape, out->ndim, NULL);
+  ts_te_stage *m = ts_te_compute(b->te, gr_fuse_stage_name(b, "mean"),
+                                 TS_FLOAT32, out->shape, out->ndim, NULL);
   ts_expr *ax[TS_MAX_DIMS];
   for (int d = 0; d < out->ndim; d++) ax[d] = ts_te_axis(m, d);
   return ts_te_set_value(m, ts_div(b->a, ts_te_load(b->te, sum, ax, out->ndim),
                                    ts_float(b->a, TS_FLOAT32, (double)count)));
 }
 
+/* The names of the window reduce axes of nsp spatial dimensions. */
+static const char *window_axis(int nsp, int d) {
+  static const char *const names[] = {"rd", "rh", "rw"};
+  return names[3 - nsp + d];
+}
+
+/* A pad stage around the spatial dimensions of x (NC + nsp spatial): pads
+ * before (pads[d]) and after (end[d]) each, filled with `fill`. */
+static ts_buffer *pad_stage(builder *b, ts_buffer *data, const gr_value *x,
+                            const int64_t *pads, const int64_t *end,
+                            ts_expr *fill) {
+  ts_arena *a = b->a;
+  int nsp = x->ndim - 2;
+  int64_t shape[TS_MAX_DIMS] = {x->shape[0], x->shape[1]};
+  for (int d = 0; d < nsp; d++)
+    shape[2 + d] = x->shape[2 + d] + pads[d] + end[d];
+  ts_te_stage *ps = ts_te_compute(b->te, gr_fuse_stage_name(b, "pad"),
+                                  TS_FLOAT32, shape, x->ndim, NULL);
+  ts_expr *cond = NULL;
+  ts_expr *idx[TS_MAX_DIMS] = {ts_te_axis(ps, 0), ts_te_axis(ps, 1)};
+  for (int d = 0; d < nsp; d++) {
+    ts_expr *h = ts_te_axis(ps, 2 + d);
+    ts_expr *cd = ts_and(a, ts_ge(a, h, ts_index(a, pads[d])),
+                         ts_lt(a, h, ts_index(a, pads[d] + x->shape[2 + d])));
+    cond = cond ? ts_and(a, cond, cd) : cd;
+    idx[2 + d] = ts_sub(a, h, ts_index(a, pads[d]));
+  }
+  ts_expr *args[3] = {cond, ts_te_load(b->te, data, idx, x->ndim), fill};
+  return ts_te_set_value(ps, ts_call(a, TS_FLOAT32, "if_then_else", args, 3));
+}
+
+/* Conv (NC + 1 to 3 spatial dimensions): a pad stage, the reduction, the
+ * bias. */
 static ts_buffer *build_conv(builder *b, const gr_node *n) {
   const ts_graph *g = b->g;
   ts_arena *a = b->a;
   const gr_value *x = &g->values[n->inputs[0]], *w = &g->values[n->inputs[1]];
   const gr_value *out = &g->values[n->outputs[0]];
-  ts_buffer *data = param_for(b, n->inputs[0]);
-  ts_buffer *weight = param_for(b, n->inputs[1]);
+  ts_buffer *data = gr_fuse_param(b, n->inputs[0]);
+  ts_buffer *weight = gr_fuse_param(b, n->inputs[1]);
   if (!data || !weight) return NULL;
-  int64_t kernel[2] = {w->shape[2], w->shape[3]}, strides[2] = {1, 1};
-  int64_t dil[2] = {1, 1}, pads[4];
+  int nd = x->ndim, nsp = nd - 2;
+  int64_t kernel[3], strides[3], dil[3], pads[6], end[3];
   int c;
   const int64_t *p;
-  if ((p = gr_attr_ints(n, "strides", &c)) && c == 2)
-    strides[0] = p[0], strides[1] = p[1];
-  if ((p = gr_attr_ints(n, "dilations", &c)) && c == 2)
-    dil[0] = p[0], dil[1] = p[1];
-  gr_resolve_pads(n, 2, x->shape + 2, kernel, strides, dil, pads);
-  ts_buffer *in = data;
-  if (pads[0] || pads[1] || pads[2] || pads[3]) {
-    int64_t shape[4] = {x->shape[0], x->shape[1],
-                        x->shape[2] + pads[0] + pads[2],
-                        x->shape[3] + pads[1] + pads[3]};
-    ts_te_stage *ps =
-        ts_te_compute(b->te, stage_name(b, "pad"), TS_FLOAT32, shape, 4, NULL);
-    ts_expr *h = ts_te_axis(ps, 2), *wv = ts_te_axis(ps, 3);
-    ts_expr *cond =
-        ts_and(a,
-               ts_and(a, ts_ge(a, h, ts_index(a, pads[0])),
-                      ts_lt(a, h, ts_index(a, pads[0] + x->shape[2]))),
-               ts_and(a, ts_ge(a, wv, ts_index(a, pads[1])),
-                      ts_lt(a, wv, ts_index(a, pads[1] + x->shape[3]))));
-    ts_expr *idx[4] = {ts_te_axis(ps, 0), ts_te_axis(ps, 1),
-                       ts_sub(a, h, ts_index(a, pads[0])),
-                       ts_sub(a, wv, ts_index(a, pads[1]))};
-    ts_expr *args[3] = {cond, ts_te_load(b->te, data, idx, 4),
-                        ts_float(a, TS_FLOAT32, 0)};
-    in = ts_te_set_value(ps, ts_call(a, TS_FLOAT32, "if_then_else", args, 3));
+  for (int d = 0; d < nsp; d++)
+    kernel[d] = w->shape[2 + d], strides[d] = 1, dil[d] = 1;
+  if ((p = gr_attr_ints(n, "strides", &c)) && c == nsp)
+    for (int d = 0; d < nsp; d++) strides[d] = p[d];
+  if ((p = gr_attr_ints(n, "dilations", &c)) && c == nsp)
+    for (int d = 0; d < nsp; d++) dil[d] = p[d];
+  if (gr_resolve_pads(n, nsp, x->shape + 2, kernel, strides, dil, pads))
+    return NULL;
+  bool padded = false;
+  for (int d = 0; d < nsp; d++) {
+    end[d] = pads[d + nsp];
+    padded = padded || pads[d] || end[d];
   }
+  ts_buffer *in = data;
+  if (padded) in = pad_stage(b, data, x, pads, end, ts_float(a, TS_FLOAT32, 0));
   int64_t G = gr_attr_int(n, "group", 1);
   int64_t CIg = w->shape[1], COg = out->shape[1] / G;
-  ts_te_stage *st = ts_te_compute(b->te, stage_name(b, "conv"), TS_FLOAT32,
-                                  out->shape, 4, NULL);
+  ts_te_stage *st = ts_te_compute(b->te, gr_fuse_stage_name(b, "conv"),
+                                  TS_FLOAT32, out->shape, nd, NULL);
   ts_expr *nn = ts_te_axis(st, 0), *co = ts_te_axis(st, 1);
-  ts_expr *oh = ts_te_axis(st, 2), *ow = ts_te_axis(st, 3);
-  ts_expr *rc = ts_te_reduce_axis(st, "rc", CIg);
-  ts_expr *rh = ts_te_reduce_axis(st, "rh", kernel[0]);
-  ts_expr *rw = ts_te_reduce_axis(st, "rw", kernel[1]);
+  ts_expr *rc = ts_te_reduce_axis(st, "rc", CIg), *r[3];
+  for (int d = 0; d < nsp; d++)
+    r[d] = ts_te_reduce_axis(st, window_axis(nsp, d), kernel[d]);
   ts_expr *ci = rc;
   if (G > 1)
     ci = ts_add(
         a, ts_mul(a, ts_floordiv(a, co, ts_index(a, COg)), ts_index(a, CIg)),
         rc);
-  ts_expr *ih = ts_add(a, ts_mul(a, oh, ts_index(a, strides[0])),
-                       ts_mul(a, rh, ts_index(a, dil[0])));
-  ts_expr *iw = ts_add(a, ts_mul(a, ow, ts_index(a, strides[1])),
-                       ts_mul(a, rw, ts_index(a, dil[1])));
-  ts_expr *di[4] = {nn, ci, ih, iw}, *wi[4] = {co, rc, rh, rw};
+  ts_expr *di[TS_MAX_DIMS] = {nn, ci}, *wi[TS_MAX_DIMS] = {co, rc};
+  for (int d = 0; d < nsp; d++) {
+    di[2 + d] =
+        ts_add(a, ts_mul(a, ts_te_axis(st, 2 + d), ts_index(a, strides[d])),
+               ts_mul(a, r[d], ts_index(a, dil[d])));
+    wi[2 + d] = r[d];
+  }
   ts_buffer *conv = ts_te_set_reduce(st, TS_TE_SUM,
-                                     ts_mul(a, ts_te_load(b->te, in, di, 4),
-                                            ts_te_load(b->te, weight, wi, 4)));
+                                     ts_mul(a, ts_te_load(b->te, in, di, nd),
+                                            ts_te_load(b->te, weight, wi, nd)));
   if (n->n_inputs < 3 || n->inputs[2] < 0) return conv;
-  ts_buffer *bias = param_for(b, n->inputs[2]);
+  ts_buffer *bias = gr_fuse_param(b, n->inputs[2]);
   if (!bias) return NULL;
-  ts_te_stage *bs = ts_te_compute(b->te, stage_name(b, "bias"), TS_FLOAT32,
-                                  out->shape, 4, NULL);
-  ts_expr *ax[4];
-  for (int d = 0; d < 4; d++) ax[d] = ts_te_axis(bs, d);
-  return ts_te_set_value(bs, ts_add(a, ts_te_load(b->te, conv, ax, 4),
+  ts_te_stage *bs = ts_te_compute(b->te, gr_fuse_stage_name(b, "bias"),
+                                  TS_FLOAT32, out->shape, nd, NULL);
+  ts_expr *ax[TS_MAX_DIMS];
+  for (int d = 0; d < nd; d++) ax[d] = ts_te_axis(bs, d);
+  return ts_te_set_value(bs, ts_add(a, ts_te_load(b->te, conv, ax, nd),
                                     ts_te_load(b->te, bias, &ax[1], 1)));
 }
 
@@ -363,23 +434,32 @@ static ts_buffer *build_matmul(builder *b, const gr_node *n) {
   const ts_graph *g = b->g;
   const gr_value *x = &g->values[n->inputs[0]], *y = &g->values[n->inputs[1]];
   const gr_value *out = &g->values[n->outputs[0]];
-  ts_buffer *A = param_for(b, n->inputs[0]), *B = param_for(b, n->inputs[1]);
+  ts_buffer *A = gr_fuse_param(b, n->inputs[0]),
+            *B = gr_fuse_param(b, n->inputs[1]);
   if (!A || !B) return NULL;
   int no = out->ndim;
-  ts_te_stage *st = ts_te_compute(b->te, stage_name(b, "matmul"), TS_FLOAT32,
-                                  out->shape, no, NULL);
+  ts_te_stage *st = ts_te_compute(b->te, gr_fuse_stage_name(b, "matmul"),
+                                  TS_FLOAT32, out->shape, no, NULL);
   ts_expr *ax[TS_MAX_DIMS];
   for (int d = 0; d < no; d++) ax[d] = ts_te_axis(st, d);
   ts_expr *k = ts_te_reduce_axis(st, "rk", x->shape[x->ndim - 1]);
   ts_expr *ai[TS_MAX_DIMS], *bi[TS_MAX_DIMS];
-  for (int d = 0; d < x->ndim - 2; d++)
-    ai[d] = x->shape[d] == 1 ? ts_index(b->a, 0) : ax[d + (no - x->ndim)];
-  ai[x->ndim - 2] = ax[no - 2];
-  ai[x->ndim - 1] = k;
-  for (int d = 0; d < y->ndim - 2; d++)
-    bi[d] = y->shape[d] == 1 ? ts_index(b->a, 0) : ax[d + (no - y->ndim)];
-  bi[y->ndim - 2] = k;
-  bi[y->ndim - 1] = ax[no - 1];
+  /* output axes: batch, then M when A is a matrix, N when B is one (a
+   * vector operand has no such axis) */
+  int na = x->ndim, nb = y->ndim;
+  int nbatch = no - (na > 1) - (nb > 1);
+  for (int d = 0; d < na - 2; d++)
+    ai[d] = x->shape[d] == 1 ? ts_index(b->a, 0) : ax[d + nbatch - (na - 2)];
+  if (na > 1) ai[na - 2] = ax[nbatch];
+  ai[na - 1] = k;
+  for (int d = 0; d < nb - 2; d++)
+    bi[d] = y->shape[d] == 1 ? ts_index(b->a, 0) : ax[d + nbatch - (nb - 2)];
+  if (nb > 1) {
+    bi[nb - 2] = k;
+    bi[nb - 1] = ax[no - 1];
+  } else {
+    bi[0] = k;
+  }
   return ts_te_set_reduce(st, TS_TE_SUM,
                           ts_mul(b->a, ts_te_load(b->te, A, ai, x->ndim),
                                  ts_te_load(b->te, B, bi, y->ndim)));
@@ -389,98 +469,91 @@ static ts_buffer *build_matmul(builder *b, const gr_node *n) {
 
 static ts_te_stage *stage_like(builder *b, const char *op, const gr_value *v,
                                ts_expr **axes) {
-  ts_te_stage *st = ts_te_compute(b->te, stage_name(b, op), TS_FLOAT32,
+  ts_te_stage *st = ts_te_compute(b->te, gr_fuse_stage_name(b, op), TS_FLOAT32,
                                   v->shape, v->ndim, NULL);
   for (int d = 0; d < v->ndim; d++) axes[d] = ts_te_axis(st, d);
   return st;
 }
 
-/* MaxPool / AveragePool (NCHW, 2-D windows) and GlobalAveragePool. */
+/* MaxPool / AveragePool (NC + 1 to 3 spatial dimensions) and
+ * GlobalAveragePool. */
 static ts_buffer *build_pool(builder *b, const gr_node *n) {
   const ts_graph *g = b->g;
   ts_arena *a = b->a;
   const gr_value *x = &g->values[n->inputs[0]];
   const gr_value *out = &g->values[n->outputs[0]];
-  ts_buffer *data = param_for(b, n->inputs[0]);
+  ts_buffer *data = gr_fuse_param(b, n->inputs[0]);
   if (!data) return NULL;
   bool global = !strcmp(n->op, "GlobalAveragePool");
   bool is_max = !strcmp(n->op, "MaxPool");
-  int64_t kernel[2] = {x->shape[2], x->shape[3]}, strides[2] = {1, 1};
-  int64_t dil[2] = {1, 1}, pads[4] = {0, 0, 0, 0};
+  int nd = x->ndim, nsp = nd - 2;
+  int64_t kernel[3], strides[3], dil[3], pads[6] = {0}, end[3];
+  for (int d = 0; d < nsp; d++)
+    kernel[d] = x->shape[2 + d], strides[d] = 1, dil[d] = 1;
   int c;
   const int64_t *p;
   if (!global) {
-    p = gr_attr_ints(n, "kernel_shape", &c);
-    kernel[0] = p[0], kernel[1] = p[1];
-    if ((p = gr_attr_ints(n, "strides", &c)) && c == 2)
-      strides[0] = p[0], strides[1] = p[1];
-    if ((p = gr_attr_ints(n, "dilations", &c)) && c == 2)
-      dil[0] = p[0], dil[1] = p[1];
-    gr_resolve_pads(n, 2, x->shape + 2, kernel, strides, dil, pads);
+    if (!(p = gr_attr_ints(n, "kernel_shape", &c)) || c != nsp) return NULL;
+    for (int d = 0; d < nsp; d++) kernel[d] = p[d];
+    if ((p = gr_attr_ints(n, "strides", &c)) && c == nsp)
+      for (int d = 0; d < nsp; d++) strides[d] = p[d];
+    if ((p = gr_attr_ints(n, "dilations", &c)) && c == nsp)
+      for (int d = 0; d < nsp; d++) dil[d] = p[d];
+    if (gr_resolve_pads(n, nsp, x->shape + 2, kernel, strides, dil, pads))
+      return NULL;
   }
   /* pad far enough for ceil_mode windows that run past the end */
-  int64_t H = x->shape[2], W = x->shape[3];
-  int64_t ph = (out->shape[2] - 1) * strides[0] + (kernel[0] - 1) * dil[0] + 1;
-  int64_t pw = (out->shape[3] - 1) * strides[1] + (kernel[1] - 1) * dil[1] + 1;
-  int64_t end_h = ph - H - pads[0], end_w = pw - W - pads[1];
-  if (end_h < 0) end_h = 0;
-  if (end_w < 0) end_w = 0;
-  ts_buffer *in = data;
-  ts_expr *pad_value =
-      is_max ? ts_float(a, TS_FLOAT32, -INFINITY) : ts_float(a, TS_FLOAT32, 0);
-  if (pads[0] || pads[1] || end_h || end_w) {
-    int64_t shape[4] = {x->shape[0], x->shape[1], pads[0] + H + end_h,
-                        pads[1] + W + end_w};
-    ts_te_stage *ps =
-        ts_te_compute(b->te, stage_name(b, "pad"), TS_FLOAT32, shape, 4, NULL);
-    ts_expr *h = ts_te_axis(ps, 2), *w = ts_te_axis(ps, 3);
-    ts_expr *cond = ts_and(a,
-                           ts_and(a, ts_ge(a, h, ts_index(a, pads[0])),
-                                  ts_lt(a, h, ts_index(a, pads[0] + H))),
-                           ts_and(a, ts_ge(a, w, ts_index(a, pads[1])),
-                                  ts_lt(a, w, ts_index(a, pads[1] + W))));
-    ts_expr *idx[4] = {ts_te_axis(ps, 0), ts_te_axis(ps, 1),
-                       ts_sub(a, h, ts_index(a, pads[0])),
-                       ts_sub(a, w, ts_index(a, pads[1]))};
-    ts_expr *args[3] = {cond, ts_te_load(b->te, data, idx, 4), pad_value};
-    in = ts_te_set_value(ps, ts_call(a, TS_FLOAT32, "if_then_else", args, 3));
+  bool padded = false;
+  for (int d = 0; d < nsp; d++) {
+    int64_t span =
+        (out->shape[2 + d] - 1) * strides[d] + (kernel[d] - 1) * dil[d] + 1;
+    end[d] = span - x->shape[2 + d] - pads[d];
+    if (end[d] < 0) end[d] = 0;
+    padded = padded || pads[d] || end[d];
   }
-  ts_te_stage *st = ts_te_compute(b->te, stage_name(b, is_max ? "max" : "sum"),
-                                  TS_FLOAT32, out->shape, 4, NULL);
-  ts_expr *ax[4];
-  for (int d = 0; d < 4; d++) ax[d] = ts_te_axis(st, d);
-  ts_expr *rh = ts_te_reduce_axis(st, "rh", kernel[0]);
-  ts_expr *rw = ts_te_reduce_axis(st, "rw", kernel[1]);
-  ts_expr *idx[4] = {ax[0], ax[1],
-                     ts_add(a, ts_mul(a, ax[2], ts_index(a, strides[0])),
-                            ts_mul(a, rh, ts_index(a, dil[0]))),
-                     ts_add(a, ts_mul(a, ax[3], ts_index(a, strides[1])),
-                            ts_mul(a, rw, ts_index(a, dil[1])))};
+  ts_buffer *in = data;
+  if (padded)
+    in = pad_stage(b, data, x, pads, end,
+                   ts_float(a, TS_FLOAT32, is_max ? -INFINITY : 0));
+  ts_te_stage *st =
+      ts_te_compute(b->te, gr_fuse_stage_name(b, is_max ? "max" : "sum"),
+                    TS_FLOAT32, out->shape, nd, NULL);
+  ts_expr *ax[TS_MAX_DIMS], *r[3];
+  for (int d = 0; d < nd; d++) ax[d] = ts_te_axis(st, d);
+  for (int d = 0; d < nsp; d++)
+    r[d] = ts_te_reduce_axis(st, window_axis(nsp, d), kernel[d]);
+  ts_expr *idx[TS_MAX_DIMS] = {ax[0], ax[1]};
+  for (int d = 0; d < nsp; d++)
+    idx[2 + d] = ts_add(a, ts_mul(a, ax[2 + d], ts_index(a, strides[d])),
+                        ts_mul(a, r[d], ts_index(a, dil[d])));
   ts_buffer *red = ts_te_set_reduce(st, is_max ? TS_TE_MAX : TS_TE_SUM,
-                                    ts_te_load(b->te, in, idx, 4));
+                                    ts_te_load(b->te, in, idx, nd));
   if (is_max) return red;
-  ts_expr *oa[4];
+  ts_expr *oa[TS_MAX_DIMS];
   ts_te_stage *avg = stage_like(b, "avg", out, oa);
   ts_expr *count;
   if (global) {
-    count = ts_float(a, TS_FLOAT32, (double)(H * W));
+    int64_t taps = 1;
+    for (int d = 0; d < nsp; d++) taps *= x->shape[2 + d];
+    count = ts_float(a, TS_FLOAT32, (double)taps);
   } else {
     /* taps inside the input (or inside the explicit padding with
      * count_include_pad), per output position */
     bool incl = gr_attr_int(n, "count_include_pad", 0) != 0;
-    ts_expr *span[2];
-    for (int d = 0; d < 2; d++) {
-      int64_t size = d ? W : H, lo = incl ? -pads[d] : 0;
-      int64_t hi = incl ? size + pads[d + 2] : size;
+    ts_expr *taps = NULL;
+    for (int d = 0; d < nsp; d++) {
+      int64_t size = x->shape[2 + d], lo = incl ? -pads[d] : 0;
+      int64_t hi = incl ? size + pads[d + nsp] : size;
       ts_expr *start = ts_sub(a, ts_mul(a, oa[2 + d], ts_index(a, strides[d])),
                               ts_index(a, pads[d]));
-      ts_expr *end = ts_add(a, start, ts_index(a, kernel[d]));
-      span[d] = ts_sub(a, ts_min(a, end, ts_index(a, hi)),
-                       ts_max(a, start, ts_index(a, lo)));
+      ts_expr *stop = ts_add(a, start, ts_index(a, kernel[d]));
+      ts_expr *span = ts_sub(a, ts_min(a, stop, ts_index(a, hi)),
+                             ts_max(a, start, ts_index(a, lo)));
+      taps = taps ? ts_mul(a, taps, span) : span;
     }
-    count = ts_cast(a, TS_FLOAT32, ts_mul(a, span[0], span[1]));
+    count = ts_cast(a, TS_FLOAT32, taps);
   }
-  return ts_te_set_value(avg, ts_div(a, ts_te_load(b->te, red, oa, 4), count));
+  return ts_te_set_value(avg, ts_div(a, ts_te_load(b->te, red, oa, nd), count));
 }
 
 /* ConvTranspose (NCHW, 2-D) as a gather: the input with S-1 zeros between
@@ -491,8 +564,8 @@ static ts_buffer *build_conv_transpose(builder *b, const gr_node *n) {
   ts_arena *a = b->a;
   const gr_value *x = &g->values[n->inputs[0]], *w = &g->values[n->inputs[1]];
   const gr_value *out = &g->values[n->outputs[0]];
-  ts_buffer *data = param_for(b, n->inputs[0]);
-  ts_buffer *weight = param_for(b, n->inputs[1]);
+  ts_buffer *data = gr_fuse_param(b, n->inputs[0]);
+  ts_buffer *weight = gr_fuse_param(b, n->inputs[1]);
   if (!data || !weight) return NULL;
   int64_t K[2] = {w->shape[2], w->shape[3]}, S[2] = {1, 1}, D[2] = {1, 1};
   int64_t P[2] = {0, 0};
@@ -509,8 +582,8 @@ static ts_buffer *build_conv_transpose(builder *b, const gr_node *n) {
     off[d] = (K[d] - 1) * D[d] - P[d];
     shape[2 + d] = out->shape[2 + d] + (K[d] - 1) * D[d];
   }
-  ts_te_stage *ds =
-      ts_te_compute(b->te, stage_name(b, "dilate"), TS_FLOAT32, shape, 4, NULL);
+  ts_te_stage *ds = ts_te_compute(b->te, gr_fuse_stage_name(b, "dilate"),
+                                  TS_FLOAT32, shape, 4, NULL);
   ts_expr *cond = NULL, *idx[4] = {ts_te_axis(ds, 0), ts_te_axis(ds, 1)};
   for (int d = 0; d < 2; d++) {
     ts_expr *rel = ts_sub(a, ts_te_axis(ds, 2 + d), ts_index(a, off[d]));
@@ -527,8 +600,9 @@ static ts_buffer *build_conv_transpose(builder *b, const gr_node *n) {
                       ts_float(a, TS_FLOAT32, 0)};
   ts_buffer *dil =
       ts_te_set_value(ds, ts_call(a, TS_FLOAT32, "if_then_else", args, 3));
-  ts_te_stage *st = ts_te_compute(b->te, stage_name(b, "conv_transpose"),
-                                  TS_FLOAT32, out->shape, 4, NULL);
+  ts_te_stage *st =
+      ts_te_compute(b->te, gr_fuse_stage_name(b, "conv_transpose"), TS_FLOAT32,
+                    out->shape, 4, NULL);
   ts_expr *nn = ts_te_axis(st, 0), *m = ts_te_axis(st, 1);
   ts_expr *rc = ts_te_reduce_axis(st, "rc", Cg);
   ts_expr *rh = ts_te_reduce_axis(st, "rh", K[0]);
@@ -548,7 +622,7 @@ static ts_buffer *build_conv_transpose(builder *b, const gr_node *n) {
                                      ts_mul(a, ts_te_load(b->te, dil, di, 4),
                                             ts_te_load(b->te, weight, wi, 4)));
   if (n->n_inputs < 3 || n->inputs[2] < 0) return conv;
-  ts_buffer *bias = param_for(b, n->inputs[2]);
+  ts_buffer *bias = gr_fuse_param(b, n->inputs[2]);
   if (!bias) return NULL;
   ts_expr *ax[4];
   ts_te_stage *bs = stage_like(b, "bias", out, ax);
@@ -565,8 +639,8 @@ static ts_buffer *reduce_axis_stage(builder *b, const char *name,
   for (int d = 0; d < v->ndim; d++)
     if (d != axis) shape[k++] = v->shape[d];
   if (k == 0) shape[k++] = 1;
-  ts_te_stage *st =
-      ts_te_compute(b->te, stage_name(b, name), TS_FLOAT32, shape, k, NULL);
+  ts_te_stage *st = ts_te_compute(b->te, gr_fuse_stage_name(b, name),
+                                  TS_FLOAT32, shape, k, NULL);
   ts_expr *ra = ts_te_reduce_axis(st, "rk", v->shape[axis]);
   ts_expr *idx[TS_MAX_DIMS];
   for (int d = 0, j = 0; d < v->ndim; d++)
@@ -587,7 +661,7 @@ static ts_expr *load_reduced(builder *b, ts_buffer *buf, ts_expr **axes,
 
 static ts_buffer *build_softmax(builder *b, const gr_node *n) {
   const gr_value *x = &b->g->values[n->inputs[0]];
-  ts_buffer *X = param_for(b, n->inputs[0]);
+  ts_buffer *X = gr_fuse_param(b, n->inputs[0]);
   if (!X) return NULL;
   int64_t axis = gr_attr_int(n, "axis", -1);
   if (axis < 0) axis += x->ndim;
@@ -609,10 +683,11 @@ static ts_buffer *build_softmax(builder *b, const gr_node *n) {
 static ts_buffer *build_layer_norm(builder *b, const gr_node *n) {
   ts_arena *a = b->a;
   const gr_value *x = &b->g->values[n->inputs[0]];
-  ts_buffer *X = param_for(b, n->inputs[0]);
-  ts_buffer *S = param_for(b, n->inputs[1]);
-  ts_buffer *B =
-      n->n_inputs > 2 && n->inputs[2] >= 0 ? param_for(b, n->inputs[2]) : NULL;
+  ts_buffer *X = gr_fuse_param(b, n->inputs[0]);
+  ts_buffer *S = gr_fuse_param(b, n->inputs[1]);
+  ts_buffer *B = n->n_inputs > 2 && n->inputs[2] >= 0
+                     ? gr_fuse_param(b, n->inputs[2])
+                     : NULL;
   if (!X || !S || (n->n_inputs > 2 && n->inputs[2] >= 0 && !B)) return NULL;
   int64_t axis = gr_attr_int(n, "axis", -1);
   if (axis < 0) axis += x->ndim;
@@ -625,8 +700,9 @@ static ts_buffer *build_layer_norm(builder *b, const gr_node *n) {
   ts_buffer *stats[2] = {NULL, NULL};
   ts_buffer *mean_buf = NULL;
   for (int s = 0; s < 2; s++) { /* mean, then variance */
-    ts_te_stage *st = ts_te_compute(b->te, stage_name(b, s ? "var" : "mean"),
-                                    TS_FLOAT32, outer, no, NULL);
+    ts_te_stage *st =
+        ts_te_compute(b->te, gr_fuse_stage_name(b, s ? "var" : "mean"),
+                      TS_FLOAT32, outer, no, NULL);
     ts_expr *idx[TS_MAX_DIMS], *oax[TS_MAX_DIMS];
     for (int d = 0; d < no; d++) oax[d] = ts_te_axis(st, d);
     for (int d = 0; d < x->ndim; d++)
@@ -663,20 +739,6 @@ static ts_buffer *build_layer_norm(builder *b, const gr_node *n) {
   return ts_te_set_value(y, v);
 }
 
-static ts_buffer *build_transpose(builder *b, const gr_node *n) {
-  const gr_value *x = &b->g->values[n->inputs[0]];
-  const gr_value *out = &b->g->values[n->outputs[0]];
-  ts_buffer *X = param_for(b, n->inputs[0]);
-  if (!X) return NULL;
-  int c;
-  const int64_t *perm = gr_attr_ints(n, "perm", &c);
-  ts_expr *ya[TS_MAX_DIMS], *idx[TS_MAX_DIMS];
-  ts_te_stage *y = stage_like(b, "transpose", out, ya);
-  for (int j = 0; j < out->ndim; j++)
-    idx[perm ? perm[j] : out->ndim - 1 - j] = ya[j];
-  return ts_te_set_value(y, ts_te_load(b->te, X, idx, x->ndim));
-}
-
 /* Builds the group's function; NULL when some member cannot be expressed. */
 static ts_func *build_group(const ts_graph *g, const int *members, int n,
                             builder *b) {
@@ -710,8 +772,8 @@ static ts_func *build_group(const ts_graph *g, const int *members, int n,
       cur_buf = build_softmax(b, m);
     else if (!strcmp(m->op, "LayerNormalization"))
       cur_buf = build_layer_norm(b, m);
-    else if (!strcmp(m->op, "Transpose"))
-      cur_buf = build_transpose(b, m);
+    else if (gr_fuse_is_move(g, m) && i == 0)
+      cur_buf = gr_fuse_build_move(b, m);
     else if (is_reduce(m))
       cur_buf = build_reduce(b, m, cur, cur_buf);
     else

@@ -4,11 +4,15 @@
  *   Gemm               -> MatMul (+ Mul by alpha) (+ Add of beta * C); a
  *                         transposed constant operand is transposed once
  *   BatchNormalization -> Mul by a per-channel scale, Add of a shift
- *                         (when it was not folded into a conv)
+ *                         (when it was not folded into a conv); with
+ *                         parameters that are not constants, the formula
+ *                         in elementwise nodes over reshaped parameters
  *   Flatten, Squeeze, Unsqueeze -> Reshape to the static output shape
  *   Div by a constant  -> Mul by its reciprocal
  * Gelu, Erf, Softmax and LayerNormalization are kept as library operators
- * (the operator library builds them as one PrimFunc each).
+ * (the operator library builds them as one PrimFunc each). Data movement
+ * (Gather, Cast, Concat, Slice, Transpose) is left as it is: fusion builds
+ * each as a call of its own; only the Reshapes (views) stay graph operators.
  */
 #include "internal.h"
 
@@ -140,13 +144,64 @@ static int lower_gemm(lowering *l, const gr_node *n) {
   return TS_OK;
 }
 
+/* BatchNormalization whose parameters are float32 values but not all
+ * constants: (x - mean) / sqrt(var + eps) * scale + B, the parameters
+ * reshaped to [C, 1, ...] to broadcast over the channel axis. */
+static int lower_batchnorm_values(lowering *l, const gr_node *n) {
+  ts_graph *g = l->g;
+  const gr_value *x = &g->values[n->inputs[0]];
+  int64_t shape[TS_MAX_DIMS], nd = x->ndim - 1;
+  shape[0] = x->shape[1];
+  for (int i = 1; i < nd; i++) shape[i] = 1;
+  int s = gr_const_add(g, gr_fresh_name(g, "shape"), TS_INT64, 1, &nd, shape);
+  double eps = gr_attr_float(n, "epsilon", 1e-5);
+  int k_eps = const_f32(g, gr_fresh_name(g, "epsilon"), 0, NULL, &eps, 1);
+  if (s < 0 || k_eps < 0)
+    return TS_ERR(l->err, TS_ENOMEM, "lowering '%s'", n->name);
+  int p[5], rc;
+  for (int k = 1; k < 5; k++) {
+    p[k] = fresh_like(g, n->inputs[k], "c");
+    int ins[2] = {n->inputs[k], s};
+    if ((rc = emit(l, "Reshape", gr_fresh_name(g, n->name), ins, 2, p[k])))
+      return rc;
+  }
+  int out = n->outputs[0];
+  int d = fresh_like(g, out, "centered"), v = fresh_like(g, p[4], "eps");
+  int sd = fresh_like(g, p[4], "std"), q = fresh_like(g, out, "normed");
+  int sc = fresh_like(g, out, "scaled");
+  struct {
+    const char *op;
+    int a, b, out;
+  } steps[] = {{"Sub", n->inputs[0], p[3], d},
+               {"Add", p[4], k_eps, v},
+               {"Sqrt", v, -1, sd},
+               {"Div", d, sd, q},
+               {"Mul", q, p[1], sc},
+               {"Add", sc, p[2], out}};
+  for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
+    int ins[2] = {steps[i].a, steps[i].b};
+    const char *name = i == 5 ? n->name : gr_fresh_name(g, n->name);
+    if ((rc = emit(l, steps[i].op, name, ins, steps[i].b >= 0 ? 2 : 1,
+                   steps[i].out)))
+      return rc;
+  }
+  return TS_OK;
+}
+
 static int lower_batchnorm(lowering *l, const gr_node *n) {
   ts_graph *g = l->g;
-  for (int k = 1; k < 5; k++)
-    if (!is_f32_const(g, n->inputs[k])) {
-      gr_list_push(&l->out, n); /* kept as a library operator */
-      return TS_OK;
-    }
+  bool consts = true, f32 = g->values[n->inputs[0]].ndim >= 2;
+  for (int k = 1; k < 5; k++) {
+    int v = n->n_inputs > k ? n->inputs[k] : -1;
+    consts = consts && is_f32_const(g, v);
+    f32 = f32 && v >= 0 && ts_dtype_eq(g->values[v].dtype, TS_FLOAT32) &&
+          g->values[v].ndim == 1;
+  }
+  if (!consts) {
+    if (f32) return lower_batchnorm_values(l, n);
+    gr_list_push(&l->out, n); /* kept as a library operator */
+    return TS_OK;
+  }
   const gr_value *x = &g->values[n->inputs[0]];
   int64_t C = x->shape[1], shape[TS_MAX_DIMS];
   shape[0] = C;

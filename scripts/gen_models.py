@@ -351,7 +351,9 @@ def ops(rng, small):
     LayerNormalization, Softmax on a middle axis, MaxPool and AveragePool
     with ceil_mode / count_include_pad, a grouped, dilated ConvTranspose with
     asymmetric pads and output_padding, Slice with a negative step, Squeeze,
-    Transpose, Sigmoid, Tanh, Exp, Neg, ReduceSum, ReduceMax, Concat."""
+    Transpose, Sigmoid, Tanh, Exp, Neg, ReduceSum, ReduceMax, Concat; and on
+    an int64 input, Gather (int32/int64, negative and scalar indices), Cast
+    (float32, float16, int32, int64, bool) and an integer Transpose."""
     b = Builder(rng)
     f32 = np.float32
 
@@ -379,9 +381,32 @@ def ops(rng, small):
     m = b.op("ReduceMax", [b.op("Tanh", [t])], axes=[1], keepdims=0)   # [1, 3, 8]
     s = b.op("Squeeze", [s, i64([3])])                                 # [1, 5, 3]
     out = b.op("MatMul", [s, m])                                       # [1, 5, 8]
-    g = helper.make_graph(b.nodes, "ops", [tensor_input("x", TensorProto.FLOAT, [1, 4, 10, 10])],
+    # data movement on an integer input: gathers (int32 and int64 indices,
+    # negative ones, a scalar index), casts between float32, float16, int32,
+    # int64 and bool, an integer transpose, a three-way Concat, a Slice
+    ids = "ids"                                                        # int64 [2, 3] in [0, 100)
+    table = b.const("table", rng.uniform(-2, 2, (100, 8)).astype(f32))
+    e = b.op("Gather", [table, b.op("Cast", [ids], to=TensorProto.INT32)])  # [2, 3, 8]
+    e = b.op("Gather", [e, i64([-1, 0, 2])], axis=1)                   # [2, 3, 8]
+    h = b.op("Cast", [b.op("Cast", [e], to=TensorProto.FLOAT16)], to=TensorProto.FLOAT)
+    k = b.op("Cast", [b.op("Mul", [e, b.const("ten", np.array(10, f32))])], to=TensorProto.INT32)
+    k = b.op("Cast", [k], to=TensorProto.FLOAT)
+    cc = b.op("Concat", [h, k, e], axis=2)                              # [2, 3, 24]
+    cc = b.op("Slice", [cc, i64([20]), i64([-100]), i64([-1]), i64([-3])])  # [2, 3, 7]
+    tid = b.op("Cast", [b.op("Transpose", [ids], perm=[1, 0])], to=TensorProto.FLOAT)  # [3, 2]
+    big = b.op("Cast", [b.op("Mul", [tid, b.const("inv64", np.array(1 / 64, f32))])],
+               to=TensorProto.INT32)                                  # 1 from 64 on
+    mask = b.op("Cast", [b.op("Cast", [big], to=TensorProto.BOOL)], to=TensorProto.FLOAT)
+    mask = b.op("Mul", [b.op("Sub", [b.const("one", np.array(1, f32)), mask]),
+                        b.const("big", np.array(-100, f32))])          # [3, 2]
+    row = b.op("Gather", [e, b.const("c", np.array(1, np.int64))], axis=0)  # [3, 8]
+    g = helper.make_graph(b.nodes, "ops", [tensor_input("x", TensorProto.FLOAT, [1, 4, 10, 10]),
+                                           tensor_input("ids", TensorProto.INT64, [2, 3])],
                           [helper.make_tensor_value_info(out, TensorProto.FLOAT, [1, 5, 8]),
-                           helper.make_tensor_value_info(ct, TensorProto.FLOAT, [1, 4, 11, 13])],
+                           helper.make_tensor_value_info(ct, TensorProto.FLOAT, [1, 4, 11, 13]),
+                           helper.make_tensor_value_info(cc, TensorProto.FLOAT, [2, 3, 7]),
+                           helper.make_tensor_value_info(mask, TensorProto.FLOAT, [3, 2]),
+                           helper.make_tensor_value_info(row, TensorProto.FLOAT, [3, 8])],
                           b.inits)
     return g, False
 

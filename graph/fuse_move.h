@@ -1,0 +1,41 @@
+/*
+ * fuse_move.h — what fuse.c and fuse_move.c share: the state of the group
+ * function under construction (its TE builder and the graph values bound
+ * to parameters) and the data-movement operators built as TE stages.
+ * Private to graph/.
+ */
+#ifndef TESSERA_GRAPH_FUSE_MOVE_H
+#define TESSERA_GRAPH_FUSE_MOVE_H
+
+#include "internal.h"
+
+#define GR_FUSE_MAX_PARAMS 32
+
+/* The group's function under construction. */
+typedef struct gr_fuse_builder {
+  const ts_graph *g;
+  ts_te *te;
+  ts_arena *a;
+  int values[GR_FUSE_MAX_PARAMS]; /* graph values bound to parameters */
+  ts_buffer *bufs[GR_FUSE_MAX_PARAMS];
+  int n_params;
+  bool failed;
+  int stage_no;
+} gr_fuse_builder;
+
+/* The parameter bound to graph value v (added on first use); NULL and
+ * b->failed when the parameter limit is reached (one slot stays free for
+ * the output). */
+ts_buffer *gr_fuse_param(gr_fuse_builder *b, int v);
+/* A fresh stage name from an op name ("Cast" -> "cast_3"). */
+const char *gr_fuse_stage_name(gr_fuse_builder *b, const char *op);
+
+/* Whether node n is a data-movement operator that becomes a group of its
+ * own (Gather, Cast, Concat, Slice, Transpose; any dtype; static shapes and
+ * a constant Slice specification). */
+bool gr_fuse_is_move(const ts_graph *g, const gr_node *n);
+/* Builds the stage of data-movement node n; NULL when it cannot be
+ * expressed (b->failed is set). */
+ts_buffer *gr_fuse_build_move(gr_fuse_builder *b, const gr_node *n);
+
+#endif /* TESSERA_GRAPH_FUSE_MOVE_H */
