@@ -11,10 +11,12 @@ RUN_WORKLOAD ?= matmul M=512 N=512 K=512 dtype=float32
 RUN_TRIALS   ?= 1000
 RUN_DB       ?= tessera.db
 
-SOURCES = $(shell find tir schedule codegen runtime tuner cost_model rpc db cli bench graph tests \
+SOURCES = $(shell find tir schedule codegen runtime tuner cost_model rpc db cli bench graph include tests \
             -name '*.[ch]' -not -path '*/corpus/*' 2>/dev/null)
 
-.PHONY: all deps build asan run bench test test-normal test-asan format format-check fuzz fuzz-smoke clean
+PREFIX     ?= /usr/local
+
+.PHONY: all deps build asan install run bench test test-normal test-asan format format-check fuzz fuzz-smoke clean
 
 all: build
 
@@ -32,6 +34,11 @@ build: $(BUILD)/CMakeCache.txt
 
 asan: $(ASAN_BUILD)/CMakeCache.txt
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
+
+# bin/tessera, lib/libtessera_rt.so, include/tessera/model.h and
+# lib/pkgconfig/tessera.pc under $(PREFIX) (DESTDIR is honoured).
+install: build
+	cmake --install $(BUILD) --prefix $(PREFIX)
 
 # The main job: a tuning job on the embedded measurement pool (about two
 # minutes on a 2-core machine), ending with its summary; results go to

@@ -32,6 +32,8 @@ static const char usage[] =
     "  tune     tune workloads' schedules (resumable jobs) into the database\n"
     "  report   an HTML report of a tuning database: charts, best traces\n"
     "  graph    import an ONNX model, run the graph passes, show or run it\n"
+    "  compile  compile an ONNX model into a shared library (model.so)\n"
+    "  run      run a compiled model on the arrays of an .npz file\n"
     "\n"
     "workloads are given as a spec, e.g.\n"
     "  --workload \"matmul M=1024 N=1024 K=1024 dtype=float32\"\n"
@@ -44,10 +46,20 @@ typedef struct command {
 } command;
 
 static const command commands[] = {
-    {"show", cmd_show},   {"check", cmd_check},   {"bench", cmd_bench},
-    {"probe", cmd_probe}, {"worker", cmd_worker}, {"tracker", cmd_tracker},
-    {"rpc", cmd_rpc},     {"db", cmd_db},         {"costmodel", cmd_costmodel},
-    {"tune", cmd_tune},   {"report", cmd_report}, {"graph", cmd_graph},
+    {"show", cmd_show},
+    {"check", cmd_check},
+    {"bench", cmd_bench},
+    {"probe", cmd_probe},
+    {"worker", cmd_worker},
+    {"tracker", cmd_tracker},
+    {"rpc", cmd_rpc},
+    {"db", cmd_db},
+    {"costmodel", cmd_costmodel},
+    {"tune", cmd_tune},
+    {"report", cmd_report},
+    {"graph", cmd_graph},
+    {"compile", cmd_compile},
+    {"run", cmd_run},
 };
 
 void cli_error(const char *what, const ts_error *err) {

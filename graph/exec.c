@@ -80,9 +80,9 @@ static const ts_rt_kernel *jit_find(const jit *j, const ts_func *f) {
   return NULL;
 }
 
-int ts_graph_execute(const ts_graph *g, ts_graph_exec_mode mode,
-                     const ts_graph_tensor *inputs, int n_inputs,
-                     ts_graph_tensor *outputs, int n_outputs, ts_error *err) {
+/* The checks both executors make on their arguments. */
+static int check_args(const ts_graph *g, const ts_graph_tensor *inputs,
+                      int n_inputs, int n_outputs, ts_error *err) {
   if (n_inputs != g->n_inputs || n_outputs != g->n_outputs)
     return TS_ERR(err, TS_EINVAL,
                   "the graph has %d inputs and %d outputs; %d and %d given",
@@ -105,6 +105,14 @@ int ts_graph_execute(const ts_graph *g, ts_graph_exec_mode mode,
                       "node '%s': output shapes are not known (run the "
                       "passes first)",
                       g->nodes[i].name);
+  return TS_OK;
+}
+
+int ts_graph_execute(const ts_graph *g, ts_graph_exec_mode mode,
+                     const ts_graph_tensor *inputs, int n_inputs,
+                     ts_graph_tensor *outputs, int n_outputs, ts_error *err) {
+  int crc = check_args(g, inputs, n_inputs, n_outputs, err);
+  if (crc) return crc;
   jit j;
   memset(&j, 0, sizeof j);
   if (mode == TS_GRAPH_COMPILE) {
@@ -201,6 +209,165 @@ int ts_graph_execute(const ts_graph *g, ts_graph_exec_mode mode,
   for (int v = 0; v < g->n_values; v++) free(data[v]);
   free(data);
   free(uses);
+  jit_free(&j);
+  return rc;
+}
+
+/* ---- the executor over a memory plan ---- */
+
+typedef struct planned {
+  const ts_graph *g;
+  const ts_graph_plan *plan;
+  uint8_t *arena;
+  void **own; /* per value: the input copy or output buffer, else NULL */
+  bool *is_output;
+} planned;
+
+/* Where value v's bytes are under the plan, or NULL when it has none. */
+static void *planned_storage(const planned *p, int v) {
+  int r = v;
+  if (!p->is_output[v] && p->plan->alias_of[v] >= 0) r = p->plan->alias_of[v];
+  if (p->plan->offset[r] >= 0) return p->arena + p->plan->offset[r];
+  if (p->own[r]) return p->own[r];
+  if (p->g->values[r].const_off >= 0) return gr_const_data(p->g, r);
+  return NULL;
+}
+
+int ts_graph_execute_planned(const ts_graph *g, const ts_graph_plan *plan,
+                             ts_graph_exec_mode mode,
+                             const ts_graph_tensor *inputs, int n_inputs,
+                             ts_graph_tensor *outputs, int n_outputs,
+                             ts_error *err) {
+  if (!plan || plan->n_values != g->n_values || !plan->offset ||
+      !plan->alias_of)
+    return TS_ERR(err, TS_EINVAL,
+                  "the plan is not one of this graph (%d values, %d given)",
+                  g->n_values, plan ? plan->n_values : 0);
+  int rc = check_args(g, inputs, n_inputs, n_outputs, err);
+  if (rc) return rc;
+  for (int v = 0; v < g->n_values; v++) {
+    int a = plan->alias_of[v];
+    if (a < -1 || a >= g->n_values || (a >= 0 && plan->alias_of[a] >= 0) ||
+        plan->offset[v] < -1 ||
+        (plan->offset[v] >= 0 &&
+         plan->offset[v] + (int64_t)ts_dtype_elem_bytes(g->values[v].dtype) *
+                               gr_value_elems(&g->values[v]) >
+             plan->arena_bytes))
+      return TS_ERR(err, TS_EINVAL,
+                    "plan: value '%s' has an invalid offset or alias",
+                    g->values[v].name);
+  }
+  jit j;
+  memset(&j, 0, sizeof j);
+  if (mode == TS_GRAPH_COMPILE) {
+    rc = jit_build(g, &j, err);
+    if (rc) {
+      jit_free(&j);
+      return rc;
+    }
+  }
+  planned p = {.g = g, .plan = plan};
+  size_t arena_n = (size_t)((plan->arena_bytes + 63) & ~(int64_t)63);
+  p.arena = aligned_alloc(64, arena_n ? arena_n : 64);
+  p.own = calloc((size_t)g->n_values + 1, sizeof *p.own);
+  p.is_output = calloc((size_t)g->n_values + 1, sizeof *p.is_output);
+  if (!p.arena || !p.own || !p.is_output)
+    rc = TS_ERR(err, TS_ENOMEM, "executor: out of memory");
+  else
+    memset(p.arena, 0xff, arena_n); /* NaN for floats, -1 for integers */
+  for (int i = 0; i < g->n_outputs && !rc; i++) {
+    int v = g->outputs[i];
+    p.is_output[v] = true;
+    if (p.own[v] || g->values[v].const_off >= 0 || g->values[v].is_input)
+      continue;
+    if (!(p.own[v] = tensor_alloc(&g->values[v])))
+      rc = TS_ERR(err, TS_ENOMEM, "graph output '%s'", g->values[v].name);
+  }
+  for (int i = 0; i < n_inputs && !rc; i++) {
+    const gr_value *v = &g->values[g->inputs[i]];
+    void *copy = tensor_alloc(v);
+    if (!copy) {
+      rc = TS_ERR(err, TS_ENOMEM, "input '%s': out of memory", v->name);
+      break;
+    }
+    memcpy(copy, inputs[i].data,
+           (size_t)gr_value_elems(v) * ts_dtype_elem_bytes(v->dtype));
+    p.own[g->inputs[i]] = copy;
+  }
+  for (int i = 0; i < g->n_nodes && !rc; i++) {
+    const gr_node *n = &g->nodes[i];
+    gr_tensor ins[64], outs[16];
+    if (n->n_inputs > 64 || n->n_outputs > 16) {
+      rc =
+          TS_ERR(err, TS_EUNSUPPORTED, "node '%s': too many operands", n->name);
+      break;
+    }
+    for (int k = 0; k < n->n_inputs && !rc; k++) {
+      memset(&ins[k], 0, sizeof ins[k]);
+      int v = n->inputs[k];
+      if (v < 0) continue;
+      const gr_value *val = &g->values[v];
+      ins[k].dtype = val->dtype;
+      ins[k].ndim = val->ndim;
+      memcpy(ins[k].shape, val->shape, sizeof val->shape);
+      if (!(ins[k].data = planned_storage(&p, v)))
+        rc = TS_ERR(err, TS_EINVAL, "plan: value '%s' has no storage",
+                    val->name);
+    }
+    for (int k = 0; k < n->n_outputs && !rc; k++) {
+      const gr_value *val = &g->values[n->outputs[k]];
+      outs[k].dtype = val->dtype;
+      outs[k].ndim = val->ndim;
+      memcpy(outs[k].shape, val->shape, sizeof val->shape);
+      if (!(outs[k].data = planned_storage(&p, n->outputs[k])))
+        rc = TS_ERR(err, TS_EINVAL, "plan: value '%s' has no storage",
+                    val->name);
+    }
+    if (rc) break;
+    if (n->kind == TS_GRAPH_CALL) {
+      void *args[80];
+      int na = 0;
+      for (int k = 0; k < n->n_inputs; k++) args[na++] = ins[k].data;
+      for (int k = 0; k < n->n_outputs; k++) args[na++] = outs[k].data;
+      if (mode == TS_GRAPH_COMPILE)
+        rc = ts_rt_kernel_call(jit_find(&j, n->func), args, j.rt, err);
+      else
+        rc = ts_interp_run(n->func, args, na, NULL, err);
+    } else if (n->n_outputs == 1 && n->n_inputs >= 1 &&
+               outs[0].data == ins[0].data) {
+      continue; /* a view whose storage is shared: nothing to do */
+    } else {
+      rc = gr_kernel_run(g, n, ins, outs, err);
+    }
+  }
+  for (int i = 0; i < g->n_outputs; i++) {
+    int v = g->outputs[i];
+    const gr_value *val = &g->values[v];
+    outputs[i].name = val->name;
+    outputs[i].dtype = val->dtype;
+    outputs[i].ndim = val->ndim;
+    memcpy(outputs[i].shape, val->shape, sizeof val->shape);
+    outputs[i].data = NULL;
+    if (rc) continue;
+    size_t bytes =
+        (size_t)gr_value_elems(val) * ts_dtype_elem_bytes(val->dtype);
+    outputs[i].data = malloc(bytes ? bytes : 1);
+    if (!outputs[i].data) {
+      rc = TS_ERR(err, TS_ENOMEM, "graph output '%s'", val->name);
+      continue;
+    }
+    memcpy(outputs[i].data, planned_storage(&p, v), bytes);
+  }
+  if (rc)
+    for (int i = 0; i < n_outputs; i++) {
+      free(outputs[i].data);
+      outputs[i].data = NULL;
+    }
+  if (p.own)
+    for (int v = 0; v < g->n_values; v++) free(p.own[v]);
+  free(p.own);
+  free(p.is_output);
+  free(p.arena);
   jit_free(&j);
   return rc;
 }

@@ -202,6 +202,68 @@ int ts_graph_execute(const ts_graph *g, ts_graph_exec_mode mode,
                      ts_graph_tensor *outputs, int n_outputs, ts_error *err);
 
 /* ========================================================================
+ * Memory planning (graph/plan.c)
+ * ======================================================================== */
+
+/* The static memory plan of a graph after the passes (shapes known). Value
+ * indices are the graph's value ids (0 .. ts_graph_n_values(g) - 1).
+ *
+ * Intermediates (values produced by nodes that are not graph outputs) live
+ * in one arena at fixed offsets; graph inputs and outputs live in the
+ * caller's buffers, constants in the graph's constant store. Storage is
+ * shared in two ways:
+ *  - views: the output of Reshape, Flatten, Squeeze, Unsqueeze, Identity or
+ *    a same-dtype Dropout is its input's bytes and shares its storage (a
+ *    view of a graph input or a constant is a view of the caller's or the
+ *    library's buffer). When a graph output is a view of intermediates,
+ *    those intermediates are placed in the output's buffer: their alias_of
+ *    is the output (offset -1).
+ *  - in place: a call_tir output takes the storage of an intermediate input
+ *    of equal bytes that dies at the call when the called function is
+ *    provably elementwise in it (every access of the input is a load in
+ *    the one pointwise block that stores the output, at the store's
+ *    indices; same shape and dtype). Graph ops other than views never run
+ *    in place.
+ * A graph output with alias_of >= 0 is a view whose storage cannot be
+ * shared (its source is a graph input, a constant, or another graph
+ * output): the caller copies alias_of's bytes into the output's buffer
+ * (when the output's producer runs, or after the run). */
+typedef struct ts_graph_plan {
+  int n_values;
+  int64_t *offset;           /* per value: byte offset in the arena, or -1
+                                when the value has no arena storage of its
+                                own (a graph input, a graph output, a
+                                constant, an alias, unused) */
+  int *alias_of;             /* per value: the value whose storage it shares
+                                (a view, or an in-place result), else -1;
+                                chains are resolved: alias_of never points
+                                at an alias */
+  int64_t arena_bytes;       /* the arena's size (64-byte aligned blocks) */
+  int64_t lower_bound_bytes; /* the largest total of intermediates live at
+                                once (after sharing) */
+  int64_t total_bytes;       /* the sum of every intermediate's bytes */
+} ts_graph_plan;
+
+/* The number of values of g (value ids are 0 .. n - 1). */
+int ts_graph_n_values(const ts_graph *g);
+/* Plans g's memory into *out (freed with ts_graph_plan_clear): liveness
+ * over the node order, then offsets by greedy placement largest first, 64-
+ * byte aligned. TS_EINVAL naming the value when a shape is unknown. */
+int ts_graph_plan_memory(const ts_graph *g, ts_graph_plan *out, ts_error *err);
+/* Frees what p holds and zeroes it (safe on a zeroed plan). */
+void ts_graph_plan_clear(ts_graph_plan *p);
+/* ts_graph_execute with every intermediate at its planned offset in one
+ * arena (filled with a non-zero byte pattern first, so that a kernel
+ * reading storage it did not write shows), in-place calls given the same
+ * buffer for input and output, and views whose storage is shared not run.
+ * Checks the plan against the executor's results. */
+int ts_graph_execute_planned(const ts_graph *g, const ts_graph_plan *plan,
+                             ts_graph_exec_mode mode,
+                             const ts_graph_tensor *inputs, int n_inputs,
+                             ts_graph_tensor *outputs, int n_outputs,
+                             ts_error *err);
+
+/* ========================================================================
  * numpy files (graph/npz.c): .npz archives of .npy arrays (libzip)
  * ======================================================================== */
 
@@ -219,5 +281,83 @@ void ts_graph_npz_free(ts_graph_npz *z);
 /* Writes tensors (named by their name fields) as an .npz file. */
 int ts_graph_npz_write(const char *path, const ts_graph_tensor *tensors, int n,
                        ts_error *err);
+
+/* ========================================================================
+ * Compile (graph/compile.c)
+ * ======================================================================== */
+
+typedef struct ts_db ts_db;
+
+/* What ts_graph_compile needs besides the graph. */
+typedef struct ts_graph_compile_options {
+  const char *output;      /* path of the shared library to write */
+  const char *target;      /* target string (NULL: "llvm", this machine) */
+  ts_db *db;               /* tuning database (NULL: default schedules) */
+  int build_threads;       /* kernels built at once (<= 0: online cores) */
+  const char *runtime_dir; /* folder holding libtessera_rt.so: linked
+                              against, and the library's run path */
+  const char *cc;          /* C compiler driver (NULL: "cc") */
+  const char *model_name;  /* name in the library's info (NULL: graph's) */
+  /* Only for the tuning hint of the warning: the model file and the
+   * --input-shape strings it was imported with (may be NULL / 0). */
+  const char *model_path;
+  const char *const *input_shapes;
+  int n_input_shapes;
+} ts_graph_compile_options;
+
+/* One distinct task as compiled. */
+typedef struct ts_graph_compile_task {
+  char hash[33];       /* the task's identity in the tuning database */
+  char *name;          /* the function's name (malloc'd) */
+  char *first_node;    /* the first call node's name (malloc'd) */
+  int count;           /* calls of it in the graph */
+  double flops;        /* per call */
+  const char *source;  /* "db" (the best record) or "default" (static) */
+  int64_t record_id;   /* the record used; 0 for "default" */
+  double latency_s;    /* the record's median run time; NAN for "default" */
+  char *fallback_note; /* why a record was not used (malloc'd), or NULL */
+} ts_graph_compile_task;
+
+/* What ts_graph_compile did. Times in milliseconds; import_ms and
+ * passes_ms are the caller's to fill (compile starts from a graph after
+ * the passes). */
+typedef struct ts_graph_compile_report {
+  char *target; /* canonical target string (malloc'd) */
+  ts_graph_compile_task *tasks;
+  int n_tasks;
+  int n_calls;               /* kernel call sites in one run */
+  int64_t arena_bytes;       /* the intermediate arena */
+  int64_t lower_bound_bytes; /* the planner's lower bound (live-set peak) */
+  int64_t total_bytes;       /* every intermediate in its own storage */
+  int64_t constant_bytes;    /* weights in the library */
+  int64_t library_bytes;     /* size of the written library */
+  double import_ms, passes_ms;
+  double plan_ms, lookup_ms, codegen_ms, link_ms;
+  char *warning; /* one message for people, or NULL: tasks without a
+                    usable record and the command that tunes them */
+} ts_graph_compile_report;
+
+/* Compiles g (after the passes: call_tir nodes and view operators) into a
+ * shared library at o->output that implements include/tessera/model.h.
+ * Each distinct task gets the best record of the tuning database for
+ * exactly this target (its trace replayed), or the default schedule when
+ * there is none or the record cannot be used (the report says which and
+ * why; nothing is fatal about a bad record). Kernels are built in parallel,
+ * intermediates are placed in one arena by the memory planner, weights go
+ * into the library as one blob, and the system C compiler links it all
+ * against libtessera_rt. A graph operator other than a view (Reshape,
+ * Flatten, Squeeze, Unsqueeze, Identity, Dropout) is refused with
+ * TS_EUNSUPPORTED naming the node. The library is written under a
+ * temporary name and renamed, so on failure nothing is left at o->output.
+ * report (may be NULL) is filled; clear it with
+ * ts_graph_compile_report_clear. */
+int ts_graph_compile(const ts_graph *g, const ts_graph_compile_options *o,
+                     ts_graph_compile_report *report, ts_error *err);
+/* Frees what a report holds and zeroes it (import_ms and passes_ms too). */
+void ts_graph_compile_report_clear(ts_graph_compile_report *r);
+/* Where libtessera_rt.so is for the program running: the folder of
+ * /proc/self/exe when it holds the library, else its ../lib. Writes the
+ * folder into buf; TS_ENOTFOUND naming both places when neither holds it. */
+int ts_graph_runtime_dir(char *buf, size_t size, ts_error *err);
 
 #endif /* TESSERA_GRAPH_H */

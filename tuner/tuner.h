@@ -361,4 +361,27 @@ void ts_tune_result_clear(ts_tune_result *r);
 int ts_tune(ts_db *db, ts_runner *runner, const ts_tune_task *tasks, int n,
             const ts_tune_options *opts, ts_tune_result *result, ts_error *err);
 
+/* ========================================================================
+ * Default schedules (tuner/default.c)
+ * ======================================================================== */
+
+/* A generic schedule for a task nobody tuned: parallel outer loops,
+ * vectorized inner loop, register blocking for reductions such as conv and
+ * matmul where the design space allows it. Deterministic. *out is a new
+ * schedule state (ts_sched_destroy) whose function ts_build accepts.
+ * On CPU: spatial intermediates inlined; the anchor reduction register-
+ * tiled (the innermost spatial loop split by whole vector lengths and
+ * vectorized, a rows axis that shares no input with it split by what the
+ * vector registers hold and unrolled, the reductions between, the init
+ * decomposed, the streamed input packed per vector tile, the elementwise
+ * consumer computed at the tile, the outer loops fused and parallel);
+ * every other block vectorized and parallel over its leading spatial
+ * loops when it does enough work. When that does not lower, the plainer
+ * schedule without register tiling, and at last the unscheduled function.
+ * On CUDA: the first design-space sample (fixed seeds) that postprocesses.
+ * Errors only for a function the schedule refuses (TS_EINVAL) or NULL
+ * arguments. */
+int ts_default_schedule(const ts_func *f, const ts_target *t, ts_sched **out,
+                        ts_error *err);
+
 #endif /* TESSERA_TUNER_H */

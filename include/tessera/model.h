@@ -7,10 +7,12 @@
  * path.
  *
  *   ts_model *m;
- *   if (ts_model_create(0, &m)) fprintf(stderr, "%s\n", ts_model_last_error());
+ *   if (ts_model_create(0, &m))
+ *     fprintf(stderr, "%s\n", ts_model_last_error());
  *   const void *in[] = {image};
  *   void *out[] = {logits};
- *   if (ts_model_run(m, in, out)) fprintf(stderr, "%s\n", ts_model_last_error());
+ *   if (ts_model_run(m, in, out))
+ *     fprintf(stderr, "%s\n", ts_model_last_error());
  *   ts_model_destroy(m);
  *
  * Tensors are dense row-major arrays of the dtype and shape that

@@ -1,0 +1,257 @@
+/*
+ * cmd_compile.c — `tessera compile`: an ONNX model into a shared library.
+ * Imports the model, runs the graph passes, and hands the graph to
+ * ts_graph_compile with the tuning database (each task's best record for
+ * the target, the default schedule otherwise); prints the per-task table,
+ * the arena next to its lower bound and the sum of the intermediates, and
+ * the time of each phase.
+ */
+#include "cli.h"
+
+#include "graph/graph.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static const char compile_usage[] =
+    "usage: tessera compile MODEL.onnx -o MODEL.so [--db PATH] [--target T]\n"
+    "                       [--input-shape NAME=DIMS]... [--threads N]\n"
+    "                       [--runtime-dir DIR] [--json]\n"
+    "\n"
+    "Compiles a whole model into a shared library with the C interface of\n"
+    "include/tessera/model.h (run it with `tessera run`). Each task (fused\n"
+    "group) gets the best schedule in the database for exactly this target,\n"
+    "or the default schedule when it has none (one warning lists those, with\n"
+    "the command that tunes them).\n"
+    "\n"
+    "  -o, --output FILE   the library to write (written whole or not at all)\n"
+    "  --db PATH           tuning database (default: none, default schedules)\n"
+    "  --target T          target string (default: llvm, this machine)\n"
+    "  --input-shape NAME=DIMS  fix a graph input's dimensions, e.g.\n"
+    "                      input_ids=1x128 (needed for symbolic dimensions)\n"
+    "  --threads N         kernels built at once (default: the online cores)\n"
+    "  --runtime-dir DIR   folder of libtessera_rt.so (default: next to this\n"
+    "                      program, or its ../lib)\n"
+    "  --json              print the report as JSON\n"
+    "\n"
+    "Exit status: 0 written, 1 failure (bad model, a graph operator that is\n"
+    "not compiled yet, link error), 2 usage error.\n";
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+static double mib(int64_t b) { return (double)b / (1024.0 * 1024.0); }
+
+static void print_text(const ts_graph_compile_report *r, const char *model,
+                       const char *output) {
+  printf("# %s -> %s\n# target: %s\n", model, output, r->target);
+  printf("# %d distinct tasks, %d kernel calls\n", r->n_tasks, r->n_calls);
+  printf("%-32s %5s %-8s %12s  %s\n", "task hash", "calls", "source",
+         "latency(us)", "function (first node)");
+  for (int i = 0; i < r->n_tasks; i++) {
+    const ts_graph_compile_task *t = &r->tasks[i];
+    char lat[32];
+    if (isnan(t->latency_s))
+      snprintf(lat, sizeof lat, "-");
+    else
+      snprintf(lat, sizeof lat, "%.1f", t->latency_s * 1e6);
+    printf("%s %5d %-8s %12s  %s (%s)\n", t->hash, t->count, t->source, lat,
+           t->name, t->first_node);
+  }
+  printf("arena: %.2f MiB (lower bound %.2f MiB, intermediates %.2f MiB in "
+         "all); weights %.2f MiB\n",
+         mib(r->arena_bytes), mib(r->lower_bound_bytes), mib(r->total_bytes),
+         mib(r->constant_bytes));
+  double total = r->import_ms + r->passes_ms + r->plan_ms + r->lookup_ms +
+                 r->codegen_ms + r->link_ms;
+  printf("time: import %.2f s, passes %.2f s, plan %.3f s, lookups %.3f s, "
+         "codegen %.2f s, link %.2f s, total %.2f s\n",
+         r->import_ms / 1e3, r->passes_ms / 1e3, r->plan_ms / 1e3,
+         r->lookup_ms / 1e3, r->codegen_ms / 1e3, r->link_ms / 1e3,
+         total / 1e3);
+  printf("wrote %s (%.2f MiB)\n", output, mib(r->library_bytes));
+}
+
+static void print_json(const ts_graph_compile_report *r, const char *model,
+                       const char *output) {
+  cJSON *root = cJSON_CreateObject();
+  cJSON_AddStringToObject(root, "model", model);
+  cJSON_AddStringToObject(root, "output", output);
+  cJSON_AddStringToObject(root, "target", r->target);
+  cJSON_AddNumberToObject(root, "calls", r->n_calls);
+  cJSON *arr = cJSON_AddArrayToObject(root, "tasks");
+  for (int i = 0; i < r->n_tasks; i++) {
+    const ts_graph_compile_task *t = &r->tasks[i];
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "hash", t->hash);
+    cJSON_AddStringToObject(o, "name", t->name);
+    cJSON_AddStringToObject(o, "first_node", t->first_node);
+    cJSON_AddNumberToObject(o, "count", t->count);
+    cJSON_AddNumberToObject(o, "flops", t->flops);
+    cJSON_AddStringToObject(o, "source", t->source);
+    if (t->record_id)
+      cJSON_AddNumberToObject(o, "record", (double)t->record_id);
+    if (isnan(t->latency_s))
+      cJSON_AddNullToObject(o, "latency_s");
+    else
+      cJSON_AddNumberToObject(o, "latency_s", t->latency_s);
+    if (t->fallback_note)
+      cJSON_AddStringToObject(o, "fallback", t->fallback_note);
+    cJSON_AddItemToArray(arr, o);
+  }
+  cJSON *a = cJSON_AddObjectToObject(root, "memory");
+  cJSON_AddNumberToObject(a, "arena_bytes", (double)r->arena_bytes);
+  cJSON_AddNumberToObject(a, "lower_bound_bytes", (double)r->lower_bound_bytes);
+  cJSON_AddNumberToObject(a, "intermediate_bytes", (double)r->total_bytes);
+  cJSON_AddNumberToObject(a, "constant_bytes", (double)r->constant_bytes);
+  cJSON_AddNumberToObject(a, "library_bytes", (double)r->library_bytes);
+  cJSON *tm = cJSON_AddObjectToObject(root, "seconds");
+  cJSON_AddNumberToObject(tm, "import", r->import_ms / 1e3);
+  cJSON_AddNumberToObject(tm, "passes", r->passes_ms / 1e3);
+  cJSON_AddNumberToObject(tm, "plan", r->plan_ms / 1e3);
+  cJSON_AddNumberToObject(tm, "lookups", r->lookup_ms / 1e3);
+  cJSON_AddNumberToObject(tm, "codegen", r->codegen_ms / 1e3);
+  cJSON_AddNumberToObject(tm, "link", r->link_ms / 1e3);
+  if (r->warning)
+    cJSON_AddStringToObject(root, "warning", r->warning);
+  else
+    cJSON_AddNullToObject(root, "warning");
+  char *s = cJSON_Print(root);
+  puts(s);
+  free(s);
+  cJSON_Delete(root);
+}
+
+int cmd_compile(int argc, char **argv) {
+  const char *model = NULL, *output = NULL, *db_path = NULL, *target = NULL,
+             *runtime_dir = NULL;
+  long threads = 0;
+  bool json = false;
+  const char **shapes = calloc((size_t)argc + 1, sizeof *shapes);
+  int n_shapes = 0;
+  if (!shapes) return EXIT_FAIL;
+  int rc = EXIT_OK;
+  for (int i = 1; i < argc && rc == EXIT_OK; i++) {
+    const char *v = NULL;
+    bool missing = false;
+    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+      fputs(compile_usage, stdout);
+      free(shapes);
+      return EXIT_OK;
+    } else if (!strcmp(argv[i], "--json")) {
+      json = true;
+    } else if (cli_opt_value(argc, argv, &i, "-o", &v, &missing) ||
+               cli_opt_value(argc, argv, &i, "--output", &v, &missing)) {
+      if (missing) rc = cli_usage_error("compile", "-o needs a file");
+      output = v;
+    } else if (cli_opt_value(argc, argv, &i, "--db", &v, &missing)) {
+      if (missing) rc = cli_usage_error("compile", "--db needs a path");
+      db_path = v;
+    } else if (cli_opt_value(argc, argv, &i, "--target", &v, &missing)) {
+      if (missing) rc = cli_usage_error("compile", "--target needs a target");
+      target = v;
+    } else if (cli_opt_value(argc, argv, &i, "--runtime-dir", &v, &missing)) {
+      if (missing) rc = cli_usage_error("compile", "--runtime-dir needs DIR");
+      runtime_dir = v;
+    } else if (cli_opt_value(argc, argv, &i, "--input-shape", &v, &missing)) {
+      if (missing)
+        rc = cli_usage_error("compile", "--input-shape needs NAME=DIMS");
+      shapes[n_shapes++] = v;
+    } else if (cli_opt_value(argc, argv, &i, "--threads", &v, &missing)) {
+      if (missing)
+        rc = cli_usage_error("compile", "--threads needs a number");
+      else
+        rc = cli_int_option("compile", "--threads", v, 1, 4096, &threads);
+    } else if (argv[i][0] == '-') {
+      rc = cli_usage_error("compile", "unknown option '%s'", argv[i]);
+    } else if (!model) {
+      model = argv[i];
+    } else {
+      rc = cli_usage_error("compile", "more than one model given");
+    }
+  }
+  if (rc == EXIT_OK && !model)
+    rc = cli_usage_error("compile", "no model given");
+  if (rc == EXIT_OK && !output)
+    rc = cli_usage_error("compile", "no output given (-o MODEL.so)");
+  if (rc != EXIT_OK) {
+    free(shapes);
+    return rc;
+  }
+
+  ts_error err;
+  ts_error_clear(&err);
+  char rtdir[4096];
+  if (!runtime_dir) {
+    if (ts_graph_runtime_dir(rtdir, sizeof rtdir, &err) != TS_OK) {
+      cli_error("cannot find the runtime library", &err);
+      free(shapes);
+      return EXIT_FAIL;
+    }
+    runtime_dir = rtdir;
+  }
+  ts_graph_compile_report rep;
+  memset(&rep, 0, sizeof rep);
+  ts_graph *g = NULL;
+  ts_db *db = NULL;
+  rc = EXIT_FAIL;
+  double t0 = now_ms();
+  ts_graph_import_options io;
+  memset(&io, 0, sizeof io);
+  io.input_shapes = shapes;
+  io.n_input_shapes = n_shapes;
+  if (ts_graph_import_onnx(model, &io, &g, &err) != TS_OK) {
+    cli_error("cannot import the model", &err);
+    goto done;
+  }
+  double t1 = now_ms();
+  if (ts_graph_run_passes(g, NULL, &err) != TS_OK ||
+      ts_graph_verify(g, &err) != TS_OK) {
+    cli_error("graph passes failed", &err);
+    goto done;
+  }
+  double t2 = now_ms();
+  if (db_path) {
+    ts_db_options dbo = ts_db_defaults();
+    dbo.read_only = true;
+    if (ts_db_open(db_path, &dbo, &db, &err) != TS_OK) {
+      cli_error("cannot open the database", &err);
+      goto done;
+    }
+  }
+  ts_graph_compile_options co;
+  memset(&co, 0, sizeof co);
+  co.output = output;
+  co.target = target;
+  co.db = db;
+  co.build_threads = (int)threads;
+  co.runtime_dir = runtime_dir;
+  co.model_path = model;
+  co.input_shapes = shapes;
+  co.n_input_shapes = n_shapes;
+  rep.import_ms = t1 - t0;
+  rep.passes_ms = t2 - t1;
+  if (ts_graph_compile(g, &co, &rep, &err) != TS_OK) {
+    cli_error("cannot compile the model", &err);
+    goto done;
+  }
+  if (rep.warning) fprintf(stderr, "tessera: warning: %s\n", rep.warning);
+  if (json)
+    print_json(&rep, model, output);
+  else
+    print_text(&rep, model, output);
+  rc = EXIT_OK;
+done:
+  ts_graph_compile_report_clear(&rep);
+  ts_db_close(db);
+  ts_graph_free(g);
+  free(shapes);
+  return rc;
+}

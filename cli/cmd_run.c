@@ -1,0 +1,275 @@
+/*
+ * cmd_run.c — `tessera run`: a model compiled by `tessera compile`, loaded
+ * with dlopen and driven through include/tessera/model.h. Inputs come from
+ * an .npz file by graph input name, outputs go to another by name;
+ * --repeat times the run, --profile prints the time of each kernel call.
+ */
+#include "cli.h"
+
+#include "graph/graph.h"
+
+#include <tessera/model.h>
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static const char run_usage[] =
+    "usage: tessera run MODEL.so --inputs IN.npz [--outputs OUT.npz]\n"
+    "                   [--threads K] [--repeat N] [--profile]\n"
+    "\n"
+    "Runs a model compiled by `tessera compile`: IN.npz holds one array per\n"
+    "model input (by name, with the input's dtype and shape), OUT.npz gets\n"
+    "one per output.\n"
+    "\n"
+    "  --threads K   threads of the model's pool (default: the online cores)\n"
+    "  --repeat N    run N more times and print the median and mean latency\n"
+    "  --profile     print the time of each kernel call of one run\n";
+
+/* The functions of the C interface, looked up in the library. */
+typedef struct model_api {
+  __typeof__(ts_model_abi_version) *abi_version;
+  __typeof__(ts_model_create) *create;
+  __typeof__(ts_model_last_error) *last_error;
+  __typeof__(ts_model_num_inputs) *num_inputs;
+  __typeof__(ts_model_num_outputs) *num_outputs;
+  __typeof__(ts_model_input_info) *input_info;
+  __typeof__(ts_model_output_info) *output_info;
+  __typeof__(ts_model_run) *run;
+  __typeof__(ts_model_num_kernels) *num_kernels;
+  __typeof__(ts_model_kernel_name) *kernel_name;
+  __typeof__(ts_model_profile) *profile;
+  __typeof__(ts_model_destroy) *destroy;
+} model_api;
+
+static int load_api(void *h, model_api *a, const char *path) {
+#define SYM(field, name)                                                       \
+  do {                                                                         \
+    *(void **)&a->field = dlsym(h, name);                                      \
+    if (!a->field) {                                                           \
+      fprintf(stderr,                                                          \
+              "tessera: error: %s is not a compiled model: no symbol '%s'\n",  \
+              path, name);                                                     \
+      return EXIT_FAIL;                                                        \
+    }                                                                          \
+  } while (0)
+  SYM(abi_version, "ts_model_abi_version");
+  SYM(create, "ts_model_create");
+  SYM(last_error, "ts_model_last_error");
+  SYM(num_inputs, "ts_model_num_inputs");
+  SYM(num_outputs, "ts_model_num_outputs");
+  SYM(input_info, "ts_model_input_info");
+  SYM(output_info, "ts_model_output_info");
+  SYM(run, "ts_model_run");
+  SYM(num_kernels, "ts_model_num_kernels");
+  SYM(kernel_name, "ts_model_kernel_name");
+  SYM(profile, "ts_model_profile");
+  SYM(destroy, "ts_model_destroy");
+#undef SYM
+  if (a->abi_version() != TS_MODEL_ABI_VERSION) {
+    fprintf(stderr,
+            "tessera: error: %s has model ABI version %d; this tessera "
+            "reads version %d\n",
+            path, a->abi_version(), TS_MODEL_ABI_VERSION);
+    return EXIT_FAIL;
+  }
+  return EXIT_OK;
+}
+
+/* The tessera dtype of an ONNX code; false when there is none. */
+static bool dtype_of(int code, ts_dtype *out) {
+  switch (code) {
+  case 1: *out = TS_FLOAT32; return true;
+  case 2: *out = TS_UINT8; return true;
+  case 3: *out = TS_INT8; return true;
+  case 4: *out = TS_UINT16; return true;
+  case 5: *out = TS_INT16; return true;
+  case 6: *out = TS_INT32; return true;
+  case 7: *out = TS_INT64; return true;
+  case 9: *out = TS_BOOL; return true;
+  case 10: *out = TS_FLOAT16; return true;
+  case 11: *out = TS_FLOAT64; return true;
+  case 12: *out = TS_UINT32; return true;
+  case 13: *out = TS_UINT64; return true;
+  case 16: *out = TS_BFLOAT16; return true;
+  default: return false;
+  }
+}
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+int cmd_run(int argc, char **argv) {
+  const char *lib = NULL, *in_path = NULL, *out_path = NULL;
+  long threads = 0, repeat = 0;
+  bool profile = false;
+  for (int i = 1; i < argc; i++) {
+    const char *v = NULL;
+    bool missing = false;
+    int rc = EXIT_OK;
+    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+      fputs(run_usage, stdout);
+      return EXIT_OK;
+    } else if (!strcmp(argv[i], "--profile")) {
+      profile = true;
+    } else if (cli_opt_value(argc, argv, &i, "--inputs", &v, &missing)) {
+      if (missing) return cli_usage_error("run", "--inputs needs a file");
+      in_path = v;
+    } else if (cli_opt_value(argc, argv, &i, "--outputs", &v, &missing)) {
+      if (missing) return cli_usage_error("run", "--outputs needs a file");
+      out_path = v;
+    } else if (cli_opt_value(argc, argv, &i, "--threads", &v, &missing)) {
+      if (missing) return cli_usage_error("run", "--threads needs a number");
+      rc =
+          cli_int_option("run", "--threads", v, 1, TS_RT_MAX_THREADS, &threads);
+    } else if (cli_opt_value(argc, argv, &i, "--repeat", &v, &missing)) {
+      if (missing) return cli_usage_error("run", "--repeat needs a number");
+      rc = cli_int_option("run", "--repeat", v, 0, 1000000, &repeat);
+    } else if (argv[i][0] == '-') {
+      return cli_usage_error("run", "unknown option '%s'", argv[i]);
+    } else if (!lib) {
+      lib = argv[i];
+    } else {
+      return cli_usage_error("run", "more than one library given");
+    }
+    if (rc != EXIT_OK) return rc;
+  }
+  if (!lib) return cli_usage_error("run", "no compiled model given");
+  if (!in_path) return cli_usage_error("run", "--inputs is needed");
+
+  char path[4200];
+  snprintf(path, sizeof path, "%s%s", strchr(lib, '/') ? "" : "./", lib);
+  void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    fprintf(stderr, "tessera: error: cannot load %s: %s\n", lib, dlerror());
+    return EXIT_FAIL;
+  }
+  model_api api;
+  int rc = load_api(h, &api, lib);
+  if (rc) {
+    dlclose(h);
+    return rc;
+  }
+  ts_error err;
+  ts_error_clear(&err);
+  ts_model *m = NULL;
+  ts_graph_npz *npz = NULL;
+  if (api.create((int)threads, &m) != 0) {
+    fprintf(stderr, "tessera: error: cannot create the model: %s\n",
+            api.last_error());
+    dlclose(h);
+    return EXIT_FAIL;
+  }
+  int n_in = api.num_inputs(m), n_out = api.num_outputs(m);
+  int n_k = api.num_kernels(m);
+  const void **ins = calloc((size_t)n_in + 1, sizeof *ins);
+  void **outs = calloc((size_t)n_out + 1, sizeof *outs);
+  ts_graph_tensor *tens = calloc((size_t)n_out + 1, sizeof *tens);
+  double *secs = calloc((size_t)n_k + 1, sizeof *secs);
+  double *times = calloc((size_t)repeat + 1, sizeof *times);
+  rc = EXIT_FAIL;
+  if (!ins || !outs || !tens || !secs || !times) goto done;
+  if (ts_graph_npz_read(in_path, &npz, &err) != TS_OK) {
+    cli_error("cannot read the inputs", &err);
+    goto done;
+  }
+  for (int i = 0; i < n_in; i++) {
+    ts_model_tensor_info info;
+    ts_graph_tensor t;
+    api.input_info(m, i, &info);
+    if (ts_graph_npz_find(npz, info.name, &t, &err) != TS_OK) {
+      cli_error("bad inputs", &err);
+      goto done;
+    }
+    ts_dtype want;
+    bool same = dtype_of(info.dtype, &want) && ts_dtype_eq(want, t.dtype) &&
+                t.ndim == info.ndim;
+    for (int d = 0; same && d < t.ndim; d++) same = t.shape[d] == info.shape[d];
+    if (!same) {
+      char a[32], b[32];
+      fprintf(stderr,
+              "tessera: error: input '%s' in %s is %s with %d dimensions; "
+              "the model wants %s[",
+              info.name, in_path, ts_dtype_str(t.dtype, a), t.ndim,
+              dtype_of(info.dtype, &want) ? ts_dtype_str(want, b) : "?");
+      for (int d = 0; d < info.ndim; d++)
+        fprintf(stderr, "%s%lld", d ? ", " : "", (long long)info.shape[d]);
+      fprintf(stderr, "]\n");
+      goto done;
+    }
+    ins[i] = t.data;
+  }
+  for (int i = 0; i < n_out; i++) {
+    ts_model_tensor_info info;
+    api.output_info(m, i, &info);
+    tens[i].name = info.name;
+    dtype_of(info.dtype, &tens[i].dtype);
+    tens[i].ndim = info.ndim;
+    for (int d = 0; d < info.ndim; d++) tens[i].shape[d] = info.shape[d];
+    tens[i].data = outs[i] = malloc((size_t)(info.bytes ? info.bytes : 1));
+    if (!outs[i]) {
+      fprintf(stderr, "tessera: error: out of memory for output '%s'\n",
+              info.name);
+      goto done;
+    }
+  }
+  double t0 = now_s();
+  if (api.run(m, ins, (void *const *)outs) != 0) {
+    fprintf(stderr, "tessera: error: the model failed: %s\n", api.last_error());
+    goto done;
+  }
+  double first = now_s() - t0;
+  for (long r = 0; r < repeat; r++) {
+    t0 = now_s();
+    if (api.run(m, ins, (void *const *)outs) != 0) {
+      fprintf(stderr, "tessera: error: the model failed: %s\n",
+              api.last_error());
+      goto done;
+    }
+    times[r] = now_s() - t0;
+  }
+  if (repeat > 0) {
+    double sum = 0;
+    for (long r = 0; r < repeat; r++) sum += times[r];
+    double mean = sum / (double)repeat;
+    printf("latency: median %.3f ms, mean %.3f ms over %ld runs (first run "
+           "%.3f ms)\n",
+           cli_median(times, (int)repeat) * 1e3, mean * 1e3, repeat,
+           first * 1e3);
+  }
+  if (profile) {
+    if (api.profile(m, ins, (void *const *)outs, secs) != 0) {
+      fprintf(stderr, "tessera: error: the model failed: %s\n",
+              api.last_error());
+      goto done;
+    }
+    double total = 0;
+    for (int k = 0; k < n_k; k++) total += secs[k];
+    printf("%4s %10s %6s  %s\n", "call", "ms", "%", "kernel");
+    for (int k = 0; k < n_k; k++)
+      printf("%4d %10.3f %6.1f  %s\n", k, secs[k] * 1e3,
+             total > 0 ? 100.0 * secs[k] / total : 0.0, api.kernel_name(m, k));
+    printf("total %.3f ms in %d kernel calls\n", total * 1e3, n_k);
+  }
+  if (out_path && ts_graph_npz_write(out_path, tens, n_out, &err) != TS_OK) {
+    cli_error("cannot write the outputs", &err);
+    goto done;
+  }
+  rc = EXIT_OK;
+done:
+  if (m) api.destroy(m);
+  for (int i = 0; outs && i < n_out; i++) free(outs[i]);
+  free(ins);
+  free(outs);
+  free(tens);
+  free(secs);
+  free(times);
+  ts_graph_npz_free(npz);
+  dlclose(h);
+  return rc;
+}

@@ -1,0 +1,649 @@
+/*
+ * compile.c — `tessera compile`: a whole graph into a shared library.
+ *
+ * The graph (after the passes) is a sequence of call_tir nodes and view
+ * operators. Each distinct task gets its schedule — the tuning database's
+ * best record for exactly this target, replayed, or the default schedule
+ * when there is none or the record is unusable — and is built by codegen
+ * on a pool of threads into a relocatable object with an entry symbol of
+ * its own. The memory planner places the intermediates in one arena; views
+ * alias their input. The result is a program: call sites whose arguments
+ * are references into the arena, the weights blob and the caller's inputs
+ * and outputs, which compile_emit.c turns into C glue and links.
+ */
+#define _GNU_SOURCE /* vasprintf, nftw */
+#include "compile_internal.h"
+
+#include "codegen/codegen.h"
+#include "db/db.h"
+#include "schedule/schedule.h"
+#include "tuner/tuner.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <ftw.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+int cp_onnx_dtype(ts_dtype t) {
+  if (t.lanes != 1) return 0;
+  switch (t.code) {
+  case TS_DT_FLOAT:
+    return t.bits == 32 ? 1 : t.bits == 16 ? 10 : t.bits == 64 ? 11 : 0;
+  case TS_DT_BFLOAT: return t.bits == 16 ? 16 : 0;
+  case TS_DT_BOOL: return 9;
+  case TS_DT_INT:
+    return t.bits == 8    ? 3
+           : t.bits == 16 ? 5
+           : t.bits == 32 ? 6
+           : t.bits == 64 ? 7
+                          : 0;
+  case TS_DT_UINT:
+    return t.bits == 8    ? 2
+           : t.bits == 16 ? 4
+           : t.bits == 32 ? 12
+           : t.bits == 64 ? 13
+                          : 0;
+  default: return 0;
+  }
+}
+
+static int64_t value_bytes(const gr_value *v) {
+  int64_t e = gr_value_elems(v);
+  return e < 0 ? -1 : e * (int64_t)ts_dtype_elem_bytes(v->dtype);
+}
+
+/* The view operators: their output is their first input's storage. */
+static bool is_view_op(const char *op) {
+  static const char *const views[] = {"Reshape",   "Flatten",  "Squeeze",
+                                      "Unsqueeze", "Identity", "Dropout"};
+  for (size_t i = 0; i < sizeof views / sizeof views[0]; i++)
+    if (!strcmp(op, views[i])) return true;
+  return false;
+}
+
+/* ---- the report ------------------------------------------------------- */
+
+void ts_graph_compile_report_clear(ts_graph_compile_report *r) {
+  if (!r) return;
+  for (int i = 0; i < r->n_tasks; i++) {
+    free(r->tasks[i].name);
+    free(r->tasks[i].first_node);
+    free(r->tasks[i].fallback_note);
+  }
+  free(r->tasks);
+  free(r->target);
+  free(r->warning);
+  memset(r, 0, sizeof *r);
+}
+
+/* ---- building the tasks ----------------------------------------------- */
+
+typedef struct build_task {
+  const ts_func *func;
+  int index;
+  char *trace_json; /* the record's trace, or NULL */
+  int64_t record_id;
+  double latency_s;
+  /* results */
+  bool from_db;
+  char *note; /* why the record was not used */
+  cp_kernel kernel;
+  ts_error err; /* the default build's failure */
+  int rc;
+} build_task;
+
+typedef struct build_pool {
+  build_task *tasks;
+  int n;
+  const ts_target *target;
+  atomic_int next;
+} build_pool;
+
+static char *strdupf(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2)));
+static char *strdupf(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  char *s = NULL;
+  if (vasprintf(&s, fmt, ap) < 0) s = NULL;
+  va_end(ap);
+  return s;
+}
+
+/* Builds f under the entry name of task `index`; fills t->kernel. */
+static int build_named(build_task *t, const ts_func *f, const ts_target *tgt,
+                       ts_error *err) {
+  ts_func *copy = ts_func_copy(f);
+  if (!copy) return TS_ERR(err, TS_ENOMEM, "out of memory");
+  char name[96];
+  snprintf(name, sizeof name, "tsk%d_%.60s", t->index, ts_func_name(f));
+  ts_func_set_name(copy, name);
+  ts_build_result br;
+  int rc = ts_build(copy, tgt, NULL, &br, err);
+  ts_func_free(copy);
+  if (rc) return rc;
+  if (br.artifact->kind != TS_ARTIFACT_CPU_OBJECT) {
+    ts_build_result_clear(&br);
+    return TS_ERR(err, TS_EUNSUPPORTED,
+                  "only CPU targets can be compiled into a library");
+  }
+  t->kernel.bytes = malloc(br.artifact->n_bytes ? br.artifact->n_bytes : 1);
+  if (!t->kernel.bytes) {
+    ts_build_result_clear(&br);
+    return TS_ERR(err, TS_ENOMEM, "out of memory");
+  }
+  memcpy(t->kernel.bytes, br.artifact->bytes, br.artifact->n_bytes);
+  t->kernel.n_bytes = br.artifact->n_bytes;
+  snprintf(t->kernel.entry, sizeof t->kernel.entry, "%s", br.artifact->entry);
+  ts_build_result_clear(&br);
+  return TS_OK;
+}
+
+/* The record's trace replayed on the task's function, then built. */
+static int build_from_record(build_task *t, const ts_target *tgt,
+                             ts_error *err) {
+  ts_trace *full = NULL;
+  ts_sched *s = NULL;
+  int rc = ts_record_traces(t->trace_json, &full, NULL, err);
+  if (!rc) rc = ts_trace_apply(full, t->func, 1, &s, err);
+  if (!rc) rc = build_named(t, ts_sched_func(s), tgt, err);
+  ts_sched_destroy(s);
+  ts_trace_free(full);
+  return rc;
+}
+
+/* The default schedule of the task's function, built. */
+static int build_default(build_task *t, const ts_target *tgt, ts_error *err) {
+  ts_sched *s = NULL;
+  int rc = ts_default_schedule(t->func, tgt, &s, err);
+  if (!rc) rc = build_named(t, ts_sched_func(s), tgt, err);
+  ts_sched_destroy(s);
+  return rc;
+}
+
+static void run_build(build_task *t, const ts_target *tgt) {
+  ts_error err;
+  ts_error_clear(&err);
+  if (t->trace_json) {
+    if (build_from_record(t, tgt, &err) == TS_OK) {
+      t->from_db = true;
+      return;
+    }
+    t->note = strdupf("record %lld: %s", (long long)t->record_id, err.msg);
+    free(t->kernel.bytes);
+    memset(&t->kernel, 0, sizeof t->kernel);
+    ts_error_clear(&err);
+  }
+  t->rc = build_default(t, tgt, &t->err);
+}
+
+static void *build_worker(void *arg) {
+  build_pool *p = arg;
+  for (;;) {
+    int i = atomic_fetch_add(&p->next, 1);
+    if (i >= p->n) return NULL;
+    run_build(&p->tasks[i], p->target);
+  }
+}
+
+/* Builds every task on up to n_threads threads (the caller is one). */
+static void build_all(build_pool *p, int n_threads) {
+  if (n_threads <= 0) {
+    long c = sysconf(_SC_NPROCESSORS_ONLN);
+    n_threads = c > 0 ? (int)c : 1;
+  }
+  if (n_threads > p->n) n_threads = p->n;
+  if (n_threads > 256) n_threads = 256;
+  pthread_t th[256];
+  int started = 0;
+  for (int i = 1; i < n_threads; i++)
+    if (pthread_create(&th[started], NULL, build_worker, p) == 0) started++;
+  build_worker(p);
+  for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
+}
+
+/* ---- the program ------------------------------------------------------ */
+
+/* Where value v is at run time. */
+static int value_ref(const ts_graph *g, const ts_graph_plan *plan, int v,
+                     cp_ref *out, ts_error *err) {
+  if (plan->alias_of[v] >= 0) v = plan->alias_of[v];
+  const gr_value *val = &g->values[v];
+  for (int i = 0; i < g->n_outputs; i++)
+    if (g->outputs[i] == v && val->const_off < 0 && !val->is_input) {
+      *out = (cp_ref){CP_OUTPUT, i, 0};
+      return TS_OK;
+    }
+  for (int i = 0; i < g->n_inputs; i++)
+    if (g->inputs[i] == v) {
+      *out = (cp_ref){CP_INPUT, i, 0};
+      return TS_OK;
+    }
+  if (val->const_off >= 0) {
+    *out = (cp_ref){CP_WEIGHT, 0, val->const_off};
+    return TS_OK;
+  }
+  if (plan->offset[v] >= 0) {
+    *out = (cp_ref){CP_ARENA, 0, plan->offset[v]};
+    return TS_OK;
+  }
+  return TS_ERR(err, TS_EINTERNAL,
+                "value '%s' has no storage in the memory plan", val->name);
+}
+
+static void program_free(cp_program *p) {
+  for (int i = 0; i < p->n_kernels; i++) free(p->kernels[i].bytes);
+  free(p->kernels);
+  free(p->calls);
+  free(p->args);
+  free(p->copies);
+  free(p->info_json);
+  memset(p, 0, sizeof *p);
+}
+
+/* Checks that every node can be compiled: calls and views only, with
+ * known shapes. */
+static int check_graph(const ts_graph *g, ts_error *err) {
+  for (int i = 0; i < g->n_nodes; i++) {
+    const gr_node *n = &g->nodes[i];
+    if (n->kind == TS_GRAPH_OP && !is_view_op(n->op))
+      return TS_ERR(err, TS_EUNSUPPORTED,
+                    "node '%s' (%s): this operator is not a kernel "
+                    "(call_tir) yet, so it cannot be compiled; compile "
+                    "handles call_tir nodes and the views Reshape, Flatten, "
+                    "Squeeze, Unsqueeze, Identity and Dropout",
+                    n->name, n->op);
+    for (int k = 0; k < n->n_outputs; k++)
+      if (value_bytes(&g->values[n->outputs[k]]) < 0)
+        return TS_ERR(err, TS_EINVAL,
+                      "node '%s': output shapes are not known (run the "
+                      "passes first)",
+                      n->name);
+    if (n->kind == TS_GRAPH_OP) {
+      if (n->n_inputs < 1 || n->inputs[0] < 0 || n->n_outputs != 1)
+        return TS_ERR(err, TS_EINVAL, "node '%s' (%s): malformed view", n->name,
+                      n->op);
+      const gr_value *a = &g->values[n->inputs[0]];
+      const gr_value *b = &g->values[n->outputs[0]];
+      if (value_bytes(a) != value_bytes(b) || !ts_dtype_eq(a->dtype, b->dtype))
+        return TS_ERR(err, TS_EINVAL,
+                      "node '%s' (%s): the view's output differs in size or "
+                      "dtype from its input",
+                      n->name, n->op);
+    }
+  }
+  for (int i = 0; i < g->n_inputs; i++)
+    if (value_bytes(&g->values[g->inputs[i]]) < 0)
+      return TS_ERR(err, TS_EINVAL, "graph input '%s': shape not known",
+                    g->values[g->inputs[i]].name);
+  for (int i = 0; i < g->n_outputs; i++)
+    if (value_bytes(&g->values[g->outputs[i]]) < 0)
+      return TS_ERR(err, TS_EINVAL, "graph output '%s': shape not known",
+                    g->values[g->outputs[i]].name);
+  return TS_OK;
+}
+
+/* Call sites, their argument references and the output copies. */
+static int make_calls(const ts_graph *g, const ts_graph_plan *plan,
+                      const ts_graph_task *tasks, int n_tasks, cp_program *p,
+                      ts_error *err) {
+  int n_args = 0, n_calls = 0;
+  for (int i = 0; i < g->n_nodes; i++)
+    if (g->nodes[i].kind == TS_GRAPH_CALL) {
+      n_calls++;
+      n_args += g->nodes[i].n_inputs + g->nodes[i].n_outputs;
+    }
+  p->calls = calloc((size_t)n_calls + 1, sizeof *p->calls);
+  p->args = calloc((size_t)n_args + 1, sizeof *p->args);
+  p->copies = calloc((size_t)g->n_outputs + 1, sizeof *p->copies);
+  if (!p->calls || !p->args || !p->copies)
+    return TS_ERR(err, TS_ENOMEM, "compile: out of memory");
+  int64_t scratch = plan->arena_bytes;
+  for (int i = 0; i < g->n_nodes; i++) {
+    const gr_node *n = &g->nodes[i];
+    if (n->kind != TS_GRAPH_CALL) continue;
+    ts_hash128 h = ts_func_hash(n->func);
+    int task = -1;
+    for (int k = 0; k < n_tasks && task < 0; k++)
+      if (ts_hash128_eq(tasks[k].hash, h) &&
+          ts_func_equal(tasks[k].func, n->func))
+        task = k;
+    if (task < 0)
+      return TS_ERR(err, TS_EINTERNAL, "node '%s': no task", n->name);
+    cp_call *c = &p->calls[p->n_calls++];
+    c->task = task;
+    c->node = i;
+    c->first = p->n_args;
+    for (int k = 0; k < n->n_inputs + n->n_outputs; k++) {
+      bool is_in = k < n->n_inputs;
+      int v = is_in ? n->inputs[k] : n->outputs[k - n->n_inputs];
+      if (v < 0) continue; /* omitted optional input: not a parameter */
+      cp_ref r;
+      if (value_ref(g, plan, v, &r, NULL) != TS_OK) {
+        if (is_in) return value_ref(g, plan, v, &r, err);
+        /* an output nothing reads: scratch after the arena */
+        r = (cp_ref){CP_ARENA, 0, scratch};
+        scratch += (value_bytes(&g->values[v]) + 63) & ~(int64_t)63;
+      }
+      if (!is_in && (r.kind == CP_WEIGHT || r.kind == CP_INPUT))
+        return TS_ERR(err, TS_EINTERNAL,
+                      "node '%s': output '%s' would overwrite a %s", n->name,
+                      g->values[v].name,
+                      r.kind == CP_WEIGHT ? "constant" : "graph input");
+      p->args[p->n_args++] = r;
+    }
+    c->n = p->n_args - c->first;
+    if (c->n != ts_func_n_params(n->func))
+      return TS_ERR(err, TS_EINTERNAL,
+                    "node '%s': %d arguments for %d parameters", n->name, c->n,
+                    ts_func_n_params(n->func));
+    if (c->n > p->max_args) p->max_args = c->n;
+  }
+  p->arena_bytes = scratch;
+  /* graph outputs not written in place by a kernel */
+  for (int i = 0; i < g->n_outputs; i++) {
+    int v = g->outputs[i];
+    cp_ref r;
+    int rc = value_ref(g, plan, v, &r, err);
+    if (rc) return rc;
+    if (r.kind == CP_OUTPUT && r.index == i) continue;
+    p->copies[p->n_copies++] = (cp_copy){i, r, value_bytes(&g->values[v])};
+  }
+  return TS_OK;
+}
+
+static char *info_json(const cp_program *p, const char *target,
+                       const ts_graph_compile_report *r) {
+  cJSON *root = cJSON_CreateObject();
+  cJSON_AddNumberToObject(root, "abi", 1);
+  cJSON_AddStringToObject(root, "model", p->model_name);
+  cJSON_AddStringToObject(root, "target", target);
+  cJSON_AddNumberToObject(root, "arena_bytes", (double)p->arena_bytes);
+  cJSON_AddNumberToObject(root, "constant_bytes", (double)p->g->consts_len);
+  cJSON_AddNumberToObject(root, "calls", p->n_calls);
+  cJSON *arr = cJSON_AddArrayToObject(root, "tasks");
+  for (int i = 0; i < r->n_tasks; i++) {
+    const ts_graph_compile_task *t = &r->tasks[i];
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "hash", t->hash);
+    cJSON_AddStringToObject(o, "name", t->name ? t->name : "");
+    cJSON_AddNumberToObject(o, "count", t->count);
+    cJSON_AddStringToObject(o, "source", t->source);
+    if (isnan(t->latency_s))
+      cJSON_AddNullToObject(o, "latency_s");
+    else
+      cJSON_AddNumberToObject(o, "latency_s", t->latency_s);
+    cJSON_AddItemToArray(arr, o);
+  }
+  char *s = cJSON_PrintUnformatted(root);
+  cJSON_Delete(root);
+  return s;
+}
+
+/* The one warning: tasks on the default schedule, why, and the command
+ * that tunes them. */
+static char *make_warning(const ts_graph_compile_options *o,
+                          const ts_graph_compile_report *r) {
+  int n_default = 0;
+  for (int i = 0; i < r->n_tasks; i++)
+    n_default += !strcmp(r->tasks[i].source, "default");
+  if (!n_default) return NULL;
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  if (!f) return NULL;
+  const char *db = o->db ? ts_db_path(o->db) : NULL;
+  fprintf(f,
+          "%d of %d tasks have no usable tuned record for this target%s%s "
+          "and use the default schedule:",
+          n_default, r->n_tasks, db ? " in " : " (no database)", db ? db : "");
+  for (int i = 0; i < r->n_tasks; i++) {
+    const ts_graph_compile_task *t = &r->tasks[i];
+    if (strcmp(t->source, "default")) continue;
+    fprintf(f, "\n  %s %s (%s)", t->hash, t->name, t->first_node);
+    if (t->fallback_note) fprintf(f, ": unusable %s", t->fallback_note);
+  }
+  fprintf(f, "\ntune them with: tessera tune --model %s --db %s",
+          o->model_path ? o->model_path : "MODEL.onnx", db ? db : "tessera.db");
+  for (int i = 0; i < o->n_input_shapes; i++)
+    fprintf(f, " --input-shape %s", o->input_shapes[i]);
+  if (o->target) fprintf(f, " --target '%s'", o->target);
+  fprintf(f, " --trials N");
+  fclose(f);
+  return buf;
+}
+
+static int rm_entry(const char *path, const struct stat *sb, int flag,
+                    struct FTW *ftw) {
+  (void)sb;
+  (void)flag;
+  (void)ftw;
+  remove(path);
+  return 0;
+}
+
+int ts_graph_compile(const ts_graph *g, const ts_graph_compile_options *o,
+                     ts_graph_compile_report *report, ts_error *err) {
+  ts_graph_compile_report local;
+  memset(&local, 0, sizeof local);
+  ts_graph_compile_report *r = report ? report : &local;
+  double keep_import = r->import_ms, keep_passes = r->passes_ms;
+  memset(r, 0, sizeof *r);
+  r->import_ms = keep_import;
+  r->passes_ms = keep_passes;
+  if (!g || !o || !o->output || !*o->output)
+    return TS_ERR(err, TS_EINVAL, "compile: no graph or no output path");
+  if (!o->runtime_dir || !*o->runtime_dir)
+    return TS_ERR(err, TS_EINVAL,
+                  "compile: no runtime folder (where libtessera_rt.so is)");
+  int rc = check_graph(g, err);
+  if (rc) return rc;
+  /* before the long part: the places the link needs */
+  char probe[4200];
+  snprintf(probe, sizeof probe, "%s/libtessera_rt.so", o->runtime_dir);
+  if (access(probe, R_OK) != 0)
+    return TS_ERR(err, TS_ENOTFOUND, "the runtime library '%s': %s", probe,
+                  strerror(errno));
+  snprintf(probe, sizeof probe, "%s", o->output);
+  char *slash = strrchr(probe, '/');
+  if (slash) *slash = 0;
+  struct stat st;
+  if (slash && probe[0] && (stat(probe, &st) != 0 || !S_ISDIR(st.st_mode)))
+    return TS_ERR(err, TS_ENOTFOUND, "the output's folder '%s' %s", probe,
+                  errno == ENOENT ? "does not exist" : "is not a folder");
+
+  ts_target *tgt = NULL;
+  rc = ts_target_parse(o->target ? o->target : "llvm", &tgt, err);
+  if (rc) return rc;
+  if (ts_target_is_cuda(tgt)) {
+    ts_target_free(tgt);
+    return TS_ERR(err, TS_EUNSUPPORTED,
+                  "compile: target '%s': only CPU (llvm) targets can be "
+                  "compiled into a library",
+                  o->target);
+  }
+  r->target = strdup(ts_target_str(tgt));
+
+  ts_graph_task *tasks = NULL;
+  int n_tasks = 0;
+  ts_graph_plan plan;
+  memset(&plan, 0, sizeof plan);
+  cp_program prog;
+  memset(&prog, 0, sizeof prog);
+  build_task *bt = NULL;
+  char tmpdir[4096] = "";
+
+  rc = ts_graph_tasks(g, &tasks, &n_tasks, err);
+  if (rc) goto done;
+  r->tasks = calloc((size_t)n_tasks + 1, sizeof *r->tasks);
+  bt = calloc((size_t)n_tasks + 1, sizeof *bt);
+  if (!r->target || !r->tasks || !bt) {
+    rc = TS_ERR(err, TS_ENOMEM, "compile: out of memory");
+    goto done;
+  }
+  r->n_tasks = n_tasks;
+  for (int i = 0; i < n_tasks; i++) {
+    ts_graph_compile_task *t = &r->tasks[i];
+    ts_hash128_hex(tasks[i].hash, t->hash);
+    t->name = strdup(ts_func_name(tasks[i].func));
+    t->first_node = strdup(tasks[i].first_node);
+    t->count = tasks[i].count;
+    t->flops = tasks[i].flops;
+    t->source = "default";
+    t->latency_s = NAN;
+    bt[i].func = tasks[i].func;
+    bt[i].index = i;
+    bt[i].latency_s = NAN;
+  }
+
+  /* memory plan */
+  double t0 = now_ms();
+  rc = ts_graph_plan_memory(g, &plan, err);
+  if (rc) goto done;
+  r->plan_ms = now_ms() - t0;
+
+  /* the database's best record of each task on exactly this target */
+  t0 = now_ms();
+  for (int i = 0; o->db && i < n_tasks; i++) {
+    ts_db_record rec;
+    memset(&rec, 0, sizeof rec);
+    if (ts_db_best_by_func(o->db, tasks[i].func, r->target, &rec) == TS_OK) {
+      bt[i].trace_json = rec.trace_json;
+      rec.trace_json = NULL;
+      bt[i].record_id = rec.id;
+      bt[i].latency_s = rec.median_s;
+    }
+    ts_db_record_clear(&rec);
+  }
+  r->lookup_ms = now_ms() - t0;
+
+  /* kernels, in parallel */
+  t0 = now_ms();
+  build_pool pool = {.tasks = bt, .n = n_tasks, .target = tgt};
+  atomic_init(&pool.next, 0);
+  build_all(&pool, o->build_threads);
+  r->codegen_ms = now_ms() - t0;
+  for (int i = 0; i < n_tasks; i++) {
+    if (bt[i].rc) {
+      rc = TS_ERR(err, bt[i].rc, "task %s (%s, first node '%s'): %s",
+                  r->tasks[i].hash, r->tasks[i].name, r->tasks[i].first_node,
+                  bt[i].err.msg);
+      goto done;
+    }
+    ts_graph_compile_task *t = &r->tasks[i];
+    t->fallback_note = bt[i].note;
+    bt[i].note = NULL;
+    if (bt[i].from_db) {
+      t->source = "db";
+      t->record_id = bt[i].record_id;
+      t->latency_s = bt[i].latency_s;
+    }
+  }
+
+  /* the program */
+  prog.g = g;
+  prog.model_name = o->model_name ? o->model_name : g->name ? g->name : "";
+  prog.kernels = calloc((size_t)n_tasks + 1, sizeof *prog.kernels);
+  if (!prog.kernels) {
+    rc = TS_ERR(err, TS_ENOMEM, "compile: out of memory");
+    goto done;
+  }
+  for (int i = 0; i < n_tasks; i++) {
+    prog.kernels[i] = bt[i].kernel;
+    memset(&bt[i].kernel, 0, sizeof bt[i].kernel);
+  }
+  prog.n_kernels = n_tasks;
+  prog.need_amx = ts_target_has_feature(tgt, "amx-tile");
+  rc = make_calls(g, &plan, tasks, n_tasks, &prog, err);
+  if (rc) goto done;
+  r->n_calls = prog.n_calls;
+  r->arena_bytes = prog.arena_bytes;
+  r->lower_bound_bytes = plan.lower_bound_bytes;
+  r->total_bytes = plan.total_bytes + (prog.arena_bytes - plan.arena_bytes);
+  r->constant_bytes = (int64_t)g->consts_len;
+  prog.info_json = info_json(&prog, r->target, r);
+  if (!prog.info_json) {
+    rc = TS_ERR(err, TS_ENOMEM, "compile: out of memory");
+    goto done;
+  }
+
+  /* emit and link */
+  t0 = now_ms();
+  const char *tmp = getenv("TMPDIR");
+  snprintf(tmpdir, sizeof tmpdir, "%s/tessera-compile-XXXXXX",
+           tmp && *tmp ? tmp : "/tmp");
+  if (!mkdtemp(tmpdir)) {
+    rc = TS_ERR(err, TS_EIO, "cannot create a temporary folder '%s': %s",
+                tmpdir, strerror(errno));
+    tmpdir[0] = 0;
+    goto done;
+  }
+  rc = cp_emit_and_link(&prog, o, tmpdir, &r->library_bytes, err);
+  r->link_ms = now_ms() - t0;
+  if (rc) goto done;
+  r->warning = make_warning(o, r);
+
+done:
+  if (tmpdir[0]) nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+  for (int i = 0; bt && i < n_tasks; i++) {
+    free(bt[i].trace_json);
+    free(bt[i].note);
+    free(bt[i].kernel.bytes);
+  }
+  free(bt);
+  program_free(&prog);
+  ts_graph_plan_clear(&plan);
+  free(tasks);
+  ts_target_free(tgt);
+  if (rc || r == &local) {
+    double a = r->import_ms, b = r->passes_ms;
+    ts_graph_compile_report_clear(r);
+    r->import_ms = a;
+    r->passes_ms = b;
+  }
+  return rc;
+}
+
+int ts_graph_runtime_dir(char *buf, size_t size, ts_error *err) {
+  char exe[4096];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n <= 0)
+    return TS_ERR(err, TS_ENOTFOUND,
+                  "cannot find this program's path (/proc/self/exe): %s",
+                  strerror(errno));
+  exe[n] = 0;
+  char *slash = strrchr(exe, '/');
+  if (slash) *slash = 0;
+  char cand[2][4200];
+  snprintf(cand[0], sizeof cand[0], "%s", exe);
+  snprintf(cand[1], sizeof cand[1], "%s/../lib", exe);
+  for (int i = 0; i < 2; i++) {
+    char lib[4300];
+    snprintf(lib, sizeof lib, "%s/libtessera_rt.so", cand[i]);
+    if (access(lib, R_OK) == 0) {
+      char *real = realpath(cand[i], NULL);
+      snprintf(buf, size, "%s", real ? real : cand[i]);
+      free(real);
+      return TS_OK;
+    }
+  }
+  return TS_ERR(err, TS_ENOTFOUND,
+                "libtessera_rt.so is neither in %s nor in %s (give "
+                "--runtime-dir DIR)",
+                cand[0], cand[1]);
+}

@@ -1,0 +1,473 @@
+/*
+ * compile_emit.c — the second half of `tessera compile`: writes a compiled
+ * program out and links it. Into a temporary folder go one object per
+ * kernel, the weights (the graph's constant store, byte for byte) with an
+ * assembler file that pulls them in with `.incbin`, the C glue (the tables
+ * of call sites, argument references, inputs and outputs, and the
+ * functions of include/tessera/model.h), and a version script exporting
+ * only ts_model_*. The system C compiler links them against
+ * libtessera_rt into a temporary file next to the output, renamed over it
+ * at the end.
+ */
+#include "compile_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static int write_file(const char *dir, const char *name, const void *data,
+                      size_t n, ts_error *err) {
+  char path[4600];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  FILE *f = fopen(path, "wb");
+  if (!f)
+    return TS_ERR(err, TS_EIO, "cannot write '%s': %s", path, strerror(errno));
+  size_t w = n ? fwrite(data, 1, n, f) : 0;
+  int bad = ferror(f);
+  if (fclose(f) != 0 || w != n || bad)
+    return TS_ERR(err, TS_EIO, "cannot write '%s': %s", path,
+                  strerror(errno ? errno : EIO));
+  return TS_OK;
+}
+
+/* A C string literal of s (every byte outside a safe set escaped). */
+static void c_string(FILE *f, const char *s) {
+  fputc('"', f);
+  for (const unsigned char *p = (const unsigned char *)s; p && *p; p++) {
+    unsigned char c = *p;
+    bool safe = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                (c >= '0' && c <= '9') ||
+                strchr(" _-.,:;()[]{}/+*=<>#@!%^&|~", c);
+    if (safe && c)
+      fputc(c, f);
+    else
+      fprintf(f, "\\%03o", c);
+  }
+  fputc('"', f);
+}
+
+/* The part of the glue that is the same for every model. */
+static const char glue_runtime[] =
+    "struct ts_model {\n"
+    "  ts_runtime *rt;\n"
+    "  unsigned char *arena;\n"
+    "  unsigned char *in_stage[N_IN + 1], *out_stage[N_OUT + 1];\n"
+    "};\n"
+    "static _Thread_local char last_error[1024];\n"
+    "static int fail(const char *fmt, ...) {\n"
+    "  va_list ap;\n"
+    "  va_start(ap, fmt);\n"
+    "  vsnprintf(last_error, sizeof last_error, fmt, ap);\n"
+    "  va_end(ap);\n"
+    "  return -1;\n"
+    "}\n"
+    "static void *aligned(int64_t bytes) {\n"
+    "  void *p = NULL;\n"
+    "  if (posix_memalign(&p, 64, (size_t)(bytes > 0 ? bytes : 64))) "
+    "return NULL;\n"
+    "  return p;\n"
+    "}\n"
+    "static double now_s(void) {\n"
+    "  struct timespec ts;\n"
+    "  clock_gettime(CLOCK_MONOTONIC, &ts);\n"
+    "  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;\n"
+    "}\n"
+    "API int ts_model_abi_version(void) { return 1; }\n"
+    "API const char *ts_model_last_error(void) { return last_error; }\n"
+    "API const char *ts_model_info(void) { return info_json; }\n"
+    "API int ts_model_num_inputs(const ts_model *m) { (void)m; return N_IN; "
+    "}\n"
+    "API int ts_model_num_outputs(const ts_model *m) { (void)m; return N_OUT; "
+    "}\n"
+    "API int ts_model_num_kernels(const ts_model *m) { (void)m; return "
+    "N_CALLS; }\n"
+    "API const char *ts_model_kernel_name(const ts_model *m, int k) {\n"
+    "  (void)m;\n"
+    "  return k >= 0 && k < N_CALLS ? calls[k].name : NULL;\n"
+    "}\n"
+    "static int info(const tinfo *t, int n, int i, ts_model_tensor_info *out, "
+    "const char *what) {\n"
+    "  if (i < 0 || i >= n || !out) return fail(\"%s %d: out of range (the "
+    "model has %d)\", what, i, n);\n"
+    "  out->name = t[i].name;\n"
+    "  out->dtype = (ts_model_dtype)t[i].dtype;\n"
+    "  out->ndim = t[i].ndim;\n"
+    "  out->shape = t[i].shape;\n"
+    "  out->bytes = t[i].bytes;\n"
+    "  return 0;\n"
+    "}\n"
+    "API int ts_model_input_info(const ts_model *m, int i, "
+    "ts_model_tensor_info *out) {\n"
+    "  (void)m;\n"
+    "  return info(in_info, N_IN, i, out, \"input\");\n"
+    "}\n"
+    "API int ts_model_output_info(const ts_model *m, int i, "
+    "ts_model_tensor_info *out) {\n"
+    "  (void)m;\n"
+    "  return info(out_info, N_OUT, i, out, \"output\");\n"
+    "}\n"
+    "API void ts_model_destroy(ts_model *m) {\n"
+    "  if (!m) return;\n"
+    "  ts_runtime_destroy(m->rt);\n"
+    "  free(m->arena);\n"
+    "  for (int i = 0; i < N_IN; i++) free(m->in_stage[i]);\n"
+    "  for (int i = 0; i < N_OUT; i++) free(m->out_stage[i]);\n"
+    "  free(m);\n"
+    "}\n"
+    "API int ts_model_set_num_threads(ts_model *m, int n_threads) {\n"
+    "  if (!m) return fail(\"ts_model_set_num_threads: no model\");\n"
+    "  ts_runtime *rt = NULL;\n"
+    "  if (ts_runtime_create(n_threads, &rt, NULL) != 0)\n"
+    "    return fail(\"cannot start a thread pool of %d threads\", "
+    "n_threads);\n"
+    "  ts_runtime_destroy(m->rt);\n"
+    "  m->rt = rt;\n"
+    "  return 0;\n"
+    "}\n"
+    "API int ts_model_create(int n_threads, ts_model **out) {\n"
+    "  if (!out) return fail(\"ts_model_create: out is NULL\");\n"
+    "  *out = NULL;\n"
+    "  if (NEED_AMX && ts_rt_enable_amx(NULL) != 0)\n"
+    "    return fail(\"the model was compiled for AMX, which this machine "
+    "or its kernel does not allow\");\n"
+    "  ts_model *m = calloc(1, sizeof *m);\n"
+    "  if (!m) return fail(\"out of memory\");\n"
+    "  m->arena = aligned(ARENA_BYTES);\n"
+    "  int ok = m->arena != NULL;\n"
+    "  for (int i = 0; ok && i < N_IN; i++) ok = (m->in_stage[i] = "
+    "aligned(in_info[i].bytes)) != NULL;\n"
+    "  for (int i = 0; ok && i < N_OUT; i++) ok = (m->out_stage[i] = "
+    "aligned(out_info[i].bytes)) != NULL;\n"
+    "  if (!ok) {\n"
+    "    ts_model_destroy(m);\n"
+    "    return fail(\"out of memory for the arena (%lld bytes) and the "
+    "staging buffers\", (long long)ARENA_BYTES);\n"
+    "  }\n"
+    "  if (ts_runtime_create(n_threads, &m->rt, NULL) != 0) {\n"
+    "    ts_model_destroy(m);\n"
+    "    return fail(\"cannot start a thread pool of %d threads\", "
+    "n_threads);\n"
+    "  }\n"
+    "  *out = m;\n"
+    "  return 0;\n"
+    "}\n"
+    "static void *where(const ts_model *m, argref r, void *const *in, void "
+    "*const *out) {\n"
+    "  switch (r.kind) {\n"
+    "  case 0: return m->arena + r.offset;\n"
+    "  case 1: return (void *)(tsm_weights + r.offset);\n"
+    "  case 2: return (unsigned char *)in[r.index] + r.offset;\n"
+    "  default: return (unsigned char *)out[r.index] + r.offset;\n"
+    "  }\n"
+    "}\n"
+    "static int run(ts_model *m, const void *const *inputs, void *const "
+    "*outputs, double *secs) {\n"
+    "  if (!m) return fail(\"ts_model_run: no model\");\n"
+    "  if ((N_IN && !inputs) || (N_OUT && !outputs)) return "
+    "fail(\"ts_model_run: no input or output array\");\n"
+    "  void *in[N_IN + 1], *out[N_OUT + 1];\n"
+    "  for (int i = 0; i < N_IN; i++) {\n"
+    "    if (!inputs[i]) return fail(\"input %d ('%s') is NULL\", i, "
+    "in_info[i].name);\n"
+    "    in[i] = (void *)inputs[i];\n"
+    "    if ((uintptr_t)in[i] & 63) {\n"
+    "      memcpy(m->in_stage[i], in[i], (size_t)in_info[i].bytes);\n"
+    "      in[i] = m->in_stage[i];\n"
+    "    }\n"
+    "  }\n"
+    "  for (int i = 0; i < N_OUT; i++) {\n"
+    "    if (!outputs[i]) return fail(\"output %d ('%s') is NULL\", i, "
+    "out_info[i].name);\n"
+    "    out[i] = ((uintptr_t)outputs[i] & 63) ? m->out_stage[i] : "
+    "outputs[i];\n"
+    "  }\n"
+    "  void *a[MAX_ARGS + 1];\n"
+    "  for (int c = 0; c < N_CALLS; c++) {\n"
+    "    for (int k = 0; k < calls[c].n; k++) a[k] = where(m, "
+    "args_tab[calls[c].first + k], in, out);\n"
+    "    double t0 = secs ? now_s() : 0;\n"
+    "    int32_t r = calls[c].fn(a, m->rt);\n"
+    "    if (secs) secs[c] = now_s() - t0;\n"
+    "    if (r != 0) return fail(\"kernel %d (%s) failed (returned %d)\", c, "
+    "calls[c].name, (int)r);\n"
+    "  }\n"
+    "  for (int c = 0; c < N_COPIES; c++)\n"
+    "    memmove(out[copies[c].out], where(m, copies[c].src, in, out), "
+    "(size_t)copies[c].bytes);\n"
+    "  for (int i = 0; i < N_OUT; i++)\n"
+    "    if (out[i] != outputs[i]) memcpy(outputs[i], out[i], "
+    "(size_t)out_info[i].bytes);\n"
+    "  return 0;\n"
+    "}\n"
+    "API int ts_model_run(ts_model *m, const void *const *inputs, void "
+    "*const *outputs) {\n"
+    "  return run(m, inputs, outputs, NULL);\n"
+    "}\n"
+    "API int ts_model_profile(ts_model *m, const void *const *inputs, void "
+    "*const *outputs, double *seconds) {\n"
+    "  if (!seconds) return fail(\"ts_model_profile: seconds is NULL\");\n"
+    "  return run(m, inputs, outputs, seconds);\n"
+    "}\n";
+
+static void tensor_table(FILE *f, const ts_graph *g, const int *ids, int n,
+                         const char *prefix) {
+  for (int i = 0; i < n; i++) {
+    const gr_value *v = &g->values[ids[i]];
+    fprintf(f, "static const int64_t %s_shape_%d[] = {", prefix, i);
+    for (int d = 0; d < v->ndim; d++)
+      fprintf(f, "%lld, ", (long long)v->shape[d]);
+    fprintf(f, "0};\n");
+  }
+  fprintf(f, "static const tinfo %s_info[] = {\n", prefix);
+  for (int i = 0; i < n; i++) {
+    const gr_value *v = &g->values[ids[i]];
+    fprintf(f, "  {");
+    c_string(f, v->name);
+    fprintf(f, ", %d, %d, %s_shape_%d, %lld},\n", cp_onnx_dtype(v->dtype),
+            v->ndim, prefix, i,
+            (long long)(gr_value_elems(v) *
+                        (int64_t)ts_dtype_elem_bytes(v->dtype)));
+  }
+  fprintf(f, "  {0, 0, 0, 0, 0}};\n");
+}
+
+static int write_glue(const cp_program *p, const char *dir, ts_error *err) {
+  char path[4600];
+  snprintf(path, sizeof path, "%s/model.c", dir);
+  FILE *f = fopen(path, "w");
+  if (!f)
+    return TS_ERR(err, TS_EIO, "cannot write '%s': %s", path, strerror(errno));
+  const ts_graph *g = p->g;
+  fprintf(f, "/* model: ");
+  for (const char *s = p->model_name; *s; s++)
+    fputc(*s == '*' || *s == '\n' ? '_' : *s, f);
+  fprintf(f, " */\n"
+             "#include <stdarg.h>\n#include <stddef.h>\n#include <stdint.h>\n"
+             "#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n"
+             "#include <time.h>\n\n"
+             "#define API __attribute__((visibility(\"default\")))\n"
+             "typedef struct ts_model ts_model;\n"
+             "typedef int ts_model_dtype;\n"
+             "typedef struct ts_model_tensor_info { const char *name; "
+             "ts_model_dtype dtype; int ndim; const int64_t *shape; int64_t "
+             "bytes; } ts_model_tensor_info;\n"
+             "typedef struct ts_runtime ts_runtime;\n"
+             "int ts_runtime_create(int n_threads, ts_runtime **out, void "
+             "*err);\n"
+             "void ts_runtime_destroy(ts_runtime *rt);\n"
+             "int ts_rt_enable_amx(void *err);\n"
+             "extern const unsigned char tsm_weights[];\n"
+             "typedef int32_t (*kfn)(void *const *args, void *rt);\n"
+             "typedef struct { int32_t kind, index; int64_t offset; } "
+             "argref;\n"
+             "typedef struct { kfn fn; int32_t first, n; const char *name; } "
+             "callsite;\n"
+             "typedef struct { const char *name; int32_t dtype, ndim; const "
+             "int64_t *shape; int64_t bytes; } tinfo;\n"
+             "typedef struct { int32_t out; argref src; int64_t bytes; } "
+             "outcopy;\n\n");
+  fprintf(f,
+          "#define N_IN %d\n#define N_OUT %d\n#define N_CALLS %d\n"
+          "#define N_COPIES %d\n#define MAX_ARGS %d\n"
+          "#define ARENA_BYTES ((int64_t)%lld)\n#define NEED_AMX %d\n\n",
+          g->n_inputs, g->n_outputs, p->n_calls, p->n_copies, p->max_args,
+          (long long)p->arena_bytes, p->need_amx ? 1 : 0);
+  for (int i = 0; i < p->n_kernels; i++)
+    fprintf(f, "int32_t %s(void *const *args, void *rt);\n",
+            p->kernels[i].entry);
+  tensor_table(f, g, g->inputs, g->n_inputs, "in");
+  tensor_table(f, g, g->outputs, g->n_outputs, "out");
+  fprintf(f, "static const argref args_tab[] = {\n");
+  for (int i = 0; i < p->n_args; i++)
+    fprintf(f, "  {%d, %d, %lld},\n", (int)p->args[i].kind, p->args[i].index,
+            (long long)p->args[i].offset);
+  fprintf(f, "  {0, 0, 0}};\n");
+  fprintf(f, "static const callsite calls[] = {\n");
+  for (int i = 0; i < p->n_calls; i++) {
+    const cp_call *c = &p->calls[i];
+    const gr_node *n = &g->nodes[c->node];
+    char name[1024];
+    snprintf(name, sizeof name, "%s (%s)", ts_func_name(n->func), n->name);
+    fprintf(f, "  {%s, %d, %d, ", p->kernels[c->task].entry, c->first, c->n);
+    c_string(f, name);
+    fprintf(f, "},\n");
+  }
+  fprintf(f, "  {0, 0, 0, 0}};\n");
+  fprintf(f, "static const outcopy copies[] = {\n");
+  for (int i = 0; i < p->n_copies; i++)
+    fprintf(f, "  {%d, {%d, %d, %lld}, %lld},\n", p->copies[i].out,
+            (int)p->copies[i].src.kind, p->copies[i].src.index,
+            (long long)p->copies[i].src.offset, (long long)p->copies[i].bytes);
+  fprintf(f, "  {0, {0, 0, 0}, 0}};\n");
+  fprintf(f, "static const char info_json[] = ");
+  c_string(f, p->info_json);
+  fprintf(f, ";\n\n%s", glue_runtime);
+  int bad = ferror(f);
+  if (fclose(f) != 0 || bad)
+    return TS_ERR(err, TS_EIO, "cannot write '%s'", path);
+  return TS_OK;
+}
+
+static const char weights_asm[] =
+    "\t.section .rodata.tsm_weights,\"a\",@progbits\n"
+    "\t.balign 64\n"
+    "\t.globl tsm_weights\n"
+    "\t.hidden tsm_weights\n"
+    "\t.type tsm_weights, @object\n"
+    "tsm_weights:\n"
+    "\t.incbin \"weights.bin\"\n"
+    "\t.byte 0\n"
+    "\t.size tsm_weights, . - tsm_weights\n"
+    "\t.section .note.GNU-stack,\"\",@progbits\n";
+
+static const char version_script[] =
+    "{\n  global: ts_model_*;\n  local: *;\n};\n";
+
+/* Runs argv in dir with stdout and stderr into dir/cc.log; the log's tail
+ * goes into the error on failure. */
+static int run_cc(char *const *argv, const char *dir, ts_error *err) {
+  char log[4600];
+  snprintf(log, sizeof log, "%s/cc.log", dir);
+  pid_t pid = fork();
+  if (pid < 0)
+    return TS_ERR(err, TS_EIO, "cannot start '%s': %s", argv[0],
+                  strerror(errno));
+  if (pid == 0) {
+    int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd >= 0) {
+      dup2(fd, 1);
+      dup2(fd, 2);
+      close(fd);
+    }
+    if (chdir(dir) != 0) _exit(126);
+    execvp(argv[0], argv);
+    dprintf(2, "cannot run '%s': %s\n", argv[0], strerror(errno));
+    _exit(127);
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR)
+      return TS_ERR(err, TS_EIO, "waiting for '%s': %s", argv[0],
+                    strerror(errno));
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return TS_OK;
+  char text[700] = "";
+  FILE *f = fopen(log, "r");
+  if (f) {
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    fseek(f, size > 600 ? size - 600 : 0, SEEK_SET);
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    text[n] = 0;
+    fclose(f);
+  }
+  return TS_ERR(
+      err, TS_EIO, "linking the library with '%s' failed (%s %d):\n%s", argv[0],
+      WIFEXITED(status) ? "exit status" : "signal",
+      WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status), text);
+}
+
+int cp_emit_and_link(const cp_program *p, const ts_graph_compile_options *o,
+                     const char *tmpdir, int64_t *library_bytes,
+                     ts_error *err) {
+  int rc =
+      write_file(tmpdir, "weights.bin", p->g->consts, p->g->consts_len, err);
+  if (!rc)
+    rc = write_file(tmpdir, "weights.S", weights_asm, strlen(weights_asm), err);
+  if (!rc)
+    rc = write_file(tmpdir, "model.map", version_script, strlen(version_script),
+                    err);
+  for (int i = 0; !rc && i < p->n_kernels; i++) {
+    char name[32];
+    snprintf(name, sizeof name, "k%d.o", i);
+    rc = write_file(tmpdir, name, p->kernels[i].bytes, p->kernels[i].n_bytes,
+                    err);
+  }
+  if (!rc) rc = write_glue(p, tmpdir, err);
+  if (rc) return rc;
+
+  /* absolute paths: the compiler runs in tmpdir */
+  char *rtdir = realpath(o->runtime_dir, NULL);
+  if (!rtdir)
+    return TS_ERR(err, TS_ENOTFOUND, "runtime folder '%s': %s", o->runtime_dir,
+                  strerror(errno));
+  char *out_copy = strdup(o->output), *base_copy = strdup(o->output);
+  char *outdir = out_copy ? realpath(dirname(out_copy), NULL) : NULL;
+  if (!outdir) {
+    rc = TS_ERR(err, TS_EIO, "output folder of '%s': %s", o->output,
+                strerror(errno));
+    free(rtdir);
+    free(out_copy);
+    free(base_copy);
+    return rc;
+  }
+  char final_path[PATH_MAX * 2], tmp_path[PATH_MAX * 2 + 64];
+  snprintf(final_path, sizeof final_path, "%s/%s", outdir, basename(base_copy));
+  snprintf(tmp_path, sizeof tmp_path, "%s/.%s.tmp-%ld", outdir,
+           basename(base_copy), (long)getpid());
+  char lflag[PATH_MAX + 8];
+  snprintf(lflag, sizeof lflag, "-L%s", rtdir);
+  char *args[64];
+  int n = 0;
+  args[n++] = (char *)(o->cc && *o->cc ? o->cc : "cc");
+  args[n++] = "-shared";
+  args[n++] = "-fPIC";
+  args[n++] = "-O2";
+  args[n++] = "-std=gnu17";
+  args[n++] = "-fvisibility=hidden";
+  args[n++] = "-o";
+  args[n++] = tmp_path;
+  args[n++] = "model.c";
+  args[n++] = "weights.S";
+  int first_obj = n;
+  char(*objs)[32] = calloc((size_t)p->n_kernels + 1, sizeof *objs);
+  char **argv = calloc((size_t)p->n_kernels + 80, sizeof *argv);
+  if (!objs || !argv) {
+    free(objs);
+    free(argv);
+    free(rtdir);
+    free(outdir);
+    free(out_copy);
+    free(base_copy);
+    return TS_ERR(err, TS_ENOMEM, "out of memory");
+  }
+  memcpy(argv, args, sizeof *argv * (size_t)n);
+  for (int i = 0; i < p->n_kernels; i++) {
+    snprintf(objs[i], sizeof objs[i], "k%d.o", i);
+    argv[n++] = objs[i];
+  }
+  (void)first_obj;
+  argv[n++] = lflag;
+  argv[n++] = "-Xlinker";
+  argv[n++] = "-rpath";
+  argv[n++] = "-Xlinker";
+  argv[n++] = rtdir;
+  argv[n++] = "-Wl,--version-script=model.map";
+  argv[n++] = "-Wl,-z,noexecstack";
+  argv[n++] = "-Wl,--no-undefined";
+  argv[n++] = "-ltessera_rt";
+  argv[n++] = "-lm";
+  argv[n++] = NULL;
+  rc = run_cc(argv, tmpdir, err);
+  if (!rc) {
+    struct stat st;
+    if (stat(tmp_path, &st) == 0) *library_bytes = (int64_t)st.st_size;
+    if (rename(tmp_path, final_path) != 0)
+      rc = TS_ERR(err, TS_EIO, "cannot rename '%s' to '%s': %s", tmp_path,
+                  final_path, strerror(errno));
+  }
+  if (rc) unlink(tmp_path);
+  free(objs);
+  free(argv);
+  free(rtdir);
+  free(outdir);
+  free(out_copy);
+  free(base_copy);
+  return rc;
+}

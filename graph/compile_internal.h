@@ -1,0 +1,81 @@
+/*
+ * compile_internal.h — what the two halves of `tessera compile` share: the
+ * compiled program (built kernels, call sites with their argument
+ * references, output copies) that compile.c assembles from the graph and
+ * compile_emit.c writes out as a C glue file, a weights blob and kernel
+ * objects, then links into the shared library. Private to graph/.
+ */
+#ifndef TESSERA_GRAPH_COMPILE_INTERNAL_H
+#define TESSERA_GRAPH_COMPILE_INTERNAL_H
+
+#include "graph/internal.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Where a kernel argument lives at run time. */
+typedef enum cp_ref_kind {
+  CP_ARENA = 0,  /* arena base + offset */
+  CP_WEIGHT = 1, /* the weights blob + offset */
+  CP_INPUT = 2,  /* the caller's input `index` (or its staging copy) */
+  CP_OUTPUT = 3, /* the caller's output `index` (or its staging copy) */
+} cp_ref_kind;
+
+typedef struct cp_ref {
+  cp_ref_kind kind;
+  int index;
+  int64_t offset;
+} cp_ref;
+
+/* One built task: its object and entry symbol. */
+typedef struct cp_kernel {
+  char entry[128];
+  unsigned char *bytes; /* malloc'd ELF object */
+  size_t n_bytes;
+} cp_kernel;
+
+/* One call site: node `node` calls kernel `task` with args[first ..
+ * first + n). */
+typedef struct cp_call {
+  int task, node;
+  int first, n;
+} cp_call;
+
+/* After the calls: output `out` is a copy of `src` (a graph output that is
+ * a view of something stored elsewhere, an input, a constant, or an output
+ * listed twice). */
+typedef struct cp_copy {
+  int out;
+  cp_ref src;
+  int64_t bytes;
+} cp_copy;
+
+typedef struct cp_program {
+  const ts_graph *g;
+  const char *model_name;
+  cp_kernel *kernels; /* one per task */
+  int n_kernels;
+  cp_call *calls;
+  int n_calls;
+  cp_ref *args;
+  int n_args;
+  cp_copy *copies;
+  int n_copies;
+  int max_args;        /* the most arguments of one call */
+  int64_t arena_bytes; /* including scratch for outputs nobody reads */
+  bool need_amx;       /* the target has AMX: ask Linux for it at create */
+  char *info_json;     /* ts_model_info's text (malloc'd) */
+} cp_program;
+
+/* Writes the kernel objects, the weights blob and the glue into tmpdir and
+ * links them with o->cc into o->output (through a temporary name in the
+ * same folder, renamed at the end). *library_bytes receives the size of
+ * the library. */
+int cp_emit_and_link(const cp_program *p, const ts_graph_compile_options *o,
+                     const char *tmpdir, int64_t *library_bytes, ts_error *err);
+
+/* The ONNX TensorProto code of a dtype (0 when ONNX has none). */
+int cp_onnx_dtype(ts_dtype t);
+
+#endif /* TESSERA_GRAPH_COMPILE_INTERNAL_H */

@@ -1,0 +1,85 @@
+#!/bin/sh
+# compile_cli.sh TESSERA MODELS PYTHON — `tessera compile` and `tessera run`
+# through the real binary on the generated small models in MODELS: a
+# compiled model run on an .npz file gives the reference executor's
+# outputs (`tessera graph run`, compared with numpy under PYTHON); the
+# report's text and JSON forms; a graph operator that is not a kernel yet,
+# a missing model, a bad database, a bad runtime folder and inputs of the
+# wrong shape exit 1 with a message and write nothing; usage errors exit 2.
+set -u
+T="$1"
+M="$2"
+PY="$3"
+TMP=$(mktemp -d)
+trap '[ -n "${KEEP:-}" ] || rm -rf "$TMP"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+expect() {
+  want=$1; shift
+  "$@" >"$TMP/out" 2>&1
+  got=$?
+  [ "$got" = "$want" ] || { cat "$TMP/out"; fail "'$*' exited $got, expected $want"; }
+}
+contains() { grep -q -- "$1" "$TMP/out" || { cat "$TMP/out"; fail "output lacks '$1'"; }; }
+R="$M/resnet50_small.onnx"
+
+# usage errors
+expect 2 "$T" compile
+expect 2 "$T" compile "$R"
+contains "no output given"
+expect 2 "$T" compile "$R" -o "$TMP/x.so" --bogus
+expect 2 "$T" compile "$R" -o "$TMP/x.so" --threads 0
+expect 0 "$T" compile --help
+contains "input-shape"
+expect 2 "$T" run
+expect 2 "$T" run "$TMP/x.so"
+contains "inputs"
+expect 0 "$T" run --help
+
+# bad input: nothing is written
+expect 1 "$T" compile "$M/missing.onnx" -o "$TMP/x.so"
+contains "cannot import"
+expect 1 "$T" compile "$R" -o "$TMP/x.so" --runtime-dir "$TMP/nowhere"
+contains "libtessera_rt.so"
+mkdir "$TMP/dir.db"
+expect 1 "$T" compile "$R" -o "$TMP/x.so" --db "$TMP/dir.db"
+contains "database"
+expect 1 "$T" compile "$R" -o "$TMP/no/such/folder/x.so"
+contains "does not exist"
+if "$T" graph show "$M/ops_small.onnx" | grep -q " = \(Concat\|Slice\|Gather\|Cast\)\["; then
+  expect 1 "$T" compile "$M/ops_small.onnx" -o "$TMP/x.so"
+  contains "node '"
+fi
+[ ! -e "$TMP/x.so" ] || fail "a failed compile left $TMP/x.so"
+ls -a "$TMP" | grep -q "\.tmp-" && fail "a failed compile left a temporary file"
+
+# compile, run, compare with the reference executor
+expect 0 "$T" compile "$R" -o "$TMP/r.so" --threads 2 --json
+contains '"source":.*"default"'
+contains '"lower_bound_bytes"'
+contains "tessera tune --model"
+expect 0 "$T" compile "$R" -o "$TMP/r.so"
+contains "arena: "
+contains "lower bound"
+contains "time: import"
+"$PY" -c "
+import numpy as np
+np.savez('$TMP/in.npz', data=np.random.RandomState(1).uniform(-1, 1, (1, 3, 32, 32)).astype(np.float32))
+np.savez('$TMP/bad.npz', data=np.zeros((1, 3, 16, 16), np.float32))
+" || fail "numpy"
+expect 0 "$T" run "$TMP/r.so" --inputs "$TMP/in.npz" --outputs "$TMP/out.npz" --threads 2 --repeat 3 --profile
+contains "latency: median"
+contains "kernel calls"
+expect 0 "$T" graph run "$R" --inputs "$TMP/in.npz" --outputs "$TMP/ref.npz"
+"$PY" -c "
+import numpy as np, sys
+a = np.load('$TMP/out.npz'); b = np.load('$TMP/ref.npz')
+assert sorted(a.files) == sorted(b.files), (a.files, b.files)
+for k in b.files:
+    err = np.abs(a[k] - b[k]).max() / max(np.abs(b[k]).max(), 1e-30)
+    if err > 1e-5: sys.exit('output %s: relative error %g' % (k, err))
+" || fail "compiled and reference outputs differ"
+expect 1 "$T" run "$TMP/r.so" --inputs "$TMP/bad.npz" --outputs "$TMP/o.npz"
+contains "the model wants"
+expect 1 "$T" run "$TMP/missing.so" --inputs "$TMP/in.npz"
+contains "cannot load"
+echo "compile_cli: ok"

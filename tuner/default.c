@@ -1,0 +1,565 @@
+/*
+ * default.c — a schedule for a task nobody tuned, chosen by rule, with no
+ * measurement and no randomness.
+ *
+ * CPU, in order (every step that the schedule refuses is skipped):
+ *  1. Inline: spatial intermediate blocks that do not pad (no
+ *     if_then_else) are inlined into their consumers, unless they call a
+ *     transcendental function and have several consumers (softmax's exp).
+ *  2. The anchor reduction (a block with reduce iters and an input that
+ *     misses a spatial iter var: conv, matmul) whose innermost spatial loop
+ *     is contiguous in every access (the vector axis) gets a register
+ *     tile: the vector axis split by 1, 2 or 4 vector lengths (or the
+ *     largest divisor of its extent up to 2 when no whole vector divides
+ *     it) and a rows axis (a spatial loop no input of which the vector axis
+ *     also indexes: i of a matmul, the output channel of an NCHW conv)
+ *     split by a divisor up to 8, the pair with the most FMAs per load
+ *     whose accumulators fit the vector registers besides the operands;
+ *     loop order outer spatial, vector tiles, row tiles, reductions, rows
+ *     (unrolled), vector (vectorized); its init decomposed and vectorized;
+ *     the streamed input (B of a matmul) packed per vector tile when there
+ *     are at least four row tiles; its elementwise consumer computed at the
+ *     row tile; the outer loops fused and parallel.
+ *  3. Every other block: without an anchor, the other blocks computed at
+ *     the outermost loop of the output block (one parallel loop over the
+ *     rows of a softmax or layer norm); a reduction whose innermost spatial
+ *     loop is contiguous (pooling over NHWC channels) gets its reduce loops
+ *     moved above that loop and its init decomposed; the innermost spatial
+ *     loop vectorized when contiguous (split when long); the leading
+ *     spatial loops fused and parallel when the block does enough work.
+ * If the result does not lower, a plainer schedule is tried (only step 3),
+ * and at last the unscheduled function. CUDA: the first candidate of the
+ * design space that postprocesses, from fixed seeds.
+ */
+#include "tuner/internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Work (loop iterations) below which a block stays serial. */
+#define MIN_PARALLEL_WORK 4096
+
+static int64_t loop_extent(ts_sched *s, ts_rv l) { return rv_extent(s, l); }
+
+/* Whether some input of the block (region of a buffer it does not write)
+ * is indexed by both loops' vars (through the block's bindings). */
+static bool shares_input(const ts_stmt *r, const ts_stmt *la,
+                         const ts_stmt *lb) {
+  const ts_block *b = ts_realize_block(r);
+  for (int i = 0; i < ts_block_n_reads(b); i++) {
+    const ts_region *rg = ts_block_read(b, i);
+    bool writes = false;
+    for (int w = 0; w < ts_block_n_writes(b); w++)
+      writes |= ts_block_write(b, w)->buffer == rg->buffer;
+    if (writes) continue;
+    bool ua = false, ub = false;
+    for (int k = 0; k < ts_block_n_iters(b); k++) {
+      ts_expr *iv = ts_block_iter_var(b, k);
+      bool used = false;
+      for (int d = 0; d < rg->ndim && !used; d++)
+        used = expr_uses_var(rg->ranges[d].min, iv);
+      if (!used) continue;
+      ts_expr *bind = ts_realize_value(r, k);
+      ua |= expr_uses_var(bind, ts_for_var(la));
+      ub |= expr_uses_var(bind, ts_for_var(lb));
+    }
+    if (ua && ub) return true;
+  }
+  return false;
+}
+
+/* Whether loop l may be the vector axis of the block in realize r: the
+ * block's output and every input that the loop indexes use it (through the
+ * bindings) in their last dimension, so vector accesses are contiguous or
+ * broadcast, never strided gathers. */
+static bool loop_contiguous(const ts_stmt *r, const ts_stmt *l) {
+  const ts_block *b = ts_realize_block(r);
+  int n_reg = ts_block_n_reads(b) + ts_block_n_writes(b);
+  for (int i = 0; i < n_reg; i++) {
+    const ts_region *rg = i < ts_block_n_reads(b)
+                              ? ts_block_read(b, i)
+                              : ts_block_write(b, i - ts_block_n_reads(b));
+    if (rg->ndim < 1) continue;
+    bool any = false, last = false;
+    for (int k = 0; k < ts_block_n_iters(b); k++) {
+      if (!expr_uses_var(ts_realize_value(r, k), ts_for_var(l))) continue;
+      ts_expr *iv = ts_block_iter_var(b, k);
+      for (int d = 0; d < rg->ndim; d++)
+        if (expr_uses_var(rg->ranges[d].min, iv)) {
+          any = true;
+          if (d == rg->ndim - 1) last = true;
+        }
+    }
+    bool is_write = i >= ts_block_n_reads(b);
+    if ((any || is_write) && !last) return false;
+  }
+  return true;
+}
+
+/* The largest divisor of n that is at most cap (>= 1). */
+static int64_t divisor_upto(int64_t n, int64_t cap) {
+  for (int64_t d = cap < n ? cap : n; d > 1; d--)
+    if (n % d == 0) return d;
+  return 1;
+}
+
+static int lanes_of(const ts_target *t, ts_dtype d) {
+  int bits = d.bits > 0 ? d.bits : 32;
+  int l = ts_target_vector_bits(t) / bits;
+  return l > 1 ? l : 1;
+}
+
+/* Vectorizes the innermost loop of `block` when it is spatial: split so the
+ * vector is at most 64 lanes and divides the extent. */
+static void vectorize_inner(ts_sched *s, const ts_target *t, const char *name) {
+  ts_rv b, loops[MAX_LOOPS];
+  int nl = 0;
+  if (ts_sched_get_block(s, name, &b) ||
+      ts_sched_get_loops(s, b, loops, MAX_LOOPS, &nl) || nl == 0)
+    return;
+  const ts_stmt *r = ts_func_find_block(ts_sched_func(s), name);
+  const ts_stmt *l = ts_sched_rv_loop(s, loops[nl - 1]);
+  if (!r || !l || loop_binding(r, l) != BIND_SPATIAL ||
+      ts_for_kind_of(l) != TS_FOR_SERIAL || !loop_contiguous(r, l))
+    return;
+  int64_t ext = loop_extent(s, loops[nl - 1]);
+  if (ext < 2) return;
+  const ts_block *blk = ts_realize_block(r);
+  int lanes = ts_block_n_writes(blk)
+                  ? lanes_of(t, ts_buffer_dtype(ts_block_write(blk, 0)->buffer))
+                  : 4;
+  ts_rv v = loops[nl - 1];
+  if (ext > 4 * lanes) {
+    int64_t f = divisor_upto(ext, 4 * lanes);
+    if (f < lanes) return;
+    ts_rv parts[2];
+    int64_t factors[2] = {TS_SPLIT_INFER, f};
+    if (ts_sched_split(s, v, factors, 2, parts)) return;
+    v = parts[1];
+  }
+  ts_sched_vectorize(s, v);
+}
+
+/* Fuses the leading spatial loops of `block` (stopping at a reduce loop or
+ * at `stop`) and makes them parallel when the block does enough work. */
+static void parallel_outer(ts_sched *s, const ts_target *t, const char *name,
+                           int64_t work) {
+  (void)t;
+  if (work < MIN_PARALLEL_WORK) return;
+  ts_rv b, loops[MAX_LOOPS];
+  int nl = 0;
+  if (ts_sched_get_block(s, name, &b) ||
+      ts_sched_get_loops(s, b, loops, MAX_LOOPS, &nl) || nl == 0)
+    return;
+  const ts_stmt *r = ts_func_find_block(ts_sched_func(s), name);
+  if (!r) return;
+  int np = 0;
+  int64_t prod = 1;
+  for (int i = 0; i < nl; i++) {
+    const ts_stmt *l = ts_sched_rv_loop(s, loops[i]);
+    if (!l || ts_for_kind_of(l) != TS_FOR_SERIAL) break;
+    if (loop_binding(r, l) & BIND_REDUCE) break;
+    /* stop at a loop that is not the only statement of its parent chain */
+    if (i + 1 < nl) {
+      const ts_stmt *body = ts_for_body(l);
+      if (body != ts_sched_rv_loop(s, loops[i + 1])) {
+        np = i + 1;
+        prod *= loop_extent(s, loops[i]);
+        break;
+      }
+    }
+    np = i + 1;
+    prod *= loop_extent(s, loops[i]);
+    if (prod >= 1024) break;
+  }
+  if (np == 0 || prod < 2) return;
+  ts_rv p = loops[0];
+  if (np > 1 && ts_sched_fuse(s, loops, np, &p)) p = loops[0];
+  ts_sched_parallel(s, p);
+}
+
+static int64_t block_work(ts_sched *s, const char *name) {
+  ts_rv b, loops[MAX_LOOPS];
+  int nl = 0;
+  if (ts_sched_get_block(s, name, &b) ||
+      ts_sched_get_loops(s, b, loops, MAX_LOOPS, &nl))
+    return 0;
+  int64_t w = 1;
+  for (int i = 0; i < nl; i++) w *= loop_extent(s, loops[i]);
+  return w;
+}
+
+/* Step 1: inline spatial intermediates. */
+static void inline_intermediates(ts_sched *s) {
+  int n = 0;
+  char **names = block_names(ts_sched_func(s), &n);
+  if (!names) return;
+  for (int i = n - 1; i >= 0; i--) {
+    const ts_func *f = ts_sched_func(s);
+    const ts_stmt *r = ts_func_find_block(f, names[i]);
+    if (!r) continue;
+    const ts_block *blk = ts_realize_block(r);
+    if (block_is_reduction(blk) || ts_block_init(blk) ||
+        block_writes_param(f, blk) || stmt_uses_if_then_else(r))
+      continue;
+    ts_rv b, cons[MAX_BLOCKS];
+    int nc = 0;
+    if (ts_sched_get_block(s, names[i], &b) ||
+        ts_sched_get_consumers(s, b, cons, MAX_BLOCKS, &nc) || nc == 0)
+      continue;
+    if (nc > 1 && stmt_uses_expensive_call(r)) continue;
+    ts_sched_compute_inline(s, b);
+  }
+  names_free(names, n);
+}
+
+/* Step 2: the register-tiled anchor reduction. Returns true when it
+ * scheduled `name`. */
+static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
+  ts_rv b, loops[MAX_LOOPS];
+  int nl = 0;
+  if (ts_sched_get_block(s, name, &b) ||
+      ts_sched_get_loops(s, b, loops, MAX_LOOPS, &nl) || nl < 2)
+    return false;
+  const ts_stmt *r = ts_func_find_block(ts_sched_func(s), name);
+  const ts_block *blk = ts_realize_block(r);
+  if (ts_block_n_writes(blk) != 1) return false;
+  int binds[MAX_LOOPS];
+  int vec = -1, rows = -1, n_red = 0;
+  for (int i = 0; i < nl; i++) {
+    const ts_stmt *l = ts_sched_rv_loop(s, loops[i]);
+    binds[i] = l ? loop_binding(r, l) : 0;
+    if (binds[i] == (BIND_SPATIAL | BIND_REDUCE)) return false;
+    if (!l || ts_for_kind_of(l) != TS_FOR_SERIAL) return false;
+    if (binds[i] == BIND_SPATIAL && loop_extent(s, loops[i]) > 1) vec = i;
+    if (binds[i] == BIND_REDUCE) n_red++;
+  }
+  if (vec < 0 || n_red == 0 ||
+      !loop_contiguous(r, ts_sched_rv_loop(s, loops[vec])))
+    return false;
+  for (int i = vec - 1; i >= 0 && rows < 0; i--)
+    if (binds[i] == BIND_SPATIAL && loop_extent(s, loops[i]) > 1 &&
+        !shares_input(r, ts_sched_rv_loop(s, loops[i]),
+                      ts_sched_rv_loop(s, loops[vec])))
+      rows = i;
+  int lanes = lanes_of(t, ts_buffer_dtype(ts_block_write(blk, 0)->buffer));
+  int64_t ev = loop_extent(s, loops[vec]);
+  /* one or two whole vectors when they divide the extent, else its
+   * largest divisor up to two vectors (an imperfect split with a partial
+   * tile measured several times slower) */
+  int64_t cols = ev % (2 * lanes) == 0 ? 2 * lanes
+                 : ev % lanes == 0     ? lanes
+                                       : divisor_upto(ev, 2 * lanes);
+  int64_t nvec = (cols + lanes - 1) / lanes;
+  int regs = ts_target_vector_registers(t);
+  int64_t budget = regs > 8 ? regs - 4 : 4;
+  int64_t er = rows >= 0 ? loop_extent(s, loops[rows]) : 1;
+  int64_t nrows = 1;
+  if (ev % lanes == 0) {
+    /* rows x vectors of accumulators within the budget, with the most
+     * FMAs per load (rows * vectors / (rows + vectors)) */
+    double best = -1;
+    for (int64_t v = 1; v <= 4; v *= 2) { /* 3 vectors measured slower */
+      if (ev % (v * lanes)) continue;
+      int64_t cap = budget / v > 8 ? 8 : budget / v;
+      int64_t r = cap >= 1 ? divisor_upto(er, cap) : 1;
+      double score = (double)(r * v) / (double)(r + v);
+      if (score > best + 1e-9) {
+        best = score;
+        cols = v * lanes;
+        nrows = r;
+      }
+    }
+  } else {
+    int64_t cap = budget / nvec > 8 ? 8 : budget / nvec;
+    nrows = divisor_upto(er, cap > 0 ? cap : 1);
+  }
+  /* split the vector and rows axes */
+  ts_rv vo = TS_RV_NONE, vi = loops[vec], ro = TS_RV_NONE, ri = TS_RV_NONE;
+  if (cols < ev) {
+    ts_rv parts[2];
+    int64_t f[2] = {TS_SPLIT_INFER, cols};
+    if (ts_sched_split(s, loops[vec], f, 2, parts)) return false;
+    vo = parts[0];
+    vi = parts[1];
+  }
+  if (rows >= 0) {
+    int64_t er = loop_extent(s, loops[rows]);
+    if (nrows < er && nrows > 1) {
+      ts_rv parts[2];
+      int64_t f[2] = {TS_SPLIT_INFER, nrows};
+      if (ts_sched_split(s, loops[rows], f, 2, parts)) return false;
+      ro = parts[0];
+      ri = parts[1];
+    } else if (nrows == er) {
+      ri = loops[rows];
+    } else {
+      ro = loops[rows];
+    }
+  }
+  /* order: outer spatial, vo, ro, reductions, ri, vi */
+  ts_rv order[MAX_LOOPS + 4];
+  int no = 0, n_outer = 0;
+  for (int i = 0; i < nl; i++)
+    if (binds[i] != BIND_REDUCE && i != vec && i != rows)
+      order[no++] = loops[i];
+  if (vo != TS_RV_NONE) order[no++] = vo;
+  if (ro != TS_RV_NONE) order[no++] = ro;
+  n_outer = no;
+  ts_rv first_red = TS_RV_NONE;
+  for (int i = 0; i < nl; i++)
+    if (binds[i] == BIND_REDUCE) {
+      if (first_red == TS_RV_NONE) first_red = loops[i];
+      order[no++] = loops[i];
+    }
+  if (ri != TS_RV_NONE) order[no++] = ri;
+  order[no++] = vi;
+  if (ts_sched_reorder(s, order, no)) return false;
+  /* The streamed input (indexed by the vector axis, not by the rows: B of
+   * a matmul) packed per vector tile into a contiguous panel that every
+   * row tile then reads, when there are enough row tiles to pay for the
+   * copy. The parallel loops then stop at the vector tile. */
+  int n_par = n_outer;
+  char packed[160] = "";
+  if (vo != TS_RV_NONE && rows >= 0 && er / nrows >= 4) {
+    const ts_stmt *rr = ts_func_find_block(ts_sched_func(s), name);
+    const ts_block *bb = ts_realize_block(rr);
+    const ts_stmt *lv = ts_sched_rv_loop(s, vo), *lr = NULL;
+    if (ro != TS_RV_NONE) lr = ts_sched_rv_loop(s, ro);
+    if (!lr && ri != TS_RV_NONE) lr = ts_sched_rv_loop(s, ri);
+    int found = 0;
+    const char *bufname = NULL;
+    for (int i = 0; lv && lr && i < ts_block_n_reads(bb); i++) {
+      const ts_region *rg = ts_block_read(bb, i);
+      if (rg->buffer == ts_block_write(bb, 0)->buffer) continue;
+      bool uv = false, ur = false;
+      for (int k = 0; k < ts_block_n_iters(bb); k++) {
+        ts_expr *iv = ts_block_iter_var(bb, k);
+        bool used = false;
+        for (int d = 0; d < rg->ndim && !used; d++)
+          used = expr_uses_var(rg->ranges[d].min, iv);
+        if (!used) continue;
+        uv |= expr_uses_var(ts_realize_value(rr, k), ts_for_var(lv));
+        ur |= expr_uses_var(ts_realize_value(rr, k), ts_for_var(lr));
+      }
+      if (uv && !ur) {
+        found++;
+        bufname = ts_buffer_name(rg->buffer);
+      }
+    }
+    int vo_at = -1;
+    for (int i = 0; i < n_outer; i++)
+      if (order[i] == vo) vo_at = i;
+    ts_rv cr;
+    if (found == 1 && vo_at >= 0) {
+      char bn[128];
+      snprintf(bn, sizeof bn, "%s", bufname);
+      if (!ts_sched_cache_read(s, b, bn, "global", &cr)) {
+        const char *crn = ts_sched_rv_block_name(s, cr);
+        snprintf(packed, sizeof packed, "%s", crn ? crn : "");
+        if (ts_sched_compute_at(s, cr, vo)) return false;
+        n_par = vo_at + 1;
+      }
+    }
+  }
+  /* the elementwise consumer at the row tile */
+  ts_rv cons[MAX_BLOCKS];
+  int nc = 0;
+  char cons_name[128] = "";
+  if (n_outer > 0 && !ts_sched_get_consumers(s, b, cons, MAX_BLOCKS, &nc) &&
+      nc == 1) {
+    const char *cn = ts_sched_rv_block_name(s, cons[0]);
+    const ts_stmt *cr = cn ? ts_func_find_block(ts_sched_func(s), cn) : NULL;
+    if (cr && !block_is_reduction(ts_realize_block(cr)) &&
+        !ts_block_init(ts_realize_block(cr))) {
+      snprintf(cons_name, sizeof cons_name, "%s", cn);
+      if (ts_sched_reverse_compute_at(s, cons[0], order[n_outer - 1]))
+        cons_name[0] = '\0';
+    }
+  }
+  /* the init before the reductions, vectorized */
+  ts_rv init;
+  if (!ts_sched_decompose_reduction(s, b, first_red, &init)) {
+    ts_rv il[MAX_LOOPS];
+    int nil = 0;
+    if (!ts_sched_get_loops(s, init, il, MAX_LOOPS, &nil) && nil > n_outer)
+      ts_sched_vectorize(s, il[nil - 1]);
+  }
+  if (cols > 1) ts_sched_vectorize(s, vi);
+  if (ri != TS_RV_NONE) ts_sched_unroll(s, ri);
+  if (cons_name[0]) {
+    ts_rv cb, cl[MAX_LOOPS];
+    int ncl = 0;
+    if (!ts_sched_get_block(s, cons_name, &cb) &&
+        !ts_sched_get_loops(s, cb, cl, MAX_LOOPS, &ncl) && ncl > n_outer)
+      ts_sched_vectorize(s, cl[ncl - 1]);
+  }
+  if (packed[0]) vectorize_inner(s, t, packed);
+  /* the outer loops fused and parallel */
+  int64_t work = 1;
+  for (int i = 0; i < n_par; i++) work *= loop_extent(s, order[i]);
+  if (n_par > 0 && work > 1) {
+    ts_rv p = order[0];
+    if (n_par > 1 && ts_sched_fuse(s, order, n_par, &p)) p = order[0];
+    ts_sched_parallel(s, p);
+  }
+  return true;
+}
+
+/* A reduction whose innermost spatial loop is a contiguous vector axis
+ * (a pool over NHWC's channels): the reduce loops moved above it and the
+ * init decomposed, so the spatial loop can be vectorized. */
+static void reduce_outside(ts_sched *s, const ts_target *t, const char *name) {
+  ts_rv b, loops[MAX_LOOPS];
+  int nl = 0;
+  if (ts_sched_get_block(s, name, &b) ||
+      ts_sched_get_loops(s, b, loops, MAX_LOOPS, &nl) || nl < 2)
+    return;
+  const ts_stmt *r = ts_func_find_block(ts_sched_func(s), name);
+  if (!r || !block_is_reduction(ts_realize_block(r))) return;
+  int last = -1, first_red = -1;
+  for (int i = 0; i < nl; i++) {
+    const ts_stmt *l = ts_sched_rv_loop(s, loops[i]);
+    if (!l || ts_for_kind_of(l) != TS_FOR_SERIAL) return;
+    int bind = loop_binding(r, l);
+    if (bind == (BIND_SPATIAL | BIND_REDUCE)) return;
+    if (bind == BIND_SPATIAL && rv_extent(s, loops[i]) > 1) last = i;
+    if (bind == BIND_REDUCE && first_red < 0) first_red = i;
+  }
+  if (last < 0 || first_red < 0) return;
+  if (!loop_contiguous(r, ts_sched_rv_loop(s, loops[last]))) return;
+  ts_rv order[MAX_LOOPS];
+  int no = 0;
+  for (int i = 0; i < nl; i++)
+    if (i != last) order[no++] = loops[i];
+  order[no++] = loops[last];
+  if (ts_sched_reorder(s, order, no)) return;
+  ts_rv init;
+  if (ts_sched_decompose_reduction(s, b, loops[first_red], &init)) return;
+  const char *in = ts_sched_rv_block_name(s, init);
+  char init_name[160];
+  snprintf(init_name, sizeof init_name, "%s", in ? in : "");
+  if (init_name[0]) vectorize_inner(s, t, init_name);
+}
+
+/* Step 3 for one block at the root: vectorize, then parallel. */
+static void simple_block(ts_sched *s, const ts_target *t, const char *name) {
+  int64_t work = block_work(s, name);
+  reduce_outside(s, t, name);
+  vectorize_inner(s, t, name);
+  parallel_outer(s, t, name, work);
+}
+
+/* Every other block computed at the outermost loop of the last block that
+ * writes an output (when that loop is spatial), consumers first, so a
+ * row-wise operator (softmax, layer norm) is one parallel loop over rows. */
+static void producers_at_output(ts_sched *s) {
+  int n = 0;
+  char **names = block_names(ts_sched_func(s), &n);
+  if (!names) return;
+  int out = -1;
+  for (int i = n - 1; i >= 0 && out < 0; i--) {
+    const ts_stmt *r = ts_func_find_block(ts_sched_func(s), names[i]);
+    if (r && block_writes_param(ts_sched_func(s), ts_realize_block(r))) out = i;
+  }
+  for (int i = out - 1; i >= 0; i--) {
+    const ts_func *f = ts_sched_func(s);
+    const ts_stmt *r = ts_func_find_block(f, names[i]);
+    const ts_stmt *cr = ts_func_find_block(f, names[out]);
+    if (!r || !cr || block_writes_param(f, ts_realize_block(r))) continue;
+    ts_rv b, cb, cl[MAX_LOOPS];
+    int ncl = 0;
+    if (ts_sched_get_block(s, names[i], &b) ||
+        ts_sched_get_block(s, names[out], &cb) ||
+        ts_sched_get_loops(s, cb, cl, MAX_LOOPS, &ncl) || ncl == 0)
+      continue;
+    const ts_stmt *l0 = ts_sched_rv_loop(s, cl[0]);
+    if (!l0 || loop_binding(cr, l0) != BIND_SPATIAL || rv_extent(s, cl[0]) < 2)
+      continue;
+    ts_sched_compute_at(s, b, cl[0]);
+  }
+  names_free(names, n);
+}
+
+static int schedule_cpu(ts_sched *s, const ts_target *t, int level) {
+  inline_intermediates(s);
+  int n = 0;
+  char **names = block_names(ts_sched_func(s), &n);
+  if (!names) return TS_ENOMEM;
+  char anchor[128] = "";
+  if (level >= 2)
+    for (int i = 0; i < n && !anchor[0]; i++) {
+      const ts_stmt *r = ts_func_find_block(ts_sched_func(s), names[i]);
+      if (r && block_is_reduction(ts_realize_block(r)) &&
+          block_has_spatial_reuse(r) && tile_anchor(s, t, names[i]))
+        snprintf(anchor, sizeof anchor, "%s", names[i]);
+    }
+  names_free(names, n);
+  if (!anchor[0]) producers_at_output(s);
+  /* every block (those computed under another's loops included) */
+  const char *root = root_block_name(ts_sched_func(s));
+  ts_rv rb, kids[MAX_BLOCKS];
+  int nk = 0;
+  if (!root || ts_sched_get_block(s, root, &rb) ||
+      ts_sched_get_child_blocks(s, rb, kids, MAX_BLOCKS, &nk))
+    return TS_OK;
+  char kid_names[MAX_BLOCKS][128];
+  for (int i = 0; i < nk; i++) {
+    const char *kn = ts_sched_rv_block_name(s, kids[i]);
+    snprintf(kid_names[i], sizeof kid_names[i], "%s", kn ? kn : "");
+  }
+  for (int i = 0; i < nk; i++) {
+    if (!kid_names[i][0] || !strcmp(kid_names[i], anchor)) continue;
+    simple_block(s, t, kid_names[i]);
+  }
+  return TS_OK;
+}
+
+/* Whether the scheduled function lowers (what ts_build does first). */
+static bool lowers(const ts_sched *s) {
+  ts_lower_options lo = ts_lower_defaults();
+  ts_func *l = ts_lower(ts_sched_func(s), &lo, NULL);
+  if (!l) return false;
+  ts_func_free(l);
+  return true;
+}
+
+static int default_cuda(const ts_func *f, const ts_target *t, ts_sched **out,
+                        ts_error *err) {
+  ts_space_options o = ts_space_defaults();
+  ts_design_space *spaces = NULL;
+  int n = 0;
+  if (ts_space_generate(f, t, &o, &spaces, &n, NULL) == TS_OK)
+    for (uint64_t seed = 1; seed <= 16 && !*out; seed++)
+      for (int i = 0; i < n && !*out; i++) {
+        ts_candidate c;
+        if (ts_candidate_sample(&spaces[i], i, f, t, seed, &c, NULL)) continue;
+        *out = c.sched;
+        c.sched = NULL;
+        ts_candidate_clear(&c);
+      }
+  ts_design_spaces_free(spaces, n);
+  if (*out) return TS_OK;
+  return ts_sched_create(f, 0, out, err);
+}
+
+int ts_default_schedule(const ts_func *f, const ts_target *t, ts_sched **out,
+                        ts_error *err) {
+  if (!out) return TS_ERR(err, TS_EINVAL, "default schedule: NULL output");
+  *out = NULL;
+  if (!f || !t)
+    return TS_ERR(err, TS_EINVAL, "default schedule: NULL argument");
+  if (ts_target_is_cuda(t)) return default_cuda(f, t, out, err);
+  for (int level = 2; level >= 1; level--) {
+    ts_sched *s;
+    int rc = ts_sched_create(f, 0, &s, err);
+    if (rc) return rc; /* the function itself is refused */
+    if (schedule_cpu(s, t, level) == TS_OK && lowers(s)) {
+      *out = s;
+      return TS_OK;
+    }
+    ts_sched_destroy(s);
+  }
+  return ts_sched_create(f, 0, out, err);
+}
