@@ -2,8 +2,9 @@
  * cmd_db.c — `tessera db`: the tuning database for people and scripts.
  * list (workloads × targets with best latency and GFLOP/s), show (a
  * workload's TIR, best trace per target, newest records), best (the best
- * trace JSON on one target), export/import (JSON Lines), prune, stats, and
- * bench (times the compile-time query on a scratch database).
+ * trace JSON on one target), export/import (JSON Lines), prune, stats, sync
+ * (copies between two databases, SQLite or PostgreSQL), and bench (times
+ * the compile-time query on a scratch database).
  */
 #include "cli.h"
 
@@ -14,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static const char db_usage[] =
     "usage: tessera db <command> [--db PATH] [options]\n"
@@ -31,11 +33,18 @@ static const char db_usage[] =
     "                             workload x target; delete failed records\n"
     "                             unless --keep-failed\n"
     "  stats                      records by status, jobs, file size\n"
+    "  sync --from DB --to DB [--target T]\n"
+    "                             copy workloads, jobs and the records of\n"
+    "                             target T (every target) from one database\n"
+    "                             into another; a record already there is\n"
+    "                             not copied again\n"
     "  bench [--records N] [--workloads N] [--queries N] [--json]\n"
     "                             fill a scratch database and time the\n"
-    "                             best-by-PrimFunc query\n"
+    "                             best-by-PrimFunc query (with --db URL: in\n"
+    "                             a scratch schema on that PostgreSQL server)\n"
     "\n"
-    "  --db PATH    the database file (default ./tessera.db)\n"
+    "  --db PATH    the database file (default ./tessera.db), or a PostgreSQL\n"
+    "               URL postgresql://USER@HOST[:PORT]/DBNAME[?PARAMS]\n"
     "\n"
     "WORKLOAD is a structural hash, a unique hash prefix (4+ hex digits) or a\n"
     "workload name; `show` and `best` also take --workload SPEC or --tir FILE\n"
@@ -48,6 +57,8 @@ typedef struct db_args {
   const char *path;
   const char *key; /* positional WORKLOAD or FILE */
   const char *spec, *tir, *target, *output;
+  const char *from, *to; /* sync */
+  bool db_given;         /* --db was on the command line */
   long long keep, last, records, workloads, queries;
   bool keep_failed, vacuum, json;
 } db_args;
@@ -100,6 +111,13 @@ static int parse_args(int argc, char **argv, const char *allowed,
     if (cli_opt_value(argc, argv, &i, "--db", &v, &missing)) {
       if (missing) return cli_usage_error(a->sub, "--db needs a path");
       a->path = v;
+      a->db_given = true;
+    } else if (cli_opt_value(argc, argv, &i, "--from", &v, &missing)) {
+      if (missing) return cli_usage_error(a->sub, "--from needs a database");
+      a->from = v;
+    } else if (cli_opt_value(argc, argv, &i, "--to", &v, &missing)) {
+      if (missing) return cli_usage_error(a->sub, "--to needs a database");
+      a->to = v;
     } else if (cli_opt_value(argc, argv, &i, "--workload", &v, &missing)) {
       if (missing) return cli_usage_error(a->sub, "--workload needs a spec");
       a->spec = v;
@@ -201,7 +219,7 @@ static int run_list(const db_args *a) {
   int n;
   if (ts_db_list(db, 0, &rows, &n)) return db_fail(db, "db list");
   if (n == 0) {
-    printf("no workloads in %s\n", a->path);
+    printf("no workloads in %s\n", ts_db_path(db));
   } else {
     printf("%-5s %-36s %-12s %-44s %8s %8s %12s %9s\n", "id", "workload",
            "hash", "target", "records", "ok", "best (us)", "GFLOP/s");
@@ -462,7 +480,7 @@ static int run_prune(const db_args *a) {
   printf("deleted %lld records\n", (long long)deleted);
   if (a->vacuum) {
     if (ts_db_vacuum(db)) return db_fail(db, "db prune --vacuum");
-    printf("vacuumed %s\n", a->path);
+    printf("vacuumed %s\n", ts_db_path(db));
   }
   ts_db_close(db);
   return EXIT_OK;
@@ -484,7 +502,8 @@ static int run_stats(const db_args *a) {
   int n_jobs;
   if (ts_db_get_stats(db, &s) || ts_db_jobs(db, &jobs, &n_jobs))
     return db_fail(db, "db stats");
-  printf("database   %s (schema version %d)\n", a->path, s.schema_version);
+  printf("database   %s (%s, schema version %d)\n", ts_db_path(db),
+         ts_db_backend(db), s.schema_version);
   print_size("size       ", s.file_bytes);
   if (s.wal_bytes) print_size(" + write-ahead log ", s.wal_bytes);
   printf("\nworkloads  %lld\ntargets    %lld\nrecords    %lld\n",
@@ -525,6 +544,13 @@ static int run_bench(const db_args *a) {
   if (o.records < o.workloads)
     return cli_usage_error(a->sub, "--records must be at least --workloads");
   o.progress = !a->json;
+  if (a->db_given) {
+    if (!ts_db_is_url(a->path))
+      return cli_usage_error(a->sub,
+                             "--db takes a postgresql:// URL here (without "
+                             "it the bench fills a scratch SQLite file)");
+    o.url = a->path;
+  }
   ts_db_bench_result r;
   ts_error err;
   ts_error_clear(&err);
@@ -544,8 +570,10 @@ static int run_bench(const db_args *a) {
            (long long)r.file_bytes);
     return EXIT_OK;
   }
-  printf("db bench: %lld records over %d matmul workloads and 2 targets\n",
-         (long long)r.records, r.workloads);
+  printf("db bench: %lld records over %d matmul workloads and 2 targets "
+         "(%s)\n",
+         (long long)r.records, r.workloads,
+         o.url ? "PostgreSQL, a scratch schema" : "SQLite, a scratch file");
   printf("  fill: %.1f s (%.0f records/s), %.1f MiB\n", r.fill_seconds,
          r.fill_seconds > 0 ? (double)r.records / r.fill_seconds : 0.0,
          (double)r.file_bytes / (1 << 20));
@@ -560,6 +588,51 @@ static int run_bench(const db_args *a) {
   printf("    first query per workload:  median %7.2f us, p99 %7.2f us "
          "(parses its TIR)\n",
          r.cold_median_us, r.cold_p99_us);
+  return EXIT_OK;
+}
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int run_sync(const db_args *a) {
+  if (!a->from || !a->to)
+    return cli_usage_error(a->sub, "sync needs --from DB and --to DB");
+  if (!strcmp(a->from, a->to))
+    return cli_usage_error(a->sub, "--from and --to are the same database");
+  ts_db_options ro = ts_db_defaults();
+  ro.create = false;
+  ts_db_options rw = ts_db_defaults();
+  ts_db *from, *to;
+  ts_error err;
+  ts_error_clear(&err);
+  if (ts_db_open(a->from, &ro, &from, &err) != TS_OK) {
+    cli_error("cannot open the source database", &err);
+    return EXIT_FAIL;
+  }
+  if (ts_db_open(a->to, &rw, &to, &err) != TS_OK) {
+    ts_db_close(from);
+    cli_error("cannot open the destination database", &err);
+    return EXIT_FAIL;
+  }
+  ts_db_import_stats st;
+  double t0 = now_s();
+  if (ts_db_sync(from, to, a->target, &st) != TS_OK) {
+    ts_db_close(from);
+    return db_fail(to, "sync failed, nothing was copied");
+  }
+  printf("synced %s -> %s%s%s: %lld records copied (%lld already there), "
+         "%lld baselines; workloads %lld new, %lld existing; targets %lld "
+         "new; jobs %lld new (%.1f s)\n",
+         ts_db_path(from), ts_db_path(to), a->target ? ", target " : "",
+         a->target ? a->target : "", (long long)st.records,
+         (long long)st.records_existing, (long long)st.baselines,
+         (long long)st.workloads_new, (long long)st.workloads_existing,
+         (long long)st.targets_new, (long long)st.jobs_new, now_s() - t0);
+  ts_db_close(from);
+  ts_db_close(to);
   return EXIT_OK;
 }
 
@@ -588,6 +661,7 @@ int cmd_db(int argc, char **argv) {
       {"import", " ", true, run_import},
       {"prune", " --keep --keep-failed --vacuum ", false, run_prune},
       {"stats", " ", false, run_stats},
+      {"sync", " --from --to --target ", false, run_sync},
       {"bench", " --records --workloads --queries --json ", false, run_bench},
   };
   for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++) {

@@ -42,15 +42,15 @@ int db_check_baseline(const char *vendor, int64_t threads, double gflops,
   return TS_OK;
 }
 
-static void read_baseline(sqlite3_stmt *st, ts_db_baseline *b) {
+static void read_baseline(db_q *st, ts_db_baseline *b) {
   memset(b, 0, sizeof *b);
-  b->id = sqlite3_column_int64(st, 0);
-  b->workload_id = sqlite3_column_int64(st, 1);
-  b->target_id = sqlite3_column_int64(st, 2);
+  b->id = db_column_int64(st, 0);
+  b->workload_id = db_column_int64(st, 1);
+  b->target_id = db_column_int64(st, 2);
   b->target = db_column_strdup(st, 3);
   b->vendor = db_column_strdup(st, 4);
-  b->threads = sqlite3_column_int(st, 5);
-  b->gflops = sqlite3_column_double(st, 6);
+  b->threads = db_column_int(st, 5);
+  b->gflops = db_column_double(st, 6);
   db_column_copy(st, 7, b->created, sizeof b->created);
 }
 
@@ -63,30 +63,30 @@ typedef struct put_ctx {
 
 static int put_body(ts_db *db, void *p) {
   put_ctx *c = p;
-  sqlite3_stmt *st = db_stmt(db, ST_WORKLOAD_EXISTS);
+  db_q *st = db_stmt(db, ST_WORKLOAD_EXISTS);
   if (!st) return db->err.code;
-  sqlite3_bind_int64(st, 1, c->workload_id);
+  db_bind_int64(st, 1, c->workload_id);
   int rc = db_step(db, st);
-  sqlite3_reset(st);
+  db_reset(st);
   if (rc == SQLITE_DONE)
     return TS_ERR(&db->err, TS_ENOTFOUND, "%s: no workload with id %lld",
                   db->path, (long long)c->workload_id);
-  if (rc != SQLITE_ROW) return db_sqlite_fail(db, rc, "storing a baseline");
+  if (rc != SQLITE_ROW) return db_fail(db, rc, "storing a baseline");
   int64_t target_id;
   if ((rc = db_target_id(db, c->target, true, &target_id))) return rc;
   char now[32];
   db_timestamp(now);
   if (!(st = db_stmt(db, ST_BASELINE_PUT))) return db->err.code;
-  sqlite3_bind_int64(st, 1, c->workload_id);
-  sqlite3_bind_int64(st, 2, target_id);
-  sqlite3_bind_text(st, 3, c->vendor, -1, SQLITE_STATIC);
-  sqlite3_bind_int(st, 4, c->threads);
-  sqlite3_bind_double(st, 5, c->gflops);
-  sqlite3_bind_text(st, 6, now, -1, SQLITE_STATIC);
-  sqlite3_bind_int(st, 7, 0); /* always replace */
+  db_bind_int64(st, 1, c->workload_id);
+  db_bind_int64(st, 2, target_id);
+  db_bind_text(st, 3, c->vendor, -1);
+  db_bind_int(st, 4, c->threads);
+  db_bind_double(st, 5, c->gflops);
+  db_bind_text(st, 6, now, -1);
+  db_bind_int(st, 7, 0); /* always replace */
   rc = db_step(db, st);
-  sqlite3_reset(st);
-  if (rc != SQLITE_DONE) return db_sqlite_fail(db, rc, "storing a baseline");
+  db_reset(st);
+  if (rc != SQLITE_DONE) return db_fail(db, rc, "storing a baseline");
   return TS_OK;
 }
 
@@ -107,21 +107,21 @@ int ts_db_baseline_get(ts_db *db, int64_t workload_id, const char *target,
   int64_t target_id;
   int rc = db_target_id(db, target, false, &target_id);
   if (rc) return rc;
-  sqlite3_stmt *st = db_stmt(db, ST_BASELINE_GET);
+  db_q *st = db_stmt(db, ST_BASELINE_GET);
   if (!st) return db->err.code;
-  sqlite3_bind_int64(st, 1, workload_id);
-  sqlite3_bind_int64(st, 2, target_id);
-  sqlite3_bind_text(st, 3, vendor, -1, SQLITE_STATIC);
-  sqlite3_bind_int(st, 4, threads);
+  db_bind_int64(st, 1, workload_id);
+  db_bind_int64(st, 2, target_id);
+  db_bind_text(st, 3, vendor, -1);
+  db_bind_int(st, 4, threads);
   rc = db_step(db, st);
   if (rc == SQLITE_ROW) read_baseline(st, out);
-  sqlite3_reset(st);
+  db_reset(st);
   if (rc == SQLITE_DONE)
     return TS_ERR(&db->err, TS_ENOTFOUND,
                   "%s: no %s baseline with %d threads for workload %lld on "
                   "target '%s'",
                   db->path, vendor, threads, (long long)workload_id, target);
-  if (rc != SQLITE_ROW) return db_sqlite_fail(db, rc, "reading a baseline");
+  if (rc != SQLITE_ROW) return db_fail(db, rc, "reading a baseline");
   return TS_OK;
 }
 
@@ -139,10 +139,10 @@ int ts_db_baselines(ts_db *db, int64_t workload_id, const char *target,
     }
     if (rc) return rc;
   }
-  sqlite3_stmt *st = db_stmt(db, ST_BASELINES);
+  db_q *st = db_stmt(db, ST_BASELINES);
   if (!st) return db->err.code;
-  sqlite3_bind_int64(st, 1, workload_id);
-  sqlite3_bind_int64(st, 2, target_id);
+  db_bind_int64(st, 1, workload_id);
+  db_bind_int64(st, 2, target_id);
   ts_db_baseline *rows = NULL;
   int count = 0, cap = 0, rc;
   while ((rc = db_step(db, st)) == SQLITE_ROW) {
@@ -154,10 +154,10 @@ int ts_db_baselines(ts_db *db, int64_t workload_id, const char *target,
     }
     read_baseline(st, &rows[count++]);
   }
-  sqlite3_reset(st);
+  db_reset(st);
   if (rc != SQLITE_DONE) {
     ts_db_baselines_free(rows, count);
-    return db_sqlite_fail(db, rc, "reading baselines");
+    return db_fail(db, rc, "reading baselines");
   }
   *out = rows;
   *n = count;

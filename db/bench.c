@@ -237,9 +237,21 @@ int ts_db_bench(const ts_db_bench_options *opts, ts_db_bench_result *out,
   int grid = 1;
   while ((int64_t)grid * grid * grid < o.workloads) grid++;
 
-  char dir[4096];
-  bool own_dir = !o.dir;
-  if (own_dir) {
+  char dir[4096] = "";
+  char path[4200];
+  char *url = NULL;
+  bool own_dir = !o.dir && !o.url;
+  if (o.url) {
+    if (!ts_db_is_url(o.url))
+      return TS_ERR(err, TS_EINVAL, "db bench: '%s' is not a postgresql:// URL",
+                    o.url);
+    char schema[64];
+    snprintf(schema, sizeof schema, "tessera_bench_%ld_%lld", (long)getpid(),
+             (long long)(db_now() * 1000) % 1000000);
+    int rc = db_pg_schema(o.url, schema, true, err);
+    if (rc) return rc;
+    url = db_pg_schema_url(o.url, schema);
+  } else if (own_dir) {
     const char *tmp = getenv("TMPDIR");
     snprintf(dir, sizeof dir, "%s/tessera-db-bench-XXXXXX",
              tmp && tmp[0] ? tmp : "/tmp");
@@ -251,9 +263,12 @@ int ts_db_bench(const ts_db_bench_options *opts, ts_db_bench_result *out,
   } else {
     snprintf(dir, sizeof dir, "%s", o.dir);
   }
-  char path[4200];
-  snprintf(path, sizeof path, "%s/bench.db", dir);
-  remove_db_files(path);
+  if (url) {
+    snprintf(path, sizeof path, "%s", url);
+  } else {
+    snprintf(path, sizeof path, "%s/bench.db", dir);
+    remove_db_files(path);
+  }
 
   ts_workload **w = calloc((size_t)o.workloads, sizeof *w);
   int64_t *ids = calloc((size_t)o.workloads, sizeof *ids);
@@ -270,27 +285,34 @@ int ts_db_bench(const ts_db_bench_options *opts, ts_db_bench_result *out,
     double t0 = db_now();
     rc = fill(db, &o, w, ids, out, err);
     out->fill_seconds = db_now() - t0;
+    ts_db_stats st;
+    if (!rc && ts_db_get_stats(db, &st) == TS_OK)
+      out->file_bytes = st.file_bytes;
     ts_db_close(db);
   }
   for (int i = 0; i < o.workloads; i++)
     if (w[i]) ts_workload_free(w[i]);
   free(w);
-  if (!rc) {
-    out->file_bytes = 0;
-    FILE *f = fopen(path, "rb");
-    if (f) {
-      fseek(f, 0, SEEK_END);
-      out->file_bytes = ftell(f);
-      fclose(f);
-    }
-    rc = measure(path, &o, grid, ids, out, err);
-  }
+  if (!rc) rc = measure(path, &o, grid, ids, out, err);
   out->workloads = o.workloads;
   out->queries = o.queries;
   free(ids);
   if (own_dir) {
     remove_db_files(path);
     rmdir(dir);
+  }
+  if (url) {
+    /* the scratch schema goes; a failure to drop it is reported only when
+     * the bench itself succeeded */
+    const char *schema = strstr(url, "search_path%3D") + 14;
+    ts_error drop_err;
+    ts_error_clear(&drop_err);
+    int drc = db_pg_schema(o.url, schema, false, &drop_err);
+    if (!rc && drc) {
+      if (err) *err = drop_err;
+      rc = drc;
+    }
+    free(url);
   }
   return rc;
 }

@@ -1,6 +1,7 @@
 /*
- * db.h — the public interface of tessera's tuning database: an SQLite file
- * holding workloads (identified by the structural hash of the unscheduled
+ * db.h — the public interface of tessera's tuning database: an SQLite file,
+ * or a PostgreSQL database when opened with a postgresql:// URL, holding
+ * workloads (identified by the structural hash of the unscheduled
  * PrimFunc, with the canonical TIR text beside it), targets (canonical
  * target strings), tuning records (a schedule trace in JSON with its
  * measured run times and status) and tuning jobs. Tuning jobs write it, a
@@ -104,7 +105,12 @@ ts_db_options ts_db_defaults(void);
  * refused with TS_EINVAL (TS_EUNSUPPORTED for the newer schema) and a message
  * naming the file and the problem, and the file is left as it was. An older
  * schema is migrated forward in one transaction. On success *out is a new
- * handle the caller closes with ts_db_close; on failure *out is NULL. */
+ * handle the caller closes with ts_db_close; on failure *out is NULL.
+ * A `path` starting with postgresql:// or postgres:// is a PostgreSQL
+ * connection URL (libpq's syntax and parameters, TLS included): the same
+ * schema and calls on a server (docs/database.md). A server that cannot be
+ * reached or refuses the login is TS_EIO with a message naming the server
+ * (never the password) and libpq's reason. */
 int ts_db_open(const char *path, const ts_db_options *opts, ts_db **out,
                ts_error *err);
 /* Closes the connection and frees every cache; NULL is a no-op. */
@@ -114,8 +120,13 @@ void ts_db_close(ts_db *db);
 const char *ts_db_errmsg(const ts_db *db);
 /* The last error (code, message, where it was raised). */
 const ts_error *ts_db_error(const ts_db *db);
-/* The path the handle was opened with, owned by db. */
+/* The path the handle was opened with (a URL without its password), owned
+ * by db. */
 const char *ts_db_path(const ts_db *db);
+/* Whether s is a PostgreSQL URL (postgresql:// or postgres://). */
+bool ts_db_is_url(const char *s);
+/* "sqlite" or "postgresql". */
+const char *ts_db_backend(const ts_db *db);
 
 /* The built-in trace check: the text is one JSON object with an integer
  * "version" field. ctx is unused. Errors are TS_EINVAL naming the byte
@@ -418,6 +429,15 @@ typedef struct ts_db_import_stats {
 int ts_db_import(ts_db *db, FILE *in, const char *name,
                  ts_db_import_stats *stats);
 
+/* Copies what `from` holds into `to` (either backend on either side): every
+ * workload and job, and the records and baselines of `target` (canonicalized;
+ * NULL: every target). It is an export of `from` imported into `to` in one
+ * transaction, so a record `to` already has is skipped and running it again
+ * copies nothing twice. A target `from` has never stored copies nothing.
+ * Errors are on `to`. stats may be NULL. */
+int ts_db_sync(ts_db *from, ts_db *to, const char *target,
+               ts_db_import_stats *stats);
+
 /* ========================================================================
  * Benchmark of the compile-time query
  * ======================================================================== */
@@ -425,6 +445,8 @@ int ts_db_import(ts_db *db, FILE *in, const char *name,
 typedef struct ts_db_bench_options {
   const char *dir; /* where to keep the database, DIR/bench.db (NULL:
                       a new directory under TMPDIR, removed after) */
+  const char *url; /* a postgresql:// URL: the database is a new schema on
+                      that server, dropped after (dir is then unused) */
   int64_t records; /* records to fill (1000000) */
   int workloads;   /* distinct workloads (10000) */
   int queries;     /* timed queries (20000) */

@@ -84,29 +84,27 @@ static int write_line(exporter *x, cJSON *obj) {
   return TS_OK;
 }
 
-static void add_text(cJSON *o, const char *key, sqlite3_stmt *st, int col) {
-  const char *s = (const char *)sqlite3_column_text(st, col);
+static void add_text(cJSON *o, const char *key, db_q *st, int col) {
+  const char *s = (const char *)db_column_text(st, col);
   if (s)
     cJSON_AddStringToObject(o, key, s);
   else
     cJSON_AddNullToObject(o, key);
 }
 
-static void add_int_or_null(cJSON *o, const char *key, sqlite3_stmt *st,
-                            int col) {
-  if (sqlite3_column_type(st, col) == SQLITE_NULL)
+static void add_int_or_null(cJSON *o, const char *key, db_q *st, int col) {
+  if (db_column_type(st, col) == SQLITE_NULL)
     cJSON_AddNullToObject(o, key);
   else
-    cJSON_AddNumberToObject(o, key, (double)sqlite3_column_int64(st, col));
+    cJSON_AddNumberToObject(o, key, (double)db_column_int64(st, col));
 }
 
 /* Exports the rows of one query; `row` turns a row into a line. */
 static int export_rows(exporter *x, const char *sql,
-                       cJSON *(*row)(exporter *x, sqlite3_stmt *st,
-                                     int64_t ordinal)) {
-  sqlite3_stmt *st;
-  int rc = sqlite3_prepare_v2(x->db->conn, sql, -1, &st, NULL);
-  if (rc != SQLITE_OK) return db_sqlite_fail(x->db, rc, "exporting");
+                       cJSON *(*row)(exporter *x, db_q *st, int64_t ordinal)) {
+  db_q *st;
+  int rc = db_prepare(x->db, sql, &st);
+  if (rc) return rc;
   int64_t ordinal = 0;
   int code = TS_OK;
   while (code == TS_OK && (rc = db_step(x->db, st)) == SQLITE_ROW) {
@@ -114,102 +112,107 @@ static int export_rows(exporter *x, const char *sql,
     code = line ? write_line(x, line) : x->db->err.code;
   }
   if (code == TS_OK && rc != SQLITE_DONE)
-    code = db_sqlite_fail(x->db, rc, "exporting");
-  sqlite3_finalize(st);
+    code = db_fail(x->db, rc, "exporting");
+  db_finalize(st);
   return code;
 }
 
-static cJSON *target_row(exporter *x, sqlite3_stmt *st, int64_t ordinal) {
-  map_put(&x->targets, sqlite3_column_int64(st, 0), ordinal);
+static cJSON *target_row(exporter *x, db_q *st, int64_t ordinal) {
+  map_put(&x->targets, db_column_int64(st, 0), ordinal);
   cJSON *o = cJSON_CreateObject();
   cJSON_AddStringToObject(o, "type", "target");
   cJSON_AddNumberToObject(o, "id", (double)ordinal);
   add_text(o, "target", st, 1);
-  db_json_add_stored(o, "probe", (const char *)sqlite3_column_text(st, 2));
+  db_json_add_stored(o, "probe", (const char *)db_column_text(st, 2));
   add_text(o, "probed", st, 3);
   add_text(o, "created", st, 4);
   return o;
 }
 
-static cJSON *workload_row(exporter *x, sqlite3_stmt *st, int64_t ordinal) {
-  map_put(&x->workloads, sqlite3_column_int64(st, 0), ordinal);
+static cJSON *workload_row(exporter *x, db_q *st, int64_t ordinal) {
+  map_put(&x->workloads, db_column_int64(st, 0), ordinal);
   cJSON *o = cJSON_CreateObject();
   cJSON_AddStringToObject(o, "type", "workload");
   cJSON_AddNumberToObject(o, "id", (double)ordinal);
   add_text(o, "hash", st, 1);
   add_text(o, "name", st, 2);
-  cJSON_AddNumberToObject(o, "flops", sqlite3_column_double(st, 3));
+  cJSON_AddNumberToObject(o, "flops", db_column_double(st, 3));
   add_text(o, "created", st, 4);
   add_text(o, "tir", st, 5);
   return o;
 }
 
-static cJSON *job_row(exporter *x, sqlite3_stmt *st, int64_t ordinal) {
-  map_put(&x->jobs, sqlite3_column_int64(st, 0), ordinal);
+static cJSON *job_row(exporter *x, db_q *st, int64_t ordinal) {
+  map_put(&x->jobs, db_column_int64(st, 0), ordinal);
   cJSON *o = cJSON_CreateObject();
   cJSON_AddStringToObject(o, "type", "job");
   cJSON_AddNumberToObject(o, "id", (double)ordinal);
   add_text(o, "name", st, 1);
-  db_json_add_stored(o, "config", (const char *)sqlite3_column_text(st, 2));
+  db_json_add_stored(o, "config", (const char *)db_column_text(st, 2));
   add_text(o, "state", st, 3);
   add_text(o, "started", st, 4);
   add_text(o, "finished", st, 5);
-  cJSON_AddNumberToObject(o, "trials_budget",
-                          (double)sqlite3_column_int64(st, 6));
-  cJSON_AddNumberToObject(o, "trials_done",
-                          (double)sqlite3_column_int64(st, 7));
+  cJSON_AddNumberToObject(o, "trials_budget", (double)db_column_int64(st, 6));
+  cJSON_AddNumberToObject(o, "trials_done", (double)db_column_int64(st, 7));
   return o;
 }
 
-static cJSON *record_row(exporter *x, sqlite3_stmt *st, int64_t ordinal) {
+static cJSON *record_row(exporter *x, db_q *st, int64_t ordinal) {
   (void)ordinal;
   cJSON *o = cJSON_CreateObject();
   cJSON_AddStringToObject(o, "type", "record");
   cJSON_AddNumberToObject(
-      o, "workload",
-      (double)map_get(&x->workloads, sqlite3_column_int64(st, 0)));
-  cJSON_AddNumberToObject(
-      o, "target", (double)map_get(&x->targets, sqlite3_column_int64(st, 1)));
-  if (sqlite3_column_type(st, 2) == SQLITE_NULL)
+      o, "workload", (double)map_get(&x->workloads, db_column_int64(st, 0)));
+  cJSON_AddNumberToObject(o, "target",
+                          (double)map_get(&x->targets, db_column_int64(st, 1)));
+  if (db_column_type(st, 2) == SQLITE_NULL)
     cJSON_AddNullToObject(o, "job");
   else
-    cJSON_AddNumberToObject(
-        o, "job", (double)map_get(&x->jobs, sqlite3_column_int64(st, 2)));
+    cJSON_AddNumberToObject(o, "job",
+                            (double)map_get(&x->jobs, db_column_int64(st, 2)));
   add_int_or_null(o, "trial", st, 3);
   add_text(o, "status", st, 4);
-  db_json_add_stored(o, "run_secs", (const char *)sqlite3_column_text(st, 5));
-  if (sqlite3_column_type(st, 6) == SQLITE_NULL)
+  db_json_add_stored(o, "run_secs", (const char *)db_column_text(st, 5));
+  if (db_column_type(st, 6) == SQLITE_NULL)
     cJSON_AddNullToObject(o, "median_s");
   else
-    cJSON_AddNumberToObject(o, "median_s", sqlite3_column_double(st, 6));
+    cJSON_AddNumberToObject(o, "median_s", db_column_double(st, 6));
   add_text(o, "error", st, 7);
   add_text(o, "worker", st, 8);
   add_text(o, "tessera", st, 9);
   add_text(o, "created", st, 10);
-  db_json_add_stored(o, "trace", (const char *)sqlite3_column_text(st, 11));
+  db_json_add_stored(o, "trace", (const char *)db_column_text(st, 11));
   return o;
 }
 
-static cJSON *baseline_row(exporter *x, sqlite3_stmt *st, int64_t ordinal) {
+static cJSON *baseline_row(exporter *x, db_q *st, int64_t ordinal) {
   (void)ordinal;
   cJSON *o = cJSON_CreateObject();
   cJSON_AddStringToObject(o, "type", "baseline");
   cJSON_AddNumberToObject(
-      o, "workload",
-      (double)map_get(&x->workloads, sqlite3_column_int64(st, 0)));
-  cJSON_AddNumberToObject(
-      o, "target", (double)map_get(&x->targets, sqlite3_column_int64(st, 1)));
+      o, "workload", (double)map_get(&x->workloads, db_column_int64(st, 0)));
+  cJSON_AddNumberToObject(o, "target",
+                          (double)map_get(&x->targets, db_column_int64(st, 1)));
   add_text(o, "vendor", st, 2);
-  cJSON_AddNumberToObject(o, "threads", (double)sqlite3_column_int64(st, 3));
-  cJSON_AddNumberToObject(o, "gflops", sqlite3_column_double(st, 4));
+  cJSON_AddNumberToObject(o, "threads", (double)db_column_int64(st, 3));
+  cJSON_AddNumberToObject(o, "gflops", db_column_double(st, 4));
   add_text(o, "created", st, 5);
   return o;
 }
 
-int ts_db_export(ts_db *db, FILE *out) {
-  db_begin_call(db);
+/* The whole database, or (target_id > 0) one target's records and
+ * baselines with every workload and job. */
+static int export_filtered(ts_db *db, FILE *out, int64_t target_id) {
+  char where_target[64] = "", where_records[64] = "";
+  if (target_id > 0) {
+    snprintf(where_target, sizeof where_target, " WHERE id = %lld",
+             (long long)target_id);
+    snprintf(where_records, sizeof where_records, " WHERE target_id = %lld",
+             (long long)target_id);
+  }
+  char sql[512];
   /* one read transaction: a consistent snapshot while writers go on */
-  int rc = db_exec(db, "BEGIN", "exporting");
+  int rc = db_begin_read(db, "exporting");
   if (rc) return rc;
   exporter x = {db, out, {0}, {0}, {0}};
   cJSON *header = cJSON_CreateObject();
@@ -218,34 +221,81 @@ int ts_db_export(ts_db *db, FILE *out) {
   cJSON_AddNumberToObject(header, "schema_version", TS_DB_SCHEMA_VERSION);
   cJSON_AddStringToObject(header, "tessera", TS_VERSION);
   rc = write_line(&x, header);
-  if (!rc)
-    rc = export_rows(&x,
-                     "SELECT id, target, probe, probed, created FROM targets "
-                     "ORDER BY id",
-                     target_row);
+  if (!rc) {
+    snprintf(sql, sizeof sql,
+             "SELECT id, target, probe, probed, created FROM targets%s "
+             "ORDER BY id",
+             where_target);
+    rc = export_rows(&x, sql, target_row);
+  }
   if (!rc)
     rc = export_rows(&x,
                      "SELECT id, hash, name, flops, created, tir FROM "
                      "workloads ORDER BY id",
                      workload_row);
   if (!rc) rc = export_rows(&x, "SELECT " JOB_COLUMNS " ORDER BY id", job_row);
-  if (!rc)
-    rc = export_rows(&x,
-                     "SELECT workload_id, target_id, job_id, trial, status, "
-                     "run_secs, median_s, error, worker, version, created, "
-                     "trace FROM records ORDER BY id",
-                     record_row);
-  if (!rc)
-    rc = export_rows(&x,
-                     "SELECT workload_id, target_id, vendor, threads, gflops, "
-                     "created FROM baselines ORDER BY id",
-                     baseline_row);
-  sqlite3_exec(db->conn, "COMMIT", NULL, NULL, NULL);
+  if (!rc) {
+    snprintf(sql, sizeof sql,
+             "SELECT workload_id, target_id, job_id, trial, status, "
+             "run_secs, median_s, error, worker, version, created, "
+             "trace FROM records%s ORDER BY id",
+             where_records);
+    rc = export_rows(&x, sql, record_row);
+  }
+  if (!rc) {
+    snprintf(sql, sizeof sql,
+             "SELECT workload_id, target_id, vendor, threads, gflops, "
+             "created FROM baselines%s ORDER BY id",
+             where_records);
+    rc = export_rows(&x, sql, baseline_row);
+  }
+  db_exec(db, "COMMIT", "exporting");
   map_free(&x.targets);
   map_free(&x.workloads);
   map_free(&x.jobs);
   if (!rc && fflush(out) != 0)
     rc = TS_ERR(&db->err, TS_EIO, "export: write failed: %s", strerror(errno));
+  return rc;
+}
+
+int ts_db_export(ts_db *db, FILE *out) {
+  db_begin_call(db);
+  return export_filtered(db, out, 0);
+}
+
+int ts_db_sync(ts_db *from, ts_db *to, const char *target,
+               ts_db_import_stats *stats) {
+  db_begin_call(from);
+  db_begin_call(to);
+  if (stats) memset(stats, 0, sizeof *stats);
+  int64_t target_id = 0;
+  if (target) {
+    int rc = db_target_id(from, target, false, &target_id);
+    if (rc == TS_ENOTFOUND) {
+      /* nothing measured on that target: nothing to copy */
+      return TS_OK;
+    }
+    if (rc) {
+      ts_error e = from->err;
+      to->err = e;
+      return rc;
+    }
+  }
+  FILE *tmp = tmpfile();
+  if (!tmp)
+    return TS_ERR(&to->err, TS_EIO, "sync: cannot create a temporary file: %s",
+                  strerror(errno));
+  int rc = export_filtered(from, tmp, target_id);
+  if (rc) {
+    to->err = from->err;
+    fclose(tmp);
+    return rc;
+  }
+  rewind(tmp);
+  char name[600];
+  snprintf(name, sizeof name, "%s", from->path);
+  rc = ts_db_import(to, tmp, name, stats);
+  fclose(tmp);
   return rc;
 }
 
@@ -364,11 +414,11 @@ static int get_json_text(importer *im, const cJSON *o, const char *key,
 }
 
 static int store(importer *im, db_statement which, int64_t *id) {
-  sqlite3_stmt *st = im->db->stmts[which];
+  db_q *st = im->db->stmts[which];
   int rc = db_step(im->db, st);
-  sqlite3_reset(st);
-  if (rc != SQLITE_DONE) return db_sqlite_fail(im->db, rc, "importing");
-  if (id) *id = sqlite3_last_insert_rowid(im->db->conn);
+  db_reset(st);
+  if (rc != SQLITE_DONE) return db_fail(im->db, rc, "importing");
+  if (id) *id = db_last_insert_id(im->db);
   return TS_OK;
 }
 
@@ -402,13 +452,13 @@ static int import_target(importer *im, const cJSON *o) {
       im->stats.targets_existing++;
     } else if (rc == TS_ENOTFOUND) {
       ts_error_clear(&db->err);
-      sqlite3_stmt *st = db_stmt(db, ST_INSERT_TARGET);
+      db_q *st = db_stmt(db, ST_INSERT_TARGET);
       rc = st ? TS_OK : db->err.code;
       if (st) {
-        sqlite3_bind_text(st, 1, canonical, -1, SQLITE_STATIC);
-        if (probe) sqlite3_bind_text(st, 2, probe, -1, SQLITE_STATIC);
-        if (probed) sqlite3_bind_text(st, 3, probed, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 4, created, -1, SQLITE_STATIC);
+        db_bind_text(st, 1, canonical, -1);
+        if (probe) db_bind_text(st, 2, probe, -1);
+        if (probed) db_bind_text(st, 3, probed, -1);
+        db_bind_text(st, 4, created, -1);
         rc = store(im, ST_INSERT_TARGET, &db_id);
       }
       if (rc == TS_OK) im->stats.targets_new++;
@@ -492,27 +542,27 @@ static int import_job(importer *im, const cJSON *o) {
   }
   int64_t db_id = 1;
   if (im->write) {
-    sqlite3_stmt *st = db_stmt(db, ST_JOB_BY_NAME);
+    db_q *st = db_stmt(db, ST_JOB_BY_NAME);
     rc = st ? TS_OK : db->err.code;
     if (st) {
-      sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+      db_bind_text(st, 1, name, -1);
       int step = db_step(db, st);
-      db_id = step == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
-      sqlite3_reset(st);
+      db_id = step == SQLITE_ROW ? db_column_int64(st, 0) : 0;
+      db_reset(st);
       if (step != SQLITE_ROW && step != SQLITE_DONE)
-        rc = db_sqlite_fail(db, step, "importing");
+        rc = db_fail(db, step, "importing");
     }
     if (rc == TS_OK && db_id) {
       im->stats.jobs_existing++;
     } else if (rc == TS_OK) {
       if ((st = db_stmt(db, ST_JOB_INSERT))) {
-        sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 2, config, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 3, state, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 4, started, -1, SQLITE_STATIC);
-        if (finished) sqlite3_bind_text(st, 5, finished, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 6, budget);
-        sqlite3_bind_int64(st, 7, done);
+        db_bind_text(st, 1, name, -1);
+        db_bind_text(st, 2, config, -1);
+        db_bind_text(st, 3, state, -1);
+        db_bind_text(st, 4, started, -1);
+        if (finished) db_bind_text(st, 5, finished, -1);
+        db_bind_int64(st, 6, budget);
+        db_bind_int64(st, 7, done);
         rc = store(im, ST_JOB_INSERT, &db_id);
       } else {
         rc = db->err.code;
@@ -536,19 +586,19 @@ static int record_exists(importer *im, int64_t workload, int64_t target,
                          const char *run_secs, const char *status,
                          bool *present) {
   ts_db *db = im->db;
-  sqlite3_stmt *st = db_stmt(db, ST_RECORD_EXISTS);
+  db_q *st = db_stmt(db, ST_RECORD_EXISTS);
   if (!st) return db->err.code;
-  sqlite3_bind_int64(st, 1, workload);
-  sqlite3_bind_int64(st, 2, target);
-  sqlite3_bind_text(st, 3, created, -1, SQLITE_STATIC);
-  sqlite3_bind_text(st, 4, trace, -1, SQLITE_STATIC);
-  sqlite3_bind_text(st, 5, run_secs, -1, SQLITE_STATIC);
-  sqlite3_bind_text(st, 6, status, -1, SQLITE_STATIC);
+  db_bind_int64(st, 1, workload);
+  db_bind_int64(st, 2, target);
+  db_bind_text(st, 3, created, -1);
+  db_bind_text(st, 4, trace, -1);
+  db_bind_text(st, 5, run_secs, -1);
+  db_bind_text(st, 6, status, -1);
   int step = db_step(db, st);
   *present = step == SQLITE_ROW;
-  sqlite3_reset(st);
+  db_reset(st);
   if (step != SQLITE_ROW && step != SQLITE_DONE)
-    return db_sqlite_fail(db, step, "importing");
+    return db_fail(db, step, "importing");
   return TS_OK;
 }
 
@@ -599,7 +649,7 @@ static int import_record(importer *im, const cJSON *o) {
     bool present = false;
     rc = record_exists(im, workload, target, created, trace, run_json,
                        status_name, &present);
-    sqlite3_stmt *st = NULL;
+    db_q *st = NULL;
     if (rc == TS_OK && present) {
       im->stats.records_existing++;
       rc = TS_DB_DUPLICATE;
@@ -608,18 +658,18 @@ static int import_record(importer *im, const cJSON *o) {
       rc = st ? TS_OK : db->err.code;
     }
     if (st) {
-      sqlite3_bind_int64(st, 1, workload);
-      sqlite3_bind_int64(st, 2, target);
-      sqlite3_bind_text(st, 3, trace, -1, SQLITE_STATIC);
-      sqlite3_bind_text(st, 4, run_json, -1, SQLITE_STATIC);
-      if (!isnan(median)) sqlite3_bind_double(st, 5, median);
-      sqlite3_bind_text(st, 6, status_name, -1, SQLITE_STATIC);
-      sqlite3_bind_text(st, 7, error, -1, SQLITE_STATIC);
-      if (job) sqlite3_bind_int64(st, 8, job);
-      if (!no_trial) sqlite3_bind_int64(st, 9, trial);
-      sqlite3_bind_text(st, 10, worker, -1, SQLITE_STATIC);
-      sqlite3_bind_text(st, 11, version, -1, SQLITE_STATIC);
-      sqlite3_bind_text(st, 12, created, -1, SQLITE_STATIC);
+      db_bind_int64(st, 1, workload);
+      db_bind_int64(st, 2, target);
+      db_bind_text(st, 3, trace, -1);
+      db_bind_text(st, 4, run_json, -1);
+      if (!isnan(median)) db_bind_double(st, 5, median);
+      db_bind_text(st, 6, status_name, -1);
+      db_bind_text(st, 7, error, -1);
+      if (job) db_bind_int64(st, 8, job);
+      if (!no_trial) db_bind_int64(st, 9, trial);
+      db_bind_text(st, 10, worker, -1);
+      db_bind_text(st, 11, version, -1);
+      db_bind_text(st, 12, created, -1);
       rc = store(im, ST_INSERT_RECORD, NULL);
     }
   }
@@ -649,17 +699,17 @@ static int import_baseline(importer *im, const cJSON *o) {
   if (db_check_baseline(vendor, threads, gflops, "", &e))
     return fail(im, "%s", e.msg);
   if (!im->write) return TS_OK;
-  sqlite3_stmt *st = db_stmt(im->db, ST_BASELINE_PUT);
+  db_q *st = db_stmt(im->db, ST_BASELINE_PUT);
   if (!st) return im->db->err.code;
-  sqlite3_bind_int64(st, 1, workload);
-  sqlite3_bind_int64(st, 2, target);
-  sqlite3_bind_text(st, 3, vendor, -1, SQLITE_STATIC);
-  sqlite3_bind_int64(st, 4, threads);
-  sqlite3_bind_double(st, 5, gflops);
-  sqlite3_bind_text(st, 6, created, -1, SQLITE_STATIC);
-  sqlite3_bind_int(st, 7, 1); /* keep the newer of two levels */
+  db_bind_int64(st, 1, workload);
+  db_bind_int64(st, 2, target);
+  db_bind_text(st, 3, vendor, -1);
+  db_bind_int64(st, 4, threads);
+  db_bind_double(st, 5, gflops);
+  db_bind_text(st, 6, created, -1);
+  db_bind_int(st, 7, 1); /* keep the newer of two levels */
   if ((rc = store(im, ST_BASELINE_PUT, NULL))) return rc;
-  im->stats.baselines += sqlite3_changes(im->db->conn);
+  im->stats.baselines += db_changes(im->db);
   return TS_OK;
 }
 

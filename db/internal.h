@@ -1,9 +1,9 @@
 /*
- * internal.h — private to db/: the connection struct, the table of cached
- * prepared statements, the per-connection caches (parsed workload functions,
- * canonical targets), and the helpers every file of the module shares
- * (errors, stepping with retry, write transactions with retry and backoff,
- * times, JSON).
+ * internal.h — private to db/: the backend table (SQLite or PostgreSQL),
+ * the connection struct, the table of cached prepared statements, the
+ * per-connection caches (parsed workload functions, canonical targets), and the
+ * helpers every file of the module shares (errors, stepping with retry, write
+ * transactions with retry and backoff, times, JSON).
  */
 #ifndef TESSERA_DB_INTERNAL_H
 #define TESSERA_DB_INTERNAL_H
@@ -38,7 +38,8 @@
   "SELECT w.id, w.hash, w.name, w.flops, c.target_id, t.target, c.n, c.n_ok, " \
   "(SELECT min(median_s) FROM records WHERE workload_id = c.workload_id AND "  \
   "target_id = c.target_id AND status = 'ok') FROM (SELECT workload_id, "      \
-  "target_id, count(*) AS n, sum(status = 'ok') AS n_ok FROM "                 \
+  "target_id, count(*) AS n, sum(CASE WHEN status = 'ok' THEN 1 ELSE 0 END) "  \
+  "AS n_ok FROM "                                                              \
   "records " records_filter                                                    \
   " GROUP BY workload_id, target_id) c JOIN workloads w ON "                   \
   "w.id = c.workload_id JOIN targets t ON t.id = c.target_id UNION ALL "       \
@@ -75,8 +76,9 @@
   X(ST_RECORD_EXISTS,                                                          \
     "SELECT 1 FROM records WHERE workload_id = ?1 AND target_id = ?2 AND "     \
     "created = ?3 AND trace = ?4 AND run_secs = ?5 AND status = ?6 LIMIT 1")   \
-  X(ST_JOB_NEXT_TRIAL, "UPDATE jobs SET trials_done = trials_done + 1 "        \
-                       "WHERE id = ?1 RETURNING trials_done - 1")              \
+  /* ?2 trials at once: the first of them */                                   \
+  X(ST_JOB_NEXT_TRIALS, "UPDATE jobs SET trials_done = trials_done + ?2 "      \
+                        "WHERE id = ?1 RETURNING trials_done - ?2")            \
   /* the compile-time query in one statement (one read transaction): each      \
    * workload with the hash, with its best ok record on the target */          \
   X(ST_BEST_BY_HASH,                                                           \
@@ -118,7 +120,7 @@
     "DELETE FROM records WHERE id IN (SELECT id FROM (SELECT id, "             \
     "row_number() "                                                            \
     "OVER (PARTITION BY workload_id, target_id ORDER BY median_s, id) AS rn "  \
-    "FROM records WHERE status = 'ok') WHERE rn > ?1)")                        \
+    "FROM records WHERE status = 'ok') AS ranked WHERE rn > ?1)")              \
   X(ST_PRUNE_FAILED, "DELETE FROM records WHERE status <> 'ok'")               \
   /* chart data: a task's records without traces, in commit order */           \
   X(ST_RECORD_POINTS, "SELECT id, job_id, trial, status, median_s FROM "       \
@@ -171,39 +173,168 @@ typedef struct target_cache {
   int next; /* replaced next when full */
 } target_cache;
 
+/* ---- backends ---- */
+
+/* A prepared statement of either backend. Results and errors use SQLite's
+ * codes on both: SQLITE_ROW, SQLITE_DONE, SQLITE_NULL, SQLITE_BUSY (a
+ * conflict worth retrying), SQLITE_CONSTRAINT, SQLITE_IOERR (connection
+ * lost), SQLITE_ERROR. */
+typedef struct db_q db_q;
+
+/* What a backend provides (sqlite_backend.c, pg_backend.c). Statement SQL
+ * is written once in SQLite's dialect with ?N placeholders; a backend
+ * translates what it must. */
+typedef struct db_backend {
+  const char *name;
+  /* connects db->conn_string, checks and migrates the schema */
+  int (*connect)(ts_db *db);
+  void (*close)(ts_db *db);
+  /* a connection that dropped is re-established here (NULL: never) */
+  void (*revive)(ts_db *db);
+  int (*prepare)(ts_db *db, const char *sql, bool keep, db_q **out);
+  void (*finalize)(db_q *q);
+  void (*reset)(db_q *q); /* also clears the bindings */
+  void (*bind_int64)(db_q *q, int i, int64_t v);
+  void (*bind_double)(db_q *q, int i, double v);
+  void (*bind_text)(db_q *q, int i, const char *s, int len);
+  void (*bind_null)(db_q *q, int i);
+  int (*step)(db_q *q);
+  int (*column_type)(db_q *q, int i);
+  int64_t (*column_int64)(db_q *q, int i);
+  double (*column_double)(db_q *q, int i);
+  const unsigned char *(*column_text)(db_q *q, int i);
+  int (*column_bytes)(db_q *q, int i);
+  /* SQL without results; returns a code as step does */
+  int (*exec)(ts_db *db, const char *sql);
+  int (*begin_write)(ts_db *db);
+  int (*begin_read)(ts_db *db); /* one consistent snapshot */
+  int (*commit)(ts_db *db);
+  void (*rollback)(ts_db *db); /* when a transaction is open */
+  int64_t (*last_insert_id)(ts_db *db);
+  int64_t (*changes)(ts_db *db);
+  /* the backend's message for the last failure with code rc */
+  const char *(*errmsg)(ts_db *db, int rc);
+  int (*vacuum)(ts_db *db);
+  int (*integrity_check)(ts_db *db);
+  /* storage used: the main file (or database) and its log */
+  void (*sizes)(ts_db *db, int64_t *main_bytes, int64_t *log_bytes);
+} db_backend;
+
+extern const db_backend db_sqlite_backend;
+extern const db_backend db_pg_backend;
+
+/* Every statement starts with this header. */
+struct db_q {
+  const db_backend *be;
+  ts_db *db;
+};
+
 /* ---- the connection ---- */
 
 struct ts_db {
-  sqlite3 *conn;
-  char *path;
+  const db_backend *be;
+  void *conn;        /* sqlite3 * or PGconn * */
+  char *path;        /* the file, or the server URL without its password: every
+                        message names it */
+  char *conn_string; /* what the backend connects with (may hold a
+                        password; never printed) */
   ts_db_options opts;
   ts_error err;         /* the last failure */
-  bool busy;            /* the last SQLite failure was busy/locked */
+  bool busy;            /* the last failure was busy/locked/a conflict */
   bool in_write;        /* inside db_write */
   bool cached_in_write; /* the function cache took entries inside the
                            current write (dropped if it rolls back) */
   double busy_started;  /* when the current lock wait began (seconds) */
   uint64_t rng;         /* backoff jitter */
-  sqlite3_stmt *stmts[N_STATEMENTS];
+  db_q *stmts[N_STATEMENTS];
+  db_q *insert_many;   /* a multi-row record INSERT (servers) */
+  void *backend_state; /* the backend's own per-connection data */
   func_cache funcs;
   target_cache targets;
 };
 
+/* Statement calls, dispatched to the statement's backend. */
+static inline void db_reset(db_q *q) { q->be->reset(q); }
+static inline void db_bind_int64(db_q *q, int i, int64_t v) {
+  q->be->bind_int64(q, i, v);
+}
+static inline void db_bind_int(db_q *q, int i, int v) {
+  q->be->bind_int64(q, i, v);
+}
+static inline void db_bind_double(db_q *q, int i, double v) {
+  q->be->bind_double(q, i, v);
+}
+/* The text is borrowed until the statement runs (len -1: up to the NUL). */
+static inline void db_bind_text(db_q *q, int i, const char *s, int len) {
+  q->be->bind_text(q, i, s, len);
+}
+static inline void db_bind_null(db_q *q, int i) { q->be->bind_null(q, i); }
+static inline int db_column_type(db_q *q, int i) {
+  return q->be->column_type(q, i);
+}
+static inline int64_t db_column_int64(db_q *q, int i) {
+  return q->be->column_int64(q, i);
+}
+static inline int db_column_int(db_q *q, int i) {
+  return (int)q->be->column_int64(q, i);
+}
+static inline double db_column_double(db_q *q, int i) {
+  return q->be->column_double(q, i);
+}
+static inline const unsigned char *db_column_text(db_q *q, int i) {
+  return q->be->column_text(q, i);
+}
+static inline int db_column_bytes(db_q *q, int i) {
+  return q->be->column_bytes(q, i);
+}
+static inline int64_t db_last_insert_id(ts_db *db) {
+  return db->be->last_insert_id(db);
+}
+static inline int64_t db_changes(ts_db *db) { return db->be->changes(db); }
+/* A statement used once (db_finalize afterwards); TS code. */
+int db_prepare(ts_db *db, const char *sql, db_q **out);
+void db_finalize(db_q *q);
+/* Starts a read transaction: one consistent snapshot until db_exec
+ * "COMMIT". */
+int db_begin_read(ts_db *db, const char *what);
+
+/* The schema: migrations[v] takes a database from version v to v+1, in
+ * SQLite's dialect (pg_backend.c translates the types). */
+extern const char *const db_migrations[TS_DB_SCHEMA_VERSION];
+
+/* The server URL as messages show it (password replaced by "***");
+ * malloc'd. */
+char *db_redact_url(const char *url);
+
+/* pg_backend.c: creates (create) or drops (with its tables) a schema on the
+ * server at url; a scratch place for the benchmark. TS code, err filled. */
+int db_pg_schema(const char *url, const char *schema, bool create,
+                 ts_error *err);
+/* url with options=-csearch_path=schema added (malloc'd): a connection that
+ * works in that schema. */
+char *db_pg_schema_url(const char *url, const char *schema);
+
+/* Sleeps between attempts: exponential backoff with jitter. */
+void db_backoff(ts_db *db, int attempt);
+bool db_timed_out(const ts_db *db, double started);
+
 /* ---- open.c: errors, statements, stepping, transactions ---- */
 
-/* Records an SQLite failure (rc) on db as "PATH: WHAT: sqlite message" and
- * returns the TS code (TS_EIO; TS_EINVAL for a corrupt file; TS_ENOMEM). */
-int db_sqlite_fail(ts_db *db, int rc, const char *what);
+/* Records a failure (rc) on db as "PATH: WHAT: backend message" and
+ * returns the TS code (TS_EIO; TS_EINVAL for a corrupt file or a broken
+ * constraint; TS_ENOMEM). */
+int db_fail(ts_db *db, int rc, const char *what);
 /* The cached statement `id`, reset and with bindings cleared; NULL with the
  * error on db if it cannot be prepared. */
-sqlite3_stmt *db_stmt(ts_db *db, db_statement id);
-/* sqlite3_step, retried with backoff while the database is busy (before the
- * first row). Returns the SQLite code. */
-int db_step(ts_db *db, sqlite3_stmt *st);
+db_q *db_stmt(ts_db *db, db_statement id);
+/* Steps a statement, retried with backoff while the database is busy
+ * (before the first row). Returns the SQLite-style code. */
+int db_step(ts_db *db, db_q *st);
 /* Runs one SQL text without results (not cached: schema changes, PRAGMAs,
  * transaction control), retrying while busy. Returns a TS code. */
 int db_exec(ts_db *db, const char *sql, const char *what);
-/* Runs body(db, ctx) inside BEGIN IMMEDIATE ... COMMIT. On failure the
+/* Runs body(db, ctx) inside one write transaction (SQLite: BEGIN IMMEDIATE;
+ * PostgreSQL: BEGIN and the database's writer lock). On failure the
  * transaction is rolled back; when the failure was a busy database and the
  * busy timeout has not run out, waits (exponential backoff with jitter) and
  * runs body again, so body must not keep state across attempts other than
@@ -217,9 +348,9 @@ double db_now(void);
 void db_timestamp(char out[32]);
 /* A malloc'd copy of column i (NULL for SQL NULL). Aborts on no memory like
  * the arena does. */
-char *db_column_strdup(sqlite3_stmt *st, int i);
+char *db_column_strdup(db_q *st, int i);
 /* Copies column i into a fixed buffer ("" for NULL), truncating. */
-void db_column_copy(sqlite3_stmt *st, int i, char *out, size_t cap);
+void db_column_copy(db_q *st, int i, char *out, size_t cap);
 /* malloc/strdup that abort on exhaustion (out of memory is not an input
  * error, as in the arena). */
 void *db_xmalloc(size_t n);
@@ -265,7 +396,7 @@ int db_match_workload(ts_db *db, const ts_func *f, const char *hex,
 /* ---- records.c ---- */
 
 /* Reads the RECORD_FIELDS of a row, starting at column `first`, into *r. */
-int db_read_record(ts_db *db, sqlite3_stmt *st, int first, ts_db_record *r);
+int db_read_record(ts_db *db, db_q *st, int first, ts_db_record *r);
 /* Checks a run-seconds list and renders it as a JSON array (malloc'd). */
 char *db_run_secs_json(const double *secs, int n);
 
@@ -278,7 +409,7 @@ int db_check_baseline(const char *vendor, int64_t threads, double gflops,
 
 /* ---- jobs.c ---- */
 
-int db_read_job(ts_db *db, sqlite3_stmt *st, ts_db_job *j);
+int db_read_job(ts_db *db, db_q *st, ts_db_job *j);
 
 /* ---- json.c ---- */
 

@@ -43,16 +43,16 @@ void ts_db_jobs_free(ts_db_job *jobs, int n) {
   free(jobs);
 }
 
-int db_read_job(ts_db *db, sqlite3_stmt *st, ts_db_job *j) {
+int db_read_job(ts_db *db, db_q *st, ts_db_job *j) {
   memset(j, 0, sizeof *j);
-  j->id = sqlite3_column_int64(st, 0);
+  j->id = db_column_int64(st, 0);
   j->name = db_column_strdup(st, 1);
   j->config_json = db_column_strdup(st, 2);
-  const char *state = (const char *)sqlite3_column_text(st, 3);
+  const char *state = (const char *)db_column_text(st, 3);
   db_column_copy(st, 4, j->started, sizeof j->started);
   db_column_copy(st, 5, j->finished, sizeof j->finished);
-  j->trials_budget = sqlite3_column_int64(st, 6);
-  j->trials_done = sqlite3_column_int64(st, 7);
+  j->trials_budget = db_column_int64(st, 6);
+  j->trials_done = db_column_int64(st, 7);
   if (ts_db_job_state_parse(state, &j->state) != TS_OK) {
     int rc = TS_ERR(&db->err, TS_EINVAL, "%s: job '%s' has unknown state '%s'",
                     db->path, j->name ? j->name : "", state ? state : "(null)");
@@ -66,16 +66,16 @@ int db_read_job(ts_db *db, sqlite3_stmt *st, ts_db_job *j) {
 static int read_one(ts_db *db, db_statement which, const char *name, int64_t id,
                     ts_db_job *out) {
   memset(out, 0, sizeof *out);
-  sqlite3_stmt *st = db_stmt(db, which);
+  db_q *st = db_stmt(db, which);
   if (!st) return db->err.code;
   if (name)
-    sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+    db_bind_text(st, 1, name, -1);
   else
-    sqlite3_bind_int64(st, 1, id);
+    db_bind_int64(st, 1, id);
   int rc = db_step(db, st);
   int code = TS_OK;
   if (rc == SQLITE_ROW) code = db_read_job(db, st, out);
-  sqlite3_reset(st);
+  db_reset(st);
   if (rc == SQLITE_DONE) {
     if (name)
       return TS_ERR(&db->err, TS_ENOTFOUND, "%s: no job named '%s'", db->path,
@@ -83,7 +83,7 @@ static int read_one(ts_db *db, db_statement which, const char *name, int64_t id,
     return TS_ERR(&db->err, TS_ENOTFOUND, "%s: no job with id %lld", db->path,
                   (long long)id);
   }
-  if (rc != SQLITE_ROW) return db_sqlite_fail(db, rc, "reading a job");
+  if (rc != SQLITE_ROW) return db_fail(db, rc, "reading a job");
   return code;
 }
 
@@ -120,19 +120,19 @@ static int create_body(ts_db *db, void *p) {
   ts_error_clear(&db->err);
   char now[32];
   db_timestamp(now);
-  sqlite3_stmt *st = db_stmt(db, ST_JOB_INSERT);
+  db_q *st = db_stmt(db, ST_JOB_INSERT);
   if (!st) return db->err.code;
-  sqlite3_bind_text(st, 1, c->name, -1, SQLITE_STATIC);
-  sqlite3_bind_text(st, 2, c->config, -1, SQLITE_STATIC);
-  sqlite3_bind_text(st, 3, state_names[TS_DB_JOB_RUNNING], -1, SQLITE_STATIC);
-  sqlite3_bind_text(st, 4, now, -1, SQLITE_STATIC);
-  sqlite3_bind_null(st, 5);
-  sqlite3_bind_int64(st, 6, c->budget);
-  sqlite3_bind_int64(st, 7, 0);
+  db_bind_text(st, 1, c->name, -1);
+  db_bind_text(st, 2, c->config, -1);
+  db_bind_text(st, 3, state_names[TS_DB_JOB_RUNNING], -1);
+  db_bind_text(st, 4, now, -1);
+  db_bind_null(st, 5);
+  db_bind_int64(st, 6, c->budget);
+  db_bind_int64(st, 7, 0);
   rc = db_step(db, st);
-  sqlite3_reset(st);
-  if (rc != SQLITE_DONE) return db_sqlite_fail(db, rc, "creating a job");
-  c->id = sqlite3_last_insert_rowid(db->conn);
+  db_reset(st);
+  if (rc != SQLITE_DONE) return db_fail(db, rc, "creating a job");
+  c->id = db_last_insert_id(db);
   return TS_OK;
 }
 
@@ -162,12 +162,12 @@ static int resume_body(ts_db *db, void *p) {
   ts_db_job_clear(c->out);
   int rc = read_one(db, ST_JOB_BY_NAME, c->name, 0, c->out);
   if (rc) return rc;
-  sqlite3_stmt *st = db_stmt(db, ST_JOB_RESUME);
+  db_q *st = db_stmt(db, ST_JOB_RESUME);
   if (!st) return db->err.code;
-  sqlite3_bind_int64(st, 1, c->out->id);
+  db_bind_int64(st, 1, c->out->id);
   rc = db_step(db, st);
-  sqlite3_reset(st);
-  if (rc != SQLITE_DONE) return db_sqlite_fail(db, rc, "resuming a job");
+  db_reset(st);
+  if (rc != SQLITE_DONE) return db_fail(db, rc, "resuming a job");
   c->out->state = TS_DB_JOB_RUNNING;
   c->out->finished[0] = 0;
   return TS_OK;
@@ -199,21 +199,21 @@ typedef struct update_ctx {
 
 static int update_body(ts_db *db, void *p) {
   update_ctx *c = p;
-  sqlite3_stmt *st = db_stmt(db, c->which);
+  db_q *st = db_stmt(db, c->which);
   if (!st) return db->err.code;
-  sqlite3_bind_int64(st, 1, c->id);
+  db_bind_int64(st, 1, c->id);
   char now[32];
   if (c->text) {
     db_timestamp(now);
-    sqlite3_bind_text(st, 2, c->text, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 3, now, -1, SQLITE_STATIC);
+    db_bind_text(st, 2, c->text, -1);
+    db_bind_text(st, 3, now, -1);
   } else {
-    sqlite3_bind_int64(st, 2, c->value);
+    db_bind_int64(st, 2, c->value);
   }
   int rc = db_step(db, st);
-  sqlite3_reset(st);
-  if (rc != SQLITE_DONE) return db_sqlite_fail(db, rc, "updating a job");
-  if (sqlite3_changes(db->conn) == 0)
+  db_reset(st);
+  if (rc != SQLITE_DONE) return db_fail(db, rc, "updating a job");
+  if (db_changes(db) == 0)
     return TS_ERR(&db->err, TS_ENOTFOUND, "%s: no job with id %lld", db->path,
                   (long long)c->id);
   return TS_OK;
@@ -241,7 +241,7 @@ int ts_db_jobs(ts_db *db, ts_db_job **out, int *n) {
   db_begin_call(db);
   *out = NULL;
   *n = 0;
-  sqlite3_stmt *st = db_stmt(db, ST_JOBS);
+  db_q *st = db_stmt(db, ST_JOBS);
   if (!st) return db->err.code;
   int cap = 0, rc, code = TS_OK;
   while ((rc = db_step(db, st)) == SQLITE_ROW) {
@@ -254,9 +254,9 @@ int ts_db_jobs(ts_db *db, ts_db_job **out, int *n) {
     if ((code = db_read_job(db, st, &(*out)[*n]))) break;
     (*n)++;
   }
-  sqlite3_reset(st);
+  db_reset(st);
   if (code == TS_OK && rc != SQLITE_DONE)
-    code = db_sqlite_fail(db, rc, "listing jobs");
+    code = db_fail(db, rc, "listing jobs");
   if (code) {
     ts_db_jobs_free(*out, *n);
     *out = NULL;

@@ -133,39 +133,38 @@ static int parse_run_secs(ts_db *db, const char *text, ts_db_record *r) {
   return TS_OK;
 }
 
-int db_read_record(ts_db *db, sqlite3_stmt *st, int first, ts_db_record *r) {
+int db_read_record(ts_db *db, db_q *st, int first, ts_db_record *r) {
   memset(r, 0, sizeof *r);
   int c = first;
-  r->id = sqlite3_column_int64(st, c);
-  r->workload_id = sqlite3_column_int64(st, c + 1);
-  r->target_id = sqlite3_column_int64(st, c + 2);
+  r->id = db_column_int64(st, c);
+  r->workload_id = db_column_int64(st, c + 1);
+  r->target_id = db_column_int64(st, c + 2);
   r->target = db_column_strdup(st, c + 3);
   r->trace_json = db_column_strdup(st, c + 4);
-  r->median_s = sqlite3_column_type(st, c + 6) == SQLITE_NULL
+  r->median_s = db_column_type(st, c + 6) == SQLITE_NULL
                     ? NAN
-                    : sqlite3_column_double(st, c + 6);
-  const char *status = (const char *)sqlite3_column_text(st, c + 7);
+                    : db_column_double(st, c + 6);
+  const char *status = (const char *)db_column_text(st, c + 7);
   int rc = TS_OK;
   if (ts_db_status_parse(status, &r->status) != TS_OK)
     rc = TS_ERR(&db->err, TS_EINVAL, "%s: record %lld has unknown status '%s'",
                 db->path, (long long)r->id, status ? status : "(null)");
   r->error = db_column_strdup(st, c + 8);
-  r->job_id = sqlite3_column_int64(st, c + 9);
-  r->trial = sqlite3_column_type(st, c + 10) == SQLITE_NULL
+  r->job_id = db_column_int64(st, c + 9);
+  r->trial = db_column_type(st, c + 10) == SQLITE_NULL
                  ? -1
-                 : sqlite3_column_int64(st, c + 10);
+                 : db_column_int64(st, c + 10);
   r->worker = db_column_strdup(st, c + 11);
   r->version = db_column_strdup(st, c + 12);
   db_column_copy(st, c + 13, r->created, sizeof r->created);
   if (rc == TS_OK)
-    rc = parse_run_secs(db, (const char *)sqlite3_column_text(st, c + 5), r);
+    rc = parse_run_secs(db, (const char *)db_column_text(st, c + 5), r);
   if (rc) ts_db_record_clear(r);
   return rc;
 }
 
 /* Steps st and collects every row; *out NULL when there are none. */
-static int collect_records(ts_db *db, sqlite3_stmt *st, ts_db_record **out,
-                           int *n) {
+static int collect_records(ts_db *db, db_q *st, ts_db_record **out, int *n) {
   *out = NULL;
   *n = 0;
   int cap = 0, rc;
@@ -178,7 +177,7 @@ static int collect_records(ts_db *db, sqlite3_stmt *st, ts_db_record **out,
     }
     int code = db_read_record(db, st, 0, &(*out)[*n]);
     if (code) {
-      sqlite3_reset(st);
+      db_reset(st);
       ts_db_records_free(*out, *n);
       *out = NULL;
       *n = 0;
@@ -186,12 +185,12 @@ static int collect_records(ts_db *db, sqlite3_stmt *st, ts_db_record **out,
     }
     (*n)++;
   }
-  sqlite3_reset(st);
+  db_reset(st);
   if (rc != SQLITE_DONE) {
     ts_db_records_free(*out, *n);
     *out = NULL;
     *n = 0;
-    return db_sqlite_fail(db, rc, "reading records");
+    return db_fail(db, rc, "reading records");
   }
   return TS_OK;
 }
@@ -254,74 +253,182 @@ typedef struct commit_ctx {
   char **run_json;
   double *median;
   int64_t *ids;
+  int64_t *target_ids, *trials; /* per record, filled inside the write */
   char now[32];
 } commit_ctx;
 
 static int exists(ts_db *db, db_statement which, int64_t id, bool *found) {
-  sqlite3_stmt *st = db_stmt(db, which);
+  db_q *st = db_stmt(db, which);
   if (!st) return db->err.code;
-  sqlite3_bind_int64(st, 1, id);
+  db_bind_int64(st, 1, id);
   int rc = db_step(db, st);
-  sqlite3_reset(st);
+  db_reset(st);
   *found = rc == SQLITE_ROW;
   if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-    return db_sqlite_fail(db, rc, "checking a record");
+    return db_fail(db, rc, "checking a record");
   return TS_OK;
+}
+
+/* Binds record i's 12 insert parameters from parameter `first` on. */
+static void bind_record(db_q *st, int first, const commit_ctx *c, int i,
+                        int64_t target_id, int64_t trial) {
+  const ts_db_measurement *m = &c->m[i];
+  int k = first - 1;
+  db_bind_int64(st, k + 1, m->workload_id);
+  db_bind_int64(st, k + 2, target_id);
+  db_bind_text(st, k + 3, m->trace_json, -1);
+  db_bind_text(st, k + 4, c->run_json[i], -1);
+  if (isnan(c->median[i]))
+    db_bind_null(st, k + 5);
+  else
+    db_bind_double(st, k + 5, c->median[i]);
+  db_bind_text(st, k + 6, status_names[m->status], -1);
+  db_bind_text(st, k + 7, m->error ? m->error : "", -1);
+  if (m->job_id) {
+    db_bind_int64(st, k + 8, m->job_id);
+    db_bind_int64(st, k + 9, trial);
+  } else {
+    db_bind_null(st, k + 8);
+    db_bind_null(st, k + 9);
+  }
+  db_bind_text(st, k + 10, m->worker ? m->worker : "", -1);
+  db_bind_text(st, k + 11, TS_VERSION, -1);
+  db_bind_text(st, k + 12, c->now, -1);
+}
+
+/* Rows per multi-row INSERT on a server (one round trip each). */
+#define INSERT_ROWS 100
+
+/* The SQL of an INSERT of `rows` records returning their ids in order. */
+static char *insert_many_sql(int rows) {
+  static const char head[] =
+      "INSERT INTO records(workload_id, target_id, trace, run_secs, "
+      "median_s, status, error, job_id, trial, worker, version, created) "
+      "VALUES ";
+  size_t cap = sizeof head + (size_t)rows * 12 * 8 + 32;
+  char *sql = db_xmalloc(cap);
+  size_t o = (size_t)snprintf(sql, cap, "%s", head);
+  for (int r = 0; r < rows; r++) {
+    o += (size_t)snprintf(sql + o, cap - o, "%s(", r ? ", " : "");
+    for (int k = 1; k <= 12; k++)
+      o += (size_t)snprintf(sql + o, cap - o, "?%d%s", r * 12 + k,
+                            k < 12 ? "," : ")");
+  }
+  snprintf(sql + o, cap - o, " RETURNING id");
+  return sql;
+}
+
+/* Records [from, from + rows) in one statement (a server: one round trip
+ * instead of one per record). */
+static int insert_many(ts_db *db, commit_ctx *c, int from, int rows,
+                       const int64_t *target_ids, const int64_t *trials) {
+  db_q *st;
+  bool cached = rows == INSERT_ROWS && db->insert_many;
+  if (cached) {
+    st = db->insert_many;
+    db_reset(st);
+  } else {
+    char *sql = insert_many_sql(rows);
+    int rc = rows == INSERT_ROWS ? db->be->prepare(db, sql, true, &st)
+                                 : db_prepare(db, sql, &st);
+    free(sql);
+    if (rc) return rc;
+    if (rows == INSERT_ROWS) {
+      db->insert_many = st;
+      cached = true;
+    }
+  }
+  for (int r = 0; r < rows; r++)
+    bind_record(st, r * 12 + 1, c, from + r, target_ids[from + r],
+                trials[from + r]);
+  int rc, got = 0;
+  while ((rc = db_step(db, st)) == SQLITE_ROW && got < rows)
+    c->ids[from + got++] = db_column_int64(st, 0);
+  if (cached)
+    db_reset(st);
+  else
+    db_finalize(st);
+  if (rc != SQLITE_DONE) return rc;
+  if (got != rows) return SQLITE_ERROR;
+  return SQLITE_DONE;
+}
+
+/* After a failed insert: a record naming a missing workload (a server
+ * reports the foreign key, "Key (workload_id)=(N) is not present") is
+ * named as the check before the write names it on SQLite. */
+static int insert_failed(ts_db *db, commit_ctx *c, int rc) {
+  const char *msg = db->be->errmsg(db, rc);
+  const char *key = (rc & 0xff) == SQLITE_CONSTRAINT && msg
+                        ? strstr(msg, "Key (workload_id)=(")
+                        : NULL;
+  if (key) {
+    long long id = strtoll(key + 19, NULL, 10);
+    for (int i = 0; i < c->n; i++)
+      if (c->m[i].workload_id == id)
+        return TS_ERR(&db->err, TS_EINVAL,
+                      "record %d: no workload with id %lld", i, id);
+  }
+  return db_fail(db, rc, "storing a record");
 }
 
 static int commit_body(ts_db *db, void *p) {
   commit_ctx *c = p;
-  int64_t last_workload = 0;
-  for (int i = 0; i < c->n; i++) {
+  int rc;
+  /* every workload exists (checked once per run of equal ids; a server
+   * checks with the foreign key as it inserts, see insert_failed) */
+  for (int i = 0; i < c->n && db->be == &db_sqlite_backend; i++) {
     const ts_db_measurement *m = &c->m[i];
-    int rc;
-    if (m->workload_id != last_workload) {
-      bool found = false;
-      if ((rc = exists(db, ST_WORKLOAD_EXISTS, m->workload_id, &found)))
-        return rc;
-      if (!found)
-        return TS_ERR(&db->err, TS_EINVAL,
-                      "record %d: no workload with id %lld", i,
-                      (long long)m->workload_id);
-      last_workload = m->workload_id;
-    }
-    int64_t target_id, trial = -1;
-    if ((rc = db_target_id(db, m->target, true, &target_id))) return rc;
-    if (m->job_id) {
-      sqlite3_stmt *st = db_stmt(db, ST_JOB_NEXT_TRIAL);
-      if (!st) return db->err.code;
-      sqlite3_bind_int64(st, 1, m->job_id);
-      rc = db_step(db, st);
-      if (rc == SQLITE_ROW) trial = sqlite3_column_int64(st, 0);
-      sqlite3_reset(st);
-      if (rc == SQLITE_DONE)
-        return TS_ERR(&db->err, TS_EINVAL, "record %d: no job with id %lld", i,
-                      (long long)m->job_id);
-      if (rc != SQLITE_ROW) return db_sqlite_fail(db, rc, "numbering a trial");
-    }
-    sqlite3_stmt *st = db_stmt(db, ST_INSERT_RECORD);
+    if (i && c->m[i - 1].workload_id == m->workload_id) continue;
+    bool found = false;
+    if ((rc = exists(db, ST_WORKLOAD_EXISTS, m->workload_id, &found)))
+      return rc;
+    if (!found)
+      return TS_ERR(&db->err, TS_EINVAL, "record %d: no workload with id %lld",
+                    i, (long long)m->workload_id);
+  }
+  for (int i = 0; i < c->n; i++)
+    if ((rc = db_target_id(db, c->m[i].target, true, &c->target_ids[i])))
+      return rc;
+  /* trial indexes: one counter update per job of the batch, then the
+   * batch's records of that job numbered in order */
+  for (int i = 0; i < c->n; i++) c->trials[i] = -1;
+  for (int i = 0; i < c->n; i++) {
+    int64_t job = c->m[i].job_id;
+    if (!job || c->trials[i] >= 0) continue;
+    int64_t count = 0;
+    for (int k = i; k < c->n; k++) count += c->m[k].job_id == job;
+    db_q *st = db_stmt(db, ST_JOB_NEXT_TRIALS);
     if (!st) return db->err.code;
-    sqlite3_bind_int64(st, 1, m->workload_id);
-    sqlite3_bind_int64(st, 2, target_id);
-    sqlite3_bind_text(st, 3, m->trace_json, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 4, c->run_json[i], -1, SQLITE_STATIC);
-    if (isnan(c->median[i]))
-      sqlite3_bind_null(st, 5);
-    else
-      sqlite3_bind_double(st, 5, c->median[i]);
-    sqlite3_bind_text(st, 6, status_names[m->status], -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 7, m->error ? m->error : "", -1, SQLITE_STATIC);
-    if (m->job_id) {
-      sqlite3_bind_int64(st, 8, m->job_id);
-      sqlite3_bind_int64(st, 9, trial);
-    }
-    sqlite3_bind_text(st, 10, m->worker ? m->worker : "", -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 11, TS_VERSION, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 12, c->now, -1, SQLITE_STATIC);
+    db_bind_int64(st, 1, job);
+    db_bind_int64(st, 2, count);
     rc = db_step(db, st);
-    sqlite3_reset(st);
-    if (rc != SQLITE_DONE) return db_sqlite_fail(db, rc, "storing a record");
-    c->ids[i] = sqlite3_last_insert_rowid(db->conn);
+    int64_t first = rc == SQLITE_ROW ? db_column_int64(st, 0) : 0;
+    db_reset(st);
+    if (rc == SQLITE_DONE)
+      return TS_ERR(&db->err, TS_EINVAL, "record %d: no job with id %lld", i,
+                    (long long)job);
+    if (rc != SQLITE_ROW) return db_fail(db, rc, "numbering a trial");
+    for (int k = i; k < c->n; k++)
+      if (c->m[k].job_id == job) c->trials[k] = first++;
+  }
+  int i = 0;
+  if (db->be != &db_sqlite_backend) {
+    /* a server: many records per statement */
+    while (c->n - i >= 8) {
+      int rows = c->n - i >= INSERT_ROWS ? INSERT_ROWS : c->n - i;
+      rc = insert_many(db, c, i, rows, c->target_ids, c->trials);
+      if (rc != SQLITE_DONE) return insert_failed(db, c, rc);
+      i += rows;
+    }
+  }
+  for (; i < c->n; i++) {
+    db_q *st = db_stmt(db, ST_INSERT_RECORD);
+    if (!st) return db->err.code;
+    bind_record(st, 1, c, i, c->target_ids[i], c->trials[i]);
+    rc = db_step(db, st);
+    db_reset(st);
+    if (rc != SQLITE_DONE) return insert_failed(db, c, rc);
+    c->ids[i] = db_last_insert_id(db);
   }
   return TS_OK;
 }
@@ -332,10 +439,12 @@ int ts_db_commit_records(ts_db *db, const ts_db_measurement *m, int n,
   if (n < 0 || (n > 0 && !m))
     return TS_ERR(&db->err, TS_EINVAL, "commit_records: bad record list");
   if (n == 0) return TS_OK;
-  commit_ctx c = {m, n, NULL, NULL, NULL, ""};
+  commit_ctx c = {m, n, NULL, NULL, NULL, NULL, NULL, ""};
   c.run_json = calloc((size_t)n, sizeof *c.run_json);
   c.median = db_xmalloc(sizeof *c.median * (size_t)n);
   c.ids = db_xmalloc(sizeof *c.ids * (size_t)n);
+  c.target_ids = db_xmalloc(sizeof *c.target_ids * (size_t)n);
+  c.trials = db_xmalloc(sizeof *c.trials * (size_t)n);
   if (!c.run_json) abort();
   int rc = TS_OK;
   for (int i = 0; i < n && rc == TS_OK; i++)
@@ -349,6 +458,8 @@ int ts_db_commit_records(ts_db *db, const ts_db_measurement *m, int n,
   free(c.run_json);
   free(c.median);
   free(c.ids);
+  free(c.target_ids);
+  free(c.trials);
   return rc;
 }
 
@@ -361,32 +472,31 @@ int ts_db_commit_record(ts_db *db, const ts_db_measurement *m, int64_t *id) {
 
 static int best_query(ts_db *db, int64_t workload_id, int64_t target_id, int k,
                       ts_db_record **out, int *n) {
-  sqlite3_stmt *st = db_stmt(db, ST_BEST);
+  db_q *st = db_stmt(db, ST_BEST);
   if (!st) return db->err.code;
-  sqlite3_bind_int64(st, 1, workload_id);
-  sqlite3_bind_int64(st, 2, target_id);
-  sqlite3_bind_int(st, 3, k);
+  db_bind_int64(st, 1, workload_id);
+  db_bind_int64(st, 2, target_id);
+  db_bind_int(st, 3, k);
   return collect_records(db, st, out, n);
 }
 
 /* The best record into *out, or TS_ENOTFOUND. */
 static int best_one(ts_db *db, int64_t workload_id, int64_t target_id,
                     const char *target, ts_db_record *out) {
-  sqlite3_stmt *st = db_stmt(db, ST_BEST);
+  db_q *st = db_stmt(db, ST_BEST);
   if (!st) return db->err.code;
-  sqlite3_bind_int64(st, 1, workload_id);
-  sqlite3_bind_int64(st, 2, target_id);
-  sqlite3_bind_int(st, 3, 1);
+  db_bind_int64(st, 1, workload_id);
+  db_bind_int64(st, 2, target_id);
+  db_bind_int(st, 3, 1);
   int rc = db_step(db, st);
   int code = TS_OK;
   if (rc == SQLITE_ROW) code = db_read_record(db, st, 0, out);
-  sqlite3_reset(st);
+  db_reset(st);
   if (rc == SQLITE_DONE)
     return TS_ERR(&db->err, TS_ENOTFOUND,
                   "%s: no ok record for workload %lld on target '%s'", db->path,
                   (long long)workload_id, target);
-  if (rc != SQLITE_ROW)
-    return db_sqlite_fail(db, rc, "finding the best record");
+  if (rc != SQLITE_ROW) return db_fail(db, rc, "finding the best record");
   return code;
 }
 
@@ -430,19 +540,19 @@ int ts_db_best_by_func(ts_db *db, const ts_func *f, const char *target,
   uint8_t *key = ts_func_structural_key(f, &key_len);
   char hex[33];
   ts_hash128_hex(ts_structural_key_hash(key, key_len), hex);
-  sqlite3_stmt *st = db_stmt(db, ST_BEST_BY_HASH);
+  db_q *st = db_stmt(db, ST_BEST_BY_HASH);
   if (!st) {
     free(key);
     return db->err.code;
   }
-  sqlite3_bind_text(st, 1, hex, 32, SQLITE_STATIC);
-  sqlite3_bind_int64(st, 2, target_id);
+  db_bind_text(st, 1, hex, 32);
+  db_bind_int64(st, 2, target_id);
   /* Each row is a workload with this hash; the first structurally equal
    * to f answers (its record columns are NULL when it has no ok record). */
   int code = TS_ENOTFOUND;
   int64_t workload_id = 0;
   while ((rc = db_step(db, st)) == SQLITE_ROW) {
-    int64_t id = sqlite3_column_int64(st, 0);
+    int64_t id = db_column_int64(st, 0);
     if (!db_workload_func_cached(db, id)) {
       code = db->err.code;
       break;
@@ -452,14 +562,14 @@ int ts_db_best_by_func(ts_db *db, const ts_func *f, const char *target,
     if (!stored || stored_len != key_len || memcmp(stored, key, key_len))
       continue;
     workload_id = id;
-    if (sqlite3_column_type(st, 1) != SQLITE_NULL)
+    if (db_column_type(st, 1) != SQLITE_NULL)
       code = db_read_record(db, st, 1, out);
     break;
   }
-  sqlite3_reset(st);
+  db_reset(st);
   free(key);
   if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-    return db_sqlite_fail(db, rc, "finding the best record");
+    return db_fail(db, rc, "finding the best record");
   if (code != TS_ENOTFOUND) return code;
   if (!workload_id)
     return TS_ERR(&db->err, TS_ENOTFOUND, "%s: no workload with hash %s",
@@ -481,10 +591,10 @@ int ts_db_records_of(ts_db *db, int64_t workload_id, const char *target,
     return TS_OK;
   }
   if (rc) return rc;
-  sqlite3_stmt *st = db_stmt(db, ST_RECORDS_OF);
+  db_q *st = db_stmt(db, ST_RECORDS_OF);
   if (!st) return db->err.code;
-  sqlite3_bind_int64(st, 1, workload_id);
-  sqlite3_bind_int64(st, 2, target_id);
+  db_bind_int64(st, 1, workload_id);
+  db_bind_int64(st, 2, target_id);
   return collect_records(db, st, out, n);
 }
 
@@ -495,10 +605,10 @@ int ts_db_recent_records(ts_db *db, int64_t workload_id, int limit,
   *n = 0;
   if (limit < 0)
     return TS_ERR(&db->err, TS_EINVAL, "recent: limit is negative");
-  sqlite3_stmt *st = db_stmt(db, ST_RECENT);
+  db_q *st = db_stmt(db, ST_RECENT);
   if (!st) return db->err.code;
-  sqlite3_bind_int64(st, 1, workload_id);
-  sqlite3_bind_int(st, 2, limit);
+  db_bind_int64(st, 1, workload_id);
+  db_bind_int(st, 2, limit);
   return collect_records(db, st, out, n);
 }
 
@@ -514,10 +624,10 @@ int ts_db_record_points(ts_db *db, int64_t workload_id, const char *target,
     return TS_OK;
   }
   if (rc) return rc;
-  sqlite3_stmt *st = db_stmt(db, ST_RECORD_POINTS);
+  db_q *st = db_stmt(db, ST_RECORD_POINTS);
   if (!st) return db->err.code;
-  sqlite3_bind_int64(st, 1, workload_id);
-  sqlite3_bind_int64(st, 2, target_id);
+  db_bind_int64(st, 1, workload_id);
+  db_bind_int64(st, 2, target_id);
   ts_db_record_point *pts = NULL;
   int64_t count = 0, cap = 0;
   int code = TS_OK;
@@ -529,15 +639,13 @@ int ts_db_record_points(ts_db *db, int64_t workload_id, const char *target,
       pts = grown;
     }
     ts_db_record_point *p = &pts[count++];
-    p->id = sqlite3_column_int64(st, 0);
-    p->job_id = sqlite3_column_int64(st, 1); /* NULL reads as 0 */
-    p->trial = sqlite3_column_type(st, 2) == SQLITE_NULL
-                   ? -1
-                   : sqlite3_column_int64(st, 2);
-    p->median_s = sqlite3_column_type(st, 4) == SQLITE_NULL
-                      ? NAN
-                      : sqlite3_column_double(st, 4);
-    const char *status = (const char *)sqlite3_column_text(st, 3);
+    p->id = db_column_int64(st, 0);
+    p->job_id = db_column_int64(st, 1); /* NULL reads as 0 */
+    p->trial =
+        db_column_type(st, 2) == SQLITE_NULL ? -1 : db_column_int64(st, 2);
+    p->median_s =
+        db_column_type(st, 4) == SQLITE_NULL ? NAN : db_column_double(st, 4);
+    const char *status = (const char *)db_column_text(st, 3);
     if (ts_db_status_parse(status, &p->status) != TS_OK) {
       code = TS_ERR(&db->err, TS_EINVAL,
                     "%s: record %lld has unknown status "
@@ -546,9 +654,9 @@ int ts_db_record_points(ts_db *db, int64_t workload_id, const char *target,
       break;
     }
   }
-  sqlite3_reset(st);
+  db_reset(st);
   if (code == TS_OK && rc != SQLITE_DONE)
-    code = db_sqlite_fail(db, rc, "reading records");
+    code = db_fail(db, rc, "reading records");
   if (code != TS_OK) {
     free(pts);
     return code;
@@ -573,9 +681,9 @@ int ts_db_list(ts_db *db, int64_t workload_id, ts_db_summary **out, int *n) {
   db_begin_call(db);
   *out = NULL;
   *n = 0;
-  sqlite3_stmt *st = db_stmt(db, workload_id ? ST_LIST_ONE : ST_LIST);
+  db_q *st = db_stmt(db, workload_id ? ST_LIST_ONE : ST_LIST);
   if (!st) return db->err.code;
-  if (workload_id) sqlite3_bind_int64(st, 1, workload_id);
+  if (workload_id) db_bind_int64(st, 1, workload_id);
   int cap = 0, rc;
   while ((rc = db_step(db, st)) == SQLITE_ROW) {
     if (*n == cap) {
@@ -586,24 +694,23 @@ int ts_db_list(ts_db *db, int64_t workload_id, ts_db_summary **out, int *n) {
     }
     ts_db_summary *s = &(*out)[(*n)++];
     memset(s, 0, sizeof *s);
-    s->workload_id = sqlite3_column_int64(st, 0);
+    s->workload_id = db_column_int64(st, 0);
     db_column_copy(st, 1, s->hash, sizeof s->hash);
     s->name = db_column_strdup(st, 2);
-    s->flops = sqlite3_column_double(st, 3);
-    s->target_id = sqlite3_column_int64(st, 4);
+    s->flops = db_column_double(st, 3);
+    s->target_id = db_column_int64(st, 4);
     s->target = db_column_strdup(st, 5);
-    s->n_records = sqlite3_column_int64(st, 6);
-    s->n_ok = sqlite3_column_int64(st, 7);
-    s->best_s = sqlite3_column_type(st, 8) == SQLITE_NULL
-                    ? NAN
-                    : sqlite3_column_double(st, 8);
+    s->n_records = db_column_int64(st, 6);
+    s->n_ok = db_column_int64(st, 7);
+    s->best_s =
+        db_column_type(st, 8) == SQLITE_NULL ? NAN : db_column_double(st, 8);
   }
-  sqlite3_reset(st);
+  db_reset(st);
   if (rc != SQLITE_DONE) {
     ts_db_summaries_free(*out, *n);
     *out = NULL;
     *n = 0;
-    return db_sqlite_fail(db, rc, "listing workloads");
+    return db_fail(db, rc, "listing workloads");
   }
   return TS_OK;
 }
@@ -619,19 +726,19 @@ typedef struct prune_ctx {
 static int prune_body(ts_db *db, void *p) {
   prune_ctx *c = p;
   c->deleted = 0;
-  sqlite3_stmt *st = db_stmt(db, ST_PRUNE_OK);
+  db_q *st = db_stmt(db, ST_PRUNE_OK);
   if (!st) return db->err.code;
-  sqlite3_bind_int(st, 1, c->keep);
+  db_bind_int(st, 1, c->keep);
   int rc = db_step(db, st);
-  sqlite3_reset(st);
-  if (rc != SQLITE_DONE) return db_sqlite_fail(db, rc, "pruning");
-  c->deleted += sqlite3_changes64(db->conn);
+  db_reset(st);
+  if (rc != SQLITE_DONE) return db_fail(db, rc, "pruning");
+  c->deleted += db_changes(db);
   if (c->keep_failed) return TS_OK;
   if (!(st = db_stmt(db, ST_PRUNE_FAILED))) return db->err.code;
   rc = db_step(db, st);
-  sqlite3_reset(st);
-  if (rc != SQLITE_DONE) return db_sqlite_fail(db, rc, "pruning");
-  c->deleted += sqlite3_changes64(db->conn);
+  db_reset(st);
+  if (rc != SQLITE_DONE) return db_fail(db, rc, "pruning");
+  c->deleted += db_changes(db);
   return TS_OK;
 }
 
@@ -648,17 +755,17 @@ int ts_db_prune(ts_db *db, int keep, bool keep_failed, int64_t *deleted) {
 }
 
 /* Adds the (name, count) rows of st into counts by name index. */
-static int count_by_name(ts_db *db, sqlite3_stmt *st, int64_t *counts,
-                         int n_names, const char *(*name_of)(int)) {
+static int count_by_name(ts_db *db, db_q *st, int64_t *counts, int n_names,
+                         const char *(*name_of)(int)) {
   int rc;
   while ((rc = db_step(db, st)) == SQLITE_ROW) {
-    const char *name = (const char *)sqlite3_column_text(st, 0);
+    const char *name = (const char *)db_column_text(st, 0);
     for (int i = 0; i < n_names; i++)
       if (name && !strcmp(name, name_of(i)))
-        counts[i] += sqlite3_column_int64(st, 1);
+        counts[i] += db_column_int64(st, 1);
   }
-  sqlite3_reset(st);
-  if (rc != SQLITE_DONE) return db_sqlite_fail(db, rc, "counting");
+  db_reset(st);
+  if (rc != SQLITE_DONE) return db_fail(db, rc, "counting");
   return TS_OK;
 }
 
@@ -671,9 +778,9 @@ int ts_db_job_count_records(ts_db *db, int64_t job_id, int64_t *total,
                             int64_t by_status[TS_DB_N_STATUS]) {
   db_begin_call(db);
   int64_t counts[TS_DB_N_STATUS] = {0};
-  sqlite3_stmt *st = db_stmt(db, ST_JOB_COUNT);
+  db_q *st = db_stmt(db, ST_JOB_COUNT);
   if (!st) return db->err.code;
-  sqlite3_bind_int64(st, 1, job_id);
+  db_bind_int64(st, 1, job_id);
   int rc = count_by_name(db, st, counts, TS_DB_N_STATUS, status_name_i);
   if (rc) return rc;
   int64_t sum = 0;
@@ -687,16 +794,16 @@ int ts_db_get_stats(ts_db *db, ts_db_stats *out) {
   db_begin_call(db);
   memset(out, 0, sizeof *out);
   out->schema_version = TS_DB_SCHEMA_VERSION;
-  sqlite3_stmt *st = db_stmt(db, ST_COUNTS);
+  db_q *st = db_stmt(db, ST_COUNTS);
   if (!st) return db->err.code;
   int rc = db_step(db, st);
   if (rc == SQLITE_ROW) {
-    out->n_workloads = sqlite3_column_int64(st, 0);
-    out->n_targets = sqlite3_column_int64(st, 1);
-    out->n_jobs = sqlite3_column_int64(st, 2);
+    out->n_workloads = db_column_int64(st, 0);
+    out->n_targets = db_column_int64(st, 1);
+    out->n_jobs = db_column_int64(st, 2);
   }
-  sqlite3_reset(st);
-  if (rc != SQLITE_ROW) return db_sqlite_fail(db, rc, "counting");
+  db_reset(st);
+  if (rc != SQLITE_ROW) return db_fail(db, rc, "counting");
   if (!(st = db_stmt(db, ST_COUNT_BY_STATUS))) return db->err.code;
   if ((rc = count_by_name(db, st, out->records_by_status, TS_DB_N_STATUS,
                           status_name_i)))
@@ -707,13 +814,6 @@ int ts_db_get_stats(ts_db *db, ts_db_stats *out) {
   if ((rc = count_by_name(db, st, out->jobs_by_state, TS_DB_N_JOB_STATE,
                           job_state_name_i)))
     return rc;
-  struct stat fs;
-  if (stat(db->path, &fs) == 0) out->file_bytes = (int64_t)fs.st_size;
-  size_t len = strlen(db->path);
-  char *wal = db_xmalloc(len + 5);
-  memcpy(wal, db->path, len);
-  memcpy(wal + len, "-wal", 5);
-  if (stat(wal, &fs) == 0) out->wal_bytes = (int64_t)fs.st_size;
-  free(wal);
+  db->be->sizes(db, &out->file_bytes, &out->wal_bytes);
   return TS_OK;
 }

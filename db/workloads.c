@@ -24,25 +24,25 @@ void ts_db_workload_clear(ts_db_workload *w) {
 /* Parses the stored text of workload id (not cached). */
 static int parse_stored(ts_db *db, int64_t id, ts_func **out) {
   *out = NULL;
-  sqlite3_stmt *st = db_stmt(db, ST_WORKLOAD_TIR);
+  db_q *st = db_stmt(db, ST_WORKLOAD_TIR);
   if (!st) return db->err.code;
-  sqlite3_bind_int64(st, 1, id);
+  db_bind_int64(st, 1, id);
   int rc = db_step(db, st);
   if (rc != SQLITE_ROW) {
-    sqlite3_reset(st);
+    db_reset(st);
     if (rc == SQLITE_DONE)
       return TS_ERR(&db->err, TS_ENOTFOUND, "%s: no workload with id %lld",
                     db->path, (long long)id);
-    return db_sqlite_fail(db, rc, "reading a workload");
+    return db_fail(db, rc, "reading a workload");
   }
-  const char *text = (const char *)sqlite3_column_text(st, 0);
-  size_t len = (size_t)sqlite3_column_bytes(st, 0);
+  const char *text = (const char *)db_column_text(st, 0);
+  size_t len = (size_t)db_column_bytes(st, 0);
   ts_error perr;
   ts_error_clear(&perr);
   char name[64];
   snprintf(name, sizeof name, "workload %lld", (long long)id);
   int prc = ts_func_parse(text ? text : "", text ? len : 0, name, out, &perr);
-  sqlite3_reset(st);
+  db_reset(st);
   if (prc != TS_OK)
     return TS_ERR(&db->err, TS_EINVAL,
                   "%s: the stored TIR of workload %lld does not parse: %s",
@@ -66,13 +66,13 @@ int db_match_workload(ts_db *db, const ts_func *f, const char *hex,
   *id = 0;
   int64_t candidates[8];
   int n = 0, rc;
-  sqlite3_stmt *st = db_stmt(db, ST_FIND_WORKLOADS);
+  db_q *st = db_stmt(db, ST_FIND_WORKLOADS);
   if (!st) return db->err.code;
-  sqlite3_bind_text(st, 1, hex, 32, SQLITE_STATIC);
+  db_bind_text(st, 1, hex, 32);
   while ((rc = db_step(db, st)) == SQLITE_ROW)
-    if (n < 8) candidates[n++] = sqlite3_column_int64(st, 0);
-  sqlite3_reset(st);
-  if (rc != SQLITE_DONE) return db_sqlite_fail(db, rc, "finding a workload");
+    if (n < 8) candidates[n++] = db_column_int64(st, 0);
+  db_reset(st);
+  if (rc != SQLITE_DONE) return db_fail(db, rc, "finding a workload");
   /* (more than 8 structurally different workloads sharing one 128-bit hash
    * would need a broken hash; the first 8 are compared) */
   for (int i = 0; i < n; i++) {
@@ -101,17 +101,17 @@ int ts_db_find_workload(ts_db *db, const ts_func *f, int64_t *id) {
 int db_insert_workload(ts_db *db, const char *hash, const char *name,
                        const char *tir, double flops, const char *created,
                        int64_t *id) {
-  sqlite3_stmt *st = db_stmt(db, ST_INSERT_WORKLOAD);
+  db_q *st = db_stmt(db, ST_INSERT_WORKLOAD);
   if (!st) return db->err.code;
-  sqlite3_bind_text(st, 1, hash, -1, SQLITE_STATIC);
-  sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
-  sqlite3_bind_text(st, 3, tir, -1, SQLITE_STATIC);
-  sqlite3_bind_double(st, 4, flops);
-  sqlite3_bind_text(st, 5, created, -1, SQLITE_STATIC);
+  db_bind_text(st, 1, hash, -1);
+  db_bind_text(st, 2, name, -1);
+  db_bind_text(st, 3, tir, -1);
+  db_bind_double(st, 4, flops);
+  db_bind_text(st, 5, created, -1);
   int rc = db_step(db, st);
-  sqlite3_reset(st);
-  if (rc != SQLITE_DONE) return db_sqlite_fail(db, rc, "storing a workload");
-  *id = sqlite3_last_insert_rowid(db->conn);
+  db_reset(st);
+  if (rc != SQLITE_DONE) return db_fail(db, rc, "storing a workload");
+  *id = db_last_insert_id(db);
   return TS_OK;
 }
 
@@ -155,23 +155,23 @@ int ts_db_commit_workload(ts_db *db, const ts_func *f, const char *name,
 int ts_db_get_workload(ts_db *db, int64_t id, ts_db_workload *out) {
   db_begin_call(db);
   memset(out, 0, sizeof *out);
-  sqlite3_stmt *st = db_stmt(db, ST_GET_WORKLOAD);
+  db_q *st = db_stmt(db, ST_GET_WORKLOAD);
   if (!st) return db->err.code;
-  sqlite3_bind_int64(st, 1, id);
+  db_bind_int64(st, 1, id);
   int rc = db_step(db, st);
   if (rc == SQLITE_ROW) {
-    out->id = sqlite3_column_int64(st, 0);
+    out->id = db_column_int64(st, 0);
     db_column_copy(st, 1, out->hash, sizeof out->hash);
     out->name = db_column_strdup(st, 2);
     out->tir = db_column_strdup(st, 3);
-    out->flops = sqlite3_column_double(st, 4);
+    out->flops = db_column_double(st, 4);
     db_column_copy(st, 5, out->created, sizeof out->created);
   }
-  sqlite3_reset(st);
+  db_reset(st);
   if (rc == SQLITE_DONE)
     return TS_ERR(&db->err, TS_ENOTFOUND, "%s: no workload with id %lld",
                   db->path, (long long)id);
-  if (rc != SQLITE_ROW) return db_sqlite_fail(db, rc, "reading a workload");
+  if (rc != SQLITE_ROW) return db_fail(db, rc, "reading a workload");
   return TS_OK;
 }
 
@@ -186,19 +186,19 @@ static int collect_ids(ts_db *db, db_statement which, const char *a,
                        const char *b, int64_t ids[6], char hashes[6][33],
                        int *n) {
   *n = 0;
-  sqlite3_stmt *st = db_stmt(db, which);
+  db_q *st = db_stmt(db, which);
   if (!st) return db->err.code;
-  sqlite3_bind_text(st, 1, a, -1, SQLITE_STATIC);
-  if (b) sqlite3_bind_text(st, 2, b, -1, SQLITE_STATIC);
+  db_bind_text(st, 1, a, -1);
+  if (b) db_bind_text(st, 2, b, -1);
   int rc;
   while ((rc = db_step(db, st)) == SQLITE_ROW && *n < 6) {
-    ids[*n] = sqlite3_column_int64(st, 0);
+    ids[*n] = db_column_int64(st, 0);
     db_column_copy(st, 1, hashes[*n], 33);
     (*n)++;
   }
-  sqlite3_reset(st);
+  db_reset(st);
   if (rc != SQLITE_DONE && rc != SQLITE_ROW)
-    return db_sqlite_fail(db, rc, "finding a workload");
+    return db_fail(db, rc, "finding a workload");
   return TS_OK;
 }
 
@@ -284,14 +284,14 @@ int db_target_id(ts_db *db, const char *target, bool create, int64_t *id) {
     *id = e->id;
     return TS_OK;
   }
-  sqlite3_stmt *st = db_stmt(db, ST_FIND_TARGET);
+  db_q *st = db_stmt(db, ST_FIND_TARGET);
   if (!st) return db->err.code;
-  sqlite3_bind_text(st, 1, e->canonical, -1, SQLITE_STATIC);
+  db_bind_text(st, 1, e->canonical, -1);
   int rc = db_step(db, st);
-  if (rc == SQLITE_ROW) *id = sqlite3_column_int64(st, 0);
-  sqlite3_reset(st);
+  if (rc == SQLITE_ROW) *id = db_column_int64(st, 0);
+  db_reset(st);
   if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-    return db_sqlite_fail(db, rc, "finding a target");
+    return db_fail(db, rc, "finding a target");
   if (*id) {
     /* Remember only rows read outside a write: inside one, the row may
      * have been inserted by the same transaction, which can still roll
@@ -306,14 +306,14 @@ int db_target_id(ts_db *db, const char *target, bool create, int64_t *id) {
   db_timestamp(now);
   st = db_stmt(db, ST_INSERT_TARGET);
   if (!st) return db->err.code;
-  sqlite3_bind_text(st, 1, e->canonical, -1, SQLITE_STATIC);
-  sqlite3_bind_null(st, 2);
-  sqlite3_bind_null(st, 3);
-  sqlite3_bind_text(st, 4, now, -1, SQLITE_STATIC);
+  db_bind_text(st, 1, e->canonical, -1);
+  db_bind_null(st, 2);
+  db_bind_null(st, 3);
+  db_bind_text(st, 4, now, -1);
   rc = db_step(db, st);
-  sqlite3_reset(st);
-  if (rc != SQLITE_DONE) return db_sqlite_fail(db, rc, "storing a target");
-  *id = sqlite3_last_insert_rowid(db->conn);
+  db_reset(st);
+  if (rc != SQLITE_DONE) return db_fail(db, rc, "storing a target");
+  *id = db_last_insert_id(db);
   return TS_OK;
 }
 
@@ -351,19 +351,19 @@ typedef struct probe_ctx {
 
 static int set_probe_body(ts_db *db, void *p) {
   probe_ctx *c = p;
-  sqlite3_stmt *st = db_stmt(db, ST_SET_PROBE);
+  db_q *st = db_stmt(db, ST_SET_PROBE);
   if (!st) return db->err.code;
   char now[32];
   db_timestamp(now);
-  sqlite3_bind_int64(st, 1, c->id);
+  db_bind_int64(st, 1, c->id);
   if (c->json) {
-    sqlite3_bind_text(st, 2, c->json, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 3, now, -1, SQLITE_STATIC);
+    db_bind_text(st, 2, c->json, -1);
+    db_bind_text(st, 3, now, -1);
   }
   int rc = db_step(db, st);
-  sqlite3_reset(st);
-  if (rc != SQLITE_DONE) return db_sqlite_fail(db, rc, "storing probe figures");
-  if (sqlite3_changes(db->conn) == 0)
+  db_reset(st);
+  if (rc != SQLITE_DONE) return db_fail(db, rc, "storing probe figures");
+  if (db_changes(db) == 0)
     return TS_ERR(&db->err, TS_ENOTFOUND, "%s: no target with id %lld",
                   db->path, (long long)c->id);
   return TS_OK;
@@ -380,15 +380,15 @@ int ts_db_set_target_probe(ts_db *db, int64_t target_id, const char *json) {
 int ts_db_get_target_probe(ts_db *db, int64_t target_id, char **json) {
   db_begin_call(db);
   *json = NULL;
-  sqlite3_stmt *st = db_stmt(db, ST_GET_PROBE);
+  db_q *st = db_stmt(db, ST_GET_PROBE);
   if (!st) return db->err.code;
-  sqlite3_bind_int64(st, 1, target_id);
+  db_bind_int64(st, 1, target_id);
   int rc = db_step(db, st);
   if (rc == SQLITE_ROW) *json = db_column_strdup(st, 0);
-  sqlite3_reset(st);
+  db_reset(st);
   if (rc == SQLITE_DONE)
     return TS_ERR(&db->err, TS_ENOTFOUND, "%s: no target with id %lld",
                   db->path, (long long)target_id);
-  if (rc != SQLITE_ROW) return db_sqlite_fail(db, rc, "reading probe figures");
+  if (rc != SQLITE_ROW) return db_fail(db, rc, "reading probe figures");
   return TS_OK;
 }

@@ -2,8 +2,8 @@
 # db_cli.sh TESSERA — `tessera db` through the real binary: import builds a
 # database from a JSON Lines file made here (workloads printed by
 # `tessera show`), then list, show, best, export (and export -> import into an
-# empty database -> export is byte-identical), prune, stats and a small
-# bench; bad files and bad imports exit 1 with a message naming the problem
+# empty database -> export is byte-identical), prune, stats, sync and a
+# small bench; an unreachable server; bad files and bad imports exit 1 with a message naming the problem
 # and leave the database untouched; usage errors exit 2.
 set -u
 T="$1"
@@ -134,6 +134,23 @@ expect 1 "$T" db stats --db "$TMP/cut.db"; contains "truncated database"
 cmp "$TMP/cut.db" "$TMP/cut.orig" || fail "a truncated file changed"
 expect 1 "$T" db list --db "$TMP/missing.db"; contains "no such database"
 [ ! -e "$TMP/missing.db" ] || fail "list created a database"
+
+# sync: a target's records into another database, once
+expect 0 "$T" db sync --from "$DB" --to "$TMP/copy.db" --target "$SKX"
+contains "records copied (0 already there)"
+expect 0 "$T" db sync --from "$DB" --to "$TMP/copy.db" --target "$SKX"
+contains " 0 records copied"
+expect 0 "$T" db best mm_small --target "$SKX" --db "$TMP/copy.db"
+expect 1 "$T" db sync --from "$TMP/missing.db" --to "$TMP/copy.db"
+contains "cannot open the source database"; contains "no such database"
+[ ! -e "$TMP/missing.db" ] || fail "sync created its source"
+expect 2 "$T" db sync --from "$DB"; contains "sync needs --from DB and --to DB"
+expect 2 "$T" db sync --from "$DB" --to "$DB"; contains "the same database"
+# a server that is not there: the server named, the password not
+expect 1 "$T" db stats --db "postgresql://tuner:pw-secret@127.0.0.1:1/tuning"
+contains "cannot connect to the server"; contains "tuner:\*\*\*@127.0.0.1:1"
+lacks "pw-secret"
+expect 2 "$T" db bench --db "$DB"; contains "--db takes a postgresql:// URL"
 
 # usage
 expect 2 "$T" db; contains "usage: tessera db"

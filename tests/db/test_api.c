@@ -7,7 +7,9 @@
  * records only and target-exact, records of a workload, newest records),
  * the overview, jobs (create, resume, finish, budgets, trial indexes,
  * counts), prune, stats, integrity check, trace hooks, and prepared
- * statements staying fresh across connections.
+ * statements staying fresh across connections. With a test server (see
+ * test_db.h) the same tests run on PostgreSQL, except those about SQLite's
+ * file settings and query planner.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -25,6 +27,7 @@
 
 #include "codegen/codegen.h"
 #include "db/db.h"
+#include "test_db.h"
 
 #define TRACE "{\"version\":1,\"insts\":[],\"decisions\":[]}"
 #define T_SKX "llvm -mcpu=skylake-avx512 -num-cores=2"
@@ -41,7 +44,7 @@ static int setup(void **state) {
   snprintf(fx->dir, sizeof fx->dir, "%s/ts-db-api-XXXXXX",
            getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
   if (!mkdtemp(fx->dir)) return -1;
-  snprintf(fx->path, sizeof fx->path, "%s/t.db", fx->dir);
+  test_fresh_db(fx->dir, "api.db", fx->path, sizeof fx->path);
   ts_error err;
   if (ts_db_open(fx->path, NULL, &fx->db, &err) != TS_OK) {
     fprintf(stderr, "open: %s\n", err.msg);
@@ -130,6 +133,9 @@ static void test_names(void **state) {
 
 static void test_open_settings(void **state) {
   fixture *fx = *state;
+  if (test_on_server())
+    skip(); /* SQLite's file settings; test_pg has the
+               server's */
   ts_db_options d = ts_db_defaults();
   assert_true(d.create);
   assert_false(d.read_only);
@@ -259,13 +265,17 @@ static void test_hash_hit_rechecked(void **state) {
   ts_func *b = build("matmul M=16 N=16 K=32");
   char hb[33];
   ts_hash128_hex(ts_func_hash(b), hb);
-  sqlite3 *raw;
-  assert_int_equal(sqlite3_open(fx->path, &raw), SQLITE_OK);
   char sql[200];
   snprintf(sql, sizeof sql, "UPDATE workloads SET hash = '%s' WHERE id = %lld",
            hb, (long long)a);
-  assert_int_equal(sqlite3_exec(raw, sql, 0, 0, 0), SQLITE_OK);
-  sqlite3_close(raw);
+  if (test_on_server()) {
+    assert_true(test_server_exec(fx->path, sql));
+  } else {
+    sqlite3 *raw;
+    assert_int_equal(sqlite3_open(fx->path, &raw), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(raw, sql, 0, 0, 0), SQLITE_OK);
+    sqlite3_close(raw);
+  }
 
   int64_t id;
   assert_int_equal(ts_db_find_workload(fx->db, b, &id), TS_ENOTFOUND);
@@ -910,6 +920,7 @@ static void test_small_cache(void **state) {
 /* The best query uses the partial index (no sort, no scan of records). */
 static void test_query_plan(void **state) {
   fixture *fx = *state;
+  if (test_on_server()) skip(); /* SQLite's planner */
   sqlite3 *raw;
   assert_int_equal(sqlite3_open(fx->path, &raw), SQLITE_OK);
   sqlite3_stmt *st;
@@ -944,6 +955,7 @@ static void test_bench(void **state) {
   o.workloads = 9;
   o.queries = 40;
   o.dir = fx->dir;
+  if (test_on_server()) o.url = test_server_url(); /* a scratch schema */
   ts_db_bench_result r;
   ts_error err;
   int rc = ts_db_bench(&o, &r, &err);
@@ -954,6 +966,9 @@ static void test_bench(void **state) {
   assert_true(r.median_us > 0 && r.p99_us >= r.median_us);
   assert_true(r.cold_median_us > 0 && r.hash_median_us > 0);
   assert_true(r.file_bytes > 0 && r.fill_seconds > 0);
+  o.records = 5;
+  assert_int_equal(ts_db_bench(&o, &r, &err), TS_EINVAL);
+  if (test_on_server()) return; /* the scratch schema was dropped */
   char kept[400];
   snprintf(kept, sizeof kept, "%s/bench.db", fx->dir);
   ts_db *db;
@@ -964,8 +979,6 @@ static void test_bench(void **state) {
   assert_int_equal(st.n_workloads, 9);
   assert_int_equal(st.n_targets, 2);
   ts_db_close(db);
-  o.records = 5;
-  assert_int_equal(ts_db_bench(&o, &r, &err), TS_EINVAL);
 }
 
 int main(void) {
@@ -988,5 +1001,6 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_query_plan, setup, teardown),
       cmocka_unit_test_setup_teardown(test_bench, setup, teardown),
   };
+  test_server_url(); /* exits 77 when the server was meant but is absent */
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

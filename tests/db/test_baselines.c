@@ -22,6 +22,7 @@
 #include <sqlite3.h>
 
 #include "db/db.h"
+#include "test_db.h"
 
 #define TRACE "{\"version\":1,\"insts\":[],\"decisions\":[]}"
 #define T_SKX "llvm -mcpu=skylake-avx512 -num-cores=2"
@@ -50,8 +51,8 @@ static int setup(void **state) {
   snprintf(fx->dir, sizeof fx->dir, "%s/ts-db-base-XXXXXX",
            getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
   if (!mkdtemp(fx->dir)) return -1;
-  snprintf(fx->path, sizeof fx->path, "%s/a.db", fx->dir);
-  snprintf(fx->path2, sizeof fx->path2, "%s/b.db", fx->dir);
+  test_fresh_db(fx->dir, "base_a.db", fx->path, sizeof fx->path);
+  test_fresh_db(fx->dir, "base_b.db", fx->path2, sizeof fx->path2);
   ts_error err;
   if (ts_db_open(fx->path, NULL, &fx->db, &err) != TS_OK) {
     fprintf(stderr, "open: %s\n", err.msg);
@@ -74,6 +75,7 @@ static int teardown(void **state) {
 }
 
 static int64_t count_rows(const char *path, const char *sql) {
+  if (test_on_server()) return test_server_int(path, sql);
   sqlite3 *raw;
   assert_int_equal(sqlite3_open(path, &raw), SQLITE_OK);
   sqlite3_stmt *st;
@@ -212,16 +214,28 @@ static void test_migrate_from_v1(void **state) {
   ts_db_close(fx->db);
   fx->db = NULL;
   /* version 1 is version 2 without the baselines table */
-  sqlite3 *raw;
-  assert_int_equal(sqlite3_open(fx->path, &raw), SQLITE_OK);
-  assert_int_equal(sqlite3_exec(raw,
-                                "DROP TABLE baselines; PRAGMA user_version = 1",
-                                0, 0, 0),
-                   SQLITE_OK);
-  sqlite3_close(raw);
-  assert_int_equal(count_rows(fx->path, "SELECT count(*) FROM sqlite_schema "
-                                        "WHERE name = 'baselines'"),
-                   0);
+  bool server = test_on_server();
+  const char *version_sql =
+      server ? "SELECT version FROM tessera_schema" : "PRAGMA user_version";
+  if (server) {
+    assert_true(test_server_exec(fx->path, "DROP TABLE baselines; UPDATE "
+                                           "tessera_schema SET version = 1"));
+  } else {
+    sqlite3 *raw;
+    assert_int_equal(sqlite3_open(fx->path, &raw), SQLITE_OK);
+    assert_int_equal(
+        sqlite3_exec(raw, "DROP TABLE baselines; PRAGMA user_version = 1", 0, 0,
+                     0),
+        SQLITE_OK);
+    sqlite3_close(raw);
+  }
+  assert_int_equal(
+      count_rows(fx->path,
+                 server ? "SELECT count(*) FROM pg_tables WHERE schemaname = "
+                          "current_schema() AND tablename = 'baselines'"
+                        : "SELECT count(*) FROM sqlite_schema "
+                          "WHERE name = 'baselines'"),
+      0);
 
   /* read-only: refused with a hint, the file unchanged */
   ts_db_options ro = ts_db_defaults();
@@ -230,11 +244,11 @@ static void test_migrate_from_v1(void **state) {
   ts_db *db;
   assert_int_equal(ts_db_open(fx->path, &ro, &db, &err), TS_EINVAL);
   assert_non_null(strstr(err.msg, "older schema version"));
-  assert_int_equal(count_rows(fx->path, "PRAGMA user_version"), 1);
+  assert_int_equal(count_rows(fx->path, version_sql), 1);
 
   /* read-write migrates: version 2, the table there, the records kept */
   assert_int_equal(ts_db_open(fx->path, NULL, &fx->db, &err), TS_OK);
-  assert_int_equal(count_rows(fx->path, "PRAGMA user_version"), 2);
+  assert_int_equal(count_rows(fx->path, version_sql), 2);
   assert_int_equal(count_rows(fx->path, "SELECT count(*) FROM records"), 1);
   ts_db_stats s;
   assert_int_equal(ts_db_get_stats(fx->db, &s), TS_OK);
@@ -404,5 +418,6 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_export_import, setup, teardown),
       cmocka_unit_test_setup_teardown(test_record_points, setup, teardown),
   };
+  test_server_url(); /* exits 77 when the server was meant but is absent */
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "db/db.h"
+#include "test_db.h"
 
 #define TARGET "llvm -mcpu=skylake-avx512 -num-cores=2"
 #define TRACE "{\"version\":1,\"insts\":[],\"decisions\":[]}"
@@ -40,7 +41,7 @@ static int setup(void **state) {
   snprintf(fx->dir, sizeof fx->dir, "%s/ts-db-conc-XXXXXX",
            getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
   if (!mkdtemp(fx->dir)) return -1;
-  snprintf(fx->path, sizeof fx->path, "%s/t.db", fx->dir);
+  test_fresh_db(fx->dir, "conc.db", fx->path, sizeof fx->path);
   *state = fx;
   return 0;
 }
@@ -324,5 +325,6 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_concurrent_create, setup, teardown),
       cmocka_unit_test_setup_teardown(test_sigkill_mid_batch, setup, teardown),
   };
+  test_server_url(); /* exits 77 when the server was meant but is absent */
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

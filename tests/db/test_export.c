@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "db/db.h"
+#include "test_db.h"
 
 #define T_SKX "llvm -mcpu=skylake-avx512 -num-cores=2"
 #define T_CUDA "cuda -arch=sm_80"
@@ -35,8 +36,8 @@ static int setup(void **state) {
   snprintf(fx->dir, sizeof fx->dir, "%s/ts-db-export-XXXXXX",
            getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
   if (!mkdtemp(fx->dir)) return -1;
-  snprintf(fx->a, sizeof fx->a, "%s/a.db", fx->dir);
-  snprintf(fx->b, sizeof fx->b, "%s/b.db", fx->dir);
+  test_fresh_db(fx->dir, "export_a.db", fx->a, sizeof fx->a);
+  test_fresh_db(fx->dir, "export_b.db", fx->b, sizeof fx->b);
   *state = fx;
   return 0;
 }
@@ -396,5 +397,6 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_round_trip, setup, teardown),
       cmocka_unit_test_setup_teardown(test_import_errors, setup, teardown),
   };
+  test_server_url(); /* exits 77 when the server was meant but is absent */
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
