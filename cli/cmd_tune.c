@@ -400,9 +400,13 @@ static void print_resume_hint(int argc, char **argv, const char *job,
                               bool had_job) {
   fprintf(stderr, "resume with:\n  tessera");
   for (int i = 0; i < argc; i++) {
-    const char *s = argv[i];
+    /* a database URL's password is not printed (PGPASSWORD or ~/.pgpass
+     * supply it on the resume) */
+    char *shown = ts_db_display_name(argv[i]);
+    const char *s = shown ? shown : argv[i];
     bool plain = s[0] && !strpbrk(s, " \t'\"$\\*?");
     fprintf(stderr, plain ? " %s" : " '%s'", s);
+    free(shown);
   }
   if (!had_job) fprintf(stderr, " --job %s", job);
   fprintf(stderr, "\n");
@@ -814,6 +818,10 @@ int cmd_tune(int argc, char **argv) {
   sigaction(SIGTERM, &sa, NULL);
   if (rc) {
     cli_error("tuning failed", &err);
+    if (result.job_name[0]) {
+      fprintf(stderr, "the trials committed before the failure are kept; ");
+      print_resume_hint(argc, argv, result.job_name, o.job_name != NULL);
+    }
     goto done;
   }
   if (result.state == TS_DB_JOB_INTERRUPTED) {

@@ -125,6 +125,10 @@ const ts_error *ts_db_error(const ts_db *db);
 const char *ts_db_path(const ts_db *db);
 /* Whether s is a PostgreSQL URL (postgresql:// or postgres://). */
 bool ts_db_is_url(const char *s);
+/* path_or_url as messages may show it: a URL's password (user:PASSWORD@, a
+ * password=... parameter) replaced by "***"; a path unchanged. malloc'd
+ * (NULL when out of memory). */
+char *ts_db_display_name(const char *path_or_url);
 /* "sqlite" or "postgresql". */
 const char *ts_db_backend(const ts_db *db);
 

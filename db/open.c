@@ -282,6 +282,12 @@ bool ts_db_is_url(const char *s) {
          (!strncmp(s, "postgresql://", 13) || !strncmp(s, "postgres://", 11));
 }
 
+char *ts_db_display_name(const char *path_or_url) {
+  if (!path_or_url) return NULL;
+  return ts_db_is_url(path_or_url) ? db_redact_url(path_or_url)
+                                   : strdup(path_or_url);
+}
+
 /* The URL as messages show it: the password (user:PASSWORD@) and any
  * password=... parameter replaced by "***". */
 char *db_redact_url(const char *url) {

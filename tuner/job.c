@@ -830,6 +830,8 @@ int ts_tune(ts_db *db, ts_runner *runner, const ts_tune_task *tasks, int n,
       TS_ERR(err, rc, "task %d (%s): %s", i, tasks[i].name, msg);
     }
   }
+  /* named from here on, also when the job fails (the caller's resume hint) */
+  snprintf(result->job_name, sizeof result->job_name, "%s", j.job_name);
   if (!rc && o.output.out) {
     fprintf(o.output.out, "%s job '%s': %lld of %lld trials done, target %s\n",
             resumed ? "resuming" : "starting", j.job_name,

@@ -357,7 +357,8 @@ void ts_tune_result_clear(ts_tune_result *r);
  * returned with result->state == TS_DB_JOB_INTERRUPTED. Errors: a bad
  * option, a task whose design space cannot be built, a database error (the
  * job is then marked failed). result is filled on TS_OK (clear it with
- * ts_tune_result_clear). */
+ * ts_tune_result_clear); on failure only result->job_name is set, once the
+ * job was named (empty before). */
 int ts_tune(ts_db *db, ts_runner *runner, const ts_tune_task *tasks, int n,
             const ts_tune_options *opts, ts_tune_result *result, ts_error *err);
 
