@@ -52,6 +52,14 @@ int emit_kernel(emitter *e, const ts_func *f, const char *entry);
  * (the function is then half-rewritten). */
 int lower_sync(ts_func *f, ts_error *err);
 
+/* requires: no blocks | maintains: semantics | breaks: code size — the
+ * loop partitioning of codegen/partition.c: each `if` guarding the body of
+ * an imperfect tile (`fused < extent`) is hoisted to the outermost loop
+ * where it can be decided for the whole nest below, which is duplicated
+ * into a copy without the condition (taken where it holds throughout) and
+ * a tail copy that keeps it. No-op on functions with thread-bound loops. */
+int ts_lower_partition(ts_func *f, ts_error *err);
+
 /* Conversions with the 16-bit float formats (codegen/convert.c), scalar or
  * vector: float32 -> bfloat16/float16 rounding to nearest even, and back.
  * Native fptrunc/fpext where the target has the instructions (CUDA, F16C,

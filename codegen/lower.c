@@ -2,7 +2,8 @@
  * lower.c — the lowering passes that turn block-form TIR (unscheduled or
  * scheduled) into the flat loop program the LLVM emitters translate: lower
  * blocks, flatten buffers, simplify, vectorize, unroll; and ts_lower, the
- * straight-line driver that runs them in order (ending with the GPU barrier
+ * straight-line driver that runs them in order (with the loop partitioning
+ * of codegen/partition.c after compaction, and ending with the GPU barrier
  * pass of lower_sync.c).
  */
 #include "codegen/internal.h"
@@ -344,16 +345,18 @@ static bool disjoint_per_iteration(ts_arena *a, ts_stmt *loop,
 
 /* The one store of b in a statement that writes b densely before anything
  * reads it: `w` holds exactly one store to b, no load of b and no
- * condition around the store, and each of the store's indices is an
- * expression of outer variables plus at most one of w's own loop
- * variables (from 0, coefficient 1, each in one dimension): w writes the
- * whole box base[d] + [0, extent[d]). */
+ * condition around the store but bounds guards (bounds_guard), and each of the
+ * store's indices is an expression of outer variables plus at most one of w's
+ * own loop variables (from 0, coefficient 1, each in one dimension): w writes
+ * the whole box base[d] + [0, extent[d]). */
 typedef struct dense_ctx {
   const ts_buffer *b;
   ts_stmt *store;
   int stores, loads, ifs_open, ifs_at_store;
   const ts_stmt *loops[64];
   int n_loops;
+  ts_expr *conds[16]; /* the conditions of the ifs open (the first 16) */
+  ts_expr *store_conds[16];
 } dense_ctx;
 
 static void dense_expr(void *ctx, ts_expr *e) {
@@ -372,12 +375,17 @@ static bool dense_enter(void *ctx, ts_stmt *st) {
   case TS_STMT_FOR:
     if (c->n_loops < 64) c->loops[c->n_loops++] = st;
     break;
-  case TS_STMT_IF: c->ifs_open++; break;
+  case TS_STMT_IF:
+    if (c->ifs_open < 16) c->conds[c->ifs_open] = ts_if_cond(st);
+    c->ifs_open++;
+    break;
   case TS_STMT_STORE:
     if (ts_store_buffer(st) == c->b) {
       c->stores++;
       c->store = st;
       c->ifs_at_store = c->ifs_open;
+      for (int i = 0; i < c->ifs_open && i < 16; i++)
+        c->store_conds[i] = c->conds[i];
     }
     break;
   default: break;
@@ -389,6 +397,31 @@ static void dense_leave(void *ctx, ts_stmt *st) {
   if (ts_stmt_kind_of(st) == TS_STMT_IF) c->ifs_open--;
 }
 
+/* Whether condition `cond` only keeps the store `st` to b from writing out
+ * of b's bounds (the predicate of an imperfect tile): each conjunct is
+ * `idx_d + o < c` for an index idx_d of the store with c - o >= b's
+ * extent in dimension d. Where it is false nothing of b is written, and
+ * nothing of b can be read there either. */
+static bool bounds_guard(ts_arena *a, ts_expr *cond, const ts_stmt *st,
+                         const ts_buffer *b) {
+  if (ts_expr_kind_of(cond) == TS_EXPR_AND)
+    return bounds_guard(a, ts_expr_operand(cond, 0), st, b) &&
+           bounds_guard(a, ts_expr_operand(cond, 1), st, b);
+  if (ts_expr_kind_of(cond) != TS_EXPR_LT) return false;
+  ts_expr *x = ts_expr_operand(cond, 0);
+  int64_t c;
+  if (!ts_expr_is_const_int(ts_expr_operand(cond, 1), &c) ||
+      ts_expr_dtype(x).lanes != 1)
+    return false;
+  for (int d = 0; d < ts_store_n_indices(st) && d < ts_buffer_ndim(b); d++) {
+    int64_t o;
+    if (const_difference(a, x, ts_store_index(st, d), &o) &&
+        c - o >= ts_buffer_dim(b, d))
+      return true;
+  }
+  return false;
+}
+
 static bool dense_write(ts_arena *a, ts_stmt *w, const ts_buffer *b,
                         ts_expr **base, int64_t *extent) {
   dense_ctx c = {.b = b};
@@ -397,8 +430,10 @@ static bool dense_write(ts_arena *a, ts_stmt *w, const ts_buffer *b,
                   .visit_expr = dense_visit,
                   .ctx = &c};
   ts_stmt_walk(w, &v);
-  if (c.stores != 1 || c.loads || c.ifs_at_store || c.n_loops >= 64)
+  if (c.stores != 1 || c.loads || c.ifs_at_store > 16 || c.n_loops >= 64)
     return false;
+  for (int i = 0; i < c.ifs_at_store; i++)
+    if (!bounds_guard(a, c.store_conds[i], c.store, b)) return false;
   int ndim = ts_buffer_ndim(b);
   if (ts_store_n_indices(c.store) != ndim) return false;
   bool used[64] = {false};
@@ -1234,6 +1269,8 @@ ts_func *ts_lower(const ts_func *in, const ts_lower_options *opts,
   if (!rc) rc = ts_lower_simplify(f, err);
   if (!rc) rc = ts_lower_compact(f, err);
   if (!rc) rc = check(f, &o, "compact", err);
+  if (!rc) rc = ts_lower_partition(f, err);
+  if (!rc) rc = check(f, &o, "partition", err);
   if (!rc) rc = ts_lower_unroll(f, o.max_unroll, err);
   if (!rc) rc = check(f, &o, "unroll", err);
   if (!rc) rc = ts_lower_flatten(f, err);

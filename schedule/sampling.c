@@ -1,10 +1,10 @@
 /*
  * sampling.c — the seeded splittable random number generator (SplitMix64,
  * defined here so every machine draws the same numbers) and the sampling
- * instructions: sample_perfect_tile, sample_categorical and
- * sample_compute_location. A sampling instruction with a recorded decision
- * uses it (after checking it) and leaves the generator alone; otherwise it
- * draws and records the decision.
+ * instructions: sample_perfect_tile, sample_tile (tiles that need not
+ * divide the extent), sample_categorical and sample_compute_location. A
+ * sampling instruction with a recorded decision uses it (after checking it) and
+ * leaves the generator alone; otherwise it draws and records the decision.
  */
 #include "schedule/internal.h"
 
@@ -63,6 +63,46 @@ static bool decision_ints(const tval *d, int64_t *v, int cap, int *n) {
   return true;
 }
 
+/* Multiplies each prime factor of `rest` into a random one of f[0, m). */
+static void distribute_primes(ts_rng *rng, int64_t rest, int64_t *f, int m) {
+  for (int64_t p = 2; m > 0 && rest > 1;) {
+    if (p * p > rest) p = rest;
+    if (rest % p == 0) {
+      f[ts_rng_below(rng, (uint64_t)m)] *= p;
+      rest /= p;
+    } else {
+      p++;
+    }
+  }
+}
+
+/* Draws a perfect tile of `extent` into f[0, n): the innermost a divisor
+ * up to max_inner, uniformly, and each prime factor of the rest to a
+ * random outer part. False when n = 1 and the extent exceeds max_inner. */
+static bool draw_perfect(ts_rng *rng, int64_t extent, int64_t n,
+                         int64_t max_inner, int64_t *f) {
+  int64_t divisors[4096];
+  int nd = 0;
+  for (int64_t d = 1; d * d <= extent && nd < 4094; d++) {
+    if (extent % d) continue;
+    if (d <= max_inner) divisors[nd++] = d;
+    if (extent / d != d && extent / d <= max_inner) divisors[nd++] = extent / d;
+  }
+  /* ascending, so the draw does not depend on the enumeration order */
+  for (int i = 1; i < nd; i++)
+    for (int j = i; j > 0 && divisors[j - 1] > divisors[j]; j--) {
+      int64_t t = divisors[j];
+      divisors[j] = divisors[j - 1];
+      divisors[j - 1] = t;
+    }
+  if (n == 1 && extent > max_inner) return false;
+  for (int i = 0; i < n; i++) f[i] = 1;
+  int64_t inner = n == 1 ? extent : divisors[ts_rng_below(rng, (uint64_t)nd)];
+  f[n - 1] = inner;
+  distribute_primes(rng, extent / inner, f, n - 1);
+  return true;
+}
+
 int apply_sample_perfect_tile(ts_sched *s, inst *in, rv_list *out) {
   ts_stmt *loop;
   int64_t n, max_inner, extent;
@@ -98,47 +138,95 @@ int apply_sample_perfect_tile(ts_sched *s, inst *in, rv_list *out) {
                   (long long)n, loop_name(loop), (long long)extent,
                   (long long)max_inner);
   } else {
-    /* innermost: a divisor of the extent up to max_inner, uniformly */
-    int64_t divisors[4096];
-    int nd = 0;
-    for (int64_t d = 1; d * d <= extent && nd < 4094; d++) {
-      if (extent % d) continue;
-      if (d <= max_inner) divisors[nd++] = d;
-      if (extent / d != d && extent / d <= max_inner)
-        divisors[nd++] = extent / d;
-    }
-    /* ascending, so the draw does not depend on the enumeration order */
-    for (int i = 1; i < nd; i++)
-      for (int j = i; j > 0 && divisors[j - 1] > divisors[j]; j--) {
-        int64_t t = divisors[j];
-        divisors[j] = divisors[j - 1];
-        divisors[j - 1] = t;
-      }
-    if (n == 1 && extent > max_inner)
+    if (!draw_perfect(&s->rng, extent, n, max_inner, f))
       return FAIL(s, TS_ESCHEDULE,
                   "sample_perfect_tile: loop '%s''s extent %lld exceeds "
                   "max_innermost_factor %lld with n = 1",
                   loop_name(loop), (long long)extent, (long long)max_inner);
-    for (int i = 0; i < n; i++) f[i] = 1;
-    int64_t inner =
-        n == 1 ? extent : divisors[ts_rng_below(&s->rng, (uint64_t)nd)];
-    f[n - 1] = inner;
-    /* the rest: each prime factor to a random outer part */
-    int64_t rest = extent / inner;
-    for (int64_t p = 2; n > 1 && rest > 1;) {
-      if (p * p > rest) p = rest;
-      if (rest % p == 0) {
-        f[ts_rng_below(&s->rng, (uint64_t)(n - 1))] *= p;
-        rest /= p;
-      } else {
-        p++;
-      }
-    }
     tval *items = calloc(MAX_TILE_PARTS, sizeof *items);
     if (!items) abort();
     for (int i = 0; i < n; i++) items[i] = tv_int(f[i]);
     in->decision = tv_list(items, (int)n);
   }
+  for (int i = 0; i < n; i++) rv_new_int(s, f[i], out);
+  return TS_OK;
+}
+
+/* ========================================================================
+ * sample_tile
+ * ======================================================================== */
+
+/* ceil(extent / inner) * inner: the extent a tile with inner factors of
+ * product `inner` pads to; -1 on overflow. */
+static int64_t padded_extent(int64_t extent, int64_t inner) {
+  int64_t outer = (extent + inner - 1) / inner, p;
+  return __builtin_mul_overflow(outer, inner, &p) ? -1 : p;
+}
+
+int apply_sample_tile(ts_sched *s, inst *in, rv_list *out) {
+  ts_stmt *loop;
+  int64_t n, max_inner, step, extent;
+  int rc = check_arity(s, in, 1, 1, 3);
+  if (rc || (rc = in_loop(s, in, 0, &loop)) || (rc = attr_int(s, in, 0, &n)) ||
+      (rc = attr_int(s, in, 1, &max_inner)) || (rc = attr_int(s, in, 2, &step)))
+    return rc;
+  if (n < 2 || n > MAX_TILE_PARTS)
+    return FAIL(s, TS_EINVAL, "sample_tile: n = %lld is not in 2..%d",
+                (long long)n, MAX_TILE_PARTS);
+  if (max_inner < 1)
+    return FAIL(s, TS_EINVAL,
+                "sample_tile: max_innermost_factor = %lld is not positive",
+                (long long)max_inner);
+  if (step < 1)
+    return FAIL(s, TS_EINVAL,
+                "sample_tile: innermost_step = %lld is not "
+                "positive",
+                (long long)step);
+  if (!ts_expr_is_const_int(ts_for_extent(loop), &extent) || extent < 1)
+    return FAIL(s, TS_ESCHEDULE,
+                "sample_tile: loop '%s' has no constant extent",
+                loop_name(loop));
+  int64_t f[MAX_TILE_PARTS];
+  int64_t inner = 1;
+  if (in->decision.kind != TV_NULL) {
+    int m;
+    bool ok = decision_ints(&in->decision, f + 1, MAX_TILE_PARTS - 1, &m) &&
+              m == n - 1;
+    for (int i = 1; ok && i < n; i++)
+      if (f[i] < 1 || __builtin_mul_overflow(inner, f[i], &inner)) ok = false;
+    int64_t padded = ok ? padded_extent(extent, inner) : -1;
+    if (!ok || f[n - 1] > max_inner || padded < 0 || padded >= 2 * extent)
+      return FAIL(s, TS_ESCHEDULE,
+                  "sample_tile: the decision is not %lld positive inner "
+                  "factors of loop '%s' (extent %lld) with the innermost at "
+                  "most %lld and a padded extent below %lld",
+                  (long long)(n - 1), loop_name(loop), (long long)extent,
+                  (long long)max_inner, (long long)(2 * extent));
+  } else {
+    /* the innermost candidates: multiples of step up to the maximum */
+    int64_t top = max_inner < extent ? max_inner : extent;
+    int64_t nc = top / step;
+    if (nc == 0 || ts_rng_below(&s->rng, 2) == 0) {
+      draw_perfect(&s->rng, extent, n, max_inner, f);
+    } else {
+      for (int i = 0; i < n; i++) f[i] = 1;
+      f[n - 1] = step * (1 + (int64_t)ts_rng_below(&s->rng, (uint64_t)nc));
+      int64_t rest = (extent + f[n - 1] - 1) / f[n - 1];
+      /* sometimes pad the rest to a multiple of 2, 4 or 8 (at most an
+       * eighth more): the middle levels get tiles that do not divide it */
+      int64_t m = (int64_t)2 << ts_rng_below(&s->rng, 3);
+      int64_t up = (rest + m - 1) / m * m;
+      if (ts_rng_below(&s->rng, 2) && up != rest && (up - rest) * 8 <= rest)
+        rest = up;
+      distribute_primes(&s->rng, rest, f, (int)n - 1);
+    }
+    for (int i = 1; i < n; i++) inner *= f[i];
+    tval *items = calloc(MAX_TILE_PARTS, sizeof *items);
+    if (!items) abort();
+    for (int i = 1; i < n; i++) items[i - 1] = tv_int(f[i]);
+    in->decision = tv_list(items, (int)n - 1);
+  }
+  f[0] = (extent + inner - 1) / inner;
   for (int i = 0; i < n; i++) rv_new_int(s, f[i], out);
   return TS_OK;
 }

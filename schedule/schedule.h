@@ -226,6 +226,21 @@ int ts_sched_tensorize(ts_sched *s, ts_rv block_or_loop, const char *intrin);
  * max_innermost_factor (>= 1). */
 int ts_sched_sample_perfect_tile(ts_sched *s, ts_rv loop, int n,
                                  int max_innermost_factor, ts_rv *out);
+/* n integer RVs (n >= 2) tiling the loop's extent E, not necessarily
+ * perfectly: the inner n - 1 factors are the decision and the outermost is
+ * ceil(E / their product), so split adds the predicate `fused < E` when
+ * the product exceeds E. A decision is valid when its factors are
+ * positive, the innermost is at most max_innermost_factor and the padded
+ * extent (outermost times the product of the others) is below 2 * E.
+ * Sampling draws a perfect tile half of the time (as sample_perfect_tile),
+ * otherwise an innermost factor among the multiples of innermost_step (>=
+ * 1) up to the maximum and the rest from the prime factors of the padded
+ * remainder ceil(E / innermost), sometimes rounded up to a multiple of 2,
+ * 4 or 8 (an imperfect tile at the middle levels too). The decision lists
+ * the n - 1 inner factors. */
+int ts_sched_sample_tile(ts_sched *s, ts_rv loop, int n,
+                         int max_innermost_factor, int innermost_step,
+                         ts_rv *out);
 /* One of n candidates with the given probabilities (non-negative, positive
  * sum). */
 int ts_sched_sample_categorical(ts_sched *s, const int64_t *candidates,
@@ -261,8 +276,8 @@ ts_instr_kind ts_trace_inst_kind(const ts_trace *t, int i);
 bool ts_trace_inst_is_sampling(const ts_trace *t, int i);
 /* The decision of sampling instruction i: copies up to cap values into
  * values and returns their count (1 for categorical and compute location,
- * n for perfect tile); -1 when it has none or is not a sampling
- * instruction. */
+ * n for perfect tile, n - 1 for sample_tile, whose outermost factor is
+ * derived); -1 when it has none or is not a sampling instruction. */
 int ts_trace_decision(const ts_trace *t, int i, int64_t *values, int cap);
 /* Replaces the decision of sampling instruction i (n < 0 removes it, so a
  * replay samples afresh). The decision is checked when the trace is

@@ -717,6 +717,16 @@ int ts_sched_sample_perfect_tile(ts_sched *s, ts_rv loop, int n,
                  n > 0 ? n : 0);
 }
 
+int ts_sched_sample_tile(ts_sched *s, ts_rv loop, int n,
+                         int max_innermost_factor, int innermost_step,
+                         ts_rv *out) {
+  tval *a = vals(3);
+  a[0] = tv_int(n);
+  a[1] = tv_int(max_innermost_factor);
+  a[2] = tv_int(innermost_step);
+  return run_rvs(s, TS_INSTR_SAMPLE_TILE, &loop, 1, a, 3, out, n > 0 ? n : 0);
+}
+
 int ts_sched_sample_categorical(ts_sched *s, const int64_t *candidates,
                                 const double *probs, int n, ts_rv *out) {
   if (n < 1 || !candidates || !probs)

@@ -120,6 +120,21 @@ typedef struct tiles {
 int tile_block(ts_sched *s, const char *name, const char *structure,
                int max_inner, const ts_rv *inner, int n_inner, tiles *out);
 
+/* Imperfect spatial tiles for tile_block_ex: the spatial loops are split
+ * by sample_tile (tiles that need not divide the extent, perfect ones half
+ * of the time), the innermost spatial loop (the one vectorized) with its
+ * innermost factor a multiple of `lanes`, the others with their innermost
+ * factor (the rows of a register tile) at most `max_rows`. */
+typedef struct tile_imperfect {
+  int lanes;
+  int max_rows;
+} tile_imperfect;
+
+/* tile_block with imperfect spatial tiles when im is non-NULL. */
+int tile_block_ex(ts_sched *s, const char *name, const char *structure,
+                  int max_inner, const ts_rv *inner, int n_inner,
+                  const tile_imperfect *im, tiles *out);
+
 /* The single consumer of block b when it is elementwise (spatial, one
  * store): 0 with *out set, else -1 (rules.c). */
 int fusible_consumer(ts_sched *s, ts_rv b, ts_rv *out);

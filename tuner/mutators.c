@@ -2,7 +2,10 @@
  * mutators.c — mutators: each changes one decision of a design trace.
  *  - tile size: in one sample_perfect_tile decision, a divisor of one
  *    factor moves to another position (the product stays the loop's
- *    extent; the innermost factor stays within its maximum);
+ *    extent; the innermost factor stays within its maximum); in one
+ *    sample_tile decision (the inner factors; the outermost follows) the
+ *    same, or a new innermost factor (a multiple of its step), or an inner
+ *    factor multiplied or divided by 2 or 3;
  *  - compute location: another location for one sample_compute_location;
  *  - unroll / parallel: another candidate of the sample_categorical that
  *    feeds the root block's unroll / parallel annotation.
@@ -45,6 +48,7 @@ typedef struct site {
   int index;             /* instruction index */
   ts_mutator_kind kind;  /* which mutator changes it */
   int64_t max_innermost; /* tile: the innermost bound */
+  int64_t step;          /* sample_tile: the innermost step (0: perfect) */
   int n_candidates;      /* categorical: candidates */
 } site;
 
@@ -95,10 +99,17 @@ static int find_sites(const ts_trace *t, ts_mutator_kind k, site **out) {
     const cJSON *in = cJSON_GetArrayItem(insts, i);
     const cJSON *attrs = cJSON_GetObjectItemCaseSensitive(in, "attrs");
     ts_instr_kind ik = ts_trace_inst_kind(t, i);
-    site s = {i, k, 0, 0};
-    if (ik == TS_INSTR_SAMPLE_PERFECT_TILE && k == TS_MUTATOR_TILE_SIZE) {
+    site s = {i, k, 0, 0, 0};
+    if ((ik == TS_INSTR_SAMPLE_PERFECT_TILE || ik == TS_INSTR_SAMPLE_TILE) &&
+        k == TS_MUTATOR_TILE_SIZE) {
       const cJSON *mi = cJSON_GetArrayItem(attrs, 1);
       s.max_innermost = cJSON_IsNumber(mi) ? (int64_t)mi->valuedouble : 0;
+      if (ik == TS_INSTR_SAMPLE_TILE) {
+        const cJSON *st = cJSON_GetArrayItem(attrs, 2);
+        s.step = cJSON_IsNumber(st) && st->valuedouble >= 1
+                     ? (int64_t)st->valuedouble
+                     : 1;
+      }
       sites[count++] = s;
     } else if (ik == TS_INSTR_SAMPLE_COMPUTE_LOCATION &&
                k == TS_MUTATOR_COMPUTE_LOCATION) {
@@ -142,6 +153,43 @@ static bool mutate_tile(int64_t *d, int n, int64_t max_inner, ts_rng *rng) {
   return false;
 }
 
+/* A new sample_tile decision from d (the n inner factors): a divisor
+ * moved between them, a new innermost factor (a multiple of step up to
+ * max_inner), or one factor multiplied or divided by 2 or 3. The padded
+ * extent is checked at replay. */
+static bool mutate_imperfect(int64_t *d, int n, int64_t max_inner, int64_t step,
+                             ts_rng *rng) {
+  for (int attempt = 0; attempt < 16; attempt++) {
+    switch (ts_rng_below(rng, 3)) {
+    case 0:
+      if (mutate_tile(d, n, max_inner, rng)) return true;
+      break;
+    case 1: {
+      int64_t nc = max_inner > 0 ? max_inner / step : 0;
+      if (nc < 2) break;
+      int64_t v = step * (1 + (int64_t)ts_rng_below(rng, (uint64_t)nc));
+      if (v == d[n - 1]) break;
+      d[n - 1] = v;
+      return true;
+    }
+    default: {
+      int x = (int)ts_rng_below(rng, (uint64_t)n);
+      int64_t p = ts_rng_below(rng, 2) ? 2 : 3, v;
+      if (ts_rng_below(rng, 2)) {
+        if (d[x] % p) break;
+        v = d[x] / p;
+      } else {
+        v = d[x] * p;
+      }
+      if (x == n - 1 && ((max_inner > 0 && v > max_inner) || v % step)) break;
+      d[x] = v;
+      return true;
+    }
+    }
+  }
+  return false;
+}
+
 int ts_mutate(const ts_trace *design, ts_mutator_kind k, ts_rng *rng,
               ts_trace **out, ts_error *err) {
   *out = NULL;
@@ -163,8 +211,18 @@ int ts_mutate(const ts_trace *design, ts_mutator_kind k, ts_rng *rng,
     int nd = ts_trace_decision(t, s->index, d, 16);
     switch (k) {
     case TS_MUTATOR_TILE_SIZE:
-      if (nd >= 2 && nd <= 16 && mutate_tile(d, nd, s->max_innermost, rng))
+      if (s->step > 0) {
+        int64_t keep[16];
+        memcpy(keep, d, sizeof keep);
+        if (nd >= 1 && nd <= 16 &&
+            mutate_imperfect(d, nd, s->max_innermost, s->step, rng))
+          rc = ts_trace_set_decision(t, s->index, d, nd, err);
+        else
+          memcpy(d, keep, sizeof keep);
+      } else if (nd >= 2 && nd <= 16 &&
+                 mutate_tile(d, nd, s->max_innermost, rng)) {
         rc = ts_trace_set_decision(t, s->index, d, nd, err);
+      }
       break;
     case TS_MUTATOR_COMPUTE_LOCATION: {
       /* -2 inline, -1 root, 0.. loops; an illegal one fails at replay */

@@ -9,9 +9,10 @@
  * left to the postprocessors (postproc.c) through annotations.
  *
  * CPU rules here: auto-inline, add-rfactor, multi-level tiling SSRSRS with
- * cache-write variants, parallelize-vectorize-unroll, random compute
- * location; the tensorization variants are in rules_tensorize.c, the GPU
- * rules in rules_gpu.c.
+ * cache-write variants (spatial tiles sampled by sample_tile: perfect or
+ * not, the lowering partitions the imperfect ones),
+ * parallelize-vectorize-unroll, random compute location; the tensorization
+ * variants are in rules_tensorize.c, the GPU rules in rules_gpu.c.
  */
 #include "tuner/internal.h"
 
@@ -139,6 +140,13 @@ static bool is_elementwise(const ts_stmt *r) {
 
 int tile_block(ts_sched *s, const char *name, const char *structure,
                int max_inner, const ts_rv *inner, int n_inner, tiles *out) {
+  return tile_block_ex(s, name, structure, max_inner, inner, n_inner, NULL,
+                       out);
+}
+
+int tile_block_ex(ts_sched *s, const char *name, const char *structure,
+                  int max_inner, const ts_rv *inner, int n_inner,
+                  const tile_imperfect *im, tiles *out) {
   memset(out, 0, sizeof *out);
   int nlev = (int)strlen(structure);
   out->n_levels = nlev;
@@ -160,6 +168,15 @@ int tile_block(ts_sched *s, const char *name, const char *structure,
     const ts_stmt *l = ts_sched_rv_loop(s, loops[i]);
     binds[i] = l ? loop_binding(r, l) : 0;
     if (binds[i] == (BIND_SPATIAL | BIND_REDUCE)) return TS_ESCHEDULE;
+  }
+  /* the innermost spatial loop that gets split: the vectorized one */
+  int last_spatial = -1;
+  for (int i = 0; i < nl; i++) {
+    bool kept = false;
+    for (int k = 0; k < n_inner; k++)
+      kept |= ts_sched_rv_loop(s, inner[k]) == ts_sched_rv_loop(s, loops[i]);
+    if (!kept && binds[i] == BIND_SPATIAL && rv_extent(s, loops[i]) > 1)
+      last_spatial = i;
   }
   bool any = false;
   ts_rv unit_reduce[MAX_LOOPS];
@@ -184,6 +201,15 @@ int tile_block(ts_sched *s, const char *name, const char *structure,
     ts_rv factors[8], parts[8];
     if (n == 1) {
       parts[0] = loops[i];
+    } else if (im && want == 'S') {
+      bool vec = i == last_spatial;
+      int mi = vec || im->max_rows < 1 || im->max_rows > max_inner
+                   ? max_inner
+                   : im->max_rows;
+      int step = vec && im->lanes > 1 ? im->lanes : 1;
+      if ((rc = ts_sched_sample_tile(s, loops[i], n, mi, step, factors)) ||
+          (rc = ts_sched_split_rv(s, loops[i], factors, n, parts)))
+        return rc;
     } else if ((rc = ts_sched_sample_perfect_tile(s, loops[i], n, max_inner,
                                                   factors)) ||
                (rc = ts_sched_split_rv(s, loops[i], factors, n, parts))) {
@@ -272,8 +298,21 @@ static int mlt_cpu(const gen *g, gen_state *st, const char *name, int level,
                    int read_level) {
   ts_sched *s = st->s;
   tiles t;
-  int rc =
-      tile_block(s, name, "SSRSRS", g->o->max_innermost_factor, NULL, 0, &t);
+  /* register tiles that need not divide the extents: the columns a
+   * multiple of the vector length, the rows up to what the vector
+   * registers hold besides the operands */
+  tile_imperfect im = {0, 0}, *imp = NULL;
+  const ts_block *blk0 =
+      ts_realize_block(ts_func_find_block(ts_sched_func(s), name));
+  if (ts_block_n_writes(blk0) == 1) {
+    int bits = ts_buffer_dtype(ts_block_write(blk0, 0)->buffer).bits;
+    int regs = ts_target_vector_registers(g->t);
+    im.lanes = bits > 0 ? ts_target_vector_bits(g->t) / bits : 1;
+    im.max_rows = regs > 4 ? regs - 2 : regs;
+    imp = &im;
+  }
+  int rc = tile_block_ex(s, name, "SSRSRS", g->o->max_innermost_factor, NULL, 0,
+                         imp, &t);
   if (rc) return rc;
   if (read_level > 0) {
     /* the streamed input copied into a cache at the end of tile level 1

@@ -317,6 +317,33 @@ static void test_lowered_input(void **state) {
   ts_sched_destroy(s);
 }
 
+/* Imperfect tiles: the block form (predicated) and ts_lower's output
+ * (partitioned into main and tail copies) both give finite features. */
+static void test_imperfect_tiles(void **state) {
+  (void)state;
+  mm_opts o = {
+      .ti = 6, .tj = 16, .tk = 8, .parallel_i0 = true, .vectorize_j1 = true};
+  ts_sched *s = matmul(61, &o);
+  ts_error err;
+  ts_lower_options lo = ts_lower_defaults();
+  ts_func *low = ts_lower(ts_sched_func(s), &lo, &err);
+  assert_non_null(low);
+  char *text = ts_func_print(low);
+  assert_non_null(strstr(text, "else")); /* partitioned */
+  free(text);
+  ts_cm_features a = extract(s, NULL), b;
+  OK(ts_cm_extract(low, NULL, &b, &err));
+  assert_true(a.n_rows > 0 && b.n_rows >= a.n_rows);
+  for (size_t i = 0; i < (size_t)a.n_rows * TS_CM_N_FEATURES; i++)
+    assert_true(isfinite(a.values[i]));
+  for (size_t i = 0; i < (size_t)b.n_rows * TS_CM_N_FEATURES; i++)
+    assert_true(isfinite(b.values[i]));
+  ts_cm_features_clear(&a);
+  ts_cm_features_clear(&b);
+  ts_func_free(low);
+  ts_sched_destroy(s);
+}
+
 static void test_other_workloads(void **state) {
   (void)state;
   ts_workload *w;
@@ -420,6 +447,7 @@ int main(void) {
       cmocka_unit_test(test_tile_sizes),
       cmocka_unit_test(test_gpu_binding),
       cmocka_unit_test(test_lowered_input),
+      cmocka_unit_test(test_imperfect_tiles),
       cmocka_unit_test(test_other_workloads),
       cmocka_unit_test(test_entry_list),
       cmocka_unit_test(test_extract_time),

@@ -146,8 +146,12 @@ static int random_step(gen *g) {
     ts_rv l = loops[pick(g, n)];
     int parts = 2 + pick(g, 2);
     if (pick(g, 2)) {
+      /* sampled: a perfect tile, or one that need not divide the extent */
       ts_rv f[4];
-      int rc = ts_sched_sample_perfect_tile(s, l, parts, 1 + pick(g, 8), f);
+      int rc = pick(g, 2) ? ts_sched_sample_perfect_tile(s, l, parts,
+                                                         1 + pick(g, 8), f)
+                          : ts_sched_sample_tile(s, l, parts, 1 + pick(g, 8),
+                                                 1 + pick(g, 4), f);
       if (rc) return rc;
       if (pick(g, 4) == 0) f[0] = TS_RV_NONE;
       return ts_sched_split_rv(s, l, f, parts, out);

@@ -1,0 +1,514 @@
+/*
+ * partition.c — loop partitioning of predicated tiles. A split whose factors
+ * do not divide the extent guards the blocks under it with `fused < extent`
+ * (schedule/loops.c); after block lowering that is an `if` around the body
+ * of the innermost loops, which keeps the kernel from being unrolled and
+ * vectorized as a perfect tile would be. This pass finds, for each such
+ * condition, the outermost loop L under which it becomes decidable: wrapped
+ * around the loop nest directly inside L, the test "the condition holds at
+ * the largest values of every loop below" depends only on L and the loops
+ * above it. The nest is then duplicated: a main copy, taken when the test
+ * holds, without the condition (the clean kernel), and a tail copy that
+ * keeps it and is partitioned again deeper (a tail of a cache tile holds
+ * whole register tiles), up to three tails deep, which bounds the code
+ * size. A condition that holds
+ * everywhere is dropped. Several conditions (one per imperfect split) and
+ * nested levels are handled one after another, within a budget of copies.
+ *
+ * Conditions handled: conjuncts `a < b` (and <=, >, >=) of an `if` without
+ * else, integer scalars, linear in the loop variables below the test with
+ * constant coefficients; anything above the test (loop variables of
+ * enclosing loops, fused indices with floordiv/floormod) may appear in any
+ * form. Functions with thread-bound loops (GPU kernels) are left alone.
+ */
+#include "codegen/internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_INNER 64     /* loops between a test and a condition */
+#define MAX_COPIES 32    /* partitions per function */
+#define MAX_CONJ 16      /* conjuncts of one condition */
+#define MAX_TAIL_DEPTH 3 /* tails partitioned again, nested */
+
+typedef struct part_ctx {
+  ts_arena *a;
+  ts_var_ranges *ranges; /* every loop seen so far */
+  int copies;            /* partitions made */
+  /* tails within tails being partitioned; at MAX_TAIL_DEPTH the tail's
+   * ifs are frozen: not partitioned again deeper (only dropped where they
+   * always hold) */
+  int tail_depth;
+  const ts_stmt **frozen;
+  int n_frozen, cap_frozen;
+} part_ctx;
+
+/* ---- conjuncts ---- */
+
+static int conjuncts(ts_expr *c, ts_expr **out, int n) {
+  if (ts_expr_kind_of(c) == TS_EXPR_AND && n >= 0) {
+    n = conjuncts(ts_expr_operand(c, 0), out, n);
+    return n < 0 ? n : conjuncts(ts_expr_operand(c, 1), out, n);
+  }
+  if (n >= MAX_CONJ) return -1;
+  out[n] = c;
+  return n + 1;
+}
+
+/* c as lhs - rhs < 0: the difference, or NULL when c is no integer
+ * comparison of that kind. */
+static ts_expr *as_negative(ts_arena *a, ts_expr *c) {
+  ts_expr_kind k = ts_expr_kind_of(c);
+  if (k != TS_EXPR_LT && k != TS_EXPR_LE && k != TS_EXPR_GT && k != TS_EXPR_GE)
+    return NULL;
+  ts_expr *x = ts_expr_operand(c, 0), *y = ts_expr_operand(c, 1);
+  ts_dtype t = ts_expr_dtype(x);
+  if (t.lanes != 1 || !ts_dtype_is_int(t) || ts_expr_dtype(y).lanes != 1)
+    return NULL;
+  switch (k) {
+  case TS_EXPR_LT: return ts_sub(a, x, y);
+  case TS_EXPR_LE: return ts_sub(a, ts_sub(a, x, y), ts_index(a, 1));
+  case TS_EXPR_GT: return ts_sub(a, y, x);
+  default: return ts_sub(a, ts_sub(a, y, x), ts_index(a, 1));
+  }
+}
+
+/* ---- linear forms over the loops below a test ---- */
+
+typedef struct inner_loops {
+  ts_expr *var[MAX_INNER];
+  int64_t min[MAX_INNER], ext[MAX_INNER];
+  bool known[MAX_INNER]; /* constant range */
+  int n;
+  bool overflow; /* deeper than MAX_INNER */
+} inner_loops;
+
+typedef struct lin {
+  ts_expr *rest; /* the part free of inner loop vars (NULL: 0) */
+  int64_t coef[MAX_INNER];
+  bool ok;
+} lin;
+
+typedef struct uses_ctx {
+  const inner_loops *in;
+  bool uses, impure;
+} uses_ctx;
+
+static void uses_fn(void *ctx, ts_expr *e) {
+  uses_ctx *u = ctx;
+  ts_expr_kind k = ts_expr_kind_of(e);
+  if (k == TS_EXPR_LOAD || k == TS_EXPR_CALL || k == TS_EXPR_ADDRESS_OF ||
+      k == TS_EXPR_LET)
+    u->impure = true;
+  if (k != TS_EXPR_VAR) return;
+  for (int i = 0; i < u->in->n; i++)
+    if (u->in->var[i] == e) u->uses = true;
+}
+
+static void lin_of(ts_arena *a, const inner_loops *in, ts_expr *e, int64_t k,
+                   lin *out) {
+  if (!out->ok) return;
+  uses_ctx u = {in, false, false};
+  ts_expr_walk(e, uses_fn, &u);
+  if (u.impure) {
+    out->ok = false;
+    return;
+  }
+  if (!u.uses) {
+    ts_expr *t = k == 1 ? e : ts_mul(a, e, ts_index(a, k));
+    out->rest = out->rest ? ts_add(a, out->rest, t) : t;
+    return;
+  }
+  int64_t c;
+  switch (ts_expr_kind_of(e)) {
+  case TS_EXPR_VAR:
+    for (int i = 0; i < in->n; i++)
+      if (in->var[i] == e) {
+        if (__builtin_add_overflow(out->coef[i], k, &out->coef[i]))
+          out->ok = false;
+        return;
+      }
+    out->ok = false;
+    return;
+  case TS_EXPR_ADD:
+    lin_of(a, in, ts_expr_operand(e, 0), k, out);
+    lin_of(a, in, ts_expr_operand(e, 1), k, out);
+    return;
+  case TS_EXPR_SUB:
+    lin_of(a, in, ts_expr_operand(e, 0), k, out);
+    lin_of(a, in, ts_expr_operand(e, 1), -k, out);
+    return;
+  case TS_EXPR_MUL: {
+    int64_t kk;
+    if (ts_expr_is_const_int(ts_expr_operand(e, 1), &c) &&
+        !__builtin_mul_overflow(k, c, &kk)) {
+      lin_of(a, in, ts_expr_operand(e, 0), kk, out);
+      return;
+    }
+    if (ts_expr_is_const_int(ts_expr_operand(e, 0), &c) &&
+        !__builtin_mul_overflow(k, c, &kk)) {
+      lin_of(a, in, ts_expr_operand(e, 1), kk, out);
+      return;
+    }
+    out->ok = false;
+    return;
+  }
+  default: out->ok = false; return;
+  }
+}
+
+/* The test under which conjunct `neg < 0` holds for every value of the
+ * inner loops: `rest + max(linear part) < 0`, or NULL. */
+static ts_expr *hoisted_test(ts_arena *a, const inner_loops *in, ts_expr *neg,
+                             bool *invariant) {
+  lin l;
+  memset(&l, 0, sizeof l);
+  l.ok = true;
+  lin_of(a, in, neg, 1, &l);
+  if (!l.ok) return NULL;
+  int64_t top = 0;
+  *invariant = true;
+  for (int i = 0; i < in->n; i++) {
+    if (!l.coef[i]) continue;
+    *invariant = false;
+    if (!in->known[i]) return NULL;
+    int64_t v = l.coef[i] > 0 ? in->min[i] + in->ext[i] - 1 : in->min[i], t;
+    if (__builtin_mul_overflow(l.coef[i], v, &t) ||
+        __builtin_add_overflow(top, t, &top))
+      return NULL;
+  }
+  ts_expr *lhs =
+      l.rest ? ts_add(a, l.rest, ts_index(a, top)) : ts_index(a, top);
+  return ts_lt(a, lhs, ts_index(a, 0));
+}
+
+/* ---- conditions under a statement ---- */
+
+typedef struct site {
+  ts_stmt *iff;   /* the if statement */
+  int conj;       /* which conjunct of its condition */
+  ts_expr *test;  /* the hoisted test (not simplified) */
+  bool invariant; /* the conjunct does not vary below the test */
+} site;
+
+typedef struct site_walk {
+  part_ctx *c;
+  inner_loops in;
+  site *v;
+  int n, cap;
+} site_walk;
+
+static void collect_sites(site_walk *w, ts_stmt *s) {
+  switch (ts_stmt_kind_of(s)) {
+  case TS_STMT_FOR: {
+    if (w->in.n == MAX_INNER) {
+      w->in.overflow = true;
+      return;
+    }
+    int i = w->in.n++;
+    w->in.var[i] = ts_for_var(s);
+    w->in.known[i] = ts_expr_is_const_int(ts_for_min(s), &w->in.min[i]) &&
+                     ts_expr_is_const_int(ts_for_extent(s), &w->in.ext[i]) &&
+                     w->in.ext[i] > 0;
+    collect_sites(w, ts_for_body(s));
+    w->in.n--;
+    return;
+  }
+  case TS_STMT_SEQ:
+    for (int i = 0; i < ts_seq_n(s); i++) collect_sites(w, ts_seq_item(s, i));
+    return;
+  case TS_STMT_LET: {
+    /* a var defined below the test: unknown there */
+    if (w->in.n == MAX_INNER) {
+      w->in.overflow = true;
+      return;
+    }
+    int i = w->in.n++;
+    w->in.var[i] = ts_let_stmt_var(s);
+    w->in.known[i] = false;
+    collect_sites(w, ts_let_stmt_body(s));
+    w->in.n--;
+    return;
+  }
+  case TS_STMT_ALLOCATE: collect_sites(w, ts_allocate_body(s)); return;
+  case TS_STMT_IF: {
+    if (!ts_if_else(s)) {
+      ts_expr *cj[MAX_CONJ];
+      int n = conjuncts(ts_if_cond(s), cj, 0);
+      for (int k = 0; k < n; k++) {
+        ts_expr *neg = as_negative(w->c->a, cj[k]);
+        bool inv = false;
+        ts_expr *test = neg ? hoisted_test(w->c->a, &w->in, neg, &inv) : NULL;
+        if (!test) continue;
+        if (w->n == w->cap) {
+          w->cap = w->cap ? 2 * w->cap : 16;
+          w->v = realloc(w->v, sizeof *w->v * (size_t)w->cap);
+          if (!w->v) abort();
+        }
+        w->v[w->n++] = (site){s, k, test, inv};
+      }
+    } else {
+      collect_sites(w, ts_if_else(s));
+    }
+    collect_sites(w, ts_if_then(s));
+    return;
+  }
+  default: return;
+  }
+}
+
+/* ---- dropping one conjunct ---- */
+
+/* The sites to rewrite: conjunct conj[i] of if iff[i] is known to hold
+ * (it is dropped) or, with `never`, known not to (the if disappears). */
+typedef struct drop_ctx {
+  ts_stmt **iff;
+  int *conj;
+  int n;
+  bool never;
+} drop_ctx;
+
+static ts_stmt *drop_pre(void *ctx, ts_arena *a, ts_stmt *s) {
+  drop_ctx *d = ctx;
+  int at = -1;
+  for (int i = 0; i < d->n && at < 0; i++)
+    if (s == d->iff[i]) at = i;
+  if (at < 0) return NULL;
+  if (d->never) return ts_seq(a, NULL, 0);
+  ts_expr *cj[MAX_CONJ];
+  int n = conjuncts(ts_if_cond(s), cj, 0);
+  ts_expr *cond = NULL;
+  for (int k = 0; k < n; k++) {
+    bool drop = false;
+    for (int i = 0; i < d->n; i++) drop |= d->iff[i] == s && d->conj[i] == k;
+    if (!drop) cond = cond ? ts_and(a, cond, cj[k]) : cj[k];
+  }
+  return cond ? ts_if(a, cond, ts_if_then(s), NULL) : ts_if_then(s);
+}
+
+static ts_stmt *rewrite_sites(ts_arena *a, ts_stmt *s, ts_stmt **iff, int *conj,
+                              int n, bool never) {
+  if (n == 0) return s;
+  drop_ctx d = {iff, conj, n, never};
+  ts_stmt_mutator m = {.pre = drop_pre, .ctx = &d};
+  return ts_stmt_mutate(a, s, &m);
+}
+
+static ts_stmt *drop_conjunct(ts_arena *a, ts_stmt *s, const site *st) {
+  ts_stmt *iff = st->iff;
+  int conj = st->conj;
+  return rewrite_sites(a, s, &iff, &conj, 1, false);
+}
+
+/* Whether two simplified tests `x < c` are the same. */
+static bool same_test(ts_arena *a, ts_expr *x, ts_expr *y,
+                      const ts_var_ranges *r) {
+  if (x == y) return true;
+  if (ts_expr_kind_of(x) != TS_EXPR_LT || ts_expr_kind_of(y) != TS_EXPR_LT)
+    return false;
+  int64_t v;
+  ts_expr *d = ts_simplify(
+      a,
+      ts_sub(a, ts_sub(a, ts_expr_operand(x, 0), ts_expr_operand(x, 1)),
+             ts_sub(a, ts_expr_operand(y, 0), ts_expr_operand(y, 1))),
+      r);
+  return ts_expr_is_const_int(d, &v) && v == 0;
+}
+
+/* ---- the pass ---- */
+
+static ts_stmt *part_stmt(part_ctx *c, ts_stmt *s, const ts_expr *newest);
+
+/* Whether a (simplified) test uses var v. */
+typedef struct var_use {
+  const ts_expr *v;
+  bool found;
+} var_use;
+static void var_use_fn(void *ctx, ts_expr *e) {
+  var_use *u = ctx;
+  if (e == u->v) u->found = true;
+}
+static bool uses(ts_expr *e, const ts_expr *v) {
+  var_use u = {v, false};
+  if (v) ts_expr_walk(e, var_use_fn, &u);
+  return u.found;
+}
+
+/* A loop nest s directly under the loop whose var is `newest` (NULL at the
+ * top): partitioned on the conditions inside it whose hoisted test becomes
+ * decidable here (it uses `newest`), or dropped when they always hold.
+ * `skip` lists the sites already partitioned at this position. */
+static ts_stmt *part_position(part_ctx *c, ts_stmt *s, const ts_expr *newest,
+                              const ts_stmt *const *skip, int n_skip) {
+  for (int round = 0; round < 64; round++) {
+    site_walk w = {.c = c};
+    collect_sites(&w, s);
+    bool changed = false;
+    for (int i = 0; i < w.n && !changed; i++) {
+      bool skipped = false;
+      for (int k = 0; k < n_skip; k++) skipped |= skip[k] == w.v[i].iff;
+      if (skipped) continue;
+      ts_expr *test = ts_simplify(c->a, w.v[i].test, c->ranges);
+      int64_t v, lo, hi;
+      bool always = ts_expr_is_const_int(test, &v) && v;
+      bool never = ts_expr_is_const_int(test, &v) && !v;
+      if (!always && !never && ts_expr_kind_of(test) == TS_EXPR_LT &&
+          ts_expr_const_bound(ts_expr_operand(test, 0), c->ranges, &lo, &hi) &&
+          ts_expr_is_const_int(ts_expr_operand(test, 1), &v)) {
+        always = hi < v;
+        never = lo >= v;
+      }
+      if (always) {
+        s = drop_conjunct(c->a, s, &w.v[i]);
+        changed = true;
+        continue;
+      }
+      bool frozen = false;
+      for (int k = 0; k < c->n_frozen; k++)
+        frozen |= c->frozen[k] == w.v[i].iff;
+      if (never || frozen || !uses(test, newest) || c->copies >= MAX_COPIES)
+        continue;
+      /* partition on every site of this test: the main copy drops them,
+       * the tail keeps them (its other sites at this position are still
+       * tried) or, for conjuncts that do not vary below the test, drops
+       * their ifs (they are false there) */
+      c->copies++;
+      ts_stmt **iff = malloc(sizeof *iff * (size_t)w.n);
+      ts_stmt **inv_iff = malloc(sizeof *inv_iff * (size_t)w.n);
+      int *conj = malloc(sizeof *conj * (size_t)w.n);
+      int *inv_conj = malloc(sizeof *inv_conj * (size_t)w.n);
+      const ts_stmt **sk = malloc(sizeof *sk * (size_t)(n_skip + w.n));
+      if (!iff || !inv_iff || !conj || !inv_conj || !sk) abort();
+      int ng = 0, ninv = 0, nsk = n_skip;
+      for (int k = 0; k < n_skip; k++) sk[k] = skip[k];
+      for (int j = i; j < w.n; j++) {
+        if (j != i &&
+            !same_test(c->a, test, ts_simplify(c->a, w.v[j].test, c->ranges),
+                       c->ranges))
+          continue;
+        iff[ng] = w.v[j].iff;
+        conj[ng++] = w.v[j].conj;
+        if (w.v[j].invariant) {
+          inv_iff[ninv] = w.v[j].iff;
+          inv_conj[ninv++] = w.v[j].conj;
+        } else {
+          sk[nsk++] = w.v[j].iff;
+        }
+      }
+      /* the main copy first: the budget goes to the hot path */
+      ts_stmt *main_s = rewrite_sites(c->a, s, iff, conj, ng, false);
+      ts_stmt *tail = rewrite_sites(c->a, s, inv_iff, inv_conj, ninv, true);
+      main_s = part_position(c, main_s, newest, skip, n_skip);
+      int n_frozen = c->n_frozen;
+      c->tail_depth++;
+      for (int k = n_skip; c->tail_depth >= MAX_TAIL_DEPTH && k < nsk; k++) {
+        if (c->n_frozen == c->cap_frozen) {
+          c->cap_frozen = c->cap_frozen ? 2 * c->cap_frozen : 16;
+          c->frozen = realloc(c->frozen, sizeof *c->frozen * c->cap_frozen);
+          if (!c->frozen) abort();
+        }
+        c->frozen[c->n_frozen++] = sk[k];
+      }
+      tail = part_position(c, tail, newest, sk, nsk);
+      c->tail_depth--;
+      c->n_frozen = n_frozen;
+      free(iff);
+      free(inv_iff);
+      free(conj);
+      free(inv_conj);
+      free(sk);
+      free(w.v);
+      return ts_if(c->a, test, main_s, ts_stmt_copy(c->a, tail, NULL));
+    }
+    free(w.v);
+    if (!changed) break;
+  }
+  return part_stmt(c, s, newest);
+}
+
+/* Rebuilds s with its loop nests partitioned; `newest` is the var of the
+ * innermost loop enclosing s. */
+static ts_stmt *part_stmt(part_ctx *c, ts_stmt *s, const ts_expr *newest) {
+  ts_arena *a = c->a;
+  switch (ts_stmt_kind_of(s)) {
+  case TS_STMT_FOR: {
+    int64_t mn, ex;
+    if (ts_expr_is_const_int(ts_for_min(s), &mn) &&
+        ts_expr_is_const_int(ts_for_extent(s), &ex) && ex > 0)
+      ts_var_ranges_set(c->ranges, ts_for_var(s), mn, ex);
+    ts_stmt *body = ts_for_body(s);
+    ts_stmt *nb = ts_stmt_kind_of(body) == TS_STMT_FOR
+                      ? part_position(c, body, ts_for_var(s), NULL, 0)
+                      : part_stmt(c, body, ts_for_var(s));
+    if (nb == body) return s;
+    ts_stmt *r = ts_for(a, ts_for_var(s), ts_for_min(s), ts_for_extent(s),
+                        ts_for_kind_of(s), ts_for_thread_tag(s), nb);
+    for (int i = 0; i < ts_for_n_annotations(s); i++)
+      ts_for_annotate(a, r, *ts_for_annotation(s, i));
+    return r;
+  }
+  case TS_STMT_SEQ: {
+    int n = ts_seq_n(s);
+    bool changed = false;
+    ts_stmt **items = malloc(sizeof *items * (size_t)(n ? n : 1));
+    if (!items) abort();
+    for (int i = 0; i < n; i++) {
+      ts_stmt *it = ts_seq_item(s, i);
+      items[i] = ts_stmt_kind_of(it) == TS_STMT_FOR
+                     ? part_position(c, it, newest, NULL, 0)
+                     : part_stmt(c, it, newest);
+      changed |= items[i] != it;
+    }
+    ts_stmt *r = changed ? ts_seq(a, items, n) : s;
+    free(items);
+    return r;
+  }
+  case TS_STMT_IF: {
+    ts_stmt *t = part_stmt(c, ts_if_then(s), newest);
+    ts_stmt *e = ts_if_else(s) ? part_stmt(c, ts_if_else(s), newest) : NULL;
+    if (t == ts_if_then(s) && e == ts_if_else(s)) return s;
+    return ts_if(a, ts_if_cond(s), t, e);
+  }
+  case TS_STMT_LET: {
+    ts_stmt *b = ts_let_stmt_body(s);
+    ts_stmt *nb = ts_stmt_kind_of(b) == TS_STMT_FOR
+                      ? part_position(c, b, newest, NULL, 0)
+                      : part_stmt(c, b, newest);
+    return nb == b
+               ? s
+               : ts_let_stmt(a, ts_let_stmt_var(s), ts_let_stmt_value(s), nb);
+  }
+  case TS_STMT_ALLOCATE: {
+    ts_stmt *b = ts_allocate_body(s);
+    ts_stmt *nb = ts_stmt_kind_of(b) == TS_STMT_FOR
+                      ? part_position(c, b, newest, NULL, 0)
+                      : part_stmt(c, b, newest);
+    return nb == b ? s : ts_allocate(a, ts_allocate_buffer(s), nb);
+  }
+  default: return s;
+  }
+}
+
+static bool has_thread_loop_fn(void *ctx, ts_stmt *s) {
+  bool *found = ctx;
+  if (ts_stmt_kind_of(s) == TS_STMT_FOR && ts_for_kind_of(s) == TS_FOR_THREAD)
+    *found = true;
+  return !*found;
+}
+
+int ts_lower_partition(ts_func *f, ts_error *err) {
+  (void)err;
+  bool gpu = false;
+  ts_visitor v = {.enter_stmt = has_thread_loop_fn, .ctx = &gpu};
+  ts_stmt_walk(ts_func_body(f), &v);
+  if (gpu) return TS_OK;
+  part_ctx c = {ts_func_arena(f), ts_var_ranges_create(), 0, 0, NULL, 0, 0};
+  ts_stmt *body = ts_func_body(f);
+  ts_stmt *nb = ts_stmt_kind_of(body) == TS_STMT_FOR
+                    ? part_position(&c, body, NULL, NULL, 0)
+                    : part_stmt(&c, body, NULL);
+  ts_func_set_body(f, nb);
+  ts_var_ranges_destroy(c.ranges);
+  free(c.frozen);
+  return TS_OK;
+}

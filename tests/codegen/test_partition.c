@@ -1,0 +1,210 @@
+/*
+ * test_partition.c — loop partitioning of imperfect tiles (codegen/
+ * partition.c): matmuls, dense layers and convolutions of odd and prime
+ * sizes tiled with factors that do not divide their extents, at every tile
+ * level (register rows and vector columns, cache tiles, parallel outer
+ * loops, the reduction), compiled and compared with the reference
+ * interpreter; the lowered program keeps a main copy of the kernel
+ * without the predicate (vectorized, unrolled) next to a predicated tail.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "check.h"
+#include "schedule/schedule.h"
+
+#define OK(x) assert_int_equal((x), TS_OK)
+/* a primitive of schedule s: its message printed when it refuses */
+#define SOK(x)                                                                 \
+  do {                                                                         \
+    int rc_ = (x);                                                             \
+    if (rc_) printf("%s\n", ts_sched_errmsg(s));                               \
+    assert_int_equal(rc_, TS_OK);                                              \
+  } while (0)
+
+static ts_sched *sched_of(const char *spec) {
+  ts_workload *w = NULL;
+  ts_error err;
+  OK(ts_workload_from_spec(spec, &w, &err));
+  ts_sched *s = NULL;
+  OK(ts_sched_create(w->func, 1, &s, &err));
+  ts_workload_free(w);
+  return s;
+}
+
+/* The lowered program of s (malloc'd text). */
+static char *lowered_text(const ts_sched *s) {
+  ts_error err;
+  ts_lower_options o = ts_lower_defaults();
+  o.verify_between = true;
+  ts_func *low = ts_lower(ts_sched_func(s), &o, &err);
+  if (!low) printf("lower: %s\n", err.msg);
+  assert_non_null(low);
+  char *text = ts_func_print(low);
+  ts_func_free(low);
+  return text;
+}
+
+static void check_run(const ts_sched *s) {
+  ts_error err;
+  int rc = check_compiled(ts_sched_func(s), NULL, 2, 5, &err);
+  if (rc) {
+    char *t = ts_func_print(ts_sched_func(s));
+    printf("mismatch: %s\n%s\n", err.msg, t);
+    free(t);
+  }
+  OK(rc);
+}
+
+/* Counts occurrences of needle in text. */
+static int count(const char *text, const char *needle) {
+  int n = 0;
+  for (const char *p = strstr(text, needle); p; p = strstr(p + 1, needle)) n++;
+  return n;
+}
+
+/* SSRSRS of a matmul-like block C with the given inner factors per loop
+ * (outermost inferred), output written in place; the reduction init
+ * decomposed, the outer loops fused and parallel, the innermost spatial
+ * loop vectorized and the rest unrolled up to `unroll` steps. */
+static void mlt(ts_sched *s, const char *block, const int64_t *fi,
+                const int64_t *fj, const int64_t *fk, int unroll) {
+  ts_rv b, l[3], i[4], j[4], k[2], init, loops[10], fused;
+  int n = 0;
+  SOK(ts_sched_get_block(s, block, &b));
+  SOK(ts_sched_get_loops(s, b, l, 3, &n));
+  int64_t a[4] = {TS_SPLIT_INFER, fi[0], fi[1], fi[2]};
+  int64_t c[4] = {TS_SPLIT_INFER, fj[0], fj[1], fj[2]};
+  int64_t r[2] = {TS_SPLIT_INFER, fk[0]};
+  SOK(ts_sched_split(s, l[0], a, 4, i));
+  SOK(ts_sched_split(s, l[1], c, 4, j));
+  SOK(ts_sched_split(s, l[2], r, 2, k));
+  ts_rv order[10] = {i[0], j[0], i[1], j[1], k[0],
+                     i[2], j[2], k[1], i[3], j[3]};
+  SOK(ts_sched_reorder(s, order, 10));
+  /* refused when the reduction's tile is imperfect too (the predicate
+   * depends on k): the init then stays in the block */
+  if (ts_sched_decompose_reduction(s, b, k[0], &init))
+    assert_non_null(strstr(ts_sched_errmsg(s), "depends on reduction loop"));
+  SOK(ts_sched_get_loops(s, b, loops, 10, &n));
+  SOK(ts_sched_vectorize(s, loops[9]));
+  SOK(ts_sched_fuse(s, loops, 2, &fused));
+  SOK(ts_sched_parallel(s, fused));
+  SOK(ts_sched_annotate(s, fused,
+                        ts_ann_int("pragma_auto_unroll_max_step", unroll)));
+}
+
+/* A 6x16 register tile over 1024-like rows that 6 does not divide: the
+ * main copy of the kernel has no predicate and its column loop becomes
+ * vectors; the tail keeps it. */
+static void test_register_tile_rows(void **state) {
+  (void)state;
+  ts_sched *s = sched_of("matmul M=64 N=32 K=16");
+  int64_t fi[3] = {1, 1, 6}, fj[3] = {1, 1, 16}, fk[1] = {8};
+  mlt(s, "C", fi, fj, fk, 512);
+  char *text = lowered_text(s);
+  /* partitioned: a test on the parallel loop with an else */
+  assert_true(count(text, "} else {") >= 1);
+  /* the main kernel: vector stores with no condition on the rows */
+  assert_true(count(text, "C[ramp(") >= 2);
+  free(text);
+  check_run(s);
+  ts_sched_destroy(s);
+}
+
+/* Odd and prime sizes with imperfect factors at every level. */
+static void test_imperfect_every_level(void **state) {
+  (void)state;
+  static const struct {
+    const char *spec, *block;
+    int64_t fi[3], fj[3], fk[1];
+    int unroll;
+  } cases[] = {
+      {"matmul M=127 N=77 K=53", "C", {3, 2, 6}, {2, 1, 16}, {8}, 512},
+      {"matmul M=31 N=17 K=13", "C", {2, 3, 5}, {1, 3, 8}, {4}, 64},
+      {"matmul M=1000 N=7 K=9", "C", {5, 1, 7}, {1, 1, 8}, {2}, 16},
+      {"matmul M=13 N=101 K=7", "C", {1, 2, 3}, {3, 1, 24}, {7}, 0},
+      {"matmul M=23 N=41 K=29", "C", {2, 2, 2}, {2, 2, 8}, {5}, 512},
+      {"dense M=11 N=37 K=19", "dense", {1, 2, 4}, {1, 2, 16}, {3}, 64},
+  };
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    ts_sched *s = sched_of(cases[c].spec);
+    mlt(s, cases[c].block, cases[c].fi, cases[c].fj, cases[c].fk,
+        cases[c].unroll);
+    char *text = lowered_text(s);
+    assert_true(count(text, "} else {") >= 1);
+    free(text);
+    check_run(s);
+    ts_sched_destroy(s);
+  }
+}
+
+/* Imperfect tiles under caches: a read cache of B at the column tile and a
+ * local write cache of C at the row tile, both compacted or not, and a
+ * convolution of odd spatial sizes. */
+static void test_caches_and_conv(void **state) {
+  (void)state;
+  ts_sched *s = sched_of("matmul M=29 N=45 K=17");
+  ts_rv b, l[3], i[3], j[3], k[2], cr, cw, loops[8];
+  int n = 0;
+  SOK(ts_sched_get_block(s, "C", &b));
+  SOK(ts_sched_get_loops(s, b, l, 3, &n));
+  int64_t a[3] = {TS_SPLIT_INFER, 2, 4}, c[3] = {TS_SPLIT_INFER, 2, 8},
+          r[2] = {TS_SPLIT_INFER, 5};
+  SOK(ts_sched_split(s, l[0], a, 3, i));
+  SOK(ts_sched_split(s, l[1], c, 3, j));
+  SOK(ts_sched_split(s, l[2], r, 2, k));
+  ts_rv order[8] = {i[0], j[0], i[1], j[1], k[0], k[1], i[2], j[2]};
+  SOK(ts_sched_reorder(s, order, 8));
+  SOK(ts_sched_cache_read(s, b, "B", "global", &cr));
+  SOK(ts_sched_compute_at(s, cr, j[0]));
+  SOK(ts_sched_cache_write(s, b, "C", "local", &cw));
+  SOK(ts_sched_reverse_compute_at(s, cw, j[1]));
+  SOK(ts_sched_get_loops(s, b, loops, 8, &n));
+  SOK(ts_sched_vectorize(s, loops[n - 1]));
+  SOK(ts_sched_parallel(s, loops[0]));
+  check_run(s);
+  ts_sched_destroy(s);
+
+  s = sched_of("conv2d_nhwc N=1 H=7 W=11 CI=3 CO=13 KH=3 KW=3 pad=1");
+  ts_rv cb, cl[7], w[3], co[3];
+  SOK(ts_sched_get_block(s, "conv", &cb));
+  SOK(ts_sched_get_loops(s, cb, cl, 7, &n));
+  int64_t fw[3] = {TS_SPLIT_INFER, 2, 3}, fc[3] = {TS_SPLIT_INFER, 1, 8};
+  SOK(ts_sched_split(s, cl[2], fw, 3, w));
+  SOK(ts_sched_split(s, cl[3], fc, 3, co));
+  ts_rv ord[10] = {cl[0], cl[1], w[0],  co[0], w[1],
+                   co[1], cl[4], cl[5], cl[6], w[2]};
+  SOK(ts_sched_reorder(s, ord, 10));
+  ts_rv all[16];
+  SOK(ts_sched_get_loops(s, cb, all, 16, &n));
+  SOK(ts_sched_parallel(s, all[0]));
+  check_run(s);
+  ts_sched_destroy(s);
+}
+
+/* A function without predicates lowers as before: nothing partitioned. */
+static void test_perfect_unchanged(void **state) {
+  (void)state;
+  ts_sched *s = sched_of("matmul M=32 N=32 K=16");
+  int64_t fi[3] = {2, 1, 4}, fj[3] = {1, 1, 16}, fk[1] = {8};
+  mlt(s, "C", fi, fj, fk, 64);
+  char *text = lowered_text(s);
+  assert_int_equal(count(text, "else"), 0);
+  free(text);
+  check_run(s);
+  ts_sched_destroy(s);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_register_tile_rows),
+      cmocka_unit_test(test_imperfect_every_level),
+      cmocka_unit_test(test_caches_and_conv),
+      cmocka_unit_test(test_perfect_unchanged),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
