@@ -62,7 +62,25 @@ int ts_graph_eliminate_dead(ts_graph *g, ts_error *err) {
       free(uses);
       if (used) continue;
     }
-    gr_replace_uses(g, n->outputs[0], n->inputs[0]);
+    int in = n->inputs[0], out = n->outputs[0];
+    bool out_is_output = false, in_is_output = false;
+    for (int k = 0; k < g->n_outputs; k++) {
+      out_is_output |= g->outputs[k] == out;
+      in_is_output |= g->outputs[k] == in;
+    }
+    if (out_is_output) {
+      /* The model's output keeps its name: the input takes it over when it
+       * is a node's result that is not itself an output; otherwise the
+       * node stays (a view the memory planner turns into a copy). */
+      const gr_value *iv = &g->values[in];
+      if (iv->producer < 0 || iv->is_input || iv->const_off >= 0 ||
+          in_is_output)
+        continue;
+      const char *name = g->values[in].name;
+      g->values[in].name = g->values[out].name;
+      g->values[out].name = name;
+    }
+    gr_replace_uses(g, out, in);
   }
   int *uses = gr_use_counts(g);
   bool *live = calloc((size_t)g->n_nodes + 1, sizeof *live);
