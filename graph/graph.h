@@ -247,8 +247,9 @@ typedef struct ts_graph_plan {
 /* The number of values of g (value ids are 0 .. n - 1). */
 int ts_graph_n_values(const ts_graph *g);
 /* Plans g's memory into *out (freed with ts_graph_plan_clear): liveness
- * over the node order, then offsets by greedy placement largest first, 64-
- * byte aligned. TS_EINVAL naming the value when a shape is unknown. */
+ * over the node order, then offsets by greedy placement (four orders tried,
+ * the smallest arena kept), 64-byte aligned. TS_EINVAL naming the value
+ * when a shape is unknown. */
 int ts_graph_plan_memory(const ts_graph *g, ts_graph_plan *out, ts_error *err);
 /* Frees what p holds and zeroes it (safe on a zeroed plan). */
 void ts_graph_plan_clear(ts_graph_plan *p);

@@ -15,8 +15,9 @@
  *    first node defining one of its values to the last node using one.
  * 3. Offsets: the groups that stay in the arena are placed largest first,
  *    each at the lowest offset where it overlaps no placed group that lives
- *    at the same time (TFLite's "greedy by size"); a second order (by
- *    first definition) is tried too and the smaller arena kept.
+ *    at the same time (TFLite's "greedy by size"); three more orders (by
+ *    first definition, longest-lived first, largest bytes x lifetime
+ *    first) are tried too and the smallest arena kept.
  */
 #include "internal.h"
 
@@ -313,6 +314,26 @@ static int cmp_first(const void *a, const void *b) {
   return *(const int *)a - *(const int *)b;
 }
 
+/* Longest-lived first, then the larger: long-lived values fixed first
+ * leave contiguous room for the short-lived ones. */
+static int cmp_span_desc(const void *a, const void *b) {
+  const group *x = &g_sort_groups[*(const int *)a];
+  const group *y = &g_sort_groups[*(const int *)b];
+  int sx = x->last - x->first, sy = y->last - y->first;
+  if (sx != sy) return sx > sy ? -1 : 1;
+  return cmp_size_desc(a, b);
+}
+
+/* The larger area (bytes times lifetime) first. */
+static int cmp_area_desc(const void *a, const void *b) {
+  const group *x = &g_sort_groups[*(const int *)a];
+  const group *y = &g_sort_groups[*(const int *)b];
+  double ax = (double)x->bytes * (x->last - x->first + 1),
+         ay = (double)y->bytes * (y->last - y->first + 1);
+  if (ax != ay) return ax > ay ? -1 : 1;
+  return cmp_size_desc(a, b);
+}
+
 /* Places the arena groups in the given order, each at the lowest offset
  * (best fitting gap first) clear of every placed group whose interval
  * overlaps. Writes offsets into off[] and returns the arena's size, or -1
@@ -498,19 +519,23 @@ int ts_graph_plan_memory(const ts_graph *g, ts_graph_plan *out, ts_error *err) {
     if (p.groups[gi].bytes == 0) p.groups[gi].bytes = ALIGN;
     order[n_arena++] = gi;
   }
+  /* greedy placement in four orders; the smallest arena wins */
   g_sort_groups = p.groups;
-  qsort(order, (size_t)n_arena, sizeof *order, cmp_size_desc);
-  int64_t a1 = place(p.groups, order, n_arena, off);
-  qsort(order, (size_t)n_arena, sizeof *order, cmp_first);
-  int64_t a2 = place(p.groups, order, n_arena, off2);
-  if (a1 < 0 || a2 < 0) {
-    free(off2);
-    rc = TS_ERR(err, TS_ENOMEM, "plan: out of memory");
-    goto done;
-  }
-  if (a2 < a1) {
-    memcpy(off, off2, ((size_t)p.n_groups + 1) * sizeof *off);
-    a1 = a2;
+  int (*const orders[])(const void *, const void *) = {
+      cmp_size_desc, cmp_first, cmp_span_desc, cmp_area_desc};
+  int64_t a1 = -1;
+  for (size_t k = 0; k < sizeof orders / sizeof orders[0]; k++) {
+    qsort(order, (size_t)n_arena, sizeof *order, orders[k]);
+    int64_t a2 = place(p.groups, order, n_arena, off2);
+    if (a2 < 0) {
+      free(off2);
+      rc = TS_ERR(err, TS_ENOMEM, "plan: out of memory");
+      goto done;
+    }
+    if (a1 < 0 || a2 < a1) {
+      memcpy(off, off2, ((size_t)p.n_groups + 1) * sizeof *off);
+      a1 = a2;
+    }
   }
   free(off2);
   out->arena_bytes = a1;
