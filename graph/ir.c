@@ -7,6 +7,8 @@
  */
 #include "internal.h"
 
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,10 +113,23 @@ int gr_const_reserve(ts_graph *g, const char *name, ts_dtype t, int ndim,
   return id;
 }
 
+/* Where p lies inside [base, base + bytes): its offset, else -1. */
+static ptrdiff_t offset_in(const void *p, const void *base, size_t bytes) {
+  uintptr_t a = (uintptr_t)p, b = (uintptr_t)base;
+  return base && a >= b && a < b + bytes ? (ptrdiff_t)(a - b) : -1;
+}
+
 int gr_const_add(ts_graph *g, const char *name, ts_dtype t, int ndim,
                  const int64_t *shape, const void *data) {
+  /* data may point into the graph's own values (a view's shape) or
+   * constants (a copy of another constant), which reserving moves */
+  ptrdiff_t in_values =
+      offset_in(data, g->values, sizeof(gr_value) * (size_t)g->cap_values);
+  ptrdiff_t in_consts = offset_in(data, g->consts, g->consts_cap);
   int id = gr_const_reserve(g, name, t, ndim, shape);
   if (id < 0) return id;
+  if (in_values >= 0) data = (const char *)g->values + in_values;
+  if (in_consts >= 0) data = g->consts + in_consts;
   int64_t elems = gr_value_elems(&g->values[id]);
   if (data && elems > 0)
     memcpy(gr_const_data(g, id), data, (size_t)elems * ts_dtype_elem_bytes(t));

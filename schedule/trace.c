@@ -709,8 +709,6 @@ static int read_inst(reader *r, const cJSON *o, int index, inst *in) {
                     index, ki->name, want, n);
         continue;
       }
-      in->outputs = malloc(sizeof *in->outputs * (size_t)(n ? n : 1));
-      if (!in->outputs) abort();
       for (const cJSON *c = outputs->child; c && !rc; c = c->next) {
         if (!cJSON_IsString(c)) {
           skip_numbers(r, c);
@@ -718,17 +716,30 @@ static int read_inst(reader *r, const cJSON *o, int index, inst *in) {
                       "trace JSON: instruction %d (%s): outputs must be "
                       "names",
                       index, ki->name);
-        } else if (name_lookup(r, c->valuestring) >= 0) {
+          continue;
+        }
+        bool twice = name_lookup(r, c->valuestring) >= 0;
+        for (const cJSON *e = outputs->child; e != c && !twice; e = e->next)
+          twice = strcmp(e->valuestring, c->valuestring) == 0;
+        if (twice)
           rc = TS_ERR(r->err, TS_EPARSE,
                       "trace JSON: instruction %d (%s): '%s' is defined twice",
                       index, ki->name, c->valuestring);
-        } else {
-          in->outputs[in->n_outputs++] = name_define(r, c->valuestring);
-        }
       }
     } else {
       skip_numbers(r, f);
     }
+  }
+  /* The outputs are defined once the whole instruction is read: its inputs
+   * may name only what earlier instructions define, whatever the order of
+   * the fields ("outputs" before "inputs" would otherwise let an
+   * instruction consume its own result). */
+  if (!rc) {
+    int n = cJSON_GetArraySize(outputs);
+    in->outputs = malloc(sizeof *in->outputs * (size_t)(n ? n : 1));
+    if (!in->outputs) abort();
+    for (const cJSON *c = outputs->child; c; c = c->next)
+      in->outputs[in->n_outputs++] = name_define(r, c->valuestring);
   }
   return rc;
 }

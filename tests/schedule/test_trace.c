@@ -296,6 +296,16 @@ static void test_malformed_json(void **state) {
            "{\"kind\": \"get_block\", \"inputs\": [], \"attrs\": [\"C\"], "
            "\"outputs\": [\"b0\"]}]}",
            TS_EPARSE, "'b0' is defined twice");
+  /* outputs written before inputs: an instruction cannot use its own
+   * result, nor define one name twice in its own list */
+  bad_json("{\"version\": 1, \"instructions\": [{\"kind\": \"get_loops\", "
+           "\"outputs\": [\"x\"], \"inputs\": [\"x\"], \"attrs\": []}]}",
+           TS_EPARSE, "'x' is not defined by an earlier instruction");
+  bad_json("{\"version\": 1, \"instructions\": [{\"kind\": \"get_block\", "
+           "\"inputs\": [], \"attrs\": [\"C\"], \"outputs\": [\"b0\"]}, "
+           "{\"kind\": \"get_loops\", \"inputs\": [\"b0\"], \"attrs\": [], "
+           "\"outputs\": [\"l0\", \"l0\"]}]}",
+           TS_EPARSE, "'l0' is defined twice");
   bad_json("{\"version\": 1, \"instructions\": [{\"kind\": \"parallel\", "
            "\"inputs\": [], \"attrs\": [], \"outputs\": []}]}",
            TS_EPARSE, "expected 1 inputs, got 0");
