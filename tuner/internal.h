@@ -189,7 +189,8 @@ typedef struct cand {
   ts_candidate c;
   ts_cm_features feat;
   bool have_feat, feat_failed, scored;
-  double score; /* -inf when its features could not be extracted */
+  bool is_default; /* the task's default schedule, not from a design space */
+  double score;    /* -inf when its features could not be extracted */
   int refs;
 } cand;
 cand *cand_new(void); /* refs 1; NULL when memory runs out */

@@ -73,6 +73,7 @@ typedef struct job_task {
   search_task search;
   ts_task_state sched;
   int empty_rounds;
+  bool default_offered; /* the default schedule was considered */
   /* results */
   double best_s;
   int64_t trial_of_best;
@@ -538,6 +539,33 @@ static ts_measure_config round_config(const job *j, const job_task *t) {
   return c;
 }
 
+/* The task's default schedule (what `tessera compile` builds for a task
+ * without a record) as a candidate, unless it was measured before (a
+ * resumed job) or does not build; NULL then. Measured first, it makes the
+ * database's best never slower than compiling without tuning. */
+static cand *default_cand(job *j, job_task *t) {
+  ts_sched *s = NULL;
+  if (ts_default_schedule(t->search.func, j->target, &s, NULL)) return NULL;
+  cand *c = cand_new();
+  ts_trace *d = c ? ts_trace_copy(ts_sched_trace(s)) : NULL;
+  if (!d) {
+    if (c) cand_unref(c);
+    ts_sched_destroy(s);
+    return NULL;
+  }
+  c->c.sched = s;
+  c->c.design = d;
+  c->c.hash = ts_func_hash(ts_sched_func(s));
+  c->c.space = -1;
+  c->is_default = true;
+  if (search_task_seen(&t->search, c->c.hash)) {
+    cand_unref(c);
+    return NULL;
+  }
+  search_task_mark(&t->search, c->c.hash);
+  return c;
+}
+
 static int run_round(job *j, int ti) {
   job_task *t = &j->tasks[ti];
   int64_t left = j->budget - j->done;
@@ -556,12 +584,20 @@ static int run_round(job *j, int ti) {
   /* search */
   double t0 = tuner_now();
   cand **v = calloc((size_t)want, sizeof *v);
-  int n = j->strategy->pick(&t->search, want, v, j->err);
+  int n0 = 0;
+  if (!t->default_offered) {
+    t->default_offered = true;
+    if ((v[0] = default_cand(j, t))) n0 = 1;
+  }
+  int n =
+      want > n0 ? j->strategy->pick(&t->search, want - n0, v + n0, j->err) : 0;
   j->search_s += tuner_now() - t0;
   if (n < 0) {
+    if (n0) cand_unref(v[0]);
     free(v);
     return n;
   }
+  n += n0;
   t->sched.rounds++;
   if (n == 0) {
     free(v);
@@ -647,8 +683,11 @@ static int run_round(job *j, int ti) {
     for (int i = 0; i < n; i++) {
       bool ok = m[i].status == TS_DB_STATUS_OK;
       int64_t trial = j->done + i;
-      search_task_add_measured(&t->search, v[i]->c.design, v[i]->c.hash, ok,
-                               med[i]);
+      /* the default is no decision set of a design space: it does not
+       * seed the evolution */
+      search_task_add_measured(&t->search,
+                               v[i]->is_default ? NULL : v[i]->c.design,
+                               v[i]->c.hash, ok, med[i]);
       t->by_status[m[i].status]++;
       j->by_status[m[i].status]++;
       if (ok && med[i] < t->best_s) {

@@ -3,7 +3,8 @@
  * workloads and budgets: a job measures exactly its budget, commits every
  * candidate (one JSON Lines log line each), never measures a schedule
  * twice, and its best trace replays to a function whose output matches
- * the reference interpreter; re-running the job continues the trial count
+ * the reference interpreter; its first trial is the default schedule;
+ * re-running the job continues the trial count
  * (and retrains the cost model past its threshold); a task whose space
  * runs dry stops early; a build over its time limit fails alone.
  */
@@ -82,6 +83,31 @@ static void test_end_to_end_and_resume(void **state) {
   assert_true(trials_ok);
   assert_true(schedules_ok);
   check_best(db, wid, "llvm", w->func);
+  /* trial 0 is the default schedule (what compile builds untuned): its
+   * stored trace replays to the same function */
+  {
+    ts_db_record *rec = NULL;
+    int nrec = 0;
+    OK(ts_db_records_of(db, wid, "llvm", &rec, &nrec));
+    const ts_db_record *first = NULL;
+    for (int i = 0; i < nrec; i++)
+      if (rec[i].job_id == job && rec[i].trial == 0) first = &rec[i];
+    assert_non_null(first);
+    ts_trace *full = NULL;
+    OK(ts_record_traces(first->trace_json, &full, NULL, &err));
+    ts_sched *replayed = NULL, *def = NULL;
+    OK(ts_trace_apply(full, w->func, 0, &replayed, &err));
+    ts_target *tgt = NULL;
+    OK(ts_target_parse("llvm", &tgt, &err));
+    OK(ts_default_schedule(w->func, tgt, &def, &err));
+    assert_true(ts_hash128_eq(ts_func_hash(ts_sched_func(replayed)),
+                              ts_func_hash(ts_sched_func(def))));
+    ts_sched_destroy(replayed);
+    ts_sched_destroy(def);
+    ts_target_free(tgt);
+    ts_trace_free(full);
+    ts_db_records_free(rec, nrec);
+  }
   ts_tune_result_clear(&r);
   /* resume: the budget grows, only the rest is measured; past 64 samples
    * the XGBoost model trains */
