@@ -12,6 +12,7 @@
 #include "db/db.h"
 #include "runtime/runtime.h"
 #include "schedule/schedule.h"
+#include "tuner/tuner.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -19,7 +20,8 @@
 #include <string.h>
 
 static const char bench_usage[] =
-    "usage: tessera bench --workload SPEC [--trace FILE | --db PATH]\n"
+    "usage: tessera bench --workload SPEC [--trace FILE | --db PATH |\n"
+    "                     --default]\n"
     "                     [--target T]\n"
     "                     [--threads N] [--repeat N] [--min-repeat-ms N]\n"
     "                     [--seed N] [--json]\n"
@@ -27,7 +29,9 @@ static const char bench_usage[] =
     "\n"
     "Compiles the workload for the target (default: this machine) — as is,\n"
     "scheduled by the trace in FILE (JSON, see docs/schedules.md), or by the\n"
-    "best record of the tuning database at PATH for this target — checks\n"
+    "best record of the tuning database at PATH for this target, or by the\n"
+    "default schedule (--default: what `tessera compile` builds for a task\n"
+    "nobody tuned) — checks\n"
     "its output, then measures it and the vendor libraries on the same\n"
     "operation, dtypes and thread count, in this process, one after the\n"
     "other: tessera, OpenBLAS, oneDNN, and a plain C loop where one exists.\n"
@@ -68,6 +72,7 @@ static const char bench_usage[] =
 
 typedef struct bench_cfg {
   const char *spec, *trace, *target, *db;
+  bool default_sched; /* --default: what compile builds untuned */
   int threads, repeat, min_repeat_ms;
   uint64_t seed;
   bool json;
@@ -253,6 +258,15 @@ static int run_bench(const bench_cfg *cfg) {
     ts_sched_destroy(sch);
     ts_trace_free(trace);
     f = scheduled;
+  } else if (cfg->default_sched) {
+    ts_sched *sch = NULL;
+    if (ts_default_schedule(w->func, t, &sch, &err)) {
+      cli_error("the default schedule failed", &err);
+      goto done;
+    }
+    scheduled = ts_func_copy(ts_sched_func(sch));
+    ts_sched_destroy(sch);
+    f = scheduled;
   }
   if (kernel_make(f, t, cfg->seed, rt, &main_k, &err)) {
     cli_error("compiling or running the kernel failed", &err);
@@ -367,9 +381,10 @@ static int run_bench(const bench_cfg *cfg) {
     printf("\"flop\": %.0f, ", w->flops);
     printf("\"threads\": %d, ", threads);
     json_str("schedule",
-             cfg->trace ? cfg->trace
-             : cfg->db  ? "database best"
-                        : "unscheduled",
+             cfg->trace           ? cfg->trace
+             : cfg->db            ? "database best"
+             : cfg->default_sched ? "default"
+                                  : "unscheduled",
              true);
     json_num("tessera_gflops", true, gflops, true);
     json_num("tessera_seconds", true, median, true);
@@ -391,7 +406,9 @@ static int run_bench(const bench_cfg *cfg) {
     if (cfg->db)
       printf("schedule:  the best record in %s\n", cfg->db);
     else
-      printf("schedule:  %s\n", cfg->trace ? cfg->trace : "unscheduled");
+      printf("schedule:  %s\n", cfg->trace           ? cfg->trace
+                                : cfg->default_sched ? "the default schedule"
+                                                     : "unscheduled");
     printf("threads:   %d   flop: %.4g   compile: %.1f ms\n", threads, w->flops,
            compile_ms(&main_k.build));
     printf("check:     %s against %s (%s)\n", ok ? "ok" : "MISMATCH",
@@ -482,6 +499,8 @@ int cmd_bench(int argc, char **argv) {
     } else if (cli_opt_value(argc, argv, &i, "--db", &v, &missing)) {
       if (missing) return cli_usage_error("bench", "--db needs a path");
       cfg.db = v;
+    } else if (!strcmp(argv[i], "--default")) {
+      cfg.default_sched = true;
     } else if (cli_opt_value(argc, argv, &i, "--target", &v, &missing)) {
       if (missing) return cli_usage_error("bench", "--target needs a target");
       cfg.target = v;
@@ -520,7 +539,7 @@ int cmd_bench(int argc, char **argv) {
     return bench_suite(budget, cfg.db ? cfg.db : "tessera.db", out_dir,
                        suite_trials);
   if (!cfg.spec) return cli_usage_error("bench", "--workload is required");
-  if (cfg.trace && cfg.db)
-    return cli_usage_error("bench", "give --trace or --db, not both");
+  if ((cfg.trace != NULL) + (cfg.db != NULL) + cfg.default_sched > 1)
+    return cli_usage_error("bench", "give one of --trace, --db, --default");
   return run_bench(&cfg);
 }
