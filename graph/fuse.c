@@ -40,7 +40,7 @@ static const char *const elementwise_ops[] = {
     "Add",  "Sub", "Mul",  "Div", "Pow", "Relu", "Clip", "Sigmoid",
     "Tanh", "Erf", "Sqrt", "Exp", "Neg", "Abs",  "Gelu", NULL};
 
-static bool is_elementwise(const char *op) {
+bool gr_is_elementwise_op(const char *op) {
   for (int i = 0; elementwise_ops[i]; i++)
     if (!strcmp(elementwise_ops[i], op)) return true;
   return false;
@@ -103,7 +103,8 @@ static const int64_t *reduce_axes(const ts_graph *g, const gr_node *n,
 /* Whether node n can be a member whose chain value (the result so far) is
  * `cur` (-1 for an anchor). */
 static bool fusable_elementwise(const ts_graph *g, const gr_node *n, int cur) {
-  if (n->kind != TS_GRAPH_OP || n->n_outputs != 1 || !is_elementwise(n->op))
+  if (n->kind != TS_GRAPH_OP || n->n_outputs != 1 ||
+      !gr_is_elementwise_op(n->op))
     return false;
   const gr_value *out = &g->values[n->outputs[0]];
   if (!num_value(g, n->outputs[0])) return false;
@@ -342,33 +343,36 @@ static const char *window_axis(int nsp, int d) {
   return names[3 - nsp + d];
 }
 
-/* A pad stage around the spatial dimensions of x (NC + nsp spatial): pads
- * before (pads[d]) and after (end[d]) each, filled with `fill`. */
+/* A pad stage around the nsp spatial dimensions of x (from axis sp0: 2
+ * in NCHW, 1 channels-last): pads before (pads[d]) and after (end[d])
+ * each, filled with `fill`. */
 static ts_buffer *pad_stage(builder *b, ts_buffer *data, const gr_value *x,
-                            const int64_t *pads, const int64_t *end,
+                            int sp0, const int64_t *pads, const int64_t *end,
                             ts_expr *fill) {
   ts_arena *a = b->a;
   int nsp = x->ndim - 2;
-  int64_t shape[TS_MAX_DIMS] = {x->shape[0], x->shape[1]};
+  int64_t shape[TS_MAX_DIMS];
+  memcpy(shape, x->shape, sizeof shape);
   for (int d = 0; d < nsp; d++)
-    shape[2 + d] = x->shape[2 + d] + pads[d] + end[d];
+    shape[sp0 + d] = x->shape[sp0 + d] + pads[d] + end[d];
   ts_te_stage *ps = ts_te_compute(b->te, gr_fuse_stage_name(b, "pad"),
                                   TS_FLOAT32, shape, x->ndim, NULL);
   ts_expr *cond = NULL;
-  ts_expr *idx[TS_MAX_DIMS] = {ts_te_axis(ps, 0), ts_te_axis(ps, 1)};
+  ts_expr *idx[TS_MAX_DIMS];
+  for (int d = 0; d < x->ndim; d++) idx[d] = ts_te_axis(ps, d);
   for (int d = 0; d < nsp; d++) {
-    ts_expr *h = ts_te_axis(ps, 2 + d);
+    ts_expr *h = ts_te_axis(ps, sp0 + d);
     ts_expr *cd = ts_and(a, ts_ge(a, h, ts_index(a, pads[d])),
-                         ts_lt(a, h, ts_index(a, pads[d] + x->shape[2 + d])));
+                         ts_lt(a, h, ts_index(a, pads[d] + x->shape[sp0 + d])));
     cond = cond ? ts_and(a, cond, cd) : cd;
-    idx[2 + d] = ts_sub(a, h, ts_index(a, pads[d]));
+    idx[sp0 + d] = ts_sub(a, h, ts_index(a, pads[d]));
   }
   ts_expr *args[3] = {cond, ts_te_load(b->te, data, idx, x->ndim), fill};
   return ts_te_set_value(ps, ts_call(a, TS_FLOAT32, "if_then_else", args, 3));
 }
 
-/* Conv (NC + 1 to 3 spatial dimensions): a pad stage, the reduction, the
- * bias. */
+/* Conv (NC + 1 to 3 spatial dimensions, or channels-last 2-D): a pad
+ * stage, the reduction, the bias. */
 static ts_buffer *build_conv(builder *b, const gr_node *n) {
   const ts_graph *g = b->g;
   ts_arena *a = b->a;
@@ -378,43 +382,56 @@ static ts_buffer *build_conv(builder *b, const gr_node *n) {
   ts_buffer *weight = gr_fuse_param(b, n->inputs[1]);
   if (!data || !weight) return NULL;
   int nd = x->ndim, nsp = nd - 2;
-  int64_t kernel[3], strides[3], dil[3], pads[6], end[3];
+  /* channels-last: data [N, spatial, C], weights [spatial, C/G, CO] */
+  bool last = gr_node_channels_last(n);
+  int sp0 = last ? 1 : 2, cax = last ? nd - 1 : 1;
+  int wsp0 = last ? 0 : 2, wci = last ? nsp : 1, wco = last ? nsp + 1 : 0;
+  int64_t kernel[3], strides[3], dil[3], pads[6], end[3], in_sp[3];
   int c;
   const int64_t *p;
-  for (int d = 0; d < nsp; d++)
-    kernel[d] = w->shape[2 + d], strides[d] = 1, dil[d] = 1;
+  for (int d = 0; d < nsp; d++) {
+    kernel[d] = w->shape[wsp0 + d], strides[d] = 1, dil[d] = 1;
+    in_sp[d] = x->shape[sp0 + d];
+  }
   if ((p = gr_attr_ints(n, "strides", &c)) && c == nsp)
     for (int d = 0; d < nsp; d++) strides[d] = p[d];
   if ((p = gr_attr_ints(n, "dilations", &c)) && c == nsp)
     for (int d = 0; d < nsp; d++) dil[d] = p[d];
-  if (gr_resolve_pads(n, nsp, x->shape + 2, kernel, strides, dil, pads))
-    return NULL;
+  if (gr_resolve_pads(n, nsp, in_sp, kernel, strides, dil, pads)) return NULL;
   bool padded = false;
   for (int d = 0; d < nsp; d++) {
     end[d] = pads[d + nsp];
     padded = padded || pads[d] || end[d];
   }
   ts_buffer *in = data;
-  if (padded) in = pad_stage(b, data, x, pads, end, ts_float(a, TS_FLOAT32, 0));
+  if (padded)
+    in = pad_stage(b, data, x, sp0, pads, end, ts_float(a, TS_FLOAT32, 0));
   int64_t G = gr_attr_int(n, "group", 1);
-  int64_t CIg = w->shape[1], COg = out->shape[1] / G;
+  int64_t CIg = w->shape[wci], COg = out->shape[cax] / G;
   ts_te_stage *st = ts_te_compute(b->te, gr_fuse_stage_name(b, "conv"),
                                   TS_FLOAT32, out->shape, nd, NULL);
-  ts_expr *nn = ts_te_axis(st, 0), *co = ts_te_axis(st, 1);
-  ts_expr *rc = ts_te_reduce_axis(st, "rc", CIg), *r[3];
+  ts_expr *nn = ts_te_axis(st, 0), *co = ts_te_axis(st, cax), *r[3], *rc = NULL;
+  /* the channel reduction outermost in NCHW, innermost channels-last
+   * (contiguous in both data and weights) */
+  if (!last) rc = ts_te_reduce_axis(st, "rc", CIg);
   for (int d = 0; d < nsp; d++)
     r[d] = ts_te_reduce_axis(st, window_axis(nsp, d), kernel[d]);
+  if (last) rc = ts_te_reduce_axis(st, "rc", CIg);
   ts_expr *ci = rc;
   if (G > 1)
     ci = ts_add(
         a, ts_mul(a, ts_floordiv(a, co, ts_index(a, COg)), ts_index(a, CIg)),
         rc);
-  ts_expr *di[TS_MAX_DIMS] = {nn, ci}, *wi[TS_MAX_DIMS] = {co, rc};
+  ts_expr *di[TS_MAX_DIMS], *wi[TS_MAX_DIMS];
+  di[0] = nn;
+  di[cax] = ci;
+  wi[wco] = co;
+  wi[wci] = rc;
   for (int d = 0; d < nsp; d++) {
-    di[2 + d] =
-        ts_add(a, ts_mul(a, ts_te_axis(st, 2 + d), ts_index(a, strides[d])),
+    di[sp0 + d] =
+        ts_add(a, ts_mul(a, ts_te_axis(st, sp0 + d), ts_index(a, strides[d])),
                ts_mul(a, r[d], ts_index(a, dil[d])));
-    wi[2 + d] = r[d];
+    wi[wsp0 + d] = r[d];
   }
   ts_buffer *conv = ts_te_set_reduce(st, TS_TE_SUM,
                                      ts_mul(a, ts_te_load(b->te, in, di, nd),
@@ -427,7 +444,7 @@ static ts_buffer *build_conv(builder *b, const gr_node *n) {
   ts_expr *ax[TS_MAX_DIMS];
   for (int d = 0; d < nd; d++) ax[d] = ts_te_axis(bs, d);
   return ts_te_set_value(bs, ts_add(a, ts_te_load(b->te, conv, ax, nd),
-                                    ts_te_load(b->te, bias, &ax[1], 1)));
+                                    ts_te_load(b->te, bias, &ax[cax], 1)));
 }
 
 static ts_buffer *build_matmul(builder *b, const gr_node *n) {
@@ -487,9 +504,12 @@ static ts_buffer *build_pool(builder *b, const gr_node *n) {
   bool global = !strcmp(n->op, "GlobalAveragePool");
   bool is_max = !strcmp(n->op, "MaxPool");
   int nd = x->ndim, nsp = nd - 2;
-  int64_t kernel[3], strides[3], dil[3], pads[6] = {0}, end[3];
-  for (int d = 0; d < nsp; d++)
-    kernel[d] = x->shape[2 + d], strides[d] = 1, dil[d] = 1;
+  int sp0 = gr_node_channels_last(n) ? 1 : 2; /* first spatial axis */
+  int64_t kernel[3], strides[3], dil[3], pads[6] = {0}, end[3], in_sp[3];
+  for (int d = 0; d < nsp; d++) {
+    kernel[d] = x->shape[sp0 + d], strides[d] = 1, dil[d] = 1;
+    in_sp[d] = x->shape[sp0 + d];
+  }
   int c;
   const int64_t *p;
   if (!global) {
@@ -499,21 +519,20 @@ static ts_buffer *build_pool(builder *b, const gr_node *n) {
       for (int d = 0; d < nsp; d++) strides[d] = p[d];
     if ((p = gr_attr_ints(n, "dilations", &c)) && c == nsp)
       for (int d = 0; d < nsp; d++) dil[d] = p[d];
-    if (gr_resolve_pads(n, nsp, x->shape + 2, kernel, strides, dil, pads))
-      return NULL;
+    if (gr_resolve_pads(n, nsp, in_sp, kernel, strides, dil, pads)) return NULL;
   }
   /* pad far enough for ceil_mode windows that run past the end */
   bool padded = false;
   for (int d = 0; d < nsp; d++) {
     int64_t span =
-        (out->shape[2 + d] - 1) * strides[d] + (kernel[d] - 1) * dil[d] + 1;
-    end[d] = span - x->shape[2 + d] - pads[d];
+        (out->shape[sp0 + d] - 1) * strides[d] + (kernel[d] - 1) * dil[d] + 1;
+    end[d] = span - in_sp[d] - pads[d];
     if (end[d] < 0) end[d] = 0;
     padded = padded || pads[d] || end[d];
   }
   ts_buffer *in = data;
   if (padded)
-    in = pad_stage(b, data, x, pads, end,
+    in = pad_stage(b, data, x, sp0, pads, end,
                    ts_float(a, TS_FLOAT32, is_max ? -INFINITY : 0));
   ts_te_stage *st =
       ts_te_compute(b->te, gr_fuse_stage_name(b, is_max ? "max" : "sum"),
@@ -522,10 +541,11 @@ static ts_buffer *build_pool(builder *b, const gr_node *n) {
   for (int d = 0; d < nd; d++) ax[d] = ts_te_axis(st, d);
   for (int d = 0; d < nsp; d++)
     r[d] = ts_te_reduce_axis(st, window_axis(nsp, d), kernel[d]);
-  ts_expr *idx[TS_MAX_DIMS] = {ax[0], ax[1]};
+  ts_expr *idx[TS_MAX_DIMS];
+  for (int d = 0; d < nd; d++) idx[d] = ax[d];
   for (int d = 0; d < nsp; d++)
-    idx[2 + d] = ts_add(a, ts_mul(a, ax[2 + d], ts_index(a, strides[d])),
-                        ts_mul(a, r[d], ts_index(a, dil[d])));
+    idx[sp0 + d] = ts_add(a, ts_mul(a, ax[sp0 + d], ts_index(a, strides[d])),
+                          ts_mul(a, r[d], ts_index(a, dil[d])));
   ts_buffer *red = ts_te_set_reduce(st, is_max ? TS_TE_MAX : TS_TE_SUM,
                                     ts_te_load(b->te, in, idx, nd));
   if (is_max) return red;
@@ -534,7 +554,7 @@ static ts_buffer *build_pool(builder *b, const gr_node *n) {
   ts_expr *count;
   if (global) {
     int64_t taps = 1;
-    for (int d = 0; d < nsp; d++) taps *= x->shape[2 + d];
+    for (int d = 0; d < nsp; d++) taps *= in_sp[d];
     count = ts_float(a, TS_FLOAT32, (double)taps);
   } else {
     /* taps inside the input (or inside the explicit padding with
@@ -542,10 +562,11 @@ static ts_buffer *build_pool(builder *b, const gr_node *n) {
     bool incl = gr_attr_int(n, "count_include_pad", 0) != 0;
     ts_expr *taps = NULL;
     for (int d = 0; d < nsp; d++) {
-      int64_t size = x->shape[2 + d], lo = incl ? -pads[d] : 0;
+      int64_t size = in_sp[d], lo = incl ? -pads[d] : 0;
       int64_t hi = incl ? size + pads[d + nsp] : size;
-      ts_expr *start = ts_sub(a, ts_mul(a, oa[2 + d], ts_index(a, strides[d])),
-                              ts_index(a, pads[d]));
+      ts_expr *start =
+          ts_sub(a, ts_mul(a, oa[sp0 + d], ts_index(a, strides[d])),
+                 ts_index(a, pads[d]));
       ts_expr *stop = ts_add(a, start, ts_index(a, kernel[d]));
       ts_expr *span = ts_sub(a, ts_min(a, stop, ts_index(a, hi)),
                              ts_max(a, start, ts_index(a, lo)));

@@ -71,6 +71,7 @@ struct ts_graph {
   int n_funcs, cap_funcs;
   int opset;
   int name_counter; /* for fresh node and value names */
+  bool keep_nchw;   /* ts_graph_set_layout(g, "nchw"): no layout pass */
 };
 
 /* ---- ir.c ---- */
@@ -128,6 +129,14 @@ gr_node gr_node_make(ts_graph *g, const char *op, const char *name,
                      int n_outputs);
 /* Takes ownership of f for a call node. */
 void gr_own_func(ts_graph *g, ts_func *f);
+
+/* ---- layout.c, fuse.c ---- */
+/* Whether the layout pass made n channels-last (attribute layout="NHWC"):
+ * a Conv reads [N, H, W, C] data and [KH, KW, C/group, CO] weights and
+ * writes [N, OH, OW, CO]; a pool reads and writes [N, H, W, C]. */
+bool gr_node_channels_last(const gr_node *n);
+/* Whether op is one of the elementwise operators fusion takes in. */
+bool gr_is_elementwise_op(const char *op);
 
 /* ---- shape.c ---- */
 /* Infers output dtypes and shapes of one node from its inputs; fills the

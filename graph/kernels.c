@@ -625,6 +625,55 @@ static int run_slice(const gr_node *n, const gr_tensor *ins, gr_tensor *out) {
 
 bool gr_kernel_known(const char *op) { return gr_op_known(op); }
 
+/* x with its 4 axes permuted (out[d] = x axis perm[d]) into a new
+ * malloc'd tensor; data NULL when memory runs out. */
+static gr_tensor permuted(const gr_tensor *x, const int64_t *perm) {
+  gr_tensor t = {.dtype = x->dtype, .ndim = 4};
+  for (int d = 0; d < 4; d++) t.shape[d] = x->shape[perm[d]];
+  t.data =
+      malloc((size_t)gr_tensor_elems(&t) * ts_dtype_elem_bytes(x->dtype) + 1);
+  if (!t.data) return t;
+  gr_node n = {.n_attrs = 1};
+  gr_attr a = {
+      .name = "perm", .kind = GR_ATTR_INTS, .n = 4, .ints = (int64_t *)perm};
+  n.attrs = &a;
+  run_transpose(&n, x, &t);
+  return t;
+}
+
+/* A channels-last Conv or pool (see gr_node_channels_last) runs as its
+ * NCHW form on permuted copies: a reference, not a fast path. */
+static int run_channels_last(const ts_graph *g, const gr_node *n,
+                             const gr_tensor *ins, gr_tensor *out) {
+  static const int64_t to_nchw[4] = {0, 3, 1, 2}, to_nhwc[4] = {0, 2, 3, 1};
+  static const int64_t w_to_oihw[4] = {3, 2, 0, 1};
+  bool conv = !strcmp(n->op, "Conv");
+  gr_tensor in2[3] = {0}, o = {.dtype = out->dtype, .ndim = 4};
+  for (int d = 0; d < 4; d++) o.shape[d] = out->shape[to_nchw[d]];
+  in2[0] = permuted(&ins[0], to_nchw);
+  if (conv) in2[1] = permuted(&ins[1], w_to_oihw);
+  if (conv && n->n_inputs > 2) in2[2] = ins[2];
+  o.data =
+      malloc((size_t)gr_tensor_elems(&o) * ts_dtype_elem_bytes(o.dtype) + 1);
+  int rc = TS_ENOMEM;
+  if (in2[0].data && (!conv || in2[1].data) && o.data) {
+    rc = conv ? run_conv(g, n, in2, &o) : run_pool(n, in2, &o);
+    if (rc == TS_OK) {
+      gr_node t = {.n_attrs = 1};
+      gr_attr a = {.name = "perm",
+                   .kind = GR_ATTR_INTS,
+                   .n = 4,
+                   .ints = (int64_t *)to_nhwc};
+      t.attrs = &a;
+      run_transpose(&t, &o, out);
+    }
+  }
+  free(in2[0].data);
+  if (conv) free(in2[1].data);
+  free(o.data);
+  return rc;
+}
+
 int gr_kernel_run(const ts_graph *g, const gr_node *n, const gr_tensor *ins,
                   gr_tensor *outs, ts_error *err) {
   const char *op = n->op;
@@ -657,6 +706,9 @@ int gr_kernel_run(const ts_graph *g, const gr_node *n, const gr_tensor *ins,
     rc = run_gather(n, ins, out, err);
   else if (!strcmp(op, "Slice"))
     rc = run_slice(n, ins, out);
+  else if (gr_node_channels_last(n) &&
+           (!strcmp(op, "Conv") || strstr(op, "Pool") != NULL))
+    rc = run_channels_last(g, n, ins, out);
   else if (!strcmp(op, "Conv") || !strcmp(op, "ConvTranspose"))
     rc = run_conv(g, n, ins, out);
   else if (!strcmp(op, "MaxPool") || !strcmp(op, "AveragePool") ||

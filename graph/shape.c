@@ -447,6 +447,37 @@ static int infer_slice(ts_graph *g, gr_node *n, const gr_value *x,
   return TS_OK;
 }
 
+/* Permutes the first 4 dims of value v's shape in place by perm. */
+static void permute_value(ts_graph *g, int v, const int *perm) {
+  if (v < 0 || g->values[v].ndim != 4) return;
+  int64_t s[4];
+  for (int d = 0; d < 4; d++) s[d] = g->values[v].shape[perm[d]];
+  memcpy(g->values[v].shape, s, sizeof s);
+}
+
+/* A channels-last Conv or pool (the layout pass's): inferred as its NCHW
+ * form, its inputs seen in NCHW / OIHW for the time of it. */
+static int infer_channels_last(ts_graph *g, gr_node *n, ts_error *err) {
+  static const int to_nchw[4] = {0, 3, 1, 2}, to_nhwc[4] = {0, 2, 3, 1};
+  static const int w_to_oihw[4] = {3, 2, 0, 1}, w_to_hwio[4] = {2, 3, 1, 0};
+  bool conv = !strcmp(n->op, "Conv");
+  int x = n->n_inputs > 0 ? n->inputs[0] : -1;
+  int w = conv && n->n_inputs > 1 ? n->inputs[1] : -1;
+  if (x < 0 || g->values[x].ndim != 4 || (conv && (w < 0 || w == x)))
+    return FAIL("a channels-last node needs 4-D data%s",
+                conv ? " and weights" : "");
+  permute_value(g, x, to_nchw);
+  permute_value(g, w, w_to_oihw);
+  int rc = conv ? infer_conv(g, n, err) : infer_pool(g, n, err);
+  permute_value(g, x, to_nhwc);
+  permute_value(g, w, w_to_hwio);
+  if (rc == TS_OK && n->n_outputs > 0) {
+    permute_value(g, n->outputs[0], to_nhwc);
+    g->values[n->outputs[0]].layout = "NHWC";
+  }
+  return rc;
+}
+
 int gr_infer_node(ts_graph *g, gr_node *n, ts_error *err) {
   if (n->kind == TS_GRAPH_CALL) return TS_OK; /* fixed by the call's params */
   const char *op = n->op;
@@ -455,6 +486,9 @@ int gr_infer_node(ts_graph *g, gr_node *n, ts_error *err) {
     return TS_ERR(err, TS_EUNSUPPORTED,
                   "node '%s': operator '%s' is not supported (opset %d)",
                   n->name, op, g->opset);
+  if (gr_node_channels_last(n) &&
+      (!strcmp(op, "Conv") || strstr(op, "Pool") != NULL))
+    return infer_channels_last(g, n, err);
   if (!strcmp(op, "Conv") || !strcmp(op, "ConvTranspose"))
     return infer_conv(g, n, err);
   if (!strcmp(op, "MaxPool") || !strcmp(op, "AveragePool") ||

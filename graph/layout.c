@@ -1,0 +1,392 @@
+/*
+ * layout.c — the layout pass: 2-D convolutions and pools run channels-last
+ * (NHWC, weights [KH, KW, C/group, CO]), where the innermost loop of a
+ * kernel runs over contiguous channels; ONNX models arrive in NCHW.
+ *
+ * Each node declares how it runs in the other layout:
+ *   - Conv on 4-D float32 data with constant weights converts (the node
+ *     gets the attribute layout = "NHWC"; its weights are permuted here, at
+ *     compile time): it gains the most, it pays for the transposes;
+ *   - MaxPool, AveragePool, GlobalAveragePool (cheap, they would not pay
+ *     for a transpose of their own), elementwise operators and Concat
+ *     follow their producers: one converts when an input already has an
+ *     NHWC form and every other input is a value of the same rank, a
+ *     scalar, or a constant (permuted here, broadcast rank made explicit);
+ *     Concat's axis is renumbered;
+ *   - everything else keeps its layout.
+ * A converted node writes a new NHWC value; the original NCHW value is
+ * then produced by a Transpose of it, which survives only where a node
+ * that kept its layout (or a graph output) reads it. A node that converts
+ * reads the NHWC form of each input, through one Transpose per NCHW value
+ * however many nodes read it. The model's inputs and outputs keep their
+ * layout.
+ *
+ * Then transposes are simplified: a transpose of a transpose composes
+ * (and vanishes when the composition is the identity), and one that moves
+ * only axes of size 1 becomes a Reshape (a view: the bytes are the same),
+ * as after a global pool feeding Flatten -> Gemm.
+ *
+ * ts_graph_set_layout(g, "nchw") turns the pass off (the model as it came).
+ */
+#include "internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const int64_t to_nhwc[4] = {0, 2, 3, 1};
+static const int64_t to_nchw[4] = {0, 3, 1, 2};
+/* Conv weights OIHW -> [KH, KW, I, O] */
+static const int64_t weight_perm[4] = {2, 3, 1, 0};
+
+int ts_graph_set_layout(ts_graph *g, const char *layout, ts_error *err) {
+  if (layout && !strcmp(layout, "nhwc"))
+    g->keep_nchw = false;
+  else if (layout && !strcmp(layout, "nchw"))
+    g->keep_nchw = true;
+  else
+    return TS_ERR(err, TS_EINVAL,
+                  "unknown layout '%s' (nhwc: convolutions channels-last, the "
+                  "default; nchw: as the model gives them)",
+                  layout ? layout : "(null)");
+  return TS_OK;
+}
+
+bool gr_node_channels_last(const gr_node *n) {
+  return !strcmp(gr_attr_string(n, "layout", ""), "NHWC");
+}
+
+static bool f32_4d(const ts_graph *g, int v) {
+  return v >= 0 && ts_dtype_eq(g->values[v].dtype, TS_FLOAT32) &&
+         g->values[v].ndim == 4;
+}
+
+static bool is_pool(const gr_node *n) {
+  return !strcmp(n->op, "MaxPool") || !strcmp(n->op, "AveragePool") ||
+         !strcmp(n->op, "GlobalAveragePool");
+}
+
+/* A node that runs channels-last whatever its producers: a Conv on 4-D
+ * float32 data with constant weights. */
+static bool converts(const ts_graph *g, const gr_node *n) {
+  return n->kind == TS_GRAPH_OP && n->n_outputs == 1 && n->n_inputs >= 2 &&
+         !strcmp(n->op, "Conv") && f32_4d(g, n->inputs[0]) &&
+         f32_4d(g, n->outputs[0]) && f32_4d(g, n->inputs[1]) &&
+         gr_is_const(g, n->inputs[1]);
+}
+
+typedef struct layout_pass {
+  ts_graph *g;
+  gr_list list;
+  int *nhwc; /* original value id -> its NHWC form, -1 */
+  int n_orig;
+} layout_pass;
+
+/* The permuted copy of a 4-D shape. */
+static void permute_shape(const int64_t *s, const int64_t *perm, int64_t *out) {
+  for (int d = 0; d < 4; d++) out[d] = s[perm[d]];
+}
+
+/* A new constant: constant v (rank <= 4, broadcast to rank 4 by leading
+ * ones) with its axes permuted. Negative on failure. */
+static int permuted_const(ts_graph *g, int v, const int64_t *perm) {
+  const gr_value *x = &g->values[v];
+  int64_t shape4[4] = {1, 1, 1, 1}, out[4];
+  for (int d = 0; d < x->ndim; d++) shape4[4 - x->ndim + d] = x->shape[d];
+  permute_shape(shape4, perm, out);
+  ts_dtype t = x->dtype;
+  const char *name = gr_fresh_name(g, x->name);
+  int c = gr_const_reserve(g, name, t, 4, out);
+  if (c < 0) return c;
+  size_t es = ts_dtype_elem_bytes(t);
+  const uint8_t *src = gr_const_data(g, v);
+  uint8_t *dst = gr_const_data(g, c);
+  int64_t ist[4], idx[4] = {0};
+  ist[3] = 1;
+  for (int d = 2; d >= 0; d--) ist[d] = ist[d + 1] * shape4[d + 1];
+  int64_t total = out[0] * out[1] * out[2] * out[3];
+  for (int64_t i = 0; i < total; i++) {
+    int64_t s = 0;
+    for (int d = 0; d < 4; d++) s += idx[d] * ist[perm[d]];
+    memcpy(dst + i * es, src + s * es, es);
+    for (int d = 3; d >= 0; d--) {
+      if (++idx[d] < out[d]) break;
+      idx[d] = 0;
+    }
+  }
+  g->values[c].layout = g->values[v].ndim == 4 ? "NHWC" : "";
+  return c;
+}
+
+/* A Transpose node (pushed to the list) from value x to a value of the
+ * permuted shape, or to `to` when it is >= 0. Returns the result. */
+static int push_transpose(layout_pass *p, int x, const int64_t *perm, int to,
+                          const char *layout) {
+  ts_graph *g = p->g;
+  if (to < 0) {
+    int64_t s[4];
+    permute_shape(g->values[x].shape, perm, s);
+    to = gr_value_fresh(g, g->values[x].name, g->values[x].dtype, 4, s);
+    g->values[to].layout = layout;
+  }
+  gr_node n =
+      gr_node_make(g, "Transpose", gr_fresh_name(g, "layout"), &x, 1, &to, 1);
+  gr_attr a = {.name = "perm", .kind = GR_ATTR_INTS, .n = 4};
+  a.ints = ts_arena_alloc(g->arena, sizeof(int64_t) * 4);
+  memcpy(a.ints, perm, sizeof(int64_t) * 4);
+  gr_node_set_attr(g, &n, a);
+  gr_list_push(&p->list, &n);
+  return to;
+}
+
+/* The NHWC form of activation v: the converted producer's result, or a
+ * Transpose (made once per value). */
+static int nhwc_of(layout_pass *p, int v) {
+  if (v < p->n_orig && p->nhwc[v] >= 0) return p->nhwc[v];
+  int t = push_transpose(p, v, to_nhwc, -1, "NHWC");
+  if (v < p->n_orig) p->nhwc[v] = t;
+  return t;
+}
+
+/* Whether a pool, elementwise node or Concat follows its producers into
+ * NHWC. */
+static bool follows(const layout_pass *p, const gr_node *n) {
+  const ts_graph *g = p->g;
+  if (n->kind != TS_GRAPH_OP || n->n_outputs != 1 ||
+      g->values[n->outputs[0]].ndim != 4)
+    return false;
+  if (is_pool(n)) {
+    int v = n->inputs[0];
+    return f32_4d(g, v) && f32_4d(g, n->outputs[0]) && v < p->n_orig &&
+           p->nhwc[v] >= 0;
+  }
+  if (!gr_is_elementwise_op(n->op) && strcmp(n->op, "Concat")) return false;
+  bool any = false;
+  for (int k = 0; k < n->n_inputs; k++) {
+    int v = n->inputs[k];
+    if (v < 0) continue;
+    const gr_value *x = &g->values[v];
+    if (x->ndim < 0 || x->ndim > 4) return false;
+    if (gr_is_const(g, v) || gr_value_elems(x) == 1) continue;
+    if (x->ndim != 4) return false; /* a broadcast activation of lower rank */
+    if (v < p->n_orig && p->nhwc[v] >= 0) any = true;
+  }
+  return any;
+}
+
+static int convert_node(layout_pass *p, const gr_node *n) {
+  ts_graph *g = p->g;
+  bool elementwise = gr_is_elementwise_op(n->op);
+  bool permute_consts = elementwise || !strcmp(n->op, "Concat");
+  int ins[16];
+  if (n->n_inputs > 16) return TS_EINVAL;
+  for (int k = 0; k < n->n_inputs; k++) {
+    int v = n->inputs[k];
+    ins[k] = v;
+    if (v < 0) continue;
+    const gr_value *x = &g->values[v];
+    bool is_const = gr_is_const(g, v);
+    if (!strcmp(n->op, "Conv") && k == 1)
+      ins[k] = permuted_const(g, v, weight_perm);
+    else if (!strcmp(n->op, "Conv") && k == 2)
+      ins[k] = v; /* the bias: per output channel either way */
+    else if (permute_consts && is_const && gr_value_elems(x) > 1)
+      ins[k] = permuted_const(g, v, to_nhwc);
+    else if (elementwise && gr_value_elems(x) == 1)
+      ins[k] = v;
+    else
+      ins[k] = nhwc_of(p, v);
+    if (ins[k] < 0) return ins[k];
+  }
+  int out = n->outputs[0];
+  int64_t s[4];
+  permute_shape(g->values[out].shape, to_nhwc, s);
+  int nout = gr_value_fresh(g, g->values[out].name, g->values[out].dtype, 4, s);
+  g->values[nout].layout = "NHWC";
+  gr_node m = *n;
+  m.inputs = ts_arena_alloc(g->arena, sizeof(int) * (size_t)(n->n_inputs + 1));
+  memcpy(m.inputs, ins, sizeof(int) * (size_t)n->n_inputs);
+  m.outputs = ts_arena_alloc(g->arena, sizeof(int) * 2);
+  m.outputs[0] = nout;
+  if (!strcmp(n->op, "Concat")) {
+    int64_t axis = gr_attr_int(n, "axis", 0);
+    if (axis < 0) axis += 4;
+    int64_t na = 0;
+    while (na < 3 && to_nhwc[na] != axis) na++;
+    gr_node_set_attr(g, &m,
+                     (gr_attr){.name = "axis", .kind = GR_ATTR_INT, .i = na});
+  } else if (!elementwise) {
+    gr_node_set_attr(
+        g, &m,
+        (gr_attr){.name = "layout", .kind = GR_ATTR_STRING, .s = "NHWC"});
+  }
+  gr_list_push(&p->list, &m);
+  p->nhwc[out] = nout;
+  /* the NCHW value, for whoever still reads it (dce drops it otherwise) */
+  push_transpose(p, nout, to_nchw, out, "");
+  return TS_OK;
+}
+
+/* ---- transpose simplification ---- */
+
+static const int64_t *perm_of(const gr_node *n) {
+  int c;
+  const int64_t *perm = gr_attr_ints(n, "perm", &c);
+  return perm && c == 4 ? perm : NULL;
+}
+
+/* Whether a transpose of shape s by perm keeps every axis longer than 1
+ * in its order: the bytes are the same, only the shape changes. */
+static bool only_unit_axes_move(const int64_t *s, const int64_t *perm, int nd) {
+  int64_t last = -1;
+  for (int d = 0; d < nd; d++) {
+    if (s[perm[d]] == 1) continue;
+    if (perm[d] < last) return false;
+    last = perm[d];
+  }
+  return true;
+}
+
+static bool is_graph_output(const ts_graph *g, int v) {
+  for (int k = 0; k < g->n_outputs; k++)
+    if (g->outputs[k] == v) return true;
+  return false;
+}
+
+static bool same_shape(const gr_value *a, const gr_value *b) {
+  if (a->ndim != b->ndim) return false;
+  for (int d = 0; d < a->ndim; d++)
+    if (a->shape[d] != b->shape[d]) return false;
+  return true;
+}
+
+/* Views: a Reshape of a Reshape reads the first one's input; a Reshape
+ * that keeps the shape vanishes. True when something changed. */
+static bool simplify_view(ts_graph *g, gr_node *n) {
+  int x = n->inputs[0], out = n->outputs[0];
+  if (same_shape(&g->values[x], &g->values[out]) && !is_graph_output(g, out)) {
+    gr_replace_uses(g, out, x);
+    return true;
+  }
+  int pi = g->values[x].producer;
+  if (pi >= 0 && g->nodes[pi].kind == TS_GRAPH_OP &&
+      !strcmp(g->nodes[pi].op, "Reshape")) {
+    n->inputs[0] = g->nodes[pi].inputs[0];
+    return true;
+  }
+  return false;
+}
+
+static int simplify_transposes(ts_graph *g, ts_error *err) {
+  bool changed = true;
+  while (changed) {
+    changed = false;
+    for (int i = 0; i < g->n_nodes; i++) {
+      gr_node *n = &g->nodes[i];
+      if (n->kind == TS_GRAPH_OP && !strcmp(n->op, "Reshape") &&
+          n->n_inputs == 2 && simplify_view(g, n)) {
+        changed = true;
+        continue;
+      }
+      if (n->kind != TS_GRAPH_OP || strcmp(n->op, "Transpose")) continue;
+      const int64_t *perm = perm_of(n);
+      int x = n->inputs[0];
+      if (!perm || g->values[x].ndim != 4) continue;
+      bool ident = true;
+      for (int d = 0; d < 4; d++) ident = ident && perm[d] == d;
+      if (ident && !is_graph_output(g, n->outputs[0])) {
+        gr_replace_uses(g, n->outputs[0], x);
+        changed = true;
+        continue;
+      }
+      int pi = g->values[x].producer;
+      const gr_node *pn = pi >= 0 ? &g->nodes[pi] : NULL;
+      if (pn && pn->kind == TS_GRAPH_OP && !strcmp(pn->op, "Transpose") &&
+          perm_of(pn)) {
+        /* y = T_perm(T_q(z)): y[d] = z[q[perm[d]]] */
+        const int64_t *q = perm_of(pn);
+        int64_t comp[4];
+        bool ident = true;
+        for (int d = 0; d < 4; d++) {
+          comp[d] = q[perm[d]];
+          ident = ident && comp[d] == d;
+        }
+        int z = pn->inputs[0];
+        if (ident && !is_graph_output(g, n->outputs[0])) {
+          gr_replace_uses(g, n->outputs[0], z);
+          changed = true;
+          continue;
+        }
+        n->inputs[0] = z;
+        gr_attr a = {.name = "perm", .kind = GR_ATTR_INTS, .n = 4};
+        a.ints = ts_arena_alloc(g->arena, sizeof(int64_t) * 4);
+        memcpy(a.ints, comp, sizeof comp);
+        gr_node_set_attr(g, n, a);
+        changed = true;
+        continue;
+      }
+      if (only_unit_axes_move(g->values[x].shape, perm, 4)) {
+        const gr_value *o = &g->values[n->outputs[0]];
+        int64_t nd = o->ndim;
+        int64_t shape[TS_MAX_DIMS];
+        memcpy(shape, o->shape, sizeof shape);
+        int s =
+            gr_const_add(g, gr_fresh_name(g, "shape"), TS_INT64, 1, &nd, shape);
+        if (s < 0) return TS_ERR(err, TS_ENOMEM, "layout: out of memory");
+        n = &g->nodes[i];
+        n->op = "Reshape";
+        int *ins = ts_arena_alloc(g->arena, sizeof(int) * 2);
+        ins[0] = x;
+        ins[1] = s;
+        n->inputs = ins;
+        n->n_inputs = 2;
+        n->attrs = NULL;
+        n->n_attrs = 0;
+        changed = true;
+      }
+    }
+    if (changed) {
+      int rc = ts_graph_eliminate_dead(g, err);
+      if (rc) return rc;
+    }
+  }
+  return TS_OK;
+}
+
+/* requires: shapes known, lowered graph; maintains: the values the graph
+ * computes, its inputs and outputs (names, shapes, layouts); breaks: node
+ * indices. */
+int ts_graph_convert_layout(ts_graph *g, ts_error *err) {
+  if (g->keep_nchw) return TS_OK;
+  bool any = false;
+  for (int i = 0; i < g->n_nodes && !any; i++) any = converts(g, &g->nodes[i]);
+  if (!any) return TS_OK;
+  layout_pass p = {.g = g, .n_orig = g->n_values};
+  p.nhwc = malloc(sizeof(int) * (size_t)(g->n_values + 1));
+  if (!p.nhwc) return TS_ERR(err, TS_ENOMEM, "layout: out of memory");
+  for (int v = 0; v < g->n_values; v++) p.nhwc[v] = -1;
+  int rc = TS_OK;
+  int n_nodes = g->n_nodes;
+  for (int i = 0; i < n_nodes && !rc; i++) {
+    const gr_node *n = &g->nodes[i];
+    if (converts(g, n) || follows(&p, n)) {
+      rc = convert_node(&p, n);
+      if (rc == TS_EINVAL)
+        rc = TS_ERR(err, TS_EINVAL, "layout: node '%s' has too many inputs",
+                    n->name);
+      else if (rc)
+        rc = TS_ERR(err, TS_ENOMEM, "layout: out of memory");
+    } else {
+      gr_list_push(&p.list, n);
+    }
+  }
+  free(p.nhwc);
+  if (rc) {
+    free(p.list.nodes);
+    return rc;
+  }
+  gr_list_commit(g, &p.list);
+  rc = ts_graph_eliminate_dead(g, err);
+  if (!rc) rc = simplify_transposes(g, err);
+  return rc;
+}

@@ -1,0 +1,293 @@
+/*
+ * test_layout.c — the layout pass: every zoo model gives the same outputs
+ * with the pass on and off, compiled, and through the reference kernels
+ * right after the pass (channels-last Conv and pools); ResNet, MobileNet
+ * and CSRNet keep exactly one transpose (the model's NCHW input), none
+ * inside the network, and their outputs keep their names, shapes and
+ * layout; a node that cannot change layout (Softmax over channels) is
+ * surrounded by transposes and computes the same values; random chains of
+ * transposes in front of a conv compose into one (straight from the input
+ * when they cancel), keeping the values; unknown layouts are refused.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "graph/internal.h"
+#include "exec_util.h"
+#include "util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int run(const ts_graph *g, ts_graph_exec_mode mode,
+               ts_graph_tensor *outs) {
+  return run_seeded(g, mode, outs, 11);
+}
+
+static void same(const ts_graph_tensor *a, const ts_graph_tensor *b, int n,
+                 const char *what) {
+  assert_same_outputs(a, b, n, what);
+}
+
+static void free_outs(ts_graph_tensor *t, int n) {
+  for (int i = 0; i < n; i++) free(t[i].data);
+}
+
+/* The model through the passes up to `after`, with the given layout. */
+static ts_graph *load(const char *model, const char *layout,
+                      const char *after) {
+  char path[512];
+  ts_graph_import_options o = {0};
+  bool bert = !strcmp(model, "bert_small");
+  o.input_shapes = bert ? bert_shapes : NULL;
+  o.n_input_shapes = bert ? 2 : 0;
+  ts_graph *g = NULL;
+  ts_error err;
+  if (ts_graph_import_onnx(model_path(model, path), &o, &g, &err))
+    fail_msg("import %s: %s", model, err.msg);
+  assert_int_equal(ts_graph_set_layout(g, layout, &err), TS_OK);
+  if (ts_graph_run_passes(g, after, &err)) fail_msg("%s: %s", model, err.msg);
+  return g;
+}
+
+/* Transposes (graph operators or call_tir tasks) in g. */
+static int count_transposes(const ts_graph *g) {
+  int n = ts_graph_count_op(g, "Transpose");
+  for (int i = 0; i < g->n_nodes; i++)
+    if (g->nodes[i].kind == TS_GRAPH_CALL &&
+        strstr(g->nodes[i].name, "fused_transpose"))
+      n++;
+  return n;
+}
+
+static void test_models_same_outputs(void **state) {
+  (void)state;
+  static const char *const models[] = {"resnet50_small", "mobilenet_v2_small",
+                                       "csrnet_small", "ops_small",
+                                       "bert_small"};
+  for (size_t m = 0; m < sizeof models / sizeof models[0]; m++) {
+    ts_graph *off = load(models[m], "nchw", NULL);
+    ts_graph *on = load(models[m], "nhwc", NULL);
+    ts_graph_tensor a[8], b[8];
+    int n = run(off, TS_GRAPH_COMPILE, a);
+    assert_int_equal(run(on, TS_GRAPH_COMPILE, b), n);
+    same(a, b, n, models[m]);
+    free_outs(b, n);
+    /* right after the pass: the reference kernels run the channels-last
+     * Conv and pools (the interpreter is slow: the smaller models) */
+    if (m != 4) {
+      ts_graph *ref = load(models[m], "nhwc", "layout");
+      assert_int_equal(run(ref, TS_GRAPH_INTERPRET, b), n);
+      same(a, b, n, models[m]);
+      free_outs(b, n);
+      ts_graph_free(ref);
+    }
+    free_outs(a, n);
+    ts_graph_free(off);
+    ts_graph_free(on);
+  }
+}
+
+static void test_one_transpose_at_the_input(void **state) {
+  (void)state;
+  static const char *const models[] = {"resnet50_small", "mobilenet_v2_small",
+                                       "csrnet_small"};
+  for (size_t m = 0; m < sizeof models / sizeof models[0]; m++) {
+    ts_graph *off = load(models[m], "nchw", "layout");
+    ts_graph *g = load(models[m], "nhwc", "layout");
+    assert_int_equal(count_transposes(off), 0);
+    assert_int_equal(count_transposes(g), 1);
+    assert_true(ts_graph_count_op(g, "Conv") > 0);
+    /* every Conv runs channels-last; the one transpose reads the input */
+    for (int i = 0; i < g->n_nodes; i++) {
+      const gr_node *n = &g->nodes[i];
+      if (!strcmp(n->op, "Conv")) assert_true(gr_node_channels_last(n));
+      if (!strcmp(n->op, "Transpose"))
+        assert_true(g->values[n->inputs[0]].is_input);
+    }
+    /* the model's inputs and outputs are unchanged */
+    assert_int_equal(ts_graph_n_outputs(g), ts_graph_n_outputs(off));
+    for (int k = 0; k < g->n_outputs; k++) {
+      const gr_value *a = &g->values[g->outputs[k]],
+                     *b = &off->values[off->outputs[k]];
+      assert_string_equal(a->name, b->name);
+      assert_int_equal(a->ndim, b->ndim);
+      for (int d = 0; d < a->ndim; d++)
+        assert_int_equal(a->shape[d], b->shape[d]);
+    }
+    ts_graph_free(off);
+    ts_graph_free(g);
+    /* after fusion: one transpose task */
+    g = load(models[m], "nhwc", NULL);
+    assert_int_equal(count_transposes(g), 1);
+    ts_graph_free(g);
+  }
+}
+
+/* ---- hand-built graphs ---- */
+
+static int add_input(ts_graph *g, const char *name, const int64_t *shape) {
+  int v = gr_value_add(g, name, TS_FLOAT32, 4, shape);
+  g->values[v].is_input = true;
+  g->values[v].layout = "NCHW";
+  int *ins = ts_arena_alloc(g->arena, sizeof(int) * (size_t)(g->n_inputs + 1));
+  if (g->n_inputs) memcpy(ins, g->inputs, sizeof(int) * (size_t)g->n_inputs);
+  ins[g->n_inputs++] = v;
+  g->inputs = ins;
+  return v;
+}
+
+static void set_output(ts_graph *g, int v) {
+  g->outputs = ts_arena_alloc(g->arena, sizeof(int) * 2);
+  g->outputs[0] = v;
+  g->n_outputs = 1;
+}
+
+static int node(ts_graph *g, const char *op, const int *ins, int n_ins) {
+  int out = gr_value_fresh(g, "v", TS_FLOAT32, -1, NULL);
+  gr_node_add(g, op, NULL, ins, n_ins, &out, 1);
+  return out;
+}
+
+static int transpose(ts_graph *g, int x, const int64_t *perm) {
+  int out = gr_value_fresh(g, "t", TS_FLOAT32, -1, NULL);
+  gr_node *n = gr_node_add(g, "Transpose", NULL, &x, 1, &out, 1);
+  gr_attr a = {.name = "perm", .kind = GR_ATTR_INTS, .n = 4};
+  a.ints = (int64_t *)perm;
+  gr_node_set_attr(g, n, a);
+  return out;
+}
+
+/* x -> Conv -> Softmax(axis 1) -> Conv -> output: the softmax keeps NCHW
+ * and sits between two transposes; values as without the pass. */
+static ts_graph *conv_softmax_conv(void) {
+  ts_graph *g = ts_graph_new("csc");
+  int x = add_input(g, "x", (int64_t[]){1, 6, 7, 5});
+  float w[6 * 6 * 3 * 3];
+  for (int i = 0; i < 6 * 6 * 9; i++) w[i] = (float)((i * 37) % 17 - 8) / 8;
+  int w1 = gr_const_add(g, "w1", TS_FLOAT32, 4, (int64_t[]){6, 6, 3, 3}, w);
+  int c1 = node(g, "Conv", (int[]){x, w1}, 2);
+  gr_node_set_attr(g, &g->nodes[g->n_nodes - 1],
+                   (gr_attr){.name = "pads",
+                             .kind = GR_ATTR_INTS,
+                             .n = 4,
+                             .ints = (int64_t[]){1, 1, 1, 1}});
+  int s = node(g, "Softmax", &c1, 1);
+  gr_node_set_attr(g, &g->nodes[g->n_nodes - 1],
+                   (gr_attr){.name = "axis", .kind = GR_ATTR_INT, .i = 1});
+  int c2 = node(g, "Conv", (int[]){s, w1}, 2);
+  int r = node(g, "Relu", &c2, 1);
+  set_output(g, r);
+  return g;
+}
+
+static void test_fixed_layout_op(void **state) {
+  (void)state;
+  ts_error err;
+  ts_graph *a = conv_softmax_conv(), *b = conv_softmax_conv();
+  assert_int_equal(ts_graph_set_layout(a, "nchw", &err), TS_OK);
+  assert_int_equal(ts_graph_run_passes(a, "layout", &err), TS_OK);
+  assert_int_equal(ts_graph_run_passes(b, "layout", &err), TS_OK);
+  /* in, back for the softmax, in again for the second conv, out */
+  assert_int_equal(count_transposes(b), 4);
+  for (int i = 0; i < b->n_nodes; i++)
+    if (!strcmp(b->nodes[i].op, "Softmax"))
+      assert_true(strcmp(b->values[b->nodes[i].inputs[0]].layout, "NHWC"));
+  ts_graph_tensor x[1], y[1];
+  run(a, TS_GRAPH_INTERPRET, x);
+  run(b, TS_GRAPH_INTERPRET, y);
+  same(x, y, 1, "conv-softmax-conv");
+  free_outs(x, 1);
+  free_outs(y, 1);
+  ts_graph_free(a);
+  ts_graph_free(b);
+  /* unknown layouts are refused */
+  a = ts_graph_new("x");
+  assert_int_equal(ts_graph_set_layout(a, "nchw16c", &err), TS_EINVAL);
+  assert_non_null(strstr(err.msg, "unknown layout 'nchw16c'"));
+  ts_graph_free(a);
+}
+
+/* Random chains of 4-D transposes around a conv: after the pass at most
+ * one transpose is left between the input and the conv (none when the
+ * chain composes to the identity), and the values are the same. */
+static void test_transpose_chains(void **state) {
+  (void)state;
+  static const int64_t perms[][4] = {{0, 2, 3, 1}, {0, 3, 1, 2}, {0, 1, 3, 2},
+                                     {0, 2, 1, 3}, {0, 1, 2, 3}, {0, 3, 2, 1}};
+  uint64_t rng = 12345;
+  for (int trial = 0; trial < 24; trial++) {
+    int len = 1 + trial % 4;
+    int pick[4];
+    int64_t comp[4] = {0, 1, 2, 3};
+    for (int k = 0; k < len; k++) {
+      rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+      pick[k] = (int)((rng >> 33) % 6);
+      int64_t next[4];
+      for (int d = 0; d < 4; d++) next[d] = comp[perms[pick[k]][d]];
+      memcpy(comp, next, sizeof comp);
+    }
+    /* a last transpose that brings it back to NCHW half of the time */
+    bool to_identity = trial % 2 == 0;
+    ts_graph *gs[2];
+    for (int v = 0; v < 2; v++) {
+      ts_graph *g = ts_graph_new("chain");
+      int x = add_input(g, "x", (int64_t[]){1, 4, 4, 4});
+      int cur = x;
+      for (int k = 0; k < len; k++) cur = transpose(g, cur, perms[pick[k]]);
+      if (to_identity) {
+        int64_t inv[4];
+        for (int d = 0; d < 4; d++) inv[comp[d]] = d;
+        cur = transpose(g, cur, inv);
+      }
+      float w[4 * 4];
+      for (int i = 0; i < 16; i++) w[i] = (float)(i % 5) - 2;
+      int wc = gr_const_add(g, "w", TS_FLOAT32, 4, (int64_t[]){4, 4, 1, 1}, w);
+      int c = node(g, "Conv", (int[]){cur, wc}, 2);
+      set_output(g, node(g, "Relu", &c, 1));
+      ts_error err;
+      assert_int_equal(ts_graph_set_layout(g, v ? "nhwc" : "nchw", &err),
+                       TS_OK);
+      if (ts_graph_run_passes(g, "layout", &err)) fail_msg("%s", err.msg);
+      gs[v] = g;
+    }
+    /* one transpose into the conv (composed from the chain), one out */
+    assert_true(count_transposes(gs[1]) <= 2);
+    if (to_identity) {
+      bool direct = false;
+      for (int i = 0; i < gs[1]->n_nodes; i++)
+        if (!strcmp(gs[1]->nodes[i].op, "Transpose") &&
+            gs[1]->values[gs[1]->nodes[i].inputs[0]].is_input)
+          direct = true;
+      if (!direct) {
+        char *txt = ts_graph_print(gs[1]);
+        printf("trial %d len %d\n%s\n", trial, len, txt);
+        free(txt);
+      }
+      assert_true(direct); /* the input goes straight into NHWC */
+      assert_int_equal(count_transposes(gs[1]), 2);
+    }
+    ts_graph_tensor a[1], b[1];
+    run(gs[0], TS_GRAPH_INTERPRET, a);
+    run(gs[1], TS_GRAPH_INTERPRET, b);
+    same(a, b, 1, "transpose chain");
+    free_outs(a, 1);
+    free_outs(b, 1);
+    ts_graph_free(gs[0]);
+    ts_graph_free(gs[1]);
+  }
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_models_same_outputs),
+      cmocka_unit_test(test_one_transpose_at_the_input),
+      cmocka_unit_test(test_fixed_layout_op),
+      cmocka_unit_test(test_transpose_chains),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
