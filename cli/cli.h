@@ -81,6 +81,11 @@ int cli_load_func(const char *spec, const char *tir_path,
 int cli_load_model(const char *path, const char *const *shapes, int n_shapes,
                    ts_graph **out);
 /* The import alone (no passes), the error printed on failure. */
+/* The layout the graph's layout pass uses (--layout nhwc|nchw; NULL: the
+ * default, nhwc), applied by cli_import_model; cli_layout_option checks
+ * and sets it (a usage error for other names). */
+extern const char *cli_layout;
+int cli_layout_option(const char *cmd, const char *value);
 int cli_import_model(const char *path, const char *const *shapes, int n_shapes,
                      ts_graph **out);
 

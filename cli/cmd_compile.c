@@ -20,6 +20,7 @@
 static const char compile_usage[] =
     "usage: tessera compile MODEL.onnx -o MODEL.so [--db PATH] [--target T]\n"
     "                       [--input-shape NAME=DIMS]... [--threads N]\n"
+    "                       [--layout nhwc|nchw]\n"
     "                       [--runtime-dir DIR] [--json]\n"
     "\n"
     "Compiles a whole model into a shared library with the C interface of\n"
@@ -31,6 +32,9 @@ static const char compile_usage[] =
     "  -o, --output FILE   the library to write (written whole or not at all)\n"
     "  --db PATH           tuning database (default: none, default schedules)\n"
     "  --target T          target string (default: llvm, this machine)\n"
+    "  --layout nhwc|nchw  2-D convolutions channels-last (nhwc, default:\n"
+    "                      one transpose at the input) or as the model\n"
+    "                      gives them (nchw)\n"
     "  --input-shape NAME=DIMS  fix a graph input's dimensions, e.g.\n"
     "                      input_ids=1x128 (needed for symbolic dimensions)\n"
     "  --threads N         kernels built at once (default: the online cores)\n"
@@ -164,6 +168,8 @@ int cmd_compile(int argc, char **argv) {
       if (missing)
         rc = cli_usage_error("compile", "--input-shape needs NAME=DIMS");
       shapes[n_shapes++] = v;
+    } else if (cli_opt_value(argc, argv, &i, "--layout", &v, &missing)) {
+      rc = cli_layout_option("compile", missing ? NULL : v);
     } else if (cli_opt_value(argc, argv, &i, "--threads", &v, &missing)) {
       if (missing)
         rc = cli_usage_error("compile", "--threads needs a number");
@@ -203,14 +209,7 @@ int cmd_compile(int argc, char **argv) {
   ts_db *db = NULL;
   rc = EXIT_FAIL;
   double t0 = now_ms();
-  ts_graph_import_options io;
-  memset(&io, 0, sizeof io);
-  io.input_shapes = shapes;
-  io.n_input_shapes = n_shapes;
-  if (ts_graph_import_onnx(model, &io, &g, &err) != TS_OK) {
-    cli_error("cannot import the model", &err);
-    goto done;
-  }
+  if (cli_import_model(model, shapes, n_shapes, &g) != EXIT_OK) goto done;
   double t1 = now_ms();
   if (ts_graph_run_passes(g, NULL, &err) != TS_OK ||
       ts_graph_verify(g, &err) != TS_OK) {

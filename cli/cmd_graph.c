@@ -39,6 +39,9 @@ static const char graph_usage[] =
     "  --after PASS     stop after PASS: none (the imported graph), shape,\n"
     "                   fold, dce, cse, bn_fold, patterns, lower, fuse\n"
     "                   (default: all)\n"
+    "  --layout nhwc|nchw  2-D convolutions channels-last (nhwc, default:\n"
+    "                      one transpose at the input) or as the model\n"
+    "                      gives them (nchw)\n"
     "  --input-shape NAME=DIMS  fix a graph input's dimensions, e.g.\n"
     "                   input_ids=1x128 (needed for symbolic dimensions)\n"
     "  --override NODE=FILE.tir  replace a node of the lowered graph (before\n"
@@ -74,6 +77,9 @@ static int parse_opts(const char *sub, int argc, char **argv, graph_opts *o) {
     } else if (cli_opt_value(argc, argv, &i, "--input-shape", &v, &missing)) {
       if (missing) return cli_usage_error(sub, "--input-shape needs NAME=DIMS");
       o->shapes[o->n_shapes++] = v;
+    } else if (cli_opt_value(argc, argv, &i, "--layout", &v, &missing)) {
+      int rc = cli_layout_option(sub, missing ? NULL : v);
+      if (rc != EXIT_OK) return rc;
     } else if (cli_opt_value(argc, argv, &i, "--override", &v, &missing)) {
       if (missing || !strchr(v, '='))
         return cli_usage_error(sub, "--override needs NODE=FILE.tir");

@@ -54,6 +54,9 @@ static const char tune_usage[] =
     "                      as `tessera graph tasks` lists them), each\n"
     "                      weighted by its calls per run; --trials is the\n"
     "                      whole model's budget\n"
+    "  --layout nhwc|nchw  2-D convolutions channels-last (nhwc, default:\n"
+    "                      one transpose at the input) or as the model\n"
+    "                      gives them (nchw)\n"
     "  --input-shape NAME=DIMS  fix a model input's dimensions, e.g.\n"
     "                      input_ids=1x128 (needed for symbolic ones)\n"
     "  --target T          target string (default: llvm, this machine)\n"
@@ -571,6 +574,9 @@ int cmd_tune(int argc, char **argv) {
       NEED("--model");
       if (a.model) return cli_usage_error("tune", "one --model per job");
       a.model = val;
+    } else if (cli_opt_value(argc, argv, &i, "--layout", &val, &missing)) {
+      int rc = cli_layout_option("tune", missing ? NULL : val);
+      if (rc != EXIT_OK) return rc;
     } else if (cli_opt_value(argc, argv, &i, "--input-shape", &val, &missing)) {
       NEED("--input-shape");
       if (a.n_shapes == MAX_SHAPES)

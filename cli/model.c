@@ -10,6 +10,20 @@
 #include <stdio.h>
 #include <string.h>
 
+const char *cli_layout = NULL;
+
+int cli_layout_option(const char *cmd, const char *value) {
+  if (!value) return cli_usage_error(cmd, "--layout needs nhwc or nchw");
+  if (strcmp(value, "nhwc") && strcmp(value, "nchw"))
+    return cli_usage_error(cmd,
+                           "--layout: unknown layout '%s' (nhwc: "
+                           "convolutions channels-last, the default; nchw: "
+                           "as the model gives them)",
+                           value);
+  cli_layout = value;
+  return EXIT_OK;
+}
+
 int cli_import_model(const char *path, const char *const *shapes, int n_shapes,
                      ts_graph **out) {
   ts_error err;
@@ -20,6 +34,12 @@ int cli_import_model(const char *path, const char *const *shapes, int n_shapes,
   io.n_input_shapes = n_shapes;
   if (ts_graph_import_onnx(path, &io, out, &err) != TS_OK) {
     cli_error("cannot import the model", &err);
+    return EXIT_FAIL;
+  }
+  if (cli_layout && ts_graph_set_layout(*out, cli_layout, &err) != TS_OK) {
+    cli_error("bad layout", &err);
+    ts_graph_free(*out);
+    *out = NULL;
     return EXIT_FAIL;
   }
   return EXIT_OK;
