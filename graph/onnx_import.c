@@ -412,7 +412,10 @@ static int import_attr(importer *im, gr_node *n, const Onnx__AttributeProto *a,
     break;
   case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING: {
     at.kind = GR_ATTR_STRING;
-    at.s = ts_arena_strndup(im->g->arena, (const char *)a->s.data, a->s.len);
+    /* an empty string may come without data */
+    at.s = a->s.data ? ts_arena_strndup(im->g->arena, (const char *)a->s.data,
+                                        a->s.len)
+                     : "";
     break;
   }
   case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS:
