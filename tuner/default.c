@@ -216,6 +216,53 @@ static void inline_intermediates(ts_sched *s) {
 
 /* Step 2: the register-tiled anchor reduction. Returns true when it
  * scheduled `name`. */
+/* The one input of the block read through loop lv (the vector axis) and
+ * not through lr (the rows): B of a matmul, a conv's weights. NULL when
+ * there is not exactly one. *by_outer: whether one of the n loops in
+ * `outer` indexes it too. */
+static const ts_buffer *streamed_input(const ts_stmt *rr, const ts_stmt *lv,
+                                       const ts_stmt *lr,
+                                       const ts_stmt *const *outer, int n,
+                                       bool *by_outer) {
+  const ts_block *bb = ts_realize_block(rr);
+  const ts_buffer *found = NULL;
+  int count = 0;
+  *by_outer = false;
+  for (int i = 0; lv && lr && i < ts_block_n_reads(bb); i++) {
+    const ts_region *rg = ts_block_read(bb, i);
+    if (rg->buffer == ts_block_write(bb, 0)->buffer) continue;
+    bool uv = false, ur = false, uo = false;
+    for (int k = 0; k < ts_block_n_iters(bb); k++) {
+      ts_expr *iv = ts_block_iter_var(bb, k);
+      bool used = false;
+      for (int d = 0; d < rg->ndim && !used; d++)
+        used = expr_uses_var(rg->ranges[d].min, iv);
+      if (!used) continue;
+      const ts_expr *val = ts_realize_value(rr, k);
+      uv |= expr_uses_var(val, ts_for_var(lv));
+      ur |= expr_uses_var(val, ts_for_var(lr));
+      for (int o = 0; o < n; o++)
+        uo |= outer[o] && expr_uses_var(val, ts_for_var(outer[o]));
+    }
+    if (uv && !ur) {
+      count++;
+      found = rg->buffer;
+      *by_outer = uo;
+    }
+  }
+  return count == 1 ? found : NULL;
+}
+
+static int64_t buffer_bytes(const ts_buffer *b) {
+  int64_t n = (int64_t)ts_dtype_elem_bytes(ts_buffer_dtype(b));
+  for (int d = 0; d < ts_buffer_ndim(b); d++) n *= ts_buffer_shape(b)[d];
+  return n;
+}
+
+/* Streamed inputs above this size do not stay in the caches between
+ * passes over the outer spatial loops. */
+#define STREAMED_CACHE_BYTES (1 << 20)
+
 static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
   ts_rv b, loops[MAX_LOOPS];
   int nl = 0;
@@ -275,6 +322,29 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
     int64_t cap = budget / nvec > 8 ? 8 : budget / nvec;
     nrows = divisor_upto(er, cap > 0 ? cap : 1);
   }
+  /* A streamed input larger than the caches that the outer spatial loops
+   * do not index (a deep conv's weights at a small spatial extent): the
+   * vector tiles go outermost, so that each panel of it is packed once and
+   * reused by every output row, instead of streamed once per outer
+   * iteration. Needs enough vector tiles to run in parallel. */
+  bool vec_first = false;
+  int64_t outer_iters = 1;
+  if (rows >= 0 && cols < ev) {
+    const ts_stmt *outer[MAX_LOOPS];
+    int n_o = 0;
+    for (int i = 0; i < nl; i++)
+      if (binds[i] != BIND_REDUCE && i != vec && i != rows) {
+        outer[n_o++] = ts_sched_rv_loop(s, loops[i]);
+        outer_iters *= loop_extent(s, loops[i]);
+      }
+    bool by_outer = false;
+    const ts_buffer *sb =
+        streamed_input(r, ts_sched_rv_loop(s, loops[vec]),
+                       ts_sched_rv_loop(s, loops[rows]), outer, n_o, &by_outer);
+    vec_first = sb && !by_outer && outer_iters > 1 &&
+                buffer_bytes(sb) > STREAMED_CACHE_BYTES &&
+                ev / cols >= 2 * (int64_t)ts_target_num_cores(t);
+  }
   /* split the vector and rows axes */
   ts_rv vo = TS_RV_NONE, vi = loops[vec], ro = TS_RV_NONE, ri = TS_RV_NONE;
   if (cols < ev) {
@@ -301,10 +371,11 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
   /* order: outer spatial, vo, ro, reductions, ri, vi */
   ts_rv order[MAX_LOOPS + 4];
   int no = 0, n_outer = 0;
+  if (vec_first) order[no++] = vo;
   for (int i = 0; i < nl; i++)
     if (binds[i] != BIND_REDUCE && i != vec && i != rows)
       order[no++] = loops[i];
-  if (vo != TS_RV_NONE) order[no++] = vo;
+  if (vo != TS_RV_NONE && !vec_first) order[no++] = vo;
   if (ro != TS_RV_NONE) order[no++] = ro;
   n_outer = no;
   ts_rv first_red = TS_RV_NONE;
@@ -322,39 +393,21 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
    * copy. The parallel loops then stop at the vector tile. */
   int n_par = n_outer;
   char packed[160] = "";
-  if (vo != TS_RV_NONE && rows >= 0 && er / nrows >= 4) {
+  int64_t reuse = er / nrows * (vec_first ? outer_iters : 1);
+  if (vo != TS_RV_NONE && rows >= 0 && reuse >= 4) {
     const ts_stmt *rr = ts_func_find_block(ts_sched_func(s), name);
-    const ts_block *bb = ts_realize_block(rr);
     const ts_stmt *lv = ts_sched_rv_loop(s, vo), *lr = NULL;
     if (ro != TS_RV_NONE) lr = ts_sched_rv_loop(s, ro);
     if (!lr && ri != TS_RV_NONE) lr = ts_sched_rv_loop(s, ri);
-    int found = 0;
-    const char *bufname = NULL;
-    for (int i = 0; lv && lr && i < ts_block_n_reads(bb); i++) {
-      const ts_region *rg = ts_block_read(bb, i);
-      if (rg->buffer == ts_block_write(bb, 0)->buffer) continue;
-      bool uv = false, ur = false;
-      for (int k = 0; k < ts_block_n_iters(bb); k++) {
-        ts_expr *iv = ts_block_iter_var(bb, k);
-        bool used = false;
-        for (int d = 0; d < rg->ndim && !used; d++)
-          used = expr_uses_var(rg->ranges[d].min, iv);
-        if (!used) continue;
-        uv |= expr_uses_var(ts_realize_value(rr, k), ts_for_var(lv));
-        ur |= expr_uses_var(ts_realize_value(rr, k), ts_for_var(lr));
-      }
-      if (uv && !ur) {
-        found++;
-        bufname = ts_buffer_name(rg->buffer);
-      }
-    }
+    bool by_outer;
+    const ts_buffer *sb = streamed_input(rr, lv, lr, NULL, 0, &by_outer);
     int vo_at = -1;
     for (int i = 0; i < n_outer; i++)
       if (order[i] == vo) vo_at = i;
     ts_rv cr;
-    if (found == 1 && vo_at >= 0) {
+    if (sb && vo_at >= 0) {
       char bn[128];
-      snprintf(bn, sizeof bn, "%s", bufname);
+      snprintf(bn, sizeof bn, "%s", ts_buffer_name(sb));
       if (!ts_sched_cache_read(s, b, bn, "global", &cr)) {
         const char *crn = ts_sched_rv_block_name(s, cr);
         snprintf(packed, sizeof packed, "%s", crn ? crn : "");
