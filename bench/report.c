@@ -253,9 +253,10 @@ static int load_task(report *r, task *t) {
   }
   t->peak = ts_bench_peak_of(probe, r->dtype, cores);
   free(probe);
-  t->best_gflops = t->has_best && t->best.median_s > 0 && row->flops > 0
-                       ? row->flops / t->best.median_s * 1e-9
-                       : NAN;
+  t->best_gflops =
+      t->has_best && ts_db_record_seconds(&t->best) > 0 && row->flops > 0
+          ? row->flops / ts_db_record_seconds(&t->best) * 1e-9
+          : NAN;
   t->roofline = ts_bench_roofline_gflops(&t->peak, row->flops, r->bytes);
   return TS_OK;
 }
@@ -307,7 +308,8 @@ static void summary_row(report *r, const task *t) {
   } else {
     report_puts(b, "<span class=\"none\">no records</span>");
   }
-  report_format_seconds(t->has_best ? t->best.median_s : NAN, lat);
+  report_format_seconds(t->has_best ? ts_db_record_seconds(&t->best) : NAN,
+                        lat);
   format_gflops(t->best_gflops, gf);
   format_percent(t->best_gflops, t->peak.gflops, pk);
   format_percent(t->best_gflops, t->roofline, rl);
@@ -423,7 +425,7 @@ static void section(report *r, const task *t) {
   failures_text(b, t->by_status);
   report_puts(b, "</li>\n<li>best: ");
   if (t->has_best) {
-    report_format_seconds(t->best.median_s, s1);
+    report_format_seconds(ts_db_record_seconds(&t->best), s1);
     format_gflops(t->best_gflops, s2);
     report_printf(b, "%s · %s GFLOP/s", s1, s2);
     if (isfinite(t->peak.gflops)) {

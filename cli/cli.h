@@ -20,6 +20,9 @@
  * wrong result, ...), 2 usage error (unknown subcommand or option). */
 enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2, EXIT_INTERRUPTED = 130 };
 
+/* Prints s as a JSON string (quoted, escaped) to f. */
+void cli_json_string(FILE *f, const char *s);
+
 /* Each subcommand gets argv after the subcommand name (argv[0] is the
  * subcommand) and returns the process exit code. */
 int cmd_show(int argc, char **argv);
@@ -137,9 +140,6 @@ typedef struct cli_kernel {
 /* Builds and loads f and creates its arguments, inputs filled from seed. */
 int cli_kernel_build(const ts_func *f, const ts_target *t, uint64_t seed,
                      cli_kernel *k, ts_error *err);
-/* The argument list of an artifact as runtime argument specs (malloc'd;
- * NULL when out of memory). */
-ts_rt_arg_spec *cli_arg_specs(const ts_artifact *a);
 /* Times the kernel with cfg (repeat at most 64); *median_s is the median
  * repeat. */
 int cli_kernel_time(cli_kernel *k, ts_runtime *rt, const ts_eval_config *cfg,

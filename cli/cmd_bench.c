@@ -20,7 +20,8 @@
 #include <string.h>
 
 static const char bench_usage[] =
-    "usage: tessera bench --workload SPEC [--trace FILE | --db PATH |\n"
+    "usage: tessera bench (--workload SPEC | --tir FILE)\n"
+    "                     [--trace FILE | --db PATH |\n"
     "                     --default]\n"
     "                     [--target T]\n"
     "                     [--threads N] [--repeat N] [--min-repeat-ms N]\n"
@@ -36,6 +37,9 @@ static const char bench_usage[] =
     "operation, dtypes and thread count, in this process, one after the\n"
     "other: tessera, OpenBLAS, oneDNN, and a plain C loop where one exists.\n"
     "\n"
+    "  --tir FILE         a TIR function instead of a library operator (a\n"
+    "                     model's task: `tessera graph tasks --tir`); no\n"
+    "                     vendor library is measured beside it\n"
     "  --threads N        threads for tessera and the libraries (all cores)\n"
     "  --repeat N         timed repeats, median reported (5)\n"
     "  --min-repeat-ms N  minimum length of one repeat (100)\n"
@@ -71,7 +75,7 @@ static const char bench_usage[] =
 #define INTERP_FLOP_LIMIT 5e7
 
 typedef struct bench_cfg {
-  const char *spec, *trace, *target, *db;
+  const char *spec, *tir, *trace, *target, *db;
   bool default_sched; /* --default: what compile builds untuned */
   int threads, repeat, min_repeat_ms;
   uint64_t seed;
@@ -176,7 +180,21 @@ static int run_bench(const bench_cfg *cfg) {
   int status = EXIT_FAIL;
   memset(vendor, 0, sizeof vendor);
 
-  if (ts_workload_from_spec(cfg->spec, &w, &err)) {
+  if (cfg->tir) {
+    /* a TIR function (a model's task, say): no vendor operation to match */
+    ts_func *tf = NULL;
+    if (cli_load_func(NULL, cfg->tir, &w, &tf) != EXIT_OK) return EXIT_FAIL;
+    if (!(w = calloc(1, sizeof *w))) {
+      ts_func_free(tf);
+      fprintf(stderr, "tessera: error: out of memory\n");
+      return EXIT_FAIL;
+    }
+    w->func = tf;
+    snprintf(w->op, sizeof w->op, "tir");
+    snprintf(w->spec, sizeof w->spec, "%s", cfg->tir);
+    snprintf(w->name, sizeof w->name, "%s", ts_func_name(tf));
+    w->flops = ts_func_flops(tf);
+  } else if (ts_workload_from_spec(cfg->spec, &w, &err)) {
     cli_error("bad workload spec", &err);
     return EXIT_FAIL;
   }
@@ -322,7 +340,7 @@ static int run_bench(const bench_cfg *cfg) {
     goto done;
   }
   if (w->flops <= INTERP_FLOP_LIMIT) {
-    ts_rt_arg_spec *specs = cli_arg_specs(main_k.build.artifact);
+    ts_rt_arg_spec *specs = ts_artifact_arg_specs(main_k.build.artifact);
     ts_rt_args *want = NULL;
     rc = ts_rt_args_create(specs, main_k.build.artifact->n_args, cfg->seed,
                            &want, &err);
@@ -493,6 +511,9 @@ int cmd_bench(int argc, char **argv) {
     } else if (cli_opt_value(argc, argv, &i, "--workload", &v, &missing)) {
       if (missing) return cli_usage_error("bench", "--workload needs a spec");
       cfg.spec = v;
+    } else if (cli_opt_value(argc, argv, &i, "--tir", &v, &missing)) {
+      if (missing) return cli_usage_error("bench", "--tir needs a file");
+      cfg.tir = v;
     } else if (cli_opt_value(argc, argv, &i, "--trace", &v, &missing)) {
       if (missing) return cli_usage_error("bench", "--trace needs a file");
       cfg.trace = v;
@@ -538,7 +559,8 @@ int cmd_bench(int argc, char **argv) {
   if (suite)
     return bench_suite(budget, cfg.db ? cfg.db : "tessera.db", out_dir,
                        suite_trials);
-  if (!cfg.spec) return cli_usage_error("bench", "--workload is required");
+  if (!cfg.spec == !cfg.tir)
+    return cli_usage_error("bench", "give exactly one of --workload or --tir");
   if ((cfg.trace != NULL) + (cfg.db != NULL) + cfg.default_sched > 1)
     return cli_usage_error("bench", "give one of --trace, --db, --default");
   return run_bench(&cfg);

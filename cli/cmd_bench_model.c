@@ -301,19 +301,6 @@ static int cmp_kt(const void *a, const void *b) {
   return x > y ? -1 : x < y;
 }
 
-static void json_string(FILE *f, const char *s) {
-  fputc('"', f);
-  for (; *s; s++) {
-    if (*s == '"' || *s == '\\')
-      fprintf(f, "\\%c", *s);
-    else if ((unsigned char)*s < 0x20)
-      fprintf(f, "\\u%04x", *s);
-    else
-      fputc(*s, f);
-  }
-  fputc('"', f);
-}
-
 static int run_model_bench(const bm_opts *o) {
   int status = EXIT_FAIL;
   cli_model_lib m;
@@ -488,7 +475,7 @@ static int run_model_bench(const bm_opts *o) {
   int top = o->top < n_k ? o->top : n_k;
   if (o->json) {
     printf("{\"model\": ");
-    json_string(stdout, o->lib);
+    cli_json_string(stdout, o->lib);
     printf(", \"threads\": %d, \"rounds\": %d, \"runs_per_round\": %d, "
            "\"tessera_seconds\": %.9g",
            o->threads, o->rounds, n, med_t);
@@ -496,7 +483,7 @@ static int run_model_bench(const bm_opts *o) {
       printf(", \"onnxruntime_seconds\": %.9g, \"speedup\": %.4f, "
              "\"onnxruntime_version\": ",
              med_o, med_r);
-      json_string(stdout, ort.version);
+      cli_json_string(stdout, ort.version);
       printf(", \"max_relative_error\": [");
       for (int i = 0; i < n_out; i++) printf("%s%.3g", i ? ", " : "", errs[i]);
       printf("]");
@@ -506,7 +493,7 @@ static int run_model_bench(const bm_opts *o) {
     printf(", \"kernels\": [");
     for (int i = 0; i < top; i++) {
       printf("%s{\"name\": ", i ? ", " : "");
-      json_string(stdout, m.kernel_name(m.model, kt[i].index));
+      cli_json_string(stdout, m.kernel_name(m.model, kt[i].index));
       printf(", \"seconds\": %.9g, \"share\": %.4f}", kt[i].seconds,
              prof_sum > 0 ? kt[i].seconds / prof_sum : 0);
     }

@@ -219,27 +219,14 @@ static int open_db(const char *path, bool read_only, ts_db **db) {
  * features
  * ======================================================================== */
 
-static void print_json_string(const char *s) {
-  putchar('"');
-  for (; *s; s++) {
-    if (*s == '"' || *s == '\\')
-      printf("\\%c", *s);
-    else if ((unsigned char)*s < 0x20)
-      printf("\\u%04x", *s);
-    else
-      putchar(*s);
-  }
-  putchar('"');
-}
-
 static int features_list(bool json) {
   if (json) printf("[");
   for (int i = 0; i < TS_CM_N_FEATURES; i++) {
     if (json) {
       printf("%s{\"index\": %d, \"name\": ", i ? ", " : "", i);
-      print_json_string(ts_cm_feature_name(i));
+      cli_json_string(stdout, ts_cm_feature_name(i));
       printf(", \"meaning\": ");
-      print_json_string(ts_cm_feature_meaning(i));
+      cli_json_string(stdout, ts_cm_feature_meaning(i));
       printf("}");
     } else {
       printf("%3d  %-30s %s\n", i, ts_cm_feature_name(i),
@@ -1009,7 +996,7 @@ static int cm_eval_cmd(int argc, char **argv) {
       ts_cm_metrics wm = ts_cm_metrics_of(&per[g]);
       ts_cm_metrics wr = ts_cm_metrics_of(&rper[g]);
       printf("%s{\"name\": ", g ? ", " : "");
-      print_json_string(ds->group_names[g]);
+      cli_json_string(stdout, ds->group_names[g]);
       printf(", ");
       print_metrics_json("", &wm);
       printf(", ");

@@ -33,6 +33,13 @@ static const char db_usage[] =
     "                             workload x target; delete failed records\n"
     "                             unless --keep-failed\n"
     "  stats                      records by status, jobs, file size\n"
+    "  confirm [WORKLOAD] [--target T] [--top K] [--rounds R] [--threads N]\n"
+    "          [--json]           measure the K fastest distinct schedules\n"
+    "                             (6) of each workload (or one) on target T\n"
+    "                             (this host) again, side by side in R\n"
+    "                             interleaved rounds (7), and keep their\n"
+    "                             medians: best queries, `tessera compile`\n"
+    "                             and the report use the confirmed figure\n"
     "  sync --from DB --to DB [--target T]\n"
     "                             copy workloads, jobs and the records of\n"
     "                             target T (every target) from one database\n"
@@ -59,7 +66,7 @@ typedef struct db_args {
   const char *spec, *tir, *target, *output;
   const char *from, *to; /* sync */
   bool db_given;         /* --db was on the command line */
-  long long keep, last, records, workloads, queries;
+  long long keep, last, records, workloads, queries, top, rounds, threads;
   bool keep_failed, vacuum, json;
 } db_args;
 
@@ -139,6 +146,11 @@ static int parse_args(int argc, char **argv, const char *allowed,
                count_option(argc, argv, &i, a->sub, "--workloads", 1,
                             &a->workloads, &rc) ||
                count_option(argc, argv, &i, a->sub, "--queries", 0, &a->queries,
+                            &rc) ||
+               count_option(argc, argv, &i, a->sub, "--top", 1, &a->top, &rc) ||
+               count_option(argc, argv, &i, a->sub, "--rounds", 1, &a->rounds,
+                            &rc) ||
+               count_option(argc, argv, &i, a->sub, "--threads", 1, &a->threads,
                             &rc)) {
       if (rc != EXIT_OK) return rc;
     } else if (!strcmp(arg, "--keep-failed")) {
@@ -322,10 +334,11 @@ static int run_show(const db_args *a) {
       continue;
     }
     char median[32], gflops[32];
-    format_seconds(best.median_s, median);
-    format_gflops(w.flops, best.median_s, gflops);
-    printf("#   best: %s us, %s GFLOP/s (record %lld)\n", median, gflops,
-           (long long)best.id);
+    double secs = ts_db_record_seconds(&best);
+    format_seconds(secs, median);
+    format_gflops(w.flops, secs, gflops);
+    printf("#   best: %s us, %s GFLOP/s (record %lld%s)\n", median, gflops,
+           (long long)best.id, best.confirmed_rounds ? ", confirmed" : "");
     char *text = ts_db_format_trace(db, best.trace_json);
     if (text) {
       fputs(text, stdout);
@@ -636,6 +649,101 @@ static int run_sync(const db_args *a) {
   return EXIT_OK;
 }
 
+/* Confirms one workload on the target; prints its line (or JSON object). */
+static int confirm_one(ts_db *db, const db_args *a, const char *target,
+                       int64_t id, const char *name, double flops, bool first) {
+  ts_confirm_options o = ts_confirm_defaults();
+  if (a->top) o.top_k = (int)a->top;
+  if (a->rounds) o.rounds = (int)a->rounds;
+  if (a->threads) o.threads = (int)a->threads;
+  ts_confirm_result r;
+  ts_error err;
+  ts_error_clear(&err);
+  if (!a->json) {
+    fprintf(stderr, "confirming %s ...\r", name);
+    fflush(stderr);
+  }
+  int rc = ts_confirm(db, id, target, &o, &r, &err);
+  if (rc) {
+    fprintf(stderr, "tessera: error: confirming workload %lld (%s): %s\n",
+            (long long)id, name, err.msg);
+    return EXIT_FAIL;
+  }
+  bool changed = r.best_record != r.search_best_record;
+  if (a->json) {
+    printf("%s{\"workload\": %lld, \"name\": ", first ? "" : ", ",
+           (long long)id);
+    cli_json_string(stdout, name);
+    printf(", \"candidates\": %d, \"rounds\": %d, \"best_record\": %lld, "
+           "\"best_seconds\": %.9g, \"best_spread\": %.4f, "
+           "\"search_best_record\": %lld, \"search_best_seconds\": %.9g, "
+           "\"search_best_confirmed_seconds\": %.9g, \"gflops\": %.4g}",
+           r.n, o.rounds, (long long)r.best_record, r.best_s, r.best_spread,
+           (long long)r.search_best_record, r.search_best_s,
+           r.search_best_confirmed_s, flops / r.best_s * 1e-9);
+  } else {
+    char nm[37];
+    snprintf(nm, sizeof nm, "%s", name);
+    printf("%-5lld %-36s %4d %12.3f %12.3f %12.3f %6.1f%% %9.2f %s\n",
+           (long long)id, nm, r.n, r.search_best_s * 1e6,
+           r.search_best_confirmed_s * 1e6, r.best_s * 1e6, r.best_spread * 100,
+           flops / r.best_s * 1e-9, changed ? "another record" : "same record");
+  }
+  fflush(stdout);
+  return EXIT_OK;
+}
+
+static int run_confirm(const db_args *a) {
+  ts_db *db;
+  int rc = open_db(a, false, &db);
+  if (rc) return rc;
+  char *target = ts_db_canonical_target(db, a->target ? a->target : "llvm");
+  if (!target) return db_fail(db, "bad target");
+  int64_t one = 0;
+  if ((a->key || a->spec || a->tir) && (rc = resolve(a, db, &one))) {
+    free(target);
+    return rc;
+  }
+  ts_db_summary *rows;
+  int n;
+  if (ts_db_list(db, one, &rows, &n)) {
+    free(target);
+    return db_fail(db, "db confirm");
+  }
+  int done = 0, failed = 0;
+  if (a->json) {
+    printf("{\"target\": ");
+    cli_json_string(stdout, target);
+    printf(", \"workloads\": [");
+  }
+  if (!a->json)
+    printf("%-5s %-36s %4s %12s %12s %12s %7s %9s %s\n", "id", "workload",
+           "cand", "search (us)", "re-run (us)", "best (us)", "spread",
+           "GFLOP/s", "best is");
+  for (int i = 0; i < n; i++) {
+    const ts_db_summary *s = &rows[i];
+    if (!s->target || strcmp(s->target, target) || s->n_ok == 0) continue;
+    if (confirm_one(db, a, target, s->workload_id, s->name, s->flops,
+                    done + failed == 0) == EXIT_OK)
+      done++;
+    else
+      failed++;
+  }
+  if (a->json)
+    printf("]}\n");
+  else if (done + failed == 0)
+    printf("no ok record on target '%s'%s\n", target,
+           one ? " for this workload" : "");
+  else
+    printf("search: the search-time best; re-run: that record in the "
+           "interleaved rounds; best: the confirmed best (median of the "
+           "rounds)\n");
+  ts_db_summaries_free(rows, n);
+  free(target);
+  ts_db_close(db);
+  return failed ? EXIT_FAIL : EXIT_OK;
+}
+
 int cmd_db(int argc, char **argv) {
   if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
     fputs(db_usage, argc < 2 ? stderr : stdout);
@@ -661,6 +769,8 @@ int cmd_db(int argc, char **argv) {
       {"import", " ", true, run_import},
       {"prune", " --keep --keep-failed --vacuum ", false, run_prune},
       {"stats", " ", false, run_stats},
+      {"confirm", " --workload --tir --target --top --rounds --threads --json ",
+       true, run_confirm},
       {"sync", " --from --to --target ", false, run_sync},
       {"bench", " --records --workloads --queries --json ", false, run_bench},
   };

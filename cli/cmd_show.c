@@ -200,15 +200,18 @@ static void print_best_header(ts_db *db, const ts_db_workload *w,
   ts_db_jobs_free(jobs, n_jobs);
   printf(", measured %s%s%s\n", r->created, r->worker[0] ? " on " : "",
          r->worker);
-  double s = r->median_s;
+  double s = ts_db_record_seconds(r);
   const char *unit = s < 1e-3 ? "µs" : s < 1 ? "ms" : "s";
-  printf("# latency: %.4g %s (median of %d run%s)\n",
-         s < 1e-3 ? s * 1e6
-         : s < 1  ? s * 1e3
-                  : s,
-         unit, r->n_run_secs, r->n_run_secs == 1 ? "" : "s");
-  double gflops =
-      w->flops > 0 && r->median_s > 0 ? w->flops / r->median_s * 1e-9 : NAN;
+  double scale = s < 1e-3 ? 1e6 : s < 1 ? 1e3 : 1;
+  if (r->confirmed_rounds > 0)
+    printf("# latency: %.4g %s (confirmed: median of %d interleaved rounds, "
+           "spread %.0f%%; at search time %.4g %s)\n",
+           s * scale, unit, r->confirmed_rounds, r->confirmed_spread * 100,
+           r->median_s * scale, unit);
+  else
+    printf("# latency: %.4g %s (median of %d run%s)\n", s * scale, unit,
+           r->n_run_secs, r->n_run_secs == 1 ? "" : "s");
+  double gflops = w->flops > 0 && s > 0 ? w->flops / s * 1e-9 : NAN;
   if (isfinite(gflops)) printf("# GFLOP/s: %.4g\n", gflops);
   char *probe = NULL;
   if (ts_db_get_target_probe(db, r->target_id, &probe) != TS_OK || !probe) {

@@ -38,6 +38,7 @@ static const char tune_usage[] =
     "                    [--timeout-ms N] [--build-timeout-ms N]\n"
     "                    [--quiet] [--log FILE] [--json]\n"
     "                    [--no-summary-measure] [--compare-models]\n"
+    "                    [--confirm-top K]\n"
     "                    [--max-memory-mb N] [--max-gflop N]\n"
     "\n"
     "Tunes the workloads' schedules: builds design spaces, searches them\n"
@@ -94,7 +95,12 @@ static const char tune_usage[] =
     "  --json              the final summary as one JSON object on stdout\n"
     "                      (progress goes to stderr)\n"
     "  --no-summary-measure  summary from the job's measurements only (no\n"
-    "                      unscheduled or oneDNN runs)\n"
+    "                      confirmation, unscheduled or oneDNN runs)\n"
+    "  --confirm-top K     when the job ends, measure the K fastest distinct\n"
+    "                      schedules of each task again side by side in\n"
+    "                      interleaved rounds and keep their medians (the\n"
+    "                      figure compile and the report use; default 6,\n"
+    "                      0: none; `tessera db confirm` does it later)\n"
     "  --compare-models    run the job twice, with the xgb and the random\n"
     "                      cost model, in PATH-xgb.db and PATH-random.db\n"
     "                      (from --db PATH), then time both bests side by\n"
@@ -139,6 +145,7 @@ typedef struct tune_args {
   const char *shapes[MAX_SHAPES];
   int n_shapes;
   bool quiet, json, summary_measure, compare_models;
+  long confirm_top; /* --confirm-top (default 6; 0: no confirmation) */
   bool target_given, trials_given, strategy_given, cost_model_given,
       policy_given, per_task_given;
   long max_memory_mb; /* admission (0: default) */
@@ -272,6 +279,45 @@ static void json_double(FILE *f, const char *key, bool have, double v,
     fprintf(f, "\"%s\": null%s", key, comma ? ", " : "");
 }
 
+/* Confirms each task's best (tuner/confirm.c) and makes the confirmed best
+ * the one the summary shows. Progress on stderr; a task that cannot be
+ * confirmed here (a GPU target, a CPU this machine is not) keeps its
+ * search-time best, with a note. */
+static void confirm_tasks(const tune_args *a, ts_db *db, const char *target,
+                          const ts_tune_task *tasks, ts_tune_result *r,
+                          int threads) {
+  ts_confirm_options co = ts_confirm_defaults();
+  co.top_k = (int)a->confirm_top;
+  co.threads = threads;
+  for (int i = 0; i < r->n_tasks; i++) {
+    ts_tune_task_result *tr = &r->tasks[i];
+    if (!tr->best_trace_json) continue;
+    if (!a->quiet) {
+      fprintf(stderr, "\rconfirming the bests: task %d of %d (%s)\033[K", i + 1,
+              r->n_tasks, tasks[i].name);
+      fflush(stderr);
+    }
+    ts_confirm_result cr;
+    ts_error err;
+    ts_error_clear(&err);
+    if (ts_confirm(db, tr->workload_id, target, &co, &cr, &err)) {
+      fprintf(stderr, "%snote: task %d not confirmed: %s\n",
+              a->quiet ? "" : "\n", i, err.msg);
+      if (err.code == TS_EUNSUPPORTED) break; /* the same for every task */
+      continue;
+    }
+    ts_db_record best;
+    if (ts_db_best(db, tr->workload_id, target, &best) == TS_OK) {
+      free(tr->best_trace_json);
+      tr->best_trace_json = strdup(best.trace_json);
+      tr->best_seconds = ts_db_record_seconds(&best);
+      tr->trial_of_best = best.job_id == r->job_id ? best.trial : -1;
+      ts_db_record_clear(&best);
+    }
+  }
+  if (!a->quiet) fprintf(stderr, "\r\033[K");
+}
+
 static void print_summary(const tune_args *a, ts_db *db, const char *target,
                           const ts_tune_task *tasks, ts_workload **wl,
                           const ts_tune_result *r, int threads, FILE *out) {
@@ -380,13 +426,14 @@ static void print_summary(const tune_args *a, ts_db *db, const char *target,
               gf, sp, tg, og, ratio, t90);
     }
     fprintf(out,
-            "Latency and GFLOP/s: the best measured candidate; Speedup: over "
+            "Latency and GFLOP/s: the best candidate (confirmed: the median "
+            "of interleaved re-runs of the top %ld);\nSpeedup: over "
             "the unscheduled code;\n*tuned and oneDNN: GFLOP/s measured side "
             "by side in this process after the search (%d threads),\n"
             "medians of %d interleaved rounds; ratio = the median of the "
             "rounds' tuned / oneDNN;\n90%%@: the job trial at which 90%% of "
             "the final best was reached.\n",
-            threads, SIDE_ROUNDS);
+            a->confirm_top, threads, SIDE_ROUNDS);
     for (int i = 0; i < r->n_tasks; i++)
       if (rows[i].onednn_why[0] && matmul_like(wl[i]))
         fprintf(out, "task %d: oneDNN not measured: %s\n", i,
@@ -539,6 +586,7 @@ int cmd_tune(int argc, char **argv) {
   memset(&a, 0, sizeof a);
   a.db = "tessera.db";
   a.summary_measure = true;
+  a.confirm_top = ts_confirm_defaults().top_k;
   ts_tune_options o = ts_tune_defaults();
   long v;
   for (int i = 1; i < argc; i++) {
@@ -560,6 +608,9 @@ int cmd_tune(int argc, char **argv) {
       a.summary_measure = false;
     } else if (!strcmp(argv[i], "--compare-models")) {
       a.compare_models = true;
+    } else if (cli_opt_value(argc, argv, &i, "--confirm-top", &val, &missing)) {
+      NEED("--confirm-top");
+      rc = int_option("--confirm-top", val, 0, 64, &a.confirm_top);
     } else if ((tir = false,
                 cli_opt_value(argc, argv, &i, "--workload", &val, &missing)) ||
                (tir = true,
@@ -840,6 +891,8 @@ int cmd_tune(int argc, char **argv) {
     status = 130;
     goto done;
   }
+  if (a.summary_measure && a.confirm_top > 0 && !a.tracker)
+    confirm_tasks(&a, db, o.target, tasks, &result, threads);
   print_summary(&a, db, o.target, tasks, wl, &result, threads,
                 a.json ? stdout : out);
   status = EXIT_OK;

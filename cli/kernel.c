@@ -10,17 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-ts_rt_arg_spec *cli_arg_specs(const ts_artifact *a) {
-  ts_rt_arg_spec *s = calloc((size_t)(a->n_args ? a->n_args : 1), sizeof *s);
-  for (int i = 0; s && i < a->n_args; i++) {
-    s[i].dtype = a->args[i].dtype;
-    s[i].ndim = a->args[i].ndim;
-    memcpy(s[i].shape, a->args[i].shape, sizeof s[i].shape);
-    s[i].role = a->args[i].is_output ? TS_RT_ARG_OUTPUT : TS_RT_ARG_INPUT;
-  }
-  return s;
-}
-
 int cli_kernel_build(const ts_func *f, const ts_target *t, uint64_t seed,
                      cli_kernel *k, ts_error *err) {
   memset(k, 0, sizeof *k);
@@ -29,7 +18,7 @@ int cli_kernel_build(const ts_func *f, const ts_target *t, uint64_t seed,
     rc = ts_rt_kernel_load(k->build.artifact->bytes, k->build.artifact->n_bytes,
                            k->build.artifact->entry, &k->kernel, err);
   if (!rc) {
-    ts_rt_arg_spec *specs = cli_arg_specs(k->build.artifact);
+    ts_rt_arg_spec *specs = ts_artifact_arg_specs(k->build.artifact);
     rc = specs ? ts_rt_args_create(specs, k->build.artifact->n_args, seed,
                                    &k->args, err)
                : TS_ERR(err, TS_ENOMEM, "out of memory");

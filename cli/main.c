@@ -98,6 +98,19 @@ bool cli_opt_value(int argc, char **argv, int *i, const char *name,
   return true;
 }
 
+void cli_json_string(FILE *f, const char *s) {
+  fputc('"', f);
+  for (; *s; s++) {
+    if (*s == '"' || *s == '\\')
+      fprintf(f, "\\%c", *s);
+    else if ((unsigned char)*s < 0x20)
+      fprintf(f, "\\u%04x", *s);
+    else
+      fputc(*s, f);
+  }
+  fputc('"', f);
+}
+
 int cli_load_func(const char *spec, const char *tir_path,
                   ts_workload **workload, ts_func **func) {
   ts_error err;

@@ -30,7 +30,7 @@
 
 /* The schema version this build writes (PRAGMA user_version). Older files
  * are migrated forward when opened read-write; newer ones are refused. */
-#define TS_DB_SCHEMA_VERSION 2
+#define TS_DB_SCHEMA_VERSION 3
 
 typedef struct ts_db ts_db;
 
@@ -228,7 +228,17 @@ typedef struct ts_db_record {
   char *worker;
   char *version; /* tessera version that wrote the record */
   char created[32];
+  /* The latest confirmation of the workload x target (ts_db_confirm), when
+   * this record was among the candidates measured again: the median of
+   * the interleaved rounds, their spread ((max - min) / median) and how
+   * many there were. confirmed_s is NAN when the record has none. */
+  double confirmed_s;
+  double confirmed_spread;
+  int confirmed_rounds;
 } ts_db_record;
+/* The latency a record stands for: the confirmed one when it has one,
+ * otherwise the search-time median. */
+double ts_db_record_seconds(const ts_db_record *r);
 void ts_db_record_clear(ts_db_record *r);
 /* Clears and frees an array returned by a query; NULL is a no-op. */
 void ts_db_records_free(ts_db_record *records, int n);
@@ -244,6 +254,11 @@ int ts_db_commit_record(ts_db *db, const ts_db_measurement *m, int64_t *id);
 int ts_db_commit_records(ts_db *db, const ts_db_measurement *m, int n,
                          int64_t *ids);
 
+/* "Fastest" below: records of the latest confirmation (ts_db_confirm) come
+ * first, by confirmed latency; then every other ok record by its
+ * search-time median. A confirmed best holds against a search-time figure
+ * that a lucky, quiet moment may have given a worse schedule. */
+
 /* The fastest ok record of the workload on exactly this target (string
  * canonicalized); TS_ENOTFOUND when there is none. Clear *out afterwards. */
 int ts_db_best(ts_db *db, int64_t workload_id, const char *target,
@@ -257,6 +272,19 @@ int ts_db_top_k(ts_db *db, int64_t workload_id, const char *target, int k,
  * when the workload, the target or an ok record is missing. */
 int ts_db_best_by_func(ts_db *db, const ts_func *f, const char *target,
                        ts_db_record *out);
+/* Up to k ok records ranked by their search-time median alone (what a
+ * confirmation measures again), fastest first, one per distinct trace. */
+int ts_db_top_k_search(ts_db *db, int64_t workload_id, const char *target,
+                       int k, ts_db_record **out, int *n);
+/* Stores a confirmation of the workload on the target: records[i] measured
+ * again, seconds[i] the median of `rounds` interleaved rounds and spread[i]
+ * their (max - min) / median. Replaces the previous confirmation of that
+ * workload x target, in one transaction. Every record must be an ok record
+ * of the workload on the target. */
+int ts_db_confirm(ts_db *db, int64_t workload_id, const char *target,
+                  const int64_t *records, const double *seconds,
+                  const double *spread, int n, int rounds);
+
 /* Every record of the workload on the target, any status, oldest first (the
  * tuner rebuilds its cost model and measured set from these on resume). */
 int ts_db_records_of(ts_db *db, int64_t workload_id, const char *target,

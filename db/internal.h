@@ -21,7 +21,12 @@
 #define RECORD_FIELDS                                                          \
   "r.id, r.workload_id, r.target_id, t.target, r.trace, r.run_secs, "          \
   "r.median_s, r.status, r.error, r.job_id, r.trial, r.worker, r.version, "    \
-  "r.created"
+  "r.created, r.confirmed_s, r.confirmed_spread, r.confirmed_rounds"
+/* The ranking of ok records (db.h, "fastest"): the latest confirmation
+ * first, by confirmed latency, then search-time medians. */
+#define RECORD_RANK(p)                                                         \
+  "(" p "confirmed_s IS NULL), COALESCE(" p "confirmed_s, " p "median_s), " p  \
+  "id"
 #define RECORD_COLUMNS                                                         \
   RECORD_FIELDS " FROM records r JOIN targets t ON t.id = r.target_id"
 
@@ -36,8 +41,9 @@
 
 #define LIST_SQL(records_filter, workloads_filter)                             \
   "SELECT w.id, w.hash, w.name, w.flops, c.target_id, t.target, c.n, c.n_ok, " \
-  "(SELECT min(median_s) FROM records WHERE workload_id = c.workload_id AND "  \
-  "target_id = c.target_id AND status = 'ok') FROM (SELECT workload_id, "      \
+  "(SELECT COALESCE(min(confirmed_s), min(median_s)) FROM records WHERE "      \
+  "workload_id = c.workload_id AND target_id = c.target_id AND "               \
+  "status = 'ok') FROM (SELECT workload_id, "                                  \
   "target_id, count(*) AS n, sum(CASE WHEN status = 'ok' THEN 1 ELSE 0 END) "  \
   "AS n_ok FROM "                                                              \
   "records " records_filter                                                    \
@@ -84,12 +90,24 @@
   X(ST_BEST_BY_HASH,                                                           \
     "SELECT w.id, " RECORD_FIELDS " FROM workloads w LEFT JOIN records r "     \
     "ON r.id = (SELECT id FROM records WHERE workload_id = w.id AND "          \
-    "target_id = ?2 AND status = 'ok' ORDER BY median_s, id LIMIT 1) "         \
-    "LEFT JOIN targets t ON t.id = r.target_id WHERE w.hash = ?1 "             \
-    "ORDER BY w.id")                                                           \
+    "target_id = ?2 AND status = 'ok' ORDER BY " RECORD_RANK(                  \
+        "") " LIMIT 1) "                                                       \
+            "LEFT JOIN targets t ON t.id = r.target_id WHERE w.hash = ?1 "     \
+            "ORDER BY w.id")                                                   \
   X(ST_BEST, "SELECT " RECORD_COLUMNS " WHERE r.workload_id = ?1 AND "         \
              "r.target_id = ?2 AND r.status = 'ok' "                           \
-             "ORDER BY r.median_s, r.id LIMIT ?3")                             \
+             "ORDER BY " RECORD_RANK("r.") " LIMIT ?3")                        \
+  X(ST_BEST_SEARCH, "SELECT " RECORD_COLUMNS " WHERE r.workload_id = ?1 AND "  \
+                    "r.target_id = ?2 AND r.status = 'ok' "                    \
+                    "ORDER BY r.median_s, r.id")                               \
+  X(ST_CONFIRM_CLEAR,                                                          \
+    "UPDATE records SET confirmed_s = NULL, confirmed_spread = NULL, "         \
+    "confirmed_rounds = NULL, confirmed_at = NULL WHERE workload_id = ?1 AND " \
+    "target_id = ?2 AND confirmed_s IS NOT NULL")                              \
+  X(ST_CONFIRM_SET,                                                            \
+    "UPDATE records SET confirmed_s = ?2, confirmed_spread = ?3, "             \
+    "confirmed_rounds = ?4, confirmed_at = ?5 WHERE id = ?1 AND "              \
+    "workload_id = ?6 AND target_id = ?7 AND status = 'ok'")                   \
   X(ST_RECORDS_OF, "SELECT " RECORD_COLUMNS " WHERE r.workload_id = ?1 AND "   \
                    "r.target_id = ?2 ORDER BY r.id")                           \
   X(ST_RECENT, "SELECT " RECORD_COLUMNS " WHERE r.workload_id = ?1 "           \
@@ -119,8 +137,9 @@
   X(ST_PRUNE_OK,                                                               \
     "DELETE FROM records WHERE id IN (SELECT id FROM (SELECT id, "             \
     "row_number() "                                                            \
-    "OVER (PARTITION BY workload_id, target_id ORDER BY median_s, id) AS rn "  \
-    "FROM records WHERE status = 'ok') AS ranked WHERE rn > ?1)")              \
+    "OVER (PARTITION BY workload_id, target_id ORDER BY " RECORD_RANK(         \
+        "") ") AS rn "                                                         \
+            "FROM records WHERE status = 'ok') AS ranked WHERE rn > ?1)")      \
   X(ST_PRUNE_FAILED, "DELETE FROM records WHERE status <> 'ok'")               \
   /* chart data: a task's records without traces, in commit order */           \
   X(ST_RECORD_POINTS, "SELECT id, job_id, trial, status, median_s FROM "       \

@@ -80,6 +80,14 @@ const char *const db_migrations[TS_DB_SCHEMA_VERSION] = {
     "  created     TEXT NOT NULL,\n"
     "  UNIQUE (workload_id, target_id, vendor, threads)\n"
     ");\n",
+    /* 2 -> 3: confirmed latencies (ts_db_confirm): the top candidates of a
+     * workload x target measured again side by side in interleaved rounds.
+     * Only the latest confirmation of a workload x target has them set.
+     * (SQLite has no ADD COLUMN IF NOT EXISTS: its backend checks first.) */
+    "ALTER TABLE records ADD COLUMN IF NOT EXISTS confirmed_s REAL;\n"
+    "ALTER TABLE records ADD COLUMN IF NOT EXISTS confirmed_spread REAL;\n"
+    "ALTER TABLE records ADD COLUMN IF NOT EXISTS confirmed_rounds INTEGER;\n"
+    "ALTER TABLE records ADD COLUMN IF NOT EXISTS confirmed_at TEXT;\n",
 };
 
 static const char *const statement_sql[N_STATEMENTS] = {

@@ -157,6 +157,15 @@ int db_read_record(ts_db *db, db_q *st, int first, ts_db_record *r) {
   r->worker = db_column_strdup(st, c + 11);
   r->version = db_column_strdup(st, c + 12);
   db_column_copy(st, c + 13, r->created, sizeof r->created);
+  r->confirmed_s = db_column_type(st, c + 14) == SQLITE_NULL
+                       ? NAN
+                       : db_column_double(st, c + 14);
+  r->confirmed_spread = db_column_type(st, c + 15) == SQLITE_NULL
+                            ? NAN
+                            : db_column_double(st, c + 15);
+  r->confirmed_rounds = db_column_type(st, c + 16) == SQLITE_NULL
+                            ? 0
+                            : (int)db_column_int64(st, c + 16);
   if (rc == TS_OK)
     rc = parse_run_secs(db, (const char *)db_column_text(st, c + 5), r);
   if (rc) ts_db_record_clear(r);
@@ -470,6 +479,19 @@ int ts_db_commit_record(ts_db *db, const ts_db_measurement *m, int64_t *id) {
 
 /* ---- queries ---- */
 
+/* The id of a target already in the database, or 0 (and TS_OK) for one
+ * that is not: it has no records. */
+static int known_target(ts_db *db, const char *target, int64_t *id) {
+  *id = 0;
+  int rc = db_target_id(db, target, false, id);
+  if (rc == TS_ENOTFOUND) {
+    db_begin_call(db);
+    *id = 0;
+    return TS_OK;
+  }
+  return rc;
+}
+
 static int best_query(ts_db *db, int64_t workload_id, int64_t target_id, int k,
                       ts_db_record **out, int *n) {
   db_q *st = db_stmt(db, ST_BEST);
@@ -525,6 +547,116 @@ int ts_db_top_k(ts_db *db, int64_t workload_id, const char *target, int k,
   }
   if (rc) return rc;
   return best_query(db, workload_id, target_id, k, out, n);
+}
+
+double ts_db_record_seconds(const ts_db_record *r) {
+  if (!r) return NAN;
+  return r->confirmed_rounds > 0 ? r->confirmed_s : r->median_s;
+}
+
+int ts_db_top_k_search(ts_db *db, int64_t workload_id, const char *target,
+                       int k, ts_db_record **out, int *n) {
+  db_begin_call(db);
+  *out = NULL;
+  *n = 0;
+  if (k < 0) return TS_ERR(&db->err, TS_EINVAL, "top_k: k is negative");
+  if (k == 0) return TS_OK;
+  int64_t target_id;
+  int rc = known_target(db, target, &target_id);
+  if (rc || !target_id) return rc;
+  db_q *st = db_stmt(db, ST_BEST_SEARCH);
+  if (!st) return db->err.code;
+  db_bind_int64(st, 1, workload_id);
+  db_bind_int64(st, 2, target_id);
+  ts_db_record *all = NULL;
+  int n_all = 0;
+  if ((rc = collect_records(db, st, &all, &n_all))) return rc;
+  /* the first record of each distinct trace, up to k */
+  int kept = 0;
+  for (int i = 0; i < n_all; i++) {
+    bool dup = kept >= k;
+    for (int j = 0; j < kept && !dup; j++)
+      dup = !strcmp(all[j].trace_json, all[i].trace_json);
+    if (dup) {
+      ts_db_record_clear(&all[i]);
+      continue;
+    }
+    if (i != kept) {
+      all[kept] = all[i];
+      memset(&all[i], 0, sizeof all[i]);
+    }
+    kept++;
+  }
+  if (!kept) {
+    free(all);
+    return TS_OK;
+  }
+  *out = all;
+  *n = kept;
+  return TS_OK;
+}
+
+typedef struct confirm_ctx {
+  int64_t workload_id;
+  const char *target;
+  const int64_t *records;
+  const double *seconds, *spread;
+  int n, rounds;
+} confirm_ctx;
+
+static int confirm_body(ts_db *db, void *p) {
+  confirm_ctx *c = p;
+  int64_t target_id;
+  int rc = db_target_id(db, c->target, false, &target_id);
+  if (rc) return rc;
+  db_q *st = db_stmt(db, ST_CONFIRM_CLEAR);
+  if (!st) return db->err.code;
+  db_bind_int64(st, 1, c->workload_id);
+  db_bind_int64(st, 2, target_id);
+  rc = db_step(db, st);
+  db_reset(st);
+  if (rc != SQLITE_DONE) return db_fail(db, rc, "storing a confirmation");
+  char now[32];
+  db_timestamp(now);
+  for (int i = 0; i < c->n; i++) {
+    if (!(st = db_stmt(db, ST_CONFIRM_SET))) return db->err.code;
+    db_bind_int64(st, 1, c->records[i]);
+    db_bind_double(st, 2, c->seconds[i]);
+    db_bind_double(st, 3, c->spread[i]);
+    db_bind_int(st, 4, c->rounds);
+    db_bind_text(st, 5, now, -1);
+    db_bind_int64(st, 6, c->workload_id);
+    db_bind_int64(st, 7, target_id);
+    rc = db_step(db, st);
+    db_reset(st);
+    if (rc != SQLITE_DONE) return db_fail(db, rc, "storing a confirmation");
+    if (db_changes(db) != 1)
+      return TS_ERR(&db->err, TS_EINVAL,
+                    "confirm: record %lld is not an ok record of workload "
+                    "%lld on target '%s'",
+                    (long long)c->records[i], (long long)c->workload_id,
+                    c->target);
+  }
+  return TS_OK;
+}
+
+int ts_db_confirm(ts_db *db, int64_t workload_id, const char *target,
+                  const int64_t *records, const double *seconds,
+                  const double *spread, int n, int rounds) {
+  db_begin_call(db);
+  if (n < 1 || !records || !seconds || !spread || !target)
+    return TS_ERR(&db->err, TS_EINVAL, "confirm: no records");
+  if (rounds < 1)
+    return TS_ERR(&db->err, TS_EINVAL, "confirm: rounds = %d (want >= 1)",
+                  rounds);
+  for (int i = 0; i < n; i++)
+    if (!(seconds[i] > 0) || !isfinite(seconds[i]) || !(spread[i] >= 0) ||
+        !isfinite(spread[i]))
+      return TS_ERR(&db->err, TS_EINVAL,
+                    "confirm: record %lld: bad latency %g or spread %g",
+                    (long long)records[i], seconds[i], spread[i]);
+  confirm_ctx c = {workload_id, target, records, seconds, spread, n, rounds};
+  return db_write(db, confirm_body, &c);
 }
 
 int ts_db_best_by_func(ts_db *db, const ts_func *f, const char *target,
@@ -585,12 +717,8 @@ int ts_db_records_of(ts_db *db, int64_t workload_id, const char *target,
   *out = NULL;
   *n = 0;
   int64_t target_id;
-  int rc = db_target_id(db, target, false, &target_id);
-  if (rc == TS_ENOTFOUND) {
-    db_begin_call(db);
-    return TS_OK;
-  }
-  if (rc) return rc;
+  int rc = known_target(db, target, &target_id);
+  if (rc || !target_id) return rc;
   db_q *st = db_stmt(db, ST_RECORDS_OF);
   if (!st) return db->err.code;
   db_bind_int64(st, 1, workload_id);
@@ -618,12 +746,8 @@ int ts_db_record_points(ts_db *db, int64_t workload_id, const char *target,
   *out = NULL;
   *n = 0;
   int64_t target_id;
-  int rc = db_target_id(db, target, false, &target_id);
-  if (rc == TS_ENOTFOUND) {
-    db_begin_call(db);
-    return TS_OK;
-  }
-  if (rc) return rc;
+  int rc = known_target(db, target, &target_id);
+  if (rc || !target_id) return rc;
   db_q *st = db_stmt(db, ST_RECORD_POINTS);
   if (!st) return db->err.code;
   db_bind_int64(st, 1, workload_id);

@@ -270,6 +270,53 @@ static int check_schema(ts_db *db, const schema_info *s) {
   return TS_OK;
 }
 
+/* Runs a migration's statements one at a time. SQLite has no
+ * "ADD COLUMN IF NOT EXISTS": such a statement runs without the clause when
+ * the column is missing and is skipped when it is there, so a migration
+ * that meets its own work (a file whose version was lowered) still passes. */
+static int exec_migration(ts_db *db, const char *sql, const char *what) {
+  static const char add[] = "ADD COLUMN IF NOT EXISTS ";
+  const char *p = sql;
+  int rc = TS_OK;
+  while (rc == TS_OK && *p) {
+    const char *end = strchr(p, ';');
+    size_t len = end ? (size_t)(end - p) : strlen(p);
+    char *one = db_xmalloc(len + 1);
+    memcpy(one, p, len);
+    one[len] = 0;
+    p += len + (end ? 1 : 0);
+    char table[64], column[64];
+    char *clause = strstr(one, add);
+    if (!clause) {
+      if (strspn(one, " \t\n") < len) rc = db_exec(db, one, what);
+    } else if (sscanf(one, " ALTER TABLE %63s", table) != 1 ||
+               sscanf(clause + sizeof add - 1, "%63s", column) != 1) {
+      rc = TS_ERR(&db->err, TS_EINVAL, "%s: %s: cannot read '%s'", db->path,
+                  what, one);
+    } else {
+      char check[256];
+      snprintf(check, sizeof check,
+               "SELECT count(*) FROM pragma_table_info('%s') WHERE name = '%s'",
+               table, column);
+      sqlite3_stmt *st = NULL;
+      int e = sqlite3_prepare_v2(LITE(db), check, -1, &st, NULL);
+      if (e == SQLITE_OK) e = sqlite3_step(st);
+      bool there = e == SQLITE_ROW && sqlite3_column_int(st, 0) > 0;
+      sqlite3_finalize(st);
+      if (e != SQLITE_ROW) {
+        rc = db_fail(db, e, what);
+      } else if (!there) {
+        /* drop the clause: "ADD COLUMN " + the rest */
+        memmove(clause + strlen("ADD COLUMN "), clause + sizeof add - 1,
+                strlen(clause + sizeof add - 1) + 1);
+        rc = db_exec(db, one, what);
+      }
+    }
+    free(one);
+  }
+  return rc;
+}
+
 static int migrate_body(ts_db *db, void *ctx) {
   (void)ctx;
   schema_info s = {0};
@@ -279,7 +326,7 @@ static int migrate_body(ts_db *db, void *ctx) {
     char what[64];
     snprintf(what, sizeof what, "migrating the schema to version %lld",
              (long long)v + 1);
-    if ((rc = db_exec(db, db_migrations[v], what))) return rc;
+    if ((rc = exec_migration(db, db_migrations[v], what))) return rc;
   }
   if (s.version == TS_DB_SCHEMA_VERSION) return TS_OK;
   char sql[128];

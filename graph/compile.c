@@ -526,7 +526,7 @@ int ts_graph_compile(const ts_graph *g, const ts_graph_compile_options *o,
       bt[i].trace_json = rec.trace_json;
       rec.trace_json = NULL;
       bt[i].record_id = rec.id;
-      bt[i].latency_s = rec.median_s;
+      bt[i].latency_s = ts_db_record_seconds(&rec);
     }
     ts_db_record_clear(&rec);
   }

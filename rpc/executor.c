@@ -306,7 +306,7 @@ static int child_setup(const helper_config *hc, pid_t helper, int cpu_seconds,
   return fd;
 }
 
-static ts_rt_arg_spec *specs_of(const ts_artifact *a) {
+ts_rt_arg_spec *ts_artifact_arg_specs(const ts_artifact *a) {
   ts_rt_arg_spec *s = calloc((size_t)(a->n_args ? a->n_args : 1), sizeof *s);
   if (!s) return NULL;
   for (int i = 0; i < a->n_args; i++) {
@@ -346,7 +346,7 @@ static void run_cpu(const helper_config *hc, const ts_measure_config *cfg,
     set_from_error(r, TS_MEASURE_RUN_ERROR, "cannot start the runtime", &err);
     return;
   }
-  ts_rt_arg_spec *specs = specs_of(a);
+  ts_rt_arg_spec *specs = ts_artifact_arg_specs(a);
   ts_rt_args *got = NULL;
   if (!specs || ts_rt_args_create(specs, a->n_args, cfg->seed, &got, &err)) {
     set_from_error(r, TS_MEASURE_RUN_ERROR, "cannot allocate the arguments",
@@ -400,7 +400,7 @@ static void run_cuda(const helper_config *hc, const ts_measure_config *cfg,
     set_from_error(r, TS_MEASURE_BUILD_ERROR, "cannot load the PTX", &err);
     return;
   }
-  ts_rt_arg_spec *specs = specs_of(a);
+  ts_rt_arg_spec *specs = ts_artifact_arg_specs(a);
   ts_rt_args *got = NULL;
   if (!specs || ts_rt_args_create(specs, a->n_args, cfg->seed, &got, &err)) {
     set_from_error(r, TS_MEASURE_RUN_ERROR, "cannot allocate the arguments",
@@ -708,7 +708,7 @@ static void ref_child(helper *h, void *vctx, int wfd) {
   ts_error_clear(&err);
   ts_rt_kernel *k = NULL;
   ts_runtime *rt = NULL;
-  ts_rt_arg_spec *specs = specs_of(a);
+  ts_rt_arg_spec *specs = ts_artifact_arg_specs(a);
   ts_rt_args *args = NULL;
   if (ts_rt_kernel_load(a->bytes, a->n_bytes, a->entry, &k, &err))
     set_from_error(&r, TS_MEASURE_BUILD_ERROR, "cannot load the object", &err);
@@ -757,7 +757,7 @@ static const ts_rt_args *ref_outputs(helper *h, helper_ref *ref,
   const ts_artifact *a = ref->artifact;
   ts_error err;
   ts_error_clear(&err);
-  ts_rt_arg_spec *specs = specs_of(a);
+  ts_rt_arg_spec *specs = ts_artifact_arg_specs(a);
   ts_rt_args *want = NULL;
   if (!specs || ts_rt_args_create(specs, a->n_args, cfg->seed, &want, &err)) {
     free(specs);

@@ -106,6 +106,11 @@ typedef struct ts_rpc_limits {
 
 ts_rpc_limits ts_rpc_limits_default(void);
 
+/* The argument specs of a built kernel (ts_rt_args_create takes them): one
+ * per artifact argument, outputs marked. A new array (free()), NULL when out
+ * of memory. */
+ts_rt_arg_spec *ts_artifact_arg_specs(const ts_artifact *a);
+
 /* ========================================================================
  * Runner: measures a batch of candidates (rpc/runner.c and one file per
  * implementation: runner_embedded.c, runner_rpc.c)

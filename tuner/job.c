@@ -934,7 +934,10 @@ int ts_tune(ts_db *db, ts_runner *runner, const ts_tune_task *tasks, int n,
       memset(&best, 0, sizeof best);
       if (ts_db_best(db, t->workload_id, j.target_str, &best) == TS_OK) {
         r->best_trace_json = strdup(best.trace_json);
-        if (best.median_s < r->best_seconds) r->best_seconds = best.median_s;
+        if (best.confirmed_rounds > 0)
+          r->best_seconds = best.confirmed_s; /* a confirmed best rules */
+        else if (best.median_s < r->best_seconds)
+          r->best_seconds = best.median_s;
         ts_db_record_clear(&best);
       }
     }

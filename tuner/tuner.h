@@ -363,6 +363,41 @@ int ts_tune(ts_db *db, ts_runner *runner, const ts_tune_task *tasks, int n,
             const ts_tune_options *opts, ts_tune_result *result, ts_error *err);
 
 /* ========================================================================
+ * Confirmation (tuner/confirm.c)
+ * ======================================================================== */
+
+/* How a confirmation measures. */
+typedef struct ts_confirm_options {
+  int top_k;         /* distinct traces by search-time median (6), plus the
+                        previous confirmed best */
+  int rounds;        /* interleaved rounds (7); the median is kept */
+  int min_repeat_ms; /* minimum length of one timing (20) */
+  int threads;       /* 0: the target's cores */
+  uint64_t seed;     /* argument data (1) */
+} ts_confirm_options;
+ts_confirm_options ts_confirm_defaults(void);
+
+typedef struct ts_confirm_result {
+  int n;               /* candidates measured again */
+  int64_t best_record; /* the confirmed best */
+  double best_s, best_spread;
+  int64_t search_best_record;     /* the best by search-time median */
+  double search_best_s;           /* ... its search-time median */
+  double search_best_confirmed_s; /* ... and its confirmed latency */
+} ts_confirm_result;
+
+/* Measures the top candidates of the workload on the target again, side by
+ * side in this process (interleaved rounds, so a machine whose speed drifts
+ * slows all of them alike), and stores each one's median and spread as the
+ * workload x target's confirmation (ts_db_confirm), which the database's
+ * best queries rank first. The target must be this machine's CPU kind
+ * (TS_EUNSUPPORTED otherwise); TS_ENOTFOUND without an ok record. A
+ * candidate that no longer builds or runs is left out. */
+int ts_confirm(ts_db *db, int64_t workload_id, const char *target,
+               const ts_confirm_options *opts, ts_confirm_result *result,
+               ts_error *err);
+
+/* ========================================================================
  * Default schedules (tuner/default.c)
  * ======================================================================== */
 

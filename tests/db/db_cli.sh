@@ -1,7 +1,7 @@
 #!/bin/sh
 # db_cli.sh TESSERA — `tessera db` through the real binary: import builds a
 # database from a JSON Lines file made here (workloads printed by
-# `tessera show`), then list, show, best, export (and export -> import into an
+# `tessera show`), then list, show, best, confirm, export (and export -> import into an
 # empty database -> export is byte-identical), prune, stats, sync and a
 # small bench; an unreachable server; bad files and bad imports exit 1 with a message naming the problem
 # and leave the database untouched; usage errors exit 2.
@@ -90,7 +90,7 @@ expect 0 "$T" db show mm_small --last 0 --db "$DB"; lacks "newest records"
 # stats
 expect 0 "$T" db stats --db "$DB"
 contains "records    6"; contains "ok             3"; contains "wrong_result   1"
-contains "nightly"; contains "trials 5 / 8, 5 records kept"; contains "schema version 2"
+contains "nightly"; contains "trials 5 / 8, 5 records kept"; contains "schema version 3"
 
 # export -> import into an empty database -> export: identical bytes
 expect 0 "$T" db export --db "$DB" -o "$TMP/a.jsonl"
@@ -151,6 +151,19 @@ expect 1 "$T" db stats --db "postgresql://tuner:pw-secret@127.0.0.1:1/tuning"
 contains "cannot connect to the server"; contains "tuner:\*\*\*@127.0.0.1:1"
 lacks "pw-secret"
 expect 2 "$T" db bench --db "$DB"; contains "--db takes a postgresql:// URL"
+
+# confirm: a small job's top schedules measured again on this host; the
+# confirmed figure is what `db list` and `db best` report afterwards
+J="$TMP/job.db"
+expect 0 "$T" tune --workload "matmul M=32 N=32 K=32" --trials 6 --db "$J" --job j --quiet --no-summary-measure
+expect 0 "$T" db confirm --db "$J" --top 3 --rounds 3 --threads 1
+contains "matmul_32x32x32_float32"; contains "re-run (us)"; contains " record"
+expect 0 "$T" db confirm matmul_32x32x32_float32 --db "$J" --top 2 --rounds 2 --json
+contains '"candidates": '; contains '"best_seconds": '; contains '"search_best_confirmed_seconds": '
+"$T" db export --db "$J" >/dev/null || fail "export after confirm"
+expect 0 "$T" db confirm --db "$DB"; contains "no ok record on target"
+expect 1 "$T" db confirm nosuch --db "$J"; contains "no workload matches 'nosuch'"
+expect 2 "$T" db confirm --db "$J" --rounds 0; contains "--rounds wants a number >= 1"
 
 # usage
 expect 2 "$T" db; contains "usage: tessera db"

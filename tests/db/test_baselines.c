@@ -19,6 +19,12 @@
 #include <string.h>
 #include <unistd.h>
 
+/* What migration 2 -> 3 added, taken away again. */
+#define DROP_V3                                                                \
+  "ALTER TABLE records DROP COLUMN confirmed_s; ALTER TABLE records DROP "     \
+  "COLUMN confirmed_spread; ALTER TABLE records DROP COLUMN "                  \
+  "confirmed_rounds; ALTER TABLE records DROP COLUMN confirmed_at; "
+
 #include <sqlite3.h>
 
 #include "db/db.h"
@@ -213,20 +219,23 @@ static void test_migrate_from_v1(void **state) {
   assert_int_equal(ts_db_commit_record(fx->db, &m, NULL), TS_OK);
   ts_db_close(fx->db);
   fx->db = NULL;
-  /* version 1 is version 2 without the baselines table */
+  /* version 1 is version 3 without the baselines table and the confirmed
+   * columns of records */
   bool server = test_on_server();
   const char *version_sql =
       server ? "SELECT version FROM tessera_schema" : "PRAGMA user_version";
   if (server) {
-    assert_true(test_server_exec(fx->path, "DROP TABLE baselines; UPDATE "
-                                           "tessera_schema SET version = 1"));
+    assert_true(test_server_exec(fx->path, "DROP TABLE baselines; " DROP_V3
+                                           "UPDATE tessera_schema SET version "
+                                           "= 1"));
   } else {
     sqlite3 *raw;
     assert_int_equal(sqlite3_open(fx->path, &raw), SQLITE_OK);
-    assert_int_equal(
-        sqlite3_exec(raw, "DROP TABLE baselines; PRAGMA user_version = 1", 0, 0,
-                     0),
-        SQLITE_OK);
+    assert_int_equal(sqlite3_exec(raw,
+                                  "DROP TABLE baselines; " DROP_V3
+                                  "PRAGMA user_version = 1",
+                                  0, 0, 0),
+                     SQLITE_OK);
     sqlite3_close(raw);
   }
   assert_int_equal(
@@ -246,13 +255,14 @@ static void test_migrate_from_v1(void **state) {
   assert_non_null(strstr(err.msg, "older schema version"));
   assert_int_equal(count_rows(fx->path, version_sql), 1);
 
-  /* read-write migrates: version 2, the table there, the records kept */
+  /* read-write migrates: the newest version, the table and the columns
+   * there, the records kept */
   assert_int_equal(ts_db_open(fx->path, NULL, &fx->db, &err), TS_OK);
-  assert_int_equal(count_rows(fx->path, version_sql), 2);
+  assert_int_equal(count_rows(fx->path, version_sql), TS_DB_SCHEMA_VERSION);
   assert_int_equal(count_rows(fx->path, "SELECT count(*) FROM records"), 1);
   ts_db_stats s;
   assert_int_equal(ts_db_get_stats(fx->db, &s), TS_OK);
-  assert_int_equal(s.schema_version, 2);
+  assert_int_equal(s.schema_version, TS_DB_SCHEMA_VERSION);
   assert_int_equal(ts_db_baseline_put(fx->db, fx->mm, T_SKX, "onednn", 2, 12),
                    TS_OK);
   ts_db_record best;
@@ -310,7 +320,9 @@ static void test_export_import(void **state) {
   assert_int_equal(ts_db_baseline_put(a, fx->sm, T_SKX, "naive", 1, 0.125),
                    TS_OK);
   char *first = export_to_string(a);
-  assert_non_null(strstr(first, "\"schema_version\":2"));
+  char want[64];
+  snprintf(want, sizeof want, "\"schema_version\":%d", TS_DB_SCHEMA_VERSION);
+  assert_non_null(strstr(first, want));
   assert_non_null(strstr(first, "{\"type\":\"baseline\",\"workload\":1,"
                                 "\"target\":1,\"vendor\":\"onednn\","
                                 "\"threads\":2,\"gflops\":85.5,"

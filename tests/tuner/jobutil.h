@@ -10,6 +10,20 @@
 /* The scratch directory of the test executable (made by its setup). */
 static char dir[256];
 
+/* cmocka group setup and teardown: the scratch directory made and removed. */
+static inline int scratch_setup(void **state) {
+  (void)state;
+  snprintf(dir, sizeof dir, "/tmp/ts-tune-test-XXXXXX");
+  return mkdtemp(dir) ? 0 : -1;
+}
+
+static inline int scratch_teardown(void **state) {
+  (void)state;
+  char cmd[600];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  return system(cmd) == 0 ? 0 : -1;
+}
+
 static inline void path_in(char *out, size_t cap, const char *name) {
   snprintf(out, cap, "%s/%s", dir, name);
 }

@@ -231,19 +231,6 @@ static void test_strategies_and_tasks(void **state) {
   ts_runner_destroy(runner);
 }
 
-static int setup(void **state) {
-  (void)state;
-  snprintf(dir, sizeof dir, "/tmp/ts-tune-test-XXXXXX");
-  return mkdtemp(dir) ? 0 : -1;
-}
-
-static int teardown(void **state) {
-  (void)state;
-  char cmd[600];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-  return system(cmd) == 0 ? 0 : -1;
-}
-
 int main(void) {
   /* the forking tests first, while this process has no other threads */
   const struct CMUnitTest tests[] = {
@@ -251,5 +238,5 @@ int main(void) {
       cmocka_unit_test(test_sigint_cli),
       cmocka_unit_test(test_strategies_and_tasks),
   };
-  return cmocka_run_group_tests(tests, setup, teardown);
+  return cmocka_run_group_tests(tests, scratch_setup, scratch_teardown);
 }

@@ -226,24 +226,11 @@ static void test_build_timeout(void **state) {
   ts_runner_destroy(runner);
 }
 
-static int setup(void **state) {
-  (void)state;
-  snprintf(dir, sizeof dir, "/tmp/ts-tune-test-XXXXXX");
-  return mkdtemp(dir) ? 0 : -1;
-}
-
-static int teardown(void **state) {
-  (void)state;
-  char cmd[600];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-  return system(cmd) == 0 ? 0 : -1;
-}
-
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_end_to_end_and_resume),
       cmocka_unit_test(test_early_stop),
       cmocka_unit_test(test_build_timeout),
   };
-  return cmocka_run_group_tests(tests, setup, teardown);
+  return cmocka_run_group_tests(tests, scratch_setup, scratch_teardown);
 }

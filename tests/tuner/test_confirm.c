@@ -1,0 +1,166 @@
+/*
+ * test_confirm.c — confirmations: the top candidates of a workload measured
+ * again side by side override the search-time ranking. A slow schedule
+ * stored with a lucky (tiny) search-time figure loses to a fast one stored
+ * with an unlucky (huge) figure once both are confirmed; the confirmed best
+ * stays the best against a later search-time figure until the next
+ * confirmation, which measures that new record beside the old winner and
+ * replaces the previous confirmation; bad requests are refused.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <unistd.h>
+
+#include "util.h"
+
+#define OK(x) assert_int_equal((x), TS_OK)
+
+#include "jobutil.h"
+
+/* The unscheduled function: a scalar triple loop. */
+static const char *plain_trace = "{\"version\":1,\"instructions\":[]}";
+
+/* The default schedule's trace (vectorized, parallel): many times faster. */
+static char *default_trace(const ts_func *f, const char *target) {
+  ts_target *t = NULL;
+  ts_sched *s = NULL;
+  ts_error err;
+  OK(ts_target_parse(target, &t, &err));
+  OK(ts_default_schedule(f, t, &s, &err));
+  char *json = ts_trace_to_json(ts_sched_trace(s));
+  assert_non_null(json);
+  ts_sched_destroy(s);
+  ts_target_free(t);
+  return json;
+}
+
+static int64_t put(ts_db *db, int64_t w, const char *target, const char *trace,
+                   double seconds) {
+  double run[2] = {seconds, seconds};
+  ts_db_measurement m = {.workload_id = w,
+                         .target = target,
+                         .trace_json = trace,
+                         .run_secs = run,
+                         .n_run_secs = 2,
+                         .status = TS_DB_STATUS_OK};
+  int64_t id = 0;
+  OK(ts_db_commit_record(db, &m, &id));
+  return id;
+}
+
+static ts_confirm_options quick(void) {
+  ts_confirm_options o = ts_confirm_defaults();
+  o.rounds = 3;
+  o.min_repeat_ms = 2;
+  o.threads = 1;
+  return o;
+}
+
+static void test_confirmation_reranks(void **state) {
+  (void)state;
+  ts_db *db = open_db("confirm.db");
+  ts_workload *w = NULL;
+  ts_error err;
+  OK(ts_workload_from_spec("matmul M=64 N=64 K=64", &w, &err));
+  int64_t wid;
+  OK(ts_db_commit_workload(db, w->func, w->name, &wid));
+  const char *target = "llvm -num-cores=1";
+  char *fast = default_trace(w->func, target);
+
+  /* nothing to confirm yet */
+  ts_confirm_options o = quick();
+  ts_confirm_result r;
+  assert_int_equal(ts_confirm(db, wid, target, &o, &r, &err), TS_ENOTFOUND);
+
+  /* the slow schedule looks fastest at search time */
+  int64_t slow_id = put(db, wid, target, plain_trace, 1e-9);
+  int64_t fast_id = put(db, wid, target, fast, 10.0);
+  ts_db_record best;
+  OK(ts_db_best(db, wid, target, &best));
+  assert_int_equal(best.id, slow_id);
+  assert_int_equal(best.confirmed_rounds, 0);
+  ts_db_record_clear(&best);
+
+  OK(ts_confirm(db, wid, target, &o, &r, &err));
+  assert_int_equal(r.n, 2);
+  assert_int_equal(r.search_best_record, slow_id);
+  assert_int_equal(r.best_record, fast_id);
+  assert_true(r.best_s > 0 && r.best_s < r.search_best_confirmed_s);
+  OK(ts_db_best(db, wid, target, &best));
+  assert_int_equal(best.id, fast_id);
+  assert_int_equal(best.confirmed_rounds, 3);
+  assert_true(ts_db_record_seconds(&best) == best.confirmed_s);
+  assert_true(best.median_s == 10.0); /* the search-time figure is kept */
+  ts_db_record_clear(&best);
+  /* the compile-time lookup agrees */
+  OK(ts_db_best_by_func(db, w->func, target, &best));
+  assert_int_equal(best.id, fast_id);
+  ts_db_record_clear(&best);
+
+  /* a later, luckier search-time figure does not unseat the confirmed
+   * best; the next confirmation measures it beside the old winner */
+  int64_t lucky = put(db, wid, target, plain_trace, 1e-12);
+  OK(ts_db_best(db, wid, target, &best));
+  assert_int_equal(best.id, fast_id);
+  ts_db_record_clear(&best);
+  o.top_k = 1; /* only the lucky record by search time, plus the winner */
+  OK(ts_confirm(db, wid, target, &o, &r, &err));
+  assert_int_equal(r.n, 2);
+  assert_int_equal(r.search_best_record, lucky);
+  assert_int_equal(r.best_record, fast_id);
+  /* the first confirmation of the slow record is gone: only this one's two
+   * records are confirmed */
+  ts_db_record *recs = NULL;
+  int n = 0;
+  OK(ts_db_records_of(db, wid, target, &recs, &n));
+  int confirmed = 0;
+  for (int i = 0; i < n; i++) {
+    if (recs[i].confirmed_rounds > 0) confirmed++;
+    if (recs[i].id == slow_id) assert_int_equal(recs[i].confirmed_rounds, 0);
+  }
+  assert_int_equal(confirmed, 2);
+  ts_db_records_free(recs, n);
+
+  /* the top-k by search time ignores confirmations and repeats no trace */
+  OK(ts_db_top_k_search(db, wid, target, 5, &recs, &n));
+  assert_int_equal(n, 2);
+  assert_int_equal(recs[0].id, lucky);
+  assert_int_equal(recs[1].id, fast_id);
+  ts_db_records_free(recs, n);
+
+  /* refused: bad options, a GPU target, a record of another workload */
+  o.rounds = 0;
+  assert_int_equal(ts_confirm(db, wid, target, &o, &r, &err), TS_EINVAL);
+  o = quick();
+  assert_int_equal(ts_confirm(db, wid, "cuda -arch=sm_80", &o, &r, &err),
+                   TS_EUNSUPPORTED);
+  assert_non_null(strstr(err.msg, "GPU"));
+  double s = 1e-3, sp = 0;
+  assert_int_equal(
+      ts_db_confirm(db, wid + 1000, target, &fast_id, &s, &sp, 1, 3),
+      TS_EINVAL);
+  assert_non_null(strstr(ts_db_errmsg(db), "not an ok record"));
+  /* ... and the failed call changed nothing */
+  OK(ts_db_best(db, wid, target, &best));
+  assert_int_equal(best.id, fast_id);
+  assert_int_equal(best.confirmed_rounds, 3);
+  ts_db_record_clear(&best);
+  assert_int_equal(ts_db_confirm(db, wid, target, &fast_id, &s, &sp, 1, 0),
+                   TS_EINVAL);
+
+  free(fast);
+  ts_workload_free(w);
+  ts_db_close(db);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_confirmation_reranks),
+  };
+  return cmocka_run_group_tests(tests, scratch_setup, scratch_teardown);
+}

@@ -1,0 +1,244 @@
+/*
+ * confirm.c — bests that hold: the top candidates of a workload on a
+ * target, measured again side by side.
+ *
+ * A search measures each candidate once, seconds apart from the others. On
+ * a shared machine the speed drifts over those seconds (another tenant on
+ * the sibling hyperthread, the memory bus, the clock), so the fastest
+ * search-time figure is partly the luckiest moment, and the schedule behind
+ * it need not be the fastest one. A confirmation builds the top k distinct
+ * traces (and the previous confirmed best), times them in interleaved
+ * rounds, each round visiting every candidate once in a rotating order so
+ * that a drift hits all of them alike, and stores each one's median and
+ * spread. The database then ranks the confirmed records first (db.h).
+ */
+#include "tuner/tuner.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+ts_confirm_options ts_confirm_defaults(void) {
+  return (ts_confirm_options){
+      .top_k = 6, .rounds = 7, .min_repeat_ms = 20, .threads = 0, .seed = 1};
+}
+
+/* One candidate: its record and its kernel, built and loaded here. */
+typedef struct conf_cand {
+  ts_db_record rec;
+  ts_build_result build;
+  ts_rt_kernel *kernel;
+  ts_rt_args *args;
+  double *secs; /* rounds */
+  bool ok;
+} conf_cand;
+
+static void cand_free(conf_cand *c) {
+  ts_rt_args_free(c->args);
+  ts_rt_kernel_unload(c->kernel);
+  ts_build_result_clear(&c->build);
+  ts_db_record_clear(&c->rec);
+  free(c->secs);
+}
+
+/* Replays the record's trace on f, builds and loads it, and gives it seeded
+ * arguments. */
+static int cand_make(conf_cand *c, const ts_func *f, const ts_target *t,
+                     uint64_t seed, ts_error *err) {
+  ts_trace *full = NULL;
+  ts_sched *s = NULL;
+  int rc = ts_record_traces(c->rec.trace_json, &full, NULL, err);
+  if (!rc) rc = ts_trace_apply(full, f, seed, &s, err);
+  if (!rc) rc = ts_build(ts_sched_func(s), t, NULL, &c->build, err);
+  ts_sched_destroy(s);
+  ts_trace_free(full);
+  if (rc) return rc;
+  const ts_artifact *a = c->build.artifact;
+  if ((rc = ts_rt_kernel_load(a->bytes, a->n_bytes, a->entry, &c->kernel, err)))
+    return rc;
+  ts_rt_arg_spec *specs = ts_artifact_arg_specs(a);
+  if (!specs) return TS_ERR(err, TS_ENOMEM, "confirm: out of memory");
+  rc = ts_rt_args_create(specs, a->n_args, seed, &c->args, err);
+  free(specs);
+  return rc;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* The records to measure again: the top k distinct traces by search-time
+ * median, and the previous confirmed best when it is not among them (so a
+ * new confirmation compares with the old winner in the same rounds). */
+static int pick(ts_db *db, int64_t workload_id, const char *target, int k,
+                conf_cand **out, int *n, ts_error *err) {
+  ts_db_record *top = NULL;
+  int n_top = 0;
+  if (ts_db_top_k_search(db, workload_id, target, k, &top, &n_top))
+    return TS_ERR(err, ts_db_error(db)->code, "%s", ts_db_errmsg(db));
+  if (n_top == 0)
+    return TS_ERR(err, TS_ENOTFOUND,
+                  "confirm: workload %lld has no ok record on target '%s'",
+                  (long long)workload_id, target);
+  conf_cand *c = calloc((size_t)n_top + 1, sizeof *c);
+  if (!c) {
+    ts_db_records_free(top, n_top);
+    return TS_ERR(err, TS_ENOMEM, "confirm: out of memory");
+  }
+  for (int i = 0; i < n_top; i++) c[i].rec = top[i];
+  free(top); /* the records now belong to c */
+  int m = n_top;
+  ts_db_record best;
+  if (ts_db_best(db, workload_id, target, &best) == TS_OK) {
+    bool have = best.confirmed_rounds == 0;
+    for (int i = 0; i < m && !have; i++)
+      have = !strcmp(c[i].rec.trace_json, best.trace_json);
+    if (have)
+      ts_db_record_clear(&best);
+    else
+      c[m++].rec = best;
+  }
+  *out = c;
+  *n = m;
+  return TS_OK;
+}
+
+int ts_confirm(ts_db *db, int64_t workload_id, const char *target,
+               const ts_confirm_options *opts, ts_confirm_result *result,
+               ts_error *err) {
+  ts_confirm_options o = opts ? *opts : ts_confirm_defaults();
+  memset(result, 0, sizeof *result);
+  if (!db || !target) return TS_ERR(err, TS_EINVAL, "confirm: no database");
+  if (o.top_k < 1 || o.top_k > 64 || o.rounds < 1 || o.rounds > 1000 ||
+      o.min_repeat_ms < 0 || o.min_repeat_ms > 60000 || o.threads < 0 ||
+      o.threads > TS_RT_MAX_THREADS)
+    return TS_ERR(err, TS_EINVAL,
+                  "confirm: bad options (top_k %d in 1..64, rounds %d in "
+                  "1..1000, min_repeat_ms %d in 0..60000, threads %d)",
+                  o.top_k, o.rounds, o.min_repeat_ms, o.threads);
+  ts_target *t = NULL;
+  int rc = ts_target_parse(target, &t, err);
+  if (rc) return rc;
+  if (ts_target_is_cuda(t)) {
+    ts_target_free(t);
+    return TS_ERR(err, TS_EUNSUPPORTED,
+                  "confirm: target '%s' is a GPU; confirmation measures on "
+                  "this machine's CPU",
+                  target);
+  }
+  for (const char *const *f = ts_rt_cpu_feature_names(); *f; f++)
+    if (ts_target_has_feature(t, *f) && ts_rt_cpu_has(*f) != 1) {
+      ts_target_free(t);
+      return TS_ERR(err, TS_EUNSUPPORTED,
+                    "confirm: target '%s' uses '%s', which this CPU does not "
+                    "have (confirm on a machine of that target)",
+                    target, *f);
+    }
+  if (ts_target_has_feature(t, "amx-tile") && (rc = ts_rt_enable_amx(err))) {
+    ts_target_free(t);
+    return rc;
+  }
+  ts_func *f = NULL;
+  conf_cand *c = NULL;
+  int n = 0;
+  ts_runtime *rt = NULL;
+  if (ts_db_workload_func(db, workload_id, &f)) {
+    rc = TS_ERR(err, ts_db_error(db)->code, "%s", ts_db_errmsg(db));
+    goto done;
+  }
+  if ((rc = pick(db, workload_id, target, o.top_k, &c, &n, err))) goto done;
+  int threads = o.threads > 0 ? o.threads : ts_target_num_cores(t);
+  if ((rc = ts_runtime_create(threads, &rt, err))) goto done;
+  int built = 0;
+  ts_error first;
+  ts_error_clear(&first);
+  for (int i = 0; i < n; i++) {
+    ts_error e;
+    ts_error_clear(&e);
+    c[i].secs = calloc((size_t)o.rounds, sizeof *c[i].secs);
+    c[i].ok = c[i].secs && !cand_make(&c[i], f, t, o.seed, &e);
+    if (c[i].ok &&
+        ts_rt_kernel_call(c[i].kernel, ts_rt_args_data(c[i].args), rt, &e))
+      c[i].ok = false;
+    if (c[i].ok)
+      built++;
+    else if (!first.code)
+      first = e;
+  }
+  if (!built) {
+    rc = TS_ERR(err, first.code ? first.code : TS_EINVAL,
+                "confirm: no candidate of workload %lld could be built and "
+                "run: %s",
+                (long long)workload_id, first.msg);
+    goto done;
+  }
+  /* the rounds: each visits every candidate once, the order rotated and
+   * reversed every other round */
+  ts_eval_config one = {.number = 1,
+                        .repeat = 1,
+                        .min_repeat_ms = o.min_repeat_ms,
+                        .flush_cache = false,
+                        .warmup = 1};
+  for (int r = 0; r < o.rounds; r++) {
+    for (int j = 0; j < n; j++) {
+      int i = (r % 2 ? n - 1 - j : j);
+      i = (i + r) % n;
+      if (!c[i].ok) continue;
+      double s = 0;
+      ts_error e;
+      ts_error_clear(&e);
+      if (ts_rt_eval_kernel(rt, &one, c[i].kernel, ts_rt_args_data(c[i].args),
+                            &s, NULL, &e) ||
+          !(s > 0))
+        c[i].ok = false;
+      else
+        c[i].secs[r] = s;
+    }
+  }
+  int64_t *ids = calloc((size_t)n, sizeof *ids);
+  double *med = calloc((size_t)n, sizeof *med);
+  double *spread = calloc((size_t)n, sizeof *spread);
+  int m = 0;
+  result->best_s = INFINITY;
+  result->search_best_s = INFINITY;
+  for (int i = 0; ids && med && spread && i < n; i++) {
+    if (!c[i].ok) continue;
+    qsort(c[i].secs, (size_t)o.rounds, sizeof *c[i].secs, cmp_double);
+    ids[m] = c[i].rec.id;
+    med[m] = c[i].secs[o.rounds / 2];
+    spread[m] = (c[i].secs[o.rounds - 1] - c[i].secs[0]) / med[m];
+    if (med[m] < result->best_s) {
+      result->best_s = med[m];
+      result->best_spread = spread[m];
+      result->best_record = ids[m];
+    }
+    if (c[i].rec.median_s < result->search_best_s) {
+      result->search_best_s = c[i].rec.median_s;
+      result->search_best_record = ids[m];
+      result->search_best_confirmed_s = med[m];
+    }
+    m++;
+  }
+  result->n = m;
+  if (!ids || !med || !spread)
+    rc = TS_ERR(err, TS_ENOMEM, "confirm: out of memory");
+  else if (!m)
+    rc = TS_ERR(err, TS_ERANGE,
+                "confirm: every candidate of workload %lld failed while "
+                "timed",
+                (long long)workload_id);
+  else if (ts_db_confirm(db, workload_id, target, ids, med, spread, m,
+                         o.rounds))
+    rc = TS_ERR(err, ts_db_error(db)->code, "%s", ts_db_errmsg(db));
+  free(ids);
+  free(med);
+  free(spread);
+done:
+  for (int i = 0; c && i < n; i++) cand_free(&c[i]);
+  free(c);
+  ts_runtime_destroy(rt);
+  ts_func_free(f);
+  ts_target_free(t);
+  return rc;
+}
