@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <time.h>
 
 static const char db_usage[] =
@@ -33,6 +34,9 @@ static const char db_usage[] =
     "                             workload x target; delete failed records\n"
     "                             unless --keep-failed\n"
     "  stats                      records by status, jobs, file size\n"
+    "  migrate                    bring a database of an older schema version\n"
+    "                             up to this tessera's (read-only commands\n"
+    "                             such as compile refuse an older one)\n"
     "  confirm [WORKLOAD] [--target T] [--top K] [--rounds R] [--threads N]\n"
     "          [--json]           measure the K fastest distinct schedules\n"
     "                             (6) of each workload (or one) on target T\n"
@@ -659,7 +663,7 @@ static int confirm_one(ts_db *db, const db_args *a, const char *target,
   ts_confirm_result r;
   ts_error err;
   ts_error_clear(&err);
-  if (!a->json) {
+  if (!a->json && isatty(fileno(stderr))) {
     fprintf(stderr, "confirming %s ...\r", name);
     fflush(stderr);
   }
@@ -690,6 +694,17 @@ static int confirm_one(ts_db *db, const db_args *a, const char *target,
            flops / r.best_s * 1e-9, changed ? "another record" : "same record");
   }
   fflush(stdout);
+  return EXIT_OK;
+}
+
+static int run_migrate(const db_args *a) {
+  ts_db *db;
+  int rc = open_db(a, false, &db); /* read-write: migrates */
+  if (rc) return rc;
+  ts_db_stats st;
+  if (ts_db_get_stats(db, &st)) return db_fail(db, "db migrate");
+  printf("%s: schema version %d\n", ts_db_path(db), st.schema_version);
+  ts_db_close(db);
   return EXIT_OK;
 }
 
@@ -769,6 +784,7 @@ int cmd_db(int argc, char **argv) {
       {"import", " ", true, run_import},
       {"prune", " --keep --keep-failed --vacuum ", false, run_prune},
       {"stats", " ", false, run_stats},
+      {"migrate", " ", false, run_migrate},
       {"confirm", " --workload --tir --target --top --rounds --threads --json ",
        true, run_confirm},
       {"sync", " --from --to --target ", false, run_sync},

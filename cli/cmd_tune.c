@@ -289,10 +289,14 @@ static void confirm_tasks(const tune_args *a, ts_db *db, const char *target,
   ts_confirm_options co = ts_confirm_defaults();
   co.top_k = (int)a->confirm_top;
   co.threads = threads;
+  bool tty = isatty(fileno(stderr));
+  if (!a->quiet && !tty)
+    fprintf(stderr, "confirming the bests of %d tasks (top %d each)\n",
+            r->n_tasks, co.top_k);
   for (int i = 0; i < r->n_tasks; i++) {
     ts_tune_task_result *tr = &r->tasks[i];
     if (!tr->best_trace_json) continue;
-    if (!a->quiet) {
+    if (!a->quiet && tty) {
       fprintf(stderr, "\rconfirming the bests: task %d of %d (%s)\033[K", i + 1,
               r->n_tasks, tasks[i].name);
       fflush(stderr);
@@ -302,7 +306,7 @@ static void confirm_tasks(const tune_args *a, ts_db *db, const char *target,
     ts_error_clear(&err);
     if (ts_confirm(db, tr->workload_id, target, &co, &cr, &err)) {
       fprintf(stderr, "%snote: task %d not confirmed: %s\n",
-              a->quiet ? "" : "\n", i, err.msg);
+              !a->quiet && tty ? "\n" : "", i, err.msg);
       if (err.code == TS_EUNSUPPORTED) break; /* the same for every task */
       continue;
     }
@@ -315,7 +319,7 @@ static void confirm_tasks(const tune_args *a, ts_db *db, const char *target,
       ts_db_record_clear(&best);
     }
   }
-  if (!a->quiet) fprintf(stderr, "\r\033[K");
+  if (!a->quiet && tty) fprintf(stderr, "\r\033[K");
 }
 
 static void print_summary(const tune_args *a, ts_db *db, const char *target,

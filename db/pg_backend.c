@@ -676,9 +676,11 @@ static int pg_connect(ts_db *db) {
   if (db->opts.read_only) {
     if (version < TS_DB_SCHEMA_VERSION)
       return TS_ERR(&db->err, TS_EINVAL,
-                    "%s: %s; open it read-write once to migrate it", db->path,
+                    "%s: %s; migrate it once with `tessera db migrate --db %s`",
+                    db->path,
                     version == 0 ? "empty database"
-                                 : "database of an older schema version");
+                                 : "database of an older schema version",
+                    db->path);
     return TS_OK;
   }
   if (version < TS_DB_SCHEMA_VERSION) {

@@ -354,9 +354,11 @@ static int configure(ts_db *db) {
   if (db->opts.read_only) {
     if (s.version < TS_DB_SCHEMA_VERSION)
       return TS_ERR(&db->err, TS_EINVAL,
-                    "%s: %s; open it read-write once to migrate it", db->path,
+                    "%s: %s; migrate it once with `tessera db migrate --db %s`",
+                    db->path,
                     s.version == 0 ? "empty database"
-                                   : "database of an older schema version");
+                                   : "database of an older schema version",
+                    db->path);
     return db_exec(db, "PRAGMA foreign_keys = ON; " READ_PRAGMAS,
                    "configuring");
   }

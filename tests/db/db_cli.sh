@@ -91,6 +91,7 @@ expect 0 "$T" db show mm_small --last 0 --db "$DB"; lacks "newest records"
 expect 0 "$T" db stats --db "$DB"
 contains "records    6"; contains "ok             3"; contains "wrong_result   1"
 contains "nightly"; contains "trials 5 / 8, 5 records kept"; contains "schema version 3"
+expect 0 "$T" db migrate --db "$DB"; contains "schema version 3"
 
 # export -> import into an empty database -> export: identical bytes
 expect 0 "$T" db export --db "$DB" -o "$TMP/a.jsonl"
