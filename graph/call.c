@@ -48,11 +48,7 @@ int ts_graph_override(ts_graph *g, const char *node_name, const ts_func *f,
                     "--override %s: the shape of '%s' is not known (run shape "
                     "inference first)",
                     node_name, val->name);
-    bool same = ts_dtype_eq(val->dtype, ts_buffer_dtype(p)) &&
-                val->ndim == ts_buffer_ndim(p);
-    for (int d = 0; same && d < val->ndim; d++)
-      same = val->shape[d] == ts_buffer_dim(p, d);
-    if (!same) {
+    if (!gr_param_fits_value(p, val)) {
       char a[256], b[256];
       shape_str(a, sizeof a, ts_buffer_dtype(p), ts_buffer_ndim(p),
                 ts_buffer_shape(p));

@@ -162,7 +162,8 @@ static bool is_anchor(const ts_graph *g, const gr_node *n) {
   if (!strcmp(n->op, "Conv")) /* 1 to 3 spatial dimensions */
     return f32_value(g, n->inputs[0]) && g->values[n->inputs[0]].ndim >= 3 &&
            g->values[n->inputs[0]].ndim <= 5 && f32_value(g, n->inputs[1]) &&
-           g->values[n->inputs[1]].ndim == g->values[n->inputs[0]].ndim &&
+           g->values[n->inputs[1]].ndim ==
+               g->values[n->inputs[0]].ndim + (gr_conv_weight_block(n) != 0) &&
            (n->n_inputs < 3 || n->inputs[2] < 0 || f32_value(g, n->inputs[2]));
   if (!strcmp(n->op, "MatMul")) /* a vector operand too; not vector·vector */
     return f32_value(g, n->inputs[0]) && f32_value(g, n->inputs[1]) &&
@@ -176,21 +177,42 @@ static bool is_anchor(const ts_graph *g, const gr_node *n) {
 
 typedef gr_fuse_builder builder;
 
-ts_buffer *gr_fuse_param(builder *b, int v) {
+/* shape (rank *nd) with its last axis, the channels, split as [C/B, B]
+ * (see gr_fuse_builder); false and b->failed when it is not C long. */
+static bool split_shape(builder *b, int64_t *shape, int *nd) {
+  if (*nd < 1 || *nd >= TS_MAX_DIMS || shape[*nd - 1] != b->split_c) {
+    b->failed = true;
+    return false;
+  }
+  shape[*nd - 1] = b->split_c / b->split_b;
+  shape[(*nd)++] = b->split_b;
+  return true;
+}
+
+/* The parameter bound to value v, as it is or (split) with its last axis
+ * viewed as [C/B, B] (see gr_fuse_builder). */
+static ts_buffer *param_as(builder *b, int v, bool split) {
   for (int i = 0; i < b->n_params; i++)
-    if (b->values[i] == v) return b->bufs[i];
+    if (b->values[i] == v && b->split[i] == split) return b->bufs[i];
   if (b->n_params == MAX_PARAMS - 1) {
     b->failed = true;
     return NULL;
   }
   const gr_value *x = &b->g->values[v];
+  int64_t shape[TS_MAX_DIMS];
+  int nd = x->ndim;
+  memcpy(shape, x->shape, sizeof(int64_t) * (size_t)nd);
+  if (split && !split_shape(b, shape, &nd)) return NULL;
   char name[16];
   snprintf(name, sizeof name, "p%d", b->n_params);
-  ts_buffer *buf = ts_te_placeholder(b->te, name, x->dtype, x->shape, x->ndim);
+  ts_buffer *buf = ts_te_placeholder(b->te, name, x->dtype, shape, nd);
   b->values[b->n_params] = v;
+  b->split[b->n_params] = split;
   b->bufs[b->n_params++] = buf;
   return buf;
 }
+
+ts_buffer *gr_fuse_param(builder *b, int v) { return param_as(b, v, false); }
 
 const char *gr_fuse_stage_name(builder *b, const char *op) {
   char base[32];
@@ -221,7 +243,19 @@ static ts_expr *operand(builder *b, int v, int cur, ts_buffer *cur_buf,
     return ts_float(
         b->a, ct,
         ts_host_get(gr_const_data(b->g, v), b->g->values[v].dtype, 0));
-  ts_buffer *p = gr_fuse_param(b, v);
+  const gr_value *x = &b->g->values[v];
+  bool split = false;
+  if (b->split_b) {
+    /* channel-split axes: a value indexed by the channel axis is viewed
+     * split; one of all ones broadcasts as it is; anything else would be
+     * misaligned */
+    split = x->ndim >= 1 && x->shape[x->ndim - 1] == b->split_c;
+    if (!split && gr_value_elems(x) != 1) {
+      b->failed = true;
+      return ts_float(b->a, ct, 0);
+    }
+  }
+  ts_buffer *p = param_as(b, v, split);
   if (!p) return ts_float(b->a, ct, 0);
   return ts_cast(b->a, ct, bcast_load(b, p, axes, n_axes));
 }
@@ -283,13 +317,17 @@ static ts_buffer *build_elementwise(builder *b, const gr_node *n, int cur,
                                     ts_buffer *cur_buf) {
   const gr_value *out = &b->g->values[n->outputs[0]];
   ts_dtype ct = computes_f32(b->g, n) ? TS_FLOAT32 : TS_FLOAT64;
+  int64_t shape[TS_MAX_DIMS];
+  int nd = out->ndim;
+  memcpy(shape, out->shape, sizeof(int64_t) * (size_t)nd);
+  if (b->split_b && !split_shape(b, shape, &nd)) return NULL;
   ts_te_stage *st = ts_te_compute(b->te, gr_fuse_stage_name(b, n->op),
-                                  out->dtype, out->shape, out->ndim, NULL);
+                                  out->dtype, shape, nd, NULL);
   ts_expr *axes[TS_MAX_DIMS], *in[8] = {0};
-  for (int d = 0; d < out->ndim; d++) axes[d] = ts_te_axis(st, d);
+  for (int d = 0; d < nd; d++) axes[d] = ts_te_axis(st, d);
   for (int k = 0; k < n->n_inputs && k < 8; k++)
     if (n->inputs[k] >= 0)
-      in[k] = operand(b, n->inputs[k], cur, cur_buf, axes, out->ndim, ct);
+      in[k] = operand(b, n->inputs[k], cur, cur_buf, axes, nd, ct);
   return ts_te_set_value(
       st, ts_cast(b->a, out->dtype,
                   apply(b, n, in, ct, ts_dtype_is_int(out->dtype))));
@@ -371,6 +409,55 @@ static ts_buffer *pad_stage(builder *b, ts_buffer *data, const gr_value *x,
   return ts_te_set_value(ps, ts_call(a, TS_FLOAT32, "if_then_else", args, 3));
 }
 
+/* A channels-last 2-D Conv with blocked weights [CO/B, KH, KW, CI, B]
+ * (group 1): the reduction and the bias iterate the output as
+ * [N, OH, OW, CO/B, B], so a tile of output channels reads contiguous
+ * weights; the group's later stages follow (b->split_*). in: the padded
+ * data. */
+static ts_buffer *build_conv_blocked(builder *b, const gr_node *n,
+                                     ts_buffer *in, ts_buffer *weight,
+                                     const int64_t *strides,
+                                     const int64_t *dil) {
+  const ts_graph *g = b->g;
+  ts_arena *a = b->a;
+  const gr_value *w = &g->values[n->inputs[1]];
+  const gr_value *out = &g->values[n->outputs[0]];
+  int64_t B = w->shape[4], CO = out->shape[3];
+  b->split_c = CO;
+  b->split_b = B;
+  int64_t shape[5] = {out->shape[0], out->shape[1], out->shape[2], CO / B, B};
+  ts_te_stage *st = ts_te_compute(b->te, gr_fuse_stage_name(b, "conv"),
+                                  TS_FLOAT32, shape, 5, NULL);
+  ts_expr *r[2];
+  for (int d = 0; d < 2; d++)
+    r[d] = ts_te_reduce_axis(st, window_axis(2, d), w->shape[1 + d]);
+  ts_expr *rc = ts_te_reduce_axis(st, "rc", w->shape[3]);
+  ts_expr *di[4], *wi[5];
+  di[0] = ts_te_axis(st, 0);
+  di[3] = rc;
+  for (int d = 0; d < 2; d++)
+    di[1 + d] =
+        ts_add(a, ts_mul(a, ts_te_axis(st, 1 + d), ts_index(a, strides[d])),
+               ts_mul(a, r[d], ts_index(a, dil[d])));
+  wi[0] = ts_te_axis(st, 3);
+  wi[1] = r[0];
+  wi[2] = r[1];
+  wi[3] = rc;
+  wi[4] = ts_te_axis(st, 4);
+  ts_buffer *conv = ts_te_set_reduce(st, TS_TE_SUM,
+                                     ts_mul(a, ts_te_load(b->te, in, di, 4),
+                                            ts_te_load(b->te, weight, wi, 5)));
+  if (n->n_inputs < 3 || n->inputs[2] < 0) return conv;
+  ts_buffer *bias = param_as(b, n->inputs[2], true);
+  if (!bias) return NULL;
+  ts_te_stage *bs = ts_te_compute(b->te, gr_fuse_stage_name(b, "bias"),
+                                  TS_FLOAT32, shape, 5, NULL);
+  ts_expr *ax[5];
+  for (int d = 0; d < 5; d++) ax[d] = ts_te_axis(bs, d);
+  return ts_te_set_value(bs, ts_add(a, ts_te_load(b->te, conv, ax, 5),
+                                    ts_te_load(b->te, bias, &ax[3], 2)));
+}
+
 /* Conv (NC + 1 to 3 spatial dimensions, or channels-last 2-D): a pad
  * stage, the reduction, the bias. */
 static ts_buffer *build_conv(builder *b, const gr_node *n) {
@@ -385,7 +472,9 @@ static ts_buffer *build_conv(builder *b, const gr_node *n) {
   /* channels-last: data [N, spatial, C], weights [spatial, C/G, CO] */
   bool last = gr_node_channels_last(n);
   int sp0 = last ? 1 : 2, cax = last ? nd - 1 : 1;
-  int wsp0 = last ? 0 : 2, wci = last ? nsp : 1, wco = last ? nsp + 1 : 0;
+  /* blocked channels-last weights: [CO/B, spatial, C, B] */
+  int wsp0 = last ? (gr_conv_weight_block(n) ? 1 : 0) : 2;
+  int wci = last ? nsp : 1, wco = last ? nsp + 1 : 0;
   int64_t kernel[3], strides[3], dil[3], pads[6], end[3], in_sp[3];
   int c;
   const int64_t *p;
@@ -406,6 +495,13 @@ static ts_buffer *build_conv(builder *b, const gr_node *n) {
   ts_buffer *in = data;
   if (padded)
     in = pad_stage(b, data, x, sp0, pads, end, ts_float(a, TS_FLOAT32, 0));
+  if (gr_conv_weight_block(n)) {
+    if (nsp != 2 || gr_attr_int(n, "group", 1) != 1 || w->ndim != 5) {
+      b->failed = true;
+      return NULL;
+    }
+    return build_conv_blocked(b, n, in, weight, strides, dil);
+  }
   int64_t G = gr_attr_int(n, "group", 1);
   int64_t CIg = w->shape[wci], COg = out->shape[cax] / G;
   ts_te_stage *st = ts_te_compute(b->te, gr_fuse_stage_name(b, "conv"),
@@ -793,6 +889,8 @@ static ts_func *build_group(const ts_graph *g, const int *members, int n,
       cur_buf = build_softmax(b, m);
     else if (!strcmp(m->op, "LayerNormalization"))
       cur_buf = build_layer_norm(b, m);
+    else if (b->split_b && (is_reduce(m) || gr_fuse_is_move(g, m)))
+      cur_buf = NULL; /* a channel-split group holds elementwise ops only */
     else if (gr_fuse_is_move(g, m) && i == 0)
       cur_buf = gr_fuse_build_move(b, m);
     else if (is_reduce(m))
@@ -849,7 +947,10 @@ int ts_graph_fuse(ts_graph *g, ts_error *err) {
     }
     builder b;
     ts_func *f = build_group(g, members, n, &b);
-    if (!f) continue; /* left as graph operators */
+    if (!f && n > 1 && !strcmp(g->nodes[i].op, "Conv") &&
+        gr_conv_weight_block(&g->nodes[i]))
+      f = build_group(g, members, n = 1, &b); /* its epilogue apart */
+    if (!f) continue;                         /* left as graph operators */
     int last = members[n - 1];
     for (int k = 0; k < n; k++) group_of[members[k]] = last;
     funcs[last] = f;

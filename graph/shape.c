@@ -463,14 +463,30 @@ static int infer_channels_last(ts_graph *g, gr_node *n, ts_error *err) {
   bool conv = !strcmp(n->op, "Conv");
   int x = n->n_inputs > 0 ? n->inputs[0] : -1;
   int w = conv && n->n_inputs > 1 ? n->inputs[1] : -1;
-  if (x < 0 || g->values[x].ndim != 4 || (conv && (w < 0 || w == x)))
+  int64_t B = conv ? gr_conv_weight_block(n) : 0;
+  if (x < 0 || g->values[x].ndim != 4 || (conv && (w < 0 || w == x)) ||
+      (conv && g->values[w].ndim != (B ? 5 : 4)))
     return FAIL("a channels-last node needs 4-D data%s",
-                conv ? " and weights" : "");
+                conv ? (B ? " and 5-D blocked weights" : " and weights") : "");
+  gr_value *wv = conv ? &g->values[w] : NULL;
+  int64_t blocked[5];
+  if (B) { /* [CO/B, KH, KW, CI, B] seen as OIHW for the time of it */
+    memcpy(blocked, wv->shape, sizeof blocked);
+    int64_t oihw[4] = {blocked[0] * blocked[4], blocked[3], blocked[1],
+                       blocked[2]};
+    wv->ndim = 4;
+    memcpy(wv->shape, oihw, sizeof oihw);
+  }
   permute_value(g, x, to_nchw);
-  permute_value(g, w, w_to_oihw);
+  if (!B) permute_value(g, w, w_to_oihw);
   int rc = conv ? infer_conv(g, n, err) : infer_pool(g, n, err);
   permute_value(g, x, to_nhwc);
-  permute_value(g, w, w_to_hwio);
+  if (!B) permute_value(g, w, w_to_hwio);
+  if (B) {
+    wv = &g->values[w];
+    wv->ndim = 5;
+    memcpy(wv->shape, blocked, sizeof blocked);
+  }
   if (rc == TS_OK && n->n_outputs > 0) {
     permute_value(g, n->outputs[0], to_nhwc);
     g->values[n->outputs[0]].layout = "NHWC";

@@ -10,6 +10,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+bool gr_param_fits_value(const ts_buffer *p, const gr_value *val) {
+  if (!ts_dtype_eq(val->dtype, ts_buffer_dtype(p))) return false;
+  int nd = val->ndim, pd = ts_buffer_ndim(p);
+  if (pd != nd && !(pd == nd + 1 && nd >= 1)) return false;
+  for (int d = 0; d < nd - (pd != nd); d++)
+    if (val->shape[d] != ts_buffer_dim(p, d)) return false;
+  /* a channel-split view: the last axis as two (see fuse.c) */
+  if (pd != nd)
+    return ts_buffer_dim(p, nd - 1) * ts_buffer_dim(p, nd) ==
+           val->shape[nd - 1];
+  return true;
+}
+
 int ts_graph_verify(const ts_graph *g, ts_error *err) {
   int *defined = calloc((size_t)g->n_values + 1, sizeof *defined);
   if (!defined) return TS_ERR(err, TS_ENOMEM, "verifier");
@@ -54,11 +67,7 @@ int ts_graph_verify(const ts_graph *g, ts_error *err) {
         const gr_value *val = &g->values[v];
         const ts_buffer *p = ts_func_param(n->func, k);
         if (val->ndim < 0) continue;
-        bool same = ts_dtype_eq(val->dtype, ts_buffer_dtype(p)) &&
-                    val->ndim == ts_buffer_ndim(p);
-        for (int d = 0; same && d < val->ndim; d++)
-          same = val->shape[d] == ts_buffer_dim(p, d);
-        if (!same)
+        if (!gr_param_fits_value(p, val))
           rc = TS_ERR(err, TS_EVERIFY,
                       "call node '%s': parameter '%s' does not match value "
                       "'%s'",

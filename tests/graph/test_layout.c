@@ -7,7 +7,10 @@
  * layout; a node that cannot change layout (Softmax over channels) is
  * surrounded by transposes and computes the same values; random chains of
  * transposes in front of a conv compose into one (straight from the input
- * when they cancel), keeping the values; unknown layouts are refused.
+ * when they cancel), keeping the values; unknown layouts are refused;
+ * pointwise convs get weights blocked by 16 output channels, and compute
+ * the same values with their epilogue in the group (channel-split) or,
+ * when an operand cannot follow the split, in a group of its own.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -212,6 +215,83 @@ static void test_fixed_layout_op(void **state) {
   ts_graph_free(a);
 }
 
+static void set_ints(ts_graph *g, const char *name, int n, int64_t *v) {
+  gr_node_set_attr(
+      g, &g->nodes[g->n_nodes - 1],
+      (gr_attr){.name = name, .kind = GR_ATTR_INTS, .n = n, .ints = v});
+}
+
+/* x -> two 1x1 convs (32 output channels: blocked by 16) -> bias, scale
+ * per channel, add -> relu; the second branch adds a per-pixel constant
+ * (a [1, 1, 5, 5] plane), which cannot follow the channel split. */
+static ts_graph *pointwise(void) {
+  ts_graph *g = ts_graph_new("pw");
+  int x = add_input(g, "x", (int64_t[]){1, 16, 5, 5});
+  float w[32 * 16], b[32], sc[32], pl[25];
+  for (int i = 0; i < 32 * 16; i++) w[i] = (float)((i * 29) % 23 - 11) / 16;
+  for (int i = 0; i < 32; i++) b[i] = (float)(i % 7) / 8, sc[i] = 1 + i / 64.f;
+  for (int i = 0; i < 25; i++) pl[i] = (float)(i % 5) / 4;
+  int w1 = gr_const_add(g, "w1", TS_FLOAT32, 4, (int64_t[]){32, 16, 1, 1}, w);
+  int b1 = gr_const_add(g, "b1", TS_FLOAT32, 1, (int64_t[]){32}, b);
+  int s1 = gr_const_add(g, "s1", TS_FLOAT32, 4, (int64_t[]){1, 32, 1, 1}, sc);
+  int p1 = gr_const_add(g, "p1", TS_FLOAT32, 4, (int64_t[]){1, 1, 5, 5}, pl);
+  int c1 = node(g, "Conv", (int[]){x, w1, b1}, 3);
+  set_ints(g, "kernel_shape", 2, (int64_t[]){1, 1});
+  int m1 = node(g, "Mul", (int[]){c1, s1}, 2);
+  int c2 = node(g, "Conv", (int[]){x, w1}, 2);
+  int a2 = node(g, "Add", (int[]){c2, p1}, 2);
+  int sum = node(g, "Add", (int[]){m1, a2}, 2);
+  set_output(g, node(g, "Relu", &sum, 1));
+  return g;
+}
+
+static void test_blocked_pointwise(void **state) {
+  (void)state;
+  ts_error err;
+  ts_graph *ref = pointwise(), *lay = pointwise(), *all = pointwise();
+  assert_int_equal(ts_graph_set_layout(ref, "nchw", &err), TS_OK);
+  assert_int_equal(ts_graph_run_passes(ref, "layout", &err), TS_OK);
+  assert_int_equal(ts_graph_run_passes(lay, "layout", &err), TS_OK);
+  int convs = 0;
+  for (int i = 0; i < lay->n_nodes; i++) {
+    const gr_node *n = &lay->nodes[i];
+    if (strcmp(n->op, "Conv")) continue;
+    convs++;
+    assert_int_equal(gr_conv_weight_block(n), 16);
+    const gr_value *w = &lay->values[n->inputs[1]];
+    assert_int_equal(w->ndim, 5);
+    int64_t want[5] = {2, 1, 1, 16, 16};
+    for (int d = 0; d < 5; d++) assert_int_equal(w->shape[d], want[d]);
+  }
+  assert_int_equal(convs, 2);
+  ts_graph_tensor a[1], b[1], c[1];
+  run(ref, TS_GRAPH_INTERPRET, a);
+  run(lay, TS_GRAPH_INTERPRET, b); /* the reference kernels, blocked */
+  same(a, b, 1, "pointwise, reference kernels");
+  assert_int_equal(ts_graph_run_passes(all, NULL, &err), TS_OK);
+  assert_int_equal(ts_graph_count_op(all, "Conv"), 0); /* all compiled */
+  /* the second conv's epilogue could not follow the split: the conv is a
+   * group of its own ("fused_conv_N"), the first keeps its epilogue */
+  bool alone = false, with_epilogue = false;
+  for (int i = 0; i < all->n_nodes; i++) {
+    const char *nm = all->nodes[i].name;
+    if (all->nodes[i].kind != TS_GRAPH_CALL) continue;
+    if (!strncmp(nm, "fused_conv_", 11) && nm[11] >= '0' && nm[11] <= '9')
+      alone = true;
+    if (strstr(nm, "fused_conv_mul_add")) with_epilogue = true;
+  }
+  assert_true(alone);
+  assert_true(with_epilogue);
+  run(all, TS_GRAPH_COMPILE, c);
+  same(a, c, 1, "pointwise, compiled");
+  free_outs(a, 1);
+  free_outs(b, 1);
+  free_outs(c, 1);
+  ts_graph_free(ref);
+  ts_graph_free(lay);
+  ts_graph_free(all);
+}
+
 /* Random chains of 4-D transposes around a conv: after the pass at most
  * one transpose is left between the input and the conv (none when the
  * chain composes to the identity), and the values are the same. */
@@ -287,6 +367,7 @@ int main(void) {
       cmocka_unit_test(test_models_same_outputs),
       cmocka_unit_test(test_one_transpose_at_the_input),
       cmocka_unit_test(test_fixed_layout_op),
+      cmocka_unit_test(test_blocked_pointwise),
       cmocka_unit_test(test_transpose_chains),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
