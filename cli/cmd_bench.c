@@ -124,7 +124,7 @@ static bool same_output(const void *got, const void *want, ts_dtype t,
 
 static void json_num(const char *key, bool have, double v, bool comma) {
   if (have)
-    printf("\"%s\": %.4f", key, v);
+    printf("\"%s\": %.6g", key, v); /* significant digits: a 72 us kernel */
   else
     printf("\"%s\": null", key);
   if (comma) printf(", ");

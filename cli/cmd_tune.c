@@ -429,15 +429,22 @@ static void print_summary(const tune_args *a, ts_db *db, const char *target,
       fprintf(out, "%3d  %-34s %12s %9s %8s %10s %10s %8s %6s\n", i, name, lat,
               gf, sp, tg, og, ratio, t90);
     }
+    if (a->summary_measure && a->confirm_top > 0 && !a->tracker)
+      fprintf(out,
+              "Latency and GFLOP/s: the best candidate, confirmed (the median "
+              "of interleaved re-runs of the top %ld);\n",
+              a->confirm_top);
+    else
+      fprintf(out, "Latency and GFLOP/s: the best measured candidate (not "
+                   "confirmed: `tessera db confirm`);\n");
     fprintf(out,
-            "Latency and GFLOP/s: the best candidate (confirmed: the median "
-            "of interleaved re-runs of the top %ld);\nSpeedup: over "
+            "Speedup: over "
             "the unscheduled code;\n*tuned and oneDNN: GFLOP/s measured side "
-            "by side in this process after the search (%d threads),\n"
+            "by side in this process after the search (%d thread%s),\n"
             "medians of %d interleaved rounds; ratio = the median of the "
             "rounds' tuned / oneDNN;\n90%%@: the job trial at which 90%% of "
             "the final best was reached.\n",
-            a->confirm_top, threads, SIDE_ROUNDS);
+            threads, threads == 1 ? "" : "s", SIDE_ROUNDS);
     for (int i = 0; i < r->n_tasks; i++)
       if (rows[i].onednn_why[0] && matmul_like(wl[i]))
         fprintf(out, "task %d: oneDNN not measured: %s\n", i,

@@ -202,9 +202,9 @@ int tune_compare_models(ts_runner *runner, const char *db_path,
     }
     printf("xgb, random: GFLOP/s of the best candidate each search measured; "
            "90%%@: the trial that first reached\n90%% of it; *: both bests "
-           "timed side by side in this process (%d threads), medians of %d\n"
+           "timed side by side in this process (%d thread%s), medians of %d\n"
            "interleaved rounds; xgb/rnd = random's latency / xgb's.\n",
-           threads, ROUNDS);
+           threads, threads == 1 ? "" : "s", ROUNDS);
     for (int i = 0; i < n; i++)
       if (!rows[i].timed && rows[i].why[0])
         printf("task %d: not timed side by side: %s\n", i, rows[i].why);

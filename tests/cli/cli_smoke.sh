@@ -57,6 +57,14 @@ expect 0 "$T" check --workload "conv2d_nhwc N=1 H=8 W=8 CI=4 CO=4 KH=3 KW=3 pad=
 contains "check:     ok"
 expect 0 "$T" check --tir "$TMP/mm.tir" --quiet
 contains "check:     ok"
+
+# bench: a TIR file (a model's task) as well as a spec; JSON figures keep
+# their significant digits (a microsecond kernel is not 0.0000 s)
+expect 0 "$T" bench --tir "$TMP/mm.tir" --default --threads 1 --repeat 1 --min-repeat-ms 1
+contains "tessera"; contains "check"
+expect 0 "$T" bench --workload "matmul M=16 N=8 K=4" --threads 1 --repeat 1 --min-repeat-ms 1 --json
+grep -Eq '"tessera_seconds": [1-9][0-9.]*e-0[5-9]' "$TMP/out" || { cat "$TMP/out"; fail "tessera_seconds lost its digits"; }
+expect 2 "$T" bench --tir "$TMP/mm.tir" --workload "matmul M=2 N=2 K=2"; contains "exactly one of --workload or --tir"
 # An interrupted bench suite stops (here in its first step, the machine
 # probe), says how to resume, exits 130 and writes no table.
 "$T" bench --suite --budget quick --db "$TMP/suite.db" --out "$TMP/suite" \
