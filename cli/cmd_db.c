@@ -58,7 +58,8 @@ static const char db_usage[] =
     "               URL postgresql://USER@HOST[:PORT]/DBNAME[?PARAMS]\n"
     "\n"
     "WORKLOAD is a structural hash, a unique hash prefix (4+ hex digits) or a\n"
-    "workload name; `show` and `best` also take --workload SPEC or --tir FILE\n"
+    "workload name; `show`, `best` and `confirm` also take --workload SPEC or\n"
+    "--tir FILE "
     "(the function is hashed and looked up). Targets are canonicalized:\n"
     "`--target llvm` means this host.\n";
 
@@ -759,6 +760,35 @@ static int run_confirm(const db_args *a) {
   return failed ? EXIT_FAIL : EXIT_OK;
 }
 
+/* `tessera db SUB --help`: SUB's entry of the command list (its first
+ * line and the deeper-indented ones after it) and the common part after
+ * the list; the whole text when SUB is not a command. */
+static void sub_help(const char *sub) {
+  const char *list = strstr(db_usage, "commands:\n");
+  const char *tail = strstr(db_usage, "\n\n  --db PATH");
+  size_t n = strlen(sub);
+  const char *p = list;
+  while (p && p < tail) {
+    p = strchr(p, '\n');
+    if (!p) break;
+    p++;
+    if (!strncmp(p, "  ", 2) && !strncmp(p + 2, sub, n) &&
+        (p[2 + n] == ' ' || p[2 + n] == '\n'))
+      break;
+  }
+  if (!p || p >= tail) {
+    fputs(db_usage, stdout);
+    return;
+  }
+  printf("usage: tessera db %s [--db PATH] [options]\n\n", sub);
+  const char *end = p;
+  do { /* the entry: its line, then lines indented deeper than 2 */
+    end = strchr(end, '\n') + 1;
+  } while (end < tail && !strncmp(end, "   ", 3));
+  fwrite(p, 1, (size_t)(end - p), stdout);
+  fputs(tail + 1, stdout);
+}
+
 int cmd_db(int argc, char **argv) {
   if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
     fputs(db_usage, argc < 2 ? stderr : stdout);
@@ -766,7 +796,7 @@ int cmd_db(int argc, char **argv) {
   }
   for (int i = 2; i < argc; i++)
     if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-      fputs(db_usage, stdout);
+      sub_help(argv[1]);
       return EXIT_OK;
     }
   db_args a = {.sub = "db", .path = "./tessera.db", .last = 10, .queries = -1};

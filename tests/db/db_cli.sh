@@ -169,7 +169,8 @@ expect 2 "$T" db confirm --db "$J" --rounds 0; contains "--rounds wants a number
 # usage
 expect 2 "$T" db; contains "usage: tessera db"
 expect 0 "$T" db --help; contains "usage: tessera db"
-expect 0 "$T" db list --help; contains "usage: tessera db"
+expect 0 "$T" db list --help; contains "usage: tessera db list"; lacks "prune --keep"; contains "--db PATH"
+expect 0 "$T" db confirm --help; contains "usage: tessera db confirm"; contains "interleaved rounds"; lacks "usage: tessera db <command>"
 expect 2 "$T" db frobnicate; contains "unknown command 'frobnicate'"
 expect 2 "$T" db list --bogus; contains "unknown option '--bogus'"
 expect 2 "$T" db list extra; contains "unexpected argument 'extra'"
