@@ -362,86 +362,161 @@ static int setup_case(bench_case *c, const ts_workload *w, uint64_t seed,
   return TS_OK;
 }
 
-int ts_bench_run(ts_bench_vendor v, const ts_workload *w,
-                 const ts_bench_options *opts_in, ts_bench_result *out,
-                 ts_error *err) {
-  if (out) memset(out, 0, sizeof *out);
+/* A prepared vendor call and the repeats measured so far. */
+struct ts_bench_session {
+  ts_bench_vendor vendor;
+  const ts_workload *w;
+  ts_bench_options opts;
+  bench_case c;
+  bench_kernel k;
+  int number;      /* runs per repeat, carried from one measure to the next */
+  double *seconds; /* every repeat measured, in order */
+  int n_seconds, cap_seconds;
+};
+
+int ts_bench_open(ts_bench_vendor v, const ts_workload *w,
+                  const ts_bench_options *opts_in, ts_bench_session **out,
+                  ts_error *err) {
+  if (out) *out = NULL;
   const char *vname = ts_bench_vendor_name(v);
   if (!vname) return TS_ERR(err, TS_EINVAL, "bench: unknown vendor %d", (int)v);
   if (!w || !w->func || !out)
-    return TS_ERR(err, TS_EINVAL, "bench: NULL workload or result");
+    return TS_ERR(err, TS_EINVAL, "bench: NULL workload or session");
   ts_bench_options opts = opts_in ? *opts_in : ts_bench_options_default();
   if (opts.threads > TS_RT_MAX_THREADS)
     return TS_ERR(err, TS_EINVAL, "bench: threads = %d is over %d",
                   opts.threads, TS_RT_MAX_THREADS);
-  if (opts.eval.repeat < 1 || opts.eval.repeat > 100000)
-    return TS_ERR(err, TS_EINVAL,
-                  "bench: bad eval field repeat = %d (want 1..100000)",
-                  opts.eval.repeat);
   if (opts.eval.flush_cache && !opts.rt)
     return TS_ERR(err, TS_EINVAL,
                   "bench: eval.flush_cache needs opts.rt (it owns the flush "
                   "buffer)");
-
-  bench_case c = {.w = w};
-  int rc = bench_op_parse(w, &c.op, err);
-  if (rc) return rc;
-  if (c.op.kind == BENCH_OTHER)
-    return TS_ERR(err, TS_EUNSUPPORTED,
-                  "%s: not applicable: no baseline for operator '%s'", vname,
-                  w->op);
-  c.threads = opts.threads;
-  if (c.threads <= 0) {
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    c.threads = n > 0 && n <= TS_RT_MAX_THREADS ? (int)n : 1;
-  }
-  double *seconds = malloc(sizeof(double) * (size_t)opts.eval.repeat);
-  if (!seconds) return TS_ERR(err, TS_ENOMEM, "bench: out of memory");
-  if ((rc = setup_case(&c, w, opts.seed, err))) {
-    free(seconds);
+  ts_bench_session *s = calloc(1, sizeof *s);
+  if (!s) return TS_ERR(err, TS_ENOMEM, "bench: out of memory");
+  s->vendor = v;
+  s->w = w;
+  s->opts = opts;
+  s->c.w = w;
+  s->number = opts.eval.number > 0 ? opts.eval.number : 1;
+  int rc = bench_op_parse(w, &s->c.op, err);
+  if (!rc && s->c.op.kind == BENCH_OTHER)
+    rc = TS_ERR(err, TS_EUNSUPPORTED,
+                "%s: not applicable: no baseline for operator '%s'", vname,
+                w->op);
+  if (rc) {
+    free(s);
     return rc;
   }
-
-  bench_kernel k = {0};
-  switch (v) {
-  case TS_BENCH_OPENBLAS: rc = openblas_prepare(&c, &k, err); break;
-  case TS_BENCH_ONEDNN: rc = onednn_prepare(&c, &k, err); break;
-  case TS_BENCH_NAIVE: rc = naive_prepare(&c, &k, err); break;
+  s->c.threads = opts.threads;
+  if (s->c.threads <= 0) {
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    s->c.threads = n > 0 && n <= TS_RT_MAX_THREADS ? (int)n : 1;
   }
-  int number = 0;
-  if (!rc) {
-    rc = ts_rt_eval(opts.rt, &opts.eval, k.run, k.ctx, seconds, &number, err);
-    if (rc && err) {
-      char why[sizeof err->msg];
-      snprintf(why, sizeof why, "%s", err->msg);
-      TS_ERR(err, rc, "%s: %s: %s", vname, w->name, why);
-    }
-    k.destroy(k.ctx);
+  if ((rc = setup_case(&s->c, w, opts.seed, err))) {
+    free(s);
+    return rc;
+  }
+  switch (v) {
+  case TS_BENCH_OPENBLAS: rc = openblas_prepare(&s->c, &s->k, err); break;
+  case TS_BENCH_ONEDNN: rc = onednn_prepare(&s->c, &s->k, err); break;
+  case TS_BENCH_NAIVE: rc = naive_prepare(&s->c, &s->k, err); break;
   }
   if (rc) {
-    free_case(&c, false);
-    free(seconds);
+    free_case(&s->c, false);
+    free(s);
     return rc;
   }
+  *out = s;
+  return TS_OK;
+}
 
-  qsort(seconds, (size_t)opts.eval.repeat, sizeof *seconds, cmp_double);
-  int r = opts.eval.repeat;
-  out->seconds =
-      r % 2 ? seconds[r / 2] : 0.5 * (seconds[r / 2 - 1] + seconds[r / 2]);
-  out->min_seconds = seconds[0];
-  out->max_seconds = seconds[r - 1];
-  out->gflops = out->seconds > 0 ? w->flops / out->seconds * 1e-9 : 0;
-  out->repeats = r;
-  out->number = number;
-  out->threads = c.threads;
-  snprintf(out->impl, sizeof out->impl, "%s", k.impl);
-  snprintf(out->note, sizeof out->note, "%s", k.note);
-  out->output_param = c.out;
-  out->output_dtype = c.dtype[c.out];
-  out->output_elems = c.elems[c.out];
-  out->output = opts.keep_output ? c.data[c.out] : NULL;
-  free_case(&c, opts.keep_output);
-  free(seconds);
+int ts_bench_measure(ts_bench_session *s, const ts_eval_config *eval_in,
+                     ts_error *err) {
+  if (!s) return TS_ERR(err, TS_EINVAL, "bench: NULL session");
+  ts_eval_config eval = eval_in ? *eval_in : s->opts.eval;
+  if (eval.repeat < 1 || eval.repeat > 100000)
+    return TS_ERR(err, TS_EINVAL,
+                  "bench: bad eval field repeat = %d (want 1..100000)",
+                  eval.repeat);
+  if (eval.flush_cache && !s->opts.rt)
+    return TS_ERR(err, TS_EINVAL,
+                  "bench: eval.flush_cache needs opts.rt (it owns the flush "
+                  "buffer)");
+  if (s->n_seconds + eval.repeat > s->cap_seconds) {
+    int cap = s->cap_seconds ? s->cap_seconds : 16;
+    while (cap < s->n_seconds + eval.repeat) cap *= 2;
+    double *grown = realloc(s->seconds, sizeof(double) * (size_t)cap);
+    if (!grown) return TS_ERR(err, TS_ENOMEM, "bench: out of memory");
+    s->seconds = grown;
+    s->cap_seconds = cap;
+  }
+  /* the runs per repeat found earlier carry over: later rounds do not
+   * grow it again from one */
+  if (s->number > eval.number) eval.number = s->number;
+  int number = 0;
+  int rc = ts_rt_eval(s->opts.rt, &eval, s->k.run, s->k.ctx,
+                      s->seconds + s->n_seconds, &number, err);
+  if (rc) {
+    if (err) {
+      char why[sizeof err->msg];
+      snprintf(why, sizeof why, "%s", err->msg);
+      TS_ERR(err, rc, "%s: %s: %s", ts_bench_vendor_name(s->vendor), s->w->name,
+             why);
+    }
+    return rc;
+  }
+  s->n_seconds += eval.repeat;
+  s->number = number;
+  return TS_OK;
+}
+
+int ts_bench_samples(const ts_bench_session *s, const double **seconds) {
+  if (seconds) *seconds = s ? s->seconds : NULL;
+  return s ? s->n_seconds : 0;
+}
+
+void ts_bench_close(ts_bench_session *s, ts_bench_result *out) {
+  if (out) memset(out, 0, sizeof *out);
+  if (!s) return;
+  s->k.destroy(s->k.ctx);
+  int r = s->n_seconds;
+  bool keep = out && s->opts.keep_output;
+  if (out && r > 0) {
+    qsort(s->seconds, (size_t)r, sizeof *s->seconds, cmp_double);
+    out->seconds = r % 2 ? s->seconds[r / 2]
+                         : 0.5 * (s->seconds[r / 2 - 1] + s->seconds[r / 2]);
+    out->min_seconds = s->seconds[0];
+    out->max_seconds = s->seconds[r - 1];
+    out->gflops = out->seconds > 0 ? s->w->flops / out->seconds * 1e-9 : 0;
+  }
+  if (out) {
+    out->repeats = r;
+    out->number = s->number;
+    out->threads = s->c.threads;
+    snprintf(out->impl, sizeof out->impl, "%s", s->k.impl);
+    snprintf(out->note, sizeof out->note, "%s", s->k.note);
+    out->output_param = s->c.out;
+    out->output_dtype = s->c.dtype[s->c.out];
+    out->output_elems = s->c.elems[s->c.out];
+    out->output = keep ? s->c.data[s->c.out] : NULL;
+  }
+  free_case(&s->c, keep);
+  free(s->seconds);
+  free(s);
+}
+
+int ts_bench_run(ts_bench_vendor v, const ts_workload *w,
+                 const ts_bench_options *opts, ts_bench_result *out,
+                 ts_error *err) {
+  if (out) memset(out, 0, sizeof *out);
+  if (!out) return TS_ERR(err, TS_EINVAL, "bench: NULL workload or result");
+  ts_bench_session *s = NULL;
+  int rc = ts_bench_open(v, w, opts, &s, err);
+  if (rc) return rc;
+  if ((rc = ts_bench_measure(s, NULL, err))) {
+    ts_bench_close(s, NULL);
+    return rc;
+  }
+  ts_bench_close(s, out);
   return TS_OK;
 }
 

@@ -118,6 +118,27 @@ typedef struct ts_bench_result {
 int ts_bench_run(ts_bench_vendor v, const ts_workload *w,
                  const ts_bench_options *opts, ts_bench_result *out,
                  ts_error *err);
+/* The same in steps, so several sides can be timed in interleaved rounds
+ * (tessera bench, the confirmation of bests): a slow phase of a shared
+ * machine then falls on every side of a round instead of on one side.
+ * ts_bench_open prepares vendor v's call on w (buffers, primitive, weight
+ * reorder; the library's thread count is set until the session closes:
+ * close sessions in the reverse order of opening); errors as ts_bench_run.
+ * ts_bench_measure times eval->repeat more repeats (eval NULL: opts->eval)
+ * and appends them to the session; the runs per repeat found by the first
+ * call carry over to later ones. ts_bench_samples gives the repeats so far
+ * in order (the pointer is valid until the next measure or close).
+ * ts_bench_close fills *out (may be NULL) from every repeat, as
+ * ts_bench_run would, and frees the session (NULL is a no-op). */
+typedef struct ts_bench_session ts_bench_session;
+int ts_bench_open(ts_bench_vendor v, const ts_workload *w,
+                  const ts_bench_options *opts, ts_bench_session **out,
+                  ts_error *err);
+int ts_bench_measure(ts_bench_session *s, const ts_eval_config *eval,
+                     ts_error *err);
+int ts_bench_samples(const ts_bench_session *s, const double **seconds);
+void ts_bench_close(ts_bench_session *s, ts_bench_result *out);
+
 /* Frees the result's output and clears it (NULL is a no-op). */
 void ts_bench_result_free(ts_bench_result *r);
 

@@ -34,14 +34,15 @@ static const char bench_usage[] =
     "default schedule (--default: what `tessera compile` builds for a task\n"
     "nobody tuned) — checks\n"
     "its output, then measures it and the vendor libraries on the same\n"
-    "operation, dtypes and thread count, in this process, one after the\n"
-    "other: tessera, OpenBLAS, oneDNN, and a plain C loop where one exists.\n"
+    "operation, dtypes and thread count, in this process, in interleaved\n"
+    "rounds: tessera, OpenBLAS, oneDNN, and a plain C loop where one exists.\n"
     "\n"
     "  --tir FILE         a TIR function instead of a library operator (a\n"
     "                     model's task: `tessera graph tasks --tir`); no\n"
     "                     vendor library is measured beside it\n"
     "  --threads N        threads for tessera and the libraries (all cores)\n"
-    "  --repeat N         timed repeats, median reported (5)\n"
+    "  --repeat N         interleaved rounds: each times tessera, then each\n"
+    "                     library, one repeat each; medians reported (5)\n"
     "  --min-repeat-ms N  minimum length of one repeat (100)\n"
     "  --max-memory-mb N  refuse a workload whose buffers need more (default:\n"
     "                     half of this machine's memory)\n"
@@ -166,6 +167,22 @@ static void store_baselines(const char *path, int64_t workload,
   ts_db_close(db);
 }
 
+/* The median of n values (sorted in a copy). */
+static double median_of(const double *x, int n) {
+  double v[64];
+  if (n < 1) return 0;
+  if (n > 64) n = 64;
+  memcpy(v, x, sizeof(double) * (size_t)n);
+  for (int i = 0; i < n; i++)
+    for (int j = i + 1; j < n; j++)
+      if (v[j] < v[i]) {
+        double t = v[i];
+        v[i] = v[j];
+        v[j] = t;
+      }
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
 static int run_bench(const bench_cfg *cfg) {
   ts_error err;
   ts_error_clear(&err);
@@ -175,6 +192,7 @@ static int run_bench(const bench_cfg *cfg) {
   ts_func *scheduled = NULL;
   cli_kernel main_k = {0}, ref_k = {0};
   ts_bench_result vendor[TS_BENCH_N_VENDORS];
+  ts_bench_session *session[TS_BENCH_N_VENDORS] = {0};
   int have_vendor[TS_BENCH_N_VENDORS] = {0};
   char vendor_why[TS_BENCH_N_VENDORS][1024];
   int status = EXIT_FAIL;
@@ -296,38 +314,58 @@ static int run_bench(const bench_cfg *cfg) {
   int64_t on = ts_buffer_elems(ob);
   const void *got = ts_rt_args_data(main_k.args)[out];
 
-  /* Timing settings shared by every side. */
+  /* Every side is prepared first, then timed in interleaved rounds (one
+   * repeat of each side per round): a slow phase of a shared machine then
+   * falls on all sides of a round, and each round gives a ratio. */
   ts_bench_options bo = ts_bench_options_default();
   bo.threads = threads;
   bo.seed = cfg->seed;
-  bo.eval.repeat = cfg->repeat;
+  bo.eval.repeat = 1;
+  bo.eval.warmup = 1;
   bo.eval.min_repeat_ms = cfg->min_repeat_ms;
   bo.rt = rt;
-  double secs[64];
-  int number;
-  if (ts_rt_eval_kernel(rt, &bo.eval, main_k.kernel,
-                        ts_rt_args_data(main_k.args), secs, &number, &err)) {
-    cli_error("timing the kernel failed", &err);
-    goto done;
-  }
-  double sorted[64];
-  memcpy(sorted, secs, sizeof(double) * (size_t)cfg->repeat);
-  for (int i = 0; i < cfg->repeat; i++)
-    for (int j = i + 1; j < cfg->repeat; j++)
-      if (sorted[j] < sorted[i]) {
-        double x = sorted[i];
-        sorted[i] = sorted[j];
-        sorted[j] = x;
-      }
-  double median = sorted[cfg->repeat / 2];
-  double gflops = w->flops / median * 1e-9;
-
   for (int v = 0; v < TS_BENCH_N_VENDORS; v++) {
     ts_error verr;
     ts_error_clear(&verr);
     have_vendor[v] =
-        ts_bench_run((ts_bench_vendor)v, w, &bo, &vendor[v], &verr) == TS_OK;
+        ts_bench_open((ts_bench_vendor)v, w, &bo, &session[v], &verr) == TS_OK;
     snprintf(vendor_why[v], sizeof vendor_why[v], "%s", verr.msg);
+  }
+  double secs[64];
+  int number = 1;
+  for (int r = 0; r < cfg->repeat; r++) {
+    ts_eval_config ev = bo.eval;
+    ev.number = number;
+    if (ts_rt_eval_kernel(rt, &ev, main_k.kernel, ts_rt_args_data(main_k.args),
+                          &secs[r], &number, &err)) {
+      cli_error("timing the kernel failed", &err);
+      goto done;
+    }
+    for (int v = 0; v < TS_BENCH_N_VENDORS; v++) {
+      ts_error verr;
+      ts_error_clear(&verr);
+      if (!have_vendor[v] || !ts_bench_measure(session[v], NULL, &verr))
+        continue;
+      /* a library that fails while timed drops out, saying why */
+      snprintf(vendor_why[v], sizeof vendor_why[v], "%s", verr.msg);
+      have_vendor[v] = 0;
+    }
+  }
+  double median = median_of(secs, cfg->repeat);
+  double gflops = w->flops / median * 1e-9;
+  double vendor_ratio[TS_BENCH_N_VENDORS] = {0};
+  for (int v = TS_BENCH_N_VENDORS - 1; v >= 0; v--) {
+    if (!session[v]) continue;
+    if (have_vendor[v]) {
+      const double *vs = NULL;
+      int n = ts_bench_samples(session[v], &vs);
+      double ratios[64];
+      for (int r = 0; r < n && r < cfg->repeat; r++)
+        ratios[r] = secs[r] > 0 ? vs[r] / secs[r] : 0;
+      vendor_ratio[v] = median_of(ratios, n < cfg->repeat ? n : cfg->repeat);
+    }
+    ts_bench_close(session[v], have_vendor[v] ? &vendor[v] : NULL);
+    session[v] = NULL;
   }
 
   /* The check. */
@@ -385,12 +423,14 @@ static int run_bench(const bench_cfg *cfg) {
     ok = true;
   }
 
-  double best_vendor = 0;
+  /* the best library: the fastest by median; its ratio is the median of
+   * the per-round ratios */
+  int best_v = -1;
   for (int v = 0; v < TS_BENCH_N_VENDORS; v++)
-    if (have_vendor[v] && v != TS_BENCH_NAIVE && vendor[v].gflops > best_vendor)
-      best_vendor = vendor[v].gflops;
-  if (best_vendor == 0 && have_vendor[TS_BENCH_NAIVE])
-    best_vendor = vendor[TS_BENCH_NAIVE].gflops;
+    if (have_vendor[v] && v != TS_BENCH_NAIVE &&
+        (best_v < 0 || vendor[v].gflops > vendor[best_v].gflops))
+      best_v = v;
+  if (best_v < 0 && have_vendor[TS_BENCH_NAIVE]) best_v = TS_BENCH_NAIVE;
 
   if (cfg->json) {
     printf("{");
@@ -412,8 +452,12 @@ static int run_bench(const bench_cfg *cfg) {
              vendor[TS_BENCH_ONEDNN].gflops, true);
     json_num("naive_gflops", have_vendor[TS_BENCH_NAIVE],
              vendor[TS_BENCH_NAIVE].gflops, true);
-    json_num("ratio_to_best_vendor", best_vendor > 0,
-             gflops / (best_vendor > 0 ? best_vendor : 1), true);
+    json_num("ratio_to_best_vendor", best_v >= 0,
+             best_v >= 0 ? vendor_ratio[best_v] : 0, true);
+    json_str("best_vendor",
+             best_v >= 0 ? ts_bench_vendor_name((ts_bench_vendor)best_v) : "",
+             true);
+    printf("\"rounds\": %d, ", cfg->repeat);
     json_num("compile_ms", true, compile_ms(&main_k.build), true);
     json_str("check", ok ? "ok" : "mismatch", true);
     json_str("check_against", check_against, true);
@@ -439,15 +483,16 @@ static int run_bench(const bench_cfg *cfg) {
       const char *name = ts_bench_vendor_name((ts_bench_vendor)v);
       if (have_vendor[v])
         printf("%-10s %12.2f %12.4f %10.2f  %s%s%s\n", name, vendor[v].gflops,
-               vendor[v].seconds * 1e3, gflops / vendor[v].gflops,
-               vendor[v].impl, vendor[v].note[0] ? "; " : "", vendor[v].note);
+               vendor[v].seconds * 1e3, vendor_ratio[v], vendor[v].impl,
+               vendor[v].note[0] ? "; " : "", vendor[v].note);
       else
         printf("%-10s %12s %12s %10s  not applicable: %s\n", name, "-", "-",
                "-", vendor_why[v]);
     }
-    printf("\nratio = tessera GFLOP/s / library GFLOP/s, measured one after "
-           "the other "
-           "in this run\n");
+    printf("\n%d interleaved rounds (tessera, then each library, one repeat "
+           "each);\nratio = tessera's speed over the library's, the median "
+           "of the rounds' ratios\n",
+           cfg->repeat);
   }
   status = ok ? EXIT_OK : EXIT_FAIL;
   if (ok && db_workload > 0)
@@ -455,6 +500,8 @@ static int run_bench(const bench_cfg *cfg) {
                     have_vendor);
 
 done:
+  for (int v = TS_BENCH_N_VENDORS - 1; v >= 0; v--)
+    ts_bench_close(session[v], NULL);
   for (int v = 0; v < TS_BENCH_N_VENDORS; v++)
     if (have_vendor[v]) ts_bench_result_free(&vendor[v]);
   cli_kernel_free(&main_k);

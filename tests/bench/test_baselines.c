@@ -427,6 +427,57 @@ static void test_timing_and_options(void **state) {
   ts_workload_free(w);
 }
 
+/* Sessions: two libraries open at once, timed in interleaved rounds; each
+ * keeps its repeats in order, the result covers all of them, and closing
+ * in reverse order restores both libraries' thread settings. */
+static void test_sessions(void **state) {
+  (void)state;
+  ts_workload *w = workload("matmul M=48 N=40 K=32");
+  int blas_threads = openblas_get_num_threads();
+  int omp_threads = omp_get_max_threads();
+  ts_bench_options o = fast_options(1);
+  o.eval.repeat = 1;
+  o.eval.min_repeat_ms = 1;
+  ts_bench_session *s[2] = {NULL, NULL};
+  ts_error err;
+  for (int v = 0; v < 2; v++)
+    assert_int_equal(ts_bench_open((ts_bench_vendor)v, w, &o, &s[v], &err),
+                     TS_OK);
+  for (int round = 0; round < 3; round++)
+    for (int v = 0; v < 2; v++) {
+      assert_int_equal(ts_bench_measure(s[v], NULL, &err), TS_OK);
+      const double *secs = NULL;
+      assert_int_equal(ts_bench_samples(s[v], &secs), round + 1);
+      assert_true(secs[round] > 0);
+    }
+  ts_eval_config two = o.eval;
+  two.repeat = 2;
+  assert_int_equal(ts_bench_measure(s[1], &two, &err), TS_OK);
+  assert_int_equal(ts_bench_samples(s[1], NULL), 5);
+  two.repeat = 0;
+  assert_int_equal(ts_bench_measure(s[1], &two, &err), TS_EINVAL);
+  assert_non_null(strstr(err.msg, "repeat"));
+  for (int v = 1; v >= 0; v--) {
+    ts_bench_result r;
+    ts_bench_close(s[v], &r);
+    assert_int_equal(r.repeats, v ? 5 : 3);
+    assert_true(r.min_seconds <= r.seconds && r.seconds <= r.max_seconds);
+    assert_non_null(r.output);
+    assert_int_equal(r.output_elems, 48 * 40);
+    ts_bench_result_free(&r);
+  }
+  assert_int_equal(openblas_get_num_threads(), blas_threads);
+  assert_int_equal(omp_get_max_threads(), omp_threads);
+  /* not applicable: no session, the reason said */
+  ts_bench_session *none = NULL;
+  assert_int_equal(ts_bench_open(TS_BENCH_NAIVE, w, &o, &none, &err),
+                   TS_EUNSUPPORTED);
+  assert_null(none);
+  ts_bench_close(NULL, NULL);
+  assert_int_equal(ts_bench_samples(NULL, NULL), 0);
+  ts_workload_free(w);
+}
+
 /* A workload whose function does not have the shapes its spec implies is
  * refused, naming the parameter. */
 static void test_spec_mismatch(void **state) {
@@ -458,6 +509,7 @@ int main(void) {
       cmocka_unit_test(test_onednn_depthwise_pool_rows),
       cmocka_unit_test(test_naive),
       cmocka_unit_test(test_timing_and_options),
+      cmocka_unit_test(test_sessions),
       cmocka_unit_test(test_spec_mismatch),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
