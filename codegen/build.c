@@ -155,6 +155,13 @@ int ts_build(const ts_func *f, const ts_target *t, const ts_build_options *opts,
   int rc = TS_OK;
   bool cuda = ts_target_is_cuda(t);
 
+  /* register promotion keeps to what the vector registers hold beside a
+   * register tile's operands */
+  if (o.lower.promote_max_bytes <= 0) {
+    int regs = ts_target_vector_registers(t);
+    int vbytes = ts_target_vector_bits(t) / 8;
+    if (regs > 4 && vbytes > 0) o.lower.promote_max_bytes = (regs - 4) * vbytes;
+  }
   double t0 = now_ms();
   ts_func *lowered = ts_lower(f, &o.lower, err);
   if (!lowered) return err ? err->code : TS_EINVAL;

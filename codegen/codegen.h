@@ -119,9 +119,13 @@ int ts_target_max_registers_per_thread(const ts_target *t);
  * discarded. */
 
 typedef struct ts_lower_options {
-  bool verify_between;  /* run ts_func_verify after each pass (TS_VERIFY=1) */
-  int max_vector_lanes; /* widest vector a vectorized loop becomes (64) */
-  int max_unroll;       /* largest extent an `unrolled` loop is copied (256) */
+  bool verify_between;   /* run ts_func_verify after each pass (TS_VERIFY=1) */
+  int max_vector_lanes;  /* widest vector a vectorized loop becomes (64) */
+  int max_unroll;        /* largest extent an `unrolled` loop is copied (256) */
+  bool no_promote;       /* skip register promotion (codegen/promote.c) */
+  int promote_max_bytes; /* bytes promoted around one loop at most (0: the
+                            build sets it from the target's vector
+                            registers; 384 when lowering alone) */
 } ts_lower_options;
 
 /* Default options (verify_between from the TS_VERIFY environment variable). */

@@ -60,6 +60,20 @@ int lower_sync(ts_func *f, ts_error *err);
  * a tail copy that keeps it. No-op on functions with thread-bound loops. */
 int ts_lower_partition(ts_func *f, ts_error *err);
 
+/* requires: a flat, vectorized program | maintains: semantics | breaks: —
+ * register promotion (codegen/promote.c): in each serial loop, the places
+ * of a buffer the function allocates that the loop reads and writes at
+ * indices it does not change (after unrolling the small inner loops that
+ * index them) move to a small local buffer at constant offsets, loaded
+ * before the loop and stored after it, which LLVM keeps in registers: at
+ * most max_bytes per loop (<= 0: 384). No-op on functions with
+ * thread-bound loops. */
+int ts_lower_promote(ts_func *f, int max_bytes, ts_error *err);
+
+/* The statements of loop s (constant min mn, extent ex) unrolled: ex copies
+ * of its body with the loop var replaced by mn + i (codegen/lower.c). */
+ts_stmt *lower_unroll_loop(ts_arena *a, ts_stmt *s, int64_t mn, int64_t ex);
+
 /* Conversions with the 16-bit float formats (codegen/convert.c), scalar or
  * vector: float32 -> bfloat16/float16 rounding to nearest even, and back.
  * Native fptrunc/fpext where the target has the instructions (CUDA, F16C,

@@ -1166,7 +1166,7 @@ typedef struct unroll_ctx {
   int depth;
 } unroll_ctx;
 
-static ts_stmt *unroll_loop(ts_arena *a, ts_stmt *s, int64_t mn, int64_t ex) {
+ts_stmt *lower_unroll_loop(ts_arena *a, ts_stmt *s, int64_t mn, int64_t ex) {
   ts_stmt **copies = malloc(sizeof *copies * (size_t)(ex ? ex : 1));
   for (int64_t i = 0; i < ex; i++) {
     ts_node_map *remap = ts_node_map_create();
@@ -1213,14 +1213,14 @@ static ts_stmt *unroll_post(void *ctx, ts_arena *a, ts_stmt *s) {
     return s;
   ts_for_kind kind = ts_for_kind_of(s);
   if (kind == TS_FOR_UNROLLED && ex <= c->max_unroll)
-    return unroll_loop(a, s, mn, ex);
+    return lower_unroll_loop(a, s, mn, ex);
   /* Auto-unroll applies to serial loops strictly inside the annotated one. */
   bool annotated =
       ts_for_find_annotation(s, "pragma_auto_unroll_max_step") != NULL;
   if (kind == TS_FOR_SERIAL && !annotated && c->auto_max_step > 0) {
     int64_t steps = step_count(s, c->auto_max_step);
     if (steps >= 0 && steps <= c->auto_max_step) {
-      if (c->explicit_unroll) return unroll_loop(a, s, mn, ex);
+      if (c->explicit_unroll) return lower_unroll_loop(a, s, mn, ex);
       ts_stmt *r = ts_for(a, ts_for_var(s), ts_for_min(s), ts_for_extent(s),
                           TS_FOR_SERIAL, NULL, ts_for_body(s));
       for (int i = 0; i < ts_for_n_annotations(s); i++)
@@ -1279,6 +1279,10 @@ ts_func *ts_lower(const ts_func *in, const ts_lower_options *opts,
   if (!rc) rc = check(f, &o, "simplify", err);
   if (!rc) rc = ts_lower_vectorize(f, o.max_vector_lanes, err);
   if (!rc) rc = check(f, &o, "vectorize", err);
+  if (!rc) rc = ts_lower_simplify(f, err);
+  if (!rc) rc = check(f, &o, "simplify", err);
+  if (!rc && !o.no_promote) rc = ts_lower_promote(f, o.promote_max_bytes, err);
+  if (!rc) rc = check(f, &o, "promote", err);
   if (!rc) rc = ts_lower_simplify(f, err);
   if (!rc) rc = check(f, &o, "simplify", err);
   if (!rc) rc = lower_sync(f, err);

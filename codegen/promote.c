@@ -1,0 +1,486 @@
+/*
+ * promote.c — register promotion of local accumulators. A tiled reduction
+ * accumulates its register tile in a local buffer (a cache_write's
+ * C_local): inside the reduction loop every access to the buffer is at a
+ * few fixed places, one per row and vector of the tile. LLVM keeps those in
+ * registers only when its own promotion proves it safe, and it gives up in
+ * larger functions (the tail copies of a partitioned tile, notably), which
+ * leaves a store per FMA in the innermost loop. This pass does the
+ * promotion on the IR, where it is simple to prove: for a serial loop L and
+ * a buffer X allocated by the function (so nothing else aliases it), when
+ * every access to X in L is at an index that L does not change (after
+ * unrolling the small inner loops that index it), the places ("slots") are
+ * loaded into a small new local buffer R before L, L works on R at
+ * constant offsets, and the slots L stores are written back after it. R is
+ * a stack array indexed by constants only, which LLVM's SROA always turns
+ * into registers.
+ *
+ * Conditions checked: X is an allocation of the function, accessed in L by
+ * loads and stores only (no address taken), with one flat index that is a
+ * scalar or a unit-stride ramp; slots are equal or provably disjoint
+ * (their bases differ by a constant); every slot lies inside X for every
+ * value of the loops around L (so the load before L is in bounds even when
+ * L's accesses are guarded); L holds no parallel or thread-bound loop. At
+ * most MAX_SLOTS slots and max_bytes bytes (what the target's vector
+ * registers hold beside a tile's operands) are promoted per loop.
+ */
+#include "codegen/internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_SLOTS 32
+#define DEFAULT_MAX_BYTES 384 /* 12 registers of 256 bits */
+#define MAX_CANDS 8
+#define MAX_UNROLL 16         /* extent of one inner loop unrolled */
+#define MAX_UNROLL_PRODUCT 64 /* copies of the body in all */
+
+typedef struct slot {
+  ts_expr *base; /* first element's index */
+  int lanes;
+  bool stored;
+  int64_t offset; /* in R */
+} slot;
+
+typedef struct cand {
+  ts_buffer *buf;
+  slot slots[MAX_SLOTS];
+  int n;
+  bool bad;
+  bool any_store;
+  ts_buffer *reg; /* R, once chosen */
+} cand;
+
+typedef struct promote_ctx {
+  ts_arena *a;
+  ts_var_ranges *ranges;  /* loops seen so far */
+  ts_node_map *allocated; /* buffers the function allocates */
+  int64_t max_bytes;      /* promoted around one loop at most */
+  int promoted;
+} promote_ctx;
+
+/* ---- small walks ---- */
+
+typedef struct var_use {
+  const ts_node_map *vars;
+  bool found;
+} var_use;
+
+static void var_use_fn(void *ctx, ts_expr *e) {
+  var_use *u = ctx;
+  if (ts_expr_kind_of(e) == TS_EXPR_VAR && ts_node_map_get(u->vars, e))
+    u->found = true;
+}
+
+static bool uses_any(ts_expr *e, const ts_node_map *vars) {
+  var_use u = {vars, false};
+  ts_expr_walk(e, var_use_fn, &u);
+  return u.found;
+}
+
+/* Whether the statement tree holds a thread-bound loop (and, with
+ * `parallel`, a parallel one). */
+typedef struct loop_find {
+  bool parallel, found;
+} loop_find;
+
+static bool loop_find_fn(void *ctx, ts_stmt *s) {
+  loop_find *l = ctx;
+  if (ts_stmt_kind_of(s) == TS_STMT_FOR &&
+      (ts_for_kind_of(s) == TS_FOR_THREAD ||
+       (l->parallel && ts_for_kind_of(s) == TS_FOR_PARALLEL)))
+    l->found = true;
+  return !l->found;
+}
+
+static bool has_loop(ts_stmt *s, bool parallel) {
+  loop_find l = {parallel, false};
+  ts_visitor v = {.enter_stmt = loop_find_fn, .ctx = &l};
+  ts_stmt_walk(s, &v);
+  return l.found;
+}
+
+/* ---- unrolling the inner loops that index allocated buffers ---- */
+
+typedef struct index_use {
+  const promote_ctx *c;
+  const ts_expr *var;
+  bool found;
+} index_use;
+
+static void index_use_expr(void *ctx, ts_expr *e) {
+  index_use *u = ctx;
+  if (u->found || ts_expr_kind_of(e) != TS_EXPR_LOAD ||
+      !ts_node_map_get(u->c->allocated, ts_expr_buffer(e)))
+    return;
+  ts_node_map *one = ts_node_map_create();
+  ts_node_map_put(one, u->var, (void *)1);
+  for (int i = 0; i < ts_expr_n_operands(e); i++)
+    if (uses_any(ts_expr_operand(e, i), one)) u->found = true;
+  ts_node_map_destroy(one);
+}
+
+static void index_use_top(void *ctx, ts_expr *e) {
+  ts_expr_walk(e, index_use_expr, ctx);
+}
+
+static bool index_use_stmt(void *ctx, ts_stmt *s) {
+  index_use *u = ctx;
+  if (ts_stmt_kind_of(s) == TS_STMT_STORE &&
+      ts_node_map_get(u->c->allocated, ts_store_buffer(s))) {
+    ts_node_map *one = ts_node_map_create();
+    ts_node_map_put(one, u->var, (void *)1);
+    for (int i = 0; i < ts_store_n_indices(s); i++)
+      if (uses_any(ts_store_index(s, i), one)) u->found = true;
+    ts_node_map_destroy(one);
+  }
+  return !u->found;
+}
+
+/* Whether loop var v indexes an access to an allocated buffer in s. */
+static bool indexes_allocated(const promote_ctx *c, ts_stmt *s,
+                              const ts_expr *v) {
+  index_use u = {c, v, false};
+  ts_visitor vis = {
+      .enter_stmt = index_use_stmt, .visit_expr = index_use_top, .ctx = &u};
+  ts_stmt_walk(s, &vis);
+  return u.found;
+}
+
+typedef struct unroll_ctx {
+  const promote_ctx *c;
+  int64_t product; /* copies made so far (product of unrolled extents) */
+  bool over;
+} unroll_ctx;
+
+static ts_stmt *unroll_post(void *ctx, ts_arena *a, ts_stmt *s) {
+  unroll_ctx *u = ctx;
+  int64_t mn, ex;
+  if (u->over || ts_stmt_kind_of(s) != TS_STMT_FOR ||
+      (ts_for_kind_of(s) != TS_FOR_SERIAL &&
+       ts_for_kind_of(s) != TS_FOR_UNROLLED) ||
+      !ts_expr_is_const_int(ts_for_min(s), &mn) ||
+      !ts_expr_is_const_int(ts_for_extent(s), &ex) || ex < 1 ||
+      ex > MAX_UNROLL ||
+      !indexes_allocated(u->c, ts_for_body(s), ts_for_var(s)))
+    return s;
+  if (u->product * ex > MAX_UNROLL_PRODUCT) {
+    u->over = true;
+    return s;
+  }
+  u->product *= ex;
+  return lower_unroll_loop(a, s, mn, ex);
+}
+
+/* ---- the accesses of one loop ---- */
+
+typedef struct scan {
+  promote_ctx *c;
+  ts_node_map *inner; /* vars bound inside the loop (and its own) */
+  cand cands[MAX_CANDS];
+  int n;
+} scan;
+
+static cand *cand_of(scan *sc, ts_buffer *b) {
+  for (int i = 0; i < sc->n; i++)
+    if (sc->cands[i].buf == b) return &sc->cands[i];
+  if (sc->n == MAX_CANDS) return NULL;
+  cand *k = &sc->cands[sc->n++];
+  memset(k, 0, sizeof *k);
+  k->buf = b;
+  return k;
+}
+
+/* Splits a flat index into base and lanes; false when it is no scalar or
+ * unit-stride ramp. */
+static bool split_index(ts_expr *idx, ts_expr **base, int *lanes) {
+  ts_dtype t = ts_expr_dtype(idx);
+  if (t.lanes == 1) {
+    *base = idx;
+    *lanes = 1;
+    return true;
+  }
+  int64_t stride;
+  if (ts_expr_kind_of(idx) != TS_EXPR_RAMP ||
+      !ts_expr_is_const_int(ts_expr_operand(idx, 1), &stride) || stride != 1)
+    return false;
+  *base = ts_expr_operand(idx, 0);
+  *lanes = t.lanes;
+  return true;
+}
+
+/* The difference y - x when it is a constant. */
+static bool const_diff(promote_ctx *c, ts_expr *x, ts_expr *y, int64_t *d) {
+  ts_expr *e = ts_simplify(c->a, ts_sub(c->a, y, x), c->ranges);
+  return ts_expr_is_const_int(e, d);
+}
+
+/* The slot of an access (an existing one when the base is the same), or
+ * -1 when the access cannot be promoted (which marks the buffer bad). */
+static int find_slot(scan *sc, cand *k, ts_expr *const *idx, int n_idx) {
+  ts_expr *base;
+  int lanes;
+  if (n_idx != 1 || !split_index(idx[0], &base, &lanes) ||
+      uses_any(base, sc->inner))
+    return -1;
+  for (int i = 0; i < k->n; i++) {
+    int64_t d;
+    if (!const_diff(sc->c, k->slots[i].base, base, &d)) return -1;
+    if (d == 0 && lanes == k->slots[i].lanes) return i;
+    if (d >= k->slots[i].lanes || -d >= lanes) continue; /* disjoint */
+    return -1;                                           /* overlapping */
+  }
+  if (k->n == MAX_SLOTS) return -1;
+  /* in bounds wherever the loop runs */
+  int64_t lo, hi;
+  if (!ts_expr_const_bound(base, sc->c->ranges, &lo, &hi) || lo < 0 ||
+      hi + lanes > ts_buffer_storage_elems(k->buf))
+    return -1;
+  k->slots[k->n] = (slot){.base = base, .lanes = lanes};
+  return k->n++;
+}
+
+static void note_access(scan *sc, ts_buffer *b, ts_expr *const *idx, int n,
+                        bool store) {
+  if (!ts_node_map_get(sc->c->allocated, b)) return;
+  cand *k = cand_of(sc, b);
+  if (!k || k->bad) return;
+  int s = find_slot(sc, k, idx, n);
+  if (s < 0) {
+    k->bad = true;
+    return;
+  }
+  if (store) {
+    k->slots[s].stored = true;
+    k->any_store = true;
+  }
+}
+
+static void scan_expr(void *ctx, ts_expr *e) {
+  scan *sc = ctx;
+  ts_expr_kind k = ts_expr_kind_of(e);
+  if (k == TS_EXPR_LET) ts_node_map_put(sc->inner, ts_expr_let_var(e), e);
+  if (k == TS_EXPR_ADDRESS_OF) {
+    cand *c = ts_node_map_get(sc->c->allocated, ts_expr_buffer(e))
+                  ? cand_of(sc, ts_expr_buffer(e))
+                  : NULL;
+    if (c) c->bad = true;
+  }
+}
+
+static void scan_loads(void *ctx, ts_expr *e) {
+  scan *sc = ctx;
+  if (ts_expr_kind_of(e) != TS_EXPR_LOAD) return;
+  ts_expr *idx[TS_MAX_DIMS];
+  int n = ts_expr_n_operands(e);
+  for (int i = 0; i < n && i < TS_MAX_DIMS; i++) idx[i] = ts_expr_operand(e, i);
+  note_access(sc, ts_expr_buffer(e), idx, n, false);
+}
+
+static void scan_top(void *ctx, ts_expr *e) { ts_expr_walk(e, scan_expr, ctx); }
+static void scan_top_loads(void *ctx, ts_expr *e) {
+  ts_expr_walk(e, scan_loads, ctx);
+}
+
+static bool bind_stmt(void *ctx, ts_stmt *s) {
+  scan *sc = ctx;
+  if (ts_stmt_kind_of(s) == TS_STMT_FOR)
+    ts_node_map_put(sc->inner, ts_for_var(s), s);
+  else if (ts_stmt_kind_of(s) == TS_STMT_LET)
+    ts_node_map_put(sc->inner, ts_let_stmt_var(s), s);
+  else if (ts_stmt_kind_of(s) == TS_STMT_ALLOCATE) {
+    /* allocated inside the loop: it lives and dies there */
+    cand *k = cand_of(sc, ts_allocate_buffer(s));
+    if (k) k->bad = true;
+  }
+  return true;
+}
+
+static bool store_stmt(void *ctx, ts_stmt *s) {
+  scan *sc = ctx;
+  if (ts_stmt_kind_of(s) == TS_STMT_STORE) {
+    ts_expr *idx[TS_MAX_DIMS];
+    int n = ts_store_n_indices(s);
+    for (int i = 0; i < n && i < TS_MAX_DIMS; i++)
+      idx[i] = ts_store_index(s, i);
+    note_access(sc, ts_store_buffer(s), idx, n, true);
+  }
+  return true;
+}
+
+/* ---- the rewrite ---- */
+
+typedef struct rewrite {
+  promote_ctx *c;
+  cand *cands;
+  int n;
+} rewrite;
+
+/* R's index for an access of a promoted buffer; NULL when b is not one. */
+static ts_expr *reg_index(rewrite *rw, ts_buffer *b, ts_expr *idx,
+                          ts_buffer **reg) {
+  for (int i = 0; i < rw->n; i++) {
+    cand *k = &rw->cands[i];
+    if (k->buf != b) continue;
+    ts_expr *base;
+    int lanes;
+    if (!split_index(idx, &base, &lanes)) return NULL;
+    for (int s = 0; s < k->n; s++) {
+      int64_t d;
+      if (lanes == k->slots[s].lanes &&
+          const_diff(rw->c, k->slots[s].base, base, &d) && d == 0) {
+        *reg = k->reg;
+        ts_expr *o = ts_index(rw->c->a, k->slots[s].offset);
+        return lanes == 1 ? o
+                          : ts_ramp(rw->c->a, o, ts_index(rw->c->a, 1), lanes);
+      }
+    }
+  }
+  return NULL;
+}
+
+static ts_expr *rewrite_expr(void *ctx, ts_arena *a, ts_expr *e) {
+  rewrite *rw = ctx;
+  if (ts_expr_kind_of(e) != TS_EXPR_LOAD || ts_expr_n_operands(e) != 1)
+    return e;
+  ts_buffer *reg = NULL;
+  ts_expr *i = reg_index(rw, ts_expr_buffer(e), ts_expr_operand(e, 0), &reg);
+  return i ? ts_load(a, reg, &i, 1) : e;
+}
+
+static ts_expr *rewrite_top(void *ctx, ts_arena *a, ts_expr *e) {
+  return ts_expr_mutate(a, e, rewrite_expr, ctx);
+}
+
+static ts_stmt *rewrite_store(void *ctx, ts_arena *a, ts_stmt *s) {
+  rewrite *rw = ctx;
+  if (ts_stmt_kind_of(s) != TS_STMT_STORE || ts_store_n_indices(s) != 1)
+    return s;
+  ts_buffer *reg = NULL;
+  ts_expr *i = reg_index(rw, ts_store_buffer(s), ts_store_index(s, 0), &reg);
+  return i ? ts_store(a, reg, &i, 1, ts_store_value(s)) : s;
+}
+
+static ts_expr *slot_index(ts_arena *a, ts_expr *base, int lanes) {
+  return lanes == 1 ? base : ts_ramp(a, base, ts_index(a, 1), lanes);
+}
+
+static ts_stmt *try_promote(promote_ctx *c, ts_stmt *loop) {
+  ts_arena *a = c->a;
+  int64_t ext;
+  /* a loop of one iteration gains nothing (its parent or child may) */
+  if ((ts_for_kind_of(loop) != TS_FOR_SERIAL &&
+       ts_for_kind_of(loop) != TS_FOR_UNROLLED) ||
+      (ts_expr_is_const_int(ts_for_extent(loop), &ext) && ext <= 1) ||
+      has_loop(ts_for_body(loop), true))
+    return loop;
+  /* the small loops inside that index allocated buffers, unrolled */
+  unroll_ctx u = {.c = c, .product = 1};
+  ts_stmt_mutator um = {.post = unroll_post, .ctx = &u};
+  ts_stmt *body = ts_stmt_mutate(a, ts_for_body(loop), &um);
+  if (u.over) return loop;
+
+  scan sc = {.c = c, .inner = ts_node_map_create()};
+  ts_node_map_put(sc.inner, ts_for_var(loop), loop);
+  ts_visitor bind = {
+      .enter_stmt = bind_stmt, .visit_expr = scan_top, .ctx = &sc};
+  ts_stmt_walk(body, &bind);
+  ts_visitor acc = {
+      .enter_stmt = store_stmt, .visit_expr = scan_top_loads, .ctx = &sc};
+  ts_stmt_walk(body, &acc);
+  ts_node_map_destroy(sc.inner);
+
+  rewrite rw = {.c = c, .cands = sc.cands, .n = 0};
+  int64_t bytes = 0;
+  for (int i = 0; i < sc.n; i++) {
+    cand *k = &sc.cands[i];
+    if (k->bad || !k->any_store) continue;
+    int64_t lanes = 0;
+    for (int s = 0; s < k->n; s++) {
+      k->slots[s].offset = lanes;
+      lanes += k->slots[s].lanes;
+    }
+    int64_t b = lanes * ts_dtype_elem_bytes(ts_buffer_dtype(k->buf));
+    if (bytes + b > c->max_bytes) continue;
+    bytes += b;
+    char name[128];
+    snprintf(name, sizeof name, "%s_reg", ts_buffer_name(k->buf));
+    k->reg = ts_buffer_new(a, name, ts_buffer_dtype(k->buf), &lanes, 1);
+    ts_buffer_set_scope(a, k->reg, "local");
+    if (rw.n != i) sc.cands[rw.n] = *k;
+    rw.n++;
+  }
+  if (rw.n == 0) return loop;
+
+  ts_stmt_mutator rm = {.expr = rewrite_top, .post = rewrite_store, .ctx = &rw};
+  ts_stmt *nb = ts_stmt_mutate(a, body, &rm);
+  ts_stmt *nl = ts_for(a, ts_for_var(loop), ts_for_min(loop),
+                       ts_for_extent(loop), ts_for_kind_of(loop), NULL, nb);
+  for (int i = 0; i < ts_for_n_annotations(loop); i++)
+    ts_for_annotate(a, nl, *ts_for_annotation(loop, i));
+
+  ts_stmt *out = nl;
+  for (int i = rw.n - 1; i >= 0; i--) {
+    cand *k = &sc.cands[i];
+    int n_items = 0;
+    ts_stmt **items = malloc(sizeof *items * (size_t)(2 * k->n + 1));
+    if (!items) return loop;
+    for (int s = 0; s < k->n; s++) {
+      slot *sl = &k->slots[s];
+      ts_expr *ri = slot_index(a, ts_index(a, sl->offset), sl->lanes);
+      ts_expr *xi = slot_index(a, sl->base, sl->lanes);
+      items[n_items++] =
+          ts_store(a, k->reg, &ri, 1, ts_load(a, k->buf, &xi, 1));
+    }
+    items[n_items++] = out;
+    for (int s = 0; s < k->n; s++) {
+      slot *sl = &k->slots[s];
+      if (!sl->stored) continue;
+      ts_expr *ri = slot_index(a, ts_index(a, sl->offset), sl->lanes);
+      ts_expr *xi = slot_index(a, sl->base, sl->lanes);
+      items[n_items++] =
+          ts_store(a, k->buf, &xi, 1, ts_load(a, k->reg, &ri, 1));
+    }
+    out = ts_allocate(a, k->reg, ts_seq(a, items, n_items));
+    free(items);
+  }
+  c->promoted += rw.n;
+  return out;
+}
+
+/* ---- the pass ---- */
+
+static ts_stmt *promote_pre(void *ctx, ts_arena *a, ts_stmt *s) {
+  promote_ctx *c = ctx;
+  (void)a;
+  int64_t mn, ex;
+  if (ts_stmt_kind_of(s) == TS_STMT_ALLOCATE)
+    ts_node_map_put(c->allocated, ts_allocate_buffer(s), s);
+  else if (ts_stmt_kind_of(s) == TS_STMT_FOR &&
+           ts_expr_is_const_int(ts_for_min(s), &mn) &&
+           ts_expr_is_const_int(ts_for_extent(s), &ex))
+    ts_var_ranges_set(c->ranges, ts_for_var(s), mn, ex);
+  return NULL;
+}
+
+static ts_stmt *promote_post(void *ctx, ts_arena *a, ts_stmt *s) {
+  (void)a;
+  if (ts_stmt_kind_of(s) != TS_STMT_FOR) return s;
+  return try_promote(ctx, s);
+}
+
+int ts_lower_promote(ts_func *f, int max_bytes, ts_error *err) {
+  (void)err;
+  ts_stmt *body = ts_func_body(f);
+  if (!body || has_loop(body, false)) return TS_OK;
+  promote_ctx c = {.a = ts_func_arena(f),
+                   .ranges = ts_var_ranges_create(),
+                   .allocated = ts_node_map_create(),
+                   .max_bytes = max_bytes > 0 ? max_bytes : DEFAULT_MAX_BYTES};
+  ts_stmt_mutator m = {.pre = promote_pre, .post = promote_post, .ctx = &c};
+  ts_func_set_body(f, ts_stmt_mutate(c.a, body, &m));
+  ts_var_ranges_destroy(c.ranges);
+  ts_node_map_destroy(c.allocated);
+  return TS_OK;
+}
