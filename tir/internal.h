@@ -175,9 +175,10 @@ double round_to_dtype(double v, ts_dtype t);
 int64_t wrap_int(int64_t v, ts_dtype t);
 
 /* ---- the interpreter's GPU mode (tir/interp.c <-> tir/interp_gpu.c) ----
- * interp.c compiles and executes; interp_gpu.c simulates the launch: it
- * gives every thread its own run state, switches between threads at
- * barriers and warp shuffles, and keeps the shadow of shared memory. */
+ * interp.c (with interp_compile.c and interp_exec.c) compiles and executes;
+ * interp_gpu.c simulates the launch: it gives every thread its own run
+ * state, switches between threads at barriers and warp shuffles, and keeps
+ * the shadow of shared memory. */
 
 typedef struct interp interp; /* a compiled function + run state */
 typedef struct interp_thread interp_thread; /* one GPU thread's private state */
