@@ -1,0 +1,592 @@
+/*
+ * emit_expr.c — LLVM IR emission of expressions: arithmetic and comparisons,
+ * casts, vector code from ramp/broadcast expressions, loads and stores
+ * (masked under a vector if, gathers and scatters), if_then_else, and the
+ * dispatch of calls to the math intrinsics (emit_math.c) and to the target
+ * intrinsics (emit_cpu.c, emit_nvptx.c).
+ */
+#include "codegen/emit_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- expressions ---- */
+
+LLVMValueRef emit_undef(emitter *e, ts_dtype t) {
+  return LLVMGetUndef(emit_reg_type(e, t));
+}
+
+static LLVMValueRef lookup(emitter *e, const void *node, const char *what,
+                           const char *name) {
+  LLVMValueRef v = ts_node_map_get(e->cur->vals, node);
+  if (!v) {
+    emit_fail(e, TS_EINVAL, "code generation: %s '%s' is not defined here",
+              what, name);
+    return NULL;
+  }
+  return v;
+}
+
+/* Float16/bfloat16 are computed in float32 (rounded back after each
+ * operation, as the interpreter does). */
+LLVMValueRef emit_to_work(emitter *e, LLVMValueRef v, ts_dtype t) {
+  if (!emit_is_half(t)) return v;
+  return emit_half_to_f32(e, v, t.code == TS_DT_BFLOAT);
+}
+LLVMValueRef emit_from_work(emitter *e, LLVMValueRef v, ts_dtype t) {
+  if (!emit_is_half(t)) return v;
+  return emit_f32_to_half(e, v, t.code == TS_DT_BFLOAT);
+}
+
+static bool nonneg(emitter *e, ts_expr *x) {
+  int64_t lo, hi;
+  return ts_expr_const_bound(x, e->ranges, &lo, &hi) && lo >= 0;
+}
+static bool positive(emitter *e, ts_expr *x) {
+  int64_t lo, hi;
+  return ts_expr_const_bound(x, e->ranges, &lo, &hi) && lo > 0;
+}
+
+static LLVMValueRef int_floordivmod(emitter *e, bool is_mod, LLVMValueRef a,
+                                    LLVMValueRef b) {
+  LLVMValueRef q = LLVMBuildSDiv(e->b, a, b, "");
+  LLVMValueRef r = LLVMBuildSRem(e->b, a, b, "");
+  LLVMValueRef zero = LLVMConstNull(LLVMTypeOf(a));
+  LLVMValueRef rnz = LLVMBuildICmp(e->b, LLVMIntNE, r, zero, "");
+  LLVMValueRef rneg = LLVMBuildICmp(e->b, LLVMIntSLT, r, zero, "");
+  LLVMValueRef bneg = LLVMBuildICmp(e->b, LLVMIntSLT, b, zero, "");
+  LLVMValueRef differ = LLVMBuildXor(e->b, rneg, bneg, "");
+  LLVMValueRef adjust = LLVMBuildAnd(e->b, rnz, differ, "");
+  if (is_mod)
+    return LLVMBuildSelect(e->b, adjust, LLVMBuildAdd(e->b, r, b, ""), r, "");
+  return LLVMBuildSub(e->b, q, LLVMBuildZExt(e->b, adjust, LLVMTypeOf(q), ""),
+                      "");
+}
+
+/* Lets LLVM fuse a multiply and an add into an FMA (one rounding instead of
+ * two) and reassociate sums and products, which is what lets it keep a
+ * reduction (a row sum, a dot product along the innermost loop) in vector
+ * partial sums. Both stay within every float tolerance the checks use; the
+ * interpreter's order is the reference. */
+LLVMValueRef emit_contract(LLVMValueRef v) {
+  if (LLVMIsAInstruction(v) && LLVMCanValueUseFastMathFlags(v))
+    LLVMSetFastMathFlags(v,
+                         LLVMFastMathAllowContract | LLVMFastMathAllowReassoc);
+  return v;
+}
+
+/* Lets LLVM turn a division by a loop-invariant divisor into one reciprocal
+ * outside the loop and a multiply inside (softmax's normalization by the
+ * row's sum): a vector divide costs several times a multiply. The product
+ * is within 2 ulp of the quotient. */
+static LLVMValueRef reciprocal_ok(LLVMValueRef v) {
+  if (LLVMIsAInstruction(v) && LLVMCanValueUseFastMathFlags(v))
+    LLVMSetFastMathFlags(v, LLVMFastMathAllowReciprocal);
+  return v;
+}
+
+static LLVMValueRef emit_binary(emitter *e, ts_expr *x) {
+  ts_expr_kind k = ts_expr_kind_of(x);
+  ts_expr *xa = ts_expr_operand(x, 0), *xb = ts_expr_operand(x, 1);
+  ts_dtype t = ts_expr_dtype(xa);
+  LLVMValueRef a = emit_expr(e, xa), b = emit_expr(e, xb);
+  if (e->status) return emit_undef(e, ts_expr_dtype(x));
+  LLVMBuilderRef B = e->b;
+  if (ts_dtype_is_float(t)) {
+    a = emit_to_work(e, a, t);
+    b = emit_to_work(e, b, t);
+    LLVMValueRef r = NULL;
+    LLVMTypeRef ty = LLVMTypeOf(a);
+    switch (k) {
+    case TS_EXPR_ADD: r = emit_contract(LLVMBuildFAdd(B, a, b, "")); break;
+    case TS_EXPR_SUB: r = emit_contract(LLVMBuildFSub(B, a, b, "")); break;
+    case TS_EXPR_MUL: r = emit_contract(LLVMBuildFMul(B, a, b, "")); break;
+    case TS_EXPR_DIV: r = reciprocal_ok(LLVMBuildFDiv(B, a, b, "")); break;
+    case TS_EXPR_MOD: r = LLVMBuildFRem(B, a, b, ""); break;
+    case TS_EXPR_FLOORDIV:
+    case TS_EXPR_FLOORMOD: {
+      LLVMValueRef q = LLVMBuildFDiv(B, a, b, "");
+      LLVMValueRef fl = emit_call_intrinsic(e, "llvm.floor", &ty, 1, &q, 1);
+      r = k == TS_EXPR_FLOORDIV
+              ? fl
+              : LLVMBuildFSub(B, a, LLVMBuildFMul(B, fl, b, ""), "");
+      break;
+    }
+    case TS_EXPR_MIN:
+    case TS_EXPR_MAX: {
+      LLVMValueRef args[2] = {a, b};
+      r = emit_call_intrinsic(
+          e, k == TS_EXPR_MIN ? "llvm.minnum" : "llvm.maxnum", &ty, 1, args, 2);
+      break;
+    }
+    case TS_EXPR_EQ: return LLVMBuildFCmp(B, LLVMRealOEQ, a, b, "");
+    case TS_EXPR_NE: return LLVMBuildFCmp(B, LLVMRealUNE, a, b, "");
+    case TS_EXPR_LT: return LLVMBuildFCmp(B, LLVMRealOLT, a, b, "");
+    case TS_EXPR_LE: return LLVMBuildFCmp(B, LLVMRealOLE, a, b, "");
+    case TS_EXPR_GT: return LLVMBuildFCmp(B, LLVMRealOGT, a, b, "");
+    case TS_EXPR_GE: return LLVMBuildFCmp(B, LLVMRealOGE, a, b, "");
+    default:
+      emit_fail(e, TS_EINVAL, "code generation: '%s' on floating-point values",
+                ts_expr_kind_name(k));
+      return emit_undef(e, ts_expr_dtype(x));
+    }
+    return emit_from_work(e, r, t);
+  }
+  bool is_signed = ts_dtype_is_signed(t);
+  switch (k) {
+  case TS_EXPR_ADD: return LLVMBuildAdd(B, a, b, "");
+  case TS_EXPR_SUB: return LLVMBuildSub(B, a, b, "");
+  case TS_EXPR_MUL: return LLVMBuildMul(B, a, b, "");
+  case TS_EXPR_DIV:
+    return is_signed ? LLVMBuildSDiv(B, a, b, "") : LLVMBuildUDiv(B, a, b, "");
+  case TS_EXPR_MOD:
+    return is_signed ? LLVMBuildSRem(B, a, b, "") : LLVMBuildURem(B, a, b, "");
+  case TS_EXPR_FLOORDIV:
+    if (!is_signed) return LLVMBuildUDiv(B, a, b, "");
+    if (nonneg(e, xa) && positive(e, xb)) return LLVMBuildSDiv(B, a, b, "");
+    return int_floordivmod(e, false, a, b);
+  case TS_EXPR_FLOORMOD:
+    if (!is_signed) return LLVMBuildURem(B, a, b, "");
+    if (nonneg(e, xa) && positive(e, xb)) return LLVMBuildSRem(B, a, b, "");
+    return int_floordivmod(e, true, a, b);
+  case TS_EXPR_MIN:
+  case TS_EXPR_MAX: {
+    if (ts_dtype_is_bool(t))
+      return k == TS_EXPR_MIN ? LLVMBuildAnd(B, a, b, "")
+                              : LLVMBuildOr(B, a, b, "");
+    LLVMTypeRef ty = LLVMTypeOf(a);
+    LLVMValueRef args[2] = {a, b};
+    const char *name = k == TS_EXPR_MIN
+                           ? (is_signed ? "llvm.smin" : "llvm.umin")
+                           : (is_signed ? "llvm.smax" : "llvm.umax");
+    return emit_call_intrinsic(e, name, &ty, 1, args, 2);
+  }
+  case TS_EXPR_EQ: return LLVMBuildICmp(B, LLVMIntEQ, a, b, "");
+  case TS_EXPR_NE: return LLVMBuildICmp(B, LLVMIntNE, a, b, "");
+  case TS_EXPR_LT:
+    return LLVMBuildICmp(B, is_signed ? LLVMIntSLT : LLVMIntULT, a, b, "");
+  case TS_EXPR_LE:
+    return LLVMBuildICmp(B, is_signed ? LLVMIntSLE : LLVMIntULE, a, b, "");
+  case TS_EXPR_GT:
+    return LLVMBuildICmp(B, is_signed ? LLVMIntSGT : LLVMIntUGT, a, b, "");
+  case TS_EXPR_GE:
+    return LLVMBuildICmp(B, is_signed ? LLVMIntSGE : LLVMIntUGE, a, b, "");
+  case TS_EXPR_AND: return LLVMBuildAnd(B, a, b, "");
+  case TS_EXPR_OR: return LLVMBuildOr(B, a, b, "");
+  default: break;
+  }
+  emit_fail(e, TS_EINTERNAL, "code generation: unknown binary '%s'",
+            ts_expr_kind_name(k));
+  return emit_undef(e, ts_expr_dtype(x));
+}
+
+LLVMValueRef emit_cast(emitter *e, ts_dtype to, ts_dtype from, LLVMValueRef v) {
+  if (ts_dtype_eq(to, from)) return v;
+  LLVMBuilderRef B = e->b;
+  LLVMTypeRef T = emit_reg_type(e, to);
+  int lanes = to.lanes;
+  LLVMTypeRef F32 =
+      lanes > 1 ? LLVMVectorType(emit_f32t(e), lanes) : emit_f32t(e);
+  if (ts_dtype_is_handle(to) || ts_dtype_is_handle(from)) {
+    emit_fail(e, TS_EINVAL,
+              "code generation: casts of handles are not supported");
+    return LLVMGetUndef(T);
+  }
+  if (ts_dtype_is_bool(to)) {
+    if (ts_dtype_is_float(from))
+      return LLVMBuildFCmp(B, LLVMRealUNE, v, LLVMConstNull(LLVMTypeOf(v)), "");
+    return LLVMBuildICmp(B, LLVMIntNE, v, LLVMConstNull(LLVMTypeOf(v)), "");
+  }
+  if (ts_dtype_is_bool(from)) {
+    if (ts_dtype_is_float(to)) {
+      LLVMValueRef f = LLVMBuildUIToFP(B, v, F32, "");
+      return emit_is_half(to)
+                 ? emit_from_work(e, f, to)
+                 : (to.bits == 64 ? LLVMBuildFPExt(B, f, T, "") : f);
+    }
+    return LLVMBuildZExt(B, v, T, "");
+  }
+  if (ts_dtype_is_int(from) && ts_dtype_is_int(to)) {
+    if (to.bits < from.bits) return LLVMBuildTrunc(B, v, T, "");
+    if (to.bits > from.bits)
+      return ts_dtype_is_signed(from) ? LLVMBuildSExt(B, v, T, "")
+                                      : LLVMBuildZExt(B, v, T, "");
+    return v;
+  }
+  if (ts_dtype_is_int(from) && ts_dtype_is_float(to)) {
+    if (emit_is_half(to)) {
+      LLVMValueRef f = ts_dtype_is_signed(from)
+                           ? LLVMBuildSIToFP(B, v, F32, "")
+                           : LLVMBuildUIToFP(B, v, F32, "");
+      return emit_from_work(e, f, to);
+    }
+    return ts_dtype_is_signed(from) ? LLVMBuildSIToFP(B, v, T, "")
+                                    : LLVMBuildUIToFP(B, v, T, "");
+  }
+  if (ts_dtype_is_float(from) && ts_dtype_is_int(to)) {
+    v = emit_to_work(e, v, from);
+    LLVMTypeRef over[2] = {T, LLVMTypeOf(v)};
+    return emit_call_intrinsic(
+        e, ts_dtype_is_signed(to) ? "llvm.fptosi.sat" : "llvm.fptoui.sat", over,
+        2, &v, 1);
+  }
+  /* float -> float; the 16-bit formats through float32, as the interpreter
+   * converts (a float64 rounds to float32 first) */
+  if (emit_is_half(from) || emit_is_half(to)) {
+    if (emit_is_half(from)) v = emit_to_work(e, v, from);
+    if (from.bits == 64) v = LLVMBuildFPTrunc(B, v, F32, "");
+    if (emit_is_half(to)) return emit_from_work(e, v, to);
+    return to.bits == 64 ? LLVMBuildFPExt(B, v, T, "") : v;
+  }
+  if (to.bits > from.bits) return LLVMBuildFPExt(B, v, T, "");
+  return LLVMBuildFPTrunc(B, v, T, "");
+}
+
+static LLVMValueRef buffer_data(emitter *e, ts_buffer *b) {
+  return lookup(e, b, "buffer", ts_buffer_name(b));
+}
+
+/* Element pointer of buffer[index] (scalar index). */
+static LLVMValueRef elem_ptr(emitter *e, ts_buffer *b, LLVMValueRef index) {
+  LLVMValueRef base = buffer_data(e, b);
+  if (!base) return LLVMGetUndef(emit_ptrt(e));
+  return LLVMBuildInBoundsGEP2(e->b, emit_mem_type(e, ts_buffer_dtype(b)), base,
+                               &index, 1, "");
+}
+
+static bool is_unit_ramp(ts_expr *idx) {
+  int64_t s;
+  return ts_expr_kind_of(idx) == TS_EXPR_RAMP &&
+         ts_expr_is_const_int(ts_expr_operand(idx, 1), &s) && s == 1;
+}
+
+static unsigned elem_align(emitter *e, ts_buffer *b) {
+  return (unsigned)ts_dtype_elem_bytes(ts_buffer_dtype(b));
+}
+
+static LLVMValueRef load_to_reg(emitter *e, ts_dtype t, LLVMValueRef v) {
+  if (t.code == TS_DT_BOOL)
+    return LLVMBuildICmp(e->b, LLVMIntNE, v, LLVMConstNull(LLVMTypeOf(v)), "");
+  return v;
+}
+
+static LLVMValueRef reg_to_mem(emitter *e, ts_dtype t, LLVMValueRef v) {
+  if (t.code != TS_DT_BOOL) return v;
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(e->ctx);
+  return LLVMBuildZExt(e->b, v, t.lanes > 1 ? LLVMVectorType(i8, t.lanes) : i8,
+                       "");
+}
+
+/* Loads and stores under a vector if: only the enabled lanes touch memory
+ * (llvm.masked.load/store for contiguous accesses, gather/scatter
+ * otherwise). */
+static LLVMValueRef lane_ptrs(emitter *e, ts_buffer *b, ts_expr *idx) {
+  LLVMValueRef base = buffer_data(e, b);
+  LLVMValueRef iv = emit_expr(e, idx);
+  if (!base)
+    return LLVMGetUndef(
+        LLVMVectorType(emit_ptrt(e), LLVMGetVectorSize(LLVMTypeOf(iv))));
+  return LLVMBuildInBoundsGEP2(e->b, emit_mem_type(e, ts_buffer_dtype(b)), base,
+                               &iv, 1, "");
+}
+
+static LLVMValueRef masked_load(emitter *e, ts_buffer *b, ts_expr *idx,
+                                int lanes) {
+  LLVMTypeRef vt = LLVMVectorType(emit_mem_type(e, ts_buffer_dtype(b)), lanes);
+  LLVMValueRef align = LLVMConstInt(emit_i32t(e), elem_align(e, b), 0);
+  LLVMValueRef pass = LLVMConstNull(vt);
+  if (is_unit_ramp(idx)) {
+    LLVMValueRef p = elem_ptr(e, b, emit_expr(e, ts_expr_operand(idx, 0)));
+    LLVMTypeRef over[2] = {vt, LLVMTypeOf(p)};
+    LLVMValueRef args[4] = {p, align, e->mask, pass};
+    return emit_call_intrinsic(e, "llvm.masked.load", over, 2, args, 4);
+  }
+  LLVMValueRef ptrs = lane_ptrs(e, b, idx);
+  LLVMTypeRef over[2] = {vt, LLVMTypeOf(ptrs)};
+  LLVMValueRef args[4] = {ptrs, align, e->mask, pass};
+  return emit_call_intrinsic(e, "llvm.masked.gather", over, 2, args, 4);
+}
+
+static void masked_store(emitter *e, ts_buffer *b, ts_expr *idx, LLVMValueRef v,
+                         int lanes) {
+  (void)lanes;
+  LLVMValueRef align = LLVMConstInt(emit_i32t(e), elem_align(e, b), 0);
+  if (is_unit_ramp(idx)) {
+    LLVMValueRef p = elem_ptr(e, b, emit_expr(e, ts_expr_operand(idx, 0)));
+    LLVMTypeRef over[2] = {LLVMTypeOf(v), LLVMTypeOf(p)};
+    LLVMValueRef args[4] = {v, p, align, e->mask};
+    emit_call_intrinsic(e, "llvm.masked.store", over, 2, args, 4);
+    return;
+  }
+  LLVMValueRef ptrs = lane_ptrs(e, b, idx);
+  LLVMTypeRef over[2] = {LLVMTypeOf(v), LLVMTypeOf(ptrs)};
+  LLVMValueRef args[4] = {v, ptrs, align, e->mask};
+  emit_call_intrinsic(e, "llvm.masked.scatter", over, 2, args, 4);
+}
+
+static LLVMValueRef emit_load(emitter *e, ts_expr *x) {
+  ts_buffer *b = ts_expr_buffer(x);
+  ts_dtype t = ts_expr_dtype(x);
+  if (ts_expr_n_operands(x) != 1) {
+    emit_fail(e, TS_EINTERNAL, "code generation: buffer '%s' is not flattened",
+              ts_buffer_name(b));
+    return emit_undef(e, t);
+  }
+  ts_expr *idx = ts_expr_operand(x, 0);
+  LLVMTypeRef mt = emit_mem_type(e, ts_buffer_dtype(b));
+  if (t.lanes == 1) {
+    LLVMValueRef p = elem_ptr(e, b, emit_expr(e, idx));
+    LLVMValueRef v = LLVMBuildLoad2(e->b, mt, p, "");
+    LLVMSetAlignment(v, elem_align(e, b));
+    return load_to_reg(e, t, v);
+  }
+  if (e->mask && LLVMGetVectorSize(LLVMTypeOf(e->mask)) == (unsigned)t.lanes)
+    return load_to_reg(e, t, masked_load(e, b, idx, t.lanes));
+  if (is_unit_ramp(idx)) {
+    LLVMValueRef p = elem_ptr(e, b, emit_expr(e, ts_expr_operand(idx, 0)));
+    LLVMValueRef v = LLVMBuildLoad2(e->b, LLVMVectorType(mt, t.lanes), p, "");
+    LLVMSetAlignment(v, elem_align(e, b));
+    return load_to_reg(e, t, v);
+  }
+  /* A gather: one scalar load per lane. */
+  LLVMValueRef iv = emit_expr(e, idx);
+  LLVMValueRef r = LLVMGetUndef(LLVMVectorType(mt, t.lanes));
+  for (int l = 0; l < t.lanes; l++) {
+    LLVMValueRef lane = LLVMConstInt(emit_i32t(e), (unsigned)l, 0);
+    LLVMValueRef i = LLVMBuildExtractElement(e->b, iv, lane, "");
+    LLVMValueRef v = LLVMBuildLoad2(e->b, mt, elem_ptr(e, b, i), "");
+    LLVMSetAlignment(v, elem_align(e, b));
+    r = LLVMBuildInsertElement(e->b, r, v, lane, "");
+  }
+  return load_to_reg(e, t, r);
+}
+
+void emit_store(emitter *e, ts_stmt *s) {
+  ts_buffer *b = ts_store_buffer(s);
+  if (ts_store_n_indices(s) != 1) {
+    emit_fail(e, TS_EINTERNAL, "code generation: buffer '%s' is not flattened",
+              ts_buffer_name(b));
+    return;
+  }
+  ts_expr *idx = ts_store_index(s, 0);
+  ts_expr *val = ts_store_value(s);
+  ts_dtype t = ts_expr_dtype(val);
+  LLVMValueRef v = reg_to_mem(e, t, emit_expr(e, val));
+  int lanes = ts_expr_dtype(idx).lanes;
+  if (lanes > 1 && t.lanes == 1) v = emit_splat(e, v, lanes);
+  if (lanes == 1) {
+    LLVMValueRef st =
+        LLVMBuildStore(e->b, v, elem_ptr(e, b, emit_expr(e, idx)));
+    LLVMSetAlignment(st, elem_align(e, b));
+    return;
+  }
+  if (e->mask && LLVMGetVectorSize(LLVMTypeOf(e->mask)) == (unsigned)lanes) {
+    masked_store(e, b, idx, v, lanes);
+    return;
+  }
+  if (is_unit_ramp(idx)) {
+    LLVMValueRef p = elem_ptr(e, b, emit_expr(e, ts_expr_operand(idx, 0)));
+    LLVMValueRef st = LLVMBuildStore(e->b, v, p);
+    LLVMSetAlignment(st, elem_align(e, b));
+    return;
+  }
+  LLVMValueRef iv = emit_expr(e, idx);
+  for (int l = 0; l < lanes; l++) {
+    LLVMValueRef lane = LLVMConstInt(emit_i32t(e), (unsigned)l, 0);
+    LLVMValueRef i = LLVMBuildExtractElement(e->b, iv, lane, "");
+    LLVMValueRef x = LLVMBuildExtractElement(e->b, v, lane, "");
+    LLVMValueRef st = LLVMBuildStore(e->b, x, elem_ptr(e, b, i));
+    LLVMSetAlignment(st, elem_align(e, b));
+  }
+}
+
+static LLVMValueRef emit_if_then_else(emitter *e, ts_expr *x) {
+  ts_expr *c = ts_expr_operand(x, 0);
+  ts_dtype t = ts_expr_dtype(x);
+  if (ts_expr_dtype(c).lanes > 1 && ts_expr_kind_of(c) != TS_EXPR_BROADCAST) {
+    /* Vector guards: both branches are evaluated (loads must be safe). */
+    LLVMValueRef cv = emit_expr(e, c), a = emit_expr(e, ts_expr_operand(x, 1)),
+                 b = emit_expr(e, ts_expr_operand(x, 2));
+    return LLVMBuildSelect(e->b, cv, a, b, "");
+  }
+  /* A broadcast guard (what the vectorizer makes of a guard that does not
+   * vary with the loop) is one condition: branch on it, so the guarded
+   * loads (padding reads outside the input) never run. */
+  LLVMValueRef cv =
+      emit_expr(e, ts_expr_dtype(c).lanes > 1 ? ts_expr_operand(c, 0) : c);
+  LLVMValueRef fn = e->cur->fn;
+  LLVMBasicBlockRef tb = LLVMAppendBasicBlockInContext(e->ctx, fn, "ite.then");
+  LLVMBasicBlockRef fb = LLVMAppendBasicBlockInContext(e->ctx, fn, "ite.else");
+  LLVMBasicBlockRef mb = LLVMAppendBasicBlockInContext(e->ctx, fn, "ite.end");
+  LLVMBuildCondBr(e->b, cv, tb, fb);
+  LLVMPositionBuilderAtEnd(e->b, tb);
+  LLVMValueRef tv = emit_expr(e, ts_expr_operand(x, 1));
+  LLVMBasicBlockRef tend = LLVMGetInsertBlock(e->b);
+  LLVMBuildBr(e->b, mb);
+  LLVMPositionBuilderAtEnd(e->b, fb);
+  LLVMValueRef fv = emit_expr(e, ts_expr_operand(x, 2));
+  LLVMBasicBlockRef fend = LLVMGetInsertBlock(e->b);
+  LLVMBuildBr(e->b, mb);
+  LLVMPositionBuilderAtEnd(e->b, mb);
+  LLVMValueRef phi = LLVMBuildPhi(e->b, emit_reg_type(e, t), "");
+  LLVMValueRef vals[2] = {tv, fv};
+  LLVMBasicBlockRef bbs[2] = {tend, fend};
+  LLVMAddIncoming(phi, vals, bbs, 2);
+  return phi;
+}
+
+/* Target intrinsics: calls not in the IR's built-in table, implemented per
+ * target. */
+static LLVMValueRef emit_target_intrinsic(emitter *e, ts_expr *x) {
+  const char *name = ts_expr_call_name(x);
+  ts_dtype t = ts_expr_dtype(x);
+  int n = ts_expr_n_operands(x);
+  if (!strcmp(name, "tessera.cuda.syncthreads")) {
+    if (!e->cuda) goto wrong_target;
+    emit_syncthreads(e);
+    return LLVMConstInt(emit_reg_type(e, t), 0, 0);
+  }
+  if (!strcmp(name, "tessera.cuda.shfl_down")) {
+    if (!e->cuda) goto wrong_target;
+    if (n != 2 || !ts_dtype_eq(t, TS_FLOAT32)) {
+      emit_fail(e, TS_EINVAL,
+                "code generation: %s takes (float32 value, int32 offset)",
+                name);
+      return emit_undef(e, t);
+    }
+    LLVMValueRef v = emit_expr(e, ts_expr_operand(x, 0));
+    LLVMValueRef off =
+        emit_cast(e, TS_INT32, ts_expr_dtype(ts_expr_operand(x, 1)),
+                  emit_expr(e, ts_expr_operand(x, 1)));
+    return emit_shfl_down(e, v, off);
+  }
+  static const struct {
+    const char *name;
+    int n_args;
+  } tensor[] = {
+      {"tessera.vnni_dot_16x4", 3},    {"tessera.avx512bf16_dot_16x2", 3},
+      {"tessera.amx_bf16_gemm", 7},    {"tessera.amx_int8_gemm", 7},
+      {"tessera.mma_m16n8k16", 6},     {"tessera.vnni_s8_dot_16x4", 3},
+      {"tessera.vnni_s8_dot_16x16", 3}};
+  for (size_t i = 0; i < sizeof tensor / sizeof tensor[0]; i++) {
+    if (strcmp(name, tensor[i].name)) continue;
+    if (n != tensor[i].n_args) {
+      emit_fail(e, TS_EINVAL, "code generation: %s takes %d arguments, got %d",
+                name, tensor[i].n_args, n);
+      return emit_undef(e, t);
+    }
+    LLVMValueRef args[8];
+    for (int k = 0; k < n; k++) {
+      ts_expr *arg = ts_expr_operand(x, k);
+      args[k] = emit_expr(e, arg);
+      if (!ts_dtype_is_handle(ts_expr_dtype(arg)) &&
+          ts_dtype_is_int(ts_expr_dtype(arg)))
+        args[k] = emit_cast(e, TS_INT64, ts_expr_dtype(arg), args[k]);
+    }
+    if (e->status) return emit_undef(e, t);
+    if (i == 0)
+      emit_vnni_dot(e, args);
+    else if (i == 1)
+      emit_bf16_dot(e, args);
+    else if (i == 2 || i == 3)
+      emit_amx_gemm(e, x, args, i == 3);
+    else if (i == 4)
+      emit_mma(e, x, args);
+    else
+      emit_vnni_s8_dot(e, args, i == 5 ? 1 : 4);
+    return LLVMConstInt(emit_reg_type(e, t), 0, 0);
+  }
+  emit_fail(e, TS_EUNSUPPORTED,
+            "code generation: no implementation of intrinsic '%s' for target "
+            "'%s'",
+            name, ts_target_str(e->target));
+  return emit_undef(e, t);
+wrong_target:
+  emit_fail(e, TS_EINVAL, "code generation: intrinsic '%s' needs a %s target",
+            name, "cuda");
+  return emit_undef(e, t);
+}
+
+static LLVMValueRef emit_call(emitter *e, ts_expr *x) {
+  const char *name = ts_expr_call_name(x);
+  ts_dtype t = ts_expr_dtype(x);
+  int n = ts_expr_n_operands(x);
+  if (!strcmp(name, "if_then_else")) return emit_if_then_else(e, x);
+  const ts_intrinsic_info *info = ts_intrinsic_lookup(name);
+  if (!info) return emit_target_intrinsic(e, x);
+  if (n > 3 || (info->n_args >= 0 && n != info->n_args)) {
+    emit_fail(e, TS_EINVAL, "code generation: '%s' takes %d arguments, got %d",
+              name, info->n_args, n);
+    return emit_undef(e, t);
+  }
+  LLVMValueRef args[3];
+  for (int i = 0; i < n; i++) args[i] = emit_expr(e, ts_expr_operand(x, i));
+  if (e->status) return emit_undef(e, t);
+  return emit_math_call(e, name, t, args, n);
+}
+
+LLVMValueRef emit_expr(emitter *e, ts_expr *x) {
+  ts_dtype t = ts_expr_dtype(x);
+  if (e->status) return emit_undef(e, t);
+  switch (ts_expr_kind_of(x)) {
+  case TS_EXPR_INT:
+    return LLVMConstInt(emit_reg_type(e, t),
+                        (unsigned long long)ts_expr_int_value(x),
+                        ts_dtype_is_signed(t));
+  case TS_EXPR_FLOAT:
+    return LLVMConstReal(emit_reg_type(e, t), ts_expr_float_value(x));
+  case TS_EXPR_VAR: {
+    LLVMValueRef v = lookup(e, x, "variable", ts_var_name(x));
+    return v ? v : emit_undef(e, t);
+  }
+  case TS_EXPR_NOT:
+    return LLVMBuildNot(e->b, emit_expr(e, ts_expr_operand(x, 0)), "");
+  case TS_EXPR_SELECT: {
+    LLVMValueRef c = emit_expr(e, ts_expr_operand(x, 0));
+    LLVMValueRef a = emit_expr(e, ts_expr_operand(x, 1)),
+                 b = emit_expr(e, ts_expr_operand(x, 2));
+    return LLVMBuildSelect(e->b, c, a, b, "");
+  }
+  case TS_EXPR_CAST: {
+    ts_expr *v = ts_expr_operand(x, 0);
+    return emit_cast(e, t, ts_expr_dtype(v), emit_expr(e, v));
+  }
+  case TS_EXPR_LOAD: return emit_load(e, x);
+  case TS_EXPR_RAMP: {
+    LLVMValueRef base =
+        emit_splat(e, emit_expr(e, ts_expr_operand(x, 0)), t.lanes);
+    LLVMValueRef stride =
+        emit_splat(e, emit_expr(e, ts_expr_operand(x, 1)), t.lanes);
+    LLVMTypeRef st = emit_scalar_type(e, ts_dtype_scalar(t));
+    LLVMValueRef *steps = malloc(sizeof *steps * t.lanes);
+    for (int i = 0; i < t.lanes; i++)
+      steps[i] = LLVMConstInt(st, (unsigned)i, 0);
+    LLVMValueRef iota = LLVMConstVector(steps, t.lanes);
+    free(steps);
+    return LLVMBuildAdd(e->b, base, LLVMBuildMul(e->b, stride, iota, ""), "");
+  }
+  case TS_EXPR_BROADCAST:
+    return emit_splat(e, emit_expr(e, ts_expr_operand(x, 0)), t.lanes);
+  case TS_EXPR_CALL: return emit_call(e, x);
+  case TS_EXPR_LET: {
+    LLVMValueRef v = emit_expr(e, ts_expr_operand(x, 0));
+    ts_node_map_put(e->cur->vals, ts_expr_let_var(x), v);
+    return emit_expr(e, ts_expr_operand(x, 1));
+  }
+  case TS_EXPR_ADDRESS_OF: {
+    ts_buffer *b = ts_expr_buffer(x);
+    if (ts_expr_n_operands(x) != 1) {
+      emit_fail(e, TS_EINTERNAL,
+                "code generation: buffer '%s' is not flattened",
+                ts_buffer_name(b));
+      return emit_undef(e, t);
+    }
+    return elem_ptr(e, b, emit_expr(e, ts_expr_operand(x, 0)));
+  }
+  default:
+    if (ts_expr_is_binary(ts_expr_kind_of(x))) return emit_binary(e, x);
+  }
+  emit_fail(e, TS_EINTERNAL, "code generation: unknown expression kind %d",
+            (int)ts_expr_kind_of(x));
+  return emit_undef(e, t);
+}

@@ -1,0 +1,103 @@
+/*
+ * emit_internal.h — what the files of the LLVM emitter share: emit.c (types,
+ * helpers, statements, the kernel entry), emit_expr.c (expressions, loads
+ * and stores), emit_math.c (math intrinsics, libm replacements), emit_cpu.c
+ * (parallel loops, the runtime's ABI, x86 tensor intrinsics) and
+ * emit_nvptx.c (thread bindings, PTX kernels, CUDA intrinsics).
+ */
+#ifndef TESSERA_CODEGEN_EMIT_INTERNAL_H
+#define TESSERA_CODEGEN_EMIT_INTERNAL_H
+
+#include "codegen/internal.h"
+
+/* ---- types and helpers (emit.c) ---- */
+
+/* The LLVM type of a scalar of dtype t (its lanes ignored). */
+LLVMTypeRef emit_scalar_type(emitter *e, ts_dtype t);
+/* The type of a value in registers. */
+LLVMTypeRef emit_reg_type(emitter *e, ts_dtype t);
+/* The type of one element in memory (bool is a byte). */
+LLVMTypeRef emit_mem_type(emitter *e, ts_dtype t);
+LLVMTypeRef emit_i64t(emitter *e);
+LLVMTypeRef emit_i32t(emitter *e);
+LLVMTypeRef emit_ptrt(emitter *e);
+LLVMTypeRef emit_f32t(emitter *e);
+/* t is float16 or bfloat16. */
+bool emit_is_half(ts_dtype t);
+/* v broadcast to a vector of `lanes` lanes (v itself when lanes <= 1). */
+LLVMValueRef emit_splat(emitter *e, LLVMValueRef v, int lanes);
+/* Calls the LLVM intrinsic `name` with the given overload types. */
+LLVMValueRef emit_call_intrinsic(emitter *e, const char *name,
+                                 LLVMTypeRef *overloads, int n_over,
+                                 LLVMValueRef *args, int n);
+/* Calls a non-overloaded intrinsic, bitcasting each argument to the
+ * parameter type it declares; NULL (and an error) when LLVM lacks it. */
+LLVMValueRef emit_call_fixed(emitter *e, const char *name, LLVMValueRef *args,
+                             int n);
+/* A load of type t from p with the given alignment. */
+LLVMValueRef emit_load_vec(emitter *e, LLVMTypeRef t, LLVMValueRef p,
+                           unsigned align);
+/* Declares (once) an external function of the process. */
+LLVMValueRef emit_extern_fn(emitter *e, const char *name, LLVMTypeRef fty);
+void emit_add_enum_attr(emitter *e, LLVMValueRef fn, unsigned idx,
+                        const char *name, uint64_t value);
+/* nounwind, and on CPUs the target cpu, features and vector width. */
+void emit_set_fn_attrs(emitter *e, LLVMValueRef fn);
+/* Branches to the function's failure exit when status != 0. */
+void emit_check_status(emitter *e, LLVMValueRef status);
+/* An alloca in the function's entry block. */
+LLVMValueRef emit_entry_alloca(emitter *e, LLVMTypeRef t, unsigned align);
+
+/* ---- statements (emit.c) ---- */
+
+void emit_stmt(emitter *e, ts_stmt *s);
+/* for var in [lo, hi): body, as a phi loop (unroll_full: marked
+ * llvm.loop.unroll.full). */
+void emit_loop(emitter *e, ts_expr *var, LLVMValueRef lo, LLVMValueRef hi,
+               ts_stmt *body, bool unroll_full);
+
+/* ---- expressions (emit_expr.c) ---- */
+
+LLVMValueRef emit_expr(emitter *e, ts_expr *x);
+void emit_store(emitter *e, ts_stmt *s);
+LLVMValueRef emit_cast(emitter *e, ts_dtype to, ts_dtype from, LLVMValueRef v);
+LLVMValueRef emit_undef(emitter *e, ts_dtype t);
+/* Float16/bfloat16 are computed in float32 (rounded back after each
+ * operation, as the interpreter does). */
+LLVMValueRef emit_to_work(emitter *e, LLVMValueRef v, ts_dtype t);
+LLVMValueRef emit_from_work(emitter *e, LLVMValueRef v, ts_dtype t);
+/* Allows contraction into FMAs and reassociation on a float instruction. */
+LLVMValueRef emit_contract(LLVMValueRef v);
+
+/* ---- math (emit_math.c) ---- */
+
+/* The IR's built-in math intrinsics on the evaluated arguments args[0..n)
+ * of a call of dtype t. */
+LLVMValueRef emit_math_call(emitter *e, const char *name, ts_dtype t,
+                            LLVMValueRef *args, int n);
+
+/* ---- CPU (emit_cpu.c) ---- */
+
+/* A parallel loop outlined into a task run by ts_rt_parallel_for. */
+void emit_parallel(emitter *e, ts_stmt *s);
+/* The kernel `entry` of the runtime's ABI (runtime/runtime.h). */
+int emit_cpu_kernel(emitter *e, const ts_func *f, const char *entry);
+/* The x86 tensor intrinsics on their evaluated arguments (see emit_cpu.c). */
+void emit_vnni_dot(emitter *e, LLVMValueRef *a);
+void emit_vnni_s8_dot(emitter *e, LLVMValueRef *a, int steps);
+void emit_bf16_dot(emitter *e, LLVMValueRef *a);
+void emit_amx_gemm(emitter *e, ts_expr *x, LLVMValueRef *a, bool int8);
+
+/* ---- NVPTX (emit_nvptx.c) ---- */
+
+/* A loop bound to blockIdx/threadIdx (or vthread, an ordinary loop). */
+void emit_thread_loop(emitter *e, ts_stmt *s);
+/* The PTX kernel `entry`, with the launch geometry in e->grid/e->block. */
+int emit_cuda_kernel(emitter *e, const ts_func *f, const char *entry);
+/* tessera.cuda.syncthreads and tessera.cuda.shfl_down. */
+void emit_syncthreads(emitter *e);
+LLVMValueRef emit_shfl_down(emitter *e, LLVMValueRef v, LLVMValueRef off);
+/* tessera.mma_m16n8k16 on its evaluated arguments (see emit_nvptx.c). */
+void emit_mma(emitter *e, ts_expr *x, LLVMValueRef *a);
+
+#endif /* TESSERA_CODEGEN_EMIT_INTERNAL_H */
