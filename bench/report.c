@@ -444,6 +444,18 @@ static void section(report *r, const task *t) {
       format_gflops(t->roofline, s3);
       report_printf(b, " · %s of the roofline bound (%s GFLOP/s)", s1, s3);
     }
+    /* which figure the headline is: a confirmed median or the luckiest
+     * search-time measurement */
+    if (t->best.confirmed_rounds > 0)
+      report_printf(b,
+                    " <span class=\"how\">(confirmed: median of %d "
+                    "interleaved rounds of the top schedules, spread "
+                    "%.0f%%)</span>",
+                    t->best.confirmed_rounds, t->best.confirmed_spread * 100);
+    else
+      report_puts(b, " <span class=\"how\">(search-time figure, not "
+                     "confirmed: <code>tessera db confirm</code> measures "
+                     "the top schedules again side by side)</span>");
   } else {
     report_puts(b, "no successful measurement");
   }
@@ -456,7 +468,10 @@ static void section(report *r, const task *t) {
     report_printf(b, " (%d thread%s): %s GFLOP/s", v->threads,
                   v->threads == 1 ? "" : "s", s1);
     if (isfinite(t->best_gflops))
-      report_printf(b, " · tessera ×%.2f", t->best_gflops / v->gflops);
+      report_printf(b, " · tessera ×%.2f (%s best against this figure)",
+                    t->best_gflops / v->gflops,
+                    t->best.confirmed_rounds > 0 ? "the confirmed"
+                                                 : "the search-time");
     report_puts(b, ", measured ");
     report_escape(b, v->created);
     report_puts(b, "</li>\n");

@@ -423,6 +423,10 @@ static void test_known_values(void **state) {
                               "1 timeout, 1 wrong_result"));
   assert_non_null(strstr(sec, "best: 500 µs · 1.05 GFLOP/s · 10.0% of peak "
                               "(10.5 GFLOP/s, fp32_gflops_all_cores)"));
+  /* the headline says which figure it is: nothing confirmed here */
+  assert_non_null(strstr(sec, "(search-time figure, not confirmed: "));
+  assert_non_null(strstr(sec, "the search-time best against this figure"));
+  assert_null(strstr(sec, "confirmed: median of"));
   assert_non_null(strstr(sec, "float32"));
   assert_non_null(strstr(sec, "524.3 kFLOP"));
   /* the curve: 3 dots, failures, the vendor level, the running best

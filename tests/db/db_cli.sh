@@ -162,6 +162,10 @@ contains "matmul_32x32x32_float32"; contains "re-run (us)"; contains " record"
 expect 0 "$T" db confirm matmul_32x32x32_float32 --db "$J" --top 2 --rounds 2 --json
 contains '"candidates": '; contains '"best_seconds": '; contains '"search_best_confirmed_seconds": '
 "$T" db export --db "$J" >/dev/null || fail "export after confirm"
+# the report's headline says it is the confirmed figure
+expect 0 "$T" report --db "$J" -o "$TMP/confirmed.html"
+grep -q "confirmed: median of 2 interleaved rounds" "$TMP/confirmed.html" || fail "report: no confirmed headline"
+if grep -q "search-time figure, not confirmed" "$TMP/confirmed.html"; then fail "report: a confirmed best called search-time"; fi
 expect 0 "$T" db confirm --db "$DB"; contains "no ok record on target"
 expect 1 "$T" db confirm nosuch --db "$J"; contains "no workload matches 'nosuch'"
 expect 2 "$T" db confirm --db "$J" --rounds 0; contains "--rounds wants a number >= 1"
