@@ -26,10 +26,19 @@
 
 extern char **environ;
 
+/* Sleeps ms milliseconds (the gap between the sides of a round). */
+static void settle(int ms) {
+  if (ms <= 0) return;
+  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+  }
+}
+
 static const char usage[] =
     "usage: tessera bench --model MODEL.so [--onnx MODEL.onnx]\n"
     "                     [--inputs IN.npz] [--threads K] [--rounds N]\n"
-    "                     [--min-round-ms N] [--top N] [--tol X] [--seed S]\n"
+    "                     [--min-round-ms N] [--settle-ms N] [--top N]\n"
+    "                     [--tol X] [--seed S]\n"
     "                     [--json]\n"
     "\n"
     "Times a model compiled by `tessera compile` and, with --onnx, the same\n"
@@ -44,6 +53,10 @@ static const char usage[] =
     "  --threads K       threads of both (default: the online cores)\n"
     "  --rounds N        interleaved rounds, medians reported (default 10)\n"
     "  --min-round-ms N  runs per round so a round lasts this long (200)\n"
+    "  --settle-ms N     idle time before each side's round (250), so the\n"
+    "                    other side's threads are asleep: onnxruntime's\n"
+    "                    workers spin-wait after each run, and on shared\n"
+    "                    cores that spinning slows whatever runs next\n"
     "  --top N           the N slowest kernels listed (default 10)\n"
     "  --tol X           largest error of an output relative to its largest\n"
     "                    magnitude (default 1e-3)\n"
@@ -57,7 +70,7 @@ static const char usage[] =
 
 typedef struct bm_opts {
   const char *lib, *onnx, *inputs;
-  int threads, rounds, min_round_ms, top;
+  int threads, rounds, min_round_ms, settle_ms, top;
   double tol;
   uint64_t seed;
   bool json;
@@ -418,6 +431,7 @@ static int run_model_bench(const bm_opts *o) {
     fprintf(stderr, "timing: %d rounds of %d runs%s, %d threads\n", o->rounds,
             n, o->onnx ? " each (tessera, onnxruntime)" : "", o->threads);
   for (int r = 0; r < o->rounds; r++) {
+    settle(o->settle_ms);
     t0 = now_s();
     for (int k = 0; k < n; k++)
       if (m.run(m.model, ins, outs)) {
@@ -427,6 +441,7 @@ static int run_model_bench(const bm_opts *o) {
       }
     tess[r] = (now_s() - t0) / n;
     if (o->onnx) {
+      settle(o->settle_ms);
       double s = ort_time(&ort, n);
       if (s < 0) {
         fprintf(stderr, "tessera: error: onnxruntime stopped answering\n");
@@ -477,8 +492,8 @@ static int run_model_bench(const bm_opts *o) {
     printf("{\"model\": ");
     cli_json_string(stdout, o->lib);
     printf(", \"threads\": %d, \"rounds\": %d, \"runs_per_round\": %d, "
-           "\"tessera_seconds\": %.9g",
-           o->threads, o->rounds, n, med_t);
+           "\"settle_ms\": %d, \"tessera_seconds\": %.9g",
+           o->threads, o->rounds, n, o->settle_ms, med_t);
     if (o->onnx) {
       printf(", \"onnxruntime_seconds\": %.9g, \"speedup\": %.4f, "
              "\"onnxruntime_version\": ",
@@ -558,6 +573,7 @@ int bench_model(int argc, char **argv) {
   bm_opts o = {.threads = 0,
                .rounds = 10,
                .min_round_ms = 200,
+               .settle_ms = 250,
                .top = 10,
                .tol = 1e-3,
                .seed = 1};
@@ -590,6 +606,10 @@ int bench_model(int argc, char **argv) {
       NEED("--rounds");
       rc = cli_int_option("bench", "--rounds", v, 1, MAX_ROUNDS, &x);
       o.rounds = (int)x;
+    } else if (cli_opt_value(argc, argv, &i, "--settle-ms", &v, &missing)) {
+      NEED("--settle-ms");
+      rc = cli_int_option("bench", "--settle-ms", v, 0, 10000, &x);
+      o.settle_ms = (int)x;
     } else if (cli_opt_value(argc, argv, &i, "--min-round-ms", &v, &missing)) {
       NEED("--min-round-ms");
       rc = cli_int_option("bench", "--min-round-ms", v, 0, 600000, &x);

@@ -55,13 +55,17 @@ if "$T" compile --help >/dev/null 2>&1; then
   contains err "cannot load the compiled model"
   expect 1 "$T" bench --model "$MODEL"
   contains err "cannot load the compiled model"
-  expect 0 "$T" bench --model "$TMP/m.so" --rounds 2 --min-round-ms 1 --json
+  expect 0 "$T" bench --model "$TMP/m.so" --rounds 2 --min-round-ms 1 --settle-ms 0 --json
+  contains out '"settle_ms": 0'
   contains out '"tessera_seconds": [0-9]'
   contains out '"kernels": \[{'
+  expect 2 "$T" bench --model "$TMP/m.so" --settle-ms -1
+  contains err "--settle-ms"
   if [ -x "$SRC/.venv/bin/python" ] &&
      "$SRC/.venv/bin/python" -c "import onnxruntime" 2>/dev/null; then
     expect 0 "$T" bench --model "$TMP/m.so" --onnx "$MODEL" --threads 1 \
-      --rounds 2 --min-round-ms 1 --json
+      --rounds 2 --min-round-ms 1 --settle-ms 20 --json
+    contains out '"settle_ms": 20'
     contains out '"speedup": [0-9]'
     contains out '"onnxruntime_seconds": [0-9]'
   else
