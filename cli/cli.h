@@ -89,6 +89,12 @@ int cli_load_model(const char *path, const char *const *shapes, int n_shapes,
  * and sets it (a usage error for other names). */
 extern const char *cli_layout;
 int cli_layout_option(const char *cmd, const char *value);
+/* --input-layout / --output-layout (nchw or nhwc; NULL: the model's),
+ * applied by cli_import_model; cli_io_layout_option checks a value into
+ * *out (a usage error naming the flag otherwise). */
+extern const char *cli_input_layout, *cli_output_layout;
+int cli_io_layout_option(const char *cmd, const char *flag, const char *value,
+                         const char **out);
 int cli_import_model(const char *path, const char *const *shapes, int n_shapes,
                      ts_graph **out);
 

@@ -20,7 +20,8 @@
 static const char compile_usage[] =
     "usage: tessera compile MODEL.onnx -o MODEL.so [--db PATH] [--target T]\n"
     "                       [--input-shape NAME=DIMS]... [--threads N]\n"
-    "                       [--layout nhwc|nchw]\n"
+    "                       [--layout nhwc|nchw] [--input-layout L]\n"
+    "                       [--output-layout L]\n"
     "                       [--runtime-dir DIR] [--json]\n"
     "\n"
     "Compiles a whole model into a shared library with the C interface of\n"
@@ -35,6 +36,11 @@ static const char compile_usage[] =
     "  --layout nhwc|nchw  2-D convolutions channels-last (nhwc, default:\n"
     "                      one transpose at the input) or as the model\n"
     "                      gives them (nchw)\n"
+    "  --input-layout nchw|nhwc, --output-layout nchw|nhwc\n"
+    "                      the 4-D inputs / outputs as the model declares\n"
+    "                      them (nchw, default) or channels-last (nhwc: no\n"
+    "                      transpose at that edge; same names, permuted\n"
+    "                      shapes)\n"
     "  --input-shape NAME=DIMS  fix a graph input's dimensions, e.g.\n"
     "                      input_ids=1x128 (needed for symbolic dimensions)\n"
     "  --threads N         kernels built at once (default: the online cores)\n"
@@ -170,6 +176,12 @@ int cmd_compile(int argc, char **argv) {
       shapes[n_shapes++] = v;
     } else if (cli_opt_value(argc, argv, &i, "--layout", &v, &missing)) {
       rc = cli_layout_option("compile", missing ? NULL : v);
+    } else if (cli_opt_value(argc, argv, &i, "--input-layout", &v, &missing)) {
+      rc = cli_io_layout_option("compile", "--input-layout", missing ? NULL : v,
+                                &cli_input_layout);
+    } else if (cli_opt_value(argc, argv, &i, "--output-layout", &v, &missing)) {
+      rc = cli_io_layout_option("compile", "--output-layout",
+                                missing ? NULL : v, &cli_output_layout);
     } else if (cli_opt_value(argc, argv, &i, "--threads", &v, &missing)) {
       if (missing)
         rc = cli_usage_error("compile", "--threads needs a number");

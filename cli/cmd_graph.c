@@ -43,6 +43,11 @@ static const char graph_usage[] =
     "  --layout nhwc|nchw  2-D convolutions channels-last (nhwc, default:\n"
     "                      one transpose at the input) or as the model\n"
     "                      gives them (nchw)\n"
+    "  --input-layout nchw|nhwc, --output-layout nchw|nhwc\n"
+    "                      the 4-D inputs / outputs as the model declares\n"
+    "                      them (nchw, default) or channels-last (nhwc: no\n"
+    "                      transpose at that edge; same names, permuted\n"
+    "                      shapes)\n"
     "  --input-shape NAME=DIMS  fix a graph input's dimensions, e.g.\n"
     "                   input_ids=1x128 (needed for symbolic dimensions)\n"
     "  --override NODE=FILE.tir  replace a node of the lowered graph (before\n"
@@ -80,6 +85,14 @@ static int parse_opts(const char *sub, int argc, char **argv, graph_opts *o) {
       o->shapes[o->n_shapes++] = v;
     } else if (cli_opt_value(argc, argv, &i, "--layout", &v, &missing)) {
       int rc = cli_layout_option(sub, missing ? NULL : v);
+      if (rc != EXIT_OK) return rc;
+    } else if (cli_opt_value(argc, argv, &i, "--input-layout", &v, &missing)) {
+      int rc = cli_io_layout_option(sub, "--input-layout", missing ? NULL : v,
+                                    &cli_input_layout);
+      if (rc != EXIT_OK) return rc;
+    } else if (cli_opt_value(argc, argv, &i, "--output-layout", &v, &missing)) {
+      int rc = cli_io_layout_option(sub, "--output-layout", missing ? NULL : v,
+                                    &cli_output_layout);
       if (rc != EXIT_OK) return rc;
     } else if (cli_opt_value(argc, argv, &i, "--override", &v, &missing)) {
       if (missing || !strchr(v, '='))

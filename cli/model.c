@@ -11,6 +11,21 @@
 #include <string.h>
 
 const char *cli_layout = NULL;
+const char *cli_input_layout = NULL;
+const char *cli_output_layout = NULL;
+
+int cli_io_layout_option(const char *cmd, const char *flag, const char *value,
+                         const char **out) {
+  if (!value) return cli_usage_error(cmd, "%s needs nchw or nhwc", flag);
+  if (strcmp(value, "nhwc") && strcmp(value, "nchw"))
+    return cli_usage_error(cmd,
+                           "%s: unknown layout '%s' (nchw: the 4-D arrays as "
+                           "the model declares them, the default; nhwc: "
+                           "channels-last)",
+                           flag, value);
+  *out = value;
+  return EXIT_OK;
+}
 
 int cli_layout_option(const char *cmd, const char *value) {
   if (!value) return cli_usage_error(cmd, "--layout needs nhwc or nchw");
@@ -36,7 +51,9 @@ int cli_import_model(const char *path, const char *const *shapes, int n_shapes,
     cli_error("cannot import the model", &err);
     return EXIT_FAIL;
   }
-  if (cli_layout && ts_graph_set_layout(*out, cli_layout, &err) != TS_OK) {
+  if ((cli_layout && ts_graph_set_layout(*out, cli_layout, &err) != TS_OK) ||
+      ts_graph_set_io_layout(*out, cli_input_layout, cli_output_layout, &err) !=
+          TS_OK) {
     cli_error("bad layout", &err);
     ts_graph_free(*out);
     *out = NULL;

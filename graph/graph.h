@@ -144,6 +144,16 @@ int ts_graph_fuse(ts_graph *g, ts_error *err);             /* fuse.c */
  * names: TS_EINVAL. */
 int ts_graph_set_layout(ts_graph *g, const char *layout, ts_error *err);
 
+/* The layout of the compiled model's 4-D inputs and outputs: "nchw" (as
+ * the ONNX model declares them, the default) or "nhwc" (the caller passes
+ * and receives channels-last arrays, so no transpose runs at that edge of
+ * a channels-last network); NULL leaves that side as it is. The names stay
+ * the model's; the shapes are permuted. Applied by the layout pass (even
+ * with the pass off, as one Transpose at the edge). TS_EINVAL for another
+ * name. */
+int ts_graph_set_io_layout(ts_graph *g, const char *inputs, const char *outputs,
+                           ts_error *err);
+
 /* The pass names in pipeline order, NULL-terminated ("shape", "fold",
  * "dce", "cse", "bn_fold", "patterns", "lower", "layout", "fuse"). */
 const char *const *ts_graph_pass_names(void);

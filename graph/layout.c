@@ -19,7 +19,11 @@
  * that kept its layout (or a graph output) reads it. A node that converts
  * reads the NHWC form of each input, through one Transpose per NCHW value
  * however many nodes read it. The model's inputs and outputs keep their
- * layout.
+ * layout, unless ts_graph_set_io_layout asks for NHWC at an edge: a 4-D
+ * input then arrives channels-last (its NCHW value is a Transpose of it,
+ * which converted readers skip) and a 4-D output leaves channels-last (a
+ * Transpose of the NCHW value, which cancels against the converted
+ * producer's).
  *
  * Then transposes are simplified: a transpose of a transpose composes
  * (and vanishes when the composition is the identity), and one that moves
@@ -49,6 +53,29 @@ int ts_graph_set_layout(ts_graph *g, const char *layout, ts_error *err) {
                   "unknown layout '%s' (nhwc: convolutions channels-last, the "
                   "default; nchw: as the model gives them)",
                   layout ? layout : "(null)");
+  return TS_OK;
+}
+
+static int io_layout(const char *name, bool *nhwc, const char *side,
+                     ts_error *err) {
+  if (!name) return TS_OK;
+  if (strcmp(name, "nhwc") && strcmp(name, "nchw"))
+    return TS_ERR(err, TS_EINVAL,
+                  "unknown %s layout '%s' (nchw: as the model declares them, "
+                  "the default; nhwc: channels-last arrays)",
+                  side, name);
+  *nhwc = !strcmp(name, "nhwc");
+  return TS_OK;
+}
+
+int ts_graph_set_io_layout(ts_graph *g, const char *inputs, const char *outputs,
+                           ts_error *err) {
+  bool in = g->input_nhwc, out = g->output_nhwc;
+  int rc = io_layout(inputs, &in, "input", err);
+  if (!rc) rc = io_layout(outputs, &out, "output", err);
+  if (rc) return rc;
+  g->input_nhwc = in;
+  g->output_nhwc = out;
   return TS_OK;
 }
 
@@ -403,19 +430,51 @@ static int simplify_transposes(ts_graph *g, ts_error *err) {
  * computes, its inputs and outputs (names, shapes, layouts); breaks: node
  * indices. */
 int ts_graph_convert_layout(ts_graph *g, ts_error *err) {
-  if (g->keep_nchw) return TS_OK;
   bool any = false;
   for (int i = 0; i < g->n_nodes && !any; i++) any = converts(g, &g->nodes[i]);
-  if (!any) return TS_OK;
+  bool edges = false;
+  for (int k = 0; k < g->n_inputs; k++)
+    edges |= g->input_nhwc && g->values[g->inputs[k]].ndim == 4;
+  for (int k = 0; k < g->n_outputs; k++)
+    edges |= g->output_nhwc && g->values[g->outputs[k]].ndim == 4;
+  if (g->keep_nchw) any = false;
+  if (!any && !edges) return TS_OK;
   layout_pass p = {.g = g, .n_orig = g->n_values};
   p.nhwc = malloc(sizeof(int) * (size_t)(g->n_values + 1));
   if (!p.nhwc) return TS_ERR(err, TS_ENOMEM, "layout: out of memory");
   for (int v = 0; v < g->n_values; v++) p.nhwc[v] = -1;
   int rc = TS_OK;
   int n_nodes = g->n_nodes;
+  /* NHWC inputs: the model's input is the channels-last value (under the
+   * model's name); the NCHW value becomes a Transpose of it */
+  for (int k = 0; g->input_nhwc && k < g->n_inputs; k++) {
+    int x = g->inputs[k];
+    if (g->values[x].ndim != 4) continue;
+    int64_t s[4];
+    permute_shape(g->values[x].shape, to_nhwc, s);
+    int xn = gr_value_fresh(g, g->values[x].name, g->values[x].dtype, 4, s);
+    if (xn < 0) {
+      rc = TS_ERR(err, TS_ENOMEM, "layout: out of memory");
+      break;
+    }
+    const char *name = g->values[x].name;
+    g->values[x].name = g->values[xn].name;
+    g->values[xn].name = name;
+    g->values[xn].layout = "NHWC";
+    g->values[xn].is_input = true;
+    g->values[x].is_input = false;
+    g->inputs[k] = xn;
+    push_transpose(&p, xn, to_nchw, x, "");
+    p.nhwc[x] = xn;
+  }
+  if (rc) {
+    free(p.nhwc);
+    free(p.list.nodes);
+    return rc;
+  }
   for (int i = 0; i < n_nodes && !rc; i++) {
     const gr_node *n = &g->nodes[i];
-    if (converts(g, n) || follows(&p, n)) {
+    if (!g->keep_nchw && (converts(g, n) || follows(&p, n))) {
       rc = convert_node(&p, n);
       if (rc == TS_EINVAL)
         rc = TS_ERR(err, TS_EINVAL, "layout: node '%s' has too many inputs",
@@ -425,6 +484,20 @@ int ts_graph_convert_layout(ts_graph *g, ts_error *err) {
     } else {
       gr_list_push(&p.list, n);
     }
+  }
+  /* NHWC outputs: a Transpose of the NCHW value, under the model's name */
+  for (int k = 0; !rc && g->output_nhwc && k < g->n_outputs; k++) {
+    int y = g->outputs[k];
+    if (g->values[y].ndim != 4) continue;
+    const char *name = g->values[y].name;
+    int yn = nhwc_of(&p, y);
+    if (yn < 0) {
+      rc = TS_ERR(err, TS_ENOMEM, "layout: out of memory");
+      break;
+    }
+    g->values[y].name = gr_fresh_name(g, name);
+    g->values[yn].name = name;
+    g->outputs[k] = yn;
   }
   free(p.nhwc);
   if (rc) {

@@ -43,6 +43,14 @@ lacks " = BatchNormalization\["
 expect 0 "$T" graph show "$R"
 contains "call_tir\[fused_conv_add_relu"
 contains "; task "
+# channels-last edges: the input given NHWC under its name, no transpose
+expect 0 "$T" graph show "$R" --input-layout nhwc
+contains "input %data: float32\[1, 32, 32, 3\] NHWC"
+if grep -q "fused_transpose" "$TMP/out"; then cat "$TMP/out"; fail "a transpose left with an NHWC input"; fi
+expect 2 "$T" graph show "$R" --input-layout nchw16c
+contains "--input-layout: unknown layout 'nchw16c'"
+expect 2 "$T" graph show "$R" --output-layout
+contains "--output-layout needs nchw or nhwc"
 expect 1 "$T" graph show "$R" --after nosuchpass
 contains "unknown pass 'nosuchpass'"
 expect 0 "$T" graph show "$R" --json

@@ -188,6 +188,86 @@ static ts_graph *conv_softmax_conv(void) {
   return g;
 }
 
+/* NCHW [n, c, h, w] data permuted to NHWC (to = true) or back. */
+static void permute4(const float *src, float *dst, const int64_t *nchw,
+                     bool to) {
+  int64_t n = nchw[0], c = nchw[1], h = nchw[2], w = nchw[3];
+  for (int64_t a = 0; a < n; a++)
+    for (int64_t k = 0; k < c; k++)
+      for (int64_t y = 0; y < h; y++)
+        for (int64_t x = 0; x < w; x++) {
+          int64_t i = ((a * c + k) * h + y) * w + x;
+          int64_t j = ((a * h + y) * w + x) * c + k;
+          if (to)
+            dst[j] = src[i];
+          else
+            dst[i] = src[j];
+        }
+}
+
+/* --input-layout / --output-layout nhwc: the model takes and gives
+ * channels-last arrays under the same names, with no transpose left at
+ * either edge of a channels-last network, and computes the same values;
+ * with the pass off (nchw) one transpose at each edge does the same. */
+static void test_io_layout(void **state) {
+  (void)state;
+  ts_error err;
+  const int64_t in_shape[4] = {1, 6, 7, 5};
+  int64_t n_in = 6 * 7 * 5;
+  float *x = malloc(sizeof(float) * (size_t)n_in);
+  float *xt = malloc(sizeof(float) * (size_t)n_in);
+  ts_host_fill_random(x, TS_FLOAT32, n_in, 5);
+  permute4(x, xt, in_shape, true);
+  ts_graph *ref = conv_softmax_conv();
+  assert_int_equal(ts_graph_run_passes(ref, NULL, &err), TS_OK);
+  ts_graph_tensor in = {"x", TS_FLOAT32, 4, {1, 6, 7, 5}, x}, want[1];
+  assert_int_equal(
+      ts_graph_execute(ref, TS_GRAPH_COMPILE, &in, 1, want, 1, &err), TS_OK);
+  for (int pass_on = 0; pass_on < 2; pass_on++) {
+    ts_graph *g = conv_softmax_conv();
+    if (!pass_on) assert_int_equal(ts_graph_set_layout(g, "nchw", &err), TS_OK);
+    assert_int_equal(ts_graph_set_io_layout(g, "nhwc", "nhwc", &err), TS_OK);
+    assert_int_equal(ts_graph_run_passes(g, "layout", &err), TS_OK);
+    ts_graph_value_info vi = ts_graph_input(g, 0), vo = ts_graph_output(g, 0);
+    assert_string_equal(vi.name, "x");
+    assert_string_equal(vo.name, ts_graph_output(ref, 0).name);
+    int64_t want_in[4] = {1, 7, 5, 6};
+    for (int d = 0; d < 4; d++) assert_int_equal(vi.shape[d], want_in[d]);
+    assert_int_equal(vo.shape[3], want[0].shape[1]);
+    /* pass on: the input's transpose cancels against the first conv's,
+     * the output's against the last conv's; the softmax keeps its two */
+    assert_int_equal(count_transposes(g), 2);
+    ts_graph_free(g);
+    g = conv_softmax_conv();
+    if (!pass_on) assert_int_equal(ts_graph_set_layout(g, "nchw", &err), TS_OK);
+    assert_int_equal(ts_graph_set_io_layout(g, "nhwc", "nhwc", &err), TS_OK);
+    if (ts_graph_run_passes(g, NULL, &err)) fail_msg("passes: %s", err.msg);
+    ts_graph_tensor tin = {"x", TS_FLOAT32, 4, {1, 7, 5, 6}, xt}, got[1];
+    if (ts_graph_execute(g, TS_GRAPH_COMPILE, &tin, 1, got, 1, &err))
+      fail_msg("execute: %s", err.msg);
+    int64_t n_out = tensor_elems(&want[0]);
+    float *back = malloc(sizeof(float) * (size_t)n_out);
+    permute4(got[0].data, back, want[0].shape, false);
+    int64_t first;
+    double max_err;
+    assert_int_equal(ts_host_compare(want[0].data, back, TS_FLOAT32, n_out,
+                                     &first, &max_err),
+                     0);
+    free(back);
+    free_outs(got, 1);
+    ts_graph_free(g);
+  }
+  free_outs(want, 1);
+  ts_graph_free(ref);
+  free(x);
+  free(xt);
+  /* a bad name is refused, naming the side */
+  ts_graph *g = ts_graph_new("x");
+  assert_int_equal(ts_graph_set_io_layout(g, "nchw", "chwn", &err), TS_EINVAL);
+  assert_non_null(strstr(err.msg, "unknown output layout 'chwn'"));
+  ts_graph_free(g);
+}
+
 static void test_fixed_layout_op(void **state) {
   (void)state;
   ts_error err;
@@ -367,6 +447,7 @@ int main(void) {
       cmocka_unit_test(test_models_same_outputs),
       cmocka_unit_test(test_one_transpose_at_the_input),
       cmocka_unit_test(test_fixed_layout_op),
+      cmocka_unit_test(test_io_layout),
       cmocka_unit_test(test_blocked_pointwise),
       cmocka_unit_test(test_transpose_chains),
   };
