@@ -12,6 +12,7 @@
  */
 #include "cli.h"
 
+#include <cjson/cJSON.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -314,6 +315,45 @@ static int cmp_kt(const void *a, const void *b) {
   return x > y ? -1 : x < y;
 }
 
+/* Whether the compiled model's 4-D inputs (or outputs) are channels-last
+ * (`compile --input-layout/--output-layout nhwc`), from its info JSON. */
+static bool edge_nhwc(const cli_model_lib *m, const char *key) {
+  cJSON *j = cJSON_Parse(m->info());
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, key);
+  bool nhwc = cJSON_IsString(v) && !strcmp(v->valuestring, "nhwc");
+  cJSON_Delete(j);
+  return nhwc;
+}
+
+/* A 4-D tensor's data permuted between NCHW and NHWC (to_nhwc: from an
+ * NCHW shape; else from an NHWC one) into a new malloc'd buffer; *out gets
+ * the permuted shape and the buffer. False when out of memory. */
+static bool permute_edge(const ts_graph_tensor *t, bool to_nhwc,
+                         ts_graph_tensor *out) {
+  *out = *t;
+  size_t es = ts_dtype_elem_bytes(t->dtype);
+  const int64_t *s = t->shape;
+  /* the source's axes as n, c, h, w and their strides */
+  int64_t n = s[0], c = to_nhwc ? s[1] : s[3], h = to_nhwc ? s[2] : s[1],
+          w = to_nhwc ? s[3] : s[2];
+  int64_t dst_shape[4] = {n, to_nhwc ? h : c, to_nhwc ? w : h, to_nhwc ? c : w};
+  unsigned char *dst = malloc((size_t)(n * c * h * w) * es + 1);
+  if (!dst) return false;
+  const unsigned char *src = t->data;
+  for (int64_t a = 0; a < n; a++)
+    for (int64_t k = 0; k < c; k++)
+      for (int64_t y = 0; y < h; y++)
+        for (int64_t x = 0; x < w; x++) {
+          int64_t nchw = ((a * c + k) * h + y) * w + x;
+          int64_t nhwc = ((a * h + y) * w + x) * c + k;
+          int64_t from = to_nhwc ? nchw : nhwc, to = to_nhwc ? nhwc : nchw;
+          memcpy(dst + to * (int64_t)es, src + from * (int64_t)es, es);
+        }
+  memcpy(out->shape, dst_shape, sizeof dst_shape);
+  out->data = dst;
+  return true;
+}
+
 static int run_model_bench(const bm_opts *o) {
   int status = EXIT_FAIL;
   cli_model_lib m;
@@ -380,6 +420,12 @@ static int run_model_bench(const bm_opts *o) {
     snprintf(in_npz, sizeof in_npz, "%s/in.npz", dir);
     snprintf(out_npz, sizeof out_npz, "%s/out.npz", dir);
     ts_graph_tensor ts[MAX_IO];
+    void *owned[MAX_IO] = {0};
+    /* a model compiled with channels-last edges: onnxruntime gets (and
+     * gives) the model's own NCHW arrays */
+    bool in_nhwc = edge_nhwc(&m, "input_layout");
+    bool out_nhwc = edge_nhwc(&m, "output_layout");
+    int wrc = 0;
     for (int i = 0; i < n_in; i++) {
       ts[i].name = in[i].info.name;
       ts[i].dtype = in[i].dtype;
@@ -387,8 +433,19 @@ static int run_model_bench(const bm_opts *o) {
       for (int d = 0; d < in[i].info.ndim; d++)
         ts[i].shape[d] = in[i].info.shape[d];
       ts[i].data = in[i].data;
+      if (in_nhwc && ts[i].ndim == 4) {
+        ts_graph_tensor p;
+        if (!permute_edge(&ts[i], false, &p)) wrc = TS_ENOMEM;
+        ts[i] = p;
+        owned[i] = p.data;
+      }
     }
-    if (ts_graph_npz_write(in_npz, ts, n_in, &err)) {
+    if (wrc)
+      TS_ERR(&err, wrc, "out of memory");
+    else
+      wrc = ts_graph_npz_write(in_npz, ts, n_in, &err);
+    for (int i = 0; i < n_in; i++) free(owned[i]);
+    if (wrc) {
       cli_error("cannot write the inputs for onnxruntime", &err);
       goto done;
     }
@@ -407,7 +464,13 @@ static int run_model_bench(const bm_opts *o) {
       }
       int64_t e = 1;
       for (int d = 0; d < r.ndim; d++) e *= r.shape[d];
-      errs[i] = e == out[i].elems ? rel_error(&out[i], &r) : INFINITY;
+      ts_graph_tensor rp = r;
+      if (out_nhwc && r.ndim == 4 && !permute_edge(&r, true, &rp)) {
+        fprintf(stderr, "tessera: error: out of memory\n");
+        goto done;
+      }
+      errs[i] = e == out[i].elems ? rel_error(&out[i], &rp) : INFINITY;
+      if (rp.data != r.data) free(rp.data);
       if (!(errs[i] <= o->tol)) {
         agree = false;
         fprintf(stderr,

@@ -376,6 +376,12 @@ static char *info_json(const cp_program *p, const char *target,
   cJSON_AddNumberToObject(root, "arena_bytes", (double)p->arena_bytes);
   cJSON_AddNumberToObject(root, "constant_bytes", (double)p->g->consts_len);
   cJSON_AddNumberToObject(root, "calls", p->n_calls);
+  /* how the 4-D inputs and outputs are laid out (--input-layout,
+   * --output-layout): "nchw" as the model declares them, or "nhwc" */
+  cJSON_AddStringToObject(root, "input_layout",
+                          p->g->input_nhwc ? "nhwc" : "nchw");
+  cJSON_AddStringToObject(root, "output_layout",
+                          p->g->output_nhwc ? "nhwc" : "nchw");
   cJSON *arr = cJSON_AddArrayToObject(root, "tasks");
   for (int i = 0; i < r->n_tasks; i++) {
     const ts_graph_compile_task *t = &r->tasks[i];

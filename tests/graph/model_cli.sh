@@ -68,6 +68,13 @@ if "$T" compile --help >/dev/null 2>&1; then
     contains out '"settle_ms": 20'
     contains out '"speedup": [0-9]'
     contains out '"onnxruntime_seconds": [0-9]'
+    # channels-last edges: onnxruntime still gets and gives the model's own
+    # NCHW arrays, and the outputs agree
+    expect 0 "$T" compile "$MODEL" --db "$TMP/m.db" -o "$TMP/mh.so" \
+      --input-layout nhwc --output-layout nhwc
+    expect 0 "$T" bench --model "$TMP/mh.so" --onnx "$MODEL" --threads 1 \
+      --rounds 1 --min-round-ms 1 --settle-ms 0 --json
+    contains out '"speedup": [0-9]'
   else
     echo "model_cli: no onnxruntime in $SRC/.venv: the side-by-side bench is skipped"
   fi
