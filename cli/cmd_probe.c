@@ -26,7 +26,12 @@ static const char probe_usage[] =
     "database (default ./tessera.db) unless --no-store; --json prints them as\n"
     "one JSON object.\n";
 
-#define ACCUMULATORS 16
+/* Independent FMA chains per thread: enough to cover the FMA latency on
+ * two pipes (8 on current x86 cores), few enough that the code generator
+ * keeps them in vector registers on every target (its register promotion
+ * leaves four of AVX2's sixteen to the operands; with 16 they stayed in
+ * memory and the probe read half the peak). */
+#define ACCUMULATORS 10
 #define FMA_STEPS 100000
 
 typedef struct probe {

@@ -21,7 +21,7 @@
 
 static const char show_usage[] =
     "usage: tessera show (--workload SPEC | --tir FILE) [--target T]\n"
-    "                    [--lowered | --llvm | --asm]\n"
+    "                    [--default] [--lowered | --llvm | --asm]\n"
     "       tessera show --trace FILE [--workload SPEC | --tir FILE]\n"
     "       tessera show --db PATH --workload W [--target T] --best\n"
     "                    [--tir | --lowered | --llvm | --asm | --trace]\n"
@@ -313,10 +313,37 @@ static int show_best(const char *db_path, const char *key, const char *tir_path,
   return rc;
 }
 
+/* Replaces *f (owned by *w when set) by its default schedule for the target
+ * (this machine when NULL): what `tessera compile` builds for an untuned
+ * task. Frees the input on every path; EXIT_OK or EXIT_FAIL. */
+static int show_default(ts_workload **w, ts_func **f, const char *target) {
+  ts_error err;
+  ts_error_clear(&err);
+  ts_target *t = NULL;
+  ts_sched *sch = NULL;
+  ts_func *scheduled = NULL;
+  if (target ? ts_target_parse(target, &t, &err) : ts_target_host(&t, &err))
+    cli_error("bad target", &err);
+  else if (ts_default_schedule(*f, t, &sch, &err))
+    cli_error("the default schedule failed", &err);
+  else
+    scheduled = ts_func_copy(ts_sched_func(sch));
+  ts_sched_destroy(sch);
+  ts_target_free(t);
+  if (*w) {
+    ts_workload_free(*w);
+    *w = NULL;
+  } else {
+    ts_func_free(*f);
+  }
+  *f = scheduled;
+  return scheduled ? EXIT_OK : EXIT_FAIL;
+}
+
 int cmd_show(int argc, char **argv) {
   const char *spec = NULL, *tir = NULL, *target = NULL, *what = NULL;
   const char *trace_path = NULL, *db_path = NULL;
-  bool ops = false, best = false;
+  bool ops = false, best = false, dflt = false;
   for (int i = 1; i < argc; i++) {
     const char *v;
     bool missing;
@@ -327,6 +354,8 @@ int cmd_show(int argc, char **argv) {
       ops = true;
     } else if (!strcmp(argv[i], "--best")) {
       best = true;
+    } else if (!strcmp(argv[i], "--default")) {
+      dflt = true;
     } else if (!strcmp(argv[i], "--lowered") || !strcmp(argv[i], "--llvm") ||
                !strcmp(argv[i], "--asm") || bare_flag(argc, argv, i, "--tir") ||
                bare_flag(argc, argv, i, "--trace")) {
@@ -369,6 +398,9 @@ int cmd_show(int argc, char **argv) {
     ts_target_free(t);
     return EXIT_OK;
   }
+  if (dflt && (trace_path || db_path || best))
+    return cli_usage_error("show", "--default does not go with --trace, --db "
+                                   "or --best");
   if (db_path || best) {
     if (!db_path || !best)
       return cli_usage_error("show", "--db and --best go together: "
@@ -430,6 +462,9 @@ int cmd_show(int argc, char **argv) {
       return EXIT_FAIL;
     }
     f = scheduled;
+  } else if (dflt) {
+    rc = show_default(&w, &f, target);
+    if (rc != EXIT_OK) return rc;
   }
   if (what) {
     rc = show_compiled(f, target, what, false);

@@ -189,27 +189,71 @@ static bool split_shape(builder *b, int64_t *shape, int *nd) {
   return true;
 }
 
-/* The parameter bound to value v, as it is or (split) with its last axis
- * viewed as [C/B, B] (see gr_fuse_builder). */
-static ts_buffer *param_as(builder *b, int v, bool split) {
-  for (int i = 0; i < b->n_params; i++)
-    if (b->values[i] == v && b->split[i] == split) return b->bufs[i];
+/* shape (rank *nd, aligned to the right against the group's rank
+ * merge_rank) with the leading axes merged (see gr_fuse_builder):
+ * [lead..., rest] becomes [M, rest]; ones on every leading axis present
+ * are dropped (a broadcast operand); false and b->failed otherwise. */
+static bool merge_shape(builder *b, int64_t *shape, int *nd) {
+  int ml = b->merge_lead, r = *nd, off = b->merge_rank - r;
+  if (off == 0 && r > ml &&
+      !memcmp(shape, b->lead, sizeof(int64_t) * (size_t)ml)) {
+    int64_t m = 1;
+    for (int d = 0; d < ml; d++) m *= shape[d];
+    shape[0] = m;
+    memmove(shape + 1, shape + ml, sizeof(int64_t) * (size_t)(r - ml));
+    *nd = r - ml + 1;
+    return true;
+  }
+  int n_lead = ml - off > 0 ? ml - off : 0; /* leading axes present */
+  if (off < 0) n_lead = r; /* a higher rank than the group's: refuse */
+  for (int d = 0; d < n_lead; d++)
+    if (shape[d] != 1 || off < 0) {
+      b->failed = true;
+      return false;
+    }
+  memmove(shape, shape + n_lead, sizeof(int64_t) * (size_t)(r - n_lead));
+  *nd = r - n_lead;
+  return true;
+}
+
+/* shape viewed as the group's stages see it: merged, then split. */
+static bool view_shape(builder *b, int64_t *shape, int *nd, bool split) {
+  if (b->merge_lead && !merge_shape(b, shape, nd)) return false;
+  return !split || split_shape(b, shape, nd);
+}
+
+/* The parameter bound to value v with the given shape (the same bytes
+ * viewed; added on first use). */
+static ts_buffer *param_shaped(builder *b, int v, const int64_t *shape,
+                               int nd) {
+  for (int i = 0; i < b->n_params; i++) {
+    const ts_buffer *p = b->bufs[i];
+    if (b->values[i] == v && ts_buffer_ndim(p) == nd &&
+        !memcmp(ts_buffer_shape(p), shape, sizeof(int64_t) * (size_t)nd))
+      return b->bufs[i];
+  }
   if (b->n_params == MAX_PARAMS - 1) {
     b->failed = true;
     return NULL;
   }
+  char name[16];
+  snprintf(name, sizeof name, "p%d", b->n_params);
+  ts_buffer *buf =
+      ts_te_placeholder(b->te, name, b->g->values[v].dtype, shape, nd);
+  b->values[b->n_params] = v;
+  b->bufs[b->n_params++] = buf;
+  return buf;
+}
+
+/* The parameter bound to value v, viewed as the group's stages see it
+ * (merged leading axes; with split, its last axis as [C/B, B]). */
+static ts_buffer *param_as(builder *b, int v, bool split) {
   const gr_value *x = &b->g->values[v];
   int64_t shape[TS_MAX_DIMS];
   int nd = x->ndim;
   memcpy(shape, x->shape, sizeof(int64_t) * (size_t)nd);
-  if (split && !split_shape(b, shape, &nd)) return NULL;
-  char name[16];
-  snprintf(name, sizeof name, "p%d", b->n_params);
-  ts_buffer *buf = ts_te_placeholder(b->te, name, x->dtype, shape, nd);
-  b->values[b->n_params] = v;
-  b->split[b->n_params] = split;
-  b->bufs[b->n_params++] = buf;
-  return buf;
+  if (!view_shape(b, shape, &nd, split)) return NULL;
+  return param_shaped(b, v, shape, nd);
 }
 
 ts_buffer *gr_fuse_param(builder *b, int v) { return param_as(b, v, false); }
@@ -320,7 +364,7 @@ static ts_buffer *build_elementwise(builder *b, const gr_node *n, int cur,
   int64_t shape[TS_MAX_DIMS];
   int nd = out->ndim;
   memcpy(shape, out->shape, sizeof(int64_t) * (size_t)nd);
-  if (b->split_b && !split_shape(b, shape, &nd)) return NULL;
+  if (!view_shape(b, shape, &nd, b->split_b != 0)) return NULL;
   ts_te_stage *st = ts_te_compute(b->te, gr_fuse_stage_name(b, n->op),
                                   out->dtype, shape, nd, NULL);
   ts_expr *axes[TS_MAX_DIMS], *in[8] = {0};
@@ -409,6 +453,45 @@ static ts_buffer *pad_stage(builder *b, ts_buffer *data, const gr_value *x,
   return ts_te_set_value(ps, ts_call(a, TS_FLOAT32, "if_then_else", args, 3));
 }
 
+/* conv + the Conv's bias (if any) over the channel axes at the end of its
+ * shape (rank nd, as the group's stages see it). */
+static ts_buffer *conv_bias(builder *b, const gr_node *n, ts_buffer *conv,
+                            const int64_t *shape, int nd) {
+  if (n->n_inputs < 3 || n->inputs[2] < 0) return conv;
+  ts_buffer *bias = param_as(b, n->inputs[2], b->split_b != 0);
+  if (!bias) return NULL;
+  ts_te_stage *bs = ts_te_compute(b->te, gr_fuse_stage_name(b, "bias"),
+                                  TS_FLOAT32, shape, nd, NULL);
+  ts_expr *ax[TS_MAX_DIMS];
+  for (int d = 0; d < nd; d++) ax[d] = ts_te_axis(bs, d);
+  return ts_te_set_value(bs, ts_add(b->a, ts_te_load(b->te, conv, ax, nd),
+                                    bcast_load(b, bias, ax, nd)));
+}
+
+/* Whether Conv n is pointwise channels-last (2-D, 1x1, stride 1, no
+ * padding, group 1): a matrix product over the merged N, H, W axes. */
+static bool pointwise_conv(const ts_graph *g, const gr_node *n) {
+  if (strcmp(n->op, "Conv") || !gr_node_channels_last(n) ||
+      g->values[n->inputs[0]].ndim != 4 || gr_attr_int(n, "group", 1) != 1)
+    return false;
+  const gr_value *w = &g->values[n->inputs[1]];
+  int64_t B = gr_conv_weight_block(n);
+  if (w->ndim != (B ? 5 : 4) || w->shape[B ? 1 : 0] != 1 ||
+      w->shape[B ? 2 : 1] != 1)
+    return false;
+  int c;
+  const int64_t *p;
+  if ((p = gr_attr_ints(n, "strides", &c)))
+    for (int d = 0; d < c; d++)
+      if (p[d] != 1) return false;
+  if ((p = gr_attr_ints(n, "pads", &c)))
+    for (int d = 0; d < c; d++)
+      if (p[d] != 0) return false;
+  const char *ap = gr_attr_string(n, "auto_pad", "NOTSET");
+  return !strcmp(ap, "NOTSET") || !strcmp(ap, "VALID") ||
+         !strncmp(ap, "SAME", 4); /* SAME pads nothing at kernel 1 */
+}
+
 /* A channels-last 2-D Conv with blocked weights [CO/B, KH, KW, CI, B]
  * (group 1): the reduction and the bias iterate the output as
  * [N, OH, OW, CO/B, B], so a tile of output channels reads contiguous
@@ -447,15 +530,46 @@ static ts_buffer *build_conv_blocked(builder *b, const gr_node *n,
   ts_buffer *conv = ts_te_set_reduce(st, TS_TE_SUM,
                                      ts_mul(a, ts_te_load(b->te, in, di, 4),
                                             ts_te_load(b->te, weight, wi, 5)));
-  if (n->n_inputs < 3 || n->inputs[2] < 0) return conv;
-  ts_buffer *bias = param_as(b, n->inputs[2], true);
-  if (!bias) return NULL;
-  ts_te_stage *bs = ts_te_compute(b->te, gr_fuse_stage_name(b, "bias"),
-                                  TS_FLOAT32, shape, 5, NULL);
-  ts_expr *ax[5];
-  for (int d = 0; d < 5; d++) ax[d] = ts_te_axis(bs, d);
-  return ts_te_set_value(bs, ts_add(a, ts_te_load(b->te, conv, ax, 5),
-                                    ts_te_load(b->te, bias, &ax[3], 2)));
+  return conv_bias(b, n, conv, shape, 5);
+}
+
+/* A pointwise channels-last conv (see pointwise_conv) as the matrix product
+ * it is: data viewed [M, CI], weights [CI, CO] (or blocked [CO/B, CI, B]),
+ * the output iterated [M, CO] (or [M, CO/B, B]); b->merge_* set by the
+ * caller. */
+static ts_buffer *build_conv_pointwise(builder *b, const gr_node *n) {
+  const ts_graph *g = b->g;
+  ts_arena *a = b->a;
+  const gr_value *w = &g->values[n->inputs[1]];
+  const gr_value *out = &g->values[n->outputs[0]];
+  int64_t B = gr_conv_weight_block(n), CO = out->shape[3];
+  int64_t CI = w->shape[B ? 3 : 2], M = b->lead[0] * b->lead[1] * b->lead[2];
+  if (B) {
+    b->split_c = CO;
+    b->split_b = B;
+  }
+  int64_t ws[3] = {CI, CO, 0}, shape[3] = {M, CO, 0};
+  if (B) {
+    ws[0] = CO / B, ws[1] = CI, ws[2] = B;
+    shape[1] = CO / B, shape[2] = B;
+  }
+  int nd = B ? 3 : 2;
+  ts_buffer *data = param_as(b, n->inputs[0], false);
+  ts_buffer *weight = param_shaped(b, n->inputs[1], ws, nd);
+  if (!data || !weight) return NULL;
+  ts_te_stage *st = ts_te_compute(b->te, gr_fuse_stage_name(b, "conv"),
+                                  TS_FLOAT32, shape, nd, NULL);
+  ts_expr *rc = ts_te_reduce_axis(st, "rc", CI);
+  ts_expr *di[2] = {ts_te_axis(st, 0), rc}, *wi[3];
+  if (B) {
+    wi[0] = ts_te_axis(st, 1), wi[1] = rc, wi[2] = ts_te_axis(st, 2);
+  } else {
+    wi[0] = rc, wi[1] = ts_te_axis(st, 1);
+  }
+  ts_buffer *conv = ts_te_set_reduce(st, TS_TE_SUM,
+                                     ts_mul(a, ts_te_load(b->te, data, di, 2),
+                                            ts_te_load(b->te, weight, wi, nd)));
+  return conv_bias(b, n, conv, shape, nd);
 }
 
 /* Conv (NC + 1 to 3 spatial dimensions, or channels-last 2-D): a pad
@@ -465,6 +579,12 @@ static ts_buffer *build_conv(builder *b, const gr_node *n) {
   ts_arena *a = b->a;
   const gr_value *x = &g->values[n->inputs[0]], *w = &g->values[n->inputs[1]];
   const gr_value *out = &g->values[n->outputs[0]];
+  if (pointwise_conv(g, n)) {
+    b->merge_lead = 3;
+    b->merge_rank = 4;
+    memcpy(b->lead, out->shape, sizeof(int64_t) * 3);
+    return build_conv_pointwise(b, n);
+  }
   ts_buffer *data = gr_fuse_param(b, n->inputs[0]);
   ts_buffer *weight = gr_fuse_param(b, n->inputs[1]);
   if (!data || !weight) return NULL;
@@ -889,8 +1009,9 @@ static ts_func *build_group(const ts_graph *g, const int *members, int n,
       cur_buf = build_softmax(b, m);
     else if (!strcmp(m->op, "LayerNormalization"))
       cur_buf = build_layer_norm(b, m);
-    else if (b->split_b && (is_reduce(m) || gr_fuse_is_move(g, m)))
-      cur_buf = NULL; /* a channel-split group holds elementwise ops only */
+    else if ((b->split_b || b->merge_lead) &&
+             (is_reduce(m) || gr_fuse_is_move(g, m)))
+      cur_buf = NULL; /* a split or merged group: elementwise ops only */
     else if (gr_fuse_is_move(g, m) && i == 0)
       cur_buf = gr_fuse_build_move(b, m);
     else if (is_reduce(m))
@@ -948,7 +1069,7 @@ int ts_graph_fuse(ts_graph *g, ts_error *err) {
     builder b;
     ts_func *f = build_group(g, members, n, &b);
     if (!f && n > 1 && !strcmp(g->nodes[i].op, "Conv") &&
-        gr_conv_weight_block(&g->nodes[i]))
+        (gr_conv_weight_block(&g->nodes[i]) || pointwise_conv(g, &g->nodes[i])))
       f = build_group(g, members, n = 1, &b); /* its epilogue apart */
     if (!f) continue;                         /* left as graph operators */
     int last = members[n - 1];

@@ -18,7 +18,6 @@ typedef struct gr_fuse_builder {
   ts_arena *a;
   int values[GR_FUSE_MAX_PARAMS]; /* graph values bound to parameters */
   ts_buffer *bufs[GR_FUSE_MAX_PARAMS];
-  bool split[GR_FUSE_MAX_PARAMS]; /* bound as a channel-split view */
   int n_params;
   bool failed;
   int stage_no;
@@ -27,6 +26,14 @@ typedef struct gr_fuse_builder {
    * rank higher and every parameter indexed by the channel axis is bound
    * as the same bytes viewed [..., C/split_b, split_b]. 0: no split. */
   int64_t split_c, split_b;
+  /* A group anchored by a pointwise channels-last conv (1x1, stride 1, no
+   * padding, group 1) is a matrix product: its stages iterate the output's
+   * leading merge_lead axes (N, H, W, of extents lead[]) as one axis M,
+   * and every parameter of those leading extents is bound as the same
+   * bytes viewed [M, ...]; one that is 1 on all of them broadcasts with
+   * them dropped. 0: no merge. Applied before the channel split. */
+  int merge_lead, merge_rank; /* merge_rank: the output's rank */
+  int64_t lead[TS_MAX_DIMS];
 } gr_fuse_builder;
 
 /* The parameter bound to graph value v (added on first use); NULL and

@@ -142,8 +142,10 @@ bool gr_node_channels_last(const gr_node *n);
  * CO]; 0 when they are not blocked. */
 int64_t gr_conv_weight_block(const gr_node *n);
 /* Whether function parameter p can stand for graph value val: the same
- * dtype and shape, or the same bytes with the last axis split in two (a
- * channel-split view of a group anchored by a blocked conv). */
+ * dtype and element count (the parameter views the value's bytes in
+ * row-major order, in its own shape: fuse.c splits the channel axis of a
+ * group anchored by a blocked conv and merges the N, H, W axes of one
+ * anchored by a pointwise conv). */
 bool gr_param_fits_value(const ts_buffer *p, const gr_value *val);
 /* Whether op is one of the elementwise operators fusion takes in. */
 bool gr_is_elementwise_op(const char *op);

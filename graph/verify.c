@@ -3,7 +3,8 @@
  * produced at most once and never both produced and constant or an input,
  * value ids in range, graph outputs defined, and for a call node a function
  * whose parameters match its inputs and outputs in count and, where shapes
- * are known, in shape and dtype.
+ * are known, in dtype and element count (a parameter may view the value's
+ * bytes in another shape: fuse.c's split and merged groups).
  */
 #include "internal.h"
 
@@ -12,15 +13,9 @@
 
 bool gr_param_fits_value(const ts_buffer *p, const gr_value *val) {
   if (!ts_dtype_eq(val->dtype, ts_buffer_dtype(p))) return false;
-  int nd = val->ndim, pd = ts_buffer_ndim(p);
-  if (pd != nd && !(pd == nd + 1 && nd >= 1)) return false;
-  for (int d = 0; d < nd - (pd != nd); d++)
-    if (val->shape[d] != ts_buffer_dim(p, d)) return false;
-  /* a channel-split view: the last axis as two (see fuse.c) */
-  if (pd != nd)
-    return ts_buffer_dim(p, nd - 1) * ts_buffer_dim(p, nd) ==
-           val->shape[nd - 1];
-  return true;
+  int64_t n = 1;
+  for (int d = 0; d < ts_buffer_ndim(p); d++) n *= ts_buffer_dim(p, d);
+  return n == gr_value_elems(val);
 }
 
 int ts_graph_verify(const ts_graph *g, ts_error *err) {

@@ -51,6 +51,14 @@ h1=$(grep '# hash:' "$TMP/mm.tir")
 expect 0 "$T" show --tir "$TMP/mm.tir"
 h2=$(grep '# hash:' "$TMP/out")
 [ "$h1" = "$h2" ] || fail "hash changed through the text form: $h1 vs $h2"
+# --default: the schedule an untuned task gets (here: a parallel loop and a
+# vectorized one), as TIR or lowered code; not with a trace or a database
+expect 0 "$T" show --tir "$TMP/mm.tir" --default
+contains "parallel"; contains "vectorized"
+expect 0 "$T" show --tir "$TMP/mm.tir" --default --lowered
+contains "# target: "
+expect 2 "$T" show --tir "$TMP/mm.tir" --default --trace "$TMP/mm.tir"
+contains "--default does not go with"
 
 # check runs the interpreter and reports ok.
 expect 0 "$T" check --workload "conv2d_nhwc N=1 H=8 W=8 CI=4 CO=4 KH=3 KW=3 pad=1" --quiet

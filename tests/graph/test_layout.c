@@ -372,6 +372,71 @@ static void test_blocked_pointwise(void **state) {
   ts_graph_free(all);
 }
 
+/* The compiled call whose name starts with `prefix`, or NULL. */
+static const gr_node *call_named(const ts_graph *g, const char *prefix) {
+  for (int i = 0; i < g->n_nodes; i++)
+    if (g->nodes[i].kind == TS_GRAPH_CALL &&
+        !strncmp(g->nodes[i].name, prefix, strlen(prefix)))
+      return &g->nodes[i];
+  return NULL;
+}
+
+/* Pointwise channels-last convs are matrix products over the merged N, H,
+ * W axes: x -> 1x1 conv (24 channels: not blocked) + bias -> relu, and
+ * x -> 1x1 conv with stride 2 (not pointwise: stays 4-D) -> sigmoid. */
+static void test_pointwise_matmul(void **state) {
+  (void)state;
+  ts_error err;
+  ts_graph *g[2];
+  for (int k = 0; k < 2; k++) {
+    g[k] = ts_graph_new("pwm");
+    int x = add_input(g[k], "x", (int64_t[]){1, 16, 6, 6});
+    float w[24 * 16], b[24];
+    for (int i = 0; i < 24 * 16; i++) w[i] = (float)((i * 31) % 19 - 9) / 16;
+    for (int i = 0; i < 24; i++) b[i] = (float)(i % 5) / 8 - 0.25f;
+    int w1 =
+        gr_const_add(g[k], "w1", TS_FLOAT32, 4, (int64_t[]){24, 16, 1, 1}, w);
+    int b1 = gr_const_add(g[k], "b1", TS_FLOAT32, 1, (int64_t[]){24}, b);
+    int c1 = node(g[k], "Conv", (int[]){x, w1, b1}, 3);
+    set_ints(g[k], "kernel_shape", 2, (int64_t[]){1, 1});
+    int r1 = node(g[k], "Relu", &c1, 1);
+    int c2 = node(g[k], "Conv", (int[]){x, w1}, 2);
+    set_ints(g[k], "strides", 2, (int64_t[]){2, 2});
+    int s2 = node(g[k], "Sigmoid", &c2, 1);
+    g[k]->outputs = ts_arena_alloc(g[k]->arena, sizeof(int) * 2);
+    g[k]->outputs[0] = r1;
+    g[k]->outputs[1] = s2;
+    g[k]->n_outputs = 2;
+  }
+  assert_int_equal(ts_graph_set_layout(g[0], "nchw", &err), TS_OK);
+  assert_int_equal(ts_graph_run_passes(g[0], "layout", &err), TS_OK);
+  assert_int_equal(ts_graph_run_passes(g[1], NULL, &err), TS_OK);
+  assert_int_equal(ts_graph_count_op(g[1], "Conv"), 0);
+  const gr_node *pw = call_named(g[1], "fused_conv_relu");
+  const gr_node *st = call_named(g[1], "fused_conv_sigmoid");
+  assert_non_null(pw);
+  assert_non_null(st);
+  /* data [36, 16], weights [16, 24], bias [24], output [36, 24] */
+  static const int64_t want[4][2] = {{36, 16}, {16, 24}, {24, 0}, {36, 24}};
+  assert_int_equal(ts_func_n_params(pw->func), 4);
+  for (int k = 0; k < 4; k++) {
+    const ts_buffer *p = ts_func_param(pw->func, k);
+    assert_int_equal(ts_buffer_ndim(p), want[k][1] ? 2 : 1);
+    for (int d = 0; d < ts_buffer_ndim(p); d++)
+      assert_int_equal(ts_buffer_dim(p, d), want[k][d]);
+  }
+  assert_int_equal(ts_buffer_ndim(ts_func_param(st->func, 0)), 4);
+  assert_int_equal(ts_graph_verify(g[1], &err), TS_OK);
+  ts_graph_tensor a[2], c[2];
+  run(g[0], TS_GRAPH_INTERPRET, a);
+  run(g[1], TS_GRAPH_COMPILE, c);
+  same(a, c, 2, "pointwise as a matrix product, compiled");
+  free_outs(a, 2);
+  free_outs(c, 2);
+  ts_graph_free(g[0]);
+  ts_graph_free(g[1]);
+}
+
 /* Random chains of 4-D transposes around a conv: after the pass at most
  * one transpose is left between the input and the conv (none when the
  * chain composes to the identity), and the values are the same. */
@@ -449,6 +514,7 @@ int main(void) {
       cmocka_unit_test(test_fixed_layout_op),
       cmocka_unit_test(test_io_layout),
       cmocka_unit_test(test_blocked_pointwise),
+      cmocka_unit_test(test_pointwise_matmul),
       cmocka_unit_test(test_transpose_chains),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
