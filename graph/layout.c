@@ -240,8 +240,55 @@ static bool follows(const layout_pass *p, const gr_node *n) {
   return any;
 }
 
+/* The strides of a strided pointwise Conv (1x1 weights, one group, no
+ * padding, some stride above 1) in s[2]; false for any other node. */
+static bool strided_pointwise(const ts_graph *g, const gr_node *n, int64_t *s) {
+  if (strcmp(n->op, "Conv") || gr_attr_int(n, "group", 1) != 1) return false;
+  const gr_value *w = &g->values[n->inputs[1]];
+  if (w->ndim != 4 || w->shape[2] != 1 || w->shape[3] != 1) return false;
+  int c;
+  const int64_t *a = gr_attr_ints(n, "strides", &c);
+  if (!a || c != 2 || (a[0] == 1 && a[1] == 1) || a[0] < 1 || a[1] < 1)
+    return false;
+  s[0] = a[0], s[1] = a[1];
+  const int64_t *pads = gr_attr_ints(n, "pads", &c);
+  for (int d = 0; pads && d < c; d++)
+    if (pads[d]) return false;
+  const char *ap = gr_attr_string(n, "auto_pad", "NOTSET");
+  return !strcmp(ap, "NOTSET") || !strcmp(ap, "VALID");
+}
+
+/* A Slice node (pushed to the list) taking every s[0]-th row and s[1]-th
+ * column of NHWC value x: what a strided 1x1 conv reads. Returns the
+ * result, or -1 when out of memory. */
+static int push_subsample(layout_pass *p, int x, const int64_t *s) {
+  ts_graph *g = p->g;
+  const gr_value *v = &g->values[x];
+  int64_t two = 2, starts[2] = {0, 0}, ends[2] = {v->shape[1], v->shape[2]};
+  int64_t axes[2] = {1, 2};
+  int64_t shape[4] = {v->shape[0], (v->shape[1] + s[0] - 1) / s[0],
+                      (v->shape[2] + s[1] - 1) / s[1], v->shape[3]};
+  int ins[5] = {x, -1, -1, -1, -1};
+  const int64_t *data[4] = {starts, ends, axes, s};
+  for (int k = 0; k < 4; k++)
+    if ((ins[k + 1] = gr_const_add(g, gr_fresh_name(g, "slice"), TS_INT64, 1,
+                                   &two, data[k])) < 0)
+      return -1;
+  int out = gr_value_fresh(g, g->values[x].name, g->values[x].dtype, 4, shape);
+  if (out < 0) return -1;
+  g->values[out].layout = "NHWC";
+  gr_node n =
+      gr_node_make(g, "Slice", gr_fresh_name(g, "subsample"), ins, 5, &out, 1);
+  gr_list_push(&p->list, &n);
+  return out;
+}
+
 static int convert_node(layout_pass *p, const gr_node *n) {
   ts_graph *g = p->g;
+  /* a strided pointwise conv reads a subsample: sliced first, it becomes
+   * a pointwise conv of stride 1 (a matrix product, see fuse.c) */
+  int64_t sub[2];
+  bool subsample = strided_pointwise(g, n, sub);
   bool elementwise = gr_is_elementwise_op(n->op);
   bool permute_consts = elementwise || !strcmp(n->op, "Concat");
   int ins[16];
@@ -264,6 +311,8 @@ static int convert_node(layout_pass *p, const gr_node *n) {
       ins[k] = v;
     else
       ins[k] = nhwc_of(p, v);
+    if (ins[k] >= 0 && subsample && k == 0)
+      ins[k] = push_subsample(p, ins[k], sub);
     if (ins[k] < 0) return ins[k];
   }
   int out = n->outputs[0];
@@ -287,6 +336,14 @@ static int convert_node(layout_pass *p, const gr_node *n) {
     gr_node_set_attr(
         g, &m,
         (gr_attr){.name = "layout", .kind = GR_ATTR_STRING, .s = "NHWC"});
+    if (subsample) {
+      int64_t *one = ts_arena_alloc(g->arena, sizeof(int64_t) * 2);
+      one[0] = one[1] = 1;
+      gr_node_set_attr(
+          g, &m,
+          (gr_attr){
+              .name = "strides", .kind = GR_ATTR_INTS, .n = 2, .ints = one});
+    }
     if (!strcmp(n->op, "Conv") && weight_block_for(g, n))
       gr_node_set_attr(g, &m,
                        (gr_attr){.name = "weight_block",

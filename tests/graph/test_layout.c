@@ -383,7 +383,8 @@ static const gr_node *call_named(const ts_graph *g, const char *prefix) {
 
 /* Pointwise channels-last convs are matrix products over the merged N, H,
  * W axes: x -> 1x1 conv (24 channels: not blocked) + bias -> relu, and
- * x -> 1x1 conv with stride 2 (not pointwise: stays 4-D) -> sigmoid. */
+ * x -> 1x1 conv with stride 2 -> sigmoid, which reads every other row and
+ * column: a Slice, then a pointwise conv of stride 1. */
 static void test_pointwise_matmul(void **state) {
   (void)state;
   ts_error err;
@@ -425,7 +426,12 @@ static void test_pointwise_matmul(void **state) {
     for (int d = 0; d < ts_buffer_ndim(p); d++)
       assert_int_equal(ts_buffer_dim(p, d), want[k][d]);
   }
-  assert_int_equal(ts_buffer_ndim(ts_func_param(st->func, 0)), 4);
+  /* the subsample [1, 3, 3, 16] read as [9, 16] */
+  assert_non_null(call_named(g[1], "fused_slice"));
+  const ts_buffer *sp = ts_func_param(st->func, 0);
+  assert_int_equal(ts_buffer_ndim(sp), 2);
+  assert_int_equal(ts_buffer_dim(sp, 0), 9);
+  assert_int_equal(ts_buffer_dim(sp, 1), 16);
   assert_int_equal(ts_graph_verify(g[1], &err), TS_OK);
   ts_graph_tensor a[2], c[2];
   run(g[0], TS_GRAPH_INTERPRET, a);
