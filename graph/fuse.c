@@ -663,8 +663,46 @@ static ts_buffer *build_conv(builder *b, const gr_node *n) {
                                     ts_te_load(b->te, bias, &ax[cax], 1)));
 }
 
+/* A MatMul with blocked constant weights [N/B, K, B] (see
+ * gr_matmul_weight_block; A of rank 2 or more): the output iterated as
+ * [..., M, N/B, B], so a tile of columns reads contiguous weights; the
+ * group's later stages follow (b->split_*). */
+static ts_buffer *build_matmul_blocked(builder *b, const gr_node *n) {
+  const ts_graph *g = b->g;
+  const gr_value *x = &g->values[n->inputs[0]], *y = &g->values[n->inputs[1]];
+  const gr_value *out = &g->values[n->outputs[0]];
+  int64_t B = y->shape[2], N = y->shape[0] * B;
+  int no = out->ndim, na = x->ndim;
+  if (na < 2 || y->ndim != 3 || no != na || out->shape[no - 1] != N) {
+    b->failed = true;
+    return NULL;
+  }
+  b->split_c = N;
+  b->split_b = B;
+  ts_buffer *A = gr_fuse_param(b, n->inputs[0]),
+            *W = gr_fuse_param(b, n->inputs[1]);
+  if (!A || !W) return NULL;
+  int64_t shape[TS_MAX_DIMS];
+  int ns = no;
+  memcpy(shape, out->shape, sizeof(int64_t) * (size_t)no);
+  if (!split_shape(b, shape, &ns)) return NULL;
+  ts_te_stage *st = ts_te_compute(b->te, gr_fuse_stage_name(b, "matmul"),
+                                  TS_FLOAT32, shape, ns, NULL);
+  ts_expr *ax[TS_MAX_DIMS], *ai[TS_MAX_DIMS], *wi[3];
+  for (int d = 0; d < ns; d++) ax[d] = ts_te_axis(st, d);
+  ts_expr *k = ts_te_reduce_axis(st, "rk", x->shape[na - 1]);
+  for (int d = 0; d < na - 1; d++)
+    ai[d] = x->shape[d] == 1 && d < na - 2 ? ts_index(b->a, 0) : ax[d];
+  ai[na - 1] = k;
+  wi[0] = ax[ns - 2], wi[1] = k, wi[2] = ax[ns - 1];
+  return ts_te_set_reduce(
+      st, TS_TE_SUM,
+      ts_mul(b->a, ts_te_load(b->te, A, ai, na), ts_te_load(b->te, W, wi, 3)));
+}
+
 static ts_buffer *build_matmul(builder *b, const gr_node *n) {
   const ts_graph *g = b->g;
+  if (gr_matmul_weight_block(n)) return build_matmul_blocked(b, n);
   const gr_value *x = &g->values[n->inputs[0]], *y = &g->values[n->inputs[1]];
   const gr_value *out = &g->values[n->outputs[0]];
   ts_buffer *A = gr_fuse_param(b, n->inputs[0]),
@@ -1068,8 +1106,11 @@ int ts_graph_fuse(ts_graph *g, ts_error *err) {
     }
     builder b;
     ts_func *f = build_group(g, members, n, &b);
-    if (!f && n > 1 && !strcmp(g->nodes[i].op, "Conv") &&
-        (gr_conv_weight_block(&g->nodes[i]) || pointwise_conv(g, &g->nodes[i])))
+    if (!f && n > 1 &&
+        ((!strcmp(g->nodes[i].op, "Conv") &&
+          (gr_conv_weight_block(&g->nodes[i]) ||
+           pointwise_conv(g, &g->nodes[i]))) ||
+         gr_matmul_weight_block(&g->nodes[i])))
       f = build_group(g, members, n = 1, &b); /* its epilogue apart */
     if (!f) continue;                         /* left as graph operators */
     int last = members[n - 1];

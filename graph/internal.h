@@ -141,6 +141,9 @@ bool gr_node_channels_last(const gr_node *n);
  * pass's): its weights are [CO/B, KH, KW, CI, B] instead of [KH, KW, CI,
  * CO]; 0 when they are not blocked. */
 int64_t gr_conv_weight_block(const gr_node *n);
+/* The columns per block of a MatMul whose constant weights the layout pass
+ * blocked: [N/B, K, B] instead of [K, N]; 0 when they are not blocked. */
+int64_t gr_matmul_weight_block(const gr_node *n);
 /* Whether function parameter p can stand for graph value val: the same
  * dtype and element count (the parameter views the value's bytes in
  * row-major order, in its own shape: fuse.c splits the channel axis of a

@@ -663,6 +663,29 @@ static gr_tensor unblocked(const gr_tensor *w) {
   return t;
 }
 
+/* A MatMul with blocked weights [N/B, K, B] (the layout pass's) runs on
+ * an unblocked [K, N] copy: a reference, not a fast path. */
+static int run_matmul_blocked(const gr_node *n, const gr_tensor *ins,
+                              gr_tensor *out) {
+  const gr_tensor *w = &ins[1];
+  if (w->ndim != 3) return TS_EINVAL;
+  int64_t NB = w->shape[0], K = w->shape[1], B = w->shape[2];
+  gr_tensor in2[2] = {ins[0], {.dtype = w->dtype, .ndim = 2}};
+  in2[1].shape[0] = K, in2[1].shape[1] = NB * B;
+  size_t es = ts_dtype_elem_bytes(w->dtype);
+  uint8_t *dst = malloc((size_t)(NB * B * K) * es + 1);
+  if (!dst) return TS_ENOMEM;
+  const uint8_t *src = w->data;
+  for (int64_t nb = 0, i = 0; nb < NB; nb++)
+    for (int64_t k = 0; k < K; k++)
+      for (int64_t j = 0; j < B; j++, i++)
+        memcpy(dst + (k * NB * B + nb * B + j) * es, src + i * es, es);
+  in2[1].data = dst;
+  int rc = run_matmul(n, in2, out);
+  free(dst);
+  return rc;
+}
+
 /* A channels-last Conv or pool (see gr_node_channels_last) runs as its
  * NCHW form on permuted copies: a reference, not a fast path. */
 static int run_channels_last(const ts_graph *g, const gr_node *n,
@@ -740,6 +763,8 @@ int gr_kernel_run(const ts_graph *g, const gr_node *n, const gr_tensor *ins,
   else if (!strcmp(op, "MaxPool") || !strcmp(op, "AveragePool") ||
            !strcmp(op, "GlobalAveragePool"))
     rc = run_pool(n, ins, out);
+  else if (!strcmp(op, "MatMul") && gr_matmul_weight_block(n))
+    rc = run_matmul_blocked(n, ins, out);
   else if (!strcmp(op, "MatMul") || !strcmp(op, "Gemm"))
     rc = run_matmul(n, ins, out);
   else if (!strcmp(op, "Softmax") || !strcmp(op, "LayerNormalization"))

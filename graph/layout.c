@@ -99,6 +99,49 @@ static int64_t weight_block_for(const ts_graph *g, const gr_node *n) {
   return 16;
 }
 
+int64_t gr_matmul_weight_block(const gr_node *n) {
+  return strcmp(n->op, "MatMul") ? 0 : gr_attr_int(n, "weight_block", 0);
+}
+
+/* A MatMul's constant float32 weights [K, N] (N a multiple of 16, at least
+ * two blocks; A a matrix or a batch of them) become [N/16, K, 16]: a tile
+ * of columns then reads one contiguous run instead of a strip of every row
+ * (which the schedule would otherwise pack at run time, once per run). */
+static int block_matmul_weights(ts_graph *g, bool *changed, ts_error *err) {
+  const int64_t B = 16;
+  for (int i = 0; i < g->n_nodes; i++) {
+    gr_node *n = &g->nodes[i];
+    if (n->kind != TS_GRAPH_OP || strcmp(n->op, "MatMul") || n->n_inputs != 2 ||
+        n->n_outputs != 1 || gr_matmul_weight_block(n))
+      continue;
+    int a = n->inputs[0], w = n->inputs[1];
+    if (a < 0 || w < 0 || !gr_is_const(g, w)) continue;
+    const gr_value *x = &g->values[a], *y = &g->values[w];
+    if (x->ndim < 2 || y->ndim != 2 || !ts_dtype_eq(x->dtype, TS_FLOAT32) ||
+        !ts_dtype_eq(y->dtype, TS_FLOAT32) || y->shape[1] % B ||
+        y->shape[1] < 2 * B)
+      continue;
+    int64_t K = y->shape[0], N = y->shape[1], shape[3] = {N / B, K, B};
+    int c =
+        gr_const_reserve(g, gr_fresh_name(g, y->name), TS_FLOAT32, 3, shape);
+    if (c < 0) return TS_ERR(err, TS_ENOMEM, "layout: out of memory");
+    n = &g->nodes[i];
+    const float *src = gr_const_data(g, w);
+    float *dst = gr_const_data(g, c);
+    for (int64_t nb = 0, o = 0; nb < N / B; nb++)
+      for (int64_t k = 0; k < K; k++)
+        for (int64_t j = 0; j < B; j++) dst[o++] = src[k * N + nb * B + j];
+    int *ins = ts_arena_alloc(g->arena, sizeof(int) * 2);
+    ins[0] = a;
+    ins[1] = c;
+    n->inputs = ins;
+    gr_node_set_attr(
+        g, n, (gr_attr){.name = "weight_block", .kind = GR_ATTR_INT, .i = B});
+    *changed = true;
+  }
+  return TS_OK;
+}
+
 /* OIHW weights v as a new constant [O/B, KH, KW, I, B]. */
 static int blocked_weights(ts_graph *g, int v, int64_t B) {
   const gr_value *x = &g->values[v];
@@ -487,6 +530,9 @@ static int simplify_transposes(ts_graph *g, ts_error *err) {
  * computes, its inputs and outputs (names, shapes, layouts); breaks: node
  * indices. */
 int ts_graph_convert_layout(ts_graph *g, ts_error *err) {
+  bool blocked = false;
+  int brc = block_matmul_weights(g, &blocked, err);
+  if (brc) return brc;
   bool any = false;
   for (int i = 0; i < g->n_nodes && !any; i++) any = converts(g, &g->nodes[i]);
   bool edges = false;
@@ -495,7 +541,8 @@ int ts_graph_convert_layout(ts_graph *g, ts_error *err) {
   for (int k = 0; k < g->n_outputs; k++)
     edges |= g->output_nhwc && g->values[g->outputs[k]].ndim == 4;
   if (g->keep_nchw) any = false;
-  if (!any && !edges) return TS_OK;
+  if (!any && !edges) /* the unblocked weights are dead now */
+    return blocked ? ts_graph_eliminate_dead(g, err) : TS_OK;
   layout_pass p = {.g = g, .n_orig = g->n_values};
   p.nhwc = malloc(sizeof(int) * (size_t)(g->n_values + 1));
   if (!p.nhwc) return TS_ERR(err, TS_ENOMEM, "layout: out of memory");

@@ -443,6 +443,79 @@ static void test_pointwise_matmul(void **state) {
   ts_graph_free(g[1]);
 }
 
+/* MatMul's constant weights [K, N] are blocked [N/16, K, 16] when 16
+ * divides N (two blocks at least): x [1, 3, 8] -> MatMul (N = 32) -> + bias
+ * -> relu, and -> MatMul (N = 24: not blocked) -> sigmoid. The reference
+ * kernels after the pass, and the compiled graph, agree with the graph as
+ * imported. */
+static void test_blocked_matmul(void **state) {
+  (void)state;
+  ts_error err;
+  ts_graph *g[3];
+  for (int k = 0; k < 3; k++) {
+    g[k] = ts_graph_new("bmm");
+    int64_t xs[3] = {1, 3, 8};
+    int x = gr_value_add(g[k], "x", TS_FLOAT32, 3, xs);
+    g[k]->values[x].is_input = true;
+    g[k]->inputs = ts_arena_alloc(g[k]->arena, sizeof(int));
+    g[k]->inputs[0] = x;
+    g[k]->n_inputs = 1;
+    float w[8 * 32], b[32];
+    for (int i = 0; i < 8 * 32; i++) w[i] = (float)((i * 37) % 29 - 14) / 16;
+    for (int i = 0; i < 32; i++) b[i] = (float)(i % 9) / 8 - 0.5f;
+    int w1 = gr_const_add(g[k], "w1", TS_FLOAT32, 2, (int64_t[]){8, 32}, w);
+    int w2 = gr_const_add(g[k], "w2", TS_FLOAT32, 2, (int64_t[]){8, 24}, w);
+    int b1 = gr_const_add(g[k], "b1", TS_FLOAT32, 1, (int64_t[]){32}, b);
+    int m1 = node(g[k], "MatMul", (int[]){x, w1}, 2);
+    int a1 = node(g[k], "Add", (int[]){m1, b1}, 2);
+    int r1 = node(g[k], "Relu", &a1, 1);
+    int m2 = node(g[k], "MatMul", (int[]){x, w2}, 2);
+    int s2 = node(g[k], "Sigmoid", &m2, 1);
+    g[k]->outputs = ts_arena_alloc(g[k]->arena, sizeof(int) * 2);
+    g[k]->outputs[0] = r1;
+    g[k]->outputs[1] = s2;
+    g[k]->n_outputs = 2;
+  }
+  assert_int_equal(ts_graph_run_passes(g[0], "lower", &err), TS_OK);
+  assert_int_equal(ts_graph_run_passes(g[1], "layout", &err), TS_OK);
+  int blocked = 0, plain = 0;
+  for (int i = 0; i < g[1]->n_nodes; i++) {
+    const gr_node *n = &g[1]->nodes[i];
+    if (strcmp(n->op, "MatMul")) continue;
+    const gr_value *w = &g[1]->values[n->inputs[1]];
+    if (gr_matmul_weight_block(n)) {
+      blocked++;
+      assert_int_equal(w->ndim, 3);
+      assert_int_equal(w->shape[0], 2);
+      assert_int_equal(w->shape[1], 8);
+      assert_int_equal(w->shape[2], 16);
+    } else {
+      plain++;
+      assert_int_equal(w->ndim, 2);
+    }
+  }
+  assert_int_equal(blocked, 1);
+  assert_int_equal(plain, 1);
+  ts_graph_tensor a[2], b[2], c[2];
+  run(g[0], TS_GRAPH_INTERPRET, a);
+  run(g[1], TS_GRAPH_INTERPRET, b); /* the reference kernels, blocked */
+  same(a, b, 2, "blocked matmul, reference kernels");
+  assert_int_equal(ts_graph_run_passes(g[2], NULL, &err), TS_OK);
+  assert_int_equal(ts_graph_count_op(g[2], "MatMul"), 0); /* all compiled */
+  const gr_node *call = call_named(g[2], "fused_matmul_add_relu");
+  assert_non_null(call);
+  /* x [1, 3, 8], weights [2, 8, 16], bias [2, 16], out [1, 3, 2, 16] */
+  const ts_buffer *p1 = ts_func_param(call->func, 1);
+  assert_int_equal(ts_buffer_ndim(p1), 3);
+  assert_int_equal(ts_buffer_ndim(ts_func_param(call->func, 3)), 4);
+  run(g[2], TS_GRAPH_COMPILE, c);
+  same(a, c, 2, "blocked matmul, compiled");
+  free_outs(a, 2);
+  free_outs(b, 2);
+  free_outs(c, 2);
+  for (int k = 0; k < 3; k++) ts_graph_free(g[k]);
+}
+
 /* Random chains of 4-D transposes around a conv: after the pass at most
  * one transpose is left between the input and the conv (none when the
  * chain composes to the identity), and the values are the same. */
@@ -521,6 +594,7 @@ int main(void) {
       cmocka_unit_test(test_io_layout),
       cmocka_unit_test(test_blocked_pointwise),
       cmocka_unit_test(test_pointwise_matmul),
+      cmocka_unit_test(test_blocked_matmul),
       cmocka_unit_test(test_transpose_chains),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
