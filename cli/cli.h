@@ -77,6 +77,12 @@ void cli_block_stop_signals(sigset_t *set);
 int cli_load_func(const char *spec, const char *tir_path,
                   ts_workload **workload, ts_func **func);
 
+/* A workload key as the database resolves it: a key that reads as an
+ * operator spec ("matmul M=64 N=64 K=64") becomes the hex structural hash
+ * of that spec's function, written in hex; anything else (a hash, a hash
+ * prefix, a name, or a spec that does not build) is returned as it is. */
+const char *cli_workload_key(const char *key, char hex[33]);
+
 /* Imports an ONNX model (shapes: "NAME=DIMS" fixes of its inputs), runs
  * every graph pass and verifies the result (model.c). On success *out is
  * the caller's (ts_graph_free); otherwise the error is printed and

@@ -19,6 +19,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A library's reason as the table prints it, in its row: the message
+ * without the library's name in front ("openblas: not applicable: X" ->
+ * "not applicable: X"); a failure while timed keeps its own words. */
+static const char *reason_text(const char *name, const char *msg) {
+  size_t n = strlen(name);
+  if (!strncmp(msg, name, n) && !strncmp(msg + n, ": ", 2)) msg += n + 2;
+  return msg;
+}
+
 static const char bench_usage[] =
     "usage: tessera bench (--workload SPEC | --tir FILE)\n"
     "                     [--trace FILE | --db PATH |\n"
@@ -478,8 +487,8 @@ static int run_bench(const bench_cfg *cfg) {
                vendor[v].seconds * 1e3, vendor_ratio[v], vendor[v].impl,
                vendor[v].note[0] ? "; " : "", vendor[v].note);
       else
-        printf("%-10s %12s %12s %10s  not applicable: %s\n", name, "-", "-",
-               "-", vendor_why[v]);
+        printf("%-10s %12s %12s %10s  %s\n", name, "-", "-", "-",
+               reason_text(name, vendor_why[v]));
     }
     printf("\n%d interleaved rounds (tessera, then each library, one repeat "
            "each);\nratio = tessera's speed over the library's, the median "

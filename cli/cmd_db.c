@@ -57,8 +57,9 @@ static const char db_usage[] =
     "  --db PATH    the database file (default ./tessera.db), or a PostgreSQL\n"
     "               URL postgresql://USER@HOST[:PORT]/DBNAME[?PARAMS]\n"
     "\n"
-    "WORKLOAD is a structural hash, a unique hash prefix (4+ hex digits) or a\n"
-    "workload name; `show`, `best` and `confirm` also take --workload SPEC or\n"
+    "WORKLOAD is a structural hash, a unique hash prefix (4+ hex digits), a\n"
+    "workload name or an operator spec (\"matmul M=64 N=64 K=64\", hashed);\n"
+    "`show`, `best` and `confirm` also take --workload SPEC or\n"
     "--tir FILE "
     "(the function is hashed and looked up). Targets are canonicalized:\n"
     "`--target llvm` means this host.\n";
@@ -271,7 +272,9 @@ static int resolve(const db_args *a, ts_db *db, int64_t *id) {
                            "SPEC or --tir FILE)");
   }
   if (a->key) {
-    if (ts_db_resolve_workload(db, a->key, id) == TS_OK) return EXIT_OK;
+    char hex[33];
+    if (ts_db_resolve_workload(db, cli_workload_key(a->key, hex), id) == TS_OK)
+      return EXIT_OK;
     return db_fail(db, "unknown workload");
   }
   ts_workload *w;

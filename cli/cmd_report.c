@@ -26,7 +26,7 @@ static const char report_usage[] =
     "\n"
     "  --db PATH      the database (default ./tessera.db)\n"
     "  -o FILE        the page to write (default report.html; '-': stdout)\n"
-    "  --workload W   only this workload: hash, hash prefix or name\n"
+    "  --workload W   only this workload: hash, hash prefix, name or spec\n"
     "  --title TEXT   the page title\n"
     "  --points N     measurements drawn as dots per curve before they are\n"
     "                 summarized as min-max bars (1000)\n"
@@ -50,6 +50,7 @@ static bool count_value(const char *name, const char *v, long lo, long hi,
 int cmd_report(int argc, char **argv) {
   const char *db_path = "tessera.db", *output = "report.html";
   ts_bench_report_options o = ts_bench_report_defaults();
+  char workload_hex[33];
   for (int i = 1; i < argc; i++) {
     const char *v;
     bool missing;
@@ -65,7 +66,7 @@ int cmd_report(int argc, char **argv) {
       output = v;
     } else if (cli_opt_value(argc, argv, &i, "--workload", &v, &missing)) {
       if (missing) return cli_usage_error("report", "--workload needs a key");
-      o.workload = v;
+      o.workload = cli_workload_key(v, workload_hex);
     } else if (cli_opt_value(argc, argv, &i, "--title", &v, &missing)) {
       if (missing) return cli_usage_error("report", "--title needs a text");
       o.title = v;
@@ -124,9 +125,11 @@ int cmd_report(int argc, char **argv) {
     return EXIT_FAIL;
   }
   fprintf(to_stdout ? stderr : stdout,
-          "%s: %d workloads, %d workload x target pairs, %lld measurements, "
-          "%.1f KiB\n",
-          to_stdout ? "report" : output, stats.workloads, stats.tasks,
-          (long long)stats.records, (double)stats.bytes / 1024);
+          "%s: %d workload%s, %d workload x target pair%s, %lld "
+          "measurement%s, %.1f KiB\n",
+          to_stdout ? "report" : output, stats.workloads,
+          stats.workloads == 1 ? "" : "s", stats.tasks,
+          stats.tasks == 1 ? "" : "s", (long long)stats.records,
+          stats.records == 1 ? "" : "s", (double)stats.bytes / 1024);
   return EXIT_OK;
 }

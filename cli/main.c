@@ -132,6 +132,17 @@ int cli_load_func(const char *spec, const char *tir_path,
   return EXIT_OK;
 }
 
+const char *cli_workload_key(const char *key, char hex[33]) {
+  if (!key || !strpbrk(key, " =")) return key;
+  ts_workload *w = NULL;
+  ts_error err;
+  ts_error_clear(&err);
+  if (ts_workload_from_spec(key, &w, &err) != TS_OK) return key;
+  ts_hash128_hex(ts_func_hash(w->func), hex);
+  ts_workload_free(w);
+  return hex;
+}
+
 /* OpenBLAS chooses its kernels when it is loaded, before main runs; release
  * 0.3.21 does not know recent Xeons and falls back to its SSE3 kernels,
  * which would make every OpenBLAS baseline a straw man. Commands that

@@ -84,8 +84,11 @@ in_report "l4, l5 = split(loop=l1, factors=\[None, 4\])"
 ! grep -q "<script" "$TMP/r.html" || fail "a script in the report"
 
 expect 0 "$T" report --db "$DB" -o - --workload softmax_small
-contains "<!DOCTYPE html>"; contains "1 workloads, 1 workload x target pairs"
+contains "<!DOCTYPE html>"; contains "1 workload, 1 workload x target pair,"
 lacks "mm_small"; contains "no successful measurement"
+# a workload may be named by its spec too (hashed)
+expect 0 "$T" report --db "$DB" -o - --workload "softmax N=4 D=8"
+contains "1 workload, 1 workload x target pair,"; lacks "mm_small"
 expect 1 "$T" report --db "$DB" -o "$TMP/x.html" --workload nosuch
 contains "nosuch"
 [ ! -e "$TMP/x.html" ] && [ ! -e "$TMP/x.html.part" ] || fail "partial report left"

@@ -62,9 +62,9 @@ contains "2.000"; contains "0.51"; contains "0.32"
 lacks "-mattr"
 
 # best: the fastest ok record's trace (not the faster wrong_result), by name,
-# hash, hash prefix or the function itself
+# hash, hash prefix, spec or the function itself
 BEST='{"version":1,"insts":[],"decisions":[[0,8]]}'
-for key in mm_small "$H1" "$(echo "$H1" | cut -c1-8)"; do
+for key in mm_small "$H1" "$(echo "$H1" | cut -c1-8)" "matmul M=16 N=8 K=4"; do
   expect 0 "$T" db best "$key" --target "$SKX" --db "$DB"
   [ "$(cat "$TMP/out")" = "$BEST" ] || { cat "$TMP/out"; fail "best $key"; }
 done
