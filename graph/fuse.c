@@ -580,12 +580,19 @@ static ts_buffer *build_conv(builder *b, const gr_node *n) {
   const gr_value *x = &g->values[n->inputs[0]], *w = &g->values[n->inputs[1]];
   const gr_value *out = &g->values[n->outputs[0]];
   if (pointwise_conv(g, n)) {
+    if (n->inputs[0] == b->chain_v) { /* a merged view of a stage: no */
+      b->failed = true;
+      return NULL;
+    }
     b->merge_lead = 3;
     b->merge_rank = 4;
     memcpy(b->lead, out->shape, sizeof(int64_t) * 3);
     return build_conv_pointwise(b, n);
   }
-  ts_buffer *data = gr_fuse_param(b, n->inputs[0]);
+  /* the data: a parameter, or the stage of a transpose fused before */
+  ts_buffer *data = n->inputs[0] == b->chain_v && b->chain_buf
+                        ? b->chain_buf
+                        : gr_fuse_param(b, n->inputs[0]);
   ts_buffer *weight = gr_fuse_param(b, n->inputs[1]);
   if (!data || !weight) return NULL;
   int nd = x->ndim, nsp = nd - 2;
@@ -1014,6 +1021,21 @@ static ts_buffer *build_layer_norm(builder *b, const gr_node *n) {
   return ts_te_set_value(y, v);
 }
 
+/* Whether node i is a 4-D Transpose whose result only a channels-last
+ * Conv reads, as its data (its group takes the conv). */
+static bool transpose_into_conv(const ts_graph *g, int i, const int *uses,
+                                const int *consumer) {
+  const gr_node *t = &g->nodes[i];
+  if (strcmp(t->op, "Transpose") || !gr_fuse_is_move(g, t) ||
+      g->values[t->outputs[0]].ndim != 4)
+    return false;
+  int v = t->outputs[0];
+  if (uses[v] != 1 || consumer[v] <= i) return false;
+  const gr_node *c = &g->nodes[consumer[v]];
+  return !strcmp(c->op, "Conv") && c->inputs[0] == v &&
+         gr_node_channels_last(c) && !pointwise_conv(g, c) && is_anchor(g, c);
+}
+
 /* Builds the group's function; NULL when some member cannot be expressed. */
 static ts_func *build_group(const ts_graph *g, const int *members, int n,
                             builder *b) {
@@ -1033,8 +1055,11 @@ static ts_func *build_group(const ts_graph *g, const int *members, int n,
   b->a = ts_te_arena(b->te);
   ts_buffer *cur_buf = NULL;
   int cur = -1;
+  b->chain_v = -1;
   for (int i = 0; i < n && !b->failed; i++) {
     const gr_node *m = &g->nodes[members[i]];
+    b->chain_v = cur;
+    b->chain_buf = cur_buf;
     if (!strcmp(m->op, "Conv"))
       cur_buf = build_conv(b, m);
     else if (!strcmp(m->op, "MatMul"))
@@ -1097,6 +1122,14 @@ int ts_graph_fuse(ts_graph *g, ts_error *err) {
     int members[MAX_MEMBERS], n = 0;
     members[n++] = i;
     int cur = g->nodes[i].outputs[0];
+    /* a transpose whose only reader is a conv's data (the model's NCHW
+     * input into the first channels-last conv): the conv reads through
+     * it, one kernel instead of two */
+    bool through = transpose_into_conv(g, i, uses, consumer);
+    if (through) {
+      members[n++] = consumer[cur];
+      cur = g->nodes[consumer[cur]].outputs[0];
+    }
     while (n < MAX_MEMBERS && uses[cur] == 1 && consumer[cur] > i) {
       const gr_node *c = &g->nodes[consumer[cur]];
       if (group_of[consumer[cur]] >= 0) break;
@@ -1106,11 +1139,14 @@ int ts_graph_fuse(ts_graph *g, ts_error *err) {
     }
     builder b;
     ts_func *f = build_group(g, members, n, &b);
-    if (!f && n > 1 &&
-        ((!strcmp(g->nodes[i].op, "Conv") &&
-          (gr_conv_weight_block(&g->nodes[i]) ||
-           pointwise_conv(g, &g->nodes[i]))) ||
-         gr_matmul_weight_block(&g->nodes[i])))
+    if (!f && through) {
+      /* the transpose apart; the conv starts its own group later */
+      f = build_group(g, members, n = 1, &b);
+    } else if (!f && n > 1 &&
+               ((!strcmp(g->nodes[i].op, "Conv") &&
+                 (gr_conv_weight_block(&g->nodes[i]) ||
+                  pointwise_conv(g, &g->nodes[i]))) ||
+                gr_matmul_weight_block(&g->nodes[i])))
       f = build_group(g, members, n = 1, &b); /* its epilogue apart */
     if (!f) continue;                         /* left as graph operators */
     int last = members[n - 1];

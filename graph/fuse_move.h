@@ -33,6 +33,11 @@ typedef struct gr_fuse_builder {
    * bytes viewed [M, ...]; one that is 1 on all of them broadcasts with
    * them dropped. 0: no merge. Applied before the channel split. */
   int merge_lead, merge_rank; /* merge_rank: the output's rank */
+  /* The chain's value so far and its stage (set before each member): a
+   * conv that reads it as its data (a transpose before it, fused) takes
+   * the stage instead of a parameter. chain_v -1: none. */
+  int chain_v;
+  ts_buffer *chain_buf;
   int64_t lead[TS_MAX_DIMS];
 } gr_fuse_builder;
 
