@@ -21,7 +21,7 @@ static const char compile_usage[] =
     "usage: tessera compile MODEL.onnx -o MODEL.so [--db PATH] [--target T]\n"
     "                       [--input-shape NAME=DIMS]... [--threads N]\n"
     "                       [--layout nhwc|nchw] [--input-layout L]\n"
-    "                       [--output-layout L]\n"
+    "                       [--output-layout L] [--no-winograd]\n"
     "                       [--runtime-dir DIR] [--json]\n"
     "\n"
     "Compiles a whole model into a shared library with the C interface of\n"
@@ -36,6 +36,8 @@ static const char compile_usage[] =
     "  --layout nhwc|nchw  2-D convolutions channels-last (nhwc, default:\n"
     "                      one transpose at the input) or as the model\n"
     "                      gives them (nchw)\n"
+    "  --no-winograd       3x3 convolutions direct, not by Winograd's\n"
+    "                      F(2x2, 3x3) (docs/graph.md)\n"
     "  --input-layout nchw|nhwc, --output-layout nchw|nhwc\n"
     "                      the 4-D inputs / outputs as the model declares\n"
     "                      them (nchw, default) or channels-last (nhwc: no\n"
@@ -174,6 +176,8 @@ int cmd_compile(int argc, char **argv) {
       if (missing)
         rc = cli_usage_error("compile", "--input-shape needs NAME=DIMS");
       shapes[n_shapes++] = v;
+    } else if (!strcmp(argv[i], "--no-winograd")) {
+      cli_no_winograd = true;
     } else if (cli_opt_value(argc, argv, &i, "--layout", &v, &missing)) {
       rc = cli_layout_option("compile", missing ? NULL : v);
     } else if (cli_opt_value(argc, argv, &i, "--input-layout", &v, &missing)) {

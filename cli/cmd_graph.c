@@ -38,11 +38,13 @@ static const char graph_usage[] =
     "                   --interpret it runs in tir's reference interpreter\n"
     "  --after PASS     stop after PASS: none (the imported graph), shape,\n"
     "                   fold, dce, cse, bn_fold, patterns, lower, layout,\n"
-    "                   fuse\n"
+    "                   winograd, fuse\n"
     "                   (default: all)\n"
     "  --layout nhwc|nchw  2-D convolutions channels-last (nhwc, default:\n"
     "                      one transpose at the input) or as the model\n"
     "                      gives them (nchw)\n"
+    "  --no-winograd       3x3 convolutions direct, not by Winograd's\n"
+    "                      F(2x2, 3x3) (docs/graph.md)\n"
     "  --input-layout nchw|nhwc, --output-layout nchw|nhwc\n"
     "                      the 4-D inputs / outputs as the model declares\n"
     "                      them (nchw, default) or channels-last (nhwc: no\n"
@@ -83,6 +85,8 @@ static int parse_opts(const char *sub, int argc, char **argv, graph_opts *o) {
     } else if (cli_opt_value(argc, argv, &i, "--input-shape", &v, &missing)) {
       if (missing) return cli_usage_error(sub, "--input-shape needs NAME=DIMS");
       o->shapes[o->n_shapes++] = v;
+    } else if (!strcmp(argv[i], "--no-winograd")) {
+      cli_no_winograd = true;
     } else if (cli_opt_value(argc, argv, &i, "--layout", &v, &missing)) {
       int rc = cli_layout_option(sub, missing ? NULL : v);
       if (rc != EXIT_OK) return rc;

@@ -58,6 +58,8 @@ static const char tune_usage[] =
     "  --layout nhwc|nchw  2-D convolutions channels-last (nhwc, default:\n"
     "                      one transpose at the input) or as the model\n"
     "                      gives them (nchw)\n"
+    "  --no-winograd       3x3 convolutions direct, not by Winograd's\n"
+    "                      F(2x2, 3x3) (docs/graph.md)\n"
     "  --input-shape NAME=DIMS  fix a model input's dimensions, e.g.\n"
     "                      input_ids=1x128 (needed for symbolic ones)\n"
     "  --target T          target string (default: llvm, this machine)\n"
@@ -645,6 +647,8 @@ int cmd_tune(int argc, char **argv) {
       NEED("--model");
       if (a.model) return cli_usage_error("tune", "one --model per job");
       a.model = val;
+    } else if (!strcmp(argv[i], "--no-winograd")) {
+      cli_no_winograd = true;
     } else if (cli_opt_value(argc, argv, &i, "--layout", &val, &missing)) {
       int rc = cli_layout_option("tune", missing ? NULL : val);
       if (rc != EXIT_OK) return rc;

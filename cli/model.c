@@ -11,6 +11,7 @@
 #include <string.h>
 
 const char *cli_layout = NULL;
+bool cli_no_winograd = false;
 const char *cli_input_layout = NULL;
 const char *cli_output_layout = NULL;
 
@@ -59,6 +60,7 @@ int cli_import_model(const char *path, const char *const *shapes, int n_shapes,
     *out = NULL;
     return EXIT_FAIL;
   }
+  if (cli_no_winograd) ts_graph_set_winograd(*out, false);
   return EXIT_OK;
 }
 

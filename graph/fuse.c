@@ -27,6 +27,7 @@
  * reference kernels.
  */
 #include "fuse_move.h"
+#include "winograd.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -150,6 +151,10 @@ static bool is_library(const ts_graph *g, const gr_node *n) {
     return rank == 4 && f32_value(g, n->inputs[1]) &&
            (n->n_inputs < 3 || n->inputs[2] < 0 || f32_value(g, n->inputs[2]));
   if (!strcmp(n->op, "Softmax")) return rank >= 1;
+  if (!strcmp(n->op, "WinogradInput")) return rank == 4;
+  if (!strcmp(n->op, "WinogradOutput"))
+    return rank == 3 && g->values[n->outputs[0]].ndim == 4 &&
+           (n->n_inputs < 2 || n->inputs[1] < 0 || f32_value(g, n->inputs[1]));
   if (!strcmp(n->op, "LayerNormalization"))
     return rank >= 1 && f32_value(g, n->inputs[1]) &&
            (n->n_inputs < 3 || n->inputs[2] < 0 || f32_value(g, n->inputs[2]));
@@ -1070,6 +1075,10 @@ static ts_func *build_group(const ts_graph *g, const int *members, int n,
       cur_buf = build_pool(b, m);
     else if (!strcmp(m->op, "Softmax"))
       cur_buf = build_softmax(b, m);
+    else if (!strcmp(m->op, "WinogradInput"))
+      cur_buf = gr_winograd_build_input(b, m);
+    else if (!strcmp(m->op, "WinogradOutput"))
+      cur_buf = gr_winograd_build_output(b, m);
     else if (!strcmp(m->op, "LayerNormalization"))
       cur_buf = build_layer_norm(b, m);
     else if ((b->split_b || b->merge_lead) &&

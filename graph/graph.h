@@ -137,12 +137,16 @@ int ts_graph_fold_batchnorm(ts_graph *g, ts_error *err);   /* bn_fold.c */
 int ts_graph_match_patterns(ts_graph *g, ts_error *err);   /* patterns.c */
 int ts_graph_lower(ts_graph *g, ts_error *err);            /* lower.c */
 int ts_graph_convert_layout(ts_graph *g, ts_error *err);   /* layout.c */
+int ts_graph_winograd(ts_graph *g, ts_error *err);         /* winograd.c */
 int ts_graph_fuse(ts_graph *g, ts_error *err);             /* fuse.c */
 
 /* The layout the layout pass gives 2-D convolutions and pools: "nhwc"
  * (channels-last, the default) or "nchw" (the pass does nothing). Other
  * names: TS_EINVAL. */
 int ts_graph_set_layout(ts_graph *g, const char *layout, ts_error *err);
+
+/* Whether the winograd pass rewrites 3x3 convolutions (on by default). */
+void ts_graph_set_winograd(ts_graph *g, bool on);
 
 /* The layout of the compiled model's 4-D inputs and outputs: "nchw" (as
  * the ONNX model declares them, the default) or "nhwc" (the caller passes
@@ -155,7 +159,8 @@ int ts_graph_set_io_layout(ts_graph *g, const char *inputs, const char *outputs,
                            ts_error *err);
 
 /* The pass names in pipeline order, NULL-terminated ("shape", "fold",
- * "dce", "cse", "bn_fold", "patterns", "lower", "layout", "fuse"). */
+ * "dce", "cse", "bn_fold", "patterns", "lower", "layout", "winograd",
+ * "fuse"). */
 const char *const *ts_graph_pass_names(void);
 /* Runs the pipeline up to and including the pass named stop_after (NULL:
  * all). With the environment variable TS_VERIFY=1 the verifier runs after

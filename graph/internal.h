@@ -72,6 +72,7 @@ struct ts_graph {
   int opset;
   int name_counter; /* for fresh node and value names */
   bool keep_nchw;   /* ts_graph_set_layout(g, "nchw"): no layout pass */
+  bool no_winograd; /* ts_graph_set_winograd(g, false) */
   bool input_nhwc;  /* ts_graph_set_io_layout: 4-D inputs given NHWC */
   bool output_nhwc; /* ... 4-D outputs returned NHWC */
 };
