@@ -19,6 +19,7 @@
 #include <cmocka.h>
 
 #include "graph/internal.h"
+#include "build_util.h"
 #include "exec_util.h"
 #include "util.h"
 
@@ -139,27 +140,10 @@ static void test_one_transpose_at_the_input(void **state) {
 
 /* ---- hand-built graphs ---- */
 
-static int add_input(ts_graph *g, const char *name, const int64_t *shape) {
-  int v = gr_value_add(g, name, TS_FLOAT32, 4, shape);
-  g->values[v].is_input = true;
-  g->values[v].layout = "NCHW";
-  int *ins = ts_arena_alloc(g->arena, sizeof(int) * (size_t)(g->n_inputs + 1));
-  if (g->n_inputs) memcpy(ins, g->inputs, sizeof(int) * (size_t)g->n_inputs);
-  ins[g->n_inputs++] = v;
-  g->inputs = ins;
-  return v;
-}
-
 static void set_output(ts_graph *g, int v) {
   g->outputs = ts_arena_alloc(g->arena, sizeof(int) * 2);
   g->outputs[0] = v;
   g->n_outputs = 1;
-}
-
-static int node(ts_graph *g, const char *op, const int *ins, int n_ins) {
-  int out = gr_value_fresh(g, "v", TS_FLOAT32, -1, NULL);
-  gr_node_add(g, op, NULL, ins, n_ins, &out, 1);
-  return out;
 }
 
 static int transpose(ts_graph *g, int x, const int64_t *perm) {
@@ -299,12 +283,6 @@ static void test_fixed_layout_op(void **state) {
   assert_int_equal(ts_graph_set_layout(a, "nchw16c", &err), TS_EINVAL);
   assert_non_null(strstr(err.msg, "unknown layout 'nchw16c'"));
   ts_graph_free(a);
-}
-
-static void set_ints(ts_graph *g, const char *name, int n, int64_t *v) {
-  gr_node_set_attr(
-      g, &g->nodes[g->n_nodes - 1],
-      (gr_attr){.name = name, .kind = GR_ATTR_INTS, .n = n, .ints = v});
 }
 
 /* x -> two 1x1 convs (32 output channels: blocked by 16) -> bias, scale

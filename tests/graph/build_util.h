@@ -1,0 +1,41 @@
+/*
+ * build_util.h — building small graphs node by node in the graph tests
+ * (inputs, nodes with a fresh output of unknown shape, attributes on the
+ * last node added). Include after graph/internal.h.
+ */
+#ifndef TESSERA_TESTS_GRAPH_BUILD_UTIL_H
+#define TESSERA_TESTS_GRAPH_BUILD_UTIL_H
+
+#include <string.h>
+
+/* A float32 4-D graph input (NCHW). */
+static inline int add_input(ts_graph *g, const char *name,
+                            const int64_t *shape) {
+  int v = gr_value_add(g, name, TS_FLOAT32, 4, shape);
+  g->values[v].is_input = true;
+  g->values[v].layout = "NCHW";
+  int *ins = ts_arena_alloc(g->arena, sizeof(int) * (size_t)(g->n_inputs + 1));
+  if (g->n_inputs) memcpy(ins, g->inputs, sizeof(int) * (size_t)g->n_inputs);
+  ins[g->n_inputs++] = v;
+  g->inputs = ins;
+  return v;
+}
+
+/* A node of op on ins; returns its (float32, shape unknown) output. */
+static inline int node(ts_graph *g, const char *op, const int *ins, int n_ins) {
+  int out = gr_value_fresh(g, "v", TS_FLOAT32, -1, NULL);
+  gr_node_add(g, op, NULL, ins, n_ins, &out, 1);
+  return out;
+}
+
+/* An INTS attribute (copied) on the last node added. */
+static inline void set_ints(ts_graph *g, const char *name, int n,
+                            const int64_t *v) {
+  int64_t *copy = ts_arena_alloc(g->arena, sizeof(int64_t) * (size_t)n);
+  memcpy(copy, v, sizeof(int64_t) * (size_t)n);
+  gr_node_set_attr(
+      g, &g->nodes[g->n_nodes - 1],
+      (gr_attr){.name = name, .kind = GR_ATTR_INTS, .n = n, .ints = copy});
+}
+
+#endif /* TESSERA_TESTS_GRAPH_BUILD_UTIL_H */
