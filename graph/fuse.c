@@ -675,17 +675,19 @@ static ts_buffer *build_conv(builder *b, const gr_node *n) {
                                     ts_te_load(b->te, bias, &ax[cax], 1)));
 }
 
-/* A MatMul with blocked constant weights [N/B, K, B] (see
- * gr_matmul_weight_block; A of rank 2 or more): the output iterated as
+/* A MatMul with blocked constant weights [..., N/B, K, B] (see
+ * gr_matmul_weight_block; A of rank 2 or more, W's batch axes broadcasting
+ * against A's from the right): the output iterated as
  * [..., M, N/B, B], so a tile of columns reads contiguous weights; the
  * group's later stages follow (b->split_*). */
 static ts_buffer *build_matmul_blocked(builder *b, const gr_node *n) {
   const ts_graph *g = b->g;
   const gr_value *x = &g->values[n->inputs[0]], *y = &g->values[n->inputs[1]];
   const gr_value *out = &g->values[n->outputs[0]];
-  int64_t B = y->shape[2], N = y->shape[0] * B;
+  int ny = y->ndim;
+  int64_t B = y->shape[ny - 1], N = y->shape[ny - 3] * B;
   int no = out->ndim, na = x->ndim;
-  if (na < 2 || y->ndim != 3 || no != na || out->shape[no - 1] != N) {
+  if (na < 2 || ny < 3 || ny - 1 > no || no != na || out->shape[no - 1] != N) {
     b->failed = true;
     return NULL;
   }
@@ -700,16 +702,21 @@ static ts_buffer *build_matmul_blocked(builder *b, const gr_node *n) {
   if (!split_shape(b, shape, &ns)) return NULL;
   ts_te_stage *st = ts_te_compute(b->te, gr_fuse_stage_name(b, "matmul"),
                                   TS_FLOAT32, shape, ns, NULL);
-  ts_expr *ax[TS_MAX_DIMS], *ai[TS_MAX_DIMS], *wi[3];
+  ts_expr *ax[TS_MAX_DIMS], *ai[TS_MAX_DIMS], *wi[TS_MAX_DIMS];
   for (int d = 0; d < ns; d++) ax[d] = ts_te_axis(st, d);
   ts_expr *k = ts_te_reduce_axis(st, "rk", x->shape[na - 1]);
   for (int d = 0; d < na - 1; d++)
     ai[d] = x->shape[d] == 1 && d < na - 2 ? ts_index(b->a, 0) : ax[d];
   ai[na - 1] = k;
-  wi[0] = ax[ns - 2], wi[1] = k, wi[2] = ax[ns - 1];
+  /* W's batch axes (aligned right against the output's) */
+  for (int d = 0; d < ny - 3; d++) {
+    int o = no - 2 - (ny - 3) + d;
+    wi[d] = y->shape[d] == 1 ? ts_index(b->a, 0) : ax[o];
+  }
+  wi[ny - 3] = ax[ns - 2], wi[ny - 2] = k, wi[ny - 1] = ax[ns - 1];
   return ts_te_set_reduce(
       st, TS_TE_SUM,
-      ts_mul(b->a, ts_te_load(b->te, A, ai, na), ts_te_load(b->te, W, wi, 3)));
+      ts_mul(b->a, ts_te_load(b->te, A, ai, na), ts_te_load(b->te, W, wi, ny)));
 }
 
 static ts_buffer *build_matmul(builder *b, const gr_node *n) {

@@ -669,18 +669,24 @@ static gr_tensor unblocked(const gr_tensor *w) {
 static int run_matmul_blocked(const gr_node *n, const gr_tensor *ins,
                               gr_tensor *out) {
   const gr_tensor *w = &ins[1];
-  if (w->ndim != 3) return TS_EINVAL;
-  int64_t NB = w->shape[0], K = w->shape[1], B = w->shape[2];
-  gr_tensor in2[2] = {ins[0], {.dtype = w->dtype, .ndim = 2}};
-  in2[1].shape[0] = K, in2[1].shape[1] = NB * B;
+  int r = w->ndim;
+  if (r < 3) return TS_EINVAL;
+  /* [..., N/B, K, B] -> [..., K, N], one matrix of the batch at a time */
+  int64_t NB = w->shape[r - 3], K = w->shape[r - 2], B = w->shape[r - 1];
+  int64_t batch = 1;
+  gr_tensor in2[2] = {ins[0], {.dtype = w->dtype, .ndim = r - 1}};
+  for (int d = 0; d < r - 3; d++) batch *= (in2[1].shape[d] = w->shape[d]);
+  in2[1].shape[r - 3] = K, in2[1].shape[r - 2] = NB * B;
   size_t es = ts_dtype_elem_bytes(w->dtype);
-  uint8_t *dst = malloc((size_t)(NB * B * K) * es + 1);
+  uint8_t *dst = malloc((size_t)(batch * NB * B * K) * es + 1);
   if (!dst) return TS_ENOMEM;
   const uint8_t *src = w->data;
-  for (int64_t nb = 0, i = 0; nb < NB; nb++)
-    for (int64_t k = 0; k < K; k++)
-      for (int64_t j = 0; j < B; j++, i++)
-        memcpy(dst + (k * NB * B + nb * B + j) * es, src + i * es, es);
+  for (int64_t t = 0, i = 0; t < batch; t++)
+    for (int64_t nb = 0; nb < NB; nb++)
+      for (int64_t k = 0; k < K; k++)
+        for (int64_t j = 0; j < B; j++, i++)
+          memcpy(dst + ((t * K + k) * NB * B + nb * B + j) * es, src + i * es,
+                 es);
   in2[1].data = dst;
   int rc = run_matmul(n, in2, out);
   free(dst);

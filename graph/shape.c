@@ -302,11 +302,11 @@ static int infer_matmul(ts_graph *g, gr_node *n, ts_error *err) {
   memcpy(as, a->shape, sizeof(int64_t) * na);
   memcpy(bs, b->shape, sizeof(int64_t) * nb);
   int64_t WB = gr_matmul_weight_block(n);
-  if (WB) { /* blocked weights [N/B, K, B] (the layout pass's) */
-    if (nb != 3 || b->shape[2] != WB)
-      return FAIL("blocked weights must be [N/%lld, K, %lld]", (long long)WB,
-                  (long long)WB);
-    bs[0] = b->shape[1], bs[1] = b->shape[0] * WB, nb = 2;
+  if (WB) { /* blocked weights [..., N/B, K, B] (the layout pass's) */
+    if (nb < 3 || b->shape[nb - 1] != WB)
+      return FAIL("blocked weights must be [..., N/%lld, K, %lld]",
+                  (long long)WB, (long long)WB);
+    bs[nb - 3] = b->shape[nb - 2], bs[nb - 2] = b->shape[nb - 3] * WB, nb--;
   }
   if (na == 1) as[0] = 1, as[1] = a->shape[0], na = 2;
   if (nb == 1) bs[1] = 1, bs[0] = b->shape[0], nb = 2;

@@ -46,6 +46,7 @@
 #define TILES (ALPHA * ALPHA)
 #define MIN_CHANNELS 32
 #define MIN_TILES 32
+#define WEIGHT_BLOCK 16
 
 static const double BT[ALPHA][ALPHA] = {
     {1, 0, -1, 0}, {0, 1, 1, 0}, {0, -1, 1, 0}, {0, 1, 0, -1}};
@@ -101,12 +102,23 @@ static bool applies(const ts_graph *g, const gr_node *n) {
   return true;
 }
 
-/* U = G g G^T for every (ci, co): [16, CI, CO] from HWIO weights w. */
-static int transformed_weights(ts_graph *g, int w) {
+/* Where U[t, ci, co] lives (see transformed_weights). */
+static int64_t u_index(int64_t t, int64_t ci, int64_t co, int64_t CI,
+                       int64_t CO, int64_t B) {
+  if (!B) return (t * CI + ci) * CO + co;
+  return ((t * (CO / B) + co / B) * CI + ci) * B + co % B;
+}
+
+/* U = G g G^T for every (ci, co) from HWIO weights w: [16, CI, CO], or
+ * with the output channels blocked by B (B > 0) [16, CO/B, CI, B], as the
+ * layout pass blocks a MatMul's constant weights (a tile of output
+ * channels then reads one contiguous run). */
+static int transformed_weights(ts_graph *g, int w, int64_t B) {
   int64_t CI = g->values[w].shape[2], CO = g->values[w].shape[3];
-  int64_t shape[3] = {TILES, CI, CO};
+  int64_t shape[4] = {TILES, CI, CO, 0};
+  if (B) shape[1] = CO / B, shape[2] = CI, shape[3] = B;
   int u = gr_const_reserve(g, gr_fresh_name(g, g->values[w].name), TS_FLOAT32,
-                           3, shape);
+                           B ? 4 : 3, shape);
   if (u < 0) return u;
   const float *src = gr_const_data(g, w);
   float *dst = gr_const_data(g, u);
@@ -121,7 +133,7 @@ static int transformed_weights(ts_graph *g, int w) {
           t[a][j] = G[a][0] * k[0][j] + G[a][1] * k[1][j] + G[a][2] * k[2][j];
       for (int a = 0; a < ALPHA; a++)
         for (int b = 0; b < ALPHA; b++)
-          dst[((int64_t)(a * ALPHA + b) * CI + ci) * CO + co] =
+          dst[u_index(a * ALPHA + b, ci, co, CI, CO, B)] =
               (float)(t[a][0] * G[b][0] + t[a][1] * G[b][1] +
                       t[a][2] * G[b][2]);
     }
@@ -142,7 +154,8 @@ static int rewrite(ts_graph *g, const gr_node *n, gr_list *l) {
           W = g->values[y].shape[2], CO = g->values[y].shape[3],
           CI = g->values[x].shape[3];
   int64_t P = N * tiles_of(H) * tiles_of(W);
-  int u = transformed_weights(g, w);
+  int64_t B = CO % WEIGHT_BLOCK == 0 ? WEIGHT_BLOCK : 0;
+  int u = transformed_weights(g, w, B);
   if (u < 0) return TS_ENOMEM;
   int v = gr_value_fresh(g, g->values[x].name, TS_FLOAT32, 3,
                          (int64_t[]){TILES, P, CI});
@@ -152,6 +165,9 @@ static int rewrite(ts_graph *g, const gr_node *n, gr_list *l) {
   g->values[v].layout = g->values[m].layout = "";
   gr_node in = make_node(g, "WinogradInput", name, &x, 1, v);
   gr_node mm = make_node(g, "MatMul", name, (int[]){v, u}, 2, m);
+  if (B)
+    gr_node_set_attr(
+        g, &mm, (gr_attr){.name = "weight_block", .kind = GR_ATTR_INT, .i = B});
   gr_node out = make_node(g, "WinogradOutput", name, (int[]){m, bias},
                           bias >= 0 ? 2 : 1, y);
   gr_list_push(l, &in);

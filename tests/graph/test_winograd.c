@@ -4,7 +4,8 @@
  * same values as the direct convolutions, both in the reference kernels
  * (the graph stopped after the pass) and compiled (the transforms fused,
  * with the conv's bias, residual add and relu in the output transform's
- * group). Odd image sizes exercise the partial tiles at the edges; an
+ * group; transformed weights blocked by 16 output channels and not).
+ * Odd image sizes exercise the partial tiles at the edges; an
  * image of too few tiles (7x7) stays direct.
  */
 #include <setjmp.h>
@@ -84,6 +85,20 @@ static void test_same_values(void **state) {
   assert_int_equal(ts_graph_count_op(ref, "WinogradInput"), 2);
   assert_int_equal(ts_graph_count_op(ref, "WinogradOutput"), 2);
   assert_int_equal(ts_graph_count_op(ref, "Conv"), 0);
+  /* the transformed weights blocked by 16 output channels where 16
+   * divides them (32), not where it does not (40) */
+  int blocked = 0;
+  for (int i = 0; i < ref->n_nodes; i++)
+    if (gr_matmul_weight_block(&ref->nodes[i])) {
+      blocked++;
+      const gr_value *u = &ref->values[ref->nodes[i].inputs[1]];
+      assert_int_equal(u->ndim, 4);
+      assert_int_equal(u->shape[0], 16);
+      assert_int_equal(u->shape[1], 2);
+      assert_int_equal(u->shape[2], 40);
+      assert_int_equal(u->shape[3], 16);
+    }
+  assert_int_equal(blocked, 1);
   assert_false(has_call(direct, "fused_winograd"));
   assert_true(has_call(fused, "fused_winogradinput"));
   assert_true(has_call(fused, "fused_winogradoutput_relu"));
