@@ -51,6 +51,11 @@ int cmd_run(int argc, char **argv);
 void cli_error(const char *what, const ts_error *err);
 /* Prints "tessera <sub>: <message>" and a hint to use --help; returns
  * EXIT_USAGE. */
+/* Whether an output file may be written at path: the commands write a
+ * finished file under a temporary name and rename it onto path, which
+ * would replace a device (-o /dev/null) or fail on a directory; EXIT_OK,
+ * or EXIT_USAGE with a message naming the path. */
+int cli_output_path(const char *sub, const char *path);
 int cli_usage_error(const char *sub, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 

@@ -203,6 +203,7 @@ int cmd_compile(int argc, char **argv) {
     rc = cli_usage_error("compile", "no model given");
   if (rc == EXIT_OK && !output)
     rc = cli_usage_error("compile", "no output given (-o MODEL.so)");
+  if (rc == EXIT_OK) rc = cli_output_path("compile", output);
   if (rc != EXIT_OK) {
     free(shapes);
     return rc;

@@ -406,6 +406,8 @@ static int run_best(const db_args *a) {
 }
 
 static int run_export(const db_args *a) {
+  if (a->output && cli_output_path("db export", a->output) != EXIT_OK)
+    return EXIT_USAGE;
   ts_db *db;
   int rc = open_db(a, false, &db);
   if (rc) return rc;

@@ -87,6 +87,8 @@ int cmd_report(int argc, char **argv) {
   ts_error_clear(&err);
   ts_db_options dbo = ts_db_defaults();
   dbo.create = false;
+  if (strcmp(output, "-") && cli_output_path("report", output) != EXIT_OK)
+    return EXIT_USAGE;
   ts_db *db;
   if (ts_db_open(db_path, &dbo, &db, &err)) {
     cli_error("cannot open the database", &err);

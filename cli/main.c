@@ -7,6 +7,7 @@
 #include "runtime/runtime.h"
 
 #include <stdarg.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,6 +68,17 @@ void cli_error(const char *what, const ts_error *err) {
     fprintf(stderr, "tessera: error: %s: %s\n", what, err->msg);
   else
     fprintf(stderr, "tessera: error: %s\n", what);
+}
+
+int cli_output_path(const char *sub, const char *path) {
+  struct stat st;
+  if (lstat(path, &st) != 0 || S_ISREG(st.st_mode)) return EXIT_OK;
+  return cli_usage_error(sub,
+                         "output '%s' is not a regular file: the output is "
+                         "written whole under a temporary name and renamed "
+                         "onto it (use a file path; `-` where stdout is "
+                         "accepted)",
+                         path);
 }
 
 int cli_usage_error(const char *sub, const char *fmt, ...) {

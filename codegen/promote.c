@@ -20,7 +20,10 @@
  * scalar or a unit-stride ramp; slots are equal or provably disjoint
  * (their bases differ by a constant); every slot lies inside X for every
  * value of the loops around L (so the load before L is in bounds even when
- * L's accesses are guarded); L holds no parallel or thread-bound loop. At
+ * L's accesses are guarded; where L runs under if-conditions, as the main
+ * part of a partitioned tile does, the slot need only be inside X where
+ * they hold, checked point by point); L holds no parallel or thread-bound
+ * loop. At
  * most MAX_SLOTS slots and max_bytes bytes (what the target's vector
  * registers hold beside a tile's operands) are promoted per loop.
  */
@@ -35,6 +38,10 @@
 #define MAX_CANDS 8
 #define MAX_UNROLL 16         /* extent of one inner loop unrolled */
 #define MAX_UNROLL_PRODUCT 64 /* copies of the body in all */
+#define MAX_CONDS 8
+#define MAX_POINTS                                                             \
+  65536 /* loop points enumerated to prove a slot in bounds                    \
+         */
 
 typedef struct slot {
   ts_expr *base; /* first element's index */
@@ -58,6 +65,11 @@ typedef struct promote_ctx {
   ts_node_map *allocated; /* buffers the function allocates */
   int64_t max_bytes;      /* promoted around one loop at most */
   int promoted;
+  /* the conditions of the if-branches around the statement being visited
+   * (a partitioned tile's main part runs under one) */
+  ts_expr *conds[MAX_CONDS];
+  int n_conds;
+  const ts_stmt_mutator *m;
 } promote_ctx;
 
 /* ---- small walks ---- */
@@ -173,6 +185,110 @@ static ts_stmt *unroll_post(void *ctx, ts_arena *a, ts_stmt *s) {
   return lower_unroll_loop(a, s, mn, ex);
 }
 
+/* ---- bounds under the branch conditions ---- */
+
+typedef struct point_vars {
+  const ts_var_ranges *ranges;
+  const ts_expr *vars[8];
+  int64_t min[8], extent[8];
+  int n;
+  bool over; /* a var without a constant range, or too many */
+} point_vars;
+
+static void collect_var(void *ctx, ts_expr *e) {
+  point_vars *pv = ctx;
+  if (ts_expr_kind_of(e) != TS_EXPR_VAR) return;
+  for (int i = 0; i < pv->n; i++)
+    if (pv->vars[i] == e) return;
+  int64_t mn, ex;
+  if (pv->n == 8 || !ts_var_ranges_get(pv->ranges, e, &mn, &ex)) {
+    pv->over = true;
+    return;
+  }
+  pv->vars[pv->n] = e;
+  pv->min[pv->n] = mn;
+  pv->extent[pv->n++] = ex;
+}
+
+/* The value of index expression e at one point (every var's range one
+ * value wide); false when it does not reduce to a constant. */
+static bool value_at(const ts_expr *e, const ts_var_ranges *point, int64_t *v) {
+  int64_t lo, hi;
+  if (!ts_expr_const_bound(e, point, &lo, &hi) || lo != hi) return false;
+  *v = lo;
+  return true;
+}
+
+/* Whether condition e holds at the point; -1 when it cannot be decided. */
+static int holds_at(const ts_expr *e, const ts_var_ranges *point) {
+  ts_expr_kind k = ts_expr_kind_of(e);
+  if (k == TS_EXPR_AND || k == TS_EXPR_OR) {
+    int x = holds_at(ts_expr_operand(e, 0), point);
+    int y = holds_at(ts_expr_operand(e, 1), point);
+    if (x < 0 || y < 0) return -1;
+    return k == TS_EXPR_AND ? x && y : x || y;
+  }
+  if (k == TS_EXPR_NOT) {
+    int x = holds_at(ts_expr_operand(e, 0), point);
+    return x < 0 ? -1 : !x;
+  }
+  int64_t x, y;
+  if (k < TS_EXPR_EQ || k > TS_EXPR_GE ||
+      !value_at(ts_expr_operand(e, 0), point, &x) ||
+      !value_at(ts_expr_operand(e, 1), point, &y))
+    return -1;
+  switch (k) {
+  case TS_EXPR_EQ: return x == y;
+  case TS_EXPR_NE: return x != y;
+  case TS_EXPR_LT: return x < y;
+  case TS_EXPR_LE: return x <= y;
+  case TS_EXPR_GT: return x > y;
+  default: return x >= y;
+  }
+}
+
+/* Whether [base, base + lanes) lies inside [0, size) at every point of the
+ * loops around where the branch conditions hold: the main part of a
+ * partitioned tile indexes past the buffer's end only where its condition
+ * sends the run to the tail instead. Decided by enumerating the points
+ * (at most MAX_POINTS) of the loop vars that base and the conditions use. */
+static bool in_bounds_where_run(promote_ctx *c, ts_expr *base, int lanes,
+                                int64_t size) {
+  if (c->n_conds == 0) return false;
+  point_vars pv = {.ranges = c->ranges};
+  ts_expr_walk(base, collect_var, &pv);
+  for (int i = 0; i < c->n_conds; i++)
+    ts_expr_walk(c->conds[i], collect_var, &pv);
+  if (pv.over) return false;
+  int64_t points = 1;
+  for (int i = 0; i < pv.n; i++) {
+    if (pv.extent[i] <= 0 || points > MAX_POINTS / pv.extent[i]) return false;
+    points *= pv.extent[i];
+  }
+  ts_var_ranges *point = ts_var_ranges_create();
+  bool ok = point != NULL;
+  int64_t at[8] = {0};
+  for (int64_t p = 0; ok && p < points; p++) {
+    for (int i = 0; i < pv.n; i++)
+      ts_var_ranges_set(point, pv.vars[i], pv.min[i] + at[i], 1);
+    bool run = true;
+    for (int i = 0; run && i < c->n_conds; i++) {
+      int h = holds_at(c->conds[i], point);
+      if (h < 0) ok = false;
+      run = h > 0;
+    }
+    int64_t v;
+    if (ok && run && (!value_at(base, point, &v) || v < 0 || v + lanes > size))
+      ok = false;
+    for (int i = 0; i < pv.n; i++) { /* next point */
+      if (++at[i] < pv.extent[i]) break;
+      at[i] = 0;
+    }
+  }
+  if (point) ts_var_ranges_destroy(point);
+  return ok;
+}
+
 /* ---- the accesses of one loop ---- */
 
 typedef struct scan {
@@ -233,9 +349,10 @@ static int find_slot(scan *sc, cand *k, ts_expr *const *idx, int n_idx) {
   }
   if (k->n == MAX_SLOTS) return -1;
   /* in bounds wherever the loop runs */
-  int64_t lo, hi;
-  if (!ts_expr_const_bound(base, sc->c->ranges, &lo, &hi) || lo < 0 ||
-      hi + lanes > ts_buffer_storage_elems(k->buf))
+  int64_t lo, hi, size = ts_buffer_storage_elems(k->buf);
+  if ((!ts_expr_const_bound(base, sc->c->ranges, &lo, &hi) || lo < 0 ||
+       hi + lanes > size) &&
+      !in_bounds_where_run(sc->c, base, lanes, size))
     return -1;
   k->slots[k->n] = (slot){.base = base, .lanes = lanes};
   return k->n++;
@@ -453,8 +570,17 @@ static ts_stmt *try_promote(promote_ctx *c, ts_stmt *loop) {
 
 static ts_stmt *promote_pre(void *ctx, ts_arena *a, ts_stmt *s) {
   promote_ctx *c = ctx;
-  (void)a;
   int64_t mn, ex;
+  if (ts_stmt_kind_of(s) == TS_STMT_IF && c->n_conds < MAX_CONDS) {
+    /* each branch rebuilt here: the then-branch knows its condition */
+    c->conds[c->n_conds++] = ts_if_cond(s);
+    ts_stmt *then_s = ts_stmt_mutate(a, ts_if_then(s), c->m);
+    c->n_conds--;
+    ts_stmt *else_s =
+        ts_if_else(s) ? ts_stmt_mutate(a, ts_if_else(s), c->m) : NULL;
+    if (then_s == ts_if_then(s) && else_s == ts_if_else(s)) return s;
+    return ts_if(a, ts_if_cond(s), then_s, else_s);
+  }
   if (ts_stmt_kind_of(s) == TS_STMT_ALLOCATE)
     ts_node_map_put(c->allocated, ts_allocate_buffer(s), s);
   else if (ts_stmt_kind_of(s) == TS_STMT_FOR &&
@@ -479,6 +605,7 @@ int ts_lower_promote(ts_func *f, int max_bytes, ts_error *err) {
                    .allocated = ts_node_map_create(),
                    .max_bytes = max_bytes > 0 ? max_bytes : DEFAULT_MAX_BYTES};
   ts_stmt_mutator m = {.pre = promote_pre, .post = promote_post, .ctx = &c};
+  c.m = &m;
   ts_func_set_body(f, ts_stmt_mutate(c.a, body, &m));
   ts_var_ranges_destroy(c.ranges);
   ts_node_map_destroy(c.allocated);

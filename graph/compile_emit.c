@@ -454,7 +454,12 @@ int cp_emit_and_link(const cp_program *p, const ts_graph_compile_options *o,
   argv[n++] = "-ltessera_rt";
   argv[n++] = "-lm";
   argv[n++] = NULL;
-  rc = run_cc(argv, tmpdir, err);
+  struct stat fst;
+  if (lstat(final_path, &fst) == 0 && !S_ISREG(fst.st_mode))
+    rc = TS_ERR(err, TS_EINVAL,
+                "output '%s' is not a regular file (it would be replaced)",
+                final_path);
+  if (!rc) rc = run_cc(argv, tmpdir, err);
   if (!rc) {
     struct stat st;
     if (stat(tmp_path, &st) == 0) *library_bytes = (int64_t)st.st_size;

@@ -5,7 +5,9 @@
  * the reduction loop (also in the tail copies of an imperfect tile) and
  * still matches the reference interpreter; accesses the pass cannot prove
  * safe (overlapping places, an index the loop changes, an allocation inside
- * the loop) are left alone, and the program still runs correctly.
+ * the loop) are left alone, and the program still runs correctly; a tile
+ * under an if-condition is promoted where the condition keeps it in
+ * bounds.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -229,11 +231,46 @@ static void test_refused(void **state) {
   }
 }
 
+/* The main part of a partitioned tile runs under an if-condition: its
+ * places lie past the buffer's end for loop values that the condition
+ * sends elsewhere (i = 2, 3 here: T[8..16) of 12). Promoted there (the
+ * condition checked point by point), not in the else-branch, whose index
+ * moves with the loop; the result is still exact. */
+static void test_guarded_tile(void **state) {
+  (void)state;
+  ts_func *f = parse(
+      "func guarded(A: float32[64], B: float32[12]) {\n"
+      "  allocate T: float32[12] scope \"local\" {\n"
+      "    for i in range(12) { T[i] = float32(0) }\n"
+      "    for i in range(4) {\n"
+      "      if i * 4 - 8 < 0 {\n"
+      "        for k in range(16) {\n"
+      "          T[ramp(i * 4, 1, 4)] = T[ramp(i * 4, 1, 4)] + A[ramp(k * 4, "
+      "1, 4)]\n"
+      "        }\n"
+      "      } else {\n"
+      "        for k in range(16) {\n"
+      "          T[8 + floormod(k, 4)] = T[8 + floormod(k, 4)] + A[k]\n"
+      "        }\n"
+      "      }\n"
+      "    }\n"
+      "    for i in range(12) { B[i] = T[i] }\n"
+      "  }\n"
+      "}\n");
+  char *text = lowered_text(f, true);
+  assert_int_equal(count(text, "allocate T_reg"), 1);
+  assert_true(strstr(text, "allocate T_reg") < strstr(text, "else"));
+  free(text);
+  check_run(f);
+  ts_func_free(f);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_register_tile),
       cmocka_unit_test(test_imperfect_tile),
       cmocka_unit_test(test_refused),
+      cmocka_unit_test(test_guarded_tile),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -94,6 +94,10 @@ contains "nightly"; contains "trials 5 / 8, 5 records kept"; contains "schema ve
 expect 0 "$T" db migrate --db "$DB"; contains "schema version 3"
 
 # export -> import into an empty database -> export: identical bytes
+mkfifo "$TMP/fifo"
+expect 2 "$T" db export --db "$DB" -o "$TMP/fifo"
+grep -q "not a regular file" "$TMP/out" || fail "export onto a fifo: no message"
+[ -p "$TMP/fifo" ] || fail "export replaced the fifo"
 expect 0 "$T" db export --db "$DB" -o "$TMP/a.jsonl"
 [ -s "$TMP/a.jsonl" ] || fail "empty export"
 [ ! -e "$TMP/a.jsonl.part" ] || fail "export left a partial file"

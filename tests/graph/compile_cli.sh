@@ -5,7 +5,8 @@
 # outputs (`tessera graph run`, compared with numpy under PYTHON); the
 # report's text and JSON forms; a graph operator that is not a kernel yet,
 # a missing model, a bad database, a bad runtime folder and inputs of the
-# wrong shape exit 1 with a message and write nothing; usage errors exit 2.
+# wrong shape exit 1 with a message and write nothing; usage errors exit 2
+# (among them an output that is not a regular file: a fifo stays one).
 set -u
 T="$1"
 M="$2"
@@ -30,6 +31,14 @@ expect 2 "$T" compile "$R" -o "$TMP/x.so" --bogus
 expect 2 "$T" compile "$R" -o "$TMP/x.so" --threads 0
 expect 0 "$T" compile --help
 contains "input-shape"
+# an output that is not a regular file (a renamed file would replace it)
+mkfifo "$TMP/fifo"
+expect 2 "$T" compile "$R" -o "$TMP/fifo"
+contains "not a regular file"
+[ -p "$TMP/fifo" ] || fail "compile replaced the fifo"
+mkdir "$TMP/outdir"
+expect 2 "$T" compile "$R" -o "$TMP/outdir"
+contains "not a regular file"
 expect 2 "$T" run
 expect 2 "$T" run "$TMP/x.so"
 contains "inputs"
