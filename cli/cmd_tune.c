@@ -87,7 +87,9 @@ static const char tune_usage[] =
     "  --batch N           candidates measured per round (default 32)\n"
     "  --population N      evolutionary population (default 256)\n"
     "  --threads N         threads of the measured kernels (default: the\n"
-    "                      target's cores)\n"
+    "                      target's cores); the job's target gets\n"
+    "                      -num-cores=N, so records are filed and resumed\n"
+    "                      under that thread count\n"
     "  --timeout-ms N      time limit per candidate (default: adaptive)\n"
     "  --build-timeout-ms N  time limit of one candidate's compile, in a\n"
     "                      separate process (default 60000; 0: in this\n"
@@ -489,6 +491,39 @@ static void print_resume_hint(int argc, char **argv, const char *job,
  * database's workload table; target, strategy, cost model, scheduler and
  * per-task cap unless given; --trials defaults to the job's budget. The
  * returned cJSON (*cfg) owns the strings a and o now point into. */
+/* o->target with -num-cores set to --threads (a CPU target; *buf gets the
+ * string). A target that came with -num-cores of its own (given, or the
+ * resumed job's) must agree: EXIT_USAGE naming both. */
+static int threads_target(ts_tune_options *o, char **buf,
+                          bool explicit_target) {
+  ts_error err;
+  ts_target *t = NULL;
+  if (ts_target_parse(o->target, &t, &err)) {
+    cli_error("bad target", &err);
+    return EXIT_FAIL;
+  }
+  int n = o->measure.threads, have = ts_target_num_cores(t);
+  const char *str = ts_target_str(t);
+  const char *at = strstr(str, " -num-cores=");
+  int rc = EXIT_OK;
+  if (ts_target_get_kind(t) == TS_TARGET_LLVM && at && have != n) {
+    if (explicit_target && strstr(o->target, "-num-cores")) {
+      rc = cli_usage_error("tune",
+                           "--threads %d but the target (given, or the "
+                           "resumed job's) measures on %d: '%s'",
+                           n, have, o->target);
+    } else {
+      size_t len = (size_t)(at - str);
+      *buf = malloc(len + 32);
+      if (!*buf) abort();
+      snprintf(*buf, len + 32, "%.*s -num-cores=%d", (int)len, str, n);
+      o->target = *buf;
+    }
+  }
+  ts_target_free(t);
+  return rc;
+}
+
 static int resume_settings(tune_args *a, ts_tune_options *o, ts_db *db,
                            ts_func **funcs, cJSON **cfg) {
   ts_db_job job;
@@ -797,7 +832,8 @@ int cmd_tune(int argc, char **argv) {
   ts_custom_rule rules[MAX_RULES];
   ts_trace *rule_traces[MAX_RULES] = {0};
   ts_tune_result result;
-  cJSON *cfg_json = NULL; /* a resumed job's stored settings */
+  cJSON *cfg_json = NULL;  /* a resumed job's stored settings */
+  char *target_buf = NULL; /* the target with --threads as -num-cores */
   memset(&result, 0, sizeof result);
   memset(tasks, 0, sizeof tasks);
 
@@ -827,7 +863,8 @@ int cmd_tune(int argc, char **argv) {
     cli_error("cannot open the database", &err);
     goto done;
   }
-  if (!a.n_tasks && resume_settings(&a, &o, db, funcs, &cfg_json) != EXIT_OK)
+  bool resumed = !a.n_tasks;
+  if (resumed && resume_settings(&a, &o, db, funcs, &cfg_json) != EXIT_OK)
     goto done;
   for (int i = 0; i < a.n_tasks; i++) {
     if (funcs[i]) { /* the model's tasks or the job's stored workloads */
@@ -878,6 +915,15 @@ int cmd_tune(int argc, char **argv) {
   sigaction(SIGINT, &sa, NULL);
   sigaction(SIGTERM, &sa, NULL);
 
+  /* the measurement threads are part of the target (-num-cores): records
+   * measured on N threads are filed, looked up and resumed as such */
+  if (o.measure.threads > 0) {
+    int trc = threads_target(&o, &target_buf, a.target_given || resumed);
+    if (trc != EXIT_OK) {
+      status = trc;
+      goto done;
+    }
+  }
   int threads = o.measure.threads;
   if (threads <= 0) {
     ts_target *t = NULL;
@@ -936,6 +982,7 @@ int cmd_tune(int argc, char **argv) {
 
 done:
   cJSON_Delete(cfg_json);
+  free(target_buf);
   for (int i = 0; i < a.n_tasks; i++)
     if (a.model) free((char *)a.names[i]);
   ts_tune_result_clear(&result);

@@ -1,7 +1,8 @@
 #!/bin/sh
 # tune_cli.sh TESSERA — `tessera tune` through the real binary: usage
 # errors, and --compare-models (two jobs, two databases, a side-by-side
-# table) on a small workload with a small budget.
+# table) on a small workload with a small budget; --threads filed in the
+# target (-num-cores), kept on resume, a conflicting resume refused.
 set -u
 T="$1"
 TMP=$(mktemp -d)
@@ -41,4 +42,21 @@ contains out '"check": "ok"'
 "$T" db export --db "$TMP/c-xgb.db" >"$TMP/out" 2>&1 || fail "db export"
 grep '"type": *"baseline"' "$TMP/out" >"$TMP/base"
 contains base '"vendor": *"onednn"'; contains base '"vendor": *"openblas"'
+# the measurement threads are part of the target: records measured on one
+# thread are filed under -num-cores=1, a resume measures on one thread
+# again, and a resume asking for another count is refused naming both
+W2="matmul M=16 N=16 K=16"
+expect 0 "$T" tune --workload "$W2" --trials 4 --batch 4 --threads 1 \
+  --db "$TMP/t1.db" --job one --quiet
+"$T" db list --db "$TMP/t1.db" >"$TMP/out" 2>&1 || fail "db list"
+contains out "num-cores=1"
+expect 0 "$T" tune --job one --db "$TMP/t1.db" --trials 8 --batch 4
+contains out "(1 thread)"
+expect 2 "$T" tune --job one --db "$TMP/t1.db" --trials 12 --threads 2
+contains err "--threads 2 but the target"
+contains err "measures on 1"
+expect 2 "$T" tune --workload "$W2" --trials 4 --threads 2 \
+  --target "llvm -num-cores=1" --db "$TMP/t2.db"
+contains err "--threads 2 but the target"
+
 echo "tune_cli: all checks passed"
