@@ -151,7 +151,8 @@ typedef struct tune_args {
   bool quiet, json, summary_measure, compare_models;
   long confirm_top; /* --confirm-top (default 6; 0: no confirmation) */
   bool target_given, trials_given, strategy_given, cost_model_given,
-      policy_given, per_task_given;
+      policy_given, per_task_given, batch_given, population_given,
+      timeout_given, build_timeout_given, tensorize_given;
   long max_memory_mb; /* admission (0: default) */
   long max_gflop;     /* admission (0: default) */
 } tune_args;
@@ -552,6 +553,33 @@ static int resume_settings(tune_args *a, ts_tune_options *o, ts_db *db,
   x = cJSON_GetObjectItemCaseSensitive(c, "trials_per_task");
   if (!a->per_task_given && cJSON_IsNumber(x))
     o->trials_per_task = (int64_t)x->valuedouble;
+  /* search and measurement settings: the job's, unless given again (a
+   * different value is used and noted) */
+  static const char *const keys[4] = {"batch", "population", "timeout_ms",
+                                      "build_timeout_ms"};
+  static const char *const flags[4] = {"--batch", "--population",
+                                       "--timeout-ms", "--build-timeout-ms"};
+  const bool given[4] = {a->batch_given, a->population_given, a->timeout_given,
+                         a->build_timeout_given};
+  int *vals[4] = {&o->search.batch, &o->search.population,
+                  &o->measure.timeout_ms, &o->build_timeout_ms};
+  for (int k = 0; k < 4; k++) {
+    x = cJSON_GetObjectItemCaseSensitive(c, keys[k]);
+    if (!cJSON_IsNumber(x)) continue;
+    if (!given[k])
+      *vals[k] = (int)x->valuedouble;
+    else if (*vals[k] != (int)x->valuedouble)
+      fprintf(stderr, "tessera: note: job '%s': %s %d (started with %d)\n",
+              o->job_name, flags[k], *vals[k], (int)x->valuedouble);
+  }
+  x = cJSON_GetObjectItemCaseSensitive(c, "tensorize");
+  if (!a->tensorize_given && cJSON_IsBool(x))
+    o->space.tensorize = cJSON_IsTrue(x);
+  else if (cJSON_IsTrue(x) && a->tensorize_given)
+    fprintf(stderr,
+            "tessera: note: job '%s': --no-tensorize (started with "
+            "tensorization)\n",
+            o->job_name);
   const cJSON *arr = cJSON_GetObjectItemCaseSensitive(c, "tasks"), *t;
   cJSON_ArrayForEach(t, arr) {
     if (a->n_tasks == MAX_TASKS) break;
@@ -661,6 +689,7 @@ int cmd_tune(int argc, char **argv) {
       a.json = true;
     } else if (!strcmp(argv[i], "--no-tensorize")) {
       o.space.tensorize = false;
+      a.tensorize_given = true;
     } else if (!strcmp(argv[i], "--no-summary-measure")) {
       a.summary_measure = false;
     } else if (!strcmp(argv[i], "--compare-models")) {
@@ -779,10 +808,12 @@ int cmd_tune(int argc, char **argv) {
       NEED("--batch");
       rc = int_option("--batch", val, 1, 1024, &v);
       o.search.batch = (int)v;
+      a.batch_given = true;
     } else if (cli_opt_value(argc, argv, &i, "--population", &val, &missing)) {
       NEED("--population");
       rc = int_option("--population", val, 1, 65536, &v);
       o.search.population = (int)v;
+      a.population_given = true;
     } else if (cli_opt_value(argc, argv, &i, "--threads", &val, &missing)) {
       NEED("--threads");
       rc = int_option("--threads", val, 1, TS_RT_MAX_THREADS, &v);
@@ -791,11 +822,13 @@ int cmd_tune(int argc, char **argv) {
       NEED("--timeout-ms");
       rc = int_option("--timeout-ms", val, 100, 3600000, &v);
       o.measure.timeout_ms = (int)v;
+      a.timeout_given = true;
     } else if (cli_opt_value(argc, argv, &i, "--build-timeout-ms", &val,
                              &missing)) {
       NEED("--build-timeout-ms");
       rc = int_option("--build-timeout-ms", val, 0, 86400000, &v);
       o.build_timeout_ms = (int)v;
+      a.build_timeout_given = true;
     } else if (cli_opt_value(argc, argv, &i, "--log", &val, &missing)) {
       NEED("--log");
       a.log = val;

@@ -256,6 +256,12 @@ static char *job_config_json(const job *j, const ts_tune_task *tasks, int n) {
   cJSON_AddStringToObject(o, "policy", ts_task_policy_name(j->o->policy));
   cJSON_AddNumberToObject(o, "seed", (double)j->o->seed);
   cJSON_AddNumberToObject(o, "trials_per_task", (double)j->o->trials_per_task);
+  /* the settings a resume keeps unless given again */
+  cJSON_AddNumberToObject(o, "batch", j->o->search.batch);
+  cJSON_AddNumberToObject(o, "population", j->o->search.population);
+  cJSON_AddNumberToObject(o, "timeout_ms", j->o->measure.timeout_ms);
+  cJSON_AddNumberToObject(o, "build_timeout_ms", j->o->build_timeout_ms);
+  cJSON_AddBoolToObject(o, "tensorize", j->o->space.tensorize);
   char *s = cJSON_PrintUnformatted(o);
   cJSON_Delete(o);
   return s;

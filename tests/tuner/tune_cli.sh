@@ -50,8 +50,11 @@ expect 0 "$T" tune --workload "$W2" --trials 4 --batch 4 --threads 1 \
   --db "$TMP/t1.db" --job one --quiet
 "$T" db list --db "$TMP/t1.db" >"$TMP/out" 2>&1 || fail "db list"
 contains out "num-cores=1"
-expect 0 "$T" tune --job one --db "$TMP/t1.db" --trials 8 --batch 4
+expect 0 "$T" tune --job one --db "$TMP/t1.db" --trials 8
 contains out "(1 thread)"
+# the job's batch is kept; another one given on resume is used and noted
+expect 0 "$T" tune --job one --db "$TMP/t1.db" --trials 10 --batch 2
+contains err "--batch 2 (started with 4)"
 expect 2 "$T" tune --job one --db "$TMP/t1.db" --trials 12 --threads 2
 contains err "--threads 2 but the target"
 contains err "measures on 1"
