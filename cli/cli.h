@@ -61,7 +61,8 @@ int cli_usage_error(const char *sub, const char *fmt, ...)
 
 /* Option matching: returns true when argv[*i] is `name` (taking the next
  * argument as *value) or `name=value`. Sets *missing when the value is
- * absent. */
+ * absent: no next argument, or one that is an option itself (`-x`, `--x`;
+ * a negative number is a value). */
 bool cli_opt_value(int argc, char **argv, int *i, const char *name,
                    const char **value, bool *missing);
 

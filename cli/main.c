@@ -102,7 +102,13 @@ bool cli_opt_value(int argc, char **argv, int *i, const char *name,
     return true;
   }
   if (arg[n] != 0) return false;
-  if (*i + 1 >= argc) {
+  /* the next word is the value, unless it is an option itself (`--db -o
+   * r.html`: the path is missing; a negative number is a value; --opt=-x
+   * passes a value that starts with a letter after '-') */
+  const char *next = *i + 1 < argc ? argv[*i + 1] : NULL;
+  if (!next || (next[0] == '-' &&
+                ((next[1] >= 'a' && next[1] <= 'z') ||
+                 (next[1] >= 'A' && next[1] <= 'Z') || next[1] == '-'))) {
     *missing = true;
     return true;
   }
