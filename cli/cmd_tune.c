@@ -136,6 +136,19 @@ static void on_stop_signal(int sig) {
   (void)w;
 }
 
+/* During the summary measurement (the job's trials are all committed): a
+ * signal says so and ends the process. */
+static void on_summary_signal(int sig) {
+  static const char msg[] =
+      "\ntessera tune: interrupted during the summary measurement; every "
+      "trial of the job is committed (`tessera db confirm` re-measures the "
+      "bests)\n";
+  ssize_t w = write(2, msg, sizeof msg - 1);
+  (void)w;
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
+
 typedef struct tune_args {
   const char *specs[MAX_TASKS];
   const char *names[MAX_TASKS]; /* of a resumed job's stored workloads */
@@ -994,10 +1007,16 @@ int cmd_tune(int argc, char **argv) {
     status = 130;
     goto done;
   }
+  sa.sa_handler = on_summary_signal;
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
   if (a.summary_measure && a.confirm_top > 0 && !a.tracker)
     confirm_tasks(&a, db, o.target, tasks, &result, threads);
   print_summary(&a, db, o.target, tasks, wl, &result, threads,
                 a.json ? stdout : out);
+  sa.sa_handler = SIG_DFL;
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
   status = EXIT_OK;
   /* A job that measured and got nothing right has failed. */
   int64_t ok = 0, measured = 0;
