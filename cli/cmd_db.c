@@ -10,6 +10,8 @@
 
 #include "db/db.h"
 
+#include <cjson/cJSON.h>
+
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -22,7 +24,7 @@ static const char db_usage[] =
     "usage: tessera db <command> [--db PATH] [options]\n"
     "\n"
     "commands:\n"
-    "  list                       workloads x targets: best latency, GFLOP/s,\n"
+    "  list [--json]              workloads x targets: best latency, GFLOP/s,\n"
     "                             record counts\n"
     "  show WORKLOAD [--last N]   TIR, the best trace on each target, the N\n"
     "                             newest records (10)\n"
@@ -33,7 +35,7 @@ static const char db_usage[] =
     "                             keep the K fastest ok records of each\n"
     "                             workload x target; delete failed records\n"
     "                             unless --keep-failed\n"
-    "  stats                      records by status, jobs, file size\n"
+    "  stats [--json]             records by status, jobs, file size\n"
     "  migrate                    bring a database of an older schema version\n"
     "                             up to this tessera's (read-only commands\n"
     "                             such as compile refuse an older one)\n"
@@ -236,7 +238,37 @@ static int run_list(const db_args *a) {
   ts_db_summary *rows;
   int n;
   if (ts_db_list(db, 0, &rows, &n)) return db_fail(db, "db list");
-  if (n == 0) {
+  if (a->json) { /* one object per workload x target */
+    cJSON *arr = cJSON_CreateArray();
+    for (int i = 0; i < n; i++) {
+      const ts_db_summary *r = &rows[i];
+      cJSON *o = cJSON_CreateObject();
+      cJSON_AddNumberToObject(o, "workload_id", (double)r->workload_id);
+      cJSON_AddStringToObject(o, "workload", r->name);
+      cJSON_AddStringToObject(o, "hash", r->hash);
+      if (r->target)
+        cJSON_AddStringToObject(o, "target", r->target);
+      else
+        cJSON_AddNullToObject(o, "target");
+      cJSON_AddNumberToObject(o, "records", (double)r->n_records);
+      cJSON_AddNumberToObject(o, "ok", (double)r->n_ok);
+      if (isfinite(r->best_s)) {
+        cJSON_AddNumberToObject(o, "best_seconds", r->best_s);
+        if (r->flops > 0)
+          cJSON_AddNumberToObject(o, "gflops", r->flops / r->best_s * 1e-9);
+        else
+          cJSON_AddNullToObject(o, "gflops");
+      } else {
+        cJSON_AddNullToObject(o, "best_seconds");
+        cJSON_AddNullToObject(o, "gflops");
+      }
+      cJSON_AddItemToArray(arr, o);
+    }
+    char *txt = cJSON_Print(arr);
+    if (txt) puts(txt);
+    cJSON_free(txt);
+    cJSON_Delete(arr);
+  } else if (n == 0) {
     printf("no workloads in %s\n", ts_db_path(db));
   } else {
     printf("%-5s %-36s %-12s %-44s %8s %8s %12s %9s\n", "id", "workload",
@@ -525,6 +557,46 @@ static int run_stats(const db_args *a) {
   int n_jobs;
   if (ts_db_get_stats(db, &s) || ts_db_jobs(db, &jobs, &n_jobs))
     return db_fail(db, "db stats");
+  if (a->json) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "database", ts_db_path(db));
+    cJSON_AddStringToObject(o, "backend", ts_db_backend(db));
+    cJSON_AddNumberToObject(o, "schema_version", s.schema_version);
+    cJSON_AddNumberToObject(o, "file_bytes", (double)s.file_bytes);
+    cJSON_AddNumberToObject(o, "wal_bytes", (double)s.wal_bytes);
+    cJSON_AddNumberToObject(o, "workloads", (double)s.n_workloads);
+    cJSON_AddNumberToObject(o, "targets", (double)s.n_targets);
+    cJSON_AddNumberToObject(o, "records", (double)s.n_records);
+    cJSON *st = cJSON_AddObjectToObject(o, "records_by_status");
+    for (int i = 0; i < TS_DB_N_STATUS; i++)
+      cJSON_AddNumberToObject(st, ts_db_status_name((ts_db_status)i),
+                              (double)s.records_by_status[i]);
+    cJSON *ja = cJSON_AddArrayToObject(o, "jobs");
+    for (int i = 0; i < n_jobs; i++) {
+      int64_t count = 0;
+      ts_db_job_count_records(db, jobs[i].id, &count, NULL);
+      cJSON *j = cJSON_CreateObject();
+      cJSON_AddStringToObject(j, "name", jobs[i].name);
+      cJSON_AddStringToObject(j, "state", ts_db_job_state_name(jobs[i].state));
+      cJSON_AddNumberToObject(j, "trials_done", (double)jobs[i].trials_done);
+      cJSON_AddNumberToObject(j, "trials_budget",
+                              (double)jobs[i].trials_budget);
+      cJSON_AddNumberToObject(j, "records", (double)count);
+      cJSON_AddStringToObject(j, "started", jobs[i].started);
+      if (jobs[i].finished[0])
+        cJSON_AddStringToObject(j, "finished", jobs[i].finished);
+      else
+        cJSON_AddNullToObject(j, "finished");
+      cJSON_AddItemToArray(ja, j);
+    }
+    char *txt = cJSON_Print(o);
+    if (txt) puts(txt);
+    cJSON_free(txt);
+    cJSON_Delete(o);
+    ts_db_jobs_free(jobs, n_jobs);
+    ts_db_close(db);
+    return EXIT_OK;
+  }
   printf("database   %s (%s, schema version %d)\n", ts_db_path(db),
          ts_db_backend(db), s.schema_version);
   print_size("size       ", s.file_bytes);
@@ -812,13 +884,13 @@ int cmd_db(int argc, char **argv) {
     bool positional;
     int (*run)(const db_args *a);
   } subs[] = {
-      {"list", " ", false, run_list},
+      {"list", " --json ", false, run_list},
       {"show", " --workload --tir --last ", true, run_show},
       {"best", " --workload --tir --target ", true, run_best},
       {"export", " -o ", false, run_export},
       {"import", " ", true, run_import},
       {"prune", " --keep --keep-failed --vacuum ", false, run_prune},
-      {"stats", " ", false, run_stats},
+      {"stats", " --json ", false, run_stats},
       {"migrate", " ", false, run_migrate},
       {"confirm", " --workload --tir --target --top --rounds --threads --json ",
        true, run_confirm},

@@ -60,6 +60,9 @@ expect 0 "$T" db list --db "$DB"
 contains "mm_small"; contains "softmax_small"; contains "llvm -mcpu=skylake-avx512 -num-cores=2"
 contains "2.000"; contains "0.51"; contains "0.32"
 lacks "-mattr"
+expect 0 "$T" db list --db "$DB" --json
+contains '"workload":	"mm_small"'; contains '"best_seconds":	2e-06'
+contains '"target":	"llvm -mcpu=skylake-avx512'
 
 # best: the fastest ok record's trace (not the faster wrong_result), by name,
 # hash, hash prefix, spec or the function itself
@@ -91,6 +94,9 @@ expect 0 "$T" db show mm_small --last 0 --db "$DB"; lacks "newest records"
 expect 0 "$T" db stats --db "$DB"
 contains "records    6"; contains "ok             3"; contains "wrong_result   1"
 contains "nightly"; contains "trials 5 / 8, 5 records kept"; contains "schema version 3"
+expect 0 "$T" db stats --db "$DB" --json
+contains '"records":	6'; contains '"wrong_result":	1'; contains '"name":	"nightly"'
+contains '"trials_done":	5'; contains '"schema_version":	3'
 expect 0 "$T" db migrate --db "$DB"; contains "schema version 3"
 
 # export -> import into an empty database -> export: identical bytes
