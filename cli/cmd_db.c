@@ -231,6 +231,14 @@ static void format_gflops(double flops, double s, char out[32]) {
     snprintf(out, 32, "%.2f", flops / s * 1e-9);
 }
 
+/* Prints a JSON value (indented) on stdout and frees it. */
+static void print_json(cJSON *v) {
+  char *txt = cJSON_Print(v);
+  if (txt) puts(txt);
+  cJSON_free(txt);
+  cJSON_Delete(v);
+}
+
 static int run_list(const db_args *a) {
   ts_db *db;
   int rc = open_db(a, false, &db);
@@ -264,10 +272,7 @@ static int run_list(const db_args *a) {
       }
       cJSON_AddItemToArray(arr, o);
     }
-    char *txt = cJSON_Print(arr);
-    if (txt) puts(txt);
-    cJSON_free(txt);
-    cJSON_Delete(arr);
+    print_json(arr);
   } else if (n == 0) {
     printf("no workloads in %s\n", ts_db_path(db));
   } else {
@@ -589,10 +594,7 @@ static int run_stats(const db_args *a) {
         cJSON_AddNullToObject(j, "finished");
       cJSON_AddItemToArray(ja, j);
     }
-    char *txt = cJSON_Print(o);
-    if (txt) puts(txt);
-    cJSON_free(txt);
-    cJSON_Delete(o);
+    print_json(o);
     ts_db_jobs_free(jobs, n_jobs);
     ts_db_close(db);
     return EXIT_OK;
