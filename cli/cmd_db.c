@@ -28,7 +28,8 @@ static const char db_usage[] =
     "                             record counts\n"
     "  show WORKLOAD [--last N]   TIR, the best trace on each target, the N\n"
     "                             newest records (10)\n"
-    "  best WORKLOAD --target T   the best trace JSON on target T (scripts)\n"
+    "  best WORKLOAD [--target T] the best trace JSON on target T (default:\n"
+    "                             this machine; for scripts)\n"
     "  export [-o FILE]           the database as JSON Lines (stdout)\n"
     "  import FILE                add an export to the database ('-': stdin)\n"
     "  prune --keep K [--keep-failed] [--vacuum]\n"
@@ -419,14 +420,13 @@ static int run_show(const db_args *a) {
 }
 
 static int run_best(const db_args *a) {
-  if (!a->target)
-    return cli_usage_error(a->sub, "--target is required (e.g. --target llvm)");
+  const char *target = a->target ? a->target : "llvm"; /* this machine */
   ts_db *db;
   int64_t id;
   int rc = open_db(a, false, &db);
   if (rc || (rc = resolve(a, db, &id))) return rc;
   ts_db_record r;
-  if (ts_db_best(db, id, a->target, &r)) return db_fail(db, "db best");
+  if (ts_db_best(db, id, target, &r)) return db_fail(db, "db best");
   ts_error err;
   ts_error_clear(&err);
   if (ts_db_check_trace_json(NULL, r.trace_json, strlen(r.trace_json), &err)) {
