@@ -26,7 +26,8 @@ static const char db_usage[] =
     "commands:\n"
     "  list [--json]              workloads x targets: best latency, GFLOP/s,\n"
     "                             record counts\n"
-    "  show WORKLOAD [--last N]   TIR, the best trace on each target, the N\n"
+    "  show WORKLOAD [--last N] [--json]\n"
+    "                             TIR, the best trace on each target, the N\n"
     "                             newest records (10)\n"
     "  best WORKLOAD [--target T] the best trace JSON on target T (default:\n"
     "                             this machine; for scripts)\n"
@@ -347,6 +348,96 @@ static void print_record_row(const ts_db_record *r, double flops) {
          r->error);
 }
 
+/* A record as a JSON object (db show --json). */
+static cJSON *record_json(const ts_db_record *r, double flops) {
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddNumberToObject(o, "record", (double)r->id);
+  cJSON_AddStringToObject(o, "created", r->created);
+  cJSON_AddStringToObject(o, "status", ts_db_status_name(r->status));
+  double secs = ts_db_record_seconds(r);
+  if (isfinite(secs) && r->status == TS_DB_STATUS_OK) {
+    cJSON_AddNumberToObject(o, "seconds", secs);
+    if (flops > 0)
+      cJSON_AddNumberToObject(o, "gflops", flops / secs * 1e-9);
+    else
+      cJSON_AddNullToObject(o, "gflops");
+  } else {
+    cJSON_AddNullToObject(o, "seconds");
+    cJSON_AddNullToObject(o, "gflops");
+  }
+  cJSON_AddBoolToObject(o, "confirmed", r->confirmed_rounds > 0);
+  if (r->job_id) {
+    cJSON_AddNumberToObject(o, "job_id", (double)r->job_id);
+    cJSON_AddNumberToObject(o, "trial", (double)r->trial);
+  }
+  cJSON_AddStringToObject(o, "worker", r->worker);
+  cJSON_AddStringToObject(o, "target", r->target);
+  cJSON_AddStringToObject(o, "error", r->error);
+  return o;
+}
+
+/* db show --json: the workload, per target its counts and best record
+ * (with its trace as an object), the newest records. */
+static int show_json(const db_args *a, ts_db *db, int64_t id,
+                     const ts_db_workload *w) {
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddStringToObject(o, "workload", w->name);
+  cJSON_AddNumberToObject(o, "id", (double)id);
+  cJSON_AddStringToObject(o, "hash", w->hash);
+  cJSON_AddNumberToObject(o, "flops", w->flops);
+  cJSON_AddStringToObject(o, "created", w->created);
+  cJSON_AddStringToObject(o, "tir", w->tir);
+  ts_db_summary *rows;
+  int n;
+  if (ts_db_list(db, id, &rows, &n)) {
+    cJSON_Delete(o);
+    cli_error("db show", ts_db_error(db));
+    return EXIT_FAIL;
+  }
+  int status = EXIT_OK;
+  cJSON *targets = cJSON_AddArrayToObject(o, "targets");
+  for (int i = 0; i < n; i++) {
+    const ts_db_summary *sm = &rows[i];
+    if (!sm->target) continue;
+    cJSON *t = cJSON_CreateObject();
+    cJSON_AddStringToObject(t, "target", sm->target);
+    cJSON_AddNumberToObject(t, "records", (double)sm->n_records);
+    cJSON_AddNumberToObject(t, "ok", (double)sm->n_ok);
+    ts_db_record best;
+    if (sm->n_ok && !ts_db_best(db, id, sm->target, &best)) {
+      cJSON *b = record_json(&best, w->flops);
+      cJSON *trace = cJSON_Parse(best.trace_json);
+      if (trace)
+        cJSON_AddItemToObject(b, "trace", trace);
+      else
+        cJSON_AddNullToObject(b, "trace");
+      cJSON_AddItemToObject(t, "best", b);
+      ts_db_record_clear(&best);
+    } else {
+      if (sm->n_ok) {
+        cli_error("db show", ts_db_error(db));
+        status = EXIT_FAIL;
+      }
+      cJSON_AddNullToObject(t, "best");
+    }
+    cJSON_AddItemToArray(targets, t);
+  }
+  ts_db_summaries_free(rows, n);
+  ts_db_record *recent;
+  int n_recent;
+  if (ts_db_recent_records(db, id, (int)a->last, &recent, &n_recent)) {
+    cJSON_Delete(o);
+    cli_error("db show", ts_db_error(db));
+    return EXIT_FAIL;
+  }
+  cJSON *arr = cJSON_AddArrayToObject(o, "records");
+  for (int i = 0; i < n_recent; i++)
+    cJSON_AddItemToArray(arr, record_json(&recent[i], w->flops));
+  ts_db_records_free(recent, n_recent);
+  print_json(o);
+  return status;
+}
+
 static int run_show(const db_args *a) {
   ts_db *db;
   int64_t id;
@@ -354,6 +445,12 @@ static int run_show(const db_args *a) {
   if (rc || (rc = resolve(a, db, &id))) return rc;
   ts_db_workload w;
   if (ts_db_get_workload(db, id, &w)) return db_fail(db, "db show");
+  if (a->json) {
+    int st = show_json(a, db, id, &w);
+    ts_db_workload_clear(&w);
+    ts_db_close(db);
+    return st;
+  }
   printf(
       "workload  %s (id %lld)\nhash      %s\nflops     %.0f\ncreated   %s\n\n",
       w.name, (long long)id, w.hash, w.flops, w.created);
@@ -887,7 +984,7 @@ int cmd_db(int argc, char **argv) {
     int (*run)(const db_args *a);
   } subs[] = {
       {"list", " --json ", false, run_list},
-      {"show", " --workload --tir --last ", true, run_show},
+      {"show", " --workload --tir --last --json ", true, run_show},
       {"best", " --workload --tir --target ", true, run_best},
       {"export", " -o ", false, run_export},
       {"import", " ", true, run_import},

@@ -90,6 +90,9 @@ contains "hash      $H1"; contains "func "; contains "# target \[1\] llvm -mcpu=
 contains "best: 2.000 us, 0.51 GFLOP/s"; contains '"decisions": \[\[0, 8\]\]'
 contains "newest records"; contains "wrong_result"; contains "timeout"; contains "1#4"
 expect 0 "$T" db show mm_small --last 0 --db "$DB"; lacks "newest records"
+expect 0 "$T" db show mm_small --last 3 --db "$DB" --json
+contains "\"hash\":	\"$H1\""; contains '"seconds":	2e-06'; contains '"decisions":	\[\[0, 8\]\]'
+contains '"status":	"wrong_result"'
 
 # stats
 expect 0 "$T" db stats --db "$DB"
