@@ -484,14 +484,8 @@ static bool pointwise_conv(const ts_graph *g, const gr_node *n) {
   if (w->ndim != (B ? 5 : 4) || w->shape[B ? 1 : 0] != 1 ||
       w->shape[B ? 2 : 1] != 1)
     return false;
-  int c;
-  const int64_t *p;
-  if ((p = gr_attr_ints(n, "strides", &c)))
-    for (int d = 0; d < c; d++)
-      if (p[d] != 1) return false;
-  if ((p = gr_attr_ints(n, "pads", &c)))
-    for (int d = 0; d < c; d++)
-      if (p[d] != 0) return false;
+  if (!gr_attr_ints_all(n, "strides", 1) || !gr_attr_ints_all(n, "pads", 0))
+    return false;
   const char *ap = gr_attr_string(n, "auto_pad", "NOTSET");
   return !strcmp(ap, "NOTSET") || !strcmp(ap, "VALID") ||
          !strncmp(ap, "SAME", 4); /* SAME pads nothing at kernel 1 */

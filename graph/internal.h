@@ -108,6 +108,8 @@ int64_t gr_attr_int(const gr_node *n, const char *name, int64_t dflt);
 double gr_attr_float(const gr_node *n, const char *name, double dflt);
 const char *gr_attr_string(const gr_node *n, const char *name,
                            const char *dflt);
+/* Whether every entry of INTS attribute `name` is v (true when absent). */
+bool gr_attr_ints_all(const gr_node *n, const char *name, int64_t v);
 /* The ints of an INTS attribute (count in *n), or NULL with *n = 0. */
 const int64_t *gr_attr_ints(const gr_node *n, const char *name, int *count);
 /* Recomputes each value's producer from the node list. */

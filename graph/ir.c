@@ -225,6 +225,14 @@ const char *gr_attr_string(const gr_node *n, const char *name,
   return a && a->kind == GR_ATTR_STRING ? a->s : dflt;
 }
 
+bool gr_attr_ints_all(const gr_node *n, const char *name, int64_t v) {
+  int c;
+  const int64_t *p = gr_attr_ints(n, name, &c);
+  for (int d = 0; p && d < c; d++)
+    if (p[d] != v) return false;
+  return true;
+}
+
 const int64_t *gr_attr_ints(const gr_node *n, const char *name, int *count) {
   const gr_attr *a = gr_attr_find(n, name);
   if (!a || a->kind != GR_ATTR_INTS) {

@@ -90,14 +90,9 @@ static bool applies(const ts_graph *g, const gr_node *n) {
       (!ts_dtype_eq(g->values[n->inputs[2]].dtype, TS_FLOAT32) ||
        gr_value_elems(&g->values[n->inputs[2]]) != yv->shape[3]))
     return false;
-  int c;
-  const int64_t *p;
-  if ((p = gr_attr_ints(n, "strides", &c)))
-    for (int d = 0; d < c; d++)
-      if (p[d] != 1) return false;
-  if ((p = gr_attr_ints(n, "dilations", &c)))
-    for (int d = 0; d < c; d++)
-      if (p[d] != 1) return false;
+  if (!gr_attr_ints_all(n, "strides", 1) ||
+      !gr_attr_ints_all(n, "dilations", 1))
+    return false;
   int64_t in_sp[2] = {xv->shape[1], xv->shape[2]}, kernel[2] = {3, 3},
           one[2] = {1, 1}, pads[4];
   if (gr_resolve_pads(n, 2, in_sp, kernel, one, one, pads)) return false;
