@@ -20,6 +20,13 @@
  * wrong result, ...), 2 usage error (unknown subcommand or option). */
 enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2, EXIT_INTERRUPTED = 130 };
 
+/* Prints a JSON value (indented) and a newline to stdout, then frees it. */
+struct cJSON;
+void cli_print_json(struct cJSON *v);
+/* Adds the target's instruction-set level, vector registers and how each
+ * dtype runs on it to a JSON object (the fields `show --target` prints). */
+void cli_target_isa_json(struct cJSON *o, const ts_target *t);
+
 /* Prints s as a JSON string (quoted, escaped) to f. */
 void cli_json_string(FILE *f, const char *s);
 

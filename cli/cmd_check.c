@@ -10,7 +10,9 @@
 #include "codegen/codegen.h"
 #include "runtime/runtime.h"
 
+#include <cjson/cJSON.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,13 +21,15 @@
 
 static const char check_usage[] =
     "usage: tessera check (--workload SPEC | --tir FILE) [--seed N] [--quiet]\n"
+    "                     [--json]\n"
     "\n"
     "Builds the workload, prints its TIR (unless --quiet), verifies it, runs\n"
     "it in the reference interpreter on seeded random inputs and checks the\n"
     "outputs: finite, identical when re-run, identical for the function\n"
     "re-parsed from its printed text; then compiles it for this machine\n"
     "(LLVM, in memory) and checks the compiled kernel's outputs against the\n"
-    "interpreter's. Exit 0 when every check passes.\n";
+    "interpreter's. Exit 0 when every check passes. --json prints the\n"
+    "results as one JSON object (docs/cli.md), also when a check fails.\n";
 
 #define MAX_CHECK_BYTES ((int64_t)1 << 30)
 
@@ -98,6 +102,33 @@ static int run(const ts_func *f, void **args, double *seconds) {
   return rc;
 }
 
+/* --json: the result object (NULL: text lines on stdout). */
+static cJSON *jout;
+
+/* A text line of the result, printed unless the result is JSON. */
+static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void say(const char *fmt, ...) {
+  if (jout) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vprintf(fmt, ap);
+  va_end(ap);
+}
+
+/* The JSON entry of output parameter `name` (made on first use). */
+static cJSON *output_json(const char *name) {
+  cJSON *arr = cJSON_GetObjectItemCaseSensitive(jout, "outputs"), *o;
+  if (!arr) arr = cJSON_AddArrayToObject(jout, "outputs");
+  cJSON_ArrayForEach(o, arr) {
+    const cJSON *n = cJSON_GetObjectItemCaseSensitive(o, "name");
+    if (cJSON_IsString(n) && !strcmp(n->valuestring, name)) return o;
+  }
+  o = cJSON_CreateObject();
+  cJSON_AddStringToObject(o, "name", name);
+  cJSON_AddItemToArray(arr, o);
+  return o;
+}
+
 static int64_t count_nonfinite(const void *data, ts_dtype t, int64_t n) {
   if (!ts_dtype_is_float(t)) return 0;
   int64_t bad = 0;
@@ -131,10 +162,20 @@ static int check_compiled(const ts_func *f, void **want, uint64_t seed) {
     cli_error("compiling or running the kernel failed", &err);
     goto done;
   }
-  printf("compile:   %.1f ms (lower %.1f, emit %.1f, optimize %.1f, code %.1f) "
-         "for %s\n",
-         br.lower_ms + br.emit_ms + br.opt_ms + br.codegen_ms, br.lower_ms,
-         br.emit_ms, br.opt_ms, br.codegen_ms, ts_target_str(host));
+  double ms = br.lower_ms + br.emit_ms + br.opt_ms + br.codegen_ms;
+  say("compile:   %.1f ms (lower %.1f, emit %.1f, optimize %.1f, code %.1f) "
+      "for %s\n",
+      ms, br.lower_ms, br.emit_ms, br.opt_ms, br.codegen_ms,
+      ts_target_str(host));
+  if (jout) {
+    cJSON *c = cJSON_AddObjectToObject(jout, "compile");
+    cJSON_AddStringToObject(c, "target", ts_target_str(host));
+    cJSON_AddNumberToObject(c, "ms", ms);
+    cJSON_AddNumberToObject(c, "lower_ms", br.lower_ms);
+    cJSON_AddNumberToObject(c, "emit_ms", br.emit_ms);
+    cJSON_AddNumberToObject(c, "optimize_ms", br.opt_ms);
+    cJSON_AddNumberToObject(c, "code_ms", br.codegen_ms);
+  }
   for (int i = 0; i < ts_func_n_params(f); i++) {
     if (!ts_func_param_is_output(f, i)) continue;
     ts_buffer *b = ts_func_param(f, i);
@@ -142,9 +183,14 @@ static int check_compiled(const ts_func *f, void **want, uint64_t seed) {
     double max_err;
     int64_t bad = ts_host_compare(got[i], want[i], ts_buffer_dtype(b), n,
                                   &first, &max_err);
-    printf("compiled %s: %s (largest difference %.3g)\n", ts_buffer_name(b),
-           bad ? "DIFFERS FROM THE INTERPRETER" : "matches the interpreter",
-           max_err);
+    say("compiled %s: %s (largest difference %.3g)\n", ts_buffer_name(b),
+        bad ? "DIFFERS FROM THE INTERPRETER" : "matches the interpreter",
+        max_err);
+    if (jout) {
+      cJSON *o = output_json(ts_buffer_name(b));
+      cJSON_AddBoolToObject(o, "compiled_matches", !bad);
+      cJSON_AddNumberToObject(o, "compiled_max_difference", max_err);
+    }
     if (bad) rc = TS_ERANGE;
   }
 done:
@@ -156,7 +202,7 @@ done:
   return rc;
 }
 
-int cmd_check(int argc, char **argv) {
+static int check(int argc, char **argv) {
   const char *spec = NULL, *tir = NULL;
   uint64_t seed = 1;
   bool quiet = false;
@@ -168,6 +214,8 @@ int cmd_check(int argc, char **argv) {
       return EXIT_OK;
     } else if (!strcmp(argv[i], "--quiet")) {
       quiet = true;
+    } else if (!strcmp(argv[i], "--json")) {
+      /* cmd_check made jout */
     } else if (cli_opt_value(argc, argv, &i, "--workload", &v, &missing)) {
       if (missing) return cli_usage_error("check", "--workload needs a spec");
       spec = v;
@@ -201,16 +249,23 @@ int cmd_check(int argc, char **argv) {
   ts_hash128_hex(ts_func_hash(f), hex);
   double flops = w ? w->flops : ts_func_flops(f);
   char *text = ts_func_print(f);
-  if (!quiet) fputs(text, stdout);
-  printf("workload:  %s\n", w ? w->spec : tir);
-  printf("hash:      %s\n", hex);
-  printf("flops:     %.0f\n", flops);
+  if (!quiet) say("%s", text);
+  say("workload:  %s\n", w ? w->spec : tir);
+  say("hash:      %s\n", hex);
+  say("flops:     %.0f\n", flops);
+  if (jout) {
+    cJSON_AddStringToObject(jout, "workload", w ? w->spec : tir);
+    cJSON_AddStringToObject(jout, "hash", hex);
+    cJSON_AddNumberToObject(jout, "flops", flops);
+    if (!quiet) cJSON_AddStringToObject(jout, "tir", text);
+  }
 
   if (ts_func_verify(f, &err) != TS_OK) {
     cli_error("the function does not verify", &err);
     goto done;
   }
-  printf("verify:    ok\n");
+  say("verify:    ok\n");
+  if (jout) cJSON_AddBoolToObject(jout, "verify", true);
   int64_t total = 0;
   for (int i = 0; i < ts_func_n_params(f); i++)
     total += ts_buffer_bytes(ts_func_param(f, i));
@@ -236,8 +291,9 @@ int cmd_check(int argc, char **argv) {
   reparsed = make_args(g, seed);
   if (run(f, args, &t1) || run(f, again, &t2) || run(g, reparsed, &t3))
     goto done;
-  printf("interpret: %.3f s (%.1f MFLOP/s)\n", t1,
-         t1 > 0 ? flops / t1 * 1e-6 : 0.0);
+  say("interpret: %.3f s (%.1f MFLOP/s)\n", t1,
+      t1 > 0 ? flops / t1 * 1e-6 : 0.0);
+  if (jout) cJSON_AddNumberToObject(jout, "interpret_s", t1);
 
   bool ok = true;
   for (int i = 0; i < ts_func_n_params(f); i++) {
@@ -248,14 +304,21 @@ int cmd_check(int argc, char **argv) {
     int64_t nonfinite = count_nonfinite(args[i], ts_buffer_dtype(b), n);
     bool same = memcmp(args[i], again[i], bytes) == 0;
     bool same_text = memcmp(args[i], reparsed[i], bytes) == 0;
-    printf("output %s: %lld elements, %s, %s, %s\n", ts_buffer_name(b),
-           (long long)n, nonfinite ? "NON-FINITE VALUES" : "finite",
-           same ? "deterministic" : "NOT DETERMINISTIC",
-           same_text ? "text round trip identical" : "TEXT ROUND TRIP DIFFERS");
+    say("output %s: %lld elements, %s, %s, %s\n", ts_buffer_name(b),
+        (long long)n, nonfinite ? "NON-FINITE VALUES" : "finite",
+        same ? "deterministic" : "NOT DETERMINISTIC",
+        same_text ? "text round trip identical" : "TEXT ROUND TRIP DIFFERS");
+    if (jout) {
+      cJSON *o = output_json(ts_buffer_name(b));
+      cJSON_AddNumberToObject(o, "elements", (double)n);
+      cJSON_AddNumberToObject(o, "nonfinite", (double)nonfinite);
+      cJSON_AddBoolToObject(o, "deterministic", same);
+      cJSON_AddBoolToObject(o, "text_round_trip", same_text);
+    }
     ok = ok && !nonfinite && same && same_text;
   }
   if (ok) ok = check_compiled(f, args, seed) == TS_OK;
-  printf("check:     %s\n", ok ? "ok" : "FAILED");
+  say("check:     %s\n", ok ? "ok" : "FAILED");
   status = ok ? EXIT_OK : EXIT_FAIL;
 
 done:
@@ -269,4 +332,20 @@ done:
   else
     ts_func_free(f);
   return status;
+}
+
+/* --json: every result in one object, printed also when a check fails
+ * ("check": "failed"; the reason on stderr); not for usage errors. */
+int cmd_check(int argc, char **argv) {
+  for (int i = 1; i < argc && !jout; i++)
+    if (!strcmp(argv[i], "--json")) jout = cJSON_CreateObject();
+  int rc = check(argc, argv);
+  if (jout && rc != EXIT_USAGE && jout->child) {
+    cJSON_AddStringToObject(jout, "check", rc == EXIT_OK ? "ok" : "failed");
+    cli_print_json(jout);
+  } else {
+    cJSON_Delete(jout);
+  }
+  jout = NULL;
+  return rc;
 }

@@ -234,13 +234,6 @@ static void format_gflops(double flops, double s, char out[32]) {
 }
 
 /* Prints a JSON value (indented) on stdout and frees it. */
-static void print_json(cJSON *v) {
-  char *txt = cJSON_Print(v);
-  if (txt) puts(txt);
-  cJSON_free(txt);
-  cJSON_Delete(v);
-}
-
 static int run_list(const db_args *a) {
   ts_db *db;
   int rc = open_db(a, false, &db);
@@ -274,7 +267,7 @@ static int run_list(const db_args *a) {
       }
       cJSON_AddItemToArray(arr, o);
     }
-    print_json(arr);
+    cli_print_json(arr);
   } else if (n == 0) {
     printf("no workloads in %s\n", ts_db_path(db));
   } else {
@@ -434,7 +427,7 @@ static int show_json(const db_args *a, ts_db *db, int64_t id,
   for (int i = 0; i < n_recent; i++)
     cJSON_AddItemToArray(arr, record_json(&recent[i], w->flops));
   ts_db_records_free(recent, n_recent);
-  print_json(o);
+  cli_print_json(o);
   return status;
 }
 
@@ -691,7 +684,7 @@ static int run_stats(const db_args *a) {
         cJSON_AddNullToObject(j, "finished");
       cJSON_AddItemToArray(ja, j);
     }
-    print_json(o);
+    cli_print_json(o);
     ts_db_jobs_free(jobs, n_jobs);
     ts_db_close(db);
     return EXIT_OK;

@@ -14,6 +14,7 @@
 #include "db/db.h"
 #include "schedule/schedule.h"
 
+#include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,8 +56,36 @@ static const char show_usage[] =
     "                   target may be left out when the workload has ok\n"
     "                   records on one target only\n"
     "\n"
+    "  --json           print one JSON object instead of text: the same\n"
+    "                   fields, each view (tir, lowered, llvm, asm, script)\n"
+    "                   as a string, a trace as an object (docs/cli.md)\n"
+    "\n"
     "Prints the TIR text, preceded by comment lines with the canonical spec,\n"
     "the structural hash (the workload's identity) and the FLOP count.\n";
+
+/* --json: the object the views are added to (NULL: print text). */
+static cJSON *json_out;
+
+/* One view of the output: printed, or added under key. */
+static void out_text(const char *key, const char *text) {
+  if (json_out)
+    cJSON_AddStringToObject(json_out, key, text);
+  else
+    fputs(text, stdout);
+}
+
+/* A trace: its readable script, or (JSON) the trace object and script. */
+static void out_trace(const ts_trace *t) {
+  char *script = ts_trace_print(t);
+  if (json_out) {
+    char *text = ts_trace_to_json(t);
+    cJSON *obj = text ? cJSON_Parse(text) : NULL;
+    free(text);
+    cJSON_AddItemToObject(json_out, "trace", obj ? obj : cJSON_CreateNull());
+  }
+  out_text("script", script);
+  free(script);
+}
 
 /* Prints the lowered program, LLVM IR or assembly of f for target_str,
  * after a "# target:" line unless quiet_target. */
@@ -81,17 +110,22 @@ static int show_compiled(const ts_func *f, const char *target_str,
     ts_target_free(t);
     return EXIT_FAIL;
   }
-  if (!quiet_target) printf("# target: %s\n", ts_target_str(t));
+  if (json_out && !quiet_target)
+    cJSON_AddStringToObject(json_out, "target", ts_target_str(t));
+  else if (!quiet_target)
+    printf("# target: %s\n", ts_target_str(t));
   if (o.keep_lowered) {
     char *text = ts_func_print(r.lowered);
-    fputs(text, stdout);
+    out_text("lowered", text);
     free(text);
   } else if (o.keep_llvm_ir) {
-    fputs(r.llvm_ir, stdout);
+    out_text("llvm", r.llvm_ir);
   } else if (r.artifact->kind == TS_ARTIFACT_PTX) {
-    fwrite(r.artifact->bytes, 1, r.artifact->n_bytes, stdout);
+    char *ptx = strndup((const char *)r.artifact->bytes, r.artifact->n_bytes);
+    out_text("asm", ptx ? ptx : "");
+    free(ptx);
   } else {
-    fputs(r.assembly, stdout);
+    out_text("asm", r.assembly);
   }
   ts_build_result_clear(&r);
   ts_target_free(t);
@@ -100,6 +134,16 @@ static int show_compiled(const ts_func *f, const char *target_str,
 
 static void print_ops(void) {
   const char *const *names = ts_op_names();
+  if (json_out) {
+    cJSON *arr = cJSON_AddArrayToObject(json_out, "operators");
+    for (int i = 0; names[i]; i++) {
+      cJSON *op = cJSON_CreateObject();
+      cJSON_AddStringToObject(op, "name", names[i]);
+      cJSON_AddStringToObject(op, "usage", ts_op_usage(names[i]));
+      cJSON_AddItemToArray(arr, op);
+    }
+    return;
+  }
   printf("operators (spec: NAME key=value ...; [key=default]):\n");
   for (int i = 0; names[i]; i++) printf("  %s\n", ts_op_usage(names[i]));
 }
@@ -185,40 +229,24 @@ static char *choose_target(ts_db *db, int64_t workload_id) {
   return out;
 }
 
-/* The header lines: what was measured, how fast, against which peak. */
-static void print_best_header(ts_db *db, const ts_db_workload *w,
-                              const ts_db_record *r, const ts_func *f) {
-  printf("# workload: %s (hash %s)\n", w->name, w->hash);
-  printf("# target: %s\n", r->target);
-  printf("# record: %lld", (long long)r->id);
-  ts_db_job *jobs = NULL;
-  int n_jobs = 0;
-  if (r->job_id && ts_db_jobs(db, &jobs, &n_jobs) == TS_OK)
-    for (int i = 0; i < n_jobs; i++)
-      if (jobs[i].id == r->job_id)
-        printf(", job %s trial %lld", jobs[i].name, (long long)r->trial);
-  ts_db_jobs_free(jobs, n_jobs);
-  printf(", measured %s%s%s\n", r->created, r->worker[0] ? " on " : "",
-         r->worker);
-  double s = ts_db_record_seconds(r);
-  const char *unit = s < 1e-3 ? "µs" : s < 1 ? "ms" : "s";
-  double scale = s < 1e-3 ? 1e6 : s < 1 ? 1e3 : 1;
-  if (r->confirmed_rounds > 0)
-    printf("# latency: %.4g %s (confirmed: median of %d interleaved rounds, "
-           "spread %.0f%%; at search time %.4g %s)\n",
-           s * scale, unit, r->confirmed_rounds, r->confirmed_spread * 100,
-           r->median_s * scale, unit);
-  else
-    printf("# latency: %.4g %s (median of %d run%s)\n", s * scale, unit,
-           r->n_run_secs, r->n_run_secs == 1 ? "" : "s");
-  double gflops = w->flops > 0 && s > 0 ? w->flops / s * 1e-9 : NAN;
-  if (isfinite(gflops)) printf("# GFLOP/s: %.4g\n", gflops);
+/* The measured figures of a best record: its latency and the shares of
+ * the probed peak and of the roofline bound (NAN where unknown). */
+typedef struct best_figures {
+  double seconds, gflops, peak_gflops, roof_gflops;
+  const char *peak_source; /* static */
+  bool probed;
+} best_figures;
+
+static best_figures figures_of(ts_db *db, const ts_db_workload *w,
+                               const ts_db_record *r, const ts_func *f) {
+  best_figures x = {ts_db_record_seconds(r), NAN, NAN, NAN, "", false};
+  x.gflops = w->flops > 0 && x.seconds > 0 ? w->flops / x.seconds * 1e-9 : NAN;
   char *probe = NULL;
   if (ts_db_get_target_probe(db, r->target_id, &probe) != TS_OK || !probe) {
-    printf("# %% of peak: unknown (target not probed: `tessera probe`)\n");
     free(probe);
-    return;
+    return x;
   }
+  x.probed = true;
   ts_target *t = NULL;
   ts_error err;
   ts_error_clear(&err);
@@ -236,19 +264,107 @@ static void print_best_header(ts_db *db, const ts_db_workload *w,
   }
   ts_bench_peak peak = ts_bench_peak_of(probe, dtype, cores);
   free(probe);
-  if (isfinite(peak.gflops) && isfinite(gflops))
+  x.peak_gflops = peak.gflops;
+  x.peak_source = peak.source;
+  x.roof_gflops = ts_bench_roofline_gflops(&peak, w->flops, bytes);
+  return x;
+}
+
+/* The job name of a record ("" when it has none). */
+static void job_name_of(ts_db *db, const ts_db_record *r, char *out,
+                        size_t cap) {
+  out[0] = 0;
+  ts_db_job *jobs = NULL;
+  int n_jobs = 0;
+  if (r->job_id && ts_db_jobs(db, &jobs, &n_jobs) == TS_OK)
+    for (int i = 0; i < n_jobs; i++)
+      if (jobs[i].id == r->job_id) snprintf(out, cap, "%s", jobs[i].name);
+  ts_db_jobs_free(jobs, n_jobs);
+}
+
+/* A number, or null when it is not finite. */
+static void add_number(cJSON *o, const char *key, double v) {
+  cJSON_AddItemToObject(
+      o, key, isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull());
+}
+
+/* The header as JSON fields of json_out. */
+static void best_header_json(const ts_db_workload *w, const ts_db_record *r,
+                             const char *job, const best_figures *x) {
+  cJSON *o = json_out;
+  cJSON_AddStringToObject(o, "workload", w->name);
+  cJSON_AddStringToObject(o, "hash", w->hash);
+  cJSON_AddNumberToObject(o, "flops", w->flops);
+  cJSON_AddStringToObject(o, "target", r->target);
+  cJSON_AddNumberToObject(o, "record", (double)r->id);
+  cJSON_AddItemToObject(o, "job",
+                        job[0] ? cJSON_CreateString(job) : cJSON_CreateNull());
+  cJSON_AddItemToObject(o, "trial",
+                        job[0] ? cJSON_CreateNumber((double)r->trial)
+                               : cJSON_CreateNull());
+  cJSON_AddStringToObject(o, "measured", r->created);
+  cJSON_AddStringToObject(o, "worker", r->worker);
+  add_number(o, "latency_s", x->seconds);
+  add_number(o, "search_latency_s", r->median_s);
+  cJSON_AddNumberToObject(o, "runs", r->n_run_secs);
+  if (r->confirmed_rounds > 0) {
+    cJSON *c = cJSON_AddObjectToObject(o, "confirmed");
+    cJSON_AddNumberToObject(c, "rounds", r->confirmed_rounds);
+    cJSON_AddNumberToObject(c, "spread", r->confirmed_spread);
+  } else {
+    cJSON_AddNullToObject(o, "confirmed");
+  }
+  add_number(o, "gflops", x->gflops);
+  add_number(o, "peak_gflops", x->peak_gflops);
+  add_number(o, "peak_percent", 100 * x->gflops / x->peak_gflops);
+  add_number(o, "roofline_gflops", x->roof_gflops);
+  add_number(o, "roofline_percent", 100 * x->gflops / x->roof_gflops);
+}
+
+/* The header lines: what was measured, how fast, against which peak. */
+static void print_best_header(ts_db *db, const ts_db_workload *w,
+                              const ts_db_record *r, const ts_func *f) {
+  char job[256];
+  job_name_of(db, r, job, sizeof job);
+  best_figures x = figures_of(db, w, r, f);
+  if (json_out) {
+    best_header_json(w, r, job, &x);
+    return;
+  }
+  printf("# workload: %s (hash %s)\n", w->name, w->hash);
+  printf("# target: %s\n", r->target);
+  printf("# record: %lld", (long long)r->id);
+  if (job[0]) printf(", job %s trial %lld", job, (long long)r->trial);
+  printf(", measured %s%s%s\n", r->created, r->worker[0] ? " on " : "",
+         r->worker);
+  double s = x.seconds;
+  const char *unit = s < 1e-3 ? "µs" : s < 1 ? "ms" : "s";
+  double scale = s < 1e-3 ? 1e6 : s < 1 ? 1e3 : 1;
+  if (r->confirmed_rounds > 0)
+    printf("# latency: %.4g %s (confirmed: median of %d interleaved rounds, "
+           "spread %.0f%%; at search time %.4g %s)\n",
+           s * scale, unit, r->confirmed_rounds, r->confirmed_spread * 100,
+           r->median_s * scale, unit);
+  else
+    printf("# latency: %.4g %s (median of %d run%s)\n", s * scale, unit,
+           r->n_run_secs, r->n_run_secs == 1 ? "" : "s");
+  if (isfinite(x.gflops)) printf("# GFLOP/s: %.4g\n", x.gflops);
+  if (!x.probed) {
+    printf("# %% of peak: unknown (target not probed: `tessera probe`)\n");
+    return;
+  }
+  if (isfinite(x.peak_gflops) && isfinite(x.gflops))
     printf("# %% of peak: %.1f%% of %.4g GFLOP/s (%s)%s\n",
-           100 * gflops / peak.gflops, peak.gflops, peak.source,
-           gflops > peak.gflops ? "; above the probed peak: run `tessera "
-                                  "probe` again on an idle machine"
-                                : "");
+           100 * x.gflops / x.peak_gflops, x.peak_gflops, x.peak_source,
+           x.gflops > x.peak_gflops ? "; above the probed peak: run `tessera "
+                                      "probe` again on an idle machine"
+                                    : "");
   else
     printf("# %% of peak: unknown (no peak for this data type in the "
            "target's probe figures)\n");
-  double roof = ts_bench_roofline_gflops(&peak, w->flops, bytes);
-  if (isfinite(roof) && isfinite(gflops))
-    printf("# %% of roofline: %.1f%% of %.4g GFLOP/s\n", 100 * gflops / roof,
-           roof);
+  if (isfinite(x.roof_gflops) && isfinite(x.gflops))
+    printf("# %% of roofline: %.1f%% of %.4g GFLOP/s\n",
+           100 * x.gflops / x.roof_gflops, x.roof_gflops);
 }
 
 /* `show --db PATH --workload W [--target T] --best [--tir|...|--trace]`. */
@@ -286,9 +402,7 @@ static int show_best(const char *db_path, const char *key, const char *tir_path,
   if (rc == EXIT_OK) {
     print_best_header(db, &w, &r, f);
     if (!strcmp(what, "trace")) {
-      char *script = ts_trace_print(trace);
-      fputs(script, stdout);
-      free(script);
+      out_trace(trace);
     } else {
       ts_sched *sch = NULL;
       if (ts_trace_apply(trace, f, 1, &sch, &err)) {
@@ -296,7 +410,7 @@ static int show_best(const char *db_path, const char *key, const char *tir_path,
         rc = EXIT_FAIL;
       } else if (!strcmp(what, "tir")) {
         char *text = ts_func_print(ts_sched_func(sch));
-        fputs(text, stdout);
+        out_text("tir", text);
         free(text);
       } else {
         rc = show_compiled(ts_sched_func(sch), r.target, what, true);
@@ -340,7 +454,7 @@ static int show_default(ts_workload **w, ts_func **f, const char *target) {
   return scheduled ? EXIT_OK : EXIT_FAIL;
 }
 
-int cmd_show(int argc, char **argv) {
+static int show(int argc, char **argv) {
   const char *spec = NULL, *tir = NULL, *target = NULL, *what = NULL;
   const char *trace_path = NULL, *db_path = NULL;
   bool ops = false, best = false, dflt = false;
@@ -352,6 +466,8 @@ int cmd_show(int argc, char **argv) {
       return EXIT_OK;
     } else if (!strcmp(argv[i], "--ops")) {
       ops = true;
+    } else if (!strcmp(argv[i], "--json")) {
+      /* cmd_show made json_out */
     } else if (!strcmp(argv[i], "--best")) {
       best = true;
     } else if (!strcmp(argv[i], "--default")) {
@@ -393,8 +509,13 @@ int cmd_show(int argc, char **argv) {
       cli_error("bad target", &terr);
       return EXIT_FAIL;
     }
-    printf("target: %s\n", ts_target_str(t));
-    cli_print_target_isa(stdout, t);
+    if (json_out) {
+      cJSON_AddStringToObject(json_out, "target", ts_target_str(t));
+      cli_target_isa_json(json_out, t);
+    } else {
+      printf("target: %s\n", ts_target_str(t));
+      cli_print_target_isa(stdout, t);
+    }
     ts_target_free(t);
     return EXIT_OK;
   }
@@ -423,9 +544,7 @@ int cmd_show(int argc, char **argv) {
       return EXIT_FAIL;
     }
     if (!spec && !tir) {
-      char *script = ts_trace_print(trace);
-      fputs(script, stdout);
-      free(script);
+      out_trace(trace);
       ts_trace_free(trace);
       return EXIT_OK;
     }
@@ -476,18 +595,39 @@ int cmd_show(int argc, char **argv) {
   }
   char hex[33];
   ts_hash128_hex(ts_func_hash(f), hex);
-  if (w) {
-    printf("# workload: %s\n", w->spec);
-    printf("# name: %s\n", w->name);
+  double flops = w ? w->flops : ts_func_flops(f);
+  if (json_out) {
+    cJSON_AddItemToObject(json_out, "workload",
+                          w ? cJSON_CreateString(w->spec) : cJSON_CreateNull());
+    cJSON_AddStringToObject(json_out, "name", w ? w->name : ts_func_name(f));
+    cJSON_AddStringToObject(json_out, "hash", hex);
+    cJSON_AddNumberToObject(json_out, "flops", flops);
+  } else {
+    if (w) {
+      printf("# workload: %s\n", w->spec);
+      printf("# name: %s\n", w->name);
+    }
+    printf("# hash: %s\n", hex);
+    printf("# flops: %.0f\n", flops);
   }
-  printf("# hash: %s\n", hex);
-  printf("# flops: %.0f\n", w ? w->flops : ts_func_flops(f));
   char *text = ts_func_print(f);
-  fputs(text, stdout);
+  out_text("tir", text);
   free(text);
   if (w)
     ts_workload_free(w);
   else
     ts_func_free(f);
   return EXIT_OK;
+}
+
+int cmd_show(int argc, char **argv) {
+  for (int i = 1; i < argc && !json_out; i++)
+    if (!strcmp(argv[i], "--json")) json_out = cJSON_CreateObject();
+  int rc = show(argc, argv);
+  if (json_out && rc == EXIT_OK && json_out->child) /* not --help */
+    cli_print_json(json_out);
+  else
+    cJSON_Delete(json_out);
+  json_out = NULL;
+  return rc;
 }

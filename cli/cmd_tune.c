@@ -156,6 +156,7 @@ typedef struct tune_args {
   double weights[MAX_TASKS];
   int n_tasks;
   const char *rule_block[MAX_RULES], *rule_file[MAX_RULES];
+  char *rule_json[MAX_RULES]; /* a resumed job's stored rule traces */
   int n_rules;
   const char *db, *tracker, *key, *token_file, *log;
   const char *model; /* --model: the tasks come from this ONNX model */
@@ -538,6 +539,32 @@ static int threads_target(ts_tune_options *o, char **buf,
   return rc;
 }
 
+/* The job's --rule traces (stored in its config) for a resume given no
+ * --rule; given ones replace them, which is noted. */
+static void resume_rules(tune_args *a, const char *job_name,
+                         const cJSON *rules) {
+  int n = cJSON_GetArraySize(rules);
+  if (a->n_rules > 0) {
+    fprintf(stderr,
+            "tessera: note: job '%s': the --rule given apply to this run (the "
+            "job started with %d rule%s, which a resume without --rule "
+            "uses)\n",
+            job_name, n, n == 1 ? "" : "s");
+    return;
+  }
+  const cJSON *r;
+  cJSON_ArrayForEach(r, rules) {
+    const cJSON *block = cJSON_GetObjectItemCaseSensitive(r, "block");
+    const cJSON *trace = cJSON_GetObjectItemCaseSensitive(r, "trace");
+    if (!cJSON_IsString(block) || !cJSON_IsObject(trace) ||
+        a->n_rules == MAX_RULES)
+      continue;
+    a->rule_block[a->n_rules] = strdup(block->valuestring);
+    a->rule_file[a->n_rules] = NULL;
+    a->rule_json[a->n_rules++] = cJSON_PrintUnformatted(trace);
+  }
+}
+
 static int resume_settings(tune_args *a, ts_tune_options *o, ts_db *db,
                            ts_func **funcs, cJSON **cfg) {
   ts_db_job job;
@@ -593,6 +620,7 @@ static int resume_settings(tune_args *a, ts_tune_options *o, ts_db *db,
             "tessera: note: job '%s': --no-tensorize (started with "
             "tensorization)\n",
             o->job_name);
+  resume_rules(a, o->job_name, cJSON_GetObjectItemCaseSensitive(c, "rules"));
   const cJSON *arr = cJSON_GetObjectItemCaseSensitive(c, "tasks"), *t;
   cJSON_ArrayForEach(t, arr) {
     if (a->n_tasks == MAX_TASKS) break;
@@ -936,8 +964,13 @@ int cmd_tune(int argc, char **argv) {
     tasks[i].flops = wl[i] ? wl[i]->flops : 0;
   }
   for (int i = 0; i < a.n_rules; i++) {
-    if (ts_trace_from_json_file(a.rule_file[i], &rule_traces[i], &err)) {
-      cli_error("cannot read the --rule trace", &err);
+    if (a.rule_json[i]
+            ? ts_trace_from_json(a.rule_json[i], strlen(a.rule_json[i]),
+                                 &rule_traces[i], &err)
+            : ts_trace_from_json_file(a.rule_file[i], &rule_traces[i], &err)) {
+      cli_error(a.rule_json[i] ? "cannot read the job's stored --rule trace"
+                               : "cannot read the --rule trace",
+                &err);
       goto done;
     }
     rules[i].block = a.rule_block[i];
@@ -1041,6 +1074,7 @@ done:
   for (int i = 0; i < a.n_rules; i++) {
     ts_trace_free(rule_traces[i]);
     free((char *)a.rule_block[i]);
+    free(a.rule_json[i]);
   }
   for (int i = 0; i < a.n_tasks; i++) {
     if (wl[i])

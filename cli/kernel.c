@@ -4,6 +4,8 @@
  */
 #include "cli.h"
 
+#include <cjson/cJSON.h>
+
 #include <math.h>
 #include <stdio.h>
 
@@ -84,5 +86,24 @@ void cli_print_target_isa(FILE *out, const ts_target *t) {
     char name[32];
     fprintf(out, "  %-10s %s\n", ts_dtype_str(dtypes[i], name),
             ts_target_dtype_path(t, dtypes[i], path, sizeof path));
+  }
+}
+
+void cli_target_isa_json(cJSON *o, const ts_target *t) {
+  char isa[160], path[200];
+  cJSON_AddStringToObject(o, "isa", ts_target_isa(t, isa, sizeof isa));
+  if (!ts_target_is_cuda(t)) {
+    cJSON_AddNumberToObject(o, "vector_registers",
+                            ts_target_vector_registers(t));
+    cJSON_AddNumberToObject(o, "vector_bits", ts_target_vector_bits(t));
+  }
+  cJSON *d = cJSON_AddObjectToObject(o, "dtypes");
+  const ts_dtype dtypes[] = {TS_FLOAT32, TS_FLOAT64, TS_BFLOAT16, TS_FLOAT16,
+                             TS_INT8};
+  for (size_t i = 0; i < sizeof dtypes / sizeof dtypes[0]; i++) {
+    char name[32];
+    cJSON_AddStringToObject(
+        d, ts_dtype_str(dtypes[i], name),
+        ts_target_dtype_path(t, dtypes[i], path, sizeof path));
   }
 }

@@ -4,6 +4,8 @@
  */
 #include "cli.h"
 
+#include <cjson/cJSON.h>
+
 #include "runtime/runtime.h"
 
 #include <stdarg.h>
@@ -114,6 +116,13 @@ bool cli_opt_value(int argc, char **argv, int *i, const char *name,
   }
   *value = argv[++*i];
   return true;
+}
+
+void cli_print_json(cJSON *v) {
+  char *txt = cJSON_Print(v);
+  if (txt) puts(txt);
+  cJSON_free(txt);
+  cJSON_Delete(v);
 }
 
 void cli_json_string(FILE *f, const char *s) {

@@ -262,6 +262,21 @@ static char *job_config_json(const job *j, const ts_tune_task *tasks, int n) {
   cJSON_AddNumberToObject(o, "timeout_ms", j->o->measure.timeout_ms);
   cJSON_AddNumberToObject(o, "build_timeout_ms", j->o->build_timeout_ms);
   cJSON_AddBoolToObject(o, "tensorize", j->o->space.tensorize);
+  /* --rule: each block's trace itself, so a resume applies the same rule
+   * whatever happened to the file since */
+  if (j->o->space.n_custom_rules > 0) {
+    cJSON *rules = cJSON_AddArrayToObject(o, "rules");
+    for (int i = 0; i < j->o->space.n_custom_rules; i++) {
+      const ts_custom_rule *r = &j->o->space.custom_rules[i];
+      char *text = ts_trace_to_json(r->trace);
+      cJSON *rule = cJSON_CreateObject();
+      cJSON_AddStringToObject(rule, "block", r->block);
+      cJSON *trace = text ? cJSON_Parse(text) : NULL;
+      free(text);
+      cJSON_AddItemToObject(rule, "trace", trace ? trace : cJSON_CreateNull());
+      cJSON_AddItemToArray(rules, rule);
+    }
+  }
   char *s = cJSON_PrintUnformatted(o);
   cJSON_Delete(o);
   return s;

@@ -34,6 +34,23 @@ expect 0 "$T" show --target "llvm -mcpu=x86-64-v3"; contains "isa: AVX2 (16 vect
 contains "bfloat16   computed in float32"
 expect 1 "$T" show --target "llvm -mcpu=nosuchcpu"; contains "nosuchcpu"
 
+# --json: one object on stdout with the same fields as the text
+jq_py() { # FILE PYTHON-ASSERTIONS (d is the parsed object)
+  python3 -c "import json,sys; d=json.load(open(sys.argv[1])); $2" "$1" ||
+    { head -c 2000 "$1"; fail "JSON check failed: $2"; }
+}
+"$T" show --workload "matmul M=16 N=8 K=4" --json >"$TMP/j" || fail "show --json"
+jq_py "$TMP/j" "assert d['name']=='matmul_16x8x4_float32' and d['flops']==1024 and len(d['hash'])==32 and d['tir'].startswith('func matmul')"
+"$T" show --workload "matmul M=16 N=8 K=4" --lowered --json >"$TMP/j" || fail "show --lowered --json"
+jq_py "$TMP/j" "assert d['target'].startswith('llvm') and 'for ' in d['lowered']"
+"$T" show --ops --json >"$TMP/j" || fail "show --ops --json"
+jq_py "$TMP/j" "assert any(o['name']=='matmul' for o in d['operators'])"
+"$T" show --target "llvm -mcpu=x86-64-v3" --json >"$TMP/j" || fail "show --target --json"
+jq_py "$TMP/j" "assert d['isa']=='AVX2' and d['vector_bits']==256 and 'float32' in d['dtypes']"
+"$T" check --workload "matmul M=16 N=8 K=4" --quiet --json >"$TMP/j" || fail "check --json"
+jq_py "$TMP/j" "assert d['check']=='ok' and d['verify'] and d['outputs'][0]['compiled_matches'] and 'tir' not in d"
+expect 0 "$T" show --help --json; contains "usage: tessera show"
+
 # Bad input: exit 1 and a message naming the problem.
 expect 1 "$T" show --workload "matmull M=1";        contains "matmull"
 expect 1 "$T" show --workload "matmul M=4 N=4";     contains "K"

@@ -62,4 +62,34 @@ expect 2 "$T" tune --workload "$W2" --trials 4 --threads 2 \
   --target "llvm -num-cores=1" --db "$TMP/t2.db"
 contains err "--threads 2 but the target"
 
+# a job keeps its --rule traces: a resume without --rule applies them even
+# when the file is gone; a --rule given on resume is used and noted
+cat >"$TMP/rule.json" <<'EOF'
+{"version":1,"instructions":[{"kind":"get_block","inputs":[],"attrs":["C"],"outputs":["b0"]},{"kind":"get_loops","inputs":["b0"],"attrs":[],"outputs":["l1","l2","l3"]},{"kind":"split","inputs":["l1",null,4],"attrs":[],"outputs":["l4","l5"]}],"decisions":[]}
+EOF
+expect 0 "$T" tune --workload "$W2" --trials 4 --batch 4 --threads 1 \
+  --db "$TMP/r.db" --job ruled --rule "C=$TMP/rule.json" --quiet
+mv "$TMP/rule.json" "$TMP/rule2.json"
+expect 0 "$T" tune --job ruled --db "$TMP/r.db" --trials 8 --quiet
+expect 0 "$T" tune --job ruled --db "$TMP/r.db" --trials 10 --quiet \
+  --rule "C=$TMP/rule2.json"
+contains err "the --rule given apply to this run (the job started with 1 rule"
+"$T" db export --db "$TMP/r.db" >"$TMP/out" 2>&1 || fail "db export"
+grep '"type":"record"' "$TMP/out" >"$TMP/recs"
+[ "$(wc -l <"$TMP/recs")" = 10 ] || fail "expected 10 records"
+[ "$(grep -c '"split","inputs":\["l1",null,4\]' "$TMP/recs")" = 10 ] ||
+  fail "a record does not follow the job's rule"
+
+# show --best --json: the best record's figures and its trace as an object
+"$T" show --db "$TMP/r.db" --workload "$W2" --best --trace --json >"$TMP/j" ||
+  fail "show --best --json"
+python3 -c "
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d['job'] == 'ruled' and d['target'].endswith('-num-cores=1'), d
+assert d['latency_s'] > 0 and d['gflops'] > 0 and d['peak_gflops'] is None
+assert d['trace']['instructions'][0]['kind'] == 'get_block'
+assert 'split' in d['script']
+" "$TMP/j" || { head -c 2000 "$TMP/j"; fail "show --best --json fields"; }
+
 echo "tune_cli: all checks passed"
