@@ -54,7 +54,7 @@ BUDGET ?= full
 bench: deps
 	@$(MAKE) --no-print-directory build
 	./$(BUILD)/tessera bench --suite --budget $(BUDGET) --db bench/results/bench.db \
-	  --out bench/results
+	  -o bench/results
 
 test: deps
 	@$(MAKE) --no-print-directory format-check

@@ -67,7 +67,7 @@ static const char bench_usage[] =
     "\n"
     "       tessera bench --suite [--budget quick|full] [--trials N] [--db "
     "PATH]\n"
-    "                     [--out DIR]\n"
+    "                     [-o DIR]\n"
     "\n"
     "--suite tunes (resuming the database's jobs, so earlier results are\n"
     "reused) and benchmarks a fixed suite — fp32/bf16/int8 matmuls, ResNet-50\n"
@@ -550,8 +550,12 @@ int cmd_bench(int argc, char **argv) {
       if (missing)
         return cli_usage_error("bench", "--budget needs quick or full");
       budget = v;
-    } else if (cli_opt_value(argc, argv, &i, "--out", &v, &missing)) {
-      if (missing) return cli_usage_error("bench", "--out needs a folder");
+    } else if (cli_opt_value(argc, argv, &i, "-o", &v, &missing) ||
+               cli_opt_value(argc, argv, &i, "--output", &v, &missing) ||
+               cli_opt_value(argc, argv, &i, "--out", &v, &missing)) {
+      /* --out: the older spelling */
+      if (missing)
+        return cli_usage_error("bench", "-o/--output needs a folder");
       out_dir = v;
     } else if (cli_opt_value(argc, argv, &i, "--trials", &v, &missing)) {
       if (missing) return cli_usage_error("bench", "--trials needs a number");

@@ -42,11 +42,11 @@ static const char cm_usage[] =
     "                           on the embedded pool and store the records\n"
     "  eval --db PATH [--workload W] [--folds K] [--split random|workload]\n"
     "       [--objective rank|squared] [--model FILE] [--seed S]\n"
-    "       [--nthread N] [--batch B] [--json]\n"
+    "       [--threads N] [--batch B] [--json]\n"
     "                           train on part of the records, report ranking\n"
     "                           quality on the rest next to a random model\n"
-    "  train --db PATH --out FILE [--workload W | --exclude W]\n"
-    "        [--objective rank|squared] [--seed S] [--nthread N]\n"
+    "  train --db PATH -o FILE [--workload W | --exclude W]\n"
+    "        [--objective rank|squared] [--seed S] [--threads N]\n"
     "                           fit a model on the records and save it (a\n"
     "                           warm start for new tasks)\n"
     "\n"
@@ -133,8 +133,10 @@ static int parse_args(int argc, char **argv, const char *allowed, cm_args *a) {
       a->trace = v;
     } else if (cli_opt_value(argc, argv, &i, "--target", &v, &missing)) {
       a->target = v;
-    } else if (cli_opt_value(argc, argv, &i, "--out", &v, &missing)) {
-      a->out = v;
+    } else if (cli_opt_value(argc, argv, &i, "-o", &v, &missing) ||
+               cli_opt_value(argc, argv, &i, "--output", &v, &missing) ||
+               cli_opt_value(argc, argv, &i, "--out", &v, &missing)) {
+      a->out = v; /* --out: the older spelling */
     } else if (cli_opt_value(argc, argv, &i, "--model", &v, &missing)) {
       a->model = v;
     } else if (cli_opt_value(argc, argv, &i, "--exclude", &v, &missing)) {
@@ -168,6 +170,7 @@ static int parse_args(int argc, char **argv, const char *allowed, cm_args *a) {
     } else if (cli_opt_value(argc, argv, &i, "--threads", &v, &missing)) {
       if (v) parse_long(sub, "--threads", v, 0, 1024, &a->threads, &rc);
     } else if (cli_opt_value(argc, argv, &i, "--nthread", &v, &missing)) {
+      /* the older spelling of eval's and train's --threads */
       if (v) parse_long(sub, "--nthread", v, 0, 1024, &a->nthread, &rc);
     } else if (cli_opt_value(argc, argv, &i, "--repeat", &v, &missing)) {
       if (v)
@@ -853,8 +856,9 @@ static int cm_eval_cmd(int argc, char **argv) {
   cm_args a;
   int rc = parse_args(argc, argv,
                       "--db --workload --folds --split --objective --model "
-                      "--seed --nthread --batch --json",
+                      "--seed --threads --nthread --batch --json",
                       &a);
+  if (a.threads) a.nthread = a.threads; /* XGBoost's threads */
   if (rc >= 0) {
     free_args(&a);
     return rc;
@@ -1071,9 +1075,10 @@ done:
 static int cm_train_cmd(int argc, char **argv) {
   cm_args a;
   int rc = parse_args(argc, argv,
-                      "--db --out --workload --exclude --objective --seed "
-                      "--nthread",
+                      "--db --output --out --workload --exclude --objective "
+                      "--seed --threads --nthread",
                       &a);
+  if (a.threads) a.nthread = a.threads; /* XGBoost's threads */
   if (rc >= 0) {
     free_args(&a);
     return rc;
@@ -1081,7 +1086,7 @@ static int cm_train_cmd(int argc, char **argv) {
   if (!a.db || !a.out || (a.workload && a.exclude)) {
     free_args(&a);
     return cli_usage_error("costmodel train",
-                           "--db and --out are needed; --workload and "
+                           "--db and -o/--output are needed; --workload and "
                            "--exclude exclude each other");
   }
   ts_db *db = NULL;

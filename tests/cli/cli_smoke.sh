@@ -92,7 +92,7 @@ grep -Eq '"tessera_seconds": [1-9][0-9.]*e-0[5-9]' "$TMP/out" || { cat "$TMP/out
 expect 2 "$T" bench --tir "$TMP/mm.tir" --workload "matmul M=2 N=2 K=2"; contains "exactly one of --workload or --tir"
 # An interrupted bench suite stops (here in its first step, the machine
 # probe), says how to resume, exits 130 and writes no table.
-"$T" bench --suite --budget quick --db "$TMP/suite.db" --out "$TMP/suite" \
+"$T" bench --suite --budget quick --db "$TMP/suite.db" -o "$TMP/suite" \
   >"$TMP/suite.out" 2>"$TMP/suite.err" &
 pid=$!
 i=0

@@ -92,4 +92,13 @@ assert d['trace']['instructions'][0]['kind'] == 'get_block'
 assert 'split' in d['script']
 " "$TMP/j" || { head -c 2000 "$TMP/j"; fail "show --best --json fields"; }
 
+# costmodel train/eval spell the output and threads as every command does
+# (-o/--output, --threads; --out and --nthread still read)
+expect 0 "$T" costmodel train --db "$TMP/r.db" -o "$TMP/cm.model" --threads 1
+[ -s "$TMP/cm.model" ] || fail "costmodel train -o wrote nothing"
+expect 0 "$T" costmodel train --db "$TMP/r.db" --out "$TMP/cm2.model" --nthread 1
+[ -s "$TMP/cm2.model" ] || fail "costmodel train --out wrote nothing"
+expect 0 "$T" costmodel eval --db "$TMP/r.db" --threads 1 --folds 2 --json
+contains out '"records": 10'
+
 echo "tune_cli: all checks passed"
