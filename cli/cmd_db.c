@@ -575,6 +575,22 @@ static int run_export(const db_args *a) {
   return rc ? EXIT_FAIL : EXIT_OK;
 }
 
+/* The counts of an import or a sync as a JSON object. */
+static cJSON *import_json(const ts_db_import_stats *st) {
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddNumberToObject(o, "records", (double)st->records);
+  cJSON_AddNumberToObject(o, "records_existing", (double)st->records_existing);
+  cJSON_AddNumberToObject(o, "baselines", (double)st->baselines);
+  cJSON_AddNumberToObject(o, "workloads_new", (double)st->workloads_new);
+  cJSON_AddNumberToObject(o, "workloads_existing",
+                          (double)st->workloads_existing);
+  cJSON_AddNumberToObject(o, "targets_new", (double)st->targets_new);
+  cJSON_AddNumberToObject(o, "targets_existing", (double)st->targets_existing);
+  cJSON_AddNumberToObject(o, "jobs_new", (double)st->jobs_new);
+  cJSON_AddNumberToObject(o, "jobs_existing", (double)st->jobs_existing);
+  return o;
+}
+
 static int run_import(const db_args *a) {
   if (!a->key) return cli_usage_error(a->sub, "give the file to import");
   FILE *in;
@@ -606,13 +622,18 @@ static int run_import(const db_args *a) {
   rc = ts_db_import(db, in, name, &st);
   fclose(in);
   if (rc) return db_fail(db, "import failed, nothing was added");
-  printf("imported %lld records (%lld already present, skipped) from %s: "
-         "workloads %lld new, %lld existing; targets %lld new, %lld "
-         "existing; jobs %lld new, %lld existing\n",
-         (long long)st.records, (long long)st.records_existing, name,
-         (long long)st.workloads_new, (long long)st.workloads_existing,
-         (long long)st.targets_new, (long long)st.targets_existing,
-         (long long)st.jobs_new, (long long)st.jobs_existing);
+  if (a->json) {
+    cJSON *o = import_json(&st);
+    cJSON_AddStringToObject(o, "from", name);
+    cli_print_json(o);
+  } else
+    printf("imported %lld records (%lld already present, skipped) from %s: "
+           "workloads %lld new, %lld existing; targets %lld new, %lld "
+           "existing; jobs %lld new, %lld existing\n",
+           (long long)st.records, (long long)st.records_existing, name,
+           (long long)st.workloads_new, (long long)st.workloads_existing,
+           (long long)st.targets_new, (long long)st.targets_existing,
+           (long long)st.jobs_new, (long long)st.jobs_existing);
   ts_db_close(db);
   return EXIT_OK;
 }
@@ -627,10 +648,16 @@ static int run_prune(const db_args *a) {
   int64_t deleted;
   if (ts_db_prune(db, (int)a->keep, a->keep_failed, &deleted))
     return db_fail(db, "db prune");
-  printf("deleted %lld records\n", (long long)deleted);
+  if (!a->json) printf("deleted %lld records\n", (long long)deleted);
   if (a->vacuum) {
     if (ts_db_vacuum(db)) return db_fail(db, "db prune --vacuum");
-    printf("vacuumed %s\n", ts_db_path(db));
+    if (!a->json) printf("vacuumed %s\n", ts_db_path(db));
+  }
+  if (a->json) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "deleted", (double)deleted);
+    cJSON_AddBoolToObject(o, "vacuumed", a->vacuum);
+    cli_print_json(o);
   }
   ts_db_close(db);
   return EXIT_OK;
@@ -810,14 +837,24 @@ static int run_sync(const db_args *a) {
     ts_db_close(from);
     return db_fail(to, "sync failed, nothing was copied");
   }
-  printf("synced %s -> %s%s%s: %lld records copied (%lld already there), "
-         "%lld baselines; workloads %lld new, %lld existing; targets %lld "
-         "new; jobs %lld new (%.1f s)\n",
-         ts_db_path(from), ts_db_path(to), a->target ? ", target " : "",
-         a->target ? a->target : "", (long long)st.records,
-         (long long)st.records_existing, (long long)st.baselines,
-         (long long)st.workloads_new, (long long)st.workloads_existing,
-         (long long)st.targets_new, (long long)st.jobs_new, now_s() - t0);
+  if (a->json) {
+    cJSON *o = import_json(&st);
+    cJSON_AddStringToObject(o, "from", ts_db_path(from));
+    cJSON_AddStringToObject(o, "to", ts_db_path(to));
+    cJSON_AddItemToObject(o, "target",
+                          a->target ? cJSON_CreateString(a->target)
+                                    : cJSON_CreateNull());
+    cJSON_AddNumberToObject(o, "seconds", now_s() - t0);
+    cli_print_json(o);
+  } else
+    printf("synced %s -> %s%s%s: %lld records copied (%lld already there), "
+           "%lld baselines; workloads %lld new, %lld existing; targets %lld "
+           "new; jobs %lld new (%.1f s)\n",
+           ts_db_path(from), ts_db_path(to), a->target ? ", target " : "",
+           a->target ? a->target : "", (long long)st.records,
+           (long long)st.records_existing, (long long)st.baselines,
+           (long long)st.workloads_new, (long long)st.workloads_existing,
+           (long long)st.targets_new, (long long)st.jobs_new, now_s() - t0);
   ts_db_close(from);
   ts_db_close(to);
   return EXIT_OK;
@@ -873,7 +910,14 @@ static int run_migrate(const db_args *a) {
   if (rc) return rc;
   ts_db_stats st;
   if (ts_db_get_stats(db, &st)) return db_fail(db, "db migrate");
-  printf("%s: schema version %d\n", ts_db_path(db), st.schema_version);
+  if (a->json) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "database", ts_db_path(db));
+    cJSON_AddNumberToObject(o, "schema_version", st.schema_version);
+    cli_print_json(o);
+  } else {
+    printf("%s: schema version %d\n", ts_db_path(db), st.schema_version);
+  }
   ts_db_close(db);
   return EXIT_OK;
 }
@@ -980,13 +1024,13 @@ int cmd_db(int argc, char **argv) {
       {"show", " --workload --tir --last --json ", true, run_show},
       {"best", " --workload --tir --target ", true, run_best},
       {"export", " -o ", false, run_export},
-      {"import", " ", true, run_import},
-      {"prune", " --keep --keep-failed --vacuum ", false, run_prune},
+      {"import", " --json ", true, run_import},
+      {"prune", " --keep --keep-failed --vacuum --json ", false, run_prune},
       {"stats", " --json ", false, run_stats},
-      {"migrate", " ", false, run_migrate},
+      {"migrate", " --json ", false, run_migrate},
       {"confirm", " --workload --tir --target --top --rounds --threads --json ",
        true, run_confirm},
-      {"sync", " --from --to --target ", false, run_sync},
+      {"sync", " --from --to --target --json ", false, run_sync},
       {"bench", " --records --workloads --queries --json ", false, run_bench},
   };
   for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++) {

@@ -10,6 +10,7 @@
 
 #include <tessera/model.h>
 
+#include <cjson/cJSON.h>
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,7 +19,7 @@
 
 static const char run_usage[] =
     "usage: tessera run MODEL.so --inputs IN.npz [--outputs OUT.npz]\n"
-    "                   [--threads K] [--repeat N] [--profile]\n"
+    "                   [--threads K] [--repeat N] [--profile] [--json]\n"
     "\n"
     "Runs a model compiled by `tessera compile`: IN.npz holds one array per\n"
     "model input (by name, with the input's dtype and shape), OUT.npz gets\n"
@@ -26,7 +27,10 @@ static const char run_usage[] =
     "\n"
     "  --threads K   threads of the model's pool (default: the online cores)\n"
     "  --repeat N    run N more times and print the median and mean latency\n"
-    "  --profile     print the time of each kernel call of one run\n";
+    "  --profile     print the time of each kernel call of one run\n"
+    "  --json        print the latency and the profile as one JSON object\n"
+    "                (first_ms, runs, median_ms, mean_ms, kernels: [{call,\n"
+    "                name, ms}]; the fields of what was asked for)\n";
 
 /* The functions of the C interface, looked up in the library. */
 typedef struct model_api {
@@ -108,6 +112,8 @@ int cmd_run(int argc, char **argv) {
   const char *lib = NULL, *in_path = NULL, *out_path = NULL;
   long threads = 0, repeat = 0;
   bool profile = false;
+  bool want_json = false;
+  cJSON *json = NULL; /* --json: the result object */
   for (int i = 1; i < argc; i++) {
     const char *v = NULL;
     bool missing = false;
@@ -117,6 +123,8 @@ int cmd_run(int argc, char **argv) {
       return EXIT_OK;
     } else if (!strcmp(argv[i], "--profile")) {
       profile = true;
+    } else if (!strcmp(argv[i], "--json")) {
+      want_json = true;
     } else if (cli_opt_value(argc, argv, &i, "--inputs", &v, &missing)) {
       if (missing) return cli_usage_error("run", "--inputs needs a file");
       in_path = v;
@@ -147,6 +155,10 @@ int cmd_run(int argc, char **argv) {
   void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (!h) {
     fprintf(stderr, "tessera: error: cannot load %s: %s\n", lib, dlerror());
+    return EXIT_FAIL;
+  }
+  if (want_json && !(json = cJSON_CreateObject())) {
+    dlclose(h);
     return EXIT_FAIL;
   }
   model_api api;
@@ -224,6 +236,7 @@ int cmd_run(int argc, char **argv) {
     goto done;
   }
   double first = now_s() - t0;
+  if (json) cJSON_AddNumberToObject(json, "first_ms", first * 1e3);
   for (long r = 0; r < repeat; r++) {
     t0 = now_s();
     if (api.run(m, ins, (void *const *)outs) != 0) {
@@ -237,10 +250,16 @@ int cmd_run(int argc, char **argv) {
     double sum = 0;
     for (long r = 0; r < repeat; r++) sum += times[r];
     double mean = sum / (double)repeat;
-    printf("latency: median %.3f ms, mean %.3f ms over %ld runs (first run "
-           "%.3f ms)\n",
-           cli_median(times, (int)repeat) * 1e3, mean * 1e3, repeat,
-           first * 1e3);
+    if (json) {
+      cJSON_AddNumberToObject(json, "runs", (double)repeat);
+      cJSON_AddNumberToObject(json, "median_ms",
+                              cli_median(times, (int)repeat) * 1e3);
+      cJSON_AddNumberToObject(json, "mean_ms", mean * 1e3);
+    } else
+      printf("latency: median %.3f ms, mean %.3f ms over %ld runs (first run "
+             "%.3f ms)\n",
+             cli_median(times, (int)repeat) * 1e3, mean * 1e3, repeat,
+             first * 1e3);
   }
   if (profile) {
     if (api.profile(m, ins, (void *const *)outs, secs) != 0) {
@@ -250,18 +269,36 @@ int cmd_run(int argc, char **argv) {
     }
     double total = 0;
     for (int k = 0; k < n_k; k++) total += secs[k];
-    printf("%4s %10s %6s  %s\n", "call", "ms", "%", "kernel");
-    for (int k = 0; k < n_k; k++)
-      printf("%4d %10.3f %6.1f  %s\n", k, secs[k] * 1e3,
-             total > 0 ? 100.0 * secs[k] / total : 0.0, api.kernel_name(m, k));
-    printf("total %.3f ms in %d kernel calls\n", total * 1e3, n_k);
+    if (json) {
+      cJSON *arr = cJSON_AddArrayToObject(json, "kernels");
+      for (int k = 0; k < n_k; k++) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddNumberToObject(o, "call", k);
+        cJSON_AddStringToObject(o, "name", api.kernel_name(m, k));
+        cJSON_AddNumberToObject(o, "ms", secs[k] * 1e3);
+        cJSON_AddItemToArray(arr, o);
+      }
+      cJSON_AddNumberToObject(json, "kernels_total_ms", total * 1e3);
+    } else {
+      printf("%4s %10s %6s  %s\n", "call", "ms", "%", "kernel");
+      for (int k = 0; k < n_k; k++)
+        printf("%4d %10.3f %6.1f  %s\n", k, secs[k] * 1e3,
+               total > 0 ? 100.0 * secs[k] / total : 0.0,
+               api.kernel_name(m, k));
+      printf("total %.3f ms in %d kernel calls\n", total * 1e3, n_k);
+    }
   }
   if (out_path && ts_graph_npz_write(out_path, tens, n_out, &err) != TS_OK) {
     cli_error("cannot write the outputs", &err);
     goto done;
   }
+  if (json) {
+    cli_print_json(json);
+    json = NULL;
+  }
   rc = EXIT_OK;
 done:
+  cJSON_Delete(json);
   if (m) api.destroy(m);
   for (int i = 0; outs && i < n_out; i++) free(outs[i]);
   free(ins);

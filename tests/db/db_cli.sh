@@ -102,6 +102,7 @@ expect 0 "$T" db stats --db "$DB" --json
 contains '"records":	6'; contains '"wrong_result":	1'; contains '"name":	"nightly"'
 contains '"trials_done":	5'; contains '"schema_version":	3'
 expect 0 "$T" db migrate --db "$DB"; contains "schema version 3"
+expect 0 "$T" db migrate --db "$DB" --json; contains '"schema_version":	3'
 
 # export -> import into an empty database -> export: identical bytes
 mkfifo "$TMP/fifo"
@@ -117,6 +118,8 @@ cmp "$TMP/a.jsonl" "$TMP/b.jsonl" || fail "export -> import -> export differs"
 "$T" db export --db "$TMP/b.db" >"$TMP/c.jsonl" || fail "export to stdout"
 cmp "$TMP/a.jsonl" "$TMP/c.jsonl" || fail "stdout export differs"
 expect 0 sh -c "'$T' db import - --db '$TMP/d.db' <'$TMP/a.jsonl'"; contains "from <stdin>"
+expect 0 "$T" db import "$TMP/a.jsonl" --db "$TMP/d.db" --json
+contains '"records":	0'; contains '"records_existing":	6'; contains '"from":'
 
 # a corrupt trace in an import: line and field named, database unchanged
 cp "$TMP/in.jsonl" "$TMP/bad.jsonl"
@@ -134,6 +137,7 @@ expect 0 "$T" db stats --db "$DB"; contains "records    2"
 expect 0 "$T" db best mm_small --target "$SKX" --db "$DB"
 [ "$(cat "$TMP/out")" = "$BEST" ] || fail "best after prune"
 expect 0 "$T" db prune --keep 1 --keep-failed --vacuum --db "$DB"; contains "deleted 0 records"; contains "vacuumed"
+expect 0 "$T" db prune --keep 1 --db "$DB" --json; contains '"deleted":	0'; contains '"vacuumed":	false'
 expect 2 "$T" db prune --db "$DB"; contains "--keep K is required"
 expect 2 "$T" db prune --keep 0 --db "$DB"; contains "--keep wants a number >= 1"
 
@@ -155,6 +159,8 @@ expect 0 "$T" db sync --from "$DB" --to "$TMP/copy.db" --target "$SKX"
 contains "records copied (0 already there)"
 expect 0 "$T" db sync --from "$DB" --to "$TMP/copy.db" --target "$SKX"
 contains " 0 records copied"
+expect 0 "$T" db sync --from "$DB" --to "$TMP/copy.db" --target "$SKX" --json
+contains '"records":	0'; contains '"target":'
 expect 0 "$T" db best mm_small --target "$SKX" --db "$TMP/copy.db"
 expect 1 "$T" db sync --from "$TMP/missing.db" --to "$TMP/copy.db"
 contains "cannot open the source database"; contains "no such database"

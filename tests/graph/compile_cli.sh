@@ -78,6 +78,14 @@ np.savez('$TMP/bad.npz', data=np.zeros((1, 3, 16, 16), np.float32))
 expect 0 "$T" run "$TMP/r.so" --inputs "$TMP/in.npz" --outputs "$TMP/out.npz" --threads 2 --repeat 3 --profile
 contains "latency: median"
 contains "kernel calls"
+"$T" run "$TMP/r.so" --inputs "$TMP/in.npz" --threads 1 --repeat 2 --profile \
+  --json >"$TMP/run.json" || fail "run --json"
+"$PY" -c "
+import json
+d = json.load(open('$TMP/run.json'))
+assert d['runs'] == 2 and d['median_ms'] > 0 and d['first_ms'] > 0, d
+assert d['kernels'] and all(k['ms'] >= 0 and k['name'] for k in d['kernels']), d
+" || fail "run --json fields"
 expect 0 "$T" graph run "$R" --inputs "$TMP/in.npz" --outputs "$TMP/ref.npz"
 "$PY" -c "
 import numpy as np, sys
