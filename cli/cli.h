@@ -20,6 +20,12 @@
  * wrong result, ...), 2 usage error (unknown subcommand or option). */
 enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2, EXIT_INTERRUPTED = 130 };
 
+/* `PARENT SUB --help`: the usage line of SUB, its entries of the
+ * "commands:" list in `usage` (an entry is a line starting "  SUB " and the
+ * lines indented deeper after it) and the text after the list; the whole
+ * usage when SUB has no entry. */
+void cli_sub_help(const char *usage, const char *parent, const char *sub,
+                  const char *synopsis);
 /* Prints a JSON value (indented) and a newline to stdout, then frees it. */
 struct cJSON;
 void cli_print_json(struct cJSON *v);

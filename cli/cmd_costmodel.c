@@ -1148,7 +1148,7 @@ int cmd_costmodel(int argc, char **argv) {
   const char *sub = argv[1];
   for (int i = 2; i < argc; i++)
     if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-      fputs(cm_usage, stdout);
+      cli_sub_help(cm_usage, "costmodel", sub, "[options]");
       return EXIT_OK;
     }
   if (!strcmp(sub, "features")) return cm_features_cmd(argc - 1, argv + 1);

@@ -32,13 +32,13 @@ static const char db_usage[] =
     "  best WORKLOAD [--target T] the best trace JSON on target T (default:\n"
     "                             this machine; for scripts)\n"
     "  export [-o FILE]           the database as JSON Lines (stdout)\n"
-    "  import FILE                add an export to the database ('-': stdin)\n"
-    "  prune --keep K [--keep-failed] [--vacuum]\n"
+    "  import FILE [--json]       add an export to the database ('-': stdin)\n"
+    "  prune --keep K [--keep-failed] [--vacuum] [--json]\n"
     "                             keep the K fastest ok records of each\n"
     "                             workload x target; delete failed records\n"
     "                             unless --keep-failed\n"
     "  stats [--json]             records by status, jobs, file size\n"
-    "  migrate                    bring a database of an older schema version\n"
+    "  migrate [--json]           bring a database of an older schema version\n"
     "                             up to this tessera's (read-only commands\n"
     "                             such as compile refuse an older one)\n"
     "  confirm [WORKLOAD] [--target T] [--top K] [--rounds R] [--threads N]\n"
@@ -48,7 +48,7 @@ static const char db_usage[] =
     "                             interleaved rounds (7), and keep their\n"
     "                             medians: best queries, `tessera compile`\n"
     "                             and the report use the confirmed figure\n"
-    "  sync --from DB --to DB [--target T]\n"
+    "  sync --from DB --to DB [--target T] [--json]\n"
     "                             copy workloads, jobs and the records of\n"
     "                             target T (every target) from one database\n"
     "                             into another; a record already there is\n"
@@ -973,35 +973,6 @@ static int run_confirm(const db_args *a) {
   return failed ? EXIT_FAIL : EXIT_OK;
 }
 
-/* `tessera db SUB --help`: SUB's entry of the command list (its first
- * line and the deeper-indented ones after it) and the common part after
- * the list; the whole text when SUB is not a command. */
-static void sub_help(const char *sub) {
-  const char *list = strstr(db_usage, "commands:\n");
-  const char *tail = strstr(db_usage, "\n\n  --db PATH");
-  size_t n = strlen(sub);
-  const char *p = list;
-  while (p && p < tail) {
-    p = strchr(p, '\n');
-    if (!p) break;
-    p++;
-    if (!strncmp(p, "  ", 2) && !strncmp(p + 2, sub, n) &&
-        (p[2 + n] == ' ' || p[2 + n] == '\n'))
-      break;
-  }
-  if (!p || p >= tail) {
-    fputs(db_usage, stdout);
-    return;
-  }
-  printf("usage: tessera db %s [--db PATH] [options]\n\n", sub);
-  const char *end = p;
-  do { /* the entry: its line, then lines indented deeper than 2 */
-    end = strchr(end, '\n') + 1;
-  } while (end < tail && !strncmp(end, "   ", 3));
-  fwrite(p, 1, (size_t)(end - p), stdout);
-  fputs(tail + 1, stdout);
-}
-
 int cmd_db(int argc, char **argv) {
   if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
     fputs(db_usage, argc < 2 ? stderr : stdout);
@@ -1009,7 +980,7 @@ int cmd_db(int argc, char **argv) {
   }
   for (int i = 2; i < argc; i++)
     if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-      sub_help(argv[1]);
+      cli_sub_help(db_usage, "db", argv[1], "[--db PATH] [options]");
       return EXIT_OK;
     }
   db_args a = {.sub = "db", .path = "./tessera.db", .last = 10, .queries = -1};

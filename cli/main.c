@@ -118,6 +118,33 @@ bool cli_opt_value(int argc, char **argv, int *i, const char *name,
   return true;
 }
 
+void cli_sub_help(const char *usage, const char *parent, const char *sub,
+                  const char *synopsis) {
+  const char *list = strstr(usage, "commands:\n");
+  const char *tail = list ? strstr(list, "\n\n") : NULL;
+  size_t n = strlen(sub);
+  bool found = false;
+  for (const char *p = list; p && tail && p < tail;) {
+    p = strchr(p, '\n');
+    if (!p || ++p >= tail) break;
+    if (strncmp(p, "  ", 2) || strncmp(p + 2, sub, n) ||
+        (p[2 + n] != ' ' && p[2 + n] != '\n'))
+      continue;
+    if (!found) printf("usage: tessera %s %s %s\n\n", parent, sub, synopsis);
+    found = true;
+    const char *end = p;
+    do { /* the entry: its line, then lines indented deeper than 2 */
+      end = strchr(end, '\n') + 1;
+    } while (end < tail && !strncmp(end, "   ", 3));
+    fwrite(p, 1, (size_t)(end - p), stdout);
+    p = end - 1;
+  }
+  if (!found)
+    fputs(usage, stdout);
+  else
+    fputs(tail + 1, stdout);
+}
+
 void cli_print_json(cJSON *v) {
   char *txt = cJSON_Print(v);
   if (txt) puts(txt);

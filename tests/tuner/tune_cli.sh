@@ -101,4 +101,9 @@ expect 0 "$T" costmodel train --db "$TMP/r.db" --out "$TMP/cm2.model" --nthread 
 expect 0 "$T" costmodel eval --db "$TMP/r.db" --threads 1 --folds 2 --json
 contains out '"records": 10'
 
+# every sub-subcommand has its own --help
+expect 0 "$T" costmodel train --help
+contains out "usage: tessera costmodel train"
+contains out "fit a model on the records"
+
 echo "tune_cli: all checks passed"
