@@ -181,6 +181,8 @@ typedef struct ts_bench_report_options {
                            vertices (1000) */
   int histogram_bins;   /* bars of each latency histogram (40) */
   bool timestamp;       /* print when the report was made (true) */
+  bool json;            /* write the report's numbers as one JSON object
+                           instead of the page (false) */
 } ts_bench_report_options;
 
 /* The defaults above. */
@@ -198,11 +200,17 @@ typedef struct ts_bench_report_stats {
  * table of every workload × target (best latency, GFLOP/s, % of probed peak
  * and of the roofline when the target was probed, the best vendor level
  * when one was stored, records, failures by status); the probed figures of
- * each target; then per workload × target the tuning curve (best GFLOP/s so
- * far against the measurement index, vendor levels as lines), the latency
- * histogram, the best record's trace in readable form and the workload's
- * TIR. Every text taken from the database is HTML-escaped. The page stays
- * small for any number of records (see curve_points). opts may be NULL
+ * each target; a roofline chart per target (log-log: its probed FMA peaks
+ * and memory bandwidths as roofs, each workload's best and vendor levels
+ * as dots at the workload's FLOPs per parameter byte; without figures a
+ * note naming `tessera probe`); then per workload × target the tuning
+ * curve (best GFLOP/s so far against the measurement index, vendor levels
+ * as lines), the latency histogram, the best record's trace in readable
+ * form, its lowered loops (as `tessera show --best --lowered` prints them)
+ * and the workload's TIR. Every text taken from the database is
+ * HTML-escaped. The page stays small for any number of records (see
+ * curve_points). With opts->json the same numbers are written as one JSON
+ * object instead (docs/report.md gives its shape). opts may be NULL
  * (defaults), stats may be NULL. Returns TS_OK; TS_ENOTFOUND/TS_EINVAL when
  * opts->workload matches no or several workloads; the database's error
  * code when a query fails; TS_EIO when writing fails. On failure part of

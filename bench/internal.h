@@ -3,8 +3,8 @@
  * for, parsed from its canonical spec and checked against its parameters
  * (bench_op), the host buffers of one measurement (bench_case), and the
  * timed callable each vendor file prepares from them (bench_kernel); and
- * for the tuning report, a text buffer with HTML escaping and the two SVG
- * charts.
+ * for the tuning report, a text buffer with HTML escaping and the three
+ * SVG charts.
  */
 #ifndef TESSERA_BENCH_INTERNAL_H
 #define TESSERA_BENCH_INTERNAL_H
@@ -122,5 +122,35 @@ void report_svg_curve(report_buf *b, const double *values, int64_t n,
  * linear one; the fastest value and each mark are vertical lines. */
 void report_svg_histogram(report_buf *b, const double *secs, int64_t n,
                           int bins, const report_level *marks, int n_marks);
+
+/* One point of a roofline chart: a workload's best on a target, or a
+ * vendor's level for it. */
+typedef struct report_point {
+  double intensity; /* FLOP per byte moved (> 0) */
+  double gflops;    /* > 0 */
+  int series;       /* index into the chart's series */
+  int task;         /* section number the point links to, 0: none */
+  char label[256];  /* the tooltip (plain text; escaped when written) */
+} report_point;
+
+/* A series of points: its legend name and its colour, an index into the
+ * chart's fixed palette (0: tessera, 1..REPORT_N_COLOURS-1: vendors). */
+typedef struct report_series {
+  char name[64];
+  int colour;
+} report_series;
+#define REPORT_N_COLOURS 9
+
+/* The roofline chart of one target as an inline <svg>: x the arithmetic
+ * intensity (FLOP/byte), y GFLOP/s, both on log scales; `compute` roofs
+ * (GFLOP/s) are horizontal lines from their ridge point, `memory` roofs
+ * (GB/s) slanted lines y = x * GB/s up to the highest compute roof, each
+ * labelled with its label and value; every point is a dot in its series'
+ * colour with a tooltip (tessera's link to their section), and a legend
+ * names the series that have points. */
+void report_svg_roofline(report_buf *b, const report_level *compute,
+                         int n_compute, const report_level *memory,
+                         int n_memory, const report_point *pts, int n_pts,
+                         const report_series *series, int n_series);
 
 #endif /* TESSERA_BENCH_INTERNAL_H */

@@ -3,11 +3,15 @@
  * tuning database. It reads the overview (every workload × target), and for
  * each pair the records reduced to chart points, the best record, the
  * vendor levels and the target's probed peaks; it writes a summary table,
- * a table of the probed targets, and a section per pair with the tuning
- * curve, the latency histogram (report_svg.c), the best trace as a readable
- * script and the workload's TIR. One pass over the pairs: each section is
- * rendered while its summary row is, so only one pair's records are in
- * memory at a time. Also the machine-peak rules shared with `tessera show`.
+ * a table of the probed targets, a roofline chart per target (its probed
+ * roofs, each workload's best and vendor levels at the workload's
+ * arithmetic intensity), and a section per pair with the tuning curve, the
+ * latency histogram (report_svg.c), the best trace as a readable script,
+ * the best schedule's lowered loops and the workload's TIR. One pass over
+ * the pairs: each section is rendered while its summary row is, so only
+ * one pair's records are in memory at a time. The same pass can write the
+ * numbers as one JSON object instead (ts_bench_report_options.json). Also
+ * the machine-peak rules shared with `tessera show`.
  */
 #include "internal.h"
 
@@ -96,6 +100,13 @@ double ts_bench_roofline_gflops(const ts_bench_peak *p, double flops,
   return memory < p->gflops ? memory : p->gflops;
 }
 
+/* FLOPs per byte moved, the x of the roofline (ts_bench_roofline_gflops
+ * multiplies the bandwidth by the same ratio); NAN when either is
+ * unknown. */
+static double intensity_of(double flops, double bytes) {
+  return flops > 0 && bytes > 0 ? flops / bytes : NAN;
+}
+
 ts_bench_report_options ts_bench_report_defaults(void) {
   return (ts_bench_report_options){
       .curve_points = 1000,
@@ -151,10 +162,37 @@ static void short_target(const char *t, char *out, size_t cap) {
 
 /* ---- the report ---- */
 
+/* The cores of a target string (0 when it does not parse). */
+static int cores_of(const char *target) {
+  ts_target *t = NULL;
+  int cores = 0;
+  if (target && ts_target_parse(target, &t, NULL) == TS_OK) {
+    cores = ts_target_num_cores(t);
+    ts_target_free(t);
+  }
+  return cores;
+}
+
+/* Whether rows[i] is the first row of its target (targets listed once). */
+static bool first_of_target(const ts_db_summary *rows, int i) {
+  if (!rows[i].target_id) return false;
+  for (int j = 0; j < i; j++)
+    if (rows[j].target_id == rows[i].target_id) return false;
+  return true;
+}
+
 typedef struct job_name {
   int64_t id;
   char *name;
 } job_name;
+
+/* A point of a target's roofline, kept until the charts are drawn. */
+typedef struct roof_point {
+  int64_t target_id;
+  report_point p;
+} roof_point;
+
+#define REPORT_MAX_SERIES 32
 
 typedef struct report {
   ts_db *db;
@@ -166,9 +204,17 @@ typedef struct report {
   int n_jobs;
   bool any_peak, any_roofline, any_vendor;
   ts_bench_report_stats stats;
+  /* the roofline points of every target, and their series: tessera, then
+   * the vendors in order of appearance */
+  roof_point *points;
+  int n_points, cap_points;
+  report_series series[REPORT_MAX_SERIES];
+  int n_series;
+  cJSON *json_rows; /* with o->json: one object per summary row */
   /* the current workload (rows come ordered by workload) */
   int64_t workload_id;
   ts_db_workload w;
+  ts_func *func; /* its function; NULL when the stored TIR does not parse */
   ts_dtype dtype;
   double bytes;   /* parameter bytes: the least a run moves */
   char note[300]; /* why dtype/bytes are unknown, or "" */
@@ -188,6 +234,7 @@ typedef struct task {
   ts_bench_peak peak;
   double roofline;
   double best_gflops;
+  double intensity; /* FLOP/byte: the workload's FLOPs / r->bytes */
 } task;
 
 static int db_fail(report *r) {
@@ -207,6 +254,8 @@ static const char *job_of(const report *r, int64_t id) {
 static int load_workload(report *r, int64_t id) {
   if (r->workload_id == id) return TS_OK;
   ts_db_workload_clear(&r->w);
+  ts_func_free(r->func);
+  r->func = NULL;
   r->workload_id = id;
   r->dtype = (ts_dtype){0, 0, 0};
   r->bytes = 0;
@@ -223,7 +272,7 @@ static int load_workload(report *r, int64_t id) {
     if (i == 0) r->dtype = ts_buffer_dtype(b);
     r->bytes += (double)ts_buffer_bytes(b);
   }
-  ts_func_free(f);
+  r->func = f; /* kept for the lowered loops of the best schedule */
   return TS_OK;
 }
 
@@ -243,21 +292,14 @@ static int load_task(report *r, task *t) {
     return db_fail(r);
   char *probe = NULL;
   if (ts_db_get_target_probe(r->db, row->target_id, &probe)) return db_fail(r);
-  int cores = 0;
-  ts_target *target = NULL;
-  ts_error terr;
-  ts_error_clear(&terr);
-  if (ts_target_parse(row->target, &target, &terr) == TS_OK) {
-    cores = ts_target_num_cores(target);
-    ts_target_free(target);
-  }
-  t->peak = ts_bench_peak_of(probe, r->dtype, cores);
+  t->peak = ts_bench_peak_of(probe, r->dtype, cores_of(row->target));
   free(probe);
   t->best_gflops =
       t->has_best && ts_db_record_seconds(&t->best) > 0 && row->flops > 0
           ? row->flops / ts_db_record_seconds(&t->best) * 1e-9
           : NAN;
   t->roofline = ts_bench_roofline_gflops(&t->peak, row->flops, r->bytes);
+  t->intensity = intensity_of(row->flops, r->bytes);
   return TS_OK;
 }
 
@@ -338,8 +380,81 @@ static void summary_row(report *r, const task *t) {
   report_puts(b, "</td></tr>\n");
 }
 
-/* The best record's trace as a readable script; the JSON when it does not
- * parse (with the reason). */
+/* The lowered loop program of f scheduled by `trace` for the target
+ * target_str, as `tessera show --db ... --best --lowered` prints it: the
+ * trace replayed on f and built by ts_build keeping the lowered function
+ * (LLVM's optimization passes are skipped: they run after lowering and do
+ * not change it). A malloc'd text, or NULL with err set. */
+static char *lowered_text(const ts_func *f, const ts_trace *trace,
+                          const char *target_str, ts_error *err) {
+  ts_target *target = NULL;
+  ts_sched *sch = NULL;
+  char *text = NULL;
+  if (ts_target_parse(target_str, &target, err) == TS_OK &&
+      ts_trace_apply(trace, f, 1, &sch, err) == TS_OK) {
+    ts_build_options o = ts_build_defaults();
+    o.keep_lowered = true;
+    o.no_opt = true;
+    ts_build_result built;
+    if (ts_build(ts_sched_func(sch), target, &o, &built, err) == TS_OK) {
+      text = ts_func_print(built.lowered);
+      ts_build_result_clear(&built);
+    }
+  }
+  ts_sched_destroy(sch);
+  ts_target_free(target);
+  return text;
+}
+
+/* Lowered programs longer than this are cut (at a line end) on the page. */
+#define LOWERED_MAX_BYTES 65536
+
+/* The best schedule's lowered loops, folded: the program `tessera show
+ * --best --lowered` prints, HTML-escaped, cut at LOWERED_MAX_BYTES; the
+ * reason when it cannot be made. */
+static void lowered_block(report *r, const task *t, const ts_trace *trace) {
+  report_buf *b = &r->sections;
+  ts_error err;
+  ts_error_clear(&err);
+  char *text = NULL;
+  if (r->func)
+    text = lowered_text(r->func, trace, t->row->target, &err);
+  else
+    snprintf(err.msg, sizeof err.msg, "the workload's TIR does not parse");
+  report_puts(b, "<details class=\"lowered\"><summary>lowered loops of the "
+                 "best schedule");
+  if (!text) {
+    report_puts(b, "</summary>\n<p class=\"warn\">cannot lower it: ");
+    report_escape(b, err.msg[0] ? err.msg : "unknown error");
+    report_puts(b, "</p>\n</details>\n");
+    return;
+  }
+  size_t len = strlen(text), cut = len;
+  long lines = 0, shown = 0;
+  for (size_t i = 0; i < len; i++) lines += text[i] == '\n';
+  if (len > LOWERED_MAX_BYTES) {
+    cut = LOWERED_MAX_BYTES;
+    while (cut > 0 && text[cut - 1] != '\n') cut--;
+  }
+  for (size_t i = 0; i < cut; i++) shown += text[i] == '\n';
+  report_printf(b, " (%ld lines)</summary>\n<pre>", lines);
+  text[cut] = 0;
+  report_escape(b, text);
+  report_puts(b, "</pre>\n");
+  if (cut < len) {
+    report_printf(b,
+                  "<p class=\"how\">the first %ld of %ld lines: <code>"
+                  "tessera show --db DB --workload ",
+                  shown, lines);
+    report_escape(b, t->row->hash);
+    report_puts(b, " --target T --best --lowered</code> prints them all</p>\n");
+  }
+  report_puts(b, "</details>\n");
+  free(text);
+}
+
+/* The best record's trace as a readable script, then its lowered loops;
+ * the JSON when it does not parse (with the reason). */
 static void trace_block(report *r, const task *t) {
   report_buf *b = &r->sections;
   const ts_db_record *rec = &t->best;
@@ -368,17 +483,17 @@ static void trace_block(report *r, const task *t) {
     char *script = ts_trace_print(trace);
     report_puts(b, "<pre>");
     report_escape(b, script);
-    report_puts(b, "</pre>\n");
+    report_puts(b, "</pre>\n</details>\n");
     free(script);
+    lowered_block(r, t, trace);
     ts_trace_free(trace);
   } else {
     report_puts(b, "<p class=\"warn\">the trace does not parse: ");
     report_escape(b, terr.msg);
     report_puts(b, "</p>\n<pre>");
     report_escape(b, json);
-    report_puts(b, "</pre>\n");
+    report_puts(b, "</pre>\n</details>\n");
   }
-  report_puts(b, "</details>\n");
 }
 
 static void section(report *r, const task *t) {
@@ -413,6 +528,11 @@ static void section(report *r, const task *t) {
     char dt[32];
     report_printf(b, " · %s", ts_dtype_str(r->dtype, dt));
   }
+  if (isfinite(t->intensity))
+    report_printf(b,
+                  " · %.3g FLOP/byte (its FLOPs over the %.0f bytes of its "
+                  "parameters: <a href=\"#roofline-%lld\">roofline</a>)",
+                  t->intensity, r->bytes, (long long)row->target_id);
   report_puts(b, "</li>\n");
   if (r->note[0]) {
     report_puts(b, "<li class=\"warn\">");
@@ -535,17 +655,14 @@ static int targets_table(report *r, const ts_db_summary *rows, int n,
                          report_buf *b) {
   bool header = false;
   for (int i = 0; i < n; i++) {
-    if (!rows[i].target_id) continue;
-    bool seen = false;
-    for (int j = 0; j < i && !seen; j++)
-      seen = rows[j].target_id == rows[i].target_id;
-    if (seen) continue;
+    if (!first_of_target(rows, i)) continue;
     char *probe = NULL;
     if (ts_db_get_target_probe(r->db, rows[i].target_id, &probe))
       return db_fail(r);
     if (!header) {
       report_puts(b, "<h2>Targets</h2>\n<table class=\"targets\"><thead><tr>"
-                     "<th>target</th><th>probed figures</th></tr></thead>"
+                     "<th scope=\"col\">target</th><th scope=\"col\">probed "
+                     "figures (<code>tessera probe</code>)</th></tr></thead>"
                      "<tbody>\n");
       header = true;
     }
@@ -585,6 +702,366 @@ static int targets_table(report *r, const ts_db_summary *rows, int n,
   return TS_OK;
 }
 
+/* ---- the rooflines ---- */
+
+/* The roofs of a target's roofline, from its probe figures. */
+typedef struct roofs {
+  report_level compute[8], memory[4];         /* label and GFLOP/s or GB/s */
+  char compute_key[8][64], memory_key[4][64]; /* the probe keys */
+  int n_compute, n_memory;
+} roofs;
+
+/* Appends a roof (label, probe key, value) to levels/keys when there is
+ * room. */
+static void add_roof(report_level *levels, char (*keys)[64], int *n, int cap,
+                     const char *label, const char *key, double value) {
+  if (*n >= cap) return;
+  snprintf(levels[*n].label, sizeof levels[*n].label, "%s", label);
+  snprintf(keys[*n], sizeof keys[*n], "%s", key);
+  levels[*n].value = value;
+  (*n)++;
+}
+
+/* The roofs of a target with num_cores cores from its probe JSON (NULL or
+ * malformed: none). Compute: the fp32 FMA peak on all cores per vector
+ * width ("fp32_gflops_all_cores_512", ...), else the fp32 peak the % of
+ * peak uses; the fp64, AMX bf16 and AMX int8 peaks by the same rules
+ * (ts_bench_peak_of). Memory: "mem_copy_gbs", "mem_triad_gbs", and
+ * "mem_bandwidth_gbs" unless it repeats one of those. */
+static void roofs_of(const char *probe_json, int num_cores, roofs *out) {
+  static const int widths[] = {512, 256, 128};
+  static const struct {
+    ts_dtype dtype;
+    const char *label;
+  } kinds[] = {{TS_FLOAT32, "fp32 FMA"},
+               {TS_FLOAT64, "fp64 FMA"},
+               {TS_BFLOAT16, "bf16 AMX"},
+               {TS_INT8, "int8 AMX"}};
+  memset(out, 0, sizeof *out);
+  cJSON *probe = probe_json ? cJSON_Parse(probe_json) : NULL;
+  if (!cJSON_IsObject(probe)) {
+    cJSON_Delete(probe);
+    return;
+  }
+  for (int i = 0; i < 3; i++) {
+    char key[64], label[64];
+    snprintf(key, sizeof key, "fp32_gflops_all_cores_%d", widths[i]);
+    snprintf(label, sizeof label, "fp32 FMA, %d-bit vectors", widths[i]);
+    double v = probe_number(probe, key);
+    if (isfinite(v))
+      add_roof(out->compute, out->compute_key, &out->n_compute, 8, label, key,
+               v);
+  }
+  for (int i = out->n_compute ? 1 : 0; i < 4; i++) {
+    ts_bench_peak p = ts_bench_peak_of(probe_json, kinds[i].dtype, num_cores);
+    if (isfinite(p.gflops))
+      add_roof(out->compute, out->compute_key, &out->n_compute, 8,
+               kinds[i].label, p.source, p.gflops);
+  }
+  double copy = probe_number(probe, "mem_copy_gbs");
+  double triad = probe_number(probe, "mem_triad_gbs");
+  double any = probe_number(probe, "mem_bandwidth_gbs");
+  if (isfinite(copy))
+    add_roof(out->memory, out->memory_key, &out->n_memory, 4, "memory copy",
+             "mem_copy_gbs", copy);
+  if (isfinite(triad))
+    add_roof(out->memory, out->memory_key, &out->n_memory, 4, "memory triad",
+             "mem_triad_gbs", triad);
+  if (isfinite(any) && any != copy && any != triad)
+    add_roof(out->memory, out->memory_key, &out->n_memory, 4, "memory",
+             "mem_bandwidth_gbs", any);
+  cJSON_Delete(probe);
+}
+
+/* The series of a vendor: found, or added with the vendor's own colour
+ * (openblas, onednn and naive keep theirs on every page; other names take
+ * the rest of the palette in order of appearance). */
+static int vendor_series(report *r, const char *vendor) {
+  if (!r->n_series) r->series[r->n_series++] = (report_series){"tessera", 0};
+  for (int i = 1; i < r->n_series; i++)
+    if (!strcmp(r->series[i].name, vendor)) return i;
+  if (r->n_series == REPORT_MAX_SERIES) return r->n_series - 1;
+  int colour = 0;
+  for (int v = 0; v < TS_BENCH_N_VENDORS; v++)
+    if (!strcmp(vendor, ts_bench_vendor_name((ts_bench_vendor)v)))
+      colour = 1 + v;
+  if (!colour) {
+    int others = 0;
+    for (int i = 1; i < r->n_series; i++)
+      others += r->series[i].colour > TS_BENCH_N_VENDORS;
+    colour = 1 + TS_BENCH_N_VENDORS +
+             others % (REPORT_N_COLOURS - 1 - TS_BENCH_N_VENDORS);
+  }
+  report_series *s = &r->series[r->n_series++];
+  snprintf(s->name, sizeof s->name, "%s", vendor);
+  s->colour = colour;
+  return r->n_series - 1;
+}
+
+/* Keeps a point of the task's target roofline. */
+static void add_point(report *r, const task *t, int series, double gflops,
+                      const char *label) {
+  if (r->n_points == r->cap_points) {
+    r->cap_points = r->cap_points ? 2 * r->cap_points : 64;
+    r->points = realloc(r->points, sizeof *r->points * (size_t)r->cap_points);
+    if (!r->points) abort();
+  }
+  roof_point *p = &r->points[r->n_points++];
+  p->target_id = t->row->target_id;
+  p->p = (report_point){.intensity = t->intensity,
+                        .gflops = gflops,
+                        .series = series,
+                        .task = t->index};
+  snprintf(p->p.label, sizeof p->p.label, "%s", label);
+}
+
+/* The task's points on its target's roofline: tessera's best and each
+ * vendor level, at the workload's arithmetic intensity (none when it is
+ * unknown). */
+static void collect_points(report *r, const task *t) {
+  if (!isfinite(t->intensity)) return;
+  if (!r->n_series) r->series[r->n_series++] = (report_series){"tessera", 0};
+  char label[256], g[32], pc[32];
+  if (t->best_gflops > 0) {
+    format_gflops(t->best_gflops, g);
+    format_percent(t->best_gflops, t->roofline, pc);
+    snprintf(label, sizeof label,
+             "#%d %s: tessera %s GFLOP/s at %.3g FLOP/byte%s%s", t->index,
+             t->row->name, g, t->intensity,
+             isfinite(t->roofline) ? ", % of the roofline: " : "",
+             isfinite(t->roofline) ? pc : "");
+    add_point(r, t, 0, t->best_gflops, label);
+  }
+  for (int i = 0; i < t->n_vendors; i++) {
+    const ts_db_baseline *v = &t->vendors[i];
+    if (!(v->gflops > 0)) continue;
+    format_gflops(v->gflops, g);
+    snprintf(label, sizeof label, "#%d %s: %s (%d thread%s) %s GFLOP/s",
+             t->index, t->row->name, v->vendor, v->threads,
+             v->threads == 1 ? "" : "s", g);
+    add_point(r, t, vendor_series(r, v->vendor), v->gflops, label);
+  }
+}
+
+/* One target's roofline: its chart, or a note saying why there is none
+ * and, without roofs, the command that measures them. */
+static int roofline_section(report *r, const ts_db_summary *row,
+                            report_buf *b) {
+  char *probe = NULL;
+  if (ts_db_get_target_probe(r->db, row->target_id, &probe)) return db_fail(r);
+  roofs rf;
+  roofs_of(probe, cores_of(row->target), &rf);
+  char st[400];
+  short_target(row->target, st, sizeof st);
+  report_printf(b,
+                "<section class=\"roofline\" id=\"roofline-%lld\">\n<h3>"
+                "<span class=\"target\" title=\"",
+                (long long)row->target_id);
+  report_escape(b, row->target);
+  report_puts(b, "\">");
+  report_escape(b, st);
+  report_puts(b, "</span></h3>\n");
+  if (!rf.n_compute && !rf.n_memory) {
+    report_puts(b, probe ? "<p class=\"warn\">The probe figures of this target "
+                           "have no FMA peak or memory bandwidth: no roofs."
+                         : "<p class=\"warn\">Not probed: no roofs.");
+    report_puts(b, " Measure them on the machine of this target with "
+                   "<code>tessera probe --db ");
+    report_escape(b, ts_db_path(r->db));
+    report_puts(b, " --target &quot;");
+    report_escape(b, row->target);
+    report_puts(b, "&quot;</code>.</p>\n");
+  }
+  free(probe);
+  int n = 0;
+  report_point *pts = malloc(sizeof *pts * (size_t)(r->n_points + 1));
+  if (!pts) abort();
+  for (int i = 0; i < r->n_points; i++)
+    if (r->points[i].target_id == row->target_id) pts[n++] = r->points[i].p;
+  if (n || rf.n_compute || rf.n_memory)
+    report_svg_roofline(b, rf.compute, rf.n_compute, rf.memory, rf.n_memory,
+                        pts, n, r->series, r->n_series);
+  free(pts);
+  report_puts(b, "</section>\n");
+  return TS_OK;
+}
+
+/* The roofline of every target in the report. */
+static int rooflines(report *r, const ts_db_summary *rows, int n,
+                     report_buf *b) {
+  bool header = false;
+  for (int i = 0; i < n; i++) {
+    if (!first_of_target(rows, i)) continue;
+    if (!header) {
+      report_puts(
+          b, "<h2>Rooflines</h2>\n<p class=\"legend\">One chart per target. "
+             "x: arithmetic intensity, the workload's FLOPs over the bytes "
+             "of its parameters (the least any schedule moves); y: GFLOP/s; "
+             "both log scales. Horizontal roofs: the probed FMA peaks; "
+             "slanted roofs: the probed memory bandwidths. Dots: each "
+             "workload's best (tessera, numbered by its section) and each "
+             "stored vendor level.</p>\n");
+      header = true;
+    }
+    int rc = roofline_section(r, &rows[i], b);
+    if (rc) return rc;
+  }
+  return TS_OK;
+}
+
+/* ---- the report's data as JSON ---- */
+
+/* v under key, or null when it is not a finite number. */
+static void add_number(cJSON *o, const char *key, double v) {
+  if (isfinite(v))
+    cJSON_AddNumberToObject(o, key, v);
+  else
+    cJSON_AddNullToObject(o, key);
+}
+
+/* s under key, or null. */
+static void add_string(cJSON *o, const char *key, const char *s) {
+  if (s)
+    cJSON_AddStringToObject(o, key, s);
+  else
+    cJSON_AddNullToObject(o, key);
+}
+
+/* The JSON object of a summary row (the shape is in docs/report.md). */
+static void json_row(report *r, const task *t) {
+  const ts_db_summary *row = t->row;
+  cJSON *o = cJSON_CreateObject();
+  char dt[32];
+  cJSON_AddStringToObject(o, "workload", row->name);
+  cJSON_AddStringToObject(o, "hash", row->hash);
+  add_number(o, "flops", row->flops);
+  add_string(o, "dtype", r->dtype.bits ? ts_dtype_str(r->dtype, dt) : NULL);
+  add_number(o, "bytes", r->bytes > 0 ? r->bytes : NAN);
+  add_number(o, "intensity", intensity_of(row->flops, r->bytes));
+  add_string(o, "target", row->target);
+  cJSON_AddNumberToObject(o, "records", (double)row->n_records);
+  cJSON_AddNumberToObject(o, "ok", (double)row->n_ok);
+  cJSON *failed = cJSON_AddObjectToObject(o, "failed");
+  for (int s = 1; s < TS_DB_N_STATUS; s++)
+    if (t->by_status[s])
+      cJSON_AddNumberToObject(failed, ts_db_status_name((ts_db_status)s),
+                              (double)t->by_status[s]);
+  add_number(o, "best_record", t->has_best ? (double)t->best.id : NAN);
+  add_number(o, "best_seconds",
+             t->has_best ? ts_db_record_seconds(&t->best) : NAN);
+  cJSON_AddBoolToObject(o, "confirmed",
+                        t->has_best && t->best.confirmed_rounds > 0);
+  add_number(o, "gflops", t->best_gflops);
+  add_number(o, "peak_gflops", t->peak.gflops);
+  add_string(o, "peak_source",
+             isfinite(t->peak.gflops) ? t->peak.source : NULL);
+  add_number(o, "peak_percent", 100 * t->best_gflops / t->peak.gflops);
+  add_number(o, "bandwidth_gbs", t->peak.bandwidth_gbs);
+  add_number(o, "roofline_gflops", t->roofline);
+  add_number(o, "roofline_percent", 100 * t->best_gflops / t->roofline);
+  cJSON *vendors = cJSON_AddArrayToObject(o, "vendors");
+  for (int i = 0; i < t->n_vendors; i++) {
+    const ts_db_baseline *v = &t->vendors[i];
+    cJSON *x = cJSON_CreateObject();
+    cJSON_AddStringToObject(x, "vendor", v->vendor);
+    cJSON_AddNumberToObject(x, "threads", v->threads);
+    add_number(x, "gflops", v->gflops);
+    add_number(x, "ratio", t->best_gflops / v->gflops);
+    cJSON_AddStringToObject(x, "created", v->created);
+    cJSON_AddItemToArray(vendors, x);
+  }
+  cJSON_AddItemToArray(r->json_rows, o);
+}
+
+/* One kind of roof as a JSON array under `name`: label, probe key and
+ * value (under `unit`). */
+static void roofs_json(cJSON *o, const char *name, const char *unit,
+                       const report_level *levels, const char (*keys)[64],
+                       int n) {
+  cJSON *arr = cJSON_AddArrayToObject(o, name);
+  for (int k = 0; k < n; k++) {
+    cJSON *x = cJSON_CreateObject();
+    cJSON_AddStringToObject(x, "label", levels[k].label);
+    cJSON_AddStringToObject(x, "key", keys[k]);
+    cJSON_AddNumberToObject(x, unit, levels[k].value);
+    cJSON_AddItemToArray(arr, x);
+  }
+}
+
+/* The targets of the report as JSON: each with its probe figures (the
+ * stored object, or null) and the roofs drawn from them. */
+static int json_targets(report *r, const ts_db_summary *rows, int n,
+                        cJSON *out) {
+  for (int i = 0; i < n; i++) {
+    if (!first_of_target(rows, i)) continue;
+    char *probe = NULL;
+    if (ts_db_get_target_probe(r->db, rows[i].target_id, &probe))
+      return db_fail(r);
+    cJSON *o = cJSON_CreateObject();
+    char st[400];
+    short_target(rows[i].target, st, sizeof st);
+    cJSON_AddStringToObject(o, "target", rows[i].target);
+    cJSON_AddStringToObject(o, "short", st);
+    cJSON *p = probe ? cJSON_Parse(probe) : NULL;
+    if (cJSON_IsObject(p))
+      cJSON_AddItemToObject(o, "probe", p);
+    else {
+      cJSON_Delete(p);
+      cJSON_AddNullToObject(o, "probe");
+    }
+    roofs rf;
+    roofs_of(probe, cores_of(rows[i].target), &rf);
+    free(probe);
+    cJSON *roof = cJSON_AddObjectToObject(o, "roofs");
+    roofs_json(roof, "compute", "gflops", rf.compute, rf.compute_key,
+               rf.n_compute);
+    roofs_json(roof, "memory", "gbs", rf.memory, rf.memory_key, rf.n_memory);
+    cJSON_AddItemToArray(out, o);
+  }
+  return TS_OK;
+}
+
+/* Writes the report's data as one JSON object (indented) and a newline. */
+static int write_json(report *r, const ts_db_summary *rows, int n, FILE *out) {
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddStringToObject(o, "format", "tessera-report");
+  cJSON_AddNumberToObject(o, "format_version", 1);
+  cJSON_AddStringToObject(o, "tessera", TS_VERSION);
+  cJSON_AddStringToObject(
+      o, "title",
+      r->o->title && r->o->title[0] ? r->o->title : "tessera tuning report");
+  cJSON_AddStringToObject(o, "database", ts_db_path(r->db));
+  if (r->o->timestamp) {
+    char when[64];
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    cJSON_AddStringToObject(o, "made", when);
+  }
+  cJSON_AddNumberToObject(o, "workloads", r->stats.workloads);
+  cJSON_AddNumberToObject(o, "pairs", r->stats.tasks);
+  cJSON_AddNumberToObject(o, "records", (double)r->stats.records);
+  int rc = json_targets(r, rows, n, cJSON_AddArrayToObject(o, "targets"));
+  if (rc) {
+    cJSON_Delete(o);
+    return rc;
+  }
+  cJSON_AddItemToObject(o, "rows", r->json_rows);
+  r->json_rows = NULL;
+  char *text = cJSON_Print(o);
+  cJSON_Delete(o);
+  if (!text) return TS_ERR(r->err, TS_ENOMEM, "out of memory for the JSON");
+  size_t len = strlen(text);
+  bool ok = fwrite(text, 1, len, out) == len && fputc('\n', out) != EOF &&
+            fflush(out) == 0;
+  cJSON_free(text);
+  r->stats.bytes = (int64_t)len + 1;
+  if (!ok)
+    return TS_ERR(r->err, TS_EIO, "writing the report: %s", strerror(errno));
+  return TS_OK;
+}
+
 static const char style[] =
     "body{font-family:system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;"
     "margin:24px auto;max-width:1500px;padding:0 16px;color:#1f2328;"
@@ -593,7 +1070,9 @@ static const char style[] =
     "h3{font-size:16px;margin:0 0 6px}\n"
     ".meta{color:#59636e;margin:0 0 16px}\n"
     "table{border-collapse:collapse}th,td{padding:4px 8px;border-bottom:1px "
-    "solid #d1d9e0;text-align:left;vertical-align:top}th{background:#f6f8fa}"
+    "solid #d1d9e0;text-align:left;vertical-align:top}th{background:#f6f8fa;"
+    "position:sticky;top:0;border-bottom:2px solid #d1d9e0;font-weight:600}"
+    "th[title]{text-decoration:underline dotted;cursor:help}"
     "\ntd.num{text-align:right;font-variant-numeric:tabular-nums}"
     "td.target{max-width:280px}table.targets td{width:50%}"
     "code.full{font-size:11px;color:#59636e;overflow-wrap:anywhere}td.failed{"
@@ -604,8 +1083,16 @@ static const char style[] =
     "padding-top:12px}\n"
     ".on{color:#59636e;font-weight:normal}.target{font-weight:normal}\n"
     "ul.facts{margin:4px 0 8px;padding-left:18px}.warn{color:#b3261e}\n"
-    ".charts{display:flex;flex-wrap:wrap;gap:8px}\n"
-    "svg.chart{max-width:100%;height:auto;font-size:11px;fill:#1f2328}\n"
+    ".charts{display:grid;grid-template-columns:repeat(auto-fit,minmax("
+    "460px,1fr));gap:8px}\n"
+    "svg.chart{display:block;width:100%;height:auto;font-size:11px;"
+    "fill:#1f2328}\n"
+    "section.roofline{margin-top:12px}section.roofline svg.chart{"
+    "max-width:1200px}\n"
+    "svg .roof line{stroke:#1f2328;stroke-width:2}svg .roof.memory line{"
+    "stroke:#59636e}svg .roof text{fill:#1f2328}\n"
+    "svg .points circle{stroke:#fff;stroke-width:1}svg .pt-label{"
+    "fill:#0969da;font-size:10px}\n"
     "svg .grid{stroke:#eaeef2}svg .frame,svg .tick{stroke:#59636e}"
     "svg .label{fill:#59636e}\n"
     "svg .trials circle{fill:#8c959f;fill-opacity:.55}"
@@ -659,17 +1146,26 @@ static int write_page(report *r, const ts_db_summary *rows, int n,
     report_puts(&head, "<p class=\"empty\">The database holds no workloads "
                        "yet: run <code>tessera tune</code> to fill it.</p>\n");
   } else {
-    report_printf(&head,
-                  "<table class=\"summary%s%s%s\"><thead><tr><th>#</th>"
-                  "<th>workload</th><th>target</th><th>best latency</th>"
-                  "<th>GFLOP/s</th><th class=\"peak\">%% of peak</th>"
-                  "<th class=\"roofline\">%% of roofline</th>"
-                  "<th class=\"vendor\">best vendor GFLOP/s (tessera ×)</th>"
-                  "<th>records</th><th>ok</th><th>failed</th></tr></thead>"
-                  "<tbody>\n",
-                  r->any_peak ? "" : " no-peak",
-                  r->any_roofline ? "" : " no-roofline",
-                  r->any_vendor ? "" : " no-vendor");
+    report_printf(
+        &head,
+        "<table class=\"summary%s%s%s\"><thead><tr>"
+        "<th scope=\"col\" title=\"section number\">#</th>"
+        "<th scope=\"col\">workload</th><th scope=\"col\">target</th>"
+        "<th scope=\"col\" title=\"median latency of the fastest ok record "
+        "(confirmed when it was)\">best latency</th>"
+        "<th scope=\"col\" title=\"FLOPs / best latency\">best GFLOP/s</th>"
+        "<th scope=\"col\" class=\"peak\" title=\"best GFLOP/s / the probed "
+        "peak for the workload&#39;s dtype\">%% of peak</th>"
+        "<th scope=\"col\" class=\"roofline\" title=\"best GFLOP/s / min("
+        "peak, FLOP/byte × memory bandwidth)\">%% of roofline</th>"
+        "<th scope=\"col\" class=\"vendor\" title=\"the fastest stored vendor "
+        "level, and tessera&#39;s best over it\">best vendor GFLOP/s "
+        "(tessera ×)</th>"
+        "<th scope=\"col\" title=\"measurements, every status\">records</th>"
+        "<th scope=\"col\" title=\"successful measurements\">ok</th>"
+        "<th scope=\"col\">failed, by status</th></tr></thead><tbody>\n",
+        r->any_peak ? "" : " no-peak", r->any_roofline ? "" : " no-roofline",
+        r->any_vendor ? "" : " no-vendor");
   }
   bool ok = fwrite(head.data, 1, head.len, out) == head.len;
   r->stats.bytes += (int64_t)head.len;
@@ -719,11 +1215,13 @@ int ts_bench_report_write(ts_db *db, const ts_bench_report_options *opts,
     return db_fail(&r);
   }
   report_buf targets = {0};
+  if (o.json) r.json_rows = cJSON_CreateArray();
   for (int i = 0; i < n && rc == TS_OK; i++) {
     task t = {.row = &rows[i],
               .peak = {NAN, NAN, ""},
               .roofline = NAN,
-              .best_gflops = NAN};
+              .best_gflops = NAN,
+              .intensity = NAN};
     if (i == 0 || rows[i].workload_id != rows[i - 1].workload_id)
       r.stats.workloads++;
     if ((rc = load_workload(&r, rows[i].workload_id))) break;
@@ -737,17 +1235,28 @@ int ts_bench_report_write(ts_db *db, const ts_bench_report_options *opts,
       r.any_peak = r.any_peak || isfinite(t.peak.gflops);
       r.any_roofline = r.any_roofline || isfinite(t.roofline);
       r.any_vendor = r.any_vendor || t.n_vendors;
-      section(&r, &t);
+      if (!o.json) {
+        section(&r, &t);
+        collect_points(&r, &t);
+      }
     }
-    summary_row(&r, &t);
+    if (o.json)
+      json_row(&r, &t);
+    else
+      summary_row(&r, &t);
     task_clear(&t);
   }
-  if (rc == TS_OK) rc = targets_table(&r, rows, n, &targets);
-  if (rc == TS_OK) rc = write_page(&r, rows, n, &targets, out);
+  if (rc == TS_OK && o.json) rc = write_json(&r, rows, n, out);
+  if (rc == TS_OK && !o.json) rc = targets_table(&r, rows, n, &targets);
+  if (rc == TS_OK && !o.json) rc = rooflines(&r, rows, n, &targets);
+  if (rc == TS_OK && !o.json) rc = write_page(&r, rows, n, &targets, out);
   if (rc == TS_OK && stats) *stats = r.stats;
   report_buf_free(&targets);
   report_buf_free(&r.summary);
   report_buf_free(&r.sections);
+  free(r.points);
+  cJSON_Delete(r.json_rows);
+  ts_func_free(r.func);
   ts_db_workload_clear(&r.w);
   ts_db_jobs_free(r.jobs, r.n_jobs);
   ts_db_summaries_free(rows, n);

@@ -5,8 +5,11 @@
  * measurements as ticks under the axis and vendor levels as dashed lines)
  * and the histogram of measured latencies. Both stay small whatever the
  * number of measurements: dots become one min-max bar per x bucket and the
- * curve keeps a bounded number of vertices. Also the report's text buffer
- * and HTML escaping, shared with report.c.
+ * curve keeps a bounded number of vertices. And the roofline of a target:
+ * its probed compute and memory roofs on log-log axes, with each
+ * workload's best and each vendor level as a dot at the workload's
+ * arithmetic intensity. Also the report's text buffer and HTML escaping,
+ * shared with report.c.
  */
 #include "internal.h"
 
@@ -149,6 +152,16 @@ static void svg_open(report_buf *b, const frame *f, const char *cls,
   report_puts(b, "\">\n");
 }
 
+/* A horizontal grid line at y with its tick label. */
+static void y_grid_line(report_buf *b, const frame *f, double y,
+                        const char *label) {
+  report_printf(b,
+                "<line class=\"grid\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" "
+                "y2=\"%.1f\"/><text x=\"%.1f\" y=\"%.1f\" "
+                "text-anchor=\"end\">%s</text>\n",
+                f->left, y, f->left + f->w, y, f->left - 6, y + 4, label);
+}
+
 /* The y axis: grid lines and labels at nice steps from y0 to y1. */
 static void y_axis(report_buf *b, const frame *f, const char *label) {
   double step = nice_step(f->y1 - f->y0, 5);
@@ -157,11 +170,7 @@ static void y_axis(report_buf *b, const frame *f, const char *label) {
     double y = py(f, v);
     char t[32];
     format_tick(v, t);
-    report_printf(b,
-                  "<line class=\"grid\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" "
-                  "y2=\"%.1f\"/><text x=\"%.1f\" y=\"%.1f\" "
-                  "text-anchor=\"end\">%s</text>\n",
-                  f->left, y, f->left + f->w, y, f->left - 6, y + 4, t);
+    y_grid_line(b, f, y, t);
   }
   report_printf(b,
                 "<text class=\"label\" transform=\"translate(14 %.1f) "
@@ -518,6 +527,245 @@ void report_svg_histogram(report_buf *b, const double *secs, int64_t n,
                   f.top + 26 + 16 * i);
     report_escape(b, marks[i].label);
     report_puts(b, "</text></g>\n");
+  }
+  report_puts(b, "</svg>\n");
+}
+
+/* ---- the roofline ---- */
+
+/* The fixed colours of the roofline's series: tessera first, then one per
+ * vendor (report.c gives the vendors their indices). */
+static const char *const palette[REPORT_N_COLOURS] = {
+    "#0969da", /* tessera */
+    "#bc4c00", "#8250df", "#1a7f37", "#cf222e",
+    "#9a6700", "#bf3989", "#0a7c86", "#57606a",
+};
+
+/* A roof's figure in a label: integers from 100 up, else 3 significant
+ * digits. */
+static void format_figure(double v, char out[32]) {
+  if (v >= 100)
+    snprintf(out, 32, "%.0f", v);
+  else
+    snprintf(out, 32, "%.3g", v);
+}
+
+/* Decade grid lines and labels of both log axes; the frame's ranges are
+ * exponents (x0..x1, y0..y1). */
+static void log_axes(report_buf *b, const frame *f) {
+  char t[32];
+  report_puts(b, "<g class=\"axis y\">\n");
+  for (int e = (int)ceil(f->y0 - 1e-9); e <= (int)floor(f->y1 + 1e-9); e++) {
+    double y = py(f, e);
+    format_tick(pow(10, e), t);
+    y_grid_line(b, f, y, t);
+  }
+  report_printf(b,
+                "<text class=\"label\" transform=\"translate(14 %.1f) "
+                "rotate(-90)\" text-anchor=\"middle\">GFLOP/s (log scale)"
+                "</text>\n</g>\n<g class=\"axis x\">\n",
+                f->top + f->h / 2);
+  x_axis_frame(b, f, "arithmetic intensity (FLOP/byte, log scale)");
+  for (int e = (int)ceil(f->x0 - 1e-9); e <= (int)floor(f->x1 + 1e-9); e++) {
+    double x = px(f, e);
+    format_tick(pow(10, e), t);
+    report_printf(b,
+                  "<line class=\"grid\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" "
+                  "y2=\"%.1f\"/>",
+                  x, f->top, x, f->top + f->h);
+    x_tick(b, f, e, t);
+  }
+  report_puts(b, "</g>\n");
+}
+
+/* The exponent ranges of a roofline: every point, every compute roof and
+ * each ridge point (where a compute roof meets the widest memory roof),
+ * with some room, whole decades, at least two and at most eight of them. */
+static void roofline_ranges(frame *f, const report_level *compute,
+                            int n_compute, double top, double widest,
+                            const report_point *pts, int n_pts) {
+  double xlo = INFINITY, xhi = -INFINITY, ylo = INFINITY, yhi = -INFINITY;
+  for (int i = 0; i < n_pts; i++) {
+    xlo = fmin(xlo, pts[i].intensity), xhi = fmax(xhi, pts[i].intensity);
+    ylo = fmin(ylo, pts[i].gflops), yhi = fmax(yhi, pts[i].gflops);
+  }
+  for (int i = 0; i < n_compute; i++) {
+    double c = compute[i].value;
+    if (!(c > 0)) continue;
+    ylo = fmin(ylo, c), yhi = fmax(yhi, c);
+    if (widest > 0) xlo = fmin(xlo, c / widest), xhi = fmax(xhi, c / widest);
+  }
+  if (!isfinite(xlo)) xlo = 0.1, xhi = 10;
+  if (!isfinite(ylo)) {
+    double base = top > 0 ? top : widest > 0 ? widest : 100;
+    ylo = base / 1000, yhi = base;
+  }
+  f->x0 = floor(log10(xlo) - 0.3), f->x1 = ceil(log10(xhi) + 0.3);
+  f->y0 = floor(log10(ylo) - 0.2), f->y1 = ceil(log10(yhi) + 0.2);
+  if (f->x1 - f->x0 < 2) f->x1 = f->x0 + 2;
+  if (f->y1 - f->y0 < 2) f->y0 = f->y1 - 2;
+  if (f->x1 - f->x0 > 8) f->x0 = f->x1 - 8;
+  if (f->y1 - f->y0 > 8) f->y0 = f->y1 - 8;
+}
+
+/* A y for a label near `want` at least 12 pixels from the labels placed
+ * so far (remembered in used[], up to 16). */
+static double free_label_y(double want, double *used, int *n_used) {
+  for (bool moved = true; moved;) {
+    moved = false;
+    for (int k = 0; k < *n_used; k++)
+      if (fabs(used[k] - want) < 12) {
+        want = used[k] + 12;
+        moved = true;
+      }
+  }
+  if (*n_used < 16) used[(*n_used)++] = want;
+  return want;
+}
+
+/* The memory roofs: y = x * GB/s from the left edge (or where the line
+ * enters the plot) up to the highest compute roof (or the top), labelled
+ * along the line. */
+static void memory_roofs(report_buf *b, const frame *f,
+                         const report_level *memory, int n_memory, double top) {
+  for (int i = 0; i < n_memory; i++) {
+    if (!(memory[i].value > 0)) continue;
+    double lb = log10(memory[i].value);
+    double sx = fmax(f->x0, f->y0 - lb);
+    double ex = fmin(f->x1, (top > 0 ? fmin(log10(top), f->y1) : f->y1) - lb);
+    if (ex <= sx) continue;
+    double x1 = px(f, sx), y1 = py(f, lb + sx);
+    double x2 = px(f, ex), y2 = py(f, lb + ex);
+    double at = 0.1 + 0.3 * (i % 3);
+    double angle = atan2(y2 - y1, x2 - x1) * 57.29577951308232; /* deg */
+    char v[32];
+    format_figure(memory[i].value, v);
+    report_printf(b,
+                  "<g class=\"roof memory\"><line x1=\"%.1f\" y1=\"%.1f\" "
+                  "x2=\"%.1f\" y2=\"%.1f\"/><text transform=\"translate(%.1f "
+                  "%.1f) rotate(%.1f)\" y=\"-5\">",
+                  x1, y1, x2, y2, x1 + (x2 - x1) * at, y1 + (y2 - y1) * at,
+                  angle);
+    report_escape(b, memory[i].label);
+    report_printf(b, " %s GB/s</text></g>\n", v);
+  }
+}
+
+/* The compute roofs: horizontal from their ridge point with the widest
+ * memory roof (or the left edge) to the right edge, labelled at the right
+ * end, above the line or, when that place is taken, below it. */
+static void compute_roofs(report_buf *b, const frame *f,
+                          const report_level *compute, int n_compute,
+                          double widest) {
+  double used[16];
+  int n_used = 0;
+  for (int i = 0; i < n_compute; i++) {
+    double c = compute[i].value;
+    if (!(c > 0)) continue;
+    double lc = log10(c);
+    double sx = widest > 0 ? fmax(f->x0, lc - log10(widest)) : f->x0;
+    double y = py(f, lc);
+    double ly = free_label_y(y - 5, used, &n_used);
+    char v[32];
+    format_figure(c, v);
+    report_printf(b,
+                  "<g class=\"roof compute\"><line x1=\"%.1f\" y1=\"%.1f\" "
+                  "x2=\"%.1f\" y2=\"%.1f\"/><text x=\"%.1f\" y=\"%.1f\" "
+                  "text-anchor=\"end\">",
+                  px(f, sx), y, f->left + f->w, y, f->left + f->w - 4, ly);
+    report_escape(b, compute[i].label);
+    report_printf(b, " %s GFLOP/s</text></g>\n", v);
+  }
+}
+
+/* The points, vendors first so tessera's stay on top; tessera's are
+ * numbered with their section and link to it. */
+static void roofline_points(report_buf *b, const frame *f,
+                            const report_point *pts, int n_pts,
+                            const report_series *series, int n_series) {
+  report_printf(b, "<g class=\"points\" data-count=\"%d\">\n", n_pts);
+  for (int pass = 0; pass < 2; pass++)
+    for (int i = 0; i < n_pts; i++) {
+      const report_point *p = &pts[i];
+      int colour = p->series >= 0 && p->series < n_series
+                       ? series[p->series].colour % REPORT_N_COLOURS
+                       : REPORT_N_COLOURS - 1;
+      if ((colour == 0) != (pass == 1)) continue;
+      double x =
+          fmin(fmax(px(f, log10(p->intensity)), f->left), f->left + f->w);
+      double y = fmin(fmax(py(f, log10(p->gflops)), f->top), f->top + f->h);
+      if (p->task) report_printf(b, "<a href=\"#task-%d\">", p->task);
+      report_printf(b,
+                    "<circle class=\"pt\" data-series=\"%d\" cx=\"%.1f\" "
+                    "cy=\"%.1f\" r=\"%d\" fill=\"%s\"><title>",
+                    p->series, x, y, colour == 0 ? 6 : 5, palette[colour]);
+      report_escape(b, p->label);
+      report_puts(b, "</title></circle>");
+      if (colour == 0 && p->task)
+        report_printf(b,
+                      "<text class=\"pt-label\" x=\"%.1f\" y=\"%.1f\">#%d"
+                      "</text>",
+                      x + 8, y - 6, p->task);
+      report_puts(b, p->task ? "</a>\n" : "\n");
+    }
+  report_puts(b, "</g>\n");
+}
+
+/* The legend in the right margin: the series that have points, in the
+ * order of their colours (tessera first). */
+static void roofline_legend(report_buf *b, const frame *f,
+                            const report_point *pts, int n_pts,
+                            const report_series *series, int n_series) {
+  int row = 0;
+  report_puts(b, "<g class=\"legend\">\n");
+  for (int k = 0; k < REPORT_N_COLOURS * n_series; k++) {
+    int s = k % n_series;
+    if (series[s].colour % REPORT_N_COLOURS != k / n_series) continue;
+    bool used = false;
+    for (int i = 0; i < n_pts && !used; i++) used = pts[i].series == s;
+    if (!used) continue;
+    double x = f->left + f->w + 18, y = f->top + 12 + 20 * row++;
+    report_printf(b,
+                  "<g class=\"key\"><circle cx=\"%.1f\" cy=\"%.1f\" r=\"5\" "
+                  "fill=\"%s\"/><text x=\"%.1f\" y=\"%.1f\">",
+                  x, y, palette[series[s].colour % REPORT_N_COLOURS], x + 10,
+                  y + 4);
+    report_escape(b, series[s].name);
+    report_puts(b, "</text></g>\n");
+  }
+  report_puts(b, "</g>\n");
+}
+
+void report_svg_roofline(report_buf *b, const report_level *compute,
+                         int n_compute, const report_level *memory,
+                         int n_memory, const report_point *pts, int n_pts,
+                         const report_series *series, int n_series) {
+  frame f = {.width = 960, .height = 420, .left = 64, .top = 14};
+  f.w = f.width - f.left - 170; /* room for the legend on the right */
+  f.h = f.height - f.top - 46;
+  double top = -INFINITY, widest = -INFINITY;
+  for (int i = 0; i < n_compute; i++)
+    if (compute[i].value > 0) top = fmax(top, compute[i].value);
+  for (int i = 0; i < n_memory; i++)
+    if (memory[i].value > 0) widest = fmax(widest, memory[i].value);
+  roofline_ranges(&f, compute, n_compute, top, widest, pts, n_pts);
+  char label[160];
+  snprintf(label, sizeof label,
+           "roofline: %d points, %d compute roofs, %d memory roofs", n_pts,
+           n_compute, n_memory);
+  svg_open(b, &f, "chart roofline", label);
+  log_axes(b, &f);
+  memory_roofs(b, &f, memory, n_memory, top);
+  compute_roofs(b, &f, compute, n_compute, widest);
+  if (n_pts) {
+    roofline_points(b, &f, pts, n_pts, series, n_series);
+    roofline_legend(b, &f, pts, n_pts, series, n_series);
+  } else {
+    report_printf(b,
+                  "<text class=\"empty\" x=\"%.1f\" y=\"%.1f\" "
+                  "text-anchor=\"middle\">no successful measurement on this "
+                  "target</text>\n",
+                  f.left + f.w / 2, f.top + f.h / 2);
   }
   report_puts(b, "</svg>\n");
 }

@@ -1,7 +1,8 @@
 /*
  * cmd_report.c — `tessera report`: writes the tuning report of a database
- * (ts_bench_report_write) to an HTML file, through a temporary file renamed
- * into place when complete, so a failure never leaves a partial report.
+ * (ts_bench_report_write) to an HTML file, or its numbers to a JSON file
+ * (--json), through a temporary file renamed into place when complete, so
+ * a failure never leaves a partial report.
  */
 #include "cli.h"
 
@@ -16,21 +17,25 @@
 static const char report_usage[] =
     "usage: tessera report [--db PATH] [-o FILE] [--workload W] [--title "
     "TEXT]\n"
-    "                      [--points N] [--bins N]\n"
+    "                      [--points N] [--bins N] [--json]\n"
     "\n"
     "Writes one self-contained HTML page (inline SVG, no scripts, nothing\n"
     "fetched) about a tuning database: a summary of every workload x target\n"
-    "(best latency, GFLOP/s, % of the probed peak, the best vendor level,\n"
-    "records and failures by status), then per workload x target the tuning\n"
-    "curve, the latency histogram, the best trace and the workload's TIR.\n"
+    "(best latency, GFLOP/s, % of the probed peak and of the roofline, the\n"
+    "best vendor level, records and failures by status), a roofline chart\n"
+    "per target, then per workload x target the tuning curve, the latency\n"
+    "histogram, the best trace, its lowered loops and the workload's TIR.\n"
     "\n"
     "  --db PATH      the database (default ./tessera.db)\n"
-    "  -o FILE        the page to write (default report.html; '-': stdout)\n"
+    "  -o FILE        the file to write (default report.html, with --json\n"
+    "                 report.json; '-': stdout)\n"
     "  --workload W   only this workload: hash, hash prefix, name or spec\n"
     "  --title TEXT   the page title\n"
     "  --points N     measurements drawn as dots per curve before they are\n"
     "                 summarized as min-max bars (1000)\n"
-    "  --bins N       bars per latency histogram (40)\n";
+    "  --bins N       bars per latency histogram (40)\n"
+    "  --json         write the report's numbers as one JSON object instead\n"
+    "                 of the page (docs/report.md gives its shape)\n";
 
 /* A count option in [lo, hi]; prints the usage error otherwise. */
 static bool count_value(const char *name, const char *v, long lo, long hi,
@@ -48,7 +53,7 @@ static bool count_value(const char *name, const char *v, long lo, long hi,
 }
 
 int cmd_report(int argc, char **argv) {
-  const char *db_path = "tessera.db", *output = "report.html";
+  const char *db_path = "tessera.db", *output = NULL;
   ts_bench_report_options o = ts_bench_report_defaults();
   char workload_hex[33];
   for (int i = 1; i < argc; i++) {
@@ -57,6 +62,8 @@ int cmd_report(int argc, char **argv) {
     if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
       fputs(report_usage, stdout);
       return EXIT_OK;
+    } else if (!strcmp(argv[i], "--json")) {
+      o.json = true;
     } else if (cli_opt_value(argc, argv, &i, "--db", &v, &missing)) {
       if (missing) return cli_usage_error("report", "--db needs a path");
       db_path = v;
@@ -83,6 +90,7 @@ int cmd_report(int argc, char **argv) {
     }
   }
 
+  if (!output) output = o.json ? "report.json" : "report.html";
   ts_error err;
   ts_error_clear(&err);
   ts_db_options dbo = ts_db_defaults();

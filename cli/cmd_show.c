@@ -233,13 +233,14 @@ static char *choose_target(ts_db *db, int64_t workload_id) {
  * the probed peak and of the roofline bound (NAN where unknown). */
 typedef struct best_figures {
   double seconds, gflops, peak_gflops, roof_gflops;
-  const char *peak_source; /* static */
+  char peak_source[64];
   bool probed;
 } best_figures;
 
 static best_figures figures_of(ts_db *db, const ts_db_workload *w,
                                const ts_db_record *r, const ts_func *f) {
   best_figures x = {ts_db_record_seconds(r), NAN, NAN, NAN, "", false};
+  /* (peak_source is copied: the peak's own string lives in `peak`) */
   x.gflops = w->flops > 0 && x.seconds > 0 ? w->flops / x.seconds * 1e-9 : NAN;
   char *probe = NULL;
   if (ts_db_get_target_probe(db, r->target_id, &probe) != TS_OK || !probe) {
@@ -265,7 +266,7 @@ static best_figures figures_of(ts_db *db, const ts_db_workload *w,
   ts_bench_peak peak = ts_bench_peak_of(probe, dtype, cores);
   free(probe);
   x.peak_gflops = peak.gflops;
-  x.peak_source = peak.source;
+  snprintf(x.peak_source, sizeof x.peak_source, "%s", peak.source);
   x.roof_gflops = ts_bench_roofline_gflops(&peak, w->flops, bytes);
   return x;
 }

@@ -2,13 +2,17 @@
 # report_cli.sh TESSERA — `tessera report` and `tessera show --db ... --best`
 # through the real binary, on a database imported from a JSON Lines file
 # made here (two workloads, two targets, a probed peak, a vendor baseline, a
-# workload with only failures): the report file and its numbers, stdout
-# output, the workload filter, no partial file on failure; the best record's
+# workload with only failures): the report file and its numbers, the
+# roofline of each target (or the note naming `tessera probe`), the best
+# schedule's lowered loops (the same text as `show --best --lowered`), stdout
+# output, the workload filter, no partial file on failure; --json (parsed by
+# python3, its numbers checked, its default file); the best record's
 # header (latency, GFLOP/s, % of peak) and its TIR, trace, lowered program,
 # LLVM IR and assembly; target choice; errors exit 1 with a message, usage
 # errors exit 2.
 set -u
 T="$1"
+case "$T" in /*) ;; *) T="$PWD/$T" ;; esac
 TMP=$(mktemp -d)
 trap '[ -n "${KEEP:-}" ] || rm -rf "$TMP"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
@@ -85,6 +89,66 @@ in_report "best schedule: record 2, job nightly trial 1, worker w0"
 in_report "l4, l5 = split(loop=l1, factors=\[None, 4\])"
 [ "$(grep -c '<svg class="chart curve"' "$TMP/r.html")" = 3 ] || fail "three curves"
 ! grep -q "<script" "$TMP/r.html" || fail "a script in the report"
+# the rooflines: one per target; the probed one with its roofs and the
+# matmul's best and vendor points, the other one saying how to probe it
+[ "$(grep -c '<svg class="chart roofline"' "$TMP/r.html")" = 2 ] || fail "two rooflines"
+in_report ">fp32 FMA 2.05 GFLOP/s</text>"
+in_report ">memory 100 GB/s</text>"
+in_report "<title>#1 mm_small: tessera 1.02 GFLOP/s at 1.14 FLOP/byte, % of the roofline: 50.0%</title>"
+in_report "<title>#1 mm_small: onednn (3 threads) 0.512 GFLOP/s</title>"
+in_report "Not probed: no roofs. Measure them on the machine of this target with <code>tessera probe --db "
+# the lowered loops of the best schedule are what show --best --lowered prints
+"$T" show --db "$DB" --workload mm_small --target "$A" --best --lowered |
+  grep -v '^#' >"$TMP/lowered.show" || fail "show --lowered"
+python3 - "$TMP/r.html" >"$TMP/lowered.report" <<'PY' || fail "no lowered loops in the report"
+import html, re, sys
+page = open(sys.argv[1], encoding="utf-8").read()
+section = page[page.index('id="task-1"'):]
+section = section[:section.index("</section>")]
+m = re.search(r'<details class="lowered"><summary>lowered loops of the best '
+              r'schedule \(\d+ lines\)</summary>\n<pre>(.*?)</pre>', section, re.S)
+sys.stdout.write(html.unescape(m.group(1)))
+PY
+[ -s "$TMP/lowered.report" ] || fail "empty lowered loops"
+cmp -s "$TMP/lowered.show" "$TMP/lowered.report" ||
+  { diff "$TMP/lowered.show" "$TMP/lowered.report"; fail "lowered loops differ from show --lowered"; }
+
+# ---- report --json ----
+expect 0 "$T" report --db "$DB" --json -o "$TMP/r.json"
+contains "r.json: 2 workloads, 3 workload x target pairs, 5 measurements"
+[ ! -e "$TMP/r.json.part" ] || fail "partial JSON left"
+python3 - "$TMP/r.json" <<'PY' || fail "the JSON report"
+import json, sys
+r = json.load(open(sys.argv[1], encoding="utf-8"))
+assert r["format"] == "tessera-report" and r["format_version"] == 1, r
+assert (r["workloads"], r["pairs"], r["records"]) == (2, 3, 5), r
+rows = r["rows"]
+assert [x["workload"] for x in rows] == ["mm_small", "mm_small", "softmax_small"]
+mm = rows[0]
+assert mm["target"].startswith("llvm -mcpu=skylake-avx512") and "num-cores=3" in mm["target"]
+assert (mm["records"], mm["ok"], mm["failed"]) == (3, 2, {"build_error": 1}), mm
+assert mm["best_record"] == 2 and mm["best_seconds"] == 1e-06 and not mm["confirmed"]
+assert abs(mm["gflops"] - 1.024) < 1e-9 and abs(mm["peak_percent"] - 50) < 1e-9
+assert abs(mm["roofline_percent"] - 50) < 1e-9 and mm["peak_source"] == "fp32_gflops_all_cores"
+assert mm["bytes"] == 896 and abs(mm["intensity"] - 1024 / 896) < 1e-12
+v = mm["vendors"]
+assert len(v) == 1 and v[0]["vendor"] == "onednn" and v[0]["threads"] == 3
+assert abs(v[0]["ratio"] - 2) < 1e-9
+other = rows[1]
+assert other["peak_percent"] is None and other["roofline_percent"] is None
+assert other["vendors"] == [] and abs(other["gflops"] - 0.256) < 1e-9
+sm = rows[2]
+assert sm["best_seconds"] is None and sm["gflops"] is None and sm["failed"] == {"timeout": 1}
+t = r["targets"]
+assert len(t) == 2 and t[1]["probe"] is None
+assert t[0]["roofs"]["compute"] == [{"label": "fp32 FMA", "key": "fp32_gflops_all_cores", "gflops": 2.048}]
+assert t[0]["roofs"]["memory"][0]["gbs"] == 100
+PY
+expect 0 "$T" report --db "$DB" --json -o - --workload softmax_small
+contains '"format":'; contains '"softmax_small"'; lacks "mm_small"; lacks "<svg"
+(cd "$TMP" && "$T" report --db t.db --json >/dev/null) || fail "report --json"
+python3 -c 'import json, sys; json.load(open(sys.argv[1]))' "$TMP/report.json" ||
+  fail "report --json writes report.json by default"
 
 expect 0 "$T" report --db "$DB" -o - --workload softmax_small
 contains "<!DOCTYPE html>"; contains "1 workload, 1 workload x target pair,"

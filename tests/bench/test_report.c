@@ -7,7 +7,11 @@
  * trace in readable form (or its JSON and the reason when it does not
  * parse); every database string HTML-escaped; an empty database, a workload
  * with only failures and one with no records; a workload filter; 100,000
- * records drawn in a bounded number of SVG elements. Every SVG fragment is
+ * records drawn in a bounded number of SVG elements; the roofline of each
+ * target (its roofs from the probe figures, the points of tessera and the
+ * vendors at the workload's arithmetic intensity, colours and legend, the
+ * note of a target not probed); the best schedule's lowered loops (or why
+ * there are none); the JSON form of the report. Every SVG fragment is
  * checked to be well formed. The peak rules are checked on their own.
  * Finally the page is rendered by headless Chromium (a screenshot and the
  * parsed DOM); that test is skipped, saying why, when chromium is absent.
@@ -26,6 +30,8 @@
 #include <unistd.h>
 
 #include "bench/bench.h"
+
+#include <cjson/cJSON.h>
 
 #define T_SKX "llvm -mcpu=skylake-avx512 -num-cores=2"
 #define TRACE                                                                  \
@@ -91,6 +97,18 @@ static void add(ts_db *db, int64_t w, int64_t job, ts_db_status status,
                          .status = status,
                          .job_id = job,
                          .worker = worker};
+  if (ts_db_commit_record(db, &m, NULL))
+    fail_msg("record: %s", ts_db_errmsg(db));
+}
+
+/* One ok record of workload w on `target`. */
+static void add_on(ts_db *db, int64_t w, const char *target, double secs) {
+  ts_db_measurement m = {.workload_id = w,
+                         .target = target,
+                         .trace_json = TRACE,
+                         .run_secs = &secs,
+                         .n_run_secs = 1,
+                         .status = TS_DB_STATUS_OK};
   if (ts_db_commit_record(db, &m, NULL))
     fail_msg("record: %s", ts_db_errmsg(db));
 }
@@ -379,7 +397,8 @@ static void test_known_values(void **state) {
   assert_null(strstr(html, "<b>vendor"));
   assert_null(strstr(html, "<i>report"));
   assert_non_null(strstr(html, "<title>tuning &lt;i&gt;report&lt;/i&gt;"));
-  assert_int_equal(count(html, EVIL_ESCAPED), 2); /* summary, section */
+  /* summary, section, and the tooltips of its two roofline points */
+  assert_int_equal(count(html, EVIL_ESCAPED), 4);
   assert_non_null(strstr(html, "&lt;b&gt;vendor&lt;/b&gt;"));
   assert_non_null(strstr(html, "job night&lt;ly&gt; trial 2"));
   assert_non_null(strstr(html, "worker w&lt;1&gt;"));
@@ -459,6 +478,13 @@ static void test_known_values(void **state) {
   assert_non_null(strstr(sec, ">median latency</text>"));
   /* the best trace in readable form, escaped */
   assert_non_null(strstr(sec, "b0 = get_block(name=&quot;C&quot;)"));
+  /* its lowered loops: flat buffers, a loop nest */
+  const char *low = strstr(sec, "<details class=\"lowered\"><summary>lowered "
+                                "loops of the best schedule (");
+  assert_non_null(low);
+  assert_non_null(strstr(low, "<pre>func matmul(A: float32[4096]"));
+  assert_non_null(strstr(low, "for i in range(64)"));
+  assert_int_equal(check_svgs(html), 5); /* 2 curves, 2 histograms, roofline */
   assert_non_null(strstr(sec, "<details class=\"tir\">"));
   assert_non_null(strstr(sec, "func "));
   free(sec);
@@ -472,7 +498,6 @@ static void test_known_values(void **state) {
   assert_null(strstr(sec, "best schedule"));
   free(sec);
 
-  assert_int_equal(check_svgs(html), 4);
   free(html);
 }
 
@@ -496,7 +521,24 @@ static void test_unparsable_trace_and_filter(void **state) {
   /* no probe, no vendor: those columns are hidden */
   assert_non_null(
       strstr(html, "<table class=\"summary no-peak no-roofline no-vendor\">"));
-  assert_int_equal(check_svgs(html), 2);
+  /* no lowered loops without a trace */
+  assert_null(strstr(html, "lowered loops"));
+  assert_int_equal(check_svgs(html), 3);
+  free(html);
+
+  /* a trace that parses but does not apply: no lowered loops, the reason */
+  int64_t c = commit_spec(fx->db, "matmul M=4 N=4 K=4", "bad_apply");
+  add(fx->db, c, 0, TS_DB_STATUS_OK, 1e-6,
+      "{\"version\":1,\"instructions\":[{\"kind\":\"get_block\",\"inputs\":"
+      "[],\"attrs\":[\"no<such>\"],\"outputs\":[\"b0\"]}],\"decisions\":[]}",
+      "");
+  o.workload = "bad_apply";
+  html = report(fx->db, &o, NULL);
+  const char *low = strstr(html, "<details class=\"lowered\">");
+  assert_non_null(low);
+  assert_non_null(strstr(low, "<p class=\"warn\">cannot lower it: "));
+  assert_null(strstr(html, "no<such>"));
+  assert_int_equal(check_svgs(html), 3);
   free(html);
 
   /* an unknown workload is an error naming it */
@@ -565,7 +607,11 @@ static void test_many_records(void **state) {
   snprintf(want, sizeof want, "<td class=\"num\">%s</td>", gf);
   assert_non_null(strstr(html, want));
   /* dots became 500 min-max bars; the curve stays small */
-  assert_int_equal(count(html, "<circle"), 0);
+  const char *curve = strstr(html, "<svg class=\"chart curve\"");
+  assert_non_null(curve);
+  char *curve_svg = strndup(curve, (size_t)(strstr(curve, "</svg>") - curve));
+  assert_int_equal(count(curve_svg, "<circle"), 0);
+  free(curve_svg);
   assert_int_equal(attr_int(html, "<path class=\"trial-range\"", "data-count"),
                    n_ok);
   assert_int_equal(
@@ -579,8 +625,218 @@ static void test_many_records(void **state) {
   assert_int_equal(histogram_total(html), n_ok);
   assert_true(count(html, "<rect ") <= 40);
   assert_non_null(strstr(html, "median latency (log scale)")); /* 51x */
-  assert_int_equal(check_svgs(html), 2);
+  assert_int_equal(check_svgs(html), 3);
   free(html);
+}
+
+/* The roofline section of a target (malloc'd), from its id to its end. */
+static char *roofline_section(const char *html, int64_t target_id) {
+  char id[48];
+  snprintf(id, sizeof id, "id=\"roofline-%lld\"", (long long)target_id);
+  const char *a = strstr(html, id);
+  assert_non_null(a);
+  const char *b = strstr(a, "</section>");
+  assert_non_null(b);
+  return strndup(a, (size_t)(b - a));
+}
+
+/* A number attribute (` name="..."`) of the element starting at p. */
+static double attr_num(const char *p, const char *name) {
+  char key[32];
+  snprintf(key, sizeof key, " %s=\"", name);
+  const char *a = strstr(p, key);
+  assert_non_null(a);
+  assert_true(a < strchr(p, '>'));
+  return strtod(a + strlen(key), NULL);
+}
+
+#define T_OTHER "llvm -mcpu=skylake-avx512 -num-cores=4"
+#define EVIL_VENDOR "<b>v</b>"
+
+static void test_roofline(void **state) {
+  fixture *fx = *state;
+  ts_db *db = fx->db;
+  /* matmul 64^3: 524288 FLOPs over 3 x 16 KiB = 10.67 FLOP/byte; softmax
+   * 4 x 8: 0.625 FLOP/byte */
+  int64_t mm = commit_spec(db, "matmul M=64 N=64 K=64", "mm");
+  int64_t sm = commit_spec(db, "softmax N=4 D=8", "sm");
+  add(db, mm, 0, TS_DB_STATUS_OK, 5e-4, NULL, "w0"); /* 1.048576 GFLOP/s */
+  add(db, sm, 0, TS_DB_STATUS_OK, 1e-6, NULL, "w0");
+  add_on(db, mm, T_OTHER, 1e-3);
+  int64_t target, other;
+  assert_int_equal(ts_db_find_target(db, T_SKX, &target), TS_OK);
+  assert_int_equal(ts_db_find_target(db, T_OTHER, &other), TS_OK);
+  assert_int_equal(
+      ts_db_set_target_probe(
+          db, target,
+          "{\"fp32_gflops_all_cores\": 100, \"fp32_gflops_all_cores_512\": "
+          "100, \"fp32_gflops_all_cores_256\": 60, "
+          "\"amx_bf16_tflops_per_core\": 2, \"mem_copy_gbs\": 10, "
+          "\"mem_triad_gbs\": 12, \"mem_bandwidth_gbs\": 12}"),
+      TS_OK);
+  /* a vendor exactly at the 512-bit roof, one with a hostile name */
+  assert_int_equal(ts_db_baseline_put(db, mm, T_SKX, "onednn", 2, 100), TS_OK);
+  assert_int_equal(ts_db_baseline_put(db, mm, T_SKX, EVIL_VENDOR, 1, 0.5),
+                   TS_OK);
+  ts_bench_report_options o = quiet();
+  char *html = report(db, &o, NULL);
+  assert_int_equal(count(html, "<svg class=\"chart roofline\""), 2);
+  assert_null(strstr(html, EVIL_VENDOR));
+  assert_int_equal(check_svgs(html), 8);
+
+  char *sec = roofline_section(html, target);
+  /* the roofs: one per vector width (not the all-cores figure again), the
+   * AMX peak (2 TFLOP/s per core x 2 cores), copy and triad (the
+   * bandwidth figure repeats the triad) */
+  assert_non_null(strstr(sec, ">fp32 FMA, 512-bit vectors 100 GFLOP/s<"));
+  assert_non_null(strstr(sec, ">fp32 FMA, 256-bit vectors 60 GFLOP/s<"));
+  assert_non_null(strstr(sec, ">bf16 AMX 4000 GFLOP/s<"));
+  assert_null(strstr(sec, ">fp32 FMA 100"));
+  assert_int_equal(count(sec, "<g class=\"roof compute\">"), 3);
+  assert_non_null(strstr(sec, ">memory copy 10 GB/s<"));
+  assert_non_null(strstr(sec, ">memory triad 12 GB/s<"));
+  assert_int_equal(count(sec, "<g class=\"roof memory\">"), 2);
+  /* the points: tessera on both workloads, the two vendors on the matmul */
+  assert_int_equal(attr_int(sec, "<g class=\"points\"", "data-count"), 4);
+  assert_int_equal(count(sec, "<circle class=\"pt\""), 4);
+  const char *p_mm = strstr(sec, "<a href=\"#task-1\"><circle class=\"pt\" "
+                                 "data-series=\"0\"");
+  const char *p_sm = strstr(sec, "<a href=\"#task-3\"><circle class=\"pt\" "
+                                 "data-series=\"0\"");
+  assert_non_null(p_mm);
+  assert_non_null(p_sm);
+  p_mm = strstr(p_mm, "<circle"), p_sm = strstr(p_sm, "<circle");
+  /* x: log10(10.67 / 0.625) = 1.23 decades apart, decades 1/(x1-x0) of
+   * the plot */
+  double dx = attr_num(p_mm, "cx") - attr_num(p_sm, "cx");
+  assert_true(dx > 0);
+  const char *grid = strstr(sec, "<g class=\"axis x\">");
+  const char *g1 = strstr(strstr(grid, "<line class=\"grid\""), "/>");
+  double decade = attr_num(strstr(g1, "<line class=\"grid\""), "x1") -
+                  attr_num(strstr(grid, "<line class=\"grid\""), "x1");
+  assert_true(fabs(dx / decade - log10((524288.0 / 49152) / 0.625)) < 0.01);
+  /* y: the vendor at 100 GFLOP/s lies on the 512-bit roof; tessera's
+   * 1.048576 two decades lower (log10(100 / 1.048576) = 1.98) */
+  const char *onednn = strstr(sec, "fill=\"#8250df\"><title>#1 mm: onednn");
+  assert_non_null(onednn);
+  while (strncmp(onednn, "<circle", 7)) onednn--;
+  const char *roof = strstr(sec, "<g class=\"roof compute\"><line");
+  double roof_y = attr_num(strstr(roof, "<line"), "y1");
+  assert_true(fabs(attr_num(onednn, "cy") - roof_y) < 0.11);
+  const char *ygrid = strstr(sec, "<g class=\"axis y\">");
+  const char *y1 = strstr(strstr(ygrid, "<line class=\"grid\""), "/>");
+  double ydecade = attr_num(strstr(ygrid, "<line class=\"grid\""), "y1") -
+                   attr_num(strstr(y1, "<line class=\"grid\""), "y1");
+  assert_true(fabs((attr_num(p_mm, "cy") - roof_y) / ydecade -
+                   log10(100 / 1.048576)) < 0.01);
+  /* tessera's own colour, onednn's fixed one, the next for another name;
+   * the legend names each, escaped */
+  assert_non_null(strstr(p_mm, "fill=\"#0969da\""));
+  assert_non_null(strstr(sec, "fill=\"#cf222e\"><title>#1 mm: &lt;b&gt;v"));
+  const char *legend = strstr(sec, "<g class=\"legend\">");
+  assert_non_null(legend);
+  assert_non_null(strstr(legend, ">tessera</text>"));
+  assert_non_null(strstr(legend, ">onednn</text>"));
+  assert_non_null(strstr(legend, ">&lt;b&gt;v&lt;/b&gt;</text>"));
+  assert_int_equal(count(legend, "<g class=\"key\">"), 3);
+  assert_null(strstr(sec, "Not probed"));
+  free(sec);
+
+  /* the target without figures: the note and the command, its one point */
+  sec = roofline_section(html, other);
+  assert_non_null(strstr(sec, "Not probed: no roofs."));
+  assert_non_null(strstr(sec, "<code>tessera probe --db "));
+  assert_null(strstr(sec, "<g class=\"roof"));
+  assert_int_equal(attr_int(sec, "<g class=\"points\"", "data-count"), 1);
+  free(sec);
+  /* each section links to its target's roofline */
+  char link[64];
+  snprintf(link, sizeof link, "<a href=\"#roofline-%lld\">roofline</a>",
+           (long long)other);
+  assert_non_null(strstr(html, link));
+  free(html);
+}
+
+/* The member `key` of o as a number (NAN when null or absent). */
+static double num(const cJSON *o, const char *key) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+  return cJSON_IsNumber(v) ? v->valuedouble : NAN;
+}
+
+static const char *str(const cJSON *o, const char *key) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+  return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static void test_json(void **state) {
+  fixture *fx = *state;
+  int64_t mm, only_failed;
+  fill_known(fx, &mm, &only_failed);
+  ts_bench_report_options o = quiet();
+  o.json = true;
+  ts_bench_report_stats st;
+  char *text = report(fx->db, &o, &st);
+  assert_int_equal(st.tasks, 2);
+  cJSON *j = cJSON_Parse(text);
+  assert_non_null(j);
+  assert_string_equal(str(j, "format"), "tessera-report");
+  assert_true(num(j, "format_version") == 1);
+  assert_null(cJSON_GetObjectItem(j, "made")); /* no timestamp */
+  assert_true(num(j, "workloads") == 3 && num(j, "pairs") == 2 &&
+              num(j, "records") == 8);
+  const cJSON *rows = cJSON_GetObjectItem(j, "rows");
+  assert_int_equal(cJSON_GetArraySize(rows), 3);
+  /* the matmul: the numbers of the page's summary row, unrounded */
+  const cJSON *r = cJSON_GetArrayItem(rows, 0);
+  assert_string_equal(str(r, "workload"), EVIL); /* JSON-escaped, intact */
+  assert_non_null(strstr(str(r, "target"), "skylake-avx512"));
+  assert_string_equal(str(r, "dtype"), "float32");
+  assert_true(num(r, "bytes") == 49152);
+  assert_true(fabs(num(r, "intensity") - 524288.0 / 49152) < 1e-12);
+  assert_true(num(r, "records") == 6 && num(r, "ok") == 3);
+  const cJSON *failed = cJSON_GetObjectItem(r, "failed");
+  assert_true(num(failed, "build_error") == 1 && num(failed, "timeout") == 1 &&
+              num(failed, "wrong_result") == 1);
+  assert_true(num(r, "best_seconds") == 5e-4);
+  assert_true(cJSON_IsFalse(cJSON_GetObjectItem(r, "confirmed")));
+  assert_true(fabs(num(r, "gflops") - 1.048576) < 1e-12);
+  assert_true(fabs(num(r, "peak_percent") - 10) < 1e-9);
+  assert_string_equal(str(r, "peak_source"), "fp32_gflops_all_cores");
+  assert_true(fabs(num(r, "roofline_gflops") - 524288.0 / 49152 * 0.5) < 1e-9);
+  assert_true(fabs(num(r, "roofline_percent") - 19.6608) < 1e-9);
+  const cJSON *v = cJSON_GetArrayItem(cJSON_GetObjectItem(r, "vendors"), 0);
+  assert_string_equal(str(v, "vendor"), "<b>vendor</b>");
+  assert_true(num(v, "threads") == 2 && fabs(num(v, "ratio") - 0.5) < 1e-12);
+  /* only failures: no best; never measured: no target */
+  r = cJSON_GetArrayItem(rows, 1);
+  assert_true(cJSON_IsNull(cJSON_GetObjectItem(r, "best_seconds")));
+  assert_true(cJSON_IsNull(cJSON_GetObjectItem(r, "gflops")));
+  assert_true(cJSON_IsNull(cJSON_GetObjectItem(r, "roofline_percent")));
+  assert_true(num(cJSON_GetObjectItem(r, "failed"), "build_error") == 2);
+  r = cJSON_GetArrayItem(rows, 2);
+  assert_string_equal(str(r, "workload"), "never_measured");
+  assert_true(cJSON_IsNull(cJSON_GetObjectItem(r, "target")));
+  assert_true(num(r, "records") == 0);
+  /* the target: its probe object and the roofs drawn from it */
+  const cJSON *t = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "targets"), 0);
+  assert_true(num(cJSON_GetObjectItem(t, "probe"), "note<") == 1);
+  const cJSON *roofs = cJSON_GetObjectItem(t, "roofs");
+  const cJSON *c = cJSON_GetArrayItem(cJSON_GetObjectItem(roofs, "compute"), 0);
+  assert_string_equal(str(c, "key"), "fp32_gflops_all_cores");
+  assert_true(num(c, "gflops") == 10.48576);
+  const cJSON *m = cJSON_GetArrayItem(cJSON_GetObjectItem(roofs, "memory"), 0);
+  assert_string_equal(str(m, "key"), "mem_bandwidth_gbs");
+  assert_true(num(m, "gbs") == 0.5);
+  assert_null(strstr(text, "<svg"));
+  cJSON_Delete(j);
+  free(text);
+  /* the workload filter applies the same way */
+  o.workload = "sm";
+  text = report(fx->db, &o, NULL);
+  j = cJSON_Parse(text);
+  assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(j, "rows")), 1);
+  cJSON_Delete(j);
+  free(text);
 }
 
 /* ---- rendering in headless Chromium ---- */
@@ -709,7 +965,9 @@ static void test_chromium(void **state) {
   assert_int_equal(count(parsed, "<svg class=\"chart curve\""), 2);
   assert_int_equal(count(parsed, "<svg class=\"chart histogram\""), 2);
   assert_int_equal(count(parsed, "<polyline class=\"best\""), 1);
-  assert_int_equal(count(parsed, "<circle "), 63);
+  assert_int_equal(count(parsed, "r=\"2\""), 63); /* the curve's dots */
+  assert_int_equal(count(parsed, "<svg class=\"chart roofline\""), 1);
+  assert_int_equal(count(parsed, "<circle class=\"pt\""), 2);
   assert_true(count(parsed, "<rect ") >= 2);
   assert_null(strstr(parsed, "<script"));
   free(parsed);
@@ -723,6 +981,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_unparsable_trace_and_filter, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_many_records, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_roofline, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_json, setup, teardown),
       cmocka_unit_test_setup_teardown(test_chromium, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
