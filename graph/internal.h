@@ -112,6 +112,16 @@ const char *gr_attr_string(const gr_node *n, const char *name,
 bool gr_attr_ints_all(const gr_node *n, const char *name, int64_t v);
 /* The ints of an INTS attribute (count in *n), or NULL with *n = 0. */
 const int64_t *gr_attr_ints(const gr_node *n, const char *name, int *count);
+/* A minimum s-t cut (mincut.c): a directed graph of n vertices, arcs
+ * with int64 capacities (a very large one for "never cut"); solve returns
+ * the cut's weight (-1 when an allocation failed) and marks the vertices
+ * on the source side of a minimum cut. */
+typedef struct gr_cut gr_cut;
+gr_cut *gr_cut_new(int n);
+void gr_cut_edge(gr_cut *c, int from, int to, int64_t cap);
+int64_t gr_cut_solve(gr_cut *c, int s, int t, bool *source_side);
+void gr_cut_free(gr_cut *c);
+
 /* Recomputes each value's producer from the node list. */
 void gr_reindex(ts_graph *g);
 /* Replaces every use of value `from` (node inputs, graph outputs) by `to`. */

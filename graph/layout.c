@@ -7,12 +7,14 @@
  *   - Conv on 4-D float32 data with constant weights converts (the node
  *     gets the attribute layout = "NHWC"; its weights are permuted here, at
  *     compile time): it gains the most, it pays for the transposes;
- *   - MaxPool, AveragePool, GlobalAveragePool (cheap, they would not pay
- *     for a transpose of their own), elementwise operators and Concat
- *     follow their producers: one converts when an input already has an
- *     NHWC form and every other input is a value of the same rank, a
- *     scalar, or a constant (permuted here, broadcast rank made explicit);
- *     Concat's axis is renumbered;
+ *   - MaxPool, AveragePool, GlobalAveragePool, elementwise operators and
+ *     Concat on 4-D data can run in either layout (constants permuted
+ *     here, broadcast rank made explicit; Concat's axis renumbered); each
+ *     runs in the one that makes the bytes transposed smallest: a minimum
+ *     cut between the convs and the nodes that keep NCHW (plan_layout), so
+ *     such a node follows a conv that produces its input, and one that
+ *     only feeds convs pulls the transpose up to where it is shared (as
+ *     when several nodes read the model's input before the first conv);
  *   - everything else keeps its layout.
  * A converted node writes a new NHWC value; the original NCHW value is
  * then produced by a Transpose of it, which survives only where a node
@@ -257,30 +259,115 @@ static int nhwc_of(layout_pass *p, int v) {
   return t;
 }
 
-/* Whether a pool, elementwise node or Concat follows its producers into
- * NHWC. */
-static bool follows(const layout_pass *p, const gr_node *n) {
-  const ts_graph *g = p->g;
+/* Whether a pool, elementwise node or Concat can run channels-last at all:
+ * a 4-D result, 4-D activations, constants and scalars of rank <= 4. */
+static bool agnostic_ok(const ts_graph *g, const gr_node *n) {
   if (n->kind != TS_GRAPH_OP || n->n_outputs != 1 ||
       g->values[n->outputs[0]].ndim != 4)
     return false;
-  if (is_pool(n)) {
-    int v = n->inputs[0];
-    return f32_4d(g, v) && f32_4d(g, n->outputs[0]) && v < p->n_orig &&
-           p->nhwc[v] >= 0;
-  }
+  if (is_pool(n)) return f32_4d(g, n->inputs[0]) && f32_4d(g, n->outputs[0]);
   if (!gr_is_elementwise_op(n->op) && strcmp(n->op, "Concat")) return false;
-  bool any = false;
   for (int k = 0; k < n->n_inputs; k++) {
     int v = n->inputs[k];
     if (v < 0) continue;
     const gr_value *x = &g->values[v];
     if (x->ndim < 0 || x->ndim > 4) return false;
-    if (gr_is_const(g, v) || gr_value_elems(x) == 1) continue;
-    if (x->ndim != 4) return false; /* a broadcast activation of lower rank */
-    if (v < p->n_orig && p->nhwc[v] >= 0) any = true;
+    if (!gr_is_const(g, v) && gr_value_elems(x) != 1 && !f32_4d(g, v))
+      return false;
   }
-  return any;
+  return true;
+}
+
+/* The nodes that run channels-last (plan[i]), decided before any is
+ * rewritten, as a minimum cut. Convs always run channels-last, a node
+ * that cannot (anything but a pool, an elementwise node or a Concat on
+ * 4-D data) keeps NCHW, and so do the model's inputs and outputs unless
+ * asked otherwise; each 4-D activation whose producer and readers end up
+ * on different sides costs one transpose of its bytes. Minimizing the
+ * bytes transposed is a minimum cut of the hypergraph whose hyperedges
+ * are the activations (each a pair of vertices joined by an arc of its
+ * size, Lawler's construction), between an NHWC source and an NCHW sink.
+ * NULL when out of memory. */
+static bool *plan_layout(const ts_graph *g) {
+  const int64_t never = INT64_MAX / 4, TIE = 4096;
+  int nn = g->n_nodes, nv = g->n_values;
+  /* vertices: S, T, one per node, one per graph input and output, two per
+   * activation */
+  int S = 0, T = 1, node0 = 2, in0 = node0 + nn, out0 = in0 + g->n_inputs;
+  int val0 = out0 + g->n_outputs, n = val0 + 2 * nv;
+  gr_cut *c = gr_cut_new(n);
+  bool *side = malloc(sizeof(bool) * (size_t)n);
+  bool *plan = calloc((size_t)nn + 1, sizeof *plan);
+  int *prod = malloc(sizeof(int) * (size_t)(nv + 1));
+  if (!c || !side || !plan || !prod) goto fail;
+  for (int v = 0; v < nv; v++) prod[v] = -1;
+  for (int i = 0; i < nn; i++) {
+    const gr_node *m = &g->nodes[i];
+    for (int k = 0; k < m->n_outputs; k++)
+      if (m->outputs[k] >= 0) prod[m->outputs[k]] = node0 + i;
+    if (converts(g, m))
+      gr_cut_edge(c, S, node0 + i, never);
+    else if (!agnostic_ok(g, m))
+      gr_cut_edge(c, node0 + i, T, never);
+  }
+  for (int k = 0; k < g->n_inputs; k++) {
+    prod[g->inputs[k]] = in0 + k;
+    if (g->input_nhwc)
+      gr_cut_edge(c, S, in0 + k, never);
+    else
+      gr_cut_edge(c, in0 + k, T, never);
+  }
+  for (int k = 0; k < g->n_outputs; k++)
+    if (g->output_nhwc)
+      gr_cut_edge(c, S, out0 + k, never);
+    else
+      gr_cut_edge(c, out0 + k, T, never);
+  /* an activation joins its producer and readers: members -> in (never),
+   * in -> out (its bytes), out -> members (never) */
+  for (int v = 0; v < nv; v++) {
+    const gr_value *x = &g->values[v];
+    if (!f32_4d(g, v) || gr_is_const(g, v) || prod[v] < 0) continue;
+    /* the bytes, then two tie-breaks among cuts of equal bytes: a node
+     * that can choose stays with a producer that cannot (conv -> relu
+     * keeps the relu in the conv's group), and a later value is cut
+     * rather than an earlier one (conv -> add -> relu keeps both) */
+    int p = prod[v] - node0;
+    bool fixed = p < 0 || p >= nn || !agnostic_ok(g, &g->nodes[p]);
+    int64_t late = p < 0 || p >= nn ? 0 : (int64_t)p * (TIE - 1) / nn;
+    int64_t bytes = gr_value_elems(x) * 4;
+    int vin = val0 + 2 * v, vout = vin + 1;
+    gr_cut_edge(c, vin, vout,
+                (2 * (bytes > 0 ? bytes : 1) + fixed) * TIE + (TIE - 1 - late));
+    gr_cut_edge(c, prod[v], vin, never);
+    gr_cut_edge(c, vout, prod[v], never);
+  }
+  for (int i = 0; i < nn; i++)
+    for (int k = 0; k < g->nodes[i].n_inputs; k++) {
+      int v = g->nodes[i].inputs[k];
+      if (v < 0 || !f32_4d(g, v) || gr_is_const(g, v) || prod[v] < 0) continue;
+      gr_cut_edge(c, node0 + i, val0 + 2 * v, never);
+      gr_cut_edge(c, val0 + 2 * v + 1, node0 + i, never);
+    }
+  for (int k = 0; k < g->n_outputs; k++) {
+    int v = g->outputs[k];
+    if (!f32_4d(g, v) || gr_is_const(g, v) || prod[v] < 0) continue;
+    gr_cut_edge(c, out0 + k, val0 + 2 * v, never);
+    gr_cut_edge(c, val0 + 2 * v + 1, out0 + k, never);
+  }
+  if (gr_cut_solve(c, S, T, side) < 0) goto fail;
+  for (int i = 0; i < nn; i++)
+    plan[i] = side[node0 + i] &&
+              (converts(g, &g->nodes[i]) || agnostic_ok(g, &g->nodes[i]));
+  gr_cut_free(c);
+  free(side);
+  free(prod);
+  return plan;
+fail:
+  gr_cut_free(c);
+  free(side);
+  free(plan);
+  free(prod);
+  return NULL;
 }
 
 /* The strides of a strided pointwise Conv (1x1 weights, one group, no
@@ -544,8 +631,14 @@ int ts_graph_convert_layout(ts_graph *g, ts_error *err) {
   if (!any && !edges) /* the unblocked weights are dead now */
     return blocked ? ts_graph_eliminate_dead(g, err) : TS_OK;
   layout_pass p = {.g = g, .n_orig = g->n_values};
+  gr_reindex(g);
+  bool *plan = g->keep_nchw ? NULL : plan_layout(g);
   p.nhwc = malloc(sizeof(int) * (size_t)(g->n_values + 1));
-  if (!p.nhwc) return TS_ERR(err, TS_ENOMEM, "layout: out of memory");
+  if (!p.nhwc || (!g->keep_nchw && !plan)) {
+    free(p.nhwc);
+    free(plan);
+    return TS_ERR(err, TS_ENOMEM, "layout: out of memory");
+  }
   for (int v = 0; v < g->n_values; v++) p.nhwc[v] = -1;
   int rc = TS_OK;
   int n_nodes = g->n_nodes;
@@ -573,12 +666,13 @@ int ts_graph_convert_layout(ts_graph *g, ts_error *err) {
   }
   if (rc) {
     free(p.nhwc);
+    free(plan);
     free(p.list.nodes);
     return rc;
   }
   for (int i = 0; i < n_nodes && !rc; i++) {
     const gr_node *n = &g->nodes[i];
-    if (!g->keep_nchw && (converts(g, n) || follows(&p, n))) {
+    if (!g->keep_nchw && plan[i]) {
       rc = convert_node(&p, n);
       if (rc == TS_EINVAL)
         rc = TS_ERR(err, TS_EINVAL, "layout: node '%s' has too many inputs",
@@ -604,6 +698,7 @@ int ts_graph_convert_layout(ts_graph *g, ts_error *err) {
     g->outputs[k] = yn;
   }
   free(p.nhwc);
+  free(plan);
   if (rc) {
     free(p.list.nodes);
     return rc;

@@ -7,7 +7,9 @@
  * layout; a node that cannot change layout (Softmax over channels) is
  * surrounded by transposes and computes the same values; random chains of
  * transposes in front of a conv compose into one (straight from the input
- * when they cancel), keeping the values; unknown layouts are refused;
+ * when they cancel), keeping the values; random graphs mixing convertible
+ * operators with softmax over channels keep their values and leave a
+ * structurally minimal set of transposes; unknown layouts are refused;
  * pointwise convs get weights blocked by 16 output channels, and compute
  * the same values with their epilogue in the group (channel-split) or,
  * when an operand cannot follow the split, in a group of its own.
@@ -570,6 +572,168 @@ static void test_transpose_chains(void **state) {
   }
 }
 
+/* ---- random mixed-layout graphs ---- */
+
+/* A random graph of convs (1x1, 3x3), relu, add, per-channel mul, channel
+ * concat, max pool and softmax over channels (an operator the pass leaves
+ * in NCHW), built from `seed`; one or two outputs. *n_softmax gets the
+ * number of softmax nodes. */
+static ts_graph *random_mixed(uint64_t seed, int *n_softmax) {
+  uint64_t rng = seed * 2862933555777941757ull + 3037000493ull;
+#define NEXT(n)                                                                \
+  ((rng = rng * 6364136223846793005ull + 1442695040888963407ull),              \
+   (int)((rng >> 33) % (uint64_t)(n)))
+  ts_graph *g = ts_graph_new("mixed");
+  int vals[16], chans[16], n = 0;
+  vals[n] = add_input(g, "x", (int64_t[]){1, 4, 5, 6});
+  chans[n++] = 4;
+  *n_softmax = 0;
+  int steps = 4 + NEXT(6);
+  for (int s = 0; s < steps && n < 16; s++) {
+    int a = NEXT(n), c = chans[a], out = -1, oc = c;
+    float buf[16 * 16 * 9];
+    char name[32];
+    snprintf(name, sizeof name, "k%d", s);
+    switch (NEXT(8)) {
+    case 0: /* conv 1x1 or 3x3, with or without bias */
+    case 1: {
+      int k = NEXT(2) ? 3 : 1;
+      oc = NEXT(2) ? 8 : 4;
+      for (int i = 0; i < oc * c * k * k; i++)
+        buf[i] = (float)((i * 37 + s) % 17 - 8) / 16;
+      int w =
+          gr_const_add(g, name, TS_FLOAT32, 4, (int64_t[]){oc, c, k, k}, buf);
+      int ins[3] = {vals[a], w, -1};
+      if (NEXT(2)) {
+        for (int i = 0; i < oc; i++) buf[i] = (float)(i % 3) / 4;
+        snprintf(name, sizeof name, "b%d", s);
+        ins[2] = gr_const_add(g, name, TS_FLOAT32, 1, (int64_t[]){oc}, buf);
+      }
+      out = node(g, "Conv", ins, ins[2] >= 0 ? 3 : 2);
+      set_ints(g, "kernel_shape", 2, (int64_t[]){k, k});
+      if (k == 3) set_ints(g, "pads", 4, (int64_t[]){1, 1, 1, 1});
+      break;
+    }
+    case 2: out = node(g, "Relu", &vals[a], 1); break;
+    case 3: { /* add two values of the same channel count */
+      int b = -1;
+      for (int t = 0; t < n; t++)
+        if (t != a && chans[t] == c) b = t;
+      out = b < 0 ? node(g, "Relu", &vals[a], 1)
+                  : node(g, "Add", (int[]){vals[a], vals[b]}, 2);
+      break;
+    }
+    case 4: /* a per-channel scale (a constant the pass must permute) */
+      for (int i = 0; i < c; i++) buf[i] = 0.5f + (float)i / 8;
+      out = node(g, "Mul",
+                 (int[]){vals[a], gr_const_add(g, name, TS_FLOAT32, 4,
+                                               (int64_t[]){1, c, 1, 1}, buf)},
+                 2);
+      break;
+    case 5: { /* concat along channels */
+      int b = NEXT(n);
+      if (c + chans[b] > 16) b = a;
+      if (c + chans[b] > 16) {
+        out = node(g, "Relu", &vals[a], 1);
+        break;
+      }
+      oc = c + chans[b];
+      out = node(g, "Concat", (int[]){vals[a], vals[b]}, 2);
+      gr_node_set_attr(g, &g->nodes[g->n_nodes - 1],
+                       (gr_attr){.name = "axis", .kind = GR_ATTR_INT, .i = 1});
+      break;
+    }
+    case 6: /* softmax over channels: stays NCHW */
+      out = node(g, "Softmax", &vals[a], 1);
+      gr_node_set_attr(g, &g->nodes[g->n_nodes - 1],
+                       (gr_attr){.name = "axis", .kind = GR_ATTR_INT, .i = 1});
+      ++*n_softmax;
+      break;
+    default: /* 3x3 max pool, stride 1, same size */
+      out = node(g, "MaxPool", &vals[a], 1);
+      set_ints(g, "kernel_shape", 2, (int64_t[]){3, 3});
+      set_ints(g, "pads", 4, (int64_t[]){1, 1, 1, 1});
+      break;
+    }
+    vals[n] = out;
+    chans[n++] = oc;
+  }
+  int n_out = n > 2 && NEXT(2) ? 2 : 1;
+  g->outputs = ts_arena_alloc(g->arena, sizeof(int) * 2);
+  g->outputs[0] = vals[n - 1];
+  if (n_out == 2) g->outputs[1] = vals[1 + NEXT(n - 2)];
+  g->n_outputs = n_out;
+#undef NEXT
+  return g;
+}
+
+/* Random graphs mixing convertible operators with one that is not: the
+ * values are the same with the pass on and off, and what is left is
+ * minimal in structure: no transpose of a transpose (they compose), none
+ * of a constant (folded), no two of one value with the same permutation,
+ * at most one at the input, one per output and two per softmax. */
+static void test_random_mixed_layouts(void **state) {
+  (void)state;
+  for (uint64_t seed = 1; seed <= 40; seed++) {
+    ts_graph *gs[2];
+    int n_softmax = 0;
+    for (int v = 0; v < 2; v++) {
+      ts_graph *g = random_mixed(seed, &n_softmax);
+      ts_error err;
+      assert_int_equal(ts_graph_set_layout(g, v ? "nhwc" : "nchw", &err),
+                       TS_OK);
+      if (ts_graph_run_passes(g, "layout", &err))
+        fail_msg("seed %llu: %s", (unsigned long long)seed, err.msg);
+      gs[v] = g;
+    }
+    ts_graph *g = gs[1];
+    char *txt = ts_graph_print(g);
+    for (int i = 0; i < g->n_nodes; i++) {
+      const gr_node *t = &g->nodes[i];
+      if (t->kind != TS_GRAPH_OP || strcmp(t->op, "Transpose")) continue;
+      int src = t->inputs[0];
+      int p = g->values[src].producer;
+      if (p >= 0 && !strcmp(g->nodes[p].op, "Transpose"))
+        fail_msg("seed %llu: a transpose of a transpose\n%s",
+                 (unsigned long long)seed, txt);
+      if (gr_is_const(g, src))
+        fail_msg("seed %llu: a transpose of a constant\n%s",
+                 (unsigned long long)seed, txt);
+      for (int j = i + 1; j < g->n_nodes; j++) {
+        const gr_node *u = &g->nodes[j];
+        if (u->kind != TS_GRAPH_OP || strcmp(u->op, "Transpose") ||
+            u->inputs[0] != src)
+          continue;
+        const gr_attr *pa = gr_attr_find(t, "perm");
+        const gr_attr *pb = gr_attr_find(u, "perm");
+        if (pa && pb && pa->n == pb->n &&
+            !memcmp(pa->ints, pb->ints, sizeof(int64_t) * (size_t)pa->n))
+          fail_msg("seed %llu: one value transposed twice the same way\n%s",
+                   (unsigned long long)seed, txt);
+      }
+    }
+    for (int i = 0; i < g->n_nodes; i++)
+      if (!strcmp(g->nodes[i].op, "Softmax"))
+        assert_true(strcmp(g->values[g->nodes[i].inputs[0]].layout, "NHWC"));
+    int bound = 1 + g->n_outputs + 2 * n_softmax;
+    if (count_transposes(g) > bound)
+      fail_msg("seed %llu: %d transposes, at most %d expected\n%s",
+               (unsigned long long)seed, count_transposes(g), bound, txt);
+    free(txt);
+    ts_graph_tensor a[2], b[2];
+    run(gs[0], TS_GRAPH_INTERPRET, a);
+    run(gs[1], TS_GRAPH_INTERPRET, b);
+    char what[64];
+    snprintf(what, sizeof what, "random mixed graph %llu",
+             (unsigned long long)seed);
+    same(a, b, gs[0]->n_outputs, what);
+    free_outs(a, gs[0]->n_outputs);
+    free_outs(b, gs[1]->n_outputs);
+    ts_graph_free(gs[0]);
+    ts_graph_free(gs[1]);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_models_same_outputs),
@@ -580,6 +744,7 @@ int main(void) {
       cmocka_unit_test(test_pointwise_matmul),
       cmocka_unit_test(test_blocked_matmul),
       cmocka_unit_test(test_transpose_chains),
+      cmocka_unit_test(test_random_mixed_layouts),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
