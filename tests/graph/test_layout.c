@@ -572,6 +572,24 @@ static void test_transpose_chains(void **state) {
   }
 }
 
+/* The minimum cut the layout plan is built on, on the textbook network
+ * whose maximum flow is 23: the source side is {s, v1, v2, v4}. */
+static void test_min_cut(void **state) {
+  (void)state;
+  static const int arcs[][3] = {{0, 1, 16}, {0, 2, 13}, {1, 2, 10}, {2, 1, 4},
+                                {1, 3, 12}, {3, 2, 9},  {2, 4, 14}, {4, 3, 7},
+                                {3, 5, 20}, {4, 5, 4}};
+  gr_cut *c = gr_cut_new(6);
+  assert_non_null(c);
+  for (size_t k = 0; k < sizeof arcs / sizeof arcs[0]; k++)
+    gr_cut_edge(c, arcs[k][0], arcs[k][1], arcs[k][2]);
+  bool side[6];
+  assert_int_equal(gr_cut_solve(c, 0, 5, side), 23);
+  static const bool want[6] = {true, true, true, false, true, false};
+  for (int v = 0; v < 6; v++) assert_int_equal(side[v], want[v]);
+  gr_cut_free(c);
+}
+
 /* ---- random mixed-layout graphs ---- */
 
 /* A random graph of convs (1x1, 3x3), relu, add, per-channel mul, channel
@@ -744,6 +762,7 @@ int main(void) {
       cmocka_unit_test(test_pointwise_matmul),
       cmocka_unit_test(test_blocked_matmul),
       cmocka_unit_test(test_transpose_chains),
+      cmocka_unit_test(test_min_cut),
       cmocka_unit_test(test_random_mixed_layouts),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
