@@ -614,6 +614,7 @@ static int collect_workload(ts_db *db, ts_runner *runner, const ts_target *t,
   bool tty = isatty(2);
   long done_n = 0;
   int64_t ok = 0;
+  char first_error[256] = "";
   while (done_n < a->n) {
     int m = 0, tries = 0;
     while (m < batch && done_n + m < a->n && tries < 20 * batch) {
@@ -657,6 +658,9 @@ static int collect_workload(ts_db *db, ts_runner *runner, const ts_target *t,
       };
       counts[st]++;
       ok += st == TS_DB_STATUS_OK;
+      if (st != TS_DB_STATUS_OK && !first_error[0])
+        snprintf(first_error, sizeof first_error, "%s: %s",
+                 ts_db_status_name(st), error ? error : "");
     }
     int crc = ts_db_commit_records(db, ms, m, NULL);
     for (int i = 0; i < m; i++) {
@@ -678,6 +682,13 @@ static int collect_workload(ts_db *db, ts_runner *runner, const ts_target *t,
               now_seconds() - t0);
   }
   fprintf(stderr, "\n");
+  if (ok == 0) { /* the records are kept: they say what went wrong */
+    fprintf(stderr,
+            "tessera: error: no candidate of %s was measured successfully "
+            "(the first failure: %s)\n",
+            w->name, first_error);
+    goto done;
+  }
   code = EXIT_OK;
 done:
   for (int i = 0; c && i < batch; i++) {

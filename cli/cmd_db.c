@@ -399,6 +399,13 @@ static int show_json(const db_args *a, ts_db *db, int64_t id,
     ts_db_record best;
     if (sm->n_ok && !ts_db_best(db, id, sm->target, &best)) {
       cJSON *b = record_json(&best, w->flops);
+      /* how it was measured (null for a record stored without it) */
+      cJSON *measure =
+          best.measure_json ? cJSON_Parse(best.measure_json) : NULL;
+      if (measure)
+        cJSON_AddItemToObject(b, "measure", measure);
+      else
+        cJSON_AddNullToObject(b, "measure");
       cJSON *trace = cJSON_Parse(best.trace_json);
       if (trace)
         cJSON_AddItemToObject(b, "trace", trace);
@@ -475,6 +482,7 @@ static int run_show(const db_args *a) {
     format_gflops(w.flops, secs, gflops);
     printf("#   best: %s us, %s GFLOP/s (record %lld%s)\n", median, gflops,
            (long long)best.id, best.confirmed_rounds ? ", confirmed" : "");
+    if (best.measure_json) printf("#   measured: %s\n", best.measure_json);
     char *text = ts_db_format_trace(db, best.trace_json);
     if (text) {
       fputs(text, stdout);

@@ -30,7 +30,7 @@
 
 /* The schema version this build writes (PRAGMA user_version). Older files
  * are migrated forward when opened read-write; newer ones are refused. */
-#define TS_DB_SCHEMA_VERSION 3
+#define TS_DB_SCHEMA_VERSION 4
 
 typedef struct ts_db ts_db;
 
@@ -208,6 +208,10 @@ typedef struct ts_db_measurement {
   const char *error;  /* error text; NULL means "" */
   int64_t job_id;     /* 0: not part of a job */
   const char *worker; /* worker/device key; NULL means "" */
+  /* How it was measured, a JSON object (docs/database.md: the evaluator
+   * settings, threads, timeout, the measuring process's CPU set); NULL:
+   * not known. Stored as given. */
+  const char *measure_json;
 } ts_db_measurement;
 
 /* A stored record. All strings are malloc'd; clear with
@@ -226,7 +230,9 @@ typedef struct ts_db_record {
   int64_t job_id; /* 0 when not part of a job */
   int64_t trial;  /* 0-based trial index within the job; -1 without */
   char *worker;
-  char *version; /* tessera version that wrote the record */
+  char *version;      /* tessera version that wrote the record */
+  char *measure_json; /* how it was measured (a JSON object); NULL when
+                         not recorded */
   char created[32];
   /* The latest confirmation of the workload x target (ts_db_confirm), when
    * this record was among the candidates measured again: the median of
@@ -247,7 +253,8 @@ void ts_db_records_free(ts_db_record *records, int n);
 int ts_db_commit_record(ts_db *db, const ts_db_measurement *m, int64_t *id);
 /* Stores n records in one transaction: all or none. Everything is checked
  * first (workload and job exist, trace passes the check hook, status and
- * run times valid) and an error names the record index and the problem.
+ * run times valid, measure_json a JSON object when given) and an error
+ * names the record index and the problem.
  * The median is computed here. A record of a job gets the job's next trial
  * index, and the job's trials_done grows by one, in the same transaction.
  * ids (may be NULL) receives the n new ids. */

@@ -181,6 +181,7 @@ static cJSON *record_row(exporter *x, db_q *st, int64_t ordinal) {
   add_text(o, "worker", st, 8);
   add_text(o, "tessera", st, 9);
   add_text(o, "created", st, 10);
+  db_json_add_stored(o, "measure", (const char *)db_column_text(st, 12));
   db_json_add_stored(o, "trace", (const char *)db_column_text(st, 11));
   return o;
 }
@@ -238,7 +239,7 @@ static int export_filtered(ts_db *db, FILE *out, int64_t target_id) {
     snprintf(sql, sizeof sql,
              "SELECT workload_id, target_id, job_id, trial, status, "
              "run_secs, median_s, error, worker, version, created, "
-             "trace FROM records%s ORDER BY id",
+             "trace, measure FROM records%s ORDER BY id",
              where_records);
     rc = export_rows(&x, sql, record_row);
   }
@@ -602,6 +603,21 @@ static int record_exists(importer *im, int64_t workload, int64_t target,
   return TS_OK;
 }
 
+/* A record's "measure" field: a JSON object (or a string holding one), as
+ * export writes it; absent or null (an older export) is NULL. */
+static int get_measure(importer *im, const cJSON *o, char **out) {
+  int rc = get_json_text(im, o, "measure", true, out);
+  if (rc || !*out) return rc;
+  ts_db *db = im->db;
+  if (db_check_json_object(*out, "field \"measure\"", &db->err)) {
+    ts_error e = db->err;
+    free(*out);
+    *out = NULL;
+    return fail(im, "%s", e.msg);
+  }
+  return TS_OK;
+}
+
 static int import_record(importer *im, const cJSON *o) {
   int64_t workload, target, job, trial;
   bool no_trial;
@@ -622,7 +638,7 @@ static int import_record(importer *im, const cJSON *o) {
     return rc;
   if (ts_db_status_parse(status_name, &status) != TS_OK)
     return fail(im, "field \"status\": unknown status '%s'", status_name);
-  char *run_json = NULL, *trace = NULL;
+  char *run_json = NULL, *trace = NULL, *measure = NULL;
   if ((rc = get_json_text(im, o, "run_secs", false, &run_json))) return rc;
   cJSON *parsed = db_json_parse(run_json, strlen(run_json), NULL);
   bool numbers = cJSON_IsArray(parsed);
@@ -633,8 +649,10 @@ static int import_record(importer *im, const cJSON *o) {
     free(run_json);
     return fail(im, "field \"run_secs\": expected an array of numbers");
   }
-  if ((rc = get_json_text(im, o, "trace", false, &trace))) {
+  if ((rc = get_json_text(im, o, "trace", false, &trace)) ||
+      (rc = get_measure(im, o, &measure))) {
     free(run_json);
+    free(trace);
     return rc;
   }
   ts_db *db = im->db;
@@ -670,6 +688,7 @@ static int import_record(importer *im, const cJSON *o) {
       db_bind_text(st, 10, worker, -1);
       db_bind_text(st, 11, version, -1);
       db_bind_text(st, 12, created, -1);
+      if (measure) db_bind_text(st, 13, measure, -1);
       rc = store(im, ST_INSERT_RECORD, NULL);
     }
   }
@@ -679,6 +698,7 @@ static int import_record(importer *im, const cJSON *o) {
     im->stats.records++;
   free(run_json);
   free(trace);
+  free(measure);
   return rc;
 }
 

@@ -21,7 +21,8 @@
 #define RECORD_FIELDS                                                          \
   "r.id, r.workload_id, r.target_id, t.target, r.trace, r.run_secs, "          \
   "r.median_s, r.status, r.error, r.job_id, r.trial, r.worker, r.version, "    \
-  "r.created, r.confirmed_s, r.confirmed_spread, r.confirmed_rounds"
+  "r.created, r.confirmed_s, r.confirmed_spread, r.confirmed_rounds, "         \
+  "r.measure"
 /* The ranking of ok records (db.h, "fastest"): the latest confirmation
  * first, by confirmed latency, then search-time medians. */
 #define RECORD_RANK(p)                                                         \
@@ -74,8 +75,8 @@
   X(ST_GET_PROBE, "SELECT probe FROM targets WHERE id = ?1")                   \
   X(ST_INSERT_RECORD,                                                          \
     "INSERT INTO records(workload_id, target_id, trace, run_secs, median_s, "  \
-    "status, error, job_id, trial, worker, version, created) "                 \
-    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)")              \
+    "status, error, job_id, trial, worker, version, created, measure) "        \
+    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)")         \
   /* A record's identity on import: workload, target, trace and the time       \
    * it was measured (and, to merge only exact copies, its times and           \
    * status). */                                                               \

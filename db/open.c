@@ -88,6 +88,9 @@ const char *const db_migrations[TS_DB_SCHEMA_VERSION] = {
     "ALTER TABLE records ADD COLUMN IF NOT EXISTS confirmed_spread REAL;\n"
     "ALTER TABLE records ADD COLUMN IF NOT EXISTS confirmed_rounds INTEGER;\n"
     "ALTER TABLE records ADD COLUMN IF NOT EXISTS confirmed_at TEXT;\n",
+    /* 3 -> 4: the measurement context of a record (a JSON object: evaluator
+     * settings, threads, timeout, CPU set); NULL for older records. */
+    "ALTER TABLE records ADD COLUMN IF NOT EXISTS measure TEXT;\n",
 };
 
 static const char *const statement_sql[N_STATEMENTS] = {

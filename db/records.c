@@ -37,6 +37,7 @@ void ts_db_record_clear(ts_db_record *r) {
   free(r->error);
   free(r->worker);
   free(r->version);
+  free(r->measure_json);
   memset(r, 0, sizeof *r);
 }
 
@@ -166,6 +167,7 @@ int db_read_record(ts_db *db, db_q *st, int first, ts_db_record *r) {
   r->confirmed_rounds = db_column_type(st, c + 16) == SQLITE_NULL
                             ? 0
                             : (int)db_column_int64(st, c + 16);
+  r->measure_json = db_column_strdup(st, c + 17);
   if (rc == TS_OK)
     rc = parse_run_secs(db, (const char *)db_column_text(st, c + 5), r);
   if (rc) ts_db_record_clear(r);
@@ -251,6 +253,9 @@ static int check_measurement(ts_db *db, int i, const ts_db_measurement *m,
   if (rc != TS_OK)
     return TS_ERR(&db->err, rc < 0 ? rc : TS_EINVAL, "record %d: %s", i,
                   terr.msg[0] ? terr.msg : "the trace check failed");
+  if (m->measure_json &&
+      db_check_json_object(m->measure_json, "measure_json", &terr) != TS_OK)
+    return TS_ERR(&db->err, TS_EINVAL, "record %d: %s", i, terr.msg);
   *run_json = db_run_secs_json(m->run_secs, m->n_run_secs);
   *median = median_of(m->run_secs, m->n_run_secs);
   return TS_OK;
@@ -278,7 +283,8 @@ static int exists(ts_db *db, db_statement which, int64_t id, bool *found) {
   return TS_OK;
 }
 
-/* Binds record i's 12 insert parameters from parameter `first` on. */
+/* Binds record i's RECORD_PARAMS insert parameters from parameter `first`
+ * on. */
 static void bind_record(db_q *st, int first, const commit_ctx *c, int i,
                         int64_t target_id, int64_t trial) {
   const ts_db_measurement *m = &c->m[i];
@@ -303,25 +309,31 @@ static void bind_record(db_q *st, int first, const commit_ctx *c, int i,
   db_bind_text(st, k + 10, m->worker ? m->worker : "", -1);
   db_bind_text(st, k + 11, TS_VERSION, -1);
   db_bind_text(st, k + 12, c->now, -1);
+  if (m->measure_json)
+    db_bind_text(st, k + 13, m->measure_json, -1);
+  else
+    db_bind_null(st, k + 13);
 }
 
 /* Rows per multi-row INSERT on a server (one round trip each). */
 #define INSERT_ROWS 100
+/* Parameters of one record's INSERT (ST_INSERT_RECORD). */
+#define RECORD_PARAMS 13
 
 /* The SQL of an INSERT of `rows` records returning their ids in order. */
 static char *insert_many_sql(int rows) {
   static const char head[] =
       "INSERT INTO records(workload_id, target_id, trace, run_secs, "
-      "median_s, status, error, job_id, trial, worker, version, created) "
-      "VALUES ";
-  size_t cap = sizeof head + (size_t)rows * 12 * 8 + 32;
+      "median_s, status, error, job_id, trial, worker, version, created, "
+      "measure) VALUES ";
+  size_t cap = sizeof head + (size_t)rows * RECORD_PARAMS * 8 + 32;
   char *sql = db_xmalloc(cap);
   size_t o = (size_t)snprintf(sql, cap, "%s", head);
   for (int r = 0; r < rows; r++) {
     o += (size_t)snprintf(sql + o, cap - o, "%s(", r ? ", " : "");
-    for (int k = 1; k <= 12; k++)
-      o += (size_t)snprintf(sql + o, cap - o, "?%d%s", r * 12 + k,
-                            k < 12 ? "," : ")");
+    for (int k = 1; k <= RECORD_PARAMS; k++)
+      o += (size_t)snprintf(sql + o, cap - o, "?%d%s", r * RECORD_PARAMS + k,
+                            k < RECORD_PARAMS ? "," : ")");
   }
   snprintf(sql + o, cap - o, " RETURNING id");
   return sql;
@@ -348,7 +360,7 @@ static int insert_many(ts_db *db, commit_ctx *c, int from, int rows,
     }
   }
   for (int r = 0; r < rows; r++)
-    bind_record(st, r * 12 + 1, c, from + r, target_ids[from + r],
+    bind_record(st, r * RECORD_PARAMS + 1, c, from + r, target_ids[from + r],
                 trials[from + r]);
   int rc, got = 0;
   while ((rc = db_step(db, st)) == SQLITE_ROW && got < rows)

@@ -40,6 +40,7 @@
 #include <math.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -102,6 +103,8 @@ typedef struct info_reply {
 typedef struct helper_config {
   device_spec dev;
   int threads;
+  int online_cpus; /* read when the executor is made: a sandboxed child
+                      cannot open /sys to ask */
   int64_t memory_limit;
   int max_refs;
   bool filter; /* seccomp filter in CPU measuring children */
@@ -321,8 +324,7 @@ ts_rt_arg_spec *ts_artifact_arg_specs(const ts_artifact *a) {
 static int child_threads(const helper_config *hc, const ts_measure_config *c) {
   if (c->threads > 0) return c->threads;
   if (hc->threads > 0) return hc->threads;
-  long n = sysconf(_SC_NPROCESSORS_ONLN);
-  return n > 0 ? (int)n : 1;
+  return hc->online_cpus > 0 ? hc->online_cpus : 1;
 }
 
 static void set_from_error(ts_measure_result *r, ts_measure_status st,
@@ -631,6 +633,40 @@ static void classify(const child_end *e, int limit_ms, ts_measure_result *r) {
   }
 }
 
+/* The CPUs the calling process may run on (sched_getaffinity) as ranges,
+ * "0-3" or "0,2-3", into out; "" when they cannot be read or do not fit. */
+static void cpuset_text(char *out, size_t cap) {
+  out[0] = 0;
+  /* a fixed cpu_set_t holds 1024 CPUs; a larger machine needs more */
+  for (int n = 1024; n <= (1 << 16); n *= 2) {
+    cpu_set_t *set = CPU_ALLOC(n);
+    size_t size = CPU_ALLOC_SIZE(n);
+    if (!set) return;
+    if (sched_getaffinity(0, size, set) != 0) {
+      CPU_FREE(set);
+      if (errno == EINVAL) continue;
+      return;
+    }
+    size_t o = 0;
+    for (int c = 0; c < n; c++) {
+      if (!CPU_ISSET_S(c, size, set)) continue;
+      int last = c;
+      while (last + 1 < n && CPU_ISSET_S(last + 1, size, set)) last++;
+      int k = last == c ? snprintf(out + o, cap - o, "%s%d", o ? "," : "", c)
+                        : snprintf(out + o, cap - o, "%s%d-%d", o ? "," : "", c,
+                                   last);
+      if (k < 0 || (size_t)k >= cap - o) {
+        out[0] = 0;
+        break;
+      }
+      o += (size_t)k;
+      c = last;
+    }
+    CPU_FREE(set);
+    return;
+  }
+}
+
 /* Time limit of a reference run: references are unscheduled, so slow. */
 static int ref_timeout_ms(const ts_measure_config *c) {
   int64_t t = (int64_t)c->timeout_ms * 4;
@@ -649,6 +685,9 @@ static void run_child(helper *h, child_fn body, void *ctx, int limit_ms,
                strerror(errno));
     return;
   }
+  /* the child inherits the helper's CPU affinity and keeps it */
+  char cpus[TS_MEASURE_CPUS_MAX];
+  cpuset_text(cpus, sizeof cpus);
   double start = mono_seconds();
   pid_t pid = fork();
   if (pid < 0) {
@@ -687,6 +726,7 @@ static void run_child(helper *h, child_fn body, void *ctx, int limit_ms,
   res->started_at = start;
   res->finished_at = end;
   res->run_ms = (end - start) * 1000;
+  memcpy(res->cpus, cpus, sizeof res->cpus);
 }
 
 typedef struct ref_ctx {
@@ -1153,6 +1193,10 @@ int executor_create(const ts_device_options *o, int max_references,
   if (!ex) return TS_ERR(err, TS_ENOMEM, "out of memory");
   ex->hc.dev = dev;
   ex->hc.threads = d.threads;
+  long online = sysconf(_SC_NPROCESSORS_ONLN);
+  ex->hc.online_cpus = online > 0 ? (int)online : 1;
+  (void)ts_rt_llc_bytes(); /* read now: the cache flush of a sandboxed
+                              child needs it and cannot open /sys */
   ex->hc.memory_limit = d.memory_limit_bytes;
   ex->hc.filter = d.seccomp;
   ex->hc.max_refs = max_references > 0 ? max_references : 64;

@@ -117,6 +117,9 @@ bool ref_id_valid(const char *id);
 /* Fills r with status and a formatted error text (other fields zeroed). */
 void result_set(ts_measure_result *r, ts_measure_status status, const char *fmt,
                 ...) __attribute__((format(printf, 3, 4)));
+/* Whether s is a non-empty CPU list as results carry it (digits, ',' and
+ * '-' only). */
+bool cpus_valid(const char *s);
 /* CLOCK_MONOTONIC in seconds and milliseconds. */
 double mono_seconds(void);
 int64_t mono_ms(void);

@@ -777,7 +777,15 @@ cJSON *result_to_json(const ts_measure_result *r, int64_t id) {
   cJSON_AddNumberToObject(o, "started_at", r->started_at);
   cJSON_AddNumberToObject(o, "finished_at", r->finished_at);
   cJSON_AddStringToObject(o, "error", error);
+  /* optional: runners of older versions ignore it */
+  char cpus[TS_MEASURE_CPUS_MAX];
+  snprintf(cpus, sizeof cpus, "%.*s", (int)sizeof r->cpus - 1, r->cpus);
+  if (cpus[0] && cpus_valid(cpus)) cJSON_AddStringToObject(o, "cpus", cpus);
   return o;
+}
+
+bool cpus_valid(const char *s) {
+  return s[0] && strspn(s, "0123456789,-") == strlen(s);
 }
 
 /* A finite number field (missing: 0). */
@@ -796,15 +804,20 @@ int result_from_json(const cJSON *j, ts_measure_result *r, int64_t *id,
   memset(r, 0, sizeof *r);
   if (!cJSON_IsObject(j))
     return TS_ERR(err, TS_EINVAL, "result: not an object");
-  const char *status = NULL, *error = "";
+  const char *status = NULL, *error = "", *cpus = "";
   int64_t number = 0;
   int rc;
   if ((rc = json_get_int(j, "result", "id", 0, JSON_INT_MAX, true, id, err)) ||
       (rc = json_get_str(j, "result", "status", 32, true, &status, err)) ||
       (rc = json_get_str(j, "result", "error", 1 << 20, false, &error, err)) ||
       (rc = json_get_int(j, "result", "number", 0, TS_EVAL_MAX_NUMBER, false,
-                         &number, err)))
+                         &number, err)) ||
+      (rc = json_get_str(j, "result", "cpus", TS_MEASURE_CPUS_MAX - 1, false,
+                         &cpus, err)))
     return rc;
+  if (cpus[0] && !cpus_valid(cpus))
+    return TS_ERR(err, TS_EINVAL,
+                  "result.cpus: not a CPU list (\"0-3\", \"0,2-3\")");
   if (ts_measure_status_parse(status, &r->status) ||
       r->status == TS_MEASURE_WORKER_LOST)
     return TS_ERR(err, TS_EINVAL, "result.status: '%s' is not a worker status",
@@ -836,5 +849,6 @@ int result_from_json(const cJSON *j, ts_measure_result *r, int64_t *id,
     return rc;
   r->number = (int)number;
   snprintf(r->error, sizeof r->error, "%s", error);
+  snprintf(r->cpus, sizeof r->cpus, "%s", cpus);
   return TS_OK;
 }

@@ -41,6 +41,8 @@
 #define TS_MEASURE_MAX_REPEAT 64
 /* The longest error text a result keeps (longer texts are cut). */
 #define TS_MEASURE_ERROR_MAX 1024
+/* The buffer of a result's CPU list (ts_measure_result.cpus). */
+#define TS_MEASURE_CPUS_MAX 256
 
 typedef enum ts_measure_status {
   TS_MEASURE_OK = 0,           /* measured; output matched the reference */
@@ -85,6 +87,11 @@ typedef struct ts_measure_result {
   int attempts;       /* times it was dispatched (1 unless retried) */
   char worker[128];   /* "embedded", or the worker's HOST:PORT */
   char error[TS_MEASURE_ERROR_MAX]; /* "" for ok */
+  /* The CPUs the measuring process could run on (its affinity, which a
+   * taskset or cpuset cgroup narrows), as ranges: "0-3", "0,2-3". "" when
+   * unknown: nothing ran (build_error, worker_lost), a worker that does not
+   * report it, or a list longer than the buffer. */
+  char cpus[TS_MEASURE_CPUS_MAX];
 } ts_measure_result;
 
 /* The mean of r's seconds (0 when there are none). */

@@ -7,6 +7,7 @@
 #include "runtime/internal.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -180,7 +181,10 @@ static size_t sysfs_llc_bytes(void) {
   return best;
 }
 
-size_t ts_rt_llc_bytes(void) {
+static size_t llc_bytes;
+static pthread_once_t llc_once = PTHREAD_ONCE_INIT;
+
+static void read_llc_bytes(void) {
   long v = 0;
 #ifdef _SC_LEVEL3_CACHE_SIZE
   v = sysconf(_SC_LEVEL3_CACHE_SIZE);
@@ -188,7 +192,17 @@ size_t ts_rt_llc_bytes(void) {
 #ifdef _SC_LEVEL2_CACHE_SIZE
   if (v <= 0) v = sysconf(_SC_LEVEL2_CACHE_SIZE);
 #endif
-  if (v > 0) return (size_t)v;
+  if (v > 0) {
+    llc_bytes = (size_t)v;
+    return;
+  }
   size_t s = sysfs_llc_bytes();
-  return s > 0 ? s : (size_t)32 << 20;
+  llc_bytes = s > 0 ? s : (size_t)32 << 20;
+}
+
+/* Read once and kept: a sandboxed measuring child (no file access) asks
+ * too, and gets what its parent read before it was forked. */
+size_t ts_rt_llc_bytes(void) {
+  pthread_once(&llc_once, read_llc_bytes);
+  return llc_bytes;
 }

@@ -33,9 +33,13 @@ H2=$(sed -n 's/^# hash: //p' "$TMP/sm.tir")
 
 SKX="llvm -mcpu=skylake-avx512 -num-cores=2"
 C="\"created\":\"2025-01-01T00:00:00.000Z\""
-rec() { # workload target job trial status median run_secs worker trace
-  printf "%s\n" "{\"type\":\"record\",\"workload\":$1,\"target\":$2,\"job\":$3,\"trial\":$4,\"status\":\"$5\",\"run_secs\":$7,\"median_s\":$6,\"error\":\"\",\"worker\":\"$8\",\"tessera\":\"0.1.0\",$C,\"trace\":$9}"
+rec() { # workload target job trial status median run_secs worker trace [measure]
+  M=""; [ $# -ge 10 ] && M="\"measure\":${10},"
+  printf "%s\n" "{\"type\":\"record\",\"workload\":$1,\"target\":$2,\"job\":$3,\"trial\":$4,\"status\":\"$5\",\"run_secs\":$7,\"median_s\":$6,\"error\":\"\",\"worker\":\"$8\",\"tessera\":\"0.1.0\",$C,$M\"trace\":$9}"
 }
+# how a record was measured: nested, as a string holding the JSON, null
+HOW='{"number":1,"repeat":3,"min_repeat_ms":10,"warmup":0,"flush_cache":false,"threads":2,"timeout_ms":2000,"cpus":"0-1"}'
+HOW_TEXT='"{ \"threads\": 1, \"cpus\": \"0,2-3\" }"'
 {
   printf "%s\n" '{"format":"tessera-db","format_version":1,"schema_version":1,"tessera":"0.1.0"}'
   printf "%s\n" "{\"type\":\"target\",\"id\":1,\"target\":\"$SKX\",\"probe\":null,\"probed\":null,$C}"
@@ -43,9 +47,9 @@ rec() { # workload target job trial status median run_secs worker trace
   printf "%s\n" "{\"type\":\"workload\",\"id\":1,\"hash\":\"$H1\",\"name\":\"mm_small\",\"flops\":1024,$C,\"tir\":\"$(tir_json "$TMP/mm.tir")\"}"
   printf "%s\n" "{\"type\":\"workload\",\"id\":2,\"hash\":\"$H2\",\"name\":\"softmax_small\",\"flops\":160,$C,\"tir\":\"$(tir_json "$TMP/sm.tir")\"}"
   printf "%s\n" "{\"type\":\"job\",\"id\":1,\"name\":\"nightly\",\"config\":{\"trials\":8},\"state\":\"finished\",\"started\":\"2025-01-01T00:00:00.000Z\",\"finished\":\"2025-01-01T01:00:00.000Z\",\"trials_budget\":8,\"trials_done\":5}"
-  rec 1 1 1 0 ok 4e-06 '[4e-06]' w0 '{"version":1,"insts":[],"decisions":[[0,4]]}'
-  rec 1 1 1 1 ok 2e-06 '[2e-06,3e-06,1e-06]' w0 '{"version":1,"insts":[],"decisions":[[0,8]]}'
-  rec 1 1 1 2 wrong_result 1e-06 '[1e-06]' w1 '{"version":1,"insts":[],"decisions":[[0,16]]}'
+  rec 1 1 1 0 ok 4e-06 '[4e-06]' w0 '{"version":1,"insts":[],"decisions":[[0,4]]}' null
+  rec 1 1 1 1 ok 2e-06 '[2e-06,3e-06,1e-06]' w0 '{"version":1,"insts":[],"decisions":[[0,8]]}' "$HOW"
+  rec 1 1 1 2 wrong_result 1e-06 '[1e-06]' w1 '{"version":1,"insts":[],"decisions":[[0,16]]}' "$HOW_TEXT"
   rec 1 1 1 3 build_error null '[]' w1 '{"version":1,"insts":[],"decisions":[[0,32]]}'
   rec 1 2 1 4 timeout null '[]' gpu0 '{"version":1,"insts":[],"decisions":[[0,64]]}'
   rec 2 1 null null ok 5e-07 '[5e-07]' w0 '{"version":1,"insts":[{"kind":"vectorize"}],"decisions":[]}'
@@ -88,21 +92,26 @@ expect 2 "$T" db best --target "$SKX" --db "$DB"; contains "name exactly one wor
 expect 0 "$T" db show mm_small --db "$DB"
 contains "hash      $H1"; contains "func "; contains "# target \[1\] llvm -mcpu=skylake-avx512"
 contains "best: 2.000 us, 0.51 GFLOP/s"; contains '"decisions": \[\[0, 8\]\]'
+contains "#   measured: $HOW"
 contains "newest records"; contains "wrong_result"; contains "timeout"; contains "1#4"
+# a best record without a measurement context prints no such line
+expect 0 "$T" db show softmax_small --db "$DB"; contains "best: 0.500 us"; lacks "measured:"
 expect 0 "$T" db show mm_small --last 0 --db "$DB"; lacks "newest records"
 expect 0 "$T" db show mm_small --last 3 --db "$DB" --json
 contains "\"hash\":	\"$H1\""; contains '"seconds":	2e-06'; contains '"decisions":	\[\[0, 8\]\]'
 contains '"status":	"wrong_result"'
+contains '"measure":	{'; contains '"cpus":	"0-1"'; contains '"timeout_ms":	2000'
+expect 0 "$T" db show softmax_small --db "$DB" --json; contains '"measure":	null'
 
 # stats
 expect 0 "$T" db stats --db "$DB"
 contains "records    6"; contains "ok             3"; contains "wrong_result   1"
-contains "nightly"; contains "trials 5 / 8, 5 records kept"; contains "schema version 3"
+contains "nightly"; contains "trials 5 / 8, 5 records kept"; contains "schema version 4"
 expect 0 "$T" db stats --db "$DB" --json
 contains '"records":	6'; contains '"wrong_result":	1'; contains '"name":	"nightly"'
-contains '"trials_done":	5'; contains '"schema_version":	3'
-expect 0 "$T" db migrate --db "$DB"; contains "schema version 3"
-expect 0 "$T" db migrate --db "$DB" --json; contains '"schema_version":	3'
+contains '"trials_done":	5'; contains '"schema_version":	4'
+expect 0 "$T" db migrate --db "$DB"; contains "schema version 4"
+expect 0 "$T" db migrate --db "$DB" --json; contains '"schema_version":	4'
 
 # export -> import into an empty database -> export: identical bytes
 mkfifo "$TMP/fifo"
@@ -115,6 +124,14 @@ expect 0 "$T" db export --db "$DB" -o "$TMP/a.jsonl"
 expect 0 "$T" db import "$TMP/a.jsonl" --db "$TMP/b.db"
 expect 0 "$T" db export --db "$TMP/b.db" -o "$TMP/b.jsonl"
 cmp "$TMP/a.jsonl" "$TMP/b.jsonl" || fail "export -> import -> export differs"
+# the measurement context: nested when compact, else a string, else null
+grep -q -F "\"created\":\"2025-01-01T00:00:00.000Z\",\"measure\":$HOW,\"trace\":" "$TMP/a.jsonl" || fail "export: no nested measure"
+grep -q -F "\"measure\":$HOW_TEXT,\"trace\":" "$TMP/a.jsonl" || fail "export: no measure string"
+[ "$(grep -c '"measure":null,"trace":' "$TMP/a.jsonl")" = 4 ] || fail "export: records without measure"
+# an invalid measure in an import: line and field named
+sed 's/"measure":null,/"measure":[1],/' "$TMP/in.jsonl" >"$TMP/badm.jsonl"
+expect 1 "$T" db import "$TMP/badm.jsonl" --db "$TMP/e.db"
+contains 'badm.jsonl:7: field "measure" is not a JSON object'
 "$T" db export --db "$TMP/b.db" >"$TMP/c.jsonl" || fail "export to stdout"
 cmp "$TMP/a.jsonl" "$TMP/c.jsonl" || fail "stdout export differs"
 expect 0 sh -c "'$T' db import - --db '$TMP/d.db' <'$TMP/a.jsonl'"; contains "from <stdin>"
@@ -162,6 +179,7 @@ contains " 0 records copied"
 expect 0 "$T" db sync --from "$DB" --to "$TMP/copy.db" --target "$SKX" --json
 contains '"records":	0'; contains '"target":'
 expect 0 "$T" db best mm_small --target "$SKX" --db "$TMP/copy.db"
+expect 0 "$T" db show mm_small --db "$TMP/copy.db"; contains "#   measured: $HOW"
 expect 1 "$T" db sync --from "$TMP/missing.db" --to "$TMP/copy.db"
 contains "cannot open the source database"; contains "no such database"
 [ ! -e "$TMP/missing.db" ] || fail "sync created its source"
@@ -177,6 +195,15 @@ expect 2 "$T" db bench --db "$DB"; contains "--db takes a postgresql:// URL"
 # confirmed figure is what `db list` and `db best` report afterwards
 J="$TMP/job.db"
 expect 0 "$T" tune --workload "matmul M=32 N=32 K=32" --trials 6 --db "$J" --job j --quiet --no-summary-measure
+# every record the tuner committed says how it was measured, on which CPUs
+"$T" db export --db "$J" | grep '"type":"record"' >"$TMP/jrecs" || fail "export of the job"
+[ "$(wc -l <"$TMP/jrecs")" = 6 ] || fail "the job has $(wc -l <"$TMP/jrecs") records"
+CTX='"measure":\{"number":1,"repeat":3,"min_repeat_ms":10,"warmup":0,"flush_cache":false,"threads":[1-9][0-9]*,"timeout_ms":[1-9][0-9]*,"cpus":'
+[ "$(grep -c -E "$CTX(\"[0-9][0-9,-]*\"|null)\},\"trace\":" "$TMP/jrecs")" = 6 ] \
+  || { cat "$TMP/jrecs"; fail "tuner records lack their measurement context"; }
+# a measured (ok) record names the CPUs of its measuring process
+grep '"status":"ok"' "$TMP/jrecs" | grep -q -E "$CTX\"[0-9][0-9,-]*\"\}" \
+  || { cat "$TMP/jrecs"; fail "an ok tuner record without its CPU set"; }
 expect 0 "$T" db confirm --db "$J" --top 3 --rounds 3 --threads 1
 contains "matmul_32x32x32_float32"; contains "re-run (us)"; contains " record"
 expect 0 "$T" db confirm matmul_32x32x32_float32 --db "$J" --top 2 --rounds 2 --json

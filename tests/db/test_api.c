@@ -3,8 +3,9 @@
  * creating, workloads (idempotent commit, structural re-check after a hash
  * hit, lookup by PrimFunc, resolution by hash/prefix/name), targets
  * (canonicalization, `-mcpu=native` stored resolved, probe figures),
- * records (validation, all-or-nothing batches, medians, best/top-k over ok
- * records only and target-exact, records of a workload, newest records),
+ * records (validation, all-or-nothing batches, medians, the measurement
+ * context, best/top-k over ok records only and target-exact, records of a
+ * workload, newest records),
  * the overview, jobs (create, resume, finish, budgets, trial indexes,
  * counts), prune, stats, integrity check, trace hooks, and prepared
  * statements staying fresh across connections. With a test server (see
@@ -486,6 +487,90 @@ static void test_commit_validation(void **state) {
   assert_int_equal(all[2].n_run_secs, 0);
   assert_string_equal(all[2].error, "timed out after 10 s");
   ts_db_records_free(all, n);
+}
+
+/* The measurement context (records.measure): stored as given on both commit
+ * paths (a server inserts batches of 8 or more in multi-row statements),
+ * returned by every record query, NULL when not given, and refused naming
+ * the record when it is not one JSON object. */
+static void test_measure_column(void **state) {
+  fixture *fx = *state;
+  int64_t w = commit_spec(fx->db, "matmul M=16 N=16 K=8", NULL);
+  const char *how = "{\"number\":1,\"repeat\":3,\"min_repeat_ms\":10,"
+                    "\"warmup\":0,\"flush_cache\":false,\"threads\":2,"
+                    "\"timeout_ms\":10000,\"cpus\":\"0,2-3\"}";
+  const char *pretty = "{ \"threads\": 1,\n  \"cpus\": null }";
+  double t[10];
+  ts_db_measurement m[10];
+  for (int i = 0; i < 10; i++) {
+    t[i] = (i + 1) * 1e-3;
+    m[i] = meas(w, T_SKX, TS_DB_STATUS_OK, &t[i], 1);
+    m[i].measure_json = i % 3 == 0 ? how : i % 3 == 1 ? NULL : pretty;
+  }
+  int64_t ids[10];
+  assert_int_equal(ts_db_commit_records(fx->db, m, 10, ids), TS_OK);
+  /* one record alone (the single-row insert on a server too), the slowest */
+  double slow = 1.0;
+  ts_db_measurement single = meas(w, T_SKX, TS_DB_STATUS_OK, &slow, 1);
+  assert_int_equal(ts_db_commit_record(fx->db, &single, NULL), TS_OK);
+
+  /* every record query carries it */
+  ts_db_record *all;
+  int n;
+  assert_int_equal(ts_db_records_of(fx->db, w, T_SKX, &all, &n), TS_OK);
+  assert_int_equal(n, 11);
+  for (int i = 0; i < 10; i++) {
+    assert_int_equal(all[i].id, ids[i]);
+    if (m[i].measure_json)
+      assert_string_equal(all[i].measure_json, m[i].measure_json);
+    else
+      assert_null(all[i].measure_json);
+  }
+  assert_null(all[10].measure_json);
+  ts_db_records_free(all, n);
+  ts_db_record best;
+  assert_int_equal(ts_db_best(fx->db, w, T_SKX, &best), TS_OK);
+  assert_int_equal(best.id, ids[0]);
+  assert_string_equal(best.measure_json, how);
+  ts_db_record_clear(&best);
+  assert_null(best.measure_json);
+  ts_func *f = build("matmul M=16 N=16 K=8");
+  assert_int_equal(ts_db_best_by_func(fx->db, f, T_SKX, &best), TS_OK);
+  ts_func_free(f);
+  assert_string_equal(best.measure_json, how);
+  ts_db_record_clear(&best);
+  assert_int_equal(ts_db_top_k(fx->db, w, T_SKX, 3, &all, &n), TS_OK);
+  assert_int_equal(n, 3);
+  assert_string_equal(all[0].measure_json, how);
+  assert_null(all[1].measure_json);
+  assert_string_equal(all[2].measure_json, pretty);
+  ts_db_records_free(all, n);
+  assert_int_equal(ts_db_recent_records(fx->db, w, 2, &all, &n), TS_OK);
+  assert_int_equal(n, 2);
+  assert_null(all[0].measure_json);
+  assert_string_equal(all[1].measure_json, m[9].measure_json);
+  ts_db_records_free(all, n);
+  assert_int_equal(ts_db_top_k_search(fx->db, w, T_SKX, 1, &all, &n), TS_OK);
+  assert_int_equal(n, 1);
+  assert_string_equal(all[0].measure_json, how);
+  ts_db_records_free(all, n);
+
+  /* not one JSON object: refused naming the record, nothing stored */
+  const char *bad[][2] = {
+      {"{\"threads\":", "record 1: measure_json is not valid JSON"},
+      {"[1,2]", "record 1: measure_json is not a JSON object"},
+      {"\"0-3\"", "record 1: measure_json is not a JSON object"},
+      {"", "record 1: measure_json is not valid JSON"},
+      {"{} {}", "record 1: measure_json is not valid JSON"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    ts_db_measurement batch[2] = {m[0], m[0]};
+    batch[1].measure_json = bad[i][0];
+    assert_int_equal(ts_db_commit_records(fx->db, batch, 2, NULL), TS_EINVAL);
+    if (!strstr(ts_db_errmsg(fx->db), bad[i][1]))
+      fail_msg("case %zu: '%s' lacks '%s'", i, ts_db_errmsg(fx->db), bad[i][1]);
+    assert_int_equal(count_records(fx), 11);
+  }
 }
 
 static void test_best_and_top_k(void **state) {
@@ -991,6 +1076,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_resolve, setup, teardown),
       cmocka_unit_test_setup_teardown(test_targets, setup, teardown),
       cmocka_unit_test_setup_teardown(test_commit_validation, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_measure_column, setup, teardown),
       cmocka_unit_test_setup_teardown(test_best_and_top_k, setup, teardown),
       cmocka_unit_test_setup_teardown(test_list, setup, teardown),
       cmocka_unit_test_setup_teardown(test_jobs, setup, teardown),

@@ -1,8 +1,9 @@
 /*
  * test_baselines.c — schema version 2 of the tuning database: vendor
  * baselines (store, replace, read one, list by workload and target, argument
- * checks that leave the file unchanged), the forward migration of a version 1
- * file (records kept, read-only opening refused until migrated), baselines
+ * checks that leave the file unchanged), the forward migrations of a version
+ * 1 file and of a version 3 file (records kept, the measure column added
+ * with NULLs, read-only opening refused until migrated), baselines
  * through export and import (round trip, the newer level kept, a bad line
  * named), and the chart query over a task's records (commit order, job and
  * trial, status, median; unknown targets).
@@ -19,11 +20,13 @@
 #include <string.h>
 #include <unistd.h>
 
-/* What migration 2 -> 3 added, taken away again. */
+/* What migration 3 -> 4 added, taken away again. */
+#define DROP_V4 "ALTER TABLE records DROP COLUMN measure; "
+/* What migrations 2 -> 3 and 3 -> 4 added, taken away again. */
 #define DROP_V3                                                                \
-  "ALTER TABLE records DROP COLUMN confirmed_s; ALTER TABLE records DROP "     \
-  "COLUMN confirmed_spread; ALTER TABLE records DROP COLUMN "                  \
-  "confirmed_rounds; ALTER TABLE records DROP COLUMN confirmed_at; "
+  DROP_V4 "ALTER TABLE records DROP COLUMN confirmed_s; ALTER TABLE records "  \
+          "DROP COLUMN confirmed_spread; ALTER TABLE records DROP COLUMN "     \
+          "confirmed_rounds; ALTER TABLE records DROP COLUMN confirmed_at; "
 
 #include <sqlite3.h>
 
@@ -219,8 +222,8 @@ static void test_migrate_from_v1(void **state) {
   assert_int_equal(ts_db_commit_record(fx->db, &m, NULL), TS_OK);
   ts_db_close(fx->db);
   fx->db = NULL;
-  /* version 1 is version 3 without the baselines table and the confirmed
-   * columns of records */
+  /* version 1 is version 4 without the baselines table, the confirmed
+   * columns and the measure column of records */
   bool server = test_on_server();
   const char *version_sql =
       server ? "SELECT version FROM tessera_schema" : "PRAGMA user_version";
@@ -276,6 +279,98 @@ static void test_migrate_from_v1(void **state) {
   assert_int_equal(ts_db_baseline_get(db, fx->mm, T_SKX, "onednn", 2, &b),
                    TS_OK);
   ts_db_baseline_clear(&b);
+  ts_db_close(db);
+}
+
+/* A version 3 database (records without the measure column) gains the
+ * column with NULL in every record when opened read-write; read-only
+ * opening refuses it until then, leaving it as it was. */
+static void test_migrate_from_v3(void **state) {
+  fixture *fx = *state;
+  double secs[] = {1e-3, 2e-3};
+  ts_db_measurement m[2] = {
+      {.workload_id = fx->mm,
+       .target = T_SKX,
+       .trace_json = TRACE,
+       .run_secs = &secs[0],
+       .n_run_secs = 1},
+      {.workload_id = fx->sm,
+       .target = T_SKX,
+       .trace_json = TRACE,
+       .run_secs = &secs[1],
+       .n_run_secs = 1,
+       .status = TS_DB_STATUS_OK},
+  };
+  assert_int_equal(ts_db_commit_records(fx->db, m, 2, NULL), TS_OK);
+  ts_db_close(fx->db);
+  fx->db = NULL;
+  bool server = test_on_server();
+  const char *version_sql =
+      server ? "SELECT version FROM tessera_schema" : "PRAGMA user_version";
+  const char *has_column =
+      server ? "SELECT count(*) FROM information_schema.columns WHERE "
+               "table_schema = current_schema() AND table_name = 'records' "
+               "AND column_name = 'measure'"
+             : "SELECT count(*) FROM pragma_table_info('records') WHERE "
+               "name = 'measure'";
+  if (server) {
+    assert_true(test_server_exec(fx->path, DROP_V4 "UPDATE tessera_schema SET "
+                                                   "version = 3"));
+  } else {
+    sqlite3 *raw;
+    assert_int_equal(sqlite3_open(fx->path, &raw), SQLITE_OK);
+    assert_int_equal(
+        sqlite3_exec(raw, DROP_V4 "PRAGMA user_version = 3", 0, 0, 0),
+        SQLITE_OK);
+    sqlite3_close(raw);
+  }
+  assert_int_equal(count_rows(fx->path, has_column), 0);
+  assert_int_equal(count_rows(fx->path, version_sql), 3);
+
+  /* read-only: refused with the hint, nothing changed */
+  ts_db_options ro = ts_db_defaults();
+  ro.read_only = true;
+  ts_error err;
+  ts_db *db;
+  assert_int_equal(ts_db_open(fx->path, &ro, &db, &err), TS_EINVAL);
+  assert_null(db);
+  assert_non_null(strstr(err.msg, "older schema version"));
+  assert_non_null(strstr(err.msg, "tessera db migrate"));
+  assert_int_equal(count_rows(fx->path, version_sql), 3);
+  assert_int_equal(count_rows(fx->path, has_column), 0);
+
+  /* read-write: migrated, the old records there with no measure */
+  assert_int_equal(ts_db_open(fx->path, NULL, &fx->db, &err), TS_OK);
+  assert_int_equal(count_rows(fx->path, version_sql), TS_DB_SCHEMA_VERSION);
+  assert_int_equal(count_rows(fx->path, has_column), 1);
+  assert_int_equal(
+      count_rows(fx->path,
+                 "SELECT count(*) FROM records WHERE measure IS NULL"),
+      2);
+  ts_db_record best;
+  assert_int_equal(ts_db_best(fx->db, fx->mm, T_SKX, &best), TS_OK);
+  assert_true(best.median_s == 1e-3);
+  assert_null(best.measure_json);
+  ts_db_record_clear(&best);
+  /* a new record keeps its context beside them */
+  ts_db_measurement again = m[0];
+  again.run_secs = &secs[1];
+  again.measure_json = "{\"threads\":2,\"cpus\":\"0-1\"}";
+  assert_int_equal(ts_db_commit_record(fx->db, &again, NULL), TS_OK);
+  ts_db_record *all;
+  int n;
+  assert_int_equal(ts_db_records_of(fx->db, fx->mm, T_SKX, &all, &n), TS_OK);
+  assert_int_equal(n, 2);
+  assert_null(all[0].measure_json);
+  assert_string_equal(all[1].measure_json, again.measure_json);
+  ts_db_records_free(all, n);
+  assert_int_equal(ts_db_integrity_check(fx->db), TS_OK);
+  /* read-only opening works once migrated and reads the column */
+  assert_int_equal(ts_db_open(fx->path, &ro, &db, &err), TS_OK);
+  assert_int_equal(ts_db_recent_records(db, fx->mm, 1, &all, &n), TS_OK);
+  assert_int_equal(n, 1);
+  assert_string_equal(all[0].measure_json, again.measure_json);
+  ts_db_records_free(all, n);
   ts_db_close(db);
 }
 
@@ -386,10 +481,12 @@ static void test_record_points(void **state) {
   assert_int_equal(ts_db_job_create(db, "j", NULL, 10, &job), TS_OK);
   double s1[] = {3e-3, 1e-3, 2e-3}, s2[] = {5e-4};
   ts_db_measurement m[4] = {
-      {fx->mm, T_SKX, TRACE, s1, 3, TS_DB_STATUS_OK, NULL, job, NULL},
-      {fx->mm, T_SKX, TRACE, NULL, 0, TS_DB_STATUS_BUILD_ERROR, "x", job, NULL},
-      {fx->mm, T_SKX, TRACE, s2, 1, TS_DB_STATUS_WRONG_RESULT, NULL, 0, NULL},
-      {fx->mm, T_SKX1, TRACE, s2, 1, TS_DB_STATUS_OK, NULL, 0, NULL},
+      {fx->mm, T_SKX, TRACE, s1, 3, TS_DB_STATUS_OK, NULL, job, NULL, NULL},
+      {fx->mm, T_SKX, TRACE, NULL, 0, TS_DB_STATUS_BUILD_ERROR, "x", job, NULL,
+       NULL},
+      {fx->mm, T_SKX, TRACE, s2, 1, TS_DB_STATUS_WRONG_RESULT, NULL, 0, NULL,
+       NULL},
+      {fx->mm, T_SKX1, TRACE, s2, 1, TS_DB_STATUS_OK, NULL, 0, NULL, NULL},
   };
   int64_t ids[4];
   assert_int_equal(ts_db_commit_records(db, m, 4, ids), TS_OK);
@@ -427,6 +524,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_put_get_list, setup, teardown),
       cmocka_unit_test_setup_teardown(test_put_checks, setup, teardown),
       cmocka_unit_test_setup_teardown(test_migrate_from_v1, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_migrate_from_v3, setup, teardown),
       cmocka_unit_test_setup_teardown(test_export_import, setup, teardown),
       cmocka_unit_test_setup_teardown(test_record_points, setup, teardown),
   };

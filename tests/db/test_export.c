@@ -2,9 +2,11 @@
  * test_export.c — JSON Lines export and import: export -> import into an
  * empty database -> export gives the same bytes (traces, probe figures and
  * job configurations stored compactly or not, odd strings, every status,
- * jobs and trial indexes, failed records without times); importing into a
+ * jobs and trial indexes, failed records without times, measurement
+ * contexts nested, as strings or null); importing into a
  * database that already has the workloads, targets, jobs and records
- * reuses them and adds no record twice;
+ * reuses them and adds no record twice; record lines of older exports
+ * without "measure" import with none, and sync copies it;
  * and every malformed input names its line and field and leaves the
  * database unchanged, even when the bad line is the last one.
  */
@@ -101,6 +103,15 @@ static void populate(ts_db *db) {
       "{\"version\":1,\"seed\":18446744073709551615}", /* beyond a double */
       "{\"version\":1,\"note\":\"caf\xc3\xa9 \\u00e9 \\\"q\\\" \\\\ \\t\"}",
   };
+  /* measurement contexts: compact (nested on export), spaced (a string),
+   * none */
+  const char *how[] = {
+      "{\"number\":1,\"repeat\":3,\"min_repeat_ms\":10,\"warmup\":0,"
+      "\"flush_cache\":false,\"threads\":2,\"timeout_ms\":2000,"
+      "\"cpus\":\"0-1\"}",
+      "{ \"threads\": 1 }",
+      NULL,
+  };
   ts_db_measurement m[12];
   int n = 0;
   for (int i = 0; i < 12; i++) {
@@ -117,6 +128,7 @@ static void populate(ts_db *db) {
                   : i < 9 ? j2
                           : 0,
         .worker = i % 2 ? "cuda:0" : NULL,
+        .measure_json = how[i % 3],
     };
   }
   assert_int_equal(ts_db_commit_records(db, m, n, NULL), TS_OK);
@@ -180,6 +192,14 @@ static void test_round_trip(void **state) {
   assert_non_null(strstr(first, "\"trace\":\"{\\n  \\\"version\\\": 1"));
   assert_non_null(strstr(first, "18446744073709551615"));
   assert_non_null(strstr(first, "\"job\":null,\"trial\":null"));
+  assert_non_null(strstr(first, "\"measure\":{\"number\":1,\"repeat\":3,"
+                                "\"min_repeat_ms\":10,\"warmup\":0,"
+                                "\"flush_cache\":false,\"threads\":2,"
+                                "\"timeout_ms\":2000,\"cpus\":\"0-1\"},"
+                                "\"trace\":"));
+  assert_non_null(
+      strstr(first, "\"measure\":\"{ \\\"threads\\\": 1 }\",\"trace\":"));
+  assert_non_null(strstr(first, "\"measure\":null,\"trace\":"));
   for (const char *p = first; *p; p++) assert_true(*p != '\t');
 
   /* the contents agree record by record */
@@ -202,6 +222,10 @@ static void test_round_trip(void **state) {
     assert_string_equal(ra[i].created, rb[i].created);
     assert_int_equal(ra[i].trial, rb[i].trial);
     assert_int_equal(ra[i].job_id != 0, rb[i].job_id != 0);
+    if (ra[i].measure_json)
+      assert_string_equal(ra[i].measure_json, rb[i].measure_json);
+    else
+      assert_null(rb[i].measure_json);
   }
   ts_db_records_free(ra, na);
   ts_db_records_free(rb, nb);
@@ -319,6 +343,25 @@ static void test_import_errors(void **state) {
        "\"median_s\":1e-3,\"error\":\"\",\"worker\":\"\",\"tessera\":"
        "\"0.1.0\",\"created\":\"x\",\"trace\":{\"version\":1}}",
        "t.jsonl:9: field \"run_secs\": expected an array of numbers"},
+      {9,
+       "{\"type\":\"record\",\"workload\":1,\"target\":1,\"job\":null,"
+       "\"trial\":null,\"status\":\"ok\",\"run_secs\":[1e-3],\"median_s\":"
+       "1e-3,\"error\":\"\",\"worker\":\"\",\"tessera\":\"0.1.0\","
+       "\"created\":\"x\",\"measure\":[2],\"trace\":{\"version\":1}}",
+       "t.jsonl:9: field \"measure\" is not a JSON object"},
+      {20,
+       "{\"type\":\"record\",\"workload\":1,\"target\":1,\"job\":null,"
+       "\"trial\":null,\"status\":\"ok\",\"run_secs\":[1e-3],\"median_s\":"
+       "1e-3,\"error\":\"\",\"worker\":\"\",\"tessera\":\"0.1.0\","
+       "\"created\":\"x\",\"measure\":\"{\\\"threads\\\":\","
+       "\"trace\":{\"version\":1}}",
+       "t.jsonl:20: field \"measure\" is not valid JSON"},
+      {9,
+       "{\"type\":\"record\",\"workload\":1,\"target\":1,\"job\":null,"
+       "\"trial\":null,\"status\":\"ok\",\"run_secs\":[1e-3],\"median_s\":"
+       "1e-3,\"error\":\"\",\"worker\":\"\",\"tessera\":\"0.1.0\","
+       "\"created\":\"x\",\"measure\":7,\"trace\":{\"version\":1}}",
+       "t.jsonl:9: field \"measure\": expected a JSON object"},
       {7,
        "{\"type\":\"job\",\"id\":1,\"name\":\"j\",\"config\":[1],\"state\":"
        "\"running\",\"started\":\"x\",\"finished\":null,\"trials_budget\":1,"
@@ -395,10 +438,89 @@ static void test_import_errors(void **state) {
   ts_db_close(b);
 }
 
+/* A record line of an older export has no "measure" field, or null: it
+ * imports with none; an object or a string holding one imports as its
+ * text, and exports again as it came. */
+static void test_measure_field(void **state) {
+  fixture *fx = *state;
+  ts_db *a = open_db(fx->a);
+  int64_t w = commit_spec(a, "matmul M=8 N=8 K=8", "mm8");
+  (void)w;
+  char *empty = export_to_string(a, NULL);
+  /* header, target-less: the workload line is the second */
+  char *workload = strchr(empty, '\n') + 1;
+  char *end = strchr(workload, '\n');
+  *end = 0;
+  char text[8192];
+  const char *rec =
+      "{\"type\":\"record\",\"workload\":1,\"target\":1,\"job\":null,"
+      "\"trial\":null,\"status\":\"ok\",\"run_secs\":[%s],\"median_s\":%s,"
+      "\"error\":\"\",\"worker\":\"\",\"tessera\":\"0.1.0\","
+      "\"created\":\"2025-01-01T00:00:00.000Z\",%s\"trace\":{\"version\":1}}"
+      "\n";
+  char r1[600], r2[600], r3[600], r4[600];
+  snprintf(r1, sizeof r1, rec, "1e-3", "1e-3", "");
+  snprintf(r2, sizeof r2, rec, "2e-3", "2e-3", "\"measure\":null,");
+  snprintf(r3, sizeof r3, rec, "3e-3", "3e-3",
+           "\"measure\":{\"threads\":2,\"cpus\":null},");
+  snprintf(r4, sizeof r4, rec, "4e-3", "4e-3",
+           "\"measure\":\"{ \\\"cpus\\\": \\\"0,2-3\\\" }\",");
+  snprintf(text, sizeof text,
+           "{\"format\":\"tessera-db\",\"format_version\":1,"
+           "\"schema_version\":3,\"tessera\":\"0.1.0\"}\n"
+           "{\"type\":\"target\",\"id\":1,\"target\":\"%s\",\"probe\":null,"
+           "\"probed\":null,\"created\":\"2025-01-01T00:00:00.000Z\"}\n"
+           "%s\n%s%s%s%s",
+           T_SKX, workload, r1, r2, r3, r4);
+  ts_db *b = open_db(fx->b);
+  FILE *in = file_of(text);
+  ts_db_import_stats st;
+  int rc = ts_db_import(b, in, "old.jsonl", &st);
+  fclose(in);
+  if (rc) fail_msg("import: %s", ts_db_errmsg(b));
+  assert_int_equal(st.records, 4);
+  ts_db_record *r;
+  int n;
+  assert_int_equal(ts_db_records_of(b, 1, T_SKX, &r, &n), TS_OK);
+  assert_int_equal(n, 4);
+  assert_null(r[0].measure_json);
+  assert_null(r[1].measure_json);
+  assert_string_equal(r[2].measure_json, "{\"threads\":2,\"cpus\":null}");
+  assert_string_equal(r[3].measure_json, "{ \"cpus\": \"0,2-3\" }");
+  ts_db_records_free(r, n);
+  /* exported: null, the object nested, the spaced text as a string */
+  char *out = export_to_string(b, NULL);
+  assert_non_null(strstr(out, "\"run_secs\":[0.001],\"median_s\":0.001,"));
+  const char *p = strstr(out, "\"measure\":null,\"trace\"");
+  assert_non_null(p);
+  assert_non_null(strstr(p + 1, "\"measure\":null,\"trace\""));
+  assert_non_null(
+      strstr(out, "\"measure\":{\"threads\":2,\"cpus\":null},\"trace\""));
+  assert_non_null(
+      strstr(out, "\"measure\":\"{ \\\"cpus\\\": \\\"0,2-3\\\" }\",\"trace\""));
+  /* and sync copies it */
+  ts_db *c;
+  char path_c[300];
+  test_fresh_db(fx->dir, "export_c.db", path_c, sizeof path_c);
+  ts_error err;
+  assert_int_equal(ts_db_open(path_c, NULL, &c, &err), TS_OK);
+  assert_int_equal(ts_db_sync(b, c, T_SKX, &st), TS_OK);
+  assert_int_equal(st.records, 4);
+  char *synced = export_to_string(c, NULL);
+  assert_string_equal(out, synced);
+  free(synced);
+  free(out);
+  free(empty);
+  ts_db_close(c);
+  ts_db_close(a);
+  ts_db_close(b);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_round_trip, setup, teardown),
       cmocka_unit_test_setup_teardown(test_import_errors, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_measure_field, setup, teardown),
   };
   test_server_url(); /* exits 77 when the server was meant but is absent */
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -207,6 +207,28 @@ static void test_threads_under_filter(void **state) {
   ts_runner_destroy(r);
 }
 
+/* No thread count anywhere (device 0, request 0): the measuring child
+ * runs on every online core, a count read before the filter is installed
+ * (asking the system from inside the sandbox is a forbidden open). */
+static void test_default_threads_under_filter(void **state) {
+  fixture *f = *state;
+  ts_device_options d = ts_device_defaults();
+  d.threads = 0;
+  d.seccomp = true;
+  ts_runner *r = NULL;
+  ts_error err;
+  ts_error_clear(&err);
+  assert_int_equal(ts_runner_embedded_create(&d, &r, &err), TS_OK);
+  ts_measure_config c = fast_config(5000);
+  c.threads = 0;
+  c.eval.flush_cache = true;
+  ts_measure_result res;
+  ts_artifact *a = f->add;
+  assert_int_equal(ts_runner_measure(r, &c, NULL, &a, 1, &res, &err), TS_OK);
+  if (res.status != TS_MEASURE_OK) fail_msg("%s", res.error);
+  ts_runner_destroy(r);
+}
+
 /* Issue 27's attack: the descriptor writer sent to a worker over loopback;
  * the worker answers run_error and keeps measuring. */
 static void test_worker_survives(void **state) {
@@ -252,6 +274,7 @@ int main(void) {
       cmocka_unit_test(test_open_socket_exec),
       cmocka_unit_test(test_grandchild),
       cmocka_unit_test(test_threads_under_filter),
+      cmocka_unit_test(test_default_threads_under_filter),
       cmocka_unit_test(test_worker_survives),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
