@@ -68,11 +68,11 @@ cat >"$TMP/rule.json" <<'EOF'
 {"version":1,"instructions":[{"kind":"get_block","inputs":[],"attrs":["C"],"outputs":["b0"]},{"kind":"get_loops","inputs":["b0"],"attrs":[],"outputs":["l1","l2","l3"]},{"kind":"split","inputs":["l1",null,4],"attrs":[],"outputs":["l4","l5"]}],"decisions":[]}
 EOF
 expect 0 "$T" tune --workload "$W2" --trials 4 --batch 4 --threads 1 \
-  --db "$TMP/r.db" --job ruled --rule "C=$TMP/rule.json" --quiet
+  --db "$TMP/r.db" --job ruled --rule "C=$TMP/rule.json" --quiet --no-summary-measure
 mv "$TMP/rule.json" "$TMP/rule2.json"
-expect 0 "$T" tune --job ruled --db "$TMP/r.db" --trials 8 --quiet
+expect 0 "$T" tune --job ruled --db "$TMP/r.db" --trials 8 --quiet --no-summary-measure
 expect 0 "$T" tune --job ruled --db "$TMP/r.db" --trials 10 --quiet \
-  --rule "C=$TMP/rule2.json"
+  --rule "C=$TMP/rule2.json" --no-summary-measure
 contains err "the --rule given apply to this run (the job started with 1 rule"
 "$T" db export --db "$TMP/r.db" >"$TMP/out" 2>&1 || fail "db export"
 grep '"type":"record"' "$TMP/out" >"$TMP/recs"
