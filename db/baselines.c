@@ -4,6 +4,8 @@
  * given thread count. `tessera bench --db` and the tuner's summary store
  * them; reports draw them beside tessera's own curve. One row per workload,
  * target, vendor and thread count; a new measurement replaces the old one.
+ * A confirmation stores its vendors with the side-by-side ratio of the
+ * rounds it timed them in (side_ratio, side_rounds).
  */
 #include "internal.h"
 
@@ -42,6 +44,18 @@ int db_check_baseline(const char *vendor, int64_t threads, double gflops,
   return TS_OK;
 }
 
+int db_check_side(double side_ratio, int64_t side_rounds, const char *where,
+                  ts_error *err) {
+  if (side_rounds < 1 || side_rounds > 1000000)
+    return TS_ERR(err, TS_EINVAL, "%sside_rounds %lld is not a round count",
+                  where, (long long)side_rounds);
+  if (!isfinite(side_ratio) || side_ratio <= 0)
+    return TS_ERR(err, TS_EINVAL,
+                  "%sside_ratio %g is not a positive finite number", where,
+                  side_ratio);
+  return TS_OK;
+}
+
 static void read_baseline(db_q *st, ts_db_baseline *b) {
   memset(b, 0, sizeof *b);
   b->id = db_column_int64(st, 0);
@@ -52,13 +66,28 @@ static void read_baseline(db_q *st, ts_db_baseline *b) {
   b->threads = db_column_int(st, 5);
   b->gflops = db_column_double(st, 6);
   db_column_copy(st, 7, b->created, sizeof b->created);
+  bool side = db_column_type(st, 8) != SQLITE_NULL &&
+              db_column_type(st, 9) != SQLITE_NULL;
+  b->side_rounds = side ? db_column_int(st, 9) : 0;
+  b->side_ratio = side && b->side_rounds > 0 ? db_column_double(st, 8) : NAN;
+}
+
+void db_bind_side(db_q *st, double side_ratio, int side_rounds) {
+  if (side_rounds > 0) {
+    db_bind_double(st, 8, side_ratio);
+    db_bind_int(st, 9, side_rounds);
+  } else {
+    db_bind_null(st, 8);
+    db_bind_null(st, 9);
+  }
 }
 
 typedef struct put_ctx {
   int64_t workload_id;
   const char *target, *vendor;
   int threads;
-  double gflops;
+  double gflops, side_ratio;
+  int side_rounds;
 } put_ctx;
 
 static int put_body(ts_db *db, void *p) {
@@ -84,6 +113,7 @@ static int put_body(ts_db *db, void *p) {
   db_bind_double(st, 5, c->gflops);
   db_bind_text(st, 6, now, -1);
   db_bind_int(st, 7, 0); /* always replace */
+  db_bind_side(st, c->side_ratio, c->side_rounds);
   rc = db_step(db, st);
   db_reset(st);
   if (rc != SQLITE_DONE) return db_fail(db, rc, "storing a baseline");
@@ -95,7 +125,19 @@ int ts_db_baseline_put(ts_db *db, int64_t workload_id, const char *target,
   db_begin_call(db);
   if (db_check_baseline(vendor, threads, gflops, "baseline: ", &db->err))
     return db->err.code;
-  put_ctx c = {workload_id, target, vendor, threads, gflops};
+  put_ctx c = {workload_id, target, vendor, threads, gflops, NAN, 0};
+  return db_write(db, put_body, &c);
+}
+
+int ts_db_baseline_put_side(ts_db *db, int64_t workload_id, const char *target,
+                            const char *vendor, int threads, double gflops,
+                            double side_ratio, int side_rounds) {
+  db_begin_call(db);
+  if (db_check_baseline(vendor, threads, gflops, "baseline: ", &db->err) ||
+      db_check_side(side_ratio, side_rounds, "baseline: ", &db->err))
+    return db->err.code;
+  put_ctx c = {workload_id, target,     vendor,     threads,
+               gflops,      side_ratio, side_rounds};
   return db_write(db, put_body, &c);
 }
 

@@ -30,7 +30,7 @@
 
 /* The schema version this build writes (PRAGMA user_version). Older files
  * are migrated forward when opened read-write; newer ones are refused. */
-#define TS_DB_SCHEMA_VERSION 4
+#define TS_DB_SCHEMA_VERSION 5
 
 typedef struct ts_db ts_db;
 
@@ -387,6 +387,13 @@ typedef struct ts_db_baseline {
   int threads;      /* threads the library was given */
   double gflops;    /* workload FLOPs / median seconds / 1e9 */
   char created[32]; /* when it was stored */
+  /* Measured side by side: in a confirmation (tuner/confirm.c), in the same
+   * interleaved rounds as the workload's confirmed best, side_ratio is the
+   * median over those rounds of vendor / tessera latency (> 1: tessera is
+   * faster) and side_rounds their number. A level measured on its own has
+   * side_rounds 0 and side_ratio NAN. */
+  double side_ratio;
+  int side_rounds;
 } ts_db_baseline;
 /* Frees the strings of b (not b itself); safe on a zeroed struct. */
 void ts_db_baseline_clear(ts_db_baseline *b);
@@ -400,6 +407,12 @@ void ts_db_baselines_free(ts_db_baseline *baselines, int n);
  * the bad argument; TS_ENOTFOUND for an unknown workload. */
 int ts_db_baseline_put(ts_db *db, int64_t workload_id, const char *target,
                        const char *vendor, int threads, double gflops);
+/* The same for a level measured side by side with tessera's confirmed best
+ * (see ts_db_baseline): side_ratio finite and > 0, side_rounds >= 1. A later
+ * ts_db_baseline_put of the same row clears the two. */
+int ts_db_baseline_put_side(ts_db *db, int64_t workload_id, const char *target,
+                            const char *vendor, int threads, double gflops,
+                            double side_ratio, int side_rounds);
 /* The stored level of exactly that workload, target, vendor and thread
  * count into *out (clear with ts_db_baseline_clear); TS_ENOTFOUND when
  * there is none. */

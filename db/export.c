@@ -198,6 +198,13 @@ static cJSON *baseline_row(exporter *x, db_q *st, int64_t ordinal) {
   cJSON_AddNumberToObject(o, "threads", (double)db_column_int64(st, 3));
   cJSON_AddNumberToObject(o, "gflops", db_column_double(st, 4));
   add_text(o, "created", st, 5);
+  /* a level measured beside the confirmed best: only then the two fields
+   * (older readers ignore them) */
+  if (db_column_type(st, 6) != SQLITE_NULL &&
+      db_column_type(st, 7) != SQLITE_NULL) {
+    cJSON_AddNumberToObject(o, "side_ratio", db_column_double(st, 6));
+    cJSON_AddNumberToObject(o, "side_rounds", (double)db_column_int64(st, 7));
+  }
   return o;
 }
 
@@ -246,7 +253,7 @@ static int export_filtered(ts_db *db, FILE *out, int64_t target_id) {
   if (!rc) {
     snprintf(sql, sizeof sql,
              "SELECT workload_id, target_id, vendor, threads, gflops, "
-             "created FROM baselines%s ORDER BY id",
+             "created, side_ratio, side_rounds FROM baselines%s ORDER BY id",
              where_records);
     rc = export_rows(&x, sql, baseline_row);
   }
@@ -703,20 +710,24 @@ static int import_record(importer *im, const cJSON *o) {
 }
 
 static int import_baseline(importer *im, const cJSON *o) {
-  int64_t workload, target, threads;
+  int64_t workload, target, threads, side_rounds;
   const char *vendor, *created;
-  double gflops;
+  double gflops, side_ratio;
+  bool no_side;
   int rc;
   if ((rc = get_ref(im, o, "workload", &im->workloads, false, &workload)) ||
       (rc = get_ref(im, o, "target", &im->targets, false, &target)) ||
       (rc = get_string(im, o, "vendor", false, &vendor)) ||
       (rc = get_int(im, o, "threads", false, &threads, NULL)) ||
       (rc = get_number(im, o, "gflops", false, &gflops)) ||
-      (rc = get_string(im, o, "created", false, &created)))
+      (rc = get_string(im, o, "created", false, &created)) ||
+      (rc = get_int(im, o, "side_rounds", true, &side_rounds, &no_side)) ||
+      (rc = get_number(im, o, "side_ratio", no_side, &side_ratio)))
     return rc;
   ts_error e;
   ts_error_clear(&e);
-  if (db_check_baseline(vendor, threads, gflops, "", &e))
+  if (db_check_baseline(vendor, threads, gflops, "", &e) ||
+      (!no_side && db_check_side(side_ratio, side_rounds, "", &e)))
     return fail(im, "%s", e.msg);
   if (!im->write) return TS_OK;
   db_q *st = db_stmt(im->db, ST_BASELINE_PUT);
@@ -728,6 +739,7 @@ static int import_baseline(importer *im, const cJSON *o) {
   db_bind_double(st, 5, gflops);
   db_bind_text(st, 6, created, -1);
   db_bind_int(st, 7, 1); /* keep the newer of two levels */
+  db_bind_side(st, side_ratio, no_side ? 0 : (int)side_rounds);
   if ((rc = store(im, ST_BASELINE_PUT, NULL))) return rc;
   im->stats.baselines += db_changes(im->db);
   return TS_OK;

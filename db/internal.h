@@ -34,7 +34,8 @@
 /* The columns of a baseline query, in the order baselines.c reads them. */
 #define BASELINE_COLUMNS                                                       \
   "b.id, b.workload_id, b.target_id, t.target, b.vendor, b.threads, "          \
-  "b.gflops, b.created FROM baselines b JOIN targets t ON t.id = b.target_id"
+  "b.gflops, b.created, b.side_ratio, b.side_rounds FROM baselines b JOIN "    \
+  "targets t ON t.id = b.target_id"
 
 #define JOB_COLUMNS                                                            \
   "id, name, config, state, started, finished, trials_budget, trials_done "    \
@@ -149,9 +150,10 @@
   /* vendor levels (baselines.c); an import keeps the newer of two */          \
   X(ST_BASELINE_PUT,                                                           \
     "INSERT INTO baselines(workload_id, target_id, vendor, threads, gflops, "  \
-    "created) VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT(workload_id, "       \
-    "target_id, vendor, threads) DO UPDATE SET gflops = excluded.gflops, "     \
-    "created = excluded.created WHERE ?7 = 0 OR "                              \
+    "created, side_ratio, side_rounds) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?8, "   \
+    "?9) ON CONFLICT(workload_id, target_id, vendor, threads) DO UPDATE SET "  \
+    "gflops = excluded.gflops, created = excluded.created, side_ratio = "      \
+    "excluded.side_ratio, side_rounds = excluded.side_rounds WHERE ?7 = 0 OR " \
     "excluded.created > baselines.created")                                    \
   X(ST_BASELINE_GET, "SELECT " BASELINE_COLUMNS " WHERE b.workload_id = ?1 "   \
                      "AND b.target_id = ?2 AND b.vendor = ?3 AND "             \
@@ -426,6 +428,13 @@ char *db_run_secs_json(const double *secs, int n);
  * bad one (prefixed with `where`) on err. */
 int db_check_baseline(const char *vendor, int64_t threads, double gflops,
                       const char *where, ts_error *err);
+/* Checks a side-by-side ratio and its round count; TS_EINVAL naming the bad
+ * one (prefixed with `where`). */
+int db_check_side(double side_ratio, int64_t side_rounds, const char *where,
+                  ts_error *err);
+/* Binds ?8 and ?9 of ST_BASELINE_PUT: the ratio and rounds, NULL when
+ * side_rounds is 0. */
+void db_bind_side(db_q *st, double side_ratio, int side_rounds);
 
 /* ---- jobs.c ---- */
 

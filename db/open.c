@@ -91,6 +91,12 @@ const char *const db_migrations[TS_DB_SCHEMA_VERSION] = {
     /* 3 -> 4: the measurement context of a record (a JSON object: evaluator
      * settings, threads, timeout, CPU set); NULL for older records. */
     "ALTER TABLE records ADD COLUMN IF NOT EXISTS measure TEXT;\n",
+    /* 4 -> 5: a vendor level measured in a confirmation's interleaved
+     * rounds, beside the workload's candidates: tessera's confirmed best
+     * against it (the median of the rounds' vendor / tessera latency) and
+     * the number of rounds; NULL for a level measured on its own. */
+    "ALTER TABLE baselines ADD COLUMN IF NOT EXISTS side_ratio REAL;\n"
+    "ALTER TABLE baselines ADD COLUMN IF NOT EXISTS side_rounds INTEGER;\n",
 };
 
 static const char *const statement_sql[N_STATEMENTS] = {

@@ -22,6 +22,10 @@
 
 /* What migration 3 -> 4 added, taken away again. */
 #define DROP_V4 "ALTER TABLE records DROP COLUMN measure; "
+/* What migration 4 -> 5 added. */
+#define DROP_V5                                                                \
+  "ALTER TABLE baselines DROP COLUMN side_ratio; ALTER TABLE baselines DROP "  \
+  "COLUMN side_rounds; "
 /* What migrations 2 -> 3 and 3 -> 4 added, taken away again. */
 #define DROP_V3                                                                \
   DROP_V4 "ALTER TABLE records DROP COLUMN confirmed_s; ALTER TABLE records "  \
@@ -209,6 +213,58 @@ static void test_put_checks(void **state) {
   assert_int_equal(count_rows(fx->path, "SELECT count(*) FROM targets"), 0);
 }
 
+/* A level measured beside the confirmed best keeps its ratio and rounds; a
+ * level measured on its own later clears them. */
+static void test_side_by_side(void **state) {
+  fixture *fx = *state;
+  ts_db *db = fx->db;
+  assert_int_equal(ts_db_baseline_put(db, fx->mm, T_SKX, "onednn", 2, 80),
+                   TS_OK);
+  ts_db_baseline b;
+  assert_int_equal(ts_db_baseline_get(db, fx->mm, T_SKX, "onednn", 2, &b),
+                   TS_OK);
+  assert_int_equal(b.side_rounds, 0);
+  assert_true(isnan(b.side_ratio));
+  ts_db_baseline_clear(&b);
+  assert_int_equal(
+      ts_db_baseline_put_side(db, fx->mm, T_SKX, "onednn", 2, 81, 1.25, 7),
+      TS_OK);
+  assert_int_equal(ts_db_baseline_get(db, fx->mm, T_SKX, "onednn", 2, &b),
+                   TS_OK);
+  assert_true(b.gflops == 81);
+  assert_true(b.side_ratio == 1.25);
+  assert_int_equal(b.side_rounds, 7);
+  ts_db_baseline_clear(&b);
+  ts_db_baseline *rows;
+  int n;
+  assert_int_equal(ts_db_baselines(db, fx->mm, T_SKX, &rows, &n), TS_OK);
+  assert_int_equal(n, 1);
+  assert_true(rows[0].side_ratio == 1.25);
+  ts_db_baselines_free(rows, n);
+  /* bad ratios and round counts are refused, the row unchanged */
+  assert_int_equal(
+      ts_db_baseline_put_side(db, fx->mm, T_SKX, "onednn", 2, 81, NAN, 7),
+      TS_EINVAL);
+  assert_non_null(strstr(ts_db_errmsg(db), "side_ratio nan"));
+  assert_int_equal(
+      ts_db_baseline_put_side(db, fx->mm, T_SKX, "onednn", 2, 81, 0.5, 0),
+      TS_EINVAL);
+  assert_non_null(strstr(ts_db_errmsg(db), "side_rounds 0"));
+  /* measured alone again: no longer side by side */
+  assert_int_equal(ts_db_baseline_put(db, fx->mm, T_SKX, "onednn", 2, 70),
+                   TS_OK);
+  assert_int_equal(ts_db_baseline_get(db, fx->mm, T_SKX, "onednn", 2, &b),
+                   TS_OK);
+  assert_int_equal(b.side_rounds, 0);
+  assert_true(isnan(b.side_ratio));
+  ts_db_baseline_clear(&b);
+  assert_int_equal(
+      count_rows(fx->path,
+                 "SELECT count(*) FROM baselines WHERE side_ratio IS NULL AND "
+                 "side_rounds IS NULL"),
+      1);
+}
+
 /* ---- migration ---- */
 
 static void test_migrate_from_v1(void **state) {
@@ -314,13 +370,13 @@ static void test_migrate_from_v3(void **state) {
              : "SELECT count(*) FROM pragma_table_info('records') WHERE "
                "name = 'measure'";
   if (server) {
-    assert_true(test_server_exec(fx->path, DROP_V4 "UPDATE tessera_schema SET "
-                                                   "version = 3"));
+    assert_true(test_server_exec(fx->path, DROP_V5 DROP_V4
+                                 "UPDATE tessera_schema SET version = 3"));
   } else {
     sqlite3 *raw;
     assert_int_equal(sqlite3_open(fx->path, &raw), SQLITE_OK);
     assert_int_equal(
-        sqlite3_exec(raw, DROP_V4 "PRAGMA user_version = 3", 0, 0, 0),
+        sqlite3_exec(raw, DROP_V5 DROP_V4 "PRAGMA user_version = 3", 0, 0, 0),
         SQLITE_OK);
     sqlite3_close(raw);
   }
@@ -359,6 +415,10 @@ static void test_migrate_from_v3(void **state) {
   assert_int_equal(ts_db_commit_record(fx->db, &again, NULL), TS_OK);
   ts_db_record *all;
   int n;
+  /* and the side-by-side columns of version 5 */
+  assert_int_equal(
+      ts_db_baseline_put_side(fx->db, fx->mm, T_SKX, "onednn", 2, 50, 0.9, 3),
+      TS_OK);
   assert_int_equal(ts_db_records_of(fx->db, fx->mm, T_SKX, &all, &n), TS_OK);
   assert_int_equal(n, 2);
   assert_null(all[0].measure_json);
@@ -414,6 +474,9 @@ static void test_export_import(void **state) {
                    TS_OK);
   assert_int_equal(ts_db_baseline_put(a, fx->sm, T_SKX, "naive", 1, 0.125),
                    TS_OK);
+  assert_int_equal(
+      ts_db_baseline_put_side(a, fx->mm, T_SKX, "openblas", 2, 60, 1.5, 7),
+      TS_OK);
   char *first = export_to_string(a);
   char want[64];
   snprintf(want, sizeof want, "\"schema_version\":%d", TS_DB_SCHEMA_VERSION);
@@ -424,6 +487,7 @@ static void test_export_import(void **state) {
                                 "\"created\":\""));
   assert_non_null(strstr(first, "\"vendor\":\"naive\",\"threads\":1,"
                                 "\"gflops\":0.125"));
+  assert_non_null(strstr(first, "\"side_ratio\":1.5,\"side_rounds\":7}"));
 
   /* into an empty database and out again: the same bytes */
   ts_db *b;
@@ -431,9 +495,15 @@ static void test_export_import(void **state) {
   assert_int_equal(ts_db_open(fx->path2, NULL, &b, &err), TS_OK);
   ts_db_import_stats st;
   assert_int_equal(import_text(b, first, &st), TS_OK);
-  assert_int_equal(st.baselines, 2);
+  assert_int_equal(st.baselines, 3);
   char *second = export_to_string(b);
   assert_string_equal(first, second);
+  ts_db_baseline side;
+  assert_int_equal(ts_db_baseline_get(b, 1, T_SKX, "openblas", 2, &side),
+                   TS_OK);
+  assert_true(side.side_ratio == 1.5);
+  assert_int_equal(side.side_rounds, 7);
+  ts_db_baseline_clear(&side);
 
   /* an older level does not replace a newer one; a newer one does */
   char *older = replace(first, "\"gflops\":85.5,\"created\":\"",
@@ -462,7 +532,11 @@ static void test_export_import(void **state) {
   assert_int_equal(import_text(b, dangling, &st), TS_EINVAL);
   assert_non_null(strstr(ts_db_errmsg(b), "field \"workload\": no workload "
                                           "with id 7"));
-  assert_int_equal(count_rows(fx->path2, "SELECT count(*) FROM baselines"), 2);
+  char *bad_side = replace(first, "\"side_rounds\":7", "\"side_rounds\":0");
+  assert_int_equal(import_text(b, bad_side, &st), TS_EINVAL);
+  assert_non_null(strstr(ts_db_errmsg(b), "side_rounds 0 is not a round"));
+  free(bad_side);
+  assert_int_equal(count_rows(fx->path2, "SELECT count(*) FROM baselines"), 3);
   ts_db_close(b);
   free(first);
   free(second);
@@ -524,6 +598,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_put_get_list, setup, teardown),
       cmocka_unit_test_setup_teardown(test_put_checks, setup, teardown),
       cmocka_unit_test_setup_teardown(test_migrate_from_v1, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_side_by_side, setup, teardown),
       cmocka_unit_test_setup_teardown(test_migrate_from_v3, setup, teardown),
       cmocka_unit_test_setup_teardown(test_export_import, setup, teardown),
       cmocka_unit_test_setup_teardown(test_record_points, setup, teardown),
