@@ -330,6 +330,15 @@ static const ts_db_baseline *best_vendor(const task *t) {
   return v;
 }
 
+/* tessera's best against a vendor level: the ratio of the confirmation's
+ * rounds when the level was measured in them (side by side), else the
+ * quotient of two figures measured apart; NAN without a best. */
+static double vendor_ratio(const task *t, const ts_db_baseline *v, bool *side) {
+  *side = v->side_rounds > 0 && isfinite(v->side_ratio);
+  if (*side) return v->side_ratio;
+  return isfinite(t->best_gflops) ? t->best_gflops / v->gflops : NAN;
+}
+
 /* The summary row of a task; the peak and vendor cells are written in all
  * rows and hidden by a class on the table when no row has them. */
 static void summary_row(report *r, const task *t) {
@@ -366,9 +375,16 @@ static void summary_row(report *r, const task *t) {
     format_gflops(v->gflops, vg);
     report_escape(b, v->vendor);
     report_printf(b, " %s", vg);
-    if (isfinite(t->best_gflops))
-      report_printf(b, " <span class=\"ratio\">(×%.2f)</span>",
-                    t->best_gflops / v->gflops);
+    bool side;
+    double ratio = vendor_ratio(t, v, &side);
+    if (isfinite(ratio))
+      report_printf(b, " <span class=\"ratio\" title=\"%s\">(×%.2f%s)</span>",
+                    side ? "the median of the confirmation's interleaved "
+                           "rounds: tessera and the vendor timed in the same "
+                           "seconds"
+                         : "two figures measured apart (tessera db confirm "
+                           "measures them side by side)",
+                    ratio, side ? " side by side" : ", apart");
   } else {
     report_puts(b, "—");
   }
@@ -587,9 +603,20 @@ static void section(report *r, const task *t) {
     report_escape(b, v->vendor);
     report_printf(b, " (%d thread%s): %s GFLOP/s", v->threads,
                   v->threads == 1 ? "" : "s", s1);
-    if (isfinite(t->best_gflops))
-      report_printf(b, " · tessera ×%.2f (%s best against this figure)",
-                    t->best_gflops / v->gflops,
+    bool side;
+    double ratio = vendor_ratio(t, v, &side);
+    if (side)
+      report_printf(b,
+                    " · tessera ×%.2f <strong>side by side</strong> (median "
+                    "of %d interleaved rounds of the confirmation, tessera's "
+                    "confirmed best and %s timed in the same seconds)",
+                    ratio, v->side_rounds, v->vendor);
+    else if (isfinite(ratio))
+      report_printf(b,
+                    " · tessera ×%.2f <span class=\"how\">measured apart "
+                    "(%s best against this figure; <code>tessera db "
+                    "confirm</code> times both side by side)</span>",
+                    ratio,
                     t->best.confirmed_rounds > 0 ? "the confirmed"
                                                  : "the search-time");
     report_puts(b, ", measured ");
@@ -966,7 +993,10 @@ static void json_row(report *r, const task *t) {
     cJSON_AddStringToObject(x, "vendor", v->vendor);
     cJSON_AddNumberToObject(x, "threads", v->threads);
     add_number(x, "gflops", v->gflops);
-    add_number(x, "ratio", t->best_gflops / v->gflops);
+    bool side;
+    add_number(x, "ratio", vendor_ratio(t, v, &side));
+    cJSON_AddBoolToObject(x, "side_by_side", side);
+    cJSON_AddNumberToObject(x, "side_rounds", side ? v->side_rounds : 0);
     cJSON_AddStringToObject(x, "created", v->created);
     cJSON_AddItemToArray(vendors, x);
   }

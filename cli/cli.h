@@ -188,6 +188,30 @@ void cli_print_target_isa(FILE *out, const ts_target *t);
 /* The median of v[0..n) (sorts v in place); NAN when n is 0. */
 double cli_median(double *v, int n);
 
+/* Vendor libraries opened as confirmation peers of a workload (peers.c):
+ * every library of bench/ that implements it (the plain C loop only where
+ * none does), with `threads` threads. */
+typedef struct cli_peers {
+  ts_confirm_peer peers[TS_CONFIRM_MAX_PEERS];
+  struct ts_bench_session *sessions[TS_CONFIRM_MAX_PEERS];
+  int n;
+  ts_workload *owned; /* the workload cli_peers_open_db built, or NULL */
+  char why[192];      /* a library that applies but failed to open, or "" */
+} cli_peers;
+/* Opens them (w NULL: none); returns how many. */
+int cli_peers_open(const ts_workload *w, int threads, cli_peers *out);
+/* The same for a stored workload, its operator from `spec` (NULL: the
+ * spec a job stored, cli_workload_spec), `threads` threads (0: the
+ * target's cores). A workload without a spec has no peers. */
+int cli_peers_open_db(ts_db *db, int64_t workload_id, const char *spec,
+                      const char *target, int threads, cli_peers *out);
+/* Closes them in the reverse order of opening. */
+void cli_peers_close(cli_peers *p);
+/* The operator spec a job stored for the workload (the newest job that
+ * lists it by spec), malloc'd; NULL when none did (a graph task, a TIR
+ * file). */
+char *cli_workload_spec(ts_db *db, int64_t workload_id);
+
 /* The first trial of job_id at which a task reached 90% of its final best
  * throughput (latency <= best / 0.9), or -1 (cmd_tune.c). */
 int64_t cli_trial_at_90(ts_db *db, int64_t workload, const char *target,

@@ -875,6 +875,12 @@ static int confirm_one(ts_db *db, const db_args *a, const char *target,
   if (a->top) o.top_k = (int)a->top;
   if (a->rounds) o.rounds = (int)a->rounds;
   if (a->threads) o.threads = (int)a->threads;
+  /* the vendor libraries that implement the workload, timed in the same
+   * rounds */
+  cli_peers peers;
+  cli_peers_open_db(db, id, a->spec, target, o.threads, &peers);
+  o.peers = peers.peers;
+  o.n_peers = peers.n;
   ts_confirm_result r;
   ts_error err;
   ts_error_clear(&err);
@@ -884,6 +890,7 @@ static int confirm_one(ts_db *db, const db_args *a, const char *target,
   }
   int rc = ts_confirm(db, id, target, &o, &r, &err);
   if (rc) {
+    cli_peers_close(&peers);
     fprintf(stderr, "tessera: error: confirming workload %lld (%s): %s\n",
             (long long)id, name, err.msg);
     return EXIT_FAIL;
@@ -896,10 +903,25 @@ static int confirm_one(ts_db *db, const db_args *a, const char *target,
     printf(", \"candidates\": %d, \"rounds\": %d, \"best_record\": %lld, "
            "\"best_seconds\": %.9g, \"best_spread\": %.4f, "
            "\"search_best_record\": %lld, \"search_best_seconds\": %.9g, "
-           "\"search_best_confirmed_seconds\": %.9g, \"gflops\": %.4g}",
+           "\"search_best_confirmed_seconds\": %.9g, \"gflops\": %.4g, "
+           "\"vendors\": [",
            r.n, o.rounds, (long long)r.best_record, r.best_s, r.best_spread,
            (long long)r.search_best_record, r.search_best_s,
            r.search_best_confirmed_s, flops / r.best_s * 1e-9);
+    for (int p = 0; p < peers.n; p++) {
+      const ts_confirm_peer_result *pr = &r.peers[p];
+      printf("%s{\"vendor\": \"%s\", \"threads\": %d, ", p ? ", " : "",
+             peers.peers[p].name, peers.peers[p].threads);
+      if (pr->ok)
+        printf("\"seconds\": %.9g, \"gflops\": %.4g, \"side_ratio\": %.4f}",
+               pr->seconds, flops / pr->seconds * 1e-9, pr->ratio);
+      else {
+        printf("\"seconds\": null, \"error\": ");
+        cli_json_string(stdout, pr->why);
+        printf("}");
+      }
+    }
+    printf("]}");
   } else {
     char nm[37];
     snprintf(nm, sizeof nm, "%s", name);
@@ -907,7 +929,20 @@ static int confirm_one(ts_db *db, const db_args *a, const char *target,
            (long long)id, nm, r.n, r.search_best_s * 1e6,
            r.search_best_confirmed_s * 1e6, r.best_s * 1e6, r.best_spread * 100,
            flops / r.best_s * 1e-9, changed ? "another record" : "same record");
+    for (int p = 0; p < peers.n; p++) {
+      const ts_confirm_peer_result *pr = &r.peers[p];
+      if (pr->ok)
+        printf("%-5s   %s, %d thread%s: %.3f us, %.2f GFLOP/s; tessera x%.2f "
+               "side by side (median of the rounds' %s / tessera)\n",
+               "", peers.peers[p].name, peers.peers[p].threads,
+               peers.peers[p].threads == 1 ? "" : "s", pr->seconds * 1e6,
+               flops / pr->seconds * 1e-9, pr->ratio, peers.peers[p].name);
+      else
+        printf("%-5s   %s: not measured: %s\n", "", peers.peers[p].name,
+               pr->why);
+    }
   }
+  cli_peers_close(&peers);
   fflush(stdout);
   return EXIT_OK;
 }

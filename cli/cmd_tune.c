@@ -193,6 +193,7 @@ typedef struct summary_row {
   double ratio; /* median of the rounds' oneDNN / tuned latency */
   int64_t trial_90;
   bool have_tuned, have_baseline, have_onednn;
+  bool side_in_confirm; /* tuned/oneDNN from the confirmation's rounds */
   char onednn_why[160];
 } summary_row;
 
@@ -307,13 +308,15 @@ static void json_double(FILE *f, const char *key, bool have, double v,
     fprintf(f, "\"%s\": null%s", key, comma ? ", " : "");
 }
 
-/* Confirms each task's best (tuner/confirm.c) and makes the confirmed best
- * the one the summary shows. Progress on stderr; a task that cannot be
- * confirmed here (a GPU target, a CPU this machine is not) keeps its
- * search-time best, with a note. */
+/* Confirms each task's best (tuner/confirm.c), with the vendor libraries
+ * that implement the task timed in the same rounds, and makes the confirmed
+ * best the one the summary shows; rows[i] gets the side-by-side figures
+ * against oneDNN. Progress on stderr; a task that cannot be confirmed here
+ * (a GPU target, a CPU this machine is not) keeps its search-time best,
+ * with a note. */
 static void confirm_tasks(const tune_args *a, ts_db *db, const char *target,
-                          const ts_tune_task *tasks, ts_tune_result *r,
-                          int threads) {
+                          const ts_tune_task *tasks, ts_workload **wl,
+                          ts_tune_result *r, int threads, summary_row *rows) {
   ts_confirm_options co = ts_confirm_defaults();
   co.top_k = (int)a->confirm_top;
   co.threads = threads;
@@ -329,10 +332,28 @@ static void confirm_tasks(const tune_args *a, ts_db *db, const char *target,
               r->n_tasks, tasks[i].name);
       fflush(stderr);
     }
+    cli_peers peers;
+    cli_peers_open(wl[i], threads, &peers);
+    co.peers = peers.peers;
+    co.n_peers = peers.n;
     ts_confirm_result cr;
     ts_error err;
     ts_error_clear(&err);
-    if (ts_confirm(db, tr->workload_id, target, &co, &cr, &err)) {
+    int rc = ts_confirm(db, tr->workload_id, target, &co, &cr, &err);
+    for (int p = 0; !rc && p < peers.n; p++) {
+      summary_row *s = &rows[i];
+      if (strcmp(peers.peers[p].name, "onednn")) continue;
+      if (!cr.peers[p].ok) {
+        snprintf(s->onednn_why, sizeof s->onednn_why, "%s", cr.peers[p].why);
+        continue;
+      }
+      s->tuned_s = cr.best_s;
+      s->onednn_s = cr.peers[p].seconds;
+      s->ratio = cr.peers[p].ratio;
+      s->have_tuned = s->have_onednn = s->side_in_confirm = true;
+    }
+    cli_peers_close(&peers);
+    if (rc) {
       fprintf(stderr, "%snote: task %d not confirmed: %s\n",
               !a->quiet && tty ? "\n" : "", i, err.msg);
       if (err.code == TS_EUNSUPPORTED) break; /* the same for every task */
@@ -352,7 +373,8 @@ static void confirm_tasks(const tune_args *a, ts_db *db, const char *target,
 
 static void print_summary(const tune_args *a, ts_db *db, const char *target,
                           const ts_tune_task *tasks, ts_workload **wl,
-                          const ts_tune_result *r, int threads, FILE *out) {
+                          const ts_tune_result *r, int threads,
+                          summary_row *rows, FILE *out) {
   ts_target *t = NULL;
   ts_runtime *rt = NULL;
   bool can_run = a->summary_measure && !ts_target_parse(target, &t, NULL) &&
@@ -362,7 +384,6 @@ static void print_summary(const tune_args *a, ts_db *db, const char *target,
     if (ts_target_has_feature(t, *fname) && ts_rt_cpu_has(*fname) != 1)
       can_run = false;
   if (can_run && ts_runtime_create(threads, &rt, NULL)) can_run = false;
-  summary_row *rows = calloc((size_t)r->n_tasks, sizeof *rows);
   for (int i = 0; i < r->n_tasks; i++) {
     summary_row *s = &rows[i];
     const ts_tune_task_result *tr = &r->tasks[i];
@@ -373,7 +394,7 @@ static void print_summary(const tune_args *a, ts_db *db, const char *target,
                                   tr->best_seconds);
     if (!can_run || !tr->best_trace_json) continue;
     ts_eval_config quick = {1, 1, 0, false, 0};
-    if (matmul_like(wl[i]))
+    if (matmul_like(wl[i]) && !s->side_in_confirm)
       side_by_side(tasks[i].func, wl[i], tr, t, rt, threads, db, target, s);
     /* the unscheduled code, once (it may take seconds) */
     double b = time_func(tasks[i].func, t, rt, &quick);
@@ -465,21 +486,29 @@ static void print_summary(const tune_args *a, ts_db *db, const char *target,
     else
       fprintf(out, "Latency and GFLOP/s: the best measured candidate (not "
                    "confirmed: `tessera db confirm`);\n");
+    bool in_confirm = false;
+    for (int i = 0; i < r->n_tasks; i++) in_confirm |= rows[i].side_in_confirm;
+    char rounds[96];
+    if (in_confirm)
+      snprintf(rounds, sizeof rounds,
+               "the confirmation's %d interleaved rounds",
+               ts_confirm_defaults().rounds);
+    else
+      snprintf(rounds, sizeof rounds, "%d interleaved rounds", SIDE_ROUNDS);
     fprintf(out,
             "Speedup: over "
             "the unscheduled code;\n*tuned and oneDNN: GFLOP/s measured side "
             "by side in this process after the search (%d thread%s),\n"
-            "medians of %d interleaved rounds; ratio = the median of the "
-            "rounds' tuned / oneDNN;\n90%%@: the job trial at which 90%% of "
-            "the final best was reached.\n",
-            threads, threads == 1 ? "" : "s", SIDE_ROUNDS);
+            "medians of %s; ratio = the median of the rounds' tuned / "
+            "oneDNN;\n90%%@: the job trial at which 90%% of the final best "
+            "was reached.\n",
+            threads, threads == 1 ? "" : "s", rounds);
     for (int i = 0; i < r->n_tasks; i++)
       if (rows[i].onednn_why[0] && matmul_like(wl[i]))
         fprintf(out, "task %d: oneDNN not measured: %s\n", i,
                 rows[i].onednn_why);
   }
   fflush(out);
-  free(rows);
   ts_runtime_destroy(rt);
   ts_target_free(t);
 }
@@ -1043,10 +1072,16 @@ int cmd_tune(int argc, char **argv) {
   sa.sa_handler = on_summary_signal;
   sigaction(SIGINT, &sa, NULL);
   sigaction(SIGTERM, &sa, NULL);
+  summary_row *rows = calloc((size_t)result.n_tasks + 1, sizeof *rows);
+  if (!rows) {
+    fprintf(stderr, "tessera: error: out of memory\n");
+    goto done;
+  }
   if (a.summary_measure && a.confirm_top > 0 && !a.tracker)
-    confirm_tasks(&a, db, o.target, tasks, &result, threads);
-  print_summary(&a, db, o.target, tasks, wl, &result, threads,
+    confirm_tasks(&a, db, o.target, tasks, wl, &result, threads, rows);
+  print_summary(&a, db, o.target, tasks, wl, &result, threads, rows,
                 a.json ? stdout : out);
+  free(rows);
   sa.sa_handler = SIG_DFL;
   sigaction(SIGINT, &sa, NULL);
   sigaction(SIGTERM, &sa, NULL);

@@ -11,10 +11,14 @@
  * rounds, each round visiting every candidate once in a rotating order so
  * that a drift hits all of them alike, and stores each one's median and
  * spread. The database then ranks the confirmed records first (db.h).
+ * Vendor libraries (peers) take their turns in the same rounds, so the
+ * ratio stored beside each vendor's level compares figures from the same
+ * seconds.
  */
 #include "tuner/tuner.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -112,11 +116,14 @@ int ts_confirm(ts_db *db, int64_t workload_id, const char *target,
   if (!db || !target) return TS_ERR(err, TS_EINVAL, "confirm: no database");
   if (o.top_k < 1 || o.top_k > 64 || o.rounds < 1 || o.rounds > 1000 ||
       o.min_repeat_ms < 0 || o.min_repeat_ms > 60000 || o.threads < 0 ||
-      o.threads > TS_RT_MAX_THREADS)
+      o.threads > TS_RT_MAX_THREADS || o.n_peers < 0 ||
+      o.n_peers > TS_CONFIRM_MAX_PEERS || (o.n_peers && !o.peers))
     return TS_ERR(err, TS_EINVAL,
                   "confirm: bad options (top_k %d in 1..64, rounds %d in "
-                  "1..1000, min_repeat_ms %d in 0..60000, threads %d)",
-                  o.top_k, o.rounds, o.min_repeat_ms, o.threads);
+                  "1..1000, min_repeat_ms %d in 0..60000, threads %d, "
+                  "%d peers in 0..%d)",
+                  o.top_k, o.rounds, o.min_repeat_ms, o.threads, o.n_peers,
+                  TS_CONFIRM_MAX_PEERS);
   ts_target *t = NULL;
   int rc = ts_target_parse(target, &t, err);
   if (rc) return rc;
@@ -173,21 +180,46 @@ int ts_confirm(ts_db *db, int64_t workload_id, const char *target,
                 (long long)workload_id, first.msg);
     goto done;
   }
-  /* the rounds: each visits every candidate once, the order rotated and
-   * reversed every other round */
+  /* the rounds: each visits every candidate and peer once, the order
+   * rotated and reversed every other round */
   ts_eval_config one = {.number = 1,
                         .repeat = 1,
                         .min_repeat_ms = o.min_repeat_ms,
                         .flush_cache = false,
                         .warmup = 1};
-  for (int r = 0; r < o.rounds; r++) {
-    for (int j = 0; j < n; j++) {
-      int i = (r % 2 ? n - 1 - j : j);
-      i = (i + r) % n;
-      if (!c[i].ok) continue;
+  int np = o.n_peers, slots = n + np;
+  double *peer_secs =
+      calloc((size_t)(np ? np : 1) * (size_t)o.rounds, sizeof *peer_secs);
+  bool peer_ok[TS_CONFIRM_MAX_PEERS];
+  for (int p = 0; p < np; p++) {
+    peer_ok[p] = true;
+    if (o.peers[p].threads < 1) {
+      peer_ok[p] = false;
+      snprintf(result->peers[p].why, sizeof result->peers[p].why,
+               "no thread count");
+    }
+  }
+  for (int r = 0; peer_secs && r < o.rounds; r++) {
+    for (int j = 0; j < slots; j++) {
+      int i = (r % 2 ? slots - 1 - j : j);
+      i = (i + r) % slots;
       double s = 0;
       ts_error e;
       ts_error_clear(&e);
+      if (i >= n) {
+        int p = i - n;
+        if (!peer_ok[p]) continue;
+        if (o.peers[p].time(o.peers[p].ctx, o.min_repeat_ms, &s, &e) ||
+            !(s > 0)) {
+          peer_ok[p] = false;
+          snprintf(result->peers[p].why, sizeof result->peers[p].why, "%.150s",
+                   e.code ? e.msg : "no time measured");
+        } else {
+          peer_secs[(size_t)p * (size_t)o.rounds + (size_t)r] = s;
+        }
+        continue;
+      }
+      if (!c[i].ok) continue;
       if (ts_rt_eval_kernel(rt, &one, c[i].kernel, ts_rt_args_data(c[i].args),
                             &s, NULL, &e) ||
           !(s > 0))
@@ -199,19 +231,23 @@ int ts_confirm(ts_db *db, int64_t workload_id, const char *target,
   int64_t *ids = calloc((size_t)n, sizeof *ids);
   double *med = calloc((size_t)n, sizeof *med);
   double *spread = calloc((size_t)n, sizeof *spread);
-  int m = 0;
+  double *sorted = calloc((size_t)o.rounds, sizeof *sorted);
+  int m = 0, best_i = -1;
+  result->rounds = o.rounds;
   result->best_s = INFINITY;
   result->search_best_s = INFINITY;
-  for (int i = 0; ids && med && spread && i < n; i++) {
+  for (int i = 0; ids && med && spread && sorted && i < n; i++) {
     if (!c[i].ok) continue;
-    qsort(c[i].secs, (size_t)o.rounds, sizeof *c[i].secs, cmp_double);
+    memcpy(sorted, c[i].secs, sizeof *sorted * (size_t)o.rounds);
+    qsort(sorted, (size_t)o.rounds, sizeof *sorted, cmp_double);
     ids[m] = c[i].rec.id;
-    med[m] = c[i].secs[o.rounds / 2];
-    spread[m] = (c[i].secs[o.rounds - 1] - c[i].secs[0]) / med[m];
+    med[m] = sorted[o.rounds / 2];
+    spread[m] = (sorted[o.rounds - 1] - sorted[0]) / med[m];
     if (med[m] < result->best_s) {
       result->best_s = med[m];
       result->best_spread = spread[m];
       result->best_record = ids[m];
+      best_i = i;
     }
     if (c[i].rec.median_s < result->search_best_s) {
       result->search_best_s = c[i].rec.median_s;
@@ -221,7 +257,7 @@ int ts_confirm(ts_db *db, int64_t workload_id, const char *target,
     m++;
   }
   result->n = m;
-  if (!ids || !med || !spread)
+  if (!ids || !med || !spread || !sorted || !peer_secs)
     rc = TS_ERR(err, TS_ENOMEM, "confirm: out of memory");
   else if (!m)
     rc = TS_ERR(err, TS_ERANGE,
@@ -231,9 +267,30 @@ int ts_confirm(ts_db *db, int64_t workload_id, const char *target,
   else if (ts_db_confirm(db, workload_id, target, ids, med, spread, m,
                          o.rounds))
     rc = TS_ERR(err, ts_db_error(db)->code, "%s", ts_db_errmsg(db));
+  /* the peers against the confirmed best, round by round */
+  double flops = f ? ts_func_flops(f) : 0;
+  for (int p = 0; !rc && p < np; p++) {
+    ts_confirm_peer_result *pr = &result->peers[p];
+    if (!peer_ok[p]) continue;
+    double *ps = peer_secs + (size_t)p * (size_t)o.rounds;
+    memcpy(sorted, ps, sizeof *sorted * (size_t)o.rounds);
+    qsort(sorted, (size_t)o.rounds, sizeof *sorted, cmp_double);
+    pr->seconds = sorted[o.rounds / 2];
+    for (int r = 0; r < o.rounds; r++) sorted[r] = ps[r] / c[best_i].secs[r];
+    qsort(sorted, (size_t)o.rounds, sizeof *sorted, cmp_double);
+    pr->ratio = sorted[o.rounds / 2];
+    pr->ok = true;
+    if (flops > 0 &&
+        ts_db_baseline_put_side(db, workload_id, target, o.peers[p].name,
+                                o.peers[p].threads, flops / pr->seconds * 1e-9,
+                                pr->ratio, o.rounds))
+      snprintf(pr->why, sizeof pr->why, "not stored: %.140s", ts_db_errmsg(db));
+  }
   free(ids);
   free(med);
   free(spread);
+  free(sorted);
+  free(peer_secs);
 done:
   for (int i = 0; c && i < n; i++) cand_free(&c[i]);
   free(c);

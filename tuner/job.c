@@ -587,7 +587,8 @@ static ts_measure_config round_config(const job *j, const job_task *t) {
 /* The task's default schedule (what `tessera compile` builds for a task
  * without a record) as a candidate, unless it was measured before (a
  * resumed job) or does not build; NULL then. Measured first, it makes the
- * database's best never slower than compiling without tuning. */
+ * database's best never slower than compiling without tuning. Not offered
+ * in a job with custom rules (run_round). */
 static cand *default_cand(job *j, job_task *t) {
   ts_sched *s = NULL;
   if (ts_default_schedule(t->search.func, j->target, &s, NULL)) return NULL;
@@ -630,7 +631,9 @@ static int run_round(job *j, int ti) {
   double t0 = tuner_now();
   cand **v = calloc((size_t)want, sizeof *v);
   int n0 = 0;
-  if (!t->default_offered) {
+  /* a job with --rule traces searches only the space they define: the
+   * default schedule, which ignores them, is not offered */
+  if (!t->default_offered && j->o->space.n_custom_rules == 0) {
     t->default_offered = true;
     if ((v[0] = default_cand(j, t))) n0 = 1;
   }

@@ -366,6 +366,22 @@ int ts_tune(ts_db *db, ts_runner *runner, const ts_tune_task *tasks, int n,
  * Confirmation (tuner/confirm.c)
  * ======================================================================== */
 
+/* Another implementation of the workload timed in the same rounds as the
+ * candidates (a vendor library: the CLI opens them from bench/), so that
+ * tessera's confirmed best and the vendor's figure come from the same
+ * seconds of a machine whose speed drifts. */
+typedef struct ts_confirm_peer {
+  const char *name; /* stored as the baseline's vendor ("onednn") */
+  int threads;      /* the threads it was given (>= 1) */
+  /* Times the call for at least min_repeat_ms (warm) and gives the seconds
+   * per call; non-zero (err set) when it fails, and the peer is left out of
+   * the later rounds. */
+  int (*time)(void *ctx, int min_repeat_ms, double *seconds, ts_error *err);
+  void *ctx;
+} ts_confirm_peer;
+
+#define TS_CONFIRM_MAX_PEERS 4
+
 /* How a confirmation measures. */
 typedef struct ts_confirm_options {
   int top_k;         /* distinct traces by search-time median (6), plus the
@@ -374,16 +390,29 @@ typedef struct ts_confirm_options {
   int min_repeat_ms; /* minimum length of one timing (20) */
   int threads;       /* 0: the target's cores */
   uint64_t seed;     /* argument data (1) */
+  const ts_confirm_peer *peers; /* timed in every round (may be NULL) */
+  int n_peers;                  /* 0..TS_CONFIRM_MAX_PEERS */
 } ts_confirm_options;
 ts_confirm_options ts_confirm_defaults(void);
 
+/* A peer's figures from the rounds. */
+typedef struct ts_confirm_peer_result {
+  bool ok;        /* timed in every round */
+  double seconds; /* median of the rounds */
+  double ratio;   /* median over the rounds of peer / confirmed best's
+                     seconds in that round (> 1: tessera faster) */
+  char why[160];  /* why not ok */
+} ts_confirm_peer_result;
+
 typedef struct ts_confirm_result {
   int n;               /* candidates measured again */
+  int rounds;          /* interleaved rounds */
   int64_t best_record; /* the confirmed best */
   double best_s, best_spread;
   int64_t search_best_record;     /* the best by search-time median */
   double search_best_s;           /* ... its search-time median */
   double search_best_confirmed_s; /* ... and its confirmed latency */
+  ts_confirm_peer_result peers[TS_CONFIRM_MAX_PEERS]; /* as opts->peers */
 } ts_confirm_result;
 
 /* Measures the top candidates of the workload on the target again, side by
@@ -392,7 +421,9 @@ typedef struct ts_confirm_result {
  * workload x target's confirmation (ts_db_confirm), which the database's
  * best queries rank first. The target must be this machine's CPU kind
  * (TS_EUNSUPPORTED otherwise); TS_ENOTFOUND without an ok record. A
- * candidate that no longer builds or runs is left out. */
+ * candidate that no longer builds or runs is left out. Each peer that ran
+ * in every round is stored as a baseline of the workload x target with its
+ * side-by-side ratio (ts_db_baseline_put_side; FLOPs 0: not stored). */
 int ts_confirm(ts_db *db, int64_t workload_id, const char *target,
                const ts_confirm_options *opts, ts_confirm_result *result,
                ts_error *err);

@@ -412,7 +412,9 @@ static void test_known_values(void **state) {
   assert_non_null(strstr(line, "<td class=\"num\">1.05</td>"));
   assert_non_null(strstr(line, "<td class=\"num peak\">10.0%</td>"));
   assert_non_null(strstr(line, "<td class=\"num roofline\">19.7%</td>"));
-  assert_non_null(strstr(line, "2.1 <span class=\"ratio\">(×0.50)</span>"));
+  assert_non_null(strstr(line, "2.1 <span class=\"ratio\" title=\"two "
+                               "figures measured apart"));
+  assert_non_null(strstr(line, "(×0.50, apart)</span>"));
   assert_non_null(strstr(line, "<td class=\"num\">6</td><td class=\"num\">3"
                                "</td><td class=\"failed\">1 build_error, 1 "
                                "timeout, 1 wrong_result</td>"));
@@ -768,6 +770,41 @@ static const char *str(const cJSON *o, const char *key) {
   return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
+/* A vendor level stored by a confirmation carries the ratio of its rounds:
+ * the page and the JSON show that one, labelled side by side, not the
+ * quotient of the two stored figures. */
+static void test_side_by_side(void **state) {
+  fixture *fx = *state;
+  int64_t mm, only_failed;
+  fill_known(fx, &mm, &only_failed);
+  assert_int_equal(ts_db_baseline_put_side(fx->db, mm, T_SKX, "<b>vendor</b>",
+                                           2, 2.097152, 1.25, 7),
+                   TS_OK);
+  ts_bench_report_options o = quiet();
+  char *html = report(fx->db, &o, NULL);
+  const char *row = strstr(html, "<tr><td class=\"num\"><a href=\"#task-1\">");
+  assert_non_null(row);
+  char *line = strndup(row, strcspn(row, "\n"));
+  assert_non_null(strstr(line, "(×1.25 side by side)</span>"));
+  assert_null(strstr(line, "×0.50"));
+  free(line);
+  char *sec = task_section(html, 1);
+  assert_non_null(strstr(sec, "tessera ×1.25 <strong>side by side</strong> "
+                              "(median of 7 interleaved rounds"));
+  free(sec);
+  free(html);
+  o.json = true;
+  char *text = report(fx->db, &o, NULL);
+  cJSON *j = cJSON_Parse(text);
+  assert_non_null(j);
+  const cJSON *r = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "rows"), 0);
+  const cJSON *v = cJSON_GetArrayItem(cJSON_GetObjectItem(r, "vendors"), 0);
+  assert_true(num(v, "ratio") == 1.25 && num(v, "side_rounds") == 7);
+  assert_true(cJSON_IsTrue(cJSON_GetObjectItem(v, "side_by_side")));
+  cJSON_Delete(j);
+  free(text);
+}
+
 static void test_json(void **state) {
   fixture *fx = *state;
   int64_t mm, only_failed;
@@ -807,6 +844,7 @@ static void test_json(void **state) {
   const cJSON *v = cJSON_GetArrayItem(cJSON_GetObjectItem(r, "vendors"), 0);
   assert_string_equal(str(v, "vendor"), "<b>vendor</b>");
   assert_true(num(v, "threads") == 2 && fabs(num(v, "ratio") - 0.5) < 1e-12);
+  assert_true(cJSON_IsFalse(cJSON_GetObjectItem(v, "side_by_side")));
   /* only failures: no best; never measured: no target */
   r = cJSON_GetArrayItem(rows, 1);
   assert_true(cJSON_IsNull(cJSON_GetObjectItem(r, "best_seconds")));
@@ -983,6 +1021,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_many_records, setup, teardown),
       cmocka_unit_test_setup_teardown(test_roofline, setup, teardown),
       cmocka_unit_test_setup_teardown(test_json, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_side_by_side, setup, teardown),
       cmocka_unit_test_setup_teardown(test_chromium, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -206,12 +206,21 @@ grep '"status":"ok"' "$TMP/jrecs" | grep -q -E "$CTX\"[0-9][0-9,-]*\"\}" \
   || { cat "$TMP/jrecs"; fail "an ok tuner record without its CPU set"; }
 expect 0 "$T" db confirm --db "$J" --top 3 --rounds 3 --threads 1
 contains "matmul_32x32x32_float32"; contains "re-run (us)"; contains " record"
+# the vendor libraries ran in the same rounds (the job stored the spec)
+contains "onednn, 1 thread: "; contains "side by side (median of the rounds' onednn / tessera)"
 expect 0 "$T" db confirm matmul_32x32x32_float32 --db "$J" --top 2 --rounds 2 --json
 contains '"candidates": '; contains '"best_seconds": '; contains '"search_best_confirmed_seconds": '
-"$T" db export --db "$J" >/dev/null || fail "export after confirm"
-# the report's headline says it is the confirmed figure
+contains '"vendors": '; contains '{"vendor": "openblas", "threads": 2, "seconds": '
+contains '{"vendor": "onednn", "threads": 2, "seconds": '; contains '"side_ratio": '
+"$T" db export --db "$J" >"$TMP/jexp" || fail "export after confirm"
+grep -q '"type":"baseline".*"vendor":"onednn","threads":2,.*"side_ratio":[0-9.e-]*,"side_rounds":2}' "$TMP/jexp" \
+  || fail "the confirmation's oneDNN level is not stored side by side"
+# the report's headline says it is the confirmed figure, and the vendor
+# ratio the side-by-side one
 expect 0 "$T" report --db "$J" -o "$TMP/confirmed.html"
 grep -q "confirmed: median of 2 interleaved rounds" "$TMP/confirmed.html" || fail "report: no confirmed headline"
+grep -q "<strong>side by side</strong> (median of 2 interleaved rounds of the confirmation" "$TMP/confirmed.html" \
+  || fail "report: the vendor ratio is not the side-by-side one"
 if grep -q "search-time figure, not confirmed" "$TMP/confirmed.html"; then fail "report: a confirmed best called search-time"; fi
 expect 0 "$T" db confirm --db "$DB"; contains "no ok record on target"
 expect 1 "$T" db confirm nosuch --db "$J"; contains "no workload matches 'nosuch'"

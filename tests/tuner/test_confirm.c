@@ -61,14 +61,21 @@ static ts_confirm_options quick(void) {
   return o;
 }
 
+/* A database holding the workload matmul 64^3. */
+static ts_db *open_matmul(const char *file, ts_workload **w, int64_t *wid) {
+  ts_db *db = open_db(file);
+  ts_error err;
+  OK(ts_workload_from_spec("matmul M=64 N=64 K=64", w, &err));
+  OK(ts_db_commit_workload(db, (*w)->func, (*w)->name, wid));
+  return db;
+}
+
 static void test_confirmation_reranks(void **state) {
   (void)state;
-  ts_db *db = open_db("confirm.db");
   ts_workload *w = NULL;
-  ts_error err;
-  OK(ts_workload_from_spec("matmul M=64 N=64 K=64", &w, &err));
   int64_t wid;
-  OK(ts_db_commit_workload(db, w->func, w->name, &wid));
+  ts_db *db = open_matmul("confirm.db", &w, &wid);
+  ts_error err;
   const char *target = "llvm -num-cores=1";
   char *fast = default_trace(w->func, target);
 
@@ -158,9 +165,84 @@ static void test_confirmation_reranks(void **state) {
   ts_db_close(db);
 }
 
+/* A stand-in vendor: reports a fixed time per call (or fails from call
+ * fail_at on) and counts its calls. */
+typedef struct fake_peer {
+  double seconds;
+  int calls, fail_at;
+} fake_peer;
+
+static int fake_time(void *ctx, int min_repeat_ms, double *seconds,
+                     ts_error *err) {
+  fake_peer *p = ctx;
+  assert_int_equal(min_repeat_ms, 2);
+  if (++p->calls >= p->fail_at && p->fail_at > 0)
+    return TS_ERR(err, TS_ERANGE, "the library call failed");
+  *seconds = p->seconds;
+  return TS_OK;
+}
+
+/* Vendor peers take a turn in every round; the ratio stored with each
+ * level is the median of the rounds' vendor / confirmed-best seconds, which
+ * for a constant vendor time is that time over the confirmed median. A
+ * peer that fails is dropped from the later rounds and not stored. */
+static void test_confirmation_with_vendors(void **state) {
+  (void)state;
+  ts_workload *w = NULL;
+  int64_t wid;
+  ts_db *db = open_matmul("confirm_peers.db", &w, &wid);
+  ts_error err;
+  const char *target = "llvm -num-cores=1";
+  char *fast = default_trace(w->func, target);
+  put(db, wid, target, fast, 1e-3);
+  put(db, wid, target, plain_trace, 2e-3);
+
+  fake_peer lib = {.seconds = 0.5e-3}, broken = {.seconds = 1e-3, .fail_at = 2};
+  ts_confirm_peer peers[2] = {
+      {.name = "fastlib", .threads = 1, .time = fake_time, .ctx = &lib},
+      {.name = "brokenlib", .threads = 1, .time = fake_time, .ctx = &broken},
+  };
+  ts_confirm_options o = quick();
+  o.rounds = 5;
+  o.peers = peers;
+  o.n_peers = 2;
+  ts_confirm_result r;
+  OK(ts_confirm(db, wid, target, &o, &r, &err));
+  assert_int_equal(r.rounds, 5);
+  assert_int_equal(lib.calls, 5);
+  assert_int_equal(broken.calls, 2); /* failed in round 2, then left out */
+  assert_true(r.peers[0].ok);
+  assert_true(r.peers[0].seconds == 0.5e-3);
+  assert_true(r.peers[0].ratio == 0.5e-3 / r.best_s);
+  assert_false(r.peers[1].ok);
+  assert_non_null(strstr(r.peers[1].why, "the library call failed"));
+
+  ts_db_baseline b;
+  OK(ts_db_baseline_get(db, wid, target, "fastlib", 1, &b));
+  assert_int_equal(b.side_rounds, 5);
+  assert_true(b.side_ratio == r.peers[0].ratio);
+  assert_true(fabs(b.gflops - ts_func_flops(w->func) / 0.5e-3 * 1e-9) < 1e-9);
+  ts_db_baseline_clear(&b);
+  assert_int_equal(ts_db_baseline_get(db, wid, target, "brokenlib", 1, &b),
+                   TS_ENOTFOUND);
+
+  /* more peers than a confirmation takes, or a count without peers */
+  o.n_peers = TS_CONFIRM_MAX_PEERS + 1;
+  assert_int_equal(ts_confirm(db, wid, target, &o, &r, &err), TS_EINVAL);
+  assert_non_null(strstr(err.msg, "peers"));
+  o.n_peers = 1;
+  o.peers = NULL;
+  assert_int_equal(ts_confirm(db, wid, target, &o, &r, &err), TS_EINVAL);
+
+  free(fast);
+  ts_workload_free(w);
+  ts_db_close(db);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_confirmation_reranks),
+      cmocka_unit_test(test_confirmation_with_vendors),
   };
   return cmocka_run_group_tests(tests, scratch_setup, scratch_teardown);
 }
