@@ -11,7 +11,11 @@
  * exactly the rounding of tir/dtype.c (round to nearest even; NaN stays a
  * quiet NaN with its sign; float16 overflow gives infinity, underflow a
  * signed zero or a subnormal). Where the target has the instruction, LLVM's
- * own fpext/fptrunc is used (it rounds the same way).
+ * own fpext/fptrunc is used (it rounds the same way) — except float32 ->
+ * bfloat16 on a CPU: AVX512-BF16's VCVTNEPS2BF16 treats subnormal inputs as
+ * zero (0x807ffffc gives 0x8000, not 0x8080), so a kernel's output would
+ * depend on the CPU it ran on; the conversion written out here costs a few
+ * integer operations per element and gives the same bits everywhere.
  */
 #include "codegen/internal.h"
 
@@ -114,7 +118,8 @@ LLVMValueRef emit_f32_to_half(emitter *e, LLVMValueRef v, bool bf16) {
   LLVMTypeRef hel =
       bf16 ? LLVMBFloatTypeInContext(e->ctx) : LLVMHalfTypeInContext(e->ctx);
   LLVMTypeRef hty = same_lanes(hel, fty);
-  if (emit_native_half(e, bf16)) return LLVMBuildFPTrunc(e->b, v, hty, "");
+  if (emit_native_half(e, bf16) && (!bf16 || e->cuda))
+    return LLVMBuildFPTrunc(e->b, v, hty, "");
   LLVMTypeRef i32 = same_lanes(LLVMInt32TypeInContext(e->ctx), fty);
   LLVMTypeRef i16 = same_lanes(LLVMInt16TypeInContext(e->ctx), fty);
   LLVMValueRef x = LLVMBuildBitCast(e->b, v, i32, "");
