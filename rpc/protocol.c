@@ -609,15 +609,24 @@ int artifact_from_json(const cJSON *j, const char *where,
 
 /* ---- configuration and results ---- */
 
-cJSON *config_to_json(const ts_measure_config *c) {
+/* The settings that change what a measurement measures, in the order the
+ * records' measurement context lists them. */
+static cJSON *settings_json(const ts_measure_config *c) {
   cJSON *o = cJSON_CreateObject();
   if (!o) return NULL;
   cJSON_AddNumberToObject(o, "number", c->eval.number);
   cJSON_AddNumberToObject(o, "repeat", c->eval.repeat);
   cJSON_AddNumberToObject(o, "min_repeat_ms", c->eval.min_repeat_ms);
-  cJSON_AddBoolToObject(o, "flush_cache", c->eval.flush_cache);
   cJSON_AddNumberToObject(o, "warmup", c->eval.warmup);
+  cJSON_AddBoolToObject(o, "flush_cache", c->eval.flush_cache);
+  cJSON_AddNumberToObject(o, "threads", c->threads);
   cJSON_AddNumberToObject(o, "timeout_ms", c->timeout_ms);
+  return o;
+}
+
+cJSON *config_to_json(const ts_measure_config *c) {
+  cJSON *o = settings_json(c);
+  if (!o) return NULL;
   /* Seeds beyond 2^53 do not survive a JSON number: send them as text. */
   if (c->seed <= (uint64_t)JSON_INT_MAX) {
     cJSON_AddNumberToObject(o, "seed", (double)c->seed);
@@ -626,8 +635,19 @@ cJSON *config_to_json(const ts_measure_config *c) {
     snprintf(s, sizeof s, "%" PRIu64, c->seed);
     cJSON_AddStringToObject(o, "seed", s);
   }
-  cJSON_AddNumberToObject(o, "threads", c->threads);
   return o;
+}
+
+char *ts_measure_context_json(const ts_measure_config *c, const char *cpus) {
+  cJSON *o = settings_json(c);
+  if (!o) return NULL;
+  if (cpus && cpus[0])
+    cJSON_AddStringToObject(o, "cpus", cpus);
+  else
+    cJSON_AddNullToObject(o, "cpus");
+  char *text = cJSON_PrintUnformatted(o);
+  cJSON_Delete(o);
+  return text;
 }
 
 int config_from_json(const cJSON *j, ts_measure_config *c, ts_error *err) {

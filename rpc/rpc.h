@@ -74,6 +74,12 @@ typedef struct ts_measure_config {
 ts_measure_config ts_measure_config_default(void);
 /* Checks every field (TS_EINVAL naming the field and its range). */
 int ts_measure_config_check(const ts_measure_config *c, ts_error *err);
+/* A record's measurement context as compact JSON (malloc'd; NULL when out
+ * of memory): the evaluator settings, threads and timeout of c, and the
+ * CPU set of the measuring process (`cpus`, ts_measure_result.cpus; null
+ * when NULL or ""). The same settings, with the seed, are what a runner
+ * sends a worker (docs/rpc.md). */
+char *ts_measure_context_json(const ts_measure_config *c, const char *cpus);
 
 /* The outcome of one candidate. A plain value (no pointers). */
 typedef struct ts_measure_result {

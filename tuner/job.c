@@ -542,30 +542,6 @@ static ts_db_status db_status(ts_measure_status s) {
   }
 }
 
-/* A record's measurement context as compact JSON (malloc'd; NULL when out
- * of memory): the evaluator settings, threads and timeout the round asked
- * for, and the CPUs the measuring process could run on (null when the
- * result does not say: not measured, or a worker that does not report it). */
-static char *measure_json(const ts_measure_config *mc,
-                          const ts_measure_result *r) {
-  cJSON *o = cJSON_CreateObject();
-  if (!o) return NULL;
-  cJSON_AddNumberToObject(o, "number", mc->eval.number);
-  cJSON_AddNumberToObject(o, "repeat", mc->eval.repeat);
-  cJSON_AddNumberToObject(o, "min_repeat_ms", mc->eval.min_repeat_ms);
-  cJSON_AddNumberToObject(o, "warmup", mc->eval.warmup);
-  cJSON_AddBoolToObject(o, "flush_cache", mc->eval.flush_cache);
-  cJSON_AddNumberToObject(o, "threads", mc->threads);
-  cJSON_AddNumberToObject(o, "timeout_ms", mc->timeout_ms);
-  if (r->cpus[0])
-    cJSON_AddStringToObject(o, "cpus", r->cpus);
-  else
-    cJSON_AddNullToObject(o, "cpus");
-  char *text = cJSON_PrintUnformatted(o);
-  cJSON_Delete(o);
-  return text;
-}
-
 /* The measurement settings of a round: the adaptive timeout follows the
  * task's best latency. */
 static ts_measure_config round_config(const job *j, const job_task *t) {
@@ -705,7 +681,7 @@ static int run_round(job *j, int ti) {
   double *med = calloc((size_t)n, sizeof *med);
   for (int i = 0; i < n && !rc; i++) {
     json[i] = ts_candidate_record_json(&v[i]->c);
-    how[i] = measure_json(&mc, &res[i]);
+    how[i] = ts_measure_context_json(&mc, res[i].cpus);
     med[i] = res[i].status == TS_MEASURE_OK
                  ? median_of(res[i].seconds, res[i].n_seconds)
                  : NAN;
