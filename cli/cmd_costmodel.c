@@ -581,10 +581,11 @@ static int collect_workload(ts_db *db, ts_runner *runner, const ts_target *t,
   ts_measure_result *res = calloc((size_t)batch, sizeof *res);
   ts_db_measurement *ms = calloc((size_t)batch, sizeof *ms);
   char **jsons = calloc((size_t)batch, sizeof *jsons);
+  char **hows = calloc((size_t)batch, sizeof *hows);
   seen_set seen = {0};
   int64_t wid;
   char ref_id[33];
-  if (!c || !arts || !res || !ms || !jsons) goto done;
+  if (!c || !arts || !res || !ms || !jsons || !hows) goto done;
   if (ts_workload_from_spec(spec, &w, &err)) {
     cli_error("bad workload spec", &err);
     goto done;
@@ -608,6 +609,9 @@ static int collect_workload(ts_db *db, ts_runner *runner, const ts_target *t,
   cfg.timeout_ms = (int)a->timeout_ms;
   cfg.threads = (int)a->threads;
   cfg.seed = 1;
+  /* what each record says it was measured with: the thread count resolved */
+  ts_measure_config ctx_cfg = cfg;
+  if (ctx_cfg.threads <= 0) ctx_cfg.threads = ts_target_num_cores(t);
   ts_rng rng;
   ts_rng_seed(&rng, a->seed * 0x9e3779b97f4a7c15ull + (uint64_t)index);
   double t0 = now_seconds();
@@ -655,6 +659,8 @@ static int collect_workload(ts_db *db, ts_runner *runner, const ts_target *t,
           .status = st,
           .error = error,
           .worker = res[i].worker,
+          .measure_json = hows[i] =
+              ts_measure_context_json(&ctx_cfg, res[i].cpus),
       };
       counts[st]++;
       ok += st == TS_DB_STATUS_OK;
@@ -666,6 +672,8 @@ static int collect_workload(ts_db *db, ts_runner *runner, const ts_target *t,
     for (int i = 0; i < m; i++) {
       free(jsons[i]);
       jsons[i] = NULL;
+      free(hows[i]);
+      hows[i] = NULL;
       ts_build_result_clear(&c[i].build);
       ts_sched_destroy(c[i].sched);
       c[i].sched = NULL;
@@ -696,6 +704,7 @@ done:
     ts_sched_destroy(c[i].sched);
   }
   for (int i = 0; jsons && i < batch; i++) free(jsons[i]);
+  for (int i = 0; hows && i < batch; i++) free(hows[i]);
   ts_build_result_clear(&ref);
   ts_workload_free(w);
   free(seen.h);
@@ -704,6 +713,7 @@ done:
   free(res);
   free(ms);
   free(jsons);
+  free(hows);
   return code;
 }
 

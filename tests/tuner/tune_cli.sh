@@ -92,6 +92,11 @@ assert d['trace']['instructions'][0]['kind'] == 'get_block'
 assert 'split' in d['script']
 " "$TMP/j" || { head -c 2000 "$TMP/j"; fail "show --best --json fields"; }
 
+# costmodel collect stores each record with its measurement context
+expect 0 "$T" costmodel collect --db "$TMP/cc.db" --workload "$W2" --n 3 --threads 1 --repeat 2
+"$T" db export --db "$TMP/cc.db" | grep '"type":"record"' >"$TMP/ccrecs" || fail "export of collect"
+[ "$(grep -c '"measure":{"number":1,"repeat":2,"min_repeat_ms":[0-9]*,"warmup":1,"flush_cache":false,"threads":1,' "$TMP/ccrecs")" = 3 ] \
+  || { cat "$TMP/ccrecs"; fail "costmodel collect records lack their context"; }
 # costmodel train/eval spell the output and threads as every command does
 # (-o/--output, --threads; --out and --nthread still read)
 expect 0 "$T" costmodel train --db "$TMP/r.db" -o "$TMP/cm.model" --threads 1
