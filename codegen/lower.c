@@ -1087,15 +1087,39 @@ static ts_stmt *vectorize_post(void *ctx, ts_arena *a, ts_stmt *s) {
   else if (ex > p->max_lanes)
     reason = "the extent is larger than the widest vector";
   if (!reason && ex >= 2) {
-    vec_ctx c = {.a = a,
-                 .var = ts_for_var(s),
-                 .lanes = (int)ex,
-                 .lets = ts_node_map_create()};
-    c.lane_index = ts_ramp(a, ts_index(a, mn), ts_index(a, 1), (int)ex);
-    ts_stmt *body = vec_stmt(&c, ts_for_body(s));
-    ts_node_map_destroy(c.lets);
-    if (!c.reason) return body;
-    reason = c.reason;
+    /* An extent that is not a power of two runs as power-of-two pieces,
+     * largest first (24 lanes: 16 then 8; 7: 4, 2 and one scalar lane).
+     * LLVM widens a vector of another length to the next power of two,
+     * and on AVX-512 the phis of such accumulators (<24 x float> widened
+     * to <32 x float>) went through the stack: a matmul with N = 24 ran at
+     * a tenth of N = 16's speed. The lanes of a vectorized loop are
+     * independent, so running the pieces one after the other is one of
+     * the orders the vector form allows. */
+    ts_stmt *pieces[64];
+    int np = 0;
+    for (int64_t off = 0; off < ex && !reason;) {
+      int64_t p2 = 1;
+      while (p2 * 2 <= ex - off) p2 *= 2;
+      if (p2 == 1) {
+        /* one lane left: the body with the variable at that index */
+        ts_node_map *vars = ts_node_map_create();
+        ts_node_map_put(vars, ts_for_var(s), ts_index(a, mn + off));
+        pieces[np++] = ts_stmt_substitute(a, ts_for_body(s), vars, NULL);
+        ts_node_map_destroy(vars);
+      } else {
+        vec_ctx c = {.a = a,
+                     .var = ts_for_var(s),
+                     .lanes = (int)p2,
+                     .lets = ts_node_map_create()};
+        c.lane_index =
+            ts_ramp(a, ts_index(a, mn + off), ts_index(a, 1), (int)p2);
+        pieces[np++] = vec_stmt(&c, ts_for_body(s));
+        ts_node_map_destroy(c.lets);
+        reason = c.reason;
+      }
+      off += p2;
+    }
+    if (!reason) return np == 1 ? pieces[0] : ts_seq(a, pieces, np);
   }
   /* Scalar fallback: a serial loop that says why. */
   ts_stmt *r = ts_for(a, ts_for_var(s), ts_for_min(s), ts_for_extent(s),
