@@ -91,7 +91,9 @@ int apply_decompose_reduction(ts_sched *s, inst *in, rv_list *out) {
       if (!copy[i - at] && uses_var(pred, ts_for_var(above.v[i])))
         rc = FAIL(s, TS_ESCHEDULE,
                   "decompose_reduction: the predicate of block '%s' depends "
-                  "on reduction loop '%s'",
+                  "on reduction loop '%s' (a split of a reduction loop whose "
+                  "factors do not divide its extent: a trace's factors fit "
+                  "the sizes it was written for)",
                   bn, loop_name(above.v[i]));
   if (rc) {
     sv_free(&above);
