@@ -9,13 +9,13 @@
  *  2. The anchor reduction (a block with reduce iters and an input that
  *     misses a spatial iter var: conv, matmul) whose innermost spatial loop
  *     is contiguous in every access (the vector axis) gets a register
- *     tile: the vector axis split by 1, 2 or 4 vector lengths (or the
- *     largest divisor of its extent up to 2 when no whole vector divides
- *     it) and a rows axis (a spatial loop no input of which the vector axis
- *     also indexes: i of a matmul, the output channel of an NCHW conv)
- *     split by a divisor up to 8, the pair with the most FMAs per load
- *     whose accumulators fit the vector registers besides the operands;
- *     loop order outer spatial, vector tiles, row tiles, reductions, rows
+ *     tile: the vector axis split by 1, 2 or 4 vector lengths (or, when
+ *     no whole vector divides its extent, the divisor up to 4 vectors that
+ *     fills its vector instructions best) and a rows axis (a spatial loop no
+ * input of which the vector axis also indexes: i of a matmul, the output
+ * channel of an NCHW conv) split by a divisor up to 8, the pair with the most
+ * FMAs per load whose accumulators fit the vector registers besides the
+ * operands; loop order outer spatial, vector tiles, row tiles, reductions, rows
  *     (unrolled), vector (vectorized); its init decomposed and vectorized;
  *     the streamed input (B of a matmul) packed per vector tile when there
  *     are at least four row tiles; its elementwise consumer computed at the
@@ -95,6 +95,34 @@ static bool loop_contiguous(const ts_stmt *r, const ts_stmt *l) {
     if ((any || is_write) && !last) return false;
   }
   return true;
+}
+
+/* Vector instructions per row of a tile of c lanes on a machine of
+ * `lanes`: the vectorizer runs c as power-of-two pieces (codegen/lower.c),
+ * each piece one instruction per whole vector, a partial one for less. */
+static int64_t vector_ops(int64_t c, int lanes) {
+  int64_t ops = 0;
+  for (int64_t p = 1; p <= c; p *= 2)
+    if (c & p) ops += p >= lanes ? p / lanes : 1;
+  return ops;
+}
+
+/* The vector tile of an axis of extent n that no whole vector divides: the
+ * divisor up to four vectors with the most lanes per vector instruction
+ * (the larger on a tie). 1000 on 16 lanes: 40 (32 + 8, three instructions)
+ * rather than 25 (16 + 8 + 1). */
+static int64_t lane_tile(int64_t n, int lanes) {
+  int64_t best = 1;
+  double best_fill = 0;
+  for (int64_t c = 2; c <= n && c <= 4 * lanes; c++) {
+    if (n % c) continue;
+    double fill = (double)c / (double)vector_ops(c, lanes);
+    if (fill >= best_fill - 1e-9) {
+      best_fill = fill;
+      best = c;
+    }
+  }
+  return best;
 }
 
 /* The largest divisor of n that is at most cap (>= 1). */
@@ -292,13 +320,13 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
       rows = i;
   int lanes = lanes_of(t, ts_buffer_dtype(ts_block_write(blk, 0)->buffer));
   int64_t ev = loop_extent(s, loops[vec]);
-  /* one or two whole vectors when they divide the extent, else its
-   * largest divisor up to two vectors (an imperfect split with a partial
-   * tile measured several times slower) */
+  /* one or two whole vectors when they divide the extent, else the
+   * divisor that fills its vector instructions best (an imperfect split's
+   * masked tail tile measured several times slower) */
   int64_t cols = ev % (2 * lanes) == 0 ? 2 * lanes
                  : ev % lanes == 0     ? lanes
-                                       : divisor_upto(ev, 2 * lanes);
-  int64_t nvec = (cols + lanes - 1) / lanes;
+                                       : lane_tile(ev, lanes);
+  int64_t nvec = vector_ops(cols, lanes);
   int regs = ts_target_vector_registers(t);
   int64_t budget = regs > 8 ? regs - 4 : 4;
   int64_t er = rows >= 0 ? loop_extent(s, loops[rows]) : 1;
