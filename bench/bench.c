@@ -324,11 +324,6 @@ int bench_op_parse(const ts_workload *w, bench_op *op, ts_error *err) {
 
 /* ---- measurement ---- */
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
 static void free_case(bench_case *c, bool keep_output) {
   for (int i = 0; i < c->n_params; i++)
     if (!(keep_output && i == c->out)) free(c->data[i]);
@@ -481,7 +476,7 @@ void ts_bench_close(ts_bench_session *s, ts_bench_result *out) {
   int r = s->n_seconds;
   bool keep = out && s->opts.keep_output;
   if (out && r > 0) {
-    qsort(s->seconds, (size_t)r, sizeof *s->seconds, cmp_double);
+    qsort(s->seconds, (size_t)r, sizeof *s->seconds, ts_cmp_double);
     out->seconds = r % 2 ? s->seconds[r / 2]
                          : 0.5 * (s->seconds[r / 2 - 1] + s->seconds[r / 2]);
     out->min_seconds = s->seconds[0];

@@ -84,12 +84,6 @@ typedef struct bm_io {
   void *data;
 } bm_io;
 
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* ---- inputs ---- */
 
 static uint64_t splitmix(uint64_t *s) {
@@ -299,11 +293,6 @@ static double rel_error(const bm_io *io, const ts_graph_tensor *ref) {
   return den > 0 ? num / den : num;
 }
 
-static int cmp_d(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
 typedef struct kernel_time {
   int index;
   double seconds;
@@ -401,12 +390,12 @@ static int run_model_bench(const bm_opts *o) {
   void *outs[MAX_IO];
   for (int i = 0; i < n_in; i++) ins[i] = in[i].data;
   for (int i = 0; i < n_out; i++) outs[i] = out[i].data;
-  double t0 = now_s();
+  double t0 = ts_now_seconds();
   if (m.run(m.model, ins, outs)) {
     fprintf(stderr, "tessera: error: the model failed: %s\n", m.last_error());
     goto done;
   }
-  double first = now_s() - t0;
+  double first = ts_now_seconds() - t0;
 
   /* onnxruntime: same inputs (through an .npz file), its outputs back */
   if (o->onnx) {
@@ -495,14 +484,14 @@ static int run_model_bench(const bm_opts *o) {
             n, o->onnx ? " each (tessera, onnxruntime)" : "", o->threads);
   for (int r = 0; r < o->rounds; r++) {
     settle(o->settle_ms);
-    t0 = now_s();
+    t0 = ts_now_seconds();
     for (int k = 0; k < n; k++)
       if (m.run(m.model, ins, outs)) {
         fprintf(stderr, "tessera: error: the model failed: %s\n",
                 m.last_error());
         goto done;
       }
-    tess[r] = (now_s() - t0) / n;
+    tess[r] = (ts_now_seconds() - t0) / n;
     if (o->onnx) {
       settle(o->settle_ms);
       double s = ort_time(&ort, n);
@@ -534,7 +523,7 @@ static int run_model_bench(const bm_opts *o) {
   free(one);
   double prof_sum = 0;
   for (int k = 0; k < n_k; k++) {
-    qsort(&prof[k * PROF_RUNS], PROF_RUNS, sizeof *prof, cmp_d);
+    qsort(&prof[k * PROF_RUNS], PROF_RUNS, sizeof *prof, ts_cmp_double);
     kt[k].index = k;
     kt[k].seconds = prof[k * PROF_RUNS + PROF_RUNS / 2];
     prof_sum += kt[k].seconds;

@@ -16,7 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 static const char check_usage[] =
@@ -68,12 +67,6 @@ int cli_admit(const ts_workload *w, const ts_func *f, long max_memory_mb,
   return EXIT_OK;
 }
 
-static double now_seconds(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* Buffers for every parameter of f, filled from the seed. */
 static void **make_args(const ts_func *f, uint64_t seed) {
   int n = ts_func_n_params(f);
@@ -95,9 +88,9 @@ static void free_args(const ts_func *f, void **args) {
 static int run(const ts_func *f, void **args, double *seconds) {
   ts_error err;
   ts_error_clear(&err);
-  double t0 = now_seconds();
+  double t0 = ts_now_seconds();
   int rc = ts_interp_run(f, args, ts_func_n_params(f), NULL, &err);
-  *seconds = now_seconds() - t0;
+  *seconds = ts_now_seconds() - t0;
   if (rc != TS_OK) cli_error("interpreter failed", &err);
   return rc;
 }

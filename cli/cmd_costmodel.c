@@ -23,7 +23,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 static const char cm_usage[] =
@@ -51,12 +50,6 @@ static const char cm_usage[] =
     "                           warm start for new tasks)\n"
     "\n"
     "docs/features.md defines the features and records measured figures.\n";
-
-static double now_seconds(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* Options shared by the subcommands; each accepts a subset. */
 typedef struct cm_args {
@@ -351,11 +344,6 @@ fail:
   return rc;
 }
 
-static int cmp_double(const void *x, const void *y) {
-  double a = *(const double *)x, b = *(const double *)y;
-  return a < b ? -1 : a > b;
-}
-
 typedef struct timing {
   double median, mean, max;
 } timing;
@@ -363,7 +351,7 @@ typedef struct timing {
 static timing summarize(double *v, int n) {
   timing t = {0};
   if (n == 0) return t;
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
+  qsort(v, (size_t)n, sizeof *v, ts_cmp_double);
   for (int i = 0; i < n; i++) t.mean += v[i];
   t.mean /= n;
   t.median = v[n / 2];
@@ -440,12 +428,12 @@ static int cm_bench_cmd(int argc, char **argv) {
   }
   for (int i = 0; i < n_rand; i++)
     cands[i] = (ts_cm_candidate){ts_sched_func(rand_s[i]), NULL, 0};
-  double t0 = now_seconds();
+  double t0 = ts_now_seconds();
   if (ts_cm_predict(m, cands, n_rand, scores, &err)) {
     cli_error("prediction failed", &err);
     goto done;
   }
-  double predict_ms = (now_seconds() - t0) * 1e3 / (n_rand ? n_rand : 1);
+  double predict_ms = (ts_now_seconds() - t0) * 1e3 / (n_rand ? n_rand : 1);
   if (a.json) {
     printf("{\"n\": %d, \"tiled_extract_ms_median\": %.4f, "
            "\"tiled_extract_ms_mean\": %.4f, \"tiled_extract_ms_max\": %.4f, "
@@ -614,7 +602,7 @@ static int collect_workload(ts_db *db, ts_runner *runner, const ts_target *t,
   if (ctx_cfg.threads <= 0) ctx_cfg.threads = ts_target_num_cores(t);
   ts_rng rng;
   ts_rng_seed(&rng, a->seed * 0x9e3779b97f4a7c15ull + (uint64_t)index);
-  double t0 = now_seconds();
+  double t0 = ts_now_seconds();
   bool tty = isatty(2);
   long done_n = 0;
   int64_t ok = 0;
@@ -687,7 +675,7 @@ static int collect_workload(ts_db *db, ts_runner *runner, const ts_target *t,
     if (tty || done_n >= a->n)
       fprintf(stderr, "%s  %-40.40s %6ld / %ld  ok %6lld  %6.1f s",
               tty ? "\r" : "", w->name, done_n, a->n, (long long)ok,
-              now_seconds() - t0);
+              ts_now_seconds() - t0);
   }
   fprintf(stderr, "\n");
   if (ok == 0) { /* the records are kept: they say what went wrong */
@@ -758,7 +746,7 @@ static int cm_collect_cmd(int argc, char **argv) {
     goto done;
   }
   int64_t counts[TS_DB_N_STATUS] = {0};
-  double t0 = now_seconds();
+  double t0 = ts_now_seconds();
   fprintf(stderr, "collecting %ld random schedules of %d workload%s into %s\n",
           a.n, a.n_specs, a.n_specs == 1 ? "" : "s", a.db);
   for (int i = 0; i < a.n_specs; i++)
@@ -766,7 +754,7 @@ static int cm_collect_cmd(int argc, char **argv) {
   int64_t total = 0;
   for (int s = 0; s < TS_DB_N_STATUS; s++) total += counts[s];
   printf("collected %lld records in %.1f s:", (long long)total,
-         now_seconds() - t0);
+         ts_now_seconds() - t0);
   for (int s = 0; s < TS_DB_N_STATUS; s++)
     if (counts[s])
       printf(" %s %lld", ts_db_status_name((ts_db_status)s),
@@ -903,12 +891,12 @@ static int cm_eval_cmd(int argc, char **argv) {
   double train_ms = 0;
   int n_folds = 0;
   if (open_db(a.db, true, &db)) goto done;
-  double t0 = now_seconds();
+  double t0 = ts_now_seconds();
   if (ts_cm_dataset_from_db(db, a.workload, &ds, &err)) {
     cli_error("cannot read the records", &err);
     goto done;
   }
-  double read_s = now_seconds() - t0;
+  double read_s = ts_now_seconds() - t0;
   if (ds->n < 2) {
     fprintf(stderr,
             "tessera: error: %s holds %d usable record%s%s: nothing to "

@@ -18,7 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <time.h>
 
 static const char db_usage[] =
     "usage: tessera db <command> [--db PATH] [options]\n"
@@ -813,12 +812,6 @@ static int run_bench(const db_args *a) {
   return EXIT_OK;
 }
 
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static int run_sync(const db_args *a) {
   if (!a->from || !a->to)
     return cli_usage_error(a->sub, "sync needs --from DB and --to DB");
@@ -840,7 +833,7 @@ static int run_sync(const db_args *a) {
     return EXIT_FAIL;
   }
   ts_db_import_stats st;
-  double t0 = now_s();
+  double t0 = ts_now_seconds();
   if (ts_db_sync(from, to, a->target, &st) != TS_OK) {
     ts_db_close(from);
     return db_fail(to, "sync failed, nothing was copied");
@@ -852,7 +845,7 @@ static int run_sync(const db_args *a) {
     cJSON_AddItemToObject(o, "target",
                           a->target ? cJSON_CreateString(a->target)
                                     : cJSON_CreateNull());
-    cJSON_AddNumberToObject(o, "seconds", now_s() - t0);
+    cJSON_AddNumberToObject(o, "seconds", ts_now_seconds() - t0);
     cli_print_json(o);
   } else
     printf("synced %s -> %s%s%s: %lld records copied (%lld already there), "
@@ -862,7 +855,8 @@ static int run_sync(const db_args *a) {
            a->target ? a->target : "", (long long)st.records,
            (long long)st.records_existing, (long long)st.baselines,
            (long long)st.workloads_new, (long long)st.workloads_existing,
-           (long long)st.targets_new, (long long)st.jobs_new, now_s() - t0);
+           (long long)st.targets_new, (long long)st.jobs_new,
+           ts_now_seconds() - t0);
   ts_db_close(from);
   ts_db_close(to);
   return EXIT_OK;

@@ -14,7 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 static const char rpc_usage[] =
@@ -37,12 +36,6 @@ static const char bench_tir[] =
     "    B[i] = A[i] + float32(1)\n"
     "  }\n"
     "}\n";
-
-static double now_seconds(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static ts_artifact *build_bench_kernel(ts_error *err) {
   ts_func *f = NULL;
@@ -80,9 +73,9 @@ static ts_measure_config bench_config(void) {
 static int measure_side(side *s, ts_artifact **cands, ts_measure_result *res,
                         int n, ts_error *err) {
   ts_measure_config c = bench_config();
-  double t0 = now_seconds();
+  double t0 = ts_now_seconds();
   int rc = ts_runner_measure(s->runner, &c, "bench", cands, n, res, err);
-  s->seconds += now_seconds() - t0;
+  s->seconds += ts_now_seconds() - t0;
   for (int i = 0; !rc && i < n; i++) {
     if (res[i].status == TS_MEASURE_OK)
       s->ok++;
@@ -121,8 +114,8 @@ static int run_bench(side *sides, ts_artifact *a, int n, ts_error *err) {
 
 /* Waits until the worker is registered with the tracker. */
 static bool wait_registered(ts_worker *w, double seconds) {
-  double end = now_seconds() + seconds;
-  while (now_seconds() < end) {
+  double end = ts_now_seconds() + seconds;
+  while (ts_now_seconds() < end) {
     if (ts_worker_registered(w)) return true;
     usleep(20000);
   }

@@ -15,7 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 static const char run_usage[] =
     "usage: tessera run MODEL.so --inputs IN.npz [--outputs OUT.npz]\n"
@@ -100,12 +99,6 @@ static bool dtype_of(int code, ts_dtype *out) {
   case 16: *out = TS_BFLOAT16; return true;
   default: return false;
   }
-}
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 int cmd_run(int argc, char **argv) {
@@ -230,21 +223,21 @@ int cmd_run(int argc, char **argv) {
       goto done;
     }
   }
-  double t0 = now_s();
+  double t0 = ts_now_seconds();
   if (api.run(m, ins, (void *const *)outs) != 0) {
     fprintf(stderr, "tessera: error: the model failed: %s\n", api.last_error());
     goto done;
   }
-  double first = now_s() - t0;
+  double first = ts_now_seconds() - t0;
   if (json) cJSON_AddNumberToObject(json, "first_ms", first * 1e3);
   for (long r = 0; r < repeat; r++) {
-    t0 = now_s();
+    t0 = ts_now_seconds();
     if (api.run(m, ins, (void *const *)outs) != 0) {
       fprintf(stderr, "tessera: error: the model failed: %s\n",
               api.last_error());
       goto done;
     }
-    times[r] = now_s() - t0;
+    times[r] = ts_now_seconds() - t0;
   }
   if (repeat > 0) {
     double sum = 0;

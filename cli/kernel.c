@@ -30,14 +30,9 @@ int cli_kernel_build(const ts_func *f, const ts_target *t, uint64_t seed,
   return rc;
 }
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
 double cli_median(double *v, int n) {
   if (n <= 0) return NAN;
-  qsort(v, (size_t)n, sizeof v[0], cmp_double);
+  qsort(v, (size_t)n, sizeof v[0], ts_cmp_double);
   return v[n / 2];
 }
 

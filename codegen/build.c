@@ -15,7 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 /* ---- artifacts ---- */
 
@@ -88,12 +87,6 @@ static void init_llvm(void) {
   LLVMInitializeNVPTXAsmPrinter();
 }
 
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
-
 ts_build_options ts_build_defaults(void) {
   return (ts_build_options){.lower = ts_lower_defaults()};
 }
@@ -162,10 +155,10 @@ int ts_build(const ts_func *f, const ts_target *t, const ts_build_options *opts,
     int vbytes = ts_target_vector_bits(t) / 8;
     if (regs > 4 && vbytes > 0) o.lower.promote_max_bytes = (regs - 4) * vbytes;
   }
-  double t0 = now_ms();
+  double t0 = ts_now_seconds();
   ts_func *lowered = ts_lower(f, &o.lower, err);
   if (!lowered) return err ? err->code : TS_EINVAL;
-  out->lower_ms = now_ms() - t0;
+  out->lower_ms = (ts_now_seconds() - t0) * 1e3;
 
   char entry[128];
   entry_name(f, entry, sizeof entry);
@@ -198,7 +191,7 @@ int ts_build(const ts_func *f, const ts_target *t, const ts_build_options *opts,
                .vector_bits = ts_target_vector_bits(t),
                .ranges = ts_var_ranges_create(),
                .err = err};
-  double t1 = now_ms();
+  double t1 = ts_now_seconds();
   rc = emit_kernel(&e, lowered, entry);
   if (!rc && LLVMVerifyModule(mod, LLVMReturnStatusAction, &msg)) {
     rc = TS_ERR(err, TS_EINTERNAL, "generated LLVM IR does not verify: %s",
@@ -206,10 +199,10 @@ int ts_build(const ts_func *f, const ts_target *t, const ts_build_options *opts,
   }
   if (msg) LLVMDisposeMessage(msg);
   msg = NULL;
-  out->emit_ms = now_ms() - t1;
+  out->emit_ms = (ts_now_seconds() - t1) * 1e3;
 
   if (!rc && !o.no_opt) {
-    double t2 = now_ms();
+    double t2 = ts_now_seconds();
     LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
     LLVMErrorRef perr = LLVMRunPasses(mod, "default<O3>", tm, po);
     LLVMDisposePassBuilderOptions(po);
@@ -218,12 +211,12 @@ int ts_build(const ts_func *f, const ts_target *t, const ts_build_options *opts,
       rc = TS_ERR(err, TS_EINTERNAL, "LLVM optimization failed: %s", m);
       LLVMDisposeErrorMessage(m);
     }
-    out->opt_ms = now_ms() - t2;
+    out->opt_ms = (ts_now_seconds() - t2) * 1e3;
   }
   if (!rc && o.keep_llvm_ir)
     out->llvm_ir = take_message(LLVMPrintModuleToString(mod));
 
-  double t3 = now_ms();
+  double t3 = ts_now_seconds();
   if (!rc && o.keep_asm && !cuda) {
     LLVMModuleRef clone = LLVMCloneModule(mod);
     size_t n;
@@ -259,7 +252,7 @@ int ts_build(const ts_func *f, const ts_target *t, const ts_build_options *opts,
         }
     }
   }
-  out->codegen_ms = now_ms() - t3;
+  out->codegen_ms = (ts_now_seconds() - t3) * 1e3;
 
   ts_var_ranges_destroy(e.ranges);
   LLVMDisposeBuilder(b);

@@ -118,6 +118,14 @@ int ts_target_max_registers_per_thread(const ts_target *t);
  * with err set; on error the function may be half-rewritten and must be
  * discarded. */
 
+/* Loop annotation keys the lowering passes read (set by the tuner's
+ * postprocessors and the cost model's design space) or write (read by the
+ * cost model's features); ts_lower_unroll and ts_lower_vectorize below say
+ * what they mean. */
+#define TS_ANN_AUTO_UNROLL_MAX_STEP "pragma_auto_unroll_max_step"
+#define TS_ANN_UNROLL_EXPLICIT "pragma_unroll_explicit"
+#define TS_ANN_VECTORIZE_FALLBACK "vectorize_fallback"
+
 typedef struct ts_lower_options {
   bool verify_between;   /* run ts_func_verify after each pass (TS_VERIFY=1) */
   int max_vector_lanes;  /* widest vector a vectorized loop becomes (64) */

@@ -1127,7 +1127,7 @@ static ts_stmt *vectorize_post(void *ctx, ts_arena *a, ts_stmt *s) {
   for (int i = 0; i < ts_for_n_annotations(s); i++)
     ts_for_annotate(a, r, *ts_for_annotation(s, i));
   if (reason)
-    ts_for_annotate(a, r, ts_ann_string("vectorize_fallback", reason));
+    ts_for_annotate(a, r, ts_ann_string(TS_ANN_VECTORIZE_FALLBACK, reason));
   return r;
 }
 
@@ -1213,11 +1213,10 @@ static ts_stmt *unroll_pre(void *ctx, ts_arena *a, ts_stmt *s) {
   }
   c->depth++;
   const ts_annotation *ann =
-      ts_for_find_annotation(s, "pragma_auto_unroll_max_step");
+      ts_for_find_annotation(s, TS_ANN_AUTO_UNROLL_MAX_STEP);
   if (ann && ann->kind == TS_ANN_INT) {
     c->auto_max_step = ann->i;
-    const ts_annotation *ex =
-        ts_for_find_annotation(s, "pragma_unroll_explicit");
+    const ts_annotation *ex = ts_for_find_annotation(s, TS_ANN_UNROLL_EXPLICIT);
     c->explicit_unroll = !ex || ex->kind != TS_ANN_INT || ex->i != 0;
   }
   return NULL;
@@ -1240,7 +1239,7 @@ static ts_stmt *unroll_post(void *ctx, ts_arena *a, ts_stmt *s) {
     return lower_unroll_loop(a, s, mn, ex);
   /* Auto-unroll applies to serial loops strictly inside the annotated one. */
   bool annotated =
-      ts_for_find_annotation(s, "pragma_auto_unroll_max_step") != NULL;
+      ts_for_find_annotation(s, TS_ANN_AUTO_UNROLL_MAX_STEP) != NULL;
   if (kind == TS_FOR_SERIAL && !annotated && c->auto_max_step > 0) {
     int64_t steps = step_count(s, c->auto_max_step);
     if (steps >= 0 && steps <= c->auto_max_step) {

@@ -14,7 +14,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 /* Loops deeper than this (plus the vector-lane dimension) are refused. */
 #define MAX_LOOPS 62
@@ -786,9 +785,9 @@ static void walk(walker *w, ts_stmt *s) {
     l->kind = ts_for_kind_of(s);
     l->thread_tag = ts_for_thread_tag(s);
     const ts_annotation *a =
-        ts_for_find_annotation(s, "pragma_auto_unroll_max_step");
+        ts_for_find_annotation(s, TS_ANN_AUTO_UNROLL_MAX_STEP);
     if (a && a->kind == TS_ANN_INT) l->auto_unroll = a->i;
-    l->fallback = ts_for_find_annotation(s, "vectorize_fallback") != NULL;
+    l->fallback = ts_for_find_annotation(s, TS_ANN_VECTORIZE_FALLBACK) != NULL;
     w->n_loops++;
     walk(w, ts_for_body(s));
     w->n_loops--;
@@ -871,12 +870,6 @@ static bool prepass_enter(void *ctx, ts_stmt *s) {
   return true;
 }
 
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
-
 /* Parallel loops started per call: each outermost parallel loop counts the
  * product of the extents of the loops outside it. */
 static double count_dispatches(const ts_stmt *s, double outer, int depth) {
@@ -934,7 +927,7 @@ int ts_cm_extract(const ts_func *f, const ts_target *target,
                   ts_cm_features *out, ts_error *err) {
   memset(out, 0, sizeof *out);
   if (!f) return TS_ERR(err, TS_EINVAL, "features: no function");
-  double t0 = now_ms();
+  double t0 = ts_now_seconds();
   ts_func *lowered = NULL;
   if (has_blocks(f)) {
     ts_error lerr;
@@ -967,7 +960,7 @@ int ts_cm_extract(const ts_func *f, const ts_target *target,
     out->n_rows = w->n_rows;
     out->values = w->rows;
     w->rows = NULL;
-    out->extract_ms = now_ms() - t0;
+    out->extract_ms = (ts_now_seconds() - t0) * 1e3;
   }
   free(w->rows);
   free(w->lets);

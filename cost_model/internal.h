@@ -63,7 +63,4 @@ int cm_candidate_features(const ts_cm_candidate *c, const ts_target *t,
                           ts_cm_features *tmp, const ts_cm_features **out,
                           ts_error *err);
 
-/* CLOCK_MONOTONIC in milliseconds. */
-double cm_now_ms(void);
-
 #endif /* TESSERA_COST_MODEL_INTERNAL_H */

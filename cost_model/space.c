@@ -124,7 +124,7 @@ static void tile_block(ts_sched *s, ts_rv block, const char *name, ts_rng *r) {
     ts_rv step;
     if (!ts_sched_sample_categorical(s, steps, probs, 4, &step)) {
       ts_rv target = ts_sched_rv_loop(s, outer) ? outer : order[0];
-      ts_sched_annotate_rv(s, target, "pragma_auto_unroll_max_step", step);
+      ts_sched_annotate_rv(s, target, TS_ANN_AUTO_UNROLL_MAX_STEP, step);
     }
   }
 }

@@ -263,7 +263,7 @@ static void gradients(const xgb_model *m, const double *S, const double *y,
 }
 
 static int train(xgb_model *m, ts_error *err) {
-  double t0 = cm_now_ms();
+  double t0 = ts_now_seconds();
   int64_t n = m->n_samples, n_rows = m->n_rows;
   int64_t *groups = malloc(sizeof *groups * (size_t)(n ? n : 1));
   ts_cm_result *res = malloc(sizeof *res * (size_t)(n ? n : 1));
@@ -328,7 +328,7 @@ static int train(xgb_model *m, ts_error *err) {
   b = NULL;
   m->n_trained_on = n;
   m->n_trainings++;
-  m->last_ms = cm_now_ms() - t0;
+  m->last_ms = (ts_now_seconds() - t0) * 1e3;
   m->total_ms += m->last_ms;
 done:
   if (b) XGBoosterFree(b);

@@ -63,14 +63,9 @@ static void make_trace(uint64_t *rng, char *out, size_t cap) {
       t[0], t[1], t[2], t[3], u);
 }
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
 static double percentile(double *v, int n, double p) {
   if (n == 0) return NAN;
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
+  qsort(v, (size_t)n, sizeof *v, ts_cmp_double);
   int i = (int)ceil(p * n) - 1;
   return v[i < 0 ? 0 : i >= n ? n - 1 : i];
 }
@@ -144,9 +139,9 @@ static int fill(ts_db *db, const ts_db_bench_options *o, ts_workload **w,
 static int query(ts_db *db, const ts_func *f, int64_t want, double *us,
                  ts_error *err) {
   ts_db_record r;
-  double t0 = db_now();
+  double t0 = ts_now_seconds();
   int rc = ts_db_best_by_func(db, f, bench_targets[0], &r);
-  *us = (db_now() - t0) * 1e6;
+  *us = (ts_now_seconds() - t0) * 1e6;
   if (rc == TS_ENOTFOUND) return TS_OK; /* a workload without ok records */
   if (rc) return TS_ERR(err, rc, "%s", ts_db_errmsg(db));
   bool right = r.workload_id == want;
@@ -188,9 +183,9 @@ static int measure(const char *path, const ts_db_bench_options *o, int grid,
   for (int q = 0; q < nq && !rc; q++) {
     int i = (int)(next_random(&rng) % (uint64_t)nw);
     if ((rc = build(i, grid, &w, err))) break;
-    double t0 = db_now();
+    double t0 = ts_now_seconds();
     ts_hash128 h = ts_func_hash(w->func);
-    hash[q] = (db_now() - t0) * 1e6;
+    hash[q] = (ts_now_seconds() - t0) * 1e6;
     sink ^= h.lo;
     ts_workload_free(w);
     if ((rc = build(i, grid, &w, err))) break;
@@ -247,7 +242,7 @@ int ts_db_bench(const ts_db_bench_options *opts, ts_db_bench_result *out,
                     o.url);
     char schema[64];
     snprintf(schema, sizeof schema, "tessera_bench_%ld_%lld", (long)getpid(),
-             (long long)(db_now() * 1000) % 1000000);
+             (long long)(ts_now_seconds() * 1000) % 1000000);
     int rc = db_pg_schema(o.url, schema, true, err);
     if (rc) return rc;
     url = db_pg_schema_url(o.url, schema);
@@ -282,9 +277,9 @@ int ts_db_bench(const ts_db_bench_options *opts, ts_db_bench_result *out,
   ts_db *db = NULL;
   if (!rc) rc = ts_db_open(path, NULL, &db, err);
   if (!rc) {
-    double t0 = db_now();
+    double t0 = ts_now_seconds();
     rc = fill(db, &o, w, ids, out, err);
-    out->fill_seconds = db_now() - t0;
+    out->fill_seconds = ts_now_seconds() - t0;
     ts_db_stats st;
     if (!rc && ts_db_get_stats(db, &st) == TS_OK)
       out->file_bytes = st.file_bytes;

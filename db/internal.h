@@ -364,8 +364,6 @@ int db_exec(ts_db *db, const char *sql, const char *what);
 int db_write(ts_db *db, int (*body)(ts_db *db, void *ctx), void *ctx);
 /* Clears the error on db at the start of a public call. */
 void db_begin_call(ts_db *db);
-/* Seconds since an arbitrary epoch (CLOCK_MONOTONIC). */
-double db_now(void);
 /* The current UTC time as "YYYY-MM-DDTHH:MM:SS.mmmZ". */
 void db_timestamp(char out[32]);
 /* A malloc'd copy of column i (NULL for SQL NULL). Aborts on no memory like

@@ -124,12 +124,6 @@ char *db_xstrdup(const char *s) {
   return p;
 }
 
-double db_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 void db_timestamp(char out[32]) {
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
@@ -198,7 +192,7 @@ void db_backoff(ts_db *db, int attempt) {
 }
 
 bool db_timed_out(const ts_db *db, double started) {
-  return (db_now() - started) * 1000.0 >= db->opts.busy_timeout_ms;
+  return (ts_now_seconds() - started) * 1000.0 >= db->opts.busy_timeout_ms;
 }
 
 db_q *db_stmt(ts_db *db, db_statement id) {
@@ -221,7 +215,7 @@ void db_finalize(db_q *q) {
 }
 
 int db_step(ts_db *db, db_q *st) {
-  double started = db_now();
+  double started = ts_now_seconds();
   for (int attempt = 0;; attempt++) {
     int rc = db->be->step(st);
     /* inside a write a conflict rolls back the whole transaction: db_write
@@ -235,7 +229,7 @@ int db_step(ts_db *db, db_q *st) {
 }
 
 int db_exec(ts_db *db, const char *sql, const char *what) {
-  double started = db_now();
+  double started = ts_now_seconds();
   for (int attempt = 0;; attempt++) {
     int rc = db->be->exec(db, sql);
     if (rc == SQLITE_OK) return TS_OK;
@@ -252,7 +246,7 @@ int db_begin_read(ts_db *db, const char *what) {
 }
 
 int db_write(ts_db *db, int (*body)(ts_db *db, void *ctx), void *ctx) {
-  double started = db_now();
+  double started = ts_now_seconds();
   for (int attempt = 0;; attempt++) {
     db->busy = false;
     int code;
@@ -359,7 +353,7 @@ int ts_db_open(const char *path, const ts_db_options *opts, ts_db **out,
   db->conn_string = db_xstrdup(path);
   db->opts = o;
   db->rng = (uint64_t)getpid() * 0x9E3779B97F4A7C15ull ^
-            (uint64_t)(db_now() * 1e9) ^ (uint64_t)(uintptr_t)db;
+            (uint64_t)(ts_now_seconds() * 1e9) ^ (uint64_t)(uintptr_t)db;
   if (!db->rng) db->rng = 1;
   func_cache_init(&db->funcs, o.func_cache_bytes);
   int rc = db->be->connect(db);

@@ -67,22 +67,6 @@ char *db_run_secs_json(const double *secs, int n) {
   return out;
 }
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
-static double median_of(const double *secs, int n) {
-  if (n <= 0) return NAN;
-  double local[64];
-  double *v = n <= 64 ? local : db_xmalloc(sizeof *v * (size_t)n);
-  memcpy(v, secs, sizeof *v * (size_t)n);
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
-  double m = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-  if (v != local) free(v);
-  return m;
-}
-
 /* ---- reading ---- */
 
 /* Reads a run-seconds array as the module writes it ("[1.5e-05,2e-05]"),
@@ -257,7 +241,7 @@ static int check_measurement(ts_db *db, int i, const ts_db_measurement *m,
       db_check_json_object(m->measure_json, "measure_json", &terr) != TS_OK)
     return TS_ERR(&db->err, TS_EINVAL, "record %d: %s", i, terr.msg);
   *run_json = db_run_secs_json(m->run_secs, m->n_run_secs);
-  *median = median_of(m->run_secs, m->n_run_secs);
+  *median = ts_median(m->run_secs, m->n_run_secs);
   return TS_OK;
 }
 

@@ -36,7 +36,7 @@ static bool is_busy(int rc) {
  * SQLITE_BUSY and the caller's retry loop decides). */
 static int busy_handler(void *ctx, int count) {
   ts_db *db = ctx;
-  if (count == 0) db->busy_started = db_now();
+  if (count == 0) db->busy_started = ts_now_seconds();
   if (db_timed_out(db, db->busy_started)) return 0;
   db_backoff(db, count);
   return 1;
@@ -44,7 +44,7 @@ static int busy_handler(void *ctx, int count) {
 
 /* Steps a statement used once, retried with backoff while busy. */
 static int raw_step(ts_db *db, sqlite3_stmt *st) {
-  double started = db_now();
+  double started = ts_now_seconds();
   for (int attempt = 0;; attempt++) {
     int rc = sqlite3_step(st);
     if (!is_busy(rc) || db_timed_out(db, started)) return rc;

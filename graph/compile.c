@@ -30,14 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
-
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
 
 int cp_onnx_dtype(ts_dtype t) {
   if (t.lanes != 1) return 0;
@@ -518,13 +511,13 @@ int ts_graph_compile(const ts_graph *g, const ts_graph_compile_options *o,
   }
 
   /* memory plan */
-  double t0 = now_ms();
+  double t0 = ts_now_seconds();
   rc = ts_graph_plan_memory(g, &plan, err);
   if (rc) goto done;
-  r->plan_ms = now_ms() - t0;
+  r->plan_ms = (ts_now_seconds() - t0) * 1e3;
 
   /* the database's best record of each task on exactly this target */
-  t0 = now_ms();
+  t0 = ts_now_seconds();
   for (int i = 0; o->db && i < n_tasks; i++) {
     ts_db_record rec;
     memset(&rec, 0, sizeof rec);
@@ -536,14 +529,14 @@ int ts_graph_compile(const ts_graph *g, const ts_graph_compile_options *o,
     }
     ts_db_record_clear(&rec);
   }
-  r->lookup_ms = now_ms() - t0;
+  r->lookup_ms = (ts_now_seconds() - t0) * 1e3;
 
   /* kernels, in parallel */
-  t0 = now_ms();
+  t0 = ts_now_seconds();
   build_pool pool = {.tasks = bt, .n = n_tasks, .target = tgt};
   atomic_init(&pool.next, 0);
   build_all(&pool, o->build_threads);
-  r->codegen_ms = now_ms() - t0;
+  r->codegen_ms = (ts_now_seconds() - t0) * 1e3;
   for (int i = 0; i < n_tasks; i++) {
     if (bt[i].rc) {
       rc = TS_ERR(err, bt[i].rc, "task %s (%s, first node '%s'): %s",
@@ -589,7 +582,7 @@ int ts_graph_compile(const ts_graph *g, const ts_graph_compile_options *o,
   }
 
   /* emit and link */
-  t0 = now_ms();
+  t0 = ts_now_seconds();
   const char *tmp = getenv("TMPDIR");
   snprintf(tmpdir, sizeof tmpdir, "%s/tessera-compile-XXXXXX",
            tmp && *tmp ? tmp : "/tmp");
@@ -600,7 +593,7 @@ int ts_graph_compile(const ts_graph *g, const ts_graph_compile_options *o,
     goto done;
   }
   rc = cp_emit_and_link(&prog, o, tmpdir, &r->library_bytes, err);
-  r->link_ms = now_ms() - t0;
+  r->link_ms = (ts_now_seconds() - t0) * 1e3;
   if (rc) goto done;
   r->warning = make_warning(o, r);
 

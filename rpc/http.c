@@ -324,7 +324,7 @@ static void on_connection(void *cls, struct MHD_Connection *c,
         MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
     e->fd = ci ? ci->connect_fd : -1;
     peer_of(c, e->peer, sizeof e->peer);
-    e->start = mono_seconds();
+    e->start = ts_now_seconds();
     pthread_mutex_lock(&s->mu);
     /* A connection its client has closed counts no more, though the
      * server library may not have cleaned it up yet. */
@@ -369,7 +369,7 @@ static bool set_phase(http_server *s, conn_entry *e, int phase) {
   pthread_mutex_lock(&s->mu);
   bool open = !e->closed;
   e->phase = phase;
-  if (phase == CONN_RECEIVING) e->start = mono_seconds();
+  if (phase == CONN_RECEIVING) e->start = ts_now_seconds();
   pthread_mutex_unlock(&s->mu);
   return open;
 }
@@ -383,7 +383,7 @@ static void *watchdog_main(void *arg) {
   http_server *s = arg;
   pthread_mutex_lock(&s->mu);
   while (!s->stopping) {
-    double now = mono_seconds();
+    double now = ts_now_seconds();
     for (conn_entry *e = s->conns; e; e = e->next) {
       if (e->closed || e->phase == CONN_HANDLING || e->fd < 0) continue;
       double limit = s->lim.request_deadline_ms / 1000.0;

@@ -220,6 +220,10 @@ int ts_sched_blockize(ts_sched *s, ts_rv loop, ts_rv *out);
  * implementation of a registered tensor intrinsic whose description it
  * matches; refuses with the reason of the mismatch otherwise. */
 int ts_sched_tensorize(ts_sched *s, ts_rv block_or_loop, const char *intrin);
+/* The block annotation tensorize leaves on the block it replaces, valued
+ * with the intrinsic's name: the regions of such a block are kept when
+ * regions are inferred again, and the tuner does not vectorize it. */
+#define TS_ANN_TENSOR_INTRIN "tensor_intrin"
 
 /* --- sampling (schedule/sampling.c) --- */
 /* n integer RVs whose product is the loop's extent, the innermost at most

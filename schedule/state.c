@@ -175,7 +175,7 @@ const ts_stmt *ts_sched_rv_loop(const ts_sched *s, ts_rv rv) {
 static void refresh_leave(void *ctx, ts_stmt *st) {
   if (ts_stmt_kind_of(st) != TS_STMT_BLOCK_REALIZE) return;
   ts_block *b = ts_realize_block(st);
-  if (!ts_block_find_annotation(b, "tensor_intrin"))
+  if (!ts_block_find_annotation(b, TS_ANN_TENSOR_INTRIN))
     ts_block_infer_regions(ctx, b);
 }
 

@@ -683,7 +683,7 @@ int apply_tensorize(ts_sched *s, inst *in, rv_list *out) {
   rv_kill_loops(s, dead.v, dead.n, "tensorize");
   sv_free(&dead);
   ts_block_set_body(ob, body);
-  ts_block_annotate(a, ob, ts_ann_string("tensor_intrin", name));
+  ts_block_annotate(a, ob, ts_ann_string(TS_ANN_TENSOR_INTRIN, name));
   ts_node_map_destroy(m.iters);
   ts_func_free(desc);
   ts_func_free(impl);

@@ -912,4 +912,19 @@ int64_t ts_host_compare(const void *got, const void *want, ts_dtype t,
 double ts_host_get(const void *data, ts_dtype t, int64_t i);
 void ts_host_set(void *data, ts_dtype t, int64_t i, double v);
 
+/* ========================================================================
+ * Small utilities (tir/util.c)
+ * ======================================================================== */
+
+/* Seconds on CLOCK_MONOTONIC, from an arbitrary epoch (only differences
+ * mean anything). */
+double ts_now_seconds(void);
+/* The qsort comparator of doubles: ascending order; a NaN compares equal
+ * to everything. */
+int ts_cmp_double(const void *a, const void *b);
+/* The median of v[0..n): the middle value, the mean of the two middle
+ * values when n is even; NAN when n <= 0 (or, for n > 64, when no memory
+ * is left for the sorted copy). v is left as it is. */
+double ts_median(const double *v, int n);
+
 #endif /* TESSERA_TIR_H */

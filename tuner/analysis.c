@@ -8,13 +8,6 @@
 #include "tuner/internal.h"
 
 #include <string.h>
-#include <time.h>
-
-double tuner_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 typedef struct find_var {
   const ts_expr *var;

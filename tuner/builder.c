@@ -74,7 +74,7 @@ static int read_full(int fd, void *p, size_t n, double deadline) {
   char *c = p;
   while (n) {
     if (deadline >= 0) {
-      double left = deadline - tuner_now();
+      double left = deadline - ts_now_seconds();
       if (left <= 0) return -2;
       struct pollfd pf = {fd, POLLIN, 0};
       int pr = poll(&pf, 1, (int)ceil(left * 1000));
@@ -200,7 +200,7 @@ static int slot_start(slot *all, int n_all, slot *s, const ts_func *const *f,
 static bool slot_give(slot *s, int32_t i) {
   if (write_full(s->fd, &i, sizeof i)) return false;
   s->index = i;
-  s->since = tuner_now();
+  s->since = ts_now_seconds();
   return true;
 }
 
@@ -298,7 +298,7 @@ static void build_forked(const ts_func *const *f, int n, const ts_target *t,
   while (done < n) {
     struct pollfd pf[TUNER_MAX_THREADS];
     int who[TUNER_MAX_THREADS], np = 0;
-    double now = tuner_now(), first = INFINITY;
+    double now = ts_now_seconds(), first = INFINITY;
     for (int k = 0; k < procs; k++)
       if (s[k].pid > 0 && s[k].index >= 0) {
         pf[np] = (struct pollfd){s[k].fd, POLLIN, 0};
@@ -309,7 +309,7 @@ static void build_forked(const ts_func *const *f, int n, const ts_target *t,
     int wait_ms = (int)ceil((first - now) * 1000);
     int pr = poll(pf, (nfds_t)np, wait_ms > 0 ? wait_ms : 0);
     if (pr < 0 && errno != EINTR) break;
-    now = tuner_now();
+    now = ts_now_seconds();
     for (int p = 0; p < np; p++) {
       slot *sl = &s[who[p]];
       int i = sl->index;

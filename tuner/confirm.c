@@ -67,11 +67,6 @@ static int cand_make(conf_cand *c, const ts_func *f, const ts_target *t,
   return rc;
 }
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
 /* The records to measure again: the top k distinct traces by search-time
  * median, and the previous confirmed best when it is not among them (so a
  * new confirmation compares with the old winner in the same rounds). */
@@ -239,7 +234,7 @@ int ts_confirm(ts_db *db, int64_t workload_id, const char *target,
   for (int i = 0; ids && med && spread && sorted && i < n; i++) {
     if (!c[i].ok) continue;
     memcpy(sorted, c[i].secs, sizeof *sorted * (size_t)o.rounds);
-    qsort(sorted, (size_t)o.rounds, sizeof *sorted, cmp_double);
+    qsort(sorted, (size_t)o.rounds, sizeof *sorted, ts_cmp_double);
     ids[m] = c[i].rec.id;
     med[m] = sorted[o.rounds / 2];
     spread[m] = (sorted[o.rounds - 1] - sorted[0]) / med[m];
@@ -274,10 +269,10 @@ int ts_confirm(ts_db *db, int64_t workload_id, const char *target,
     if (!peer_ok[p]) continue;
     double *ps = peer_secs + (size_t)p * (size_t)o.rounds;
     memcpy(sorted, ps, sizeof *sorted * (size_t)o.rounds);
-    qsort(sorted, (size_t)o.rounds, sizeof *sorted, cmp_double);
+    qsort(sorted, (size_t)o.rounds, sizeof *sorted, ts_cmp_double);
     pr->seconds = sorted[o.rounds / 2];
     for (int r = 0; r < o.rounds; r++) sorted[r] = ps[r] / c[best_i].secs[r];
-    qsort(sorted, (size_t)o.rounds, sizeof *sorted, cmp_double);
+    qsort(sorted, (size_t)o.rounds, sizeof *sorted, ts_cmp_double);
     pr->ratio = sorted[o.rounds / 2];
     pr->ok = true;
     if (flops > 0 &&

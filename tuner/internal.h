@@ -270,7 +270,4 @@ void tuner_build_batch(const ts_func *const *f, int n, const ts_target *t,
                        int procs, int timeout_ms, ts_artifact **art,
                        char (*why)[TS_MEASURE_ERROR_MAX]);
 
-/* CLOCK_MONOTONIC seconds. */
-double tuner_now(void);
-
 #endif /* TESSERA_TUNER_INTERNAL_H */

@@ -156,7 +156,7 @@ static int print_table(const job *j) {
 /* The progress bar and the failures; returns the lines printed. */
 static int print_progress(const job *j) {
   FILE *f = j->o->output.out;
-  double el = tuner_now() - j->start;
+  double el = ts_now_seconds() - j->start;
   int width = 30;
   double frac = j->budget > 0 ? (double)j->done / (double)j->budget : 1;
   if (frac > 1) frac = 1;
@@ -223,7 +223,7 @@ static void log_line(const job *j, const job_task *t, int task, int64_t trial,
   cJSON_AddNumberToObject(o, "run_ms", r->run_ms);
   cJSON_AddStringToObject(o, "worker", r->worker);
   cJSON_AddStringToObject(o, "error", r->error);
-  cJSON_AddNumberToObject(o, "elapsed_s", tuner_now() - j->start);
+  cJSON_AddNumberToObject(o, "elapsed_s", ts_now_seconds() - j->start);
   char *line = cJSON_PrintUnformatted(o);
   if (line) {
     fprintf(f, "%s\n", line);
@@ -518,19 +518,6 @@ static void feat_one(void *ctx, int i, int worker) {
     c->have_feat = true;
 }
 
-static double median_of(const double *v, int n) {
-  if (n <= 0) return NAN;
-  double s[TS_MEASURE_MAX_REPEAT];
-  memcpy(s, v, sizeof(double) * (size_t)n);
-  for (int i = 1; i < n; i++)
-    for (int k = i; k > 0 && s[k] < s[k - 1]; k--) {
-      double x = s[k];
-      s[k] = s[k - 1];
-      s[k - 1] = x;
-    }
-  return n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
-}
-
 static ts_db_status db_status(ts_measure_status s) {
   switch (s) {
   case TS_MEASURE_OK: return TS_DB_STATUS_OK;
@@ -604,7 +591,7 @@ static int run_round(job *j, int ti) {
     return TS_OK;
   }
   /* search */
-  double t0 = tuner_now();
+  double t0 = ts_now_seconds();
   cand **v = calloc((size_t)want, sizeof *v);
   int n0 = 0;
   /* a job with --rule traces searches only the space they define: the
@@ -615,7 +602,7 @@ static int run_round(job *j, int ti) {
   }
   int n =
       want > n0 ? j->strategy->pick(&t->search, want - n0, v + n0, j->err) : 0;
-  j->search_s += tuner_now() - t0;
+  j->search_s += ts_now_seconds() - t0;
   if (n < 0) {
     if (n0) cand_unref(v[0]);
     free(v);
@@ -636,7 +623,7 @@ static int run_round(job *j, int ti) {
   }
   t->empty_rounds = 0;
   /* build, in parallel */
-  t0 = tuner_now();
+  t0 = ts_now_seconds();
   ts_artifact **art = calloc((size_t)n, sizeof *art);
   char(*why)[TS_MEASURE_ERROR_MAX] = calloc((size_t)n, TS_MEASURE_ERROR_MAX);
   int threads = j->o->build_threads > 0 ? j->o->build_threads
@@ -650,9 +637,9 @@ static int run_round(job *j, int ti) {
     feat_job fj = {j, v};
     tuner_parallel(threads, n, feat_one, &fj);
   }
-  j->build_s += tuner_now() - t0;
+  j->build_s += ts_now_seconds() - t0;
   /* measure: nothing else runs meanwhile */
-  t0 = tuner_now();
+  t0 = ts_now_seconds();
   ts_measure_result *res = calloc((size_t)n, sizeof *res);
   ts_artifact **built = calloc((size_t)n, sizeof *built);
   int *slot = calloc((size_t)n, sizeof *slot);
@@ -673,7 +660,7 @@ static int run_round(job *j, int ti) {
       snprintf(res[i].error, sizeof res[i].error, "%s", why[i]);
     }
   for (int k = 0; k < nb; k++) res[slot[k]] = mres[k];
-  j->measure_s += tuner_now() - t0;
+  j->measure_s += ts_now_seconds() - t0;
   /* commit */
   ts_db_measurement *m = calloc((size_t)n, sizeof *m);
   char **json = calloc((size_t)n, sizeof *json);
@@ -683,7 +670,7 @@ static int run_round(job *j, int ti) {
     json[i] = ts_candidate_record_json(&v[i]->c);
     how[i] = ts_measure_context_json(&mc, res[i].cpus);
     med[i] = res[i].status == TS_MEASURE_OK
-                 ? median_of(res[i].seconds, res[i].n_seconds)
+                 ? ts_median(res[i].seconds, res[i].n_seconds)
                  : NAN;
     m[i].workload_id = t->workload_id;
     m[i].target = j->target_str;
@@ -731,10 +718,10 @@ static int run_round(job *j, int ti) {
       }
       log_line(j, t, ti, trial, &res[i], med[i], v[i]->c.hash);
     }
-    t0 = tuner_now();
+    t0 = ts_now_seconds();
     if (nm && ts_cm_update(t->model, cc, cr, nm, j->err))
       rc = j->err ? j->err->code : TS_EINVAL;
-    j->search_s += tuner_now() - t0;
+    j->search_s += ts_now_seconds() - t0;
     free(cc);
     free(cr);
     t->sched.trials += n;
@@ -865,7 +852,7 @@ int ts_tune(ts_db *db, ts_runner *runner, const ts_tune_task *tasks, int n,
   j.runner = runner;
   j.o = &o;
   j.err = err;
-  j.start = tuner_now();
+  j.start = ts_now_seconds();
   j.strategy = o.strategy == TS_STRATEGY_RANDOM ? &strategy_random
                                                 : &strategy_evolutionary;
   if ((rc = ts_target_parse(o.target, &j.target, err))) return rc;
@@ -945,7 +932,7 @@ int ts_tune(ts_db *db, ts_runner *runner, const ts_tune_task *tasks, int n,
     result->tasks = calloc((size_t)n, sizeof *result->tasks);
     result->trials_done = j.done;
     result->trials_now = j.trials_now;
-    result->seconds = tuner_now() - j.start;
+    result->seconds = ts_now_seconds() - j.start;
     result->build_seconds = j.build_s;
     result->measure_seconds = j.measure_s;
     result->search_seconds = j.search_s;

@@ -264,7 +264,7 @@ static int rewrite_pvu(ts_sched *s, const ts_target *t, ts_error *err) {
       for (int k = 0; k < nb.n; k++)
         if (!has_child_block(nb.v[k]) &&
             !ts_block_find_annotation(ts_realize_block(nb.v[k]),
-                                      "tensor_intrin")) {
+                                      TS_ANN_TENSOR_INTRIN)) {
           char name[128];
           snprintf(name, sizeof name, "%s",
                    ts_block_name(ts_realize_block(nb.v[k])));
@@ -284,8 +284,8 @@ static int rewrite_pvu(ts_sched *s, const ts_target *t, ts_error *err) {
     }
     if (unroll > 0 && ts_sched_rv_loop(s, outer)) {
       ts_sched_annotate(s, outer,
-                        ts_ann_int("pragma_auto_unroll_max_step", unroll));
-      ts_sched_annotate(s, outer, ts_ann_int("pragma_unroll_explicit", 1));
+                        ts_ann_int(TS_ANN_AUTO_UNROLL_MAX_STEP, unroll));
+      ts_sched_annotate(s, outer, ts_ann_int(TS_ANN_UNROLL_EXPLICIT, 1));
     }
   }
   free(first_leaf);
