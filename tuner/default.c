@@ -11,11 +11,14 @@
  *     is contiguous in every access (the vector axis) gets a register
  *     tile: the vector axis split by 1, 2 or 4 vector lengths (or, when
  *     no whole vector divides its extent, the divisor up to 4 vectors that
- *     fills its vector instructions best) and a rows axis (a spatial loop no
- * input of which the vector axis also indexes: i of a matmul, the output
- * channel of an NCHW conv) split by a divisor up to 8, the pair with the most
- * FMAs per load whose accumulators fit the vector registers besides the
- * operands; loop order outer spatial, vector tiles, row tiles, reductions, rows
+ *     fills its vector instructions best) and a rows axis (a spatial
+ *     loop no input of which the vector axis also indexes: i of a matmul,
+ *     the output channel of an NCHW conv; when there is none, one that an
+ *     input indexed by the vector axis does not depend on: the output
+ *     column of a depthwise conv, whose weights each row tile then reuses)
+ *     split by a divisor up to 8, the pair with the most FMAs per load
+ *     whose accumulators fit the vector registers besides the operands;
+ *     loop order outer spatial, vector tiles, row tiles, reductions, rows
  *     (unrolled), vector (vectorized); its init decomposed and vectorized;
  *     the streamed input (B of a matmul) packed per vector tile when there
  *     are at least four row tiles; its elementwise consumer computed at the
@@ -318,6 +321,20 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
         !shares_input(r, ts_sched_rv_loop(s, loops[i]),
                       ts_sched_rv_loop(s, loops[vec])))
       rows = i;
+  /* No such axis (a depthwise conv: every spatial axis indexes the input
+   * that the channels do): the innermost spatial axis that one input is
+   * not read through (the weights), so a tile of rows reuses each vector
+   * of it instead of loading it again per output pixel. */
+  bool rows_load = false;
+  for (int i = vec - 1; i >= 0 && rows < 0; i--) {
+    bool by_outer;
+    if (binds[i] == BIND_SPATIAL && loop_extent(s, loops[i]) > 1 &&
+        streamed_input(r, ts_sched_rv_loop(s, loops[vec]),
+                       ts_sched_rv_loop(s, loops[i]), NULL, 0, &by_outer)) {
+      rows = i;
+      rows_load = true;
+    }
+  }
   int lanes = lanes_of(t, ts_buffer_dtype(ts_block_write(blk, 0)->buffer));
   int64_t ev = loop_extent(s, loops[vec]);
   /* one or two whole vectors when they divide the extent, else the
@@ -418,11 +435,12 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
   /* The streamed input (indexed by the vector axis, not by the rows: B of
    * a matmul) packed per vector tile into a contiguous panel that every
    * row tile then reads, when there are enough row tiles to pay for the
-   * copy. The parallel loops then stop at the vector tile. */
+   * copy. The parallel loops then stop at the vector tile. (Not the
+   * weights of a depthwise conv: a few taps per channel, read in place.) */
   int n_par = n_outer;
   char packed[160] = "";
   int64_t reuse = er / nrows * (vec_first ? outer_iters : 1);
-  if (vo != TS_RV_NONE && rows >= 0 && reuse >= 4) {
+  if (vo != TS_RV_NONE && rows >= 0 && reuse >= 4 && !rows_load) {
     const ts_stmt *rr = ts_func_find_block(ts_sched_func(s), name);
     const ts_stmt *lv = ts_sched_rv_loop(s, vo), *lr = NULL;
     if (ro != TS_RV_NONE) lr = ts_sched_rv_loop(s, ro);

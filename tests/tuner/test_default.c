@@ -89,8 +89,9 @@ static void test_shapes(void **state) {
        {"vectorize", "unroll", "parallel"}},
       {"conv2d_nhwc N=1 H=14 W=14 CI=16 CO=32 KH=3 KW=3 pad=1",
        {"vectorize", "unroll", "parallel"}},
+      /* a tile of output pixels (unrolled) reuses each weight vector */
       {"depthwise_conv2d_nhwc N=1 H=28 W=28 C=32 KH=3 KW=3 pad=1",
-       {"vectorize", "parallel"}},
+       {"vectorize", "unroll", "parallel"}},
       {"softmax N=64 D=128", {"parallel"}},
       {"layer_norm N=128 D=256", {"parallel"}},
       {"elementwise op=gelu shape=128x768", {"vectorize", "parallel"}},
