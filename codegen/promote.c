@@ -23,7 +23,9 @@
  * L's accesses are guarded; where L runs under if-conditions, as the main
  * part of a partitioned tile does, the slot need only be inside X where
  * they hold, checked point by point); L holds no parallel or thread-bound
- * loop. At
+ * loop; a buffer that the parallel iterations around L share is not
+ * promoted when one of its stores in L runs under a condition inside L
+ * (the write-back would race with the iteration that owns the element). At
  * most MAX_SLOTS slots and max_bytes bytes (what the target's vector
  * registers hold beside a tile's operands) are promoted per loop.
  */
@@ -56,6 +58,7 @@ typedef struct cand {
   int n;
   bool bad;
   bool any_store;
+  bool guarded;   /* a store of it in L runs under an if inside L */
   ts_buffer *reg; /* R, once chosen */
 } cand;
 
@@ -63,6 +66,9 @@ typedef struct promote_ctx {
   ts_arena *a;
   ts_var_ranges *ranges;  /* loops seen so far */
   ts_node_map *allocated; /* buffers the function allocates */
+  ts_node_map *alloc_par; /* buffer -> parallel loops around its allocation
+                             (as a pointer-sized count plus one) */
+  int par_depth;          /* parallel loops around the statement visited */
   int64_t max_bytes;      /* promoted around one loop at most */
   int promoted;
   /* the conditions of the if-branches around the statement being visited
@@ -296,6 +302,7 @@ typedef struct scan {
   ts_node_map *inner; /* vars bound inside the loop (and its own) */
   cand cands[MAX_CANDS];
   int n;
+  int if_depth; /* if-statements inside the loop around the visited one */
 } scan;
 
 static cand *cand_of(scan *sc, ts_buffer *b) {
@@ -371,6 +378,7 @@ static void note_access(scan *sc, ts_buffer *b, ts_expr *const *idx, int n,
   if (store) {
     k->slots[s].stored = true;
     k->any_store = true;
+    k->guarded |= sc->if_depth > 0;
   }
 }
 
@@ -416,6 +424,7 @@ static bool bind_stmt(void *ctx, ts_stmt *s) {
 
 static bool store_stmt(void *ctx, ts_stmt *s) {
   scan *sc = ctx;
+  if (ts_stmt_kind_of(s) == TS_STMT_IF) sc->if_depth++;
   if (ts_stmt_kind_of(s) == TS_STMT_STORE) {
     ts_expr *idx[TS_MAX_DIMS];
     int n = ts_store_n_indices(s);
@@ -424,6 +433,18 @@ static bool store_stmt(void *ctx, ts_stmt *s) {
     note_access(sc, ts_store_buffer(s), idx, n, true);
   }
   return true;
+}
+
+static void store_leave(void *ctx, ts_stmt *s) {
+  scan *sc = ctx;
+  if (ts_stmt_kind_of(s) == TS_STMT_IF) sc->if_depth--;
+}
+
+/* Whether buffer b is allocated outside a parallel loop that encloses the
+ * loop being promoted: then the parallel iterations share it. */
+static bool shared_by_threads(const promote_ctx *c, const ts_buffer *b) {
+  intptr_t at = (intptr_t)ts_node_map_get(c->alloc_par, b);
+  return at > 0 && at - 1 < c->par_depth;
 }
 
 /* ---- the rewrite ---- */
@@ -503,8 +524,10 @@ static ts_stmt *try_promote(promote_ctx *c, ts_stmt *loop) {
   ts_visitor bind = {
       .enter_stmt = bind_stmt, .visit_expr = scan_top, .ctx = &sc};
   ts_stmt_walk(body, &bind);
-  ts_visitor acc = {
-      .enter_stmt = store_stmt, .visit_expr = scan_top_loads, .ctx = &sc};
+  ts_visitor acc = {.enter_stmt = store_stmt,
+                    .leave_stmt = store_leave,
+                    .visit_expr = scan_top_loads,
+                    .ctx = &sc};
   ts_stmt_walk(body, &acc);
   ts_node_map_destroy(sc.inner);
 
@@ -513,6 +536,12 @@ static ts_stmt *try_promote(promote_ctx *c, ts_stmt *loop) {
   for (int i = 0; i < sc.n; i++) {
     cand *k = &sc.cands[i];
     if (k->bad || !k->any_store) continue;
+    /* A slot is written back whether or not its stores ran. When a store
+     * is guarded by a condition inside L (the masked lanes of a tail tile)
+     * that may never hold in this thread, the slot can be an element that
+     * another parallel iteration owns and writes meanwhile: writing back
+     * the value loaded before L would undo that write. */
+    if (k->guarded && shared_by_threads(c, k->buf)) continue;
     int64_t lanes = 0;
     for (int s = 0; s < k->n; s++) {
       k->slots[s].offset = lanes;
@@ -581,18 +610,24 @@ static ts_stmt *promote_pre(void *ctx, ts_arena *a, ts_stmt *s) {
     if (then_s == ts_if_then(s) && else_s == ts_if_else(s)) return s;
     return ts_if(a, ts_if_cond(s), then_s, else_s);
   }
-  if (ts_stmt_kind_of(s) == TS_STMT_ALLOCATE)
+  if (ts_stmt_kind_of(s) == TS_STMT_ALLOCATE) {
     ts_node_map_put(c->allocated, ts_allocate_buffer(s), s);
-  else if (ts_stmt_kind_of(s) == TS_STMT_FOR &&
-           ts_expr_is_const_int(ts_for_min(s), &mn) &&
-           ts_expr_is_const_int(ts_for_extent(s), &ex))
-    ts_var_ranges_set(c->ranges, ts_for_var(s), mn, ex);
+    ts_node_map_put(c->alloc_par, ts_allocate_buffer(s),
+                    (void *)(intptr_t)(c->par_depth + 1));
+  } else if (ts_stmt_kind_of(s) == TS_STMT_FOR) {
+    if (ts_expr_is_const_int(ts_for_min(s), &mn) &&
+        ts_expr_is_const_int(ts_for_extent(s), &ex))
+      ts_var_ranges_set(c->ranges, ts_for_var(s), mn, ex);
+    if (ts_for_kind_of(s) == TS_FOR_PARALLEL) c->par_depth++;
+  }
   return NULL;
 }
 
 static ts_stmt *promote_post(void *ctx, ts_arena *a, ts_stmt *s) {
   (void)a;
+  promote_ctx *c = ctx;
   if (ts_stmt_kind_of(s) != TS_STMT_FOR) return s;
+  if (ts_for_kind_of(s) == TS_FOR_PARALLEL) c->par_depth--;
   return try_promote(ctx, s);
 }
 
@@ -603,11 +638,13 @@ int ts_lower_promote(ts_func *f, int max_bytes, ts_error *err) {
   promote_ctx c = {.a = ts_func_arena(f),
                    .ranges = ts_var_ranges_create(),
                    .allocated = ts_node_map_create(),
+                   .alloc_par = ts_node_map_create(),
                    .max_bytes = max_bytes > 0 ? max_bytes : DEFAULT_MAX_BYTES};
   ts_stmt_mutator m = {.pre = promote_pre, .post = promote_post, .ctx = &c};
   c.m = &m;
   ts_func_set_body(f, ts_stmt_mutate(c.a, body, &m));
   ts_var_ranges_destroy(c.ranges);
   ts_node_map_destroy(c.allocated);
+  ts_node_map_destroy(c.alloc_par);
   return TS_OK;
 }
