@@ -34,7 +34,7 @@ static const char bench_usage[] =
     "                     --default]\n"
     "                     [--target T]\n"
     "                     [--threads N] [--repeat N] [--min-repeat-ms N]\n"
-    "                     [--seed N] [--json]\n"
+    "                     [--seed N] [--check-runs N] [--json]\n"
     "                     [--max-memory-mb N] [--max-gflop N]\n"
     "\n"
     "Compiles the workload for the target (default: this machine) — as is,\n"
@@ -53,6 +53,9 @@ static const char bench_usage[] =
     "  --repeat N         interleaved rounds: each times tessera, then each\n"
     "                     library, one repeat each; medians reported (5)\n"
     "  --min-repeat-ms N  minimum length of one repeat (100)\n"
+    "  --check-runs N     runs of the kernel whose outputs are each checked\n"
+    "                     against the reference (4): a race between the\n"
+    "                     threads shows in some runs, not in every one\n"
     "  --max-memory-mb N  refuse a workload whose buffers need more (default:\n"
     "                     half of this machine's memory)\n"
     "  --max-gflop N      refuse a workload of more operations per run\n"
@@ -88,6 +91,7 @@ typedef struct bench_cfg {
   const char *spec, *tir, *trace, *target, *db;
   bool default_sched; /* --default: what compile builds untuned */
   int threads, repeat, min_repeat_ms;
+  int check_runs; /* outputs checked this many times (--check-runs) */
   uint64_t seed;
   bool json;
   long max_memory_mb; /* admission (0: default) */
@@ -369,9 +373,12 @@ static int run_bench(const bench_cfg *cfg) {
     session[v] = NULL;
   }
 
-  /* The check. */
+  /* The check: the output of each of cfg->check_runs runs against one
+   * reference. */
   char check_against[64] = "", detail[256] = "";
   bool ok = false;
+  const void *want_out = NULL;
+  ts_rt_args *want = NULL;
   ts_rt_args_zero_outputs(main_k.args);
   if (ts_rt_kernel_call(main_k.kernel, ts_rt_args_data(main_k.args), rt,
                         &err)) {
@@ -380,7 +387,6 @@ static int run_bench(const bench_cfg *cfg) {
   }
   if (w->flops <= INTERP_FLOP_LIMIT) {
     ts_rt_arg_spec *specs = ts_artifact_arg_specs(main_k.build.artifact);
-    ts_rt_args *want = NULL;
     rc = ts_rt_args_create(specs, main_k.build.artifact->n_args, cfg->seed,
                            &want, &err);
     free(specs);
@@ -393,36 +399,51 @@ static int run_bench(const bench_cfg *cfg) {
       goto done;
     }
     snprintf(check_against, sizeof check_against, "the reference interpreter");
-    ok = same_output(got, ts_rt_args_data(want)[out], odt, on, detail,
-                     sizeof detail);
-    ts_rt_args_free(want);
+    want_out = ts_rt_args_data(want)[out];
   } else if (have_vendor[TS_BENCH_ONEDNN] && vendor[TS_BENCH_ONEDNN].output) {
     snprintf(check_against, sizeof check_against, "oneDNN");
-    ok = same_output(got, vendor[TS_BENCH_ONEDNN].output, odt, on, detail,
-                     sizeof detail);
+    want_out = vendor[TS_BENCH_ONEDNN].output;
   } else if (have_vendor[TS_BENCH_OPENBLAS] &&
              vendor[TS_BENCH_OPENBLAS].output) {
     snprintf(check_against, sizeof check_against, "OpenBLAS");
-    ok = same_output(got, vendor[TS_BENCH_OPENBLAS].output, odt, on, detail,
-                     sizeof detail);
+    want_out = vendor[TS_BENCH_OPENBLAS].output;
   } else if (have_vendor[TS_BENCH_NAIVE] && vendor[TS_BENCH_NAIVE].output) {
     snprintf(check_against, sizeof check_against, "the plain C loop");
-    ok = same_output(got, vendor[TS_BENCH_NAIVE].output, odt, on, detail,
-                     sizeof detail);
+    want_out = vendor[TS_BENCH_NAIVE].output;
   } else if (scheduled) {
     if (kernel_make(w->func, t, cfg->seed, rt, &ref_k, &err)) {
       cli_error("compiling the unscheduled reference failed", &err);
       goto done;
     }
     snprintf(check_against, sizeof check_against, "the unscheduled kernel");
-    ok = same_output(got, ts_rt_args_data(ref_k.args)[out], odt, on, detail,
-                     sizeof detail);
+    want_out = ts_rt_args_data(ref_k.args)[out];
   } else {
     snprintf(check_against, sizeof check_against, "nothing");
     snprintf(detail, sizeof detail,
              "too large for the interpreter and no other reference");
     ok = true;
   }
+  for (int run = 0; want_out && run < cfg->check_runs; run++) {
+    if (run > 0) {
+      ts_rt_args_zero_outputs(main_k.args);
+      if (ts_rt_kernel_call(main_k.kernel, ts_rt_args_data(main_k.args), rt,
+                            &err)) {
+        cli_error("re-running the kernel failed", &err);
+        ts_rt_args_free(want);
+        goto done;
+      }
+    }
+    char d[200];
+    ok = same_output(got, want_out, odt, on, d, sizeof d);
+    if (!ok) {
+      snprintf(detail, sizeof detail, "run %d of %d: %s", run + 1,
+               cfg->check_runs, d);
+      break;
+    }
+    snprintf(detail, sizeof detail, "%s, %d run%s", d, cfg->check_runs,
+             cfg->check_runs == 1 ? "" : "s");
+  }
+  ts_rt_args_free(want);
 
   /* the best library: the fastest by median; its ratio is the median of
    * the per-round ratios */
@@ -527,7 +548,8 @@ static int int_opt(const char *name, const char *v, long lo, long hi,
 }
 
 int cmd_bench(int argc, char **argv) {
-  bench_cfg cfg = {.repeat = 5, .min_repeat_ms = 100, .seed = 1};
+  bench_cfg cfg = {
+      .repeat = 5, .min_repeat_ms = 100, .seed = 1, .check_runs = 4};
   bool suite = false;
   const char *budget = "full", *out_dir = "bench/results";
   int suite_trials = 0;
@@ -598,6 +620,10 @@ int cmd_bench(int argc, char **argv) {
       long g = 0;
       rc = cli_int_option("bench", "--max-gflop", v, 1, 1L << 40, &g);
       cfg.max_gflop = (double)g;
+    } else if (cli_opt_value(argc, argv, &i, "--check-runs", &v, &missing)) {
+      if (missing)
+        return cli_usage_error("bench", "--check-runs needs a number");
+      rc = int_opt("--check-runs", v, 1, 1000, &cfg.check_runs);
     } else if (cli_opt_value(argc, argv, &i, "--seed", &v, &missing)) {
       int s;
       if (missing) return cli_usage_error("bench", "--seed needs a number");

@@ -87,6 +87,12 @@ contains "check:     ok"
 # their significant digits (a microsecond kernel is not 0.0000 s)
 expect 0 "$T" bench --tir "$TMP/mm.tir" --default --threads 1 --repeat 1 --min-repeat-ms 1
 contains "tessera"; contains "check"
+# the output is checked after several runs (4 by default): a race between
+# threads shows in some runs only
+contains ", 4 runs)"
+expect 0 "$T" bench --tir "$TMP/mm.tir" --default --threads 2 --repeat 1 --min-repeat-ms 1 --check-runs 9
+contains ", 9 runs)"
+expect 2 "$T" bench --tir "$TMP/mm.tir" --check-runs 0; contains "--check-runs wants an integer in"
 expect 0 "$T" bench --workload "matmul M=16 N=8 K=4" --threads 1 --repeat 1 --min-repeat-ms 1 --json
 grep -Eq '"tessera_seconds": [1-9][0-9.]*e-0[5-9]' "$TMP/out" || { cat "$TMP/out"; fail "tessera_seconds lost its digits"; }
 expect 2 "$T" bench --tir "$TMP/mm.tir" --workload "matmul M=2 N=2 K=2"; contains "exactly one of --workload or --tir"
