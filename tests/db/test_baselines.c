@@ -213,6 +213,15 @@ static void test_put_checks(void **state) {
   assert_int_equal(count_rows(fx->path, "SELECT count(*) FROM targets"), 0);
 }
 
+/* The oneDNN level of workload w (2 threads) is one measured on its own. */
+static void assert_alone(ts_db *db, int64_t w) {
+  ts_db_baseline b;
+  assert_int_equal(ts_db_baseline_get(db, w, T_SKX, "onednn", 2, &b), TS_OK);
+  assert_int_equal(b.side_rounds, 0);
+  assert_true(isnan(b.side_ratio));
+  ts_db_baseline_clear(&b);
+}
+
 /* A level measured beside the confirmed best keeps its ratio and rounds; a
  * level measured on its own later clears them. */
 static void test_side_by_side(void **state) {
@@ -221,11 +230,7 @@ static void test_side_by_side(void **state) {
   assert_int_equal(ts_db_baseline_put(db, fx->mm, T_SKX, "onednn", 2, 80),
                    TS_OK);
   ts_db_baseline b;
-  assert_int_equal(ts_db_baseline_get(db, fx->mm, T_SKX, "onednn", 2, &b),
-                   TS_OK);
-  assert_int_equal(b.side_rounds, 0);
-  assert_true(isnan(b.side_ratio));
-  ts_db_baseline_clear(&b);
+  assert_alone(db, fx->mm);
   assert_int_equal(
       ts_db_baseline_put_side(db, fx->mm, T_SKX, "onednn", 2, 81, 1.25, 7),
       TS_OK);
@@ -253,11 +258,7 @@ static void test_side_by_side(void **state) {
   /* measured alone again: no longer side by side */
   assert_int_equal(ts_db_baseline_put(db, fx->mm, T_SKX, "onednn", 2, 70),
                    TS_OK);
-  assert_int_equal(ts_db_baseline_get(db, fx->mm, T_SKX, "onednn", 2, &b),
-                   TS_OK);
-  assert_int_equal(b.side_rounds, 0);
-  assert_true(isnan(b.side_ratio));
-  ts_db_baseline_clear(&b);
+  assert_alone(db, fx->mm);
   assert_int_equal(
       count_rows(fx->path,
                  "SELECT count(*) FROM baselines WHERE side_ratio IS NULL AND "
