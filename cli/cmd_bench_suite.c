@@ -84,10 +84,23 @@ static int run_self(char *const *argv, char **out) {
   ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
   if (n < 0) return -1;
   self[n] = 0;
+  if (interrupted) return EXIT_INTERRUPTED;
   int fds[2];
   if (pipe(fds)) return -1;
+  /* interrupts wait until the child is known: one arriving between fork and
+   * `child_pid = pid` would otherwise be lost, and the child run to its end */
+  sigset_t block, old;
+  sigemptyset(&block);
+  sigaddset(&block, SIGINT);
+  sigaddset(&block, SIGTERM);
+  sigprocmask(SIG_BLOCK, &block, &old);
   pid_t pid = fork();
-  if (pid < 0) return -1;
+  if (pid < 0) {
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    close(fds[0]);
+    close(fds[1]);
+    return -1;
+  }
   if (pid == 0) {
     /* its own process group: a terminal's Ctrl-C reaches only this process,
      * which passes it on once (a second interrupt would make tune quit
@@ -95,6 +108,7 @@ static int run_self(char *const *argv, char **out) {
     setpgid(0, 0);
     signal(SIGINT, SIG_DFL);
     signal(SIGTERM, SIG_DFL);
+    sigprocmask(SIG_SETMASK, &old, NULL);
     dup2(fds[1], 1);
     close(fds[0]);
     close(fds[1]);
@@ -102,6 +116,10 @@ static int run_self(char *const *argv, char **out) {
     _exit(127);
   }
   child_pid = pid;
+  /* one that came before the fork (still blocked: a pending one is passed
+   * on by the handler when unblocked, so the child gets each only once) */
+  if (interrupted) kill(pid, SIGINT);
+  sigprocmask(SIG_SETMASK, &old, NULL);
   close(fds[1]);
   size_t cap = 4096, len = 0;
   char *buf = malloc(cap);
