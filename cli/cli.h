@@ -196,7 +196,8 @@ typedef struct cli_peers {
   struct ts_bench_session *sessions[TS_CONFIRM_MAX_PEERS];
   int n;
   ts_workload *owned; /* the workload cli_peers_open_db built, or NULL */
-  char why[192];      /* a library that applies but failed to open, or "" */
+  struct cli_vendor_call *call; /* cli_peers_add_vendor_call's, or NULL */
+  char why[192]; /* a library that applies but failed to open, or "" */
 } cli_peers;
 /* Opens them (w NULL: none); returns how many. */
 int cli_peers_open(const ts_workload *w, int threads, cli_peers *out);
@@ -205,6 +206,11 @@ int cli_peers_open(const ts_workload *w, int threads, cli_peers *out);
  * target's cores). A workload without a spec has no peers. */
 int cli_peers_open_db(ts_db *db, int64_t workload_id, const char *spec,
                       const char *target, int threads, cli_peers *out);
+/* Adds the vendor call that `tessera compile --dispatch` would make for a
+ * graph task (desc: the call node's `vendor` description, graph/dispatch.c)
+ * as the peer "onednn", on buffers of f's parameter sizes. */
+int cli_peers_add_vendor_call(cli_peers *p, const ts_func *f, const char *desc,
+                              int threads, ts_error *err);
 /* Closes them in the reverse order of opening. */
 void cli_peers_close(cli_peers *p);
 /* The operator spec a job stored for the workload (the newest job that

@@ -21,7 +21,9 @@ static const char compile_usage[] =
     "                       [--input-shape NAME=DIMS]... [--threads N]\n"
     "                       [--layout nhwc|nchw] [--input-layout L]\n"
     "                       [--output-layout L] [--no-winograd]\n"
-    "                       [--runtime-dir DIR] [--json]\n"
+    "                       [--dispatch best|tuned|vendor]\n"
+    "                       [--runtime-dir DIR]\n"
+    "                       [--json]\n"
     "\n"
     "Compiles a whole model into a shared library with the C interface of\n"
     "include/tessera/model.h (run it with `tessera run`). Each task (fused\n"
@@ -37,6 +39,14 @@ static const char compile_usage[] =
     "                      gives them (nchw)\n"
     "  --no-winograd       3x3 convolutions direct, not by Winograd's\n"
     "                      F(2x2, 3x3) (docs/graph.md)\n"
+    "  --dispatch best|tuned|vendor\n"
+    "                      who runs the tasks a vendor library can run\n"
+    "                      (convolutions and matrix products with their\n"
+    "                      epilogues): the faster by the database's\n"
+    "                      measurements (best, default: oneDNN where `tune\n"
+    "                      --model` measured it faster), tessera's kernels\n"
+    "                      (tuned) or oneDNN (vendor); a library that calls\n"
+    "                      oneDNN links libtessera_dnnl\n"
     "  --input-layout nchw|nhwc, --output-layout nchw|nhwc\n"
     "                      the 4-D inputs / outputs as the model declares\n"
     "                      them (nchw, default) or channels-last (nhwc: no\n"
@@ -70,6 +80,10 @@ static void print_text(const ts_graph_compile_report *r, const char *model,
     printf("%s %5d %-8s %12s  %s (%s)\n", t->hash, t->count, t->source, lat,
            t->name, t->first_node);
   }
+  for (int i = 0; i < r->n_tasks; i++)
+    if (r->tasks[i].dispatch_note)
+      printf("dispatch: %s %s: %s\n", r->tasks[i].hash, r->tasks[i].name,
+             r->tasks[i].dispatch_note);
   printf("arena: %.2f MiB (lower bound %.2f MiB, intermediates %.2f MiB in "
          "all); weights %.2f MiB\n",
          mib(r->arena_bytes), mib(r->lower_bound_bytes), mib(r->total_bytes),
@@ -109,6 +123,8 @@ static void print_json(const ts_graph_compile_report *r, const char *model,
       cJSON_AddNumberToObject(o, "latency_s", t->latency_s);
     if (t->fallback_note)
       cJSON_AddStringToObject(o, "fallback", t->fallback_note);
+    if (t->dispatch_note)
+      cJSON_AddStringToObject(o, "dispatch", t->dispatch_note);
     cJSON_AddItemToArray(arr, o);
   }
   cJSON *a = cJSON_AddObjectToObject(root, "memory");
@@ -139,6 +155,7 @@ int cmd_compile(int argc, char **argv) {
              *runtime_dir = NULL;
   long threads = 0;
   bool json = false;
+  ts_graph_dispatch dispatch = TS_DISPATCH_BEST;
   const char **shapes = calloc((size_t)argc + 1, sizeof *shapes);
   int n_shapes = 0;
   if (!shapes) return EXIT_FAIL;
@@ -169,6 +186,15 @@ int cmd_compile(int argc, char **argv) {
       if (missing)
         rc = cli_usage_error("compile", "--input-shape needs NAME=DIMS");
       shapes[n_shapes++] = v;
+    } else if (cli_opt_value(argc, argv, &i, "--dispatch", &v, &missing)) {
+      if (missing ||
+          (strcmp(v, "tuned") && strcmp(v, "vendor") && strcmp(v, "best")))
+        rc = cli_usage_error("compile",
+                             "--dispatch wants tuned, vendor or best");
+      else
+        dispatch = !strcmp(v, "vendor")  ? TS_DISPATCH_VENDOR
+                   : !strcmp(v, "tuned") ? TS_DISPATCH_TUNED
+                                         : TS_DISPATCH_BEST;
     } else if (!strcmp(argv[i], "--no-winograd")) {
       cli_no_winograd = true;
     } else if (cli_opt_value(argc, argv, &i, "--layout", &v, &missing)) {
@@ -245,6 +271,7 @@ int cmd_compile(int argc, char **argv) {
   co.model_path = model;
   co.input_shapes = shapes;
   co.n_input_shapes = n_shapes;
+  co.dispatch = dispatch;
   rep.import_ms = (t1 - t0) * 1e3;
   rep.passes_ms = (t2 - t1) * 1e3;
   if (ts_graph_compile(g, &co, &rep, &err) != TS_OK) {

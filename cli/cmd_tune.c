@@ -152,6 +152,7 @@ static void on_summary_signal(int sig) {
 typedef struct tune_args {
   const char *specs[MAX_TASKS];
   const char *names[MAX_TASKS]; /* of a resumed job's stored workloads */
+  char *vendor[MAX_TASKS];      /* --model: a task's vendor call, or NULL */
   bool is_tir[MAX_TASKS];
   double weights[MAX_TASKS];
   int n_tasks;
@@ -334,6 +335,15 @@ static void confirm_tasks(const tune_args *a, ts_db *db, const char *target,
     }
     cli_peers peers;
     cli_peers_open(wl[i], threads, &peers);
+    ts_error verr;
+    ts_error_clear(&verr);
+    /* a model's task: the oneDNN call `compile --dispatch` would make,
+     * timed in the same rounds (its level decides the dispatch) */
+    if (!wl[i] && a->vendor[i] &&
+        cli_peers_add_vendor_call(&peers, tasks[i].func, a->vendor[i], threads,
+                                  &verr) != TS_OK)
+      snprintf(rows[i].onednn_why, sizeof rows[i].onednn_why, "%.150s",
+               verr.msg);
     co.peers = peers.peers;
     co.n_peers = peers.n;
     ts_confirm_result cr;
@@ -715,6 +725,7 @@ static int model_tasks(tune_args *a, ts_func **funcs) {
       funcs[i] = ts_func_copy(gt[i].func);
       a->names[i] = strdup(name);
       a->weights[i] = gt[i].count;
+      a->vendor[i] = gt[i].vendor ? strdup(gt[i].vendor) : NULL;
       a->is_tir[i] = true;
       a->specs[i] = NULL;
       a->n_tasks = i + 1;
@@ -1103,8 +1114,10 @@ int cmd_tune(int argc, char **argv) {
 done:
   cJSON_Delete(cfg_json);
   free(target_buf);
-  for (int i = 0; i < a.n_tasks; i++)
+  for (int i = 0; i < a.n_tasks; i++) {
     if (a.model) free((char *)a.names[i]);
+    free(a.vendor[i]);
+  }
   ts_tune_result_clear(&result);
   for (int i = 0; i < a.n_rules; i++) {
     ts_trace_free(rule_traces[i]);

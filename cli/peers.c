@@ -6,9 +6,11 @@
  */
 #include "cli/cli.h"
 
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "bench/bench.h"
 #include <cjson/cJSON.h>
@@ -80,10 +82,115 @@ int cli_peers_open_db(ts_db *db, int64_t workload_id, const char *spec,
   return out->n;
 }
 
+/* ---- a graph task's vendor call (libtessera_dnnl) as a peer ---- */
+
+struct cli_vendor_call {
+  void *lib, *op;
+  int (*run)(void *, void *const *);
+  void (*destroy)(void *);
+  void **args;
+  int n_args;
+};
+
+static void vendor_call_free(struct cli_vendor_call *c) {
+  if (!c) return;
+  if (c->op) c->destroy(c->op);
+  for (int i = 0; i < c->n_args; i++) free(c->args[i]);
+  free(c->args);
+  if (c->lib) dlclose(c->lib);
+  free(c);
+}
+
+/* oneDNN runs on OpenMP threads, tessera's candidates on the tuner's own
+ * pool: two pools on the same cores disturb each other while one spins
+ * waiting for work. So the call is warmed up for a few milliseconds
+ * (tessera's workers stop spinning and sleep), timed, and then the OpenMP
+ * workers are given time to stop spinning (libgomp's default spin is a few
+ * milliseconds) before the next candidate of the round runs. In a compiled
+ * model both run on the one OpenMP team (graph/compile_emit.c). */
+static int vendor_call_time(void *ctx, int min_repeat_ms, double *seconds,
+                            ts_error *err) {
+  struct cli_vendor_call *c = ctx;
+  double t0 = ts_now_seconds(), t = t0;
+  do { /* warm-up */
+    if (c->run(c->op, c->args))
+      return TS_ERR(err, TS_EINTERNAL, "the vendor call failed");
+    t = ts_now_seconds();
+  } while (t - t0 < 3e-3);
+  long n = 0;
+  t0 = t;
+  do {
+    if (c->run(c->op, c->args))
+      return TS_ERR(err, TS_EINTERNAL, "the vendor call failed");
+    n++;
+    t = ts_now_seconds();
+  } while ((t - t0) * 1e3 < (min_repeat_ms > 2 ? min_repeat_ms : 2));
+  *seconds = (t - t0) / (double)n;
+  struct timespec settle = {0, 15 * 1000 * 1000};
+  nanosleep(&settle, NULL);
+  return TS_OK;
+}
+
+int cli_peers_add_vendor_call(cli_peers *p, const ts_func *f, const char *desc,
+                              int threads, ts_error *err) {
+  if (p->n >= TS_CONFIRM_MAX_PEERS || p->call)
+    return TS_ERR(err, TS_ERANGE, "no room for another peer");
+  char dir[4096], path[4200];
+  int rc = ts_graph_runtime_dir(dir, sizeof dir, err);
+  if (rc) return rc;
+  snprintf(path, sizeof path, "%s/libtessera_dnnl.so", dir);
+  struct cli_vendor_call *c = calloc(1, sizeof *c);
+  if (!c) return TS_ERR(err, TS_ENOMEM, "out of memory");
+  c->lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  int (*create)(const char *, void *const *, int, void **, char *, size_t) =
+      NULL;
+  if (c->lib) {
+    *(void **)&create = dlsym(c->lib, "ts_vendor_dnnl_create");
+    *(void **)&c->run = dlsym(c->lib, "ts_vendor_dnnl_run");
+    *(void **)&c->destroy = dlsym(c->lib, "ts_vendor_dnnl_destroy");
+  }
+  if (!c->lib || !create || !c->run || !c->destroy) {
+    rc = TS_ERR(err, TS_ENOTFOUND, "the vendor library '%s': %s", path,
+                c->lib ? "lacks its functions" : dlerror());
+    vendor_call_free(c);
+    return rc;
+  }
+  /* every argument a buffer of its parameter's size, random values (a
+   * call's timing does not depend on them) */
+  c->n_args = ts_func_n_params(f);
+  c->args = calloc((size_t)c->n_args + 1, sizeof *c->args);
+  unsigned seed = 12345;
+  for (int i = 0; c->args && i < c->n_args; i++) {
+    int64_t bytes = ts_buffer_bytes(ts_func_param(f, i));
+    c->args[i] = aligned_alloc(64, (size_t)((bytes + 63) & ~(int64_t)63) + 64);
+    if (!c->args[i]) break;
+    float *x = c->args[i];
+    for (int64_t k = 0; k < bytes / 4; k++)
+      x[k] =
+          (float)((seed = seed * 1103515245u + 12345u) >> 16) / 65536.f - 0.5f;
+  }
+  if (!c->args || (c->n_args && !c->args[c->n_args - 1])) {
+    vendor_call_free(c);
+    return TS_ERR(err, TS_ENOMEM, "out of memory");
+  }
+  char why[600] = "";
+  if (create(desc, c->args, threads, &c->op, why, sizeof why)) {
+    c->op = NULL;
+    vendor_call_free(c);
+    return TS_ERR(err, TS_EUNSUPPORTED, "%s", why);
+  }
+  p->call = c;
+  p->peers[p->n++] = (ts_confirm_peer){
+      .name = "onednn", .threads = threads, .time = vendor_call_time, .ctx = c};
+  return TS_OK;
+}
+
 void cli_peers_close(cli_peers *p) {
   /* reverse order of opening: each session restores its library's thread
    * count */
-  for (int i = p->n - 1; i >= 0; i--) ts_bench_close(p->sessions[i], NULL);
+  for (int i = p->n - 1; i >= 0; i--)
+    if (p->sessions[i]) ts_bench_close(p->sessions[i], NULL);
+  vendor_call_free(p->call);
   ts_workload_free(p->owned);
   memset(p, 0, sizeof *p);
 }

@@ -21,6 +21,7 @@
 
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <dlfcn.h>
 #include <ftw.h>
 #include <math.h>
 #include <pthread.h>
@@ -77,6 +78,7 @@ void ts_graph_compile_report_clear(ts_graph_compile_report *r) {
     free(r->tasks[i].name);
     free(r->tasks[i].first_node);
     free(r->tasks[i].fallback_note);
+    free(r->tasks[i].dispatch_note);
   }
   free(r->tasks);
   free(r->target);
@@ -89,7 +91,8 @@ void ts_graph_compile_report_clear(ts_graph_compile_report *r) {
 typedef struct build_task {
   const ts_func *func;
   int index;
-  char *trace_json; /* the record's trace, or NULL */
+  const char *vendor; /* run by the vendor library: nothing to build */
+  char *trace_json;   /* the record's trace, or NULL */
   int64_t record_id;
   double latency_s;
   /* results */
@@ -172,6 +175,7 @@ static int build_default(build_task *t, const ts_target *tgt, ts_error *err) {
 static void run_build(build_task *t, const ts_target *tgt) {
   ts_error err;
   ts_error_clear(&err);
+  if (t->vendor) return;
   if (t->trace_json) {
     if (build_from_record(t, tgt, &err) == TS_OK) {
       t->from_db = true;
@@ -436,6 +440,100 @@ static int rm_entry(const char *path, const struct stat *sb, int flag,
   return 0;
 }
 
+/* ---- vendor dispatch ------------------------------------------------- */
+
+typedef struct vendor_lib {
+  void *handle;
+  int (*create)(const char *, void *const *, int, void **, char *, size_t);
+  void (*destroy)(void *);
+  char why[512]; /* why it could not be loaded */
+} vendor_lib;
+
+static void vendor_open(vendor_lib *v, const char *runtime_dir) {
+  char path[4200];
+  snprintf(path, sizeof path, "%s/libtessera_dnnl.so", runtime_dir);
+  v->handle = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+  if (!v->handle) {
+    snprintf(v->why, sizeof v->why, "the vendor library: %s", dlerror());
+    return;
+  }
+  *(void **)&v->create = dlsym(v->handle, "ts_vendor_dnnl_create");
+  *(void **)&v->destroy = dlsym(v->handle, "ts_vendor_dnnl_destroy");
+  if (!v->create || !v->destroy) {
+    snprintf(v->why, sizeof v->why, "'%.400s' lacks ts_vendor_dnnl_create",
+             path);
+    dlclose(v->handle);
+    v->handle = NULL;
+  }
+}
+
+/* Whether the vendor library builds node n's call (its weights are the
+ * graph's constants); why not into note. */
+static bool vendor_usable(const vendor_lib *v, const ts_graph *g,
+                          const gr_node *n, const char *desc, char **note) {
+  if (!v->handle) {
+    *note = strdupf("vendor call refused: %s", v->why);
+    return false;
+  }
+  void *args[66] = {0}; /* the vendor call takes at most 64 arguments */
+  int k = 0;
+  for (int i = 0; i < n->n_inputs && k < 64; i++)
+    if (n->inputs[i] >= 0)
+      args[k++] =
+          gr_is_const(g, n->inputs[i]) ? gr_const_data(g, n->inputs[i]) : NULL;
+  void *op = NULL;
+  char why[600] = "";
+  if (v->create(desc, args, 1, &op, why, sizeof why) != 0) {
+    *note = strdupf("vendor call refused: %s", why);
+    return false;
+  }
+  v->destroy(op);
+  return true;
+}
+
+/* The node of a task's first call. */
+static const gr_node *first_call(const ts_graph *g, const ts_graph_task *t) {
+  for (int i = 0; i < g->n_nodes; i++)
+    if (g->nodes[i].kind == TS_GRAPH_CALL &&
+        !strcmp(g->nodes[i].name, t->first_node))
+      return &g->nodes[i];
+  return NULL;
+}
+
+/* Whether the vendor call beat the task's kernel in the database's
+ * measurements on exactly this target: the oneDNN level the confirmation
+ * stored side by side with the confirmed best (tessera tune --model), or,
+ * measured apart, its latency against the best record's. *why says which
+ * figures decided. */
+static bool vendor_faster(ts_db *db, const ts_func *f, const char *target,
+                          double flops, double tuned_s, char *why,
+                          size_t size) {
+  int64_t wid = 0;
+  ts_db_baseline *bl = NULL;
+  int n = 0;
+  if (!db || ts_db_find_workload(db, f, &wid) != TS_OK ||
+      ts_db_baselines(db, wid, target, &bl, &n) != TS_OK)
+    return false;
+  const ts_db_baseline *use = NULL;
+  for (int i = 0; i < n; i++)
+    if (!strcmp(bl[i].vendor, "onednn") &&
+        (!use || bl[i].side_rounds > use->side_rounds))
+      use = &bl[i];
+  bool faster = false;
+  if (use && use->side_rounds > 0 && isfinite(use->side_ratio)) {
+    faster = use->side_ratio < 1;
+    snprintf(why, size, "side by side: oneDNN %.2fx the kernel's latency",
+             use->side_ratio);
+  } else if (use && use->gflops > 0 && flops > 0 && isfinite(tuned_s)) {
+    double vs = flops / (use->gflops * 1e9);
+    faster = vs < tuned_s;
+    snprintf(why, size, "oneDNN %.1f us against the record's %.1f us", vs * 1e6,
+             tuned_s * 1e6);
+  }
+  ts_db_baselines_free(bl, n);
+  return faster;
+}
+
 int ts_graph_compile(const ts_graph *g, const ts_graph_compile_options *o,
                      ts_graph_compile_report *report, ts_error *err) {
   ts_graph_compile_report local;
@@ -531,6 +629,29 @@ int ts_graph_compile(const ts_graph *g, const ts_graph_compile_options *o,
   }
   r->lookup_ms = (ts_now_seconds() - t0) * 1e3;
 
+  /* the tasks the vendor library runs */
+  vendor_lib vlib;
+  memset(&vlib, 0, sizeof vlib);
+  for (int i = 0; o->dispatch != TS_DISPATCH_TUNED && i < n_tasks; i++) {
+    const gr_node *n = first_call(g, &tasks[i]);
+    const char *desc = tasks[i].vendor;
+    if (!desc || !n) continue;
+    char why[160] = "";
+    if (o->dispatch == TS_DISPATCH_BEST &&
+        !vendor_faster(o->db, tasks[i].func, r->target, tasks[i].flops,
+                       bt[i].latency_s, why, sizeof why))
+      continue;
+    if (!vlib.handle && !vlib.why[0]) vendor_open(&vlib, o->runtime_dir);
+    char *refused = NULL;
+    if (vendor_usable(&vlib, g, n, desc, &refused)) {
+      bt[i].vendor = desc;
+      r->tasks[i].dispatch_note = why[0] ? strdup(why) : NULL;
+    } else {
+      r->tasks[i].dispatch_note = refused; /* the kernel runs it */
+    }
+  }
+  if (vlib.handle) dlclose(vlib.handle);
+
   /* kernels, in parallel */
   t0 = ts_now_seconds();
   build_pool pool = {.tasks = bt, .n = n_tasks, .target = tgt};
@@ -552,6 +673,11 @@ int ts_graph_compile(const ts_graph *g, const ts_graph_compile_options *o,
       t->record_id = bt[i].record_id;
       t->latency_s = bt[i].latency_s;
     }
+    if (bt[i].vendor) {
+      t->source = "vendor";
+      t->record_id = 0;
+      t->latency_s = NAN;
+    }
   }
 
   /* the program */
@@ -564,6 +690,8 @@ int ts_graph_compile(const ts_graph *g, const ts_graph_compile_options *o,
   }
   for (int i = 0; i < n_tasks; i++) {
     prog.kernels[i] = bt[i].kernel;
+    prog.kernels[i].vendor = bt[i].vendor;
+    prog.n_vendor += bt[i].vendor != NULL;
     memset(&bt[i].kernel, 0, sizeof bt[i].kernel);
   }
   prog.n_kernels = n_tasks;

@@ -59,7 +59,31 @@ static const char glue_runtime[] =
     "  ts_runtime *rt;\n"
     "  unsigned char *arena;\n"
     "  unsigned char *in_stage[N_IN + 1], *out_stage[N_OUT + 1];\n"
+    "#if N_VENDOR\n"
+    "  ts_vendor_op *vop[N_CALLS + 1];\n"
+    "  int n_threads; /* the kernels' rt: see ts_rt_parallel_for below */\n"
+    "#endif\n"
     "};\n"
+    "#if N_VENDOR\n"
+    "/* A model that calls oneDNN runs its own kernels' parallel loops on\n"
+    " * oneDNN's OpenMP team too (one pool on the cores, not two); the\n"
+    " * kernels' rt is the model's thread count. */\n"
+    "typedef int32_t (*ts_rt_task)(void *, int64_t, int64_t);\n"
+    "int32_t ts_vendor_dnnl_parallel_for(ts_rt_task task, void *closure, "
+    "int64_t n, int n_threads);\n"
+    "int32_t ts_rt_parallel_for(void *rt, ts_rt_task task, void *closure, "
+    "int64_t n) {\n"
+    "  return ts_vendor_dnnl_parallel_for(task, closure, n, rt ? *(int *)rt "
+    ": 1);\n"
+    "}\n"
+    "static int online_cpus(void) {\n"
+    "  long n = sysconf(_SC_NPROCESSORS_ONLN);\n"
+    "  return n > 0 ? (int)n : 1;\n"
+    "}\n"
+    "#define KERNEL_RT(m) ((void *)&(m)->n_threads)\n"
+    "#else\n"
+    "#define KERNEL_RT(m) ((void *)(m)->rt)\n"
+    "#endif\n"
     "static _Thread_local char last_error[1024];\n"
     "static int fail(const char *fmt, ...) {\n"
     "  va_list ap;\n"
@@ -116,6 +140,10 @@ static const char glue_runtime[] =
     "API void ts_model_destroy(ts_model *m) {\n"
     "  if (!m) return;\n"
     "  ts_runtime_destroy(m->rt);\n"
+    "#if N_VENDOR\n"
+    "  for (int c = 0; c < N_CALLS; c++) "
+    "ts_vendor_dnnl_destroy(m->vop[c]);\n"
+    "#endif\n"
     "  free(m->arena);\n"
     "  for (int i = 0; i < N_IN; i++) free(m->in_stage[i]);\n"
     "  for (int i = 0; i < N_OUT; i++) free(m->out_stage[i]);\n"
@@ -129,6 +157,11 @@ static const char glue_runtime[] =
     "n_threads);\n"
     "  ts_runtime_destroy(m->rt);\n"
     "  m->rt = rt;\n"
+    "#if N_VENDOR\n"
+    "  m->n_threads = n_threads > 0 ? n_threads : online_cpus();\n"
+    "  for (int c = 0; c < N_CALLS; c++) "
+    "ts_vendor_dnnl_set_threads(m->vop[c], m->n_threads);\n"
+    "#endif\n"
     "  return 0;\n"
     "}\n"
     "API int ts_model_create(int n_threads, ts_model **out) {\n"
@@ -155,6 +188,23 @@ static const char glue_runtime[] =
     "    return fail(\"cannot start a thread pool of %d threads\", "
     "n_threads);\n"
     "  }\n"
+    "#if N_VENDOR\n"
+    "  m->n_threads = n_threads > 0 ? n_threads : online_cpus();\n"
+    "  for (int c = 0; c < N_CALLS; c++) {\n"
+    "    if (!calls[c].vendor) continue;\n"
+    "    void *a[MAX_ARGS + 1];\n"
+    "    for (int k = 0; k < calls[c].n; k++) {\n"
+    "      argref r = args_tab[calls[c].first + k];\n"
+    "      a[k] = r.kind == 1 ? (void *)(tsm_weights + r.offset) : NULL;\n"
+    "    }\n"
+    "    char why[700];\n"
+    "    if (ts_vendor_dnnl_create(calls[c].vendor, a, m->n_threads, "
+    "&m->vop[c], why, sizeof why) != 0) {\n"
+    "      ts_model_destroy(m);\n"
+    "      return fail(\"kernel %d (%s): %s\", c, calls[c].name, why);\n"
+    "    }\n"
+    "  }\n"
+    "#endif\n"
     "  *out = m;\n"
     "  return 0;\n"
     "}\n"
@@ -193,7 +243,12 @@ static const char glue_runtime[] =
     "    for (int k = 0; k < calls[c].n; k++) a[k] = where(m, "
     "args_tab[calls[c].first + k], in, out);\n"
     "    double t0 = secs ? now_s() : 0;\n"
+    "#if N_VENDOR\n"
+    "    int32_t r = calls[c].vendor ? ts_vendor_dnnl_run(m->vop[c], a) : "
+    "calls[c].fn(a, KERNEL_RT(m));\n"
+    "#else\n"
     "    int32_t r = calls[c].fn(a, m->rt);\n"
+    "#endif\n"
     "    if (secs) secs[c] = now_s() - t0;\n"
     "    if (r != 0) return fail(\"kernel %d (%s) failed (returned %d)\", c, "
     "calls[c].name, (int)r);\n"
@@ -251,7 +306,7 @@ static int write_glue(const cp_program *p, const char *dir, ts_error *err) {
   fprintf(f, " */\n"
              "#include <stdarg.h>\n#include <stddef.h>\n#include <stdint.h>\n"
              "#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n"
-             "#include <time.h>\n\n"
+             "#include <time.h>\n#include <unistd.h>\n\n"
              "#define API __attribute__((visibility(\"default\")))\n"
              "typedef struct ts_model ts_model;\n"
              "typedef int ts_model_dtype;\n"
@@ -267,8 +322,14 @@ static int write_glue(const cp_program *p, const char *dir, ts_error *err) {
              "typedef int32_t (*kfn)(void *const *args, void *rt);\n"
              "typedef struct { int32_t kind, index; int64_t offset; } "
              "argref;\n"
-             "typedef struct { kfn fn; int32_t first, n; const char *name; } "
-             "callsite;\n"
+             "typedef struct { kfn fn; int32_t first, n; const char *name; "
+             "const char *vendor; } callsite;\n"
+             "typedef struct ts_vendor_op ts_vendor_op;\n"
+             "int ts_vendor_dnnl_create(const char *desc, void *const *args, "
+             "int n_threads, ts_vendor_op **out, char *err, size_t n);\n"
+             "int ts_vendor_dnnl_run(ts_vendor_op *op, void *const *args);\n"
+             "void ts_vendor_dnnl_set_threads(ts_vendor_op *op, int n);\n"
+             "void ts_vendor_dnnl_destroy(ts_vendor_op *op);\n"
              "typedef struct { const char *name; int32_t dtype, ndim; const "
              "int64_t *shape; int64_t bytes; } tinfo;\n"
              "typedef struct { int32_t out; argref src; int64_t bytes; } "
@@ -276,12 +337,14 @@ static int write_glue(const cp_program *p, const char *dir, ts_error *err) {
   fprintf(f,
           "#define N_IN %d\n#define N_OUT %d\n#define N_CALLS %d\n"
           "#define N_COPIES %d\n#define MAX_ARGS %d\n"
-          "#define ARENA_BYTES ((int64_t)%lld)\n#define NEED_AMX %d\n\n",
+          "#define ARENA_BYTES ((int64_t)%lld)\n#define NEED_AMX %d\n"
+          "#define N_VENDOR %d\n\n",
           g->n_inputs, g->n_outputs, p->n_calls, p->n_copies, p->max_args,
-          (long long)p->arena_bytes, p->need_amx ? 1 : 0);
+          (long long)p->arena_bytes, p->need_amx ? 1 : 0, p->n_vendor);
   for (int i = 0; i < p->n_kernels; i++)
-    fprintf(f, "int32_t %s(void *const *args, void *rt);\n",
-            p->kernels[i].entry);
+    if (!p->kernels[i].vendor)
+      fprintf(f, "int32_t %s(void *const *args, void *rt);\n",
+              p->kernels[i].entry);
   tensor_table(f, g, g->inputs, g->n_inputs, "in");
   tensor_table(f, g, g->outputs, g->n_outputs, "out");
   fprintf(f, "static const argref args_tab[] = {\n");
@@ -295,11 +358,17 @@ static int write_glue(const cp_program *p, const char *dir, ts_error *err) {
     const gr_node *n = &g->nodes[c->node];
     char name[1024];
     snprintf(name, sizeof name, "%s (%s)", ts_func_name(n->func), n->name);
-    fprintf(f, "  {%s, %d, %d, ", p->kernels[c->task].entry, c->first, c->n);
+    const cp_kernel *k = &p->kernels[c->task];
+    fprintf(f, "  {%s, %d, %d, ", k->vendor ? "0" : k->entry, c->first, c->n);
     c_string(f, name);
+    fputs(", ", f);
+    if (k->vendor)
+      c_string(f, k->vendor);
+    else
+      fputs("0", f);
     fprintf(f, "},\n");
   }
-  fprintf(f, "  {0, 0, 0, 0}};\n");
+  fprintf(f, "  {0, 0, 0, 0, 0}};\n");
   fprintf(f, "static const outcopy copies[] = {\n");
   for (int i = 0; i < p->n_copies; i++)
     fprintf(f, "  {%d, {%d, %d, %lld}, %lld},\n", p->copies[i].out,
@@ -384,6 +453,7 @@ int cp_emit_and_link(const cp_program *p, const ts_graph_compile_options *o,
     rc = write_file(tmpdir, "model.map", version_script, strlen(version_script),
                     err);
   for (int i = 0; !rc && i < p->n_kernels; i++) {
+    if (p->kernels[i].vendor) continue;
     char name[32];
     snprintf(name, sizeof name, "k%d.o", i);
     rc = write_file(tmpdir, name, p->kernels[i].bytes, p->kernels[i].n_bytes,
@@ -439,6 +509,7 @@ int cp_emit_and_link(const cp_program *p, const ts_graph_compile_options *o,
   }
   memcpy(argv, args, sizeof *argv * (size_t)n);
   for (int i = 0; i < p->n_kernels; i++) {
+    if (p->kernels[i].vendor) continue;
     snprintf(objs[i], sizeof objs[i], "k%d.o", i);
     argv[n++] = objs[i];
   }
@@ -451,6 +522,7 @@ int cp_emit_and_link(const cp_program *p, const ts_graph_compile_options *o,
   argv[n++] = "-Wl,--version-script=model.map";
   argv[n++] = "-Wl,-z,noexecstack";
   argv[n++] = "-Wl,--no-undefined";
+  if (p->n_vendor) argv[n++] = "-ltessera_dnnl"; /* only when it calls it */
   argv[n++] = "-ltessera_rt";
   argv[n++] = "-lm";
   argv[n++] = NULL;

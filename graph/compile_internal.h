@@ -33,6 +33,7 @@ typedef struct cp_kernel {
   char entry[128];
   unsigned char *bytes; /* malloc'd ELF object */
   size_t n_bytes;
+  const char *vendor; /* or: a vendor call's description (no object) */
 } cp_kernel;
 
 /* One call site: node `node` calls kernel `task` with args[first ..
@@ -63,6 +64,7 @@ typedef struct cp_program {
   cp_copy *copies;
   int n_copies;
   int max_args;        /* the most arguments of one call */
+  int n_vendor;        /* tasks run by the vendor library */
   int64_t arena_bytes; /* including scratch for outputs nobody reads */
   bool need_amx;       /* the target has AMX: ask Linux for it at create */
   char *info_json;     /* ts_model_info's text (malloc'd) */

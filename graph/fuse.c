@@ -1115,9 +1115,11 @@ int ts_graph_fuse(ts_graph *g, ts_error *err) {
   ts_func **funcs = calloc((size_t)g->n_nodes + 1, sizeof *funcs);
   int **param_values = calloc((size_t)g->n_nodes + 1, sizeof *param_values);
   int *n_param_values = calloc((size_t)g->n_nodes + 1, sizeof(int));
-  if (!consumer || !group_of || !funcs || !param_values || !n_param_values) {
+  char **vendor = calloc((size_t)g->n_nodes + 1, sizeof *vendor);
+  if (!consumer || !group_of || !funcs || !param_values || !n_param_values ||
+      !vendor) {
     free(uses), free(consumer), free(group_of), free(funcs);
-    free(param_values), free(n_param_values);
+    free(param_values), free(n_param_values), free(vendor);
     return TS_ERR(err, TS_ENOMEM, "fuse: out of memory");
   }
   for (int v = 0; v < g->n_values; v++) consumer[v] = -1;
@@ -1171,6 +1173,10 @@ int ts_graph_fuse(ts_graph *g, ts_error *err) {
     }
     memcpy(param_values[last], b.values, sizeof(int) * (size_t)b.n_params);
     n_param_values[last] = b.n_params;
+    char desc[1024];
+    if (!through && gr_vendor_describe(g, members, n, b.values, b.n_params,
+                                       desc, sizeof desc))
+      vendor[last] = strdup(desc); /* NULL: none, as when not describable */
   }
   gr_list out = {0};
   for (int i = 0; i < g->n_nodes; i++) {
@@ -1184,13 +1190,18 @@ int ts_graph_fuse(ts_graph *g, ts_error *err) {
         param_values[i], n_param_values[i], g->nodes[i].outputs, 1);
     call.kind = TS_GRAPH_CALL;
     call.func = funcs[i];
+    if (vendor[i])
+      gr_node_set_attr(
+          g, &call,
+          (gr_attr){.name = "vendor", .kind = GR_ATTR_STRING, .s = vendor[i]});
     gr_own_func(g, funcs[i]);
     gr_list_push(&out, &call);
   }
   int n_old = g->n_nodes;
   gr_list_commit(g, &out);
-  for (int i = 0; i < n_old + 1; i++) free(param_values[i]);
+  for (int i = 0; i < n_old + 1; i++) free(param_values[i]), free(vendor[i]);
   free(param_values);
+  free(vendor);
   free(n_param_values);
   free(funcs);
   free(group_of);
@@ -1224,6 +1235,7 @@ int ts_graph_tasks(const ts_graph *g, ts_graph_task **tasks, int *n_tasks,
     t[n].count = 1;
     t[n].flops = ts_func_flops(node->func);
     t[n].first_node = node->name;
+    t[n].vendor = gr_attr_string(node, "vendor", NULL);
     n++;
   }
   *tasks = t;

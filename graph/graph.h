@@ -175,6 +175,9 @@ typedef struct ts_graph_task {
   int count;              /* calls of it in the graph */
   double flops;           /* per call (ts_func_flops) */
   const char *first_node; /* the first call node's name */
+  /* How a vendor library would run it (graph/dispatch.c: the call's
+   * `vendor` description), NULL when none can */
+  const char *vendor;
 } ts_graph_task;
 /* The distinct tasks of g's call nodes, in order of first call. *tasks is
  * a malloc'd array the caller frees with free(). */
@@ -311,6 +314,15 @@ int ts_graph_npz_write(const char *path, const ts_graph_tensor *tensors, int n,
 typedef struct ts_db ts_db;
 
 /* What ts_graph_compile needs besides the graph. */
+/* Who runs a task that a vendor library can run (see graph/dispatch.c):
+ * the tuned (or default) kernel, the vendor library (oneDNN), or the faster
+ * of the two by the tuning database's measurements. */
+typedef enum ts_graph_dispatch {
+  TS_DISPATCH_TUNED = 0,
+  TS_DISPATCH_VENDOR = 1,
+  TS_DISPATCH_BEST = 2,
+} ts_graph_dispatch;
+
 typedef struct ts_graph_compile_options {
   const char *output;      /* path of the shared library to write */
   const char *target;      /* target string (NULL: "llvm", this machine) */
@@ -325,6 +337,7 @@ typedef struct ts_graph_compile_options {
   const char *model_path;
   const char *const *input_shapes;
   int n_input_shapes;
+  ts_graph_dispatch dispatch; /* default TS_DISPATCH_TUNED */
 } ts_graph_compile_options;
 
 /* One distinct task as compiled. */
@@ -334,10 +347,12 @@ typedef struct ts_graph_compile_task {
   char *first_node;    /* the first call node's name (malloc'd) */
   int count;           /* calls of it in the graph */
   double flops;        /* per call */
-  const char *source;  /* "db" (the best record) or "default" (static) */
+  const char *source;  /* "db" (the best record), "default" (static) or
+                          "vendor" (a oneDNN call) */
   int64_t record_id;   /* the record used; 0 for "default" */
   double latency_s;    /* the record's median run time; NAN for "default" */
   char *fallback_note; /* why a record was not used (malloc'd), or NULL */
+  char *dispatch_note; /* why the vendor call was chosen (malloc'd), or NULL */
 } ts_graph_compile_task;
 
 /* What ts_graph_compile did. Times in milliseconds; import_ms and

@@ -166,6 +166,18 @@ bool gr_param_fits_value(const ts_buffer *p, const gr_value *val);
 /* Whether op is one of the elementwise operators fusion takes in. */
 bool gr_is_elementwise_op(const char *op);
 
+/* ---- dispatch.c ---- */
+/* The post-ops a vendor call takes at most (runtime/vendor/dnnl.c). */
+#define GR_VENDOR_MAX_POST 8
+/* Whether a vendor library can run the fused group members[0..n) (a Conv
+ * or MatMul and the elementwise operators after it): if so, its
+ * description for the vendor call goes into buf (see dispatch.c); params
+ * are the group function's parameters (graph values), its output the
+ * argument after them. */
+bool gr_vendor_describe(const ts_graph *g, const int *members, int n,
+                        const int *params, int n_params, char *buf,
+                        size_t size);
+
 /* ---- shape.c ---- */
 /* Infers output dtypes and shapes of one node from its inputs; fills the
  * output values. Unknown ops: TS_EUNSUPPORTED naming op, node and opset. */

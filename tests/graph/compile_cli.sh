@@ -29,6 +29,8 @@ expect 2 "$T" compile "$R"
 contains "no output given"
 expect 2 "$T" compile "$R" -o "$TMP/x.so" --bogus
 expect 2 "$T" compile "$R" -o "$TMP/x.so" --threads 0
+expect 2 "$T" compile "$R" -o "$TMP/x.so" --dispatch fastest
+contains "tuned, vendor or best"
 expect 0 "$T" compile --help
 contains "input-shape"
 # an output that is not a regular file (a renamed file would replace it)
@@ -95,6 +97,17 @@ for k in b.files:
     err = np.abs(a[k] - b[k]).max() / max(np.abs(b[k]).max(), 1e-30)
     if err > 1e-5: sys.exit('output %s: relative error %g' % (k, err))
 " || fail "compiled and reference outputs differ"
+# --dispatch vendor: the convolutions run by oneDNN, same outputs
+expect 0 "$T" compile "$R" -o "$TMP/v.so" --dispatch vendor --json
+contains '"source":.*"vendor"'
+expect 0 "$T" run "$TMP/v.so" --inputs "$TMP/in.npz" --outputs "$TMP/vout.npz" --threads 2
+"$PY" -c "
+import numpy as np, sys
+a = np.load('$TMP/vout.npz'); b = np.load('$TMP/ref.npz')
+for k in b.files:
+    err = np.abs(a[k] - b[k]).max() / max(np.abs(b[k]).max(), 1e-30)
+    if err > 1e-4: sys.exit('output %s: relative error %g' % (k, err))
+" || fail "vendor-dispatched and reference outputs differ"
 expect 1 "$T" run "$TMP/r.so" --inputs "$TMP/bad.npz" --outputs "$TMP/o.npz"
 contains "the model wants"
 expect 1 "$T" run "$TMP/missing.so" --inputs "$TMP/in.npz"

@@ -370,12 +370,215 @@ static void test_refusals(void **state) {
   ts_graph_free(g);
 }
 
+/* Library dispatch: with --dispatch vendor every task oneDNN can run goes
+ * to it (convolutions with their epilogues in the CNNs, the matrix products
+ * of BERT), and the library still gives the reference outputs. */
+static void test_dispatch_vendor(void **state) {
+  (void)state;
+  static const char *const bert_shapes[] = {"input_ids=1x16",
+                                            "attention_mask=1x16"};
+  const char *const models[] = {"resnet50_small", "mobilenet_v2_small",
+                                "csrnet_small", "bert_small"};
+  for (size_t k = 0; k < sizeof models / sizeof models[0]; k++) {
+    bool bert = !strcmp(models[k], "bert_small");
+    ts_error err;
+    ts_graph *g = load_model(models[k], bert ? bert_shapes : NULL, bert ? 2 : 0,
+                             NULL, &err);
+    if (!g) fail_msg("%s: %s", models[k], err.msg);
+    char out[512], name[96];
+    snprintf(name, sizeof name, "%s_vendor", models[k]);
+    out_path(name, out);
+    ts_graph_compile_options o = options(out, NULL);
+    o.dispatch = TS_DISPATCH_VENDOR;
+    ts_graph_compile_report r;
+    memset(&r, 0, sizeof r);
+    if (ts_graph_compile(g, &o, &r, &err))
+      fail_msg("compile %s: %s", models[k], err.msg);
+    ts_graph_task *tasks;
+    int n_tasks;
+    assert_int_equal(ts_graph_tasks(g, &tasks, &n_tasks, &err), TS_OK);
+    int n_vendor = 0;
+    for (int i = 0; i < r.n_tasks; i++) {
+      bool v = !strcmp(r.tasks[i].source, "vendor");
+      n_vendor += v;
+      /* every describable task goes to oneDNN; no other does */
+      if (!v && tasks[i].vendor)
+        fail_msg("%s: task %s not dispatched: %s", models[k], r.tasks[i].name,
+                 r.tasks[i].dispatch_note ? r.tasks[i].dispatch_note : "?");
+      if (v) assert_non_null(tasks[i].vendor);
+    }
+    if (n_vendor == 0) fail_msg("%s: no task went to oneDNN", models[k]);
+    free(tasks);
+    ts_graph_compile_report_clear(&r);
+    run_and_compare(models[k], g, out);
+    ts_graph_free(g);
+  }
+}
+
+/* --dispatch best follows the database: a task whose stored oneDNN level
+ * ran faster side by side goes to oneDNN, one where the kernel ran faster
+ * stays a kernel, and a task with no measurement stays a kernel. */
+static void test_dispatch_best(void **state) {
+  (void)state;
+  ts_error err;
+  ts_graph *g = load_model("resnet50_small", NULL, 0, NULL, &err);
+  if (!g) fail_msg("%s", err.msg);
+  const char *dbp = OUT_DIR "/dispatch.db";
+  mkdir(OUT_DIR, 0755);
+  unlink(dbp);
+  ts_db *db = NULL;
+  if (ts_db_open(dbp, NULL, &db, &err)) fail_msg("db: %s", err.msg);
+  ts_graph_task *tasks;
+  int n_tasks;
+  assert_int_equal(ts_graph_tasks(g, &tasks, &n_tasks, &err), TS_OK);
+  ts_target *t;
+  assert_int_equal(ts_target_parse("llvm", &t, &err), TS_OK);
+  int faster = -1, slower = -1, unmeasured = -1;
+  for (int i = 0; i < n_tasks; i++) {
+    if (!tasks[i].vendor) continue;
+    int *slot = faster < 0 ? &faster : slower < 0 ? &slower : &unmeasured;
+    if (*slot >= 0) continue;
+    *slot = i;
+    if (slot == &unmeasured) continue;
+    int64_t wid;
+    assert_int_equal(ts_db_commit_workload(db, tasks[i].func, NULL, &wid),
+                     TS_OK);
+    /* side_ratio: oneDNN latency / the kernel's */
+    assert_int_equal(ts_db_baseline_put_side(db, wid, ts_target_str(t),
+                                             "onednn", 2, 10.0,
+                                             slot == &faster ? 0.5 : 2.0, 7),
+                     TS_OK);
+  }
+  assert_true(faster >= 0 && slower >= 0 && unmeasured >= 0);
+  char out[512];
+  out_path("resnet50_small_best", out);
+  ts_graph_compile_options o = options(out, db);
+  o.dispatch = TS_DISPATCH_BEST;
+  ts_graph_compile_report r;
+  memset(&r, 0, sizeof r);
+  if (ts_graph_compile(g, &o, &r, &err)) fail_msg("compile: %s", err.msg);
+  assert_string_equal(r.tasks[faster].source, "vendor");
+  assert_non_null(r.tasks[faster].dispatch_note);
+  assert_non_null(strstr(r.tasks[faster].dispatch_note, "side by side"));
+  assert_string_equal(r.tasks[slower].source, "default");
+  assert_string_equal(r.tasks[unmeasured].source, "default");
+  for (int i = 0; i < r.n_tasks; i++)
+    if (i != faster) assert_string_not_equal(r.tasks[i].source, "vendor");
+  ts_graph_compile_report_clear(&r);
+  run_and_compare("resnet50_small", g, out);
+
+  /* the same with --dispatch tuned: no oneDNN */
+  o.dispatch = TS_DISPATCH_TUNED;
+  memset(&r, 0, sizeof r);
+  if (ts_graph_compile(g, &o, &r, &err)) fail_msg("compile: %s", err.msg);
+  for (int i = 0; i < r.n_tasks; i++)
+    assert_string_not_equal(r.tasks[i].source, "vendor");
+  ts_graph_compile_report_clear(&r);
+  ts_target_free(t);
+  free(tasks);
+  ts_db_close(db);
+  ts_graph_free(g);
+}
+
+/* Without the vendor library (a runtime folder that lacks
+ * libtessera_dnnl.so), --dispatch vendor falls back to the kernels, each
+ * task saying why, and the library is still built and right. */
+static void test_dispatch_fallback(void **state) {
+  (void)state;
+  ts_error err;
+  ts_graph *g = load_model("mobilenet_v2_small", NULL, 0, NULL, &err);
+  if (!g) fail_msg("%s", err.msg);
+  const char *rtdir = OUT_DIR "/rt-without-vendor";
+  mkdir(OUT_DIR, 0755);
+  mkdir(rtdir, 0755);
+  char link[600];
+  snprintf(link, sizeof link, "%s/libtessera_rt.so", rtdir);
+  unlink(link);
+  assert_int_equal(symlink(TS_BINARY_DIR "/libtessera_rt.so", link), 0);
+  snprintf(link, sizeof link, "%s/libtessera_rt.so.0", rtdir);
+  unlink(link);
+  assert_int_equal(symlink(TS_BINARY_DIR "/libtessera_rt.so.0", link), 0);
+  char out[512];
+  out_path("mobilenet_v2_small_fallback", out);
+  ts_graph_compile_options o = options(out, NULL);
+  o.runtime_dir = rtdir;
+  o.dispatch = TS_DISPATCH_VENDOR;
+  ts_graph_compile_report r;
+  memset(&r, 0, sizeof r);
+  if (ts_graph_compile(g, &o, &r, &err)) fail_msg("compile: %s", err.msg);
+  int notes = 0;
+  for (int i = 0; i < r.n_tasks; i++) {
+    assert_string_not_equal(r.tasks[i].source, "vendor");
+    if (r.tasks[i].dispatch_note) {
+      assert_non_null(strstr(r.tasks[i].dispatch_note, "vendor call refused"));
+      notes++;
+    }
+  }
+  assert_true(notes > 0);
+  ts_graph_compile_report_clear(&r);
+  run_and_compare("mobilenet_v2_small", g, out);
+  ts_graph_free(g);
+}
+
+/* The vendor library refuses malformed call descriptions with a message. */
+static void test_vendor_descriptions(void **state) {
+  (void)state;
+  void *h = dlopen(TS_BINARY_DIR "/libtessera_dnnl.so", RTLD_NOW | RTLD_LOCAL);
+  if (!h) fail_msg("dlopen: %s", dlerror());
+  int (*create)(const char *, void *const *, int, void **, char *, size_t);
+  void (*destroy)(void *);
+  *(void **)&create = dlsym(h, "ts_vendor_dnnl_create");
+  *(void **)&destroy = dlsym(h, "ts_vendor_dnnl_destroy");
+  assert_non_null(create);
+  assert_non_null(destroy);
+  static float w[64 * 64];
+  void *args[4] = {NULL, w, NULL, NULL};
+  const struct {
+    const char *desc, *want;
+  } bad[] = {
+      {"", "no operation"},
+      {"gemm src=0 wei=1 dst=2", "unknown word 'gemm'"},
+      {"matmul A=4x8 B=8x4 C=4x4 wconst=1 src=0 wei=1", "operand places"},
+      {"matmul A=4x0 B=8x4 C=4x4 src=0 wei=1 dst=2", "bad shape"},
+      {"matmul A=4x8 B=8x4 C=4x4 wconst=1 src=0 wei=1 dst=2 post=swish",
+       "unknown post-op"},
+      {"matmul A=4x8 B=8x4 C=4x4 src=0 wei=1 dst=2 post=add:x:c",
+       "bad operand"},
+      {"conv layout=nhwc n=1 c=8 h=4 w=4 o=8 oh=4 ow=4 wconst=0 src=0 wei=1 "
+       "dst=2",
+       "not constant"},
+      {"matmul A=4x8 B=8x4 C=4x4 wconst=1 src=0 wei=2 dst=3",
+       "no constant weights"},
+      {"matmul A=4x8 B=9x4 C=4x4 wconst=1 src=0 wei=1 dst=2", "failed"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    void *op = NULL;
+    char why[700] = "";
+    if (create(bad[i].desc, args, 1, &op, why, sizeof why) == 0)
+      fail_msg("'%s' accepted", bad[i].desc);
+    assert_null(op);
+    if (!strstr(why, bad[i].want))
+      fail_msg("'%s': got '%s', want '%s'", bad[i].desc, why, bad[i].want);
+  }
+  void *op = NULL;
+  char why[700] = "";
+  if (create("matmul A=4x8 B=8x4 C=4x4 wconst=1 src=0 wei=1 dst=2 post=relu",
+             args, 1, &op, why, sizeof why))
+    fail_msg("a good description refused: %s", why);
+  destroy(op);
+  dlclose(h);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_compile_no_db),
       cmocka_unit_test(test_compile_with_db),
       cmocka_unit_test(test_corrupt_record_falls_back),
       cmocka_unit_test(test_refusals),
+      cmocka_unit_test(test_dispatch_vendor),
+      cmocka_unit_test(test_dispatch_best),
+      cmocka_unit_test(test_dispatch_fallback),
+      cmocka_unit_test(test_vendor_descriptions),
   };
   return cmocka_run_group_tests(tests, NULL, free_references);
 }
