@@ -467,20 +467,30 @@ static void vendor_open(vendor_lib *v, const char *runtime_dir) {
   }
 }
 
-/* Whether the vendor library builds node n's call (its weights are the
- * graph's constants); why not into note. */
+/* Whether the vendor library builds node n's call as the model will at
+ * create: the graph's constants as the weights, and in place of the
+ * arena's addresses stand-ins equal where the memory plan shares storage
+ * (an in-place residual becomes oneDNN's sum post-op); why not into note. */
 static bool vendor_usable(const vendor_lib *v, const ts_graph *g,
-                          const gr_node *n, const char *desc, char **note) {
+                          const ts_graph_plan *plan, const gr_node *n,
+                          const char *desc, char **note) {
   if (!v->handle) {
     *note = strdupf("vendor call refused: %s", v->why);
     return false;
   }
   void *args[66] = {0}; /* the vendor call takes at most 64 arguments */
   int k = 0;
-  for (int i = 0; i < n->n_inputs && k < 64; i++)
-    if (n->inputs[i] >= 0)
-      args[k++] =
-          gr_is_const(g, n->inputs[i]) ? gr_const_data(g, n->inputs[i]) : NULL;
+  for (int i = 0; i < n->n_inputs + n->n_outputs && k < 64; i++) {
+    bool in = i < n->n_inputs;
+    int val = in ? n->inputs[i] : n->outputs[i - n->n_inputs];
+    if (val < 0) continue;
+    cp_ref r;
+    if (gr_is_const(g, val))
+      args[k] = gr_const_data(g, val);
+    else if (value_ref(g, plan, val, &r, NULL) == TS_OK && r.kind == CP_ARENA)
+      args[k] = (void *)(uintptr_t)(4096 + r.offset); /* never read */
+    k++;
+  }
   void *op = NULL;
   char why[600] = "";
   if (v->create(desc, args, 1, &op, why, sizeof why) != 0) {
@@ -489,15 +499,6 @@ static bool vendor_usable(const vendor_lib *v, const ts_graph *g,
   }
   v->destroy(op);
   return true;
-}
-
-/* The node of a task's first call. */
-static const gr_node *first_call(const ts_graph *g, const ts_graph_task *t) {
-  for (int i = 0; i < g->n_nodes; i++)
-    if (g->nodes[i].kind == TS_GRAPH_CALL &&
-        !strcmp(g->nodes[i].name, t->first_node))
-      return &g->nodes[i];
-  return NULL;
 }
 
 /* Whether the vendor call beat the task's kernel in the database's
@@ -633,9 +634,8 @@ int ts_graph_compile(const ts_graph *g, const ts_graph_compile_options *o,
   vendor_lib vlib;
   memset(&vlib, 0, sizeof vlib);
   for (int i = 0; o->dispatch != TS_DISPATCH_TUNED && i < n_tasks; i++) {
-    const gr_node *n = first_call(g, &tasks[i]);
     const char *desc = tasks[i].vendor;
-    if (!desc || !n) continue;
+    if (!desc) continue;
     char why[160] = "";
     if (o->dispatch == TS_DISPATCH_BEST &&
         !vendor_faster(o->db, tasks[i].func, r->target, tasks[i].flops,
@@ -643,7 +643,12 @@ int ts_graph_compile(const ts_graph *g, const ts_graph_compile_options *o,
       continue;
     if (!vlib.handle && !vlib.why[0]) vendor_open(&vlib, o->runtime_dir);
     char *refused = NULL;
-    if (vendor_usable(&vlib, g, n, desc, &refused)) {
+    bool ok = true;
+    for (int c = 0; ok && c < g->n_nodes; c++) /* every call site */
+      ok = g->nodes[c].kind != TS_GRAPH_CALL ||
+           !ts_func_equal(g->nodes[c].func, tasks[i].func) ||
+           vendor_usable(&vlib, g, &plan, &g->nodes[c], desc, &refused);
+    if (ok) {
       bt[i].vendor = desc;
       r->tasks[i].dispatch_note = why[0] ? strdup(why) : NULL;
     } else {

@@ -60,6 +60,7 @@ typedef struct post_op {
   float lo, hi;
   int arg;   /* add/mul: the operand's argument */
   bool full; /* add/mul: a whole tensor (else per channel) */
+  bool sum;  /* add of the tensor the output overwrites: oneDNN's sum */
 } post_op;
 
 typedef struct desc {
@@ -127,9 +128,10 @@ static int parse(const char *text, desc *d, char *err, size_t n) {
     continue;                                                                  \
   }
     INT_KEY(kh)
-    INT_KEY(kw) INT_KEY(sh) INT_KEY(sw) INT_KEY(pt) INT_KEY(pl) INT_KEY(pb)
-        INT_KEY(pr) INT_KEY(dh) INT_KEY(dw) INT_KEY(g) INT_KEY(wb)
-            INT_KEY(wconst) INT_KEY(src) INT_KEY(wei) INT_KEY(bias) INT_KEY(dst)
+    INT_KEY(kw)
+    INT_KEY(sh) INT_KEY(sw) INT_KEY(pt) INT_KEY(pl) INT_KEY(pb) INT_KEY(pr)
+        INT_KEY(dh) INT_KEY(dw) INT_KEY(g) INT_KEY(wb) INT_KEY(wconst)
+            INT_KEY(src) INT_KEY(wei) INT_KEY(bias) INT_KEY(dst)
 #undef INT_KEY
                 if (!strcmp(k, "layout")) {
       d->nchw = !strcmp(v, "nchw");
@@ -218,6 +220,8 @@ static dnnl_status_t post_attr(const desc *d, int nd, const int64_t *dst_dims,
       s = dnnl_post_ops_append_eltwise(po, 1.f, dnnl_eltwise_logistic, 0, 0);
     else if (!strcmp(p->kind, "tanh"))
       s = dnnl_post_ops_append_eltwise(po, 1.f, dnnl_eltwise_tanh, 0, 0);
+    else if (p->sum)
+      s = dnnl_post_ops_append_sum(po, 1.f);
     else {
       int64_t dims[8];
       for (int k = 0; k < nd; k++)
@@ -435,6 +439,15 @@ API int ts_vendor_dnnl_create(const char *text, void *const *args,
     return fail(err, err_size, "vendor call: conv weights are not constant");
   if (d.wconst && !args[d.wei])
     return fail(err, err_size, "vendor call: no constant weights given");
+  /* an in-place residual: the output overwrites the tensor it adds (the
+   * memory plan reuses a dying input), so oneDNN's sum post-op adds what
+   * the output holds before the call; a binary add would read it after
+   * oneDNN wrote partial sums there */
+  for (int i = 0; i < d.n_post; i++)
+    if (!strcmp(d.post[i].kind, "add") && d.post[i].full && args[d.dst] &&
+        d.post[i].arg >= 0 && d.post[i].arg < MAX_ARGS &&
+        args[d.post[i].arg] == args[d.dst])
+      d.post[i].sum = true;
   ts_vendor_op *op = calloc(1, sizeof *op);
   if (!op) return fail(err, err_size, "out of memory");
   op->n_threads = n_threads > 0 ? n_threads : omp_get_max_threads();
@@ -476,7 +489,8 @@ API int ts_vendor_dnnl_create(const char *text, void *const *args,
     if (!s && b.has_bias)
       s = add_exec(op, DNNL_ARG_BIAS, &b.bias, d.bias, NULL);
     for (int i = 0, k = 0; !s && i < d.n_post; i++) {
-      if (strcmp(d.post[i].kind, "add") && strcmp(d.post[i].kind, "mul"))
+      if ((strcmp(d.post[i].kind, "add") && strcmp(d.post[i].kind, "mul")) ||
+          d.post[i].sum)
         continue;
       q = dnnl_primitive_desc_query_md(b.pd, dnnl_query_exec_arg_md,
                                        DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) |
