@@ -11,7 +11,7 @@ RUN_WORKLOAD ?= matmul M=512 N=512 K=512 dtype=float32
 RUN_TRIALS   ?= 1000
 RUN_DB       ?= tessera.db
 
-SOURCES = $(shell find tir schedule codegen runtime tuner cost_model rpc db cli bench graph include tests \
+SOURCES = $(shell find tir schedule codegen runtime tuner cost_model rpc db cli bench graph include python tests \
             -name '*.[ch]' -not -path '*/corpus/*' 2>/dev/null)
 
 PREFIX     ?= /usr/local

@@ -37,3 +37,19 @@ if [ ! -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -c "import onnxruntime, n
     rm -rf "$VENV"
   fi
 fi
+
+# The Python package's tests (tests/python/run.sh: `pip install .` with
+# scikit-build-core, pytest; pandas for the DataFrame queries) use the same
+# environment. Without them (no network) those tests are skipped, nothing
+# else.
+if [ -x "$VENV/bin/python" ] &&
+   ! "$VENV/bin/python" -c "import pytest, scikit_build_core" 2>/dev/null; then
+  echo "install-deps: adding pytest and scikit-build-core to $VENV"
+  "$VENV/bin/pip" install -q pytest "scikit-build-core>=0.10" ||
+    echo "install-deps: warning: no pytest or scikit-build-core; the Python" \
+         "package's tests will be skipped" >&2
+fi
+if [ -x "$VENV/bin/python" ] && ! "$VENV/bin/python" -c "import pandas" 2>/dev/null; then
+  "$VENV/bin/pip" install -q pandas ||
+    echo "install-deps: warning: no pandas; its test will be skipped" >&2
+fi

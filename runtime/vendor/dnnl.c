@@ -20,6 +20,7 @@
 #include <dnnl.h>
 #include <omp.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -74,7 +75,7 @@ typedef struct desc {
   /* matmul: ranks and shapes of A, B, C */
   int ra, rb, rc;
   int64_t a[8], b[8], c[8];
-  int src, wei, bias, dst;
+  int64_t src, wei, bias, dst;
   post_op post[MAX_POST];
   int n_post;
 } desc;
@@ -94,6 +95,22 @@ static bool dims_list(const char *s, int64_t *out, int *n) {
   }
   return *n > 0 && !*s;
 }
+
+/* The integer words and where they go. */
+static const struct {
+  const char *key;
+  size_t offset;
+} int_keys[] = {
+    {"kh", offsetof(desc, kh)},         {"kw", offsetof(desc, kw)},
+    {"sh", offsetof(desc, sh)},         {"sw", offsetof(desc, sw)},
+    {"pt", offsetof(desc, pt)},         {"pl", offsetof(desc, pl)},
+    {"pb", offsetof(desc, pb)},         {"pr", offsetof(desc, pr)},
+    {"dh", offsetof(desc, dh)},         {"dw", offsetof(desc, dw)},
+    {"g", offsetof(desc, g)},           {"wb", offsetof(desc, wb)},
+    {"wconst", offsetof(desc, wconst)}, {"src", offsetof(desc, src)},
+    {"wei", offsetof(desc, wei)},       {"bias", offsetof(desc, bias)},
+    {"dst", offsetof(desc, dst)},       {NULL, 0},
+};
 
 static int parse(const char *text, desc *d, char *err, size_t n) {
   memset(d, 0, sizeof *d);
@@ -122,30 +139,24 @@ static int parse(const char *text, desc *d, char *err, size_t n) {
     for (int i = 0; conv_keys[i]; i++)
       if (!strcmp(k, conv_keys[i])) d->dims[i] = iv, done = true;
     if (done) continue;
-#define INT_KEY(name)                                                          \
-  if (!strcmp(k, #name)) {                                                     \
-    d->name = iv;                                                              \
-    continue;                                                                  \
-  }
-    INT_KEY(kh)
-    INT_KEY(kw)
-    INT_KEY(sh) INT_KEY(sw) INT_KEY(pt) INT_KEY(pl) INT_KEY(pb) INT_KEY(pr)
-        INT_KEY(dh) INT_KEY(dw) INT_KEY(g) INT_KEY(wb) INT_KEY(wconst)
-            INT_KEY(src) INT_KEY(wei) INT_KEY(bias) INT_KEY(dst)
-#undef INT_KEY
-                if (!strcmp(k, "layout")) {
+    int64_t *field = NULL;
+    for (int i = 0; !field && int_keys[i].key; i++)
+      if (!strcmp(k, int_keys[i].key))
+        field = (int64_t *)((char *)d + int_keys[i].offset);
+    if (field) {
+      *field = iv;
+      continue;
+    }
+    if (!strcmp(k, "layout")) {
       d->nchw = !strcmp(v, "nchw");
-    }
-    else if (!strcmp(k, "wfmt")) {
+    } else if (!strcmp(k, "wfmt")) {
       snprintf(d->wfmt, sizeof d->wfmt, "%s", v);
-    }
-    else if (!strcmp(k, "A") || !strcmp(k, "B") || !strcmp(k, "C")) {
+    } else if (!strcmp(k, "A") || !strcmp(k, "B") || !strcmp(k, "C")) {
       int64_t *out = k[0] == 'A' ? d->a : k[0] == 'B' ? d->b : d->c;
       int *r = k[0] == 'A' ? &d->ra : k[0] == 'B' ? &d->rb : &d->rc;
       if (!dims_list(v, out, r))
         return fail(err, n, "vendor call: bad shape '%s'", v);
-    }
-    else if (!strcmp(k, "post")) {
+    } else if (!strcmp(k, "post")) {
       if (d->n_post == MAX_POST)
         return fail(err, n, "vendor call: more than %d post-ops", MAX_POST);
       post_op *p = &d->post[d->n_post++];
@@ -168,8 +179,7 @@ static int parse(const char *text, desc *d, char *err, size_t n) {
                  strcmp(p->kind, "tanh")) {
         return fail(err, n, "vendor call: unknown post-op '%s'", v);
       }
-    }
-    else {
+    } else {
       return fail(err, n, "vendor call: unknown key '%s'", k);
     }
   }

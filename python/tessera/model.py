@@ -1,0 +1,462 @@
+"""Compiled models: an ONNX model compiled into a shared library with the C
+interface of include/tessera/model.h, and run on numpy arrays."""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import shutil
+import statistics
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Mapping, Optional, Sequence, Union
+
+import numpy as np
+
+from . import _lib
+from .database import Database
+from .errors import Error, InvalidError, MissingFileError, RuntimeFault, UnsupportedError
+from .tuning import ShapeSpec, _shape_strings
+
+# The ABI version of include/tessera/model.h this package reads.
+MODEL_ABI_VERSION = 1
+
+# ONNX TensorProto codes -> numpy dtypes (bfloat16 arrays are their 16-bit
+# patterns, as uint16).
+_DTYPES: dict[int, np.dtype] = {
+    1: np.dtype(np.float32),
+    2: np.dtype(np.uint8),
+    3: np.dtype(np.int8),
+    6: np.dtype(np.int32),
+    7: np.dtype(np.int64),
+    9: np.dtype(np.bool_),
+    10: np.dtype(np.float16),
+    11: np.dtype(np.float64),
+    16: np.dtype(np.uint16),
+}
+
+
+class _TensorInfo(ctypes.Structure):
+    """``ts_model_tensor_info`` of include/tessera/model.h."""
+
+    _fields_ = [
+        ("name", ctypes.c_char_p),
+        ("dtype", ctypes.c_int),
+        ("ndim", ctypes.c_int),
+        ("shape", ctypes.POINTER(ctypes.c_int64)),
+        ("bytes", ctypes.c_int64),
+    ]
+
+
+@dataclass(frozen=True)
+class TensorInfo:
+    """A model input or output.
+
+    Attributes:
+        name: the ONNX graph's name of the tensor.
+        dtype: its numpy dtype (bfloat16 tensors are uint16 bit patterns).
+        shape: its dimensions.
+        nbytes: the size of its buffer.
+    """
+
+    name: str
+    dtype: np.dtype
+    shape: tuple[int, ...]
+    nbytes: int
+
+
+@dataclass(frozen=True)
+class BenchmarkResult:
+    """Latencies of a model's runs (seconds), from :meth:`Module.benchmark`.
+
+    Attributes:
+        median, mean, min, stdev: over the timed runs.
+        runs: how many runs were timed.
+        times: each run's seconds.
+    """
+
+    median: float
+    mean: float
+    min: float
+    stdev: float
+    runs: int
+    times: tuple[float, ...]
+
+    def __repr__(self) -> str:
+        return (
+            f"BenchmarkResult(median={self.median * 1e3:.3f} ms, mean={self.mean * 1e3:.3f} ms, "
+            f"min={self.min * 1e3:.3f} ms, runs={self.runs})"
+        )
+
+
+_FUNCS = {
+    "ts_model_abi_version": (ctypes.c_int, []),
+    "ts_model_create": (ctypes.c_int, [ctypes.c_int, ctypes.POINTER(ctypes.c_void_p)]),
+    "ts_model_last_error": (ctypes.c_char_p, []),
+    "ts_model_num_inputs": (ctypes.c_int, [ctypes.c_void_p]),
+    "ts_model_num_outputs": (ctypes.c_int, [ctypes.c_void_p]),
+    "ts_model_input_info": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.POINTER(_TensorInfo)]),
+    "ts_model_output_info": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.POINTER(_TensorInfo)]),
+    "ts_model_run": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]),
+    "ts_model_set_num_threads": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int]),
+    "ts_model_num_kernels": (ctypes.c_int, [ctypes.c_void_p]),
+    "ts_model_kernel_name": (ctypes.c_char_p, [ctypes.c_void_p, ctypes.c_int]),
+    "ts_model_profile": (
+        ctypes.c_int,
+        [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.POINTER(ctypes.c_double)],
+    ),
+    "ts_model_info": (ctypes.c_char_p, []),
+    "ts_model_destroy": (None, [ctypes.c_void_p]),
+}
+
+
+class Module:
+    """A compiled model, loaded and ready to run.
+
+    Call it with numpy arrays: positionally in the order of :attr:`inputs`
+    (``module(x)``) or by input name (``module(input_ids=ids)``). Arrays are
+    converted to the input's dtype and must have its shape. It returns the
+    output array, or a tuple of arrays for a model of several outputs
+    (:meth:`run` gives a dict by name). Runs on one Module are serialized;
+    it holds the model's memory arena and thread pool until :meth:`close`.
+    """
+
+    def __init__(
+        self,
+        path: str,
+        threads: Optional[int] = None,
+        report: Optional[dict] = None,
+        _tmpdir: Optional[tempfile.TemporaryDirectory] = None,
+    ) -> None:
+        self._model: Optional[int] = None
+        self._dl: Optional[ctypes.CDLL] = None
+        self._tmpdir = _tmpdir
+        self._lock = threading.Lock()
+        self.path = os.path.abspath(path)
+        #: what compile reported (tasks, schedule sources, memory), or None
+        self.report = report
+        if not os.path.exists(self.path):
+            raise MissingFileError(f"cannot load '{path}': No such file or directory", code=-5)
+        _lib.lib()  # the runtime's symbols first (the model links libtessera_rt)
+        try:
+            dl = ctypes.CDLL(self.path, mode=os.RTLD_NOW | os.RTLD_LOCAL)
+        except OSError as e:
+            raise InvalidError(f"cannot load the compiled model '{path}': {e}", code=-1) from None
+        for name, (res, args) in _FUNCS.items():
+            try:
+                fn = getattr(dl, name)
+            except AttributeError:
+                raise InvalidError(f"{path} is not a compiled tessera model (no symbol '{name}')", code=-1) from None
+            fn.restype = res
+            fn.argtypes = args
+        self._dl = dl
+        abi = dl.ts_model_abi_version()
+        if abi != MODEL_ABI_VERSION:
+            raise UnsupportedError(
+                f"{path}: compiled-model interface version {abi}; this package reads "
+                f"version {MODEL_ABI_VERSION} (compile the model again)",
+                code=-6,
+            )
+        m = ctypes.c_void_p()
+        if dl.ts_model_create(int(threads or 0), ctypes.byref(m)) != 0:
+            raise RuntimeFault(f"{path}: cannot create the model: {self._last_error()}", code=-7)
+        self._model = m.value
+        self.inputs: list[TensorInfo] = [self._info(dl.ts_model_input_info, i) for i in range(dl.ts_model_num_inputs(m))]
+        self.outputs: list[TensorInfo] = [
+            self._info(dl.ts_model_output_info, i) for i in range(dl.ts_model_num_outputs(m))
+        ]
+
+    # -- the library --
+
+    def _last_error(self) -> str:
+        assert self._dl is not None
+        return (self._dl.ts_model_last_error() or b"").decode("utf-8", "replace")
+
+    def _info(self, fn: Any, i: int) -> TensorInfo:
+        t = _TensorInfo()
+        if fn(self._model, i, ctypes.byref(t)) != 0:
+            raise RuntimeFault(f"{self.path}: tensor {i}: {self._last_error()}", code=-7)
+        if t.dtype not in _DTYPES:
+            raise UnsupportedError(f"{self.path}: tensor '{t.name.decode()}' has ONNX dtype {t.dtype}", code=-6)
+        return TensorInfo(
+            name=t.name.decode(),
+            dtype=_DTYPES[t.dtype],
+            shape=tuple(int(t.shape[d]) for d in range(t.ndim)),
+            nbytes=int(t.bytes),
+        )
+
+    def _m(self) -> int:
+        if self._model is None:
+            raise InvalidError("the module is closed")
+        return self._model
+
+    @property
+    def info(self) -> dict:
+        """The library's description: model, target, arena and constant
+        bytes, calls, and each task's schedule source and latency."""
+        assert self._dl is not None
+        return json.loads((self._dl.ts_model_info() or b"{}").decode())
+
+    @property
+    def kernels(self) -> list[str]:
+        """The kernel call sites of one run, in run order (``TASK (NODE)``)."""
+        assert self._dl is not None
+        m = self._m()
+        return [(self._dl.ts_model_kernel_name(m, k) or b"").decode() for k in range(self._dl.ts_model_num_kernels(m))]
+
+    def set_threads(self, threads: int) -> None:
+        """Replaces the thread pool by one of ``threads`` threads (0: the
+        online cores)."""
+        assert self._dl is not None
+        with self._lock:
+            if self._dl.ts_model_set_num_threads(self._m(), int(threads)) != 0:
+                raise RuntimeFault(f"cannot set {threads} threads: {self._last_error()}", code=-7)
+
+    # -- running --
+
+    def _arrays(self, args: Sequence[Any], kwargs: Mapping[str, Any]) -> list[np.ndarray]:
+        names = [t.name for t in self.inputs]
+        if len(args) > len(names):
+            raise InvalidError(f"the model takes {len(names)} inputs ({', '.join(names)}); {len(args)} given")
+        given: dict[str, Any] = dict(zip(names, args))
+        for k, v in kwargs.items():
+            if k not in names:
+                raise InvalidError(f"the model has no input '{k}' (its inputs: {', '.join(names)})")
+            if k in given:
+                raise InvalidError(f"input '{k}' given twice")
+            given[k] = v
+        missing = [n for n in names if n not in given]
+        if missing:
+            raise InvalidError(f"missing input{'s' if len(missing) > 1 else ''}: {', '.join(missing)}")
+        arrays = []
+        for t in self.inputs:
+            a = np.ascontiguousarray(np.asarray(given[t.name]), dtype=t.dtype)
+            if a.shape != t.shape:
+                raise InvalidError(
+                    f"input '{t.name}' has shape {tuple(a.shape)}; the model wants {t.dtype}{list(t.shape)}"
+                )
+            arrays.append(a)
+        return arrays
+
+    def _call(self, arrays: list[np.ndarray], seconds: Optional[ctypes.Array] = None) -> list[np.ndarray]:
+        assert self._dl is not None
+        outs = [np.empty(t.shape, dtype=t.dtype) for t in self.outputs]
+        ins = (ctypes.c_void_p * max(1, len(arrays)))(*[a.ctypes.data for a in arrays])
+        ops = (ctypes.c_void_p * max(1, len(outs)))(*[o.ctypes.data for o in outs])
+        with self._lock:
+            m = self._m()
+            if seconds is None:
+                rc = self._dl.ts_model_run(m, ins, ops)
+            else:
+                rc = self._dl.ts_model_profile(m, ins, ops, seconds)
+            if rc != 0:
+                raise RuntimeFault(f"the model failed: {self._last_error()}", code=-7)
+        return outs
+
+    def run(self, *args: Any, **kwargs: Any) -> dict[str, np.ndarray]:
+        """Runs the model; returns every output by name."""
+        outs = self._call(self._arrays(args, kwargs))
+        return {t.name: o for t, o in zip(self.outputs, outs)}
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Union[np.ndarray, tuple[np.ndarray, ...]]:
+        """Runs the model on numpy arrays; the output, or a tuple of them."""
+        outs = self._call(self._arrays(args, kwargs))
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def random_inputs(self, seed: int = 1) -> dict[str, np.ndarray]:
+        """Seeded inputs of the right dtypes and shapes: floats uniform in
+        [-1, 1), integers and booleans 0 or 1."""
+        rng = np.random.default_rng(seed)
+        out = {}
+        for t in self.inputs:
+            if t.dtype.kind == "f":
+                out[t.name] = rng.uniform(-1, 1, size=t.shape).astype(t.dtype)
+            else:
+                out[t.name] = rng.integers(0, 2, size=t.shape).astype(t.dtype)
+        return out
+
+    def benchmark(
+        self,
+        inputs: Optional[Mapping[str, Any]] = None,
+        repeat: int = 20,
+        min_seconds: float = 0.2,
+        warmup: int = 2,
+    ) -> BenchmarkResult:
+        """Times the model: ``warmup`` untimed runs, then at least
+        ``repeat`` timed runs and at least ``min_seconds`` of them.
+        ``inputs`` by name (None: :meth:`random_inputs`)."""
+        arrays = self._arrays((), dict(inputs) if inputs is not None else self.random_inputs())
+        for _ in range(max(0, warmup)):
+            self._call(arrays)
+        times: list[float] = []
+        start = time.perf_counter()
+        while len(times) < max(1, repeat) or time.perf_counter() - start < min_seconds:
+            t0 = time.perf_counter()
+            self._call(arrays)
+            times.append(time.perf_counter() - t0)
+        return BenchmarkResult(
+            median=statistics.median(times),
+            mean=statistics.fmean(times),
+            min=min(times),
+            stdev=statistics.stdev(times) if len(times) > 1 else 0.0,
+            runs=len(times),
+            times=tuple(times),
+        )
+
+    def profile(self, inputs: Optional[Mapping[str, Any]] = None) -> list[tuple[str, float]]:
+        """One run with each kernel call timed: ``(kernel, seconds)`` in run
+        order."""
+        assert self._dl is not None
+        arrays = self._arrays((), dict(inputs) if inputs is not None else self.random_inputs())
+        names = self.kernels
+        secs = (ctypes.c_double * max(1, len(names)))()
+        self._call(arrays, secs)
+        return [(n, float(secs[k])) for k, n in enumerate(names)]
+
+    # -- the file --
+
+    def save(self, path: Union[str, os.PathLike]) -> str:
+        """Copies the compiled library to ``path`` (load it again with
+        :func:`tessera.load`, or from C through ``<tessera/model.h>``); it
+        finds libtessera_rt.so through its run path, the folder of this
+        package's libraries. Returns the path written."""
+        dest = os.fspath(path)
+        tmp = dest + ".tmp"
+        shutil.copyfile(self.path, tmp)
+        os.chmod(tmp, 0o755)
+        os.replace(tmp, dest)
+        return dest
+
+    def close(self) -> None:
+        """Frees the model's arena and thread pool (a second call does
+        nothing). The library stays loaded in the process."""
+        with self._lock:
+            if self._model is not None and self._dl is not None:
+                self._dl.ts_model_destroy(self._model)
+            self._model = None
+        if self._tmpdir is not None:
+            self._tmpdir.cleanup()
+            self._tmpdir = None
+
+    def __enter__(self) -> "Module":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def __repr__(self) -> str:
+        def sig(ts: list[TensorInfo]) -> str:
+            return ", ".join(f"{t.name}: {t.dtype}{list(t.shape)}" for t in ts)
+
+        return f"Module({os.path.basename(self.path)!r}, inputs=[{sig(self.inputs)}], outputs=[{sig(self.outputs)}])"
+
+
+def load(path: Union[str, os.PathLike], threads: Optional[int] = None) -> Module:
+    """Loads a model compiled by :func:`tessera.compile` (or ``tessera
+    compile``) with a pool of ``threads`` threads (None: the online cores).
+    :class:`tessera.NotFoundError` when the file does not exist,
+    :class:`tessera.InvalidError` when it is not a compiled model."""
+    return Module(os.fspath(path), threads=threads)
+
+
+def compile(
+    model: Union[str, os.PathLike],
+    db: Union[Database, str, os.PathLike, None] = None,
+    target: Optional[str] = None,
+    *,
+    input_shapes: ShapeSpec = None,
+    layout: Optional[str] = None,
+    input_layout: Optional[str] = None,
+    output_layout: Optional[str] = None,
+    winograd: bool = True,
+    threads: Optional[int] = None,
+    build_threads: Optional[int] = None,
+    output: Union[str, os.PathLike, None] = None,
+) -> Module:
+    """Compiles an ONNX model with the database's tuned schedules, as
+    ``tessera compile`` does, and loads it.
+
+    Args:
+        model: the ONNX file.
+        db: the tuning database (a path, URL or :class:`Database`; None:
+            every task gets the default schedule). Each task takes the best
+            record for exactly this target, or the default schedule when it
+            has none (``Module.report["warning"]`` lists those).
+        target: the target string (None: ``llvm``, this machine).
+        input_shapes: symbolic input dimensions fixed, as
+            ``{"input_ids": (1, 16)}`` or ``["input_ids=1x16"]``.
+        layout: ``"nhwc"`` (default) or ``"nchw"`` convolutions.
+        input_layout, output_layout: ``"nchw"`` (default: as the model
+            declares its 4-D tensors) or ``"nhwc"``.
+        winograd: 3x3 convolutions by Winograd's F(2x2, 3x3).
+        threads: the loaded model's thread pool (None: the online cores).
+        build_threads: kernels built at once (None: the online cores).
+        output: where to write the library (None: a temporary file, removed
+            when the module is closed; :meth:`Module.save` copies it).
+
+    Raises:
+        tessera.Error: a model that cannot be read or compiled (the subclass
+            and message say why: a missing file is
+            :class:`tessera.MissingFileError`).
+    """
+    path = os.fspath(model)
+    if not os.path.exists(path):
+        raise MissingFileError(f"cannot open the model '{path}': No such file or directory", code=-4)
+    tmpdir = None
+    if output is None:
+        tmpdir = tempfile.TemporaryDirectory(prefix="tessera-")
+        out = os.path.join(tmpdir.name, os.path.splitext(os.path.basename(path))[0] + ".so")
+    else:
+        out = os.path.abspath(os.fspath(output))
+    req: dict[str, Any] = {
+        "model": path,
+        "output": out,
+        "runtime_dir": _lib.runtime_dir(),
+        "input_shapes": _shape_strings(input_shapes),
+        "winograd": bool(winograd),
+    }
+    for key, val in (
+        ("target", target),
+        ("layout", layout),
+        ("input_layout", input_layout),
+        ("output_layout", output_layout),
+        ("threads", build_threads),
+    ):
+        if val is not None:
+            req[key] = val
+    own = db is not None and not isinstance(db, Database)
+    database: Optional[Database]
+    if db is None or isinstance(db, Database):
+        database = db
+    else:
+        database = Database(os.fspath(db), read_only=True)
+    lib = _lib.lib()
+    err = _lib.new_error()
+    res = ctypes.c_void_p()
+    try:
+        if database is not None:
+            with database._lock:
+                rc = lib.ts_py_compile(database._h(), json.dumps(req).encode(), ctypes.byref(res), ctypes.byref(err))
+        else:
+            rc = lib.ts_py_compile(None, json.dumps(req).encode(), ctypes.byref(res), ctypes.byref(err))
+        if rc != 0:
+            if tmpdir is not None:
+                tmpdir.cleanup()
+            _lib.raise_error(rc, err, f"cannot compile '{path}'")
+        report = _lib.take_json(res.value)
+    finally:
+        if own and database is not None:
+            database.close()
+    return Module(out, threads=threads, report=report, _tmpdir=tmpdir)
+
+
+__all__ = ["compile", "load", "Module", "TensorInfo", "BenchmarkResult", "Error"]

@@ -1,0 +1,109 @@
+"""tessera.compile, tessera.load and Module: small models compiled, checked
+against onnxruntime, saved and loaded again; errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import tessera
+
+ort = pytest.importorskip("onnxruntime")
+
+
+def _ort_outputs(model: Path, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = 1
+    s = ort.InferenceSession(str(model), opts, providers=["CPUExecutionProvider"])
+    return s.run(None, feeds)
+
+
+def _rel_error(got: np.ndarray, want: np.ndarray) -> float:
+    scale = float(np.max(np.abs(want))) or 1.0
+    return float(np.max(np.abs(got.astype(np.float64) - want.astype(np.float64)))) / scale
+
+
+@pytest.fixture(scope="module")
+def resnet(models_dir: Path) -> tessera.Module:
+    m = tessera.compile(models_dir / "resnet50_small.onnx", threads=2)
+    yield m
+    m.close()
+
+
+@pytest.mark.parametrize("name", ["resnet50_small", "ops_small"])
+def test_compiled_model_matches_onnxruntime(models_dir: Path, name: str) -> None:
+    path = models_dir / f"{name}.onnx"
+    with tessera.compile(path, threads=2) as m:
+        assert m.inputs and m.outputs
+        feeds = m.random_inputs(seed=3)
+        got = m.run(**feeds)
+        want = _ort_outputs(path, feeds)
+        assert list(got) == [t.name for t in m.outputs]
+        for t, w in zip(m.outputs, want):
+            assert got[t.name].shape == w.shape and got[t.name].dtype == w.dtype
+            assert _rel_error(got[t.name], w) < 1e-3, t.name
+
+
+def test_module_interface(resnet: tessera.Module, tmp_path: Path) -> None:
+    (inp,) = resnet.inputs
+    (out,) = resnet.outputs
+    assert inp.name == "data" and inp.shape == (1, 3, 32, 32) and inp.dtype == np.float32
+    assert out.shape == (1, 10) and inp.nbytes == 4 * 3 * 32 * 32
+    x = np.random.default_rng(0).standard_normal(inp.shape)  # float64: converted
+    y = resnet(x)
+    assert isinstance(y, np.ndarray) and y.shape == out.shape
+    assert np.array_equal(resnet(data=x), y)
+    assert np.array_equal(resnet.run(x)[out.name], y)
+    assert "target" in resnet.info and resnet.report is not None
+    assert resnet.report["tasks"] and all(t["source"] == "default" for t in resnet.report["tasks"])
+    b = resnet.benchmark(repeat=5, min_seconds=0.01)
+    assert b.runs >= 5 and 0 < b.min <= b.median
+    prof = resnet.profile()
+    assert len(prof) == len(resnet.kernels) and all(s >= 0 for _, s in prof)
+    saved = resnet.save(tmp_path / "resnet.so")
+    with tessera.load(saved, threads=1) as again:
+        assert again.report is None
+        assert np.array_equal(again(x), y)
+
+
+def test_bad_inputs(resnet: tessera.Module) -> None:
+    with pytest.raises(tessera.InvalidError, match="shape"):
+        resnet(np.zeros((1, 3, 16, 16), np.float32))
+    with pytest.raises(tessera.InvalidError, match="missing input"):
+        resnet()
+    with pytest.raises(tessera.InvalidError, match="no input 'image'"):
+        resnet(image=np.zeros((1, 3, 32, 32), np.float32))
+    with pytest.raises(tessera.InvalidError, match="2 given"):
+        resnet(np.zeros((1, 3, 32, 32)), np.zeros(1))
+
+
+def test_compile_and_load_errors(models_dir: Path, tmp_path: Path) -> None:
+    with pytest.raises(tessera.MissingFileError):
+        tessera.compile(tmp_path / "absent.onnx")
+    with pytest.raises(FileNotFoundError):  # the built-in class too
+        tessera.load(tmp_path / "absent.so")
+    corrupt = tmp_path / "corrupt.onnx"
+    corrupt.write_bytes(b"\x08\x07\x12\xff\xff\xff\xff")
+    with pytest.raises(tessera.Error, match="not a valid ONNX model"):
+        tessera.compile(corrupt)
+    not_a_model = tmp_path / "x.so"
+    not_a_model.write_bytes(b"not an ELF file")
+    with pytest.raises(tessera.InvalidError, match="cannot load"):
+        tessera.load(not_a_model)
+
+
+def test_tune_model_then_compile_with_db(models_dir: Path, tmp_path: Path) -> None:
+    path = models_dir / "ops_small.onnx"
+    db = str(tmp_path / "model.db")
+    r = tessera.tune(path, trials=8, batch=4, db=db, job="ops", confirm=0)
+    assert r.state == "finished" and r.trials_done == 8 and len(r.tasks) > 1
+    tuned = {t.hash for t in r.tasks if t.best_seconds is not None}
+    assert tuned
+    with tessera.compile(path, db=db, threads=2) as m:
+        from_db = {t["hash"] for t in m.report["tasks"] if t["source"] == "db"}
+        assert from_db and from_db <= tuned  # the tuned tasks' records are used
+        feeds = m.random_inputs(seed=5)
+        for got, want in zip(m.run(**feeds).values(), _ort_outputs(path, feeds)):
+            assert _rel_error(got, want) < 1e-3
