@@ -358,9 +358,10 @@ static int write_glue(const cp_program *p, const char *dir, ts_error *err) {
   for (int i = 0; i < p->n_calls; i++) {
     const cp_call *c = &p->calls[i];
     const gr_node *n = &g->nodes[c->node];
-    char name[1024];
-    snprintf(name, sizeof name, "%s (%s)", ts_func_name(n->func), n->name);
     const cp_kernel *k = &p->kernels[c->task];
+    char name[1024]; /* a vendor call says so: profiles list it */
+    snprintf(name, sizeof name, "%s (%s)%s", ts_func_name(n->func), n->name,
+             k->vendor ? " [oneDNN]" : "");
     fprintf(f, "  {%s, %d, %d, ", k->vendor ? "0" : k->entry, c->first, c->n);
     c_string(f, name);
     fputs(", ", f);

@@ -100,7 +100,8 @@ for k in b.files:
 # --dispatch vendor: the convolutions run by oneDNN, same outputs
 expect 0 "$T" compile "$R" -o "$TMP/v.so" --dispatch vendor --json
 contains '"source":.*"vendor"'
-expect 0 "$T" run "$TMP/v.so" --inputs "$TMP/in.npz" --outputs "$TMP/vout.npz" --threads 2
+expect 0 "$T" run "$TMP/v.so" --inputs "$TMP/in.npz" --outputs "$TMP/vout.npz" --threads 2 --profile
+contains "oneDNN"
 "$PY" -c "
 import numpy as np, sys
 a = np.load('$TMP/vout.npz'); b = np.load('$TMP/ref.npz')
