@@ -3,7 +3,8 @@
  * tuned kernel: a float32 convolution (2-D, NHWC or NCHW, groups, strides,
  * dilations, pads) or matrix product (batched), followed by elementwise
  * operators that oneDNN takes as post-ops (Relu, Clip with constant bounds,
- * Sigmoid, Tanh, Add or Mul of a per-channel or whole-shape tensor).
+ * Sigmoid, Tanh, Gelu, Add or Mul of a scalar constant, a per-channel or a
+ * whole-shape tensor).
  *
  * The answer is a line of text on the group's call node (attribute
  * `vendor`): the operation with its sizes, the places of its operands among
@@ -16,7 +17,8 @@
  *        wfmt=hwio|oihw|blk [wb=B] wconst=1 src wei [bias] dst [post=...]...
  *   matmul A=DxD.. B=DxD.. C=DxD.. wfmt=kn|blk [wb=B] wconst=0|1 src wei dst
  *          [post=...]   (wconst: B is a constant, reordered once)
- *   post=relu | post=clip:LO:HI | post=sigmoid | post=tanh
+ *   post=relu | post=clip:LO:HI | post=sigmoid | post=tanh | post=gelu_erf
+ *   post=gelu_tanh | post=linear:A:B  (A*x + B: Mul or Add of a scalar)
  *   post=add:ARG:c|full | post=mul:ARG:c|full   (c: per channel)
  */
 #include "internal.h"
@@ -173,9 +175,21 @@ static bool describe_post(const ts_graph *g, const gr_node *m, int cur, int cax,
     put(t, " post=clip:%.9g:%.9g", lo, hi);
     return true;
   }
+  if (!strcmp(op, "Gelu")) {
+    bool tanh = !strcmp(gr_attr_string(m, "approximate", "none"), "tanh");
+    put(t, " post=%s", tanh ? "gelu_tanh" : "gelu_erf");
+    return m->inputs[0] == cur;
+  }
   if (strcmp(op, "Add") && strcmp(op, "Mul")) return false;
   if (m->n_inputs != 2) return false;
   int other = m->inputs[0] == cur ? m->inputs[1] : m->inputs[0];
+  bool scalar;
+  double k = scalar_const(g, other, &scalar);
+  if (scalar && other != cur) { /* a*x + b with a constant */
+    put(t, " post=linear:%.9g:%.9g", !strcmp(op, "Mul") ? k : 1.0,
+        !strcmp(op, "Add") ? k : 0.0);
+    return true;
+  }
   if (other == cur || (m->inputs[0] != cur && m->inputs[1] != cur) ||
       !f32(g, other))
     return false;

@@ -7,8 +7,9 @@
  * strides, dilations, asymmetric pads) or a matrix product (batched,
  * broadcast), the places of its operands among the kernel's arguments, the
  * layout of its constant weights, and the elementwise operators fused after
- * it as oneDNN post-ops (relu, clip, sigmoid, tanh, add or mul of a
- * per-channel constant or of a whole tensor). `ts_vendor_dnnl_create`
+ * it as oneDNN post-ops (relu, clip, sigmoid, tanh, gelu, a*x + b with
+ * constants, add or mul of a per-channel or a whole tensor; `sum` for an
+ * in-place residual). `ts_vendor_dnnl_create`
  * builds the primitive once and reorders constant weights into the format
  * oneDNN prefers; `ts_vendor_dnnl_run` executes it with the call's
  * arguments, the same argument array a tuned kernel receives.
@@ -57,11 +58,11 @@ static int fail(char *err, size_t n, const char *fmt, ...) {
 /* ---- the description ---- */
 
 typedef struct post_op {
-  char kind[12]; /* relu clip sigmoid tanh add mul */
-  float lo, hi;
-  int arg;   /* add/mul: the operand's argument */
-  bool full; /* add/mul: a whole tensor (else per channel) */
-  bool sum;  /* add of the tensor the output overwrites: oneDNN's sum */
+  char kind[12]; /* relu clip sigmoid tanh gelu_erf gelu_tanh linear add mul */
+  float lo, hi;  /* clip's bounds; linear's alpha and beta */
+  int arg;       /* add/mul: the operand's argument */
+  bool full;     /* add/mul: a whole tensor (else per channel) */
+  bool sum;      /* add of the tensor the output overwrites: oneDNN's sum */
 } post_op;
 
 typedef struct desc {
@@ -175,8 +176,12 @@ static int parse(const char *text, desc *d, char *err, size_t n) {
             (strcmp(how, "c") && strcmp(how, "full")))
           return fail(err, n, "vendor call: bad operand '%s'", v);
         p->full = !strcmp(how, "full");
+      } else if (!strcmp(p->kind, "linear")) {
+        if (!c1 || sscanf(c1 + 1, "%g:%g", &p->lo, &p->hi) != 2)
+          return fail(err, n, "vendor call: bad linear '%s'", v);
       } else if (strcmp(p->kind, "relu") && strcmp(p->kind, "sigmoid") &&
-                 strcmp(p->kind, "tanh")) {
+                 strcmp(p->kind, "tanh") && strcmp(p->kind, "gelu_erf") &&
+                 strcmp(p->kind, "gelu_tanh")) {
         return fail(err, n, "vendor call: unknown post-op '%s'", v);
       }
     } else {
@@ -230,6 +235,13 @@ static dnnl_status_t post_attr(const desc *d, int nd, const int64_t *dst_dims,
       s = dnnl_post_ops_append_eltwise(po, 1.f, dnnl_eltwise_logistic, 0, 0);
     else if (!strcmp(p->kind, "tanh"))
       s = dnnl_post_ops_append_eltwise(po, 1.f, dnnl_eltwise_tanh, 0, 0);
+    else if (!strcmp(p->kind, "gelu_erf"))
+      s = dnnl_post_ops_append_eltwise(po, 1.f, dnnl_eltwise_gelu_erf, 0, 0);
+    else if (!strcmp(p->kind, "gelu_tanh"))
+      s = dnnl_post_ops_append_eltwise(po, 1.f, dnnl_eltwise_gelu_tanh, 0, 0);
+    else if (!strcmp(p->kind, "linear")) /* lo, hi: alpha, beta */
+      s = dnnl_post_ops_append_eltwise(po, 1.f, dnnl_eltwise_linear, p->lo,
+                                       p->hi);
     else if (p->sum)
       s = dnnl_post_ops_append_sum(po, 1.f);
     else {
