@@ -47,6 +47,23 @@ expect 0 "$T" tune --job m --db "$TMP/m.db" --trials 36 --no-summary-measure \
   --json
 contains out '"trials_now": 4'
 
+# the confirmation at the end times each task's oneDNN call beside its
+# best (stored as the task's onednn level), and compile --dispatch best
+# reads those levels; the library is right whichever side each task takes
+R="$M/resnet50_small.onnx"
+expect 0 "$T" tune --model "$R" --trials 24 --db "$TMP/r.db" --job r \
+  --confirm-top 1 --json
+python3 - "$TMP/out" <<'EOF' || fail "no task's oneDNN call was timed"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert any(t.get("onednn_gflops") for t in r["tasks"]), r["tasks"]
+EOF
+expect 0 "$T" compile "$R" --db "$TMP/r.db" -o "$TMP/rb.so" --json
+contains out '"source"'
+expect 0 "$T" compile "$R" --db "$TMP/r.db" -o "$TMP/rt.so" --dispatch tuned \
+  --json
+grep -q '"vendor"' "$TMP/out" && fail "--dispatch tuned chose oneDNN"
+
 # ---- compile, run ----
 if "$T" compile --help >/dev/null 2>&1; then
   expect 0 "$T" compile "$MODEL" --db "$TMP/m.db" -o "$TMP/m.so"
