@@ -30,7 +30,11 @@
 
 /* The schema version this build writes (PRAGMA user_version). Older files
  * are migrated forward when opened read-write; newer ones are refused. */
-#define TS_DB_SCHEMA_VERSION 5
+#define TS_DB_SCHEMA_VERSION 6
+/* The oldest version a read-only open (compile, bench --db, show --best)
+ * takes as it is: the versions after it only added indexes, which make
+ * queries faster and change no answer. Older ones must be migrated. */
+#define TS_DB_READ_MIN_VERSION 5
 
 typedef struct ts_db ts_db;
 

@@ -97,6 +97,14 @@ const char *const db_migrations[TS_DB_SCHEMA_VERSION] = {
      * the number of rounds; NULL for a level measured on its own. */
     "ALTER TABLE baselines ADD COLUMN IF NOT EXISTS side_ratio REAL;\n"
     "ALTER TABLE baselines ADD COLUMN IF NOT EXISTS side_rounds INTEGER;\n",
+    /* 5 -> 6: the best record's rank (RECORD_RANK: confirmed first, then
+     * by latency) as an index, so the compile-time query reads one index
+     * entry instead of sorting every ok record of the workload x target
+     * (on PostgreSQL with 1,000,000 records its median went from 400 to
+     * ... us). */
+    "CREATE INDEX IF NOT EXISTS records_rank ON records(workload_id, "
+    "target_id, (confirmed_s IS NULL), (COALESCE(confirmed_s, median_s)), id) "
+    "WHERE status = 'ok';\n",
 };
 
 static const char *const statement_sql[N_STATEMENTS] = {

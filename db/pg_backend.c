@@ -674,7 +674,7 @@ static int pg_connect(ts_db *db) {
   int64_t version;
   if ((rc = read_version(db, &version))) return rc;
   if (db->opts.read_only) {
-    if (version < TS_DB_SCHEMA_VERSION)
+    if (version < TS_DB_READ_MIN_VERSION)
       return TS_ERR(&db->err, TS_EINVAL,
                     "%s: %s; migrate it once with `tessera db migrate --db %s`",
                     db->path,

@@ -352,7 +352,7 @@ static int configure(ts_db *db) {
   db_exec(db, "COMMIT", "reading the schema");
   if (rc || (rc = check_schema(db, &s))) return rc;
   if (db->opts.read_only) {
-    if (s.version < TS_DB_SCHEMA_VERSION)
+    if (s.version < TS_DB_READ_MIN_VERSION)
       return TS_ERR(&db->err, TS_EINVAL,
                     "%s: %s; migrate it once with `tessera db migrate --db %s`",
                     db->path,

@@ -20,8 +20,11 @@
 #include <string.h>
 #include <unistd.h>
 
+/* What migration 5 -> 6 added (the rank index reads the confirmed
+ * columns, so it goes before them). */
+#define DROP_V6 "DROP INDEX IF EXISTS records_rank; "
 /* What migration 3 -> 4 added, taken away again. */
-#define DROP_V4 "ALTER TABLE records DROP COLUMN measure; "
+#define DROP_V4 DROP_V6 "ALTER TABLE records DROP COLUMN measure; "
 /* What migration 4 -> 5 added. */
 #define DROP_V5                                                                \
   "ALTER TABLE baselines DROP COLUMN side_ratio; ALTER TABLE baselines DROP "  \
@@ -594,6 +597,91 @@ static void test_record_points(void **state) {
   assert_int_equal(ts_db_record_points(db, fx->mm, "lvm", &p, &n), TS_EINVAL);
 }
 
+/* A version 5 database (no rank index) opens read-only as it is (the
+ * index changes no answer) and gains the index when opened read-write; the
+ * compile-time query then reads it instead of sorting the records. */
+static void test_migrate_from_v5(void **state) {
+  fixture *fx = *state;
+  double secs[] = {2e-3, 1e-3};
+  ts_db_measurement m[2] = {{.workload_id = fx->mm,
+                             .target = T_SKX,
+                             .trace_json = TRACE,
+                             .run_secs = &secs[0],
+                             .n_run_secs = 1},
+                            {.workload_id = fx->mm,
+                             .target = T_SKX,
+                             .trace_json = TRACE,
+                             .run_secs = &secs[1],
+                             .n_run_secs = 1}};
+  assert_int_equal(ts_db_commit_records(fx->db, m, 2, NULL), TS_OK);
+  ts_db_close(fx->db);
+  fx->db = NULL;
+  bool server = test_on_server();
+  const char *version_sql =
+      server ? "SELECT version FROM tessera_schema" : "PRAGMA user_version";
+  const char *has_index =
+      server ? "SELECT count(*) FROM pg_indexes WHERE schemaname = "
+               "current_schema() AND indexname = 'records_rank'"
+             : "SELECT count(*) FROM sqlite_schema WHERE name = 'records_rank'";
+  if (server) {
+    assert_true(test_server_exec(fx->path, DROP_V6
+                                 "UPDATE tessera_schema SET version = 5"));
+  } else {
+    sqlite3 *raw;
+    assert_int_equal(sqlite3_open(fx->path, &raw), SQLITE_OK);
+    assert_int_equal(
+        sqlite3_exec(raw, DROP_V6 "PRAGMA user_version = 5", 0, 0, 0),
+        SQLITE_OK);
+    sqlite3_close(raw);
+  }
+  assert_int_equal(count_rows(fx->path, has_index), 0);
+
+  /* read-only: answered as it is, nothing written */
+  ts_db_options ro = ts_db_defaults();
+  ro.read_only = true;
+  ts_error err;
+  ts_db *db;
+  assert_int_equal(ts_db_open(fx->path, &ro, &db, &err), TS_OK);
+  ts_db_record best;
+  assert_int_equal(ts_db_best(db, fx->mm, T_SKX, &best), TS_OK);
+  assert_true(best.median_s == 1e-3);
+  ts_db_record_clear(&best);
+  ts_db_close(db);
+  assert_int_equal(count_rows(fx->path, version_sql), 5);
+  assert_int_equal(count_rows(fx->path, has_index), 0);
+
+  /* read-write: the index, the same answer */
+  assert_int_equal(ts_db_open(fx->path, NULL, &fx->db, &err), TS_OK);
+  assert_int_equal(count_rows(fx->path, version_sql), TS_DB_SCHEMA_VERSION);
+  assert_int_equal(count_rows(fx->path, has_index), 1);
+  assert_int_equal(ts_db_best(fx->db, fx->mm, T_SKX, &best), TS_OK);
+  assert_true(best.median_s == 1e-3);
+  ts_db_record_clear(&best);
+  if (!server) { /* SQLite's plan for the best record's subquery */
+    sqlite3 *raw;
+    assert_int_equal(sqlite3_open(fx->path, &raw), SQLITE_OK);
+    sqlite3_stmt *st;
+    assert_int_equal(
+        sqlite3_prepare_v2(
+            raw,
+            "EXPLAIN QUERY PLAN SELECT id FROM records WHERE workload_id = 1 "
+            "AND target_id = 1 AND status = 'ok' ORDER BY (confirmed_s IS "
+            "NULL), COALESCE(confirmed_s, median_s), id LIMIT 1",
+            -1, &st, NULL),
+        SQLITE_OK);
+    bool uses = false, sorts = false;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+      const char *d = (const char *)sqlite3_column_text(st, 3);
+      uses = uses || (d && strstr(d, "records_rank"));
+      sorts = sorts || (d && strstr(d, "TEMP B-TREE"));
+    }
+    sqlite3_finalize(st);
+    sqlite3_close(raw);
+    assert_true(uses);
+    assert_false(sorts);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_put_get_list, setup, teardown),
@@ -601,6 +689,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_migrate_from_v1, setup, teardown),
       cmocka_unit_test_setup_teardown(test_side_by_side, setup, teardown),
       cmocka_unit_test_setup_teardown(test_migrate_from_v3, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_migrate_from_v5, setup, teardown),
       cmocka_unit_test_setup_teardown(test_export_import, setup, teardown),
       cmocka_unit_test_setup_teardown(test_record_points, setup, teardown),
   };
