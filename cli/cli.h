@@ -58,6 +58,7 @@ int cmd_tune(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_graph(int argc, char **argv);
 int cmd_compile(int argc, char **argv);
+int cmd_quantize(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 
 /* Prints "tessera: error: <what>" plus the error's message to stderr. */

@@ -37,6 +37,8 @@ static const char usage[] =
     "  graph    import an ONNX model, run the graph passes, show or run it\n"
     "  compile  compile an ONNX model into a shared library (model.so)\n"
     "  run      run a compiled model on the arrays of an .npz file\n"
+    "  quantize `quantize profile`: tensor ranges of a model on calibration\n"
+    "           inputs, for int8 quantization\n"
     "\n"
     "workloads are given as a spec, e.g.\n"
     "  --workload \"matmul M=1024 N=1024 K=1024 dtype=float32\"\n"
@@ -62,6 +64,7 @@ static const command commands[] = {
     {"report", cmd_report},
     {"graph", cmd_graph},
     {"compile", cmd_compile},
+    {"quantize", cmd_quantize},
     {"run", cmd_run},
 };
 

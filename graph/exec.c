@@ -108,20 +108,77 @@ static int check_args(const ts_graph *g, const ts_graph_tensor *inputs,
   return TS_OK;
 }
 
-int ts_graph_execute(const ts_graph *g, ts_graph_exec_mode mode,
-                     const ts_graph_tensor *inputs, int n_inputs,
-                     ts_graph_tensor *outputs, int n_outputs, ts_error *err) {
-  int crc = check_args(g, inputs, n_inputs, n_outputs, err);
-  if (crc) return crc;
-  jit j;
-  memset(&j, 0, sizeof j);
+/* Tells the observer about value v, computed into data. */
+static void observe(const ts_graph *g, ts_graph_observer fn, void *ctx, int v,
+                    void *data) {
+  if (!fn || !data) return;
+  const gr_value *val = &g->values[v];
+  ts_graph_tensor t = {val->name, val->dtype, val->ndim, {0}, data};
+  memcpy(t.shape, val->shape, sizeof(int64_t) * (size_t)val->ndim);
+  fn(ctx, v, &t);
+}
+
+struct ts_graph_runner {
+  const ts_graph *g;
+  ts_graph_exec_mode mode;
+  jit j; /* TS_GRAPH_COMPILE: the kernels, built once */
+};
+
+int ts_graph_runner_create(const ts_graph *g, ts_graph_exec_mode mode,
+                           ts_graph_runner **out, ts_error *err) {
+  *out = NULL;
+  ts_graph_runner *r = calloc(1, sizeof *r);
+  if (!r) return TS_ERR(err, TS_ENOMEM, "executor: out of memory");
+  r->g = g;
+  r->mode = mode;
   if (mode == TS_GRAPH_COMPILE) {
-    int rc = jit_build(g, &j, err);
+    int rc = jit_build(g, &r->j, err);
     if (rc) {
-      jit_free(&j);
+      ts_graph_runner_free(r);
       return rc;
     }
   }
+  *out = r;
+  return TS_OK;
+}
+
+void ts_graph_runner_free(ts_graph_runner *r) {
+  if (!r) return;
+  jit_free(&r->j);
+  free(r);
+}
+
+int ts_graph_execute(const ts_graph *g, ts_graph_exec_mode mode,
+                     const ts_graph_tensor *inputs, int n_inputs,
+                     ts_graph_tensor *outputs, int n_outputs, ts_error *err) {
+  return ts_graph_execute_observed(g, mode, inputs, n_inputs, outputs,
+                                   n_outputs, NULL, NULL, err);
+}
+
+int ts_graph_execute_observed(const ts_graph *g, ts_graph_exec_mode mode,
+                              const ts_graph_tensor *inputs, int n_inputs,
+                              ts_graph_tensor *outputs, int n_outputs,
+                              ts_graph_observer observer, void *ctx,
+                              ts_error *err) {
+  int crc = check_args(g, inputs, n_inputs, n_outputs, err);
+  if (crc) return crc;
+  ts_graph_runner *r = NULL;
+  int rc = ts_graph_runner_create(g, mode, &r, err);
+  if (!rc)
+    rc = ts_graph_runner_run(r, inputs, n_inputs, outputs, n_outputs, observer,
+                             ctx, err);
+  ts_graph_runner_free(r);
+  return rc;
+}
+
+int ts_graph_runner_run(ts_graph_runner *runner, const ts_graph_tensor *inputs,
+                        int n_inputs, ts_graph_tensor *outputs, int n_outputs,
+                        ts_graph_observer observer, void *ctx, ts_error *err) {
+  const ts_graph *g = runner->g;
+  ts_graph_exec_mode mode = runner->mode;
+  const jit *jp = &runner->j;
+  int crc = check_args(g, inputs, n_inputs, n_outputs, err);
+  if (crc) return crc;
   void **data = calloc((size_t)g->n_values + 1, sizeof *data);
   int *uses = gr_use_counts(g);
   int rc = TS_OK;
@@ -136,6 +193,7 @@ int ts_graph_execute(const ts_graph *g, ts_graph_exec_mode mode,
     memcpy(copy, inputs[i].data,
            (size_t)gr_value_elems(v) * ts_dtype_elem_bytes(v->dtype));
     data[g->inputs[i]] = copy;
+    observe(g, observer, ctx, g->inputs[i], copy);
   }
   /* graph outputs are never freed early */
   for (int i = 0; i < g->n_outputs; i++) uses[g->outputs[i]] += 1 << 20;
@@ -167,12 +225,14 @@ int ts_graph_execute(const ts_graph *g, ts_graph_exec_mode mode,
       for (int k = 0; k < n->n_inputs; k++) args[na++] = ins[k].data;
       for (int k = 0; k < n->n_outputs; k++) args[na++] = outs[k].data;
       if (mode == TS_GRAPH_COMPILE)
-        rc = ts_rt_kernel_call(jit_find(&j, n->func), args, j.rt, err);
+        rc = ts_rt_kernel_call(jit_find(jp, n->func), args, jp->rt, err);
       else
         rc = ts_interp_run(n->func, args, na, NULL, err);
     } else {
       rc = gr_kernel_run(g, n, ins, outs, err);
     }
+    for (int k = 0; k < n->n_outputs && !rc; k++)
+      observe(g, observer, ctx, n->outputs[k], outs[k].data);
     for (int k = 0; k < n->n_inputs; k++) {
       int v = n->inputs[k];
       if (v < 0 || g->values[v].const_off >= 0) continue;
@@ -209,7 +269,6 @@ int ts_graph_execute(const ts_graph *g, ts_graph_exec_mode mode,
   for (int v = 0; v < g->n_values; v++) free(data[v]);
   free(data);
   free(uses);
-  jit_free(&j);
   return rc;
 }
 

@@ -225,6 +225,82 @@ int ts_graph_execute(const ts_graph *g, ts_graph_exec_mode mode,
                      const ts_graph_tensor *inputs, int n_inputs,
                      ts_graph_tensor *outputs, int n_outputs, ts_error *err);
 
+/* Told of every value the executor computes (the graph inputs first, then
+ * each node's outputs as the node finishes): its id and a view of its data,
+ * valid only during the call. */
+typedef void (*ts_graph_observer)(void *ctx, int value_id,
+                                  const ts_graph_tensor *t);
+/* An executor for running g many times: in TS_GRAPH_COMPILE mode its
+ * kernels are built once, at create. g must outlive it. */
+typedef struct ts_graph_runner ts_graph_runner;
+int ts_graph_runner_create(const ts_graph *g, ts_graph_exec_mode mode,
+                           ts_graph_runner **out, ts_error *err);
+/* ts_graph_execute_observed with the runner's graph and mode. */
+int ts_graph_runner_run(ts_graph_runner *r, const ts_graph_tensor *inputs,
+                        int n_inputs, ts_graph_tensor *outputs, int n_outputs,
+                        ts_graph_observer observer, void *ctx, ts_error *err);
+void ts_graph_runner_free(ts_graph_runner *r);
+/* ts_graph_execute with an observer (NULL: none), e.g. the quantization
+ * profile's (graph/quant.c). */
+int ts_graph_execute_observed(const ts_graph *g, ts_graph_exec_mode mode,
+                              const ts_graph_tensor *inputs, int n_inputs,
+                              ts_graph_tensor *outputs, int n_outputs,
+                              ts_graph_observer observer, void *ctx,
+                              ts_error *err);
+
+/* ========================================================================
+ * Quantization profile (graph/quant.c)
+ * ======================================================================== */
+
+/* How a tensor's quantization range is chosen from its profile. */
+typedef enum ts_quant_calibration {
+  TS_QUANT_MINMAX = 0,     /* the observed range */
+  TS_QUANT_PERCENTILE = 1, /* the range holding a share of the values */
+  TS_QUANT_ENTROPY = 2,    /* the least-information-loss threshold (KL) */
+} ts_quant_calibration;
+
+/* What the profile observed of one float32 value over every sample. */
+typedef struct ts_quant_stats {
+  const char *name; /* the value's (owned by the graph) */
+  int value_id;
+  double min, max;   /* of the finite values */
+  int64_t count;     /* finite values seen */
+  int64_t nan, inf;  /* NaN and infinite values seen (not in the range) */
+  int n_bins;        /* of each histogram */
+  int64_t *bins;     /* the finite values over [min, max] */
+  int64_t *abs_bins; /* their magnitudes over [0, max(|min|, |max|)] */
+} ts_quant_stats;
+
+typedef struct ts_quant_profile ts_quant_profile;
+/* A profile of every float32 value g computes (graph inputs and node
+ * outputs; constants are not profiled), histograms of n_bins bins. */
+int ts_quant_profile_create(const ts_graph *g, int n_bins,
+                            ts_quant_profile **out, ts_error *err);
+/* Runs g on one sample with the profile observing: pass 0 gathers the
+ * ranges; pass 1 (after every sample's pass 0) the histograms over them.
+ * The kernels are built at the first call, in its mode. */
+int ts_quant_profile_add(ts_quant_profile *p, int pass, ts_graph_exec_mode mode,
+                         const ts_graph_tensor *inputs, int n_inputs,
+                         ts_error *err);
+int ts_quant_profile_n(const ts_quant_profile *p);
+const ts_quant_stats *ts_quant_profile_get(const ts_quant_profile *p, int i);
+void ts_quant_profile_free(ts_quant_profile *p);
+/* The profile as JSON (malloc'd): per tensor its statistics, histograms and
+ * the range each calibration picks (percentile: the share for it, in %). */
+char *ts_quant_profile_json(const ts_quant_profile *p, const char *model,
+                            double percentile);
+/* The range [lo, hi] (holding 0) a calibration keeps for a tensor; symmetric
+ * ranges are [-t, t]. TS_EINVAL for a tensor with no finite value. */
+int ts_quant_range(const ts_quant_stats *s, ts_quant_calibration c,
+                   double percentile, bool symmetric, double *lo, double *hi,
+                   ts_error *err);
+/* The scale and zero point of a range: symmetric int8 ([-127, 127], zero
+ * point 0) or asymmetric uint8 ([0, 255]); a range of zero width (a
+ * constant 0) gets scale 1. */
+void ts_quant_params(double lo, double hi, bool symmetric, double *scale,
+                     int *zero_point);
+const char *ts_quant_calibration_name(ts_quant_calibration c);
+
 /* ========================================================================
  * Memory planning (graph/plan.c)
  * ======================================================================== */

@@ -109,6 +109,31 @@ for k in b.files:
     err = np.abs(a[k] - b[k]).max() / max(np.abs(b[k]).max(), 1e-30)
     if err > 1e-4: sys.exit('output %s: relative error %g' % (k, err))
 " || fail "vendor-dispatched and reference outputs differ"
+# quantize profile: three samples under a leading axis; the ranges,
+# histograms and calibrations per tensor; bad shapes and usage refused
+"$PY" -c "
+import numpy as np
+np.savez('$TMP/cal.npz', data=np.random.RandomState(2).uniform(-1, 1, (3, 1, 3, 32, 32)).astype(np.float32))
+np.savez('$TMP/cal_bad.npz', data=np.zeros((2, 1, 3, 16, 16), np.float32))
+" || fail "numpy"
+expect 0 "$T" quantize profile "$R" --inputs "$TMP/cal.npz" -o "$TMP/prof.json" --bins 128
+contains "over 3 samples"
+"$PY" -c "
+import json
+d = json.load(open('$TMP/prof.json'))
+assert d['samples'] == 3 and d['bins'] == 128, d.keys()
+t = d['tensors'][0]
+assert t['name'] == 'data' and t['count'] == 3 * 3 * 32 * 32, t['count']
+assert len(t['hist']) == 128 and sum(t['hist']) == t['count']
+assert -1 <= t['min'] < t['max'] <= 1 and 'entropy_symmetric' in t['ranges']
+" || fail "profile fields"
+expect 1 "$T" quantize profile "$R" --inputs "$TMP/cal_bad.npz" -o "$TMP/prof2.json"
+contains "array 'data'"
+[ ! -e "$TMP/prof2.json" ] || fail "a failed profile was written"
+expect 2 "$T" quantize profile "$R" -o "$TMP/prof2.json"
+contains "no calibration inputs"
+expect 2 "$T" quantize profile "$R" --inputs "$TMP/cal.npz" -o "$TMP/p.json" --percentile 0
+expect 2 "$T" quantize bogus
 expect 1 "$T" run "$TMP/r.so" --inputs "$TMP/bad.npz" --outputs "$TMP/o.npz"
 contains "the model wants"
 expect 1 "$T" run "$TMP/missing.so" --inputs "$TMP/in.npz"

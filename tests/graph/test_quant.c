@@ -1,0 +1,256 @@
+/*
+ * test_quant.c — the quantization profile (graph/quant.c): the ranges it
+ * records are those of the tensors the executor computes (checked on the
+ * graph outputs over several samples), the histograms count every finite
+ * value, NaN and infinite values are counted and left out of the range, a
+ * constant tensor gets a usable zero-width range, and the calibrations and
+ * scale/zero-point arithmetic give the expected figures on known
+ * histograms.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "util.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const ts_quant_stats *stats_of(const ts_quant_profile *p,
+                                      const char *name) {
+  for (int i = 0; i < ts_quant_profile_n(p); i++)
+    if (!strcmp(ts_quant_profile_get(p, i)->name, name))
+      return ts_quant_profile_get(p, i);
+  return NULL;
+}
+
+static int64_t elems(const ts_graph_tensor *t) {
+  int64_t n = 1;
+  for (int d = 0; d < t->ndim; d++) n *= t->shape[d];
+  return n;
+}
+
+/* Seeded float inputs for g (sample k). */
+static void make_inputs(const ts_graph *g, int k, ts_graph_tensor *ins) {
+  for (int i = 0; i < ts_graph_n_inputs(g); i++) {
+    ts_graph_value_info v = ts_graph_input(g, i);
+    ins[i] = (ts_graph_tensor){v.name, v.dtype, v.ndim, {0}, NULL};
+    for (int d = 0; d < v.ndim; d++) ins[i].shape[d] = v.shape[d];
+    int64_t n = elems(&ins[i]);
+    ins[i].data = malloc((size_t)n * ts_dtype_elem_bytes(v.dtype));
+    ts_host_fill_random(ins[i].data, v.dtype, n, 100u + (unsigned)k);
+  }
+}
+
+static void test_profile_matches_execution(void **state) {
+  (void)state;
+  ts_error err;
+  ts_graph *g = load_model("csrnet_small", NULL, 0, NULL, &err);
+  if (!g) fail_msg("%s", err.msg);
+  ts_quant_profile *p;
+  assert_int_equal(ts_quant_profile_create(g, 256, &p, &err), TS_OK);
+  ts_graph_tensor ins[3][4];
+  /* histograms before any range are refused */
+  make_inputs(g, 0, ins[0]);
+  assert_int_equal(
+      ts_quant_profile_add(p, 1, TS_GRAPH_COMPILE, ins[0], 1, &err), TS_EINVAL);
+  for (int k = 1; k < 3; k++) make_inputs(g, k, ins[k]);
+  for (int pass = 0; pass < 2; pass++)
+    for (int k = 0; k < 3; k++)
+      if (ts_quant_profile_add(p, pass, TS_GRAPH_COMPILE, ins[k],
+                               ts_graph_n_inputs(g), &err))
+        fail_msg("profile: %s", err.msg);
+  assert_true(ts_quant_profile_n(p) > ts_graph_n_outputs(g));
+  /* the graph output's range is the executed outputs' */
+  int n_out = ts_graph_n_outputs(g);
+  ts_graph_runner *r;
+  assert_int_equal(ts_graph_runner_create(g, TS_GRAPH_COMPILE, &r, &err),
+                   TS_OK);
+  for (int o = 0; o < n_out; o++) {
+    double mn = INFINITY, mx = -INFINITY;
+    int64_t total = 0;
+    const char *name = NULL;
+    for (int k = 0; k < 3; k++) {
+      ts_graph_tensor outs[4];
+      if (ts_graph_runner_run(r, ins[k], ts_graph_n_inputs(g), outs, n_out,
+                              NULL, NULL, &err))
+        fail_msg("execute: %s", err.msg);
+      const float *x = outs[o].data;
+      for (int64_t e = 0; e < elems(&outs[o]); e++) {
+        mn = fmin(mn, x[e]);
+        mx = fmax(mx, x[e]);
+      }
+      total += elems(&outs[o]);
+      name = outs[o].name;
+      for (int i = 0; i < n_out; i++) free(outs[i].data);
+    }
+    const ts_quant_stats *s = stats_of(p, name);
+    assert_non_null(s);
+    assert_true(s->min == mn && s->max == mx);
+    assert_int_equal(s->count, total);
+    assert_int_equal(s->nan + s->inf, 0);
+  }
+  ts_graph_runner_free(r);
+  /* every histogram holds every finite value once */
+  for (int i = 0; i < ts_quant_profile_n(p); i++) {
+    const ts_quant_stats *s = ts_quant_profile_get(p, i);
+    int64_t a = 0, b = 0;
+    for (int k = 0; k < s->n_bins; k++) a += s->bins[k], b += s->abs_bins[k];
+    assert_int_equal(a, s->count);
+    assert_int_equal(b, s->count);
+  }
+  char *json = ts_quant_profile_json(p, "csrnet_small", 99.99);
+  assert_non_null(json);
+  assert_non_null(strstr(json, "\"entropy_symmetric\""));
+  assert_non_null(strstr(json, "\"samples\":3"));
+  free(json);
+  for (int k = 0; k < 3; k++)
+    for (int i = 0; i < ts_graph_n_inputs(g); i++) free(ins[k][i].data);
+  ts_quant_profile_free(p);
+  ts_graph_free(g);
+}
+
+/* NaN and infinite inputs are counted and left out of the range; an input
+ * that is constant gets a zero-width range that still quantizes. */
+static void test_nan_and_constant(void **state) {
+  (void)state;
+  ts_error err;
+  ts_graph *g = load_model("good", NULL, 0, NULL, &err); /* x[1, 4] . w */
+  if (!g) fail_msg("%s", err.msg);
+  ts_graph_value_info in = ts_graph_input(g, 0);
+  ts_graph_tensor t[2];
+  make_inputs(g, 0, &t[0]);
+  make_inputs(g, 1, &t[1]);
+  float *x = t[0].data, *c = t[1].data;
+  int64_t n = elems(&t[0]);
+  x[1] = NAN;
+  x[2] = INFINITY;
+  for (int64_t e = 0; e < n; e++) c[e] = 0.25f;
+  ts_quant_profile *p;
+  assert_int_equal(ts_quant_profile_create(g, 64, &p, &err), TS_OK);
+  /* the NaN sample alone */
+  assert_int_equal(ts_quant_profile_add(p, 0, TS_GRAPH_COMPILE, &t[0], 1, &err),
+                   TS_OK);
+  const ts_quant_stats *s = stats_of(p, in.name);
+  assert_non_null(s);
+  assert_int_equal(s->nan, 1);
+  assert_int_equal(s->inf, 1);
+  assert_int_equal(s->count, n - 2);
+  assert_true(isfinite(s->min) && isfinite(s->max));
+  ts_quant_profile_free(p);
+
+  /* the constant sample alone */
+  assert_int_equal(ts_quant_profile_create(g, 64, &p, &err), TS_OK);
+  assert_int_equal(ts_quant_profile_add(p, 0, TS_GRAPH_COMPILE, &t[1], 1, &err),
+                   TS_OK);
+  assert_int_equal(ts_quant_profile_add(p, 1, TS_GRAPH_COMPILE, &t[1], 1, &err),
+                   TS_OK);
+  s = stats_of(p, in.name);
+  assert_true(s->min == 0.25 && s->max == 0.25);
+  for (int c2 = 0; c2 < 3; c2++) {
+    double lo, hi, scale;
+    int zp;
+    assert_int_equal(ts_quant_range(s, (ts_quant_calibration)c2, 99.9, false,
+                                    &lo, &hi, &err),
+                     TS_OK);
+    assert_true(lo == 0 && hi >= 0.25 - 1e-6); /* widened to hold 0 */
+    ts_quant_params(lo, hi, false, &scale, &zp);
+    assert_true(scale > 0 && isfinite(scale));
+    assert_true(zp >= 0 && zp <= 255);
+    /* 0.25 survives the round trip within half a step */
+    double q = nearbyint(0.25 / scale) + zp;
+    assert_true(fabs((q - zp) * scale - 0.25) <= scale / 2 + 1e-9);
+  }
+  ts_quant_profile_free(p);
+  free(t[0].data);
+  free(t[1].data);
+  ts_graph_free(g);
+}
+
+/* Calibrations on a known histogram: a bulk in [-1, 1] and one outlier at
+ * 100 (as a ReLU6-less activation with a rare spike). */
+static void test_calibrations(void **state) {
+  (void)state;
+  enum { B = 2000 };
+  int64_t bins[B] = {0}, abs_bins[B] = {0};
+  ts_quant_stats s = {.name = "t",
+                      .min = -1,
+                      .max = 100,
+                      .n_bins = B,
+                      .bins = bins,
+                      .abs_bins = abs_bins};
+  /* 100,000 values spread over [-1, 1], one at 100 */
+  double w = 101.0 / B, aw = 100.0 / B;
+  for (int i = 0; i < 100000; i++) {
+    double v = -1 + 2.0 * (i + 0.5) / 100000;
+    bins[(int)((v + 1) / w)]++;
+    abs_bins[(int)(fabs(v) / aw)]++;
+  }
+  bins[B - 1]++;
+  abs_bins[B - 1]++;
+  s.count = 100001;
+  double lo, hi;
+  ts_error err;
+  assert_int_equal(
+      ts_quant_range(&s, TS_QUANT_MINMAX, 0, false, &lo, &hi, &err), TS_OK);
+  assert_true(lo == -1 && hi == 100);
+  assert_int_equal(ts_quant_range(&s, TS_QUANT_MINMAX, 0, true, &lo, &hi, &err),
+                   TS_OK);
+  assert_true(lo == -100 && hi == 100);
+  /* percentile 99.9: the outlier is clipped */
+  assert_int_equal(
+      ts_quant_range(&s, TS_QUANT_PERCENTILE, 99.9, true, &lo, &hi, &err),
+      TS_OK);
+  assert_true(hi > 0.9 && hi < 1.2 && lo == -hi);
+  assert_int_equal(
+      ts_quant_range(&s, TS_QUANT_PERCENTILE, 99.9, false, &lo, &hi, &err),
+      TS_OK);
+  assert_true(lo < -0.9 && hi > 0.9 && hi < 1.2);
+  /* entropy: a threshold near the bulk, far below the outlier */
+  assert_int_equal(
+      ts_quant_range(&s, TS_QUANT_ENTROPY, 0, true, &lo, &hi, &err), TS_OK);
+  /* (its thresholds start at 128 of the 2000 bins: 6.4 here) */
+  assert_true(hi >= 1 && hi < 10);
+  /* bad percentile; a tensor with no finite value */
+  assert_int_equal(
+      ts_quant_range(&s, TS_QUANT_PERCENTILE, 0, true, &lo, &hi, &err),
+      TS_EINVAL);
+  ts_quant_stats none = {.name = "all_nan", .nan = 7, .n_bins = B};
+  assert_int_equal(
+      ts_quant_range(&none, TS_QUANT_MINMAX, 0, true, &lo, &hi, &err),
+      TS_EINVAL);
+  assert_non_null(strstr(err.msg, "'all_nan'"));
+  assert_non_null(strstr(err.msg, "7 NaN"));
+}
+
+static void test_params(void **state) {
+  (void)state;
+  double scale;
+  int zp;
+  ts_quant_params(-1, 3, false, &scale, &zp); /* uint8 */
+  assert_true(fabs(scale - 4.0 / 255) < 1e-12);
+  assert_int_equal(zp, 64); /* round(1 / (4/255)) = round(63.75) */
+  ts_quant_params(-1, 3, true, &scale, &zp); /* int8 */
+  assert_true(fabs(scale - 3.0 / 127) < 1e-12);
+  assert_int_equal(zp, 0);
+  ts_quant_params(0.5, 2, false, &scale, &zp); /* widened to hold 0 */
+  assert_true(fabs(scale - 2.0 / 255) < 1e-12);
+  assert_int_equal(zp, 0);
+  ts_quant_params(-4, -1, false, &scale, &zp);
+  assert_int_equal(zp, 255);
+  ts_quant_params(0, 0, true, &scale, &zp); /* a constant 0 */
+  assert_true(scale == 1 && zp == 0);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_profile_matches_execution),
+      cmocka_unit_test(test_nan_and_constant),
+      cmocka_unit_test(test_calibrations),
+      cmocka_unit_test(test_params),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
