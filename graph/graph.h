@@ -300,6 +300,16 @@ int ts_quant_range(const ts_quant_stats *s, ts_quant_calibration c,
 void ts_quant_params(double lo, double hi, bool symmetric, double *scale,
                      int *zero_point);
 const char *ts_quant_calibration_name(ts_quant_calibration c);
+/* Requantization in integers (the int32 accumulator of an int8 product to
+ * the output's int8/uint8): a positive real scale (input scale x weight
+ * scale / output scale) as multiplier * 2^-31 * 2^-shift, the multiplier in
+ * [2^30, 2^31) (relative error under 2^-31); TS_EINVAL for a scale that is
+ * not finite and positive, TS_ERANGE outside [2^-31, 2^30). */
+int ts_quant_multiplier(double scale, int32_t *multiplier, int *shift);
+/* round(acc * multiplier * 2^-(31 + shift)) (ties away from zero) +
+ * zero_point, saturated to [qmin, qmax]. */
+int32_t ts_quant_requantize(int32_t acc, int32_t multiplier, int shift,
+                            int32_t zero_point, int32_t qmin, int32_t qmax);
 
 /* ========================================================================
  * Memory planning (graph/plan.c)

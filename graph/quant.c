@@ -362,3 +362,33 @@ char *ts_quant_profile_json(const ts_quant_profile *p, const char *model,
   cJSON_Delete(root);
   return text;
 }
+
+/* ---- requantization ---- */
+
+int ts_quant_multiplier(double scale, int32_t *multiplier, int *shift) {
+  if (!(scale > 0) || !isfinite(scale)) return TS_EINVAL;
+  int e;
+  double m = frexp(scale, &e); /* scale = m * 2^e, m in [0.5, 1) */
+  int64_t q = llround(m * (double)(1LL << 31));
+  if (q == 1LL << 31) { /* m rounded up to 1 */
+    q /= 2;
+    e++;
+  }
+  int n = -e; /* scale = q * 2^-31 * 2^-n; the shift 31 + n in [1, 61] */
+  if (n < -30 || n > 30) return TS_ERANGE;
+  *multiplier = (int32_t)q;
+  *shift = n;
+  return TS_OK;
+}
+
+int32_t ts_quant_requantize(int32_t acc, int32_t multiplier, int shift,
+                            int32_t zero_point, int32_t qmin, int32_t qmax) {
+  /* acc * multiplier fits 62 bits; the total right shift is 31 + shift
+   * (1 to 61); rounding to nearest, ties away from zero */
+  int64_t x = (int64_t)acc * multiplier;
+  int s = 31 + shift;
+  int64_t half = (int64_t)1 << (s - 1);
+  int64_t r = x >= 0 ? (x + half) >> s : -((-x + half) >> s);
+  r += zero_point;
+  return (int32_t)(r < qmin ? qmin : r > qmax ? qmax : r);
+}

@@ -3,9 +3,10 @@
  * records are those of the tensors the executor computes (checked on the
  * graph outputs over several samples), the histograms count every finite
  * value, NaN and infinite values are counted and left out of the range, a
- * constant tensor gets a usable zero-width range, and the calibrations and
+ * constant tensor gets a usable zero-width range, the calibrations and
  * scale/zero-point arithmetic give the expected figures on known
- * histograms.
+ * histograms, and integer requantization matches a reference in 64-bit
+ * integers (rounding, saturation at the int8 and uint8 bounds).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -245,12 +246,74 @@ static void test_params(void **state) {
   assert_true(scale == 1 && zp == 0);
 }
 
+/* The reference: the same rounding written as a division in 64-bit
+ * integers (quotient and remainder), then the zero point and saturation. */
+static int32_t requantize_ref(int32_t acc, int32_t m, int shift, int32_t zp,
+                              int32_t qmin, int32_t qmax) {
+  int64_t x = (int64_t)acc * m, d = (int64_t)1 << (31 + shift);
+  int64_t q = x / d, rem = x % d;
+  if (2 * (rem < 0 ? -rem : rem) >= d) q += x < 0 ? -1 : 1;
+  q += zp;
+  return (int32_t)(q < qmin ? qmin : q > qmax ? qmax : q);
+}
+
+static void test_requantize(void **state) {
+  (void)state;
+  uint64_t seed = 12345;
+#define NEXT() (seed = seed * 6364136223846793005ULL + 1442695040888963407ULL)
+  int32_t m;
+  int sh;
+  /* the multiplier: within 2^-30 of the scale, normalized */
+  for (int i = 0; i < 10000; i++) {
+    double scale = exp(((double)(NEXT() >> 11) / (1ULL << 53)) * 30 - 20);
+    assert_int_equal(ts_quant_multiplier(scale, &m, &sh), TS_OK);
+    assert_true(m >= (1 << 30));
+    double back = ldexp((double)m, -31 - sh);
+    assert_true(fabs(back - scale) <= scale * 0x1p-30);
+  }
+  assert_int_equal(ts_quant_multiplier(0, &m, &sh), TS_EINVAL);
+  assert_int_equal(ts_quant_multiplier(-1, &m, &sh), TS_EINVAL);
+  assert_int_equal(ts_quant_multiplier(NAN, &m, &sh), TS_EINVAL);
+  assert_int_equal(ts_quant_multiplier(0x1p40, &m, &sh), TS_ERANGE);
+  assert_int_equal(ts_quant_multiplier(0x1p-40, &m, &sh), TS_ERANGE);
+  /* requantization against the reference, int8 and uint8 bounds,
+   * accumulators up to the int32 extremes */
+  int64_t saturated = 0;
+  for (int i = 0; i < 200000; i++) {
+    double scale = exp(((double)(NEXT() >> 11) / (1ULL << 53)) * 14 - 12);
+    assert_int_equal(ts_quant_multiplier(scale, &m, &sh), TS_OK);
+    int32_t acc = (int32_t)(NEXT() >> 32);
+    if (i % 4 == 1) acc >>= 12; /* mostly in range */
+    if (i % 1000 == 7) acc = INT32_MIN;
+    if (i % 1000 == 8) acc = INT32_MAX;
+    bool u8 = i & 8;
+    int32_t qmin = u8 ? 0 : -128, qmax = u8 ? 255 : 127;
+    int32_t zp = u8 ? (int32_t)(NEXT() >> 56) : 0;
+    int32_t got = ts_quant_requantize(acc, m, sh, zp, qmin, qmax);
+    int32_t want = requantize_ref(acc, m, sh, zp, qmin, qmax);
+    if (got != want)
+      fail_msg("acc %d scale %g zp %d: %d, reference %d", acc, scale, zp, got,
+               want);
+    double real = acc * scale + zp;
+    saturated += real < qmin || real > qmax;
+    if (real >= qmin && real <= qmax) assert_true(fabs(got - real) <= 0.5001);
+  }
+  assert_true(saturated > 1000); /* the bounds were exercised */
+  /* ties go away from zero: 2.5 -> 3, -2.5 -> -3 (scale 1/2) */
+  assert_int_equal(ts_quant_multiplier(0.5, &m, &sh), TS_OK);
+  assert_int_equal(ts_quant_requantize(5, m, sh, 0, -128, 127), 3);
+  assert_int_equal(ts_quant_requantize(-5, m, sh, 0, -128, 127), -3);
+  assert_int_equal(ts_quant_requantize(-5, m, sh, 10, 0, 255), 7);
+#undef NEXT
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_profile_matches_execution),
       cmocka_unit_test(test_nan_and_constant),
       cmocka_unit_test(test_calibrations),
       cmocka_unit_test(test_params),
+      cmocka_unit_test(test_requantize),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
