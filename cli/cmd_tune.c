@@ -369,14 +369,7 @@ static void confirm_tasks(const tune_args *a, ts_db *db, const char *target,
       if (err.code == TS_EUNSUPPORTED) break; /* the same for every task */
       continue;
     }
-    ts_db_record best;
-    if (ts_db_best(db, tr->workload_id, target, &best) == TS_OK) {
-      free(tr->best_trace_json);
-      tr->best_trace_json = strdup(best.trace_json);
-      tr->best_seconds = ts_db_record_seconds(&best);
-      tr->trial_of_best = best.job_id == r->job_id ? best.trial : -1;
-      ts_db_record_clear(&best);
-    }
+    ts_tune_result_refresh_best(db, target, r, i);
   }
   if (!a->quiet && tty) fprintf(stderr, "\r\033[K");
 }

@@ -632,15 +632,8 @@ int ts_py_tune(ts_db *db, const char *request, ts_py_line_fn on_log,
       if (crc == TS_EUNSUPPORTED) break; /* the same for every task */
       continue;
     }
-    ts_db_record best;
-    if (ts_db_best(db, tr->workload_id, canon, &best) == TS_OK) {
-      free(tr->best_trace_json);
-      tr->best_trace_json = strdup(best.trace_json);
-      tr->best_seconds = ts_db_record_seconds(&best);
-      tr->trial_of_best = best.job_id == result.job_id ? best.trial : -1;
-      ts_db_record_clear(&best);
+    if (ts_tune_result_refresh_best(db, canon, &result, i) == TS_OK)
       confirmed[i] = true;
-    }
   }
   if (text) fflush(text);
   rc = out_json(tune_result_json(&result, &t, canon, confirmed), out, err);

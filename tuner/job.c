@@ -57,6 +57,26 @@ void ts_tune_result_clear(ts_tune_result *r) {
   memset(r, 0, sizeof *r);
 }
 
+int ts_tune_result_refresh_best(ts_db *db, const char *target,
+                                ts_tune_result *r, int i) {
+  if (i < 0 || i >= r->n_tasks) return TS_EINVAL;
+  ts_tune_task_result *tr = &r->tasks[i];
+  ts_db_record best;
+  int rc = ts_db_best(db, tr->workload_id, target, &best);
+  if (rc) return rc;
+  char *trace = strdup(best.trace_json);
+  if (!trace) {
+    ts_db_record_clear(&best);
+    return TS_ENOMEM;
+  }
+  free(tr->best_trace_json);
+  tr->best_trace_json = trace;
+  tr->best_seconds = ts_db_record_seconds(&best);
+  tr->trial_of_best = best.job_id == r->job_id ? best.trial : -1;
+  ts_db_record_clear(&best);
+  return TS_OK;
+}
+
 /* ========================================================================
  * Job state
  * ======================================================================== */

@@ -346,6 +346,12 @@ typedef struct ts_tune_result {
   double build_seconds, measure_seconds, search_seconds;
 } ts_tune_result;
 void ts_tune_result_clear(ts_tune_result *r);
+/* Takes task i's best as the database now ranks it on `target` (after a
+ * confirmation: the confirmed best) into r: its trace, latency and, when
+ * this job measured it, its trial. TS_ENOTFOUND (r unchanged) when the
+ * task has no ok record there. */
+int ts_tune_result_refresh_best(ts_db *db, const char *target,
+                                ts_tune_result *r, int i);
 
 /* Runs (or resumes) a tuning job over tasks[0, n) on `runner`, committing
  * every measured candidate to db under the job. A job of the same name
