@@ -125,6 +125,15 @@ int cli_io_layout_option(const char *cmd, const char *flag, const char *value,
                          const char **out);
 int cli_import_model(const char *path, const char *const *shapes, int n_shapes,
                      ts_graph **out);
+/* The quantized compile's options (--quantize PROFILE.json, --calibration
+ * minmax|percentile|entropy, --per-tensor, --keep-float OP), applied by
+ * cli_import_model. cli_quant_option consumes argv[*i] (and its value)
+ * when it is one of them: true then, with *rc a usage error or EXIT_OK. */
+bool cli_quant_option(const char *cmd, int argc, char **argv, int *i, int *rc);
+/* The options' text for a usage message. */
+extern const char cli_quant_usage[];
+/* Whether --quantize was given. */
+bool cli_quantizing(void);
 
 /* A compiled model (`tessera compile`'s shared library) opened with dlopen
  * and its C ABI (include/tessera/model.h) looked up (model.c). */

@@ -22,6 +22,8 @@ static const char compile_usage[] =
     "                       [--layout nhwc|nchw] [--input-layout L]\n"
     "                       [--output-layout L] [--no-winograd]\n"
     "                       [--dispatch best|tuned|vendor]\n"
+    "                       [--quantize PROFILE.json [--calibration C]\n"
+    "                       [--per-tensor] [--keep-float OP]...]\n"
     "                       [--runtime-dir DIR]\n"
     "                       [--json]\n"
     "\n"
@@ -165,6 +167,7 @@ int cmd_compile(int argc, char **argv) {
     bool missing = false;
     if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
       fputs(compile_usage, stdout);
+      fputs(cli_quant_usage, stdout);
       free(shapes);
       return EXIT_OK;
     } else if (!strcmp(argv[i], "--json")) {
@@ -195,6 +198,8 @@ int cmd_compile(int argc, char **argv) {
         dispatch = !strcmp(v, "vendor")  ? TS_DISPATCH_VENDOR
                    : !strcmp(v, "tuned") ? TS_DISPATCH_TUNED
                                          : TS_DISPATCH_BEST;
+    } else if (cli_quant_option("compile", argc, argv, &i, &rc)) {
+      /* consumed */
     } else if (!strcmp(argv[i], "--no-winograd")) {
       cli_no_winograd = true;
     } else if (cli_opt_value(argc, argv, &i, "--layout", &v, &missing)) {

@@ -19,6 +19,7 @@ static const char graph_usage[] =
     "usage: tessera graph show MODEL.onnx [--after PASS] [--input-shape "
     "NAME=DIMS]...\n"
     "                          [--override NODE=FILE.tir]... [--json]\n"
+    "                          [--quantize PROFILE.json ...]\n"
     "       tessera graph tasks MODEL.onnx [--input-shape NAME=DIMS]... "
     "[--tir]\n"
     "                          [--json]\n"
@@ -70,8 +71,10 @@ static int parse_opts(const char *sub, int argc, char **argv, graph_opts *o) {
   for (int i = 1; i < argc; i++) {
     const char *v = NULL;
     bool missing = false;
+    int qrc;
     if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
       fputs(graph_usage, stdout);
+      fputs(cli_quant_usage, stdout);
       exit(EXIT_OK);
     } else if (!strcmp(argv[i], "--json")) {
       o->json = true;
@@ -85,6 +88,8 @@ static int parse_opts(const char *sub, int argc, char **argv, graph_opts *o) {
     } else if (cli_opt_value(argc, argv, &i, "--input-shape", &v, &missing)) {
       if (missing) return cli_usage_error(sub, "--input-shape needs NAME=DIMS");
       o->shapes[o->n_shapes++] = v;
+    } else if (cli_quant_option(sub, argc, argv, &i, &qrc)) {
+      if (qrc != EXIT_OK) return qrc;
     } else if (!strcmp(argv[i], "--no-winograd")) {
       cli_no_winograd = true;
     } else if (cli_opt_value(argc, argv, &i, "--layout", &v, &missing)) {

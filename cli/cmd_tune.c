@@ -26,6 +26,7 @@
 static const char tune_usage[] =
     "usage: tessera tune (--workload SPEC | --tir FILE)... [--weight W]\n"
     "       tessera tune --model MODEL.onnx [--input-shape NAME=DIMS]...\n"
+    "                    [--quantize PROFILE.json ...]\n"
     "       tessera tune --job NAME [--db PATH] [--trials N]   (resume)\n"
     "                    [--target T] [--trials N] [--trials-per-task N]\n"
     "                    [--db PATH] [--tracker HOST:PORT --key KEY]\n"
@@ -756,6 +757,8 @@ int cmd_tune(int argc, char **argv) {
   if (missing) return cli_usage_error("tune", "%s needs a value", name)
     if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
       fputs(tune_usage, stdout);
+      fputs("\nwith --model:\n", stdout);
+      fputs(cli_quant_usage, stdout);
       return EXIT_OK;
     } else if (!strcmp(argv[i], "--quiet")) {
       a.quiet = true;
@@ -785,6 +788,8 @@ int cmd_tune(int argc, char **argv) {
       NEED("--model");
       if (a.model) return cli_usage_error("tune", "one --model per job");
       a.model = val;
+    } else if (cli_quant_option("tune", argc, argv, &i, &rc)) {
+      if (rc != EXIT_OK) return rc;
     } else if (!strcmp(argv[i], "--no-winograd")) {
       cli_no_winograd = true;
     } else if (cli_opt_value(argc, argv, &i, "--layout", &val, &missing)) {

@@ -7,7 +7,9 @@
 #include "cli.h"
 
 #include <dlfcn.h>
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 const char *cli_layout = NULL;
@@ -40,6 +42,85 @@ int cli_layout_option(const char *cmd, const char *value) {
   return EXIT_OK;
 }
 
+static const char *quant_profile = NULL;
+static ts_quant_options quant_opts;
+static const char *quant_keep[64];
+
+const char cli_quant_usage[] =
+    "  --quantize PROFILE.json  int8 convolutions and matrix products from\n"
+    "                      the ranges of `tessera quantize profile`\n"
+    "                      (docs/quantization.md)\n"
+    "  --calibration minmax|percentile|entropy  the profile's range to use\n"
+    "                      (default minmax)\n"
+    "  --per-tensor        one weight scale per tensor (default: one per\n"
+    "                      output channel)\n"
+    "  --keep-float OP     leave operator type OP (Conv, MatMul) float32;\n"
+    "                      repeatable\n";
+
+bool cli_quantizing(void) { return quant_profile != NULL; }
+
+bool cli_quant_option(const char *cmd, int argc, char **argv, int *i, int *rc) {
+  const char *v = NULL;
+  bool missing = false;
+  *rc = EXIT_OK;
+  if (cli_opt_value(argc, argv, i, "--quantize", &v, &missing)) {
+    if (missing) *rc = cli_usage_error(cmd, "--quantize needs PROFILE.json");
+    quant_profile = v;
+  } else if (cli_opt_value(argc, argv, i, "--calibration", &v, &missing)) {
+    if (missing || (strcmp(v, "minmax") && strcmp(v, "percentile") &&
+                    strcmp(v, "entropy")))
+      *rc = cli_usage_error(
+          cmd, "--calibration wants minmax, percentile or entropy");
+    else
+      quant_opts.calibration = !strcmp(v, "minmax")       ? TS_QUANT_MINMAX
+                               : !strcmp(v, "percentile") ? TS_QUANT_PERCENTILE
+                                                          : TS_QUANT_ENTROPY;
+  } else if (!strcmp(argv[*i], "--per-tensor")) {
+    quant_opts.per_tensor = true;
+  } else if (cli_opt_value(argc, argv, i, "--keep-float", &v, &missing)) {
+    if (missing)
+      *rc = cli_usage_error(cmd, "--keep-float needs an operator type");
+    else if (quant_opts.n_keep_float >= 64)
+      *rc = cli_usage_error(cmd, "more than 64 --keep-float operators");
+    else
+      quant_keep[quant_opts.n_keep_float++] = v;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+/* Reads the whole text file path (malloc'd, NUL-terminated) or prints why
+ * not. */
+static char *read_text(const char *path, const char *what) {
+  FILE *f = fopen(path, "rb");
+  char *buf = NULL;
+  size_t n = 0, cap = 0;
+  if (f) {
+    for (;;) {
+      if (n + 4096 + 1 > cap) {
+        cap = cap ? cap * 2 : 65536;
+        char *b = realloc(buf, cap);
+        if (!b) break;
+        buf = b;
+      }
+      size_t r = fread(buf + n, 1, cap - n - 1, f);
+      n += r;
+      if (r == 0) break;
+    }
+  }
+  if (!f || ferror(f) || !buf) {
+    fprintf(stderr, "tessera: error: cannot read %s '%s': %s\n", what, path,
+            f ? "read error" : strerror(errno));
+    if (f) fclose(f);
+    free(buf);
+    return NULL;
+  }
+  fclose(f);
+  buf[n] = 0;
+  return buf;
+}
+
 int cli_import_model(const char *path, const char *const *shapes, int n_shapes,
                      ts_graph **out) {
   ts_error err;
@@ -61,6 +142,23 @@ int cli_import_model(const char *path, const char *const *shapes, int n_shapes,
     return EXIT_FAIL;
   }
   if (cli_no_winograd) ts_graph_set_winograd(*out, false);
+  if (quant_profile) {
+    char *text = read_text(quant_profile, "the quantization profile");
+    quant_opts.keep_float = quant_keep;
+    if (!text || ts_graph_set_quantization(*out, text, &quant_opts, &err)) {
+      if (text) {
+        char what[4200];
+        snprintf(what, sizeof what, "bad quantization profile '%s'",
+                 quant_profile);
+        cli_error(what, &err);
+      }
+      free(text);
+      ts_graph_free(*out);
+      *out = NULL;
+      return EXIT_FAIL;
+    }
+    free(text);
+  }
   return EXIT_OK;
 }
 

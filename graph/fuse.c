@@ -37,9 +37,24 @@
 #define MAX_MEMBERS 32
 #define MAX_PARAMS GR_FUSE_MAX_PARAMS
 
-static const char *const elementwise_ops[] = {
-    "Add",  "Sub", "Mul",  "Div", "Pow", "Relu", "Clip", "Sigmoid",
-    "Tanh", "Erf", "Sqrt", "Exp", "Neg", "Abs",  "Gelu", NULL};
+static const char *const elementwise_ops[] = {"Add",
+                                              "Sub",
+                                              "Mul",
+                                              "Div",
+                                              "Pow",
+                                              "Relu",
+                                              "Clip",
+                                              "Sigmoid",
+                                              "Tanh",
+                                              "Erf",
+                                              "Sqrt",
+                                              "Exp",
+                                              "Neg",
+                                              "Abs",
+                                              "Gelu",
+                                              "QuantizeLinear",
+                                              "DequantizeLinear",
+                                              NULL};
 
 bool gr_is_elementwise_op(const char *op) {
   for (int i = 0; elementwise_ops[i]; i++)
@@ -101,6 +116,19 @@ static const int64_t *reduce_axes(const ts_graph *g, const gr_node *n,
   return *count > 0 ? all_axes : NULL;
 }
 
+/* A QuantizeLinear/DequantizeLinear scale or zero point the kernel can
+ * load as a broadcast operand: a constant that is one value, or whose
+ * per-axis vector lies along the last axis, or of rank 2 or more (then it
+ * broadcasts as it is). */
+static bool quant_param_ok(const ts_graph *g, const gr_node *n, int v) {
+  const gr_value *p = &g->values[v], *x = &g->values[n->inputs[0]];
+  if (!gr_is_const(g, v)) return false;
+  if (gr_value_elems(p) == 1 || p->ndim >= 2) return true;
+  int64_t axis = gr_attr_int(n, "axis", 1);
+  if (axis < 0) axis += x->ndim;
+  return p->ndim == 1 && axis == x->ndim - 1;
+}
+
 /* Whether node n can be a member whose chain value (the result so far) is
  * `cur` (-1 for an anchor). */
 static bool fusable_elementwise(const ts_graph *g, const gr_node *n, int cur) {
@@ -120,6 +148,8 @@ static bool fusable_elementwise(const ts_graph *g, const gr_node *n, int cur) {
     if (v < 0) continue;
     if (!num_value(g, v)) return false;
     if (!strcmp(n->op, "Clip") && k > 0 && !scalar_num_const(g, v))
+      return false;
+    if (gr_op_is_quant(n->op) && k > 0 && !quant_param_ok(g, n, v))
       return false;
     const gr_value *x = &g->values[v];
     if (x->ndim > out->ndim) return false;
@@ -161,6 +191,24 @@ static bool is_library(const ts_graph *g, const gr_node *n) {
   return false;
 }
 
+/* An int8 product (the quantization pass's): 8-bit operands, no ONNX
+ * zero-point inputs (the pass folds them into the dequantization), a conv
+ * of 2 spatial dimensions. */
+static bool integer_anchor(const ts_graph *g, const gr_node *n) {
+  if (n->n_inputs != 2 || n->inputs[0] < 0 || n->inputs[1] < 0) return false;
+  for (int k = 0; k < 2; k++) {
+    ts_dtype t = g->values[n->inputs[k]].dtype;
+    if (t.bits != 8 || t.lanes != 1 || g->values[n->inputs[k]].ndim < 1)
+      return false;
+  }
+  if (!ts_dtype_eq(g->values[n->outputs[0]].dtype, TS_INT32)) return false;
+  if (!strcmp(n->op, "MatMulInteger"))
+    return g->values[n->inputs[0]].ndim >= 2 &&
+           g->values[n->inputs[1]].ndim >= 2;
+  return g->values[n->inputs[0]].ndim == 4 &&
+         g->values[n->inputs[1]].ndim == 4 + (gr_conv_weight_block(n) != 0);
+}
+
 static bool is_anchor(const ts_graph *g, const gr_node *n) {
   if (n->kind != TS_GRAPH_OP || n->n_outputs != 1) return false;
   if (is_library(g, n) || gr_fuse_is_move(g, n)) return true;
@@ -170,6 +218,8 @@ static bool is_anchor(const ts_graph *g, const gr_node *n) {
            g->values[n->inputs[1]].ndim ==
                g->values[n->inputs[0]].ndim + (gr_conv_weight_block(n) != 0) &&
            (n->n_inputs < 3 || n->inputs[2] < 0 || f32_value(g, n->inputs[2]));
+  if (!strcmp(n->op, "ConvInteger") || !strcmp(n->op, "MatMulInteger"))
+    return integer_anchor(g, n);
   if (!strcmp(n->op, "MatMul")) /* a vector operand too; not vector·vector */
     return f32_value(g, n->inputs[0]) && f32_value(g, n->inputs[1]) &&
            g->values[n->inputs[0]].ndim >= 1 &&
@@ -288,10 +338,11 @@ static ts_expr *bcast_load(builder *b, ts_buffer *buf, ts_expr **axes,
 static ts_expr *operand(builder *b, int v, int cur, ts_buffer *cur_buf,
                         ts_expr **axes, int n_axes, ts_dtype ct) {
   if (v == cur) return ts_cast(b->a, ct, bcast_load(b, cur_buf, axes, n_axes));
-  if (scalar_num_const(b->g, v))
-    return ts_float(
-        b->a, ct,
-        ts_host_get(gr_const_data(b->g, v), b->g->values[v].dtype, 0));
+  if (scalar_num_const(b->g, v) && !b->no_inline) {
+    double c = ts_host_get(gr_const_data(b->g, v), b->g->values[v].dtype, 0);
+    return ts_dtype_is_float(ct) ? ts_float(b->a, ct, c)
+                                 : ts_int(b->a, ct, (int64_t)c);
+  }
   const gr_value *x = &b->g->values[v];
   bool split = false;
   if (b->split_b) {
@@ -362,6 +413,36 @@ static ts_expr *apply(builder *b, const gr_node *n, ts_expr **in, ts_dtype ct,
   return x;
 }
 
+/* QuantizeLinear: clamp(round_half_even(x / scale) + zero point) in
+ * float32;
+ * DequantizeLinear: (x - zero point) in int32, then times the scale in
+ * float32. */
+static ts_expr *quant_value(builder *b, const gr_node *n, int cur,
+                            ts_buffer *cur_buf, ts_expr **axes, int nd) {
+  ts_arena *a = b->a;
+  const ts_graph *g = b->g;
+  int s = n->inputs[1], z = n->n_inputs > 2 ? n->inputs[2] : -1;
+  b->no_inline = true; /* scales and zero points: parameters */
+  if (!strcmp(n->op, "DequantizeLinear")) {
+    ts_expr *x = operand(b, n->inputs[0], cur, cur_buf, axes, nd, TS_INT32);
+    if (z >= 0)
+      x = ts_sub(a, x, operand(b, z, cur, cur_buf, axes, nd, TS_INT32));
+    ts_expr *r = ts_mul(a, ts_cast(a, TS_FLOAT32, x),
+                        operand(b, s, cur, cur_buf, axes, nd, TS_FLOAT32));
+    b->no_inline = false;
+    return r;
+  }
+  ts_expr *x = operand(b, n->inputs[0], cur, cur_buf, axes, nd, TS_FLOAT32);
+  x = ts_div(a, x, operand(b, s, cur, cur_buf, axes, nd, TS_FLOAT32));
+  x = ts_call(a, TS_FLOAT32, "round", &x, 1);
+  if (z >= 0)
+    x = ts_add(a, x, operand(b, z, cur, cur_buf, axes, nd, TS_FLOAT32));
+  bool sign = g->values[n->outputs[0]].dtype.code == TS_DT_INT;
+  x = ts_max(a, x, ts_float(a, TS_FLOAT32, sign ? -128 : 0));
+  b->no_inline = false;
+  return ts_min(a, x, ts_float(a, TS_FLOAT32, sign ? 127 : 255));
+}
+
 static ts_buffer *build_elementwise(builder *b, const gr_node *n, int cur,
                                     ts_buffer *cur_buf) {
   const gr_value *out = &b->g->values[n->outputs[0]];
@@ -374,6 +455,10 @@ static ts_buffer *build_elementwise(builder *b, const gr_node *n, int cur,
                                   out->dtype, shape, nd, NULL);
   ts_expr *axes[TS_MAX_DIMS], *in[8] = {0};
   for (int d = 0; d < nd; d++) axes[d] = ts_te_axis(st, d);
+  if (gr_op_is_quant(n->op))
+    return ts_te_set_value(
+        st,
+        ts_cast(b->a, out->dtype, quant_value(b, n, cur, cur_buf, axes, nd)));
   for (int k = 0; k < n->n_inputs && k < 8; k++)
     if (n->inputs[k] >= 0)
       in[k] = operand(b, n->inputs[k], cur, cur_buf, axes, nd, ct);
@@ -430,6 +515,28 @@ static const char *window_axis(int nsp, int d) {
   return names[3 - nsp + d];
 }
 
+/* The accumulator dtype of a conv or matmul anchor: its output's (float32,
+ * or int32 for ConvInteger/MatMulInteger). */
+static ts_dtype acc_dtype(const builder *b, const gr_node *n) {
+  return b->g->values[n->outputs[0]].dtype;
+}
+
+/* One term of a conv or matmul reduction: the plain product of float32
+ * operands; 8-bit operands each widened to the int32 accumulator (the
+ * form the tensorization rule matches to a VNNI dot). */
+static ts_expr *product(builder *b, const gr_node *n, ts_expr *x, ts_expr *y) {
+  ts_dtype acc = acc_dtype(b, n);
+  if (ts_dtype_is_float(acc)) return ts_mul(b->a, x, y);
+  return ts_mul(b->a, ts_cast(b->a, acc, x), ts_cast(b->a, acc, y));
+}
+
+/* What a conv pads its data x with: 0, or for ConvInteger its pad_value
+ * (the data's zero point). */
+static ts_expr *pad_fill(builder *b, const gr_node *n, const gr_value *x) {
+  if (ts_dtype_is_float(x->dtype)) return ts_float(b->a, x->dtype, 0);
+  return ts_int(b->a, x->dtype, gr_attr_int(n, "pad_value", 0));
+}
+
 /* A pad stage around the nsp spatial dimensions of x (from axis sp0: 2
  * in NCHW, 1 channels-last): pads before (pads[d]) and after (end[d])
  * each, filled with `fill`. */
@@ -443,7 +550,7 @@ static ts_buffer *pad_stage(builder *b, ts_buffer *data, const gr_value *x,
   for (int d = 0; d < nsp; d++)
     shape[sp0 + d] = x->shape[sp0 + d] + pads[d] + end[d];
   ts_te_stage *ps = ts_te_compute(b->te, gr_fuse_stage_name(b, "pad"),
-                                  TS_FLOAT32, shape, x->ndim, NULL);
+                                  ts_buffer_dtype(data), shape, x->ndim, NULL);
   ts_expr *cond = NULL;
   ts_expr *idx[TS_MAX_DIMS];
   for (int d = 0; d < x->ndim; d++) idx[d] = ts_te_axis(ps, d);
@@ -455,7 +562,8 @@ static ts_buffer *pad_stage(builder *b, ts_buffer *data, const gr_value *x,
     idx[sp0 + d] = ts_sub(a, h, ts_index(a, pads[d]));
   }
   ts_expr *args[3] = {cond, ts_te_load(b->te, data, idx, x->ndim), fill};
-  return ts_te_set_value(ps, ts_call(a, TS_FLOAT32, "if_then_else", args, 3));
+  return ts_te_set_value(
+      ps, ts_call(a, ts_buffer_dtype(data), "if_then_else", args, 3));
 }
 
 /* conv + the Conv's bias (if any) over the channel axes at the end of its
@@ -476,7 +584,7 @@ static ts_buffer *conv_bias(builder *b, const gr_node *n, ts_buffer *conv,
 /* Whether Conv n is pointwise channels-last (2-D, 1x1, stride 1, no
  * padding, group 1): a matrix product over the merged N, H, W axes. */
 static bool pointwise_conv(const ts_graph *g, const gr_node *n) {
-  if (strcmp(n->op, "Conv") || !gr_node_channels_last(n) ||
+  if (!gr_op_is_conv(n->op) || !gr_node_channels_last(n) ||
       g->values[n->inputs[0]].ndim != 4 || gr_attr_int(n, "group", 1) != 1)
     return false;
   const gr_value *w = &g->values[n->inputs[1]];
@@ -509,7 +617,7 @@ static ts_buffer *build_conv_blocked(builder *b, const gr_node *n,
   b->split_b = B;
   int64_t shape[5] = {out->shape[0], out->shape[1], out->shape[2], CO / B, B};
   ts_te_stage *st = ts_te_compute(b->te, gr_fuse_stage_name(b, "conv"),
-                                  TS_FLOAT32, shape, 5, NULL);
+                                  acc_dtype(b, n), shape, 5, NULL);
   ts_expr *r[2];
   for (int d = 0; d < 2; d++)
     r[d] = ts_te_reduce_axis(st, window_axis(2, d), w->shape[1 + d]);
@@ -527,8 +635,8 @@ static ts_buffer *build_conv_blocked(builder *b, const gr_node *n,
   wi[3] = rc;
   wi[4] = ts_te_axis(st, 4);
   ts_buffer *conv = ts_te_set_reduce(st, TS_TE_SUM,
-                                     ts_mul(a, ts_te_load(b->te, in, di, 4),
-                                            ts_te_load(b->te, weight, wi, 5)));
+                                     product(b, n, ts_te_load(b->te, in, di, 4),
+                                             ts_te_load(b->te, weight, wi, 5)));
   return conv_bias(b, n, conv, shape, 5);
 }
 
@@ -538,7 +646,6 @@ static ts_buffer *build_conv_blocked(builder *b, const gr_node *n,
  * caller. */
 static ts_buffer *build_conv_pointwise(builder *b, const gr_node *n) {
   const ts_graph *g = b->g;
-  ts_arena *a = b->a;
   const gr_value *w = &g->values[n->inputs[1]];
   const gr_value *out = &g->values[n->outputs[0]];
   int64_t B = gr_conv_weight_block(n), CO = out->shape[3];
@@ -557,7 +664,7 @@ static ts_buffer *build_conv_pointwise(builder *b, const gr_node *n) {
   ts_buffer *weight = param_shaped(b, n->inputs[1], ws, nd);
   if (!data || !weight) return NULL;
   ts_te_stage *st = ts_te_compute(b->te, gr_fuse_stage_name(b, "conv"),
-                                  TS_FLOAT32, shape, nd, NULL);
+                                  acc_dtype(b, n), shape, nd, NULL);
   ts_expr *rc = ts_te_reduce_axis(st, "rc", CI);
   ts_expr *di[2] = {ts_te_axis(st, 0), rc}, *wi[3];
   if (B) {
@@ -565,9 +672,10 @@ static ts_buffer *build_conv_pointwise(builder *b, const gr_node *n) {
   } else {
     wi[0] = rc, wi[1] = ts_te_axis(st, 1);
   }
-  ts_buffer *conv = ts_te_set_reduce(st, TS_TE_SUM,
-                                     ts_mul(a, ts_te_load(b->te, data, di, 2),
-                                            ts_te_load(b->te, weight, wi, nd)));
+  ts_buffer *conv =
+      ts_te_set_reduce(st, TS_TE_SUM,
+                       product(b, n, ts_te_load(b->te, data, di, 2),
+                               ts_te_load(b->te, weight, wi, nd)));
   return conv_bias(b, n, conv, shape, nd);
 }
 
@@ -619,8 +727,7 @@ static ts_buffer *build_conv(builder *b, const gr_node *n) {
     padded = padded || pads[d] || end[d];
   }
   ts_buffer *in = data;
-  if (padded)
-    in = pad_stage(b, data, x, sp0, pads, end, ts_float(a, TS_FLOAT32, 0));
+  if (padded) in = pad_stage(b, data, x, sp0, pads, end, pad_fill(b, n, x));
   if (gr_conv_weight_block(n)) {
     if (nsp != 2 || gr_attr_int(n, "group", 1) != 1 || w->ndim != 5) {
       b->failed = true;
@@ -631,7 +738,7 @@ static ts_buffer *build_conv(builder *b, const gr_node *n) {
   int64_t G = gr_attr_int(n, "group", 1);
   int64_t CIg = w->shape[wci], COg = out->shape[cax] / G;
   ts_te_stage *st = ts_te_compute(b->te, gr_fuse_stage_name(b, "conv"),
-                                  TS_FLOAT32, out->shape, nd, NULL);
+                                  acc_dtype(b, n), out->shape, nd, NULL);
   ts_expr *nn = ts_te_axis(st, 0), *co = ts_te_axis(st, cax), *r[3], *rc = NULL;
   /* the channel reduction outermost in NCHW, innermost channels-last
    * (contiguous in both data and weights) */
@@ -655,9 +762,10 @@ static ts_buffer *build_conv(builder *b, const gr_node *n) {
                ts_mul(a, r[d], ts_index(a, dil[d])));
     wi[wsp0 + d] = r[d];
   }
-  ts_buffer *conv = ts_te_set_reduce(st, TS_TE_SUM,
-                                     ts_mul(a, ts_te_load(b->te, in, di, nd),
-                                            ts_te_load(b->te, weight, wi, nd)));
+  ts_buffer *conv =
+      ts_te_set_reduce(st, TS_TE_SUM,
+                       product(b, n, ts_te_load(b->te, in, di, nd),
+                               ts_te_load(b->te, weight, wi, nd)));
   if (n->n_inputs < 3 || n->inputs[2] < 0) return conv;
   ts_buffer *bias = gr_fuse_param(b, n->inputs[2]);
   if (!bias) return NULL;
@@ -695,7 +803,7 @@ static ts_buffer *build_matmul_blocked(builder *b, const gr_node *n) {
   memcpy(shape, out->shape, sizeof(int64_t) * (size_t)no);
   if (!split_shape(b, shape, &ns)) return NULL;
   ts_te_stage *st = ts_te_compute(b->te, gr_fuse_stage_name(b, "matmul"),
-                                  TS_FLOAT32, shape, ns, NULL);
+                                  acc_dtype(b, n), shape, ns, NULL);
   ts_expr *ax[TS_MAX_DIMS], *ai[TS_MAX_DIMS], *wi[TS_MAX_DIMS];
   for (int d = 0; d < ns; d++) ax[d] = ts_te_axis(st, d);
   ts_expr *k = ts_te_reduce_axis(st, "rk", x->shape[na - 1]);
@@ -708,9 +816,9 @@ static ts_buffer *build_matmul_blocked(builder *b, const gr_node *n) {
     wi[d] = y->shape[d] == 1 ? ts_index(b->a, 0) : ax[o];
   }
   wi[ny - 3] = ax[ns - 2], wi[ny - 2] = k, wi[ny - 1] = ax[ns - 1];
-  return ts_te_set_reduce(
-      st, TS_TE_SUM,
-      ts_mul(b->a, ts_te_load(b->te, A, ai, na), ts_te_load(b->te, W, wi, ny)));
+  return ts_te_set_reduce(st, TS_TE_SUM,
+                          product(b, n, ts_te_load(b->te, A, ai, na),
+                                  ts_te_load(b->te, W, wi, ny)));
 }
 
 static ts_buffer *build_matmul(builder *b, const gr_node *n) {
@@ -723,7 +831,7 @@ static ts_buffer *build_matmul(builder *b, const gr_node *n) {
   if (!A || !B) return NULL;
   int no = out->ndim;
   ts_te_stage *st = ts_te_compute(b->te, gr_fuse_stage_name(b, "matmul"),
-                                  TS_FLOAT32, out->shape, no, NULL);
+                                  acc_dtype(b, n), out->shape, no, NULL);
   ts_expr *ax[TS_MAX_DIMS];
   for (int d = 0; d < no; d++) ax[d] = ts_te_axis(st, d);
   ts_expr *k = ts_te_reduce_axis(st, "rk", x->shape[x->ndim - 1]);
@@ -745,8 +853,8 @@ static ts_buffer *build_matmul(builder *b, const gr_node *n) {
     bi[0] = k;
   }
   return ts_te_set_reduce(st, TS_TE_SUM,
-                          ts_mul(b->a, ts_te_load(b->te, A, ai, x->ndim),
-                                 ts_te_load(b->te, B, bi, y->ndim)));
+                          product(b, n, ts_te_load(b->te, A, ai, x->ndim),
+                                  ts_te_load(b->te, B, bi, y->ndim)));
 }
 
 /* ---- library operators ---- */
@@ -1066,9 +1174,9 @@ static ts_func *build_group(const ts_graph *g, const int *members, int n,
     const gr_node *m = &g->nodes[members[i]];
     b->chain_v = cur;
     b->chain_buf = cur_buf;
-    if (!strcmp(m->op, "Conv"))
+    if (gr_op_is_conv(m->op))
       cur_buf = build_conv(b, m);
-    else if (!strcmp(m->op, "MatMul"))
+    else if (gr_op_is_matmul(m->op))
       cur_buf = build_matmul(b, m);
     else if (!strcmp(m->op, "ConvTranspose"))
       cur_buf = build_conv_transpose(b, m);
@@ -1155,7 +1263,7 @@ int ts_graph_fuse(ts_graph *g, ts_error *err) {
       /* the transpose apart; the conv starts its own group later */
       f = build_group(g, members, n = 1, &b);
     } else if (!f && n > 1 &&
-               ((!strcmp(g->nodes[i].op, "Conv") &&
+               ((gr_op_is_conv(g->nodes[i].op) &&
                  (gr_conv_weight_block(&g->nodes[i]) ||
                   pointwise_conv(g, &g->nodes[i]))) ||
                 gr_matmul_weight_block(&g->nodes[i])))

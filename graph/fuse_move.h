@@ -39,6 +39,9 @@ typedef struct gr_fuse_builder {
   int chain_v;
   ts_buffer *chain_buf;
   int64_t lead[TS_MAX_DIMS];
+  /* Constants are bound as parameters even when they are one value
+   * (quantization scales: layers that differ only in them share a task). */
+  bool no_inline;
 } gr_fuse_builder;
 
 /* The parameter bound to graph value v (added on first use); NULL and

@@ -311,6 +311,26 @@ int ts_quant_multiplier(double scale, int32_t *multiplier, int *shift);
 int32_t ts_quant_requantize(int32_t acc, int32_t multiplier, int shift,
                             int32_t zero_point, int32_t qmin, int32_t qmax);
 
+/* How the quantized compile (graph/quantize.c) uses a profile. */
+typedef struct ts_quant_options {
+  ts_quant_calibration calibration; /* which of the profile's ranges */
+  bool per_tensor; /* one weight scale per tensor (default: per channel) */
+  const char *const *keep_float; /* operator types kept float32 */
+  int n_keep_float;
+} ts_quant_options;
+/* Makes the pass pipeline's `quantize` pass (after `layout`) turn every
+ * conv and matmul with constant weights whose data the profile (the JSON
+ * of ts_quant_profile_json) covers into an int8 product: uint8 data,
+ * per-channel int8 weights, int32 accumulation, dequantized in the
+ * product's epilogue. TS_EPARSE for a text that is not such a profile. */
+int ts_graph_set_quantization(ts_graph *g, const char *profile_json,
+                              const ts_quant_options *o, ts_error *err);
+/* The pass itself (a no-op without ts_graph_set_quantization). */
+int ts_graph_quantize(ts_graph *g, ts_error *err);
+/* After the passes: how many convs/matmuls became int8 products and how
+ * many stayed float32. */
+void ts_graph_quant_counts(const ts_graph *g, int *int8, int *float32);
+
 /* ========================================================================
  * Memory planning (graph/plan.c)
  * ======================================================================== */

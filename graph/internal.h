@@ -75,7 +75,11 @@ struct ts_graph {
   bool no_winograd; /* ts_graph_set_winograd(g, false) */
   bool input_nhwc;  /* ts_graph_set_io_layout: 4-D inputs given NHWC */
   bool output_nhwc; /* ... 4-D outputs returned NHWC */
+  struct gr_quant_setup *quant; /* ts_graph_set_quantization (quantize.c) */
+  int quant_int8, quant_float;  /* products the quantize pass converted/kept */
 };
+typedef struct gr_quant_setup gr_quant_setup;
+void gr_quant_setup_free(gr_quant_setup *q);
 
 /* ---- ir.c ---- */
 /* Appends a value; returns its id. Rank unknown, no constant. */
@@ -150,6 +154,11 @@ void gr_own_func(ts_graph *g, ts_func *f);
  * a Conv reads [N, H, W, C] data and [KH, KW, C/group, CO] weights and
  * writes [N, OH, OW, CO]; a pool reads and writes [N, H, W, C]. */
 bool gr_node_channels_last(const gr_node *n);
+/* Conv or its int8 form ConvInteger; MatMul or MatMulInteger. */
+bool gr_op_is_conv(const char *op);
+bool gr_op_is_matmul(const char *op);
+/* QuantizeLinear or DequantizeLinear. */
+bool gr_op_is_quant(const char *op);
 /* The output-channel block of a channels-last Conv's weights (the layout
  * pass's): its weights are [CO/B, KH, KW, CI, B] instead of [KH, KW, CI,
  * CO]; 0 when they are not blocked. */

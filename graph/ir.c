@@ -43,6 +43,7 @@ void ts_graph_free(ts_graph *g) {
   free(g->values);
   free(g->nodes);
   free(g->consts);
+  gr_quant_setup_free(g->quant);
   ts_arena_destroy(g->arena);
   free(g);
 }

@@ -142,7 +142,9 @@ static int run_elementwise(const gr_node *n, const gr_tensor *ins,
 static int run_conv(const ts_graph *g, const gr_node *n, const gr_tensor *ins,
                     gr_tensor *out) {
   const gr_tensor *x = &ins[0], *w = &ins[1];
-  const gr_tensor *bias = n->n_inputs > 2 && ins[2].data ? &ins[2] : NULL;
+  bool integer = !strcmp(n->op, "ConvInteger");
+  const gr_tensor *bias =
+      !integer && n->n_inputs > 2 && ins[2].data ? &ins[2] : NULL;
   bool transpose = !strcmp(n->op, "ConvTranspose");
   int nsp = x->ndim - 2;
   int64_t group = gr_attr_int(n, "group", 1);
@@ -191,6 +193,23 @@ static int run_conv(const ts_graph *g, const gr_node *n, const gr_tensor *ins,
     return TS_ENOMEM;
   }
   int64_t cg = C / group, mg = M / group;
+  /* ConvInteger: the ONNX zero points are subtracted, and the padding
+   * holds the data's zero point (it adds nothing) unless tessera's
+   * pad_value attribute names another value (a quantized conv without a
+   * zero-point input pads with the zero point of its data) */
+  double xzp = 0, wzp = 0, pad_value = 0;
+  if (integer) {
+    if (n->n_inputs > 2 && ins[2].data)
+      xzp = ts_host_get(ins[2].data, ins[2].dtype, 0);
+    if (n->n_inputs > 3 && ins[3].data)
+      wzp = ts_host_get(ins[3].data, ins[3].dtype, 0);
+    /* u = x - P (P the padding value, the zero point by default) pads
+     * with zeros; y = conv(u) + (P - zero point) x the weights' sums */
+    double P = (double)gr_attr_int(n, "pad_value", (int64_t)xzp);
+    pad_value = P - xzp;
+    for (int64_t i = 0, e = N * C * isp; i < e; i++) xd[i] -= P;
+    for (int64_t i = 0, e = M * cg * ksp; i < e; i++) wd[i] -= wzp;
+  }
   for (int64_t b = 0; b < N; b++)
     for (int64_t gi = 0; gi < group; gi++)
       for (int64_t m = 0; m < mg; m++)
@@ -241,6 +260,14 @@ static int run_conv(const ts_graph *g, const gr_node *n, const gr_tensor *ins,
     for (int64_t b = 0; b < N; b++)
       for (int64_t m = 0; m < M; m++)
         for (int64_t s = 0; s < osp; s++) r[(b * M + m) * osp + s] += bd[m];
+  if (pad_value != 0)
+    for (int64_t m = 0; m < M; m++) {
+      double wsum = 0;
+      for (int64_t k = 0; k < cg * ksp; k++) wsum += wd[m * cg * ksp + k];
+      for (int64_t b = 0; b < N; b++)
+        for (int64_t s = 0; s < osp; s++)
+          r[(b * M + m) * osp + s] += pad_value * wsum;
+    }
   from_double(out, r);
   free(xd), free(wd), free(bd), free(r);
   (void)g;
@@ -332,6 +359,14 @@ static int run_matmul(const gr_node *n, const gr_tensor *ins, gr_tensor *out) {
     free(ad), free(bd), free(cd), free(r);
     return TS_ENOMEM;
   }
+  if (!strcmp(n->op, "MatMulInteger")) /* scalar zero points */
+    for (int k = 2; k < 4 && k < n->n_inputs; k++) {
+      if (!ins[k].data) continue;
+      double z = ts_host_get(ins[k].data, ins[k].dtype, 0);
+      double *d = k == 2 ? ad : bd;
+      for (int64_t i = 0, e = gr_tensor_elems(&ins[k - 2]); i < e; i++)
+        d[i] -= z;
+    }
   if (gemm) {
     bool ta = gr_attr_int(n, "transA", 0), tb = gr_attr_int(n, "transB", 0);
     double alpha = gr_attr_float(n, "alpha", 1.0),
@@ -624,6 +659,52 @@ static int run_slice(const gr_node *n, const gr_tensor *ins, gr_tensor *out) {
   return TS_OK;
 }
 
+/* The offset into quantization parameter p (one value, a vector along
+ * `axis`, or a shape broadcasting against the output) at output index
+ * idx. */
+static int64_t quant_param_index(const gr_tensor *p, const gr_tensor *out,
+                                 const int64_t *idx, int axis) {
+  int64_t n = gr_tensor_elems(p);
+  if (n == 1) return 0;
+  if (p->ndim == 1 && axis >= 0 && axis < out->ndim &&
+      p->shape[0] == out->shape[axis])
+    return idx[axis];
+  return bcast_index(idx, out->ndim, p->shape, p->ndim);
+}
+
+/* QuantizeLinear: saturate(round_half_even(x / scale) + zero_point);
+ * DequantizeLinear: (x - zero_point) * scale. */
+static int run_quant(const gr_node *n, const gr_tensor *ins, gr_tensor *out) {
+  bool q = !strcmp(n->op, "QuantizeLinear");
+  const gr_tensor *x = &ins[0], *s = &ins[1];
+  const gr_tensor *z = n->n_inputs > 2 && ins[2].data ? &ins[2] : NULL;
+  int axis = (int)gr_attr_int(n, "axis", 1);
+  if (axis < 0) axis += out->ndim;
+  double lo = 0, hi = 255;
+  if (q && out->dtype.code == TS_DT_INT) lo = -128, hi = 127;
+  int64_t total = gr_tensor_elems(out), idx[TS_MAX_DIMS] = {0};
+  for (int64_t i = 0; i < total; i++) {
+    double v = ts_host_get(x->data, x->dtype, i);
+    double sc =
+        ts_host_get(s->data, s->dtype, quant_param_index(s, out, idx, axis));
+    double zp =
+        z ? ts_host_get(z->data, z->dtype, quant_param_index(z, out, idx, axis))
+          : 0;
+    if (q) {
+      double r = nearbyint(v / sc) + zp;
+      r = r < lo ? lo : r > hi ? hi : r;
+      ts_host_set(out->data, out->dtype, i, isnan(v) ? zp : r);
+    } else {
+      ts_host_set(out->data, out->dtype, i, (v - zp) * sc);
+    }
+    for (int d = out->ndim - 1; d >= 0; d--) {
+      if (++idx[d] < out->shape[d]) break;
+      idx[d] = 0;
+    }
+  }
+  return TS_OK;
+}
+
 bool gr_kernel_known(const char *op) { return gr_op_known(op); }
 
 /* x with its 4 axes permuted (out[d] = x axis perm[d]) into a new
@@ -674,7 +755,8 @@ static int run_matmul_blocked(const gr_node *n, const gr_tensor *ins,
   /* [..., N/B, K, B] -> [..., K, N], one matrix of the batch at a time */
   int64_t NB = w->shape[r - 3], K = w->shape[r - 2], B = w->shape[r - 1];
   int64_t batch = 1;
-  gr_tensor in2[2] = {ins[0], {.dtype = w->dtype, .ndim = r - 1}};
+  gr_tensor in2[4] = {ins[0], {.dtype = w->dtype, .ndim = r - 1}};
+  for (int k = 2; k < n->n_inputs && k < 4; k++) in2[k] = ins[k];
   for (int d = 0; d < r - 3; d++) batch *= (in2[1].shape[d] = w->shape[d]);
   in2[1].shape[r - 3] = K, in2[1].shape[r - 2] = NB * B;
   size_t es = ts_dtype_elem_bytes(w->dtype);
@@ -699,8 +781,8 @@ static int run_channels_last(const ts_graph *g, const gr_node *n,
                              const gr_tensor *ins, gr_tensor *out) {
   static const int64_t to_nchw[4] = {0, 3, 1, 2}, to_nhwc[4] = {0, 2, 3, 1};
   static const int64_t w_to_oihw[4] = {3, 2, 0, 1};
-  bool conv = !strcmp(n->op, "Conv");
-  gr_tensor in2[3] = {0}, o = {.dtype = out->dtype, .ndim = 4};
+  bool conv = gr_op_is_conv(n->op);
+  gr_tensor in2[4] = {0}, o = {.dtype = out->dtype, .ndim = 4};
   for (int d = 0; d < 4; d++) o.shape[d] = out->shape[to_nchw[d]];
   in2[0] = permuted(&ins[0], to_nchw);
   int64_t B = conv ? gr_conv_weight_block(n) : 0;
@@ -708,7 +790,7 @@ static int run_channels_last(const ts_graph *g, const gr_node *n,
     in2[1] = unblocked(&ins[1]);
   else if (conv)
     in2[1] = permuted(&ins[1], w_to_oihw);
-  if (conv && n->n_inputs > 2) in2[2] = ins[2];
+  for (int k = 2; conv && k < n->n_inputs && k < 4; k++) in2[k] = ins[k];
   o.data =
       malloc((size_t)gr_tensor_elems(&o) * ts_dtype_elem_bytes(o.dtype) + 1);
   int rc = TS_ENOMEM;
@@ -763,16 +845,18 @@ int gr_kernel_run(const ts_graph *g, const gr_node *n, const gr_tensor *ins,
   else if (!strcmp(op, "Slice"))
     rc = run_slice(n, ins, out);
   else if (gr_node_channels_last(n) &&
-           (!strcmp(op, "Conv") || strstr(op, "Pool") != NULL))
+           (gr_op_is_conv(op) || strstr(op, "Pool") != NULL))
     rc = run_channels_last(g, n, ins, out);
-  else if (!strcmp(op, "Conv") || !strcmp(op, "ConvTranspose"))
+  else if (gr_op_is_conv(op) || !strcmp(op, "ConvTranspose"))
     rc = run_conv(g, n, ins, out);
+  else if (!strcmp(op, "QuantizeLinear") || !strcmp(op, "DequantizeLinear"))
+    rc = run_quant(n, ins, out);
   else if (!strcmp(op, "MaxPool") || !strcmp(op, "AveragePool") ||
            !strcmp(op, "GlobalAveragePool"))
     rc = run_pool(n, ins, out);
-  else if (!strcmp(op, "MatMul") && gr_matmul_weight_block(n))
+  else if (gr_op_is_matmul(op) && gr_matmul_weight_block(n))
     rc = run_matmul_blocked(n, ins, out);
-  else if (!strcmp(op, "MatMul") || !strcmp(op, "Gemm"))
+  else if (gr_op_is_matmul(op) || !strcmp(op, "Gemm"))
     rc = run_matmul(n, ins, out);
   else if (!strcmp(op, "Softmax") || !strcmp(op, "LayerNormalization"))
     rc = run_rows(n, ins, out);

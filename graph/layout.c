@@ -85,6 +85,18 @@ bool gr_node_channels_last(const gr_node *n) {
   return !strcmp(gr_attr_string(n, "layout", ""), "NHWC");
 }
 
+bool gr_op_is_conv(const char *op) {
+  return !strcmp(op, "Conv") || !strcmp(op, "ConvInteger");
+}
+
+bool gr_op_is_matmul(const char *op) {
+  return !strcmp(op, "MatMul") || !strcmp(op, "MatMulInteger");
+}
+
+bool gr_op_is_quant(const char *op) {
+  return !strcmp(op, "QuantizeLinear") || !strcmp(op, "DequantizeLinear");
+}
+
 int64_t gr_conv_weight_block(const gr_node *n) {
   return gr_node_channels_last(n) ? gr_attr_int(n, "weight_block", 0) : 0;
 }
@@ -102,7 +114,7 @@ static int64_t weight_block_for(const ts_graph *g, const gr_node *n) {
 }
 
 int64_t gr_matmul_weight_block(const gr_node *n) {
-  return strcmp(n->op, "MatMul") ? 0 : gr_attr_int(n, "weight_block", 0);
+  return gr_op_is_matmul(n->op) ? gr_attr_int(n, "weight_block", 0) : 0;
 }
 
 /* A MatMul's constant float32 weights [K, N] (N a multiple of 16, at least
@@ -267,6 +279,7 @@ static bool agnostic_ok(const ts_graph *g, const gr_node *n) {
     return false;
   if (is_pool(n)) return f32_4d(g, n->inputs[0]) && f32_4d(g, n->outputs[0]);
   if (!gr_is_elementwise_op(n->op) && strcmp(n->op, "Concat")) return false;
+  if (gr_op_is_quant(n->op)) return false; /* its axis attribute */
   for (int k = 0; k < n->n_inputs; k++) {
     int v = n->inputs[k];
     if (v < 0) continue;

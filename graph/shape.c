@@ -56,6 +56,10 @@ static const char *const known_ops[] = {"Conv",
                                         "Exp",
                                         "Neg",
                                         "Abs",
+                                        "ConvInteger",
+                                        "MatMulInteger",
+                                        "QuantizeLinear",
+                                        "DequantizeLinear",
                                         NULL};
 
 bool gr_op_known(const char *op) {
@@ -184,6 +188,7 @@ static int window_attr(const gr_node *n, const char *name, int nsp,
 
 static int infer_conv(ts_graph *g, gr_node *n, ts_error *err) {
   const gr_value *x = in(g, n, 0), *w = in(g, n, 1), *b = in(g, n, 2);
+  if (!strcmp(n->op, "ConvInteger")) b = NULL; /* input 2: a zero point */
   if (!x || !w) return FAIL("needs inputs X and W");
   if (x->ndim < 0 || w->ndim < 0) return set_unknown(g, n), TS_OK;
   bool transpose = !strcmp(n->op, "ConvTranspose");
@@ -296,7 +301,8 @@ static int infer_matmul(ts_graph *g, gr_node *n, ts_error *err) {
   if (!a || !b) return FAIL("needs two inputs");
   if (a->ndim < 0 || b->ndim < 0) return set_unknown(g, n), TS_OK;
   if (a->ndim < 1 || b->ndim < 1) return FAIL("scalar operand");
-  if (!ts_dtype_eq(a->dtype, b->dtype)) return FAIL("operand dtypes differ");
+  if (!ts_dtype_eq(a->dtype, b->dtype) && strcmp(n->op, "MatMulInteger"))
+    return FAIL("operand dtypes differ");
   int64_t as[TS_MAX_DIMS + 1], bs[TS_MAX_DIMS + 1];
   int na = a->ndim, nb = b->ndim;
   memcpy(as, a->shape, sizeof(int64_t) * na);
@@ -467,7 +473,7 @@ static void permute_value(ts_graph *g, int v, const int *perm) {
 static int infer_channels_last(ts_graph *g, gr_node *n, ts_error *err) {
   static const int to_nchw[4] = {0, 3, 1, 2}, to_nhwc[4] = {0, 2, 3, 1};
   static const int w_to_oihw[4] = {3, 2, 0, 1}, w_to_hwio[4] = {2, 3, 1, 0};
-  bool conv = !strcmp(n->op, "Conv");
+  bool conv = gr_op_is_conv(n->op);
   int x = n->n_inputs > 0 ? n->inputs[0] : -1;
   int w = conv && n->n_inputs > 1 ? n->inputs[1] : -1;
   int64_t B = conv ? gr_conv_weight_block(n) : 0;
@@ -501,6 +507,73 @@ static int infer_channels_last(ts_graph *g, gr_node *n, ts_error *err) {
   return rc;
 }
 
+static bool is_8bit(ts_dtype t) {
+  return t.lanes == 1 && t.bits == 8 &&
+         (t.code == TS_DT_INT || t.code == TS_DT_UINT);
+}
+
+/* ConvInteger / MatMulInteger: int8 or uint8 operands, the shape of the
+ * float operator, an int32 result. The ONNX zero-point inputs are scalars
+ * here (per-tensor). */
+static int infer_integer(ts_graph *g, gr_node *n, ts_error *err) {
+  const gr_value *x = in(g, n, 0), *w = in(g, n, 1);
+  if (!x || !w) return FAIL("needs two inputs");
+  if (x->ndim < 0 || w->ndim < 0) return set_unknown(g, n), TS_OK;
+  if (!is_8bit(x->dtype) || !is_8bit(w->dtype))
+    return FAIL("operands must be int8 or uint8");
+  for (int k = 2; k < n->n_inputs; k++) {
+    const gr_value *z = in(g, n, k);
+    if (z && (gr_value_elems(z) != 1 || !is_8bit(z->dtype)))
+      return FAIL("zero point %d must be one int8 or uint8 value", k - 1);
+  }
+  bool conv = gr_op_is_conv(n->op);
+  int rc = conv && gr_node_channels_last(n) ? infer_channels_last(g, n, err)
+           : conv                           ? infer_conv(g, n, err)
+                                            : infer_matmul(g, n, err);
+  if (rc == TS_OK && n->n_outputs > 0)
+    g->values[n->outputs[0]].dtype = TS_INT32;
+  return rc;
+}
+
+/* Whether quantization parameter p applies to x: one value, a vector along
+ * `axis` (ONNX's per-axis form) or a shape that broadcasts against x. */
+static bool quant_param_fits(const gr_value *p, const gr_value *x, int axis) {
+  int64_t o[TS_MAX_DIMS];
+  int no;
+  if (gr_value_elems(p) == 1) return true;
+  if (p->ndim == 1 && axis >= 0 && axis < x->ndim &&
+      p->shape[0] == x->shape[axis])
+    return true;
+  return p->ndim <= x->ndim &&
+         gr_broadcast(x->shape, x->ndim, p->shape, p->ndim, o, &no) &&
+         no == x->ndim && !memcmp(o, x->shape, sizeof(int64_t) * (size_t)no);
+}
+
+/* QuantizeLinear(x, scale[, zero_point]) -> the zero point's dtype (uint8
+ * without one); DequantizeLinear(x, scale[, zero_point]) -> float32. */
+static int infer_quant(ts_graph *g, gr_node *n, ts_error *err) {
+  const gr_value *x = in(g, n, 0), *s = in(g, n, 1), *z = in(g, n, 2);
+  if (!x || !s) return FAIL("needs X and a scale");
+  if (x->ndim < 0 || s->ndim < 0) return set_unknown(g, n), TS_OK;
+  bool q = !strcmp(n->op, "QuantizeLinear");
+  int axis = norm_axis(gr_attr_int(n, "axis", 1), x->ndim);
+  if (!ts_dtype_eq(s->dtype, TS_FLOAT32))
+    return FAIL("the scale must be float32");
+  if (!quant_param_fits(s, x, axis) || (z && !quant_param_fits(z, x, axis)))
+    return FAIL("scale or zero point of %lld values does not fit X (rank %d)",
+                (long long)gr_value_elems(s), x->ndim);
+  if (q && !ts_dtype_eq(x->dtype, TS_FLOAT32)) return FAIL("X must be float32");
+  if (q && z && !is_8bit(z->dtype))
+    return FAIL("the zero point must be int8 or uint8");
+  if (!q && !is_8bit(x->dtype) && !ts_dtype_eq(x->dtype, TS_INT32))
+    return FAIL("X must be int8, uint8 or int32");
+  if (!q && z && !ts_dtype_eq(z->dtype, x->dtype))
+    return FAIL("the zero point's dtype must be X's");
+  ts_dtype t = q ? (z ? z->dtype : TS_UINT8) : TS_FLOAT32;
+  set_out(g, n, 0, t, x->ndim, x->shape, x->layout);
+  return TS_OK;
+}
+
 int gr_infer_node(ts_graph *g, gr_node *n, ts_error *err) {
   if (n->kind == TS_GRAPH_CALL) return TS_OK; /* fixed by the call's params */
   const char *op = n->op;
@@ -518,6 +591,10 @@ int gr_infer_node(ts_graph *g, gr_node *n, ts_error *err) {
       !strcmp(op, "GlobalAveragePool"))
     return infer_pool(g, n, err);
   if (!strcmp(op, "MatMul")) return infer_matmul(g, n, err);
+  if (!strcmp(op, "ConvInteger") || !strcmp(op, "MatMulInteger"))
+    return infer_integer(g, n, err);
+  if (!strcmp(op, "QuantizeLinear") || !strcmp(op, "DequantizeLinear"))
+    return infer_quant(g, n, err);
   if (!strcmp(op, "Gemm")) return infer_gemm(g, n, err);
   if (!x) return FAIL("missing input 0");
   if (x->ndim < 0) return set_unknown(g, n), TS_OK;

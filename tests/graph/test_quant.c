@@ -307,8 +307,180 @@ static void test_requantize(void **state) {
 #undef NEXT
 }
 
+/* The profile of model `name` over 4 seeded samples, as JSON. */
+static char *profile_json(const char *name, const char *const *shapes,
+                          int n_shapes) {
+  ts_error err;
+  ts_graph *g = load_model(name, shapes, n_shapes, NULL, &err);
+  if (!g) fail_msg("%s", err.msg);
+  ts_quant_profile *p;
+  assert_int_equal(ts_quant_profile_create(g, 512, &p, &err), TS_OK);
+  int n_in = ts_graph_n_inputs(g);
+  for (int pass = 0; pass < 2; pass++)
+    for (int k = 0; k < 4; k++) {
+      ts_graph_tensor ins[4];
+      make_inputs(g, k, ins);
+      for (int i = 0; i < n_in; i++)
+        if (!ts_dtype_is_float(ins[i].dtype)) /* token ids, a mask */
+          for (int64_t e = 0; e < elems(&ins[i]); e++)
+            ts_host_set(ins[i].data, ins[i].dtype, e, (double)((e * 7) % 50));
+      if (ts_quant_profile_add(p, pass, TS_GRAPH_COMPILE, ins, n_in, &err))
+        fail_msg("%s", err.msg);
+      for (int i = 0; i < n_in; i++) free(ins[i].data);
+    }
+  char *json = ts_quant_profile_json(p, name, 99.99);
+  ts_quant_profile_free(p);
+  ts_graph_free(g);
+  return json;
+}
+
+/* Model `name` imported with the quantization set up, the passes run up
+ * to `after` (NULL: all). */
+static ts_graph *quantized_model(const char *name, const char *const *shapes,
+                                 int n_shapes, const char *json,
+                                 const char *after) {
+  ts_error err;
+  ts_graph *g = load_model(name, shapes, n_shapes, "none", &err);
+  if (!g) fail_msg("%s", err.msg);
+  ts_quant_options o = {.calibration = TS_QUANT_MINMAX};
+  if (ts_graph_set_quantization(g, json, &o, &err)) fail_msg("%s", err.msg);
+  if (ts_graph_run_passes(g, after, &err)) fail_msg("%s", err.msg);
+  return g;
+}
+
+static double rel_l2(const ts_graph_tensor *a, const ts_graph_tensor *b) {
+  double num = 0, den = 0;
+  for (int64_t e = 0; e < elems(a); e++) {
+    double x = ts_host_get(a->data, a->dtype, e);
+    double y = ts_host_get(b->data, b->dtype, e);
+    num += (x - y) * (x - y);
+    den += x * x;
+  }
+  return sqrt(num / (den > 0 ? den : 1));
+}
+
+/* Runs g on the same seeded inputs as the profile's sample k. */
+static void run_sample(const ts_graph *g, ts_graph_exec_mode mode, int k,
+                       ts_graph_tensor *outs) {
+  ts_error err;
+  ts_graph_tensor ins[4];
+  int n_in = ts_graph_n_inputs(g);
+  make_inputs(g, k, ins);
+  for (int i = 0; i < n_in; i++)
+    if (!ts_dtype_is_float(ins[i].dtype))
+      for (int64_t e = 0; e < elems(&ins[i]); e++)
+        ts_host_set(ins[i].data, ins[i].dtype, e, (double)((e * 7) % 50));
+  if (ts_graph_execute(g, mode, ins, n_in, outs, ts_graph_n_outputs(g), &err))
+    fail_msg("%s", err.msg);
+  for (int i = 0; i < n_in; i++) free(ins[i].data);
+}
+
+/* The quantized compile: every conv/matmul with constant weights and wide
+ * enough a reduction becomes ConvInteger/MatMulInteger with its
+ * dequantization; fused, each is one int8 task; the fused kernels compute
+ * what the reference kernels of the unfused quantized graph compute, and
+ * that is close to the float model (not equal: it is quantized). */
+static void check_quantized(const char *name, const char *const *shapes,
+                            int n_shapes, double max_err) {
+  char *json = profile_json(name, shapes, n_shapes);
+  assert_non_null(json);
+  ts_error err;
+  ts_graph *f = load_model(name, shapes, n_shapes, NULL, &err);
+  ts_graph *q = quantized_model(name, shapes, n_shapes, json, NULL);
+  ts_graph *r = quantized_model(name, shapes, n_shapes, json, "quantize");
+  int n8, n32;
+  ts_graph_quant_counts(q, &n8, &n32);
+  print_message("%s: %d int8 products, %d float32\n", name, n8, n32);
+  assert_true(n8 >= 4);
+  ts_graph_task *tasks;
+  int nt, int8_tasks = 0;
+  assert_int_equal(ts_graph_tasks(q, &tasks, &nt, &err), TS_OK);
+  for (int i = 0; i < nt; i++)
+    int8_tasks +=
+        strstr(ts_func_name(tasks[i].func), "integer_dequantize") != 0;
+  free(tasks);
+  assert_true(int8_tasks >= 2);
+  int no = ts_graph_n_outputs(f);
+  for (int k = 4; k < 6; k++) { /* samples the profile did not see */
+    ts_graph_tensor of[4], oq[4], orf[4];
+    run_sample(f, TS_GRAPH_COMPILE, k, of);
+    run_sample(q, TS_GRAPH_COMPILE, k, oq);
+    run_sample(r, TS_GRAPH_COMPILE, k, orf);
+    for (int i = 0; i < no; i++) {
+      double e_q = rel_l2(&of[i], &oq[i]), e_ref = rel_l2(&orf[i], &oq[i]);
+      print_message("  sample %d output %d: int8 vs float32 %.4f, fused vs "
+                    "reference %.2e\n",
+                    k, i, e_q, e_ref);
+      assert_true(e_q > 0 && e_q < max_err);
+      assert_true(e_ref < 1e-3); /* a rounding tie at most, here and there */
+      free(of[i].data), free(oq[i].data), free(orf[i].data);
+    }
+  }
+  ts_graph_free(f), ts_graph_free(q), ts_graph_free(r);
+  free(json);
+}
+
+static void test_quantized_cnn(void **state) {
+  (void)state;
+  check_quantized("resnet50_small", NULL, 0, 0.05);
+}
+
+static void test_quantized_bert(void **state) {
+  (void)state;
+  check_quantized("bert_small", bert_shapes, 2, 0.05);
+}
+
+/* Options: per-tensor weight scales and --keep-float change what is
+ * quantized; a profile that is not one is refused with a message. */
+static void test_quantize_options(void **state) {
+  (void)state;
+  char *json = profile_json("resnet50_small", NULL, 0);
+  ts_error err;
+  ts_graph *g = load_model("resnet50_small", NULL, 0, "none", &err);
+  const char *keep[] = {"Conv"};
+  ts_quant_options o = {.calibration = TS_QUANT_ENTROPY,
+                        .per_tensor = true,
+                        .keep_float = keep,
+                        .n_keep_float = 1};
+  assert_int_equal(ts_graph_set_quantization(g, json, &o, &err), TS_OK);
+  assert_int_equal(ts_graph_run_passes(g, NULL, &err), TS_OK);
+  int n8, n32;
+  ts_graph_quant_counts(g, &n8, &n32);
+  assert_true(n8 <= 1); /* its classifier's MatMul at most... */
+  assert_true(n32 > 4); /* ...every conv kept float */
+  ts_graph_free(g);
+
+  g = load_model("resnet50_small", NULL, 0, "none", &err);
+  assert_int_equal(ts_graph_set_quantization(g, "{\"tensors\": []}", &o, &err),
+                   TS_EPARSE);
+  assert_non_null(strstr(err.msg, "tessera quantize profile"));
+  assert_int_equal(ts_graph_set_quantization(g, "{not json", &o, &err),
+                   TS_EPARSE);
+  assert_int_equal(
+      ts_graph_set_quantization(g,
+                                "{\"format\": \"tessera-quant-profile\", "
+                                "\"tensors\": [{\"name\": \"x\", "
+                                "\"ranges\": {\"minmax\": [1, 0]}}]}",
+                                &(ts_quant_options){0}, &err),
+      TS_EPARSE);
+  assert_non_null(strstr(err.msg, "'x'"));
+  assert_int_equal(
+      ts_graph_set_quantization(g,
+                                "{\"format\": \"tessera-quant-profile\", "
+                                "\"tensors\": [{\"name\": \"x\", "
+                                "\"ranges\": {\"minmax\": [0, 1]}}]}",
+                                &o, &err),
+      TS_EPARSE); /* no entropy range */
+  assert_non_null(strstr(err.msg, "entropy"));
+  ts_graph_free(g);
+  free(json);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_quantized_cnn),
+      cmocka_unit_test(test_quantized_bert),
+      cmocka_unit_test(test_quantize_options),
       cmocka_unit_test(test_profile_matches_execution),
       cmocka_unit_test(test_nan_and_constant),
       cmocka_unit_test(test_calibrations),
