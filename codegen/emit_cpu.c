@@ -21,17 +21,30 @@ static bool need_feature(emitter *e, const char *intrin, const char *feature) {
   return false;
 }
 
-/* tessera.vnni_dot_16x4(&C int32[16], &A uint8[4], &B int8[16][4]):
- * C[j] += sum_k A[k] * B[j][k] (vpdpbusd). */
-void emit_vnni_dot(emitter *e, LLVMValueRef *a) {
-  if (!need_feature(e, "tessera.vnni_dot_16x4", "avx512vnni")) return;
+/* tessera.vnni_dot_16x4(&C int32[16], &A uint8[4], &B int8[16][4]) and
+ * tessera.vnni_dot_16x16(&C int32[16], &A uint8[16], &B int8[4][16][4]):
+ * C[j] += sum_k A[k] * B[j][k], vpdpbusd in `steps` steps of 4 (B's step s
+ * at byte 64 s), the accumulator kept in a register between them. */
+void emit_vnni_dot(emitter *e, LLVMValueRef *a, int steps) {
+  const char *name =
+      steps == 1 ? "tessera.vnni_dot_16x4" : "tessera.vnni_dot_16x16";
+  if (!need_feature(e, name, "avx512vnni")) return;
   LLVMTypeRef v16 = LLVMVectorType(emit_i32t(e), 16);
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(e->ctx);
   LLVMValueRef c = emit_load_vec(e, v16, a[0], 4);
-  LLVMValueRef av = emit_splat(e, emit_load_vec(e, emit_i32t(e), a[1], 1), 16);
-  LLVMValueRef bv = emit_load_vec(e, v16, a[2], 1);
-  LLVMValueRef args[3] = {c, av, bv};
-  LLVMValueRef r = emit_call_fixed(e, "llvm.x86.avx512.vpdpbusd.512", args, 3);
-  if (r) LLVMSetAlignment(LLVMBuildStore(e->b, r, a[0]), 4);
+  for (int s = 0; s < steps && c; s++) {
+    LLVMValueRef aoff =
+        LLVMConstInt(emit_i64t(e), (unsigned long long)(4 * s), 0);
+    LLVMValueRef boff =
+        LLVMConstInt(emit_i64t(e), (unsigned long long)(64 * s), 0);
+    LLVMValueRef ap = LLVMBuildInBoundsGEP2(e->b, i8, a[1], &aoff, 1, "");
+    LLVMValueRef bp = LLVMBuildInBoundsGEP2(e->b, i8, a[2], &boff, 1, "");
+    LLVMValueRef av = emit_splat(e, emit_load_vec(e, emit_i32t(e), ap, 1), 16);
+    LLVMValueRef bv = emit_load_vec(e, v16, bp, 1);
+    LLVMValueRef args[3] = {c, av, bv};
+    c = emit_call_fixed(e, "llvm.x86.avx512.vpdpbusd.512", args, 3);
+  }
+  if (c) LLVMSetAlignment(LLVMBuildStore(e->b, c, a[0]), 4);
 }
 
 /* tessera.vnni_s8_dot_16x4(&C int32[16], &A int8[4], &B int8[16][4]) and

@@ -8,6 +8,7 @@
 #include "codegen/emit_internal.h"
 
 #include <stdlib.h>
+#include <math.h>
 #include <string.h>
 
 /* ---- expressions ---- */
@@ -180,6 +181,44 @@ static LLVMValueRef emit_binary(emitter *e, ts_expr *x) {
   return emit_undef(e, ts_expr_dtype(x));
 }
 
+/* A float (work type) to integer type T (dtype to), saturating: NaN -> 0,
+ * beyond the range -> its bound, else truncated toward zero — what
+ * llvm.fptosi.sat computes, written as compares and selects around a plain
+ * conversion because LLVM lowers the vector forms of that intrinsic one
+ * lane at a time on x86 (a float32 -> uint8 quantization ran 10x slower
+ * than a float32 ReLU of the same size). The bounds compared against are
+ * powers of two (and their negation, less one), exact in every float
+ * format; a lane the plain conversion would get wrong is never selected. */
+static LLVMValueRef saturating_to_int(emitter *e, LLVMValueRef v, ts_dtype to,
+                                      LLVMTypeRef T) {
+  LLVMBuilderRef B = e->b;
+  LLVMTypeRef FT = LLVMTypeOf(v);
+  bool vec = LLVMGetTypeKind(FT) == LLVMVectorTypeKind;
+  int lanes = vec ? (int)LLVMGetVectorSize(FT) : 1;
+  LLVMTypeRef fel = vec ? LLVMGetElementType(FT) : FT;
+  LLVMTypeRef iel = vec ? LLVMGetElementType(T) : T;
+  bool sgn = ts_dtype_is_signed(to);
+  int bits = to.bits;
+  double top = ldexp(1.0, sgn ? bits - 1 : bits); /* first value too big */
+  double bottom = sgn ? -top - 1 : -1;            /* first too small */
+  unsigned long long maxv = sgn ? (1ULL << (bits - 1)) - 1
+                                : (bits == 64 ? ~0ULL : (1ULL << bits) - 1);
+  unsigned long long minv = sgn ? (~0ULL << (bits - 1)) : 0;
+#define SPLAT(c) (vec ? emit_splat(e, (c), lanes) : (c))
+  LLVMValueRef hi = SPLAT(LLVMConstReal(fel, top));
+  LLVMValueRef lo = SPLAT(LLVMConstReal(fel, bottom));
+  LLVMValueRef imax = SPLAT(LLVMConstInt(iel, maxv, 0));
+  LLVMValueRef imin = SPLAT(LLVMConstInt(iel, minv, 0));
+#undef SPLAT
+  LLVMValueRef r =
+      sgn ? LLVMBuildFPToSI(B, v, T, "") : LLVMBuildFPToUI(B, v, T, "");
+  LLVMValueRef nan = LLVMBuildFCmp(B, LLVMRealUNO, v, v, "");
+  r = LLVMBuildSelect(B, nan, LLVMConstNull(T), r, "");
+  r = LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOLE, v, lo, ""), imin, r, "");
+  return LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOGE, v, hi, ""), imax, r,
+                         "");
+}
+
 LLVMValueRef emit_cast(emitter *e, ts_dtype to, ts_dtype from, LLVMValueRef v) {
   if (ts_dtype_eq(to, from)) return v;
   LLVMBuilderRef B = e->b;
@@ -223,13 +262,8 @@ LLVMValueRef emit_cast(emitter *e, ts_dtype to, ts_dtype from, LLVMValueRef v) {
     return ts_dtype_is_signed(from) ? LLVMBuildSIToFP(B, v, T, "")
                                     : LLVMBuildUIToFP(B, v, T, "");
   }
-  if (ts_dtype_is_float(from) && ts_dtype_is_int(to)) {
-    v = emit_to_work(e, v, from);
-    LLVMTypeRef over[2] = {T, LLVMTypeOf(v)};
-    return emit_call_intrinsic(
-        e, ts_dtype_is_signed(to) ? "llvm.fptosi.sat" : "llvm.fptoui.sat", over,
-        2, &v, 1);
-  }
+  if (ts_dtype_is_float(from) && ts_dtype_is_int(to))
+    return saturating_to_int(e, emit_to_work(e, v, from), to, T);
   /* float -> float; the 16-bit formats through float32, as the interpreter
    * converts (a float64 rounds to float32 first) */
   if (emit_is_half(from) || emit_is_half(to)) {
@@ -464,10 +498,10 @@ static LLVMValueRef emit_target_intrinsic(emitter *e, ts_expr *x) {
     const char *name;
     int n_args;
   } tensor[] = {
-      {"tessera.vnni_dot_16x4", 3},    {"tessera.avx512bf16_dot_16x2", 3},
-      {"tessera.amx_bf16_gemm", 7},    {"tessera.amx_int8_gemm", 7},
-      {"tessera.mma_m16n8k16", 6},     {"tessera.vnni_s8_dot_16x4", 3},
-      {"tessera.vnni_s8_dot_16x16", 3}};
+      {"tessera.vnni_dot_16x4", 3},     {"tessera.avx512bf16_dot_16x2", 3},
+      {"tessera.amx_bf16_gemm", 7},     {"tessera.amx_int8_gemm", 7},
+      {"tessera.mma_m16n8k16", 6},      {"tessera.vnni_s8_dot_16x4", 3},
+      {"tessera.vnni_s8_dot_16x16", 3}, {"tessera.vnni_dot_16x16", 3}};
   for (size_t i = 0; i < sizeof tensor / sizeof tensor[0]; i++) {
     if (strcmp(name, tensor[i].name)) continue;
     if (n != tensor[i].n_args) {
@@ -484,8 +518,8 @@ static LLVMValueRef emit_target_intrinsic(emitter *e, ts_expr *x) {
         args[k] = emit_cast(e, TS_INT64, ts_expr_dtype(arg), args[k]);
     }
     if (e->status) return emit_undef(e, t);
-    if (i == 0)
-      emit_vnni_dot(e, args);
+    if (i == 0 || i == 7)
+      emit_vnni_dot(e, args, i == 0 ? 1 : 4);
     else if (i == 1)
       emit_bf16_dot(e, args);
     else if (i == 2 || i == 3)

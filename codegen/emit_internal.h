@@ -83,7 +83,7 @@ void emit_parallel(emitter *e, ts_stmt *s);
 /* The kernel `entry` of the runtime's ABI (runtime/runtime.h). */
 int emit_cpu_kernel(emitter *e, const ts_func *f, const char *entry);
 /* The x86 tensor intrinsics on their evaluated arguments (see emit_cpu.c). */
-void emit_vnni_dot(emitter *e, LLVMValueRef *a);
+void emit_vnni_dot(emitter *e, LLVMValueRef *a, int steps);
 void emit_vnni_s8_dot(emitter *e, LLVMValueRef *a, int steps);
 void emit_bf16_dot(emitter *e, LLVMValueRef *a);
 void emit_amx_gemm(emitter *e, ts_expr *x, LLVMValueRef *a, bool int8);

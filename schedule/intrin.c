@@ -144,6 +144,9 @@ static const intrin_def intrins[] = {
     {"avx512_vnni_16x4", "avx512vnni",
      DOT_DESC("vnni", "uint8", "int8", "int32", 4),
      DOT_IMPL("vnni", "tessera.vnni_dot_16x4", "uint8", "int8", "int32", 4)},
+    {"avx512_vnni_16x16", "avx512vnni",
+     DOT4_DESC("vnnik16", "uint8", "int8", "int32"),
+     DOT4_IMPL("vnnik16", "tessera.vnni_dot_16x16", "uint8", "int8", "int32")},
     {"avx512_vnni_s8_16x4", "avx512vnni",
      DOT_DESC("vnnis8", "int8", "int8", "int32", 4),
      DOT_IMPL("vnnis8", "tessera.vnni_s8_dot_16x4", "int8", "int8", "int32",
@@ -164,12 +167,17 @@ static const intrin_def intrins[] = {
 
 #define N_INTRINS ((int)(sizeof intrins / sizeof intrins[0]))
 
-static const char *const names[N_INTRINS + 1] = {
-    "amx_bf16_16x16x32",   "amx_int8_16x16x64",
-    "amx_uint8_16x16x64",  "avx512_vnni_16x4",
-    "avx512_vnni_s8_16x4", "avx512_vnni_s8_16x16",
-    "avx512_bf16_16x2",    "mma_m16n8k16_f16",
-    "mma_m16n8k16_bf16",   NULL};
+static const char *const names[N_INTRINS + 1] = {"amx_bf16_16x16x32",
+                                                 "amx_int8_16x16x64",
+                                                 "amx_uint8_16x16x64",
+                                                 "avx512_vnni_16x4",
+                                                 "avx512_vnni_16x16",
+                                                 "avx512_vnni_s8_16x4",
+                                                 "avx512_vnni_s8_16x16",
+                                                 "avx512_bf16_16x2",
+                                                 "mma_m16n8k16_f16",
+                                                 "mma_m16n8k16_bf16",
+                                                 NULL};
 
 const char *const *ts_intrin_names(void) { return names; }
 

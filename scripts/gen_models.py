@@ -10,7 +10,8 @@ of each (same operators and structure, a few layers and small widths) that
 the tests run in seconds.
 
 Needs numpy and the onnx package (Debian: python3-numpy, python3-onnx; onnx
-1.12 writes opsets up to 17).
+1.12 writes opsets up to 17); the digits CNN needs scikit-learn's data set
+(python3-sklearn).
 
 usage: gen_models.py --out DIR [--small] [--bad] [--models resnet50,bert,...] [--seed N]
 """
@@ -411,8 +412,116 @@ def ops(rng, small):
     return g, False
 
 
+def _im2col(x):
+    """x [N, 8, 8, C] -> the 3x3, pad-1 patches [N*64, 9*C] (ky, kx, c)."""
+    n, h, w, c = x.shape
+    xp = np.pad(x, ((0, 0), (1, 1), (1, 1), (0, 0)))
+    cols = np.stack([xp[:, dy:dy + h, dx:dx + w, :] for dy in range(3) for dx in range(3)],
+                    axis=3)
+    return cols.reshape(n * h * w, 9 * c)
+
+
+def _col2im(g, shape):
+    n, h, w, c = shape
+    g = g.reshape(n, h, w, 9, c)
+    out = np.zeros((n, h + 2, w + 2, c), g.dtype)
+    for k in range(9):
+        dy, dx = divmod(k, 3)
+        out[:, dy:dy + h, dx:dx + w, :] += g[:, :, :, k, :]
+    return out[:, 1:h + 1, 1:w + 1, :]
+
+
+def digits(rng, small):
+    """A small CNN trained here, in numpy, on the handwritten digits that
+    scikit-learn ships (1797 8x8 images, no download): conv 1->16 and 16->32
+    (3x3, pad 1, ReLU), 2x2 max pool, a 512->10 classifier. The last 360
+    images are the test set, written beside the model as digits_test.npz
+    (`image`, 360 samples of [1, 1, 8, 8]) and digits_labels.npz (`labels`);
+    digits_calib.npz holds 64 training images for a quantization profile.
+    Trained with plain SGD and momentum, 20 epochs, seeded: the same
+    weights every time (test accuracy about 98 %)."""
+    from sklearn.datasets import load_digits
+    d = load_digits()
+    x = (d.images.astype(np.float32) / 16.0)[:, :, :, None]   # NHWC
+    y = d.target.astype(np.int64)
+    xtr, ytr, xte, yte = x[:-360], y[:-360], x[-360:], y[-360:]
+    f32 = np.float32
+    w1 = (rng.standard_normal((9, 16)) * np.sqrt(2 / 9)).astype(f32)
+    b1 = np.zeros(16, f32)
+    w2 = (rng.standard_normal((144, 32)) * np.sqrt(2 / 144)).astype(f32)
+    b2 = np.zeros(32, f32)
+    wf = (rng.standard_normal((512, 10)) * np.sqrt(1 / 512)).astype(f32)
+    bf = np.zeros(10, f32)
+    params = [w1, b1, w2, b2, wf, bf]
+    vel = [np.zeros_like(p) for p in params]
+
+    def forward(xb):
+        n = xb.shape[0]
+        c1 = _im2col(xb)
+        a1 = np.maximum(c1 @ w1 + b1, 0).reshape(n, 8, 8, 16)
+        c2 = _im2col(a1)
+        z2 = c2 @ w2 + b2
+        a2 = np.maximum(z2, 0).reshape(n, 8, 8, 32)
+        win = a2.reshape(n, 4, 2, 4, 2, 32)
+        p = win.max(axis=(2, 4))                                   # [n, 4, 4, 32]
+        flat = p.transpose(0, 3, 1, 2).reshape(n, 512)           # NCHW flatten
+        return (c1, a1, c2, z2, a2, win, p, flat), flat @ wf + bf
+
+    for epoch in range(20 if not small else 2):
+        order = rng.permutation(len(xtr))
+        lr = 0.05 if epoch < 14 else 0.01
+        for i in range(0, len(order), 32):
+            idx = order[i:i + 32]
+            xb, yb = xtr[idx], ytr[idx]
+            n = len(idx)
+            (c1, a1, c2, z2, a2, win, p, flat), logits = forward(xb)
+            e = np.exp(logits - logits.max(axis=1, keepdims=True))
+            prob = e / e.sum(axis=1, keepdims=True)
+            prob[np.arange(n), yb] -= 1
+            gl = prob / n
+            gwf, gbf = flat.T @ gl, gl.sum(0)
+            gp = (gl @ wf.T).reshape(n, 32, 4, 4).transpose(0, 2, 3, 1)
+            mask = win == p[:, :, None, :, None, :]
+            ga2 = (mask * gp[:, :, None, :, None, :]).reshape(n * 64, 32)
+            gz2 = ga2 * (z2 > 0)
+            gw2, gb2 = c2.T @ gz2, gz2.sum(0)
+            ga1 = _col2im(gz2 @ w2.T, (n, 8, 8, 16)).reshape(n * 64, 16) * (a1.reshape(-1, 16) > 0)
+            gw1, gb1 = c1.T @ ga1, ga1.sum(0)
+            for k, g in enumerate([gw1, gb1, gw2, gb2, gwf, gbf]):
+                vel[k] = 0.9 * vel[k] - lr * g.astype(f32)
+                params[k] += vel[k]
+    acc = (forward(xte)[1].argmax(1) == yte).mean()
+    print("digits: test accuracy %.2f%% (numpy float32)" % (100 * acc), file=sys.stderr)
+    if DIGITS_OUT:
+        np.savez(os.path.join(DIGITS_OUT, "digits_test.npz"),
+                 image=xte.transpose(0, 3, 1, 2)[:, None].astype(f32))
+        np.savez(os.path.join(DIGITS_OUT, "digits_labels.npz"), labels=yte)
+        np.savez(os.path.join(DIGITS_OUT, "digits_calib.npz"),
+                 image=xtr[:64].transpose(0, 3, 1, 2)[:, None].astype(f32))
+    b = Builder(rng)
+
+    def oihw(w, cin, cout):
+        return w.reshape(3, 3, cin, cout).transpose(3, 2, 0, 1)
+
+    conv = dict(kernel_shape=[3, 3], pads=[1, 1, 1, 1])
+    h = b.op("Relu", [b.op("Conv", ["image", b.const("w1", oihw(w1, 1, 16)), b.const("b1", b1)],
+                           **conv)])
+    h = b.op("Relu", [b.op("Conv", [h, b.const("w2", oihw(w2, 16, 32)), b.const("b2", b2)],
+                           **conv)])
+    h = b.op("MaxPool", [h], kernel_shape=[2, 2], strides=[2, 2])
+    h = b.op("Flatten", [h], axis=1)
+    out = b.op("Gemm", [h, b.const("wf", np.ascontiguousarray(wf.T)), b.const("bf", bf)],
+               transB=1)
+    g = helper.make_graph(b.nodes, "digits", [tensor_input("image", TensorProto.FLOAT, [1, 1, 8, 8])],
+                          [helper.make_tensor_value_info(out, TensorProto.FLOAT, [1, 10])],
+                          b.inits)
+    return g, False
+
+
+DIGITS_OUT = None
+
 MODELS = {"resnet50": resnet50, "mobilenet_v2": mobilenet_v2, "bert": bert, "csrnet": csrnet,
-          "ops": ops}
+          "ops": ops, "digits": digits}
 OPSETS = {"ops": 17}
 
 
@@ -428,6 +537,8 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     if args.bad:
         bad_models(args.out)
+    global DIGITS_OUT
+    DIGITS_OUT = args.out
     for name in args.models.split(","):
         if name not in MODELS:
             sys.exit("gen_models: unknown model '%s' (have %s)" % (name, ", ".join(MODELS)))

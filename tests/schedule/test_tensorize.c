@@ -132,7 +132,7 @@ static void test_registry(void **state) {
     ts_func_free(d);
     ts_func_free(i);
   }
-  assert_int_equal(n, 9);
+  assert_int_equal(n, 10);
   ts_func *d = (ts_func *)1, *i = (ts_func *)1;
   assert_int_equal(ts_intrin_get("nope", &d, &i, NULL, NULL), TS_ENOTFOUND);
   assert_null(d);

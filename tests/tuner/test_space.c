@@ -436,6 +436,7 @@ static void test_no_tensorize_without_match(void **state) {
         assert_int_equal(has_space(s, n, "avx512_vnni_s8_16x16"),
                          ts_target_has_feature(targets[k], "avx512vnni"));
         assert_false(has_space(s, n, "avx512_vnni_16x4"));
+        assert_false(has_space(s, n, "avx512_vnni_16x16"));
       } else {
         assert_false(any_intrin(s, n));
       }
@@ -546,6 +547,7 @@ static void test_vnni_variant(void **state) {
   OK(ts_space_generate(f, t, NULL, &s, &n, &err));
   bool vnni = ts_target_has_feature(t, "avx512vnni");
   assert_int_equal(has_space(s, n, "avx512_vnni_16x4"), vnni);
+  assert_int_equal(has_space(s, n, "avx512_vnni_16x16"), vnni); /* K 64 */
   if (vnni && ts_rt_cpu_has("avx512vnni") == 1)
     for (int i = 0; i < n; i++)
       if (s[i].intrin[0]) {
@@ -573,6 +575,7 @@ static void test_vnni_s8_variant(void **state) {
   assert_int_equal(has_space(s, n, "avx512_vnni_s8_16x4"), vnni);
   assert_int_equal(has_space(s, n, "avx512_vnni_s8_16x16"), vnni);
   assert_false(has_space(s, n, "avx512_vnni_16x4")); /* that one is uint8 A */
+  assert_false(has_space(s, n, "avx512_vnni_16x16"));
   if (vnni && ts_rt_cpu_has("avx512vnni") == 1)
     for (int i = 0; i < n; i++)
       if (s[i].intrin[0]) {
