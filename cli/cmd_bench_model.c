@@ -41,6 +41,8 @@ static const char usage[] =
     "                     [--min-round-ms N] [--settle-ms N] [--top N]\n"
     "                     [--tol X] [--seed S]\n"
     "                     [--json]\n"
+    "       tessera bench --model MODEL.so --inputs SAMPLES.npz\n"
+    "                     --labels LABELS.npz [--threads K] [--json]\n"
     "\n"
     "Times a model compiled by `tessera compile` and, with --onnx, the same\n"
     "model in onnxruntime (same inputs, same thread count) in interleaved\n"
@@ -61,6 +63,11 @@ static const char usage[] =
     "  --top N           the N slowest kernels listed (default 10)\n"
     "  --tol X           largest error of an output relative to its largest\n"
     "                    magnitude (default 1e-3)\n"
+    "  --labels L.npz    accuracy instead of timing: SAMPLES.npz holds N\n"
+    "                    samples of each input under a leading axis, L.npz\n"
+    "                    an integer array 'labels' of N classes; each sample\n"
+    "                    runs once and the top-1 accuracy of the first\n"
+    "                    output (the class of its largest value) is printed\n"
     "  --json            one JSON object on stdout\n"
     "\n"
     "Exit status: 0 done, 1 failure (including outputs that disagree), 2\n"
@@ -70,7 +77,7 @@ static const char usage[] =
 #define MAX_ROUNDS 1000
 
 typedef struct bm_opts {
-  const char *lib, *onnx, *inputs;
+  const char *lib, *onnx, *inputs, *labels;
   int threads, rounds, min_round_ms, settle_ms, top;
   double tol;
   uint64_t seed;
@@ -621,6 +628,108 @@ done:
   return status;
 }
 
+/* ---- accuracy (--labels) ---- */
+
+/* Runs the model on each of the N samples of o->inputs and prints the
+ * top-1 accuracy of its first output against o->labels. */
+static int run_accuracy(const bm_opts *o) {
+  int status = EXIT_FAIL;
+  cli_model_lib m;
+  bm_io in[MAX_IO], out[MAX_IO];
+  memset(in, 0, sizeof in);
+  memset(out, 0, sizeof out);
+  ts_graph_npz *z = NULL, *lz = NULL;
+  ts_error err;
+  ts_error_clear(&err);
+  int n_in = 0, n_out = 0;
+  if (cli_model_lib_open(o->lib, o->threads, &m) != EXIT_OK) return EXIT_FAIL;
+  n_in = m.num_inputs(m.model);
+  n_out = m.num_outputs(m.model);
+  if (n_in > MAX_IO || n_out > MAX_IO || n_out < 1) {
+    fprintf(stderr, "tessera: error: the model has %d inputs and %d outputs\n",
+            n_in, n_out);
+    goto done;
+  }
+  if (ts_graph_npz_read(o->inputs, &z, &err) ||
+      ts_graph_npz_read(o->labels, &lz, &err)) {
+    cli_error("cannot read the samples or the labels", &err);
+    goto done;
+  }
+  ts_graph_tensor lab;
+  if (ts_graph_npz_find(lz, "labels", &lab, &err)) {
+    cli_error("--labels", &err);
+    goto done;
+  }
+  const ts_graph_tensor *labels = &lab;
+  if (labels->ndim != 1 || !ts_dtype_is_int(labels->dtype)) {
+    fprintf(stderr,
+            "tessera: error: %s: 'labels' must be a vector of integers\n",
+            o->labels);
+    goto done;
+  }
+  int64_t n = labels->shape[0];
+  ts_graph_tensor arr[MAX_IO];
+  for (int i = 0; i < n_in; i++) {
+    if (make_io(&m, true, i, &in[i]) != EXIT_OK) goto done;
+    ts_graph_tensor t;
+    if (ts_graph_npz_find(z, in[i].info.name, &t, &err)) {
+      cli_error("--inputs", &err);
+      goto done;
+    }
+    arr[i] = t;
+    bool ok = ts_dtype_eq(t.dtype, in[i].dtype) &&
+              t.ndim == in[i].info.ndim + 1 && t.shape[0] == n;
+    for (int d = 0; ok && d < in[i].info.ndim; d++)
+      ok = t.shape[d + 1] == in[i].info.shape[d];
+    if (!ok) {
+      fprintf(stderr,
+              "tessera: error: %s: array '%s' must hold %lld samples of the "
+              "input (its dtype, under a leading axis of %lld)\n",
+              o->inputs, in[i].info.name, (long long)n, (long long)n);
+      goto done;
+    }
+  }
+  for (int i = 0; i < n_out; i++)
+    if (make_io(&m, false, i, &out[i]) != EXIT_OK) goto done;
+  const void *ins[MAX_IO];
+  void *outs[MAX_IO];
+  for (int i = 0; i < n_in; i++) ins[i] = in[i].data;
+  for (int i = 0; i < n_out; i++) outs[i] = out[i].data;
+  int64_t correct = 0;
+  for (int64_t s = 0; s < n; s++) {
+    for (int i = 0; i < n_in; i++)
+      memcpy(in[i].data,
+             (const char *)arr[i].data + (size_t)s * (size_t)in[i].info.bytes,
+             (size_t)in[i].info.bytes);
+    if (m.run(m.model, ins, outs)) {
+      fprintf(stderr, "tessera: error: the model failed on sample %lld: %s\n",
+              (long long)s, m.last_error());
+      goto done;
+    }
+    int64_t best = 0;
+    for (int64_t k = 1; k < out[0].elems; k++)
+      if (ts_host_get(out[0].data, out[0].dtype, k) >
+          ts_host_get(out[0].data, out[0].dtype, best))
+        best = k;
+    correct += best == (int64_t)ts_host_get(labels->data, labels->dtype, s);
+  }
+  double acc = n ? 100.0 * (double)correct / (double)n : 0;
+  if (o->json)
+    printf("{\"model\": \"%s\", \"samples\": %lld, \"correct\": %lld, "
+           "\"top1_percent\": %.4f}\n",
+           o->lib, (long long)n, (long long)correct, acc);
+  else
+    printf("top-1 accuracy of %s: %.2f %% (%lld of %lld samples)\n", o->lib,
+           acc, (long long)correct, (long long)n);
+  status = EXIT_OK;
+done:
+  for (int i = 0; i < MAX_IO; i++) free(in[i].data), free(out[i].data);
+  ts_graph_npz_free(z);
+  ts_graph_npz_free(lz);
+  cli_model_lib_close(&m);
+  return status;
+}
+
 int bench_model(int argc, char **argv) {
   bm_opts o = {.threads = 0,
                .rounds = 10,
@@ -650,6 +759,9 @@ int bench_model(int argc, char **argv) {
     } else if (cli_opt_value(argc, argv, &i, "--inputs", &v, &missing)) {
       NEED("--inputs");
       o.inputs = v;
+    } else if (cli_opt_value(argc, argv, &i, "--labels", &v, &missing)) {
+      NEED("--labels");
+      o.labels = v;
     } else if (cli_opt_value(argc, argv, &i, "--threads", &v, &missing)) {
       NEED("--threads");
       rc = cli_int_option("bench", "--threads", v, 1, TS_RT_MAX_THREADS, &x);
@@ -692,5 +804,9 @@ int bench_model(int argc, char **argv) {
     long c = sysconf(_SC_NPROCESSORS_ONLN);
     o.threads = c > 0 ? (int)c : 1;
   }
-  return run_model_bench(&o);
+  if (o.labels && (!o.inputs || o.onnx))
+    return cli_usage_error(
+        "bench", "--labels needs --inputs SAMPLES.npz (and no --onnx: "
+                 "run it on each compiled model)");
+  return o.labels ? run_accuracy(&o) : run_model_bench(&o);
 }

@@ -258,6 +258,14 @@ int cmd_compile(int argc, char **argv) {
     goto done;
   }
   double t2 = ts_now_seconds();
+  if (cli_quantizing()) {
+    int n8, n32;
+    ts_graph_quant_counts(g, &n8, &n32);
+    fprintf(stderr,
+            "quantized: %d convolution%s and matrix product%s int8, %d kept "
+            "float32\n",
+            n8, n8 == 1 ? "" : "s", n8 == 1 ? "" : "s", n32);
+  }
   if (db_path) {
     ts_db_options dbo = ts_db_defaults();
     dbo.read_only = true;

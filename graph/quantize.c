@@ -434,6 +434,8 @@ int ts_graph_quantize(ts_graph *g, ts_error *err) {
     gr_list_commit(g, &p.out);
     g->quant_int8 = p.n_int8;
     g->quant_float = p.n_float;
+    /* the float32 weights now unused leave the constant store */
+    if (p.n_int8) rc = ts_graph_eliminate_dead(g, err);
   } else {
     free(p.out.nodes);
   }

@@ -5,7 +5,7 @@ PKGS="build-essential cmake pkg-config clang clang-format libclang-rt-14-dev
       llvm-19-dev libsqlite3-dev libcurl4-openssl-dev libmicrohttpd-dev
       libcmocka-dev libxgboost-dev libcjson-dev libopenblas-dev libdnnl-dev libseccomp-dev
       protobuf-c-compiler libprotobuf-c-dev libonnx-dev libzip-dev postgresql libpq-dev
-      python3-onnx python3-numpy python3-venv chromium"
+      python3-onnx python3-numpy python3-sklearn python3-venv chromium"
 missing=""
 for p in $PKGS; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
