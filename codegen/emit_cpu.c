@@ -21,6 +21,23 @@ static bool need_feature(emitter *e, const char *intrin, const char *feature) {
   return false;
 }
 
+/* Step s of a VNNI dot: A's four bytes at 4 s splat to every lane (each
+ * byte xor-ed with 0x80 when bias is not NULL) and B's 64 bytes at 64 s. */
+static void vnni_step(emitter *e, LLVMValueRef *a, int s, LLVMValueRef bias,
+                      LLVMValueRef *av, LLVMValueRef *bv) {
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(e->ctx);
+  LLVMValueRef aoff =
+      LLVMConstInt(emit_i64t(e), (unsigned long long)(4 * s), 0);
+  LLVMValueRef boff =
+      LLVMConstInt(emit_i64t(e), (unsigned long long)(64 * s), 0);
+  LLVMValueRef ap = LLVMBuildInBoundsGEP2(e->b, i8, a[1], &aoff, 1, "");
+  LLVMValueRef bp = LLVMBuildInBoundsGEP2(e->b, i8, a[2], &boff, 1, "");
+  LLVMValueRef a32 = emit_load_vec(e, emit_i32t(e), ap, 1);
+  if (bias) a32 = LLVMBuildXor(e->b, a32, bias, "");
+  *av = emit_splat(e, a32, 16);
+  *bv = emit_load_vec(e, LLVMVectorType(emit_i32t(e), 16), bp, 1);
+}
+
 /* tessera.vnni_dot_16x4(&C int32[16], &A uint8[4], &B int8[16][4]) and
  * tessera.vnni_dot_16x16(&C int32[16], &A uint8[16], &B int8[4][16][4]):
  * C[j] += sum_k A[k] * B[j][k], vpdpbusd in `steps` steps of 4 (B's step s
@@ -30,18 +47,10 @@ void emit_vnni_dot(emitter *e, LLVMValueRef *a, int steps) {
       steps == 1 ? "tessera.vnni_dot_16x4" : "tessera.vnni_dot_16x16";
   if (!need_feature(e, name, "avx512vnni")) return;
   LLVMTypeRef v16 = LLVMVectorType(emit_i32t(e), 16);
-  LLVMTypeRef i8 = LLVMInt8TypeInContext(e->ctx);
   LLVMValueRef c = emit_load_vec(e, v16, a[0], 4);
   for (int s = 0; s < steps && c; s++) {
-    LLVMValueRef aoff =
-        LLVMConstInt(emit_i64t(e), (unsigned long long)(4 * s), 0);
-    LLVMValueRef boff =
-        LLVMConstInt(emit_i64t(e), (unsigned long long)(64 * s), 0);
-    LLVMValueRef ap = LLVMBuildInBoundsGEP2(e->b, i8, a[1], &aoff, 1, "");
-    LLVMValueRef bp = LLVMBuildInBoundsGEP2(e->b, i8, a[2], &boff, 1, "");
-    LLVMValueRef av = emit_splat(e, emit_load_vec(e, emit_i32t(e), ap, 1), 16);
-    LLVMValueRef bv = emit_load_vec(e, v16, bp, 1);
-    LLVMValueRef args[3] = {c, av, bv};
+    LLVMValueRef args[3] = {c, NULL, NULL};
+    vnni_step(e, a, s, NULL, &args[1], &args[2]);
     c = emit_call_fixed(e, "llvm.x86.avx512.vpdpbusd.512", args, 3);
   }
   if (c) LLVMSetAlignment(LLVMBuildStore(e->b, c, a[0]), 4);
@@ -61,23 +70,13 @@ void emit_vnni_s8_dot(emitter *e, LLVMValueRef *a, int steps) {
       steps == 1 ? "tessera.vnni_s8_dot_16x4" : "tessera.vnni_s8_dot_16x16";
   if (!need_feature(e, name, "avx512vnni")) return;
   LLVMTypeRef v16 = LLVMVectorType(emit_i32t(e), 16);
-  LLVMTypeRef i8 = LLVMInt8TypeInContext(e->ctx);
   LLVMValueRef bias32 = LLVMConstInt(emit_i32t(e), 0x80808080u, 0);
   LLVMValueRef bias = emit_splat(e, bias32, 16);
   LLVMValueRef c = emit_load_vec(e, v16, a[0], 4);
   LLVMValueRef sums = LLVMConstNull(v16);
   for (int s = 0; s < steps && c && sums; s++) {
-    LLVMValueRef aoff =
-        LLVMConstInt(emit_i64t(e), (unsigned long long)(4 * s), 0);
-    LLVMValueRef boff =
-        LLVMConstInt(emit_i64t(e), (unsigned long long)(64 * s), 0);
-    LLVMValueRef ap = LLVMBuildInBoundsGEP2(e->b, i8, a[1], &aoff, 1, "");
-    LLVMValueRef bp = LLVMBuildInBoundsGEP2(e->b, i8, a[2], &boff, 1, "");
-    LLVMValueRef av = emit_splat(
-        e,
-        LLVMBuildXor(e->b, emit_load_vec(e, emit_i32t(e), ap, 1), bias32, ""),
-        16);
-    LLVMValueRef bv = emit_load_vec(e, v16, bp, 1);
+    LLVMValueRef av, bv;
+    vnni_step(e, a, s, bias32, &av, &bv);
     LLVMValueRef dot[3] = {c, av, bv};
     c = emit_call_fixed(e, "llvm.x86.avx512.vpdpbusd.512", dot, 3);
     LLVMValueRef sum[3] = {sums, bias, bv};
