@@ -42,7 +42,8 @@ static const char usage[] =
     "                     [--tol X] [--seed S]\n"
     "                     [--json]\n"
     "       tessera bench --model MODEL.so --inputs SAMPLES.npz\n"
-    "                     --labels LABELS.npz [--threads K] [--json]\n"
+    "                     (--labels LABELS.npz | --reference REF.so)\n"
+    "                     [--threads K] [--json]\n"
     "\n"
     "Times a model compiled by `tessera compile` and, with --onnx, the same\n"
     "model in onnxruntime (same inputs, same thread count) in interleaved\n"
@@ -68,6 +69,11 @@ static const char usage[] =
     "                    an integer array 'labels' of N classes; each sample\n"
     "                    runs once and the top-1 accuracy of the first\n"
     "                    output (the class of its largest value) is printed\n"
+    "  --reference R.so  agreement instead of timing: both models run on\n"
+    "                    each sample of SAMPLES.npz; prints how often their\n"
+    "                    first outputs' top classes agree and each output's\n"
+    "                    relative L2 error against R.so's (a quantized\n"
+    "                    model against its float32 build)\n"
     "  --json            one JSON object on stdout\n"
     "\n"
     "Exit status: 0 done, 1 failure (including outputs that disagree), 2\n"
@@ -77,7 +83,7 @@ static const char usage[] =
 #define MAX_ROUNDS 1000
 
 typedef struct bm_opts {
-  const char *lib, *onnx, *inputs, *labels;
+  const char *lib, *onnx, *inputs, *labels, *reference;
   int threads, rounds, min_round_ms, settle_ms, top;
   double tol;
   uint64_t seed;
@@ -628,105 +634,202 @@ done:
   return status;
 }
 
-/* ---- accuracy (--labels) ---- */
+/* ---- accuracy (--labels) and agreement (--reference) ---- */
 
-/* Runs the model on each of the N samples of o->inputs and prints the
- * top-1 accuracy of its first output against o->labels. */
-static int run_accuracy(const bm_opts *o) {
-  int status = EXIT_FAIL;
-  cli_model_lib m;
-  bm_io in[MAX_IO], out[MAX_IO];
-  memset(in, 0, sizeof in);
-  memset(out, 0, sizeof out);
-  ts_graph_npz *z = NULL, *lz = NULL;
+static int64_t argmax(const bm_io *o) {
+  int64_t best = 0;
+  for (int64_t k = 1; k < o->elems; k++)
+    if (ts_host_get(o->data, o->dtype, k) >
+        ts_host_get(o->data, o->dtype, best))
+      best = k;
+  return best;
+}
+
+/* Opens a model for run_accuracy with its input and output buffers. */
+static int open_for_samples(const char *lib, int threads, cli_model_lib *m,
+                            bm_io *in, int *n_in, bm_io *out, int *n_out) {
+  if (cli_model_lib_open(lib, threads, m) != EXIT_OK) return EXIT_FAIL;
+  *n_in = m->num_inputs(m->model);
+  *n_out = m->num_outputs(m->model);
+  if (*n_in > MAX_IO || *n_out > MAX_IO || *n_out < 1) {
+    fprintf(stderr, "tessera: error: %s has %d inputs and %d outputs\n", lib,
+            *n_in, *n_out);
+    return EXIT_FAIL;
+  }
+  for (int i = 0; i < *n_in; i++)
+    if (make_io(m, true, i, &in[i]) != EXIT_OK) return EXIT_FAIL;
+  for (int i = 0; i < *n_out; i++)
+    if (make_io(m, false, i, &out[i]) != EXIT_OK) return EXIT_FAIL;
+  return EXIT_OK;
+}
+
+/* Copies sample s of each input's array in and runs the model. */
+static int run_sample(cli_model_lib *m, bm_io *in, int n_in, bm_io *out,
+                      int n_out, const ts_graph_tensor *arr, int64_t s) {
+  const void *ins[MAX_IO];
+  void *outs[MAX_IO];
+  for (int i = 0; i < n_in; i++) {
+    memcpy(in[i].data,
+           (const char *)arr[i].data + (size_t)s * (size_t)in[i].info.bytes,
+           (size_t)in[i].info.bytes);
+    ins[i] = in[i].data;
+  }
+  for (int i = 0; i < n_out; i++) outs[i] = out[i].data;
+  if (m->run(m->model, ins, outs)) {
+    fprintf(stderr, "tessera: error: the model failed on sample %lld: %s\n",
+            (long long)s, m->last_error());
+    return EXIT_FAIL;
+  }
+  return EXIT_OK;
+}
+
+/* Checks that each input of the model has an array of n samples (n < 0:
+ * the first array's count, set) in z; arr gets the arrays. */
+static int sample_arrays(const ts_graph_npz *z, const char *path,
+                         const bm_io *in, int n_in, int64_t *n,
+                         ts_graph_tensor *arr) {
   ts_error err;
   ts_error_clear(&err);
-  int n_in = 0, n_out = 0;
-  if (cli_model_lib_open(o->lib, o->threads, &m) != EXIT_OK) return EXIT_FAIL;
-  n_in = m.num_inputs(m.model);
-  n_out = m.num_outputs(m.model);
-  if (n_in > MAX_IO || n_out > MAX_IO || n_out < 1) {
-    fprintf(stderr, "tessera: error: the model has %d inputs and %d outputs\n",
-            n_in, n_out);
-    goto done;
-  }
-  if (ts_graph_npz_read(o->inputs, &z, &err) ||
-      ts_graph_npz_read(o->labels, &lz, &err)) {
-    cli_error("cannot read the samples or the labels", &err);
-    goto done;
-  }
-  ts_graph_tensor lab;
-  if (ts_graph_npz_find(lz, "labels", &lab, &err)) {
-    cli_error("--labels", &err);
-    goto done;
-  }
-  const ts_graph_tensor *labels = &lab;
-  if (labels->ndim != 1 || !ts_dtype_is_int(labels->dtype)) {
-    fprintf(stderr,
-            "tessera: error: %s: 'labels' must be a vector of integers\n",
-            o->labels);
-    goto done;
-  }
-  int64_t n = labels->shape[0];
-  ts_graph_tensor arr[MAX_IO];
   for (int i = 0; i < n_in; i++) {
-    if (make_io(&m, true, i, &in[i]) != EXIT_OK) goto done;
     ts_graph_tensor t;
     if (ts_graph_npz_find(z, in[i].info.name, &t, &err)) {
       cli_error("--inputs", &err);
-      goto done;
+      return EXIT_FAIL;
     }
     arr[i] = t;
+    if (*n < 0 && t.ndim > 0) *n = t.shape[0];
     bool ok = ts_dtype_eq(t.dtype, in[i].dtype) &&
-              t.ndim == in[i].info.ndim + 1 && t.shape[0] == n;
+              t.ndim == in[i].info.ndim + 1 && t.shape[0] == *n;
     for (int d = 0; ok && d < in[i].info.ndim; d++)
       ok = t.shape[d + 1] == in[i].info.shape[d];
     if (!ok) {
       fprintf(stderr,
               "tessera: error: %s: array '%s' must hold %lld samples of the "
               "input (its dtype, under a leading axis of %lld)\n",
-              o->inputs, in[i].info.name, (long long)n, (long long)n);
-      goto done;
+              path, in[i].info.name, (long long)*n, (long long)*n);
+      return EXIT_FAIL;
     }
   }
-  for (int i = 0; i < n_out; i++)
-    if (make_io(&m, false, i, &out[i]) != EXIT_OK) goto done;
-  const void *ins[MAX_IO];
-  void *outs[MAX_IO];
-  for (int i = 0; i < n_in; i++) ins[i] = in[i].data;
-  for (int i = 0; i < n_out; i++) outs[i] = out[i].data;
-  int64_t correct = 0;
-  for (int64_t s = 0; s < n; s++) {
-    for (int i = 0; i < n_in; i++)
-      memcpy(in[i].data,
-             (const char *)arr[i].data + (size_t)s * (size_t)in[i].info.bytes,
-             (size_t)in[i].info.bytes);
-    if (m.run(m.model, ins, outs)) {
-      fprintf(stderr, "tessera: error: the model failed on sample %lld: %s\n",
-              (long long)s, m.last_error());
-      goto done;
-    }
-    int64_t best = 0;
-    for (int64_t k = 1; k < out[0].elems; k++)
-      if (ts_host_get(out[0].data, out[0].dtype, k) >
-          ts_host_get(out[0].data, out[0].dtype, best))
-        best = k;
-    correct += best == (int64_t)ts_host_get(labels->data, labels->dtype, s);
-  }
+  if (*n < 0) *n = 0;
+  return EXIT_OK;
+}
+
+static void print_accuracy(const bm_opts *o, int64_t n, int64_t correct,
+                           const bm_io *out, int n_out, const double *num,
+                           const double *den) {
   double acc = n ? 100.0 * (double)correct / (double)n : 0;
-  if (o->json)
+  if (o->json) {
     printf("{\"model\": \"%s\", \"samples\": %lld, \"correct\": %lld, "
-           "\"top1_percent\": %.4f}\n",
-           o->lib, (long long)n, (long long)correct, acc);
-  else
+           "\"%s\": %.4f",
+           o->lib, (long long)n, (long long)correct,
+           o->reference ? "top1_agreement_percent" : "top1_percent", acc);
+    if (o->reference) {
+      printf(", \"reference\": \"%s\", \"relative_l2\": [", o->reference);
+      for (int i = 0; i < n_out; i++)
+        printf("%s%.6g", i ? ", " : "",
+               sqrt(num[i] / (den[i] > 0 ? den[i] : 1)));
+      printf("]");
+    }
+    printf("}\n");
+  } else if (o->reference) {
+    printf("top-1 agreement of %s with %s: %.2f %% (%lld of %lld samples)\n",
+           o->lib, o->reference, acc, (long long)correct, (long long)n);
+    for (int i = 0; i < n_out; i++)
+      printf("  output '%s': relative L2 error %.4g\n", out[i].info.name,
+             sqrt(num[i] / (den[i] > 0 ? den[i] : 1)));
+  } else {
     printf("top-1 accuracy of %s: %.2f %% (%lld of %lld samples)\n", o->lib,
            acc, (long long)correct, (long long)n);
+  }
+}
+
+/* Runs the model on each of the N samples of o->inputs and prints the
+ * top-1 accuracy of its first output against o->labels, or (with
+ * o->reference) how often its first output's top class is the reference
+ * model's and each output's relative L2 error against the reference's. */
+static int run_accuracy(const bm_opts *o) {
+  int status = EXIT_FAIL;
+  cli_model_lib m, r;
+  memset(&m, 0, sizeof m);
+  memset(&r, 0, sizeof r);
+  bm_io in[MAX_IO], out[MAX_IO], rin[MAX_IO], rout[MAX_IO];
+  memset(in, 0, sizeof in);
+  memset(out, 0, sizeof out);
+  memset(rin, 0, sizeof rin);
+  memset(rout, 0, sizeof rout);
+  ts_graph_npz *z = NULL, *lz = NULL;
+  ts_error err;
+  ts_error_clear(&err);
+  int n_in = 0, n_out = 0, rn_in = 0, rn_out = 0;
+  double num[MAX_IO] = {0}, den[MAX_IO] = {0};
+  ts_graph_tensor lab = {0}, arr[MAX_IO];
+  if (open_for_samples(o->lib, o->threads, &m, in, &n_in, out, &n_out) !=
+      EXIT_OK)
+    goto done;
+  if (o->reference) {
+    if (open_for_samples(o->reference, o->threads, &r, rin, &rn_in, rout,
+                         &rn_out) != EXIT_OK)
+      goto done;
+    bool same = rn_in == n_in && rn_out == n_out;
+    for (int i = 0; same && i < n_out; i++)
+      same = rout[i].elems == out[i].elems;
+    for (int i = 0; same && i < n_in; i++)
+      same = rin[i].info.bytes == in[i].info.bytes &&
+             ts_dtype_eq(rin[i].dtype, in[i].dtype);
+    if (!same) {
+      fprintf(stderr,
+              "tessera: error: %s and %s differ in their inputs or outputs\n",
+              o->lib, o->reference);
+      goto done;
+    }
+  }
+  if (ts_graph_npz_read(o->inputs, &z, &err) ||
+      (o->labels && ts_graph_npz_read(o->labels, &lz, &err))) {
+    cli_error("cannot read the samples or the labels", &err);
+    goto done;
+  }
+  if (lz && ts_graph_npz_find(lz, "labels", &lab, &err)) {
+    cli_error("--labels", &err);
+    goto done;
+  }
+  if (lz && (lab.ndim != 1 || !ts_dtype_is_int(lab.dtype))) {
+    fprintf(stderr,
+            "tessera: error: %s: 'labels' must be a vector of integers\n",
+            o->labels);
+    goto done;
+  }
+  int64_t n = lz ? lab.shape[0] : -1, correct = 0;
+  if (sample_arrays(z, o->inputs, in, n_in, &n, arr) != EXIT_OK) goto done;
+  for (int64_t s = 0; s < n; s++) {
+    if (run_sample(&m, in, n_in, out, n_out, arr, s) != EXIT_OK) goto done;
+    int64_t want;
+    if (o->reference) {
+      if (run_sample(&r, rin, rn_in, rout, rn_out, arr, s) != EXIT_OK)
+        goto done;
+      want = argmax(&rout[0]);
+      for (int i = 0; i < n_out; i++)
+        for (int64_t k = 0; k < out[i].elems; k++) {
+          double x = ts_host_get(rout[i].data, rout[i].dtype, k);
+          double d = ts_host_get(out[i].data, out[i].dtype, k) - x;
+          num[i] += d * d;
+          den[i] += x * x;
+        }
+    } else {
+      want = (int64_t)ts_host_get(lab.data, lab.dtype, s);
+    }
+    correct += argmax(&out[0]) == want;
+  }
+  print_accuracy(o, n, correct, out, n_out, num, den);
   status = EXIT_OK;
 done:
-  for (int i = 0; i < MAX_IO; i++) free(in[i].data), free(out[i].data);
+  for (int i = 0; i < MAX_IO; i++) {
+    free(in[i].data), free(out[i].data);
+    free(rin[i].data), free(rout[i].data);
+  }
   ts_graph_npz_free(z);
   ts_graph_npz_free(lz);
-  cli_model_lib_close(&m);
+  if (r.handle) cli_model_lib_close(&r);
+  if (m.handle) cli_model_lib_close(&m);
   return status;
 }
 
@@ -762,6 +865,9 @@ int bench_model(int argc, char **argv) {
     } else if (cli_opt_value(argc, argv, &i, "--labels", &v, &missing)) {
       NEED("--labels");
       o.labels = v;
+    } else if (cli_opt_value(argc, argv, &i, "--reference", &v, &missing)) {
+      NEED("--reference");
+      o.reference = v;
     } else if (cli_opt_value(argc, argv, &i, "--threads", &v, &missing)) {
       NEED("--threads");
       rc = cli_int_option("bench", "--threads", v, 1, TS_RT_MAX_THREADS, &x);
@@ -804,9 +910,10 @@ int bench_model(int argc, char **argv) {
     long c = sysconf(_SC_NPROCESSORS_ONLN);
     o.threads = c > 0 ? (int)c : 1;
   }
-  if (o.labels && (!o.inputs || o.onnx))
-    return cli_usage_error(
-        "bench", "--labels needs --inputs SAMPLES.npz (and no --onnx: "
-                 "run it on each compiled model)");
-  return o.labels ? run_accuracy(&o) : run_model_bench(&o);
+  if ((o.labels || o.reference) && (!o.inputs || o.onnx))
+    return cli_usage_error("bench", "--labels and --reference need --inputs "
+                                    "SAMPLES.npz (and no --onnx)");
+  if (o.labels && o.reference)
+    return cli_usage_error("bench", "--labels or --reference, not both");
+  return o.labels || o.reference ? run_accuracy(&o) : run_model_bench(&o);
 }

@@ -21,6 +21,7 @@ import sys
 import tempfile
 
 import numpy as np
+import onnx
 from onnxruntime.quantization import (CalibrationDataReader, CalibrationMethod,
                                       QuantFormat, QuantType, quantize_static)
 from onnxruntime.quantization.shape_inference import quant_pre_process
@@ -61,8 +62,12 @@ def main():
               "percentile": CalibrationMethod.Percentile,
               "entropy": CalibrationMethod.Entropy}[a.calibration]
     with tempfile.TemporaryDirectory() as tmp:
+        # weights in an external file (BERT) are inlined first: the
+        # pre-processing step does not follow them
+        whole = os.path.join(tmp, "whole.onnx")
+        onnx.save_model(onnx.load(a.model), whole)
         pre = os.path.join(tmp, "pre.onnx")
-        quant_pre_process(a.model, pre, skip_symbolic_shape=True)
+        quant_pre_process(whole, pre, skip_symbolic_shape=True)
         quantize_static(pre, a.out, Samples(a.calib), quant_format=QuantFormat.QDQ,
                         activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8,
                         per_channel=not a.per_tensor, calibrate_method=method)

@@ -53,6 +53,19 @@ assert f["samples"] == q["samples"] == 360
 assert f["top1_percent"] >= 90, "the float32 model did not learn"
 assert abs(f["top1_percent"] - q["top1_percent"]) <= 1.0, "int8 lost more than a point"
 EOF
+# agreement with the float32 build, sample by sample
+expect 0 "$T" bench --model "$TMP/q.so" --reference "$TMP/f.so" \
+  --inputs "$M/digits_test.npz" --threads 1 --json
+python3 - "$TMP/out" <<'EOF' || fail "agreement"
+import json, sys
+r = json.load(open(sys.argv[1]))
+print("digits int8 vs float32: top-1 agreement %.2f %%, relative L2 %.4f"
+      % (r["top1_agreement_percent"], r["relative_l2"][0]))
+assert r["samples"] == 360 and r["top1_agreement_percent"] >= 97
+assert 0 < r["relative_l2"][0] < 0.05
+EOF
+expect 1 "$T" bench --model "$TMP/q.so" --reference "$M/digits_small.onnx" \
+  --inputs "$M/digits_test.npz"
 # the other calibrations and per-tensor weights compile too
 expect 0 "$T" compile "$D" --quantize "$TMP/p.json" --calibration entropy \
   --per-tensor -o "$TMP/e.so"
@@ -70,7 +83,10 @@ expect 1 "$T" compile "$D" --quantize "$TMP/bad.json" -o "$TMP/x.so"
 contains err "not a tessera quantization profile"
 [ ! -e "$TMP/x.so" ] || fail "a failed compile wrote its output"
 expect 2 "$T" bench --model "$TMP/q.so" --labels "$M/digits_labels.npz"
-contains err "--labels needs --inputs"
+contains err "--labels and --reference need --inputs"
+expect 2 "$T" bench --model "$TMP/q.so" --inputs "$M/digits_test.npz" \
+  --labels "$M/digits_labels.npz" --reference "$TMP/f.so"
+contains err "not both"
 expect 1 "$T" bench --model "$TMP/q.so" --inputs "$M/digits_calib.npz" \
   --labels "$M/digits_labels.npz"
 contains err "must hold 360 samples"
