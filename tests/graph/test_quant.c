@@ -14,6 +14,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "graph/internal.h"
+#include "build_util.h"
 #include "util.h"
 
 #include <math.h>
@@ -476,8 +478,85 @@ static void test_quantize_options(void **state) {
   free(json);
 }
 
+/* x [1, 3, 5, 16] -> QuantizeLinear(x, s, z) -> q -> DequantizeLinear ->
+ * y, with q and y the graph's outputs; `axis_scale`: a per-channel scale
+ * of 16 along the last axis instead of one value. */
+static ts_graph *qdq_graph(bool axis_scale) {
+  ts_graph *g = ts_graph_new("qdq");
+  int x = add_input(g, "x", (int64_t[]){1, 3, 5, 16});
+  float s[16];
+  uint8_t z = 100;
+  for (int c = 0; c < 16; c++) s[c] = axis_scale ? 0.03f + 0.005f * c : 0.05f;
+  int sv =
+      gr_const_add(g, "s", TS_FLOAT32, 1, (int64_t[]){axis_scale ? 16 : 1}, s);
+  int zv = gr_const_add(g, "z", TS_UINT8, 1, (int64_t[]){1}, &z);
+  int q = gr_value_fresh(g, "q", TS_UINT8, -1, NULL);
+  gr_node *n =
+      gr_node_add(g, "QuantizeLinear", NULL, (int[]){x, sv, zv}, 3, &q, 1);
+  gr_node_set_attr(g, n,
+                   (gr_attr){.name = "axis", .kind = GR_ATTR_INT, .i = 3});
+  int y = node(g, "DequantizeLinear", (int[]){q, sv, zv}, 3);
+  gr_node_set_attr(g, &g->nodes[g->n_nodes - 1],
+                   (gr_attr){.name = "axis", .kind = GR_ATTR_INT, .i = 3});
+  g->outputs = ts_arena_alloc(g->arena, sizeof(int) * 2);
+  g->outputs[0] = q;
+  g->outputs[1] = y;
+  g->n_outputs = 2;
+  return g;
+}
+
+/* Quantize/dequantize round trips, in the reference kernels and in the
+ * fused kernel: inside the representable range a value comes back within
+ * half a step; outside it saturates at the bounds (0 and 255 for uint8);
+ * the two executions agree (a quotient that lands on a rounding tie in
+ * float32 but not in float64 may differ by one step). */
+static void test_quant_round_trip(void **state) {
+  (void)state;
+  for (int per_axis = 0; per_axis < 2; per_axis++) {
+    ts_error err;
+    ts_graph *ref = qdq_graph(per_axis), *fused = qdq_graph(per_axis);
+    assert_int_equal(ts_graph_run_passes(ref, "quantize", &err), TS_OK);
+    assert_int_equal(ts_graph_run_passes(fused, NULL, &err), TS_OK);
+    assert_int_equal(ts_graph_count_op(fused, "QuantizeLinear"),
+                     0); /* a call */
+    float x[240];
+    for (int i = 0; i < 240; i++)
+      x[i] = -9.0f + 0.0761f * (float)i; /* to 9.2 */
+    ts_graph_tensor in = {"x", TS_FLOAT32, 4, {1, 3, 5, 16}, x};
+    ts_graph_tensor o[2][2];
+    ts_graph *gs[2] = {ref, fused};
+    for (int k = 0; k < 2; k++)
+      if (ts_graph_execute(gs[k], TS_GRAPH_COMPILE, &in, 1, o[k], 2, &err))
+        fail_msg("%s", err.msg);
+    int off_by_one = 0;
+    for (int i = 0; i < 240; i++) {
+      double s = per_axis ? 0.03 + 0.005 * (i % 16) : 0.05;
+      double lo = (0 - 100) * s, hi = (255 - 100) * s;
+      int qr = ((uint8_t *)o[0][0].data)[i], qf = ((uint8_t *)o[1][0].data)[i];
+      float yr = ((float *)o[0][1].data)[i], yf = ((float *)o[1][1].data)[i];
+      assert_true(abs(qr - qf) <= 1);
+      off_by_one += qr != qf;
+      if (qr == qf) assert_true(yr == yf);
+      if (x[i] < lo) {
+        assert_int_equal(qr, 0);
+        assert_true(fabs(yr - lo) < 1e-5);
+      } else if (x[i] > hi) {
+        assert_int_equal(qr, 255);
+        assert_true(fabs(yr - hi) < 1e-5);
+      } else {
+        assert_true(fabs(yr - x[i]) <= s / 2 + 1e-6);
+        assert_true(fabs(yf - x[i]) <= s / 2 + 1e-6 || qr != qf);
+      }
+    }
+    assert_true(off_by_one <= 2);
+    for (int k = 0; k < 2; k++) free(o[k][0].data), free(o[k][1].data);
+    ts_graph_free(ref), ts_graph_free(fused);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_quant_round_trip),
       cmocka_unit_test(test_quantized_cnn),
       cmocka_unit_test(test_quantized_bert),
       cmocka_unit_test(test_quantize_options),
