@@ -43,7 +43,8 @@ static const char db_usage[] =
     "  confirm [WORKLOAD] [--target T] [--top K] [--rounds R] [--threads N]\n"
     "          [--json]           measure the K fastest distinct schedules\n"
     "                             (6) of each workload (or one) on target T\n"
-    "                             (this host) again, side by side in R\n"
+    "                             (this host; with --threads N, its records\n"
+    "                             of N threads) again, side by side in R\n"
     "                             interleaved rounds (7), and keep their\n"
     "                             medians: best queries, `tessera compile`\n"
     "                             and the report use the confirmed figure\n"
@@ -963,8 +964,27 @@ static int run_confirm(const db_args *a) {
   ts_db *db;
   int rc = open_db(a, false, &db);
   if (rc) return rc;
-  char *target = ts_db_canonical_target(db, a->target ? a->target : "llvm");
+  /* records are filed under their thread count (-num-cores): --threads N
+   * without --target confirms this host's records of N threads */
+  char host[64] = "llvm";
+  if (!a->target && a->threads)
+    snprintf(host, sizeof host, "llvm -num-cores=%ld", (long)a->threads);
+  char *target = ts_db_canonical_target(db, a->target ? a->target : host);
   if (!target) return db_fail(db, "bad target");
+  ts_target *tt = NULL;
+  int cores =
+      ts_target_parse(target, &tt, NULL) == TS_OK ? ts_target_num_cores(tt) : 0;
+  ts_target_free(tt);
+  if (a->threads && cores && cores != a->threads) {
+    free(target);
+    ts_db_close(db);
+    return cli_usage_error("db confirm",
+                           "--threads %ld, but the records of target '%s' "
+                           "were measured on %d thread%s (confirming them on "
+                           "another count would mix the two)",
+                           (long)a->threads, a->target, cores,
+                           cores == 1 ? "" : "s");
+  }
   int64_t one = 0;
   if ((a->key || a->spec || a->tir) && (rc = resolve(a, db, &one))) {
     free(target);
@@ -997,10 +1017,22 @@ static int run_confirm(const db_args *a) {
   }
   if (a->json)
     printf("]}\n");
-  else if (done + failed == 0)
+  else if (done + failed == 0) {
     printf("no ok record on target '%s'%s\n", target,
            one ? " for this workload" : "");
-  else
+    /* the targets that have some: often the same host on another thread
+     * count (its -num-cores), which --threads or --target selects */
+    const char *seen[4] = {0};
+    int n_seen = 0;
+    for (int i = 0; i < n && n_seen < 4; i++) {
+      bool dup = !rows[i].target || rows[i].n_ok == 0;
+      for (int k = 0; k < n_seen && !dup; k++)
+        dup = !strcmp(seen[k], rows[i].target);
+      if (!dup) seen[n_seen++] = rows[i].target;
+    }
+    for (int k = 0; k < n_seen; k++)
+      printf("%s '%s'\n", k ? "   " : "ok records are on target", seen[k]);
+  } else
     printf("search: the search-time best; re-run: that record in the "
            "interleaved rounds; best: the confirmed best (median of the "
            "rounds)\n");

@@ -204,10 +204,18 @@ CTX='"measure":\{"number":1,"repeat":3,"min_repeat_ms":10,"warmup":0,"flush_cach
 # a measured (ok) record names the CPUs of its measuring process
 grep '"status":"ok"' "$TMP/jrecs" | grep -q -E "$CTX\"[0-9][0-9,-]*\"\}" \
   || { cat "$TMP/jrecs"; fail "an ok tuner record without its CPU set"; }
-expect 0 "$T" db confirm --db "$J" --top 3 --rounds 3 --threads 1
+expect 0 "$T" db confirm --db "$J" --top 3 --rounds 3
 contains "matmul_32x32x32_float32"; contains "re-run (us)"; contains " record"
 # the vendor libraries ran in the same rounds (the job stored the spec)
-contains "onednn, 1 thread: "; contains "side by side (median of the rounds' onednn / tessera)"
+NC=$(nproc)
+contains "onednn, $NC thread"; contains "side by side (median of the rounds' onednn / tessera)"
+# records are filed under their thread count: --threads picks the host's
+# target of that count, and refuses a target measured on another
+expect 0 "$T" db confirm --db "$J" --threads $((NC + 1))
+contains "no ok record on target"; contains "num-cores=$((NC + 1))"
+contains "ok records are on target"; contains "num-cores=$NC'"
+expect 2 "$T" db confirm --db "$J" --target "llvm -num-cores=$NC" --threads $((NC + 1))
+contains "would mix the two"
 expect 0 "$T" db confirm matmul_32x32x32_float32 --db "$J" --top 2 --rounds 2 --json
 contains '"candidates": '; contains '"best_seconds": '; contains '"search_best_confirmed_seconds": '
 contains '"vendors": '; contains '{"vendor": "openblas", "threads": 2, "seconds": '
