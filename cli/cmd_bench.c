@@ -226,8 +226,17 @@ static int run_bench(const bench_cfg *cfg) {
     ts_workload_free(w);
     return EXIT_FAIL;
   }
-  int rc = cfg->target ? ts_target_parse(cfg->target, &t, &err)
-                       : ts_target_host(&t, &err);
+  /* with --db, the records of --threads N threads (their -num-cores) */
+  char *tstr = NULL;
+  int rc = EXIT_OK;
+  if (cfg->db && (rc = cli_target_for_threads(
+                      "bench", cfg->target, cfg->threads, &tstr)) != EXIT_OK) {
+    ts_workload_free(w);
+    return rc;
+  }
+  const char *tname = tstr ? tstr : cfg->target;
+  rc = tname ? ts_target_parse(tname, &t, &err) : ts_target_host(&t, &err);
+  free(tstr);
   if (rc) {
     cli_error("bad target", &err);
     goto done;
@@ -271,6 +280,21 @@ static int run_bench(const bench_cfg *cfg) {
       goto done;
     }
     rc = ts_db_best_by_func(db, w->func, ts_target_str(t), &best);
+    ts_target *host = NULL;
+    if (rc && !cfg->target && cfg->threads > 0 &&
+        ts_target_host(&host, &err) == TS_OK &&
+        strcmp(ts_target_str(host), ts_target_str(t)) &&
+        ts_db_best_by_func(db, w->func, ts_target_str(host), &best) == TS_OK) {
+      /* none of N threads: the host's own (all-core) records, said so */
+      fprintf(stderr,
+              "tessera: note: %s has no record of '%s' measured on %d "
+              "thread%s; benchmarking the best of its %d-thread records on "
+              "%d\n",
+              cfg->db, w->name, cfg->threads, cfg->threads == 1 ? "" : "s",
+              ts_target_num_cores(host), cfg->threads);
+      rc = TS_OK;
+    }
+    ts_target_free(host);
     if (rc) {
       fprintf(stderr,
               "tessera: error: no measured schedule of '%s' for this target "

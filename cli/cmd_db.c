@@ -965,26 +965,16 @@ static int run_confirm(const db_args *a) {
   int rc = open_db(a, false, &db);
   if (rc) return rc;
   /* records are filed under their thread count (-num-cores): --threads N
-   * without --target confirms this host's records of N threads */
-  char host[64] = "llvm";
-  if (!a->target && a->threads)
-    snprintf(host, sizeof host, "llvm -num-cores=%ld", (long)a->threads);
-  char *target = ts_db_canonical_target(db, a->target ? a->target : host);
-  if (!target) return db_fail(db, "bad target");
-  ts_target *tt = NULL;
-  int cores =
-      ts_target_parse(target, &tt, NULL) == TS_OK ? ts_target_num_cores(tt) : 0;
-  ts_target_free(tt);
-  if (a->threads && cores && cores != a->threads) {
-    free(target);
+   * confirms this host's (or the target's) records of N threads */
+  char *want = NULL;
+  rc = cli_target_for_threads("db confirm", a->target, (int)a->threads, &want);
+  if (rc) {
     ts_db_close(db);
-    return cli_usage_error("db confirm",
-                           "--threads %ld, but the records of target '%s' "
-                           "were measured on %d thread%s (confirming them on "
-                           "another count would mix the two)",
-                           (long)a->threads, a->target, cores,
-                           cores == 1 ? "" : "s");
+    return rc;
   }
+  char *target = ts_db_canonical_target(db, want);
+  free(want);
+  if (!target) return db_fail(db, "bad target");
   int64_t one = 0;
   if ((a->key || a->spec || a->tir) && (rc = resolve(a, db, &one))) {
     free(target);

@@ -75,6 +75,38 @@ void cli_error(const char *what, const ts_error *err) {
     fprintf(stderr, "tessera: error: %s\n", what);
 }
 
+int cli_target_for_threads(const char *sub, const char *target, int threads,
+                           char **out) {
+  ts_error err;
+  ts_target *t = NULL;
+  *out = NULL;
+  if (ts_target_parse(target ? target : "llvm", &t, &err)) {
+    cli_error("bad target", &err);
+    return EXIT_FAIL;
+  }
+  const char *str = ts_target_str(t);
+  const char *at = strstr(str, " -num-cores=");
+  int have = ts_target_num_cores(t), rc = EXIT_OK;
+  size_t len = at ? (size_t)(at - str) : strlen(str);
+  if (threads <= 0 || have == threads ||
+      ts_target_get_kind(t) != TS_TARGET_LLVM)
+    *out = strdup(str);
+  else if (target && strstr(target, "-num-cores"))
+    rc = cli_usage_error(sub,
+                         "--threads %d, but target '%s' was measured on %d "
+                         "thread%s (records of one thread count are not "
+                         "measured on another)",
+                         threads, target, have, have == 1 ? "" : "s");
+  else if ((*out = malloc(len + 32)))
+    snprintf(*out, len + 32, "%.*s -num-cores=%d", (int)len, str, threads);
+  ts_target_free(t);
+  if (rc == EXIT_OK && !*out) {
+    fprintf(stderr, "tessera: error: out of memory\n");
+    rc = EXIT_FAIL;
+  }
+  return rc;
+}
+
 int cli_output_path(const char *sub, const char *path) {
   struct stat st;
   if (lstat(path, &st) != 0 || S_ISREG(st.st_mode)) return EXIT_OK;

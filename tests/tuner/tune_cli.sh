@@ -39,6 +39,8 @@ contains out " 12 "
 expect 0 "$T" bench --workload "$W" --db "$TMP/c-xgb.db" --threads 1 \
   --repeat 1 --min-repeat-ms 1 --json
 contains out '"check": "ok"'
+# (the job measured on every core: no record of one thread, said so)
+contains err "no record of '.*' measured on 1 thread"
 "$T" db export --db "$TMP/c-xgb.db" >"$TMP/out" 2>&1 || fail "db export"
 grep '"type": *"baseline"' "$TMP/out" >"$TMP/base"
 contains base '"vendor": *"onednn"'; contains base '"vendor": *"openblas"'
@@ -61,6 +63,13 @@ contains err "measures on 1"
 expect 2 "$T" tune --workload "$W2" --trials 4 --threads 2 \
   --target "llvm -num-cores=1" --db "$TMP/t2.db"
 contains err "--threads 2 but the target"
+# bench and db confirm with --threads 1 find the records of one thread
+expect 0 "$T" bench --workload "$W2" --db "$TMP/t1.db" --threads 1 \
+  --repeat 1 --min-repeat-ms 1
+lacks_err() { ! grep -q -- "$1" "$TMP/err" || { cat "$TMP/err"; fail "err has '$1'"; }; }
+lacks_err "no record"
+expect 0 "$T" db confirm --db "$TMP/t1.db" --threads 1 --top 2 --rounds 2
+contains out "matmul_16x16x16_float32"
 
 # a job keeps its --rule traces: a resume without --rule applies them even
 # when the file is gone; a --rule given on resume is used and noted
