@@ -72,8 +72,9 @@ void cli_error(const char *what, const ts_error *err);
 int cli_output_path(const char *sub, const char *path);
 /* The target whose records were measured on `threads` threads: `target`
  * (NULL: this host) with its -num-cores set to `threads` (0: left as it
- * is). A target that names another -num-cores is a usage error for `sub`
- * (records of one thread count are not measured on another). *out is
+ * is; a target that already measures on `threads`, or not a CPU one, is
+ * returned as given). A target that names another -num-cores is a usage error
+ * for `sub` (records of one thread count are not measured on another). *out is
  * malloc'd; EXIT_FAIL (message printed) for a bad target. */
 int cli_target_for_threads(const char *sub, const char *target, int threads,
                            char **out);

@@ -534,41 +534,12 @@ static void print_resume_hint(int argc, char **argv, const char *job,
   fprintf(stderr, "\n");
 }
 
-/* Fills the tasks and settings of `tessera tune --job NAME` (no workload
- * given) from the job stored in db: workloads by spec, or by hash from the
- * database's workload table; target, strategy, cost model, scheduler and
- * per-task cap unless given; --trials defaults to the job's budget. The
- * returned cJSON (*cfg) owns the strings a and o now point into. */
-/* o->target with -num-cores set to --threads (a CPU target; *buf gets the
- * string). A target that came with -num-cores of its own (given, or the
- * resumed job's) must agree: EXIT_USAGE naming both. */
-static int threads_target(ts_tune_options *o, char **buf,
-                          bool explicit_target) {
-  ts_error err;
-  ts_target *t = NULL;
-  if (ts_target_parse(o->target, &t, &err)) {
-    cli_error("bad target", &err);
-    return EXIT_FAIL;
-  }
-  int n = o->measure.threads, have = ts_target_num_cores(t);
-  const char *str = ts_target_str(t);
-  const char *at = strstr(str, " -num-cores=");
-  int rc = EXIT_OK;
-  if (ts_target_get_kind(t) == TS_TARGET_LLVM && at && have != n) {
-    if (explicit_target && strstr(o->target, "-num-cores")) {
-      rc = cli_usage_error("tune",
-                           "--threads %d but the target (given, or the "
-                           "resumed job's) measures on %d: '%s'",
-                           n, have, o->target);
-    } else {
-      size_t len = (size_t)(at - str);
-      *buf = malloc(len + 32);
-      if (!*buf) abort();
-      snprintf(*buf, len + 32, "%.*s -num-cores=%d", (int)len, str, n);
-      o->target = *buf;
-    }
-  }
-  ts_target_free(t);
+/* o->target measuring on o->measure.threads threads (cli_target_for_threads:
+ * the default target is rewritten; a given or resumed one that names
+ * another -num-cores is refused). */
+static int threads_target(ts_tune_options *o, char **buf) {
+  int rc = cli_target_for_threads("tune", o->target, o->measure.threads, buf);
+  if (rc == EXIT_OK) o->target = *buf;
   return rc;
 }
 
@@ -598,6 +569,11 @@ static void resume_rules(tune_args *a, const char *job_name,
   }
 }
 
+/* Fills the tasks and settings of `tessera tune --job NAME` (no workload
+ * given) from the job stored in db: workloads by spec, or by hash from the
+ * database's workload table; target, strategy, cost model, scheduler and
+ * per-task cap unless given; --trials defaults to the job's budget. The
+ * returned cJSON (*cfg) owns the strings a and o now point into. */
 static int resume_settings(tune_args *a, ts_tune_options *o, ts_db *db,
                            ts_func **funcs, cJSON **cfg) {
   ts_db_job job;
@@ -1035,7 +1011,7 @@ int cmd_tune(int argc, char **argv) {
   /* the measurement threads are part of the target (-num-cores): records
    * measured on N threads are filed, looked up and resumed as such */
   if (o.measure.threads > 0) {
-    int trc = threads_target(&o, &target_buf, a.target_given || resumed);
+    int trc = threads_target(&o, &target_buf);
     if (trc != EXIT_OK) {
       status = trc;
       goto done;

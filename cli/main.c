@@ -88,15 +88,15 @@ int cli_target_for_threads(const char *sub, const char *target, int threads,
   const char *at = strstr(str, " -num-cores=");
   int have = ts_target_num_cores(t), rc = EXIT_OK;
   size_t len = at ? (size_t)(at - str) : strlen(str);
-  if (threads <= 0 || have == threads ||
+  if (threads <= 0 || have == threads || !at ||
       ts_target_get_kind(t) != TS_TARGET_LLVM)
-    *out = strdup(str);
+    *out = strdup(target ? target : "llvm"); /* as given */
   else if (target && strstr(target, "-num-cores"))
     rc = cli_usage_error(sub,
-                         "--threads %d, but target '%s' was measured on %d "
-                         "thread%s (records of one thread count are not "
-                         "measured on another)",
-                         threads, target, have, have == 1 ? "" : "s");
+                         "--threads %d but the target measures on %d "
+                         "thread%s: '%s' (records of one thread count are "
+                         "not measured on another)",
+                         threads, have, have == 1 ? "" : "s", target);
   else if ((*out = malloc(len + 32)))
     snprintf(*out, len + 32, "%.*s -num-cores=%d", (int)len, str, threads);
   ts_target_free(t);
