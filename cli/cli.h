@@ -133,15 +133,21 @@ int cli_io_layout_option(const char *cmd, const char *flag, const char *value,
                          const char **out);
 int cli_import_model(const char *path, const char *const *shapes, int n_shapes,
                      ts_graph **out);
-/* The quantized compile's options (--quantize PROFILE.json, --calibration
+/* The optional passes' options (--pet, --pet-trials T; the quantized
+ * compile's --quantize PROFILE.json, --calibration
  * minmax|percentile|entropy, --per-tensor, --keep-float OP), applied by
- * cli_import_model. cli_quant_option consumes argv[*i] (and its value)
+ * cli_import_model. cli_pass_option consumes argv[*i] (and its value)
  * when it is one of them: true then, with *rc a usage error or EXIT_OK. */
-bool cli_quant_option(const char *cmd, int argc, char **argv, int *i, int *rc);
+bool cli_pass_option(const char *cmd, int argc, char **argv, int *i, int *rc);
 /* The options' text for a usage message. */
-extern const char cli_quant_usage[];
+extern const char cli_pass_usage[];
 /* Whether --quantize was given. */
 bool cli_quantizing(void);
+/* Whether --pet was given. */
+bool cli_pet_on(void);
+/* With --pet: one line of what the pass did (each: the line of every
+ * mutant first, all as '# ' comments). */
+void cli_pet_summary(const ts_graph *g, FILE *f, bool each);
 
 /* A compiled model (`tessera compile`'s shared library) opened with dlopen
  * and its C ABI (include/tessera/model.h) looked up (model.c). */

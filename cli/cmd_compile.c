@@ -167,7 +167,7 @@ int cmd_compile(int argc, char **argv) {
     bool missing = false;
     if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
       fputs(compile_usage, stdout);
-      fputs(cli_quant_usage, stdout);
+      fputs(cli_pass_usage, stdout);
       free(shapes);
       return EXIT_OK;
     } else if (!strcmp(argv[i], "--json")) {
@@ -198,7 +198,7 @@ int cmd_compile(int argc, char **argv) {
         dispatch = !strcmp(v, "vendor")  ? TS_DISPATCH_VENDOR
                    : !strcmp(v, "tuned") ? TS_DISPATCH_TUNED
                                          : TS_DISPATCH_BEST;
-    } else if (cli_quant_option("compile", argc, argv, &i, &rc)) {
+    } else if (cli_pass_option("compile", argc, argv, &i, &rc)) {
       /* consumed */
     } else if (!strcmp(argv[i], "--no-winograd")) {
       cli_no_winograd = true;
@@ -258,6 +258,7 @@ int cmd_compile(int argc, char **argv) {
     goto done;
   }
   double t2 = ts_now_seconds();
+  cli_pet_summary(g, stderr, false);
   if (cli_quantizing()) {
     int n8, n32;
     ts_graph_quant_counts(g, &n8, &n32);

@@ -74,7 +74,7 @@ static int parse_opts(const char *sub, int argc, char **argv, graph_opts *o) {
     int qrc;
     if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
       fputs(graph_usage, stdout);
-      fputs(cli_quant_usage, stdout);
+      fputs(cli_pass_usage, stdout);
       exit(EXIT_OK);
     } else if (!strcmp(argv[i], "--json")) {
       o->json = true;
@@ -88,7 +88,7 @@ static int parse_opts(const char *sub, int argc, char **argv, graph_opts *o) {
     } else if (cli_opt_value(argc, argv, &i, "--input-shape", &v, &missing)) {
       if (missing) return cli_usage_error(sub, "--input-shape needs NAME=DIMS");
       o->shapes[o->n_shapes++] = v;
-    } else if (cli_quant_option(sub, argc, argv, &i, &qrc)) {
+    } else if (cli_pass_option(sub, argc, argv, &i, &qrc)) {
       if (qrc != EXIT_OK) return qrc;
     } else if (!strcmp(argv[i], "--no-winograd")) {
       cli_no_winograd = true;
@@ -187,6 +187,7 @@ static int graph_show(const graph_opts *o) {
     ts_hash128_hex(ts_graph_hash(g), hex);
     printf("# hash: %s\n# nodes: %d, constants: %zu bytes\n", hex,
            ts_graph_n_nodes(g), ts_graph_constant_bytes(g));
+    cli_pet_summary(g, stdout, true);
   }
   fputs(text, stdout);
   if (o->json) putchar('\n');

@@ -734,7 +734,7 @@ int cmd_tune(int argc, char **argv) {
     if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
       fputs(tune_usage, stdout);
       fputs("\nwith --model:\n", stdout);
-      fputs(cli_quant_usage, stdout);
+      fputs(cli_pass_usage, stdout);
       return EXIT_OK;
     } else if (!strcmp(argv[i], "--quiet")) {
       a.quiet = true;
@@ -764,7 +764,7 @@ int cmd_tune(int argc, char **argv) {
       NEED("--model");
       if (a.model) return cli_usage_error("tune", "one --model per job");
       a.model = val;
-    } else if (cli_quant_option("tune", argc, argv, &i, &rc)) {
+    } else if (cli_pass_option("tune", argc, argv, &i, &rc)) {
       if (rc != EXIT_OK) return rc;
     } else if (!strcmp(argv[i], "--no-winograd")) {
       cli_no_winograd = true;

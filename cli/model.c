@@ -46,7 +46,15 @@ static const char *quant_profile = NULL;
 static ts_quant_options quant_opts;
 static const char *quant_keep[64];
 
-const char cli_quant_usage[] =
+static bool pet_on = false;
+static ts_pet_options pet_opts;
+
+const char cli_pass_usage[] =
+    "  --pet               partially equivalent transformations: mutants of\n"
+    "                      convolutions checked at random points, corrected\n"
+    "                      where they differ, kept when cheaper\n"
+    "                      (docs/pet.md)\n"
+    "  --pet-trials T      random input sets per checked position (2)\n"
     "  --quantize PROFILE.json  int8 convolutions and matrix products from\n"
     "                      the ranges of `tessera quantize profile`\n"
     "                      (docs/quantization.md)\n"
@@ -58,8 +66,32 @@ const char cli_quant_usage[] =
     "                      repeatable\n";
 
 bool cli_quantizing(void) { return quant_profile != NULL; }
+bool cli_pet_on(void) { return pet_on; }
 
-bool cli_quant_option(const char *cmd, int argc, char **argv, int *i, int *rc) {
+void cli_pet_summary(const ts_graph *g, FILE *f, bool each) {
+  if (!pet_on) return;
+  ts_pet_report r;
+  const char *log;
+  ts_graph_pet_report(g, &r, &log);
+  if (each)
+    for (const char *p = log; *p;) {
+      const char *e = strchr(p, '\n');
+      int len = e ? (int)(e - p) : (int)strlen(p);
+      fprintf(f, "# pet: %.*s\n", len, p);
+      p += len + (e != NULL);
+    }
+  fprintf(f,
+          "%spet: %d of %d mutants applied (%d exact, %d corrected, %d "
+          "wrong, %d not checked), %d re-layout pair%s cancelled; %lld "
+          "boxes, %lld positions; est. %.1f -> %.1f us in what was "
+          "rewritten; %.0f ms\n",
+          each ? "# " : "", r.applied, r.generated, r.exact, r.corrected,
+          r.wrong, r.unchecked, r.relayouts_cancelled,
+          r.relayouts_cancelled == 1 ? "" : "s", (long long)r.boxes,
+          (long long)r.points, r.cost_before_us, r.cost_after_us, r.ms);
+}
+
+bool cli_pass_option(const char *cmd, int argc, char **argv, int *i, int *rc) {
   const char *v = NULL;
   bool missing = false;
   *rc = EXIT_OK;
@@ -75,6 +107,15 @@ bool cli_quant_option(const char *cmd, int argc, char **argv, int *i, int *rc) {
       quant_opts.calibration = !strcmp(v, "minmax")       ? TS_QUANT_MINMAX
                                : !strcmp(v, "percentile") ? TS_QUANT_PERCENTILE
                                                           : TS_QUANT_ENTROPY;
+  } else if (!strcmp(argv[*i], "--pet")) {
+    pet_on = true;
+  } else if (cli_opt_value(argc, argv, i, "--pet-trials", &v, &missing)) {
+    char *end = NULL;
+    long t = missing ? 0 : strtol(v, &end, 10);
+    if (missing || !end || *end || t < 1 || t > 64)
+      *rc = cli_usage_error(cmd, "--pet-trials wants a count from 1 to 64");
+    else
+      pet_opts.trials = (int)t, pet_on = true;
   } else if (!strcmp(argv[*i], "--per-tensor")) {
     quant_opts.per_tensor = true;
   } else if (cli_opt_value(argc, argv, i, "--keep-float", &v, &missing)) {
@@ -142,6 +183,12 @@ int cli_import_model(const char *path, const char *const *shapes, int n_shapes,
     return EXIT_FAIL;
   }
   if (cli_no_winograd) ts_graph_set_winograd(*out, false);
+  if (pet_on && ts_graph_set_pet(*out, &pet_opts, &err) != TS_OK) {
+    cli_error("bad PET options", &err);
+    ts_graph_free(*out);
+    *out = NULL;
+    return EXIT_FAIL;
+  }
   if (quant_profile) {
     char *text = read_text(quant_profile, "the quantization profile");
     quant_opts.keep_float = quant_keep;

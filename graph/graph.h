@@ -332,6 +332,39 @@ int ts_graph_quantize(ts_graph *g, ts_error *err);
 void ts_graph_quant_counts(const ts_graph *g, int *int8, int *float32);
 
 /* ========================================================================
+ * Partially equivalent transformations (graph/pet.c, pet_check.c)
+ * ======================================================================== */
+
+/* How the `pet` pass (after `layout`) searches. Zero fields take the
+ * defaults. */
+typedef struct ts_pet_options {
+  int trials;        /* t: random input sets per checked position (2) */
+  uint64_t seed;     /* of the random inputs and positions (1) */
+  double min_gain;   /* apply a mutant only when its estimated cost is this
+                        fraction below the original's (0.05) */
+  int64_t max_boxes; /* boxes per output past which a mutant is not
+                        checked (and not applied) (4096) */
+} ts_pet_options;
+/* Turns the pet pass on for g (o NULL: the defaults); TS_EINVAL for a
+ * negative field. */
+int ts_graph_set_pet(ts_graph *g, const ts_pet_options *o, ts_error *err);
+/* The pass itself (a no-op unless ts_graph_set_pet was called). */
+int ts_graph_pet(ts_graph *g, ts_error *err);
+/* What the pass did (zeros when it did not run). */
+typedef struct ts_pet_report {
+  int subprograms; /* nodes some mutator applied to */
+  int generated, verified, exact, corrected, wrong, unchecked, applied;
+  int relayouts_cancelled; /* re-layout pairs removed after applying */
+  int64_t boxes, points;   /* boxes checked, positions evaluated */
+  double cost_before_us, cost_after_us; /* estimated, of the rewritten
+                                            subprograms */
+  double ms;                            /* the pass's own time */
+} ts_pet_report;
+/* The report and, in *log (may be NULL), one line per mutant (owned by
+ * the graph; "" when the pass did not run). */
+void ts_graph_pet_report(const ts_graph *g, ts_pet_report *r, const char **log);
+
+/* ========================================================================
  * Memory planning (graph/plan.c)
  * ======================================================================== */
 

@@ -77,9 +77,12 @@ struct ts_graph {
   bool output_nhwc; /* ... 4-D outputs returned NHWC */
   struct gr_quant_setup *quant; /* ts_graph_set_quantization (quantize.c) */
   int quant_int8, quant_float;  /* products the quantize pass converted/kept */
+  struct gr_pet_setup *pet;     /* ts_graph_set_pet (pet.c) */
 };
 typedef struct gr_quant_setup gr_quant_setup;
 void gr_quant_setup_free(gr_quant_setup *q);
+typedef struct gr_pet_setup gr_pet_setup;
+void gr_pet_setup_free(gr_pet_setup *p);
 
 /* ---- ir.c ---- */
 /* Appends a value; returns its id. Rank unknown, no constant. */

@@ -44,6 +44,7 @@ void ts_graph_free(ts_graph *g) {
   free(g->nodes);
   free(g->consts);
   gr_quant_setup_free(g->quant);
+  gr_pet_setup_free(g->pet);
   ts_arena_destroy(g->arena);
   free(g);
 }

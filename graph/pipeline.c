@@ -10,8 +10,8 @@
 #include <string.h>
 
 static const char *const pass_names[] = {
-    "shape", "fold",   "dce",      "cse",      "bn_fold", "patterns",
-    "lower", "layout", "quantize", "winograd", "fuse",    NULL};
+    "shape",  "fold", "dce",      "cse",      "bn_fold", "patterns", "lower",
+    "layout", "pet",  "quantize", "winograd", "fuse",    NULL};
 
 /* Lowering leaves dead constants and duplicate small shapes behind. */
 static int lower_and_clean(ts_graph *g, ts_error *err) {
@@ -40,11 +40,12 @@ int ts_graph_run_passes(ts_graph *g, const char *stop_after, ts_error *err) {
     for (int i = 0; pass_names[i]; i++)
       if (!strcmp(pass_names[i], stop_after)) known = true;
     if (!known)
-      return TS_ERR(err, TS_EINVAL,
-                    "unknown pass '%s' (passes: shape, fold, dce, cse, "
-                    "bn_fold, patterns, lower, layout, quantize, winograd, "
-                    "fuse)",
-                    stop_after);
+      return TS_ERR(
+          err, TS_EINVAL,
+          "unknown pass '%s' (passes: shape, fold, dce, cse, "
+          "bn_fold, patterns, lower, layout, pet, quantize, winograd, "
+          "fuse)",
+          stop_after);
   }
   int rc;
   if (step(g, "shape", ts_graph_infer_shapes, stop_after, &rc, err)) return rc;
@@ -59,6 +60,7 @@ int ts_graph_run_passes(ts_graph *g, const char *stop_after, ts_error *err) {
   if (step(g, "lower", lower_and_clean, stop_after, &rc, err)) return rc;
   if (step(g, "layout", ts_graph_convert_layout, stop_after, &rc, err))
     return rc;
+  if (step(g, "pet", ts_graph_pet, stop_after, &rc, err)) return rc;
   if (step(g, "quantize", ts_graph_quantize, stop_after, &rc, err)) return rc;
   if (step(g, "winograd", ts_graph_winograd, stop_after, &rc, err)) return rc;
   step(g, "fuse", ts_graph_fuse, stop_after, &rc, err);

@@ -101,6 +101,10 @@ static bool applies(const ts_graph *g, const gr_node *n) {
   return true;
 }
 
+bool gr_winograd_applies(const ts_graph *g, const gr_node *n) {
+  return !g->no_winograd && applies(g, n);
+}
+
 /* Where U[t, ci, co] lives (see transformed_weights). */
 static int64_t u_index(int64_t t, int64_t ci, int64_t co, int64_t CI,
                        int64_t CO, int64_t B) {

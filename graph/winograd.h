@@ -8,6 +8,8 @@
 
 #include "fuse_move.h"
 
+/* Whether the winograd pass would rewrite conv n (and is on in g). */
+bool gr_winograd_applies(const ts_graph *g, const gr_node *n);
 /* WinogradInput: x [N, H, W, CI] -> v [16, P, CI]. */
 int gr_winograd_run_input(const gr_tensor *x, gr_tensor *v);
 /* WinogradOutput: m [16, P, CO] (+ bias [CO], may be NULL) -> y [N, H, W,

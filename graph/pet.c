@@ -1,0 +1,694 @@
+/*
+ * pet.c — partially equivalent transformations (PET, Wang et al., OSDI
+ * 2021): the `pet` pass, after `layout` (convs are channels-last) and
+ * before `winograd` (which then sees the convs PET made).
+ *
+ * For each multilinear node (a subprogram of one operator in this first
+ * version) every mutator that applies builds a mutant: new nodes computing
+ * the node's output another way, possibly not exactly. The checker
+ * (pet_check.c) splits the output into boxes and evaluates both programs
+ * at m + 1 positions of each box with t random inputs; boxes that differ
+ * get correction kernels computing the original there (bands of output
+ * rows or columns by a conv over the input rows it reads, spliced in by a
+ * concat), and the corrected mutant is checked again, so what the pass
+ * applies is equivalent on every box. Of the checked candidates (the
+ * original among them) the cheapest by the estimated cost is kept, when it
+ * is at least min_gain cheaper.
+ *
+ * Mutators:
+ *   dilated_to_batch   a dilated conv (stride 1, an image the dilation
+ *                      divides) as a dense conv over the dh x dw
+ *                      sub-images, moved into the batch by a reshape and a
+ *                      transpose (space to batch) and back. Exact when the
+ *                      pads are multiples of the dilation; the dense conv
+ *                      can then go to Winograd, which a dilated one cannot.
+ *   split_rows         a batch-1 "same" conv as two half images in the
+ *                      batch: the rows at the seam read zero padding
+ *                      instead of their neighbours, so it differs there and
+ *                      is corrected (PET's canonical partial equivalence;
+ *                      on a CPU it never wins on cost, and it is kept to
+ *                      exercise the corrector on every model).
+ *
+ * After applying, re-layout pairs cancel: batch-to-space, then elementwise
+ * operators (relu; constants that broadcast along the channels only), then
+ * space-to-batch of the same factors becomes the elementwise operators in
+ * the batch layout. A chain of dilated convs (CSRNet's back end) then runs
+ * in the batch layout from its first conv to its last.
+ *
+ * The cost is an estimate (FLOPs at one rate, Winograd's convs at 1 / 2.25
+ * of theirs plus a third for the transforms, data movement at one
+ * bandwidth); the tuning database's figures for the candidates' tasks are
+ * not consulted yet.
+ */
+#include "pet.h"
+
+#include "winograd.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define MAX_MUTATORS 8
+#define GFLOPS 100.0 /* of the cost estimate */
+#define GBPS 10.0
+
+struct gr_pet_setup {
+  ts_pet_options o;
+  ts_pet_report r;
+  char *log;
+  size_t len, cap;
+  const char *kinds[MAX_MUTATORS];
+  pet_mutator fns[MAX_MUTATORS];
+  int n_mut;
+};
+
+void gr_pet_setup_free(gr_pet_setup *p) {
+  if (!p) return;
+  free(p->log);
+  free(p);
+}
+
+static void logf_(gr_pet_setup *s, const char *fmt, ...) {
+  char line[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(line, sizeof line, fmt, ap);
+  va_end(ap);
+  if (n < 0) return;
+  if ((size_t)n >= sizeof line) n = (int)sizeof line - 1;
+  if (s->len + (size_t)n + 2 > s->cap) {
+    size_t cap = (s->cap + (size_t)n + 2) * 2;
+    char *q = realloc(s->log, cap);
+    if (!q) return;
+    s->log = q;
+    s->cap = cap;
+  }
+  memcpy(s->log + s->len, line, (size_t)n);
+  s->len += (size_t)n;
+  s->log[s->len++] = '\n';
+  s->log[s->len] = 0;
+}
+
+/* ---- building mutants ---- */
+
+int pet_int64s(ts_graph *g, const char *base, int n, const int64_t *v) {
+  int64_t len = n;
+  return gr_const_add(g, gr_fresh_name(g, base), TS_INT64, 1, &len, v);
+}
+
+int pet_emit(ts_graph *g, pet_mutant *m, const char *op, const int *ins,
+             int n_ins, const gr_node *attrs_of, ts_error *err) {
+  if (m->n >= PET_MAX_NODES)
+    return TS_ERR(err, TS_EINVAL, "a mutant of more than %d nodes",
+                  PET_MAX_NODES);
+  int out = gr_value_fresh(g, "pet", TS_FLOAT32, -1, NULL);
+  if (out < 0) return TS_ERR(err, TS_ENOMEM, "out of memory");
+  gr_node n = gr_node_make(g, op, gr_fresh_name(g, "pet"), ins, n_ins, &out, 1);
+  for (int i = 0; attrs_of && i < attrs_of->n_attrs; i++)
+    gr_node_set_attr(g, &n, attrs_of->attrs[i]);
+  m->nodes[m->n++] = n;
+  return out;
+}
+
+/* Infers the shape of the last node of m (after its attributes are set). */
+static int infer_last(ts_graph *g, pet_mutant *m, ts_error *err) {
+  gr_node *n = &m->nodes[m->n - 1];
+  int rc = gr_infer_node(g, n, err);
+  if (rc) return rc;
+  gr_value *v = &g->values[n->outputs[0]];
+  if (v->ndim == 4) v->layout = "NHWC";
+  return n->outputs[0];
+}
+
+void pet_set_ints(ts_graph *g, pet_mutant *m, const char *name, int n,
+                  const int64_t *v) {
+  gr_node_set_attr(
+      g, &m->nodes[m->n - 1],
+      (gr_attr){
+          .name = name, .kind = GR_ATTR_INTS, .n = n, .ints = (int64_t *)v});
+}
+
+static int reshape(ts_graph *g, pet_mutant *m, int x, int nd,
+                   const int64_t *shape, ts_error *err) {
+  int s = pet_int64s(g, "pet_shape", nd, shape);
+  if (s < 0) return TS_ERR(err, TS_ENOMEM, "out of memory");
+  int rc = pet_emit(g, m, "Reshape", (int[]){x, s}, 2, NULL, err);
+  return rc < 0 ? rc : infer_last(g, m, err);
+}
+
+static int transpose(ts_graph *g, pet_mutant *m, int x, int nd,
+                     const int64_t *perm, ts_error *err) {
+  int rc = pet_emit(g, m, "Transpose", &x, 1, NULL, err);
+  if (rc < 0) return rc;
+  pet_set_ints(g, m, "perm", nd, perm);
+  return infer_last(g, m, err);
+}
+
+/* x[axis in [lo, hi)] */
+static int slice(ts_graph *g, pet_mutant *m, int x, int axis, int64_t lo,
+                 int64_t hi, ts_error *err) {
+  int64_t ax = axis;
+  int s = pet_int64s(g, "pet_start", 1, &lo),
+      e = pet_int64s(g, "pet_end", 1, &hi);
+  int a = pet_int64s(g, "pet_axis", 1, &ax);
+  if (s < 0 || e < 0 || a < 0) return TS_ERR(err, TS_ENOMEM, "out of memory");
+  int rc = pet_emit(g, m, "Slice", (int[]){x, s, e, a}, 4, NULL, err);
+  return rc < 0 ? rc : infer_last(g, m, err);
+}
+
+/* A channels-last 2-D float conv (what the mutators take), its resolved
+ * pads [top, left, bottom, right], strides and dilations. */
+typedef struct conv_info {
+  int x, w, b;
+  int64_t N, H, W, C, OH, OW, CO, k[2], s[2], d[2], pad[4];
+} conv_info;
+
+static bool conv_info_of(const ts_graph *g, const gr_node *n, conv_info *c) {
+  if (n->kind != TS_GRAPH_OP || strcmp(n->op, "Conv") ||
+      !gr_node_channels_last(n) || n->n_inputs < 2 || n->n_outputs != 1 ||
+      gr_conv_weight_block(n))
+    return false;
+  c->x = n->inputs[0];
+  c->w = n->inputs[1];
+  c->b = n->n_inputs > 2 ? n->inputs[2] : -1;
+  const gr_value *x = &g->values[c->x], *w = &g->values[c->w],
+                 *y = &g->values[n->outputs[0]];
+  if (x->ndim != 4 || w->ndim != 4 || y->ndim != 4 ||
+      !ts_dtype_eq(x->dtype, TS_FLOAT32) || !ts_dtype_eq(y->dtype, TS_FLOAT32))
+    return false;
+  c->N = x->shape[0], c->H = x->shape[1], c->W = x->shape[2];
+  c->C = x->shape[3];
+  c->OH = y->shape[1], c->OW = y->shape[2], c->CO = y->shape[3];
+  c->k[0] = w->shape[0], c->k[1] = w->shape[1];
+  int cnt;
+  const int64_t *p;
+  c->s[0] = c->s[1] = c->d[0] = c->d[1] = 1;
+  if ((p = gr_attr_ints(n, "strides", &cnt)) && cnt == 2)
+    c->s[0] = p[0], c->s[1] = p[1];
+  if ((p = gr_attr_ints(n, "dilations", &cnt)) && cnt == 2)
+    c->d[0] = p[0], c->d[1] = p[1];
+  int64_t in_sp[2] = {c->H, c->W};
+  return gr_resolve_pads(n, 2, in_sp, c->k, c->s, c->d, c->pad) == 0;
+}
+
+/* A conv like n (its attributes) on data x with explicit pads and
+ * dilations. */
+static int conv_like(ts_graph *g, pet_mutant *m, const gr_node *n,
+                     const conv_info *c, int x, const int64_t *pads,
+                     const int64_t *dil, ts_error *err) {
+  int ins[3] = {x, c->w, c->b};
+  int rc = pet_emit(g, m, "Conv", ins, c->b >= 0 ? 3 : 2, n, err);
+  if (rc < 0) return rc;
+  gr_node_set_attr(
+      g, &m->nodes[m->n - 1],
+      (gr_attr){.name = "auto_pad", .kind = GR_ATTR_STRING, .s = "NOTSET"});
+  pet_set_ints(g, m, "pads", 4, pads);
+  pet_set_ints(g, m, "dilations", 2, dil);
+  return infer_last(g, m, err);
+}
+
+static int mut_dilated(ts_graph *g, const gr_node *n, pet_mutant *m,
+                       ts_error *err) {
+  conv_info c;
+  if (!conv_info_of(g, n, &c) || c.s[0] != 1 || c.s[1] != 1 ||
+      (c.d[0] == 1 && c.d[1] == 1) || c.H % c.d[0] || c.W % c.d[1])
+    return 0;
+  int64_t dh = c.d[0], dw = c.d[1], Hs = c.H / dh, Ws = c.W / dw;
+  int64_t B = dh * dw * c.N;
+  int v = reshape(g, m, c.x, 6, (int64_t[]){c.N, Hs, dh, Ws, dw, c.C}, err);
+  if (v >= 0) v = transpose(g, m, v, 6, (int64_t[]){2, 4, 0, 1, 3, 5}, err);
+  if (v >= 0) v = reshape(g, m, v, 4, (int64_t[]){B, Hs, Ws, c.C}, err);
+  int64_t pads[4] = {c.pad[0] / dh, c.pad[1] / dw, c.pad[2] / dh,
+                     c.pad[3] / dw};
+  if (v >= 0) v = conv_like(g, m, n, &c, v, pads, (int64_t[]){1, 1}, err);
+  if (v < 0) return v;
+  int64_t Ho = g->values[v].shape[1], Wo = g->values[v].shape[2];
+  if (Ho * dh < c.OH || Wo * dw < c.OW || Ho <= 0 || Wo <= 0) return 0;
+  v = reshape(g, m, v, 6, (int64_t[]){dh, dw, c.N, Ho, Wo, c.CO}, err);
+  if (v >= 0) v = transpose(g, m, v, 6, (int64_t[]){2, 3, 0, 4, 1, 5}, err);
+  if (v >= 0)
+    v = reshape(g, m, v, 4, (int64_t[]){c.N, Ho * dh, Wo * dw, c.CO}, err);
+  if (v >= 0 && Ho * dh > c.OH) v = slice(g, m, v, 1, 0, c.OH, err);
+  if (v >= 0 && Wo * dw > c.OW) v = slice(g, m, v, 2, 0, c.OW, err);
+  if (v < 0) return v;
+  m->out = v;
+  m->kind = "dilated_to_batch";
+  return 1;
+}
+
+static int mut_split_rows(ts_graph *g, const gr_node *n, pet_mutant *m,
+                          ts_error *err) {
+  conv_info c;
+  if (!conv_info_of(g, n, &c) || c.N != 1 || c.s[0] != 1 || c.s[1] != 1 ||
+      c.H % 2 || c.H < 8 || c.OH != c.H || c.OW != c.W)
+    return 0;
+  int v = reshape(g, m, c.x, 4, (int64_t[]){2, c.H / 2, c.W, c.C}, err);
+  if (v >= 0) v = conv_like(g, m, n, &c, v, c.pad, c.d, err);
+  if (v < 0) return v;
+  if (g->values[v].shape[1] != c.H / 2) return 0;
+  v = reshape(g, m, v, 4, (int64_t[]){1, c.OH, c.OW, c.CO}, err);
+  if (v < 0) return v;
+  m->out = v;
+  m->kind = "split_rows";
+  return 1;
+}
+
+/* ---- corrections ---- */
+
+/* The original conv n on output rows (axis 1) or columns (axis 2) [a, b):
+ * the input band those outputs read, sliced, with the padding the band's
+ * edges need. */
+static int correction(ts_graph *g, pet_mutant *m, const gr_node *n,
+                      const conv_info *c, int axis, int64_t a, int64_t b,
+                      ts_error *err) {
+  int s = axis - 1;
+  int64_t ext = s ? c->W : c->H;
+  int64_t i0 = a * c->s[s] - c->pad[s];
+  int64_t i1 = (b - 1) * c->s[s] - c->pad[s] + c->d[s] * (c->k[s] - 1) + 1;
+  int64_t lo = i0 < 0 ? 0 : i0, hi = i1 > ext ? ext : i1;
+  if (hi <= lo) return 0;
+  int64_t pads[4];
+  memcpy(pads, c->pad, sizeof pads);
+  pads[s] = lo - i0;
+  pads[s + 2] = i1 > ext ? i1 - ext : 0;
+  int v = slice(g, m, c->x, axis, lo, hi, err);
+  if (v >= 0) v = conv_like(g, m, n, c, v, pads, c->d, err);
+  if (v >= 0 && g->values[v].shape[axis] != b - a)
+    return TS_ERR(err, TS_EINVAL,
+                  "pet: a correction of %lld rows came out %lld",
+                  (long long)(b - a), (long long)g->values[v].shape[axis]);
+  return v;
+}
+
+static int cmp_band(const void *p, const void *q) {
+  const int64_t *a = p, *b = q;
+  return (a[0] > b[0]) - (a[0] < b[0]);
+}
+
+/* Replaces the mutant's output on the differing boxes by corrections of
+ * whole rows (or, when the differences span more than half the rows,
+ * whole columns); 0 when no band choice covers less than half the output
+ * (the mutant is then dropped). */
+static int correct(ts_graph *g, const gr_node *n, pet_mutant *m,
+                   const pet_check_result *res, ts_error *err) {
+  conv_info c;
+  if (!conv_info_of(g, n, &c)) return 0;
+  for (int axis = 1; axis <= 2; axis++) {
+    int64_t ext = g->values[m->out].shape[axis];
+    int64_t(*band)[2] = malloc(sizeof *band * (size_t)res->n_diff);
+    if (!band) return TS_ERR(err, TS_ENOMEM, "out of memory");
+    for (int64_t i = 0; i < res->n_diff; i++)
+      band[i][0] = res->diff[i].lo[axis], band[i][1] = res->diff[i].hi[axis];
+    qsort(band, (size_t)res->n_diff, sizeof *band, cmp_band);
+    int64_t nb = 0, covered = 0;
+    for (int64_t i = 0; i < res->n_diff; i++) {
+      if (nb && band[i][0] <= band[nb - 1][1]) {
+        if (band[i][1] > band[nb - 1][1]) band[nb - 1][1] = band[i][1];
+      } else {
+        band[nb][0] = band[i][0], band[nb][1] = band[i][1];
+        nb++;
+      }
+    }
+    for (int64_t i = 0; i < nb; i++) covered += band[i][1] - band[i][0];
+    if (covered * 2 > ext || nb + 1 > PET_MAX_NODES / 4) {
+      free(band);
+      continue;
+    }
+    int pieces[PET_MAX_NODES], np = 0, y2 = m->out, rc = 0;
+    int64_t at = 0;
+    for (int64_t i = 0; i <= nb && rc >= 0; i++) {
+      int64_t a = i < nb ? band[i][0] : ext;
+      if (at < a) rc = pieces[np++] = slice(g, m, y2, axis, at, a, err);
+      if (i < nb && rc >= 0) {
+        rc = pieces[np++] =
+            correction(g, m, n, &c, axis, band[i][0], band[i][1], err);
+        at = band[i][1];
+      }
+    }
+    free(band);
+    if (rc <= 0) return rc;
+    rc = pet_emit(g, m, "Concat", pieces, np, NULL, err);
+    if (rc < 0) return rc;
+    gr_node_set_attr(g, &m->nodes[m->n - 1],
+                     (gr_attr){.name = "axis", .kind = GR_ATTR_INT, .i = axis});
+    rc = infer_last(g, m, err);
+    if (rc < 0) return rc;
+    m->out = rc;
+    return 1;
+  }
+  return 0;
+}
+
+/* ---- cost ---- */
+
+static double elems(const gr_value *v) {
+  double e = 1;
+  for (int d = 0; d < v->ndim; d++) e *= (double)v->shape[d];
+  return e;
+}
+
+static double node_cost_us(const ts_graph *g, const gr_node *n) {
+  const gr_value *y = &g->values[n->outputs[0]];
+  if (!strcmp(n->op, "Reshape") || !strcmp(n->op, "Identity")) return 0;
+  if (!strcmp(n->op, "Conv")) {
+    const gr_value *w = &g->values[n->inputs[1]];
+    double taps = elems(w) / (double)y->shape[gr_node_channels_last(n) ? 3 : 1];
+    double flops = 2 * elems(y) * taps;
+    if (gr_winograd_applies(g, n)) flops = flops / 2.25 * 4 / 3;
+    return flops / (GFLOPS * 1e3);
+  }
+  if (!strcmp(n->op, "MatMul")) {
+    const gr_value *a = &g->values[n->inputs[0]];
+    return 2 * elems(y) * (double)a->shape[a->ndim - 1] / (GFLOPS * 1e3);
+  }
+  double bytes = 4 * elems(y);
+  for (int k = 0; k < n->n_inputs; k++)
+    if (n->inputs[k] >= 0 && !gr_is_const(g, n->inputs[k]))
+      bytes += 4 * elems(&g->values[n->inputs[k]]);
+  return bytes / (GBPS * 1e3);
+}
+
+static double cost_us(const ts_graph *g, const gr_node *nodes, int n) {
+  double c = 0;
+  for (int i = 0; i < n; i++) c += node_cost_us(g, &nodes[i]);
+  return c;
+}
+
+/* ---- re-layout cancellation ---- */
+
+static const gr_node *prod(const ts_graph *g, int v) {
+  int p = v >= 0 ? g->values[v].producer : -1;
+  return p >= 0 ? &g->nodes[p] : NULL;
+}
+
+static bool perm_is(const gr_node *n, const int64_t *perm) {
+  int c;
+  const int64_t *p = gr_attr_ints(n, "perm", &c);
+  return n && !strcmp(n->op, "Transpose") && p && c == 6 &&
+         !memcmp(p, perm, sizeof(int64_t) * 6);
+}
+
+/* Whether v = reshape(transpose_perm(reshape(src))) with a rank-6 middle;
+ * *src and the middle's shape. */
+static bool match_relayout(const ts_graph *g, int v, const int64_t *perm,
+                           int *src, int64_t *mid) {
+  const gr_node *r2 = prod(g, v);
+  if (!r2 || strcmp(r2->op, "Reshape")) return false;
+  const gr_node *t = prod(g, r2->inputs[0]);
+  if (!t || !perm_is(t, perm)) return false;
+  const gr_node *r1 = prod(g, t->inputs[0]);
+  if (!r1 || strcmp(r1->op, "Reshape")) return false;
+  memcpy(mid, g->values[r1->outputs[0]].shape, sizeof(int64_t) * 6);
+  *src = r1->inputs[0];
+  return g->values[*src].ndim == 4 && g->values[v].ndim == 4;
+}
+
+static const int64_t to_batch[6] = {2, 4, 0, 1, 3, 5};
+static const int64_t from_batch[6] = {2, 3, 0, 4, 1, 5};
+
+/* An elementwise node whose only non-constant input is input 0.. and
+ * whose constants broadcast along the channels (the last axis) only. */
+static int elementwise_data(const ts_graph *g, const gr_node *n) {
+  if (n->kind != TS_GRAPH_OP || n->n_outputs != 1 ||
+      !gr_is_elementwise_op(n->op))
+    return -1;
+  int data = -1;
+  for (int k = 0; k < n->n_inputs; k++) {
+    int v = n->inputs[k];
+    if (v < 0) continue;
+    if (!gr_is_const(g, v)) {
+      if (data >= 0) return -1;
+      data = v;
+      continue;
+    }
+    const gr_value *c = &g->values[v];
+    for (int d = 0; d + 1 < c->ndim; d++)
+      if (c->shape[d] != 1) return -1;
+  }
+  return data >= 0 && g->values[data].ndim == 4 ? data : -1;
+}
+
+/* One round: every space-to-batch whose input is a batch-to-space of the
+ * same factors through elementwise nodes reads the elementwise nodes
+ * redone in the batch layout instead. Returns how many. */
+static int cancel_round(ts_graph *g, ts_error *err, int *rc) {
+  gr_list l = {0};
+  int n_nodes = g->n_nodes, cancelled = 0;
+  int *from = malloc(sizeof(int) * (size_t)(n_nodes + 1));
+  int *to = malloc(sizeof(int) * (size_t)(n_nodes + 1));
+  if (!from || !to) {
+    free(from), free(to);
+    *rc = TS_ERR(err, TS_ENOMEM, "out of memory");
+    return 0;
+  }
+  for (int i = 0; i < n_nodes && !*rc; i++) {
+    gr_node n = g->nodes[i];
+    int u, z, chain[16], nc = 0;
+    int64_t mid_a[6], mid_b[6];
+    if (!strcmp(n.op, "Reshape") &&
+        match_relayout(g, n.outputs[0], to_batch, &u, mid_a)) {
+      int v = u;
+      const gr_node *e;
+      while (nc < 16 && (e = prod(g, v)) && elementwise_data(g, e) >= 0) {
+        chain[nc++] = v;
+        v = elementwise_data(g, e);
+      }
+      int64_t bshape[4]; /* the batch layout's shape */
+      memcpy(bshape, g->values[n.outputs[0]].shape, sizeof bshape);
+      /* S2B's middle [N, Hs, dh, Ws, dw, C], B2S's [dh, dw, N, Hs, Ws, C] */
+      if (nc && match_relayout(g, v, from_batch, &z, mid_b) &&
+          g->values[z].ndim == 4 &&
+          !memcmp(g->values[z].shape, bshape, sizeof bshape) &&
+          mid_a[0] == mid_b[2] && mid_a[1] == mid_b[3] &&
+          mid_a[2] == mid_b[0] && mid_a[3] == mid_b[4] &&
+          mid_a[4] == mid_b[1] && mid_a[5] == mid_b[5]) {
+        /* redo the chain, innermost first, on z */
+        int cur = z;
+        for (int k = nc - 1; k >= 0 && !*rc; k--) {
+          const gr_node *e0 = prod(g, chain[k]);
+          int ins[8];
+          for (int j = 0; j < e0->n_inputs && j < 8; j++)
+            ins[j] =
+                e0->inputs[j] == elementwise_data(g, e0) ? cur : e0->inputs[j];
+          int out = gr_value_fresh(g, g->values[chain[k]].name,
+                                   g->values[chain[k]].dtype, 4, bshape);
+          gr_node c = gr_node_make(g, e0->op, gr_fresh_name(g, e0->name), ins,
+                                   e0->n_inputs, &out, 1);
+          for (int j = 0; j < e0->n_attrs; j++)
+            gr_node_set_attr(g, &c, e0->attrs[j]);
+          *rc = gr_infer_node(g, &c, err);
+          g->values[out].layout = "NHWC";
+          gr_list_push(&l, &c);
+          cur = out;
+        }
+        from[cancelled] = n.outputs[0];
+        to[cancelled++] = cur;
+      }
+    }
+    gr_list_push(&l, &g->nodes[i]);
+  }
+  if (*rc || !cancelled) {
+    free(l.nodes), free(from), free(to);
+    return 0;
+  }
+  gr_list_commit(g, &l);
+  for (int k = 0; k < cancelled; k++) gr_replace_uses(g, from[k], to[k]);
+  free(from), free(to);
+  return cancelled;
+}
+
+/* ---- the pass ---- */
+
+int ts_graph_set_pet(ts_graph *g, const ts_pet_options *o, ts_error *err) {
+  ts_pet_options d = {0};
+  if (o) d = *o;
+  if (d.trials < 0 || d.min_gain < 0 || d.min_gain >= 1 || d.max_boxes < 0)
+    return TS_ERR(err, TS_EINVAL,
+                  "pet options: trials and max_boxes must not be negative, "
+                  "min_gain in [0, 1)");
+  if (!d.trials) d.trials = 2;
+  if (!d.seed) d.seed = 1;
+  if (!d.min_gain) d.min_gain = 0.05;
+  if (!d.max_boxes) d.max_boxes = 4096;
+  gr_pet_setup *s = g->pet ? g->pet : calloc(1, sizeof *s);
+  if (!s) return TS_ERR(err, TS_ENOMEM, "out of memory");
+  if (!g->pet) {
+    s->kinds[0] = "dilated_to_batch", s->fns[0] = mut_dilated;
+    s->kinds[1] = "split_rows", s->fns[1] = mut_split_rows;
+    s->n_mut = 2;
+  }
+  s->o = d;
+  g->pet = s;
+  return TS_OK;
+}
+
+int pet_add_mutator(ts_graph *g, const char *kind, pet_mutator fn,
+                    ts_error *err) {
+  if (!g->pet) return TS_ERR(err, TS_EINVAL, "pet is not on for this graph");
+  if (g->pet->n_mut == MAX_MUTATORS)
+    return TS_ERR(err, TS_EINVAL, "more than %d mutators", MAX_MUTATORS);
+  g->pet->kinds[g->pet->n_mut] = kind;
+  g->pet->fns[g->pet->n_mut++] = fn;
+  return TS_OK;
+}
+
+void ts_graph_pet_report(const ts_graph *g, ts_pet_report *r,
+                         const char **log) {
+  if (r) {
+    if (g->pet)
+      *r = g->pet->r;
+    else
+      memset(r, 0, sizeof *r);
+  }
+  if (log) *log = g->pet && g->pet->log ? g->pet->log : "";
+}
+
+static double now_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+static void shape_text(const gr_value *v, char *buf, size_t size) {
+  size_t k = 0;
+  k += (size_t)snprintf(buf + k, size - k, "[");
+  for (int d = 0; d < v->ndim && k < size; d++)
+    k += (size_t)snprintf(buf + k, size - k, "%s%lld", d ? ", " : "",
+                          (long long)v->shape[d]);
+  if (k < size) snprintf(buf + k, size - k, "]");
+}
+
+/* Tries every mutator on node n; the cheapest checked candidate (copied
+ * into *best) or 0 when the original stays. */
+static int try_node(ts_graph *g, gr_pet_setup *s, const gr_node *n,
+                    pet_mutant *best, ts_error *err) {
+  pet_prog orig = {n, 1};
+  double base = cost_us(g, n, 1), best_cost = base * (1 - s->o.min_gain);
+  int y = n->outputs[0], found = 0, tried = 0;
+  pet_check_opts co = {s->o.trials, s->o.seed, s->o.max_boxes, 4096};
+  char shape[128];
+  for (int k = 0; k < s->n_mut; k++) {
+    pet_mutant *m = calloc(1, sizeof *m);
+    if (!m) return TS_ERR(err, TS_ENOMEM, "out of memory");
+    int rc = s->fns[k](g, n, m, err);
+    if (rc <= 0) {
+      free(m);
+      if (rc < 0) return rc;
+      continue;
+    }
+    if (!m->kind) m->kind = s->kinds[k];
+    if (!tried++) s->r.subprograms++;
+    s->r.generated++;
+    pet_prog mp = {m->nodes, m->n};
+    pet_check_result res;
+    ts_error cerr;
+    shape_text(&g->values[y], shape, sizeof shape);
+    if (pet_check(g, &orig, y, &mp, m->out, &co, &res, &cerr)) {
+      s->r.unchecked++;
+      logf_(s, "%s %s %s: %s: not checked (%s)", n->op, n->name, shape, m->kind,
+            cerr.msg);
+      free(m);
+      continue;
+    }
+    s->r.verified++;
+    s->r.boxes += res.n_boxes;
+    s->r.points += res.n_points;
+    int64_t n_diff = res.n_diff, n_boxes = res.n_boxes;
+    char what[160];
+    snprintf(what, sizeof what, "%lld boxes, %lld differ", (long long)n_boxes,
+             (long long)n_diff);
+    if (n_diff) {
+      rc = correct(g, n, m, &res, err);
+      pet_check_result_free(&res);
+      if (rc < 0) {
+        free(m);
+        return rc;
+      }
+      pet_check_result again = {0};
+      mp = (pet_prog){m->nodes, m->n};
+      if (rc == 0 || pet_check(g, &orig, y, &mp, m->out, &co, &again, &cerr) ||
+          again.n_diff) {
+        s->r.wrong++;
+        logf_(s, "%s %s %s: %s: %s; %s, dropped", n->op, n->name, shape,
+              m->kind, what,
+              rc == 0 ? "no correction covers them"
+                      : "still differs after correction");
+        pet_check_result_free(&again);
+        free(m);
+        continue;
+      }
+      s->r.points += again.n_points;
+      pet_check_result_free(&again);
+      s->r.corrected++;
+    } else {
+      pet_check_result_free(&res);
+      s->r.exact++;
+    }
+    double c = cost_us(g, m->nodes, m->n);
+    bool better = c < best_cost;
+    logf_(s, "%s %s %s: %s: %s%s; est. %.1f -> %.1f us%s", n->op, n->name,
+          shape, m->kind, what, n_diff ? ", corrected" : "", base, c,
+          better ? "" : ", kept the original");
+    if (better) {
+      best_cost = c;
+      *best = *m;
+      found = 1;
+    }
+    free(m);
+  }
+  if (found) {
+    s->r.cost_before_us += base;
+    s->r.cost_after_us += best_cost;
+  }
+  return found;
+}
+
+int ts_graph_pet(ts_graph *g, ts_error *err) {
+  gr_pet_setup *s = g->pet;
+  if (!s) return TS_OK;
+  double t0 = now_ms();
+  memset(&s->r, 0, sizeof s->r);
+  s->len = 0;
+  if (s->log) s->log[0] = 0;
+  gr_list l = {0};
+  int n_nodes = g->n_nodes, rc = TS_OK;
+  pet_mutant *best = malloc(sizeof *best);
+  if (!best) return TS_ERR(err, TS_ENOMEM, "out of memory");
+  for (int i = 0; i < n_nodes && !rc; i++) {
+    gr_node n = g->nodes[i]; /* a copy: mutants grow the graph */
+    int found = try_node(g, s, &n, best, err);
+    if (found < 0) {
+      rc = found;
+      break;
+    }
+    if (found) {
+      best->nodes[best->n - 1].outputs[0] = n.outputs[0];
+      for (int k = 0; k < best->n; k++) gr_list_push(&l, &best->nodes[k]);
+      s->r.applied++;
+    } else {
+      gr_list_push(&l, &n);
+    }
+  }
+  free(best);
+  if (rc) {
+    free(l.nodes);
+    return rc;
+  }
+  if (s->r.applied) {
+    gr_list_commit(g, &l);
+    int c;
+    do {
+      c = cancel_round(g, err, &rc);
+      s->r.relayouts_cancelled += c;
+      if (!rc && c) rc = ts_graph_eliminate_dead(g, err);
+    } while (c && !rc);
+    if (!rc) rc = ts_graph_eliminate_dead(g, err);
+  } else {
+    free(l.nodes);
+    rc = ts_graph_eliminate_dead(g, err); /* the mutants' constants */
+  }
+  s->r.ms = now_ms() - t0;
+  return rc;
+}

@@ -1,0 +1,94 @@
+/*
+ * pet.h — what the PET pass (pet.c) and its checker (pet_check.c) share:
+ * a program (a few nodes of the graph, or nodes built beside it and not
+ * yet in its node list), the boxes an output splits into, and the
+ * randomized check of a mutant against the original. Private to graph/.
+ */
+#ifndef TESSERA_GRAPH_PET_H
+#define TESSERA_GRAPH_PET_H
+
+#include "internal.h"
+
+/* Nodes in topological order. Values no node of the program produces are
+ * its inputs: float ones take seeded random values (the same in the
+ * original and the mutant, as they are the same graph values); integer
+ * constants (shapes, slice bounds) keep theirs. */
+typedef struct pet_prog {
+  const gr_node *nodes;
+  int n;
+} pet_prog;
+
+/* A box of an output: [lo, hi) on each axis. */
+typedef struct pet_box {
+  int64_t lo[TS_MAX_DIMS], hi[TS_MAX_DIMS];
+} pet_box;
+
+typedef struct pet_check_opts {
+  int trials;         /* t: independent random inputs per position */
+  uint64_t seed;      /* of the random inputs and positions */
+  int64_t max_boxes;  /* more boxes than this: the mutant is not checked */
+  int64_t max_points; /* split points per axis past which propagation
+                         gives up (the mutant is not checked) */
+} pet_check_opts;
+
+/* What the check found for one output: the boxes (the product of the
+ * split points of both programs on each axis), how many positions were
+ * evaluated, and the boxes that differ (malloc'd). */
+typedef struct pet_check_result {
+  int64_t n_boxes, n_points;
+  pet_box *diff;
+  int64_t n_diff;
+} pet_check_result;
+
+/* Checks output value y of `orig` against y2 of `mut` (same shape): the
+ * split points of y in orig and of y2 in mut are merged per axis, and in
+ * each resulting box m + 1 positions (m the rank) are evaluated in both
+ * programs with `trials` random inputs. TS_EUNSUPPORTED (err names the
+ * operator) when a node cannot be evaluated or propagated; the result is
+ * then empty. */
+int pet_check(const ts_graph *g, const pet_prog *orig, int y,
+              const pet_prog *mut, int y2, const pet_check_opts *o,
+              pet_check_result *res, ts_error *err);
+void pet_check_result_free(pet_check_result *r);
+
+/* The value of v at index idx (in v's shape) in program p, with the
+ * program's float inputs random for (seed, trial); for tests and the
+ * checker. NAN and *ok false when an operator cannot be evaluated. */
+double pet_eval_point(const ts_graph *g, const pet_prog *p, int v,
+                      const int64_t *idx, uint64_t seed, int trial, bool *ok);
+
+/* ---- mutants (pet.c) ---- */
+
+#define PET_MAX_NODES 48
+
+/* A mutant of one node: new nodes (not in the graph's node list) reading
+ * the node's inputs, the last of them writing `out`, a fresh value of the
+ * node's output shape. */
+typedef struct pet_mutant {
+  const char *kind;
+  gr_node nodes[PET_MAX_NODES];
+  int n, out;
+} pet_mutant;
+
+/* Builds a mutant of node n into m: 1 built, 0 when n is not one the
+ * mutator applies to, negative with err set on failure. */
+typedef int (*pet_mutator)(ts_graph *g, const gr_node *n, pet_mutant *m,
+                           ts_error *err);
+
+/* Adds a mutator to those the pass tries (after ts_graph_set_pet; tests
+ * add deliberately wrong ones). */
+int pet_add_mutator(ts_graph *g, const char *kind, pet_mutator fn,
+                    ts_error *err);
+
+/* Appends node op(ins) to m with the attributes of attrs_of (may be NULL)
+ * and a fresh output whose shape inference fills; returns the output value
+ * or a negative code (err set). */
+int pet_emit(ts_graph *g, pet_mutant *m, const char *op, const int *ins,
+             int n_ins, const gr_node *attrs_of, ts_error *err);
+/* An int64 constant of n entries. */
+int pet_int64s(ts_graph *g, const char *base, int n, const int64_t *v);
+/* Sets an INTS attribute on the last node of m. */
+void pet_set_ints(ts_graph *g, pet_mutant *m, const char *name, int n,
+                  const int64_t *v);
+
+#endif /* TESSERA_GRAPH_PET_H */
