@@ -344,6 +344,10 @@ typedef struct ts_pet_options {
                         fraction below the original's (0.05) */
   int64_t max_boxes; /* boxes per output past which a mutant is not
                         checked (and not applied) (4096) */
+  const char *only;  /* try only the mutator of this kind (NULL: all) */
+  bool apply_all;    /* apply every checked (and corrected) mutant whatever
+                        its cost, the last one tried where a node has
+                        several: for testing */
 } ts_pet_options;
 /* Turns the pet pass on for g (o NULL: the defaults); TS_EINVAL for a
  * negative field. */

@@ -220,8 +220,8 @@ static int mut_dilated(ts_graph *g, const gr_node *n, pet_mutant *m,
   int v = reshape(g, m, c.x, 6, (int64_t[]){c.N, Hs, dh, Ws, dw, c.C}, err);
   if (v >= 0) v = transpose(g, m, v, 6, (int64_t[]){2, 4, 0, 1, 3, 5}, err);
   if (v >= 0) v = reshape(g, m, v, 4, (int64_t[]){B, Hs, Ws, c.C}, err);
-  int64_t pads[4] = {c.pad[0] / dh, c.pad[1] / dw, c.pad[2] / dh,
-                     c.pad[3] / dw};
+  int64_t pads[4] = {c.pad[0] / dh, c.pad[1] / dw, (c.pad[2] + dh - 1) / dh,
+                     (c.pad[3] + dw - 1) / dw};
   if (v >= 0) v = conv_like(g, m, n, &c, v, pads, (int64_t[]){1, 1}, err);
   if (v < 0) return v;
   int64_t Ho = g->values[v].shape[1], Wo = g->values[v].shape[2];
@@ -570,6 +570,7 @@ static int try_node(ts_graph *g, gr_pet_setup *s, const gr_node *n,
   pet_check_opts co = {s->o.trials, s->o.seed, s->o.max_boxes, 4096};
   char shape[128];
   for (int k = 0; k < s->n_mut; k++) {
+    if (s->o.only && strcmp(s->o.only, s->kinds[k])) continue;
     pet_mutant *m = calloc(1, sizeof *m);
     if (!m) return TS_ERR(err, TS_ENOMEM, "out of memory");
     int rc = s->fns[k](g, n, m, err);
@@ -627,7 +628,7 @@ static int try_node(ts_graph *g, gr_pet_setup *s, const gr_node *n,
       s->r.exact++;
     }
     double c = cost_us(g, m->nodes, m->n);
-    bool better = c < best_cost;
+    bool better = c < best_cost || s->o.apply_all;
     logf_(s, "%s %s %s: %s: %s%s; est. %.1f -> %.1f us%s", n->op, n->name,
           shape, m->kind, what, n_diff ? ", corrected" : "", base, c,
           better ? "" : ", kept the original");

@@ -6,6 +6,7 @@
 #ifndef TESSERA_TESTS_GRAPH_BUILD_UTIL_H
 #define TESSERA_TESTS_GRAPH_BUILD_UTIL_H
 
+#include <stdlib.h>
 #include <string.h>
 
 /* A float32 4-D graph input (NCHW). */
@@ -36,6 +37,19 @@ static inline void set_ints(ts_graph *g, const char *name, int n,
   gr_node_set_attr(
       g, &g->nodes[g->n_nodes - 1],
       (gr_attr){.name = name, .kind = GR_ATTR_INTS, .n = n, .ints = copy});
+}
+
+/* A constant OIHW conv weight [co, ci, k, k] with deterministic small
+ * values. */
+static inline int conv_weights(ts_graph *g, const char *name, int64_t co,
+                               int64_t ci, int64_t k, int seed) {
+  int64_t n = co * ci * k * k;
+  float *w = malloc(sizeof(float) * (size_t)n);
+  for (int64_t i = 0; i < n; i++)
+    w[i] = (float)((i * 37 + seed) % 29 - 14) / 64;
+  int v = gr_const_add(g, name, TS_FLOAT32, 4, (int64_t[]){co, ci, k, k}, w);
+  free(w);
+  return v;
 }
 
 #endif /* TESSERA_TESTS_GRAPH_BUILD_UTIL_H */

@@ -117,4 +117,16 @@ contains "float32\[1, 8, 16, 16\]"
 contains "float32\[1, 8, 8, 8\]"
 expect 1 "$T" graph show "$R" --override NoSuchNode="$TMP/relu.tir"
 contains "no node named 'NoSuchNode'"
+# --pet: the mutants' lines, the summary; bad values are usage errors
+C="$M/csrnet_small.onnx"
+expect 0 env TS_VERIFY=1 "$T" graph show "$C" --after pet --pet
+contains "# pet: Conv .*: dilated_to_batch: 4 boxes, 0 differ"
+contains "# pet: Conv .*: split_rows: 18 boxes, 6 differ, corrected"
+contains "# pet: 0 of 6 mutants applied (3 exact, 3 corrected, 0 wrong"
+expect 0 "$T" graph show "$C" --after pet
+lacks "# pet"
+expect 2 "$T" graph show "$C" --pet-trials 0
+contains "--pet-trials wants a count from 1 to 64"
+expect 0 "$T" graph show "$C" --pet-trials 3 --after pet
+contains "# pet: 0 of 6 mutants applied"
 echo "graph_cli: ok"

@@ -26,18 +26,6 @@ static void set_int(ts_graph *g, const char *name, int64_t v) {
                    (gr_attr){.name = name, .kind = GR_ATTR_INT, .i = v});
 }
 
-/* A constant OIHW conv weight with deterministic small values. */
-static int weights(ts_graph *g, const char *name, int64_t co, int64_t ci,
-                   int64_t k, int seed) {
-  int64_t n = co * ci * k * k;
-  float *w = malloc(sizeof(float) * (size_t)n);
-  for (int64_t i = 0; i < n; i++)
-    w[i] = (float)((i * 37 + seed) % 29 - 14) / 64;
-  int v = gr_const_add(g, name, TS_FLOAT32, 4, (int64_t[]){co, ci, k, k}, w);
-  free(w);
-  return v;
-}
-
 static int conv(ts_graph *g, int x, int w, int bias) {
   int out = bias >= 0 ? node(g, "Conv", (int[]){x, w, bias}, 3)
                       : node(g, "Conv", (int[]){x, w}, 2);
@@ -53,7 +41,8 @@ static ts_graph *residual(bool winograd) {
   int x = add_input(g, "x", (int64_t[]){1, 32, 11, 13});
   float b[40];
   for (int i = 0; i < 40; i++) b[i] = (float)(i % 9) / 8 - 0.5f;
-  int w1 = weights(g, "w1", 40, 32, 3, 1), w2 = weights(g, "w2", 32, 40, 3, 5);
+  int w1 = conv_weights(g, "w1", 40, 32, 3, 1),
+      w2 = conv_weights(g, "w2", 32, 40, 3, 5);
   int b1 = gr_const_add(g, "b1", TS_FLOAT32, 1, (int64_t[]){40}, b);
   int r1 = node(g, "Relu", (int[]){conv(g, x, w1, b1)}, 1);
   int c2 = conv(g, r1, w2, -1);
@@ -124,7 +113,7 @@ static void test_leaves_others(void **state) {
     int64_t ci = k == 4 ? 16 : 32, ks = k == 5 ? 5 : 3;
     int64_t hw = k == 6 ? 7 : 12;
     int x = add_input(g, "x", (int64_t[]){1, ci, hw, hw});
-    int w = weights(g, "w", 32, k == 2 ? ci / 2 : ci, ks, k);
+    int w = conv_weights(g, "w", 32, k == 2 ? ci / 2 : ci, ks, k);
     int y = node(g, "Conv", (int[]){x, w}, 2);
     int64_t p = k == 3 ? 0 : k == 1 ? 2 : ks / 2;
     set_ints(g, "pads", 4, (int64_t[]){p, p, p, p});

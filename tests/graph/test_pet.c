@@ -1,0 +1,364 @@
+/*
+ * test_pet.c — the pet pass (partially equivalent transformations): a
+ * chain of dilated convs becomes dense convs over sub-images in the batch
+ * with one re-layout at each end, computing the same values; the row-split
+ * mutant differs at its seam and its corrected form matches the original
+ * on every generated small zoo model; deliberately wrong mutants (an
+ * off-by-one pad, swapped spatial axes, a dropped boundary row) are caught
+ * by the checker and either corrected or never applied; the random points
+ * are reproducible from the seed; bad options are refused.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "graph/internal.h"
+#include "graph/pet.h"
+#include "build_util.h"
+#include "exec_util.h"
+#include "util.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static void set_output(ts_graph *g, int v) {
+  g->outputs = ts_arena_alloc(g->arena, sizeof(int));
+  g->outputs[0] = v;
+  g->n_outputs = 1;
+}
+
+static int bias(ts_graph *g, const char *name, int64_t c) {
+  float b[64];
+  for (int i = 0; i < c; i++) b[i] = (float)(i % 7) / 8 - 0.3f;
+  return gr_const_add(g, name, TS_FLOAT32, 1, &c, b);
+}
+
+/* x [1, 64, hw, hw] -> conv 3x3 (dilation d, pad p) + bias -> relu ->
+ * conv 3x3 (dilation d, pad p) -> relu. */
+static ts_graph *dilated_chain(int64_t hw, int64_t d, const int64_t *pads) {
+  ts_graph *g = ts_graph_new("dil");
+  int x = add_input(g, "x", (int64_t[]){1, 64, hw, hw});
+  int w1 = conv_weights(g, "w1", 64, 64, 3, 1),
+      w2 = conv_weights(g, "w2", 64, 64, 3, 2);
+  int c1 = node(g, "Conv", (int[]){x, w1, bias(g, "b1", 64)}, 3);
+  set_ints(g, "pads", 4, pads);
+  set_ints(g, "dilations", 2, (int64_t[]){d, d});
+  int r1 = node(g, "Relu", &c1, 1);
+  int c2 = node(g, "Conv", (int[]){r1, w2}, 2);
+  set_ints(g, "pads", 4, pads);
+  set_ints(g, "dilations", 2, (int64_t[]){d, d});
+  set_output(g, node(g, "Relu", &c2, 1));
+  return g;
+}
+
+static const int64_t same2[4] = {2, 2, 2, 2}, odd[4] = {3, 3, 1, 1};
+
+static void expect_same(ts_graph *a, ts_graph *b, ts_graph_exec_mode mode,
+                        const char *what) {
+  ts_graph_tensor x[8], y[8];
+  int n = run_seeded(a, mode, x, 7);
+  run_seeded(b, mode, y, 7);
+  assert_same_outputs(x, y, n, what);
+  for (int i = 0; i < n; i++) free(x[i].data), free(y[i].data);
+}
+
+static void test_dilated_chain(void **state) {
+  (void)state;
+  ts_error err;
+  ts_graph *plain = dilated_chain(24, 2, same2),
+           *pet = dilated_chain(24, 2, same2);
+  assert_int_equal(ts_graph_set_pet(pet, NULL, &err), TS_OK);
+  assert_int_equal(ts_graph_run_passes(plain, "winograd", &err), TS_OK);
+  if (ts_graph_run_passes(pet, "winograd", &err)) fail_msg("%s", err.msg);
+  ts_pet_report r;
+  const char *log;
+  ts_graph_pet_report(pet, &r, &log);
+  /* both convs: space to batch (exact), each also split into rows
+   * (corrected, kept out by its cost) */
+  assert_int_equal(r.generated, 4);
+  assert_int_equal(r.exact, 2);
+  assert_int_equal(r.corrected, 2);
+  assert_int_equal(r.wrong, 0);
+  assert_int_equal(r.applied, 2);
+  assert_int_equal(r.relayouts_cancelled, 1);
+  assert_non_null(strstr(log, "dilated_to_batch: 9 boxes, 0 differ"));
+  /* the dense convs went to Winograd; a dilated one cannot */
+  assert_int_equal(ts_graph_count_op(plain, "WinogradInput"), 0);
+  assert_int_equal(ts_graph_count_op(pet, "WinogradInput"), 2);
+  /* NCHW -> NHWC, space to batch, batch to space, NHWC -> NCHW */
+  assert_int_equal(ts_graph_count_op(pet, "Transpose"), 4);
+  expect_same(plain, pet, TS_GRAPH_INTERPRET, "pet (reference kernels)");
+  ts_graph_free(plain);
+  ts_graph_free(pet);
+  /* compiled, through fusion */
+  plain = dilated_chain(24, 2, same2), pet = dilated_chain(24, 2, same2);
+  assert_int_equal(ts_graph_set_pet(pet, NULL, &err), TS_OK);
+  assert_int_equal(ts_graph_run_passes(plain, NULL, &err), TS_OK);
+  assert_int_equal(ts_graph_run_passes(pet, NULL, &err), TS_OK);
+  assert_int_equal(ts_graph_verify(pet, &err), TS_OK);
+  expect_same(plain, pet, TS_GRAPH_COMPILE, "pet (compiled)");
+  ts_graph_free(plain);
+  ts_graph_free(pet);
+}
+
+/* Pads that are not multiples of the dilation: the dense conv's pads are
+ * rounded (down at the start, up at the end) and every row reads its
+ * neighbours shifted by one: caught everywhere, never applied. */
+static void test_dilated_odd_pad(void **state) {
+  (void)state;
+  ts_error err;
+  ts_graph *plain = dilated_chain(24, 2, odd), *pet = dilated_chain(24, 2, odd);
+  ts_pet_options o = {.only = "dilated_to_batch", .apply_all = true};
+  assert_int_equal(ts_graph_set_pet(pet, &o, &err), TS_OK);
+  assert_int_equal(ts_graph_run_passes(plain, "pet", &err), TS_OK);
+  if (ts_graph_run_passes(pet, "pet", &err)) fail_msg("%s", err.msg);
+  ts_pet_report r;
+  ts_graph_pet_report(pet, &r, NULL);
+  assert_int_equal(r.generated, 2);
+  assert_int_equal(r.wrong, 2);
+  assert_int_equal(r.applied, 0);
+  expect_same(plain, pet, TS_GRAPH_INTERPRET, "pet, odd pads");
+  ts_graph_free(plain);
+  ts_graph_free(pet);
+}
+
+/* Every mutant the generator makes on the small zoo models, corrected and
+ * applied whatever its cost, computes what the original does. */
+static void test_zoo_mutants_corrected(void **state) {
+  (void)state;
+  static const char *const models[] = {"csrnet_small", "resnet50_small",
+                                       "mobilenet_v2_small"};
+  static const char *const kinds[] = {"split_rows", "dilated_to_batch"};
+  for (int m = 0; m < 3; m++)
+    for (int k = 0; k < 2; k++) {
+      if (k == 1 && m != 0) continue; /* dilations: CSRNet only */
+      ts_error err;
+      ts_graph *plain = load_model(models[m], NULL, 0, "none", &err);
+      ts_graph *pet = load_model(models[m], NULL, 0, "none", &err);
+      if (!plain || !pet) fail_msg("%s: %s", models[m], err.msg);
+      ts_pet_options o = {.only = kinds[k], .apply_all = true};
+      assert_int_equal(ts_graph_set_pet(pet, &o, &err), TS_OK);
+      assert_int_equal(ts_graph_run_passes(plain, "pet", &err), TS_OK);
+      if (ts_graph_run_passes(pet, "pet", &err))
+        fail_msg("%s: %s", models[m], err.msg);
+      ts_pet_report r;
+      ts_graph_pet_report(pet, &r, NULL);
+      if (r.applied == 0 || r.wrong || r.unchecked)
+        fail_msg("%s, %s: %d applied, %d wrong, %d not checked", models[m],
+                 kinds[k], r.applied, r.wrong, r.unchecked);
+      assert_int_equal(r.applied, r.exact + r.corrected);
+      if (k == 0) assert_true(r.corrected > 0);
+      char what[128];
+      snprintf(what, sizeof what, "%s with every %s mutant", models[m],
+               kinds[k]);
+      expect_same(plain, pet, TS_GRAPH_INTERPRET, what);
+      ts_graph_free(plain);
+      ts_graph_free(pet);
+    }
+}
+
+/* ---- deliberately wrong mutants ---- */
+
+/* x [1, 32, 12, 12] -> 3x3 conv, pad 1 (24 channels, bias). */
+static ts_graph *one_conv(void) {
+  ts_graph *g = ts_graph_new("one");
+  int x = add_input(g, "x", (int64_t[]){1, 32, 12, 12});
+  int c =
+      node(g, "Conv",
+           (int[]){x, conv_weights(g, "w", 24, 32, 3, 3), bias(g, "b", 24)}, 3);
+  set_ints(g, "pads", 4, (int64_t[]){1, 1, 1, 1});
+  set_output(g, c);
+  return g;
+}
+
+/* the same conv with pads [0, 1, 2, 1]: every row reads one row lower */
+static int mut_off_by_one(ts_graph *g, const gr_node *n, pet_mutant *m,
+                          ts_error *err) {
+  if (strcmp(n->op, "Conv")) return 0;
+  int v = pet_emit(g, m, "Conv", n->inputs, n->n_inputs, n, err);
+  if (v < 0) return v;
+  pet_set_ints(g, m, "pads", 4, (int64_t[]){0, 1, 2, 1});
+  if (gr_infer_node(g, &m->nodes[m->n - 1], err)) return -1;
+  m->out = v;
+  m->kind = "off_by_one_pad";
+  return 1;
+}
+
+static int infer(ts_graph *g, pet_mutant *m, ts_error *err) {
+  return gr_infer_node(g, &m->nodes[m->n - 1], err)
+             ? -1
+             : m->nodes[m->n - 1].outputs[0];
+}
+
+/* H and W swapped on the way in and out: the weights act transposed */
+static int mut_swapped(ts_graph *g, const gr_node *n, pet_mutant *m,
+                       ts_error *err) {
+  if (strcmp(n->op, "Conv")) return 0;
+  int v = pet_emit(g, m, "Transpose", n->inputs, 1, NULL, err);
+  pet_set_ints(g, m, "perm", 4, (int64_t[]){0, 2, 1, 3});
+  if ((v = infer(g, m, err)) < 0) return v;
+  int ins[3] = {v, n->inputs[1], n->inputs[2]};
+  v = pet_emit(g, m, "Conv", ins, 3, n, err);
+  if ((v = infer(g, m, err)) < 0) return v;
+  v = pet_emit(g, m, "Transpose", &v, 1, NULL, err);
+  pet_set_ints(g, m, "perm", 4, (int64_t[]){0, 2, 1, 3});
+  if ((v = infer(g, m, err)) < 0) return v;
+  m->out = v;
+  m->kind = "swapped_axes";
+  return 1;
+}
+
+/* the conv's last row replaced by the row before it */
+static int mut_dropped_row(ts_graph *g, const gr_node *n, pet_mutant *m,
+                           ts_error *err) {
+  if (strcmp(n->op, "Conv")) return 0;
+  int c = pet_emit(g, m, "Conv", n->inputs, n->n_inputs, n, err);
+  if ((c = infer(g, m, err)) < 0) return c;
+  int64_t h = g->values[c].shape[1];
+  int pieces[2];
+  for (int k = 0; k < 2; k++) {
+    int64_t lo = k ? h - 2 : 0, hi = k ? h - 1 : h - 1, ax = 1;
+    int s = pet_int64s(g, "s", 1, &lo), e = pet_int64s(g, "e", 1, &hi),
+        a = pet_int64s(g, "a", 1, &ax);
+    pet_emit(g, m, "Slice", (int[]){c, s, e, a}, 4, NULL, err);
+    if ((pieces[k] = infer(g, m, err)) < 0) return -1;
+  }
+  pet_emit(g, m, "Concat", pieces, 2, NULL, err);
+  gr_node_set_attr(g, &m->nodes[m->n - 1],
+                   (gr_attr){.name = "axis", .kind = GR_ATTR_INT, .i = 1});
+  if ((m->out = infer(g, m, err)) < 0) return -1;
+  m->kind = "dropped_row";
+  return 1;
+}
+
+static void test_wrong_mutants(void **state) {
+  (void)state;
+  static const pet_mutator fns[] = {mut_off_by_one, mut_swapped,
+                                    mut_dropped_row};
+  static const char *const kinds[] = {"off_by_one_pad", "swapped_axes",
+                                      "dropped_row"};
+  for (int k = 0; k < 3; k++) {
+    ts_error err;
+    ts_graph *plain = one_conv(), *pet = one_conv();
+    ts_pet_options o = {.only = kinds[k], .apply_all = true};
+    assert_int_equal(ts_graph_set_pet(pet, &o, &err), TS_OK);
+    assert_int_equal(pet_add_mutator(pet, kinds[k], fns[k], &err), TS_OK);
+    assert_int_equal(ts_graph_run_passes(plain, "pet", &err), TS_OK);
+    if (ts_graph_run_passes(pet, "pet", &err)) fail_msg("%s", err.msg);
+    ts_pet_report r;
+    const char *log;
+    ts_graph_pet_report(pet, &r, &log);
+    assert_int_equal(r.generated, 1);
+    assert_int_equal(r.exact, 0); /* caught */
+    if (k < 2) {
+      /* differs everywhere: no band covers it, never applied */
+      assert_int_equal(r.wrong, 1);
+      assert_int_equal(r.applied, 0);
+      assert_non_null(strstr(log, "dropped"));
+    } else {
+      /* the last row's boxes differ; one band of the original fixes them */
+      assert_int_equal(r.corrected, 1);
+      assert_int_equal(r.applied, 1);
+    }
+    expect_same(plain, pet, TS_GRAPH_INTERPRET, kinds[k]);
+    ts_graph_free(plain);
+    ts_graph_free(pet);
+  }
+}
+
+/* The checker's boxes for the dropped row: exactly those of the last row
+ * differ. */
+static void test_boxes_of_dropped_row(void **state) {
+  (void)state;
+  ts_error err;
+  ts_graph *g = one_conv();
+  assert_int_equal(ts_graph_run_passes(g, "layout", &err), TS_OK);
+  const gr_node *conv = NULL;
+  for (int i = 0; i < g->n_nodes; i++)
+    if (!strcmp(g->nodes[i].op, "Conv")) conv = &g->nodes[i];
+  assert_non_null(conv);
+  gr_node n = *conv;
+  pet_mutant *m = calloc(1, sizeof *m);
+  assert_int_equal(mut_dropped_row(g, &n, m, &err), 1);
+  pet_prog orig = {&n, 1}, mp = {m->nodes, m->n};
+  pet_check_opts o = {2, 11, 4096, 4096};
+  pet_check_result res;
+  assert_int_equal(
+      pet_check(g, &orig, n.outputs[0], &mp, m->out, &o, &res, &err), TS_OK);
+  /* rows {0, 1, 11, 12} x columns {0, 1, 11, 12} */
+  assert_int_equal(res.n_boxes, 9);
+  assert_int_equal(res.n_diff, 3);
+  for (int64_t i = 0; i < res.n_diff; i++) {
+    assert_int_equal(res.diff[i].lo[1], 11);
+    assert_int_equal(res.diff[i].hi[1], 12);
+  }
+  /* m + 1 = 5 positions, t = 2 each; a differing box stops at its first */
+  assert_int_equal(res.n_points, 6 * 5 * 2 + 3 * 1);
+  pet_check_result_free(&res);
+  /* reproducible: the same seed, the same values; another seed, others */
+  int64_t idx[4] = {0, 3, 4, 5};
+  bool ok;
+  double a = pet_eval_point(g, &orig, n.outputs[0], idx, 11, 0, &ok);
+  assert_true(ok);
+  assert_true(a == pet_eval_point(g, &orig, n.outputs[0], idx, 11, 0, &ok));
+  assert_true(a != pet_eval_point(g, &orig, n.outputs[0], idx, 12, 0, &ok));
+  assert_true(a != pet_eval_point(g, &orig, n.outputs[0], idx, 11, 1, &ok));
+  free(m);
+  ts_graph_free(g);
+}
+
+/* A mutant through an operator the checker cannot evaluate is not checked
+ * and not applied. */
+static int mut_relu(ts_graph *g, const gr_node *n, pet_mutant *m,
+                    ts_error *err) {
+  if (strcmp(n->op, "Conv")) return 0;
+  int c = pet_emit(g, m, "Conv", n->inputs, n->n_inputs, n, err);
+  if ((c = infer(g, m, err)) < 0) return c;
+  pet_emit(g, m, "Relu", &c, 1, NULL, err);
+  if ((m->out = infer(g, m, err)) < 0) return -1;
+  return 1;
+}
+
+static void test_unchecked_and_options(void **state) {
+  (void)state;
+  ts_error err;
+  ts_graph *g = one_conv();
+  ts_pet_options o = {.only = "relu", .apply_all = true};
+  assert_int_equal(ts_graph_set_pet(g, &o, &err), TS_OK);
+  assert_int_equal(pet_add_mutator(g, "relu", mut_relu, &err), TS_OK);
+  assert_int_equal(ts_graph_run_passes(g, "pet", &err), TS_OK);
+  ts_pet_report r;
+  const char *log;
+  ts_graph_pet_report(g, &r, &log);
+  assert_int_equal(r.unchecked, 1);
+  assert_int_equal(r.applied, 0);
+  assert_non_null(strstr(log, "not checked (PET cannot check through Relu"));
+  assert_int_equal(ts_graph_count_op(g, "Relu"), 0);
+  ts_graph_free(g);
+  g = one_conv();
+  ts_pet_options bad = {.trials = -1};
+  assert_int_equal(ts_graph_set_pet(g, &bad, &err), TS_EINVAL);
+  bad = (ts_pet_options){.min_gain = 1.5};
+  assert_int_equal(ts_graph_set_pet(g, &bad, &err), TS_EINVAL);
+  assert_int_equal(pet_add_mutator(g, "x", mut_relu, &err), TS_EINVAL);
+  /* off: the pass does nothing and reports zeros */
+  assert_int_equal(ts_graph_run_passes(g, "pet", &err), TS_OK);
+  ts_graph_pet_report(g, &r, &log);
+  assert_int_equal(r.generated, 0);
+  assert_string_equal(log, "");
+  ts_graph_free(g);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_dilated_chain),
+      cmocka_unit_test(test_dilated_odd_pad),
+      cmocka_unit_test(test_zoo_mutants_corrected),
+      cmocka_unit_test(test_wrong_mutants),
+      cmocka_unit_test(test_boxes_of_dropped_row),
+      cmocka_unit_test(test_unchecked_and_options),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
