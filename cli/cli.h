@@ -145,6 +145,10 @@ extern const char cli_pass_usage[];
 bool cli_quantizing(void);
 /* Whether --pet was given. */
 bool cli_pet_on(void);
+/* Before cli_import_model: the pet pass weighs its candidates by the
+ * latencies of db on target (compile), or builds their tasks for tuning
+ * (collect_tasks: tune --model). */
+void cli_pet_measure(ts_db *db, const char *target, bool collect_tasks);
 /* With --pet: one line of what the pass did (each: the line of every
  * mutant first, all as '# ' comments). */
 void cli_pet_summary(const ts_graph *g, FILE *f, bool each);

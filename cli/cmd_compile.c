@@ -249,6 +249,15 @@ int cmd_compile(int argc, char **argv) {
   ts_graph *g = NULL;
   ts_db *db = NULL;
   rc = EXIT_FAIL;
+  if (db_path) { /* before the passes: --pet weighs candidates by it */
+    ts_db_options dbo = ts_db_defaults();
+    dbo.read_only = true;
+    if (ts_db_open(db_path, &dbo, &db, &err) != TS_OK) {
+      cli_error("cannot open the database", &err);
+      goto done;
+    }
+    cli_pet_measure(db, target, false);
+  }
   double t0 = ts_now_seconds();
   if (cli_import_model(model, shapes, n_shapes, &g) != EXIT_OK) goto done;
   double t1 = ts_now_seconds();
@@ -266,14 +275,6 @@ int cmd_compile(int argc, char **argv) {
             "quantized: %d convolution%s and matrix product%s int8, %d kept "
             "float32\n",
             n8, n8 == 1 ? "" : "s", n8 == 1 ? "" : "s", n32);
-  }
-  if (db_path) {
-    ts_db_options dbo = ts_db_defaults();
-    dbo.read_only = true;
-    if (ts_db_open(db_path, &dbo, &db, &err) != TS_OK) {
-      cli_error("cannot open the database", &err);
-      goto done;
-    }
   }
   ts_graph_compile_options co;
   memset(&co, 0, sizeof co);

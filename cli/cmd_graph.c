@@ -39,7 +39,7 @@ static const char graph_usage[] =
     "                   --interpret it runs in tir's reference interpreter\n"
     "  --after PASS     stop after PASS: none (the imported graph), shape,\n"
     "                   fold, dce, cse, bn_fold, patterns, lower, layout,\n"
-    "                   winograd, fuse\n"
+    "                   pet, quantize, winograd, fuse\n"
     "                   (default: all)\n"
     "  --layout nhwc|nchw  2-D convolutions channels-last (nhwc, default:\n"
     "                      one transpose at the input) or as the model\n"

@@ -665,6 +665,28 @@ static int resume_settings(tune_args *a, ts_tune_options *o, ts_db *db,
   return EXIT_OK;
 }
 
+/* With --pet: the tasks of the candidates the pet pass weighed (each
+ * built alone) appended to the model's (*gt, *n), those not already there,
+ * so that `compile --pet --db` finds their latencies. */
+static int pet_candidates(const ts_graph *g, ts_graph_task **gt, int *n) {
+  const ts_graph_task *alt;
+  int n_alt = 0, added = 0;
+  ts_graph_pet_candidate_tasks(g, &alt, &n_alt);
+  if (!n_alt) return EXIT_OK;
+  ts_graph_task *all = realloc(*gt, sizeof *all * (size_t)(*n + n_alt));
+  if (!all) return EXIT_FAIL;
+  *gt = all;
+  for (int i = 0; i < n_alt; i++) {
+    bool seen = false;
+    for (int k = 0; k < *n && !seen; k++)
+      seen = ts_hash128_eq(all[k].hash, alt[i].hash);
+    if (!seen) all[(*n)++] = alt[i], added++;
+  }
+  fprintf(stderr, "pet: %d task%s of the candidates it weighed added\n", added,
+          added == 1 ? "" : "s");
+  return EXIT_OK;
+}
+
 /* The tasks of `--model`: the distinct fused groups of the compiled graph,
  * each weighted by how often the graph calls it (the scheduler weighs the
  * latency it can save, so FLOPs count through the latency). funcs[i] are
@@ -672,6 +694,7 @@ static int resume_settings(tune_args *a, ts_tune_options *o, ts_db *db,
  * node"). */
 static int model_tasks(tune_args *a, ts_func **funcs) {
   ts_graph *g = NULL;
+  cli_pet_measure(NULL, NULL, true);
   if (cli_load_model(a->model, a->shapes, a->n_shapes, &g) != EXIT_OK)
     return EXIT_FAIL;
   ts_graph_task *gt = NULL;
@@ -680,6 +703,8 @@ static int model_tasks(tune_args *a, ts_func **funcs) {
   ts_error_clear(&err);
   if (ts_graph_tasks(g, &gt, &n, &err) != TS_OK) {
     cli_error("cannot list the model's tasks", &err);
+  } else if (pet_candidates(g, &gt, &n) != EXIT_OK) {
+    fprintf(stderr, "tessera: error: out of memory\n");
   } else if (n == 0) {
     fprintf(stderr, "tessera: error: model '%s' has no task to tune\n",
             a->model);

@@ -68,6 +68,12 @@ const char cli_pass_usage[] =
 bool cli_quantizing(void) { return quant_profile != NULL; }
 bool cli_pet_on(void) { return pet_on; }
 
+void cli_pet_measure(ts_db *db, const char *target, bool collect_tasks) {
+  pet_opts.db = db;
+  pet_opts.target = target;
+  pet_opts.collect_tasks = collect_tasks;
+}
+
 void cli_pet_summary(const ts_graph *g, FILE *f, bool each) {
   if (!pet_on) return;
   ts_pet_report r;

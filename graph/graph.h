@@ -338,16 +338,26 @@ void ts_graph_quant_counts(const ts_graph *g, int *int8, int *float32);
 /* How the `pet` pass (after `layout`) searches. Zero fields take the
  * defaults. */
 typedef struct ts_pet_options {
-  int trials;        /* t: random input sets per checked position (2) */
-  uint64_t seed;     /* of the random inputs and positions (1) */
-  double min_gain;   /* apply a mutant only when its estimated cost is this
-                        fraction below the original's (0.05) */
-  int64_t max_boxes; /* boxes per output past which a mutant is not
-                        checked (and not applied) (4096) */
-  const char *only;  /* try only the mutator of this kind (NULL: all) */
-  bool apply_all;    /* apply every checked (and corrected) mutant whatever
-                        its cost, the last one tried where a node has
-                        several: for testing */
+  int trials;         /* t: random input sets per checked position (2) */
+  uint64_t seed;      /* of the random inputs and positions (1) */
+  double min_gain;    /* apply a mutant only when its estimated cost is this
+                         fraction below the original's (0.05) */
+  int64_t max_boxes;  /* boxes per output past which a mutant is not
+                         checked (and not applied) (4096) */
+  int top_k;          /* candidates per subprogram weighed by measurement,
+                         the original included (2); mutants estimated more
+                         than 10 % dearer than the original are not */
+  struct ts_db *db;   /* the tuning database: when every task of every
+                         weighed candidate (each built alone) has a record
+                         on `target`, the choice is by those latencies,
+                         otherwise by the estimate (NULL: the estimate) */
+  const char *target; /* NULL: this host ("llvm") */
+  bool collect_tasks; /* build the weighed candidates' tasks even without a
+                         database (ts_graph_pet_candidate_tasks) */
+  const char *only;   /* try only the mutator of this kind (NULL: all) */
+  bool apply_all;     /* apply every checked (and corrected) mutant whatever
+                         its cost, the last one tried where a node has
+                         several: for testing */
 } ts_pet_options;
 /* Turns the pet pass on for g (o NULL: the defaults); TS_EINVAL for a
  * negative field. */
@@ -367,6 +377,12 @@ typedef struct ts_pet_report {
 /* The report and, in *log (may be NULL), one line per mutant (owned by
  * the graph; "" when the pass did not run). */
 void ts_graph_pet_report(const ts_graph *g, ts_pet_report *r, const char **log);
+/* The tasks of every candidate the pass weighed by measurement (the
+ * original and its best mutants, each built alone; with a database or
+ * collect_tasks), owned by the graph: `tune --model --pet` measures them
+ * so that `compile --pet --db` chooses by latency. */
+int ts_graph_pet_candidate_tasks(const ts_graph *g, const ts_graph_task **tasks,
+                                 int *n);
 
 /* ========================================================================
  * Memory planning (graph/plan.c)

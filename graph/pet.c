@@ -44,6 +44,10 @@
 
 #include "winograd.h"
 
+#include "codegen/codegen.h"
+#include "db/db.h"
+
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,10 +66,30 @@ struct gr_pet_setup {
   const char *kinds[MAX_MUTATORS];
   pet_mutator fns[MAX_MUTATORS];
   int n_mut;
+  char *target; /* canonical, for the database's records */
+  /* the tasks of the candidates weighed by measurement (each built alone),
+   * for tune to measure */
+  ts_graph_task *alts;
+  ts_func **alt_funcs;
+  char **alt_names;
+  int n_alt, cap_alt;
 };
+
+static void alts_clear(gr_pet_setup *p) {
+  for (int i = 0; i < p->n_alt; i++) {
+    ts_func_free(p->alt_funcs[i]);
+    free(p->alt_names[i]);
+  }
+  p->n_alt = 0;
+}
 
 void gr_pet_setup_free(gr_pet_setup *p) {
   if (!p) return;
+  alts_clear(p);
+  free(p->alts);
+  free(p->alt_funcs);
+  free(p->alt_names);
+  free(p->target);
   free(p->log);
   free(p);
 }
@@ -376,6 +400,154 @@ static double cost_us(const ts_graph *g, const gr_node *nodes, int n) {
   return c;
 }
 
+/* ---- measured costs: each candidate built alone ---- */
+
+/* The candidate nodes[0..n) (topological, out the value it computes) as a
+ * graph of its own: the values it reads from outside are its inputs (a
+ * constant stays a constant), out its output. NULL when out of memory. */
+static ts_graph *candidate_graph(const ts_graph *g, const gr_node *nodes, int n,
+                                 int out) {
+  ts_graph *c = ts_graph_new("pet_candidate");
+  int *map = malloc(sizeof(int) * (size_t)g->n_values);
+  int *ins = malloc(sizeof(int) * (size_t)(g->n_values + 1));
+  int n_ins = 0;
+  bool ok = c && map && ins;
+  if (ok) {
+    c->no_winograd = g->no_winograd;
+    for (int v = 0; v < g->n_values; v++) map[v] = -1;
+  }
+  for (int i = 0; ok && i < n; i++) {
+    const gr_node *nd = &nodes[i];
+    int vin[PET_MAX_NODES], vout[4];
+    if (nd->n_inputs > PET_MAX_NODES || nd->n_outputs > 4) ok = false;
+    for (int k = 0; ok && k < nd->n_inputs; k++) {
+      int v = nd->inputs[k];
+      if (v >= 0 && map[v] < 0) {
+        const gr_value *x = &g->values[v];
+        if (gr_is_const(g, v)) {
+          map[v] = gr_const_add(c, x->name, x->dtype, x->ndim, x->shape,
+                                gr_const_data(g, v));
+        } else {
+          map[v] = gr_value_add(c, x->name, x->dtype, x->ndim, x->shape);
+          if (map[v] >= 0) {
+            c->values[map[v]].is_input = true;
+            c->values[map[v]].layout = ts_arena_strdup(c->arena, x->layout);
+            ins[n_ins++] = map[v];
+          }
+        }
+        ok = map[v] >= 0;
+      }
+      vin[k] = v < 0 ? -1 : map[v];
+    }
+    for (int k = 0; ok && k < nd->n_outputs; k++) {
+      const gr_value *y = &g->values[nd->outputs[k]];
+      vout[k] = map[nd->outputs[k]] =
+          gr_value_add(c, y->name, y->dtype, y->ndim, y->shape);
+      c->values[vout[k]].layout = ts_arena_strdup(c->arena, y->layout);
+    }
+    if (!ok) break;
+    gr_node *cn = gr_node_add(c, nd->op, nd->name, vin, nd->n_inputs, vout,
+                              nd->n_outputs);
+    for (int a = 0; a < nd->n_attrs; a++) gr_node_set_attr(c, cn, nd->attrs[a]);
+  }
+  if (ok && map[out] >= 0) {
+    c->inputs = ts_arena_alloc(c->arena, sizeof(int) * (size_t)(n_ins + 1));
+    memcpy(c->inputs, ins, sizeof(int) * (size_t)n_ins);
+    c->n_inputs = n_ins;
+    c->outputs = ts_arena_alloc(c->arena, sizeof(int));
+    c->outputs[0] = map[out];
+    c->n_outputs = 1;
+  } else {
+    ts_graph_free(c);
+    c = NULL;
+  }
+  free(map);
+  free(ins);
+  return c;
+}
+
+/* Adds task t of a candidate to the alternatives (once per hash, the
+ * calls summed). */
+static int add_alt(gr_pet_setup *s, const ts_graph_task *t, const char *name) {
+  for (int i = 0; i < s->n_alt; i++)
+    if (ts_hash128_eq(s->alts[i].hash, t->hash)) {
+      s->alts[i].count += t->count;
+      return TS_OK;
+    }
+  if (s->n_alt == s->cap_alt) {
+    int cap = s->cap_alt ? s->cap_alt * 2 : 16;
+    ts_graph_task *a = realloc(s->alts, sizeof *a * (size_t)cap);
+    if (a) s->alts = a;
+    ts_func **f = realloc(s->alt_funcs, sizeof *f * (size_t)cap);
+    if (f) s->alt_funcs = f;
+    char **nm = realloc(s->alt_names, sizeof *nm * (size_t)cap);
+    if (nm) s->alt_names = nm;
+    if (!a || !f || !nm) return TS_ENOMEM;
+    s->cap_alt = cap;
+  }
+  ts_func *f = ts_func_copy(t->func);
+  char *nm = strdup(name);
+  if (!f || !nm) {
+    ts_func_free(f);
+    free(nm);
+    return TS_ENOMEM;
+  }
+  int i = s->n_alt++;
+  s->alt_funcs[i] = f;
+  s->alt_names[i] = nm;
+  s->alts[i] = *t;
+  s->alts[i].func = f;
+  s->alts[i].first_node = nm;
+  s->alts[i].vendor = NULL;
+  return TS_OK;
+}
+
+/* The candidate's tasks (built alone: winograd and fusion run on it),
+ * added to the alternatives under `name`; *seconds their calls times
+ * their best latency on the target, NAN when there is no database or a
+ * task has no record. */
+static int candidate_cost(ts_graph *g, gr_pet_setup *s, const gr_node *nodes,
+                          int n, int out, const char *name, double *seconds,
+                          ts_error *err) {
+  *seconds = NAN;
+  ts_graph *c = candidate_graph(g, nodes, n, out);
+  if (!c) return TS_ERR(err, TS_ENOMEM, "pet: out of memory");
+  ts_graph_task *t = NULL;
+  int nt = 0;
+  ts_error cerr;
+  if (ts_graph_winograd(c, &cerr) || ts_graph_fuse(c, &cerr) ||
+      ts_graph_tasks(c, &t, &nt, &cerr)) {
+    logf_(s, "  %s: no tasks (%s)", name, cerr.msg);
+    ts_graph_free(c);
+    return TS_OK;
+  }
+  double sum = 0;
+  int rc = TS_OK;
+  for (int i = 0; i < nt && !rc; i++) {
+    rc = add_alt(s, &t[i], name);
+    ts_db_record rec;
+    memset(&rec, 0, sizeof rec);
+    if (s->o.db && s->target &&
+        ts_db_best_by_func(s->o.db, t[i].func, s->target, &rec) == TS_OK)
+      sum += t[i].count * ts_db_record_seconds(&rec);
+    else
+      sum = NAN;
+    ts_db_record_clear(&rec);
+  }
+  free(t);
+  ts_graph_free(c);
+  if (rc) return TS_ERR(err, rc, "pet: out of memory");
+  *seconds = sum;
+  return TS_OK;
+}
+
+int ts_graph_pet_candidate_tasks(const ts_graph *g, const ts_graph_task **tasks,
+                                 int *n) {
+  *tasks = g->pet ? g->pet->alts : NULL;
+  *n = g->pet ? g->pet->n_alt : 0;
+  return TS_OK;
+}
+
 /* ---- re-layout cancellation ---- */
 
 static const gr_node *prod(const ts_graph *g, int v) {
@@ -512,8 +684,26 @@ int ts_graph_set_pet(ts_graph *g, const ts_pet_options *o, ts_error *err) {
   if (!d.seed) d.seed = 1;
   if (!d.min_gain) d.min_gain = 0.05;
   if (!d.max_boxes) d.max_boxes = 4096;
+  if (d.top_k < 0)
+    return TS_ERR(err, TS_EINVAL, "pet options: top_k must not be negative");
+  if (!d.top_k) d.top_k = 2;
+  char *target = NULL;
+  if (d.db) { /* the records are looked up under the canonical name */
+    ts_target *t = NULL;
+    int rc = ts_target_parse(d.target ? d.target : "llvm", &t, err);
+    if (rc) return rc;
+    target = strdup(ts_target_str(t));
+    ts_target_free(t);
+    if (!target) return TS_ERR(err, TS_ENOMEM, "out of memory");
+  }
+  d.target = NULL;
   gr_pet_setup *s = g->pet ? g->pet : calloc(1, sizeof *s);
-  if (!s) return TS_ERR(err, TS_ENOMEM, "out of memory");
+  if (!s) {
+    free(target);
+    return TS_ERR(err, TS_ENOMEM, "out of memory");
+  }
+  free(s->target);
+  s->target = target;
   if (!g->pet) {
     s->kinds[0] = "dilated_to_batch", s->fns[0] = mut_dilated;
     s->kinds[1] = "split_rows", s->fns[1] = mut_split_rows;
@@ -560,90 +750,166 @@ static void shape_text(const gr_value *v, char *buf, size_t size) {
   if (k < size) snprintf(buf + k, size - k, "]");
 }
 
-/* Tries every mutator on node n; the cheapest checked candidate (copied
- * into *best) or 0 when the original stays. */
+/* A candidate of a node: the original (m NULL) or a checked mutant. */
+typedef struct cand {
+  pet_mutant *m;
+  double est_us, measured_s;
+  char what[400]; /* the check's line */
+} cand;
+
+static int cmp_cand(const void *p, const void *q) {
+  const cand *a = p, *b = q;
+  return (a->est_us > b->est_us) - (a->est_us < b->est_us);
+}
+
+/* Checks mutant m of n (correcting it where it differs); 1 when it holds,
+ * 0 when it was dropped (logged). */
+static int check_mutant(ts_graph *g, gr_pet_setup *s, const gr_node *n,
+                        pet_mutant *m, char *what, size_t what_size,
+                        ts_error *err) {
+  pet_prog orig = {n, 1}, mp = {m->nodes, m->n};
+  pet_check_opts co = {s->o.trials, s->o.seed, s->o.max_boxes, 4096};
+  pet_check_result res;
+  ts_error cerr;
+  int y = n->outputs[0];
+  char shape[128];
+  shape_text(&g->values[y], shape, sizeof shape);
+  if (pet_check(g, &orig, y, &mp, m->out, &co, &res, &cerr)) {
+    s->r.unchecked++;
+    logf_(s, "%s %s %s: %s: not checked (%s)", n->op, n->name, shape, m->kind,
+          cerr.msg);
+    return 0;
+  }
+  s->r.verified++;
+  s->r.boxes += res.n_boxes;
+  s->r.points += res.n_points;
+  int64_t n_diff = res.n_diff;
+  snprintf(what, what_size, "%s %s %s: %s: %lld boxes, %lld differ", n->op,
+           n->name, shape, m->kind, (long long)res.n_boxes, (long long)n_diff);
+  if (!n_diff) {
+    pet_check_result_free(&res);
+    s->r.exact++;
+    return 1;
+  }
+  int rc = correct(g, n, m, &res, err);
+  pet_check_result_free(&res);
+  if (rc < 0) return rc;
+  pet_check_result again = {0};
+  mp = (pet_prog){m->nodes, m->n};
+  if (rc == 0 || pet_check(g, &orig, y, &mp, m->out, &co, &again, &cerr) ||
+      again.n_diff) {
+    s->r.wrong++;
+    logf_(s, "%s; %s, dropped", what,
+          rc == 0 ? "no correction covers them"
+                  : "still differs after correction");
+    pet_check_result_free(&again);
+    return 0;
+  }
+  s->r.points += again.n_points;
+  pet_check_result_free(&again);
+  s->r.corrected++;
+  size_t len = strlen(what);
+  snprintf(what + len, what_size - len, ", corrected");
+  return 1;
+}
+
+/* Tries every mutator on node n; the chosen mutant (copied into *best),
+ * or 0 when the original stays. */
 static int try_node(ts_graph *g, gr_pet_setup *s, const gr_node *n,
                     pet_mutant *best, ts_error *err) {
-  pet_prog orig = {n, 1};
-  double base = cost_us(g, n, 1), best_cost = base * (1 - s->o.min_gain);
-  int y = n->outputs[0], found = 0, tried = 0;
-  pet_check_opts co = {s->o.trials, s->o.seed, s->o.max_boxes, 4096};
-  char shape[128];
-  for (int k = 0; k < s->n_mut; k++) {
+  cand *c = calloc(MAX_MUTATORS + 1, sizeof *c);
+  if (!c) return TS_ERR(err, TS_ENOMEM, "out of memory");
+  int nc = 1, rc = 0;
+  c[0].est_us = cost_us(g, n, 1);
+  c[0].measured_s = NAN;
+  for (int k = 0; k < s->n_mut && rc >= 0; k++) {
     if (s->o.only && strcmp(s->o.only, s->kinds[k])) continue;
     pet_mutant *m = calloc(1, sizeof *m);
-    if (!m) return TS_ERR(err, TS_ENOMEM, "out of memory");
-    int rc = s->fns[k](g, n, m, err);
+    if (!m) {
+      rc = TS_ERR(err, TS_ENOMEM, "out of memory");
+      break;
+    }
+    rc = s->fns[k](g, n, m, err);
     if (rc <= 0) {
       free(m);
-      if (rc < 0) return rc;
       continue;
     }
     if (!m->kind) m->kind = s->kinds[k];
-    if (!tried++) s->r.subprograms++;
+    if (nc == 1) s->r.subprograms++;
     s->r.generated++;
-    pet_prog mp = {m->nodes, m->n};
-    pet_check_result res;
-    ts_error cerr;
-    shape_text(&g->values[y], shape, sizeof shape);
-    if (pet_check(g, &orig, y, &mp, m->out, &co, &res, &cerr)) {
-      s->r.unchecked++;
-      logf_(s, "%s %s %s: %s: not checked (%s)", n->op, n->name, shape, m->kind,
-            cerr.msg);
+    rc = check_mutant(g, s, n, m, c[nc].what, sizeof c[nc].what, err);
+    if (rc <= 0) {
       free(m);
       continue;
     }
-    s->r.verified++;
-    s->r.boxes += res.n_boxes;
-    s->r.points += res.n_points;
-    int64_t n_diff = res.n_diff, n_boxes = res.n_boxes;
-    char what[160];
-    snprintf(what, sizeof what, "%lld boxes, %lld differ", (long long)n_boxes,
-             (long long)n_diff);
-    if (n_diff) {
-      rc = correct(g, n, m, &res, err);
-      pet_check_result_free(&res);
-      if (rc < 0) {
-        free(m);
-        return rc;
-      }
-      pet_check_result again = {0};
-      mp = (pet_prog){m->nodes, m->n};
-      if (rc == 0 || pet_check(g, &orig, y, &mp, m->out, &co, &again, &cerr) ||
-          again.n_diff) {
-        s->r.wrong++;
-        logf_(s, "%s %s %s: %s: %s; %s, dropped", n->op, n->name, shape,
-              m->kind, what,
-              rc == 0 ? "no correction covers them"
-                      : "still differs after correction");
-        pet_check_result_free(&again);
-        free(m);
-        continue;
-      }
-      s->r.points += again.n_points;
-      pet_check_result_free(&again);
-      s->r.corrected++;
-    } else {
-      pet_check_result_free(&res);
-      s->r.exact++;
-    }
-    double c = cost_us(g, m->nodes, m->n);
-    bool better = c < best_cost || s->o.apply_all;
-    logf_(s, "%s %s %s: %s: %s%s; est. %.1f -> %.1f us%s", n->op, n->name,
-          shape, m->kind, what, n_diff ? ", corrected" : "", base, c,
-          better ? "" : ", kept the original");
-    if (better) {
-      best_cost = c;
-      *best = *m;
-      found = 1;
-    }
-    free(m);
+    c[nc].m = m;
+    c[nc].est_us = cost_us(g, m->nodes, m->n);
+    c[nc++].measured_s = NAN;
   }
-  if (found) {
-    s->r.cost_before_us += base;
-    s->r.cost_after_us += best_cost;
+  /* rank by the estimate: mutants more than 10 % dearer are pruned, the
+   * top K (the original among them) are weighed by measurement */
+  double base = c[0].est_us;
+  int keep = 0, chosen = 0;
+  for (int i = 1; rc >= 0 && i < nc; i++) {
+    if (c[i].est_us <= base * 1.1 || s->o.apply_all) {
+      c[1 + keep++] = c[i];
+      continue;
+    }
+    logf_(s, "%s; est. %.1f -> %.1f us, pruned", c[i].what, base, c[i].est_us);
+    free(c[i].m);
   }
-  return found;
+  if (rc >= 0) {
+    nc = 1 + keep;
+    qsort(c + 1, (size_t)keep, sizeof *c, cmp_cand);
+  }
+  int weigh = 1 + keep < s->o.top_k ? 1 + keep : s->o.top_k;
+  bool measured = false;
+  if (rc >= 0 && (s->o.db || s->o.collect_tasks) && keep > 0) {
+    measured = true;
+    for (int i = 0; i < weigh && rc >= 0; i++) {
+      char name[300];
+      snprintf(name, sizeof name, "pet %s %s", n->name,
+               c[i].m ? c[i].m->kind : "original");
+      rc = c[i].m ? candidate_cost(g, s, c[i].m->nodes, c[i].m->n, c[i].m->out,
+                                   name, &c[i].measured_s, err)
+                  : candidate_cost(g, s, n, 1, n->outputs[0], name,
+                                   &c[i].measured_s, err);
+      if (!(c[i].measured_s >= 0)) measured = false;
+    }
+  }
+  /* by measurement when every weighed candidate has its latencies */
+  for (int i = 1; rc >= 0 && i < 1 + keep; i++) {
+    bool better;
+    if (measured)
+      better = i < weigh && c[i].measured_s < c[chosen].measured_s &&
+               c[i].measured_s < c[0].measured_s * (1 - s->o.min_gain);
+    else
+      better = c[i].est_us < c[chosen].est_us &&
+               c[i].est_us < base * (1 - s->o.min_gain);
+    if (better || s->o.apply_all) chosen = i;
+  }
+  for (int i = 1; rc >= 0 && i < 1 + keep; i++) {
+    char cost[200];
+    if (measured && i < weigh)
+      snprintf(cost, sizeof cost,
+               "measured %.1f -> %.1f us (est. %.1f -> %.1f)",
+               c[0].measured_s * 1e6, c[i].measured_s * 1e6, base, c[i].est_us);
+    else
+      snprintf(cost, sizeof cost, "est. %.1f -> %.1f us", base, c[i].est_us);
+    logf_(s, "%s; %s%s", c[i].what, cost,
+          i == chosen              ? ""
+          : i < weigh || !measured ? ", kept the original"
+                                   : ", not weighed (top K)");
+  }
+  if (rc >= 0 && chosen) {
+    *best = *c[chosen].m;
+    s->r.cost_before_us += measured ? c[0].measured_s * 1e6 : base;
+    s->r.cost_after_us +=
+        measured ? c[chosen].measured_s * 1e6 : c[chosen].est_us;
+  }
+  for (int i = 1; i < nc; i++) free(c[i].m);
+  free(c);
+  return rc < 0 ? rc : chosen > 0;
 }
 
 int ts_graph_pet(ts_graph *g, ts_error *err) {
@@ -651,6 +917,7 @@ int ts_graph_pet(ts_graph *g, ts_error *err) {
   if (!s) return TS_OK;
   double t0 = now_ms();
   memset(&s->r, 0, sizeof s->r);
+  alts_clear(s);
   s->len = 0;
   if (s->log) s->log[0] = 0;
   gr_list l = {0};
@@ -688,7 +955,8 @@ int ts_graph_pet(ts_graph *g, ts_error *err) {
     if (!rc) rc = ts_graph_eliminate_dead(g, err);
   } else {
     free(l.nodes);
-    rc = ts_graph_eliminate_dead(g, err); /* the mutants' constants */
+    if (s->r.generated) /* the mutants' constants */
+      rc = ts_graph_eliminate_dead(g, err);
   }
   s->r.ms = now_ms() - t0;
   return rc;

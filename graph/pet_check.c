@@ -523,7 +523,11 @@ static void prop_conv(prop *pr, const gr_node *n, splits *out) {
   for (int a = 0; a < 2; a++)
     for (int64_t t = 0; t < c.k[a]; t++)
       take(pr, out, c.sdim + a, &x, c.sdim + a, c.pad[a] - t * c.d[a], c.s[a]);
-  for (int64_t gi = 1; gi < c.group; gi++) sp_add(pr, out, c.cdim, gi * c.cog);
+  /* input channel gi * cig + ci of output channel co in group gi = co /
+   * cog: affine in co within a group, or everywhere when cog = 1
+   * (depthwise) */
+  for (int64_t gi = 1; c.cog > 1 && gi < c.group; gi++)
+    sp_add(pr, out, c.cdim, gi * c.cog);
   sp_free(&x);
   /* output channels split where the weights or the bias are */
   if (!c.block) {
@@ -665,7 +669,7 @@ static bool box_differs(const ts_graph *g, const pet_prog *orig, int y,
         *ok = false;
         return true;
       }
-      if (fabs(a - c) > 1e-7 * (1 + fabs(a) + fabs(c))) return true;
+      if (fabs(a - c) > 1e-9 * (1 + fabs(a) + fabs(c))) return true;
     }
   }
   return false;

@@ -20,8 +20,13 @@
 #include "exec_util.h"
 #include "util.h"
 
+#include "codegen/codegen.h"
+#include "db/db.h"
+
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static void set_output(ts_graph *g, int v) {
   g->outputs = ts_arena_alloc(g->arena, sizeof(int));
@@ -351,6 +356,86 @@ static void test_unchecked_and_options(void **state) {
   ts_graph_free(g);
 }
 
+/* Records for the candidates' tasks: `slow` names the candidate kind
+ * whose tasks take 1 ms each, the others 10 us. */
+static void fill_db(ts_db *db, const ts_graph *g, const char *slow) {
+  const ts_graph_task *t;
+  int n;
+  ts_graph_pet_candidate_tasks(g, &t, &n);
+  assert_true(n > 0);
+  ts_error err;
+  ts_target *tg;
+  assert_int_equal(ts_target_parse("llvm", &tg, &err), TS_OK);
+  for (int i = 0; i < n; i++) {
+    int64_t wid;
+    assert_int_equal(ts_db_commit_workload(db, t[i].func, NULL, &wid), TS_OK);
+    double secs = strstr(t[i].first_node, slow) ? 1e-3 : 1e-5;
+    ts_db_measurement m = {.workload_id = wid,
+                           .target = ts_target_str(tg),
+                           .trace_json =
+                               "{\"version\": 1, \"instructions\": []}",
+                           .run_secs = &secs,
+                           .n_run_secs = 1,
+                           .status = TS_DB_STATUS_OK};
+    if (ts_db_commit_record(db, &m, NULL))
+      fail_msg("commit: %s", ts_db_errmsg(db));
+  }
+  ts_target_free(tg);
+}
+
+/* With a database the choice follows the candidates' measured latencies,
+ * whatever the estimate says; without records for all, the estimate. */
+static void test_measured_choice(void **state) {
+  (void)state;
+  static const char *const slow[2] = {"dilated_to_batch", "original"};
+  for (int k = 0; k < 2; k++) {
+    ts_error err;
+    char path[256];
+    snprintf(path, sizeof path, "%s/pet_test_%d_%d.db", TS_BINARY_DIR, k,
+             (int)getpid());
+    unlink(path);
+    ts_db *db;
+    ts_db_options dbo = ts_db_defaults();
+    assert_int_equal(ts_db_open(path, &dbo, &db, &err), TS_OK);
+    /* the tasks the pass weighs, built for tuning */
+    ts_graph *g = dilated_chain(24, 2, same2);
+    ts_pet_options o = {.collect_tasks = true};
+    assert_int_equal(ts_graph_set_pet(g, &o, &err), TS_OK);
+    assert_int_equal(ts_graph_run_passes(g, "pet", &err), TS_OK);
+    const ts_graph_task *t;
+    int n;
+    ts_graph_pet_candidate_tasks(g, &t, &n);
+    int orig = 0, mut = 0;
+    for (int i = 0; i < n; i++) {
+      orig += strstr(t[i].first_node, "original") != NULL;
+      mut += strstr(t[i].first_node, "dilated_to_batch") != NULL;
+    }
+    assert_true(orig >= 1 && mut >= 3); /* re-layouts, Winograd stages */
+    /* no records yet: the estimate chooses (the mutants) */
+    ts_graph *h = dilated_chain(24, 2, same2);
+    ts_pet_options od = {.db = db};
+    assert_int_equal(ts_graph_set_pet(h, &od, &err), TS_OK);
+    assert_int_equal(ts_graph_run_passes(h, "pet", &err), TS_OK);
+    ts_pet_report r;
+    const char *log;
+    ts_graph_pet_report(h, &r, &log);
+    assert_int_equal(r.applied, 2);
+    assert_null(strstr(log, "measured"));
+    ts_graph_free(h);
+    fill_db(db, g, slow[k]);
+    h = dilated_chain(24, 2, same2);
+    assert_int_equal(ts_graph_set_pet(h, &od, &err), TS_OK);
+    assert_int_equal(ts_graph_run_passes(h, "pet", &err), TS_OK);
+    ts_graph_pet_report(h, &r, &log);
+    assert_non_null(strstr(log, "measured"));
+    assert_int_equal(r.applied, k == 0 ? 0 : 2);
+    ts_graph_free(h);
+    ts_graph_free(g);
+    ts_db_close(db);
+    unlink(path);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_dilated_chain),
@@ -359,6 +444,7 @@ int main(void) {
       cmocka_unit_test(test_wrong_mutants),
       cmocka_unit_test(test_boxes_of_dropped_row),
       cmocka_unit_test(test_unchecked_and_options),
+      cmocka_unit_test(test_measured_choice),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
