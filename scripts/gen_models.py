@@ -1,11 +1,13 @@
 #!/usr/bin/python3
 """Writes ONNX models with random weights for tessera's graph tests and docs.
 
-Models: ResNet-50, MobileNet-V2, BERT-base (12 layers, sequence 128, in the
+Models: ResNet-50, ResNet-18 and MobileNet-V2, BERT-base (12 layers, sequence 128, in the
 style of a PyTorch export: Shape/Gather/Unsqueeze/Concat/Reshape chains,
 layer normalisation spelled out as ReduceMean/Sub/Pow/Sqrt/Div, GELU as
 Erf, symbolic batch and sequence dimensions, weights as external data) and
-a CSRNet-like dilated-convolution network. `--small` writes reduced versions
+a CSRNet-like dilated-convolution network; `bert_layer` is BERT-base with
+one encoder layer, and it and ResNet-18 are written only when asked for
+(`--models resnet18,bert_layer`). `--small` writes reduced versions
 of each (same operators and structure, a few layers and small widths) that
 the tests run in seconds.
 
@@ -177,10 +179,12 @@ def mobilenet_v2(rng, small):
     return g, False
 
 
-def bert(rng, small):
+def bert(rng, small, n_layers=None):
     b = Builder(rng)
     layers, hidden, heads, ffn, vocab, max_pos = (
         (2, 64, 4, 128, 100, 32) if small else (12, 768, 12, 3072, 30522, 512))
+    if n_layers:
+        layers = n_layers
     head = hidden // heads
     f32 = np.float32
 
@@ -252,6 +256,36 @@ def bert(rng, small):
          helper.make_tensor_value_info(pooled, TensorProto.FLOAT, ["batch", hidden])],
         b.inits)
     return g, True
+
+
+def bert_layer(rng, small):
+    """BERT-base with one encoder layer (embeddings and pooler included)."""
+    g, external = bert(rng, small, n_layers=1)
+    g.name = "bert_layer"
+    return g, external
+
+
+def resnet18(rng, small):
+    b = Builder(rng)
+    size, classes = (32, 10) if small else (224, 1000)
+    widths = [8, 16, 32, 64] if small else [64, 128, 256, 512]
+    x = b.relu(b.bn(b.conv("data", 3, widths[0], 7, stride=2, pad=3), widths[0]))
+    x = b.op("MaxPool", [x], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+    cin = widths[0]
+    for stage, w in enumerate(widths):
+        for i in range(2):
+            stride = 2 if (i == 0 and stage > 0) else 1
+            y = b.relu(b.bn(b.conv(x, cin, w, 3, stride=stride), w))
+            y = b.bn(b.conv(y, w, w, 3), w)
+            sc = b.bn(b.conv(x, cin, w, 1, stride=stride), w) if (stride != 1 or cin != w) else x
+            x = b.relu(b.op("Add", [y, sc]))
+            cin = w
+    x = b.op("GlobalAveragePool", [x])
+    x = b.op("Flatten", [x], axis=1)
+    out = b.linear(x, cin, classes)
+    g = helper.make_graph(b.nodes, "resnet18", [tensor_input("data", TensorProto.FLOAT, [1, 3, size, size])],
+                          [helper.make_tensor_value_info(out, TensorProto.FLOAT, [1, classes])], b.inits)
+    return g, False
 
 
 def csrnet(rng, small):
@@ -526,7 +560,9 @@ def digits(rng, small):
 DIGITS_OUT = None
 
 MODELS = {"resnet50": resnet50, "mobilenet_v2": mobilenet_v2, "bert": bert, "csrnet": csrnet,
-          "ops": ops, "digits": digits}
+          "ops": ops, "digits": digits, "resnet18": resnet18, "bert_layer": bert_layer}
+# what --models defaults to (the tests' set); the others on request
+DEFAULT_MODELS = ["resnet50", "mobilenet_v2", "bert", "csrnet", "ops", "digits"]
 OPSETS = {"ops": 17}
 
 
@@ -534,7 +570,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", required=True, help="folder to write the models to")
     ap.add_argument("--small", action="store_true", help="the small test versions")
-    ap.add_argument("--models", default=",".join(MODELS), help="comma-separated subset")
+    ap.add_argument("--models", default=",".join(DEFAULT_MODELS),
+                    help="comma-separated, of %s (default: %s)" % (
+                        ", ".join(MODELS), ",".join(DEFAULT_MODELS)))
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--bad", action="store_true",
                     help="also write small malformed models (error tests)")
