@@ -366,8 +366,9 @@ int ts_graph_set_pet(ts_graph *g, const ts_pet_options *o, ts_error *err);
 int ts_graph_pet(ts_graph *g, ts_error *err);
 /* What the pass did (zeros when it did not run). */
 typedef struct ts_pet_report {
-  int subprograms; /* nodes some mutator applied to */
-  int generated, verified, exact, corrected, wrong, unchecked, applied;
+  int subprograms;       /* nodes some mutator applied to */
+  int generated, pruned; /* pruned: estimated too dear to check */
+  int verified, exact, corrected, wrong, unchecked, applied;
   int relayouts_cancelled; /* re-layout pairs removed after applying */
   int64_t boxes, points;   /* boxes checked, positions evaluated */
   double cost_before_us, cost_after_us; /* estimated, of the rewritten

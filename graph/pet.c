@@ -57,6 +57,7 @@
 #define MAX_MUTATORS 8
 #define GFLOPS 100.0 /* of the cost estimate */
 #define GBPS 10.0
+#define PRUNE 1.1 /* mutants estimated dearer than this x the original */
 
 struct gr_pet_setup {
   ts_pet_options o;
@@ -819,7 +820,7 @@ static int try_node(ts_graph *g, gr_pet_setup *s, const gr_node *n,
                     pet_mutant *best, ts_error *err) {
   cand *c = calloc(MAX_MUTATORS + 1, sizeof *c);
   if (!c) return TS_ERR(err, TS_ENOMEM, "out of memory");
-  int nc = 1, rc = 0;
+  int nc = 1, rc = 0, tried = 0;
   c[0].est_us = cost_us(g, n, 1);
   c[0].measured_s = NAN;
   for (int k = 0; k < s->n_mut && rc >= 0; k++) {
@@ -835,8 +836,18 @@ static int try_node(ts_graph *g, gr_pet_setup *s, const gr_node *n,
       continue;
     }
     if (!m->kind) m->kind = s->kinds[k];
-    if (nc == 1) s->r.subprograms++;
+    if (!tried++) s->r.subprograms++;
     s->r.generated++;
+    /* corrections only add to a mutant's cost: one already dearer than
+     * the pruning bound is not worth checking */
+    double est = cost_us(g, m->nodes, m->n);
+    if (est > c[0].est_us * PRUNE && !s->o.apply_all) {
+      s->r.pruned++;
+      logf_(s, "%s %s: %s: est. %.1f -> %.1f us, pruned before checking", n->op,
+            n->name, m->kind, c[0].est_us, est);
+      free(m);
+      continue;
+    }
     rc = check_mutant(g, s, n, m, c[nc].what, sizeof c[nc].what, err);
     if (rc <= 0) {
       free(m);
@@ -851,7 +862,7 @@ static int try_node(ts_graph *g, gr_pet_setup *s, const gr_node *n,
   double base = c[0].est_us;
   int keep = 0, chosen = 0;
   for (int i = 1; rc >= 0 && i < nc; i++) {
-    if (c[i].est_us <= base * 1.1 || s->o.apply_all) {
+    if (c[i].est_us <= base * PRUNE || s->o.apply_all) {
       c[1 + keep++] = c[i];
       continue;
     }

@@ -165,6 +165,8 @@ static bool conv_geo_of(const ts_graph *g, const gr_node *n, conv_geo *c) {
 typedef struct ev {
   const ts_graph *g;
   const pet_prog *p;
+  const int *node_of; /* value -> index of its producer in p, -1 (or NULL:
+                         search) */
   uint64_t seed;
   int trial;
   bool ok;
@@ -338,16 +340,31 @@ static double eval_node(ev *e, const gr_node *n, const int64_t *idx) {
 
 static double at(ev *e, int v, const int64_t *idx) {
   if (!e->ok) return NAN;
-  const gr_node *n = producer(e->p, v);
+  const gr_node *n;
+  if (e->node_of)
+    n = e->node_of[v] >= 0 ? &e->p->nodes[e->node_of[v]] : NULL;
+  else
+    n = producer(e->p, v);
   return n ? eval_node(e, n, idx) : leaf(e, v, idx);
 }
 
 double pet_eval_point(const ts_graph *g, const pet_prog *p, int v,
                       const int64_t *idx, uint64_t seed, int trial, bool *ok) {
-  ev e = {g, p, seed, trial, true};
+  ev e = {g, p, NULL, seed, trial, true};
   double r = at(&e, v, idx);
   if (ok) *ok = e.ok;
   return e.ok ? r : NAN;
+}
+
+/* value -> index of its producer in p (-1: an input of p); malloc'd */
+static int *producers(const ts_graph *g, const pet_prog *p) {
+  int *m = malloc(sizeof(int) * (size_t)(g->n_values + 1));
+  if (!m) return NULL;
+  for (int v = 0; v < g->n_values; v++) m[v] = -1;
+  for (int i = 0; i < p->n; i++)
+    for (int k = 0; k < p->nodes[i].n_outputs; k++)
+      m[p->nodes[i].outputs[k]] = i;
+  return m;
 }
 
 /* ---- box propagation ---- */
@@ -648,8 +665,7 @@ void pet_check_result_free(pet_check_result *r) {
   memset(r, 0, sizeof *r);
 }
 
-static bool box_differs(const ts_graph *g, const pet_prog *orig, int y,
-                        const pet_prog *mut, int y2, const pet_box *b, int nd,
+static bool box_differs(ev *eo, int y, ev *em, int y2, const pet_box *b, int nd,
                         const pet_check_opts *o, uint64_t box_no,
                         int64_t *points, bool *ok) {
   for (int q = 0; q <= nd; q++) {
@@ -661,11 +677,11 @@ static bool box_differs(const ts_graph *g, const pet_prog *orig, int y,
       idx[d] = b->lo[d] + (q == 0 ? 0 : (int64_t)(h % (uint64_t)span));
     }
     for (int t = 0; t < o->trials; t++) {
-      bool ok1, ok2;
-      double a = pet_eval_point(g, orig, y, idx, o->seed, t, &ok1);
-      double c = pet_eval_point(g, mut, y2, idx, o->seed, t, &ok2);
+      eo->trial = em->trial = t;
+      eo->ok = em->ok = true;
+      double a = at(eo, y, idx), c = at(em, y2, idx);
       ++*points;
-      if (!ok1 || !ok2) {
+      if (!eo->ok || !em->ok) {
         *ok = false;
         return true;
       }
@@ -715,6 +731,9 @@ int pet_check(const ts_graph *g, const pet_prog *orig, int y,
   res->n_boxes = n_boxes;
   int pos[TS_MAX_DIMS] = {0};
   int rc = TS_OK;
+  int *po = producers(g, orig), *pm = producers(g, mut);
+  ev eo = {g, orig, po, o->seed, 0, true}, em = {g, mut, pm, o->seed, 0, true};
+  if (!po || !pm) rc = TS_ERR(err, TS_ENOMEM, "out of memory");
   for (int64_t k = 0; k < n_boxes && !rc; k++) {
     pet_box box;
     for (int d = 0; d < nd; d++) {
@@ -722,8 +741,8 @@ int pet_check(const ts_graph *g, const pet_prog *orig, int y,
       box.hi[d] = a.p[d][pos[d] + 1];
     }
     bool ok = true;
-    if (box_differs(g, orig, y, mut, y2, &box, nd, o, (uint64_t)k,
-                    &res->n_points, &ok)) {
+    if (box_differs(&eo, y, &em, y2, &box, nd, o, (uint64_t)k, &res->n_points,
+                    &ok)) {
       if (!ok) {
         rc = TS_ERR(err, TS_EUNSUPPORTED,
                     "a node of the program cannot be evaluated");
@@ -743,6 +762,8 @@ int pet_check(const ts_graph *g, const pet_prog *orig, int y,
     }
   }
   sp_free(&a);
+  free(po);
+  free(pm);
   if (rc) pet_check_result_free(res);
   return rc;
 }
