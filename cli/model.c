@@ -89,11 +89,12 @@ void cli_pet_summary(const ts_graph *g, FILE *f, bool each) {
   fprintf(f,
           "%spet: %d of %d mutants applied (%d pruned, %d exact, %d "
           "corrected, %d wrong, %d not checked), %d re-layout pair%s "
-          "cancelled; %lld boxes, %lld positions; cost %.1f -> %.1f us in "
-          "what was rewritten; %.0f ms\n",
+          "cancelled; %d node%s chosen by measurement; %lld boxes, %lld "
+          "positions; cost %.1f -> %.1f us in what was rewritten; %.0f ms\n",
           each ? "# " : "", r.applied, r.generated, r.pruned, r.exact,
           r.corrected, r.wrong, r.unchecked, r.relayouts_cancelled,
-          r.relayouts_cancelled == 1 ? "" : "s", (long long)r.boxes,
+          r.relayouts_cancelled == 1 ? "" : "s", r.by_measurement,
+          r.by_measurement == 1 ? "" : "s", (long long)r.boxes,
           (long long)r.points, r.cost_before_us, r.cost_after_us, r.ms);
 }
 

@@ -370,6 +370,8 @@ typedef struct ts_pet_report {
   int generated, pruned; /* pruned: estimated too dear to check */
   int verified, exact, corrected, wrong, unchecked, applied;
   int relayouts_cancelled; /* re-layout pairs removed after applying */
+  int by_measurement;      /* nodes whose choice the database's latencies
+                              made (the others: the estimate) */
   int64_t boxes, points;   /* boxes checked, positions evaluated */
   double cost_before_us, cost_after_us; /* estimated, of the rewritten
                                             subprograms */

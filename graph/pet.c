@@ -831,6 +831,11 @@ static int try_node(ts_graph *g, gr_pet_setup *s, const gr_node *n,
       break;
     }
     rc = s->fns[k](g, n, m, err);
+    if (rc < 0 && rc != TS_ENOMEM) { /* this mutant only */
+      logf_(s, "%s %s: %s: not built (%s)", n->op, n->name, s->kinds[k],
+            err->msg);
+      rc = 0;
+    }
     if (rc <= 0) {
       free(m);
       continue;
@@ -889,6 +894,7 @@ static int try_node(ts_graph *g, gr_pet_setup *s, const gr_node *n,
     }
   }
   /* by measurement when every weighed candidate has its latencies */
+  if (rc >= 0 && measured) s->r.by_measurement++;
   for (int i = 1; rc >= 0 && i < 1 + keep; i++) {
     bool better;
     if (measured)

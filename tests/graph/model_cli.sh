@@ -96,4 +96,33 @@ if "$T" compile --help >/dev/null 2>&1; then
     echo "model_cli: no onnxruntime in $SRC/.venv: the side-by-side bench is skipped"
   fi
 fi
+# ---- --pet: tune the candidates' tasks too; compile weighs them by it ----
+python3 - "$TMP/dil.onnx" <<'EOF' || fail "cannot write the dilated model"
+import sys
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+rng = np.random.RandomState(0)
+def w(name):
+    return numpy_helper.from_array(
+        (rng.standard_normal((64, 64, 3, 3)) * 0.05).astype(np.float32), name)
+dil = dict(pads=[2, 2, 2, 2], dilations=[2, 2], kernel_shape=[3, 3])
+nodes = [helper.make_node("Conv", ["x", "w1"], ["c1"], **dil),
+         helper.make_node("Relu", ["c1"], ["r1"]),
+         helper.make_node("Conv", ["r1", "w2"], ["y"], **dil)]
+io = lambda n: helper.make_tensor_value_info(n, TensorProto.FLOAT, [1, 64, 24, 24])
+g = helper.make_graph(nodes, "dil", [io("x")], [io("y")], [w("w1"), w("w2")])
+m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+m.ir_version = 8
+onnx.save(m, sys.argv[1])
+EOF
+expect 0 "$T" graph show "$TMP/dil.onnx" --pet --after pet
+contains out "dilated_to_batch: 9 boxes, 0 differ; est\. "
+contains out "pet: 2 of 4 mutants applied"
+contains out "0 nodes chosen by measurement"
+expect 0 "$T" tune --model "$TMP/dil.onnx" --pet --trials 64 \
+  --trials-per-task 4 --db "$TMP/p.db" --job p --no-summary-measure
+contains err "pet: [0-9]* tasks of the candidates it weighed added"
+expect 0 "$T" compile "$TMP/dil.onnx" --pet --db "$TMP/p.db" -o "$TMP/p.so"
+contains err "2 nodes chosen by measurement"
 echo "model_cli: all checks passed"

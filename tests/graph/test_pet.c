@@ -326,6 +326,13 @@ static int mut_relu(ts_graph *g, const gr_node *n, pet_mutant *m,
   return 1;
 }
 
+/* A mutator that fails: logged, the pass goes on. */
+static int mut_fails(ts_graph *g, const gr_node *n, pet_mutant *m,
+                     ts_error *err) {
+  (void)g, (void)n, (void)m;
+  return TS_ERR(err, TS_EINVAL, "deliberately broken");
+}
+
 static void test_unchecked_and_options(void **state) {
   (void)state;
   ts_error err;
@@ -341,6 +348,15 @@ static void test_unchecked_and_options(void **state) {
   assert_int_equal(r.applied, 0);
   assert_non_null(strstr(log, "not checked (PET cannot check through Relu"));
   assert_int_equal(ts_graph_count_op(g, "Relu"), 0);
+  ts_graph_free(g);
+  g = one_conv();
+  ts_pet_options of = {.only = "fails"};
+  assert_int_equal(ts_graph_set_pet(g, &of, &err), TS_OK);
+  assert_int_equal(pet_add_mutator(g, "fails", mut_fails, &err), TS_OK);
+  assert_int_equal(ts_graph_run_passes(g, NULL, &err), TS_OK);
+  ts_graph_pet_report(g, &r, &log);
+  assert_int_equal(r.generated, 0);
+  assert_non_null(strstr(log, "fails: not built (deliberately broken)"));
   ts_graph_free(g);
   g = one_conv();
   ts_pet_options bad = {.trials = -1};
@@ -428,6 +444,7 @@ static void test_measured_choice(void **state) {
     assert_int_equal(ts_graph_run_passes(h, "pet", &err), TS_OK);
     ts_graph_pet_report(h, &r, &log);
     assert_non_null(strstr(log, "measured"));
+    assert_int_equal(r.by_measurement, 2);
     assert_int_equal(r.applied, k == 0 ? 0 : 2);
     ts_graph_free(h);
     ts_graph_free(g);
