@@ -317,7 +317,8 @@ static int cmp_band(const void *p, const void *q) {
  * whole columns); 0 when no band choice covers less than half the output
  * (the mutant is then dropped). */
 static int correct(ts_graph *g, const gr_node *n, pet_mutant *m,
-                   const pet_check_result *res, ts_error *err) {
+                   const pet_check_result *res, char *note, size_t note_size,
+                   ts_error *err) {
   conv_info c;
   if (!conv_info_of(g, n, &c)) return 0;
   for (int axis = 1; axis <= 2; axis++) {
@@ -343,6 +344,12 @@ static int correct(ts_graph *g, const gr_node *n, pet_mutant *m,
     }
     int pieces[PET_MAX_NODES], np = 0, y2 = m->out, rc = 0;
     int64_t at = 0;
+    size_t len = (size_t)snprintf(note, note_size, " by %s",
+                                  axis == 1 ? "rows" : "columns");
+    for (int64_t i = 0; i < nb && len < note_size; i++)
+      len += (size_t)snprintf(note + len, note_size - len, "%s [%lld, %lld)",
+                              i ? "," : "", (long long)band[i][0],
+                              (long long)band[i][1]);
     for (int64_t i = 0; i <= nb && rc >= 0; i++) {
       int64_t a = i < nb ? band[i][0] : ext;
       if (at < a) rc = pieces[np++] = slice(g, m, y2, axis, at, a, err);
@@ -792,7 +799,8 @@ static int check_mutant(ts_graph *g, gr_pet_setup *s, const gr_node *n,
     s->r.exact++;
     return 1;
   }
-  int rc = correct(g, n, m, &res, err);
+  char note[200] = "";
+  int rc = correct(g, n, m, &res, note, sizeof note, err);
   pet_check_result_free(&res);
   if (rc < 0) return rc;
   pet_check_result again = {0};
@@ -810,7 +818,7 @@ static int check_mutant(ts_graph *g, gr_pet_setup *s, const gr_node *n,
   pet_check_result_free(&again);
   s->r.corrected++;
   size_t len = strlen(what);
-  snprintf(what + len, what_size - len, ", corrected");
+  snprintf(what + len, what_size - len, ", corrected%s", note);
   return 1;
 }
 
