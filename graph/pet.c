@@ -280,6 +280,13 @@ static int mut_split_rows(ts_graph *g, const gr_node *n, pet_mutant *m,
   return 1;
 }
 
+int pet_mutate(ts_graph *g, const gr_node *n, const char *kind, pet_mutant *m,
+               ts_error *err) {
+  if (!strcmp(kind, "dilated_to_batch")) return mut_dilated(g, n, m, err);
+  if (!strcmp(kind, "split_rows")) return mut_split_rows(g, n, m, err);
+  return TS_ERR(err, TS_EINVAL, "no built-in mutator '%s'", kind);
+}
+
 /* ---- corrections ---- */
 
 /* The original conv n on output rows (axis 1) or columns (axis 2) [a, b):

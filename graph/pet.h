@@ -75,6 +75,11 @@ typedef struct pet_mutant {
 typedef int (*pet_mutator)(ts_graph *g, const gr_node *n, pet_mutant *m,
                            ts_error *err);
 
+/* Runs the built-in mutator `kind` ("dilated_to_batch", "split_rows") on
+ * n: as a mutator does; TS_EINVAL for an unknown kind. For tests. */
+int pet_mutate(ts_graph *g, const gr_node *n, const char *kind, pet_mutant *m,
+               ts_error *err);
+
 /* Adds a mutator to those the pass tries (after ts_graph_set_pet; tests
  * add deliberately wrong ones). */
 int pet_add_mutator(ts_graph *g, const char *kind, pet_mutator fn,

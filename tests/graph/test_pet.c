@@ -23,6 +23,7 @@
 #include "codegen/codegen.h"
 #include "db/db.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -314,6 +315,163 @@ static void test_boxes_of_dropped_row(void **state) {
   ts_graph_free(g);
 }
 
+/* ---- the checker against brute force on random geometries ---- */
+
+static uint64_t rnd(uint64_t *st) {
+  *st ^= *st << 13, *st ^= *st >> 7, *st ^= *st << 17;
+  return *st;
+}
+
+/* row (axis 1) or column (axis 2) r of the conv's output replaced by
+ * r - 1 (r >= 1) */
+static int dropped_row_at(ts_graph *g, const gr_node *n, pet_mutant *m,
+                          int axis, int64_t r, ts_error *err) {
+  int c = pet_emit(g, m, "Conv", n->inputs, n->n_inputs, n, err);
+  if ((c = infer(g, m, err)) < 0) return c;
+  int64_t h = g->values[c].shape[axis];
+  int64_t spans[3][2] = {{0, r}, {r - 1, r}, {r + 1, h}};
+  int pieces[3], np = 0;
+  for (int k = 0; k < 3; k++) {
+    if (spans[k][1] <= spans[k][0]) continue;
+    int64_t ax = axis;
+    int s = pet_int64s(g, "s", 1, &spans[k][0]),
+        e = pet_int64s(g, "e", 1, &spans[k][1]), a = pet_int64s(g, "a", 1, &ax);
+    pet_emit(g, m, "Slice", (int[]){c, s, e, a}, 4, NULL, err);
+    if ((pieces[np++] = infer(g, m, err)) < 0) return -1;
+  }
+  pet_emit(g, m, "Concat", pieces, np, NULL, err);
+  gr_node_set_attr(g, &m->nodes[m->n - 1],
+                   (gr_attr){.name = "axis", .kind = GR_ATTR_INT, .i = axis});
+  if ((m->out = infer(g, m, err)) < 0) return -1;
+  m->kind = axis == 1 ? "dropped_row" : "dropped_column";
+  return 1;
+}
+
+/* the conv on its input transposed twice (H <-> W and back): exact */
+static int through_transposes(ts_graph *g, const gr_node *n, pet_mutant *m,
+                              ts_error *err) {
+  int v = n->inputs[0];
+  for (int k = 0; k < 2; k++) {
+    pet_emit(g, m, "Transpose", &v, 1, NULL, err);
+    pet_set_ints(g, m, "perm", 4, (int64_t[]){0, 2, 1, 3});
+    if ((v = infer(g, m, err)) < 0) return v;
+  }
+  int ins[3] = {v, n->inputs[1], n->n_inputs > 2 ? n->inputs[2] : -1};
+  pet_emit(g, m, "Conv", ins, n->n_inputs, n, err);
+  if ((m->out = infer(g, m, err)) < 0) return -1;
+  m->kind = "through_transposes";
+  return 1;
+}
+
+/* Every position where brute force finds the two programs apart lies in a
+ * box the checker reports as differing, on random conv geometries (kernel,
+ * stride, dilation, asymmetric pads, image size) and mutants (the built-in
+ * ones, a dropped row or column, a shifted pad, transposes that cancel). */
+static void test_boxes_sound_random(void **state) {
+  (void)state;
+  uint64_t st = 0x9e3779b97f4a7c15ull;
+  int checked = 0, with_diff = 0;
+  for (int iter = 0; iter < 60; iter++) {
+    int64_t k = 1 + (int64_t)(rnd(&st) % 5), s = 1 + (int64_t)(rnd(&st) % 2);
+    int64_t d = 1 + (int64_t)(rnd(&st) % 3);
+    int64_t H = 6 + (int64_t)(rnd(&st) % 9), W = 6 + (int64_t)(rnd(&st) % 9);
+    int64_t pads[4];
+    bool same = rnd(&st) % 2 && k % 2;
+    for (int i = 0; i < 4; i++)
+      pads[i] = same ? d * (k - 1) / 2
+                     : (int64_t)(rnd(&st) % (uint64_t)((k - 1) * d + 1));
+    if (rnd(&st) % 3 == 0) s = 1, d = 2, H = 2 * (H / 2), W = 2 * (W / 2);
+    if ((H + pads[0] + pads[2] - d * (k - 1) - 1) < 0 ||
+        (W + pads[1] + pads[3] - d * (k - 1) - 1) < 0)
+      continue;
+    ts_graph *g = ts_graph_new("rand");
+    int x = add_input(g, "x", (int64_t[]){1, 3, H, W});
+    int c = node(
+        g, "Conv",
+        (int[]){x, conv_weights(g, "w", 4, 3, k, iter), bias(g, "b", 4)}, 3);
+    set_ints(g, "pads", 4, pads);
+    set_ints(g, "strides", 2, (int64_t[]){s, s});
+    set_ints(g, "dilations", 2, (int64_t[]){d, d});
+    set_output(g, c);
+    ts_error err;
+    if (ts_graph_run_passes(g, "layout", &err)) fail_msg("%s", err.msg);
+    gr_node n = g->nodes[0];
+    for (int i = 0; i < g->n_nodes; i++)
+      if (!strcmp(g->nodes[i].op, "Conv")) n = g->nodes[i];
+    assert_string_equal(n.op, "Conv");
+    int64_t OH = g->values[n.outputs[0]].shape[1];
+    int64_t OW = g->values[n.outputs[0]].shape[2];
+    for (int kind = 0; kind < 6; kind++) {
+      pet_mutant *m = calloc(1, sizeof *m);
+      int rc = 0;
+      if (kind == 0) rc = pet_mutate(g, &n, "dilated_to_batch", m, &err);
+      if (kind == 1) rc = pet_mutate(g, &n, "split_rows", m, &err);
+      if (kind == 2 && OH >= 2)
+        rc = dropped_row_at(g, &n, m, 1,
+                            1 + (int64_t)(rnd(&st) % (uint64_t)(OH - 1)), &err);
+      if (kind == 5 && OW >= 2)
+        rc = dropped_row_at(g, &n, m, 2,
+                            1 + (int64_t)(rnd(&st) % (uint64_t)(OW - 1)), &err);
+      if (kind == 3 && pads[2] > 0 && s == 1) {
+        rc = pet_emit(g, m, "Conv", n.inputs, n.n_inputs, &n, &err);
+        pet_set_ints(g, m, "pads", 4,
+                     (int64_t[]){pads[0] + 1, pads[1], pads[2] - 1, pads[3]});
+        if (rc >= 0 && (m->out = infer(g, m, &err)) >= 0) rc = 1;
+      }
+      if (kind == 4) rc = through_transposes(g, &n, m, &err);
+      if (rc != 1) {
+        free(m);
+        continue;
+      }
+      pet_prog orig = {&n, 1}, mp = {m->nodes, m->n};
+      pet_check_opts o = {2, (uint64_t)iter + 1, 1 << 20, 4096};
+      pet_check_result res;
+      if (pet_check(g, &orig, n.outputs[0], &mp, m->out, &o, &res, &err))
+        fail_msg("iteration %d, mutant %d: %s", iter, kind, err.msg);
+      checked++;
+      with_diff += res.n_diff > 0;
+      const gr_value *y = &g->values[n.outputs[0]];
+      int64_t idx[4], total = 1;
+      for (int a = 0; a < 4; a++) total *= y->shape[a];
+      for (int64_t f = 0; f < total; f++) {
+        int64_t r = f;
+        for (int a = 3; a >= 0; a--) idx[a] = r % y->shape[a], r /= y->shape[a];
+        bool ok1, ok2, apart = false;
+        for (int t = 0; t < 2 && !apart; t++) {
+          double a = pet_eval_point(g, &orig, n.outputs[0], idx, 99, t, &ok1);
+          double b = pet_eval_point(g, &mp, m->out, idx, 99, t, &ok2);
+          assert_true(ok1 && ok2);
+          apart = fabs(a - b) > 1e-9 * (1 + fabs(a) + fabs(b));
+        }
+        if (!apart) continue;
+        bool covered = false;
+        for (int64_t i = 0; i < res.n_diff && !covered; i++) {
+          covered = true;
+          for (int a = 0; a < 4; a++)
+            covered = covered && idx[a] >= res.diff[i].lo[a] &&
+                      idx[a] < res.diff[i].hi[a];
+        }
+        if (!covered)
+          fail_msg("iteration %d (k %lld, stride %lld, dilation %lld, pads "
+                   "%lld %lld %lld %lld, %lldx%lld), mutant %s: position "
+                   "[%lld, %lld, %lld, %lld] differs outside every "
+                   "differing box",
+                   iter, (long long)k, (long long)s, (long long)d,
+                   (long long)pads[0], (long long)pads[1], (long long)pads[2],
+                   (long long)pads[3], (long long)H, (long long)W, m->kind,
+                   (long long)idx[0], (long long)idx[1], (long long)idx[2],
+                   (long long)idx[3]);
+      }
+      pet_check_result_free(&res);
+      free(m);
+    }
+    ts_graph_free(g);
+  }
+  /* the mix covers both verdicts */
+  assert_true(checked >= 100);
+  assert_true(with_diff >= 30 && with_diff < checked);
+}
+
 /* A mutant through an operator the checker cannot evaluate is not checked
  * and not applied. */
 static int mut_relu(ts_graph *g, const gr_node *n, pet_mutant *m,
@@ -462,6 +620,7 @@ int main(void) {
       cmocka_unit_test(test_boxes_of_dropped_row),
       cmocka_unit_test(test_unchecked_and_options),
       cmocka_unit_test(test_measured_choice),
+      cmocka_unit_test(test_boxes_sound_random),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
