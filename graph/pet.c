@@ -16,12 +16,15 @@
  * is at least min_gain cheaper.
  *
  * Mutators:
- *   dilated_to_batch   a dilated conv (stride 1, an image the dilation
- *                      divides) as a dense conv over the dh x dw
- *                      sub-images, moved into the batch by a reshape and a
- *                      transpose (space to batch) and back. Exact when the
- *                      pads are multiples of the dilation; the dense conv
- *                      can then go to Winograd, which a dilated one cannot.
+ *   dilated_to_batch   a dilated conv (stride 1) as a dense conv over the
+ *                      dh x dw sub-images, moved into the batch by a
+ *                      reshape and a transpose (space to batch) and back;
+ *                      an image the dilation does not divide is first
+ *                      extended with zero rows and columns (they read as
+ *                      the padding does) and the result cropped. Exact
+ *                      when the pads are multiples of the dilation; the
+ *                      dense conv can then go to Winograd, which a dilated
+ *                      one cannot.
  *   split_rows         a batch-1 "same" conv as two half images in the
  *                      batch: the rows at the seam read zero padding
  *                      instead of their neighbours, so it differs there and
@@ -234,15 +237,40 @@ static int conv_like(ts_graph *g, pet_mutant *m, const gr_node *n,
   return infer_last(g, m, err);
 }
 
+/* x with `extra` rows (axis 1) or columns (axis 2) of zeros after it. */
+static int zero_extend(ts_graph *g, pet_mutant *m, int x, int axis,
+                       int64_t extra, ts_error *err) {
+  int64_t shape[4];
+  memcpy(shape, g->values[x].shape, sizeof shape);
+  shape[axis] = extra;
+  int z =
+      gr_const_reserve(g, gr_fresh_name(g, "pet_zeros"), TS_FLOAT32, 4, shape);
+  if (z < 0) return TS_ERR(err, TS_ENOMEM, "out of memory");
+  memset(gr_const_data(g, z), 0,
+         sizeof(float) * (size_t)(shape[0] * shape[1] * shape[2] * shape[3]));
+  int rc = pet_emit(g, m, "Concat", (int[]){x, z}, 2, NULL, err);
+  if (rc < 0) return rc;
+  gr_node_set_attr(g, &m->nodes[m->n - 1],
+                   (gr_attr){.name = "axis", .kind = GR_ATTR_INT, .i = axis});
+  return infer_last(g, m, err);
+}
+
 static int mut_dilated(ts_graph *g, const gr_node *n, pet_mutant *m,
                        ts_error *err) {
   conv_info c;
   if (!conv_info_of(g, n, &c) || c.s[0] != 1 || c.s[1] != 1 ||
-      (c.d[0] == 1 && c.d[1] == 1) || c.H % c.d[0] || c.W % c.d[1])
+      (c.d[0] == 1 && c.d[1] == 1))
     return 0;
-  int64_t dh = c.d[0], dw = c.d[1], Hs = c.H / dh, Ws = c.W / dw;
+  int64_t dh = c.d[0], dw = c.d[1];
+  int64_t Hs = (c.H + dh - 1) / dh, Ws = (c.W + dw - 1) / dw;
   int64_t B = dh * dw * c.N;
-  int v = reshape(g, m, c.x, 6, (int64_t[]){c.N, Hs, dh, Ws, dw, c.C}, err);
+  /* an image the dilation does not divide is extended with zeros, which
+   * read as the padding does */
+  int v = c.x;
+  if (Hs * dh > c.H) v = zero_extend(g, m, v, 1, Hs * dh - c.H, err);
+  if (v >= 0 && Ws * dw > c.W) v = zero_extend(g, m, v, 2, Ws * dw - c.W, err);
+  if (v >= 0)
+    v = reshape(g, m, v, 6, (int64_t[]){c.N, Hs, dh, Ws, dw, c.C}, err);
   if (v >= 0) v = transpose(g, m, v, 6, (int64_t[]){2, 4, 0, 1, 3, 5}, err);
   if (v >= 0) v = reshape(g, m, v, 4, (int64_t[]){B, Hs, Ws, c.C}, err);
   int64_t pads[4] = {c.pad[0] / dh, c.pad[1] / dw, (c.pad[2] + dh - 1) / dh,

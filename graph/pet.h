@@ -52,10 +52,13 @@ int pet_check(const ts_graph *g, const pet_prog *orig, int y,
 void pet_check_result_free(pet_check_result *r);
 
 /* The value of v at index idx (in v's shape) in program p, with the
- * program's float inputs random for (seed, trial); for tests and the
- * checker. NAN and *ok false when an operator cannot be evaluated. */
+ * program's float inputs random for (seed, trial): its data and the
+ * constants it shares with `other` (NULL: all of them); the constants only
+ * p reads keep their values, as in pet_check. NAN and *ok false when an
+ * operator cannot be evaluated. */
 double pet_eval_point(const ts_graph *g, const pet_prog *p, int v,
-                      const int64_t *idx, uint64_t seed, int trial, bool *ok);
+                      const int64_t *idx, uint64_t seed, int trial,
+                      const pet_prog *other, bool *ok);
 
 /* ---- mutants (pet.c) ---- */
 

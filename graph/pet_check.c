@@ -32,7 +32,9 @@
  *
  * The random inputs are a hash of (seed, trial, value, element): the same
  * for the original and the mutant, which read the same graph values, and
- * reproducible from the seed.
+ * reproducible from the seed. Constants both programs read (weights) are
+ * inputs like the data; constants only the mutant reads (the zero rows it
+ * pads an image with) keep their values.
  */
 #include "pet.h"
 
@@ -165,8 +167,10 @@ static bool conv_geo_of(const ts_graph *g, const gr_node *n, conv_geo *c) {
 typedef struct ev {
   const ts_graph *g;
   const pet_prog *p;
-  const int *node_of; /* value -> index of its producer in p, -1 (or NULL:
-                         search) */
+  const int *node_of;   /* value -> index of its producer in p, -1 (or NULL:
+                           search) */
+  const uint8_t *exact; /* values whose constant data is used as it is (or
+                           NULL: none) */
   uint64_t seed;
   int trial;
   bool ok;
@@ -177,7 +181,7 @@ static double at(ev *e, int v, const int64_t *idx);
 static double leaf(ev *e, int v, const int64_t *idx) {
   const gr_value *x = &e->g->values[v];
   int64_t f = flat_of(x->shape, x->ndim, idx);
-  if (!ts_dtype_is_float(x->dtype)) {
+  if (!ts_dtype_is_float(x->dtype) || (e->exact && e->exact[v])) {
     if (!gr_is_const(e->g, v)) {
       e->ok = false;
       return NAN;
@@ -348,10 +352,30 @@ static double at(ev *e, int v, const int64_t *idx) {
   return n ? eval_node(e, n, idx) : leaf(e, v, idx);
 }
 
+/* exact[v] = 1 for the constants p reads and `other` does not (malloc'd;
+ * all 0 when other is NULL) */
+static uint8_t *own_constants(const ts_graph *g, const pet_prog *p,
+                              const pet_prog *other) {
+  uint8_t *exact = calloc((size_t)g->n_values + 1, 1);
+  if (!exact || !other) return exact;
+  for (int i = 0; i < p->n; i++)
+    for (int k = 0; k < p->nodes[i].n_inputs; k++) {
+      int v = p->nodes[i].inputs[k];
+      if (v >= 0 && gr_is_const(g, v)) exact[v] = 1;
+    }
+  for (int i = 0; i < other->n; i++)
+    for (int k = 0; k < other->nodes[i].n_inputs; k++)
+      if (other->nodes[i].inputs[k] >= 0) exact[other->nodes[i].inputs[k]] = 0;
+  return exact;
+}
+
 double pet_eval_point(const ts_graph *g, const pet_prog *p, int v,
-                      const int64_t *idx, uint64_t seed, int trial, bool *ok) {
-  ev e = {g, p, NULL, seed, trial, true};
+                      const int64_t *idx, uint64_t seed, int trial,
+                      const pet_prog *other, bool *ok) {
+  uint8_t *exact = own_constants(g, p, other);
+  ev e = {g, p, NULL, exact, seed, trial, exact != NULL};
   double r = at(&e, v, idx);
+  free(exact);
   if (ok) *ok = e.ok;
   return e.ok ? r : NAN;
 }
@@ -732,8 +756,15 @@ int pet_check(const ts_graph *g, const pet_prog *orig, int y,
   int pos[TS_MAX_DIMS] = {0};
   int rc = TS_OK;
   int *po = producers(g, orig), *pm = producers(g, mut);
-  ev eo = {g, orig, po, o->seed, 0, true}, em = {g, mut, pm, o->seed, 0, true};
-  if (!po || !pm) rc = TS_ERR(err, TS_ENOMEM, "out of memory");
+  /* the mutant's own float constants (zero rows it pads with) are part of
+   * its structure and keep their values; the constants both programs read
+   * (weights) are inputs, random like the data */
+  uint8_t *eo_x = own_constants(g, orig, mut),
+          *em_x = own_constants(g, mut, orig);
+  ev eo = {g, orig, po, eo_x, o->seed, 0, true},
+     em = {g, mut, pm, em_x, o->seed, 0, true};
+  if (!po || !pm || !eo_x || !em_x)
+    rc = TS_ERR(err, TS_ENOMEM, "out of memory");
   for (int64_t k = 0; k < n_boxes && !rc; k++) {
     pet_box box;
     for (int d = 0; d < nd; d++) {
@@ -764,6 +795,8 @@ int pet_check(const ts_graph *g, const pet_prog *orig, int y,
   sp_free(&a);
   free(po);
   free(pm);
+  free(eo_x);
+  free(em_x);
   if (rc) pet_check_result_free(res);
   return rc;
 }
