@@ -61,6 +61,8 @@
 #define GFLOPS 100.0 /* of the cost estimate */
 #define GBPS 10.0
 #define PRUNE 1.1 /* mutants estimated dearer than this x the original */
+/* input elements the check of one mutant may read (about 1 s) */
+#define CHECK_BUDGET 1e8
 
 struct gr_pet_setup {
   ts_pet_options o;
@@ -811,7 +813,8 @@ static int check_mutant(ts_graph *g, gr_pet_setup *s, const gr_node *n,
                         pet_mutant *m, char *what, size_t what_size,
                         ts_error *err) {
   pet_prog orig = {n, 1}, mp = {m->nodes, m->n};
-  pet_check_opts co = {s->o.trials, s->o.seed, s->o.max_boxes, 4096};
+  pet_check_opts co = {s->o.trials, s->o.seed, s->o.max_boxes, 4096,
+                       CHECK_BUDGET};
   pet_check_result res;
   ts_error cerr;
   int y = n->outputs[0];

@@ -29,6 +29,10 @@ typedef struct pet_check_opts {
   int64_t max_boxes;  /* more boxes than this: the mutant is not checked */
   int64_t max_points; /* split points per axis past which propagation
                          gives up (the mutant is not checked) */
+  double max_work;    /* input elements the check may read in all (its
+                         boxes x (m + 1) positions x trials x both
+                         programs' reads per position); past it the mutant
+                         is not checked (0: no limit) */
 } pet_check_opts;
 
 /* What the check found for one output: the boxes (the product of the

@@ -684,6 +684,36 @@ static void splits_of(prop *pr, int v, splits *out) {
 
 /* ---- the check ---- */
 
+/* Input elements one evaluation of v in p reads, counting each level it
+ * passes through (an upper bound of the work per position). */
+static double point_cost(const ts_graph *g, const pet_prog *p, int v) {
+  const gr_node *n = producer(p, v);
+  if (!n) return 1;
+  if (!strcmp(n->op, "Conv") || !strcmp(n->op, "MatMul")) {
+    const gr_value *w = &g->values[n->inputs[1]];
+    const gr_value *y = &g->values[n->outputs[0]];
+    double reads = (double)gr_value_elems(w);
+    if (!strcmp(n->op, "Conv")) /* the window of one output channel */
+      reads /= (double)y->shape[gr_node_channels_last(n) ? 3 : 1];
+    else
+      reads = (double)g->values[n->inputs[0]]
+                  .shape[g->values[n->inputs[0]].ndim - 1];
+    return reads * (point_cost(g, p, n->inputs[0]) +
+                    point_cost(g, p, n->inputs[1])) +
+           1;
+  }
+  double c = 0;
+  for (int k = 0; k < n->n_inputs; k++)
+    if (n->inputs[k] >= 0) {
+      double ck = point_cost(g, p, n->inputs[k]);
+      if (!strcmp(n->op, "Concat"))
+        c = ck > c ? ck : c; /* one input per position */
+      else
+        c += ck;
+    }
+  return c + 1;
+}
+
 void pet_check_result_free(pet_check_result *r) {
   free(r->diff);
   memset(r, 0, sizeof *r);
@@ -748,6 +778,13 @@ int pet_check(const ts_graph *g, const pet_prog *orig, int y,
       pa.rc = TS_ERR(err, TS_EUNSUPPORTED, "more than %lld boxes to check",
                      (long long)o->max_boxes);
   }
+  double work = (double)n_boxes * (a.nd + 1) * o->trials *
+                (point_cost(g, orig, y) + point_cost(g, mut, y2));
+  if (!pa.rc && o->max_work > 0 && work > o->max_work)
+    pa.rc = TS_ERR(err, TS_EUNSUPPORTED,
+                   "%lld boxes would read %.2g input elements, over the "
+                   "budget of %.2g",
+                   (long long)n_boxes, work, o->max_work);
   if (pa.rc) {
     sp_free(&a);
     return pa.rc;

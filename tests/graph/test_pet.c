@@ -311,7 +311,7 @@ static void test_boxes_of_dropped_row(void **state) {
   pet_mutant *m = calloc(1, sizeof *m);
   assert_int_equal(mut_dropped_row(g, &n, m, &err), 1);
   pet_prog orig = {&n, 1}, mp = {m->nodes, m->n};
-  pet_check_opts o = {2, 11, 4096, 4096};
+  pet_check_opts o = {2, 11, 4096, 4096, 0};
   pet_check_result res;
   assert_int_equal(
       pet_check(g, &orig, n.outputs[0], &mp, m->out, &o, &res, &err), TS_OK);
@@ -449,7 +449,7 @@ static void test_boxes_sound_random(void **state) {
         continue;
       }
       pet_prog orig = {&n, 1}, mp = {m->nodes, m->n};
-      pet_check_opts o = {2, (uint64_t)iter + 1, 1 << 20, 4096};
+      pet_check_opts o = {2, (uint64_t)iter + 1, 1 << 20, 4096, 0};
       pet_check_result res;
       if (pet_check(g, &orig, n.outputs[0], &mp, m->out, &o, &res, &err))
         fail_msg("iteration %d, mutant %d: %s", iter, kind, err.msg);
