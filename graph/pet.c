@@ -843,8 +843,14 @@ static int check_mutant(ts_graph *g, gr_pet_setup *s, const gr_node *n,
   if (rc < 0) return rc;
   pet_check_result again = {0};
   mp = (pet_prog){m->nodes, m->n};
-  if (rc == 0 || pet_check(g, &orig, y, &mp, m->out, &co, &again, &cerr) ||
-      again.n_diff) {
+  int rc2 =
+      rc == 0 ? 0 : pet_check(g, &orig, y, &mp, m->out, &co, &again, &cerr);
+  if (rc2) { /* the corrected mutant could not be checked */
+    s->r.unchecked++;
+    logf_(s, "%s; corrected%s, not checked (%s)", what, note, cerr.msg);
+    return 0;
+  }
+  if (rc == 0 || again.n_diff) {
     s->r.wrong++;
     logf_(s, "%s; %s, dropped", what,
           rc == 0 ? "no correction covers them"

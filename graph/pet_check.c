@@ -171,6 +171,9 @@ typedef struct ev {
                            search) */
   const uint8_t *exact; /* values whose constant data is used as it is (or
                            NULL: none) */
+  double **memo;        /* per value: the elements computed so far (NAN:
+                           not yet) of data-movement and elementwise
+                           values, for the current trial (or NULL) */
   uint64_t seed;
   int trial;
   bool ok;
@@ -342,6 +345,15 @@ static double eval_node(ev *e, const gr_node *n, const int64_t *idx) {
   return NAN;
 }
 
+/* Whether value v of p (produced by n) is kept whole per trial: data
+ * movement and elementwise values, read many times by the windows of the
+ * convs after them, up to 2^24 elements. */
+static bool memoized(const ts_graph *g, const gr_node *n) {
+  if (!strcmp(n->op, "Conv") || !strcmp(n->op, "MatMul")) return false;
+  int64_t e = gr_value_elems(&g->values[n->outputs[0]]);
+  return e > 0 && e <= (1 << 24);
+}
+
 static double at(ev *e, int v, const int64_t *idx) {
   if (!e->ok) return NAN;
   const gr_node *n;
@@ -349,7 +361,25 @@ static double at(ev *e, int v, const int64_t *idx) {
     n = e->node_of[v] >= 0 ? &e->p->nodes[e->node_of[v]] : NULL;
   else
     n = producer(e->p, v);
-  return n ? eval_node(e, n, idx) : leaf(e, v, idx);
+  if (!n) return leaf(e, v, idx);
+  if (!e->memo || !memoized(e->g, n)) return eval_node(e, n, idx);
+  const gr_value *x = &e->g->values[v];
+  if (!e->memo[v]) {
+    int64_t k = gr_value_elems(x);
+    e->memo[v] = malloc(sizeof(double) * (size_t)k);
+    if (!e->memo[v]) return eval_node(e, n, idx);
+    for (int64_t i = 0; i < k; i++) e->memo[v][i] = NAN;
+  }
+  int64_t f = flat_of(x->shape, x->ndim, idx);
+  if (isnan(e->memo[v][f])) e->memo[v][f] = eval_node(e, n, idx);
+  return e->memo[v][f];
+}
+
+static void memo_clear(const ts_graph *g, double **memo) {
+  for (int v = 0; memo && v < g->n_values; v++) {
+    free(memo[v]);
+    memo[v] = NULL;
+  }
 }
 
 /* exact[v] = 1 for the constants p reads and `other` does not (malloc'd;
@@ -373,7 +403,7 @@ double pet_eval_point(const ts_graph *g, const pet_prog *p, int v,
                       const int64_t *idx, uint64_t seed, int trial,
                       const pet_prog *other, bool *ok) {
   uint8_t *exact = own_constants(g, p, other);
-  ev e = {g, p, NULL, exact, seed, trial, exact != NULL};
+  ev e = {g, p, NULL, exact, NULL, seed, trial, exact != NULL};
   double r = at(&e, v, idx);
   free(exact);
   if (ok) *ok = e.ok;
@@ -684,11 +714,13 @@ static void splits_of(prop *pr, int v, splits *out) {
 
 /* ---- the check ---- */
 
-/* Input elements one evaluation of v in p reads, counting each level it
- * passes through (an upper bound of the work per position). */
-static double point_cost(const ts_graph *g, const pet_prog *p, int v) {
+/* Elements one evaluation of v in p reads, counting each level it passes
+ * through; with memo, a memoized value is one read (its elements are
+ * computed once, counted by fill_cost). */
+static double point_cost(const ts_graph *g, const pet_prog *p, int v,
+                         bool memo) {
   const gr_node *n = producer(p, v);
-  if (!n) return 1;
+  if (!n || (memo && memoized(g, n))) return 1;
   if (!strcmp(n->op, "Conv") || !strcmp(n->op, "MatMul")) {
     const gr_value *w = &g->values[n->inputs[1]];
     const gr_value *y = &g->values[n->outputs[0]];
@@ -698,20 +730,24 @@ static double point_cost(const ts_graph *g, const pet_prog *p, int v) {
     else
       reads = (double)g->values[n->inputs[0]]
                   .shape[g->values[n->inputs[0]].ndim - 1];
-    return reads * (point_cost(g, p, n->inputs[0]) +
-                    point_cost(g, p, n->inputs[1])) +
+    return reads * (point_cost(g, p, n->inputs[0], memo) +
+                    point_cost(g, p, n->inputs[1], memo)) +
            1;
   }
   double c = 0;
   for (int k = 0; k < n->n_inputs; k++)
-    if (n->inputs[k] >= 0) {
-      double ck = point_cost(g, p, n->inputs[k]);
-      if (!strcmp(n->op, "Concat"))
-        c = ck > c ? ck : c; /* one input per position */
-      else
-        c += ck;
-    }
+    if (n->inputs[k] >= 0) c += point_cost(g, p, n->inputs[k], memo);
   return c + 1;
+}
+
+/* The memoized values' elements, each computed at most once per trial
+ * (a few reads each through data movement) and set up once. */
+static double fill_cost(const ts_graph *g, const pet_prog *p) {
+  double c = 0;
+  for (int i = 0; i < p->n; i++)
+    if (memoized(g, &p->nodes[i]))
+      c += 4.0 * (double)gr_value_elems(&g->values[p->nodes[i].outputs[0]]);
+  return c;
 }
 
 void pet_check_result_free(pet_check_result *r) {
@@ -719,6 +755,8 @@ void pet_check_result_free(pet_check_result *r) {
   memset(r, 0, sizeof *r);
 }
 
+/* Whether the programs differ at one of the box's m + 1 positions (its
+ * lowest corner and m drawn from the seed) for the ev's current trial. */
 static bool box_differs(ev *eo, int y, ev *em, int y2, const pet_box *b, int nd,
                         const pet_check_opts *o, uint64_t box_no,
                         int64_t *points, bool *ok) {
@@ -730,17 +768,14 @@ static bool box_differs(ev *eo, int y, ev *em, int y2, const pet_box *b, int nd,
                        (uint64_t)d * 0x632be59bd9b4e019ull);
       idx[d] = b->lo[d] + (q == 0 ? 0 : (int64_t)(h % (uint64_t)span));
     }
-    for (int t = 0; t < o->trials; t++) {
-      eo->trial = em->trial = t;
-      eo->ok = em->ok = true;
-      double a = at(eo, y, idx), c = at(em, y2, idx);
-      ++*points;
-      if (!eo->ok || !em->ok) {
-        *ok = false;
-        return true;
-      }
-      if (fabs(a - c) > 1e-9 * (1 + fabs(a) + fabs(c))) return true;
+    eo->ok = em->ok = true;
+    double a = at(eo, y, idx), c = at(em, y2, idx);
+    ++*points;
+    if (!eo->ok || !em->ok) {
+      *ok = false;
+      return true;
     }
+    if (fabs(a - c) > 1e-9 * (1 + fabs(a) + fabs(c))) return true;
   }
   return false;
 }
@@ -778,8 +813,15 @@ int pet_check(const ts_graph *g, const pet_prog *orig, int y,
       pa.rc = TS_ERR(err, TS_EUNSUPPORTED, "more than %lld boxes to check",
                      (long long)o->max_boxes);
   }
-  double work = (double)n_boxes * (a.nd + 1) * o->trials *
-                (point_cost(g, orig, y) + point_cost(g, mut, y2));
+  /* values of data movement are kept whole per trial when the positions
+   * are many (their windows overlap); with few, setting them up would
+   * cost more than reading through */
+  double positions = (double)n_boxes * (a.nd + 1) * o->trials;
+  bool memo = positions >= 512;
+  double work =
+      positions *
+          (point_cost(g, orig, y, memo) + point_cost(g, mut, y2, memo)) +
+      (memo ? o->trials * (fill_cost(g, orig) + fill_cost(g, mut)) : 0);
   if (!pa.rc && o->max_work > 0 && work > o->max_work)
     pa.rc = TS_ERR(err, TS_EUNSUPPORTED,
                    "%lld boxes would read %.2g input elements, over the "
@@ -798,37 +840,69 @@ int pet_check(const ts_graph *g, const pet_prog *orig, int y,
    * (weights) are inputs, random like the data */
   uint8_t *eo_x = own_constants(g, orig, mut),
           *em_x = own_constants(g, mut, orig);
-  ev eo = {g, orig, po, eo_x, o->seed, 0, true},
-     em = {g, mut, pm, em_x, o->seed, 0, true};
+  ev eo = {g, orig, po, eo_x, NULL, o->seed, 0, true},
+     em = {g, mut, pm, em_x, NULL, o->seed, 0, true};
   if (!po || !pm || !eo_x || !em_x)
     rc = TS_ERR(err, TS_ENOMEM, "out of memory");
-  for (int64_t k = 0; k < n_boxes && !rc; k++) {
-    pet_box box;
-    for (int d = 0; d < nd; d++) {
-      box.lo[d] = a.p[d][pos[d]];
-      box.hi[d] = a.p[d][pos[d] + 1];
-    }
-    bool ok = true;
-    if (box_differs(&eo, y, &em, y2, &box, nd, o, (uint64_t)k, &res->n_points,
-                    &ok)) {
-      if (!ok) {
-        rc = TS_ERR(err, TS_EUNSUPPORTED,
-                    "a node of the program cannot be evaluated");
-        break;
+  /* trial by trial (the memoized values hold one trial's inputs), each
+   * box until it is found to differ */
+  bool *apart = calloc((size_t)n_boxes + 1, sizeof *apart);
+  double **mo = calloc((size_t)g->n_values + 1, sizeof *mo);
+  double **mm = calloc((size_t)g->n_values + 1, sizeof *mm);
+  if (!rc && (!apart || !mo || !mm))
+    rc = TS_ERR(err, TS_ENOMEM, "out of memory");
+  if (memo) eo.memo = mo, em.memo = mm;
+  for (int t = 0; t < o->trials && !rc; t++) {
+    eo.trial = em.trial = t;
+    memset(pos, 0, sizeof pos);
+    for (int64_t k = 0; k < n_boxes && !rc; k++) {
+      pet_box box;
+      for (int d = 0; d < nd; d++) {
+        box.lo[d] = a.p[d][pos[d]];
+        box.hi[d] = a.p[d][pos[d] + 1];
       }
+      bool ok = true;
+      if (!apart[k] && box_differs(&eo, y, &em, y2, &box, nd, o, (uint64_t)k,
+                                   &res->n_points, &ok)) {
+        if (!ok)
+          rc = TS_ERR(err, TS_EUNSUPPORTED,
+                      "a node of the program cannot be evaluated");
+        apart[k] = true;
+      }
+      for (int d = nd - 1; d >= 0; d--) { /* next box, row-major */
+        if (++pos[d] < a.n[d] - 1) break;
+        pos[d] = 0;
+      }
+    }
+    memo_clear(g, mo);
+    memo_clear(g, mm);
+  }
+  /* the differing boxes, row-major */
+  memset(pos, 0, sizeof pos);
+  for (int64_t k = 0; k < n_boxes && !rc; k++) {
+    if (apart[k]) {
       pet_box *q = realloc(res->diff, sizeof *q * (size_t)(res->n_diff + 1));
       if (!q) {
         rc = TS_ERR(err, TS_ENOMEM, "out of memory");
         break;
       }
       res->diff = q;
-      res->diff[res->n_diff++] = box;
+      for (int d = 0; d < nd; d++) {
+        q[res->n_diff].lo[d] = a.p[d][pos[d]];
+        q[res->n_diff].hi[d] = a.p[d][pos[d] + 1];
+      }
+      res->n_diff++;
     }
-    for (int d = nd - 1; d >= 0; d--) { /* next box, row-major */
+    for (int d = nd - 1; d >= 0; d--) {
       if (++pos[d] < a.n[d] - 1) break;
       pos[d] = 0;
     }
   }
+  memo_clear(g, mo); /* after an error inside a trial */
+  memo_clear(g, mm);
+  free(apart);
+  free(mo);
+  free(mm);
   sp_free(&a);
   free(po);
   free(pm);
