@@ -19,6 +19,7 @@ static const char quantize_usage[] =
     "usage: tessera quantize profile MODEL.onnx --inputs CALIB.npz\n"
     "                        -o PROFILE.json [--input-shape NAME=DIMS]...\n"
     "                        [--bins N] [--percentile P] [--interpret]\n"
+    "                        [--pet [--pet-trials T]]\n"
     "\n"
     "Runs the model on the calibration samples and records, for every\n"
     "float32 tensor it computes, the range of its values, how many were NaN\n"
@@ -34,6 +35,8 @@ static const char quantize_usage[] =
     "                      (default 99.99)\n"
     "  --interpret         run in the reference interpreter (slow) instead\n"
     "                      of kernels compiled for this machine\n"
+    "  --pet, --pet-trials T  the graph with PET's rewrites, as `compile\n"
+    "                      --pet --quantize` quantizes it (docs/pet.md)\n"
     "\n"
     "Exit status: 0 written, 1 failure (bad model or inputs), 2 usage error.\n";
 
@@ -204,6 +207,11 @@ static int profile(int argc, char **argv) {
                              "--percentile wants a share in (0, 100]");
     } else if (!strcmp(argv[i], "--interpret")) {
       interpret = true;
+    } else if (!strcmp(argv[i], "--pet") || !strcmp(argv[i], "--pet-trials")) {
+      /* profile the graph that `compile --pet` quantizes */
+      int prc;
+      cli_pass_option("quantize", argc, argv, &i, &prc);
+      if (prc != EXIT_OK) rc = prc;
     } else if (argv[i][0] == '-') {
       rc = cli_usage_error("quantize", "unknown option '%s'", argv[i]);
     } else if (!model) {
