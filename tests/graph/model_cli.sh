@@ -126,4 +126,14 @@ expect 0 "$T" tune --model "$TMP/dil.onnx" --pet --trials 32 \
 contains err "pet: 1 task of the candidates it weighed added"
 expect 0 "$T" compile "$TMP/dil.onnx" --pet --db "$TMP/p.db" -o "$TMP/p.so"
 contains err "2 nodes chosen by measurement"
+# quantized with --pet: the profile of the rewritten graph covers its new
+# values, so both convs become int8
+/usr/bin/python3 -c "
+import numpy as np
+np.savez('$TMP/dcal.npz', x=np.random.RandomState(1).rand(2, 1, 64, 24, 24).astype(np.float32))" ||
+  fail "cannot write the calibration samples"
+expect 2 "$T" quantize profile "$TMP/dil.onnx" --pet-trials 0 --inputs "$TMP/dcal.npz" -o "$TMP/q.json"
+expect 0 "$T" quantize profile "$TMP/dil.onnx" --pet --inputs "$TMP/dcal.npz" -o "$TMP/q.json"
+expect 0 "$T" compile "$TMP/dil.onnx" --pet --quantize "$TMP/q.json" -o "$TMP/q.so"
+contains err "quantized: 2 convolutions and matrix products int8, 0 kept float32"
 echo "model_cli: all checks passed"
