@@ -18,13 +18,12 @@
  * Mutators:
  *   dilated_to_batch   a dilated conv (stride 1) as a dense conv over the
  *                      dh x dw sub-images, moved into the batch by a
- *                      reshape and a transpose (space to batch) and back;
- *                      an image the dilation does not divide is first
- *                      extended with zero rows and columns (they read as
- *                      the padding does) and the result cropped. Exact
- *                      when the pads are multiples of the dilation; the
- *                      dense conv can then go to Winograd, which a dilated
- *                      one cannot.
+ *                      reshape and a transpose (space to batch) and back.
+ *                      Exact when the pads are multiples of the dilation
+ *                      and the dilation divides the image; an image it
+ *                      does not divide is cropped to a multiple and the
+ *                      last rows and columns corrected. The dense conv can
+ *                      then go to Winograd, which a dilated one cannot.
  *   split_rows         a batch-1 "same" conv as two half images in the
  *                      batch: the rows at the seam read zero padding
  *                      instead of their neighbours, so it differs there and
@@ -257,6 +256,15 @@ static int zero_extend(ts_graph *g, pet_mutant *m, int x, int axis,
   return infer_last(g, m, err);
 }
 
+/* v cropped or extended with zeros to `want` along axis. */
+static int fit(ts_graph *g, pet_mutant *m, int v, int axis, int64_t want,
+               ts_error *err) {
+  int64_t have = g->values[v].shape[axis];
+  if (have > want) return slice(g, m, v, axis, 0, want, err);
+  if (have < want) return zero_extend(g, m, v, axis, want - have, err);
+  return v;
+}
+
 static int mut_dilated(ts_graph *g, const gr_node *n, pet_mutant *m,
                        ts_error *err) {
   conv_info c;
@@ -264,13 +272,17 @@ static int mut_dilated(ts_graph *g, const gr_node *n, pet_mutant *m,
       (c.d[0] == 1 && c.d[1] == 1))
     return 0;
   int64_t dh = c.d[0], dw = c.d[1];
-  int64_t Hs = (c.H + dh - 1) / dh, Ws = (c.W + dw - 1) / dw;
+  /* an image the dilation does not divide is cropped to a multiple; the
+   * output rows and columns that read what was cut (and the ones the
+   * dense conv does not reach) differ, and the corrector recomputes them
+   * (extending the image with zeros instead would be exact, but its seam
+   * inside the dilation's row pairs splits every row into a box of its
+   * own) */
+  int64_t Hs = c.H / dh, Ws = c.W / dw;
+  if (Hs < 2 || Ws < 2) return 0;
   int64_t B = dh * dw * c.N;
-  /* an image the dilation does not divide is extended with zeros, which
-   * read as the padding does */
-  int v = c.x;
-  if (Hs * dh > c.H) v = zero_extend(g, m, v, 1, Hs * dh - c.H, err);
-  if (v >= 0 && Ws * dw > c.W) v = zero_extend(g, m, v, 2, Ws * dw - c.W, err);
+  int v = fit(g, m, c.x, 1, Hs * dh, err);
+  if (v >= 0) v = fit(g, m, v, 2, Ws * dw, err);
   if (v >= 0)
     v = reshape(g, m, v, 6, (int64_t[]){c.N, Hs, dh, Ws, dw, c.C}, err);
   if (v >= 0) v = transpose(g, m, v, 6, (int64_t[]){2, 4, 0, 1, 3, 5}, err);
@@ -280,13 +292,13 @@ static int mut_dilated(ts_graph *g, const gr_node *n, pet_mutant *m,
   if (v >= 0) v = conv_like(g, m, n, &c, v, pads, (int64_t[]){1, 1}, err);
   if (v < 0) return v;
   int64_t Ho = g->values[v].shape[1], Wo = g->values[v].shape[2];
-  if (Ho * dh < c.OH || Wo * dw < c.OW || Ho <= 0 || Wo <= 0) return 0;
+  if (Ho <= 0 || Wo <= 0) return 0;
   v = reshape(g, m, v, 6, (int64_t[]){dh, dw, c.N, Ho, Wo, c.CO}, err);
   if (v >= 0) v = transpose(g, m, v, 6, (int64_t[]){2, 3, 0, 4, 1, 5}, err);
   if (v >= 0)
     v = reshape(g, m, v, 4, (int64_t[]){c.N, Ho * dh, Wo * dw, c.CO}, err);
-  if (v >= 0 && Ho * dh > c.OH) v = slice(g, m, v, 1, 0, c.OH, err);
-  if (v >= 0 && Wo * dw > c.OW) v = slice(g, m, v, 2, 0, c.OW, err);
+  if (v >= 0) v = fit(g, m, v, 1, c.OH, err);
+  if (v >= 0) v = fit(g, m, v, 2, c.OW, err);
   if (v < 0) return v;
   m->out = v;
   m->kind = "dilated_to_batch";
@@ -349,65 +361,109 @@ static int cmp_band(const void *p, const void *q) {
   return (a[0] > b[0]) - (a[0] < b[0]);
 }
 
-/* Replaces the mutant's output on the differing boxes by corrections of
- * whole rows (or, when the differences span more than half the rows,
- * whole columns); 0 when no band choice covers less than half the output
- * (the mutant is then dropped). */
+/* Sorts and merges bands [lo, hi) in place; returns how many remain. */
+static int64_t merge_bands(int64_t (*band)[2], int64_t n) {
+  qsort(band, (size_t)n, sizeof *band, cmp_band);
+  int64_t nb = 0;
+  for (int64_t i = 0; i < n; i++) {
+    if (nb && band[i][0] <= band[nb - 1][1]) {
+      if (band[i][1] > band[nb - 1][1]) band[nb - 1][1] = band[i][1];
+    } else {
+      band[nb][0] = band[i][0], band[nb][1] = band[i][1];
+      nb++;
+    }
+  }
+  return nb;
+}
+
+/* Replaces bands [lo, hi) of the mutant's output along axis (1 rows, 2
+ * columns) by corrections: slices of the output between them, the
+ * original conv on each, joined by a concat that becomes the output.
+ * Appends the bands to note. 1 done, 0 when a band reads no input,
+ * negative on failure. */
+static int apply_bands(ts_graph *g, const gr_node *n, pet_mutant *m,
+                       const conv_info *c, int axis, int64_t (*band)[2],
+                       int64_t nb, char *note, size_t note_size,
+                       ts_error *err) {
+  int64_t ext = g->values[m->out].shape[axis];
+  int pieces[PET_MAX_NODES], np = 0, y2 = m->out, rc = 0;
+  int64_t at = 0;
+  size_t len = strlen(note);
+  len += (size_t)snprintf(note + len, note_size - len, "%s %s",
+                          len ? " and" : " by", axis == 1 ? "rows" : "columns");
+  for (int64_t i = 0; i < nb && len < note_size; i++)
+    len += (size_t)snprintf(note + len, note_size - len, "%s [%lld, %lld)",
+                            i ? "," : "", (long long)band[i][0],
+                            (long long)band[i][1]);
+  for (int64_t i = 0; i <= nb && rc >= 0; i++) {
+    int64_t a = i < nb ? band[i][0] : ext;
+    if (at < a) rc = pieces[np++] = slice(g, m, y2, axis, at, a, err);
+    if (i < nb && rc >= 0) {
+      rc = pieces[np++] =
+          correction(g, m, n, c, axis, band[i][0], band[i][1], err);
+      at = band[i][1];
+    }
+  }
+  if (rc <= 0) return rc;
+  rc = pet_emit(g, m, "Concat", pieces, np, NULL, err);
+  if (rc < 0) return rc;
+  gr_node_set_attr(g, &m->nodes[m->n - 1],
+                   (gr_attr){.name = "axis", .kind = GR_ATTR_INT, .i = axis});
+  rc = infer_last(g, m, err);
+  if (rc < 0) return rc;
+  m->out = rc;
+  return 1;
+}
+
+/* Replaces the mutant's output on the differing boxes by corrections:
+ * bands of whole rows, or of whole columns, or (when the differences run
+ * along both edges, as where an odd last row and column were left out)
+ * each box by the band across its shorter side, columns first and rows
+ * over them. Each kind must cover at most half its axis; 0 when no choice
+ * does (the mutant is then dropped). */
 static int correct(ts_graph *g, const gr_node *n, pet_mutant *m,
                    const pet_check_result *res, char *note, size_t note_size,
                    ts_error *err) {
   conv_info c;
   if (!conv_info_of(g, n, &c)) return 0;
-  for (int axis = 1; axis <= 2; axis++) {
-    int64_t ext = g->values[m->out].shape[axis];
-    int64_t(*band)[2] = malloc(sizeof *band * (size_t)res->n_diff);
-    if (!band) return TS_ERR(err, TS_ENOMEM, "out of memory");
-    for (int64_t i = 0; i < res->n_diff; i++)
-      band[i][0] = res->diff[i].lo[axis], band[i][1] = res->diff[i].hi[axis];
-    qsort(band, (size_t)res->n_diff, sizeof *band, cmp_band);
-    int64_t nb = 0, covered = 0;
-    for (int64_t i = 0; i < res->n_diff; i++) {
-      if (nb && band[i][0] <= band[nb - 1][1]) {
-        if (band[i][1] > band[nb - 1][1]) band[nb - 1][1] = band[i][1];
-      } else {
-        band[nb][0] = band[i][0], band[nb][1] = band[i][1];
-        nb++;
-      }
+  int64_t nd = res->n_diff,
+          ext[3] = {0, g->values[m->out].shape[1], g->values[m->out].shape[2]};
+  int64_t(*band)[2] = malloc(sizeof *band * (size_t)(2 * nd + 1));
+  if (!band) return TS_ERR(err, TS_ENOMEM, "out of memory");
+  int64_t(*cols)[2] = band + nd;
+  int rc = 0;
+  note[0] = 0;
+  /* strategy 0: rows; 1: columns; 2: each box across its shorter side */
+  for (int strategy = 0; strategy < 3 && rc == 0; strategy++) {
+    int64_t nr = 0, nc = 0;
+    for (int64_t i = 0; i < nd; i++) {
+      const pet_box *b = &res->diff[i];
+      bool by_rows =
+          strategy == 0 ||
+          (strategy == 2 && b->hi[1] - b->lo[1] <= b->hi[2] - b->lo[2]);
+      if (by_rows)
+        band[nr][0] = b->lo[1], band[nr++][1] = b->hi[1];
+      else
+        cols[nc][0] = b->lo[2], cols[nc++][1] = b->hi[2];
     }
-    for (int64_t i = 0; i < nb; i++) covered += band[i][1] - band[i][0];
-    if (covered * 2 > ext || nb + 1 > PET_MAX_NODES / 4) {
-      free(band);
+    nr = merge_bands(band, nr);
+    nc = merge_bands(cols, nc);
+    int64_t covered_r = 0, covered_c = 0;
+    for (int64_t i = 0; i < nr; i++) covered_r += band[i][1] - band[i][0];
+    for (int64_t i = 0; i < nc; i++) covered_c += cols[i][1] - cols[i][0];
+    if (covered_r * 2 > ext[1] || covered_c * 2 > ext[2] ||
+        m->n + 4 * (nr + nc + 2) > PET_MAX_NODES)
       continue;
-    }
-    int pieces[PET_MAX_NODES], np = 0, y2 = m->out, rc = 0;
-    int64_t at = 0;
-    size_t len = (size_t)snprintf(note, note_size, " by %s",
-                                  axis == 1 ? "rows" : "columns");
-    for (int64_t i = 0; i < nb && len < note_size; i++)
-      len += (size_t)snprintf(note + len, note_size - len, "%s [%lld, %lld)",
-                              i ? "," : "", (long long)band[i][0],
-                              (long long)band[i][1]);
-    for (int64_t i = 0; i <= nb && rc >= 0; i++) {
-      int64_t a = i < nb ? band[i][0] : ext;
-      if (at < a) rc = pieces[np++] = slice(g, m, y2, axis, at, a, err);
-      if (i < nb && rc >= 0) {
-        rc = pieces[np++] =
-            correction(g, m, n, &c, axis, band[i][0], band[i][1], err);
-        at = band[i][1];
-      }
-    }
-    free(band);
-    if (rc <= 0) return rc;
-    rc = pet_emit(g, m, "Concat", pieces, np, NULL, err);
-    if (rc < 0) return rc;
-    gr_node_set_attr(g, &m->nodes[m->n - 1],
-                     (gr_attr){.name = "axis", .kind = GR_ATTR_INT, .i = axis});
-    rc = infer_last(g, m, err);
-    if (rc < 0) return rc;
-    m->out = rc;
-    return 1;
+    int saved_n = m->n, saved_out = m->out;
+    note[0] = 0;
+    rc = nc ? apply_bands(g, n, m, &c, 2, cols, nc, note, note_size, err) : 1;
+    if (rc > 0 && nr)
+      rc = apply_bands(g, n, m, &c, 1, band, nr, note, note_size, err);
+    if (rc == 0) /* undone: the next strategy starts from the mutant */
+      m->n = saved_n, m->out = saved_out;
   }
-  return 0;
+  free(band);
+  return rc;
 }
 
 /* ---- cost ---- */
