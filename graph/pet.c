@@ -869,8 +869,8 @@ static int check_mutant(ts_graph *g, gr_pet_setup *s, const gr_node *n,
                         pet_mutant *m, char *what, size_t what_size,
                         ts_error *err) {
   pet_prog orig = {n, 1}, mp = {m->nodes, m->n};
-  pet_check_opts co = {s->o.trials, s->o.seed, s->o.max_boxes, 4096,
-                       CHECK_BUDGET};
+  pet_check_opts co = {s->o.trials, s->o.seed,    s->o.max_boxes,
+                       4096,        CHECK_BUDGET, 0};
   pet_check_result res;
   ts_error cerr;
   int y = n->outputs[0];

@@ -33,6 +33,8 @@ typedef struct pet_check_opts {
                          boxes x (m + 1) positions x trials x both
                          programs' reads per position); past it the mutant
                          is not checked (0: no limit) */
+  int memo;           /* keep data-movement values whole per trial: 0 when
+                         the positions are many (512), 1 always, -1 never */
 } pet_check_opts;
 
 /* What the check found for one output: the boxes (the product of the

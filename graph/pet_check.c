@@ -817,7 +817,7 @@ int pet_check(const ts_graph *g, const pet_prog *orig, int y,
    * are many (their windows overlap); with few, setting them up would
    * cost more than reading through */
   double positions = (double)n_boxes * (a.nd + 1) * o->trials;
-  bool memo = positions >= 512;
+  bool memo = o->memo ? o->memo > 0 : positions >= 512;
   double work =
       positions *
           (point_cost(g, orig, y, memo) + point_cost(g, mut, y2, memo)) +

@@ -316,7 +316,7 @@ static void test_boxes_of_dropped_row(void **state) {
   pet_mutant *m = calloc(1, sizeof *m);
   assert_int_equal(mut_dropped_row(g, &n, m, &err), 1);
   pet_prog orig = {&n, 1}, mp = {m->nodes, m->n};
-  pet_check_opts o = {2, 11, 4096, 4096, 0};
+  pet_check_opts o = {2, 11, 4096, 4096, 0, 0};
   pet_check_result res;
   assert_int_equal(
       pet_check(g, &orig, n.outputs[0], &mp, m->out, &o, &res, &err), TS_OK);
@@ -394,7 +394,8 @@ static int through_transposes(ts_graph *g, const gr_node *n, pet_mutant *m,
 }
 
 /* Every position where brute force finds the two programs apart lies in a
- * box the checker reports as differing, on random conv geometries (kernel,
+ * box the checker reports as differing, and every such box holds one, on
+ * random conv geometries (kernel,
  * stride, dilation, asymmetric pads, image size) and mutants (the built-in
  * ones, a dropped row or column, a shifted pad, transposes that cancel). */
 static void test_boxes_sound_random(void **state) {
@@ -454,13 +455,16 @@ static void test_boxes_sound_random(void **state) {
         continue;
       }
       pet_prog orig = {&n, 1}, mp = {m->nodes, m->n};
-      pet_check_opts o = {2, (uint64_t)iter + 1, 1 << 20, 4096, 0};
+      /* both evaluation paths: values kept whole per trial, or not */
+      pet_check_opts o = {2, (uint64_t)iter + 1, 1 << 20, 4096,
+                          0, iter % 2 ? 1 : -1};
       pet_check_result res;
       if (pet_check(g, &orig, n.outputs[0], &mp, m->out, &o, &res, &err))
         fail_msg("iteration %d, mutant %d: %s", iter, kind, err.msg);
       checked++;
       with_diff += res.n_diff > 0;
       const gr_value *y = &g->values[n.outputs[0]];
+      bool *seen = calloc((size_t)res.n_diff + 1, sizeof *seen);
       int64_t idx[4], total = 1;
       for (int a = 0; a < 4; a++) total *= y->shape[a];
       for (int64_t f = 0; f < total; f++) {
@@ -481,6 +485,7 @@ static void test_boxes_sound_random(void **state) {
           for (int a = 0; a < 4; a++)
             covered = covered && idx[a] >= res.diff[i].lo[a] &&
                       idx[a] < res.diff[i].hi[a];
+          if (covered) seen[i] = true;
         }
         if (!covered)
           fail_msg("iteration %d (k %lld, stride %lld, dilation %lld, pads "
@@ -493,6 +498,13 @@ static void test_boxes_sound_random(void **state) {
                    (long long)idx[0], (long long)idx[1], (long long)idx[2],
                    (long long)idx[3]);
       }
+      /* and no box is reported without a position that differs in it */
+      for (int64_t i = 0; i < res.n_diff; i++)
+        if (!seen[i])
+          fail_msg("iteration %d, mutant %s: box %lld reported as differing, "
+                   "but no position in it does",
+                   iter, m->kind, (long long)i);
+      free(seen);
       pet_check_result_free(&res);
       free(m);
     }
