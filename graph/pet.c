@@ -207,19 +207,16 @@ static bool conv_info_of(const ts_graph *g, const gr_node *n, conv_info *c) {
   if (x->ndim != 4 || w->ndim != 4 || y->ndim != 4 ||
       !ts_dtype_eq(x->dtype, TS_FLOAT32) || !ts_dtype_eq(y->dtype, TS_FLOAT32))
     return false;
+  pet_conv geo;
+  if (!pet_conv_geo(g, n, &geo)) return false;
   c->N = x->shape[0], c->H = x->shape[1], c->W = x->shape[2];
   c->C = x->shape[3];
   c->OH = y->shape[1], c->OW = y->shape[2], c->CO = y->shape[3];
-  c->k[0] = w->shape[0], c->k[1] = w->shape[1];
-  int cnt;
-  const int64_t *p;
-  c->s[0] = c->s[1] = c->d[0] = c->d[1] = 1;
-  if ((p = gr_attr_ints(n, "strides", &cnt)) && cnt == 2)
-    c->s[0] = p[0], c->s[1] = p[1];
-  if ((p = gr_attr_ints(n, "dilations", &cnt)) && cnt == 2)
-    c->d[0] = p[0], c->d[1] = p[1];
-  int64_t in_sp[2] = {c->H, c->W};
-  return gr_resolve_pads(n, 2, in_sp, c->k, c->s, c->d, c->pad) == 0;
+  memcpy(c->k, geo.k, sizeof c->k);
+  memcpy(c->s, geo.s, sizeof c->s);
+  memcpy(c->d, geo.d, sizeof c->d);
+  memcpy(c->pad, geo.pad, sizeof c->pad);
+  return true;
 }
 
 /* A conv like n (its attributes) on data x with explicit pads and

@@ -46,6 +46,17 @@ typedef struct pet_check_result {
   int64_t n_diff;
 } pet_check_result;
 
+/* A 2-D conv's geometry: channels-last or NCHW, weights plain or blocked
+ * (pet_check.c). */
+typedef struct pet_conv {
+  bool nhwc;
+  int64_t group, cig, cog, block;
+  int64_t k[2], s[2], d[2], pad[4]; /* pads: top, left, bottom, right */
+  int cdim, sdim; /* the channel axis and the first spatial axis */
+} pet_conv;
+/* false when n is not a conv of rank 4 with consistent groups and pads */
+bool pet_conv_geo(const ts_graph *g, const gr_node *n, pet_conv *c);
+
 /* Checks output value y of `orig` against y2 of `mut` (same shape): the
  * split points of y in orig and of y2 in mut are merged per axis, and in
  * each resulting box m + 1 positions (m the rank) are evaluated in both

@@ -123,15 +123,7 @@ static bool slice_spec(const ts_graph *g, const gr_node *n, int64_t *start,
   return true;
 }
 
-/* A 2-D conv's geometry; channels-last or NCHW, weights plain or blocked. */
-typedef struct conv_geo {
-  bool nhwc;
-  int64_t group, cig, cog, block;
-  int64_t k[2], s[2], d[2], pad[4];
-  int cdim, sdim; /* the channel axis and the first spatial axis */
-} conv_geo;
-
-static bool conv_geo_of(const ts_graph *g, const gr_node *n, conv_geo *c) {
+bool pet_conv_geo(const ts_graph *g, const gr_node *n, pet_conv *c) {
   if (strcmp(n->op, "Conv") || n->n_inputs < 2) return false;
   const gr_value *x = &g->values[n->inputs[0]], *w = &g->values[n->inputs[1]];
   const gr_value *y = &g->values[n->outputs[0]];
@@ -197,9 +189,9 @@ static double leaf(ev *e, int v, const int64_t *idx) {
 }
 
 static double eval_conv(ev *e, const gr_node *n, const int64_t *idx) {
-  conv_geo c;
+  pet_conv c;
   const ts_graph *g = e->g;
-  if (!conv_geo_of(g, n, &c)) {
+  if (!pet_conv_geo(g, n, &c)) {
     e->ok = false;
     return NAN;
   }
@@ -581,8 +573,8 @@ static void prop_reshape(prop *pr, const splits *in, splits *out) {
 }
 
 static void prop_conv(prop *pr, const gr_node *n, splits *out) {
-  conv_geo c;
-  if (!conv_geo_of(pr->g, n, &c)) {
+  pet_conv c;
+  if (!pet_conv_geo(pr->g, n, &c)) {
     pr->rc = TS_ERR(pr->err, TS_EUNSUPPORTED,
                     "cannot propagate boxes through %s '%s'", n->op, n->name);
     return;

@@ -117,14 +117,28 @@ def tensor_input(name, elem, shape):
     return helper.make_tensor_value_info(name, elem, shape)
 
 
+def resnet_stem(b, width):
+    """7x7 stride-2 conv, batch norm, relu and 3x3 stride-2 max pool."""
+    x = b.relu(b.bn(b.conv("data", 3, width, 7, stride=2, pad=3), width))
+    return b.op("MaxPool", [x], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+
+
+def resnet_head(b, x, cin, classes, name, size):
+    """Global average pool, flatten and the classifier; the whole graph."""
+    x = b.op("GlobalAveragePool", [x])
+    x = b.op("Flatten", [x], axis=1)
+    out = b.linear(x, cin, classes)
+    return helper.make_graph(b.nodes, name, [tensor_input("data", TensorProto.FLOAT, [1, 3, size, size])],
+                             [helper.make_tensor_value_info(out, TensorProto.FLOAT, [1, classes])], b.inits)
+
+
 def resnet50(rng, small):
     b = Builder(rng)
     size, classes = (32, 10) if small else (224, 1000)
     blocks = [1, 1, 1, 1] if small else [3, 4, 6, 3]
     widths = [8, 16, 32, 64] if small else [64, 128, 256, 512]
     stem = widths[0]
-    x = b.relu(b.bn(b.conv("data", 3, stem, 7, stride=2, pad=3), stem))
-    x = b.op("MaxPool", [x], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+    x = resnet_stem(b, stem)
     cin = stem
     for stage, (n, w) in enumerate(zip(blocks, widths)):
         for i in range(n):
@@ -139,12 +153,7 @@ def resnet50(rng, small):
                 sc = x
             x = b.relu(b.op("Add", [y, sc]))
             cin = cout
-    x = b.op("GlobalAveragePool", [x])
-    x = b.op("Flatten", [x], axis=1)
-    out = b.linear(x, cin, classes)
-    g = helper.make_graph(b.nodes, "resnet50", [tensor_input("data", TensorProto.FLOAT, [1, 3, size, size])],
-                          [helper.make_tensor_value_info(out, TensorProto.FLOAT, [1, classes])], b.inits)
-    return g, False
+    return resnet_head(b, x, cin, classes, "resnet50", size), False
 
 
 def mobilenet_v2(rng, small):
@@ -269,8 +278,7 @@ def resnet18(rng, small):
     b = Builder(rng)
     size, classes = (32, 10) if small else (224, 1000)
     widths = [8, 16, 32, 64] if small else [64, 128, 256, 512]
-    x = b.relu(b.bn(b.conv("data", 3, widths[0], 7, stride=2, pad=3), widths[0]))
-    x = b.op("MaxPool", [x], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+    x = resnet_stem(b, widths[0])
     cin = widths[0]
     for stage, w in enumerate(widths):
         for i in range(2):
@@ -280,12 +288,7 @@ def resnet18(rng, small):
             sc = b.bn(b.conv(x, cin, w, 1, stride=stride), w) if (stride != 1 or cin != w) else x
             x = b.relu(b.op("Add", [y, sc]))
             cin = w
-    x = b.op("GlobalAveragePool", [x])
-    x = b.op("Flatten", [x], axis=1)
-    out = b.linear(x, cin, classes)
-    g = helper.make_graph(b.nodes, "resnet18", [tensor_input("data", TensorProto.FLOAT, [1, 3, size, size])],
-                          [helper.make_tensor_value_info(out, TensorProto.FLOAT, [1, classes])], b.inits)
-    return g, False
+    return resnet_head(b, x, cin, classes, "resnet18", size), False
 
 
 def csrnet(rng, small):
