@@ -22,7 +22,9 @@
  *     (unrolled), vector (vectorized); its init decomposed and vectorized;
  *     the streamed input (B of a matmul) packed per vector tile when there
  *     are at least four row tiles; its elementwise consumer computed at the
- *     row tile; the outer loops fused and parallel.
+ *     row tile; its padding producer computed at the innermost outer loop
+ *     (each tile pads the window it reads); the outer loops fused and
+ *     parallel.
  *  3. Every other block: without an anchor, the other blocks computed at
  *     the outermost loop of the output block (one parallel loop over the
  *     rows of a softmax or layer norm); a reduction whose innermost spatial
@@ -243,6 +245,69 @@ static void inline_intermediates(ts_sched *s) {
     ts_sched_compute_inline(s, b);
   }
   names_free(names, n);
+}
+
+/* A padding producer of the anchor (a block computing through
+ * if_then_else, which step 1 leaves a stage of its own) computed at the
+ * anchor's innermost outer loop, so each tile pads only the window it
+ * reads, in cache, instead of the whole padded image being written and read
+ * back once per call (for a depthwise conv, nine FMAs per output, that
+ * copy was most of its time in a model). Left at the root when the tile's
+ * window would be larger than PAD_TILE_BYTES (redundant work would then
+ * outweigh the traffic saved). */
+#define PAD_TILE_BYTES (256 * 1024)
+
+/* Bytes of the window a block computed at the n_outer-th loop writes per
+ * iteration: the product of its own loops' extents times its element size. */
+static int64_t tile_window_bytes(ts_sched *s, const char *name, int n_outer) {
+  ts_rv b, loops[MAX_LOOPS];
+  int nl = 0;
+  const ts_stmt *r = ts_func_find_block(ts_sched_func(s), name);
+  if (!r || ts_sched_get_block(s, name, &b) ||
+      ts_sched_get_loops(s, b, loops, MAX_LOOPS, &nl) || nl < n_outer)
+    return INT64_MAX;
+  const ts_block *blk = ts_realize_block(r);
+  int64_t bytes =
+      (ts_buffer_dtype(ts_block_write(blk, 0)->buffer).bits + 7) / 8;
+  for (int i = n_outer; i < nl; i++) bytes *= loop_extent(s, loops[i]);
+  return bytes;
+}
+
+static void pads_at_tile(ts_sched *s, const ts_target *t, ts_rv anchor,
+                         const ts_rv *order, int n_outer) {
+  if (n_outer <= 0) return;
+  ts_rv prods[MAX_BLOCKS];
+  int np = 0;
+  if (ts_sched_get_producers(s, anchor, prods, MAX_BLOCKS, &np)) return;
+  for (int i = 0; i < np; i++) {
+    const char *pn = ts_sched_rv_block_name(s, prods[i]);
+    if (!pn) continue;
+    char name[128];
+    snprintf(name, sizeof name, "%s", pn);
+    const ts_func *f = ts_sched_func(s);
+    const ts_stmt *r = ts_func_find_block(f, name);
+    if (!r || !stmt_uses_if_then_else(r)) continue;
+    const ts_block *blk = ts_realize_block(r);
+    if (block_is_reduction(blk) || block_writes_param(f, blk) ||
+        ts_block_n_writes(blk) != 1)
+      continue;
+    ts_rv cons[MAX_BLOCKS];
+    int nc = 0;
+    if (ts_sched_get_consumers(s, prods[i], cons, MAX_BLOCKS, &nc) || nc != 1)
+      continue;
+    ts_sched *trial = NULL;
+    if (ts_sched_fork(s, 0, &trial, NULL)) return;
+    ts_rv tb;
+    if (ts_sched_get_block(trial, name, &tb) ||
+        ts_sched_compute_at(trial, tb, order[n_outer - 1]) ||
+        tile_window_bytes(trial, name, n_outer) > PAD_TILE_BYTES) {
+      ts_sched_destroy(trial);
+      continue;
+    }
+    ts_sched_destroy(trial);
+    if (ts_sched_compute_at(s, prods[i], order[n_outer - 1])) continue;
+    vectorize_inner(s, t, name);
+  }
 }
 
 /* Step 2: the register-tiled anchor reduction. Returns true when it
@@ -495,6 +560,7 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
       ts_sched_vectorize(s, cl[ncl - 1]);
   }
   if (packed[0]) vectorize_inner(s, t, packed);
+  pads_at_tile(s, t, b, order, n_outer);
   /* the outer loops fused and parallel */
   int64_t work = 1;
   for (int i = 0; i < n_par; i++) work *= loop_extent(s, order[i]);

@@ -88,10 +88,14 @@ static void test_shapes(void **state) {
       {"conv2d_nchw N=1 H=14 W=14 CI=16 CO=32 KH=3 KW=3 pad=1",
        {"vectorize", "unroll", "parallel"}},
       {"conv2d_nhwc N=1 H=14 W=14 CI=16 CO=32 KH=3 KW=3 pad=1",
-       {"vectorize", "unroll", "parallel"}},
-      /* a tile of output pixels (unrolled) reuses each weight vector */
+       {"vectorize", "unroll", "parallel", "\ncompute_at("}},
+      /* a tile of output pixels (unrolled) reuses each weight vector; the
+       * padding is computed per tile ("\ncompute_at": not the consumer's
+       * reverse_compute_at) */
       {"depthwise_conv2d_nhwc N=1 H=28 W=28 C=32 KH=3 KW=3 pad=1",
-       {"vectorize", "unroll", "parallel"}},
+       {"vectorize", "unroll", "parallel", "\ncompute_at("}},
+      {"depthwise_conv2d_nhwc N=1 H=30 W=30 C=48 KH=3 KW=3 stride=2 pad=1",
+       {"vectorize", "parallel", "\ncompute_at("}},
       {"softmax N=64 D=128", {"parallel"}},
       {"layer_norm N=128 D=256", {"parallel"}},
       {"elementwise op=gelu shape=128x768", {"vectorize", "parallel"}},
