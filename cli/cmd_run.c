@@ -2,7 +2,8 @@
  * cmd_run.c — `tessera run`: a model compiled by `tessera compile`, loaded
  * with dlopen and driven through include/tessera/model.h. Inputs come from
  * an .npz file by graph input name, outputs go to another by name;
- * --repeat times the run, --profile prints the time of each kernel call.
+ * --repeat times the run, --profile prints the time of each kernel call
+ * (with --repeat, each kernel's median over the repeated runs).
  */
 #include "cli.h"
 
@@ -16,6 +17,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Repeated runs whose kernel times --profile keeps (each one n_kernels
+ * doubles). */
+#define PROFILED_RUNS 1000
+
 static const char run_usage[] =
     "usage: tessera run MODEL.so --inputs IN.npz [--outputs OUT.npz]\n"
     "                   [--threads K] [--repeat N] [--profile] [--json]\n"
@@ -26,7 +31,9 @@ static const char run_usage[] =
     "\n"
     "  --threads K   threads of the model's pool (default: the online cores)\n"
     "  --repeat N    run N more times and print the median and mean latency\n"
-    "  --profile     print the time of each kernel call of one run\n"
+    "  --profile     print the time of each kernel call: of one run, or with\n"
+    "                --repeat the median of each over the repeated runs (the\n"
+    "                first 1000)\n"
     "  --json        print the latency and the profile as one JSON object\n"
     "                (first_ms, runs, median_ms, mean_ms, kernels: [{call,\n"
     "                name, ms}]; the fields of what was asked for)\n";
@@ -177,6 +184,7 @@ int cmd_run(int argc, char **argv) {
   ts_graph_tensor *tens = calloc((size_t)n_out + 1, sizeof *tens);
   double *secs = calloc((size_t)n_k + 1, sizeof *secs);
   double *times = calloc((size_t)repeat + 1, sizeof *times);
+  double *prof = NULL; /* [run][kernel] seconds of the profiled runs */
   rc = EXIT_FAIL;
   if (!ins || !outs || !tens || !secs || !times) goto done;
   if (ts_graph_npz_read(in_path, &npz, &err) != TS_OK) {
@@ -230,9 +238,15 @@ int cmd_run(int argc, char **argv) {
   }
   double first = ts_now_seconds() - t0;
   if (json) cJSON_AddNumberToObject(json, "first_ms", first * 1e3);
+  /* --profile with --repeat: every repeated run is profiled (up to
+   * PROFILED_RUNS of them kept) and each kernel's median reported */
+  long n_prof = profile ? (repeat < PROFILED_RUNS ? repeat : PROFILED_RUNS) : 0;
+  if (n_prof > 0 && !(prof = calloc((size_t)(n_prof * n_k) + 1, sizeof *prof)))
+    goto done;
   for (long r = 0; r < repeat; r++) {
     t0 = ts_now_seconds();
-    if (api.run(m, ins, (void *const *)outs) != 0) {
+    if ((r < n_prof ? api.profile(m, ins, (void *const *)outs, &prof[r * n_k])
+                    : api.run(m, ins, (void *const *)outs)) != 0) {
       fprintf(stderr, "tessera: error: the model failed: %s\n",
               api.last_error());
       goto done;
@@ -254,12 +268,19 @@ int cmd_run(int argc, char **argv) {
              cli_median(times, (int)repeat) * 1e3, mean * 1e3, repeat,
              first * 1e3);
   }
-  if (profile) {
-    if (api.profile(m, ins, (void *const *)outs, secs) != 0) {
-      fprintf(stderr, "tessera: error: the model failed: %s\n",
-              api.last_error());
-      goto done;
+  if (profile && n_prof > 0) {
+    double *col = calloc((size_t)n_prof, sizeof *col);
+    if (!col) goto done;
+    for (int k = 0; k < n_k; k++) {
+      for (long r = 0; r < n_prof; r++) col[r] = prof[r * n_k + k];
+      secs[k] = cli_median(col, (int)n_prof);
     }
+    free(col);
+  } else if (profile && api.profile(m, ins, (void *const *)outs, secs) != 0) {
+    fprintf(stderr, "tessera: error: the model failed: %s\n", api.last_error());
+    goto done;
+  }
+  if (profile) {
     double total = 0;
     for (int k = 0; k < n_k; k++) total += secs[k];
     if (json) {
@@ -273,6 +294,8 @@ int cmd_run(int argc, char **argv) {
       }
       cJSON_AddNumberToObject(json, "kernels_total_ms", total * 1e3);
     } else {
+      if (n_prof > 0)
+        printf("kernel times: medians of %ld profiled runs\n", n_prof);
       printf("%4s %10s %6s  %s\n", "call", "ms", "%", "kernel");
       for (int k = 0; k < n_k; k++)
         printf("%4d %10.3f %6.1f  %s\n", k, secs[k] * 1e3,
@@ -299,6 +322,7 @@ done:
   free(tens);
   free(secs);
   free(times);
+  free(prof);
   ts_graph_npz_free(npz);
   dlclose(h);
   return rc;

@@ -80,6 +80,7 @@ np.savez('$TMP/bad.npz', data=np.zeros((1, 3, 16, 16), np.float32))
 expect 0 "$T" run "$TMP/r.so" --inputs "$TMP/in.npz" --outputs "$TMP/out.npz" --threads 2 --repeat 3 --profile
 contains "latency: median"
 contains "kernel calls"
+contains "medians of 3 profiled runs"
 "$T" run "$TMP/r.so" --inputs "$TMP/in.npz" --threads 1 --repeat 2 --profile \
   --json >"$TMP/run.json" || fail "run --json"
 "$PY" -c "
