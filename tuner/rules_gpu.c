@@ -51,7 +51,7 @@
  * sampled candidates, softmax and layer_norm included, in the
  * interpreter's GPU mode (ts_interp_run_gpu) against the reference.
  */
-#include "tuner/internal.h"
+#include "tuner/rule_framework.h"
 
 #include <stdio.h>
 #include <string.h>
