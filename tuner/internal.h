@@ -75,10 +75,6 @@ const char *root_block_name(const ts_func *f);
 /* Removes every decision of a trace (so a replay samples afresh); returns a
  * new trace the caller frees. */
 ts_trace *trace_without_decisions(const ts_trace *t);
-/* Postprocessing of the cache blocks the GPU tiling marked: their loops
- * fused, split by the thread extent (and the sampled vector length) and
- * bound to threadIdx (rules_gpu.c). */
-int gpu_rewrite_cooperative_fetch(ts_sched *s, ts_error *err);
 
 /* ---- search (search.c, search_evolutionary.c) ---- */
 
