@@ -126,6 +126,28 @@ int ts_target_max_registers_per_thread(const ts_target *t);
 #define TS_ANN_UNROLL_EXPLICIT "pragma_unroll_explicit"
 #define TS_ANN_VECTORIZE_FALLBACK "vectorize_fallback"
 
+/* The steps of ts_lower, in the order it runs them. */
+typedef enum ts_lower_step {
+  TS_LOWER_STEP_ALL = 0,          /* as `last`: the whole pipeline */
+  TS_LOWER_STEP_BLOCKS,           /* ts_lower_blocks */
+  TS_LOWER_STEP_RANGE_SIMPLIFY,   /* ts_lower_simplify: fused indices become
+                                     the linear forms compaction reads */
+  TS_LOWER_STEP_COMPACT,          /* ts_lower_compact */
+  TS_LOWER_STEP_PARTITION,        /* loop partitioning (partition.c) */
+  TS_LOWER_STEP_UNROLL,           /* ts_lower_unroll (max_unroll) */
+  TS_LOWER_STEP_FLATTEN,          /* ts_lower_flatten */
+  TS_LOWER_STEP_SIMPLIFY,         /* ts_lower_simplify */
+  TS_LOWER_STEP_VECTORIZE,        /* ts_lower_vectorize (max_vector_lanes) */
+  TS_LOWER_STEP_VECTOR_SIMPLIFY,  /* ts_lower_simplify */
+  TS_LOWER_STEP_PROMOTE,          /* register promotion (promote.c) */
+  TS_LOWER_STEP_PROMOTE_SIMPLIFY, /* ts_lower_simplify */
+  TS_LOWER_STEP_SYNC,             /* GPU barriers (lower_sync.c) */
+  TS_LOWER_N_STEPS
+} ts_lower_step;
+
+/* The bit of a step in ts_lower_options.skip. */
+#define TS_LOWER_SKIP(step) (1u << (step))
+
 typedef struct ts_lower_options {
   bool verify_between;   /* run ts_func_verify after each pass (TS_VERIFY=1) */
   int max_vector_lanes;  /* widest vector a vectorized loop becomes (64) */
@@ -134,13 +156,22 @@ typedef struct ts_lower_options {
   int promote_max_bytes; /* bytes promoted around one loop at most (0: the
                             build sets it from the target's vector
                             registers; 384 when lowering alone) */
+  ts_lower_step last;    /* the last step run (TS_LOWER_STEP_ALL: all) */
+  unsigned skip;         /* steps not run: TS_LOWER_SKIP(step) bits */
 } ts_lower_options;
 
-/* Default options (verify_between from the TS_VERIFY environment variable). */
+/* Default options (verify_between from the TS_VERIFY environment variable;
+ * the whole pipeline). */
 ts_lower_options ts_lower_defaults(void);
 
-/* The whole pipeline on a copy of f: returns a new lowered function the
- * caller frees with ts_func_free, or NULL with err set. */
+/* The pipeline on a copy of f: the steps of ts_lower_step in that order,
+ * through opts->last (the whole pipeline by default), without the steps in
+ * opts->skip. Returns a new lowered function the caller frees with
+ * ts_func_free, or NULL with err set. A prefix (a `last` before
+ * TS_LOWER_STEP_SYNC, steps skipped) gives a function the code generator
+ * cannot take as it is; the cost model's features lower this way
+ * (ts_cm_extract: through TS_LOWER_STEP_VECTORIZE without the range
+ * simplification, compaction, partitioning and unrolling). */
 ts_func *ts_lower(const ts_func *f, const ts_lower_options *opts,
                   ts_error *err);
 

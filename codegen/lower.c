@@ -2,9 +2,10 @@
  * lower.c — the lowering passes that turn block-form TIR (unscheduled or
  * scheduled) into the flat loop program the LLVM emitters translate: lower
  * blocks, flatten buffers, simplify, vectorize, unroll; and ts_lower, the
- * straight-line driver that runs them in order (with the loop partitioning
- * of codegen/partition.c after compaction, and ending with the GPU barrier
- * pass of lower_sync.c).
+ * driver that runs them in order (with the loop partitioning of
+ * codegen/partition.c after compaction, and ending with the GPU barrier
+ * pass of lower_sync.c): all of them, or the prefix its options name (the
+ * cost model's feature pipeline).
  */
 #include "codegen/internal.h"
 
@@ -1279,37 +1280,61 @@ static int check(ts_func *f, const ts_lower_options *o, const char *pass,
   return TS_OK;
 }
 
+/* The name of a step in verification messages; NULL for the range
+ * simplification, which is not checked on its own (compaction follows). */
+static const char *const step_names[TS_LOWER_N_STEPS] = {
+    [TS_LOWER_STEP_BLOCKS] = "lower_blocks",
+    [TS_LOWER_STEP_COMPACT] = "compact",
+    [TS_LOWER_STEP_PARTITION] = "partition",
+    [TS_LOWER_STEP_UNROLL] = "unroll",
+    [TS_LOWER_STEP_FLATTEN] = "flatten",
+    [TS_LOWER_STEP_SIMPLIFY] = "simplify",
+    [TS_LOWER_STEP_VECTORIZE] = "vectorize",
+    [TS_LOWER_STEP_VECTOR_SIMPLIFY] = "simplify",
+    [TS_LOWER_STEP_PROMOTE] = "promote",
+    [TS_LOWER_STEP_PROMOTE_SIMPLIFY] = "simplify",
+    [TS_LOWER_STEP_SYNC] = "sync",
+};
+
+/* Runs one step of the pipeline on f. */
+static int run_step(ts_func *f, ts_lower_step step, const ts_lower_options *o,
+                    ts_error *err) {
+  switch (step) {
+  case TS_LOWER_STEP_BLOCKS: return ts_lower_blocks(f, err);
+  case TS_LOWER_STEP_RANGE_SIMPLIFY:
+  case TS_LOWER_STEP_SIMPLIFY:
+  case TS_LOWER_STEP_VECTOR_SIMPLIFY:
+  case TS_LOWER_STEP_PROMOTE_SIMPLIFY: return ts_lower_simplify(f, err);
+  case TS_LOWER_STEP_COMPACT: return ts_lower_compact(f, err);
+  case TS_LOWER_STEP_PARTITION: return ts_lower_partition(f, err);
+  case TS_LOWER_STEP_UNROLL: return ts_lower_unroll(f, o->max_unroll, err);
+  case TS_LOWER_STEP_FLATTEN: return ts_lower_flatten(f, err);
+  case TS_LOWER_STEP_VECTORIZE:
+    return ts_lower_vectorize(f, o->max_vector_lanes, err);
+  case TS_LOWER_STEP_PROMOTE:
+    return o->no_promote ? TS_OK
+                         : ts_lower_promote(f, o->promote_max_bytes, err);
+  case TS_LOWER_STEP_SYNC: return lower_sync(f, err);
+  default: return TS_ERR(err, TS_EINVAL, "lowering: no step %d", (int)step);
+  }
+}
+
 ts_func *ts_lower(const ts_func *in, const ts_lower_options *opts,
                   ts_error *err) {
   ts_lower_options o = opts ? *opts : ts_lower_defaults();
+  int last = o.last == TS_LOWER_STEP_ALL ? TS_LOWER_N_STEPS - 1 : (int)o.last;
+  if (last < 0 || last >= TS_LOWER_N_STEPS) {
+    TS_ERR(err, TS_EINVAL, "lowering: no step %d", (int)o.last);
+    return NULL;
+  }
   ts_func *f = ts_func_copy(in);
   int rc = TS_OK;
   if (o.verify_between && ts_func_verify(f, err) != TS_OK) rc = TS_EVERIFY;
-  if (!rc) rc = ts_lower_blocks(f, err);
-  if (!rc) rc = check(f, &o, "lower_blocks", err);
-  /* range-aware simplification first: fused loop indices (floordiv and
-   * floormod of the fused var) become the linear forms compaction reads */
-  if (!rc) rc = ts_lower_simplify(f, err);
-  if (!rc) rc = ts_lower_compact(f, err);
-  if (!rc) rc = check(f, &o, "compact", err);
-  if (!rc) rc = ts_lower_partition(f, err);
-  if (!rc) rc = check(f, &o, "partition", err);
-  if (!rc) rc = ts_lower_unroll(f, o.max_unroll, err);
-  if (!rc) rc = check(f, &o, "unroll", err);
-  if (!rc) rc = ts_lower_flatten(f, err);
-  if (!rc) rc = check(f, &o, "flatten", err);
-  if (!rc) rc = ts_lower_simplify(f, err);
-  if (!rc) rc = check(f, &o, "simplify", err);
-  if (!rc) rc = ts_lower_vectorize(f, o.max_vector_lanes, err);
-  if (!rc) rc = check(f, &o, "vectorize", err);
-  if (!rc) rc = ts_lower_simplify(f, err);
-  if (!rc) rc = check(f, &o, "simplify", err);
-  if (!rc && !o.no_promote) rc = ts_lower_promote(f, o.promote_max_bytes, err);
-  if (!rc) rc = check(f, &o, "promote", err);
-  if (!rc) rc = ts_lower_simplify(f, err);
-  if (!rc) rc = check(f, &o, "simplify", err);
-  if (!rc) rc = lower_sync(f, err);
-  if (!rc) rc = check(f, &o, "sync", err);
+  for (int step = TS_LOWER_STEP_BLOCKS; step <= last && !rc; step++) {
+    if (o.skip & TS_LOWER_SKIP(step)) continue;
+    rc = run_step(f, (ts_lower_step)step, &o, err);
+    if (!rc && step_names[step]) rc = check(f, &o, step_names[step], err);
+  }
   if (rc) {
     ts_func_free(f);
     return NULL;

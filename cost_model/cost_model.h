@@ -60,9 +60,10 @@ typedef struct ts_cm_features {
 
 /* Extracts the features of f. A function in block form (a scheduled or
  * unscheduled workload) is first lowered by the feature pipeline on a copy
- * (blocks, flatten, simplify, vectorize: loop kinds, vector lanes and
- * vectorization fallbacks are then visible, unrolled loops stay loops); a
- * function without blocks (e.g. the output of ts_lower) is used as it is.
+ * (ts_lower run as a prefix: blocks, flatten, simplify, vectorize; loop
+ * kinds, vector lanes and vectorization fallbacks are then visible,
+ * unrolled loops stay loops); a function without blocks (e.g. the output of
+ * ts_lower) is used as it is.
  * `target` (may be NULL: one core, not a GPU) supplies the core count and
  * whether the code runs on a GPU. On success *out holds new rows the caller
  * frees with ts_cm_features_clear; on failure (the lowering refused the

@@ -1,12 +1,13 @@
 /*
  * features.c — per-store feature extraction. A block-form function is
- * lowered on a copy by the feature pipeline (blocks, flatten, simplify,
- * vectorize; not unroll, so unrolled loops stay loops), then one walk visits
- * every buffer store with the stack of loops around it. For each store the
- * indices of every access are reduced to a linear form (a coefficient per
- * enclosing loop, plus a flag for loops an index depends on non-linearly),
- * from which footprints, cache lines, strides and reuse follow
- * arithmetically: nothing is simulated, so extraction costs microseconds.
+ * lowered on a copy by the feature pipeline, a prefix of ts_lower (blocks,
+ * flatten, simplify, vectorize; not unroll, so unrolled loops stay loops),
+ * then one walk visits every buffer store with the stack of loops around
+ * it. For each store the indices of every access are reduced to a linear
+ * form (a coefficient per enclosing loop, plus a flag for loops an index
+ * depends on non-linearly), from which footprints, cache lines, strides and
+ * reuse follow arithmetically: nothing is simulated, so extraction costs
+ * microseconds.
  * The entries are listed in features.def and defined in docs/features.md.
  */
 #include "cost_model/internal.h"
@@ -908,19 +909,19 @@ static bool has_blocks(const ts_func *f) {
   return p.has_blocks;
 }
 
-/* The feature pipeline: the lowering passes up to vectorization, without
- * unrolling. requires: block form | breaks: blocks, buffer shapes. */
+/* The feature pipeline: ts_lower through vectorization, without the range
+ * simplification, compaction, partitioning and unrolling (unrolled loops
+ * stay loops, allocations keep their scheduled size). requires: block form
+ * | breaks: blocks, buffer shapes. */
 static ts_func *lower_for_features(const ts_func *in, ts_error *err) {
-  ts_func *f = ts_func_copy(in);
-  int rc = ts_lower_blocks(f, err);
-  if (!rc) rc = ts_lower_flatten(f, err);
-  if (!rc) rc = ts_lower_simplify(f, err);
-  if (!rc) rc = ts_lower_vectorize(f, 64, err);
-  if (rc) {
-    ts_func_free(f);
-    return NULL;
-  }
-  return f;
+  ts_lower_options o = ts_lower_defaults();
+  o.verify_between = false; /* extraction never verifies, even with TS_VERIFY */
+  o.last = TS_LOWER_STEP_VECTORIZE;
+  o.skip = TS_LOWER_SKIP(TS_LOWER_STEP_RANGE_SIMPLIFY) |
+           TS_LOWER_SKIP(TS_LOWER_STEP_COMPACT) |
+           TS_LOWER_SKIP(TS_LOWER_STEP_PARTITION) |
+           TS_LOWER_SKIP(TS_LOWER_STEP_UNROLL);
+  return ts_lower(in, &o, err);
 }
 
 int ts_cm_extract(const ts_func *f, const ts_target *target,

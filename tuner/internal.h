@@ -1,8 +1,8 @@
 /*
  * internal.h — what the files of tuner/ share: block and loop analysis on a
  * schedule (which loops bind spatial or reduce iters, which blocks need
- * tiling), the design-space generator state the rules work on, the
- * annotation keys rules leave for postprocessors, the search-strategy
+ * tiling), the annotation keys rules leave for postprocessors (the
+ * generator and its rules: rule_framework.h), the search-strategy
  * interface, and small utilities (monotonic clock, dynamic arrays).
  */
 #ifndef TESSERA_TUNER_INTERNAL_H
@@ -67,95 +67,8 @@ void names_free(char **names, int n);
  * NULL when the body is not one. */
 const char *root_block_name(const ts_func *f);
 
-/* ---- the design-space generator (rules.c) ---- */
-
-/* One partial design space. */
-typedef struct gen_state {
-  ts_sched *s;
-  char name[160];
-  char intrin[48];
-  char tiled[MAX_BLOCKS][64]; /* blocks a tiling rule handled */
-  int n_tiled;
-  /* the sampled thread count the state's cross-thread reductions computed
-   * in a consumer's thread block share with it (GPU; valid when
-   * gpu_threads_reduce > 0, the reduction extent it was sampled for) */
-  ts_rv gpu_threads;
-  int64_t gpu_threads_reduce;
-} gen_state;
-
-typedef struct gen {
-  const ts_target *t;
-  const ts_space_options *o;
-  gen_state st[MAX_STATES];
-  int n;
-} gen;
-
-bool state_tiled(const gen_state *g, const char *block);
-void state_mark_tiled(gen_state *g, const char *block);
-/* A copy of a state (its schedule forked); TS_OK or the fork's error. */
-int state_fork(const gen_state *from, gen_state *to, ts_error *err);
-void state_clear(gen_state *g);
-
-void state_append_name(gen_state *g, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
-/* The tile groups of one tiled block: loops that were not split first, then
- * one group per level of the structure (e.g. "SSRSRS"). */
-typedef struct tiles {
-  ts_rv outer[MAX_LOOPS];
-  int n_outer;
-  ts_rv level[8][MAX_LOOPS];
-  int n_level[8];
-  int n_levels;
-} tiles;
-
-/* Splits every loop of block `name` by `structure` (each loop binding
- * spatial iters into the S levels, each binding reduce iters into the R
- * levels, with sample_perfect_tile decisions, the innermost factor at most
- * max_inner; reduce loops of extent 1 open the first R level unsplit;
- * other loops of extent 1 and loops binding nothing stay outside, in
- * front) and reorders the loops level by level; the loops in inner[0,
- * n_inner) are left unsplit and placed innermost in that order. On failure
- * the schedule may hold part of the work: the caller drops the state. */
-int tile_block(ts_sched *s, const char *name, const char *structure,
-               int max_inner, const ts_rv *inner, int n_inner, tiles *out);
-
-/* Imperfect spatial tiles for tile_block_ex: the spatial loops are split
- * by sample_tile (tiles that need not divide the extent, perfect ones half
- * of the time), the innermost spatial loop (the one vectorized) with its
- * innermost factor a multiple of `lanes`, the others with their innermost
- * factor (the rows of a register tile) at most `max_rows`. */
-typedef struct tile_imperfect {
-  int lanes;
-  int max_rows;
-} tile_imperfect;
-
-/* tile_block with imperfect spatial tiles when im is non-NULL. */
-int tile_block_ex(ts_sched *s, const char *name, const char *structure,
-                  int max_inner, const ts_rv *inner, int n_inner,
-                  const tile_imperfect *im, tiles *out);
-
-/* The single consumer of block b when it is elementwise (spatial, one
- * store): 0 with *out set, else -1 (rules.c). */
-int fusible_consumer(ts_sched *s, ts_rv b, ts_rv *out);
-
-/* Tensorization rule (rules_tensorize.c): adds to *out (capacity cap,
- * count *n) variants of `st` where `block` is tiled onto a tensor
- * intrinsic the target supports; returns how many were added. */
-int rule_tensorize(const gen *g, const gen_state *st, const char *block,
-                   gen_state *out, int cap);
-/* GPU rules (rules_gpu.c). Each returns the number of states written to
- * out (0: not applicable; the caller keeps st). */
-int rule_gpu_tiling(const gen *g, const gen_state *st, const char *block,
-                    gen_state *out, int cap);
-int rule_gpu_cross_thread_reduction(const gen *g, const gen_state *st,
-                                    const char *block, gen_state *out, int cap);
-/* Binds the outer loops of blocks no rule bound (blockIdx/threadIdx). */
-int rule_gpu_auto_bind(const gen *g, gen_state *st, const char *block);
-/* Postprocessing of the cache blocks the GPU tiling marked: their loops
- * fused, split by the thread extent (and the sampled vector length) and
- * bound to threadIdx (rules_gpu.c). */
-int gpu_rewrite_cooperative_fetch(ts_sched *s, ts_error *err);
+/* The design-space generator's state, the rule framework and the rule
+ * families' entry points: rule_framework.h. */
 
 /* ---- postprocessing helpers (postproc.c) ---- */
 

@@ -119,6 +119,100 @@ static int rewrite_tensorize(ts_sched *s, ts_error *err) {
 }
 
 /* ========================================================================
+ * rewrite_cooperative_fetch (cuda)
+ * ======================================================================== */
+
+typedef struct count_blocks {
+  int n;
+} count_blocks;
+
+static bool count_block(void *ctx, ts_stmt *st) {
+  if (ts_stmt_kind_of(st) == TS_STMT_BLOCK_REALIZE) ((count_blocks *)ctx)->n++;
+  return true;
+}
+
+static int blocks_under(const ts_stmt *l) {
+  count_blocks c = {0};
+  ts_visitor v = {count_block, NULL, NULL, &c};
+  ts_stmt_walk((ts_stmt *)l, &v);
+  return c.n;
+}
+
+/* The cache blocks the GPU tiling marked (ANN_GPU_FETCH, the sampled
+ * vector length): their loops fused, split by the thread extent (and the
+ * vector length) and bound to threadIdx. */
+static int rewrite_cooperative_fetch(ts_sched *s, ts_error *err) {
+  int nn = 0;
+  char **names = block_names(ts_sched_func(s), &nn);
+  int rc = TS_OK;
+  for (int i = 0; i < nn && !rc; i++) {
+    const ts_stmt *r = ts_func_find_block(ts_sched_func(s), names[i]);
+    const ts_annotation *a =
+        r ? ts_block_find_annotation(ts_realize_block(r), ANN_GPU_FETCH) : NULL;
+    if (!a || a->kind != TS_ANN_INT) continue;
+    int64_t vec = a->i;
+    ts_rv b, loops[MAX_LOOPS];
+    int nl = 0;
+    if ((rc = ts_sched_get_block(s, names[i], &b)) ||
+        (rc = ts_sched_unannotate(s, b, ANN_GPU_FETCH)) ||
+        (rc = ts_sched_get_loops(s, b, loops, MAX_LOOPS, &nl)))
+      break;
+    /* the extents of the enclosing threadIdx loops; the copy's own loops
+     * are the innermost ones holding only this block */
+    int64_t threads[3] = {0, 0, 0}; /* z, y, x */
+    int own = nl;
+    for (int k = 0; k < nl; k++) {
+      const ts_stmt *l = ts_sched_rv_loop(s, loops[k]);
+      if (!l || ts_for_kind_of(l) != TS_FOR_THREAD) continue;
+      const char *tag = ts_for_thread_tag(l);
+      int axis = !strcmp(tag, "threadIdx.z")   ? 0
+                 : !strcmp(tag, "threadIdx.y") ? 1
+                 : !strcmp(tag, "threadIdx.x") ? 2
+                                               : -1;
+      if (axis >= 0) ts_expr_is_const_int(ts_for_extent(l), &threads[axis]);
+    }
+    while (own > 0 && blocks_under(ts_sched_rv_loop(s, loops[own - 1])) == 1 &&
+           ts_for_kind_of(ts_sched_rv_loop(s, loops[own - 1])) == TS_FOR_SERIAL)
+      own--;
+    if (own == nl || threads[2] <= 0) continue;
+    ts_rv f = loops[own], parts[5];
+    if (nl - own >= 2 && (rc = ts_sched_fuse(s, loops + own, nl - own, &f)))
+      break;
+    /* fused copy loop -> [rest, threadIdx.z, .y, .x, vector] */
+    static const char *const tags[3] = {"threadIdx.z", "threadIdx.y",
+                                        "threadIdx.x"};
+    int64_t factors[5];
+    int which[5], nf = 0;
+    factors[nf] = TS_SPLIT_INFER;
+    which[nf++] = -1;
+    for (int a2 = 0; a2 < 3; a2++)
+      if (threads[a2] > 1 || a2 == 2) {
+        factors[nf] = threads[a2];
+        which[nf++] = a2;
+      }
+    if (vec > 1) {
+      factors[nf] = vec;
+      which[nf++] = 3;
+    }
+    if ((rc = ts_sched_split(s, f, factors, nf, parts))) break;
+    for (int k = 0; k < nf && !rc; k++) {
+      if (which[k] >= 0 && which[k] < 3)
+        rc = ts_sched_bind(s, parts[k], tags[which[k]]);
+      else if (which[k] == 3)
+        rc = ts_sched_vectorize(s, parts[k]);
+    }
+    if (rc) break;
+  }
+  if (rc) {
+    const ts_error *se = ts_sched_error(s);
+    rc =
+        TS_ERR(err, rc, "postprocessor rewrite_cooperative_fetch: %s", se->msg);
+  }
+  names_free(names, nn);
+  return rc;
+}
+
+/* ========================================================================
  * rewrite_parallel_vectorize_unroll
  * ======================================================================== */
 
@@ -575,7 +669,7 @@ int ts_postproc_apply(ts_sched *s, const ts_target *t, ts_error *err) {
   int rc;
   if ((rc = rewrite_reduction(s, err))) return rc;
   if ((rc = rewrite_tensorize(s, err))) return rc;
-  if (ts_target_is_cuda(t) && (rc = gpu_rewrite_cooperative_fetch(s, err)))
+  if (ts_target_is_cuda(t) && (rc = rewrite_cooperative_fetch(s, err)))
     return rc;
   if ((rc = rewrite_pvu(s, t, err))) return rc;
   if (ts_target_is_cuda(t)) {

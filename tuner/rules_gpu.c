@@ -10,8 +10,9 @@
  *    thread loop (MetaSchedule's fused write cache); in one variant its
  *    inputs read through shared-memory caches computed at the outer
  *    reduction level (the copy loops bound to the threads by the
- *    cooperative-fetch postprocessor, with a sampled vector length of
- *    1..16), in another read from global memory directly;
+ *    rewrite_cooperative_fetch postprocessor of postproc.c, with a
+ *    sampled vector length of 1..16), in another read from global memory
+ *    directly;
  *  - the tensor-core variant for fp16/bf16 matmul-like blocks on sm_80 and
  *    newer: m16n8k16 tiles innermost, the outer tiles bound to blockIdx.x
  *    and threadIdx.y (one warp per tile row), tensorized onto mma.sync;
@@ -51,7 +52,7 @@
  * sampled candidates, softmax and layer_norm included, in the
  * interpreter's GPU mode (ts_interp_run_gpu) against the reference.
  */
-#include "tuner/internal.h"
+#include "tuner/rule_framework.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -625,95 +626,4 @@ int rule_gpu_auto_bind(const gen *g, gen_state *st, const char *name) {
       ts_sched_bind(s, parts[1], "threadIdx.x"))
     return 0;
   return 1;
-}
-
-/* ========================================================================
- * Postprocessing: cooperative fetch
- * ======================================================================== */
-
-typedef struct count_blocks {
-  int n;
-} count_blocks;
-
-static bool count_block(void *ctx, ts_stmt *st) {
-  if (ts_stmt_kind_of(st) == TS_STMT_BLOCK_REALIZE) ((count_blocks *)ctx)->n++;
-  return true;
-}
-
-static int blocks_under(const ts_stmt *l) {
-  count_blocks c = {0};
-  ts_visitor v = {count_block, NULL, NULL, &c};
-  ts_stmt_walk((ts_stmt *)l, &v);
-  return c.n;
-}
-
-int gpu_rewrite_cooperative_fetch(ts_sched *s, ts_error *err) {
-  int nn = 0;
-  char **names = block_names(ts_sched_func(s), &nn);
-  int rc = TS_OK;
-  for (int i = 0; i < nn && !rc; i++) {
-    const ts_stmt *r = ts_func_find_block(ts_sched_func(s), names[i]);
-    const ts_annotation *a =
-        r ? ts_block_find_annotation(ts_realize_block(r), ANN_GPU_FETCH) : NULL;
-    if (!a || a->kind != TS_ANN_INT) continue;
-    int64_t vec = a->i;
-    ts_rv b, loops[MAX_LOOPS];
-    int nl = 0;
-    if ((rc = ts_sched_get_block(s, names[i], &b)) ||
-        (rc = ts_sched_unannotate(s, b, ANN_GPU_FETCH)) ||
-        (rc = ts_sched_get_loops(s, b, loops, MAX_LOOPS, &nl)))
-      break;
-    /* the extents of the enclosing threadIdx loops; the copy's own loops
-     * are the innermost ones holding only this block */
-    int64_t threads[3] = {0, 0, 0}; /* z, y, x */
-    int own = nl;
-    for (int k = 0; k < nl; k++) {
-      const ts_stmt *l = ts_sched_rv_loop(s, loops[k]);
-      if (!l || ts_for_kind_of(l) != TS_FOR_THREAD) continue;
-      const char *tag = ts_for_thread_tag(l);
-      int axis = !strcmp(tag, "threadIdx.z")   ? 0
-                 : !strcmp(tag, "threadIdx.y") ? 1
-                 : !strcmp(tag, "threadIdx.x") ? 2
-                                               : -1;
-      if (axis >= 0) ts_expr_is_const_int(ts_for_extent(l), &threads[axis]);
-    }
-    while (own > 0 && blocks_under(ts_sched_rv_loop(s, loops[own - 1])) == 1 &&
-           ts_for_kind_of(ts_sched_rv_loop(s, loops[own - 1])) == TS_FOR_SERIAL)
-      own--;
-    if (own == nl || threads[2] <= 0) continue;
-    ts_rv f = loops[own], parts[5];
-    if (nl - own >= 2 && (rc = ts_sched_fuse(s, loops + own, nl - own, &f)))
-      break;
-    /* fused copy loop -> [rest, threadIdx.z, .y, .x, vector] */
-    static const char *const tags[3] = {"threadIdx.z", "threadIdx.y",
-                                        "threadIdx.x"};
-    int64_t factors[5];
-    int which[5], nf = 0;
-    factors[nf] = TS_SPLIT_INFER;
-    which[nf++] = -1;
-    for (int a2 = 0; a2 < 3; a2++)
-      if (threads[a2] > 1 || a2 == 2) {
-        factors[nf] = threads[a2];
-        which[nf++] = a2;
-      }
-    if (vec > 1) {
-      factors[nf] = vec;
-      which[nf++] = 3;
-    }
-    if ((rc = ts_sched_split(s, f, factors, nf, parts))) break;
-    for (int k = 0; k < nf && !rc; k++) {
-      if (which[k] >= 0 && which[k] < 3)
-        rc = ts_sched_bind(s, parts[k], tags[which[k]]);
-      else if (which[k] == 3)
-        rc = ts_sched_vectorize(s, parts[k]);
-    }
-    if (rc) break;
-  }
-  if (rc) {
-    const ts_error *se = ts_sched_error(s);
-    rc =
-        TS_ERR(err, rc, "postprocessor rewrite_cooperative_fetch: %s", se->msg);
-  }
-  names_free(names, nn);
-  return rc;
 }

@@ -18,7 +18,7 @@
  * only if postprocessing a copy of it succeeds, i.e. the block really
  * matches: dtypes, casts and strides are checked by tensorize itself.
  */
-#include "tuner/internal.h"
+#include "tuner/rule_framework.h"
 
 #include <stdio.h>
 #include <string.h>

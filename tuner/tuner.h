@@ -36,7 +36,8 @@
 #include "tir/tir.h"
 
 /* ========================================================================
- * Design spaces (tuner/rules.c, rules_tensorize.c, rules_gpu.c)
+ * Design spaces (tuner/rule_framework.c, rules_cpu.c, rules_tensorize.c,
+ * rules_gpu.c)
  * ======================================================================== */
 
 /* A user rule: the trace (JSON file) is applied instead of the default

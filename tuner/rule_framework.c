@@ -1,0 +1,426 @@
+/*
+ * rule_framework.c — the design-space generator's framework: the schedule
+ * rules applied block by block (consumers first), each turning one partial
+ * design space into one or more (a rule with variants forks the schedule),
+ * then the root rules. Every step is a schedule primitive, so a design
+ * space is the trace that results; its sampling instructions (tile sizes,
+ * unroll step, parallel extent, compute locations) are the choices the
+ * search makes. Rules never look at a sampled value: whatever depends on
+ * the final loop extents is left to the postprocessors (postproc.c)
+ * through annotations.
+ *
+ * Here: the generator states, the helpers the rule families build on
+ * (multi-level tiling by a structure such as "SSRSRS", the fusible
+ * elementwise consumer), custom rules (a user's trace joined onto the
+ * state's trace) and the driver ts_space_generate. The rules themselves
+ * are in rules_cpu.c, rules_gpu.c and rules_tensorize.c, which call only
+ * this file (rule_framework.h).
+ */
+#include "tuner/rule_framework.h"
+
+#include <cjson/cJSON.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+ts_space_options ts_space_defaults(void) {
+  ts_space_options o;
+  memset(&o, 0, sizeof o);
+  o.max_innermost_factor = 64;
+  o.tensorize = true;
+  o.cache_write = true;
+  o.cache_read = true;
+  return o;
+}
+
+void ts_design_spaces_free(ts_design_space *spaces, int n) {
+  if (!spaces) return;
+  for (int i = 0; i < n; i++) ts_trace_free(spaces[i].trace);
+  free(spaces);
+}
+
+/* ========================================================================
+ * Generator states
+ * ======================================================================== */
+
+bool state_tiled(const gen_state *g, const char *block) {
+  for (int i = 0; i < g->n_tiled; i++)
+    if (!strcmp(g->tiled[i], block)) return true;
+  return false;
+}
+
+void state_mark_tiled(gen_state *g, const char *block) {
+  if (g->n_tiled < MAX_BLOCKS && !state_tiled(g, block))
+    snprintf(g->tiled[g->n_tiled++], sizeof g->tiled[0], "%s", block);
+}
+
+int state_fork(const gen_state *from, gen_state *to, ts_error *err) {
+  *to = *from;
+  to->s = NULL;
+  return ts_sched_fork(from->s, 0x7e55e7a, &to->s, err);
+}
+
+void state_clear(gen_state *g) {
+  ts_sched_destroy(g->s);
+  memset(g, 0, sizeof *g);
+}
+
+void state_append_name(gen_state *g, const char *fmt, ...) {
+  char part[96];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(part, sizeof part, fmt, ap);
+  va_end(ap);
+  size_t len = strlen(g->name);
+  snprintf(g->name + len, sizeof g->name - len, "%s%s", len ? "; " : "", part);
+}
+
+static bool block_exists(const ts_sched *s, const char *name) {
+  return ts_func_find_block(ts_sched_func(s), name) != NULL;
+}
+
+/* ========================================================================
+ * Multi-level tiling and the fusible consumer
+ * ======================================================================== */
+
+/* Whether the block is a spatial elementwise consumer (no reduction, reads
+ * at most its producer's output at its own iter vars). */
+static bool is_elementwise(const ts_stmt *r) {
+  const ts_block *b = ts_realize_block(r);
+  if (block_is_reduction(b) || ts_block_init(b)) return false;
+  const ts_stmt *body = ts_block_body(b);
+  return body && ts_stmt_kind_of(body) == TS_STMT_STORE;
+}
+
+int tile_block(ts_sched *s, const char *name, const char *structure,
+               int max_inner, const ts_rv *inner, int n_inner, tiles *out) {
+  return tile_block_ex(s, name, structure, max_inner, inner, n_inner, NULL,
+                       out);
+}
+
+int tile_block_ex(ts_sched *s, const char *name, const char *structure,
+                  int max_inner, const ts_rv *inner, int n_inner,
+                  const tile_imperfect *im, tiles *out) {
+  memset(out, 0, sizeof *out);
+  int nlev = (int)strlen(structure);
+  out->n_levels = nlev;
+  int ns = 0, nr = 0;
+  for (int i = 0; i < nlev; i++) {
+    if (structure[i] == 'S')
+      ns++;
+    else
+      nr++;
+  }
+  ts_rv b, loops[MAX_LOOPS];
+  int nl = 0, rc;
+  if ((rc = ts_sched_get_block(s, name, &b)) ||
+      (rc = ts_sched_get_loops(s, b, loops, MAX_LOOPS, &nl)))
+    return rc;
+  const ts_stmt *r = ts_func_find_block(ts_sched_func(s), name);
+  int binds[MAX_LOOPS];
+  for (int i = 0; i < nl; i++) {
+    const ts_stmt *l = ts_sched_rv_loop(s, loops[i]);
+    binds[i] = l ? loop_binding(r, l) : 0;
+    if (binds[i] == (BIND_SPATIAL | BIND_REDUCE)) return TS_ESCHEDULE;
+  }
+  /* the innermost spatial loop that gets split: the vectorized one */
+  int last_spatial = -1;
+  for (int i = 0; i < nl; i++) {
+    bool kept = false;
+    for (int k = 0; k < n_inner; k++)
+      kept |= ts_sched_rv_loop(s, inner[k]) == ts_sched_rv_loop(s, loops[i]);
+    if (!kept && binds[i] == BIND_SPATIAL && rv_extent(s, loops[i]) > 1)
+      last_spatial = i;
+  }
+  bool any = false;
+  ts_rv unit_reduce[MAX_LOOPS];
+  int n_unit_reduce = 0;
+  for (int i = 0; i < nl; i++) {
+    bool kept = false;
+    for (int k = 0; k < n_inner; k++)
+      kept |= ts_sched_rv_loop(s, inner[k]) == ts_sched_rv_loop(s, loops[i]);
+    if (kept) continue;
+    int64_t ext = rv_extent(s, loops[i]);
+    if (ext <= 1 && binds[i] == BIND_REDUCE && nr > 0) {
+      unit_reduce[n_unit_reduce++] = loops[i];
+      continue;
+    }
+    if (ext <= 1 || binds[i] == 0) {
+      out->outer[out->n_outer++] = loops[i];
+      continue;
+    }
+    char want = binds[i] == BIND_SPATIAL ? 'S' : 'R';
+    int n = want == 'S' ? ns : nr;
+    if (n == 0) return TS_ESCHEDULE;
+    ts_rv factors[8], parts[8];
+    if (n == 1) {
+      parts[0] = loops[i];
+    } else if (im && want == 'S') {
+      bool vec = i == last_spatial;
+      int mi = vec || im->max_rows < 1 || im->max_rows > max_inner
+                   ? max_inner
+                   : im->max_rows;
+      int step = vec && im->lanes > 1 ? im->lanes : 1;
+      if ((rc = ts_sched_sample_tile(s, loops[i], n, mi, step, factors)) ||
+          (rc = ts_sched_split_rv(s, loops[i], factors, n, parts)))
+        return rc;
+    } else if ((rc = ts_sched_sample_perfect_tile(s, loops[i], n, max_inner,
+                                                  factors)) ||
+               (rc = ts_sched_split_rv(s, loops[i], factors, n, parts))) {
+      return rc;
+    }
+    int k = 0;
+    for (int lv = 0; lv < nlev; lv++)
+      if (structure[lv] == want)
+        out->level[lv][out->n_level[lv]++] = parts[k++];
+    any = true;
+  }
+  if (!any) return TS_ESCHEDULE;
+  /* Reduce loops of one iteration (a 1x1 kernel's rh, rw) open the first R
+   * level: above the spatial tiles they would stop the outer spatial loops
+   * from forming the parallel chain. */
+  if (n_unit_reduce) {
+    int lv = (int)(strchr(structure, 'R') - structure);
+    memmove(&out->level[lv][n_unit_reduce], &out->level[lv][0],
+            sizeof(ts_rv) * (size_t)out->n_level[lv]);
+    memcpy(&out->level[lv][0], unit_reduce, sizeof(ts_rv) * n_unit_reduce);
+    out->n_level[lv] += n_unit_reduce;
+  }
+  ts_rv order[MAX_LOOPS * 4];
+  int no = 0;
+  for (int i = 0; i < out->n_outer; i++) order[no++] = out->outer[i];
+  for (int lv = 0; lv < nlev; lv++)
+    for (int i = 0; i < out->n_level[lv]; i++) order[no++] = out->level[lv][i];
+  for (int k = 0; k < n_inner; k++) order[no++] = inner[k];
+  if (no >= 2 && (rc = ts_sched_reorder(s, order, no))) return rc;
+  return TS_OK;
+}
+
+int fusible_consumer(ts_sched *s, ts_rv b, ts_rv *out) {
+  ts_rv cons[MAX_BLOCKS];
+  int nc = 0;
+  if (ts_sched_get_consumers(s, b, cons, MAX_BLOCKS, &nc) || nc != 1) return -1;
+  const char *cn = ts_sched_rv_block_name(s, cons[0]);
+  const ts_stmt *r = cn ? ts_func_find_block(ts_sched_func(s), cn) : NULL;
+  if (!r || !is_elementwise(r)) return -1;
+  *out = cons[0];
+  return 0;
+}
+
+/* ========================================================================
+ * The generator
+ * ======================================================================== */
+
+/* Replaces state i of the generator by the states in v[0, nv) (nv may be
+ * 0: the state is kept). Extra states beyond MAX_STATES are dropped. */
+static void replace_state(gen *g, int i, gen_state *v, int nv) {
+  if (nv == 0) return;
+  state_clear(&g->st[i]);
+  g->st[i] = v[0];
+  for (int k = 1; k < nv; k++) {
+    if (g->n < MAX_STATES)
+      g->st[g->n++] = v[k];
+    else
+      state_clear(&v[k]);
+  }
+}
+
+/* The multi-level tiling variants of a reduction with data reuse in state
+ * i, plain (rules_cpu.c) and tensorized (rules_tensorize.c). */
+static void apply_tiling_cpu(gen *g, int i, const char *name) {
+  gen_state *st = &g->st[i];
+  const ts_stmt *r = ts_func_find_block(ts_sched_func(st->s), name);
+  if (!r || !block_is_reduction(ts_realize_block(r)) || !block_has_reuse(r))
+    return;
+  gen_state v[MAX_STATES];
+  int nv = rule_cpu_tiling(g, st, name, v, MAX_STATES);
+  if (g->o->tensorize)
+    nv += rule_tensorize(g, st, name, v + nv, MAX_STATES - nv);
+  replace_state(g, i, v, nv);
+}
+
+/* The add-rfactor variant of state i, appended (the original is kept). */
+static void apply_rfactor_cpu(gen *g, int i, const char *name) {
+  gen_state v;
+  if (!rule_cpu_rfactor(g, &g->st[i], name, &v)) return;
+  if (g->n < MAX_STATES)
+    g->st[g->n++] = v;
+  else
+    state_clear(&v);
+}
+
+/* The rules of one block in every state: auto-inline (or add-rfactor on
+ * CPU), then multi-level tiling or its GPU alternatives, then a random
+ * compute location where the block is still a stage of its own. */
+static void apply_block_rules(gen *g, const char *name) {
+  bool cuda = ts_target_is_cuda(g->t);
+  int n0 = g->n;
+  for (int i = 0; i < n0; i++) {
+    if (!block_exists(g->st[i].s, name)) continue;
+    gen_state keep;
+    bool kept = rule_keep_materialized(g, &g->st[i], name, &keep);
+    if (rule_auto_inline(g, &g->st[i], name)) {
+      /* appended past n0: the inline rule does not see it */
+      if (kept) g->st[g->n++] = keep;
+      continue;
+    }
+    if (kept) state_clear(&keep);
+    if (!cuda) apply_rfactor_cpu(g, i, name);
+  }
+  n0 = g->n;
+  for (int i = 0; i < n0; i++) {
+    if (!block_exists(g->st[i].s, name)) continue;
+    if (cuda) {
+      gen_state v[MAX_STATES];
+      int nv = rule_gpu_tiling(g, &g->st[i], name, v, MAX_STATES);
+      if (!nv)
+        nv = rule_gpu_cross_thread_reduction(g, &g->st[i], name, v, MAX_STATES);
+      replace_state(g, i, v, nv);
+    } else {
+      apply_tiling_cpu(g, i, name);
+    }
+  }
+  for (int i = 0; i < g->n; i++)
+    if (block_exists(g->st[i].s, name))
+      rule_random_compute_location(&g->st[i], name);
+}
+
+/* ---- custom rules: the user's trace joined onto the state's trace ---- */
+
+/* Renames the handle names of a trace JSON's instructions with a prefix so
+ * two traces can be concatenated. */
+static void prefix_handles(cJSON *insts, const char *prefix) {
+  cJSON *in;
+  cJSON_ArrayForEach(in, insts) {
+    const char *lists[2] = {"inputs", "outputs"};
+    for (int l = 0; l < 2; l++) {
+      cJSON *arr = cJSON_GetObjectItemCaseSensitive(in, lists[l]), *x;
+      cJSON_ArrayForEach(x, arr) {
+        if (!cJSON_IsString(x)) continue;
+        char buf[160];
+        snprintf(buf, sizeof buf, "%s%s", prefix, x->valuestring);
+        cJSON_SetValuestring(x, buf);
+      }
+    }
+  }
+}
+
+/* The state's trace followed by `extra`, applied to the unscheduled
+ * function: the state's schedule becomes that. */
+static int state_append_trace(gen_state *st, const ts_trace *extra,
+                              ts_error *err) {
+  char *a = ts_trace_to_json(ts_sched_trace(st->s));
+  char *b = ts_trace_to_json(extra);
+  cJSON *ja = a ? cJSON_Parse(a) : NULL, *jb = b ? cJSON_Parse(b) : NULL;
+  free(a);
+  free(b);
+  int rc = TS_ENOMEM;
+  if (!ja || !jb) goto done;
+  cJSON *ia = cJSON_GetObjectItemCaseSensitive(ja, "instructions");
+  cJSON *ib = cJSON_GetObjectItemCaseSensitive(jb, "instructions");
+  cJSON *da = cJSON_GetObjectItemCaseSensitive(ja, "decisions");
+  cJSON *db = cJSON_GetObjectItemCaseSensitive(jb, "decisions");
+  int base = cJSON_GetArraySize(ia);
+  prefix_handles(ib, "u");
+  cJSON *x;
+  while ((x = cJSON_DetachItemFromArray(ib, 0))) cJSON_AddItemToArray(ia, x);
+  while ((x = cJSON_DetachItemFromArray(db, 0))) {
+    cJSON *idx = cJSON_GetArrayItem(x, 0);
+    if (cJSON_IsNumber(idx)) cJSON_SetNumberValue(idx, idx->valuedouble + base);
+    cJSON_AddItemToArray(da, x);
+  }
+  char *text = cJSON_PrintUnformatted(ja);
+  ts_trace *joined = NULL;
+  ts_sched *s = NULL;
+  rc = text ? ts_trace_from_json(text, strlen(text), &joined, err) : TS_ENOMEM;
+  free(text);
+  if (!rc)
+    rc = ts_trace_apply(joined, ts_sched_original(st->s), 0x7e55e7a, &s, err);
+  ts_trace_free(joined);
+  if (!rc) {
+    ts_sched_destroy(st->s);
+    st->s = s;
+  }
+done:
+  cJSON_Delete(ja);
+  cJSON_Delete(jb);
+  if (rc == TS_ENOMEM && err && !err->msg[0])
+    TS_ERR(err, TS_ENOMEM, "custom rule: out of memory");
+  return rc;
+}
+
+int ts_space_generate(const ts_func *f, const ts_target *t,
+                      const ts_space_options *opts, ts_design_space **out,
+                      int *n, ts_error *err) {
+  *out = NULL;
+  *n = 0;
+  ts_space_options o = opts ? *opts : ts_space_defaults();
+  if (o.max_innermost_factor < 1)
+    return TS_ERR(err, TS_EINVAL,
+                  "design space: max_innermost_factor must be >= 1, got %d",
+                  o.max_innermost_factor);
+  gen g;
+  memset(&g, 0, sizeof g);
+  g.t = t;
+  g.o = &o;
+  int rc = ts_sched_create(f, 0x7e55e7a, &g.st[0].s, err);
+  if (rc) return rc;
+  g.n = 1;
+  int nn = 0;
+  char **names = block_names(ts_sched_func(g.st[0].s), &nn);
+  /* custom rules first: their blocks are then left alone */
+  for (int c = 0; c < o.n_custom_rules; c++) {
+    const ts_custom_rule *cr = &o.custom_rules[c];
+    bool known = false;
+    for (int i = 0; i < nn; i++) known |= !strcmp(names[i], cr->block);
+    if (!known) {
+      rc = TS_ERR(err, TS_ENOTFOUND,
+                  "custom rule: the workload has no block named '%s'",
+                  cr->block);
+      goto fail;
+    }
+    if ((rc = state_append_trace(&g.st[0], cr->trace, err))) {
+      char msg[sizeof err->msg];
+      snprintf(msg, sizeof msg, "%s", err ? err->msg : "");
+      rc = TS_ERR(err, rc, "custom rule for block '%s': %s", cr->block, msg);
+      goto fail;
+    }
+    state_mark_tiled(&g.st[0], cr->block);
+    state_append_name(&g.st[0], "%s: custom", cr->block);
+  }
+  for (int i = nn - 1; i >= 0; i--) {
+    bool custom = false;
+    for (int c = 0; c < o.n_custom_rules; c++)
+      custom |= !strcmp(names[i], o.custom_rules[c].block);
+    if (!custom) apply_block_rules(&g, names[i]);
+  }
+  for (int i = 0; i < g.n; i++) {
+    if (ts_target_is_cuda(t))
+      for (int b = 0; b < nn; b++)
+        if (block_exists(g.st[i].s, names[b]))
+          rule_gpu_auto_bind(&g, &g.st[i], names[b]);
+    if ((rc = rule_parallel_vectorize_unroll(&g, &g.st[i]))) {
+      TS_ERR(err, rc, "design space: parallelize-vectorize-unroll: %s",
+             ts_sched_errmsg(g.st[i].s));
+      goto fail;
+    }
+  }
+  ts_design_space *spaces = calloc((size_t)g.n, sizeof *spaces);
+  if (!spaces) {
+    rc = TS_ERR(err, TS_ENOMEM, "design space: out of memory");
+    goto fail;
+  }
+  for (int i = 0; i < g.n; i++) {
+    spaces[i].trace = ts_trace_simplify(ts_sched_trace(g.st[i].s));
+    snprintf(spaces[i].name, sizeof spaces[i].name, "%s",
+             g.st[i].name[0] ? g.st[i].name : "default");
+    snprintf(spaces[i].intrin, sizeof spaces[i].intrin, "%s", g.st[i].intrin);
+  }
+  *out = spaces;
+  *n = g.n;
+  rc = TS_OK;
+fail:
+  names_free(names, nn);
+  for (int i = 0; i < g.n; i++) state_clear(&g.st[i]);
+  return rc;
+}

@@ -1,0 +1,341 @@
+/*
+ * rules_cpu.c — the design-space rules of CPU (llvm) targets, applied by
+ * the generator of rule_framework.c:
+ *  - auto-inline of spatial producers into their consumers (a block
+ *    computing through if_then_else, padding, stays on CPU), with a
+ *    variant keeping an expensive block read by several consumers as a
+ *    stage of its own;
+ *  - add-rfactor: a reduction of little spatial extent gets its reduce
+ *    loops' outer part factored out as a parallel dimension, a reduction
+ *    without reuse its innermost reduce loop's vector lanes;
+ *  - multi-level tiling SSRSRS of reductions with reuse, with cache-write
+ *    and cache-read variants (spatial tiles sampled by sample_tile: perfect
+ *    or not, the lowering partitions the imperfect ones);
+ *  - random compute location of the blocks no tiling rule handled;
+ *  - parallelize-vectorize-unroll of the root block.
+ * Auto-inline, random compute location and parallelize-vectorize-unroll
+ * serve cuda targets too (with their cuda branches). The tensorization
+ * variants of the tiling are in rules_tensorize.c, the GPU rules in
+ * rules_gpu.c.
+ */
+#include "tuner/rule_framework.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* ========================================================================
+ * Auto-inline
+ * ======================================================================== */
+
+/* Inlines a spatial producer into its consumers when the schedule allows
+ * it. On CPU a block computing through if_then_else (padding) stays: the
+ * condition would run in the consumer's innermost loop. */
+bool rule_auto_inline(const gen *g, gen_state *st, const char *name) {
+  ts_sched *s = st->s;
+  const ts_func *f = ts_sched_func(s);
+  const ts_stmt *r = ts_func_find_block(f, name);
+  const ts_block *b = ts_realize_block(r);
+  if (block_is_reduction(b) || block_writes_param(f, b)) return false;
+  if (!ts_target_is_cuda(g->t) && stmt_uses_if_then_else(ts_block_body(b)))
+    return false;
+  ts_rv rv, cons[MAX_BLOCKS];
+  int nc = 0;
+  if (ts_sched_get_block(s, name, &rv) ||
+      ts_sched_get_consumers(s, rv, cons, MAX_BLOCKS, &nc) || nc == 0)
+    return false;
+  return ts_sched_compute_inline(s, rv) == TS_OK;
+}
+
+/* Inlining a block into several consumers computes its body once per
+ * consumer. Where that body is expensive (softmax's exp, read by the row
+ * sum and by the normalization) the CPU space keeps, besides the inlined
+ * state, one in which the block stays a stage of its own, placed by the
+ * random compute location rule (Ansor inlines such blocks only when it is
+ * free: "strictly inlineable"). Returns whether *keep got such a copy of
+ * state st, taken before the inline rule runs. */
+bool rule_keep_materialized(const gen *g, const gen_state *st, const char *name,
+                            gen_state *keep) {
+  ts_sched *s = st->s;
+  const ts_func *f = ts_sched_func(s);
+  const ts_block *b = ts_realize_block(ts_func_find_block(f, name));
+  if (ts_target_is_cuda(g->t) || g->n >= MAX_STATES || block_is_reduction(b) ||
+      block_writes_param(f, b) || !stmt_uses_expensive_call(ts_block_body(b)))
+    return false;
+  ts_rv rv, cons[MAX_BLOCKS];
+  int nc = 0;
+  if (ts_sched_get_block(s, name, &rv) ||
+      ts_sched_get_consumers(s, rv, cons, MAX_BLOCKS, &nc) || nc < 2 ||
+      state_fork(st, keep, NULL))
+    return false;
+  state_append_name(keep, "%s: materialized", name);
+  return true;
+}
+
+/* ========================================================================
+ * Multi-level tiling (CPU: SSRSRS)
+ * ======================================================================== */
+
+/* The last loop of tile level lv (or of the nearest non-empty level above
+ * it); TS_RV_NONE when there is none. */
+static ts_rv last_loop_upto(const tiles *t, int lv) {
+  for (int l = lv; l >= 0; l--)
+    if (t->n_level[l] > 0) return t->level[l][t->n_level[l] - 1];
+  return t->n_outer ? t->outer[t->n_outer - 1] : TS_RV_NONE;
+}
+
+/* The input the innermost spatial tile loop moves along (B of a matmul,
+ * the weights of an NHWC conv): its name into out; false when there is no
+ * single such input. */
+static bool streamed_input(ts_sched *s, const char *name, const tiles *t,
+                           char *out, size_t cap) {
+  if (!t->n_level[5]) return false;
+  const ts_stmt *r = ts_func_find_block(ts_sched_func(s), name);
+  const ts_stmt *l = ts_sched_rv_loop(s, t->level[5][t->n_level[5] - 1]);
+  if (!r || !l) return false;
+  const ts_block *b = ts_realize_block(r);
+  const ts_buffer *outb =
+      ts_block_n_writes(b) == 1 ? ts_block_write(b, 0)->buffer : NULL;
+  int found = 0;
+  for (int i = 0; i < ts_block_n_reads(b); i++) {
+    const ts_region *rg = ts_block_read(b, i);
+    if (rg->buffer == outb) continue;
+    bool moves = false;
+    for (int k = 0; k < ts_block_n_iters(b) && !moves; k++) {
+      if (!expr_uses_var(ts_realize_value(r, k), ts_for_var(l))) continue;
+      for (int d = 0; d < rg->ndim && !moves; d++)
+        moves = expr_uses_var(rg->ranges[d].min, ts_block_iter_var(b, k));
+    }
+    if (moves) {
+      snprintf(out, cap, "%s", ts_buffer_name(rg->buffer));
+      found++;
+    }
+  }
+  return found == 1;
+}
+
+/* SSRSRS tiling of `name`, then (level 1 or 2) its output written through a
+ * local cache (or its elementwise consumer fused) at the end of that tile
+ * level, and (read_level 1 or 2) its streamed input read through a cache
+ * at the end of that tile level. */
+static int mlt_cpu(const gen *g, gen_state *st, const char *name, int level,
+                   int read_level) {
+  ts_sched *s = st->s;
+  tiles t;
+  /* register tiles that need not divide the extents: the columns a
+   * multiple of the vector length, the rows up to what the vector
+   * registers hold besides the operands */
+  tile_imperfect im = {0, 0}, *imp = NULL;
+  const ts_block *blk0 =
+      ts_realize_block(ts_func_find_block(ts_sched_func(s), name));
+  if (ts_block_n_writes(blk0) == 1) {
+    int bits = ts_buffer_dtype(ts_block_write(blk0, 0)->buffer).bits;
+    int regs = ts_target_vector_registers(g->t);
+    im.lanes = bits > 0 ? ts_target_vector_bits(g->t) / bits : 1;
+    im.max_rows = regs > 4 ? regs - 2 : regs;
+    imp = &im;
+  }
+  int rc = tile_block_ex(s, name, "SSRSRS", g->o->max_innermost_factor, NULL, 0,
+                         imp, &t);
+  if (rc) return rc;
+  if (read_level > 0) {
+    /* the streamed input copied into a cache at the end of tile level 1
+     * or 2: the code generator allocates it per iteration there and
+     * compacts it to the region used, a packed panel (the reduction's
+     * extent under it by the tile's width) reused by every row tile
+     * inside */
+    char buf[128];
+    ts_rv b, cr;
+    ts_rv at = last_loop_upto(&t, read_level - 1);
+    if (at == TS_RV_NONE || !streamed_input(s, name, &t, buf, sizeof buf))
+      return TS_ESCHEDULE;
+    if ((rc = ts_sched_get_block(s, name, &b)) ||
+        (rc = ts_sched_cache_read(s, b, buf, "global", &cr)) ||
+        (rc = ts_sched_compute_at(s, cr, at)))
+      return rc;
+  }
+  if (level > 0) {
+    /* SSRSRS: level 1 ends after group 0, level 2 after group 1 */
+    ts_rv at = last_loop_upto(&t, level - 1);
+    if (at == TS_RV_NONE) return TS_ESCHEDULE;
+    ts_rv b, cons, cw;
+    if ((rc = ts_sched_get_block(s, name, &b))) return rc;
+    if (fusible_consumer(s, b, &cons) == 0) {
+      rc = ts_sched_reverse_compute_at(s, cons, at);
+    } else {
+      const ts_block *blk =
+          ts_realize_block(ts_func_find_block(ts_sched_func(s), name));
+      if (ts_block_n_writes(blk) != 1) return TS_ESCHEDULE;
+      const char *buf = ts_buffer_name(ts_block_write(blk, 0)->buffer);
+      char bufname[128];
+      snprintf(bufname, sizeof bufname, "%s", buf);
+      if ((rc = ts_sched_cache_write(s, b, bufname, "local", &cw))) return rc;
+      rc = ts_sched_reverse_compute_at(s, cw, at);
+    }
+    if (rc) return rc;
+  }
+  state_mark_tiled(st, name);
+  return TS_OK;
+}
+
+int rule_cpu_tiling(const gen *g, const gen_state *st, const char *name,
+                    gen_state *out, int cap) {
+  int n = 0;
+  int levels = g->o->cache_write ? 3 : 1;
+  for (int rl = 0; rl < (g->o->cache_read ? 3 : 1); rl++)
+    for (int lv = 0; lv < levels && n < cap; lv++) {
+      if (state_fork(st, &out[n], NULL)) continue;
+      if (mlt_cpu(g, &out[n], name, lv, rl)) {
+        state_clear(&out[n]);
+        continue;
+      }
+      state_append_name(&out[n], "%s: mlt", name);
+      if (lv) state_append_name(&out[n], "cache_write@%d", lv);
+      if (rl) state_append_name(&out[n], "cache_read@%d", rl);
+      n++;
+    }
+  return n;
+}
+
+/* ========================================================================
+ * Add-rfactor (CPU)
+ * ======================================================================== */
+
+/* A reduction whose spatial extent is below the parallelism the machine
+ * wants: the reduce loops, fused and split in two by a sampled tile, with
+ * the outer part factored out as a spatial (parallel) dimension. */
+static int rfactor_cpu(const gen *g, gen_state *st, const char *name) {
+  ts_sched *s = st->s;
+  ts_rv b, loops[MAX_LOOPS];
+  int nl = 0, rc;
+  if ((rc = ts_sched_get_block(s, name, &b)) ||
+      (rc = ts_sched_get_loops(s, b, loops, MAX_LOOPS, &nl)))
+    return rc;
+  const ts_stmt *r = ts_func_find_block(ts_sched_func(s), name);
+  ts_rv red[MAX_LOOPS];
+  int nred = 0;
+  int64_t spatial = 1, reduce = 1;
+  for (int i = 0; i < nl; i++) {
+    const ts_stmt *l = ts_sched_rv_loop(s, loops[i]);
+    int bind = l ? loop_binding(r, l) : 0;
+    int64_t ext = rv_extent(s, loops[i]);
+    if (bind == BIND_REDUCE) {
+      red[nred++] = loops[i];
+      reduce *= ext;
+    } else {
+      if (nred) return TS_ESCHEDULE; /* the reduce loops must be innermost */
+      spatial *= ext;
+    }
+  }
+  int cores = ts_target_num_cores(g->t);
+  if (nred == 0 || spatial >= (int64_t)cores * 16 || reduce < 64)
+    return TS_ESCHEDULE;
+  ts_rv fused = red[0];
+  if (nred > 1 && (rc = ts_sched_fuse(s, red, nred, &fused))) return rc;
+  ts_rv f[2], parts[2], rf;
+  if ((rc = ts_sched_sample_perfect_tile(s, fused, 2,
+                                         g->o->max_innermost_factor, f)) ||
+      (rc = ts_sched_split_rv(s, fused, f, 2, parts)) ||
+      (rc = ts_sched_rfactor(s, parts[0], 0, &rf)))
+    return rc;
+  return TS_OK;
+}
+
+/* A reduction without reuse (a row sum or maximum) whose spatial extent
+ * already feeds every core: its innermost reduce loop split by the vector
+ * length of the dtype and the inner part factored out (rfactor) as a
+ * spatial dimension, so the partial results are computed a whole vector at
+ * a time (a max or min reduction is otherwise scalar: the code generator
+ * may reorder sums but not NaN-aware maxima) and then combined. */
+static int rfactor_vector_cpu(const gen *g, gen_state *st, const char *name) {
+  ts_sched *s = st->s;
+  ts_rv b, loops[MAX_LOOPS];
+  int nl = 0, rc;
+  if ((rc = ts_sched_get_block(s, name, &b)) ||
+      (rc = ts_sched_get_loops(s, b, loops, MAX_LOOPS, &nl)) || nl < 2)
+    return rc ? rc : TS_ESCHEDULE;
+  const ts_stmt *r = ts_func_find_block(ts_sched_func(s), name);
+  const ts_block *blk = ts_realize_block(r);
+  if (block_has_reuse(r) || ts_block_n_writes(blk) != 1) return TS_ESCHEDULE;
+  const ts_stmt *last = ts_sched_rv_loop(s, loops[nl - 1]);
+  if (!last || loop_binding(r, last) != BIND_REDUCE) return TS_ESCHEDULE;
+  int bits = ts_buffer_dtype(ts_block_write(blk, 0)->buffer).bits;
+  int64_t lanes = bits > 0 ? ts_target_vector_bits(g->t) / bits : 0;
+  int64_t ext = rv_extent(s, loops[nl - 1]);
+  if (lanes < 4 || ext % lanes || ext < 4 * lanes) return TS_ESCHEDULE;
+  int64_t factors[2] = {ext / lanes, lanes};
+  ts_rv parts[2], rf;
+  if ((rc = ts_sched_split(s, loops[nl - 1], factors, 2, parts)) ||
+      (rc = ts_sched_rfactor(s, parts[1], 1, &rf)))
+    return rc;
+  return TS_OK;
+}
+
+int rule_cpu_rfactor(const gen *g, const gen_state *st, const char *name,
+                     gen_state *out) {
+  gen_state v;
+  if (state_fork(st, &v, NULL)) return 0;
+  const char *how = "rfactor";
+  if (rfactor_cpu(g, &v, name)) {
+    state_clear(&v);
+    if (state_fork(st, &v, NULL)) return 0;
+    how = "rfactor_vector";
+    if (rfactor_vector_cpu(g, &v, name)) {
+      state_clear(&v);
+      return 0;
+    }
+  }
+  state_append_name(&v, "%s: %s", name, how);
+  *out = v;
+  return 1;
+}
+
+/* ========================================================================
+ * Random compute location and parallelize-vectorize-unroll (every target)
+ * ======================================================================== */
+
+void rule_random_compute_location(gen_state *st, const char *name) {
+  ts_sched *s = st->s;
+  const ts_func *f = ts_sched_func(s);
+  const ts_stmt *r = ts_func_find_block(f, name);
+  if (!r || state_tiled(st, name) || block_writes_param(f, ts_realize_block(r)))
+    return;
+  ts_rv b, cons[MAX_BLOCKS], loc;
+  int nc = 0;
+  if (ts_sched_get_block(s, name, &b) ||
+      ts_sched_get_consumers(s, b, cons, MAX_BLOCKS, &nc) || nc == 0)
+    return;
+  /* a failed compute_at leaves the sample unused; simplification drops it */
+  if (!ts_sched_sample_compute_location(s, b, &loc))
+    ts_sched_compute_at(s, b, loc);
+}
+
+/* Annotates the root block with the parallel, vectorize and unroll plans
+ * the postprocessor turns into loop kinds. */
+int rule_parallel_vectorize_unroll(const gen *g, gen_state *st) {
+  ts_sched *s = st->s;
+  const char *root = root_block_name(ts_sched_func(s));
+  if (!root) return TS_OK;
+  ts_rv rb, unroll, par;
+  int rc;
+  if ((rc = ts_sched_get_block(s, root, &rb))) return rc;
+  static const int64_t steps[5] = {0, 16, 64, 512, 1024};
+  static const double sp[5] = {0.25, 0.25, 0.25, 0.25, 0.25};
+  if (ts_target_is_cuda(g->t)) {
+    /* GPU: unrolling only (threads come from the bindings) */
+    if ((rc = ts_sched_sample_categorical(s, steps, sp, 5, &unroll)) ||
+        (rc = ts_sched_annotate_rv(s, rb, ANN_UNROLL, unroll)))
+      return rc;
+    return TS_OK;
+  }
+  int cores = ts_target_num_cores(g->t);
+  if (cores < 1) cores = 1;
+  int64_t pc[3] = {cores, (int64_t)cores * 4, (int64_t)cores * 16};
+  double pp[3] = {1.0 / 3, 1.0 / 3, 1.0 / 3};
+  if ((rc = ts_sched_sample_categorical(s, pc, pp, 3, &par)) ||
+      (rc = ts_sched_annotate_rv(s, rb, ANN_PARALLEL, par)) ||
+      (rc = ts_sched_annotate(s, rb, ts_ann_int(ANN_VECTORIZE, 64))) ||
+      (rc = ts_sched_sample_categorical(s, steps, sp, 4, &unroll)) ||
+      (rc = ts_sched_annotate_rv(s, rb, ANN_UNROLL, unroll)))
+    return rc;
+  return TS_OK;
+}
