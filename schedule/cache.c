@@ -26,7 +26,7 @@ static int check_scope(ts_sched *s, const char *prim, const char *scope) {
 /* "NAME_scope" with the scope's dots as underscores. */
 static char *cache_base(const char *name, const char *scope) {
   size_t n = strlen(name) + strlen(scope) + 2;
-  char *base = malloc(n);
+  char *base = ts_malloc(n);
   snprintf(base, n, "%s_%s", name, scope);
   for (char *p = base; *p; p++)
     if (*p == '.') *p = '_';
@@ -802,7 +802,7 @@ static int enumerate_injective(ts_sched *s, const ts_buffer *buf,
                 "transform_layout: buffer '%s' is too large to check the index "
                 "map (at most %lld elements)",
                 bufname, (long long)MAX_CHECK_ELEMS);
-  uint8_t *seen = calloc((size_t)(total / 8 + 1), 1);
+  uint8_t *seen = ts_calloc((size_t)(total / 8 + 1), 1);
   if (!seen) abort();
   env en = {0};
   int64_t pt[TS_MAX_DIMS] = {0};

@@ -9,6 +9,7 @@
 #define TESSERA_SCHEDULE_INTERNAL_H
 
 #include "schedule/schedule.h"
+#include "tir/alloc.h"
 
 #include <stdio.h>
 
@@ -103,6 +104,11 @@ struct ts_sched {
   int n_rvs, cap_rvs;
   ts_rng rng;
   ts_error err;
+  bool oom; /* an instruction ran out of memory: every later one fails */
+  /* ts_alloc_failures() after the last instruction: a failure on this
+   * thread since then (building the next instruction, say) is the next
+   * instruction's */
+  unsigned long oom_mark;
 };
 
 #define FAIL(s, code, ...)                                                     \
@@ -181,7 +187,9 @@ void sched_refresh(ts_sched *s);
  * Tree navigation and rewriting (tree.c)
  * ======================================================================== */
 
-void sv_push(stmt_vec *l, ts_stmt *s);
+/* False when out of memory (counted; the item is dropped and sched_run
+ * reports the failure). */
+bool sv_push(stmt_vec *l, ts_stmt *s);
 void sv_free(stmt_vec *l);
 bool sv_has(const stmt_vec *l, const ts_stmt *s);
 
