@@ -143,6 +143,9 @@ static char *emit_to_string(LLVMTargetMachineRef tm, LLVMModuleRef mod,
 int ts_build(const ts_func *f, const ts_target *t, const ts_build_options *opts,
              ts_build_result *out, ts_error *err) {
   memset(out, 0, sizeof *out);
+  if (ts_arena_failed(ts_func_arena(f)))
+    return TS_ERR(err, TS_ENOMEM,
+                  "build: out of memory while the function was built");
   ts_build_options o = opts ? *opts : ts_build_defaults();
   pthread_once(&llvm_once, init_llvm);
   int rc = TS_OK;

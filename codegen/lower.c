@@ -1282,6 +1282,11 @@ static int check(ts_func *f, const ts_lower_options *o, const char *pass,
 ts_func *ts_lower(const ts_func *in, const ts_lower_options *opts,
                   ts_error *err) {
   ts_lower_options o = opts ? *opts : ts_lower_defaults();
+  if (ts_arena_failed(ts_func_arena(in))) {
+    TS_ERR(err, TS_ENOMEM, "lower: out of memory while the function was built");
+    return NULL;
+  }
+  unsigned long oom = ts_alloc_failures();
   ts_func *f = ts_func_copy(in);
   int rc = TS_OK;
   if (o.verify_between && ts_func_verify(f, err) != TS_OK) rc = TS_EVERIFY;
@@ -1310,6 +1315,7 @@ ts_func *ts_lower(const ts_func *in, const ts_lower_options *opts,
   if (!rc) rc = check(f, &o, "simplify", err);
   if (!rc) rc = lower_sync(f, err);
   if (!rc) rc = check(f, &o, "sync", err);
+  rc = ts_alloc_check(oom, rc, err, "lower");
   if (rc) {
     ts_func_free(f);
     return NULL;

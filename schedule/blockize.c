@@ -197,10 +197,10 @@ ts_stmt *blockize_commit(ts_sched *s, ts_stmt *loop, bz_plan *p,
   ts_arena *a = ts_func_arena(s->func);
   ts_stmt *r = p->inner;
   ts_block *b = ts_realize_block(r);
-  char *base = ts_malloc(strlen(ts_block_name(b)) + 4);
+  char *base =
+      ts_arena_alloc(ts_func_arena(s->func), strlen(ts_block_name(b)) + 4);
   sprintf(base, "%s_o", ts_block_name(b));
   char *name = unique_block_name(s->func, base);
-  free(base);
   ts_block *ob = ts_block_new(a, name);
   ts_expr **vals = ts_malloc(sizeof *vals * (size_t)(p->n ? p->n : 1));
   int nv = 0;
@@ -233,7 +233,6 @@ int apply_blockize(ts_sched *s, inst *in, rv_list *out) {
   blockize_commit(s, loop, &p, &name);
   blockize_plan_free(&p);
   rv_new_block(s, name, out);
-  free(name);
   sched_refresh(s);
   return TS_OK;
 }

@@ -170,7 +170,8 @@ int blockize_chain(ts_sched *s, const char *prim, ts_stmt *loop,
                    stmt_vec *chain, ts_stmt **realize);
 int blockize_plan(ts_sched *s, const char *prim, ts_stmt *loop, bz_plan *p);
 void blockize_plan_free(bz_plan *p);
-/* Links the outer block in; *name_out (malloc'd) is its name. */
+/* Links the outer block in; *name_out (in the function's arena) is its
+ * name. */
 ts_stmt *blockize_commit(ts_sched *s, ts_stmt *loop, bz_plan *p,
                          char **name_out);
 
@@ -240,7 +241,7 @@ typedef struct rewriter {
 } rewriter;
 ts_stmt *rewrite_stmt(ts_arena *a, ts_stmt *s, const rewriter *r);
 
-/* Names: a block / buffer name not used in f, from base. */
+/* Names: a block / buffer name not used in f, from base (in f's arena). */
 char *unique_block_name(const ts_func *f, const char *base);
 char *unique_buffer_name(const ts_func *f, const char *base);
 /* The buffer named `name` among the buffers the block reads (want_read) or

@@ -113,10 +113,9 @@ int apply_decompose_reduction(ts_sched *s, inst *in, rv_list *out) {
     loops[nl++] = ts_for(a, v, ts_for_min(o), ts_for_extent(o), TS_FOR_SERIAL,
                          NULL, NULL);
   }
-  char *base = ts_malloc(strlen(bn) + 8);
+  char *base = ts_arena_alloc(ts_func_arena(s->func), strlen(bn) + 8);
   sprintf(base, "%s_init", bn);
   char *name = unique_block_name(s->func, base);
-  free(base);
   ts_block *ib = ts_block_new(a, name);
   ts_node_map *imap = ts_node_map_create(); /* old iter var -> new */
   int n = ts_block_n_iters(b);
@@ -164,7 +163,6 @@ int apply_decompose_reduction(ts_sched *s, inst *in, rv_list *out) {
   }
   ts_block_set_init(b, NULL);
   rv_new_block(s, name, out);
-  free(name);
   sv_free(&above);
   sched_refresh(s);
   return TS_OK;
@@ -355,17 +353,15 @@ int apply_rfactor(ts_sched *s, inst *in, rv_list *out) {
   int64_t shape[TS_MAX_DIMS];
   for (int d = 0, k = 0; d <= nd; d++)
     shape[d] = d == axis ? lext : ts_buffer_dim(w, k++);
-  char *bbase = ts_malloc(strlen(ts_buffer_name(w)) + 4);
+  char *bbase =
+      ts_arena_alloc(ts_func_arena(s->func), strlen(ts_buffer_name(w)) + 4);
   sprintf(bbase, "%s_rf", ts_buffer_name(w));
   char *bname = unique_buffer_name(s->func, bbase);
   ts_buffer *rf = ts_buffer_new(a, bname, ts_buffer_dtype(w), shape, nd + 1);
-  free(bbase);
-  free(bname);
   /* the rf block: spatial iters of b, then one iter per reduction loop */
-  char *base = ts_malloc(strlen(bn) + 4);
+  char *base = ts_arena_alloc(ts_func_arena(s->func), strlen(bn) + 4);
   sprintf(base, "%s_rf", bn);
   char *rfname = unique_block_name(s->func, base);
-  free(base);
   ts_block *rb = ts_block_new(a, rfname);
   ts_node_map *imap = ts_node_map_create(); /* b's iter -> rf expr */
   ts_node_map *lmap = ts_node_map_create(); /* loop var -> rf iter */
@@ -470,7 +466,6 @@ int apply_rfactor(ts_sched *s, inst *in, rv_list *out) {
   int pos = tree_index_in(scope, top);
   tree_insert(s->func, scope, pos + 1, wnest);
   rv_new_block(s, rfname, out);
-  free(rfname);
   sv_free(&above);
   sched_refresh(s);
   return TS_OK;

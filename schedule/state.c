@@ -260,6 +260,11 @@ int sched_run(ts_sched *s, inst *in, rv_list *out) {
     return rc;
   }
   for (int i = 0; i < in->n_outputs && out; i++) rv_push(out, in->outputs[i]);
+  if (ts_alloc_failures() != s->oom_mark) {
+    s->oom = true;
+    s->oom_mark = ts_alloc_failures();
+    return FAIL(s, TS_ENOMEM, "%s: out of memory", prim_name(in));
+  }
   return TS_OK;
 }
 
