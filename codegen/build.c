@@ -21,13 +21,13 @@
 ts_artifact *ts_artifact_new(ts_artifact_kind kind, const char *entry,
                              const ts_artifact_arg *args, int n_args,
                              const void *bytes, size_t n_bytes) {
-  ts_artifact *a = calloc(1, sizeof *a);
+  ts_artifact *a = ts_calloc(1, sizeof *a);
   if (!a) return NULL;
   a->kind = kind;
   snprintf(a->entry, sizeof a->entry, "%s", entry);
   a->n_args = n_args;
-  a->args = calloc((size_t)(n_args > 0 ? n_args : 1), sizeof *a->args);
-  a->bytes = malloc(n_bytes + 1);
+  a->args = ts_calloc((size_t)(n_args > 0 ? n_args : 1), sizeof *a->args);
+  a->bytes = ts_malloc(n_bytes + 1);
   if (!a->args || !a->bytes) {
     free(a->args);
     free(a->bytes);
@@ -58,7 +58,7 @@ void ts_artifact_release(ts_artifact *a) {
 
 ts_artifact_arg *ts_artifact_args_of(const ts_func *f) {
   int n = ts_func_n_params(f);
-  ts_artifact_arg *args = calloc((size_t)(n > 0 ? n : 1), sizeof *args);
+  ts_artifact_arg *args = ts_calloc((size_t)(n > 0 ? n : 1), sizeof *args);
   if (!args) return NULL;
   for (int i = 0; i < n; i++) {
     ts_buffer *b = ts_func_param(f, i);
@@ -117,7 +117,7 @@ static void entry_name(const ts_func *f, char *out, size_t cap) {
 }
 
 static char *take_message(char *msg) {
-  char *r = strdup(msg ? msg : "");
+  char *r = ts_strdup(msg ? msg : "");
   LLVMDisposeMessage(msg);
   return r;
 }
@@ -132,7 +132,7 @@ static char *emit_to_string(LLVMTargetMachineRef tm, LLVMModuleRef mod,
     return NULL;
   }
   size_t n = LLVMGetBufferSize(buf);
-  char *out = malloc(n + 1);
+  char *out = ts_malloc(n + 1);
   memcpy(out, LLVMGetBufferStart(buf), n);
   out[n] = 0;
   *len = n;
@@ -143,6 +143,9 @@ static char *emit_to_string(LLVMTargetMachineRef tm, LLVMModuleRef mod,
 int ts_build(const ts_func *f, const ts_target *t, const ts_build_options *opts,
              ts_build_result *out, ts_error *err) {
   memset(out, 0, sizeof *out);
+  if (ts_arena_failed(ts_func_arena(f)))
+    return TS_ERR(err, TS_ENOMEM,
+                  "build: out of memory while the function was built");
   ts_build_options o = opts ? *opts : ts_build_defaults();
   pthread_once(&llvm_once, init_llvm);
   int rc = TS_OK;

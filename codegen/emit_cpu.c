@@ -188,8 +188,8 @@ static void capture_node(capture_ctx *c, const void *node, bool is_buf) {
   if (!ts_node_map_get(c->e->cur->vals, node)) return;
   if (c->n == c->cap) {
     c->cap = c->cap ? c->cap * 2 : 16;
-    c->nodes = realloc(c->nodes, sizeof *c->nodes * (size_t)c->cap);
-    c->is_buf = realloc(c->is_buf, sizeof *c->is_buf * (size_t)c->cap);
+    c->nodes = ts_realloc(c->nodes, sizeof *c->nodes * (size_t)c->cap);
+    c->is_buf = ts_realloc(c->is_buf, sizeof *c->is_buf * (size_t)c->cap);
   }
   c->is_buf[c->n] = is_buf;
   c->nodes[c->n++] = node;
@@ -234,8 +234,8 @@ void emit_parallel(emitter *e, ts_stmt *s) {
 
   /* closure = {rt, lo, captured...} */
   int nf = cc.n + 2;
-  LLVMTypeRef *fields = malloc(sizeof *fields * (size_t)nf);
-  LLVMValueRef *values = malloc(sizeof *values * (size_t)nf);
+  LLVMTypeRef *fields = ts_malloc(sizeof *fields * (size_t)nf);
+  LLVMValueRef *values = ts_malloc(sizeof *values * (size_t)nf);
   fields[0] = emit_ptrt(e);
   values[0] = e->cur->rt;
   fields[1] = emit_i64t(e);
@@ -259,7 +259,7 @@ void emit_parallel(emitter *e, ts_stmt *s) {
   char body_name[300];
   snprintf(body_name, sizeof body_name, "%s_body", name);
   int nb = cc.n + 3;
-  LLVMTypeRef *bparams = malloc(sizeof *bparams * (size_t)nb);
+  LLVMTypeRef *bparams = ts_malloc(sizeof *bparams * (size_t)nb);
   bparams[0] = emit_ptrt(e);
   bparams[1] = emit_i64t(e);
   bparams[2] = emit_i64t(e);
@@ -301,7 +301,7 @@ void emit_parallel(emitter *e, ts_stmt *s) {
   LLVMPositionBuilderAtEnd(
       e->b, LLVMAppendBasicBlockInContext(e->ctx, task, "entry"));
   LLVMValueRef cl = LLVMGetParam(task, 0);
-  LLVMValueRef *bargs = malloc(sizeof *bargs * (size_t)nb);
+  LLVMValueRef *bargs = ts_malloc(sizeof *bargs * (size_t)nb);
   LLVMValueRef loaded[2];
   for (int i = 0; i < nf; i++) {
     LLVMValueRef p = LLVMBuildStructGEP2(e->b, st_t, cl, (unsigned)i, "");
@@ -341,7 +341,7 @@ void emit_parallel(emitter *e, ts_stmt *s) {
 int emit_cpu_kernel(emitter *e, const ts_func *f, const char *entry) {
   int n = ts_func_n_params(f);
   /* compute(ptr noalias p0, ..., ptr rt): the body. */
-  LLVMTypeRef *pt = malloc(sizeof *pt * (size_t)(n + 1));
+  LLVMTypeRef *pt = ts_malloc(sizeof *pt * (size_t)(n + 1));
   for (int i = 0; i <= n; i++) pt[i] = emit_ptrt(e);
   char name[256];
   snprintf(name, sizeof name, "%s_compute", entry);
@@ -381,7 +381,7 @@ int emit_cpu_kernel(emitter *e, const ts_func *f, const char *entry) {
   emit_set_fn_attrs(e, ef);
   LLVMPositionBuilderAtEnd(e->b,
                            LLVMAppendBasicBlockInContext(e->ctx, ef, "entry"));
-  LLVMValueRef *args = malloc(sizeof *args * (size_t)(n + 1));
+  LLVMValueRef *args = ts_malloc(sizeof *args * (size_t)(n + 1));
   for (int i = 0; i < n; i++) {
     LLVMValueRef idx = LLVMConstInt(emit_i64t(e), (unsigned)i, 0);
     LLVMValueRef slot = LLVMBuildInBoundsGEP2(e->b, emit_ptrt(e),

@@ -592,7 +592,7 @@ LLVMValueRef emit_expr(emitter *e, ts_expr *x) {
     LLVMValueRef stride =
         emit_splat(e, emit_expr(e, ts_expr_operand(x, 1)), t.lanes);
     LLVMTypeRef st = emit_scalar_type(e, ts_dtype_scalar(t));
-    LLVMValueRef *steps = malloc(sizeof *steps * t.lanes);
+    LLVMValueRef *steps = ts_malloc(sizeof *steps * t.lanes);
     for (int i = 0; i < t.lanes; i++)
       steps[i] = LLVMConstInt(st, (unsigned)i, 0);
     LLVMValueRef iota = LLVMConstVector(steps, t.lanes);

@@ -35,7 +35,7 @@ static LLVMValueRef const_fp(LLVMTypeRef t, double v) {
   if (LLVMGetTypeKind(t) == LLVMVectorTypeKind) {
     unsigned n = LLVMGetVectorSize(t);
     LLVMValueRef s = LLVMConstReal(LLVMGetElementType(t), v);
-    LLVMValueRef *elems = malloc(sizeof *elems * n);
+    LLVMValueRef *elems = ts_malloc(sizeof *elems * n);
     for (unsigned i = 0; i < n; i++) elems[i] = s;
     LLVMValueRef r = LLVMConstVector(elems, n);
     free(elems);

@@ -205,7 +205,7 @@ int emit_cuda_kernel(emitter *e, const ts_func *f, const char *entry) {
                      "target's limit of %d",
                      (long long)threads, max_threads);
   LLVMTypeRef gptr = LLVMPointerTypeInContext(e->ctx, 1);
-  LLVMTypeRef *pt = malloc(sizeof *pt * (size_t)(n > 0 ? n : 1));
+  LLVMTypeRef *pt = ts_malloc(sizeof *pt * (size_t)(n > 0 ? n : 1));
   for (int i = 0; i < n; i++) pt[i] = gptr;
   LLVMTypeRef fty =
       LLVMFunctionType(LLVMVoidTypeInContext(e->ctx), pt, (unsigned)n, 0);

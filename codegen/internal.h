@@ -6,6 +6,7 @@
 #define TESSERA_CODEGEN_INTERNAL_H
 
 #include "codegen/codegen.h"
+#include "tir/alloc.h"
 
 #include <llvm-c/Core.h>
 

@@ -155,9 +155,9 @@ typedef struct access_set {
 static void add_access(access_set *s, ts_expr *const *idx, int ndim) {
   if (s->n == s->cap) {
     s->cap = s->cap ? 2 * s->cap : 8;
-    s->indices = realloc(s->indices, sizeof *s->indices * (size_t)s->cap);
+    s->indices = ts_realloc(s->indices, sizeof *s->indices * (size_t)s->cap);
   }
-  ts_expr **copy = malloc(sizeof *copy * (size_t)(ndim > 0 ? ndim : 1));
+  ts_expr **copy = ts_malloc(sizeof *copy * (size_t)(ndim > 0 ? ndim : 1));
   for (int d = 0; d < ndim; d++) copy[d] = idx[d];
   s->indices[s->n++] = copy;
 }
@@ -827,7 +827,7 @@ static ts_stmt *simplify_post(void *ctx, ts_arena *a, ts_stmt *s) {
   case TS_STMT_SEQ: {
     int n = ts_seq_n(s), kept = 0;
     bool changed = false;
-    ts_stmt **items = malloc(sizeof *items * (size_t)(n ? n : 1));
+    ts_stmt **items = ts_malloc(sizeof *items * (size_t)(n ? n : 1));
     for (int i = 0; i < n; i++) {
       ts_stmt *it = ts_seq_item(s, i);
       if (ts_stmt_kind_of(it) == TS_STMT_SEQ && ts_seq_n(it) == 0) {
@@ -922,7 +922,7 @@ static ts_expr *vec_expr(vec_ctx *c, ts_expr *e) {
           c->reason = "a target intrinsic call depends on the vectorized loop";
       return e;
     }
-    ts_expr **ops = malloc(sizeof *ops * (size_t)n);
+    ts_expr **ops = ts_malloc(sizeof *ops * (size_t)n);
     int lanes = 1;
     for (int i = 0; i < n; i++) {
       ops[i] = vec_expr(c, ts_expr_operand(e, i));
@@ -1028,7 +1028,7 @@ static ts_stmt *vec_stmt(vec_ctx *c, ts_stmt *s) {
   }
   case TS_STMT_SEQ: {
     int n = ts_seq_n(s);
-    ts_stmt **items = malloc(sizeof *items * (size_t)(n ? n : 1));
+    ts_stmt **items = ts_malloc(sizeof *items * (size_t)(n ? n : 1));
     for (int i = 0; i < n; i++) items[i] = vec_stmt(c, ts_seq_item(s, i));
     ts_stmt *r = ts_seq(a, items, n);
     free(items);
@@ -1192,7 +1192,7 @@ typedef struct unroll_ctx {
 } unroll_ctx;
 
 ts_stmt *lower_unroll_loop(ts_arena *a, ts_stmt *s, int64_t mn, int64_t ex) {
-  ts_stmt **copies = malloc(sizeof *copies * (size_t)(ex ? ex : 1));
+  ts_stmt **copies = ts_malloc(sizeof *copies * (size_t)(ex ? ex : 1));
   for (int64_t i = 0; i < ex; i++) {
     ts_node_map *remap = ts_node_map_create();
     ts_node_map_put(remap, ts_for_var(s), ts_index(a, mn + i));
@@ -1327,6 +1327,11 @@ ts_func *ts_lower(const ts_func *in, const ts_lower_options *opts,
     TS_ERR(err, TS_EINVAL, "lowering: no step %d", (int)o.last);
     return NULL;
   }
+  if (ts_arena_failed(ts_func_arena(in))) {
+    TS_ERR(err, TS_ENOMEM, "lower: out of memory while the function was built");
+    return NULL;
+  }
+  unsigned long oom = ts_alloc_failures();
   ts_func *f = ts_func_copy(in);
   int rc = TS_OK;
   if (o.verify_between && ts_func_verify(f, err) != TS_OK) rc = TS_EVERIFY;
@@ -1335,6 +1340,7 @@ ts_func *ts_lower(const ts_func *in, const ts_lower_options *opts,
     rc = run_step(f, (ts_lower_step)step, &o, err);
     if (!rc && step_names[step]) rc = check(f, &o, step_names[step], err);
   }
+  rc = ts_alloc_check(oom, rc, err, "lower");
   if (rc) {
     ts_func_free(f);
     return NULL;

@@ -76,7 +76,7 @@ static void acc_add(acc_set *s, access x) {
       return;
   if (s->n == s->cap) {
     s->cap = s->cap ? 2 * s->cap : 8;
-    access *nv = realloc(s->v, sizeof *nv * (size_t)s->cap);
+    access *nv = ts_realloc(s->v, sizeof *nv * (size_t)s->cap);
     if (!nv) abort(); /* out of memory is not an input error */
     s->v = nv;
   }
@@ -300,7 +300,7 @@ static ts_stmt *plan_seq(sync_ctx *c, ts_stmt *s, const char *nonuniform,
                          const acc_set *entry, summary *out) {
   bool is_seq = ts_stmt_kind_of(s) == TS_STMT_SEQ;
   int n = is_seq ? ts_seq_n(s) : 1;
-  ts_stmt **items = malloc(sizeof *items * (size_t)(2 * n + 1));
+  ts_stmt **items = ts_malloc(sizeof *items * (size_t)(2 * n + 1));
   if (!items) abort();
   int m = 0;
   bool changed = false;

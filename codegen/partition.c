@@ -242,7 +242,7 @@ static void collect_sites(site_walk *w, ts_stmt *s) {
         if (!test) continue;
         if (w->n == w->cap) {
           w->cap = w->cap ? 2 * w->cap : 16;
-          w->v = realloc(w->v, sizeof *w->v * (size_t)w->cap);
+          w->v = ts_realloc(w->v, sizeof *w->v * (size_t)w->cap);
           if (!w->v) abort();
         }
         w->v[w->n++] = (site){s, k, test, inv};
@@ -373,11 +373,11 @@ static ts_stmt *part_position(part_ctx *c, ts_stmt *s, const ts_expr *newest,
        * tried) or, for conjuncts that do not vary below the test, drops
        * their ifs (they are false there) */
       c->copies++;
-      ts_stmt **iff = malloc(sizeof *iff * (size_t)w.n);
-      ts_stmt **inv_iff = malloc(sizeof *inv_iff * (size_t)w.n);
-      int *conj = malloc(sizeof *conj * (size_t)w.n);
-      int *inv_conj = malloc(sizeof *inv_conj * (size_t)w.n);
-      const ts_stmt **sk = malloc(sizeof *sk * (size_t)(n_skip + w.n));
+      ts_stmt **iff = ts_malloc(sizeof *iff * (size_t)w.n);
+      ts_stmt **inv_iff = ts_malloc(sizeof *inv_iff * (size_t)w.n);
+      int *conj = ts_malloc(sizeof *conj * (size_t)w.n);
+      int *inv_conj = ts_malloc(sizeof *inv_conj * (size_t)w.n);
+      const ts_stmt **sk = ts_malloc(sizeof *sk * (size_t)(n_skip + w.n));
       if (!iff || !inv_iff || !conj || !inv_conj || !sk) abort();
       int ng = 0, ninv = 0, nsk = n_skip;
       for (int k = 0; k < n_skip; k++) sk[k] = skip[k];
@@ -404,7 +404,7 @@ static ts_stmt *part_position(part_ctx *c, ts_stmt *s, const ts_expr *newest,
       for (int k = n_skip; c->tail_depth >= MAX_TAIL_DEPTH && k < nsk; k++) {
         if (c->n_frozen == c->cap_frozen) {
           c->cap_frozen = c->cap_frozen ? 2 * c->cap_frozen : 16;
-          c->frozen = realloc(c->frozen, sizeof *c->frozen * c->cap_frozen);
+          c->frozen = ts_realloc(c->frozen, sizeof *c->frozen * c->cap_frozen);
           if (!c->frozen) abort();
         }
         c->frozen[c->n_frozen++] = sk[k];
@@ -450,7 +450,7 @@ static ts_stmt *part_stmt(part_ctx *c, ts_stmt *s, const ts_expr *newest) {
   case TS_STMT_SEQ: {
     int n = ts_seq_n(s);
     bool changed = false;
-    ts_stmt **items = malloc(sizeof *items * (size_t)(n ? n : 1));
+    ts_stmt **items = ts_malloc(sizeof *items * (size_t)(n ? n : 1));
     if (!items) abort();
     for (int i = 0; i < n; i++) {
       ts_stmt *it = ts_seq_item(s, i);

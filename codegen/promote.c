@@ -570,7 +570,7 @@ static ts_stmt *try_promote(promote_ctx *c, ts_stmt *loop) {
   for (int i = rw.n - 1; i >= 0; i--) {
     cand *k = &sc.cands[i];
     int n_items = 0;
-    ts_stmt **items = malloc(sizeof *items * (size_t)(2 * k->n + 1));
+    ts_stmt **items = ts_malloc(sizeof *items * (size_t)(2 * k->n + 1));
     if (!items) return loop;
     for (int s = 0; s < k->n; s++) {
       slot *sl = &k->slots[s];

@@ -10,6 +10,7 @@
  * self-describing: the stored features alone answer has_feature.
  */
 #include "codegen/codegen.h"
+#include "tir/alloc.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -282,7 +283,7 @@ static void sb_put(strbuf *b, const char *s, size_t n) {
   if (b->len + n + 1 > b->cap) {
     size_t cap = b->cap ? b->cap * 2 : 128;
     while (cap < b->len + n + 1) cap *= 2;
-    char *p = realloc(b->data, cap);
+    char *p = ts_realloc(b->data, cap);
     if (!p) {
       b->failed = true;
       return;
@@ -363,12 +364,12 @@ static int set_feature(parser *p, const char *name, size_t len, bool on,
   if (t->n_features >= TS_TARGET_MAX_FEATURES)
     return fail_at(p, NULL, "more than %d features", TS_TARGET_MAX_FEATURES);
   if (t->n_features % 32 == 0) {
-    feature_entry *f = realloc(t->features, (size_t)(t->n_features + 32) *
-                                                sizeof *t->features);
+    feature_entry *f = ts_realloc(t->features, (size_t)(t->n_features + 32) *
+                                                   sizeof *t->features);
     if (!f) return oom(p);
     t->features = f;
   }
-  char *copy = strdup(key);
+  char *copy = ts_strdup(key);
   if (!copy) return oom(p);
   t->features[t->n_features++] = (feature_entry){copy, on};
   return TS_OK;
@@ -535,8 +536,8 @@ static int build_llvm(parser *p, option *opts) {
   char *host_cpu = LLVMGetHostCPUName();
   bool native = !cpu->token ||
                 (cpu->value_len == 6 && memcmp(cpu->value, "native", 6) == 0);
-  t->cpu = native ? strdup(host_cpu && host_cpu[0] ? host_cpu : "generic")
-                  : strndup(cpu->value, cpu->value_len);
+  t->cpu = native ? ts_strdup(host_cpu && host_cpu[0] ? host_cpu : "generic")
+                  : ts_strndup(cpu->value, cpu->value_len);
   bool is_host_name = t->cpu && host_cpu && strcmp(t->cpu, host_cpu) == 0;
   LLVMDisposeMessage(host_cpu);
   if (!t->cpu) return oom(p);
@@ -561,7 +562,7 @@ static int build_llvm(parser *p, option *opts) {
                    (int)cores->value_len, cores->value, TS_TARGET_MAX_CORES);
   t->num_cores = (int)n;
   char *triple = LLVMGetDefaultTargetTriple();
-  t->triple = strdup(triple ? triple : "x86_64-unknown-linux-gnu");
+  t->triple = ts_strdup(triple ? triple : "x86_64-unknown-linux-gnu");
   LLVMDisposeMessage(triple);
   if (!t->triple) return oom(p);
   return TS_OK;
@@ -615,8 +616,8 @@ static int build_cuda(parser *p, option *opts, const char *kind_token) {
                      limits[i].lo, limits[i].hi);
     *limits[i].dst = (int)value;
   }
-  t->cpu = strdup(cpu);
-  t->triple = strdup("nvptx64-nvidia-cuda");
+  t->cpu = ts_strdup(cpu);
+  t->triple = ts_strdup("nvptx64-nvidia-cuda");
   if (!t->cpu || !t->triple) return oom(p);
   return TS_OK;
 }
@@ -678,7 +679,7 @@ static int parse_target(parser *p) {
 
 int ts_target_parse(const char *s, ts_target **out, ts_error *err) {
   if (!s) return TS_ERR(err, TS_EINVAL, "bad target string: none given");
-  ts_target *t = calloc(1, sizeof *t);
+  ts_target *t = ts_calloc(1, sizeof *t);
   if (!t) return TS_ERR(err, TS_ENOMEM, "target: out of memory");
   parser p = {s, t, err};
   int rc = parse_target(&p);

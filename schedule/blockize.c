@@ -92,10 +92,10 @@ int blockize_plan(ts_sched *s, const char *prim, ts_stmt *loop, bz_plan *p) {
   ranges_of_loops(ranges, p->chain.v, p->chain.n);
   int n = ts_block_n_iters(b);
   p->n = n;
-  p->inner_vals = calloc((size_t)(n ? n : 1), sizeof *p->inner_vals);
-  p->outer_vals = calloc((size_t)(n ? n : 1), sizeof *p->outer_vals);
-  p->outer_vars = calloc((size_t)(n ? n : 1), sizeof *p->outer_vars);
-  p->outer_doms = calloc((size_t)(n ? n : 1), sizeof *p->outer_doms);
+  p->inner_vals = ts_calloc((size_t)(n ? n : 1), sizeof *p->inner_vals);
+  p->outer_vals = ts_calloc((size_t)(n ? n : 1), sizeof *p->outer_vals);
+  p->outer_vars = ts_calloc((size_t)(n ? n : 1), sizeof *p->outer_vars);
+  p->outer_doms = ts_calloc((size_t)(n ? n : 1), sizeof *p->outer_doms);
   for (int k = 0; k < n && !rc; k++) {
     ts_expr *e = ts_realize_value(r, k);
     var_ctx c = {p->chain.v, p->chain.n, false, false};
@@ -197,12 +197,12 @@ ts_stmt *blockize_commit(ts_sched *s, ts_stmt *loop, bz_plan *p,
   ts_arena *a = ts_func_arena(s->func);
   ts_stmt *r = p->inner;
   ts_block *b = ts_realize_block(r);
-  char *base = malloc(strlen(ts_block_name(b)) + 4);
+  char *base =
+      ts_arena_alloc(ts_func_arena(s->func), strlen(ts_block_name(b)) + 4);
   sprintf(base, "%s_o", ts_block_name(b));
   char *name = unique_block_name(s->func, base);
-  free(base);
   ts_block *ob = ts_block_new(a, name);
-  ts_expr **vals = malloc(sizeof *vals * (size_t)(p->n ? p->n : 1));
+  ts_expr **vals = ts_malloc(sizeof *vals * (size_t)(p->n ? p->n : 1));
   int nv = 0;
   for (int k = 0; k < p->n; k++) {
     if (!p->outer_vars[k]) continue;
@@ -233,7 +233,6 @@ int apply_blockize(ts_sched *s, inst *in, rv_list *out) {
   blockize_commit(s, loop, &p, &name);
   blockize_plan_free(&p);
   rv_new_block(s, name, out);
-  free(name);
   sched_refresh(s);
   return TS_OK;
 }

@@ -25,7 +25,7 @@ struct relax_map {
 };
 
 relax_map *relax_create(void) {
-  relax_map *m = calloc(1, sizeof *m);
+  relax_map *m = ts_calloc(1, sizeof *m);
   if (!m) abort();
   m->map = ts_node_map_create();
   return m;
@@ -40,13 +40,13 @@ void relax_destroy(relax_map *m) {
 }
 
 void relax_set(relax_map *m, const ts_expr *var, ts_expr *lo, ts_expr *hi) {
-  ivl *v = malloc(sizeof *v);
+  ivl *v = ts_malloc(sizeof *v);
   if (!v) abort();
   v->lo = lo;
   v->hi = hi;
   if (m->n == m->cap) {
     m->cap = m->cap ? m->cap * 2 : 16;
-    m->owned = realloc(m->owned, sizeof *m->owned * (size_t)m->cap);
+    m->owned = ts_realloc(m->owned, sizeof *m->owned * (size_t)m->cap);
     if (!m->owned) abort();
   }
   m->owned[m->n++] = v;
@@ -391,7 +391,7 @@ bool parallel_safe(ts_sched *s, const ts_stmt *loop, const ts_stmt *realize,
       ts_expr_walk(ts_realize_value(realize, i), bind_zero, &en);
       nsp++;
     }
-  int64_t *tuples = calloc((size_t)(ex * (nsp + 1) + 1), sizeof *tuples);
+  int64_t *tuples = ts_calloc((size_t)(ex * (nsp + 1) + 1), sizeof *tuples);
   if (!tuples) abort();
   bool ok = true;
   for (int64_t it = 0; it < ex && ok; it++) {

@@ -24,9 +24,9 @@ static int check_scope(ts_sched *s, const char *prim, const char *scope) {
 }
 
 /* "NAME_scope" with the scope's dots as underscores. */
-static char *cache_base(const char *name, const char *scope) {
+static char *cache_base(ts_arena *a, const char *name, const char *scope) {
   size_t n = strlen(name) + strlen(scope) + 2;
-  char *base = malloc(n);
+  char *base = ts_arena_alloc(a, n);
   snprintf(base, n, "%s_%s", name, scope);
   for (char *p = base; *p; p++)
     if (*p == '.') *p = '_';
@@ -60,13 +60,11 @@ static ts_stmt *copy_nest(ts_arena *a, const char *name, ts_buffer *dst,
 
 static ts_buffer *clone_buffer(ts_arena *a, const ts_func *f,
                                const ts_buffer *src, const char *scope) {
-  char *base = cache_base(ts_buffer_name(src), scope);
+  char *base = cache_base(a, ts_buffer_name(src), scope);
   char *name = unique_buffer_name(f, base);
   ts_buffer *b = ts_buffer_new(a, name, ts_buffer_dtype(src),
                                ts_buffer_shape(src), ts_buffer_ndim(src));
   ts_buffer_set_scope(a, b, scope);
-  free(base);
-  free(name);
   return b;
 }
 
@@ -154,15 +152,13 @@ int apply_cache_read(ts_sched *s, inst *in, rv_list *out) {
   if (rc) return rc;
   ts_arena *a = ts_func_arena(s->func);
   ts_buffer *cx = clone_buffer(a, s->func, x, scope);
-  char *base = cache_base(bufname, scope);
+  char *base = cache_base(ts_func_arena(s->func), bufname, scope);
   char *name = unique_block_name(s->func, base);
   ts_stmt *nest = copy_nest(a, name, cx, x);
   swap_in_block(s, r, x, cx, false);
   ts_block_add_alloc(a, ts_realize_block(sc), cx);
   tree_insert(s->func, sc, pos, nest);
   rv_new_block(s, name, out);
-  free(base);
-  free(name);
   sched_refresh(s);
   return TS_OK;
 }
@@ -208,15 +204,13 @@ int apply_cache_write(ts_sched *s, inst *in, rv_list *out) {
   if (rc) return rc;
   ts_arena *a = ts_func_arena(s->func);
   ts_buffer *cw = clone_buffer(a, s->func, w, scope);
-  char *base = cache_base(bufname, scope);
+  char *base = cache_base(ts_func_arena(s->func), bufname, scope);
   char *name = unique_block_name(s->func, base);
   ts_stmt *nest = copy_nest(a, name, w, cw);
   swap_in_block(s, r, w, cw, true);
   ts_block_add_alloc(a, ts_realize_block(sc), cw);
   tree_insert(s->func, sc, b_item + 1, nest);
   rv_new_block(s, name, out);
-  free(base);
-  free(name);
   sched_refresh(s);
   return TS_OK;
 }
@@ -802,7 +796,7 @@ static int enumerate_injective(ts_sched *s, const ts_buffer *buf,
                 "transform_layout: buffer '%s' is too large to check the index "
                 "map (at most %lld elements)",
                 bufname, (long long)MAX_CHECK_ELEMS);
-  uint8_t *seen = calloc((size_t)(total / 8 + 1), 1);
+  uint8_t *seen = ts_calloc((size_t)(total / 8 + 1), 1);
   if (!seen) abort();
   env en = {0};
   int64_t pt[TS_MAX_DIMS] = {0};

@@ -9,6 +9,7 @@
 #define TESSERA_SCHEDULE_INTERNAL_H
 
 #include "schedule/schedule.h"
+#include "tir/alloc.h"
 
 #include <stdio.h>
 
@@ -103,6 +104,11 @@ struct ts_sched {
   int n_rvs, cap_rvs;
   ts_rng rng;
   ts_error err;
+  bool oom; /* an instruction ran out of memory: every later one fails */
+  /* ts_alloc_failures() after the last instruction: a failure on this
+   * thread since then (building the next instruction, say) is the next
+   * instruction's */
+  unsigned long oom_mark;
 };
 
 #define FAIL(s, code, ...)                                                     \
@@ -164,7 +170,8 @@ int blockize_chain(ts_sched *s, const char *prim, ts_stmt *loop,
                    stmt_vec *chain, ts_stmt **realize);
 int blockize_plan(ts_sched *s, const char *prim, ts_stmt *loop, bz_plan *p);
 void blockize_plan_free(bz_plan *p);
-/* Links the outer block in; *name_out (malloc'd) is its name. */
+/* Links the outer block in; *name_out (in the function's arena) is its
+ * name. */
 ts_stmt *blockize_commit(ts_sched *s, ts_stmt *loop, bz_plan *p,
                          char **name_out);
 
@@ -181,7 +188,9 @@ void sched_refresh(ts_sched *s);
  * Tree navigation and rewriting (tree.c)
  * ======================================================================== */
 
-void sv_push(stmt_vec *l, ts_stmt *s);
+/* False when out of memory (counted; the item is dropped and sched_run
+ * reports the failure). */
+bool sv_push(stmt_vec *l, ts_stmt *s);
 void sv_free(stmt_vec *l);
 bool sv_has(const stmt_vec *l, const ts_stmt *s);
 
@@ -232,7 +241,7 @@ typedef struct rewriter {
 } rewriter;
 ts_stmt *rewrite_stmt(ts_arena *a, ts_stmt *s, const rewriter *r);
 
-/* Names: a block / buffer name not used in f, from base. */
+/* Names: a block / buffer name not used in f, from base (in f's arena). */
 char *unique_block_name(const ts_func *f, const char *base);
 char *unique_buffer_name(const ts_func *f, const char *base);
 /* The buffer named `name` among the buffers the block reads (want_read) or

@@ -116,7 +116,7 @@ int apply_split(ts_sched *s, inst *in, rv_list *out) {
       ts_stmt *r = rs.v[i];
       ts_expr *old = ts_realize_predicate(r);
       int nv = ts_realize_n_values(r);
-      ts_expr **v = malloc(sizeof *v * (size_t)(nv ? nv : 1));
+      ts_expr **v = ts_malloc(sizeof *v * (size_t)(nv ? nv : 1));
       for (int k = 0; k < nv; k++) v[k] = ts_realize_value(r, k);
       ts_realize_set_values(a, r, v, nv, old ? ts_and(a, old, cond) : cond);
       free(v);
@@ -224,7 +224,7 @@ int apply_fuse(ts_sched *s, inst *in, rv_list *out) {
   sv_free(&p);
   size_t len = 8;
   for (int i = 0; i < n; i++) len += strlen(loop_name(loops[i])) + 1;
-  char *name = malloc(len);
+  char *name = ts_malloc(len);
   name[0] = 0;
   for (int i = 0; i < n; i++) {
     strcat(name, loop_name(loops[i]));

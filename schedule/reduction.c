@@ -113,14 +113,13 @@ int apply_decompose_reduction(ts_sched *s, inst *in, rv_list *out) {
     loops[nl++] = ts_for(a, v, ts_for_min(o), ts_for_extent(o), TS_FOR_SERIAL,
                          NULL, NULL);
   }
-  char *base = malloc(strlen(bn) + 8);
+  char *base = ts_arena_alloc(ts_func_arena(s->func), strlen(bn) + 8);
   sprintf(base, "%s_init", bn);
   char *name = unique_block_name(s->func, base);
-  free(base);
   ts_block *ib = ts_block_new(a, name);
   ts_node_map *imap = ts_node_map_create(); /* old iter var -> new */
   int n = ts_block_n_iters(b);
-  ts_expr **vals = malloc(sizeof *vals * (size_t)(n ? n : 1));
+  ts_expr **vals = ts_malloc(sizeof *vals * (size_t)(n ? n : 1));
   int nv = 0;
   for (int k = 0; k < n; k++) {
     if (ts_block_iter_kind(b, k) != TS_ITER_SPATIAL) continue;
@@ -150,7 +149,7 @@ int apply_decompose_reduction(ts_sched *s, inst *in, rv_list *out) {
   sv_free(&p);
   if (parent && ts_stmt_kind_of(parent) == TS_STMT_SEQ) {
     int m = ts_seq_n(parent);
-    ts_stmt **items = malloc(sizeof *items * (size_t)(m + 1));
+    ts_stmt **items = ts_malloc(sizeof *items * (size_t)(m + 1));
     int k = 0;
     for (int i = 0; i < m; i++) {
       if (ts_seq_item(parent, i) == loop) items[k++] = nest;
@@ -164,7 +163,6 @@ int apply_decompose_reduction(ts_sched *s, inst *in, rv_list *out) {
   }
   ts_block_set_init(b, NULL);
   rv_new_block(s, name, out);
-  free(name);
   sv_free(&above);
   sched_refresh(s);
   return TS_OK;
@@ -355,22 +353,20 @@ int apply_rfactor(ts_sched *s, inst *in, rv_list *out) {
   int64_t shape[TS_MAX_DIMS];
   for (int d = 0, k = 0; d <= nd; d++)
     shape[d] = d == axis ? lext : ts_buffer_dim(w, k++);
-  char *bbase = malloc(strlen(ts_buffer_name(w)) + 4);
+  char *bbase =
+      ts_arena_alloc(ts_func_arena(s->func), strlen(ts_buffer_name(w)) + 4);
   sprintf(bbase, "%s_rf", ts_buffer_name(w));
   char *bname = unique_buffer_name(s->func, bbase);
   ts_buffer *rf = ts_buffer_new(a, bname, ts_buffer_dtype(w), shape, nd + 1);
-  free(bbase);
-  free(bname);
   /* the rf block: spatial iters of b, then one iter per reduction loop */
-  char *base = malloc(strlen(bn) + 4);
+  char *base = ts_arena_alloc(ts_func_arena(s->func), strlen(bn) + 4);
   sprintf(base, "%s_rf", bn);
   char *rfname = unique_block_name(s->func, base);
-  free(base);
   ts_block *rb = ts_block_new(a, rfname);
   ts_node_map *imap = ts_node_map_create(); /* b's iter -> rf expr */
   ts_node_map *lmap = ts_node_map_create(); /* loop var -> rf iter */
   int n = ts_block_n_iters(b);
-  ts_expr **vals = malloc(sizeof *vals * (size_t)(n + above.n + 1));
+  ts_expr **vals = ts_malloc(sizeof *vals * (size_t)(n + above.n + 1));
   int nv = 0;
   ts_expr *loop_iter = NULL;
   for (int k = 0; k < n; k++) {
@@ -470,7 +466,6 @@ int apply_rfactor(ts_sched *s, inst *in, rv_list *out) {
   int pos = tree_index_in(scope, top);
   tree_insert(s->func, scope, pos + 1, wnest);
   rv_new_block(s, rfname, out);
-  free(rfname);
   sv_free(&above);
   sched_refresh(s);
   return TS_OK;

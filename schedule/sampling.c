@@ -143,7 +143,7 @@ int apply_sample_perfect_tile(ts_sched *s, inst *in, rv_list *out) {
                   "sample_perfect_tile: loop '%s''s extent %lld exceeds "
                   "max_innermost_factor %lld with n = 1",
                   loop_name(loop), (long long)extent, (long long)max_inner);
-    tval *items = calloc(MAX_TILE_PARTS, sizeof *items);
+    tval *items = ts_calloc(MAX_TILE_PARTS, sizeof *items);
     if (!items) abort();
     for (int i = 0; i < n; i++) items[i] = tv_int(f[i]);
     in->decision = tv_list(items, (int)n);
@@ -221,7 +221,7 @@ int apply_sample_tile(ts_sched *s, inst *in, rv_list *out) {
       distribute_primes(&s->rng, rest, f, (int)n - 1);
     }
     for (int i = 1; i < n; i++) inner *= f[i];
-    tval *items = calloc(MAX_TILE_PARTS, sizeof *items);
+    tval *items = ts_calloc(MAX_TILE_PARTS, sizeof *items);
     if (!items) abort();
     for (int i = 1; i < n; i++) items[i - 1] = tv_int(f[i]);
     in->decision = tv_list(items, (int)n - 1);

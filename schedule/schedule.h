@@ -273,6 +273,8 @@ const char *ts_instr_kind_name(ts_instr_kind k);
 /* An empty trace / a deep copy / free (NULL is a no-op). */
 ts_trace *ts_trace_new(void);
 ts_trace *ts_trace_copy(const ts_trace *t);
+/* (ts_trace_new, ts_trace_copy, ts_trace_simplify, ts_trace_to_json and
+ * ts_trace_print return NULL when memory runs out.) */
 void ts_trace_free(ts_trace *t);
 int ts_trace_n_insts(const ts_trace *t);
 ts_instr_kind ts_trace_inst_kind(const ts_trace *t, int i);

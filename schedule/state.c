@@ -16,20 +16,27 @@
  * Handles
  * ======================================================================== */
 
+/* Out of memory (here and in the RV constructors below) drops the RV;
+ * the failure is counted and sched_run reports it. */
 void rv_push(rv_list *l, ts_rv rv) {
+  if (rv < 0) return;
   if (l->n == l->cap) {
-    l->cap = l->cap ? l->cap * 2 : 8;
-    l->v = realloc(l->v, sizeof *l->v * (size_t)l->cap);
-    if (!l->v) abort();
+    int cap = l->cap ? l->cap * 2 : 8;
+    ts_rv *v = ts_realloc(l->v, sizeof *v * (size_t)cap);
+    if (!v) return;
+    l->v = v;
+    l->cap = cap;
   }
   l->v[l->n++] = rv;
 }
 
 static ts_rv rv_alloc(ts_sched *s, uint8_t kind) {
   if (s->n_rvs == s->cap_rvs) {
-    s->cap_rvs = s->cap_rvs ? s->cap_rvs * 2 : 32;
-    s->rvs = realloc(s->rvs, sizeof *s->rvs * (size_t)s->cap_rvs);
-    if (!s->rvs) abort();
+    int cap = s->cap_rvs ? s->cap_rvs * 2 : 32;
+    rv_entry *v = ts_realloc(s->rvs, sizeof *v * (size_t)cap);
+    if (!v) return TS_RV_NONE;
+    s->rvs = v;
+    s->cap_rvs = cap;
   }
   rv_entry *e = &s->rvs[s->n_rvs];
   memset(e, 0, sizeof *e);
@@ -39,14 +46,19 @@ static ts_rv rv_alloc(ts_sched *s, uint8_t kind) {
 
 ts_rv rv_new_block(ts_sched *s, const char *name, rv_list *out) {
   ts_rv id = rv_alloc(s, TS_RV_BLOCK);
-  s->rvs[id].block = strdup(name);
-  if (!s->rvs[id].block) abort();
+  if (id < 0) return id;
+  s->rvs[id].block = ts_strdup(name);
+  if (!s->rvs[id].block) {
+    s->n_rvs--;
+    return TS_RV_NONE;
+  }
   if (out) rv_push(out, id);
   return id;
 }
 
 ts_rv rv_new_loop(ts_sched *s, ts_stmt *loop, uint8_t mark, rv_list *out) {
   ts_rv id = rv_alloc(s, TS_RV_LOOP);
+  if (id < 0) return id;
   s->rvs[id].loop = loop;
   s->rvs[id].mark = mark;
   if (out) rv_push(out, id);
@@ -55,6 +67,7 @@ ts_rv rv_new_loop(ts_sched *s, ts_stmt *loop, uint8_t mark, rv_list *out) {
 
 ts_rv rv_new_int(ts_sched *s, int64_t value, rv_list *out) {
   ts_rv id = rv_alloc(s, TS_RV_INT);
+  if (id < 0) return id;
   s->rvs[id].value = value;
   if (out) rv_push(out, id);
   return id;
@@ -73,9 +86,10 @@ void rv_rename_blocks(ts_sched *s, const char *from, const char *to) {
   for (int i = 0; i < s->n_rvs; i++) {
     rv_entry *e = &s->rvs[i];
     if (e->kind != TS_RV_BLOCK || strcmp(e->block, from) != 0) continue;
+    char *name = ts_strdup(to);
+    if (!name) continue; /* out of memory (counted; sched_run reports it) */
     free(e->block);
-    e->block = strdup(to);
-    if (!e->block) abort();
+    e->block = name;
   }
 }
 
@@ -109,15 +123,22 @@ int ts_sched_create(const ts_func *f, uint64_t seed, ts_sched **out,
                     ts_error *err) {
   *out = NULL;
   if (!f) return TS_ERR(err, TS_EINVAL, "schedule: no function");
+  unsigned long oom = ts_alloc_failures();
   int rc = ts_func_verify(f, err);
   if (rc) return rc;
-  if ((rc = check_block_names(f, err))) return rc;
-  ts_sched *s = calloc(1, sizeof *s);
+  if ((rc = check_block_names(f, err)))
+    return ts_alloc_check(oom, rc, err, "schedule");
+  ts_sched *s = ts_calloc(1, sizeof *s);
   if (!s) return TS_ERR(err, TS_ENOMEM, "schedule: out of memory");
   s->func = ts_func_copy(f);
   s->orig = ts_func_copy(f);
   s->trace = ts_trace_new();
+  if (!s->trace || ts_alloc_failures() != oom) {
+    ts_sched_destroy(s);
+    return TS_ERR(err, TS_ENOMEM, "schedule: out of memory");
+  }
   ts_rng_seed(&s->rng, seed);
+  s->oom_mark = ts_alloc_failures();
   *out = s;
   return TS_OK;
 }
@@ -199,6 +220,10 @@ static const apply_fn apply_table[TS_INSTR_KIND_COUNT] = {
 
 int sched_run(ts_sched *s, inst *in, rv_list *out) {
   ts_error_clear(&s->err);
+  if (s->oom)
+    return FAIL(s, TS_ENOMEM,
+                "%s: out of memory earlier; the schedule is to be discarded",
+                prim_name(in));
   if ((int)in->kind < 0 || in->kind >= TS_INSTR_KIND_COUNT)
     return FAIL(s, TS_EINVAL, "schedule: unknown instruction kind %d",
                 (int)in->kind);
@@ -209,18 +234,37 @@ int sched_run(ts_sched *s, inst *in, rv_list *out) {
                   prim_name(in), i);
   int n_before = s->n_rvs;
   rv_list outs = {0};
+  /* since the last instruction: the public entry point building `in` may
+   * have run out of memory too */
+  unsigned long oom = s->oom_mark;
   int rc = apply_table[in->kind](s, in, &outs);
+  if (!rc) {
+    free(in->outputs);
+    in->outputs = outs.v;
+    in->n_outputs = outs.n;
+    outs = (rv_list){0};
+    trace_append(s->trace, in);
+  }
+  s->oom_mark = ts_alloc_failures();
+  if (s->oom_mark != oom) {
+    /* the function may be half rewritten: nothing more runs on it */
+    s->oom = true;
+    if (rc) rv_truncate(s, n_before);
+    free(outs.v);
+    return FAIL(s, TS_ENOMEM, "%s: out of memory", prim_name(in));
+  }
   if (rc) {
     rv_truncate(s, n_before);
     free(outs.v);
     if (!s->err.msg[0]) FAIL(s, rc, "%s: failed", prim_name(in));
     return rc;
   }
-  free(in->outputs);
-  in->outputs = outs.v;
-  in->n_outputs = outs.n;
-  trace_append(s->trace, in);
-  for (int i = 0; i < outs.n && out; i++) rv_push(out, outs.v[i]);
+  for (int i = 0; i < in->n_outputs && out; i++) rv_push(out, in->outputs[i]);
+  if (ts_alloc_failures() != s->oom_mark) {
+    s->oom = true;
+    s->oom_mark = ts_alloc_failures();
+    return FAIL(s, TS_ENOMEM, "%s: out of memory", prim_name(in));
+  }
   return TS_OK;
 }
 
@@ -259,10 +303,13 @@ static inst make_inst(ts_instr_kind kind, tval *inputs, int n_inputs,
   return in;
 }
 
+/* n null values (NULL when out of memory). */
 static tval *vals(int n) {
-  tval *v = calloc((size_t)(n ? n : 1), sizeof *v);
-  if (!v) abort();
-  return v;
+  return ts_calloc((size_t)(n ? n : 1), sizeof(tval));
+}
+
+static int no_memory(ts_sched *s) {
+  return FAIL(s, TS_ENOMEM, "schedule: out of memory");
 }
 
 /* ========================================================================
@@ -514,6 +561,7 @@ int apply_get_consumers(ts_sched *s, inst *in, rv_list *out) {
 
 int ts_sched_get_block(ts_sched *s, const char *name, ts_rv *out) {
   tval *a = vals(1);
+  if (!a) return no_memory(s);
   a[0] = tv_str(name ? name : "");
   inst in = make_inst(TS_INSTR_GET_BLOCK, NULL, 0, a, 1);
   return run_public(s, &in, out, 1, NULL);
@@ -522,6 +570,7 @@ int ts_sched_get_block(ts_sched *s, const char *name, ts_rv *out) {
 static int query(ts_sched *s, ts_instr_kind k, ts_rv rv, ts_rv *out, int cap,
                  int *n) {
   tval *i = vals(1);
+  if (!i) return no_memory(s);
   i[0] = tv_rv(rv);
   inst in = make_inst(k, i, 1, NULL, 0);
   return run_public(s, &in, out, cap, n);
@@ -547,6 +596,12 @@ int ts_sched_get_consumers(ts_sched *s, ts_rv block, ts_rv *out, int cap,
 static int run_rvs(ts_sched *s, ts_instr_kind k, const ts_rv *rvs, int n_rvs,
                    tval *attrs, int n_attrs, ts_rv *out, int cap) {
   tval *i = vals(n_rvs);
+  if (!i || (n_attrs && !attrs)) {
+    free(i);
+    for (int j = 0; attrs && j < n_attrs; j++) tv_free(&attrs[j]);
+    free(attrs);
+    return no_memory(s);
+  }
   for (int j = 0; j < n_rvs; j++) i[j] = tv_rv(rvs[j]);
   inst in = make_inst(k, i, n_rvs, attrs, n_attrs);
   return run_public(s, &in, out, cap, NULL);
@@ -557,6 +612,7 @@ int ts_sched_split(ts_sched *s, ts_rv loop, const int64_t *factors, int n,
   if (n < 1 || !factors)
     return FAIL(s, TS_EINVAL, "split: at least one factor is needed");
   tval *i = vals(n + 1);
+  if (!i) return no_memory(s);
   i[0] = tv_rv(loop);
   for (int j = 0; j < n; j++)
     i[j + 1] = factors[j] == TS_SPLIT_INFER ? tv_null() : tv_int(factors[j]);
@@ -569,6 +625,7 @@ int ts_sched_split_rv(ts_sched *s, ts_rv loop, const ts_rv *factors, int n,
   if (n < 1 || !factors)
     return FAIL(s, TS_EINVAL, "split: at least one factor is needed");
   tval *i = vals(n + 1);
+  if (!i) return no_memory(s);
   i[0] = tv_rv(loop);
   for (int j = 0; j < n; j++)
     i[j + 1] = factors[j] == TS_RV_NONE ? tv_null() : tv_rv(factors[j]);
@@ -594,6 +651,7 @@ int ts_sched_unroll(ts_sched *s, ts_rv loop) {
 
 static tval *str_attrs(int n, ...) {
   tval *a = vals(n);
+  if (!a) return NULL;
   va_list ap;
   va_start(ap, n);
   for (int i = 0; i < n; i++) {
@@ -611,6 +669,11 @@ int ts_sched_bind(ts_sched *s, ts_rv loop, const char *thread_axis) {
 
 int ts_sched_annotate(ts_sched *s, ts_rv target, ts_annotation ann) {
   tval *i = vals(2), *a = vals(2);
+  if (!i || !a) {
+    free(i);
+    free(a);
+    return no_memory(s);
+  }
   i[0] = tv_rv(target);
   i[1] = tv_null();
   a[0] = tv_str(ann.key ? ann.key : "");
@@ -626,6 +689,11 @@ int ts_sched_annotate(ts_sched *s, ts_rv target, ts_annotation ann) {
 int ts_sched_annotate_rv(ts_sched *s, ts_rv target, const char *key,
                          ts_rv value) {
   tval *i = vals(2), *a = vals(2);
+  if (!i || !a) {
+    free(i);
+    free(a);
+    return no_memory(s);
+  }
   i[0] = tv_rv(target);
   i[1] = tv_rv(value);
   a[0] = tv_str(key ? key : "");
@@ -674,6 +742,7 @@ int ts_sched_set_scope(ts_sched *s, ts_rv block, const char *buffer,
 int ts_sched_storage_align(ts_sched *s, ts_rv block, const char *buffer,
                            int axis, int factor, int offset) {
   tval *a = vals(4);
+  if (!a) return no_memory(s);
   a[0] = tv_str(buffer ? buffer : "");
   a[1] = tv_int(axis);
   a[2] = tv_int(factor);
@@ -695,6 +764,7 @@ int ts_sched_decompose_reduction(ts_sched *s, ts_rv block, ts_rv loop,
 
 int ts_sched_rfactor(ts_sched *s, ts_rv loop, int factor_axis, ts_rv *out) {
   tval *a = vals(1);
+  if (!a) return no_memory(s);
   a[0] = tv_int(factor_axis);
   return run_rvs(s, TS_INSTR_RFACTOR, &loop, 1, a, 1, out, 1);
 }
@@ -711,6 +781,7 @@ int ts_sched_tensorize(ts_sched *s, ts_rv target, const char *intrin) {
 int ts_sched_sample_perfect_tile(ts_sched *s, ts_rv loop, int n,
                                  int max_innermost_factor, ts_rv *out) {
   tval *a = vals(2);
+  if (!a) return no_memory(s);
   a[0] = tv_int(n);
   a[1] = tv_int(max_innermost_factor);
   return run_rvs(s, TS_INSTR_SAMPLE_PERFECT_TILE, &loop, 1, a, 2, out,
@@ -721,6 +792,7 @@ int ts_sched_sample_tile(ts_sched *s, ts_rv loop, int n,
                          int max_innermost_factor, int innermost_step,
                          ts_rv *out) {
   tval *a = vals(3);
+  if (!a) return no_memory(s);
   a[0] = tv_int(n);
   a[1] = tv_int(max_innermost_factor);
   a[2] = tv_int(innermost_step);
@@ -732,6 +804,12 @@ int ts_sched_sample_categorical(ts_sched *s, const int64_t *candidates,
   if (n < 1 || !candidates || !probs)
     return FAIL(s, TS_EINVAL, "sample_categorical: no candidates");
   tval *c = vals(n), *p = vals(n), *a = vals(2);
+  if (!c || !p || !a) {
+    free(c);
+    free(p);
+    free(a);
+    return no_memory(s);
+  }
   for (int i = 0; i < n; i++) {
     c[i] = tv_int(candidates[i]);
     p[i] = tv_float(probs[i]);

@@ -652,7 +652,6 @@ int apply_tensorize(ts_sched *s, inst *in, rv_list *out) {
     char *bname;
     r = blockize_commit(s, loop, &plan, &bname);
     blockize_plan_free(&plan);
-    free(bname);
     sched_refresh(s);
     ts_node_map_destroy(m.iters);
     match_init(&m, a);

@@ -23,16 +23,23 @@ tval tv_int(int64_t v) { return (tval){.kind = TV_INT, .i = v}; }
 tval tv_float(double v) { return (tval){.kind = TV_FLOAT, .f = v}; }
 tval tv_rv(ts_rv rv) { return (tval){.kind = TV_RV, .i = rv}; }
 
+/* Out of memory in the value constructors and copies below gives a null
+ * value (or drops the copy); the failure is counted by ts_alloc_failures
+ * and the public function doing the work reports it. */
+
 tval tv_str(const char *s) {
-  tval v = {.kind = TV_STR, .s = strdup(s ? s : "")};
-  if (!v.s) abort();
-  return v;
+  tval v = {.kind = TV_STR, .s = ts_strdup(s ? s : "")};
+  return v.s ? v : tv_null();
 }
 
 tval tv_list(const tval *items, int n) {
   tval v = {.kind = TV_LIST, .n = n};
-  v.items = calloc((size_t)(n ? n : 1), sizeof *v.items);
-  if (!v.items) abort();
+  v.items = ts_calloc((size_t)(n ? n : 1), sizeof *v.items);
+  if (!v.items) {
+    for (int i = 0; i < n; i++) tv_free((tval *)&items[i]);
+    free((void *)items);
+    return tv_null();
+  }
   for (int i = 0; i < n; i++) v.items[i] = items[i];
   free((void *)items);
   return v;
@@ -41,11 +48,11 @@ tval tv_list(const tval *items, int n) {
 tval tv_copy(const tval *v) {
   tval r = *v;
   if (v->kind == TV_STR) {
-    r.s = strdup(v->s);
-    if (!r.s) abort();
+    r.s = ts_strdup(v->s);
+    if (!r.s) return tv_null();
   } else if (v->kind == TV_LIST) {
-    r.items = calloc((size_t)(v->n ? v->n : 1), sizeof *r.items);
-    if (!r.items) abort();
+    r.items = ts_calloc((size_t)(v->n ? v->n : 1), sizeof *r.items);
+    if (!r.items) return tv_null();
     for (int i = 0; i < v->n; i++) r.items[i] = tv_copy(&v->items[i]);
   }
   return r;
@@ -62,8 +69,8 @@ void tv_free(tval *v) {
 
 static tval *copy_vals(const tval *v, int n) {
   if (n <= 0) return NULL;
-  tval *r = calloc((size_t)n, sizeof *r);
-  if (!r) abort();
+  tval *r = ts_calloc((size_t)n, sizeof *r);
+  if (!r) return NULL;
   for (int i = 0; i < n; i++) r[i] = tv_copy(&v[i]);
   return r;
 }
@@ -81,15 +88,21 @@ void inst_free(inst *in) {
   memset(in, 0, sizeof *in);
 }
 
+/* A deep copy; out of memory leaves arrays that could not be copied empty
+ * (counted). */
 inst inst_copy(const inst *in) {
   inst r = *in;
   r.inputs = copy_vals(in->inputs, in->n_inputs);
+  if (!r.inputs) r.n_inputs = 0;
   r.attrs = copy_vals(in->attrs, in->n_attrs);
+  if (!r.attrs) r.n_attrs = 0;
   r.outputs = NULL;
   if (in->n_outputs > 0) {
-    r.outputs = malloc(sizeof *r.outputs * (size_t)in->n_outputs);
-    if (!r.outputs) abort();
-    memcpy(r.outputs, in->outputs, sizeof *r.outputs * (size_t)in->n_outputs);
+    r.outputs = ts_malloc(sizeof *r.outputs * (size_t)in->n_outputs);
+    if (r.outputs)
+      memcpy(r.outputs, in->outputs, sizeof *r.outputs * (size_t)in->n_outputs);
+    else
+      r.n_outputs = 0;
   }
   r.decision = tv_copy(&in->decision);
   return r;
@@ -167,24 +180,27 @@ static char output_letter(ts_instr_kind k) {
  * Traces
  * ======================================================================== */
 
-ts_trace *ts_trace_new(void) {
-  ts_trace *t = calloc(1, sizeof *t);
-  if (!t) abort();
-  return t;
-}
+ts_trace *ts_trace_new(void) { return ts_calloc(1, sizeof(ts_trace)); }
 
 void trace_append(ts_trace *t, const inst *in) {
   if (t->n == t->cap) {
-    t->cap = t->cap ? t->cap * 2 : 16;
-    t->insts = realloc(t->insts, sizeof *t->insts * (size_t)t->cap);
-    if (!t->insts) abort();
+    int cap = t->cap ? t->cap * 2 : 16;
+    inst *p = ts_realloc(t->insts, sizeof *p * (size_t)cap);
+    if (!p) return; /* out of memory (counted): dropped */
+    t->insts = p;
+    t->cap = cap;
   }
   t->insts[t->n++] = inst_copy(in);
 }
 
 ts_trace *ts_trace_copy(const ts_trace *t) {
+  unsigned long oom = ts_alloc_failures();
   ts_trace *r = ts_trace_new();
-  for (int i = 0; i < t->n; i++) trace_append(r, &t->insts[i]);
+  for (int i = 0; r && i < t->n; i++) trace_append(r, &t->insts[i]);
+  if (r && ts_alloc_failures() != oom) {
+    ts_trace_free(r);
+    r = NULL;
+  }
   return r;
 }
 
@@ -235,8 +251,8 @@ int ts_trace_set_decision(ts_trace *t, int i, const int64_t *values, int n,
     in->decision = tv_int(values[0]);
     return TS_OK;
   }
-  tval *items = calloc((size_t)(n ? n : 1), sizeof *items);
-  if (!items) abort();
+  tval *items = ts_calloc((size_t)(n ? n : 1), sizeof *items);
+  if (!items) return TS_ERR(err, TS_ENOMEM, "trace: out of memory");
   for (int k = 0; k < n; k++) items[k] = tv_int(values[k]);
   in->decision = tv_list(items, n);
   return TS_OK;
@@ -266,8 +282,11 @@ int ts_trace_apply(const ts_trace *t, const ts_func *f, uint64_t seed,
   int rc = ts_sched_create(f, seed, &s, err);
   if (rc) return rc;
   int n_ids = max_rv_id(t) + 1;
-  ts_rv *map = malloc(sizeof *map * (size_t)(n_ids > 0 ? n_ids : 1));
-  if (!map) abort();
+  ts_rv *map = ts_malloc(sizeof *map * (size_t)(n_ids > 0 ? n_ids : 1));
+  if (!map) {
+    ts_sched_destroy(s);
+    return TS_ERR(err, TS_ENOMEM, "replay: out of memory");
+  }
   for (int i = 0; i < n_ids; i++) map[i] = TS_RV_NONE;
   for (int i = 0; i < t->n && rc == TS_OK; i++) {
     const inst *orig = &t->insts[i];
@@ -312,9 +331,14 @@ int ts_trace_apply(const ts_trace *t, const ts_func *f, uint64_t seed,
 
 ts_trace *ts_trace_simplify(const ts_trace *t) {
   int n_ids = max_rv_id(t) + 1;
-  bool *live_rv = calloc((size_t)(n_ids > 0 ? n_ids : 1), sizeof *live_rv);
-  bool *live = calloc((size_t)(t->n ? t->n : 1), sizeof *live);
-  if (!live_rv || !live) abort();
+  bool *live_rv = ts_calloc((size_t)(n_ids > 0 ? n_ids : 1), sizeof *live_rv);
+  bool *live = ts_calloc((size_t)(t->n ? t->n : 1), sizeof *live);
+  ts_trace *r = live_rv && live ? ts_trace_new() : NULL;
+  if (!r) { /* out of memory (counted) */
+    free(live_rv);
+    free(live);
+    return NULL;
+  }
   for (int i = t->n - 1; i >= 0; i--) {
     const inst *in = &t->insts[i];
     bool keep = !kinds[in->kind].pure;
@@ -327,11 +351,15 @@ ts_trace *ts_trace_simplify(const ts_trace *t) {
           in->inputs[k].i < n_ids)
         live_rv[in->inputs[k].i] = true;
   }
-  ts_trace *r = ts_trace_new();
+  unsigned long oom = ts_alloc_failures();
   for (int i = 0; i < t->n; i++)
     if (live[i]) trace_append(r, &t->insts[i]);
   free(live_rv);
   free(live);
+  if (ts_alloc_failures() != oom) {
+    ts_trace_free(r);
+    r = NULL;
+  }
   return r;
 }
 
@@ -346,12 +374,18 @@ typedef struct namer {
   int n_ids;
 } namer;
 
-static void namer_init(namer *nm, const ts_trace *t) {
+/* False when out of memory (nm is then empty). */
+static bool namer_init(namer *nm, const ts_trace *t) {
   nm->n_ids = max_rv_id(t) + 1;
   size_t n = (size_t)(nm->n_ids > 0 ? nm->n_ids : 1);
-  nm->num = malloc(sizeof *nm->num * n);
-  nm->let = calloc(n, 1);
-  if (!nm->num || !nm->let) abort();
+  nm->num = ts_malloc(sizeof *nm->num * n);
+  nm->let = ts_calloc(n, 1);
+  if (!nm->num || !nm->let) {
+    free(nm->num);
+    free(nm->let);
+    memset(nm, 0, sizeof *nm);
+    return false;
+  }
   for (int i = 0; i < nm->n_ids; i++) nm->num[i] = -1;
   int next = 0;
   for (int i = 0; i < t->n; i++)
@@ -360,6 +394,7 @@ static void namer_init(namer *nm, const ts_trace *t) {
       nm->num[id] = next++;
       nm->let[id] = output_letter(t->insts[i].kind);
     }
+  return true;
 }
 
 static void namer_free(namer *nm) {
@@ -426,7 +461,7 @@ static cJSON *json_of(const tval *v, const namer *nm) {
 
 char *ts_trace_to_json(const ts_trace *t) {
   namer nm;
-  namer_init(&nm, t);
+  if (!namer_init(&nm, t)) return NULL;
   cJSON *root = cJSON_CreateObject();
   cJSON_AddNumberToObject(root, "version", 1);
   cJSON *insts = cJSON_AddArrayToObject(root, "instructions");
@@ -493,9 +528,11 @@ static void scan_numbers(const char *text, size_t len, num_kinds *k) {
         i++;
       }
       if (k->n == cap) {
-        cap = cap ? cap * 2 : 64;
-        k->is_float = realloc(k->is_float, sizeof *k->is_float * (size_t)cap);
-        if (!k->is_float) abort();
+        size_t c2 = cap ? cap * 2 : 64;
+        bool *p = ts_realloc(k->is_float, sizeof *p * c2);
+        if (!p) return; /* out of memory (counted): the reader reports it */
+        k->is_float = p;
+        cap = c2;
       }
       k->is_float[k->n++] = fl;
       continue;
@@ -520,12 +557,14 @@ static int name_lookup(const reader *r, const char *name) {
 
 static int name_define(reader *r, const char *name) {
   if (r->n_names == r->cap_names) {
-    r->cap_names = r->cap_names ? r->cap_names * 2 : 32;
-    r->names = realloc(r->names, sizeof *r->names * (size_t)r->cap_names);
-    if (!r->names) abort();
+    int cap = r->cap_names ? r->cap_names * 2 : 32;
+    char **p = ts_realloc(r->names, sizeof *p * (size_t)cap);
+    if (!p) return -1; /* out of memory (counted): the reader reports it */
+    r->names = p;
+    r->cap_names = cap;
   }
-  r->names[r->n_names] = strdup(name);
-  if (!r->names[r->n_names]) abort();
+  r->names[r->n_names] = ts_strdup(name);
+  if (!r->names[r->n_names]) return -1;
   return r->n_names++;
 }
 
@@ -570,8 +609,8 @@ static int literal_value(reader *r, const cJSON *item, tval *out,
   }
   if (cJSON_IsArray(item)) {
     int n = cJSON_GetArraySize(item);
-    tval *items = calloc((size_t)(n ? n : 1), sizeof *items);
-    if (!items) abort();
+    tval *items = ts_calloc((size_t)(n ? n : 1), sizeof *items);
+    if (!items) return TS_ERR(r->err, TS_ENOMEM, "trace JSON: out of memory");
     int k = 0, rc = TS_OK;
     for (const cJSON *c = item->child; c && rc == TS_OK; c = c->next, k++)
       rc = literal_value(r, c, &items[k], where, depth + 1);
@@ -644,8 +683,9 @@ static int read_inst(reader *r, const cJSON *o, int index, inst *in) {
         skip_numbers(r, f);
         continue;
       }
-      in->inputs = calloc((size_t)(n ? n : 1), sizeof *in->inputs);
-      if (!in->inputs) abort();
+      in->inputs = ts_calloc((size_t)(n ? n : 1), sizeof *in->inputs);
+      if (!in->inputs)
+        rc = TS_ERR(r->err, TS_ENOMEM, "trace JSON: out of memory");
       int j = 0;
       for (const cJSON *c = inputs->child; c && !rc; c = c->next, j++) {
         snprintf(where, sizeof where, "instruction %d (%s) input %d", index,
@@ -688,8 +728,9 @@ static int read_inst(reader *r, const cJSON *o, int index, inst *in) {
         skip_numbers(r, f);
         continue;
       }
-      in->attrs = calloc((size_t)(n ? n : 1), sizeof *in->attrs);
-      if (!in->attrs) abort();
+      in->attrs = ts_calloc((size_t)(n ? n : 1), sizeof *in->attrs);
+      if (!in->attrs)
+        rc = TS_ERR(r->err, TS_ENOMEM, "trace JSON: out of memory");
       int j = 0;
       for (const cJSON *c = attrs->child; c && !rc; c = c->next, j++) {
         snprintf(where, sizeof where, "instruction %d (%s) attr %d", index,
@@ -736,9 +777,10 @@ static int read_inst(reader *r, const cJSON *o, int index, inst *in) {
    * instruction consume its own result). */
   if (!rc) {
     int n = cJSON_GetArraySize(outputs);
-    in->outputs = malloc(sizeof *in->outputs * (size_t)(n ? n : 1));
-    if (!in->outputs) abort();
-    for (const cJSON *c = outputs->child; c; c = c->next)
+    in->outputs = ts_malloc(sizeof *in->outputs * (size_t)(n ? n : 1));
+    if (!in->outputs)
+      rc = TS_ERR(r->err, TS_ENOMEM, "trace JSON: out of memory");
+    for (const cJSON *c = outputs->child; c && !rc; c = c->next)
       in->outputs[in->n_outputs++] = name_define(r, c->valuestring);
   }
   return rc;
@@ -806,8 +848,22 @@ static void line_col(const char *text, size_t len, size_t off, int *line,
   }
 }
 
+static int from_json(const char *text, size_t len, ts_trace **out,
+                     ts_error *err);
+
 int ts_trace_from_json(const char *text, size_t len, ts_trace **out,
                        ts_error *err) {
+  unsigned long oom = ts_alloc_failures();
+  int rc = from_json(text, len, out, err);
+  if (!rc && ts_alloc_failures() != oom) {
+    ts_trace_free(*out);
+    *out = NULL;
+  }
+  return ts_alloc_check(oom, rc, err, "trace JSON");
+}
+
+static int from_json(const char *text, size_t len, ts_trace **out,
+                     ts_error *err) {
   *out = NULL;
   if (!text) return TS_ERR(err, TS_EINVAL, "trace JSON: no text");
   const char *end = NULL;
@@ -842,7 +898,9 @@ int ts_trace_from_json(const char *text, size_t len, ts_trace **out,
   const cJSON *version = cJSON_GetObjectItemCaseSensitive(root, "version");
   const cJSON *insts = cJSON_GetObjectItemCaseSensitive(root, "instructions");
   const cJSON *decisions = cJSON_GetObjectItemCaseSensitive(root, "decisions");
-  if (!cJSON_IsObject(root))
+  if (!t)
+    rc = TS_ERR(err, TS_ENOMEM, "trace JSON: out of memory");
+  else if (!cJSON_IsObject(root))
     rc = TS_ERR(err, TS_EPARSE, "trace JSON: the top level is not an object");
   else if (!cJSON_IsNumber(version))
     rc = TS_ERR(err, TS_EPARSE, "trace JSON: \"version\" is missing");
@@ -894,8 +952,11 @@ int ts_trace_from_json_file(const char *path, ts_trace **out, ts_error *err) {
     return TS_ERR(err, TS_EIO, "cannot open trace file '%s': %s", path,
                   strerror(errno));
   size_t cap = 4096, n = 0;
-  char *buf = malloc(cap);
-  if (!buf) abort();
+  char *buf = ts_malloc(cap);
+  if (!buf) {
+    fclose(fp);
+    return TS_ERR(err, TS_ENOMEM, "trace file '%s': out of memory", path);
+  }
   size_t got;
   while ((got = fread(buf + n, 1, cap - n, fp)) > 0) {
     n += got;
@@ -906,8 +967,13 @@ int ts_trace_from_json_file(const char *path, ts_trace **out, ts_error *err) {
         return TS_ERR(err, TS_ENOMEM, "trace file '%s' is too large", path);
       }
       cap *= 2;
-      buf = realloc(buf, cap);
-      if (!buf) abort();
+      char *p = ts_realloc(buf, cap);
+      if (!p) {
+        free(buf);
+        fclose(fp);
+        return TS_ERR(err, TS_ENOMEM, "trace file '%s': out of memory", path);
+      }
+      buf = p;
     }
   }
   bool failed = ferror(fp);
@@ -928,13 +994,20 @@ int ts_trace_from_json_file(const char *path, ts_trace **out, ts_error *err) {
 typedef struct strbuf {
   char *data;
   size_t len, cap;
+  bool failed; /* out of memory: later writes are dropped */
 } strbuf;
 
 static void sb_put(strbuf *b, const char *s, size_t n) {
+  if (b->failed) return;
   if (b->len + n + 1 > b->cap) {
-    b->cap = (b->len + n + 1) * 2;
-    b->data = realloc(b->data, b->cap);
-    if (!b->data) abort();
+    size_t cap = (b->len + n + 1) * 2;
+    char *p = ts_realloc(b->data, cap);
+    if (!p) {
+      b->failed = true;
+      return;
+    }
+    b->data = p;
+    b->cap = cap;
   }
   memcpy(b->data + b->len, s, n);
   b->len += n;
@@ -1024,7 +1097,7 @@ static void print_fields(strbuf *b, const char *list, const tval *v, int n,
 
 char *ts_trace_print(const ts_trace *t) {
   namer nm;
-  namer_init(&nm, t);
+  if (!namer_init(&nm, t)) return NULL;
   strbuf b = {0};
   sb_str(&b, "");
   for (int i = 0; i < t->n; i++) {
@@ -1051,5 +1124,9 @@ char *ts_trace_print(const ts_trace *t) {
     sb_str(&b, ")\n");
   }
   namer_free(&nm);
+  if (b.failed) {
+    free(b.data);
+    return NULL;
+  }
   return b.data;
 }

@@ -13,13 +13,16 @@
 
 /* ---- statement lists ---- */
 
-void sv_push(stmt_vec *l, ts_stmt *s) {
+bool sv_push(stmt_vec *l, ts_stmt *s) {
   if (l->n == l->cap) {
-    l->cap = l->cap ? l->cap * 2 : 16;
-    l->v = realloc(l->v, sizeof *l->v * (size_t)l->cap);
-    if (!l->v) abort();
+    int cap = l->cap ? l->cap * 2 : 16;
+    ts_stmt **v = ts_realloc(l->v, sizeof *v * (size_t)cap);
+    if (!v) return false; /* out of memory (counted): dropped */
+    l->v = v;
+    l->cap = cap;
   }
   l->v[l->n++] = s;
+  return true;
 }
 
 void sv_free(stmt_vec *l) {
@@ -68,10 +71,10 @@ static bool find_path(ts_stmt *s, const ts_stmt *target, stmt_vec *path) {
   if (!s) return false;
   if (s == target) return true;
   int n = n_children(s);
-  sv_push(path, s);
+  bool pushed = sv_push(path, s);
   for (int i = 0; i < n; i++)
     if (find_path(child(s, i), target, path)) return true;
-  path->n--;
+  if (pushed) path->n--;
   return false;
 }
 
@@ -205,12 +208,14 @@ int body_items(ts_stmt *body, ts_stmt ***items, ts_stmt **one) {
   }
   if (ts_stmt_kind_of(body) == TS_STMT_SEQ) {
     int n = ts_seq_n(body);
-    *items = n ? malloc(sizeof **items * (size_t)n) : NULL;
+    *items = n ? ts_malloc(sizeof **items * (size_t)n) : NULL;
+    if (!*items) return 0; /* out of memory (counted; sched_run reports it) */
     for (int i = 0; i < n; i++) (*items)[i] = ts_seq_item(body, i);
     return n;
   }
   *one = body;
-  *items = malloc(sizeof **items);
+  *items = ts_malloc(sizeof **items);
+  if (!*items) return 0;
   (*items)[0] = body;
   return 1;
 }
@@ -259,12 +264,11 @@ void tree_insert(ts_func *f, ts_stmt *container, int pos, ts_stmt *item) {
   int n = body_items(body, &items, &one);
   if (pos < 0) pos = 0;
   if (pos > n) pos = n;
-  ts_stmt **all = malloc(sizeof *all * (size_t)(n + 1));
+  ts_stmt **all = ts_arena_alloc(a, sizeof *all * (size_t)(n + 1));
   for (int i = 0; i < pos; i++) all[i] = items[i];
   all[pos] = item;
   for (int i = pos; i < n; i++) all[i + 1] = items[i];
   set_container_body(container, make_seq(a, all, n + 1));
-  free(all);
   free(items);
 }
 
@@ -286,18 +290,16 @@ void tree_remove(ts_func *f, ts_stmt *stmt, stmt_vec *removed_loops) {
     }
     if (k == TS_STMT_SEQ) {
       int n = ts_seq_n(parent);
-      ts_stmt **rest = malloc(sizeof *rest * (size_t)(n ? n : 1));
+      ts_stmt **rest = ts_arena_alloc(a, sizeof *rest * (size_t)(n ? n : 1));
       int m = 0;
       for (int j = 0; j < n; j++)
         if (ts_seq_item(parent, j) != victim)
           rest[m++] = ts_seq_item(parent, j);
       if (m == 0) {
-        free(rest);
         victim = parent;
         continue;
       }
       ts_stmt *repl = make_seq(a, rest, m);
-      free(rest);
       tree_replace(f, i > 0 ? p.v[i - 1] : NULL, parent, repl);
       break;
     }
@@ -329,7 +331,7 @@ ts_stmt *rewrite_stmt(ts_arena *a, ts_stmt *s, const rewriter *r) {
   case TS_STMT_BLOCK_REALIZE: {
     int n = ts_realize_n_values(s);
     bool changed = false;
-    ts_expr **vals = malloc(sizeof *vals * (size_t)(n ? n : 1));
+    ts_expr **vals = ts_arena_alloc(a, sizeof *vals * (size_t)(n ? n : 1));
     for (int i = 0; i < n; i++) {
       vals[i] = rx(a, r, ts_realize_value(s, i));
       if (vals[i] != ts_realize_value(s, i)) changed = true;
@@ -337,7 +339,6 @@ ts_stmt *rewrite_stmt(ts_arena *a, ts_stmt *s, const rewriter *r) {
     ts_expr *pred = rx(a, r, ts_realize_predicate(s));
     if (pred != ts_realize_predicate(s)) changed = true;
     if (changed) ts_realize_set_values(a, s, vals, n, pred);
-    free(vals);
     if (r->into_blocks) {
       ts_block *b = ts_realize_block(s);
       ts_stmt *init = rewrite_stmt(a, ts_block_init(b), r);
@@ -351,7 +352,8 @@ ts_stmt *rewrite_stmt(ts_arena *a, ts_stmt *s, const rewriter *r) {
     int n = ts_store_n_indices(s);
     bool changed = false;
     ts_expr *idx[TS_MAX_DIMS + 1];
-    ts_expr **ix = n <= TS_MAX_DIMS + 1 ? idx : malloc(sizeof *ix * (size_t)n);
+    ts_expr **ix =
+        n <= TS_MAX_DIMS + 1 ? idx : ts_arena_alloc(a, sizeof *ix * (size_t)n);
     for (int i = 0; i < n; i++) {
       ix[i] = rx(a, r, ts_store_index(s, i));
       if (ix[i] != ts_store_index(s, i)) changed = true;
@@ -360,7 +362,7 @@ ts_stmt *rewrite_stmt(ts_arena *a, ts_stmt *s, const rewriter *r) {
     ts_stmt *out = s;
     if (changed || v != ts_store_value(s))
       out = ts_store(a, ts_store_buffer(s), ix, n, v);
-    if (ix != idx) free(ix);
+
     if (r->store) out = r->store(r->ctx, a, out);
     return out;
   }
@@ -451,7 +453,7 @@ static bool name_used(const ts_func *f, const char *name, bool buffers) {
 
 static char *unique_name(const ts_func *f, const char *base, bool buffers) {
   size_t cap = strlen(base) + 24;
-  char *name = malloc(cap);
+  char *name = ts_arena_alloc(ts_func_arena(f), cap);
   snprintf(name, cap, "%s", base);
   for (int i = 1; name_used(f, name, buffers) ||
                   (buffers && ts_text_name_is_reserved(name));

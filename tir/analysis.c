@@ -177,9 +177,11 @@ static access *find_or_add(struct access_list *l, ts_buffer *b, bool *added) {
       return &l->items[i];
     }
   if (l->n == l->cap) {
-    l->cap = l->cap ? l->cap * 2 : 8;
-    l->items = realloc(l->items, sizeof *l->items * (size_t)l->cap);
-    if (!l->items) abort();
+    int cap = l->cap ? l->cap * 2 : 8;
+    access *p = ts_realloc(l->items, sizeof *p * (size_t)cap);
+    if (!p) return NULL; /* out of memory (counted) */
+    l->items = p;
+    l->cap = cap;
   }
   access *acc = &l->items[l->n++];
   memset(acc, 0, sizeof *acc);
@@ -224,6 +226,7 @@ static void record(infer_ctx *c, bool write, ts_buffer *b, const ivl *dims,
   if (!b || ts_node_map_get(c->locals, b)) return;
   bool added;
   access *acc = find_or_add(write ? &c->writes : &c->reads, b, &added);
+  if (!acc) return;
   for (int d = 0; d < b->ndim; d++) {
     ivl v = d < n && n == b->ndim ? dims[d] : UNKNOWN;
     if (v.lo) {
@@ -278,8 +281,8 @@ static void collect_expr(infer_ctx *c, ts_expr *e, int depth) {
     for (ts_expr *x = e; ts_expr_is_binary((ts_expr_kind)x->kind);
          x = x->u.op.a)
       n++;
-    ts_expr **spine = malloc(sizeof *spine * (size_t)n);
-    if (!spine) abort();
+    ts_expr **spine = ts_malloc(sizeof *spine * (size_t)n);
+    if (!spine) return; /* out of memory (counted) */
     int i = n;
     ts_expr *x = e;
     for (; ts_expr_is_binary((ts_expr_kind)x->kind); x = x->u.op.a)
@@ -440,14 +443,15 @@ static void infer_block(ts_arena *a, ts_block *b) {
   add_locals_in(&c, b);
   collect_stmt(&c, b->init, 0);
   collect_stmt(&c, b->body, 0);
-  ts_region *reads = calloc((size_t)c.reads.n + 1, sizeof *reads);
-  ts_region *writes = calloc((size_t)c.writes.n + 1, sizeof *writes);
-  if (!reads || !writes) abort();
-  for (int i = 0; i < c.reads.n; i++)
-    to_region(&c, &c.reads.items[i], &reads[i]);
-  for (int i = 0; i < c.writes.n; i++)
-    to_region(&c, &c.writes.items[i], &writes[i]);
-  ts_block_set_regions(a, b, reads, c.reads.n, writes, c.writes.n);
+  ts_region *reads = ts_calloc((size_t)c.reads.n + 1, sizeof *reads);
+  ts_region *writes = ts_calloc((size_t)c.writes.n + 1, sizeof *writes);
+  if (reads && writes) { /* else out of memory (counted) */
+    for (int i = 0; i < c.reads.n; i++)
+      to_region(&c, &c.reads.items[i], &reads[i]);
+    for (int i = 0; i < c.writes.n; i++)
+      to_region(&c, &c.writes.items[i], &writes[i]);
+    ts_block_set_regions(a, b, reads, c.reads.n, writes, c.writes.n);
+  }
   free(reads);
   free(writes);
   free(c.reads.items);
@@ -601,13 +605,17 @@ typedef struct stmt_list {
   int n, cap;
 } stmt_list;
 
-static void list_push(stmt_list *l, ts_stmt *s) {
+/* Whether s was appended (out of memory, counted: dropped). */
+static bool list_push(stmt_list *l, ts_stmt *s) {
   if (l->n == l->cap) {
-    l->cap = l->cap ? l->cap * 2 : 16;
-    l->items = realloc(l->items, sizeof *l->items * (size_t)l->cap);
-    if (!l->items) abort();
+    int cap = l->cap ? l->cap * 2 : 16;
+    ts_stmt **p = ts_realloc(l->items, sizeof *p * (size_t)cap);
+    if (!p) return false;
+    l->items = p;
+    l->cap = cap;
   }
   l->items[l->n++] = s;
+  return true;
 }
 
 static bool blocks_enter(void *ctx, ts_stmt *s) {
@@ -661,11 +669,11 @@ static bool find_path(ts_stmt *s, const ts_stmt *target, stmt_list *path,
   if (s == target) return true;
   ts_stmt *two[2], **many;
   int n = children(s, two, &many);
-  list_push(path, s);
+  bool pushed = list_push(path, s);
   for (int i = 0; i < n; i++)
     if (find_path(many ? many[i] : two[i], target, path, depth + 1))
       return true;
-  path->n--;
+  if (pushed) path->n--;
   return false;
 }
 
@@ -681,8 +689,12 @@ ts_stmt **ts_func_loops_above(const ts_func *f, const ts_stmt *stmt,
   if (stop_at_block)
     for (int i = 0; i < path.n; i++)
       if (path.items[i]->kind == TS_STMT_BLOCK_REALIZE) start = i + 1;
-  ts_stmt **loops = malloc(sizeof *loops * (size_t)(path.n + 1));
-  if (!loops) abort();
+  ts_stmt **loops = ts_malloc(sizeof *loops * (size_t)(path.n + 1));
+  if (!loops) { /* out of memory (counted) */
+    free(path.items);
+    *n = -1;
+    return NULL;
+  }
   int m = 0;
   for (int i = start; i < path.n; i++)
     if (path.items[i]->kind == TS_STMT_FOR) loops[m++] = path.items[i];

@@ -2,10 +2,15 @@
  * arena.c — the bump allocator that owns every IR node of a function.
  *
  * Memory comes in chunks of 64 KiB (larger requests get a chunk of their
- * own); nothing is freed until the whole arena is destroyed. Also the small
- * string builder used by the printer and error messages.
+ * own); nothing is freed until the whole arena is destroyed. When malloc
+ * fails the arena goes on in a static reserve and remembers the failure
+ * (ts_arena_failed). Also the small string builder used by the printer and
+ * error messages, which drops what it cannot hold and remembers that.
  */
+#include "alloc.h"
 #include "internal.h"
+
+#include <stdatomic.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,27 +21,92 @@
 typedef struct chunk {
   struct chunk *next;
   size_t used, cap;
+  int slot; /* CHUNK_MALLOC, CHUNK_HOME or the reserve slot it occupies */
   _Alignas(16) unsigned char data[];
 } chunk;
+
+enum { CHUNK_MALLOC = -1, CHUNK_HOME = -2 };
 
 struct ts_arena {
   chunk *head;
   size_t bytes;
+  int home; /* the reserve slot holding this struct, or -1 (malloc'd) */
+  bool failed;
 };
 
-static void *xmalloc(size_t n) {
-  void *p = malloc(n);
-  if (!p) {
-    fprintf(stderr, "tessera: out of memory (allocating %zu bytes)\n", n);
-    abort();
+/* ---- the reserve ----
+ * When malloc refuses a chunk (or the arena itself), the arena takes one
+ * of these static slots instead, marks itself failed and goes on: the
+ * nodes being built stay valid memory, so the operation in progress ends
+ * normally and its public function reports TS_ENOMEM (the failure is
+ * counted by ts_malloc; see ts_alloc_failures). A slot returns to the
+ * reserve when its arena is destroyed. Only when the reserve is used up,
+ * or a single request is larger than a slot, does the process abort. */
+
+#define RESERVE_SLOTS 16
+#define SLOT_BYTES (sizeof(chunk) + CHUNK_SIZE)
+
+static _Alignas(16) unsigned char reserve[RESERVE_SLOTS][SLOT_BYTES];
+static atomic_uint reserve_busy; /* bit i: slot i is taken */
+
+static int reserve_take(void) {
+  unsigned busy = atomic_load(&reserve_busy);
+  for (;;) {
+    int i = 0;
+    while (i < RESERVE_SLOTS && (busy >> i & 1u)) i++;
+    if (i == RESERVE_SLOTS) return -1;
+    if (atomic_compare_exchange_weak(&reserve_busy, &busy, busy | 1u << i))
+      return i;
   }
-  return p;
+}
+
+static void reserve_put(int i) { atomic_fetch_and(&reserve_busy, ~(1u << i)); }
+
+static _Noreturn void reserve_exhausted(size_t n) {
+  fprintf(stderr,
+          "tessera: out of memory (allocating %zu bytes) and the arena "
+          "reserve cannot hold it\n",
+          n);
+  abort();
+}
+
+/* A chunk with room for cap bytes (at least). */
+static chunk *chunk_new(ts_arena *a, size_t cap) {
+  chunk *c = ts_malloc(sizeof(chunk) + cap);
+  if (c) {
+    c->slot = CHUNK_MALLOC;
+    c->cap = cap;
+  } else {
+    a->failed = true;
+    int i = cap <= CHUNK_SIZE ? reserve_take() : -1;
+    if (i < 0) reserve_exhausted(cap);
+    c = (chunk *)reserve[i];
+    c->slot = i;
+    c->cap = CHUNK_SIZE;
+  }
+  c->used = 0;
+  c->next = NULL;
+  return c;
 }
 
 ts_arena *ts_arena_create(void) {
-  ts_arena *a = xmalloc(sizeof *a);
-  a->head = NULL;
-  a->bytes = 0;
+  ts_arena *a = ts_malloc(sizeof *a);
+  if (a) {
+    *a = (ts_arena){.home = -1};
+    return a;
+  }
+  /* The struct and a first chunk share one reserve slot. */
+  int i = reserve_take();
+  if (i < 0) reserve_exhausted(sizeof *a);
+  a = (ts_arena *)reserve[i];
+  *a = (ts_arena){.home = i, .failed = true};
+  size_t off = (sizeof *a + 15) & ~(size_t)15;
+  chunk *c = (chunk *)(reserve[i] + off);
+  c->next = NULL;
+  c->used = 0;
+  c->cap = SLOT_BYTES - off - sizeof(chunk);
+  c->slot = CHUNK_HOME;
+  a->head = c;
   return a;
 }
 
@@ -45,11 +115,21 @@ void ts_arena_destroy(ts_arena *a) {
   chunk *c = a->head;
   while (c) {
     chunk *next = c->next;
-    free(c);
+    if (c->slot == CHUNK_MALLOC)
+      free(c);
+    else if (c->slot >= 0)
+      reserve_put(c->slot);
     c = next;
   }
-  free(a);
+  if (a->home >= 0)
+    reserve_put(a->home);
+  else
+    free(a);
 }
+
+bool ts_arena_failed(const ts_arena *a) { return a && a->failed; }
+
+void arena_mark_failed(ts_arena *a) { a->failed = true; }
 
 void *ts_arena_alloc(ts_arena *a, size_t size) {
   size = (size + 15) & ~(size_t)15;
@@ -57,9 +137,7 @@ void *ts_arena_alloc(ts_arena *a, size_t size) {
   chunk *c = a->head;
   if (!c || c->cap - c->used < size) {
     size_t cap = size > CHUNK_SIZE / 2 ? size : CHUNK_SIZE;
-    chunk *n = xmalloc(sizeof(chunk) + cap);
-    n->used = 0;
-    n->cap = cap;
+    chunk *n = chunk_new(a, cap);
     if (cap == size && c) {
       /* A big block gets its own chunk behind the current one, so the
        * current chunk's free space stays usable. */
@@ -117,6 +195,7 @@ void *arena_copy_ptrs(ts_arena *a, void *const *items, int n) {
 void sb_init(strbuf *sb) {
   sb->data = NULL;
   sb->len = sb->cap = 0;
+  sb->failed = false;
 }
 
 void sb_free(strbuf *sb) {
@@ -124,21 +203,24 @@ void sb_free(strbuf *sb) {
   sb_init(sb);
 }
 
-static void sb_reserve(strbuf *sb, size_t extra) {
-  if (sb->len + extra + 1 <= sb->cap) return;
+/* Whether extra more bytes fit (after growing); false once growing failed. */
+static bool sb_reserve(strbuf *sb, size_t extra) {
+  if (sb->failed) return false;
+  if (sb->len + extra + 1 <= sb->cap) return true;
   size_t cap = sb->cap ? sb->cap : 256;
   while (cap < sb->len + extra + 1) cap *= 2;
-  char *p = realloc(sb->data, cap);
+  char *p = ts_realloc(sb->data, cap);
   if (!p) {
-    fprintf(stderr, "tessera: out of memory (string of %zu bytes)\n", cap);
-    abort();
+    sb->failed = true;
+    return false;
   }
   sb->data = p;
   sb->cap = cap;
+  return true;
 }
 
 void sb_putn(strbuf *sb, const char *s, size_t n) {
-  sb_reserve(sb, n);
+  if (!sb_reserve(sb, n)) return;
   memcpy(sb->data + sb->len, s, n);
   sb->len += n;
   sb->data[sb->len] = 0;
@@ -152,7 +234,7 @@ void sb_printf(strbuf *sb, const char *fmt, ...) {
   va_start(ap, fmt);
   int n = vsnprintf(NULL, 0, fmt, ap);
   va_end(ap);
-  sb_reserve(sb, (size_t)n);
+  if (n < 0 || !sb_reserve(sb, (size_t)n)) return;
   va_start(ap, fmt);
   vsnprintf(sb->data + sb->len, (size_t)n + 1, fmt, ap);
   va_end(ap);
@@ -160,12 +242,12 @@ void sb_printf(strbuf *sb, const char *fmt, ...) {
 }
 
 char *sb_take(strbuf *sb) {
-  if (!sb->data) {
-    char *p = xmalloc(1);
-    p[0] = 0;
-    return p;
+  if (sb->failed) {
+    sb_free(sb);
+    return NULL;
   }
   char *p = sb->data;
+  if (!p && (p = ts_malloc(1))) p[0] = 0;
   sb_init(sb);
   return p;
 }

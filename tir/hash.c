@@ -51,10 +51,10 @@ static void reserve(stream *s, size_t n) {
   while (cap < s->len + n) cap *= 2;
   uint8_t *d;
   if (s->data == s->local) {
-    d = malloc(cap);
+    d = ts_malloc(cap);
     if (d) memcpy(d, s->data, s->len);
   } else {
-    d = realloc(s->data, cap);
+    d = ts_realloc(s->data, cap);
   }
   if (!d) abort();
   s->data = d;
@@ -179,7 +179,7 @@ static void put_anns(stream *s, const ann_list *l) {
   /* sorted by key so that the order they were added in does not matter */
   const ts_annotation *local[16];
   const ts_annotation **order =
-      l->n <= 16 ? local : malloc(sizeof *order * (size_t)l->n);
+      l->n <= 16 ? local : ts_malloc(sizeof *order * (size_t)l->n);
   if (!order) abort();
   for (int i = 0; i < l->n; i++) {
     const ts_annotation *x = &l->items[i];
@@ -273,7 +273,7 @@ static void put_block(stream *s, const ts_block *b) {
   put_u32(s, (uint32_t)b->n_iters);
   int n = b->n_iters + b->n_allocs;
   void *local[16];
-  void **old = n <= 16 ? local : malloc(sizeof *old * (size_t)n);
+  void **old = n <= 16 ? local : ts_malloc(sizeof *old * (size_t)n);
   if (!old) abort();
   for (int i = 0; i < b->n_iters; i++) {
     put_u8(s, b->iters[i].kind);
@@ -457,7 +457,7 @@ ts_hash128 ts_func_hash(const ts_func *f) {
 uint8_t *ts_func_structural_key(const ts_func *f, size_t *len) {
   stream s;
   stream_func(&s, f);
-  uint8_t *key = malloc(s.len ? s.len : 1);
+  uint8_t *key = ts_malloc(s.len ? s.len : 1);
   if (!key) abort();
   memcpy(key, s.data, s.len);
   *len = s.len;
@@ -472,7 +472,7 @@ ts_hash128 ts_structural_key_hash(const uint8_t *key, size_t len) {
 bool ts_func_equal(const ts_func *a, const ts_func *b) {
   if (a == b) return true;
   if (!a || !b) return false;
-  stream *sa = malloc(sizeof *sa), *sb = malloc(sizeof *sb);
+  stream *sa = ts_malloc(sizeof *sa), *sb = ts_malloc(sizeof *sb);
   if (!sa || !sb) abort();
   stream_func(sa, a);
   stream_func(sb, b);

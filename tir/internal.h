@@ -7,6 +7,7 @@
 #ifndef TESSERA_TIR_INTERNAL_H
 #define TESSERA_TIR_INTERNAL_H
 
+#include "alloc.h"
 #include "tir.h"
 
 #include <stdio.h>
@@ -151,6 +152,7 @@ struct ts_func {
 typedef struct strbuf {
   char *data;
   size_t len, cap;
+  bool failed; /* growing failed: later writes are dropped */
 } strbuf;
 
 void sb_init(strbuf *sb);
@@ -160,8 +162,13 @@ void sb_puts(strbuf *sb, const char *s);
 void sb_putn(strbuf *sb, const char *s, size_t n);
 void sb_printf(strbuf *sb, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-/* Returns the malloc'd NUL-terminated string and leaves sb empty. */
+/* Returns the malloc'd NUL-terminated string and leaves sb empty; NULL
+ * when memory ran out while it was written. */
 char *sb_take(strbuf *sb);
+
+/* Marks the arena failed (ts_arena_failed): what it holds is incomplete
+ * because memory ran out while it was built. */
+void arena_mark_failed(ts_arena *a);
 
 /* Copies an array of n pointers into the arena (NULL when n == 0). */
 void *arena_copy_ptrs(ts_arena *a, void *const *items, int n);

@@ -57,7 +57,7 @@ static bool add_token(tp_parser *p, int kind, const char *loc, int len,
                       MAX_TOKENS);
   if (p->n_toks == p->cap_toks) {
     int cap = p->cap_toks ? p->cap_toks * 2 : 256;
-    tp_token *t = realloc(p->toks, sizeof *t * (size_t)cap);
+    tp_token *t = ts_realloc(p->toks, sizeof *t * (size_t)cap);
     if (!t) return tp_fail_at(p, line, col, "out of memory reading the input");
     p->toks = t;
     p->cap_toks = cap;
@@ -325,7 +325,7 @@ bool tp_declare(tp_parser *p, const tp_token *t, const char *name, ts_expr *var,
     return FAIL(p, t, "more than %d names visible at once", MAX_NAMES);
   if (p->n_syms == p->cap_syms) {
     int cap = p->cap_syms ? p->cap_syms * 2 : 64;
-    tp_sym *s = realloc(p->syms, sizeof *s * (size_t)cap);
+    tp_sym *s = ts_realloc(p->syms, sizeof *s * (size_t)cap);
     if (!s) return FAIL(p, t, "out of memory");
     p->syms = s;
     p->cap_syms = cap;

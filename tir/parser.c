@@ -753,6 +753,7 @@ int ts_func_parse(const char *text, size_t len, const char *filename,
   }
   p.src = text ? text : "";
   p.end = p.src + len;
+  unsigned long oom = ts_alloc_failures();
   bool ok = tp_lex(&p);
   if (ok) {
     p.f = ts_func_new("main");
@@ -761,9 +762,10 @@ int ts_func_parse(const char *text, size_t len, const char *filename,
   }
   free(p.toks);
   free(p.syms);
-  if (!ok) {
+  int rc = ts_alloc_check(oom, ok ? TS_OK : TS_EPARSE, err, p.file);
+  if (rc) {
     ts_func_free(p.f);
-    return TS_EPARSE;
+    return rc;
   }
   *out = p.f;
   return TS_OK;
@@ -793,6 +795,10 @@ int ts_func_parse_file(const char *path, ts_func **out, ts_error *err) {
   if (bad) {
     sb_free(&sb);
     return TS_ERR(err, TS_EIO, "cannot read %s", path);
+  }
+  if (sb.failed) {
+    sb_free(&sb);
+    return TS_ERR(err, TS_ENOMEM, "%s: out of memory", path);
   }
   int rc = ts_func_parse(sb.data, sb.len, path, out, err);
   sb_free(&sb);

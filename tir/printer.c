@@ -65,18 +65,26 @@ typedef struct printer {
   int n_names, cap_names;
   ts_arena *scratch; /* printed names */
   int depth;         /* levels open (TS_TIR_MAX_DEPTH's counting) */
+  unsigned long oom; /* ts_alloc_failures() at the start */
 } printer;
 
 static void printer_init(printer *p) {
   memset(p, 0, sizeof *p);
   sb_init(&p->out);
+  p->oom = ts_alloc_failures();
   p->scratch = ts_arena_create();
 }
 
+/* The text, or NULL when memory ran out while it was printed. */
 static char *printer_finish(printer *p) {
   free(p->names);
   ts_arena_destroy(p->scratch);
-  return sb_take(&p->out);
+  char *text = sb_take(&p->out);
+  if (text && ts_alloc_failures() != p->oom) {
+    free(text);
+    text = NULL;
+  }
+  return text;
 }
 
 /* Writes a valid identifier for `raw` into out: invalid characters become
@@ -115,8 +123,8 @@ static const char *define(printer *p, const void *node, const char *raw,
   }
   if (p->n_names == p->cap_names) {
     int cap = p->cap_names ? p->cap_names * 2 : 32;
-    name_entry *ne = realloc(p->names, sizeof *ne * (size_t)cap);
-    if (!ne) abort();
+    name_entry *ne = ts_realloc(p->names, sizeof *ne * (size_t)cap);
+    if (!ne) return ts_arena_strdup(p->scratch, cand); /* counted */
     p->names = ne;
     p->cap_names = cap;
   }

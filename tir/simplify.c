@@ -35,22 +35,27 @@ static size_t hash_ptr(const void *p) {
   return (size_t)x;
 }
 
+/* What ts_var_ranges_create returns when memory ran out: a table that
+ * stays empty (the failure is counted by ts_alloc_failures). */
+static ts_var_ranges dead_ranges;
+
 ts_var_ranges *ts_var_ranges_create(void) {
-  ts_var_ranges *r = calloc(1, sizeof *r);
-  if (!r) abort();
-  return r;
+  ts_var_ranges *r = ts_calloc(1, sizeof *r);
+  return r ? r : &dead_ranges;
 }
 
 void ts_var_ranges_destroy(ts_var_ranges *r) {
-  if (!r) return;
+  if (!r || r == &dead_ranges) return;
   free(r->slots);
   free(r);
 }
 
-static void ranges_grow(ts_var_ranges *r) {
+/* Whether the table could grow (out of memory: it stays as it is). */
+static bool ranges_grow(ts_var_ranges *r) {
+  if (r == &dead_ranges) return false;
   size_t cap = r->cap ? r->cap * 2 : 16;
-  range_slot *slots = calloc(cap, sizeof *slots);
-  if (!slots) abort();
+  range_slot *slots = ts_calloc(cap, sizeof *slots);
+  if (!slots) return false;
   for (size_t i = 0; i < r->cap; i++) {
     if (!r->slots[i].var) continue;
     size_t j = hash_ptr(r->slots[i].var) & (cap - 1);
@@ -60,12 +65,13 @@ static void ranges_grow(ts_var_ranges *r) {
   free(r->slots);
   r->slots = slots;
   r->cap = cap;
+  return true;
 }
 
 void ts_var_ranges_set(ts_var_ranges *r, const ts_expr *var, int64_t min,
                        int64_t extent) {
   if (!r || !var) return;
-  if ((r->size + 1) * 2 > r->cap) ranges_grow(r);
+  if ((r->size + 1) * 2 > r->cap && !ranges_grow(r)) return; /* dropped */
   size_t j = hash_ptr(var) & (r->cap - 1);
   while (r->slots[j].var && r->slots[j].var != var) j = (j + 1) & (r->cap - 1);
   if (!r->slots[j].var) r->size++;
@@ -508,9 +514,14 @@ static void affine_add_term(affine *f, ts_expr *atom, uint64_t coef) {
       return;
     }
   if (f->n == f->cap) {
-    f->cap = f->cap ? f->cap * 2 : 8;
-    f->terms = realloc(f->terms, sizeof *f->terms * (size_t)f->cap);
-    if (!f->terms) abort();
+    int cap = f->cap ? f->cap * 2 : 8;
+    term *p = ts_realloc(f->terms, sizeof *p * (size_t)cap);
+    if (!p) { /* out of memory (counted): the form is no longer exact */
+      f->inexact = true;
+      return;
+    }
+    f->terms = p;
+    f->cap = cap;
   }
   f->terms[f->n++] = (term){atom, coef};
 }
@@ -537,8 +548,8 @@ static bool is_sum(const ts_expr *e, ts_dtype t) {
 static ts_expr **sum_spine(ts_expr *e, ts_dtype t, int *n, ts_expr **leaf) {
   int count = 0;
   for (ts_expr *x = e; is_sum(x, t); x = x->u.op.a) count++;
-  ts_expr **nodes = malloc(sizeof *nodes * (size_t)(count ? count : 1));
-  if (!nodes) abort();
+  ts_expr **nodes = ts_malloc(sizeof *nodes * (size_t)(count ? count : 1));
+  if (!nodes) return NULL; /* out of memory (counted) */
   int i = count;
   ts_expr *x = e;
   for (; is_sum(x, t); x = x->u.op.a) nodes[--i] = x;
@@ -553,6 +564,10 @@ static void affine_collect(affine *f, ts_expr *e, uint64_t scale, int depth) {
     int n;
     ts_expr *leaf;
     ts_expr **nodes = sum_spine(e, f->t, &n, &leaf);
+    if (!nodes) {
+      f->inexact = true;
+      return;
+    }
     affine_collect(f, leaf, scale, depth + 1);
     for (int i = 0; i < n; i++)
       affine_collect(f, nodes[i]->u.op.b,
@@ -877,6 +892,10 @@ static void simp_collect(simp_ctx *c, affine *f, ts_expr *e, uint64_t scale,
     int n;
     ts_expr *leaf;
     ts_expr **nodes = sum_spine(e, f->t, &n, &leaf);
+    if (!nodes) {
+      f->inexact = true;
+      return;
+    }
     simp_collect(c, f, leaf, scale, depth + 1);
     for (int i = 0; i < n; i++)
       simp_collect(c, f, nodes[i]->u.op.b,
@@ -948,8 +967,8 @@ static ts_expr *simp(simp_ctx *c, ts_expr *e) {
   }
   int n = ts_expr_n_operands(e);
   ts_expr *local[8];
-  ts_expr **ops = n <= 8 ? local : malloc(sizeof *ops * (size_t)n);
-  if (!ops) abort();
+  ts_expr **ops = n <= 8 ? local : ts_malloc(sizeof *ops * (size_t)n);
+  if (!ops) return e; /* out of memory (counted): left as it is */
   c->b.depth++;
   for (int i = 0; i < n; i++) ops[i] = simp(c, ts_expr_operand(e, i));
   c->b.depth--;

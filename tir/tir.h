@@ -79,10 +79,16 @@ const char *ts_strerror(int code);
 typedef struct ts_arena ts_arena;
 
 /* Creates an empty arena; caller destroys with ts_arena_destroy.
- * Allocation failure inside the arena aborts the process with a message
- * (out of memory is not an input error). */
+ * When malloc fails the arena takes its memory from a small static reserve
+ * and is marked failed (the nodes stay valid; the failure is counted by
+ * ts_alloc_failures in tir/alloc.h), so that the operation building the
+ * nodes can finish and report TS_ENOMEM; a function whose arena failed is
+ * refused with TS_ENOMEM by the verifier, scheduling, lowering and
+ * building. Only when the reserve is used up does the process abort. */
 ts_arena *ts_arena_create(void);
 void ts_arena_destroy(ts_arena *a);
+/* Whether an allocation of the arena failed (see above). */
+bool ts_arena_failed(const ts_arena *a);
 /* Returns zeroed memory aligned to 16 bytes, owned by the arena. */
 void *ts_arena_alloc(ts_arena *a, size_t size);
 /* Copies a string (or the first n bytes) into the arena. NULL stays NULL. */
@@ -579,7 +585,10 @@ typedef struct ts_visitor {
 } ts_visitor;
 void ts_stmt_walk(ts_stmt *s, const ts_visitor *v);
 
-/* A map from IR nodes (vars, buffers, blocks) to nodes; malloc-backed. */
+/* A map from IR nodes (vars, buffers, blocks) to nodes; malloc-backed. Out
+ * of memory drops the entry being put (or gives a map that stays empty)
+ * and is counted by ts_alloc_failures (tir/alloc.h), so the public function
+ * doing the work returns TS_ENOMEM. */
 typedef struct ts_node_map ts_node_map;
 ts_node_map *ts_node_map_create(void);
 void ts_node_map_destroy(ts_node_map *m);
@@ -646,8 +655,9 @@ int ts_func_check_depth(const ts_func *f, ts_error *err);
  * ======================================================================== */
 
 /* Prints the function in the canonical text form. Returns a malloc'd string
- * the caller frees with free(). Distinct vars/buffers that share a name are
- * printed with a numeric suffix so the text parses back. */
+ * the caller frees with free(), or NULL when memory ran out. Distinct
+ * vars/buffers that share a name are printed with a numeric suffix so the
+ * text parses back. */
 char *ts_func_print(const ts_func *f);
 char *ts_stmt_print(const ts_stmt *s);
 char *ts_expr_print(const ts_expr *e);

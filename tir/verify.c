@@ -83,6 +83,10 @@ static void report(vctx *c, const char *fmt, ...) {
   va_end(ap);
   sb_puts(&one, text);
   char *msg = sb_take(&one);
+  if (!msg) { /* out of memory (counted; ts_func_verify reports it) */
+    c->n_errors++;
+    return;
+  }
   /* the same problem found again (a var used twice) is reported once */
   bool dup = false;
   if (c->msgs.data) {
@@ -449,14 +453,17 @@ static void check_realize(vctx *c, const ts_stmt *s, mode m) {
   }
 
   /* the block itself */
+  var_info **saved_vars = ts_calloc((size_t)b->n_iters + 1, sizeof *saved_vars);
+  if (!saved_vars) { /* out of memory (counted; ts_func_verify reports it) */
+    c->n_errors++;
+    return;
+  }
   const ts_block *saved_block = c->block;
   const ts_stmt *saved_loop = c->loop;
   c->block = b;
   c->loop = NULL;
   c->level++;
   if (s->u.realize.predicate) c->guard++;
-  var_info **saved_vars = calloc((size_t)b->n_iters + 1, sizeof *saved_vars);
-  if (!saved_vars) abort();
   bool has_reduce = false;
   for (int i = 0; i < b->n_iters; i++) {
     const ts_expr *var = b->iters[i].var;
@@ -620,6 +627,10 @@ static bool collect_iters(void *ctx, ts_stmt *s) {
 
 int ts_func_verify(const ts_func *f, ts_error *err) {
   if (!f) return TS_ERR(err, TS_EINVAL, "verify: no function");
+  if (ts_arena_failed(f->arena))
+    return TS_ERR(err, TS_ENOMEM,
+                  "verify: out of memory while the function was built");
+  unsigned long oom = ts_alloc_failures();
   /* First: every walk below recurses over the tree. */
   int depth_rc = ts_func_check_depth(f, err);
   if (depth_rc) return depth_rc;
@@ -638,12 +649,13 @@ int ts_func_verify(const ts_func *f, ts_error *err) {
     ts_node_map_put(c.buffers, f->params[i], f->params[i]);
   check_stmt(&c, f->body, M_OUTER);
   int rc = TS_OK;
-  if (c.n_errors > 0) rc = TS_ERR(err, TS_EVERIFY, "%s", c.msgs.data);
+  if (c.n_errors > 0)
+    rc = TS_ERR(err, TS_EVERIFY, "%s", c.msgs.data ? c.msgs.data : "");
   sb_free(&c.msgs);
   ts_var_ranges_destroy(c.ranges);
   ts_node_map_destroy(c.all_iters);
   ts_node_map_destroy(c.buffers);
   ts_node_map_destroy(c.vars);
   ts_arena_destroy(c.tmp);
-  return rc;
+  return ts_alloc_check(oom, rc, err, "verify");
 }

@@ -25,24 +25,34 @@ static size_t hash_ptr(const void *p) {
   return (size_t)x;
 }
 
+/* What ts_node_map_create returns when memory ran out: a map that stays
+ * empty (puts are dropped; the failure is counted by ts_alloc_failures and
+ * the public function doing the work reports it). */
+static ts_node_map dead_map;
+
 ts_node_map *ts_node_map_create(void) {
-  ts_node_map *m = calloc(1, sizeof *m);
-  if (!m) abort();
-  return m;
+  ts_node_map *m = ts_calloc(1, sizeof *m);
+  return m ? m : &dead_map;
 }
 
 void ts_node_map_destroy(ts_node_map *m) {
-  if (!m) return;
+  if (!m || m == &dead_map) return;
   free(m->keys);
   free(m->values);
   free(m);
 }
 
-static void map_grow(ts_node_map *m) {
+/* Whether the map could grow (out of memory: it stays as it is). */
+static bool map_grow(ts_node_map *m) {
+  if (m == &dead_map) return false;
   size_t cap = m->cap ? m->cap * 2 : 64;
-  const void **keys = calloc(cap, sizeof *keys);
-  void **values = calloc(cap, sizeof *values);
-  if (!keys || !values) abort();
+  const void **keys = ts_calloc(cap, sizeof *keys);
+  void **values = ts_calloc(cap, sizeof *values);
+  if (!keys || !values) {
+    free(keys);
+    free(values);
+    return false;
+  }
   for (size_t i = 0; i < m->cap; i++) {
     if (!m->keys[i]) continue;
     size_t j = hash_ptr(m->keys[i]) & (cap - 1);
@@ -55,11 +65,12 @@ static void map_grow(ts_node_map *m) {
   m->keys = keys;
   m->values = values;
   m->cap = cap;
+  return true;
 }
 
 void ts_node_map_put(ts_node_map *m, const void *key, void *value) {
   assert(key);
-  if ((m->size + 1) * 2 > m->cap) map_grow(m);
+  if ((m->size + 1) * 2 > m->cap && !map_grow(m)) return; /* dropped */
   size_t j = hash_ptr(key) & (m->cap - 1);
   while (m->keys[j] && m->keys[j] != key) j = (j + 1) & (m->cap - 1);
   if (!m->keys[j]) m->size++;
@@ -246,8 +257,8 @@ ts_expr *ts_expr_mutate(ts_arena *a, ts_expr *e, ts_expr_post_fn post,
                         void *ctx) {
   int n = ts_expr_n_operands(e);
   ts_expr *local[8];
-  ts_expr **ops = n <= 8 ? local : malloc(sizeof *ops * (size_t)n);
-  if (!ops) abort();
+  ts_expr **ops = n <= 8 ? local : ts_malloc(sizeof *ops * (size_t)n);
+  if (!ops) return e; /* out of memory (counted): left as it is */
   for (int i = 0; i < n; i++)
     ops[i] = ts_expr_mutate(a, ts_expr_operand(e, i), post, ctx);
   ts_expr *r = n ? ts_expr_rebuild(a, e, ops) : e;
@@ -314,8 +325,8 @@ static ts_expr *subst_expr(ts_arena *a, ts_expr *e, subst_ctx *c) {
   }
   int n = ts_expr_n_operands(e);
   ts_expr *local[8];
-  ts_expr **ops = n <= 8 ? local : malloc(sizeof *ops * (size_t)n);
-  if (!ops) abort();
+  ts_expr **ops = n <= 8 ? local : ts_malloc(sizeof *ops * (size_t)n);
+  if (!ops) return e; /* out of memory (counted): left as it is */
   bool changed = c->copy_all;
   for (int i = 0; i < n; i++) {
     ops[i] = subst_expr(a, ts_expr_operand(e, i), c);
@@ -456,30 +467,28 @@ static ts_stmt *copy_stmt(copy_ctx *c, const ts_stmt *s) {
   }
   case TS_STMT_BLOCK_REALIZE: {
     int n = s->u.realize.n_values;
-    ts_expr **vals = n ? malloc(sizeof *vals * (size_t)n) : NULL;
+    ts_expr **vals = n ? ts_arena_alloc(a, sizeof *vals * (size_t)n) : NULL;
     for (int i = 0; i < n; i++) vals[i] = cx(c, s->u.realize.values[i]);
     ts_expr *pred = cx(c, s->u.realize.predicate);
     ts_block *b = copy_block(c, s->u.realize.block);
     ts_stmt *r = ts_block_realize(a, b, vals, n, pred);
-    free(vals);
     return r;
   }
   case TS_STMT_STORE: {
     int n = s->u.store.n_indices;
     ts_expr *idx[TS_MAX_DIMS + 1];
-    ts_expr **ix = n <= TS_MAX_DIMS + 1 ? idx : malloc(sizeof *ix * (size_t)n);
+    ts_expr **ix =
+        n <= TS_MAX_DIMS + 1 ? idx : ts_arena_alloc(a, sizeof *ix * (size_t)n);
     for (int i = 0; i < n; i++) ix[i] = cx(c, s->u.store.indices[i]);
     ts_stmt *r = ts_store(a, map_buffer(c, s->u.store.buffer), ix, n,
                           cx(c, s->u.store.value));
-    if (ix != idx) free(ix);
     return r;
   }
   case TS_STMT_SEQ: {
     int n = s->u.seq.n;
-    ts_stmt **items = n ? malloc(sizeof *items * (size_t)n) : NULL;
+    ts_stmt **items = n ? ts_arena_alloc(a, sizeof *items * (size_t)n) : NULL;
     for (int i = 0; i < n; i++) items[i] = copy_stmt(c, s->u.seq.items[i]);
     ts_stmt *r = ts_seq(a, items, n);
-    free(items);
     return r;
   }
   case TS_STMT_IF:
@@ -522,6 +531,7 @@ ts_stmt *ts_stmt_substitute(ts_arena *a, ts_stmt *s, const ts_node_map *vars,
 }
 
 ts_func *ts_func_copy(const ts_func *f) {
+  unsigned long oom = ts_alloc_failures();
   ts_func *g = ts_func_new(f->name);
   ts_node_map *m = ts_node_map_create();
   copy_ctx c = {g->arena, m, m, m, true};
@@ -530,10 +540,15 @@ ts_func *ts_func_copy(const ts_func *f) {
   g->body = copy_stmt(&c, f->body);
   copy_anns(g->arena, &g->attrs, &f->attrs);
   ts_node_map_destroy(m);
+  /* a copy that ran out of memory may miss nodes: marked so that the
+   * verifier, scheduling, lowering and building refuse it */
+  if (ts_alloc_failures() != oom) arena_mark_failed(g->arena);
   return g;
 }
 
-/* ---- generic statement rebuilding ---- */
+/* ---- generic statement rebuilding ----
+ * (Temporary operand arrays of the copy above and the rebuilding below
+ * live in the target arena, which cannot fail: see ts_arena_create.) */
 
 typedef struct mut_ctx {
   ts_arena *a;
@@ -578,7 +593,7 @@ static ts_stmt *mutate_realize(mut_ctx *c, ts_stmt *s) {
   ts_block *b = s->u.realize.block;
   bool changed = false;
   int n = s->u.realize.n_values;
-  ts_expr **vals = n ? malloc(sizeof *vals * (size_t)n) : NULL;
+  ts_expr **vals = n ? ts_arena_alloc(a, sizeof *vals * (size_t)n) : NULL;
   for (int i = 0; i < n; i++) {
     vals[i] = mx(c, s->u.realize.values[i]);
     if (vals[i] != s->u.realize.values[i]) changed = true;
@@ -587,7 +602,7 @@ static ts_stmt *mutate_realize(mut_ctx *c, ts_stmt *s) {
   if (pred != s->u.realize.predicate) changed = true;
   bool block_changed = false;
   ts_range *doms =
-      b->n_iters ? malloc(sizeof *doms * (size_t)b->n_iters) : NULL;
+      b->n_iters ? ts_arena_alloc(a, sizeof *doms * (size_t)b->n_iters) : NULL;
   for (int i = 0; i < b->n_iters; i++) {
     doms[i].min = mx(c, b->iters[i].dom.min);
     doms[i].extent = mx(c, b->iters[i].dom.extent);
@@ -619,8 +634,6 @@ static ts_stmt *mutate_realize(mut_ctx *c, ts_stmt *s) {
   } else if (changed) {
     r = ts_block_realize(a, b, vals, n, pred);
   }
-  free(vals);
-  free(doms);
   return r;
 }
 
@@ -641,7 +654,7 @@ static ts_stmt *mutate_inner(mut_ctx *c, ts_stmt *s) {
   case TS_STMT_STORE: {
     int n = s->u.store.n_indices;
     bool changed = false;
-    ts_expr **ix = n ? malloc(sizeof *ix * (size_t)n) : NULL;
+    ts_expr **ix = n ? ts_arena_alloc(a, sizeof *ix * (size_t)n) : NULL;
     for (int i = 0; i < n; i++) {
       ix[i] = mx(c, s->u.store.indices[i]);
       if (ix[i] != s->u.store.indices[i]) changed = true;
@@ -650,19 +663,17 @@ static ts_stmt *mutate_inner(mut_ctx *c, ts_stmt *s) {
     ts_stmt *r = s;
     if (changed || v != s->u.store.value)
       r = ts_store(a, s->u.store.buffer, ix, n, v);
-    free(ix);
     return r;
   }
   case TS_STMT_SEQ: {
     int n = s->u.seq.n;
     bool changed = false;
-    ts_stmt **items = n ? malloc(sizeof *items * (size_t)n) : NULL;
+    ts_stmt **items = n ? ts_arena_alloc(a, sizeof *items * (size_t)n) : NULL;
     for (int i = 0; i < n; i++) {
       items[i] = mutate(c, s->u.seq.items[i]);
       if (items[i] != s->u.seq.items[i]) changed = true;
     }
     ts_stmt *r = changed ? ts_seq(a, items, n) : s;
-    free(items);
     return r;
   }
   case TS_STMT_IF: {

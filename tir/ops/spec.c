@@ -700,13 +700,18 @@ int ts_workload_from_spec(const char *spec, ts_workload **out, ts_error *err) {
   if (out) *out = NULL;
   if (!spec || !out)
     return TS_ERR(err, TS_EINVAL, "workload spec: NULL argument");
+  unsigned long oom = ts_alloc_failures();
   op_args x;
   int rc = parse_spec(spec, &x, err);
-  if (rc != TS_OK) return rc;
+  if (rc != TS_OK) return ts_alloc_check(oom, rc, err, "workload spec");
   char *canon = canonical_spec(&x);
   char *name = short_name(&x);
   ts_workload *w = NULL;
   ts_func *f = NULL;
+  if (!canon || !name) {
+    rc = TS_ERR(err, TS_ENOMEM, "%s: out of memory", x.op->name);
+    goto done;
+  }
   if (strlen(canon) >= sizeof w->spec) {
     rc = TS_ERR(err, TS_EINVAL,
                 "%s: the canonical spec is longer than %zu "
@@ -716,12 +721,13 @@ int ts_workload_from_spec(const char *spec, ts_workload **out, ts_error *err) {
   }
   f = x.op->build(&x, err);
   if (!f) {
-    rc = err->code ? err->code : TS_EINTERNAL;
+    rc = ts_alloc_check(oom, err->code ? err->code : TS_EINTERNAL, err,
+                        x.op->name);
     goto done;
   }
-  rc = check_sizes(x.op, f, err);
+  rc = ts_alloc_check(oom, check_sizes(x.op, f, err), err, x.op->name);
   if (rc != TS_OK) goto done;
-  w = calloc(1, sizeof *w);
+  w = ts_calloc(1, sizeof *w);
   if (!w) {
     rc = TS_ERR(err, TS_ENOMEM, "%s: out of memory", x.op->name);
     goto done;

@@ -1,0 +1,60 @@
+/*
+ * alloc.h — the allocation functions the IR, schedules, traces, lowering
+ * and code generation allocate through, the per-thread count of failed
+ * allocations that lets a public function report TS_ENOMEM for a failure
+ * deep below it, and the fault-injection hook a test uses to make the N-th
+ * allocation fail.
+ *
+ * The wrappers behave as malloc, calloc, realloc, strdup and strndup. An
+ * allocation that fails (for real or injected) returns NULL and increments
+ * the calling thread's failure count (ts_alloc_failures); a public function
+ * that cannot see every failure below it directly compares the count before
+ * and after its work and returns TS_ENOMEM ("out of memory") when it grew.
+ */
+#ifndef TESSERA_TIR_ALLOC_H
+#define TESSERA_TIR_ALLOC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+void *ts_malloc(size_t size);
+void *ts_calloc(size_t n, size_t size);
+/* As realloc: on failure p is left allocated and unchanged. */
+void *ts_realloc(void *p, size_t size);
+char *ts_strdup(const char *s);
+char *ts_strndup(const char *s, size_t n);
+
+/* The number of allocations that failed on this thread so far (it only
+ * grows). */
+unsigned long ts_alloc_failures(void);
+/* Counts a failure of an allocation made outside the wrappers (a library's
+ * own allocator). */
+void ts_alloc_note_failure(void);
+
+struct ts_error;
+/* What a public function returns after its work: TS_ENOMEM with the
+ * message "WHAT: out of memory" when an allocation failed on this thread
+ * since `since` (a ts_alloc_failures() value taken before the work, so an
+ * error the failure caused further down, such as a lookup that found
+ * nothing, is reported as what it is), else rc unchanged. */
+int ts_alloc_check(unsigned long since, int rc, struct ts_error *err,
+                   const char *what);
+
+/* Fault injection, for tests (process-wide; the counters are atomic, so
+ * the hook is safe to use while other threads allocate, though then which
+ * thread's allocation fails is not determined).
+ *   nth > 0: the nth wrapper allocation from now fails (once; those after
+ *            it succeed again);
+ *   nth == 0: no allocation fails, but allocations are counted;
+ *   nth < 0: the hook is off (the default; a wrapper then costs one relaxed
+ *            atomic load more than the allocation).
+ * Each call restarts the count. */
+void ts_alloc_fail_nth(long nth);
+/* The wrapper allocations since the last ts_alloc_fail_nth (0 when off). */
+long ts_alloc_count(void);
+/* Whether the failure armed by ts_alloc_fail_nth(nth > 0) has happened. */
+bool ts_alloc_injected(void);
+/* Called as the armed allocation fails (a debugger breakpoint's place). */
+void ts_alloc_injecting(void);
+
+#endif /* TESSERA_TIR_ALLOC_H */
