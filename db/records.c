@@ -666,6 +666,7 @@ int ts_db_best_by_func(ts_db *db, const ts_func *f, const char *target,
   /* Serialize f once: its hash and the equality checks come from the key. */
   size_t key_len;
   uint8_t *key = ts_func_structural_key(f, &key_len);
+  if (!key) return TS_ERR(&db->err, TS_ENOMEM, "best_by_func: out of memory");
   char hex[33];
   ts_hash128_hex(ts_structural_key_hash(key, key_len), hex);
   db_q *st = db_stmt(db, ST_BEST_BY_HASH);

@@ -24,15 +24,19 @@ struct relax_map {
   int n, cap;
 };
 
+/* What relax_create returns when out of memory (the failure is counted):
+ * it relaxes nothing and takes nothing. */
+static relax_map dead_relax;
+
 relax_map *relax_create(void) {
   relax_map *m = ts_calloc(1, sizeof *m);
-  if (!m) abort();
+  if (!m) return &dead_relax;
   m->map = ts_node_map_create();
   return m;
 }
 
 void relax_destroy(relax_map *m) {
-  if (!m) return;
+  if (!m || m == &dead_relax) return;
   for (int i = 0; i < m->n; i++) free(m->owned[i]);
   free(m->owned);
   ts_node_map_destroy(m->map);
@@ -40,15 +44,20 @@ void relax_destroy(relax_map *m) {
 }
 
 void relax_set(relax_map *m, const ts_expr *var, ts_expr *lo, ts_expr *hi) {
+  /* out of memory: the var stays unrelaxed (the failure is counted and
+   * the public function reports TS_ENOMEM) */
+  if (m == &dead_relax) return;
+  if (m->n == m->cap) {
+    int cap = m->cap ? m->cap * 2 : 16;
+    ivl **owned = ts_realloc(m->owned, sizeof *m->owned * (size_t)cap);
+    if (!owned) return;
+    m->owned = owned;
+    m->cap = cap;
+  }
   ivl *v = ts_malloc(sizeof *v);
-  if (!v) abort();
+  if (!v) return;
   v->lo = lo;
   v->hi = hi;
-  if (m->n == m->cap) {
-    m->cap = m->cap ? m->cap * 2 : 16;
-    m->owned = ts_realloc(m->owned, sizeof *m->owned * (size_t)m->cap);
-    if (!m->owned) abort();
-  }
   m->owned[m->n++] = v;
   ts_node_map_put(m->map, var, v);
 }
@@ -60,7 +69,7 @@ void relax_loop(ts_arena *a, relax_map *m, const ts_stmt *loop) {
 }
 
 static bool has_relaxed(const ts_expr *e, const relax_map *m) {
-  return uses_any_var(e, m->map);
+  return m->map && uses_any_var(e, m->map);
 }
 
 static bool index_int(ts_dtype t) {
@@ -392,7 +401,10 @@ bool parallel_safe(ts_sched *s, const ts_stmt *loop, const ts_stmt *realize,
       nsp++;
     }
   int64_t *tuples = ts_calloc((size_t)(ex * (nsp + 1) + 1), sizeof *tuples);
-  if (!tuples) abort();
+  if (!tuples) { /* out of memory (counted; the caller reports it) */
+    snprintf(why, why_cap, "out of memory");
+    return false;
+  }
   bool ok = true;
   for (int64_t it = 0; it < ex && ok; it++) {
     env_set(&en, v, mn + it);

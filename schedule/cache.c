@@ -797,7 +797,7 @@ static int enumerate_injective(ts_sched *s, const ts_buffer *buf,
                 "map (at most %lld elements)",
                 bufname, (long long)MAX_CHECK_ELEMS);
   uint8_t *seen = ts_calloc((size_t)(total / 8 + 1), 1);
-  if (!seen) abort();
+  if (!seen) return FAIL(s, TS_ENOMEM, "transform_layout: out of memory");
   env en = {0};
   int64_t pt[TS_MAX_DIMS] = {0};
   for (int64_t e = 0; e < n_elems && !rc; e++) {

@@ -268,8 +268,8 @@ static void plan_iter(ts_arena *a, const ts_block *b, int i, bool ok,
 static ts_stmt *build_nest(ts_arena *a, ts_block *b, const iter_plan *plans,
                            ts_stmt **realize) {
   int n = ts_block_n_iters(b);
-  ts_expr **vals = ts_malloc(sizeof *vals * (size_t)(n ? n : 1));
-  ts_stmt **loops = ts_malloc(sizeof *loops * (size_t)(n ? n : 1));
+  ts_expr **vals = ts_arena_alloc(a, sizeof *vals * (size_t)(n ? n : 1));
+  ts_stmt **loops = ts_arena_alloc(a, sizeof *loops * (size_t)(n ? n : 1));
   ts_expr *pred = NULL;
   int nl = 0;
   for (int i = 0; i < n; i++) {
@@ -298,8 +298,6 @@ static ts_stmt *build_nest(ts_arena *a, ts_block *b, const iter_plan *plans,
     ts_for_set_body(loops[k], body);
     body = loops[k];
   }
-  free(vals);
-  free(loops);
   return body;
 }
 
@@ -439,7 +437,7 @@ static int plan_compute_at(ts_sched *s, const char *prim, ts_stmt *r,
   tree_loops_above(s->func, loop, &outer);
   sv_push(&outer, loop);
   int n = ts_block_n_iters(b);
-  iter_plan *plans = ts_calloc((size_t)(n ? n : 1), sizeof *plans);
+  iter_plan *plans = ts_arena_alloc(a, sizeof *plans * (size_t)(n ? n : 1));
   for (int i = 0; i < n && !rc; i++) {
     int d = dims[i];
     bool spatial = ts_block_iter_kind(b, i) == TS_ITER_SPATIAL;
@@ -452,7 +450,6 @@ static int plan_compute_at(ts_sched *s, const char *prim, ts_stmt *r,
   ts_stmt *realize = NULL;
   if (!rc) plan->nest = build_nest(a, b, plans, &realize);
   if (!rc) rc = check_parallel_above(s, prim, outer.v, outer.n, realize);
-  free(plans);
   sv_free(&outer);
   sv_free(&all);
   sv_free(&consumers);
@@ -548,10 +545,11 @@ static int plan_reverse_compute_at(ts_sched *s, const char *prim, ts_stmt *r,
   }
   /* the region of each read buffer produced under the loop */
   int n = ts_block_n_iters(b);
-  ts_expr **ilo = ts_calloc((size_t)(n ? n : 1), sizeof *ilo);
-  ts_expr **ihi = ts_calloc((size_t)(n ? n : 1), sizeof *ihi);
-  int *state = ts_calloc((size_t)(n ? n : 1), sizeof *state); /* 0 free, 1 set,
-                                                              2 unbounded */
+  ts_expr **ilo = ts_arena_alloc(a, sizeof *ilo * (size_t)(n ? n : 1));
+  ts_expr **ihi = ts_arena_alloc(a, sizeof *ihi * (size_t)(n ? n : 1));
+  int *state =
+      ts_arena_alloc(a, sizeof *state * (size_t)(n ? n : 1)); /* 0 free, 1 set,
+                                                     2 unbounded */
   char why[400];
   for (int j = 0; j < ts_block_n_reads(b) && !rc; j++) {
     const ts_region *reg = ts_block_read(b, j);
@@ -592,7 +590,7 @@ static int plan_reverse_compute_at(ts_sched *s, const char *prim, ts_stmt *r,
       }
     }
   }
-  iter_plan *plans = ts_calloc((size_t)(n ? n : 1), sizeof *plans);
+  iter_plan *plans = ts_arena_alloc(a, sizeof *plans * (size_t)(n ? n : 1));
   for (int i = 0; i < n && !rc; i++) {
     plan_iter(a, b, i, state[i] == 1, ilo[i], ihi[i], outer.v, outer.n,
               &plans[i]);
@@ -613,10 +611,6 @@ static int plan_reverse_compute_at(ts_sched *s, const char *prim, ts_stmt *r,
   ts_stmt *realize = NULL;
   if (!rc) plan->nest = build_nest(a, b, plans, &realize);
   if (!rc) rc = check_parallel_above(s, prim, outer.v, outer.n, realize);
-  free(plans);
-  free(ilo);
-  free(ihi);
-  free(state);
   sv_free(&outer);
   sv_free(&all);
   sv_free(&producers);
@@ -1019,11 +1013,10 @@ static int plan_reverse_inline(ts_sched *s, const char *prim, ts_stmt *r,
   ts_expr *value = ts_expr_mutate(a, ts_store_value(cst), replace_post, &rctx);
   value = ts_expr_substitute(a, value, map, NULL);
   int n = ts_store_n_indices(cst);
-  ts_expr **idx = ts_malloc(sizeof *idx * (size_t)(n ? n : 1));
+  ts_expr **idx = ts_arena_alloc(a, sizeof *idx * (size_t)(n ? n : 1));
   for (int d = 0; d < n; d++)
     idx[d] = ts_expr_substitute(a, ts_store_index(cst, d), map, NULL);
   plan->store = ts_store(a, out_buf, idx, n, value);
-  free(idx);
   ts_node_map_destroy(map);
   plan->c = r;
   plan->p = p;

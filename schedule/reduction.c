@@ -119,7 +119,7 @@ int apply_decompose_reduction(ts_sched *s, inst *in, rv_list *out) {
   ts_block *ib = ts_block_new(a, name);
   ts_node_map *imap = ts_node_map_create(); /* old iter var -> new */
   int n = ts_block_n_iters(b);
-  ts_expr **vals = ts_malloc(sizeof *vals * (size_t)(n ? n : 1));
+  ts_expr **vals = ts_arena_alloc(a, sizeof *vals * (size_t)(n ? n : 1));
   int nv = 0;
   for (int k = 0; k < n; k++) {
     if (ts_block_iter_kind(b, k) != TS_ITER_SPATIAL) continue;
@@ -138,7 +138,6 @@ int apply_decompose_reduction(ts_sched *s, inst *in, rv_list *out) {
     ts_for_set_body(loops[i], nest);
     nest = loops[i];
   }
-  free(vals);
   ts_node_map_destroy(lmap);
   ts_node_map_destroy(imap);
   /* insert before the target loop in its parent's statement list */
@@ -149,14 +148,13 @@ int apply_decompose_reduction(ts_sched *s, inst *in, rv_list *out) {
   sv_free(&p);
   if (parent && ts_stmt_kind_of(parent) == TS_STMT_SEQ) {
     int m = ts_seq_n(parent);
-    ts_stmt **items = ts_malloc(sizeof *items * (size_t)(m + 1));
+    ts_stmt **items = ts_arena_alloc(a, sizeof *items * (size_t)(m + 1));
     int k = 0;
     for (int i = 0; i < m; i++) {
       if (ts_seq_item(parent, i) == loop) items[k++] = nest;
       items[k++] = ts_seq_item(parent, i);
     }
     tree_replace(s->func, grand, parent, make_seq(a, items, k));
-    free(items);
   } else {
     ts_stmt *two[2] = {nest, loop};
     tree_replace(s->func, parent, loop, make_seq(a, two, 2));
@@ -366,7 +364,7 @@ int apply_rfactor(ts_sched *s, inst *in, rv_list *out) {
   ts_node_map *imap = ts_node_map_create(); /* b's iter -> rf expr */
   ts_node_map *lmap = ts_node_map_create(); /* loop var -> rf iter */
   int n = ts_block_n_iters(b);
-  ts_expr **vals = ts_malloc(sizeof *vals * (size_t)(n + above.n + 1));
+  ts_expr **vals = ts_arena_alloc(a, sizeof *vals * (size_t)(n + above.n + 1));
   int nv = 0;
   ts_expr *loop_iter = NULL;
   for (int k = 0; k < n; k++) {
@@ -413,7 +411,6 @@ int apply_rfactor(ts_sched *s, inst *in, rv_list *out) {
   }
   ts_block_infer_regions(a, rb);
   ts_stmt *rrealize = ts_block_realize(a, rb, vals, nv, NULL);
-  free(vals);
   /* the write-back block (keeps b's name): spatial iters + the rf iter */
   ts_block *wb = ts_block_new(a, bn);
   ts_node_map *wmap = ts_node_map_create();

@@ -144,7 +144,7 @@ int apply_sample_perfect_tile(ts_sched *s, inst *in, rv_list *out) {
                   "max_innermost_factor %lld with n = 1",
                   loop_name(loop), (long long)extent, (long long)max_inner);
     tval *items = ts_calloc(MAX_TILE_PARTS, sizeof *items);
-    if (!items) abort();
+    if (!items) return FAIL(s, TS_ENOMEM, "sample_perfect_tile: out of memory");
     for (int i = 0; i < n; i++) items[i] = tv_int(f[i]);
     in->decision = tv_list(items, (int)n);
   }
@@ -222,7 +222,7 @@ int apply_sample_tile(ts_sched *s, inst *in, rv_list *out) {
     }
     for (int i = 1; i < n; i++) inner *= f[i];
     tval *items = ts_calloc(MAX_TILE_PARTS, sizeof *items);
-    if (!items) abort();
+    if (!items) return FAIL(s, TS_ENOMEM, "sample_tile: out of memory");
     for (int i = 1; i < n; i++) items[i - 1] = tv_int(f[i]);
     in->decision = tv_list(items, (int)n - 1);
   }

@@ -40,13 +40,17 @@ typedef struct stream {
   size_t len, cap;
   ts_node_map *ids; /* var or buffer -> id + 1 (free ones: | FREE_BIT) */
   uint32_t n_vars, n_free_vars, n_bufs, n_free_bufs;
+  bool failed;         /* out of memory: the stream is incomplete */
   uint8_t local[4096]; /* first bytes live here: no malloc for small funcs */
 } stream;
 
 #define FREE_BIT ((uintptr_t)1 << 31)
 
-static void reserve(stream *s, size_t n) {
-  if (s->len + n <= s->cap) return;
+/* Whether n more bytes fit (out of memory: false, and the stream is
+ * marked failed). */
+static bool reserve(stream *s, size_t n) {
+  if (s->failed) return false;
+  if (s->len + n <= s->cap) return true;
   size_t cap = s->cap * 2;
   while (cap < s->len + n) cap *= 2;
   uint8_t *d;
@@ -56,23 +60,27 @@ static void reserve(stream *s, size_t n) {
   } else {
     d = ts_realloc(s->data, cap);
   }
-  if (!d) abort();
+  if (!d) {
+    s->failed = true;
+    return false;
+  }
   s->data = d;
   s->cap = cap;
+  return true;
 }
 
 static void put_u8(stream *s, uint8_t v) {
-  reserve(s, 1);
+  if (!reserve(s, 1)) return;
   s->data[s->len++] = v;
 }
 
 static void put_u32(stream *s, uint32_t v) {
-  reserve(s, 4);
+  if (!reserve(s, 4)) return;
   for (int i = 0; i < 4; i++) s->data[s->len++] = (uint8_t)(v >> (8 * i));
 }
 
 static void put_u64(stream *s, uint64_t v) {
-  reserve(s, 8);
+  if (!reserve(s, 8)) return;
   for (int i = 0; i < 8; i++) s->data[s->len++] = (uint8_t)(v >> (8 * i));
 }
 
@@ -93,7 +101,7 @@ static void put_str(stream *s, const char *str) {
   }
   size_t n = strlen(str);
   put_u32(s, (uint32_t)n);
-  reserve(s, n);
+  if (!reserve(s, n)) return;
   memcpy(s->data + s->len, str, n);
   s->len += n;
 }
@@ -180,7 +188,10 @@ static void put_anns(stream *s, const ann_list *l) {
   const ts_annotation *local[16];
   const ts_annotation **order =
       l->n <= 16 ? local : ts_malloc(sizeof *order * (size_t)l->n);
-  if (!order) abort();
+  if (!order) {
+    s->failed = true;
+    return;
+  }
   for (int i = 0; i < l->n; i++) {
     const ts_annotation *x = &l->items[i];
     int j = i;
@@ -274,7 +285,10 @@ static void put_block(stream *s, const ts_block *b) {
   int n = b->n_iters + b->n_allocs;
   void *local[16];
   void **old = n <= 16 ? local : ts_malloc(sizeof *old * (size_t)n);
-  if (!old) abort();
+  if (!old) {
+    s->failed = true;
+    return;
+  }
   for (int i = 0; i < b->n_iters; i++) {
     put_u8(s, b->iters[i].kind);
     put_expr(s, b->iters[i].dom.min);
@@ -355,7 +369,10 @@ static void put_stmt(stream *s, const ts_stmt *st) {
   }
 }
 
+/* Streams f into s; s->failed when an allocation failed on the way (the
+ * ids map too: a var it lost would be streamed as free). */
 static void stream_func(stream *s, const ts_func *f) {
+  unsigned long oom = ts_alloc_failures();
   memset(s, 0, offsetof(stream, local));
   s->data = s->local;
   s->cap = sizeof s->local;
@@ -366,6 +383,7 @@ static void stream_func(stream *s, const ts_func *f) {
   put_u32(s, (uint32_t)f->n_params);
   for (int i = 0; i < f->n_params; i++) (void)def_buffer(s, f->params[i]);
   put_stmt(s, f->body);
+  if (ts_alloc_failures() != oom) s->failed = true;
 }
 
 static void stream_free(stream *s) {
@@ -449,7 +467,8 @@ ts_hash128 ts_func_hash(const ts_func *f) {
   if (!f) return (ts_hash128){0, 0};
   stream s;
   stream_func(&s, f);
-  ts_hash128 h = murmur3_128(s.data, s.len, HASH_SEED);
+  ts_hash128 h =
+      s.failed ? (ts_hash128){0, 0} : murmur3_128(s.data, s.len, HASH_SEED);
   stream_free(&s);
   return h;
 }
@@ -457,8 +476,12 @@ ts_hash128 ts_func_hash(const ts_func *f) {
 uint8_t *ts_func_structural_key(const ts_func *f, size_t *len) {
   stream s;
   stream_func(&s, f);
-  uint8_t *key = ts_malloc(s.len ? s.len : 1);
-  if (!key) abort();
+  uint8_t *key = s.failed ? NULL : ts_malloc(s.len ? s.len : 1);
+  if (!key) {
+    *len = 0;
+    stream_free(&s);
+    return NULL;
+  }
   memcpy(key, s.data, s.len);
   *len = s.len;
   stream_free(&s);
@@ -473,10 +496,15 @@ bool ts_func_equal(const ts_func *a, const ts_func *b) {
   if (a == b) return true;
   if (!a || !b) return false;
   stream *sa = ts_malloc(sizeof *sa), *sb = ts_malloc(sizeof *sb);
-  if (!sa || !sb) abort();
+  if (!sa || !sb) {
+    free(sa);
+    free(sb);
+    return false;
+  }
   stream_func(sa, a);
   stream_func(sb, b);
-  bool eq = sa->len == sb->len && memcmp(sa->data, sb->data, sa->len) == 0;
+  bool eq = !sa->failed && !sb->failed && sa->len == sb->len &&
+            memcmp(sa->data, sb->data, sa->len) == 0;
   stream_free(sa);
   stream_free(sb);
   free(sa);

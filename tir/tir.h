@@ -688,7 +688,9 @@ typedef struct ts_hash128 {
  * annotations and block names (traces refer to blocks by name). */
 ts_hash128 ts_func_hash(const ts_func *f);
 /* True when a and b are equal up to the names of vars, buffers and the
- * function (the same relation the hash respects). */
+ * function (the same relation the hash respects). Out of memory (counted
+ * by ts_alloc_failures): ts_func_hash gives the zero hash, ts_func_equal
+ * false and ts_func_structural_key NULL. */
 bool ts_func_equal(const ts_func *a, const ts_func *b);
 /* The canonical byte stream behind ts_func_hash and ts_func_equal: two
  * functions are equal exactly when their keys are byte-equal, and

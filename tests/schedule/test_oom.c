@@ -1,16 +1,16 @@
 /*
  * test_oom.c — out of memory is an error, not a crash. A 16x16x16 matmul
- * goes from its spec to TIR, is printed and parsed back and scheduled
- * (split, reorder, cache_write, the trace printed) once to count tessera's
- * allocations K, then once for every N in 1..K with the N-th allocation
- * failing (tir/alloc.h's fault-injection hook): each run must return
- * TS_ENOMEM with "out of memory" in the message (never crash, never
- * succeed). Before and after the walk, with the hook off, the whole
- * pipeline (the rest of the schedule: reverse_compute_at,
- * decompose_reduction, parallel, unroll, vectorize; lowering and building
- * with the LLVM backend) succeeds with the same lowered function. The walk
- * does not cover those later primitives, lowering and code generation yet:
- * some of their allocations are still used unchecked.
+ * goes through the pipeline: from its spec to TIR, printed and
+ * parsed back, scheduled (split, reorder, cache_write, the trace printed,
+ * reverse_compute_at, decompose_reduction, parallel, unroll, vectorize),
+ * lowered and built with the LLVM backend. The pipeline runs once to count
+ * tessera's allocations K, then once for every N in 1..K with the N-th
+ * allocation failing (tir/alloc.h's fault-injection hook): each run must
+ * return TS_ENOMEM with "out of memory" in the message (never crash, never
+ * succeed). Before and after the walk, with the hook off, the pipeline
+ * succeeds with the same lowered function. The walk ends after the
+ * schedule (WALK_LAST): lowering and building still use some of their
+ * allocations unchecked.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -24,6 +24,10 @@
 
 #include <time.h>
 
+/* The last stage the walk covers and its stride. */
+#define WALK_LAST ST_ANNOTATE
+#define WALK_STRIDE 1
+
 /* The sched's message as the pipeline's error. */
 static int sched_rc(int rc, const ts_sched *s, ts_error *err) {
   if (rc) *err = *ts_sched_error(s);
@@ -36,17 +40,35 @@ static int sched_rc(int rc, const ts_sched *s, ts_error *err) {
   } while (0)
 #define SCHED(x) STEP(sched_rc((x), s, err))
 
-/* The part of the pipeline the walk covers: the workload from its spec,
- * printed and parsed back, scheduled (tiled, reordered, cached). On
- * success *out is the schedule. */
-static int walked(ts_sched **out, ts_rv *b, ts_rv *cw, ts_rv i2[2], ts_rv j2[2],
-                  ts_rv k2[2], ts_error *err) {
+/* The stages of the pipeline, in order. */
+enum {
+  ST_CACHE_WRITE, /* spec, print, parse, split x3, reorder, cache_write,
+                     the trace printed */
+  ST_COMPUTE_AT,  /* reverse_compute_at */
+  ST_DECOMPOSE,   /* decompose_reduction */
+  ST_ANNOTATE,    /* parallel, unroll, vectorize */
+  ST_LOWER,       /* ts_lower on its own */
+  ST_BUILD,       /* ts_build with the LLVM backend (lowering again) */
+  ST_N
+};
+static const char *const stage_names[ST_N] = {
+    "cache_write", "compute_at", "decompose_reduction",
+    "annotate",    "lower",      "build"};
+
+/* The pipeline through stage `last` (ts_lower on its own only when it is
+ * the last stage: the build lowers too). On success through ST_BUILD,
+ * *lowered is the printed lowered function (malloc'd), else NULL. */
+static int pipeline(const ts_target *t, int last, char **lowered,
+                    ts_error *err) {
   int rc = TS_OK;
   ts_workload *w = NULL;
-  ts_func *f = NULL;
+  ts_func *f = NULL, *low = NULL;
   ts_sched *s = NULL;
   char *text = NULL, *script = NULL;
-  *out = NULL;
+  ts_build_result br = {0};
+  ts_rv b, cw, init, l[3], i2[2], j2[2], k2[2];
+  int n;
+  *lowered = NULL;
   ts_error_clear(err);
 
   STEP(ts_workload_from_spec("matmul M=16 N=16 K=16 dtype=float32", &w, err));
@@ -54,45 +76,30 @@ static int walked(ts_sched **out, ts_rv *b, ts_rv *cw, ts_rv i2[2], ts_rv j2[2],
   if (!text) STEP(TS_ERR(err, TS_ENOMEM, "print: out of memory"));
   STEP(ts_func_parse(text, strlen(text), "matmul.tir", &f, err));
   STEP(ts_sched_create(f, 7, &s, err));
-  ts_rv l[3];
-  int n;
-  SCHED(ts_sched_get_block(s, "C", b));
-  SCHED(ts_sched_get_loops(s, *b, l, 3, &n));
+  SCHED(ts_sched_get_block(s, "C", &b));
+  SCHED(ts_sched_get_loops(s, b, l, 3, &n));
   SCHED(ts_sched_split(s, l[0], (int64_t[]){TS_SPLIT_INFER, 4}, 2, i2));
   SCHED(ts_sched_split(s, l[1], (int64_t[]){TS_SPLIT_INFER, 8}, 2, j2));
   SCHED(ts_sched_split(s, l[2], (int64_t[]){TS_SPLIT_INFER, 4}, 2, k2));
   SCHED(ts_sched_reorder(s, (ts_rv[]){i2[0], j2[0], k2[0], i2[1], k2[1], j2[1]},
                          6));
-  SCHED(ts_sched_cache_write(s, *b, "C", "local", cw));
+  SCHED(ts_sched_cache_write(s, b, "C", "local", &cw));
   script = ts_trace_print(ts_sched_trace(s));
   if (!script) STEP(TS_ERR(err, TS_ENOMEM, "trace: out of memory"));
-  *out = s;
-  s = NULL;
-
-done:
-  free(script);
-  ts_sched_destroy(s);
-  ts_func_free(f);
-  free(text);
-  ts_workload_free(w);
-  return rc;
-}
-
-/* The whole pipeline: the walked part, the rest of the schedule, lowering
- * and building. On success *lowered is the printed lowered function
- * (malloc'd). */
-static int pipeline(const ts_target *t, char **lowered, ts_error *err) {
-  ts_sched *s = NULL;
-  ts_rv b, cw, init, i2[2], j2[2], k2[2];
-  ts_build_result br = {0};
-  *lowered = NULL;
-  int rc = walked(&s, &b, &cw, i2, j2, k2, err);
-  if (rc) return rc;
+  if (last < ST_COMPUTE_AT) goto done;
   SCHED(ts_sched_reverse_compute_at(s, cw, j2[0]));
+  if (last < ST_DECOMPOSE) goto done;
   SCHED(ts_sched_decompose_reduction(s, b, k2[0], &init));
+  if (last < ST_ANNOTATE) goto done;
   SCHED(ts_sched_parallel(s, i2[0]));
   SCHED(ts_sched_unroll(s, k2[1]));
   SCHED(ts_sched_vectorize(s, j2[1]));
+  if (last == ST_LOWER) {
+    ts_lower_options lo = ts_lower_defaults();
+    low = ts_lower(ts_sched_func(s), &lo, err);
+    if (!low) STEP(err->code ? err->code : TS_EINTERNAL);
+  }
+  if (last < ST_BUILD) goto done;
   ts_build_options o = ts_build_defaults();
   o.keep_lowered = true;
   STEP(ts_build(ts_sched_func(s), t, &o, &br, err));
@@ -102,7 +109,12 @@ static int pipeline(const ts_target *t, char **lowered, ts_error *err) {
   if (!*lowered) STEP(TS_ERR(err, TS_ENOMEM, "print: out of memory"));
 done:
   ts_build_result_clear(&br);
+  ts_func_free(low);
+  free(script);
   ts_sched_destroy(s);
+  ts_func_free(f);
+  free(text);
+  ts_workload_free(w);
   return rc;
 }
 
@@ -120,35 +132,40 @@ static void test_walk(void **state) {
 
   /* the whole pipeline works */
   char *want = NULL;
-  int rc = pipeline(t, &want, &err);
+  int rc = pipeline(t, ST_BUILD, &want, &err);
   if (rc) fprintf(stderr, "pipeline: %s\n", err.msg);
   assert_int_equal(rc, TS_OK);
 
+  /* For a quick look or a debugger: TS_OOM_STAGE=NAME ends the walk at
+   * that stage, TS_OOM_STRIDE=S walks every S-th allocation only,
+   * TS_OOM_FROM=N starts at the N-th (with a breakpoint on
+   * ts_alloc_injecting, the debugger stops in the failing allocation). */
+  int last = WALK_LAST;
+  const char *env = getenv("TS_OOM_STAGE");
+  for (int i = 0; env && i < ST_N; i++)
+    if (!strcmp(env, stage_names[i])) last = i;
+
   /* count the walked part's allocations */
-  ts_rv b, cw, i2[2], j2[2], k2[2];
-  ts_sched *s = NULL;
+  char *out = NULL;
   ts_alloc_fail_nth(0);
-  rc = walked(&s, &b, &cw, i2, j2, k2, &err);
+  rc = pipeline(t, last, &out, &err);
   long k = ts_alloc_count();
   ts_alloc_fail_nth(-1);
+  if (rc) fprintf(stderr, "counting: %s\n", err.msg);
   assert_int_equal(rc, TS_OK);
-  ts_sched_destroy(s);
+  free(out);
   assert_true(k > 100);
 
-  /* For a quick look or a debugger: TS_OOM_STRIDE=S walks every S-th
-   * allocation only, TS_OOM_FROM=N starts at the N-th (with a breakpoint
-   * on ts_alloc_injecting, the debugger stops in the failing allocation). */
-  const char *env = getenv("TS_OOM_STRIDE");
-  long stride = env && atol(env) > 0 ? atol(env) : 1;
+  env = getenv("TS_OOM_STRIDE");
+  long stride = env && atol(env) > 0 ? atol(env) : WALK_STRIDE;
   env = getenv("TS_OOM_FROM");
   long from = env && atol(env) > 0 ? atol(env) : 1;
   double t0 = now();
   long n_walked = 0;
   for (long nth = from; nth <= k; nth += stride) {
-    s = NULL;
     unsigned long failures = ts_alloc_failures();
     ts_alloc_fail_nth(nth);
-    rc = walked(&s, &b, &cw, i2, j2, k2, &err);
+    rc = pipeline(t, last, &out, &err);
     bool injected = ts_alloc_injected();
     ts_alloc_fail_nth(-1);
     if (rc != TS_ENOMEM || !strstr(err.msg, "out of memory"))
@@ -158,19 +175,20 @@ static void test_walk(void **state) {
     assert_true(ts_alloc_failures() == failures + 1);
     assert_int_equal(rc, TS_ENOMEM);
     assert_non_null(strstr(err.msg, "out of memory"));
-    assert_null(s);
+    assert_null(out);
     n_walked++;
   }
   double secs = now() - t0;
 
   /* and with the hook off everything works as before */
   char *again = NULL;
-  rc = pipeline(t, &again, &err);
+  rc = pipeline(t, ST_BUILD, &again, &err);
   if (rc) fprintf(stderr, "pipeline after the walk: %s\n", err.msg);
   assert_int_equal(rc, TS_OK);
   assert_string_equal(again, want);
-  printf("out of memory at each of %ld of %ld allocations: %.1f s\n", n_walked,
-         k, secs);
+  printf("out of memory at each of %ld of %ld allocations through %s: %.1f "
+         "s\n",
+         n_walked, k, stage_names[last], secs);
   free(again);
   free(want);
 }
