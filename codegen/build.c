@@ -21,6 +21,7 @@
 ts_artifact *ts_artifact_new(ts_artifact_kind kind, const char *entry,
                              const ts_artifact_arg *args, int n_args,
                              const void *bytes, size_t n_bytes) {
+  if (n_args > 0 && !args) return NULL; /* (ts_artifact_args_of failed) */
   ts_artifact *a = ts_calloc(1, sizeof *a);
   if (!a) return NULL;
   a->kind = kind;
@@ -133,6 +134,11 @@ static char *emit_to_string(LLVMTargetMachineRef tm, LLVMModuleRef mod,
   }
   size_t n = LLVMGetBufferSize(buf);
   char *out = ts_malloc(n + 1);
+  if (!out) {
+    LLVMDisposeMemoryBuffer(buf);
+    *errmsg = NULL;
+    return NULL;
+  }
   memcpy(out, LLVMGetBufferStart(buf), n);
   out[n] = 0;
   *len = n;
@@ -148,6 +154,9 @@ int ts_build(const ts_func *f, const ts_target *t, const ts_build_options *opts,
                   "build: out of memory while the function was built");
   ts_build_options o = opts ? *opts : ts_build_defaults();
   pthread_once(&llvm_once, init_llvm);
+  /* tessera's own allocations (LLVM's are not counted: it has no way to
+   * report a failure) */
+  unsigned long oom = ts_alloc_failures();
   int rc = TS_OK;
   bool cuda = ts_target_is_cuda(t);
 
@@ -193,7 +202,9 @@ int ts_build(const ts_func *f, const ts_target *t, const ts_build_options *opts,
                .features = ts_target_llvm_features(t),
                .vector_bits = ts_target_vector_bits(t),
                .ranges = ts_var_ranges_create(),
-               .err = err};
+               .err = err,
+               .tmp = ts_func_arena(lowered),
+               .oom = oom};
   double t1 = ts_now_seconds();
   rc = emit_kernel(&e, lowered, entry);
   if (!rc && LLVMVerifyModule(mod, LLVMReturnStatusAction, &msg)) {
@@ -203,6 +214,7 @@ int ts_build(const ts_func *f, const ts_target *t, const ts_build_options *opts,
   if (msg) LLVMDisposeMessage(msg);
   msg = NULL;
   out->emit_ms = (ts_now_seconds() - t1) * 1e3;
+  rc = ts_alloc_check(oom, rc, err, "build");
 
   if (!rc && !o.no_opt) {
     double t2 = ts_now_seconds();
@@ -227,7 +239,8 @@ int ts_build(const ts_func *f, const ts_target *t, const ts_build_options *opts,
     out->assembly = emit_to_string(tm, clone, LLVMAssemblyFile, &n, &emsg);
     LLVMDisposeModule(clone);
     if (!out->assembly) {
-      rc = TS_ERR(err, TS_EINTERNAL, "LLVM assembly emission failed: %s", emsg);
+      rc = TS_ERR(err, TS_EINTERNAL, "LLVM assembly emission failed: %s",
+                  emsg ? emsg : "out of memory");
       free(emsg);
     }
   }
@@ -237,7 +250,8 @@ int ts_build(const ts_func *f, const ts_target *t, const ts_build_options *opts,
     char *bytes = emit_to_string(
         tm, mod, cuda ? LLVMAssemblyFile : LLVMObjectFile, &n, &emsg);
     if (!bytes) {
-      rc = TS_ERR(err, TS_EINTERNAL, "LLVM code emission failed: %s", emsg);
+      rc = TS_ERR(err, TS_EINTERNAL, "LLVM code emission failed: %s",
+                  emsg ? emsg : "out of memory");
       free(emsg);
     } else {
       ts_artifact_arg *args = ts_artifact_args_of(f);
@@ -256,6 +270,7 @@ int ts_build(const ts_func *f, const ts_target *t, const ts_build_options *opts,
     }
   }
   out->codegen_ms = (ts_now_seconds() - t3) * 1e3;
+  rc = ts_alloc_check(oom, rc, err, "build");
 
   ts_var_ranges_destroy(e.ranges);
   LLVMDisposeBuilder(b);

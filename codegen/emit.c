@@ -370,8 +370,14 @@ static void emit_allocate(emitter *e, ts_stmt *s) {
   LLVMBuildCall2(e->b, ft, fre, fargs, 2, "");
 }
 
+bool emit_oom(emitter *e) {
+  if (!e->status && ts_alloc_failures() != e->oom)
+    emit_fail(e, TS_ENOMEM, "code generation: out of memory");
+  return e->status == TS_ENOMEM;
+}
+
 void emit_stmt(emitter *e, ts_stmt *s) {
-  if (!s || e->status) return;
+  if (!s || e->status || emit_oom(e)) return;
   switch (ts_stmt_kind_of(s)) {
   case TS_STMT_FOR: emit_for(e, s); return;
   case TS_STMT_STORE: emit_store(e, s); return;

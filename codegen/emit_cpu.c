@@ -187,9 +187,16 @@ static void capture_node(capture_ctx *c, const void *node, bool is_buf) {
   ts_node_map_put(c->seen, node, (void *)1);
   if (!ts_node_map_get(c->e->cur->vals, node)) return;
   if (c->n == c->cap) {
-    c->cap = c->cap ? c->cap * 2 : 16;
-    c->nodes = ts_realloc(c->nodes, sizeof *c->nodes * (size_t)c->cap);
-    c->is_buf = ts_realloc(c->is_buf, sizeof *c->is_buf * (size_t)c->cap);
+    /* out of memory (counted): the node is not captured, and emit_oom
+     * stops the emitter */
+    int cap = c->cap ? c->cap * 2 : 16;
+    const void **nodes = ts_realloc(c->nodes, sizeof *c->nodes * (size_t)cap);
+    if (!nodes) return;
+    c->nodes = nodes;
+    bool *is_buf = ts_realloc(c->is_buf, sizeof *c->is_buf * (size_t)cap);
+    if (!is_buf) return;
+    c->is_buf = is_buf;
+    c->cap = cap;
   }
   c->is_buf[c->n] = is_buf;
   c->nodes[c->n++] = node;
@@ -231,11 +238,16 @@ void emit_parallel(emitter *e, ts_stmt *s) {
       .enter_stmt = capture_stmt, .visit_expr = capture_visit, .ctx = &cc};
   ts_stmt_walk(ts_for_body(s), &v);
   ts_node_map_destroy(cc.seen);
+  if (emit_oom(e)) {
+    free(cc.nodes);
+    free(cc.is_buf);
+    return;
+  }
 
   /* closure = {rt, lo, captured...} */
   int nf = cc.n + 2;
-  LLVMTypeRef *fields = ts_malloc(sizeof *fields * (size_t)nf);
-  LLVMValueRef *values = ts_malloc(sizeof *values * (size_t)nf);
+  LLVMTypeRef *fields = ts_arena_alloc(e->tmp, sizeof *fields * (size_t)nf);
+  LLVMValueRef *values = ts_arena_alloc(e->tmp, sizeof *values * (size_t)nf);
   fields[0] = emit_ptrt(e);
   values[0] = e->cur->rt;
   fields[1] = emit_i64t(e);
@@ -259,7 +271,7 @@ void emit_parallel(emitter *e, ts_stmt *s) {
   char body_name[300];
   snprintf(body_name, sizeof body_name, "%s_body", name);
   int nb = cc.n + 3;
-  LLVMTypeRef *bparams = ts_malloc(sizeof *bparams * (size_t)nb);
+  LLVMTypeRef *bparams = ts_arena_alloc(e->tmp, sizeof *bparams * (size_t)nb);
   bparams[0] = emit_ptrt(e);
   bparams[1] = emit_i64t(e);
   bparams[2] = emit_i64t(e);
@@ -301,7 +313,7 @@ void emit_parallel(emitter *e, ts_stmt *s) {
   LLVMPositionBuilderAtEnd(
       e->b, LLVMAppendBasicBlockInContext(e->ctx, task, "entry"));
   LLVMValueRef cl = LLVMGetParam(task, 0);
-  LLVMValueRef *bargs = ts_malloc(sizeof *bargs * (size_t)nb);
+  LLVMValueRef *bargs = ts_arena_alloc(e->tmp, sizeof *bargs * (size_t)nb);
   LLVMValueRef loaded[2];
   for (int i = 0; i < nf; i++) {
     LLVMValueRef p = LLVMBuildStructGEP2(e->b, st_t, cl, (unsigned)i, "");
@@ -316,12 +328,8 @@ void emit_parallel(emitter *e, ts_stmt *s) {
   bargs[2] = LLVMBuildAdd(e->b, loaded[1], LLVMGetParam(task, 2), "");
   LLVMBuildRet(e->b,
                LLVMBuildCall2(e->b, bty, body_fn, bargs, (unsigned)nb, ""));
-  free(bargs);
-  free(bparams);
   e->cur = saved;
   LLVMPositionBuilderAtEnd(e->b, saved_bb);
-  free(fields);
-  free(values);
   free(cc.nodes);
   free(cc.is_buf);
 
@@ -341,7 +349,7 @@ void emit_parallel(emitter *e, ts_stmt *s) {
 int emit_cpu_kernel(emitter *e, const ts_func *f, const char *entry) {
   int n = ts_func_n_params(f);
   /* compute(ptr noalias p0, ..., ptr rt): the body. */
-  LLVMTypeRef *pt = ts_malloc(sizeof *pt * (size_t)(n + 1));
+  LLVMTypeRef *pt = ts_arena_alloc(e->tmp, sizeof *pt * (size_t)(n + 1));
   for (int i = 0; i <= n; i++) pt[i] = emit_ptrt(e);
   char name[256];
   snprintf(name, sizeof name, "%s_compute", entry);
@@ -381,7 +389,7 @@ int emit_cpu_kernel(emitter *e, const ts_func *f, const char *entry) {
   emit_set_fn_attrs(e, ef);
   LLVMPositionBuilderAtEnd(e->b,
                            LLVMAppendBasicBlockInContext(e->ctx, ef, "entry"));
-  LLVMValueRef *args = ts_malloc(sizeof *args * (size_t)(n + 1));
+  LLVMValueRef *args = ts_arena_alloc(e->tmp, sizeof *args * (size_t)(n + 1));
   for (int i = 0; i < n; i++) {
     LLVMValueRef idx = LLVMConstInt(emit_i64t(e), (unsigned)i, 0);
     LLVMValueRef slot = LLVMBuildInBoundsGEP2(e->b, emit_ptrt(e),
@@ -392,7 +400,5 @@ int emit_cpu_kernel(emitter *e, const ts_func *f, const char *entry) {
   LLVMValueRef r =
       LLVMBuildCall2(e->b, cty, compute, args, (unsigned)n + 1, "");
   LLVMBuildRet(e->b, r);
-  free(args);
-  free(pt);
   return e->status;
 }

@@ -561,7 +561,7 @@ static LLVMValueRef emit_call(emitter *e, ts_expr *x) {
 
 LLVMValueRef emit_expr(emitter *e, ts_expr *x) {
   ts_dtype t = ts_expr_dtype(x);
-  if (e->status) return emit_undef(e, t);
+  if (e->status || emit_oom(e)) return emit_undef(e, t);
   switch (ts_expr_kind_of(x)) {
   case TS_EXPR_INT:
     return LLVMConstInt(emit_reg_type(e, t),
@@ -592,11 +592,11 @@ LLVMValueRef emit_expr(emitter *e, ts_expr *x) {
     LLVMValueRef stride =
         emit_splat(e, emit_expr(e, ts_expr_operand(x, 1)), t.lanes);
     LLVMTypeRef st = emit_scalar_type(e, ts_dtype_scalar(t));
-    LLVMValueRef *steps = ts_malloc(sizeof *steps * t.lanes);
+    LLVMValueRef *steps =
+        ts_arena_alloc(e->tmp, sizeof *steps * (size_t)t.lanes);
     for (int i = 0; i < t.lanes; i++)
       steps[i] = LLVMConstInt(st, (unsigned)i, 0);
     LLVMValueRef iota = LLVMConstVector(steps, t.lanes);
-    free(steps);
     return LLVMBuildAdd(e->b, base, LLVMBuildMul(e->b, stride, iota, ""), "");
   }
   case TS_EXPR_BROADCAST:

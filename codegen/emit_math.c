@@ -35,10 +35,12 @@ static LLVMValueRef const_fp(LLVMTypeRef t, double v) {
   if (LLVMGetTypeKind(t) == LLVMVectorTypeKind) {
     unsigned n = LLVMGetVectorSize(t);
     LLVMValueRef s = LLVMConstReal(LLVMGetElementType(t), v);
-    LLVMValueRef *elems = ts_malloc(sizeof *elems * n);
+    LLVMValueRef buf[64];
+    LLVMValueRef *elems = n <= 64 ? buf : ts_malloc(sizeof *elems * n);
+    if (!elems) return LLVMGetUndef(t); /* out of memory (counted) */
     for (unsigned i = 0; i < n; i++) elems[i] = s;
     LLVMValueRef r = LLVMConstVector(elems, n);
-    free(elems);
+    if (elems != buf) free(elems);
     return r;
   }
   return LLVMConstReal(t, v);

@@ -205,7 +205,8 @@ int emit_cuda_kernel(emitter *e, const ts_func *f, const char *entry) {
                      "target's limit of %d",
                      (long long)threads, max_threads);
   LLVMTypeRef gptr = LLVMPointerTypeInContext(e->ctx, 1);
-  LLVMTypeRef *pt = ts_malloc(sizeof *pt * (size_t)(n > 0 ? n : 1));
+  LLVMTypeRef *pt =
+      ts_arena_alloc(e->tmp, sizeof *pt * (size_t)(n > 0 ? n : 1));
   for (int i = 0; i < n; i++) pt[i] = gptr;
   LLVMTypeRef fty =
       LLVMFunctionType(LLVMVoidTypeInContext(e->ctx), pt, (unsigned)n, 0);
@@ -235,7 +236,6 @@ int emit_cuda_kernel(emitter *e, const ts_func *f, const char *entry) {
   }
   ts_node_map_destroy(cf.vals);
   e->cur = NULL;
-  free(pt);
   LLVMValueRef md[3] = {fn, LLVMMDStringInContext(e->ctx, "kernel", 6),
                         LLVMConstInt(emit_i32t(e), 1, 0)};
   LLVMAddNamedMetadataOperand(e->mod, "nvvm.annotations",

@@ -34,11 +34,20 @@ typedef struct emitter {
   const char *entry;
   ts_error *err;
   int status;        /* first error code, TS_OK while fine */
+  ts_arena *tmp;     /* the emitter's temporary arrays (the lowered
+                        function's arena) */
+  unsigned long oom; /* ts_alloc_failures() as emission started: once it
+                        grows, status becomes TS_ENOMEM (emit_oom) */
   LLVMValueRef mask; /* lanes enabled by an enclosing vector if, or NULL */
   /* cuda launch geometry collected from thread-bound loops */
   int64_t grid[3], block[3];
   int64_t shared_bytes; /* static shared memory */
 } emitter;
+
+/* Whether an allocation failed since emission started (then e->status is
+ * TS_ENOMEM and the emitter stops: a map that lost an entry must not be
+ * read). */
+bool emit_oom(emitter *e);
 
 /* Emits the lowered function f as the kernel `entry` into e->mod (CPU ABI
  * of runtime.h, or a PTX kernel for cuda). Returns TS_OK or an error. */

@@ -154,10 +154,17 @@ typedef struct access_set {
 
 static void add_access(access_set *s, ts_expr *const *idx, int ndim) {
   if (s->n == s->cap) {
-    s->cap = s->cap ? 2 * s->cap : 8;
-    s->indices = ts_realloc(s->indices, sizeof *s->indices * (size_t)s->cap);
+    int cap = s->cap ? 2 * s->cap : 8;
+    ts_expr ***v = ts_realloc(s->indices, sizeof *s->indices * (size_t)cap);
+    if (!v) { /* out of memory (counted; ts_lower reports it) */
+      s->ok = false;
+      return;
+    }
+    s->indices = v;
+    s->cap = cap;
   }
-  ts_expr **copy = ts_malloc(sizeof *copy * (size_t)(ndim > 0 ? ndim : 1));
+  ts_expr **copy =
+      ts_arena_alloc(s->a, sizeof *copy * (size_t)(ndim > 0 ? ndim : 1));
   for (int d = 0; d < ndim; d++) copy[d] = idx[d];
   s->indices[s->n++] = copy;
 }
@@ -311,7 +318,6 @@ static bool compact_region(ts_arena *a, ts_stmt *lca, const ts_buffer *b,
     base[d] = ts_simplify(a, ts_add(a, base0, ts_index(a, lo)), NULL);
     extent[d] = hi - lo + 1;
   }
-  for (int i = 0; i < s.n; i++) free(s.indices[i]);
   free(s.indices);
   ts_var_ranges_destroy(s.inner);
   ts_node_map_destroy(s.at_min);
@@ -827,7 +833,7 @@ static ts_stmt *simplify_post(void *ctx, ts_arena *a, ts_stmt *s) {
   case TS_STMT_SEQ: {
     int n = ts_seq_n(s), kept = 0;
     bool changed = false;
-    ts_stmt **items = ts_malloc(sizeof *items * (size_t)(n ? n : 1));
+    ts_stmt **items = ts_arena_alloc(a, sizeof *items * (size_t)(n ? n : 1));
     for (int i = 0; i < n; i++) {
       ts_stmt *it = ts_seq_item(s, i);
       if (ts_stmt_kind_of(it) == TS_STMT_SEQ && ts_seq_n(it) == 0) {
@@ -841,7 +847,6 @@ static ts_stmt *simplify_post(void *ctx, ts_arena *a, ts_stmt *s) {
       r = items[0];
     else if (changed)
       r = ts_seq(a, items, kept);
-    free(items);
     return r;
   }
   default: return s;
@@ -922,7 +927,7 @@ static ts_expr *vec_expr(vec_ctx *c, ts_expr *e) {
           c->reason = "a target intrinsic call depends on the vectorized loop";
       return e;
     }
-    ts_expr **ops = ts_malloc(sizeof *ops * (size_t)n);
+    ts_expr **ops = ts_arena_alloc(a, sizeof *ops * (size_t)(n ? n : 1));
     int lanes = 1;
     for (int i = 0; i < n; i++) {
       ops[i] = vec_expr(c, ts_expr_operand(e, i));
@@ -940,7 +945,6 @@ static ts_expr *vec_expr(vec_ctx *c, ts_expr *e) {
                     ts_expr_call_name(e), ops, n);
       }
     }
-    free(ops);
     return r;
   }
   case TS_EXPR_LOAD: {
@@ -1028,10 +1032,9 @@ static ts_stmt *vec_stmt(vec_ctx *c, ts_stmt *s) {
   }
   case TS_STMT_SEQ: {
     int n = ts_seq_n(s);
-    ts_stmt **items = ts_malloc(sizeof *items * (size_t)(n ? n : 1));
+    ts_stmt **items = ts_arena_alloc(a, sizeof *items * (size_t)(n ? n : 1));
     for (int i = 0; i < n; i++) items[i] = vec_stmt(c, ts_seq_item(s, i));
     ts_stmt *r = ts_seq(a, items, n);
-    free(items);
     return r;
   }
   case TS_STMT_IF: {
@@ -1192,7 +1195,7 @@ typedef struct unroll_ctx {
 } unroll_ctx;
 
 ts_stmt *lower_unroll_loop(ts_arena *a, ts_stmt *s, int64_t mn, int64_t ex) {
-  ts_stmt **copies = ts_malloc(sizeof *copies * (size_t)(ex ? ex : 1));
+  ts_stmt **copies = ts_arena_alloc(a, sizeof *copies * (size_t)(ex ? ex : 1));
   for (int64_t i = 0; i < ex; i++) {
     ts_node_map *remap = ts_node_map_create();
     ts_node_map_put(remap, ts_for_var(s), ts_index(a, mn + i));
@@ -1200,7 +1203,6 @@ ts_stmt *lower_unroll_loop(ts_arena *a, ts_stmt *s, int64_t mn, int64_t ex) {
     ts_node_map_destroy(remap);
   }
   ts_stmt *r = ts_seq(a, copies, (int)ex);
-  free(copies);
   return r;
 }
 
@@ -1335,7 +1337,10 @@ ts_func *ts_lower(const ts_func *in, const ts_lower_options *opts,
   ts_func *f = ts_func_copy(in);
   int rc = TS_OK;
   if (o.verify_between && ts_func_verify(f, err) != TS_OK) rc = TS_EVERIFY;
-  for (int step = TS_LOWER_STEP_BLOCKS; step <= last && !rc; step++) {
+  /* a step after an allocation failed could meet a half-rewritten tree:
+   * the pipeline stops at the step where it happened */
+  for (int step = TS_LOWER_STEP_BLOCKS;
+       step <= last && !rc && ts_alloc_failures() == oom; step++) {
     if (o.skip & TS_LOWER_SKIP(step)) continue;
     rc = run_step(f, (ts_lower_step)step, &o, err);
     if (!rc && step_names[step]) rc = check(f, &o, step_names[step], err);

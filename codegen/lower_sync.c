@@ -75,10 +75,11 @@ static void acc_add(acc_set *s, access x) {
         s->v[i].index == x.index)
       return;
   if (s->n == s->cap) {
-    s->cap = s->cap ? 2 * s->cap : 8;
-    access *nv = ts_realloc(s->v, sizeof *nv * (size_t)s->cap);
-    if (!nv) abort(); /* out of memory is not an input error */
+    int cap = s->cap ? 2 * s->cap : 8;
+    access *nv = ts_realloc(s->v, sizeof *nv * (size_t)cap);
+    if (!nv) return; /* out of memory (counted; ts_lower reports it) */
     s->v = nv;
+    s->cap = cap;
   }
   s->v[s->n++] = x;
 }
@@ -300,8 +301,7 @@ static ts_stmt *plan_seq(sync_ctx *c, ts_stmt *s, const char *nonuniform,
                          const acc_set *entry, summary *out) {
   bool is_seq = ts_stmt_kind_of(s) == TS_STMT_SEQ;
   int n = is_seq ? ts_seq_n(s) : 1;
-  ts_stmt **items = ts_malloc(sizeof *items * (size_t)(2 * n + 1));
-  if (!items) abort();
+  ts_stmt **items = ts_arena_alloc(c->a, sizeof *items * (size_t)(2 * n + 1));
   int m = 0;
   bool changed = false;
   acc_set pend = {0};
@@ -350,7 +350,6 @@ static ts_stmt *plan_seq(sync_ctx *c, ts_stmt *s, const char *nonuniform,
   acc_free(&pend);
   ts_stmt *r = s;
   if (changed && !c->rc) r = m == 1 ? items[0] : ts_seq(c->a, items, m);
-  free(items);
   return r;
 }
 

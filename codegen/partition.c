@@ -241,9 +241,11 @@ static void collect_sites(site_walk *w, ts_stmt *s) {
         ts_expr *test = neg ? hoisted_test(w->c->a, &w->in, neg, &inv) : NULL;
         if (!test) continue;
         if (w->n == w->cap) {
-          w->cap = w->cap ? 2 * w->cap : 16;
-          w->v = ts_realloc(w->v, sizeof *w->v * (size_t)w->cap);
-          if (!w->v) abort();
+          int cap = w->cap ? 2 * w->cap : 16;
+          site *v = ts_realloc(w->v, sizeof *w->v * (size_t)cap);
+          if (!v) continue; /* out of memory (counted): not partitioned */
+          w->v = v;
+          w->cap = cap;
         }
         w->v[w->n++] = (site){s, k, test, inv};
       }
@@ -373,12 +375,12 @@ static ts_stmt *part_position(part_ctx *c, ts_stmt *s, const ts_expr *newest,
        * tried) or, for conjuncts that do not vary below the test, drops
        * their ifs (they are false there) */
       c->copies++;
-      ts_stmt **iff = ts_malloc(sizeof *iff * (size_t)w.n);
-      ts_stmt **inv_iff = ts_malloc(sizeof *inv_iff * (size_t)w.n);
-      int *conj = ts_malloc(sizeof *conj * (size_t)w.n);
-      int *inv_conj = ts_malloc(sizeof *inv_conj * (size_t)w.n);
-      const ts_stmt **sk = ts_malloc(sizeof *sk * (size_t)(n_skip + w.n));
-      if (!iff || !inv_iff || !conj || !inv_conj || !sk) abort();
+      ts_stmt **iff = ts_arena_alloc(c->a, sizeof *iff * (size_t)w.n);
+      ts_stmt **inv_iff = ts_arena_alloc(c->a, sizeof *inv_iff * (size_t)w.n);
+      int *conj = ts_arena_alloc(c->a, sizeof *conj * (size_t)w.n);
+      int *inv_conj = ts_arena_alloc(c->a, sizeof *inv_conj * (size_t)w.n);
+      const ts_stmt **sk =
+          ts_arena_alloc(c->a, sizeof *sk * (size_t)(n_skip + w.n));
       int ng = 0, ninv = 0, nsk = n_skip;
       for (int k = 0; k < n_skip; k++) sk[k] = skip[k];
       for (int j = i; j < w.n; j++) {
@@ -403,20 +405,18 @@ static ts_stmt *part_position(part_ctx *c, ts_stmt *s, const ts_expr *newest,
       c->tail_depth++;
       for (int k = n_skip; c->tail_depth >= MAX_TAIL_DEPTH && k < nsk; k++) {
         if (c->n_frozen == c->cap_frozen) {
-          c->cap_frozen = c->cap_frozen ? 2 * c->cap_frozen : 16;
-          c->frozen = ts_realloc(c->frozen, sizeof *c->frozen * c->cap_frozen);
-          if (!c->frozen) abort();
+          int cap = c->cap_frozen ? 2 * c->cap_frozen : 16;
+          const ts_stmt **f =
+              ts_realloc(c->frozen, sizeof *c->frozen * (size_t)cap);
+          if (!f) break; /* out of memory (counted; ts_lower reports it) */
+          c->frozen = f;
+          c->cap_frozen = cap;
         }
         c->frozen[c->n_frozen++] = sk[k];
       }
       tail = part_position(c, tail, newest, sk, nsk);
       c->tail_depth--;
       c->n_frozen = n_frozen;
-      free(iff);
-      free(inv_iff);
-      free(conj);
-      free(inv_conj);
-      free(sk);
       free(w.v);
       return ts_if(c->a, test, main_s, ts_stmt_copy(c->a, tail, NULL));
     }
@@ -450,8 +450,7 @@ static ts_stmt *part_stmt(part_ctx *c, ts_stmt *s, const ts_expr *newest) {
   case TS_STMT_SEQ: {
     int n = ts_seq_n(s);
     bool changed = false;
-    ts_stmt **items = ts_malloc(sizeof *items * (size_t)(n ? n : 1));
-    if (!items) abort();
+    ts_stmt **items = ts_arena_alloc(a, sizeof *items * (size_t)(n ? n : 1));
     for (int i = 0; i < n; i++) {
       ts_stmt *it = ts_seq_item(s, i);
       items[i] = ts_stmt_kind_of(it) == TS_STMT_FOR
@@ -460,7 +459,6 @@ static ts_stmt *part_stmt(part_ctx *c, ts_stmt *s, const ts_expr *newest) {
       changed |= items[i] != it;
     }
     ts_stmt *r = changed ? ts_seq(a, items, n) : s;
-    free(items);
     return r;
   }
   case TS_STMT_IF: {
