@@ -22,6 +22,7 @@ static const char compile_usage[] =
     "                       [--layout nhwc|nchw] [--input-layout L]\n"
     "                       [--output-layout L] [--no-winograd]\n"
     "                       [--dispatch best|tuned|vendor]\n"
+    "                       [--extern TASK=FILE:FUNCTION]...\n"
     "                       [--quantize PROFILE.json [--calibration C]\n"
     "                       [--per-tensor] [--keep-float OP]...]\n"
     "                       [--runtime-dir DIR]\n"
@@ -49,6 +50,14 @@ static const char compile_usage[] =
     "                      --model` measured it faster), tessera's kernels\n"
     "                      (tuned) or oneDNN (vendor); a library that calls\n"
     "                      oneDNN links libtessera_dnnl\n"
+    "  --extern TASK=FILE:FUNCTION\n"
+    "                      run your own C function instead of a task's\n"
+    "                      kernel: TASK is the task's hash or the name of a\n"
+    "                      call of it (`tessera graph tasks|show`), FILE a\n"
+    "                      .c (compiled with the library), .o or .a, and\n"
+    "                      FUNCTION has the kernels' signature, int32_t\n"
+    "                      FUNCTION(void *const *args, void *rt), args the\n"
+    "                      task's parameters in order (docs/graph.md)\n"
     "  --input-layout nchw|nhwc, --output-layout nchw|nhwc\n"
     "                      the 4-D inputs / outputs as the model declares\n"
     "                      them (nchw, default) or channels-last (nhwc: no\n"
@@ -160,7 +169,15 @@ int cmd_compile(int argc, char **argv) {
   ts_graph_dispatch dispatch = TS_DISPATCH_BEST;
   const char **shapes = calloc((size_t)argc + 1, sizeof *shapes);
   int n_shapes = 0;
-  if (!shapes) return EXIT_FAIL;
+  ts_graph_extern *externs = calloc((size_t)argc + 1, sizeof *externs);
+  char **extern_text = calloc((size_t)argc + 1, sizeof *extern_text);
+  int n_externs = 0;
+  if (!shapes || !externs || !extern_text) {
+    free(shapes);
+    free(externs);
+    free(extern_text);
+    return EXIT_FAIL;
+  }
   int rc = EXIT_OK;
   for (int i = 1; i < argc && rc == EXIT_OK; i++) {
     const char *v = NULL;
@@ -168,8 +185,8 @@ int cmd_compile(int argc, char **argv) {
     if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
       fputs(compile_usage, stdout);
       fputs(cli_pass_usage, stdout);
-      free(shapes);
-      return EXIT_OK;
+      n_shapes = -1; /* done: no compile */
+      break;
     } else if (!strcmp(argv[i], "--json")) {
       json = true;
     } else if (cli_opt_value(argc, argv, &i, "-o", &v, &missing) ||
@@ -198,6 +215,20 @@ int cmd_compile(int argc, char **argv) {
         dispatch = !strcmp(v, "vendor")  ? TS_DISPATCH_VENDOR
                    : !strcmp(v, "tuned") ? TS_DISPATCH_TUNED
                                          : TS_DISPATCH_BEST;
+    } else if (cli_opt_value(argc, argv, &i, "--extern", &v, &missing)) {
+      char *t = missing ? NULL : strdup(v);
+      char *eq = t ? strchr(t, '=') : NULL;
+      char *colon = eq ? strrchr(eq + 1, ':') : NULL;
+      if (!eq || eq == t || !colon || colon == eq + 1 || !colon[1]) {
+        rc = cli_usage_error("compile",
+                             "--extern needs TASK=FILE:FUNCTION, got '%s'",
+                             missing ? "" : v);
+        free(t);
+      } else {
+        *eq = *colon = 0;
+        extern_text[n_externs] = t;
+        externs[n_externs++] = (ts_graph_extern){t, eq + 1, colon + 1};
+      }
     } else if (cli_pass_option("compile", argc, argv, &i, &rc)) {
       /* consumed */
     } else if (!strcmp(argv[i], "--no-winograd")) {
@@ -223,32 +254,29 @@ int cmd_compile(int argc, char **argv) {
       rc = cli_usage_error("compile", "more than one model given");
     }
   }
+  if (n_shapes < 0) goto usage_done; /* --help */
   if (rc == EXIT_OK && !model)
     rc = cli_usage_error("compile", "no model given");
   if (rc == EXIT_OK && !output)
     rc = cli_usage_error("compile", "no output given (-o MODEL.so)");
   if (rc == EXIT_OK) rc = cli_output_path("compile", output);
-  if (rc != EXIT_OK) {
-    free(shapes);
-    return rc;
-  }
-
-  ts_error err;
-  ts_error_clear(&err);
-  char rtdir[4096];
-  if (!runtime_dir) {
-    if (ts_graph_runtime_dir(rtdir, sizeof rtdir, &err) != TS_OK) {
-      cli_error("cannot find the runtime library", &err);
-      free(shapes);
-      return EXIT_FAIL;
-    }
-    runtime_dir = rtdir;
-  }
   ts_graph_compile_report rep;
   memset(&rep, 0, sizeof rep);
   ts_graph *g = NULL;
   ts_db *db = NULL;
+  if (rc != EXIT_OK) goto done;
+
+  ts_error err;
+  ts_error_clear(&err);
+  char rtdir[4096];
   rc = EXIT_FAIL;
+  if (!runtime_dir) {
+    if (ts_graph_runtime_dir(rtdir, sizeof rtdir, &err) != TS_OK) {
+      cli_error("cannot find the runtime library", &err);
+      goto done;
+    }
+    runtime_dir = rtdir;
+  }
   if (db_path) { /* before the passes: --pet weighs candidates by it */
     ts_db_options dbo = ts_db_defaults();
     dbo.read_only = true;
@@ -287,6 +315,8 @@ int cmd_compile(int argc, char **argv) {
   co.input_shapes = shapes;
   co.n_input_shapes = n_shapes;
   co.dispatch = dispatch;
+  co.externs = externs;
+  co.n_externs = n_externs;
   rep.import_ms = (t1 - t0) * 1e3;
   rep.passes_ms = (t2 - t1) * 1e3;
   if (ts_graph_compile(g, &co, &rep, &err) != TS_OK) {
@@ -303,6 +333,10 @@ done:
   ts_graph_compile_report_clear(&rep);
   ts_db_close(db);
   ts_graph_free(g);
+usage_done:
   free(shapes);
+  for (int k = 0; k < n_externs; k++) free(extern_text[k]);
+  free(externs);
+  free(extern_text);
   return rc;
 }

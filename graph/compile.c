@@ -20,6 +20,7 @@
 #include "tuner/tuner.h"
 
 #include <cjson/cJSON.h>
+#include <ctype.h>
 #include <errno.h>
 #include <dlfcn.h>
 #include <ftw.h>
@@ -91,8 +92,9 @@ void ts_graph_compile_report_clear(ts_graph_compile_report *r) {
 typedef struct build_task {
   const ts_func *func;
   int index;
-  const char *vendor; /* run by the vendor library: nothing to build */
-  char *trace_json;   /* the record's trace, or NULL */
+  const char *vendor;          /* run by the vendor library: nothing to build */
+  const ts_graph_extern *user; /* or by a user's function (--extern) */
+  char *trace_json;            /* the record's trace, or NULL */
   int64_t record_id;
   double latency_s;
   /* results */
@@ -175,7 +177,7 @@ static int build_default(build_task *t, const ts_target *tgt, ts_error *err) {
 static void run_build(build_task *t, const ts_target *tgt) {
   ts_error err;
   ts_error_clear(&err);
-  if (t->vendor) return;
+  if (t->vendor || t->user) return;
   if (t->trace_json) {
     if (build_from_record(t, tgt, &err) == TS_OK) {
       t->from_db = true;
@@ -440,6 +442,65 @@ static int rm_entry(const char *path, const struct stat *sb, int flag,
   return 0;
 }
 
+/* ---- user functions (--extern) --------------------------------------- */
+
+static bool c_identifier(const char *s) {
+  if (!s || !(isalpha((unsigned char)*s) || *s == '_')) return false;
+  for (; *s; s++)
+    if (!(isalnum((unsigned char)*s) || *s == '_')) return false;
+  return true;
+}
+
+/* Which task each --extern names (its hash, or a call node of it), after
+ * checking the file and the symbol; bt[i].user is set. */
+static int resolve_externs(const ts_graph *g, const ts_graph_task *tasks,
+                           int n_tasks, const ts_graph_compile_options *o,
+                           const ts_graph_compile_report *r, build_task *bt,
+                           ts_error *err) {
+  for (int e = 0; e < o->n_externs; e++) {
+    const ts_graph_extern *x = &o->externs[e];
+    const char *key = x->key ? x->key : "";
+    if (!c_identifier(x->symbol))
+      return TS_ERR(err, TS_EINVAL,
+                    "--extern %s: '%s' is not a C function name", key,
+                    x->symbol ? x->symbol : "");
+    const char *dot = x->path ? strrchr(x->path, '.') : NULL;
+    if (!dot || (strcmp(dot, ".c") && strcmp(dot, ".o") && strcmp(dot, ".a")))
+      return TS_ERR(err, TS_EINVAL,
+                    "--extern %s: '%s' is not a C source (.c), an object "
+                    "(.o) or an archive (.a)",
+                    key, x->path ? x->path : "");
+    struct stat st;
+    errno = 0;
+    if (stat(x->path, &st) != 0 || !S_ISREG(st.st_mode) ||
+        access(x->path, R_OK) != 0)
+      return TS_ERR(err, TS_ENOTFOUND, "--extern %s: cannot read '%s': %s", key,
+                    x->path, errno ? strerror(errno) : "not a regular file");
+    int task = -1;
+    for (int i = 0; task < 0 && i < n_tasks; i++)
+      if (!strcmp(r->tasks[i].hash, key)) task = i;
+    for (int c = 0; task < 0 && c < g->n_nodes; c++) {
+      const gr_node *n = &g->nodes[c];
+      if (n->kind != TS_GRAPH_CALL || strcmp(n->name, key)) continue;
+      for (int i = 0; task < 0 && i < n_tasks; i++)
+        if (ts_func_equal(tasks[i].func, n->func)) task = i;
+    }
+    if (task < 0)
+      return TS_ERR(err, TS_ENOTFOUND,
+                    "--extern %s: no task has this hash and no kernel call is "
+                    "named so ('tessera graph tasks MODEL' lists the tasks' "
+                    "hashes, 'tessera graph show MODEL' the calls)",
+                    key);
+    if (bt[task].user)
+      return TS_ERR(err, TS_EINVAL,
+                    "--extern %s: task %s (%s) already runs '%s' from '%s'",
+                    key, r->tasks[task].hash, r->tasks[task].name,
+                    bt[task].user->symbol, bt[task].user->path);
+    bt[task].user = x;
+  }
+  return TS_OK;
+}
+
 /* ---- vendor dispatch ------------------------------------------------- */
 
 typedef struct vendor_lib {
@@ -630,12 +691,16 @@ int ts_graph_compile(const ts_graph *g, const ts_graph_compile_options *o,
   }
   r->lookup_ms = (ts_now_seconds() - t0) * 1e3;
 
+  /* the tasks users' functions run */
+  rc = resolve_externs(g, tasks, n_tasks, o, r, bt, err);
+  if (rc) goto done;
+
   /* the tasks the vendor library runs */
   vendor_lib vlib;
   memset(&vlib, 0, sizeof vlib);
   for (int i = 0; o->dispatch != TS_DISPATCH_TUNED && i < n_tasks; i++) {
     const char *desc = tasks[i].vendor;
-    if (!desc) continue;
+    if (!desc || bt[i].user) continue;
     char why[160] = "";
     if (o->dispatch == TS_DISPATCH_BEST &&
         !vendor_faster(o->db, tasks[i].func, r->target, tasks[i].flops,
@@ -682,6 +747,16 @@ int ts_graph_compile(const ts_graph *g, const ts_graph_compile_options *o,
       t->source = "vendor";
       t->record_id = 0;
       t->latency_s = NAN;
+    }
+    if (bt[i].user) {
+      t->source = "extern";
+      t->record_id = 0;
+      t->latency_s = NAN;
+      t->dispatch_note =
+          strdupf("runs %s() from %s", bt[i].user->symbol, bt[i].user->path);
+      snprintf(bt[i].kernel.entry, sizeof bt[i].kernel.entry, "%s",
+               bt[i].user->symbol);
+      bt[i].kernel.user = bt[i].user->path;
     }
   }
 

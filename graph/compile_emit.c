@@ -360,8 +360,10 @@ static int write_glue(const cp_program *p, const char *dir, ts_error *err) {
     const gr_node *n = &g->nodes[c->node];
     const cp_kernel *k = &p->kernels[c->task];
     char name[1024]; /* a vendor call says so: profiles list it */
-    snprintf(name, sizeof name, "%s (%s)%s", ts_func_name(n->func), n->name,
-             k->vendor ? " [oneDNN]" : "");
+    snprintf(name, sizeof name, "%s (%s)%s%s%s", ts_func_name(n->func), n->name,
+             k->vendor ? " [oneDNN]" : "", k->user ? " [extern " : "",
+             k->user ? k->entry : "");
+    if (k->user) snprintf(name + strlen(name), sizeof name - strlen(name), "]");
     fprintf(f, "  {%s, %d, %d, ", k->vendor ? "0" : k->entry, c->first, c->n);
     c_string(f, name);
     fputs(", ", f);
@@ -456,7 +458,7 @@ int cp_emit_and_link(const cp_program *p, const ts_graph_compile_options *o,
     rc = write_file(tmpdir, "model.map", version_script, strlen(version_script),
                     err);
   for (int i = 0; !rc && i < p->n_kernels; i++) {
-    if (p->kernels[i].vendor) continue;
+    if (p->kernels[i].vendor || p->kernels[i].user) continue;
     char name[32];
     snprintf(name, sizeof name, "k%d.o", i);
     rc = write_file(tmpdir, name, p->kernels[i].bytes, p->kernels[i].n_bytes,
@@ -511,11 +513,26 @@ int cp_emit_and_link(const cp_program *p, const ts_graph_compile_options *o,
     return TS_ERR(err, TS_ENOMEM, "out of memory");
   }
   memcpy(argv, args, sizeof *argv * (size_t)n);
-  for (int i = 0; i < p->n_kernels; i++) {
+  char **users = calloc((size_t)p->n_kernels + 1, sizeof *users);
+  for (int i = 0; users && i < p->n_kernels; i++) {
     if (p->kernels[i].vendor) continue;
+    if (p->kernels[i].user) { /* absolute: the compiler runs in tmpdir */
+      users[i] = realpath(p->kernels[i].user, NULL);
+      if (!users[i]) {
+        rc = TS_ERR(err, TS_ENOTFOUND, "--extern: '%s': %s", p->kernels[i].user,
+                    strerror(errno));
+        break;
+      }
+      bool dup = false; /* one file may hold several tasks' functions */
+      for (int k = 0; k < i; k++)
+        dup = dup || (users[k] && !strcmp(users[k], users[i]));
+      if (!dup) argv[n++] = users[i];
+      continue;
+    }
     snprintf(objs[i], sizeof objs[i], "k%d.o", i);
     argv[n++] = objs[i];
   }
+  if (!users) rc = TS_ERR(err, TS_ENOMEM, "out of memory");
   (void)first_obj;
   argv[n++] = lflag;
   argv[n++] = "-Xlinker";
@@ -534,7 +551,20 @@ int cp_emit_and_link(const cp_program *p, const ts_graph_compile_options *o,
     rc = TS_ERR(err, TS_EINVAL,
                 "output '%s' is not a regular file (it would be replaced)",
                 final_path);
+  bool linking = !rc;
   if (!rc) rc = run_cc(argv, tmpdir, err);
+  for (int i = 0; rc && linking && err && i < p->n_kernels; i++)
+    if (users[i]) { /* say so: the compiler's text may not name them */
+      char m[sizeof err->msg];
+      int k = snprintf(m, sizeof m, "with the user function %s() of '%s': ",
+                       p->kernels[i].entry, p->kernels[i].user);
+      if (k > 0 && (size_t)k < sizeof m) {
+        memcpy(m + k, err->msg, sizeof m - (size_t)k - 1);
+        m[sizeof m - 1] = 0;
+        memcpy(err->msg, m, sizeof m);
+      }
+      break;
+    }
   if (!rc) {
     struct stat st;
     if (stat(tmp_path, &st) == 0) *library_bytes = (int64_t)st.st_size;
@@ -543,6 +573,8 @@ int cp_emit_and_link(const cp_program *p, const ts_graph_compile_options *o,
                   final_path, strerror(errno));
   }
   if (rc) unlink(tmp_path);
+  for (int i = 0; users && i < p->n_kernels; i++) free(users[i]);
+  free(users);
   free(objs);
   free(argv);
   free(rtdir);

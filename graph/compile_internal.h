@@ -34,6 +34,7 @@ typedef struct cp_kernel {
   unsigned char *bytes; /* malloc'd ELF object */
   size_t n_bytes;
   const char *vendor; /* or: a vendor call's description (no object) */
+  const char *user;   /* or: a user's source/object file, entry its symbol */
 } cp_kernel;
 
 /* One call site: node `node` calls kernel `task` with args[first ..

@@ -476,6 +476,17 @@ int ts_graph_npz_write(const char *path, const ts_graph_tensor *tensors, int n,
 typedef struct ts_db ts_db;
 
 /* What ts_graph_compile needs besides the graph. */
+/* A user's C function run instead of a task's kernel (`compile --extern`).
+ * It has the kernels' signature, int32_t SYMBOL(void *const *args, void
+ * *rt): args are the task function's parameters in their order (dense,
+ * row-major, 64-byte aligned), rt the model's thread pool for
+ * ts_rt_parallel_for; 0 means success. Every call of the task runs it. */
+typedef struct ts_graph_extern {
+  const char *key;    /* the task's hash, or the name of a call node of it */
+  const char *path;   /* a C source (.c), an object (.o) or an archive (.a) */
+  const char *symbol; /* the function's name */
+} ts_graph_extern;
+
 /* Who runs a task that a vendor library can run (see graph/dispatch.c):
  * the tuned (or default) kernel, the vendor library (oneDNN), or the faster
  * of the two by the tuning database's measurements. */
@@ -499,7 +510,9 @@ typedef struct ts_graph_compile_options {
   const char *model_path;
   const char *const *input_shapes;
   int n_input_shapes;
-  ts_graph_dispatch dispatch; /* default TS_DISPATCH_TUNED */
+  ts_graph_dispatch dispatch;     /* default TS_DISPATCH_TUNED */
+  const ts_graph_extern *externs; /* user functions replacing kernels */
+  int n_externs;
 } ts_graph_compile_options;
 
 /* One distinct task as compiled. */
@@ -509,8 +522,9 @@ typedef struct ts_graph_compile_task {
   char *first_node;    /* the first call node's name (malloc'd) */
   int count;           /* calls of it in the graph */
   double flops;        /* per call */
-  const char *source;  /* "db" (the best record), "default" (static) or
-                          "vendor" (a oneDNN call) */
+  const char *source;  /* "db" (the best record), "default" (static),
+                          "vendor" (a oneDNN call) or "extern" (a user's
+                          function, --extern) */
   int64_t record_id;   /* the record used; 0 for "default" */
   double latency_s;    /* the record's median run time; NAN for "default" */
   char *fallback_note; /* why a record was not used (malloc'd), or NULL */

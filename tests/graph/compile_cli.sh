@@ -110,6 +110,69 @@ for k in b.files:
     err = np.abs(a[k] - b[k]).max() / max(np.abs(b[k]).max(), 1e-30)
     if err > 1e-4: sys.exit('output %s: relative error %g' % (k, err))
 " || fail "vendor-dispatched and reference outputs differ"
+# --extern: a user's C function runs a task instead of its kernel (here
+# 2x + 1 in place of relu then sigmoid, so its outputs show it ran), by
+# the call's name or the task's hash; bad requests exit 1 or 2, write nothing
+"$PY" -c "
+import numpy as np, onnx
+from onnx import helper, TensorProto
+x = helper.make_tensor_value_info('x', TensorProto.FLOAT, [4, 256])
+y = helper.make_tensor_value_info('y', TensorProto.FLOAT, [4, 256])
+g = helper.make_graph([helper.make_node('Relu', ['x'], ['r'], name='relu0'),
+                       helper.make_node('Sigmoid', ['r'], ['y'], name='sig0')],
+                      'ew', [x], [y])
+m = helper.make_model(g, opset_imports=[helper.make_opsetid('', 17)])
+m.ir_version = 8
+onnx.save(m, '$TMP/ew.onnx')
+np.savez('$TMP/ew_in.npz', x=np.random.RandomState(3).uniform(-1, 1, (4, 256)).astype(np.float32))
+" || fail "onnx"
+cat >"$TMP/affine.c" <<'EOF_C'
+#include <stdint.h>
+typedef int32_t (*ts_rt_task)(void *closure, int64_t begin, int64_t end);
+int32_t ts_rt_parallel_for(void *rt, ts_rt_task task, void *closure, int64_t n);
+struct job { const float *x; float *y; };
+static int32_t rows(void *c, int64_t b, int64_t e) {
+  struct job *j = c;
+  for (int64_t i = b * 256; i < e * 256; i++) j->y[i] = 2.0f * j->x[i] + 1.0f;
+  return 0;
+}
+int32_t affine(void *const *args, void *rt) {
+  struct job j = {args[0], args[1]};
+  return ts_rt_parallel_for(rt, rows, &j, 4);
+}
+EOF_C
+EW="$TMP/ew.onnx"
+H=$("$T" graph tasks "$EW" --json | "$PY" -c "import json,sys; print(json.load(sys.stdin)['tasks'][0]['hash'])") || fail "graph tasks --json"
+CALL=$("$T" graph show "$EW" | sed -n 's/.*call_tir\[\([a-z_0-9]*\)\].*/\1/p' | head -1)
+[ -n "$CALL" ] || fail "no call node in graph show"
+expect 2 "$T" compile "$EW" -o "$TMP/e.so" --extern "$CALL"
+contains "TASK=FILE:FUNCTION"
+expect 2 "$T" compile "$EW" -o "$TMP/e.so" --extern "$CALL=$TMP/affine.c"
+expect 1 "$T" compile "$EW" -o "$TMP/e.so" --extern "sig0=$TMP/affine.c:affine"
+contains "no task has this hash"
+expect 1 "$T" compile "$EW" -o "$TMP/e.so" --extern "$CALL=$TMP/none.c:affine"
+contains "cannot read"
+expect 1 "$T" compile "$EW" -o "$TMP/e.so" --extern "$CALL=$TMP/ew_in.npz:affine"
+contains "not a C source"
+expect 1 "$T" compile "$EW" -o "$TMP/e.so" --extern "$CALL=$TMP/affine.c:2x"
+contains "not a C function name"
+expect 1 "$T" compile "$EW" -o "$TMP/e.so" --extern "$CALL=$TMP/affine.c:nosuch"
+contains "user function nosuch()"
+expect 1 "$T" compile "$EW" -o "$TMP/e.so" --extern "$CALL=$TMP/affine.c:affine" \
+  --extern "$H=$TMP/affine.c:affine"
+contains "already runs"
+[ ! -e "$TMP/e.so" ] || fail "a failed --extern compile wrote the library"
+for key in "$CALL" "$H"; do
+  expect 0 "$T" compile "$EW" -o "$TMP/e.so" --extern "$key=$TMP/affine.c:affine" --json
+  contains '"source":.*"extern"'
+  expect 0 "$T" run "$TMP/e.so" --inputs "$TMP/ew_in.npz" --outputs "$TMP/e_out.npz" --threads 2 --profile
+  contains "\[extern affine\]"
+  "$PY" -c "
+import numpy as np, sys
+x = np.load('$TMP/ew_in.npz')['x']; y = np.load('$TMP/e_out.npz')['y']
+if np.abs(y - (2 * x + 1)).max() > 1e-6: sys.exit('the user function did not run')
+" || fail "--extern output"
+done
 # quantize profile: three samples under a leading axis; the ranges,
 # histograms and calibrations per tensor; bad shapes and usage refused
 "$PY" -c "
