@@ -4,7 +4,7 @@
  * dilations, pads) or matrix product (batched), followed by elementwise
  * operators that oneDNN takes as post-ops (Relu, Clip with constant bounds,
  * Sigmoid, Tanh, Gelu, Add or Mul of a scalar constant, a per-channel or a
- * whole-shape tensor).
+ * whole-shape tensor); a Softmax or a LayerNormalization on its own.
  *
  * The answer is a line of text on the group's call node (attribute
  * `vendor`): the operation with its sizes, the places of its operands among
@@ -17,6 +17,9 @@
  *        wfmt=hwio|oihw|blk [wb=B] wconst=1 src wei [bias] dst [post=...]...
  *   matmul A=DxD.. B=DxD.. C=DxD.. wfmt=kn|blk [wb=B] wconst=0|1 src wei dst
  *          [post=...]   (wconst: B is a constant, reordered once)
+ *   softmax X=DxD.. axis=A src dst     (over one axis of a dense array)
+ *   lnorm X=OUTERxLEN eps=E src scale [shift] dst
+ *        (LayerNormalization over the trailing LEN elements of each row)
  *   post=relu | post=clip:LO:HI | post=sigmoid | post=tanh | post=gelu_erf
  *   post=gelu_tanh | post=linear:A:B  (A*x + B: Mul or Add of a scalar)
  *   post=add:ARG:c|full | post=mul:ARG:c|full   (c: per channel)
@@ -151,6 +154,50 @@ static bool describe_matmul(const ts_graph *g, const gr_node *n,
   return true;
 }
 
+/* A float32 Softmax over one axis. */
+static bool describe_softmax(const ts_graph *g, const gr_node *n,
+                             const int *params, int n_params, text *t) {
+  const gr_value *x = &g->values[n->inputs[0]];
+  int64_t axis = gr_attr_int(n, "axis", -1);
+  if (axis < 0) axis += x->ndim;
+  if (x->ndim < 1 || x->ndim > 8 || axis < 0 || axis >= x->ndim ||
+      !f32(g, n->inputs[0]) || n->n_outputs != 1 || !f32(g, n->outputs[0]))
+    return false;
+  int src = param_of(params, n_params, n->inputs[0]);
+  if (src < 0) return false;
+  put(t, "softmax");
+  dims(t, "X", x);
+  put(t, " axis=%lld src=%d", (long long)axis, src);
+  return true;
+}
+
+/* A float32 LayerNormalization (its one output, Y) as rows of the
+ * elements from its axis on. */
+static bool describe_lnorm(const ts_graph *g, const gr_node *n,
+                           const int *params, int n_params, text *t) {
+  const gr_value *x = &g->values[n->inputs[0]];
+  int64_t axis = gr_attr_int(n, "axis", -1);
+  if (axis < 0) axis += x->ndim;
+  bool has_b = n->n_inputs > 2 && n->inputs[2] >= 0;
+  if (x->ndim < 1 || axis < 0 || axis >= x->ndim || n->n_outputs != 1 ||
+      !f32(g, n->inputs[0]) || !f32(g, n->inputs[1]) ||
+      (has_b && !f32(g, n->inputs[2])) || !f32(g, n->outputs[0]))
+    return false;
+  int64_t outer = 1, len = 1;
+  for (int d = 0; d < x->ndim; d++) *(d < axis ? &outer : &len) *= x->shape[d];
+  if (gr_value_elems(&g->values[n->inputs[1]]) != len ||
+      (has_b && gr_value_elems(&g->values[n->inputs[2]]) != len))
+    return false;
+  int src = param_of(params, n_params, n->inputs[0]);
+  int scale = param_of(params, n_params, n->inputs[1]);
+  int shift = has_b ? param_of(params, n_params, n->inputs[2]) : -1;
+  if (src < 0 || scale < 0 || (has_b && shift < 0)) return false;
+  put(t, "lnorm X=%lldx%lld eps=%.9g src=%d scale=%d", (long long)outer,
+      (long long)len, gr_attr_float(n, "epsilon", 1e-5), src, scale);
+  if (shift >= 0) put(t, " shift=%d", shift);
+  return true;
+}
+
 /* One elementwise member after the anchor; cur is the chain value, cax the
  * channel axis of the output. */
 static bool describe_post(const ts_graph *g, const gr_node *m, int cur, int cax,
@@ -222,6 +269,12 @@ bool gr_vendor_describe(const ts_graph *g, const int *members, int n,
     nchw = !gr_node_channels_last(a);
   } else if (!strcmp(a->op, "MatMul")) {
     ok = describe_matmul(g, a, params, n_params, &t);
+  } else if ((!strcmp(a->op, "Softmax") ||
+              !strcmp(a->op, "LayerNormalization")) &&
+             n == 1) { /* no post-ops: oneDNN 2.6 takes none there */
+    ok = !strcmp(a->op, "Softmax")
+             ? describe_softmax(g, a, params, n_params, &t)
+             : describe_lnorm(g, a, params, n_params, &t);
   } else {
     return false;
   }

@@ -5,7 +5,8 @@
  * A call site is described by a line of text (graph/dispatch.c writes it,
  * docs/graph.md lists its words): a convolution (NHWC or NCHW, groups,
  * strides, dilations, asymmetric pads) or a matrix product (batched,
- * broadcast), the places of its operands among the kernel's arguments, the
+ * broadcast), a softmax over one axis or a layer normalization of rows,
+ * the places of its operands among the kernel's arguments, the
  * layout of its constant weights, and the elementwise operators fused after
  * it as oneDNN post-ops (relu, clip, sigmoid, tanh, gelu, a*x + b with
  * constants, add or mul of a per-channel or a whole tensor; `sum` for an
@@ -66,7 +67,7 @@ typedef struct post_op {
 } post_op;
 
 typedef struct desc {
-  char op[8];      /* conv | matmul */
+  char op[8];      /* conv | matmul | softmax | lnorm */
   bool nchw;       /* conv data layout */
   int64_t dims[8]; /* conv: n c h w o oh ow; matmul: see below */
   int64_t kh, kw, sh, sw, pt, pl, pb, pr, dh, dw, g;
@@ -77,6 +78,11 @@ typedef struct desc {
   int ra, rb, rc;
   int64_t a[8], b[8], c[8];
   int64_t src, wei, bias, dst;
+  /* softmax, lnorm: the data's shape ([rows, len] for lnorm) */
+  int rx;
+  int64_t x[8];
+  int64_t axis, scale, shift;
+  float eps;
   post_op post[MAX_POST];
   int n_post;
 } desc;
@@ -102,20 +108,32 @@ static const struct {
   const char *key;
   size_t offset;
 } int_keys[] = {
-    {"kh", offsetof(desc, kh)},         {"kw", offsetof(desc, kw)},
-    {"sh", offsetof(desc, sh)},         {"sw", offsetof(desc, sw)},
-    {"pt", offsetof(desc, pt)},         {"pl", offsetof(desc, pl)},
-    {"pb", offsetof(desc, pb)},         {"pr", offsetof(desc, pr)},
-    {"dh", offsetof(desc, dh)},         {"dw", offsetof(desc, dw)},
-    {"g", offsetof(desc, g)},           {"wb", offsetof(desc, wb)},
-    {"wconst", offsetof(desc, wconst)}, {"src", offsetof(desc, src)},
-    {"wei", offsetof(desc, wei)},       {"bias", offsetof(desc, bias)},
-    {"dst", offsetof(desc, dst)},       {NULL, 0},
+    {"kh", offsetof(desc, kh)},
+    {"kw", offsetof(desc, kw)},
+    {"sh", offsetof(desc, sh)},
+    {"sw", offsetof(desc, sw)},
+    {"pt", offsetof(desc, pt)},
+    {"pl", offsetof(desc, pl)},
+    {"pb", offsetof(desc, pb)},
+    {"pr", offsetof(desc, pr)},
+    {"dh", offsetof(desc, dh)},
+    {"dw", offsetof(desc, dw)},
+    {"g", offsetof(desc, g)},
+    {"wb", offsetof(desc, wb)},
+    {"wconst", offsetof(desc, wconst)},
+    {"src", offsetof(desc, src)},
+    {"wei", offsetof(desc, wei)},
+    {"bias", offsetof(desc, bias)},
+    {"dst", offsetof(desc, dst)},
+    {"axis", offsetof(desc, axis)},
+    {"scale", offsetof(desc, scale)},
+    {"shift", offsetof(desc, shift)},
+    {NULL, 0},
 };
 
 static int parse(const char *text, desc *d, char *err, size_t n) {
   memset(d, 0, sizeof *d);
-  d->src = d->wei = d->bias = d->dst = -1;
+  d->src = d->wei = d->bias = d->dst = d->scale = d->shift = -1;
   d->sh = d->sw = d->dh = d->dw = d->g = d->kh = d->kw = 1;
   char buf[1024];
   if (strlen(text) >= sizeof buf)
@@ -125,7 +143,8 @@ static int parse(const char *text, desc *d, char *err, size_t n) {
   for (char *t = strtok_r(buf, " ", &save); t; t = strtok_r(NULL, " ", &save)) {
     char *eq = strchr(t, '=');
     if (!eq) {
-      if (!strcmp(t, "conv") || !strcmp(t, "matmul"))
+      if (!strcmp(t, "conv") || !strcmp(t, "matmul") || !strcmp(t, "softmax") ||
+          !strcmp(t, "lnorm"))
         strcpy(d->op, t);
       else
         return fail(err, n, "vendor call: unknown word '%s'", t);
@@ -152,6 +171,14 @@ static int parse(const char *text, desc *d, char *err, size_t n) {
       d->nchw = !strcmp(v, "nchw");
     } else if (!strcmp(k, "wfmt")) {
       snprintf(d->wfmt, sizeof d->wfmt, "%s", v);
+    } else if (!strcmp(k, "eps")) {
+      char *end;
+      d->eps = strtof(v, &end);
+      if (end == v || *end || !(d->eps >= 0))
+        return fail(err, n, "vendor call: bad epsilon '%s'", v);
+    } else if (!strcmp(k, "X")) {
+      if (!dims_list(v, d->x, &d->rx))
+        return fail(err, n, "vendor call: bad shape '%s'", v);
     } else if (!strcmp(k, "A") || !strcmp(k, "B") || !strcmp(k, "C")) {
       int64_t *out = k[0] == 'A' ? d->a : k[0] == 'B' ? d->b : d->c;
       int *r = k[0] == 'A' ? &d->ra : k[0] == 'B' ? &d->rb : &d->rc;
@@ -189,9 +216,18 @@ static int parse(const char *text, desc *d, char *err, size_t n) {
     }
   }
   if (!d->op[0]) return fail(err, n, "vendor call: no operation");
-  if (d->src < 0 || d->wei < 0 || d->dst < 0 || d->src >= MAX_ARGS ||
-      d->wei >= MAX_ARGS || d->dst >= MAX_ARGS || d->bias >= MAX_ARGS)
+  bool weighted = !strcmp(d->op, "conv") || !strcmp(d->op, "matmul");
+  if (d->src < 0 || (weighted && d->wei < 0) || d->dst < 0 ||
+      d->src >= MAX_ARGS || d->wei >= MAX_ARGS || d->dst >= MAX_ARGS ||
+      d->bias >= MAX_ARGS || d->scale >= MAX_ARGS || d->shift >= MAX_ARGS)
     return fail(err, n, "vendor call: operand places missing");
+  if (!strcmp(d->op, "softmax") &&
+      (d->rx < 1 || d->axis < 0 || d->axis >= d->rx))
+    return fail(err, n, "vendor call: softmax needs X and an axis in it");
+  if (!strcmp(d->op, "lnorm") && (d->rx != 2 || d->scale < 0))
+    return fail(err, n, "vendor call: lnorm needs X=ROWSxLEN and scale");
+  if (!weighted && d->n_post)
+    return fail(err, n, "vendor call: %s takes no post-ops", d->op);
   return 0;
 }
 
@@ -397,6 +433,38 @@ static dnnl_status_t build_matmul(const desc *d, ts_vendor_op *op,
   return s;
 }
 
+/* A softmax over one axis of a dense array (in place allowed). */
+static dnnl_status_t build_softmax(const desc *d, ts_vendor_op *op, built *b) {
+  int64_t st[8];
+  dense_strides(d->rx, d->x, st);
+  dnnl_status_t s = md_strided(&b->src, d->rx, d->x, st);
+  if (s) return s;
+  b->dst = b->src;
+  dnnl_softmax_v2_desc_t sd;
+  s = dnnl_softmax_v2_forward_desc_init(&sd, dnnl_forward_inference,
+                                        dnnl_softmax_accurate, &b->src, &b->dst,
+                                        (int)d->axis);
+  if (!s) s = dnnl_primitive_desc_create(&b->pd, &sd, NULL, op->engine, NULL);
+  return s;
+}
+
+/* A layer normalization of each row of [rows, len]: scale and (optional)
+ * shift of len elements; the statistics are not kept. */
+static dnnl_status_t build_lnorm(const desc *d, ts_vendor_op *op, built *b) {
+  int64_t st[2];
+  dense_strides(2, d->x, st);
+  dnnl_status_t s = md_strided(&b->src, 2, d->x, st);
+  if (!s) s = md_tag(&b->bias, 1, &d->x[1], dnnl_x); /* scale, shift */
+  if (s) return s;
+  b->dst = b->src;
+  unsigned flags = dnnl_use_scale | (d->shift >= 0 ? dnnl_use_shift : 0U);
+  dnnl_layer_normalization_desc_t ld;
+  s = dnnl_layer_normalization_forward_desc_init(&ld, dnnl_forward_inference,
+                                                 &b->src, NULL, d->eps, flags);
+  if (!s) s = dnnl_primitive_desc_create(&b->pd, &ld, NULL, op->engine, NULL);
+  return s;
+}
+
 /* Adds an executed argument: the call's argument `arg`, or (arg < 0) the
  * memory given. */
 static dnnl_status_t add_exec(ts_vendor_op *op, int which,
@@ -483,8 +551,10 @@ API int ts_vendor_dnnl_create(const char *text, void *const *args,
   const char *what = "creating the engine";
   if (!s) {
     what = "describing the primitive";
-    s = !strcmp(d.op, "conv") ? build_conv(&d, op, args, &b)
-                              : build_matmul(&d, op, args, &b);
+    s = !strcmp(d.op, "conv")      ? build_conv(&d, op, args, &b)
+        : !strcmp(d.op, "matmul")  ? build_matmul(&d, op, args, &b)
+        : !strcmp(d.op, "softmax") ? build_softmax(&d, op, &b)
+                                   : build_lnorm(&d, op, &b);
   }
   if (!s) {
     what = "creating the primitive";
@@ -505,9 +575,13 @@ API int ts_vendor_dnnl_create(const char *text, void *const *args,
     if (!s && packed) {
       s = add_exec(op, DNNL_ARG_WEIGHTS, NULL, -1, packed);
       packed = NULL;
-    } else if (!s) {
+    } else if (!s && d.wei >= 0) {
       s = add_exec(op, DNNL_ARG_WEIGHTS, &b.wei_user, d.wei, NULL);
     }
+    if (!s && d.scale >= 0)
+      s = add_exec(op, DNNL_ARG_SCALE, &b.bias, d.scale, NULL);
+    if (!s && d.shift >= 0)
+      s = add_exec(op, DNNL_ARG_SHIFT, &b.bias, d.shift, NULL);
     if (!s && b.has_bias)
       s = add_exec(op, DNNL_ARG_BIAS, &b.bias, d.bias, NULL);
     for (int i = 0, k = 0; !s && i < d.n_post; i++) {

@@ -408,6 +408,10 @@ static void test_dispatch_vendor(void **state) {
       if (v) assert_non_null(tasks[i].vendor);
     }
     if (n_vendor == 0) fail_msg("%s: no task went to oneDNN", models[k]);
+    for (int i = 0; bert && i < r.n_tasks; i++) /* not only products */
+      if (strstr(r.tasks[i].name, "softmax") ||
+          strstr(r.tasks[i].name, "layernorm"))
+        assert_string_equal(r.tasks[i].source, "vendor");
     free(tasks);
     ts_graph_compile_report_clear(&r);
     run_and_compare(models[k], g, out);
@@ -550,6 +554,12 @@ static void test_vendor_descriptions(void **state) {
       {"matmul A=4x8 B=8x4 C=4x4 wconst=1 src=0 wei=2 dst=3",
        "no constant weights"},
       {"matmul A=4x8 B=9x4 C=4x4 wconst=1 src=0 wei=1 dst=2", "failed"},
+      {"softmax X=4x8 axis=2 src=0 dst=1", "axis in it"},
+      {"softmax axis=0 src=0 dst=1", "axis in it"},
+      {"softmax X=4x8 axis=1 src=0 dst=1 post=relu", "takes no post-ops"},
+      {"lnorm X=4x8 eps=1e-5 src=0 dst=1", "needs X=ROWSxLEN and scale"},
+      {"lnorm X=32 eps=1e-5 src=0 scale=1 dst=2", "needs X=ROWSxLEN"},
+      {"lnorm X=4x8 eps=x src=0 scale=1 dst=2", "bad epsilon"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     void *op = NULL;
@@ -598,6 +608,51 @@ static void test_vendor_descriptions(void **state) {
                want[i]);
   destroy(op);
   free(a), free(b), free(io), free(want);
+
+  /* softmax over the middle axis of [3, 5, 4], and a layer normalization
+   * of [4, 32] rows with scale and shift, in place (the output overwrites
+   * the input), against double-precision references */
+  float x[3 * 5 * 4], sm[3 * 5 * 4];
+  for (int i = 0; i < 60; i++) x[i] = sm[i] = (float)((i * 29) % 17) / 4 - 2;
+  void *sp[2] = {sm, sm};
+  if (create("softmax X=3x5x4 axis=1 src=0 dst=1", sp, 1, &op, why, sizeof why))
+    fail_msg("softmax refused: %s", why);
+  assert_int_equal(run(op, sp), 0);
+  destroy(op);
+  for (int o = 0; o < 3; o++)
+    for (int in = 0; in < 4; in++) {
+      double mx = -1e30, sum = 0;
+      for (int k = 0; k < 5; k++) mx = fmax(mx, x[(o * 5 + k) * 4 + in]);
+      for (int k = 0; k < 5; k++) sum += exp(x[(o * 5 + k) * 4 + in] - mx);
+      for (int k = 0; k < 5; k++) {
+        int at = (o * 5 + k) * 4 + in;
+        double want1 = exp(x[at] - mx) / sum;
+        if (fabs(sm[at] - want1) > 1e-6)
+          fail_msg("softmax: element %d is %g, want %g", at, sm[at], want1);
+      }
+    }
+  float ln[4 * 32], lx[4 * 32], gamma[32], beta[32];
+  for (int i = 0; i < 4 * 32; i++) lx[i] = ln[i] = (float)((i * 7) % 13) - 6;
+  for (int i = 0; i < 32; i++) gamma[i] = 0.5f + i / 32.f, beta[i] = i / 8.f;
+  void *lp[4] = {ln, gamma, beta, ln};
+  if (create("lnorm X=4x32 eps=1e-5 src=0 scale=1 shift=2 dst=3", lp, 1, &op,
+             why, sizeof why))
+    fail_msg("lnorm refused: %s", why);
+  assert_int_equal(run(op, lp), 0);
+  destroy(op);
+  for (int r = 0; r < 4; r++) {
+    double mean = 0, var = 0;
+    for (int k = 0; k < 32; k++) mean += lx[r * 32 + k] / 32.0;
+    for (int k = 0; k < 32; k++)
+      var += (lx[r * 32 + k] - mean) * (lx[r * 32 + k] - mean) / 32.0;
+    for (int k = 0; k < 32; k++) {
+      double want1 =
+          (lx[r * 32 + k] - mean) / sqrt(var + 1e-5) * gamma[k] + beta[k];
+      if (fabs(ln[r * 32 + k] - want1) > 1e-4 * (1 + fabs(want1)))
+        fail_msg("lnorm: element %d is %g, want %g", r * 32 + k, ln[r * 32 + k],
+                 want1);
+    }
+  }
   dlclose(h);
 }
 
