@@ -177,3 +177,33 @@ const char *root_block_name(const ts_func *f) {
   free(blocks);
   return name;
 }
+
+int vector_rfactor(ts_sched *s, const ts_target *t, const char *block,
+                   int accumulators, int min_vectors, bool spatial_only) {
+  ts_rv b, loops[MAX_LOOPS];
+  int nl = 0, rc;
+  if ((rc = ts_sched_get_block(s, block, &b)) ||
+      (rc = ts_sched_get_loops(s, b, loops, MAX_LOOPS, &nl)) || nl < 2)
+    return rc ? rc : TS_ESCHEDULE;
+  const ts_stmt *r = ts_func_find_block(ts_sched_func(s), block);
+  const ts_block *blk = r ? ts_realize_block(r) : NULL;
+  if (!blk || !block_is_reduction(blk) ||
+      (spatial_only ? block_has_spatial_reuse(r) : block_has_reuse(r)) ||
+      ts_block_n_writes(blk) != 1)
+    return TS_ESCHEDULE;
+  const ts_stmt *last = ts_sched_rv_loop(s, loops[nl - 1]);
+  if (!last || loop_binding(r, last) != BIND_REDUCE) return TS_ESCHEDULE;
+  int bits = ts_buffer_dtype(ts_block_write(blk, 0)->buffer).bits;
+  int64_t lanes = bits > 0 ? ts_target_vector_bits(t) / bits : 0;
+  int64_t ext = rv_extent(s, loops[nl - 1]);
+  int64_t width = lanes * (accumulators > 1 ? accumulators : 1);
+  if (lanes < 4 || ext % width || ext < (int64_t)min_vectors * lanes ||
+      ext < width)
+    return TS_ESCHEDULE;
+  int64_t factors[2] = {ext / width, width};
+  ts_rv parts[2], rf;
+  if ((rc = ts_sched_split(s, loops[nl - 1], factors, 2, parts)) ||
+      (rc = ts_sched_rfactor(s, parts[1], 1, &rf)))
+    return rc;
+  return TS_OK;
+}

@@ -25,11 +25,11 @@
  *     row tile; its padding producer computed at the innermost outer loop
  *     (each tile pads the window it reads); the outer loops fused and
  *     parallel.
- *  3. Every other block: without an anchor, a max or min reduction
- *     without reuse (softmax's row maximum, which LLVM may not vectorize)
- *     factored a vector at a time (rfactor), then the other blocks computed at
- *     the outermost loop of the output block (one parallel loop over the
- *     rows of a softmax or layer norm); a reduction whose innermost spatial
+ *  3. Every other block: without an anchor, a row reduction without reuse
+ *     (softmax's maximum and sum, layer norm's sums) factored four vectors
+ *     at a time (rfactor: independent accumulators), then the other blocks
+ * computed at the outermost loop of the output block (one parallel loop over
+ * the rows of a softmax or layer norm); a reduction whose innermost spatial
  *     loop is contiguous (pooling over NHWC channels) gets its reduce loops
  *     moved above that loop and its init decomposed; the innermost spatial
  *     loop vectorized when contiguous (split when long); the leading
@@ -618,46 +618,23 @@ static void simple_block(ts_sched *s, const ts_target *t, const char *name) {
   parallel_outer(s, t, name, work);
 }
 
-/* A max or min reduction without reuse (softmax's row maximum): the code
- * generator may reassociate sums and products, so LLVM vectorizes those,
- * but not NaN-aware maxima, which would stay one scalar max per element.
- * Its innermost reduce loop is split by the vector length and the inner
- * part factored out (rfactor), so whole vectors are combined and then the
- * lanes; the two blocks are then placed like any other. */
-static bool reduction_is_minmax(const ts_stmt *r) {
-  const ts_stmt *body = ts_block_body(ts_realize_block(r));
-  if (!body || ts_stmt_kind_of(body) != TS_STMT_STORE) return false;
-  ts_expr_kind k = ts_expr_kind_of(ts_store_value(body));
-  return k == TS_EXPR_MAX || k == TS_EXPR_MIN;
-}
-
-static void vector_rfactor_minmax(ts_sched *s, const ts_target *t) {
+/* A row reduction without reuse (softmax's row maximum and sum, layer
+ * norm's sums): LLVM would keep a NaN-aware maximum one scalar max per
+ * element, and vectorizes a sum with one accumulator, so each vector add
+ * waits for the one before. The innermost reduce loop is split so the
+ * inner part is ROW_ACCUMULATORS vectors (or one, when the row is too short
+ * or does not divide) and that part factored out (rfactor): independent
+ * vector accumulators, then the lanes; the blocks are then placed like any
+ * other. */
+#define ROW_ACCUMULATORS 4
+static void vector_rfactor_rows(ts_sched *s, const ts_target *t) {
   int n = 0;
   char **names = block_names(ts_sched_func(s), &n);
   if (!names) return;
-  for (int i = 0; i < n; i++) {
-    const ts_func *f = ts_sched_func(s);
-    const ts_stmt *r = ts_func_find_block(f, names[i]);
-    if (!r || !block_is_reduction(ts_realize_block(r)) || block_has_reuse(r) ||
-        !reduction_is_minmax(r) || ts_block_n_writes(ts_realize_block(r)) != 1)
-      continue;
-    ts_rv b, loops[MAX_LOOPS];
-    int nl = 0;
-    if (ts_sched_get_block(s, names[i], &b) ||
-        ts_sched_get_loops(s, b, loops, MAX_LOOPS, &nl) || nl < 2)
-      continue;
-    const ts_stmt *last = ts_sched_rv_loop(s, loops[nl - 1]);
-    if (!last || loop_binding(r, last) != BIND_REDUCE) continue;
-    int lanes = lanes_of(
-        t, ts_buffer_dtype(ts_block_write(ts_realize_block(r), 0)->buffer));
-    int64_t ext = loop_extent(s, loops[nl - 1]);
-    if (lanes < 4 || ext % lanes || ext < 2 * lanes) continue;
-    int64_t factors[2] = {ext / lanes, lanes};
-    ts_rv parts[2], rf;
-    if (ts_sched_split(s, loops[nl - 1], factors, 2, parts) ||
-        ts_sched_rfactor(s, parts[1], 1, &rf))
-      continue;
-  }
+  for (int i = 0; i < n; i++)
+    if (vector_rfactor(s, t, names[i], ROW_ACCUMULATORS, 2 * ROW_ACCUMULATORS,
+                       true) != TS_OK)
+      vector_rfactor(s, t, names[i], 1, 2, true);
   names_free(names, n);
 }
 
@@ -707,7 +684,7 @@ static int schedule_cpu(ts_sched *s, const ts_target *t, int level) {
     }
   names_free(names, n);
   if (!anchor[0]) {
-    vector_rfactor_minmax(s, t);
+    vector_rfactor_rows(s, t);
     producers_at_output(s);
   }
   /* every block (those computed under another's loops included) */

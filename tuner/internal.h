@@ -59,6 +59,17 @@ bool stmt_uses_expensive_call(const ts_stmt *s);
 bool block_writes_param(const ts_func *f, const ts_block *b);
 /* The constant extent of a loop handle's loop (0 when unknown). */
 int64_t rv_extent(const ts_sched *s, ts_rv loop);
+/* Factors a vector's worth of a reduction out (rfactor), so the row is
+ * combined `accumulators` whole vectors at a time and the lanes at the
+ * end: the block's innermost loop, when it is a reduce loop whose extent
+ * is a multiple of lanes * accumulators and at least min_vectors vectors,
+ * is split into [ext / (lanes * accumulators), lanes * accumulators] and
+ * the inner part rfactored. Only a block with one write and no reuse (a row
+ * reduction, not a matmul): none at all, or with spatial_only none across
+ * a spatial iter (layer norm's centred sum reads the row's mean at every
+ * k). TS_ESCHEDULE when it does not apply. */
+int vector_rfactor(ts_sched *s, const ts_target *t, const char *block,
+                   int accumulators, int min_vectors, bool spatial_only);
 /* The names of f's blocks in program order, the root excluded; *n gets the
  * count. Returns a malloc'd array of malloc'd names (names_free). */
 char **block_names(const ts_func *f, int *n);

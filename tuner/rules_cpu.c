@@ -247,27 +247,7 @@ static int rfactor_cpu(const gen *g, gen_state *st, const char *name) {
  * a time (a max or min reduction is otherwise scalar: the code generator
  * may reorder sums but not NaN-aware maxima) and then combined. */
 static int rfactor_vector_cpu(const gen *g, gen_state *st, const char *name) {
-  ts_sched *s = st->s;
-  ts_rv b, loops[MAX_LOOPS];
-  int nl = 0, rc;
-  if ((rc = ts_sched_get_block(s, name, &b)) ||
-      (rc = ts_sched_get_loops(s, b, loops, MAX_LOOPS, &nl)) || nl < 2)
-    return rc ? rc : TS_ESCHEDULE;
-  const ts_stmt *r = ts_func_find_block(ts_sched_func(s), name);
-  const ts_block *blk = ts_realize_block(r);
-  if (block_has_reuse(r) || ts_block_n_writes(blk) != 1) return TS_ESCHEDULE;
-  const ts_stmt *last = ts_sched_rv_loop(s, loops[nl - 1]);
-  if (!last || loop_binding(r, last) != BIND_REDUCE) return TS_ESCHEDULE;
-  int bits = ts_buffer_dtype(ts_block_write(blk, 0)->buffer).bits;
-  int64_t lanes = bits > 0 ? ts_target_vector_bits(g->t) / bits : 0;
-  int64_t ext = rv_extent(s, loops[nl - 1]);
-  if (lanes < 4 || ext % lanes || ext < 4 * lanes) return TS_ESCHEDULE;
-  int64_t factors[2] = {ext / lanes, lanes};
-  ts_rv parts[2], rf;
-  if ((rc = ts_sched_split(s, loops[nl - 1], factors, 2, parts)) ||
-      (rc = ts_sched_rfactor(s, parts[1], 1, &rf)))
-    return rc;
-  return TS_OK;
+  return vector_rfactor(st->s, g->t, name, 1, 4, false);
 }
 
 int rule_cpu_rfactor(const gen *g, const gen_state *st, const char *name,

@@ -96,14 +96,16 @@ static void test_shapes(void **state) {
        {"vectorize", "unroll", "parallel", "\ncompute_at("}},
       {"depthwise_conv2d_nhwc N=1 H=30 W=30 C=48 KH=3 KW=3 stride=2 pad=1",
        {"vectorize", "parallel", "\ncompute_at("}},
-      /* the row maximum combined a vector at a time (rfactor) */
+      /* row reductions combined several vectors at a time (rfactor):
+       * the row maximum, sums, and layer norm's centred square sum, which
+       * reads the row's mean at every element */
       {"softmax N=64 D=128", {"parallel", "rfactor"}},
       {"reduce op=max N=256 D=512", {"parallel", "rfactor"}},
-      {"layer_norm N=128 D=256", {"parallel"}},
+      {"layer_norm N=128 D=256", {"parallel", "rfactor", "var_sum_rf"}},
       {"elementwise op=gelu shape=128x768", {"vectorize", "parallel"}},
       {"pool2d_nhwc N=1 H=56 W=56 C=64 KH=3 KW=3 stride=2 pad=1 kind=max",
        {"vectorize", "parallel"}},
-      {"reduce op=sum N=256 D=512", {"parallel"}},
+      {"reduce op=sum N=256 D=512", {"parallel", "rfactor"}},
   };
   ts_target *t = host();
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
