@@ -17,6 +17,11 @@
  *        wfmt=hwio|oihw|blk [wb=B] wconst=1 src wei [bias] dst [post=...]...
  *   matmul A=DxD.. B=DxD.. C=DxD.. wfmt=kn|blk [wb=B] wconst=0|1 src wei dst
  *          [post=...]   (wconst: B is a constant, reordered once)
+ *   (either with dt=u8s8: the quantization pass's ConvInteger or
+ *   MatMulInteger, uint8 data and constant int8 weights, then
+ *   dq=SCALE:ZP, the dequantization of the int32 accumulator by a scale
+ *   and a zero point per channel, then the float post-ops, then optionally
+ *   q=SCALE:ZP, the quantization to uint8 that ends the group)
  *   softmax X=DxD.. axis=A src dst     (over one axis of a dense array)
  *   lnorm X=OUTERxLEN eps=E src scale [shift] dst
  *        (LayerNormalization over the trailing LEN elements of each row)
@@ -60,6 +65,20 @@ static bool f32(const ts_graph *g, int v) {
          g->values[v].dtype.bits == 32 && g->values[v].dtype.lanes == 1;
 }
 
+static bool is_dtype(const ts_graph *g, int v, ts_dtype_code code, int bits) {
+  return v >= 0 && g->values[v].dtype.code == code &&
+         g->values[v].dtype.bits == bits && g->values[v].dtype.lanes == 1;
+}
+
+/* The operands of an anchor: float32 data and weights, or (the
+ * quantization pass's ConvInteger / MatMulInteger) uint8 data and int8
+ * weights. */
+static bool operand_types(const ts_graph *g, const gr_node *n, bool int8) {
+  return int8 ? is_dtype(g, n->inputs[0], TS_DT_UINT, 8) &&
+                    is_dtype(g, n->inputs[1], TS_DT_INT, 8)
+              : f32(g, n->inputs[0]) && f32(g, n->inputs[1]);
+}
+
 static void dims(text *t, const char *key, const gr_value *v) {
   put(t, " %s=", key);
   for (int d = 0; d < v->ndim; d++)
@@ -74,11 +93,11 @@ static double scalar_const(const ts_graph *g, int v, bool *ok) {
 }
 
 static bool describe_conv(const ts_graph *g, const gr_node *n,
-                          const int *params, int n_params, text *t) {
+                          const int *params, int n_params, bool int8, text *t) {
   const gr_value *x = &g->values[n->inputs[0]], *w = &g->values[n->inputs[1]];
   const gr_value *y = &g->values[n->outputs[0]];
-  if (x->ndim != 4 || !f32(g, n->inputs[0]) || !f32(g, n->inputs[1]) ||
-      !gr_is_const(g, n->inputs[1]))
+  if (x->ndim != 4 || !operand_types(g, n, int8) ||
+      !gr_is_const(g, n->inputs[1]) || (int8 && n->n_inputs > 2))
     return false;
   bool last = gr_node_channels_last(n);
   int64_t B = last ? gr_conv_weight_block(n) : 0;
@@ -103,6 +122,10 @@ static bool describe_conv(const ts_graph *g, const gr_node *n,
   if ((p = gr_attr_ints(n, "dilations", &c)) && c == 2)
     dil[0] = p[0], dil[1] = p[1];
   if (gr_resolve_pads(n, 2, in_sp, kernel, strides, dil, pads)) return false;
+  /* oneDNN pads with zeros; ConvInteger pads with the data's zero point */
+  if (int8 && gr_attr_int(n, "pad_value", 0) != 0 &&
+      (pads[0] || pads[1] || pads[2] || pads[3]))
+    return false;
   if (G < 1 || C % G || CO % G || (B && CO % B)) return false;
   int src = param_of(params, n_params, n->inputs[0]);
   int wei = param_of(params, n_params, n->inputs[1]);
@@ -127,18 +150,21 @@ static bool describe_conv(const ts_graph *g, const gr_node *n,
   if (B) put(t, " wb=%lld", (long long)B);
   put(t, " wconst=1 src=%d wei=%d", src, wei);
   if (bias >= 0) put(t, " bias=%d", bias);
+  if (int8) put(t, " dt=u8s8");
   return true;
 }
 
 static bool describe_matmul(const ts_graph *g, const gr_node *n,
-                            const int *params, int n_params, text *t) {
+                            const int *params, int n_params, bool int8,
+                            text *t) {
   const gr_value *a = &g->values[n->inputs[0]], *b = &g->values[n->inputs[1]];
   const gr_value *y = &g->values[n->outputs[0]];
   int64_t B = gr_matmul_weight_block(n);
   if (a->ndim < 2 || b->ndim < 2 || y->ndim < 2 || y->ndim > 8 ||
       a->ndim > y->ndim || b->ndim - (B ? 1 : 0) > y->ndim ||
-      !f32(g, n->inputs[0]) || !f32(g, n->inputs[1]) ||
-      (B && !gr_is_const(g, n->inputs[1])))
+      !operand_types(g, n, int8) ||
+      ((B || int8) && !gr_is_const(g, n->inputs[1])) ||
+      (int8 && n->n_inputs > 2))
     return false;
   int src = param_of(params, n_params, n->inputs[0]);
   int wei = param_of(params, n_params, n->inputs[1]);
@@ -151,6 +177,46 @@ static bool describe_matmul(const ts_graph *g, const gr_node *n,
   if (B) put(t, " wb=%lld", (long long)B);
   put(t, " wconst=%d src=%d wei=%d", gr_is_const(g, n->inputs[1]) ? 1 : 0, src,
       wei);
+  if (int8) put(t, " dt=u8s8");
+  return true;
+}
+
+/* An int8 anchor's dequantization (its int32 accumulator minus a zero
+ * point per channel, times a scale per channel, along the channel axis) or
+ * the quantization that ends the group (a scalar scale and uint8 zero
+ * point). */
+static bool describe_dequant(const ts_graph *g, const gr_node *m, int cur,
+                             int cax, const int *params, int n_params,
+                             text *t) {
+  if (strcmp(m->op, "DequantizeLinear") || m->n_inputs != 3 ||
+      m->inputs[0] != cur || !f32(g, m->outputs[0]) ||
+      gr_attr_int(m, "axis", 1) != cax)
+    return false;
+  int64_t C = g->values[cur].shape[cax];
+  int sc = param_of(params, n_params, m->inputs[1]);
+  int zp = param_of(params, n_params, m->inputs[2]);
+  if (sc < 0 || zp < 0 || !f32(g, m->inputs[1]) ||
+      !is_dtype(g, m->inputs[2], TS_DT_INT, 32) ||
+      gr_value_elems(&g->values[m->inputs[1]]) != C ||
+      gr_value_elems(&g->values[m->inputs[2]]) != C)
+    return false;
+  put(t, " dq=%d:%d", sc, zp);
+  return true;
+}
+
+static bool describe_quant(const ts_graph *g, const gr_node *m, int cur,
+                           const int *params, int n_params, text *t) {
+  if (strcmp(m->op, "QuantizeLinear") || m->n_inputs != 3 ||
+      m->inputs[0] != cur || !is_dtype(g, m->outputs[0], TS_DT_UINT, 8))
+    return false;
+  int sc = param_of(params, n_params, m->inputs[1]);
+  int zp = param_of(params, n_params, m->inputs[2]);
+  if (sc < 0 || zp < 0 || !f32(g, m->inputs[1]) ||
+      !is_dtype(g, m->inputs[2], TS_DT_UINT, 8) ||
+      gr_value_elems(&g->values[m->inputs[1]]) != 1 ||
+      gr_value_elems(&g->values[m->inputs[2]]) != 1)
+    return false;
+  put(t, " q=%d:%d", sc, zp);
   return true;
 }
 
@@ -264,11 +330,12 @@ bool gr_vendor_describe(const ts_graph *g, const int *members, int n,
   buf[0] = 0;
   const gr_node *a = &g->nodes[members[0]];
   bool ok, nchw = false;
-  if (!strcmp(a->op, "Conv")) {
-    ok = describe_conv(g, a, params, n_params, &t);
+  bool int8 = !strcmp(a->op, "ConvInteger") || !strcmp(a->op, "MatMulInteger");
+  if (!strcmp(a->op, "Conv") || !strcmp(a->op, "ConvInteger")) {
+    ok = describe_conv(g, a, params, n_params, int8, &t);
     nchw = !gr_node_channels_last(a);
-  } else if (!strcmp(a->op, "MatMul")) {
-    ok = describe_matmul(g, a, params, n_params, &t);
+  } else if (!strcmp(a->op, "MatMul") || !strcmp(a->op, "MatMulInteger")) {
+    ok = describe_matmul(g, a, params, n_params, int8, &t);
   } else if ((!strcmp(a->op, "Softmax") ||
               !strcmp(a->op, "LayerNormalization")) &&
              n == 1) { /* no post-ops: oneDNN 2.6 takes none there */
@@ -281,10 +348,22 @@ bool gr_vendor_describe(const ts_graph *g, const int *members, int n,
   int cur = a->outputs[0];
   int cax = nchw ? 1 : g->values[cur].ndim - 1;
   if (n - 1 > GR_VENDOR_MAX_POST) return false;
-  for (int i = 1; ok && i < n; i++) {
+  int first = 1;
+  if (int8) { /* the accumulator is dequantized first, always */
+    ok = ok && n >= 2 && g->nodes[members[1]].n_outputs == 1 &&
+         describe_dequant(g, &g->nodes[members[1]], cur, cax, params, n_params,
+                          &t);
+    if (ok) cur = g->nodes[members[1]].outputs[0];
+    first = 2;
+  }
+  for (int i = first; ok && i < n; i++) {
     const gr_node *m = &g->nodes[members[i]];
-    ok = m->n_outputs == 1 && f32(g, m->outputs[0]) &&
-         describe_post(g, m, cur, cax, params, n_params, &t);
+    if (int8 && i == n - 1 && !strcmp(m->op, "QuantizeLinear")) {
+      ok = m->n_outputs == 1 && describe_quant(g, m, cur, params, n_params, &t);
+    } else {
+      ok = m->n_outputs == 1 && f32(g, m->outputs[0]) &&
+           describe_post(g, m, cur, cax, params, n_params, &t);
+    }
     cur = m->outputs[0];
   }
   if (!ok) return false;

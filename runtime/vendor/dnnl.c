@@ -39,6 +39,7 @@ typedef struct ts_vendor_op {
   dnnl_stream_t stream;
   dnnl_primitive_t prim;
   int n_threads;
+  float *shift; /* int8: the zero point's share per channel (owned) */
   /* executed arguments: slot k takes args[arg_of[k]] (or the prepacked
    * weights when arg_of[k] < 0) */
   int n_exec;
@@ -59,7 +60,8 @@ static int fail(char *err, size_t n, const char *fmt, ...) {
 /* ---- the description ---- */
 
 typedef struct post_op {
-  char kind[12]; /* relu clip sigmoid tanh gelu_erf gelu_tanh linear add mul */
+  char kind[12]; /* relu clip sigmoid tanh gelu_erf gelu_tanh linear add mul
+                    shift (int8: the zero point's share, per channel) */
   float lo, hi;  /* clip's bounds; linear's alpha and beta */
   int arg;       /* add/mul: the operand's argument */
   bool full;     /* add/mul: a whole tensor (else per channel) */
@@ -83,6 +85,11 @@ typedef struct desc {
   int64_t x[8];
   int64_t axis, scale, shift;
   float eps;
+  /* int8 (dt=u8s8): uint8 data, int8 weights, the accumulator dequantized
+   * by dq_scale/dq_zp per channel, the result quantized by q_scale/q_zp
+   * (scalars) when q_scale >= 0, else float32 */
+  bool int8;
+  int dq_scale, dq_zp, q_scale, q_zp;
   post_op post[MAX_POST];
   int n_post;
 } desc;
@@ -134,6 +141,7 @@ static const struct {
 static int parse(const char *text, desc *d, char *err, size_t n) {
   memset(d, 0, sizeof *d);
   d->src = d->wei = d->bias = d->dst = d->scale = d->shift = -1;
+  d->dq_scale = d->dq_zp = d->q_scale = d->q_zp = -1;
   d->sh = d->sw = d->dh = d->dw = d->g = d->kh = d->kw = 1;
   char buf[1024];
   if (strlen(text) >= sizeof buf)
@@ -171,6 +179,17 @@ static int parse(const char *text, desc *d, char *err, size_t n) {
       d->nchw = !strcmp(v, "nchw");
     } else if (!strcmp(k, "wfmt")) {
       snprintf(d->wfmt, sizeof d->wfmt, "%s", v);
+    } else if (!strcmp(k, "dt")) {
+      if (strcmp(v, "u8s8"))
+        return fail(err, n, "vendor call: unknown data types '%s'", v);
+      d->int8 = true;
+    } else if (!strcmp(k, "dq") || !strcmp(k, "q")) {
+      int a, b;
+      if (sscanf(v, "%d:%d", &a, &b) != 2 || a < 0 || b < 0 || a >= MAX_ARGS ||
+          b >= MAX_ARGS)
+        return fail(err, n, "vendor call: bad %s '%s'", k, v);
+      *(k[0] == 'd' ? &d->dq_scale : &d->q_scale) = a;
+      *(k[0] == 'd' ? &d->dq_zp : &d->q_zp) = b;
     } else if (!strcmp(k, "eps")) {
       char *end;
       d->eps = strtof(v, &end);
@@ -228,6 +247,14 @@ static int parse(const char *text, desc *d, char *err, size_t n) {
     return fail(err, n, "vendor call: lnorm needs X=ROWSxLEN and scale");
   if (!weighted && d->n_post)
     return fail(err, n, "vendor call: %s takes no post-ops", d->op);
+  if (d->int8 && (!weighted || d->dq_scale < 0 || d->bias >= 0))
+    return fail(err, n,
+                "vendor call: dt=u8s8 needs a conv or matmul without bias "
+                "and dq=SCALE:ZP");
+  if (!d->int8 && (d->dq_scale >= 0 || d->q_scale >= 0))
+    return fail(err, n, "vendor call: dq= and q= need dt=u8s8");
+  if (d->int8 && d->n_post + 2 > MAX_POST)
+    return fail(err, n, "vendor call: more than %d post-ops", MAX_POST - 2);
   return 0;
 }
 
@@ -294,7 +321,7 @@ static dnnl_status_t post_attr(const desc *d, int nd, const int64_t *dst_dims,
       }
       if (!s)
         s = dnnl_post_ops_append_binary(
-            po, !strcmp(p->kind, "add") ? dnnl_binary_add : dnnl_binary_mul,
+            po, !strcmp(p->kind, "mul") ? dnnl_binary_mul : dnnl_binary_add,
             &md);
     }
   }
@@ -308,26 +335,90 @@ static dnnl_status_t post_attr(const desc *d, int nd, const int64_t *dst_dims,
  * ([CO/B, KH, KW, CI, B] or [.., N/B, K, B]) are first copied out of their
  * blocks into *plain (malloc'd), a row-major [KH, KW, CI, CO] or [.., K, N]
  * array, which the reorder then reads. */
-static const float *unblock(const float *w, int64_t outer, int64_t inner,
-                            int64_t cols, int64_t B, float **plain) {
+static const void *unblock(const void *w, int64_t outer, int64_t inner,
+                           int64_t cols, int64_t B, size_t esize,
+                           unsigned char **plain) {
   /* w: [outer][cols/B][inner][B] -> [outer][inner][cols] */
-  *plain = malloc(sizeof(float) * (size_t)(outer * inner * cols));
+  const unsigned char *src = w;
+  *plain = malloc(esize * (size_t)(outer * inner * cols));
   if (!*plain) return NULL;
   for (int64_t o = 0; o < outer; o++)
     for (int64_t j = 0; j < cols / B; j++)
       for (int64_t i = 0; i < inner; i++)
-        memcpy(*plain + (o * inner + i) * cols + j * B,
-               w + ((o * (cols / B) + j) * inner + i) * B,
-               sizeof(float) * (size_t)B);
+        memcpy(*plain + esize * (size_t)((o * inner + i) * cols + j * B),
+               src + esize * (size_t)(((o * (cols / B) + j) * inner + i) * B),
+               esize * (size_t)B);
   return *plain;
+}
+
+/* An int8 call's data types: uint8 data, int8 weights, a uint8 (quantized)
+ * or float32 result. The descriptors were made as float32; the blocking of
+ * a memory descriptor is in elements, so only the type changes. */
+static void int8_types(const desc *d, dnnl_memory_desc_t *src,
+                       dnnl_memory_desc_t *wei_user, dnnl_memory_desc_t *wany,
+                       dnnl_memory_desc_t *dst) {
+  if (!d->int8) return;
+  src->data_type = dnnl_u8;
+  wei_user->data_type = dnnl_s8;
+  wany->data_type = dnnl_s8;
+  dst->data_type = d->q_scale >= 0 ? dnnl_u8 : dnnl_f32;
+}
+
+/* The post-ops of an int8 call (into *eff, a copy of d): first the zero
+ * point's share of the dequantization (-zp * scale per channel, kept in
+ * op->shift; the scales themselves are the primitive's output scales), then
+ * the group's float post-ops, then the quantization as a linear post-op
+ * (x / s + z, then oneDNN's rounding to nearest even and saturation to
+ * uint8). */
+static dnnl_status_t int8_prepare(const desc *d, ts_vendor_op *op,
+                                  void *const *args, desc *eff) {
+  *eff = *d;
+  if (!d->int8) return dnnl_success;
+  int64_t C = !strcmp(d->op, "conv") ? d->dims[4] : d->c[d->rc - 1];
+  const float *sc = args[d->dq_scale];
+  const int32_t *zp = args[d->dq_zp];
+  if (!sc || !zp || C <= 0) return dnnl_invalid_arguments; /* constants */
+  op->shift = malloc(sizeof(float) * (size_t)C);
+  if (!op->shift) return dnnl_out_of_memory;
+  for (int64_t c = 0; c < C; c++) op->shift[c] = -(float)zp[c] * sc[c];
+  eff->n_post = 0;
+  post_op *sh = &eff->post[eff->n_post++];
+  memset(sh, 0, sizeof *sh);
+  strcpy(sh->kind, "shift");
+  sh->arg = -1;
+  for (int i = 0; i < d->n_post; i++) eff->post[eff->n_post++] = d->post[i];
+  if (d->q_scale >= 0) {
+    const float *qs = args[d->q_scale];
+    const uint8_t *qz = args[d->q_zp];
+    if (!qs || !qz || !(*qs > 0)) return dnnl_invalid_arguments;
+    post_op *q = &eff->post[eff->n_post++];
+    memset(q, 0, sizeof *q);
+    strcpy(q->kind, "linear");
+    q->lo = 1.0f / *qs;
+    q->hi = (float)*qz;
+  }
+  return dnnl_success;
+}
+
+/* The attribute: the post-ops, and an int8 call's dequantization scales
+ * per channel (the channel axis cax of the result) as output scales. */
+static dnnl_status_t call_attr(const desc *d, void *const *args, int nd,
+                               const int64_t *dst_dims, int cax,
+                               bool channels_last,
+                               dnnl_primitive_attr_t *attr) {
+  dnnl_status_t s = post_attr(d, nd, dst_dims, cax, channels_last, attr);
+  if (!s && d->int8)
+    s = dnnl_primitive_attr_set_output_scales(*attr, dst_dims[cax], 1 << cax,
+                                              args[d->dq_scale]);
+  return s;
 }
 
 typedef struct built {
   dnnl_primitive_desc_t pd;
   dnnl_memory_desc_t src, wei_user, dst, bias;
   bool has_bias, wei_const;
-  const float *wei_ptr; /* user weights (maybe a plain copy) */
-  float *plain;
+  const void *wei_ptr; /* user weights (maybe a plain copy) */
+  unsigned char *plain;
   dnnl_memory_desc_t md1[MAX_POST];
 } built;
 
@@ -342,9 +433,10 @@ static dnnl_status_t build_conv(const desc *d, ts_vendor_op *op,
   if ((s = md_tag(&b->src, 4, sd, tag)) || (s = md_tag(&b->dst, 4, dd, tag)))
     return s;
   /* weights [G,] O, I, KH, KW over the stored array */
-  const float *w = args[d->wei];
+  const void *w = args[d->wei];
+  size_t esize = d->int8 ? 1 : sizeof(float);
   if (!strcmp(d->wfmt, "blk")) { /* [CO/B, KH, KW, CI, B] -> HWIO */
-    w = unblock(w, 1, KH * KW * CIg, CO, d->wb, &b->plain);
+    w = unblock(w, 1, KH * KW * CIg, CO, d->wb, esize, &b->plain);
     if (!w) return dnnl_out_of_memory;
   }
   int64_t wd[5] = {G, COg, CIg, KH, KW}, ws[5];
@@ -360,12 +452,16 @@ static dnnl_status_t build_conv(const desc *d, ts_vendor_op *op,
   if ((s = md_strided(&b->wei_user, nd, wd + o, ws + o)) ||
       (s = md_tag(&wany, nd, wd + o, dnnl_format_tag_any)))
     return s;
+  int8_types(d, &b->src, &b->wei_user, &wany, &b->dst);
   b->wei_ptr = w;
   b->wei_const = true;
   b->has_bias = d->bias >= 0;
   if (b->has_bias && (s = md_tag(&b->bias, 1, &CO, dnnl_x))) return s;
   dnnl_primitive_attr_t attr = NULL;
-  if ((s = post_attr(d, 4, dd, 1, !d->nchw, &attr))) return s;
+  if ((s = call_attr(d, args, 4, dd, 1, !d->nchw, &attr))) {
+    dnnl_primitive_attr_destroy(attr);
+    return s;
+  }
   dnnl_convolution_desc_t cd;
   dnnl_dims_t stride = {d->sh, d->sw}, dil = {d->dh - 1, d->dw - 1};
   dnnl_dims_t pl = {d->pt, d->pl}, pr = {d->pb, d->pr};
@@ -410,11 +506,12 @@ static dnnl_status_t build_matmul(const desc *d, ts_vendor_op *op,
   dense_strides(nd, c, st);
   if ((s = md_strided(&b->dst, nd, c, st))) return s;
   b->wei_const = d->wconst != 0;
-  const float *wp = b->wei_const ? args[d->wei] : NULL;
+  const void *wp = b->wei_const ? args[d->wei] : NULL;
   if (blk && wp) {
     int64_t outer = 1;
     for (int i = 0; i < nd - 2; i++) outer *= w[i];
-    wp = unblock(wp, outer, K, N, d->wb, &b->plain);
+    wp =
+        unblock(wp, outer, K, N, d->wb, d->int8 ? 1 : sizeof(float), &b->plain);
     if (!wp) return dnnl_out_of_memory;
   } else if (blk) {
     return dnnl_invalid_arguments; /* blocked weights are constants */
@@ -424,8 +521,13 @@ static dnnl_status_t build_matmul(const desc *d, ts_vendor_op *op,
   b->wei_ptr = wp;
   dnnl_memory_desc_t wmd = b->wei_user;
   if (b->wei_const && (s = md_tag(&wmd, nd, w, dnnl_format_tag_any))) return s;
+  if (d->int8 && !b->wei_const) return dnnl_invalid_arguments;
+  int8_types(d, &b->src, &b->wei_user, &wmd, &b->dst);
   dnnl_primitive_attr_t attr = NULL;
-  if ((s = post_attr(d, nd, c, nd - 1, false, &attr))) return s;
+  if ((s = call_attr(d, args, nd, c, nd - 1, false, &attr))) {
+    dnnl_primitive_attr_destroy(attr);
+    return s;
+  }
   dnnl_matmul_desc_t md;
   s = dnnl_matmul_desc_init(&md, &b->src, &wmd, NULL, &b->dst);
   if (!s) s = dnnl_primitive_desc_create(&b->pd, &md, attr, op->engine, NULL);
@@ -516,6 +618,7 @@ API void ts_vendor_dnnl_destroy(ts_vendor_op *op) {
   if (op->prim) dnnl_primitive_destroy(op->prim);
   if (op->stream) dnnl_stream_destroy(op->stream);
   if (op->engine) dnnl_engine_destroy(op->engine);
+  free(op->shift);
   free(op);
 }
 
@@ -536,8 +639,13 @@ API int ts_vendor_dnnl_create(const char *text, void *const *args,
   for (int i = 0; i < d.n_post; i++)
     if (!strcmp(d.post[i].kind, "add") && d.post[i].full && args[d.dst] &&
         d.post[i].arg >= 0 && d.post[i].arg < MAX_ARGS &&
-        args[d.post[i].arg] == args[d.dst])
+        args[d.post[i].arg] == args[d.dst]) {
+      if (d.q_scale >= 0) /* a uint8 result over the float32 it adds */
+        return fail(err, err_size,
+                    "vendor call: a quantized result overwrites the tensor "
+                    "it adds");
       d.post[i].sum = true;
+    }
   ts_vendor_op *op = calloc(1, sizeof *op);
   if (!op) return fail(err, err_size, "out of memory");
   op->n_threads = n_threads > 0 ? n_threads : omp_get_max_threads();
@@ -549,6 +657,12 @@ API int ts_vendor_dnnl_create(const char *text, void *const *args,
   if (!s)
     s = dnnl_stream_create(&op->stream, op->engine, dnnl_stream_default_flags);
   const char *what = "creating the engine";
+  if (!s) {
+    what = "reading the int8 scales and zero points";
+    desc eff;
+    s = int8_prepare(&d, op, args, &eff);
+    if (!s) d = eff;
+  }
   if (!s) {
     what = "describing the primitive";
     s = !strcmp(d.op, "conv")      ? build_conv(&d, op, args, &b)
@@ -585,12 +699,23 @@ API int ts_vendor_dnnl_create(const char *text, void *const *args,
     if (!s && b.has_bias)
       s = add_exec(op, DNNL_ARG_BIAS, &b.bias, d.bias, NULL);
     for (int i = 0, k = 0; !s && i < d.n_post; i++) {
-      if ((strcmp(d.post[i].kind, "add") && strcmp(d.post[i].kind, "mul")) ||
+      bool shift = !strcmp(d.post[i].kind, "shift");
+      if ((strcmp(d.post[i].kind, "add") && strcmp(d.post[i].kind, "mul") &&
+           !shift) ||
           d.post[i].sum)
         continue;
       q = dnnl_primitive_desc_query_md(b.pd, dnnl_query_exec_arg_md,
                                        DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) |
                                            DNNL_ARG_SRC_1);
+      if (shift) { /* the call's own constant */
+        dnnl_memory_t m = NULL;
+        s = dnnl_memory_create(&m, q, op->engine, op->shift);
+        if (!s)
+          s = add_exec(op, DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | DNNL_ARG_SRC_1,
+                       NULL, -1, m);
+        k++;
+        continue;
+      }
       if (d.post[i].arg < 0 || d.post[i].arg >= MAX_ARGS) {
         s = dnnl_invalid_arguments;
         break;

@@ -191,6 +191,27 @@ assert t['name'] == 'data' and t['count'] == 3 * 3 * 32 * 32, t['count']
 assert len(t['hist']) == 128 and sum(t['hist']) == t['count']
 assert -1 <= t['min'] < t['max'] <= 1 and 'entropy_symmetric' in t['ranges']
 " || fail "profile fields"
+# the int8 products through oneDNN (--dispatch vendor): uint8 x int8 with
+# the dequantization, the float epilogue and the requantization as
+# oneDNN's output scales and post-ops, giving what the reference executor
+# gives for the quantized graph
+"$T" compile "$R" --quantize "$TMP/prof.json" -o "$TMP/q.so" --dispatch vendor \
+  --json >"$TMP/q.json" 2>/dev/null || fail "int8 compile --dispatch vendor"
+"$PY" -c "
+import json, sys
+d = json.load(open('$TMP/q.json'))
+v = [t['name'] for t in d['tasks'] if t['source'] == 'vendor' and 'integer' in t['name']]
+if len(v) < 3: sys.exit('int8 tasks dispatched to oneDNN: %s' % v)
+" || fail "int8 vendor dispatch"
+expect 0 "$T" run "$TMP/q.so" --inputs "$TMP/in.npz" --outputs "$TMP/qout.npz"
+expect 0 "$T" graph run "$R" --quantize "$TMP/prof.json" --inputs "$TMP/in.npz" --outputs "$TMP/qref.npz"
+"$PY" -c "
+import numpy as np, sys
+a = np.load('$TMP/qout.npz'); b = np.load('$TMP/qref.npz')
+for k in b.files:
+    err = np.linalg.norm(a[k] - b[k]) / max(np.linalg.norm(b[k]), 1e-30)
+    if err > 1e-3: sys.exit('output %s: relative L2 %g' % (k, err))
+" || fail "int8 vendor-dispatched and reference outputs differ"
 expect 1 "$T" quantize profile "$R" --inputs "$TMP/cal_bad.npz" -o "$TMP/prof2.json"
 contains "array 'data'"
 [ ! -e "$TMP/prof2.json" ] || fail "a failed profile was written"

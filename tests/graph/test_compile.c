@@ -560,6 +560,14 @@ static void test_vendor_descriptions(void **state) {
       {"lnorm X=4x8 eps=1e-5 src=0 dst=1", "needs X=ROWSxLEN and scale"},
       {"lnorm X=32 eps=1e-5 src=0 scale=1 dst=2", "needs X=ROWSxLEN"},
       {"lnorm X=4x8 eps=x src=0 scale=1 dst=2", "bad epsilon"},
+      {"matmul A=4x8 B=8x4 C=4x4 wconst=1 src=0 wei=1 dst=2 dt=s8s8",
+       "unknown data types"},
+      {"matmul A=4x8 B=8x4 C=4x4 wconst=1 src=0 wei=1 dst=2 dt=u8s8",
+       "needs a conv or matmul without bias and dq"},
+      {"matmul A=4x8 B=8x4 C=4x4 wconst=1 src=0 wei=1 dst=2 dq=2:3",
+       "need dt=u8s8"},
+      {"matmul A=4x8 B=8x4 C=4x4 wconst=1 src=0 wei=1 dst=2 dt=u8s8 dq=2",
+       "bad dq"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     void *op = NULL;
