@@ -622,17 +622,18 @@ static void simple_block(ts_sched *s, const ts_target *t, const char *name) {
  * norm's sums): LLVM would keep a NaN-aware maximum one scalar max per
  * element, and vectorizes a sum with one accumulator, so each vector add
  * waits for the one before. The innermost reduce loop is split so the
- * inner part is ROW_ACCUMULATORS vectors (or one, when the row is too short
- * or does not divide) and that part factored out (rfactor): independent
- * vector accumulators, then the lanes; the blocks are then placed like any
- * other. */
+ * inner part is ROW_ACCUMULATORS vectors (or one, when the row has fewer
+ * than four of those or does not divide: then the last combine of the
+ * lanes would cost more than the chain saves) and that part factored out
+ * (rfactor): independent vector accumulators, then the lanes; the blocks
+ * are then placed like any other. */
 #define ROW_ACCUMULATORS 4
 static void vector_rfactor_rows(ts_sched *s, const ts_target *t) {
   int n = 0;
   char **names = block_names(ts_sched_func(s), &n);
   if (!names) return;
   for (int i = 0; i < n; i++)
-    if (vector_rfactor(s, t, names[i], ROW_ACCUMULATORS, 2 * ROW_ACCUMULATORS,
+    if (vector_rfactor(s, t, names[i], ROW_ACCUMULATORS, 4 * ROW_ACCUMULATORS,
                        true) != TS_OK)
       vector_rfactor(s, t, names[i], 1, 2, true);
   names_free(names, n);
