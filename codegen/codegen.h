@@ -63,14 +63,6 @@ typedef struct ts_target_facts {
 
 /* The facts of t's family. */
 const ts_target_facts *ts_target_facts_of(const ts_target *t);
-/* The kind of target, as before the families (to be removed once nothing
- * outside codegen tests it). */
-typedef enum ts_target_kind {
-  TS_TARGET_LLVM = 0, /* x86-64 host code */
-  TS_TARGET_CUDA = 1, /* NVPTX */
-} ts_target_kind;
-ts_target_kind ts_target_get_kind(const ts_target *t);
-bool ts_target_is_cuda(const ts_target *t);
 /* The i-th registered family (0, 1, ...); NULL past the last. */
 const ts_target_facts *ts_target_family(int i);
 

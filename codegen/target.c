@@ -34,14 +34,6 @@ const ts_target_facts *ts_target_facts_of(const ts_target *t) {
   return &t->family->facts;
 }
 
-ts_target_kind ts_target_get_kind(const ts_target *t) {
-  return t->family == &target_nvptx ? TS_TARGET_CUDA : TS_TARGET_LLVM;
-}
-
-bool ts_target_is_cuda(const ts_target *t) {
-  return ts_target_get_kind(t) == TS_TARGET_CUDA;
-}
-
 void target_append(char *buf, size_t size, const char *text) {
   size_t len = strlen(buf);
   if (len + 1 < size) snprintf(buf + len, size - len, "%s", text);
