@@ -241,7 +241,7 @@ static int run_bench(const bench_cfg *cfg) {
     cli_error("bad target", &err);
     goto done;
   }
-  if (ts_target_is_cuda(t)) {
+  if (!ts_target_facts_of(t)->runs_on_host) {
     fprintf(stderr, "tessera: error: bench measures on this machine's CPU; use "
                     "`tessera rpc` workers for cuda targets\n");
     goto done;

@@ -734,7 +734,7 @@ static int cm_collect_cmd(int argc, char **argv) {
     goto done;
   }
   if (load_target(a.target, &t)) goto done;
-  if (ts_target_is_cuda(t)) {
+  if (!ts_target_facts_of(t)->runs_on_host) {
     fprintf(stderr, "tessera: error: collect measures on this host's CPU: "
                     "give an llvm target\n");
     goto done;

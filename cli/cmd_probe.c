@@ -180,7 +180,7 @@ int cmd_probe(int argc, char **argv) {
   }
   int status = EXIT_FAIL;
   probe p = {.t = t, .err = &err};
-  if (ts_target_is_cuda(t)) {
+  if (!ts_target_facts_of(t)->runs_on_host) {
     fprintf(stderr, "tessera: error: probe measures this machine's CPU; GPU "
                     "devices are probed by their workers\n");
     goto done;

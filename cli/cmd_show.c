@@ -120,12 +120,8 @@ static int show_compiled(const ts_func *f, const char *target_str,
     free(text);
   } else if (o.keep_llvm_ir) {
     out_text("llvm", r.llvm_ir);
-  } else if (r.artifact->kind == TS_ARTIFACT_PTX) {
-    char *ptx = strndup((const char *)r.artifact->bytes, r.artifact->n_bytes);
-    out_text("asm", ptx ? ptx : "");
-    free(ptx);
   } else {
-    out_text("asm", r.assembly);
+    out_text("asm", r.assembly); /* PTX: the artifact's text */
   }
   ts_build_result_clear(&r);
   ts_target_free(t);

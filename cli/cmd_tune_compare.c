@@ -136,8 +136,8 @@ int tune_compare_models(ts_runner *runner, const char *db_path,
   const char *why_not = NULL;
   if (ts_target_parse(opts->target, &t, &err))
     why_not = "the target does not parse";
-  else if (ts_target_is_cuda(t))
-    why_not = "a CUDA target is not timed here";
+  else if (!ts_target_facts_of(t)->runs_on_host)
+    why_not = "a GPU target is not timed here";
   for (const char *const *f = ts_rt_cpu_feature_names(); !why_not && *f; f++)
     if (ts_target_has_feature(t, *f) && ts_rt_cpu_has(*f) != 1)
       why_not = "this CPU lacks a feature of the target";

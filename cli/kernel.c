@@ -71,7 +71,7 @@ void cli_kernel_free(cli_kernel *k) {
 void cli_print_target_isa(FILE *out, const ts_target *t) {
   char isa[160], path[200];
   fprintf(out, "isa: %s", ts_target_isa(t, isa, sizeof isa));
-  if (!ts_target_is_cuda(t))
+  if (ts_target_vector_registers(t) > 0)
     fprintf(out, " (%d vector registers of %d bits)",
             ts_target_vector_registers(t), ts_target_vector_bits(t));
   fprintf(out, "\n");
@@ -87,7 +87,7 @@ void cli_print_target_isa(FILE *out, const ts_target *t) {
 void cli_target_isa_json(cJSON *o, const ts_target *t) {
   char isa[160], path[200];
   cJSON_AddStringToObject(o, "isa", ts_target_isa(t, isa, sizeof isa));
-  if (!ts_target_is_cuda(t)) {
+  if (ts_target_vector_registers(t) > 0) {
     cJSON_AddNumberToObject(o, "vector_registers",
                             ts_target_vector_registers(t));
     cJSON_AddNumberToObject(o, "vector_bits", ts_target_vector_bits(t));

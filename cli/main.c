@@ -88,8 +88,8 @@ int cli_target_for_threads(const char *sub, const char *target, int threads,
   const char *at = strstr(str, " -num-cores=");
   int have = ts_target_num_cores(t), rc = EXIT_OK;
   size_t len = at ? (size_t)(at - str) : strlen(str);
-  if (threads <= 0 || have == threads || !at ||
-      ts_target_get_kind(t) != TS_TARGET_LLVM)
+  /* a target without -num-cores (a GPU) is taken as given too */
+  if (threads <= 0 || have == threads || !at)
     *out = strdup(target ? target : "llvm"); /* as given */
   else if (target && strstr(target, "-num-cores"))
     rc = cli_usage_error(sub,

@@ -1,10 +1,11 @@
 /*
  * build.c — the build driver: lower a function, emit LLVM IR for the
- * target, run LLVM's default<O3> pipeline through LLVMRunPasses and emit an
- * in-memory object (x86-64) or PTX text (NVPTX); plus the refcounted
- * artifact that carries the result to the runtime and workers.
+ * target (the emitter with the target family's hooks), run LLVM's
+ * default<O3> pipeline through LLVMRunPasses and emit what the family
+ * outputs, an in-memory object (x86-64) or PTX text (NVPTX); plus the
+ * refcounted artifact that carries the result to the runtime and workers.
  */
-#include "codegen/internal.h"
+#include "codegen/target_internal.h"
 
 #include <llvm-c/Analysis.h>
 #include <llvm-c/Target.h>
@@ -78,14 +79,7 @@ ts_artifact_arg *ts_artifact_args_of(const ts_func *f) {
 static pthread_once_t llvm_once = PTHREAD_ONCE_INIT;
 
 static void init_llvm(void) {
-  LLVMInitializeX86TargetInfo();
-  LLVMInitializeX86Target();
-  LLVMInitializeX86TargetMC();
-  LLVMInitializeX86AsmPrinter();
-  LLVMInitializeNVPTXTargetInfo();
-  LLVMInitializeNVPTXTarget();
-  LLVMInitializeNVPTXTargetMC();
-  LLVMInitializeNVPTXAsmPrinter();
+  for (int i = 0; target_family_at(i); i++) target_family_at(i)->llvm_init();
 }
 
 ts_build_options ts_build_defaults(void) {
@@ -158,7 +152,7 @@ int ts_build(const ts_func *f, const ts_target *t, const ts_build_options *opts,
    * report a failure) */
   unsigned long oom = ts_alloc_failures();
   int rc = TS_OK;
-  bool cuda = ts_target_is_cuda(t);
+  const target_family *fam = t->family;
 
   /* register promotion keeps to what the vector registers hold beside a
    * register tile's operands */
@@ -197,10 +191,7 @@ int ts_build(const ts_func *f, const ts_target *t, const ts_build_options *opts,
                .mod = mod,
                .b = b,
                .target = t,
-               .cuda = cuda,
-               .cpu = ts_target_cpu(t),
-               .features = ts_target_llvm_features(t),
-               .vector_bits = ts_target_vector_bits(t),
+               .hooks = fam->emit,
                .ranges = ts_var_ranges_create(),
                .err = err,
                .tmp = ts_func_arena(lowered),
@@ -232,7 +223,10 @@ int ts_build(const ts_func *f, const ts_target *t, const ts_build_options *opts,
     out->llvm_ir = take_message(LLVMPrintModuleToString(mod));
 
   double t3 = ts_now_seconds();
-  if (!rc && o.keep_asm && !cuda) {
+  /* x86 assembly, beside the object; a family whose output is assembly
+   * text (PTX) gives a copy of the artifact's text below */
+  bool text_output = fam->output == LLVMAssemblyFile;
+  if (!rc && o.keep_asm && !text_output) {
     LLVMModuleRef clone = LLVMCloneModule(mod);
     size_t n;
     char *emsg = NULL;
@@ -247,26 +241,25 @@ int ts_build(const ts_func *f, const ts_target *t, const ts_build_options *opts,
   if (!rc) {
     size_t n = 0;
     char *emsg = NULL;
-    char *bytes = emit_to_string(
-        tm, mod, cuda ? LLVMAssemblyFile : LLVMObjectFile, &n, &emsg);
+    char *bytes = emit_to_string(tm, mod, fam->output, &n, &emsg);
     if (!bytes) {
       rc = TS_ERR(err, TS_EINTERNAL, "LLVM code emission failed: %s",
                   emsg ? emsg : "out of memory");
       free(emsg);
     } else {
       ts_artifact_arg *args = ts_artifact_args_of(f);
-      out->artifact =
-          ts_artifact_new(cuda ? TS_ARTIFACT_PTX : TS_ARTIFACT_CPU_OBJECT,
-                          entry, args, ts_func_n_params(f), bytes, n);
+      out->artifact = ts_artifact_new(fam->facts.artifact, entry, args,
+                                      ts_func_n_params(f), bytes, n);
       free(args);
-      free(bytes);
       if (!out->artifact)
         rc = TS_ERR(err, TS_ENOMEM, "out of memory for the artifact");
-      else if (cuda)
-        for (int i = 0; i < 3; i++) {
-          out->artifact->grid[i] = (unsigned)(e.grid[i] > 0 ? e.grid[i] : 1);
-          out->artifact->block[i] = (unsigned)(e.block[i] > 0 ? e.block[i] : 1);
-        }
+      else if (fam->finish_artifact)
+        fam->finish_artifact(&e, out->artifact);
+      if (!rc && o.keep_asm && text_output) {
+        out->assembly = bytes;
+        bytes = NULL;
+      }
+      free(bytes);
     }
   }
   out->codegen_ms = (ts_now_seconds() - t3) * 1e3;

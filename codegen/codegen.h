@@ -19,7 +19,8 @@
 #include "tir/tir.h"
 
 /* ========================================================================
- * Targets (codegen/target.c)
+ * Targets (codegen/target.c; one family per file: target_x86.c for llvm,
+ * target_nvptx.c for cuda)
  * ======================================================================== */
 
 /* Canonical forms:
@@ -35,10 +36,35 @@
 
 typedef struct ts_target ts_target;
 
-typedef enum ts_target_kind {
-  TS_TARGET_LLVM = 0, /* x86-64 host code */
-  TS_TARGET_CUDA = 1, /* NVPTX */
-} ts_target_kind;
+/* What a build produces for a target (ts_build): the kind of its bytes. */
+typedef enum ts_artifact_kind {
+  TS_ARTIFACT_CPU_OBJECT = 0, /* relocatable ELF, kernel ABI of runtime.h */
+  TS_ARTIFACT_PTX = 1,        /* PTX text for the CUDA driver */
+} ts_artifact_kind;
+
+/* The facts of a target family: one per file codegen/target_<family>.c,
+ * registered in codegen/target.c (docs/targets.md says what a new family
+ * fills in). Modules outside codegen ask these, and the queries below,
+ * instead of testing which kind of target they have. Static storage. */
+typedef struct ts_target_facts {
+  const char *kind;   /* the first word of its target strings: "llvm" */
+  const char *family; /* "x86", "nvptx" */
+  const char *rules;  /* the tuner's rule list for it (tuner/rule_lists.c):
+                         "cpu", "gpu" */
+  bool is_gpu;        /* loops bind to blockIdx/threadIdx, buffers may live
+                         in shared memory, nothing runs as a parallel loop
+                         (the cost model's is_gpu feature) */
+  bool runs_on_host;  /* its artifacts run on this machine's CPU in this
+                         process (the runtime's loader; callers still check
+                         the target's CPU features against the host's);
+                         otherwise they run on a device, through a worker */
+  ts_artifact_kind artifact;
+} ts_target_facts;
+
+/* The facts of t's family. */
+const ts_target_facts *ts_target_facts_of(const ts_target *t);
+/* The i-th registered family (0, 1, ...); NULL past the last. */
+const ts_target_facts *ts_target_family(int i);
 
 #define TS_TARGET_MAX_CORES 4096
 #define TS_TARGET_MAX_FEATURES 512
@@ -58,8 +84,6 @@ void ts_target_free(ts_target *t);
 const char *ts_target_str(const ts_target *t);
 bool ts_target_equal(const ts_target *a, const ts_target *b);
 
-ts_target_kind ts_target_get_kind(const ts_target *t);
-bool ts_target_is_cuda(const ts_target *t);
 /* The LLVM target triple ("x86_64-pc-linux-gnu" as LLVM names this host, or
  * "nvptx64-nvidia-cuda"), owned by t. */
 const char *ts_target_triple(const ts_target *t);
@@ -70,10 +94,11 @@ const char *ts_target_cpu(const ts_target *t);
  * for cuda the PTX ISA version for the architecture, "+ptx80" for sm_90).
  * Owned by t; "" when there are none. */
 const char *ts_target_llvm_features(const ts_target *t);
-/* Whether an llvm target has a CPU feature, by its LLVM name ("avx512f",
- * "amx-tile"); a feature disabled explicitly also disables the ones that
- * need it (avx512bw needs avx512f, which needs avx2, ...). False for
- * cuda. */
+/* Whether the target has a feature: for llvm a CPU feature by its LLVM name
+ * ("avx512f", "amx-tile"; a feature disabled explicitly also disables the
+ * ones that need it: avx512bw needs avx512f, which needs avx2, ...); for
+ * cuda an architecture "sm_NN", which sm_NN and newer have (the tensor
+ * intrinsics of schedule/intrin.c name what they need this way). */
 bool ts_target_has_feature(const ts_target *t, const char *feature);
 /* Number of stored features, and feature i (name owned by t; *enabled
  * receives its sign), in sorted order. */
@@ -87,6 +112,9 @@ int ts_target_vector_bits(const ts_target *t);
 /* Architectural vector registers (llvm): 32 with avx512f, else 16; 0 for
  * cuda. Design spaces size register tiles by it. */
 int ts_target_vector_registers(const ts_target *t);
+/* Lanes of dtype d in the widest vector: vector_bits / d.bits for llvm (at
+ * least 1), 1 for cuda (one lane per thread). */
+int ts_target_vector_lanes(const ts_target *t, ts_dtype d);
 /* The instruction-set level, for people: "SSE2", "SSE4.2", "AVX", "AVX2" or
  * "AVX-512", then " + NAME" for each extension present among VNNI,
  * AVX-VNNI, AVX512-BF16, AVX512-FP16, AMX-BF16, AMX-INT8, AMX-FP16
@@ -211,11 +239,6 @@ int ts_lower_unroll(ts_func *f, int max_unroll, ts_error *err);
  * Artifacts and building (codegen/build.c, codegen/emit.c)
  * ======================================================================== */
 
-typedef enum ts_artifact_kind {
-  TS_ARTIFACT_CPU_OBJECT = 0, /* relocatable ELF, kernel ABI of runtime.h */
-  TS_ARTIFACT_PTX = 1,        /* PTX text for the CUDA driver */
-} ts_artifact_kind;
-
 /* One kernel argument: a compact row-major buffer. */
 typedef struct ts_artifact_arg {
   char name[64];
@@ -253,8 +276,8 @@ typedef struct ts_build_options {
   ts_lower_options lower;
   bool keep_lowered; /* fill result->lowered */
   bool keep_llvm_ir; /* fill result->llvm_ir (after optimization) */
-  bool keep_asm;     /* fill result->assembly (x86 assembly; PTX is the
-                        artifact itself) */
+  bool keep_asm;     /* fill result->assembly (x86 assembly; for PTX a copy
+                        of the artifact's text) */
   bool no_opt;       /* skip LLVM's default<O3> pipeline */
 } ts_build_options;
 ts_build_options ts_build_defaults(void);

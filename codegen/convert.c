@@ -17,7 +17,7 @@
  * depend on the CPU it ran on; the conversion written out here costs a few
  * integer operations per element and gives the same bits everywhere.
  */
-#include "codegen/internal.h"
+#include "codegen/target_internal.h"
 
 /* A constant of integer type `ity` (scalar or vector) with value v. */
 static LLVMValueRef int_const(LLVMTypeRef ity, uint64_t v) {
@@ -49,11 +49,6 @@ static LLVMTypeRef same_lanes(LLVMTypeRef el, LLVMTypeRef like) {
   if (LLVMGetTypeKind(like) == LLVMVectorTypeKind)
     return LLVMVectorType(el, LLVMGetVectorSize(like));
   return el;
-}
-
-bool emit_native_half(const emitter *e, bool bf16) {
-  if (e->cuda) return true;
-  return ts_target_has_feature(e->target, bf16 ? "avx512bf16" : "f16c");
 }
 
 /* float32 bits -> bfloat16 bits (i32 lanes holding the 16-bit result):
@@ -118,7 +113,7 @@ LLVMValueRef emit_f32_to_half(emitter *e, LLVMValueRef v, bool bf16) {
   LLVMTypeRef hel =
       bf16 ? LLVMBFloatTypeInContext(e->ctx) : LLVMHalfTypeInContext(e->ctx);
   LLVMTypeRef hty = same_lanes(hel, fty);
-  if (emit_native_half(e, bf16) && (!bf16 || e->cuda))
+  if (e->hooks->native_half(e, bf16, true))
     return LLVMBuildFPTrunc(e->b, v, hty, "");
   LLVMTypeRef i32 = same_lanes(LLVMInt32TypeInContext(e->ctx), fty);
   LLVMTypeRef i16 = same_lanes(LLVMInt16TypeInContext(e->ctx), fty);
@@ -130,7 +125,8 @@ LLVMValueRef emit_f32_to_half(emitter *e, LLVMValueRef v, bool bf16) {
 LLVMValueRef emit_half_to_f32(emitter *e, LLVMValueRef v, bool bf16) {
   LLVMTypeRef hty = LLVMTypeOf(v);
   LLVMTypeRef fty = same_lanes(LLVMFloatTypeInContext(e->ctx), hty);
-  if (emit_native_half(e, bf16)) return LLVMBuildFPExt(e->b, v, fty, "");
+  if (e->hooks->native_half(e, bf16, false))
+    return LLVMBuildFPExt(e->b, v, fty, "");
   LLVMBuilderRef B = e->b;
   LLVMTypeRef i32 = same_lanes(LLVMInt32TypeInContext(e->ctx), hty);
   LLVMTypeRef i16 = same_lanes(LLVMInt16TypeInContext(e->ctx), hty);

@@ -2,12 +2,16 @@
  * emit.c — LLVM IR emission for a lowered function through the LLVM C API,
  * the core shared by every target: types and helpers of the emitter, status
  * propagation, statements (serial loops as phi loops, ifs, local buffers on
- * the stack (small) or from ts_rt_alloc (large), shared memory on GPUs) and
- * the kernel entry, which dispatches to the CPU or the cuda kernel. The
- * other files of the emitter: emit_expr.c (expressions, loads and stores),
- * emit_math.c (math intrinsics and libm replacements), emit_cpu.c (parallel
- * loops, the runtime's ABI, x86 tensor intrinsics) and emit_nvptx.c (thread
- * bindings, PTX kernels, CUDA intrinsics).
+ * the stack (small) or from ts_rt_alloc (large)) and the kernel entry.
+ * Where targets differ the emitter calls its target family's hooks
+ * (emit_hooks, codegen/target_internal.h): the kernel, parallel and
+ * thread-bound loops, buffers of the family's own storage scopes (shared
+ * memory), function attributes, math and intrinsics. The other files of
+ * the emitter: emit_expr.c (expressions, loads and stores), emit_math.c
+ * (math intrinsics and libm replacements), emit_cpu.c (the CPU hooks:
+ * parallel loops, the runtime's ABI), emit_nvptx.c (the NVPTX hooks: thread
+ * bindings, shared memory, PTX kernels, GPU math) and the intrinsics by
+ * family, emit_intrin_x86.c and emit_intrin_nvptx.c.
  */
 #include "codegen/emit_internal.h"
 
@@ -126,13 +130,6 @@ LLVMValueRef emit_extern_fn(emitter *e, const char *name, LLVMTypeRef fty) {
   return fn;
 }
 
-static void add_fn_attr(emitter *e, LLVMValueRef fn, const char *k,
-                        const char *v) {
-  LLVMAttributeRef a = LLVMCreateStringAttribute(e->ctx, k, (unsigned)strlen(k),
-                                                 v, (unsigned)strlen(v));
-  LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, a);
-}
-
 void emit_add_enum_attr(emitter *e, LLVMValueRef fn, unsigned idx,
                         const char *name, uint64_t value) {
   unsigned kind = LLVMGetEnumAttributeKindForName(name, strlen(name));
@@ -142,14 +139,7 @@ void emit_add_enum_attr(emitter *e, LLVMValueRef fn, unsigned idx,
 
 void emit_set_fn_attrs(emitter *e, LLVMValueRef fn) {
   emit_add_enum_attr(e, fn, LLVMAttributeFunctionIndex, "nounwind", 0);
-  if (e->cuda) return;
-  if (e->cpu && *e->cpu) add_fn_attr(e, fn, "target-cpu", e->cpu);
-  if (e->features && *e->features)
-    add_fn_attr(e, fn, "target-features", e->features);
-  if (e->vector_bits >= 512) {
-    add_fn_attr(e, fn, "prefer-vector-width", "512");
-    add_fn_attr(e, fn, "min-legal-vector-width", "512");
-  }
+  if (e->hooks->fn_attrs) e->hooks->fn_attrs(e, fn);
 }
 
 /* ---- status propagation ---- */
@@ -246,19 +236,25 @@ void emit_loop(emitter *e, ts_expr *var, LLVMValueRef lo, LLVMValueRef hi,
   LLVMPositionBuilderAtEnd(e->b, exit);
 }
 
+static bool has_threads(const target_family *f) {
+  return f->emit->thread_loop != NULL;
+}
+
 static void emit_for(emitter *e, ts_stmt *s) {
   set_range(e, s);
   switch (ts_for_kind_of(s)) {
-  case TS_FOR_PARALLEL: emit_parallel(e, s); return;
+  case TS_FOR_PARALLEL: e->hooks->parallel_loop(e, s); return;
   case TS_FOR_THREAD:
-    if (!e->cuda) {
+    if (!e->hooks->thread_loop) {
+      char kinds[64];
+      target_kinds(has_threads, kinds, sizeof kinds);
       emit_fail(e, TS_EINVAL,
                 "code generation: loop '%s' is bound to '%s', which needs a "
-                "cuda target",
-                ts_var_name(ts_for_var(s)), ts_for_thread_tag(s));
+                "target of kind %s",
+                ts_var_name(ts_for_var(s)), ts_for_thread_tag(s), kinds);
       return;
     }
-    emit_thread_loop(e, s);
+    e->hooks->thread_loop(e, s);
     return;
   default: break;
   }
@@ -316,30 +312,18 @@ static void emit_if(emitter *e, ts_stmt *s) {
 }
 
 static void emit_allocate(emitter *e, ts_stmt *s) {
+  if (e->hooks->scoped_alloc && e->hooks->scoped_alloc(e, s)) return;
   ts_buffer *b = ts_allocate_buffer(s);
   int64_t bytes = ts_buffer_bytes(b);
   int64_t elems = ts_buffer_storage_elems(b);
   LLVMTypeRef mt = emit_mem_type(e, ts_buffer_dtype(b));
   unsigned align = (unsigned)(ts_buffer_align(b) > 0 ? ts_buffer_align(b) : 64);
-  if (e->cuda && !strcmp(ts_buffer_scope(b), "shared")) {
-    /* Shared memory: a module-level array in address space 3. */
-    LLVMTypeRef at = LLVMArrayType(mt, (unsigned)(elems > 0 ? elems : 1));
-    LLVMValueRef g =
-        LLVMAddGlobalInAddressSpace(e->mod, at, ts_buffer_name(b), 3);
-    LLVMSetLinkage(g, LLVMInternalLinkage);
-    LLVMSetInitializer(g, LLVMGetUndef(at));
-    LLVMSetAlignment(g, align);
-    e->shared_bytes += bytes;
-    ts_node_map_put(e->cur->vals, b, g);
-    emit_stmt(e, ts_allocate_body(s));
-    return;
-  }
-  if (e->cuda && bytes > STACK_ALLOC_LIMIT) {
+  if (!e->hooks->heap_alloc && bytes > STACK_ALLOC_LIMIT) {
     emit_fail(
         e, TS_EINVAL,
         "code generation: local buffer '%s' (%lld bytes) is too large for "
-        "a GPU thread",
-        ts_buffer_name(b), (long long)bytes);
+        "a thread's stack on target '%s' (which has no heap for it)",
+        ts_buffer_name(b), (long long)bytes, ts_target_str(e->target));
     return;
   }
   if (bytes <= STACK_ALLOC_LIMIT) {
@@ -405,6 +389,5 @@ void emit_stmt(emitter *e, ts_stmt *s) {
 
 int emit_kernel(emitter *e, const ts_func *f, const char *entry) {
   e->entry = entry;
-  if (e->cuda) return emit_cuda_kernel(e, f, entry);
-  return emit_cpu_kernel(e, f, entry);
+  return e->hooks->kernel(e, f, entry);
 }

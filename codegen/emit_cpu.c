@@ -1,173 +1,35 @@
 /*
- * emit_cpu.c — the CPU side of the LLVM emitter: the x86 implementations
- * of the tensor intrinsics tensorize calls (AVX512-VNNI and AVX512-BF16 dot
- * products, AMX tile GEMMs), parallel loops outlined into a task function
- * called through ts_rt_parallel_for, and the kernel entry of the runtime's
- * ABI (runtime/runtime.h).
+ * emit_cpu.c — the CPU side of the LLVM emitter, the hooks target_x86.c
+ * gives the shared emitter (and any CPU family could): the function
+ * attributes that select the CPU, parallel loops outlined into a task
+ * function called through ts_rt_parallel_for, and the kernel entry of the
+ * runtime's ABI (runtime/runtime.h). The x86 tensor intrinsics are in
+ * emit_intrin_x86.c.
  */
 #include "codegen/emit_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
-/* ---- x86 tensor intrinsics (the implementations tensorize calls) ---- */
+/* ---- function attributes ---- */
 
-static bool need_feature(emitter *e, const char *intrin, const char *feature) {
-  if (!e->cuda && ts_target_has_feature(e->target, feature)) return true;
-  emit_fail(e, TS_EUNSUPPORTED,
-            "code generation: %s needs the CPU feature '%s', which target '%s' "
-            "does not have",
-            intrin, feature, ts_target_str(e->target));
-  return false;
+static void add_fn_attr(emitter *e, LLVMValueRef fn, const char *k,
+                        const char *v) {
+  LLVMAttributeRef a = LLVMCreateStringAttribute(e->ctx, k, (unsigned)strlen(k),
+                                                 v, (unsigned)strlen(v));
+  LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, a);
 }
 
-/* Step s of a VNNI dot: A's four bytes at 4 s splat to every lane (each
- * byte xor-ed with 0x80 when bias is not NULL) and B's 64 bytes at 64 s. */
-static void vnni_step(emitter *e, LLVMValueRef *a, int s, LLVMValueRef bias,
-                      LLVMValueRef *av, LLVMValueRef *bv) {
-  LLVMTypeRef i8 = LLVMInt8TypeInContext(e->ctx);
-  LLVMValueRef aoff =
-      LLVMConstInt(emit_i64t(e), (unsigned long long)(4 * s), 0);
-  LLVMValueRef boff =
-      LLVMConstInt(emit_i64t(e), (unsigned long long)(64 * s), 0);
-  LLVMValueRef ap = LLVMBuildInBoundsGEP2(e->b, i8, a[1], &aoff, 1, "");
-  LLVMValueRef bp = LLVMBuildInBoundsGEP2(e->b, i8, a[2], &boff, 1, "");
-  LLVMValueRef a32 = emit_load_vec(e, emit_i32t(e), ap, 1);
-  if (bias) a32 = LLVMBuildXor(e->b, a32, bias, "");
-  *av = emit_splat(e, a32, 16);
-  *bv = emit_load_vec(e, LLVMVectorType(emit_i32t(e), 16), bp, 1);
-}
-
-/* tessera.vnni_dot_16x4(&C int32[16], &A uint8[4], &B int8[16][4]) and
- * tessera.vnni_dot_16x16(&C int32[16], &A uint8[16], &B int8[4][16][4]):
- * C[j] += sum_k A[k] * B[j][k], vpdpbusd in `steps` steps of 4 (B's step s
- * at byte 64 s), the accumulator kept in a register between them. */
-void emit_vnni_dot(emitter *e, LLVMValueRef *a, int steps) {
-  const char *name =
-      steps == 1 ? "tessera.vnni_dot_16x4" : "tessera.vnni_dot_16x16";
-  if (!need_feature(e, name, "avx512vnni")) return;
-  LLVMTypeRef v16 = LLVMVectorType(emit_i32t(e), 16);
-  LLVMValueRef c = emit_load_vec(e, v16, a[0], 4);
-  for (int s = 0; s < steps && c; s++) {
-    LLVMValueRef args[3] = {c, NULL, NULL};
-    vnni_step(e, a, s, NULL, &args[1], &args[2]);
-    c = emit_call_fixed(e, "llvm.x86.avx512.vpdpbusd.512", args, 3);
+void emit_cpu_fn_attrs(emitter *e, LLVMValueRef fn) {
+  const char *cpu = ts_target_cpu(e->target);
+  const char *features = ts_target_llvm_features(e->target);
+  if (cpu && *cpu) add_fn_attr(e, fn, "target-cpu", cpu);
+  if (features && *features) add_fn_attr(e, fn, "target-features", features);
+  if (ts_target_vector_bits(e->target) >= 512) {
+    add_fn_attr(e, fn, "prefer-vector-width", "512");
+    add_fn_attr(e, fn, "min-legal-vector-width", "512");
   }
-  if (c) LLVMSetAlignment(LLVMBuildStore(e->b, c, a[0]), 4);
-}
-
-/* tessera.vnni_s8_dot_16x4(&C int32[16], &A int8[4], &B int8[16][4]) and
- * tessera.vnni_s8_dot_16x16(&C int32[16], &A int8[16], &B int8[4][16][4]):
- * C[j] += sum_k A[k] * B[j][k] with both operands signed, in `steps` steps
- * of 4 (B's step s at byte 64 s). vpdpbusd takes an unsigned left operand,
- * so A is biased to A + 128 (its sign bit flipped) and the bias times the
- * sums of B, 128 * sum_k B[j][k] (vpdpbusd of 0x80 bytes with B), is
- * subtracted: exact in int32. The sums of B accumulate over the steps and
- * are subtracted once, and they depend on B alone, so LLVM computes them
- * once for every row of a register tile that shares the B vectors. */
-void emit_vnni_s8_dot(emitter *e, LLVMValueRef *a, int steps) {
-  const char *name =
-      steps == 1 ? "tessera.vnni_s8_dot_16x4" : "tessera.vnni_s8_dot_16x16";
-  if (!need_feature(e, name, "avx512vnni")) return;
-  LLVMTypeRef v16 = LLVMVectorType(emit_i32t(e), 16);
-  LLVMValueRef bias32 = LLVMConstInt(emit_i32t(e), 0x80808080u, 0);
-  LLVMValueRef bias = emit_splat(e, bias32, 16);
-  LLVMValueRef c = emit_load_vec(e, v16, a[0], 4);
-  LLVMValueRef sums = LLVMConstNull(v16);
-  for (int s = 0; s < steps && c && sums; s++) {
-    LLVMValueRef av, bv;
-    vnni_step(e, a, s, bias32, &av, &bv);
-    LLVMValueRef dot[3] = {c, av, bv};
-    c = emit_call_fixed(e, "llvm.x86.avx512.vpdpbusd.512", dot, 3);
-    LLVMValueRef sum[3] = {sums, bias, bv};
-    sums = emit_call_fixed(e, "llvm.x86.avx512.vpdpbusd.512", sum, 3);
-  }
-  if (c && sums)
-    LLVMSetAlignment(
-        LLVMBuildStore(e->b, LLVMBuildSub(e->b, c, sums, ""), a[0]), 4);
-}
-
-/* tessera.avx512bf16_dot_16x2(&C float32[16], &A bfloat16[2],
- * &B bfloat16[16][2]): C[j] += A[0] B[j][0] + A[1] B[j][1] (vdpbf16ps). */
-void emit_bf16_dot(emitter *e, LLVMValueRef *a) {
-  if (!need_feature(e, "tessera.avx512bf16_dot_16x2", "avx512bf16")) return;
-  LLVMTypeRef v16f = LLVMVectorType(emit_f32t(e), 16);
-  LLVMTypeRef v16i = LLVMVectorType(emit_i32t(e), 16);
-  LLVMValueRef c = emit_load_vec(e, v16f, a[0], 4);
-  LLVMValueRef av = emit_splat(e, emit_load_vec(e, emit_i32t(e), a[1], 2), 16);
-  LLVMValueRef bv = emit_load_vec(e, v16i, a[2], 2);
-  LLVMValueRef args[3] = {c, av, bv};
-  LLVMValueRef r =
-      emit_call_fixed(e, "llvm.x86.avx512bf16.dpbf16ps.512", args, 3);
-  if (r) LLVMSetAlignment(LLVMBuildStore(e->b, r, a[0]), 4);
-}
-
-static LLVMValueRef i16c(emitter *e, unsigned v) {
-  return LLVMConstInt(LLVMInt16TypeInContext(e->ctx), v, 0);
-}
-
-/* tessera.amx_{bf16,int8}_gemm(&C, ldc, &A, lda, &Bp, ldb, K): a 16x16
- * output tile, C += A[16 x K] * B[K x 16] with B VNNI-packed; tiles loaded
- * with tileloadd, multiplied with tdpbf16ps / tdpbssd / tdpbusd, stored
- * with tilestored (the backend configures the tiles). A constant K is
- * unrolled; otherwise a loop keeps C in memory between steps. */
-void emit_amx_gemm(emitter *e, ts_expr *x, LLVMValueRef *a, bool int8) {
-  const char *name = ts_expr_call_name(x);
-  if (!need_feature(e, name, "amx-tile")) return;
-  if (!need_feature(e, name, int8 ? "amx-int8" : "amx-bf16")) return;
-  ts_buffer *abuf = ts_expr_kind_of(ts_expr_operand(x, 2)) == TS_EXPR_ADDRESS_OF
-                        ? ts_expr_buffer(ts_expr_operand(x, 2))
-                        : NULL;
-  bool a_unsigned = abuf && ts_buffer_dtype(abuf).code == TS_DT_UINT;
-  const char *dp = !int8        ? "llvm.x86.tdpbf16ps.internal"
-                   : a_unsigned ? "llvm.x86.tdpbusd.internal"
-                                : "llvm.x86.tdpbssd.internal";
-  unsigned ebytes = int8 ? 1 : 2; /* bytes per A/B element */
-  int64_t kstep = int8 ? 64 : 32; /* K per tile step */
-  LLVMValueRef ldc_b =
-      LLVMBuildMul(e->b, a[1], LLVMConstInt(emit_i64t(e), 4, 0), "");
-  LLVMValueRef lda_b =
-      LLVMBuildMul(e->b, a[3], LLVMConstInt(emit_i64t(e), ebytes, 0), "");
-  LLVMValueRef ldb_b =
-      LLVMBuildMul(e->b, a[5], LLVMConstInt(emit_i64t(e), ebytes, 0), "");
-  int64_t kconst;
-  bool unroll = ts_expr_is_const_int(ts_expr_operand(x, 6), &kconst) &&
-                kconst >= 0 && kconst / kstep <= 64;
-  LLVMTypeRef i8t = LLVMInt8TypeInContext(e->ctx);
-  LLVMValueRef c_args[4] = {i16c(e, 16), i16c(e, 64), a[0], ldc_b};
-  /* One step: tile A at column offset kk*kstep, tile B at row
-   * kk*(kstep/(4/ebytes)). */
-  if (unroll) {
-    LLVMValueRef c =
-        emit_call_fixed(e, "llvm.x86.tileloadd64.internal", c_args, 4);
-    for (int64_t kk = 0; kk < kconst / kstep && c; kk++) {
-      LLVMValueRef aoff = LLVMConstInt(
-          emit_i64t(e), (unsigned long long)(kk * kstep * ebytes), 0);
-      LLVMValueRef ap = LLVMBuildInBoundsGEP2(e->b, i8t, a[2], &aoff, 1, "");
-      LLVMValueRef brow =
-          LLVMConstInt(emit_i64t(e), (unsigned long long)(kk * 16), 0);
-      LLVMValueRef bp = LLVMBuildInBoundsGEP2(
-          e->b, i8t, a[4],
-          (LLVMValueRef[]){LLVMBuildMul(e->b, brow, ldb_b, "")}, 1, "");
-      LLVMValueRef la[4] = {i16c(e, 16), i16c(e, 64), ap, lda_b};
-      LLVMValueRef at =
-          emit_call_fixed(e, "llvm.x86.tileloadd64.internal", la, 4);
-      LLVMValueRef lb[4] = {i16c(e, 16), i16c(e, 64), bp, ldb_b};
-      LLVMValueRef bt =
-          emit_call_fixed(e, "llvm.x86.tileloadd64.internal", lb, 4);
-      LLVMValueRef d[6] = {i16c(e, 16), i16c(e, 64), i16c(e, 64), c, at, bt};
-      c = emit_call_fixed(e, dp, d, 6);
-    }
-    if (c) {
-      LLVMValueRef s[5] = {i16c(e, 16), i16c(e, 64), a[0], ldc_b, c};
-      emit_call_fixed(e, "llvm.x86.tilestored64.internal", s, 5);
-    }
-    return;
-  }
-  emit_fail(e, TS_EUNSUPPORTED,
-            "code generation: %s needs a constant K that is a multiple of %lld "
-            "(at most %lld)",
-            name, (long long)kstep, (long long)(64 * kstep));
 }
 
 /* ---- parallel loops ---- */
@@ -223,14 +85,6 @@ static bool capture_stmt(void *ctx, ts_stmt *s) {
 }
 
 void emit_parallel(emitter *e, ts_stmt *s) {
-  if (e->cuda) {
-    emit_fail(
-        e, TS_EINVAL,
-        "code generation: loop '%s' is parallel; on a cuda target bind it "
-        "to blockIdx/threadIdx instead",
-        ts_var_name(ts_for_var(s)));
-    return;
-  }
   LLVMValueRef lo = emit_expr(e, ts_for_min(s)),
                n = emit_expr(e, ts_for_extent(s));
   capture_ctx cc = {.e = e, .seen = ts_node_map_create()};

@@ -3,7 +3,7 @@
  * casts, vector code from ramp/broadcast expressions, loads and stores
  * (masked under a vector if, gathers and scatters), if_then_else, and the
  * dispatch of calls to the math intrinsics (emit_math.c) and to the target
- * intrinsics (emit_cpu.c, emit_nvptx.c).
+ * intrinsics (emit_intrin_x86.c, emit_intrin_nvptx.c).
  */
 #include "codegen/emit_internal.h"
 
@@ -469,47 +469,43 @@ static LLVMValueRef emit_if_then_else(emitter *e, ts_expr *x) {
   return phi;
 }
 
-/* Target intrinsics: calls not in the IR's built-in table, implemented per
- * target. */
+/* The entry for `name` in a family's intrinsics, or NULL. */
+static const emit_intrinsic *find_intrinsic(const emit_intrinsic *table,
+                                            const char *name) {
+  for (; table && table->name; table++)
+    if (!strcmp(table->name, name)) return table;
+  return NULL;
+}
+
+/* Target intrinsics: calls not in the IR's built-in table, implemented by
+ * the target's family (emit_intrin_x86.c, emit_intrin_nvptx.c). */
 static LLVMValueRef emit_target_intrinsic(emitter *e, ts_expr *x) {
   const char *name = ts_expr_call_name(x);
   ts_dtype t = ts_expr_dtype(x);
   int n = ts_expr_n_operands(x);
-  if (!strcmp(name, "tessera.cuda.syncthreads")) {
-    if (!e->cuda) goto wrong_target;
-    emit_syncthreads(e);
-    return LLVMConstInt(emit_reg_type(e, t), 0, 0);
+  const emit_intrinsic *in = find_intrinsic(e->hooks->intrinsics, name);
+  if (!in) {
+    /* another family's: say which */
+    for (int i = 0; target_family_at(i); i++)
+      if (find_intrinsic(target_family_at(i)->emit->intrinsics, name)) {
+        emit_fail(e, TS_EINVAL,
+                  "code generation: intrinsic '%s' needs a target of kind %s",
+                  name, target_family_at(i)->facts.kind);
+        return emit_undef(e, t);
+      }
+    emit_fail(e, TS_EUNSUPPORTED,
+              "code generation: no implementation of intrinsic '%s' for "
+              "target '%s'",
+              name, ts_target_str(e->target));
+    return emit_undef(e, t);
   }
-  if (!strcmp(name, "tessera.cuda.shfl_down")) {
-    if (!e->cuda) goto wrong_target;
-    if (n != 2 || !ts_dtype_eq(t, TS_FLOAT32)) {
-      emit_fail(e, TS_EINVAL,
-                "code generation: %s takes (float32 value, int32 offset)",
-                name);
-      return emit_undef(e, t);
-    }
-    LLVMValueRef v = emit_expr(e, ts_expr_operand(x, 0));
-    LLVMValueRef off =
-        emit_cast(e, TS_INT32, ts_expr_dtype(ts_expr_operand(x, 1)),
-                  emit_expr(e, ts_expr_operand(x, 1)));
-    return emit_shfl_down(e, v, off);
-  }
-  static const struct {
-    const char *name;
-    int n_args;
-  } tensor[] = {
-      {"tessera.vnni_dot_16x4", 3},     {"tessera.avx512bf16_dot_16x2", 3},
-      {"tessera.amx_bf16_gemm", 7},     {"tessera.amx_int8_gemm", 7},
-      {"tessera.mma_m16n8k16", 6},      {"tessera.vnni_s8_dot_16x4", 3},
-      {"tessera.vnni_s8_dot_16x16", 3}, {"tessera.vnni_dot_16x16", 3}};
-  for (size_t i = 0; i < sizeof tensor / sizeof tensor[0]; i++) {
-    if (strcmp(name, tensor[i].name)) continue;
-    if (n != tensor[i].n_args) {
+  LLVMValueRef args[8];
+  if (in->n_args >= 0) {
+    if (n != in->n_args || n > 8) {
       emit_fail(e, TS_EINVAL, "code generation: %s takes %d arguments, got %d",
-                name, tensor[i].n_args, n);
+                name, in->n_args, n);
       return emit_undef(e, t);
     }
-    LLVMValueRef args[8];
     for (int k = 0; k < n; k++) {
       ts_expr *arg = ts_expr_operand(x, k);
       args[k] = emit_expr(e, arg);
@@ -518,27 +514,9 @@ static LLVMValueRef emit_target_intrinsic(emitter *e, ts_expr *x) {
         args[k] = emit_cast(e, TS_INT64, ts_expr_dtype(arg), args[k]);
     }
     if (e->status) return emit_undef(e, t);
-    if (i == 0 || i == 7)
-      emit_vnni_dot(e, args, i == 0 ? 1 : 4);
-    else if (i == 1)
-      emit_bf16_dot(e, args);
-    else if (i == 2 || i == 3)
-      emit_amx_gemm(e, x, args, i == 3);
-    else if (i == 4)
-      emit_mma(e, x, args);
-    else
-      emit_vnni_s8_dot(e, args, i == 5 ? 1 : 4);
-    return LLVMConstInt(emit_reg_type(e, t), 0, 0);
   }
-  emit_fail(e, TS_EUNSUPPORTED,
-            "code generation: no implementation of intrinsic '%s' for target "
-            "'%s'",
-            name, ts_target_str(e->target));
-  return emit_undef(e, t);
-wrong_target:
-  emit_fail(e, TS_EINVAL, "code generation: intrinsic '%s' needs a %s target",
-            name, "cuda");
-  return emit_undef(e, t);
+  LLVMValueRef r = in->emit(e, x, args);
+  return r ? r : LLVMConstInt(emit_reg_type(e, t), 0, 0);
 }
 
 static LLVMValueRef emit_call(emitter *e, ts_expr *x) {

@@ -1,14 +1,16 @@
 /*
  * emit_internal.h — what the files of the LLVM emitter share: emit.c (types,
  * helpers, statements, the kernel entry), emit_expr.c (expressions, loads
- * and stores), emit_math.c (math intrinsics, libm replacements), emit_cpu.c
- * (parallel loops, the runtime's ABI, x86 tensor intrinsics) and
- * emit_nvptx.c (thread bindings, PTX kernels, CUDA intrinsics).
+ * and stores), emit_math.c (math intrinsics, libm replacements), the hooks
+ * target families take (emit_cpu.c: CPU function attributes, parallel
+ * loops, the runtime's ABI; emit_nvptx.c: thread bindings, shared memory,
+ * PTX kernels, GPU math) and the intrinsics by family (emit_intrin_x86.c,
+ * emit_intrin_nvptx.c).
  */
 #ifndef TESSERA_CODEGEN_EMIT_INTERNAL_H
 #define TESSERA_CODEGEN_EMIT_INTERNAL_H
 
-#include "codegen/internal.h"
+#include "codegen/target_internal.h"
 
 /* ---- types and helpers (emit.c) ---- */
 
@@ -75,29 +77,38 @@ LLVMValueRef emit_contract(LLVMValueRef v);
  * of a call of dtype t. */
 LLVMValueRef emit_math_call(emitter *e, const char *name, ts_dtype t,
                             LLVMValueRef *args, int n);
+/* The float constant v of type t (splat over a vector type). */
+LLVMValueRef emit_const_fp(LLVMTypeRef t, double v);
+/* exp on CPUs (an emit_hooks.exp). */
+LLVMValueRef emit_cpu_exp(emitter *e, LLVMTypeRef ty, LLVMValueRef x);
 
-/* ---- CPU (emit_cpu.c) ---- */
+/* ---- CPU hooks (emit_cpu.c) ---- */
 
+/* target-cpu, target-features and the preferred vector width. */
+void emit_cpu_fn_attrs(emitter *e, LLVMValueRef fn);
 /* A parallel loop outlined into a task run by ts_rt_parallel_for. */
 void emit_parallel(emitter *e, ts_stmt *s);
 /* The kernel `entry` of the runtime's ABI (runtime/runtime.h). */
 int emit_cpu_kernel(emitter *e, const ts_func *f, const char *entry);
-/* The x86 tensor intrinsics on their evaluated arguments (see emit_cpu.c). */
-void emit_vnni_dot(emitter *e, LLVMValueRef *a, int steps);
-void emit_vnni_s8_dot(emitter *e, LLVMValueRef *a, int steps);
-void emit_bf16_dot(emitter *e, LLVMValueRef *a);
-void emit_amx_gemm(emitter *e, ts_expr *x, LLVMValueRef *a, bool int8);
 
-/* ---- NVPTX (emit_nvptx.c) ---- */
+/* ---- NVPTX hooks (emit_nvptx.c) ---- */
 
 /* A loop bound to blockIdx/threadIdx (or vthread, an ordinary loop). */
 void emit_thread_loop(emitter *e, ts_stmt *s);
+/* The error for a parallel loop: bind it to threads instead. */
+void emit_gpu_parallel(emitter *e, ts_stmt *s);
+/* A buffer of scope "shared": a module-level array in address space 3. */
+bool emit_shared_alloc(emitter *e, ts_stmt *s);
+/* exp, exp2, log, log2, log10 and pow without libm. */
+LLVMValueRef emit_gpu_exp(emitter *e, LLVMTypeRef ty, LLVMValueRef x);
+LLVMValueRef emit_gpu_math(emitter *e, const char *name, LLVMTypeRef ty,
+                           LLVMValueRef *args);
 /* The PTX kernel `entry`, with the launch geometry in e->grid/e->block. */
 int emit_cuda_kernel(emitter *e, const ts_func *f, const char *entry);
-/* tessera.cuda.syncthreads and tessera.cuda.shfl_down. */
-void emit_syncthreads(emitter *e);
-LLVMValueRef emit_shfl_down(emitter *e, LLVMValueRef v, LLVMValueRef off);
-/* tessera.mma_m16n8k16 on its evaluated arguments (see emit_nvptx.c). */
-void emit_mma(emitter *e, ts_expr *x, LLVMValueRef *a);
+
+/* ---- intrinsics by family ---- */
+
+extern const emit_intrinsic emit_x86_intrinsics[];   /* emit_intrin_x86.c */
+extern const emit_intrinsic emit_nvptx_intrinsics[]; /* emit_intrin_nvptx.c */
 
 #endif /* TESSERA_CODEGEN_EMIT_INTERNAL_H */

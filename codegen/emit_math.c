@@ -3,8 +3,8 @@
  * log, sqrt, tanh, erf, ...): LLVM intrinsics where the target has them, and
  * replacements of libm where it has none or where a libm call would keep a
  * loop from being vectorized: a float32 exp polynomial, tanh and erf through
- * exp, the NVVM approximate exp2/log2 on GPUs, and libm lane by lane as the
- * last resort.
+ * exp, the target family's own versions (emit_gpu_math: the NVVM
+ * approximate exp2/log2), and libm lane by lane as the last resort.
  */
 #include "codegen/emit_internal.h"
 
@@ -31,7 +31,7 @@ static LLVMValueRef libm_per_lane(emitter *e, const char *f32name,
   return r;
 }
 
-static LLVMValueRef const_fp(LLVMTypeRef t, double v) {
+LLVMValueRef emit_const_fp(LLVMTypeRef t, double v) {
   if (LLVMGetTypeKind(t) == LLVMVectorTypeKind) {
     unsigned n = LLVMGetVectorSize(t);
     LLVMValueRef s = LLVMConstReal(LLVMGetElementType(t), v);
@@ -46,48 +46,6 @@ static LLVMValueRef const_fp(LLVMTypeRef t, double v) {
   return LLVMConstReal(t, v);
 }
 
-/* The NVVM approximate exp2/log2 ("ex2"/"lg2") of a float or double value,
- * lane by lane for vectors. */
-static LLVMValueRef nvvm_approx(emitter *e, const char *op, LLVMValueRef x) {
-  LLVMTypeRef ty = LLVMTypeOf(x);
-  bool vec = LLVMGetTypeKind(ty) == LLVMVectorTypeKind;
-  LLVMTypeRef st = vec ? LLVMGetElementType(ty) : ty;
-  bool dbl = LLVMGetTypeKind(st) == LLVMDoubleTypeKind;
-  char name[64];
-  snprintf(name, sizeof name, "llvm.nvvm.%s.approx.%s", op, dbl ? "d" : "f");
-  if (!vec) return emit_call_intrinsic(e, name, NULL, 0, &x, 1);
-  LLVMValueRef r = LLVMGetUndef(ty);
-  for (unsigned l = 0; l < LLVMGetVectorSize(ty); l++) {
-    LLVMValueRef lane = LLVMConstInt(emit_i32t(e), l, 0);
-    LLVMValueRef v = LLVMBuildExtractElement(e->b, x, lane, "");
-    r = LLVMBuildInsertElement(
-        e->b, r, emit_call_intrinsic(e, name, NULL, 0, &v, 1), lane, "");
-  }
-  return r;
-}
-
-/* NVPTX has no libm: exp, log, log10 and pow go through the hardware's
- * exp2/log2 (ex2.approx / lg2.approx). */
-static LLVMValueRef cuda_math(emitter *e, const char *name, LLVMTypeRef ty,
-                              LLVMValueRef *args) {
-  LLVMBuilderRef B = e->b;
-  if (!strcmp(name, "exp") || !strcmp(name, "sigmoid") ||
-      !strcmp(name, "tanh") || !strcmp(name, "erf"))
-    return NULL; /* exp handled below through cuda_exp */
-  if (!strcmp(name, "exp2")) return nvvm_approx(e, "ex2", args[0]);
-  if (!strcmp(name, "log2")) return nvvm_approx(e, "lg2", args[0]);
-  if (!strcmp(name, "log") || !strcmp(name, "log10")) {
-    LLVMValueRef l2 = nvvm_approx(e, "lg2", args[0]);
-    double k = !strcmp(name, "log") ? 0.6931471805599453 : 0.30102999566398120;
-    return LLVMBuildFMul(B, l2, const_fp(ty, k), "");
-  }
-  if (!strcmp(name, "pow")) {
-    LLVMValueRef l2 = nvvm_approx(e, "lg2", args[0]);
-    return nvvm_approx(e, "ex2", LLVMBuildFMul(B, args[1], l2, ""));
-  }
-  return NULL;
-}
-
 /* exp of a float32 scalar or vector without libm (which LLVM would call
  * lane by lane, and which keeps a loop around a scalar exp from being
  * vectorized): x = n ln2 + r with n = round(x log2 e), exp(r) by Cephes'
@@ -98,30 +56,31 @@ static LLVMValueRef exp_f32(emitter *e, LLVMTypeRef ty, LLVMValueRef x) {
   bool vec = LLVMGetTypeKind(ty) == LLVMVectorTypeKind;
   unsigned lanes = vec ? LLVMGetVectorSize(ty) : 1;
   LLVMTypeRef ity = vec ? LLVMVectorType(emit_i32t(e), lanes) : emit_i32t(e);
-  LLVMValueRef a2[2] = {x, const_fp(ty, 88.72283935546875)};
+  LLVMValueRef a2[2] = {x, emit_const_fp(ty, 88.72283935546875)};
   LLVMValueRef xc = emit_call_intrinsic(e, "llvm.minnum", &ty, 1, a2, 2);
   a2[0] = xc;
-  a2[1] = const_fp(ty, -87.33654022216797);
+  a2[1] = emit_const_fp(ty, -87.33654022216797);
   xc = emit_call_intrinsic(e, "llvm.maxnum", &ty, 1, a2, 2);
   LLVMValueRef t = LLVMBuildFAdd(
-      B, LLVMBuildFMul(B, xc, const_fp(ty, 1.4426950408889634), ""),
-      const_fp(ty, 0.5), "");
+      B, LLVMBuildFMul(B, xc, emit_const_fp(ty, 1.4426950408889634), ""),
+      emit_const_fp(ty, 0.5), "");
   LLVMValueRef n = emit_call_intrinsic(e, "llvm.floor", &ty, 1, &t, 1);
   LLVMValueRef r = LLVMBuildFSub(
-      B, xc, LLVMBuildFMul(B, n, const_fp(ty, 0.693359375), ""), "");
-  r = LLVMBuildFSub(B, r, LLVMBuildFMul(B, n, const_fp(ty, -2.12194440e-4), ""),
-                    "");
+      B, xc, LLVMBuildFMul(B, n, emit_const_fp(ty, 0.693359375), ""), "");
+  r = LLVMBuildFSub(
+      B, r, LLVMBuildFMul(B, n, emit_const_fp(ty, -2.12194440e-4), ""), "");
   static const double c[6] = {1.9875691500e-4, 1.3981999507e-3,
                               8.3334519073e-3, 4.1665795894e-2,
                               1.6666665459e-1, 5.0000001201e-1};
-  LLVMValueRef p = const_fp(ty, c[0]);
+  LLVMValueRef p = emit_const_fp(ty, c[0]);
   for (int i = 1; i < 6; i++)
-    p = emit_contract(LLVMBuildFAdd(
-        B, emit_contract(LLVMBuildFMul(B, p, r, "")), const_fp(ty, c[i]), ""));
+    p = emit_contract(LLVMBuildFAdd(B,
+                                    emit_contract(LLVMBuildFMul(B, p, r, "")),
+                                    emit_const_fp(ty, c[i]), ""));
   LLVMValueRef z = LLVMBuildFMul(B, r, r, "");
   LLVMValueRef y =
       LLVMBuildFAdd(B, LLVMBuildFAdd(B, LLVMBuildFMul(B, p, z, ""), r, ""),
-                    const_fp(ty, 1.0), "");
+                    emit_const_fp(ty, 1.0), "");
   /* 2^n as 2^(n>>1) * 2^(n - (n>>1)): each factor stays a normal float for
    * n in [-126, 128] */
   LLVMValueRef ni = LLVMBuildFPToSI(B, n, ity, "");
@@ -141,27 +100,24 @@ static LLVMValueRef exp_f32(emitter *e, LLVMTypeRef ty, LLVMValueRef x) {
   return LLVMBuildSelect(B, isnan, x, res, "");
 }
 
-/* exp(x) for the current target: on CPUs a vectorizable polynomial for
- * float32 (scalars too, so the loop vectorizer can widen a loop around
- * it), llvm.exp otherwise; exp2(x log2 e) on GPUs. */
-static LLVMValueRef target_exp(emitter *e, LLVMTypeRef ty, LLVMValueRef x) {
+/* exp(x) on CPUs: a vectorizable polynomial for float32 (scalars too, so
+ * the loop vectorizer can widen a loop around it), llvm.exp otherwise. */
+LLVMValueRef emit_cpu_exp(emitter *e, LLVMTypeRef ty, LLVMValueRef x) {
   LLVMTypeRef el =
       LLVMGetTypeKind(ty) == LLVMVectorTypeKind ? LLVMGetElementType(ty) : ty;
-  if (!e->cuda && LLVMGetTypeKind(el) == LLVMFloatTypeKind)
-    return exp_f32(e, ty, x);
-  if (!e->cuda) return emit_call_intrinsic(e, "llvm.exp", &ty, 1, &x, 1);
-  LLVMValueRef p = LLVMBuildFMul(e->b, x, const_fp(ty, 1.4426950408889634), "");
-  return nvvm_approx(e, "ex2", p);
+  if (LLVMGetTypeKind(el) == LLVMFloatTypeKind) return exp_f32(e, ty, x);
+  return emit_call_intrinsic(e, "llvm.exp", &ty, 1, &x, 1);
 }
 
-/* GPU code has no libm: tanh(x) = 1 - 2 / (exp(2x) + 1). */
+/* tanh without libm (vectors, GPUs): tanh(x) = 1 - 2 / (exp(2x) + 1). */
 static LLVMValueRef tanh_by_exp(emitter *e, LLVMValueRef x) {
   LLVMTypeRef ty = LLVMTypeOf(x);
-  LLVMValueRef x2 = LLVMBuildFMul(e->b, x, const_fp(ty, 2.0), "");
-  LLVMValueRef ex2 = target_exp(e, ty, x2);
-  LLVMValueRef den = LLVMBuildFAdd(e->b, ex2, const_fp(ty, 1.0), "");
-  return LLVMBuildFSub(e->b, const_fp(ty, 1.0),
-                       LLVMBuildFDiv(e->b, const_fp(ty, 2.0), den, ""), "");
+  LLVMValueRef x2 = LLVMBuildFMul(e->b, x, emit_const_fp(ty, 2.0), "");
+  LLVMValueRef ex2 = e->hooks->exp(e, ty, x2);
+  LLVMValueRef den = LLVMBuildFAdd(e->b, ex2, emit_const_fp(ty, 1.0), "");
+  return LLVMBuildFSub(e->b, emit_const_fp(ty, 1.0),
+                       LLVMBuildFDiv(e->b, emit_const_fp(ty, 2.0), den, ""),
+                       "");
 }
 
 /* erf by Abramowitz and Stegun 7.1.26 (absolute error below 1.5e-7):
@@ -173,18 +129,19 @@ static LLVMValueRef erf_by_polynomial(emitter *e, LLVMValueRef x) {
                               -1.453152027, 1.061405429};
   LLVMValueRef ax = emit_call_intrinsic(e, "llvm.fabs", &ty, 1, &x, 1);
   LLVMValueRef t = LLVMBuildFDiv(
-      e->b, const_fp(ty, 1.0),
-      LLVMBuildFAdd(e->b, const_fp(ty, 1.0),
-                    LLVMBuildFMul(e->b, const_fp(ty, 0.3275911), ax, ""), ""),
+      e->b, emit_const_fp(ty, 1.0),
+      LLVMBuildFAdd(e->b, emit_const_fp(ty, 1.0),
+                    LLVMBuildFMul(e->b, emit_const_fp(ty, 0.3275911), ax, ""),
+                    ""),
       "");
-  LLVMValueRef poly = const_fp(ty, a[4]);
+  LLVMValueRef poly = emit_const_fp(ty, a[4]);
   for (int i = 3; i >= 0; i--)
     poly = LLVMBuildFAdd(e->b, LLVMBuildFMul(e->b, poly, t, ""),
-                         const_fp(ty, a[i]), "");
+                         emit_const_fp(ty, a[i]), "");
   poly = LLVMBuildFMul(e->b, poly, t, "");
   LLVMValueRef nx2 = LLVMBuildFNeg(e->b, LLVMBuildFMul(e->b, x, x, ""), "");
-  LLVMValueRef ex = target_exp(e, ty, nx2);
-  LLVMValueRef y = LLVMBuildFSub(e->b, const_fp(ty, 1.0),
+  LLVMValueRef ex = e->hooks->exp(e, ty, nx2);
+  LLVMValueRef y = LLVMBuildFSub(e->b, emit_const_fp(ty, 1.0),
                                  LLVMBuildFMul(e->b, poly, ex, ""), "");
   LLVMValueRef args[2] = {y, x};
   return emit_call_intrinsic(e, "llvm.copysign", &ty, 1, args, 2);
@@ -209,7 +166,7 @@ LLVMValueRef emit_math_call(emitter *e, const char *name, ts_dtype t,
   for (int i = 0; i < n; i++) args[i] = emit_to_work(e, args[i], t);
   LLVMTypeRef ty = LLVMTypeOf(args[0]);
   if (!strcmp(name, "exp"))
-    return emit_from_work(e, target_exp(e, ty, args[0]), t);
+    return emit_from_work(e, e->hooks->exp(e, ty, args[0]), t);
   static const struct {
     const char *name, *llvm;
   } direct[] = {{"exp2", "llvm.exp2"},   {"log", "llvm.log"},
@@ -220,23 +177,23 @@ LLVMValueRef emit_math_call(emitter *e, const char *name, ts_dtype t,
                 {"trunc", "llvm.trunc"}, {"pow", "llvm.pow"},
                 {"fma", "llvm.fma"},     {"abs", "llvm.fabs"}};
   LLVMValueRef r = NULL;
-  if (e->cuda) r = cuda_math(e, name, ty, args);
+  if (e->hooks->math) r = e->hooks->math(e, name, ty, args);
   for (size_t i = 0; i < sizeof direct / sizeof direct[0] && !r; i++)
     if (!strcmp(name, direct[i].name))
       r = emit_call_intrinsic(e, direct[i].llvm, &ty, 1, args, n);
   if (!r && !strcmp(name, "rsqrt")) {
     LLVMValueRef s = emit_call_intrinsic(e, "llvm.sqrt", &ty, 1, args, 1);
-    r = LLVMBuildFDiv(e->b, const_fp(ty, 1.0), s, "");
+    r = LLVMBuildFDiv(e->b, emit_const_fp(ty, 1.0), s, "");
   }
   if (!r && !strcmp(name, "sigmoid")) {
     LLVMValueRef neg = LLVMBuildFNeg(e->b, args[0], "");
-    LLVMValueRef ex1 = target_exp(e, ty, neg);
-    LLVMValueRef den = LLVMBuildFAdd(e->b, const_fp(ty, 1.0), ex1, "");
-    r = LLVMBuildFDiv(e->b, const_fp(ty, 1.0), den, "");
+    LLVMValueRef ex1 = e->hooks->exp(e, ty, neg);
+    LLVMValueRef den = LLVMBuildFAdd(e->b, emit_const_fp(ty, 1.0), ex1, "");
+    r = LLVMBuildFDiv(e->b, emit_const_fp(ty, 1.0), den, "");
   }
   ts_dtype wt = emit_is_half(t) ? ts_dtype_with_lanes(TS_FLOAT32, t.lanes) : t;
-  /* vectors (and GPUs, which have no libm) use vectorizable formulas */
-  bool vec_math = e->cuda || t.lanes > 1;
+  /* vectors (and targets without libm) use vectorizable formulas */
+  bool vec_math = !e->hooks->libm || t.lanes > 1;
   if (!r && vec_math && !strcmp(name, "tanh")) r = tanh_by_exp(e, args[0]);
   if (!r && vec_math && !strcmp(name, "erf")) r = erf_by_polynomial(e, args[0]);
   if (!r && !strcmp(name, "tanh"))

@@ -1,110 +1,95 @@
 /*
- * emit_nvptx.c — the NVPTX (cuda) side of the LLVM emitter: the CUDA
- * intrinsics (block barriers, warp shuffles, the mma.sync tensor core GEMM
- * tensorize calls), loops bound to blockIdx/threadIdx read from the special
- * registers, the launch geometry collected from them, and the PTX kernel
- * with its !nvvm.annotations.
+ * emit_nvptx.c — the NVPTX (cuda) side of the LLVM emitter, the hooks
+ * target_nvptx.c gives the shared emitter: math without libm (the NVVM
+ * approximate exp2/log2), shared-memory buffers, loops bound to
+ * blockIdx/threadIdx read from the special registers, the launch geometry
+ * collected from them, and the PTX kernel with its !nvvm.annotations. The
+ * CUDA intrinsics (barriers, warp shuffles, mma.sync) are in
+ * emit_intrin_nvptx.c.
  */
 #include "codegen/emit_internal.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- CUDA intrinsics ---- */
+/* ---- GPU math: no libm ---- */
 
-/* tessera.cuda.syncthreads(): a barrier of the thread block. */
-void emit_syncthreads(emitter *e) {
-  unsigned id = LLVMLookupIntrinsicID("llvm.nvvm.barrier0", 18);
-  LLVMValueRef fn = LLVMGetIntrinsicDeclaration(e->mod, id, NULL, 0);
-  LLVMBuildCall2(e->b, LLVMIntrinsicGetType(e->ctx, id, NULL, 0), fn, NULL, 0,
-                 "");
+/* The NVVM approximate exp2/log2 ("ex2"/"lg2") of a float or double value,
+ * lane by lane for vectors. */
+static LLVMValueRef nvvm_approx(emitter *e, const char *op, LLVMValueRef x) {
+  LLVMTypeRef ty = LLVMTypeOf(x);
+  bool vec = LLVMGetTypeKind(ty) == LLVMVectorTypeKind;
+  LLVMTypeRef st = vec ? LLVMGetElementType(ty) : ty;
+  bool dbl = LLVMGetTypeKind(st) == LLVMDoubleTypeKind;
+  char name[64];
+  snprintf(name, sizeof name, "llvm.nvvm.%s.approx.%s", op, dbl ? "d" : "f");
+  if (!vec) return emit_call_intrinsic(e, name, NULL, 0, &x, 1);
+  LLVMValueRef r = LLVMGetUndef(ty);
+  for (unsigned l = 0; l < LLVMGetVectorSize(ty); l++) {
+    LLVMValueRef lane = LLVMConstInt(emit_i32t(e), l, 0);
+    LLVMValueRef v = LLVMBuildExtractElement(e->b, x, lane, "");
+    r = LLVMBuildInsertElement(
+        e->b, r, emit_call_intrinsic(e, name, NULL, 0, &v, 1), lane, "");
+  }
+  return r;
 }
 
-/* tessera.cuda.shfl_down(v, off): v as held by the lane `off` lanes above
- * this one in the warp (this lane's own v past lane 31): shfl.sync.down. */
-LLVMValueRef emit_shfl_down(emitter *e, LLVMValueRef v, LLVMValueRef off) {
-  LLVMValueRef args[4] = {LLVMConstInt(emit_i32t(e), 0xffffffffu, 0), v, off,
-                          LLVMConstInt(emit_i32t(e), 31, 0)};
-  return emit_call_intrinsic(e, "llvm.nvvm.shfl.sync.down.f32", NULL, 0, args,
-                             4);
+/* NVPTX has no libm: exp, log, log10 and pow go through the hardware's
+ * exp2/log2 (ex2.approx / lg2.approx). */
+LLVMValueRef emit_gpu_math(emitter *e, const char *name, LLVMTypeRef ty,
+                           LLVMValueRef *args) {
+  LLVMBuilderRef B = e->b;
+  if (!strcmp(name, "exp") || !strcmp(name, "sigmoid") ||
+      !strcmp(name, "tanh") || !strcmp(name, "erf"))
+    return NULL; /* through exp: emit_gpu_exp */
+  if (!strcmp(name, "exp2")) return nvvm_approx(e, "ex2", args[0]);
+  if (!strcmp(name, "log2")) return nvvm_approx(e, "lg2", args[0]);
+  if (!strcmp(name, "log") || !strcmp(name, "log10")) {
+    LLVMValueRef l2 = nvvm_approx(e, "lg2", args[0]);
+    double k = !strcmp(name, "log") ? 0.6931471805599453 : 0.30102999566398120;
+    return LLVMBuildFMul(B, l2, emit_const_fp(ty, k), "");
+  }
+  if (!strcmp(name, "pow")) {
+    LLVMValueRef l2 = nvvm_approx(e, "lg2", args[0]);
+    return nvvm_approx(e, "ex2", LLVMBuildFMul(B, args[1], l2, ""));
+  }
+  return NULL;
 }
 
-/* tessera.mma_m16n8k16(&C float32[16][8] (ldc), ldc, &A [16][16] (lda), lda,
- * &B [16][8] k-major (ldb), ldb) for one warp: each lane loads its fragment
- * (PTX ISA layouts for m16n8k16), mma.sync, stores its part of C. */
-void emit_mma(emitter *e, ts_expr *x, LLVMValueRef *a) {
-  if (!e->cuda || ts_target_sm(e->target) < 80) {
-    emit_fail(e, TS_EUNSUPPORTED,
-              "code generation: tessera.mma_m16n8k16 needs a cuda target with "
-              "sm_80 or newer");
-    return;
-  }
-  ts_buffer *abuf = ts_expr_kind_of(ts_expr_operand(x, 2)) == TS_EXPR_ADDRESS_OF
-                        ? ts_expr_buffer(ts_expr_operand(x, 2))
-                        : NULL;
-  bool bf16 = abuf && ts_buffer_dtype(abuf).code == TS_DT_BFLOAT;
-  LLVMTypeRef et =
-      bf16 ? LLVMBFloatTypeInContext(e->ctx) : LLVMHalfTypeInContext(e->ctx);
-  LLVMTypeRef pair = LLVMVectorType(et, 2);
-  LLVMValueRef lane =
-      emit_call_fixed(e, "llvm.nvvm.read.ptx.sreg.laneid", NULL, 0);
-  if (!lane) return;
-  lane = LLVMBuildZExt(e->b, lane, emit_i64t(e), "");
-  LLVMValueRef group =
-      LLVMBuildLShr(e->b, lane, LLVMConstInt(emit_i64t(e), 2, 0), "");
-  LLVMValueRef tig =
-      LLVMBuildAnd(e->b, lane, LLVMConstInt(emit_i64t(e), 3, 0), "");
-  LLVMValueRef col2 =
-      LLVMBuildMul(e->b, tig, LLVMConstInt(emit_i64t(e), 2, 0), "");
-  /* element pointer p + (row * ld + col) elements of type t */
-#define ELEM(t, p, row, ld, col)                                               \
-  LLVMBuildInBoundsGEP2(                                                       \
-      e->b, (t), (p),                                                          \
-      (LLVMValueRef[]){                                                        \
-          LLVMBuildAdd(e->b, LLVMBuildMul(e->b, (row), (ld), ""), (col), "")}, \
-      1, "")
-  LLVMValueRef k8 = LLVMConstInt(emit_i64t(e), 8, 0);
-  LLVMValueRef args[10];
-  /* A: a0a1 (g, 2t), a2a3 (g+8, 2t), a4a5 (g, 2t+8), a6a7 (g+8, 2t+8). */
-  for (int i = 0; i < 4; i++) {
-    LLVMValueRef row = (i & 1) ? LLVMBuildAdd(e->b, group, k8, "") : group;
-    LLVMValueRef col = (i & 2) ? LLVMBuildAdd(e->b, col2, k8, "") : col2;
-    args[i] = emit_load_vec(e, pair, ELEM(et, a[2], row, a[3], col), 4);
-  }
-  /* B (k-major): b0b1 = rows 2t, 2t+1 at column g; b2b3 = rows 2t+8, 2t+9. */
-  for (int i = 0; i < 2; i++) {
-    LLVMValueRef r0 = i ? LLVMBuildAdd(e->b, col2, k8, "") : col2;
-    LLVMValueRef r1 =
-        LLVMBuildAdd(e->b, r0, LLVMConstInt(emit_i64t(e), 1, 0), "");
-    LLVMValueRef v0 =
-        LLVMBuildLoad2(e->b, et, ELEM(et, a[4], r0, a[5], group), "");
-    LLVMValueRef v1 =
-        LLVMBuildLoad2(e->b, et, ELEM(et, a[4], r1, a[5], group), "");
-    LLVMValueRef v = LLVMBuildInsertElement(
-        e->b, LLVMGetUndef(pair), v0, LLVMConstInt(emit_i32t(e), 0, 0), "");
-    args[4 + i] = LLVMBuildInsertElement(e->b, v, v1,
-                                         LLVMConstInt(emit_i32t(e), 1, 0), "");
-  }
-  /* C: c0c1 (g, 2t), c2c3 (g+8, 2t). */
-  LLVMValueRef cptr[4];
-  for (int i = 0; i < 4; i++) {
-    LLVMValueRef row = (i & 2) ? LLVMBuildAdd(e->b, group, k8, "") : group;
-    LLVMValueRef col =
-        (i & 1) ? LLVMBuildAdd(e->b, col2, LLVMConstInt(emit_i64t(e), 1, 0), "")
-                : col2;
-    cptr[i] = ELEM(emit_f32t(e), a[0], row, a[1], col);
-    args[6 + i] = LLVMBuildLoad2(e->b, emit_f32t(e), cptr[i], "");
-  }
-#undef ELEM
-  LLVMValueRef d =
-      emit_call_fixed(e,
-                      bf16 ? "llvm.nvvm.mma.m16n8k16.row.col.bf16"
-                           : "llvm.nvvm.mma.m16n8k16.row.col.f32.f32",
-                      args, 10);
-  if (!d) return;
-  for (int i = 0; i < 4; i++)
-    LLVMBuildStore(e->b, LLVMBuildExtractValue(e->b, d, (unsigned)i, ""),
-                   cptr[i]);
+/* exp(x) = exp2(x log2 e) on the hardware's ex2.approx. */
+LLVMValueRef emit_gpu_exp(emitter *e, LLVMTypeRef ty, LLVMValueRef x) {
+  LLVMValueRef p =
+      LLVMBuildFMul(e->b, x, emit_const_fp(ty, 1.4426950408889634), "");
+  return nvvm_approx(e, "ex2", p);
+}
+
+/* ---- loops and buffers ---- */
+
+void emit_gpu_parallel(emitter *e, ts_stmt *s) {
+  emit_fail(e, TS_EINVAL,
+            "code generation: loop '%s' is parallel; on a cuda target bind it "
+            "to blockIdx/threadIdx instead",
+            ts_var_name(ts_for_var(s)));
+}
+
+/* Shared memory: a module-level array in address space 3. */
+bool emit_shared_alloc(emitter *e, ts_stmt *s) {
+  ts_buffer *b = ts_allocate_buffer(s);
+  if (strcmp(ts_buffer_scope(b), "shared")) return false;
+  int64_t elems = ts_buffer_storage_elems(b);
+  LLVMTypeRef mt = emit_mem_type(e, ts_buffer_dtype(b));
+  unsigned align = (unsigned)(ts_buffer_align(b) > 0 ? ts_buffer_align(b) : 64);
+  LLVMTypeRef at = LLVMArrayType(mt, (unsigned)(elems > 0 ? elems : 1));
+  LLVMValueRef g =
+      LLVMAddGlobalInAddressSpace(e->mod, at, ts_buffer_name(b), 3);
+  LLVMSetLinkage(g, LLVMInternalLinkage);
+  LLVMSetInitializer(g, LLVMGetUndef(at));
+  LLVMSetAlignment(g, align);
+  e->shared_bytes += ts_buffer_bytes(b);
+  ts_node_map_put(e->cur->vals, b, g);
+  emit_stmt(e, ts_allocate_body(s));
+  return true;
 }
 
 /* ---- GPU thread bindings ---- */

@@ -20,14 +20,16 @@ typedef struct emit_fn {
   LLVMValueRef fail_phi;
 } emit_fn;
 
+/* What the target's family does where targets differ
+ * (codegen/target_internal.h). */
+typedef struct emit_hooks emit_hooks;
+
 typedef struct emitter {
   LLVMContextRef ctx;
   LLVMModuleRef mod;
   LLVMBuilderRef b;
   const ts_target *target;
-  bool cuda;
-  const char *cpu, *features; /* function attributes */
-  int vector_bits;
+  const emit_hooks *hooks; /* the target family's */
   emit_fn *cur;
   ts_var_ranges *ranges; /* loop var ranges, for fast index arithmetic */
   int n_tasks;           /* outlined parallel loops so far */
@@ -39,7 +41,7 @@ typedef struct emitter {
   unsigned long oom; /* ts_alloc_failures() as emission started: once it
                         grows, status becomes TS_ENOMEM (emit_oom) */
   LLVMValueRef mask; /* lanes enabled by an enclosing vector if, or NULL */
-  /* cuda launch geometry collected from thread-bound loops */
+  /* GPU launch geometry collected from thread-bound loops */
   int64_t grid[3], block[3];
   int64_t shared_bytes; /* static shared memory */
 } emitter;
@@ -49,8 +51,9 @@ typedef struct emitter {
  * read). */
 bool emit_oom(emitter *e);
 
-/* Emits the lowered function f as the kernel `entry` into e->mod (CPU ABI
- * of runtime.h, or a PTX kernel for cuda). Returns TS_OK or an error. */
+/* Emits the lowered function f as the kernel `entry` into e->mod (the
+ * family's kernel: CPU ABI of runtime.h, a PTX kernel). Returns TS_OK or an
+ * error. */
 int emit_kernel(emitter *e, const ts_func *f, const char *entry);
 
 /* requires: a lowered (flat) program | maintains: semantics | breaks: —
@@ -86,10 +89,9 @@ ts_stmt *lower_unroll_loop(ts_arena *a, ts_stmt *s, int64_t mn, int64_t ex);
 
 /* Conversions with the 16-bit float formats (codegen/convert.c), scalar or
  * vector: float32 -> bfloat16/float16 rounding to nearest even, and back.
- * Native fptrunc/fpext where the target has the instructions (CUDA, F16C,
- * AVX512-BF16), else integer code on the bit patterns, so no kernel calls a
- * compiler-rt helper. */
-bool emit_native_half(const emitter *e, bool bf16);
+ * Native fptrunc/fpext where the target's family says the target has the
+ * instructions (CUDA, F16C, AVX512-BF16), else integer code on the bit
+ * patterns, so no kernel calls a compiler-rt helper. */
 LLVMValueRef emit_f32_to_half(emitter *e, LLVMValueRef v, bool bf16);
 LLVMValueRef emit_half_to_f32(emitter *e, LLVMValueRef v, bool bf16);
 

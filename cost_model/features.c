@@ -951,7 +951,7 @@ int ts_cm_extract(const ts_func *f, const ts_target *target,
   w->err = err;
   w->cores = target ? ts_target_num_cores(target) : 1;
   w->vector_bits = target ? ts_target_vector_bits(target) : 128;
-  w->is_gpu = p.has_threads || (target && ts_target_is_cuda(target));
+  w->is_gpu = p.has_threads || (target && ts_target_facts_of(target)->is_gpu);
   w->func_alloc_bytes = p.alloc_bytes;
   w->func_alloc_count = p.alloc_count;
   w->func_dispatches = count_dispatches(ts_func_body(f), 1, 0);

@@ -629,7 +629,7 @@ int ts_graph_compile(const ts_graph *g, const ts_graph_compile_options *o,
   ts_target *tgt = NULL;
   rc = ts_target_parse(o->target ? o->target : "llvm", &tgt, err);
   if (rc) return rc;
-  if (ts_target_is_cuda(tgt)) {
+  if (ts_target_facts_of(tgt)->artifact != TS_ARTIFACT_CPU_OBJECT) {
     ts_target_free(tgt);
     return TS_ERR(err, TS_EUNSUPPORTED,
                   "compile: target '%s': only CPU (llvm) targets can be "

@@ -467,6 +467,33 @@ static void run_cuda(const helper_config *hc, const ts_measure_config *cfg,
   r->number = number;
 }
 
+/* How an artifact of each kind runs: the runtime's loader behind a run
+ * function (ts_rt_kernel_load for CPU objects, runtime/cuda.c for PTX), the
+ * device it needs, and whether its measuring children take the seccomp
+ * filter (the CUDA driver opens device files and starts threads of its
+ * own: a PTX child is confined by everything but the filter). A target
+ * family whose artifacts need another loader adds a row. */
+typedef struct artifact_runner {
+  ts_artifact_kind kind;
+  const char *name; /* as the protocol names it */
+  bool on_gpu;      /* runs on a cuda:N device, else on the cpu device */
+  bool filter;
+  void (*run)(const helper_config *hc, const ts_measure_config *cfg,
+              const ts_artifact *a, const ts_rt_args *want,
+              ts_measure_result *r);
+} artifact_runner;
+
+static const artifact_runner runners[] = {
+    {TS_ARTIFACT_CPU_OBJECT, "cpu_object", false, true, run_cpu},
+    {TS_ARTIFACT_PTX, "ptx", true, false, run_cuda},
+};
+
+static const artifact_runner *runner_of(ts_artifact_kind k) {
+  for (size_t i = 0; i < sizeof runners / sizeof runners[0]; i++)
+    if (runners[i].kind == k) return &runners[i];
+  return NULL;
+}
+
 /* ======================================================================
  * The helper process
  * ====================================================================== */
@@ -888,16 +915,12 @@ static void cand_child(helper *h, void *vctx, int wfd) {
   cand_ctx *c = vctx;
   int threads = child_threads(&h->hc, c->cfg);
   int cpu = (int)ceil(c->cfg->timeout_ms / 1000.0 * threads) + 1;
-  /* The CUDA driver opens device files and starts threads of its own:
-   * a PTX child is confined by everything but the filter. */
-  wfd = child_setup(&h->hc, h->self, cpu, threads,
-                    c->a->kind != TS_ARTIFACT_PTX, wfd);
+  /* helper_measure checked that the kind has a runner */
+  const artifact_runner *ar = runner_of(c->a->kind);
+  wfd = child_setup(&h->hc, h->self, cpu, threads, ar->filter, wfd);
   ts_measure_result r;
   memset(&r, 0, sizeof r);
-  if (c->a->kind == TS_ARTIFACT_PTX)
-    run_cuda(&h->hc, c->cfg, c->a, c->want, &r);
-  else
-    run_cpu(&h->hc, c->cfg, c->a, c->want, &r);
+  ar->run(&h->hc, c->cfg, c->a, c->want, &r);
   report(wfd, &r);
   _exit(0);
 }
@@ -961,17 +984,20 @@ static void helper_measure(helper *h, const unsigned char *p, size_t len) {
     result_set(&res, TS_MEASURE_RUN_ERROR, "internal: malformed artifact");
     goto reply;
   }
-  if (a->kind == TS_ARTIFACT_PTX && !h->hc.dev.cuda) {
-    result_set(&res, TS_MEASURE_BUILD_ERROR,
-               "a ptx artifact cannot run on "
-               "device cpu");
+  const artifact_runner *ar = runner_of(a->kind);
+  if (!ar) {
+    result_set(&res, TS_MEASURE_BUILD_ERROR, "artifact kind %d cannot run here",
+               (int)a->kind);
     goto reply;
   }
-  if (a->kind == TS_ARTIFACT_CPU_OBJECT && h->hc.dev.cuda) {
+  if (ar->on_gpu != h->hc.dev.cuda) {
+    char dev[32];
+    if (h->hc.dev.cuda)
+      snprintf(dev, sizeof dev, "cuda:%d", h->hc.dev.index);
+    else
+      snprintf(dev, sizeof dev, "cpu");
     result_set(&res, TS_MEASURE_BUILD_ERROR,
-               "a cpu_object artifact cannot run "
-               "on device cuda:%d",
-               h->hc.dev.index);
+               "a %s artifact cannot run on device %s", ar->name, dev);
     goto reply;
   }
   if (mh.ref_id[0]) {

@@ -159,9 +159,9 @@ static const intrin_def intrins[] = {
      DOT_DESC("bf16dot", "bfloat16", "bfloat16", "float32", 2),
      DOT_IMPL("bf16dot", "tessera.avx512bf16_dot_16x2", "bfloat16", "bfloat16",
               "float32", 2)},
-    {"mma_m16n8k16_f16", "cuda", MMA_DESC("mma_f16", "float16"),
+    {"mma_m16n8k16_f16", "sm_80", MMA_DESC("mma_f16", "float16"),
      MMA_IMPL("mma_f16", "float16")},
-    {"mma_m16n8k16_bf16", "cuda", MMA_DESC("mma_bf16", "bfloat16"),
+    {"mma_m16n8k16_bf16", "sm_80", MMA_DESC("mma_bf16", "bfloat16"),
      MMA_IMPL("mma_bf16", "bfloat16")},
 };
 

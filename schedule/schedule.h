@@ -330,8 +330,9 @@ const char *const *ts_intrin_names(void);
 /* The description and implementation functions of intrinsic `name`, parsed
  * fresh: *desc and *impl are new functions the caller frees with
  * ts_func_free. `feature` (may be NULL) receives the target feature the
- * implementation needs ("amx-bf16", "avx512vnni", "cuda", ...; static
- * storage). TS_ENOTFOUND for an unknown name. */
+ * implementation needs, as ts_target_has_feature names it ("amx-bf16",
+ * "avx512vnni", "sm_80", ...; static storage). TS_ENOTFOUND for an unknown
+ * name. */
 int ts_intrin_get(const char *name, ts_func **desc, ts_func **impl,
                   const char **feature, ts_error *err);
 

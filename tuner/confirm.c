@@ -122,12 +122,14 @@ int ts_confirm(ts_db *db, int64_t workload_id, const char *target,
   ts_target *t = NULL;
   int rc = ts_target_parse(target, &t, err);
   if (rc) return rc;
-  if (ts_target_is_cuda(t)) {
+  const ts_target_facts *facts = ts_target_facts_of(t);
+  if (!facts->runs_on_host) {
+    const char *what = facts->is_gpu ? "a GPU" : "not this machine's CPU";
     ts_target_free(t);
     return TS_ERR(err, TS_EUNSUPPORTED,
-                  "confirm: target '%s' is a GPU; confirmation measures on "
+                  "confirm: target '%s' is %s; confirmation measures on "
                   "this machine's CPU",
-                  target);
+                  target, what);
   }
   for (const char *const *f = ts_rt_cpu_feature_names(); *f; f++)
     if (ts_target_has_feature(t, *f) && ts_rt_cpu_has(*f) != 1) {

@@ -35,10 +35,11 @@
  *     loop vectorized when contiguous (split when long); the leading
  *     spatial loops fused and parallel when the block does enough work.
  * If the result does not lower, a plainer schedule is tried (only step 3),
- * and at last the unscheduled function. CUDA: the first candidate of the
- * design space that postprocesses, from fixed seeds.
+ * and at last the unscheduled function. GPU: the first candidate of the
+ * design space that postprocesses, from fixed seeds. The target's rule list
+ * (rule_lists.c) says which of the two a target gets.
  */
-#include "tuner/internal.h"
+#include "tuner/rule_framework.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -716,8 +717,8 @@ static bool lowers(const ts_sched *s) {
   return true;
 }
 
-static int default_cuda(const ts_func *f, const ts_target *t, ts_sched **out,
-                        ts_error *err) {
+int default_schedule_gpu(const ts_func *f, const ts_target *t, ts_sched **out,
+                         ts_error *err) {
   ts_space_options o = ts_space_defaults();
   ts_design_space *spaces = NULL;
   int n = 0;
@@ -735,13 +736,8 @@ static int default_cuda(const ts_func *f, const ts_target *t, ts_sched **out,
   return ts_sched_create(f, 0, out, err);
 }
 
-int ts_default_schedule(const ts_func *f, const ts_target *t, ts_sched **out,
-                        ts_error *err) {
-  if (!out) return TS_ERR(err, TS_EINVAL, "default schedule: NULL output");
-  *out = NULL;
-  if (!f || !t)
-    return TS_ERR(err, TS_EINVAL, "default schedule: NULL argument");
-  if (ts_target_is_cuda(t)) return default_cuda(f, t, out, err);
+int default_schedule_cpu(const ts_func *f, const ts_target *t, ts_sched **out,
+                         ts_error *err) {
   for (int level = 2; level >= 1; level--) {
     ts_sched *s;
     int rc = ts_sched_create(f, 0, &s, err);
@@ -753,4 +749,13 @@ int ts_default_schedule(const ts_func *f, const ts_target *t, ts_sched **out,
     ts_sched_destroy(s);
   }
   return ts_sched_create(f, 0, out, err);
+}
+
+int ts_default_schedule(const ts_func *f, const ts_target *t, ts_sched **out,
+                        ts_error *err) {
+  if (!out) return TS_ERR(err, TS_EINVAL, "default schedule: NULL output");
+  *out = NULL;
+  if (!f || !t)
+    return TS_ERR(err, TS_EINVAL, "default schedule: NULL argument");
+  return rule_list_of(t)->default_schedule(f, t, out, err);
 }

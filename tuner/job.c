@@ -502,9 +502,10 @@ static int setup_task(job *j, int i, const ts_tune_task *spec,
   t->sched.flops = t->flops;
   t->sched.max_trials = j->o->trials_per_task;
   if ((rc = load_task_records(j, t, search_threads))) return rc;
-  /* the reference: the unscheduled workload, built for the host */
+  /* the reference: the unscheduled workload, built for the host (the
+   * runner checks results on this machine's CPU) */
   ts_target *host = NULL;
-  if (ts_target_is_cuda(j->target)) {
+  if (!ts_target_facts_of(j->target)->runs_on_host) {
     if ((rc = ts_target_host(&host, j->err))) return rc;
   }
   ts_build_result br;
@@ -894,7 +895,8 @@ int ts_tune(ts_db *db, ts_runner *runner, const ts_tune_task *tasks, int n,
   j.n_tasks = n;
   int search_threads =
       o.search.threads > 0 ? o.search.threads : ts_target_num_cores(j.target);
-  if (search_threads < 1 || ts_target_is_cuda(j.target))
+  /* a target that runs elsewhere: every core of this machine searches */
+  if (search_threads < 1 || !ts_target_facts_of(j.target)->runs_on_host)
     search_threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
   if (search_threads < 1) search_threads = 1;
   for (int i = 0; i < n && !rc; i++) {

@@ -13,7 +13,7 @@
  * public trace API exposes kinds and decisions only). A mutated decision is
  * checked when the trace is replayed; the search retries on failure.
  */
-#include "tuner/internal.h"
+#include "tuner/rule_framework.h"
 
 #include <cjson/cJSON.h>
 #include <string.h>
@@ -30,17 +30,7 @@ const char *ts_mutator_name(ts_mutator_kind k) {
 }
 
 void ts_mutator_probs(const ts_target *t, double probs[TS_N_MUTATORS]) {
-  if (t && ts_target_is_cuda(t)) {
-    probs[TS_MUTATOR_TILE_SIZE] = 0.9;
-    probs[TS_MUTATOR_COMPUTE_LOCATION] = 0.05;
-    probs[TS_MUTATOR_UNROLL] = 0.05;
-    probs[TS_MUTATOR_PARALLEL] = 0;
-  } else {
-    probs[TS_MUTATOR_TILE_SIZE] = 0.9;
-    probs[TS_MUTATOR_COMPUTE_LOCATION] = 0.05;
-    probs[TS_MUTATOR_UNROLL] = 0.03;
-    probs[TS_MUTATOR_PARALLEL] = 0.02;
-  }
+  memcpy(probs, rule_list_of(t)->mutator_probs, sizeof(double) * TS_N_MUTATORS);
 }
 
 /* One mutable sampling instruction. */

@@ -5,21 +5,21 @@
  * tensorization rule marked, rewrite the root block's parallel / vectorize
  * / unroll plans into loop kinds and unroll annotations (they depend on the
  * sampled loop extents, so rules cannot do it), and on GPU targets bind
- * cooperative fetches and verify the per-block limits. Each step is a
- * schedule primitive, recorded in the candidate's trace, so the stored
- * trace replays to the measured function without the tuner. A candidate a
+ * cooperative fetches and verify the per-block limits. Which of them a
+ * target gets, in which order, its rule list says (rule_lists.c). Each step is
+ * a schedule primitive, recorded in the candidate's trace, so the stored trace
+ * replays to the measured function without the tuner. A candidate a
  * postprocessor rejects is dropped before it is built.
  */
-#include "tuner/internal.h"
+#include "tuner/rule_framework.h"
 
 #include <stdio.h>
 #include <string.h>
 
 static const char *const postproc_names[TS_N_POSTPROCS] = {
-    "rewrite_reduction_block",
-    "rewrite_tensorize",
-    "rewrite_parallel_vectorize_unroll",
-    "verify_gpu_code",
+    "rewrite_reduction_block",           "rewrite_tensorize",
+    "rewrite_parallel_vectorize_unroll", "verify_gpu_code",
+    "rewrite_cooperative_fetch",
 };
 
 const char *ts_postproc_name(ts_postproc_kind k) {
@@ -119,7 +119,7 @@ static int rewrite_tensorize(ts_sched *s, ts_error *err) {
 }
 
 /* ========================================================================
- * rewrite_cooperative_fetch (cuda)
+ * rewrite_cooperative_fetch (GPU)
  * ======================================================================== */
 
 typedef struct count_blocks {
@@ -284,7 +284,7 @@ static void vectorize_leaf(ts_sched *s, const char *name, int64_t max_lanes,
   ts_sched_vectorize(s, parts[1]);
 }
 
-static int rewrite_pvu(ts_sched *s, const ts_target *t, ts_error *err) {
+static int rewrite_pvu(ts_sched *s, bool parallel_vectorize, ts_error *err) {
   const ts_func *f = ts_sched_func(s);
   const char *rn = root_block_name(f);
   if (!rn) return TS_OK;
@@ -294,7 +294,6 @@ static int rewrite_pvu(ts_sched *s, const ts_target *t, ts_error *err) {
   int64_t par = annotation_int(rb, ANN_PARALLEL, 0);
   int64_t vec = annotation_int(rb, ANN_VECTORIZE, 0);
   int64_t unroll = annotation_int(rb, ANN_UNROLL, 0);
-  bool cuda = ts_target_is_cuda(t);
   ts_rv root_rv;
   if (ts_sched_get_block(s, root, &root_rv))
     return fail(err, s, TS_POSTPROC_REWRITE_PARALLEL_VECTORIZE_UNROLL, root);
@@ -339,7 +338,7 @@ static int rewrite_pvu(ts_sched *s, const ts_target *t, ts_error *err) {
     /* the perfectly nested chain of parallelizable outer loops */
     int m = 0;
     int64_t prod = 1;
-    if (!cuda && par > 0) {
+    if (parallel_vectorize && par > 0) {
       while (m < nl && prod < par) {
         const ts_stmt *l = ts_sched_rv_loop(s, loops[m]);
         if (!l || !loop_parallelizable(l, &nb)) break;
@@ -354,7 +353,7 @@ static int rewrite_pvu(ts_sched *s, const ts_target *t, ts_error *err) {
     const ts_stmt *par_stmt = m > 0 ? ts_sched_rv_loop(s, loops[m - 1]) : NULL;
     /* vectorize the leaves first: fusing the outer loops keeps inner
      * handles valid */
-    if (!cuda && vec > 1)
+    if (parallel_vectorize && vec > 1)
       for (int k = 0; k < nb.n; k++)
         if (!has_child_block(nb.v[k]) &&
             !ts_block_find_annotation(ts_realize_block(nb.v[k]),
@@ -666,18 +665,28 @@ int ts_verify_gpu(const ts_func *f, const ts_target *t, ts_gpu_usage *usage,
  * ======================================================================== */
 
 int ts_postproc_apply(ts_sched *s, const ts_target *t, ts_error *err) {
-  int rc;
-  if ((rc = rewrite_reduction(s, err))) return rc;
-  if ((rc = rewrite_tensorize(s, err))) return rc;
-  if (ts_target_is_cuda(t) && (rc = rewrite_cooperative_fetch(s, err)))
-    return rc;
-  if ((rc = rewrite_pvu(s, t, err))) return rc;
-  if (ts_target_is_cuda(t)) {
-    ts_error verr;
-    ts_error_clear(&verr);
-    if ((rc = ts_verify_gpu(ts_sched_func(s), t, NULL, &verr)))
-      return TS_ERR(err, rc, "postprocessor %s: %s",
-                    ts_postproc_name(TS_POSTPROC_VERIFY_GPU), verr.msg);
+  const rule_list *rl = rule_list_of(t);
+  for (int i = 0; i < rl->n_postprocs; i++) {
+    int rc = TS_OK;
+    switch (rl->postprocs[i]) {
+    case TS_POSTPROC_REWRITE_REDUCTION: rc = rewrite_reduction(s, err); break;
+    case TS_POSTPROC_REWRITE_TENSORIZE: rc = rewrite_tensorize(s, err); break;
+    case TS_POSTPROC_REWRITE_COOPERATIVE_FETCH:
+      rc = rewrite_cooperative_fetch(s, err);
+      break;
+    case TS_POSTPROC_REWRITE_PARALLEL_VECTORIZE_UNROLL:
+      rc = rewrite_pvu(s, rl->parallel_vectorize, err);
+      break;
+    case TS_POSTPROC_VERIFY_GPU: {
+      ts_error verr;
+      ts_error_clear(&verr);
+      if ((rc = ts_verify_gpu(ts_sched_func(s), t, NULL, &verr)))
+        return TS_ERR(err, rc, "postprocessor %s: %s",
+                      ts_postproc_name(TS_POSTPROC_VERIFY_GPU), verr.msg);
+      break;
+    }
+    }
+    if (rc) return rc;
   }
   return TS_OK;
 }

@@ -11,10 +11,12 @@
  *
  * Here: the generator states, the helpers the rule families build on
  * (multi-level tiling by a structure such as "SSRSRS", the fusible
- * elementwise consumer), custom rules (a user's trace joined onto the
- * state's trace) and the driver ts_space_generate. The rules themselves
- * are in rules_cpu.c, rules_gpu.c and rules_tensorize.c, which call only
- * this file (rule_framework.h).
+ * elementwise consumer), the two rules every target gets (auto-inline,
+ * random compute location), custom rules (a user's trace joined onto the
+ * state's trace) and the driver ts_space_generate, which applies the
+ * target's rule list (rule_lists.c). The other rules are in rules_cpu.c,
+ * rules_gpu.c and rules_tensorize.c, which call only this file
+ * (rule_framework.h).
  */
 #include "tuner/rule_framework.h"
 
@@ -225,61 +227,94 @@ static void replace_state(gen *g, int i, gen_state *v, int nv) {
   }
 }
 
-/* The multi-level tiling variants of a reduction with data reuse in state
- * i, plain (rules_cpu.c) and tensorized (rules_tensorize.c). */
-static void apply_tiling_cpu(gen *g, int i, const char *name) {
-  gen_state *st = &g->st[i];
-  const ts_stmt *r = ts_func_find_block(ts_sched_func(st->s), name);
-  if (!r || !block_is_reduction(ts_realize_block(r)) || !block_has_reuse(r))
-    return;
-  gen_state v[MAX_STATES];
-  int nv = rule_cpu_tiling(g, st, name, v, MAX_STATES);
-  if (g->o->tensorize)
-    nv += rule_tensorize(g, st, name, v + nv, MAX_STATES - nv);
-  replace_state(g, i, v, nv);
+/* ---- the rules every list applies ---- */
+
+/* Inlines a spatial producer into its consumers when the schedule allows
+ * it. Unless the rule list says otherwise (GPUs) a block computing through
+ * if_then_else (padding) stays: on a CPU the condition would run in the
+ * consumer's innermost loop. */
+bool rule_auto_inline(const gen *g, gen_state *st, const char *name) {
+  ts_sched *s = st->s;
+  const ts_func *f = ts_sched_func(s);
+  const ts_stmt *r = ts_func_find_block(f, name);
+  const ts_block *b = ts_realize_block(r);
+  if (block_is_reduction(b) || block_writes_param(f, b)) return false;
+  if (!g->rules->inline_padding && stmt_uses_if_then_else(ts_block_body(b)))
+    return false;
+  ts_rv rv, cons[MAX_BLOCKS];
+  int nc = 0;
+  if (ts_sched_get_block(s, name, &rv) ||
+      ts_sched_get_consumers(s, rv, cons, MAX_BLOCKS, &nc) || nc == 0)
+    return false;
+  return ts_sched_compute_inline(s, rv) == TS_OK;
 }
 
+void rule_random_compute_location(gen_state *st, const char *name) {
+  ts_sched *s = st->s;
+  const ts_func *f = ts_sched_func(s);
+  const ts_stmt *r = ts_func_find_block(f, name);
+  if (!r || state_tiled(st, name) || block_writes_param(f, ts_realize_block(r)))
+    return;
+  ts_rv b, cons[MAX_BLOCKS], loc;
+  int nc = 0;
+  if (ts_sched_get_block(s, name, &b) ||
+      ts_sched_get_consumers(s, b, cons, MAX_BLOCKS, &nc) || nc == 0)
+    return;
+  /* a failed compute_at leaves the sample unused; simplification drops it */
+  if (!ts_sched_sample_compute_location(s, b, &loc))
+    ts_sched_compute_at(s, b, loc);
+}
+
+bool block_needs_tiling(const gen_state *st, const char *name) {
+  const ts_stmt *r = ts_func_find_block(ts_sched_func(st->s), name);
+  return r && block_is_reduction(ts_realize_block(r)) && block_has_reuse(r);
+}
+
+/* ---- the driver ---- */
+
 /* The add-rfactor variant of state i, appended (the original is kept). */
-static void apply_rfactor_cpu(gen *g, int i, const char *name) {
+static void apply_rfactor(gen *g, int i, const char *name) {
   gen_state v;
-  if (!rule_cpu_rfactor(g, &g->st[i], name, &v)) return;
+  if (!g->rules->rfactor(g, &g->st[i], name, &v)) return;
   if (g->n < MAX_STATES)
     g->st[g->n++] = v;
   else
     state_clear(&v);
 }
 
-/* The rules of one block in every state: auto-inline (or add-rfactor on
- * CPU), then multi-level tiling or its GPU alternatives, then a random
- * compute location where the block is still a stage of its own. */
+/* The variants of the list's tiling rules replacing state i. */
+static void apply_tiling(gen *g, int i, const char *name) {
+  gen_state v[MAX_STATES];
+  int nv = 0;
+  for (int k = 0; k < MAX_TILING_RULES && g->rules->tiling[k]; k++) {
+    if (nv && g->rules->tiling_first_only) break;
+    nv += g->rules->tiling[k](g, &g->st[i], name, v + nv, MAX_STATES - nv);
+  }
+  replace_state(g, i, v, nv);
+}
+
+/* The rules of one block in every state: keep-materialized and auto-inline
+ * (or add-rfactor), then the tiling rules, then a random compute location
+ * where the block is still a stage of its own. */
 static void apply_block_rules(gen *g, const char *name) {
-  bool cuda = ts_target_is_cuda(g->t);
+  const rule_list *rl = g->rules;
   int n0 = g->n;
   for (int i = 0; i < n0; i++) {
     if (!block_exists(g->st[i].s, name)) continue;
     gen_state keep;
-    bool kept = rule_keep_materialized(g, &g->st[i], name, &keep);
+    bool kept = rl->keep_materialized &&
+                rl->keep_materialized(g, &g->st[i], name, &keep);
     if (rule_auto_inline(g, &g->st[i], name)) {
       /* appended past n0: the inline rule does not see it */
       if (kept) g->st[g->n++] = keep;
       continue;
     }
     if (kept) state_clear(&keep);
-    if (!cuda) apply_rfactor_cpu(g, i, name);
+    if (rl->rfactor) apply_rfactor(g, i, name);
   }
   n0 = g->n;
-  for (int i = 0; i < n0; i++) {
-    if (!block_exists(g->st[i].s, name)) continue;
-    if (cuda) {
-      gen_state v[MAX_STATES];
-      int nv = rule_gpu_tiling(g, &g->st[i], name, v, MAX_STATES);
-      if (!nv)
-        nv = rule_gpu_cross_thread_reduction(g, &g->st[i], name, v, MAX_STATES);
-      replace_state(g, i, v, nv);
-    } else {
-      apply_tiling_cpu(g, i, name);
-    }
-  }
+  for (int i = 0; i < n0; i++)
+    if (block_exists(g->st[i].s, name)) apply_tiling(g, i, name);
   for (int i = 0; i < g->n; i++)
     if (block_exists(g->st[i].s, name))
       rule_random_compute_location(&g->st[i], name);
@@ -363,6 +398,7 @@ int ts_space_generate(const ts_func *f, const ts_target *t,
   memset(&g, 0, sizeof g);
   g.t = t;
   g.o = &o;
+  g.rules = rule_list_of(t);
   int rc = ts_sched_create(f, 0x7e55e7a, &g.st[0].s, err);
   if (rc) return rc;
   g.n = 1;
@@ -395,11 +431,11 @@ int ts_space_generate(const ts_func *f, const ts_target *t,
     if (!custom) apply_block_rules(&g, names[i]);
   }
   for (int i = 0; i < g.n; i++) {
-    if (ts_target_is_cuda(t))
+    if (g.rules->bind)
       for (int b = 0; b < nn; b++)
         if (block_exists(g.st[i].s, names[b]))
-          rule_gpu_auto_bind(&g, &g.st[i], names[b]);
-    if ((rc = rule_parallel_vectorize_unroll(&g, &g.st[i]))) {
+          g.rules->bind(&g, &g.st[i], names[b]);
+    if ((rc = g.rules->root_plans(&g, &g.st[i]))) {
       TS_ERR(err, rc, "design space: parallelize-vectorize-unroll: %s",
              ts_sched_errmsg(g.st[i].s));
       goto fail;

@@ -4,9 +4,10 @@
  * The framework holds the generator state (partial design spaces and the
  * blocks a tiling rule handled), the helpers every rule family builds on
  * (state forking and naming, multi-level tiling, the fusible elementwise
- * consumer) and the driver, ts_space_generate, which applies the families'
- * rules block by block. Each rule family — rules_cpu.c, rules_gpu.c,
- * rules_tensorize.c — calls only the framework, never another family.
+ * consumer) and the driver, ts_space_generate, which applies the rules of
+ * the target's rule list (rule_lists.c) block by block. Each rule family —
+ * rules_cpu.c, rules_gpu.c, rules_tensorize.c — calls only the framework,
+ * never another family; the lists compose them.
  */
 #ifndef TESSERA_TUNER_RULE_FRAMEWORK_H
 #define TESSERA_TUNER_RULE_FRAMEWORK_H
@@ -31,9 +32,12 @@ typedef struct gen_state {
   int64_t gpu_threads_reduce;
 } gen_state;
 
+typedef struct rule_list rule_list;
+
 typedef struct gen {
   const ts_target *t;
   const ts_space_options *o;
+  const rule_list *rules; /* the target's (rule_list_of) */
   gen_state st[MAX_STATES];
   int n;
 } gen;
@@ -91,27 +95,37 @@ int tile_block_ex(ts_sched *s, const char *name, const char *structure,
  * store): 0 with *out set, else -1. */
 int fusible_consumer(ts_sched *s, ts_rv b, ts_rv *out);
 
+/* Whether `block` is a reduction with data reuse in st (what multi-level
+ * tiling on a CPU wants). */
+bool block_needs_tiling(const gen_state *st, const char *block);
+
 /* ========================================================================
- * Rule families (called by the driver in rule_framework.c)
+ * Rule families (composed by the rule lists of rule_lists.c)
  * ======================================================================== */
 
 /* The rules whose variants are states written to out (capacity cap)
  * return how many they wrote (0: not applicable; the caller keeps st). */
 
-/* CPU rules (rules_cpu.c); auto-inline, random compute location and
- * parallelize-vectorize-unroll serve cuda targets too. */
+/* Rules every list may use (rules_cpu.c): auto-inline, random compute
+ * location. */
 
 /* Inlines a spatial producer into its consumers when the schedule allows
- * it; returns whether it did. */
+ * it (a block computing through if_then_else only when the list's
+ * inline_padding says so); returns whether it did. */
 bool rule_auto_inline(const gen *g, gen_state *st, const char *block);
+/* A sampled compute location for a block no tiling rule handled. */
+void rule_random_compute_location(gen_state *st, const char *block);
+
+/* CPU rules (rules_cpu.c). */
+
 /* Whether *keep got a copy of st in which `block`, whose body is expensive
  * and read by several consumers, stays a stage of its own (named
- * "materialized"); taken before the inline rule runs. CPU only. */
+ * "materialized"); taken before the inline rule runs. */
 bool rule_keep_materialized(const gen *g, const gen_state *st,
                             const char *block, gen_state *keep);
-/* The SSRSRS multi-level tiling variants of `block` (with cache-write and
- * cache-read levels as the options allow). The caller checks that the block
- * is a reduction with data reuse. */
+/* The SSRSRS multi-level tiling variants of `block` when it is a reduction
+ * with data reuse (with cache-write and cache-read levels as the options
+ * allow). */
 int rule_cpu_tiling(const gen *g, const gen_state *st, const char *block,
                     gen_state *out, int cap);
 /* The add-rfactor variant of a reduction (the reduce loops' outer part
@@ -119,14 +133,13 @@ int rule_cpu_tiling(const gen *g, const gen_state *st, const char *block,
  * reduce loop's vector lanes): 1 with *out set, else 0. */
 int rule_cpu_rfactor(const gen *g, const gen_state *st, const char *block,
                      gen_state *out);
-/* A sampled compute location for a block no tiling rule handled. */
-void rule_random_compute_location(gen_state *st, const char *block);
 /* The root block's parallel / vectorize / unroll plans (annotations the
  * rewrite_parallel_vectorize_unroll postprocessor turns into loop kinds). */
 int rule_parallel_vectorize_unroll(const gen *g, gen_state *st);
 
 /* Tensorization rule (rules_tensorize.c): the variants of `st` where
- * `block` is tiled onto a tensor intrinsic the (CPU) target supports. */
+ * `block`, a reduction with data reuse, is tiled onto a tensor intrinsic
+ * the (CPU) target has the feature of (when the options allow). */
 int rule_tensorize(const gen *g, const gen_state *st, const char *block,
                    gen_state *out, int cap);
 
@@ -137,5 +150,62 @@ int rule_gpu_cross_thread_reduction(const gen *g, const gen_state *st,
                                     const char *block, gen_state *out, int cap);
 /* Binds the outer loops of blocks no rule bound (blockIdx/threadIdx). */
 int rule_gpu_auto_bind(const gen *g, gen_state *st, const char *block);
+/* The root block's unroll plan (threads come from the bindings). */
+int rule_gpu_unroll(const gen *g, gen_state *st);
+
+/* Default schedules (default.c): the CPU rules, or the GPU design space's
+ * first candidate that postprocesses. */
+int default_schedule_cpu(const ts_func *f, const ts_target *t, ts_sched **out,
+                         ts_error *err);
+int default_schedule_gpu(const ts_func *f, const ts_target *t, ts_sched **out,
+                         ts_error *err);
+
+/* ========================================================================
+ * Rule lists (rule_lists.c)
+ * ======================================================================== */
+
+/* A variant-giving rule of the tiling pass. */
+typedef int (*tiling_rule)(const gen *g, const gen_state *st, const char *block,
+                           gen_state *out, int cap);
+
+#define MAX_TILING_RULES 4
+
+/* What the tuner does for the targets whose facts name the list
+ * (ts_target_facts.rules): the rules the design-space generator applies,
+ * the postprocessors of a candidate, the mutators' default probabilities
+ * and the default schedule. The generator runs, block by block (consumers
+ * first) in every state:
+ *   1. keep_materialized (may add a state), auto-inline, and for a block
+ *      not inlined rfactor (may add a state);
+ *   2. the tiling rules: each gives variants of the state that replace it
+ *      (all of them, or with tiling_first_only those of the first rule
+ *      that gives any);
+ *   3. random compute location;
+ * then in every state bind for every block, and root_plans. */
+struct rule_list {
+  const char *name; /* "cpu", "gpu" */
+  bool (*keep_materialized)(const gen *g, const gen_state *st,
+                            const char *block, gen_state *keep); /* NULL */
+  bool inline_padding; /* auto-inline blocks that compute through
+                          if_then_else (padding) */
+  int (*rfactor)(const gen *g, const gen_state *st, const char *block,
+                 gen_state *out);       /* NULL: none */
+  tiling_rule tiling[MAX_TILING_RULES]; /* NULL-terminated when shorter */
+  bool tiling_first_only;
+  int (*bind)(const gen *g, gen_state *st, const char *block); /* NULL */
+  int (*root_plans)(const gen *g, gen_state *st);
+  /* the postprocessors, in order */
+  ts_postproc_kind postprocs[TS_N_POSTPROCS];
+  int n_postprocs;
+  /* whether rewrite_parallel_vectorize_unroll turns the root block's
+   * parallel and vectorize plans into loop kinds (else only unrolling) */
+  bool parallel_vectorize;
+  double mutator_probs[TS_N_MUTATORS];
+  int (*default_schedule)(const ts_func *f, const ts_target *t, ts_sched **out,
+                          ts_error *err);
+};
+
+/* The list t's facts name; the first list (cpu) for a NULL target. */
+const rule_list *rule_list_of(const ts_target *t);
 
 #endif /* TESSERA_TUNER_RULE_FRAMEWORK_H */

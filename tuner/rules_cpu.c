@@ -1,22 +1,18 @@
 /*
- * rules_cpu.c — the design-space rules of CPU (llvm) targets, applied by
- * the generator of rule_framework.c:
- *  - auto-inline of spatial producers into their consumers (a block
- *    computing through if_then_else, padding, stays on CPU), with a
- *    variant keeping an expensive block read by several consumers as a
- *    stage of its own;
+ * rules_cpu.c — the design-space rules of CPU targets, which the "cpu" rule
+ * list (rule_lists.c) composes:
+ *  - a variant keeping an expensive block read by several consumers as a
+ *    stage of its own, beside the state where auto-inline (the framework's)
+ *    inlines it;
  *  - add-rfactor: a reduction of little spatial extent gets its reduce
  *    loops' outer part factored out as a parallel dimension, a reduction
  *    without reuse its innermost reduce loop's vector lanes;
  *  - multi-level tiling SSRSRS of reductions with reuse, with cache-write
  *    and cache-read variants (spatial tiles sampled by sample_tile: perfect
  *    or not, the lowering partitions the imperfect ones);
- *  - random compute location of the blocks no tiling rule handled;
  *  - parallelize-vectorize-unroll of the root block.
- * Auto-inline, random compute location and parallelize-vectorize-unroll
- * serve cuda targets too (with their cuda branches). The tensorization
- * variants of the tiling are in rules_tensorize.c, the GPU rules in
- * rules_gpu.c.
+ * The tensorization variants of the tiling are in rules_tensorize.c, the
+ * GPU rules in rules_gpu.c.
  */
 #include "tuner/rule_framework.h"
 
@@ -24,27 +20,8 @@
 #include <string.h>
 
 /* ========================================================================
- * Auto-inline
+ * Keeping an expensive block materialized
  * ======================================================================== */
-
-/* Inlines a spatial producer into its consumers when the schedule allows
- * it. On CPU a block computing through if_then_else (padding) stays: the
- * condition would run in the consumer's innermost loop. */
-bool rule_auto_inline(const gen *g, gen_state *st, const char *name) {
-  ts_sched *s = st->s;
-  const ts_func *f = ts_sched_func(s);
-  const ts_stmt *r = ts_func_find_block(f, name);
-  const ts_block *b = ts_realize_block(r);
-  if (block_is_reduction(b) || block_writes_param(f, b)) return false;
-  if (!ts_target_is_cuda(g->t) && stmt_uses_if_then_else(ts_block_body(b)))
-    return false;
-  ts_rv rv, cons[MAX_BLOCKS];
-  int nc = 0;
-  if (ts_sched_get_block(s, name, &rv) ||
-      ts_sched_get_consumers(s, rv, cons, MAX_BLOCKS, &nc) || nc == 0)
-    return false;
-  return ts_sched_compute_inline(s, rv) == TS_OK;
-}
 
 /* Inlining a block into several consumers computes its body once per
  * consumer. Where that body is expensive (softmax's exp, read by the row
@@ -58,8 +35,8 @@ bool rule_keep_materialized(const gen *g, const gen_state *st, const char *name,
   ts_sched *s = st->s;
   const ts_func *f = ts_sched_func(s);
   const ts_block *b = ts_realize_block(ts_func_find_block(f, name));
-  if (ts_target_is_cuda(g->t) || g->n >= MAX_STATES || block_is_reduction(b) ||
-      block_writes_param(f, b) || !stmt_uses_expensive_call(ts_block_body(b)))
+  if (g->n >= MAX_STATES || block_is_reduction(b) || block_writes_param(f, b) ||
+      !stmt_uses_expensive_call(ts_block_body(b)))
     return false;
   ts_rv rv, cons[MAX_BLOCKS];
   int nc = 0;
@@ -179,6 +156,7 @@ static int mlt_cpu(const gen *g, gen_state *st, const char *name, int level,
 
 int rule_cpu_tiling(const gen *g, const gen_state *st, const char *name,
                     gen_state *out, int cap) {
+  if (!block_needs_tiling(st, name)) return 0;
   int n = 0;
   int levels = g->o->cache_write ? 3 : 1;
   for (int rl = 0; rl < (g->o->cache_read ? 3 : 1); rl++)
@@ -270,24 +248,8 @@ int rule_cpu_rfactor(const gen *g, const gen_state *st, const char *name,
 }
 
 /* ========================================================================
- * Random compute location and parallelize-vectorize-unroll (every target)
+ * Parallelize-vectorize-unroll
  * ======================================================================== */
-
-void rule_random_compute_location(gen_state *st, const char *name) {
-  ts_sched *s = st->s;
-  const ts_func *f = ts_sched_func(s);
-  const ts_stmt *r = ts_func_find_block(f, name);
-  if (!r || state_tiled(st, name) || block_writes_param(f, ts_realize_block(r)))
-    return;
-  ts_rv b, cons[MAX_BLOCKS], loc;
-  int nc = 0;
-  if (ts_sched_get_block(s, name, &b) ||
-      ts_sched_get_consumers(s, b, cons, MAX_BLOCKS, &nc) || nc == 0)
-    return;
-  /* a failed compute_at leaves the sample unused; simplification drops it */
-  if (!ts_sched_sample_compute_location(s, b, &loc))
-    ts_sched_compute_at(s, b, loc);
-}
 
 /* Annotates the root block with the parallel, vectorize and unroll plans
  * the postprocessor turns into loop kinds. */
@@ -298,15 +260,8 @@ int rule_parallel_vectorize_unroll(const gen *g, gen_state *st) {
   ts_rv rb, unroll, par;
   int rc;
   if ((rc = ts_sched_get_block(s, root, &rb))) return rc;
-  static const int64_t steps[5] = {0, 16, 64, 512, 1024};
-  static const double sp[5] = {0.25, 0.25, 0.25, 0.25, 0.25};
-  if (ts_target_is_cuda(g->t)) {
-    /* GPU: unrolling only (threads come from the bindings) */
-    if ((rc = ts_sched_sample_categorical(s, steps, sp, 5, &unroll)) ||
-        (rc = ts_sched_annotate_rv(s, rb, ANN_UNROLL, unroll)))
-      return rc;
-    return TS_OK;
-  }
+  static const int64_t steps[4] = {0, 16, 64, 512};
+  static const double sp[4] = {0.25, 0.25, 0.25, 0.25};
   int cores = ts_target_num_cores(g->t);
   if (cores < 1) cores = 1;
   int64_t pc[3] = {cores, (int64_t)cores * 4, (int64_t)cores * 16};

@@ -1,5 +1,5 @@
 /*
- * rules_gpu.c — the design-space rules of cuda targets:
+ * rules_gpu.c — the design-space rules of GPU targets:
  *  - multi-level tiling SSSRRSRS of reductions with reuse (a read misses a
  *    spatial iter var, as A[i, k] of a matmul misses j): the loops of the
  *    three spatial levels bound to blockIdx.x/y/z, vthread and
@@ -32,7 +32,9 @@
  *    writing the workload's output gets a nest of its own on blockIdx.x;
  *    an intermediate one with no such consumers gets no variant;
  *  - auto-bind of the blocks no rule bound: the outer spatial loops fused
- *    and split over blockIdx.x / threadIdx.x by a sampled thread count.
+ *    and split over blockIdx.x / threadIdx.x by a sampled thread count;
+ *  - the root block's unroll plan.
+ * The "gpu" rule list (rule_lists.c) composes them.
  * Per-block limits (threads, shared memory, registers) and per-thread
  * buffers are checked by the verify_gpu_code postprocessor on each
  * candidate.
@@ -626,4 +628,22 @@ int rule_gpu_auto_bind(const gen *g, gen_state *st, const char *name) {
       ts_sched_bind(s, parts[1], "threadIdx.x"))
     return 0;
   return 1;
+}
+
+/* The root block's unroll plan: an auto-unroll step sampled from {0, 16,
+ * 64, 512, 1024} (no parallel or vector plans: threads come from the
+ * bindings). */
+int rule_gpu_unroll(const gen *g, gen_state *st) {
+  ts_sched *s = st->s;
+  const char *root = root_block_name(ts_sched_func(s));
+  if (!root) return TS_OK;
+  ts_rv rb, unroll;
+  int rc;
+  static const int64_t steps[5] = {0, 16, 64, 512, 1024};
+  static const double sp[5] = {0.25, 0.25, 0.25, 0.25, 0.25};
+  if ((rc = ts_sched_get_block(s, root, &rb)) ||
+      (rc = ts_sched_sample_categorical(s, steps, sp, 5, &unroll)) ||
+      (rc = ts_sched_annotate_rv(s, rb, ANN_UNROLL, unroll)))
+    return rc;
+  return TS_OK;
 }

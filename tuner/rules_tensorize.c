@@ -303,7 +303,7 @@ static int tensorize_variant(const gen *g, gen_state *st, const char *name,
 
 int rule_tensorize(const gen *g, const gen_state *st, const char *block,
                    gen_state *out, int cap) {
-  if (ts_target_is_cuda(g->t)) return 0; /* mma: rules_gpu.c */
+  if (!g->o->tensorize || !block_needs_tiling(st, block)) return 0;
   const ts_stmt *r = ts_func_find_block(ts_sched_func(st->s), block);
   gemm probe;
   if (!r || !gemm_of(r, false, &probe)) return 0;
@@ -313,8 +313,7 @@ int rule_tensorize(const gen *g, const gen_state *st, const char *block,
     const char *feature = NULL;
     if (ts_intrin_get(*nm, &desc, &impl, &feature, NULL)) continue;
     desc_info d;
-    bool usable = feature && strcmp(feature, "cuda") &&
-                  ts_target_has_feature(g->t, feature) &&
+    bool usable = feature && ts_target_has_feature(g->t, feature) &&
                   analyse_desc(desc, &d);
     if (usable) {
       gen_state v;

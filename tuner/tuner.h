@@ -70,8 +70,9 @@ typedef struct ts_design_space {
 } ts_design_space;
 
 /* Builds the design spaces of f (an unscheduled workload) for target t by
- * applying the target's rules to every block, consumers first:
- *  llvm: auto-inline of injective producers (not through if_then_else),
+ * applying the rules of the target's rule list (tuner/rule_lists.c, named
+ * by the target family's facts) to every block, consumers first:
+ *  cpu (llvm): auto-inline of injective producers (not through if_then_else),
  *        add-rfactor for reductions with little spatial parallelism,
  *        multi-level tiling SSRSRS (sample_perfect_tile per loop, innermost
  *        factor at most max_innermost_factor) with no / level-1 / level-2
@@ -83,7 +84,7 @@ typedef struct ts_design_space {
  *        the target has the feature and a block matches a registered
  *        intrinsic (AMX bf16/int8, AVX512-VNNI, AVX512-BF16), a tiling with
  *        that intrinsic as the innermost tile, tensorized by postprocessing;
- *  cuda: auto-inline (into consumers), multi-level tiling SSSRRSRS bound
+ *  gpu (cuda): auto-inline (into consumers), multi-level tiling SSSRRSRS bound
  *        to blockIdx / vthread / threadIdx with shared-memory read caches
  *        (cooperative fetch, sampled vector length 1..16) and a local write
  *        cache, cross-thread reduction for row reductions, auto-bind of
@@ -96,6 +97,9 @@ int ts_space_generate(const ts_func *f, const ts_target *t,
                       const ts_space_options *o, ts_design_space **out, int *n,
                       ts_error *err);
 void ts_design_spaces_free(ts_design_space *spaces, int n);
+/* Whether the tuner has a rule list of that name (the rules a target
+ * family's facts name: "cpu", "gpu"; tuner/rule_lists.c). */
+bool ts_rule_list_known(const char *name);
 
 /* ========================================================================
  * Postprocessors (tuner/postproc.c)
@@ -109,15 +113,20 @@ typedef enum ts_postproc_kind {
   TS_POSTPROC_REWRITE_PARALLEL_VECTORIZE_UNROLL = 2, /* the root block's
                                         annotations into loop kinds */
   TS_POSTPROC_VERIFY_GPU = 3, /* threads per block, shared memory,
-                                 registers (cuda only) */
+                                 registers (GPU targets) */
+  TS_POSTPROC_REWRITE_COOPERATIVE_FETCH = 4, /* the shared-memory copies
+                                 bound to the block's threads (GPU) */
 } ts_postproc_kind;
-#define TS_N_POSTPROCS 4
+#define TS_N_POSTPROCS 5
 
 /* "rewrite_reduction_block", ... ; NULL when out of range. */
 const char *ts_postproc_name(ts_postproc_kind k);
 
-/* Applies the target's postprocessors in order (the first three on every
- * target, verify_gpu on cuda) to s, in place; the primitives they call are
+/* Applies the postprocessors of the target's rule list in order (CPU:
+ * rewrite_reduction_block, rewrite_tensorize,
+ * rewrite_parallel_vectorize_unroll; GPU: the same with
+ * rewrite_cooperative_fetch before the last and verify_gpu_code after it)
+ * to s, in place; the primitives they call are
  * recorded in s's trace. Returns TS_OK, or an error naming the
  * postprocessor (TS_ESCHEDULE for a candidate it rejects: such a candidate
  * is dropped before measurement; s may then be half-rewritten). */
@@ -191,9 +200,10 @@ typedef enum ts_mutator_kind {
 
 /* "mutate_tile_size", ...; NULL when out of range. */
 const char *ts_mutator_name(ts_mutator_kind k);
-/* The default probabilities of the mutators on target t (they sum to 1):
- * llvm tile 0.9, compute location 0.05, unroll 0.03, parallel 0.02;
- * cuda tile 0.9, compute location 0.05, unroll 0.05, parallel 0. */
+/* The default probabilities of the mutators on target t, from its rule
+ * list (they sum to 1): cpu tile 0.9, compute location 0.05, unroll 0.03,
+ * parallel 0.02; gpu tile 0.9, compute location 0.05, unroll 0.05,
+ * parallel 0. A NULL target gets the cpu ones. */
 void ts_mutator_probs(const ts_target *t, double probs[TS_N_MUTATORS]);
 
 /* A copy of `design` with one decision of kind k changed at random (rng).

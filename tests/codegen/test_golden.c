@@ -20,68 +20,9 @@
 
 #include "codegen/codegen.h"
 #include "schedule/schedule.h"
+#include "tests/golden.h"
 
 #define GOLDEN_DIR TS_SOURCE_DIR "/tests/codegen/golden"
-
-static char *read_all(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  char *buf = NULL;
-  size_t n = 0, cap = 0;
-  for (;;) {
-    if (n + 4096 + 1 > cap) {
-      cap = cap ? cap * 2 : 65536;
-      char *nb = realloc(buf, cap);
-      if (!nb) {
-        free(buf);
-        fclose(f);
-        return NULL;
-      }
-      buf = nb;
-    }
-    size_t k = fread(buf + n, 1, 4096, f);
-    n += k;
-    if (k < 4096) break;
-  }
-  fclose(f);
-  buf[n] = '\0';
-  return buf;
-}
-
-/* The first line where got and want differ (1-based), 0 when equal. */
-static int first_difference(const char *got, const char *want, int *line) {
-  *line = 1;
-  for (size_t i = 0;; i++) {
-    if (got[i] != want[i]) return 1;
-    if (!got[i]) return 0;
-    if (got[i] == '\n') ++*line;
-  }
-}
-
-static void compare_golden(const char *code, const char *file) {
-  char path[512];
-  snprintf(path, sizeof path, "%s/%s", GOLDEN_DIR, file);
-  const char *update = getenv("TS_GOLDEN_UPDATE");
-  if (update && !strcmp(update, "1")) {
-    FILE *f = fopen(path, "wb");
-    assert_non_null(f);
-    assert_int_equal(fwrite(code, 1, strlen(code), f), strlen(code));
-    assert_int_equal(fclose(f), 0);
-    printf("rewrote %s\n", file);
-    return;
-  }
-  char *want = read_all(path);
-  if (!want)
-    fail_msg("%s: cannot read it (TS_GOLDEN_UPDATE=1 writes it)", file);
-  int line = 0;
-  if (first_difference(code, want, &line)) {
-    free(want);
-    fail_msg("%s: the generated code differs from line %d on (rerun with "
-             "TS_GOLDEN_UPDATE=1 if the change is meant)",
-             file, line);
-  }
-  free(want);
-}
 
 static void test_fp32_example_assembly(void **state) {
   (void)state;
@@ -105,7 +46,8 @@ static void test_fp32_example_assembly(void **state) {
   rc = ts_build(ts_sched_func(s), t, &o, &br, &err);
   if (rc) fail_msg("build: %s", err.msg);
   assert_non_null(br.assembly);
-  compare_golden(br.assembly, "matmul_fp32_skylake-avx512.s");
+  golden_compare(GOLDEN_DIR, "matmul_fp32_skylake-avx512.s", br.assembly,
+                 "the generated code");
   ts_build_result_clear(&br);
   ts_target_free(t);
   ts_sched_destroy(s);
@@ -131,7 +73,7 @@ static void test_gpu_matmul_ptx(void **state) {
   assert_non_null(ptx);
   memcpy(ptx, r.artifact->bytes, n);
   ptx[n] = '\0';
-  compare_golden(ptx, "gpu_matmul_sm_80.ptx");
+  golden_compare(GOLDEN_DIR, "gpu_matmul_sm_80.ptx", ptx, "the generated code");
   free(ptx);
   ts_build_result_clear(&r);
   ts_target_free(t);

@@ -1,8 +1,9 @@
 /*
- * test_target.c — target strings: canonical printing and round trips,
- * CPU-implied features and explicit overrides, resolution of
- * `llvm -mcpu=native` against LLVM's host detection and cpuid, the queries
- * the code generator uses, and malformed strings each with its own error.
+ * test_target.c — target strings: the registry of target families and
+ * their facts, canonical printing and round trips, CPU-implied features and
+ * explicit overrides, resolution of `llvm -mcpu=native` against LLVM's host
+ * detection and cpuid, the queries the code generator uses, and malformed
+ * strings each with its own error.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -85,8 +86,15 @@ static void test_canonical_forms(void **state) {
 static void test_queries(void **state) {
   (void)state;
   ts_target *t = parse_ok("llvm -mcpu=skylake-avx512 -num-cores=2");
-  assert_false(ts_target_is_cuda(t));
-  assert_int_equal(ts_target_get_kind(t), TS_TARGET_LLVM);
+  const ts_target_facts *facts = ts_target_facts_of(t);
+  assert_string_equal(facts->kind, "llvm");
+  assert_string_equal(facts->family, "x86");
+  assert_string_equal(facts->rules, "cpu");
+  assert_false(facts->is_gpu);
+  assert_true(facts->runs_on_host);
+  assert_int_equal(facts->artifact, TS_ARTIFACT_CPU_OBJECT);
+  assert_int_equal(ts_target_vector_lanes(t, TS_FLOAT32), 16);
+  assert_int_equal(ts_target_vector_lanes(t, TS_FLOAT64), 8);
   assert_true(ts_target_has_feature(t, "avx512f"));
   assert_true(ts_target_has_feature(t, "avx512bw"));
   assert_false(ts_target_has_feature(t, "avx512vnni"));
@@ -128,7 +136,19 @@ static void test_queries(void **state) {
   ts_target_free(t);
 
   t = parse_ok("cuda -arch=sm_90");
-  assert_true(ts_target_is_cuda(t));
+  facts = ts_target_facts_of(t);
+  assert_string_equal(facts->kind, "cuda");
+  assert_string_equal(facts->family, "nvptx");
+  assert_string_equal(facts->rules, "gpu");
+  assert_true(facts->is_gpu);
+  assert_false(facts->runs_on_host);
+  assert_int_equal(facts->artifact, TS_ARTIFACT_PTX);
+  assert_int_equal(ts_target_vector_lanes(t, TS_FLOAT32), 1);
+  /* architectures as features: sm_90 has what sm_80 has */
+  assert_true(ts_target_has_feature(t, "sm_80"));
+  assert_true(ts_target_has_feature(t, "sm_90"));
+  assert_false(ts_target_has_feature(t, "sm_100"));
+  assert_false(ts_target_has_feature(t, "sm_"));
   assert_int_equal(ts_target_sm(t), 90);
   assert_int_equal(ts_target_max_threads_per_block(t), 1024);
   assert_int_equal(ts_target_max_shared_memory_per_block(t), 49152);
@@ -344,11 +364,39 @@ static void test_isa_levels(void **state) {
   ts_target_free(c);
 }
 
+/* Every registered family parses its kind word (with the options its
+ * target strings need) and answers for itself; the parser's messages list
+ * the registered kinds. */
+static void test_registry(void **state) {
+  (void)state;
+  int n = 0;
+  for (; ts_target_family(n); n++) {
+    const ts_target_facts *f = ts_target_family(n);
+    assert_non_null(f->kind);
+    assert_non_null(f->family);
+    assert_non_null(f->rules);
+    for (int k = 0; k < n; k++)
+      assert_string_not_equal(ts_target_family(k)->kind, f->kind);
+  }
+  assert_int_equal(n, 2);
+  ts_error err;
+  ts_target *t = NULL;
+  assert_int_equal(ts_target_parse("rocm", &t, &err), TS_EINVAL);
+  assert_non_null(strstr(err.msg, "(want llvm or cuda)"));
+  t = parse_ok("llvm -mcpu=x86-64 -num-cores=1");
+  assert_ptr_equal(ts_target_facts_of(t), ts_target_family(0));
+  ts_target_free(t);
+  t = parse_ok("cuda -arch=sm_70");
+  assert_ptr_equal(ts_target_facts_of(t), ts_target_family(1));
+  assert_false(ts_target_has_feature(t, "sm_80"));
+  ts_target_free(t);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_canonical_forms), cmocka_unit_test(test_queries),
-      cmocka_unit_test(test_native),          cmocka_unit_test(test_malformed),
-      cmocka_unit_test(test_isa_levels),
+      cmocka_unit_test(test_registry),  cmocka_unit_test(test_canonical_forms),
+      cmocka_unit_test(test_queries),   cmocka_unit_test(test_native),
+      cmocka_unit_test(test_malformed), cmocka_unit_test(test_isa_levels),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

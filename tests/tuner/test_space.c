@@ -9,7 +9,8 @@
  * uint8 x int8 matmul -> VNNI) and never for a block without a match (fp32
  * matmul, even on an AMX target); tensorized candidates compute the right
  * result. Custom rules replace the default rules of their block. A 1x1
- * convolution's unit kernel loops leave its spatial tiles parallel.
+ * convolution's unit kernel loops leave its spatial tiles parallel. Every
+ * registered target family names a rule list the tuner has.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -676,8 +677,18 @@ static void test_record_json(void **state) {
   ts_workload_free(w);
 }
 
+static void test_every_family_has_rules(void **state) {
+  (void)state;
+  int n = 0;
+  for (; ts_target_family(n); n++)
+    assert_true(ts_rule_list_known(ts_target_family(n)->rules));
+  assert_true(n >= 2);
+  assert_false(ts_rule_list_known("no-such-list"));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_every_family_has_rules),
       cmocka_unit_test(test_matmul_spaces),
       cmocka_unit_test(test_read_cache_compacted),
       cmocka_unit_test(test_other_workloads),
