@@ -525,15 +525,6 @@ static void build_batch(cand *c, int n, const ts_target *t, int threads) {
   pthread_mutex_destroy(&j.lock);
 }
 
-static int check_trace_hook(void *ctx, const char *json, size_t len,
-                            ts_error *err) {
-  (void)ctx;
-  ts_trace *t = NULL;
-  int rc = ts_trace_from_json(json, len, &t, err);
-  ts_trace_free(t);
-  return rc;
-}
-
 typedef struct seen_set {
   ts_hash128 *h;
   int n, cap;
@@ -740,7 +731,7 @@ static int cm_collect_cmd(int argc, char **argv) {
     goto done;
   }
   ts_db_options o = ts_db_defaults();
-  o.check_trace = check_trace_hook;
+  o.check_trace = ts_trace_check_json;
   if (ts_db_open(a.db, &o, &db, &err)) {
     cli_error("cannot open the database", &err);
     goto done;

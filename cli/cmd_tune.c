@@ -178,16 +178,6 @@ static int int_option(const char *name, const char *v, long lo, long hi,
   return cli_int_option("tune", name, v, lo, hi, out);
 }
 
-/* ---- trace-check hook: the full trace parser ---- */
-
-static int check_trace(void *ctx, const char *json, size_t len, ts_error *err) {
-  (void)ctx;
-  ts_trace *t = NULL;
-  int rc = ts_trace_from_json(json, len, &t, err);
-  ts_trace_free(t);
-  return rc;
-}
-
 /* ---- the final summary ---- */
 
 typedef struct summary_row {
@@ -971,7 +961,7 @@ int cmd_tune(int argc, char **argv) {
     goto done;
   }
   ts_db_options dbo = ts_db_defaults();
-  dbo.check_trace = check_trace;
+  dbo.check_trace = ts_trace_check_json;
   if (!a.compare_models && ts_db_open(a.db, &dbo, &db, &err)) {
     cli_error("cannot open the database", &err);
     goto done;

@@ -460,6 +460,8 @@ static cJSON *json_of(const tval *v, const namer *nm) {
 }
 
 char *ts_trace_to_json(const ts_trace *t) {
+  /* a value cJSON could not allocate would be left out: count failures */
+  unsigned long failures = ts_alloc_failures();
   namer nm;
   if (!namer_init(&nm, t)) return NULL;
   cJSON *root = cJSON_CreateObject();
@@ -493,10 +495,14 @@ char *ts_trace_to_json(const ts_trace *t) {
     }
   }
   cJSON_AddItemToObject(root, "decisions", decisions);
-  char *text = cJSON_Print(root);
+  char *text = ts_alloc_failures() == failures ? cJSON_Print(root) : NULL;
   cJSON_Delete(root);
   namer_free(&nm);
-  /* cJSON's buffer is malloc'd by the default hooks: the caller frees it */
+  if (text && ts_alloc_failures() != failures) {
+    cJSON_free(text);
+    return NULL;
+  }
+  /* cJSON's buffer comes from ts_malloc (its hooks): the caller frees it */
   return text;
 }
 
@@ -943,6 +949,15 @@ static int from_json(const char *text, size_t len, ts_trace **out,
   }
   *out = t;
   return TS_OK;
+}
+
+int ts_trace_check_json(void *ctx, const char *json, size_t len,
+                        ts_error *err) {
+  (void)ctx;
+  ts_trace *t = NULL;
+  int rc = ts_trace_from_json(json, len, &t, err);
+  ts_trace_free(t);
+  return rc;
 }
 
 int ts_trace_from_json_file(const char *path, ts_trace **out, ts_error *err) {

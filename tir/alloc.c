@@ -1,13 +1,14 @@
 /*
  * alloc.c — the allocation wrappers of alloc.h: the per-thread count of
  * failed allocations and the fault-injection hook (fail the N-th
- * allocation) the out-of-memory tests walk.
+ * allocation) the out-of-memory tests walk. cJSON (traces, the database,
+ * RPC, graphs) allocates through them too, hooked once as the library
+ * loads.
  */
 #include "alloc.h"
 #include "tir.h"
 
-#include <string.h>
-
+#include <cjson/cJSON.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,4 +90,12 @@ long ts_alloc_count(void) { return atomic_load(&hook_count); }
 bool ts_alloc_injected(void) {
   long nth = atomic_load(&hook_nth);
   return atomic_load(&hook_on) && nth > 0 && atomic_load(&hook_count) >= nth;
+}
+
+/* cJSON's allocations (every JSON text tessera builds or reads) go through
+ * ts_malloc, so they are counted, fail in the walks and are reported as
+ * TS_ENOMEM by the code that checks for NULL. Set before main (or as
+ * libtessera.so is loaded), before any JSON is built. */
+__attribute__((constructor)) static void hook_json(void) {
+  cJSON_InitHooks(&(cJSON_Hooks){.malloc_fn = ts_malloc, .free_fn = free});
 }

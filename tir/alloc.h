@@ -10,6 +10,10 @@
  * the calling thread's failure count (ts_alloc_failures); a public function
  * that cannot see every failure below it directly compares the count before
  * and after its work and returns TS_ENOMEM ("out of memory") when it grew.
+ *
+ * cJSON allocates through ts_malloc as well (cJSON_InitHooks, set as the
+ * library loads), so JSON built or parsed anywhere in tessera is counted
+ * and can be made to fail like the rest.
  */
 #ifndef TESSERA_TIR_ALLOC_H
 #define TESSERA_TIR_ALLOC_H
