@@ -235,10 +235,7 @@ static int graph_tasks(const graph_opts *o) {
       }
       cJSON_AddItemToArray(arr, t);
     }
-    char *s = cJSON_Print(root);
-    puts(s);
-    free(s);
-    cJSON_Delete(root);
+    cli_print_json(root);
   } else {
     printf("# %d distinct tasks, %d calls, %.3f GFLOP per run\n", n, calls,
            total / 1e9);

@@ -81,8 +81,7 @@ typedef struct exporter {
  * `failures` (a ts_alloc_failures value taken before obj was built: a
  * field may be missing) or printing it fails. */
 static int write_line(exporter *x, cJSON *obj, unsigned long failures) {
-  char *s = ts_alloc_failures() == failures && obj ? cJSON_PrintUnformatted(obj)
-                                                   : NULL;
+  char *s = ts_json_print(obj, failures, false);
   cJSON_Delete(obj);
   if (!s) return db_nomem(x->db, "exporting");
   bool ok = fputs(s, x->out) >= 0 && fputc('\n', x->out) != EOF;

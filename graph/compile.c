@@ -366,6 +366,7 @@ static int make_calls(const ts_graph *g, const ts_graph_plan *plan,
 
 static char *info_json(const cp_program *p, const char *target,
                        const ts_graph_compile_report *r) {
+  unsigned long failures = ts_alloc_failures();
   cJSON *root = cJSON_CreateObject();
   cJSON_AddNumberToObject(root, "abi", 1);
   cJSON_AddStringToObject(root, "model", p->model_name);
@@ -393,7 +394,7 @@ static char *info_json(const cp_program *p, const char *target,
       cJSON_AddNumberToObject(o, "latency_s", t->latency_s);
     cJSON_AddItemToArray(arr, o);
   }
-  char *s = cJSON_PrintUnformatted(root);
+  char *s = ts_json_print(root, failures, false);
   cJSON_Delete(root);
   return s;
 }

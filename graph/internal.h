@@ -8,6 +8,7 @@
 #define TESSERA_GRAPH_INTERNAL_H
 
 #include "graph/graph.h"
+#include "tir/alloc.h"
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -173,6 +173,7 @@ static cJSON *json_type(const gr_value *v) {
 }
 
 char *ts_graph_print_json(const ts_graph *g) {
+  unsigned long failures = ts_alloc_failures();
   cJSON *root = cJSON_CreateObject();
   cJSON_AddStringToObject(root, "name", g->name);
   cJSON_AddNumberToObject(root, "opset", g->opset);
@@ -238,7 +239,7 @@ char *ts_graph_print_json(const ts_graph *g) {
     }
     cJSON_AddItemToArray(nodes, o);
   }
-  char *s = cJSON_Print(root);
+  char *s = ts_json_print(root, failures, true);
   cJSON_Delete(root);
   return s;
 }

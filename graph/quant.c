@@ -315,6 +315,7 @@ static cJSON *bins_json(const int64_t *bins, int n) {
 
 char *ts_quant_profile_json(const ts_quant_profile *p, const char *model,
                             double percentile) {
+  unsigned long failures = ts_alloc_failures();
   cJSON *root = cJSON_CreateObject();
   cJSON_AddStringToObject(root, "format", "tessera-quant-profile");
   cJSON_AddNumberToObject(root, "version", 1);
@@ -358,7 +359,7 @@ char *ts_quant_profile_json(const ts_quant_profile *p, const char *model,
     }
     cJSON_AddItemToArray(arr, o);
   }
-  char *text = cJSON_PrintUnformatted(root);
+  char *text = ts_json_print(root, failures, false);
   cJSON_Delete(root);
   return text;
 }

@@ -9,6 +9,7 @@
 #define TESSERA_RPC_INTERNAL_H
 
 #include "rpc/rpc.h"
+#include "tir/alloc.h"
 
 #include <cJSON.h>
 #include <curl/curl.h>

@@ -249,7 +249,12 @@ int json_get_bool(const cJSON *obj, const char *where, const char *name,
 static int parse_json(const char *text, size_t len, const char *what,
                       cJSON **out, ts_error *err) {
   const char *end = NULL;
+  unsigned long failures = ts_alloc_failures();
   cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, false);
+  if (failures != ts_alloc_failures()) {
+    cJSON_Delete(root);
+    return TS_ERR(err, TS_ENOMEM, "%s: out of memory", what);
+  }
   if (!root) {
     size_t at =
         end && end >= text && end <= text + len ? (size_t)(end - text) : 0;
@@ -639,13 +644,14 @@ cJSON *config_to_json(const ts_measure_config *c) {
 }
 
 char *ts_measure_context_json(const ts_measure_config *c, const char *cpus) {
+  unsigned long failures = ts_alloc_failures();
   cJSON *o = settings_json(c);
   if (!o) return NULL;
   if (cpus && cpus[0])
     cJSON_AddStringToObject(o, "cpus", cpus);
   else
     cJSON_AddNullToObject(o, "cpus");
-  char *text = cJSON_PrintUnformatted(o);
+  char *text = ts_json_print(o, failures, false);
   cJSON_Delete(o);
   return text;
 }

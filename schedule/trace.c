@@ -495,14 +495,9 @@ char *ts_trace_to_json(const ts_trace *t) {
     }
   }
   cJSON_AddItemToObject(root, "decisions", decisions);
-  char *text = ts_alloc_failures() == failures ? cJSON_Print(root) : NULL;
+  char *text = ts_json_print(root, failures, true);
   cJSON_Delete(root);
   namer_free(&nm);
-  if (text && ts_alloc_failures() != failures) {
-    cJSON_free(text);
-    return NULL;
-  }
-  /* cJSON's buffer comes from ts_malloc (its hooks): the caller frees it */
   return text;
 }
 

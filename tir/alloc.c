@@ -92,6 +92,16 @@ bool ts_alloc_injected(void) {
   return atomic_load(&hook_on) && nth > 0 && atomic_load(&hook_count) >= nth;
 }
 
+char *ts_json_print(const cJSON *v, unsigned long failures, bool indent) {
+  if (!v || failures != ts_alloc_failures()) return NULL;
+  char *text = indent ? cJSON_Print(v) : cJSON_PrintUnformatted(v);
+  if (text && failures != ts_alloc_failures()) {
+    free(text);
+    return NULL;
+  }
+  return text;
+}
+
 /* cJSON's allocations (every JSON text tessera builds or reads) go through
  * ts_malloc, so they are counted, fail in the walks and are reported as
  * TS_ENOMEM by the code that checks for NULL. Set before main (or as

@@ -44,6 +44,14 @@ struct ts_error;
 int ts_alloc_check(unsigned long since, int rc, struct ts_error *err,
                    const char *what);
 
+struct cJSON;
+/* The JSON text of v (compact, or indented when `indent`), or NULL when
+ * out of memory: when printing fails, and when an allocation failed on
+ * this thread since `failures` (a ts_alloc_failures() value taken before v
+ * was built: a cJSON_Add* that failed left a member out, so the text would
+ * lie). v stays the caller's; the text is freed with free. */
+char *ts_json_print(const struct cJSON *v, unsigned long failures, bool indent);
+
 /* Fault injection, for tests (process-wide; the counters are atomic, so
  * the hook is safe to use while other threads allocate, though then which
  * thread's allocation fails is not determined).
