@@ -1,10 +1,12 @@
 /*
  * util.c — small utilities every module uses: the monotonic clock in
- * seconds, the qsort comparator of doubles and the median of doubles.
+ * seconds, the qsort comparator of doubles, the median of doubles, and the
+ * growable string of strbuf.h.
  */
 #include "internal.h"
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -30,4 +32,66 @@ double ts_median(const double *v, int n) {
   double m = n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
   if (s != local) free(s);
   return m;
+}
+
+/* ---- strbuf.h ---- */
+
+void sb_init(strbuf *sb) {
+  sb->data = NULL;
+  sb->len = sb->cap = 0;
+  sb->failed = false;
+}
+
+void sb_free(strbuf *sb) {
+  free(sb->data);
+  sb_init(sb);
+}
+
+/* Whether extra more bytes fit (after growing); false once growing failed. */
+static bool sb_reserve(strbuf *sb, size_t extra) {
+  if (sb->failed) return false;
+  if (sb->len + extra + 1 <= sb->cap) return true;
+  size_t cap = sb->cap ? sb->cap : 256;
+  while (cap < sb->len + extra + 1) cap *= 2;
+  char *p = ts_realloc(sb->data, cap);
+  if (!p) {
+    sb->failed = true;
+    return false;
+  }
+  sb->data = p;
+  sb->cap = cap;
+  return true;
+}
+
+void sb_putn(strbuf *sb, const char *s, size_t n) {
+  if (!sb_reserve(sb, n)) return;
+  memcpy(sb->data + sb->len, s, n);
+  sb->len += n;
+  sb->data[sb->len] = 0;
+}
+
+void sb_putc(strbuf *sb, char c) { sb_putn(sb, &c, 1); }
+void sb_puts(strbuf *sb, const char *s) { sb_putn(sb, s, strlen(s)); }
+
+void sb_printf(strbuf *sb, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(NULL, 0, fmt, ap);
+  va_end(ap);
+  if (n < 0 || !sb_reserve(sb, (size_t)n)) return;
+  va_start(ap, fmt);
+  vsnprintf(sb->data + sb->len, (size_t)n + 1, fmt, ap);
+  va_end(ap);
+  sb->len += (size_t)n;
+}
+
+char *sb_take(strbuf *sb) {
+  if (sb->failed) {
+    sb_free(sb);
+    return NULL;
+  }
+  char *p = sb->data;
+  if (!p && (p = ts_malloc(1))) p[0] = 0;
+  sb_init(sb);
+  return p;
 }
