@@ -55,6 +55,12 @@ void *ts_realloc(void *p, size_t size) {
   return noted(realloc(p, size ? size : 1));
 }
 
+void *ts_aligned_alloc(size_t align, size_t size) {
+  if (inject()) return noted(NULL);
+  size = size ? (size + align - 1) / align * align : align;
+  return noted(aligned_alloc(align, size));
+}
+
 char *ts_strndup(const char *s, size_t n) {
   size_t len = strnlen(s, n);
   char *p = ts_malloc(len + 1);

@@ -25,6 +25,9 @@ void *ts_malloc(size_t size);
 void *ts_calloc(size_t n, size_t size);
 /* As realloc: on failure p is left allocated and unchanged. */
 void *ts_realloc(void *p, size_t size);
+/* As aligned_alloc (size rounded up to a multiple of align); free with
+ * free. */
+void *ts_aligned_alloc(size_t align, size_t size);
 char *ts_strdup(const char *s);
 char *ts_strndup(const char *s, size_t n);
 
