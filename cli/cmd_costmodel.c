@@ -349,14 +349,15 @@ typedef struct timing {
   double median, mean, max;
 } timing;
 
-static timing summarize(double *v, int n) {
+static timing summarize(const double *v, int n) {
   timing t = {0};
   if (n == 0) return t;
-  qsort(v, (size_t)n, sizeof *v, ts_cmp_double);
-  for (int i = 0; i < n; i++) t.mean += v[i];
+  t.median = ts_median(v, n);
+  for (int i = 0; i < n; i++) {
+    t.mean += v[i];
+    t.max = i && t.max > v[i] ? t.max : v[i];
+  }
   t.mean /= n;
-  t.median = v[n / 2];
-  t.max = v[n - 1];
   return t;
 }
 

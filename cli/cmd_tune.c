@@ -252,7 +252,7 @@ static void side_by_side(const ts_func *f, const ts_workload *w,
         double last[8];
         memcpy(last, all + got - steady.repeat,
                sizeof last[0] * (size_t)steady.repeat);
-        o = cli_median(last, steady.repeat);
+        o = ts_median(last, steady.repeat);
       } else {
         snprintf(s->onednn_why, sizeof s->onednn_why, "%.150s", err.msg);
       }
@@ -265,9 +265,9 @@ static void side_by_side(const ts_func *f, const ts_workload *w,
   ts_bench_close(dnn, NULL);
   cli_kernel_free(&k);
   if (n < SIDE_ROUNDS) return;
-  s->tuned_s = cli_median(mine, n);
-  s->onednn_s = cli_median(theirs, n);
-  s->ratio = cli_median(ratio, n);
+  s->tuned_s = ts_median(mine, n);
+  s->onednn_s = ts_median(theirs, n);
+  s->ratio = ts_median(ratio, n);
   s->have_tuned = s->have_onednn = true;
   ts_db_baseline_put(db, tr->workload_id, target, "onednn", threads,
                      s->flops / s->onednn_s * 1e-9);

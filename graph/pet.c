@@ -845,12 +845,6 @@ void ts_graph_pet_report(const ts_graph *g, ts_pet_report *r,
   if (log) *log = g->pet && g->pet->log ? g->pet->log : "";
 }
 
-static double now_ms(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
-}
-
 static void shape_text(const gr_value *v, char *buf, size_t size) {
   size_t k = 0;
   k += (size_t)snprintf(buf + k, size - k, "[");
@@ -1049,7 +1043,7 @@ static int try_node(ts_graph *g, gr_pet_setup *s, const gr_node *n,
 int ts_graph_pet(ts_graph *g, ts_error *err) {
   gr_pet_setup *s = g->pet;
   if (!s) return TS_OK;
-  double t0 = now_ms();
+  double t0 = ts_now_seconds();
   memset(&s->r, 0, sizeof s->r);
   alts_clear(s);
   s->len = 0;
@@ -1093,6 +1087,6 @@ int ts_graph_pet(ts_graph *g, ts_error *err) {
     if (s->r.generated) /* the mutants' constants */
       rc = ts_graph_eliminate_dead(g, err);
   }
-  s->r.ms = now_ms() - t0;
+  s->r.ms = (ts_now_seconds() - t0) * 1e3;
   return rc;
 }

@@ -109,18 +109,6 @@ void result_set(ts_measure_result *r, ts_measure_status status, const char *fmt,
   va_end(ap);
 }
 
-double mono_seconds(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-int64_t mono_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 bool secret_equal(const char *got, const char *want) {
   size_t n = strlen(want), m = strlen(got);
   unsigned char diff = (unsigned char)(n != m);

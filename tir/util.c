@@ -17,6 +17,12 @@ double ts_now_seconds(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+int64_t ts_now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 int ts_cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return x < y ? -1 : x > y;
@@ -25,7 +31,7 @@ int ts_cmp_double(const void *a, const void *b) {
 double ts_median(const double *v, int n) {
   if (n <= 0) return NAN;
   double local[64];
-  double *s = n <= 64 ? local : malloc(sizeof *s * (size_t)n);
+  double *s = n <= 64 ? local : ts_malloc(sizeof *s * (size_t)n);
   if (!s) return NAN; /* out of memory: no figure rather than an abort */
   memcpy(s, v, sizeof *s * (size_t)n);
   qsort(s, (size_t)n, sizeof *s, ts_cmp_double);
