@@ -7,6 +7,8 @@
  */
 #include "internal.h"
 
+#include "codegen/codegen.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,7 +60,7 @@ static void make_trace(uint64_t *rng, char *out, size_t cap) {
       "{\"kind\":\"sample_categorical\",\"inputs\":[],\"attrs\":"
       "{\"candidates\":[0,16,64,512]},\"outputs\":[\"v12\"]},"
       "{\"kind\":\"annotate\",\"inputs\":[\"b0\",\"v12\"],\"attrs\":"
-      "{\"key\":\"pragma_auto_unroll_max_step\"},\"outputs\":[]}],"
+      "{\"key\":\"" TS_ANN_AUTO_UNROLL_MAX_STEP "\"},\"outputs\":[]}],"
       "\"decisions\":[[2,[%d,%d,%d,%d]],[4,%d]]}",
       t[0], t[1], t[2], t[3], u);
 }
