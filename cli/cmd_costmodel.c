@@ -604,7 +604,7 @@ static int collect_workload(ts_db *db, ts_runner *runner, const ts_target *t,
       counts[st]++;
       ok += st == TS_DB_STATUS_OK;
       if (st != TS_DB_STATUS_OK && !first_error[0])
-        snprintf(first_error, sizeof first_error, "%s: %s",
+        snprintf(first_error, sizeof first_error, "%s: %.200s",
                  ts_db_status_name(st), error ? error : "");
     }
     int crc = ts_db_commit_records(db, ms, m, NULL);

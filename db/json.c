@@ -154,7 +154,7 @@ void db_json_add_stored(cJSON *obj, const char *key, const char *text) {
   db_json_parse(text, strlen(text), &v, NULL);
   char *compact = v ? cJSON_PrintUnformatted(v) : NULL;
   if (compact && !strcmp(compact, text))
-    cJSON_AddItemToObject(obj, key, v);
+    ts_json_add(obj, key, v);
   else {
     cJSON_Delete(v);
     cJSON_AddStringToObject(obj, key, text);

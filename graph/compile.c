@@ -392,7 +392,7 @@ static char *info_json(const cp_program *p, const char *target,
       cJSON_AddNullToObject(o, "latency_s");
     else
       cJSON_AddNumberToObject(o, "latency_s", t->latency_s);
-    cJSON_AddItemToArray(arr, o);
+    ts_json_add(arr, NULL, o);
   }
   char *s = ts_json_print(root, failures, false);
   cJSON_Delete(root);

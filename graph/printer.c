@@ -148,7 +148,7 @@ static cJSON *json_type(const gr_value *v) {
   cJSON_AddStringToObject(o, "dtype", ts_dtype_str(v->dtype, dt));
   cJSON *s = cJSON_AddArrayToObject(o, "shape");
   for (int i = 0; i < v->ndim; i++)
-    cJSON_AddItemToArray(s, cJSON_CreateNumber((double)v->shape[i]));
+    ts_json_add(s, NULL, cJSON_CreateNumber((double)v->shape[i]));
   if (v->layout && v->layout[0])
     cJSON_AddStringToObject(o, "layout", v->layout);
   return o;
@@ -164,15 +164,15 @@ char *ts_graph_print_json(const ts_graph *g) {
   cJSON_AddStringToObject(root, "hash", hex);
   cJSON *ins = cJSON_AddArrayToObject(root, "inputs");
   for (int i = 0; i < g->n_inputs; i++)
-    cJSON_AddItemToArray(ins, json_type(&g->values[g->inputs[i]]));
+    ts_json_add(ins, NULL, json_type(&g->values[g->inputs[i]]));
   cJSON *outs = cJSON_AddArrayToObject(root, "outputs");
   for (int i = 0; i < g->n_outputs; i++)
-    cJSON_AddItemToArray(outs, json_type(&g->values[g->outputs[i]]));
+    ts_json_add(outs, NULL, json_type(&g->values[g->outputs[i]]));
   cJSON *consts = cJSON_AddArrayToObject(root, "constants");
   bool *used = used_values(g);
   for (int v = 0; used && v < g->n_values; v++)
     if (used[v] && g->values[v].const_off >= 0)
-      cJSON_AddItemToArray(consts, json_type(&g->values[v]));
+      ts_json_add(consts, NULL, json_type(&g->values[v]));
   free(used);
   cJSON *nodes = cJSON_AddArrayToObject(root, "nodes");
   for (int i = 0; i < g->n_nodes; i++) {
@@ -184,13 +184,13 @@ char *ts_graph_print_json(const ts_graph *g) {
                             n->kind == TS_GRAPH_CALL ? "call" : "op");
     cJSON *ni = cJSON_AddArrayToObject(o, "inputs");
     for (int k = 0; k < n->n_inputs; k++)
-      cJSON_AddItemToArray(
-          ni, n->inputs[k] < 0
-                  ? cJSON_CreateNull()
-                  : cJSON_CreateString(g->values[n->inputs[k]].name));
+      ts_json_add(ni, NULL,
+                  n->inputs[k] < 0
+                      ? cJSON_CreateNull()
+                      : cJSON_CreateString(g->values[n->inputs[k]].name));
     cJSON *no = cJSON_AddArrayToObject(o, "outputs");
     for (int k = 0; k < n->n_outputs; k++)
-      cJSON_AddItemToArray(no, json_type(&g->values[n->outputs[k]]));
+      ts_json_add(no, NULL, json_type(&g->values[n->outputs[k]]));
     cJSON *at = cJSON_AddObjectToObject(o, "attrs");
     for (int k = 0; k < n->n_attrs; k++) {
       const gr_attr *a = &n->attrs[k];
@@ -203,13 +203,13 @@ char *ts_graph_print_json(const ts_graph *g) {
       case GR_ATTR_INTS: {
         cJSON *arr = cJSON_AddArrayToObject(at, a->name);
         for (int j = 0; j < a->n; j++)
-          cJSON_AddItemToArray(arr, cJSON_CreateNumber((double)a->ints[j]));
+          ts_json_add(arr, NULL, cJSON_CreateNumber((double)a->ints[j]));
         break;
       }
       case GR_ATTR_FLOATS: {
         cJSON *arr = cJSON_AddArrayToObject(at, a->name);
         for (int j = 0; j < a->n; j++)
-          cJSON_AddItemToArray(arr, cJSON_CreateNumber(a->floats[j]));
+          ts_json_add(arr, NULL, cJSON_CreateNumber(a->floats[j]));
         break;
       }
       }
@@ -219,7 +219,7 @@ char *ts_graph_print_json(const ts_graph *g) {
       cJSON_AddStringToObject(o, "func", ts_func_name(n->func));
       cJSON_AddStringToObject(o, "task", hex);
     }
-    cJSON_AddItemToArray(nodes, o);
+    ts_json_add(nodes, NULL, o);
   }
   char *s = ts_json_print(root, failures, true);
   cJSON_Delete(root);

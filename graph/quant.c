@@ -309,7 +309,7 @@ const char *ts_quant_calibration_name(ts_quant_calibration c) {
 static cJSON *bins_json(const int64_t *bins, int n) {
   cJSON *a = cJSON_CreateArray();
   for (int i = 0; a && i < n; i++)
-    cJSON_AddItemToArray(a, cJSON_CreateNumber((double)bins[i]));
+    ts_json_add(a, NULL, cJSON_CreateNumber((double)bins[i]));
   return a;
 }
 
@@ -335,8 +335,8 @@ char *ts_quant_profile_json(const ts_quant_profile *p, const char *model,
       cJSON_AddNumberToObject(o, "min", s->min);
       cJSON_AddNumberToObject(o, "max", s->max);
       cJSON_AddBoolToObject(o, "constant", s->min == s->max);
-      cJSON_AddItemToObject(o, "hist", bins_json(s->bins, s->n_bins));
-      cJSON_AddItemToObject(o, "abs_hist", bins_json(s->abs_bins, s->n_bins));
+      ts_json_add(o, "hist", bins_json(s->bins, s->n_bins));
+      ts_json_add(o, "abs_hist", bins_json(s->abs_bins, s->n_bins));
       cJSON *r = cJSON_AddObjectToObject(o, "ranges");
       for (int c = 0; c < 3; c++)
         for (int sym = 0; sym < 2; sym++) {
@@ -349,15 +349,15 @@ char *ts_quant_profile_json(const ts_quant_profile *p, const char *model,
                    ts_quant_calibration_name((ts_quant_calibration)c),
                    sym ? "_symmetric" : "");
           cJSON *pair = cJSON_CreateArray();
-          cJSON_AddItemToArray(pair, cJSON_CreateNumber(lo));
-          cJSON_AddItemToArray(pair, cJSON_CreateNumber(hi));
-          cJSON_AddItemToObject(r, key, pair);
+          ts_json_add(pair, NULL, cJSON_CreateNumber(lo));
+          ts_json_add(pair, NULL, cJSON_CreateNumber(hi));
+          ts_json_add(r, key, pair);
         }
     } else {
       cJSON_AddNullToObject(o, "min");
       cJSON_AddNullToObject(o, "max");
     }
-    cJSON_AddItemToArray(arr, o);
+    ts_json_add(arr, NULL, o);
   }
   char *text = ts_json_print(root, failures, false);
   cJSON_Delete(root);

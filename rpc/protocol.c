@@ -329,12 +329,12 @@ cJSON *artifact_to_json(const ts_artifact *a, wire_writer *w) {
     char dt[32];
     cJSON *x = cJSON_CreateObject();
     if (!x) break;
-    cJSON_AddItemToArray(args, x);
+    cJSON_AddItemToArray(args, x); /* (args is not NULL: cannot fail) */
     cJSON_AddStringToObject(x, "name", g->name);
     cJSON_AddStringToObject(x, "dtype", ts_dtype_str(g->dtype, dt));
     cJSON *shape = cJSON_AddArrayToObject(x, "shape");
     for (int d = 0; shape && d < g->ndim; d++)
-      cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)g->shape[d]));
+      ts_json_add(shape, NULL, cJSON_CreateNumber((double)g->shape[d]));
     cJSON_AddBoolToObject(x, "output", g->is_output);
   }
   size_t off = 0;
@@ -350,8 +350,8 @@ cJSON *artifact_to_json(const ts_artifact *a, wire_writer *w) {
   if (a->kind == TS_ARTIFACT_PTX) {
     cJSON *l = cJSON_AddObjectToObject(o, "launch");
     if (l) {
-      cJSON_AddItemToObject(l, "grid", dims_json(a->grid));
-      cJSON_AddItemToObject(l, "block", dims_json(a->block));
+      ts_json_add(l, "grid", dims_json(a->grid));
+      ts_json_add(l, "block", dims_json(a->block));
       cJSON_AddNumberToObject(l, "shared_bytes", a->shared_bytes);
     }
   }
@@ -785,7 +785,7 @@ cJSON *result_to_json(const ts_measure_result *r, int64_t id) {
   snprintf(error, sizeof error, "%.*s", (int)sizeof r->error - 1, r->error);
   cJSON *s = cJSON_AddArrayToObject(o, "seconds");
   for (int i = 0; s && i < n; i++)
-    cJSON_AddItemToArray(s, cJSON_CreateNumber(r->seconds[i]));
+    ts_json_add(s, NULL, cJSON_CreateNumber(r->seconds[i]));
   cJSON_AddNumberToObject(o, "number", r->number);
   cJSON_AddNumberToObject(o, "run_ms", r->run_ms);
   cJSON_AddNumberToObject(o, "started_at", r->started_at);

@@ -296,7 +296,7 @@ static int pack_reference(batch *b, rworker *w) {
     wire_writer_free(&ww);
     return TS_ENOMEM;
   }
-  cJSON_AddItemToObject(head, "artifact", a);
+  ts_json_add(head, "artifact", a);
   free(w->body);
   w->body = NULL;
   int rc = wire_finish(&ww, head, &w->body, &w->body_len, NULL);
@@ -309,7 +309,7 @@ static int pack_measure(batch *b, rworker *w) {
   wire_writer ww = {0};
   cJSON *head = json_message();
   if (!head) return TS_ENOMEM;
-  cJSON_AddItemToObject(head, "config", config_to_json(b->cfg));
+  ts_json_add(head, "config", config_to_json(b->cfg));
   if (b->ref_id) cJSON_AddStringToObject(head, "reference", b->ref_id);
   cJSON *arr = cJSON_AddArrayToObject(head, "candidates");
   for (int k = 0; arr && k < w->n_inflight; k++) {
@@ -323,8 +323,8 @@ static int pack_measure(batch *b, rworker *w) {
       return TS_ENOMEM;
     }
     cJSON_AddNumberToObject(c, "id", i);
-    cJSON_AddItemToObject(c, "artifact", a);
-    cJSON_AddItemToArray(arr, c);
+    ts_json_add(c, "artifact", a);
+    ts_json_add(arr, NULL, c);
   }
   free(w->body);
   w->body = NULL;

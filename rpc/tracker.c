@@ -413,7 +413,7 @@ static cJSON *lease_reply(ts_tracker *t, int li) {
     if (!o) continue;
     cJSON_AddStringToObject(o, "worker_id", x->id);
     cJSON_AddStringToObject(o, "address", x->address);
-    cJSON_AddItemToArray(ws, o);
+    ts_json_add(ws, NULL, o);
   }
   cJSON_AddNumberToObject(r, "registered", registered);
   return r;
@@ -549,7 +549,7 @@ static void handle_status(ts_tracker *t, http_response *res) {
     tworker *x = &t->workers[i];
     cJSON *o = cJSON_CreateObject();
     if (!o) break;
-    cJSON_AddItemToArray(ws, o);
+    cJSON_AddItemToArray(ws, o); /* (ws is not NULL: cannot fail) */
     cJSON_AddStringToObject(o, "key", x->key);
     cJSON_AddStringToObject(o, "worker_id", x->id);
     cJSON_AddStringToObject(o, "address", x->address);
@@ -574,7 +574,7 @@ static void handle_status(ts_tracker *t, http_response *res) {
     tlease *l = &t->leases[i];
     cJSON *o = cJSON_CreateObject();
     if (!o) break;
-    cJSON_AddItemToArray(ls, o);
+    cJSON_AddItemToArray(ls, o); /* (ls is not NULL: cannot fail) */
     cJSON_AddStringToObject(o, "lease_id", l->id);
     cJSON_AddStringToObject(o, "key", l->key);
     cJSON_AddStringToObject(o, "runner", l->runner);

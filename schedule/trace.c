@@ -453,7 +453,7 @@ static cJSON *json_of(const tval *v, const namer *nm) {
   case TV_LIST: {
     cJSON *a = cJSON_CreateArray();
     for (int i = 0; i < v->n; i++)
-      cJSON_AddItemToArray(a, json_of(&v->items[i], nm));
+      ts_json_add(a, NULL, json_of(&v->items[i], nm));
     return a;
   }
   default: return cJSON_CreateNull();
@@ -475,27 +475,27 @@ char *ts_trace_to_json(const ts_trace *t) {
     cJSON_AddStringToObject(o, "kind", kinds[in->kind].name);
     cJSON *a = cJSON_AddArrayToObject(o, "inputs");
     for (int k = 0; k < in->n_inputs; k++)
-      cJSON_AddItemToArray(a, json_of(&in->inputs[k], &nm));
+      ts_json_add(a, NULL, json_of(&in->inputs[k], &nm));
     a = cJSON_AddArrayToObject(o, "attrs");
     for (int k = 0; k < in->n_attrs; k++)
-      cJSON_AddItemToArray(a, json_of(&in->attrs[k], &nm));
+      ts_json_add(a, NULL, json_of(&in->attrs[k], &nm));
     a = cJSON_AddArrayToObject(o, "outputs");
     for (int k = 0; k < in->n_outputs; k++) {
       char buf[64];
       rv_name(&nm, in->outputs[k], buf, sizeof buf);
-      cJSON_AddItemToArray(a, cJSON_CreateString(buf));
+      ts_json_add(a, NULL, cJSON_CreateString(buf));
     }
-    cJSON_AddItemToArray(insts, o);
+    ts_json_add(insts, NULL, o);
     if (in->decision.kind != TV_NULL) {
       cJSON *d = cJSON_CreateArray();
       char buf[32];
       snprintf(buf, sizeof buf, "%d", i);
-      cJSON_AddItemToArray(d, cJSON_CreateRaw(buf));
-      cJSON_AddItemToArray(d, json_of(&in->decision, &nm));
-      cJSON_AddItemToArray(decisions, d);
+      ts_json_add(d, NULL, cJSON_CreateRaw(buf));
+      ts_json_add(d, NULL, json_of(&in->decision, &nm));
+      ts_json_add(decisions, NULL, d);
     }
   }
-  cJSON_AddItemToObject(root, "decisions", decisions);
+  ts_json_add(root, "decisions", decisions);
   char *text = ts_json_print(root, failures, true);
   cJSON_Delete(root);
   namer_free(&nm);

@@ -108,6 +108,12 @@ char *ts_json_print(const cJSON *v, unsigned long failures, bool indent) {
   return text;
 }
 
+void ts_json_add(cJSON *parent, const char *key, cJSON *item) {
+  bool added = parent && (key ? cJSON_AddItemToObject(parent, key, item)
+                              : cJSON_AddItemToArray(parent, item));
+  if (!added) cJSON_Delete(item);
+}
+
 /* cJSON's allocations (every JSON text tessera builds or reads) go through
  * ts_malloc, so they are counted, fail in the walks and are reported as
  * TS_ENOMEM by the code that checks for NULL. Set before main (or as

@@ -55,6 +55,12 @@ struct cJSON;
  * lie). v stays the caller's; the text is freed with free. */
 char *ts_json_print(const struct cJSON *v, unsigned long failures, bool indent);
 
+/* Adds item to the object parent under key (key NULL: to the end of the
+ * array parent) as cJSON_AddItemToObject and cJSON_AddItemToArray do, but
+ * deletes item when it cannot be added (parent NULL, or no memory for the
+ * key) instead of leaving it to leak. */
+void ts_json_add(struct cJSON *parent, const char *key, struct cJSON *item);
+
 /* Fault injection, for tests (process-wide; the counters are atomic, so
  * the hook is safe to use while other threads allocate, though then which
  * thread's allocation fails is not determined).

@@ -9,8 +9,8 @@
  * return TS_ENOMEM with "out of memory" in the message (never crash, never
  * succeed). Before and after the walk, with the hook off, the pipeline
  * succeeds with the same lowered function. LLVM's own allocations are not
- * hooked; the walk takes every allocation (no stride), about a second,
- * three under the sanitizers. The walk itself, and the environment
+ * hooked; the walk takes every allocation (no stride), about half a
+ * second, three under the sanitizers. The walk itself, and the environment
  * variables that shorten it, are in oom_walk.h.
  */
 #include "oom_walk.h"
