@@ -476,9 +476,8 @@ void ts_bench_close(ts_bench_session *s, ts_bench_result *out) {
   int r = s->n_seconds;
   bool keep = out && s->opts.keep_output;
   if (out && r > 0) {
+    out->seconds = ts_median(s->seconds, r);
     qsort(s->seconds, (size_t)r, sizeof *s->seconds, ts_cmp_double);
-    out->seconds = r % 2 ? s->seconds[r / 2]
-                         : 0.5 * (s->seconds[r / 2 - 1] + s->seconds[r / 2]);
     out->min_seconds = s->seconds[0];
     out->max_seconds = s->seconds[r - 1];
     out->gflops = out->seconds > 0 ? s->w->flops / out->seconds * 1e-9 : 0;

@@ -213,8 +213,6 @@ int cli_kernel_build_record(const char *trace_json, const ts_func *f,
 /* Prints the target's instruction-set level (ts_target_isa) and, one line
  * per dtype family, how its arithmetic runs there (kernel.c). */
 void cli_print_target_isa(FILE *out, const ts_target *t);
-/* The median of v[0..n) (sorts v in place); NAN when n is 0. */
-double cli_median(double *v, int n);
 
 /* Vendor libraries opened as confirmation peers of a workload (peers.c):
  * every library of bench/ that implements it (the plain C loop only where

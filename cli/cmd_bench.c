@@ -180,14 +180,6 @@ static void store_baselines(const char *path, int64_t workload,
   ts_db_close(db);
 }
 
-/* The median of n values (at most 64), the input left as it is. */
-static double median_of(const double *x, int n) {
-  double v[64];
-  if (n > 64) n = 64;
-  memcpy(v, x, sizeof(double) * (size_t)(n > 0 ? n : 0));
-  return cli_median(v, n);
-}
-
 static int run_bench(const bench_cfg *cfg) {
   ts_error err;
   ts_error_clear(&err);
@@ -380,7 +372,7 @@ static int run_bench(const bench_cfg *cfg) {
       have_vendor[v] = 0;
     }
   }
-  double median = median_of(secs, cfg->repeat);
+  double median = ts_median(secs, cfg->repeat);
   double gflops = w->flops / median * 1e-9;
   double vendor_ratio[TS_BENCH_N_VENDORS] = {0};
   for (int v = TS_BENCH_N_VENDORS - 1; v >= 0; v--) {
@@ -391,7 +383,7 @@ static int run_bench(const bench_cfg *cfg) {
       double ratios[64];
       for (int r = 0; r < n && r < cfg->repeat; r++)
         ratios[r] = secs[r] > 0 ? vs[r] / secs[r] : 0;
-      vendor_ratio[v] = median_of(ratios, n < cfg->repeat ? n : cfg->repeat);
+      vendor_ratio[v] = ts_median(ratios, n < cfg->repeat ? n : cfg->repeat);
     }
     ts_bench_close(session[v], have_vendor[v] ? &vendor[v] : NULL);
     session[v] = NULL;

@@ -536,22 +536,15 @@ static int run_model_bench(const bm_opts *o) {
   free(one);
   double prof_sum = 0;
   for (int k = 0; k < n_k; k++) {
-    qsort(&prof[k * PROF_RUNS], PROF_RUNS, sizeof *prof, ts_cmp_double);
     kt[k].index = k;
-    kt[k].seconds = prof[k * PROF_RUNS + PROF_RUNS / 2];
+    kt[k].seconds = ts_median(&prof[k * PROF_RUNS], PROF_RUNS);
     prof_sum += kt[k].seconds;
   }
   qsort(kt, (size_t)n_k, sizeof *kt, cmp_kt);
 
-  double *sorted = calloc((size_t)o->rounds * 3, sizeof *sorted);
-  if (!sorted) goto done;
-  memcpy(sorted, tess, sizeof *tess * (size_t)o->rounds);
-  memcpy(sorted + o->rounds, orts, sizeof *orts * (size_t)o->rounds);
-  memcpy(sorted + 2 * o->rounds, ratios, sizeof *ratios * (size_t)o->rounds);
-  double med_t = cli_median(sorted, o->rounds);
-  double med_o = cli_median(sorted + o->rounds, o->rounds);
-  double med_r = cli_median(sorted + 2 * o->rounds, o->rounds);
-  free(sorted);
+  double med_t = ts_median(tess, o->rounds);
+  double med_o = ts_median(orts, o->rounds);
+  double med_r = ts_median(ratios, o->rounds);
   int top = o->top < n_k ? o->top : n_k;
   if (o->json) {
     printf("{\"model\": ");

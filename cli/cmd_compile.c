@@ -155,10 +155,7 @@ static void print_json(const ts_graph_compile_report *r, const char *model,
     cJSON_AddStringToObject(root, "warning", r->warning);
   else
     cJSON_AddNullToObject(root, "warning");
-  char *s = cJSON_Print(root);
-  puts(s);
-  free(s);
-  cJSON_Delete(root);
+  cli_print_json(root);
 }
 
 int cmd_compile(int argc, char **argv) {

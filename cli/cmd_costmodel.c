@@ -3,7 +3,8 @@
  * features (the per-store vectors of a workload, scheduled by a trace or
  * not, and the table of entries), bench (how long extraction and
  * prediction take), collect (sample random schedules of workloads, build
- * and measure them on the embedded pool, commit the records: a data set),
+ * them as a tuning job does — forked, each under a time limit — measure
+ * them on the embedded pool, commit the records: a data set),
  * eval (train on part of a database's records and report ranking quality
  * on the rest, next to the random model), and train (fit a model on a
  * database and save it, to start a new tuning task warm).
@@ -15,10 +16,10 @@
 #include "db/db.h"
 #include "rpc/rpc.h"
 #include "schedule/schedule.h"
+#include "tuner/tuner.h"
 
 #include <errno.h>
 #include <math.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -348,14 +349,15 @@ typedef struct timing {
   double median, mean, max;
 } timing;
 
-static timing summarize(double *v, int n) {
+static timing summarize(const double *v, int n) {
   timing t = {0};
   if (n == 0) return t;
-  qsort(v, (size_t)n, sizeof *v, ts_cmp_double);
-  for (int i = 0; i < n; i++) t.mean += v[i];
+  t.median = ts_median(v, n);
+  for (int i = 0; i < n; i++) {
+    t.mean += v[i];
+    t.max = i && t.max > v[i] ? t.max : v[i];
+  }
   t.mean /= n;
-  t.median = v[n / 2];
-  t.max = v[n - 1];
   return t;
 }
 
@@ -479,61 +481,6 @@ done:
  * collect
  * ======================================================================== */
 
-/* One candidate of a batch. */
-typedef struct cand {
-  ts_sched *sched;
-  ts_build_result build;
-  char build_error[1100];
-} cand;
-
-typedef struct build_job {
-  cand *cands;
-  int n;
-  int next; /* guarded by lock */
-  pthread_mutex_t lock;
-  const ts_target *target;
-} build_job;
-
-static void *build_worker(void *arg) {
-  build_job *j = arg;
-  ts_build_options o = ts_build_defaults();
-  for (;;) {
-    pthread_mutex_lock(&j->lock);
-    int i = j->next++;
-    pthread_mutex_unlock(&j->lock);
-    if (i >= j->n) return NULL;
-    ts_error err;
-    ts_error_clear(&err);
-    if (ts_build(ts_sched_func(j->cands[i].sched), j->target, &o,
-                 &j->cands[i].build, &err))
-      snprintf(j->cands[i].build_error, sizeof j->cands[i].build_error,
-               "build: %s", err.msg[0] ? err.msg : ts_strerror(err.code));
-  }
-}
-
-/* Builds every candidate with `threads` threads (none of them measuring:
- * measurement starts after the whole batch is built). */
-static void build_batch(cand *c, int n, const ts_target *t, int threads) {
-  build_job j = {.cands = c, .n = n, .target = t};
-  pthread_mutex_init(&j.lock, NULL);
-  pthread_t th[16];
-  int started = 0;
-  for (int i = 0; i < threads && i < 16; i++)
-    if (!pthread_create(&th[i], NULL, build_worker, &j)) started++;
-  if (!started) build_worker(&j);
-  for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
-  pthread_mutex_destroy(&j.lock);
-}
-
-static int check_trace_hook(void *ctx, const char *json, size_t len,
-                            ts_error *err) {
-  (void)ctx;
-  ts_trace *t = NULL;
-  int rc = ts_trace_from_json(json, len, &t, err);
-  ts_trace_free(t);
-  return rc;
-}
-
 typedef struct seen_set {
   ts_hash128 *h;
   int n, cap;
@@ -564,8 +511,10 @@ static int collect_workload(ts_db *db, ts_runner *runner, const ts_target *t,
   ts_build_options bo = ts_build_defaults();
   int code = EXIT_FAIL;
   int batch = (int)a->batch;
-  cand *c = calloc((size_t)batch, sizeof *c);
+  ts_sched **c = calloc((size_t)batch, sizeof *c);
+  const ts_func **fs = calloc((size_t)batch, sizeof *fs);
   ts_artifact **arts = calloc((size_t)batch, sizeof *arts);
+  char(*why)[TS_MEASURE_ERROR_MAX] = calloc((size_t)batch, sizeof *why);
   ts_measure_result *res = calloc((size_t)batch, sizeof *res);
   ts_db_measurement *ms = calloc((size_t)batch, sizeof *ms);
   char **jsons = calloc((size_t)batch, sizeof *jsons);
@@ -573,7 +522,7 @@ static int collect_workload(ts_db *db, ts_runner *runner, const ts_target *t,
   seen_set seen = {0};
   int64_t wid;
   char ref_id[33];
-  if (!c || !arts || !res || !ms || !jsons || !hows) goto done;
+  if (!c || !fs || !arts || !why || !res || !ms || !jsons || !hows) goto done;
   if (ts_workload_from_spec(spec, &w, &err)) {
     cli_error("bad workload spec", &err);
     goto done;
@@ -620,23 +569,25 @@ static int collect_workload(ts_db *db, ts_runner *runner, const ts_target *t,
         ts_sched_destroy(s); /* measured already */
         continue;
       }
-      memset(&c[m], 0, sizeof c[m]);
-      c[m++].sched = s;
+      c[m++] = s;
     }
     if (m == 0) break; /* the space is exhausted */
-    build_batch(c, m, t, ts_target_num_cores(t));
-    for (int i = 0; i < m; i++) arts[i] = c[i].build.artifact;
+    /* built as a tuning job builds: in forked processes, each under the
+     * job's time limit, so a build that hangs or crashes fails alone */
+    for (int i = 0; i < m; i++) fs[i] = ts_sched_func(c[i]);
+    ts_build_batch(fs, m, t, ts_target_num_cores(t),
+                   ts_tune_defaults().build_timeout_ms, arts, why);
     if (ts_runner_measure(runner, &cfg, ref_id, arts, m, res, &err)) {
       cli_error("measurement failed", &err);
       goto done;
     }
     for (int i = 0; i < m; i++) {
-      jsons[i] = ts_trace_to_json(ts_sched_trace(c[i].sched));
+      jsons[i] = ts_trace_to_json(ts_sched_trace(c[i]));
       ts_db_status st = (ts_db_status)res[i].status;
       const char *error = res[i].error;
       if (!arts[i]) {
         st = TS_DB_STATUS_BUILD_ERROR;
-        error = c[i].build_error;
+        error = why[i];
       }
       ms[i] = (ts_db_measurement){
           .workload_id = wid,
@@ -653,7 +604,7 @@ static int collect_workload(ts_db *db, ts_runner *runner, const ts_target *t,
       counts[st]++;
       ok += st == TS_DB_STATUS_OK;
       if (st != TS_DB_STATUS_OK && !first_error[0])
-        snprintf(first_error, sizeof first_error, "%s: %s",
+        snprintf(first_error, sizeof first_error, "%s: %.200s",
                  ts_db_status_name(st), error ? error : "");
     }
     int crc = ts_db_commit_records(db, ms, m, NULL);
@@ -662,9 +613,10 @@ static int collect_workload(ts_db *db, ts_runner *runner, const ts_target *t,
       jsons[i] = NULL;
       free(hows[i]);
       hows[i] = NULL;
-      ts_build_result_clear(&c[i].build);
-      ts_sched_destroy(c[i].sched);
-      c[i].sched = NULL;
+      ts_artifact_release(arts[i]);
+      arts[i] = NULL;
+      ts_sched_destroy(c[i]);
+      c[i] = NULL;
     }
     if (crc) {
       fprintf(stderr, "tessera: error: cannot store the records: %s\n",
@@ -688,8 +640,8 @@ static int collect_workload(ts_db *db, ts_runner *runner, const ts_target *t,
   code = EXIT_OK;
 done:
   for (int i = 0; c && i < batch; i++) {
-    ts_build_result_clear(&c[i].build);
-    ts_sched_destroy(c[i].sched);
+    if (arts) ts_artifact_release(arts[i]);
+    ts_sched_destroy(c[i]);
   }
   for (int i = 0; jsons && i < batch; i++) free(jsons[i]);
   for (int i = 0; hows && i < batch; i++) free(hows[i]);
@@ -697,7 +649,9 @@ done:
   ts_workload_free(w);
   free(seen.h);
   free(c);
+  free(fs);
   free(arts);
+  free(why);
   free(res);
   free(ms);
   free(jsons);
@@ -740,7 +694,7 @@ static int cm_collect_cmd(int argc, char **argv) {
     goto done;
   }
   ts_db_options o = ts_db_defaults();
-  o.check_trace = check_trace_hook;
+  o.check_trace = ts_trace_check_json;
   if (ts_db_open(a.db, &o, &db, &err)) {
     cli_error("cannot open the database", &err);
     goto done;

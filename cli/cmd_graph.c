@@ -182,6 +182,11 @@ static int graph_show(const graph_opts *o) {
   int rc = load_graph(o, &g);
   if (rc) return rc;
   char *text = o->json ? ts_graph_print_json(g) : ts_graph_print(g);
+  if (!text) {
+    fputs("tessera: error: out of memory printing the graph\n", stderr);
+    ts_graph_free(g);
+    return EXIT_FAIL;
+  }
   if (!o->json) {
     char hex[33];
     ts_hash128_hex(ts_graph_hash(g), hex);
@@ -235,10 +240,7 @@ static int graph_tasks(const graph_opts *o) {
       }
       cJSON_AddItemToArray(arr, t);
     }
-    char *s = cJSON_Print(root);
-    puts(s);
-    free(s);
-    cJSON_Delete(root);
+    cli_print_json(root);
   } else {
     printf("# %d distinct tasks, %d calls, %.3f GFLOP per run\n", n, calls,
            total / 1e9);

@@ -260,12 +260,12 @@ int cmd_run(int argc, char **argv) {
     if (json) {
       cJSON_AddNumberToObject(json, "runs", (double)repeat);
       cJSON_AddNumberToObject(json, "median_ms",
-                              cli_median(times, (int)repeat) * 1e3);
+                              ts_median(times, (int)repeat) * 1e3);
       cJSON_AddNumberToObject(json, "mean_ms", mean * 1e3);
     } else
       printf("latency: median %.3f ms, mean %.3f ms over %ld runs (first run "
              "%.3f ms)\n",
-             cli_median(times, (int)repeat) * 1e3, mean * 1e3, repeat,
+             ts_median(times, (int)repeat) * 1e3, mean * 1e3, repeat,
              first * 1e3);
   }
   if (profile && n_prof > 0) {
@@ -273,7 +273,7 @@ int cmd_run(int argc, char **argv) {
     if (!col) goto done;
     for (int k = 0; k < n_k; k++) {
       for (long r = 0; r < n_prof; r++) col[r] = prof[r * n_k + k];
-      secs[k] = cli_median(col, (int)n_prof);
+      secs[k] = ts_median(col, (int)n_prof);
     }
     free(col);
   } else if (profile && api.profile(m, ins, (void *const *)outs, secs) != 0) {

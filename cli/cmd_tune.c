@@ -178,16 +178,6 @@ static int int_option(const char *name, const char *v, long lo, long hi,
   return cli_int_option("tune", name, v, lo, hi, out);
 }
 
-/* ---- trace-check hook: the full trace parser ---- */
-
-static int check_trace(void *ctx, const char *json, size_t len, ts_error *err) {
-  (void)ctx;
-  ts_trace *t = NULL;
-  int rc = ts_trace_from_json(json, len, &t, err);
-  ts_trace_free(t);
-  return rc;
-}
-
 /* ---- the final summary ---- */
 
 typedef struct summary_row {
@@ -262,7 +252,7 @@ static void side_by_side(const ts_func *f, const ts_workload *w,
         double last[8];
         memcpy(last, all + got - steady.repeat,
                sizeof last[0] * (size_t)steady.repeat);
-        o = cli_median(last, steady.repeat);
+        o = ts_median(last, steady.repeat);
       } else {
         snprintf(s->onednn_why, sizeof s->onednn_why, "%.150s", err.msg);
       }
@@ -275,9 +265,9 @@ static void side_by_side(const ts_func *f, const ts_workload *w,
   ts_bench_close(dnn, NULL);
   cli_kernel_free(&k);
   if (n < SIDE_ROUNDS) return;
-  s->tuned_s = cli_median(mine, n);
-  s->onednn_s = cli_median(theirs, n);
-  s->ratio = cli_median(ratio, n);
+  s->tuned_s = ts_median(mine, n);
+  s->onednn_s = ts_median(theirs, n);
+  s->ratio = ts_median(ratio, n);
   s->have_tuned = s->have_onednn = true;
   ts_db_baseline_put(db, tr->workload_id, target, "onednn", threads,
                      s->flops / s->onednn_s * 1e-9);
@@ -971,7 +961,7 @@ int cmd_tune(int argc, char **argv) {
     goto done;
   }
   ts_db_options dbo = ts_db_defaults();
-  dbo.check_trace = check_trace;
+  dbo.check_trace = ts_trace_check_json;
   if (!a.compare_models && ts_db_open(a.db, &dbo, &db, &err)) {
     cli_error("cannot open the database", &err);
     goto done;

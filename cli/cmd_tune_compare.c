@@ -67,8 +67,8 @@ static void side_by_side(const ts_tune_task *task, const ts_tune_result *res,
     }
     r[round] = s[1][round] / s[0][round];
   }
-  for (int m = 0; m < 2; m++) row->side_s[m] = cli_median(s[m], ROUNDS);
-  row->ratio = cli_median(r, ROUNDS);
+  for (int m = 0; m < 2; m++) row->side_s[m] = ts_median(s[m], ROUNDS);
+  row->ratio = ts_median(r, ROUNDS);
   row->timed = true;
 done:
   for (int m = 0; m < 2; m++) cli_kernel_free(&k[m]);

@@ -30,12 +30,6 @@ int cli_kernel_build(const ts_func *f, const ts_target *t, uint64_t seed,
   return rc;
 }
 
-double cli_median(double *v, int n) {
-  if (n <= 0) return NAN;
-  qsort(v, (size_t)n, sizeof v[0], ts_cmp_double);
-  return v[n / 2];
-}
-
 int cli_kernel_build_record(const char *trace_json, const ts_func *f,
                             const ts_target *t, cli_kernel *k, ts_error *err) {
   ts_trace *full = NULL;
@@ -57,7 +51,7 @@ int cli_kernel_time(cli_kernel *k, ts_runtime *rt, const ts_eval_config *cfg,
   int rc = ts_rt_eval_kernel(rt, &c, k->kernel, ts_rt_args_data(k->args), secs,
                              &number, err);
   if (rc) return rc;
-  *median_s = cli_median(secs, c.repeat);
+  *median_s = ts_median(secs, c.repeat);
   return TS_OK;
 }
 

@@ -182,7 +182,10 @@ void cli_sub_help(const char *usage, const char *parent, const char *sub,
 
 void cli_print_json(cJSON *v) {
   char *txt = cJSON_Print(v);
-  if (txt) puts(txt);
+  if (txt)
+    puts(txt);
+  else
+    fputs("tessera: error: out of memory printing JSON\n", stderr);
   cJSON_free(txt);
   cJSON_Delete(v);
 }

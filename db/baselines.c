@@ -56,13 +56,15 @@ int db_check_side(double side_ratio, int64_t side_rounds, const char *where,
   return TS_OK;
 }
 
-static void read_baseline(db_q *st, ts_db_baseline *b) {
+/* Reads a row into *b; false (b cleared) when out of memory. */
+static bool read_baseline(db_q *st, ts_db_baseline *b) {
   memset(b, 0, sizeof *b);
+  bool oom = false;
   b->id = db_column_int64(st, 0);
   b->workload_id = db_column_int64(st, 1);
   b->target_id = db_column_int64(st, 2);
-  b->target = db_column_strdup(st, 3);
-  b->vendor = db_column_strdup(st, 4);
+  b->target = db_column_strdup(st, 3, &oom);
+  b->vendor = db_column_strdup(st, 4, &oom);
   b->threads = db_column_int(st, 5);
   b->gflops = db_column_double(st, 6);
   db_column_copy(st, 7, b->created, sizeof b->created);
@@ -70,6 +72,8 @@ static void read_baseline(db_q *st, ts_db_baseline *b) {
               db_column_type(st, 9) != SQLITE_NULL;
   b->side_rounds = side ? db_column_int(st, 9) : 0;
   b->side_ratio = side && b->side_rounds > 0 ? db_column_double(st, 8) : NAN;
+  if (oom) ts_db_baseline_clear(b);
+  return !oom;
 }
 
 void db_bind_side(db_q *st, double side_ratio, int side_rounds) {
@@ -156,8 +160,9 @@ int ts_db_baseline_get(ts_db *db, int64_t workload_id, const char *target,
   db_bind_text(st, 3, vendor, -1);
   db_bind_int(st, 4, threads);
   rc = db_step(db, st);
-  if (rc == SQLITE_ROW) read_baseline(st, out);
+  bool read = rc != SQLITE_ROW || read_baseline(st, out);
   db_reset(st);
+  if (!read) return db_nomem(db, "reading a baseline");
   if (rc == SQLITE_DONE)
     return TS_ERR(&db->err, TS_ENOTFOUND,
                   "%s: no %s baseline with %d threads for workload %lld on "
@@ -187,19 +192,28 @@ int ts_db_baselines(ts_db *db, int64_t workload_id, const char *target,
   db_bind_int64(st, 2, target_id);
   ts_db_baseline *rows = NULL;
   int count = 0, cap = 0, rc;
+  bool oom = false;
   while ((rc = db_step(db, st)) == SQLITE_ROW) {
     if (count == cap) {
       cap = cap ? cap * 2 : 8;
-      ts_db_baseline *grown = realloc(rows, sizeof *rows * (size_t)cap);
-      if (!grown) abort();
+      ts_db_baseline *grown = ts_realloc(rows, sizeof *rows * (size_t)cap);
+      if (!grown) {
+        oom = true;
+        break;
+      }
       rows = grown;
     }
-    read_baseline(st, &rows[count++]);
+    if (!read_baseline(st, &rows[count])) {
+      oom = true;
+      break;
+    }
+    count++;
   }
   db_reset(st);
-  if (rc != SQLITE_DONE) {
+  if (oom || rc != SQLITE_DONE) {
     ts_db_baselines_free(rows, count);
-    return db_fail(db, rc, "reading baselines");
+    return oom ? db_nomem(db, "reading baselines")
+               : db_fail(db, rc, "reading baselines");
   }
   *out = rows;
   *n = count;

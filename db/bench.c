@@ -7,6 +7,8 @@
  */
 #include "internal.h"
 
+#include "codegen/codegen.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,7 +60,7 @@ static void make_trace(uint64_t *rng, char *out, size_t cap) {
       "{\"kind\":\"sample_categorical\",\"inputs\":[],\"attrs\":"
       "{\"candidates\":[0,16,64,512]},\"outputs\":[\"v12\"]},"
       "{\"kind\":\"annotate\",\"inputs\":[\"b0\",\"v12\"],\"attrs\":"
-      "{\"key\":\"pragma_auto_unroll_max_step\"},\"outputs\":[]}],"
+      "{\"key\":\"" TS_ANN_AUTO_UNROLL_MAX_STEP "\"},\"outputs\":[]}],"
       "\"decisions\":[[2,[%d,%d,%d,%d]],[4,%d]]}",
       t[0], t[1], t[2], t[3], u);
 }
@@ -91,9 +93,15 @@ static int fill(ts_db *db, const ts_db_bench_options *o, ts_workload **w,
   if ((rc = ts_db_job_create(db, "bench", "{\"purpose\":\"db bench\"}",
                              o->records, &job)))
     return TS_ERR(err, rc, "%s", ts_db_errmsg(db));
-  ts_db_measurement *m = db_xmalloc(sizeof *m * BENCH_BATCH);
-  char(*traces)[1024] = db_xmalloc(sizeof *traces * BENCH_BATCH);
-  double(*secs)[3] = db_xmalloc(sizeof *secs * BENCH_BATCH);
+  ts_db_measurement *m = ts_malloc(sizeof *m * BENCH_BATCH);
+  char(*traces)[1024] = ts_malloc(sizeof *traces * BENCH_BATCH);
+  double(*secs)[3] = ts_malloc(sizeof *secs * BENCH_BATCH);
+  if (!m || !traces || !secs) {
+    free(m);
+    free(traces);
+    free(secs);
+    return TS_ERR(err, TS_ENOMEM, "db bench: out of memory");
+  }
   for (int64_t done = 0; done < o->records;) {
     int n = o->records - done < BENCH_BATCH ? (int)(o->records - done)
                                             : BENCH_BATCH;
@@ -168,10 +176,13 @@ static int measure(const char *path, const ts_db_bench_options *o, int grid,
   int rc = ts_db_open(path, NULL, &db, err);
   if (rc) return rc;
   int nq = o->queries, nw = o->workloads;
-  double *cold = db_xmalloc(sizeof *cold * (size_t)nw);
-  double *warm = db_xmalloc(sizeof *warm * (size_t)(nq ? nq : 1));
-  double *old = db_xmalloc(sizeof *old * (size_t)(nq ? nq : 1));
-  double *hash = db_xmalloc(sizeof *hash * (size_t)(nq ? nq : 1));
+  double *cold = ts_malloc(sizeof *cold * (size_t)nw);
+  double *warm = ts_malloc(sizeof *warm * (size_t)(nq ? nq : 1));
+  double *old = ts_malloc(sizeof *old * (size_t)(nq ? nq : 1));
+  double *hash = ts_malloc(sizeof *hash * (size_t)(nq ? nq : 1));
+  ts_workload **all = ts_calloc((size_t)nw, sizeof *all);
+  if (!cold || !warm || !old || !hash || !all)
+    rc = TS_ERR(err, TS_ENOMEM, "db bench: out of memory");
   ts_workload *w;
   for (int i = 0; i < nw && !rc; i++) {
     if ((rc = build(i, grid, &w, err))) break;
@@ -192,14 +203,12 @@ static int measure(const char *path, const ts_db_bench_options *o, int grid,
     rc = query(db, w->func, ids[i], &warm[q], err);
     ts_workload_free(w);
   }
-  ts_workload **all = calloc((size_t)nw, sizeof *all);
-  if (!all) abort();
   for (int i = 0; i < nw && !rc; i++) rc = build(i, grid, &all[i], err);
   for (int q = 0; q < nq && !rc; q++) {
     int i = (int)(next_random(&rng) % (uint64_t)nw);
     rc = query(db, all[i]->func, ids[i], &old[q], err);
   }
-  for (int i = 0; i < nw; i++)
+  for (int i = 0; i < nw && all; i++)
     if (all[i]) ts_workload_free(all[i]);
   free(all);
   if (!rc) {
@@ -246,6 +255,10 @@ int ts_db_bench(const ts_db_bench_options *opts, ts_db_bench_result *out,
     int rc = db_pg_schema(o.url, schema, true, err);
     if (rc) return rc;
     url = db_pg_schema_url(o.url, schema);
+    if (!url) {
+      db_pg_schema(o.url, schema, false, NULL);
+      return TS_ERR(err, TS_ENOMEM, "db bench: out of memory");
+    }
   } else if (own_dir) {
     const char *tmp = getenv("TMPDIR");
     snprintf(dir, sizeof dir, "%s/tessera-db-bench-XXXXXX",
@@ -265,10 +278,10 @@ int ts_db_bench(const ts_db_bench_options *opts, ts_db_bench_result *out,
     remove_db_files(path);
   }
 
-  ts_workload **w = calloc((size_t)o.workloads, sizeof *w);
-  int64_t *ids = calloc((size_t)o.workloads, sizeof *ids);
-  if (!w || !ids) abort();
+  ts_workload **w = ts_calloc((size_t)o.workloads, sizeof *w);
+  int64_t *ids = ts_calloc((size_t)o.workloads, sizeof *ids);
   int rc = TS_OK;
+  if (!w || !ids) rc = TS_ERR(err, TS_ENOMEM, "db bench: out of memory");
   for (int i = 0; i < o.workloads && !rc; i++) {
     char spec[96];
     workload_spec(i, grid, spec);
@@ -291,7 +304,7 @@ int ts_db_bench(const ts_db_bench_options *opts, ts_db_bench_result *out,
       out->file_bytes = st.file_bytes;
     ts_db_close(db);
   }
-  for (int i = 0; i < o.workloads; i++)
+  for (int i = 0; i < o.workloads && w; i++)
     if (w[i]) ts_workload_free(w[i]);
   free(w);
   if (!rc) rc = measure(path, &o, grid, ids, out, err);

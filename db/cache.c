@@ -81,10 +81,10 @@ static void remove_entry(func_cache *c, func_entry *e) {
   free(e);
 }
 
-static void grow(func_cache *c) {
+static bool grow(func_cache *c) {
   size_t n = c->n_buckets ? c->n_buckets * 2 : 64;
-  func_entry **b = db_xmalloc(n * sizeof *b);
-  memset(b, 0, n * sizeof *b);
+  func_entry **b = ts_calloc(n, sizeof *b);
+  if (!b) return false;
   func_entry **old = c->buckets;
   size_t n_old = c->n_buckets;
   c->buckets = b;
@@ -97,6 +97,7 @@ static void grow(func_cache *c) {
       b[j] = e;
     }
   free(old);
+  return true;
 }
 
 const ts_func *func_cache_get(func_cache *c, int64_t id) {
@@ -119,11 +120,21 @@ const uint8_t *func_cache_key(func_cache *c, int64_t id, size_t *len) {
 const ts_func *func_cache_put(func_cache *c, int64_t id, ts_func *f) {
   func_entry *old = find(c, id);
   if (old) remove_entry(c, old);
-  if (c->size + 1 > c->n_buckets) grow(c);
-  func_entry *e = db_xmalloc(sizeof *e);
+  /* (a table that cannot grow still chains; only an empty one fails) */
+  func_entry *e = NULL;
+  if ((c->size + 1 > c->n_buckets && !grow(c) && !c->n_buckets) ||
+      !(e = ts_malloc(sizeof *e))) {
+    ts_func_free(f);
+    return NULL;
+  }
   e->id = id;
   e->func = f;
   e->key = ts_func_structural_key(f, &e->key_len);
+  if (!e->key) {
+    ts_func_free(f);
+    free(e);
+    return NULL;
+  }
   e->bytes = ts_arena_bytes(ts_func_arena(f)) + e->key_len;
   size_t j = bucket_of(c, id);
   e->chain = c->buckets[j];
@@ -159,8 +170,14 @@ target_entry *target_cache_add(target_cache *c, const char *given,
   c->next = (c->next + 1) % TARGET_CACHE_SIZE;
   free(e->given);
   free(e->canonical);
-  e->given = db_xstrdup(given);
-  e->canonical = db_xstrdup(canonical);
+  e->given = ts_strdup(given);
+  e->canonical = ts_strdup(canonical);
   e->id = 0;
+  if (!e->given || !e->canonical) {
+    free(e->given);
+    free(e->canonical);
+    e->given = e->canonical = NULL;
+    return NULL;
+  }
   return e;
 }

@@ -77,8 +77,8 @@ int ts_db_job_state_parse(const char *name, ts_db_job_state *out);
 
 /* Checks a trace's JSON text before it is stored (commit and import). Return
  * TS_OK, or an error code with err set to a message naming the problem. The
- * built-in check is ts_db_check_trace_json; the schedule module plugs in a
- * full trace parser here. */
+ * built-in check is ts_db_check_trace_json; the schedule module's full
+ * trace parser plugs in here (ts_trace_check_json). */
 typedef int (*ts_db_trace_check_fn)(void *ctx, const char *json, size_t len,
                                     ts_error *err);
 /* Renders a trace in its readable form; returns a malloc'd string (caller

@@ -46,12 +46,16 @@ static int64_t map_get(const id_map *m, int64_t key) {
   return 0;
 }
 
-static void map_put(id_map *m, int64_t key, int64_t value) {
+/* false (the map unchanged) when out of memory */
+static bool map_put(id_map *m, int64_t key, int64_t value) {
   if ((m->size + 1) * 2 > m->cap) {
     id_map g = {NULL, NULL, m->cap ? m->cap * 2 : 64, 0};
-    g.keys = calloc(g.cap, sizeof *g.keys);
-    g.values = calloc(g.cap, sizeof *g.values);
-    if (!g.keys || !g.values) abort();
+    g.keys = ts_calloc(g.cap, sizeof *g.keys);
+    g.values = ts_calloc(g.cap, sizeof *g.values);
+    if (!g.keys || !g.values) {
+      map_free(&g);
+      return false;
+    }
     for (size_t i = 0; i < m->cap; i++)
       if (m->keys[i]) map_put(&g, m->keys[i], m->values[i]);
     map_free(m);
@@ -62,6 +66,7 @@ static void map_put(id_map *m, int64_t key, int64_t value) {
   if (!m->keys[j]) m->size++;
   m->keys[j] = key;
   m->values[j] = value;
+  return true;
 }
 
 /* ---- export ---- */
@@ -72,10 +77,13 @@ typedef struct exporter {
   id_map targets, workloads, jobs; /* database id -> exported id */
 } exporter;
 
-static int write_line(exporter *x, cJSON *obj) {
-  char *s = cJSON_PrintUnformatted(obj);
+/* Writes obj (deleted here) as one line, unless an allocation failed since
+ * `failures` (a ts_alloc_failures value taken before obj was built: a
+ * field may be missing) or printing it fails. */
+static int write_line(exporter *x, cJSON *obj, unsigned long failures) {
+  char *s = ts_json_print(obj, failures, false);
   cJSON_Delete(obj);
-  if (!s) return TS_ERR(&x->db->err, TS_ENOMEM, "out of memory exporting");
+  if (!s) return db_nomem(x->db, "exporting");
   bool ok = fputs(s, x->out) >= 0 && fputc('\n', x->out) != EOF;
   cJSON_free(s);
   if (!ok)
@@ -108,8 +116,8 @@ static int export_rows(exporter *x, const char *sql,
   int64_t ordinal = 0;
   int code = TS_OK;
   while (code == TS_OK && (rc = db_step(x->db, st)) == SQLITE_ROW) {
-    cJSON *line = row(x, st, ++ordinal);
-    code = line ? write_line(x, line) : x->db->err.code;
+    unsigned long failures = ts_alloc_failures();
+    code = write_line(x, row(x, st, ++ordinal), failures);
   }
   if (code == TS_OK && rc != SQLITE_DONE)
     code = db_fail(x->db, rc, "exporting");
@@ -118,7 +126,7 @@ static int export_rows(exporter *x, const char *sql,
 }
 
 static cJSON *target_row(exporter *x, db_q *st, int64_t ordinal) {
-  map_put(&x->targets, db_column_int64(st, 0), ordinal);
+  if (!map_put(&x->targets, db_column_int64(st, 0), ordinal)) return NULL;
   cJSON *o = cJSON_CreateObject();
   cJSON_AddStringToObject(o, "type", "target");
   cJSON_AddNumberToObject(o, "id", (double)ordinal);
@@ -130,7 +138,7 @@ static cJSON *target_row(exporter *x, db_q *st, int64_t ordinal) {
 }
 
 static cJSON *workload_row(exporter *x, db_q *st, int64_t ordinal) {
-  map_put(&x->workloads, db_column_int64(st, 0), ordinal);
+  if (!map_put(&x->workloads, db_column_int64(st, 0), ordinal)) return NULL;
   cJSON *o = cJSON_CreateObject();
   cJSON_AddStringToObject(o, "type", "workload");
   cJSON_AddNumberToObject(o, "id", (double)ordinal);
@@ -143,7 +151,7 @@ static cJSON *workload_row(exporter *x, db_q *st, int64_t ordinal) {
 }
 
 static cJSON *job_row(exporter *x, db_q *st, int64_t ordinal) {
-  map_put(&x->jobs, db_column_int64(st, 0), ordinal);
+  if (!map_put(&x->jobs, db_column_int64(st, 0), ordinal)) return NULL;
   cJSON *o = cJSON_CreateObject();
   cJSON_AddStringToObject(o, "type", "job");
   cJSON_AddNumberToObject(o, "id", (double)ordinal);
@@ -223,12 +231,13 @@ static int export_filtered(ts_db *db, FILE *out, int64_t target_id) {
   int rc = db_begin_read(db, "exporting");
   if (rc) return rc;
   exporter x = {db, out, {0}, {0}, {0}};
+  unsigned long failures = ts_alloc_failures();
   cJSON *header = cJSON_CreateObject();
   cJSON_AddStringToObject(header, "format", EXPORT_FORMAT);
   cJSON_AddNumberToObject(header, "format_version", EXPORT_FORMAT_VERSION);
   cJSON_AddNumberToObject(header, "schema_version", TS_DB_SCHEMA_VERSION);
   cJSON_AddStringToObject(header, "tessera", TS_VERSION);
-  rc = write_line(&x, header);
+  rc = write_line(&x, header, failures);
   if (!rc) {
     snprintf(sql, sizeof sql,
              "SELECT id, target, probe, probed, created FROM targets%s "
@@ -331,6 +340,11 @@ static int fail(importer *im, const char *fmt, ...) {
                    im->name, (long long)im->line, msg);
 }
 
+static int out_of_memory(importer *im) {
+  return TS_ERR_AT(&im->db->err, TS_ENOMEM, (int)im->line, 0,
+                   "%s:%lld: out of memory", im->name, (long long)im->line);
+}
+
 static const cJSON *field(const cJSON *o, const char *key) {
   return cJSON_GetObjectItemCaseSensitive(o, key);
 }
@@ -417,7 +431,7 @@ static int get_json_text(importer *im, const cJSON *o, const char *key,
   if (!cJSON_IsObject(v) && !cJSON_IsString(v) && !cJSON_IsArray(v))
     return fail(im, "field \"%s\": expected a JSON object", key);
   *out = db_json_stored_text(v);
-  if (!*out) return TS_ERR(&im->db->err, TS_ENOMEM, "out of memory importing");
+  if (!*out) return db_nomem(im->db, "importing");
   return TS_OK;
 }
 
@@ -475,7 +489,7 @@ static int import_target(importer *im, const cJSON *o) {
   free(canonical);
   free(probe);
   if (rc) return rc;
-  map_put(&im->targets, id, db_id);
+  if (!map_put(&im->targets, id, db_id)) return db_nomem(im->db, "importing");
   return TS_OK;
 }
 
@@ -517,7 +531,7 @@ static int import_workload(importer *im, const cJSON *o) {
   }
   ts_func_free(f);
   if (rc) return rc;
-  map_put(&im->workloads, id, db_id);
+  if (!map_put(&im->workloads, id, db_id)) return db_nomem(im->db, "importing");
   return TS_OK;
 }
 
@@ -580,7 +594,7 @@ static int import_job(importer *im, const cJSON *o) {
   }
   free(config);
   if (rc) return rc;
-  map_put(&im->jobs, id, db_id);
+  if (!map_put(&im->jobs, id, db_id)) return db_nomem(im->db, "importing");
   return TS_OK;
 }
 
@@ -647,7 +661,11 @@ static int import_record(importer *im, const cJSON *o) {
     return fail(im, "field \"status\": unknown status '%s'", status_name);
   char *run_json = NULL, *trace = NULL, *measure = NULL;
   if ((rc = get_json_text(im, o, "run_secs", false, &run_json))) return rc;
-  cJSON *parsed = db_json_parse(run_json, strlen(run_json), NULL);
+  cJSON *parsed;
+  if (db_json_parse(run_json, strlen(run_json), &parsed, NULL) == TS_ENOMEM) {
+    free(run_json);
+    return db_nomem(im->db, "importing");
+  }
   bool numbers = cJSON_IsArray(parsed);
   const cJSON *x;
   cJSON_ArrayForEach(x, parsed) numbers = numbers && cJSON_IsNumber(x);
@@ -775,15 +793,21 @@ static int import_pass(importer *im) {
   ssize_t len;
   int rc = TS_OK;
   bool header = false;
-  while (rc == TS_OK && (len = getline(&buf, &cap, im->in)) >= 0) {
+  while (rc == TS_OK && (errno = 0, len = getline(&buf, &cap, im->in)) >= 0) {
     im->line++;
     while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == '\r'))
       buf[--len] = 0;
     if (len == 0) continue;
+    /* an allocation that failed on this line (in cJSON, a map, a check)
+     * may show as another error or none: it is out of memory */
+    unsigned long failures = ts_alloc_failures();
     size_t off = 0;
-    cJSON *o = db_json_parse(buf, (size_t)len, &off);
-    if (!o) {
-      rc = fail(im, "not valid JSON (syntax error at byte %zu)", off);
+    cJSON *o;
+    int prc = db_json_parse(buf, (size_t)len, &o, &off);
+    if (prc) {
+      rc = prc == TS_ENOMEM
+               ? out_of_memory(im)
+               : fail(im, "not valid JSON (syntax error at byte %zu)", off);
       break;
     }
     if (!cJSON_IsObject(o)) {
@@ -810,10 +834,14 @@ static int import_pass(importer *im) {
       }
     }
     cJSON_Delete(o);
+    if (ts_alloc_failures() != failures && rc != TS_ENOMEM)
+      rc = out_of_memory(im);
   }
-  if (rc == TS_OK && ferror(im->in))
-    rc = TS_ERR(&im->db->err, TS_EIO, "%s: read error: %s", im->name,
-                strerror(errno));
+  if (rc == TS_OK && !feof(im->in))
+    rc = errno == ENOMEM && !ferror(im->in)
+             ? out_of_memory(im)
+             : TS_ERR(&im->db->err, TS_EIO, "%s: read error: %s", im->name,
+                      strerror(errno));
   if (rc == TS_OK && !header)
     rc = TS_ERR(&im->db->err, TS_EINVAL,
                 "%s: empty file, not a tessera "

@@ -9,6 +9,7 @@
 #define TESSERA_DB_INTERNAL_H
 
 #include "db/db.h"
+#include "tir/alloc.h"
 
 #include <cjson/cJSON.h>
 #include <sqlite3.h>
@@ -325,7 +326,7 @@ int db_begin_read(ts_db *db, const char *what);
 extern const char *const db_migrations[TS_DB_SCHEMA_VERSION];
 
 /* The server URL as messages show it (password replaced by "***");
- * malloc'd. */
+ * malloc'd, NULL when out of memory. */
 char *db_redact_url(const char *url);
 
 /* pg_backend.c: creates (create) or drops (with its tables) a schema on the
@@ -360,21 +361,24 @@ int db_exec(ts_db *db, const char *sql, const char *what);
  * transaction is rolled back; when the failure was a busy database and the
  * busy timeout has not run out, waits (exponential backoff with jitter) and
  * runs body again, so body must not keep state across attempts other than
- * through ctx fields it resets itself. Returns body's TS code. */
+ * through ctx fields it resets itself. Returns body's TS code (TS_ENOMEM,
+ * and nothing committed, when one of the module's allocations failed inside
+ * body even if body returned TS_OK). */
 int db_write(ts_db *db, int (*body)(ts_db *db, void *ctx), void *ctx);
 /* Clears the error on db at the start of a public call. */
 void db_begin_call(ts_db *db);
 /* The current UTC time as "YYYY-MM-DDTHH:MM:SS.mmmZ". */
 void db_timestamp(char out[32]);
-/* A malloc'd copy of column i (NULL for SQL NULL). Aborts on no memory like
- * the arena does. */
-char *db_column_strdup(db_q *st, int i);
+/* A malloc'd copy of column i: NULL for SQL NULL, and NULL with *oom set
+ * when out of memory (a reader reading several columns checks once). */
+char *db_column_strdup(db_q *st, int i, bool *oom);
 /* Copies column i into a fixed buffer ("" for NULL), truncating. */
 void db_column_copy(db_q *st, int i, char *out, size_t cap);
-/* malloc/strdup that abort on exhaustion (out of memory is not an input
- * error, as in the arena). */
-void *db_xmalloc(size_t n);
-char *db_xstrdup(const char *s);
+/* Records "PATH: WHAT: out of memory" on db; returns TS_ENOMEM. The module
+ * allocates through tir/alloc.h, so every failure is also counted in
+ * ts_alloc_failures: db_write commits nothing when an allocation failed in
+ * its body, whatever the body returned. */
+int db_nomem(ts_db *db, const char *what);
 
 /* ---- cache.c ---- */
 
@@ -386,11 +390,12 @@ const ts_func *func_cache_get(func_cache *c, int64_t id);
  * cache, valid until the entry is evicted), or NULL. */
 const uint8_t *func_cache_key(func_cache *c, int64_t id, size_t *len);
 /* Takes ownership of f; evicts the oldest entries beyond the budget (the new
- * entry always stays). */
+ * entry always stays). NULL (f freed) when out of memory. */
 const ts_func *func_cache_put(func_cache *c, int64_t id, ts_func *f);
 
 void target_cache_free(target_cache *c);
 target_entry *target_cache_find(target_cache *c, const char *given);
+/* NULL when out of memory. */
 target_entry *target_cache_add(target_cache *c, const char *given,
                                const char *canonical);
 
@@ -441,19 +446,24 @@ int db_read_job(ts_db *db, db_q *st, ts_db_job *j);
 /* ---- json.c ---- */
 
 /* Parses exactly one JSON value spanning text[0..len) (whitespace around
- * allowed); text[len] must be readable (the NUL of a C string). On failure
- * returns NULL and *error_offset gets the byte offset where parsing
- * stopped. */
-cJSON *db_json_parse(const char *text, size_t len, size_t *error_offset);
+ * allowed) into *out; text[len] must be readable (the NUL of a C string).
+ * Returns TS_OK; TS_EINVAL for a syntax error, with *error_offset (may be
+ * NULL) the byte offset where parsing stopped; TS_ENOMEM when an
+ * allocation failed (cJSON allocates through ts_malloc). *out is NULL on
+ * failure. No message is set. */
+int db_json_parse(const char *text, size_t len, cJSON **out,
+                  size_t *error_offset);
 /* Whether text is one JSON object; else TS_EINVAL with err naming `what`
- * and the byte offset. */
+ * and the byte offset (TS_ENOMEM when out of memory). */
 int db_check_json_object(const char *text, const char *what, ts_error *err);
 /* Adds text (valid JSON) under key: as the JSON value itself when its compact
  * printing is exactly text, else as a string holding text, so an import
- * restores the stored bytes either way. */
+ * restores the stored bytes either way. Out of memory leaves the key out
+ * (counted in ts_alloc_failures, which the exporter checks per line). */
 void db_json_add_stored(cJSON *obj, const char *key, const char *text);
 /* The inverse: the text to store for a value read by import (a string's
- * contents, else the compact printing). malloc'd. */
+ * contents, else the compact printing). malloc'd; NULL when out of
+ * memory. */
 char *db_json_stored_text(const cJSON *v);
 
 #endif /* TESSERA_DB_INTERNAL_H */

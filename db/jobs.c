@@ -45,9 +45,14 @@ void ts_db_jobs_free(ts_db_job *jobs, int n) {
 
 int db_read_job(ts_db *db, db_q *st, ts_db_job *j) {
   memset(j, 0, sizeof *j);
+  bool oom = false;
   j->id = db_column_int64(st, 0);
-  j->name = db_column_strdup(st, 1);
-  j->config_json = db_column_strdup(st, 2);
+  j->name = db_column_strdup(st, 1, &oom);
+  j->config_json = db_column_strdup(st, 2, &oom);
+  if (oom) {
+    ts_db_job_clear(j);
+    return db_nomem(db, "reading a job");
+  }
   const char *state = (const char *)db_column_text(st, 3);
   db_column_copy(st, 4, j->started, sizeof j->started);
   db_column_copy(st, 5, j->finished, sizeof j->finished);
@@ -247,8 +252,11 @@ int ts_db_jobs(ts_db *db, ts_db_job **out, int *n) {
   while ((rc = db_step(db, st)) == SQLITE_ROW) {
     if (*n == cap) {
       cap = cap ? cap * 2 : 8;
-      ts_db_job *grown = realloc(*out, sizeof **out * (size_t)cap);
-      if (!grown) abort();
+      ts_db_job *grown = ts_realloc(*out, sizeof **out * (size_t)cap);
+      if (!grown) {
+        code = db_nomem(db, "listing jobs");
+        break;
+      }
       *out = grown;
     }
     if ((code = db_read_job(db, st, &(*out)[*n]))) break;

@@ -12,28 +12,42 @@
 #include <stdlib.h>
 #include <string.h>
 
-cJSON *db_json_parse(const char *text, size_t len, size_t *error_offset) {
+int db_json_parse(const char *text, size_t len, cJSON **out,
+                  size_t *error_offset) {
+  *out = NULL;
+  if (error_offset) *error_offset = 0;
+  unsigned long failures = ts_alloc_failures();
   /* cJSON wants the terminating NUL inside the length to insist that
    * nothing follows the value. */
   char *copy = NULL;
   const char *p = text;
   if (text[len] != 0) {
-    copy = db_xmalloc(len + 1);
-    memcpy(copy, text, len);
-    copy[len] = 0;
+    if (!(copy = ts_strndup(text, len))) return TS_ENOMEM;
     p = copy;
   }
   const char *end = NULL;
   cJSON *v = cJSON_ParseWithLengthOpts(p, len + 1, &end, 1);
-  if (!v && error_offset) *error_offset = end ? (size_t)(end - p) : 0;
   free(copy);
-  return v;
+  /* cJSON allocates through ts_malloc (tir/alloc.h): a failure there is
+   * out of memory, not a syntax error */
+  if (ts_alloc_failures() != failures) {
+    cJSON_Delete(v);
+    return TS_ENOMEM;
+  }
+  if (!v) {
+    if (error_offset) *error_offset = end ? (size_t)(end - p) : 0;
+    return TS_EINVAL;
+  }
+  *out = v;
+  return TS_OK;
 }
 
 int db_check_json_object(const char *text, const char *what, ts_error *err) {
   size_t off = 0;
-  cJSON *v = db_json_parse(text, strlen(text), &off);
-  if (!v)
+  cJSON *v;
+  int rc = db_json_parse(text, strlen(text), &v, &off);
+  if (rc == TS_ENOMEM) return TS_ERR(err, TS_ENOMEM, "%s: out of memory", what);
+  if (rc)
     return TS_ERR(err, TS_EINVAL,
                   "%s is not valid JSON (syntax error at byte %zu)", what, off);
   bool object = cJSON_IsObject(v);
@@ -47,13 +61,17 @@ int ts_db_check_trace_json(void *ctx, const char *json, size_t len,
   (void)ctx;
   if (!json) return TS_ERR(err, TS_EINVAL, "trace JSON is missing");
   /* the caller's buffer may end at json + len: parse a terminated copy */
-  char *text = db_xmalloc(len + 1);
+  char *text = ts_malloc(len + 1);
+  if (!text) return TS_ERR(err, TS_ENOMEM, "trace JSON: out of memory");
   memcpy(text, json, len);
   text[len] = 0;
   size_t off = 0;
-  cJSON *v = db_json_parse(text, len, &off);
+  cJSON *v;
+  int prc = db_json_parse(text, len, &v, &off);
   free(text);
-  if (!v)
+  if (prc == TS_ENOMEM)
+    return TS_ERR(err, TS_ENOMEM, "trace JSON: out of memory");
+  if (prc)
     return TS_ERR(err, TS_EINVAL,
                   "trace JSON is corrupt: syntax error at byte %zu of %zu", off,
                   len);
@@ -78,7 +96,8 @@ int ts_db_check_trace_json(void *ctx, const char *json, size_t len,
 static char *untab(const char *s) {
   size_t tabs = 0;
   for (const char *p = s; *p; p++) tabs += *p == '\t';
-  char *out = db_xmalloc(strlen(s) + tabs + 1), *o = out;
+  char *out = ts_malloc(strlen(s) + tabs + 1), *o = out;
+  if (!out) return NULL;
   for (const char *p = s; *p; p++) {
     if (*p != '\t') {
       *o++ = *p;
@@ -106,8 +125,13 @@ char *ts_db_format_trace(ts_db *db, const char *json) {
     return s;
   }
   size_t off = 0;
-  cJSON *v = db_json_parse(json, strlen(json), &off);
-  if (!v) {
+  cJSON *v;
+  int rc = db_json_parse(json, strlen(json), &v, &off);
+  if (rc == TS_ENOMEM) {
+    db_nomem(db, "printing a trace");
+    return NULL;
+  }
+  if (rc) {
     TS_ERR(&db->err, TS_EINVAL,
            "trace JSON is corrupt: syntax error at byte %zu of %zu", off,
            strlen(json));
@@ -115,12 +139,9 @@ char *ts_db_format_trace(ts_db *db, const char *json) {
   }
   char *pretty = cJSON_Print(v);
   cJSON_Delete(v);
-  if (!pretty) {
-    TS_ERR(&db->err, TS_ENOMEM, "out of memory printing a trace");
-    return NULL;
-  }
-  char *out = untab(pretty);
+  char *out = pretty ? untab(pretty) : NULL;
   cJSON_free(pretty);
+  if (!out) db_nomem(db, "printing a trace");
   return out;
 }
 
@@ -129,10 +150,11 @@ void db_json_add_stored(cJSON *obj, const char *key, const char *text) {
     cJSON_AddNullToObject(obj, key);
     return;
   }
-  cJSON *v = db_json_parse(text, strlen(text), NULL);
+  cJSON *v;
+  db_json_parse(text, strlen(text), &v, NULL);
   char *compact = v ? cJSON_PrintUnformatted(v) : NULL;
   if (compact && !strcmp(compact, text))
-    cJSON_AddItemToObject(obj, key, v);
+    ts_json_add(obj, key, v);
   else {
     cJSON_Delete(v);
     cJSON_AddStringToObject(obj, key, text);
@@ -141,10 +163,10 @@ void db_json_add_stored(cJSON *obj, const char *key, const char *text) {
 }
 
 char *db_json_stored_text(const cJSON *v) {
-  if (cJSON_IsString(v)) return db_xstrdup(v->valuestring);
+  if (cJSON_IsString(v)) return ts_strdup(v->valuestring);
   char *s = cJSON_PrintUnformatted(v);
   if (!s) return NULL;
-  char *out = db_xstrdup(s);
+  char *out = ts_strdup(s);
   cJSON_free(s);
   return out;
 }

@@ -8,6 +8,8 @@
  */
 #include "internal.h"
 
+#include "tir/alloc.h"
+
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -115,21 +117,9 @@ static const char *const statement_sql[N_STATEMENTS] = {
 
 /* ---- small helpers ---- */
 
-void *db_xmalloc(size_t n) {
-  void *p = malloc(n ? n : 1);
-  if (!p) {
-    fputs("tessera: out of memory\n", stderr);
-    abort();
-  }
-  return p;
-}
-
-char *db_xstrdup(const char *s) {
-  if (!s) return NULL;
-  size_t n = strlen(s) + 1;
-  char *p = db_xmalloc(n);
-  memcpy(p, s, n);
-  return p;
+int db_nomem(ts_db *db, const char *what) {
+  db->busy = false;
+  return TS_ERR(&db->err, TS_ENOMEM, "%s: %s: out of memory", db->path, what);
 }
 
 void db_timestamp(char out[32]) {
@@ -142,13 +132,11 @@ void db_timestamp(char out[32]) {
   snprintf(out, 32, "%s.%03dZ", date, (int)(ts.tv_nsec / 1000000));
 }
 
-char *db_column_strdup(db_q *st, int i) {
+char *db_column_strdup(db_q *st, int i, bool *oom) {
   const unsigned char *s = db_column_text(st, i);
   if (!s) return NULL;
-  size_t n = (size_t)db_column_bytes(st, i);
-  char *p = db_xmalloc(n + 1);
-  memcpy(p, s, n);
-  p[n] = 0;
+  char *p = ts_strndup((const char *)s, (size_t)db_column_bytes(st, i));
+  if (!p) *oom = true;
   return p;
 }
 
@@ -264,7 +252,12 @@ int db_write(ts_db *db, int (*body)(ts_db *db, void *ctx), void *ctx) {
     } else {
       db->in_write = true;
       db->cached_in_write = false;
+      unsigned long failures = ts_alloc_failures();
       code = body(db, ctx);
+      /* an allocation that failed inside the body may have lost part of
+       * the write: nothing is committed */
+      code = ts_alloc_check(failures, code, &db->err, "writing");
+      if (code == TS_ENOMEM) db->busy = false;
       if (code == TS_OK) {
         rc = db->be->commit(db);
         if (rc == SQLITE_OK) {
@@ -304,14 +297,15 @@ bool ts_db_is_url(const char *s) {
 char *ts_db_display_name(const char *path_or_url) {
   if (!path_or_url) return NULL;
   return ts_db_is_url(path_or_url) ? db_redact_url(path_or_url)
-                                   : strdup(path_or_url);
+                                   : ts_strdup(path_or_url);
 }
 
 /* The URL as messages show it: the password (user:PASSWORD@) and any
  * password=... parameter replaced by "***". */
 char *db_redact_url(const char *url) {
   size_t n = strlen(url);
-  char *out = db_xmalloc(4 * n + 16);
+  char *out = ts_malloc(4 * n + 16);
+  if (!out) return NULL;
   const char *scheme = strstr(url, "://");
   size_t auth = scheme ? (size_t)(scheme - url) + 3 : 0;
   size_t end = auth + strcspn(url + auth, "/?#");
@@ -353,12 +347,16 @@ int ts_db_open(const char *path, const ts_db_options *opts, ts_db **out,
     return TS_ERR(err, TS_EINVAL, "database path is empty");
   if (o.busy_timeout_ms < 0)
     return TS_ERR(err, TS_EINVAL, "busy_timeout_ms is negative");
-  ts_db *db = calloc(1, sizeof *db);
-  if (!db) return TS_ERR(err, TS_ENOMEM, "out of memory opening %s", path);
+  ts_db *db = ts_calloc(1, sizeof *db);
+  if (!db) return TS_ERR(err, TS_ENOMEM, "opening a database: out of memory");
   bool url = ts_db_is_url(path);
   db->be = url ? &db_pg_backend : &db_sqlite_backend;
-  db->path = url ? db_redact_url(path) : db_xstrdup(path);
-  db->conn_string = db_xstrdup(path);
+  db->path = url ? db_redact_url(path) : ts_strdup(path);
+  db->conn_string = ts_strdup(path);
+  if (!db->path || !db->conn_string) {
+    ts_db_close(db);
+    return TS_ERR(err, TS_ENOMEM, "opening a database: out of memory");
+  }
   db->opts = o;
   db->rng = (uint64_t)getpid() * 0x9E3779B97F4A7C15ull ^
             (uint64_t)(ts_now_seconds() * 1e9) ^ (uint64_t)(uintptr_t)db;

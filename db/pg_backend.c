@@ -65,6 +65,7 @@ typedef struct pg_q {
   bool insert_id; /* an INSERT given RETURNING id */
   PGresult *res;
   bool ran;
+  bool oom; /* a binding was lost (out of memory): step fails */
   int row, n_rows;
 } pg_q;
 
@@ -129,10 +130,12 @@ static const char *pg_errmsg(ts_db *db, int rc) {
 
 /* ---- dialect ---- */
 
-/* The SQL with ?N turned into $N; *n_params gets the largest N. */
+/* The SQL with ?N turned into $N; *n_params gets the largest N. NULL when
+ * out of memory. */
 static char *translate(const char *sql, int *n_params, bool *insert_id) {
   size_t n = strlen(sql);
-  char *out = db_xmalloc(n + 16);
+  char *out = ts_malloc(n + 16);
+  if (!out) return NULL;
   size_t o = 0;
   int max = 0;
   bool quoted = false;
@@ -158,12 +161,19 @@ static char *translate(const char *sql, int *n_params, bool *insert_id) {
   return out;
 }
 
-/* Replaces every whole-word occurrence of `from` in *s with `to`. */
+/* Replaces every whole-word occurrence of `from` in *s with `to`; out of
+ * memory frees *s and leaves it NULL (a NULL *s stays NULL). */
 static void replace_word(char **s, const char *from, const char *to) {
+  if (!*s) return;
   size_t fl = strlen(from), tl = strlen(to), n = strlen(*s);
   size_t count = 0;
   for (const char *p = *s; (p = strstr(p, from)); p += fl) count++;
-  char *out = db_xmalloc(n + count * (tl > fl ? tl - fl : 0) + 1);
+  char *out = ts_malloc(n + count * (tl > fl ? tl - fl : 0) + 1);
+  if (!out) {
+    free(*s);
+    *s = NULL;
+    return;
+  }
   const char *p = *s;
   size_t o = 0;
   for (;;) {
@@ -187,9 +197,10 @@ static void replace_word(char **s, const char *from, const char *to) {
   *s = out;
 }
 
-/* A migration of the shared schema in PostgreSQL's types. */
+/* A migration of the shared schema in PostgreSQL's types; NULL when out of
+ * memory. */
 static char *translate_schema(const char *sql) {
-  char *s = db_xstrdup(sql);
+  char *s = ts_strdup(sql);
   replace_word(&s, "INTEGER PRIMARY KEY", "@ID@");
   replace_word(&s, "INTEGER", "BIGINT");
   replace_word(&s, "REAL", "DOUBLE PRECISION");
@@ -202,19 +213,20 @@ static char *translate_schema(const char *sql) {
 /* ---- statements ---- */
 
 static int pg_prepare(ts_db *db, const char *sql, bool keep, db_q **out) {
-  pg_q *q = calloc(1, sizeof *q);
-  if (!q) return TS_ERR(&db->err, TS_ENOMEM, "out of memory");
+  pg_q *q = ts_calloc(1, sizeof *q);
+  if (!q) return db_nomem(db, "preparing a statement");
   q->base.be = &db_pg_backend;
   q->base.db = db;
   q->sql = translate(sql, &q->n_params, &q->insert_id);
   q->keep = keep;
   if (keep) snprintf(q->name, sizeof q->name, "ts%u", ++STATE(db)->next_name);
-  q->params =
-      calloc((size_t)(q->n_params ? q->n_params : 1), sizeof *q->params);
+  q->params = q->sql ? ts_calloc((size_t)(q->n_params ? q->n_params : 1),
+                                 sizeof *q->params)
+                     : NULL;
   if (!q->params) {
     free(q->sql);
     free(q);
-    return TS_ERR(&db->err, TS_ENOMEM, "out of memory");
+    return db_nomem(db, "preparing a statement");
   }
   for (int i = 0; i < q->n_params; i++) q->params[i].null = true;
   q->row = -1;
@@ -233,6 +245,7 @@ static void clear_result(pg_q *q) {
 static void pg_reset(db_q *base) {
   pg_q *q = Q(base);
   clear_result(q);
+  q->oom = false;
   for (int i = 0; i < q->n_params; i++) q->params[i].null = true;
 }
 
@@ -253,7 +266,14 @@ static void set_param(pg_q *q, int i, const char *s, size_t len,
   if (p->cap < len + 1) {
     free(p->val);
     p->cap = len + 1 < 32 ? 32 : len + 1;
-    p->val = db_xmalloc(p->cap);
+    p->val = ts_malloc(p->cap);
+    if (!p->val) {
+      /* the statement refuses to run (pg_step) until bound again */
+      p->cap = 0;
+      p->null = true;
+      q->oom = true;
+      return;
+    }
   }
   memcpy(p->val, s, len);
   p->val[len] = 0;
@@ -322,8 +342,13 @@ static PGresult *run(ts_db *db, pg_q *q) {
   unsigned types_buf[64];
   unsigned *types = types_buf;
   if (q->n_params > 64) {
-    vals = db_xmalloc(sizeof *vals * (size_t)q->n_params);
-    types = db_xmalloc(sizeof *types * (size_t)q->n_params);
+    vals = ts_malloc(sizeof *vals * (size_t)q->n_params);
+    types = ts_malloc(sizeof *types * (size_t)q->n_params);
+    if (!vals || !types) {
+      free(vals);
+      free(types);
+      return NULL;
+    }
   }
   for (int i = 0; i < q->n_params; i++) {
     vals[i] = q->params[i].null ? NULL : q->params[i].val;
@@ -357,7 +382,11 @@ static int pg_step(db_q *base) {
   ts_db *db = base->db;
   pg_state *s = STATE(db);
   if (!q->ran) {
-    PGresult *res = run(db, q);
+    PGresult *res = q->oom ? NULL : run(db, q);
+    if (!res) {
+      snprintf(s->errmsg, sizeof s->errmsg, "out of memory");
+      return SQLITE_NOMEM;
+    }
     ExecStatusType st = PQresultStatus(res);
     if ((st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK) &&
         PQstatus(PG(db)) == CONNECTION_BAD && !s->in_txn) {
@@ -634,6 +663,7 @@ static int migrate_body(ts_db *db, void *ctx) {
     snprintf(what, sizeof what, "migrating the schema to version %lld",
              (long long)v + 1);
     char *sql = translate_schema(db_migrations[v]);
+    if (!sql) return db_nomem(db, what);
     int e = exec_sql(db, sql);
     free(sql);
     if (e != SQLITE_OK) return db_fail(db, e, what);
@@ -650,8 +680,8 @@ static int migrate_body(ts_db *db, void *ctx) {
 }
 
 static int pg_connect(ts_db *db) {
-  pg_state *s = calloc(1, sizeof *s);
-  if (!s) return TS_ERR(&db->err, TS_ENOMEM, "out of memory");
+  pg_state *s = ts_calloc(1, sizeof *s);
+  if (!s) return db_nomem(db, "connecting");
   db->backend_state = s;
   /* the URL's own settings override these defaults */
   const char *keys[] = {"connect_timeout", "fallback_application_name",
@@ -703,7 +733,8 @@ static void pg_close(ts_db *db) {
 
 char *db_pg_schema_url(const char *url, const char *schema) {
   size_t n = strlen(url) + strlen(schema) + 40;
-  char *out = db_xmalloc(n);
+  char *out = ts_malloc(n);
+  if (!out) return NULL;
   snprintf(out, n, "%s%soptions=-csearch_path%%3D%s", url,
            strchr(url, '?') ? "&" : "?", schema);
   return out;
@@ -712,6 +743,7 @@ char *db_pg_schema_url(const char *url, const char *schema) {
 int db_pg_schema(const char *url, const char *schema, bool create,
                  ts_error *err) {
   char *shown = db_redact_url(url);
+  if (!shown) return TS_ERR(err, TS_ENOMEM, "out of memory");
   const char *keys[] = {"connect_timeout", "fallback_application_name",
                         "dbname", NULL};
   const char *vals[] = {"10", "tessera", url, NULL};

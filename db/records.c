@@ -55,7 +55,8 @@ static void format_double(char out[32], double v) {
 }
 
 char *db_run_secs_json(const double *secs, int n) {
-  char *out = db_xmalloc((size_t)n * 26 + 3), *o = out;
+  char *out = ts_malloc((size_t)n * 26 + 3), *o = out;
+  if (!out) return NULL;
   *o++ = '[';
   for (int i = 0; i < n; i++) {
     char num[32];
@@ -77,7 +78,8 @@ static int parse_run_secs(ts_db *db, const char *text, ts_db_record *r) {
   if (!text) text = "[]";
   int cap = 1;
   for (const char *p = text; *p; p++) cap += *p == ',';
-  r->run_secs = db_xmalloc(sizeof *r->run_secs * (size_t)cap);
+  r->run_secs = ts_malloc(sizeof *r->run_secs * (size_t)cap);
+  if (!r->run_secs) return db_nomem(db, "reading a record");
   const char *p = text;
   bool ok = *p++ == '[';
   if (ok && *p == ']') {
@@ -100,7 +102,9 @@ static int parse_run_secs(ts_db *db, const char *text, ts_db_record *r) {
   if (ok && *p == 0) return TS_OK;
   /* not the compact form: read it as JSON */
   r->n_run_secs = 0;
-  cJSON *a = db_json_parse(text, strlen(text), NULL);
+  cJSON *a;
+  if (db_json_parse(text, strlen(text), &a, NULL) == TS_ENOMEM)
+    return db_nomem(db, "reading a record");
   bool numbers = cJSON_IsArray(a) && cJSON_GetArraySize(a) <= cap;
   const cJSON *x;
   cJSON_ArrayForEach(x, a) {
@@ -121,11 +125,12 @@ static int parse_run_secs(ts_db *db, const char *text, ts_db_record *r) {
 int db_read_record(ts_db *db, db_q *st, int first, ts_db_record *r) {
   memset(r, 0, sizeof *r);
   int c = first;
+  bool oom = false;
   r->id = db_column_int64(st, c);
   r->workload_id = db_column_int64(st, c + 1);
   r->target_id = db_column_int64(st, c + 2);
-  r->target = db_column_strdup(st, c + 3);
-  r->trace_json = db_column_strdup(st, c + 4);
+  r->target = db_column_strdup(st, c + 3, &oom);
+  r->trace_json = db_column_strdup(st, c + 4, &oom);
   r->median_s = db_column_type(st, c + 6) == SQLITE_NULL
                     ? NAN
                     : db_column_double(st, c + 6);
@@ -134,13 +139,13 @@ int db_read_record(ts_db *db, db_q *st, int first, ts_db_record *r) {
   if (ts_db_status_parse(status, &r->status) != TS_OK)
     rc = TS_ERR(&db->err, TS_EINVAL, "%s: record %lld has unknown status '%s'",
                 db->path, (long long)r->id, status ? status : "(null)");
-  r->error = db_column_strdup(st, c + 8);
+  r->error = db_column_strdup(st, c + 8, &oom);
   r->job_id = db_column_int64(st, c + 9);
   r->trial = db_column_type(st, c + 10) == SQLITE_NULL
                  ? -1
                  : db_column_int64(st, c + 10);
-  r->worker = db_column_strdup(st, c + 11);
-  r->version = db_column_strdup(st, c + 12);
+  r->worker = db_column_strdup(st, c + 11, &oom);
+  r->version = db_column_strdup(st, c + 12, &oom);
   db_column_copy(st, c + 13, r->created, sizeof r->created);
   r->confirmed_s = db_column_type(st, c + 14) == SQLITE_NULL
                        ? NAN
@@ -151,7 +156,8 @@ int db_read_record(ts_db *db, db_q *st, int first, ts_db_record *r) {
   r->confirmed_rounds = db_column_type(st, c + 16) == SQLITE_NULL
                             ? 0
                             : (int)db_column_int64(st, c + 16);
-  r->measure_json = db_column_strdup(st, c + 17);
+  r->measure_json = db_column_strdup(st, c + 17, &oom);
+  if (rc == TS_OK && oom) rc = db_nomem(db, "reading a record");
   if (rc == TS_OK)
     rc = parse_run_secs(db, (const char *)db_column_text(st, c + 5), r);
   if (rc) ts_db_record_clear(r);
@@ -166,8 +172,14 @@ static int collect_records(ts_db *db, db_q *st, ts_db_record **out, int *n) {
   while ((rc = db_step(db, st)) == SQLITE_ROW) {
     if (*n == cap) {
       cap = cap ? cap * 2 : 16;
-      ts_db_record *grown = realloc(*out, sizeof **out * (size_t)cap);
-      if (!grown) abort();
+      ts_db_record *grown = ts_realloc(*out, sizeof **out * (size_t)cap);
+      if (!grown) {
+        db_reset(st);
+        ts_db_records_free(*out, *n);
+        *out = NULL;
+        *n = 0;
+        return db_nomem(db, "reading records");
+      }
       *out = grown;
     }
     int code = db_read_record(db, st, 0, &(*out)[*n]);
@@ -223,7 +235,8 @@ static int check_measurement(ts_db *db, int i, const ts_db_measurement *m,
   char *canonical = ts_db_canonical_target(db, m->target);
   if (!canonical) {
     ts_error e = db->err;
-    return TS_ERR(&db->err, TS_EINVAL, "record %d: %s", i, e.msg);
+    return TS_ERR(&db->err, e.code == TS_ENOMEM ? TS_ENOMEM : TS_EINVAL,
+                  "record %d: %s", i, e.msg);
   }
   free(canonical);
   if (!m->trace_json)
@@ -238,9 +251,10 @@ static int check_measurement(ts_db *db, int i, const ts_db_measurement *m,
     return TS_ERR(&db->err, rc < 0 ? rc : TS_EINVAL, "record %d: %s", i,
                   terr.msg[0] ? terr.msg : "the trace check failed");
   if (m->measure_json &&
-      db_check_json_object(m->measure_json, "measure_json", &terr) != TS_OK)
-    return TS_ERR(&db->err, TS_EINVAL, "record %d: %s", i, terr.msg);
+      (rc = db_check_json_object(m->measure_json, "measure_json", &terr)))
+    return TS_ERR(&db->err, rc, "record %d: %s", i, terr.msg);
   *run_json = db_run_secs_json(m->run_secs, m->n_run_secs);
+  if (!*run_json) return db_nomem(db, "storing a record");
   *median = ts_median(m->run_secs, m->n_run_secs);
   return TS_OK;
 }
@@ -311,7 +325,8 @@ static char *insert_many_sql(int rows) {
       "median_s, status, error, job_id, trial, worker, version, created, "
       "measure) VALUES ";
   size_t cap = sizeof head + (size_t)rows * RECORD_PARAMS * 8 + 32;
-  char *sql = db_xmalloc(cap);
+  char *sql = ts_malloc(cap);
+  if (!sql) return NULL;
   size_t o = (size_t)snprintf(sql, cap, "%s", head);
   for (int r = 0; r < rows; r++) {
     o += (size_t)snprintf(sql + o, cap - o, "%s(", r ? ", " : "");
@@ -334,6 +349,7 @@ static int insert_many(ts_db *db, commit_ctx *c, int from, int rows,
     db_reset(st);
   } else {
     char *sql = insert_many_sql(rows);
+    if (!sql) return SQLITE_NOMEM;
     int rc = rows == INSERT_ROWS ? db->be->prepare(db, sql, true, &st)
                                  : db_prepare(db, sql, &st);
     free(sql);
@@ -445,13 +461,16 @@ int ts_db_commit_records(ts_db *db, const ts_db_measurement *m, int n,
     return TS_ERR(&db->err, TS_EINVAL, "commit_records: bad record list");
   if (n == 0) return TS_OK;
   commit_ctx c = {m, n, NULL, NULL, NULL, NULL, NULL, ""};
-  c.run_json = calloc((size_t)n, sizeof *c.run_json);
-  c.median = db_xmalloc(sizeof *c.median * (size_t)n);
-  c.ids = db_xmalloc(sizeof *c.ids * (size_t)n);
-  c.target_ids = db_xmalloc(sizeof *c.target_ids * (size_t)n);
-  c.trials = db_xmalloc(sizeof *c.trials * (size_t)n);
-  if (!c.run_json) abort();
+  c.run_json = ts_calloc((size_t)n, sizeof *c.run_json);
+  c.median = ts_malloc(sizeof *c.median * (size_t)n);
+  c.ids = ts_malloc(sizeof *c.ids * (size_t)n);
+  c.target_ids = ts_malloc(sizeof *c.target_ids * (size_t)n);
+  c.trials = ts_malloc(sizeof *c.trials * (size_t)n);
   int rc = TS_OK;
+  if (!c.run_json || !c.median || !c.ids || !c.target_ids || !c.trials) {
+    rc = db_nomem(db, "storing records");
+    n = 0;
+  }
   for (int i = 0; i < n && rc == TS_OK; i++)
     rc = check_measurement(db, i, &m[i], &c.run_json[i], &c.median[i]);
   if (rc == TS_OK) {
@@ -459,7 +478,7 @@ int ts_db_commit_records(ts_db *db, const ts_db_measurement *m, int n,
     rc = db_write(db, commit_body, &c);
   }
   if (rc == TS_OK && ids) memcpy(ids, c.ids, sizeof *ids * (size_t)n);
-  for (int i = 0; i < n; i++) free(c.run_json[i]);
+  for (int i = 0; i < n && c.run_json; i++) free(c.run_json[i]);
   free(c.run_json);
   free(c.median);
   free(c.ids);
@@ -755,8 +774,11 @@ int ts_db_record_points(ts_db *db, int64_t workload_id, const char *target,
   while ((rc = db_step(db, st)) == SQLITE_ROW) {
     if (count == cap) {
       cap = cap ? cap * 2 : 256;
-      ts_db_record_point *grown = realloc(pts, sizeof *pts * (size_t)cap);
-      if (!grown) abort();
+      ts_db_record_point *grown = ts_realloc(pts, sizeof *pts * (size_t)cap);
+      if (!grown) {
+        code = db_nomem(db, "reading records");
+        break;
+      }
       pts = grown;
     }
     ts_db_record_point *p = &pts[count++];
@@ -806,32 +828,37 @@ int ts_db_list(ts_db *db, int64_t workload_id, ts_db_summary **out, int *n) {
   if (!st) return db->err.code;
   if (workload_id) db_bind_int64(st, 1, workload_id);
   int cap = 0, rc;
-  while ((rc = db_step(db, st)) == SQLITE_ROW) {
+  bool oom = false;
+  while (!oom && (rc = db_step(db, st)) == SQLITE_ROW) {
     if (*n == cap) {
       cap = cap ? cap * 2 : 16;
-      ts_db_summary *grown = realloc(*out, sizeof **out * (size_t)cap);
-      if (!grown) abort();
+      ts_db_summary *grown = ts_realloc(*out, sizeof **out * (size_t)cap);
+      if (!grown) {
+        oom = true;
+        break;
+      }
       *out = grown;
     }
     ts_db_summary *s = &(*out)[(*n)++];
     memset(s, 0, sizeof *s);
     s->workload_id = db_column_int64(st, 0);
     db_column_copy(st, 1, s->hash, sizeof s->hash);
-    s->name = db_column_strdup(st, 2);
+    s->name = db_column_strdup(st, 2, &oom);
     s->flops = db_column_double(st, 3);
     s->target_id = db_column_int64(st, 4);
-    s->target = db_column_strdup(st, 5);
+    s->target = db_column_strdup(st, 5, &oom);
     s->n_records = db_column_int64(st, 6);
     s->n_ok = db_column_int64(st, 7);
     s->best_s =
         db_column_type(st, 8) == SQLITE_NULL ? NAN : db_column_double(st, 8);
   }
   db_reset(st);
-  if (rc != SQLITE_DONE) {
+  if (oom || rc != SQLITE_DONE) {
     ts_db_summaries_free(*out, *n);
     *out = NULL;
     *n = 0;
-    return db_fail(db, rc, "listing workloads");
+    return oom ? db_nomem(db, "listing workloads")
+               : db_fail(db, rc, "listing workloads");
   }
   return TS_OK;
 }

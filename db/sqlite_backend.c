@@ -9,6 +9,7 @@
 #include "internal.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -61,7 +62,11 @@ static int lite_prepare(ts_db *db, const char *sql, bool keep, db_q **out) {
   int rc = sqlite3_prepare_v3(LITE(db), sql, -1,
                               keep ? SQLITE_PREPARE_PERSISTENT : 0, &st, NULL);
   if (rc != SQLITE_OK) return db_fail(db, rc, "preparing a statement");
-  lite_q *q = db_xmalloc(sizeof *q);
+  lite_q *q = ts_malloc(sizeof *q);
+  if (!q) {
+    sqlite3_finalize(st);
+    return db_nomem(db, "preparing a statement");
+  }
   q->base.be = &db_sqlite_backend;
   q->base.db = db;
   q->st = st;
@@ -141,16 +146,20 @@ static const char *lite_errmsg(ts_db *db, int rc) {
 
 static int lite_vacuum(ts_db *db) { return db_exec(db, "VACUUM", "vacuuming"); }
 
+/* The size of the write-ahead log beside path; -1 when there is none. */
+static int64_t wal_size(const char *path) {
+  char wal[PATH_MAX + 8];
+  if (snprintf(wal, sizeof wal, "%s-wal", path) >= (int)sizeof wal) return -1;
+  struct stat fs;
+  return stat(wal, &fs) == 0 ? (int64_t)fs.st_size : -1;
+}
+
 static void lite_sizes(ts_db *db, int64_t *main_bytes, int64_t *log_bytes) {
   struct stat fs;
   *main_bytes = *log_bytes = 0;
   if (stat(db->path, &fs) == 0) *main_bytes = (int64_t)fs.st_size;
-  size_t len = strlen(db->path);
-  char *wal = db_xmalloc(len + 5);
-  memcpy(wal, db->path, len);
-  memcpy(wal + len, "-wal", 5);
-  if (stat(wal, &fs) == 0) *log_bytes = (int64_t)fs.st_size;
-  free(wal);
+  int64_t wal = wal_size(db->path);
+  if (wal > 0) *log_bytes = wal;
 }
 
 /* ---- checks before SQLite touches the file ---- */
@@ -158,11 +167,6 @@ static void lite_sizes(ts_db *db, int64_t *main_bytes, int64_t *log_bytes) {
 static uint32_t be32(const unsigned char *p) {
   return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 |
          p[3];
-}
-
-static int64_t file_size(const char *path) {
-  struct stat st;
-  return stat(path, &st) == 0 ? (int64_t)st.st_size : -1;
 }
 
 /* Reads the 100-byte SQLite header of an existing, non-empty file and
@@ -194,13 +198,7 @@ static int check_file(const char *path, int64_t size, ts_error *err) {
     return TS_ERR(err, TS_EINVAL,
                   "%s: corrupt database: bad page size %u in the header", path,
                   page);
-  size_t len = strlen(path);
-  char *wal = db_xmalloc(len + 5);
-  memcpy(wal, path, len);
-  memcpy(wal + len, "-wal", 5);
-  bool has_wal = file_size(wal) > 0;
-  free(wal);
-  if (!has_wal) {
+  if (wal_size(path) <= 0) {
     if (size % page)
       return TS_ERR(err, TS_EINVAL,
                     "%s: truncated database: %lld bytes is not a whole number "
@@ -281,9 +279,8 @@ static int exec_migration(ts_db *db, const char *sql, const char *what) {
   while (rc == TS_OK && *p) {
     const char *end = strchr(p, ';');
     size_t len = end ? (size_t)(end - p) : strlen(p);
-    char *one = db_xmalloc(len + 1);
-    memcpy(one, p, len);
-    one[len] = 0;
+    char *one = ts_strndup(p, len);
+    if (!one) return db_nomem(db, what);
     p += len + (end ? 1 : 0);
     char table[64], column[64];
     char *clause = strstr(one, add);

@@ -43,6 +43,7 @@ static int parse_stored(ts_db *db, int64_t id, ts_func **out) {
   snprintf(name, sizeof name, "workload %lld", (long long)id);
   int prc = ts_func_parse(text ? text : "", text ? len : 0, name, out, &perr);
   db_reset(st);
+  if (prc == TS_ENOMEM) return db_nomem(db, "reading a workload");
   if (prc != TS_OK)
     return TS_ERR(&db->err, TS_EINVAL,
                   "%s: the stored TIR of workload %lld does not parse: %s",
@@ -56,7 +57,9 @@ const ts_func *db_workload_func_cached(ts_db *db, int64_t id) {
   ts_func *parsed;
   if (parse_stored(db, id, &parsed) != TS_OK) return NULL;
   if (db->in_write) db->cached_in_write = true;
-  return func_cache_put(&db->funcs, id, parsed);
+  f = func_cache_put(&db->funcs, id, parsed);
+  if (!f) db_nomem(db, "reading a workload");
+  return f;
 }
 
 /* The first stored workload with hash `hex` that is structurally equal to
@@ -64,6 +67,7 @@ const ts_func *db_workload_func_cached(ts_db *db, int64_t id) {
 int db_match_workload(ts_db *db, const ts_func *f, const char *hex,
                       int64_t *id) {
   *id = 0;
+  unsigned long failures = ts_alloc_failures();
   int64_t candidates[8];
   int n = 0, rc;
   db_q *st = db_stmt(db, ST_FIND_WORKLOADS);
@@ -82,15 +86,29 @@ int db_match_workload(ts_db *db, const ts_func *f, const char *hex,
       *id = candidates[i];
       return TS_OK;
     }
+    /* out of memory makes the comparison false: not an answer */
+    if (ts_alloc_failures() != failures)
+      return db_nomem(db, "finding a workload");
   }
+  return TS_OK;
+}
+
+/* The structural hash of f as 32 hex digits; TS_ENOMEM on db when out of
+ * memory (ts_func_hash gives the zero hash then). */
+static int hash_hex(ts_db *db, const ts_func *f, char hex[33]) {
+  unsigned long failures = ts_alloc_failures();
+  ts_hash128_hex(ts_func_hash(f), hex);
+  if (ts_alloc_failures() != failures)
+    return db_nomem(db, "hashing a workload");
   return TS_OK;
 }
 
 int ts_db_find_workload(ts_db *db, const ts_func *f, int64_t *id) {
   db_begin_call(db);
   char hex[33];
-  ts_hash128_hex(ts_func_hash(f), hex);
-  int rc = db_match_workload(db, f, hex, id);
+  int rc = hash_hex(db, f, hex);
+  if (rc) return rc;
+  rc = db_match_workload(db, f, hex, id);
   if (rc) return rc;
   if (!*id)
     return TS_ERR(&db->err, TS_ENOTFOUND, "%s: no workload with hash %s",
@@ -137,15 +155,22 @@ int ts_db_commit_workload(ts_db *db, const ts_func *f, const char *name,
   *id = 0;
   if (!f) return TS_ERR(&db->err, TS_EINVAL, "commit_workload: no function");
   char hex[33];
-  ts_hash128_hex(ts_func_hash(f), hex);
+  int rc = hash_hex(db, f, hex);
+  if (rc) return rc;
   /* Most commits find the workload: answer without taking the write lock. */
-  int rc = db_match_workload(db, f, hex, id);
+  rc = db_match_workload(db, f, hex, id);
   if (rc || *id) return rc;
   if (!name || !name[0]) name = ts_func_name(f);
   if (!name || !name[0]) name = "workload";
+  unsigned long failures = ts_alloc_failures();
   char *tir = ts_func_print(f);
-  if (!tir) return TS_ERR(&db->err, TS_ENOMEM, "out of memory printing TIR");
-  commit_workload_ctx c = {f, hex, name, tir, ts_func_flops(f), 0};
+  /* (out of memory in ts_func_flops gives a wrong count, not an error) */
+  double flops = ts_func_flops(f);
+  if (!tir || ts_alloc_failures() != failures) {
+    free(tir);
+    return db_nomem(db, "printing a workload");
+  }
+  commit_workload_ctx c = {f, hex, name, tir, flops, 0};
   rc = db_write(db, commit_workload_body, &c);
   free(tir);
   if (rc == TS_OK) *id = c.id;
@@ -159,15 +184,20 @@ int ts_db_get_workload(ts_db *db, int64_t id, ts_db_workload *out) {
   if (!st) return db->err.code;
   db_bind_int64(st, 1, id);
   int rc = db_step(db, st);
+  bool oom = false;
   if (rc == SQLITE_ROW) {
     out->id = db_column_int64(st, 0);
     db_column_copy(st, 1, out->hash, sizeof out->hash);
-    out->name = db_column_strdup(st, 2);
-    out->tir = db_column_strdup(st, 3);
+    out->name = db_column_strdup(st, 2, &oom);
+    out->tir = db_column_strdup(st, 3, &oom);
     out->flops = db_column_double(st, 4);
     db_column_copy(st, 5, out->created, sizeof out->created);
   }
   db_reset(st);
+  if (oom) {
+    ts_db_workload_clear(out);
+    return db_nomem(db, "reading a workload");
+  }
   if (rc == SQLITE_DONE)
     return TS_ERR(&db->err, TS_ENOTFOUND, "%s: no workload with id %lld",
                   db->path, (long long)id);
@@ -255,12 +285,18 @@ static target_entry *target_entry_of(ts_db *db, const char *given) {
   ts_target *t = NULL;
   ts_error perr;
   ts_error_clear(&perr);
-  if (ts_target_parse(given, &t, &perr) != TS_OK) {
+  int rc = ts_target_parse(given, &t, &perr);
+  if (rc == TS_ENOMEM) {
+    db_nomem(db, "reading a target");
+    return NULL;
+  }
+  if (rc != TS_OK) {
     TS_ERR(&db->err, TS_EINVAL, "bad target '%s': %s", given, perr.msg);
     return NULL;
   }
   e = target_cache_add(&db->targets, given, ts_target_str(t));
   ts_target_free(t);
+  if (!e) db_nomem(db, "reading a target");
   return e;
 }
 
@@ -271,7 +307,10 @@ char *ts_db_canonical_target(ts_db *db, const char *target) {
     return NULL;
   }
   target_entry *e = target_entry_of(db, target);
-  return e ? db_xstrdup(e->canonical) : NULL;
+  if (!e) return NULL;
+  char *s = ts_strdup(e->canonical);
+  if (!s) db_nomem(db, "reading a target");
+  return s;
 }
 
 int db_target_id(ts_db *db, const char *target, bool create, int64_t *id) {
@@ -384,8 +423,10 @@ int ts_db_get_target_probe(ts_db *db, int64_t target_id, char **json) {
   if (!st) return db->err.code;
   db_bind_int64(st, 1, target_id);
   int rc = db_step(db, st);
-  if (rc == SQLITE_ROW) *json = db_column_strdup(st, 0);
+  bool oom = false;
+  if (rc == SQLITE_ROW) *json = db_column_strdup(st, 0, &oom);
   db_reset(st);
+  if (oom) return db_nomem(db, "reading probe figures");
   if (rc == SQLITE_DONE)
     return TS_ERR(&db->err, TS_ENOTFOUND, "%s: no target with id %lld",
                   db->path, (long long)target_id);

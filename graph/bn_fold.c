@@ -24,9 +24,10 @@ static bool const_f32(const ts_graph *g, int v) {
  * the BatchNormalization nodes it folds and their output values. */
 int ts_graph_fold_batchnorm(ts_graph *g, ts_error *err) {
   int *uses = gr_use_counts(g);
-  bool *drop = calloc((size_t)g->n_nodes + 1, sizeof *drop);
-  if (!drop) {
+  bool *drop = ts_calloc((size_t)g->n_nodes + 1, sizeof *drop);
+  if (!uses || !drop) {
     free(uses);
+    free(drop);
     return TS_ERR(err, TS_ENOMEM, "bn_fold: out of memory");
   }
   for (int i = 0; i < g->n_nodes; i++) {
@@ -47,8 +48,8 @@ int ts_graph_fold_batchnorm(ts_graph *g, ts_error *err) {
     const gr_value *wv = &g->values[conv->inputs[1]];
     int64_t M = wv->shape[0], per = gr_value_elems(wv) / M;
     double eps = gr_attr_float(bn, "epsilon", 1e-5);
-    float *w2 = malloc(sizeof(float) * (size_t)(M * per));
-    float *b2 = malloc(sizeof(float) * (size_t)M);
+    float *w2 = ts_malloc(sizeof(float) * (size_t)(M * per));
+    float *b2 = ts_malloc(sizeof(float) * (size_t)M);
     if (!w2 || !b2) {
       free(w2), free(b2), free(drop), free(uses);
       return TS_ERR(err, TS_ENOMEM, "folding '%s'", bn->name);
@@ -85,14 +86,16 @@ int ts_graph_fold_batchnorm(ts_graph *g, ts_error *err) {
     conv->n_inputs = 3;
     free(uses);
     gr_replace_uses(g, bn->outputs[0], conv->outputs[0]);
-    uses = gr_use_counts(g);
     drop[i] = true;
+    if (!(uses = gr_use_counts(g))) break;
   }
   gr_list keep = {0};
   for (int i = 0; i < g->n_nodes; i++)
     if (!drop[i]) gr_list_push(&keep, &g->nodes[i]);
-  gr_list_commit(g, &keep);
+  int rc = uses ? gr_list_commit(g, &keep) : TS_ENOMEM;
+  if (!uses) free(keep.nodes);
   free(drop);
   free(uses);
+  if (rc) return TS_ERR(err, rc, "bn_fold: out of memory");
   return TS_OK;
 }

@@ -62,7 +62,10 @@ int ts_graph_override(ts_graph *g, const char *node_name, const ts_func *f,
   }
   ts_func *copy = ts_func_copy(f);
   if (!copy) return TS_ERR(err, TS_ENOMEM, "--override: copying the function");
-  gr_own_func(g, copy);
+  if (!gr_own_func(g, copy)) {
+    ts_func_free(copy);
+    return TS_ERR(err, TS_ENOMEM, "--override: out of memory");
+  }
   n->kind = TS_GRAPH_CALL;
   n->op = "call_tir";
   n->func = copy;

@@ -140,7 +140,7 @@ static int build_named(build_task *t, const ts_func *f, const ts_target *tgt,
     return TS_ERR(err, TS_EUNSUPPORTED,
                   "only CPU targets can be compiled into a library");
   }
-  t->kernel.bytes = malloc(br.artifact->n_bytes ? br.artifact->n_bytes : 1);
+  t->kernel.bytes = ts_malloc(br.artifact->n_bytes ? br.artifact->n_bytes : 1);
   if (!t->kernel.bytes) {
     ts_build_result_clear(&br);
     return TS_ERR(err, TS_ENOMEM, "out of memory");
@@ -307,9 +307,9 @@ static int make_calls(const ts_graph *g, const ts_graph_plan *plan,
       n_calls++;
       n_args += g->nodes[i].n_inputs + g->nodes[i].n_outputs;
     }
-  p->calls = calloc((size_t)n_calls + 1, sizeof *p->calls);
-  p->args = calloc((size_t)n_args + 1, sizeof *p->args);
-  p->copies = calloc((size_t)g->n_outputs + 1, sizeof *p->copies);
+  p->calls = ts_calloc((size_t)n_calls + 1, sizeof *p->calls);
+  p->args = ts_calloc((size_t)n_args + 1, sizeof *p->args);
+  p->copies = ts_calloc((size_t)g->n_outputs + 1, sizeof *p->copies);
   if (!p->calls || !p->args || !p->copies)
     return TS_ERR(err, TS_ENOMEM, "compile: out of memory");
   int64_t scratch = plan->arena_bytes;
@@ -368,6 +368,7 @@ static int make_calls(const ts_graph *g, const ts_graph_plan *plan,
 
 static char *info_json(const cp_program *p, const char *target,
                        const ts_graph_compile_report *r) {
+  unsigned long failures = ts_alloc_failures();
   cJSON *root = cJSON_CreateObject();
   cJSON_AddNumberToObject(root, "abi", 1);
   cJSON_AddStringToObject(root, "model", p->model_name);
@@ -393,9 +394,9 @@ static char *info_json(const cp_program *p, const char *target,
       cJSON_AddNullToObject(o, "latency_s");
     else
       cJSON_AddNumberToObject(o, "latency_s", t->latency_s);
-    cJSON_AddItemToArray(arr, o);
+    ts_json_add(arr, NULL, o);
   }
-  char *s = cJSON_PrintUnformatted(root);
+  char *s = ts_json_print(root, failures, false);
   cJSON_Delete(root);
   return s;
 }
@@ -636,7 +637,7 @@ int ts_graph_compile(const ts_graph *g, const ts_graph_compile_options *o,
                   "compiled into a library",
                   o->target);
   }
-  r->target = strdup(ts_target_str(tgt));
+  r->target = ts_strdup(ts_target_str(tgt));
 
   ts_graph_task *tasks = NULL;
   int n_tasks = 0;
@@ -649,8 +650,8 @@ int ts_graph_compile(const ts_graph *g, const ts_graph_compile_options *o,
 
   rc = ts_graph_tasks(g, &tasks, &n_tasks, err);
   if (rc) goto done;
-  r->tasks = calloc((size_t)n_tasks + 1, sizeof *r->tasks);
-  bt = calloc((size_t)n_tasks + 1, sizeof *bt);
+  r->tasks = ts_calloc((size_t)n_tasks + 1, sizeof *r->tasks);
+  bt = ts_calloc((size_t)n_tasks + 1, sizeof *bt);
   if (!r->target || !r->tasks || !bt) {
     rc = TS_ERR(err, TS_ENOMEM, "compile: out of memory");
     goto done;
@@ -659,8 +660,8 @@ int ts_graph_compile(const ts_graph *g, const ts_graph_compile_options *o,
   for (int i = 0; i < n_tasks; i++) {
     ts_graph_compile_task *t = &r->tasks[i];
     ts_hash128_hex(tasks[i].hash, t->hash);
-    t->name = strdup(ts_func_name(tasks[i].func));
-    t->first_node = strdup(tasks[i].first_node);
+    t->name = ts_strdup(ts_func_name(tasks[i].func));
+    t->first_node = ts_strdup(tasks[i].first_node);
     t->count = tasks[i].count;
     t->flops = tasks[i].flops;
     t->source = "default";
@@ -668,6 +669,10 @@ int ts_graph_compile(const ts_graph *g, const ts_graph_compile_options *o,
     bt[i].func = tasks[i].func;
     bt[i].index = i;
     bt[i].latency_s = NAN;
+    if (!t->name || !t->first_node) {
+      rc = TS_ERR(err, TS_ENOMEM, "compile: out of memory");
+      goto done;
+    }
   }
 
   /* memory plan */
@@ -715,7 +720,7 @@ int ts_graph_compile(const ts_graph *g, const ts_graph_compile_options *o,
            vendor_usable(&vlib, g, &plan, &g->nodes[c], desc, &refused);
     if (ok) {
       bt[i].vendor = desc;
-      r->tasks[i].dispatch_note = why[0] ? strdup(why) : NULL;
+      r->tasks[i].dispatch_note = why[0] ? ts_strdup(why) : NULL;
     } else {
       r->tasks[i].dispatch_note = refused; /* the kernel runs it */
     }
@@ -763,7 +768,7 @@ int ts_graph_compile(const ts_graph *g, const ts_graph_compile_options *o,
   /* the program */
   prog.g = g;
   prog.model_name = o->model_name ? o->model_name : g->name ? g->name : "";
-  prog.kernels = calloc((size_t)n_tasks + 1, sizeof *prog.kernels);
+  prog.kernels = ts_calloc((size_t)n_tasks + 1, sizeof *prog.kernels);
   if (!prog.kernels) {
     rc = TS_ERR(err, TS_ENOMEM, "compile: out of memory");
     goto done;

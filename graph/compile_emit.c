@@ -472,7 +472,7 @@ int cp_emit_and_link(const cp_program *p, const ts_graph_compile_options *o,
   if (!rtdir)
     return TS_ERR(err, TS_ENOTFOUND, "runtime folder '%s': %s", o->runtime_dir,
                   strerror(errno));
-  char *out_copy = strdup(o->output), *base_copy = strdup(o->output);
+  char *out_copy = ts_strdup(o->output), *base_copy = ts_strdup(o->output);
   char *outdir = out_copy ? realpath(dirname(out_copy), NULL) : NULL;
   if (!outdir) {
     rc = TS_ERR(err, TS_EIO, "output folder of '%s': %s", o->output,
@@ -501,8 +501,8 @@ int cp_emit_and_link(const cp_program *p, const ts_graph_compile_options *o,
   args[n++] = "model.c";
   args[n++] = "weights.S";
   int first_obj = n;
-  char(*objs)[32] = calloc((size_t)p->n_kernels + 1, sizeof *objs);
-  char **argv = calloc((size_t)p->n_kernels + 80, sizeof *argv);
+  char(*objs)[32] = ts_calloc((size_t)p->n_kernels + 1, sizeof *objs);
+  char **argv = ts_calloc((size_t)p->n_kernels + 80, sizeof *argv);
   if (!objs || !argv) {
     free(objs);
     free(argv);

@@ -62,9 +62,13 @@ static uint64_t node_key(const gr_node *n) {
 
 static void merge_small_constants(ts_graph *g) {
   int *uses = gr_use_counts(g);
-  int *seen = malloc(sizeof(int) * ((size_t)g->n_values + 1));
+  int *seen = ts_malloc(sizeof(int) * ((size_t)g->n_values + 1));
   int n_seen = 0;
-  if (!seen) abort();
+  if (!uses || !seen) { /* (the pass's caller reports the failure) */
+    free(uses);
+    free(seen);
+    return;
+  }
   for (int v = 0; v < g->n_values; v++) {
     const gr_value *a = &g->values[v];
     int64_t e = gr_value_elems(a);
@@ -93,7 +97,7 @@ int ts_graph_eliminate_common(ts_graph *g, ts_error *err) {
   merge_small_constants(g);
   size_t cap = 16;
   while (cap < (size_t)g->n_nodes * 2) cap *= 2;
-  int *table = malloc(sizeof(int) * cap);
+  int *table = ts_malloc(sizeof(int) * cap);
   if (!table) return TS_ERR(err, TS_ENOMEM, "cse: out of memory");
   for (size_t i = 0; i < cap; i++) table[i] = -1;
   gr_list keep = {0};
@@ -113,10 +117,12 @@ int ts_graph_eliminate_common(ts_graph *g, ts_error *err) {
     }
     table[slot] = keep.n;
     gr_list_push(&keep, n);
+    if (keep.oom) break;
   }
   free(table);
   /* the kept nodes share their input arrays with g->nodes, so the
    * rewiring above is already in them */
-  gr_list_commit(g, &keep);
+  if (gr_list_commit(g, &keep))
+    return TS_ERR(err, TS_ENOMEM, "cse: out of memory");
   return TS_OK;
 }

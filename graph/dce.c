@@ -15,6 +15,7 @@
  * memory for the new one is not available. */
 static void compact_constants(ts_graph *g) {
   int *uses = gr_use_counts(g);
+  if (!uses) return;
   size_t need = 0;
   for (int v = 0; v < g->n_values; v++)
     if (g->values[v].const_off >= 0 && uses[v]) {
@@ -22,7 +23,7 @@ static void compact_constants(ts_graph *g) {
       need += ((size_t)e * ts_dtype_elem_bytes(g->values[v].dtype) + 63) &
               ~(size_t)63;
     }
-  uint8_t *store = aligned_alloc(64, need ? need : 64);
+  uint8_t *store = ts_aligned_alloc(64, need ? need : 64);
   if (!store) {
     free(uses);
     return;
@@ -51,14 +52,13 @@ static void compact_constants(ts_graph *g) {
  * breaks: node indices; values of bypassed and removed nodes are no longer
  * produced. */
 int ts_graph_eliminate_dead(ts_graph *g, ts_error *err) {
-  (void)err;
   for (int i = 0; i < g->n_nodes; i++) {
     gr_node *n = &g->nodes[i];
     bool alias = !strcmp(n->op, "Identity") || !strcmp(n->op, "Dropout");
     if (n->kind != TS_GRAPH_OP || !alias || n->inputs[0] < 0) continue;
     if (n->n_outputs > 1) { /* Dropout's mask must be unused */
       int *uses = gr_use_counts(g);
-      bool used = uses[n->outputs[1]] > 0;
+      bool used = !uses || uses[n->outputs[1]] > 0;
       free(uses);
       if (used) continue;
     }
@@ -83,8 +83,12 @@ int ts_graph_eliminate_dead(ts_graph *g, ts_error *err) {
     gr_replace_uses(g, out, in);
   }
   int *uses = gr_use_counts(g);
-  bool *live = calloc((size_t)g->n_nodes + 1, sizeof *live);
-  if (!live) abort();
+  bool *live = ts_calloc((size_t)g->n_nodes + 1, sizeof *live);
+  if (!uses || !live) {
+    free(uses);
+    free(live);
+    return TS_ERR(err, TS_ENOMEM, "dce: out of memory");
+  }
   for (int i = g->n_nodes - 1; i >= 0; i--) {
     gr_node *n = &g->nodes[i];
     for (int k = 0; k < n->n_outputs; k++)
@@ -96,9 +100,10 @@ int ts_graph_eliminate_dead(ts_graph *g, ts_error *err) {
   gr_list keep = {0};
   for (int i = 0; i < g->n_nodes; i++)
     if (live[i]) gr_list_push(&keep, &g->nodes[i]);
-  gr_list_commit(g, &keep);
+  int rc = gr_list_commit(g, &keep);
   free(live);
   free(uses);
+  if (rc) return TS_ERR(err, rc, "dce: out of memory");
   compact_constants(g);
   return TS_OK;
 }

@@ -17,7 +17,7 @@
  * accesses on their parameters. */
 static void *aligned_zeroed(size_t bytes) {
   size_t n = (bytes + 63) & ~(size_t)63;
-  void *p = aligned_alloc(64, n ? n : 64);
+  void *p = ts_aligned_alloc(64, n ? n : 64);
   if (p) memset(p, 0, n ? n : 64);
   return p;
 }
@@ -51,7 +51,7 @@ static void jit_free(jit *j) {
 /* Builds and loads every distinct called function of g. */
 static int jit_build(const ts_graph *g, jit *j, ts_error *err) {
   memset(j, 0, sizeof *j);
-  j->items = calloc((size_t)g->n_nodes + 1, sizeof *j->items);
+  j->items = ts_calloc((size_t)g->n_nodes + 1, sizeof *j->items);
   if (!j->items) return TS_ERR(err, TS_ENOMEM, "executor");
   int rc = ts_target_host(&j->target, err);
   if (!rc) rc = ts_runtime_create(0, &j->rt, err);
@@ -127,7 +127,7 @@ struct ts_graph_runner {
 int ts_graph_runner_create(const ts_graph *g, ts_graph_exec_mode mode,
                            ts_graph_runner **out, ts_error *err) {
   *out = NULL;
-  ts_graph_runner *r = calloc(1, sizeof *r);
+  ts_graph_runner *r = ts_calloc(1, sizeof *r);
   if (!r) return TS_ERR(err, TS_ENOMEM, "executor: out of memory");
   r->g = g;
   r->mode = mode;
@@ -179,10 +179,10 @@ int ts_graph_runner_run(ts_graph_runner *runner, const ts_graph_tensor *inputs,
   const jit *jp = &runner->j;
   int crc = check_args(g, inputs, n_inputs, n_outputs, err);
   if (crc) return crc;
-  void **data = calloc((size_t)g->n_values + 1, sizeof *data);
+  void **data = ts_calloc((size_t)g->n_values + 1, sizeof *data);
   int *uses = gr_use_counts(g);
   int rc = TS_OK;
-  if (!data) rc = TS_ERR(err, TS_ENOMEM, "executor: out of memory");
+  if (!data || !uses) rc = TS_ERR(err, TS_ENOMEM, "executor: out of memory");
   for (int i = 0; i < n_inputs && !rc; i++) { /* aligned input copies */
     const gr_value *v = &g->values[g->inputs[i]];
     void *copy = tensor_alloc(v);
@@ -253,7 +253,7 @@ int ts_graph_runner_run(ts_graph_runner *runner, const ts_graph_tensor *inputs,
     if (rc) continue;
     size_t bytes =
         (size_t)gr_value_elems(val) * ts_dtype_elem_bytes(val->dtype);
-    outputs[i].data = malloc(bytes ? bytes : 1);
+    outputs[i].data = ts_malloc(bytes ? bytes : 1);
     if (!outputs[i].data) {
       rc = TS_ERR(err, TS_ENOMEM, "graph output '%s'", val->name);
       continue;
@@ -327,9 +327,9 @@ int ts_graph_execute_planned(const ts_graph *g, const ts_graph_plan *plan,
   }
   planned p = {.g = g, .plan = plan};
   size_t arena_n = (size_t)((plan->arena_bytes + 63) & ~(int64_t)63);
-  p.arena = aligned_alloc(64, arena_n ? arena_n : 64);
-  p.own = calloc((size_t)g->n_values + 1, sizeof *p.own);
-  p.is_output = calloc((size_t)g->n_values + 1, sizeof *p.is_output);
+  p.arena = ts_aligned_alloc(64, arena_n ? arena_n : 64);
+  p.own = ts_calloc((size_t)g->n_values + 1, sizeof *p.own);
+  p.is_output = ts_calloc((size_t)g->n_values + 1, sizeof *p.is_output);
   if (!p.arena || !p.own || !p.is_output)
     rc = TS_ERR(err, TS_ENOMEM, "executor: out of memory");
   else
@@ -410,7 +410,7 @@ int ts_graph_execute_planned(const ts_graph *g, const ts_graph_plan *plan,
     if (rc) continue;
     size_t bytes =
         (size_t)gr_value_elems(val) * ts_dtype_elem_bytes(val->dtype);
-    outputs[i].data = malloc(bytes ? bytes : 1);
+    outputs[i].data = ts_malloc(bytes ? bytes : 1);
     if (!outputs[i].data) {
       rc = TS_ERR(err, TS_ENOMEM, "graph output '%s'", val->name);
       continue;

@@ -51,7 +51,7 @@ static int fold_node(ts_graph *g, gr_node *n, ts_error *err) {
     outs[k].ndim = v->ndim;
     memcpy(outs[k].shape, v->shape, sizeof v->shape);
     size_t bytes = (size_t)gr_value_elems(v) * ts_dtype_elem_bytes(v->dtype);
-    bufs[k] = calloc(bytes ? bytes : 1, 1);
+    bufs[k] = ts_calloc(bytes ? bytes : 1, 1);
     if (!bufs[k]) rc = TS_ERR(err, TS_ENOMEM, "folding '%s'", n->name);
     outs[k].data = bufs[k];
   }
@@ -89,7 +89,8 @@ int ts_graph_fold_constants(ts_graph *g, ts_error *err) {
     free(keep.nodes);
     return rc;
   }
-  gr_list_commit(g, &keep);
+  if (gr_list_commit(g, &keep))
+    return TS_ERR(err, TS_ENOMEM, "fold: out of memory");
   for (int i = 0; i < g->n_nodes; i++) {
     const gr_node *n = &g->nodes[i];
     for (int k = 0; k < n->n_outputs; k++)

@@ -1217,15 +1217,18 @@ static ts_func *build_group(const ts_graph *g, const int *members, int n,
  * maintains: the values the graph computes; breaks: node indices, the
  * intermediate values inside each group (no longer produced). */
 int ts_graph_fuse(ts_graph *g, ts_error *err) {
+  /* a group whose function could not be built for lack of memory is left
+   * as graph operators: counted, and the pass reports it */
+  unsigned long failures = ts_alloc_failures();
   int *uses = gr_use_counts(g);
-  int *consumer = malloc(sizeof(int) * ((size_t)g->n_values + 1));
-  int *group_of = malloc(sizeof(int) * ((size_t)g->n_nodes + 1));
-  ts_func **funcs = calloc((size_t)g->n_nodes + 1, sizeof *funcs);
-  int **param_values = calloc((size_t)g->n_nodes + 1, sizeof *param_values);
-  int *n_param_values = calloc((size_t)g->n_nodes + 1, sizeof(int));
-  char **vendor = calloc((size_t)g->n_nodes + 1, sizeof *vendor);
-  if (!consumer || !group_of || !funcs || !param_values || !n_param_values ||
-      !vendor) {
+  int *consumer = ts_malloc(sizeof(int) * ((size_t)g->n_values + 1));
+  int *group_of = ts_malloc(sizeof(int) * ((size_t)g->n_nodes + 1));
+  ts_func **funcs = ts_calloc((size_t)g->n_nodes + 1, sizeof *funcs);
+  int **param_values = ts_calloc((size_t)g->n_nodes + 1, sizeof *param_values);
+  int *n_param_values = ts_calloc((size_t)g->n_nodes + 1, sizeof(int));
+  char **vendor = ts_calloc((size_t)g->n_nodes + 1, sizeof *vendor);
+  if (!uses || !consumer || !group_of || !funcs || !param_values ||
+      !n_param_values || !vendor) {
     free(uses), free(consumer), free(group_of), free(funcs);
     free(param_values), free(n_param_values), free(vendor);
     return TS_ERR(err, TS_ENOMEM, "fuse: out of memory");
@@ -1272,7 +1275,7 @@ int ts_graph_fuse(ts_graph *g, ts_error *err) {
     int last = members[n - 1];
     for (int k = 0; k < n; k++) group_of[members[k]] = last;
     funcs[last] = f;
-    param_values[last] = malloc(sizeof(int) * (size_t)(b.n_params + 1));
+    param_values[last] = ts_malloc(sizeof(int) * (size_t)(b.n_params + 1));
     if (!param_values[last]) { /* keep the nodes: no group here */
       ts_func_free(f);
       funcs[last] = NULL;
@@ -1284,7 +1287,7 @@ int ts_graph_fuse(ts_graph *g, ts_error *err) {
     char desc[1024];
     if (!through && gr_vendor_describe(g, members, n, b.values, b.n_params,
                                        desc, sizeof desc))
-      vendor[last] = strdup(desc); /* NULL: none, as when not describable */
+      vendor[last] = ts_strdup(desc); /* NULL: none, as when not describable */
   }
   gr_list out = {0};
   for (int i = 0; i < g->n_nodes; i++) {
@@ -1302,11 +1305,15 @@ int ts_graph_fuse(ts_graph *g, ts_error *err) {
       gr_node_set_attr(
           g, &call,
           (gr_attr){.name = "vendor", .kind = GR_ATTR_STRING, .s = vendor[i]});
-    gr_own_func(g, funcs[i]);
+    if (!gr_own_func(g, funcs[i])) {
+      /* the old nodes stay: nothing refers to the function */
+      ts_func_free(funcs[i]);
+      out.oom = true;
+    }
     gr_list_push(&out, &call);
   }
   int n_old = g->n_nodes;
-  gr_list_commit(g, &out);
+  int rc = gr_list_commit(g, &out);
   for (int i = 0; i < n_old + 1; i++) free(param_values[i]), free(vendor[i]);
   free(param_values);
   free(vendor);
@@ -1315,16 +1322,17 @@ int ts_graph_fuse(ts_graph *g, ts_error *err) {
   free(group_of);
   free(consumer);
   free(uses);
-  (void)err;
-  return TS_OK;
+  return gr_alloc_check(g, failures, rc, err, "fuse");
 }
 
 int ts_graph_tasks(const ts_graph *g, ts_graph_task **tasks, int *n_tasks,
                    ts_error *err) {
   *tasks = NULL;
   *n_tasks = 0;
-  ts_graph_task *t = calloc((size_t)g->n_nodes + 1, sizeof *t);
-  if (!t) return TS_ERR(err, TS_ENOMEM, "tasks");
+  /* (out of memory gives a zero hash and unequal functions: counted) */
+  unsigned long failures = ts_alloc_failures();
+  ts_graph_task *t = ts_calloc((size_t)g->n_nodes + 1, sizeof *t);
+  if (!t) return TS_ERR(err, TS_ENOMEM, "tasks: out of memory");
   int n = 0;
   for (int i = 0; i < g->n_nodes; i++) {
     const gr_node *node = &g->nodes[i];
@@ -1345,6 +1353,11 @@ int ts_graph_tasks(const ts_graph *g, ts_graph_task **tasks, int *n_tasks,
     t[n].first_node = node->name;
     t[n].vendor = gr_attr_string(node, "vendor", NULL);
     n++;
+  }
+  int rc = gr_alloc_check(g, failures, TS_OK, err, "tasks");
+  if (rc) {
+    free(t);
+    return rc;
   }
   *tasks = t;
   *n_tasks = n;

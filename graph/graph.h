@@ -107,7 +107,8 @@ ts_graph_value_info ts_graph_output(const ts_graph *g, int i);
  * ======================================================================== */
 
 /* The text form (one line per value declaration and per node, constants
- * by shape only). Returns a malloc'd string the caller frees. */
+ * by shape only). Returns a malloc'd string the caller frees; NULL when
+ * out of memory. */
 char *ts_graph_print(const ts_graph *g);
 /* The same as JSON ({"name", "inputs", "outputs", "nodes": [...]}). */
 char *ts_graph_print_json(const ts_graph *g);
@@ -117,7 +118,9 @@ char *ts_graph_print_json(const ts_graph *g);
  * the node and the problem. */
 int ts_graph_verify(const ts_graph *g, ts_error *err);
 /* The 128-bit structural hash: independent of node and value names,
- * sensitive to ops, attributes, shapes, dtypes, wiring and constant bytes. */
+ * sensitive to ops, attributes, shapes, dtypes, wiring and constant bytes.
+ * Out of memory gives the zero hash (the failure is counted in
+ * ts_alloc_failures, tir/alloc.h). */
 ts_hash128 ts_graph_hash(const ts_graph *g);
 
 /* ========================================================================

@@ -13,14 +13,19 @@
 typedef struct stream {
   uint8_t *data;
   size_t len, cap;
+  bool oom; /* a byte could not be stored: the hash is void */
 } stream;
 
 static void bytes(stream *s, const void *p, size_t n) {
+  if (s->oom) return;
   if (s->len + n > s->cap) {
     size_t ncap = s->cap ? s->cap * 2 : 4096;
     while (ncap < s->len + n) ncap *= 2;
-    uint8_t *q = realloc(s->data, ncap);
-    if (!q) abort();
+    uint8_t *q = ts_realloc(s->data, ncap);
+    if (!q) {
+      s->oom = true;
+      return;
+    }
     s->data = q;
     s->cap = ncap;
   }
@@ -67,8 +72,8 @@ static int cmp_attr(const void *a, const void *b) {
 
 ts_hash128 ts_graph_hash(const ts_graph *g) {
   stream s = {0};
-  int64_t *canon = malloc(sizeof(int64_t) * ((size_t)g->n_values + 1));
-  if (!canon) abort();
+  int64_t *canon = ts_malloc(sizeof(int64_t) * ((size_t)g->n_values + 1));
+  if (!canon) return (ts_hash128){0, 0};
   for (int i = 0; i < g->n_values; i++) canon[i] = -1;
   int64_t next = 0;
   str(&s, "graph");
@@ -84,8 +89,11 @@ ts_hash128 ts_graph_hash(const ts_graph *g) {
     i64(&s, n->n_outputs);
     for (int k = 0; k < n->n_outputs; k++)
       value(&s, g, n->outputs[k], canon, &next);
-    gr_attr *attrs = malloc(sizeof(gr_attr) * ((size_t)n->n_attrs + 1));
-    if (!attrs) abort();
+    gr_attr *attrs = ts_malloc(sizeof(gr_attr) * ((size_t)n->n_attrs + 1));
+    if (!attrs) {
+      s.oom = true;
+      break;
+    }
     if (n->n_attrs) memcpy(attrs, n->attrs, sizeof(gr_attr) * n->n_attrs);
     qsort(attrs, (size_t)n->n_attrs, sizeof(gr_attr), cmp_attr);
     for (int k = 0; k < n->n_attrs; k++) {
@@ -116,7 +124,8 @@ ts_hash128 ts_graph_hash(const ts_graph *g) {
   i64(&s, g->n_outputs);
   for (int i = 0; i < g->n_outputs; i++)
     value(&s, g, g->outputs[i], canon, &next);
-  ts_hash128 h = ts_structural_key_hash(s.data, s.len);
+  ts_hash128 h =
+      s.oom ? (ts_hash128){0, 0} : ts_structural_key_hash(s.data, s.len);
   free(s.data);
   free(canon);
   return h;

@@ -8,6 +8,7 @@
 #define TESSERA_GRAPH_INTERNAL_H
 
 #include "graph/graph.h"
+#include "tir/alloc.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -78,6 +79,7 @@ struct ts_graph {
   struct gr_quant_setup *quant; /* ts_graph_set_quantization (quantize.c) */
   int quant_int8, quant_float;  /* products the quantize pass converted/kept */
   struct gr_pet_setup *pet;     /* ts_graph_set_pet (pet.c) */
+  bool oom; /* storage the graph needed could not be allocated */
 };
 typedef struct gr_quant_setup gr_quant_setup;
 void gr_quant_setup_free(gr_quant_setup *q);
@@ -85,25 +87,41 @@ typedef struct gr_pet_setup gr_pet_setup;
 void gr_pet_setup_free(gr_pet_setup *p);
 
 /* ---- ir.c ---- */
-/* Appends a value; returns its id. Rank unknown, no constant. */
+/* Out of memory. The graph's storage (values, nodes, node lists, owned
+ * functions, the arena) never aborts: a value or node that cannot be added
+ * is refused (TS_ENOMEM, NULL) and marks the graph failed. Code that can
+ * hand a failure back does; a pass that cannot drops what it could not
+ * store and goes on, and the public function that started the work
+ * (gr_alloc_check) then returns TS_ENOMEM. A failed graph is refused by
+ * every later pass and is to be freed. */
+bool gr_failed(const ts_graph *g);
+/* TS_ENOMEM with "WHAT: out of memory" when g (may be NULL) failed or an
+ * allocation failed on this thread since `failures` (a ts_alloc_failures
+ * value taken before the work), else rc. */
+int gr_alloc_check(const ts_graph *g, unsigned long failures, int rc,
+                   ts_error *err, const char *what);
+/* Appends a value; returns its id (TS_ENOMEM when out of memory). Rank
+ * unknown, no constant. */
 int gr_value_add(ts_graph *g, const char *name, ts_dtype t, int ndim,
                  const int64_t *shape);
 /* A fresh value named after base ("base_1", ...). */
 int gr_value_fresh(ts_graph *g, const char *base, ts_dtype t, int ndim,
                    const int64_t *shape);
 /* A constant value holding a copy of data (nbytes = elems * elem bytes);
- * returns the id or a negative code when a limit is exceeded. */
+ * returns the id, or TS_ENOMEM when out of memory. */
 int gr_const_add(ts_graph *g, const char *name, ts_dtype t, int ndim,
                  const int64_t *shape, const void *data);
 /* Reserves an uninitialized constant of the given shape; its storage is
- * gr_const_data(g, id) (valid until the next constant is added). */
+ * gr_const_data(g, id) (valid until the next constant is added). The id,
+ * or TS_ENOMEM. */
 int gr_const_reserve(ts_graph *g, const char *name, ts_dtype t, int ndim,
                      const int64_t *shape);
 void *gr_const_data(const ts_graph *g, int value);
 bool gr_is_const(const ts_graph *g, int value);
 int64_t gr_value_elems(const gr_value *v); /* -1 when not fully known */
 
-/* Appends a node built from the arguments (copied into the arena). */
+/* Appends a node built from the arguments (copied into the arena); NULL
+ * when out of memory. */
 gr_node *gr_node_add(ts_graph *g, const char *op, const char *name,
                      const int *inputs, int n_inputs, const int *outputs,
                      int n_outputs);
@@ -133,7 +151,8 @@ void gr_cut_free(gr_cut *c);
 void gr_reindex(ts_graph *g);
 /* Replaces every use of value `from` (node inputs, graph outputs) by `to`. */
 void gr_replace_uses(ts_graph *g, int from, int to);
-/* Number of uses of each value (node inputs + graph outputs); malloc'd. */
+/* Number of uses of each value (node inputs + graph outputs); malloc'd,
+ * NULL when out of memory. */
 int *gr_use_counts(const ts_graph *g);
 
 /* A node list under construction, for passes that rewrite the graph: the
@@ -141,16 +160,21 @@ int *gr_use_counts(const ts_graph *g);
 typedef struct gr_list {
   gr_node *nodes;
   int n, cap;
+  bool oom; /* a node could not be pushed */
 } gr_list;
+/* Appends a copy of n; out of memory drops it and marks the list. */
 void gr_list_push(gr_list *l, const gr_node *n);
-/* Makes l the graph's node list (the old array is freed), reindexes. */
-void gr_list_commit(ts_graph *g, gr_list *l);
+/* Makes l the graph's node list (the old array is freed), reindexes. A
+ * list that lost a node is freed instead, the graph marked failed:
+ * TS_ENOMEM. */
+int gr_list_commit(ts_graph *g, gr_list *l);
 /* A node (not yet in any list) with the given op and wiring. */
 gr_node gr_node_make(ts_graph *g, const char *op, const char *name,
                      const int *inputs, int n_inputs, const int *outputs,
                      int n_outputs);
-/* Takes ownership of f for a call node. */
-void gr_own_func(ts_graph *g, ts_func *f);
+/* Takes ownership of f for a call node; false (f still the caller's, the
+ * graph failed) when out of memory. */
+bool gr_own_func(ts_graph *g, ts_func *f);
 
 /* ---- layout.c, fuse.c ---- */
 /* Whether the layout pass made n channels-last (attribute layout="NHWC"):
@@ -192,7 +216,9 @@ bool gr_vendor_describe(const ts_graph *g, const int *members, int n,
 
 /* ---- shape.c ---- */
 /* Infers output dtypes and shapes of one node from its inputs; fills the
- * output values. Unknown ops: TS_EUNSUPPORTED naming op, node and opset. */
+ * output values. Unknown ops: TS_EUNSUPPORTED naming op, node and opset; a
+ * node wired to a value id that is an error code (a value its pass could
+ * not add): TS_ENOMEM. */
 int gr_infer_node(ts_graph *g, gr_node *n, ts_error *err);
 /* Whether shape inference knows the op type. */
 bool gr_op_known(const char *op);

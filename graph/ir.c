@@ -15,20 +15,30 @@
 
 #define CONST_ALIGN 64
 
+/* items with room for n + 1 (the capacity doubled when full); NULL, items
+ * unchanged, when out of memory. */
 static void *grow(void *items, int n, int *cap, size_t elem) {
   if (n < *cap) return items;
   int ncap = *cap ? *cap * 2 : 16;
-  void *p = realloc(items, elem * (size_t)ncap);
-  if (!p) {
-    fprintf(stderr, "tessera: out of memory (graph)\n");
-    abort();
-  }
+  void *p = ts_realloc(items, elem * (size_t)ncap);
+  if (!p) return NULL;
   *cap = ncap;
   return p;
 }
 
+bool gr_failed(const ts_graph *g) {
+  return g->oom || ts_arena_failed(g->arena);
+}
+
+int gr_alloc_check(const ts_graph *g, unsigned long failures, int rc,
+                   ts_error *err, const char *what) {
+  if (g && gr_failed(g) && rc != TS_ENOMEM)
+    return TS_ERR(err, TS_ENOMEM, "%s: out of memory", what);
+  return ts_alloc_check(failures, rc, err, what);
+}
+
 ts_graph *ts_graph_new(const char *name) {
-  ts_graph *g = calloc(1, sizeof *g);
+  ts_graph *g = ts_calloc(1, sizeof *g);
   if (!g) return NULL;
   g->arena = ts_arena_create();
   g->name = ts_arena_strdup(g->arena, name ? name : "graph");
@@ -55,7 +65,13 @@ int gr_value_add(ts_graph *g, const char *name, ts_dtype t, int ndim,
   int64_t dims[TS_MAX_DIMS];
   for (int i = 0; i < TS_MAX_DIMS; i++)
     dims[i] = (shape && i < ndim) ? shape[i] : -1;
-  g->values = grow(g->values, g->n_values, &g->cap_values, sizeof(gr_value));
+  gr_value *grown =
+      grow(g->values, g->n_values, &g->cap_values, sizeof(gr_value));
+  if (!grown) {
+    g->oom = true;
+    return TS_ENOMEM;
+  }
+  g->values = grown;
   gr_value *v = &g->values[g->n_values];
   memset(v, 0, sizeof *v);
   v->name = ts_arena_strdup(g->arena, name ? name : "");
@@ -92,6 +108,7 @@ int64_t gr_value_elems(const gr_value *v) {
 int gr_const_reserve(ts_graph *g, const char *name, ts_dtype t, int ndim,
                      const int64_t *shape) {
   int id = gr_value_add(g, name, t, ndim, shape);
+  if (id < 0) return id;
   int64_t elems = gr_value_elems(&g->values[id]);
   size_t bytes = (size_t)(elems < 0 ? 0 : elems) * ts_dtype_elem_bytes(t);
   size_t off = (g->consts_len + CONST_ALIGN - 1) & ~(size_t)(CONST_ALIGN - 1);
@@ -99,7 +116,7 @@ int gr_const_reserve(ts_graph *g, const char *name, ts_dtype t, int ndim,
     size_t ncap = g->consts_cap ? g->consts_cap : 4096;
     while (ncap < off + bytes) ncap *= 2;
     /* 64-byte aligned like every tensor a compiled kernel receives */
-    uint8_t *p = aligned_alloc(CONST_ALIGN, ncap);
+    uint8_t *p = ts_aligned_alloc(CONST_ALIGN, ncap);
     if (!p) {
       g->n_values--;
       return TS_ENOMEM;
@@ -168,7 +185,12 @@ gr_node *gr_node_add(ts_graph *g, const char *op, const char *name,
                      const int *inputs, int n_inputs, const int *outputs,
                      int n_outputs) {
   gr_node n = gr_node_make(g, op, name, inputs, n_inputs, outputs, n_outputs);
-  g->nodes = grow(g->nodes, g->n_nodes, &g->cap_nodes, sizeof(gr_node));
+  gr_node *grown = grow(g->nodes, g->n_nodes, &g->cap_nodes, sizeof(gr_node));
+  if (!grown) {
+    g->oom = true;
+    return NULL;
+  }
+  g->nodes = grown;
   g->nodes[g->n_nodes] = n;
   for (int i = 0; i < n_outputs; i++)
     g->values[outputs[i]].producer = g->n_nodes;
@@ -261,8 +283,8 @@ void gr_replace_uses(ts_graph *g, int from, int to) {
 }
 
 int *gr_use_counts(const ts_graph *g) {
-  int *uses = calloc((size_t)g->n_values + 1, sizeof *uses);
-  if (!uses) abort();
+  int *uses = ts_calloc((size_t)g->n_values + 1, sizeof *uses);
+  if (!uses) return NULL;
   for (int i = 0; i < g->n_nodes; i++)
     for (int j = 0; j < g->nodes[i].n_inputs; j++)
       if (g->nodes[i].inputs[j] >= 0) uses[g->nodes[i].inputs[j]]++;
@@ -271,11 +293,22 @@ int *gr_use_counts(const ts_graph *g) {
 }
 
 void gr_list_push(gr_list *l, const gr_node *n) {
-  l->nodes = grow(l->nodes, l->n, &l->cap, sizeof(gr_node));
+  gr_node *grown = grow(l->nodes, l->n, &l->cap, sizeof(gr_node));
+  if (!grown) {
+    l->oom = true;
+    return;
+  }
+  l->nodes = grown;
   l->nodes[l->n++] = *n;
 }
 
-void gr_list_commit(ts_graph *g, gr_list *l) {
+int gr_list_commit(ts_graph *g, gr_list *l) {
+  if (l->oom) {
+    free(l->nodes);
+    memset(l, 0, sizeof *l);
+    g->oom = true;
+    return TS_ENOMEM;
+  }
   free(g->nodes);
   g->nodes = l->nodes;
   g->n_nodes = l->n;
@@ -283,12 +316,19 @@ void gr_list_commit(ts_graph *g, gr_list *l) {
   l->nodes = NULL;
   l->n = l->cap = 0;
   gr_reindex(g);
+  return TS_OK;
 }
 
-void gr_own_func(ts_graph *g, ts_func *f) {
-  g->funcs =
-      (ts_func **)grow(g->funcs, g->n_funcs, &g->cap_funcs, sizeof(ts_func *));
+bool gr_own_func(ts_graph *g, ts_func *f) {
+  ts_func **grown =
+      grow(g->funcs, g->n_funcs, &g->cap_funcs, sizeof(ts_func *));
+  if (!grown) {
+    g->oom = true;
+    return false;
+  }
+  g->funcs = grown;
   g->funcs[g->n_funcs++] = f;
+  return true;
 }
 
 const char *gr_layout_for(int ndim, bool image) {

@@ -23,7 +23,7 @@ int64_t gr_tensor_elems(const gr_tensor *t) {
 
 static double *to_double(const gr_tensor *t) {
   int64_t n = gr_tensor_elems(t);
-  double *d = malloc(sizeof *d * (size_t)(n ? n : 1));
+  double *d = ts_malloc(sizeof *d * (size_t)(n ? n : 1));
   if (!d) return NULL;
   if (ts_dtype_eq(t->dtype, TS_FLOAT32))
     for (int64_t i = 0; i < n; i++) d[i] = ((const float *)t->data)[i];
@@ -102,7 +102,7 @@ static int run_elementwise(const gr_node *n, const gr_tensor *ins,
   const char *op = n->op;
   int64_t total = gr_tensor_elems(out), idx[TS_MAX_DIMS];
   double *a = to_double(&ins[0]);
-  double *r = malloc(sizeof *r * (size_t)(total ? total : 1));
+  double *r = ts_malloc(sizeof *r * (size_t)(total ? total : 1));
   double *b = NULL;
   bool bin = n->n_inputs >= 2 && strcmp(op, "Clip") && strcmp(op, "Dropout");
   if (bin) b = to_double(&ins[1]);
@@ -187,7 +187,7 @@ static int run_conv(const ts_graph *g, const gr_node *n, const gr_tensor *ins,
   int64_t N = x->shape[0], C = x->shape[1], M = out->shape[1];
   int64_t osp = O[0] * O[1] * O[2], isp = I[0] * I[1] * I[2];
   int64_t ksp = K[0] * K[1] * K[2];
-  double *r = calloc((size_t)(N * M * osp) + 1, sizeof *r);
+  double *r = ts_calloc((size_t)(N * M * osp) + 1, sizeof *r);
   if (!xd || !wd || (bias && !bd) || !r) {
     free(xd), free(wd), free(bd), free(r);
     return TS_ENOMEM;
@@ -306,7 +306,7 @@ static int run_pool(const gr_node *n, const gr_tensor *ins, gr_tensor *out) {
   double *xd = to_double(x);
   int64_t NC = x->shape[0] * x->shape[1], isp = I[0] * I[1] * I[2];
   int64_t osp = O[0] * O[1] * O[2];
-  double *r = malloc(sizeof *r * (size_t)(NC * osp + 1));
+  double *r = ts_malloc(sizeof *r * (size_t)(NC * osp + 1));
   if (!xd || !r) {
     free(xd), free(r);
     return TS_ENOMEM;
@@ -354,7 +354,7 @@ static int run_matmul(const gr_node *n, const gr_tensor *ins, gr_tensor *out) {
   double *cd =
       gemm && n->n_inputs > 2 && ins[2].data ? to_double(&ins[2]) : NULL;
   int64_t total = gr_tensor_elems(out);
-  double *r = calloc((size_t)total + 1, sizeof *r);
+  double *r = ts_calloc((size_t)total + 1, sizeof *r);
   if (!ad || !bd || !r) {
     free(ad), free(bd), free(cd), free(r);
     return TS_ENOMEM;
@@ -429,7 +429,7 @@ static int run_rows(const gr_node *n, const gr_tensor *ins, gr_tensor *out) {
   const gr_tensor *x = &ins[0];
   double *xd = to_double(x);
   int64_t total = gr_tensor_elems(x);
-  double *r = malloc(sizeof *r * (size_t)(total + 1));
+  double *r = ts_malloc(sizeof *r * (size_t)(total + 1));
   if (!xd || !r) {
     free(xd), free(r);
     return TS_ENOMEM;
@@ -497,8 +497,8 @@ static int run_reduce(const ts_graph *g, const gr_node *n, const gr_tensor *ins,
     red[axes[i] < 0 ? axes[i] + x->ndim : axes[i]] = true;
   double *xd = to_double(x);
   int64_t on = gr_tensor_elems(out);
-  double *r = malloc(sizeof *r * (size_t)(on + 1));
-  int64_t *cnt = calloc((size_t)on + 1, sizeof *cnt);
+  double *r = ts_malloc(sizeof *r * (size_t)(on + 1));
+  int64_t *cnt = ts_calloc((size_t)on + 1, sizeof *cnt);
   if (!xd || !r || !cnt) {
     free(xd), free(r), free(cnt);
     return TS_ENOMEM;
@@ -712,8 +712,8 @@ bool gr_kernel_known(const char *op) { return gr_op_known(op); }
 static gr_tensor permuted(const gr_tensor *x, const int64_t *perm) {
   gr_tensor t = {.dtype = x->dtype, .ndim = 4};
   for (int d = 0; d < 4; d++) t.shape[d] = x->shape[perm[d]];
-  t.data =
-      malloc((size_t)gr_tensor_elems(&t) * ts_dtype_elem_bytes(x->dtype) + 1);
+  t.data = ts_malloc(
+      (size_t)gr_tensor_elems(&t) * ts_dtype_elem_bytes(x->dtype) + 1);
   if (!t.data) return t;
   gr_node n = {.n_attrs = 1};
   gr_attr a = {
@@ -730,7 +730,7 @@ static gr_tensor unblocked(const gr_tensor *w) {
           B = w->shape[4];
   gr_tensor t = {.dtype = w->dtype, .ndim = 4, .shape = {NB * B, I, KH, KW}};
   size_t es = ts_dtype_elem_bytes(w->dtype);
-  t.data = malloc((size_t)gr_tensor_elems(&t) * es + 1);
+  t.data = ts_malloc((size_t)gr_tensor_elems(&t) * es + 1);
   if (!t.data) return t;
   const uint8_t *src = w->data;
   uint8_t *dst = t.data;
@@ -760,7 +760,7 @@ static int run_matmul_blocked(const gr_node *n, const gr_tensor *ins,
   for (int d = 0; d < r - 3; d++) batch *= (in2[1].shape[d] = w->shape[d]);
   in2[1].shape[r - 3] = K, in2[1].shape[r - 2] = NB * B;
   size_t es = ts_dtype_elem_bytes(w->dtype);
-  uint8_t *dst = malloc((size_t)(batch * NB * B * K) * es + 1);
+  uint8_t *dst = ts_malloc((size_t)(batch * NB * B * K) * es + 1);
   if (!dst) return TS_ENOMEM;
   const uint8_t *src = w->data;
   for (int64_t t = 0, i = 0; t < batch; t++)
@@ -792,7 +792,7 @@ static int run_channels_last(const ts_graph *g, const gr_node *n,
     in2[1] = permuted(&ins[1], w_to_oihw);
   for (int k = 2; conv && k < n->n_inputs && k < 4; k++) in2[k] = ins[k];
   o.data =
-      malloc((size_t)gr_tensor_elems(&o) * ts_dtype_elem_bytes(o.dtype) + 1);
+      ts_malloc((size_t)gr_tensor_elems(&o) * ts_dtype_elem_bytes(o.dtype) + 1);
   int rc = TS_ENOMEM;
   if (in2[0].data && (!conv || in2[1].data) && o.data) {
     rc = conv ? run_conv(g, n, in2, &o) : run_pool(n, in2, &o);

@@ -250,6 +250,7 @@ static int push_transpose(layout_pass *p, int x, const int64_t *perm, int to,
     int64_t s[4];
     permute_shape(g->values[x].shape, perm, s);
     to = gr_value_fresh(g, g->values[x].name, g->values[x].dtype, 4, s);
+    if (to < 0) return to;
     g->values[to].layout = layout;
   }
   gr_node n =
@@ -309,9 +310,9 @@ static bool *plan_layout(const ts_graph *g) {
   int S = 0, T = 1, node0 = 2, in0 = node0 + nn, out0 = in0 + g->n_inputs;
   int val0 = out0 + g->n_outputs, n = val0 + 2 * nv;
   gr_cut *c = gr_cut_new(n);
-  bool *side = malloc(sizeof(bool) * (size_t)n);
-  bool *plan = calloc((size_t)nn + 1, sizeof *plan);
-  int *prod = malloc(sizeof(int) * (size_t)(nv + 1));
+  bool *side = ts_malloc(sizeof(bool) * (size_t)n);
+  bool *plan = ts_calloc((size_t)nn + 1, sizeof *plan);
+  int *prod = ts_malloc(sizeof(int) * (size_t)(nv + 1));
   if (!c || !side || !plan || !prod) goto fail;
   for (int v = 0; v < nv; v++) prod[v] = -1;
   for (int i = 0; i < nn; i++) {
@@ -462,6 +463,7 @@ static int convert_node(layout_pass *p, const gr_node *n) {
   int64_t s[4];
   permute_shape(g->values[out].shape, to_nhwc, s);
   int nout = gr_value_fresh(g, g->values[out].name, g->values[out].dtype, 4, s);
+  if (nout < 0) return nout;
   g->values[nout].layout = "NHWC";
   gr_node m = *n;
   m.inputs = ts_arena_alloc(g->arena, sizeof(int) * (size_t)(n->n_inputs + 1));
@@ -497,7 +499,7 @@ static int convert_node(layout_pass *p, const gr_node *n) {
   p->nhwc[out] = nout;
   /* the NCHW value, for whoever still reads it (dce drops it otherwise) */
   push_transpose(p, nout, to_nchw, out, "");
-  return TS_OK;
+  return p->list.oom ? TS_ENOMEM : TS_OK;
 }
 
 /* ---- transpose simplification ---- */
@@ -646,7 +648,7 @@ int ts_graph_convert_layout(ts_graph *g, ts_error *err) {
   layout_pass p = {.g = g, .n_orig = g->n_values};
   gr_reindex(g);
   bool *plan = g->keep_nchw ? NULL : plan_layout(g);
-  p.nhwc = malloc(sizeof(int) * (size_t)(g->n_values + 1));
+  p.nhwc = ts_malloc(sizeof(int) * (size_t)(g->n_values + 1));
   if (!p.nhwc || (!g->keep_nchw && !plan)) {
     free(p.nhwc);
     free(plan);
@@ -716,7 +718,8 @@ int ts_graph_convert_layout(ts_graph *g, ts_error *err) {
     free(p.list.nodes);
     return rc;
   }
-  gr_list_commit(g, &p.list);
+  if (gr_list_commit(g, &p.list))
+    return TS_ERR(err, TS_ENOMEM, "layout: out of memory");
   rc = ts_graph_eliminate_dead(g, err);
   if (!rc) rc = simplify_transposes(g, err);
   return rc;

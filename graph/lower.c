@@ -46,7 +46,7 @@ static int fresh_like(ts_graph *g, int v, const char *suffix) {
 /* A float32 constant of shape (ndim, shape) from doubles. */
 static int const_f32(ts_graph *g, const char *name, int ndim,
                      const int64_t *shape, const double *v, int64_t n) {
-  float *f = malloc(sizeof(float) * (size_t)(n ? n : 1));
+  float *f = ts_malloc(sizeof(float) * (size_t)(n ? n : 1));
   if (!f) return TS_ENOMEM;
   for (int64_t i = 0; i < n; i++) f[i] = (float)v[i];
   int id = gr_const_add(g, name, TS_FLOAT32, ndim, shape, f);
@@ -57,7 +57,7 @@ static int const_f32(ts_graph *g, const char *name, int ndim,
 static int transposed_const(ts_graph *g, int v, double scale) {
   const gr_value *x = &g->values[v];
   int64_t r = x->shape[0], c = x->shape[1], shape[2] = {c, r};
-  double *d = malloc(sizeof(double) * (size_t)(r * c + 1));
+  double *d = ts_malloc(sizeof(double) * (size_t)(r * c + 1));
   if (!d) return TS_ENOMEM;
   const float *src = gr_const_data(g, v);
   for (int64_t i = 0; i < r; i++)
@@ -94,7 +94,7 @@ static int lower_gemm(lowering *l, const gr_node *n) {
     else {
       const gr_value *bv = &g->values[b];
       int64_t e = gr_value_elems(bv);
-      double *d = malloc(sizeof(double) * (size_t)(e + 1));
+      double *d = ts_malloc(sizeof(double) * (size_t)(e + 1));
       if (!d) return TS_ENOMEM;
       for (int64_t i = 0; i < e; i++)
         d[i] = alpha * ((const float *)gr_const_data(g, b))[i];
@@ -130,7 +130,7 @@ static int lower_gemm(lowering *l, const gr_node *n) {
                       n->name);
       const gr_value *cv = &g->values[c];
       int64_t e = gr_value_elems(cv);
-      double *d = malloc(sizeof(double) * (size_t)(e + 1));
+      double *d = ts_malloc(sizeof(double) * (size_t)(e + 1));
       if (!d) return TS_ENOMEM;
       for (int64_t i = 0; i < e; i++)
         d[i] = beta * ((const float *)gr_const_data(g, c))[i];
@@ -207,8 +207,8 @@ static int lower_batchnorm(lowering *l, const gr_node *n) {
   shape[0] = C;
   for (int i = 1; i < x->ndim - 1; i++) shape[i] = 1;
   double eps = gr_attr_float(n, "epsilon", 1e-5);
-  double *sc = malloc(sizeof(double) * (size_t)C);
-  double *sh = malloc(sizeof(double) * (size_t)C);
+  double *sc = ts_malloc(sizeof(double) * (size_t)C);
+  double *sh = ts_malloc(sizeof(double) * (size_t)C);
   if (!sc || !sh) {
     free(sc), free(sh);
     return TS_ERR(l->err, TS_ENOMEM, "lowering '%s'", n->name);
@@ -251,7 +251,7 @@ static int lower_div(lowering *l, const gr_node *n) {
   int d = n->inputs[1];
   const gr_value *dv = &g->values[d];
   int64_t e = gr_value_elems(dv);
-  double *r = malloc(sizeof(double) * (size_t)(e + 1));
+  double *r = ts_malloc(sizeof(double) * (size_t)(e + 1));
   if (!r) return TS_ERR(l->err, TS_ENOMEM, "lowering '%s'", n->name);
   for (int64_t i = 0; i < e; i++)
     r[i] = 1.0 / ((const float *)gr_const_data(g, d))[i];
@@ -293,6 +293,7 @@ int ts_graph_lower(ts_graph *g, ts_error *err) {
       TS_ERR(err, TS_ENOMEM, "lowering: out of memory");
     return rc;
   }
-  gr_list_commit(g, &l.out);
+  if (gr_list_commit(g, &l.out))
+    return TS_ERR(err, TS_ENOMEM, "lowering: out of memory");
   return TS_OK;
 }

@@ -24,13 +24,13 @@ struct gr_cut {
 };
 
 gr_cut *gr_cut_new(int n) {
-  gr_cut *c = calloc(1, sizeof *c);
+  gr_cut *c = ts_calloc(1, sizeof *c);
   if (!c) return NULL;
   c->n = n;
-  c->head = malloc(sizeof(int) * (size_t)(n + 1));
-  c->level = malloc(sizeof(int) * (size_t)(n + 1));
-  c->iter = malloc(sizeof(int) * (size_t)(n + 1));
-  c->queue = malloc(sizeof(int) * (size_t)(n + 1));
+  c->head = ts_malloc(sizeof(int) * (size_t)(n + 1));
+  c->level = ts_malloc(sizeof(int) * (size_t)(n + 1));
+  c->iter = ts_malloc(sizeof(int) * (size_t)(n + 1));
+  c->queue = ts_malloc(sizeof(int) * (size_t)(n + 1));
   if (!c->head || !c->level || !c->iter || !c->queue) {
     gr_cut_free(c);
     return NULL;
@@ -52,7 +52,7 @@ void gr_cut_free(gr_cut *c) {
 static void push_arc(gr_cut *c, int from, int to, int64_t cap) {
   if (c->n_arcs == c->cap_arcs) {
     int cap_arcs = c->cap_arcs ? 2 * c->cap_arcs : 64;
-    arc *a = realloc(c->arcs, sizeof(arc) * (size_t)cap_arcs);
+    arc *a = ts_realloc(c->arcs, sizeof(arc) * (size_t)cap_arcs);
     if (!a) {
       c->failed = true;
       return;

@@ -97,7 +97,7 @@ static int parse_npy(const char *entry, const uint8_t *p, size_t len,
     return TS_ERR(err, TS_EINVAL,
                   "'%s': %zu data bytes for a shape needing %zu", entry,
                   len - start - hlen, bytes);
-  t->data = malloc(bytes ? bytes : 1);
+  t->data = ts_malloc(bytes ? bytes : 1);
   if (!t->data) return TS_ERR(err, TS_ENOMEM, "'%s'", entry);
   memcpy(t->data, p + start + hlen, bytes);
   return TS_OK;
@@ -126,13 +126,13 @@ int ts_graph_npz_read(const char *path, ts_graph_npz **out, ts_error *err) {
     return rc;
   }
   zip_int64_t n = zip_get_num_entries(za, 0);
-  ts_graph_npz *z = calloc(1, sizeof *z);
+  ts_graph_npz *z = ts_calloc(1, sizeof *z);
   if (!z || n < 0 || n > MAX_ARRAYS) {
     zip_close(za);
     free(z);
     return TS_ERR(err, TS_EINVAL, "'%s': %lld entries", path, (long long)n);
   }
-  z->arrays = calloc((size_t)n + 1, sizeof *z->arrays);
+  z->arrays = ts_calloc((size_t)n + 1, sizeof *z->arrays);
   int rc = z->arrays ? TS_OK : TS_ERR(err, TS_ENOMEM, "'%s'", path);
   for (zip_int64_t i = 0; i < n && !rc; i++) {
     zip_stat_t st;
@@ -145,15 +145,21 @@ int ts_graph_npz_read(const char *path, ts_graph_npz **out, ts_error *err) {
     }
     size_t nl = strlen(st.name);
     if (nl < 5 || strcmp(st.name + nl - 4, ".npy")) continue;
-    uint8_t *buf = malloc(st.size ? st.size : 1);
+    uint8_t *buf = ts_malloc(st.size ? st.size : 1);
     zip_file_t *zf = zip_fopen_index(za, (zip_uint64_t)i, 0);
-    if (!buf || !zf || zip_fread(zf, buf, st.size) != (zip_int64_t)st.size) {
+    if (!buf) {
+      rc = TS_ERR(err, TS_ENOMEM, "'%s': entry '%s': out of memory", path,
+                  st.name);
+    } else if (!zf || zip_fread(zf, buf, st.size) != (zip_int64_t)st.size) {
       rc = TS_ERR(err, TS_EIO, "'%s': cannot read entry '%s'", path, st.name);
     } else {
       npz_array *a = &z->arrays[z->n];
       rc = parse_npy(st.name, buf, st.size, &a->t, err);
+      if (!rc && !(a->name = ts_strndup(st.name, nl - 4))) {
+        free(a->t.data);
+        rc = TS_ERR(err, TS_ENOMEM, "'%s': out of memory", path);
+      }
       if (!rc) {
-        a->name = strndup(st.name, nl - 4);
         a->t.name = a->name;
         z->n++;
       }
@@ -210,7 +216,7 @@ static uint8_t *npy_image(const ts_graph_tensor *t, size_t *len) {
   size_t pad = (64 - total % 64) % 64;
   size_t hlen = (size_t)k + pad + 1;
   size_t bytes = (size_t)elems * ts_dtype_elem_bytes(t->dtype);
-  uint8_t *p = malloc(10 + hlen + bytes);
+  uint8_t *p = ts_malloc(10 + hlen + bytes);
   if (!p) return NULL;
   memcpy(p, "\x93NUMPY\x01\x00", 8);
   p[8] = (uint8_t)(hlen & 255);

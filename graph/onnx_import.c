@@ -46,12 +46,17 @@ static int map_get(const name_map *m, const char *k) {
   }
 }
 
-static void map_put(name_map *m, const char *k, int v) {
+/* false (the map unchanged) when out of memory */
+static bool map_put(name_map *m, const char *k, int v) {
   if ((m->n + 1) * 2 > m->cap) {
     size_t ncap = m->cap ? m->cap * 2 : 256;
-    const char **keys = calloc(ncap, sizeof *keys);
-    int *vals = calloc(ncap, sizeof *vals);
-    if (!keys || !vals) abort();
+    const char **keys = ts_calloc(ncap, sizeof *keys);
+    int *vals = ts_calloc(ncap, sizeof *vals);
+    if (!keys || !vals) {
+      free(keys);
+      free(vals);
+      return false;
+    }
     for (size_t i = 0; i < m->cap; i++)
       if (m->keys[i]) {
         size_t j = hash_str(m->keys[i]) & (ncap - 1);
@@ -70,7 +75,19 @@ static void map_put(name_map *m, const char *k, int v) {
   if (!m->keys[i]) m->n++;
   m->keys[i] = k;
   m->vals[i] = v;
+  return true;
 }
+
+/* protobuf-c allocates the unpacked model through tir/alloc.h too */
+static void *pb_alloc(void *data, size_t size) {
+  (void)data;
+  return ts_malloc(size);
+}
+static void pb_free(void *data, void *p) {
+  (void)data;
+  free(p);
+}
+static ProtobufCAllocator pb_allocator = {pb_alloc, pb_free, NULL};
 
 typedef struct importer {
   ts_graph *g;
@@ -80,6 +97,10 @@ typedef struct importer {
   name_map names; /* ONNX value name -> value id */
   ts_error *err;
 } importer;
+
+static int out_of_memory(importer *im) {
+  return TS_ERR(im->err, TS_ENOMEM, "import: out of memory");
+}
 
 /* ONNX TensorProto.DataType -> dtype; false for types tessera cannot hold. */
 static bool onnx_dtype(int32_t t, ts_dtype *out) {
@@ -390,9 +411,11 @@ static int import_input(importer *im, const Onnx__ValueInfoProto *vi) {
     elems *= dims[i];
   }
   int id = gr_value_add(im->g, name, dt, ndim, dims);
+  if (id < 0) return out_of_memory(im);
   im->g->values[id].is_input = true;
   im->g->values[id].layout = gr_layout_for(ndim, ndim >= 3);
-  map_put(&im->names, im->g->values[id].name, id);
+  if (!map_put(&im->names, im->g->values[id].name, id))
+    return out_of_memory(im);
   return TS_OK;
 }
 
@@ -470,12 +493,14 @@ static int import_constant(importer *im, const Onnx__NodeProto *np) {
       id = gr_const_add(im->g, out, TS_FLOAT32, 1, &d, a->floats);
     }
   }
+  if (id == TS_ENOMEM) return out_of_memory(im);
   if (id < 0)
     return TS_ERR(im->err, TS_EUNSUPPORTED,
                   "node '%s' (Constant, opset %d): no supported value "
                   "attribute",
                   np->name ? np->name : "", im->g->opset);
-  map_put(&im->names, im->g->values[id].name, id);
+  if (!map_put(&im->names, im->g->values[id].name, id))
+    return out_of_memory(im);
   return TS_OK;
 }
 
@@ -522,13 +547,17 @@ static int import_node(importer *im, const Onnx__NodeProto *np, int index) {
   for (size_t i = 0; i < n_out; i++) {
     if (!np->output[i][0]) { /* an omitted optional output */
       outs[i] = gr_value_fresh(im->g, "unused", TS_FLOAT32, -1, NULL);
+      if (outs[i] < 0) return out_of_memory(im);
       continue;
     }
     outs[i] = gr_value_add(im->g, np->output[i], TS_FLOAT32, -1, NULL);
-    map_put(&im->names, im->g->values[outs[i]].name, outs[i]);
+    if (outs[i] < 0 ||
+        !map_put(&im->names, im->g->values[outs[i]].name, outs[i]))
+      return out_of_memory(im);
   }
   gr_node *n =
       gr_node_add(im->g, op, name, ins, (int)np->n_input, outs, (int)n_out);
+  if (!n) return out_of_memory(im);
   for (size_t i = 0; i < np->n_attribute; i++) {
     int rc = import_attr(im, n, np->attribute[i], np);
     if (rc) return rc;
@@ -563,7 +592,8 @@ static int import_model(importer *im, const Onnx__ModelProto *m) {
                     "initializer %zu: empty or repeated name '%s'", i, name);
     int id;
     if ((rc = import_tensor(im, t, name, &id))) return rc;
-    map_put(&im->names, im->g->values[id].name, id);
+    if (!map_put(&im->names, im->g->values[id].name, id))
+      return out_of_memory(im);
   }
   for (int k = 0; k < im->opts->n_input_shapes; k++) {
     char oname[256];
@@ -626,18 +656,22 @@ int ts_graph_import_onnx_bytes(const void *data, size_t len,
   if (!im.limits.max_nodes) im.limits.max_nodes = DEFAULT_MAX_NODES;
   if (!im.limits.max_tensor_elems)
     im.limits.max_tensor_elems = DEFAULT_MAX_ELEMS;
+  unsigned long failures = ts_alloc_failures();
   Onnx__ModelProto *m =
-      onnx__model_proto__unpack(NULL, len, (const uint8_t *)data);
+      onnx__model_proto__unpack(&pb_allocator, len, (const uint8_t *)data);
+  if (!m && failures != ts_alloc_failures())
+    return TS_ERR(err, TS_ENOMEM, "import: out of memory");
   if (!m)
     return TS_ERR(err, TS_EPARSE,
                   "not a valid ONNX model: the protobuf message (%zu bytes) "
                   "is truncated or corrupt",
                   len);
   im.g = ts_graph_new(m->graph && m->graph->name ? m->graph->name : "model");
-  int rc = import_model(&im, m);
-  onnx__model_proto__free_unpacked(m, NULL);
+  int rc = im.g ? import_model(&im, m) : TS_ENOMEM;
+  onnx__model_proto__free_unpacked(m, &pb_allocator);
   free(im.names.keys);
   free(im.names.vals);
+  rc = gr_alloc_check(im.g, failures, rc, err, "import");
   if (rc) {
     ts_graph_free(im.g);
     return rc;
@@ -665,10 +699,10 @@ int ts_graph_import_onnx(const char *path, const ts_graph_import_options *opts,
                   path, (long long)st.st_size);
   }
   size_t len = (size_t)st.st_size;
-  uint8_t *buf = malloc(len ? len : 1);
+  uint8_t *buf = ts_malloc(len ? len : 1);
   if (!buf) {
     fclose(f);
-    return TS_ERR(err, TS_ENOMEM, "cannot hold '%s' in memory", path);
+    return TS_ERR(err, TS_ENOMEM, "'%s': out of memory", path);
   }
   if (len && fread(buf, 1, len, f) != len) {
     free(buf);

@@ -109,7 +109,7 @@ static int replace(matcher *m, const gr_node *last, const char *op,
                    ts_error *err) {
   int idx = (int)(last - m->g->nodes);
   int out = last->outputs[0];
-  gr_node *n = malloc(sizeof *n);
+  gr_node *n = ts_malloc(sizeof *n);
   if (!n) return TS_ERR(err, TS_ENOMEM, "patterns: out of memory");
   *n = gr_node_make(m->g, op, gr_fresh_name(m->g, op), ins, n_ins, &out, 1);
   for (int i = 0; i < n_attrs; i++) gr_node_set_attr(m->g, n, attrs[i]);
@@ -179,7 +179,7 @@ static int match_layer_norm(matcher *m, int i, ts_error *err) {
     }
   }
   if (gamma < 0 || beta < 0) { /* the identity affine part, as constants */
-    float *ones = malloc(sizeof(float) * (size_t)c);
+    float *ones = ts_malloc(sizeof(float) * (size_t)c);
     if (!ones) return TS_ERR(err, TS_ENOMEM, "patterns: out of memory");
     for (int64_t k = 0; k < c; k++) ones[k] = 1;
     if (gamma < 0)
@@ -255,12 +255,12 @@ int ts_graph_match_patterns(ts_graph *g, ts_error *err) {
   matcher m = {.g = g};
   int rc = TS_OK, n_nodes = g->n_nodes;
   m.uses = gr_use_counts(g);
-  m.user_off = calloc((size_t)g->n_values + 2, sizeof *m.user_off);
-  m.removed = calloc((size_t)g->n_nodes + 1, sizeof *m.removed);
-  m.repl = calloc((size_t)g->n_nodes + 1, sizeof *m.repl);
+  m.user_off = ts_calloc((size_t)g->n_values + 2, sizeof *m.user_off);
+  m.removed = ts_calloc((size_t)g->n_nodes + 1, sizeof *m.removed);
+  m.repl = ts_calloc((size_t)g->n_nodes + 1, sizeof *m.repl);
   int total = 0;
   for (int i = 0; i < g->n_nodes; i++) total += g->nodes[i].n_inputs;
-  m.users = calloc((size_t)total + 1, sizeof *m.users);
+  m.users = ts_calloc((size_t)total + 1, sizeof *m.users);
   if (!m.uses || !m.user_off || !m.removed || !m.repl || !m.users) {
     rc = TS_ERR(err, TS_ENOMEM, "patterns: out of memory");
     goto done;
@@ -271,7 +271,7 @@ int ts_graph_match_patterns(ts_graph *g, ts_error *err) {
     for (int k = 0; k < g->nodes[i].n_inputs; k++)
       if (g->nodes[i].inputs[k] >= 0) m.user_off[g->nodes[i].inputs[k] + 1]++;
   for (int v = 0; v < g->n_values; v++) m.user_off[v + 1] += m.user_off[v];
-  int *fill = calloc((size_t)g->n_values + 1, sizeof *fill);
+  int *fill = ts_calloc((size_t)g->n_values + 1, sizeof *fill);
   if (!fill) {
     rc = TS_ERR(err, TS_ENOMEM, "patterns: out of memory");
     goto done;
@@ -298,7 +298,8 @@ int ts_graph_match_patterns(ts_graph *g, ts_error *err) {
       else if (!m.removed[i])
         gr_list_push(&out, &g->nodes[i]);
     }
-    gr_list_commit(g, &out);
+    if (gr_list_commit(g, &out))
+      rc = TS_ERR(err, TS_ENOMEM, "patterns: out of memory");
   }
 done:
   if (m.repl)

@@ -109,7 +109,7 @@ static void logf_(gr_pet_setup *s, const char *fmt, ...) {
   if ((size_t)n >= sizeof line) n = (int)sizeof line - 1;
   if (s->len + (size_t)n + 2 > s->cap) {
     size_t cap = (s->cap + (size_t)n + 2) * 2;
-    char *q = realloc(s->log, cap);
+    char *q = ts_realloc(s->log, cap);
     if (!q) return;
     s->log = q;
     s->cap = cap;
@@ -425,7 +425,7 @@ static int correct(ts_graph *g, const gr_node *n, pet_mutant *m,
   if (!conv_info_of(g, n, &c)) return 0;
   int64_t nd = res->n_diff,
           ext[3] = {0, g->values[m->out].shape[1], g->values[m->out].shape[2]};
-  int64_t(*band)[2] = malloc(sizeof *band * (size_t)(2 * nd + 1));
+  int64_t(*band)[2] = ts_malloc(sizeof *band * (size_t)(2 * nd + 1));
   if (!band) return TS_ERR(err, TS_ENOMEM, "out of memory");
   int64_t(*cols)[2] = band + nd;
   int rc = 0;
@@ -506,8 +506,8 @@ static double cost_us(const ts_graph *g, const gr_node *nodes, int n) {
 static ts_graph *candidate_graph(const ts_graph *g, const gr_node *nodes, int n,
                                  int out) {
   ts_graph *c = ts_graph_new("pet_candidate");
-  int *map = malloc(sizeof(int) * (size_t)g->n_values);
-  int *ins = malloc(sizeof(int) * (size_t)(g->n_values + 1));
+  int *map = ts_malloc(sizeof(int) * (size_t)g->n_values);
+  int *ins = ts_malloc(sizeof(int) * (size_t)(g->n_values + 1));
   int n_ins = 0;
   bool ok = c && map && ins;
   if (ok) {
@@ -541,11 +541,19 @@ static ts_graph *candidate_graph(const ts_graph *g, const gr_node *nodes, int n,
       const gr_value *y = &g->values[nd->outputs[k]];
       vout[k] = map[nd->outputs[k]] =
           gr_value_add(c, y->name, y->dtype, y->ndim, y->shape);
+      if (vout[k] < 0) {
+        ok = false;
+        break;
+      }
       c->values[vout[k]].layout = ts_arena_strdup(c->arena, y->layout);
     }
     if (!ok) break;
     gr_node *cn = gr_node_add(c, nd->op, nd->name, vin, nd->n_inputs, vout,
                               nd->n_outputs);
+    if (!cn) {
+      ok = false;
+      break;
+    }
     for (int a = 0; a < nd->n_attrs; a++) gr_node_set_attr(c, cn, nd->attrs[a]);
   }
   if (ok && map[out] >= 0) {
@@ -574,17 +582,17 @@ static int add_alt(gr_pet_setup *s, const ts_graph_task *t, const char *name) {
     }
   if (s->n_alt == s->cap_alt) {
     int cap = s->cap_alt ? s->cap_alt * 2 : 16;
-    ts_graph_task *a = realloc(s->alts, sizeof *a * (size_t)cap);
+    ts_graph_task *a = ts_realloc(s->alts, sizeof *a * (size_t)cap);
     if (a) s->alts = a;
-    ts_func **f = realloc(s->alt_funcs, sizeof *f * (size_t)cap);
+    ts_func **f = ts_realloc(s->alt_funcs, sizeof *f * (size_t)cap);
     if (f) s->alt_funcs = f;
-    char **nm = realloc(s->alt_names, sizeof *nm * (size_t)cap);
+    char **nm = ts_realloc(s->alt_names, sizeof *nm * (size_t)cap);
     if (nm) s->alt_names = nm;
     if (!a || !f || !nm) return TS_ENOMEM;
     s->cap_alt = cap;
   }
   ts_func *f = ts_func_copy(t->func);
-  char *nm = strdup(name);
+  char *nm = ts_strdup(name);
   if (!f || !nm) {
     ts_func_free(f);
     free(nm);
@@ -706,8 +714,8 @@ static int elementwise_data(const ts_graph *g, const gr_node *n) {
 static int cancel_round(ts_graph *g, ts_error *err, int *rc) {
   gr_list l = {0};
   int n_nodes = g->n_nodes, cancelled = 0;
-  int *from = malloc(sizeof(int) * (size_t)(n_nodes + 1));
-  int *to = malloc(sizeof(int) * (size_t)(n_nodes + 1));
+  int *from = ts_malloc(sizeof(int) * (size_t)(n_nodes + 1));
+  int *to = ts_malloc(sizeof(int) * (size_t)(n_nodes + 1));
   if (!from || !to) {
     free(from), free(to);
     *rc = TS_ERR(err, TS_ENOMEM, "out of memory");
@@ -763,7 +771,11 @@ static int cancel_round(ts_graph *g, ts_error *err, int *rc) {
     free(l.nodes), free(from), free(to);
     return 0;
   }
-  gr_list_commit(g, &l);
+  if (gr_list_commit(g, &l)) {
+    free(from), free(to);
+    *rc = TS_ERR(err, TS_ENOMEM, "out of memory");
+    return 0;
+  }
   for (int k = 0; k < cancelled; k++) gr_replace_uses(g, from[k], to[k]);
   free(from), free(to);
   return cancelled;
@@ -790,12 +802,12 @@ int ts_graph_set_pet(ts_graph *g, const ts_pet_options *o, ts_error *err) {
     ts_target *t = NULL;
     int rc = ts_target_parse(d.target ? d.target : "llvm", &t, err);
     if (rc) return rc;
-    target = strdup(ts_target_str(t));
+    target = ts_strdup(ts_target_str(t));
     ts_target_free(t);
     if (!target) return TS_ERR(err, TS_ENOMEM, "out of memory");
   }
   d.target = NULL;
-  gr_pet_setup *s = g->pet ? g->pet : calloc(1, sizeof *s);
+  gr_pet_setup *s = g->pet ? g->pet : ts_calloc(1, sizeof *s);
   if (!s) {
     free(target);
     return TS_ERR(err, TS_ENOMEM, "out of memory");
@@ -831,12 +843,6 @@ void ts_graph_pet_report(const ts_graph *g, ts_pet_report *r,
       memset(r, 0, sizeof *r);
   }
   if (log) *log = g->pet && g->pet->log ? g->pet->log : "";
-}
-
-static double now_ms(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
 }
 
 static void shape_text(const gr_value *v, char *buf, size_t size) {
@@ -923,14 +929,14 @@ static int check_mutant(ts_graph *g, gr_pet_setup *s, const gr_node *n,
  * or 0 when the original stays. */
 static int try_node(ts_graph *g, gr_pet_setup *s, const gr_node *n,
                     pet_mutant *best, ts_error *err) {
-  cand *c = calloc(MAX_MUTATORS + 1, sizeof *c);
+  cand *c = ts_calloc(MAX_MUTATORS + 1, sizeof *c);
   if (!c) return TS_ERR(err, TS_ENOMEM, "out of memory");
   int nc = 1, rc = 0, tried = 0;
   c[0].est_us = cost_us(g, n, 1);
   c[0].measured_s = NAN;
   for (int k = 0; k < s->n_mut && rc >= 0; k++) {
     if (s->o.only && strcmp(s->o.only, s->kinds[k])) continue;
-    pet_mutant *m = calloc(1, sizeof *m);
+    pet_mutant *m = ts_calloc(1, sizeof *m);
     if (!m) {
       rc = TS_ERR(err, TS_ENOMEM, "out of memory");
       break;
@@ -1037,14 +1043,14 @@ static int try_node(ts_graph *g, gr_pet_setup *s, const gr_node *n,
 int ts_graph_pet(ts_graph *g, ts_error *err) {
   gr_pet_setup *s = g->pet;
   if (!s) return TS_OK;
-  double t0 = now_ms();
+  double t0 = ts_now_seconds();
   memset(&s->r, 0, sizeof s->r);
   alts_clear(s);
   s->len = 0;
   if (s->log) s->log[0] = 0;
   gr_list l = {0};
   int n_nodes = g->n_nodes, rc = TS_OK;
-  pet_mutant *best = malloc(sizeof *best);
+  pet_mutant *best = ts_malloc(sizeof *best);
   if (!best) return TS_ERR(err, TS_ENOMEM, "out of memory");
   for (int i = 0; i < n_nodes && !rc; i++) {
     gr_node n = g->nodes[i]; /* a copy: mutants grow the graph */
@@ -1067,7 +1073,8 @@ int ts_graph_pet(ts_graph *g, ts_error *err) {
     return rc;
   }
   if (s->r.applied) {
-    gr_list_commit(g, &l);
+    rc = gr_list_commit(g, &l);
+    if (rc) return TS_ERR(err, rc, "out of memory");
     int c;
     do {
       c = cancel_round(g, err, &rc);
@@ -1080,6 +1087,6 @@ int ts_graph_pet(ts_graph *g, ts_error *err) {
     if (s->r.generated) /* the mutants' constants */
       rc = ts_graph_eliminate_dead(g, err);
   }
-  s->r.ms = now_ms() - t0;
+  s->r.ms = (ts_now_seconds() - t0) * 1e3;
   return rc;
 }

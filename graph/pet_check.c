@@ -358,7 +358,7 @@ static double at(ev *e, int v, const int64_t *idx) {
   const gr_value *x = &e->g->values[v];
   if (!e->memo[v]) {
     int64_t k = gr_value_elems(x);
-    e->memo[v] = malloc(sizeof(double) * (size_t)k);
+    e->memo[v] = ts_malloc(sizeof(double) * (size_t)k);
     if (!e->memo[v]) return eval_node(e, n, idx);
     for (int64_t i = 0; i < k; i++) e->memo[v][i] = NAN;
   }
@@ -378,7 +378,7 @@ static void memo_clear(const ts_graph *g, double **memo) {
  * all 0 when other is NULL) */
 static uint8_t *own_constants(const ts_graph *g, const pet_prog *p,
                               const pet_prog *other) {
-  uint8_t *exact = calloc((size_t)g->n_values + 1, 1);
+  uint8_t *exact = ts_calloc((size_t)g->n_values + 1, 1);
   if (!exact || !other) return exact;
   for (int i = 0; i < p->n; i++)
     for (int k = 0; k < p->nodes[i].n_inputs; k++) {
@@ -404,7 +404,7 @@ double pet_eval_point(const ts_graph *g, const pet_prog *p, int v,
 
 /* value -> index of its producer in p (-1: an input of p); malloc'd */
 static int *producers(const ts_graph *g, const pet_prog *p) {
-  int *m = malloc(sizeof(int) * (size_t)(g->n_values + 1));
+  int *m = ts_malloc(sizeof(int) * (size_t)(g->n_values + 1));
   if (!m) return NULL;
   for (int v = 0; v < g->n_values; v++) m[v] = -1;
   for (int i = 0; i < p->n; i++)
@@ -447,7 +447,7 @@ static void sp_add(prop *pr, splits *s, int d, int64_t v) {
       return;
     }
     int cap = s->cap[d] ? s->cap[d] * 2 : 8;
-    int64_t *q = realloc(s->p[d], sizeof(int64_t) * (size_t)cap);
+    int64_t *q = ts_realloc(s->p[d], sizeof(int64_t) * (size_t)cap);
     if (!q) {
       pr->rc = TS_ERR(pr->err, TS_ENOMEM, "out of memory");
       return;
@@ -526,7 +526,7 @@ static void reshape_group(prop *pr, const splits *in, int i0, int i1,
       for (int i = 0; i < in->n[a]; i++) {
         if (nf == cap) {
           cap = cap ? cap * 2 : 64;
-          int64_t *q = realloc(flat, sizeof(int64_t) * cap);
+          int64_t *q = ts_realloc(flat, sizeof(int64_t) * cap);
           if (!q) {
             pr->rc = TS_ERR(pr->err, TS_ENOMEM, "out of memory");
             break;
@@ -838,9 +838,9 @@ int pet_check(const ts_graph *g, const pet_prog *orig, int y,
     rc = TS_ERR(err, TS_ENOMEM, "out of memory");
   /* trial by trial (the memoized values hold one trial's inputs), each
    * box until it is found to differ */
-  bool *apart = calloc((size_t)n_boxes + 1, sizeof *apart);
-  double **mo = calloc((size_t)g->n_values + 1, sizeof *mo);
-  double **mm = calloc((size_t)g->n_values + 1, sizeof *mm);
+  bool *apart = ts_calloc((size_t)n_boxes + 1, sizeof *apart);
+  double **mo = ts_calloc((size_t)g->n_values + 1, sizeof *mo);
+  double **mm = ts_calloc((size_t)g->n_values + 1, sizeof *mm);
   if (!rc && (!apart || !mo || !mm))
     rc = TS_ERR(err, TS_ENOMEM, "out of memory");
   if (memo) eo.memo = mo, em.memo = mm;
@@ -873,7 +873,7 @@ int pet_check(const ts_graph *g, const pet_prog *orig, int y,
   memset(pos, 0, sizeof pos);
   for (int64_t k = 0; k < n_boxes && !rc; k++) {
     if (apart[k]) {
-      pet_box *q = realloc(res->diff, sizeof *q * (size_t)(res->n_diff + 1));
+      pet_box *q = ts_realloc(res->diff, sizeof *q * (size_t)(res->n_diff + 1));
       if (!q) {
         rc = TS_ERR(err, TS_ENOMEM, "out of memory");
         break;

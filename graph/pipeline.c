@@ -24,11 +24,15 @@ static int lower_and_clean(ts_graph *g, ts_error *err) {
 const char *const *ts_graph_pass_names(void) { return pass_names; }
 
 /* Runs one pass, then the verifier when asked; true when the pipeline
- * should stop (an error, or the pass is the last one wanted). */
+ * should stop (an error, or the pass is the last one wanted). A graph that
+ * failed is refused, and a pass in which an allocation failed (what it
+ * could not store it dropped) gives TS_ENOMEM. */
 static bool step(ts_graph *g, const char *name,
                  int (*pass)(ts_graph *, ts_error *), const char *stop_after,
                  int *rc, ts_error *err) {
-  *rc = pass(g, err);
+  unsigned long failures = ts_alloc_failures();
+  *rc = gr_failed(g) ? TS_ENOMEM : pass(g, err);
+  *rc = gr_alloc_check(g, failures, *rc, err, name);
   if (*rc == TS_OK && getenv("TS_VERIFY") && !strcmp(getenv("TS_VERIFY"), "1"))
     *rc = ts_graph_verify(g, err);
   return *rc != TS_OK || (stop_after && !strcmp(stop_after, name));

@@ -340,8 +340,8 @@ static int cmp_area_desc(const void *a, const void *b) {
  * when memory runs out. */
 static int64_t place(const group *groups, const int *order, int n,
                      int64_t *off) {
-  placed *buf = malloc(((size_t)n + 1) * sizeof *buf);
-  int *done = malloc(((size_t)n + 1) * sizeof *done);
+  placed *buf = ts_malloc(((size_t)n + 1) * sizeof *buf);
+  int *done = ts_malloc(((size_t)n + 1) * sizeof *done);
   if (!buf || !done) {
     free(buf);
     free(done);
@@ -385,11 +385,11 @@ int ts_graph_plan_memory(const ts_graph *g, ts_graph_plan *out, ts_error *err) {
   memset(out, 0, sizeof *out);
   int nv = g->n_values, nn = g->n_nodes;
   planner p = {.g = g};
-  p.grp = malloc(((size_t)nv + 1) * sizeof *p.grp);
-  p.copy = malloc(((size_t)nv + 1) * sizeof *p.copy);
-  p.last_use = malloc(((size_t)nv + 1) * sizeof *p.last_use);
-  p.is_output = calloc((size_t)nv + 1, sizeof *p.is_output);
-  p.groups = malloc(((size_t)nv + 1) * sizeof *p.groups);
+  p.grp = ts_malloc(((size_t)nv + 1) * sizeof *p.grp);
+  p.copy = ts_malloc(((size_t)nv + 1) * sizeof *p.copy);
+  p.last_use = ts_malloc(((size_t)nv + 1) * sizeof *p.last_use);
+  p.is_output = ts_calloc((size_t)nv + 1, sizeof *p.is_output);
+  p.groups = ts_malloc(((size_t)nv + 1) * sizeof *p.groups);
   int64_t *off = NULL;
   int *order = NULL;
   int rc = TS_OK;
@@ -501,11 +501,11 @@ int ts_graph_plan_memory(const ts_graph *g, ts_graph_plan *out, ts_error *err) {
     if (b > gr->bytes) gr->bytes = b;
   }
   out->n_values = nv;
-  out->offset = malloc(((size_t)nv + 1) * sizeof *out->offset);
-  out->alias_of = malloc(((size_t)nv + 1) * sizeof *out->alias_of);
-  off = malloc(((size_t)p.n_groups + 1) * sizeof *off);
-  order = malloc(((size_t)p.n_groups + 1) * sizeof *order);
-  int64_t *off2 = malloc(((size_t)p.n_groups + 1) * sizeof *off2);
+  out->offset = ts_malloc(((size_t)nv + 1) * sizeof *out->offset);
+  out->alias_of = ts_malloc(((size_t)nv + 1) * sizeof *out->alias_of);
+  off = ts_malloc(((size_t)p.n_groups + 1) * sizeof *off);
+  order = ts_malloc(((size_t)p.n_groups + 1) * sizeof *order);
+  int64_t *off2 = ts_malloc(((size_t)p.n_groups + 1) * sizeof *off2);
   if (!out->offset || !out->alias_of || !off || !order || !off2) {
     free(off2);
     rc = TS_ERR(err, TS_ENOMEM, "plan: out of memory");

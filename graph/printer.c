@@ -12,80 +12,56 @@
  * 1a2b... output %z
  */
 #include "internal.h"
+#include "tir/strbuf.h"
 
 #include <cjson/cJSON.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct sbuf {
-  char *data;
-  size_t len, cap;
-} sbuf;
-
-static void put(sbuf *b, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static void put(sbuf *b, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  int n = vsnprintf(NULL, 0, fmt, ap);
-  va_end(ap);
-  if (b->len + (size_t)n + 1 > b->cap) {
-    size_t ncap = b->cap ? b->cap * 2 : 4096;
-    while (ncap < b->len + (size_t)n + 1) ncap *= 2;
-    char *p = realloc(b->data, ncap);
-    if (!p) abort();
-    b->data = p;
-    b->cap = ncap;
-  }
-  va_start(ap, fmt);
-  vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
-  va_end(ap);
-  b->len += (size_t)n;
-}
-
-static void put_type(sbuf *b, const gr_value *v) {
+static void put_type(strbuf *b, const gr_value *v) {
   char dt[32];
   if (v->ndim < 0) { /* not inferred yet: neither dtype nor shape known */
-    put(b, "?");
+    sb_printf(b, "?");
     return;
   }
-  put(b, "%s", ts_dtype_str(v->dtype, dt));
-  put(b, "[");
+  sb_printf(b, "%s", ts_dtype_str(v->dtype, dt));
+  sb_printf(b, "[");
   for (int i = 0; i < v->ndim; i++) {
     if (v->shape[i] < 0)
-      put(b, "%s?", i ? ", " : "");
+      sb_printf(b, "%s?", i ? ", " : "");
     else
-      put(b, "%s%lld", i ? ", " : "", (long long)v->shape[i]);
+      sb_printf(b, "%s%lld", i ? ", " : "", (long long)v->shape[i]);
   }
-  put(b, "]");
-  if (v->layout && v->layout[0]) put(b, " %s", v->layout);
+  sb_printf(b, "]");
+  if (v->layout && v->layout[0]) sb_printf(b, " %s", v->layout);
 }
 
-static void put_attr(sbuf *b, const gr_attr *a) {
-  put(b, "%s=", a->name);
+static void put_attr(strbuf *b, const gr_attr *a) {
+  sb_printf(b, "%s=", a->name);
   switch (a->kind) {
-  case GR_ATTR_INT: put(b, "%lld", (long long)a->i); break;
-  case GR_ATTR_FLOAT: put(b, "%g", a->f); break;
-  case GR_ATTR_STRING: put(b, "\"%s\"", a->s); break;
+  case GR_ATTR_INT: sb_printf(b, "%lld", (long long)a->i); break;
+  case GR_ATTR_FLOAT: sb_printf(b, "%g", a->f); break;
+  case GR_ATTR_STRING: sb_printf(b, "\"%s\"", a->s); break;
   case GR_ATTR_INTS:
-    put(b, "[");
+    sb_printf(b, "[");
     for (int i = 0; i < a->n; i++)
-      put(b, "%s%lld", i ? ", " : "", (long long)a->ints[i]);
-    put(b, "]");
+      sb_printf(b, "%s%lld", i ? ", " : "", (long long)a->ints[i]);
+    sb_printf(b, "]");
     break;
   case GR_ATTR_FLOATS:
-    put(b, "[");
-    for (int i = 0; i < a->n; i++) put(b, "%s%g", i ? ", " : "", a->floats[i]);
-    put(b, "]");
+    sb_printf(b, "[");
+    for (int i = 0; i < a->n; i++)
+      sb_printf(b, "%s%g", i ? ", " : "", a->floats[i]);
+    sb_printf(b, "]");
     break;
   }
 }
 
+/* The values a node or the graph's outputs use; NULL when out of memory. */
 static bool *used_values(const ts_graph *g) {
-  bool *used = calloc((size_t)g->n_values + 1, sizeof *used);
-  if (!used) abort();
+  bool *used = ts_calloc((size_t)g->n_values + 1, sizeof *used);
+  if (!used) return NULL;
   for (int i = 0; i < g->n_nodes; i++)
     for (int j = 0; j < g->nodes[i].n_inputs; j++)
       if (g->nodes[i].inputs[j] >= 0) used[g->nodes[i].inputs[j]] = true;
@@ -94,69 +70,75 @@ static bool *used_values(const ts_graph *g) {
 }
 
 char *ts_graph_print(const ts_graph *g) {
-  sbuf b = {0};
-  put(&b, "graph %s (opset %d)\n", g->name, g->opset);
+  /* (out of memory in a task's hash would print a wrong hash) */
+  unsigned long failures = ts_alloc_failures();
+  strbuf b = {0};
+  sb_printf(&b, "graph %s (opset %d)\n", g->name, g->opset);
   for (int i = 0; i < g->n_inputs; i++) {
-    put(&b, "  input %%%s: ", g->values[g->inputs[i]].name);
+    sb_printf(&b, "  input %%%s: ", g->values[g->inputs[i]].name);
     put_type(&b, &g->values[g->inputs[i]]);
-    put(&b, "\n");
+    sb_printf(&b, "\n");
   }
   bool *used = used_values(g);
-  for (int v = 0; v < g->n_values; v++) {
+  bool lost = !used;
+  for (int v = 0; used && v < g->n_values; v++) {
     const gr_value *val = &g->values[v];
     if (!used[v] || val->const_off < 0) continue;
-    put(&b, "  const %%%s: ", val->name);
+    sb_printf(&b, "  const %%%s: ", val->name);
     put_type(&b, val);
     int64_t e = gr_value_elems(val);
     if (ts_dtype_is_int(val->dtype) && e <= 8) {
-      put(&b, " = [");
+      sb_printf(&b, " = [");
       for (int64_t k = 0; k < e; k++)
-        put(&b, "%s%lld", k ? ", " : "",
-            (long long)ts_host_get(gr_const_data(g, v), val->dtype, k));
-      put(&b, "]");
+        sb_printf(&b, "%s%lld", k ? ", " : "",
+                  (long long)ts_host_get(gr_const_data(g, v), val->dtype, k));
+      sb_printf(&b, "]");
     }
-    put(&b, "\n");
+    sb_printf(&b, "\n");
   }
   free(used);
   for (int i = 0; i < g->n_nodes; i++) {
     const gr_node *n = &g->nodes[i];
-    put(&b, "  ");
+    sb_printf(&b, "  ");
     for (int k = 0; k < n->n_outputs; k++)
-      put(&b, "%s%%%s", k ? ", " : "", g->values[n->outputs[k]].name);
-    put(&b, " = %s[%s]", n->op, n->name);
-    if (n->kind == TS_GRAPH_CALL) put(&b, " @%s", ts_func_name(n->func));
-    put(&b, "(");
+      sb_printf(&b, "%s%%%s", k ? ", " : "", g->values[n->outputs[k]].name);
+    sb_printf(&b, " = %s[%s]", n->op, n->name);
+    if (n->kind == TS_GRAPH_CALL) sb_printf(&b, " @%s", ts_func_name(n->func));
+    sb_printf(&b, "(");
     for (int k = 0; k < n->n_inputs; k++) {
       if (n->inputs[k] < 0)
-        put(&b, "%s_", k ? ", " : "");
+        sb_printf(&b, "%s_", k ? ", " : "");
       else
-        put(&b, "%s%%%s", k ? ", " : "", g->values[n->inputs[k]].name);
+        sb_printf(&b, "%s%%%s", k ? ", " : "", g->values[n->inputs[k]].name);
     }
-    put(&b, ")");
+    sb_printf(&b, ")");
     if (n->n_attrs) {
-      put(&b, " {");
+      sb_printf(&b, " {");
       for (int k = 0; k < n->n_attrs; k++) {
-        if (k) put(&b, ", ");
+        if (k) sb_printf(&b, ", ");
         put_attr(&b, &n->attrs[k]);
       }
-      put(&b, "}");
+      sb_printf(&b, "}");
     }
-    put(&b, " : ");
+    sb_printf(&b, " : ");
     for (int k = 0; k < n->n_outputs; k++) {
-      if (k) put(&b, ", ");
+      if (k) sb_printf(&b, ", ");
       put_type(&b, &g->values[n->outputs[k]]);
     }
     if (n->kind == TS_GRAPH_CALL) {
       char hex[33];
       ts_hash128_hex(ts_func_hash(n->func), hex);
-      put(&b, " ; task %s", hex);
+      sb_printf(&b, " ; task %s", hex);
     }
-    put(&b, "\n");
+    sb_printf(&b, "\n");
   }
   for (int i = 0; i < g->n_outputs; i++)
-    put(&b, "  output %%%s\n", g->values[g->outputs[i]].name);
-  if (!b.data) put(&b, "%s", "");
-  return b.data;
+    sb_printf(&b, "  output %%%s\n", g->values[g->outputs[i]].name);
+  if (lost || failures != ts_alloc_failures()) {
+    sb_free(&b);
+    return NULL;
+  }
+  return sb_take(&b);
 }
 
 static cJSON *json_type(const gr_value *v) {
@@ -166,13 +148,14 @@ static cJSON *json_type(const gr_value *v) {
   cJSON_AddStringToObject(o, "dtype", ts_dtype_str(v->dtype, dt));
   cJSON *s = cJSON_AddArrayToObject(o, "shape");
   for (int i = 0; i < v->ndim; i++)
-    cJSON_AddItemToArray(s, cJSON_CreateNumber((double)v->shape[i]));
+    ts_json_add(s, NULL, cJSON_CreateNumber((double)v->shape[i]));
   if (v->layout && v->layout[0])
     cJSON_AddStringToObject(o, "layout", v->layout);
   return o;
 }
 
 char *ts_graph_print_json(const ts_graph *g) {
+  unsigned long failures = ts_alloc_failures();
   cJSON *root = cJSON_CreateObject();
   cJSON_AddStringToObject(root, "name", g->name);
   cJSON_AddNumberToObject(root, "opset", g->opset);
@@ -181,15 +164,15 @@ char *ts_graph_print_json(const ts_graph *g) {
   cJSON_AddStringToObject(root, "hash", hex);
   cJSON *ins = cJSON_AddArrayToObject(root, "inputs");
   for (int i = 0; i < g->n_inputs; i++)
-    cJSON_AddItemToArray(ins, json_type(&g->values[g->inputs[i]]));
+    ts_json_add(ins, NULL, json_type(&g->values[g->inputs[i]]));
   cJSON *outs = cJSON_AddArrayToObject(root, "outputs");
   for (int i = 0; i < g->n_outputs; i++)
-    cJSON_AddItemToArray(outs, json_type(&g->values[g->outputs[i]]));
+    ts_json_add(outs, NULL, json_type(&g->values[g->outputs[i]]));
   cJSON *consts = cJSON_AddArrayToObject(root, "constants");
   bool *used = used_values(g);
-  for (int v = 0; v < g->n_values; v++)
+  for (int v = 0; used && v < g->n_values; v++)
     if (used[v] && g->values[v].const_off >= 0)
-      cJSON_AddItemToArray(consts, json_type(&g->values[v]));
+      ts_json_add(consts, NULL, json_type(&g->values[v]));
   free(used);
   cJSON *nodes = cJSON_AddArrayToObject(root, "nodes");
   for (int i = 0; i < g->n_nodes; i++) {
@@ -201,13 +184,13 @@ char *ts_graph_print_json(const ts_graph *g) {
                             n->kind == TS_GRAPH_CALL ? "call" : "op");
     cJSON *ni = cJSON_AddArrayToObject(o, "inputs");
     for (int k = 0; k < n->n_inputs; k++)
-      cJSON_AddItemToArray(
-          ni, n->inputs[k] < 0
-                  ? cJSON_CreateNull()
-                  : cJSON_CreateString(g->values[n->inputs[k]].name));
+      ts_json_add(ni, NULL,
+                  n->inputs[k] < 0
+                      ? cJSON_CreateNull()
+                      : cJSON_CreateString(g->values[n->inputs[k]].name));
     cJSON *no = cJSON_AddArrayToObject(o, "outputs");
     for (int k = 0; k < n->n_outputs; k++)
-      cJSON_AddItemToArray(no, json_type(&g->values[n->outputs[k]]));
+      ts_json_add(no, NULL, json_type(&g->values[n->outputs[k]]));
     cJSON *at = cJSON_AddObjectToObject(o, "attrs");
     for (int k = 0; k < n->n_attrs; k++) {
       const gr_attr *a = &n->attrs[k];
@@ -220,13 +203,13 @@ char *ts_graph_print_json(const ts_graph *g) {
       case GR_ATTR_INTS: {
         cJSON *arr = cJSON_AddArrayToObject(at, a->name);
         for (int j = 0; j < a->n; j++)
-          cJSON_AddItemToArray(arr, cJSON_CreateNumber((double)a->ints[j]));
+          ts_json_add(arr, NULL, cJSON_CreateNumber((double)a->ints[j]));
         break;
       }
       case GR_ATTR_FLOATS: {
         cJSON *arr = cJSON_AddArrayToObject(at, a->name);
         for (int j = 0; j < a->n; j++)
-          cJSON_AddItemToArray(arr, cJSON_CreateNumber(a->floats[j]));
+          ts_json_add(arr, NULL, cJSON_CreateNumber(a->floats[j]));
         break;
       }
       }
@@ -236,9 +219,9 @@ char *ts_graph_print_json(const ts_graph *g) {
       cJSON_AddStringToObject(o, "func", ts_func_name(n->func));
       cJSON_AddStringToObject(o, "task", hex);
     }
-    cJSON_AddItemToArray(nodes, o);
+    ts_json_add(nodes, NULL, o);
   }
-  char *s = cJSON_Print(root);
+  char *s = ts_json_print(root, failures, true);
   cJSON_Delete(root);
   return s;
 }

@@ -46,12 +46,12 @@ int ts_quant_profile_create(const ts_graph *g, int n_bins,
   if (n_bins < 16 || n_bins > 1 << 16)
     return TS_ERR(err, TS_EINVAL, "quantization profile: %d bins (16 to 65536)",
                   n_bins);
-  ts_quant_profile *p = calloc(1, sizeof *p);
+  ts_quant_profile *p = ts_calloc(1, sizeof *p);
   if (!p) return TS_ERR(err, TS_ENOMEM, "out of memory");
   p->g = g;
   p->n_bins = n_bins;
-  p->of_value = malloc(sizeof(int) * ((size_t)g->n_values + 1));
-  p->stats = calloc((size_t)g->n_values + 1, sizeof *p->stats);
+  p->of_value = ts_malloc(sizeof(int) * ((size_t)g->n_values + 1));
+  p->stats = ts_calloc((size_t)g->n_values + 1, sizeof *p->stats);
   if (!p->of_value || !p->stats) {
     ts_quant_profile_free(p);
     return TS_ERR(err, TS_ENOMEM, "out of memory");
@@ -67,8 +67,8 @@ int ts_quant_profile_create(const ts_graph *g, int n_bins,
     s->min = INFINITY;
     s->max = -INFINITY;
     s->n_bins = n_bins;
-    s->bins = calloc((size_t)n_bins, sizeof *s->bins);
-    s->abs_bins = calloc((size_t)n_bins, sizeof *s->abs_bins);
+    s->bins = ts_calloc((size_t)n_bins, sizeof *s->bins);
+    s->abs_bins = ts_calloc((size_t)n_bins, sizeof *s->abs_bins);
     if (!s->bins || !s->abs_bins) {
       ts_quant_profile_free(p);
       return TS_ERR(err, TS_ENOMEM, "out of memory");
@@ -149,7 +149,7 @@ int ts_quant_profile_add(ts_quant_profile *p, int pass, ts_graph_exec_mode mode,
       p->runner ? TS_OK : ts_graph_runner_create(p->g, mode, &p->runner, err);
   if (rc) return rc;
   int n_out = ts_graph_n_outputs(p->g);
-  ts_graph_tensor *outs = calloc((size_t)n_out + 1, sizeof *outs);
+  ts_graph_tensor *outs = ts_calloc((size_t)n_out + 1, sizeof *outs);
   if (!outs) return TS_ERR(err, TS_ENOMEM, "out of memory");
   rc = ts_graph_runner_run(p->runner, inputs, n_inputs, outs, n_out, observe, p,
                            err);
@@ -186,8 +186,8 @@ static double entropy_threshold(const int64_t *bins, int n, double hi,
   int64_t total = 0;
   for (int i = 0; i < n; i++) total += bins[i];
   if (total == 0 || n <= levels) return hi;
-  double *P = malloc(sizeof(double) * (size_t)n);
-  double *Q = malloc(sizeof(double) * (size_t)n);
+  double *P = ts_malloc(sizeof(double) * (size_t)n);
+  double *Q = ts_malloc(sizeof(double) * (size_t)n);
   if (!P || !Q) {
     free(P), free(Q);
     return hi;
@@ -309,12 +309,13 @@ const char *ts_quant_calibration_name(ts_quant_calibration c) {
 static cJSON *bins_json(const int64_t *bins, int n) {
   cJSON *a = cJSON_CreateArray();
   for (int i = 0; a && i < n; i++)
-    cJSON_AddItemToArray(a, cJSON_CreateNumber((double)bins[i]));
+    ts_json_add(a, NULL, cJSON_CreateNumber((double)bins[i]));
   return a;
 }
 
 char *ts_quant_profile_json(const ts_quant_profile *p, const char *model,
                             double percentile) {
+  unsigned long failures = ts_alloc_failures();
   cJSON *root = cJSON_CreateObject();
   cJSON_AddStringToObject(root, "format", "tessera-quant-profile");
   cJSON_AddNumberToObject(root, "version", 1);
@@ -334,8 +335,8 @@ char *ts_quant_profile_json(const ts_quant_profile *p, const char *model,
       cJSON_AddNumberToObject(o, "min", s->min);
       cJSON_AddNumberToObject(o, "max", s->max);
       cJSON_AddBoolToObject(o, "constant", s->min == s->max);
-      cJSON_AddItemToObject(o, "hist", bins_json(s->bins, s->n_bins));
-      cJSON_AddItemToObject(o, "abs_hist", bins_json(s->abs_bins, s->n_bins));
+      ts_json_add(o, "hist", bins_json(s->bins, s->n_bins));
+      ts_json_add(o, "abs_hist", bins_json(s->abs_bins, s->n_bins));
       cJSON *r = cJSON_AddObjectToObject(o, "ranges");
       for (int c = 0; c < 3; c++)
         for (int sym = 0; sym < 2; sym++) {
@@ -348,17 +349,17 @@ char *ts_quant_profile_json(const ts_quant_profile *p, const char *model,
                    ts_quant_calibration_name((ts_quant_calibration)c),
                    sym ? "_symmetric" : "");
           cJSON *pair = cJSON_CreateArray();
-          cJSON_AddItemToArray(pair, cJSON_CreateNumber(lo));
-          cJSON_AddItemToArray(pair, cJSON_CreateNumber(hi));
-          cJSON_AddItemToObject(r, key, pair);
+          ts_json_add(pair, NULL, cJSON_CreateNumber(lo));
+          ts_json_add(pair, NULL, cJSON_CreateNumber(hi));
+          ts_json_add(r, key, pair);
         }
     } else {
       cJSON_AddNullToObject(o, "min");
       cJSON_AddNullToObject(o, "max");
     }
-    cJSON_AddItemToArray(arr, o);
+    ts_json_add(arr, NULL, o);
   }
-  char *text = cJSON_PrintUnformatted(root);
+  char *text = ts_json_print(root, failures, false);
   cJSON_Delete(root);
   return text;
 }

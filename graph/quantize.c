@@ -74,10 +74,10 @@ int ts_graph_set_quantization(ts_graph *g, const char *profile_json,
                   "\"tessera-quant-profile\" with \"tensors\"); make one with "
                   "`tessera quantize profile`");
   }
-  gr_quant_setup *q = calloc(1, sizeof *q);
+  gr_quant_setup *q = ts_calloc(1, sizeof *q);
   int n = cJSON_GetArraySize(tensors);
-  if (q) q->ranges = calloc((size_t)n + 1, sizeof *q->ranges);
-  if (q) q->keep_float = calloc((size_t)o->n_keep_float + 1, sizeof(char *));
+  if (q) q->ranges = ts_calloc((size_t)n + 1, sizeof *q->ranges);
+  if (q) q->keep_float = ts_calloc((size_t)o->n_keep_float + 1, sizeof(char *));
   if (!q || !q->ranges || !q->keep_float) {
     cJSON_Delete(root);
     gr_quant_setup_free(q);
@@ -112,14 +112,14 @@ int ts_graph_set_quantization(ts_graph *g, const char *profile_json,
                   name->valuestring, r->lo, r->hi);
       break;
     }
-    if (!(r->name = strdup(name->valuestring))) {
+    if (!(r->name = ts_strdup(name->valuestring))) {
       rc = TS_ERR(err, TS_ENOMEM, "out of memory");
       break;
     }
     q->n++;
   }
   for (int i = 0; rc == TS_OK && i < o->n_keep_float; i++)
-    if (!(q->keep_float[q->n_keep++] = strdup(o->keep_float[i])))
+    if (!(q->keep_float[q->n_keep++] = ts_strdup(o->keep_float[i])))
       rc = TS_ERR(err, TS_ENOMEM, "out of memory");
   cJSON_Delete(root);
   if (rc == TS_OK && q->n == 0)
@@ -311,11 +311,11 @@ static int quantize_node(qpass *p, const gr_node *n, const wlayout *l) {
   int64_t wshape[TS_MAX_DIMS];
   memcpy(wshape, wv->shape, sizeof(int64_t) * (size_t)wnd);
   const float *wf = gr_const_data(g, w);
-  double *sw = calloc((size_t)C, sizeof *sw);
-  int64_t *wsum = calloc((size_t)C, sizeof *wsum);
-  int8_t *wq = malloc((size_t)nw);
-  float *dqs = malloc(sizeof(float) * (size_t)C);
-  int32_t *dqz = malloc(sizeof(int32_t) * (size_t)C);
+  double *sw = ts_calloc((size_t)C, sizeof *sw);
+  int64_t *wsum = ts_calloc((size_t)C, sizeof *wsum);
+  int8_t *wq = ts_malloc((size_t)nw);
+  float *dqs = ts_malloc(sizeof(float) * (size_t)C);
+  int32_t *dqz = ts_malloc(sizeof(int32_t) * (size_t)C);
   if (!sw || !wsum || !wq || !dqs || !dqz) {
     free(sw), free(wsum), free(wq), free(dqs), free(dqz);
     return TS_ENOMEM;
@@ -400,13 +400,13 @@ int ts_graph_quantize(ts_graph *g, ts_error *err) {
   if (!g->quant) return TS_OK;
   qpass p = {.g = g, .err = err};
   size_t nv = (size_t)g->n_values + 1;
-  p.producer = malloc(sizeof(int) * nv);
+  p.producer = ts_malloc(sizeof(int) * nv);
   /* new values are added while the pass runs: size for the worst case
    * (a copy per value) */
   size_t cap = nv;
-  p.quantized = malloc(sizeof(int) * cap);
-  p.qscale = calloc(cap, sizeof(double));
-  p.qzero = calloc(cap, sizeof(int));
+  p.quantized = ts_malloc(sizeof(int) * cap);
+  p.qscale = ts_calloc(cap, sizeof(double));
+  p.qzero = ts_calloc(cap, sizeof(int));
   int rc = TS_OK;
   if (!p.producer || !p.quantized || !p.qscale || !p.qzero)
     rc = TS_ERR(err, TS_ENOMEM, "quantize: out of memory");
@@ -430,8 +430,9 @@ int ts_graph_quantize(ts_graph *g, ts_error *err) {
       gr_list_push(&p.out, &n);
     }
   }
-  if (rc == TS_OK) {
-    gr_list_commit(g, &p.out);
+  if (rc == TS_OK && gr_list_commit(g, &p.out))
+    rc = TS_ERR(err, TS_ENOMEM, "quantize: out of memory");
+  else if (rc == TS_OK) {
     g->quant_int8 = p.n_int8;
     g->quant_float = p.n_float;
     /* the float32 weights now unused leave the constant store */

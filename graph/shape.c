@@ -575,6 +575,13 @@ static int infer_quant(ts_graph *g, gr_node *n, ts_error *err) {
 }
 
 int gr_infer_node(ts_graph *g, gr_node *n, ts_error *err) {
+  /* a new node wired to a value its pass could not add */
+  for (int k = 0; k < n->n_outputs; k++)
+    if (n->outputs[k] < 0)
+      return TS_ERR(err, TS_ENOMEM, "node '%s': out of memory", n->name);
+  for (int k = 0; k < n->n_inputs; k++)
+    if (n->inputs[k] < -1)
+      return TS_ERR(err, TS_ENOMEM, "node '%s': out of memory", n->name);
   if (n->kind == TS_GRAPH_CALL) return TS_OK; /* fixed by the call's params */
   const char *op = n->op;
   const gr_value *x = in(g, n, 0);

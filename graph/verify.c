@@ -19,7 +19,7 @@ bool gr_param_fits_value(const ts_buffer *p, const gr_value *val) {
 }
 
 int ts_graph_verify(const ts_graph *g, ts_error *err) {
-  int *defined = calloc((size_t)g->n_values + 1, sizeof *defined);
+  int *defined = ts_calloc((size_t)g->n_values + 1, sizeof *defined);
   if (!defined) return TS_ERR(err, TS_ENOMEM, "verifier");
   int rc = TS_OK;
   for (int v = 0; v < g->n_values; v++)

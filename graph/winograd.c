@@ -201,7 +201,8 @@ int ts_graph_winograd(ts_graph *g, ts_error *err) {
     free(l.nodes);
     return TS_OK;
   }
-  gr_list_commit(g, &l);
+  if (gr_list_commit(g, &l))
+    return TS_ERR(err, TS_ENOMEM, "winograd: out of memory");
   return ts_graph_eliminate_dead(g, err); /* the untransformed weights */
 }
 

@@ -104,22 +104,12 @@ static int parse_request(const char *json, cJSON **out, ts_error *err) {
   return TS_OK;
 }
 
-/* The trace check of the databases the package opens: the full trace
- * parser, as `tessera tune` uses. */
-static int check_trace(void *ctx, const char *json, size_t len, ts_error *err) {
-  (void)ctx;
-  ts_trace *t = NULL;
-  int rc = ts_trace_from_json(json, len, &t, err);
-  ts_trace_free(t);
-  return rc;
-}
-
 int ts_py_db_open(const char *path, int create, int read_only, ts_db **out,
                   ts_error *err) {
   ts_db_options o = ts_db_defaults();
   o.create = create != 0;
   o.read_only = read_only != 0;
-  o.check_trace = check_trace;
+  o.check_trace = ts_trace_check_json;
   return ts_db_open(path, &o, out, err);
 }
 

@@ -9,6 +9,7 @@
 #define TESSERA_RPC_INTERNAL_H
 
 #include "rpc/rpc.h"
+#include "tir/alloc.h"
 
 #include <cJSON.h>
 #include <curl/curl.h>
@@ -120,12 +121,10 @@ void result_set(ts_measure_result *r, ts_measure_status status, const char *fmt,
 /* Whether s is a non-empty CPU list as results carry it (digits, ',' and
  * '-' only). */
 bool cpus_valid(const char *s);
-/* CLOCK_MONOTONIC in seconds and whole milliseconds. executor.c and
- * sandbox.c, whose code runs in the executor's helper and measurement
- * children (forked processes), keep to mono_seconds; other code reads the
- * clock in seconds with ts_now_seconds. */
-double mono_seconds(void);
-int64_t mono_ms(void);
+/* The monotonic clock is tir's (ts_now_seconds, ts_now_ms); these are
+ * executor.c's older names for it. */
+static inline double mono_seconds(void) { return ts_now_seconds(); }
+static inline int64_t mono_ms(void) { return ts_now_ms(); }
 /* Constant-time comparison of two strings (time depends only on the
  * length of `want`). */
 bool secret_equal(const char *got, const char *want);

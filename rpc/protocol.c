@@ -109,18 +109,6 @@ void result_set(ts_measure_result *r, ts_measure_status status, const char *fmt,
   va_end(ap);
 }
 
-double mono_seconds(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-int64_t mono_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 bool secret_equal(const char *got, const char *want) {
   size_t n = strlen(want), m = strlen(got);
   unsigned char diff = (unsigned char)(n != m);
@@ -249,7 +237,12 @@ int json_get_bool(const cJSON *obj, const char *where, const char *name,
 static int parse_json(const char *text, size_t len, const char *what,
                       cJSON **out, ts_error *err) {
   const char *end = NULL;
+  unsigned long failures = ts_alloc_failures();
   cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, false);
+  if (failures != ts_alloc_failures()) {
+    cJSON_Delete(root);
+    return TS_ERR(err, TS_ENOMEM, "%s: out of memory", what);
+  }
   if (!root) {
     size_t at =
         end && end >= text && end <= text + len ? (size_t)(end - text) : 0;
@@ -336,12 +329,12 @@ cJSON *artifact_to_json(const ts_artifact *a, wire_writer *w) {
     char dt[32];
     cJSON *x = cJSON_CreateObject();
     if (!x) break;
-    cJSON_AddItemToArray(args, x);
+    cJSON_AddItemToArray(args, x); /* (args is not NULL: cannot fail) */
     cJSON_AddStringToObject(x, "name", g->name);
     cJSON_AddStringToObject(x, "dtype", ts_dtype_str(g->dtype, dt));
     cJSON *shape = cJSON_AddArrayToObject(x, "shape");
     for (int d = 0; shape && d < g->ndim; d++)
-      cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)g->shape[d]));
+      ts_json_add(shape, NULL, cJSON_CreateNumber((double)g->shape[d]));
     cJSON_AddBoolToObject(x, "output", g->is_output);
   }
   size_t off = 0;
@@ -357,8 +350,8 @@ cJSON *artifact_to_json(const ts_artifact *a, wire_writer *w) {
   if (a->kind == TS_ARTIFACT_PTX) {
     cJSON *l = cJSON_AddObjectToObject(o, "launch");
     if (l) {
-      cJSON_AddItemToObject(l, "grid", dims_json(a->grid));
-      cJSON_AddItemToObject(l, "block", dims_json(a->block));
+      ts_json_add(l, "grid", dims_json(a->grid));
+      ts_json_add(l, "block", dims_json(a->block));
       cJSON_AddNumberToObject(l, "shared_bytes", a->shared_bytes);
     }
   }
@@ -639,13 +632,14 @@ cJSON *config_to_json(const ts_measure_config *c) {
 }
 
 char *ts_measure_context_json(const ts_measure_config *c, const char *cpus) {
+  unsigned long failures = ts_alloc_failures();
   cJSON *o = settings_json(c);
   if (!o) return NULL;
   if (cpus && cpus[0])
     cJSON_AddStringToObject(o, "cpus", cpus);
   else
     cJSON_AddNullToObject(o, "cpus");
-  char *text = cJSON_PrintUnformatted(o);
+  char *text = ts_json_print(o, failures, false);
   cJSON_Delete(o);
   return text;
 }
@@ -791,7 +785,7 @@ cJSON *result_to_json(const ts_measure_result *r, int64_t id) {
   snprintf(error, sizeof error, "%.*s", (int)sizeof r->error - 1, r->error);
   cJSON *s = cJSON_AddArrayToObject(o, "seconds");
   for (int i = 0; s && i < n; i++)
-    cJSON_AddItemToArray(s, cJSON_CreateNumber(r->seconds[i]));
+    ts_json_add(s, NULL, cJSON_CreateNumber(r->seconds[i]));
   cJSON_AddNumberToObject(o, "number", r->number);
   cJSON_AddNumberToObject(o, "run_ms", r->run_ms);
   cJSON_AddNumberToObject(o, "started_at", r->started_at);

@@ -215,7 +215,7 @@ static void lease_update(batch *b, int wait_ms) {
   int rc = http_client_json(&r->tc, "POST", path, m, wait_ms + 5000, &status,
                             &reply, &err);
   cJSON_Delete(m);
-  b->last_renew_ms = mono_ms();
+  b->last_renew_ms = ts_now_ms();
   if (rc) {
     snprintf(b->last_failure, sizeof b->last_failure, "tracker %s: %.200s",
              r->tracker, err.msg);
@@ -296,7 +296,7 @@ static int pack_reference(batch *b, rworker *w) {
     wire_writer_free(&ww);
     return TS_ENOMEM;
   }
-  cJSON_AddItemToObject(head, "artifact", a);
+  ts_json_add(head, "artifact", a);
   free(w->body);
   w->body = NULL;
   int rc = wire_finish(&ww, head, &w->body, &w->body_len, NULL);
@@ -309,7 +309,7 @@ static int pack_measure(batch *b, rworker *w) {
   wire_writer ww = {0};
   cJSON *head = json_message();
   if (!head) return TS_ENOMEM;
-  cJSON_AddItemToObject(head, "config", config_to_json(b->cfg));
+  ts_json_add(head, "config", config_to_json(b->cfg));
   if (b->ref_id) cJSON_AddStringToObject(head, "reference", b->ref_id);
   cJSON *arr = cJSON_AddArrayToObject(head, "candidates");
   for (int k = 0; arr && k < w->n_inflight; k++) {
@@ -323,8 +323,8 @@ static int pack_measure(batch *b, rworker *w) {
       return TS_ENOMEM;
     }
     cJSON_AddNumberToObject(c, "id", i);
-    cJSON_AddItemToObject(c, "artifact", a);
-    cJSON_AddItemToArray(arr, c);
+    ts_json_add(c, "artifact", a);
+    ts_json_add(arr, NULL, c);
   }
   free(w->body);
   w->body = NULL;
@@ -340,7 +340,7 @@ static void finish(batch *b, int i, const ts_measure_result *res,
   snprintf(b->results[i].worker, sizeof b->results[i].worker, "%s", worker);
   b->state[i] = C_DONE;
   b->done++;
-  b->last_progress_ms = mono_ms();
+  b->last_progress_ms = ts_now_ms();
 }
 
 /* Sends w's chunk (the reference first when w lacks it). */
@@ -566,11 +566,11 @@ static void run_batch(batch *b) {
     w->busy_retries = 0;
     w->in_lease = !r->tracker; /* direct mode: every listed worker */
   }
-  b->last_progress_ms = mono_ms();
+  b->last_progress_ms = ts_now_ms();
   if (r->tracker) lease_update(b, 1000);
   bool need_workers = false;
   while (b->done < b->n) {
-    int64_t now = mono_ms();
+    int64_t now = ts_now_ms();
     if (r->tracker &&
         (need_workers || !b->lease_id[0] || now - b->last_renew_ms >= RENEW_MS))
       lease_update(b, need_workers ? 500 : 0);
@@ -599,7 +599,7 @@ static void run_batch(batch *b) {
         lose_pending(b, "every worker failed");
         break;
       }
-      if (mono_ms() - b->last_progress_ms > r->o.lease_wait_ms) {
+      if (ts_now_ms() - b->last_progress_ms > r->o.lease_wait_ms) {
         char why[400];
         snprintf(why, sizeof why, "no usable worker of key '%s' for %d ms",
                  r->key, r->o.lease_wait_ms);

@@ -239,13 +239,13 @@ void sandbox_kill_group(pid_t pgid) {
   /* Reap what came back to us (the helper is a subreaper); SIGKILL is
    * prompt, but a task in uninterruptible sleep is given up on after a
    * second rather than blocking the next measurement. */
-  double deadline = mono_seconds() + 1;
+  double deadline = ts_now_seconds() + 1;
   for (;;) {
     pid_t w = waitpid(-pgid, NULL, WNOHANG);
     if (w < 0 && errno == EINTR) continue;
     if (w < 0) return; /* ECHILD: none left */
     if (w == 0) {
-      if (mono_seconds() > deadline) return;
+      if (ts_now_seconds() > deadline) return;
       kill(-pgid, SIGKILL);
       struct timespec ts = {0, 1000000};
       nanosleep(&ts, NULL);

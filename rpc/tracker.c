@@ -200,7 +200,7 @@ static void rebalance(ts_tracker *t, const char *key) {
 
 /* Evicts silent workers and expired leases. */
 static void reap(ts_tracker *t) {
-  int64_t now = mono_ms();
+  int64_t now = ts_now_ms();
   for (int i = t->n_workers - 1; i >= 0; i--)
     if (now - t->workers[i].last_heard_ms > t->o.heartbeat_timeout_ms) {
       char key[REF_ID_MAX + 1];
@@ -318,7 +318,7 @@ static void handle_register(ts_tracker *t, const http_request *req,
   snprintf(x->target, sizeof x->target, "%s", target);
   x->available = available;
   x->measurements = measurements;
-  x->last_heard_ms = x->registered_ms = mono_ms();
+  x->last_heard_ms = x->registered_ms = ts_now_ms();
   char id[ID_MAX + 1];
   snprintf(id, sizeof id, "%s", x->id);
   rebalance(t, key);
@@ -356,7 +356,7 @@ static void handle_heartbeat(ts_tracker *t, const http_request *req,
   pthread_mutex_lock(&t->mu);
   tworker *x = find_worker(t, id);
   if (x) {
-    x->last_heard_ms = mono_ms();
+    x->last_heard_ms = ts_now_ms();
     if (measurements >= 0) x->measurements = measurements;
   }
   pthread_mutex_unlock(&t->mu);
@@ -413,7 +413,7 @@ static cJSON *lease_reply(ts_tracker *t, int li) {
     if (!o) continue;
     cJSON_AddStringToObject(o, "worker_id", x->id);
     cJSON_AddStringToObject(o, "address", x->address);
-    cJSON_AddItemToArray(ws, o);
+    ts_json_add(ws, NULL, o);
   }
   cJSON_AddNumberToObject(r, "registered", registered);
   return r;
@@ -483,7 +483,7 @@ static void handle_lease(ts_tracker *t, const http_request *req,
   l->priority = (int)priority;
   l->want = (int)want;
   l->arrival = ++t->seq;
-  l->expires_ms = mono_ms() + t->o.lease_ttl_ms;
+  l->expires_ms = ts_now_ms() + t->o.lease_ttl_ms;
   char id[ID_MAX + 1];
   snprintf(id, sizeof id, "%s", l->id);
   rebalance(t, key);
@@ -525,7 +525,7 @@ static void handle_renew(ts_tracker *t, const http_request *req,
     rebalance(t, key);
     r = json_message();
   } else if (li >= 0) {
-    t->leases[li].expires_ms = mono_ms() + t->o.lease_ttl_ms;
+    t->leases[li].expires_ms = ts_now_ms() + t->o.lease_ttl_ms;
     if (wait_ms > 0) li = wait_for_workers(t, lid, wait_ms);
     if (li >= 0) r = lease_reply(t, li);
   }
@@ -542,14 +542,14 @@ static void handle_renew(ts_tracker *t, const http_request *req,
 static void handle_status(ts_tracker *t, http_response *res) {
   cJSON *r = json_message();
   if (!r) return http_reply_json(res, 500, NULL);
-  int64_t now = mono_ms();
+  int64_t now = ts_now_ms();
   pthread_mutex_lock(&t->mu);
   cJSON *ws = cJSON_AddArrayToObject(r, "workers");
   for (int i = 0; ws && i < t->n_workers; i++) {
     tworker *x = &t->workers[i];
     cJSON *o = cJSON_CreateObject();
     if (!o) break;
-    cJSON_AddItemToArray(ws, o);
+    cJSON_AddItemToArray(ws, o); /* (ws is not NULL: cannot fail) */
     cJSON_AddStringToObject(o, "key", x->key);
     cJSON_AddStringToObject(o, "worker_id", x->id);
     cJSON_AddStringToObject(o, "address", x->address);
@@ -574,7 +574,7 @@ static void handle_status(ts_tracker *t, http_response *res) {
     tlease *l = &t->leases[i];
     cJSON *o = cJSON_CreateObject();
     if (!o) break;
-    cJSON_AddItemToArray(ls, o);
+    cJSON_AddItemToArray(ls, o); /* (ls is not NULL: cannot fail) */
     cJSON_AddStringToObject(o, "lease_id", l->id);
     cJSON_AddStringToObject(o, "key", l->key);
     cJSON_AddStringToObject(o, "runner", l->runner);
@@ -636,7 +636,7 @@ int ts_tracker_start(const ts_tracker_options *opts, ts_tracker **out,
   /* A worker that missed a restart keeps heartbeating its old id: ids of
    * this incarnation must not match it. */
   if (getrandom(&t->boot, sizeof t->boot, 0) != sizeof t->boot)
-    t->boot = (uint32_t)mono_ms() ^ (uint32_t)getpid() * 2654435761u;
+    t->boot = (uint32_t)ts_now_ms() ^ (uint32_t)getpid() * 2654435761u;
   int rc = http_server_start(o.bind, o.port, t->token, &t->o.limits, "tracker",
                              handle, t, &t->srv, err);
   if (rc) {

@@ -91,7 +91,7 @@ static int probe_device(ts_worker *w, ts_error *err) {
   cJSON *feats = cJSON_AddArrayToObject(cpu, "features");
   for (const char *const *f = ts_rt_cpu_feature_names(); f && *f; f++)
     if (ts_rt_cpu_has(*f) == 1)
-      cJSON_AddItemToArray(feats, cJSON_CreateString(*f));
+      ts_json_add(feats, NULL, cJSON_CreateString(*f));
   const device_spec *dev = executor_device(w->ex);
   w->available = true;
   if (!dev->cuda) {
@@ -252,7 +252,7 @@ static void handle_measure(ts_worker *w, const http_request *req,
   for (int i = 0; i < n; i++) {
     ts_measure_result r;
     executor_measure(w->ex, &cfg, ref, arts[i], req->client_fd, &r);
-    if (results) cJSON_AddItemToArray(results, result_to_json(&r, ids[i]));
+    if (results) ts_json_add(results, NULL, result_to_json(&r, ids[i]));
   }
   if (executor_stopping(w->ex)) {
     /* Results cut short by the shutdown are not the candidates' fault: the

@@ -5,6 +5,7 @@
  * a reference run using the per-dtype tolerance of ts_host_compare.
  */
 #include "runtime/internal.h"
+#include "tir/alloc.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,12 +76,12 @@ int ts_rt_args_create(const ts_rt_arg_spec *specs, int n_specs, uint64_t seed,
   if (n_specs < 0 || (n_specs > 0 && !specs))
     return TS_ERR(err, TS_EINVAL, "arguments: bad argument list (%d specs)",
                   n_specs);
-  ts_rt_args *a = calloc(1, sizeof *a);
+  ts_rt_args *a = ts_calloc(1, sizeof *a);
   size_t m = n_specs > 0 ? (size_t)n_specs : 1;
-  if (!a || !(a->specs = calloc(m, sizeof *a->specs)) ||
-      !(a->data = calloc(m, sizeof *a->data)) ||
-      !(a->elems = calloc(m, sizeof *a->elems)) ||
-      !(a->bytes = calloc(m, sizeof *a->bytes))) {
+  if (!a || !(a->specs = ts_calloc(m, sizeof *a->specs)) ||
+      !(a->data = ts_calloc(m, sizeof *a->data)) ||
+      !(a->elems = ts_calloc(m, sizeof *a->elems)) ||
+      !(a->bytes = ts_calloc(m, sizeof *a->bytes))) {
     ts_rt_args_free(a);
     return TS_ERR(err, TS_ENOMEM, "arguments: out of memory");
   }

@@ -4,6 +4,11 @@
  * takes chunks too), and the aligned allocation generated kernels use for
  * large local buffers.
  *
+ * Memory comes from the C library, not tir/alloc.h's wrappers: this file is
+ * also compiled into libtessera_rt.so, which compiled models link without
+ * the rest of tessera. Every failure is reported: TS_ENOMEM from
+ * ts_runtime_create, NULL from ts_rt_alloc (the kernel then returns -1).
+ *
  * A job is published by opening it and bumping `generation`. A worker that
  * wakes joins it (counts itself `active`, then checks the job is still
  * open), claims chunks from an atomic counter until none are left, and

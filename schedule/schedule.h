@@ -304,7 +304,7 @@ ts_trace *ts_trace_simplify(const ts_trace *t);
 /* JSON: {"version": 1, "instructions": [{"kind", "inputs", "attrs",
  * "outputs"}...], "decisions": [[index, value]...]}. Inputs are RV names
  * ("l3"), integers or null; attrs are strings, numbers, lists or null.
- * Returns a malloc'd string (caller frees). */
+ * Returns a malloc'd string (caller frees); NULL when out of memory. */
 char *ts_trace_to_json(const ts_trace *t);
 /* Parses the JSON form. Malformed JSON, an unknown version or kind, a wrong
  * number or type of inputs/attrs, an undefined or redefined RV name give
@@ -313,6 +313,10 @@ char *ts_trace_to_json(const ts_trace *t);
 int ts_trace_from_json(const char *text, size_t len, ts_trace **out,
                        ts_error *err);
 int ts_trace_from_json_file(const char *path, ts_trace **out, ts_error *err);
+/* Whether json[0..len) is a trace ts_trace_from_json reads: TS_OK or its
+ * error. The database's full trace check (ts_db_options.check_trace, of the
+ * same signature; ctx is unused). */
+int ts_trace_check_json(void *ctx, const char *json, size_t len, ts_error *err);
 /* A readable script, one primitive per line:
  *   b0 = get_block(name="C")
  *   l1, l2, l3 = get_loops(block=b0)

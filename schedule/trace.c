@@ -6,6 +6,7 @@
  * the readable one-primitive-per-line script.
  */
 #include "schedule/internal.h"
+#include "tir/strbuf.h"
 
 #include <cjson/cJSON.h>
 #include <ctype.h>
@@ -452,7 +453,7 @@ static cJSON *json_of(const tval *v, const namer *nm) {
   case TV_LIST: {
     cJSON *a = cJSON_CreateArray();
     for (int i = 0; i < v->n; i++)
-      cJSON_AddItemToArray(a, json_of(&v->items[i], nm));
+      ts_json_add(a, NULL, json_of(&v->items[i], nm));
     return a;
   }
   default: return cJSON_CreateNull();
@@ -460,6 +461,8 @@ static cJSON *json_of(const tval *v, const namer *nm) {
 }
 
 char *ts_trace_to_json(const ts_trace *t) {
+  /* a value cJSON could not allocate would be left out: count failures */
+  unsigned long failures = ts_alloc_failures();
   namer nm;
   if (!namer_init(&nm, t)) return NULL;
   cJSON *root = cJSON_CreateObject();
@@ -472,31 +475,30 @@ char *ts_trace_to_json(const ts_trace *t) {
     cJSON_AddStringToObject(o, "kind", kinds[in->kind].name);
     cJSON *a = cJSON_AddArrayToObject(o, "inputs");
     for (int k = 0; k < in->n_inputs; k++)
-      cJSON_AddItemToArray(a, json_of(&in->inputs[k], &nm));
+      ts_json_add(a, NULL, json_of(&in->inputs[k], &nm));
     a = cJSON_AddArrayToObject(o, "attrs");
     for (int k = 0; k < in->n_attrs; k++)
-      cJSON_AddItemToArray(a, json_of(&in->attrs[k], &nm));
+      ts_json_add(a, NULL, json_of(&in->attrs[k], &nm));
     a = cJSON_AddArrayToObject(o, "outputs");
     for (int k = 0; k < in->n_outputs; k++) {
       char buf[64];
       rv_name(&nm, in->outputs[k], buf, sizeof buf);
-      cJSON_AddItemToArray(a, cJSON_CreateString(buf));
+      ts_json_add(a, NULL, cJSON_CreateString(buf));
     }
-    cJSON_AddItemToArray(insts, o);
+    ts_json_add(insts, NULL, o);
     if (in->decision.kind != TV_NULL) {
       cJSON *d = cJSON_CreateArray();
       char buf[32];
       snprintf(buf, sizeof buf, "%d", i);
-      cJSON_AddItemToArray(d, cJSON_CreateRaw(buf));
-      cJSON_AddItemToArray(d, json_of(&in->decision, &nm));
-      cJSON_AddItemToArray(decisions, d);
+      ts_json_add(d, NULL, cJSON_CreateRaw(buf));
+      ts_json_add(d, NULL, json_of(&in->decision, &nm));
+      ts_json_add(decisions, NULL, d);
     }
   }
-  cJSON_AddItemToObject(root, "decisions", decisions);
-  char *text = cJSON_Print(root);
+  ts_json_add(root, "decisions", decisions);
+  char *text = ts_json_print(root, failures, true);
   cJSON_Delete(root);
   namer_free(&nm);
-  /* cJSON's buffer is malloc'd by the default hooks: the caller frees it */
   return text;
 }
 
@@ -945,6 +947,15 @@ static int from_json(const char *text, size_t len, ts_trace **out,
   return TS_OK;
 }
 
+int ts_trace_check_json(void *ctx, const char *json, size_t len,
+                        ts_error *err) {
+  (void)ctx;
+  ts_trace *t = NULL;
+  int rc = ts_trace_from_json(json, len, &t, err);
+  ts_trace_free(t);
+  return rc;
+}
+
 int ts_trace_from_json_file(const char *path, ts_trace **out, ts_error *err) {
   *out = NULL;
   FILE *fp = fopen(path, "rb");
@@ -991,51 +1002,26 @@ int ts_trace_from_json_file(const char *path, ts_trace **out, ts_error *err) {
  * Readable script
  * ======================================================================== */
 
-typedef struct strbuf {
-  char *data;
-  size_t len, cap;
-  bool failed; /* out of memory: later writes are dropped */
-} strbuf;
-
-static void sb_put(strbuf *b, const char *s, size_t n) {
-  if (b->failed) return;
-  if (b->len + n + 1 > b->cap) {
-    size_t cap = (b->len + n + 1) * 2;
-    char *p = ts_realloc(b->data, cap);
-    if (!p) {
-      b->failed = true;
-      return;
-    }
-    b->data = p;
-    b->cap = cap;
-  }
-  memcpy(b->data + b->len, s, n);
-  b->len += n;
-  b->data[b->len] = 0;
-}
-
-static void sb_str(strbuf *b, const char *s) { sb_put(b, s, strlen(s)); }
-
 static void print_string(strbuf *b, const char *s) {
-  sb_str(b, "\"");
+  sb_puts(b, "\"");
   for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
     char esc[8];
     if (*p == '"' || *p == '\\') {
       esc[0] = '\\';
       esc[1] = (char)*p;
-      sb_put(b, esc, 2);
+      sb_putn(b, esc, 2);
     } else if (*p == '\n') {
-      sb_str(b, "\\n");
+      sb_puts(b, "\\n");
     } else if (*p == '\t') {
-      sb_str(b, "\\t");
+      sb_puts(b, "\\t");
     } else if (*p < 0x20 || *p == 0x7f) {
       snprintf(esc, sizeof esc, "\\x%02x", *p);
-      sb_str(b, esc);
+      sb_puts(b, esc);
     } else {
-      sb_put(b, (const char *)p, 1);
+      sb_putn(b, (const char *)p, 1);
     }
   }
-  sb_str(b, "\"");
+  sb_puts(b, "\"");
 }
 
 static void print_value(strbuf *b, const tval *v, const namer *nm) {
@@ -1043,26 +1029,26 @@ static void print_value(strbuf *b, const tval *v, const namer *nm) {
   switch (v->kind) {
   case TV_INT:
     snprintf(buf, sizeof buf, "%lld", (long long)v->i);
-    sb_str(b, buf);
+    sb_puts(b, buf);
     break;
   case TV_FLOAT:
     format_double(buf, sizeof buf, v->f);
-    sb_str(b, buf);
+    sb_puts(b, buf);
     break;
   case TV_STR: print_string(b, v->s); break;
   case TV_RV:
     rv_name(nm, (ts_rv)v->i, buf, sizeof buf);
-    sb_str(b, buf);
+    sb_puts(b, buf);
     break;
   case TV_LIST:
-    sb_str(b, "[");
+    sb_puts(b, "[");
     for (int i = 0; i < v->n; i++) {
-      if (i) sb_str(b, ", ");
+      if (i) sb_puts(b, ", ");
       print_value(b, &v->items[i], nm);
     }
-    sb_str(b, "]");
+    sb_puts(b, "]");
     break;
-  default: sb_str(b, "None"); break;
+  default: sb_puts(b, "None"); break;
   }
 }
 
@@ -1074,23 +1060,23 @@ static void print_fields(strbuf *b, const char *list, const tval *v, int n,
   bool rest, opt;
   for (int i = 0; field_name(list, i, name, sizeof name, &rest, &opt); i++) {
     if (rest) {
-      if (!*first) sb_str(b, ", ");
+      if (!*first) sb_puts(b, ", ");
       *first = false;
-      sb_str(b, name);
-      sb_str(b, "=[");
+      sb_puts(b, name);
+      sb_puts(b, "=[");
       for (int k = i; k < n; k++) {
-        if (k > i) sb_str(b, ", ");
+        if (k > i) sb_puts(b, ", ");
         print_value(b, &v[k], nm);
       }
-      sb_str(b, "]");
+      sb_puts(b, "]");
       return;
     }
     if (i >= n) return;
     if (opt && v[i].kind == TV_NULL) continue;
-    if (!*first) sb_str(b, ", ");
+    if (!*first) sb_puts(b, ", ");
     *first = false;
-    sb_str(b, name);
-    sb_str(b, "=");
+    sb_puts(b, name);
+    sb_puts(b, "=");
     print_value(b, &v[i], nm);
   }
 }
@@ -1099,34 +1085,29 @@ char *ts_trace_print(const ts_trace *t) {
   namer nm;
   if (!namer_init(&nm, t)) return NULL;
   strbuf b = {0};
-  sb_str(&b, "");
   for (int i = 0; i < t->n; i++) {
     const inst *in = &t->insts[i];
     char buf[64];
     for (int k = 0; k < in->n_outputs; k++) {
-      if (k) sb_str(&b, ", ");
+      if (k) sb_puts(&b, ", ");
       rv_name(&nm, in->outputs[k], buf, sizeof buf);
-      sb_str(&b, buf);
+      sb_puts(&b, buf);
     }
-    if (in->n_outputs) sb_str(&b, " = ");
-    sb_str(&b, kinds[in->kind].name);
-    sb_str(&b, "(");
+    if (in->n_outputs) sb_puts(&b, " = ");
+    sb_puts(&b, kinds[in->kind].name);
+    sb_puts(&b, "(");
     bool first = true;
     print_fields(&b, kinds[in->kind].inputs, in->inputs, in->n_inputs, &nm,
                  &first);
     print_fields(&b, kinds[in->kind].attrs, in->attrs, in->n_attrs, &nm,
                  &first);
     if (in->decision.kind != TV_NULL) {
-      if (!first) sb_str(&b, ", ");
-      sb_str(&b, "decision=");
+      if (!first) sb_puts(&b, ", ");
+      sb_puts(&b, "decision=");
       print_value(&b, &in->decision, &nm);
     }
-    sb_str(&b, ")\n");
+    sb_puts(&b, ")\n");
   }
   namer_free(&nm);
-  if (b.failed) {
-    free(b.data);
-    return NULL;
-  }
-  return b.data;
+  return sb_take(&b);
 }

@@ -1,13 +1,14 @@
 /*
  * alloc.c — the allocation wrappers of alloc.h: the per-thread count of
  * failed allocations and the fault-injection hook (fail the N-th
- * allocation) the out-of-memory tests walk.
+ * allocation) the out-of-memory tests walk. cJSON (traces, the database,
+ * RPC, graphs) allocates through them too, hooked once as the library
+ * loads.
  */
 #include "alloc.h"
 #include "tir.h"
 
-#include <string.h>
-
+#include <cjson/cJSON.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,6 +55,12 @@ void *ts_realloc(void *p, size_t size) {
   return noted(realloc(p, size ? size : 1));
 }
 
+void *ts_aligned_alloc(size_t align, size_t size) {
+  if (inject()) return noted(NULL);
+  size = size ? (size + align - 1) / align * align : align;
+  return noted(aligned_alloc(align, size));
+}
+
 char *ts_strndup(const char *s, size_t n) {
   size_t len = strnlen(s, n);
   char *p = ts_malloc(len + 1);
@@ -89,4 +96,28 @@ long ts_alloc_count(void) { return atomic_load(&hook_count); }
 bool ts_alloc_injected(void) {
   long nth = atomic_load(&hook_nth);
   return atomic_load(&hook_on) && nth > 0 && atomic_load(&hook_count) >= nth;
+}
+
+char *ts_json_print(const cJSON *v, unsigned long failures, bool indent) {
+  if (!v || failures != ts_alloc_failures()) return NULL;
+  char *text = indent ? cJSON_Print(v) : cJSON_PrintUnformatted(v);
+  if (text && failures != ts_alloc_failures()) {
+    free(text);
+    return NULL;
+  }
+  return text;
+}
+
+void ts_json_add(cJSON *parent, const char *key, cJSON *item) {
+  bool added = parent && (key ? cJSON_AddItemToObject(parent, key, item)
+                              : cJSON_AddItemToArray(parent, item));
+  if (!added) cJSON_Delete(item);
+}
+
+/* cJSON's allocations (every JSON text tessera builds or reads) go through
+ * ts_malloc, so they are counted, fail in the walks and are reported as
+ * TS_ENOMEM by the code that checks for NULL. Set before main (or as
+ * libtessera.so is loaded), before any JSON is built. */
+__attribute__((constructor)) static void hook_json(void) {
+  cJSON_InitHooks(&(cJSON_Hooks){.malloc_fn = ts_malloc, .free_fn = free});
 }

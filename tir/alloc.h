@@ -10,6 +10,10 @@
  * the calling thread's failure count (ts_alloc_failures); a public function
  * that cannot see every failure below it directly compares the count before
  * and after its work and returns TS_ENOMEM ("out of memory") when it grew.
+ *
+ * cJSON allocates through ts_malloc as well (cJSON_InitHooks, set as the
+ * library loads), so JSON built or parsed anywhere in tessera is counted
+ * and can be made to fail like the rest.
  */
 #ifndef TESSERA_TIR_ALLOC_H
 #define TESSERA_TIR_ALLOC_H
@@ -21,6 +25,9 @@ void *ts_malloc(size_t size);
 void *ts_calloc(size_t n, size_t size);
 /* As realloc: on failure p is left allocated and unchanged. */
 void *ts_realloc(void *p, size_t size);
+/* As aligned_alloc (size rounded up to a multiple of align); free with
+ * free. */
+void *ts_aligned_alloc(size_t align, size_t size);
 char *ts_strdup(const char *s);
 char *ts_strndup(const char *s, size_t n);
 
@@ -39,6 +46,20 @@ struct ts_error;
  * nothing, is reported as what it is), else rc unchanged. */
 int ts_alloc_check(unsigned long since, int rc, struct ts_error *err,
                    const char *what);
+
+struct cJSON;
+/* The JSON text of v (compact, or indented when `indent`), or NULL when
+ * out of memory: when printing fails, and when an allocation failed on
+ * this thread since `failures` (a ts_alloc_failures() value taken before v
+ * was built: a cJSON_Add* that failed left a member out, so the text would
+ * lie). v stays the caller's; the text is freed with free. */
+char *ts_json_print(const struct cJSON *v, unsigned long failures, bool indent);
+
+/* Adds item to the object parent under key (key NULL: to the end of the
+ * array parent) as cJSON_AddItemToObject and cJSON_AddItemToArray do, but
+ * deletes item when it cannot be added (parent NULL, or no memory for the
+ * key) instead of leaving it to leak. */
+void ts_json_add(struct cJSON *parent, const char *key, struct cJSON *item);
 
 /* Fault injection, for tests (process-wide; the counters are atomic, so
  * the hook is safe to use while other threads allocate, though then which

@@ -8,6 +8,7 @@
 #define TESSERA_TIR_INTERNAL_H
 
 #include "alloc.h"
+#include "strbuf.h"
 #include "tir.h"
 
 #include <stdio.h>
@@ -146,25 +147,6 @@ struct ts_func {
   ts_stmt *body;
   ann_list attrs;
 };
-
-/* ---- a growable malloc'd string, used by the printer and messages ---- */
-
-typedef struct strbuf {
-  char *data;
-  size_t len, cap;
-  bool failed; /* growing failed: later writes are dropped */
-} strbuf;
-
-void sb_init(strbuf *sb);
-void sb_free(strbuf *sb);
-void sb_putc(strbuf *sb, char c);
-void sb_puts(strbuf *sb, const char *s);
-void sb_putn(strbuf *sb, const char *s, size_t n);
-void sb_printf(strbuf *sb, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-/* Returns the malloc'd NUL-terminated string and leaves sb empty; NULL
- * when memory ran out while it was written. */
-char *sb_take(strbuf *sb);
 
 /* Marks the arena failed (ts_arena_failed): what it holds is incomplete
  * because memory ran out while it was built. */

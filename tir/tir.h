@@ -931,6 +931,8 @@ void ts_host_set(void *data, ts_dtype t, int64_t i, double v);
 /* Seconds on CLOCK_MONOTONIC, from an arbitrary epoch (only differences
  * mean anything). */
 double ts_now_seconds(void);
+/* The same clock in whole milliseconds. */
+int64_t ts_now_ms(void);
 /* The qsort comparator of doubles: ascending order; a NaN compares equal
  * to everything. */
 int ts_cmp_double(const void *a, const void *b);

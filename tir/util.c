@@ -1,10 +1,12 @@
 /*
  * util.c — small utilities every module uses: the monotonic clock in
- * seconds, the qsort comparator of doubles and the median of doubles.
+ * seconds, the qsort comparator of doubles, the median of doubles, and the
+ * growable string of strbuf.h.
  */
 #include "internal.h"
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -15,6 +17,12 @@ double ts_now_seconds(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+int64_t ts_now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 int ts_cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return x < y ? -1 : x > y;
@@ -23,11 +31,73 @@ int ts_cmp_double(const void *a, const void *b) {
 double ts_median(const double *v, int n) {
   if (n <= 0) return NAN;
   double local[64];
-  double *s = n <= 64 ? local : malloc(sizeof *s * (size_t)n);
+  double *s = n <= 64 ? local : ts_malloc(sizeof *s * (size_t)n);
   if (!s) return NAN; /* out of memory: no figure rather than an abort */
   memcpy(s, v, sizeof *s * (size_t)n);
   qsort(s, (size_t)n, sizeof *s, ts_cmp_double);
   double m = n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
   if (s != local) free(s);
   return m;
+}
+
+/* ---- strbuf.h ---- */
+
+void sb_init(strbuf *sb) {
+  sb->data = NULL;
+  sb->len = sb->cap = 0;
+  sb->failed = false;
+}
+
+void sb_free(strbuf *sb) {
+  free(sb->data);
+  sb_init(sb);
+}
+
+/* Whether extra more bytes fit (after growing); false once growing failed. */
+static bool sb_reserve(strbuf *sb, size_t extra) {
+  if (sb->failed) return false;
+  if (sb->len + extra + 1 <= sb->cap) return true;
+  size_t cap = sb->cap ? sb->cap : 256;
+  while (cap < sb->len + extra + 1) cap *= 2;
+  char *p = ts_realloc(sb->data, cap);
+  if (!p) {
+    sb->failed = true;
+    return false;
+  }
+  sb->data = p;
+  sb->cap = cap;
+  return true;
+}
+
+void sb_putn(strbuf *sb, const char *s, size_t n) {
+  if (!sb_reserve(sb, n)) return;
+  memcpy(sb->data + sb->len, s, n);
+  sb->len += n;
+  sb->data[sb->len] = 0;
+}
+
+void sb_putc(strbuf *sb, char c) { sb_putn(sb, &c, 1); }
+void sb_puts(strbuf *sb, const char *s) { sb_putn(sb, s, strlen(s)); }
+
+void sb_printf(strbuf *sb, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(NULL, 0, fmt, ap);
+  va_end(ap);
+  if (n < 0 || !sb_reserve(sb, (size_t)n)) return;
+  va_start(ap, fmt);
+  vsnprintf(sb->data + sb->len, (size_t)n + 1, fmt, ap);
+  va_end(ap);
+  sb->len += (size_t)n;
+}
+
+char *sb_take(strbuf *sb) {
+  if (sb->failed) {
+    sb_free(sb);
+    return NULL;
+  }
+  char *p = sb->data;
+  if (!p && (p = ts_malloc(1))) p[0] = 0;
+  sb_init(sb);
+  return p;
 }

@@ -389,9 +389,9 @@ static void build_inproc(void *ctx, int i, int worker) {
   ts_build_result_clear(&br);
 }
 
-void tuner_build_batch(const ts_func *const *f, int n, const ts_target *t,
-                       int procs, int timeout_ms, ts_artifact **art,
-                       char (*why)[TS_MEASURE_ERROR_MAX]) {
+void ts_build_batch(const ts_func *const *f, int n, const ts_target *t,
+                    int procs, int timeout_ms, ts_artifact **art,
+                    char (*why)[TS_MEASURE_ERROR_MAX]) {
   for (int i = 0; i < n; i++) {
     art[i] = NULL;
     why[i][0] = 0;

@@ -184,14 +184,4 @@ typedef struct strategy_ops {
 extern const strategy_ops strategy_evolutionary;
 extern const strategy_ops strategy_random;
 
-/* Builds f[0..n) for t: art[i] is the artifact (caller releases) or NULL
- * with why[i] saying why. timeout_ms > 0: in up to `procs` forked
- * processes, each build limited to timeout_ms (a hung or crashed build
- * fails alone); call it while no other thread of the process runs.
- * timeout_ms <= 0: on `procs` threads of this process, no limit
- * (builder.c). */
-void tuner_build_batch(const ts_func *const *f, int n, const ts_target *t,
-                       int procs, int timeout_ms, ts_artifact **art,
-                       char (*why)[TS_MEASURE_ERROR_MAX]);
-
 #endif /* TESSERA_TUNER_INTERNAL_H */

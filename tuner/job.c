@@ -651,8 +651,7 @@ static int run_round(job *j, int ti) {
                                         : (int)sysconf(_SC_NPROCESSORS_ONLN);
   const ts_func **fs = calloc((size_t)n, sizeof *fs);
   for (int i = 0; i < n; i++) fs[i] = ts_sched_func(v[i]->c.sched);
-  tuner_build_batch(fs, n, j->target, threads, j->o->build_timeout_ms, art,
-                    why);
+  ts_build_batch(fs, n, j->target, threads, j->o->build_timeout_ms, art, why);
   free(fs);
   if (t->model) {
     feat_job fj = {j, v};

@@ -285,6 +285,20 @@ int ts_task_next(ts_task_policy p, const ts_task_state *tasks, int n,
                  int64_t turn);
 
 /* ========================================================================
+ * Building candidates (tuner/builder.c)
+ * ======================================================================== */
+
+/* Builds f[0..n) for t as a tuning job does: art[i] is the artifact
+ * (released with ts_artifact_release) or NULL with why[i] saying why.
+ * timeout_ms > 0: in up to `procs` forked processes, each build limited to
+ * timeout_ms, so a build that hangs or crashes fails alone (call it while
+ * no other thread of the process runs). timeout_ms <= 0: on `procs`
+ * threads of this process, no limit. */
+void ts_build_batch(const ts_func *const *f, int n, const ts_target *t,
+                    int procs, int timeout_ms, ts_artifact **art,
+                    char (*why)[TS_MEASURE_ERROR_MAX]);
+
+/* ========================================================================
  * Tuning jobs (tuner/job.c)
  * ======================================================================== */
 

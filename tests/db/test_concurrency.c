@@ -55,12 +55,6 @@ static int teardown(void **state) {
   return 0;
 }
 
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* The body of a child: returns its exit code (0 ok), message on stderr. */
 static int child_commits(const char *path, int index, int64_t workload,
                          int64_t job) {
@@ -117,7 +111,7 @@ static void test_eight_writers(void **state) {
       ts_db_job_create(db, "shared", NULL, N_PROCS * PER_PROC, &job), TS_OK);
   ts_db_close(db); /* no connection crosses a fork */
 
-  double t0 = now();
+  double t0 = ts_now_seconds();
   pid_t pids[N_PROCS];
   for (int i = 0; i < N_PROCS; i++) {
     pids[i] = fork();
@@ -130,7 +124,7 @@ static void test_eight_writers(void **state) {
     assert_true(WIFEXITED(status));
     assert_int_equal(WEXITSTATUS(status), 0);
   }
-  double elapsed = now() - t0;
+  double elapsed = ts_now_seconds() - t0;
   printf("  %d processes x %d records in %.2f s\n", N_PROCS, PER_PROC, elapsed);
 
   assert_int_equal(ts_db_open(fx->path, NULL, &db, &err), TS_OK);

@@ -59,12 +59,6 @@ static int teardown(void **state) {
   return 0;
 }
 
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static ts_db *open_db(const char *path) {
   ts_db *db;
   ts_error err;
@@ -392,7 +386,7 @@ static void test_eight_hosts(void **state) {
       ts_db_job_create(db, "fleet", NULL, N_PROCS * BATCHES * BATCH, &job),
       TS_OK);
   ts_db_close(db);
-  double t0 = now();
+  double t0 = ts_now_seconds();
   pid_t pids[N_PROCS];
   for (int i = 0; i < N_PROCS; i++) {
     pids[i] = fork();
@@ -405,7 +399,7 @@ static void test_eight_hosts(void **state) {
     assert_true(WIFEXITED(status));
     assert_int_equal(WEXITSTATUS(status), 0);
   }
-  double elapsed = now() - t0;
+  double elapsed = ts_now_seconds() - t0;
   int total = N_PROCS * BATCHES * BATCH;
   printf("  %d writer processes x %d batches of %d records: %.2f s, %.0f "
          "records/s committed\n",

@@ -17,12 +17,6 @@
 
 #include "runtime/runtime.h"
 
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 typedef struct spinner {
   double seconds; /* busy time per call */
   int calls;
@@ -34,8 +28,8 @@ static int spin(void *ctx) {
   spinner *s = ctx;
   s->calls++;
   if (s->fail_on_call && s->calls == s->fail_on_call) return s->fail_code;
-  double end = now() + s->seconds;
-  while (now() < end) {
+  double end = ts_now_seconds() + s->seconds;
+  while (ts_now_seconds() < end) {
   }
   return 0;
 }
@@ -163,9 +157,9 @@ static void test_cache_flush(void **state) {
                         .flush_cache = true,
                         .warmup = 0};
   double seconds[2];
-  double start = now();
+  double start = ts_now_seconds();
   assert_int_equal(ts_rt_eval(rt, &cfg, spin, &s, seconds, NULL, NULL), TS_OK);
-  double with_flush = now() - start;
+  double with_flush = ts_now_seconds() - start;
   assert_int_equal(s.calls, 2);
   /* Two flushes write and read more than the last-level cache: that takes
    * measurable time (at most ~100 GB/s), unlike two empty calls. */

@@ -9,24 +9,12 @@
  * return TS_ENOMEM with "out of memory" in the message (never crash, never
  * succeed). Before and after the walk, with the hook off, the pipeline
  * succeeds with the same lowered function. LLVM's own allocations are not
- * hooked; the walk takes every allocation (no stride), about a second,
- * three under the sanitizers.
+ * hooked; the walk takes every allocation (no stride), about half a
+ * second, three under the sanitizers. The walk itself, and the environment
+ * variables that shorten it, are in oom_walk.h.
  */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-
-#include <cmocka.h>
-
-#include "tir/alloc.h"
+#include "oom_walk.h"
 #include "util.h"
-
-#include <time.h>
-
-/* The last stage the walk covers and its stride. */
-#define WALK_LAST ST_BUILD
-#define WALK_STRIDE 1
 
 /* The sched's message as the pipeline's error. */
 static int sched_rc(int rc, const ts_sched *s, ts_error *err) {
@@ -34,10 +22,6 @@ static int sched_rc(int rc, const ts_sched *s, ts_error *err) {
   return rc;
 }
 
-#define STEP(x)                                                                \
-  do {                                                                         \
-    if ((rc = (x))) goto done;                                                 \
-  } while (0)
 #define SCHED(x) STEP(sched_rc((x), s, err))
 
 /* The stages of the pipeline, in order. */
@@ -118,10 +102,8 @@ done:
   return rc;
 }
 
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+static int run(void *ctx, int last, char **out, ts_error *err) {
+  return pipeline(ctx, last, out, err);
 }
 
 static void test_walk(void **state) {
@@ -129,68 +111,8 @@ static void test_walk(void **state) {
   ts_error err;
   ts_target *t = util_target(&err);
   assert_non_null(t);
-
-  /* the whole pipeline works */
-  char *want = NULL;
-  int rc = pipeline(t, ST_BUILD, &want, &err);
-  if (rc) fprintf(stderr, "pipeline: %s\n", err.msg);
-  assert_int_equal(rc, TS_OK);
-
-  /* For a quick look or a debugger: TS_OOM_STAGE=NAME ends the walk at
-   * that stage, TS_OOM_STRIDE=S walks every S-th allocation only,
-   * TS_OOM_FROM=N starts at the N-th (with a breakpoint on
-   * ts_alloc_injecting, the debugger stops in the failing allocation). */
-  int last = WALK_LAST;
-  const char *env = getenv("TS_OOM_STAGE");
-  for (int i = 0; env && i < ST_N; i++)
-    if (!strcmp(env, stage_names[i])) last = i;
-
-  /* count the walked part's allocations */
-  char *out = NULL;
-  ts_alloc_fail_nth(0);
-  rc = pipeline(t, last, &out, &err);
-  long k = ts_alloc_count();
-  ts_alloc_fail_nth(-1);
-  if (rc) fprintf(stderr, "counting: %s\n", err.msg);
-  assert_int_equal(rc, TS_OK);
-  free(out);
-  assert_true(k > 100);
-
-  env = getenv("TS_OOM_STRIDE");
-  long stride = env && atol(env) > 0 ? atol(env) : WALK_STRIDE;
-  env = getenv("TS_OOM_FROM");
-  long from = env && atol(env) > 0 ? atol(env) : 1;
-  double t0 = now();
-  long n_walked = 0;
-  for (long nth = from; nth <= k; nth += stride) {
-    unsigned long failures = ts_alloc_failures();
-    ts_alloc_fail_nth(nth);
-    rc = pipeline(t, last, &out, &err);
-    bool injected = ts_alloc_injected();
-    ts_alloc_fail_nth(-1);
-    if (rc != TS_ENOMEM || !strstr(err.msg, "out of memory"))
-      fprintf(stderr, "allocation %ld of %ld failing: rc %d (%s)\n", nth, k, rc,
-              rc ? err.msg : "success");
-    assert_true(injected);
-    assert_true(ts_alloc_failures() == failures + 1);
-    assert_int_equal(rc, TS_ENOMEM);
-    assert_non_null(strstr(err.msg, "out of memory"));
-    assert_null(out);
-    n_walked++;
-  }
-  double secs = now() - t0;
-
-  /* and with the hook off everything works as before */
-  char *again = NULL;
-  rc = pipeline(t, ST_BUILD, &again, &err);
-  if (rc) fprintf(stderr, "pipeline after the walk: %s\n", err.msg);
-  assert_int_equal(rc, TS_OK);
-  assert_string_equal(again, want);
-  printf("out of memory at each of %ld of %ld allocations through %s: %.1f "
-         "s\n",
-         n_walked, k, stage_names[last], secs);
-  free(again);
-  free(want);
+  oom_walk w = {"pipeline", stage_names, ST_N, run, NULL, 1};
+  oom_walk_run(&w, t);
 }
 
 int main(void) {

@@ -197,11 +197,11 @@ static void test_annotate(void **state) {
   ts_sched *s = sched("matmul M=8 N=8 K=8");
   ts_rv b, l[16];
   loops_of(s, "C", &b, l);
-  OK(ts_sched_annotate(s, l[0], ts_ann_int("pragma_auto_unroll_max_step", 16)));
-  OK(ts_sched_annotate(s, l[0], ts_ann_int("pragma_unroll_explicit", 1)));
+  OK(ts_sched_annotate(s, l[0], ts_ann_int(TS_ANN_AUTO_UNROLL_MAX_STEP, 16)));
+  OK(ts_sched_annotate(s, l[0], ts_ann_int(TS_ANN_UNROLL_EXPLICIT, 1)));
   OK(ts_sched_annotate(s, b, ts_ann_string("note", "tiled \"by hand\"")));
   OK(ts_sched_annotate(s, l[1], ts_ann_float("weight", 0.5)));
-  OK(ts_sched_unannotate(s, l[0], "pragma_unroll_explicit"));
+  OK(ts_sched_unannotate(s, l[0], TS_ANN_UNROLL_EXPLICIT));
   finish(s, "annotate", true);
 }
 
@@ -539,7 +539,7 @@ static void test_sampling(void **state) {
   int64_t cand[3] = {0, 16, 64};
   double probs[3] = {0.25, 0.5, 0.25};
   OK(ts_sched_sample_categorical(s, cand, probs, 3, &v));
-  OK(ts_sched_annotate_rv(s, o[0], "pragma_auto_unroll_max_step", v));
+  OK(ts_sched_annotate_rv(s, o[0], TS_ANN_AUTO_UNROLL_MAX_STEP, v));
   finish(s, "sampling", true);
 }
 

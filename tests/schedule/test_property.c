@@ -198,7 +198,7 @@ static int random_step(gen *g) {
     int rc = ts_sched_sample_categorical(s, cand, probs, 3, &x);
     if (rc) return rc;
     return ts_sched_annotate_rv(s, loops[pick(g, n)],
-                                "pragma_auto_unroll_max_step", x);
+                                TS_ANN_AUTO_UNROLL_MAX_STEP, x);
   }
   case 10:
   case 11: { /* compute_at at a sampled location */
@@ -296,7 +296,7 @@ static int random_step(gen *g) {
   default: { /* remove an annotation that may not be there */
     if (!(n = random_loops(g, &b, loops, 32))) return SKIP;
     return ts_sched_unannotate(s, loops[pick(g, n)],
-                               "pragma_auto_unroll_max_step");
+                               TS_ANN_AUTO_UNROLL_MAX_STEP);
   }
   }
 }

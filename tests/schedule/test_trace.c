@@ -76,7 +76,7 @@ static ts_sched *sampled(uint64_t seed) {
   int64_t cand[4] = {0, 16, 64, 512};
   double probs[4] = {0.1, 0.2, 0.3, 0.4};
   OK(ts_sched_sample_categorical(s, cand, probs, 4, &v));
-  OK(ts_sched_annotate_rv(s, l[1], "pragma_auto_unroll_max_step", v));
+  OK(ts_sched_annotate_rv(s, l[1], TS_ANN_AUTO_UNROLL_MAX_STEP, v));
   OK(ts_sched_get_block(s, "pad", &pad));
   OK(ts_sched_sample_compute_location(s, pad, &loc));
   OK(ts_sched_compute_at(s, pad, loc));

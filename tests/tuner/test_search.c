@@ -175,12 +175,12 @@ static void test_build_batch(void **state) {
   }
   ts_artifact *forked[N], *inproc[N], *late[N];
   char why[N][TS_MEASURE_ERROR_MAX];
-  tuner_build_batch(f, N, t, 2, 60000, forked, why);
+  ts_build_batch(f, N, t, 2, 60000, forked, why);
   for (int i = 0; i < N; i++) {
     if (!forked[i]) printf("%s\n", why[i]);
     assert_non_null(forked[i]);
   }
-  tuner_build_batch(f, N, t, 2, 0, inproc, why);
+  ts_build_batch(f, N, t, 2, 0, inproc, why);
   for (int i = 0; i < N; i++) {
     assert_non_null(inproc[i]);
     assert_int_equal(forked[i]->kind, inproc[i]->kind);
@@ -193,7 +193,7 @@ static void test_build_batch(void **state) {
     ts_artifact_release(forked[i]);
     ts_artifact_release(inproc[i]);
   }
-  tuner_build_batch(f, N, t, 2, 1, late, why);
+  ts_build_batch(f, N, t, 2, 1, late, why);
   for (int i = 0; i < N; i++) {
     assert_null(late[i]);
     assert_non_null(strstr(why[i], "build timed out"));
