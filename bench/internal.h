@@ -10,6 +10,7 @@
 #define TESSERA_BENCH_INTERNAL_H
 
 #include "bench/bench.h"
+#include "tir/alloc.h"
 
 #include <stddef.h>
 
@@ -89,9 +90,13 @@ int naive_prepare(const bench_case *c, bench_kernel *k, ts_error *err);
 typedef struct report_buf {
   char *data;
   size_t len, cap;
+  bool failed; /* an allocation failed: the text is incomplete, and stays
+                  so (writes are dropped); the report is not written */
 } report_buf;
 
 void report_buf_free(report_buf *b);
+/* Marks the buffer failed (out of memory for a part of its text). */
+void report_fail(report_buf *b);
 void report_puts(report_buf *b, const char *s);
 void report_printf(report_buf *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

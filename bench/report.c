@@ -216,8 +216,9 @@ typedef struct report {
   ts_db_workload w;
   ts_func *func; /* its function; NULL when the stored TIR does not parse */
   ts_dtype dtype;
-  double bytes;   /* parameter bytes: the least a run moves */
-  char note[300]; /* why dtype/bytes are unknown, or "" */
+  double bytes;           /* parameter bytes: the least a run moves */
+  char note[300];         /* why dtype/bytes are unknown, or "" */
+  unsigned long failures; /* ts_alloc_failures() as the report began */
 } report;
 
 /* One workload × target while it is rendered. */
@@ -263,6 +264,7 @@ static int load_workload(report *r, int64_t id) {
   if (ts_db_get_workload(r->db, id, &r->w)) return db_fail(r);
   ts_func *f = NULL;
   if (ts_db_workload_func(r->db, id, &f)) {
+    if (ts_db_error(r->db)->code == TS_ENOMEM) return db_fail(r);
     snprintf(r->note, sizeof r->note, "%s", ts_db_errmsg(r->db));
     return TS_OK;
   }
@@ -627,9 +629,15 @@ static void section(report *r, const task *t) {
 
   /* the curve: GFLOP/s per measurement, or latency when FLOPs are 0 */
   bool by_flops = row->flops > 0;
-  double *values = malloc(sizeof *values * (size_t)(t->n_pts ? t->n_pts : 1));
-  double *secs = malloc(sizeof *secs * (size_t)(t->n_pts ? t->n_pts : 1));
-  if (!values || !secs) abort();
+  double *values =
+      ts_malloc(sizeof *values * (size_t)(t->n_pts ? t->n_pts : 1));
+  double *secs = ts_malloc(sizeof *secs * (size_t)(t->n_pts ? t->n_pts : 1));
+  if (!values || !secs) {
+    free(values);
+    free(secs);
+    report_fail(b);
+    return;
+  }
   int64_t n_secs = 0;
   for (int64_t i = 0; i < t->n_pts; i++) {
     double m = t->pts[i].median_s;
@@ -640,9 +648,16 @@ static void section(report *r, const task *t) {
   /* vendor levels: GFLOP/s on the curve, the same as latencies on the
    * histogram (both need the workload's FLOPs) */
   int n_levels = by_flops ? t->n_vendors : 0;
-  report_level *levels = calloc((size_t)n_levels + 1, sizeof *levels);
-  report_level *marks = calloc((size_t)n_levels + 1, sizeof *marks);
-  if (!levels || !marks) abort();
+  report_level *levels = ts_calloc((size_t)n_levels + 1, sizeof *levels);
+  report_level *marks = ts_calloc((size_t)n_levels + 1, sizeof *marks);
+  if (!levels || !marks) {
+    free(levels);
+    free(marks);
+    free(values);
+    free(secs);
+    report_fail(b);
+    return;
+  }
   for (int i = 0; i < n_levels; i++) {
     const ts_db_baseline *v = &t->vendors[i];
     format_gflops(v->gflops, s1);
@@ -829,9 +844,14 @@ static int vendor_series(report *r, const char *vendor) {
 static void add_point(report *r, const task *t, int series, double gflops,
                       const char *label) {
   if (r->n_points == r->cap_points) {
-    r->cap_points = r->cap_points ? 2 * r->cap_points : 64;
-    r->points = realloc(r->points, sizeof *r->points * (size_t)r->cap_points);
-    if (!r->points) abort();
+    int cap = r->cap_points ? 2 * r->cap_points : 64;
+    roof_point *pts = ts_realloc(r->points, sizeof *pts * (size_t)cap);
+    if (!pts) { /* the page is not written: see ts_bench_report_write */
+      report_fail(&r->sections);
+      return;
+    }
+    r->points = pts;
+    r->cap_points = cap;
   }
   roof_point *p = &r->points[r->n_points++];
   p->target_id = t->row->target_id;
@@ -901,8 +921,8 @@ static int roofline_section(report *r, const ts_db_summary *row,
   }
   free(probe);
   int n = 0;
-  report_point *pts = malloc(sizeof *pts * (size_t)(r->n_points + 1));
-  if (!pts) abort();
+  report_point *pts = ts_malloc(sizeof *pts * (size_t)(r->n_points + 1));
+  if (!pts) return TS_ERR(r->err, TS_ENOMEM, "report: out of memory");
   for (int i = 0; i < r->n_points; i++)
     if (r->points[i].target_id == row->target_id) pts[n++] = r->points[i].p;
   if (n || rf.n_compute || rf.n_memory)
@@ -1079,7 +1099,7 @@ static int write_json(report *r, const ts_db_summary *rows, int n, FILE *out) {
   }
   cJSON_AddItemToObject(o, "rows", r->json_rows);
   r->json_rows = NULL;
-  char *text = cJSON_Print(o);
+  char *text = ts_json_print(o, r->failures, true);
   cJSON_Delete(o);
   if (!text) return TS_ERR(r->err, TS_ENOMEM, "out of memory for the JSON");
   size_t len = strlen(text);
@@ -1197,6 +1217,10 @@ static int write_page(report *r, const ts_db_summary *rows, int n,
         r->any_peak ? "" : " no-peak", r->any_roofline ? "" : " no-roofline",
         r->any_vendor ? "" : " no-vendor");
   }
+  if (head.failed) {
+    report_buf_free(&head);
+    return TS_ERR(r->err, TS_ENOMEM, "report: out of memory while drawing it");
+  }
   bool ok = fwrite(head.data, 1, head.len, out) == head.len;
   r->stats.bytes += (int64_t)head.len;
   report_buf_free(&head);
@@ -1233,6 +1257,11 @@ int ts_bench_report_write(ts_db *db, const ts_bench_report_options *opts,
   if (o.histogram_bins < 1) o.histogram_bins = 1;
   if (stats) memset(stats, 0, sizeof *stats);
   report r = {.db = db, .o = &o, .err = err};
+  /* a part that could not be drawn for lack of memory is often left out
+   * quietly (a note, an empty chart): the failure count says whether any
+   * was, and then nothing is written */
+  unsigned long failures = ts_alloc_failures();
+  r.failures = failures;
   int64_t only = 0;
   int rc = TS_OK;
   if (o.workload && ts_db_resolve_workload(db, o.workload, &only))
@@ -1276,9 +1305,15 @@ int ts_bench_report_write(ts_db *db, const ts_bench_report_options *opts,
       summary_row(&r, &t);
     task_clear(&t);
   }
+  if (rc == TS_OK && o.json && ts_alloc_failures() != failures)
+    rc = TS_ERR(err, TS_ENOMEM, "report: out of memory");
   if (rc == TS_OK && o.json) rc = write_json(&r, rows, n, out);
   if (rc == TS_OK && !o.json) rc = targets_table(&r, rows, n, &targets);
   if (rc == TS_OK && !o.json) rc = rooflines(&r, rows, n, &targets);
+  if (rc == TS_OK && !o.json &&
+      (targets.failed || r.summary.failed || r.sections.failed ||
+       ts_alloc_failures() != failures))
+    rc = TS_ERR(err, TS_ENOMEM, "report: out of memory while drawing it");
   if (rc == TS_OK && !o.json) rc = write_page(&r, rows, n, &targets, out);
   if (rc == TS_OK && stats) *stats = r.stats;
   report_buf_free(&targets);

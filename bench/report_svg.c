@@ -21,18 +21,24 @@
 
 /* ---- text buffer ---- */
 
-static void reserve(report_buf *b, size_t extra) {
-  if (b->len + extra + 1 <= b->cap) return;
+/* Room for extra more bytes; false (and the buffer failed) when there is
+ * none. */
+static bool reserve(report_buf *b, size_t extra) {
+  if (b->failed) return false;
+  if (b->len + extra + 1 <= b->cap) return true;
   size_t cap = b->cap ? b->cap : 4096;
   while (cap < b->len + extra + 1) cap *= 2;
-  char *p = realloc(b->data, cap);
+  char *p = ts_realloc(b->data, cap);
   if (!p) {
-    fputs("tessera: out of memory\n", stderr);
-    abort();
+    b->failed = true;
+    return false;
   }
   b->data = p;
   b->cap = cap;
+  return true;
 }
+
+void report_fail(report_buf *b) { b->failed = true; }
 
 void report_buf_free(report_buf *b) {
   free(b->data);
@@ -41,7 +47,7 @@ void report_buf_free(report_buf *b) {
 
 void report_puts(report_buf *b, const char *s) {
   size_t n = strlen(s);
-  reserve(b, n);
+  if (!reserve(b, n)) return;
   memcpy(b->data + b->len, s, n + 1);
   b->len += n;
 }
@@ -57,7 +63,7 @@ void report_printf(report_buf *b, const char *fmt, ...) {
     report_puts(b, small);
     return;
   }
-  reserve(b, (size_t)n);
+  if (!reserve(b, (size_t)n)) return;
   va_start(ap, fmt);
   vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
   va_end(ap);
@@ -69,7 +75,7 @@ void report_escape(report_buf *b, const char *s) {
   for (const char *p = s; *p;) {
     size_t run = strcspn(p, "&<>\"'");
     if (run) {
-      reserve(b, run);
+      if (!reserve(b, run)) return;
       memcpy(b->data + b->len, p, run);
       b->len += run;
       b->data[b->len] = 0;
@@ -212,13 +218,20 @@ typedef struct vertex {
 typedef struct vertices {
   vertex *v;
   size_t n, cap;
+  bool failed; /* out of memory: the line is incomplete */
 } vertices;
 
 static void add_vertex(vertices *vs, double x, double y) {
+  if (vs->failed) return;
   if (vs->n == vs->cap) {
-    vs->cap = vs->cap ? vs->cap * 2 : 64;
-    vs->v = realloc(vs->v, vs->cap * sizeof *vs->v);
-    if (!vs->v) abort();
+    size_t cap = vs->cap ? vs->cap * 2 : 64;
+    vertex *v = ts_realloc(vs->v, cap * sizeof *v);
+    if (!v) {
+      vs->failed = true;
+      return;
+    }
+    vs->v = v;
+    vs->cap = cap;
   }
   vs->v[vs->n++] = (vertex){x, y};
 }
@@ -371,6 +384,7 @@ void report_svg_curve(report_buf *b, const double *values, int64_t n,
   /* the running best */
   vertices vs = {0};
   best_line(&f, values, n, higher_better, f.w / max_points, &vs);
+  if (vs.failed) report_fail(b);
   if (vs.n) {
     report_printf(b, "<polyline class=\"best\" data-count=\"%zu\" points=\"",
                   vs.n);
@@ -464,8 +478,11 @@ void report_svg_histogram(report_buf *b, const double *secs, int64_t n,
     f.x1 = hi * 1.05;
   }
   if (used < bins && !f.x_log && hi == lo) bins = 1;
-  int64_t *count = calloc((size_t)bins, sizeof *count);
-  if (!count) abort();
+  int64_t *count = ts_calloc((size_t)bins, sizeof *count);
+  if (!count) {
+    report_fail(b);
+    return;
+  }
   int64_t top = 0;
   for (int64_t i = 0; i < n; i++) {
     if (!(isfinite(secs[i]) && secs[i] > 0)) continue;

@@ -108,7 +108,11 @@ int cmd_report(int argc, char **argv) {
   if (!to_stdout) {
     size_t n = strlen(output) + 6;
     part = malloc(n);
-    if (!part) abort();
+    if (!part) {
+      fputs("tessera: error: out of memory\n", stderr);
+      ts_db_close(db);
+      return EXIT_FAIL;
+    }
     snprintf(part, n, "%s.part", output);
     if (!(out = fopen(part, "w"))) {
       fprintf(stderr, "tessera: error: cannot write %s: %s\n", part,

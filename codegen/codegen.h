@@ -153,6 +153,9 @@ int ts_target_max_registers_per_thread(const ts_target *t);
 #define TS_ANN_AUTO_UNROLL_MAX_STEP "pragma_auto_unroll_max_step"
 #define TS_ANN_UNROLL_EXPLICIT "pragma_unroll_explicit"
 #define TS_ANN_VECTORIZE_FALLBACK "vectorize_fallback"
+/* Set by lowering on a loop it wants LLVM to unroll whole (the emitter
+ * attaches llvm.loop.unroll.full). */
+#define TS_ANN_LLVM_UNROLL_FULL "llvm_unroll_full"
 
 /* The steps of ts_lower, in the order it runs them. */
 typedef enum ts_lower_step {

@@ -260,7 +260,7 @@ static void emit_for(emitter *e, ts_stmt *s) {
   }
   LLVMValueRef lo = emit_expr(e, ts_for_min(s));
   LLVMValueRef hi = LLVMBuildAdd(e->b, lo, emit_expr(e, ts_for_extent(s)), "");
-  const ts_annotation *u = ts_for_find_annotation(s, "llvm_unroll_full");
+  const ts_annotation *u = ts_for_find_annotation(s, TS_ANN_LLVM_UNROLL_FULL);
   bool unroll = (u && u->kind == TS_ANN_INT && u->i) ||
                 ts_for_kind_of(s) == TS_FOR_UNROLLED;
   emit_loop(e, ts_for_var(s), lo, hi, ts_for_body(s), unroll);

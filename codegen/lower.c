@@ -1251,7 +1251,7 @@ static ts_stmt *unroll_post(void *ctx, ts_arena *a, ts_stmt *s) {
                           TS_FOR_SERIAL, NULL, ts_for_body(s));
       for (int i = 0; i < ts_for_n_annotations(s); i++)
         ts_for_annotate(a, r, *ts_for_annotation(s, i));
-      ts_for_annotate(a, r, ts_ann_int("llvm_unroll_full", 1));
+      ts_for_annotate(a, r, ts_ann_int(TS_ANN_LLVM_UNROLL_FULL, 1));
       return r;
     }
   }

@@ -179,7 +179,8 @@ const char *root_block_name(const ts_func *f) {
 }
 
 int vector_rfactor(ts_sched *s, const ts_target *t, const char *block,
-                   int accumulators, int min_vectors, bool spatial_only) {
+                   int accumulators, int min_vectors, bool spatial_only,
+                   bool narrower) {
   ts_rv b, loops[MAX_LOOPS];
   int nl = 0, rc;
   if ((rc = ts_sched_get_block(s, block, &b)) ||
@@ -197,6 +198,10 @@ int vector_rfactor(ts_sched *s, const ts_target *t, const char *block,
   int64_t lanes = bits > 0 ? ts_target_vector_bits(t) / bits : 0;
   int64_t ext = rv_extent(s, loops[nl - 1]);
   int64_t width = lanes * (accumulators > 1 ? accumulators : 1);
+  /* narrower: a row no whole vector divides takes the widest power-of-two
+   * part of a vector that does (1000 floats: 8 of 16 lanes) */
+  while (narrower && accumulators <= 1 && width > 4 && ext % width)
+    width /= 2, lanes /= 2;
   if (lanes < 4 || ext % width || ext < (int64_t)min_vectors * lanes ||
       ext < width)
     return TS_ESCHEDULE;

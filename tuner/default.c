@@ -635,8 +635,8 @@ static void vector_rfactor_rows(ts_sched *s, const ts_target *t) {
   if (!names) return;
   for (int i = 0; i < n; i++)
     if (vector_rfactor(s, t, names[i], ROW_ACCUMULATORS, 4 * ROW_ACCUMULATORS,
-                       true) != TS_OK)
-      vector_rfactor(s, t, names[i], 1, 2, true);
+                       true, false) != TS_OK)
+      vector_rfactor(s, t, names[i], 1, 2, true, true);
   names_free(names, n);
 }
 

@@ -67,9 +67,12 @@ int64_t rv_extent(const ts_sched *s, ts_rv loop);
  * the inner part rfactored. Only a block with one write and no reuse (a row
  * reduction, not a matmul): none at all, or with spatial_only none across
  * a spatial iter (layer norm's centred sum reads the row's mean at every
- * k). TS_ESCHEDULE when it does not apply. */
+ * k). With narrower (one accumulator), a row that no whole vector divides
+ * takes the widest power-of-two part of one (at least 4 lanes) that does.
+ * TS_ESCHEDULE when it does not apply. */
 int vector_rfactor(ts_sched *s, const ts_target *t, const char *block,
-                   int accumulators, int min_vectors, bool spatial_only);
+                   int accumulators, int min_vectors, bool spatial_only,
+                   bool narrower);
 /* The names of f's blocks in program order, the root excluded; *n gets the
  * count. Returns a malloc'd array of malloc'd names (names_free). */
 char **block_names(const ts_func *f, int *n);

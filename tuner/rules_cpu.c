@@ -225,7 +225,7 @@ static int rfactor_cpu(const gen *g, gen_state *st, const char *name) {
  * a time (a max or min reduction is otherwise scalar: the code generator
  * may reorder sums but not NaN-aware maxima) and then combined. */
 static int rfactor_vector_cpu(const gen *g, gen_state *st, const char *name) {
-  return vector_rfactor(st->s, g->t, name, 1, 4, false);
+  return vector_rfactor(st->s, g->t, name, 1, 4, false, false);
 }
 
 int rule_cpu_rfactor(const gen *g, const gen_state *st, const char *name,

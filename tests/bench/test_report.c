@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "bench/bench.h"
+#include "../schedule/oom_walk.h"
 
 #include <cjson/cJSON.h>
 
@@ -1011,6 +1012,48 @@ static void test_chromium(void **state) {
   free(parsed);
 }
 
+/* Out of memory while the report is drawn (the page and the JSON): each
+ * failing allocation gives TS_ENOMEM and no page, never a crash or a page
+ * with a part missing. */
+typedef struct oom_ctx {
+  ts_db *db;
+} oom_ctx;
+
+static int oom_report(void *ctx, int last, char **out, ts_error *err) {
+  oom_ctx *c = ctx;
+  *out = NULL;
+  ts_bench_report_options o = quiet();
+  o.json = last == 1;
+  char *buf = NULL;
+  size_t size = 0;
+  FILE *f = open_memstream(&buf, &size);
+  if (!f) return TS_ERR(err, TS_EIO, "open_memstream");
+  int rc = ts_bench_report_write(c->db, &o, f, NULL, err);
+  fclose(f);
+  if (rc) {
+    free(buf);
+    return rc;
+  }
+  *out = buf;
+  return TS_OK;
+}
+
+static void test_out_of_memory(void **state) {
+  fixture *fx = *state;
+  int64_t mm, only_failed;
+  fill_known(fx, &mm, &only_failed);
+  static const char *const stages[] = {"report_html", "report_json"};
+  oom_ctx ctx = {fx->db};
+  for (int s = 0; s < 2; s++) { /* the page, then the JSON */
+    oom_walk w = {.name = stages[s],
+                  .stages = stages,
+                  .n_stages = s + 1,
+                  .run = oom_report,
+                  .stride = 1};
+    oom_walk_run(&w, &ctx);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_peaks),
@@ -1023,6 +1066,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_json, setup, teardown),
       cmocka_unit_test_setup_teardown(test_side_by_side, setup, teardown),
       cmocka_unit_test_setup_teardown(test_chromium, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_out_of_memory, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

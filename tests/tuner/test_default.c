@@ -100,6 +100,8 @@ static void test_shapes(void **state) {
        * the row maximum, sums, and layer norm's centred square sum, which
        * reads the row's mean at every element */
       {"softmax N=64 D=128", {"parallel", "rfactor"}},
+      /* a row no whole vector divides: half a vector (1000 = 125 x 8) */
+      {"softmax N=16 D=1000", {"parallel", "rfactor"}},
       {"reduce op=max N=256 D=512", {"parallel", "rfactor"}},
       {"layer_norm N=128 D=256", {"parallel", "rfactor", "var_sum_rf"}},
       {"elementwise op=gelu shape=128x768", {"vectorize", "parallel"}},
