@@ -50,33 +50,6 @@ void target_kinds(bool (*pred)(const target_family *f), char *buf,
     }
 }
 
-/* ---- a small growable string ---- */
-
-void sb_put(strbuf *b, const char *s, size_t n) {
-  if (b->failed) return;
-  if (b->len + n + 1 > b->cap) {
-    size_t cap = b->cap ? b->cap * 2 : 128;
-    while (cap < b->len + n + 1) cap *= 2;
-    char *p = ts_realloc(b->data, cap);
-    if (!p) {
-      b->failed = true;
-      return;
-    }
-    b->data = p;
-    b->cap = cap;
-  }
-  memcpy(b->data + b->len, s, n);
-  b->len += n;
-  b->data[b->len] = '\0';
-}
-
-void sb_str(strbuf *b, const char *s) { sb_put(b, s, strlen(s)); }
-
-void sb_int(strbuf *b, long long v) {
-  char buf[32];
-  sb_put(b, buf, (size_t)snprintf(buf, sizeof buf, "%lld", v));
-}
-
 /* ---- helpers of the families' parsers ---- */
 
 int target_fail_at(target_parser *p, const char *at, const char *fmt, ...) {
@@ -214,7 +187,7 @@ static int finish(target_parser *p) {
     qsort(t->features, (size_t)t->n_features, sizeof *t->features,
           compare_features);
   strbuf attrs = {0}, str = {0};
-  sb_str(&attrs, "");
+  sb_puts(&attrs, "");
   t->family->print(t, &str, &attrs);
   t->llvm_features = attrs.data;
   t->str = str.data;

@@ -11,6 +11,7 @@
 #ifndef TESSERA_CODEGEN_TARGET_INTERNAL_H
 #define TESSERA_CODEGEN_TARGET_INTERNAL_H
 
+#include "tir/strbuf.h"
 #include "codegen/internal.h"
 
 #include <llvm-c/TargetMachine.h>
@@ -41,17 +42,6 @@ struct ts_target {
 };
 
 /* ---- parsing helpers (target.c) ---- */
-
-/* A growable string; `failed` once an allocation failed. */
-typedef struct strbuf {
-  char *data;
-  size_t len, cap;
-  bool failed;
-} strbuf;
-
-void sb_put(strbuf *b, const char *s, size_t n);
-void sb_str(strbuf *b, const char *s);
-void sb_int(strbuf *b, long long v);
 
 /* Parser state: the input and the target being built. */
 typedef struct target_parser {

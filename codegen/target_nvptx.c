@@ -96,17 +96,17 @@ static int build(target_parser *p, const target_option *opts,
 static void print(const ts_target *t, strbuf *str, strbuf *attrs) {
   for (size_t i = 0; i < N_CUDA_ARCHS; i++)
     if (cuda_archs[i].sm == t->sm) {
-      sb_str(attrs, "+ptx");
-      sb_int(attrs, cuda_archs[i].ptx);
+      sb_puts(attrs, "+ptx");
+      sb_printf(attrs, "%lld", (long long)(cuda_archs[i].ptx));
     }
-  sb_str(str, "cuda -arch=");
-  sb_str(str, t->cpu);
-  sb_str(str, " -max-threads-per-block=");
-  sb_int(str, t->max_threads_per_block);
-  sb_str(str, " -max-shared-memory-per-block=");
-  sb_int(str, t->max_shared_memory_per_block);
-  sb_str(str, " -max-registers-per-thread=");
-  sb_int(str, t->max_registers_per_thread);
+  sb_puts(str, "cuda -arch=");
+  sb_puts(str, t->cpu);
+  sb_puts(str, " -max-threads-per-block=");
+  sb_printf(str, "%lld", (long long)(t->max_threads_per_block));
+  sb_puts(str, " -max-shared-memory-per-block=");
+  sb_printf(str, "%lld", (long long)(t->max_shared_memory_per_block));
+  sb_puts(str, " -max-registers-per-thread=");
+  sb_printf(str, "%lld", (long long)(t->max_registers_per_thread));
 }
 
 /* ---- queries ---- */

@@ -314,18 +314,18 @@ static int build(target_parser *p, const target_option *opts,
 
 static void print(const ts_target *t, strbuf *str, strbuf *attrs) {
   for (int i = 0; i < t->n_features; i++) {
-    if (i) sb_str(attrs, ",");
-    sb_str(attrs, t->features[i].on ? "+" : "-");
-    sb_str(attrs, t->features[i].name);
+    if (i) sb_puts(attrs, ",");
+    sb_puts(attrs, t->features[i].on ? "+" : "-");
+    sb_puts(attrs, t->features[i].name);
   }
-  sb_str(str, "llvm -mcpu=");
-  sb_str(str, t->cpu);
+  sb_puts(str, "llvm -mcpu=");
+  sb_puts(str, t->cpu);
   if (t->n_features > 0) {
-    sb_str(str, " -mattr=");
-    sb_str(str, attrs->data ? attrs->data : "");
+    sb_puts(str, " -mattr=");
+    sb_puts(str, attrs->data ? attrs->data : "");
   }
-  sb_str(str, " -num-cores=");
-  sb_int(str, t->num_cores);
+  sb_puts(str, " -num-cores=");
+  sb_printf(str, "%lld", (long long)(t->num_cores));
 }
 
 /* ---- queries ---- */

@@ -63,4 +63,12 @@ int cm_candidate_features(const ts_cm_candidate *c, const ts_target *t,
                           ts_cm_features *tmp, const ts_cm_features **out,
                           ts_error *err);
 
+/* Indices 0..n-1 sorted by group, in index order within a group (the
+ * groups of the rank loss and of the metrics: one workload's candidates);
+ * malloc'd, NULL when out of memory. (metrics.c) */
+typedef struct cm_keyed {
+  int64_t group, index;
+} cm_keyed;
+cm_keyed *cm_by_group(const int64_t *group, int64_t n);
+
 #endif /* TESSERA_COST_MODEL_INTERNAL_H */

@@ -7,34 +7,29 @@
  * Spearman rank correlation per group.
  */
 #include "cost_model/internal.h"
+#include "tir/alloc.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct keyed {
-  int64_t group;
-  int index;
-} keyed;
-
 static int cmp_keyed(const void *x, const void *y) {
-  const keyed *a = x, *b = y;
+  const cm_keyed *a = x, *b = y;
   if (a->group != b->group) return a->group < b->group ? -1 : 1;
-  return a->index - b->index;
+  return a->index < b->index ? -1 : a->index > b->index;
 }
 
-/* Indices 0..n-1 grouped by group, in the given order within a group. */
-static keyed *by_group(const int64_t *group, int n) {
-  keyed *k = malloc(sizeof *k * (size_t)(n ? n : 1));
+cm_keyed *cm_by_group(const int64_t *group, int64_t n) {
+  cm_keyed *k = ts_malloc(sizeof *k * (size_t)(n ? n : 1));
   if (!k) return NULL;
-  for (int i = 0; i < n; i++) k[i] = (keyed){group[i], i};
+  for (int64_t i = 0; i < n; i++) k[i] = (cm_keyed){group[i], i};
   qsort(k, (size_t)n, sizeof *k, cmp_keyed);
   return k;
 }
 
 void ts_cm_targets(const int64_t *group, const ts_cm_result *results, int n,
                    double *targets) {
-  keyed *k = by_group(group, n);
+  cm_keyed *k = cm_by_group(group, n);
   if (!k) { /* quadratic, allocation-free fallback */
     for (int i = 0; i < n; i++) {
       double best = INFINITY;
@@ -74,7 +69,7 @@ static int cmp_ranked(const void *x, const void *y) {
   return a->pos - b->pos;
 }
 
-static bool ranks(const double *v, const keyed *idx, int n, double *out) {
+static bool ranks(const double *v, const cm_keyed *idx, int n, double *out) {
   ranked *r = malloc(sizeof *r * (size_t)n);
   if (!r) return false;
   for (int i = 0; i < n; i++) r[i] = (ranked){v[idx[i].index], i};
@@ -93,7 +88,7 @@ static bool ranks(const double *v, const keyed *idx, int n, double *out) {
 /* Spearman's rho of scores and targets over one group; NAN when undefined
  * (fewer than 2 members or a constant side). */
 static double spearman(const double *scores, const double *targets,
-                       const keyed *idx, int n) {
+                       const cm_keyed *idx, int n) {
   if (n < 2) return NAN;
   double *rs = malloc(sizeof *rs * (size_t)n);
   double *rt = malloc(sizeof *rt * (size_t)n);
@@ -123,7 +118,7 @@ void ts_cm_metrics_add(ts_cm_metrics_acc *acc, const double *scores,
                        const double *targets, const int64_t *group, int n,
                        int batch) {
   if (batch <= 0) batch = 64;
-  keyed *k = by_group(group, n);
+  cm_keyed *k = cm_by_group(group, n);
   if (!k) return;
   acc->records += n;
   for (int s = 0; s < n;) {
@@ -132,7 +127,7 @@ void ts_cm_metrics_add(ts_cm_metrics_acc *acc, const double *scores,
     /* pairs */
     for (int i = s; i < e; i++)
       for (int j = i + 1; j < e; j++) {
-        int a = k[i].index, b = k[j].index;
+        int a = (int)k[i].index, b = (int)k[j].index;
         double dt = targets[a] - targets[b];
         if (dt == 0) continue;
         double ds = scores[a] - scores[b];

@@ -171,30 +171,19 @@ static bool add_pair(pair_list *p, int64_t hi, int64_t lo) {
   return true;
 }
 
-typedef struct keyed {
-  int64_t group, index;
-} keyed;
-
-static int cmp_keyed(const void *x, const void *y) {
-  const keyed *a = x, *b = y;
-  if (a->group != b->group) return a->group < b->group ? -1 : 1;
-  return a->index < b->index ? -1 : a->index > b->index;
-}
-
 /* The pairs of the rank loss: within each group, every pair with different
  * targets, or random partners in large groups (seeded). */
 static bool make_pairs(const xgb_model *m, const double *y, ts_rng *rng,
                        pair_list *p) {
   int64_t n = m->n_samples;
-  keyed *k = malloc(sizeof *k * (size_t)(n ? n : 1));
   int64_t *order = malloc(sizeof *order * (size_t)(n ? n : 1));
-  if (!k || !order) {
-    free(k);
+  if (!order) return false;
+  for (int64_t i = 0; i < n; i++) order[i] = m->samples[i].group;
+  cm_keyed *k = cm_by_group(order, n);
+  if (!k) {
     free(order);
     return false;
   }
-  for (int64_t i = 0; i < n; i++) k[i] = (keyed){m->samples[i].group, i};
-  qsort(k, (size_t)n, sizeof *k, cmp_keyed);
   for (int64_t i = 0; i < n; i++) order[i] = k[i].index;
   bool ok = true;
   for (int64_t s = 0; s < n && ok;) {

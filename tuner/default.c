@@ -623,20 +623,34 @@ static void simple_block(ts_sched *s, const ts_target *t, const char *name) {
  * norm's sums): LLVM would keep a NaN-aware maximum one scalar max per
  * element, and vectorizes a sum with one accumulator, so each vector add
  * waits for the one before. The innermost reduce loop is split so the
- * inner part is ROW_ACCUMULATORS vectors (or one, when the row has fewer
- * than four of those or does not divide: then the last combine of the
- * lanes would cost more than the chain saves) and that part factored out
+ * inner part is ROW_ACCUMULATORS vectors and that part factored out
  * (rfactor): independent vector accumulators, then the lanes; the blocks
- * are then placed like any other. */
+ * are then placed like any other. A row of fewer than four times that
+ * many vectors (or that they do not divide) keeps its sum as LLVM
+ * vectorizes it, since the last combine of the lanes would cost more than
+ * the chain saves, and its maximum or minimum is factored one vector (or
+ * the widest part of one that divides the row) at a time. */
 #define ROW_ACCUMULATORS 4
+static bool reduction_is_minmax(const ts_stmt *r) {
+  const ts_stmt *body = ts_block_body(ts_realize_block(r));
+  if (!body || ts_stmt_kind_of(body) != TS_STMT_STORE) return false;
+  ts_expr_kind k = ts_expr_kind_of(ts_store_value(body));
+  return k == TS_EXPR_MAX || k == TS_EXPR_MIN;
+}
+
 static void vector_rfactor_rows(ts_sched *s, const ts_target *t) {
   int n = 0;
   char **names = block_names(ts_sched_func(s), &n);
   if (!names) return;
-  for (int i = 0; i < n; i++)
+  for (int i = 0; i < n; i++) {
+    const ts_stmt *r = ts_func_find_block(ts_sched_func(s), names[i]);
+    if (!r) continue;
+    bool minmax = reduction_is_minmax(r);
     if (vector_rfactor(s, t, names[i], ROW_ACCUMULATORS, 4 * ROW_ACCUMULATORS,
-                       true, false) != TS_OK)
+                       true, false) != TS_OK &&
+        minmax)
       vector_rfactor(s, t, names[i], 1, 2, true, true);
+  }
   names_free(names, n);
 }
 
