@@ -141,32 +141,14 @@ bool cli_pass_option(const char *cmd, int argc, char **argv, int *i, int *rc) {
 /* Reads the whole text file path (malloc'd, NUL-terminated) or prints why
  * not. */
 static char *read_text(const char *path, const char *what) {
-  FILE *f = fopen(path, "rb");
-  char *buf = NULL;
-  size_t n = 0, cap = 0;
-  if (f) {
-    for (;;) {
-      if (n + 4096 + 1 > cap) {
-        cap = cap ? cap * 2 : 65536;
-        char *b = realloc(buf, cap);
-        if (!b) break;
-        buf = b;
-      }
-      size_t r = fread(buf + n, 1, cap - n - 1, f);
-      n += r;
-      if (r == 0) break;
-    }
-  }
-  if (!f || ferror(f) || !buf) {
-    fprintf(stderr, "tessera: error: cannot read %s '%s': %s\n", what, path,
-            f ? "read error" : strerror(errno));
-    if (f) fclose(f);
-    free(buf);
+  char *text = NULL;
+  ts_error err;
+  ts_error_clear(&err);
+  if (ts_read_file(path, what, (size_t)1 << 30, &text, NULL, &err)) {
+    fprintf(stderr, "tessera: error: %s\n", err.msg);
     return NULL;
   }
-  fclose(f);
-  buf[n] = 0;
-  return buf;
+  return text;
 }
 
 int cli_import_model(const char *path, const char *const *shapes, int n_shapes,

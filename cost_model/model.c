@@ -192,56 +192,12 @@ int cm_header_string(const cm_file *f, const char *path, const char *key,
   return TS_OK;
 }
 
-static int read_all(const char *path, unsigned char **data, size_t *n,
-                    ts_error *err) {
-  *data = NULL;
-  *n = 0;
-  FILE *fp = fopen(path, "rb");
-  if (!fp)
-    return TS_ERR(err, TS_EIO, "cost model: cannot open '%s': %s", path,
-                  strerror(errno));
-  size_t cap = 1 << 16, len = 0;
-  unsigned char *buf = malloc(cap + 1);
-  int rc = buf ? TS_OK : TS_ERR(err, TS_ENOMEM, "cost model: out of memory");
-  while (!rc) {
-    if (len == cap) {
-      if (cap >= CM_FILE_MAX_BYTES) {
-        rc = TS_ERR(err, TS_EINVAL, "cost model '%s': larger than %zu bytes",
-                    path, CM_FILE_MAX_BYTES);
-        break;
-      }
-      cap *= 2;
-      unsigned char *t = realloc(buf, cap + 1);
-      if (!t) {
-        rc = TS_ERR(err, TS_ENOMEM, "cost model: out of memory");
-        break;
-      }
-      buf = t;
-    }
-    size_t got = fread(buf + len, 1, cap - len, fp);
-    len += got;
-    if (got == 0) {
-      if (ferror(fp))
-        rc = TS_ERR(err, TS_EIO, "cost model: cannot read '%s': %s", path,
-                    strerror(errno));
-      break;
-    }
-  }
-  fclose(fp);
-  if (rc) {
-    free(buf);
-    return rc;
-  }
-  buf[len] = 0;
-  *data = buf;
-  *n = len;
-  return TS_OK;
-}
-
 int cm_file_read(const char *path, cm_file *out, ts_error *err) {
   memset(out, 0, sizeof *out);
   size_t n;
-  int rc = read_all(path, &out->data, &n, err);
+  char *bytes = NULL;
+  int rc = ts_read_file(path, "cost model", CM_FILE_MAX_BYTES, &bytes, &n, err);
+  out->data = (unsigned char *)bytes;
   if (rc) return rc;
   char *text = (char *)out->data;
   size_t magic = strlen(CM_FILE_MAGIC);

@@ -958,43 +958,12 @@ int ts_trace_check_json(void *ctx, const char *json, size_t len,
 
 int ts_trace_from_json_file(const char *path, ts_trace **out, ts_error *err) {
   *out = NULL;
-  FILE *fp = fopen(path, "rb");
-  if (!fp)
-    return TS_ERR(err, TS_EIO, "cannot open trace file '%s': %s", path,
-                  strerror(errno));
-  size_t cap = 4096, n = 0;
-  char *buf = ts_malloc(cap);
-  if (!buf) {
-    fclose(fp);
-    return TS_ERR(err, TS_ENOMEM, "trace file '%s': out of memory", path);
-  }
-  size_t got;
-  while ((got = fread(buf + n, 1, cap - n, fp)) > 0) {
-    n += got;
-    if (n == cap) {
-      if (cap > ((size_t)1 << 30)) {
-        free(buf);
-        fclose(fp);
-        return TS_ERR(err, TS_ENOMEM, "trace file '%s' is too large", path);
-      }
-      cap *= 2;
-      char *p = ts_realloc(buf, cap);
-      if (!p) {
-        free(buf);
-        fclose(fp);
-        return TS_ERR(err, TS_ENOMEM, "trace file '%s': out of memory", path);
-      }
-      buf = p;
-    }
-  }
-  bool failed = ferror(fp);
-  fclose(fp);
-  if (failed) {
-    free(buf);
-    return TS_ERR(err, TS_EIO, "cannot read trace file '%s'", path);
-  }
-  int rc = ts_trace_from_json(buf, n, out, err);
-  free(buf);
+  char *text = NULL;
+  size_t n = 0;
+  int rc = ts_read_file(path, "trace file", (size_t)1 << 30, &text, &n, err);
+  if (rc) return rc;
+  rc = ts_trace_from_json(text, n, out, err);
+  free(text);
   return rc;
 }
 

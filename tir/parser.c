@@ -773,34 +773,15 @@ int ts_func_parse(const char *text, size_t len, const char *filename,
 
 int ts_func_parse_file(const char *path, ts_func **out, ts_error *err) {
   if (out) *out = NULL;
-  FILE *fp = fopen(path, "rb");
-  if (!fp)
-    return TS_ERR(err, TS_EIO, "cannot open %s: %s", path, strerror(errno));
-  strbuf sb;
-  sb_init(&sb);
-  char chunk[65536];
-  size_t n;
-  while ((n = fread(chunk, 1, sizeof chunk, fp)) > 0) {
-    if (sb.len + n > MAX_INPUT) {
-      fclose(fp);
-      sb_free(&sb);
-      return TS_ERR_AT(err, TS_EPARSE, 1, 1,
-                       "%s:1:1: file is larger than the limit of %u bytes",
-                       path, MAX_INPUT);
-    }
-    sb_putn(&sb, chunk, n);
-  }
-  bool bad = ferror(fp);
-  fclose(fp);
-  if (bad) {
-    sb_free(&sb);
-    return TS_ERR(err, TS_EIO, "cannot read %s", path);
-  }
-  if (sb.failed) {
-    sb_free(&sb);
-    return TS_ERR(err, TS_ENOMEM, "%s: out of memory", path);
-  }
-  int rc = ts_func_parse(sb.data, sb.len, path, out, err);
-  sb_free(&sb);
+  char *text = NULL;
+  size_t len = 0;
+  int rc = ts_read_file(path, "TIR file", MAX_INPUT, &text, &len, err);
+  if (rc == TS_EINVAL)
+    return TS_ERR_AT(err, TS_EPARSE, 1, 1,
+                     "%s:1:1: file is larger than the limit of %u bytes", path,
+                     MAX_INPUT);
+  if (rc) return rc;
+  rc = ts_func_parse(text, len, path, out, err);
+  free(text);
   return rc;
 }

@@ -940,5 +940,13 @@ int ts_cmp_double(const void *a, const void *b);
  * values when n is even; NAN when n <= 0 (or, for n > 64, when no memory
  * is left for the sorted copy). v is left as it is. */
 double ts_median(const double *v, int n);
+/* Reads the whole file at path (a regular file or a pipe) into *data,
+ * malloc'd and NUL-terminated (so text can be used as a string), its
+ * length in *len. A file of more than max_bytes is refused (TS_EINVAL,
+ * naming the limit); TS_EIO when it cannot be opened or read, TS_ENOMEM
+ * when out of memory; `what` names the file in messages ("trace file").
+ * On failure *data is NULL. */
+int ts_read_file(const char *path, const char *what, size_t max_bytes,
+                 char **data, size_t *len, ts_error *err);
 
 #endif /* TESSERA_TIR_H */

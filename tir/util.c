@@ -5,8 +5,12 @@
  */
 #include "internal.h"
 
+#include "tir/alloc.h"
+
+#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -100,4 +104,56 @@ char *sb_take(strbuf *sb) {
   if (!p && (p = ts_malloc(1))) p[0] = 0;
   sb_init(sb);
   return p;
+}
+
+int ts_read_file(const char *path, const char *what, size_t max_bytes,
+                 char **data, size_t *len, ts_error *err) {
+  *data = NULL;
+  if (len) *len = 0;
+  FILE *fp = fopen(path, "rb");
+  if (!fp)
+    return TS_ERR(err, TS_EIO, "cannot read %s '%s' (cannot open it: %s)", what,
+                  path, strerror(errno));
+  size_t cap = 0, n = 0;
+  char *buf = NULL;
+  int rc = TS_OK;
+  for (;;) {
+    if (n + 1 >= cap) { /* room for a chunk and the terminator */
+      size_t want = cap ? cap * 2 : 65536;
+      if (cap > max_bytes) {
+        rc = TS_ERR(err, TS_EINVAL, "%s '%s' is larger than %zu bytes", what,
+                    path, max_bytes);
+        break;
+      }
+      char *p = ts_realloc(buf, want);
+      if (!p) {
+        rc = TS_ERR(err, TS_ENOMEM, "%s '%s': out of memory", what, path);
+        break;
+      }
+      buf = p;
+      cap = want;
+    }
+    size_t got = fread(buf + n, 1, cap - 1 - n, fp);
+    n += got;
+    if (n > max_bytes) {
+      rc = TS_ERR(err, TS_EINVAL, "%s '%s' is larger than %zu bytes", what,
+                  path, max_bytes);
+      break;
+    }
+    if (got == 0) {
+      if (ferror(fp))
+        rc = TS_ERR(err, TS_EIO, "cannot read %s '%s': %s", what, path,
+                    strerror(errno));
+      break;
+    }
+  }
+  fclose(fp);
+  if (rc) {
+    free(buf);
+    return rc;
+  }
+  buf[n] = 0;
+  *data = buf;
+  if (len) *len = n;
+  return TS_OK;
 }
