@@ -7,6 +7,7 @@
  * from its design part.
  */
 #include "tuner/internal.h"
+#include "tir/alloc.h"
 
 #include <cjson/cJSON.h>
 #include <string.h>
@@ -58,6 +59,7 @@ int ts_candidate_sample(const ts_design_space *space, int space_index,
 }
 
 char *ts_candidate_record_json(const ts_candidate *c) {
+  unsigned long failures = ts_alloc_failures();
   ts_trace *full = ts_trace_simplify(ts_sched_trace(c->sched));
   char *text = full ? ts_trace_to_json(full) : NULL;
   ts_trace_free(full);
@@ -66,7 +68,7 @@ char *ts_candidate_record_json(const ts_candidate *c) {
   free(text);
   if (!j) return NULL;
   cJSON_AddNumberToObject(j, "postproc_from", ts_trace_n_insts(c->design));
-  char *out = cJSON_PrintUnformatted(j);
+  char *out = ts_json_print(j, failures, false); /* NULL: a field was lost */
   cJSON_Delete(j);
   return out;
 }

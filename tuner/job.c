@@ -17,6 +17,7 @@
  * the batch in flight finish and commit, then marks the job interrupted.
  */
 #include "tuner/internal.h"
+#include "tir/alloc.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -258,6 +259,7 @@ static void log_line(const job *j, const job_task *t, int task, int64_t trial,
  * ======================================================================== */
 
 static char *job_config_json(const job *j, const ts_tune_task *tasks, int n) {
+  unsigned long failures = ts_alloc_failures();
   cJSON *o = cJSON_CreateObject();
   cJSON_AddStringToObject(o, "target", j->target_str);
   cJSON *arr = cJSON_AddArrayToObject(o, "tasks");
@@ -297,7 +299,7 @@ static char *job_config_json(const job *j, const ts_tune_task *tasks, int n) {
       cJSON_AddItemToArray(rules, rule);
     }
   }
-  char *s = cJSON_PrintUnformatted(o);
+  char *s = ts_json_print(o, failures, false); /* NULL: a field was lost */
   cJSON_Delete(o);
   return s;
 }
@@ -369,6 +371,8 @@ static int open_job(job *j, const ts_tune_task *tasks, int n, bool *resumed) {
   }
   if (rc != TS_ENOTFOUND) return db_fail(j, "cannot read the job");
   char *cfg = job_config_json(j, tasks, n);
+  if (!cfg)
+    return TS_ERR(j->err, TS_ENOMEM, "the job's settings: out of memory");
   rc = ts_db_job_create(j->db, j->job_name, cfg, j->o->trials, &j->job_id);
   free(cfg);
   if (rc) return db_fail(j, "cannot create the job");
@@ -708,6 +712,9 @@ static int run_round(job *j, int ti) {
       m[i].error = "no run time measured";
     }
   }
+  for (int i = 0; !rc && i < n; i++) /* no record without its trace */
+    if (!json[i])
+      rc = TS_ERR(j->err, TS_ENOMEM, "the batch's traces: out of memory");
   if (!rc && ts_db_commit_records(j->db, m, n, NULL))
     rc = db_fail(j, "cannot commit the measured batch");
   if (!rc) {
