@@ -1018,9 +1018,9 @@ static void json_row(report *r, const task *t) {
     cJSON_AddBoolToObject(x, "side_by_side", side);
     cJSON_AddNumberToObject(x, "side_rounds", side ? v->side_rounds : 0);
     cJSON_AddStringToObject(x, "created", v->created);
-    cJSON_AddItemToArray(vendors, x);
+    ts_json_add(vendors, NULL, x);
   }
-  cJSON_AddItemToArray(r->json_rows, o);
+  ts_json_add(r->json_rows, NULL, o);
 }
 
 /* One kind of roof as a JSON array under `name`: label, probe key and
@@ -1034,7 +1034,7 @@ static void roofs_json(cJSON *o, const char *name, const char *unit,
     cJSON_AddStringToObject(x, "label", levels[k].label);
     cJSON_AddStringToObject(x, "key", keys[k]);
     cJSON_AddNumberToObject(x, unit, levels[k].value);
-    cJSON_AddItemToArray(arr, x);
+    ts_json_add(arr, NULL, x);
   }
 }
 
@@ -1054,7 +1054,7 @@ static int json_targets(report *r, const ts_db_summary *rows, int n,
     cJSON_AddStringToObject(o, "short", st);
     cJSON *p = probe ? cJSON_Parse(probe) : NULL;
     if (cJSON_IsObject(p))
-      cJSON_AddItemToObject(o, "probe", p);
+      ts_json_add(o, "probe", p);
     else {
       cJSON_Delete(p);
       cJSON_AddNullToObject(o, "probe");
@@ -1066,7 +1066,7 @@ static int json_targets(report *r, const ts_db_summary *rows, int n,
     roofs_json(roof, "compute", "gflops", rf.compute, rf.compute_key,
                rf.n_compute);
     roofs_json(roof, "memory", "gbs", rf.memory, rf.memory_key, rf.n_memory);
-    cJSON_AddItemToArray(out, o);
+    ts_json_add(out, NULL, o);
   }
   return TS_OK;
 }
@@ -1097,7 +1097,7 @@ static int write_json(report *r, const ts_db_summary *rows, int n, FILE *out) {
     cJSON_Delete(o);
     return rc;
   }
-  cJSON_AddItemToObject(o, "rows", r->json_rows);
+  ts_json_add(o, "rows", r->json_rows);
   r->json_rows = NULL;
   char *text = ts_json_print(o, r->failures, true);
   cJSON_Delete(o);
