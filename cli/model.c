@@ -87,12 +87,13 @@ void cli_pet_summary(const ts_graph *g, FILE *f, bool each) {
       p += len + (e != NULL);
     }
   fprintf(f,
-          "%spet: %d of %d mutants applied (%d pruned, %d exact, %d "
-          "corrected, %d wrong, %d not checked), %d re-layout pair%s "
-          "cancelled; %d node%s chosen by measurement; %lld boxes, %lld "
-          "positions; cost %.1f -> %.1f us in what was rewritten; %.0f ms\n",
-          each ? "# " : "", r.applied, r.generated, r.pruned, r.exact,
-          r.corrected, r.wrong, r.unchecked, r.relayouts_cancelled,
+          "%spet: %d of %d mutants applied (%d duplicate, %d pruned, %d "
+          "exact, %d corrected, %d wrong, %d not checked), %d re-layout "
+          "pair%s cancelled; %d subprogram%s chosen by measurement; %lld "
+          "boxes, %lld positions; cost %.1f -> %.1f us in what was "
+          "rewritten; %.0f ms\n",
+          each ? "# " : "", r.applied, r.generated, r.duplicates, r.pruned,
+          r.exact, r.corrected, r.wrong, r.unchecked, r.relayouts_cancelled,
           r.relayouts_cancelled == 1 ? "" : "s", r.by_measurement,
           r.by_measurement == 1 ? "" : "s", (long long)r.boxes,
           (long long)r.points, r.cost_before_us, r.cost_after_us, r.ms);

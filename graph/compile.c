@@ -568,12 +568,12 @@ static bool vendor_usable(const vendor_lib *v, const ts_graph *g,
  * stored side by side with the confirmed best (tessera tune --model), or,
  * measured apart, its latency against the best record's. *why says which
  * figures decided. */
-static bool vendor_faster(ts_db *db, const ts_func *f, const char *target,
-                          double flops, double tuned_s, char *why,
-                          size_t size) {
+bool gr_onednn_level(struct ts_db *db, const ts_func *f, const char *target,
+                     ts_db_baseline *out) {
   int64_t wid = 0;
   ts_db_baseline *bl = NULL;
   int n = 0;
+  memset(out, 0, sizeof *out);
   if (!db || ts_db_find_workload(db, f, &wid) != TS_OK ||
       ts_db_baselines(db, wid, target, &bl, &n) != TS_OK)
     return false;
@@ -582,18 +582,30 @@ static bool vendor_faster(ts_db *db, const ts_func *f, const char *target,
     if (!strcmp(bl[i].vendor, "onednn") &&
         (!use || bl[i].side_rounds > use->side_rounds))
       use = &bl[i];
+  if (use) {
+    *out = *use;
+    out->target = out->vendor = NULL;
+  }
+  ts_db_baselines_free(bl, n);
+  return use != NULL;
+}
+
+static bool vendor_faster(ts_db *db, const ts_func *f, const char *target,
+                          double flops, double tuned_s, char *why,
+                          size_t size) {
+  ts_db_baseline use;
+  if (!gr_onednn_level(db, f, target, &use)) return false;
   bool faster = false;
-  if (use && use->side_rounds > 0 && isfinite(use->side_ratio)) {
-    faster = use->side_ratio < 1;
+  if (use.side_rounds > 0 && isfinite(use.side_ratio)) {
+    faster = use.side_ratio < 1;
     snprintf(why, size, "side by side: oneDNN %.2fx the kernel's latency",
-             use->side_ratio);
-  } else if (use && use->gflops > 0 && flops > 0 && isfinite(tuned_s)) {
-    double vs = flops / (use->gflops * 1e9);
+             use.side_ratio);
+  } else if (use.gflops > 0 && flops > 0 && isfinite(tuned_s)) {
+    double vs = flops / (use.gflops * 1e9);
     faster = vs < tuned_s;
     snprintf(why, size, "oneDNN %.1f us against the record's %.1f us", vs * 1e6,
              tuned_s * 1e6);
   }
-  ts_db_baselines_free(bl, n);
   return faster;
 }
 

@@ -31,8 +31,7 @@ static bool foldable(const ts_graph *g, const gr_node *n) {
   return true;
 }
 
-/* Evaluates n and replaces its outputs by new constants. */
-static int fold_node(ts_graph *g, gr_node *n, ts_error *err) {
+int gr_fold_node(ts_graph *g, gr_node *n, ts_error *err) {
   gr_tensor ins[64], outs[16];
   void *bufs[16] = {0};
   int rc = TS_OK;
@@ -70,18 +69,18 @@ static int fold_node(ts_graph *g, gr_node *n, ts_error *err) {
   return rc;
 }
 
-/* requires: graph inputs with known shapes; maintains: the values the graph
- * computes; breaks: value ids of folded outputs (uses now name constants),
- * node indices (folded nodes are removed). */
-int ts_graph_fold_constants(ts_graph *g, ts_error *err) {
+/* One sweep: each node's shape rule first when `infer`, then a foldable
+ * node (one whose first output `only` marks, when only is not NULL) is
+ * folded. */
+static int sweep(ts_graph *g, bool infer, const uint8_t *only, ts_error *err) {
   gr_list keep = {0};
   int rc = TS_OK;
   for (int i = 0; i < g->n_nodes && !rc; i++) {
     gr_node *n = &g->nodes[i];
-    rc = gr_infer_node(g, n, err);
+    if (infer) rc = gr_infer_node(g, n, err);
     if (rc) break;
-    if (foldable(g, n))
-      rc = fold_node(g, n, err);
+    if (foldable(g, n) && (!only || (n->n_outputs && only[n->outputs[0]])))
+      rc = gr_fold_node(g, n, err);
     else
       gr_list_push(&keep, n);
   }
@@ -91,6 +90,19 @@ int ts_graph_fold_constants(ts_graph *g, ts_error *err) {
   }
   if (gr_list_commit(g, &keep))
     return TS_ERR(err, TS_ENOMEM, "fold: out of memory");
+  return TS_OK;
+}
+
+int gr_fold_marked(ts_graph *g, const uint8_t *only, ts_error *err) {
+  return sweep(g, false, only, err);
+}
+
+/* requires: graph inputs with known shapes; maintains: the values the graph
+ * computes; breaks: value ids of folded outputs (uses now name constants),
+ * node indices (folded nodes are removed). */
+int ts_graph_fold_constants(ts_graph *g, ts_error *err) {
+  int rc = sweep(g, true, NULL, err);
+  if (rc) return rc;
   for (int i = 0; i < g->n_nodes; i++) {
     const gr_node *n = &g->nodes[i];
     for (int k = 0; k < n->n_outputs; k++)

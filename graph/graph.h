@@ -369,8 +369,11 @@ int ts_graph_set_pet(ts_graph *g, const ts_pet_options *o, ts_error *err);
 int ts_graph_pet(ts_graph *g, ts_error *err);
 /* What the pass did (zeros when it did not run). */
 typedef struct ts_pet_report {
-  int subprograms;       /* nodes some mutator applied to */
+  int subprograms;       /* subprograms (a node, or the nodes batched
+                            together) some mutator applied to */
   int generated, pruned; /* pruned: estimated too dear to check */
+  int duplicates;        /* the same program as the original or an
+                            earlier mutant (structural hash), skipped */
   int verified, exact, corrected, wrong, unchecked, applied;
   int relayouts_cancelled; /* re-layout pairs removed after applying */
   int by_measurement;      /* nodes whose choice the database's latencies

@@ -119,6 +119,27 @@ int gr_const_reserve(ts_graph *g, const char *name, ts_dtype t, int ndim,
 void *gr_const_data(const ts_graph *g, int value);
 bool gr_is_const(const ts_graph *g, int value);
 int64_t gr_value_elems(const gr_value *v); /* -1 when not fully known */
+/* The structural hash of a node list (hash.c): ops, attributes, shapes,
+ * wiring and constant bytes as ts_graph_hash, the values it reads from
+ * outside by identity, and which values are its outputs. {0, 0} when out of
+ * memory. */
+ts_hash128 gr_nodes_hash(const ts_graph *g, const gr_node *nodes, int n,
+                         const int *outs, int n_outs);
+/* The oneDNN level the tuning database holds for function f on target
+ * (compile.c): the one measured side by side with the confirmed best in
+ * the most rounds, else one measured on its own (side_rounds 0). Only its
+ * numbers are filled (no strings); false when there is none. */
+struct ts_db_baseline;
+bool gr_onednn_level(struct ts_db *db, const ts_func *f, const char *target,
+                     struct ts_db_baseline *out);
+/* Evaluates node n, whose inputs are all constants, with the reference
+ * kernels, and replaces every use of its outputs in g's node list by new
+ * constants (fold.c). */
+int gr_fold_node(ts_graph *g, gr_node *n, ts_error *err);
+/* Folds every node whose inputs are all constants (only those whose first
+ * output `only` marks, by value id; NULL: all), without running shape
+ * inference again (fold.c). */
+int gr_fold_marked(ts_graph *g, const uint8_t *only, ts_error *err);
 
 /* Appends a node built from the arguments (copied into the arena); NULL
  * when out of memory. */

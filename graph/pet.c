@@ -71,12 +71,15 @@ struct gr_pet_setup {
   const char *kinds[MAX_MUTATORS];
   pet_mutator fns[MAX_MUTATORS];
   int n_mut;
+  const char *sub_kinds[MAX_MUTATORS]; /* of subprograms of several nodes */
+  pet_sub_mutator sub_fns[MAX_MUTATORS];
+  int n_sub_mut;
   char *target; /* canonical, for the database's records */
   /* the tasks of the candidates weighed by measurement (each built alone),
    * for tune to measure */
   ts_graph_task *alts;
   ts_func **alt_funcs;
-  char **alt_names;
+  char **alt_names, **alt_vendor;
   int n_alt, cap_alt;
 };
 
@@ -84,6 +87,7 @@ static void alts_clear(gr_pet_setup *p) {
   for (int i = 0; i < p->n_alt; i++) {
     ts_func_free(p->alt_funcs[i]);
     free(p->alt_names[i]);
+    free(p->alt_vendor[i]);
   }
   p->n_alt = 0;
 }
@@ -94,6 +98,7 @@ void gr_pet_setup_free(gr_pet_setup *p) {
   free(p->alts);
   free(p->alt_funcs);
   free(p->alt_names);
+  free(p->alt_vendor);
   free(p->target);
   free(p->log);
   free(p);
@@ -326,6 +331,263 @@ int pet_mutate(ts_graph *g, const gr_node *n, const char *kind, pet_mutant *m,
   return TS_ERR(err, TS_EINVAL, "no built-in mutator '%s'", kind);
 }
 
+/* ---- subprograms of several nodes: batching what reads one value ---- */
+
+static bool attr_equal(const gr_attr *a, const gr_attr *b) {
+  if (strcmp(a->name, b->name) || a->kind != b->kind) return false;
+  switch (a->kind) {
+  case GR_ATTR_INT: return a->i == b->i;
+  case GR_ATTR_FLOAT: return a->f == b->f;
+  case GR_ATTR_STRING: return !strcmp(a->s, b->s);
+  case GR_ATTR_INTS:
+    return a->n == b->n && !memcmp(a->ints, b->ints, sizeof(int64_t) * a->n);
+  case GR_ATTR_FLOATS:
+    return a->n == b->n &&
+           !memcmp(a->floats, b->floats, sizeof(double) * (size_t)a->n);
+  }
+  return false;
+}
+
+static bool attrs_equal(const gr_node *a, const gr_node *b) {
+  if (a->n_attrs != b->n_attrs) return false;
+  for (int i = 0; i < a->n_attrs; i++) {
+    const gr_attr *o = gr_attr_find(b, a->attrs[i].name);
+    if (!o || !attr_equal(&a->attrs[i], o)) return false;
+  }
+  return true;
+}
+
+/* How node n would be batched with others reading its data: the axis of
+ * its weights that holds its output channels (*w_axis) and the axis of its
+ * output (*y_axis). false when n is not a float32 Conv (one group) or
+ * MatMul with constant weights reading data x. */
+static bool batch_axes(const ts_graph *g, const gr_node *n, int x, int *w_axis,
+                       int *y_axis) {
+  if (n->kind != TS_GRAPH_OP || n->n_outputs != 1 || n->n_inputs < 2 ||
+      n->inputs[0] != x || !gr_is_const(g, n->inputs[1]))
+    return false;
+  const gr_value *w = &g->values[n->inputs[1]], *y = &g->values[n->outputs[0]];
+  if (!ts_dtype_eq(w->dtype, TS_FLOAT32) ||
+      !ts_dtype_eq(y->dtype, TS_FLOAT32) ||
+      !ts_dtype_eq(g->values[x].dtype, TS_FLOAT32) || y->ndim < 1)
+    return false;
+  if (!strcmp(n->op, "MatMul") && n->n_inputs == 2) {
+    if (gr_matmul_weight_block(n))
+      *w_axis = 0; /* [N/B, K, B] */
+    else if (w->ndim == 2)
+      *w_axis = 1; /* [K, N] */
+    else
+      return false;
+    *y_axis = y->ndim - 1;
+    return true;
+  }
+  if (!strcmp(n->op, "Conv") && n->n_inputs <= 3 && y->ndim == 4 &&
+      gr_attr_int(n, "group", 1) == 1) {
+    if (n->n_inputs == 3 && (n->inputs[2] < 0 || !gr_is_const(g, n->inputs[2])))
+      return false;
+    bool nhwc = gr_node_channels_last(n);
+    /* [CO/B, KH, KW, CI, B], [KH, KW, CI, CO] or [CO, CI, KH, KW] */
+    *w_axis = gr_conv_weight_block(n) ? 0 : nhwc ? 3 : 0;
+    *y_axis = nhwc ? 3 : 1;
+    return true;
+  }
+  return false;
+}
+
+/* Whether a and b (both batchable on the same data) can run as one. */
+static bool batch_compatible(const ts_graph *g, const gr_node *a,
+                             const gr_node *b, int w_axis) {
+  if (strcmp(a->op, b->op) || a->n_inputs != b->n_inputs || !attrs_equal(a, b))
+    return false;
+  const gr_value *wa = &g->values[a->inputs[1]], *wb = &g->values[b->inputs[1]];
+  if (wa->ndim != wb->ndim) return false;
+  for (int d = 0; d < wa->ndim; d++)
+    if (d != w_axis && wa->shape[d] != wb->shape[d]) return false;
+  return true;
+}
+
+/* The bias addition after matmul node n (its output's only use, an Add of
+ * a constant that varies along the last axis alone), or -1. */
+static int bias_add_of(const ts_graph *g, const gr_node *n, const int *uses,
+                       const int *consumer) {
+  int y = n->outputs[0];
+  if (uses[y] != 1 || consumer[y] < 0) return -1;
+  const gr_node *a = &g->nodes[consumer[y]];
+  if (strcmp(a->op, "Add") || a->n_inputs != 2 || a->n_outputs != 1) return -1;
+  int b = a->inputs[0] == y ? a->inputs[1] : a->inputs[0];
+  if (!gr_is_const(g, b)) return -1;
+  const gr_value *bv = &g->values[b], *yv = &g->values[y];
+  if (!ts_dtype_eq(bv->dtype, TS_FLOAT32) || bv->ndim < 1 ||
+      bv->ndim > yv->ndim || bv->shape[bv->ndim - 1] != yv->shape[yv->ndim - 1])
+    return -1;
+  for (int d = 0; d + 1 < bv->ndim; d++)
+    if (bv->shape[d] != 1) return -1;
+  const gr_value *av = &g->values[a->outputs[0]];
+  for (int d = 0; d < yv->ndim; d++)
+    if (av->shape[d] != yv->shape[d]) return -1;
+  return consumer[y];
+}
+
+int pet_batch_groups(const ts_graph *g, pet_sub *subs, int max) {
+  int *uses = gr_use_counts(g);
+  int *consumer = ts_malloc(sizeof(int) * ((size_t)g->n_values + 1));
+  uint8_t *taken = ts_calloc((size_t)g->n_nodes + 1, 1);
+  int found = 0;
+  if (!uses || !consumer || !taken) {
+    free(uses), free(consumer), free(taken);
+    return TS_ENOMEM;
+  }
+  for (int v = 0; v < g->n_values; v++) consumer[v] = -1;
+  for (int i = 0; i < g->n_nodes; i++)
+    for (int k = 0; k < g->nodes[i].n_inputs; k++)
+      if (g->nodes[i].inputs[k] >= 0) consumer[g->nodes[i].inputs[k]] = i;
+  for (int i = 0; i < g->n_nodes && found < max; i++) {
+    const gr_node *a = &g->nodes[i];
+    int wa, ya;
+    if (taken[i] || !batch_axes(g, a, a->inputs[0], &wa, &ya)) continue;
+    int members[PET_MAX_OUTS], nm = 0;
+    members[nm++] = i;
+    for (int j = i + 1; j < g->n_nodes && nm < PET_MAX_OUTS; j++) {
+      const gr_node *b = &g->nodes[j];
+      int wb, yb;
+      if (!taken[j] && batch_axes(g, b, a->inputs[0], &wb, &yb) && wb == wa &&
+          batch_compatible(g, a, b, wa))
+        members[nm++] = j;
+    }
+    if (nm < 2) continue;
+    /* a matmul's bias addition joins when every member has one */
+    int adds[PET_MAX_OUTS], with_bias = 0;
+    for (int k = 0; k < nm; k++) {
+      adds[k] = strcmp(a->op, "MatMul")
+                    ? -1
+                    : bias_add_of(g, &g->nodes[members[k]], uses, consumer);
+      with_bias += adds[k] >= 0;
+    }
+    if (with_bias != nm)
+      for (int k = 0; k < nm; k++) adds[k] = -1;
+    pet_sub *s = &subs[found++];
+    memset(s, 0, sizeof *s);
+    /* in the graph's order: the members, then their additions */
+    int order[2 * PET_MAX_OUTS], no = 0;
+    for (int k = 0; k < nm; k++) order[no++] = members[k];
+    for (int k = 0; k < nm; k++)
+      if (adds[k] >= 0) order[no++] = adds[k];
+    for (int p = 1; p < no; p++)
+      for (int q = p; q > 0 && order[q - 1] > order[q]; q--) {
+        int t = order[q];
+        order[q] = order[q - 1];
+        order[q - 1] = t;
+      }
+    for (int k = 0; k < no; k++) {
+      s->idx[s->n] = order[k];
+      s->nodes[s->n++] = g->nodes[order[k]];
+      taken[order[k]] = 1;
+    }
+    for (int k = 0; k < nm; k++)
+      s->outs[s->n_outs++] = adds[k] >= 0 ? g->nodes[adds[k]].outputs[0]
+                                          : g->nodes[members[k]].outputs[0];
+  }
+  free(uses), free(consumer), free(taken);
+  return found;
+}
+
+/* Emits op(ins) into m and infers its shape; its output's layout is that
+ * of value `layout_of`. */
+static int emit_like(ts_graph *g, pet_mutant *m, const char *op, const int *ins,
+                     int n_ins, const gr_node *attrs_of, int layout_of,
+                     ts_error *err) {
+  int rc = pet_emit(g, m, op, ins, n_ins, attrs_of, err);
+  if (rc < 0) return rc;
+  gr_node *n = &m->nodes[m->n - 1];
+  if ((rc = gr_infer_node(g, n, err))) return rc;
+  g->values[n->outputs[0]].layout = g->values[layout_of].layout;
+  return n->outputs[0];
+}
+
+static int concat_like(ts_graph *g, pet_mutant *m, const int *ins, int n_ins,
+                       int axis, ts_error *err) {
+  int rc = pet_emit(g, m, "Concat", ins, n_ins, NULL, err);
+  if (rc < 0) return rc;
+  gr_node *n = &m->nodes[m->n - 1];
+  gr_node_set_attr(g, n,
+                   (gr_attr){.name = "axis", .kind = GR_ATTR_INT, .i = axis});
+  if ((rc = gr_infer_node(g, n, err))) return rc;
+  g->values[n->outputs[0]].layout = g->values[ins[0]].layout;
+  return n->outputs[0];
+}
+
+/* The nodes that read one value as one: their weights (and biases)
+ * concatenated along the output channels, one conv or matmul (and one
+ * bias addition), and a slice of its output for each. Fully equivalent
+ * (BERT's Q, K and V projections). */
+static int mut_batch(ts_graph *g, const pet_sub *sub, pet_mutant *m,
+                     ts_error *err) {
+  const gr_node *ops[PET_MAX_OUTS], *adds[PET_MAX_OUTS];
+  int n_ops = 0, n_adds = 0, wa = 0, ya = 0;
+  for (int i = 0; i < sub->n; i++) {
+    const gr_node *n = &sub->nodes[i];
+    if (!strcmp(n->op, "Add"))
+      adds[n_adds++] = n;
+    else if (n_ops < PET_MAX_OUTS)
+      ops[n_ops++] = n;
+  }
+  if (n_ops < 2 || n_ops != sub->n_outs || (n_adds && n_adds != n_ops) ||
+      !batch_axes(g, ops[0], ops[0]->inputs[0], &wa, &ya))
+    return 0;
+  /* the bias additions in the order of their matmuls */
+  const gr_node *add_of[PET_MAX_OUTS] = {0};
+  for (int k = 0; k < n_ops && n_adds; k++)
+    for (int j = 0; j < n_adds; j++)
+      if (adds[j]->inputs[0] == ops[k]->outputs[0] ||
+          adds[j]->inputs[1] == ops[k]->outputs[0])
+        add_of[k] = adds[j];
+  int ws[PET_MAX_OUTS], bs[PET_MAX_OUTS];
+  for (int k = 0; k < n_ops; k++) {
+    ws[k] = ops[k]->inputs[1];
+    bs[k] = ops[k]->n_inputs > 2 ? ops[k]->inputs[2] : -1;
+    if (add_of[k]) {
+      const gr_node *a = add_of[k];
+      bs[k] = a->inputs[0] == ops[k]->outputs[0] ? a->inputs[1] : a->inputs[0];
+    } else if (n_adds)
+      return 0;
+  }
+  int w = concat_like(g, m, ws, n_ops, wa, err);
+  if (w < 0) return w;
+  int b = -1;
+  if (bs[0] >= 0) {
+    b = concat_like(g, m, bs, n_ops, g->values[bs[0]].ndim - 1, err);
+    if (b < 0) return b;
+  }
+  int x = ops[0]->inputs[0], y0 = ops[0]->outputs[0];
+  int ins[3] = {x, w, b};
+  bool conv = !strcmp(ops[0]->op, "Conv");
+  int y =
+      emit_like(g, m, ops[0]->op, ins, conv && b >= 0 ? 3 : 2, ops[0], y0, err);
+  if (y >= 0 && !conv && b >= 0)
+    y = emit_like(g, m, "Add", (int[]){y, b}, 2, NULL, y0, err);
+  int64_t at = 0;
+  for (int k = 0; k < n_ops && y >= 0; k++) {
+    int64_t width = g->values[ops[k]->outputs[0]].shape[ya];
+    int o = slice(g, m, y, ya, at, at + width, err);
+    if (o < 0) return o;
+    g->values[o].layout = g->values[y0].layout;
+    m->outs[k] = o;
+    at += width;
+  }
+  if (y < 0) return y;
+  m->n_outs = n_ops;
+  m->out = m->outs[0];
+  m->kind = "batch_shared_input";
+  return 1;
+}
+
+int pet_mutate_sub(ts_graph *g, const pet_sub *sub, const char *kind,
+                   pet_mutant *m, ts_error *err) {
+  if (!strcmp(kind, "batch_shared_input")) return mut_batch(g, sub, m, err);
+  return TS_ERR(err, TS_EINVAL, "no built-in mutator of subprograms '%s'",
+                kind);
+}
+
 /* ---- corrections ---- */
 
 /* The original conv n on output rows (axis 1) or columns (axis 2) [a, b):
@@ -486,25 +748,49 @@ static double node_cost_us(const ts_graph *g, const gr_node *n) {
     return 2 * elems(y) * (double)a->shape[a->ndim - 1] / (GFLOPS * 1e3);
   }
   double bytes = 4 * elems(y);
+  if (!strcmp(n->op, "Slice")) return 2 * bytes / (GBPS * 1e3); /* a copy */
   for (int k = 0; k < n->n_inputs; k++)
     if (n->inputs[k] >= 0 && !gr_is_const(g, n->inputs[k]))
       bytes += 4 * elems(&g->values[n->inputs[k]]);
   return bytes / (GBPS * 1e3);
 }
 
+/* Whether every input of n is a constant or in `folded` (the outputs of
+ * nodes before it that are folded too): it is computed at compile time. */
+static bool folds(const ts_graph *g, const gr_node *n, const int *folded,
+                  int n_folded) {
+  for (int k = 0; k < n->n_inputs; k++) {
+    int v = n->inputs[k];
+    if (v < 0 || gr_is_const(g, v)) continue;
+    bool in = false;
+    for (int j = 0; j < n_folded && !in; j++) in = folded[j] == v;
+    if (!in) return false;
+  }
+  return true;
+}
+
+/* The estimate of nodes[0..n); what folds at compile time (the weights a
+ * batched matmul concatenates) costs nothing. */
 static double cost_us(const ts_graph *g, const gr_node *nodes, int n) {
   double c = 0;
-  for (int i = 0; i < n; i++) c += node_cost_us(g, &nodes[i]);
+  int folded[PET_MAX_NODES], n_folded = 0;
+  for (int i = 0; i < n; i++) {
+    if (folds(g, &nodes[i], folded, n_folded)) {
+      if (n_folded < PET_MAX_NODES) folded[n_folded++] = nodes[i].outputs[0];
+      continue;
+    }
+    c += node_cost_us(g, &nodes[i]);
+  }
   return c;
 }
 
 /* ---- measured costs: each candidate built alone ---- */
 
-/* The candidate nodes[0..n) (topological, out the value it computes) as a
- * graph of its own: the values it reads from outside are its inputs (a
- * constant stays a constant), out its output. NULL when out of memory. */
+/* The candidate nodes[0..n) (topological, outs the values it computes) as
+ * a graph of its own: the values it reads from outside are its inputs (a
+ * constant stays a constant), outs its outputs. NULL when out of memory. */
 static ts_graph *candidate_graph(const ts_graph *g, const gr_node *nodes, int n,
-                                 int out) {
+                                 const int *outs, int n_outs) {
   ts_graph *c = ts_graph_new("pet_candidate");
   int *map = ts_malloc(sizeof(int) * (size_t)g->n_values);
   int *ins = ts_malloc(sizeof(int) * (size_t)(g->n_values + 1));
@@ -556,13 +842,17 @@ static ts_graph *candidate_graph(const ts_graph *g, const gr_node *nodes, int n,
     }
     for (int a = 0; a < nd->n_attrs; a++) gr_node_set_attr(c, cn, nd->attrs[a]);
   }
-  if (ok && map[out] >= 0) {
+  for (int k = 0; ok && k < n_outs; k++) ok = map[outs[k]] >= 0;
+  if (ok) {
     c->inputs = ts_arena_alloc(c->arena, sizeof(int) * (size_t)(n_ins + 1));
+    c->outputs = ts_arena_alloc(c->arena, sizeof(int) * (size_t)n_outs);
+    ok = c->inputs && c->outputs;
+  }
+  if (ok) {
     memcpy(c->inputs, ins, sizeof(int) * (size_t)n_ins);
     c->n_inputs = n_ins;
-    c->outputs = ts_arena_alloc(c->arena, sizeof(int));
-    c->outputs[0] = map[out];
-    c->n_outputs = 1;
+    for (int k = 0; k < n_outs; k++) c->outputs[k] = map[outs[k]];
+    c->n_outputs = n_outs;
   } else {
     ts_graph_free(c);
     c = NULL;
@@ -588,41 +878,70 @@ static int add_alt(gr_pet_setup *s, const ts_graph_task *t, const char *name) {
     if (f) s->alt_funcs = f;
     char **nm = ts_realloc(s->alt_names, sizeof *nm * (size_t)cap);
     if (nm) s->alt_names = nm;
-    if (!a || !f || !nm) return TS_ENOMEM;
+    char **vd = ts_realloc(s->alt_vendor, sizeof *vd * (size_t)cap);
+    if (vd) s->alt_vendor = vd;
+    if (!a || !f || !nm || !vd) return TS_ENOMEM;
     s->cap_alt = cap;
   }
   ts_func *f = ts_func_copy(t->func);
   char *nm = ts_strdup(name);
-  if (!f || !nm) {
+  char *vd = t->vendor ? ts_strdup(t->vendor) : NULL;
+  if (!f || !nm || (t->vendor && !vd)) {
     ts_func_free(f);
     free(nm);
+    free(vd);
     return TS_ENOMEM;
   }
   int i = s->n_alt++;
   s->alt_funcs[i] = f;
   s->alt_names[i] = nm;
+  s->alt_vendor[i] = vd;
   s->alts[i] = *t;
   s->alts[i].func = f;
   s->alts[i].first_node = nm;
-  s->alts[i].vendor = NULL;
+  s->alts[i].vendor = vd; /* so that tune measures the vendor call too */
   return TS_OK;
 }
 
-/* The candidate's tasks (built alone: winograd and fusion run on it),
- * added to the alternatives under `name`; *seconds their calls times
- * their best latency on the target, NAN when there is no database or a
- * task has no record. */
+/* The latency of task t on the target: its best record's, or oneDNN's
+ * when the task has a vendor call that the database measured faster (as
+ * `compile --dispatch best` decides). NAN when it has no record. */
+static double task_seconds(gr_pet_setup *s, const ts_graph_task *t) {
+  ts_db_record rec;
+  memset(&rec, 0, sizeof rec);
+  if (!s->o.db || !s->target ||
+      ts_db_best_by_func(s->o.db, t->func, s->target, &rec) != TS_OK) {
+    ts_db_record_clear(&rec);
+    return NAN;
+  }
+  double sec = ts_db_record_seconds(&rec);
+  ts_db_record_clear(&rec);
+  ts_db_baseline use;
+  if (!t->vendor || !gr_onednn_level(s->o.db, t->func, s->target, &use))
+    return sec;
+  double vendor = NAN;
+  if (use.side_rounds > 0 && isfinite(use.side_ratio))
+    vendor = sec * use.side_ratio;
+  else if (use.gflops > 0 && t->flops > 0)
+    vendor = t->flops / (use.gflops * 1e9);
+  return vendor < sec ? vendor : sec;
+}
+
+/* The candidate's tasks (built alone: what folds is folded, winograd and
+ * fusion run on it), added to the alternatives under `name`; *seconds
+ * their calls times their latency on the target (task_seconds), NAN when
+ * there is no database or a task has no record. */
 static int candidate_cost(ts_graph *g, gr_pet_setup *s, const gr_node *nodes,
-                          int n, int out, const char *name, double *seconds,
-                          ts_error *err) {
+                          int n, const int *outs, int n_outs, const char *name,
+                          double *seconds, ts_error *err) {
   *seconds = NAN;
-  ts_graph *c = candidate_graph(g, nodes, n, out);
+  ts_graph *c = candidate_graph(g, nodes, n, outs, n_outs);
   if (!c) return TS_ERR(err, TS_ENOMEM, "pet: out of memory");
   ts_graph_task *t = NULL;
   int nt = 0;
   ts_error cerr;
-  if (ts_graph_winograd(c, &cerr) || ts_graph_fuse(c, &cerr) ||
-      ts_graph_tasks(c, &t, &nt, &cerr)) {
+  if (gr_fold_marked(c, NULL, &cerr) || ts_graph_winograd(c, &cerr) ||
+      ts_graph_fuse(c, &cerr) || ts_graph_tasks(c, &t, &nt, &cerr)) {
     logf_(s, "  %s: no tasks (%s)", name, cerr.msg);
     ts_graph_free(c);
     return TS_OK;
@@ -631,14 +950,7 @@ static int candidate_cost(ts_graph *g, gr_pet_setup *s, const gr_node *nodes,
   int rc = TS_OK;
   for (int i = 0; i < nt && !rc; i++) {
     rc = add_alt(s, &t[i], name);
-    ts_db_record rec;
-    memset(&rec, 0, sizeof rec);
-    if (s->o.db && s->target &&
-        ts_db_best_by_func(s->o.db, t[i].func, s->target, &rec) == TS_OK)
-      sum += t[i].count * ts_db_record_seconds(&rec);
-    else
-      sum = NAN;
-    ts_db_record_clear(&rec);
+    sum += t[i].count * task_seconds(s, &t[i]);
   }
   free(t);
   ts_graph_free(c);
@@ -818,6 +1130,8 @@ int ts_graph_set_pet(ts_graph *g, const ts_pet_options *o, ts_error *err) {
     s->kinds[0] = "dilated_to_batch", s->fns[0] = mut_dilated;
     s->kinds[1] = "split_rows", s->fns[1] = mut_split_rows;
     s->n_mut = 2;
+    s->sub_kinds[0] = "batch_shared_input", s->sub_fns[0] = mut_batch;
+    s->n_sub_mut = 1;
   }
   s->o = d;
   g->pet = s;
@@ -831,6 +1145,16 @@ int pet_add_mutator(ts_graph *g, const char *kind, pet_mutator fn,
     return TS_ERR(err, TS_EINVAL, "more than %d mutators", MAX_MUTATORS);
   g->pet->kinds[g->pet->n_mut] = kind;
   g->pet->fns[g->pet->n_mut++] = fn;
+  return TS_OK;
+}
+
+int pet_add_sub_mutator(ts_graph *g, const char *kind, pet_sub_mutator fn,
+                        ts_error *err) {
+  if (!g->pet) return TS_ERR(err, TS_EINVAL, "pet is not on for this graph");
+  if (g->pet->n_sub_mut == MAX_MUTATORS)
+    return TS_ERR(err, TS_EINVAL, "more than %d mutators", MAX_MUTATORS);
+  g->pet->sub_kinds[g->pet->n_sub_mut] = kind;
+  g->pet->sub_fns[g->pet->n_sub_mut++] = fn;
   return TS_OK;
 }
 
@@ -866,44 +1190,73 @@ static int cmp_cand(const void *p, const void *q) {
   return (a->est_us > b->est_us) - (a->est_us < b->est_us);
 }
 
-/* Checks mutant m of n (correcting it where it differs); 1 when it holds,
- * 0 when it was dropped (logged). */
-static int check_mutant(ts_graph *g, gr_pet_setup *s, const gr_node *n,
+/* What a subprogram is, for the log: "Conv Conv_4 [1, 32, 32, 8]" for one
+ * node, "3 MatMul reading add_48 [1, 128, 768]" for several. */
+static void sub_text(const ts_graph *g, const pet_sub *sub, char *buf,
+                     size_t size) {
+  char shape[128];
+  if (sub->n == 1) {
+    shape_text(&g->values[sub->outs[0]], shape, sizeof shape);
+    snprintf(buf, size, "%s %s %s", sub->nodes[0].op, sub->nodes[0].name,
+             shape);
+    return;
+  }
+  int x = sub->nodes[0].inputs[0];
+  shape_text(&g->values[x], shape, sizeof shape);
+  snprintf(buf, size, "%d %s reading %s %s", sub->n_outs, sub->nodes[0].op,
+           g->values[x].name, shape);
+}
+
+/* Checks mutant m of sub (correcting it where it differs, for a conv of
+ * one output); 1 when it holds, 0 when it was dropped (logged). */
+static int check_mutant(ts_graph *g, gr_pet_setup *s, const pet_sub *sub,
                         pet_mutant *m, char *what, size_t what_size,
                         ts_error *err) {
-  pet_prog orig = {n, 1}, mp = {m->nodes, m->n};
+  pet_prog orig = {sub->nodes, sub->n}, mp = {m->nodes, m->n};
   pet_check_opts co = {s->o.trials, s->o.seed,    s->o.max_boxes,
                        4096,        CHECK_BUDGET, 0};
-  pet_check_result res;
+  pet_check_result res = {0};
   ts_error cerr;
-  int y = n->outputs[0];
-  char shape[128];
-  shape_text(&g->values[y], shape, sizeof shape);
-  if (pet_check(g, &orig, y, &mp, m->out, &co, &res, &cerr)) {
-    s->r.unchecked++;
-    logf_(s, "%s %s %s: %s: not checked (%s)", n->op, n->name, shape, m->kind,
-          cerr.msg);
-    return 0;
+  char text[256];
+  sub_text(g, sub, text, sizeof text);
+  int64_t n_diff = 0, n_boxes = 0;
+  for (int k = 0; k < sub->n_outs; k++) {
+    pet_check_result one;
+    if (pet_check(g, &orig, sub->outs[k], &mp, m->outs[k], &co, &one, &cerr)) {
+      s->r.unchecked++;
+      logf_(s, "%s: %s: not checked (%s)", text, m->kind, cerr.msg);
+      pet_check_result_free(&res);
+      return 0;
+    }
+    s->r.boxes += one.n_boxes;
+    s->r.points += one.n_points;
+    n_boxes += one.n_boxes;
+    n_diff += one.n_diff;
+    if (k == 0)
+      res = one;
+    else
+      pet_check_result_free(&one);
   }
   s->r.verified++;
-  s->r.boxes += res.n_boxes;
-  s->r.points += res.n_points;
-  int64_t n_diff = res.n_diff;
-  snprintf(what, what_size, "%s %s %s: %s: %lld boxes, %lld differ", n->op,
-           n->name, shape, m->kind, (long long)res.n_boxes, (long long)n_diff);
+  snprintf(what, what_size, "%s: %s: %lld boxes, %lld differ", text, m->kind,
+           (long long)n_boxes, (long long)n_diff);
   if (!n_diff) {
     pet_check_result_free(&res);
     s->r.exact++;
     return 1;
   }
   char note[200] = "";
-  int rc = correct(g, n, m, &res, note, sizeof note, err);
+  int rc = 0;
+  if (sub->n == 1 && sub->n_outs == 1) /* corrections: a conv's bands */
+    rc = correct(g, &sub->nodes[0], m, &res, note, sizeof note, err);
   pet_check_result_free(&res);
   if (rc < 0) return rc;
+  m->outs[0] = m->out;
   pet_check_result again = {0};
   mp = (pet_prog){m->nodes, m->n};
-  int rc2 =
-      rc == 0 ? 0 : pet_check(g, &orig, y, &mp, m->out, &co, &again, &cerr);
+  int rc2 = rc == 0 ? 0
+                    : pet_check(g, &orig, sub->outs[0], &mp, m->out, &co,
+                                &again, &cerr);
   if (rc2) { /* the corrected mutant could not be checked */
     s->r.unchecked++;
     logf_(s, "%s; corrected%s, not checked (%s)", what, note, cerr.msg);
@@ -925,46 +1278,87 @@ static int check_mutant(ts_graph *g, gr_pet_setup *s, const gr_node *n,
   return 1;
 }
 
-/* Tries every mutator on node n; the chosen mutant (copied into *best),
- * or 0 when the original stays. */
-static int try_node(ts_graph *g, gr_pet_setup *s, const gr_node *n,
-                    pet_mutant *best, ts_error *err) {
-  cand *c = ts_calloc(MAX_MUTATORS + 1, sizeof *c);
-  if (!c) return TS_ERR(err, TS_ENOMEM, "out of memory");
-  int nc = 1, rc = 0, tried = 0;
-  c[0].est_us = cost_us(g, n, 1);
+/* Builds mutant k of sub (a mutator of one node, or of several when k >=
+ * s->n_mut) into m: 1 built, 0 not applicable, negative on failure. */
+static int build_mutant(ts_graph *g, gr_pet_setup *s, const pet_sub *sub, int k,
+                        pet_mutant *m, ts_error *err) {
+  bool one = k < s->n_mut;
+  const char *kind = one ? s->kinds[k] : s->sub_kinds[k - s->n_mut];
+  if (s->o.only && strcmp(s->o.only, kind)) return 0;
+  if (one != (sub->n == 1)) return 0;
+  int rc = one ? s->fns[k](g, &sub->nodes[0], m, err)
+               : s->sub_fns[k - s->n_mut](g, sub, m, err);
+  if (rc <= 0) return rc;
+  if (!m->kind) m->kind = kind;
+  if (one) {
+    m->outs[0] = m->out;
+    m->n_outs = 1;
+  } else if (m->n_outs != sub->n_outs) {
+    return TS_ERR(err, TS_EINVAL, "%d outputs for a subprogram of %d",
+                  m->n_outs, sub->n_outs);
+  }
+  return 1;
+}
+
+/* Tries every mutator on subprogram sub; the chosen mutant (copied into
+ * *best), or 0 when the original stays. */
+static int try_sub(ts_graph *g, gr_pet_setup *s, const pet_sub *sub,
+                   pet_mutant *best, ts_error *err) {
+  int n_kinds = s->n_mut + s->n_sub_mut;
+  cand *c = ts_calloc((size_t)n_kinds + 1, sizeof *c);
+  ts_hash128 *seen = ts_calloc((size_t)n_kinds + 1, sizeof *seen);
+  if (!c || !seen) {
+    free(c), free(seen);
+    return TS_ERR(err, TS_ENOMEM, "out of memory");
+  }
+  char text[256];
+  sub_text(g, sub, text, sizeof text);
+  int nc = 1, rc = 0, tried = 0, n_seen = 1;
+  c[0].est_us = cost_us(g, sub->nodes, sub->n);
   c[0].measured_s = NAN;
-  for (int k = 0; k < s->n_mut && rc >= 0; k++) {
-    if (s->o.only && strcmp(s->o.only, s->kinds[k])) continue;
+  seen[0] = gr_nodes_hash(g, sub->nodes, sub->n, sub->outs, sub->n_outs);
+  for (int k = 0; k < n_kinds && rc >= 0; k++) {
     pet_mutant *m = ts_calloc(1, sizeof *m);
     if (!m) {
       rc = TS_ERR(err, TS_ENOMEM, "out of memory");
       break;
     }
-    rc = s->fns[k](g, n, m, err);
+    rc = build_mutant(g, s, sub, k, m, err);
     if (rc < 0 && rc != TS_ENOMEM) { /* this mutant only */
-      logf_(s, "%s %s: %s: not built (%s)", n->op, n->name, s->kinds[k],
-            err->msg);
+      logf_(s, "%s: %s: not built (%s)", text,
+            k < s->n_mut ? s->kinds[k] : s->sub_kinds[k - s->n_mut], err->msg);
       rc = 0;
     }
     if (rc <= 0) {
       free(m);
       continue;
     }
-    if (!m->kind) m->kind = s->kinds[k];
     if (!tried++) s->r.subprograms++;
     s->r.generated++;
+    /* the same program as the original or as a mutant already made */
+    ts_hash128 h = gr_nodes_hash(g, m->nodes, m->n, m->outs, m->n_outs);
+    int dup = -1;
+    for (int i = 0; i < n_seen && dup < 0 && (h.hi || h.lo); i++)
+      if (ts_hash128_eq(seen[i], h)) dup = i;
+    if (dup >= 0) {
+      s->r.duplicates++;
+      logf_(s, "%s: %s: the same program as %s, skipped", text, m->kind,
+            dup ? "a mutant made before" : "the original");
+      free(m);
+      continue;
+    }
+    seen[n_seen++] = h;
     /* corrections only add to a mutant's cost: one already dearer than
      * the pruning bound is not worth checking */
     double est = cost_us(g, m->nodes, m->n);
     if (est > c[0].est_us * PRUNE && !s->o.apply_all) {
       s->r.pruned++;
-      logf_(s, "%s %s: %s: est. %.1f -> %.1f us, pruned before checking", n->op,
-            n->name, m->kind, c[0].est_us, est);
+      logf_(s, "%s: %s: est. %.1f -> %.1f us, pruned before checking", text,
+            m->kind, c[0].est_us, est);
       free(m);
       continue;
     }
-    rc = check_mutant(g, s, n, m, c[nc].what, sizeof c[nc].what, err);
+    rc = check_mutant(g, s, sub, m, c[nc].what, sizeof c[nc].what, err);
     if (rc <= 0) {
       free(m);
       continue;
@@ -973,6 +1367,7 @@ static int try_node(ts_graph *g, gr_pet_setup *s, const gr_node *n,
     c[nc].est_us = cost_us(g, m->nodes, m->n);
     c[nc++].measured_s = NAN;
   }
+  free(seen);
   /* rank by the estimate: mutants more than 10 % dearer are pruned, the
    * top K (the original among them) are weighed by measurement */
   double base = c[0].est_us;
@@ -995,12 +1390,12 @@ static int try_node(ts_graph *g, gr_pet_setup *s, const gr_node *n,
     measured = true;
     for (int i = 0; i < weigh && rc >= 0; i++) {
       char name[300];
-      snprintf(name, sizeof name, "pet %s %s", n->name,
+      snprintf(name, sizeof name, "pet %s %s", sub->nodes[0].name,
                c[i].m ? c[i].m->kind : "original");
-      rc = c[i].m ? candidate_cost(g, s, c[i].m->nodes, c[i].m->n, c[i].m->out,
-                                   name, &c[i].measured_s, err)
-                  : candidate_cost(g, s, n, 1, n->outputs[0], name,
-                                   &c[i].measured_s, err);
+      rc = c[i].m ? candidate_cost(g, s, c[i].m->nodes, c[i].m->n, c[i].m->outs,
+                                   c[i].m->n_outs, name, &c[i].measured_s, err)
+                  : candidate_cost(g, s, sub->nodes, sub->n, sub->outs,
+                                   sub->n_outs, name, &c[i].measured_s, err);
       if (!(c[i].measured_s >= 0)) measured = false;
     }
   }
@@ -1040,6 +1435,67 @@ static int try_node(ts_graph *g, gr_pet_setup *s, const gr_node *n,
   return rc < 0 ? rc : chosen > 0;
 }
 
+/* Values to fold after the pass. */
+typedef struct value_list {
+  int *v;
+  int n, cap;
+  bool oom;
+} value_list;
+
+static void value_list_add(value_list *l, int v) {
+  if (l->n == l->cap) {
+    int cap = l->cap ? 2 * l->cap : 16;
+    int *p = ts_realloc(l->v, sizeof(int) * (size_t)cap);
+    if (!p) {
+      l->oom = true;
+      return;
+    }
+    l->v = p;
+    l->cap = cap;
+  }
+  l->v[l->n++] = v;
+}
+
+/* The mutant's outputs renamed to the subprogram's, and its nodes pushed
+ * onto l; the outputs of the nodes that fold at compile time added to
+ * fold. */
+static void push_mutant(ts_graph *g, pet_mutant *m, const pet_sub *sub,
+                        gr_list *l, value_list *fold) {
+  for (int k = 0; k < sub->n_outs; k++)
+    for (int i = 0; i < m->n; i++) {
+      gr_node *n = &m->nodes[i];
+      for (int j = 0; j < n->n_outputs; j++)
+        if (n->outputs[j] == m->outs[k]) n->outputs[j] = sub->outs[k];
+      for (int j = 0; j < n->n_inputs; j++)
+        if (n->inputs[j] == m->outs[k]) n->inputs[j] = sub->outs[k];
+    }
+  int folded[PET_MAX_NODES], n_folded = 0;
+  for (int i = 0; i < m->n; i++) {
+    if (folds(g, &m->nodes[i], folded, n_folded)) {
+      folded[n_folded++] = m->nodes[i].outputs[0];
+      value_list_add(fold, m->nodes[i].outputs[0]);
+    }
+    gr_list_push(l, &m->nodes[i]);
+  }
+}
+
+/* Whether every value mutant m reads from outside is defined before node
+ * `at` of g (a graph input, a constant or an output of a node before it):
+ * the mutant can stand where the subprogram's first node stood. */
+static bool placeable(const ts_graph *g, const pet_mutant *m, int at) {
+  for (int i = 0; i < m->n; i++)
+    for (int k = 0; k < m->nodes[i].n_inputs; k++) {
+      int v = m->nodes[i].inputs[k];
+      if (v < 0 || gr_is_const(g, v) || g->values[v].is_input) continue;
+      bool inside = false;
+      for (int j = 0; j < i && !inside; j++)
+        inside = m->nodes[j].outputs[0] == v;
+      if (!inside && (g->values[v].producer < 0 || g->values[v].producer >= at))
+        return false;
+    }
+  return true;
+}
+
 int ts_graph_pet(ts_graph *g, ts_error *err) {
   gr_pet_setup *s = g->pet;
   if (!s) return TS_OK;
@@ -1051,33 +1507,87 @@ int ts_graph_pet(ts_graph *g, ts_error *err) {
   gr_list l = {0};
   int n_nodes = g->n_nodes, rc = TS_OK;
   pet_mutant *best = ts_malloc(sizeof *best);
-  if (!best) return TS_ERR(err, TS_ENOMEM, "out of memory");
+  pet_sub *sub = ts_malloc(sizeof *sub);
+  /* the subprograms of several nodes first (each node in one at most);
+   * at[i]: the mutant standing where node i stood, replaced[i]: node i is
+   * part of a subprogram that was rewritten */
+  int max_groups = n_nodes / 2 + 1, n_groups = 0;
+  pet_sub *groups = ts_malloc(sizeof *groups * (size_t)max_groups);
+  pet_mutant **at = ts_calloc((size_t)n_nodes + 1, sizeof *at);
+  uint8_t *replaced = ts_calloc((size_t)n_nodes + 1, 1);
+  if (!best || !sub || !groups || !at || !replaced) {
+    free(best), free(sub), free(groups), free(at), free(replaced);
+    return TS_ERR(err, TS_ENOMEM, "out of memory");
+  }
+  if (s->n_sub_mut) {
+    n_groups = pet_batch_groups(g, groups, max_groups);
+    if (n_groups < 0) rc = TS_ERR(err, n_groups, "out of memory");
+  }
+  for (int k = 0; k < n_groups && !rc; k++) {
+    int found = try_sub(g, s, &groups[k], best, err);
+    if (found < 0) {
+      rc = found;
+    } else if (found && placeable(g, best, groups[k].idx[0])) {
+      pet_mutant *m = ts_malloc(sizeof *m);
+      if (!m) {
+        rc = TS_ERR(err, TS_ENOMEM, "out of memory");
+        break;
+      }
+      *m = *best;
+      at[groups[k].idx[0]] = m;
+      for (int i = 0; i < groups[k].n; i++) replaced[groups[k].idx[i]] = 1;
+    }
+  }
+  value_list fold = {0};
   for (int i = 0; i < n_nodes && !rc; i++) {
-    gr_node n = g->nodes[i]; /* a copy: mutants grow the graph */
-    int found = try_node(g, s, &n, best, err);
+    const pet_sub *done = NULL;
+    for (int k = 0; k < n_groups && at[i] && !done; k++)
+      if (groups[k].idx[0] == i) done = &groups[k];
+    if (done) {
+      push_mutant(g, at[i], done, &l, &fold);
+      s->r.applied++;
+      continue;
+    }
+    if (replaced[i]) continue;
+    memset(sub, 0, sizeof *sub);
+    sub->nodes[0] = g->nodes[i]; /* a copy: mutants grow the graph */
+    sub->idx[0] = i;
+    sub->n = 1;
+    sub->outs[0] = g->nodes[i].outputs[0];
+    sub->n_outs = 1;
+    int found = try_sub(g, s, sub, best, err);
     if (found < 0) {
       rc = found;
       break;
     }
     if (found) {
-      best->nodes[best->n - 1].outputs[0] = n.outputs[0];
-      for (int k = 0; k < best->n; k++) gr_list_push(&l, &best->nodes[k]);
+      push_mutant(g, best, sub, &l, &fold);
       s->r.applied++;
     } else {
-      gr_list_push(&l, &n);
+      gr_list_push(&l, &sub->nodes[0]);
     }
   }
-  free(best);
+  for (int i = 0; i < n_nodes; i++) free(at[i]);
+  free(best), free(sub), free(groups), free(at), free(replaced);
+  if (!rc && fold.oom) rc = TS_ERR(err, TS_ENOMEM, "out of memory");
   if (rc) {
+    free(fold.v);
     free(l.nodes);
     return rc;
   }
   if (s->r.applied) {
     rc = gr_list_commit(g, &l);
-    if (rc) return TS_ERR(err, rc, "out of memory");
+    if (rc) rc = TS_ERR(err, rc, "out of memory");
+    /* what the mutants compute from constants alone (concatenated
+     * weights) is folded now */
+    uint8_t *marks = fold.n ? ts_calloc((size_t)g->n_values + 1, 1) : NULL;
+    if (!rc && fold.n && !marks) rc = TS_ERR(err, TS_ENOMEM, "out of memory");
+    for (int k = 0; marks && k < fold.n; k++) marks[fold.v[k]] = 1;
+    if (!rc && marks) rc = gr_fold_marked(g, marks, err);
+    free(marks);
     int c;
     do {
-      c = cancel_round(g, err, &rc);
+      c = rc ? 0 : cancel_round(g, err, &rc);
       s->r.relayouts_cancelled += c;
       if (!rc && c) rc = ts_graph_eliminate_dead(g, err);
     } while (c && !rc);
@@ -1087,6 +1597,7 @@ int ts_graph_pet(ts_graph *g, ts_error *err) {
     if (s->r.generated) /* the mutants' constants */
       rc = ts_graph_eliminate_dead(g, err);
   }
+  free(fold.v);
   s->r.ms = (ts_now_seconds() - t0) * 1e3;
   return rc;
 }

@@ -80,20 +80,41 @@ double pet_eval_point(const ts_graph *g, const pet_prog *p, int v,
 /* ---- mutants (pet.c) ---- */
 
 #define PET_MAX_NODES 48
+#define PET_MAX_SUB 16 /* nodes of a subprogram */
+#define PET_MAX_OUTS 8 /* outputs of a subprogram */
 
-/* A mutant of one node: new nodes (not in the graph's node list) reading
- * the node's inputs, the last of them writing `out`, a fresh value of the
- * node's output shape. */
+/* A subprogram: a few nodes of the graph (copies, in the graph's order;
+ * idx their indices there) and the values they compute that are read
+ * outside it (its outputs). A single node is a subprogram of one output. */
+typedef struct pet_sub {
+  gr_node nodes[PET_MAX_SUB];
+  int idx[PET_MAX_SUB];
+  int n;
+  int outs[PET_MAX_OUTS];
+  int n_outs;
+} pet_sub;
+
+/* A mutant of a subprogram: new nodes (not in the graph's node list)
+ * reading the subprogram's inputs. Of one node: `out`, a fresh value of the
+ * node's output shape. Of several outputs: outs[k] computes the
+ * subprogram's outs[k] (n_outs of them; the pass fills outs from out for a
+ * mutant of one node). */
 typedef struct pet_mutant {
   const char *kind;
   gr_node nodes[PET_MAX_NODES];
   int n, out;
+  int outs[PET_MAX_OUTS], n_outs;
 } pet_mutant;
 
 /* Builds a mutant of node n into m: 1 built, 0 when n is not one the
  * mutator applies to, negative with err set on failure. */
 typedef int (*pet_mutator)(ts_graph *g, const gr_node *n, pet_mutant *m,
                            ts_error *err);
+
+/* Builds a mutant of a subprogram of several nodes (sub->n > 1) into m,
+ * setting m->outs and m->n_outs; returns as pet_mutator. */
+typedef int (*pet_sub_mutator)(ts_graph *g, const pet_sub *sub, pet_mutant *m,
+                               ts_error *err);
 
 /* Runs the built-in mutator `kind` ("dilated_to_batch", "split_rows") on
  * n: as a mutator does; TS_EINVAL for an unknown kind. For tests. */
@@ -104,6 +125,19 @@ int pet_mutate(ts_graph *g, const gr_node *n, const char *kind, pet_mutant *m,
  * add deliberately wrong ones). */
 int pet_add_mutator(ts_graph *g, const char *kind, pet_mutator fn,
                     ts_error *err);
+
+/* Adds a mutator of subprograms of several nodes (the pass forms them:
+ * multilinear nodes that read one value, with their bias additions). */
+int pet_add_sub_mutator(ts_graph *g, const char *kind, pet_sub_mutator fn,
+                        ts_error *err);
+/* The subprograms of several nodes the pass forms on g (at most max):
+ * the convs or matmuls with constant weights that read the same value and
+ * could run as one (same attributes and weight shapes but for the output
+ * channels), each with its bias addition when every one has one. */
+int pet_batch_groups(const ts_graph *g, pet_sub *subs, int max);
+/* Runs the built-in mutator of subprograms `kind` ("batch_shared_input"). */
+int pet_mutate_sub(ts_graph *g, const pet_sub *sub, const char *kind,
+                   pet_mutant *m, ts_error *err);
 
 /* Appends node op(ins) to m with the attributes of attrs_of (may be NULL)
  * and a fresh output whose shape inference fills; returns the output value

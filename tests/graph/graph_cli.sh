@@ -120,9 +120,9 @@ contains "no node named 'NoSuchNode'"
 # --pet: the mutants' lines, the summary; bad values are usage errors
 C="$M/csrnet_small.onnx"
 expect 0 env TS_VERIFY=1 "$T" graph show "$C" --after pet --pet
-contains "# pet: Conv Conv_34: dilated_to_batch: est. 11.8 -> 13.4 us, pruned before checking"
+contains "# pet: Conv Conv_34 \[1, 4, 4, 64\]: dilated_to_batch: est. 11.8 -> 13.4 us, pruned before checking"
 contains "# pet: Conv .*: split_rows: 18 boxes, 6 differ, corrected"
-contains "# pet: 0 of 6 mutants applied (3 pruned, 0 exact, 3 corrected, 0 wrong"
+contains "# pet: 0 of 6 mutants applied (0 duplicate, 3 pruned, 0 exact, 3 corrected, 0 wrong"
 expect 0 "$T" graph show "$C" --after pet
 lacks "# pet"
 expect 2 "$T" graph show "$C" --pet-trials 0

@@ -119,13 +119,13 @@ EOF
 expect 0 "$T" graph show "$TMP/dil.onnx" --pet --after pet
 contains out "dilated_to_batch: 9 boxes, 0 differ; est\. "
 contains out "pet: 2 of 4 mutants applied"
-contains out "0 nodes chosen by measurement"
+contains out "0 subprograms chosen by measurement"
 expect 0 "$T" tune --model "$TMP/dil.onnx" --pet --trials 32 \
   --trials-per-task 2 --db "$TMP/p.db" --job p --no-summary-measure
 # the mutants' tasks are the model's own; the original conv alone is new
 contains err "pet: 1 task of the candidates it weighed added"
 expect 0 "$T" compile "$TMP/dil.onnx" --pet --db "$TMP/p.db" -o "$TMP/p.so"
-contains err "2 nodes chosen by measurement"
+contains err "2 subprograms chosen by measurement"
 # quantized with --pet: the profile of the rewritten graph covers its new
 # values, so both convs become int8
 /usr/bin/python3 -c "

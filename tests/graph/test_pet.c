@@ -161,35 +161,41 @@ static void test_dilated_odd_size(void **state) {
  * applied whatever its cost, computes what the original does. */
 static void test_zoo_mutants_corrected(void **state) {
   (void)state;
-  static const char *const models[] = {"csrnet_small", "resnet50_small",
-                                       "mobilenet_v2_small"};
-  static const char *const kinds[] = {"split_rows", "dilated_to_batch"};
-  for (int m = 0; m < 3; m++)
-    for (int k = 0; k < 2; k++) {
-      if (k == 1 && m != 0) continue; /* dilations: CSRNet only */
-      ts_error err;
-      ts_graph *plain = load_model(models[m], NULL, 0, "none", &err);
-      ts_graph *pet = load_model(models[m], NULL, 0, "none", &err);
-      if (!plain || !pet) fail_msg("%s: %s", models[m], err.msg);
-      ts_pet_options o = {.only = kinds[k], .apply_all = true};
-      assert_int_equal(ts_graph_set_pet(pet, &o, &err), TS_OK);
-      assert_int_equal(ts_graph_run_passes(plain, "pet", &err), TS_OK);
-      if (ts_graph_run_passes(pet, "pet", &err))
-        fail_msg("%s: %s", models[m], err.msg);
-      ts_pet_report r;
-      ts_graph_pet_report(pet, &r, NULL);
-      if (r.applied == 0 || r.wrong || r.unchecked)
-        fail_msg("%s, %s: %d applied, %d wrong, %d not checked", models[m],
-                 kinds[k], r.applied, r.wrong, r.unchecked);
-      assert_int_equal(r.applied, r.exact + r.corrected);
-      if (k == 0) assert_true(r.corrected > 0);
-      char what[128];
-      snprintf(what, sizeof what, "%s with every %s mutant", models[m],
-               kinds[k]);
-      expect_same(plain, pet, TS_GRAPH_INTERPRET, what);
-      ts_graph_free(plain);
-      ts_graph_free(pet);
-    }
+  /* dilations: CSRNet only; matmuls reading one value: BERT's Q, K, V */
+  static const struct {
+    const char *model, *kind;
+  } runs[] = {{"csrnet_small", "split_rows"},
+              {"resnet50_small", "split_rows"},
+              {"mobilenet_v2_small", "split_rows"},
+              {"csrnet_small", "dilated_to_batch"},
+              {"bert_small", "batch_shared_input"}};
+  for (size_t k = 0; k < sizeof runs / sizeof *runs; k++) {
+    ts_error err;
+    bool bert = !strcmp(runs[k].model, "bert_small");
+    ts_graph *plain = load_model(runs[k].model, bert ? bert_shapes : NULL,
+                                 bert ? 2 : 0, "none", &err);
+    ts_graph *pet = load_model(runs[k].model, bert ? bert_shapes : NULL,
+                               bert ? 2 : 0, "none", &err);
+    if (!plain || !pet) fail_msg("%s: %s", runs[k].model, err.msg);
+    ts_pet_options o = {.only = runs[k].kind, .apply_all = true};
+    assert_int_equal(ts_graph_set_pet(pet, &o, &err), TS_OK);
+    assert_int_equal(ts_graph_run_passes(plain, "pet", &err), TS_OK);
+    if (ts_graph_run_passes(pet, "pet", &err))
+      fail_msg("%s: %s", runs[k].model, err.msg);
+    ts_pet_report r;
+    ts_graph_pet_report(pet, &r, NULL);
+    if (r.applied == 0 || r.wrong || r.unchecked)
+      fail_msg("%s, %s: %d applied, %d wrong, %d not checked", runs[k].model,
+               runs[k].kind, r.applied, r.wrong, r.unchecked);
+    assert_int_equal(r.applied, r.exact + r.corrected);
+    if (!strcmp(runs[k].kind, "split_rows")) assert_true(r.corrected > 0);
+    char what[128];
+    snprintf(what, sizeof what, "%s with every %s mutant", runs[k].model,
+             runs[k].kind);
+    expect_same(plain, pet, TS_GRAPH_INTERPRET, what);
+    ts_graph_free(plain);
+    ts_graph_free(pet);
+  }
 }
 
 /* ---- deliberately wrong mutants ---- */
@@ -573,6 +579,208 @@ static void test_unchecked_and_options(void **state) {
   ts_graph_free(g);
 }
 
+/* ---- batching what reads one value ---- */
+
+static int matrix(ts_graph *g, const char *name, int64_t r, int64_t c,
+                  int seed) {
+  float *w = malloc(sizeof(float) * (size_t)(r * c));
+  for (int64_t i = 0; i < r * c; i++)
+    w[i] = (float)((i * 31 + seed) % 23 - 11) / 32;
+  int v = gr_const_add(g, name, TS_FLOAT32, 2, (int64_t[]){r, c}, w);
+  free(w);
+  return v;
+}
+
+static void set_outputs(ts_graph *g, const int *v, int n) {
+  g->outputs = ts_arena_alloc(g->arena, sizeof(int) * (size_t)n);
+  memcpy(g->outputs, v, sizeof(int) * (size_t)n);
+  g->n_outputs = n;
+}
+
+/* x [1, 16, 512] -> three MatMuls (512 -> 32, 48 and 32 columns: blocked
+ * weights) each + bias, as BERT's Q, K and V projections; the second one
+ * through a Relu; a fourth MatMul reads the first's result. */
+static ts_graph *qkv(void) {
+  ts_graph *g = ts_graph_new("qkv");
+  int x = gr_value_add(g, "x", TS_FLOAT32, 3, (int64_t[]){1, 16, 512});
+  g->values[x].is_input = true;
+  g->inputs = ts_arena_alloc(g->arena, sizeof(int));
+  g->inputs[0] = x;
+  g->n_inputs = 1;
+  static const int64_t cols[3] = {32, 48, 32};
+  int outs[4];
+  for (int k = 0; k < 3; k++) {
+    char wn[8], bn[8];
+    snprintf(wn, sizeof wn, "w%d", k);
+    snprintf(bn, sizeof bn, "b%d", k);
+    int m = node(g, "MatMul", (int[]){x, matrix(g, wn, 512, cols[k], k)}, 2);
+    outs[k] = node(g, "Add", (int[]){m, bias(g, bn, cols[k])}, 2);
+  }
+  outs[1] = node(g, "Relu", &outs[1], 1);
+  outs[3] = node(g, "MatMul", (int[]){outs[0], matrix(g, "w3", 32, 16, 3)}, 2);
+  set_outputs(g, outs, 4);
+  return g;
+}
+
+/* x [1, 8, 10, 10] -> two 3x3 convs (pad 1, 16 and 32 channels, bias) and
+ * a 1x1 conv that cannot join them. */
+static ts_graph *convs_sharing_input(void) {
+  ts_graph *g = ts_graph_new("convs");
+  int x = add_input(g, "x", (int64_t[]){1, 8, 10, 10});
+  int outs[3];
+  for (int k = 0; k < 3; k++) {
+    int64_t co = k == 1 ? 32 : 16, kk = k == 2 ? 1 : 3;
+    char wn[8], bn[8];
+    snprintf(wn, sizeof wn, "w%d", k);
+    snprintf(bn, sizeof bn, "b%d", k);
+    outs[k] =
+        node(g, "Conv",
+             (int[]){x, conv_weights(g, wn, co, 8, kk, k), bias(g, bn, co)}, 3);
+    if (kk == 3) set_ints(g, "pads", 4, (int64_t[]){1, 1, 1, 1});
+  }
+  set_outputs(g, outs, 3);
+  return g;
+}
+
+static void test_batch_shared_input(void **state) {
+  (void)state;
+  for (int which = 0; which < 2; which++) {
+    ts_error err;
+    ts_graph *(*make)(void) = which ? convs_sharing_input : qkv;
+    const char *op = which ? "Conv" : "MatMul";
+    ts_graph *plain = make(), *pet = make();
+    ts_pet_options o = {.only = "batch_shared_input", .apply_all = true};
+    assert_int_equal(ts_graph_set_pet(pet, &o, &err), TS_OK);
+    assert_int_equal(ts_graph_run_passes(plain, "pet", &err), TS_OK);
+    if (ts_graph_run_passes(pet, "pet", &err)) fail_msg("%s", err.msg);
+    ts_pet_report r;
+    const char *log;
+    ts_graph_pet_report(pet, &r, &log);
+    if (r.applied != 1 || r.exact != 1 || r.generated != 1)
+      fail_msg("%s: %d applied, %d exact of %d\n%s", op, r.applied, r.exact,
+               r.generated, log);
+    assert_non_null(strstr(log, "batch_shared_input"));
+    /* one op instead of the batched ones; the weights concatenated at
+     * compile time (no Concat left), a slice per result */
+    assert_int_equal(ts_graph_count_op(pet, op), which ? 2 : 2);
+    assert_int_equal(ts_graph_count_op(pet, "Concat"), 0);
+    assert_int_equal(ts_graph_count_op(pet, "Slice"), which ? 2 : 3);
+    if (!which) assert_int_equal(ts_graph_count_op(pet, "Add"), 1);
+    assert_int_equal(ts_graph_verify(pet, &err), TS_OK);
+    expect_same(plain, pet, TS_GRAPH_INTERPRET, op);
+    ts_graph_free(plain);
+    ts_graph_free(pet);
+    /* compiled, through fusion */
+    plain = make(), pet = make();
+    assert_int_equal(ts_graph_set_pet(pet, &o, &err), TS_OK);
+    assert_int_equal(ts_graph_run_passes(plain, NULL, &err), TS_OK);
+    assert_int_equal(ts_graph_run_passes(pet, NULL, &err), TS_OK);
+    expect_same(plain, pet, TS_GRAPH_COMPILE, op);
+    ts_graph_free(plain);
+    ts_graph_free(pet);
+  }
+}
+
+/* The batched matmul with the first two results exchanged (the same
+ * widths: [32] and [32] in qkv's first and last) */
+static int mut_batch_swapped(ts_graph *g, const pet_sub *sub, pet_mutant *m,
+                             ts_error *err) {
+  int rc = pet_mutate_sub(g, sub, "batch_shared_input", m, err);
+  if (rc <= 0) return rc;
+  int t = m->outs[0];
+  m->outs[0] = m->outs[2];
+  m->outs[2] = t;
+  m->kind = "batch_swapped";
+  return 1;
+}
+
+/* ... with the first result one column off (its slice starts one later) */
+static int mut_batch_shifted(ts_graph *g, const pet_sub *sub, pet_mutant *m,
+                             ts_error *err) {
+  int rc = pet_mutate_sub(g, sub, "batch_shared_input", m, err);
+  if (rc <= 0) return rc;
+  for (int i = 0; i < m->n; i++) {
+    gr_node *n = &m->nodes[i];
+    if (strcmp(n->op, "Slice") || n->outputs[0] != m->outs[0]) continue;
+    const int64_t *s = gr_const_data(g, n->inputs[1]),
+                  *e = gr_const_data(g, n->inputs[2]);
+    int64_t lo = s[0] + 1, hi = e[0] + 1;
+    n->inputs[1] = pet_int64s(g, "s", 1, &lo);
+    n->inputs[2] = pet_int64s(g, "e", 1, &hi);
+    if (gr_infer_node(g, n, err)) return -1;
+  }
+  m->kind = "batch_shifted";
+  return 1;
+}
+
+/* the batched mutant again, under another name: a duplicate */
+static int mut_batch_again(ts_graph *g, const pet_sub *sub, pet_mutant *m,
+                           ts_error *err) {
+  int rc = pet_mutate_sub(g, sub, "batch_shared_input", m, err);
+  if (rc > 0) m->kind = "batch_again";
+  return rc;
+}
+
+/* a conv copied as it is: the same program as the original */
+static int mut_copy(ts_graph *g, const gr_node *n, pet_mutant *m,
+                    ts_error *err) {
+  if (strcmp(n->op, "Conv")) return 0;
+  m->out = pet_emit(g, m, "Conv", n->inputs, n->n_inputs, n, err);
+  if (m->out < 0 || gr_infer_node(g, &m->nodes[m->n - 1], err)) return -1;
+  m->kind = "copy";
+  return 1;
+}
+
+static void test_batch_wrong_and_duplicates(void **state) {
+  (void)state;
+  static const pet_sub_mutator fns[] = {mut_batch_swapped, mut_batch_shifted};
+  static const char *const kinds[] = {"batch_swapped", "batch_shifted"};
+  ts_error err;
+  for (int k = 0; k < 2; k++) {
+    ts_graph *plain = qkv(), *pet = qkv();
+    ts_pet_options o = {.only = kinds[k], .apply_all = true};
+    assert_int_equal(ts_graph_set_pet(pet, &o, &err), TS_OK);
+    assert_int_equal(pet_add_sub_mutator(pet, kinds[k], fns[k], &err), TS_OK);
+    assert_int_equal(ts_graph_run_passes(plain, "pet", &err), TS_OK);
+    int rc = ts_graph_run_passes(pet, "pet", &err);
+    ts_pet_report r;
+    const char *log;
+    ts_graph_pet_report(pet, &r, &log);
+    if (rc || r.generated != 1 || r.wrong != 1 || r.applied)
+      fail_msg("%s: rc %d, %d generated, %d wrong, %d applied\n%s", kinds[k],
+               rc, r.generated, r.wrong, r.applied, log);
+    expect_same(plain, pet, TS_GRAPH_INTERPRET, kinds[k]);
+    ts_graph_free(plain);
+    ts_graph_free(pet);
+  }
+  /* the same mutant twice, and a mutant that is the original: skipped by
+   * their structural hash, before any check */
+  ts_graph *g = qkv();
+  ts_pet_options oa = {.apply_all = true};
+  assert_int_equal(ts_graph_set_pet(g, &oa, &err), TS_OK);
+  assert_int_equal(pet_add_sub_mutator(g, "batch_again", mut_batch_again, &err),
+                   TS_OK);
+  assert_int_equal(ts_graph_run_passes(g, "pet", &err), TS_OK);
+  ts_pet_report r;
+  const char *log;
+  ts_graph_pet_report(g, &r, &log);
+  if (r.generated != 2 || r.duplicates != 1)
+    fail_msg("%d generated, %d duplicates\n%s", r.generated, r.duplicates, log);
+  assert_int_equal(r.verified, 1);
+  assert_non_null(strstr(log, "batch_again: the same program as a mutant"));
+  ts_graph_free(g);
+  g = one_conv();
+  ts_pet_options oc = {.only = "copy"};
+  assert_int_equal(ts_graph_set_pet(g, &oc, &err), TS_OK);
+  assert_int_equal(pet_add_mutator(g, "copy", mut_copy, &err), TS_OK);
+  assert_int_equal(ts_graph_run_passes(g, "pet", &err), TS_OK);
+  ts_graph_pet_report(g, &r, &log);
+  assert_int_equal(r.duplicates, 1);
+  assert_int_equal(r.verified, 0);
+  assert_non_null(strstr(log, "copy: the same program as the original"));
+  ts_graph_free(g);
+}
+
 /* Records for the candidates' tasks: `slow` names the candidate kind
  * whose tasks take 1 ms each, the others 10 us. */
 static void fill_db(ts_db *db, const ts_graph *g, const char *slow) {
@@ -654,6 +862,49 @@ static void test_measured_choice(void **state) {
   }
 }
 
+/* The batched matmul is chosen when the database says it is faster, and
+ * not when it says it is slower (the estimate alone never takes it: the
+ * slices add to the same FLOPs). */
+static void test_batch_measured_choice(void **state) {
+  (void)state;
+  static const char *const slow[2] = {"batch_shared_input", "original"};
+  for (int k = 0; k < 2; k++) {
+    ts_error err;
+    char path[256];
+    snprintf(path, sizeof path, "%s/pet_batch_%d_%d.db", TS_BINARY_DIR, k,
+             (int)getpid());
+    unlink(path);
+    ts_db *db;
+    ts_db_options dbo = ts_db_defaults();
+    assert_int_equal(ts_db_open(path, &dbo, &db, &err), TS_OK);
+    ts_graph *g = qkv();
+    ts_pet_options o = {.collect_tasks = true};
+    assert_int_equal(ts_graph_set_pet(g, &o, &err), TS_OK);
+    assert_int_equal(ts_graph_run_passes(g, "pet", &err), TS_OK);
+    ts_pet_report r;
+    const char *log;
+    ts_graph_pet_report(g, &r, &log);
+    assert_int_equal(r.applied, 0); /* by the estimate */
+    fill_db(db, g, slow[k]);
+    ts_graph *h = qkv(), *plain = qkv();
+    ts_pet_options od = {.db = db};
+    assert_int_equal(ts_graph_set_pet(h, &od, &err), TS_OK);
+    assert_int_equal(ts_graph_run_passes(h, NULL, &err), TS_OK);
+    assert_int_equal(ts_graph_run_passes(plain, NULL, &err), TS_OK);
+    ts_graph_pet_report(h, &r, &log);
+    if (r.by_measurement != 1 || r.applied != k)
+      fail_msg("%d by measurement, %d applied\n%s", r.by_measurement, r.applied,
+               log);
+    assert_non_null(strstr(log, "measured"));
+    expect_same(plain, h, TS_GRAPH_COMPILE, "batched by measurement");
+    ts_graph_free(h);
+    ts_graph_free(plain);
+    ts_graph_free(g);
+    ts_db_close(db);
+    unlink(path);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_dilated_chain),
@@ -665,6 +916,9 @@ int main(void) {
       cmocka_unit_test(test_unchecked_and_options),
       cmocka_unit_test(test_measured_choice),
       cmocka_unit_test(test_boxes_sound_random),
+      cmocka_unit_test(test_batch_shared_input),
+      cmocka_unit_test(test_batch_wrong_and_duplicates),
+      cmocka_unit_test(test_batch_measured_choice),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
