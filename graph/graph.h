@@ -357,6 +357,9 @@ typedef struct ts_pet_options {
   const char *target; /* NULL: this host ("llvm") */
   bool collect_tasks; /* build the weighed candidates' tasks even without a
                          database (ts_graph_pet_candidate_tasks) */
+  int depth;          /* mutants of mutants up to this depth: each
+                         single-node mutator on the convs and matmuls of
+                         the mutants one level up (2; at most 3) */
   const char *only;   /* try only the mutator of this kind (NULL: all) */
   bool apply_all;     /* apply every checked (and corrected) mutant whatever
                          its cost, the last one tried where a node has

@@ -57,7 +57,8 @@
 #include <time.h>
 
 #define MAX_MUTATORS 8
-#define GFLOPS 100.0 /* of the cost estimate */
+#define MAX_CANDIDATES 32 /* mutants of one subprogram, all depths */
+#define GFLOPS 100.0      /* of the cost estimate */
 #define GBPS 10.0
 #define PRUNE 1.1 /* mutants estimated dearer than this x the original */
 /* input elements the check of one mutant may read (about 1 s) */
@@ -1109,6 +1110,9 @@ int ts_graph_set_pet(ts_graph *g, const ts_pet_options *o, ts_error *err) {
   if (d.top_k < 0)
     return TS_ERR(err, TS_EINVAL, "pet options: top_k must not be negative");
   if (!d.top_k) d.top_k = 2;
+  if (d.depth < 0 || d.depth > 3)
+    return TS_ERR(err, TS_EINVAL, "pet options: depth must be 1 to 3");
+  if (!d.depth) d.depth = 2;
   char *target = NULL;
   if (d.db) { /* the records are looked up under the canonical name */
     ts_target *t = NULL;
@@ -1300,40 +1304,114 @@ static int build_mutant(ts_graph *g, gr_pet_setup *s, const pet_sub *sub, int k,
   return 1;
 }
 
-/* Tries every mutator on subprogram sub; the chosen mutant (copied into
- * *best), or 0 when the original stays. */
-static int try_sub(ts_graph *g, gr_pet_setup *s, const pet_sub *sub,
-                   pet_mutant *best, ts_error *err) {
-  int n_kinds = s->n_mut + s->n_sub_mut;
-  cand *c = ts_calloc((size_t)n_kinds + 1, sizeof *c);
-  ts_hash128 *seen = ts_calloc((size_t)n_kinds + 1, sizeof *seen);
-  if (!c || !seen) {
-    free(c), free(seen);
-    return TS_ERR(err, TS_ENOMEM, "out of memory");
+/* Mutant m with its node j replaced by mm, a mutant of that node (mm's
+ * output renamed to the node's): a mutant of depth one more, into *out.
+ * false when it would have too many nodes. */
+static bool compose(ts_graph *g, const pet_mutant *m, int j,
+                    const pet_mutant *mm, pet_mutant *out) {
+  if (m->n - 1 + mm->n > PET_MAX_NODES) return false;
+  *out = *m;
+  out->n = 0;
+  for (int i = 0; i < j; i++) out->nodes[out->n++] = m->nodes[i];
+  int from = mm->out, to = m->nodes[j].outputs[0];
+  for (int i = 0; i < mm->n; i++) {
+    gr_node n = mm->nodes[i];
+    for (int k = 0; k < n.n_outputs; k++)
+      if (n.outputs[k] == from) {
+        /* the node's outputs array is shared with mm: a copy */
+        int *o = ts_arena_alloc(g->arena, sizeof(int) * (size_t)n.n_outputs);
+        if (!o) return false;
+        memcpy(o, n.outputs, sizeof(int) * (size_t)n.n_outputs);
+        o[k] = to;
+        n.outputs = o;
+      }
+    out->nodes[out->n++] = n;
   }
+  for (int i = j + 1; i < m->n; i++) out->nodes[out->n++] = m->nodes[i];
+  char kind[128];
+  snprintf(kind, sizeof kind, "%s+%s", m->kind, mm->kind);
+  out->kind = ts_arena_strdup(g->arena, kind);
+  return out->kind != NULL;
+}
+
+/* The mutants of sub up to depth s->o.depth into ms[0..max): every
+ * mutator that applies, then each single-node mutator on every conv or
+ * matmul of each mutant made at the depth before. Their number, or a
+ * negative code. */
+static int generate(ts_graph *g, gr_pet_setup *s, const pet_sub *sub,
+                    pet_mutant **ms, int max, ts_error *err) {
   char text[256];
   sub_text(g, sub, text, sizeof text);
-  int nc = 1, rc = 0, tried = 0, n_seen = 1;
-  c[0].est_us = cost_us(g, sub->nodes, sub->n);
-  c[0].measured_s = NAN;
-  seen[0] = gr_nodes_hash(g, sub->nodes, sub->n, sub->outs, sub->n_outs);
-  for (int k = 0; k < n_kinds && rc >= 0; k++) {
+  int n = 0, rc = 0;
+  for (int k = 0; k < s->n_mut + s->n_sub_mut && n < max; k++) {
     pet_mutant *m = ts_calloc(1, sizeof *m);
-    if (!m) {
-      rc = TS_ERR(err, TS_ENOMEM, "out of memory");
-      break;
-    }
+    if (!m) return TS_ERR(err, TS_ENOMEM, "out of memory");
     rc = build_mutant(g, s, sub, k, m, err);
     if (rc < 0 && rc != TS_ENOMEM) { /* this mutant only */
       logf_(s, "%s: %s: not built (%s)", text,
             k < s->n_mut ? s->kinds[k] : s->sub_kinds[k - s->n_mut], err->msg);
       rc = 0;
     }
-    if (rc <= 0) {
+    if (rc > 0)
+      ms[n++] = m;
+    else
       free(m);
-      continue;
-    }
-    if (!tried++) s->r.subprograms++;
+    if (rc < 0) return rc;
+  }
+  int level_start = 0;
+  for (int depth = 2; depth <= s->o.depth; depth++) {
+    int level_end = n;
+    for (int a = level_start; a < level_end && n < max; a++)
+      for (int j = 0; j < ms[a]->n && n < max; j++) {
+        const gr_node *nd = &ms[a]->nodes[j];
+        if (strcmp(nd->op, "Conv") && strcmp(nd->op, "MatMul")) continue;
+        gr_node copy = *nd;
+        for (int k = 0; k < s->n_mut && n < max; k++) {
+          if (s->o.only && strcmp(s->o.only, s->kinds[k])) continue;
+          pet_mutant *mm = ts_calloc(1, sizeof *mm),
+                     *m = ts_calloc(1, sizeof *m);
+          if (!mm || !m) {
+            free(mm), free(m);
+            return TS_ERR(err, TS_ENOMEM, "out of memory");
+          }
+          rc = s->fns[k](g, &copy, mm, err);
+          if (rc < 0 && rc != TS_ENOMEM) rc = 0; /* this one only */
+          if (rc > 0) {
+            if (!mm->kind) mm->kind = s->kinds[k];
+            if (compose(g, ms[a], j, mm, m)) ms[n++] = m, m = NULL;
+          }
+          free(mm), free(m);
+          if (rc < 0) return rc;
+        }
+      }
+    level_start = level_end;
+  }
+  return n;
+}
+
+/* Tries every mutator on subprogram sub (up to the depth); the chosen
+ * mutant (copied into *best), or 0 when the original stays. */
+static int try_sub(ts_graph *g, gr_pet_setup *s, const pet_sub *sub,
+                   pet_mutant *best, ts_error *err) {
+  cand *c = ts_calloc(MAX_CANDIDATES + 1, sizeof *c);
+  ts_hash128 *seen = ts_calloc(MAX_CANDIDATES + 1, sizeof *seen);
+  pet_mutant **ms = ts_calloc(MAX_CANDIDATES, sizeof *ms);
+  if (!c || !seen || !ms) {
+    free(c), free(seen), free(ms);
+    return TS_ERR(err, TS_ENOMEM, "out of memory");
+  }
+  char text[256];
+  sub_text(g, sub, text, sizeof text);
+  int nc = 1, rc = 0, n_seen = 1;
+  c[0].est_us = cost_us(g, sub->nodes, sub->n);
+  c[0].measured_s = NAN;
+  seen[0] = gr_nodes_hash(g, sub->nodes, sub->n, sub->outs, sub->n_outs);
+  int n_ms = generate(g, s, sub, ms, MAX_CANDIDATES, err);
+  if (n_ms < 0) rc = n_ms;
+  if (n_ms > 0) s->r.subprograms++;
+  for (int k = 0; k < n_ms && rc >= 0; k++) {
+    pet_mutant *m = ms[k];
+    ms[k] = NULL;
     s->r.generated++;
     /* the same program as the original or as a mutant already made */
     ts_hash128 h = gr_nodes_hash(g, m->nodes, m->n, m->outs, m->n_outs);
@@ -1367,6 +1445,8 @@ static int try_sub(ts_graph *g, gr_pet_setup *s, const pet_sub *sub,
     c[nc].est_us = cost_us(g, m->nodes, m->n);
     c[nc++].measured_s = NAN;
   }
+  for (int k = 0; k < n_ms; k++) free(ms[k]);
+  free(ms);
   free(seen);
   /* rank by the estimate: mutants more than 10 % dearer are pruned, the
    * top K (the original among them) are weighed by measurement */

@@ -82,10 +82,12 @@ static void test_dilated_chain(void **state) {
   const char *log;
   ts_graph_pet_report(pet, &r, &log);
   /* both convs: space to batch (exact), each also split into rows
-   * (corrected, kept out by its cost) */
-  assert_int_equal(r.generated, 4);
-  assert_int_equal(r.exact, 2);
-  assert_int_equal(r.corrected, 2);
+   * (corrected, kept out by its cost) and, at depth 2, split into rows and
+   * then space to batch */
+  if (r.generated != 6 || r.exact != 2 || r.corrected + r.pruned != 4)
+    fail_msg("%d generated, %d exact, %d corrected, %d pruned\n%s", r.generated,
+             r.exact, r.corrected, r.pruned, log);
+  assert_non_null(strstr(log, "split_rows+dilated_to_batch"));
   assert_int_equal(r.wrong, 0);
   assert_int_equal(r.applied, 2);
   assert_int_equal(r.relayouts_cancelled, 1);
@@ -281,7 +283,7 @@ static void test_wrong_mutants(void **state) {
   for (int k = 0; k < 3; k++) {
     ts_error err;
     ts_graph *plain = one_conv(), *pet = one_conv();
-    ts_pet_options o = {.only = kinds[k], .apply_all = true};
+    ts_pet_options o = {.only = kinds[k], .apply_all = true, .depth = 1};
     assert_int_equal(ts_graph_set_pet(pet, &o, &err), TS_OK);
     assert_int_equal(pet_add_mutator(pet, kinds[k], fns[k], &err), TS_OK);
     assert_int_equal(ts_graph_run_passes(plain, "pet", &err), TS_OK);
@@ -544,7 +546,7 @@ static void test_unchecked_and_options(void **state) {
   (void)state;
   ts_error err;
   ts_graph *g = one_conv();
-  ts_pet_options o = {.only = "relu", .apply_all = true};
+  ts_pet_options o = {.only = "relu", .apply_all = true, .depth = 1};
   assert_int_equal(ts_graph_set_pet(g, &o, &err), TS_OK);
   assert_int_equal(pet_add_mutator(g, "relu", mut_relu, &err), TS_OK);
   assert_int_equal(ts_graph_run_passes(g, "pet", &err), TS_OK);
@@ -681,6 +683,59 @@ static void test_batch_shared_input(void **state) {
   }
 }
 
+/* x [1, 16, 24, 24] -> two 3x3 convs of dilation 2 ("same" pads; 16 and
+ * 32 channels). */
+static ts_graph *dilated_pair(void) {
+  ts_graph *g = ts_graph_new("dilated_pair");
+  int x = add_input(g, "x", (int64_t[]){1, 16, 24, 24});
+  int outs[2];
+  for (int k = 0; k < 2; k++) {
+    int64_t co = k ? 32 : 16;
+    outs[k] = node(g, "Conv",
+                   (int[]){x, conv_weights(g, k ? "w1" : "w0", co, 16, 3, k),
+                           bias(g, k ? "b1" : "b0", co)},
+                   3);
+    set_ints(g, "pads", 4, (int64_t[]){2, 2, 2, 2});
+    set_ints(g, "dilations", 2, (int64_t[]){2, 2});
+  }
+  set_outputs(g, outs, 2);
+  return g;
+}
+
+/* Depth 2: the batched conv is itself mutated (space to batch), checked
+ * against the two original convs, and applied; at depth 1 it is not made. */
+static void test_depth_two(void **state) {
+  (void)state;
+  for (int depth = 1; depth <= 2; depth++) {
+    ts_error err;
+    ts_graph *plain = dilated_pair(), *pet = dilated_pair();
+    ts_pet_options o = {.apply_all = true, .depth = depth};
+    assert_int_equal(ts_graph_set_pet(pet, &o, &err), TS_OK);
+    assert_int_equal(ts_graph_run_passes(plain, NULL, &err), TS_OK);
+    assert_int_equal(ts_graph_run_passes(pet, NULL, &err), TS_OK);
+    ts_pet_report r;
+    const char *log;
+    ts_graph_pet_report(pet, &r, &log);
+    const char *line = strstr(log, "batch_shared_input+dilated_to_batch: ");
+    if (depth == 1) {
+      assert_null(line);
+      assert_int_equal(r.generated, 1);
+    } else {
+      if (!line || strncmp(strchr(line, ':') + 2, "18 boxes, 0 differ", 18))
+        fail_msg("depth 2:\n%s", log);
+      assert_int_equal(r.applied, 1);
+    }
+    expect_same(plain, pet, TS_GRAPH_COMPILE, "depth");
+    ts_graph_free(plain);
+    ts_graph_free(pet);
+  }
+  ts_graph *g = dilated_pair();
+  ts_error err;
+  ts_pet_options bad = {.depth = 4};
+  assert_int_equal(ts_graph_set_pet(g, &bad, &err), TS_EINVAL);
+  ts_graph_free(g);
+}
+
 /* The batched matmul with the first two results exchanged (the same
  * widths: [32] and [32] in qkv's first and last) */
 static int mut_batch_swapped(ts_graph *g, const pet_sub *sub, pet_mutant *m,
@@ -775,7 +830,8 @@ static void test_batch_wrong_and_duplicates(void **state) {
   assert_int_equal(pet_add_mutator(g, "copy", mut_copy, &err), TS_OK);
   assert_int_equal(ts_graph_run_passes(g, "pet", &err), TS_OK);
   ts_graph_pet_report(g, &r, &log);
-  assert_int_equal(r.duplicates, 1);
+  /* the copy, and at depth 2 the copy of the copy */
+  assert_int_equal(r.duplicates, 2);
   assert_int_equal(r.verified, 0);
   assert_non_null(strstr(log, "copy: the same program as the original"));
   ts_graph_free(g);
@@ -919,6 +975,7 @@ int main(void) {
       cmocka_unit_test(test_batch_shared_input),
       cmocka_unit_test(test_batch_wrong_and_duplicates),
       cmocka_unit_test(test_batch_measured_choice),
+      cmocka_unit_test(test_depth_two),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
