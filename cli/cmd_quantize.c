@@ -19,7 +19,7 @@ static const char quantize_usage[] =
     "usage: tessera quantize profile MODEL.onnx --inputs CALIB.npz\n"
     "                        -o PROFILE.json [--input-shape NAME=DIMS]...\n"
     "                        [--bins N] [--percentile P] [--interpret]\n"
-    "                        [--pet [--pet-trials T]]\n"
+    "                        [--pet [--pet-trials T] [--pet-depth D]]\n"
     "\n"
     "Runs the model on the calibration samples and records, for every\n"
     "float32 tensor it computes, the range of its values, how many were NaN\n"
@@ -207,7 +207,8 @@ static int profile(int argc, char **argv) {
                              "--percentile wants a share in (0, 100]");
     } else if (!strcmp(argv[i], "--interpret")) {
       interpret = true;
-    } else if (!strcmp(argv[i], "--pet") || !strcmp(argv[i], "--pet-trials")) {
+    } else if (!strcmp(argv[i], "--pet") || !strcmp(argv[i], "--pet-trials") ||
+               !strcmp(argv[i], "--pet-depth")) {
       /* profile the graph that `compile --pet` quantizes */
       int prc;
       cli_pass_option("quantize", argc, argv, &i, &prc);

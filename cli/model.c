@@ -51,10 +51,11 @@ static ts_pet_options pet_opts;
 
 const char cli_pass_usage[] =
     "  --pet               partially equivalent transformations: mutants of\n"
-    "                      convolutions checked at random points, corrected\n"
-    "                      where they differ, kept when cheaper\n"
-    "                      (docs/pet.md)\n"
+    "                      convolutions and of matrix products that read one\n"
+    "                      value, checked at random points, corrected where\n"
+    "                      they differ, kept when cheaper (docs/pet.md)\n"
     "  --pet-trials T      random input sets per checked position (2)\n"
+    "  --pet-depth D       mutants of mutants up to depth D, 1 to 3 (2)\n"
     "  --quantize PROFILE.json  int8 convolutions and matrix products from\n"
     "                      the ranges of `tessera quantize profile`\n"
     "                      (docs/quantization.md)\n"
@@ -124,6 +125,13 @@ bool cli_pass_option(const char *cmd, int argc, char **argv, int *i, int *rc) {
       *rc = cli_usage_error(cmd, "--pet-trials wants a count from 1 to 64");
     else
       pet_opts.trials = (int)t, pet_on = true;
+  } else if (cli_opt_value(argc, argv, i, "--pet-depth", &v, &missing)) {
+    char *end = NULL;
+    long d = missing ? 0 : strtol(v, &end, 10);
+    if (missing || !end || *end || d < 1 || d > 3)
+      *rc = cli_usage_error(cmd, "--pet-depth wants a depth from 1 to 3");
+    else
+      pet_opts.depth = (int)d, pet_on = true;
   } else if (!strcmp(argv[*i], "--per-tensor")) {
     quant_opts.per_tensor = true;
   } else if (cli_opt_value(argc, argv, i, "--keep-float", &v, &missing)) {

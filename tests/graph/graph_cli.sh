@@ -129,4 +129,8 @@ expect 2 "$T" graph show "$C" --pet-trials 0
 contains "--pet-trials wants a count from 1 to 64"
 expect 0 "$T" graph show "$C" --pet-trials 3 --after pet
 contains "# pet: 0 of 6 mutants applied"
+expect 2 "$T" graph show "$C" --pet-depth 4
+contains "--pet-depth wants a depth from 1 to 3"
+expect 0 "$T" graph show "$C" --pet-depth 1 --after pet
+contains "# pet: 0 of 6 mutants applied"
 echo "graph_cli: ok"
