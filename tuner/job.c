@@ -506,10 +506,11 @@ static int setup_task(job *j, int i, const ts_tune_task *spec,
   t->sched.flops = t->flops;
   t->sched.max_trials = j->o->trials_per_task;
   if ((rc = load_task_records(j, t, search_threads))) return rc;
-  /* the reference: the unscheduled workload, built for the host (the
-   * runner checks results on this machine's CPU) */
+  /* the reference: the unscheduled workload, built for the host when
+   * this machine cannot run the target's code (the runner checks results
+   * on this machine's CPU) */
   ts_target *host = NULL;
-  if (!ts_target_facts_of(j->target)->runs_on_host) {
+  if (ts_target_check_runs_here(j->target, "reference", NULL)) {
     if ((rc = ts_target_host(&host, j->err))) return rc;
   }
   ts_build_result br;
