@@ -11,6 +11,7 @@
 
 #include "bench/bench.h"
 #include "tir/alloc.h"
+#include "tir/strbuf.h"
 
 #include <stddef.h>
 
@@ -86,23 +87,13 @@ int naive_prepare(const bench_case *c, bench_kernel *k, ts_error *err);
 
 /* ---- the report (report.c, report_svg.c) ---- */
 
-/* A growable text buffer; out of memory aborts, as in the arena. */
-typedef struct report_buf {
-  char *data;
-  size_t len, cap;
-  bool failed; /* an allocation failed: the text is incomplete, and stays
-                  so (writes are dropped); the report is not written */
-} report_buf;
+/* The report's text is written into strbufs (tir/strbuf.h): when one
+ * could not grow, or a part of its text could not be made (sb_fail), it is
+ * failed, later writes are dropped and the report is not written. */
 
-void report_buf_free(report_buf *b);
-/* Marks the buffer failed (out of memory for a part of its text). */
-void report_fail(report_buf *b);
-void report_puts(report_buf *b, const char *s);
-void report_printf(report_buf *b, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
 /* Appends s with & < > " ' replaced by character references, so any text
  * is safe both between tags and inside a quoted attribute. */
-void report_escape(report_buf *b, const char *s);
+void report_escape(strbuf *b, const char *s);
 /* "1.23 ms", "456 µs", "2.5 s": 3 significant digits and a unit. */
 void report_format_seconds(double s, char out[32]);
 
@@ -119,14 +110,14 @@ typedef struct report_level {
  * value is a dot while there are at most max_points of them, beyond that a
  * min-max bar per x bucket; the curve keeps at most about 2 * max_points
  * vertices; failures are ticks under the axis. Levels are dashed lines. */
-void report_svg_curve(report_buf *b, const double *values, int64_t n,
+void report_svg_curve(strbuf *b, const double *values, int64_t n,
                       bool higher_better, const char *y_label,
                       const report_level *levels, int n_levels, int max_points);
 /* The histogram of latencies (seconds, > 0) as an inline <svg>: `bins`
  * bars on a log axis when the values span more than a factor of 8, else a
  * linear one; the fastest value and each mark are vertical lines. */
-void report_svg_histogram(report_buf *b, const double *secs, int64_t n,
-                          int bins, const report_level *marks, int n_marks);
+void report_svg_histogram(strbuf *b, const double *secs, int64_t n, int bins,
+                          const report_level *marks, int n_marks);
 
 /* One point of a roofline chart: a workload's best on a target, or a
  * vendor's level for it. */
@@ -153,9 +144,9 @@ typedef struct report_series {
  * labelled with its label and value; every point is a dot in its series'
  * colour with a tooltip (tessera's link to their section), and a legend
  * names the series that have points. */
-void report_svg_roofline(report_buf *b, const report_level *compute,
-                         int n_compute, const report_level *memory,
-                         int n_memory, const report_point *pts, int n_pts,
+void report_svg_roofline(strbuf *b, const report_level *compute, int n_compute,
+                         const report_level *memory, int n_memory,
+                         const report_point *pts, int n_pts,
                          const report_series *series, int n_series);
 
 #endif /* TESSERA_BENCH_INTERNAL_H */

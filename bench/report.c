@@ -198,8 +198,8 @@ typedef struct report {
   ts_db *db;
   const ts_bench_report_options *o;
   ts_error *err;
-  report_buf summary;  /* rows of the summary table */
-  report_buf sections; /* one section per workload × target */
+  strbuf summary;  /* rows of the summary table */
+  strbuf sections; /* one section per workload × target */
   ts_db_job *jobs;
   int n_jobs;
   bool any_peak, any_roofline, any_vendor;
@@ -313,15 +313,15 @@ static void task_clear(task *t) {
 }
 
 /* "3 build_error, 1 timeout" or "—". */
-static void failures_text(report_buf *b, const int64_t *by_status) {
+static void failures_text(strbuf *b, const int64_t *by_status) {
   bool any = false;
   for (int s = 1; s < TS_DB_N_STATUS; s++) {
     if (!by_status[s]) continue;
-    report_printf(b, "%s%lld %s", any ? ", " : "", (long long)by_status[s],
-                  ts_db_status_name((ts_db_status)s));
+    sb_printf(b, "%s%lld %s", any ? ", " : "", (long long)by_status[s],
+              ts_db_status_name((ts_db_status)s));
     any = true;
   }
-  if (!any) report_puts(b, "—");
+  if (!any) sb_puts(b, "—");
 }
 
 /* The fastest vendor level of a task, or NULL. */
@@ -345,57 +345,56 @@ static double vendor_ratio(const task *t, const ts_db_baseline *v, bool *side) {
  * rows and hidden by a class on the table when no row has them. */
 static void summary_row(report *r, const task *t) {
   const ts_db_summary *row = t->row;
-  report_buf *b = &r->summary;
+  strbuf *b = &r->summary;
   char lat[32], gf[32], pk[32], rl[32], st[400];
-  report_puts(b, "<tr><td class=\"num\">");
-  if (t->index)
-    report_printf(b, "<a href=\"#task-%d\">%d</a>", t->index, t->index);
-  report_puts(b, "</td><td class=\"name\">");
+  sb_puts(b, "<tr><td class=\"num\">");
+  if (t->index) sb_printf(b, "<a href=\"#task-%d\">%d</a>", t->index, t->index);
+  sb_puts(b, "</td><td class=\"name\">");
   report_escape(b, row->name);
-  report_puts(b, "</td><td class=\"target\" title=\"");
+  sb_puts(b, "</td><td class=\"target\" title=\"");
   report_escape(b, row->target ? row->target : "");
-  report_puts(b, "\">");
+  sb_puts(b, "\">");
   if (row->target) {
     short_target(row->target, st, sizeof st);
     report_escape(b, st);
   } else {
-    report_puts(b, "<span class=\"none\">no records</span>");
+    sb_puts(b, "<span class=\"none\">no records</span>");
   }
   report_format_seconds(t->has_best ? ts_db_record_seconds(&t->best) : NAN,
                         lat);
   format_gflops(t->best_gflops, gf);
   format_percent(t->best_gflops, t->peak.gflops, pk);
   format_percent(t->best_gflops, t->roofline, rl);
-  report_printf(b,
-                "</td><td class=\"num\">%s</td><td class=\"num\">%s</td>"
-                "<td class=\"num peak\">%s</td><td class=\"num roofline\">%s"
-                "</td><td class=\"vendor\">",
-                lat, gf, pk, rl);
+  sb_printf(b,
+            "</td><td class=\"num\">%s</td><td class=\"num\">%s</td>"
+            "<td class=\"num peak\">%s</td><td class=\"num roofline\">%s"
+            "</td><td class=\"vendor\">",
+            lat, gf, pk, rl);
   const ts_db_baseline *v = best_vendor(t);
   if (v) {
     char vg[32];
     format_gflops(v->gflops, vg);
     report_escape(b, v->vendor);
-    report_printf(b, " %s", vg);
+    sb_printf(b, " %s", vg);
     bool side;
     double ratio = vendor_ratio(t, v, &side);
     if (isfinite(ratio))
-      report_printf(b, " <span class=\"ratio\" title=\"%s\">(×%.2f%s)</span>",
-                    side ? "the median of the confirmation's interleaved "
-                           "rounds: tessera and the vendor timed in the same "
-                           "seconds"
-                         : "two figures measured apart (tessera db confirm "
-                           "measures them side by side)",
-                    ratio, side ? " side by side" : ", apart");
+      sb_printf(b, " <span class=\"ratio\" title=\"%s\">(×%.2f%s)</span>",
+                side ? "the median of the confirmation's interleaved "
+                       "rounds: tessera and the vendor timed in the same "
+                       "seconds"
+                     : "two figures measured apart (tessera db confirm "
+                       "measures them side by side)",
+                ratio, side ? " side by side" : ", apart");
   } else {
-    report_puts(b, "—");
+    sb_puts(b, "—");
   }
-  report_printf(b,
-                "</td><td class=\"num\">%lld</td><td class=\"num\">%lld</td>"
-                "<td class=\"failed\">",
-                (long long)row->n_records, (long long)row->n_ok);
+  sb_printf(b,
+            "</td><td class=\"num\">%lld</td><td class=\"num\">%lld</td>"
+            "<td class=\"failed\">",
+            (long long)row->n_records, (long long)row->n_ok);
   failures_text(b, t->by_status);
-  report_puts(b, "</td></tr>\n");
+  sb_puts(b, "</td></tr>\n");
 }
 
 /* The lowered loop program of f scheduled by `trace` for the target
@@ -431,7 +430,7 @@ static char *lowered_text(const ts_func *f, const ts_trace *trace,
  * --best --lowered` prints, HTML-escaped, cut at LOWERED_MAX_BYTES; the
  * reason when it cannot be made. */
 static void lowered_block(report *r, const task *t, const ts_trace *trace) {
-  report_buf *b = &r->sections;
+  strbuf *b = &r->sections;
   ts_error err;
   ts_error_clear(&err);
   char *text = NULL;
@@ -439,12 +438,12 @@ static void lowered_block(report *r, const task *t, const ts_trace *trace) {
     text = lowered_text(r->func, trace, t->row->target, &err);
   else
     snprintf(err.msg, sizeof err.msg, "the workload's TIR does not parse");
-  report_puts(b, "<details class=\"lowered\"><summary>lowered loops of the "
-                 "best schedule");
+  sb_puts(b, "<details class=\"lowered\"><summary>lowered loops of the "
+             "best schedule");
   if (!text) {
-    report_puts(b, "</summary>\n<p class=\"warn\">cannot lower it: ");
+    sb_puts(b, "</summary>\n<p class=\"warn\">cannot lower it: ");
     report_escape(b, err.msg[0] ? err.msg : "unknown error");
-    report_puts(b, "</p>\n</details>\n");
+    sb_puts(b, "</p>\n</details>\n");
     return;
   }
   size_t len = strlen(text), cut = len;
@@ -455,177 +454,175 @@ static void lowered_block(report *r, const task *t, const ts_trace *trace) {
     while (cut > 0 && text[cut - 1] != '\n') cut--;
   }
   for (size_t i = 0; i < cut; i++) shown += text[i] == '\n';
-  report_printf(b, " (%ld lines)</summary>\n<pre>", lines);
+  sb_printf(b, " (%ld lines)</summary>\n<pre>", lines);
   text[cut] = 0;
   report_escape(b, text);
-  report_puts(b, "</pre>\n");
+  sb_puts(b, "</pre>\n");
   if (cut < len) {
-    report_printf(b,
-                  "<p class=\"how\">the first %ld of %ld lines: <code>"
-                  "tessera show --db DB --workload ",
-                  shown, lines);
+    sb_printf(b,
+              "<p class=\"how\">the first %ld of %ld lines: <code>"
+              "tessera show --db DB --workload ",
+              shown, lines);
     report_escape(b, t->row->hash);
-    report_puts(b, " --target T --best --lowered</code> prints them all</p>\n");
+    sb_puts(b, " --target T --best --lowered</code> prints them all</p>\n");
   }
-  report_puts(b, "</details>\n");
+  sb_puts(b, "</details>\n");
   free(text);
 }
 
 /* The best record's trace as a readable script, then its lowered loops;
  * the JSON when it does not parse (with the reason). */
 static void trace_block(report *r, const task *t) {
-  report_buf *b = &r->sections;
+  strbuf *b = &r->sections;
   const ts_db_record *rec = &t->best;
-  report_printf(b,
-                "<details class=\"trace\" open><summary>best schedule: "
-                "record %lld",
-                (long long)rec->id);
+  sb_printf(b,
+            "<details class=\"trace\" open><summary>best schedule: "
+            "record %lld",
+            (long long)rec->id);
   if (rec->job_id) {
     const char *job = job_of(r, rec->job_id);
-    report_puts(b, ", job ");
+    sb_puts(b, ", job ");
     report_escape(b, job ? job : "?");
-    report_printf(b, " trial %lld", (long long)rec->trial);
+    sb_printf(b, " trial %lld", (long long)rec->trial);
   }
   if (rec->worker && rec->worker[0]) {
-    report_puts(b, ", worker ");
+    sb_puts(b, ", worker ");
     report_escape(b, rec->worker);
   }
-  report_puts(b, ", ");
+  sb_puts(b, ", ");
   report_escape(b, rec->created);
-  report_puts(b, "</summary>\n");
+  sb_puts(b, "</summary>\n");
   ts_trace *trace = NULL;
   ts_error terr;
   ts_error_clear(&terr);
   const char *json = rec->trace_json ? rec->trace_json : "";
   if (ts_trace_from_json(json, strlen(json), &trace, &terr) == TS_OK) {
     char *script = ts_trace_print(trace);
-    report_puts(b, "<pre>");
+    sb_puts(b, "<pre>");
     report_escape(b, script);
-    report_puts(b, "</pre>\n</details>\n");
+    sb_puts(b, "</pre>\n</details>\n");
     free(script);
     lowered_block(r, t, trace);
     ts_trace_free(trace);
   } else {
-    report_puts(b, "<p class=\"warn\">the trace does not parse: ");
+    sb_puts(b, "<p class=\"warn\">the trace does not parse: ");
     report_escape(b, terr.msg);
-    report_puts(b, "</p>\n<pre>");
+    sb_puts(b, "</p>\n<pre>");
     report_escape(b, json);
-    report_puts(b, "</pre>\n</details>\n");
+    sb_puts(b, "</pre>\n</details>\n");
   }
 }
 
 static void section(report *r, const task *t) {
   const ts_db_summary *row = t->row;
-  report_buf *b = &r->sections;
+  strbuf *b = &r->sections;
   char st[400], s1[32], s2[32], s3[32];
   short_target(row->target, st, sizeof st);
-  report_printf(b,
-                "<section class=\"task\" id=\"task-%d\">\n<h3><a "
-                "href=\"#task-%d\">#%d</a> ",
-                t->index, t->index, t->index);
+  sb_printf(b,
+            "<section class=\"task\" id=\"task-%d\">\n<h3><a "
+            "href=\"#task-%d\">#%d</a> ",
+            t->index, t->index, t->index);
   report_escape(b, row->name);
-  report_puts(b,
-              " <span class=\"on\">on</span> <span class=\"target\" title=\"");
+  sb_puts(b, " <span class=\"on\">on</span> <span class=\"target\" title=\"");
   report_escape(b, row->target);
-  report_puts(b, "\">");
+  sb_puts(b, "\">");
   report_escape(b, st);
-  report_puts(b, "</span></h3>\n<ul class=\"facts\">\n");
+  sb_puts(b, "</span></h3>\n<ul class=\"facts\">\n");
   ts_target *tt = NULL;
   if (row->target && ts_target_parse(row->target, &tt, NULL) == TS_OK) {
     char isa[160];
-    report_puts(b, "<li>ISA ");
+    sb_puts(b, "<li>ISA ");
     report_escape(b, ts_target_isa(tt, isa, sizeof isa));
-    report_puts(b, "</li>\n");
+    sb_puts(b, "</li>\n");
     ts_target_free(tt);
   }
-  report_puts(b, "<li>workload <code>");
+  sb_puts(b, "<li>workload <code>");
   report_escape(b, row->hash);
   format_flops(row->flops, s1);
-  report_printf(b, "</code> · %s", s1);
+  sb_printf(b, "</code> · %s", s1);
   if (r->dtype.bits) {
     char dt[32];
-    report_printf(b, " · %s", ts_dtype_str(r->dtype, dt));
+    sb_printf(b, " · %s", ts_dtype_str(r->dtype, dt));
   }
   if (isfinite(t->intensity))
-    report_printf(b,
-                  " · %.3g FLOP/byte (its FLOPs over the %.0f bytes of its "
-                  "parameters: <a href=\"#roofline-%lld\">roofline</a>)",
-                  t->intensity, r->bytes, (long long)row->target_id);
-  report_puts(b, "</li>\n");
+    sb_printf(b,
+              " · %.3g FLOP/byte (its FLOPs over the %.0f bytes of its "
+              "parameters: <a href=\"#roofline-%lld\">roofline</a>)",
+              t->intensity, r->bytes, (long long)row->target_id);
+  sb_puts(b, "</li>\n");
   if (r->note[0]) {
-    report_puts(b, "<li class=\"warn\">");
+    sb_puts(b, "<li class=\"warn\">");
     report_escape(b, r->note);
-    report_puts(b, "</li>\n");
+    sb_puts(b, "</li>\n");
   }
-  report_printf(b,
-                "<li>%lld measurements: %lld ok, failed: ", (long long)t->n_pts,
-                (long long)t->by_status[TS_DB_STATUS_OK]);
+  sb_printf(b, "<li>%lld measurements: %lld ok, failed: ", (long long)t->n_pts,
+            (long long)t->by_status[TS_DB_STATUS_OK]);
   failures_text(b, t->by_status);
-  report_puts(b, "</li>\n<li>best: ");
+  sb_puts(b, "</li>\n<li>best: ");
   if (t->has_best) {
     report_format_seconds(ts_db_record_seconds(&t->best), s1);
     format_gflops(t->best_gflops, s2);
-    report_printf(b, "%s · %s GFLOP/s", s1, s2);
+    sb_printf(b, "%s · %s GFLOP/s", s1, s2);
     if (isfinite(t->peak.gflops)) {
       format_percent(t->best_gflops, t->peak.gflops, s1);
       format_gflops(t->peak.gflops, s3);
-      report_printf(b, " · %s of peak (%s GFLOP/s, ", s1, s3);
+      sb_printf(b, " · %s of peak (%s GFLOP/s, ", s1, s3);
       report_escape(b, t->peak.source);
-      report_puts(b, ")");
+      sb_puts(b, ")");
       if (t->best_gflops > t->peak.gflops)
-        report_puts(b, " <span class=\"warn\">above the probed peak: the "
-                       "probe ran slow; run <code>tessera probe</code> again "
-                       "on an idle machine</span>");
+        sb_puts(b, " <span class=\"warn\">above the probed peak: the "
+                   "probe ran slow; run <code>tessera probe</code> again "
+                   "on an idle machine</span>");
     }
     if (isfinite(t->roofline)) {
       format_percent(t->best_gflops, t->roofline, s1);
       format_gflops(t->roofline, s3);
-      report_printf(b, " · %s of the roofline bound (%s GFLOP/s)", s1, s3);
+      sb_printf(b, " · %s of the roofline bound (%s GFLOP/s)", s1, s3);
     }
     /* which figure the headline is: a confirmed median or the luckiest
      * search-time measurement */
     if (t->best.confirmed_rounds > 0)
-      report_printf(b,
-                    " <span class=\"how\">(confirmed: median of %d "
-                    "interleaved rounds of the top schedules, spread "
-                    "%.0f%%)</span>",
-                    t->best.confirmed_rounds, t->best.confirmed_spread * 100);
+      sb_printf(b,
+                " <span class=\"how\">(confirmed: median of %d "
+                "interleaved rounds of the top schedules, spread "
+                "%.0f%%)</span>",
+                t->best.confirmed_rounds, t->best.confirmed_spread * 100);
     else
-      report_puts(b, " <span class=\"how\">(search-time figure, not "
-                     "confirmed: <code>tessera db confirm</code> measures "
-                     "the top schedules again side by side)</span>");
+      sb_puts(b, " <span class=\"how\">(search-time figure, not "
+                 "confirmed: <code>tessera db confirm</code> measures "
+                 "the top schedules again side by side)</span>");
   } else {
-    report_puts(b, "no successful measurement");
+    sb_puts(b, "no successful measurement");
   }
-  report_puts(b, "</li>\n");
+  sb_puts(b, "</li>\n");
   for (int i = 0; i < t->n_vendors; i++) {
     const ts_db_baseline *v = &t->vendors[i];
     format_gflops(v->gflops, s1);
-    report_puts(b, "<li>vendor ");
+    sb_puts(b, "<li>vendor ");
     report_escape(b, v->vendor);
-    report_printf(b, " (%d thread%s): %s GFLOP/s", v->threads,
-                  v->threads == 1 ? "" : "s", s1);
+    sb_printf(b, " (%d thread%s): %s GFLOP/s", v->threads,
+              v->threads == 1 ? "" : "s", s1);
     bool side;
     double ratio = vendor_ratio(t, v, &side);
     if (side)
-      report_printf(b,
-                    " · tessera ×%.2f <strong>side by side</strong> (median "
-                    "of %d interleaved rounds of the confirmation, tessera's "
-                    "confirmed best and %s timed in the same seconds)",
-                    ratio, v->side_rounds, v->vendor);
+      sb_printf(b,
+                " · tessera ×%.2f <strong>side by side</strong> (median "
+                "of %d interleaved rounds of the confirmation, tessera's "
+                "confirmed best and %s timed in the same seconds)",
+                ratio, v->side_rounds, v->vendor);
     else if (isfinite(ratio))
-      report_printf(b,
-                    " · tessera ×%.2f <span class=\"how\">measured apart "
-                    "(%s best against this figure; <code>tessera db "
-                    "confirm</code> times both side by side)</span>",
-                    ratio,
-                    t->best.confirmed_rounds > 0 ? "the confirmed"
-                                                 : "the search-time");
-    report_puts(b, ", measured ");
+      sb_printf(b,
+                " · tessera ×%.2f <span class=\"how\">measured apart "
+                "(%s best against this figure; <code>tessera db "
+                "confirm</code> times both side by side)</span>",
+                ratio,
+                t->best.confirmed_rounds > 0 ? "the confirmed"
+                                             : "the search-time");
+    sb_puts(b, ", measured ");
     report_escape(b, v->created);
-    report_puts(b, "</li>\n");
+    sb_puts(b, "</li>\n");
   }
-  report_puts(b, "</ul>\n<div class=\"charts\">\n");
+  sb_puts(b, "</ul>\n<div class=\"charts\">\n");
 
   /* the curve: GFLOP/s per measurement, or latency when FLOPs are 0 */
   bool by_flops = row->flops > 0;
@@ -635,7 +632,7 @@ static void section(report *r, const task *t) {
   if (!values || !secs) {
     free(values);
     free(secs);
-    report_fail(b);
+    sb_fail(b);
     return;
   }
   int64_t n_secs = 0;
@@ -655,7 +652,7 @@ static void section(report *r, const task *t) {
     free(marks);
     free(values);
     free(secs);
-    report_fail(b);
+    sb_fail(b);
     return;
   }
   for (int i = 0; i < n_levels; i++) {
@@ -678,23 +675,23 @@ static void section(report *r, const task *t) {
   free(secs);
   free(levels);
   bool failed = t->n_pts > t->by_status[TS_DB_STATUS_OK];
-  report_printf(
-      b,
-      "</div>\n<p class=\"legend\"><span class=\"k-best\">━</span> "
-      "best %s so far <span class=\"k-trial\">●</span> each "
-      "measurement%s%s</p>\n",
-      by_flops ? "GFLOP/s" : "latency",
-      failed ? " <span class=\"k-fail\">┃</span> failed measurements" : "",
-      n_levels ? " <span class=\"k-level\">╌</span> vendor library" : "");
+  sb_printf(b,
+            "</div>\n<p class=\"legend\"><span class=\"k-best\">━</span> "
+            "best %s so far <span class=\"k-trial\">●</span> each "
+            "measurement%s%s</p>\n",
+            by_flops ? "GFLOP/s" : "latency",
+            failed ? " <span class=\"k-fail\">┃</span> failed measurements"
+                   : "",
+            n_levels ? " <span class=\"k-level\">╌</span> vendor library" : "");
   if (t->has_best) trace_block(r, t);
-  report_puts(b, "<details class=\"tir\"><summary>workload TIR</summary><pre>");
+  sb_puts(b, "<details class=\"tir\"><summary>workload TIR</summary><pre>");
   report_escape(b, r->w.tir);
-  report_puts(b, "</pre></details>\n</section>\n");
+  sb_puts(b, "</pre></details>\n</section>\n");
 }
 
 /* The probed figures of every target in the report (numbers only). */
 static int targets_table(report *r, const ts_db_summary *rows, int n,
-                         report_buf *b) {
+                         strbuf *b) {
   bool header = false;
   for (int i = 0; i < n; i++) {
     if (!first_of_target(rows, i)) continue;
@@ -702,45 +699,45 @@ static int targets_table(report *r, const ts_db_summary *rows, int n,
     if (ts_db_get_target_probe(r->db, rows[i].target_id, &probe))
       return db_fail(r);
     if (!header) {
-      report_puts(b, "<h2>Targets</h2>\n<table class=\"targets\"><thead><tr>"
-                     "<th scope=\"col\">target</th><th scope=\"col\">probed "
-                     "figures (<code>tessera probe</code>)</th></tr></thead>"
-                     "<tbody>\n");
+      sb_puts(b, "<h2>Targets</h2>\n<table class=\"targets\"><thead><tr>"
+                 "<th scope=\"col\">target</th><th scope=\"col\">probed "
+                 "figures (<code>tessera probe</code>)</th></tr></thead>"
+                 "<tbody>\n");
       header = true;
     }
     char st[400];
     short_target(rows[i].target, st, sizeof st);
-    report_puts(b, "<tr><td>");
+    sb_puts(b, "<tr><td>");
     report_escape(b, st);
     ts_target *tt = NULL;
     if (rows[i].target && ts_target_parse(rows[i].target, &tt, NULL) == TS_OK) {
       char isa[160];
-      report_puts(b, "<br>ISA: ");
+      sb_puts(b, "<br>ISA: ");
       report_escape(b, ts_target_isa(tt, isa, sizeof isa));
       ts_target_free(tt);
     }
-    report_puts(b, "<br><code class=\"full\">");
+    sb_puts(b, "<br><code class=\"full\">");
     report_escape(b, rows[i].target);
-    report_puts(b, "</code></td><td>");
+    sb_puts(b, "</code></td><td>");
     cJSON *p = probe ? cJSON_Parse(probe) : NULL;
     const cJSON *figures = cJSON_IsObject(p) ? p : NULL;
     bool any = false;
     const cJSON *item;
     cJSON_ArrayForEach(item, figures) {
       if (!cJSON_IsNumber(item) || !item->string) continue;
-      report_puts(b, any ? " · " : "");
+      sb_puts(b, any ? " · " : "");
       report_escape(b, item->string);
-      report_printf(b, " = %.4g", item->valuedouble);
+      sb_printf(b, " = %.4g", item->valuedouble);
       any = true;
     }
     if (!any)
-      report_puts(b, probe ? "(no numeric figures)"
-                           : "not probed (<code>tessera probe</code>)");
+      sb_puts(b, probe ? "(no numeric figures)"
+                       : "not probed (<code>tessera probe</code>)");
     cJSON_Delete(p);
     free(probe);
-    report_puts(b, "</td></tr>\n");
+    sb_puts(b, "</td></tr>\n");
   }
-  if (header) report_puts(b, "</tbody></table>\n");
+  if (header) sb_puts(b, "</tbody></table>\n");
   return TS_OK;
 }
 
@@ -847,7 +844,7 @@ static void add_point(report *r, const task *t, int series, double gflops,
     int cap = r->cap_points ? 2 * r->cap_points : 64;
     roof_point *pts = ts_realloc(r->points, sizeof *pts * (size_t)cap);
     if (!pts) { /* the page is not written: see ts_bench_report_write */
-      report_fail(&r->sections);
+      sb_fail(&r->sections);
       return;
     }
     r->points = pts;
@@ -892,32 +889,31 @@ static void collect_points(report *r, const task *t) {
 
 /* One target's roofline: its chart, or a note saying why there is none
  * and, without roofs, the command that measures them. */
-static int roofline_section(report *r, const ts_db_summary *row,
-                            report_buf *b) {
+static int roofline_section(report *r, const ts_db_summary *row, strbuf *b) {
   char *probe = NULL;
   if (ts_db_get_target_probe(r->db, row->target_id, &probe)) return db_fail(r);
   roofs rf;
   roofs_of(probe, cores_of(row->target), &rf);
   char st[400];
   short_target(row->target, st, sizeof st);
-  report_printf(b,
-                "<section class=\"roofline\" id=\"roofline-%lld\">\n<h3>"
-                "<span class=\"target\" title=\"",
-                (long long)row->target_id);
+  sb_printf(b,
+            "<section class=\"roofline\" id=\"roofline-%lld\">\n<h3>"
+            "<span class=\"target\" title=\"",
+            (long long)row->target_id);
   report_escape(b, row->target);
-  report_puts(b, "\">");
+  sb_puts(b, "\">");
   report_escape(b, st);
-  report_puts(b, "</span></h3>\n");
+  sb_puts(b, "</span></h3>\n");
   if (!rf.n_compute && !rf.n_memory) {
-    report_puts(b, probe ? "<p class=\"warn\">The probe figures of this target "
-                           "have no FMA peak or memory bandwidth: no roofs."
-                         : "<p class=\"warn\">Not probed: no roofs.");
-    report_puts(b, " Measure them on the machine of this target with "
-                   "<code>tessera probe --db ");
+    sb_puts(b, probe ? "<p class=\"warn\">The probe figures of this target "
+                       "have no FMA peak or memory bandwidth: no roofs."
+                     : "<p class=\"warn\">Not probed: no roofs.");
+    sb_puts(b, " Measure them on the machine of this target with "
+               "<code>tessera probe --db ");
     report_escape(b, ts_db_path(r->db));
-    report_puts(b, " --target &quot;");
+    sb_puts(b, " --target &quot;");
     report_escape(b, row->target);
-    report_puts(b, "&quot;</code>.</p>\n");
+    sb_puts(b, "&quot;</code>.</p>\n");
   }
   free(probe);
   int n = 0;
@@ -929,25 +925,24 @@ static int roofline_section(report *r, const ts_db_summary *row,
     report_svg_roofline(b, rf.compute, rf.n_compute, rf.memory, rf.n_memory,
                         pts, n, r->series, r->n_series);
   free(pts);
-  report_puts(b, "</section>\n");
+  sb_puts(b, "</section>\n");
   return TS_OK;
 }
 
 /* The roofline of every target in the report. */
-static int rooflines(report *r, const ts_db_summary *rows, int n,
-                     report_buf *b) {
+static int rooflines(report *r, const ts_db_summary *rows, int n, strbuf *b) {
   bool header = false;
   for (int i = 0; i < n; i++) {
     if (!first_of_target(rows, i)) continue;
     if (!header) {
-      report_puts(
-          b, "<h2>Rooflines</h2>\n<p class=\"legend\">One chart per target. "
-             "x: arithmetic intensity, the workload's FLOPs over the bytes "
-             "of its parameters (the least any schedule moves); y: GFLOP/s; "
-             "both log scales. Horizontal roofs: the probed FMA peaks; "
-             "slanted roofs: the probed memory bandwidths. Dots: each "
-             "workload's best (tessera, numbered by its section) and each "
-             "stored vendor level.</p>\n");
+      sb_puts(b,
+              "<h2>Rooflines</h2>\n<p class=\"legend\">One chart per target. "
+              "x: arithmetic intensity, the workload's FLOPs over the bytes "
+              "of its parameters (the least any schedule moves); y: GFLOP/s; "
+              "both log scales. Horizontal roofs: the probed FMA peaks; "
+              "slanted roofs: the probed memory bandwidths. Dots: each "
+              "workload's best (tessera, numbered by its section) and each "
+              "stored vendor level.</p>\n");
       header = true;
     }
     int rc = roofline_section(r, &rows[i], b);
@@ -1163,40 +1158,40 @@ static const char style[] =
     "summary{cursor:pointer;margin:4px 0}\n";
 
 static int write_page(report *r, const ts_db_summary *rows, int n,
-                      const report_buf *targets, FILE *out) {
-  report_buf head = {0};
+                      const strbuf *targets, FILE *out) {
+  strbuf head = {0};
   const char *title =
       r->o->title && r->o->title[0] ? r->o->title : "tessera tuning report";
-  report_puts(&head, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n"
-                     "<meta charset=\"utf-8\">\n<meta name=\"viewport\" "
-                     "content=\"width=device-width, initial-scale=1\">\n"
-                     "<title>");
+  sb_puts(&head, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n"
+                 "<meta charset=\"utf-8\">\n<meta name=\"viewport\" "
+                 "content=\"width=device-width, initial-scale=1\">\n"
+                 "<title>");
   report_escape(&head, title);
-  report_printf(&head, "</title>\n<style>\n%s</style>\n</head>\n<body>\n<h1>",
-                style);
+  sb_printf(&head, "</title>\n<style>\n%s</style>\n</head>\n<body>\n<h1>",
+            style);
   report_escape(&head, title);
-  report_puts(&head, "</h1>\n<p class=\"meta\">database <code>");
+  sb_puts(&head, "</h1>\n<p class=\"meta\">database <code>");
   report_escape(&head, ts_db_path(r->db));
-  report_printf(&head,
-                "</code> · %d workload%s · %d workload × target pair%s · "
-                "%lld measurements",
-                r->stats.workloads, r->stats.workloads == 1 ? "" : "s",
-                r->stats.tasks, r->stats.tasks == 1 ? "" : "s",
-                (long long)r->stats.records);
+  sb_printf(&head,
+            "</code> · %d workload%s · %d workload × target pair%s · "
+            "%lld measurements",
+            r->stats.workloads, r->stats.workloads == 1 ? "" : "s",
+            r->stats.tasks, r->stats.tasks == 1 ? "" : "s",
+            (long long)r->stats.records);
   if (r->o->timestamp) {
     char when[64];
     time_t now = time(NULL);
     struct tm tm;
     gmtime_r(&now, &tm);
     strftime(when, sizeof when, "%Y-%m-%d %H:%M UTC", &tm);
-    report_printf(&head, " · made %s by tessera %s", when, TS_VERSION);
+    sb_printf(&head, " · made %s by tessera %s", when, TS_VERSION);
   }
-  report_puts(&head, "</p>\n<h2>Summary</h2>\n");
+  sb_puts(&head, "</p>\n<h2>Summary</h2>\n");
   if (!n) {
-    report_puts(&head, "<p class=\"empty\">The database holds no workloads "
-                       "yet: run <code>tessera tune</code> to fill it.</p>\n");
+    sb_puts(&head, "<p class=\"empty\">The database holds no workloads "
+                   "yet: run <code>tessera tune</code> to fill it.</p>\n");
   } else {
-    report_printf(
+    sb_printf(
         &head,
         "<table class=\"summary%s%s%s\"><thead><tr>"
         "<th scope=\"col\" title=\"section number\">#</th>"
@@ -1218,12 +1213,12 @@ static int write_page(report *r, const ts_db_summary *rows, int n,
         r->any_vendor ? "" : " no-vendor");
   }
   if (head.failed) {
-    report_buf_free(&head);
+    sb_free(&head);
     return TS_ERR(r->err, TS_ENOMEM, "report: out of memory while drawing it");
   }
   bool ok = fwrite(head.data, 1, head.len, out) == head.len;
   r->stats.bytes += (int64_t)head.len;
-  report_buf_free(&head);
+  sb_free(&head);
   const char *tail_table = "</tbody></table>\n";
   const char *end = "</body>\n</html>\n";
   if (n) {
@@ -1273,7 +1268,7 @@ int ts_bench_report_write(ts_db *db, const ts_bench_report_options *opts,
     ts_db_summaries_free(rows, n);
     return db_fail(&r);
   }
-  report_buf targets = {0};
+  strbuf targets = {0};
   if (o.json) r.json_rows = cJSON_CreateArray();
   for (int i = 0; i < n && rc == TS_OK; i++) {
     task t = {.row = &rows[i],
@@ -1316,9 +1311,9 @@ int ts_bench_report_write(ts_db *db, const ts_bench_report_options *opts,
     rc = TS_ERR(err, TS_ENOMEM, "report: out of memory while drawing it");
   if (rc == TS_OK && !o.json) rc = write_page(&r, rows, n, &targets, out);
   if (rc == TS_OK && stats) *stats = r.stats;
-  report_buf_free(&targets);
-  report_buf_free(&r.summary);
-  report_buf_free(&r.sections);
+  sb_free(&targets);
+  sb_free(&r.summary);
+  sb_free(&r.sections);
   free(r.points);
   cJSON_Delete(r.json_rows);
   ts_func_free(r.func);

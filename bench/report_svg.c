@@ -8,85 +8,32 @@
  * curve keeps a bounded number of vertices. And the roofline of a target:
  * its probed compute and memory roofs on log-log axes, with each
  * workload's best and each vendor level as a dot at the workload's
- * arithmetic intensity. Also the report's text buffer and HTML escaping,
- * shared with report.c.
+ * arithmetic intensity. Also the report's HTML escaping, shared with
+ * report.c.
  */
 #include "internal.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- text buffer ---- */
+/* ---- HTML text ---- */
 
-/* Room for extra more bytes; false (and the buffer failed) when there is
- * none. */
-static bool reserve(report_buf *b, size_t extra) {
-  if (b->failed) return false;
-  if (b->len + extra + 1 <= b->cap) return true;
-  size_t cap = b->cap ? b->cap : 4096;
-  while (cap < b->len + extra + 1) cap *= 2;
-  char *p = ts_realloc(b->data, cap);
-  if (!p) {
-    b->failed = true;
-    return false;
-  }
-  b->data = p;
-  b->cap = cap;
-  return true;
-}
-
-void report_fail(report_buf *b) { b->failed = true; }
-
-void report_buf_free(report_buf *b) {
-  free(b->data);
-  memset(b, 0, sizeof *b);
-}
-
-void report_puts(report_buf *b, const char *s) {
-  size_t n = strlen(s);
-  if (!reserve(b, n)) return;
-  memcpy(b->data + b->len, s, n + 1);
-  b->len += n;
-}
-
-void report_printf(report_buf *b, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  char small[256];
-  int n = vsnprintf(small, sizeof small, fmt, ap);
-  va_end(ap);
-  if (n < 0) return;
-  if ((size_t)n < sizeof small) {
-    report_puts(b, small);
-    return;
-  }
-  if (!reserve(b, (size_t)n)) return;
-  va_start(ap, fmt);
-  vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
-  va_end(ap);
-  b->len += (size_t)n;
-}
-
-void report_escape(report_buf *b, const char *s) {
+void report_escape(strbuf *b, const char *s) {
   if (!s) return;
   for (const char *p = s; *p;) {
     size_t run = strcspn(p, "&<>\"'");
     if (run) {
-      if (!reserve(b, run)) return;
-      memcpy(b->data + b->len, p, run);
-      b->len += run;
-      b->data[b->len] = 0;
+      sb_putn(b, p, run);
       p += run;
     }
     switch (*p) {
-    case '&': report_puts(b, "&amp;"); break;
-    case '<': report_puts(b, "&lt;"); break;
-    case '>': report_puts(b, "&gt;"); break;
-    case '"': report_puts(b, "&quot;"); break;
-    case '\'': report_puts(b, "&#39;"); break;
+    case '&': sb_puts(b, "&amp;"); break;
+    case '<': sb_puts(b, "&lt;"); break;
+    case '>': sb_puts(b, "&gt;"); break;
+    case '"': sb_puts(b, "&quot;"); break;
+    case '\'': sb_puts(b, "&#39;"); break;
     default: continue; /* the end of the string */
     }
     p++;
@@ -147,65 +94,64 @@ static void format_tick(double v, char out[32]) {
     snprintf(out, 32, "%.3g", v);
 }
 
-static void svg_open(report_buf *b, const frame *f, const char *cls,
+static void svg_open(strbuf *b, const frame *f, const char *cls,
                      const char *label) {
-  report_printf(b,
-                "<svg class=\"%s\" xmlns=\"http://www.w3.org/2000/svg\" "
-                "viewBox=\"0 0 %.0f %.0f\" width=\"%.0f\" height=\"%.0f\" "
-                "role=\"img\" aria-label=\"",
-                cls, f->width, f->height, f->width, f->height);
+  sb_printf(b,
+            "<svg class=\"%s\" xmlns=\"http://www.w3.org/2000/svg\" "
+            "viewBox=\"0 0 %.0f %.0f\" width=\"%.0f\" height=\"%.0f\" "
+            "role=\"img\" aria-label=\"",
+            cls, f->width, f->height, f->width, f->height);
   report_escape(b, label);
-  report_puts(b, "\">\n");
+  sb_puts(b, "\">\n");
 }
 
 /* A horizontal grid line at y with its tick label. */
-static void y_grid_line(report_buf *b, const frame *f, double y,
+static void y_grid_line(strbuf *b, const frame *f, double y,
                         const char *label) {
-  report_printf(b,
-                "<line class=\"grid\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" "
-                "y2=\"%.1f\"/><text x=\"%.1f\" y=\"%.1f\" "
-                "text-anchor=\"end\">%s</text>\n",
-                f->left, y, f->left + f->w, y, f->left - 6, y + 4, label);
+  sb_printf(b,
+            "<line class=\"grid\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" "
+            "y2=\"%.1f\"/><text x=\"%.1f\" y=\"%.1f\" "
+            "text-anchor=\"end\">%s</text>\n",
+            f->left, y, f->left + f->w, y, f->left - 6, y + 4, label);
 }
 
 /* The y axis: grid lines and labels at nice steps from y0 to y1. */
-static void y_axis(report_buf *b, const frame *f, const char *label) {
+static void y_axis(strbuf *b, const frame *f, const char *label) {
   double step = nice_step(f->y1 - f->y0, 5);
-  report_puts(b, "<g class=\"axis y\">\n");
+  sb_puts(b, "<g class=\"axis y\">\n");
   for (double v = f->y0; v <= f->y1 + step * 1e-9; v += step) {
     double y = py(f, v);
     char t[32];
     format_tick(v, t);
     y_grid_line(b, f, y, t);
   }
-  report_printf(b,
-                "<text class=\"label\" transform=\"translate(14 %.1f) "
-                "rotate(-90)\" text-anchor=\"middle\">",
-                f->top + f->h / 2);
+  sb_printf(b,
+            "<text class=\"label\" transform=\"translate(14 %.1f) "
+            "rotate(-90)\" text-anchor=\"middle\">",
+            f->top + f->h / 2);
   report_escape(b, label);
-  report_puts(b, "</text>\n</g>\n");
+  sb_puts(b, "</text>\n</g>\n");
 }
 
 /* The x axis line, and its label centred under the plot. */
-static void x_axis_frame(report_buf *b, const frame *f, const char *label) {
+static void x_axis_frame(strbuf *b, const frame *f, const char *label) {
   double y = f->top + f->h;
-  report_printf(b,
-                "<line class=\"frame\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" "
-                "y2=\"%.1f\"/>\n<text class=\"label\" x=\"%.1f\" y=\"%.1f\" "
-                "text-anchor=\"middle\">",
-                f->left, y, f->left + f->w, y, f->left + f->w / 2,
-                f->height - 6);
+  sb_printf(b,
+            "<line class=\"frame\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" "
+            "y2=\"%.1f\"/>\n<text class=\"label\" x=\"%.1f\" y=\"%.1f\" "
+            "text-anchor=\"middle\">",
+            f->left, y, f->left + f->w, y, f->left + f->w / 2, f->height - 6);
   report_escape(b, label);
-  report_puts(b, "</text>\n");
+  sb_puts(b, "</text>\n");
 }
 
-static void x_tick(report_buf *b, const frame *f, double v, const char *t) {
+static void x_tick(strbuf *b, const frame *f, double v, const char *t) {
   double x = px(f, v), y = f->top + f->h;
-  report_printf(b,
-                "<line class=\"tick\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" "
-                "y2=\"%.1f\"/><text x=\"%.1f\" y=\"%.1f\" "
-                "text-anchor=\"middle\">%s</text>\n",
-                x, y, x, y + 4, x, y + 17, t);
+  sb_printf(b,
+            "<line class=\"tick\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" "
+            "y2=\"%.1f\"/><text x=\"%.1f\" y=\"%.1f\" "
+            "text-anchor=\"middle\">%s</text>\n",
+            x, y, x, y + 4, x, y + 17, t);
 }
 
 /* ---- the tuning curve ---- */
@@ -266,7 +212,7 @@ static void best_line(const frame *f, const double *values, int64_t n,
     add_vertex(vs, px(f, (double)(n > 1 ? n - 1 : 1)), vs->v[vs->n - 1].y);
 }
 
-void report_svg_curve(report_buf *b, const double *values, int64_t n,
+void report_svg_curve(strbuf *b, const double *values, int64_t n,
                       bool higher_better, const char *y_label,
                       const report_level *levels, int n_levels,
                       int max_points) {
@@ -301,29 +247,28 @@ void report_svg_curve(report_buf *b, const double *values, int64_t n,
   x_axis_frame(b, &f, "measurement (commit order)");
   double xstep = nice_step(f.x1, 6);
   if (xstep < 1) xstep = 1;
-  report_puts(b, "<g class=\"axis x\">\n");
+  sb_puts(b, "<g class=\"axis x\">\n");
   for (double v = 0; v <= f.x1 + 1e-9; v += xstep) {
     char t[32];
     format_tick(v, t);
     x_tick(b, &f, v, t);
   }
-  report_puts(b, "</g>\n");
+  sb_puts(b, "</g>\n");
 
   /* every measurement: dots, or one min-max bar per bucket */
   if (n_ok && n_ok <= max_points) {
-    report_printf(b, "<g class=\"trials\" data-count=\"%lld\">\n",
-                  (long long)n_ok);
+    sb_printf(b, "<g class=\"trials\" data-count=\"%lld\">\n", (long long)n_ok);
     for (int64_t i = 0; i < n; i++)
       if (isfinite(values[i]))
-        report_printf(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"2\"/>\n",
-                      px(&f, (double)i), py(&f, values[i]));
-    report_puts(b, "</g>\n");
+        sb_printf(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"2\"/>\n",
+                  px(&f, (double)i), py(&f, values[i]));
+    sb_puts(b, "</g>\n");
   } else if (n_ok) {
     int64_t buckets = max_points / 2;
-    report_printf(b,
-                  "<path class=\"trial-range\" data-count=\"%lld\" "
-                  "data-buckets=\"%lld\" d=\"",
-                  (long long)n_ok, (long long)buckets);
+    sb_printf(b,
+              "<path class=\"trial-range\" data-count=\"%lld\" "
+              "data-buckets=\"%lld\" d=\"",
+              (long long)n_ok, (long long)buckets);
     for (int64_t k = 0; k < buckets; k++) {
       int64_t from = k * n / buckets, to = (k + 1) * n / buckets;
       double lo = INFINITY, hi = -INFINITY;
@@ -336,25 +281,25 @@ void report_svg_curve(report_buf *b, const double *values, int64_t n,
       double x = px(&f, (double)(from + to - 1) / 2);
       double y_hi = py(&f, hi), y_lo = py(&f, lo);
       if (y_lo - y_hi < 1) y_lo = y_hi + 1;
-      report_printf(b, "M%.1f %.1fV%.1f", x, y_hi, y_lo);
+      sb_printf(b, "M%.1f %.1fV%.1f", x, y_hi, y_lo);
     }
-    report_puts(b, "\"/>\n");
+    sb_puts(b, "\"/>\n");
   }
 
   /* failures: ticks under the axis, one per bucket that has any */
   if (n_failed) {
     int64_t buckets = n < max_points ? n : max_points;
-    report_printf(b, "<path class=\"fail\" data-count=\"%lld\" d=\"",
-                  (long long)n_failed);
+    sb_printf(b, "<path class=\"fail\" data-count=\"%lld\" d=\"",
+              (long long)n_failed);
     for (int64_t k = 0; k < buckets; k++) {
       int64_t from = k * n / buckets, to = (k + 1) * n / buckets;
       int64_t i = from;
       while (i < to && isfinite(values[i])) i++;
       if (i < to)
-        report_printf(b, "M%.1f %.1fv7", px(&f, (double)i), f.top + f.h + 20);
+        sb_printf(b, "M%.1f %.1fv7", px(&f, (double)i), f.top + f.h + 20);
     }
-    report_printf(b, "\"><title>%lld failed measurements</title></path>\n",
-                  (long long)n_failed);
+    sb_printf(b, "\"><title>%lld failed measurements</title></path>\n",
+              (long long)n_failed);
   }
 
   /* vendor levels; labels of close levels moved apart so they stay
@@ -373,40 +318,39 @@ void report_svg_curve(report_buf *b, const double *values, int64_t n,
         }
     }
     if (n_labels < 16) label_y[n_labels++] = ly;
-    report_printf(b,
-                  "<g class=\"level\"><line x1=\"%.1f\" y1=\"%.1f\" "
-                  "x2=\"%.1f\" y2=\"%.1f\"/><text x=\"%.1f\" y=\"%.1f\">",
-                  f.left, y, f.left + f.w, y, f.left + f.w + 6, ly);
+    sb_printf(b,
+              "<g class=\"level\"><line x1=\"%.1f\" y1=\"%.1f\" "
+              "x2=\"%.1f\" y2=\"%.1f\"/><text x=\"%.1f\" y=\"%.1f\">",
+              f.left, y, f.left + f.w, y, f.left + f.w + 6, ly);
     report_escape(b, levels[i].label);
-    report_puts(b, "</text></g>\n");
+    sb_puts(b, "</text></g>\n");
   }
 
   /* the running best */
   vertices vs = {0};
   best_line(&f, values, n, higher_better, f.w / max_points, &vs);
-  if (vs.failed) report_fail(b);
+  if (vs.failed) sb_fail(b);
   if (vs.n) {
-    report_printf(b, "<polyline class=\"best\" data-count=\"%zu\" points=\"",
-                  vs.n);
+    sb_printf(b, "<polyline class=\"best\" data-count=\"%zu\" points=\"", vs.n);
     for (size_t i = 0; i < vs.n; i++)
-      report_printf(b, "%s%.1f,%.1f", i ? " " : "", vs.v[i].x, vs.v[i].y);
-    report_puts(b, "\"/>\n");
+      sb_printf(b, "%s%.1f,%.1f", i ? " " : "", vs.v[i].x, vs.v[i].y);
+    sb_puts(b, "\"/>\n");
   } else {
-    report_printf(b,
-                  "<text class=\"empty\" x=\"%.1f\" y=\"%.1f\" "
-                  "text-anchor=\"middle\">%s</text>\n",
-                  f.left + f.w / 2, f.top + f.h / 2,
-                  n ? "no successful measurement" : "no measurements");
+    sb_printf(b,
+              "<text class=\"empty\" x=\"%.1f\" y=\"%.1f\" "
+              "text-anchor=\"middle\">%s</text>\n",
+              f.left + f.w / 2, f.top + f.h / 2,
+              n ? "no successful measurement" : "no measurements");
   }
   free(vs.v);
-  report_puts(b, "</svg>\n");
+  sb_puts(b, "</svg>\n");
 }
 
 /* ---- the latency histogram ---- */
 
 /* Ticks of a log10 axis over [lo, hi] (exponents): 1-2-5 per decade when
  * the range is short, decades otherwise. */
-static void log_ticks(report_buf *b, const frame *f) {
+static void log_ticks(strbuf *b, const frame *f) {
   double decades = f->x1 - f->x0;
   static const double all[] = {1, 2, 5};
   int per = decades <= 3 ? 3 : 1;
@@ -421,7 +365,7 @@ static void log_ticks(report_buf *b, const frame *f) {
     }
 }
 
-static void linear_ticks(report_buf *b, const frame *f) {
+static void linear_ticks(strbuf *b, const frame *f) {
   double step = nice_step(f->x1 - f->x0, 5);
   for (double v = ceil(f->x0 / step) * step; v <= f->x1 + step * 1e-9;
        v += step) {
@@ -431,8 +375,8 @@ static void linear_ticks(report_buf *b, const frame *f) {
   }
 }
 
-void report_svg_histogram(report_buf *b, const double *secs, int64_t n,
-                          int bins, const report_level *marks, int n_marks) {
+void report_svg_histogram(strbuf *b, const double *secs, int64_t n, int bins,
+                          const report_level *marks, int n_marks) {
   if (bins < 1) bins = 1;
   frame f = {.width = 720, .height = 240, .left = 64, .top = 14};
   f.w = f.width - f.left - 150;
@@ -458,11 +402,11 @@ void report_svg_histogram(report_buf *b, const double *secs, int64_t n,
     f.x0 = 0, f.x1 = 1, f.y0 = 0, f.y1 = 1;
     svg_open(b, &f, "chart histogram", label);
     x_axis_frame(b, &f, "median latency");
-    report_printf(b,
-                  "<text class=\"empty\" x=\"%.1f\" y=\"%.1f\" "
-                  "text-anchor=\"middle\">no successful measurement</text>\n"
-                  "</svg>\n",
-                  f.left + f.w / 2, f.top + f.h / 2);
+    sb_printf(b,
+              "<text class=\"empty\" x=\"%.1f\" y=\"%.1f\" "
+              "text-anchor=\"middle\">no successful measurement</text>\n"
+              "</svg>\n",
+              f.left + f.w / 2, f.top + f.h / 2);
     return;
   }
   f.x_log = hi / lo > 8;
@@ -480,7 +424,7 @@ void report_svg_histogram(report_buf *b, const double *secs, int64_t n,
   if (used < bins && !f.x_log && hi == lo) bins = 1;
   int64_t *count = ts_calloc((size_t)bins, sizeof *count);
   if (!count) {
-    report_fail(b);
+    sb_fail(b);
     return;
   }
   int64_t top = 0;
@@ -500,12 +444,12 @@ void report_svg_histogram(report_buf *b, const double *secs, int64_t n,
   y_axis(b, &f, "measurements");
   x_axis_frame(b, &f,
                f.x_log ? "median latency (log scale)" : "median latency");
-  report_puts(b, "<g class=\"axis x\">\n");
+  sb_puts(b, "<g class=\"axis x\">\n");
   if (f.x_log)
     log_ticks(b, &f);
   else
     linear_ticks(b, &f);
-  report_puts(b, "</g>\n<g class=\"bars\">\n");
+  sb_puts(b, "</g>\n<g class=\"bars\">\n");
   double bw = f.w / bins;
   for (int k = 0; k < bins; k++) {
     if (!count[k]) continue;
@@ -516,36 +460,35 @@ void report_svg_histogram(report_buf *b, const double *secs, int64_t n,
     report_format_seconds(e0, a);
     report_format_seconds(e1, c);
     double y = py(&f, (double)count[k]);
-    report_printf(b,
-                  "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
-                  "height=\"%.1f\"><title>%s – %s: %lld</title></rect>\n",
-                  f.left + bw * k + 0.5, y, bw > 2 ? bw - 1 : bw,
-                  f.top + f.h - y, a, c, (long long)count[k]);
+    sb_printf(b,
+              "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
+              "height=\"%.1f\"><title>%s – %s: %lld</title></rect>\n",
+              f.left + bw * k + 0.5, y, bw > 2 ? bw - 1 : bw, f.top + f.h - y,
+              a, c, (long long)count[k]);
   }
-  report_puts(b, "</g>\n");
+  sb_puts(b, "</g>\n");
   free(count);
 
   /* the fastest measurement and the marks */
   char t[32];
   report_format_seconds(fastest, t);
   double x = px(&f, fastest);
-  report_printf(b,
-                "<g class=\"mark best\"><line x1=\"%.1f\" y1=\"%.1f\" "
-                "x2=\"%.1f\" y2=\"%.1f\"/><text x=\"%.1f\" y=\"%.1f\">"
-                "best %s</text></g>\n",
-                x, f.top, x, f.top + f.h, f.left + f.w + 6, f.top + 10, t);
+  sb_printf(b,
+            "<g class=\"mark best\"><line x1=\"%.1f\" y1=\"%.1f\" "
+            "x2=\"%.1f\" y2=\"%.1f\"/><text x=\"%.1f\" y=\"%.1f\">"
+            "best %s</text></g>\n",
+            x, f.top, x, f.top + f.h, f.left + f.w + 6, f.top + 10, t);
   for (int i = 0; i < n_marks; i++) {
     if (!(isfinite(marks[i].value) && marks[i].value > 0)) continue;
     x = px(&f, marks[i].value);
-    report_printf(b,
-                  "<g class=\"mark level\"><line x1=\"%.1f\" y1=\"%.1f\" "
-                  "x2=\"%.1f\" y2=\"%.1f\"/><text x=\"%.1f\" y=\"%.1f\">",
-                  x, f.top, x, f.top + f.h, f.left + f.w + 6,
-                  f.top + 26 + 16 * i);
+    sb_printf(b,
+              "<g class=\"mark level\"><line x1=\"%.1f\" y1=\"%.1f\" "
+              "x2=\"%.1f\" y2=\"%.1f\"/><text x=\"%.1f\" y=\"%.1f\">",
+              x, f.top, x, f.top + f.h, f.left + f.w + 6, f.top + 26 + 16 * i);
     report_escape(b, marks[i].label);
-    report_puts(b, "</text></g>\n");
+    sb_puts(b, "</text></g>\n");
   }
-  report_puts(b, "</svg>\n");
+  sb_puts(b, "</svg>\n");
 }
 
 /* ---- the roofline ---- */
@@ -569,30 +512,30 @@ static void format_figure(double v, char out[32]) {
 
 /* Decade grid lines and labels of both log axes; the frame's ranges are
  * exponents (x0..x1, y0..y1). */
-static void log_axes(report_buf *b, const frame *f) {
+static void log_axes(strbuf *b, const frame *f) {
   char t[32];
-  report_puts(b, "<g class=\"axis y\">\n");
+  sb_puts(b, "<g class=\"axis y\">\n");
   for (int e = (int)ceil(f->y0 - 1e-9); e <= (int)floor(f->y1 + 1e-9); e++) {
     double y = py(f, e);
     format_tick(pow(10, e), t);
     y_grid_line(b, f, y, t);
   }
-  report_printf(b,
-                "<text class=\"label\" transform=\"translate(14 %.1f) "
-                "rotate(-90)\" text-anchor=\"middle\">GFLOP/s (log scale)"
-                "</text>\n</g>\n<g class=\"axis x\">\n",
-                f->top + f->h / 2);
+  sb_printf(b,
+            "<text class=\"label\" transform=\"translate(14 %.1f) "
+            "rotate(-90)\" text-anchor=\"middle\">GFLOP/s (log scale)"
+            "</text>\n</g>\n<g class=\"axis x\">\n",
+            f->top + f->h / 2);
   x_axis_frame(b, f, "arithmetic intensity (FLOP/byte, log scale)");
   for (int e = (int)ceil(f->x0 - 1e-9); e <= (int)floor(f->x1 + 1e-9); e++) {
     double x = px(f, e);
     format_tick(pow(10, e), t);
-    report_printf(b,
-                  "<line class=\"grid\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" "
-                  "y2=\"%.1f\"/>",
-                  x, f->top, x, f->top + f->h);
+    sb_printf(b,
+              "<line class=\"grid\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" "
+              "y2=\"%.1f\"/>",
+              x, f->top, x, f->top + f->h);
     x_tick(b, f, e, t);
   }
-  report_puts(b, "</g>\n");
+  sb_puts(b, "</g>\n");
 }
 
 /* The exponent ranges of a roofline: every point, every compute roof and
@@ -643,8 +586,8 @@ static double free_label_y(double want, double *used, int *n_used) {
 /* The memory roofs: y = x * GB/s from the left edge (or where the line
  * enters the plot) up to the highest compute roof (or the top), labelled
  * along the line. */
-static void memory_roofs(report_buf *b, const frame *f,
-                         const report_level *memory, int n_memory, double top) {
+static void memory_roofs(strbuf *b, const frame *f, const report_level *memory,
+                         int n_memory, double top) {
   for (int i = 0; i < n_memory; i++) {
     if (!(memory[i].value > 0)) continue;
     double lb = log10(memory[i].value);
@@ -657,21 +600,20 @@ static void memory_roofs(report_buf *b, const frame *f,
     double angle = atan2(y2 - y1, x2 - x1) * 57.29577951308232; /* deg */
     char v[32];
     format_figure(memory[i].value, v);
-    report_printf(b,
-                  "<g class=\"roof memory\"><line x1=\"%.1f\" y1=\"%.1f\" "
-                  "x2=\"%.1f\" y2=\"%.1f\"/><text transform=\"translate(%.1f "
-                  "%.1f) rotate(%.1f)\" y=\"-5\">",
-                  x1, y1, x2, y2, x1 + (x2 - x1) * at, y1 + (y2 - y1) * at,
-                  angle);
+    sb_printf(b,
+              "<g class=\"roof memory\"><line x1=\"%.1f\" y1=\"%.1f\" "
+              "x2=\"%.1f\" y2=\"%.1f\"/><text transform=\"translate(%.1f "
+              "%.1f) rotate(%.1f)\" y=\"-5\">",
+              x1, y1, x2, y2, x1 + (x2 - x1) * at, y1 + (y2 - y1) * at, angle);
     report_escape(b, memory[i].label);
-    report_printf(b, " %s GB/s</text></g>\n", v);
+    sb_printf(b, " %s GB/s</text></g>\n", v);
   }
 }
 
 /* The compute roofs: horizontal from their ridge point with the widest
  * memory roof (or the left edge) to the right edge, labelled at the right
  * end, above the line or, when that place is taken, below it. */
-static void compute_roofs(report_buf *b, const frame *f,
+static void compute_roofs(strbuf *b, const frame *f,
                           const report_level *compute, int n_compute,
                           double widest) {
   double used[16];
@@ -685,22 +627,22 @@ static void compute_roofs(report_buf *b, const frame *f,
     double ly = free_label_y(y - 5, used, &n_used);
     char v[32];
     format_figure(c, v);
-    report_printf(b,
-                  "<g class=\"roof compute\"><line x1=\"%.1f\" y1=\"%.1f\" "
-                  "x2=\"%.1f\" y2=\"%.1f\"/><text x=\"%.1f\" y=\"%.1f\" "
-                  "text-anchor=\"end\">",
-                  px(f, sx), y, f->left + f->w, y, f->left + f->w - 4, ly);
+    sb_printf(b,
+              "<g class=\"roof compute\"><line x1=\"%.1f\" y1=\"%.1f\" "
+              "x2=\"%.1f\" y2=\"%.1f\"/><text x=\"%.1f\" y=\"%.1f\" "
+              "text-anchor=\"end\">",
+              px(f, sx), y, f->left + f->w, y, f->left + f->w - 4, ly);
     report_escape(b, compute[i].label);
-    report_printf(b, " %s GFLOP/s</text></g>\n", v);
+    sb_printf(b, " %s GFLOP/s</text></g>\n", v);
   }
 }
 
 /* The points, vendors first so tessera's stay on top; tessera's are
  * numbered with their section and link to it. */
-static void roofline_points(report_buf *b, const frame *f,
-                            const report_point *pts, int n_pts,
-                            const report_series *series, int n_series) {
-  report_printf(b, "<g class=\"points\" data-count=\"%d\">\n", n_pts);
+static void roofline_points(strbuf *b, const frame *f, const report_point *pts,
+                            int n_pts, const report_series *series,
+                            int n_series) {
+  sb_printf(b, "<g class=\"points\" data-count=\"%d\">\n", n_pts);
   for (int pass = 0; pass < 2; pass++)
     for (int i = 0; i < n_pts; i++) {
       const report_point *p = &pts[i];
@@ -711,30 +653,30 @@ static void roofline_points(report_buf *b, const frame *f,
       double x =
           fmin(fmax(px(f, log10(p->intensity)), f->left), f->left + f->w);
       double y = fmin(fmax(py(f, log10(p->gflops)), f->top), f->top + f->h);
-      if (p->task) report_printf(b, "<a href=\"#task-%d\">", p->task);
-      report_printf(b,
-                    "<circle class=\"pt\" data-series=\"%d\" cx=\"%.1f\" "
-                    "cy=\"%.1f\" r=\"%d\" fill=\"%s\"><title>",
-                    p->series, x, y, colour == 0 ? 6 : 5, palette[colour]);
+      if (p->task) sb_printf(b, "<a href=\"#task-%d\">", p->task);
+      sb_printf(b,
+                "<circle class=\"pt\" data-series=\"%d\" cx=\"%.1f\" "
+                "cy=\"%.1f\" r=\"%d\" fill=\"%s\"><title>",
+                p->series, x, y, colour == 0 ? 6 : 5, palette[colour]);
       report_escape(b, p->label);
-      report_puts(b, "</title></circle>");
+      sb_puts(b, "</title></circle>");
       if (colour == 0 && p->task)
-        report_printf(b,
-                      "<text class=\"pt-label\" x=\"%.1f\" y=\"%.1f\">#%d"
-                      "</text>",
-                      x + 8, y - 6, p->task);
-      report_puts(b, p->task ? "</a>\n" : "\n");
+        sb_printf(b,
+                  "<text class=\"pt-label\" x=\"%.1f\" y=\"%.1f\">#%d"
+                  "</text>",
+                  x + 8, y - 6, p->task);
+      sb_puts(b, p->task ? "</a>\n" : "\n");
     }
-  report_puts(b, "</g>\n");
+  sb_puts(b, "</g>\n");
 }
 
 /* The legend in the right margin: the series that have points, in the
  * order of their colours (tessera first). */
-static void roofline_legend(report_buf *b, const frame *f,
-                            const report_point *pts, int n_pts,
-                            const report_series *series, int n_series) {
+static void roofline_legend(strbuf *b, const frame *f, const report_point *pts,
+                            int n_pts, const report_series *series,
+                            int n_series) {
   int row = 0;
-  report_puts(b, "<g class=\"legend\">\n");
+  sb_puts(b, "<g class=\"legend\">\n");
   for (int k = 0; k < REPORT_N_COLOURS * n_series; k++) {
     int s = k % n_series;
     if (series[s].colour % REPORT_N_COLOURS != k / n_series) continue;
@@ -742,20 +684,20 @@ static void roofline_legend(report_buf *b, const frame *f,
     for (int i = 0; i < n_pts && !used; i++) used = pts[i].series == s;
     if (!used) continue;
     double x = f->left + f->w + 18, y = f->top + 12 + 20 * row++;
-    report_printf(b,
-                  "<g class=\"key\"><circle cx=\"%.1f\" cy=\"%.1f\" r=\"5\" "
-                  "fill=\"%s\"/><text x=\"%.1f\" y=\"%.1f\">",
-                  x, y, palette[series[s].colour % REPORT_N_COLOURS], x + 10,
-                  y + 4);
+    sb_printf(b,
+              "<g class=\"key\"><circle cx=\"%.1f\" cy=\"%.1f\" r=\"5\" "
+              "fill=\"%s\"/><text x=\"%.1f\" y=\"%.1f\">",
+              x, y, palette[series[s].colour % REPORT_N_COLOURS], x + 10,
+              y + 4);
     report_escape(b, series[s].name);
-    report_puts(b, "</text></g>\n");
+    sb_puts(b, "</text></g>\n");
   }
-  report_puts(b, "</g>\n");
+  sb_puts(b, "</g>\n");
 }
 
-void report_svg_roofline(report_buf *b, const report_level *compute,
-                         int n_compute, const report_level *memory,
-                         int n_memory, const report_point *pts, int n_pts,
+void report_svg_roofline(strbuf *b, const report_level *compute, int n_compute,
+                         const report_level *memory, int n_memory,
+                         const report_point *pts, int n_pts,
                          const report_series *series, int n_series) {
   frame f = {.width = 960, .height = 420, .left = 64, .top = 14};
   f.w = f.width - f.left - 170; /* room for the legend on the right */
@@ -778,11 +720,11 @@ void report_svg_roofline(report_buf *b, const report_level *compute,
     roofline_points(b, &f, pts, n_pts, series, n_series);
     roofline_legend(b, &f, pts, n_pts, series, n_series);
   } else {
-    report_printf(b,
-                  "<text class=\"empty\" x=\"%.1f\" y=\"%.1f\" "
-                  "text-anchor=\"middle\">no successful measurement on this "
-                  "target</text>\n",
-                  f.left + f.w / 2, f.top + f.h / 2);
+    sb_printf(b,
+              "<text class=\"empty\" x=\"%.1f\" y=\"%.1f\" "
+              "text-anchor=\"middle\">no successful measurement on this "
+              "target</text>\n",
+              f.left + f.w / 2, f.top + f.h / 2);
   }
-  report_puts(b, "</svg>\n");
+  sb_puts(b, "</svg>\n");
 }

@@ -233,21 +233,12 @@ static int run_bench(const bench_cfg *cfg) {
     cli_error("bad target", &err);
     goto done;
   }
-  if (!ts_target_facts_of(t)->runs_on_host) {
-    fprintf(stderr, "tessera: error: bench measures on this machine's CPU; use "
-                    "`tessera rpc` workers for cuda targets\n");
+  /* Measuring happens here: a device target, or one that asks for what
+   * this CPU lacks, is refused. */
+  if (ts_target_check_runs_here(t, "bench", &err)) {
+    fprintf(stderr, "tessera: error: %s\n", err.msg);
     goto done;
   }
-  /* Measuring happens here: the target may not ask for what this CPU lacks. */
-  for (const char *const *fname = ts_rt_cpu_feature_names(); *fname; fname++)
-    if (ts_target_has_feature(t, *fname) && ts_rt_cpu_has(*fname) != 1) {
-      fprintf(stderr,
-              "tessera: error: target '%s' uses '%s', which this CPU does not "
-              "have; bench measures on this machine (compile for it with "
-              "`tessera show --asm --target ...`)\n",
-              ts_target_str(t), *fname);
-      goto done;
-    }
   int threads = cfg->threads > 0 ? cfg->threads : ts_target_num_cores(t);
   if (ts_target_has_feature(t, "amx-tile") && ts_rt_enable_amx(&err)) {
     cli_error("AMX is not available", &err);

@@ -118,7 +118,10 @@ static cJSON *output_json(const char *name) {
   }
   o = cJSON_CreateObject();
   cJSON_AddStringToObject(o, "name", name);
-  cJSON_AddItemToArray(arr, o);
+  if (!cJSON_AddItemToArray(arr, o)) { /* out of memory: no array */
+    cJSON_Delete(o);
+    return NULL;
+  }
   return o;
 }
 

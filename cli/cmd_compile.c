@@ -9,6 +9,7 @@
 #include "cli.h"
 
 #include "graph/graph.h"
+#include "tir/alloc.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -136,7 +137,7 @@ static void print_json(const ts_graph_compile_report *r, const char *model,
       cJSON_AddStringToObject(o, "fallback", t->fallback_note);
     if (t->dispatch_note)
       cJSON_AddStringToObject(o, "dispatch", t->dispatch_note);
-    cJSON_AddItemToArray(arr, o);
+    ts_json_add(arr, NULL, o);
   }
   cJSON *a = cJSON_AddObjectToObject(root, "memory");
   cJSON_AddNumberToObject(a, "arena_bytes", (double)r->arena_bytes);

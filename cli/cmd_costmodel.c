@@ -688,9 +688,8 @@ static int cm_collect_cmd(int argc, char **argv) {
     goto done;
   }
   if (load_target(a.target, &t)) goto done;
-  if (!ts_target_facts_of(t)->runs_on_host) {
-    fprintf(stderr, "tessera: error: collect measures on this host's CPU: "
-                    "give an llvm target\n");
+  if (ts_target_check_runs_here(t, "collect", &err)) {
+    fprintf(stderr, "tessera: error: %s\n", err.msg);
     goto done;
   }
   ts_db_options o = ts_db_defaults();

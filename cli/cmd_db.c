@@ -9,6 +9,7 @@
 #include "cli.h"
 
 #include "db/db.h"
+#include "tir/alloc.h"
 
 #include <cjson/cJSON.h>
 
@@ -265,7 +266,7 @@ static int run_list(const db_args *a) {
         cJSON_AddNullToObject(o, "best_seconds");
         cJSON_AddNullToObject(o, "gflops");
       }
-      cJSON_AddItemToArray(arr, o);
+      ts_json_add(arr, NULL, o);
     }
     cli_print_json(arr);
   } else if (n == 0) {
@@ -403,15 +404,15 @@ static int show_json(const db_args *a, ts_db *db, int64_t id,
       cJSON *measure =
           best.measure_json ? cJSON_Parse(best.measure_json) : NULL;
       if (measure)
-        cJSON_AddItemToObject(b, "measure", measure);
+        ts_json_add(b, "measure", measure);
       else
         cJSON_AddNullToObject(b, "measure");
       cJSON *trace = cJSON_Parse(best.trace_json);
       if (trace)
-        cJSON_AddItemToObject(b, "trace", trace);
+        ts_json_add(b, "trace", trace);
       else
         cJSON_AddNullToObject(b, "trace");
-      cJSON_AddItemToObject(t, "best", b);
+      ts_json_add(t, "best", b);
       ts_db_record_clear(&best);
     } else {
       if (sm->n_ok) {
@@ -420,7 +421,7 @@ static int show_json(const db_args *a, ts_db *db, int64_t id,
       }
       cJSON_AddNullToObject(t, "best");
     }
-    cJSON_AddItemToArray(targets, t);
+    ts_json_add(targets, NULL, t);
   }
   ts_db_summaries_free(rows, n);
   ts_db_record *recent;
@@ -432,7 +433,7 @@ static int show_json(const db_args *a, ts_db *db, int64_t id,
   }
   cJSON *arr = cJSON_AddArrayToObject(o, "records");
   for (int i = 0; i < n_recent; i++)
-    cJSON_AddItemToArray(arr, record_json(&recent[i], w->flops));
+    ts_json_add(arr, NULL, record_json(&recent[i], w->flops));
   ts_db_records_free(recent, n_recent);
   cli_print_json(o);
   return status;
@@ -717,7 +718,7 @@ static int run_stats(const db_args *a) {
         cJSON_AddStringToObject(j, "finished", jobs[i].finished);
       else
         cJSON_AddNullToObject(j, "finished");
-      cJSON_AddItemToArray(ja, j);
+      ts_json_add(ja, NULL, j);
     }
     cli_print_json(o);
     ts_db_jobs_free(jobs, n_jobs);
@@ -843,9 +844,8 @@ static int run_sync(const db_args *a) {
     cJSON *o = import_json(&st);
     cJSON_AddStringToObject(o, "from", ts_db_path(from));
     cJSON_AddStringToObject(o, "to", ts_db_path(to));
-    cJSON_AddItemToObject(o, "target",
-                          a->target ? cJSON_CreateString(a->target)
-                                    : cJSON_CreateNull());
+    ts_json_add(o, "target",
+                a->target ? cJSON_CreateString(a->target) : cJSON_CreateNull());
     cJSON_AddNumberToObject(o, "seconds", ts_now_seconds() - t0);
     cli_print_json(o);
   } else

@@ -9,6 +9,7 @@
 #include "cli.h"
 
 #include "graph/graph.h"
+#include "tir/alloc.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -238,7 +239,7 @@ static int graph_tasks(const graph_opts *o) {
         cJSON_AddStringToObject(t, "tir", text);
         free(text);
       }
-      cJSON_AddItemToArray(arr, t);
+      ts_json_add(arr, NULL, t);
     }
     cli_print_json(root);
   } else {

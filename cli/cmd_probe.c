@@ -180,17 +180,12 @@ int cmd_probe(int argc, char **argv) {
   }
   int status = EXIT_FAIL;
   probe p = {.t = t, .err = &err};
-  if (!ts_target_facts_of(t)->runs_on_host) {
-    fprintf(stderr, "tessera: error: probe measures this machine's CPU; GPU "
-                    "devices are probed by their workers\n");
+  /* probe measures this machine's CPU; devices are probed by their
+   * workers */
+  if (ts_target_check_runs_here(t, "probe", &err)) {
+    fprintf(stderr, "tessera: error: %s\n", err.msg);
     goto done;
   }
-  for (const char *const *f = ts_rt_cpu_feature_names(); *f; f++)
-    if (ts_target_has_feature(t, *f) && ts_rt_cpu_has(*f) != 1) {
-      fprintf(stderr,
-              "tessera: error: target uses '%s', which this CPU lacks\n", *f);
-      goto done;
-    }
   int cores = ts_target_num_cores(t);
   if (ts_runtime_create(1, &p.rt1, &err) ||
       ts_runtime_create(cores, &p.rt_all, &err)) {

@@ -8,6 +8,7 @@
 #include "cli.h"
 
 #include "graph/graph.h"
+#include "tir/alloc.h"
 
 #include <tessera/model.h>
 
@@ -290,7 +291,7 @@ int cmd_run(int argc, char **argv) {
         cJSON_AddNumberToObject(o, "call", k);
         cJSON_AddStringToObject(o, "name", api.kernel_name(m, k));
         cJSON_AddNumberToObject(o, "ms", secs[k] * 1e3);
-        cJSON_AddItemToArray(arr, o);
+        ts_json_add(arr, NULL, o);
       }
       cJSON_AddNumberToObject(json, "kernels_total_ms", total * 1e3);
     } else {

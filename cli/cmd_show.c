@@ -13,6 +13,7 @@
 #include "codegen/codegen.h"
 #include "db/db.h"
 #include "schedule/schedule.h"
+#include "tir/alloc.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -81,7 +82,7 @@ static void out_trace(const ts_trace *t) {
     char *text = ts_trace_to_json(t);
     cJSON *obj = text ? cJSON_Parse(text) : NULL;
     free(text);
-    cJSON_AddItemToObject(json_out, "trace", obj ? obj : cJSON_CreateNull());
+    ts_json_add(json_out, "trace", obj ? obj : cJSON_CreateNull());
   }
   out_text("script", script);
   free(script);
@@ -136,7 +137,7 @@ static void print_ops(void) {
       cJSON *op = cJSON_CreateObject();
       cJSON_AddStringToObject(op, "name", names[i]);
       cJSON_AddStringToObject(op, "usage", ts_op_usage(names[i]));
-      cJSON_AddItemToArray(arr, op);
+      ts_json_add(arr, NULL, op);
     }
     return;
   }
@@ -281,8 +282,7 @@ static void job_name_of(ts_db *db, const ts_db_record *r, char *out,
 
 /* A number, or null when it is not finite. */
 static void add_number(cJSON *o, const char *key, double v) {
-  cJSON_AddItemToObject(
-      o, key, isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull());
+  ts_json_add(o, key, isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull());
 }
 
 /* The header as JSON fields of json_out. */
@@ -294,11 +294,10 @@ static void best_header_json(const ts_db_workload *w, const ts_db_record *r,
   cJSON_AddNumberToObject(o, "flops", w->flops);
   cJSON_AddStringToObject(o, "target", r->target);
   cJSON_AddNumberToObject(o, "record", (double)r->id);
-  cJSON_AddItemToObject(o, "job",
-                        job[0] ? cJSON_CreateString(job) : cJSON_CreateNull());
-  cJSON_AddItemToObject(o, "trial",
-                        job[0] ? cJSON_CreateNumber((double)r->trial)
-                               : cJSON_CreateNull());
+  ts_json_add(o, "job", job[0] ? cJSON_CreateString(job) : cJSON_CreateNull());
+  ts_json_add(o, "trial",
+              job[0] ? cJSON_CreateNumber((double)r->trial)
+                     : cJSON_CreateNull());
   cJSON_AddStringToObject(o, "measured", r->created);
   cJSON_AddStringToObject(o, "worker", r->worker);
   add_number(o, "latency_s", x->seconds);
@@ -594,8 +593,8 @@ static int show(int argc, char **argv) {
   ts_hash128_hex(ts_func_hash(f), hex);
   double flops = w ? w->flops : ts_func_flops(f);
   if (json_out) {
-    cJSON_AddItemToObject(json_out, "workload",
-                          w ? cJSON_CreateString(w->spec) : cJSON_CreateNull());
+    ts_json_add(json_out, "workload",
+                w ? cJSON_CreateString(w->spec) : cJSON_CreateNull());
     cJSON_AddStringToObject(json_out, "name", w ? w->name : ts_func_name(f));
     cJSON_AddStringToObject(json_out, "hash", hex);
     cJSON_AddNumberToObject(json_out, "flops", flops);

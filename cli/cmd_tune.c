@@ -372,11 +372,7 @@ static void print_summary(const tune_args *a, ts_db *db, const char *target,
   ts_target *t = NULL;
   ts_runtime *rt = NULL;
   bool can_run = a->summary_measure && !ts_target_parse(target, &t, NULL) &&
-                 ts_target_facts_of(t)->runs_on_host;
-  for (const char *const *fname = ts_rt_cpu_feature_names(); can_run && *fname;
-       fname++)
-    if (ts_target_has_feature(t, *fname) && ts_rt_cpu_has(*fname) != 1)
-      can_run = false;
+                 !ts_target_check_runs_here(t, "summary", NULL);
   if (can_run && ts_runtime_create(threads, &rt, NULL)) can_run = false;
   for (int i = 0; i < r->n_tasks; i++) {
     summary_row *s = &rows[i];

@@ -134,13 +134,13 @@ int tune_compare_models(ts_runner *runner, const char *db_path,
 
   /* both bests side by side, when this machine can run the target */
   const char *why_not = NULL;
-  if (ts_target_parse(opts->target, &t, &err))
+  char why_buf[sizeof err.msg];
+  if (ts_target_parse(opts->target, &t, &err)) {
     why_not = "the target does not parse";
-  else if (!ts_target_facts_of(t)->runs_on_host)
-    why_not = "a GPU target is not timed here";
-  for (const char *const *f = ts_rt_cpu_feature_names(); !why_not && *f; f++)
-    if (ts_target_has_feature(t, *f) && ts_rt_cpu_has(*f) != 1)
-      why_not = "this CPU lacks a feature of the target";
+  } else if (ts_target_check_runs_here(t, "not timed", &err)) {
+    snprintf(why_buf, sizeof why_buf, "%s", err.msg);
+    why_not = why_buf;
+  }
   if (!why_not && ts_runtime_create(threads, &rt, &err)) why_not = "no runtime";
   for (int i = 0; i < n; i++) {
     cmp_row *row = &rows[i];
@@ -151,7 +151,7 @@ int tune_compare_models(ts_runner *runner, const char *db_path,
                           res[m].job_id, res[m].tasks[i].best_seconds);
     }
     if (why_not)
-      snprintf(row->why, sizeof row->why, "%s", why_not);
+      snprintf(row->why, sizeof row->why, "%.190s", why_not);
     else
       side_by_side(&tasks[i], res, i, t, rt, row);
   }

@@ -55,14 +55,23 @@ typedef struct ts_target_facts {
                          in shared memory, nothing runs as a parallel loop
                          (the cost model's is_gpu feature) */
   bool runs_on_host;  /* its artifacts run on this machine's CPU in this
-                         process (the runtime's loader; callers still check
-                         the target's CPU features against the host's);
-                         otherwise they run on a device, through a worker */
+                         process (the runtime's loader; whether this CPU
+                         has the target's features too is
+                         ts_target_check_runs_here's); otherwise they run
+                         on a device, through a worker */
   ts_artifact_kind artifact;
 } ts_target_facts;
 
 /* The facts of t's family. */
 const ts_target_facts *ts_target_facts_of(const ts_target *t);
+/* Whether code built for t runs here, in this process: TS_OK, or
+ * TS_EUNSUPPORTED with a message starting with `what` (the caller's name),
+ * naming the target and saying why not and what to do: its family runs on
+ * a device, or it uses a CPU feature this machine lacks (cpuid, as the
+ * runtime sees it). Either way it is measured through a `tessera rpc`
+ * worker. */
+int ts_target_check_runs_here(const ts_target *t, const char *what,
+                              ts_error *err);
 /* The i-th registered family (0, 1, ...); NULL past the last. */
 const ts_target_facts *ts_target_family(int i);
 

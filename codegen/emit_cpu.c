@@ -99,9 +99,17 @@ void emit_parallel(emitter *e, ts_stmt *s) {
   }
 
   /* closure = {rt, lo, captured...} */
-  int nf = cc.n + 2;
+  int nf = cc.n + 2, nb = cc.n + 3;
   LLVMTypeRef *fields = ts_arena_alloc(e->tmp, sizeof *fields * (size_t)nf);
   LLVMValueRef *values = ts_arena_alloc(e->tmp, sizeof *values * (size_t)nf);
+  LLVMTypeRef *bparams = ts_arena_alloc(e->tmp, sizeof *bparams * (size_t)nb);
+  LLVMValueRef *bargs = ts_arena_alloc(e->tmp, sizeof *bargs * (size_t)nb);
+  if (!fields || !values || !bparams || !bargs) {
+    free(cc.nodes);
+    free(cc.is_buf);
+    emit_fail(e, TS_ENOMEM, "code generation: out of memory");
+    return;
+  }
   fields[0] = emit_ptrt(e);
   values[0] = e->cur->rt;
   fields[1] = emit_i64t(e);
@@ -124,8 +132,6 @@ void emit_parallel(emitter *e, ts_stmt *s) {
   snprintf(name, sizeof name, "%s_task%d", e->entry, e->n_tasks++);
   char body_name[300];
   snprintf(body_name, sizeof body_name, "%s_body", name);
-  int nb = cc.n + 3;
-  LLVMTypeRef *bparams = ts_arena_alloc(e->tmp, sizeof *bparams * (size_t)nb);
   bparams[0] = emit_ptrt(e);
   bparams[1] = emit_i64t(e);
   bparams[2] = emit_i64t(e);
@@ -167,7 +173,6 @@ void emit_parallel(emitter *e, ts_stmt *s) {
   LLVMPositionBuilderAtEnd(
       e->b, LLVMAppendBasicBlockInContext(e->ctx, task, "entry"));
   LLVMValueRef cl = LLVMGetParam(task, 0);
-  LLVMValueRef *bargs = ts_arena_alloc(e->tmp, sizeof *bargs * (size_t)nb);
   LLVMValueRef loaded[2];
   for (int i = 0; i < nf; i++) {
     LLVMValueRef p = LLVMBuildStructGEP2(e->b, st_t, cl, (unsigned)i, "");
@@ -204,6 +209,9 @@ int emit_cpu_kernel(emitter *e, const ts_func *f, const char *entry) {
   int n = ts_func_n_params(f);
   /* compute(ptr noalias p0, ..., ptr rt): the body. */
   LLVMTypeRef *pt = ts_arena_alloc(e->tmp, sizeof *pt * (size_t)(n + 1));
+  LLVMValueRef *args = ts_arena_alloc(e->tmp, sizeof *args * (size_t)(n + 1));
+  if (!pt || !args)
+    return emit_fail(e, TS_ENOMEM, "code generation: out of memory");
   for (int i = 0; i <= n; i++) pt[i] = emit_ptrt(e);
   char name[256];
   snprintf(name, sizeof name, "%s_compute", entry);
@@ -243,7 +251,6 @@ int emit_cpu_kernel(emitter *e, const ts_func *f, const char *entry) {
   emit_set_fn_attrs(e, ef);
   LLVMPositionBuilderAtEnd(e->b,
                            LLVMAppendBasicBlockInContext(e->ctx, ef, "entry"));
-  LLVMValueRef *args = ts_arena_alloc(e->tmp, sizeof *args * (size_t)(n + 1));
   for (int i = 0; i < n; i++) {
     LLVMValueRef idx = LLVMConstInt(emit_i64t(e), (unsigned)i, 0);
     LLVMValueRef slot = LLVMBuildInBoundsGEP2(e->b, emit_ptrt(e),

@@ -572,6 +572,10 @@ LLVMValueRef emit_expr(emitter *e, ts_expr *x) {
     LLVMTypeRef st = emit_scalar_type(e, ts_dtype_scalar(t));
     LLVMValueRef *steps =
         ts_arena_alloc(e->tmp, sizeof *steps * (size_t)t.lanes);
+    if (!steps) {
+      emit_fail(e, TS_ENOMEM, "code generation: out of memory");
+      return NULL;
+    }
     for (int i = 0; i < t.lanes; i++)
       steps[i] = LLVMConstInt(st, (unsigned)i, 0);
     LLVMValueRef iota = LLVMConstVector(steps, t.lanes);

@@ -192,6 +192,7 @@ int emit_cuda_kernel(emitter *e, const ts_func *f, const char *entry) {
   LLVMTypeRef gptr = LLVMPointerTypeInContext(e->ctx, 1);
   LLVMTypeRef *pt =
       ts_arena_alloc(e->tmp, sizeof *pt * (size_t)(n > 0 ? n : 1));
+  if (!pt) return emit_fail(e, TS_ENOMEM, "code generation: out of memory");
   for (int i = 0; i < n; i++) pt[i] = gptr;
   LLVMTypeRef fty =
       LLVMFunctionType(LLVMVoidTypeInContext(e->ctx), pt, (unsigned)n, 0);

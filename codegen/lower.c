@@ -165,6 +165,10 @@ static void add_access(access_set *s, ts_expr *const *idx, int ndim) {
   }
   ts_expr **copy =
       ts_arena_alloc(s->a, sizeof *copy * (size_t)(ndim > 0 ? ndim : 1));
+  if (!copy) {
+    s->ok = false;
+    return;
+  }
   for (int d = 0; d < ndim; d++) copy[d] = idx[d];
   s->indices[s->n++] = copy;
 }
@@ -834,6 +838,7 @@ static ts_stmt *simplify_post(void *ctx, ts_arena *a, ts_stmt *s) {
     int n = ts_seq_n(s), kept = 0;
     bool changed = false;
     ts_stmt **items = ts_arena_alloc(a, sizeof *items * (size_t)(n ? n : 1));
+    if (!items) return s; /* out of memory: ts_lower stops after this step */
     for (int i = 0; i < n; i++) {
       ts_stmt *it = ts_seq_item(s, i);
       if (ts_stmt_kind_of(it) == TS_STMT_SEQ && ts_seq_n(it) == 0) {
@@ -928,6 +933,7 @@ static ts_expr *vec_expr(vec_ctx *c, ts_expr *e) {
       return e;
     }
     ts_expr **ops = ts_arena_alloc(a, sizeof *ops * (size_t)(n ? n : 1));
+    if (!ops) return e; /* out of memory: ts_lower stops after this step */
     int lanes = 1;
     for (int i = 0; i < n; i++) {
       ops[i] = vec_expr(c, ts_expr_operand(e, i));
@@ -1033,6 +1039,7 @@ static ts_stmt *vec_stmt(vec_ctx *c, ts_stmt *s) {
   case TS_STMT_SEQ: {
     int n = ts_seq_n(s);
     ts_stmt **items = ts_arena_alloc(a, sizeof *items * (size_t)(n ? n : 1));
+    if (!items) return s; /* out of memory: ts_lower stops after this step */
     for (int i = 0; i < n; i++) items[i] = vec_stmt(c, ts_seq_item(s, i));
     ts_stmt *r = ts_seq(a, items, n);
     return r;
@@ -1196,6 +1203,7 @@ typedef struct unroll_ctx {
 
 ts_stmt *lower_unroll_loop(ts_arena *a, ts_stmt *s, int64_t mn, int64_t ex) {
   ts_stmt **copies = ts_arena_alloc(a, sizeof *copies * (size_t)(ex ? ex : 1));
+  if (!copies) return s; /* out of memory: ts_lower stops after this step */
   for (int64_t i = 0; i < ex; i++) {
     ts_node_map *remap = ts_node_map_create();
     ts_node_map_put(remap, ts_for_var(s), ts_index(a, mn + i));

@@ -305,8 +305,12 @@ static ts_stmt *plan_seq(sync_ctx *c, ts_stmt *s, const char *nonuniform,
   int m = 0;
   bool changed = false;
   acc_set pend = {0};
-  acc_copy(&pend, entry);
   memset(out, 0, sizeof *out);
+  if (!items) {
+    c->rc = TS_ERR(c->err, TS_ENOMEM, "barriers: out of memory");
+    return s;
+  }
+  acc_copy(&pend, entry);
   for (int i = 0; i < n && !c->rc; i++) {
     ts_stmt *item = is_seq ? ts_seq_item(s, i) : s;
     if (is_barrier(item)) {

@@ -381,6 +381,10 @@ static ts_stmt *part_position(part_ctx *c, ts_stmt *s, const ts_expr *newest,
       int *inv_conj = ts_arena_alloc(c->a, sizeof *inv_conj * (size_t)w.n);
       const ts_stmt **sk =
           ts_arena_alloc(c->a, sizeof *sk * (size_t)(n_skip + w.n));
+      if (!iff || !inv_iff || !conj || !inv_conj || !sk) {
+        free(w.v); /* out of memory: ts_lower stops after this step */
+        return s;
+      }
       int ng = 0, ninv = 0, nsk = n_skip;
       for (int k = 0; k < n_skip; k++) sk[k] = skip[k];
       for (int j = i; j < w.n; j++) {
@@ -451,6 +455,7 @@ static ts_stmt *part_stmt(part_ctx *c, ts_stmt *s, const ts_expr *newest) {
     int n = ts_seq_n(s);
     bool changed = false;
     ts_stmt **items = ts_arena_alloc(a, sizeof *items * (size_t)(n ? n : 1));
+    if (!items) return s; /* out of memory: ts_lower stops after this step */
     for (int i = 0; i < n; i++) {
       ts_stmt *it = ts_seq_item(s, i);
       items[i] = ts_stmt_kind_of(it) == TS_STMT_FOR

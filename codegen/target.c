@@ -8,6 +8,7 @@
  * answered by the target's family.
  */
 #include "codegen/target_internal.h"
+#include "runtime/runtime.h"
 
 #include <ctype.h>
 #include <stdarg.h>
@@ -277,6 +278,24 @@ ts_target *ts_target_copy(const ts_target *t) {
 /* ---- the queries: stored fields, or the family's answer ---- */
 
 const char *ts_target_str(const ts_target *t) { return t->str; }
+
+int ts_target_check_runs_here(const ts_target *t, const char *what,
+                              ts_error *err) {
+  const ts_target_facts *facts = ts_target_facts_of(t);
+  if (!facts->runs_on_host)
+    return TS_ERR(err, TS_EUNSUPPORTED,
+                  "%s: target '%s' runs on %s, not on this machine's CPU: "
+                  "measure it through a `tessera rpc` worker",
+                  what, t->str, facts->is_gpu ? "a GPU" : "a device");
+  for (const char *const *f = ts_rt_cpu_feature_names(); *f; f++)
+    if (ts_target_has_feature(t, *f) && ts_rt_cpu_has(*f) != 1)
+      return TS_ERR(err, TS_EUNSUPPORTED,
+                    "%s: target '%s' uses '%s', which this CPU lacks: "
+                    "measure it through a `tessera rpc` worker on a machine "
+                    "that has it",
+                    what, t->str, *f);
+  return TS_OK;
+}
 
 bool ts_target_equal(const ts_target *a, const ts_target *b) {
   return strcmp(a->str, b->str) == 0;

@@ -7,6 +7,7 @@
  * payload bytes.
  */
 #include "cost_model/internal.h"
+#include "tir/alloc.h"
 
 #include <errno.h>
 #include <math.h>
@@ -127,7 +128,7 @@ int cm_file_write(const char *path, const char *kind, cJSON *header,
   cJSON_AddStringToObject(h, "features_hash", hash);
   cJSON_AddStringToObject(h, "tessera", TS_VERSION);
   for (cJSON *it = header ? header->child : NULL; it; it = it->next)
-    cJSON_AddItemToObject(h, it->string, cJSON_Duplicate(it, true));
+    ts_json_add(h, it->string, cJSON_Duplicate(it, true));
   cJSON_Delete(header);
   cJSON_AddNumberToObject(h, "payload_bytes", (double)n_payload);
   char *text = cJSON_PrintUnformatted(h);

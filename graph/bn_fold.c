@@ -78,7 +78,11 @@ int ts_graph_fold_batchnorm(ts_graph *g, ts_error *err) {
       free(drop), free(uses);
       return TS_ERR(err, TS_ENOMEM, "folding '%s': constant store", bn->name);
     }
-    int *ins = ts_arena_alloc(g->arena, sizeof(int) * 3);
+    int *ins = gr_alloc(g, sizeof(int) * 3);
+    if (!ins) {
+      free(drop), free(uses);
+      return TS_ERR(err, TS_ENOMEM, "folding '%s': out of memory", bn->name);
+    }
     ins[0] = conv->inputs[0];
     ins[1] = wid;
     ins[2] = bid;

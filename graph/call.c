@@ -71,7 +71,8 @@ int ts_graph_override(ts_graph *g, const char *node_name, const ts_func *f,
   n->func = copy;
   n->n_attrs = 0;
   n->attrs = NULL;
-  int *packed = ts_arena_alloc(g->arena, sizeof(int) * ((size_t)n_ins + 1));
+  int *packed = gr_alloc(g, sizeof(int) * ((size_t)n_ins + 1));
+  if (!packed) return TS_ERR(err, TS_ENOMEM, "--override: out of memory");
   memcpy(packed, ins, sizeof(int) * (size_t)n_ins);
   n->inputs = packed;
   n->n_inputs = n_ins;

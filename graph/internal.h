@@ -148,6 +148,9 @@ gr_node *gr_node_add(ts_graph *g, const char *op, const char *name,
                      int n_outputs);
 /* A fresh node name from base. */
 const char *gr_fresh_name(ts_graph *g, const char *base);
+/* Memory in the graph's arena; NULL when out of memory, the graph then
+ * marked failed (gr_failed). */
+void *gr_alloc(ts_graph *g, size_t size);
 void gr_node_set_attr(ts_graph *g, gr_node *n, gr_attr a);
 const gr_attr *gr_attr_find(const gr_node *n, const char *name);
 int64_t gr_attr_int(const gr_node *n, const char *name, int64_t dflt);

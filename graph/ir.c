@@ -42,6 +42,11 @@ ts_graph *ts_graph_new(const char *name) {
   if (!g) return NULL;
   g->arena = ts_arena_create();
   g->name = ts_arena_strdup(g->arena, name ? name : "graph");
+  if (!g->name) { /* out of memory */
+    ts_arena_destroy(g->arena);
+    free(g);
+    return NULL;
+  }
   g->opset = 17;
   return g;
 }
@@ -75,6 +80,10 @@ int gr_value_add(ts_graph *g, const char *name, ts_dtype t, int ndim,
   gr_value *v = &g->values[g->n_values];
   memset(v, 0, sizeof *v);
   v->name = ts_arena_strdup(g->arena, name ? name : "");
+  if (!v->name) {
+    v->name = "";
+    g->oom = true;
+  }
   v->dtype = t;
   v->ndim = ndim;
   memcpy(v->shape, dims, sizeof dims);
@@ -92,7 +101,16 @@ int gr_value_fresh(ts_graph *g, const char *base, ts_dtype t, int ndim,
 }
 
 const char *gr_fresh_name(ts_graph *g, const char *base) {
-  return ts_arena_printf(g->arena, "%s_%d", base, ++g->name_counter);
+  const char *name =
+      ts_arena_printf(g->arena, "%s_%d", base, ++g->name_counter);
+  if (!name) g->oom = true;
+  return name;
+}
+
+void *gr_alloc(ts_graph *g, size_t size) {
+  void *p = ts_arena_alloc(g->arena, size);
+  if (!p) g->oom = true;
+  return p;
 }
 
 int64_t gr_value_elems(const gr_value *v) {
@@ -172,11 +190,18 @@ gr_node gr_node_make(ts_graph *g, const char *op, const char *name,
   n.kind = TS_GRAPH_OP;
   n.op = ts_arena_strdup(g->arena, op);
   n.name = ts_arena_strdup(g->arena, name ? name : gr_fresh_name(g, op));
+  n.inputs = gr_alloc(g, sizeof(int) * (size_t)(n_inputs + 1));
+  n.outputs = gr_alloc(g, sizeof(int) * (size_t)(n_outputs + 1));
+  if (!n.op || !n.name || !n.inputs || !n.outputs) {
+    /* out of memory: an empty node of a failed graph */
+    g->oom = true;
+    n.op = n.name = "";
+    n.inputs = n.outputs = NULL;
+    return n;
+  }
   n.n_inputs = n_inputs;
-  n.inputs = ts_arena_alloc(g->arena, sizeof(int) * (size_t)(n_inputs + 1));
   if (n_inputs) memcpy(n.inputs, inputs, sizeof(int) * (size_t)n_inputs);
   n.n_outputs = n_outputs;
-  n.outputs = ts_arena_alloc(g->arena, sizeof(int) * (size_t)(n_outputs + 1));
   if (n_outputs) memcpy(n.outputs, outputs, sizeof(int) * (size_t)n_outputs);
   return n;
 }
@@ -185,6 +210,7 @@ gr_node *gr_node_add(ts_graph *g, const char *op, const char *name,
                      const int *inputs, int n_inputs, const int *outputs,
                      int n_outputs) {
   gr_node n = gr_node_make(g, op, name, inputs, n_inputs, outputs, n_outputs);
+  if (!n.inputs) return NULL; /* out of memory: the graph is failed */
   gr_node *grown = grow(g->nodes, g->n_nodes, &g->cap_nodes, sizeof(gr_node));
   if (!grown) {
     g->oom = true;
@@ -198,15 +224,24 @@ gr_node *gr_node_add(ts_graph *g, const char *op, const char *name,
 }
 
 void gr_node_set_attr(ts_graph *g, gr_node *n, gr_attr a) {
-  a.name = ts_arena_strdup(g->arena, a.name);
-  if (a.kind == GR_ATTR_STRING) a.s = ts_arena_strdup(g->arena, a.s);
+  /* out of memory: the attribute is dropped and the graph failed */
+  if (!(a.name = ts_arena_strdup(g->arena, a.name))) {
+    g->oom = true;
+    return;
+  }
+  if (a.kind == GR_ATTR_STRING && !(a.s = ts_arena_strdup(g->arena, a.s))) {
+    g->oom = true;
+    return;
+  }
   if (a.kind == GR_ATTR_INTS) {
-    int64_t *p = ts_arena_alloc(g->arena, sizeof *p * (size_t)(a.n + 1));
+    int64_t *p = gr_alloc(g, sizeof *p * (size_t)(a.n + 1));
+    if (!p) return;
     if (a.n) memcpy(p, a.ints, sizeof *p * (size_t)a.n);
     a.ints = p;
   }
   if (a.kind == GR_ATTR_FLOATS) {
-    double *p = ts_arena_alloc(g->arena, sizeof *p * (size_t)(a.n + 1));
+    double *p = gr_alloc(g, sizeof *p * (size_t)(a.n + 1));
+    if (!p) return;
     if (a.n) memcpy(p, a.floats, sizeof *p * (size_t)a.n);
     a.floats = p;
   }
@@ -215,7 +250,8 @@ void gr_node_set_attr(ts_graph *g, gr_node *n, gr_attr a) {
       n->attrs[i] = a;
       return;
     }
-  gr_attr *na = ts_arena_alloc(g->arena, sizeof *na * (size_t)(n->n_attrs + 1));
+  gr_attr *na = gr_alloc(g, sizeof *na * (size_t)(n->n_attrs + 1));
+  if (!na) return;
   if (n->n_attrs) memcpy(na, n->attrs, sizeof *na * (size_t)n->n_attrs);
   na[n->n_attrs++] = a;
   n->attrs = na;

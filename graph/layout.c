@@ -145,7 +145,8 @@ static int block_matmul_weights(ts_graph *g, bool *changed, ts_error *err) {
     for (int64_t nb = 0, o = 0; nb < N / B; nb++)
       for (int64_t k = 0; k < K; k++)
         for (int64_t j = 0; j < B; j++) dst[o++] = src[k * N + nb * B + j];
-    int *ins = ts_arena_alloc(g->arena, sizeof(int) * 2);
+    int *ins = gr_alloc(g, sizeof(int) * 2);
+    if (!ins) return TS_ERR(err, TS_ENOMEM, "layout: out of memory");
     ins[0] = a;
     ins[1] = c;
     n->inputs = ins;
@@ -255,10 +256,10 @@ static int push_transpose(layout_pass *p, int x, const int64_t *perm, int to,
   }
   gr_node n =
       gr_node_make(g, "Transpose", gr_fresh_name(g, "layout"), &x, 1, &to, 1);
-  gr_attr a = {.name = "perm", .kind = GR_ATTR_INTS, .n = 4};
-  a.ints = ts_arena_alloc(g->arena, sizeof(int64_t) * 4);
-  memcpy(a.ints, perm, sizeof(int64_t) * 4);
-  gr_node_set_attr(g, &n, a);
+  int64_t ints[4];
+  memcpy(ints, perm, sizeof ints);
+  gr_attr a = {.name = "perm", .kind = GR_ATTR_INTS, .n = 4, .ints = ints};
+  gr_node_set_attr(g, &n, a); /* copies ints */
   gr_list_push(&p->list, &n);
   return to;
 }
@@ -466,9 +467,10 @@ static int convert_node(layout_pass *p, const gr_node *n) {
   if (nout < 0) return nout;
   g->values[nout].layout = "NHWC";
   gr_node m = *n;
-  m.inputs = ts_arena_alloc(g->arena, sizeof(int) * (size_t)(n->n_inputs + 1));
+  m.inputs = gr_alloc(g, sizeof(int) * (size_t)(n->n_inputs + 1));
+  m.outputs = gr_alloc(g, sizeof(int) * 2);
+  if (!m.inputs || !m.outputs) return TS_ENOMEM; /* the graph is failed */
   memcpy(m.inputs, ins, sizeof(int) * (size_t)n->n_inputs);
-  m.outputs = ts_arena_alloc(g->arena, sizeof(int) * 2);
   m.outputs[0] = nout;
   if (!strcmp(n->op, "Concat")) {
     int64_t axis = gr_attr_int(n, "axis", 0);
@@ -482,8 +484,7 @@ static int convert_node(layout_pass *p, const gr_node *n) {
         g, &m,
         (gr_attr){.name = "layout", .kind = GR_ATTR_STRING, .s = "NHWC"});
     if (subsample) {
-      int64_t *one = ts_arena_alloc(g->arena, sizeof(int64_t) * 2);
-      one[0] = one[1] = 1;
+      int64_t one[2] = {1, 1}; /* copied by gr_node_set_attr */
       gr_node_set_attr(
           g, &m,
           (gr_attr){
@@ -593,10 +594,9 @@ static int simplify_transposes(ts_graph *g, ts_error *err) {
           continue;
         }
         n->inputs[0] = z;
-        gr_attr a = {.name = "perm", .kind = GR_ATTR_INTS, .n = 4};
-        a.ints = ts_arena_alloc(g->arena, sizeof(int64_t) * 4);
-        memcpy(a.ints, comp, sizeof comp);
-        gr_node_set_attr(g, n, a);
+        gr_attr a = {
+            .name = "perm", .kind = GR_ATTR_INTS, .n = 4, .ints = comp};
+        gr_node_set_attr(g, n, a); /* copies comp */
         changed = true;
         continue;
       }
@@ -609,8 +609,9 @@ static int simplify_transposes(ts_graph *g, ts_error *err) {
             gr_const_add(g, gr_fresh_name(g, "shape"), TS_INT64, 1, &nd, shape);
         if (s < 0) return TS_ERR(err, TS_ENOMEM, "layout: out of memory");
         n = &g->nodes[i];
+        int *ins = gr_alloc(g, sizeof(int) * 2);
+        if (!ins) return TS_ERR(err, TS_ENOMEM, "layout: out of memory");
         n->op = "Reshape";
-        int *ins = ts_arena_alloc(g->arena, sizeof(int) * 2);
         ins[0] = x;
         ins[1] = s;
         n->inputs = ins;

@@ -439,6 +439,7 @@ static int import_attr(importer *im, gr_node *n, const Onnx__AttributeProto *a,
     at.s = a->s.data ? ts_arena_strndup(im->g->arena, (const char *)a->s.data,
                                         a->s.len)
                      : "";
+    if (!at.s) return out_of_memory(im);
     break;
   }
   case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS:
@@ -452,6 +453,7 @@ static int import_attr(importer *im, gr_node *n, const Onnx__AttributeProto *a,
     at.kind = GR_ATTR_FLOATS;
     at.n = (int)a->n_floats;
     double *f = ts_arena_alloc(im->g->arena, sizeof *f * (a->n_floats + 1));
+    if (!f) return out_of_memory(im);
     for (size_t i = 0; i < a->n_floats; i++) f[i] = a->floats[i];
     at.floats = f;
     break;
@@ -613,6 +615,7 @@ static int import_model(importer *im, const Onnx__ModelProto *m) {
   }
   int n_inputs = 0;
   int *inputs = ts_arena_alloc(im->g->arena, sizeof(int) * (gp->n_input + 1));
+  if (!inputs) return out_of_memory(im);
   for (size_t i = 0; i < gp->n_input; i++) {
     const char *name = gp->input[i]->name ? gp->input[i]->name : "";
     bool init = map_get(&im->names, name) >= 0;
@@ -627,6 +630,7 @@ static int import_model(importer *im, const Onnx__ModelProto *m) {
     return TS_ERR(im->err, TS_EINVAL, "the graph has no outputs");
   im->g->outputs =
       ts_arena_alloc(im->g->arena, sizeof(int) * (gp->n_output + 1));
+  if (!im->g->outputs) return out_of_memory(im);
   for (size_t i = 0; i < gp->n_output; i++) {
     const char *name = gp->output[i]->name ? gp->output[i]->name : "";
     int id = map_get(&im->names, name);

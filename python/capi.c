@@ -14,6 +14,7 @@
 #include "graph/graph.h"
 #include "rpc/rpc.h"
 #include "schedule/schedule.h"
+#include "tir/alloc.h"
 #include "tir/tir.h"
 #include "tuner/tuner.h"
 
@@ -137,7 +138,7 @@ int ts_py_db_workloads(ts_db *db, char **out, ts_error *err) {
     cJSON_AddNumberToObject(o, "records", (double)s->n_records);
     cJSON_AddNumberToObject(o, "ok", (double)s->n_ok);
     add_number_or_null(o, "best_seconds", s->best_s);
-    cJSON_AddItemToArray(arr, o);
+    ts_json_add(arr, NULL, o);
   }
   ts_db_summaries_free(rows, n);
   return out_json(arr, out, err);
@@ -171,7 +172,7 @@ static cJSON *record_json(const ts_db_record *r, const ts_db_workload *w,
   cJSON_AddNumberToObject(o, "confirmed_rounds", r->confirmed_rounds);
   cJSON *runs = cJSON_AddArrayToObject(o, "run_secs");
   for (int i = 0; i < r->n_run_secs; i++)
-    cJSON_AddItemToArray(runs, cJSON_CreateNumber(r->run_secs[i]));
+    ts_json_add(runs, NULL, cJSON_CreateNumber(r->run_secs[i]));
   if (job)
     cJSON_AddStringToObject(o, "job", job);
   else
@@ -185,9 +186,9 @@ static cJSON *record_json(const ts_db_record *r, const ts_db_workload *w,
   cJSON_AddStringToObject(o, "version", r->version ? r->version : "");
   cJSON_AddStringToObject(o, "created", r->created);
   cJSON *measure = r->measure_json ? cJSON_Parse(r->measure_json) : NULL;
-  cJSON_AddItemToObject(o, "measure", measure ? measure : cJSON_CreateNull());
+  ts_json_add(o, "measure", measure ? measure : cJSON_CreateNull());
   cJSON *trace = r->trace_json ? cJSON_Parse(r->trace_json) : NULL;
-  cJSON_AddItemToObject(o, "trace", trace ? trace : cJSON_CreateNull());
+  ts_json_add(o, "trace", trace ? trace : cJSON_CreateNull());
   if (!detail) return o;
   ts_trace *full = NULL;
   ts_error e;
@@ -270,9 +271,10 @@ int ts_py_db_records(ts_db *db, const char *key, const char *target, int mode,
     if (rc) break;
     int first = mode == 0 && limit > 0 && n > limit ? n - limit : 0;
     for (int k = first; k < n; k++)
-      cJSON_AddItemToArray(
-          arr, record_json(&recs[k], &w, job_name(jobs, n_jobs, recs[k].job_id),
-                           f, mode == 1));
+      ts_json_add(arr, NULL,
+                  record_json(&recs[k], &w,
+                              job_name(jobs, n_jobs, recs[k].job_id), f,
+                              mode == 1));
     if (mode == 1)
       ts_db_record_clear(&one);
     else
@@ -526,8 +528,8 @@ static cJSON *tune_result_json(const ts_tune_result *r, const tune_state *t,
                               (double)tr->by_status[s]);
     cJSON *trace =
         tr->best_trace_json ? cJSON_Parse(tr->best_trace_json) : NULL;
-    cJSON_AddItemToObject(x, "trace", trace ? trace : cJSON_CreateNull());
-    cJSON_AddItemToArray(arr, x);
+    ts_json_add(x, "trace", trace ? trace : cJSON_CreateNull());
+    ts_json_add(arr, NULL, x);
   }
   return o;
 }
@@ -706,7 +708,7 @@ int ts_py_compile(ts_db *db, const char *request, char **out, ts_error *err) {
       cJSON_AddStringToObject(o, "fallback", x->fallback_note);
     else
       cJSON_AddNullToObject(o, "fallback");
-    cJSON_AddItemToArray(arr, o);
+    ts_json_add(arr, NULL, o);
   }
   cJSON *m = cJSON_AddObjectToObject(root, "memory");
   cJSON_AddNumberToObject(m, "arena_bytes", (double)rep.arena_bytes);

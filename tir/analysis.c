@@ -267,8 +267,10 @@ static void collect_expr(infer_ctx *c, ts_expr *e, int depth) {
   case TS_EXPR_LET: {
     collect_expr(c, e->u.let.value, depth + 1);
     ivl *v = ts_arena_alloc(c->a, sizeof *v);
-    *v = sym(c, e->u.let.value, 0);
-    ts_node_map_put(c->relaxed, e->u.let.var, v);
+    if (v) { /* else out of memory: the arena is failed */
+      *v = sym(c, e->u.let.value, 0);
+      ts_node_map_put(c->relaxed, e->u.let.var, v);
+    }
     collect_expr(c, e->u.let.body, depth + 1);
     return;
   }
@@ -346,6 +348,7 @@ static void collect_stmt(infer_ctx *c, ts_stmt *s, int depth) {
     collect_expr(c, s->u.loop.extent, 0);
     ivl m = sym(c, s->u.loop.min, 0), x = sym(c, s->u.loop.extent, 0);
     ivl *v = ts_arena_alloc(c->a, sizeof *v);
+    if (!v) return; /* out of memory: the arena is failed */
     *v = UNKNOWN;
     if (m.lo && x.lo && is_index_int(m.hi->dtype) &&
         ts_dtype_eq(m.hi->dtype, x.hi->dtype) &&
@@ -379,8 +382,10 @@ static void collect_stmt(infer_ctx *c, ts_stmt *s, int depth) {
   case TS_STMT_LET: {
     collect_expr(c, s->u.let.value, 0);
     ivl *v = ts_arena_alloc(c->a, sizeof *v);
-    *v = sym(c, s->u.let.value, 0);
-    ts_node_map_put(c->relaxed, s->u.let.var, v);
+    if (v) {
+      *v = sym(c, s->u.let.value, 0);
+      ts_node_map_put(c->relaxed, s->u.let.var, v);
+    }
     collect_stmt(c, s->u.let.body, depth + 1);
     return;
   }
@@ -398,6 +403,10 @@ static void to_region(infer_ctx *c, const access *acc, ts_region *out) {
   out->buffer = b;
   out->ndim = b->ndim;
   out->ranges = ts_arena_alloc(a, sizeof(ts_range) * (size_t)(b->ndim + 1));
+  if (!out->ranges) {
+    out->ndim = 0; /* out of memory: the arena is failed */
+    return;
+  }
   for (int d = 0; d < b->ndim; d++) {
     int64_t dim = b->shape[d];
     ts_range whole = {ts_index(a, 0), ts_index(a, dim)};

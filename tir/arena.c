@@ -4,13 +4,14 @@
  * Memory comes in chunks of 64 KiB (larger requests get a chunk of their
  * own); nothing is freed until the whole arena is destroyed. When malloc
  * fails the arena goes on in a static reserve and remembers the failure
- * (ts_arena_failed). Also the small string builder used by the printer and
- * error messages, which drops what it cannot hold and remembers that.
+ * (ts_arena_failed); when the reserve cannot help either, the allocation
+ * returns NULL.
  */
 #include "alloc.h"
 #include "internal.h"
 
 #include <stdatomic.h>
+#include <stdint.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,8 +41,9 @@ struct ts_arena {
  * nodes being built stay valid memory, so the operation in progress ends
  * normally and its public function reports TS_ENOMEM (the failure is
  * counted by ts_malloc; see ts_alloc_failures). A slot returns to the
- * reserve when its arena is destroyed. Only when the reserve is used up,
- * or a single request is larger than a slot, does the process abort. */
+ * reserve when its arena is destroyed. When the reserve is used up, or a
+ * single request is larger than a slot, the allocation returns NULL (the
+ * arena is failed all the same) and the caller reports TS_ENOMEM. */
 
 #define RESERVE_SLOTS 16
 #define SLOT_BYTES (sizeof(chunk) + CHUNK_SIZE)
@@ -62,15 +64,8 @@ static int reserve_take(void) {
 
 static void reserve_put(int i) { atomic_fetch_and(&reserve_busy, ~(1u << i)); }
 
-static _Noreturn void reserve_exhausted(size_t n) {
-  fprintf(stderr,
-          "tessera: out of memory (allocating %zu bytes) and the arena "
-          "reserve cannot hold it\n",
-          n);
-  abort();
-}
-
-/* A chunk with room for cap bytes (at least). */
+/* A chunk with room for cap bytes (at least), or NULL when neither malloc
+ * nor the reserve has one. */
 static chunk *chunk_new(ts_arena *a, size_t cap) {
   chunk *c = ts_malloc(sizeof(chunk) + cap);
   if (c) {
@@ -79,7 +74,7 @@ static chunk *chunk_new(ts_arena *a, size_t cap) {
   } else {
     a->failed = true;
     int i = cap <= CHUNK_SIZE ? reserve_take() : -1;
-    if (i < 0) reserve_exhausted(cap);
+    if (i < 0) return NULL;
     c = (chunk *)reserve[i];
     c->slot = i;
     c->cap = CHUNK_SIZE;
@@ -97,7 +92,7 @@ ts_arena *ts_arena_create(void) {
   }
   /* The struct and a first chunk share one reserve slot. */
   int i = reserve_take();
-  if (i < 0) reserve_exhausted(sizeof *a);
+  if (i < 0) return NULL;
   a = (ts_arena *)reserve[i];
   *a = (ts_arena){.home = i, .failed = true};
   size_t off = (sizeof *a + 15) & ~(size_t)15;
@@ -132,12 +127,19 @@ bool ts_arena_failed(const ts_arena *a) { return a && a->failed; }
 void arena_mark_failed(ts_arena *a) { a->failed = true; }
 
 void *ts_arena_alloc(ts_arena *a, size_t size) {
+  if (!a) return NULL;
+  if (size > SIZE_MAX - sizeof(chunk) - 15) {
+    ts_alloc_note_failure();
+    a->failed = true;
+    return NULL;
+  }
   size = (size + 15) & ~(size_t)15;
   if (size == 0) size = 16;
   chunk *c = a->head;
   if (!c || c->cap - c->used < size) {
     size_t cap = size > CHUNK_SIZE / 2 ? size : CHUNK_SIZE;
     chunk *n = chunk_new(a, cap);
+    if (!n) return NULL;
     if (cap == size && c) {
       /* A big block gets its own chunk behind the current one, so the
        * current chunk's free space stays usable. */
@@ -158,7 +160,8 @@ void *ts_arena_alloc(ts_arena *a, size_t size) {
 
 char *ts_arena_strndup(ts_arena *a, const char *s, size_t n) {
   if (!s) return NULL;
-  char *p = ts_arena_alloc(a, n + 1);
+  char *p = n < SIZE_MAX ? ts_arena_alloc(a, n + 1) : NULL;
+  if (!p) return NULL;
   memcpy(p, s, n);
   p[n] = 0;
   return p;
@@ -174,18 +177,20 @@ char *ts_arena_printf(ts_arena *a, const char *fmt, ...) {
   va_start(ap, fmt);
   int n = vsnprintf(NULL, 0, fmt, ap);
   va_end(ap);
-  char *p = ts_arena_alloc(a, (size_t)n + 1);
+  char *p = n >= 0 ? ts_arena_alloc(a, (size_t)n + 1) : NULL;
+  if (!p) return NULL;
   va_start(ap, fmt);
   vsnprintf(p, (size_t)n + 1, fmt, ap);
   va_end(ap);
   return p;
 }
 
-size_t ts_arena_bytes(const ts_arena *a) { return a->bytes; }
+size_t ts_arena_bytes(const ts_arena *a) { return a ? a->bytes : 0; }
 
 void *arena_copy_ptrs(ts_arena *a, void *const *items, int n) {
   if (n <= 0) return NULL;
   void **p = ts_arena_alloc(a, sizeof(void *) * (size_t)n);
+  if (!p) return NULL;
   memcpy(p, items, sizeof(void *) * (size_t)n);
   return p;
 }

@@ -8,8 +8,12 @@
 #include <math.h>
 #include <string.h>
 
+/* A node of kind k, or NULL when the arena has no memory for it (the
+ * arena is then failed: the constructors return NULL, and take NULL for an
+ * operand, giving NULL, so the caller sees the failure at the root). */
 static ts_expr *new_expr(ts_arena *a, ts_expr_kind k, ts_dtype t) {
   ts_expr *e = ts_arena_alloc(a, sizeof *e);
+  if (!e) return NULL;
   e->kind = (uint8_t)k;
   e->dtype = t;
   return e;
@@ -19,7 +23,7 @@ static ts_expr *new_expr(ts_arena *a, ts_expr_kind k, ts_dtype t) {
 
 ts_expr *ts_int(ts_arena *a, ts_dtype t, int64_t v) {
   ts_expr *e = new_expr(a, TS_EXPR_INT, t);
-  e->u.int_value = wrap_int(v, t);
+  if (e) e->u.int_value = wrap_int(v, t);
   return e;
 }
 ts_expr *ts_index(ts_arena *a, int64_t v) { return ts_int(a, TS_INDEX, v); }
@@ -27,14 +31,15 @@ ts_expr *ts_bool(ts_arena *a, bool v) { return ts_int(a, TS_BOOL, v); }
 
 ts_expr *ts_float(ts_arena *a, ts_dtype t, double v) {
   ts_expr *e = new_expr(a, TS_EXPR_FLOAT, t);
-  e->u.float_value = round_to_dtype(v, t);
+  if (e) e->u.float_value = round_to_dtype(v, t);
   return e;
 }
 
 ts_expr *ts_var(ts_arena *a, const char *name, ts_dtype t) {
   ts_expr *e = new_expr(a, TS_EXPR_VAR, t);
+  if (!e) return NULL;
   e->u.var.name = ts_arena_strdup(a, name ? name : "v");
-  return e;
+  return e->u.var.name ? e : NULL;
 }
 
 /* ---- kinds ---- */
@@ -93,7 +98,9 @@ static ts_dtype binary_result(ts_expr_kind k, ts_dtype t) {
 
 ts_expr *ts_binary_raw(ts_arena *a, ts_expr_kind k, ts_expr *x, ts_expr *y) {
   assert(ts_expr_is_binary(k));
+  if (!x || !y) return NULL;
   ts_expr *e = new_expr(a, k, binary_result(k, x->dtype));
+  if (!e) return NULL;
   e->u.op.a = x;
   e->u.op.b = y;
   return e;
@@ -194,6 +201,7 @@ static bool is_float_const(const ts_expr *e, double v) {
 }
 
 ts_expr *ts_binary(ts_arena *a, ts_expr_kind k, ts_expr *x, ts_expr *y) {
+  if (!x || !y) return NULL;
   ts_dtype t = x->dtype;
   bool same = ts_dtype_eq(x->dtype, y->dtype);
   if (same && t.lanes == 1) {
@@ -288,13 +296,16 @@ BINARY(ts_or, TS_EXPR_OR)
 /* ---- other operators ---- */
 
 ts_expr *ts_not_raw(ts_arena *a, ts_expr *x) {
+  if (!x) return NULL;
   ts_expr *e =
       new_expr(a, TS_EXPR_NOT, TS_DTYPE(TS_DT_BOOL, 1, x->dtype.lanes));
+  if (!e) return NULL;
   e->u.op.a = x;
   return e;
 }
 
 ts_expr *ts_not(ts_arena *a, ts_expr *x) {
+  if (!x) return NULL;
   if (x->kind == TS_EXPR_INT && x->dtype.lanes == 1 &&
       ts_dtype_is_bool(x->dtype))
     return ts_bool(a, !x->u.int_value);
@@ -303,7 +314,9 @@ ts_expr *ts_not(ts_arena *a, ts_expr *x) {
 }
 
 ts_expr *ts_select_raw(ts_arena *a, ts_expr *c, ts_expr *t, ts_expr *f) {
+  if (!c || !t || !f) return NULL;
   ts_expr *e = new_expr(a, TS_EXPR_SELECT, t->dtype);
+  if (!e) return NULL;
   e->u.op.a = c;
   e->u.op.b = t;
   e->u.op.c = f;
@@ -311,18 +324,22 @@ ts_expr *ts_select_raw(ts_arena *a, ts_expr *c, ts_expr *t, ts_expr *f) {
 }
 
 ts_expr *ts_select(ts_arena *a, ts_expr *c, ts_expr *t, ts_expr *f) {
+  if (!c || !t || !f) return NULL;
   if (c->kind == TS_EXPR_INT && c->dtype.lanes == 1)
     return c->u.int_value ? t : f;
   return ts_select_raw(a, c, t, f);
 }
 
 ts_expr *ts_cast_raw(ts_arena *a, ts_dtype t, ts_expr *x) {
+  if (!x) return NULL;
   ts_expr *e = new_expr(a, TS_EXPR_CAST, t);
+  if (!e) return NULL;
   e->u.op.a = x;
   return e;
 }
 
 ts_expr *ts_cast(ts_arena *a, ts_dtype t, ts_expr *x) {
+  if (!x) return NULL;
   if (ts_dtype_eq(t, x->dtype)) return x;
   if (t.lanes == 1 && x->dtype.lanes == 1) {
     if (x->kind == TS_EXPR_INT) {
@@ -344,6 +361,12 @@ ts_expr *ts_cast(ts_arena *a, ts_dtype t, ts_expr *x) {
   return ts_cast_raw(a, t, x);
 }
 
+static bool any_null(ts_expr *const *es, int n) {
+  for (int i = 0; i < n; i++)
+    if (!es[i]) return true;
+  return false;
+}
+
 static int max_lanes(ts_expr *const *es, int n) {
   int lanes = 1;
   for (int i = 0; i < n; i++)
@@ -352,49 +375,61 @@ static int max_lanes(ts_expr *const *es, int n) {
 }
 
 ts_expr *ts_load(ts_arena *a, ts_buffer *b, ts_expr *const *indices, int n) {
+  if (!b || any_null(indices, n)) return NULL;
   ts_expr *e = new_expr(a, TS_EXPR_LOAD,
                         ts_dtype_with_lanes(b->dtype, max_lanes(indices, n)));
+  if (!e) return NULL;
   e->u.load.buffer = b;
   e->u.load.indices = arena_copy_ptrs(a, (void *const *)indices, n);
   e->u.load.n_indices = n;
-  return e;
+  return n && !e->u.load.indices ? NULL : e;
 }
 
 ts_expr *ts_address_of(ts_arena *a, ts_buffer *b, ts_expr *const *indices,
                        int n) {
+  if (!b || any_null(indices, n)) return NULL;
   ts_expr *e = new_expr(a, TS_EXPR_ADDRESS_OF, TS_HANDLE);
+  if (!e) return NULL;
   e->u.load.buffer = b;
   e->u.load.indices = arena_copy_ptrs(a, (void *const *)indices, n);
   e->u.load.n_indices = n;
-  return e;
+  return n && !e->u.load.indices ? NULL : e;
 }
 
 ts_expr *ts_ramp(ts_arena *a, ts_expr *base, ts_expr *stride, int lanes) {
+  if (!base || !stride) return NULL;
   ts_expr *e =
       new_expr(a, TS_EXPR_RAMP, ts_dtype_with_lanes(base->dtype, lanes));
+  if (!e) return NULL;
   e->u.op.a = base;
   e->u.op.b = stride;
   return e;
 }
 
 ts_expr *ts_broadcast(ts_arena *a, ts_expr *value, int lanes) {
+  if (!value) return NULL;
   ts_expr *e =
       new_expr(a, TS_EXPR_BROADCAST, ts_dtype_with_lanes(value->dtype, lanes));
+  if (!e) return NULL;
   e->u.op.a = value;
   return e;
 }
 
 ts_expr *ts_call(ts_arena *a, ts_dtype t, const char *name,
                  ts_expr *const *args, int n) {
+  if (any_null(args, n)) return NULL;
   ts_expr *e = new_expr(a, TS_EXPR_CALL, t);
+  if (!e) return NULL;
   e->u.call.name = ts_arena_strdup(a, name);
   e->u.call.args = arena_copy_ptrs(a, (void *const *)args, n);
   e->u.call.n_args = n;
-  return e;
+  return (name && !e->u.call.name) || (n && !e->u.call.args) ? NULL : e;
 }
 
 ts_expr *ts_let(ts_arena *a, ts_expr *var, ts_expr *value, ts_expr *body) {
+  if (!var || !value || !body) return NULL;
   ts_expr *e = new_expr(a, TS_EXPR_LET, body->dtype);
+  if (!e) return NULL;
   e->u.let.var = var;
   e->u.let.value = value;
   e->u.let.body = body;

@@ -152,7 +152,8 @@ struct ts_func {
  * because memory ran out while it was built. */
 void arena_mark_failed(ts_arena *a);
 
-/* Copies an array of n pointers into the arena (NULL when n == 0). */
+/* Copies an array of n pointers into the arena (NULL when n == 0, and
+ * when out of memory: the arena is then failed). */
 void *arena_copy_ptrs(ts_arena *a, void *const *items, int n);
 
 /* Writes the shortest decimal text of v that reads back to the same value of

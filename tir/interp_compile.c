@@ -84,6 +84,14 @@ static void unbind_var(interp *in, const ts_expr *var, void *old) {
   ts_node_map_put(in->var_slot, var, old);
 }
 
+/* Memory of the compiled program; NULL (the interpreter failed with
+ * TS_ENOMEM) when there is none. */
+static void *ialloc(interp *in, size_t size) {
+  void *p = ts_arena_alloc(in->arena, size);
+  if (!p) FAIL(in, TS_ENOMEM, "interpreter: out of memory");
+  return p;
+}
+
 static cexpr *new_cexpr(interp *in, const ts_expr *e, int n) {
   if (++in->n_nodes > MAX_NODES) {
     FAIL(in, TS_EUNSUPPORTED,
@@ -92,12 +100,13 @@ static cexpr *new_cexpr(interp *in, const ts_expr *e, int n) {
          MAX_NODES);
     return NULL;
   }
-  cexpr *c = ts_arena_alloc(in->arena, sizeof *c);
+  cexpr *c = ialloc(in, sizeof *c);
+  if (!c) return NULL;
   c->kind = e->kind;
   c->lanes = e->dtype.lanes;
   c->bits = e->dtype.bits;
   c->n = n;
-  if (n) c->ops = ts_arena_alloc(in->arena, sizeof *c->ops * (size_t)n);
+  if (n && !(c->ops = ialloc(in, sizeof *c->ops * (size_t)n))) return NULL;
   return c;
 }
 
@@ -534,8 +543,8 @@ static bool compile_launch_axis(interp *in, const ts_stmt *s, cstmt *c) {
 }
 
 static cstmt *new_cstmt(interp *in, const ts_stmt *s) {
-  cstmt *c = ts_arena_alloc(in->arena, sizeof *c);
-  c->kind = s->kind;
+  cstmt *c = ialloc(in, sizeof *c);
+  if (c) c->kind = s->kind;
   return c;
 }
 
@@ -550,7 +559,8 @@ static bool compile_indices(interp *in, int slot, ts_expr *const *idx, int n,
          rb->name, n, rb->ndim);
     return false;
   }
-  *out = n ? ts_arena_alloc(in->arena, sizeof **out * (size_t)n) : NULL;
+  *out = n ? ialloc(in, sizeof **out * (size_t)n) : NULL;
+  if (n && !*out) return false;
   for (int d = 0; d < n; d++) {
     cexpr *c = compile_expr(in, idx[d], depth + 1);
     if (!c) return false;
@@ -573,7 +583,8 @@ static cstmt *compile_realize(interp *in, const ts_stmt *s, int depth) {
     return NULL;
   }
   cstmt *c = new_cstmt(in, s);
-  cblock *k = c->blk = ts_arena_alloc(in->arena, sizeof *k);
+  cblock *k = c ? c->blk = ialloc(in, sizeof *k) : NULL;
+  if (!k) return NULL;
   k->name = b->name;
   k->n_iters = b->n_iters;
   if (s->u.realize.n_values != b->n_iters) {
@@ -585,12 +596,13 @@ static cstmt *compile_realize(interp *in, const ts_stmt *s, int depth) {
   }
   /* Iter values, predicate and domains are in the enclosing scope. */
   int n = b->n_iters ? b->n_iters : 1;
-  k->iter_slot = ts_arena_alloc(in->arena, sizeof *k->iter_slot * (size_t)n);
-  k->iter_reduce = ts_arena_alloc(in->arena, (size_t)n);
-  k->iter_name = ts_arena_alloc(in->arena, sizeof *k->iter_name * (size_t)n);
-  k->values = ts_arena_alloc(in->arena, sizeof *k->values * (size_t)n);
-  k->dom_min = ts_arena_alloc(in->arena, sizeof *k->dom_min * (size_t)n);
-  k->dom_ext = ts_arena_alloc(in->arena, sizeof *k->dom_ext * (size_t)n);
+  if (!(k->iter_slot = ialloc(in, sizeof *k->iter_slot * (size_t)n)) ||
+      !(k->iter_reduce = ialloc(in, (size_t)n)) ||
+      !(k->iter_name = ialloc(in, sizeof *k->iter_name * (size_t)n)) ||
+      !(k->values = ialloc(in, sizeof *k->values * (size_t)n)) ||
+      !(k->dom_min = ialloc(in, sizeof *k->dom_min * (size_t)n)) ||
+      !(k->dom_ext = ialloc(in, sizeof *k->dom_ext * (size_t)n)))
+    return NULL;
   for (int i = 0; i < b->n_iters; i++) {
     const iter_var *iv = &b->iters[i];
     if (!(k->values[i] = compile_scalar(in, s->u.realize.values[i], false,
@@ -614,9 +626,9 @@ static cstmt *compile_realize(interp *in, const ts_stmt *s, int depth) {
   void **old_vars = calloc((size_t)n, sizeof *old_vars);
   int na = b->n_allocs ? b->n_allocs : 1;
   void **old_bufs = calloc((size_t)na, sizeof *old_bufs);
-  k->alloc_slot = ts_arena_alloc(in->arena, sizeof *k->alloc_slot * (size_t)na);
+  k->alloc_slot = ialloc(in, sizeof *k->alloc_slot * (size_t)na);
   int bound_vars = 0, bound_bufs = 0;
-  if (!old_vars || !old_bufs) {
+  if (!old_vars || !old_bufs || !k->alloc_slot) {
     FAIL(in, TS_ENOMEM, "out of memory");
     goto done;
   }
@@ -673,7 +685,7 @@ cstmt *interp_compile_stmt(interp *in, const ts_stmt *s, int depth) {
            "variable");
       return NULL;
     }
-    c = new_cstmt(in, s);
+    if (!(c = new_cstmt(in, s))) return NULL;
     if (!(c->a = compile_scalar(in, s->u.loop.min, false, "a loop minimum",
                                 depth + 1)) ||
         !(c->b = compile_scalar(in, s->u.loop.extent, false, "a loop extent",
@@ -691,7 +703,7 @@ cstmt *interp_compile_stmt(interp *in, const ts_stmt *s, int depth) {
   }
   case TS_STMT_BLOCK_REALIZE: return compile_realize(in, s, depth);
   case TS_STMT_STORE: {
-    c = new_cstmt(in, s);
+    if (!(c = new_cstmt(in, s))) return NULL;
     const ts_buffer *b = s->u.store.buffer;
     if ((c->slot = buffer_slot(in, b, "store")) < 0) return NULL;
     if (!(c->a = compile_expr(in, s->u.store.value, depth + 1))) return NULL;
@@ -712,17 +724,17 @@ cstmt *interp_compile_stmt(interp *in, const ts_stmt *s, int depth) {
     break;
   }
   case TS_STMT_SEQ: {
-    c = new_cstmt(in, s);
+    if (!(c = new_cstmt(in, s))) return NULL;
     c->n_items = s->u.seq.n;
-    if (c->n_items > 0)
-      c->items =
-          ts_arena_alloc(in->arena, sizeof *c->items * (size_t)c->n_items);
+    if (c->n_items > 0 &&
+        !(c->items = ialloc(in, sizeof *c->items * (size_t)c->n_items)))
+      return NULL;
     for (int i = 0; i < c->n_items; i++)
       c->items[i] = interp_compile_stmt(in, s->u.seq.items[i], depth + 1);
     break;
   }
   case TS_STMT_IF:
-    c = new_cstmt(in, s);
+    if (!(c = new_cstmt(in, s))) return NULL;
     if (!(c->a = compile_scalar(in, s->u.cond.cond, true, "an if condition",
                                 depth + 1)))
       return NULL;
@@ -730,7 +742,7 @@ cstmt *interp_compile_stmt(interp *in, const ts_stmt *s, int depth) {
     c->else_s = interp_compile_stmt(in, s->u.cond.else_s, depth + 1);
     break;
   case TS_STMT_EVALUATE:
-    c = new_cstmt(in, s);
+    if (!(c = new_cstmt(in, s))) return NULL;
     if (!(c->a = compile_expr(in, s->u.eval.value, depth + 1))) return NULL;
     c->lanes = c->a->lanes;
     break;
@@ -740,7 +752,7 @@ cstmt *interp_compile_stmt(interp *in, const ts_stmt *s, int depth) {
       FAIL(in, TS_EINVAL, "let binds something that is not a variable");
       return NULL;
     }
-    c = new_cstmt(in, s);
+    if (!(c = new_cstmt(in, s))) return NULL;
     if (!(c->a = compile_expr(in, s->u.let.value, depth + 1))) return NULL;
     if (class_of(var->dtype) != c->a->cls) {
       FAIL(in, TS_EINVAL, "let binds %s variable '%s' to a %s value",
@@ -755,7 +767,7 @@ cstmt *interp_compile_stmt(interp *in, const ts_stmt *s, int depth) {
     break;
   }
   case TS_STMT_ALLOCATE: {
-    c = new_cstmt(in, s);
+    if (!(c = new_cstmt(in, s))) return NULL;
     void *old;
     if ((c->slot = interp_define_buffer(in, s->u.alloc.buffer, MAX_ALLOC_BYTES,
                                         &old)) < 0)

@@ -241,6 +241,7 @@ static ts_expr *parse_call(tp_parser *p) {
                      tp_describe(nt, buf));
   tp_next(p);
   const char *name = tp_string_value(p, nt);
+  if (!name) return NULL;
   if (!name[0]) return FAIL_NULL(p, nt, "called function name is empty");
   tp_vec args = {0};
   if (!tp_accept(p, ")")) {

@@ -230,12 +230,18 @@ bool tp_expect_ident(tp_parser *p, const char *what, tp_token **out) {
   return true;
 }
 char *tp_tok_str(tp_parser *p, const tp_token *t) {
-  return ts_arena_strndup(p->a, t->loc, (size_t)t->len);
+  char *s = ts_arena_strndup(p->a, t->loc, (size_t)t->len);
+  if (!s) p->failed = true; /* out of memory (counted) */
+  return s;
 }
 
 /* Decodes a string token into the arena. */
 char *tp_string_value(tp_parser *p, const tp_token *t) {
   char *out = ts_arena_alloc(p->a, (size_t)t->len);
+  if (!out) {
+    p->failed = true; /* out of memory (counted) */
+    return NULL;
+  }
   size_t n = 0;
   for (int i = 1; i < t->len - 1; i++) {
     char c = t->loc[i];
@@ -306,6 +312,7 @@ tp_sym *tp_lookup(tp_parser *p, const tp_token *t) {
  * in the innermost scope) and returns it in the arena, or NULL. */
 char *tp_new_name(tp_parser *p, const tp_token *t, const char *what) {
   char *name = tp_tok_str(p, t);
+  if (!name) return NULL;
   if (ts_text_name_is_reserved(name)) {
     FAIL(p, t, "'%s' is a reserved word and cannot name a %s", name, what);
     return NULL;
@@ -340,6 +347,10 @@ void tp_vec_push(tp_parser *p, tp_vec *v, void *item) {
   if (v->n == v->cap) {
     int cap = v->cap ? v->cap * 2 : 8;
     void **items = ts_arena_alloc(p->a, sizeof *items * (size_t)cap);
+    if (!items) {
+      p->failed = true; /* out of memory (counted); the item is dropped */
+      return;
+    }
     if (v->n) memcpy(items, v->items, sizeof *items * (size_t)v->n);
     v->items = items;
     v->cap = cap;

@@ -102,6 +102,7 @@ static ts_buffer *parse_buffer_type(tp_parser *p, const char *name) {
                          tp_describe(s, buf));
       tp_next(p);
       const char *scope = tp_string_value(p, s);
+      if (!scope) return NULL;
       if (!scope[0]) return FAIL_NULL(p, s, "scope must not be empty");
       ts_buffer_set_scope(p->a, b, scope);
     } else if (tp_is(o, "align")) {
@@ -155,6 +156,7 @@ static bool parse_annotations(tp_parser *p, ann_list *out) {
                   tp_describe(k, buf));
     tp_next(p);
     const char *key = tp_string_value(p, k);
+    if (!key) return false;
     if (ann_list_find(out, key))
       return FAIL(p, k, "duplicate annotation key \"%s\"", key);
     if (out->n == MAX_LIST)
@@ -166,6 +168,7 @@ static bool parse_annotations(tp_parser *p, ann_list *out) {
     if (v->kind == TK_STRING && !neg) {
       ann.kind = TS_ANN_STRING;
       ann.s = tp_string_value(p, v);
+      if (!ann.s) return false;
     } else if (v->kind == TK_INT) {
       uint64_t m;
       if (!tp_int_value(v, (uint64_t)INT64_MAX + (neg ? 1 : 0), &m))
@@ -284,6 +287,7 @@ static ts_stmt *parse_for(tp_parser *p) {
                        tp_describe(s, buf));
     tp_next(p);
     tag = tp_string_value(p, s);
+    if (!tag) return NULL;
     if (!tag[0]) return FAIL_NULL(p, s, "thread tag must not be empty");
     if (!tp_expect(p, ")", "after the thread tag")) return NULL;
   }
@@ -332,8 +336,12 @@ static bool parse_regions(tp_parser *p, tp_vec *out) {
     ts_buffer *b = tp_find_buffer(p, nt);
     if (!b || !tp_expect(p, "[", "after the buffer name")) return false;
     ts_region *r = ts_arena_alloc(p->a, sizeof *r);
+    if (!r ||
+        !(r->ranges = ts_arena_alloc(p->a, sizeof(ts_range) * TS_MAX_DIMS))) {
+      p->failed = true; /* out of memory (counted) */
+      return false;
+    }
     r->buffer = b;
-    r->ranges = ts_arena_alloc(p->a, sizeof(ts_range) * TS_MAX_DIMS);
     if (!tp_accept(p, "]")) {
       for (;;) {
         tp_token *t = tp_peek(p);
@@ -375,6 +383,10 @@ static bool parse_regions(tp_parser *p, tp_vec *out) {
 
 static ts_region *region_array(tp_parser *p, const tp_vec *v) {
   ts_region *r = ts_arena_alloc(p->a, sizeof *r * (size_t)(v->n ? v->n : 1));
+  if (!r) {
+    p->failed = true; /* out of memory (counted) */
+    return NULL;
+  }
   for (int i = 0; i < v->n; i++) r[i] = *(ts_region *)v->items[i];
   return r;
 }
@@ -418,6 +430,7 @@ static bool parse_iter(tp_parser *p, iter_decl *d) {
   if (!tp_expect_ident(p, "an iter var name", &d->name_tok)) return false;
   /* Names are checked again when the block scope opens. */
   d->name = tp_tok_str(p, d->name_tok);
+  if (!d->name) return false;
   if (ts_text_name_is_reserved(d->name))
     return FAIL(p, d->name_tok,
                 "'%s' is a reserved word and cannot name an iter var", d->name);
@@ -463,6 +476,10 @@ static ts_stmt *parse_block(tp_parser *p) {
       if (iters.n == MAX_LIST)
         return FAIL_NULL(p, tp_peek(p), "more than %d iter vars", MAX_LIST);
       iter_decl *d = ts_arena_alloc(p->a, sizeof *d);
+      if (!d) {
+        p->failed = true; /* out of memory (counted) */
+        return NULL;
+      }
       if (!parse_iter(p, d)) return NULL;
       tp_vec_push(p, &iters, d);
       if (tp_accept(p, ",")) continue;
@@ -486,6 +503,10 @@ static ts_stmt *parse_block(tp_parser *p) {
   ts_stmt *result = NULL;
   ts_expr **values =
       ts_arena_alloc(p->a, sizeof *values * (size_t)(iters.n ? iters.n : 1));
+  if (!blk || !values) {
+    p->failed = true; /* out of memory (counted) */
+    goto out;
+  }
   for (int i = 0; i < iters.n; i++) {
     iter_decl *d = iters.items[i];
     if (!tp_new_name(p, d->name_tok, "iter var")) goto out;
@@ -757,8 +778,7 @@ int ts_func_parse(const char *text, size_t len, const char *filename,
   bool ok = tp_lex(&p);
   if (ok) {
     p.f = ts_func_new("main");
-    p.a = ts_func_arena(p.f);
-    ok = parse_func(&p) && !p.failed;
+    ok = p.f && (p.a = ts_func_arena(p.f)) && parse_func(&p) && !p.failed;
   }
   free(p.toks);
   free(p.syms);

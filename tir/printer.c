@@ -107,6 +107,10 @@ static bool name_taken(const printer *p, const char *name) {
   return false;
 }
 
+/* The name printed when the scratch arena has no memory for one (the
+ * failure is counted, so the text is dropped: printer_finish). */
+#define OOM_NAME "_"
+
 /* Makes `node` visible under a fresh name derived from raw; returns it. */
 static const char *define(printer *p, const void *node, const char *raw,
                           const char *fallback) {
@@ -124,11 +128,12 @@ static const char *define(printer *p, const void *node, const char *raw,
   if (p->n_names == p->cap_names) {
     int cap = p->cap_names ? p->cap_names * 2 : 32;
     name_entry *ne = ts_realloc(p->names, sizeof *ne * (size_t)cap);
-    if (!ne) return ts_arena_strdup(p->scratch, cand); /* counted */
+    if (!ne) return OOM_NAME; /* counted */
     p->names = ne;
     p->cap_names = cap;
   }
   const char *name = ts_arena_strdup(p->scratch, cand);
+  if (!name) return OOM_NAME;
   p->names[p->n_names++] = (name_entry){node, name};
   return name;
 }
@@ -141,7 +146,8 @@ static const char *name_of(printer *p, const void *node, const char *raw,
     if (p->names[i].node == node) return p->names[i].name;
   char buf[MAX_NAME + 1];
   sanitize(raw, fallback, buf);
-  return ts_arena_strdup(p->scratch, buf);
+  const char *name = ts_arena_strdup(p->scratch, buf);
+  return name ? name : OOM_NAME;
 }
 
 static const char *raw_var_name(const ts_expr *v) {

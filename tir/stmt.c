@@ -31,6 +31,8 @@ void ann_list_set(ts_arena *a, ann_list *l, ts_annotation ann) {
   copy.key = ts_arena_strdup(a, ann.key);
   copy.s =
       ann.kind == TS_ANN_STRING ? ts_arena_strdup(a, ann.s ? ann.s : "") : NULL;
+  if (!copy.key || (ann.kind == TS_ANN_STRING && !copy.s))
+    return; /* out of memory: the arena is failed */
   for (int i = 0; i < l->n; i++)
     if (strcmp(l->items[i].key, ann.key) == 0) {
       l->items[i] = copy;
@@ -39,6 +41,7 @@ void ann_list_set(ts_arena *a, ann_list *l, ts_annotation ann) {
   if (l->n == l->cap) {
     int cap = l->cap ? l->cap * 2 : 4;
     ts_annotation *items = ts_arena_alloc(a, sizeof *items * (size_t)cap);
+    if (!items) return;
     if (l->n) memcpy(items, l->items, sizeof *items * (size_t)l->n);
     l->items = items;
     l->cap = cap;
@@ -63,7 +66,7 @@ ts_buffer *ts_buffer_new(ts_arena *a, const char *name, ts_dtype t,
                          const int64_t *shape, int ndim) {
   assert(ndim >= 0 && ndim <= TS_MAX_DIMS);
   ts_buffer *b = ts_arena_alloc(a, sizeof *b);
-  b->name = ts_arena_strdup(a, name ? name : "buf");
+  if (!b || !(b->name = ts_arena_strdup(a, name ? name : "buf"))) return NULL;
   b->dtype = t;
   b->ndim = ndim;
   for (int i = 0; i < ndim; i++) b->shape[i] = shape[i];
@@ -114,8 +117,11 @@ int64_t ts_buffer_bytes(const ts_buffer *b) {
          b->dtype.lanes;
 }
 
+/* The edits below leave the node as it was when the arena has no memory
+ * for a string or an array (the arena is then failed). */
 void ts_buffer_set_name(ts_arena *a, ts_buffer *b, const char *name) {
-  b->name = ts_arena_strdup(a, name);
+  const char *copy = ts_arena_strdup(a, name);
+  if (copy || !name) b->name = copy;
 }
 void ts_buffer_set_strides(ts_arena *a, ts_buffer *b, const int64_t *strides) {
   (void)a;
@@ -123,15 +129,21 @@ void ts_buffer_set_strides(ts_arena *a, ts_buffer *b, const int64_t *strides) {
   for (int i = 0; i < b->ndim; i++) b->strides[i] = strides ? strides[i] : 0;
 }
 void ts_buffer_set_scope(ts_arena *a, ts_buffer *b, const char *scope) {
-  b->scope =
+  const char *copy =
       strcmp(scope, "global") == 0 ? "global" : ts_arena_strdup(a, scope);
+  if (copy) b->scope = copy;
 }
 void ts_buffer_set_align(ts_buffer *b, int align) { b->align = align; }
 
 /* ---- statements ---- */
 
+/* A statement of kind k, or NULL when the arena has no memory for it (the
+ * arena is failed). The constructors then return NULL, and so they do for
+ * a NULL in place of a required operand (the NULL result of a constructor
+ * that ran out of memory); a NULL body is allowed. */
 static ts_stmt *new_stmt(ts_arena *a, ts_stmt_kind k) {
   ts_stmt *s = ts_arena_alloc(a, sizeof *s);
+  if (!s) return NULL;
   s->kind = (uint8_t)k;
   return s;
 }
@@ -169,36 +181,46 @@ const char *ts_iter_kind_name(ts_iter_kind k) {
 
 ts_stmt *ts_for(ts_arena *a, ts_expr *var, ts_expr *min, ts_expr *extent,
                 ts_for_kind kind, const char *thread_tag, ts_stmt *body) {
+  if (!var || !min || !extent) return NULL;
   ts_stmt *s = new_stmt(a, TS_STMT_FOR);
+  if (!s) return NULL;
   s->u.loop.var = var;
   s->u.loop.min = min;
   s->u.loop.extent = extent;
   s->u.loop.kind = (uint8_t)kind;
   s->u.loop.thread_tag =
       kind == TS_FOR_THREAD ? ts_arena_strdup(a, thread_tag) : NULL;
+  if (kind == TS_FOR_THREAD && thread_tag && !s->u.loop.thread_tag) return NULL;
   s->u.loop.body = body;
   return s;
 }
 
 ts_stmt *ts_store(ts_arena *a, ts_buffer *b, ts_expr *const *indices, int n,
                   ts_expr *value) {
+  for (int i = 0; i < n; i++)
+    if (!indices[i]) return NULL;
+  if (!b || !value) return NULL;
   ts_stmt *s = new_stmt(a, TS_STMT_STORE);
+  if (!s) return NULL;
   s->u.store.buffer = b;
   s->u.store.indices = arena_copy_ptrs(a, (void *const *)indices, n);
   s->u.store.n_indices = n;
   s->u.store.value = value;
-  return s;
+  return n && !s->u.store.indices ? NULL : s;
 }
 
 ts_stmt *ts_seq(ts_arena *a, ts_stmt *const *stmts, int n) {
   ts_stmt *s = new_stmt(a, TS_STMT_SEQ);
+  if (!s) return NULL;
   s->u.seq.items = arena_copy_ptrs(a, (void *const *)stmts, n);
   s->u.seq.n = n;
-  return s;
+  return n && !s->u.seq.items ? NULL : s;
 }
 
 ts_stmt *ts_if(ts_arena *a, ts_expr *cond, ts_stmt *then_s, ts_stmt *else_s) {
+  if (!cond) return NULL;
   ts_stmt *s = new_stmt(a, TS_STMT_IF);
+  if (!s) return NULL;
   s->u.cond.cond = cond;
   s->u.cond.then_s = then_s;
   s->u.cond.else_s = else_s;
@@ -206,13 +228,17 @@ ts_stmt *ts_if(ts_arena *a, ts_expr *cond, ts_stmt *then_s, ts_stmt *else_s) {
 }
 
 ts_stmt *ts_evaluate(ts_arena *a, ts_expr *value) {
+  if (!value) return NULL;
   ts_stmt *s = new_stmt(a, TS_STMT_EVALUATE);
+  if (!s) return NULL;
   s->u.eval.value = value;
   return s;
 }
 
 ts_stmt *ts_let_stmt(ts_arena *a, ts_expr *var, ts_expr *value, ts_stmt *body) {
+  if (!var || !value) return NULL;
   ts_stmt *s = new_stmt(a, TS_STMT_LET);
+  if (!s) return NULL;
   s->u.let.var = var;
   s->u.let.value = value;
   s->u.let.body = body;
@@ -220,7 +246,9 @@ ts_stmt *ts_let_stmt(ts_arena *a, ts_expr *var, ts_expr *value, ts_stmt *body) {
 }
 
 ts_stmt *ts_allocate(ts_arena *a, ts_buffer *b, ts_stmt *body) {
+  if (!b) return NULL;
   ts_stmt *s = new_stmt(a, TS_STMT_ALLOCATE);
+  if (!s) return NULL;
   s->u.alloc.buffer = b;
   s->u.alloc.body = body;
   return s;
@@ -229,12 +257,16 @@ ts_stmt *ts_allocate(ts_arena *a, ts_buffer *b, ts_stmt *body) {
 ts_stmt *ts_block_realize(ts_arena *a, ts_block *block,
                           ts_expr *const *iter_values, int n,
                           ts_expr *predicate) {
+  for (int i = 0; i < n; i++)
+    if (!iter_values[i]) return NULL;
+  if (!block) return NULL;
   ts_stmt *s = new_stmt(a, TS_STMT_BLOCK_REALIZE);
+  if (!s) return NULL;
   s->u.realize.block = block;
   s->u.realize.values = arena_copy_ptrs(a, (void *const *)iter_values, n);
   s->u.realize.n_values = n;
   s->u.realize.predicate = predicate;
-  return s;
+  return n && !s->u.realize.values ? NULL : s;
 }
 
 /* ---- statement accessors ---- */
@@ -362,9 +394,11 @@ void ts_for_set_body(ts_stmt *s, ts_stmt *body) {
 void ts_for_set_kind(ts_arena *a, ts_stmt *s, ts_for_kind kind,
                      const char *thread_tag) {
   CHECK_KIND(s, TS_STMT_FOR);
-  s->u.loop.kind = (uint8_t)kind;
-  s->u.loop.thread_tag =
+  const char *tag =
       kind == TS_FOR_THREAD ? ts_arena_strdup(a, thread_tag) : NULL;
+  if (kind == TS_FOR_THREAD && thread_tag && !tag) return;
+  s->u.loop.kind = (uint8_t)kind;
+  s->u.loop.thread_tag = tag;
 }
 void ts_for_set_range(ts_stmt *s, ts_expr *min, ts_expr *extent) {
   CHECK_KIND(s, TS_STMT_FOR);
@@ -392,7 +426,9 @@ void ts_allocate_set_body(ts_stmt *s, ts_stmt *body) {
 void ts_realize_set_values(ts_arena *a, ts_stmt *s, ts_expr *const *values,
                            int n, ts_expr *predicate) {
   CHECK_KIND(s, TS_STMT_BLOCK_REALIZE);
-  s->u.realize.values = arena_copy_ptrs(a, (void *const *)values, n);
+  ts_expr **copy = arena_copy_ptrs(a, (void *const *)values, n);
+  if (n > 0 && !copy) return;
+  s->u.realize.values = copy;
   s->u.realize.n_values = n;
   s->u.realize.predicate = predicate;
 }
@@ -425,7 +461,7 @@ bool ts_for_unannotate(ts_stmt *s, const char *key) {
 
 ts_block *ts_block_new(ts_arena *a, const char *name) {
   ts_block *b = ts_arena_alloc(a, sizeof *b);
-  b->name = ts_arena_strdup(a, name ? name : "block");
+  if (!b || !(b->name = ts_arena_strdup(a, name ? name : "block"))) return NULL;
   return b;
 }
 
@@ -434,6 +470,7 @@ int ts_block_add_iter_var(ts_arena *a, ts_block *b, ts_expr *var, ts_range dom,
   if (b->n_iters == b->cap_iters) {
     int cap = b->cap_iters ? b->cap_iters * 2 : 4;
     iter_var *iters = ts_arena_alloc(a, sizeof *iters * (size_t)cap);
+    if (!iters) return -1;
     if (b->n_iters) memcpy(iters, b->iters, sizeof *iters * (size_t)b->n_iters);
     b->iters = iters;
     b->cap_iters = cap;
@@ -445,13 +482,15 @@ int ts_block_add_iter_var(ts_arena *a, ts_block *b, ts_expr *var, ts_range dom,
 void ts_block_set_body(ts_block *b, ts_stmt *body) { b->body = body; }
 void ts_block_set_init(ts_block *b, ts_stmt *init) { b->init = init; }
 void ts_block_set_name(ts_arena *a, ts_block *b, const char *name) {
-  b->name = ts_arena_strdup(a, name);
+  const char *copy = ts_arena_strdup(a, name);
+  if (copy || !name) b->name = copy;
 }
 
 void ts_block_add_alloc(ts_arena *a, ts_block *b, ts_buffer *buf) {
   if (b->n_allocs == b->cap_allocs) {
     int cap = b->cap_allocs ? b->cap_allocs * 2 : 4;
     ts_buffer **allocs = ts_arena_alloc(a, sizeof *allocs * (size_t)cap);
+    if (!allocs) return;
     if (b->n_allocs)
       memcpy(allocs, b->allocs, sizeof *allocs * (size_t)b->n_allocs);
     b->allocs = allocs;
@@ -461,13 +500,15 @@ void ts_block_add_alloc(ts_arena *a, ts_block *b, ts_buffer *buf) {
 }
 
 static ts_region *copy_regions(ts_arena *a, const ts_region *r, int n) {
-  if (n <= 0) return NULL;
+  if (n <= 0 || !r) return NULL;
   ts_region *out = ts_arena_alloc(a, sizeof *out * (size_t)n);
+  if (!out) return NULL;
   for (int i = 0; i < n; i++) {
     out[i].buffer = r[i].buffer;
     out[i].ndim = r[i].ndim;
     out[i].ranges = ts_arena_alloc(a, sizeof(ts_range) *
                                           (size_t)(r[i].ndim ? r[i].ndim : 1));
+    if (!out[i].ranges) return NULL;
     for (int d = 0; d < r[i].ndim; d++) out[i].ranges[d] = r[i].ranges[d];
   }
   return out;
@@ -476,9 +517,9 @@ static ts_region *copy_regions(ts_arena *a, const ts_region *r, int n) {
 void ts_block_set_regions(ts_arena *a, ts_block *b, const ts_region *reads,
                           int n_reads, const ts_region *writes, int n_writes) {
   b->reads = copy_regions(a, reads, n_reads);
-  b->n_reads = n_reads;
+  b->n_reads = b->reads ? n_reads : 0;
   b->writes = copy_regions(a, writes, n_writes);
-  b->n_writes = n_writes;
+  b->n_writes = b->writes ? n_writes : 0;
 }
 
 const char *ts_block_name(const ts_block *b) { return b->name; }
@@ -534,8 +575,11 @@ bool ts_block_unannotate(ts_block *b, const char *key) {
 ts_func *ts_func_new(const char *name) {
   ts_arena *a = ts_arena_create();
   ts_func *f = ts_arena_alloc(a, sizeof *f);
+  if (!f || !(f->name = ts_arena_strdup(a, name ? name : "main"))) {
+    ts_arena_destroy(a);
+    return NULL;
+  }
   f->arena = a;
-  f->name = ts_arena_strdup(a, name ? name : "main");
   return f;
 }
 
@@ -546,13 +590,15 @@ void ts_func_free(ts_func *f) {
 ts_arena *ts_func_arena(const ts_func *f) { return f->arena; }
 const char *ts_func_name(const ts_func *f) { return f->name; }
 void ts_func_set_name(ts_func *f, const char *name) {
-  f->name = ts_arena_strdup(f->arena, name);
+  const char *copy = ts_arena_strdup(f->arena, name);
+  if (copy || !name) f->name = copy;
 }
 
 void ts_func_add_param(ts_func *f, ts_buffer *b) {
   if (f->n_params == f->cap_params) {
     int cap = f->cap_params ? f->cap_params * 2 : 4;
     ts_buffer **p = ts_arena_alloc(f->arena, sizeof *p * (size_t)cap);
+    if (!p) return;
     if (f->n_params) memcpy(p, f->params, sizeof *p * (size_t)f->n_params);
     f->params = p;
     f->cap_params = cap;

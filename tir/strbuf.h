@@ -8,6 +8,7 @@
 #ifndef TESSERA_TIR_STRBUF_H
 #define TESSERA_TIR_STRBUF_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -25,6 +26,11 @@ void sb_puts(strbuf *sb, const char *s);
 void sb_putn(strbuf *sb, const char *s, size_t n);
 void sb_printf(strbuf *sb, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+void sb_vprintf(strbuf *sb, const char *fmt, va_list ap)
+    __attribute__((format(printf, 2, 0)));
+/* Marks the buffer failed, as growing it does: for a writer that could
+ * not make a part of its text (sb_take then returns NULL). */
+void sb_fail(strbuf *sb);
 /* Returns the malloc'd NUL-terminated string and leaves sb empty; NULL
  * when memory ran out while it was written. */
 char *sb_take(strbuf *sb);

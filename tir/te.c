@@ -8,7 +8,10 @@
  * that is not a parameter and runs the stage nests in creation order.
  * Misuse of the builder (bad shapes, wrong stage, dtype mismatch, ...) is
  * recorded as a sticky error and reported by ts_te_finish, so callers can
- * chain calls without checking each one.
+ * chain calls without checking each one. Out of memory is chained the same
+ * way: ts_te_begin gives NULL, the other functions give NULL for a NULL
+ * builder or stage (and for what the arena had no memory for), and
+ * ts_te_finish reports TS_ENOMEM.
  */
 #include "internal.h"
 
@@ -56,10 +59,13 @@ static void fail(ts_te *te, const char *fmt, ...) {
   va_end(ap);
 }
 
+/* items with room for one more (NULL when out of memory: items and *cap
+ * are then unchanged). */
 static void *grow(ts_arena *a, void *items, int n, int *cap, size_t elem) {
   if (n < *cap) return items;
   int ncap = *cap ? *cap * 2 : 8;
   void *p = ts_arena_alloc(a, elem * (size_t)ncap);
+  if (!p) return NULL;
   if (n) memcpy(p, items, elem * (size_t)n);
   *cap = ncap;
   return p;
@@ -124,8 +130,13 @@ static int check_tensor(ts_te *te, const char *what, const char *name,
 
 ts_te *ts_te_begin(const char *func_name) {
   ts_func *f = ts_func_new(func_name ? func_name : "main");
+  if (!f) return NULL;
   ts_arena *a = ts_func_arena(f);
   ts_te *te = ts_arena_alloc(a, sizeof *te);
+  if (!te) {
+    ts_func_free(f);
+    return NULL;
+  }
   te->func = f;
   te->a = a;
   if (func_name && !is_identifier(func_name))
@@ -133,18 +144,21 @@ ts_te *ts_te_begin(const char *func_name) {
   return te;
 }
 
-ts_arena *ts_te_arena(ts_te *te) { return te->a; }
+ts_arena *ts_te_arena(ts_te *te) { return te ? te->a : NULL; }
 
 ts_buffer *ts_te_placeholder(ts_te *te, const char *name, ts_dtype t,
                              const int64_t *shape, int ndim) {
+  if (!te) return NULL;
   int64_t fixed[TS_MAX_DIMS];
   ndim = check_tensor(te, "placeholder", name, shape, ndim, fixed);
   if (!ts_dtype_is_valid(t) || ts_dtype_is_handle(t))
     fail(te, "placeholder '%s' has an unusable dtype", name ? name : "");
   ts_buffer *b = ts_buffer_new(te->a, is_identifier(name) ? name : "input", t,
                                fixed, ndim);
-  te->inputs = grow(te->a, te->inputs, te->n_inputs, &te->cap_inputs,
-                    sizeof *te->inputs);
+  ts_buffer **inputs = grow(te->a, te->inputs, te->n_inputs, &te->cap_inputs,
+                            sizeof *te->inputs);
+  if (!b || !inputs) return NULL;
+  te->inputs = inputs;
   te->inputs[te->n_inputs++] = b;
   return b;
 }
@@ -158,14 +172,17 @@ static const char *default_axis_name(ts_arena *a, int i) {
 ts_te_stage *ts_te_compute(ts_te *te, const char *name, ts_dtype t,
                            const int64_t *shape, int ndim,
                            const char *const *axis_names) {
+  if (!te) return NULL;
   int64_t fixed[TS_MAX_DIMS];
   ndim = check_tensor(te, "stage", name, shape, ndim, fixed);
   if (!ts_dtype_is_valid(t) || ts_dtype_is_handle(t) || t.lanes != 1)
     fail(te, "stage '%s' has an unusable dtype", name ? name : "");
   ts_te_stage *st = ts_arena_alloc(te->a, sizeof *st);
+  if (!st) return NULL;
   st->te = te;
   st->buf = ts_buffer_new(te->a, is_identifier(name) ? name : "stage", t, fixed,
                           ndim);
+  if (!st->buf) return NULL;
   st->index = te->n_stages;
   for (int i = 0; i < ndim; i++) {
     const char *ax = axis_names ? axis_names[i] : default_axis_name(te->a, i);
@@ -179,14 +196,18 @@ ts_te_stage *ts_te_compute(ts_te *te, const char *name, ts_dtype t,
         fail(te, "stage '%s': axis name '%s' is used twice", st->buf->name, ax);
     st->loops[i] = ts_var(te->a, ax, TS_INDEX);
     st->iters[i] = ts_var(te->a, ts_arena_printf(te->a, "v%s", ax), TS_INDEX);
+    if (!st->loops[i] || !st->iters[i]) return NULL;
   }
-  te->stages = grow(te->a, te->stages, te->n_stages, &te->cap_stages,
-                    sizeof *te->stages);
+  ts_te_stage **stages = grow(te->a, te->stages, te->n_stages, &te->cap_stages,
+                              sizeof *te->stages);
+  if (!stages) return NULL;
+  te->stages = stages;
   te->stages[te->n_stages++] = st;
   return st;
 }
 
 ts_expr *ts_te_axis(ts_te_stage *st, int i) {
+  if (!st) return NULL;
   if (i < 0 || i >= st->buf->ndim) {
     fail(st->te, "stage '%s' has no spatial axis %d (rank %d)", st->buf->name,
          i, st->buf->ndim);
@@ -196,13 +217,15 @@ ts_expr *ts_te_axis(ts_te_stage *st, int i) {
 }
 
 ts_expr *ts_te_reduce_axis(ts_te_stage *st, const char *name, int64_t extent) {
+  if (!st) return NULL;
   ts_te *te = st->te;
   const char *nm = name;
-  if (!nm) nm = ts_arena_printf(te->a, "r%d", st->n_raxes);
+  if (!nm && !(nm = ts_arena_printf(te->a, "r%d", st->n_raxes))) return NULL;
   if (!is_identifier(nm)) {
     fail(te, "stage '%s': reduce axis name '%s' is not an identifier",
          st->buf->name, nm);
     nm = ts_arena_printf(te->a, "r%d", st->n_raxes);
+    if (!nm) return NULL;
   }
   if (st->nest)
     fail(te, "stage '%s': reduce axis '%s' added after the stage was finished",
@@ -218,16 +241,21 @@ ts_expr *ts_te_reduce_axis(ts_te_stage *st, const char *name, int64_t extent) {
   for (int i = 0; i < st->n_raxes; i++)
     if (strcmp(ts_var_name(st->raxes[i].loop), nm) == 0)
       fail(te, "stage '%s': axis name '%s' is used twice", st->buf->name, nm);
-  st->raxes =
+  reduce_axis *raxes =
       grow(te->a, st->raxes, st->n_raxes, &st->cap_raxes, sizeof *st->raxes);
-  reduce_axis *r = &st->raxes[st->n_raxes++];
+  if (!raxes) return NULL;
+  st->raxes = raxes;
+  reduce_axis *r = &st->raxes[st->n_raxes];
   r->loop = ts_var(te->a, nm, TS_INDEX);
   r->iter = ts_var(te->a, ts_arena_printf(te->a, "v%s", nm), TS_INDEX);
   r->extent = extent;
+  if (!r->loop || !r->iter) return NULL;
+  st->n_raxes++;
   return r->iter;
 }
 
 ts_expr *ts_te_load(ts_te *te, ts_buffer *b, ts_expr *const *indices, int n) {
+  if (!te) return NULL;
   if (!b) {
     fail(te, "load from a NULL buffer");
     return ts_int(te->a, TS_INT32, 0);
@@ -308,6 +336,7 @@ static void build_nest(ts_te_stage *st, ts_stmt *body, ts_stmt *init) {
   int nd = st->buf->ndim, nr = st->n_raxes;
   ts_block *blk = ts_block_new(a, st->buf->name);
   ts_expr **vals = ts_arena_alloc(a, sizeof *vals * (size_t)(nd + nr + 1));
+  if (!blk || !vals) return; /* out of memory: ts_te_finish reports it */
   for (int i = 0; i < nd; i++) {
     ts_range dom = {ts_index(a, 0), ts_index(a, st->buf->shape[i])};
     ts_block_add_iter_var(a, blk, st->iters[i], dom, TS_ITER_SPATIAL);
@@ -331,6 +360,7 @@ static void build_nest(ts_te_stage *st, ts_stmt *body, ts_stmt *init) {
 }
 
 ts_buffer *ts_te_set_value(ts_te_stage *st, ts_expr *value) {
+  if (!st) return NULL;
   ts_te *te = st->te;
   if (!start_finish(st, value, "set_value")) return st->buf;
   if (st->n_raxes > 0)
@@ -356,6 +386,7 @@ static ts_expr *reducer_identity(ts_arena *a, ts_te_reducer r, ts_dtype t) {
 }
 
 ts_buffer *ts_te_set_reduce(ts_te_stage *st, ts_te_reducer r, ts_expr *value) {
+  if (!st) return NULL;
   ts_te *te = st->te;
   if (!start_finish(st, value, "set_reduce")) return st->buf;
   if (r != TS_TE_SUM && r != TS_TE_MAX && r != TS_TE_MIN) {
@@ -379,12 +410,17 @@ ts_buffer *ts_te_set_reduce(ts_te_stage *st, ts_te_reducer r, ts_expr *value) {
 ts_func *ts_te_finish(ts_te *te, ts_buffer *const *params, int n_params,
                       ts_error *err) {
   if (!te) {
-    TS_ERR(err, TS_EINVAL, "te: NULL builder");
+    /* ts_te_begin gives NULL only when out of memory */
+    TS_ERR(err, TS_ENOMEM, "te: out of memory");
     return NULL;
   }
   ts_func *f = te->func;
   const char *fname = ts_func_name(f);
   int rc = TS_OK;
+  if (ts_arena_failed(te->a)) {
+    rc = TS_ERR(err, TS_ENOMEM, "te '%s': out of memory", fname);
+    goto fail;
+  }
   if (te->failed) {
     rc = TS_ERR(err, TS_EINVAL, "te '%s': %s", fname, te->msg);
     goto fail;
@@ -451,6 +487,10 @@ ts_func *ts_te_finish(ts_te *te, ts_buffer *const *params, int n_params,
   ts_arena *a = te->a;
   ts_block *root = ts_block_new(a, "root");
   ts_stmt **nests = ts_arena_alloc(a, sizeof *nests * (size_t)te->n_stages);
+  if (!root || !nests) {
+    rc = TS_ERR(err, TS_ENOMEM, "te '%s': out of memory", fname);
+    goto fail;
+  }
   for (int i = 0; i < te->n_stages; i++) {
     ts_te_stage *st = te->stages[i];
     nests[i] = st->nest;
@@ -464,6 +504,10 @@ ts_func *ts_te_finish(ts_te *te, ts_buffer *const *params, int n_params,
   for (int i = 0; i < n_params; i++) ts_func_add_param(f, params[i]);
   ts_func_set_body(f, ts_block_realize(a, root, NULL, 0, NULL));
   ts_func_infer_regions(f);
+  if (ts_arena_failed(a)) {
+    rc = TS_ERR(err, TS_ENOMEM, "te '%s': out of memory", fname);
+    goto fail;
+  }
   return f;
 
 fail:

@@ -84,17 +84,22 @@ typedef struct ts_arena ts_arena;
  * ts_alloc_failures in tir/alloc.h), so that the operation building the
  * nodes can finish and report TS_ENOMEM; a function whose arena failed is
  * refused with TS_ENOMEM by the verifier, scheduling, lowering and
- * building. Only when the reserve is used up does the process abort. */
+ * building. When the reserve is used up too (or a single request is
+ * larger than 64 KiB), the arena functions return NULL: ts_arena_create
+ * NULL, and the allocations below NULL with the arena marked failed; the
+ * caller reports TS_ENOMEM. */
 ts_arena *ts_arena_create(void);
 void ts_arena_destroy(ts_arena *a);
 /* Whether an allocation of the arena failed (see above). */
 bool ts_arena_failed(const ts_arena *a);
-/* Returns zeroed memory aligned to 16 bytes, owned by the arena. */
+/* Returns zeroed memory aligned to 16 bytes, owned by the arena; NULL when
+ * out of memory (see above) or when a is NULL. */
 void *ts_arena_alloc(ts_arena *a, size_t size);
-/* Copies a string (or the first n bytes) into the arena. NULL stays NULL. */
+/* Copies a string (or the first n bytes) into the arena. NULL stays NULL,
+ * and out of memory gives NULL. */
 char *ts_arena_strdup(ts_arena *a, const char *s);
 char *ts_arena_strndup(ts_arena *a, const char *s, size_t n);
-/* printf into arena memory. */
+/* printf into arena memory (NULL when out of memory). */
 char *ts_arena_printf(ts_arena *a, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* Bytes handed out so far (for tests and memory accounting). */
@@ -445,7 +450,8 @@ ts_stmt *ts_block_realize(ts_arena *a, ts_block *block,
 
 /* A new empty block: no iter vars, no regions, body NULL. */
 ts_block *ts_block_new(ts_arena *a, const char *name);
-/* Appends an iter var (a TS_INDEX var) with domain dom; returns its index. */
+/* Appends an iter var (a TS_INDEX var) with domain dom; returns its index
+ * (-1 when out of memory: the block is unchanged and the arena failed). */
 int ts_block_add_iter_var(ts_arena *a, ts_block *b, ts_expr *var, ts_range dom,
                           ts_iter_kind kind);
 void ts_block_set_body(ts_block *b, ts_stmt *body);
@@ -542,7 +548,8 @@ void ts_realize_set_values(ts_arena *a, ts_stmt *s, ts_expr *const *values,
  * PrimFunc
  * ======================================================================== */
 
-/* A new function with its own arena; caller frees with ts_func_free. */
+/* A new function with its own arena (NULL when out of memory); caller frees
+ * with ts_func_free. */
 ts_func *ts_func_new(const char *name);
 void ts_func_free(ts_func *f);
 ts_arena *ts_func_arena(const ts_func *f);

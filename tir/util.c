@@ -83,17 +83,25 @@ void sb_putn(strbuf *sb, const char *s, size_t n) {
 void sb_putc(strbuf *sb, char c) { sb_putn(sb, &c, 1); }
 void sb_puts(strbuf *sb, const char *s) { sb_putn(sb, s, strlen(s)); }
 
+void sb_vprintf(strbuf *sb, const char *fmt, va_list ap) {
+  va_list again;
+  va_copy(again, ap);
+  int n = vsnprintf(NULL, 0, fmt, ap);
+  if (n >= 0 && sb_reserve(sb, (size_t)n)) {
+    vsnprintf(sb->data + sb->len, (size_t)n + 1, fmt, again);
+    sb->len += (size_t)n;
+  }
+  va_end(again);
+}
+
 void sb_printf(strbuf *sb, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  int n = vsnprintf(NULL, 0, fmt, ap);
+  sb_vprintf(sb, fmt, ap);
   va_end(ap);
-  if (n < 0 || !sb_reserve(sb, (size_t)n)) return;
-  va_start(ap, fmt);
-  vsnprintf(sb->data + sb->len, (size_t)n + 1, fmt, ap);
-  va_end(ap);
-  sb->len += (size_t)n;
 }
+
+void sb_fail(strbuf *sb) { sb->failed = true; }
 
 char *sb_take(strbuf *sb) {
   if (sb->failed) {

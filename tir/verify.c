@@ -115,8 +115,9 @@ static const char *dt(ts_dtype t, char buf[32]) { return ts_dtype_str(t, buf); }
 static var_info *define_var(vctx *c, const ts_expr *v, var_kind kind,
                             bool reduce, var_info **saved) {
   var_info *info = ts_arena_alloc(c->tmp, sizeof *info);
-  *info = (var_info){kind, c->level, reduce, c->block};
   *saved = ts_node_map_get(c->vars, v);
+  if (!info) return NULL; /* out of memory (counted): reported at the end */
+  *info = (var_info){kind, c->level, reduce, c->block};
   ts_node_map_put(c->vars, v, info);
   return info;
 }

@@ -352,9 +352,12 @@ static ts_expr *subst_expr(ts_arena *a, ts_expr *e, subst_ctx *c) {
         r = ts_expr_rebuild(a, e, ops);
       if (r == e) { /* rebuild shares when operands are identical */
         r = ts_arena_alloc(a, sizeof *r);
-        *r = *e;
-        if (e->kind == TS_EXPR_CALL)
-          r->u.call.name = ts_arena_strdup(a, e->u.call.name);
+        if (r) {
+          *r = *e;
+          if (e->kind == TS_EXPR_CALL &&
+              !(r->u.call.name = ts_arena_strdup(a, e->u.call.name)))
+            r = NULL;
+        }
       }
     } else {
       r = rebuild_folding(a, e, ops, buffer);
@@ -400,6 +403,7 @@ static ts_buffer *map_buffer(copy_ctx *c, ts_buffer *b) {
 static ts_buffer *new_def_buffer(copy_ctx *c, ts_buffer *b) {
   if (!c->deep) return map_buffer(c, b);
   ts_buffer *nb = ts_buffer_new(c->a, b->name, b->dtype, b->shape, b->ndim);
+  if (!nb) return NULL;
   nb->has_strides = b->has_strides;
   memcpy(nb->strides, b->strides, sizeof b->strides);
   ts_buffer_set_scope(c->a, nb, b->scope);
@@ -416,11 +420,13 @@ static void copy_anns(ts_arena *a, ann_list *dst, const ann_list *src) {
 static ts_region *copy_region_list(copy_ctx *c, const ts_region *r, int n) {
   if (n <= 0) return NULL;
   ts_region *out = ts_arena_alloc(c->a, sizeof *out * (size_t)n);
+  if (!out) return NULL;
   for (int i = 0; i < n; i++) {
     out[i].buffer = map_buffer(c, r[i].buffer);
     out[i].ndim = r[i].ndim;
     out[i].ranges = ts_arena_alloc(
         c->a, sizeof(ts_range) * (size_t)(r[i].ndim ? r[i].ndim : 1));
+    if (!out[i].ranges) return NULL;
     for (int d = 0; d < r[i].ndim; d++) {
       out[i].ranges[d].min = cx(c, r[i].ranges[d].min);
       out[i].ranges[d].extent = cx(c, r[i].ranges[d].extent);
@@ -434,6 +440,7 @@ static ts_stmt *copy_stmt(copy_ctx *c, const ts_stmt *s);
 static ts_block *copy_block(copy_ctx *c, const ts_block *b) {
   ts_arena *a = c->a;
   ts_block *nb = ts_block_new(a, b->name);
+  if (!nb) return NULL;
   if (c->deep) ts_node_map_put(c->blocks, b, nb);
   for (int i = 0; i < b->n_iters; i++) {
     ts_range dom = {cx(c, b->iters[i].dom.min), cx(c, b->iters[i].dom.extent)};
@@ -443,9 +450,9 @@ static ts_block *copy_block(copy_ctx *c, const ts_block *b) {
   for (int i = 0; i < b->n_allocs; i++)
     ts_block_add_alloc(a, nb, new_def_buffer(c, b->allocs[i]));
   nb->reads = copy_region_list(c, b->reads, b->n_reads);
-  nb->n_reads = b->n_reads;
+  nb->n_reads = nb->reads ? b->n_reads : 0;
   nb->writes = copy_region_list(c, b->writes, b->n_writes);
-  nb->n_writes = b->n_writes;
+  nb->n_writes = nb->writes ? b->n_writes : 0;
   nb->init = b->init ? copy_stmt(c, b->init) : NULL;
   nb->body = b->body ? copy_stmt(c, b->body) : NULL;
   copy_anns(a, &nb->anns, &b->anns);
@@ -462,12 +469,13 @@ static ts_stmt *copy_stmt(copy_ctx *c, const ts_stmt *s) {
     ts_stmt *body = copy_stmt(c, s->u.loop.body);
     ts_stmt *r = ts_for(a, var, min, extent, (ts_for_kind)s->u.loop.kind,
                         s->u.loop.thread_tag, body);
-    copy_anns(a, &r->u.loop.anns, &s->u.loop.anns);
+    if (r) copy_anns(a, &r->u.loop.anns, &s->u.loop.anns);
     return r;
   }
   case TS_STMT_BLOCK_REALIZE: {
     int n = s->u.realize.n_values;
     ts_expr **vals = n ? ts_arena_alloc(a, sizeof *vals * (size_t)n) : NULL;
+    if (n && !vals) return NULL;
     for (int i = 0; i < n; i++) vals[i] = cx(c, s->u.realize.values[i]);
     ts_expr *pred = cx(c, s->u.realize.predicate);
     ts_block *b = copy_block(c, s->u.realize.block);
@@ -479,6 +487,7 @@ static ts_stmt *copy_stmt(copy_ctx *c, const ts_stmt *s) {
     ts_expr *idx[TS_MAX_DIMS + 1];
     ts_expr **ix =
         n <= TS_MAX_DIMS + 1 ? idx : ts_arena_alloc(a, sizeof *ix * (size_t)n);
+    if (!ix) return NULL;
     for (int i = 0; i < n; i++) ix[i] = cx(c, s->u.store.indices[i]);
     ts_stmt *r = ts_store(a, map_buffer(c, s->u.store.buffer), ix, n,
                           cx(c, s->u.store.value));
@@ -487,6 +496,7 @@ static ts_stmt *copy_stmt(copy_ctx *c, const ts_stmt *s) {
   case TS_STMT_SEQ: {
     int n = s->u.seq.n;
     ts_stmt **items = n ? ts_arena_alloc(a, sizeof *items * (size_t)n) : NULL;
+    if (n && !items) return NULL;
     for (int i = 0; i < n; i++) items[i] = copy_stmt(c, s->u.seq.items[i]);
     ts_stmt *r = ts_seq(a, items, n);
     return r;
@@ -533,6 +543,7 @@ ts_stmt *ts_stmt_substitute(ts_arena *a, ts_stmt *s, const ts_node_map *vars,
 ts_func *ts_func_copy(const ts_func *f) {
   unsigned long oom = ts_alloc_failures();
   ts_func *g = ts_func_new(f->name);
+  if (!g) return NULL;
   ts_node_map *m = ts_node_map_create();
   copy_ctx c = {g->arena, m, m, m, true};
   for (int i = 0; i < f->n_params; i++)
@@ -548,7 +559,8 @@ ts_func *ts_func_copy(const ts_func *f) {
 
 /* ---- generic statement rebuilding ----
  * (Temporary operand arrays of the copy above and the rebuilding below
- * live in the target arena, which cannot fail: see ts_arena_create.) */
+ * live in the target arena. When it has no memory for one, the statement
+ * rebuilt is NULL, as a constructor's result is: see ts_arena_create.) */
 
 typedef struct mut_ctx {
   ts_arena *a;
@@ -574,10 +586,12 @@ static ts_region *mutate_regions(mut_ctx *c, ts_region *r, int n,
       if (mn == r[i].ranges[d].min && ex == r[i].ranges[d].extent) continue;
       if (!out) {
         out = ts_arena_alloc(c->a, sizeof *out * (size_t)n);
+        if (!out) return r; /* out of memory: the arena is failed */
         for (int k = 0; k < n; k++) {
           out[k] = r[k];
           out[k].ranges = ts_arena_alloc(
               c->a, sizeof(ts_range) * (size_t)(r[k].ndim ? r[k].ndim : 1));
+          if (!out[k].ranges) return r;
           for (int q = 0; q < r[k].ndim; q++) out[k].ranges[q] = r[k].ranges[q];
         }
       }
@@ -594,6 +608,9 @@ static ts_stmt *mutate_realize(mut_ctx *c, ts_stmt *s) {
   bool changed = false;
   int n = s->u.realize.n_values;
   ts_expr **vals = n ? ts_arena_alloc(a, sizeof *vals * (size_t)n) : NULL;
+  ts_range *doms =
+      b->n_iters ? ts_arena_alloc(a, sizeof *doms * (size_t)b->n_iters) : NULL;
+  if ((n && !vals) || (b->n_iters && !doms)) return NULL;
   for (int i = 0; i < n; i++) {
     vals[i] = mx(c, s->u.realize.values[i]);
     if (vals[i] != s->u.realize.values[i]) changed = true;
@@ -601,8 +618,6 @@ static ts_stmt *mutate_realize(mut_ctx *c, ts_stmt *s) {
   ts_expr *pred = mx(c, s->u.realize.predicate);
   if (pred != s->u.realize.predicate) changed = true;
   bool block_changed = false;
-  ts_range *doms =
-      b->n_iters ? ts_arena_alloc(a, sizeof *doms * (size_t)b->n_iters) : NULL;
   for (int i = 0; i < b->n_iters; i++) {
     doms[i].min = mx(c, b->iters[i].dom.min);
     doms[i].extent = mx(c, b->iters[i].dom.extent);
@@ -618,6 +633,7 @@ static ts_stmt *mutate_realize(mut_ctx *c, ts_stmt *s) {
   ts_stmt *r = s;
   if (block_changed) {
     ts_block *nb = ts_block_new(a, b->name);
+    if (!nb) return NULL;
     for (int i = 0; i < b->n_iters; i++)
       ts_block_add_iter_var(a, nb, b->iters[i].var, doms[i],
                             (ts_iter_kind)b->iters[i].kind);
@@ -647,7 +663,7 @@ static ts_stmt *mutate_inner(mut_ctx *c, ts_stmt *s) {
       return s;
     ts_stmt *r = ts_for(a, s->u.loop.var, mn, ex, (ts_for_kind)s->u.loop.kind,
                         s->u.loop.thread_tag, body);
-    copy_anns(a, &r->u.loop.anns, &s->u.loop.anns);
+    if (r) copy_anns(a, &r->u.loop.anns, &s->u.loop.anns);
     return r;
   }
   case TS_STMT_BLOCK_REALIZE: return mutate_realize(c, s);
@@ -655,6 +671,7 @@ static ts_stmt *mutate_inner(mut_ctx *c, ts_stmt *s) {
     int n = s->u.store.n_indices;
     bool changed = false;
     ts_expr **ix = n ? ts_arena_alloc(a, sizeof *ix * (size_t)n) : NULL;
+    if (n && !ix) return NULL;
     for (int i = 0; i < n; i++) {
       ix[i] = mx(c, s->u.store.indices[i]);
       if (ix[i] != s->u.store.indices[i]) changed = true;
@@ -669,6 +686,7 @@ static ts_stmt *mutate_inner(mut_ctx *c, ts_stmt *s) {
     int n = s->u.seq.n;
     bool changed = false;
     ts_stmt **items = n ? ts_arena_alloc(a, sizeof *items * (size_t)n) : NULL;
+    if (n && !items) return NULL;
     for (int i = 0; i < n; i++) {
       items[i] = mutate(c, s->u.seq.items[i]);
       if (items[i] != s->u.seq.items[i]) changed = true;

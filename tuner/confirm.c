@@ -122,23 +122,11 @@ int ts_confirm(ts_db *db, int64_t workload_id, const char *target,
   ts_target *t = NULL;
   int rc = ts_target_parse(target, &t, err);
   if (rc) return rc;
-  const ts_target_facts *facts = ts_target_facts_of(t);
-  if (!facts->runs_on_host) {
-    const char *what = facts->is_gpu ? "a GPU" : "not this machine's CPU";
+  /* confirmation measures on this machine's CPU */
+  if ((rc = ts_target_check_runs_here(t, "confirm", err))) {
     ts_target_free(t);
-    return TS_ERR(err, TS_EUNSUPPORTED,
-                  "confirm: target '%s' is %s; confirmation measures on "
-                  "this machine's CPU",
-                  target, what);
+    return rc;
   }
-  for (const char *const *f = ts_rt_cpu_feature_names(); *f; f++)
-    if (ts_target_has_feature(t, *f) && ts_rt_cpu_has(*f) != 1) {
-      ts_target_free(t);
-      return TS_ERR(err, TS_EUNSUPPORTED,
-                    "confirm: target '%s' uses '%s', which this CPU does not "
-                    "have (confirm on a machine of that target)",
-                    target, *f);
-    }
   if (ts_target_has_feature(t, "amx-tile") && (rc = ts_rt_enable_amx(err))) {
     ts_target_free(t);
     return rc;

@@ -271,7 +271,7 @@ static char *job_config_json(const job *j, const ts_tune_task *tasks, int n) {
     ts_hash128_hex(ts_func_hash(tasks[i].func), hex);
     cJSON_AddStringToObject(t, "hash", hex);
     cJSON_AddNumberToObject(t, "weight", tasks[i].weight);
-    cJSON_AddItemToArray(arr, t);
+    ts_json_add(arr, NULL, t);
   }
   cJSON_AddStringToObject(o, "strategy", ts_strategy_name(j->o->strategy));
   cJSON_AddStringToObject(o, "cost_model", j->o->cost_model);
@@ -295,8 +295,8 @@ static char *job_config_json(const job *j, const ts_tune_task *tasks, int n) {
       cJSON_AddStringToObject(rule, "block", r->block);
       cJSON *trace = text ? cJSON_Parse(text) : NULL;
       free(text);
-      cJSON_AddItemToObject(rule, "trace", trace ? trace : cJSON_CreateNull());
-      cJSON_AddItemToArray(rules, rule);
+      ts_json_add(rule, "trace", trace ? trace : cJSON_CreateNull());
+      ts_json_add(rules, NULL, rule);
     }
   }
   char *s = ts_json_print(o, failures, false); /* NULL: a field was lost */
@@ -506,10 +506,11 @@ static int setup_task(job *j, int i, const ts_tune_task *spec,
   t->sched.flops = t->flops;
   t->sched.max_trials = j->o->trials_per_task;
   if ((rc = load_task_records(j, t, search_threads))) return rc;
-  /* the reference: the unscheduled workload, built for the host (the
-   * runner checks results on this machine's CPU) */
+  /* the reference: the unscheduled workload, built for the host when
+   * this machine cannot run the target's code (the runner checks results
+   * on this machine's CPU) */
   ts_target *host = NULL;
-  if (!ts_target_facts_of(j->target)->runs_on_host) {
+  if (ts_target_check_runs_here(j->target, "reference", NULL)) {
     if ((rc = ts_target_host(&host, j->err))) return rc;
   }
   ts_build_result br;

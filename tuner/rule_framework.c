@@ -19,6 +19,7 @@
  * (rule_framework.h).
  */
 #include "tuner/rule_framework.h"
+#include "tir/alloc.h"
 
 #include <cjson/cJSON.h>
 #include <stdarg.h>
@@ -358,11 +359,11 @@ static int state_append_trace(gen_state *st, const ts_trace *extra,
   int base = cJSON_GetArraySize(ia);
   prefix_handles(ib, "u");
   cJSON *x;
-  while ((x = cJSON_DetachItemFromArray(ib, 0))) cJSON_AddItemToArray(ia, x);
+  while ((x = cJSON_DetachItemFromArray(ib, 0))) ts_json_add(ia, NULL, x);
   while ((x = cJSON_DetachItemFromArray(db, 0))) {
     cJSON *idx = cJSON_GetArrayItem(x, 0);
     if (cJSON_IsNumber(idx)) cJSON_SetNumberValue(idx, idx->valuedouble + base);
-    cJSON_AddItemToArray(da, x);
+    ts_json_add(da, NULL, x);
   }
   char *text = cJSON_PrintUnformatted(ja);
   ts_trace *joined = NULL;

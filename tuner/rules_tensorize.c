@@ -193,6 +193,7 @@ static bool pack_map(const gemm *g, const desc_info *d, char *out, size_t cap) {
   }
   if (dim_j < 0 || dim_k < 0) return false;
   ts_arena *a = ts_arena_create();
+  if (!a) return false; /* out of memory (counted) */
   ts_node_map *m = ts_node_map_create();
   char names[TS_MAX_DIMS][16];
   ts_expr *vars[TS_MAX_DIMS];
@@ -223,7 +224,7 @@ static bool pack_map(const gemm *g, const desc_info *d, char *out, size_t cap) {
       (long long)d->tile[2]);
   for (int i = 0; i < d->b_ndim && len < cap; i++) {
     ts_expr *e = ts_expr_substitute(a, d->b_index[i], m, NULL);
-    char *text = ts_expr_print(e);
+    char *text = e ? ts_expr_print(e) : NULL;
     len += (size_t)snprintf(out + len, cap - len, ", %s", text ? text : "?");
     free(text);
   }
