@@ -3,17 +3,22 @@
  * 2021): the `pet` pass, after `layout` (convs are channels-last) and
  * before `winograd` (which then sees the convs PET made).
  *
- * For each multilinear node (a subprogram of one operator in this first
- * version) every mutator that applies builds a mutant: new nodes computing
- * the node's output another way, possibly not exactly. The checker
- * (pet_check.c) splits the output into boxes and evaluates both programs
- * at m + 1 positions of each box with t random inputs; boxes that differ
- * get correction kernels computing the original there (bands of output
- * rows or columns by a conv over the input rows it reads, spliced in by a
- * concat), and the corrected mutant is checked again, so what the pass
- * applies is equivalent on every box. Of the checked candidates (the
- * original among them) the cheapest by the estimated cost is kept, when it
- * is at least min_gain cheaper.
+ * The graph is split into subprograms: the convs and matmuls with constant
+ * weights that read one value (with their bias additions), then every
+ * other node alone. Every mutator that applies builds a mutant: new nodes
+ * computing the subprogram's outputs another way, possibly not exactly;
+ * mutants of mutants follow up to a depth (each single-node mutator on the
+ * convs and matmuls of a mutant one level up), and a mutant that is the
+ * same program as the original or as an earlier one (structural hash) is
+ * skipped. The checker (pet_check.c) splits each output into boxes and
+ * evaluates both programs at m + 1 positions of each box with t random
+ * inputs; boxes that differ get correction kernels computing the original
+ * there (bands of output rows or columns by a conv over the input rows it
+ * reads, spliced in by a concat; for subprograms of one conv), and the
+ * corrected mutant is checked again, so what the pass applies is
+ * equivalent on every box. Of the checked candidates (the original among
+ * them) the cheapest by the estimate, or by the tuning database's
+ * latencies for the top K, is kept when it is at least min_gain cheaper.
  *
  * Mutators:
  *   dilated_to_batch   a dilated conv (stride 1) as a dense conv over the
@@ -30,6 +35,10 @@
  *                      is corrected (PET's canonical partial equivalence;
  *                      on a CPU it never wins on cost, and it is kept to
  *                      exercise the corrector on every model).
+ *   batch_shared_input the convs or matmuls of a subprogram as one, their
+ *                      weights (and biases) concatenated along the output
+ *                      channels at compile time, a slice of the result for
+ *                      each (BERT's Q, K and V projections). Exact.
  *
  * After applying, re-layout pairs cancel: batch-to-space, then elementwise
  * operators (relu; constants that broadcast along the channels only), then
@@ -37,10 +46,11 @@
  * the batch layout. A chain of dilated convs (CSRNet's back end) then runs
  * in the batch layout from its first conv to its last.
  *
- * The cost is an estimate (FLOPs at one rate, Winograd's convs at 1 / 2.25
- * of theirs plus a third for the transforms, data movement at one
- * bandwidth); the tuning database's figures for the candidates' tasks are
- * not consulted yet.
+ * The estimate: FLOPs at one rate, Winograd's convs at 1 / 2.25 of theirs
+ * plus a third for the transforms, data movement at one bandwidth, what
+ * folds at compile time free. With a database, the top K candidates are
+ * built alone and weighed by their tasks' latencies (oneDNN's where it was
+ * measured faster, as compile's dispatch decides).
  */
 #include "pet.h"
 
@@ -429,6 +439,38 @@ static int bias_add_of(const ts_graph *g, const gr_node *n, const int *uses,
   return consumer[y];
 }
 
+/* The axis along which data of node n (a conv or matmul batch_axes
+ * takes) stacks: the batch of a conv, the rows of a matmul; -1 when none. */
+static int stack_axis(const ts_graph *g, const gr_node *n) {
+  const gr_value *x = &g->values[n->inputs[0]];
+  if (!strcmp(n->op, "Conv")) return 0;
+  return x->ndim >= 2 ? x->ndim - 2 : -1;
+}
+
+/* Whether b can join a's group: of the same value (shared weights: a and
+ * b apply the same weights to data of the same shape but on the stacking
+ * axis; otherwise they read the same data). */
+static bool joins(const ts_graph *g, const gr_node *a, const gr_node *b,
+                  bool shared_weights) {
+  int wa, ya, wb, yb;
+  if (!batch_axes(g, a, a->inputs[0], &wa, &ya)) return false;
+  if (!shared_weights)
+    return batch_axes(g, b, a->inputs[0], &wb, &yb) && wb == wa &&
+           batch_compatible(g, a, b, wa);
+  if (b->inputs[0] == a->inputs[0] || b->n_inputs != a->n_inputs ||
+      !batch_axes(g, b, b->inputs[0], &wb, &yb) || strcmp(a->op, b->op) ||
+      !attrs_equal(a, b))
+    return false;
+  for (int k = 1; k < a->n_inputs; k++) /* weights, bias */
+    if (!pet_same_constant(g, a->inputs[k], b->inputs[k])) return false;
+  const gr_value *xa = &g->values[a->inputs[0]], *xb = &g->values[b->inputs[0]];
+  int ax = stack_axis(g, a);
+  if (ax < 0 || xa->ndim != xb->ndim) return false;
+  for (int d = 0; d < xa->ndim; d++)
+    if (d != ax && xa->shape[d] != xb->shape[d]) return false;
+  return true;
+}
+
 int pet_batch_groups(const ts_graph *g, pet_sub *subs, int max) {
   int *uses = gr_use_counts(g);
   int *consumer = ts_malloc(sizeof(int) * ((size_t)g->n_values + 1));
@@ -442,52 +484,50 @@ int pet_batch_groups(const ts_graph *g, pet_sub *subs, int max) {
   for (int i = 0; i < g->n_nodes; i++)
     for (int k = 0; k < g->nodes[i].n_inputs; k++)
       if (g->nodes[i].inputs[k] >= 0) consumer[g->nodes[i].inputs[k]] = i;
-  for (int i = 0; i < g->n_nodes && found < max; i++) {
-    const gr_node *a = &g->nodes[i];
-    int wa, ya;
-    if (taken[i] || !batch_axes(g, a, a->inputs[0], &wa, &ya)) continue;
-    int members[PET_MAX_OUTS], nm = 0;
-    members[nm++] = i;
-    for (int j = i + 1; j < g->n_nodes && nm < PET_MAX_OUTS; j++) {
-      const gr_node *b = &g->nodes[j];
-      int wb, yb;
-      if (!taken[j] && batch_axes(g, b, a->inputs[0], &wb, &yb) && wb == wa &&
-          batch_compatible(g, a, b, wa))
-        members[nm++] = j;
-    }
-    if (nm < 2) continue;
-    /* a matmul's bias addition joins when every member has one */
-    int adds[PET_MAX_OUTS], with_bias = 0;
-    for (int k = 0; k < nm; k++) {
-      adds[k] = strcmp(a->op, "MatMul")
-                    ? -1
-                    : bias_add_of(g, &g->nodes[members[k]], uses, consumer);
-      with_bias += adds[k] >= 0;
-    }
-    if (with_bias != nm)
-      for (int k = 0; k < nm; k++) adds[k] = -1;
-    pet_sub *s = &subs[found++];
-    memset(s, 0, sizeof *s);
-    /* in the graph's order: the members, then their additions */
-    int order[2 * PET_MAX_OUTS], no = 0;
-    for (int k = 0; k < nm; k++) order[no++] = members[k];
-    for (int k = 0; k < nm; k++)
-      if (adds[k] >= 0) order[no++] = adds[k];
-    for (int p = 1; p < no; p++)
-      for (int q = p; q > 0 && order[q - 1] > order[q]; q--) {
-        int t = order[q];
-        order[q] = order[q - 1];
-        order[q - 1] = t;
+  /* first what reads one value, then what applies the same weights */
+  for (int pass = 0; pass < 2; pass++)
+    for (int i = 0; i < g->n_nodes && found < max; i++) {
+      const gr_node *a = &g->nodes[i];
+      if (taken[i]) continue;
+      int members[PET_MAX_OUTS], nm = 0;
+      members[nm++] = i;
+      for (int j = i + 1; j < g->n_nodes && nm < PET_MAX_OUTS; j++)
+        if (!taken[j] && joins(g, a, &g->nodes[j], pass == 1))
+          members[nm++] = j;
+      if (nm < 2) continue;
+      /* a matmul's bias addition joins when every member has one (of
+       * batched weights only) */
+      int adds[PET_MAX_OUTS], with_bias = 0;
+      for (int k = 0; k < nm; k++) {
+        adds[k] = strcmp(a->op, "MatMul") || pass
+                      ? -1
+                      : bias_add_of(g, &g->nodes[members[k]], uses, consumer);
+        with_bias += adds[k] >= 0;
       }
-    for (int k = 0; k < no; k++) {
-      s->idx[s->n] = order[k];
-      s->nodes[s->n++] = g->nodes[order[k]];
-      taken[order[k]] = 1;
+      if (with_bias != nm)
+        for (int k = 0; k < nm; k++) adds[k] = -1;
+      pet_sub *s = &subs[found++];
+      memset(s, 0, sizeof *s);
+      /* in the graph's order: the members, then their additions */
+      int order[2 * PET_MAX_OUTS], no = 0;
+      for (int k = 0; k < nm; k++) order[no++] = members[k];
+      for (int k = 0; k < nm; k++)
+        if (adds[k] >= 0) order[no++] = adds[k];
+      for (int p = 1; p < no; p++)
+        for (int q = p; q > 0 && order[q - 1] > order[q]; q--) {
+          int t = order[q];
+          order[q] = order[q - 1];
+          order[q - 1] = t;
+        }
+      for (int k = 0; k < no; k++) {
+        s->idx[s->n] = order[k];
+        s->nodes[s->n++] = g->nodes[order[k]];
+        taken[order[k]] = 1;
+      }
+      for (int k = 0; k < nm; k++)
+        s->outs[s->n_outs++] = adds[k] >= 0 ? g->nodes[adds[k]].outputs[0]
+                                            : g->nodes[members[k]].outputs[0];
     }
-    for (int k = 0; k < nm; k++)
-      s->outs[s->n_outs++] = adds[k] >= 0 ? g->nodes[adds[k]].outputs[0]
-                                          : g->nodes[members[k]].outputs[0];
-  }
   free(uses), free(consumer), free(taken);
   return found;
 }
@@ -535,6 +575,8 @@ static int mut_batch(ts_graph *g, const pet_sub *sub, pet_mutant *m,
   if (n_ops < 2 || n_ops != sub->n_outs || (n_adds && n_adds != n_ops) ||
       !batch_axes(g, ops[0], ops[0]->inputs[0], &wa, &ya))
     return 0;
+  for (int k = 1; k < n_ops; k++)
+    if (ops[k]->inputs[0] != ops[0]->inputs[0]) return 0; /* other data */
   /* the bias additions in the order of their matmuls */
   const gr_node *add_of[PET_MAX_OUTS] = {0};
   for (int k = 0; k < n_ops && n_adds; k++)
@@ -582,9 +624,43 @@ static int mut_batch(ts_graph *g, const pet_sub *sub, pet_mutant *m,
   return 1;
 }
 
+/* The nodes that apply the same weights to different data as one: the
+ * data concatenated along the batch (a conv's) or the rows (a matmul's),
+ * one conv or matmul, and a slice of its output for each. Exact. */
+static int mut_concat(ts_graph *g, const pet_sub *sub, pet_mutant *m,
+                      ts_error *err) {
+  if (sub->n < 2 || sub->n != sub->n_outs) return 0;
+  const gr_node *a = &sub->nodes[0];
+  for (int i = 1; i < sub->n; i++)
+    if (!joins(g, a, &sub->nodes[i], true)) return 0;
+  int ax = stack_axis(g, a);
+  int xs[PET_MAX_OUTS];
+  for (int i = 0; i < sub->n; i++) xs[i] = sub->nodes[i].inputs[0];
+  int x = concat_like(g, m, xs, sub->n, ax, err);
+  if (x < 0) return x;
+  int ins[3] = {x, a->inputs[1], a->n_inputs > 2 ? a->inputs[2] : -1};
+  int y = emit_like(g, m, a->op, ins, a->n_inputs, a, a->outputs[0], err);
+  if (y < 0) return y;
+  int yax = !strcmp(a->op, "Conv") ? 0 : g->values[y].ndim - 2;
+  int64_t at = 0;
+  for (int i = 0; i < sub->n; i++) {
+    int64_t rows = g->values[sub->nodes[i].outputs[0]].shape[yax];
+    int o = slice(g, m, y, yax, at, at + rows, err);
+    if (o < 0) return o;
+    g->values[o].layout = g->values[a->outputs[0]].layout;
+    m->outs[i] = o;
+    at += rows;
+  }
+  m->n_outs = sub->n;
+  m->out = m->outs[0];
+  m->kind = "concat_shared_weights";
+  return 1;
+}
+
 int pet_mutate_sub(ts_graph *g, const pet_sub *sub, const char *kind,
                    pet_mutant *m, ts_error *err) {
   if (!strcmp(kind, "batch_shared_input")) return mut_batch(g, sub, m, err);
+  if (!strcmp(kind, "concat_shared_weights")) return mut_concat(g, sub, m, err);
   return TS_ERR(err, TS_EINVAL, "no built-in mutator of subprograms '%s'",
                 kind);
 }
@@ -817,6 +893,7 @@ static ts_graph *candidate_graph(const ts_graph *g, const gr_node *nodes, int n,
           if (map[v] >= 0) {
             c->values[map[v]].is_input = true;
             c->values[map[v]].layout = ts_arena_strdup(c->arena, x->layout);
+            if (!c->values[map[v]].layout) map[v] = -1;
             ins[n_ins++] = map[v];
           }
         }
@@ -833,6 +910,10 @@ static ts_graph *candidate_graph(const ts_graph *g, const gr_node *nodes, int n,
         break;
       }
       c->values[vout[k]].layout = ts_arena_strdup(c->arena, y->layout);
+      if (!c->values[vout[k]].layout) {
+        ok = false;
+        break;
+      }
     }
     if (!ok) break;
     gr_node *cn = gr_node_add(c, nd->op, nd->name, vin, nd->n_inputs, vout,
@@ -1135,7 +1216,8 @@ int ts_graph_set_pet(ts_graph *g, const ts_pet_options *o, ts_error *err) {
     s->kinds[1] = "split_rows", s->fns[1] = mut_split_rows;
     s->n_mut = 2;
     s->sub_kinds[0] = "batch_shared_input", s->sub_fns[0] = mut_batch;
-    s->n_sub_mut = 1;
+    s->sub_kinds[1] = "concat_shared_weights", s->sub_fns[1] = mut_concat;
+    s->n_sub_mut = 2;
   }
   s->o = d;
   g->pet = s;
@@ -1205,10 +1287,15 @@ static void sub_text(const ts_graph *g, const pet_sub *sub, char *buf,
              shape);
     return;
   }
-  int x = sub->nodes[0].inputs[0];
-  shape_text(&g->values[x], shape, sizeof shape);
-  snprintf(buf, size, "%d %s reading %s %s", sub->n_outs, sub->nodes[0].op,
-           g->values[x].name, shape);
+  int x = sub->nodes[0].inputs[0], w = sub->nodes[0].inputs[1];
+  bool shared_weights = false;
+  for (int i = 1; i < sub->n; i++)
+    shared_weights |= !strcmp(sub->nodes[i].op, sub->nodes[0].op) &&
+                      sub->nodes[i].inputs[0] != x;
+  int v = shared_weights ? w : x;
+  shape_text(&g->values[v], shape, sizeof shape);
+  snprintf(buf, size, "%d %s %s %s %s", sub->n_outs, sub->nodes[0].op,
+           shared_weights ? "applying" : "reading", g->values[v].name, shape);
 }
 
 /* Checks mutant m of sub (correcting it where it differs, for a conv of
@@ -1560,9 +1647,8 @@ static void push_mutant(ts_graph *g, pet_mutant *m, const pet_sub *sub,
 }
 
 /* Whether every value mutant m reads from outside is defined before node
- * `at` of g (a graph input, a constant or an output of a node before it):
- * the mutant can stand where the subprogram's first node stood. */
-static bool placeable(const ts_graph *g, const pet_mutant *m, int at) {
+ * `at` of g (a graph input, a constant or an output of a node before it). */
+static bool defined_before(const ts_graph *g, const pet_mutant *m, int at) {
   for (int i = 0; i < m->n; i++)
     for (int k = 0; k < m->nodes[i].n_inputs; k++) {
       int v = m->nodes[i].inputs[k];
@@ -1574,6 +1660,83 @@ static bool placeable(const ts_graph *g, const pet_mutant *m, int at) {
         return false;
     }
   return true;
+}
+
+/* Where mutant m of subprogram sub can stand in g's node list: where its
+ * first node stood when everything m reads is defined by then, else where
+ * its last node stood, the nodes between that read what the subprogram
+ * computes moving after it (sort_nodes). -1 when a value m reads depends
+ * on what the subprogram computes (one member's data is computed from
+ * another's result): batched, it would read itself. */
+static int place_of(const ts_graph *g, const pet_mutant *m,
+                    const pet_sub *sub) {
+  int first = sub->idx[0], last = sub->idx[sub->n - 1];
+  if (defined_before(g, m, first)) return first;
+  if (!defined_before(g, m, last)) return -1;
+  uint8_t *after = ts_calloc((size_t)g->n_values + 1, 1);
+  if (!after) return -1;
+  for (int k = 0; k < sub->n; k++)
+    for (int o = 0; o < sub->nodes[k].n_outputs; o++)
+      after[sub->nodes[k].outputs[o]] = 1;
+  for (int i = first + 1; i < last; i++) {
+    const gr_node *n = &g->nodes[i];
+    bool reads = false;
+    for (int j = 0; j < n->n_inputs && !reads; j++)
+      reads = n->inputs[j] >= 0 && after[n->inputs[j]];
+    for (int o = 0; reads && o < n->n_outputs; o++) after[n->outputs[o]] = 1;
+  }
+  bool cycle = false;
+  for (int i = 0; i < m->n && !cycle; i++)
+    for (int k = 0; k < m->nodes[i].n_inputs && !cycle; k++) {
+      int v = m->nodes[i].inputs[k];
+      bool inside = false;
+      for (int j = 0; j < i && !inside; j++)
+        inside = m->nodes[j].outputs[0] == v;
+      cycle = v >= 0 && !inside && after[v];
+    }
+  free(after);
+  return cycle ? -1 : last;
+}
+
+/* Puts l's nodes in topological order, keeping the order they have where
+ * it already is one (a mutant standing where the last node of its
+ * subprogram stood may come after nodes that read its results). */
+static int sort_nodes(const ts_graph *g, gr_list *l) {
+  int n = l->n;
+  uint8_t *ready = ts_calloc((size_t)g->n_values + 1, 1);
+  uint8_t *done = ts_calloc((size_t)n + 1, 1);
+  gr_node *out = ts_malloc(sizeof(gr_node) * (size_t)(n + 1));
+  int *made = ts_malloc(sizeof(int) * (size_t)(g->n_values + 1));
+  if (!ready || !done || !out || !made) {
+    free(ready), free(done), free(out), free(made);
+    return TS_ENOMEM;
+  }
+  /* a value is ready unless a node of the list makes it */
+  for (int v = 0; v < g->n_values; v++) made[v] = 0;
+  for (int i = 0; i < n; i++)
+    for (int o = 0; o < l->nodes[i].n_outputs; o++)
+      made[l->nodes[i].outputs[o]] = 1;
+  for (int v = 0; v < g->n_values; v++) ready[v] = !made[v];
+  int n_out = 0, start = 0;
+  while (n_out < n) {
+    int pick = -1;
+    for (int i = start; i < n && pick < 0; i++) {
+      if (done[i]) continue;
+      bool ok = true;
+      for (int k = 0; k < l->nodes[i].n_inputs && ok; k++)
+        ok = l->nodes[i].inputs[k] < 0 || ready[l->nodes[i].inputs[k]];
+      if (ok) pick = i;
+    }
+    if (pick < 0) break; /* a cycle: left as it was */
+    done[pick] = 1;
+    out[n_out++] = l->nodes[pick];
+    for (int o = 0; o < l->nodes[pick].n_outputs; o++)
+      ready[l->nodes[pick].outputs[o]] = 1;
+    while (start < n && done[start]) start++;
+  }
+  if (n_out == n) memcpy(l->nodes, out, sizeof(gr_node) * (size_t)n);
+  free(ready), free(done), free(out), free(made);
+  return n_out == n ? TS_OK : TS_EINVAL;
 }
 
 int ts_graph_pet(ts_graph *g, ts_error *err) {
@@ -1593,36 +1756,43 @@ int ts_graph_pet(ts_graph *g, ts_error *err) {
    * part of a subprogram that was rewritten */
   int max_groups = n_nodes / 2 + 1, n_groups = 0;
   pet_sub *groups = ts_malloc(sizeof *groups * (size_t)max_groups);
+  int *place = ts_malloc(sizeof(int) * (size_t)max_groups);
   pet_mutant **at = ts_calloc((size_t)n_nodes + 1, sizeof *at);
   uint8_t *replaced = ts_calloc((size_t)n_nodes + 1, 1);
-  if (!best || !sub || !groups || !at || !replaced) {
-    free(best), free(sub), free(groups), free(at), free(replaced);
+  if (!best || !sub || !groups || !place || !at || !replaced) {
+    free(best), free(sub), free(groups), free(place), free(at), free(replaced);
     return TS_ERR(err, TS_ENOMEM, "out of memory");
   }
   if (s->n_sub_mut) {
     n_groups = pet_batch_groups(g, groups, max_groups);
     if (n_groups < 0) rc = TS_ERR(err, n_groups, "out of memory");
   }
+  for (int k = 0; k < n_groups; k++) place[k] = -1;
   for (int k = 0; k < n_groups && !rc; k++) {
     int found = try_sub(g, s, &groups[k], best, err);
     if (found < 0) {
       rc = found;
-    } else if (found && placeable(g, best, groups[k].idx[0])) {
+    } else if (found && (place[k] = place_of(g, best, &groups[k])) >= 0) {
       pet_mutant *m = ts_malloc(sizeof *m);
       if (!m) {
         rc = TS_ERR(err, TS_ENOMEM, "out of memory");
         break;
       }
       *m = *best;
-      at[groups[k].idx[0]] = m;
+      at[place[k]] = m;
       for (int i = 0; i < groups[k].n; i++) replaced[groups[k].idx[i]] = 1;
+    } else if (found) {
+      char text[256];
+      sub_text(g, &groups[k], text, sizeof text);
+      logf_(s, "%s: %s: not applied (one member reads what another computes)",
+            text, best->kind);
     }
   }
   value_list fold = {0};
   for (int i = 0; i < n_nodes && !rc; i++) {
     const pet_sub *done = NULL;
     for (int k = 0; k < n_groups && at[i] && !done; k++)
-      if (groups[k].idx[0] == i) done = &groups[k];
+      if (place[k] == i) done = &groups[k];
     if (done) {
       push_mutant(g, at[i], done, &l, &fold);
       s->r.applied++;
@@ -1648,7 +1818,7 @@ int ts_graph_pet(ts_graph *g, ts_error *err) {
     }
   }
   for (int i = 0; i < n_nodes; i++) free(at[i]);
-  free(best), free(sub), free(groups), free(at), free(replaced);
+  free(best), free(sub), free(groups), free(place), free(at), free(replaced);
   if (!rc && fold.oom) rc = TS_ERR(err, TS_ENOMEM, "out of memory");
   if (rc) {
     free(fold.v);
@@ -1656,6 +1826,11 @@ int ts_graph_pet(ts_graph *g, ts_error *err) {
     return rc;
   }
   if (s->r.applied) {
+    rc = sort_nodes(g, &l);
+    if (rc) {
+      free(l.nodes);
+      return TS_ERR(err, rc, "pet: the rewritten graph has no order");
+    }
     rc = gr_list_commit(g, &l);
     if (rc) rc = TS_ERR(err, rc, "out of memory");
     /* what the mutants compute from constants alone (concatenated

@@ -77,6 +77,12 @@ double pet_eval_point(const ts_graph *g, const pet_prog *p, int v,
                       const int64_t *idx, uint64_t seed, int trial,
                       const pet_prog *other, bool *ok);
 
+/* Whether values u and v are the same constant: one value, or two with
+ * the same type, shape and bytes (the layout pass gives each node its own
+ * transformed copy of shared weights). The checker takes equal constants
+ * as one random input. */
+bool pet_same_constant(const ts_graph *g, int u, int v);
+
 /* ---- mutants (pet.c) ---- */
 
 #define PET_MAX_NODES 48

@@ -166,6 +166,8 @@ typedef struct ev {
   double **memo;        /* per value: the elements computed so far (NAN:
                            not yet) of data-movement and elementwise
                            values, for the current trial (or NULL) */
+  const int *canon;     /* value -> the input it stands for: equal constants are
+                           one input (or NULL: itself) */
   uint64_t seed;
   int trial;
   bool ok;
@@ -183,7 +185,8 @@ static double leaf(ev *e, int v, const int64_t *idx) {
     }
     return ts_host_get(gr_const_data(e->g, v), x->dtype, f);
   }
-  uint64_t h = mix(e->seed ^ mix((uint64_t)v * 0x100000001b3ull +
+  int id = e->canon ? e->canon[v] : v;
+  uint64_t h = mix(e->seed ^ mix((uint64_t)id * 0x100000001b3ull +
                                  (uint64_t)e->trial * 0x9e3779b9ull));
   return uniform(mix(h ^ (uint64_t)f));
 }
@@ -376,28 +379,89 @@ static void memo_clear(const ts_graph *g, double **memo) {
 
 /* exact[v] = 1 for the constants p reads and `other` does not (malloc'd;
  * all 0 when other is NULL) */
+bool pet_same_constant(const ts_graph *g, int u, int v) {
+  if (u == v) return true;
+  if (u < 0 || v < 0 || !gr_is_const(g, u) || !gr_is_const(g, v)) return false;
+  const gr_value *a = &g->values[u], *b = &g->values[v];
+  if (!ts_dtype_eq(a->dtype, b->dtype) || a->ndim != b->ndim) return false;
+  for (int d = 0; d < a->ndim; d++)
+    if (a->shape[d] != b->shape[d]) return false;
+  int64_t e = gr_value_elems(a);
+  return e >= 0 && !memcmp(gr_const_data(g, u), gr_const_data(g, v),
+                           (size_t)e * ts_dtype_elem_bytes(a->dtype));
+}
+
+/* value -> the value it stands for as an input: for a float constant that
+ * a or b reads, the first one read with the same type, shape and bytes (a
+ * mutant may read one copy of shared weights where the original read
+ * another); every other value itself. malloc'd; NULL when out of memory. */
+static int *canon_constants(const ts_graph *g, const pet_prog *a,
+                            const pet_prog *b) {
+  int *canon = ts_malloc(sizeof(int) * (size_t)(g->n_values + 1));
+  int *seen = ts_malloc(sizeof(int) * (size_t)(g->n_values + 1));
+  if (!canon || !seen) {
+    free(canon), free(seen);
+    return NULL;
+  }
+  int n_seen = 0;
+  for (int v = 0; v < g->n_values; v++) canon[v] = v;
+  for (int q = 0; q < 2; q++) {
+    const pet_prog *p = q ? b : a;
+    for (int i = 0; p && i < p->n; i++)
+      for (int k = 0; k < p->nodes[i].n_inputs; k++) {
+        int v = p->nodes[i].inputs[k];
+        if (v < 0 || !gr_is_const(g, v) ||
+            !ts_dtype_is_float(g->values[v].dtype) || canon[v] != v)
+          continue;
+        int j = 0;
+        while (j < n_seen && seen[j] != v && !pet_same_constant(g, seen[j], v))
+          j++;
+        if (j < n_seen)
+          canon[v] = canon[seen[j]];
+        else
+          seen[n_seen++] = v;
+      }
+  }
+  free(seen);
+  return canon;
+}
+
+/* The constants p reads and `other` does not (by canon): part of p's
+ * structure, used with their values; the others are random inputs. */
 static uint8_t *own_constants(const ts_graph *g, const pet_prog *p,
-                              const pet_prog *other) {
+                              const pet_prog *other, const int *canon) {
   uint8_t *exact = ts_calloc((size_t)g->n_values + 1, 1);
-  if (!exact || !other) return exact;
+  uint8_t *read = ts_calloc((size_t)g->n_values + 1, 1);
+  if (!exact || !read || !other) {
+    free(read);
+    if (!other) return exact;
+    free(exact);
+    return NULL;
+  }
+  for (int i = 0; i < other->n; i++)
+    for (int k = 0; k < other->nodes[i].n_inputs; k++) {
+      int v = other->nodes[i].inputs[k];
+      if (v >= 0) read[canon ? canon[v] : v] = 1;
+    }
   for (int i = 0; i < p->n; i++)
     for (int k = 0; k < p->nodes[i].n_inputs; k++) {
       int v = p->nodes[i].inputs[k];
-      if (v >= 0 && gr_is_const(g, v)) exact[v] = 1;
+      if (v >= 0 && gr_is_const(g, v) && !read[canon ? canon[v] : v])
+        exact[v] = 1;
     }
-  for (int i = 0; i < other->n; i++)
-    for (int k = 0; k < other->nodes[i].n_inputs; k++)
-      if (other->nodes[i].inputs[k] >= 0) exact[other->nodes[i].inputs[k]] = 0;
+  free(read);
   return exact;
 }
 
 double pet_eval_point(const ts_graph *g, const pet_prog *p, int v,
                       const int64_t *idx, uint64_t seed, int trial,
                       const pet_prog *other, bool *ok) {
-  uint8_t *exact = own_constants(g, p, other);
-  ev e = {g, p, NULL, exact, NULL, seed, trial, exact != NULL};
+  int *canon = canon_constants(g, p, other);
+  uint8_t *exact = canon ? own_constants(g, p, other, canon) : NULL;
+  ev e = {g, p, NULL, exact, NULL, canon, seed, trial, exact != NULL};
   double r = at(&e, v, idx);
   free(exact);
+  free(canon);
   if (ok) *ok = e.ok;
   return e.ok ? r : NAN;
 }
@@ -830,11 +894,12 @@ int pet_check(const ts_graph *g, const pet_prog *orig, int y,
   /* the mutant's own float constants (zero rows it pads with) are part of
    * its structure and keep their values; the constants both programs read
    * (weights) are inputs, random like the data */
-  uint8_t *eo_x = own_constants(g, orig, mut),
-          *em_x = own_constants(g, mut, orig);
-  ev eo = {g, orig, po, eo_x, NULL, o->seed, 0, true},
-     em = {g, mut, pm, em_x, NULL, o->seed, 0, true};
-  if (!po || !pm || !eo_x || !em_x)
+  int *canon = canon_constants(g, orig, mut);
+  uint8_t *eo_x = canon ? own_constants(g, orig, mut, canon) : NULL,
+          *em_x = canon ? own_constants(g, mut, orig, canon) : NULL;
+  ev eo = {g, orig, po, eo_x, NULL, canon, o->seed, 0, true},
+     em = {g, mut, pm, em_x, NULL, canon, o->seed, 0, true};
+  if (!po || !pm || !canon || !eo_x || !em_x)
     rc = TS_ERR(err, TS_ENOMEM, "out of memory");
   /* trial by trial (the memoized values hold one trial's inputs), each
    * box until it is found to differ */
@@ -899,6 +964,7 @@ int pet_check(const ts_graph *g, const pet_prog *orig, int y,
   free(po);
   free(pm);
   free(eo_x);
+  free(canon);
   free(em_x);
   if (rc) pet_check_result_free(res);
   return rc;

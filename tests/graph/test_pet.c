@@ -736,6 +736,89 @@ static void test_depth_two(void **state) {
   ts_graph_free(g);
 }
 
+static int input3(ts_graph *g, const char *name, int64_t a, int64_t b,
+                  int64_t c) {
+  int x = gr_value_add(g, name, TS_FLOAT32, 3, (int64_t[]){a, b, c});
+  g->values[x].is_input = true;
+  int *ins = ts_arena_alloc(g->arena, sizeof(int) * (size_t)(g->n_inputs + 1));
+  if (g->n_inputs) memcpy(ins, g->inputs, sizeof(int) * (size_t)g->n_inputs);
+  ins[g->n_inputs++] = x;
+  g->inputs = ins;
+  return x;
+}
+
+/* kind 0: two matmuls applying one weight matrix to x1 [1, 16, 512] and
+ * x2 [1, 24, 512]; kind 1: two convs applying one 3x3 weight and bias to
+ * x1, x2 [1, 8, 10, 10]; kind 2: the second matmul reads the first's
+ * result (through a Relu), so they cannot run as one. */
+static ts_graph *shared_weights(int kind) {
+  ts_graph *g = ts_graph_new("shared_weights");
+  int outs[2];
+  if (kind == 1) {
+    int x1 = add_input(g, "x1", (int64_t[]){1, 8, 10, 10}),
+        x2 = add_input(g, "x2", (int64_t[]){1, 8, 10, 10});
+    int w = conv_weights(g, "w", 16, 8, 3, 1), b = bias(g, "b", 16);
+    for (int k = 0; k < 2; k++) {
+      outs[k] = node(g, "Conv", (int[]){k ? x2 : x1, w, b}, 3);
+      set_ints(g, "pads", 4, (int64_t[]){1, 1, 1, 1});
+    }
+  } else if (kind == 0) {
+    int x1 = input3(g, "x1", 1, 16, 512), x2 = input3(g, "x2", 1, 24, 512);
+    int w = matrix(g, "w", 512, 32, 1);
+    outs[0] = node(g, "MatMul", (int[]){x1, w}, 2);
+    outs[1] = node(g, "MatMul", (int[]){x2, w}, 2);
+  } else {
+    int x = input3(g, "x", 1, 16, 32);
+    int w = matrix(g, "w", 32, 32, 1);
+    outs[0] = node(g, "MatMul", (int[]){x, w}, 2);
+    int r = node(g, "Relu", &outs[0], 1);
+    outs[1] = node(g, "MatMul", (int[]){r, w}, 2);
+  }
+  set_outputs(g, outs, 2);
+  return g;
+}
+
+static void test_concat_shared_weights(void **state) {
+  (void)state;
+  for (int kind = 0; kind < 3; kind++) {
+    ts_error err;
+    ts_graph *plain = shared_weights(kind), *pet = shared_weights(kind);
+    ts_pet_options o = {
+        .only = "concat_shared_weights", .apply_all = true, .depth = 1};
+    assert_int_equal(ts_graph_set_pet(pet, &o, &err), TS_OK);
+    assert_int_equal(ts_graph_run_passes(plain, "pet", &err), TS_OK);
+    if (ts_graph_run_passes(pet, "pet", &err)) fail_msg("%s", err.msg);
+    ts_pet_report r;
+    const char *log;
+    ts_graph_pet_report(pet, &r, &log);
+    const char *op = kind == 1 ? "Conv" : "MatMul";
+    if (r.generated != 1 || r.exact != 1 || r.applied != (kind < 2))
+      fail_msg("kind %d: %d generated, %d exact, %d applied\n%s", kind,
+               r.generated, r.exact, r.applied, log);
+    assert_non_null(strstr(log, "applying w"));
+    if (kind < 2) {
+      assert_int_equal(ts_graph_count_op(pet, op), 1);
+      assert_int_equal(ts_graph_count_op(pet, "Concat"), 1); /* the data */
+    } else {
+      assert_non_null(strstr(log, "not applied (one member reads"));
+      assert_int_equal(ts_graph_count_op(pet, op), 2);
+    }
+    assert_int_equal(ts_graph_verify(pet, &err), TS_OK);
+    expect_same(plain, pet, TS_GRAPH_INTERPRET, "concat_shared_weights");
+    ts_graph_free(plain);
+    ts_graph_free(pet);
+    /* compiled, through fusion (the convs' batched form stands where the
+     * second conv stood: the first one's output transpose moves after it) */
+    plain = shared_weights(kind), pet = shared_weights(kind);
+    assert_int_equal(ts_graph_set_pet(pet, &o, &err), TS_OK);
+    assert_int_equal(ts_graph_run_passes(plain, NULL, &err), TS_OK);
+    assert_int_equal(ts_graph_run_passes(pet, NULL, &err), TS_OK);
+    expect_same(plain, pet, TS_GRAPH_COMPILE, "concat_shared_weights");
+    ts_graph_free(plain);
+    ts_graph_free(pet);
+  }
+}
+
 /* The batched matmul with the first two results exchanged (the same
  * widths: [32] and [32] in qkv's first and last) */
 static int mut_batch_swapped(ts_graph *g, const pet_sub *sub, pet_mutant *m,
@@ -976,6 +1059,7 @@ int main(void) {
       cmocka_unit_test(test_batch_wrong_and_duplicates),
       cmocka_unit_test(test_batch_measured_choice),
       cmocka_unit_test(test_depth_two),
+      cmocka_unit_test(test_concat_shared_weights),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
