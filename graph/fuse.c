@@ -1093,39 +1093,47 @@ static ts_buffer *build_layer_norm(builder *b, const gr_node *n) {
   for (int d = 0; d < axis; d++) outer[no++] = x->shape[d];
   for (int d = (int)axis; d < x->ndim; d++) count *= x->shape[d];
   if (no == 0) outer[no++] = 1;
+  /* Both statistics from one read of the row: the sum and the sum of
+   * squares of the row shifted by its first element s, two independent
+   * reductions that the schedule fuses into one loop (fuse_siblings);
+   * mean = s + sum / n, var = max(sqsum / n - (sum / n)^2, 0). The shift
+   * keeps the difference from cancelling (op_build_layer_norm, ops.md). */
   ts_buffer *stats[2] = {NULL, NULL};
-  ts_buffer *mean_buf = NULL;
-  for (int s = 0; s < 2; s++) { /* mean, then variance */
+  for (int s = 0; s < 2; s++) { /* sum, then sum of squares */
     ts_te_stage *st =
-        ts_te_compute(b->te, gr_fuse_stage_name(b, s ? "var" : "mean"),
+        ts_te_compute(b->te, gr_fuse_stage_name(b, s ? "sqsum" : "sum"),
                       TS_FLOAT32, outer, no, NULL);
-    ts_expr *idx[TS_MAX_DIMS], *oax[TS_MAX_DIMS];
+    ts_expr *idx[TS_MAX_DIMS], *first[TS_MAX_DIMS], *oax[TS_MAX_DIMS];
     for (int d = 0; d < no; d++) oax[d] = ts_te_axis(st, d);
-    for (int d = 0; d < x->ndim; d++)
+    for (int d = 0; d < x->ndim; d++) {
       idx[d] = d < axis ? oax[d]
                         : ts_te_reduce_axis(st, ts_arena_printf(a, "r%d", d),
                                             x->shape[d]);
-    ts_expr *v = ts_te_load(b->te, X, idx, x->ndim);
-    if (s) {
-      ts_expr *mi[TS_MAX_DIMS];
-      for (int d = 0; d < no; d++) mi[d] = axis ? oax[d] : ts_index(a, 0);
-      ts_expr *dv =
-          ts_sub(a, v,
-                 ts_mul(a, ts_te_load(b->te, mean_buf, mi, no),
-                        ts_float(a, TS_FLOAT32, 1.0 / (double)count)));
-      v = ts_mul(a, dv, dv);
+      first[d] = d < axis ? oax[d] : ts_index(a, 0);
     }
+    ts_expr *v = ts_sub(a, ts_te_load(b->te, X, idx, x->ndim),
+                        ts_te_load(b->te, X, first, x->ndim));
+    if (s)
+      v = ts_mul(a, v,
+                 ts_sub(a, ts_te_load(b->te, X, idx, x->ndim),
+                        ts_te_load(b->te, X, first, x->ndim)));
     stats[s] = ts_te_set_reduce(st, TS_TE_SUM, v);
-    if (!s) mean_buf = stats[0];
   }
-  ts_expr *ya[TS_MAX_DIMS], *oi[TS_MAX_DIMS];
+  ts_expr *ya[TS_MAX_DIMS], *oi[TS_MAX_DIMS], *yfirst[TS_MAX_DIMS];
   ts_te_stage *y = stage_like(b, "layer_norm", x, ya);
   for (int d = 0; d < no; d++) oi[d] = axis ? ya[d] : ts_index(a, 0);
+  for (int d = 0; d < x->ndim; d++)
+    yfirst[d] = d < axis ? ya[d] : ts_index(a, 0);
   ts_expr *inv_n = ts_float(a, TS_FLOAT32, 1.0 / (double)count);
-  ts_expr *mean = ts_mul(a, ts_te_load(b->te, stats[0], oi, no), inv_n);
+  ts_expr *m1 = ts_mul(a, ts_te_load(b->te, stats[0], oi, no), inv_n);
+  ts_expr *m1b = ts_mul(a, ts_te_load(b->te, stats[0], oi, no), inv_n);
+  ts_expr *mean = ts_add(a, ts_te_load(b->te, X, yfirst, x->ndim),
+                         ts_mul(a, ts_te_load(b->te, stats[0], oi, no), inv_n));
   ts_expr *var =
-      ts_add(a, ts_mul(a, ts_te_load(b->te, stats[1], oi, no), inv_n),
-             ts_float(a, TS_FLOAT32, eps));
+      ts_sub(a, ts_mul(a, ts_te_load(b->te, stats[1], oi, no), inv_n),
+             ts_mul(a, m1, m1b));
+  var = ts_add(a, ts_max(a, var, ts_float(a, TS_FLOAT32, 0.0)),
+               ts_float(a, TS_FLOAT32, eps));
   ts_expr *r = ts_call(a, TS_FLOAT32, "rsqrt", &var, 1);
   int nt = x->ndim - (int)axis;
   ts_expr *v = ts_mul(

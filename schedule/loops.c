@@ -163,6 +163,20 @@ static const char *mixed_binding(ts_stmt *body, ts_stmt *const *loops, int n) {
   return bad;
 }
 
+/* The loops of every input of `in` (live loop handles, none given twice)
+ * into loops. */
+static int in_distinct_loops(ts_sched *s, inst *in, ts_stmt **loops) {
+  int rc;
+  for (int i = 0; i < in->n_inputs; i++) {
+    if ((rc = in_loop(s, in, i, &loops[i]))) return rc;
+    for (int j = 0; j < i; j++)
+      if (loops[j] == loops[i])
+        return FAIL(s, TS_ESCHEDULE, "%s: loop '%s' is given twice",
+                    prim_name(in), loop_name(loops[i]));
+  }
+  return TS_OK;
+}
+
 /* ========================================================================
  * fuse
  * ======================================================================== */
@@ -175,13 +189,7 @@ int apply_fuse(ts_sched *s, inst *in, rv_list *out) {
   int n = in->n_inputs;
   ts_stmt *loops[MAX_FUSE];
   int64_t ext[MAX_FUSE], mins[MAX_FUSE];
-  for (int i = 0; i < n; i++) {
-    if ((rc = in_loop(s, in, i, &loops[i]))) return rc;
-    for (int j = 0; j < i; j++)
-      if (loops[j] == loops[i])
-        return FAIL(s, TS_ESCHEDULE, "fuse: loop '%s' is given twice",
-                    loop_name(loops[i]));
-  }
+  if ((rc = in_distinct_loops(s, in, loops))) return rc;
   int64_t prod = 1;
   for (int i = 0; i < n; i++) {
     if (i > 0 && ts_for_body(loops[i - 1]) != loops[i])
@@ -255,6 +263,176 @@ int apply_fuse(ts_sched *s, inst *in, rv_list *out) {
 }
 
 /* ========================================================================
+ * fuse_siblings
+ * ======================================================================== */
+
+/* The first buffer that one block of `xs` writes and a block of `ys` reads
+ * or writes, or that a block of `xs` reads and one of `ys` writes (a
+ * dependence between the two sets, in either direction), with the two
+ * blocks; NULL when there is none. */
+static const ts_buffer *conflict(const stmt_vec *xs, const stmt_vec *ys,
+                                 const ts_block **bx, const ts_block **by,
+                                 bool *x_writes) {
+  for (int i = 0; i < xs->n; i++)
+    for (int j = 0; j < ys->n; j++) {
+      const ts_block *x = ts_realize_block(xs->v[i]);
+      const ts_block *y = ts_realize_block(ys->v[j]);
+      for (int w = 0; w < ts_block_n_writes(x); w++) {
+        const ts_buffer *buf = ts_block_write(x, w)->buffer;
+        if (block_reads(y, buf) || block_writes(y, buf)) {
+          *bx = x, *by = y, *x_writes = true;
+          return buf;
+        }
+      }
+      for (int w = 0; w < ts_block_n_writes(y); w++) {
+        const ts_buffer *buf = ts_block_write(y, w)->buffer;
+        if (block_reads(x, buf)) {
+          *bx = x, *by = y, *x_writes = false;
+          return buf;
+        }
+      }
+    }
+  return NULL;
+}
+
+/* Refuses (message on s) when the blocks of `moved` (under a later loop,
+ * whose body moves up) depend on those of `others` (under an earlier given
+ * loop, or a statement between): `what` names where the others are. */
+static int check_independent(ts_sched *s, const stmt_vec *moved,
+                             const ts_stmt *loop, const stmt_vec *others,
+                             const char *what) {
+  const ts_block *bm, *bo;
+  bool m_writes;
+  const ts_buffer *buf = conflict(moved, others, &bm, &bo, &m_writes);
+  if (!buf) return TS_OK;
+  return FAIL(s, TS_ESCHEDULE,
+              "fuse_siblings: block '%s' under loop '%s' %s buffer '%s' that "
+              "block '%s' %s %s (the loops are not independent)",
+              ts_block_name(bm), loop_name(loop), m_writes ? "writes" : "reads",
+              ts_buffer_name(buf), ts_block_name(bo),
+              m_writes ? "accesses" : "writes", what);
+}
+
+int apply_fuse_siblings(ts_sched *s, inst *in, rv_list *out) {
+  (void)out;
+  int rc = check_arity(s, in, 2, MAX_FUSE, 0);
+  if (rc) return rc;
+  int n = in->n_inputs;
+  ts_stmt *loops[MAX_FUSE];
+  if ((rc = in_distinct_loops(s, in, loops))) return rc;
+  /* siblings: items of one statement list, in program order */
+  stmt_vec p = {0};
+  tree_path(s->func, loops[0], &p);
+  ts_stmt *parent = p.n ? p.v[p.n - 1] : NULL;
+  ts_stmt *grand = p.n > 1 ? p.v[p.n - 2] : NULL;
+  sv_free(&p);
+  int pos[MAX_FUSE];
+  for (int i = 0; i < n; i++) {
+    pos[i] = -1;
+    if (parent && ts_stmt_kind_of(parent) == TS_STMT_SEQ)
+      for (int k = 0; k < ts_seq_n(parent); k++)
+        if (ts_seq_item(parent, k) == loops[i]) pos[i] = k;
+    if (pos[i] < 0)
+      return FAIL(s, TS_ESCHEDULE,
+                  "fuse_siblings: loops '%s' and '%s' are not siblings (items "
+                  "of one statement list)",
+                  loop_name(loops[0]), loop_name(loops[i]));
+    if (i > 0 && pos[i] < pos[i - 1])
+      return FAIL(s, TS_ESCHEDULE,
+                  "fuse_siblings: loop '%s' comes before loop '%s' (give the "
+                  "loops in program order)",
+                  loop_name(loops[i]), loop_name(loops[i - 1]));
+  }
+  int64_t ext0, min0;
+  if (!ts_expr_is_const_int(ts_for_extent(loops[0]), &ext0) ||
+      !ts_expr_is_const_int(ts_for_min(loops[0]), &min0))
+    return FAIL(s, TS_ESCHEDULE,
+                "fuse_siblings: loop '%s' has no constant range",
+                loop_name(loops[0]));
+  ts_for_kind k0 = ts_for_kind_of(loops[0]);
+  for (int i = 1; i < n; i++) {
+    int64_t ext, mn;
+    if (!ts_expr_is_const_int(ts_for_extent(loops[i]), &ext) ||
+        !ts_expr_is_const_int(ts_for_min(loops[i]), &mn))
+      return FAIL(s, TS_ESCHEDULE,
+                  "fuse_siblings: loop '%s' has no constant range",
+                  loop_name(loops[i]));
+    if (ext != ext0 || mn != min0)
+      return FAIL(s, TS_ESCHEDULE,
+                  "fuse_siblings: loop '%s' runs over [%lld, %lld) and loop "
+                  "'%s' over [%lld, %lld) (the ranges must be equal)",
+                  loop_name(loops[i]), (long long)mn, (long long)(mn + ext),
+                  loop_name(loops[0]), (long long)min0,
+                  (long long)(min0 + ext0));
+    ts_for_kind k = ts_for_kind_of(loops[i]);
+    if (k != k0 || (k == TS_FOR_THREAD && strcmp(ts_for_thread_tag(loops[i]),
+                                                 ts_for_thread_tag(loops[0]))))
+      return FAIL(s, TS_ESCHEDULE,
+                  "fuse_siblings: loop '%s' is %s%s%s and loop '%s' %s%s%s "
+                  "(the kinds must be equal)",
+                  loop_name(loops[i]), ts_for_kind_name(k),
+                  k == TS_FOR_THREAD ? " " : "",
+                  k == TS_FOR_THREAD ? ts_for_thread_tag(loops[i]) : "",
+                  loop_name(loops[0]), ts_for_kind_name(k0),
+                  k0 == TS_FOR_THREAD ? " " : "",
+                  k0 == TS_FOR_THREAD ? ts_for_thread_tag(loops[0]) : "");
+  }
+  /* Each later loop's body moves up: into the iterations of the earlier
+   * given loops and before the statements between them. Its blocks must
+   * not depend on theirs, either way. */
+  stmt_vec blocks[MAX_FUSE];
+  memset(blocks, 0, sizeof blocks);
+  for (int i = 0; i < n; i++)
+    tree_realizes(ts_for_body(loops[i]), false, &blocks[i]);
+  for (int i = 1; i < n && !rc; i++) {
+    for (int j = 0; j < i && !rc; j++) {
+      char what[160];
+      snprintf(what, sizeof what, "under loop '%s'", loop_name(loops[j]));
+      rc = check_independent(s, &blocks[i], loops[i], &blocks[j], what);
+    }
+    for (int k = pos[0] + 1; k < pos[i] && !rc; k++) {
+      ts_stmt *mid = ts_seq_item(parent, k);
+      bool given = false;
+      for (int j = 0; j < n; j++) given |= mid == loops[j];
+      if (given) continue;
+      stmt_vec mb = {0};
+      tree_realizes(mid, false, &mb);
+      rc = check_independent(s, &blocks[i], loops[i], &mb, "between the loops");
+      sv_free(&mb);
+    }
+  }
+  for (int i = 0; i < n; i++) sv_free(&blocks[i]);
+  if (rc) return rc;
+
+  /* mutate: the bodies, in order, under the first loop */
+  ts_arena *a = ts_func_arena(s->func);
+  stmt_vec items = {0};
+  for (int i = 0; i < n; i++) {
+    ts_stmt *body = ts_for_body(loops[i]);
+    if (i > 0) {
+      ts_node_map *map = ts_node_map_create();
+      ts_node_map_put(map, ts_for_var(loops[i]), ts_for_var(loops[0]));
+      substitute_under(a, body, map);
+      ts_node_map_destroy(map);
+    }
+    sv_push(&items, body);
+  }
+  ts_for_set_body(loops[0], make_seq(a, items.v, items.n));
+  items.n = 0;
+  for (int k = 0; k < ts_seq_n(parent); k++) {
+    ts_stmt *x = ts_seq_item(parent, k);
+    bool later = false;
+    for (int j = 1; j < n; j++) later |= x == loops[j];
+    if (!later) sv_push(&items, x);
+  }
+  tree_replace(s->func, grand, parent, make_seq(a, items.v, items.n));
+  sv_free(&items);
+  rv_kill_loops(s, loops + 1, n - 1, "fuse_siblings");
+  sched_refresh(s);
+  return TS_OK;
+}
+
+/* ========================================================================
  * reorder
  * ======================================================================== */
 
@@ -266,13 +444,7 @@ int apply_reorder(ts_sched *s, inst *in, rv_list *out) {
   if (rc) return rc;
   int n = in->n_inputs;
   ts_stmt *given[MAX_CHAIN];
-  for (int i = 0; i < n; i++) {
-    if ((rc = in_loop(s, in, i, &given[i]))) return rc;
-    for (int j = 0; j < i; j++)
-      if (given[j] == given[i])
-        return FAIL(s, TS_ESCHEDULE, "reorder: loop '%s' is given twice",
-                    loop_name(given[i]));
-  }
+  if ((rc = in_distinct_loops(s, in, given))) return rc;
   /* the deepest given loop; every other must be above it */
   stmt_vec path = {0}, best = {0};
   int deepest = 0;

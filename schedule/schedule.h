@@ -143,6 +143,15 @@ int ts_sched_fuse(ts_sched *s, const ts_rv *loops, int n, ts_rv *out);
  * so that the given loops appear in the given order; loops of the chain not
  * given keep their places. */
 int ts_sched_reorder(ts_sched *s, const ts_rv *loops, int n);
+/* Fuses n >= 2 sibling loops (items of one statement list, in program
+ * order, not necessarily adjacent) of one constant range and one kind into
+ * the first: each iteration runs the bodies one after the other, and the
+ * other loops disappear (the first keeps its handle and annotations).
+ * Refused when the ranges or kinds differ, or when a block under a later
+ * loop reads or writes a buffer that a block under an earlier one, or
+ * between the loops, writes, or writes one that such a block reads (the
+ * bodies must be independent: two reductions over one row read once). */
+int ts_sched_fuse_siblings(ts_sched *s, const ts_rv *loops, int n);
 /* Loop kinds. parallel/vectorize/bind refuse a loop that carries a
  * reduction (bound to a reduce iter) or under which a block is recomputed
  * racily; the loop must be serial. */

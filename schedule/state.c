@@ -639,6 +639,9 @@ int ts_sched_fuse(ts_sched *s, const ts_rv *loops, int n, ts_rv *out) {
 int ts_sched_reorder(ts_sched *s, const ts_rv *loops, int n) {
   return run_rvs(s, TS_INSTR_REORDER, loops, n, NULL, 0, NULL, 0);
 }
+int ts_sched_fuse_siblings(ts_sched *s, const ts_rv *loops, int n) {
+  return run_rvs(s, TS_INSTR_FUSE_SIBLINGS, loops, n, NULL, 0, NULL, 0);
+}
 int ts_sched_parallel(ts_sched *s, ts_rv loop) {
   return run_rvs(s, TS_INSTR_PARALLEL, &loop, 1, NULL, 0, NULL, 0);
 }

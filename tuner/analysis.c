@@ -212,3 +212,97 @@ int vector_rfactor(ts_sched *s, const ts_target *t, const char *block,
     return rc;
   return TS_OK;
 }
+
+int fuse_sibling_nests(ts_sched *s, const char *first, const char *second) {
+  ts_rv ba, bb, la[MAX_LOOPS], lb[MAX_LOOPS];
+  int na = 0, nb = 0;
+  if (ts_sched_get_block(s, first, &ba) ||
+      ts_sched_get_loops(s, ba, la, MAX_LOOPS, &na) ||
+      ts_sched_get_block(s, second, &bb) ||
+      ts_sched_get_loops(s, bb, lb, MAX_LOOPS, &nb))
+    return 0;
+  int d = 0;
+  while (d < na && d < nb &&
+         ts_sched_rv_loop(s, la[d]) == ts_sched_rv_loop(s, lb[d]))
+    d++;
+  int fused = 0;
+  for (; d < na && d < nb; d++) {
+    ts_rv pair[2] = {la[d], lb[d]};
+    if (rv_extent(s, la[d]) < 1 || rv_extent(s, la[d]) != rv_extent(s, lb[d]))
+      break;
+    if (ts_sched_fuse_siblings(s, pair, 2)) {
+      /* the second block's nest may come first */
+      ts_rv swapped[2] = {lb[d], la[d]};
+      if (ts_sched_fuse_siblings(s, swapped, 2)) break;
+    }
+    fused++;
+  }
+  return fused;
+}
+
+bool reductions_share_input(const ts_block *a, const ts_block *b) {
+  for (int i = 0; i < ts_block_n_reads(a); i++) {
+    const ts_buffer *buf = ts_block_read(a, i)->buffer;
+    bool written = false;
+    for (int w = 0; w < ts_block_n_writes(a); w++)
+      written |= ts_block_write(a, w)->buffer == buf;
+    for (int w = 0; w < ts_block_n_writes(b); w++)
+      written |= ts_block_write(b, w)->buffer == buf;
+    if (written) continue;
+    for (int k = 0; k < ts_block_n_reads(b); k++)
+      if (ts_block_read(b, k)->buffer == buf) return true;
+  }
+  return false;
+}
+
+int fuse_sibling_reductions(ts_sched *s) {
+  int n = 0, pairs = 0;
+  char **names = block_names(ts_sched_func(s), &n);
+  if (!names) return 0;
+  for (int j = 1; j < n; j++) {
+    const ts_stmt *rj = ts_func_find_block(ts_sched_func(s), names[j]);
+    if (!rj || !block_is_reduction(ts_realize_block(rj))) continue;
+    for (int i = 0; i < j; i++) {
+      const ts_func *f = ts_sched_func(s);
+      const ts_stmt *ri = ts_func_find_block(f, names[i]);
+      rj = ts_func_find_block(f, names[j]);
+      if (!ri || !rj || !block_is_reduction(ts_realize_block(ri)) ||
+          !reductions_share_input(ts_realize_block(ri), ts_realize_block(rj)))
+        continue;
+      if (fuse_sibling_nests(s, names[i], names[j]) > 0) {
+        pairs++;
+        break;
+      }
+    }
+  }
+  names_free(names, n);
+  return pairs;
+}
+
+void producers_at_output(ts_sched *s) {
+  int n = 0;
+  char **names = block_names(ts_sched_func(s), &n);
+  if (!names) return;
+  int out = -1;
+  for (int i = n - 1; i >= 0 && out < 0; i--) {
+    const ts_stmt *r = ts_func_find_block(ts_sched_func(s), names[i]);
+    if (r && block_writes_param(ts_sched_func(s), ts_realize_block(r))) out = i;
+  }
+  for (int i = out - 1; i >= 0; i--) {
+    const ts_func *f = ts_sched_func(s);
+    const ts_stmt *r = ts_func_find_block(f, names[i]);
+    const ts_stmt *cr = ts_func_find_block(f, names[out]);
+    if (!r || !cr || block_writes_param(f, ts_realize_block(r))) continue;
+    ts_rv b, cb, cl[MAX_LOOPS];
+    int ncl = 0;
+    if (ts_sched_get_block(s, names[i], &b) ||
+        ts_sched_get_block(s, names[out], &cb) ||
+        ts_sched_get_loops(s, cb, cl, MAX_LOOPS, &ncl) || ncl == 0)
+      continue;
+    const ts_stmt *l0 = ts_sched_rv_loop(s, cl[0]);
+    if (!l0 || loop_binding(cr, l0) != BIND_SPATIAL || rv_extent(s, cl[0]) < 2)
+      continue;
+    ts_sched_compute_at(s, b, cl[0]);
+  }
+  names_free(names, n);
+}

@@ -29,7 +29,10 @@
  *     (softmax's maximum and sum, layer norm's sums) factored four vectors
  *     at a time (rfactor: independent accumulators), then the other blocks
  * computed at the outermost loop of the output block (one parallel loop over
- * the rows of a softmax or layer norm); a reduction whose innermost spatial
+ * the rows of a softmax or layer norm), and the nests of reductions that
+ * read one input independently fused there (fuse_siblings: layer norm's
+ * two sums, factored alike, in one loop over the row, each with its four
+ * vector accumulators); a reduction whose innermost spatial
  *     loop is contiguous (pooling over NHWC channels) gets its reduce loops
  *     moved above that loop and its init decomposed; the innermost spatial
  *     loop vectorized when contiguous (split when long); the leading
@@ -654,37 +657,6 @@ static void vector_rfactor_rows(ts_sched *s, const ts_target *t) {
   names_free(names, n);
 }
 
-/* Every other block computed at the outermost loop of the last block that
- * writes an output (when that loop is spatial), consumers first, so a
- * row-wise operator (softmax, layer norm) is one parallel loop over rows. */
-static void producers_at_output(ts_sched *s) {
-  int n = 0;
-  char **names = block_names(ts_sched_func(s), &n);
-  if (!names) return;
-  int out = -1;
-  for (int i = n - 1; i >= 0 && out < 0; i--) {
-    const ts_stmt *r = ts_func_find_block(ts_sched_func(s), names[i]);
-    if (r && block_writes_param(ts_sched_func(s), ts_realize_block(r))) out = i;
-  }
-  for (int i = out - 1; i >= 0; i--) {
-    const ts_func *f = ts_sched_func(s);
-    const ts_stmt *r = ts_func_find_block(f, names[i]);
-    const ts_stmt *cr = ts_func_find_block(f, names[out]);
-    if (!r || !cr || block_writes_param(f, ts_realize_block(r))) continue;
-    ts_rv b, cb, cl[MAX_LOOPS];
-    int ncl = 0;
-    if (ts_sched_get_block(s, names[i], &b) ||
-        ts_sched_get_block(s, names[out], &cb) ||
-        ts_sched_get_loops(s, cb, cl, MAX_LOOPS, &ncl) || ncl == 0)
-      continue;
-    const ts_stmt *l0 = ts_sched_rv_loop(s, cl[0]);
-    if (!l0 || loop_binding(cr, l0) != BIND_SPATIAL || rv_extent(s, cl[0]) < 2)
-      continue;
-    ts_sched_compute_at(s, b, cl[0]);
-  }
-  names_free(names, n);
-}
-
 static int schedule_cpu(ts_sched *s, const ts_target *t, int level) {
   inline_intermediates(s);
   int n = 0;
@@ -702,6 +674,7 @@ static int schedule_cpu(ts_sched *s, const ts_target *t, int level) {
   if (!anchor[0]) {
     vector_rfactor_rows(s, t);
     producers_at_output(s);
+    fuse_sibling_reductions(s);
   }
   /* every block (those computed under another's loops included) */
   const char *root = root_block_name(ts_sched_func(s));

@@ -73,6 +73,23 @@ int64_t rv_extent(const ts_sched *s, ts_rv loop);
 int vector_rfactor(ts_sched *s, const ts_target *t, const char *block,
                    int accumulators, int min_vectors, bool spatial_only,
                    bool narrower);
+/* Every other block computed at the outermost loop of the last block that
+ * writes an output (when that loop is spatial), consumers first, so a
+ * row-wise operator (softmax, layer norm) is one parallel loop over rows. */
+void producers_at_output(ts_sched *s);
+/* Fuses the loop nests of two blocks below their common loops
+ * (fuse_siblings, outermost first, while the loops at a level have one
+ * extent and the primitive accepts them, in either program order): two
+ * reductions over one row then read it in one loop. Returns the number of
+ * levels fused (0: nothing changed). */
+int fuse_sibling_nests(ts_sched *s, const char *first, const char *second);
+/* Whether blocks a and b read a buffer that neither writes. */
+bool reductions_share_input(const ts_block *a, const ts_block *b);
+/* For each reduction block, the nests of the first earlier reduction that
+ * reads a buffer in common with it (one neither writes) fused with its own
+ * as far as fuse_sibling_nests goes: layer norm's sum and sum of squares
+ * in one pass over the row. Returns the number of pairs fused. */
+int fuse_sibling_reductions(ts_sched *s);
 /* The names of f's blocks in program order, the root excluded; *n gets the
  * count. Returns a malloc'd array of malloc'd names (names_free). */
 char **block_names(const ts_func *f, int *n);

@@ -268,7 +268,8 @@ void rule_random_compute_location(gen_state *st, const char *name) {
 
 bool block_needs_tiling(const gen_state *st, const char *name) {
   const ts_stmt *r = ts_func_find_block(ts_sched_func(st->s), name);
-  return r && block_is_reduction(ts_realize_block(r)) && block_has_reuse(r);
+  return r && !state_tiled(st, name) &&
+         block_is_reduction(ts_realize_block(r)) && block_has_reuse(r);
 }
 
 /* ---- the driver ---- */

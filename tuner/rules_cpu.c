@@ -228,19 +228,90 @@ static int rfactor_vector_cpu(const gen *g, gen_state *st, const char *name) {
   return vector_rfactor(st->s, g->t, name, 1, 4, false, false);
 }
 
+/* Row reductions in one pass: a row reduction without spatial reuse and
+ * an earlier one (not scheduled yet: rules run consumers first) reading a
+ * buffer in common with it, neither depending on the other (layer norm's
+ * sum and sum of squares): both factored four vectors at a time (rfactor,
+ * as the default schedule does; as they are when the row is too short),
+ * every stage computed at the output's row loop and the two reductions'
+ * nests fused there (fuse_siblings), so one vectorized loop reads the row
+ * once and feeds both sets of accumulators. The blocks are marked tiled:
+ * their places are fixed, so a replay never finds them apart. Names the
+ * earlier block in `with`. */
+static int one_pass_cpu(const gen *g, gen_state *st, const char *name,
+                        char *with, size_t cap) {
+  ts_sched *s = st->s;
+  const ts_func *f = ts_sched_func(s);
+  const ts_stmt *r = ts_func_find_block(f, name);
+  if (!r || block_has_spatial_reuse(r) ||
+      !block_is_reduction(ts_realize_block(r)))
+    return TS_ESCHEDULE;
+  int n = 0;
+  char **names = block_names(f, &n);
+  if (!names) return TS_ENOMEM;
+  int rc = TS_ESCHEDULE;
+  for (int i = 0; i < n && rc; i++) {
+    if (!strcmp(names[i], name)) break;
+    const ts_stmt *e = ts_func_find_block(f, names[i]);
+    if (e && block_is_reduction(ts_realize_block(e)) &&
+        !block_has_spatial_reuse(e) && !state_tiled(st, names[i]) &&
+        reductions_share_input(ts_realize_block(e), ts_realize_block(r))) {
+      snprintf(with, cap, "%s", names[i]);
+      rc = TS_OK;
+    }
+  }
+  names_free(names, n);
+  if (rc) return rc;
+  const char *pair[2] = {with, name};
+  bool factored[2];
+  for (int k = 0; k < 2; k++)
+    factored[k] = vector_rfactor(s, g->t, pair[k], 4, 16, true, false) == 0;
+  if (factored[0] != factored[1]) return TS_ESCHEDULE;
+  producers_at_output(s);
+  if (fuse_sibling_reductions(s) == 0) return TS_ESCHEDULE;
+  for (int k = 0; k < 2; k++) {
+    char rf[160];
+    snprintf(rf, sizeof rf, "%s_rf", pair[k]);
+    state_mark_tiled(st, pair[k]);
+    if (!factored[k]) continue;
+    state_mark_tiled(st, rf);
+    /* the lanes of the partial sums (one loop for both) vectorized */
+    ts_rv b, loops[MAX_LOOPS];
+    int nl = 0;
+    const ts_stmt *l = NULL;
+    if (!ts_sched_get_block(s, rf, &b) &&
+        !ts_sched_get_loops(s, b, loops, MAX_LOOPS, &nl) && nl > 0)
+      l = ts_sched_rv_loop(s, loops[nl - 1]);
+    if (l && ts_for_kind_of(l) == TS_FOR_SERIAL)
+      ts_sched_vectorize(s, loops[nl - 1]);
+  }
+  return TS_OK;
+}
+
 int rule_cpu_rfactor(const gen *g, const gen_state *st, const char *name,
                      gen_state *out) {
   gen_state v;
-  if (state_fork(st, &v, NULL)) return 0;
+  if (state_tiled(st, name) || state_fork(st, &v, NULL)) return 0;
   const char *how = "rfactor";
+  char with[128] = "";
   if (rfactor_cpu(g, &v, name)) {
     state_clear(&v);
     if (state_fork(st, &v, NULL)) return 0;
-    how = "rfactor_vector";
-    if (rfactor_vector_cpu(g, &v, name)) {
+    how = "one pass";
+    if (one_pass_cpu(g, &v, name, with, sizeof with)) {
       state_clear(&v);
-      return 0;
+      if (state_fork(st, &v, NULL)) return 0;
+      how = "rfactor_vector";
+      if (rfactor_vector_cpu(g, &v, name)) {
+        state_clear(&v);
+        return 0;
+      }
     }
+  }
+  if (with[0]) {
+    state_append_name(&v, "%s+%s: %s", with, name, how);
+    *out = v;
+    return 1;
   }
   state_append_name(&v, "%s: %s", name, how);
   *out = v;

@@ -17,7 +17,7 @@
  *    newer: m16n8k16 tiles innermost, the outer tiles bound to blockIdx.x
  *    and threadIdx.y (one warp per tile row), tensorized onto mma.sync;
  *  - cross-thread reduction for reductions without reuse (row sums, row
- *    maxima, layer_norm's centred square sums): the reduction split by a
+ *    maxima, layer_norm's sums): the reduction split by a
  *    sampled thread count dividing it, the inner part factored out
  *    (rfactor) into a shared buffer of partial results, one per thread,
  *    bound to threadIdx.x, and the final reduction of the partials run by
@@ -28,7 +28,10 @@
  *    them (rules run consumers first: softmax's row sum binds the
  *    normalization, then the row maximum joins them), else its only
  *    consumer's nest, bound here (the rows it reads on blockIdx.x, the
- *    rest split by the same thread count onto threadIdx.x). A reduction
+ *    rest split by the same thread count onto threadIdx.x); two such
+ *    reductions reading the same row (layer norm's sum and sum of squares)
+ *    get their partial results' loops fused (fuse_siblings), so each
+ *    thread reads its elements once for both. A reduction
  *    writing the workload's output gets a nest of its own on blockIdx.x;
  *    an intermediate one with no such consumers gets no variant;
  *  - auto-bind of the blocks no rule bound: the outer spatial loops fused
@@ -553,6 +556,10 @@ static int cross_thread(const gen *g, gen_state *st, const char *name,
       loop_binding(rr2, tl) != BIND_SPATIAL || rv_extent(s, rl[nrl - 1]) <= 1)
     return TS_ESCHEDULE;
   if ((rc = ts_sched_bind(s, rl[nrl - 1], "threadIdx.x"))) return rc;
+  /* another cross-thread reduction of the same row in this thread block
+   * (layer norm's sum and sum of squares: one thread count) reads the row
+   * in the same loops as this one: both in one pass */
+  if (fusible) fuse_sibling_reductions(s);
   state_mark_tiled(st, name);
   state_mark_tiled(st, rf_name);
   return TS_OK;

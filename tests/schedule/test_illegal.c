@@ -155,6 +155,25 @@ static const illegal_case cases[] = {
     {"matmul M=4 N=16 K=4 dtype=bfloat16", TS_ESCHEDULE,
      "has stride 4 in dimension 0 where the intrinsic needs 2"},
     {"dense M=4 N=8 K=8", TS_ESCHEDULE, "is already under loop"},
+    /* 64 */
+    {"layer_norm N=3 D=8", TS_ESCHEDULE,
+     "loop 'i_0' runs over [0, 2) and loop 'i' over [0, 3) (the ranges must "
+     "be equal)"},
+    /* 65 */
+    {"layer_norm N=3 D=8", TS_ESCHEDULE,
+     "block 'mean' under loop 'i' reads buffer 'x_sum' that block 'x_sum' "
+     "writes under loop 'i'"},
+    {"softmax N=4 D=8", TS_ESCHEDULE,
+     "block 'expsum' under loop 'i' reads buffer 'exp' that block 'exp' "
+     "writes between the loops"},
+    {"layer_norm N=3 D=8", TS_ESCHEDULE, "loops 'i' and 'k' are not siblings"},
+    {"layer_norm N=3 D=8", TS_ESCHEDULE,
+     "loop 'i' is parallel and loop 'i' serial (the kinds must be equal)"},
+    {"layer_norm N=3 D=8", TS_ESCHEDULE,
+     "comes before loop 'i' (give the loops in program order)"},
+    /* 70 */
+    {"layer_norm N=3 D=8", TS_ESCHEDULE,
+     "fuse_siblings: loop 'i' is given twice"},
 };
 #define N_CASES ((int)(sizeof cases / sizeof cases[0]))
 
@@ -282,7 +301,7 @@ static int run_case(int id, ts_sched *s) {
     return ts_sched_annotate(s, l[0], ts_ann_int("", 1));
   case 20:
     OK(ts_sched_get_block(s, "mean", &b));
-    block_loops(s, "var_sum", &c, l);
+    block_loops(s, "sq_sum", &c, l);
     take(s);
     return ts_sched_compute_at(s, b, l[0]);
   case 21:
@@ -498,6 +517,55 @@ static int run_case(int id, ts_sched *s) {
     OK(ts_sched_reverse_compute_at(s, c, l[1]));
     take(s);
     return ts_sched_reverse_compute_at(s, c, l[0]);
+  case 64: { /* fuse_siblings: different ranges */
+    block_loops(s, "x_sum", &b, l);
+    block_loops(s, "sq_sum", &c, m);
+    OK(ts_sched_split(s, m[0], f2, 2, o));
+    ts_rv pair[2] = {l[0], o[0]};
+    take(s);
+    return ts_sched_fuse_siblings(s, pair, 2);
+  }
+  case 65: { /* the later loop reads what the earlier writes */
+    block_loops(s, "x_sum", &b, l);
+    block_loops(s, "mean", &c, m);
+    ts_rv pair[2] = {l[0], m[0]};
+    take(s);
+    return ts_sched_fuse_siblings(s, pair, 2);
+  }
+  case 66: { /* ... what a statement between the loops writes */
+    block_loops(s, "maxelem", &b, l);
+    block_loops(s, "expsum", &c, m);
+    ts_rv pair[2] = {l[0], m[0]};
+    take(s);
+    return ts_sched_fuse_siblings(s, pair, 2);
+  }
+  case 67: { /* a loop and the loop inside it */
+    block_loops(s, "x_sum", &b, l);
+    ts_rv pair[2] = {l[0], l[1]};
+    take(s);
+    return ts_sched_fuse_siblings(s, pair, 2);
+  }
+  case 68: { /* a parallel loop and a serial one */
+    block_loops(s, "x_sum", &b, l);
+    block_loops(s, "sq_sum", &c, m);
+    OK(ts_sched_parallel(s, m[0]));
+    ts_rv pair[2] = {l[0], m[0]};
+    take(s);
+    return ts_sched_fuse_siblings(s, pair, 2);
+  }
+  case 69: { /* out of program order */
+    block_loops(s, "x_sum", &b, l);
+    block_loops(s, "sq_sum", &c, m);
+    ts_rv pair[2] = {m[0], l[0]};
+    take(s);
+    return ts_sched_fuse_siblings(s, pair, 2);
+  }
+  case 70: { /* one loop twice */
+    block_loops(s, "x_sum", &b, l);
+    ts_rv pair[2] = {l[0], l[0]};
+    take(s);
+    return ts_sched_fuse_siblings(s, pair, 2);
+  }
   }
   fail_msg("no case %d", id);
   return 0;

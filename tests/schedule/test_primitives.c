@@ -152,6 +152,52 @@ static void test_fuse(void **state) {
   finish(s, "fuse", true);
 }
 
+/* layer norm's two sums (sum and sum of squares of the shifted row) in one
+ * loop nest over the rows and the row */
+static void test_fuse_siblings(void **state) {
+  (void)state;
+  ts_sched *s = sched("layer_norm N=3 D=16");
+  ts_rv b, c, l[16], m[16];
+  loops_of(s, "x_sum", &b, l);
+  loops_of(s, "sq_sum", &c, m);
+  ts_rv rows[2] = {l[0], m[0]}, cols[2] = {l[1], m[1]};
+  OK(ts_sched_fuse_siblings(s, rows, 2));
+  OK(ts_sched_fuse_siblings(s, cols, 2));
+  /* the second loop is gone, the first keeps its handle */
+  assert_null(ts_sched_rv_loop(s, m[0]));
+  assert_non_null(ts_sched_rv_loop(s, l[0]));
+  OK(ts_sched_parallel(s, l[0]));
+  finish(s, "fuse_siblings", true);
+}
+
+/* The sums factored four lanes at a time (rfactor) and their nests fused
+ * across the first sum's final reduction, which lies between them: one
+ * vectorized loop accumulates both. */
+static void test_fuse_siblings_rows(void **state) {
+  (void)state;
+  ts_sched *s = sched("layer_norm N=3 D=32");
+  const char *sums[2] = {"x_sum", "sq_sum"};
+  ts_rv rf[2], b, l[16], parts[2];
+  for (int i = 0; i < 2; i++) {
+    loops_of(s, sums[i], &b, l);
+    int64_t f[2] = {TS_SPLIT_INFER, 4};
+    OK(ts_sched_split(s, l[1], f, 2, parts));
+    OK(ts_sched_rfactor(s, parts[1], 1, &rf[i]));
+  }
+  ts_rv la[16], lb[16];
+  int na = 0, nb = 0;
+  OK(ts_sched_get_loops(s, rf[0], la, 16, &na));
+  OK(ts_sched_get_loops(s, rf[1], lb, 16, &nb));
+  assert_int_equal(na, 3);
+  assert_int_equal(nb, 3);
+  for (int d = 0; d < 3; d++) {
+    ts_rv pair[2] = {la[d], lb[d]};
+    OK(ts_sched_fuse_siblings(s, pair, 2));
+  }
+  OK(ts_sched_vectorize(s, la[2]));
+  finish(s, "fuse_siblings_rows", true);
+}
+
 static void test_reorder(void **state) {
   (void)state;
   ts_sched *s = sched("matmul M=8 N=12 K=8");
@@ -566,9 +612,14 @@ static void test_queries(void **state) {
   assert_int_equal(n, 1);
   assert_string_equal(ts_sched_rv_block_name(s, out[0]), "x_sum");
   OK(ts_sched_get_consumers(s, mean, out, 16, &n));
+  assert_int_equal(n, 1);
+  assert_string_equal(ts_sched_rv_block_name(s, out[0]), "Y");
+  ts_rv rstd;
+  OK(ts_sched_get_block(s, "rstd", &rstd));
+  OK(ts_sched_get_producers(s, rstd, out, 16, &n));
   assert_int_equal(n, 2);
-  assert_string_equal(ts_sched_rv_block_name(s, out[0]), "var_sum");
-  assert_string_equal(ts_sched_rv_block_name(s, out[1]), "Y");
+  assert_string_equal(ts_sched_rv_block_name(s, out[0]), "x_sum");
+  assert_string_equal(ts_sched_rv_block_name(s, out[1]), "sq_sum");
   OK(ts_sched_get_block(s, "root", &root));
   OK(ts_sched_get_child_blocks(s, root, out, 16, &n));
   assert_int_equal(n, 5);
@@ -593,6 +644,8 @@ int main(void) {
       cmocka_unit_test(test_split),
       cmocka_unit_test(test_split_imperfect),
       cmocka_unit_test(test_fuse),
+      cmocka_unit_test(test_fuse_siblings),
+      cmocka_unit_test(test_fuse_siblings_rows),
       cmocka_unit_test(test_reorder),
       cmocka_unit_test(test_loop_kinds),
       cmocka_unit_test(test_bind),

@@ -484,6 +484,43 @@ static void test_layer_norm(void **state) {
   }
 }
 
+/* The statistics come from sums of the row shifted by its first element:
+ * a float32 row of mean 1000 and spread about 1 keeps its variance (sum
+ * and sum of squares without the shift lose it to u * mean^2 ~ 0.06 per
+ * element and more), and a constant row gives a variance of exactly 0
+ * (the output is beta). */
+static void test_layer_norm_offset(void **state) {
+  (void)state;
+  enum { D = 256 };
+  ts_workload *w;
+  ts_error err;
+  assert_int_equal(
+      ts_workload_from_spec("layer_norm N=2 D=256 dtype=float32", &w, &err),
+      TS_OK);
+  float x[2 * D], g[D], b[D], y[2 * D];
+  for (int k = 0; k < D; k++) {
+    x[k] = 1000.0f + (float)((k * 37) % 17) / 8.0f - 1.0f;
+    x[D + k] = 3.5f;
+    g[k] = 1.0f;
+    b[k] = 0.25f;
+  }
+  void *args[4] = {x, g, b, y};
+  assert_int_equal(ts_interp_run(w->func, args, 4, NULL, &err), TS_OK);
+  double mean = 0, var = 0;
+  for (int k = 0; k < D; k++) mean += x[k];
+  mean /= D;
+  for (int k = 0; k < D; k++) var += (x[k] - mean) * (x[k] - mean);
+  var /= D;
+  double worst = 0;
+  for (int k = 0; k < D; k++) {
+    double want = (x[k] - mean) / sqrt(var + 1e-5) + 0.25;
+    worst = fmax(worst, fabs(y[k] - want));
+    assert_true(y[D + k] == 0.25f);
+  }
+  assert_true(worst < 1e-3);
+  ts_workload_free(w);
+}
+
 static void test_reduce(void **state) {
   (void)state;
   const char *dts[] = {"float32", "int8",    "int32",
@@ -663,6 +700,7 @@ int main(void) {
       cmocka_unit_test(test_pool2d),
       cmocka_unit_test(test_softmax),
       cmocka_unit_test(test_layer_norm),
+      cmocka_unit_test(test_layer_norm_offset),
       cmocka_unit_test(test_reduce),
       cmocka_unit_test(test_elementwise),
       cmocka_unit_test(test_transpose),

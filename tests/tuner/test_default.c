@@ -97,13 +97,15 @@ static void test_shapes(void **state) {
       {"depthwise_conv2d_nhwc N=1 H=30 W=30 C=48 KH=3 KW=3 stride=2 pad=1",
        {"vectorize", "parallel", "\ncompute_at("}},
       /* row reductions combined several vectors at a time (rfactor):
-       * the row maximum, sums, and layer norm's centred square sum, which
-       * reads the row's mean at every element */
+       * the row maximum, sums, and layer norm's sum and sum of squares,
+       * which read the row's first element (the shift) at every element,
+       * fused into one loop over the row */
       {"softmax N=64 D=128", {"parallel", "rfactor"}},
       /* a row no whole vector divides: half a vector (1000 = 125 x 8) */
       {"softmax N=16 D=1000", {"parallel", "rfactor"}},
       {"reduce op=max N=256 D=512", {"parallel", "rfactor"}},
-      {"layer_norm N=128 D=256", {"parallel", "rfactor", "var_sum_rf"}},
+      {"layer_norm N=128 D=256",
+       {"parallel", "rfactor", "sq_sum_rf", "fuse_siblings"}},
       {"elementwise op=gelu shape=128x768", {"vectorize", "parallel"}},
       {"pool2d_nhwc N=1 H=56 W=56 C=64 KH=3 KW=3 stride=2 pad=1 kind=max",
        {"vectorize", "parallel"}},

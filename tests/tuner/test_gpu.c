@@ -559,11 +559,50 @@ static void test_other_workloads(void **state) {
             NULL, NULL);
 }
 
+/* Layer norm's two sums, cross-thread: the partial results of both are
+ * accumulated in one loop under the one threadIdx.x loop (fuse_siblings),
+ * so each thread reads its elements of the row once. The candidates run
+ * correctly in the GPU mode and pass ptxas in test_runs_correctly and
+ * test_other_workloads. */
+static void test_one_pass_rows(void **state) {
+  (void)state;
+  ts_workload *w = tu_workload("layer_norm N=4 D=256");
+  ts_target *t = NULL;
+  ts_error err;
+  OK(ts_target_parse("cuda -arch=sm_80", &t, &err));
+  ts_design_space *s = NULL;
+  int n = 0, one_pass = 0;
+  OK(ts_space_generate(w->func, t, NULL, &s, &n, &err));
+  for (int i = 0; i < n; i++) {
+    if (!strstr(s[i].name, "x_sum: cross-thread") ||
+        !strstr(s[i].name, "sq_sum: cross-thread"))
+      continue;
+    char *script = ts_trace_print(s[i].trace);
+    assert_non_null(strstr(script, "fuse_siblings("));
+    free(script);
+    ts_candidate c;
+    OK(ts_candidate_sample(&s[i], i, w->func, t, 11, &c, &err));
+    const ts_func *f = ts_sched_func(c.sched);
+    const ts_stmt *lx = tu_inner_loop(f, "x_sum_rf");
+    assert_non_null(lx);
+    assert_ptr_equal(lx, tu_inner_loop(f, "sq_sum_rf"));
+    assert_int_equal(ts_for_kind_of(lx), TS_FOR_THREAD);
+    assert_string_equal(ts_for_thread_tag(lx), "threadIdx.x");
+    ts_candidate_clear(&c);
+    one_pass++;
+  }
+  assert_true(one_pass > 0);
+  ts_design_spaces_free(s, n);
+  ts_target_free(t);
+  ts_workload_free(w);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_matmul),
       cmocka_unit_test(test_tensor_core_variant),
       cmocka_unit_test(test_other_workloads),
+      cmocka_unit_test(test_one_pass_rows),
       cmocka_unit_test(test_runs_correctly),
       cmocka_unit_test(test_barrier_pass),
       cmocka_unit_test(test_private_buffers),

@@ -260,6 +260,42 @@ static void test_rfactor_vector(void **state) {
   ts_target_free(t);
 }
 
+/* Layer norm's sum and sum of squares in one pass over the row: a space
+ * factors both four vectors at a time and fuses their nests at the row
+ * loop, so every sample has both partial sums in one vectorized loop, and
+ * computes what the unscheduled function does. */
+static void test_one_pass_rows(void **state) {
+  (void)state;
+  ts_workload *w = tu_workload("layer_norm N=64 D=256");
+  ts_target *t = host();
+  ts_design_space *s = NULL;
+  int n = 0, one_pass = 0;
+  ts_error err;
+  OK(ts_space_generate(w->func, t, NULL, &s, &n, &err));
+  for (int i = 0; i < n; i++) {
+    if (!strstr(s[i].name, "x_sum+sq_sum: one pass")) continue;
+    one_pass++;
+    char *script = ts_trace_print(s[i].trace);
+    assert_non_null(strstr(script, "fuse_siblings("));
+    free(script);
+    for (uint64_t seed = 1; seed <= 4; seed++) {
+      ts_candidate c;
+      OK(ts_candidate_sample(&s[i], i, w->func, t, seed, &c, &err));
+      const ts_func *f = ts_sched_func(c.sched);
+      const ts_stmt *l = tu_inner_loop(f, "x_sum_rf");
+      assert_non_null(l);
+      assert_ptr_equal(l, tu_inner_loop(f, "sq_sum_rf"));
+      assert_int_equal(ts_for_kind_of(l), TS_FOR_VECTORIZED);
+      ts_candidate_clear(&c);
+    }
+  }
+  assert_int_equal(one_pass, 1);
+  check_samples(w->func, t, s, n, 2, true);
+  ts_design_spaces_free(s, n);
+  ts_workload_free(w);
+  ts_target_free(t);
+}
+
 /* Whether the sampled function of space i (seed 7) still has a block named
  * `name` (it was not inlined). */
 static bool sample_has_block(const ts_func *f, const ts_target *t,
@@ -693,6 +729,7 @@ int main(void) {
       cmocka_unit_test(test_read_cache_compacted),
       cmocka_unit_test(test_other_workloads),
       cmocka_unit_test(test_rfactor_vector),
+      cmocka_unit_test(test_one_pass_rows),
       cmocka_unit_test(test_materialized_expensive),
       cmocka_unit_test(test_unit_reduce_loops_parallel),
       cmocka_unit_test(test_conv_pad_compute_location),

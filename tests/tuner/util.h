@@ -87,4 +87,14 @@ static inline ts_workload *tu_workload(const char *spec) {
   return w;
 }
 
+/* The innermost loop above block `name` in f (NULL when none). */
+static inline const ts_stmt *tu_inner_loop(const ts_func *f, const char *name) {
+  const ts_stmt *r = ts_func_find_block(f, name);
+  int n = 0;
+  ts_stmt **loops = r ? ts_func_loops_above(f, r, true, &n) : NULL;
+  const ts_stmt *l = n > 0 ? loops[n - 1] : NULL;
+  free(loops);
+  return l;
+}
+
 #endif /* TESSERA_TESTS_TUNER_UTIL_H */

@@ -60,18 +60,33 @@ double op_flops_softmax(const op_args *x) {
 
 /* ---- layer_norm ---- */
 
-/* (x - mean[i])^2 for the variance sum; ctx is the mean buffer. */
-static ts_expr *centred_square(ts_te *te, ts_expr *v, ts_expr *i, void *ctx) {
+/* X[i,k] - X[i,0]: the row's elements shifted by its first one. */
+static ts_expr *shifted(ts_te *te, ts_expr *v, ts_expr *i, void *ctx) {
   ts_arena *a = ts_te_arena(te);
-  ts_expr *d = ts_sub(a, v, ts_te_load(te, ctx, &i, 1));
-  ts_expr *d2 = ts_sub(a, v, ts_te_load(te, ctx, &i, 1));
-  return ts_mul(a, d, d2);
+  ts_expr *idx[] = {i, ts_index(a, 0)};
+  return ts_sub(a, v, ts_te_load(te, ctx, idx, 2));
 }
 
-/* x_sum[i] = sum_k X[i,k]; mean[i] = x_sum[i] / D;
- * var_sum[i] = sum_k (X[i,k] - mean[i])^2; rstd[i] = rsqrt(var_sum[i]/D + eps);
- * Y[i,j] = (X[i,j] - mean[i]) * rstd[i] * gamma[j] + beta[j]. The variance
- * is the biased one (divided by D); eps = 1e-5. */
+/* (X[i,k] - X[i,0])^2. */
+static ts_expr *shifted_square(ts_te *te, ts_expr *v, ts_expr *i, void *ctx) {
+  ts_arena *a = ts_te_arena(te);
+  return ts_mul(a, shifted(te, v, i, ctx), shifted(te, v, i, ctx));
+}
+
+/* The statistics of a row from one read of it: two independent sums over
+ * the row shifted by its first element s = X[i,0],
+ *   x_sum[i] = sum_k (X[i,k] - s), sq_sum[i] = sum_k (X[i,k] - s)^2,
+ * so mean[i] = s + x_sum[i]/D and the variance
+ *   var = sq_sum[i]/D - (x_sum[i]/D)^2, clamped at 0;
+ * rstd[i] = rsqrt(var + eps); Y[i,j] = (X[i,j] - mean[i]) * rstd[i] *
+ * gamma[j] + beta[j]. The variance is the biased one (divided by D); eps =
+ * 1e-5. The two sums read only X, so a schedule can compute both in one
+ * loop over the row (fuse_siblings). The shift keeps the subtraction from
+ * cancelling: its rounding error is about u * (var + (mean - s)^2) times
+ * the summation's growth (u the dtype's unit roundoff), where the unshifted
+ * form's is u * (var + mean^2) — a row whose mean is large against its
+ * spread loses the unshifted variance entirely; a shifted row only when its
+ * first element is an outlier of many deviations. */
 ts_func *op_build_layer_norm(const op_args *x, ts_error *err) {
   int64_t N = arg_int(x, "N"), D = arg_int(x, "D");
   ts_dtype dt = x->dtype;
@@ -80,21 +95,28 @@ ts_func *op_build_layer_norm(const op_args *x, ts_error *err) {
   ts_buffer *X = ts_te_placeholder(te, "X", dt, (int64_t[]){N, D}, 2);
   ts_buffer *gamma = ts_te_placeholder(te, "gamma", dt, (int64_t[]){D}, 1);
   ts_buffer *beta = ts_te_placeholder(te, "beta", dt, (int64_t[]){D}, 1);
-  ts_buffer *xs = row_reduce(te, "x_sum", X, TS_TE_SUM, N, D, NULL, NULL);
+  ts_buffer *xs = row_reduce(te, "x_sum", X, TS_TE_SUM, N, D, shifted, X);
+  ts_buffer *qs =
+      row_reduce(te, "sq_sum", X, TS_TE_SUM, N, D, shifted_square, X);
   ts_te_stage *M = ts_te_compute(te, "mean", dt, (int64_t[]){N}, 1, red_axes);
   ts_expr *mi = ts_te_axis(M, 0);
-  ts_buffer *mean = ts_te_set_value(
-      M, ts_div(a, ts_te_load(te, xs, &mi, 1), op_const(a, dt, (double)D)));
-  ts_buffer *vs =
-      row_reduce(te, "var_sum", X, TS_TE_SUM, N, D, centred_square, mean);
+  ts_expr *m0[] = {mi, ts_index(a, 0)};
+  ts_buffer *mean =
+      ts_te_set_value(M, ts_add(a, ts_te_load(te, X, m0, 2),
+                                ts_div(a, ts_te_load(te, xs, &mi, 1),
+                                       op_const(a, dt, (double)D))));
   ts_te_stage *R = ts_te_compute(te, "rstd", dt, (int64_t[]){N}, 1, red_axes);
   ts_expr *ri = ts_te_axis(R, 0);
-  ts_buffer *rstd =
-      ts_te_set_value(R, op_math(a, "rsqrt",
-                                 ts_add(a,
-                                        ts_div(a, ts_te_load(te, vs, &ri, 1),
-                                               op_const(a, dt, (double)D)),
-                                        op_const(a, dt, 1e-5))));
+  ts_expr *m1 =
+      ts_div(a, ts_te_load(te, xs, &ri, 1), op_const(a, dt, (double)D));
+  ts_expr *m1b =
+      ts_div(a, ts_te_load(te, xs, &ri, 1), op_const(a, dt, (double)D));
+  ts_expr *var = ts_sub(
+      a, ts_div(a, ts_te_load(te, qs, &ri, 1), op_const(a, dt, (double)D)),
+      ts_mul(a, m1, m1b));
+  var = ts_max(a, var, op_const(a, dt, 0));
+  ts_buffer *rstd = ts_te_set_value(
+      R, op_math(a, "rsqrt", ts_add(a, var, op_const(a, dt, 1e-5))));
   ts_te_stage *Y = ts_te_compute(te, "Y", dt, (int64_t[]){N, D}, 2, row_axes);
   ts_expr *i = ts_te_axis(Y, 0), *j = ts_te_axis(Y, 1);
   ts_expr *xi[] = {i, j};
@@ -109,7 +131,7 @@ ts_func *op_build_layer_norm(const op_args *x, ts_error *err) {
 
 double op_flops_layer_norm(const op_args *x) {
   double n = (double)arg_int(x, "N"), d = (double)arg_int(x, "D");
-  return 9.0 * n * d + 4.0 * n;
+  return 10.0 * n * d + 10.0 * n;
 }
 
 /* ---- elementwise ---- */
