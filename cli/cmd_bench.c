@@ -305,6 +305,10 @@ static int run_bench(const bench_cfg *cfg) {
     scheduled = ts_func_copy(ts_sched_func(sch));
     ts_sched_destroy(sch);
     ts_trace_free(trace);
+    if (!scheduled) {
+      fprintf(stderr, "tessera: error: out of memory\n");
+      goto done;
+    }
     f = scheduled;
   } else if (cfg->default_sched) {
     ts_sched *sch = NULL;
@@ -314,6 +318,10 @@ static int run_bench(const bench_cfg *cfg) {
     }
     scheduled = ts_func_copy(ts_sched_func(sch));
     ts_sched_destroy(sch);
+    if (!scheduled) {
+      fprintf(stderr, "tessera: error: out of memory\n");
+      goto done;
+    }
     f = scheduled;
   }
   if (kernel_make(f, t, cfg->seed, rt, &main_k, &err)) {

@@ -436,8 +436,8 @@ static int show_default(ts_workload **w, ts_func **f, const char *target) {
     cli_error("bad target", &err);
   else if (ts_default_schedule(*f, t, &sch, &err))
     cli_error("the default schedule failed", &err);
-  else
-    scheduled = ts_func_copy(ts_sched_func(sch));
+  else if (!(scheduled = ts_func_copy(ts_sched_func(sch))))
+    fprintf(stderr, "tessera: error: out of memory\n");
   ts_sched_destroy(sch);
   ts_target_free(t);
   if (*w) {
@@ -574,6 +574,10 @@ static int show(int argc, char **argv) {
     }
     if (rc) {
       cli_error("cannot apply the trace", &terr);
+      return EXIT_FAIL;
+    }
+    if (!scheduled) {
+      fprintf(stderr, "tessera: error: out of memory\n");
       return EXIT_FAIL;
     }
     f = scheduled;

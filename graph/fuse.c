@@ -295,6 +295,10 @@ static ts_buffer *param_shaped(builder *b, int v, const int64_t *shape,
   snprintf(name, sizeof name, "p%d", b->n_params);
   ts_buffer *buf =
       ts_te_placeholder(b->te, name, b->g->values[v].dtype, shape, nd);
+  if (!buf) { /* out of memory: the group stays graph operators */
+    b->failed = true;
+    return NULL;
+  }
   b->values[b->n_params] = v;
   b->bufs[b->n_params++] = buf;
   return buf;

@@ -96,6 +96,8 @@ int blockize_plan(ts_sched *s, const char *prim, ts_stmt *loop, bz_plan *p) {
   p->outer_vals = ts_calloc((size_t)(n ? n : 1), sizeof *p->outer_vals);
   p->outer_vars = ts_calloc((size_t)(n ? n : 1), sizeof *p->outer_vars);
   p->outer_doms = ts_calloc((size_t)(n ? n : 1), sizeof *p->outer_doms);
+  if (!p->inner_vals || !p->outer_vals || !p->outer_vars || !p->outer_doms)
+    rc = fail_oom(s, prim);
   for (int k = 0; k < n && !rc; k++) {
     ts_expr *e = ts_realize_value(r, k);
     var_ctx c = {p->chain.v, p->chain.n, false, false};
@@ -111,8 +113,12 @@ int blockize_plan(ts_sched *s, const char *prim, ts_stmt *loop, bz_plan *p) {
                 prim, bn);
       break;
     }
-    ts_expr *ov =
-        ts_var(a, ts_arena_printf(a, "%s_o", ts_var_name(iv)), TS_INDEX);
+    char *on = ts_arena_printf(a, "%s_o", ts_var_name(iv));
+    ts_expr *ov = on ? ts_var(a, on, TS_INDEX) : NULL;
+    if (!ov) {
+      rc = fail_oom(s, prim);
+      break;
+    }
     p->outer_vars[k] = ov;
     if (!c.has_inner) { /* outer only */
       p->outer_vals[k] = e;
@@ -122,7 +128,12 @@ int blockize_plan(ts_sched *s, const char *prim, ts_stmt *loop, bz_plan *p) {
     }
     linear l;
     char *txt;
-    if (!linear_of(ts_simplify(a, e, NULL), &l)) {
+    ts_expr *se = ts_simplify(a, e, NULL);
+    if (!se) {
+      rc = fail_oom(s, prim);
+      break;
+    }
+    if (!linear_of(se, &l)) {
       txt = ts_expr_print(e);
       rc = FAIL(s, TS_ESCHEDULE,
                 "%s: cannot divide the binding '%s' of iter '%s' of block "
@@ -177,6 +188,9 @@ int blockize_plan(ts_sched *s, const char *prim, ts_stmt *loop, bz_plan *p) {
         (ts_range){ts_index(a, dmin / cw), ts_index(a, dext / cw)};
     p->inner_vals[k] =
         ts_simplify(a, ts_add(a, ts_mul(a, ov, ts_index(a, cw)), inner), NULL);
+    if (!p->outer_vals[k] || !p->outer_doms[k].min ||
+        !p->outer_doms[k].extent || !p->inner_vals[k])
+      rc = fail_oom(s, prim);
   }
   ts_var_ranges_destroy(ranges);
   if (rc) blockize_plan_free(p);
@@ -199,26 +213,41 @@ ts_stmt *blockize_commit(ts_sched *s, ts_stmt *loop, bz_plan *p,
   ts_block *b = ts_realize_block(r);
   char *base =
       ts_arena_alloc(ts_func_arena(s->func), strlen(ts_block_name(b)) + 4);
-  sprintf(base, "%s_o", ts_block_name(b));
-  char *name = unique_block_name(s->func, base);
-  ts_block *ob = ts_block_new(a, name);
+  char *name = NULL;
+  if (base) {
+    sprintf(base, "%s_o", ts_block_name(b));
+    name = unique_block_name(s->func, base);
+  }
+  ts_block *ob = name ? ts_block_new(a, name) : NULL;
   ts_expr **vals = ts_malloc(sizeof *vals * (size_t)(p->n ? p->n : 1));
+  *name_out = NULL;
+  if (!ob || !vals) {
+    free(vals);
+    return NULL;
+  }
   int nv = 0;
   for (int k = 0; k < p->n; k++) {
     if (!p->outer_vars[k]) continue;
-    ts_block_add_iter_var(a, ob, p->outer_vars[k], p->outer_doms[k],
-                          ts_block_iter_kind(b, k));
+    if (ts_block_add_iter_var(a, ob, p->outer_vars[k], p->outer_doms[k],
+                              ts_block_iter_kind(b, k)) < 0) {
+      free(vals);
+      return NULL;
+    }
     vals[nv++] = p->outer_vals[k];
   }
+  ts_stmt *outer = ts_block_realize(a, ob, vals, nv, NULL);
+  free(vals);
+  if (!outer) return NULL;
+  /* (the realize keeps its values when they cannot be copied: the arena
+   * is then failed, and nothing has changed yet) */
   ts_realize_set_values(a, r, p->inner_vals, p->n, ts_realize_predicate(r));
+  if (ts_arena_failed(a)) return NULL;
   stmt_vec path = {0};
   tree_path(s->func, loop, &path);
   ts_stmt *parent = path.n ? path.v[path.n - 1] : NULL;
   sv_free(&path);
-  ts_stmt *outer = ts_block_realize(a, ob, vals, nv, NULL);
   tree_replace(s->func, parent, loop, outer);
   ts_block_set_body(ob, loop);
-  free(vals);
   *name_out = name;
   return outer;
 }
@@ -230,8 +259,9 @@ int apply_blockize(ts_sched *s, inst *in, rv_list *out) {
   bz_plan p;
   if ((rc = blockize_plan(s, "blockize", loop, &p))) return rc;
   char *name;
-  blockize_commit(s, loop, &p, &name);
+  ts_stmt *outer = blockize_commit(s, loop, &p, &name);
   blockize_plan_free(&p);
+  if (!outer) return fail_oom(s, "blockize");
   rv_new_block(s, name, out);
   sched_refresh(s);
   return TS_OK;

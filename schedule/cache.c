@@ -23,10 +23,12 @@ static int check_scope(ts_sched *s, const char *prim, const char *scope) {
               prim, scope);
 }
 
-/* "NAME_scope" with the scope's dots as underscores. */
+/* "NAME_scope" with the scope's dots as underscores (NULL when out of
+ * memory). */
 static char *cache_base(ts_arena *a, const char *name, const char *scope) {
   size_t n = strlen(name) + strlen(scope) + 2;
   char *base = ts_arena_alloc(a, n);
+  if (!base) return NULL;
   snprintf(base, n, "%s_%s", name, scope);
   for (char *p = base; *p; p++)
     if (*p == '.') *p = '_';
@@ -34,21 +36,29 @@ static char *cache_base(ts_arena *a, const char *name, const char *scope) {
 }
 
 /* A block copying src[v...] into dst[v...] over the whole shape, under its
- * own loops; returns the top loop (or the realize for 0-d buffers). */
+ * own loops; returns the top loop (or the realize for 0-d buffers), NULL
+ * when out of memory. */
 static ts_stmt *copy_nest(ts_arena *a, const char *name, ts_buffer *dst,
                           ts_buffer *src) {
   int nd = ts_buffer_ndim(dst);
-  ts_block *b = ts_block_new(a, name);
+  ts_block *b = name && dst && src ? ts_block_new(a, name) : NULL;
+  if (!b) return NULL;
   ts_expr *iters[TS_MAX_DIMS], *loops_v[TS_MAX_DIMS];
   for (int d = 0; d < nd; d++) {
-    iters[d] = ts_var(a, ts_arena_printf(a, "v%d", d), TS_INDEX);
-    loops_v[d] = ts_var(a, ts_arena_printf(a, "ax%d", d), TS_INDEX);
-    ts_block_add_iter_var(
-        a, b, iters[d],
-        (ts_range){ts_index(a, 0), ts_index(a, ts_buffer_dim(dst, d))},
-        TS_ITER_SPATIAL);
+    char *vn = ts_arena_printf(a, "v%d", d);
+    char *ln = ts_arena_printf(a, "ax%d", d);
+    iters[d] = vn ? ts_var(a, vn, TS_INDEX) : NULL;
+    loops_v[d] = ln ? ts_var(a, ln, TS_INDEX) : NULL;
+    if (!iters[d] || !loops_v[d] ||
+        ts_block_add_iter_var(
+            a, b, iters[d],
+            (ts_range){ts_index(a, 0), ts_index(a, ts_buffer_dim(dst, d))},
+            TS_ITER_SPATIAL) < 0)
+      return NULL;
   }
-  ts_block_set_body(b, ts_store(a, dst, iters, nd, ts_load(a, src, iters, nd)));
+  ts_stmt *store = ts_store(a, dst, iters, nd, ts_load(a, src, iters, nd));
+  if (!store || ts_arena_failed(a)) return NULL;
+  ts_block_set_body(b, store);
   ts_block_infer_regions(a, b);
   ts_stmt *body = ts_block_realize(a, b, loops_v, nd, NULL);
   for (int d = nd - 1; d >= 0; d--)
@@ -61,10 +71,11 @@ static ts_stmt *copy_nest(ts_arena *a, const char *name, ts_buffer *dst,
 static ts_buffer *clone_buffer(ts_arena *a, const ts_func *f,
                                const ts_buffer *src, const char *scope) {
   char *base = cache_base(a, ts_buffer_name(src), scope);
-  char *name = unique_buffer_name(f, base);
-  ts_buffer *b = ts_buffer_new(a, name, ts_buffer_dtype(src),
-                               ts_buffer_shape(src), ts_buffer_ndim(src));
-  ts_buffer_set_scope(a, b, scope);
+  char *name = base ? unique_buffer_name(f, base) : NULL;
+  ts_buffer *b = name ? ts_buffer_new(a, name, ts_buffer_dtype(src),
+                                      ts_buffer_shape(src), ts_buffer_ndim(src))
+                      : NULL;
+  if (b) ts_buffer_set_scope(a, b, scope);
   return b;
 }
 
@@ -137,6 +148,7 @@ int apply_cache_read(ts_sched *s, inst *in, rv_list *out) {
   stmt_vec all = {0};
   tree_realizes(ts_block_body(ts_realize_block(sc)), false, &all);
   int b_item = item_of(sc, r), pos = 0;
+  if (b_item < 0) rc = fail_oom(s, "cache_read"); /* the list was not made */
   for (int i = 0; i < all.n && !rc; i++) {
     if (!block_writes(ts_realize_block(all.v[i]), x)) continue;
     int it = item_of(sc, all.v[i]);
@@ -153,11 +165,11 @@ int apply_cache_read(ts_sched *s, inst *in, rv_list *out) {
   ts_arena *a = ts_func_arena(s->func);
   ts_buffer *cx = clone_buffer(a, s->func, x, scope);
   char *base = cache_base(ts_func_arena(s->func), bufname, scope);
-  char *name = unique_block_name(s->func, base);
+  char *name = base ? unique_block_name(s->func, base) : NULL;
   ts_stmt *nest = copy_nest(a, name, cx, x);
+  if (!tree_insert(s->func, sc, pos, nest)) return fail_oom(s, "cache_read");
   swap_in_block(s, r, x, cx, false);
   ts_block_add_alloc(a, ts_realize_block(sc), cx);
-  tree_insert(s->func, sc, pos, nest);
   rv_new_block(s, name, out);
   sched_refresh(s);
   return TS_OK;
@@ -184,6 +196,7 @@ int apply_cache_write(ts_sched *s, inst *in, rv_list *out) {
   int nb;
   ts_stmt **blocks = ts_func_blocks(s->func, &nb);
   int b_item = item_of(sc, r);
+  if (b_item < 0) rc = fail_oom(s, "cache_write"); /* the list was not made */
   for (int i = 0; i < nb && !rc; i++) {
     ts_stmt *x = blocks[i];
     if (x == r || !tree_scope(s->func, x) || tree_contains(r, x)) continue;
@@ -205,11 +218,12 @@ int apply_cache_write(ts_sched *s, inst *in, rv_list *out) {
   ts_arena *a = ts_func_arena(s->func);
   ts_buffer *cw = clone_buffer(a, s->func, w, scope);
   char *base = cache_base(ts_func_arena(s->func), bufname, scope);
-  char *name = unique_block_name(s->func, base);
+  char *name = base ? unique_block_name(s->func, base) : NULL;
   ts_stmt *nest = copy_nest(a, name, w, cw);
+  if (!tree_insert(s->func, sc, b_item + 1, nest))
+    return fail_oom(s, "cache_write");
   swap_in_block(s, r, w, cw, true);
   ts_block_add_alloc(a, ts_realize_block(sc), cw);
-  tree_insert(s->func, sc, b_item + 1, nest);
   rv_new_block(s, name, out);
   sched_refresh(s);
   return TS_OK;
@@ -896,6 +910,9 @@ int apply_transform_layout(ts_sched *s, inst *in, rv_list *out) {
                 bufname);
   /* mutate */
   ts_buffer *nb = ts_buffer_new(a, bufname, ts_buffer_dtype(buf), shape, n_out);
+  if (!nb) return fail_oom(s, "transform_layout");
+  /* (an access that cannot be rewritten for lack of memory stays as it
+   * was: the failure is counted and sched_run reports it) */
   ts_buffer_set_scope(a, nb, ts_buffer_scope(buf));
   ts_buffer_set_align(nb, ts_buffer_align(buf));
   layout_ctx c = {buf, nb, ins, outs, nd, n_out};

@@ -264,7 +264,8 @@ static void plan_iter(ts_arena *a, const ts_block *b, int i, bool ok,
 
 /* Builds the loops and the realize of block b for the iteration plans.
  * Loops go outermost first in iter order; an iteration of one value gets
- * no loop. Returns the top of the nest; *realize the new realize. */
+ * no loop. Returns the top of the nest; *realize the new realize. Both are
+ * NULL when out of memory. */
 static ts_stmt *build_nest(ts_arena *a, ts_block *b, const iter_plan *plans,
                            ts_stmt **realize) {
   int n = ts_block_n_iters(b);
@@ -272,14 +273,18 @@ static ts_stmt *build_nest(ts_arena *a, ts_block *b, const iter_plan *plans,
   ts_stmt **loops = ts_arena_alloc(a, sizeof *loops * (size_t)(n ? n : 1));
   ts_expr *pred = NULL;
   int nl = 0;
+  *realize = NULL;
+  if (!vals || !loops) return NULL;
   for (int i = 0; i < n; i++) {
     ts_range dom = ts_block_iter_dom(b, i);
     ts_expr *base = plans[i].lo ? plans[i].lo : dom.min;
     ts_expr *v = base;
     if (plans[i].ext != 1) {
-      ts_expr *ax = ts_var(a, ts_arena_printf(a, "ax%d", nl), TS_INDEX);
-      loops[nl++] = ts_for(a, ax, ts_index(a, 0), ts_index(a, plans[i].ext),
-                           TS_FOR_SERIAL, NULL, NULL);
+      char *name = ts_arena_printf(a, "ax%d", nl);
+      ts_expr *ax = name ? ts_var(a, name, TS_INDEX) : NULL;
+      loops[nl] = ts_for(a, ax, ts_index(a, 0), ts_index(a, plans[i].ext),
+                         TS_FOR_SERIAL, NULL, NULL);
+      if (!loops[nl++]) return NULL;
       v = ts_add(a, base, ax);
     }
     vals[i] = ts_simplify(a, v, NULL);
@@ -293,7 +298,10 @@ static ts_stmt *build_nest(ts_arena *a, ts_block *b, const iter_plan *plans,
     }
   }
   *realize = ts_block_realize(a, b, vals, n, pred);
+  /* (a clipping predicate that could not be built is a NULL: refused) */
+  if (ts_arena_failed(a)) *realize = NULL;
   ts_stmt *body = *realize;
+  if (!body) return NULL;
   for (int k = nl - 1; k >= 0; k--) {
     ts_for_set_body(loops[k], body);
     body = loops[k];
@@ -397,6 +405,7 @@ static int plan_compute_at(ts_sched *s, const char *prim, ts_stmt *r,
     for (int i = 0; i < n_items && pos < 0; i++)
       for (int k = 0; k < consumers.n && pos < 0; k++)
         if (tree_contains(items[i], consumers.v[k])) pos = i;
+    if (pos < 0) rc = fail_oom(s, prim); /* the body's list was not made */
     for (int i = pos; i < n_items && !rc; i++) {
       stmt_vec rs = {0};
       tree_realizes(items[i], false, &rs);
@@ -438,6 +447,7 @@ static int plan_compute_at(ts_sched *s, const char *prim, ts_stmt *r,
   sv_push(&outer, loop);
   int n = ts_block_n_iters(b);
   iter_plan *plans = ts_arena_alloc(a, sizeof *plans * (size_t)(n ? n : 1));
+  if (!plans) rc = fail_oom(s, prim);
   for (int i = 0; i < n && !rc; i++) {
     int d = dims[i];
     bool spatial = ts_block_iter_kind(b, i) == TS_ITER_SPATIAL;
@@ -448,7 +458,8 @@ static int plan_compute_at(ts_sched *s, const char *prim, ts_stmt *r,
                 prim, bn);
   }
   ts_stmt *realize = NULL;
-  if (!rc) plan->nest = build_nest(a, b, plans, &realize);
+  if (!rc && !(plan->nest = build_nest(a, b, plans, &realize)))
+    rc = fail_oom(s, prim);
   if (!rc) rc = check_parallel_above(s, prim, outer.v, outer.n, realize);
   sv_free(&outer);
   sv_free(&all);
@@ -550,6 +561,7 @@ static int plan_reverse_compute_at(ts_sched *s, const char *prim, ts_stmt *r,
   int *state =
       ts_arena_alloc(a, sizeof *state * (size_t)(n ? n : 1)); /* 0 free, 1 set,
                                                      2 unbounded */
+  if (!rc && (!ilo || !ihi || !state)) rc = fail_oom(s, prim);
   char why[400];
   for (int j = 0; j < ts_block_n_reads(b) && !rc; j++) {
     const ts_region *reg = ts_block_read(b, j);
@@ -591,6 +603,7 @@ static int plan_reverse_compute_at(ts_sched *s, const char *prim, ts_stmt *r,
     }
   }
   iter_plan *plans = ts_arena_alloc(a, sizeof *plans * (size_t)(n ? n : 1));
+  if (!rc && !plans) rc = fail_oom(s, prim);
   for (int i = 0; i < n && !rc; i++) {
     plan_iter(a, b, i, state[i] == 1, ilo[i], ihi[i], outer.v, outer.n,
               &plans[i]);
@@ -603,13 +616,15 @@ static int plan_reverse_compute_at(ts_sched *s, const char *prim, ts_stmt *r,
   if (!rc) {
     ts_stmt **items, *one;
     int n_items = body_items(ts_for_body(loop), &items, &one);
+    if (!items) rc = fail_oom(s, prim); /* the loop has a body */
     for (int i = 0; i < n_items; i++)
       for (int k = 0; k < producers.n; k++)
         if (tree_contains(items[i], producers.v[k])) pos = i + 1;
     free(items);
   }
   ts_stmt *realize = NULL;
-  if (!rc) plan->nest = build_nest(a, b, plans, &realize);
+  if (!rc && !(plan->nest = build_nest(a, b, plans, &realize)))
+    rc = fail_oom(s, prim);
   if (!rc) rc = check_parallel_above(s, prim, outer.v, outer.n, realize);
   sv_free(&outer);
   sv_free(&all);
@@ -621,17 +636,27 @@ static int plan_reverse_compute_at(ts_sched *s, const char *prim, ts_stmt *r,
   return TS_OK;
 }
 
-static void commit_at(ts_sched *s, const at_plan *plan, const char *why) {
+/* Moves the block; out of memory leaves the function as it was. (The nest
+ * goes in before the old realize goes out: the target loop is not around
+ * the old realize, so the order changes nothing else.) */
+static int commit_at(ts_sched *s, const at_plan *plan, const char *why) {
+  if (!tree_insert(s->func, plan->loop, plan->pos, plan->nest))
+    return fail_oom(s, why);
   stmt_vec removed = {0};
-  tree_remove(s->func, plan->r, &removed);
+  if (!tree_remove(s->func, plan->r, &removed)) {
+    /* take the nest out again (its loop's body as it was before) */
+    tree_remove(s->func, plan->nest, NULL);
+    sv_free(&removed);
+    return fail_oom(s, why);
+  }
   rv_kill_loops(s, removed.v, removed.n, why);
   sv_free(&removed);
-  tree_insert(s->func, plan->loop, plan->pos, plan->nest);
   sched_refresh(s);
+  return TS_OK;
 }
 
 static int plan_inline(ts_sched *s, const char *prim, ts_stmt *r);
-static void commit_inline(ts_sched *s, ts_stmt *r);
+static int commit_inline(ts_sched *s, ts_stmt *r);
 
 /* compute_at(block, loop) where loop may be a mark of
  * sample_compute_location. */
@@ -645,14 +670,12 @@ int apply_compute_at(ts_sched *s, inst *in, rv_list *out) {
       s->rvs[in->inputs[1].i].mark) {
     if (s->rvs[in->inputs[1].i].mark == MARK_ROOT) return TS_OK;
     if ((rc = plan_inline(s, "compute_at", r))) return rc;
-    commit_inline(s, r);
-    return TS_OK;
+    return commit_inline(s, r);
   }
   if ((rc = in_loop(s, in, 1, &loop))) return rc;
   at_plan plan;
   if ((rc = plan_compute_at(s, "compute_at", r, loop, &plan))) return rc;
-  commit_at(s, &plan, "compute_at");
-  return TS_OK;
+  return commit_at(s, &plan, "compute_at");
 }
 
 int apply_reverse_compute_at(ts_sched *s, inst *in, rv_list *out) {
@@ -664,8 +687,7 @@ int apply_reverse_compute_at(ts_sched *s, inst *in, rv_list *out) {
   at_plan plan;
   if ((rc = plan_reverse_compute_at(s, "reverse_compute_at", r, loop, &plan)))
     return rc;
-  commit_at(s, &plan, "reverse_compute_at");
-  return TS_OK;
+  return commit_at(s, &plan, "reverse_compute_at");
 }
 
 /* ========================================================================
@@ -827,18 +849,25 @@ static ts_expr *inline_expr(void *ctx, ts_arena *a, ts_expr *e) {
   return ts_expr_mutate(a, e, inline_post, ctx);
 }
 
-static void commit_inline(ts_sched *s, ts_stmt *r) {
+/* Out of memory while the block is taken out leaves the function as it
+ * was; while its loads are replaced, a load that could not be replaced
+ * stays (the failure is counted: sched_run reports it). */
+static int commit_inline(ts_sched *s, ts_stmt *r) {
   ts_block *b = ts_realize_block(r);
   inline_ctx c = {b, ts_store_buffer(single_store(b)), single_store(b)};
   ts_stmt *site = alloc_site(s->func, c.w);
   stmt_vec removed = {0};
-  tree_remove(s->func, r, &removed);
+  if (!tree_remove(s->func, r, &removed)) {
+    sv_free(&removed);
+    return fail_oom(s, "compute_inline");
+  }
   rv_kill_loops(s, removed.v, removed.n, "compute_inline");
   sv_free(&removed);
   rewriter rw = {inline_expr, NULL, true, &c};
   rewrite_stmt(ts_func_arena(s->func), ts_func_body(s->func), &rw);
   if (site) ts_block_replace_alloc(ts_realize_block(site), c.w, NULL);
   sched_refresh(s);
+  return TS_OK;
 }
 
 int apply_compute_inline(ts_sched *s, inst *in, rv_list *out) {
@@ -847,8 +876,7 @@ int apply_compute_inline(ts_sched *s, inst *in, rv_list *out) {
   int rc = check_arity(s, in, 1, 1, 0);
   if (rc || (rc = in_block(s, in, 0, &r))) return rc;
   if ((rc = plan_inline(s, "compute_inline", r))) return rc;
-  commit_inline(s, r);
-  return TS_OK;
+  return commit_inline(s, r);
 }
 
 /* ========================================================================
@@ -1014,10 +1042,11 @@ static int plan_reverse_inline(ts_sched *s, const char *prim, ts_stmt *r,
   value = ts_expr_substitute(a, value, map, NULL);
   int n = ts_store_n_indices(cst);
   ts_expr **idx = ts_arena_alloc(a, sizeof *idx * (size_t)(n ? n : 1));
-  for (int d = 0; d < n; d++)
+  for (int d = 0; idx && d < n; d++)
     idx[d] = ts_expr_substitute(a, ts_store_index(cst, d), map, NULL);
-  plan->store = ts_store(a, out_buf, idx, n, value);
+  plan->store = idx ? ts_store(a, out_buf, idx, n, value) : NULL;
   ts_node_map_destroy(map);
+  if (!plan->store) return fail_oom(s, prim);
   plan->c = r;
   plan->p = p;
   plan->w = w;
@@ -1033,9 +1062,12 @@ int apply_reverse_compute_inline(ts_sched *s, inst *in, rv_list *out) {
   if ((rc = plan_reverse_inline(s, "reverse_compute_inline", r, &plan)))
     return rc;
   ts_stmt *site = alloc_site(s->func, plan.w);
-  ts_block_set_body(ts_realize_block(plan.p), plan.store);
   stmt_vec removed = {0};
-  tree_remove(s->func, plan.c, &removed);
+  if (!tree_remove(s->func, plan.c, &removed)) {
+    sv_free(&removed);
+    return fail_oom(s, "reverse_compute_inline");
+  }
+  ts_block_set_body(ts_realize_block(plan.p), plan.store);
   rv_kill_loops(s, removed.v, removed.n, "reverse_compute_inline");
   sv_free(&removed);
   if (site) ts_block_replace_alloc(ts_realize_block(site), plan.w, NULL);

@@ -116,6 +116,9 @@ struct ts_sched {
 
 /* Prefixes the current message with "prim: " and returns rc. */
 int fail_prefix(ts_sched *s, int rc, const char *prim);
+/* TS_ENOMEM with "prim: out of memory": a primitive that found a NULL
+ * (an arena with no memory left) before it changed the function. */
+int fail_oom(ts_sched *s, const char *prim);
 
 /* New RVs (appended to out when out is non-NULL). */
 ts_rv rv_new_block(ts_sched *s, const char *name, rv_list *out);
@@ -171,7 +174,7 @@ int blockize_chain(ts_sched *s, const char *prim, ts_stmt *loop,
 int blockize_plan(ts_sched *s, const char *prim, ts_stmt *loop, bz_plan *p);
 void blockize_plan_free(bz_plan *p);
 /* Links the outer block in; *name_out (in the function's arena) is its
- * name. */
+ * name. NULL when out of memory (the function is then as it was). */
 ts_stmt *blockize_commit(ts_sched *s, ts_stmt *loop, bz_plan *p,
                          char **name_out);
 
@@ -215,15 +218,18 @@ void tree_realizes(ts_stmt *s, bool cross_blocks, stmt_vec *out);
 void tree_loops(ts_stmt *s, bool cross_blocks, stmt_vec *out);
 /* The statements of a body as a list (a seq's items, else the one). */
 int body_items(ts_stmt *body, ts_stmt ***items, ts_stmt **one);
-/* A seq of the items without nesting (n == 1 gives the item). */
+/* A seq of the items without nesting (n == 1 gives the item); NULL when
+ * out of memory or an item is NULL (a constructor that ran out). */
 ts_stmt *make_seq(ts_arena *a, ts_stmt *const *items, int n);
 /* Removes stmt from the tree, together with the loops (and seq slots) that
  * become empty, up to its scope. The removed loops are appended to
- * removed_loops when non-NULL. */
-void tree_remove(ts_func *f, ts_stmt *stmt, stmt_vec *removed_loops);
+ * removed_loops when non-NULL. False when out of memory (the tree is then
+ * as it was). */
+bool tree_remove(ts_func *f, ts_stmt *stmt, stmt_vec *removed_loops);
 /* Inserts item into the body of `loop` (or of a block's body when loop is a
- * realize) at position pos of its statement list. */
-void tree_insert(ts_func *f, ts_stmt *container, int pos, ts_stmt *item);
+ * realize) at position pos of its statement list. False when out of memory
+ * or item is NULL (the tree is then as it was). */
+bool tree_insert(ts_func *f, ts_stmt *container, int pos, ts_stmt *item);
 /* Position in the statement list of `container`'s body of the item that
  * contains stmt (-1 when none). */
 int tree_index_in(ts_stmt *container, const ts_stmt *stmt);
@@ -241,7 +247,8 @@ typedef struct rewriter {
 } rewriter;
 ts_stmt *rewrite_stmt(ts_arena *a, ts_stmt *s, const rewriter *r);
 
-/* Names: a block / buffer name not used in f, from base (in f's arena). */
+/* Names: a block / buffer name not used in f, from base (in f's arena);
+ * NULL when out of memory. */
 char *unique_block_name(const ts_func *f, const char *base);
 char *unique_buffer_name(const ts_func *f, const char *base);
 /* The buffer named `name` among the buffers the block reads (want_read) or

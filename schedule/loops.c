@@ -99,17 +99,27 @@ int apply_split(ts_sched *s, inst *in, rv_list *out) {
   ts_expr *fused = NULL;
   for (int i = 0; i < n; i++) {
     char *name = ts_arena_printf(a, "%s_%d", base, i);
-    vars[i] = ts_var(a, name, TS_INDEX);
-    fused = fused ? ts_add(a, ts_mul(a, fused, ts_index(a, f[i])), vars[i])
-                  : vars[i];
+    vars[i] = name ? ts_var(a, name, TS_INDEX) : NULL;
+    fused = i == 0 ? vars[i]
+                   : ts_add(a, ts_mul(a, fused, ts_index(a, f[i])), vars[i]);
   }
-  ts_node_map *map = ts_node_map_create();
-  ts_node_map_put(map, ts_for_var(loop), ts_add(a, ts_index(a, mn), fused));
+  ts_expr *orig = ts_add(a, ts_index(a, mn), fused);
+  ts_expr *cond = prod > extent ? ts_lt(a, fused, ts_index(a, extent)) : NULL;
+  /* the new nest around the body (rewritten in place below) */
   ts_stmt *body = ts_for_body(loop);
+  ts_stmt *loops[MAX_SPLIT], *inner = body;
+  for (int i = n - 1; i >= 0; i--) {
+    loops[i] = ts_for(a, vars[i], ts_index(a, 0), ts_index(a, f[i]),
+                      TS_FOR_SERIAL, NULL, inner);
+    inner = loops[i];
+  }
+  if (!orig || (prod > extent && !cond) || !loops[0])
+    return fail_oom(s, "split");
+  ts_node_map *map = ts_node_map_create();
+  ts_node_map_put(map, ts_for_var(loop), orig);
   substitute_under(a, body, map);
   ts_node_map_destroy(map);
-  if (prod > extent) {
-    ts_expr *cond = ts_lt(a, fused, ts_index(a, extent));
+  if (cond) {
     stmt_vec rs = {0};
     tree_realizes(body, false, &rs);
     for (int i = 0; i < rs.n; i++) {
@@ -117,17 +127,16 @@ int apply_split(ts_sched *s, inst *in, rv_list *out) {
       ts_expr *old = ts_realize_predicate(r);
       int nv = ts_realize_n_values(r);
       ts_expr **v = ts_malloc(sizeof *v * (size_t)(nv ? nv : 1));
+      ts_expr *pred = old ? ts_and(a, old, cond) : cond;
+      if (!v || !pred) { /* out of memory (counted): left as it was */
+        free(v);
+        continue;
+      }
       for (int k = 0; k < nv; k++) v[k] = ts_realize_value(r, k);
-      ts_realize_set_values(a, r, v, nv, old ? ts_and(a, old, cond) : cond);
+      ts_realize_set_values(a, r, v, nv, pred);
       free(v);
     }
     sv_free(&rs);
-  }
-  ts_stmt *loops[MAX_SPLIT];
-  for (int i = n - 1; i >= 0; i--) {
-    loops[i] = ts_for(a, vars[i], ts_index(a, 0), ts_index(a, f[i]),
-                      TS_FOR_SERIAL, NULL, body);
-    body = loops[i];
   }
   copy_annotations(a, loops[0], loop);
   tree_replace(s->func, parent, loop, loops[0]);
@@ -233,6 +242,7 @@ int apply_fuse(ts_sched *s, inst *in, rv_list *out) {
   size_t len = 8;
   for (int i = 0; i < n; i++) len += strlen(loop_name(loops[i])) + 1;
   char *name = ts_malloc(len);
+  if (!name) return fail_oom(s, "fuse");
   name[0] = 0;
   for (int i = 0; i < n; i++) {
     strcat(name, loop_name(loops[i]));
@@ -241,20 +251,25 @@ int apply_fuse(ts_sched *s, inst *in, rv_list *out) {
   strcat(name, "fused");
   ts_expr *fv = ts_var(a, name, TS_INDEX);
   free(name);
-  ts_node_map *map = ts_node_map_create();
+  ts_expr *vals[MAX_FUSE];
   int64_t inner = 1;
+  bool ok = fv != NULL;
   for (int i = n - 1; i >= 0; i--) {
     ts_expr *q = ts_floordiv(a, fv, ts_index(a, inner));
     if (i > 0) q = ts_floormod(a, q, ts_index(a, ext[i]));
-    ts_node_map_put(map, ts_for_var(loops[i]),
-                    ts_add(a, ts_index(a, mins[i]), q));
+    vals[i] = ts_add(a, ts_index(a, mins[i]), q);
+    ok = ok && vals[i];
     inner *= ext[i];
   }
   ts_stmt *body = ts_for_body(loops[n - 1]);
-  substitute_under(a, body, map);
-  ts_node_map_destroy(map);
   ts_stmt *fused = ts_for(a, fv, ts_index(a, 0), ts_index(a, prod),
                           TS_FOR_SERIAL, NULL, body);
+  if (!ok || !fused) return fail_oom(s, "fuse");
+  ts_node_map *map = ts_node_map_create();
+  for (int i = 0; i < n; i++)
+    ts_node_map_put(map, ts_for_var(loops[i]), vals[i]);
+  substitute_under(a, body, map);
+  ts_node_map_destroy(map);
   tree_replace(s->func, parent, loops[0], fused);
   rv_kill_loops(s, loops, n, "fuse");
   rv_new_loop(s, fused, MARK_NONE, out);

@@ -104,60 +104,81 @@ int apply_decompose_reduction(ts_sched *s, inst *in, rv_list *out) {
   ts_node_map *lmap = ts_node_map_create(); /* old loop var -> new */
   ts_stmt *loops[64];
   int nl = 0;
+  bool ok = true; /* false: out of memory, the function is left as it was */
   for (int i = at; i < above.n; i++) {
     if (!copy[i - at]) continue;
     ts_stmt *o = above.v[i];
-    ts_expr *v =
-        ts_var(a, ts_arena_printf(a, "%s_init", loop_name(o)), TS_INDEX);
+    char *vn = ts_arena_printf(a, "%s_init", loop_name(o));
+    ts_expr *v = vn ? ts_var(a, vn, TS_INDEX) : NULL;
     ts_node_map_put(lmap, ts_for_var(o), v);
-    loops[nl++] = ts_for(a, v, ts_for_min(o), ts_for_extent(o), TS_FOR_SERIAL,
-                         NULL, NULL);
+    loops[nl] = ts_for(a, v, ts_for_min(o), ts_for_extent(o), TS_FOR_SERIAL,
+                       NULL, NULL);
+    ok = ok && loops[nl++];
   }
   char *base = ts_arena_alloc(ts_func_arena(s->func), strlen(bn) + 8);
-  sprintf(base, "%s_init", bn);
-  char *name = unique_block_name(s->func, base);
-  ts_block *ib = ts_block_new(a, name);
+  char *name = NULL;
+  if (base) {
+    sprintf(base, "%s_init", bn);
+    name = unique_block_name(s->func, base);
+  }
+  ts_block *ib = name ? ts_block_new(a, name) : NULL;
   ts_node_map *imap = ts_node_map_create(); /* old iter var -> new */
   int n = ts_block_n_iters(b);
   ts_expr **vals = ts_arena_alloc(a, sizeof *vals * (size_t)(n ? n : 1));
   int nv = 0;
-  for (int k = 0; k < n; k++) {
+  ok = ok && ib && vals;
+  for (int k = 0; k < n && ok; k++) {
     if (ts_block_iter_kind(b, k) != TS_ITER_SPATIAL) continue;
     ts_expr *old = ts_block_iter_var(b, k);
     ts_expr *v = ts_var(a, ts_var_name(old), TS_INDEX);
     ts_node_map_put(imap, old, v);
-    ts_block_add_iter_var(a, ib, v, ts_block_iter_dom(b, k), TS_ITER_SPATIAL);
+    ok = v && ts_block_add_iter_var(a, ib, v, ts_block_iter_dom(b, k),
+                                    TS_ITER_SPATIAL) >= 0;
     vals[nv++] = ts_expr_substitute(a, ts_realize_value(r, k), lmap, NULL);
   }
-  ts_block_set_body(ib, ts_stmt_substitute(a, ts_block_init(b), imap, NULL));
-  ts_block_infer_regions(a, ib);
-  ts_stmt *ir = ts_block_realize(
-      a, ib, vals, nv, pred ? ts_expr_substitute(a, pred, lmap, NULL) : NULL);
+  ts_stmt *ir = NULL;
+  if (ok) {
+    ts_stmt *init = ts_stmt_substitute(a, ts_block_init(b), imap, NULL);
+    ts_block_set_body(ib, init);
+    ts_block_infer_regions(a, ib);
+    ts_expr *ipred = pred ? ts_expr_substitute(a, pred, lmap, NULL) : NULL;
+    if (init && (ipred || !pred)) ir = ts_block_realize(a, ib, vals, nv, ipred);
+  }
+  ts_node_map_destroy(lmap);
+  ts_node_map_destroy(imap);
+  if (!ir) {
+    sv_free(&above);
+    return fail_oom(s, "decompose_reduction");
+  }
   ts_stmt *nest = ir;
   for (int i = nl - 1; i >= 0; i--) {
     ts_for_set_body(loops[i], nest);
     nest = loops[i];
   }
-  ts_node_map_destroy(lmap);
-  ts_node_map_destroy(imap);
   /* insert before the target loop in its parent's statement list */
   stmt_vec p = {0};
   tree_path(s->func, loop, &p);
   ts_stmt *parent = p.n ? p.v[p.n - 1] : NULL;
   ts_stmt *grand = p.n > 1 ? p.v[p.n - 2] : NULL;
   sv_free(&p);
+  ts_stmt *repl = NULL;
   if (parent && ts_stmt_kind_of(parent) == TS_STMT_SEQ) {
     int m = ts_seq_n(parent);
     ts_stmt **items = ts_arena_alloc(a, sizeof *items * (size_t)(m + 1));
     int k = 0;
-    for (int i = 0; i < m; i++) {
+    for (int i = 0; items && i < m; i++) {
       if (ts_seq_item(parent, i) == loop) items[k++] = nest;
       items[k++] = ts_seq_item(parent, i);
     }
-    tree_replace(s->func, grand, parent, make_seq(a, items, k));
+    if (items && (repl = make_seq(a, items, k)))
+      tree_replace(s->func, grand, parent, repl);
   } else {
     ts_stmt *two[2] = {nest, loop};
-    tree_replace(s->func, parent, loop, make_seq(a, two, 2));
+    if ((repl = make_seq(a, two, 2))) tree_replace(s->func, parent, loop, repl);
+  }
+  if (!repl) {
+    sv_free(&above);
+    return fail_oom(s, "decompose_reduction");
   }
   ts_block_set_init(b, NULL);
   rv_new_block(s, name, out);
@@ -328,6 +349,9 @@ int apply_rfactor(ts_sched *s, inst *in, rv_list *out) {
   /* the top-level statement holding the block must not touch w otherwise */
   ts_stmt *scope = tree_scope(s->func, r);
   ts_stmt *top = rc ? NULL : tree_top_in_scope(s->func, scope, r);
+  /* (the block is under the loop, in a scope: not found only when a path
+   * could not be stored) */
+  if (!rc && (!scope || !top)) rc = fail_oom(s, "rfactor");
   if (!rc) {
     stmt_vec others = {0};
     tree_realizes(top, false, &others);
@@ -353,18 +377,33 @@ int apply_rfactor(ts_sched *s, inst *in, rv_list *out) {
     shape[d] = d == axis ? lext : ts_buffer_dim(w, k++);
   char *bbase =
       ts_arena_alloc(ts_func_arena(s->func), strlen(ts_buffer_name(w)) + 4);
-  sprintf(bbase, "%s_rf", ts_buffer_name(w));
-  char *bname = unique_buffer_name(s->func, bbase);
-  ts_buffer *rf = ts_buffer_new(a, bname, ts_buffer_dtype(w), shape, nd + 1);
+  char *bname = NULL, *rfname = NULL;
+  if (bbase) {
+    sprintf(bbase, "%s_rf", ts_buffer_name(w));
+    bname = unique_buffer_name(s->func, bbase);
+  }
+  ts_buffer *rf =
+      bname ? ts_buffer_new(a, bname, ts_buffer_dtype(w), shape, nd + 1) : NULL;
   /* the rf block: spatial iters of b, then one iter per reduction loop */
   char *base = ts_arena_alloc(ts_func_arena(s->func), strlen(bn) + 4);
-  sprintf(base, "%s_rf", bn);
-  char *rfname = unique_block_name(s->func, base);
-  ts_block *rb = ts_block_new(a, rfname);
-  ts_node_map *imap = ts_node_map_create(); /* b's iter -> rf expr */
-  ts_node_map *lmap = ts_node_map_create(); /* loop var -> rf iter */
+  if (base) {
+    sprintf(base, "%s_rf", bn);
+    rfname = unique_block_name(s->func, base);
+  }
+  ts_block *rb = rfname ? ts_block_new(a, rfname) : NULL;
+  /* the write-back block (keeps b's name): spatial iters + the rf iter */
+  ts_block *wb = ts_block_new(a, bn);
   int n = ts_block_n_iters(b);
   ts_expr **vals = ts_arena_alloc(a, sizeof *vals * (size_t)(n + above.n + 1));
+  if (!rf || !rb || !wb || !vals) {
+    sv_free(&above);
+    return fail_oom(s, "rfactor");
+  }
+  /* (out of memory below leaves NULLs in what is built; it is checked
+   * before anything is linked into the function) */
+  ts_node_map *imap = ts_node_map_create(); /* b's iter -> rf expr */
+  ts_node_map *lmap = ts_node_map_create(); /* loop var -> rf iter */
+  ts_node_map *wmap = ts_node_map_create();
   int nv = 0;
   ts_expr *loop_iter = NULL;
   for (int k = 0; k < n; k++) {
@@ -378,7 +417,8 @@ int apply_rfactor(ts_sched *s, inst *in, rv_list *out) {
   for (int i = 0; i < above.n; i++) {
     if (!is_red[i]) continue;
     ts_stmt *o = above.v[i];
-    ts_expr *v = ts_var(a, ts_arena_printf(a, "v%s", loop_name(o)), TS_INDEX);
+    char *vn = ts_arena_printf(a, "v%s", loop_name(o));
+    ts_expr *v = vn ? ts_var(a, vn, TS_INDEX) : NULL;
     ts_node_map_put(lmap, ts_for_var(o), v);
     ts_block_add_iter_var(a, rb, v, (ts_range){ts_for_min(o), ts_for_extent(o)},
                           o == loop ? TS_ITER_SPATIAL : TS_ITER_REDUCE);
@@ -409,11 +449,9 @@ int apply_rfactor(ts_sched *s, inst *in, rv_list *out) {
     ts_block_set_body(rb, ts_store(a, rf, ridx, nd + 1,
                                    combine(a, op, ts_store_value(init), rrhs)));
   }
+  if (ts_arena_failed(a)) goto oom;
   ts_block_infer_regions(a, rb);
   ts_stmt *rrealize = ts_block_realize(a, rb, vals, nv, NULL);
-  /* the write-back block (keeps b's name): spatial iters + the rf iter */
-  ts_block *wb = ts_block_new(a, bn);
-  ts_node_map *wmap = ts_node_map_create();
   ts_expr *wvals[TS_MAX_DIMS * 2 + 2];
   ts_stmt *wloops[TS_MAX_DIMS * 2 + 2];
   int nw = 0, nwl = 0;
@@ -424,15 +462,18 @@ int apply_rfactor(ts_sched *s, inst *in, rv_list *out) {
     ts_node_map_put(wmap, old, v);
     ts_range dom = ts_block_iter_dom(b, k);
     ts_block_add_iter_var(a, wb, v, dom, TS_ITER_SPATIAL);
-    ts_expr *ax = ts_var(a, ts_arena_printf(a, "ax%d", nwl), TS_INDEX);
+    char *axn = ts_arena_printf(a, "ax%d", nwl);
+    ts_expr *ax = axn ? ts_var(a, axn, TS_INDEX) : NULL;
     wloops[nwl++] =
         ts_for(a, ax, ts_index(a, 0), dom.extent, TS_FOR_SERIAL, NULL, NULL);
     wvals[nw++] = ts_add(a, dom.min, ax);
   }
-  ts_expr *wr = ts_var(a, ts_arena_printf(a, "v%s", ln), TS_INDEX);
+  char *wrn = ts_arena_printf(a, "v%s", ln);
+  ts_expr *wr = wrn ? ts_var(a, wrn, TS_INDEX) : NULL;
   ts_block_add_iter_var(
       a, wb, wr, (ts_range){ts_index(a, 0), ts_index(a, lext)}, TS_ITER_REDUCE);
-  ts_expr *rax = ts_var(a, ts_arena_printf(a, "ax%d", nwl), TS_INDEX);
+  char *raxn = ts_arena_printf(a, "ax%d", nwl);
+  ts_expr *rax = raxn ? ts_var(a, raxn, TS_INDEX) : NULL;
   wloops[nwl++] = ts_for(a, rax, ts_index(a, 0), ts_index(a, lext),
                          TS_FOR_SERIAL, NULL, NULL);
   wvals[nw++] = rax;
@@ -445,25 +486,37 @@ int apply_rfactor(ts_sched *s, inst *in, rv_list *out) {
       wb, ts_store(a, w, widx, nd,
                    combine(a, op, wload, ts_load(a, rf, wridx, nd + 1))));
   ts_block_set_init(wb, ts_store(a, w, widx, nd, ts_store_value(init)));
+  if (ts_arena_failed(a)) goto oom;
   ts_block_infer_regions(a, wb);
   ts_stmt *wnest = ts_block_realize(a, wb, wvals, nw, NULL);
-  for (int i = nwl - 1; i >= 0; i--) {
+  for (int i = nwl - 1; i >= 0 && wnest; i--) {
     ts_for_set_body(wloops[i], wnest);
     wnest = wloops[i];
   }
+  if (!rrealize || !wnest || ts_arena_failed(a)) goto oom;
   ts_node_map_destroy(imap);
   ts_node_map_destroy(lmap);
   ts_node_map_destroy(wmap);
-  /* link: the rf realize replaces b's; the write-back nest follows top */
+  /* link: the write-back nest follows top; the rf realize replaces b's */
+  int pos = tree_index_in(scope, top); /* < 0 only when out of memory */
+  if (pos < 0 || !tree_insert(s->func, scope, pos + 1, wnest)) {
+    sv_free(&above);
+    return fail_oom(s, "rfactor");
+  }
   stmt_vec p = {0};
   tree_path(s->func, r, &p);
-  tree_replace(s->func, p.v[p.n - 1], r, rrealize);
+  tree_replace(s->func, p.n ? p.v[p.n - 1] : NULL, r, rrealize);
   sv_free(&p);
   ts_block_add_alloc(a, ts_realize_block(scope), rf);
-  int pos = tree_index_in(scope, top);
-  tree_insert(s->func, scope, pos + 1, wnest);
   rv_new_block(s, rfname, out);
   sv_free(&above);
   sched_refresh(s);
   return TS_OK;
+
+oom:
+  ts_node_map_destroy(imap);
+  ts_node_map_destroy(lmap);
+  ts_node_map_destroy(wmap);
+  sv_free(&above);
+  return fail_oom(s, "rfactor");
 }

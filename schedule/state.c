@@ -133,7 +133,7 @@ int ts_sched_create(const ts_func *f, uint64_t seed, ts_sched **out,
   s->func = ts_func_copy(f);
   s->orig = ts_func_copy(f);
   s->trace = ts_trace_new();
-  if (!s->trace || ts_alloc_failures() != oom) {
+  if (!s->func || !s->orig || !s->trace || ts_alloc_failures() != oom) {
     ts_sched_destroy(s);
     return TS_ERR(err, TS_ENOMEM, "schedule: out of memory");
   }
@@ -238,20 +238,21 @@ int sched_run(ts_sched *s, inst *in, rv_list *out) {
    * have run out of memory too */
   unsigned long oom = s->oom_mark;
   int rc = apply_table[in->kind](s, in, &outs);
+  s->oom_mark = ts_alloc_failures();
+  if (s->oom_mark != oom) {
+    /* the function may be half rewritten: nothing more runs on it (the
+     * instruction is not recorded, its new handles are dropped) */
+    s->oom = true;
+    rv_truncate(s, n_before);
+    free(outs.v);
+    return FAIL(s, TS_ENOMEM, "%s: out of memory", prim_name(in));
+  }
   if (!rc) {
     free(in->outputs);
     in->outputs = outs.v;
     in->n_outputs = outs.n;
     outs = (rv_list){0};
     trace_append(s->trace, in);
-  }
-  s->oom_mark = ts_alloc_failures();
-  if (s->oom_mark != oom) {
-    /* the function may be half rewritten: nothing more runs on it */
-    s->oom = true;
-    if (rc) rv_truncate(s, n_before);
-    free(outs.v);
-    return FAIL(s, TS_ENOMEM, "%s: out of memory", prim_name(in));
   }
   if (rc) {
     rv_truncate(s, n_before);
@@ -326,6 +327,10 @@ int fail_prefix(ts_sched *s, int rc, const char *prim) {
            tmp);
   s->err.code = rc;
   return rc;
+}
+
+int fail_oom(ts_sched *s, const char *prim) {
+  return FAIL(s, TS_ENOMEM, "%s: out of memory", prim);
 }
 
 int check_arity(ts_sched *s, const inst *in, int min_in, int max_in,

@@ -113,6 +113,10 @@ static bool record_access(match_ctx *c, ts_buffer *d, ts_buffer *a,
                           ts_expr *const *di, int nd, ts_expr *const *ai,
                           int na) {
   int idx;
+  if (!di || !ai) { /* out of memory (counted; sched_run reports it) */
+    snprintf(c->why, sizeof c->why, "out of memory");
+    return false;
+  }
   if (!map_buffer(c, d, a, &idx)) return false;
   if (c->n_acc == MAX_ACC || nd != ts_buffer_ndim(d) ||
       na != ts_buffer_ndim(a)) {
@@ -123,10 +127,12 @@ static bool record_access(match_ctx *c, ts_buffer *d, ts_buffer *a,
   return true;
 }
 
-/* Operands of a load/address_of as an array (they are the indices). */
+/* Operands of a load/address_of as an array (they are the indices); NULL
+ * when out of memory. */
 static ts_expr **operands(ts_arena *a, const ts_expr *e) {
   int n = ts_expr_n_operands(e);
   ts_expr **v = ts_arena_alloc(a, sizeof *v * (size_t)(n ? n : 1));
+  if (!v) return NULL;
   for (int i = 0; i < n; i++) v[i] = ts_expr_operand(e, i);
   return v;
 }
@@ -382,9 +388,9 @@ static bool match(match_ctx *c, ts_stmt *top, const ts_func *desc,
   }
   ts_expr **di = ts_arena_alloc(c->a, sizeof(ts_expr *) * (TS_MAX_DIMS + 1));
   ts_expr **ai = ts_arena_alloc(c->a, sizeof(ts_expr *) * (TS_MAX_DIMS + 1));
-  for (int d = 0; d < ts_store_n_indices(ds) && d < TS_MAX_DIMS; d++)
+  for (int d = 0; di && d < ts_store_n_indices(ds) && d < TS_MAX_DIMS; d++)
     di[d] = ts_store_index(ds, d);
-  for (int d = 0; d < ts_store_n_indices(as) && d < TS_MAX_DIMS; d++)
+  for (int d = 0; ai && d < ts_store_n_indices(as) && d < TS_MAX_DIMS; d++)
     ai[d] = ts_store_index(as, d);
   if (!record_access(c, ts_store_buffer(ds), ts_store_buffer(as), di,
                      ts_store_n_indices(ds), ai, ts_store_n_indices(as)))
@@ -652,6 +658,12 @@ int apply_tensorize(ts_sched *s, inst *in, rv_list *out) {
     char *bname;
     r = blockize_commit(s, loop, &plan, &bname);
     blockize_plan_free(&plan);
+    if (!r) {
+      ts_node_map_destroy(m.iters);
+      ts_func_free(desc);
+      ts_func_free(impl);
+      return fail_oom(s, "tensorize");
+    }
     sched_refresh(s);
     ts_node_map_destroy(m.iters);
     match_init(&m, a);
@@ -676,6 +688,13 @@ int apply_tensorize(ts_sched *s, inst *in, rv_list *out) {
       ts_stmt_copy(a, ts_block_body(ts_realize_block(impl_root)), NULL);
   rewriter rw = {impl_expr, impl_store, true, &ic};
   body = rewrite_stmt(a, body, &rw);
+  if (!body || ts_arena_failed(a)) {
+    /* (a loop given was blockized already; the block keeps its body) */
+    ts_node_map_destroy(m.iters);
+    ts_func_free(desc);
+    ts_func_free(impl);
+    return fail_oom(s, "tensorize");
+  }
   ts_block *ob = ts_realize_block(r);
   stmt_vec dead = {0};
   tree_loops(ts_block_body(ob), false, &dead);

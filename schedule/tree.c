@@ -224,15 +224,19 @@ int body_items(ts_stmt *body, ts_stmt ***items, ts_stmt **one) {
 }
 
 ts_stmt *make_seq(ts_arena *a, ts_stmt *const *items, int n) {
+  if (n > 0 && !items) return NULL;
   stmt_vec flat = {0};
-  for (int i = 0; i < n; i++) {
-    if (ts_stmt_kind_of(items[i]) == TS_STMT_SEQ)
-      for (int j = 0; j < ts_seq_n(items[i]); j++)
-        sv_push(&flat, ts_seq_item(items[i], j));
+  bool ok = true;
+  for (int i = 0; i < n && ok; i++) {
+    if (!items[i])
+      ok = false;
+    else if (ts_stmt_kind_of(items[i]) == TS_STMT_SEQ)
+      for (int j = 0; j < ts_seq_n(items[i]) && ok; j++)
+        ok = sv_push(&flat, ts_seq_item(items[i], j));
     else
-      sv_push(&flat, items[i]);
+      ok = sv_push(&flat, items[i]);
   }
-  ts_stmt *r = flat.n == 1 ? flat.v[0] : ts_seq(a, flat.v, flat.n);
+  ts_stmt *r = !ok ? NULL : flat.n == 1 ? flat.v[0] : ts_seq(a, flat.v, flat.n);
   sv_free(&flat);
   return r;
 }
@@ -260,27 +264,35 @@ int tree_index_in(ts_stmt *container, const ts_stmt *stmt) {
   return r;
 }
 
-void tree_insert(ts_func *f, ts_stmt *container, int pos, ts_stmt *item) {
+bool tree_insert(ts_func *f, ts_stmt *container, int pos, ts_stmt *item) {
   ts_arena *a = ts_func_arena(f);
   ts_stmt *body = container_body(container);
   ts_stmt **items, *one;
   int n = body_items(body, &items, &one);
+  if (!item || (body && !items)) return false;
   if (pos < 0) pos = 0;
   if (pos > n) pos = n;
   ts_stmt **all = ts_arena_alloc(a, sizeof *all * (size_t)(n + 1));
-  for (int i = 0; i < pos; i++) all[i] = items[i];
-  all[pos] = item;
-  for (int i = pos; i < n; i++) all[i + 1] = items[i];
-  set_container_body(container, make_seq(a, all, n + 1));
+  ts_stmt *seq = NULL;
+  if (all) {
+    for (int i = 0; i < pos; i++) all[i] = items[i];
+    all[pos] = item;
+    for (int i = pos; i < n; i++) all[i + 1] = items[i];
+    seq = make_seq(a, all, n + 1);
+  }
+  if (seq) set_container_body(container, seq);
   free(items);
+  return seq != NULL;
 }
 
-void tree_remove(ts_func *f, ts_stmt *stmt, stmt_vec *removed_loops) {
+bool tree_remove(ts_func *f, ts_stmt *stmt, stmt_vec *removed_loops) {
   ts_arena *a = ts_func_arena(f);
   stmt_vec p = {0};
   bool found = tree_path(f, stmt, &p);
-  assert(found);
-  (void)found;
+  /* not found only when the path could not be stored (out of memory) */
+  assert(found || ts_alloc_failures() > 0);
+  if (!found) return false;
+  bool ok = true;
   ts_stmt *victim = stmt;
   for (int i = p.n - 1; i >= 0; i--) {
     ts_stmt *parent = p.v[i];
@@ -294,6 +306,10 @@ void tree_remove(ts_func *f, ts_stmt *stmt, stmt_vec *removed_loops) {
     if (k == TS_STMT_SEQ) {
       int n = ts_seq_n(parent);
       ts_stmt **rest = ts_arena_alloc(a, sizeof *rest * (size_t)(n ? n : 1));
+      if (!rest) {
+        ok = false;
+        break;
+      }
       int m = 0;
       for (int j = 0; j < n; j++)
         if (ts_seq_item(parent, j) != victim)
@@ -303,23 +319,33 @@ void tree_remove(ts_func *f, ts_stmt *stmt, stmt_vec *removed_loops) {
         continue;
       }
       ts_stmt *repl = make_seq(a, rest, m);
-      tree_replace(f, i > 0 ? p.v[i - 1] : NULL, parent, repl);
+      if (repl) tree_replace(f, i > 0 ? p.v[i - 1] : NULL, parent, repl);
+      ok = repl != NULL;
       break;
     }
     /* a block (or if/let/allocate) keeps an empty body */
-    tree_replace(f, parent, victim, ts_seq(a, NULL, 0));
+    ts_stmt *empty = ts_seq(a, NULL, 0);
+    if (empty) tree_replace(f, parent, victim, empty);
+    ok = empty != NULL;
     break;
   }
   sv_free(&p);
+  return ok;
 }
 
 /* ---- in-place rewriting ---- */
 
+/* The rewritten e; e itself when the rewrite ran out of memory (a NULL
+ * result: the failure is counted, and the primitive reports it). */
 static ts_expr *rx(ts_arena *a, const rewriter *r, ts_expr *e) {
   if (!e || !r->expr) return e;
-  return r->expr(r->ctx, a, e);
+  ts_expr *x = r->expr(r->ctx, a, e);
+  return x ? x : e;
 }
 
+/* (A statement that cannot be rebuilt for lack of memory stays as it was;
+ * the rewrite goes on with the rest, and the primitive reports the failure
+ * counted.) */
 ts_stmt *rewrite_stmt(ts_arena *a, ts_stmt *s, const rewriter *r) {
   if (!s) return NULL;
   switch (ts_stmt_kind_of(s)) {
@@ -335,13 +361,13 @@ ts_stmt *rewrite_stmt(ts_arena *a, ts_stmt *s, const rewriter *r) {
     int n = ts_realize_n_values(s);
     bool changed = false;
     ts_expr **vals = ts_arena_alloc(a, sizeof *vals * (size_t)(n ? n : 1));
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; vals && i < n; i++) {
       vals[i] = rx(a, r, ts_realize_value(s, i));
       if (vals[i] != ts_realize_value(s, i)) changed = true;
     }
     ts_expr *pred = rx(a, r, ts_realize_predicate(s));
     if (pred != ts_realize_predicate(s)) changed = true;
-    if (changed) ts_realize_set_values(a, s, vals, n, pred);
+    if (changed && vals) ts_realize_set_values(a, s, vals, n, pred);
     if (r->into_blocks) {
       ts_block *b = ts_realize_block(s);
       ts_stmt *init = rewrite_stmt(a, ts_block_init(b), r);
@@ -357,6 +383,7 @@ ts_stmt *rewrite_stmt(ts_arena *a, ts_stmt *s, const rewriter *r) {
     ts_expr *idx[TS_MAX_DIMS + 1];
     ts_expr **ix =
         n <= TS_MAX_DIMS + 1 ? idx : ts_arena_alloc(a, sizeof *ix * (size_t)n);
+    if (!ix) return s;
     for (int i = 0; i < n; i++) {
       ix[i] = rx(a, r, ts_store_index(s, i));
       if (ix[i] != ts_store_index(s, i)) changed = true;
@@ -365,8 +392,12 @@ ts_stmt *rewrite_stmt(ts_arena *a, ts_stmt *s, const rewriter *r) {
     ts_stmt *out = s;
     if (changed || v != ts_store_value(s))
       out = ts_store(a, ts_store_buffer(s), ix, n, v);
+    if (!out) return s;
 
-    if (r->store) out = r->store(r->ctx, a, out);
+    if (r->store) {
+      ts_stmt *st = r->store(r->ctx, a, out);
+      if (st) out = st;
+    }
     return out;
   }
   case TS_STMT_SEQ:
@@ -379,19 +410,25 @@ ts_stmt *rewrite_stmt(ts_arena *a, ts_stmt *s, const rewriter *r) {
     ts_expr *c = rx(a, r, ts_if_cond(s));
     ts_stmt *t = rewrite_stmt(a, ts_if_then(s), r);
     ts_stmt *e = rewrite_stmt(a, ts_if_else(s), r);
-    if (c != ts_if_cond(s)) return ts_if(a, c, t, e);
+    if (c != ts_if_cond(s)) {
+      ts_stmt *x = ts_if(a, c, t, e);
+      if (x) return x;
+    }
     if (t != ts_if_then(s) || e != ts_if_else(s)) ts_if_set_branches(s, t, e);
     return s;
   }
   case TS_STMT_EVALUATE: {
     ts_expr *v = rx(a, r, ts_evaluate_value(s));
-    return v == ts_evaluate_value(s) ? s : ts_evaluate(a, v);
+    ts_stmt *x = v == ts_evaluate_value(s) ? s : ts_evaluate(a, v);
+    return x ? x : s;
   }
   case TS_STMT_LET: {
     ts_expr *v = rx(a, r, ts_let_stmt_value(s));
     ts_stmt *body = rewrite_stmt(a, ts_let_stmt_body(s), r);
-    if (v != ts_let_stmt_value(s))
-      return ts_let_stmt(a, ts_let_stmt_var(s), v, body);
+    ts_stmt *x = v != ts_let_stmt_value(s)
+                     ? ts_let_stmt(a, ts_let_stmt_var(s), v, body)
+                     : NULL;
+    if (x) return x;
     if (body != ts_let_stmt_body(s)) ts_let_stmt_set_body(s, body);
     return s;
   }
@@ -457,6 +494,7 @@ static bool name_used(const ts_func *f, const char *name, bool buffers) {
 static char *unique_name(const ts_func *f, const char *base, bool buffers) {
   size_t cap = strlen(base) + 24;
   char *name = ts_arena_alloc(ts_func_arena(f), cap);
+  if (!name) return NULL;
   snprintf(name, cap, "%s", base);
   for (int i = 1; name_used(f, name, buffers) ||
                   (buffers && ts_text_name_is_reserved(name));

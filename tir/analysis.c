@@ -56,8 +56,18 @@ static bool is_index_int(ts_dtype t) {
   return t.lanes == 1 && (t.code == TS_DT_INT || t.code == TS_DT_UINT);
 }
 
-/* The interval of e over the relaxed vars (other vars are points). */
+static ivl sym_node(infer_ctx *c, ts_expr *e, int depth);
+
+/* The interval of e over the relaxed vars (other vars are points); unknown
+ * for NULL and when a bound could not be built (out of memory: the arena
+ * is failed). */
 static ivl sym(infer_ctx *c, ts_expr *e, int depth) {
+  if (!e) return UNKNOWN;
+  ivl r = sym_node(c, e, depth);
+  return r.lo && r.hi ? r : UNKNOWN;
+}
+
+static ivl sym_node(infer_ctx *c, ts_expr *e, int depth) {
   ts_arena *a = c->a;
   if (depth > 200) return UNKNOWN;
   ivl x, y;

@@ -439,7 +439,10 @@ ts_expr *ts_let(ts_arena *a, ts_expr *var, ts_expr *value, ts_expr *body) {
 /* ---- inspection ---- */
 
 ts_expr_kind ts_expr_kind_of(const ts_expr *e) { return (ts_expr_kind)e->kind; }
-ts_dtype ts_expr_dtype(const ts_expr *e) { return e->dtype; }
+/* An invalid dtype for NULL (a constructor that ran out of memory). */
+ts_dtype ts_expr_dtype(const ts_expr *e) {
+  return e ? e->dtype : (ts_dtype){0};
+}
 
 int ts_expr_n_operands(const ts_expr *e) {
   switch (e->kind) {

@@ -75,9 +75,14 @@ ts_buffer *ts_buffer_new(ts_arena *a, const char *name, ts_dtype t,
   return b;
 }
 
-const char *ts_buffer_name(const ts_buffer *b) { return b->name; }
-ts_dtype ts_buffer_dtype(const ts_buffer *b) { return b->dtype; }
-int ts_buffer_ndim(const ts_buffer *b) { return b->ndim; }
+/* A NULL buffer (the result of a constructor or builder call that ran out
+ * of memory) has no name, an invalid dtype and rank 0, so code chaining
+ * such results reaches the call that reports the failure. */
+const char *ts_buffer_name(const ts_buffer *b) { return b ? b->name : NULL; }
+ts_dtype ts_buffer_dtype(const ts_buffer *b) {
+  return b ? b->dtype : (ts_dtype){0};
+}
+int ts_buffer_ndim(const ts_buffer *b) { return b ? b->ndim : 0; }
 int64_t ts_buffer_dim(const ts_buffer *b, int i) {
   assert(i >= 0 && i < b->ndim);
   return b->shape[i];

@@ -191,6 +191,7 @@ ts_te_stage *ts_te_compute(ts_te *te, const char *name, ts_dtype t,
            st->buf->name, i, ax ? ax : "(null)");
       ax = default_axis_name(te->a, i);
     }
+    if (!ax) return NULL; /* no memory for a default name */
     for (int j = 0; j < i; j++)
       if (strcmp(ts_var_name(st->loops[j]), ax) == 0)
         fail(te, "stage '%s': axis name '%s' is used twice", st->buf->name, ax);

@@ -378,6 +378,8 @@ bool ts_expr_const_bound(const ts_expr *e, const ts_var_ranges *ranges,
  * strides are set; scope "global", alignment TS_DEFAULT_ALIGN bytes. */
 ts_buffer *ts_buffer_new(ts_arena *a, const char *name, ts_dtype t,
                          const int64_t *shape, int ndim);
+/* For NULL (a constructor or tensor-expression call that ran out of
+ * memory): NULL, an invalid dtype (lanes 0) and rank 0. */
 const char *ts_buffer_name(const ts_buffer *b);
 ts_dtype ts_buffer_dtype(const ts_buffer *b);
 int ts_buffer_ndim(const ts_buffer *b);

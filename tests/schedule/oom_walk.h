@@ -11,6 +11,10 @@
  * half). Finally, with the hook off, the work must give the same result as
  * before the walk.
  *
+ * oom_reserve_take_all takes the arena's static reserve first (tir/arena.c),
+ * so that in a walk run while it is held every arena allocation that fails
+ * returns NULL instead of going on in the reserve.
+ *
  * For a quick look or a debugger: TS_OOM_STAGE=NAME ends the walk at that
  * stage (a walk without a stage of that name is skipped), TS_OOM_FROM=N
  * starts at the N-th allocation, TS_OOM_STRIDE=S takes every S-th only;
@@ -125,6 +129,35 @@ static inline void oom_walk_run(const oom_walk *w, void *ctx) {
          w->name, n_walked, k, w->stages[last], secs);
   free(again);
   free(want);
+}
+
+enum { OOM_MAX_HELD = 256 };
+
+/* Arenas created while malloc failed, holding the arena's reserve. */
+typedef struct oom_reserve {
+  ts_arena *held[OOM_MAX_HELD];
+  int n;
+} oom_reserve;
+
+/* Takes every slot of the reserve. */
+static inline void oom_reserve_take_all(oom_reserve *h) {
+  h->n = 0;
+  for (;;) {
+    assert_true(h->n < OOM_MAX_HELD);
+    ts_alloc_fail_nth(1);
+    ts_arena *a = ts_arena_create();
+    assert_true(ts_alloc_injected());
+    ts_alloc_fail_nth(-1);
+    if (!a) break;
+    assert_true(ts_arena_failed(a));
+    h->held[h->n++] = a;
+  }
+  assert_true(h->n > 0);
+}
+
+static inline void oom_reserve_give_back(oom_reserve *h) {
+  for (int i = 0; i < h->n; i++) ts_arena_destroy(h->held[i]);
+  h->n = 0;
 }
 
 #endif /* TESSERA_TEST_OOM_WALK_H */

@@ -299,30 +299,9 @@ static void test_compute_inline(void **state) {
   finish(s, "compute_inline", true);
 }
 
-static const char *const two_stage =
-    "func two(A: float32[8, 6], C: float32[8, 6]) {\n"
-    "  block root() {\n"
-    "    alloc B: float32[8, 6]\n"
-    "    for i in range(8) {\n"
-    "      for j in range(6) {\n"
-    "        block B(vi: spatial(8) = i, vj: spatial(6) = j) {\n"
-    "          B[vi, vj] = A[vi, vj] * float32(2)\n"
-    "        }\n"
-    "      }\n"
-    "    }\n"
-    "    for i in range(8) {\n"
-    "      for j in range(6) {\n"
-    "        block C(vi: spatial(8) = i, vj: spatial(6) = j) {\n"
-    "          C[vi, vj] = B[vi, vj] + float32(1)\n"
-    "        }\n"
-    "      }\n"
-    "    }\n"
-    "  }\n"
-    "}\n";
-
 static void test_reverse_compute_inline(void **state) {
   (void)state;
-  ts_sched *s = util_sched_text(two_stage);
+  ts_sched *s = util_sched_text(util_two_stage());
   assert_non_null(s);
   ts_rv c;
   OK(ts_sched_get_block(s, "C", &c));

@@ -149,6 +149,29 @@ static inline ts_sched *util_sched(const char *spec) {
   return s;
 }
 
+/* Two spatial stages, B = A * 2 then C = B + 1 (8x6 each), as TIR text. */
+static inline const char *util_two_stage(void) {
+  return "func two(A: float32[8, 6], C: float32[8, 6]) {\n"
+         "  block root() {\n"
+         "    alloc B: float32[8, 6]\n"
+         "    for i in range(8) {\n"
+         "      for j in range(6) {\n"
+         "        block B(vi: spatial(8) = i, vj: spatial(6) = j) {\n"
+         "          B[vi, vj] = A[vi, vj] * float32(2)\n"
+         "        }\n"
+         "      }\n"
+         "    }\n"
+         "    for i in range(8) {\n"
+         "      for j in range(6) {\n"
+         "        block C(vi: spatial(8) = i, vj: spatial(6) = j) {\n"
+         "          C[vi, vj] = B[vi, vj] + float32(1)\n"
+         "        }\n"
+         "      }\n"
+         "    }\n"
+         "  }\n"
+         "}\n";
+}
+
 /* A schedule over TIR text. */
 static inline ts_sched *util_sched_text(const char *text) {
   ts_func *f;

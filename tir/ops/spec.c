@@ -316,13 +316,14 @@ ts_expr *op_lowest(ts_arena *a, ts_dtype t) {
   return ts_int(a, t, -((int64_t)1 << (t.bits - 1)));
 }
 
+/* (Both give NULL for a NULL operand, as the constructors do.) */
 ts_expr *op_if_then_else(ts_arena *a, ts_expr *cond, ts_expr *t, ts_expr *f) {
   ts_expr *args[3] = {cond, t, f};
-  return ts_call(a, t->dtype, "if_then_else", args, 3);
+  return ts_call(a, ts_expr_dtype(t), "if_then_else", args, 3);
 }
 
 ts_expr *op_math(ts_arena *a, const char *name, ts_expr *x) {
-  return ts_call(a, x->dtype, name, &x, 1);
+  return ts_call(a, ts_expr_dtype(x), name, &x, 1);
 }
 
 /* ---- parsing ---- */
