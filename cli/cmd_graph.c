@@ -8,6 +8,7 @@
  */
 #include "cli.h"
 
+#include "db/db.h"
 #include "graph/graph.h"
 #include "tir/alloc.h"
 
@@ -21,6 +22,7 @@ static const char graph_usage[] =
     "NAME=DIMS]...\n"
     "                          [--override NODE=FILE.tir]... [--json]\n"
     "                          [--quantize PROFILE.json ...]\n"
+    "                          [--pet ... [--db PATH] [--target T]]\n"
     "       tessera graph tasks MODEL.onnx [--input-shape NAME=DIMS]... "
     "[--tir]\n"
     "                          [--json]\n"
@@ -57,10 +59,13 @@ static const char graph_usage[] =
     "  --override NODE=FILE.tir  replace a node of the lowered graph (before\n"
     "                   fusion) by a destination-passing call of the TIR\n"
     "                   function in FILE (parameters: inputs, then outputs)\n"
-    "  --json           print JSON instead of text\n";
+    "  --json           print JSON instead of text\n"
+    "  --db PATH, --target T  with --pet: weigh PET's candidates by the\n"
+    "                   database's latencies on target T (default: llvm,\n"
+    "                   this machine), as `tessera compile --pet --db` does\n";
 
 typedef struct graph_opts {
-  const char *model, *after, *inputs_path, *outputs_path;
+  const char *model, *after, *inputs_path, *outputs_path, *db_path, *target;
   const char **shapes;
   int n_shapes;
   const char **overrides;
@@ -108,6 +113,12 @@ static int parse_opts(const char *sub, int argc, char **argv, graph_opts *o) {
       if (missing || !strchr(v, '='))
         return cli_usage_error(sub, "--override needs NODE=FILE.tir");
       o->overrides[o->n_overrides++] = v;
+    } else if (cli_opt_value(argc, argv, &i, "--db", &v, &missing)) {
+      if (missing) return cli_usage_error(sub, "--db needs a database path");
+      o->db_path = v;
+    } else if (cli_opt_value(argc, argv, &i, "--target", &v, &missing)) {
+      if (missing) return cli_usage_error(sub, "--target needs a target");
+      o->target = v;
     } else if (cli_opt_value(argc, argv, &i, "--inputs", &v, &missing)) {
       if (missing) return cli_usage_error(sub, "--inputs needs a file");
       o->inputs_path = v;
@@ -180,7 +191,20 @@ static int load_graph(const graph_opts *o, ts_graph **out) {
 
 static int graph_show(const graph_opts *o) {
   ts_graph *g;
+  ts_db *db = NULL;
+  if (o->db_path) { /* before the passes: --pet weighs candidates by it */
+    ts_error err;
+    ts_db_options dbo = ts_db_defaults();
+    dbo.read_only = true;
+    if (ts_db_open(o->db_path, &dbo, &db, &err) != TS_OK) {
+      cli_error("cannot open the database", &err);
+      return EXIT_FAIL;
+    }
+    cli_pet_measure(db, o->target, false);
+  }
   int rc = load_graph(o, &g);
+  cli_pet_measure(NULL, NULL, false);
+  if (db) ts_db_close(db);
   if (rc) return rc;
   char *text = o->json ? ts_graph_print_json(g) : ts_graph_print(g);
   if (!text) {

@@ -126,6 +126,12 @@ expect 0 "$T" tune --model "$TMP/dil.onnx" --pet --trials 32 \
 contains err "pet: 1 task of the candidates it weighed added"
 expect 0 "$T" compile "$TMP/dil.onnx" --pet --db "$TMP/p.db" -o "$TMP/p.so"
 contains err "2 subprograms chosen by measurement"
+# graph show weighs them the same way with --db, each line saying so
+expect 0 "$T" graph show "$TMP/dil.onnx" --pet --db "$TMP/p.db" --after pet
+contains out "dilated_to_batch: 9 boxes, 0 differ; measured "
+contains out "2 subprograms chosen by measurement"
+expect 1 "$T" graph show "$TMP/dil.onnx" --pet --db "$TMP/nonexistent/p.db"
+contains err "cannot open the database"
 # quantized with --pet: the profile of the rewritten graph covers its new
 # values, so both convs become int8
 /usr/bin/python3 -c "
