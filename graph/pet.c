@@ -1298,71 +1298,101 @@ static void sub_text(const ts_graph *g, const pet_sub *sub, char *buf,
            shared_weights ? "applying" : "reading", g->values[v].name, shape);
 }
 
-/* Checks mutant m of sub (correcting it where it differs, for a conv of
- * one output); 1 when it holds, 0 when it was dropped (logged). */
-static int check_mutant(ts_graph *g, gr_pet_setup *s, const pet_sub *sub,
-                        pet_mutant *m, char *what, size_t what_size,
-                        ts_error *err) {
+/* The node of sub that computes value v, or NULL. */
+static const gr_node *producer_in(const pet_sub *sub, int v) {
+  for (int i = 0; i < sub->n; i++)
+    for (int o = 0; o < sub->nodes[i].n_outputs; o++)
+      if (sub->nodes[i].outputs[o] == v) return &sub->nodes[i];
+  return NULL;
+}
+
+/* Checks every output of mutant m against sub's; *res[k] the result of
+ * output k. 0 done, 1 when an output could not be checked (logged, counted
+ * as not checked), negative on failure. */
+static int check_outputs(ts_graph *g, gr_pet_setup *s, const pet_sub *sub,
+                         const pet_mutant *m, pet_check_result *res,
+                         const char *text, const char *what) {
   pet_prog orig = {sub->nodes, sub->n}, mp = {m->nodes, m->n};
   pet_check_opts co = {s->o.trials, s->o.seed,    s->o.max_boxes,
                        4096,        CHECK_BUDGET, 0};
-  pet_check_result res = {0};
   ts_error cerr;
+  for (int k = 0; k < sub->n_outs; k++) {
+    if (!pet_check(g, &orig, sub->outs[k], &mp, m->outs[k], &co, &res[k],
+                   &cerr)) {
+      s->r.points += res[k].n_points;
+      continue;
+    }
+    for (int j = 0; j < k; j++) pet_check_result_free(&res[j]);
+    s->r.unchecked++;
+    if (what)
+      logf_(s, "%s; corrected, not checked (%s)", what, cerr.msg);
+    else
+      logf_(s, "%s: %s: not checked (%s)", text, m->kind, cerr.msg);
+    return 1;
+  }
+  return 0;
+}
+
+/* Checks mutant m of sub, correcting the outputs that differ where a conv
+ * of the original computes them (bands of rows or columns); 1 when it
+ * holds, 0 when it was dropped (logged). */
+static int check_mutant(ts_graph *g, gr_pet_setup *s, const pet_sub *sub,
+                        pet_mutant *m, char *what, size_t what_size,
+                        ts_error *err) {
+  pet_check_result res[PET_MAX_OUTS];
   char text[256];
   sub_text(g, sub, text, sizeof text);
+  if (check_outputs(g, s, sub, m, res, text, NULL)) return 0;
   int64_t n_diff = 0, n_boxes = 0;
   for (int k = 0; k < sub->n_outs; k++) {
-    pet_check_result one;
-    if (pet_check(g, &orig, sub->outs[k], &mp, m->outs[k], &co, &one, &cerr)) {
-      s->r.unchecked++;
-      logf_(s, "%s: %s: not checked (%s)", text, m->kind, cerr.msg);
-      pet_check_result_free(&res);
-      return 0;
-    }
-    s->r.boxes += one.n_boxes;
-    s->r.points += one.n_points;
-    n_boxes += one.n_boxes;
-    n_diff += one.n_diff;
-    if (k == 0)
-      res = one;
-    else
-      pet_check_result_free(&one);
+    s->r.boxes += res[k].n_boxes;
+    n_boxes += res[k].n_boxes;
+    n_diff += res[k].n_diff;
   }
   s->r.verified++;
   snprintf(what, what_size, "%s: %s: %lld boxes, %lld differ", text, m->kind,
            (long long)n_boxes, (long long)n_diff);
   if (!n_diff) {
-    pet_check_result_free(&res);
+    for (int k = 0; k < sub->n_outs; k++) pet_check_result_free(&res[k]);
     s->r.exact++;
     return 1;
   }
+  /* each differing output by the bands of the conv that computes it in
+   * the original */
   char note[200] = "";
-  int rc = 0;
-  if (sub->n == 1 && sub->n_outs == 1) /* corrections: a conv's bands */
-    rc = correct(g, &sub->nodes[0], m, &res, note, sizeof note, err);
-  pet_check_result_free(&res);
-  if (rc < 0) return rc;
-  m->outs[0] = m->out;
-  pet_check_result again = {0};
-  mp = (pet_prog){m->nodes, m->n};
-  int rc2 = rc == 0 ? 0
-                    : pet_check(g, &orig, sub->outs[0], &mp, m->out, &co,
-                                &again, &cerr);
-  if (rc2) { /* the corrected mutant could not be checked */
-    s->r.unchecked++;
-    logf_(s, "%s; corrected%s, not checked (%s)", what, note, cerr.msg);
-    return 0;
+  int rc = 1;
+  for (int k = 0; k < sub->n_outs && rc > 0; k++) {
+    if (!res[k].n_diff) continue;
+    const gr_node *c = producer_in(sub, sub->outs[k]);
+    char one[200] = "";
+    m->out = m->outs[k];
+    rc = c ? correct(g, c, m, &res[k], one, sizeof one, err) : 0;
+    m->outs[k] = m->out;
+    size_t len = strlen(note);
+    if (rc > 0 && len < sizeof note)
+      snprintf(note + len, sizeof note - len, "%s%s", len ? ";" : "", one);
   }
-  if (rc == 0 || again.n_diff) {
+  m->out = m->outs[0];
+  for (int k = 0; k < sub->n_outs; k++) pet_check_result_free(&res[k]);
+  if (rc < 0) return rc;
+  pet_check_result again[PET_MAX_OUTS];
+  int64_t still = 0;
+  if (rc > 0) {
+    char line[600];
+    snprintf(line, sizeof line, "%s; corrected%s", what, note);
+    if (check_outputs(g, s, sub, m, again, text, line)) return 0;
+    for (int k = 0; k < sub->n_outs; k++) {
+      still += again[k].n_diff;
+      pet_check_result_free(&again[k]);
+    }
+  }
+  if (rc == 0 || still) {
     s->r.wrong++;
     logf_(s, "%s; %s, dropped", what,
           rc == 0 ? "no correction covers them"
                   : "still differs after correction");
-    pet_check_result_free(&again);
     return 0;
   }
-  s->r.points += again.n_points;
-  pet_check_result_free(&again);
   s->r.corrected++;
   size_t len = strlen(what);
   snprintf(what + len, what_size - len, ", corrected%s", note);
