@@ -35,6 +35,9 @@
  *                      is corrected (PET's canonical partial equivalence;
  *                      on a CPU it never wins on cost, and it is kept to
  *                      exercise the corrector on every model).
+ *   pad_same           a stride-1 conv with pads below "same" (a "valid"
+ *                      conv) as the "same" conv, the original's rows and
+ *                      columns sliced out: exact, and what Winograd takes.
  *   batch_shared_input the convs or matmuls of a subprogram as one, their
  *                      weights (and biases) concatenated along the output
  *                      channels at compile time, a slice of the result for
@@ -335,8 +338,42 @@ static int mut_split_rows(ts_graph *g, const gr_node *n, pet_mutant *m,
   return 1;
 }
 
+/* A stride-1 conv of odd kernel whose pads are smaller than "same" (a
+ * "valid" conv, or pads on some sides only) as the "same" conv, and the
+ * rows and columns the original computes sliced out of it: exact, at the
+ * cost of the border it computes and drops. The "same" form is what
+ * Winograd takes. */
+static int mut_pad_same(ts_graph *g, const gr_node *n, pet_mutant *m,
+                        ts_error *err) {
+  conv_info c;
+  if (!conv_info_of(g, n, &c) || c.s[0] != 1 || c.s[1] != 1 || c.d[0] != 1 ||
+      c.d[1] != 1 || c.k[0] % 2 == 0 || c.k[1] % 2 == 0)
+    return 0;
+  int64_t ph = (c.k[0] - 1) / 2, pw = (c.k[1] - 1) / 2;
+  if (c.pad[0] > ph || c.pad[2] > ph || c.pad[1] > pw || c.pad[3] > pw ||
+      (c.pad[0] == ph && c.pad[2] == ph && c.pad[1] == pw && c.pad[3] == pw))
+    return 0;
+  int v = conv_like(g, m, n, &c, c.x, (int64_t[]){ph, pw, ph, pw}, c.d, err);
+  if (v < 0) return v;
+  /* rows and columns in one slice: one copy */
+  int64_t lo[2] = {ph - c.pad[0], pw - c.pad[1]},
+          hi[2] = {lo[0] + c.OH, lo[1] + c.OW}, axes[2] = {1, 2};
+  int st = pet_int64s(g, "pet_start", 2, lo),
+      en = pet_int64s(g, "pet_end", 2, hi),
+      ax = pet_int64s(g, "pet_axis", 2, axes);
+  if (st < 0 || en < 0 || ax < 0)
+    return TS_ERR(err, TS_ENOMEM, "out of memory");
+  v = pet_emit(g, m, "Slice", (int[]){v, st, en, ax}, 4, NULL, err);
+  if (v >= 0) v = infer_last(g, m, err);
+  if (v < 0) return v;
+  m->out = v;
+  m->kind = "pad_same";
+  return 1;
+}
+
 int pet_mutate(ts_graph *g, const gr_node *n, const char *kind, pet_mutant *m,
                ts_error *err) {
+  if (!strcmp(kind, "pad_same")) return mut_pad_same(g, n, m, err);
   if (!strcmp(kind, "dilated_to_batch")) return mut_dilated(g, n, m, err);
   if (!strcmp(kind, "split_rows")) return mut_split_rows(g, n, m, err);
   return TS_ERR(err, TS_EINVAL, "no built-in mutator '%s'", kind);
@@ -1214,7 +1251,8 @@ int ts_graph_set_pet(ts_graph *g, const ts_pet_options *o, ts_error *err) {
   if (!g->pet) {
     s->kinds[0] = "dilated_to_batch", s->fns[0] = mut_dilated;
     s->kinds[1] = "split_rows", s->fns[1] = mut_split_rows;
-    s->n_mut = 2;
+    s->kinds[2] = "pad_same", s->fns[2] = mut_pad_same;
+    s->n_mut = 3;
     s->sub_kinds[0] = "batch_shared_input", s->sub_fns[0] = mut_batch;
     s->sub_kinds[1] = "concat_shared_weights", s->sub_fns[1] = mut_concat;
     s->n_sub_mut = 2;

@@ -122,7 +122,8 @@ typedef int (*pet_mutator)(ts_graph *g, const gr_node *n, pet_mutant *m,
 typedef int (*pet_sub_mutator)(ts_graph *g, const pet_sub *sub, pet_mutant *m,
                                ts_error *err);
 
-/* Runs the built-in mutator `kind` ("dilated_to_batch", "split_rows") on
+/* Runs the built-in mutator `kind` ("dilated_to_batch", "split_rows",
+ * "pad_same") on
  * n: as a mutator does; TS_EINVAL for an unknown kind. For tests. */
 int pet_mutate(ts_graph *g, const gr_node *n, const char *kind, pet_mutant *m,
                ts_error *err);

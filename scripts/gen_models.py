@@ -6,8 +6,9 @@ style of a PyTorch export: Shape/Gather/Unsqueeze/Concat/Reshape chains,
 layer normalisation spelled out as ReduceMean/Sub/Pow/Sqrt/Div, GELU as
 Erf, symbolic batch and sequence dimensions, weights as external data) and
 a CSRNet-like dilated-convolution network; `bert_layer` is BERT-base with
-one encoder layer, and it and ResNet-18 are written only when asked for
-(`--models resnet18,bert_layer`). `--small` writes reduced versions
+one encoder layer, `unet` a U-Net-like network of unpadded ("valid")
+convolutions; they and ResNet-18 are written only when asked for
+(`--models resnet18,bert_layer,unet`). `--small` writes reduced versions
 of each (same operators and structure, a few layers and small widths) that
 the tests run in seconds.
 
@@ -326,6 +327,38 @@ def csrnet(rng, small):
     return g, False
 
 
+def unet(rng, small):
+    """A U-Net-like network with "valid" 3x3 convolutions (no padding), as
+    the original U-Net: two levels, a transposed-conv upsampling, the skip
+    connection cropped and concatenated, a 1x1 classifier."""
+    b = Builder(rng)
+    size = 44 if small else 188
+    w1, w2 = (8, 16) if small else (64, 128)
+
+    def double(x, cin, cout):
+        x = b.relu(b.conv(x, cin, cout, 3, pad=0, bias=True))
+        return b.relu(b.conv(x, cout, cout, 3, pad=0, bias=True))
+
+    skip = double("image", 3, w1)                       # size - 4
+    x = b.op("MaxPool", [skip], kernel_shape=[2, 2], strides=[2, 2])
+    x = double(x, w1, w2)                               # (size - 4) / 2 - 4
+    up_w = b.weight("up_w", (w2, w1, 2, 2), w2 * 4)
+    x = b.op("ConvTranspose", [x, up_w], kernel_shape=[2, 2], strides=[2, 2])
+    low = ((size - 4) // 2 - 4) * 2
+    off = (size - 4 - low) // 2
+    crop = b.op("Slice", [skip, b.const("crop_start", np.array([off, off], np.int64)),
+                          b.const("crop_end", np.array([off + low, off + low], np.int64)),
+                          b.const("crop_axes", np.array([2, 3], np.int64))])
+    x = b.op("Concat", [crop, x], axis=1)
+    x = double(x, 2 * w1, w1)                           # low - 4
+    x = b.conv(x, w1, 2, 1, pad=0, bias=True)
+    out_hw = low - 4
+    g = helper.make_graph(b.nodes, "unet", [tensor_input("image", TensorProto.FLOAT, [1, 3, size, size])],
+                          [helper.make_tensor_value_info(x, TensorProto.FLOAT, [1, 2, out_hw, out_hw])],
+                          b.inits)
+    return g, False
+
+
 def bad_models(out):
     """Small malformed models for the importer's error tests."""
     f32 = TensorProto.FLOAT
@@ -563,7 +596,8 @@ def digits(rng, small):
 DIGITS_OUT = None
 
 MODELS = {"resnet50": resnet50, "mobilenet_v2": mobilenet_v2, "bert": bert, "csrnet": csrnet,
-          "ops": ops, "digits": digits, "resnet18": resnet18, "bert_layer": bert_layer}
+          "ops": ops, "digits": digits, "resnet18": resnet18, "bert_layer": bert_layer,
+          "unet": unet}
 # what --models defaults to (the tests' set); the others on request
 DEFAULT_MODELS = ["resnet50", "mobilenet_v2", "bert", "csrnet", "ops", "digits"]
 OPSETS = {"ops": 17}

@@ -827,6 +827,54 @@ static void test_concat_shared_weights(void **state) {
   }
 }
 
+/* x [1, 64, 20, 20] -> 3x3 conv without padding (bias) -> relu -> 3x3
+ * conv padded on the top and left only: the "valid" convs of U-Net. */
+static ts_graph *valid_convs(void) {
+  ts_graph *g = ts_graph_new("valid");
+  int x = add_input(g, "x", (int64_t[]){1, 64, 20, 20});
+  int c1 = node(
+      g, "Conv",
+      (int[]){x, conv_weights(g, "w1", 64, 64, 3, 1), bias(g, "b1", 64)}, 3);
+  int r = node(g, "Relu", &c1, 1);
+  int c2 = node(g, "Conv", (int[]){r, conv_weights(g, "w2", 64, 64, 3, 2)}, 2);
+  set_ints(g, "pads", 4, (int64_t[]){1, 1, 0, 0});
+  set_output(g, c2);
+  return g;
+}
+
+/* pad_same: exact, chosen by the estimate (the "same" convs go to
+ * Winograd), and the compiled model computes what the original does. */
+static void test_pad_same(void **state) {
+  (void)state;
+  ts_error err;
+  ts_graph *plain = valid_convs(), *pet = valid_convs();
+  ts_pet_options o = {.only = "pad_same"};
+  assert_int_equal(ts_graph_set_pet(pet, &o, &err), TS_OK);
+  assert_int_equal(ts_graph_run_passes(plain, NULL, &err), TS_OK);
+  assert_int_equal(ts_graph_run_passes(pet, NULL, &err), TS_OK);
+  ts_pet_report r;
+  const char *log;
+  ts_graph_pet_report(pet, &r, &log);
+  if (r.generated != 2 || r.exact != 2 || r.applied != 2)
+    fail_msg("%d generated, %d exact, %d applied\n%s", r.generated, r.exact,
+             r.applied, log);
+  /* the valid conv is one box; the other has a padding band on top and
+   * on the left */
+  if (!strstr(log, "pad_same: 1 boxes, 0 differ") ||
+      !strstr(log, "pad_same: 4 boxes, 0 differ"))
+    fail_msg("%s", log);
+  expect_same(plain, pet, TS_GRAPH_COMPILE, "pad_same");
+  ts_graph_free(plain);
+  ts_graph_free(pet);
+  /* the Winograd stages replaced both direct convs */
+  pet = valid_convs();
+  assert_int_equal(ts_graph_set_pet(pet, &o, &err), TS_OK);
+  assert_int_equal(ts_graph_run_passes(pet, "winograd", &err), TS_OK);
+  assert_int_equal(ts_graph_count_op(pet, "WinogradInput"), 2);
+  assert_int_equal(ts_graph_count_op(pet, "Conv"), 0);
+  ts_graph_free(pet);
+}
+
 /* The batched matmul with the first two results exchanged (the same
  * widths: [32] and [32] in qkv's first and last) */
 static int mut_batch_swapped(ts_graph *g, const pet_sub *sub, pet_mutant *m,
@@ -1069,6 +1117,7 @@ int main(void) {
       cmocka_unit_test(test_batch_measured_choice),
       cmocka_unit_test(test_depth_two),
       cmocka_unit_test(test_concat_shared_weights),
+      cmocka_unit_test(test_pad_same),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
