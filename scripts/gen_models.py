@@ -6,9 +6,9 @@ style of a PyTorch export: Shape/Gather/Unsqueeze/Concat/Reshape chains,
 layer normalisation spelled out as ReduceMean/Sub/Pow/Sqrt/Div, GELU as
 Erf, symbolic batch and sequence dimensions, weights as external data) and
 a CSRNet-like dilated-convolution network; `bert_layer` is BERT-base with
-one encoder layer, `unet` a U-Net-like network of unpadded ("valid")
-convolutions; they and ResNet-18 are written only when asked for
-(`--models resnet18,bert_layer,unet`). `--small` writes reduced versions
+one encoder layer, and it and ResNet-18 are written only when asked for
+(`--models resnet18,bert_layer`); `unet` is a U-Net-like network of
+unpadded ("valid") convolutions. `--small` writes reduced versions
 of each (same operators and structure, a few layers and small widths) that
 the tests run in seconds.
 
@@ -599,7 +599,7 @@ MODELS = {"resnet50": resnet50, "mobilenet_v2": mobilenet_v2, "bert": bert, "csr
           "ops": ops, "digits": digits, "resnet18": resnet18, "bert_layer": bert_layer,
           "unet": unet}
 # what --models defaults to (the tests' set); the others on request
-DEFAULT_MODELS = ["resnet50", "mobilenet_v2", "bert", "csrnet", "ops", "digits"]
+DEFAULT_MODELS = ["resnet50", "mobilenet_v2", "bert", "csrnet", "ops", "digits", "unet"]
 OPSETS = {"ops": 17}
 
 

@@ -163,14 +163,16 @@ static void test_dilated_odd_size(void **state) {
  * applied whatever its cost, computes what the original does. */
 static void test_zoo_mutants_corrected(void **state) {
   (void)state;
-  /* dilations: CSRNet only; matmuls reading one value: BERT's Q, K, V */
+  /* dilations: CSRNet only; matmuls reading one value: BERT's Q, K, V;
+   * unpadded convs: U-Net */
   static const struct {
     const char *model, *kind;
   } runs[] = {{"csrnet_small", "split_rows"},
               {"resnet50_small", "split_rows"},
               {"mobilenet_v2_small", "split_rows"},
               {"csrnet_small", "dilated_to_batch"},
-              {"bert_small", "batch_shared_input"}};
+              {"bert_small", "batch_shared_input"},
+              {"unet_small", "pad_same"}};
   for (size_t k = 0; k < sizeof runs / sizeof *runs; k++) {
     ts_error err;
     bool bert = !strcmp(runs[k].model, "bert_small");
