@@ -24,7 +24,11 @@
  *     are at least four row tiles; its elementwise consumer computed at the
  *     row tile; its padding producer computed at the innermost outer loop
  *     (each tile pads the window it reads); the outer loops fused and
- *     parallel.
+ *     parallel. Before that, a GEMM-shaped anchor whose operand types a
+ *     dot intrinsic of the target computes (int8 with VNNI) is tensorized
+ *     onto it with a register tile of intrinsic calls
+ *     (tensorize_default, rules_tensorize.c); when that does not apply or
+ *     lower, the plain register tile.
  *  3. Every other block: without an anchor, a row reduction without reuse
  *     (softmax's maximum and sum, layer norm's sums) factored four vectors
  *     at a time (rfactor: independent accumulators), then the other blocks
@@ -37,7 +41,8 @@
  *     moved above that loop and its init decomposed; the innermost spatial
  *     loop vectorized when contiguous (split when long); the leading
  *     spatial loops fused and parallel when the block does enough work.
- * If the result does not lower, a plainer schedule is tried (only step 3),
+ * If the result does not lower, a plainer schedule is tried (step 2
+ * without the intrinsic, then only step 3),
  * and at last the unscheduled function. GPU: the first candidate of the
  * design space that postprocesses, from fixed seeds. The target's rule list
  * (rule_lists.c) says which of the two a target gets.
@@ -666,11 +671,17 @@ static int schedule_cpu(ts_sched *s, const ts_target *t, int level) {
   if (level >= 2)
     for (int i = 0; i < n && !anchor[0]; i++) {
       const ts_stmt *r = ts_func_find_block(ts_sched_func(s), names[i]);
-      if (r && block_is_reduction(ts_realize_block(r)) &&
-          block_has_spatial_reuse(r) && tile_anchor(s, t, names[i]))
+      if (!r || !block_is_reduction(ts_realize_block(r)) ||
+          !block_has_spatial_reuse(r))
+        continue;
+      /* level 3 tries the first anchor only: a failed attempt may have
+       * changed the schedule, which the caller then drops */
+      if (level >= 3 && tensorize_default(s, t, names[i]) != TS_OK) break;
+      if (level >= 3 || tile_anchor(s, t, names[i]))
         snprintf(anchor, sizeof anchor, "%s", names[i]);
     }
   names_free(names, n);
+  if (level >= 3 && !anchor[0]) return TS_ESCHEDULE;
   if (!anchor[0]) {
     vector_rfactor_rows(s, t);
     producers_at_output(s);
@@ -725,7 +736,7 @@ int default_schedule_gpu(const ts_func *f, const ts_target *t, ts_sched **out,
 
 int default_schedule_cpu(const ts_func *f, const ts_target *t, ts_sched **out,
                          ts_error *err) {
-  for (int level = 2; level >= 1; level--) {
+  for (int level = 3; level >= 1; level--) {
     ts_sched *s;
     int rc = ts_sched_create(f, 0, &s, err);
     if (rc) return rc; /* the function itself is refused */

@@ -142,6 +142,14 @@ int rule_parallel_vectorize_unroll(const gen *g, gen_state *st);
  * the (CPU) target has the feature of (when the options allow). */
 int rule_tensorize(const gen *g, const gen_state *st, const char *block,
                    gen_state *out, int cap);
+/* The default schedule's form of it (default.c): `block`, GEMM-shaped with
+ * rows, tensorized onto the target's dot intrinsic (one without rows) of
+ * its operand types with the longest K tile, with
+ * a fixed register tile of rows x column tiles of intrinsic calls whose
+ * accumulators stay in registers across a K block, B packed per column
+ * panel inside the panel's (parallel) loop, the init vectorized. On
+ * failure the schedule may hold part of the work: the caller drops it. */
+int tensorize_default(ts_sched *s, const ts_target *t, const char *block);
 
 /* GPU rules (rules_gpu.c). */
 int rule_gpu_tiling(const gen *g, const gen_state *st, const char *block,

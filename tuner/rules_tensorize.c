@@ -135,7 +135,8 @@ typedef struct desc_info {
   int64_t tile[3]; /* extents by role: i, j, k (i 1 when absent) */
   ts_expr *b_index[TS_MAX_DIMS]; /* the desc's B index (desc iter vars) */
   int b_ndim;
-  const ts_expr *var_j, *var_k; /* desc iter vars of j and k */
+  const ts_expr *var_j, *var_k;       /* desc iter vars of j and k */
+  ts_dtype a_dtype, b_dtype, c_dtype; /* the desc's operand types */
 } desc_info;
 
 static bool analyse_desc(const ts_func *desc, desc_info *d) {
@@ -173,6 +174,9 @@ static bool analyse_desc(const ts_func *desc, desc_info *d) {
   if (!ok) return false;
   d->var_j = ts_block_iter_var(b, g.iter_j);
   d->var_k = ts_block_iter_var(b, g.iter_k);
+  d->a_dtype = ts_buffer_dtype(g.a);
+  d->b_dtype = ts_buffer_dtype(g.b);
+  d->c_dtype = ts_buffer_dtype(g.c);
   d->b_ndim = ts_expr_n_operands(g.b_load);
   for (int i = 0; i < d->b_ndim; i++)
     d->b_index[i] = ts_expr_operand(g.b_load, i);
@@ -234,6 +238,21 @@ static bool pack_map(const gemm *g, const desc_info *d, char *out, size_t cap) {
   return len < cap;
 }
 
+/* A global cache of B read by block b: *cache its block, buf its buffer's
+ * name. */
+static int cache_read_b(ts_sched *s, ts_rv b, const char *b_name, ts_rv *cache,
+                        char *buf, size_t cap) {
+  int rc = ts_sched_cache_read(s, b, b_name, "global", cache);
+  if (rc) return rc;
+  const char *cache_block = ts_sched_rv_block_name(s, *cache);
+  const ts_stmt *cr =
+      cache_block ? ts_func_find_block(ts_sched_func(s), cache_block) : NULL;
+  if (!cr || ts_block_n_writes(ts_realize_block(cr)) != 1) return TS_ESCHEDULE;
+  snprintf(buf, cap, "%s",
+           ts_buffer_name(ts_block_write(ts_realize_block(cr), 0)->buffer));
+  return TS_OK;
+}
+
 /* Builds the variant of `name` tensorized onto `intrin` in st (a fork). */
 static int tensorize_variant(const gen *g, gen_state *st, const char *name,
                              const char *intrin, const desc_info *d) {
@@ -284,16 +303,10 @@ static int tensorize_variant(const gen *g, gen_state *st, const char *name,
                        n_inner, &t)))
     return rc;
   ts_rv cache;
-  if ((rc = ts_sched_get_block(s, name, &b)) ||
-      (rc = ts_sched_cache_read(s, b, b_name, "global", &cache)))
-    return rc;
-  const char *cache_block = ts_sched_rv_block_name(s, cache);
-  const ts_stmt *cr =
-      cache_block ? ts_func_find_block(ts_sched_func(s), cache_block) : NULL;
-  if (!cr || ts_block_n_writes(ts_realize_block(cr)) != 1) return TS_ESCHEDULE;
   char cache_buf[128];
-  snprintf(cache_buf, sizeof cache_buf, "%s",
-           ts_buffer_name(ts_block_write(ts_realize_block(cr), 0)->buffer));
+  if ((rc = ts_sched_get_block(s, name, &b)) ||
+      (rc = cache_read_b(s, b, b_name, &cache, cache_buf, sizeof cache_buf)))
+    return rc;
   if ((rc = ts_sched_transform_layout(s, cache, cache_buf, map)) ||
       (rc = ts_sched_annotate(s, b, ts_ann_string(ANN_TENSORIZE, intrin))) ||
       (rc = ts_sched_annotate(s, b, ts_ann_int(ANN_TENSORIZE_LOOPS, n_inner))))
@@ -341,4 +354,168 @@ int rule_tensorize(const gen *g, const gen_state *st, const char *block,
     ts_func_free(impl);
   }
   return n;
+}
+
+/* The largest divisor of n that is at most cap (>= 1). */
+static int64_t divisor_at_most(int64_t n, int64_t cap) {
+  for (int64_t d = cap < n ? cap : n; d > 1; d--)
+    if (n % d == 0) return d;
+  return 1;
+}
+
+/* Bytes of the B block (a K block of a column panel) that every row tile
+ * of the panel reads while the accumulators stay in registers. Blocks that
+ * fit L1 (16 KB, K 512 of a 32-column panel) stored and reloaded the
+ * accumulators once more per K block and measured slower than the whole
+ * K of 1024 (32 KB, from L2): 625 against 668 GOP/s for the 1024^3 int8
+ * matmul on two Zen 4 cores. */
+#define TENSORIZE_B_BLOCK_BYTES (64 * 1024)
+
+/* The dot intrinsic (no rows) of the target whose operand types are the
+ * block's and whose tiles divide its extents (ext: i, j, k), the longest
+ * K tile first (fewer stores of the accumulators, and for the signed forms
+ * fewer compensation subtractions), and its B packing map (pack_map). Only
+ * the tile sizes and order of *out stay valid: its vars belong to the
+ * description, freed here. */
+static bool default_intrin(const ts_target *t, const gemm *gm,
+                           const int64_t *ext, char *name, size_t cap,
+                           desc_info *out, char *map, size_t map_cap) {
+  bool found = false;
+  for (const char *const *nm = ts_intrin_names(); *nm; nm++) {
+    ts_func *desc = NULL, *impl = NULL;
+    const char *feature = NULL;
+    desc_info d = {0};
+    bool ok = !ts_intrin_get(*nm, &desc, &impl, &feature, NULL) && feature &&
+              ts_target_has_feature(t, feature) && analyse_desc(desc, &d) &&
+              !strchr(d.order, 'i') &&
+              ts_dtype_eq(d.a_dtype, ts_buffer_dtype(gm->a)) &&
+              ts_dtype_eq(d.b_dtype, ts_buffer_dtype(gm->b)) &&
+              ts_dtype_eq(d.c_dtype, ts_buffer_dtype(gm->c)) &&
+              ext[1] % d.tile[1] == 0 && ext[2] % d.tile[2] == 0;
+    /* the map while the description (whose vars it substitutes) lives */
+    if (ok && (!found || d.tile[2] > out->tile[2]) &&
+        pack_map(gm, &d, map, map_cap)) {
+      *out = d;
+      snprintf(name, cap, "%s", *nm);
+      found = true;
+    }
+    ts_func_free(desc);
+    ts_func_free(impl);
+  }
+  return found;
+}
+
+int tensorize_default(ts_sched *s, const ts_target *t, const char *name) {
+  const ts_func *f = ts_sched_func(s);
+  const ts_stmt *r = ts_func_find_block(f, name);
+  gemm gm;
+  if (!r || !gemm_of(r, true, &gm)) return TS_ESCHEDULE;
+  char b_name[128];
+  snprintf(b_name, sizeof b_name, "%s", ts_buffer_name(gm.b));
+  int64_t eb = (int64_t)ts_dtype_elem_bytes(ts_buffer_dtype(gm.b));
+  ts_rv b, loops[MAX_LOOPS];
+  int nl = 0, rc;
+  if ((rc = ts_sched_get_block(s, name, &b)) ||
+      (rc = ts_sched_get_loops(s, b, loops, MAX_LOOPS, &nl)))
+    return rc;
+  /* the i, j, k loops, and only spatial loops besides them */
+  const int iters[3] = {gm.iter_i, gm.iter_j, gm.iter_k};
+  int at[3] = {-1, -1, -1};
+  int64_t ext[3];
+  for (int k = 0; k < 3; k++) {
+    const ts_stmt *l = loop_of_iter(f, r, iters[k]);
+    for (int i = 0; l && i < nl; i++)
+      if (ts_sched_rv_loop(s, loops[i]) == l) at[k] = i;
+    if (at[k] < 0) return TS_ESCHEDULE;
+    ext[k] = rv_extent(s, loops[at[k]]);
+  }
+  desc_info d = {0};
+  char intrin[48], map[512];
+  if (!default_intrin(t, &gm, ext, intrin, sizeof intrin, &d, map, sizeof map))
+    return TS_ESCHEDULE;
+  for (int i = 0; i < nl; i++) {
+    const ts_stmt *l = ts_sched_rv_loop(s, loops[i]);
+    if (i != at[0] && i != at[1] && i != at[2] &&
+        (!l || loop_binding(r, l) != BIND_SPATIAL ||
+         ts_for_kind_of(l) != TS_FOR_SERIAL))
+      return TS_ESCHEDULE;
+  }
+  /* the register tile: rows x cols calls, their accumulators and each
+   * column's B vector (and, for the signed forms, its compensation sums)
+   * in the vector registers; the most accumulators, then the most rows
+   * (fewer B loads and sums per multiply-add) */
+  int regs = ts_target_vector_registers(t);
+  int64_t n_tiles = ext[1] / d.tile[1], rows = 1, cols = 1;
+  for (int64_t v = 1; v <= 4; v *= 2) {
+    int64_t cap = (regs - 2 - 2 * v) / v;
+    if (n_tiles % v || cap < 1) continue;
+    int64_t rr = divisor_at_most(ext[0], cap < 8 ? cap : 8);
+    if (rr * v > rows * cols || (rr * v == rows * cols && rr > rows)) {
+      rows = rr;
+      cols = v;
+    }
+  }
+  /* K blocks whose B block (K block x the tile's columns) is at most
+   * TENSORIZE_B_BLOCK_BYTES */
+  int64_t k_tiles = ext[2] / d.tile[2];
+  int64_t kc = divisor_at_most(
+      k_tiles, TENSORIZE_B_BLOCK_BYTES / (d.tile[2] * d.tile[1] * cols * eb));
+  ts_rv ip[2], jp[3], kp[3];
+  int64_t fi[2] = {TS_SPLIT_INFER, rows};
+  int64_t fj[3] = {TS_SPLIT_INFER, cols, d.tile[1]};
+  int64_t fk[3] = {TS_SPLIT_INFER, kc, d.tile[2]};
+  if ((rc = ts_sched_split(s, loops[at[0]], fi, 2, ip)) ||
+      (rc = ts_sched_split(s, loops[at[1]], fj, 3, jp)) ||
+      (rc = ts_sched_split(s, loops[at[2]], fk, 3, kp)))
+    return rc;
+  /* outer spatial loops, column panels, K blocks, row tiles, K tiles in
+   * the block, the register tile (rows, columns), the intrinsic's tile in
+   * its description's order */
+  ts_rv order[MAX_LOOPS + 8];
+  int no = 0;
+  for (int i = 0; i < nl; i++)
+    if (i != at[0] && i != at[1] && i != at[2]) order[no++] = loops[i];
+  int n_par = no + 1;
+  order[no++] = jp[0];
+  order[no++] = kp[0];
+  order[no++] = ip[0];
+  order[no++] = kp[1];
+  order[no++] = ip[1];
+  order[no++] = jp[1];
+  for (int i = 0; d.order[i]; i++)
+    order[no++] = d.order[i] == 'j' ? jp[2] : kp[2];
+  if ((rc = ts_sched_reorder(s, order, no))) return rc;
+  /* B packed once per column panel, in the panel's loop, into the layout
+   * that makes each intrinsic's B tile contiguous */
+  ts_rv cache;
+  char cache_buf[128];
+  if ((rc = cache_read_b(s, b, b_name, &cache, cache_buf, sizeof cache_buf)) ||
+      (rc = ts_sched_compute_at(s, cache, jp[0])) ||
+      (rc = ts_sched_transform_layout(s, cache, cache_buf, map)))
+    return rc;
+  ts_rv cl[MAX_LOOPS];
+  int ncl = 0;
+  if (!ts_sched_get_loops(s, cache, cl, MAX_LOOPS, &ncl) && ncl > n_par &&
+      rv_extent(s, cl[ncl - 1]) <= 64)
+    ts_sched_vectorize(s, cl[ncl - 1]);
+  /* the init before the K blocks, vectorized */
+  ts_rv init, il[MAX_LOOPS];
+  int nil = 0;
+  if ((rc = ts_sched_decompose_reduction(s, b, kp[0], &init))) return rc;
+  if (!ts_sched_get_loops(s, init, il, MAX_LOOPS, &nil) && nil > n_par)
+    ts_sched_vectorize(s, il[nil - 1]);
+  /* the elementwise consumer (a bias, a requantization) per panel, while
+   * the panel is in cache */
+  ts_rv cons;
+  if (!fusible_consumer(s, b, &cons))
+    ts_sched_reverse_compute_at(s, cons, jp[0]);
+  if ((rc = ts_sched_unroll(s, ip[1])) || (rc = ts_sched_unroll(s, jp[1])) ||
+      (rc = ts_sched_tensorize(s, order[no - 2], intrin)))
+    return rc;
+  /* the outer loops and the column panels fused and parallel */
+  ts_rv p = order[0];
+  if (n_par > 1 && (rc = ts_sched_fuse(s, order, n_par, &p))) return rc;
+  int64_t work = rv_extent(s, p);
+  if (work > 1 && (rc = ts_sched_parallel(s, p))) return rc;
+  return TS_OK;
 }

@@ -553,32 +553,12 @@ static void test_bf16_dot_variant_runs(void **state) {
   ts_target_free(t);
 }
 
-static const char u8s8_matmul[] =
-    "func mm(A: uint8[16, 64], B: int8[64, 32], C: int32[16, 32]) {\n"
-    "  block root() {\n"
-    "    for i in range(16) {\n"
-    "      for j in range(32) {\n"
-    "        for k in range(64) {\n"
-    "          block C(vi: spatial(16) = i, vj: spatial(32) = j, "
-    "vk: reduce(64) = k) {\n"
-    "            init {\n"
-    "              C[vi, vj] = int32(0)\n"
-    "            }\n"
-    "            C[vi, vj] = C[vi, vj] + cast(int32, A[vi, vk]) * "
-    "cast(int32, B[vk, vj])\n"
-    "          }\n"
-    "        }\n"
-    "      }\n"
-    "    }\n"
-    "  }\n"
-    "}\n";
-
 static void test_vnni_variant(void **state) {
   (void)state;
   ts_target *t = host();
   ts_func *f = NULL;
   ts_error err;
-  OK(ts_func_parse(u8s8_matmul, strlen(u8s8_matmul), "u8s8", &f, &err));
+  OK(ts_func_parse(tu_u8s8_matmul, strlen(tu_u8s8_matmul), "u8s8", &f, &err));
   ts_design_space *s = NULL;
   int n = 0;
   OK(ts_space_generate(f, t, NULL, &s, &n, &err));

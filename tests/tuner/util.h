@@ -31,6 +31,28 @@ static inline ts_rt_arg_spec *tu_specs(const ts_func *f) {
   return s;
 }
 
+/* A uint8 x int8 matmul into int32 (activations after a ReLU, as a
+ * quantized model has them), which the operator library does not build. */
+static const char tu_u8s8_matmul[] =
+    "func mm(A: uint8[16, 64], B: int8[64, 32], C: int32[16, 32]) {\n"
+    "  block root() {\n"
+    "    for i in range(16) {\n"
+    "      for j in range(32) {\n"
+    "        for k in range(64) {\n"
+    "          block C(vi: spatial(16) = i, vj: spatial(32) = j, "
+    "vk: reduce(64) = k) {\n"
+    "            init {\n"
+    "              C[vi, vj] = int32(0)\n"
+    "            }\n"
+    "            C[vi, vj] = C[vi, vj] + cast(int32, A[vi, vk]) * "
+    "cast(int32, B[vk, vj])\n"
+    "          }\n"
+    "        }\n"
+    "      }\n"
+    "    }\n"
+    "  }\n"
+    "}\n";
+
 /* The interpreter's outputs of f on seeded inputs (caller frees). */
 static inline ts_rt_args *tu_reference(const ts_func *f, uint64_t seed) {
   ts_rt_arg_spec *specs = tu_specs(f);
