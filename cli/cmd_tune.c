@@ -494,7 +494,9 @@ static void print_summary(const tune_args *a, ts_db *db, const char *target,
             "was reached.\n",
             threads, threads == 1 ? "" : "s", rounds);
     for (int i = 0; i < r->n_tasks; i++)
-      if (rows[i].onednn_why[0] && matmul_like(wl[i]))
+      /* a library workload oneDNN could run, or a model's task with a
+       * vendor call (what `compile --dispatch best` then cannot weigh) */
+      if (rows[i].onednn_why[0] && (matmul_like(wl[i]) || !wl[i]))
         fprintf(out, "task %d: oneDNN not measured: %s\n", i,
                 rows[i].onednn_why);
   }

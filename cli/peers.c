@@ -155,19 +155,25 @@ int cli_peers_add_vendor_call(cli_peers *p, const ts_func *f, const char *desc,
     vendor_call_free(c);
     return rc;
   }
-  /* every argument a buffer of its parameter's size, random values (a
-   * call's timing does not depend on them) */
+  /* every argument a buffer of its parameter's size (a call's timing does
+   * not depend on the values): float32 ones random in [0.5, 1.5), so that
+   * the scales an int8 call reads when it is created are valid; integer
+   * ones zero (zero points oneDNN takes with any padding) */
   c->n_args = ts_func_n_params(f);
   c->args = calloc((size_t)c->n_args + 1, sizeof *c->args);
   unsigned seed = 12345;
   for (int i = 0; c->args && i < c->n_args; i++) {
-    int64_t bytes = ts_buffer_bytes(ts_func_param(f, i));
-    c->args[i] = aligned_alloc(64, (size_t)((bytes + 63) & ~(int64_t)63) + 64);
+    const ts_buffer *b = ts_func_param(f, i);
+    int64_t bytes = ts_buffer_bytes(b);
+    size_t size = (size_t)((bytes + 63) & ~(int64_t)63) + 64;
+    c->args[i] = aligned_alloc(64, size);
     if (!c->args[i]) break;
+    memset(c->args[i], 0, size);
+    if (!ts_dtype_eq(ts_buffer_dtype(b), TS_FLOAT32)) continue;
     float *x = c->args[i];
     for (int64_t k = 0; k < bytes / 4; k++)
       x[k] =
-          (float)((seed = seed * 1103515245u + 12345u) >> 16) / 65536.f - 0.5f;
+          (float)((seed = seed * 1103515245u + 12345u) >> 16) / 65536.f + 0.5f;
   }
   if (!c->args || (c->n_args && !c->args[c->n_args - 1])) {
     vendor_call_free(c);
