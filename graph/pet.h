@@ -83,7 +83,7 @@ double pet_eval_point(const ts_graph *g, const pet_prog *p, int v,
  * as one random input. */
 bool pet_same_constant(const ts_graph *g, int u, int v);
 
-/* ---- mutants (pet.c) ---- */
+/* ---- mutants (pet.c, pet_mutate.c) ---- */
 
 #define PET_MAX_NODES 48
 #define PET_MAX_SUB 16 /* nodes of a subprogram */
@@ -145,6 +145,25 @@ int pet_batch_groups(const ts_graph *g, pet_sub *subs, int max);
 /* Runs the built-in mutator of subprograms `kind` ("batch_shared_input"). */
 int pet_mutate_sub(ts_graph *g, const pet_sub *sub, const char *kind,
                    pet_mutant *m, ts_error *err);
+
+/* The built-in mutators (pet_mutate.c), as the pass registers them. */
+int pet_mut_dilated(ts_graph *g, const gr_node *n, pet_mutant *m,
+                    ts_error *err);
+int pet_mut_split_rows(ts_graph *g, const gr_node *n, pet_mutant *m,
+                       ts_error *err);
+int pet_mut_pad_same(ts_graph *g, const gr_node *n, pet_mutant *m,
+                     ts_error *err);
+int pet_mut_batch(ts_graph *g, const pet_sub *sub, pet_mutant *m,
+                  ts_error *err);
+int pet_mut_concat(ts_graph *g, const pet_sub *sub, pet_mutant *m,
+                   ts_error *err);
+/* Replaces mutant m's output m->out on the differing boxes of res by
+ * corrections computing conv n of the original there (bands of rows or
+ * columns); appends what it did to note. 1 done, 0 when no choice of bands
+ * covers them, negative on failure. */
+int pet_correct(ts_graph *g, const gr_node *n, pet_mutant *m,
+                const pet_check_result *res, char *note, size_t note_size,
+                ts_error *err);
 
 /* Appends node op(ins) to m with the attributes of attrs_of (may be NULL)
  * and a fresh output whose shape inference fills; returns the output value
