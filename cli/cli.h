@@ -41,10 +41,19 @@ void cli_json_string(FILE *f, const char *s);
 int cmd_show(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
-/* `tessera bench --suite`: tunes and benchmarks the fixed suite
- * (cmd_bench_suite.c); budget "quick" or "full", trials > 0 overrides. */
-int bench_suite(const char *budget, const char *db_path, const char *out_dir,
-                int trials);
+/* `tessera bench --suite`: tunes and benchmarks a set of workloads
+ * (cmd_bench_suite.c): the fixed suite or the broad set drawn from a seed,
+ * for this machine or its AVX2 subset. */
+typedef struct bench_suite_options {
+  const char *budget; /* "quick" or "full" */
+  int trials;         /* > 0: overrides the budget's */
+  const char *db, *out_dir;
+  const char *set; /* "fixed" or "broad" */
+  unsigned long long set_seed;
+  const char *isa; /* "native" or "avx2" */
+  bool list;       /* print the set's workloads, run nothing */
+} bench_suite_options;
+int bench_suite(const bench_suite_options *o);
 /* `tessera bench --model`: a compiled model timed against onnxruntime in
  * interleaved rounds (cmd_bench_model.c). */
 int bench_model(int argc, char **argv);

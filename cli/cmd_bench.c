@@ -70,14 +70,21 @@ static const char bench_usage[] =
     "\n"
     "       tessera bench --suite [--budget quick|full] [--trials N] [--db "
     "PATH]\n"
-    "                     [-o DIR]\n"
+    "                     [-o DIR] [--set fixed|broad] [--set-seed S]\n"
+    "                     [--isa native|avx2] [--list]\n"
     "\n"
     "--suite tunes (resuming the database's jobs, so earlier results are\n"
-    "reused) and benchmarks a fixed suite — fp32/bf16/int8 matmuls, ResNet-50\n"
-    "convolutions, depthwise conv2d, softmax, layer_norm — and prints one "
-    "table,\n"
-    "also written to DIR/latest.json and DIR/latest.md (default "
-    "bench/results).\n"
+    "reused) and benchmarks a set of workloads, and prints one table, also\n"
+    "written to DIR/latest.json and DIR/latest.md (default bench/results).\n"
+    "--set fixed (default): fp32/bf16/int8 matmuls, ResNet-50 convolutions,\n"
+    "depthwise conv2d, softmax, layer_norm. --set broad: 16 workloads drawn\n"
+    "from --set-seed S (default 1): odd, prime and skinny matrix products, a\n"
+    "dense layer, attention's batched product, a 3-channel stem, 3x3/1x1/\n"
+    "strided/depthwise convolutions at other resolutions, softmax and\n"
+    "layer_norm of odd lengths, bf16 and int8 (docs/tuning.md).\n"
+    "--isa avx2 tunes for an AVX2 CPU (-mcpu=x86-64-v3) and holds oneDNN and\n"
+    "OpenBLAS to their AVX2 kernels, on a machine that has more. --list\n"
+    "prints the set's workloads and runs nothing.\n"
     "--budget full tunes 1000 trials per workload, quick 24 (--trials "
     "overrides).\n"
     "\n"
@@ -568,6 +575,9 @@ int cmd_bench(int argc, char **argv) {
   bool suite = false;
   const char *budget = "full", *out_dir = "bench/results";
   int suite_trials = 0;
+  const char *set = "fixed", *isa = "native";
+  unsigned long long set_seed = 1;
+  bool set_given = false, list = false;
   /* a compiled model is a bench of its own (cmd_bench_model.c) */
   for (int i = 1; i < argc; i++)
     if (!strcmp(argv[i], "--model") || !strncmp(argv[i], "--model=", 8))
@@ -583,6 +593,25 @@ int cmd_bench(int argc, char **argv) {
       cfg.json = true;
     } else if (!strcmp(argv[i], "--suite")) {
       suite = true;
+    } else if (!strcmp(argv[i], "--list")) {
+      list = true;
+      set_given = true;
+    } else if (cli_opt_value(argc, argv, &i, "--set", &v, &missing)) {
+      if (missing)
+        return cli_usage_error("bench", "--set needs fixed or broad");
+      set = v;
+      set_given = true;
+    } else if (cli_opt_value(argc, argv, &i, "--isa", &v, &missing)) {
+      if (missing)
+        return cli_usage_error("bench", "--isa needs native or avx2");
+      isa = v;
+      set_given = true;
+    } else if (cli_opt_value(argc, argv, &i, "--set-seed", &v, &missing)) {
+      int x;
+      if (missing) return cli_usage_error("bench", "--set-seed needs a number");
+      rc = int_opt("--set-seed", v, 0, 2147483647, &x);
+      set_seed = (unsigned long long)x;
+      set_given = true;
     } else if (cli_opt_value(argc, argv, &i, "--budget", &v, &missing)) {
       if (missing)
         return cli_usage_error("bench", "--budget needs quick or full");
@@ -649,9 +678,20 @@ int cmd_bench(int argc, char **argv) {
     }
     if (rc != EXIT_OK) return rc;
   }
-  if (suite)
-    return bench_suite(budget, cfg.db ? cfg.db : "tessera.db", out_dir,
-                       suite_trials);
+  if (suite) {
+    bench_suite_options so = {.budget = budget,
+                              .trials = suite_trials,
+                              .db = cfg.db ? cfg.db : "tessera.db",
+                              .out_dir = out_dir,
+                              .set = set,
+                              .set_seed = set_seed,
+                              .isa = isa,
+                              .list = list};
+    return bench_suite(&so);
+  }
+  if (set_given)
+    return cli_usage_error("bench", "--set, --set-seed, --isa and --list go "
+                                    "with --suite");
   if (!cfg.spec == !cfg.tir)
     return cli_usage_error("bench", "give exactly one of --workload or --tir");
   if ((cfg.trace != NULL) + (cfg.db != NULL) + cfg.default_sched > 1)

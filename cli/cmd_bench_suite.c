@@ -56,6 +56,112 @@ static const suite_entry suite[] = {
 };
 #define N_SUITE (int)(sizeof suite / sizeof suite[0])
 
+/* ---- the broad set: workloads drawn at random (seeded) ----
+ *
+ * Shapes the fixed suite does not have, so that a schedule space tuned to
+ * the suite shows here: odd and prime sizes, skinny and small dimensions,
+ * layers of real networks at other resolutions, every dtype. Each draw is
+ * a pure function of the seed (docs/tuning.md, "The broad set"). */
+
+#define BROAD_MAX 24
+
+static uint64_t broad_next(uint64_t *s) { /* splitmix64 */
+  uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+/* uniform in [lo, hi] */
+static int broad_int(uint64_t *s, int lo, int hi) {
+  return lo + (int)(broad_next(s) % (uint64_t)(hi - lo + 1));
+}
+
+static int broad_pick(uint64_t *s, const int *v, int n) {
+  return v[broad_next(s) % (uint64_t)n];
+}
+
+static int broad_odd(uint64_t *s, int lo, int hi) {
+  return broad_int(s, lo, hi) | 1;
+}
+
+static int broad_prime(uint64_t *s, int lo, int hi) {
+  for (int n = broad_int(s, lo, hi);; n++) {
+    bool prime = n > 1;
+    for (int d = 2; d * d <= n && prime; d++) prime = n % d != 0;
+    if (prime) return n;
+  }
+}
+
+/* Fills specs[] (each BROAD_SPEC bytes) and threads[]; returns the count. */
+#define BROAD_SPEC 128
+static int broad_set(uint64_t seed, char (*specs)[BROAD_SPEC], int *threads,
+                     const char **kinds) {
+  /* dimensions that real networks use: hidden sizes, classes, channels */
+  static const int dims[] = {384,  512,  576,  768,  960,
+                             1000, 1024, 1280, 2048, 3072};
+  static const int chans[] = {24,  32,  40,  48,  64,  80,  96,  112,
+                              128, 144, 160, 192, 256, 320, 384, 512};
+  static const int spatial[] = {7, 9, 14, 17, 19, 28, 35, 38, 56, 73};
+  uint64_t st = seed * 0x2545f4914f6cdd1dull + 1;
+  uint64_t *s = &st;
+  int n = 0;
+#define ADD(thr, kind, ...)                                                    \
+  do {                                                                         \
+    snprintf(specs[n], BROAD_SPEC, __VA_ARGS__);                               \
+    threads[n] = (thr);                                                        \
+    kinds[n++] = (kind);                                                       \
+  } while (0)
+  /* fp32 matrix products: odd sizes (both thread counts), primes, a
+   * skinny K, a dense layer of few rows, attention's batched product */
+  int m = broad_odd(s, 300, 1100), nn = broad_odd(s, 300, 1100),
+      k = broad_odd(s, 200, 900);
+  ADD(0, "blas", "matmul M=%d N=%d K=%d", m, nn, k);
+  ADD(1, "blas", "matmul M=%d N=%d K=%d", m, nn, k);
+  ADD(0, "blas", "matmul M=%d N=%d K=%d", broad_prime(s, 100, 700),
+      broad_prime(s, 100, 700), broad_prime(s, 100, 700));
+  ADD(0, "blas", "matmul M=%d N=%d K=%d", broad_int(s, 256, 1024),
+      broad_pick(s, dims, 10), broad_int(s, 12, 80));
+  ADD(0, "blas", "dense M=%d N=%d K=%d bias=1", broad_int(s, 1, 48),
+      broad_pick(s, dims, 10), broad_pick(s, dims, 10));
+  ADD(0, "blas", "batch_matmul B=%d M=%d N=%d K=64 transpose_b=1",
+      broad_pick(s, (const int[]){8, 12, 16}, 3), broad_int(s, 50, 200),
+      broad_int(s, 50, 200));
+  /* convolutions: a stem of 3 channels, 3x3 and 1x1 layers at other
+   * resolutions (odd ones too), stride 2, depthwise */
+  int h = 2 * broad_int(s, 56, 128);
+  ADD(0, "dnn", "conv2d_nhwc N=1 H=%d W=%d CI=3 CO=%d KH=7 KW=7 stride=2 pad=3",
+      h, h, broad_pick(s, (const int[]){24, 32, 64}, 3));
+  h = broad_pick(s, spatial, 10);
+  ADD(0, "dnn", "conv2d_nhwc N=1 H=%d W=%d CI=%d CO=%d KH=3 KW=3 pad=1", h, h,
+      broad_pick(s, chans, 16), broad_pick(s, chans, 16));
+  h = broad_pick(s, spatial, 10);
+  ADD(0, "dnn", "conv2d_nhwc N=1 H=%d W=%d CI=%d CO=%d KH=1 KW=1", h, h,
+      broad_pick(s, chans, 16), 2 * broad_pick(s, chans, 16));
+  h = 2 * broad_int(s, 10, 40);
+  ADD(0, "dnn",
+      "conv2d_nhwc N=1 H=%d W=%d CI=%d CO=%d KH=3 KW=3 stride=2 pad=1", h, h,
+      broad_pick(s, chans, 16), broad_pick(s, chans, 16));
+  h = broad_pick(s, spatial, 10) * 2;
+  ADD(0, "dnn", "depthwise_conv2d_nhwc N=1 H=%d W=%d C=%d KH=3 KW=3 pad=1", h,
+      h, broad_pick(s, chans, 16) * broad_pick(s, (const int[]){1, 3, 6}, 3));
+  h = broad_pick(s, spatial, 10) * 2;
+  ADD(0, "dnn", "depthwise_conv2d_nhwc N=1 H=%d W=%d C=%d KH=5 KW=5 pad=2", h,
+      h, broad_pick(s, chans, 16) * 3);
+  /* row reductions whose length is not a multiple of a vector */
+  ADD(0, "naive", "softmax N=%d D=%d", broad_int(s, 200, 4000),
+      broad_odd(s, 100, 1100));
+  ADD(0, "naive", "layer_norm N=%d D=%d", broad_int(s, 100, 2500),
+      broad_pick(s, (const int[]){384, 576, 768, 1000, 1027}, 5));
+  /* bf16 and int8 products */
+  ADD(0, "dnn", "matmul M=%d N=%d K=%d dtype=bfloat16", broad_int(s, 200, 1000),
+      broad_pick(s, dims, 10), broad_pick(s, dims, 10));
+  ADD(0, "dnn", "matmul M=%d N=%d K=%d dtype=int8", broad_int(s, 200, 1000),
+      broad_pick(s, dims, 10), broad_pick(s, dims, 10));
+#undef ADD
+  return n;
+}
+
 typedef struct row {
   char name[128];
   int threads;
@@ -183,25 +289,55 @@ static void fmt(char *buf, size_t cap, double v) {
     snprintf(buf, cap, "%.1f", v);
 }
 
-static int suite_run(const char *budget, const char *db_path,
-                     const char *out_dir, long long trials);
+static int suite_run(const bench_suite_options *o, const suite_entry *entries,
+                     int n_entries, long long trials);
 
-int bench_suite(const char *budget, const char *db_path, const char *out_dir,
-                int trials_override) {
+int bench_suite(const bench_suite_options *o) {
+  const char *budget = o->budget;
   long long trials = !strcmp(budget, "full")    ? 1000
                      : !strcmp(budget, "quick") ? 24
                                                 : -1;
   if (trials < 0)
-    return cli_usage_error("bench", "--suite wants quick or full, got '%s'",
+    return cli_usage_error("bench", "--budget wants quick or full, got '%s'",
                            budget);
-  if (trials_override > 0) trials = trials_override;
+  if (o->trials > 0) trials = o->trials;
+  bool broad = !strcmp(o->set, "broad");
+  if (!broad && strcmp(o->set, "fixed"))
+    return cli_usage_error("bench", "--set wants fixed or broad, got '%s'",
+                           o->set);
+  if (strcmp(o->isa, "native") && strcmp(o->isa, "avx2"))
+    return cli_usage_error("bench", "--isa wants native or avx2, got '%s'",
+                           o->isa);
+  if (!strcmp(o->isa, "avx2") && ts_rt_cpu_has("avx2") != 1) {
+    fprintf(stderr, "tessera: error: bench: --isa avx2 needs a CPU with AVX2 "
+                    "and FMA; this one has not\n");
+    return EXIT_FAIL;
+  }
+  static char specs[BROAD_MAX][BROAD_SPEC];
+  suite_entry broad_entries[BROAD_MAX];
+  int n_entries = N_SUITE;
+  const suite_entry *entries = suite;
+  if (broad) {
+    int thr[BROAD_MAX];
+    const char *kinds[BROAD_MAX];
+    n_entries = broad_set(o->set_seed, specs, thr, kinds);
+    for (int i = 0; i < n_entries; i++)
+      broad_entries[i] = (suite_entry){specs[i], thr[i], kinds[i]};
+    entries = broad_entries;
+  }
+  if (o->list) {
+    for (int i = 0; i < n_entries; i++)
+      printf("%s  [%s]\n", entries[i].spec,
+             entries[i].threads == 1 ? "1 thread" : "all cores");
+    return EXIT_OK;
+  }
   struct sigaction sa, old_int, old_term;
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = on_interrupt;
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, &old_int);
   sigaction(SIGTERM, &sa, &old_term);
-  int status = suite_run(budget, db_path, out_dir, trials);
+  int status = suite_run(o, entries, n_entries, trials);
   sigaction(SIGINT, &old_int, NULL);
   sigaction(SIGTERM, &old_term, NULL);
   return status;
@@ -219,8 +355,9 @@ static bool stop_after(int rc, const char *what, const char *db_path) {
 }
 
 /* The suite itself, with the interrupt handlers in place. */
-static int suite_run(const char *budget, const char *db_path,
-                     const char *out_dir, long long trials) {
+static int suite_run(const bench_suite_options *o, const suite_entry *entries,
+                     int n_entries, long long trials) {
+  const char *budget = o->budget, *db_path = o->db, *out_dir = o->out_dir;
   ts_error err;
   ts_error_clear(&err);
   ts_target *host = NULL;
@@ -229,9 +366,18 @@ static int suite_run(const char *budget, const char *db_path,
     return EXIT_FAIL;
   }
   int cores = ts_target_num_cores(host);
-  char target_all[64], target_one[64];
-  snprintf(target_all, sizeof target_all, "llvm -num-cores=%d", cores);
-  snprintf(target_one, sizeof target_one, "llvm -num-cores=1");
+  char target_all[96], target_one[96];
+  /* AVX2 on a newer machine: the code for an AVX2 CPU, and the vendor
+   * libraries held to their AVX2 kernels (read when each child starts) */
+  const char *mcpu = "";
+  if (!strcmp(o->isa, "avx2")) {
+    mcpu = " -mcpu=x86-64-v3";
+    setenv("ONEDNN_MAX_CPU_ISA", "AVX2", 1);
+    setenv("DNNL_MAX_CPU_ISA", "AVX2", 1);
+    setenv("OPENBLAS_CORETYPE", "Haswell", 1);
+  }
+  snprintf(target_all, sizeof target_all, "llvm%s -num-cores=%d", mcpu, cores);
+  snprintf(target_one, sizeof target_one, "llvm%s -num-cores=1", mcpu);
   ts_target_free(host);
 
   /* The machine's peaks, probed once per target when the database has none. */
@@ -255,12 +401,12 @@ static int suite_run(const char *budget, const char *db_path,
     }
   }
 
-  row rows[N_SUITE];
+  row rows[BROAD_MAX > N_SUITE ? BROAD_MAX : N_SUITE];
   memset(rows, 0, sizeof rows);
   char trials_str[32];
   snprintf(trials_str, sizeof trials_str, "%lld", trials);
-  for (int i = 0; i < N_SUITE; i++) {
-    const suite_entry *e = &suite[i];
+  for (int i = 0; i < n_entries; i++) {
+    const suite_entry *e = &entries[i];
     row *r = &rows[i];
     int threads = e->threads ? e->threads : cores;
     const char *target = e->threads == 1 ? target_one : target_all;
@@ -270,7 +416,8 @@ static int suite_run(const char *budget, const char *db_path,
     char job[256];
     snprintf(job, sizeof job, "bench: %s [%dt]", e->spec, threads);
     fprintf(stderr, "\nbench suite %d/%d: %s, %d thread%s, %lld trials\n",
-            i + 1, N_SUITE, e->spec, threads, threads == 1 ? "" : "s", trials);
+            i + 1, n_entries, e->spec, threads, threads == 1 ? "" : "s",
+            trials);
     char *tune_argv[] = {"tessera",    "tune",
                          "--workload", (char *)e->spec,
                          "--target",   (char *)target,
@@ -336,8 +483,11 @@ static int suite_run(const char *budget, const char *db_path,
   FILE *js = fopen(json_path, "w"), *md = fopen(md_path, "w");
   if (js)
     fprintf(js,
-            "{\"budget\": \"%s\", \"trials_per_workload\": %lld, \"rows\": [\n",
-            budget, trials);
+            "{\"budget\": \"%s\", \"set\": \"%s\", \"set_seed\": %llu, "
+            "\"isa\": \"%s\", \"targets\": [\"%s\", \"%s\"], "
+            "\"trials_per_workload\": %lld, \"rows\": [\n",
+            budget, o->set, (unsigned long long)o->set_seed, o->isa, target_one,
+            target_all, trials);
   if (md) {
     fprintf(md, "| workload | threads | trials | tessera GFLOP/s | %% of peak "
                 "| OpenBLAS | "
@@ -349,7 +499,7 @@ static int suite_run(const char *budget, const char *db_path,
          "trials", "tessera", "%peak", "OpenBLAS", "oneDNN", "plain C", "ratio",
          "check");
   int failures = 0;
-  for (int i = 0; i < N_SUITE; i++) {
+  for (int i = 0; i < n_entries; i++) {
     row *r = &rows[i];
     double best = r->openblas > r->onednn ? r->openblas : r->onednn;
     if (best < 0 && r->naive > 0) best = r->naive;
@@ -383,7 +533,7 @@ static int suite_run(const char *budget, const char *db_path,
               r->name, r->threads, r->trials, r->tessera < 0 ? "null" : t,
               pct < 0 ? "null" : p, r->openblas < 0 ? "null" : o,
               r->onednn < 0 ? "null" : d, r->naive < 0 ? "null" : n,
-              ratio < 0 ? "null" : q, status, i + 1 < N_SUITE ? "," : "");
+              ratio < 0 ? "null" : q, status, i + 1 < n_entries ? "," : "");
     }
   }
   if (js) {

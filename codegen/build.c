@@ -140,6 +140,48 @@ static char *emit_to_string(LLVMTargetMachineRef tm, LLVMModuleRef mod,
   return out;
 }
 
+/* The build cache's side of ts_build: the key of the module as emitted
+ * (*key, for ts_build_cache_put after a miss; NULL without memory) and,
+ * on a hit, out->artifact made from the cached bytes with f's arguments.
+ * Returns whether it hit. */
+static bool cache_lookup(LLVMModuleRef mod, LLVMTargetMachineRef tm,
+                         const ts_func *f, const char *entry, bool no_opt,
+                         char **key, size_t *key_len, ts_build_result *out) {
+  char *triple = LLVMGetTargetMachineTriple(tm);
+  char *cpu = LLVMGetTargetMachineCPU(tm);
+  char *features = LLVMGetTargetMachineFeatureString(tm);
+  size_t n = strlen(triple) + strlen(cpu) + strlen(features) + 16;
+  char *machine = ts_malloc(n);
+  char *ir = LLVMPrintModuleToString(mod);
+  if (machine) {
+    snprintf(machine, n, "%s %s %s %s", triple, cpu, features,
+             no_opt ? "O0" : "O3");
+    *key = ts_build_cache_key(machine, ir, key_len);
+  }
+  free(machine);
+  LLVMDisposeMessage(ir);
+  LLVMDisposeMessage(triple);
+  LLVMDisposeMessage(cpu);
+  LLVMDisposeMessage(features);
+  ts_artifact *hit = *key ? ts_build_cache_get(*key, *key_len) : NULL;
+  if (!hit) return false;
+  ts_artifact_arg *args = ts_artifact_args_of(f);
+  ts_artifact *a = ts_artifact_new(hit->kind, entry, args, ts_func_n_params(f),
+                                   hit->bytes, hit->n_bytes);
+  free(args);
+  if (a) {
+    memcpy(a->grid, hit->grid, sizeof a->grid);
+    memcpy(a->block, hit->block, sizeof a->block);
+    a->shared_bytes = hit->shared_bytes;
+  }
+  ts_artifact_release(hit);
+  if (!a) return false; /* built again instead */
+  out->artifact = a;
+  free(*key);
+  *key = NULL;
+  return true;
+}
+
 int ts_build(const ts_func *f, const ts_target *t, const ts_build_options *opts,
              ts_build_result *out, ts_error *err) {
   memset(out, 0, sizeof *out);
@@ -207,7 +249,14 @@ int ts_build(const ts_func *f, const ts_target *t, const ts_build_options *opts,
   out->emit_ms = (ts_now_seconds() - t1) * 1e3;
   rc = ts_alloc_check(oom, rc, err, "build");
 
-  if (!rc && !o.no_opt) {
+  /* the same module for the same machine built before: its bytes */
+  size_t ckey_len = 0;
+  char *ckey = NULL;
+  bool cached = false;
+  if (!rc && !o.keep_llvm_ir && !o.keep_asm && ts_build_cache_enabled())
+    cached = cache_lookup(mod, tm, f, entry, o.no_opt, &ckey, &ckey_len, out);
+
+  if (!rc && !cached && !o.no_opt) {
     double t2 = ts_now_seconds();
     LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
     LLVMErrorRef perr = LLVMRunPasses(mod, "default<O3>", tm, po);
@@ -218,6 +267,14 @@ int ts_build(const ts_func *f, const ts_target *t, const ts_build_options *opts,
       LLVMDisposeErrorMessage(m);
     }
     out->opt_ms = (ts_now_seconds() - t2) * 1e3;
+    if (getenv("TS_BUILD_LOG")) {
+      char *ir = LLVMPrintModuleToString(mod);
+      unsigned long h = 5381;
+      for (char *q = ir; *q; q++) h = h * 33 + (unsigned char)*q;
+      LLVMDisposeMessage(ir);
+      fprintf(stdout, "BUILD %s %.1f %lx\n", entry, out->opt_ms, h);
+      fflush(stdout);
+    }
   }
   if (!rc && o.keep_llvm_ir)
     out->llvm_ir = take_message(LLVMPrintModuleToString(mod));
@@ -238,7 +295,7 @@ int ts_build(const ts_func *f, const ts_target *t, const ts_build_options *opts,
       free(emsg);
     }
   }
-  if (!rc) {
+  if (!rc && !cached) {
     size_t n = 0;
     char *emsg = NULL;
     char *bytes = emit_to_string(tm, mod, fam->output, &n, &emsg);
@@ -255,6 +312,10 @@ int ts_build(const ts_func *f, const ts_target *t, const ts_build_options *opts,
         rc = TS_ERR(err, TS_ENOMEM, "out of memory for the artifact");
       else if (fam->finish_artifact)
         fam->finish_artifact(&e, out->artifact);
+      if (out->artifact && ckey) {
+        ts_build_cache_put(ckey, ckey_len, out->artifact);
+        ckey = NULL;
+      }
       if (!rc && o.keep_asm && text_output) {
         out->assembly = bytes;
         bytes = NULL;
@@ -262,7 +323,8 @@ int ts_build(const ts_func *f, const ts_target *t, const ts_build_options *opts,
       free(bytes);
     }
   }
-  out->codegen_ms = (ts_now_seconds() - t3) * 1e3;
+  out->codegen_ms = cached ? 0 : (ts_now_seconds() - t3) * 1e3;
+  free(ckey);
   rc = ts_alloc_check(oom, rc, err, "build");
 
   ts_var_ranges_destroy(e.ranges);

@@ -311,4 +311,19 @@ int ts_build(const ts_func *f, const ts_target *t, const ts_build_options *o,
              ts_build_result *out, ts_error *err);
 void ts_build_result_clear(ts_build_result *r);
 
+/* The process's cache of built kernels (codegen/build_cache.c): a build
+ * whose emitted LLVM IR and target machine equal an earlier one's takes
+ * that build's bytes instead of optimizing and generating code again
+ * (opt_ms and codegen_ms are then 0). Builds that keep their LLVM IR or
+ * assembly bypass it. Bounded by TS_BUILD_CACHE_MB (default 64, 0: off). */
+typedef struct ts_build_cache_stats {
+  long long hits, misses;
+  int entries;
+  size_t bytes;
+} ts_build_cache_stats;
+ts_build_cache_stats ts_build_cache_get_stats(void);
+/* Drops every entry and zeroes the counters; TS_BUILD_CACHE_MB is read
+ * again at the next build. */
+void ts_build_cache_clear(void);
+
 #endif /* TESSERA_CODEGEN_H */

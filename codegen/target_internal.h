@@ -165,4 +165,15 @@ void target_kinds(bool (*pred)(const target_family *f), char *buf, size_t size);
 /* Appends text to buf (size bytes, NUL-terminated, cut when full). */
 void target_append(char *buf, size_t size, const char *text);
 
+/* ---- the build cache (build_cache.c) ---- */
+
+/* "machine\nIR" as one malloc'd string of *len bytes (NULL: no memory). */
+char *ts_build_cache_key(const char *machine, const char *ir, size_t *len);
+bool ts_build_cache_enabled(void);
+/* A new reference to the artifact built from key, or NULL. */
+ts_artifact *ts_build_cache_get(const char *key, size_t len);
+/* Keeps a reference to a under key (taking key), evicting the least
+ * recently used entries past the limit; a no-op when the cache is off. */
+void ts_build_cache_put(char *key, size_t len, ts_artifact *a);
+
 #endif /* TESSERA_CODEGEN_TARGET_INTERNAL_H */

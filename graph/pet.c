@@ -686,8 +686,10 @@ static int check_mutant(ts_graph *g, gr_pet_setup *s, const pet_sub *sub,
     rc = c ? pet_correct(g, c, m, &res[k], one, sizeof one, err) : 0;
     m->outs[k] = m->out;
     size_t len = strlen(note);
-    if (rc > 0 && len < sizeof note)
-      snprintf(note + len, sizeof note - len, "%s%s", len ? ";" : "", one);
+    if (rc > 0 && len < sizeof note &&
+        snprintf(note + len, sizeof note - len, "%s%s", len ? ";" : "", one) <
+            0)
+      note[len] = 0;
   }
   m->out = m->outs[0];
   for (int k = 0; k < sub->n_outs; k++) pet_check_result_free(&res[k]);
@@ -696,7 +698,8 @@ static int check_mutant(ts_graph *g, gr_pet_setup *s, const pet_sub *sub,
   int64_t still = 0;
   if (rc > 0) {
     char line[600];
-    snprintf(line, sizeof line, "%s; corrected%s", what, note);
+    if (snprintf(line, sizeof line, "%s; corrected%s", what, note) < 0)
+      line[0] = 0;
     if (check_outputs(g, s, sub, m, again, text, line)) return 0;
     for (int k = 0; k < sub->n_outs; k++) {
       still += again[k].n_diff;

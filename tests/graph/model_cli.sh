@@ -50,7 +50,32 @@ contains out '"trials_now": 4'
 # the confirmation at the end times each task's oneDNN call beside its
 # best (stored as the task's onednn level), and compile --dispatch best
 # reads those levels; the library is right whichever side each task takes
-R="$M/resnet50_small.onnx"
+# (two convolutions and a matrix product: a few tasks keep this short)
+R="$TMP/convs.onnx"
+/usr/bin/python3 - "$R" <<'EOF' || fail "cannot write the conv model"
+import sys
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+rng = np.random.RandomState(0)
+def w(name, *shape):
+    return numpy_helper.from_array(
+        (rng.standard_normal(shape) * 0.1).astype(np.float32), name)
+nodes = [helper.make_node("Conv", ["x", "w1"], ["c1"], pads=[1, 1, 1, 1],
+                          kernel_shape=[3, 3]),
+         helper.make_node("Relu", ["c1"], ["r1"]),
+         helper.make_node("Conv", ["r1", "w2"], ["c2"], kernel_shape=[1, 1]),
+         helper.make_node("Flatten", ["c2"], ["f"]),
+         helper.make_node("MatMul", ["f", "w3"], ["y"])]
+g = helper.make_graph(
+    nodes, "convs",
+    [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16, 8, 8])],
+    [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 10])],
+    [w("w1", 32, 16, 3, 3), w("w2", 8, 32, 1, 1), w("w3", 512, 10)])
+m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+m.ir_version = 8
+onnx.save(m, sys.argv[1])
+EOF
 expect 0 "$T" tune --model "$R" --trials 24 --db "$TMP/r.db" --job r \
   --confirm-top 1 --json
 python3 - "$TMP/out" <<'EOF' || fail "no task's oneDNN call was timed"

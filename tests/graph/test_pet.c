@@ -614,7 +614,7 @@ static ts_graph *qkv(void) {
   static const int64_t cols[3] = {32, 48, 32};
   int outs[4];
   for (int k = 0; k < 3; k++) {
-    char wn[8], bn[8];
+    char wn[16], bn[16];
     snprintf(wn, sizeof wn, "w%d", k);
     snprintf(bn, sizeof bn, "b%d", k);
     int m = node(g, "MatMul", (int[]){x, matrix(g, wn, 512, cols[k], k)}, 2);
@@ -634,7 +634,7 @@ static ts_graph *convs_sharing_input(void) {
   int outs[3];
   for (int k = 0; k < 3; k++) {
     int64_t co = k == 1 ? 32 : 16, kk = k == 2 ? 1 : 3;
-    char wn[8], bn[8];
+    char wn[16], bn[16];
     snprintf(wn, sizeof wn, "w%d", k);
     snprintf(bn, sizeof bn, "b%d", k);
     outs[k] =
