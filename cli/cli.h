@@ -260,9 +260,10 @@ int64_t cli_trial_at_90(ts_db *db, int64_t workload, const char *target,
 
 /* `tessera tune --compare-models` (cmd_tune_compare.c): runs the job once
  * with the XGBoost model and once with the random model, each in its own
- * database, then times both bests side by side and prints the comparison. */
+ * database, then times both bests side by side in `rounds` interleaved
+ * rounds (1..99) and prints the comparison. */
 int tune_compare_models(ts_runner *runner, const char *db_path,
                         const ts_tune_options *opts, const ts_tune_task *tasks,
-                        int n_tasks, int threads, bool json);
+                        int n_tasks, int threads, int rounds, bool json);
 
 #endif /* TESSERA_CLI_H */

@@ -39,6 +39,7 @@ static const char tune_usage[] =
     "                    [--timeout-ms N] [--build-timeout-ms N]\n"
     "                    [--quiet] [--log FILE] [--json]\n"
     "                    [--no-summary-measure] [--compare-models]\n"
+    "                    [--compare-rounds N]\n"
     "                    [--confirm-top K]\n"
     "                    [--max-memory-mb N] [--max-gflop N]\n"
     "\n"
@@ -110,6 +111,7 @@ static const char tune_usage[] =
     "                      cost model, in PATH-xgb.db and PATH-random.db\n"
     "                      (from --db PATH), then time both bests side by\n"
     "                      side and print the comparison\n"
+    "  --compare-rounds N  interleaved rounds of that timing (default 9)\n"
     "\n"
     "Exit status: 0 done, 1 failure, 2 usage error, 130 interrupted (the\n"
     "job is resumable with the same --job).\n";
@@ -164,8 +166,9 @@ typedef struct tune_args {
   const char *model; /* --model: the tasks come from this ONNX model */
   const char *shapes[MAX_SHAPES];
   int n_shapes;
-  bool quiet, json, summary_measure, compare_models;
-  long confirm_top; /* --confirm-top (default 6; 0: no confirmation) */
+  bool quiet, json, summary_measure, compare_models, compare_rounds_given;
+  long compare_rounds; /* --compare-models' side-by-side rounds */
+  long confirm_top;    /* --confirm-top (default 6; 0: no confirmation) */
   bool target_given, trials_given, strategy_given, cost_model_given,
       policy_given, per_task_given, batch_given, population_given,
       timeout_given, build_timeout_given, tensorize_given;
@@ -735,6 +738,7 @@ int cmd_tune(int argc, char **argv) {
   memset(&a, 0, sizeof a);
   a.db = "tessera.db";
   a.summary_measure = true;
+  a.compare_rounds = 9;
   a.confirm_top = ts_confirm_defaults().top_k;
   ts_tune_options o = ts_tune_defaults();
   long v;
@@ -760,6 +764,11 @@ int cmd_tune(int argc, char **argv) {
       a.summary_measure = false;
     } else if (!strcmp(argv[i], "--compare-models")) {
       a.compare_models = true;
+    } else if (cli_opt_value(argc, argv, &i, "--compare-rounds", &val,
+                             &missing)) {
+      NEED("--compare-rounds");
+      rc = int_option("--compare-rounds", val, 1, 99, &a.compare_rounds);
+      a.compare_rounds_given = true;
     } else if (cli_opt_value(argc, argv, &i, "--confirm-top", &val, &missing)) {
       NEED("--confirm-top");
       rc = int_option("--confirm-top", val, 0, 64, &a.confirm_top);
@@ -919,6 +928,9 @@ int cmd_tune(int argc, char **argv) {
   if (a.compare_models && (!a.n_tasks || a.cost_model_given))
     return cli_usage_error("tune", "--compare-models needs --workload/--tir "
                                    "and chooses the cost models itself");
+  if (a.compare_rounds_given && !a.compare_models)
+    return cli_usage_error("tune", "--compare-rounds goes with "
+                                   "--compare-models");
 
   int status = EXIT_FAIL;
   ts_error err;
@@ -1039,7 +1051,7 @@ int cmd_tune(int argc, char **argv) {
   if (threads <= 0) threads = 1;
   if (a.compare_models) {
     status = tune_compare_models(runner, a.db, &o, tasks, a.n_tasks, threads,
-                                 a.json);
+                                 (int)a.compare_rounds, a.json);
     sa.sa_handler = SIG_DFL;
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);

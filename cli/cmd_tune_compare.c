@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define ROUNDS 9
+#define MAX_ROUNDS 99
 
 static const char *const models[2] = {"xgb", "random"};
 
@@ -32,10 +32,10 @@ typedef struct cmp_row {
   char why[200];
 } cmp_row;
 
-/* Times the two bests in ROUNDS interleaved rounds (the order alternating)
+/* Times the two bests in `rounds` interleaved rounds (the order alternating)
  * and keeps the medians of the per-round figures. */
 static void side_by_side(const ts_tune_task *task, const ts_tune_result *res,
-                         int i, const ts_target *t, ts_runtime *rt,
+                         int i, const ts_target *t, ts_runtime *rt, int rounds,
                          cmp_row *row) {
   cli_kernel k[2];
   memset(k, 0, sizeof k);
@@ -55,8 +55,8 @@ static void side_by_side(const ts_tune_task *task, const ts_tune_result *res,
       goto done;
     }
   ts_eval_config cfg = {1, 5, 100, false, 1};
-  double s[2][ROUNDS], r[ROUNDS];
-  for (int round = 0; round < ROUNDS; round++) {
+  double s[2][MAX_ROUNDS], r[MAX_ROUNDS];
+  for (int round = 0; round < rounds; round++) {
     for (int j = 0; j < 2; j++) {
       int m = (round + j) % 2;
       if (cli_kernel_time(&k[m], rt, &cfg, &s[m][round], &err)) {
@@ -67,8 +67,8 @@ static void side_by_side(const ts_tune_task *task, const ts_tune_result *res,
     }
     r[round] = s[1][round] / s[0][round];
   }
-  for (int m = 0; m < 2; m++) row->side_s[m] = ts_median(s[m], ROUNDS);
-  row->ratio = ts_median(r, ROUNDS);
+  for (int m = 0; m < 2; m++) row->side_s[m] = ts_median(s[m], rounds);
+  row->ratio = ts_median(r, rounds);
   row->timed = true;
 done:
   for (int m = 0; m < 2; m++) cli_kernel_free(&k[m]);
@@ -90,7 +90,7 @@ static void json_num(const char *key, bool have, double v, bool comma) {
 
 int tune_compare_models(ts_runner *runner, const char *db_path,
                         const ts_tune_options *opts, const ts_tune_task *tasks,
-                        int n, int threads, bool json) {
+                        int n, int threads, int rounds, bool json) {
   FILE *out = json ? stderr : stdout;
   ts_tune_result res[2];
   ts_db *db[2] = {NULL, NULL};
@@ -153,13 +153,13 @@ int tune_compare_models(ts_runner *runner, const char *db_path,
     if (why_not)
       snprintf(row->why, sizeof row->why, "%.190s", why_not);
     else
-      side_by_side(&tasks[i], res, i, t, rt, row);
+      side_by_side(&tasks[i], res, i, t, rt, rounds, row);
   }
 
   if (json) {
     printf("{\"trials\": [%lld, %lld], \"rounds\": %d, \"tasks\": [",
            (long long)res[0].trials_done, (long long)res[1].trials_done,
-           ROUNDS);
+           rounds);
     for (int i = 0; i < n; i++) {
       const cmp_row *r = &rows[i];
       double fl =
@@ -204,7 +204,7 @@ int tune_compare_models(ts_runner *runner, const char *db_path,
            "90%%@: the trial that first reached\n90%% of it; *: both bests "
            "timed side by side in this process (%d thread%s), medians of %d\n"
            "interleaved rounds; xgb/rnd = random's latency / xgb's.\n",
-           threads, threads == 1 ? "" : "s", ROUNDS);
+           threads, threads == 1 ? "" : "s", rounds);
     for (int i = 0; i < n; i++)
       if (!rows[i].timed && rows[i].why[0])
         printf("task %d: not timed side by side: %s\n", i, rows[i].why);

@@ -33,7 +33,7 @@
 #endif
 #endif
 #ifndef DEFAULT_COUNT
-#define DEFAULT_COUNT 2000
+#define DEFAULT_COUNT 1000
 #endif
 
 static const char *const workloads[] = {

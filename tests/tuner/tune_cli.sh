@@ -22,14 +22,18 @@ expect 2 "$T" tune --workload "$W" --compare-models --cost-model xgb
 contains err "chooses the cost models"
 expect 2 "$T" tune --workload "$W" --trials x;           contains err "--trials"
 
+expect 2 "$T" tune --workload "$W" --compare-rounds 3
+contains err "goes with --compare-models"
+expect 2 "$T" tune --workload "$W" --compare-models --compare-rounds 0
+contains err "compare-rounds"
 expect 0 "$T" tune --workload "$W" --trials 12 --batch 6 --db "$TMP/c.db" \
-  --compare-models --quiet --json
+  --compare-models --compare-rounds 3 --quiet --json
 [ -s "$TMP/c-xgb.db" ] || fail "no xgb database"
 [ -s "$TMP/c-random.db" ] || fail "no random database"
 [ ! -e "$TMP/c.db" ] || fail "--compare-models wrote the plain database"
 for k in '"xgb_gflops": [0-9]' '"random_gflops": [0-9]' \
          '"xgb_gflops_side_by_side": [0-9]' '"ratio_side_by_side": [0-9]' \
-         '"trials": \[12, 12\]'; do
+         '"trials": \[12, 12\], "rounds": 3'; do
   contains out "$k"
 done
 # each job holds its own 12 records
