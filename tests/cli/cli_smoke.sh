@@ -96,6 +96,21 @@ expect 2 "$T" bench --tir "$TMP/mm.tir" --check-runs 0; contains "--check-runs w
 expect 0 "$T" bench --workload "matmul M=16 N=8 K=4" --threads 1 --repeat 1 --min-repeat-ms 1 --json
 grep -Eq '"tessera_seconds": [1-9][0-9.]*e-0[5-9]' "$TMP/out" || { cat "$TMP/out"; fail "tessera_seconds lost its digits"; }
 expect 2 "$T" bench --tir "$TMP/mm.tir" --workload "matmul M=2 N=2 K=2"; contains "exactly one of --workload or --tir"
+# the broad set: drawn from its seed, the same list every time, another
+# with another seed; its options go with --suite only
+expect 0 "$T" bench --suite --set broad --list
+cp "$TMP/out" "$TMP/broad1"
+[ "$(wc -l < "$TMP/broad1")" = 16 ] || { cat "$TMP/broad1"; fail "the broad set is not 16 workloads"; }
+contains "dtype=int8"
+contains "KH=7 KW=7 stride=2"
+expect 0 "$T" bench --suite --set broad --set-seed 1 --list
+cmp -s "$TMP/out" "$TMP/broad1" || fail "the broad set of seed 1 changed between runs"
+expect 0 "$T" bench --suite --set broad --set-seed 2 --list
+cmp -s "$TMP/out" "$TMP/broad1" && fail "seeds 1 and 2 drew the same set"
+expect 0 "$T" bench --suite --list; contains "matmul M=1024 N=1024 K=1024 dtype=int8"
+expect 2 "$T" bench --suite --set wide --list; contains "--set wants fixed or broad"
+expect 2 "$T" bench --suite --isa sse --list; contains "--isa wants native or avx2"
+expect 2 "$T" bench --set broad --workload "matmul M=2 N=2 K=2"; contains "go with --suite"
 # An interrupted bench suite stops (here in its first step, the machine
 # probe), says how to resume, exits 130 and writes no table.
 "$T" bench --suite --budget quick --db "$TMP/suite.db" -o "$TMP/suite" \
