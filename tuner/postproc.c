@@ -257,7 +257,8 @@ static int64_t annotation_int(const ts_block *b, const char *key,
  * and holds only that block: whole when it has at most max_lanes
  * iterations, else (when it is not the parallel loop) split by the largest
  * power of two up to max_lanes that divides it, the inner part vectorized
- * (a 1024-wide row of an elementwise block becomes 16 vectors of 64). */
+ * (a 1024-wide row of an elementwise block becomes 16 vectors of 64), or,
+ * when that power is below 8, into 16-wide vectors past the end. */
 static void vectorize_leaf(ts_sched *s, const char *name, int64_t max_lanes,
                            const ts_stmt *parallel_loop) {
   ts_rv b, loops[MAX_LOOPS];
@@ -278,8 +279,18 @@ static void vectorize_leaf(ts_sched *s, const char *name, int64_t max_lanes,
   }
   int64_t lanes = 1;
   while (lanes * 2 <= max_lanes && ext % (lanes * 2) == 0) lanes *= 2;
-  ts_rv parts[2];
   int64_t factors[2] = {ext / lanes, lanes};
+  /* an extent that no vector of 8 or more divides (a row of 881, of
+   * 1000): split past its end by a 16-wide vector, the last one guarded;
+   * lowering partitions the guard off the main part (codegen/partition.c),
+   * so every vector but the last is whole */
+  int64_t wide = max_lanes < 16 ? max_lanes : 16;
+  if (lanes < 8 && lanes < wide && ext > 2 * wide) {
+    lanes = wide;
+    factors[0] = (ext + wide - 1) / wide;
+    factors[1] = wide;
+  }
+  ts_rv parts[2];
   if (lanes < 2 || ts_sched_split(s, loops[nl - 1], factors, 2, parts)) return;
   ts_sched_vectorize(s, parts[1]);
 }

@@ -220,6 +220,60 @@ static void test_other_workloads(void **state) {
   ts_target_free(t);
 }
 
+/* A row no vector of 8 or more divides (131, a prime) is still
+ * vectorized: split past its end by 16, the last vector guarded (lowering
+ * partitions the guard off). Every sample of every space computes the
+ * interpreter's result, and the samples of the materialized-exp states
+ * vectorize the exp block's row. */
+static void test_odd_rows_vectorized(void **state) {
+  (void)state;
+  static const char *const specs[] = {"softmax N=6 D=131",
+                                      "elementwise op=relu shape=5x131"};
+  static const char *const leaf[] = {"exp", "Y"};
+  ts_target *t = host();
+  for (int w_i = 0; w_i < 2; w_i++) {
+    ts_workload *w = tu_workload(specs[w_i]);
+    ts_design_space *s = NULL;
+    int n = 0, vectorized = 0, seen = 0;
+    ts_error err;
+    OK(ts_space_generate(w->func, t, NULL, &s, &n, &err));
+    for (int i = 0; i < n; i++)
+      for (int k = 0; k < 3; k++) {
+        ts_candidate c;
+        OK(ts_candidate_sample(&s[i], i, w->func, t, 40 + (uint64_t)k, &c,
+                               &err));
+        const ts_func *f = ts_sched_func(c.sched);
+        char name[64];
+        snprintf(name, sizeof name, "block %s(", leaf[w_i]);
+        char *text = ts_func_print(f);
+        const char *blk = strstr(text, name);
+        if (blk) {
+          seen++;
+          /* the loop right around the block: a 16-wide vectorized one */
+          const char *p = blk, *loop = NULL;
+          while (p > text && !loop) {
+            p--;
+            if (!strncmp(p, "for ", 4)) loop = p;
+          }
+          vectorized += loop && strstr(loop, " vectorized") &&
+                        strstr(loop, " vectorized") < blk &&
+                        strstr(loop, "range(16)") &&
+                        strstr(loop, "range(16)") < blk;
+        }
+        free(text);
+        ts_candidate_clear(&c);
+      }
+    print_message("%s: %d of %d samples vectorize the %s row by 16\n",
+                  specs[w_i], vectorized, seen, leaf[w_i]);
+    assert_true(seen > 0);
+    assert_true(vectorized > 0);
+    check_samples(w->func, t, s, n, 2, true);
+    ts_design_spaces_free(s, n);
+    ts_workload_free(w);
+  }
+  ts_target_free(t);
+}
+
 /* Row reductions that already feed every core get a variant with the
  * reduction factored by the vector length (the partial maxima computed a
  * vector at a time); its samples compute the right result and the factored
@@ -709,6 +763,7 @@ int main(void) {
       cmocka_unit_test(test_read_cache_compacted),
       cmocka_unit_test(test_other_workloads),
       cmocka_unit_test(test_rfactor_vector),
+      cmocka_unit_test(test_odd_rows_vectorized),
       cmocka_unit_test(test_one_pass_rows),
       cmocka_unit_test(test_materialized_expensive),
       cmocka_unit_test(test_unit_reduce_loops_parallel),
