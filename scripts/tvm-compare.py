@@ -5,10 +5,11 @@ usage: tvm-compare.py TESSERA [--trials N[,N...]] [--threads T] [--rounds R]
                       [--workloads NAME,...] [--dir DIR] [--seed S]
 
 Run it with a Python that has TVM's MetaSchedule (PyPI `apache-tvm` 0.27 with
-`apache-tvm-ffi` 0.1.14, psutil and cloudpickle), e.g. a virtual environment:
+`apache-tvm-ffi` 0.1.14, psutil, cloudpickle and xgboost), e.g. a virtual
+environment:
 
     python3 -m venv tvmenv
-    tvmenv/bin/pip install apache-tvm==0.27.0 psutil cloudpickle numpy
+    tvmenv/bin/pip install apache-tvm==0.27.0 psutil cloudpickle numpy xgboost
     tvmenv/bin/pip install apache-tvm-ffi==0.1.14
     tvmenv/bin/python scripts/tvm-compare.py build/tessera --trials 200
 
@@ -117,7 +118,7 @@ def tune_tvm(name, trials, threads, workdir, seed):
                      num_tuning_cores=threads)
     seconds = time.time() - t0
     sch = ms.tir_integration.compile_tir(db, mod, target)
-    lib = tvm.compile(sch.mod, target=target)
+    lib = tvm.compile(sch.mod, target=target).jit()
     dev = tvm.cpu()
     rng = np.random.default_rng(seed)
     args = []
@@ -125,7 +126,7 @@ def tune_tvm(name, trials, threads, workdir, seed):
         shape = [int(x) for x in t.shape]
         args.append(tvm.runtime.tensor(
             rng.standard_normal(shape).astype("float32"), dev))
-    ev = lib.time_evaluator(lib.entry_name, dev, number=1, repeat=15,
+    ev = lib.time_evaluator("main", dev, number=1, repeat=15,
                             min_repeat_ms=100)
     return flop, seconds, lambda: ev(*args).median
 
