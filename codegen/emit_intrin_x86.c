@@ -1,7 +1,8 @@
 /*
  * emit_intrin_x86.c — the x86 tensor intrinsics of the x86 family
  * (target_x86.c), the implementations tensorize calls: AVX512-VNNI dot
- * products (unsigned x signed, and signed x signed through a bias), the
+ * products (unsigned x signed, and signed x signed through a bias), AVX2's
+ * exact 16-bit multiply-add pairs for int8 on hosts without VNNI, the
  * AVX512-BF16 dot product and AMX tile GEMMs (bf16, int8). Each checks the
  * CPU feature it needs on the target.
  */
@@ -83,6 +84,50 @@ static LLVMValueRef vnni_s8_dot(emitter *e, ts_expr *x, LLVMValueRef *a) {
   if (c && sums)
     LLVMSetAlignment(
         LLVMBuildStore(e->b, LLVMBuildSub(e->b, c, sums, ""), a[0]), 4);
+  return NULL;
+}
+
+/* tessera.avx2_madd_{s8,u8}_8x2(&C int32[8], &A int8|uint8[2],
+ * &B int8[1][16]) and tessera.avx2_madd_{s8,u8}_8x8(&C int32[8],
+ * &A int8|uint8[8], &B int8[4][16]): C[j] += sum_k A[k] * B[k / 2][2 j +
+ * k % 2] in steps of two k. Each step widens B's 16 bytes to 16-bit lanes
+ * (vpmovsxbw), splats A's pair, widened the same way (sign- or
+ * zero-extended), to every lane pair, and multiplies and adds the pairs into
+ * 32-bit lanes with vpmaddwd. Every product and pair sum fits its lane, so
+ * the result is exact for all inputs. (The unsigned-times-signed byte
+ * multiply vpmaddubsw would do twice the work per instruction but saturates
+ * its 16-bit pair sums, 255 * 127 * 2 > 32767, so its results are not the
+ * interpreter's for large operands; oneDNN accepts that or halves the
+ * weights.) B's widened vectors depend on B alone, so LLVM computes them
+ * once for all rows of a register tile that share them. */
+static LLVMValueRef madd_dot(emitter *e, ts_expr *x, LLVMValueRef *a) {
+  const char *name = ts_expr_call_name(x);
+  int steps = strstr(name, "_8x8") ? 4 : 1;
+  bool a_unsigned = strstr(name, "_u8_") != NULL;
+  if (!need_feature(e, name, "avx2")) return NULL;
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(e->ctx);
+  LLVMTypeRef i16 = LLVMInt16TypeInContext(e->ctx);
+  LLVMTypeRef v8 = LLVMVectorType(emit_i32t(e), 8);
+  LLVMValueRef c = emit_load_vec(e, v8, a[0], 4);
+  for (int s = 0; s < steps && c; s++) {
+    LLVMValueRef aoff =
+        LLVMConstInt(emit_i64t(e), (unsigned long long)(2 * s), 0);
+    LLVMValueRef boff =
+        LLVMConstInt(emit_i64t(e), (unsigned long long)(16 * s), 0);
+    LLVMValueRef ap = LLVMBuildInBoundsGEP2(e->b, i8, a[1], &aoff, 1, "");
+    LLVMValueRef bp = LLVMBuildInBoundsGEP2(e->b, i8, a[2], &boff, 1, "");
+    LLVMValueRef a2 = emit_load_vec(e, LLVMVectorType(i8, 2), ap, 1);
+    a2 = a_unsigned ? LLVMBuildZExt(e->b, a2, LLVMVectorType(i16, 2), "")
+                    : LLVMBuildSExt(e->b, a2, LLVMVectorType(i16, 2), "");
+    LLVMValueRef a32 = LLVMBuildBitCast(e->b, a2, emit_i32t(e), "");
+    LLVMValueRef b16 =
+        LLVMBuildSExt(e->b, emit_load_vec(e, LLVMVectorType(i8, 16), bp, 1),
+                      LLVMVectorType(i16, 16), "");
+    LLVMValueRef args[2] = {emit_splat(e, a32, 8), b16};
+    LLVMValueRef p = emit_call_fixed(e, "llvm.x86.avx2.pmadd.wd", args, 2);
+    c = p ? LLVMBuildAdd(e->b, c, p, "") : NULL;
+  }
+  if (c) LLVMSetAlignment(LLVMBuildStore(e->b, c, a[0]), 4);
   return NULL;
 }
 
@@ -177,6 +222,10 @@ const emit_intrinsic emit_x86_intrinsics[] = {
     {"tessera.vnni_dot_16x16", 3, vnni_dot},
     {"tessera.vnni_s8_dot_16x4", 3, vnni_s8_dot},
     {"tessera.vnni_s8_dot_16x16", 3, vnni_s8_dot},
+    {"tessera.avx2_madd_s8_8x2", 3, madd_dot},
+    {"tessera.avx2_madd_s8_8x8", 3, madd_dot},
+    {"tessera.avx2_madd_u8_8x2", 3, madd_dot},
+    {"tessera.avx2_madd_u8_8x8", 3, madd_dot},
     {"tessera.avx512bf16_dot_16x2", 3, bf16_dot},
     {"tessera.amx_bf16_gemm", 7, amx_gemm},
     {"tessera.amx_int8_gemm", 7, amx_gemm},

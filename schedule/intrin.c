@@ -15,6 +15,7 @@ typedef struct intrin_def {
   const char *name;
   const char *feature; /* what the implementation needs on the target */
   const char *desc, *impl;
+  const char *superseded_by; /* a feature whose intrinsics do better */
 } intrin_def;
 
 /* AMX: C[16, 16] += A[16, K] x B[K, 16] with B packed in pairs (bf16) or
@@ -98,6 +99,33 @@ typedef struct intrin_def {
   "  }\n"                                                                      \
   "}\n"
 
+/* 8 lanes of dot products over K = 2 (one step) or K = 8 (four steps)
+ * for AVX2's 16-bit multiply-add pairs: C[j] += sum_k A[k] * B[k / 2][2 j +
+ * k % 2], B a [KH = K / 2][16] tile (each step 16 bytes, two k per
+ * lane). */
+#define PAIR_DESC(NAME, AT, BT, CT, K, KH)                                     \
+  "func " NAME "_desc(A: " AT "[" #K "], B: " BT "[" #KH ", 16], C: " CT       \
+  "[8]) {\n"                                                                   \
+  "  block root() {\n"                                                         \
+  "    for j in range(8) {\n"                                                  \
+  "      for k in range(" #K ") {\n"                                           \
+  "        block update(vj: spatial(8) = j, vk: reduce(" #K ") = k) {\n"       \
+  "          C[vj] = C[vj] + cast(" CT ", A[vk]) * cast(" CT                   \
+  ", B[floordiv(vk, 2), vj * 2 + floormod(vk, 2)])\n"                          \
+  "        }\n"                                                                \
+  "      }\n"                                                                  \
+  "    }\n"                                                                    \
+  "  }\n"                                                                      \
+  "}\n"
+
+#define PAIR_IMPL(NAME, CALL, AT, BT, CT, K, KH)                               \
+  "func " NAME "_impl(A: " AT "[" #K "], B: " BT "[" #KH ", 16], C: " CT       \
+  "[8]) {\n"                                                                   \
+  "  block root() {\n"                                                         \
+  "    evaluate call<int32>(\"" CALL "\", &C[0], &A[0], &B[0, 0])\n"           \
+  "  }\n"                                                                      \
+  "}\n"
+
 /* One warp's mma.sync m16n8k16: C[16, 8] += A[16, 16] x B[16, 8]. */
 #define MMA_DESC(NAME, AT)                                                     \
   "func " NAME "_desc(A: " AT "[16, 16], B: " AT "[16, 8], C: float32[16, "    \
@@ -132,54 +160,82 @@ static const intrin_def intrins[] = {
     {"amx_bf16_16x16x32", "amx-bf16",
      AMX_DESC("amx_bf16", "bfloat16", "bfloat16", "float32", 32, 2, 16, 32),
      AMX_IMPL("amx_bf16", "tessera.amx_bf16_gemm", "bfloat16", "bfloat16",
-              "float32", 32, 16, 32)},
+              "float32", 32, 16, 32),
+     NULL},
     {"amx_int8_16x16x64", "amx-int8",
      AMX_DESC("amx_int8", "int8", "int8", "int32", 64, 4, 16, 64),
      AMX_IMPL("amx_int8", "tessera.amx_int8_gemm", "int8", "int8", "int32", 64,
-              16, 64)},
+              16, 64),
+     NULL},
     {"amx_uint8_16x16x64", "amx-int8",
      AMX_DESC("amx_uint8", "uint8", "int8", "int32", 64, 4, 16, 64),
      AMX_IMPL("amx_uint8", "tessera.amx_int8_gemm", "uint8", "int8", "int32",
-              64, 16, 64)},
+              64, 16, 64),
+     NULL},
     {"avx512_vnni_16x4", "avx512vnni",
      DOT_DESC("vnni", "uint8", "int8", "int32", 4),
-     DOT_IMPL("vnni", "tessera.vnni_dot_16x4", "uint8", "int8", "int32", 4)},
+     DOT_IMPL("vnni", "tessera.vnni_dot_16x4", "uint8", "int8", "int32", 4),
+     NULL},
     {"avx512_vnni_16x16", "avx512vnni",
      DOT4_DESC("vnnik16", "uint8", "int8", "int32"),
-     DOT4_IMPL("vnnik16", "tessera.vnni_dot_16x16", "uint8", "int8", "int32")},
+     DOT4_IMPL("vnnik16", "tessera.vnni_dot_16x16", "uint8", "int8", "int32"),
+     NULL},
     {"avx512_vnni_s8_16x4", "avx512vnni",
      DOT_DESC("vnnis8", "int8", "int8", "int32", 4),
-     DOT_IMPL("vnnis8", "tessera.vnni_s8_dot_16x4", "int8", "int8", "int32",
-              4)},
+     DOT_IMPL("vnnis8", "tessera.vnni_s8_dot_16x4", "int8", "int8", "int32", 4),
+     NULL},
     {"avx512_vnni_s8_16x16", "avx512vnni",
      DOT4_DESC("vnnis8k16", "int8", "int8", "int32"),
      DOT4_IMPL("vnnis8k16", "tessera.vnni_s8_dot_16x16", "int8", "int8",
-               "int32")},
+               "int32"),
+     NULL},
     {"avx512_bf16_16x2", "avx512bf16",
      DOT_DESC("bf16dot", "bfloat16", "bfloat16", "float32", 2),
      DOT_IMPL("bf16dot", "tessera.avx512bf16_dot_16x2", "bfloat16", "bfloat16",
-              "float32", 2)},
+              "float32", 2),
+     NULL},
+    {"avx2_madd_s8_8x2", "avx2",
+     PAIR_DESC("madds8", "int8", "int8", "int32", 2, 1),
+     PAIR_IMPL("madds8", "tessera.avx2_madd_s8_8x2", "int8", "int8", "int32", 2,
+               1),
+     "avx512vnni"},
+    {"avx2_madd_s8_8x8", "avx2",
+     PAIR_DESC("madds8k8", "int8", "int8", "int32", 8, 4),
+     PAIR_IMPL("madds8k8", "tessera.avx2_madd_s8_8x8", "int8", "int8", "int32",
+               8, 4),
+     "avx512vnni"},
+    {"avx2_madd_u8_8x2", "avx2",
+     PAIR_DESC("maddu8", "uint8", "int8", "int32", 2, 1),
+     PAIR_IMPL("maddu8", "tessera.avx2_madd_u8_8x2", "uint8", "int8", "int32",
+               2, 1),
+     "avx512vnni"},
+    {"avx2_madd_u8_8x8", "avx2",
+     PAIR_DESC("maddu8k8", "uint8", "int8", "int32", 8, 4),
+     PAIR_IMPL("maddu8k8", "tessera.avx2_madd_u8_8x8", "uint8", "int8", "int32",
+               8, 4),
+     "avx512vnni"},
     {"mma_m16n8k16_f16", "sm_80", MMA_DESC("mma_f16", "float16"),
-     MMA_IMPL("mma_f16", "float16")},
+     MMA_IMPL("mma_f16", "float16"), NULL},
     {"mma_m16n8k16_bf16", "sm_80", MMA_DESC("mma_bf16", "bfloat16"),
-     MMA_IMPL("mma_bf16", "bfloat16")},
+     MMA_IMPL("mma_bf16", "bfloat16"), NULL},
 };
 
 #define N_INTRINS ((int)(sizeof intrins / sizeof intrins[0]))
 
-static const char *const names[N_INTRINS + 1] = {"amx_bf16_16x16x32",
-                                                 "amx_int8_16x16x64",
-                                                 "amx_uint8_16x16x64",
-                                                 "avx512_vnni_16x4",
-                                                 "avx512_vnni_16x16",
-                                                 "avx512_vnni_s8_16x4",
-                                                 "avx512_vnni_s8_16x16",
-                                                 "avx512_bf16_16x2",
-                                                 "mma_m16n8k16_f16",
-                                                 "mma_m16n8k16_bf16",
-                                                 NULL};
+static const char *const names[N_INTRINS + 1] = {
+    "amx_bf16_16x16x32",    "amx_int8_16x16x64", "amx_uint8_16x16x64",
+    "avx512_vnni_16x4",     "avx512_vnni_16x16", "avx512_vnni_s8_16x4",
+    "avx512_vnni_s8_16x16", "avx512_bf16_16x2",  "avx2_madd_s8_8x2",
+    "avx2_madd_s8_8x8",     "avx2_madd_u8_8x2",  "avx2_madd_u8_8x8",
+    "mma_m16n8k16_f16",     "mma_m16n8k16_bf16", NULL};
 
 const char *const *ts_intrin_names(void) { return names; }
+
+const char *ts_intrin_superseded_by(const char *name) {
+  for (int i = 0; i < N_INTRINS; i++)
+    if (!strcmp(intrins[i].name, name)) return intrins[i].superseded_by;
+  return NULL;
+}
 
 int ts_intrin_get(const char *name, ts_func **desc, ts_func **impl,
                   const char **feature, ts_error *err) {

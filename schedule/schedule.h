@@ -348,5 +348,10 @@ const char *const *ts_intrin_names(void);
  * name. */
 int ts_intrin_get(const char *name, ts_func **desc, ts_func **impl,
                   const char **feature, ts_error *err);
+/* The target feature whose intrinsics compute what intrinsic `name` does,
+ * faster: a target with it need not consider `name` (AVX2's multiply-add
+ * pairs on a target with AVX512-VNNI). NULL when none, or for an unknown
+ * name. */
+const char *ts_intrin_superseded_by(const char *name);
 
 #endif /* TESSERA_SCHEDULE_H */

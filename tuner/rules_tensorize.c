@@ -315,6 +315,15 @@ static int tensorize_variant(const gen *g, gen_state *st, const char *name,
   return TS_OK;
 }
 
+/* Whether target t runs intrinsic `name` (which needs `feature`) and has
+ * nothing better for what it computes. */
+static bool intrin_on(const ts_target *t, const char *name,
+                      const char *feature) {
+  const char *better = ts_intrin_superseded_by(name);
+  return feature && ts_target_has_feature(t, feature) &&
+         !(better && ts_target_has_feature(t, better));
+}
+
 int rule_tensorize(const gen *g, const gen_state *st, const char *block,
                    gen_state *out, int cap) {
   if (!g->o->tensorize || !block_needs_tiling(st, block)) return 0;
@@ -327,8 +336,7 @@ int rule_tensorize(const gen *g, const gen_state *st, const char *block,
     const char *feature = NULL;
     if (ts_intrin_get(*nm, &desc, &impl, &feature, NULL)) continue;
     desc_info d;
-    bool usable = feature && ts_target_has_feature(g->t, feature) &&
-                  analyse_desc(desc, &d);
+    bool usable = intrin_on(g->t, *nm, feature) && analyse_desc(desc, &d);
     if (usable) {
       gen_state v;
       if (!state_fork(st, &v, NULL)) {
@@ -372,9 +380,10 @@ static int64_t divisor_at_most(int64_t n, int64_t cap) {
 #define TENSORIZE_B_BLOCK_BYTES (64 * 1024)
 
 /* The dot intrinsic (no rows) of the target whose operand types are the
- * block's and whose tiles divide its extents (ext: i, j, k), the longest
- * K tile first (fewer stores of the accumulators, and for the signed forms
- * fewer compensation subtractions), and its B packing map (pack_map). Only
+ * block's and whose tiles divide its extents (ext: i, j, k), the most lanes
+ * first (a VNNI dot before AVX2's multiply-add pairs), then the longest K
+ * tile (fewer stores of the accumulators, and for the signed forms fewer
+ * compensation subtractions), and its B packing map (pack_map). Only
  * the tile sizes and order of *out stay valid: its vars belong to the
  * description, freed here. */
 static bool default_intrin(const ts_target *t, const gemm *gm,
@@ -385,15 +394,17 @@ static bool default_intrin(const ts_target *t, const gemm *gm,
     ts_func *desc = NULL, *impl = NULL;
     const char *feature = NULL;
     desc_info d = {0};
-    bool ok = !ts_intrin_get(*nm, &desc, &impl, &feature, NULL) && feature &&
-              ts_target_has_feature(t, feature) && analyse_desc(desc, &d) &&
+    bool ok = !ts_intrin_get(*nm, &desc, &impl, &feature, NULL) &&
+              intrin_on(t, *nm, feature) && analyse_desc(desc, &d) &&
               !strchr(d.order, 'i') &&
               ts_dtype_eq(d.a_dtype, ts_buffer_dtype(gm->a)) &&
               ts_dtype_eq(d.b_dtype, ts_buffer_dtype(gm->b)) &&
               ts_dtype_eq(d.c_dtype, ts_buffer_dtype(gm->c)) &&
               ext[1] % d.tile[1] == 0 && ext[2] % d.tile[2] == 0;
     /* the map while the description (whose vars it substitutes) lives */
-    if (ok && (!found || d.tile[2] > out->tile[2]) &&
+    if (ok &&
+        (!found || d.tile[1] > out->tile[1] ||
+         (d.tile[1] == out->tile[1] && d.tile[2] > out->tile[2])) &&
         pack_map(gm, &d, map, map_cap)) {
       *out = d;
       snprintf(name, cap, "%s", *nm);
@@ -403,6 +414,28 @@ static bool default_intrin(const ts_target *t, const gemm *gm,
     ts_func_free(impl);
   }
   return found;
+}
+
+/* The register tile's costs for intrinsics that widen their operands in
+ * the call (AVX2's multiply-add pairs: A's pair splat and widened per row,
+ * B's 16 bytes widened per column, each step): per step a tile of R rows
+ * and C columns spends R C multiply-adds and R row_ops + C col_ops
+ * instructions around them, and holds R C accumulators, C col_regs
+ * vectors of B and one of A. Measured, int8 1024^3 on two Zen 3 cores
+ * (tessera bench --default, GOP/s): 2 x 4 186, 1 x 4 174, 4 x 2 156,
+ * 2 x 2 150, 8 x 1 93 (what the most-accumulators rule picked); the
+ * model ranks them in that order. */
+typedef struct widened_costs {
+  const char *prefix;
+  int64_t row_ops, col_ops, col_regs;
+} widened_costs;
+
+static const widened_costs *widened_costs_of(const char *intrin) {
+  static const widened_costs table[] = {{"avx2_madd_", 2, 1, 1}};
+  for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
+    if (!strncmp(intrin, table[i].prefix, strlen(table[i].prefix)))
+      return &table[i];
+  return NULL;
 }
 
 int tensorize_default(ts_sched *s, const ts_target *t, const char *name) {
@@ -446,11 +479,17 @@ int tensorize_default(ts_sched *s, const ts_target *t, const char *name) {
    * (fewer B loads and sums per multiply-add) */
   int regs = ts_target_vector_registers(t);
   int64_t n_tiles = ext[1] / d.tile[1], rows = 1, cols = 1;
+  const widened_costs *wc = widened_costs_of(intrin);
   for (int64_t v = 1; v <= 4; v *= 2) {
-    int64_t cap = (regs - 2 - 2 * v) / v;
+    int64_t cap =
+        wc ? (regs - 1 - wc->col_regs * v) / v : (regs - 2 - 2 * v) / v;
     if (n_tiles % v || cap < 1) continue;
     int64_t rr = divisor_at_most(ext[0], cap < 8 ? cap : 8);
-    if (rr * v > rows * cols || (rr * v == rows * cols && rr > rows)) {
+    bool better = rr * v > rows * cols || (rr * v == rows * cols && rr > rows);
+    if (wc) /* the fewest instructions per multiply-add */
+      better = rows * cols * (rr * wc->row_ops + v * wc->col_ops) <
+               rr * v * (rows * wc->row_ops + cols * wc->col_ops);
+    if (better) {
       rows = rr;
       cols = v;
     }

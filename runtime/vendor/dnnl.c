@@ -622,6 +622,16 @@ API void ts_vendor_dnnl_destroy(ts_vendor_op *op) {
   free(op);
 }
 
+/* Whether oneDNN's int8 products are exact here: with VNNI (AVX512-VNNI
+ * or AVX-VNNI in the ISA it dispatches to, which ONEDNN_MAX_CPU_ISA can
+ * lower) they accumulate in 32 bits; without it they go through vpmaddubsw,
+ * whose 16-bit pair sums saturate: 64 products of 127 x -128 came out 0. */
+static bool int8_exact(void) {
+  unsigned isa = (unsigned)dnnl_get_effective_cpu_isa();
+  return (isa & 0x40u) || (isa & 0x400u); /* the avx512_core_vnni bit, the
+                                            avx2_vnni bit */
+}
+
 API int ts_vendor_dnnl_create(const char *text, void *const *args,
                               int n_threads, ts_vendor_op **out, char *err,
                               size_t err_size) {
@@ -632,6 +642,12 @@ API int ts_vendor_dnnl_create(const char *text, void *const *args,
     return fail(err, err_size, "vendor call: conv weights are not constant");
   if (d.wconst && !args[d.wei])
     return fail(err, err_size, "vendor call: no constant weights given");
+  if (d.int8 && !int8_exact())
+    return fail(err, err_size,
+                "vendor call: oneDNN runs int8 on this CPU without VNNI "
+                "(effective ISA %#x), through 16-bit pair sums that saturate "
+                "(or weights it halves), so its results are not exact",
+                (unsigned)dnnl_get_effective_cpu_isa());
   /* an in-place residual: the output overwrites the tensor it adds (the
    * memory plan reuses a dying input), so oneDNN's sum post-op adds what
    * the output holds before the call; a binary add would read it after

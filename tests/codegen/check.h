@@ -28,11 +28,13 @@ static inline ts_rt_arg_spec *check_specs(const ts_artifact *a) {
 
 /* Compiles f for `target` (NULL: the host) and checks that every symbol of
  * the object resolves; then, when `run`, runs it with `threads` threads and
- * compares with the interpreter. Returns TS_OK or the first failure, with a
+ * compares with the interpreter running `ref` (same parameters; the
+ * unscheduled function where f calls tensor intrinsics, which the
+ * interpreter does not run). Returns TS_OK or the first failure, with a
  * message in err. */
-static inline int check_compiled_on(const ts_func *f, const ts_target *target,
-                                    int threads, uint64_t seed, bool run,
-                                    ts_error *err) {
+static inline int check_compiled_ref(const ts_func *f, const ts_func *ref,
+                                     const ts_target *target, int threads,
+                                     uint64_t seed, bool run, ts_error *err) {
   ts_target *host = NULL;
   int rc = TS_OK;
   if (!target) {
@@ -61,7 +63,7 @@ static inline int check_compiled_on(const ts_func *f, const ts_target *target,
   if ((rc = ts_rt_args_create(specs, br.artifact->n_args, seed, &want, err)))
     goto done;
   if ((rc = ts_rt_kernel_call(k, ts_rt_args_data(got), rt, err))) goto done;
-  if ((rc = ts_interp_run(f, ts_rt_args_data(want), ts_rt_args_count(want),
+  if ((rc = ts_interp_run(ref, ts_rt_args_data(want), ts_rt_args_count(want),
                           NULL, err)))
     goto done;
   rc = ts_rt_args_compare(got, want, err);
@@ -74,6 +76,13 @@ done:
   ts_build_result_clear(&br);
   ts_target_free(host);
   return rc;
+}
+
+/* check_compiled_ref against f itself. */
+static inline int check_compiled_on(const ts_func *f, const ts_target *target,
+                                    int threads, uint64_t seed, bool run,
+                                    ts_error *err) {
+  return check_compiled_ref(f, f, target, threads, seed, run, err);
 }
 
 /* check_compiled_on, run on this machine. */

@@ -1,6 +1,7 @@
 /*
  * test_tensor_intrin.c — the target tensor intrinsics that tensorize calls:
- * AVX512-VNNI (vpdpbusd), AVX512-BF16 (vdpbf16ps) and AMX (tdpbf16ps,
+ * AVX512-VNNI (vpdpbusd), AVX2's multiply-add pairs (vpmaddwd, exact at
+ * the operands' extremes), AVX512-BF16 (vdpbf16ps) and AMX (tdpbf16ps,
  * tdpbssd) tile matmuls compiled from TIR and compared with the reference
  * interpreter running the same computation written as plain loops; the
  * CUDA mma.sync m16n8k16 intrinsic emitted as PTX that ptxas accepts. Runs
@@ -17,13 +18,16 @@
 
 #include "check.h"
 
+/* Overwrites some inputs of both argument sets alike before the run. */
+typedef void (*fill_fn)(ts_rt_args *got, ts_rt_args *want, bool flag);
+
 /* Compiles `intrin_text` for `target_str`, runs it (unless the CPU lacks
  * `feature`) and compares with the interpreter running `plain_text` (same
- * parameters, plain loops). Where the CPU lacks the feature the test is
- * reported as skipped after the compile and assembly checks. */
-static void compare(const char *intrin_text, const char *plain_text,
-                    const char *target_str, const char *feature,
-                    const char *asm_needle) {
+ * parameters, plain loops), the inputs seeded and then, when `fill` is not
+ * NULL, changed by fill(..., flag). Returns whether it ran. */
+static bool compare_with(const char *intrin_text, const char *plain_text,
+                         const char *target_str, const char *feature,
+                         const char *asm_needle, fill_fn fill, bool flag) {
   ts_func *fi = NULL, *fp = NULL;
   ts_target *t = NULL;
   ts_error err;
@@ -59,6 +63,7 @@ static void compare(const char *intrin_text, const char *plain_text,
         ts_rt_args_create(specs, br.artifact->n_args, 5, &got, &err), TS_OK);
     assert_int_equal(
         ts_rt_args_create(specs, br.artifact->n_args, 5, &want, &err), TS_OK);
+    if (fill) fill(got, want, flag);
     assert_int_equal(ts_rt_kernel_call(k, ts_rt_args_data(got), NULL, &err),
                      TS_OK);
     assert_int_equal(ts_interp_run(fp, ts_rt_args_data(want),
@@ -76,7 +81,17 @@ static void compare(const char *intrin_text, const char *plain_text,
   ts_target_free(t);
   ts_func_free(fi);
   ts_func_free(fp);
-  if (!ran) skip();
+  return ran;
+}
+
+/* compare_with, seeded inputs only; where the CPU lacks the feature the
+ * test is reported as skipped after the compile and assembly checks. */
+static void compare(const char *intrin_text, const char *plain_text,
+                    const char *target_str, const char *feature,
+                    const char *asm_needle) {
+  if (!compare_with(intrin_text, plain_text, target_str, feature, asm_needle,
+                    NULL, false))
+    skip();
 }
 
 static void test_vnni(void **state) {
@@ -96,6 +111,57 @@ static void test_vnni(void **state) {
       "j, floormod(k, 4)])\n"
       "    }\n  }\n}\n";
   compare(intrin, plain, "llvm -mcpu=cascadelake", "avx512vnni", "vpdpbusd");
+}
+
+/* Fills args 0 (A) and 1 (B) of both sets with the extremes of their
+ * types and values between: pair sums of 2 * 255 * -128 (unsigned A) and
+ * 2 * -128 * -128 (signed A) are among them, which a 16-bit multiply-add
+ * would saturate; the kernel must stay exact. */
+static void fill_extremes(ts_rt_args *got, ts_rt_args *want, bool a_unsigned) {
+  static const int8_t s8[] = {-128, 127, -128, -128, 127, 127, -1, 0, 1, -77};
+  static const uint8_t u8[] = {255, 255, 0, 128, 254, 1, 255, 7, 200, 99};
+  for (int arg = 0; arg < 2; arg++) {
+    int64_t n = ts_rt_args_elems(got, arg);
+    for (int64_t i = 0; i < n; i++) {
+      int8_t v = arg == 0 && a_unsigned ? (int8_t)u8[(i * 7 + arg) % 10]
+                                        : s8[(i * 3 + 2 * arg) % 10];
+      ((int8_t *)ts_rt_args_data(got)[arg])[i] = v;
+      ((int8_t *)ts_rt_args_data(want)[arg])[i] = v;
+    }
+  }
+}
+
+/* AVX2's exact multiply-add pairs: C[j] over K = 32 in steps of 2 (8x2) or
+ * 8 (8x8), A signed or unsigned, B packed as [K / 2][8][2], operands at
+ * their extremes. */
+static void test_avx2_madd(void **state) {
+  (void)state;
+  for (int v = 0; v < 4; v++) {
+    bool u8 = v & 1, k8 = v & 2;
+    const char *at = u8 ? "uint8" : "int8";
+    char name[48], intrin[1024], plain[1024];
+    snprintf(name, sizeof name, "tessera.avx2_madd_%s_8x%d", u8 ? "u8" : "s8",
+             k8 ? 8 : 2);
+    snprintf(intrin, sizeof intrin,
+             "func madd(A: %s[32], B: int8[16, 8, 2], C: int32[8]) {\n"
+             "  for j in range(8) {\n    C[j] = int32(0)\n  }\n"
+             "  for ko in range(%d) {\n"
+             "    evaluate call<int32>(\"%s\", &C[0], &A[ko * %d], "
+             "&B[ko * %d, 0, 0])\n"
+             "  }\n}\n",
+             at, k8 ? 4 : 16, name, k8 ? 8 : 2, k8 ? 4 : 1);
+    snprintf(plain, sizeof plain,
+             "func plain(A: %s[32], B: int8[16, 8, 2], C: int32[8]) {\n"
+             "  for j in range(8) {\n    C[j] = int32(0)\n"
+             "    for k in range(32) {\n"
+             "      C[j] = C[j] + cast(int32, A[k]) * cast(int32, "
+             "B[floordiv(k, 2), j, floormod(k, 2)])\n"
+             "    }\n  }\n}\n",
+             at);
+    if (!compare_with(intrin, plain, "llvm -mcpu=haswell", "avx2", "vpmaddwd",
+                      fill_extremes, u8))
+      skip();
+  }
 }
 
 static void test_avx512_bf16(void **state) {
@@ -243,6 +309,7 @@ static void test_mma_ptx(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_vnni),
+      cmocka_unit_test(test_avx2_madd),
       cmocka_unit_test(test_avx512_bf16),
       cmocka_unit_test(test_amx_bf16),
       cmocka_unit_test(test_amx_int8),

@@ -132,7 +132,12 @@ static void test_registry(void **state) {
     ts_func_free(d);
     ts_func_free(i);
   }
-  assert_int_equal(n, 10);
+  assert_int_equal(n, 14);
+  /* AVX2's multiply-add pairs give way to VNNI; VNNI to nothing */
+  assert_string_equal(ts_intrin_superseded_by("avx2_madd_s8_8x8"),
+                      "avx512vnni");
+  assert_null(ts_intrin_superseded_by("avx512_vnni_s8_16x16"));
+  assert_null(ts_intrin_superseded_by("nope"));
   ts_func *d = (ts_func *)1, *i = (ts_func *)1;
   assert_int_equal(ts_intrin_get("nope", &d, &i, NULL, NULL), TS_ENOTFOUND);
   assert_null(d);

@@ -45,7 +45,7 @@ static char *check_default(const ts_func *f, const ts_target *t,
   if (!ts_hash128_eq(ts_func_hash(ts_sched_func(s)),
                      ts_func_hash(ts_sched_func(s2))))
     fail_msg("%s: two default schedules differ", what);
-  if (check_compiled_on(ts_sched_func(s), t, 2, 7, true, &err))
+  if (check_compiled_ref(ts_sched_func(s), f, t, 2, 7, true, &err))
     fail_msg("%s: %s", what, err.msg);
   char *trace = ts_trace_print(ts_sched_trace(s));
   const char *show = getenv("TS_DEFAULT_SHOW"); /* a spec to print */
@@ -164,33 +164,35 @@ static void test_odd_vector_tiles(void **state) {
 }
 
 /* A GEMM whose operand types a dot intrinsic of the target computes (int8
- * with AVX512-VNNI, bf16 with AVX512-BF16) is tensorized onto it, the
- * longest K tile that divides K first, with a register tile of calls (on
- * AVX-512 8 rows x 2 column tiles: 16 accumulators) and B packed per
- * column panel; a target without the feature keeps the plain register
- * tile. Scheduled for fixed targets; every case checked against the
- * interpreter on the host (tensorized where the host has the feature). */
+ * with AVX512-VNNI, or else with AVX2's multiply-add pairs; bf16 with
+ * AVX512-BF16) is tensorized onto it, the most lanes and then the longest
+ * K tile that divides K first, with a register tile of calls (on AVX-512
+ * 8 rows x 2 column tiles: 16 accumulators) and B packed per column panel;
+ * a target without the feature keeps the plain register tile. Scheduled
+ * for fixed targets; every case checked against the interpreter on the
+ * host (tensorized where the host has the feature). */
 static void test_tensorized(void **state) {
   (void)state;
   static const struct {
     const char *spec; /* NULL: tu_u8s8_matmul */
     const char *intrin, *factors;
+    const char *avx2; /* the intrinsic on AVX2, NULL: none */
   } cases[] = {
       {"matmul M=64 N=64 K=64 dtype=int8", "avx512_vnni_s8_16x16",
-       "factors=[None, 8]"},
-      /* K 20: the K = 4 form; 3 column tiles: one per register tile; 12
-       * rows: 6 */
+       "factors=[None, 8]", "avx2_madd_s8_8x8"},
+      /* K 20: the K = 4 form (K = 2 on AVX2); 3 column tiles: one per
+       * register tile; 12 rows: 6 */
       {"matmul M=12 N=48 K=20 dtype=int8", "avx512_vnni_s8_16x4",
-       "factors=[None, 6]"},
+       "factors=[None, 6]", "avx2_madd_s8_8x2"},
       {"batch_matmul B=2 M=16 N=32 K=32 dtype=int8", "avx512_vnni_s8_16x16",
-       "factors=[None, 8]"},
+       "factors=[None, 8]", "avx2_madd_s8_8x8"},
       /* the bias added per column panel */
       {"dense M=16 N=64 K=64 dtype=int8", "avx512_vnni_s8_16x16",
-       "reverse_compute_at("},
+       "reverse_compute_at(", "avx2_madd_s8_8x8"},
       /* one column panel of 32: serial */
-      {NULL, "avx512_vnni_16x16", "factors=[None, 8]"},
+      {NULL, "avx512_vnni_16x16", "factors=[None, 8]", "avx2_madd_u8_8x8"},
       {"matmul M=32 N=64 K=32 dtype=bfloat16", "avx512_bf16_16x2",
-       "factors=[None, 8]"},
+       "factors=[None, 8]", NULL},
   };
   ts_target *vnni = NULL, *avx2 = NULL;
   ts_error err;
@@ -215,7 +217,15 @@ static void test_tensorized(void **state) {
         fail_msg("%s: %s", what, err.msg);
       char *trace = ts_trace_print(ts_sched_trace(s));
       bool tensorized = strstr(trace, "tensorize(") != NULL;
-      if (k && tensorized) fail_msg("%s: tensorized on AVX2:\n%s", what, trace);
+      if (k && tensorized != (cases[i].avx2 != NULL))
+        fail_msg("%s: %s on AVX2:\n%s", what,
+                 tensorized ? "tensorized" : "not tensorized", trace);
+      if (k && cases[i].avx2 &&
+          (!strstr(trace, cases[i].avx2) || !strstr(trace, "unroll") ||
+           !strstr(trace, "\ncompute_at(")))
+        fail_msg("%s: no %s tensorized, unrolled, B packed per panel on "
+                 "AVX2 in\n%s",
+                 what, cases[i].avx2, trace);
       if (!k && (!strstr(trace, cases[i].intrin) ||
                  !strstr(trace, cases[i].factors) || !strstr(trace, "unroll") ||
                  !strstr(trace, "\ncompute_at(") ||
