@@ -262,12 +262,43 @@ static void plan_iter(ts_arena *a, const ts_block *b, int i, bool ok,
   ts_var_ranges_destroy(r);
 }
 
+/* The old realize's predicate at the new place, where it can be moved: its
+ * loop vars replaced by the new values of the iters they bound alone
+ * (rfactor's factored block keeps an imperfect split's guard over such
+ * iters, whose domains run past the row), using then only the enclosing
+ * loops and the new ones. NULL when there is none or it cannot be moved:
+ * an imperfect split's guard over a loop bound into an iter's value
+ * expression is implied by that iter's domain, which the new nest covers
+ * exactly. */
+static ts_expr *keep_predicate(ts_arena *a, const ts_stmt *old_r,
+                               ts_expr *const *vals, ts_stmt *const *outer,
+                               int n_outer, ts_stmt *const *loops, int nl) {
+  ts_expr *old = ts_realize_predicate(old_r);
+  if (!old) return NULL;
+  ts_node_map *m = ts_node_map_create();
+  for (int i = 0; i < ts_realize_n_values(old_r); i++) {
+    ts_expr *v = ts_realize_value(old_r, i);
+    if (ts_expr_kind_of(v) == TS_EXPR_VAR) ts_node_map_put(m, v, vals[i]);
+  }
+  ts_expr *moved = ts_expr_substitute(a, old, m, NULL);
+  ts_node_map_destroy(m);
+  ts_stmt **all =
+      moved ? ts_arena_alloc(a, sizeof *all * (size_t)(n_outer + nl + 1))
+            : NULL;
+  if (!all) return NULL;
+  for (int i = 0; i < n_outer; i++) all[i] = outer[i];
+  for (int i = 0; i < nl; i++) all[n_outer + i] = loops[i];
+  return vars_among_loops(moved, all, n_outer + nl) ? moved : NULL;
+}
+
 /* Builds the loops and the realize of block b for the iteration plans.
  * Loops go outermost first in iter order; an iteration of one value gets
  * no loop. Returns the top of the nest; *realize the new realize. Both are
  * NULL when out of memory. */
-static ts_stmt *build_nest(ts_arena *a, ts_block *b, const iter_plan *plans,
-                           ts_stmt **realize) {
+static ts_stmt *build_nest(ts_arena *a, const ts_stmt *old_r,
+                           const iter_plan *plans, ts_stmt *const *outer,
+                           int n_outer, ts_stmt **realize) {
+  ts_block *b = ts_realize_block(old_r);
   int n = ts_block_n_iters(b);
   ts_expr **vals = ts_arena_alloc(a, sizeof *vals * (size_t)(n ? n : 1));
   ts_stmt **loops = ts_arena_alloc(a, sizeof *loops * (size_t)(n ? n : 1));
@@ -297,6 +328,8 @@ static ts_stmt *build_nest(ts_arena *a, ts_block *b, const iter_plan *plans,
       pred = pred ? ts_and(a, pred, c) : c;
     }
   }
+  ts_expr *kept = keep_predicate(a, old_r, vals, outer, n_outer, loops, nl);
+  if (kept) pred = pred ? ts_and(a, pred, kept) : kept;
   *realize = ts_block_realize(a, b, vals, n, pred);
   /* (a clipping predicate that could not be built is a NULL: refused) */
   if (ts_arena_failed(a)) *realize = NULL;
@@ -458,7 +491,8 @@ static int plan_compute_at(ts_sched *s, const char *prim, ts_stmt *r,
                 prim, bn);
   }
   ts_stmt *realize = NULL;
-  if (!rc && !(plan->nest = build_nest(a, b, plans, &realize)))
+  if (!rc &&
+      !(plan->nest = build_nest(a, r, plans, outer.v, outer.n, &realize)))
     rc = fail_oom(s, prim);
   if (!rc) rc = check_parallel_above(s, prim, outer.v, outer.n, realize);
   sv_free(&outer);
@@ -623,7 +657,8 @@ static int plan_reverse_compute_at(ts_sched *s, const char *prim, ts_stmt *r,
     free(items);
   }
   ts_stmt *realize = NULL;
-  if (!rc && !(plan->nest = build_nest(a, b, plans, &realize)))
+  if (!rc &&
+      !(plan->nest = build_nest(a, r, plans, outer.v, outer.n, &realize)))
     rc = fail_oom(s, prim);
   if (!rc) rc = check_parallel_above(s, prim, outer.v, outer.n, realize);
   sv_free(&outer);

@@ -237,6 +237,38 @@ static ts_expr *combine(ts_arena *a, reducer op, ts_expr *x, ts_expr *y) {
   }
 }
 
+/* Whether predicate p (a conjunction of comparisons of loop variables)
+ * holds for every value of the loops above the block when the reduction
+ * loops other than `loop` (is_red) are at their first iteration. */
+static bool holds_at_first(ts_arena *a, ts_expr *p, const stmt_vec *above,
+                           const bool *is_red, const ts_stmt *loop) {
+  if (ts_expr_kind_of(p) == TS_EXPR_AND)
+    return holds_at_first(a, ts_expr_operand(p, 0), above, is_red, loop) &&
+           holds_at_first(a, ts_expr_operand(p, 1), above, is_red, loop);
+  ts_expr_kind k = ts_expr_kind_of(p);
+  if (k != TS_EXPR_LT && k != TS_EXPR_LE && k != TS_EXPR_GT && k != TS_EXPR_GE)
+    return false;
+  bool less = k == TS_EXPR_LT || k == TS_EXPR_LE;
+  /* x < y as y - x > 0 (or >= 0 for <=); x > y as x - y > 0 */
+  ts_expr *d = less ? ts_sub(a, ts_expr_operand(p, 1), ts_expr_operand(p, 0))
+                    : ts_sub(a, ts_expr_operand(p, 0), ts_expr_operand(p, 1));
+  relax_map *m = relax_create();
+  for (int i = 0; i < above->n; i++) {
+    const ts_stmt *l = above->v[i];
+    if (is_red[i] && l != loop)
+      relax_set(m, ts_for_var(l), ts_for_min(l), ts_for_min(l));
+    else
+      relax_loop(a, m, l);
+  }
+  ts_expr *lo = NULL, *hi = NULL;
+  int64_t v = 0;
+  bool ok = d && bound_expr(a, d, m, NULL, &lo, &hi) &&
+            ts_expr_is_const_int(lo, &v) &&
+            (k == TS_EXPR_LE || k == TS_EXPR_GE ? v >= 0 : v > 0);
+  relax_destroy(m);
+  return ok;
+}
+
 int apply_rfactor(ts_sched *s, inst *in, rv_list *out) {
   ts_stmt *loop;
   int64_t axis;
@@ -298,8 +330,6 @@ int apply_rfactor(ts_sched *s, inst *in, rv_list *out) {
     return FAIL(s, TS_ESCHEDULE,
                 "rfactor: factor_axis %lld is not in 0..%d for buffer '%s'",
                 (long long)axis, nd, ts_buffer_name(w));
-  if (ts_realize_predicate(r))
-    return FAIL(s, TS_ESCHEDULE, "rfactor: block '%s' has a predicate", bn);
   for (int d = 0; d < nd; d++)
     for (int k = 0; k < ts_block_n_iters(b); k++)
       if (ts_block_iter_kind(b, k) != TS_ITER_SPATIAL &&
@@ -335,6 +365,29 @@ int apply_rfactor(ts_sched *s, inst *in, rv_list *out) {
                 "rfactor: the reduction of block '%s' also runs over an "
                 "enclosing block's iterations",
                 bn);
+  /* a predicate (an imperfect split's guard) stays on the rf block's
+   * update; the rf elements it skips must still get their init, which runs
+   * at the first iteration of the reductions the rf block keeps: so there
+   * must be such a reduction, and the predicate must hold at its first
+   * iteration for every value of the other loops */
+  ts_expr *pred = ts_realize_predicate(r);
+  if (!rc && pred) {
+    bool keeps = false;
+    for (int i = 0; i < above.n; i++) keeps |= is_red[i] && above.v[i] != loop;
+    if (!keeps)
+      rc = FAIL(s, TS_ESCHEDULE,
+                "rfactor: block '%s' has a predicate and loop '%s' is its "
+                "only reduction loop, so the elements the predicate skips "
+                "would never be written",
+                bn, ln);
+    else if (!holds_at_first(ts_func_arena(s->func), pred, &above, is_red,
+                             loop))
+      rc = FAIL(s, TS_ESCHEDULE,
+                "rfactor: the predicate of block '%s' does not hold at the "
+                "first iteration of its other reduction loops, so some "
+                "elements of the factored buffer would miss their init",
+                bn);
+  }
   int64_t lext;
   if (!rc && !loop_red)
     rc = FAIL(s, TS_ESCHEDULE,
@@ -451,7 +504,7 @@ int apply_rfactor(ts_sched *s, inst *in, rv_list *out) {
   }
   if (ts_arena_failed(a)) goto oom;
   ts_block_infer_regions(a, rb);
-  ts_stmt *rrealize = ts_block_realize(a, rb, vals, nv, NULL);
+  ts_stmt *rrealize = ts_block_realize(a, rb, vals, nv, pred);
   ts_expr *wvals[TS_MAX_DIMS * 2 + 2];
   ts_stmt *wloops[TS_MAX_DIMS * 2 + 2];
   int nw = 0, nwl = 0;

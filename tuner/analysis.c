@@ -200,12 +200,16 @@ int vector_rfactor(ts_sched *s, const ts_target *t, const char *block,
   int64_t width = lanes * (accumulators > 1 ? accumulators : 1);
   /* narrower: a row no whole vector divides takes the widest power-of-two
    * part of a vector that does (1000 floats: 8 of 16 lanes) */
+  int64_t full = width, full_lanes = lanes;
   while (narrower && accumulators <= 1 && width > 4 && ext % width)
     width /= 2, lanes /= 2;
-  if (lanes < 4 || ext % width || ext < (int64_t)min_vectors * lanes ||
-      ext < width)
+  /* a row no part of a vector divides (a prime length) is split past its
+   * end: the last step's lanes beyond the row are guarded, and rfactor
+   * keeps the guard on the factored update */
+  if (ext % width) width = full, lanes = full_lanes;
+  if (lanes < 4 || ext < (int64_t)min_vectors * lanes || ext < width)
     return TS_ESCHEDULE;
-  int64_t factors[2] = {ext / width, width};
+  int64_t factors[2] = {(ext + width - 1) / width, width};
   ts_rv parts[2], rf;
   if ((rc = ts_sched_split(s, loops[nl - 1], factors, 2, parts)) ||
       (rc = ts_sched_rfactor(s, parts[1], 1, &rf)))

@@ -61,15 +61,16 @@ bool block_writes_param(const ts_func *f, const ts_block *b);
 int64_t rv_extent(const ts_sched *s, ts_rv loop);
 /* Factors a vector's worth of a reduction out (rfactor), so the row is
  * combined `accumulators` whole vectors at a time and the lanes at the
- * end: the block's innermost loop, when it is a reduce loop whose extent
- * is a multiple of lanes * accumulators and at least min_vectors vectors,
- * is split into [ext / (lanes * accumulators), lanes * accumulators] and
+ * end: the block's innermost loop, when it is a reduce loop of at least
+ * min_vectors vectors, is split into [ceil(ext / (lanes * accumulators)),
+ * lanes * accumulators] and
  * the inner part rfactored. Only a block with one write and no reuse (a row
  * reduction, not a matmul): none at all, or with spatial_only none across
  * a spatial iter (layer norm's centred sum reads the row's mean at every
  * k). With narrower (one accumulator), a row that no whole vector divides
  * takes the widest power-of-two part of one (at least 4 lanes) that does.
- * TS_ESCHEDULE when it does not apply. */
+ * A row that none of these divides is split past its end, the lanes beyond
+ * the row guarded in the last step. TS_ESCHEDULE when it does not apply. */
 int vector_rfactor(ts_sched *s, const ts_target *t, const char *block,
                    int accumulators, int min_vectors, bool spatial_only,
                    bool narrower);

@@ -174,6 +174,13 @@ static const illegal_case cases[] = {
     /* 70 */
     {"layer_norm N=3 D=8", TS_ESCHEDULE,
      "fuse_siblings: loop 'i' is given twice"},
+    /* a guarded (imperfect) split's predicate: rfactor over the only
+     * reduction loop, and over a loop whose sibling reductions' first
+     * iteration the predicate does not cover */
+    {"reduce op=max N=3 D=37", TS_ESCHEDULE,
+     "is its only reduction loop, so the elements the predicate skips"},
+    {"reduce op=max N=3 D=37", TS_ESCHEDULE,
+     "does not hold at the first iteration of its other reduction loops"},
 };
 #define N_CASES ((int)(sizeof cases / sizeof cases[0]))
 
@@ -565,6 +572,21 @@ static int run_case(int id, ts_sched *s) {
     ts_rv pair[2] = {l[0], l[0]};
     take(s);
     return ts_sched_fuse_siblings(s, pair, 2);
+  }
+  case 71: { /* D = 37 split 5 x 8 and fused back: 40 iterations, guarded */
+    block_loops(s, "Y", &b, l);
+    int64_t f[2] = {TS_SPLIT_INFER, 8};
+    OK(ts_sched_split(s, l[1], f, 2, o));
+    OK(ts_sched_fuse(s, o, 2, &x));
+    take(s);
+    return ts_sched_rfactor(s, x, 0, &o[2]);
+  }
+  case 72: { /* 5 x 8 x 4: at p1 = p2 = 0, p0 * 32 < 37 fails for p0 >= 2 */
+    block_loops(s, "Y", &b, l);
+    int64_t f[3] = {5, 8, 4};
+    OK(ts_sched_split(s, l[1], f, 3, o));
+    take(s);
+    return ts_sched_rfactor(s, o[0], 0, &x);
   }
   }
   fail_msg("no case %d", id);

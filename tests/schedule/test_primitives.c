@@ -522,6 +522,37 @@ static void test_rfactor(void **state) {
   finish(s, "rfactor", true);
 }
 
+/* A row of 37 split 8 wide past its end (5 x 8, the last 3 lanes
+ * guarded): the guard stays on the factored update, every lane of the
+ * factored buffer still gets its init at the first of the 5 steps. */
+static void test_rfactor_guarded(void **state) {
+  (void)state;
+  ts_sched *s = sched("reduce op=max N=3 D=37");
+  ts_rv b, l[16], o[2], rf;
+  loops_of(s, "Y", &b, l);
+  int64_t f[2] = {TS_SPLIT_INFER, 8};
+  OK(ts_sched_split(s, l[1], f, 2, o));
+  OK(ts_sched_rfactor(s, o[1], 1, &rf));
+  finish(s, "rfactor_guarded", true);
+}
+
+/* softmax's row max over 37 factored 8 wide past the row's end, the
+ * factored block then moved under the row loop: compute_at rebuilds its
+ * nest over the iters' domains (5 x 8 = 40), so the guard must move with
+ * it or the last step reads 3 elements of the next row. */
+static void test_rfactor_guarded_moved(void **state) {
+  (void)state;
+  ts_sched *s = sched("softmax N=3 D=37");
+  ts_rv b, l[16], o[2], rf, wb, wl[16];
+  loops_of(s, "maxelem", &b, l);
+  int64_t f[2] = {TS_SPLIT_INFER, 8};
+  OK(ts_sched_split(s, l[1], f, 2, o));
+  OK(ts_sched_rfactor(s, o[1], 1, &rf));
+  loops_of(s, "maxelem", &wb, wl);
+  OK(ts_sched_compute_at(s, rf, wl[0]));
+  finish(s, "rfactor_guarded_moved", true);
+}
+
 static void test_rfactor_max(void **state) {
   (void)state;
   ts_sched *s = sched("reduce op=max N=3 D=16");
@@ -642,6 +673,8 @@ int main(void) {
       cmocka_unit_test(test_decompose_reduction),
       cmocka_unit_test(test_rfactor),
       cmocka_unit_test(test_rfactor_max),
+      cmocka_unit_test(test_rfactor_guarded),
+      cmocka_unit_test(test_rfactor_guarded_moved),
       cmocka_unit_test(test_blockize),
       cmocka_unit_test(test_sampling),
       cmocka_unit_test(test_sample_compute_location),
