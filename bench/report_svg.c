@@ -308,13 +308,19 @@ void report_svg_curve(strbuf *b, const double *values, int64_t n,
   int n_labels = 0;
   for (int i = 0; i < n_levels; i++) {
     if (!isfinite(levels[i].value)) continue;
-    double y = py(&f, levels[i].value), ly = y + 4;
-    for (bool moved = true; moved;) {
-      moved = false;
+    double y = py(&f, levels[i].value);
+    /* inside the frame (a level far off the curve's scale would give a
+     * label position where adding 12 changes nothing) */
+    if (!(y >= f.top)) y = f.top;
+    if (y > f.top + f.h) y = f.top + f.h;
+    double ly = y + 4;
+    /* each move lifts the label past another one: at most n_labels */
+    for (int pass = 0, moved = 1; moved && pass <= n_labels; pass++) {
+      moved = 0;
       for (int k = 0; k < n_labels; k++)
         if (fabs(label_y[k] - ly) < 12) {
           ly = label_y[k] + 12;
-          moved = true;
+          moved = 1;
         }
     }
     if (n_labels < 16) label_y[n_labels++] = ly;

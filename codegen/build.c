@@ -17,6 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* LLVM's optimization pipeline for every build that optimizes */
+static const char opt_pipeline[] = "default<O3>";
+
 /* ---- artifacts ---- */
 
 ts_artifact *ts_artifact_new(ts_artifact_kind kind, const char *entry,
@@ -150,12 +153,16 @@ static bool cache_lookup(LLVMModuleRef mod, LLVMTargetMachineRef tm,
   char *triple = LLVMGetTargetMachineTriple(tm);
   char *cpu = LLVMGetTargetMachineCPU(tm);
   char *features = LLVMGetTargetMachineFeatureString(tm);
-  size_t n = strlen(triple) + strlen(cpu) + strlen(features) + 16;
+  size_t n = strlen(triple) + strlen(cpu) + strlen(features) + 64;
   char *machine = ts_malloc(n);
   char *ir = LLVMPrintModuleToString(mod);
   if (machine) {
-    snprintf(machine, n, "%s %s %s %s", triple, cpu, features,
-             no_opt ? "O0" : "O3");
+    /* everything besides the IR that decides the bytes: the machine, the
+     * pipeline and the LLVM that runs it (a disk cache outlives a process) */
+    unsigned major, minor, patch;
+    LLVMGetVersion(&major, &minor, &patch);
+    snprintf(machine, n, "%s %s %s %s pic llvm-%u.%u.%u", triple, cpu, features,
+             no_opt ? "O0" : opt_pipeline, major, minor, patch);
     *key = ts_build_cache_key(machine, ir, key_len);
   }
   free(machine);
@@ -259,7 +266,7 @@ int ts_build(const ts_func *f, const ts_target *t, const ts_build_options *opts,
   if (!rc && !cached && !o.no_opt) {
     double t2 = ts_now_seconds();
     LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
-    LLVMErrorRef perr = LLVMRunPasses(mod, "default<O3>", tm, po);
+    LLVMErrorRef perr = LLVMRunPasses(mod, opt_pipeline, tm, po);
     LLVMDisposePassBuilderOptions(po);
     if (perr) {
       char *m = LLVMGetErrorMessage(perr);

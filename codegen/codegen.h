@@ -315,9 +315,12 @@ void ts_build_result_clear(ts_build_result *r);
  * whose emitted LLVM IR and target machine equal an earlier one's takes
  * that build's bytes instead of optimizing and generating code again
  * (opt_ms and codegen_ms are then 0). Builds that keep their LLVM IR or
- * assembly bypass it. Bounded by TS_BUILD_CACHE_MB (default 64, 0: off). */
+ * assembly bypass it. Bounded by TS_BUILD_CACHE_MB (default 64, 0: off).
+ * With TS_BUILD_CACHE_DIR set, entries also go to files in that folder,
+ * shared by the processes that use it (bounded by TS_BUILD_CACHE_DIR_MB,
+ * default 512); a miss in memory found there counts as a disk hit. */
 typedef struct ts_build_cache_stats {
-  long long hits, misses;
+  long long hits, misses, disk_hits;
   int entries;
   size_t bytes;
 } ts_build_cache_stats;

@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "bench/bench.h"
+#include "bench/internal.h"
 #include "../schedule/oom_walk.h"
 
 #include <cjson/cJSON.h>
@@ -1054,9 +1055,43 @@ static void test_out_of_memory(void **state) {
   }
 }
 
+/* Levels far off the curve's scale (a denormal curve, levels near the
+ * largest double, negative ones): the chart is still written, each label
+ * inside the frame, and quickly (their placement once never ended). */
+static void test_curve_extremes(void **state) {
+  (void)state;
+  const double values[][4] = {{1e-310, 2e-310, NAN, 3e-310}, {1, 2, NAN, 3}};
+  report_level levels[][6] = {{{"a", 1e300},
+                               {"b", 5e299},
+                               {"c", 1e300},
+                               {"d", -1e300},
+                               {"e", NAN},
+                               {"f", 1}},
+                              {{"a", -1e18},
+                               {"b", -1e18},
+                               {"c", -1e18},
+                               {"d", 2},
+                               {"e", NAN},
+                               {"f", 1}}};
+  alarm(20); /* a hang fails the test */
+  for (int c = 0; c < 8; c++) {
+    strbuf b = {0};
+    report_svg_curve(&b, values[c / 4], 4, c % 2, "GFLOP/s", levels[c / 2 % 2],
+                     6, 100);
+    assert_non_null(b.data);
+    assert_non_null(strstr(b.data, "</svg>"));
+    int n = 0;
+    for (const char *q = b.data; (q = strstr(q, "class=\"level\"")); q++) n++;
+    assert_int_equal(n, 5);
+    sb_free(&b);
+  }
+  alarm(0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_peaks),
+      cmocka_unit_test(test_curve_extremes),
       cmocka_unit_test_setup_teardown(test_empty, setup, teardown),
       cmocka_unit_test_setup_teardown(test_known_values, setup, teardown),
       cmocka_unit_test_setup_teardown(test_unparsable_trace_and_filter, setup,

@@ -195,6 +195,9 @@ static void test_build_timeout(void **state) {
   o.job_name = "slow-builds";
   o.trials = 8;
   o.build_timeout_ms = 1;
+  /* (no build cache: a kernel taken from it can be ready within the limit) */
+  setenv("TS_BUILD_CACHE_MB", "0", 1);
+  ts_build_cache_clear();
   ts_tune_result r;
   int children = count_children();
   int rc = ts_tune(db, runner, &task, 1, &o, &r, &err);
@@ -221,6 +224,8 @@ static void test_build_timeout(void **state) {
   o.build_timeout_ms = -1;
   assert_int_equal(ts_tune(db, runner, &task, 1, &o, &r, &err), TS_EINVAL);
   assert_non_null(strstr(err.msg, "--build-timeout-ms"));
+  unsetenv("TS_BUILD_CACHE_MB");
+  ts_build_cache_clear();
   ts_workload_free(w);
   ts_db_close(db);
   ts_runner_destroy(runner);
