@@ -150,6 +150,14 @@ int cli_import_model(const char *path, const char *const *shapes, int n_shapes,
 bool cli_pass_option(const char *cmd, int argc, char **argv, int *i, int *rc);
 /* The options' text for a usage message. */
 extern const char cli_pass_usage[];
+/* The --dim options into an import's options. */
+void cli_import_dims(ts_graph_import_options *io);
+/* Sizes of named dimensions added to the --dim options for the imports
+ * that follow (n = 0: none). */
+void cli_set_extra_dims(const char *const *dims, int n);
+/* Whether any option that changes the passes (layouts, winograd, pet,
+ * quantize) was given. */
+bool cli_passes_set(void);
 /* Whether --quantize was given. */
 bool cli_quantizing(void);
 /* Whether --pet was given. */

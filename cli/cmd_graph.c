@@ -21,6 +21,7 @@ static const char graph_usage[] =
     "usage: tessera graph show MODEL.onnx [--after PASS] [--input-shape "
     "NAME=DIMS]...\n"
     "                          [--override NODE=FILE.tir]... [--json]\n"
+    "                          [--dim SYMBOL=SIZE]... [--symbolic]\n"
     "                          [--quantize PROFILE.json ...]\n"
     "                          [--pet ... [--db PATH] [--target T]]\n"
     "       tessera graph tasks MODEL.onnx [--input-shape NAME=DIMS]... "
@@ -56,6 +57,9 @@ static const char graph_usage[] =
     "                      shapes)\n"
     "  --input-shape NAME=DIMS  fix a graph input's dimensions, e.g.\n"
     "                   input_ids=1x128 (needed for symbolic dimensions)\n"
+    "  --symbolic       show: shapes in the model's named dynamic dimensions\n"
+    "                   (seq, 12*seq, batch*seq), found by running the\n"
+    "                   passes at sizes 5 to 13 of each (docs/graph.md)\n"
     "  --override NODE=FILE.tir  replace a node of the lowered graph (before\n"
     "                   fusion) by a destination-passing call of the TIR\n"
     "                   function in FILE (parameters: inputs, then outputs)\n"
@@ -70,7 +74,7 @@ typedef struct graph_opts {
   int n_shapes;
   const char **overrides;
   int n_overrides;
-  bool json, tir, interpret;
+  bool json, tir, interpret, symbolic;
 } graph_opts;
 
 static int parse_opts(const char *sub, int argc, char **argv, graph_opts *o) {
@@ -88,6 +92,8 @@ static int parse_opts(const char *sub, int argc, char **argv, graph_opts *o) {
       o->tir = true;
     } else if (!strcmp(argv[i], "--interpret")) {
       o->interpret = true;
+    } else if (!strcmp(argv[i], "--symbolic")) {
+      o->symbolic = true;
     } else if (cli_opt_value(argc, argv, &i, "--after", &v, &missing)) {
       if (missing) return cli_usage_error(sub, "--after needs a pass name");
       o->after = v;
@@ -143,6 +149,18 @@ static int load_graph(const graph_opts *o, ts_graph **out) {
   ts_error err;
   ts_error_clear(&err);
   ts_graph *g;
+  if (o->symbolic) {
+    ts_graph_import_options io;
+    memset(&io, 0, sizeof io);
+    io.input_shapes = o->shapes;
+    io.n_input_shapes = o->n_shapes;
+    cli_import_dims(&io);
+    if (ts_graph_import_symbolic(o->model, &io, o->after, out, &err)) {
+      cli_error("cannot derive the symbolic shapes", &err);
+      return EXIT_FAIL;
+    }
+    return EXIT_OK;
+  }
   if (cli_import_model(o->model, o->shapes, o->n_shapes, &g) != EXIT_OK)
     return EXIT_FAIL;
   /* Overrides apply to the lowered graph's nodes, before fusion, so a
@@ -352,7 +370,14 @@ int cmd_graph(int argc, char **argv) {
     rc = EXIT_FAIL;
   else if (strcmp(sub, "show") && strcmp(sub, "run") && strcmp(sub, "tasks"))
     rc = cli_usage_error("graph", "unknown subcommand '%s'", sub);
-  else if ((rc = parse_opts(name, argc - 1, argv + 1, &o)) == EXIT_OK)
+  else if ((rc = parse_opts(name, argc - 1, argv + 1, &o)) == EXIT_OK &&
+           o.symbolic &&
+           (strcmp(sub, "show") || o.n_overrides || o.db_path ||
+            cli_passes_set()))
+    rc = cli_usage_error(name, "--symbolic goes with graph show and the "
+                               "default passes alone (no --override, "
+                               "--layout, --pet, --quantize, --db)");
+  else if (rc == EXIT_OK)
     rc = !strcmp(sub, "show")    ? graph_show(&o)
          : !strcmp(sub, "tasks") ? graph_tasks(&o)
                                  : graph_run(&o);

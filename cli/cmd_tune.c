@@ -26,6 +26,8 @@
 static const char tune_usage[] =
     "usage: tessera tune (--workload SPEC | --tir FILE)... [--weight W]\n"
     "       tessera tune --model MODEL.onnx [--input-shape NAME=DIMS]...\n"
+    "                    [--dim SYMBOL=SIZE]... [--shape-buckets "
+    "SYMBOL=S1,...]\n"
     "                    [--quantize PROFILE.json ...]\n"
     "       tessera tune --job NAME [--db PATH] [--trials N]   (resume)\n"
     "                    [--target T] [--trials N] [--trials-per-task N]\n"
@@ -62,6 +64,9 @@ static const char tune_usage[] =
     "                      gives them (nchw)\n"
     "  --no-winograd       3x3 convolutions direct, not by Winograd's\n"
     "                      F(2x2, 3x3) (docs/graph.md)\n"
+    "  --shape-buckets SYMBOL=S1,S2,...  tune the model at each of these\n"
+    "                      sizes of a named dynamic dimension (a bucket of\n"
+    "                      records per size; twice: every pair of sizes)\n"
     "  --input-shape NAME=DIMS  fix a model input's dimensions, e.g.\n"
     "                      input_ids=1x128 (needed for symbolic ones)\n"
     "  --target T          target string (default: llvm, this machine)\n"
@@ -166,6 +171,11 @@ typedef struct tune_args {
   const char *model; /* --model: the tasks come from this ONNX model */
   const char *shapes[MAX_SHAPES];
   int n_shapes;
+  /* --shape-buckets SYMBOL=S1,S2,...: the sizes to tune a named dimension
+   * for (two symbols at most: every pair of their sizes) */
+  char bucket_sym[2][128];
+  long buckets[2][16];
+  int n_buckets[2], n_bucket_syms;
   bool quiet, json, summary_measure, compare_models, compare_rounds_given;
   long compare_rounds; /* --compare-models' side-by-side rounds */
   long confirm_top;    /* --confirm-top (default 6; 0: no confirmation) */
@@ -683,19 +693,116 @@ static int pet_candidates(const ts_graph *g, ts_graph_task **gt, int *n) {
  * latency it can save, so FLOPs count through the latency). funcs[i] are
  * copies the caller frees; a->names[i] are malloc'd ("function@first
  * node"). */
-static int model_tasks(tune_args *a, ts_func **funcs) {
-  ts_graph *g = NULL;
-  cli_pet_measure(NULL, NULL, true);
-  if (cli_load_model(a->model, a->shapes, a->n_shapes, &g) != EXIT_OK)
+/* The model's tasks at one set of sizes of its named dimensions (none, or
+ * a bucket of --shape-buckets), appended to (*gt, *n) with their call
+ * counts; a task seen at another size already has its count raised. *gs
+ * keeps the graph (it owns the tasks' functions). */
+static int bucket_tasks(tune_args *a, const char *const *dims, int n_dims,
+                        ts_graph **gs, ts_graph_task **gt, char ***labels,
+                        int *n) {
+  cli_set_extra_dims(dims, n_dims);
+  int rc = cli_load_model(a->model, a->shapes, a->n_shapes, gs);
+  cli_set_extra_dims(NULL, 0);
+  if (rc != EXIT_OK) {
+    for (int i = 0; i < n_dims; i++) fprintf(stderr, "  (at %s)\n", dims[i]);
     return EXIT_FAIL;
-  ts_graph_task *gt = NULL;
-  int n = 0, status = EXIT_FAIL;
+  }
+  ts_graph_task *t = NULL;
+  int m = 0;
   ts_error err;
   ts_error_clear(&err);
-  if (ts_graph_tasks(g, &gt, &n, &err) != TS_OK) {
+  if (ts_graph_tasks(*gs, &t, &m, &err) != TS_OK) {
     cli_error("cannot list the model's tasks", &err);
-  } else if (pet_candidates(g, &gt, &n) != EXIT_OK) {
+    return EXIT_FAIL;
+  }
+  if (pet_candidates(*gs, &t, &m) != EXIT_OK) {
+    free(t);
     fprintf(stderr, "tessera: error: out of memory\n");
+    return EXIT_FAIL;
+  }
+  ts_graph_task *all = realloc(*gt, sizeof *all * (size_t)(*n + m + 1));
+  if (all) *gt = all;
+  char **lab =
+      all ? realloc(*labels, sizeof *lab * (size_t)(*n + m + 1)) : NULL;
+  if (lab) *labels = lab;
+  char where[700] = "";
+  for (int i = 0; i < n_dims; i++)
+    snprintf(where + strlen(where), sizeof where - strlen(where), "%s%s",
+             i ? "," : "@", dims[i]);
+  for (int i = 0; lab && i < m; i++) {
+    int k = 0;
+    while (k < *n && !ts_hash128_eq(all[k].hash, t[i].hash)) k++;
+    if (k < *n) {
+      all[k].count += t[i].count;
+      continue;
+    }
+    char name[900];
+    snprintf(name, sizeof name, "%s%s", t[i].first_node, where);
+    if (!(lab[*n] = strdup(name))) break;
+    all[(*n)++] = t[i];
+  }
+  bool done = lab && (m == 0 || lab[*n - 1]);
+  free(t);
+  if (!done) fprintf(stderr, "tessera: error: out of memory\n");
+  return done ? EXIT_OK : EXIT_FAIL;
+}
+
+/* --shape-buckets SYMBOL=S1,S2,... (ascending sizes, 16 at most) */
+static int bucket_option(tune_args *a, const char *v) {
+  const char *eq = strchr(v, '=');
+  if (!eq || eq == v || !eq[1])
+    return cli_usage_error("tune", "--shape-buckets needs SYMBOL=S1,S2,...");
+  if (a->n_bucket_syms == 2)
+    return cli_usage_error("tune", "--shape-buckets: two symbols at most");
+  int s = a->n_bucket_syms;
+  for (const char *p = eq + 1; *p;) {
+    char *end = NULL;
+    long size = strtol(p, &end, 10);
+    if (end == p || size < 1 || size > (1l << 31) || (*end && *end != ','))
+      return cli_usage_error("tune",
+                             "--shape-buckets '%s': sizes are positive "
+                             "integers separated by commas",
+                             v);
+    if (a->n_buckets[s] == 16)
+      return cli_usage_error("tune", "--shape-buckets: 16 sizes at most");
+    if (a->n_buckets[s] && size <= a->buckets[s][a->n_buckets[s] - 1])
+      return cli_usage_error("tune", "--shape-buckets '%s': sizes ascending",
+                             v);
+    a->buckets[s][a->n_buckets[s]++] = size;
+    p = *end ? end + 1 : end;
+  }
+  if ((size_t)(eq - v) >= sizeof a->bucket_sym[s])
+    return cli_usage_error("tune", "--shape-buckets: symbol name too long");
+  memcpy(a->bucket_sym[s], v, (size_t)(eq - v));
+  a->bucket_sym[s][eq - v] = 0;
+  a->n_bucket_syms++;
+  return EXIT_OK;
+}
+
+static int model_tasks(tune_args *a, ts_func **funcs) {
+  cli_pet_measure(NULL, NULL, true);
+  /* one graph per bucket (a pair of sizes with two symbols) */
+  int nb0 = a->n_bucket_syms ? a->n_buckets[0] : 1;
+  int nb1 = a->n_bucket_syms > 1 ? a->n_buckets[1] : 1;
+  int n_graphs = nb0 * nb1;
+  ts_graph **gs = calloc((size_t)n_graphs, sizeof *gs);
+  ts_graph_task *gt = NULL;
+  char **labels = NULL;
+  int n = 0, status = EXIT_FAIL;
+  bool ok = gs != NULL;
+  for (int b = 0; ok && b < n_graphs; b++) {
+    char dim[2][320];
+    const char *dims[2];
+    for (int s = 0; s < a->n_bucket_syms; s++) {
+      long size = a->buckets[s][s ? b / nb0 : b % nb0];
+      snprintf(dim[s], sizeof dim[s], "%s=%ld", a->bucket_sym[s], size);
+      dims[s] = dim[s];
+    }
+    ok = bucket_tasks(a, dims, a->n_bucket_syms, &gs[b], &gt, &labels, &n) ==
+         EXIT_OK;
+  }
+  if (!ok) {
+    if (!gs) fprintf(stderr, "tessera: error: out of memory\n");
   } else if (n == 0) {
     fprintf(stderr, "tessera: error: model '%s' has no task to tune\n",
             a->model);
@@ -706,10 +813,9 @@ static int model_tasks(tune_args *a, ts_func **funcs) {
             a->model, n, MAX_TASKS);
   } else {
     for (int i = 0; i < n; i++) {
-      char name[160];
-      snprintf(name, sizeof name, "%s", gt[i].first_node);
       funcs[i] = ts_func_copy(gt[i].func);
-      a->names[i] = strdup(name);
+      a->names[i] = labels[i];
+      labels[i] = NULL;
       a->weights[i] = gt[i].count;
       a->vendor[i] = gt[i].vendor ? strdup(gt[i].vendor) : NULL;
       a->is_tir[i] = true;
@@ -723,13 +829,22 @@ static int model_tasks(tune_args *a, ts_func **funcs) {
     if (a->n_tasks == n && funcs[n - 1] && a->names[n - 1]) {
       int calls = 0;
       for (int i = 0; i < n; i++) calls += gt[i].count;
-      fprintf(stderr, "model '%s': %d distinct tasks, %d calls per run\n",
-              a->model, n, calls);
+      if (n_graphs > 1)
+        fprintf(stderr,
+                "model '%s': %d distinct tasks over %d sizes, %d calls per "
+                "run summed over the sizes\n",
+                a->model, n, n_graphs, calls);
+      else
+        fprintf(stderr, "model '%s': %d distinct tasks, %d calls per run\n",
+                a->model, n, calls);
       status = EXIT_OK;
     }
   }
+  for (int i = 0; i < n; i++) free(labels[i]);
+  free(labels);
   free(gt);
-  ts_graph_free(g);
+  for (int b = 0; gs && b < n_graphs; b++) ts_graph_free(gs[b]);
+  free(gs);
   return status;
 }
 
@@ -792,6 +907,11 @@ int cmd_tune(int argc, char **argv) {
       cli_no_winograd = true;
     } else if (cli_opt_value(argc, argv, &i, "--layout", &val, &missing)) {
       int rc = cli_layout_option("tune", missing ? NULL : val);
+      if (rc != EXIT_OK) return rc;
+    } else if (cli_opt_value(argc, argv, &i, "--shape-buckets", &val,
+                             &missing)) {
+      NEED("--shape-buckets");
+      int rc = bucket_option(&a, val);
       if (rc != EXIT_OK) return rc;
     } else if (cli_opt_value(argc, argv, &i, "--input-shape", &val, &missing)) {
       NEED("--input-shape");
@@ -920,6 +1040,8 @@ int cmd_tune(int argc, char **argv) {
                                    "no --workload/--tir beside it");
   if (a.n_shapes && !a.model)
     return cli_usage_error("tune", "--input-shape goes with --model");
+  if (a.n_bucket_syms && !a.model)
+    return cli_usage_error("tune", "--shape-buckets goes with --model");
   if (!a.n_tasks && !o.job_name && !a.model)
     return cli_usage_error("tune", "give at least one --workload, --tir or "
                                    "--model (or --job NAME to resume a job)");

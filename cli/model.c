@@ -49,7 +49,30 @@ static const char *quant_keep[64];
 static bool pet_on = false;
 static ts_pet_options pet_opts;
 
+/* --dim SYMBOL=SIZE, then the sizes a command sets itself (a bucket of
+ * tune --shape-buckets) */
+static const char *dim_opts[64 + TS_MAX_DIMS];
+static int n_dim_opts, n_extra_dims;
+
+void cli_import_dims(ts_graph_import_options *io) {
+  io->dims = dim_opts;
+  io->n_dims = n_dim_opts + n_extra_dims;
+}
+
+void cli_set_extra_dims(const char *const *dims, int n) {
+  n_extra_dims = n < TS_MAX_DIMS ? n : TS_MAX_DIMS;
+  for (int i = 0; i < n_extra_dims; i++) dim_opts[n_dim_opts + i] = dims[i];
+}
+
+bool cli_passes_set(void) {
+  return pet_on || quant_profile || cli_layout || cli_no_winograd ||
+         cli_input_layout || cli_output_layout;
+}
+
 const char cli_pass_usage[] =
+    "  --dim SYMBOL=SIZE   the size of a named dynamic dimension (an ONNX\n"
+    "                      dim_param such as batch or seq) in every input\n"
+    "                      that has it; repeatable\n"
     "  --pet               partially equivalent transformations: mutants of\n"
     "                      convolutions and of matrix products that read one\n"
     "                      value, checked at random points, corrected where\n"
@@ -104,7 +127,14 @@ bool cli_pass_option(const char *cmd, int argc, char **argv, int *i, int *rc) {
   const char *v = NULL;
   bool missing = false;
   *rc = EXIT_OK;
-  if (cli_opt_value(argc, argv, i, "--quantize", &v, &missing)) {
+  if (cli_opt_value(argc, argv, i, "--dim", &v, &missing)) {
+    if (missing || !strchr(v, '='))
+      *rc = cli_usage_error(cmd, "--dim needs SYMBOL=SIZE");
+    else if (n_dim_opts >= 64)
+      *rc = cli_usage_error(cmd, "more than 64 --dim options");
+    else
+      dim_opts[n_dim_opts++] = v;
+  } else if (cli_opt_value(argc, argv, i, "--quantize", &v, &missing)) {
     if (missing) *rc = cli_usage_error(cmd, "--quantize needs PROFILE.json");
     quant_profile = v;
   } else if (cli_opt_value(argc, argv, i, "--calibration", &v, &missing)) {
@@ -168,6 +198,7 @@ int cli_import_model(const char *path, const char *const *shapes, int n_shapes,
   memset(&io, 0, sizeof io);
   io.input_shapes = shapes;
   io.n_input_shapes = n_shapes;
+  cli_import_dims(&io);
   if (ts_graph_import_onnx(path, &io, out, &err) != TS_OK) {
     cli_error("cannot import the model", &err);
     return EXIT_FAIL;

@@ -39,10 +39,19 @@ typedef struct ts_graph_limits {
 } ts_graph_limits;
 
 /* Import options. input_shapes holds "NAME=1x3x224x224" strings that fix the
- * named input's shape (needed when the model leaves a dimension symbolic). */
+ * named input's shape (needed when the model leaves a dimension symbolic).
+ * dims holds "SYMBOL=SIZE" strings that give a named dynamic dimension (an
+ * ONNX dim_param such as "batch" or "seq") its size in every input that
+ * has it; input_shapes win where both apply. With default_dim > 0, every
+ * named dynamic dimension left without a size takes default_dim and the
+ * graph remembers it as a symbol (ts_graph_n_symbols): how the symbolic
+ * import finds a model's symbols. */
 typedef struct ts_graph_import_options {
   const char *const *input_shapes;
   int n_input_shapes;
+  const char *const *dims;
+  int n_dims;
+  int64_t default_dim;
   ts_graph_limits limits;
 } ts_graph_import_options;
 
@@ -64,6 +73,39 @@ int ts_graph_import_onnx_bytes(const void *data, size_t len,
                                const char *base_dir,
                                const ts_graph_import_options *opts,
                                ts_graph **out, ts_error *err);
+
+/* ========================================================================
+ * Symbolic shapes (graph/symbolic.c)
+ * ======================================================================== */
+
+/* Imports a model whose inputs have named dynamic dimensions (ONNX
+ * dim_params, at most TS_GRAPH_MAX_SYMBOLS of them left without a size by
+ * opts) and derives every value's shape as a function of those symbols.
+ * The model is imported at several sizes of its symbols (shape inference
+ * and constant folding run at each, Shape/Gather/Concat chains included)
+ * and each dimension of each value is fitted by a polynomial of degree two
+ * at most in the symbols with integer coefficients (12*seq, seq*seq,
+ * batch*seq, seq + 1), then checked at further sizes of mixed parity. A
+ * dimension no such polynomial gives at every size (a strided window over
+ * a symbolic length: floor((seq - 1) / 2) + 1) is refused with a message
+ * naming the value and the sizes, as is a graph whose structure changes
+ * with the sizes. The pass pipeline runs at each size up to the pass
+ * `after` (NULL: every pass; "none": none), so the shapes after fusion
+ * are symbolic too. On success *out is the graph at the first sizes, each
+ * value of it carrying its symbolic shape: the text form (ts_graph_print)
+ * shows the symbols in place of those sizes. */
+#define TS_GRAPH_MAX_SYMBOLS 2
+int ts_graph_import_symbolic(const char *path,
+                             const ts_graph_import_options *opts,
+                             const char *after, ts_graph **out, ts_error *err);
+/* The graph's symbols (named dimensions given default sizes at import or
+ * found by ts_graph_import_symbolic), and the size each has in it. */
+int ts_graph_n_symbols(const ts_graph *g);
+const char *ts_graph_symbol(const ts_graph *g, int i, int64_t *size);
+/* The symbolic form of dimension d of the named value ("seq", "12*seq",
+ * "768") into buf; false when the value is unknown or d out of range. */
+bool ts_graph_value_dim_text(const ts_graph *g, const char *value, int d,
+                             char *buf, size_t cap);
 
 /* ========================================================================
  * The graph

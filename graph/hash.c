@@ -55,7 +55,15 @@ static void value(stream *s, const ts_graph *g, int v, int64_t *canon,
   i64(s, (int64_t)x->dtype.code << 24 | (int64_t)x->dtype.bits << 16 |
              x->dtype.lanes);
   i64(s, x->ndim);
-  for (int i = 0; i < x->ndim; i++) i64(s, x->shape[i]);
+  for (int i = 0; i < x->ndim; i++) {
+    /* a symbolic dimension by its form, not the size it has here */
+    if (x->sym && x->sym[i]) {
+      i64(s, -2);
+      str(s, x->sym[i]);
+    } else {
+      i64(s, x->shape[i]);
+    }
+  }
   if (x->const_off >= 0) {
     int64_t e = gr_value_elems(x);
     ts_hash128 h = ts_structural_key_hash(gr_const_data(g, v),

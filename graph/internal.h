@@ -42,6 +42,8 @@ typedef struct gr_value {
   int producer;               /* node index, -1 for inputs and constants */
   int64_t const_off;          /* offset in the constant store, or -1 */
   bool is_input;              /* a graph input */
+  const char **sym; /* symbolic dimensions (arena; NULL entries or NULL:
+                       the sizes are constants) */
 } gr_value;
 
 typedef struct gr_node {
@@ -80,6 +82,10 @@ struct ts_graph {
   int quant_int8, quant_float;  /* products the quantize pass converted/kept */
   struct gr_pet_setup *pet;     /* ts_graph_set_pet (pet.c) */
   bool oom; /* storage the graph needed could not be allocated */
+  /* symbols: named dynamic dimensions given a size at import (arena) */
+  const char *sym_names[TS_MAX_DIMS];
+  int64_t sym_sizes[TS_MAX_DIMS];
+  int n_syms;
 };
 typedef struct gr_quant_setup gr_quant_setup;
 void gr_quant_setup_free(gr_quant_setup *q);

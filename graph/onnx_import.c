@@ -331,6 +331,51 @@ static int parse_shape_option(importer *im, const char *opt, char *name,
   return TS_OK;
 }
 
+/* Parses a "SYMBOL=SIZE" option. */
+static int parse_dim_option(importer *im, const char *opt, char *name,
+                            size_t cap, int64_t *size) {
+  const char *eq = strchr(opt, '=');
+  char *end = NULL;
+  errno = 0;
+  long long v = eq ? strtoll(eq + 1, &end, 10) : 0;
+  if (!eq || eq == opt || (size_t)(eq - opt) >= cap || end == eq + 1 || *end ||
+      errno || v <= 0 || v > (1ll << 31))
+    return TS_ERR(im->err, TS_EINVAL,
+                  "--dim '%s': expected SYMBOL=SIZE with a positive size", opt);
+  memcpy(name, opt, (size_t)(eq - opt));
+  name[eq - opt] = 0;
+  *size = v;
+  return TS_OK;
+}
+
+/* The size of the named dynamic dimension `param`: from opts->dims, else
+ * opts->default_dim (remembered as one of the graph's symbols); stays -1
+ * when neither gives one. */
+static int bind_dim(importer *im, const char *param, int64_t *dim) {
+  for (int k = 0; k < im->opts->n_dims; k++) {
+    char name[256];
+    int64_t v;
+    int rc = parse_dim_option(im, im->opts->dims[k], name, sizeof name, &v);
+    if (rc) return rc;
+    if (!strcmp(name, param)) {
+      *dim = v;
+      return TS_OK;
+    }
+  }
+  if (im->opts->default_dim <= 0) return TS_OK;
+  *dim = im->opts->default_dim;
+  ts_graph *g = im->g;
+  for (int k = 0; k < g->n_syms; k++)
+    if (!strcmp(g->sym_names[k], param)) return TS_OK;
+  if (g->n_syms == TS_MAX_DIMS)
+    return TS_ERR(im->err, TS_EUNSUPPORTED,
+                  "more than %d named dynamic dimensions", TS_MAX_DIMS);
+  if (!(g->sym_names[g->n_syms] = ts_arena_strdup(g->arena, param)))
+    return out_of_memory(im);
+  g->sym_sizes[g->n_syms++] = *dim;
+  return TS_OK;
+}
+
 static int import_input(importer *im, const Onnx__ValueInfoProto *vi) {
   const char *name = vi->name ? vi->name : "";
   if (map_get(&im->names, name) >= 0) return TS_OK; /* an initializer */
@@ -345,6 +390,7 @@ static int import_input(importer *im, const Onnx__ValueInfoProto *vi) {
                   "graph input '%s': data type %d is not supported", name,
                   (int)tp->tensor_type->elem_type);
   int64_t dims[TS_MAX_DIMS];
+  bool fixed[TS_MAX_DIMS] = {false}; /* a size the model itself gives */
   int ndim = -1;
   const Onnx__TensorShapeProto *sp = tp->tensor_type->shape;
   if (sp) {
@@ -359,6 +405,15 @@ static int import_input(importer *im, const Onnx__ValueInfoProto *vi) {
           d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE
               ? d->dim_value
               : -1;
+      fixed[i] = dims[i] >= 0;
+      const char *param =
+          d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM
+              ? d->dim_param
+              : NULL;
+      if (dims[i] < 0 && param && param[0]) {
+        int rc = bind_dim(im, param, &dims[i]);
+        if (rc) return rc;
+      }
     }
   }
   for (int k = 0; k < im->opts->n_input_shapes; k++) {
@@ -375,7 +430,7 @@ static int import_input(importer *im, const Onnx__ValueInfoProto *vi) {
                     "rank %d",
                     name, ond, ndim);
     for (int i = 0; i < ond; i++) {
-      if (ndim >= 0 && dims[i] >= 0 && dims[i] != odims[i])
+      if (ndim >= 0 && fixed[i] && dims[i] != odims[i])
         return TS_ERR(im->err, TS_EINVAL,
                       "input shape for '%s': dimension %d is %lld in the "
                       "model, %lld given",
@@ -395,14 +450,19 @@ static int import_input(importer *im, const Onnx__ValueInfoProto *vi) {
       const Onnx__TensorShapeProto__Dimension *d = sp->dim[i];
       return TS_ERR(
           im->err, TS_EINVAL,
-          "graph input '%s': dimension %d ('%s') is dynamic; fix it "
-          "with --input-shape %s=D1xD2x...",
+          "graph input '%s': dimension %d ('%s') is dynamic; give it a "
+          "size with --dim %s=N or --input-shape %s=D1xD2x...",
           name, i,
           d->value_case ==
                       ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
                   d->dim_param
               ? d->dim_param
               : "?",
+          d->value_case ==
+                      ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
+                  d->dim_param && d->dim_param[0]
+              ? d->dim_param
+              : "NAME",
           name);
     }
     if (dims[i] && elems > im->limits.max_tensor_elems / dims[i])
@@ -612,6 +672,30 @@ static int import_model(importer *im, const Onnx__ModelProto *m) {
       return TS_ERR(im->err, TS_EINVAL,
                     "--input-shape names '%s', which is not a graph input",
                     oname);
+  }
+  for (int k = 0; k < im->opts->n_dims; k++) {
+    char name[256];
+    int64_t v;
+    if ((rc = parse_dim_option(im, im->opts->dims[k], name, sizeof name, &v)))
+      return rc;
+    bool found = false;
+    for (size_t i = 0; i < gp->n_input && !found; i++) {
+      const Onnx__TypeProto *tp = gp->input[i]->type;
+      const Onnx__TensorShapeProto *sp =
+          tp && tp->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE &&
+                  tp->tensor_type
+              ? tp->tensor_type->shape
+              : NULL;
+      for (size_t d = 0; sp && d < sp->n_dim && !found; d++)
+        found = sp->dim[d]->value_case ==
+                    ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
+                sp->dim[d]->dim_param && !strcmp(sp->dim[d]->dim_param, name);
+    }
+    if (!found)
+      return TS_ERR(im->err, TS_EINVAL,
+                    "--dim names '%s', which no graph input's dimension is "
+                    "called",
+                    name);
   }
   int n_inputs = 0;
   int *inputs = ts_arena_alloc(im->g->arena, sizeof(int) * (gp->n_input + 1));

@@ -28,7 +28,9 @@ static void put_type(strbuf *b, const gr_value *v) {
   sb_printf(b, "%s", ts_dtype_str(v->dtype, dt));
   sb_printf(b, "[");
   for (int i = 0; i < v->ndim; i++) {
-    if (v->shape[i] < 0)
+    if (v->sym && v->sym[i])
+      sb_printf(b, "%s%s", i ? ", " : "", v->sym[i]);
+    else if (v->shape[i] < 0)
       sb_printf(b, "%s?", i ? ", " : "");
     else
       sb_printf(b, "%s%lld", i ? ", " : "", (long long)v->shape[i]);

@@ -386,6 +386,29 @@ def bad_models(out):
     write(model([mm], inits=(w3,)), "bad_shapes.onnx")
     dyn = tensor_input("x", f32, ["batch", 4])
     write(model([mm], inputs=(dyn,)), "dynamic.onnx")
+    # symbolic shapes: a CNN with a dynamic batch, and a strided conv over a
+    # dynamic height (whose output height no polynomial gives)
+    rng = np.random.RandomState(0)
+    wc = numpy_helper.from_array(rng.standard_normal((4, 3, 3, 3)).astype(np.float32), "wc")
+    wd = numpy_helper.from_array(rng.standard_normal((256, 10)).astype(np.float32), "wd")
+    cnn = helper.make_graph(
+        [helper.make_node("Conv", ["x", "wc"], ["c"], pads=[1, 1, 1, 1], kernel_shape=[3, 3]),
+         helper.make_node("Relu", ["c"], ["r"]),
+         helper.make_node("Flatten", ["r"], ["f"]),
+         helper.make_node("MatMul", ["f", "wd"], ["y"])],
+        "dyn_cnn", [tensor_input("x", f32, ["batch", 3, 8, 8])],
+        [helper.make_tensor_value_info("y", f32, ["batch", 10])], [wc, wd])
+    m = helper.make_model(cnn, opset_imports=[helper.make_opsetid("", OPSET)])
+    m.ir_version = 8
+    write(m, "dyn_cnn.onnx")
+    strided = helper.make_graph(
+        [helper.make_node("Conv", ["x", "wc"], ["y"], pads=[1, 1, 1, 1], kernel_shape=[3, 3],
+                          strides=[2, 2])],
+        "dyn_strided", [tensor_input("x", f32, [1, 3, "height", 16])],
+        [helper.make_tensor_value_info("y", f32, [1, 4, "out_height", 8])], [wc])
+    m = helper.make_model(strided, opset_imports=[helper.make_opsetid("", OPSET)])
+    m.ir_version = 8
+    write(m, "dyn_strided.onnx")
     huge = TensorProto(name="w", data_type=f32, dims=[1 << 30, 1 << 30])
     write(model([mm], inits=(huge,)), "absurd.onnx")
     short = numpy_helper.from_array(np.ones((4, 4), np.float32), "w")

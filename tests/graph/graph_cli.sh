@@ -133,4 +133,24 @@ expect 2 "$T" graph show "$C" --pet-depth 4
 contains "--pet-depth wants a depth from 1 to 3"
 expect 0 "$T" graph show "$C" --pet-depth 1 --after pet
 contains "# pet: 0 of 6 mutants applied"
+# named dynamic dimensions: --dim sizes them, --symbolic keeps them
+B="$M/bert_small.onnx"
+expect 1 "$T" graph show "$B"
+contains "give it a size with --dim batch=N"
+expect 0 "$T" graph show "$B" --dim batch=1 --dim sequence=7 --after shape
+contains "input %input_ids: int64\[1, 7\]"
+expect 1 "$T" graph show "$B" --dim seq=7
+contains "'seq', which no graph input's dimension is called"
+expect 2 "$T" graph show "$B" --dim batch
+contains "--dim needs SYMBOL=SIZE"
+expect 0 "$T" graph show "$B" --symbolic --after dce
+contains "input %input_ids: int64\[batch, sequence\]"
+contains "float32\[batch, 4, sequence, sequence\]"
+expect 0 "$T" graph show "$B" --symbolic --dim batch=1
+contains "call_tir.*float32\[1, sequence, 64\]"
+expect 1 "$T" graph show "$M/dyn_strided.onnx" --symbolic
+contains "dimension 2 of 'y' follows no polynomial in height"
+expect 2 "$T" graph show "$B" --symbolic --layout nchw
+contains "--symbolic goes with graph show and the default passes alone"
+expect 2 "$T" graph tasks "$B" --symbolic
 echo "graph_cli: ok"

@@ -47,6 +47,20 @@ expect 0 "$T" tune --job m --db "$TMP/m.db" --trials 36 --no-summary-measure \
   --json
 contains out '"trials_now": 4'
 
+# --shape-buckets: the tasks of every size of a named dimension in one job
+expect 0 "$T" tune --model "$M/dyn_cnn.onnx" --shape-buckets batch=1,3 \
+  --trials 8 --db "$TMP/sb.db" --job sb --no-summary-measure --json
+contains err "6 distinct tasks over 2 sizes"
+contains out '@batch=1"'
+contains out '@batch=3"'
+expect 2 "$T" tune --model "$M/dyn_cnn.onnx" --shape-buckets batch=3,1
+contains err "sizes ascending"
+expect 2 "$T" tune --workload "matmul M=8 N=8 K=8" --shape-buckets batch=1
+contains err "--shape-buckets goes with --model"
+expect 1 "$T" tune --model "$M/dyn_cnn.onnx" --shape-buckets seq=3 --db "$TMP/sb2.db"
+contains err "'seq', which no graph input's dimension is called"
+[ ! -e "$TMP/sb2.db" ] || fail "a failed import created the database"
+
 # the confirmation at the end times each task's oneDNN call beside its
 # best (stored as the task's onednn level), and compile --dispatch best
 # reads those levels; the library is right whichever side each task takes
