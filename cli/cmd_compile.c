@@ -312,6 +312,11 @@ int cmd_compile(int argc, char **argv) {
   co.model_path = model;
   co.input_shapes = shapes;
   co.n_input_shapes = n_shapes;
+  ts_graph_import_options dims;
+  memset(&dims, 0, sizeof dims);
+  cli_import_dims(&dims);
+  co.dims = dims.dims;
+  co.n_dims = dims.n_dims;
   co.dispatch = dispatch;
   co.externs = externs;
   co.n_externs = n_externs;

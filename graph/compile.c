@@ -428,6 +428,7 @@ static char *make_warning(const ts_graph_compile_options *o,
           o->model_path ? o->model_path : "MODEL.onnx", db ? db : "tessera.db");
   for (int i = 0; i < o->n_input_shapes; i++)
     fprintf(f, " --input-shape %s", o->input_shapes[i]);
+  for (int i = 0; i < o->n_dims; i++) fprintf(f, " --dim %s", o->dims[i]);
   if (o->target) fprintf(f, " --target '%s'", o->target);
   fprintf(f, " --trials N");
   fclose(f);

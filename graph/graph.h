@@ -557,10 +557,13 @@ typedef struct ts_graph_compile_options {
   const char *cc;          /* C compiler driver (NULL: "cc") */
   const char *model_name;  /* name in the library's info (NULL: graph's) */
   /* Only for the tuning hint of the warning: the model file and the
-   * --input-shape strings it was imported with (may be NULL / 0). */
+   * --input-shape and --dim strings it was imported with (may be NULL /
+   * 0). */
   const char *model_path;
   const char *const *input_shapes;
   int n_input_shapes;
+  const char *const *dims;
+  int n_dims;
   ts_graph_dispatch dispatch;     /* default TS_DISPATCH_TUNED */
   const ts_graph_extern *externs; /* user functions replacing kernels */
   int n_externs;

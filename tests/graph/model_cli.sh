@@ -53,6 +53,12 @@ expect 0 "$T" tune --model "$M/dyn_cnn.onnx" --shape-buckets batch=1,3 \
 contains err "6 distinct tasks over 2 sizes"
 contains out '@batch=1"'
 contains out '@batch=3"'
+# a size tuned for compiles from the records; another one's hint says --dim
+expect 0 "$T" compile "$M/dyn_cnn.onnx" --dim batch=3 --db "$TMP/sb.db" -o "$TMP/sb3.so" --json
+lacks_err() { ! grep -q -- "$1" "$TMP/err" || { cat "$TMP/err"; fail "err has '$1'"; }; }
+lacks_err "use the default schedule"
+expect 0 "$T" compile "$M/dyn_cnn.onnx" --dim batch=2 --db "$TMP/sb.db" -o "$TMP/sb2.so"
+contains err "tune --model $M/dyn_cnn.onnx --db $TMP/sb.db --dim batch=2"
 expect 2 "$T" tune --model "$M/dyn_cnn.onnx" --shape-buckets batch=3,1
 contains err "sizes ascending"
 expect 2 "$T" tune --workload "matmul M=8 N=8 K=8" --shape-buckets batch=1
