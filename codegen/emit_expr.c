@@ -324,6 +324,21 @@ static LLVMValueRef lane_ptrs(emitter *e, ts_buffer *b, ts_expr *idx) {
                                &iv, 1, "");
 }
 
+/* Whether a masked access of idx (a unit ramp) can touch every lane
+ * instead: a buffer of this function's own ("local": registers and the
+ * stack) whose allocation holds the whole vector. The tail tile of a
+ * register tile accumulates in such a buffer; its masked lanes are then a
+ * blend (select the enabled lanes, load and store the whole vector), which
+ * LLVM keeps in registers, where llvm.masked.store would keep the buffer
+ * in memory and make every step of the reduction a masked store and
+ * load. */
+static bool whole_vector_ok(emitter *e, ts_buffer *b, ts_expr *idx, int lanes) {
+  int64_t lo, hi;
+  return is_unit_ramp(idx) && !strcmp(ts_buffer_scope(b), "local") &&
+         ts_expr_const_bound(ts_expr_operand(idx, 0), e->ranges, &lo, &hi) &&
+         lo >= 0 && hi + lanes <= ts_buffer_elems(b);
+}
+
 static LLVMValueRef masked_load(emitter *e, ts_buffer *b, ts_expr *idx,
                                 int lanes) {
   LLVMTypeRef vt = LLVMVectorType(emit_mem_type(e, ts_buffer_dtype(b)), lanes);
@@ -374,7 +389,8 @@ static LLVMValueRef emit_load(emitter *e, ts_expr *x) {
     LLVMSetAlignment(v, elem_align(e, b));
     return load_to_reg(e, t, v);
   }
-  if (e->mask && LLVMGetVectorSize(LLVMTypeOf(e->mask)) == (unsigned)t.lanes)
+  if (e->mask && LLVMGetVectorSize(LLVMTypeOf(e->mask)) == (unsigned)t.lanes &&
+      !whole_vector_ok(e, b, idx, t.lanes))
     return load_to_reg(e, t, masked_load(e, b, idx, t.lanes));
   if (is_unit_ramp(idx)) {
     LLVMValueRef p = elem_ptr(e, b, emit_expr(e, ts_expr_operand(idx, 0)));
@@ -411,6 +427,17 @@ void emit_store(emitter *e, ts_stmt *s) {
   if (lanes == 1) {
     LLVMValueRef st =
         LLVMBuildStore(e->b, v, elem_ptr(e, b, emit_expr(e, idx)));
+    LLVMSetAlignment(st, elem_align(e, b));
+    return;
+  }
+  if (e->mask && LLVMGetVectorSize(LLVMTypeOf(e->mask)) == (unsigned)lanes &&
+      whole_vector_ok(e, b, idx, lanes)) {
+    /* the disabled lanes keep what the buffer holds */
+    LLVMValueRef p = elem_ptr(e, b, emit_expr(e, ts_expr_operand(idx, 0)));
+    LLVMValueRef old = LLVMBuildLoad2(e->b, LLVMTypeOf(v), p, "");
+    LLVMSetAlignment(old, elem_align(e, b));
+    v = LLVMBuildSelect(e->b, e->mask, v, old, "");
+    LLVMValueRef st = LLVMBuildStore(e->b, v, p);
     LLVMSetAlignment(st, elem_align(e, b));
     return;
   }

@@ -11,7 +11,11 @@
  *     is contiguous in every access (the vector axis) gets a register
  *     tile: the vector axis split by 1, 2 or 4 vector lengths (or, when
  *     no whole vector divides its extent, the divisor up to 4 vectors that
- *     fills its vector instructions best) and a rows axis (a spatial
+ *     fills its vector instructions best; when no divisor fills even one
+ *     vector, a prime width, a ceil split of one or two vectors with a
+ *     guard, the rows split ceil-wise by the register budget too, and the
+ *     tile accumulated in a local buffer written back once per tile) and
+ *     a rows axis (a spatial
  *     loop no input of which the vector axis also indexes: i of a matmul,
  *     the output channel of an NCHW conv; when there is none, one that an
  *     input indexed by the vector axis does not depend on: the output
@@ -420,6 +424,7 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
                  : ev % lanes == 0     ? lanes
                                        : lane_tile(ev, lanes);
   int64_t nvec = vector_ops(cols, lanes);
+  bool ragged = false; /* ceil splits: the tiles accumulate in a local */
   int regs = ts_target_vector_registers(t);
   int64_t budget = regs > 8 ? regs - 4 : 4;
   int64_t er = rows >= 0 ? loop_extent(s, loops[rows]) : 1;
@@ -439,6 +444,17 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
         nrows = r;
       }
     }
+  } else if (cols < lanes && ev >= 2 * lanes) {
+    ragged = true;
+    /* No tile that divides the extent fills even one vector (a prime
+     * width: 191, 389): a ceil split with a guard, one or two vectors
+     * wide; the code generator partitions the loop, so every tile but the
+     * last runs unguarded. */
+    cols = ev >= 4 * lanes ? 2 * lanes : lanes;
+    nvec = cols / lanes;
+    int64_t cap = budget / nvec > 8 ? 8 : budget / nvec;
+    nrows = divisor_upto(er, cap > 0 ? cap : 1);
+    if (2 * nrows <= cap && er > 2 * cap) nrows = cap; /* ragged rows too */
   } else {
     int64_t cap = budget / nvec > 8 ? 8 : budget / nvec;
     nrows = divisor_upto(er, cap > 0 ? cap : 1);
@@ -508,6 +524,19 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
   if (ri != TS_RV_NONE) order[no++] = ri;
   order[no++] = vi;
   if (ts_sched_reorder(s, order, no)) return false;
+  /* Ceil splits: the register tile accumulates in a local buffer the size
+   * of the tile, written back (guarded) once per tile; accumulating in
+   * the output itself would mask every load and store of the last tile
+   * at every step of the reduction. */
+  if (ragged) {
+    ts_rv cw;
+    char wn[128];
+    snprintf(wn, sizeof wn, "%s",
+             ts_buffer_name(ts_block_write(blk, 0)->buffer));
+    if (ts_sched_cache_write(s, b, wn, "local", &cw) ||
+        ts_sched_reverse_compute_at(s, cw, order[n_outer - 1]))
+      return false;
+  }
   /* The streamed input (indexed by the vector axis, not by the rows: B of
    * a matmul) packed per vector tile into a contiguous panel that every
    * row tile then reads, when there are enough row tiles to pay for the
@@ -709,7 +738,9 @@ static int schedule_cpu(ts_sched *s, const ts_target *t, int level) {
 /* Whether the scheduled function lowers (what ts_build does first). */
 static bool lowers(const ts_sched *s) {
   ts_lower_options lo = ts_lower_defaults();
-  ts_func *l = ts_lower(ts_sched_func(s), &lo, NULL);
+  ts_error e;
+  ts_func *l = ts_lower(ts_sched_func(s), &lo, &e);
+  if (!l && getenv("TS_XDBG")) fprintf(stderr, "lower: %s\n", e.msg);
   if (!l) return false;
   ts_func_free(l);
   return true;

@@ -163,6 +163,50 @@ static void test_odd_vector_tiles(void **state) {
   ts_target_free(avx512);
 }
 
+/* Extents no vector tile divides (primes): the vector axis is split ceil-wise
+ * by one or two vectors, the rows by the register budget, the tile
+ * accumulates in a local buffer (cache_write) and the guard stays only on
+ * the tail; each checked against the interpreter on the host. */
+static void test_ragged_tiles(void **state) {
+  (void)state;
+  ts_error err;
+  ts_target *tg[2] = {NULL, NULL};
+  if (ts_target_parse("llvm -mcpu=haswell -num-cores=2", &tg[0], &err) ||
+      ts_target_parse("llvm -mcpu=skylake-avx512 -num-cores=2", &tg[1], &err))
+    fail_msg("%s", err.msg);
+  /* the vector split on AVX2 and on AVX-512 (NULL: the whole axis, 37
+   * being under four AVX-512 vectors) */
+  static const struct {
+    const char *spec, *factor[2];
+  } cases[] = {
+      {"matmul M=61 N=37 K=29", {"factors=[None, 16]", NULL}},
+      {"matmul M=43 N=71 K=13", {"factors=[None, 16]", "factors=[None, 32]"}},
+      {"batch_matmul B=2 M=13 N=67 K=11",
+       {"factors=[None, 16]", "factors=[None, 32]"}},
+  };
+  ts_target *t = host();
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    ts_workload *w = workload(cases[i].spec);
+    for (int k = 0; k < 2; k++) {
+      if (!cases[i].factor[k]) continue;
+      ts_sched *s = NULL;
+      if (ts_default_schedule(w->func, tg[k], &s, &err))
+        fail_msg("%s: %s", cases[i].spec, err.msg);
+      char *trace = ts_trace_print(ts_sched_trace(s));
+      if (!strstr(trace, cases[i].factor[k]) || !strstr(trace, "cache_write"))
+        fail_msg("%s: no '%s' and cache_write in\n%s", cases[i].spec,
+                 cases[i].factor[k], trace);
+      free(trace);
+      ts_sched_destroy(s);
+    }
+    free(check_default(w->func, t, cases[i].spec));
+    ts_workload_free(w);
+  }
+  ts_target_free(t);
+  ts_target_free(tg[0]);
+  ts_target_free(tg[1]);
+}
+
 /* A GEMM whose operand types a dot intrinsic of the target computes (int8
  * with AVX512-VNNI, or else with AVX2's multiply-add pairs; bf16 with
  * AVX512-BF16) is tensorized onto it, the most lanes and then the longest
@@ -485,6 +529,7 @@ int main(void) {
       cmocka_unit_test(test_operators),
       cmocka_unit_test(test_shapes),
       cmocka_unit_test(test_odd_vector_tiles),
+      cmocka_unit_test(test_ragged_tiles),
       cmocka_unit_test(test_tensorized),
       cmocka_unit_test(test_zoo_tasks),
       cmocka_unit_test(test_bench),
