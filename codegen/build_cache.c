@@ -23,7 +23,8 @@
  * (which names the LLVM version and pipeline beside the machine) and is
  * used only when the key matches byte for byte; a damaged or foreign file
  * is a miss. The folder is kept under TS_BUILD_CACHE_DIR_MB megabytes
- * (default 512), the files least recently used leaving first.
+ * (default 512), the files least recently used leaving first (looked over
+ * every 64 files written, or when they add up to an eighth of the limit).
  */
 #include "codegen/target_internal.h"
 
@@ -57,6 +58,7 @@ static ts_build_cache_stats cache_stats;
 static char *disk_dir;         /* TS_BUILD_CACHE_DIR, or NULL */
 static long long disk_limit;   /* bytes */
 static unsigned disk_puts;     /* files written since the last trim */
+static long long disk_written; /* their bytes */
 static unsigned long disk_seq; /* temporary file names */
 
 static double env_mb(const char *name, double dflt) {
@@ -75,6 +77,7 @@ static size_t limit_locked(void) {
     disk_dir = d && *d && cache_limit > 0 ? strdup(d) : NULL;
     disk_limit = (long long)(env_mb("TS_BUILD_CACHE_DIR_MB", 512) * (1 << 20));
     disk_puts = 0;
+    disk_written = 0;
   }
   return (size_t)cache_limit;
 }
@@ -219,12 +222,26 @@ static void disk_trim_locked(void) {
   closedir(d);
 }
 
+/* mkdir -p of the cache folder (an error shows at the open after it) */
+static void make_dirs(const char *dir) {
+  char *p = strdup(dir);
+  if (!p) return;
+  for (char *q = p + 1; *q; q++)
+    if (*q == '/') {
+      *q = 0;
+      (void)mkdir(p, 0777);
+      *q = '/';
+    }
+  (void)mkdir(p, 0777);
+  free(p);
+}
+
 static void disk_put_locked(const char *key, size_t len, const ts_artifact *a) {
   char *path = disk_path_locked(key, len);
   size_t tn = strlen(disk_dir) + 64;
   char *tmp = malloc(tn);
   if (!path || !tmp) goto out;
-  (void)mkdir(disk_dir, 0777);
+  make_dirs(disk_dir);
   snprintf(tmp, tn, "%s/.tmp.%ld.%lu", disk_dir, (long)getpid(), ++disk_seq);
   int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
   if (fd < 0) goto out;
@@ -239,8 +256,12 @@ static void disk_put_locked(const char *key, size_t len, const ts_artifact *a) {
             write_all(fd, a->bytes, a->n_bytes);
   ok = !close(fd) && ok;
   if (!ok || rename(tmp, path)) unlink(tmp);
-  if (ok && ++disk_puts >= 64) {
+  /* the folder is looked over every 64 files, or sooner when they add
+   * up to an eighth of its limit */
+  if (ok) disk_written += (long long)(sizeof h + len + a->n_bytes);
+  if (ok && (++disk_puts >= 64 || disk_written > disk_limit / 8)) {
     disk_puts = 0;
+    disk_written = 0;
     disk_trim_locked();
   }
 out:

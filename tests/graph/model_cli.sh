@@ -49,7 +49,7 @@ contains out '"trials_now": 4'
 
 # --shape-buckets: the tasks of every size of a named dimension in one job
 expect 0 "$T" tune --model "$M/dyn_cnn.onnx" --shape-buckets batch=1,3 \
-  --trials 8 --db "$TMP/sb.db" --job sb --no-summary-measure --json
+  --trials 6 --db "$TMP/sb.db" --job sb --no-summary-measure --json
 contains err "6 distinct tasks over 2 sizes"
 contains out '@batch=1"'
 contains out '@batch=3"'
