@@ -13,8 +13,9 @@
  *     no whole vector divides its extent, the divisor up to 4 vectors that
  *     fills its vector instructions best; when no divisor fills even one
  *     vector, a prime width, a ceil split of one or two vectors with a
- *     guard, the rows split ceil-wise by the register budget too, and the
- *     tile accumulated in a local buffer written back once per tile) and
+ *     guard, and the tile accumulated in a local buffer written back once
+ *     per tile; rows with no divisor near the register budget are split
+ *     ceil-wise by the budget, whatever the vector tile) and
  *     a rows axis (a spatial
  *     loop no input of which the vector axis also indexes: i of a matmul,
  *     the output channel of an NCHW conv; when there is none, one that an
@@ -454,10 +455,18 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
     nvec = cols / lanes;
     int64_t cap = budget / nvec > 8 ? 8 : budget / nvec;
     nrows = divisor_upto(er, cap > 0 ? cap : 1);
-    if (2 * nrows <= cap && er > 2 * cap) nrows = cap; /* ragged rows too */
   } else {
     int64_t cap = budget / nvec > 8 ? 8 : budget / nvec;
     nrows = divisor_upto(er, cap > 0 ? cap : 1);
+  }
+  /* Rows whose extent has no divisor near the budget (a prime such as
+   * 613): a ceil split of the budget's rows, whatever the vector tile;
+   * the guard is a scalar condition on the row tile, which the code
+   * generator partitions away from every tile but the last. */
+  {
+    int64_t nv = vector_ops(cols, lanes);
+    int64_t cap = budget / nv > 8 ? 8 : budget / nv;
+    if (rows >= 0 && cap > 1 && 2 * nrows <= cap && er > 2 * cap) nrows = cap;
   }
   /* A streamed input larger than the caches that the outer spatial loops
    * do not index (a deep conv's weights at a small spatial extent): the

@@ -183,6 +183,8 @@ static void test_ragged_tiles(void **state) {
       {"matmul M=43 N=71 K=13", {"factors=[None, 16]", "factors=[None, 32]"}},
       {"batch_matmul B=2 M=13 N=67 K=11",
        {"factors=[None, 16]", "factors=[None, 32]"}},
+      /* whole vectors, prime rows: the rows alone split ceil-wise */
+      {"matmul M=61 N=32 K=13", {NULL, NULL}},
   };
   ts_target *t = host();
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
