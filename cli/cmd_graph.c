@@ -21,7 +21,8 @@ static const char graph_usage[] =
     "usage: tessera graph show MODEL.onnx [--after PASS] [--input-shape "
     "NAME=DIMS]...\n"
     "                          [--override NODE=FILE.tir]... [--json]\n"
-    "                          [--dim SYMBOL=SIZE]... [--symbolic]\n"
+    "                          [--dim SYMBOL=SIZE]... [--symbolic | --padded "
+    "N]\n"
     "                          [--quantize PROFILE.json ...]\n"
     "                          [--pet ... [--db PATH] [--target T]]\n"
     "       tessera graph tasks MODEL.onnx [--input-shape NAME=DIMS]... "
@@ -58,6 +59,8 @@ static const char graph_usage[] =
     "  --input-shape NAME=DIMS  fix a graph input's dimensions, e.g.\n"
     "                   input_ids=1x128 (needed for symbolic dimensions)\n"
     "  --symbolic       show: shapes in the model's named dynamic dimensions\n"
+    "  --padded SIZE    show, tasks: the graph a model with one dynamic\n"
+    "                   dimension compiles to for sizes up to SIZE\n"
     "                   (seq, 12*seq, batch*seq), found by running the\n"
     "                   passes at sizes 5 to 13 of each (docs/graph.md)\n"
     "  --override NODE=FILE.tir  replace a node of the lowered graph (before\n"
@@ -75,6 +78,7 @@ typedef struct graph_opts {
   const char **overrides;
   int n_overrides;
   bool json, tir, interpret, symbolic;
+  int64_t padded; /* --padded SIZE: the graph a dynamic model compiles to */
 } graph_opts;
 
 static int parse_opts(const char *sub, int argc, char **argv, graph_opts *o) {
@@ -94,6 +98,12 @@ static int parse_opts(const char *sub, int argc, char **argv, graph_opts *o) {
       o->interpret = true;
     } else if (!strcmp(argv[i], "--symbolic")) {
       o->symbolic = true;
+    } else if (cli_opt_value(argc, argv, &i, "--padded", &v, &missing)) {
+      char *end = NULL;
+      long long n = missing ? 0 : strtoll(v, &end, 10);
+      if (missing || *end || n < 1 || n > (1LL << 30))
+        return cli_usage_error(sub, "--padded needs a size from 1 to 2^30");
+      o->padded = n;
     } else if (cli_opt_value(argc, argv, &i, "--after", &v, &missing)) {
       if (missing) return cli_usage_error(sub, "--after needs a pass name");
       o->after = v;
@@ -149,14 +159,19 @@ static int load_graph(const graph_opts *o, ts_graph **out) {
   ts_error err;
   ts_error_clear(&err);
   ts_graph *g;
-  if (o->symbolic) {
+  if (o->symbolic || o->padded) {
     ts_graph_import_options io;
     memset(&io, 0, sizeof io);
     io.input_shapes = o->shapes;
     io.n_input_shapes = o->n_shapes;
     cli_import_dims(&io);
-    if (ts_graph_import_symbolic(o->model, &io, o->after, out, &err)) {
-      cli_error("cannot derive the symbolic shapes", &err);
+    if (o->padded
+            ? ts_graph_import_padded(o->model, &io, o->padded, o->after, out,
+                                     &err)
+            : ts_graph_import_symbolic(o->model, &io, o->after, out, &err)) {
+      cli_error(o->padded ? "cannot pad the dynamic dimension"
+                          : "cannot derive the symbolic shapes",
+                &err);
       return EXIT_FAIL;
     }
     return EXIT_OK;
@@ -371,12 +386,14 @@ int cmd_graph(int argc, char **argv) {
   else if (strcmp(sub, "show") && strcmp(sub, "run") && strcmp(sub, "tasks"))
     rc = cli_usage_error("graph", "unknown subcommand '%s'", sub);
   else if ((rc = parse_opts(name, argc - 1, argv + 1, &o)) == EXIT_OK &&
-           o.symbolic &&
-           (strcmp(sub, "show") || o.n_overrides || o.db_path ||
+           (o.symbolic || o.padded) &&
+           ((o.symbolic && o.padded) || !strcmp(sub, "run") ||
+            (o.symbolic && strcmp(sub, "show")) || o.n_overrides || o.db_path ||
             cli_passes_set()))
-    rc = cli_usage_error(name, "--symbolic goes with graph show and the "
-                               "default passes alone (no --override, "
-                               "--layout, --pet, --quantize, --db)");
+    rc = cli_usage_error(name, "--symbolic (graph show) and --padded (graph "
+                               "show, graph tasks) go alone, with the "
+                               "default passes (no --override, --layout, "
+                               "--pet, --quantize, --db)");
   else if (rc == EXIT_OK)
     rc = !strcmp(sub, "show")    ? graph_show(&o)
          : !strcmp(sub, "tasks") ? graph_tasks(&o)

@@ -54,6 +54,7 @@ static const char *const elementwise_ops[] = {"Add",
                                               "Gelu",
                                               "QuantizeLinear",
                                               "DequantizeLinear",
+                                              "PadMask",
                                               NULL};
 
 bool gr_is_elementwise_op(const char *op) {
@@ -385,6 +386,9 @@ static ts_expr *apply(builder *b, const gr_node *n, ts_expr **in, ts_dtype ct,
     ts_expr *args[2] = {x, in[1]};
     return ts_call(a, ct, "pow", args, 2);
   }
+  if (!strcmp(op, "PadMask")) /* x where its position < the length */
+    return ts_select(a, ts_lt(a, in[1], in[2]), x,
+                     ts_float(a, ct, gr_attr_float(n, "fill", 0)));
   if (!strcmp(op, "Relu")) return ts_max(a, x, ts_float(a, ct, 0));
   if (!strcmp(op, "Neg")) return ts_sub(a, ts_float(a, ct, 0), x);
   if (!strcmp(op, "Clip")) {

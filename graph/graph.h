@@ -98,6 +98,27 @@ int ts_graph_import_onnx_bytes(const void *data, size_t len,
 int ts_graph_import_symbolic(const char *path,
                              const ts_graph_import_options *opts,
                              const char *after, ts_graph **out, ts_error *err);
+/* Imports a model with one dynamic dimension left without a size (opts
+ * give the others) at the padded size `size` (graph/dynamic.c): the graph
+ * serves every size n <= size when its inputs are padded with zeros along
+ * the dimension and the outputs cut back to n. Operators that mix
+ * positions along it (contractions, softmax, reductions) get PadMask nodes
+ * that give the padding their neutral value from a length input, a graph
+ * input [1] of float32 named TS_GRAPH_LENGTH_PREFIX + the symbol, appended
+ * after the model's inputs (only when some operator needs it) and holding
+ * n at run time. What padding cannot serve (a dimension that is an
+ * expression of the symbol, a convolution or normalization over it, a
+ * constant computed from the size) is refused with a message naming the
+ * node. The passes run up to `after` (NULL: all). */
+#define TS_GRAPH_LENGTH_PREFIX "tessera_length_"
+int ts_graph_import_padded(const char *path,
+                           const ts_graph_import_options *opts, int64_t size,
+                           const char *after, ts_graph **out, ts_error *err);
+/* The axes (bit d: dimension d) of input or output i of a padded graph that
+ * are its dynamic dimension; false when i is out of range or the graph is
+ * not padded. */
+bool ts_graph_padded_axes(const ts_graph *g, bool output, int i,
+                          unsigned *axes);
 /* The graph's symbols (named dimensions given default sizes at import or
  * found by ts_graph_import_symbolic), and the size each has in it. */
 int ts_graph_n_symbols(const ts_graph *g);

@@ -244,6 +244,20 @@ bool gr_vendor_describe(const ts_graph *g, const int *members, int n,
                         const int *params, int n_params, char *buf,
                         size_t size);
 
+/* ---- symbolic.c, pipeline.c ---- */
+/* The import at the given sizes of the named symbols (every other option
+ * as in opts), then the passes up to `after` ("none": none); an error
+ * names the sizes. */
+int gr_import_at(const char *path, const ts_graph_import_options *opts,
+                 const char *after, int n_syms, const char *const *names,
+                 const int64_t *sizes, ts_graph **out, ts_error *err);
+/* NULL when g and h have the same nodes and values (names, ranks, dtypes),
+ * else what differs. */
+const char *gr_same_structure(const ts_graph *g, const ts_graph *h);
+/* The passes after the one named `done`, up to stop_after (NULL: all). */
+int gr_run_passes_after(ts_graph *g, const char *done, const char *stop_after,
+                        ts_error *err);
+
 /* ---- shape.c ---- */
 /* Infers output dtypes and shapes of one node from its inputs; fills the
  * output values. Unknown ops: TS_EUNSUPPORTED naming op, node and opset; a

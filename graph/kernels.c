@@ -104,10 +104,13 @@ static int run_elementwise(const gr_node *n, const gr_tensor *ins,
   double *a = to_double(&ins[0]);
   double *r = ts_malloc(sizeof *r * (size_t)(total ? total : 1));
   double *b = NULL;
+  bool mask = !strcmp(op, "PadMask"); /* x where position < length */
   bool bin = n->n_inputs >= 2 && strcmp(op, "Clip") && strcmp(op, "Dropout");
+  double *c = mask ? to_double(&ins[2]) : NULL;
+  double fill = gr_attr_float(n, "fill", 0);
   if (bin) b = to_double(&ins[1]);
-  if (!a || !r || (bin && !b)) {
-    free(a), free(r), free(b);
+  if (!a || !r || (bin && !b) || (mask && !c)) {
+    free(a), free(r), free(b), free(c);
     return TS_ENOMEM;
   }
   double lo = -INFINITY, hi = INFINITY;
@@ -122,7 +125,12 @@ static int run_elementwise(const gr_node *n, const gr_tensor *ins,
   bool is_int = ts_dtype_is_int(out->dtype);
   memset(idx, 0, sizeof idx);
   for (int64_t i = 0; i < total; i++) {
-    if (bin) {
+    if (mask) {
+      double x = a[bcast_index(idx, out->ndim, ins[0].shape, ins[0].ndim)];
+      double p = b[bcast_index(idx, out->ndim, ins[1].shape, ins[1].ndim)];
+      double l = c[bcast_index(idx, out->ndim, ins[2].shape, ins[2].ndim)];
+      r[i] = p < l ? x : fill;
+    } else if (bin) {
       double x = a[bcast_index(idx, out->ndim, ins[0].shape, ins[0].ndim)];
       double y = b[bcast_index(idx, out->ndim, ins[1].shape, ins[1].ndim)];
       r[i] = binary(op, x, y, is_int);
@@ -135,7 +143,7 @@ static int run_elementwise(const gr_node *n, const gr_tensor *ins,
     }
   }
   from_double(out, r);
-  free(a), free(b), free(r);
+  free(a), free(b), free(c), free(r);
   return TS_OK;
 }
 

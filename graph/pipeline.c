@@ -38,35 +38,54 @@ static bool step(ts_graph *g, const char *name,
   return *rc != TS_OK || (stop_after && !strcmp(stop_after, name));
 }
 
+/* The passes in order, from index `first` on. */
+static int run_from(ts_graph *g, int first, const char *stop_after,
+                    ts_error *err) {
+  static int (*const passes[])(ts_graph *,
+                               ts_error *) = {ts_graph_infer_shapes,
+                                              ts_graph_fold_constants,
+                                              ts_graph_eliminate_dead,
+                                              ts_graph_eliminate_common,
+                                              ts_graph_fold_batchnorm,
+                                              ts_graph_match_patterns,
+                                              lower_and_clean,
+                                              ts_graph_convert_layout,
+                                              ts_graph_pet,
+                                              ts_graph_quantize,
+                                              ts_graph_winograd,
+                                              ts_graph_fuse};
+  int rc = TS_OK;
+  for (int i = first; pass_names[i]; i++)
+    if (step(g, pass_names[i], passes[i], stop_after, &rc, err)) return rc;
+  return rc;
+}
+
+static int pass_index(const char *name, ts_error *err) {
+  for (int i = 0; pass_names[i]; i++)
+    if (!strcmp(pass_names[i], name)) return i;
+  return TS_ERR(err, TS_EINVAL,
+                "unknown pass '%s' (passes: shape, fold, dce, cse, "
+                "bn_fold, patterns, lower, layout, pet, quantize, winograd, "
+                "fuse)",
+                name);
+}
+
 int ts_graph_run_passes(ts_graph *g, const char *stop_after, ts_error *err) {
   if (stop_after) {
-    bool known = false;
-    for (int i = 0; pass_names[i]; i++)
-      if (!strcmp(pass_names[i], stop_after)) known = true;
-    if (!known)
-      return TS_ERR(
-          err, TS_EINVAL,
-          "unknown pass '%s' (passes: shape, fold, dce, cse, "
-          "bn_fold, patterns, lower, layout, pet, quantize, winograd, "
-          "fuse)",
-          stop_after);
+    int rc = pass_index(stop_after, err);
+    if (rc < 0) return rc;
   }
-  int rc;
-  if (step(g, "shape", ts_graph_infer_shapes, stop_after, &rc, err)) return rc;
-  if (step(g, "fold", ts_graph_fold_constants, stop_after, &rc, err)) return rc;
-  if (step(g, "dce", ts_graph_eliminate_dead, stop_after, &rc, err)) return rc;
-  if (step(g, "cse", ts_graph_eliminate_common, stop_after, &rc, err))
-    return rc;
-  if (step(g, "bn_fold", ts_graph_fold_batchnorm, stop_after, &rc, err))
-    return rc;
-  if (step(g, "patterns", ts_graph_match_patterns, stop_after, &rc, err))
-    return rc;
-  if (step(g, "lower", lower_and_clean, stop_after, &rc, err)) return rc;
-  if (step(g, "layout", ts_graph_convert_layout, stop_after, &rc, err))
-    return rc;
-  if (step(g, "pet", ts_graph_pet, stop_after, &rc, err)) return rc;
-  if (step(g, "quantize", ts_graph_quantize, stop_after, &rc, err)) return rc;
-  if (step(g, "winograd", ts_graph_winograd, stop_after, &rc, err)) return rc;
-  step(g, "fuse", ts_graph_fuse, stop_after, &rc, err);
-  return rc;
+  return run_from(g, 0, stop_after, err);
+}
+
+int gr_run_passes_after(ts_graph *g, const char *done, const char *stop_after,
+                        ts_error *err) {
+  int first = pass_index(done, err);
+  if (first < 0) return first;
+  if (stop_after) {
+    int last = pass_index(stop_after, err);
+    if (last < 0) return last;
+    if (last <= first) return TS_OK;
+  }
+  return run_from(g, first + 1, stop_after, err);
 }

@@ -60,6 +60,7 @@ static const char *const known_ops[] = {"Conv",
                                         "MatMulInteger",
                                         "QuantizeLinear",
                                         "DequantizeLinear",
+                                        "PadMask",
                                         NULL};
 
 bool gr_op_known(const char *op) {
@@ -608,6 +609,22 @@ int gr_infer_node(ts_graph *g, gr_node *n, ts_error *err) {
   for (int i = 1; i < n->n_inputs; i++)
     if (n->inputs[i] >= 0 && g->values[n->inputs[i]].ndim < 0)
       return set_unknown(g, n), TS_OK;
+  if (!strcmp(op, "PadMask")) { /* dynamic.c: x, positions, length */
+    const gr_value *pos = in(g, n, 1), *len = in(g, n, 2);
+    int64_t out[TS_MAX_DIMS];
+    int no = 0;
+    if (!pos || !len || !ts_dtype_eq(pos->dtype, TS_FLOAT32) ||
+        !ts_dtype_eq(len->dtype, TS_FLOAT32) || !ts_dtype_is_float(x->dtype))
+      return FAIL("wants a float tensor and float32 positions and length");
+    for (int k = 1; k < 3; k++) {
+      const gr_value *y = k == 1 ? pos : len;
+      if (!gr_broadcast(x->shape, x->ndim, y->shape, y->ndim, out, &no) ||
+          no != x->ndim || memcmp(out, x->shape, sizeof(int64_t) * (size_t)no))
+        return FAIL("input %d does not broadcast to the data's shape", k);
+    }
+    set_out(g, n, 0, x->dtype, x->ndim, x->shape, x->layout);
+    return TS_OK;
+  }
   if (is_binary(op)) {
     const gr_value *y = in(g, n, 1);
     if (!y) return FAIL("needs two inputs");

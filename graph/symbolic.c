@@ -120,9 +120,9 @@ static char *format_poly(ts_arena *a, const int64_t c[N_TERMS],
 }
 
 /* The pipeline at one set of sizes. */
-static int import_at(const char *path, const ts_graph_import_options *opts,
-                     const char *after, int n_syms, const char *const *names,
-                     const int64_t *sizes, ts_graph **out, ts_error *err) {
+int gr_import_at(const char *path, const ts_graph_import_options *opts,
+                 const char *after, int n_syms, const char *const *names,
+                 const int64_t *sizes, ts_graph **out, ts_error *err) {
   const char *dims[64 + TS_MAX_DIMS];
   char bind[TS_MAX_DIMS][300];
   int nd = 0;
@@ -156,7 +156,7 @@ static int import_at(const char *path, const ts_graph_import_options *opts,
 }
 
 /* Whether g and h have the same nodes and values (names, ranks, types). */
-static const char *same_structure(const ts_graph *g, const ts_graph *h) {
+const char *gr_same_structure(const ts_graph *g, const ts_graph *h) {
   if (g->n_nodes != h->n_nodes || g->n_values != h->n_values)
     return "a different number of nodes or values";
   for (int i = 0; i < g->n_nodes; i++)
@@ -212,8 +212,8 @@ int ts_graph_import_symbolic(const char *path,
     sizes[k][1] = n_syms == 2 ? probe2[k][1] : 1;
   }
   for (int k = 0; k < n_probes && !rc; k++) {
-    rc = import_at(path, opts, after, n_syms, names, sizes[k], &gs[k], err);
-    const char *diff = !rc && k ? same_structure(gs[0], gs[k]) : NULL;
+    rc = gr_import_at(path, opts, after, n_syms, names, sizes[k], &gs[k], err);
+    const char *diff = !rc && k ? gr_same_structure(gs[0], gs[k]) : NULL;
     if (diff)
       rc = TS_ERR(err, TS_EUNSUPPORTED,
                   "the graph's structure changes with the sizes of %s%s%s "

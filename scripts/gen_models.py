@@ -409,6 +409,29 @@ def bad_models(out):
     m = helper.make_model(strided, opset_imports=[helper.make_opsetid("", OPSET)])
     m.ir_version = 8
     write(m, "dyn_strided.onnx")
+    # padded dynamic sizes: reductions and a softmax along a dynamic
+    # sequence (masked), and a concat along it (refused)
+    wq = numpy_helper.from_array(rng.standard_normal((8, 8)).astype(np.float32), "wq")
+    seq = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "wq"], ["h"]),
+         helper.make_node("ReduceMean", ["h"], ["mean"], axes=[1], keepdims=1),
+         helper.make_node("ReduceMax", ["x"], ["max"], axes=[1], keepdims=0),
+         helper.make_node("Softmax", ["h"], ["p"], axis=1),
+         helper.make_node("Sub", ["h", "mean"], ["y"])],
+        "dyn_seq", [tensor_input("x", f32, [1, "seq", 8])],
+        [helper.make_tensor_value_info("y", f32, [1, "seq", 8]),
+         helper.make_tensor_value_info("max", f32, [1, 8]),
+         helper.make_tensor_value_info("p", f32, [1, "seq", 8])], [wq])
+    m = helper.make_model(seq, opset_imports=[helper.make_opsetid("", OPSET)])
+    m.ir_version = 8
+    write(m, "dyn_seq.onnx")
+    cat = helper.make_graph(
+        [helper.make_node("Concat", ["x", "x"], ["y"], axis=1)],
+        "dyn_concat", [tensor_input("x", f32, [1, "seq", 8])],
+        [helper.make_tensor_value_info("y", f32, [1, "seq2", 8])])
+    m = helper.make_model(cat, opset_imports=[helper.make_opsetid("", OPSET)])
+    m.ir_version = 8
+    write(m, "dyn_concat.onnx")
     huge = TensorProto(name="w", data_type=f32, dims=[1 << 30, 1 << 30])
     write(model([mm], inits=(huge,)), "absurd.onnx")
     short = numpy_helper.from_array(np.ones((4, 4), np.float32), "w")
