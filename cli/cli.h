@@ -120,6 +120,17 @@ int cli_load_func(const char *spec, const char *tir_path,
  * prefix, a name, or a spec that does not build) is returned as it is. */
 const char *cli_workload_key(const char *key, char hex[33]);
 
+/* A model with one dynamic dimension (the others sized by --dim) imported
+ * at the padded size `size` (ts_graph_import_padded) with the command
+ * line's pass settings, every pass run and verified. Prints the error and
+ * returns EXIT_FAIL otherwise. */
+int cli_load_padded(const char *path, const char *const *shapes, int n_shapes,
+                    int64_t size, ts_graph **out);
+/* --shape-buckets SYMBOL=S1,S2,...: the symbol into sym (cap bytes) and
+ * up to max ascending positive sizes into sizes[0 .. *n). EXIT_OK, or the
+ * usage error printed for command cmd. */
+int cli_bucket_option(const char *cmd, const char *v, char *sym, size_t cap,
+                      long *sizes, int *n, int max);
 /* Imports an ONNX model (shapes: "NAME=DIMS" fixes of its inputs), runs
  * every graph pass and verifies the result (model.c). On success *out is
  * the caller's (ts_graph_free); otherwise the error is printed and

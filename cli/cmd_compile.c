@@ -69,6 +69,15 @@ static const char compile_usage[] =
     "  --threads N         kernels built at once (default: the online cores)\n"
     "  --runtime-dir DIR   folder of libtessera_rt.so (default: next to this\n"
     "                      program, or its ../lib)\n"
+    "  --shape-buckets SYMBOL=S1,S2,...\n"
+    "                      one library for every size of the model's dynamic\n"
+    "                      dimension SYMBOL up to the largest: a program per\n"
+    "                      size (each tuned by `tune --shape-buckets`), a "
+    "size\n"
+    "                      running on the smallest that holds it, its inputs\n"
+    "                      padded (ts_model_set_dim; docs/graph.md)\n"
+    "  --dim-max SYMBOL=N  serve sizes up to N too: one more program at N\n"
+    "                      (default schedules where it has no records)\n"
     "  --json              print the report as JSON\n"
     "\n"
     "Exit status: 0 written, 1 failure (bad model, a graph operator that is\n"
@@ -110,8 +119,8 @@ static void print_text(const ts_graph_compile_report *r, const char *model,
   printf("wrote %s (%.2f MiB)\n", output, mib(r->library_bytes));
 }
 
-static void print_json(const ts_graph_compile_report *r, const char *model,
-                       const char *output) {
+static cJSON *report_json(const ts_graph_compile_report *r, const char *model,
+                          const char *output) {
   cJSON *root = cJSON_CreateObject();
   cJSON_AddStringToObject(root, "model", model);
   cJSON_AddStringToObject(root, "output", output);
@@ -156,7 +165,96 @@ static void print_json(const ts_graph_compile_report *r, const char *model,
     cJSON_AddStringToObject(root, "warning", r->warning);
   else
     cJSON_AddNullToObject(root, "warning");
-  cli_print_json(root);
+  return root;
+}
+
+static void print_json(const ts_graph_compile_report *r, const char *model,
+                       const char *output) {
+  cli_print_json(report_json(r, model, output));
+}
+
+#define MAX_BUCKETS 17
+
+/* --shape-buckets: the model imported at each padded size, compiled into
+ * one library. */
+static int compile_buckets(const char *model, const char *output,
+                           const char *const *shapes, int n_shapes,
+                           const char *sym, const long *sizes, int n,
+                           ts_graph **gs, ts_graph_compile_report *reps,
+                           bool json, ts_db *db, const char *target,
+                           const char *runtime_dir, int threads,
+                           ts_graph_dispatch dispatch,
+                           const ts_graph_extern *externs, int n_externs) {
+  for (int b = 0; b < n; b++) {
+    double t0 = ts_now_seconds();
+    if (cli_load_padded(model, shapes, n_shapes, sizes[b], &gs[b]) != EXIT_OK)
+      return EXIT_FAIL;
+    int64_t have = 0;
+    const char *name = ts_graph_symbol(gs[b], 0, &have);
+    if (!name || strcmp(name, sym)) {
+      fprintf(stderr,
+              "tessera: error: --shape-buckets %s: the model's dynamic "
+              "dimension is '%s'\n",
+              sym, name ? name : "(none)");
+      return EXIT_FAIL;
+    }
+    reps[b].passes_ms = (ts_now_seconds() - t0) * 1e3;
+    if (!json)
+      fprintf(stderr, "padded %s=%ld: %d nodes\n", sym, sizes[b],
+              ts_graph_n_nodes(gs[b]));
+  }
+  ts_graph_compile_options co;
+  memset(&co, 0, sizeof co);
+  co.output = output;
+  co.target = target;
+  co.db = db;
+  co.build_threads = threads;
+  co.runtime_dir = runtime_dir;
+  co.model_path = model;
+  co.input_shapes = shapes;
+  co.n_input_shapes = n_shapes;
+  ts_graph_import_options dims;
+  memset(&dims, 0, sizeof dims);
+  cli_import_dims(&dims);
+  co.dims = dims.dims;
+  co.n_dims = dims.n_dims;
+  co.dispatch = dispatch;
+  co.externs = externs;
+  co.n_externs = n_externs;
+  ts_error err;
+  ts_error_clear(&err);
+  if (ts_graph_compile_padded((const ts_graph *const *)gs, n, &co, reps,
+                              &err) != TS_OK) {
+    cli_error("cannot compile the model", &err);
+    return EXIT_FAIL;
+  }
+  if (reps[0].warning)
+    fprintf(stderr, "tessera: warning: %s=%ld: %s\n", sym, sizes[0],
+            reps[0].warning);
+  for (int b = 1; b < n; b++)
+    if (reps[b].warning)
+      fprintf(stderr, "tessera: warning: %s=%ld: %s\n", sym, sizes[b],
+              reps[b].warning);
+  if (json) {
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "model", model);
+    cJSON_AddStringToObject(root, "output", output);
+    cJSON_AddStringToObject(root, "symbol", sym);
+    cJSON *arr = cJSON_AddArrayToObject(root, "buckets");
+    for (int b = 0; b < n; b++) {
+      cJSON *o = report_json(&reps[b], model, output);
+      cJSON_AddNumberToObject(o, "size", (double)sizes[b]);
+      ts_json_add(arr, NULL, o);
+    }
+    cli_print_json(root);
+  } else {
+    for (int b = 0; b < n; b++) {
+      printf("## %s up to %ld%s\n", sym, sizes[b],
+             b == n - 1 ? " (the largest: the range is 1 to it)" : "");
+      print_text(&reps[b], model, output);
+    }
+  }
+  return EXIT_OK;
 }
 
 int cmd_compile(int argc, char **argv) {
@@ -165,6 +263,9 @@ int cmd_compile(int argc, char **argv) {
   long threads = 0;
   bool json = false;
   ts_graph_dispatch dispatch = TS_DISPATCH_BEST;
+  char bucket_sym[128] = "", max_sym[128] = "";
+  long buckets[MAX_BUCKETS], dim_max = 0;
+  int n_buckets = 0;
   const char **shapes = calloc((size_t)argc + 1, sizeof *shapes);
   int n_shapes = 0;
   ts_graph_extern *externs = calloc((size_t)argc + 1, sizeof *externs);
@@ -204,6 +305,22 @@ int cmd_compile(int argc, char **argv) {
       if (missing)
         rc = cli_usage_error("compile", "--input-shape needs NAME=DIMS");
       shapes[n_shapes++] = v;
+    } else if (cli_opt_value(argc, argv, &i, "--shape-buckets", &v, &missing)) {
+      if (missing)
+        rc = cli_usage_error("compile", "--shape-buckets needs SYMBOL=S1,...");
+      else if (n_buckets)
+        rc = cli_usage_error("compile", "--shape-buckets: one symbol");
+      else
+        rc = cli_bucket_option("compile", v, bucket_sym, sizeof bucket_sym,
+                               buckets, &n_buckets, MAX_BUCKETS - 1);
+    } else if (cli_opt_value(argc, argv, &i, "--dim-max", &v, &missing)) {
+      const char *eq = missing ? NULL : strchr(v, '=');
+      char *end = NULL;
+      dim_max = eq ? strtol(eq + 1, &end, 10) : 0;
+      if (!eq || eq == v || !end || *end || dim_max < 1 || dim_max > (1l << 31))
+        rc = cli_usage_error("compile", "--dim-max needs SYMBOL=N (N >= 1)");
+      else
+        snprintf(max_sym, sizeof max_sym, "%.*s", (int)(eq - v), v);
     } else if (cli_opt_value(argc, argv, &i, "--dispatch", &v, &missing)) {
       if (missing ||
           (strcmp(v, "tuned") && strcmp(v, "vendor") && strcmp(v, "best")))
@@ -258,9 +375,20 @@ int cmd_compile(int argc, char **argv) {
   if (rc == EXIT_OK && !output)
     rc = cli_usage_error("compile", "no output given (-o MODEL.so)");
   if (rc == EXIT_OK) rc = cli_output_path("compile", output);
-  ts_graph_compile_report rep;
+  if (rc == EXIT_OK && dim_max && strcmp(max_sym, bucket_sym))
+    rc = cli_usage_error("compile", "--dim-max %s: no --shape-buckets %s=...",
+                         max_sym, max_sym);
+  if (rc == EXIT_OK && dim_max && n_buckets && dim_max < buckets[n_buckets - 1])
+    rc = cli_usage_error("compile",
+                         "--dim-max %ld is below the largest "
+                         "bucket %ld",
+                         dim_max, buckets[n_buckets - 1]);
+  if (rc == EXIT_OK && n_buckets && dim_max > buckets[n_buckets - 1])
+    buckets[n_buckets++] = dim_max; /* the generic program of the range */
+  ts_graph_compile_report rep, reps[MAX_BUCKETS];
   memset(&rep, 0, sizeof rep);
-  ts_graph *g = NULL;
+  memset(reps, 0, sizeof reps);
+  ts_graph *g = NULL, *gs[MAX_BUCKETS] = {0};
   ts_db *db = NULL;
   if (rc != EXIT_OK) goto done;
 
@@ -285,6 +413,12 @@ int cmd_compile(int argc, char **argv) {
     cli_pet_measure(db, target, false);
   }
   double t0 = ts_now_seconds();
+  if (n_buckets) { /* one program per padded size, and a dispatcher */
+    rc = compile_buckets(model, output, shapes, n_shapes, bucket_sym, buckets,
+                         n_buckets, gs, reps, json, db, target, runtime_dir,
+                         (int)threads, dispatch, externs, n_externs);
+    goto done;
+  }
   if (cli_import_model(model, shapes, n_shapes, &g) != EXIT_OK) goto done;
   double t1 = ts_now_seconds();
   if (ts_graph_run_passes(g, NULL, &err) != TS_OK ||
@@ -334,6 +468,10 @@ int cmd_compile(int argc, char **argv) {
   rc = EXIT_OK;
 done:
   ts_graph_compile_report_clear(&rep);
+  for (int b = 0; b < n_buckets; b++) {
+    ts_graph_compile_report_clear(&reps[b]);
+    ts_graph_free(gs[b]);
+  }
   ts_db_close(db);
   ts_graph_free(g);
 usage_done:

@@ -53,6 +53,10 @@ typedef struct model_api {
   __typeof__(ts_model_kernel_name) *kernel_name;
   __typeof__(ts_model_profile) *profile;
   __typeof__(ts_model_destroy) *destroy;
+  /* optional: libraries of older versions lack them (no dynamic dims) */
+  __typeof__(ts_model_num_dims) *num_dims;
+  __typeof__(ts_model_dim) *dim;
+  __typeof__(ts_model_set_dim) *set_dim;
 } model_api;
 
 static int load_api(void *h, model_api *a, const char *path) {
@@ -79,6 +83,10 @@ static int load_api(void *h, model_api *a, const char *path) {
   SYM(profile, "ts_model_profile");
   SYM(destroy, "ts_model_destroy");
 #undef SYM
+  *(void **)&a->num_dims = dlsym(h, "ts_model_num_dims");
+  *(void **)&a->dim = dlsym(h, "ts_model_dim");
+  *(void **)&a->set_dim = dlsym(h, "ts_model_set_dim");
+  if (!a->dim || !a->set_dim) a->num_dims = NULL;
   if (a->abi_version() != TS_MODEL_ABI_VERSION) {
     fprintf(stderr,
             "tessera: error: %s has model ABI version %d; this tessera "
@@ -107,6 +115,40 @@ static bool dtype_of(int code, ts_dtype *out) {
   case 16: *out = TS_BFLOAT16; return true;
   default: return false;
   }
+}
+
+/* A model with a dynamic dimension: its size from the inputs (the first
+ * dimension where an input's array differs from the model's shape at its
+ * largest size), set before the shapes are checked. */
+static int set_size_from_inputs(const model_api *api, ts_model *m,
+                                ts_graph_npz *npz, bool quiet) {
+  ts_model_dim_info di;
+  if (api->dim(m, 0, &di) != 0) {
+    fprintf(stderr, "tessera: error: %s\n", api->last_error());
+    return EXIT_FAIL;
+  }
+  int64_t size = -1;
+  for (int i = 0; size < 0 && i < api->num_inputs(m); i++) {
+    ts_model_tensor_info info;
+    ts_graph_tensor t;
+    ts_error err;
+    if (api->input_info(m, i, &info) != 0 ||
+        ts_graph_npz_find(npz, info.name, &t, &err) != TS_OK ||
+        t.ndim != info.ndim)
+      continue; /* the checks after say what is wrong */
+    for (int d = 0; size < 0 && d < t.ndim; d++)
+      if (t.shape[d] != info.shape[d]) size = t.shape[d];
+  }
+  if (size < 0) return EXIT_OK; /* the largest size */
+  if (api->set_dim(m, di.name, size) != 0) {
+    fprintf(stderr, "tessera: error: the inputs' size: %s\n",
+            api->last_error());
+    return EXIT_FAIL;
+  }
+  if (!quiet)
+    fprintf(stderr, "%s=%lld (the model serves 1 to %lld)\n", di.name,
+            (long long)size, (long long)di.max);
+  return EXIT_OK;
 }
 
 int cmd_run(int argc, char **argv) {
@@ -192,6 +234,9 @@ int cmd_run(int argc, char **argv) {
     cli_error("cannot read the inputs", &err);
     goto done;
   }
+  if (api.num_dims && api.num_dims(m) > 0 &&
+      set_size_from_inputs(&api, m, npz, want_json) != EXIT_OK)
+    goto done;
   for (int i = 0; i < n_in; i++) {
     ts_model_tensor_info info;
     ts_graph_tensor t;

@@ -700,9 +700,22 @@ static int pet_candidates(const ts_graph *g, ts_graph_task **gt, int *n) {
 static int bucket_tasks(tune_args *a, const char *const *dims, int n_dims,
                         ts_graph **gs, ts_graph_task **gt, char ***labels,
                         int *n) {
-  cli_set_extra_dims(dims, n_dims);
-  int rc = cli_load_model(a->model, a->shapes, a->n_shapes, gs);
-  cli_set_extra_dims(NULL, 0);
+  int rc = EXIT_FAIL;
+  if (n_dims == 1) { /* the padded graph `compile --shape-buckets` builds */
+    const char *eq = strchr(dims[0], '=');
+    rc = cli_load_padded(a->model, a->shapes, a->n_shapes,
+                         strtoll(eq + 1, NULL, 10), gs);
+    if (rc != EXIT_OK)
+      fprintf(stderr,
+              "tessera: note: tuning '%s' at the exact size instead; "
+              "its records serve `compile --dim %s`\n",
+              dims[0], dims[0]);
+  }
+  if (rc != EXIT_OK) {
+    cli_set_extra_dims(dims, n_dims);
+    rc = cli_load_model(a->model, a->shapes, a->n_shapes, gs);
+    cli_set_extra_dims(NULL, 0);
+  }
   if (rc != EXIT_OK) {
     for (int i = 0; i < n_dims; i++) fprintf(stderr, "  (at %s)\n", dims[i]);
     return EXIT_FAIL;
@@ -749,34 +762,14 @@ static int bucket_tasks(tune_args *a, const char *const *dims, int n_dims,
 
 /* --shape-buckets SYMBOL=S1,S2,... (ascending sizes, 16 at most) */
 static int bucket_option(tune_args *a, const char *v) {
-  const char *eq = strchr(v, '=');
-  if (!eq || eq == v || !eq[1])
-    return cli_usage_error("tune", "--shape-buckets needs SYMBOL=S1,S2,...");
   if (a->n_bucket_syms == 2)
     return cli_usage_error("tune", "--shape-buckets: two symbols at most");
   int s = a->n_bucket_syms;
-  for (const char *p = eq + 1; *p;) {
-    char *end = NULL;
-    long size = strtol(p, &end, 10);
-    if (end == p || size < 1 || size > (1l << 31) || (*end && *end != ','))
-      return cli_usage_error("tune",
-                             "--shape-buckets '%s': sizes are positive "
-                             "integers separated by commas",
-                             v);
-    if (a->n_buckets[s] == 16)
-      return cli_usage_error("tune", "--shape-buckets: 16 sizes at most");
-    if (a->n_buckets[s] && size <= a->buckets[s][a->n_buckets[s] - 1])
-      return cli_usage_error("tune", "--shape-buckets '%s': sizes ascending",
-                             v);
-    a->buckets[s][a->n_buckets[s]++] = size;
-    p = *end ? end + 1 : end;
-  }
-  if ((size_t)(eq - v) >= sizeof a->bucket_sym[s])
-    return cli_usage_error("tune", "--shape-buckets: symbol name too long");
-  memcpy(a->bucket_sym[s], v, (size_t)(eq - v));
-  a->bucket_sym[s][eq - v] = 0;
-  a->n_bucket_syms++;
-  return EXIT_OK;
+  int rc =
+      cli_bucket_option("tune", v, a->bucket_sym[s], sizeof a->bucket_sym[s],
+                        a->buckets[s], &a->n_buckets[s], 16);
+  if (rc == EXIT_OK) a->n_bucket_syms++;
+  return rc;
 }
 
 static int model_tasks(tune_args *a, ts_func **funcs) {

@@ -190,6 +190,40 @@ static char *read_text(const char *path, const char *what) {
   return text;
 }
 
+/* The pass settings of the command line on g (layout, Winograd, PET,
+ * quantization); EXIT_FAIL after printing why. */
+static int graph_setup(ts_graph *g) {
+  ts_error err;
+  ts_error_clear(&err);
+  if ((cli_layout && ts_graph_set_layout(g, cli_layout, &err) != TS_OK) ||
+      ts_graph_set_io_layout(g, cli_input_layout, cli_output_layout, &err) !=
+          TS_OK) {
+    cli_error("bad layout", &err);
+    return EXIT_FAIL;
+  }
+  if (cli_no_winograd) ts_graph_set_winograd(g, false);
+  if (pet_on && ts_graph_set_pet(g, &pet_opts, &err) != TS_OK) {
+    cli_error("bad PET options", &err);
+    return EXIT_FAIL;
+  }
+  if (quant_profile) {
+    char *text = read_text(quant_profile, "the quantization profile");
+    quant_opts.keep_float = quant_keep;
+    if (!text || ts_graph_set_quantization(g, text, &quant_opts, &err)) {
+      if (text) {
+        char what[4200];
+        snprintf(what, sizeof what, "bad quantization profile '%s'",
+                 quant_profile);
+        cli_error(what, &err);
+      }
+      free(text);
+      return EXIT_FAIL;
+    }
+    free(text);
+  }
+  return EXIT_OK;
+}
+
 int cli_import_model(const char *path, const char *const *shapes, int n_shapes,
                      ts_graph **out) {
   ts_error err;
@@ -203,38 +237,68 @@ int cli_import_model(const char *path, const char *const *shapes, int n_shapes,
     cli_error("cannot import the model", &err);
     return EXIT_FAIL;
   }
-  if ((cli_layout && ts_graph_set_layout(*out, cli_layout, &err) != TS_OK) ||
-      ts_graph_set_io_layout(*out, cli_input_layout, cli_output_layout, &err) !=
-          TS_OK) {
-    cli_error("bad layout", &err);
+  if (graph_setup(*out) != EXIT_OK) {
     ts_graph_free(*out);
     *out = NULL;
     return EXIT_FAIL;
   }
-  if (cli_no_winograd) ts_graph_set_winograd(*out, false);
-  if (pet_on && ts_graph_set_pet(*out, &pet_opts, &err) != TS_OK) {
-    cli_error("bad PET options", &err);
+  return EXIT_OK;
+}
+
+static int padded_setup(ts_graph *g, void *ctx, ts_error *err) {
+  (void)ctx;
+  if (graph_setup(g) == EXIT_OK) return TS_OK;
+  return TS_ERR(err, TS_EINVAL, "the pass settings were refused");
+}
+
+int cli_load_padded(const char *path, const char *const *shapes, int n_shapes,
+                    int64_t size, ts_graph **out) {
+  ts_error err;
+  ts_error_clear(&err);
+  ts_graph_import_options io;
+  memset(&io, 0, sizeof io);
+  io.input_shapes = shapes;
+  io.n_input_shapes = n_shapes;
+  cli_import_dims(&io);
+  io.before_passes = padded_setup;
+  if (ts_graph_import_padded(path, &io, size, NULL, out, &err) != TS_OK) {
+    cli_error("cannot compile the model for a padded size", &err);
+    return EXIT_FAIL;
+  }
+  if (ts_graph_verify(*out, &err) != TS_OK) {
+    cli_error("the graph does not verify", &err);
     ts_graph_free(*out);
     *out = NULL;
     return EXIT_FAIL;
   }
-  if (quant_profile) {
-    char *text = read_text(quant_profile, "the quantization profile");
-    quant_opts.keep_float = quant_keep;
-    if (!text || ts_graph_set_quantization(*out, text, &quant_opts, &err)) {
-      if (text) {
-        char what[4200];
-        snprintf(what, sizeof what, "bad quantization profile '%s'",
-                 quant_profile);
-        cli_error(what, &err);
-      }
-      free(text);
-      ts_graph_free(*out);
-      *out = NULL;
-      return EXIT_FAIL;
-    }
-    free(text);
+  return EXIT_OK;
+}
+
+int cli_bucket_option(const char *cmd, const char *v, char *sym, size_t cap,
+                      long *sizes, int *n, int max) {
+  const char *eq = strchr(v, '=');
+  if (!eq || eq == v || !eq[1])
+    return cli_usage_error(cmd, "--shape-buckets needs SYMBOL=S1,S2,...");
+  *n = 0;
+  for (const char *p = eq + 1; *p;) {
+    char *end = NULL;
+    long size = strtol(p, &end, 10);
+    if (end == p || size < 1 || size > (1l << 31) || (*end && *end != ','))
+      return cli_usage_error(cmd,
+                             "--shape-buckets '%s': sizes are positive "
+                             "integers separated by commas",
+                             v);
+    if (*n == max)
+      return cli_usage_error(cmd, "--shape-buckets: %d sizes at most", max);
+    if (*n && size <= sizes[*n - 1])
+      return cli_usage_error(cmd, "--shape-buckets '%s': sizes ascending", v);
+    sizes[(*n)++] = size;
+    p = *end ? end + 1 : end;
   }
+  if ((size_t)(eq - v) >= cap)
+    return cli_usage_error(cmd, "--shape-buckets: symbol name too long");
+  memcpy(sym, v, (size_t)(eq - v));
+  sym[eq - v] = 0;
   return EXIT_OK;
 }
 

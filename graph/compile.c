@@ -92,6 +92,7 @@ void ts_graph_compile_report_clear(ts_graph_compile_report *r) {
 typedef struct build_task {
   const ts_func *func;
   int index;
+  const char *prefix;          /* of its symbol: one library's programs apart */
   const char *vendor;          /* run by the vendor library: nothing to build */
   const ts_graph_extern *user; /* or by a user's function (--extern) */
   char *trace_json;            /* the record's trace, or NULL */
@@ -129,7 +130,8 @@ static int build_named(build_task *t, const ts_func *f, const ts_target *tgt,
   ts_func *copy = ts_func_copy(f);
   if (!copy) return TS_ERR(err, TS_ENOMEM, "out of memory");
   char name[96];
-  snprintf(name, sizeof name, "tsk%d_%.60s", t->index, ts_func_name(f));
+  snprintf(name, sizeof name, "%stsk%d_%.60s", t->prefix ? t->prefix : "",
+           t->index, ts_func_name(f));
   ts_func_set_name(copy, name);
   ts_build_result br;
   int rc = ts_build(copy, tgt, NULL, &br, err);
@@ -610,56 +612,19 @@ static bool vendor_faster(ts_db *db, const ts_func *f, const char *target,
   return faster;
 }
 
-int ts_graph_compile(const ts_graph *g, const ts_graph_compile_options *o,
-                     ts_graph_compile_report *report, ts_error *err) {
-  ts_graph_compile_report local;
-  memset(&local, 0, sizeof local);
-  ts_graph_compile_report *r = report ? report : &local;
-  double keep_import = r->import_ms, keep_passes = r->passes_ms;
-  memset(r, 0, sizeof *r);
-  r->import_ms = keep_import;
-  r->passes_ms = keep_passes;
-  if (!g || !o || !o->output || !*o->output)
-    return TS_ERR(err, TS_EINVAL, "compile: no graph or no output path");
-  if (!o->runtime_dir || !*o->runtime_dir)
-    return TS_ERR(err, TS_EINVAL,
-                  "compile: no runtime folder (where libtessera_rt.so is)");
-  int rc = check_graph(g, err);
-  if (rc) return rc;
-  /* before the long part: the places the link needs */
-  char probe[4200];
-  snprintf(probe, sizeof probe, "%s/libtessera_rt.so", o->runtime_dir);
-  if (access(probe, R_OK) != 0)
-    return TS_ERR(err, TS_ENOTFOUND, "the runtime library '%s': %s", probe,
-                  strerror(errno));
-  snprintf(probe, sizeof probe, "%s", o->output);
-  char *slash = strrchr(probe, '/');
-  if (slash) *slash = 0;
-  struct stat st;
-  if (slash && probe[0] && (stat(probe, &st) != 0 || !S_ISDIR(st.st_mode)))
-    return TS_ERR(err, TS_ENOTFOUND, "the output's folder '%s' %s", probe,
-                  errno == ENOENT ? "does not exist" : "is not a folder");
-
-  ts_target *tgt = NULL;
-  rc = ts_target_parse(o->target ? o->target : "llvm", &tgt, err);
-  if (rc) return rc;
-  if (ts_target_facts_of(tgt)->artifact != TS_ARTIFACT_CPU_OBJECT) {
-    ts_target_free(tgt);
-    return TS_ERR(err, TS_EUNSUPPORTED,
-                  "compile: target '%s': only CPU (llvm) targets can be "
-                  "compiled into a library",
-                  o->target);
-  }
-  r->target = ts_strdup(ts_target_str(tgt));
-
+/* Graph g into *prog (kernels built, calls placed, its info): the part of
+ * a compile before the link. Kernel symbols start with `prefix`; the
+ * report's tasks are filled (r->target set by the caller). */
+static int compile_program(const ts_graph *g, const ts_graph_compile_options *o,
+                           const ts_target *tgt, const char *prefix,
+                           ts_graph_compile_report *r, cp_program *prog,
+                           ts_error *err) {
+  int rc;
   ts_graph_task *tasks = NULL;
   int n_tasks = 0;
   ts_graph_plan plan;
   memset(&plan, 0, sizeof plan);
-  cp_program prog;
-  memset(&prog, 0, sizeof prog);
   build_task *bt = NULL;
-  char tmpdir[4096] = "";
 
   rc = ts_graph_tasks(g, &tasks, &n_tasks, err);
   if (rc) goto done;
@@ -681,6 +646,7 @@ int ts_graph_compile(const ts_graph *g, const ts_graph_compile_options *o,
     t->latency_s = NAN;
     bt[i].func = tasks[i].func;
     bt[i].index = i;
+    bt[i].prefix = prefix;
     bt[i].latency_s = NAN;
     if (!t->name || !t->first_node) {
       rc = TS_ERR(err, TS_ENOMEM, "compile: out of memory");
@@ -779,36 +745,122 @@ int ts_graph_compile(const ts_graph *g, const ts_graph_compile_options *o,
   }
 
   /* the program */
-  prog.g = g;
-  prog.model_name = o->model_name ? o->model_name : g->name ? g->name : "";
-  prog.kernels = ts_calloc((size_t)n_tasks + 1, sizeof *prog.kernels);
-  if (!prog.kernels) {
+  prog->g = g;
+  prog->model_name = o->model_name ? o->model_name : g->name ? g->name : "";
+  prog->kernels = ts_calloc((size_t)n_tasks + 1, sizeof *prog->kernels);
+  if (!prog->kernels) {
     rc = TS_ERR(err, TS_ENOMEM, "compile: out of memory");
     goto done;
   }
   for (int i = 0; i < n_tasks; i++) {
-    prog.kernels[i] = bt[i].kernel;
-    prog.kernels[i].vendor = bt[i].vendor;
-    prog.n_vendor += bt[i].vendor != NULL;
+    prog->kernels[i] = bt[i].kernel;
+    prog->kernels[i].vendor = bt[i].vendor;
+    prog->n_vendor += bt[i].vendor != NULL;
     memset(&bt[i].kernel, 0, sizeof bt[i].kernel);
   }
-  prog.n_kernels = n_tasks;
-  prog.need_amx = ts_target_has_feature(tgt, "amx-tile");
-  rc = make_calls(g, &plan, tasks, n_tasks, &prog, err);
+  prog->n_kernels = n_tasks;
+  prog->need_amx = ts_target_has_feature(tgt, "amx-tile");
+  rc = make_calls(g, &plan, tasks, n_tasks, prog, err);
   if (rc) goto done;
-  r->n_calls = prog.n_calls;
-  r->arena_bytes = prog.arena_bytes;
+  r->n_calls = prog->n_calls;
+  r->arena_bytes = prog->arena_bytes;
   r->lower_bound_bytes = plan.lower_bound_bytes;
-  r->total_bytes = plan.total_bytes + (prog.arena_bytes - plan.arena_bytes);
+  r->total_bytes = plan.total_bytes + (prog->arena_bytes - plan.arena_bytes);
   r->constant_bytes = (int64_t)g->consts_len;
-  prog.info_json = info_json(&prog, r->target, r);
-  if (!prog.info_json) {
+  prog->info_json = info_json(prog, r->target, r);
+  if (!prog->info_json) {
     rc = TS_ERR(err, TS_ENOMEM, "compile: out of memory");
     goto done;
   }
 
+done:
+  for (int i = 0; bt && i < n_tasks; i++) {
+    free(bt[i].trace_json);
+    free(bt[i].note);
+    free(bt[i].kernel.bytes);
+  }
+  free(bt);
+  ts_graph_plan_clear(&plan);
+  free(tasks);
+  return rc;
+}
+
+/* Programs of graphs gs[0..n) linked into one library: one program (dyn
+ * NULL) or a dispatcher over several. rs[b] is graph b's report. */
+static int compile_many(const ts_graph *const *gs, int n, const cp_dynamic *dyn,
+                        const ts_graph_compile_options *o,
+                        ts_graph_compile_report *rs, ts_error *err) {
+  for (int b = 0; b < n; b++) {
+    double keep_import = rs[b].import_ms, keep_passes = rs[b].passes_ms;
+    memset(&rs[b], 0, sizeof rs[b]);
+    rs[b].import_ms = keep_import;
+    rs[b].passes_ms = keep_passes;
+  }
+  if (n < 1 || !o || !o->output || !*o->output)
+    return TS_ERR(err, TS_EINVAL, "compile: no graph or no output path");
+  if (!o->runtime_dir || !*o->runtime_dir)
+    return TS_ERR(err, TS_EINVAL,
+                  "compile: no runtime folder (where libtessera_rt.so is)");
+  int rc = TS_OK;
+  for (int b = 0; !rc && b < n; b++)
+    rc = gs[b] ? check_graph(gs[b], err)
+               : TS_ERR(err, TS_EINVAL, "compile: no graph");
+  if (rc) return rc;
+  /* before the long part: the places the link needs */
+  char probe[4200];
+  snprintf(probe, sizeof probe, "%s/libtessera_rt.so", o->runtime_dir);
+  if (access(probe, R_OK) != 0)
+    return TS_ERR(err, TS_ENOTFOUND, "the runtime library '%s': %s", probe,
+                  strerror(errno));
+  snprintf(probe, sizeof probe, "%s", o->output);
+  char *slash = strrchr(probe, '/');
+  if (slash) *slash = 0;
+  struct stat st;
+  if (slash && probe[0] && (stat(probe, &st) != 0 || !S_ISDIR(st.st_mode)))
+    return TS_ERR(err, TS_ENOTFOUND, "the output's folder '%s' %s", probe,
+                  errno == ENOENT ? "does not exist" : "is not a folder");
+
+  ts_target *tgt = NULL;
+  rc = ts_target_parse(o->target ? o->target : "llvm", &tgt, err);
+  if (rc) return rc;
+  if (ts_target_facts_of(tgt)->artifact != TS_ARTIFACT_CPU_OBJECT) {
+    ts_target_free(tgt);
+    return TS_ERR(err, TS_EUNSUPPORTED,
+                  "compile: target '%s': only CPU (llvm) targets can be "
+                  "compiled into a library",
+                  o->target);
+  }
+  cp_program *progs = ts_calloc((size_t)n, sizeof *progs);
+  const cp_program **pp = ts_calloc((size_t)n, sizeof *pp);
+  char tmpdir[4096] = "";
+  if (!progs || !pp) {
+    rc = TS_ERR(err, TS_ENOMEM, "compile: out of memory");
+    goto done;
+  }
+  for (int b = 0; !rc && b < n; b++) {
+    char prefix[16] = "";
+    if (dyn) snprintf(prefix, sizeof prefix, "b%d_", b);
+    rs[b].target = ts_strdup(ts_target_str(tgt));
+    rc = rs[b].target
+             ? compile_program(gs[b], o, tgt, prefix, &rs[b], &progs[b], err)
+             : TS_ERR(err, TS_ENOMEM, "compile: out of memory");
+    if (rc && dyn && err) { /* which program */
+      char head[300];
+      int k = snprintf(head, sizeof head, "%.200s=%lld: ", dyn->symbol,
+                       (long long)dyn->sizes[b]);
+      size_t len = strlen(err->msg);
+      if (len + (size_t)k >= sizeof err->msg)
+        len = sizeof err->msg - (size_t)k - 1;
+      memmove(err->msg + k, err->msg, len);
+      memcpy(err->msg, head, (size_t)k);
+      err->msg[(size_t)k + len] = 0;
+    }
+    pp[b] = &progs[b];
+  }
+  if (rc) goto done;
+
   /* emit and link */
-  t0 = ts_now_seconds();
+  double t0 = ts_now_seconds();
   const char *tmp = getenv("TMPDIR");
   snprintf(tmpdir, sizeof tmpdir, "%s/tessera-compile-XXXXXX",
            tmp && *tmp ? tmp : "/tmp");
@@ -818,30 +870,91 @@ int ts_graph_compile(const ts_graph *g, const ts_graph_compile_options *o,
     tmpdir[0] = 0;
     goto done;
   }
-  rc = cp_emit_and_link(&prog, o, tmpdir, &r->library_bytes, err);
-  r->link_ms = (ts_now_seconds() - t0) * 1e3;
-  if (rc) goto done;
-  r->warning = make_warning(o, r);
+  int64_t bytes = 0;
+  rc = cp_emit_and_link(pp, n, dyn, o, tmpdir, &bytes, err);
+  for (int b = 0; b < n; b++) {
+    rs[b].link_ms = (ts_now_seconds() - t0) * 1e3;
+    rs[b].library_bytes = bytes;
+    if (!rc) rs[b].warning = make_warning(o, &rs[b]);
+  }
 
 done:
   if (tmpdir[0]) nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-  for (int i = 0; bt && i < n_tasks; i++) {
-    free(bt[i].trace_json);
-    free(bt[i].note);
-    free(bt[i].kernel.bytes);
-  }
-  free(bt);
-  program_free(&prog);
-  ts_graph_plan_clear(&plan);
-  free(tasks);
+  for (int b = 0; progs && b < n; b++) program_free(&progs[b]);
+  free(progs);
+  free(pp);
   ts_target_free(tgt);
-  if (rc || r == &local) {
-    double a = r->import_ms, b = r->passes_ms;
-    ts_graph_compile_report_clear(r);
-    r->import_ms = a;
-    r->passes_ms = b;
-  }
+  if (rc)
+    for (int b = 0; b < n; b++) {
+      double x = rs[b].import_ms, y = rs[b].passes_ms;
+      ts_graph_compile_report_clear(&rs[b]);
+      rs[b].import_ms = x;
+      rs[b].passes_ms = y;
+    }
   return rc;
+}
+
+int ts_graph_compile(const ts_graph *g, const ts_graph_compile_options *o,
+                     ts_graph_compile_report *report, ts_error *err) {
+  ts_graph_compile_report local;
+  memset(&local, 0, sizeof local);
+  int rc = compile_many(&g, 1, NULL, o, report ? report : &local, err);
+  ts_graph_compile_report_clear(&local);
+  return rc;
+}
+
+int ts_graph_compile_padded(const ts_graph *const *gs, int n,
+                            const ts_graph_compile_options *o,
+                            ts_graph_compile_report *reports, ts_error *err) {
+  if (n < 1 || !gs || !reports)
+    return TS_ERR(err, TS_EINVAL, "compile: no padded graphs");
+  if (n > 64) return TS_ERR(err, TS_EINVAL, "compile: %d sizes; at most 64", n);
+  const ts_graph *g0 = gs[0];
+  int64_t sizes[64];
+  unsigned in_axes[TS_GRAPH_MAX_IO], out_axes[TS_GRAPH_MAX_IO];
+  int n_in = 0;
+  for (int i = 0; gs[n - 1] && i < gs[n - 1]->n_inputs; i++)
+    n_in +=
+        strncmp(gs[n - 1]->values[gs[n - 1]->inputs[i]].name,
+                TS_GRAPH_LENGTH_PREFIX, strlen(TS_GRAPH_LENGTH_PREFIX)) != 0;
+  for (int b = 0; b < n; b++) {
+    const ts_graph *g = gs[b];
+    if (!g || g->n_syms != 1 || strcmp(g->sym_names[0], g0->sym_names[0]))
+      return TS_ERR(err, TS_EINVAL,
+                    "compile: graph %d is not a padded graph of the same "
+                    "dynamic dimension",
+                    b);
+    sizes[b] = g->sym_sizes[0];
+    if (b && sizes[b] <= sizes[b - 1])
+      return TS_ERR(err, TS_EINVAL,
+                    "compile: the padded sizes must ascend (%lld after %lld)",
+                    (long long)sizes[b], (long long)sizes[b - 1]);
+    if (g->n_outputs != g0->n_outputs || g->n_outputs > TS_GRAPH_MAX_IO ||
+        n_in > TS_GRAPH_MAX_IO ||
+        (g->n_inputs != n_in && g->n_inputs != n_in + 1))
+      return TS_ERR(err, TS_EINVAL,
+                    "compile: the padded graphs' inputs and outputs differ");
+    for (int i = 0; i < n_in; i++) {
+      unsigned a = 0;
+      ts_graph_padded_axes(g, false, i, &a);
+      if (b && a != in_axes[i])
+        return TS_ERR(err, TS_EINVAL, "compile: input %d differs", i);
+      in_axes[i] = a;
+    }
+    for (int i = 0; i < g->n_outputs; i++) {
+      unsigned a = 0;
+      ts_graph_padded_axes(g, true, i, &a);
+      if (b && a != out_axes[i])
+        return TS_ERR(err, TS_EINVAL, "compile: output %d differs", i);
+      out_axes[i] = a;
+    }
+  }
+  cp_dynamic dyn = {.symbol = g0->sym_names[0],
+                    .sizes = sizes,
+                    .in_axes = in_axes,
+                    .out_axes = out_axes,
+                    .n_in = n_in};
+  return compile_many(gs, n, &dyn, o, reports, err);
 }
 
 int ts_graph_runtime_dir(char *buf, size_t size, ts_error *err) {

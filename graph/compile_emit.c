@@ -37,8 +37,7 @@ static int write_file(const char *dir, const char *name, const void *data,
   return TS_OK;
 }
 
-/* A C string literal of s (every byte outside a safe set escaped). */
-static void c_string(FILE *f, const char *s) {
+void cp_c_string(FILE *f, const char *s) {
   fputc('"', f);
   for (const unsigned char *p = (const unsigned char *)s; p && *p; p++) {
     unsigned char c = *p;
@@ -54,20 +53,11 @@ static void c_string(FILE *f, const char *s) {
 }
 
 /* The part of the glue that is the same for every model. */
-static const char glue_runtime[] =
-    "struct ts_model {\n"
-    "  ts_runtime *rt;\n"
-    "  unsigned char *arena;\n"
-    "  unsigned char *in_stage[N_IN + 1], *out_stage[N_OUT + 1];\n"
-    "#if N_VENDOR\n"
-    "  ts_vendor_op *vop[N_CALLS + 1];\n"
-    "  int n_threads; /* the kernels' rt: see ts_rt_parallel_for below */\n"
-    "#endif\n"
-    "};\n"
-    "#if N_VENDOR\n"
-    "/* A model that calls oneDNN runs its own kernels' parallel loops on\n"
-    " * oneDNN's OpenMP team too (one pool on the cores, not two); the\n"
-    " * kernels' rt is the model's thread count. */\n"
+/* The parallel loops of kernels in a library that calls oneDNN run on
+ * oneDNN's OpenMP team (one pool on the cores, not two): the kernels' rt
+ * is then the model's thread count. In a library of several programs the
+ * dispatcher defines it once. */
+const char cp_dnnl_parallel_for[] =
     "typedef int32_t (*ts_rt_task)(void *, int64_t, int64_t);\n"
     "int32_t ts_vendor_dnnl_parallel_for(ts_rt_task task, void *closure, "
     "int64_t n, int n_threads);\n"
@@ -75,7 +65,21 @@ static const char glue_runtime[] =
     "int64_t n) {\n"
     "  return ts_vendor_dnnl_parallel_for(task, closure, n, rt ? *(int *)rt "
     ": 1);\n"
-    "}\n"
+    "}\n";
+
+static const char glue_runtime[] =
+    "struct ts_model {\n"
+    "  ts_runtime *rt;\n"
+    "  unsigned char *arena;\n"
+    "  unsigned char *in_stage[N_IN + 1], *out_stage[N_OUT + 1];\n"
+    "#if N_VENDOR\n"
+    "  ts_vendor_op *vop[N_CALLS + 1];\n"
+    "#endif\n"
+    "#if DNNL_POOL\n"
+    "  int n_threads; /* the kernels' rt: see ts_rt_parallel_for */\n"
+    "#endif\n"
+    "};\n"
+    "#if DNNL_POOL\n"
     "static int online_cpus(void) {\n"
     "  long n = sysconf(_SC_NPROCESSORS_ONLN);\n"
     "  return n > 0 ? (int)n : 1;\n"
@@ -106,6 +110,19 @@ static const char glue_runtime[] =
     "  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;\n"
     "}\n"
     "API int ts_model_abi_version(void) { return 1; }\n"
+    "API int ts_model_num_dims(const ts_model *m) { (void)m; return 0; }\n"
+    "API int ts_model_dim(const ts_model *m, int i, "
+    "ts_model_dim_info *out) {\n"
+    "  (void)m, (void)out;\n"
+    "  return fail(\"dimension %d: the model has no dynamic dimension\", "
+    "i);\n"
+    "}\n"
+    "API int ts_model_set_dim(ts_model *m, const char *name, int64_t size) "
+    "{\n"
+    "  (void)m, (void)size;\n"
+    "  return fail(\"dimension '%s': the model has no dynamic dimension\", "
+    "name ? name : \"(null)\");\n"
+    "}\n"
     "API const char *ts_model_last_error(void) { return last_error; }\n"
     "API const char *ts_model_info(void) { return info_json; }\n"
     "API int ts_model_num_inputs(const ts_model *m) { (void)m; return N_IN; "
@@ -159,8 +176,10 @@ static const char glue_runtime[] =
     "n_threads);\n"
     "  ts_runtime_destroy(m->rt);\n"
     "  m->rt = rt;\n"
-    "#if N_VENDOR\n"
+    "#if DNNL_POOL\n"
     "  m->n_threads = n_threads > 0 ? n_threads : online_cpus();\n"
+    "#endif\n"
+    "#if N_VENDOR\n"
     "  for (int c = 0; c < N_CALLS; c++) "
     "ts_vendor_dnnl_set_threads(m->vop[c], m->n_threads);\n"
     "#endif\n"
@@ -190,8 +209,10 @@ static const char glue_runtime[] =
     "    return fail(\"cannot start a thread pool of %d threads\", "
     "n_threads);\n"
     "  }\n"
-    "#if N_VENDOR\n"
+    "#if DNNL_POOL\n"
     "  m->n_threads = n_threads > 0 ? n_threads : online_cpus();\n"
+    "#endif\n"
+    "#if N_VENDOR\n"
     "  for (int c = 0; c < N_CALLS; c++) {\n"
     "    if (!calls[c].vendor) continue;\n"
     "    void *a[MAX_ARGS + 1];\n"
@@ -249,7 +270,7 @@ static const char glue_runtime[] =
     "    int32_t r = calls[c].vendor ? ts_vendor_dnnl_run(m->vop[c], a) : "
     "calls[c].fn(a, KERNEL_RT(m));\n"
     "#else\n"
-    "    int32_t r = calls[c].fn(a, m->rt);\n"
+    "    int32_t r = calls[c].fn(a, KERNEL_RT(m));\n"
     "#endif\n"
     "    if (secs) secs[c] = now_s() - t0;\n"
     "    if (r != 0) return fail(\"kernel %d (%s) failed (returned %d)\", c, "
@@ -286,7 +307,7 @@ static void tensor_table(FILE *f, const ts_graph *g, const int *ids, int n,
   for (int i = 0; i < n; i++) {
     const gr_value *v = &g->values[ids[i]];
     fprintf(f, "  {");
-    c_string(f, v->name);
+    cp_c_string(f, v->name);
     fprintf(f, ", %d, %d, %s_shape_%d, %lld},\n", cp_onnx_dtype(v->dtype),
             v->ndim, prefix, i,
             (long long)(gr_value_elems(v) *
@@ -295,9 +316,33 @@ static void tensor_table(FILE *f, const ts_graph *g, const int *ids, int n,
   fprintf(f, "  {0, 0, 0, 0, 0}};\n");
 }
 
-static int write_glue(const cp_program *p, const char *dir, ts_error *err) {
+/* The functions of the C ABI: in a library of several programs each
+ * program's are renamed apart (PREFIX_ts_model_run) and kept inside. */
+static const char *const api_names[] = {
+    "ts_model_abi_version", "ts_model_last_error",      "ts_model_info",
+    "ts_model_num_inputs",  "ts_model_num_outputs",     "ts_model_num_kernels",
+    "ts_model_kernel_name", "ts_model_input_info",      "ts_model_output_info",
+    "ts_model_destroy",     "ts_model_set_num_threads", "ts_model_create",
+    "ts_model_run",         "ts_model_profile",         "ts_model_num_dims",
+    "ts_model_dim",         "ts_model_set_dim",         NULL};
+
+/* The C declarations every glue file starts with. */
+const char cp_glue_types[] =
+    "#include <stdarg.h>\n#include <stddef.h>\n#include <stdint.h>\n"
+    "#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n"
+    "#include <time.h>\n#include <unistd.h>\n\n"
+    "typedef struct ts_model ts_model;\n"
+    "typedef int ts_model_dtype;\n"
+    "typedef struct ts_model_tensor_info { const char *name; "
+    "ts_model_dtype dtype; int ndim; const int64_t *shape; int64_t "
+    "bytes; } ts_model_tensor_info;\n"
+    "typedef struct ts_model_dim_info { const char *name; int64_t min, max, "
+    "size; int n_sizes; const int64_t *sizes; } ts_model_dim_info;\n";
+
+static int write_glue(const cp_program *p, const char *dir, const char *prefix,
+                      bool link_vendor, ts_error *err) {
   char path[4600];
-  snprintf(path, sizeof path, "%s/model.c", dir);
+  snprintf(path, sizeof path, "%s/%smodel.c", dir, prefix);
   FILE *f = fopen(path, "w");
   if (!f)
     return TS_ERR(err, TS_EIO, "cannot write '%s': %s", path, strerror(errno));
@@ -305,17 +350,20 @@ static int write_glue(const cp_program *p, const char *dir, ts_error *err) {
   fprintf(f, "/* model: ");
   for (const char *s = p->model_name; *s; s++)
     fputc(*s == '*' || *s == '\n' ? '_' : *s, f);
-  fprintf(f, " */\n"
-             "#include <stdarg.h>\n#include <stddef.h>\n#include <stdint.h>\n"
-             "#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n"
-             "#include <time.h>\n#include <unistd.h>\n\n"
-             "#define API __attribute__((visibility(\"default\")))\n"
-             "typedef struct ts_model ts_model;\n"
-             "typedef int ts_model_dtype;\n"
-             "typedef struct ts_model_tensor_info { const char *name; "
-             "ts_model_dtype dtype; int ndim; const int64_t *shape; int64_t "
-             "bytes; } ts_model_tensor_info;\n"
-             "typedef struct ts_runtime ts_runtime;\n"
+  fprintf(f, " */\n");
+  if (*prefix) { /* one program of several: its interface kept inside */
+    for (int i = 0; api_names[i]; i++)
+      fprintf(f, "#define %s %s%s\n", api_names[i], prefix, api_names[i]);
+    fprintf(f,
+            "#define tsm_weights %sweights\n"
+            "#define API __attribute__((visibility(\"hidden\")))\n",
+            prefix);
+  } else {
+    fprintf(f, "#define API __attribute__((visibility(\"default\")))\n");
+  }
+  fprintf(f, "#define DNNL_POOL %d\n", link_vendor ? 1 : 0);
+  fputs(cp_glue_types, f);
+  fprintf(f, "typedef struct ts_runtime ts_runtime;\n"
              "int ts_runtime_create(int n_threads, ts_runtime **out, void "
              "*err);\n"
              "void ts_runtime_destroy(ts_runtime *rt);\n"
@@ -365,10 +413,10 @@ static int write_glue(const cp_program *p, const char *dir, ts_error *err) {
              k->user ? k->entry : "");
     if (k->user) snprintf(name + strlen(name), sizeof name - strlen(name), "]");
     fprintf(f, "  {%s, %d, %d, ", k->vendor ? "0" : k->entry, c->first, c->n);
-    c_string(f, name);
+    cp_c_string(f, name);
     fputs(", ", f);
     if (k->vendor)
-      c_string(f, k->vendor);
+      cp_c_string(f, k->vendor);
     else
       fputs("0", f);
     fprintf(f, "},\n");
@@ -381,25 +429,41 @@ static int write_glue(const cp_program *p, const char *dir, ts_error *err) {
             (long long)p->copies[i].src.offset, (long long)p->copies[i].bytes);
   fprintf(f, "  {0, {0, 0, 0}, 0}};\n");
   fprintf(f, "static const char info_json[] = ");
-  c_string(f, p->info_json);
-  fprintf(f, ";\n\n%s", glue_runtime);
+  cp_c_string(f, p->info_json);
+  fprintf(f, ";\n\n");
+  if (!*prefix && link_vendor) fputs(cp_dnnl_parallel_for, f);
+  fputs(glue_runtime, f);
   int bad = ferror(f);
   if (fclose(f) != 0 || bad)
     return TS_ERR(err, TS_EIO, "cannot write '%s'", path);
   return TS_OK;
 }
 
-static const char weights_asm[] =
-    "\t.section .rodata.tsm_weights,\"a\",@progbits\n"
-    "\t.balign 64\n"
-    "\t.globl tsm_weights\n"
-    "\t.hidden tsm_weights\n"
-    "\t.type tsm_weights, @object\n"
-    "tsm_weights:\n"
-    "\t.incbin \"weights.bin\"\n"
-    "\t.byte 0\n"
-    "\t.size tsm_weights, . - tsm_weights\n"
-    "\t.section .note.GNU-stack,\"\",@progbits\n";
+/* The assembler file that pulls a weights blob in under `symbol`. */
+static int write_weights(const char *dir, const char *prefix, const ts_graph *g,
+                         ts_error *err) {
+  char bin[64], src[64], text[1024];
+  snprintf(bin, sizeof bin, "%sweights.bin", prefix);
+  snprintf(src, sizeof src, "%sweights.S", prefix);
+  snprintf(text, sizeof text,
+           "\t.section .rodata.%sw,\"a\",@progbits\n"
+           "\t.balign 64\n"
+           "\t.globl %sweights\n"
+           "\t.hidden %sweights\n"
+           "\t.type %sweights, @object\n"
+           "%sweights:\n"
+           "\t.incbin \"%s\"\n"
+           "\t.byte 0\n"
+           "\t.size %sweights, . - %sweights\n"
+           "\t.section .note.GNU-stack,\"\",@progbits\n",
+           *prefix ? prefix : "tsm_", *prefix ? prefix : "tsm_",
+           *prefix ? prefix : "tsm_", *prefix ? prefix : "tsm_",
+           *prefix ? prefix : "tsm_", bin, *prefix ? prefix : "tsm_",
+           *prefix ? prefix : "tsm_");
+  int rc = write_file(dir, bin, g->consts, g->consts_len, err);
+  if (!rc) rc = write_file(dir, src, text, strlen(text), err);
+  return rc;
+}
 
 static const char version_script[] =
     "{\n  global: ts_model_*;\n  local: *;\n};\n";
@@ -447,24 +511,34 @@ static int run_cc(char *const *argv, const char *dir, ts_error *err) {
       WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status), text);
 }
 
-int cp_emit_and_link(const cp_program *p, const ts_graph_compile_options *o,
+int cp_emit_and_link(const cp_program *const *ps, int n_progs,
+                     const cp_dynamic *dyn, const ts_graph_compile_options *o,
                      const char *tmpdir, int64_t *library_bytes,
                      ts_error *err) {
-  int rc =
-      write_file(tmpdir, "weights.bin", p->g->consts, p->g->consts_len, err);
-  if (!rc)
-    rc = write_file(tmpdir, "weights.S", weights_asm, strlen(weights_asm), err);
-  if (!rc)
-    rc = write_file(tmpdir, "model.map", version_script, strlen(version_script),
-                    err);
-  for (int i = 0; !rc && i < p->n_kernels; i++) {
-    if (p->kernels[i].vendor || p->kernels[i].user) continue;
-    char name[32];
-    snprintf(name, sizeof name, "k%d.o", i);
-    rc = write_file(tmpdir, name, p->kernels[i].bytes, p->kernels[i].n_bytes,
-                    err);
+  bool many = dyn != NULL;
+  int n_vendor = 0, n_files = 0;
+  for (int b = 0; b < n_progs; b++) {
+    n_vendor += ps[b]->n_vendor;
+    n_files += ps[b]->n_kernels;
   }
-  if (!rc) rc = write_glue(p, tmpdir, err);
+  int rc = write_file(tmpdir, "model.map", version_script,
+                      strlen(version_script), err);
+  char prefix[16] = "";
+  for (int b = 0; !rc && b < n_progs; b++) {
+    const cp_program *p = ps[b];
+    if (many) snprintf(prefix, sizeof prefix, "b%d_", b);
+    rc = write_weights(tmpdir, prefix, p->g, err);
+    for (int i = 0; !rc && i < p->n_kernels; i++) {
+      if (p->kernels[i].vendor || p->kernels[i].user) continue;
+      char name[48];
+      snprintf(name, sizeof name, "%sk%d.o", prefix, i);
+      rc = write_file(tmpdir, name, p->kernels[i].bytes, p->kernels[i].n_bytes,
+                      err);
+    }
+    if (!rc) rc = write_glue(p, tmpdir, prefix, n_vendor > 0, err);
+  }
+  if (!rc && many)
+    rc = cp_write_dispatcher(ps, n_progs, dyn, tmpdir, n_vendor > 0, err);
   if (rc) return rc;
 
   /* absolute paths: the compiler runs in tmpdir */
@@ -498,14 +572,16 @@ int cp_emit_and_link(const cp_program *p, const ts_graph_compile_options *o,
   args[n++] = "-fvisibility=hidden";
   args[n++] = "-o";
   args[n++] = tmp_path;
-  args[n++] = "model.c";
-  args[n++] = "weights.S";
-  int first_obj = n;
-  char(*objs)[32] = ts_calloc((size_t)p->n_kernels + 1, sizeof *objs);
-  char **argv = ts_calloc((size_t)p->n_kernels + 80, sizeof *argv);
-  if (!objs || !argv) {
+  int n_src = many ? 2 * n_progs + 1 : 2;
+  char(*objs)[48] = ts_calloc((size_t)(n_files + n_src) + 1, sizeof *objs);
+  char **argv = ts_calloc((size_t)(n_files + n_src) + 80, sizeof *argv);
+  char **users = calloc((size_t)n_files + 1, sizeof *users);
+  const cp_kernel **ukern = calloc((size_t)n_files + 1, sizeof *ukern);
+  if (!objs || !argv || !users || !ukern) {
     free(objs);
     free(argv);
+    free(users);
+    free(ukern);
     free(rtdir);
     free(outdir);
     free(out_copy);
@@ -513,27 +589,42 @@ int cp_emit_and_link(const cp_program *p, const ts_graph_compile_options *o,
     return TS_ERR(err, TS_ENOMEM, "out of memory");
   }
   memcpy(argv, args, sizeof *argv * (size_t)n);
-  char **users = calloc((size_t)p->n_kernels + 1, sizeof *users);
-  for (int i = 0; users && i < p->n_kernels; i++) {
-    if (p->kernels[i].vendor) continue;
-    if (p->kernels[i].user) { /* absolute: the compiler runs in tmpdir */
-      users[i] = realpath(p->kernels[i].user, NULL);
-      if (!users[i]) {
-        rc = TS_ERR(err, TS_ENOTFOUND, "--extern: '%s': %s", p->kernels[i].user,
-                    strerror(errno));
-        break;
-      }
-      bool dup = false; /* one file may hold several tasks' functions */
-      for (int k = 0; k < i; k++)
-        dup = dup || (users[k] && !strcmp(users[k], users[i]));
-      if (!dup) argv[n++] = users[i];
-      continue;
-    }
-    snprintf(objs[i], sizeof objs[i], "k%d.o", i);
-    argv[n++] = objs[i];
+  int n_obj = 0, n_users = 0;
+  if (many) argv[n++] = "model.c";
+  for (int b = 0; b < n_progs; b++) {
+    if (many) snprintf(prefix, sizeof prefix, "b%d_", b);
+    snprintf(objs[n_obj], sizeof objs[n_obj], "%smodel.c", prefix);
+    argv[n++] = objs[n_obj++];
+    snprintf(objs[n_obj], sizeof objs[n_obj], "%sweights.S", prefix);
+    argv[n++] = objs[n_obj++];
   }
-  if (!users) rc = TS_ERR(err, TS_ENOMEM, "out of memory");
-  (void)first_obj;
+  for (int b = 0; !rc && b < n_progs; b++) {
+    const cp_program *p = ps[b];
+    if (many) snprintf(prefix, sizeof prefix, "b%d_", b);
+    for (int i = 0; i < p->n_kernels; i++) {
+      if (p->kernels[i].vendor) continue;
+      if (p->kernels[i].user) { /* absolute: the compiler runs in tmpdir */
+        char *real = realpath(p->kernels[i].user, NULL);
+        if (!real) {
+          rc = TS_ERR(err, TS_ENOTFOUND, "--extern: '%s': %s",
+                      p->kernels[i].user, strerror(errno));
+          break;
+        }
+        bool dup = false; /* one file may hold several tasks' functions */
+        for (int k = 0; k < n_users; k++) dup = dup || !strcmp(users[k], real);
+        if (dup) {
+          free(real);
+          continue;
+        }
+        ukern[n_users] = &p->kernels[i];
+        users[n_users++] = real;
+        argv[n++] = real;
+        continue;
+      }
+      snprintf(objs[n_obj], sizeof objs[n_obj], "%sk%d.o", prefix, i);
+      argv[n++] = objs[n_obj++];
+    }
+  }
   argv[n++] = lflag;
   argv[n++] = "-Xlinker";
   argv[n++] = "-rpath";
@@ -542,7 +633,7 @@ int cp_emit_and_link(const cp_program *p, const ts_graph_compile_options *o,
   argv[n++] = "-Wl,--version-script=model.map";
   argv[n++] = "-Wl,-z,noexecstack";
   argv[n++] = "-Wl,--no-undefined";
-  if (p->n_vendor) argv[n++] = "-ltessera_dnnl"; /* only when it calls it */
+  if (n_vendor) argv[n++] = "-ltessera_dnnl"; /* only when it calls it */
   argv[n++] = "-ltessera_rt";
   argv[n++] = "-lm";
   argv[n++] = NULL;
@@ -553,18 +644,19 @@ int cp_emit_and_link(const cp_program *p, const ts_graph_compile_options *o,
                 final_path);
   bool linking = !rc;
   if (!rc) rc = run_cc(argv, tmpdir, err);
-  for (int i = 0; rc && linking && err && i < p->n_kernels; i++)
-    if (users[i]) { /* say so: the compiler's text may not name them */
-      char m[sizeof err->msg];
-      int k = snprintf(m, sizeof m, "with the user function %s() of '%s': ",
-                       p->kernels[i].entry, p->kernels[i].user);
-      if (k > 0 && (size_t)k < sizeof m) {
-        memcpy(m + k, err->msg, sizeof m - (size_t)k - 1);
-        m[sizeof m - 1] = 0;
-        memcpy(err->msg, m, sizeof m);
-      }
-      break;
+  for (int i = 0; rc && linking && err && i < n_users; i++) {
+    /* say so: the compiler's text may not name them */
+    char m[sizeof err->msg];
+    int k = snprintf(m, sizeof m,
+                     "with the user function %s() of '%s': ", ukern[i]->entry,
+                     ukern[i]->user);
+    if (k > 0 && (size_t)k < sizeof m) {
+      memcpy(m + k, err->msg, sizeof m - (size_t)k - 1);
+      m[sizeof m - 1] = 0;
+      memcpy(err->msg, m, sizeof m);
     }
+    break;
+  }
   if (!rc) {
     struct stat st;
     if (stat(tmp_path, &st) == 0) *library_bytes = (int64_t)st.st_size;
@@ -573,8 +665,9 @@ int cp_emit_and_link(const cp_program *p, const ts_graph_compile_options *o,
                   final_path, strerror(errno));
   }
   if (rc) unlink(tmp_path);
-  for (int i = 0; users && i < p->n_kernels; i++) free(users[i]);
+  for (int i = 0; i < n_users; i++) free(users[i]);
   free(users);
+  free(ukern);
   free(objs);
   free(argv);
   free(rtdir);

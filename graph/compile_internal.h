@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /* Where a kernel argument lives at run time. */
 typedef enum cp_ref_kind {
@@ -71,12 +72,42 @@ typedef struct cp_program {
   char *info_json;     /* ts_model_info's text (malloc'd) */
 } cp_program;
 
-/* Writes the kernel objects, the weights blob and the glue into tmpdir and
- * links them with o->cc into o->output (through a temporary name in the
- * same folder, renamed at the end). *library_bytes receives the size of
- * the library. */
-int cp_emit_and_link(const cp_program *p, const ts_graph_compile_options *o,
-                     const char *tmpdir, int64_t *library_bytes, ts_error *err);
+/* A library of several programs, one per padded size of a dynamic
+ * dimension (ts_graph_compile_padded): which program serves which sizes,
+ * and where the dimension is in the inputs and outputs. */
+typedef struct cp_dynamic {
+  const char *symbol;
+  const int64_t *sizes;               /* ascending, one per program */
+  const unsigned *in_axes, *out_axes; /* bit d: dimension d is the symbol */
+  int n_in;                           /* the model's own inputs */
+} cp_dynamic;
+
+/* Writes the kernel objects, the weights blobs and the glue of programs
+ * ps[0..n) into tmpdir and links them with o->cc into o->output (through
+ * a temporary name in the same folder, renamed at the end). One program
+ * and dyn NULL: the library is that program; otherwise each program's
+ * interface is internal and a dispatcher serves the dynamic dimension.
+ * *library_bytes receives the size of the library. */
+int cp_emit_and_link(const cp_program *const *ps, int n, const cp_dynamic *dyn,
+                     const ts_graph_compile_options *o, const char *tmpdir,
+                     int64_t *library_bytes, ts_error *err);
+
+/* Writes model.c of a library of several programs (compile_dynamic.c):
+ * the C ABI over programs ps[0..n), whose own interfaces carry the
+ * prefixes b0_, b1_, ...; link_vendor: the library calls oneDNN, and its
+ * kernels' parallel loops run on oneDNN's pool. */
+int cp_write_dispatcher(const cp_program *const *ps, int n,
+                        const cp_dynamic *dyn, const char *dir,
+                        bool link_vendor, ts_error *err);
+
+/* Glue text: the C declarations every glue file starts with, and the
+ * ts_rt_parallel_for of a library that calls oneDNN (its kernels' loops
+ * on oneDNN's pool; defined once per library). */
+extern const char cp_glue_types[];
+extern const char cp_dnnl_parallel_for[];
+
+/* A C string literal of s (every byte outside a safe set escaped). */
+void cp_c_string(FILE *f, const char *s);
 
 /* The ONNX TensorProto code of a dtype (0 when ONNX has none). */
 int cp_onnx_dtype(ts_dtype t);

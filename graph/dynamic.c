@@ -453,6 +453,7 @@ int ts_graph_import_padded(const char *path,
       rc = gr_list_commit(g, &l);
   }
   if (!rc) rc = gr_alloc_check(g, failures, rc, err, "padded import");
+  if (!rc && opts->before_passes) rc = opts->before_passes(g, opts->ctx, err);
   if (!rc) rc = gr_run_passes_after(g, "cse", after, err);
 done:
   ts_graph_free(gs);

@@ -53,6 +53,11 @@ typedef struct ts_graph_import_options {
   int n_dims;
   int64_t default_dim;
   ts_graph_limits limits;
+  /* ts_graph_import_padded: called on the graph at the padded size before
+   * the passes after cse run (to give it pass settings: layout,
+   * quantization, ...); non-zero (err set) stops the import. */
+  int (*before_passes)(ts_graph *g, void *ctx, ts_error *err);
+  void *ctx;
 } ts_graph_import_options;
 
 /* ========================================================================
@@ -641,6 +646,17 @@ typedef struct ts_graph_compile_report {
  * ts_graph_compile_report_clear. */
 int ts_graph_compile(const ts_graph *g, const ts_graph_compile_options *o,
                      ts_graph_compile_report *report, ts_error *err);
+/* Compiles the padded graphs gs[0..n) of one model (ts_graph_import_padded
+ * at ascending sizes of its dynamic dimension) into one library at
+ * o->output: each graph's program, and a C ABI that serves every size from
+ * 1 to the largest (ts_model_set_dim: the smallest program whose size
+ * holds it runs, on inputs padded with zeros; outputs cut back). The
+ * largest size is the generic program of the range. reports[b] receives
+ * graph b's compile. */
+#define TS_GRAPH_MAX_IO 64
+int ts_graph_compile_padded(const ts_graph *const *gs, int n,
+                            const ts_graph_compile_options *o,
+                            ts_graph_compile_report *reports, ts_error *err);
 /* Frees what a report holds and zeroes it (import_ms and passes_ms too). */
 void ts_graph_compile_report_clear(ts_graph_compile_report *r);
 /* Where libtessera_rt.so is for the program running: the folder of

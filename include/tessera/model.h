@@ -61,6 +61,17 @@ typedef struct ts_model_tensor_info {
   int64_t bytes;        /* the buffer size ts_model_run expects */
 } ts_model_tensor_info;
 
+/* A named dynamic dimension of the model's inputs (`tessera compile
+ * --shape-buckets`): the sizes it accepts, min .. max, the one set now, and
+ * the padded sizes compiled (a size runs on the smallest that holds it).
+ * Pointers are owned by the library. */
+typedef struct ts_model_dim_info {
+  const char *name;
+  int64_t min, max, size;
+  int n_sizes;
+  const int64_t *sizes;
+} ts_model_dim_info;
+
 /* TS_MODEL_ABI_VERSION of the library. */
 int ts_model_abi_version(void);
 /* Creates a model instance: allocates the intermediate arena, the staging
@@ -95,6 +106,16 @@ int ts_model_profile(ts_model *m, const void *const *inputs,
  * "calls", "tasks": [{"hash", "name", "count", "source": "db"|"default",
  * "latency_s"}]}. */
 const char *ts_model_info(void);
+/* Dynamic dimensions. A library compiled for one (--shape-buckets) has 1
+ * and serves every size of it from min to max: ts_model_set_dim sets the
+ * size of the next runs, and ts_model_input_info / ts_model_output_info
+ * (which then need m) give the shapes at that size; the size is max until
+ * set. A library without any has 0, and its info ignores m. These three
+ * may be missing from libraries of older versions (look them up with
+ * dlsym; missing means none). 0 ok. */
+int ts_model_num_dims(const ts_model *m);
+int ts_model_dim(const ts_model *m, int i, ts_model_dim_info *out);
+int ts_model_set_dim(ts_model *m, const char *name, int64_t size);
 /* Stops the pool and frees the instance (NULL is a no-op). */
 void ts_model_destroy(ts_model *m);
 
