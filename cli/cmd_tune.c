@@ -703,13 +703,17 @@ static int bucket_tasks(tune_args *a, const char *const *dims, int n_dims,
   int rc = EXIT_FAIL;
   if (n_dims == 1) { /* the padded graph `compile --shape-buckets` builds */
     const char *eq = strchr(dims[0], '=');
-    rc = cli_load_padded(a->model, a->shapes, a->n_shapes,
+    char sym[256];
+    snprintf(sym, sizeof sym, "%.*s", (int)(eq - dims[0]), dims[0]);
+    rc = cli_load_padded(a->model, a->shapes, a->n_shapes, sym,
                          strtoll(eq + 1, NULL, 10), gs);
-    if (rc != EXIT_OK)
+    if (rc == CLI_CANNOT_PAD)
       fprintf(stderr,
               "tessera: note: tuning '%s' at the exact size instead; "
               "its records serve `compile --dim %s`\n",
               dims[0], dims[0]);
+    else if (rc != EXIT_OK)
+      return EXIT_FAIL;
   }
   if (rc != EXIT_OK) {
     cli_set_extra_dims(dims, n_dims);

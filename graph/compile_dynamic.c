@@ -365,3 +365,140 @@ int cp_write_dispatcher(const cp_program *const *ps, int n,
     return TS_ERR(err, TS_EIO, "cannot write '%s'", path);
   return TS_OK;
 }
+
+/* ---- the shared weights ------------------------------------------------ */
+
+static int cmp_moved(const void *a, const void *b) {
+  int64_t x = ((const cp_moved *)a)->from, y = ((const cp_moved *)b)->from;
+  return x < y ? -1 : x > y;
+}
+
+/* The constant of program p holding weights offset `off`, or NULL. */
+static const gr_value *constant_at(const ts_graph *g, int64_t off) {
+  for (int v = 0; v < g->n_values; v++) {
+    const gr_value *val = &g->values[v];
+    int64_t e = gr_value_elems(val);
+    if (val->const_off < 0 || e < 0) continue;
+    int64_t len = e * (int64_t)ts_dtype_elem_bytes(val->dtype);
+    if (off >= val->const_off && off < val->const_off + (len ? len : 1))
+      return val;
+  }
+  return NULL;
+}
+
+/* Adds the constant at [from, from + len) of g to the blob (once per
+ * distinct content) and to the remap. */
+typedef struct blob {
+  uint8_t *bytes;
+  size_t len, cap;
+  uint64_t *hash; /* per placed constant */
+  cp_moved *placed;
+  int n, capn;
+} blob;
+
+static uint64_t fnv(const uint8_t *p, size_t n) {
+  uint64_t h = 1469598103934665603ull;
+  for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 1099511628211ull;
+  return h;
+}
+
+static int place(blob *bl, const uint8_t *data, int64_t len, int64_t *to) {
+  uint64_t h = fnv(data, (size_t)len);
+  for (int i = 0; i < bl->n; i++)
+    if (bl->hash[i] == h && bl->placed[i].len == len &&
+        !memcmp(bl->bytes + bl->placed[i].to, data, (size_t)len)) {
+      *to = bl->placed[i].to;
+      return TS_OK;
+    }
+  size_t at = (bl->len + 63) & ~(size_t)63;
+  if (at + (size_t)len + 64 > bl->cap) {
+    size_t cap = (at + (size_t)len + 64) * 2;
+    uint8_t *nb = realloc(bl->bytes, cap);
+    if (!nb) return TS_ENOMEM;
+    bl->bytes = nb;
+    bl->cap = cap;
+  }
+  if (bl->n == bl->capn) {
+    int capn = bl->capn ? bl->capn * 2 : 64;
+    uint64_t *nh = realloc(bl->hash, sizeof *nh * (size_t)capn);
+    if (nh) bl->hash = nh;
+    cp_moved *np = nh ? realloc(bl->placed, sizeof *np * (size_t)capn) : NULL;
+    if (!np) return TS_ENOMEM;
+    bl->placed = np;
+    bl->capn = capn;
+  }
+  memset(bl->bytes + bl->len, 0, at - bl->len);
+  memcpy(bl->bytes + at, data, (size_t)len);
+  bl->len = at + (size_t)len;
+  bl->hash[bl->n] = h;
+  bl->placed[bl->n++] = (cp_moved){0, len, (int64_t)at};
+  *to = (int64_t)at;
+  return TS_OK;
+}
+
+/* Every weights offset program p refers to, through its remap. */
+static int remap_program(const cp_program *p, blob *bl, cp_remap *r) {
+  const ts_graph *g = p->g;
+  int n_refs = p->n_args + p->n_copies;
+  r->moved = calloc((size_t)n_refs + 1, sizeof *r->moved);
+  if (!r->moved) return TS_ENOMEM;
+  for (int k = 0; k < n_refs; k++) {
+    const cp_ref *ref =
+        k < p->n_args ? &p->args[k] : &p->copies[k - p->n_args].src;
+    if (ref->kind != CP_WEIGHT) continue;
+    bool known = false;
+    for (int i = 0; i < r->n && !known; i++)
+      known = ref->offset >= r->moved[i].from &&
+              ref->offset <
+                  r->moved[i].from + (r->moved[i].len ? r->moved[i].len : 1);
+    if (known) continue;
+    const gr_value *val = constant_at(g, ref->offset);
+    if (!val) return TS_EINTERNAL;
+    int64_t len =
+        gr_value_elems(val) * (int64_t)ts_dtype_elem_bytes(val->dtype);
+    int64_t to = 0;
+    int rc = place(bl, g->consts + val->const_off, len, &to);
+    if (rc) return rc;
+    r->moved[r->n++] = (cp_moved){val->const_off, len, to};
+  }
+  qsort(r->moved, (size_t)r->n, sizeof *r->moved, cmp_moved);
+  return TS_OK;
+}
+
+int cp_write_shared_weights(const cp_program *const *ps, int n, const char *dir,
+                            cp_remap *remaps, ts_error *err) {
+  blob bl;
+  memset(&bl, 0, sizeof bl);
+  int rc = TS_OK;
+  for (int b = 0; !rc && b < n; b++) rc = remap_program(ps[b], &bl, &remaps[b]);
+  if (rc == TS_EINTERNAL)
+    rc = TS_ERR(err, rc, "compile: a weights reference outside every constant");
+  else if (rc)
+    rc = TS_ERR(err, TS_ENOMEM, "compile: out of memory for the weights");
+  if (!rc) rc = cp_write_weights_blob(dir, bl.bytes, bl.len, err);
+  free(bl.bytes);
+  free(bl.hash);
+  free(bl.placed);
+  return rc;
+}
+
+int64_t cp_remap_offset(const cp_remap *r, int64_t offset) {
+  if (!r) return offset;
+  int lo = 0, hi = r->n - 1;
+  while (lo <= hi) {
+    int mid = (lo + hi) / 2;
+    const cp_moved *m = &r->moved[mid];
+    if (offset < m->from)
+      hi = mid - 1;
+    else if (offset >= m->from + (m->len ? m->len : 1))
+      lo = mid + 1;
+    else
+      return m->to + (offset - m->from);
+  }
+  return offset; /* not a moved constant: cannot happen after remap */
+}
+
+void cp_remap_free(cp_remap *r) {
+  free(r->moved);
+  memset(r, 0, sizeof *r);
+}

@@ -340,7 +340,7 @@ const char cp_glue_types[] =
     "size; int n_sizes; const int64_t *sizes; } ts_model_dim_info;\n";
 
 static int write_glue(const cp_program *p, const char *dir, const char *prefix,
-                      bool link_vendor, ts_error *err) {
+                      bool link_vendor, const cp_remap *remap, ts_error *err) {
   char path[4600];
   snprintf(path, sizeof path, "%s/%smodel.c", dir, prefix);
   FILE *f = fopen(path, "w");
@@ -354,10 +354,7 @@ static int write_glue(const cp_program *p, const char *dir, const char *prefix,
   if (*prefix) { /* one program of several: its interface kept inside */
     for (int i = 0; api_names[i]; i++)
       fprintf(f, "#define %s %s%s\n", api_names[i], prefix, api_names[i]);
-    fprintf(f,
-            "#define tsm_weights %sweights\n"
-            "#define API __attribute__((visibility(\"hidden\")))\n",
-            prefix);
+    fprintf(f, "#define API __attribute__((visibility(\"hidden\")))\n");
   } else {
     fprintf(f, "#define API __attribute__((visibility(\"default\")))\n");
   }
@@ -400,7 +397,9 @@ static int write_glue(const cp_program *p, const char *dir, const char *prefix,
   fprintf(f, "static const argref args_tab[] = {\n");
   for (int i = 0; i < p->n_args; i++)
     fprintf(f, "  {%d, %d, %lld},\n", (int)p->args[i].kind, p->args[i].index,
-            (long long)p->args[i].offset);
+            (long long)(p->args[i].kind == CP_WEIGHT
+                            ? cp_remap_offset(remap, p->args[i].offset)
+                            : p->args[i].offset));
   fprintf(f, "  {0, 0, 0}};\n");
   fprintf(f, "static const callsite calls[] = {\n");
   for (int i = 0; i < p->n_calls; i++) {
@@ -426,7 +425,10 @@ static int write_glue(const cp_program *p, const char *dir, const char *prefix,
   for (int i = 0; i < p->n_copies; i++)
     fprintf(f, "  {%d, {%d, %d, %lld}, %lld},\n", p->copies[i].out,
             (int)p->copies[i].src.kind, p->copies[i].src.index,
-            (long long)p->copies[i].src.offset, (long long)p->copies[i].bytes);
+            (long long)(p->copies[i].src.kind == CP_WEIGHT
+                            ? cp_remap_offset(remap, p->copies[i].src.offset)
+                            : p->copies[i].src.offset),
+            (long long)p->copies[i].bytes);
   fprintf(f, "  {0, {0, 0, 0}, 0}};\n");
   fprintf(f, "static const char info_json[] = ");
   cp_c_string(f, p->info_json);
@@ -439,29 +441,22 @@ static int write_glue(const cp_program *p, const char *dir, const char *prefix,
   return TS_OK;
 }
 
-/* The assembler file that pulls a weights blob in under `symbol`. */
-static int write_weights(const char *dir, const char *prefix, const ts_graph *g,
-                         ts_error *err) {
-  char bin[64], src[64], text[1024];
-  snprintf(bin, sizeof bin, "%sweights.bin", prefix);
-  snprintf(src, sizeof src, "%sweights.S", prefix);
-  snprintf(text, sizeof text,
-           "\t.section .rodata.%sw,\"a\",@progbits\n"
-           "\t.balign 64\n"
-           "\t.globl %sweights\n"
-           "\t.hidden %sweights\n"
-           "\t.type %sweights, @object\n"
-           "%sweights:\n"
-           "\t.incbin \"%s\"\n"
-           "\t.byte 0\n"
-           "\t.size %sweights, . - %sweights\n"
-           "\t.section .note.GNU-stack,\"\",@progbits\n",
-           *prefix ? prefix : "tsm_", *prefix ? prefix : "tsm_",
-           *prefix ? prefix : "tsm_", *prefix ? prefix : "tsm_",
-           *prefix ? prefix : "tsm_", bin, *prefix ? prefix : "tsm_",
-           *prefix ? prefix : "tsm_");
-  int rc = write_file(dir, bin, g->consts, g->consts_len, err);
-  if (!rc) rc = write_file(dir, src, text, strlen(text), err);
+/* weights.bin holding the bytes, and weights.S pulling them in as the
+ * library's tsm_weights. */
+int cp_write_weights_blob(const char *dir, const void *bytes, size_t len,
+                          ts_error *err) {
+  static const char text[] = "\t.section .rodata.tsm_weights,\"a\",@progbits\n"
+                             "\t.balign 64\n"
+                             "\t.globl tsm_weights\n"
+                             "\t.hidden tsm_weights\n"
+                             "\t.type tsm_weights, @object\n"
+                             "tsm_weights:\n"
+                             "\t.incbin \"weights.bin\"\n"
+                             "\t.byte 0\n"
+                             "\t.size tsm_weights, . - tsm_weights\n"
+                             "\t.section .note.GNU-stack,\"\",@progbits\n";
+  int rc = write_file(dir, "weights.bin", bytes, len, err);
+  if (!rc) rc = write_file(dir, "weights.S", text, strlen(text), err);
   return rc;
 }
 
@@ -524,10 +519,15 @@ int cp_emit_and_link(const cp_program *const *ps, int n_progs,
   int rc = write_file(tmpdir, "model.map", version_script,
                       strlen(version_script), err);
   char prefix[16] = "";
+  cp_remap *remaps = many ? ts_calloc((size_t)n_progs, sizeof *remaps) : NULL;
+  if (!rc && many && !remaps) rc = TS_ERR(err, TS_ENOMEM, "out of memory");
+  if (!rc)
+    rc = many ? cp_write_shared_weights(ps, n_progs, tmpdir, remaps, err)
+              : cp_write_weights_blob(tmpdir, ps[0]->g->consts,
+                                      ps[0]->g->consts_len, err);
   for (int b = 0; !rc && b < n_progs; b++) {
     const cp_program *p = ps[b];
     if (many) snprintf(prefix, sizeof prefix, "b%d_", b);
-    rc = write_weights(tmpdir, prefix, p->g, err);
     for (int i = 0; !rc && i < p->n_kernels; i++) {
       if (p->kernels[i].vendor || p->kernels[i].user) continue;
       char name[48];
@@ -535,8 +535,12 @@ int cp_emit_and_link(const cp_program *const *ps, int n_progs,
       rc = write_file(tmpdir, name, p->kernels[i].bytes, p->kernels[i].n_bytes,
                       err);
     }
-    if (!rc) rc = write_glue(p, tmpdir, prefix, n_vendor > 0, err);
+    if (!rc)
+      rc = write_glue(p, tmpdir, prefix, n_vendor > 0,
+                      remaps ? &remaps[b] : NULL, err);
   }
+  for (int b = 0; remaps && b < n_progs; b++) cp_remap_free(&remaps[b]);
+  free(remaps);
   if (!rc && many)
     rc = cp_write_dispatcher(ps, n_progs, dyn, tmpdir, n_vendor > 0, err);
   if (rc) return rc;
@@ -572,7 +576,7 @@ int cp_emit_and_link(const cp_program *const *ps, int n_progs,
   args[n++] = "-fvisibility=hidden";
   args[n++] = "-o";
   args[n++] = tmp_path;
-  int n_src = many ? 2 * n_progs + 1 : 2;
+  int n_src = many ? n_progs + 2 : 2;
   char(*objs)[48] = ts_calloc((size_t)(n_files + n_src) + 1, sizeof *objs);
   char **argv = ts_calloc((size_t)(n_files + n_src) + 80, sizeof *argv);
   char **users = calloc((size_t)n_files + 1, sizeof *users);
@@ -591,11 +595,10 @@ int cp_emit_and_link(const cp_program *const *ps, int n_progs,
   memcpy(argv, args, sizeof *argv * (size_t)n);
   int n_obj = 0, n_users = 0;
   if (many) argv[n++] = "model.c";
+  argv[n++] = "weights.S";
   for (int b = 0; b < n_progs; b++) {
     if (many) snprintf(prefix, sizeof prefix, "b%d_", b);
     snprintf(objs[n_obj], sizeof objs[n_obj], "%smodel.c", prefix);
-    argv[n++] = objs[n_obj++];
-    snprintf(objs[n_obj], sizeof objs[n_obj], "%sweights.S", prefix);
     argv[n++] = objs[n_obj++];
   }
   for (int b = 0; !rc && b < n_progs; b++) {

@@ -106,6 +106,30 @@ int cp_write_dispatcher(const cp_program *const *ps, int n,
 extern const char cp_glue_types[];
 extern const char cp_dnnl_parallel_for[];
 
+/* Where the constants of one program went in a library's shared weights
+ * blob: the constant at [from, from + len) of its graph's store is at
+ * `to` (sorted by from). */
+typedef struct cp_moved {
+  int64_t from, len, to;
+} cp_moved;
+typedef struct cp_remap {
+  cp_moved *moved;
+  int n;
+} cp_remap;
+/* The weights of programs ps[0..n) as one blob, each distinct constant
+ * once (the buckets of a dynamic model share their weights): writes
+ * weights.bin and weights.S (symbol tsm_weights) into dir and fills
+ * remaps[0..n) (free with cp_remap_free). */
+int cp_write_shared_weights(const cp_program *const *ps, int n, const char *dir,
+                            cp_remap *remaps, ts_error *err);
+/* weights.bin holding bytes[0..len) and weights.S pulling it in as the
+ * library's tsm_weights (compile_emit.c). */
+int cp_write_weights_blob(const char *dir, const void *bytes, size_t len,
+                          ts_error *err);
+/* A weights reference of a program moved by its remap (r NULL: as is). */
+int64_t cp_remap_offset(const cp_remap *r, int64_t offset);
+void cp_remap_free(cp_remap *r);
+
 /* A C string literal of s (every byte outside a safe set escaped). */
 void cp_c_string(FILE *f, const char *s);
 

@@ -13,7 +13,13 @@ scripts/install-deps.sh creates it; started with another Python, the script
 re-runs itself there, and exits 77 -- skipped -- when there is none):
 
   scripts/ort_check.py build/tessera MODEL.onnx \\
-      [--input-shape NAME=1x128 ...] [--after PASS] [--tol 1e-4] [--work DIR]
+      [--input-shape NAME=1x128 ...] [--size SYMBOL=N ...] [--after PASS]
+      [--library MODEL.so] [--tol 1e-4] [--work DIR]
+
+--size gives a named dynamic dimension (an ONNX dim_param) a size in every
+input that has it; --library runs a library `tessera compile` made (with
+`tessera run`, which takes a dynamic size from the inputs) instead of
+`tessera graph run`.
 """
 import argparse
 import os
@@ -53,6 +59,9 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--work", help="folder for in.npz/out.npz (default: a temporary one)")
     ap.add_argument("--after", help="run tessera's graph after this pass (default: all)")
+    ap.add_argument("--size", action="append", default=[],
+                    help="SYMBOL=N: the size of a named dynamic dimension")
+    ap.add_argument("--library", help="run this compiled model instead")
     args = ap.parse_args()
 
     opts = ort.SessionOptions()
@@ -60,10 +69,11 @@ def main():
     opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     sess = ort.InferenceSession(args.model, opts, providers=["CPUExecutionProvider"])
     fixed = parse_shapes(args.input_shape)
+    sizes = {k: int(v) for k, v in (x.split("=", 1) for x in args.size)}
     rng = np.random.RandomState(args.seed)
     feeds = {}
     for inp in sess.get_inputs():
-        shape = fixed.get(inp.name) or inp.shape
+        shape = fixed.get(inp.name) or [sizes.get(d, d) for d in inp.shape]
         if any(not isinstance(d, int) for d in shape):
             sys.exit("ort_check: input '%s' has symbolic dimensions %s; give "
                      "--input-shape" % (inp.name, inp.shape))
@@ -82,15 +92,19 @@ def main():
     os.makedirs(work, exist_ok=True)
     in_path, out_path = os.path.join(work, "in.npz"), os.path.join(work, "out.npz")
     np.savez(in_path, **feeds)
-    cmd = [args.tessera, "graph", "run", args.model, "--inputs", in_path,
-           "--outputs", out_path]
-    for s in args.input_shape:
-        cmd += ["--input-shape", s]
+    if args.library:
+        cmd = [args.tessera, "run", args.library, "--inputs", in_path,
+               "--outputs", out_path]
+    else:
+        cmd = [args.tessera, "graph", "run", args.model, "--inputs", in_path,
+               "--outputs", out_path]
+        for s in args.input_shape:
+            cmd += ["--input-shape", s]
     if args.after:
         cmd += ["--after", args.after]
     run = subprocess.run(cmd)
     if run.returncode != 0:
-        sys.exit("ort_check: tessera graph run failed (exit %d)" % run.returncode)
+        sys.exit("ort_check: %s failed (exit %d)" % (" ".join(cmd[1:3]), run.returncode))
     got = np.load(out_path)
     worst = 0.0
     names = [o.name for o in sess.get_outputs()]

@@ -5,7 +5,11 @@
  * (names, dtypes, shapes and byte counts agree; out-of-range queries fail
  * with a message), runs the model from aligned and from unaligned buffers
  * (the outputs must agree), with a different thread count, profiles one
- * run, and checks the info JSON. Exit 0 when all holds, 1 otherwise.
+ * run, and checks the info JSON. `abi_main MODEL.so --dynamic SYMBOL`:
+ * the model has that dynamic dimension; bad sizes and names are refused
+ * with a message, and the runs go at a size below the largest (the shapes
+ * follow it). Without it the model must have no dynamic dimension. Exit 0
+ * when all holds, 1 otherwise.
  */
 #include <tessera/model.h>
 
@@ -44,10 +48,11 @@ static int elem_bytes(ts_model_dtype t) {
   CHECK(p_##name != NULL)
 
 int main(int argc, char **argv) {
-  if (argc != 2) {
-    fprintf(stderr, "usage: abi_main MODEL.so\n");
+  if (argc != 2 && !(argc == 4 && !strcmp(argv[2], "--dynamic"))) {
+    fprintf(stderr, "usage: abi_main MODEL.so [--dynamic SYMBOL]\n");
     return 2;
   }
+  const char *sym = argc == 4 ? argv[3] : NULL;
   void *h = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
   if (!h) {
     fprintf(stderr, "abi_main: %s\n", dlerror());
@@ -73,6 +78,33 @@ int main(int argc, char **argv) {
   if (p_ts_model_create(2, &m) != 0) {
     fprintf(stderr, "abi_main: create: %s\n", p_ts_model_last_error());
     return 1;
+  }
+  LOOKUP(ts_model_num_dims);
+  LOOKUP(ts_model_dim);
+  LOOKUP(ts_model_set_dim);
+  ts_model_dim_info di;
+  if (!sym) {
+    CHECK(p_ts_model_num_dims(m) == 0);
+    CHECK(p_ts_model_dim(m, 0, &di) != 0);
+    CHECK(p_ts_model_set_dim(m, "batch", 1) != 0);
+    CHECK(strstr(p_ts_model_last_error(), "no dynamic dimension") != NULL);
+  } else {
+    CHECK(p_ts_model_num_dims(m) == 1);
+    CHECK(p_ts_model_dim(m, 1, &di) != 0);
+    CHECK(p_ts_model_dim(m, 0, &di) == 0);
+    CHECK(!strcmp(di.name, sym) && di.min == 1 && di.size == di.max);
+    CHECK(di.n_sizes >= 1 && di.sizes[di.n_sizes - 1] == di.max);
+    CHECK(p_ts_model_set_dim(m, "bogus", 1) != 0);
+    CHECK(strstr(p_ts_model_last_error(), "'bogus'") != NULL);
+    CHECK(p_ts_model_set_dim(m, sym, di.max + 1) != 0);
+    CHECK(strstr(p_ts_model_last_error(), "out of the compiled range"));
+    CHECK(p_ts_model_set_dim(m, sym, 0) != 0);
+    /* the info of a dynamic model follows the instance: none, no shapes */
+    ts_model_tensor_info t0;
+    CHECK(p_ts_model_input_info(NULL, 0, &t0) != 0);
+    int64_t n = di.max > 1 ? di.max - 1 : 1;
+    CHECK(p_ts_model_set_dim(m, sym, n) == 0);
+    CHECK(p_ts_model_dim(m, 0, &di) == 0 && di.size == n);
   }
   int n_in = p_ts_model_num_inputs(m), n_out = p_ts_model_num_outputs(m);
   CHECK(n_in >= 1 && n_in <= 16 && n_out >= 1 && n_out <= 16);
