@@ -203,6 +203,10 @@ typedef struct cli_model_lib {
   int (*profile)(ts_model *, const void *const *, void *const *, double *);
   const char *(*info)(void);
   void (*destroy)(ts_model *);
+  /* optional (NULL in libraries of older versions: no dynamic dims) */
+  int (*num_dims)(const ts_model *);
+  int (*dim)(const ts_model *, int, ts_model_dim_info *);
+  int (*set_dim)(ts_model *, const char *, int64_t);
 } cli_model_lib;
 /* Opens the library at path, checks its ABI version and creates the model
  * with n_threads threads. Prints the error and returns EXIT_FAIL

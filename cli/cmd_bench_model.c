@@ -37,7 +37,8 @@ static void settle(int ms) {
 
 static const char usage[] =
     "usage: tessera bench --model MODEL.so [--onnx MODEL.onnx]\n"
-    "                     [--inputs IN.npz] [--threads K] [--rounds N]\n"
+    "                     [--inputs IN.npz] [--dim SYMBOL=N] [--threads K]\n"
+    "                     [--rounds N]\n"
     "                     [--min-round-ms N] [--settle-ms N] [--top N]\n"
     "                     [--tol X] [--seed S]\n"
     "                     [--json]\n"
@@ -52,6 +53,8 @@ static const char usage[] =
     "TESSERA_PYTHON names another interpreter).\n"
     "\n"
     "  --onnx FILE       the ONNX model the library was compiled from\n"
+    "  --dim SYMBOL=N    a library with a dynamic dimension (`compile\n"
+    "                    --shape-buckets`): run it at this size\n"
     "  --inputs IN.npz   inputs by name (default: seeded random values;\n"
     "                    integer inputs named like a mask get ones)\n"
     "  --threads K       threads of both (default: the online cores)\n"
@@ -84,6 +87,7 @@ static const char usage[] =
 
 typedef struct bm_opts {
   const char *lib, *onnx, *inputs, *labels, *reference;
+  const char *dim; /* --dim SYMBOL=N of a library with a dynamic dim */
   int threads, rounds, min_round_ms, settle_ms, top;
   double tol;
   uint64_t seed;
@@ -356,6 +360,25 @@ static bool permute_edge(const ts_graph_tensor *t, bool to_nhwc,
   return true;
 }
 
+/* --dim SYMBOL=N: the size of the library's dynamic dimension. */
+static int set_dim(cli_model_lib *m, const char *spec) {
+  const char *eq = strchr(spec, '=');
+  char name[256], *end = NULL;
+  snprintf(name, sizeof name, "%.*s", (int)(eq - spec), spec);
+  long long n = strtoll(eq + 1, &end, 10);
+  if (!m->num_dims || m->num_dims(m->model) < 1) {
+    fprintf(stderr, "tessera: error: --dim %s: %s has no dynamic dimension\n",
+            spec, "the model");
+    return EXIT_FAIL;
+  }
+  if (*end || m->set_dim(m->model, name, n) != 0) {
+    fprintf(stderr, "tessera: error: --dim %s: %s\n", spec,
+            *end ? "not a size" : m->last_error());
+    return EXIT_FAIL;
+  }
+  return EXIT_OK;
+}
+
 static int run_model_bench(const bm_opts *o) {
   int status = EXIT_FAIL;
   cli_model_lib m;
@@ -379,6 +402,7 @@ static int run_model_bench(const bm_opts *o) {
   ts_error_clear(&err);
 
   if (cli_model_lib_open(o->lib, o->threads, &m) != EXIT_OK) return EXIT_FAIL;
+  if (o->dim && set_dim(&m, o->dim) != EXIT_OK) goto done;
   n_in = m.num_inputs(m.model);
   n_out = m.num_outputs(m.model);
   if (n_in > MAX_IO || n_out > MAX_IO) {
@@ -855,6 +879,12 @@ int bench_model(int argc, char **argv) {
     } else if (cli_opt_value(argc, argv, &i, "--inputs", &v, &missing)) {
       NEED("--inputs");
       o.inputs = v;
+    } else if (cli_opt_value(argc, argv, &i, "--dim", &v, &missing)) {
+      NEED("--dim");
+      const char *eq = strchr(v, '=');
+      if (!eq || eq == v || !eq[1])
+        return cli_usage_error("bench", "--dim needs SYMBOL=N");
+      o.dim = v;
     } else if (cli_opt_value(argc, argv, &i, "--labels", &v, &missing)) {
       NEED("--labels");
       o.labels = v;

@@ -394,6 +394,10 @@ int cli_model_lib_open(const char *path, int n_threads, cli_model_lib *m) {
   LOOKUP(profile, "ts_model_profile");
   LOOKUP(info, "ts_model_info");
   LOOKUP(destroy, "ts_model_destroy");
+  *(void **)&m->num_dims = dlsym(m->handle, "ts_model_num_dims");
+  *(void **)&m->dim = dlsym(m->handle, "ts_model_dim");
+  *(void **)&m->set_dim = dlsym(m->handle, "ts_model_set_dim");
+  if (!m->dim || !m->set_dim) m->num_dims = NULL;
   if (m->abi_version() != TS_MODEL_ABI_VERSION) {
     fprintf(stderr,
             "tessera: error: %s: compiled-model interface version %d; this "
