@@ -949,6 +949,24 @@ int ts_graph_compile_padded(const ts_graph *const *gs, int n,
       out_axes[i] = a;
     }
   }
+  /* the dimensions that differ between the first and the last size must
+   * be the symbol's (an edge whose layout a pass changed would not be) */
+  const ts_graph *gl = gs[n - 1];
+  for (int k = 0; n > 1 && k < n_in + g0->n_outputs; k++) {
+    bool out = k >= n_in;
+    int i = out ? k - n_in : k;
+    const gr_value *a = &g0->values[out ? g0->outputs[i] : g0->inputs[i]];
+    const gr_value *z = &gl->values[out ? gl->outputs[i] : gl->inputs[i]];
+    unsigned differ = 0;
+    for (int d = 0; d < a->ndim && d < z->ndim; d++)
+      if (a->shape[d] != z->shape[d]) differ |= 1u << d;
+    if (a->ndim != z->ndim || differ != (out ? out_axes[i] : in_axes[i]))
+      return TS_ERR(err, TS_EUNSUPPORTED,
+                    "compile: %s '%s': the dimensions that change with '%s' "
+                    "are not the ones padded (did a pass change the "
+                    "edge's layout?)",
+                    out ? "output" : "input", a->name, g0->sym_names[0]);
+  }
   cp_dynamic dyn = {.symbol = g0->sym_names[0],
                     .sizes = sizes,
                     .in_axes = in_axes,

@@ -40,6 +40,10 @@ contains "2\*seq"
 expect 0 "$T" compile "$B" --dim batch=1 --shape-buckets sequence=8,16 \
   --dim-max sequence=32 -o "$TMP/bert.so"
 contains "## sequence up to 32"
+# the weights are stored once: three programs in less than twice one's size
+expect 0 "$T" compile "$B" --dim batch=1 --dim sequence=32 -o "$TMP/bert32.so"
+one=$(stat -c %s "$TMP/bert32.so"); three=$(stat -c %s "$TMP/bert.so")
+[ "$three" -lt $((2 * one)) ] || fail "three programs take $three bytes, one $one"
 CHECK="$SRC/scripts/ort_check.py"
 ort=1
 for n in 1 5 8 11 16 17 32; do
@@ -67,6 +71,10 @@ if [ $ort = 1 ]; then
       --size batch=$n --work "$TMP/w"
   done
 fi
+# an edge whose layout a pass changes is not padded: refused
+expect 1 "$T" compile "$M/dyn_cnn.onnx" --shape-buckets batch=2,4 --input-layout nhwc \
+  -o "$TMP/nhwc.so"
+contains "are not the ones padded"
 # the dispatcher through <tessera/model.h> alone
 expect 0 "$(dirname "$T")/graph_abi_main" "$TMP/cnn.so" --dynamic batch
 echo "dynamic_cli: ok"
