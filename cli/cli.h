@@ -121,14 +121,15 @@ int cli_load_func(const char *spec, const char *tir_path,
 const char *cli_workload_key(const char *key, char hex[33]);
 
 /* A model with one dynamic dimension (the others sized by --dim) imported
- * (`symbol`; another is refused) at the padded size `size`
- * (ts_graph_import_padded) with the command
+ * (`symbol`; another is refused) at the padded sizes sizes[0..n) into
+ * outs (ts_graph_import_padded_sizes) with the command
  * line's pass settings, every pass run and verified. Prints the error and
  * returns CLI_CANNOT_PAD when padding cannot serve the model, EXIT_FAIL on
  * other failures. */
 #define CLI_CANNOT_PAD 3
 int cli_load_padded(const char *path, const char *const *shapes, int n_shapes,
-                    const char *symbol, int64_t size, ts_graph **out);
+                    const char *symbol, const int64_t *sizes, int n,
+                    ts_graph **outs);
 /* --shape-buckets SYMBOL=S1,S2,...: the symbol into sym (cap bytes) and
  * up to max ascending positive sizes into sizes[0 .. *n). EXIT_OK, or the
  * usage error printed for command cmd. */

@@ -700,21 +700,7 @@ static int pet_candidates(const ts_graph *g, ts_graph_task **gt, int *n) {
 static int bucket_tasks(tune_args *a, const char *const *dims, int n_dims,
                         ts_graph **gs, ts_graph_task **gt, char ***labels,
                         int *n) {
-  int rc = EXIT_FAIL;
-  if (n_dims == 1) { /* the padded graph `compile --shape-buckets` builds */
-    const char *eq = strchr(dims[0], '=');
-    char sym[256];
-    snprintf(sym, sizeof sym, "%.*s", (int)(eq - dims[0]), dims[0]);
-    rc = cli_load_padded(a->model, a->shapes, a->n_shapes, sym,
-                         strtoll(eq + 1, NULL, 10), gs);
-    if (rc == CLI_CANNOT_PAD)
-      fprintf(stderr,
-              "tessera: note: tuning '%s' at the exact size instead; "
-              "its records serve `compile --dim %s`\n",
-              dims[0], dims[0]);
-    else if (rc != EXIT_OK)
-      return EXIT_FAIL;
-  }
+  int rc = *gs ? EXIT_OK : EXIT_FAIL; /* a padded graph loaded already */
   if (rc != EXIT_OK) {
     cli_set_extra_dims(dims, n_dims);
     rc = cli_load_model(a->model, a->shapes, a->n_shapes, gs);
@@ -787,6 +773,19 @@ static int model_tasks(tune_args *a, ts_func **funcs) {
   char **labels = NULL;
   int n = 0, status = EXIT_FAIL;
   bool ok = gs != NULL;
+  if (ok && a->n_bucket_syms == 1) { /* the padded graphs compile builds */
+    int64_t sz[16];
+    for (int b = 0; b < nb0; b++) sz[b] = a->buckets[0][b];
+    int rc = cli_load_padded(a->model, a->shapes, a->n_shapes, a->bucket_sym[0],
+                             sz, nb0, gs);
+    if (rc == CLI_CANNOT_PAD)
+      fprintf(stderr,
+              "tessera: note: tuning at the exact sizes instead; the records "
+              "serve `compile --dim %s=N`\n",
+              a->bucket_sym[0]);
+    else if (rc != EXIT_OK)
+      ok = false;
+  }
   for (int b = 0; ok && b < n_graphs; b++) {
     char dim[2][320];
     const char *dims[2];

@@ -252,7 +252,8 @@ static int padded_setup(ts_graph *g, void *ctx, ts_error *err) {
 }
 
 int cli_load_padded(const char *path, const char *const *shapes, int n_shapes,
-                    const char *symbol, int64_t size, ts_graph **out) {
+                    const char *symbol, const int64_t *sizes, int n,
+                    ts_graph **outs) {
   ts_error err;
   ts_error_clear(&err);
   ts_graph_import_options io;
@@ -261,25 +262,27 @@ int cli_load_padded(const char *path, const char *const *shapes, int n_shapes,
   io.n_input_shapes = n_shapes;
   cli_import_dims(&io);
   io.before_passes = padded_setup;
-  int rc = ts_graph_import_padded(path, &io, size, NULL, out, &err);
+  int rc = ts_graph_import_padded_sizes(path, &io, sizes, n, NULL, outs, &err);
   if (rc != TS_OK) {
     cli_error("cannot compile the model for a padded size", &err);
     return rc == TS_EUNSUPPORTED ? CLI_CANNOT_PAD : EXIT_FAIL;
   }
-  const char *have = ts_graph_symbol(*out, 0, NULL);
-  if (!have || strcmp(have, symbol)) {
+  const char *have = ts_graph_symbol(outs[0], 0, NULL);
+  if (!have || strcmp(have, symbol))
     fprintf(stderr,
             "tessera: error: --shape-buckets %s: the model's dynamic "
             "dimension left is '%s'\n",
             symbol, have ? have : "(none)");
-    ts_graph_free(*out);
-    *out = NULL;
-    return EXIT_FAIL;
-  }
-  if (ts_graph_verify(*out, &err) != TS_OK) {
-    cli_error("the graph does not verify", &err);
-    ts_graph_free(*out);
-    *out = NULL;
+  for (int b = 0; have && !strcmp(have, symbol) && b < n; b++)
+    if (ts_graph_verify(outs[b], &err) != TS_OK) {
+      cli_error("the graph does not verify", &err);
+      have = NULL;
+    }
+  if (!have || strcmp(have, symbol)) {
+    for (int b = 0; b < n; b++) {
+      ts_graph_free(outs[b]);
+      outs[b] = NULL;
+    }
     return EXIT_FAIL;
   }
   return EXIT_OK;

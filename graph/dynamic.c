@@ -369,49 +369,26 @@ static int check_constants(dyn *st, ts_graph *const *small, int n_small) {
   return rc;
 }
 
-int ts_graph_import_padded(const char *path,
-                           const ts_graph_import_options *opts, int64_t size,
-                           const char *after, ts_graph **out, ts_error *err) {
-  *out = NULL;
-  ts_graph_import_options none;
-  memset(&none, 0, sizeof none);
-  if (!opts) opts = &none;
+/* The model at padded size `size`, given its symbolic graph gs (at the
+ * first probe) and the graph g6 at size 6, both after cse. */
+static int pad_one(const char *path, const ts_graph_import_options *opts,
+                   ts_graph *gs, ts_graph *g6, int64_t size, const char *after,
+                   ts_graph **out, ts_error *err) {
   unsigned long failures = ts_alloc_failures();
-  ts_graph *gs = NULL, *g6 = NULL, *g = NULL;
-  int rc = ts_graph_import_symbolic(path, opts, "cse", &gs, err);
-  if (rc) return rc;
-  if (gs->n_syms != 1) {
-    rc = TS_ERR(err, TS_EUNSUPPORTED,
-                gs->n_syms ? "the model has %d dynamic dimensions left; a "
-                             "compiled model serves one: give the others a "
-                             "size with --dim"
-                           : "the model has no dynamic dimension left "
-                             "(every one has a size)",
-                gs->n_syms);
-    ts_graph_free(gs);
-    return rc;
-  }
   const char *names[1] = {gs->sym_names[0]};
-  int64_t six = 6;
-  if (size < 1) {
-    rc = TS_ERR(err, TS_EINVAL, "bucket size %lld of '%s': not positive",
-                (long long)size, names[0]);
-    goto done;
-  }
-  rc = gr_import_at(path, opts, "cse", 1, names, &six, &g6, err);
-  if (!rc) rc = gr_import_at(path, opts, "cse", 1, names, &size, &g, err);
+  ts_graph *g = NULL;
+  if (size < 1)
+    return TS_ERR(err, TS_EINVAL, "bucket size %lld of '%s': not positive",
+                  (long long)size, names[0]);
+  int rc = gr_import_at(path, opts, "cse", 1, names, &size, &g, err);
   const char *diff = rc ? NULL : gr_same_structure(gs, g);
-  if (!diff && !rc) diff = gr_same_structure(gs, g6);
-  if (diff) {
+  if (diff)
     rc = TS_ERR(err, TS_EUNSUPPORTED,
                 "the graph's structure at %s=%lld differs from the one at "
                 "small sizes (at '%s'): a padded size cannot serve it",
                 names[0], (long long)size, diff);
-    goto done;
-  }
-  if (rc) goto done;
   /* the symbolic dimensions, onto the graph at the bucket size */
-  for (int v = 0; v < g->n_values && !rc; v++) {
+  for (int v = 0; !rc && v < g->n_values; v++) {
     const gr_value *sv = &gs->values[v];
     if (!sv->sym) continue;
     const char **dims = gr_alloc(g, sizeof(char *) * TS_MAX_DIMS);
@@ -430,40 +407,88 @@ int ts_graph_import_padded(const char *path,
     }
     g->values[v].sym = dims;
   }
-  g->sym_names[0] = ts_arena_strdup(g->arena, names[0]);
-  g->sym_sizes[0] = size;
-  g->n_syms = 1;
-  dyn st = {.g = g,
-            .sym = g->sym_names[0],
-            .size = size,
-            .len = -1,
-            .scale = -1,
-            .err = err};
-  memset(st.pos, 0, sizeof st.pos);
-  ts_graph *small[2] = {gs, g6};
-  if (!rc) rc = check_constants(&st, small, 2);
   if (!rc) {
-    gr_list l;
-    memset(&l, 0, sizeof l);
-    for (int i = 0; !rc && i < g->n_nodes; i++)
-      rc = rewrite(&st, &l, g->nodes[i]);
-    if (rc)
-      free(l.nodes);
-    else
-      rc = gr_list_commit(g, &l);
+    g->sym_names[0] = ts_arena_strdup(g->arena, names[0]);
+    g->sym_sizes[0] = size;
+    g->n_syms = 1;
+    dyn st = {.g = g,
+              .sym = g->sym_names[0],
+              .size = size,
+              .len = -1,
+              .scale = -1,
+              .err = err};
+    memset(st.pos, 0, sizeof st.pos);
+    ts_graph *small[2] = {gs, g6};
+    rc = check_constants(&st, small, 2);
+    if (!rc) {
+      gr_list l;
+      memset(&l, 0, sizeof l);
+      for (int i = 0; !rc && i < g->n_nodes; i++)
+        rc = rewrite(&st, &l, g->nodes[i]);
+      if (rc)
+        free(l.nodes);
+      else
+        rc = gr_list_commit(g, &l);
+    }
   }
   if (!rc) rc = gr_alloc_check(g, failures, rc, err, "padded import");
   if (!rc && opts->before_passes) rc = opts->before_passes(g, opts->ctx, err);
   if (!rc) rc = gr_run_passes_after(g, "cse", after, err);
-done:
-  ts_graph_free(gs);
-  ts_graph_free(g6);
   if (rc) {
     ts_graph_free(g);
     return rc;
   }
   *out = g;
   return TS_OK;
+}
+
+int ts_graph_import_padded_sizes(const char *path,
+                                 const ts_graph_import_options *opts,
+                                 const int64_t *sizes, int n, const char *after,
+                                 ts_graph **outs, ts_error *err) {
+  for (int b = 0; b < n; b++) outs[b] = NULL;
+  ts_graph_import_options none;
+  memset(&none, 0, sizeof none);
+  if (!opts) opts = &none;
+  ts_graph *gs = NULL, *g6 = NULL;
+  int rc = ts_graph_import_symbolic(path, opts, "cse", &gs, err);
+  if (rc) return rc;
+  if (gs->n_syms != 1) {
+    rc = TS_ERR(err, TS_EUNSUPPORTED,
+                gs->n_syms ? "the model has %d dynamic dimensions left; a "
+                             "compiled model serves one: give the others a "
+                             "size with --dim"
+                           : "the model has no dynamic dimension left "
+                             "(every one has a size)",
+                gs->n_syms);
+    ts_graph_free(gs);
+    return rc;
+  }
+  const char *names[1] = {gs->sym_names[0]};
+  int64_t six = 6;
+  rc = gr_import_at(path, opts, "cse", 1, names, &six, &g6, err);
+  const char *diff = rc ? NULL : gr_same_structure(gs, g6);
+  if (diff)
+    rc = TS_ERR(err, TS_EUNSUPPORTED,
+                "the graph's structure at %s=6 differs from the one at 5 "
+                "(at '%s'): a padded size cannot serve it",
+                names[0], diff);
+  for (int b = 0; !rc && b < n; b++)
+    rc = pad_one(path, opts, gs, g6, sizes[b], after, &outs[b], err);
+  ts_graph_free(gs);
+  ts_graph_free(g6);
+  if (rc)
+    for (int b = 0; b < n; b++) {
+      ts_graph_free(outs[b]);
+      outs[b] = NULL;
+    }
+  return rc;
+}
+
+int ts_graph_import_padded(const char *path,
+                           const ts_graph_import_options *opts, int64_t size,
+                           const char *after, ts_graph **out, ts_error *err) {
+  return ts_graph_import_padded_sizes(path, opts, &size, 1, after, out, err);
 }
 
 bool ts_graph_padded_axes(const ts_graph *g, bool output, int i,

@@ -119,6 +119,12 @@ int ts_graph_import_symbolic(const char *path,
 int ts_graph_import_padded(const char *path,
                            const ts_graph_import_options *opts, int64_t size,
                            const char *after, ts_graph **out, ts_error *err);
+/* The same at several sizes (sizes[0..n) into outs[0..n)), the model's
+ * symbolic shapes derived once. */
+int ts_graph_import_padded_sizes(const char *path,
+                                 const ts_graph_import_options *opts,
+                                 const int64_t *sizes, int n, const char *after,
+                                 ts_graph **outs, ts_error *err);
 /* The axes (bit d: dimension d) of input or output i of a padded graph that
  * are its dynamic dimension; false when i is out of range or the graph is
  * not padded. */
