@@ -34,6 +34,10 @@ typedef struct dyn {
   int len;                               /* the length input, or -1 */
   int scale;                             /* B / n (for ReduceMean), or -1 */
   int pos[TS_MAX_DIMS + 1][TS_MAX_DIMS]; /* positions by rank, axis */
+  /* by value id: the axes along which the value's padding is exactly 0
+   * (a softmax's output along its masked axis) */
+  unsigned *zero_pad;
+  int n_zero_pad;
   ts_error *err;
 } dyn;
 
@@ -112,6 +116,14 @@ static int masked(dyn *st, gr_list *l, int x, int axis, double fill) {
   gr_node_set_attr(g, &m, ax);
   gr_list_push(l, &m);
   return out;
+}
+
+static unsigned zero_pad(const dyn *st, int v) {
+  return v >= 0 && v < st->n_zero_pad ? st->zero_pad[v] : 0;
+}
+
+static void set_zero_pad(dyn *st, int v, unsigned axes) {
+  if (v >= 0 && v < st->n_zero_pad) st->zero_pad[v] = axes;
 }
 
 /* Masks input k of n along every axis in `axes` that is the symbol. */
@@ -230,8 +242,12 @@ static int rewrite(dyn *st, gr_list *l, gr_node n) {
     int ka = ta ? rank - 2 : rank - 1;
     int kb = rb == 1 ? 0 : tb ? rb - 1 : rb - 2;
     if (((in0 >> ka) & 1) || ((sym_axes(g, n.inputs[1], sym) >> kb) & 1)) {
-      rc = mask_input(st, l, &n, 0, 1u << ka, 0);
-      if (!rc) rc = mask_input(st, l, &n, 1, 1u << kb, 0);
+      /* an operand whose padding is exactly 0 along the contraction needs
+       * no mask when the other one has one (0 times a finite value) */
+      bool za = (zero_pad(st, n.inputs[0]) >> ka) & 1;
+      bool zb = (zero_pad(st, n.inputs[1]) >> kb) & 1;
+      if (!za || zb) rc = mask_input(st, l, &n, 0, 1u << ka, 0);
+      if (!rc && (!zb || za)) rc = mask_input(st, l, &n, 1, 1u << kb, 0);
     }
   } else if (!strcmp(op, "Softmax")) {
     int64_t axis = gr_attr_int(&n, "axis", g->opset >= 13 ? -1 : 1);
@@ -239,6 +255,8 @@ static int rewrite(dyn *st, gr_list *l, gr_node n) {
     unsigned m =
         g->opset >= 13 ? 1u << axis : ((1u << rank) - 1) >> axis << axis;
     rc = mask_input(st, l, &n, 0, m, -INFINITY);
+    /* exp(-inf - max) is 0: the output's padding along m is exactly 0 */
+    if (!rc) set_zero_pad(st, n.outputs[0], m & sym_axes(g, n.outputs[0], sym));
   } else if (!strcmp(op, "ReduceSum") || !strcmp(op, "ReduceMean") ||
              !strcmp(op, "ReduceMax")) {
     unsigned m = reduce_mask(g, &n, rank) & in0;
@@ -418,8 +436,12 @@ static int pad_one(const char *path, const ts_graph_import_options *opts,
               .scale = -1,
               .err = err};
     memset(st.pos, 0, sizeof st.pos);
+    st.n_zero_pad = g->n_values + 8 * g->n_nodes + 64; /* masks add values */
+    st.zero_pad = calloc((size_t)st.n_zero_pad, sizeof *st.zero_pad);
+    if (!st.zero_pad)
+      rc = TS_ERR(err, TS_ENOMEM, "padded import: out of memory");
     ts_graph *small[2] = {gs, g6};
-    rc = check_constants(&st, small, 2);
+    if (!rc) rc = check_constants(&st, small, 2);
     if (!rc) {
       gr_list l;
       memset(&l, 0, sizeof l);
@@ -430,6 +452,7 @@ static int pad_one(const char *path, const ts_graph_import_options *opts,
       else
         rc = gr_list_commit(g, &l);
     }
+    free(st.zero_pad);
   }
   if (!rc) rc = gr_alloc_check(g, failures, rc, err, "padded import");
   if (!rc && opts->before_passes) rc = opts->before_passes(g, opts->ctx, err);
