@@ -63,10 +63,11 @@ PY
 expect 1 "$T" run "$TMP/bert.so" --inputs "$TMP/big.npz"
 contains "sequence=33: out of the compiled range 1..32"
 
-# the CNN's batch: buckets 2 and 4
-expect 0 "$T" compile "$M/dyn_cnn.onnx" --shape-buckets batch=2,4 -o "$TMP/cnn.so"
+# the CNN's batch: buckets 2 and 4, sizes up to 6
+expect 0 "$T" compile "$M/dyn_cnn.onnx" --shape-buckets batch=2,4 --dim-max batch=6 \
+  -o "$TMP/cnn.so"
 if [ $ort = 1 ]; then
-  for n in 1 2 3 4; do
+  for n in 1 2 3 4 6; do
     expect 0 /usr/bin/python3 "$CHECK" "$T" "$M/dyn_cnn.onnx" --library "$TMP/cnn.so" \
       --size batch=$n --work "$TMP/w"
   done
