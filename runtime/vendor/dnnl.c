@@ -94,6 +94,22 @@ typedef struct desc {
   int n_post;
 } desc;
 
+/* A product whose multiply-adds make oneDNN's reference loops a real cost
+ * (2^22 and more; a reference softmax or a small product is fine). */
+static bool heavy(const desc *d) {
+  double macs = 0;
+  if (!strcmp(d->op, "matmul") && d->ra >= 1 && d->rc >= 1) {
+    double c = 1;
+    for (int i = 0; i < d->rc; i++) c *= (double)d->c[i];
+    macs = c * (double)d->a[d->ra - 1];
+  } else if (!strcmp(d->op, "conv")) { /* n o oh ow * c/g kh kw */
+    macs = (double)d->dims[0] * (double)d->dims[4] * (double)d->dims[5] *
+           (double)d->dims[6] * (double)d->dims[1] / (double)(d->g ? d->g : 1) *
+           (double)d->kh * (double)d->kw;
+  }
+  return macs >= 4194304.0;
+}
+
 static bool dims_list(const char *s, int64_t *out, int *n) {
   *n = 0;
   while (*s && *n < 8) {
@@ -685,6 +701,24 @@ API int ts_vendor_dnnl_create(const char *text, void *const *args,
         : !strcmp(d.op, "matmul")  ? build_matmul(&d, op, args, &b)
         : !strcmp(d.op, "softmax") ? build_softmax(&d, op, &b)
                                    : build_lnorm(&d, op, &b);
+  }
+  const char *impl = NULL;
+  if (!s &&
+      dnnl_primitive_desc_query(b.pd, dnnl_query_impl_info_str, 0, &impl) ==
+          dnnl_success &&
+      impl && !strncmp(impl, "ref", 3) && heavy(&d)) {
+    /* oneDNN's reference loops: orders of magnitude below the tuned
+     * kernel (a blocked-weights matmul with post-ops at some sizes) */
+    char why[200];
+    snprintf(why, sizeof why,
+             "oneDNN has only its reference implementation "
+             "(%s) for it",
+             impl);
+    dnnl_primitive_desc_destroy(b.pd);
+    free(b.plain);
+    omp_set_num_threads(saved);
+    ts_vendor_dnnl_destroy(op);
+    return fail(err, err_size, "%s", why);
   }
   if (!s) {
     what = "creating the primitive";
