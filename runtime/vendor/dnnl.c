@@ -678,6 +678,19 @@ API int ts_vendor_dnnl_create(const char *text, void *const *args,
                     "it adds");
       d.post[i].sum = true;
     }
+  /* oneDNN's fast implementations take the sum post-op first: after adds
+   * only (a bias), it moves to the front, (x + b) + r as (x + r) + b */
+  for (int i = 1; i < d.n_post; i++) {
+    if (!d.post[i].sum) continue;
+    bool adds = true;
+    for (int k = 0; k < i; k++)
+      adds = adds && !strcmp(d.post[k].kind, "add") && !d.post[k].sum;
+    if (!adds) break;
+    post_op sum = d.post[i];
+    memmove(&d.post[1], &d.post[0], sizeof sum * (size_t)i);
+    d.post[0] = sum;
+    break;
+  }
   ts_vendor_op *op = calloc(1, sizeof *op);
   if (!op) return fail(err, err_size, "out of memory");
   op->n_threads = n_threads > 0 ? n_threads : omp_get_max_threads();
