@@ -177,18 +177,15 @@ static void print_json(const ts_graph_compile_report *r, const char *model,
 
 /* --shape-buckets: the model imported at each padded size, compiled into
  * one library. */
-static int compile_buckets(const char *model, const char *output,
-                           const char *const *shapes, int n_shapes,
-                           const char *sym, const long *sizes, int n,
-                           ts_graph **gs, ts_graph_compile_report *reps,
-                           bool json, ts_db *db, const char *target,
-                           const char *runtime_dir, int threads,
-                           ts_graph_dispatch dispatch,
-                           const ts_graph_extern *externs, int n_externs) {
+static int compile_buckets(const ts_graph_compile_options *co, const char *sym,
+                           const long *sizes, int n, ts_graph **gs,
+                           ts_graph_compile_report *reps, bool json) {
+  const char *model = co->model_path, *output = co->output;
   double t0 = ts_now_seconds();
   int64_t sz[MAX_BUCKETS];
   for (int b = 0; b < n; b++) sz[b] = sizes[b];
-  if (cli_load_padded(model, shapes, n_shapes, sym, sz, n, gs) != EXIT_OK)
+  if (cli_load_padded(model, co->input_shapes, co->n_input_shapes, sym, sz, n,
+                      gs) != EXIT_OK)
     return EXIT_FAIL; /* said why */
   for (int b = 0; b < n; b++) {
     reps[b].passes_ms = (ts_now_seconds() - t0) * 1e3 / n;
@@ -196,28 +193,10 @@ static int compile_buckets(const char *model, const char *output,
       fprintf(stderr, "padded %s=%ld: %d nodes\n", sym, sizes[b],
               ts_graph_n_nodes(gs[b]));
   }
-  ts_graph_compile_options co;
-  memset(&co, 0, sizeof co);
-  co.output = output;
-  co.target = target;
-  co.db = db;
-  co.build_threads = threads;
-  co.runtime_dir = runtime_dir;
-  co.model_path = model;
-  co.input_shapes = shapes;
-  co.n_input_shapes = n_shapes;
-  ts_graph_import_options dims;
-  memset(&dims, 0, sizeof dims);
-  cli_import_dims(&dims);
-  co.dims = dims.dims;
-  co.n_dims = dims.n_dims;
-  co.dispatch = dispatch;
-  co.externs = externs;
-  co.n_externs = n_externs;
   ts_error err;
   ts_error_clear(&err);
-  if (ts_graph_compile_padded((const ts_graph *const *)gs, n, &co, reps,
-                              &err) != TS_OK) {
+  if (ts_graph_compile_padded((const ts_graph *const *)gs, n, co, reps, &err) !=
+      TS_OK) {
     cli_error("cannot compile the model", &err);
     return EXIT_FAIL;
   }
@@ -405,11 +384,27 @@ int cmd_compile(int argc, char **argv) {
     }
     cli_pet_measure(db, target, false);
   }
+  ts_graph_compile_options co;
+  memset(&co, 0, sizeof co);
+  co.output = output;
+  co.target = target;
+  co.db = db;
+  co.build_threads = (int)threads;
+  co.runtime_dir = runtime_dir;
+  co.model_path = model;
+  co.input_shapes = shapes;
+  co.n_input_shapes = n_shapes;
+  ts_graph_import_options dims;
+  memset(&dims, 0, sizeof dims);
+  cli_import_dims(&dims);
+  co.dims = dims.dims;
+  co.n_dims = dims.n_dims;
+  co.dispatch = dispatch;
+  co.externs = externs;
+  co.n_externs = n_externs;
   double t0 = ts_now_seconds();
   if (n_buckets) { /* one program per padded size, and a dispatcher */
-    rc = compile_buckets(model, output, shapes, n_shapes, bucket_sym, buckets,
-                         n_buckets, gs, reps, json, db, target, runtime_dir,
-                         (int)threads, dispatch, externs, n_externs);
+    rc = compile_buckets(&co, bucket_sym, buckets, n_buckets, gs, reps, json);
     goto done;
   }
   if (cli_import_model(model, shapes, n_shapes, &g) != EXIT_OK) goto done;
@@ -429,24 +424,6 @@ int cmd_compile(int argc, char **argv) {
             "float32\n",
             n8, n8 == 1 ? "" : "s", n8 == 1 ? "" : "s", n32);
   }
-  ts_graph_compile_options co;
-  memset(&co, 0, sizeof co);
-  co.output = output;
-  co.target = target;
-  co.db = db;
-  co.build_threads = (int)threads;
-  co.runtime_dir = runtime_dir;
-  co.model_path = model;
-  co.input_shapes = shapes;
-  co.n_input_shapes = n_shapes;
-  ts_graph_import_options dims;
-  memset(&dims, 0, sizeof dims);
-  cli_import_dims(&dims);
-  co.dims = dims.dims;
-  co.n_dims = dims.n_dims;
-  co.dispatch = dispatch;
-  co.externs = externs;
-  co.n_externs = n_externs;
   rep.import_ms = (t1 - t0) * 1e3;
   rep.passes_ms = (t2 - t1) * 1e3;
   if (ts_graph_compile(g, &co, &rep, &err) != TS_OK) {

@@ -224,15 +224,22 @@ static int graph_setup(ts_graph *g) {
   return EXIT_OK;
 }
 
-int cli_import_model(const char *path, const char *const *shapes, int n_shapes,
-                     ts_graph **out) {
-  ts_error err;
-  ts_error_clear(&err);
+/* The import options of the command line: input shapes and --dim. */
+static ts_graph_import_options import_options(const char *const *shapes,
+                                              int n_shapes) {
   ts_graph_import_options io;
   memset(&io, 0, sizeof io);
   io.input_shapes = shapes;
   io.n_input_shapes = n_shapes;
   cli_import_dims(&io);
+  return io;
+}
+
+int cli_import_model(const char *path, const char *const *shapes, int n_shapes,
+                     ts_graph **out) {
+  ts_error err;
+  ts_error_clear(&err);
+  ts_graph_import_options io = import_options(shapes, n_shapes);
   if (ts_graph_import_onnx(path, &io, out, &err) != TS_OK) {
     cli_error("cannot import the model", &err);
     return EXIT_FAIL;
@@ -256,11 +263,7 @@ int cli_load_padded(const char *path, const char *const *shapes, int n_shapes,
                     ts_graph **outs) {
   ts_error err;
   ts_error_clear(&err);
-  ts_graph_import_options io;
-  memset(&io, 0, sizeof io);
-  io.input_shapes = shapes;
-  io.n_input_shapes = n_shapes;
-  cli_import_dims(&io);
+  ts_graph_import_options io = import_options(shapes, n_shapes);
   io.before_passes = padded_setup;
   int rc = ts_graph_import_padded_sizes(path, &io, sizes, n, NULL, outs, &err);
   if (rc != TS_OK) {

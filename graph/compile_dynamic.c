@@ -56,14 +56,6 @@ static const char dispatcher_body[] =
     "  int64_t in_shape[N_IN + 1][MAX_RANK], out_shape[N_OUT + 1][MAX_RANK];\n"
     "  unsigned char *in_pad[N_IN + 1], *out_pad[N_OUT + 1];\n"
     "};\n"
-    "static _Thread_local char last_error[1024];\n"
-    "static int fail(const char *fmt, ...) {\n"
-    "  va_list ap;\n"
-    "  va_start(ap, fmt);\n"
-    "  vsnprintf(last_error, sizeof last_error, fmt, ap);\n"
-    "  va_end(ap);\n"
-    "  return -1;\n"
-    "}\n"
     "static int sub_fail(int b) {\n"
     "  snprintf(last_error, sizeof last_error, \"the program for %s up to "
     "%lld: %s\", SYMBOL, (long long)sizes[b], progs[b].last_error());\n"
@@ -265,15 +257,6 @@ static const char dispatcher_body[] =
     "m->out_shape[i], t.ndim, (size_t)(t.bytes / elems(t.shape, t.ndim)));\n"
     "  }\n"
     "  return 0;\n"
-    "}\n"
-    "API int ts_model_run(ts_model *m, const void *const *inputs, void "
-    "*const *outputs) {\n"
-    "  return run(m, inputs, outputs, NULL);\n"
-    "}\n"
-    "API int ts_model_profile(ts_model *m, const void *const *inputs, void "
-    "*const *outputs, double *seconds) {\n"
-    "  if (!seconds) return fail(\"ts_model_profile: seconds is NULL\");\n"
-    "  return run(m, inputs, outputs, seconds);\n"
     "}\n";
 
 /* ts_model_info of the library: the largest program's, with the dynamic
@@ -360,6 +343,7 @@ int cp_write_dispatcher(const cp_program *const *ps, int n,
   }
   fprintf(f, "};\n");
   fputs(dispatcher_body, f);
+  fputs(cp_glue_run_api, f);
   int bad = ferror(f);
   if (fclose(f) != 0 || bad)
     return TS_ERR(err, TS_EIO, "cannot write '%s'", path);

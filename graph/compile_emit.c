@@ -88,16 +88,8 @@ static const char glue_runtime[] =
     "#else\n"
     "#define KERNEL_RT(m) ((void *)(m)->rt)\n"
     "#endif\n"
-    "static _Thread_local char last_error[1024];\n"
     "static void *where(const ts_model *m, argref r, void *const *in, "
     "void *const *out);\n"
-    "static int fail(const char *fmt, ...) {\n"
-    "  va_list ap;\n"
-    "  va_start(ap, fmt);\n"
-    "  vsnprintf(last_error, sizeof last_error, fmt, ap);\n"
-    "  va_end(ap);\n"
-    "  return -1;\n"
-    "}\n"
     "static void *aligned(int64_t bytes) {\n"
     "  void *p = NULL;\n"
     "  if (posix_memalign(&p, 64, (size_t)(bytes > 0 ? bytes : 64))) "
@@ -283,7 +275,11 @@ static const char glue_runtime[] =
     "    if (out[i] != outputs[i]) memcpy(outputs[i], out[i], "
     "(size_t)out_info[i].bytes);\n"
     "  return 0;\n"
-    "}\n"
+    "}\n";
+
+/* The last two functions of the C interface, over the glue's static run()
+ * (one program's or the dispatcher's). */
+const char cp_glue_run_api[] =
     "API int ts_model_run(ts_model *m, const void *const *inputs, void "
     "*const *outputs) {\n"
     "  return run(m, inputs, outputs, NULL);\n"
@@ -337,7 +333,15 @@ const char cp_glue_types[] =
     "ts_model_dtype dtype; int ndim; const int64_t *shape; int64_t "
     "bytes; } ts_model_tensor_info;\n"
     "typedef struct ts_model_dim_info { const char *name; int64_t min, max, "
-    "size; int n_sizes; const int64_t *sizes; } ts_model_dim_info;\n";
+    "size; int n_sizes; const int64_t *sizes; } ts_model_dim_info;\n"
+    "static _Thread_local char last_error[1024];\n"
+    "static int fail(const char *fmt, ...) {\n"
+    "  va_list ap;\n"
+    "  va_start(ap, fmt);\n"
+    "  vsnprintf(last_error, sizeof last_error, fmt, ap);\n"
+    "  va_end(ap);\n"
+    "  return -1;\n"
+    "}\n";
 
 static int write_glue(const cp_program *p, const char *dir, const char *prefix,
                       bool link_vendor, const cp_remap *remap, ts_error *err) {
@@ -435,6 +439,7 @@ static int write_glue(const cp_program *p, const char *dir, const char *prefix,
   fprintf(f, ";\n\n");
   if (!*prefix && link_vendor) fputs(cp_dnnl_parallel_for, f);
   fputs(glue_runtime, f);
+  fputs(cp_glue_run_api, f);
   int bad = ferror(f);
   if (fclose(f) != 0 || bad)
     return TS_ERR(err, TS_EIO, "cannot write '%s'", path);

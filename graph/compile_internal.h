@@ -100,10 +100,13 @@ int cp_write_dispatcher(const cp_program *const *ps, int n,
                         const cp_dynamic *dyn, const char *dir,
                         bool link_vendor, ts_error *err);
 
-/* Glue text: the C declarations every glue file starts with, and the
+/* Glue text: the C declarations every glue file starts with (types, the
+ * thread's last error and fail()), ts_model_run/ts_model_profile over the
+ * file's static run(), and the
  * ts_rt_parallel_for of a library that calls oneDNN (its kernels' loops
  * on oneDNN's pool; defined once per library). */
 extern const char cp_glue_types[];
+extern const char cp_glue_run_api[];
 extern const char cp_dnnl_parallel_for[];
 
 /* Where the constants of one program went in a library's shared weights
