@@ -378,6 +378,19 @@ static int tune_state_alloc(tune_state *t, int n, ts_error *err) {
   return TS_OK;
 }
 
+/* The request's pass settings ("layout", "input_layout", "output_layout",
+ * "winograd") on a graph just imported; ctx is the request. */
+static int graph_settings(ts_graph *g, void *ctx, ts_error *err) {
+  const cJSON *req = ctx;
+  const char *layout = get_string(req, "layout");
+  int rc = layout ? ts_graph_set_layout(g, layout, err) : TS_OK;
+  if (!rc)
+    rc = ts_graph_set_io_layout(g, get_string(req, "input_layout"),
+                                get_string(req, "output_layout"), err);
+  if (!rc && !get_bool(req, "winograd", true)) ts_graph_set_winograd(g, false);
+  return rc;
+}
+
 /* Imports an ONNX model as `tessera compile` and `tune --model` do: the
  * input shapes fixed, the layout options applied, every pass run and the
  * result verified. */
@@ -393,13 +406,8 @@ static int load_model(const cJSON *req, ts_graph **out, ts_error *err) {
   io.input_shapes = shapes;
   io.n_input_shapes = n_shapes;
   ts_graph *g = NULL;
-  const char *layout = get_string(req, "layout");
   rc = ts_graph_import_onnx(path, &io, &g, err);
-  if (!rc && layout) rc = ts_graph_set_layout(g, layout, err);
-  if (!rc)
-    rc = ts_graph_set_io_layout(g, get_string(req, "input_layout"),
-                                get_string(req, "output_layout"), err);
-  if (!rc && !get_bool(req, "winograd", true)) ts_graph_set_winograd(g, false);
+  if (!rc) rc = graph_settings(g, (void *)req, err);
   if (!rc) rc = ts_graph_run_passes(g, NULL, err);
   if (!rc) rc = ts_graph_verify(g, err);
   free(shapes);
@@ -643,54 +651,19 @@ done:
 
 /* ---- compiling a model ---- */
 
-/* Compiles the request's "model" (with "input_shapes", "layout",
- * "input_layout", "output_layout", "winograd") into the shared library
- * "output" for "target" with db's best schedules (db may be NULL: default
- * schedules), linked against libtessera_rt in "runtime_dir", building
- * "threads" kernels at once. *out: the report (tasks, memory, seconds,
- * warning), as `tessera compile --json` prints it. */
-int ts_py_compile(ts_db *db, const char *request, char **out, ts_error *err) {
-  *out = NULL;
-  cJSON *req = NULL;
-  int rc = parse_request(request, &req, err);
-  if (rc) return rc;
-  const char *model = get_string(req, "model");
-  const char *output = get_string(req, "output");
-  const char *rtdir = get_string(req, "runtime_dir");
-  if (!model || !output || !rtdir) {
-    cJSON_Delete(req);
-    return TS_ERR(err, TS_EINVAL,
-                  "request: 'model', 'output' and 'runtime_dir' are needed");
-  }
-  const char **shapes = NULL;
-  int n_shapes = 0;
-  ts_graph_compile_report rep;
-  memset(&rep, 0, sizeof rep);
-  ts_graph *g = NULL;
-  double t0 = ts_now_seconds();
-  if ((rc = get_strings(req, "input_shapes", &shapes, &n_shapes, err)) ||
-      (rc = load_model(req, &g, err)))
-    goto done;
-  ts_graph_compile_options co;
-  memset(&co, 0, sizeof co);
-  co.output = output;
-  co.target = get_string(req, "target");
-  co.db = db;
-  co.build_threads = (int)get_number(req, "threads", 0);
-  co.runtime_dir = rtdir;
-  co.model_path = model;
-  co.input_shapes = shapes;
-  co.n_input_shapes = n_shapes;
-  double t1 = ts_now_seconds();
-  if ((rc = ts_graph_compile(g, &co, &rep, err))) goto done;
+/* A compile report as `tessera compile --json` prints it; import_s: the
+ * seconds of the import and passes. */
+static cJSON *compile_json(const ts_graph_compile_report *rep,
+                           const char *model, const char *output,
+                           double import_s) {
   cJSON *root = cJSON_CreateObject();
   cJSON_AddStringToObject(root, "model", model);
   cJSON_AddStringToObject(root, "output", output);
-  cJSON_AddStringToObject(root, "target", rep.target ? rep.target : "");
-  cJSON_AddNumberToObject(root, "calls", rep.n_calls);
+  cJSON_AddStringToObject(root, "target", rep->target ? rep->target : "");
+  cJSON_AddNumberToObject(root, "calls", rep->n_calls);
   cJSON *arr = cJSON_AddArrayToObject(root, "tasks");
-  for (int i = 0; i < rep.n_tasks; i++) {
-    const ts_graph_compile_task *x = &rep.tasks[i];
+  for (int i = 0; i < rep->n_tasks; i++) {
+    const ts_graph_compile_task *x = &rep->tasks[i];
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "hash", x->hash);
     cJSON_AddStringToObject(o, "name", x->name ? x->name : "");
@@ -711,22 +684,151 @@ int ts_py_compile(ts_db *db, const char *request, char **out, ts_error *err) {
     ts_json_add(arr, NULL, o);
   }
   cJSON *m = cJSON_AddObjectToObject(root, "memory");
-  cJSON_AddNumberToObject(m, "arena_bytes", (double)rep.arena_bytes);
+  cJSON_AddNumberToObject(m, "arena_bytes", (double)rep->arena_bytes);
   cJSON_AddNumberToObject(m, "lower_bound_bytes",
-                          (double)rep.lower_bound_bytes);
-  cJSON_AddNumberToObject(m, "intermediate_bytes", (double)rep.total_bytes);
-  cJSON_AddNumberToObject(m, "constant_bytes", (double)rep.constant_bytes);
-  cJSON_AddNumberToObject(m, "library_bytes", (double)rep.library_bytes);
+                          (double)rep->lower_bound_bytes);
+  cJSON_AddNumberToObject(m, "intermediate_bytes", (double)rep->total_bytes);
+  cJSON_AddNumberToObject(m, "constant_bytes", (double)rep->constant_bytes);
+  cJSON_AddNumberToObject(m, "library_bytes", (double)rep->library_bytes);
   cJSON *tm = cJSON_AddObjectToObject(root, "seconds");
-  cJSON_AddNumberToObject(tm, "import_and_passes", t1 - t0);
-  cJSON_AddNumberToObject(tm, "plan", rep.plan_ms / 1e3);
-  cJSON_AddNumberToObject(tm, "lookups", rep.lookup_ms / 1e3);
-  cJSON_AddNumberToObject(tm, "codegen", rep.codegen_ms / 1e3);
-  cJSON_AddNumberToObject(tm, "link", rep.link_ms / 1e3);
-  if (rep.warning)
-    cJSON_AddStringToObject(root, "warning", rep.warning);
+  cJSON_AddNumberToObject(tm, "import_and_passes", import_s);
+  cJSON_AddNumberToObject(tm, "plan", rep->plan_ms / 1e3);
+  cJSON_AddNumberToObject(tm, "lookups", rep->lookup_ms / 1e3);
+  cJSON_AddNumberToObject(tm, "codegen", rep->codegen_ms / 1e3);
+  cJSON_AddNumberToObject(tm, "link", rep->link_ms / 1e3);
+  if (rep->warning)
+    cJSON_AddStringToObject(root, "warning", rep->warning);
   else
     cJSON_AddNullToObject(root, "warning");
+  return root;
+}
+
+#define MAX_BUCKETS 17
+
+/* The request's "shape_buckets" ({"symbol": S, "sizes": [ascending
+ * sizes]}, the largest the top of the range): the model imported padded to
+ * each size and compiled into one library, as `tessera compile
+ * --shape-buckets` does. *out: {"symbol", "buckets": [report + "size"]}. */
+static int compile_buckets(const cJSON *req, const cJSON *sb,
+                           ts_graph_compile_options *co, cJSON **out,
+                           ts_error *err) {
+  *out = NULL;
+  const char *sym = get_string(sb, "symbol");
+  const cJSON *arr = cJSON_GetObjectItemCaseSensitive(sb, "sizes"), *x;
+  int64_t sizes[MAX_BUCKETS];
+  int n = 0;
+  if (!sym || !cJSON_IsArray(arr) || !cJSON_GetArraySize(arr))
+    return TS_ERR(err, TS_EINVAL,
+                  "request: 'shape_buckets' needs 'symbol' and 'sizes'");
+  cJSON_ArrayForEach(x, arr) {
+    if (n == MAX_BUCKETS)
+      return TS_ERR(err, TS_EINVAL, "shape buckets: %d sizes at most",
+                    MAX_BUCKETS);
+    if (!cJSON_IsNumber(x) || x->valuedouble < 1 ||
+        x->valuedouble > (double)(1ll << 31) ||
+        x->valuedouble != (double)(int64_t)x->valuedouble ||
+        (n && (int64_t)x->valuedouble <= sizes[n - 1]))
+      return TS_ERR(err, TS_EINVAL,
+                    "shape buckets of '%s': sizes are positive integers, "
+                    "ascending",
+                    sym);
+    sizes[n++] = (int64_t)x->valuedouble;
+  }
+  const char **shapes = NULL;
+  int n_shapes = 0;
+  int rc = get_strings(req, "input_shapes", &shapes, &n_shapes, err);
+  if (rc) return rc;
+  ts_graph *gs[MAX_BUCKETS] = {0};
+  ts_graph_compile_report reps[MAX_BUCKETS];
+  memset(reps, 0, sizeof reps);
+  ts_graph_import_options io;
+  memset(&io, 0, sizeof io);
+  io.input_shapes = shapes;
+  io.n_input_shapes = n_shapes;
+  io.before_passes = graph_settings;
+  io.ctx = (void *)req;
+  double t0 = ts_now_seconds();
+  rc = ts_graph_import_padded_sizes(co->model_path, &io, sizes, n, NULL, gs,
+                                    err);
+  const char *have = rc ? NULL : ts_graph_symbol(gs[0], 0, NULL);
+  if (!rc && (!have || strcmp(have, sym)))
+    rc = TS_ERR(err, TS_EINVAL,
+                "shape buckets of '%s': the model's dynamic dimension left "
+                "is '%s'",
+                sym, have ? have : "(none)");
+  for (int b = 0; !rc && b < n; b++) rc = ts_graph_verify(gs[b], err);
+  double import_s = (ts_now_seconds() - t0) / n;
+  if (!rc)
+    rc = ts_graph_compile_padded((const ts_graph *const *)gs, n, co, reps, err);
+  if (!rc) {
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "model", co->model_path);
+    cJSON_AddStringToObject(root, "output", co->output);
+    cJSON_AddStringToObject(root, "symbol", sym);
+    cJSON *list = cJSON_AddArrayToObject(root, "buckets");
+    for (int b = 0; b < n; b++) {
+      cJSON *o = compile_json(&reps[b], co->model_path, co->output, import_s);
+      cJSON_AddNumberToObject(o, "size", (double)sizes[b]);
+      ts_json_add(list, NULL, o);
+    }
+    *out = root;
+  }
+  for (int b = 0; b < n; b++) {
+    ts_graph_compile_report_clear(&reps[b]);
+    ts_graph_free(gs[b]);
+  }
+  free(shapes);
+  return rc;
+}
+
+/* Compiles the request's "model" (with "input_shapes", "layout",
+ * "input_layout", "output_layout", "winograd", and "shape_buckets" for a
+ * library that serves every size of a dynamic dimension) into the shared
+ * library "output" for "target" with db's best schedules (db may be NULL:
+ * default schedules), linked against libtessera_rt in "runtime_dir",
+ * building "threads" kernels at once. *out: the report (tasks, memory,
+ * seconds, warning), as `tessera compile --json` prints it. */
+int ts_py_compile(ts_db *db, const char *request, char **out, ts_error *err) {
+  *out = NULL;
+  cJSON *req = NULL;
+  int rc = parse_request(request, &req, err);
+  if (rc) return rc;
+  const char *model = get_string(req, "model");
+  const char *output = get_string(req, "output");
+  const char *rtdir = get_string(req, "runtime_dir");
+  if (!model || !output || !rtdir) {
+    cJSON_Delete(req);
+    return TS_ERR(err, TS_EINVAL,
+                  "request: 'model', 'output' and 'runtime_dir' are needed");
+  }
+  const char **shapes = NULL;
+  int n_shapes = 0;
+  ts_graph_compile_report rep;
+  memset(&rep, 0, sizeof rep);
+  ts_graph *g = NULL;
+  cJSON *root = NULL;
+  if ((rc = get_strings(req, "input_shapes", &shapes, &n_shapes, err)))
+    goto done;
+  ts_graph_compile_options co;
+  memset(&co, 0, sizeof co);
+  co.output = output;
+  co.target = get_string(req, "target");
+  co.db = db;
+  co.build_threads = (int)get_number(req, "threads", 0);
+  co.runtime_dir = rtdir;
+  co.model_path = model;
+  co.input_shapes = shapes;
+  co.n_input_shapes = n_shapes;
+  const cJSON *sb = cJSON_GetObjectItemCaseSensitive(req, "shape_buckets");
+  if (sb) {
+    if ((rc = compile_buckets(req, sb, &co, &root, err))) goto done;
+  } else {
+    double t0 = ts_now_seconds();
+    if ((rc = load_model(req, &g, err))) goto done;
+    double t1 = ts_now_seconds();
+    if ((rc = ts_graph_compile(g, &co, &rep, err))) goto done;
+    root = compile_json(&rep, model, output, t1 - t0);
+  }
   rc = out_json(root, out, err);
 done:
   ts_graph_compile_report_clear(&rep);

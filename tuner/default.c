@@ -371,6 +371,35 @@ static int64_t buffer_bytes(const ts_buffer *b) {
   return n;
 }
 
+/* An anchor whose vector axis is contiguous in every access but one read
+ * (B of a product with transpose_b: the output's columns index B's rows):
+ * that input copied (cache_read) into a buffer whose dimensions are those
+ * of the input with the one the vector axis indexes moved last, so the
+ * anchor reads it along the vector. The copy's block name into out; false
+ * (the schedule unchanged) when the anchor is not of that form. */
+static bool pack_transposed(ts_sched *s, ts_rv b, const ts_stmt *r,
+                            const ts_stmt *lv, char *out, size_t cap) {
+  const ts_block *blk = ts_realize_block(r);
+  const ts_buffer *wb = ts_block_write(blk, 0)->buffer, *found = NULL;
+  int dim = -1;
+  for (int i = 0; i < ts_block_n_reads(blk); i++) {
+    const ts_buffer *x = ts_block_read(blk, i)->buffer;
+    int d = x == wb ? -1 : read_dim_of_loop(r, x, lv);
+    if (d == -1 || d == ts_buffer_ndim(x) - 1 || x == found) continue;
+    if (d == -2 || found) return false; /* not a plain transpose */
+    found = x;
+    dim = d;
+  }
+  char name[128];
+  ts_rv cr;
+  if (!found) return false;
+  snprintf(name, sizeof name, "%s", ts_buffer_name(found));
+  if (cache_read_dim_last(s, b, name, dim, &cr)) return false;
+  const char *cn = ts_sched_rv_block_name(s, cr);
+  snprintf(out, cap, "%s", cn ? cn : "");
+  return cn != NULL;
+}
+
 /* Streamed inputs above this size do not stay in the caches between
  * passes over the outer spatial loops. */
 #define STREAMED_CACHE_BYTES (1 << 20)
@@ -394,9 +423,18 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
     if (binds[i] == BIND_SPATIAL && loop_extent(s, loops[i]) > 1) vec = i;
     if (binds[i] == BIND_REDUCE) n_red++;
   }
-  if (vec < 0 || n_red == 0 ||
-      !loop_contiguous(r, ts_sched_rv_loop(s, loops[vec])))
-    return false;
+  if (vec < 0 || n_red == 0) return false;
+  /* a transposed input packed with the vector axis last first */
+  char tpacked[160] = "";
+  if (!loop_contiguous(r, ts_sched_rv_loop(s, loops[vec]))) {
+    if (!pack_transposed(s, b, r, ts_sched_rv_loop(s, loops[vec]), tpacked,
+                         sizeof tpacked))
+      return false;
+    r = ts_func_find_block(ts_sched_func(s), name);
+    blk = r ? ts_realize_block(r) : NULL;
+    if (!r || !loop_contiguous(r, ts_sched_rv_loop(s, loops[vec])))
+      return false;
+  }
   for (int i = vec - 1; i >= 0 && rows < 0; i--)
     if (binds[i] == BIND_SPATIAL && loop_extent(s, loops[i]) > 1 &&
         !shares_input(r, ts_sched_rv_loop(s, loops[i]),
@@ -554,7 +592,18 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
   int n_par = n_outer;
   char packed[160] = "";
   int64_t reuse = er / nrows * (vec_first ? outer_iters : 1);
-  if (vo != TS_RV_NONE && rows >= 0 && reuse >= 4 && !rows_load) {
+  if (tpacked[0]) {
+    /* the transposed copy is the packed panel: per vector tile when it is
+     * an outer loop, else the whole input once */
+    snprintf(packed, sizeof packed, "%s", tpacked);
+    ts_rv cr;
+    int vo_at = -1;
+    for (int i = 0; i < n_outer; i++)
+      if (order[i] == vo) vo_at = i;
+    if (vo_at >= 0 && !ts_sched_get_block(s, tpacked, &cr) &&
+        !ts_sched_compute_at(s, cr, vo))
+      n_par = vo_at + 1;
+  } else if (vo != TS_RV_NONE && rows >= 0 && reuse >= 4 && !rows_load) {
     const ts_stmt *rr = ts_func_find_block(ts_sched_func(s), name);
     const ts_stmt *lv = ts_sched_rv_loop(s, vo), *lr = NULL;
     if (ro != TS_RV_NONE) lr = ts_sched_rv_loop(s, ro);

@@ -199,6 +199,60 @@ int tile_block_ex(ts_sched *s, const char *name, const char *structure,
   return TS_OK;
 }
 
+int read_dim_of_loop(const ts_stmt *r, const ts_buffer *buffer,
+                     const ts_stmt *l) {
+  const ts_block *blk = ts_realize_block(r);
+  int at = -1;
+  for (int i = 0; i < ts_block_n_reads(blk); i++) {
+    const ts_region *rg = ts_block_read(blk, i);
+    if (rg->buffer != buffer) continue;
+    for (int d = 0; d < rg->ndim; d++) {
+      bool uses = false;
+      for (int k = 0; k < ts_block_n_iters(blk) && !uses; k++)
+        uses = expr_uses_var(ts_realize_value(r, k), ts_for_var(l)) &&
+               expr_uses_var(rg->ranges[d].min, ts_block_iter_var(blk, k));
+      if (uses && at >= 0 && at != d) return -2;
+      if (uses) at = d;
+    }
+  }
+  return at;
+}
+
+int cache_read_dim_last(ts_sched *s, ts_rv b, const char *buffer, int dim,
+                        ts_rv *out) {
+  const ts_buffer *buf = NULL;
+  const char *bn = ts_sched_rv_block_name(s, b);
+  const ts_stmt *r = bn ? ts_func_find_block(ts_sched_func(s), bn) : NULL;
+  for (int i = 0; r && i < ts_block_n_reads(ts_realize_block(r)); i++) {
+    const ts_buffer *x = ts_block_read(ts_realize_block(r), i)->buffer;
+    if (!strcmp(ts_buffer_name(x), buffer)) buf = x;
+  }
+  int nd = buf ? ts_buffer_ndim(buf) : 0;
+  if (dim < 0 || dim >= nd - 1) return TS_ESCHEDULE;
+  /* the map (d0, .., dn) -> (the others in order, d<dim>) */
+  char map[256];
+  size_t len = 0;
+  for (int pass = 0; pass < 2; pass++) {
+    len += (size_t)snprintf(map + len, sizeof map - len, pass ? " -> (" : "(");
+    for (int d = 0, o = 0; d < nd; d++)
+      if (!pass || d != dim)
+        len += (size_t)snprintf(map + len, sizeof map - len, "%sd%d",
+                                o++ ? ", " : "", d);
+    len += (size_t)snprintf(map + len, sizeof map - len, pass ? ", d%d)" : ")",
+                            dim);
+    if (len >= sizeof map) return TS_ESCHEDULE;
+  }
+  int rc = ts_sched_cache_read(s, b, buffer, "global", out);
+  if (rc) return rc;
+  const char *cn = ts_sched_rv_block_name(s, *out);
+  const ts_stmt *c = cn ? ts_func_find_block(ts_sched_func(s), cn) : NULL;
+  if (!c || ts_block_n_writes(ts_realize_block(c)) != 1) return TS_ESCHEDULE;
+  char cbuf[128];
+  snprintf(cbuf, sizeof cbuf, "%s",
+           ts_buffer_name(ts_block_write(ts_realize_block(c), 0)->buffer));
+  return ts_sched_transform_layout(s, *out, cbuf, map);
+}
+
 int fusible_consumer(ts_sched *s, ts_rv b, ts_rv *out) {
   ts_rv cons[MAX_BLOCKS];
   int nc = 0;

@@ -91,6 +91,17 @@ int tile_block_ex(ts_sched *s, const char *name, const char *structure,
                   int max_inner, const ts_rv *inner, int n_inner,
                   const tile_imperfect *im, tiles *out);
 
+/* The dimension of `buffer`, read by the block realized as r, that loop l
+ * indexes: -1 when none does, -2 when several do. */
+int read_dim_of_loop(const ts_stmt *r, const ts_buffer *buffer,
+                     const ts_stmt *l);
+/* A copy of `buffer` (read by block b) made before b (cache_read, "global")
+ * with dimension `dim` moved last (transform_layout): the packed panel of
+ * an operand whose vector axis is not its innermost one (B of a product
+ * with transpose_b). *out: the copy's block. */
+int cache_read_dim_last(ts_sched *s, ts_rv b, const char *buffer, int dim,
+                        ts_rv *out);
+
 /* The single consumer of block b when it is elementwise (spatial, one
  * store): 0 with *out set, else -1. */
 int fusible_consumer(ts_sched *s, ts_rv b, ts_rv *out);

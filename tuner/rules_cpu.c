@@ -125,10 +125,23 @@ static int mlt_cpu(const gen *g, gen_state *st, const char *name, int level,
     ts_rv at = last_loop_upto(&t, read_level - 1);
     if (at == TS_RV_NONE || !streamed_input(s, name, &t, buf, sizeof buf))
       return TS_ESCHEDULE;
-    if ((rc = ts_sched_get_block(s, name, &b)) ||
-        (rc = ts_sched_cache_read(s, b, buf, "global", &cr)) ||
-        (rc = ts_sched_compute_at(s, cr, at)))
-      return rc;
+    if ((rc = ts_sched_get_block(s, name, &b))) return rc;
+    /* an input whose innermost dimension is not the one the vector tile
+     * moves along (B of a product with transpose_b) is packed with that
+     * dimension last, so the tile reads the panel along the vector */
+    const ts_stmt *r = ts_func_find_block(ts_sched_func(s), name);
+    const ts_stmt *lv = ts_sched_rv_loop(s, t.level[5][t.n_level[5] - 1]);
+    const ts_buffer *sb = NULL;
+    for (int i = 0; r && i < ts_block_n_reads(ts_realize_block(r)); i++)
+      if (!strcmp(ts_buffer_name(ts_block_read(ts_realize_block(r), i)->buffer),
+                  buf))
+        sb = ts_block_read(ts_realize_block(r), i)->buffer;
+    int dim = sb && lv ? read_dim_of_loop(r, sb, lv) : -1;
+    if (dim >= 0 && dim < ts_buffer_ndim(sb) - 1)
+      rc = cache_read_dim_last(s, b, buf, dim, &cr);
+    else
+      rc = ts_sched_cache_read(s, b, buf, "global", &cr);
+    if (rc || (rc = ts_sched_compute_at(s, cr, at))) return rc;
   }
   if (level > 0) {
     /* SSRSRS: level 1 ends after group 0, level 2 after group 1 */

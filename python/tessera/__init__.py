@@ -34,7 +34,7 @@ from .errors import (
     UnsupportedError,
     VerifyError,
 )
-from .model import BenchmarkResult, Module, TensorInfo, compile, load
+from .model import BenchmarkResult, DimInfo, Module, TensorInfo, compile, load
 from .tuning import Progress, TaskResult, TuneResult, tune
 from .workload import Workload
 
@@ -61,6 +61,7 @@ __all__ = [
     "load",
     "Module",
     "TensorInfo",
+    "DimInfo",
     "BenchmarkResult",
     "Error",
     "InvalidError",

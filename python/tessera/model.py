@@ -68,6 +68,38 @@ class TensorInfo:
     nbytes: int
 
 
+class _DimInfo(ctypes.Structure):
+    """``ts_model_dim_info`` of include/tessera/model.h."""
+
+    _fields_ = [
+        ("name", ctypes.c_char_p),
+        ("min", ctypes.c_int64),
+        ("max", ctypes.c_int64),
+        ("size", ctypes.c_int64),
+        ("n_sizes", ctypes.c_int),
+        ("sizes", ctypes.POINTER(ctypes.c_int64)),
+    ]
+
+
+@dataclass(frozen=True)
+class DimInfo:
+    """A dynamic dimension of a model compiled with ``shape_buckets``.
+
+    Attributes:
+        name: the symbol (the ONNX model's name of the dimension).
+        min, max: the sizes the model serves.
+        size: the size of the next runs (:meth:`Module.set_dim`).
+        buckets: the padded sizes compiled; a size runs on the smallest
+            that holds it.
+    """
+
+    name: str
+    min: int
+    max: int
+    size: int
+    buckets: tuple[int, ...]
+
+
 @dataclass(frozen=True)
 class BenchmarkResult:
     """Latencies of a model's runs (seconds), from :meth:`Module.benchmark`.
@@ -112,6 +144,13 @@ _FUNCS = {
     "ts_model_destroy": (None, [ctypes.c_void_p]),
 }
 
+# Libraries of older versions may lack these (no dynamic dimension then).
+_OPTIONAL_FUNCS = {
+    "ts_model_num_dims": (ctypes.c_int, [ctypes.c_void_p]),
+    "ts_model_dim": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.POINTER(_DimInfo)]),
+    "ts_model_set_dim": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int64]),
+}
+
 
 class Module:
     """A compiled model, loaded and ready to run.
@@ -134,7 +173,7 @@ class Module:
         self._model: Optional[int] = None
         self._dl: Optional[ctypes.CDLL] = None
         self._tmpdir = _tmpdir
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # reentrant: a run sets its size first
         self.path = os.path.abspath(path)
         #: what compile reported (tasks, schedule sources, memory), or None
         self.report = report
@@ -152,6 +191,14 @@ class Module:
                 raise InvalidError(f"{path} is not a compiled tessera model (no symbol '{name}')", code=-1) from None
             fn.restype = res
             fn.argtypes = args
+        self._has_dims = True
+        for name, (res, args) in _OPTIONAL_FUNCS.items():
+            fn = getattr(dl, name, None)
+            if fn is None:
+                self._has_dims = False
+                continue
+            fn.restype = res
+            fn.argtypes = args
         self._dl = dl
         abi = dl.ts_model_abi_version()
         if abi != MODEL_ABI_VERSION:
@@ -164,10 +211,16 @@ class Module:
         if dl.ts_model_create(int(threads or 0), ctypes.byref(m)) != 0:
             raise RuntimeFault(f"{path}: cannot create the model: {self._last_error()}", code=-7)
         self._model = m.value
-        self.inputs: list[TensorInfo] = [self._info(dl.ts_model_input_info, i) for i in range(dl.ts_model_num_inputs(m))]
-        self.outputs: list[TensorInfo] = [
-            self._info(dl.ts_model_output_info, i) for i in range(dl.ts_model_num_outputs(m))
-        ]
+        self.inputs: list[TensorInfo] = []
+        self.outputs: list[TensorInfo] = []
+        self._read_shapes()
+
+    def _read_shapes(self) -> None:
+        """:attr:`inputs` and :attr:`outputs` at the size set now."""
+        dl, m = self._dl, self._model
+        assert dl is not None
+        self.inputs = [self._info(dl.ts_model_input_info, i) for i in range(dl.ts_model_num_inputs(m))]
+        self.outputs = [self._info(dl.ts_model_output_info, i) for i in range(dl.ts_model_num_outputs(m))]
 
     # -- the library --
 
@@ -192,6 +245,49 @@ class Module:
         if self._model is None:
             raise InvalidError("the module is closed")
         return self._model
+
+    @property
+    def dims(self) -> list[DimInfo]:
+        """The model's dynamic dimensions (empty unless it was compiled with
+        ``shape_buckets``)."""
+        assert self._dl is not None
+        if not self._has_dims:
+            return []
+        m = self._m()
+        out = []
+        for i in range(max(0, self._dl.ts_model_num_dims(m))):
+            d = _DimInfo()
+            if self._dl.ts_model_dim(m, i, ctypes.byref(d)) != 0:
+                raise RuntimeFault(f"{self.path}: dimension {i}: {self._last_error()}", code=-7)
+            out.append(
+                DimInfo(
+                    name=d.name.decode(),
+                    min=int(d.min),
+                    max=int(d.max),
+                    size=int(d.size),
+                    buckets=tuple(int(d.sizes[k]) for k in range(d.n_sizes)),
+                )
+            )
+        return out
+
+    def set_dim(self, name: str, size: int) -> None:
+        """Sets dynamic dimension ``name`` to ``size`` for the next runs;
+        :attr:`inputs` and :attr:`outputs` then have that size. Calling the
+        module with arrays of another size sets it too.
+        :class:`tessera.InvalidError` for an unknown name or a size out of
+        the range the model serves."""
+        with self._lock:
+            self._set_dim(name, size)
+
+    def _set_dim(self, name: str, size: int) -> None:
+        assert self._dl is not None
+        names = [d.name for d in self.dims]
+        if name not in names:
+            have = ", ".join(names) if names else "none (it was compiled without shape_buckets)"
+            raise InvalidError(f"the model has no dynamic dimension '{name}' (its dynamic dimensions: {have})")
+        if self._dl.ts_model_set_dim(self._m(), name.encode(), int(size)) != 0:
+            raise InvalidError(f"{name}={size}: {self._last_error()}")
+        self._read_shapes()
 
     @property
     def info(self) -> dict:
@@ -231,6 +327,7 @@ class Module:
         missing = [n for n in names if n not in given]
         if missing:
             raise InvalidError(f"missing input{'s' if len(missing) > 1 else ''}: {', '.join(missing)}")
+        self._size_from(given)
         arrays = []
         for t in self.inputs:
             a = np.ascontiguousarray(np.asarray(given[t.name]), dtype=t.dtype)
@@ -240,6 +337,23 @@ class Module:
                 )
             arrays.append(a)
         return arrays
+
+    def _size_from(self, given: Mapping[str, Any]) -> None:
+        """A model with a dynamic dimension takes its size from the first
+        input whose shape differs from the one set now, on the first axis
+        that differs (the check after says what else is wrong)."""
+        dims = self.dims
+        if not dims:
+            return
+        for t in self.inputs:
+            shape = np.shape(given[t.name])
+            if len(shape) != len(t.shape):
+                continue
+            for have, want in zip(shape, t.shape):
+                if have != want:
+                    with self._lock:
+                        self._set_dim(dims[0].name, int(have))
+                    return
 
     def _call(self, arrays: list[np.ndarray], seconds: Optional[ctypes.Array] = None) -> list[np.ndarray]:
         assert self._dl is not None
@@ -258,12 +372,14 @@ class Module:
 
     def run(self, *args: Any, **kwargs: Any) -> dict[str, np.ndarray]:
         """Runs the model; returns every output by name."""
-        outs = self._call(self._arrays(args, kwargs))
-        return {t.name: o for t, o in zip(self.outputs, outs)}
+        with self._lock:  # the size the arrays set holds for their run
+            outs = self._call(self._arrays(args, kwargs))
+            return {t.name: o for t, o in zip(self.outputs, outs)}
 
     def __call__(self, *args: Any, **kwargs: Any) -> Union[np.ndarray, tuple[np.ndarray, ...]]:
         """Runs the model on numpy arrays; the output, or a tuple of them."""
-        outs = self._call(self._arrays(args, kwargs))
+        with self._lock:
+            outs = self._call(self._arrays(args, kwargs))
         return outs[0] if len(outs) == 1 else tuple(outs)
 
     def random_inputs(self, seed: int = 1) -> dict[str, np.ndarray]:
@@ -381,6 +497,8 @@ def compile(
     threads: Optional[int] = None,
     build_threads: Optional[int] = None,
     output: Union[str, os.PathLike, None] = None,
+    shape_buckets: Optional[Mapping[str, Sequence[int]]] = None,
+    dim_max: Optional[int] = None,
 ) -> Module:
     """Compiles an ONNX model with the database's tuned schedules, as
     ``tessera compile`` does, and loads it.
@@ -402,6 +520,14 @@ def compile(
         build_threads: kernels built at once (None: the online cores).
         output: where to write the library (None: a temporary file, removed
             when the module is closed; :meth:`Module.save` copies it).
+        shape_buckets: one library for every size of the model's dynamic
+            dimension, as ``tessera compile --shape-buckets``:
+            ``{"seq": (8, 16)}`` compiles a program padded to each size;
+            a size runs on the smallest that holds it, and the largest is
+            the top of the range (:meth:`Module.set_dim`, or arrays of the
+            size). The database's records for each size are used.
+        dim_max: the top of the range when it is above the largest bucket
+            (``--dim-max``): one more program, of that size.
 
     Raises:
         tessera.Error: a model that cannot be read or compiled (the subclass
@@ -411,6 +537,7 @@ def compile(
     path = os.fspath(model)
     if not os.path.exists(path):
         raise MissingFileError(f"cannot open the model '{path}': No such file or directory", code=-4)
+    buckets = _buckets(shape_buckets, dim_max)
     tmpdir = None
     if output is None:
         tmpdir = tempfile.TemporaryDirectory(prefix="tessera-")
@@ -424,6 +551,8 @@ def compile(
         "input_shapes": _shape_strings(input_shapes),
         "winograd": bool(winograd),
     }
+    if buckets is not None:
+        req["shape_buckets"] = buckets
     for key, val in (
         ("target", target),
         ("layout", layout),
@@ -459,4 +588,27 @@ def compile(
     return Module(out, threads=threads, report=report, _tmpdir=tmpdir)
 
 
-__all__ = ["compile", "load", "Module", "TensorInfo", "BenchmarkResult", "Error"]
+def _buckets(shape_buckets: Optional[Mapping[str, Sequence[int]]], dim_max: Optional[int]) -> Optional[dict[str, Any]]:
+    """The request's "shape_buckets" from compile's arguments."""
+    if shape_buckets is None:
+        if dim_max is not None:
+            raise InvalidError("dim_max goes with shape_buckets")
+        return None
+    if len(shape_buckets) != 1:
+        raise InvalidError(f"shape_buckets: one dynamic dimension per library; {len(shape_buckets)} given")
+    ((symbol, sizes),) = shape_buckets.items()
+    try:
+        sizes = [int(v) for v in sizes]
+    except (TypeError, ValueError):
+        raise InvalidError(f"shape_buckets '{symbol}': sizes are integers, as (8, 16, 32)") from None
+    if not sizes or any(v < 1 for v in sizes) or any(a >= b for a, b in zip(sizes, sizes[1:])):
+        raise InvalidError(f"shape_buckets '{symbol}': sizes are positive and ascending; {sizes} given")
+    if dim_max is not None:
+        if int(dim_max) < sizes[-1]:
+            raise InvalidError(f"dim_max {dim_max} is below the largest bucket {sizes[-1]}")
+        if int(dim_max) > sizes[-1]:
+            sizes.append(int(dim_max))
+    return {"symbol": symbol, "sizes": sizes}
+
+
+__all__ = ["compile", "load", "Module", "TensorInfo", "DimInfo", "BenchmarkResult", "Error"]

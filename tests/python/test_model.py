@@ -107,3 +107,47 @@ def test_tune_model_then_compile_with_db(models_dir: Path, tmp_path: Path) -> No
         feeds = m.random_inputs(seed=5)
         for got, want in zip(m.run(**feeds).values(), _ort_outputs(path, feeds)):
             assert _rel_error(got, want) < 1e-3
+
+
+def test_dynamic_dimension(models_dir: Path) -> None:
+    """One library for every sequence length of dyn_seq (a softmax, a max
+    and a mean along it): sizes inside, between and above the buckets
+    match onnxruntime; the size comes from the arrays or from set_dim."""
+    path = models_dir / "dyn_seq.onnx"
+    with tessera.compile(path, shape_buckets={"seq": (4, 8)}, dim_max=12, threads=1) as m:
+        assert [b["size"] for b in m.report["buckets"]] == [4, 8, 12]
+        (d,) = m.dims
+        assert (d.name, d.min, d.max, d.buckets) == ("seq", 1, 12, (4, 8, 12))
+        rng = np.random.default_rng(4)
+        for n in (1, 3, 4, 7, 12):
+            x = rng.standard_normal((1, n, 8)).astype(np.float32)
+            got = m.run(x)
+            assert m.dims[0].size == n and m.inputs[0].shape == (1, n, 8)
+            for t, want in zip(m.outputs, _ort_outputs(path, {"x": x})):
+                assert got[t.name].shape == want.shape, t.name
+                assert _rel_error(got[t.name], want) < 1e-4, (n, t.name)
+        m.set_dim("seq", 5)
+        assert m.inputs[0].shape == (1, 5, 8) and m.outputs[0].shape == (1, 5, 8)
+        with pytest.raises(tessera.InvalidError, match="seq=13"):
+            m.set_dim("seq", 13)
+        with pytest.raises(tessera.InvalidError, match="no dynamic dimension 'batch'"):
+            m.set_dim("batch", 2)
+        with pytest.raises(tessera.InvalidError, match="seq=13"):
+            m(np.zeros((1, 13, 8), np.float32))
+
+
+def test_dynamic_dimension_errors(models_dir: Path, resnet: tessera.Module) -> None:
+    path = models_dir / "dyn_seq.onnx"
+    with pytest.raises(tessera.InvalidError, match="ascending"):
+        tessera.compile(path, shape_buckets={"seq": (8, 4)})
+    with pytest.raises(tessera.InvalidError, match="one dynamic dimension"):
+        tessera.compile(path, shape_buckets={"seq": (4,), "batch": (2,)})
+    with pytest.raises(tessera.InvalidError, match="below the largest bucket"):
+        tessera.compile(path, shape_buckets={"seq": (4, 8)}, dim_max=6)
+    with pytest.raises(tessera.InvalidError, match="goes with shape_buckets"):
+        tessera.compile(path, dim_max=6)
+    with pytest.raises(tessera.Error, match="dynamic dimension left is 'seq'"):
+        tessera.compile(path, shape_buckets={"length": (4,)})
+    assert resnet.dims == []
+    with pytest.raises(tessera.InvalidError, match="compiled without shape_buckets"):
+        resnet.set_dim("batch", 2)

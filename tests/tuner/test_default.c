@@ -86,6 +86,16 @@ static void test_shapes(void **state) {
   } cases[] = {
       {"matmul M=128 N=128 K=64", {"vectorize", "unroll", "parallel"}},
       {"batch_matmul B=4 M=32 N=64 K=16", {"vectorize", "parallel"}},
+      /* B transposed (attention's Q K^T; dense's [N, K] weights): B copied
+       * with its rows last (transform_layout), a panel per vector tile,
+       * and the register tile reads the copy along the vector; odd sizes
+       * (guarded tiles) too */
+      {"batch_matmul B=3 M=32 N=48 K=16 transpose_b=1",
+       {"transform_layout", "unroll", "vectorize", "\ncompute_at("}},
+      {"batch_matmul B=2 M=37 N=29 K=13 transpose_b=1",
+       {"transform_layout", "vectorize"}},
+      {"dense M=24 N=64 K=40 bias=1",
+       {"transform_layout", "unroll", "vectorize"}},
       {"conv2d_nchw N=1 H=14 W=14 CI=16 CO=32 KH=3 KW=3 pad=1",
        {"vectorize", "unroll", "parallel"}},
       {"conv2d_nhwc N=1 H=14 W=14 CI=16 CO=32 KH=3 KW=3 pad=1",
