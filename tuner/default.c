@@ -498,13 +498,18 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
     nrows = divisor_upto(er, cap > 0 ? cap : 1);
   }
   /* Rows whose extent has no divisor near the budget (a prime such as
-   * 613): a ceil split of the budget's rows, whatever the vector tile;
-   * the guard is a scalar condition on the row tile, which the code
-   * generator partitions away from every tile but the last. */
+   * 613, or the 7 and 11 output columns of a late or strided conv): a
+   * ceil split into tiles as even as the budget allows (11 on 6: 6 + 5),
+   * whatever the vector tile; the guard is a scalar condition on the row
+   * tile, which the code generator partitions away from every tile but
+   * the last. */
   {
     int64_t nv = vector_ops(cols, lanes);
     int64_t cap = budget / nv > 8 ? 8 : budget / nv;
-    if (rows >= 0 && cap > 1 && 2 * nrows <= cap && er > 2 * cap) nrows = cap;
+    if (rows >= 0 && cap > 1 && 2 * nrows <= cap && er > cap) {
+      int64_t tiles = (er + cap - 1) / cap;
+      nrows = (er + tiles - 1) / tiles;
+    }
   }
   /* A streamed input larger than the caches that the outer spatial loops
    * do not index (a deep conv's weights at a small spatial extent): the

@@ -100,6 +100,10 @@ static void test_shapes(void **state) {
        {"vectorize", "unroll", "parallel"}},
       {"conv2d_nhwc N=1 H=14 W=14 CI=16 CO=32 KH=3 KW=3 pad=1",
        {"vectorize", "unroll", "parallel", "\ncompute_at("}},
+      /* 11 output columns (prime): a ceil split into two row tiles (6 +
+       * 5, the last guarded), not a tile of one row */
+      {"conv2d_nhwc N=1 H=22 W=22 CI=32 CO=16 KH=3 KW=3 stride=2 pad=1",
+       {"vectorize", "unroll", "parallel"}},
       /* a tile of output pixels (unrolled) reuses each weight vector; the
        * padding is computed per tile ("\ncompute_at": not the consumer's
        * reverse_compute_at) */
