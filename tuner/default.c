@@ -326,6 +326,29 @@ static void pads_at_tile(ts_sched *s, const ts_target *t, ts_rv anchor,
   }
 }
 
+/* A depthwise conv reads each input pixel once per tap, not once per
+ * output channel: with a 3 x 3 kernel a padded copy per tile (its window
+ * wider than the tile by the kernel's halo) costs about what the conv's
+ * own loads do, so its padding producer is inlined into it instead (a
+ * guarded load). Measured on 2 AVX2 cores: 3 x 3 depthwise convs 1.2 to
+ * 1.9 x faster; a 5 x 5 one 1.6 x slower (25 guarded loads per output
+ * against a copy 22 % larger than the tile), so larger kernels keep the
+ * copy per tile. */
+static void pads_inline(ts_sched *s, ts_rv anchor) {
+  ts_rv prods[MAX_BLOCKS];
+  int np = 0;
+  if (ts_sched_get_producers(s, anchor, prods, MAX_BLOCKS, &np)) return;
+  for (int i = 0; i < np; i++) {
+    const char *pn = ts_sched_rv_block_name(s, prods[i]);
+    const ts_func *f = ts_sched_func(s);
+    const ts_stmt *r = pn ? ts_func_find_block(f, pn) : NULL;
+    if (!r || !stmt_uses_if_then_else(r)) continue;
+    const ts_block *blk = ts_realize_block(r);
+    if (block_is_reduction(blk) || block_writes_param(f, blk)) continue;
+    ts_sched_compute_inline(s, prods[i]);
+  }
+}
+
 /* Step 2: the register-tiled anchor reduction. Returns true when it
  * scheduled `name`. */
 /* The one input of the block read through loop lv (the vector axis) and
@@ -663,7 +686,13 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
       ts_sched_vectorize(s, cl[ncl - 1]);
   }
   if (packed[0]) vectorize_inner(s, t, packed);
-  pads_at_tile(s, t, b, order, n_outer);
+  int64_t taps = 1; /* the reduction's extent per output: KH x KW */
+  for (int i = 0; i < nl; i++)
+    if (binds[i] == BIND_REDUCE) taps *= loop_extent(s, loops[i]);
+  if (rows_load && taps <= 9)
+    pads_inline(s, b);
+  else
+    pads_at_tile(s, t, b, order, n_outer);
   /* the outer loops fused and parallel */
   int64_t work = 1;
   for (int i = 0; i < n_par; i++) work *= loop_extent(s, order[i]);

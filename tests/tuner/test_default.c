@@ -104,12 +104,15 @@ static void test_shapes(void **state) {
        * 5, the last guarded), not a tile of one row */
       {"conv2d_nhwc N=1 H=22 W=22 CI=32 CO=16 KH=3 KW=3 stride=2 pad=1",
        {"vectorize", "unroll", "parallel"}},
-      /* a tile of output pixels (unrolled) reuses each weight vector; the
-       * padding is computed per tile ("\ncompute_at": not the consumer's
+      /* a tile of output pixels (unrolled) reuses each weight vector; a
+       * 3 x 3 kernel reads its padding inline (a guarded load), a larger
+       * one from a copy per tile ("\ncompute_at": not the consumer's
        * reverse_compute_at) */
       {"depthwise_conv2d_nhwc N=1 H=28 W=28 C=32 KH=3 KW=3 pad=1",
-       {"vectorize", "unroll", "parallel", "\ncompute_at("}},
+       {"vectorize", "unroll", "parallel", "compute_inline("}},
       {"depthwise_conv2d_nhwc N=1 H=30 W=30 C=48 KH=3 KW=3 stride=2 pad=1",
+       {"vectorize", "parallel", "compute_inline("}},
+      {"depthwise_conv2d_nhwc N=1 H=18 W=18 C=32 KH=5 KW=5 pad=2",
        {"vectorize", "parallel", "\ncompute_at("}},
       /* row reductions combined several vectors at a time (rfactor):
        * the row maximum, sums, and layer norm's sum and sum of squares,
