@@ -401,7 +401,8 @@ static int64_t buffer_bytes(const ts_buffer *b) {
  * anchor reads it along the vector. The copy's block name into out; false
  * (the schedule unchanged) when the anchor is not of that form. */
 static bool pack_transposed(ts_sched *s, ts_rv b, const ts_stmt *r,
-                            const ts_stmt *lv, char *out, size_t cap) {
+                            const ts_stmt *lv, const ts_rv *loops, int nl,
+                            char *out, size_t cap) {
   const ts_block *blk = ts_realize_block(r);
   const ts_buffer *wb = ts_block_write(blk, 0)->buffer, *found = NULL;
   int dim = -1;
@@ -413,9 +414,19 @@ static bool pack_transposed(ts_sched *s, ts_rv b, const ts_stmt *r,
     found = x;
     dim = d;
   }
+  /* the copy pays when each panel is read by several rows: the spatial
+   * loops that do not index the input (a matrix-vector product has none,
+   * and reads it once as it is) */
+  int64_t reuse = 1;
+  for (int i = 0; found && i < nl; i++) {
+    const ts_stmt *l = ts_sched_rv_loop(s, loops[i]);
+    if (l && l != lv && loop_binding(r, l) == BIND_SPATIAL &&
+        read_dim_of_loop(r, found, l) == -1)
+      reuse *= loop_extent(s, loops[i]);
+  }
   char name[128];
   ts_rv cr;
-  if (!found) return false;
+  if (!found || reuse < 4) return false;
   snprintf(name, sizeof name, "%s", ts_buffer_name(found));
   if (cache_read_dim_last(s, b, name, dim, &cr)) return false;
   const char *cn = ts_sched_rv_block_name(s, cr);
@@ -450,8 +461,8 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
   /* a transposed input packed with the vector axis last first */
   char tpacked[160] = "";
   if (!loop_contiguous(r, ts_sched_rv_loop(s, loops[vec]))) {
-    if (!pack_transposed(s, b, r, ts_sched_rv_loop(s, loops[vec]), tpacked,
-                         sizeof tpacked))
+    if (!pack_transposed(s, b, r, ts_sched_rv_loop(s, loops[vec]), loops, nl,
+                         tpacked, sizeof tpacked))
       return false;
     r = ts_func_find_block(ts_sched_func(s), name);
     blk = r ? ts_realize_block(r) : NULL;
@@ -506,6 +517,14 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
         nrows = r;
       }
     }
+    /* A single row (a matrix-vector product: a classifier at batch 1):
+     * no rows to reuse a vector over, so the budget goes to vectors, as
+     * many as divide the extent: independent accumulators (one alone
+     * waits on its own FMA's latency at every step) and longer
+     * contiguous runs of each row of B. */
+    if (er == 1)
+      for (int64_t v = 5; v <= budget; v++)
+        if (ev % (v * lanes) == 0) cols = v * lanes;
   } else if (cols < lanes && ev >= 2 * lanes) {
     ragged = true;
     /* No tile that divides the extent fills even one vector (a prime

@@ -159,6 +159,12 @@ static void test_odd_vector_tiles(void **state) {
       {"matmul M=64 N=1000 K=32", "factors=[None, 40]", "factors=[None, 25]"},
       /* 24: the whole axis, not split (no 8 or 12) */
       {"matmul M=3136 N=24 K=16", "vectorize", "factors=[None, 12]"},
+      /* a single row: the register budget in vectors (20 x 16 lanes of
+       * the 28 vector registers), not four */
+      {"matmul M=1 N=960 K=32", "factors=[None, 320]", "factors=[None, 64]"},
+      /* a matrix-vector product with B transposed reads it in place:
+       * no row reuses a packed copy */
+      {"dense M=1 N=96 K=32", "vectorize", "transform_layout"},
   };
   ts_target *t = host();
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
