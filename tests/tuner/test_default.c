@@ -159,6 +159,9 @@ static void test_odd_vector_tiles(void **state) {
       {"matmul M=64 N=1000 K=32", "factors=[None, 40]", "factors=[None, 25]"},
       /* 24: the whole axis, not split (no 8 or 12) */
       {"matmul M=3136 N=24 K=16", "vectorize", "factors=[None, 12]"},
+      /* three vectors when they are the whole axis (48 on 16 lanes, 24
+       * on 8: the input read once, not once per vector) */
+      {"matmul M=64 N=48 K=32", "factors=[None, 8]", "factors=[None, 16]"},
       /* a single row: the register budget in vectors (20 x 16 lanes of
        * the 28 vector registers), not four */
       {"matmul M=1 N=960 K=32", "factors=[None, 320]", "factors=[None, 64]"},
