@@ -397,20 +397,27 @@ static int graph_settings(ts_graph *g, void *ctx, ts_error *err) {
 static int load_model(const cJSON *req, ts_graph **out, ts_error *err) {
   *out = NULL;
   const char *path = get_string(req, "model");
-  const char **shapes = NULL;
-  int n_shapes = 0;
+  const char **shapes = NULL, **dims = NULL;
+  int n_shapes = 0, n_dims = 0;
   int rc = get_strings(req, "input_shapes", &shapes, &n_shapes, err);
-  if (rc) return rc;
+  if (!rc) rc = get_strings(req, "dims", &dims, &n_dims, err);
+  if (rc) {
+    free(shapes);
+    return rc;
+  }
   ts_graph_import_options io;
   memset(&io, 0, sizeof io);
   io.input_shapes = shapes;
   io.n_input_shapes = n_shapes;
+  io.dims = dims;
+  io.n_dims = n_dims;
   ts_graph *g = NULL;
   rc = ts_graph_import_onnx(path, &io, &g, err);
   if (!rc) rc = graph_settings(g, (void *)req, err);
   if (!rc) rc = ts_graph_run_passes(g, NULL, err);
   if (!rc) rc = ts_graph_verify(g, err);
   free(shapes);
+  free(dims);
   if (rc) {
     ts_graph_free(g);
     return rc;
@@ -734,10 +741,14 @@ static int compile_buckets(const cJSON *req, const cJSON *sb,
                     sym);
     sizes[n++] = (int64_t)x->valuedouble;
   }
-  const char **shapes = NULL;
-  int n_shapes = 0;
+  const char **shapes = NULL, **dims = NULL;
+  int n_shapes = 0, n_dims = 0;
   int rc = get_strings(req, "input_shapes", &shapes, &n_shapes, err);
-  if (rc) return rc;
+  if (!rc) rc = get_strings(req, "dims", &dims, &n_dims, err);
+  if (rc) {
+    free(shapes);
+    return rc;
+  }
   ts_graph *gs[MAX_BUCKETS] = {0};
   ts_graph_compile_report reps[MAX_BUCKETS];
   memset(reps, 0, sizeof reps);
@@ -745,6 +756,8 @@ static int compile_buckets(const cJSON *req, const cJSON *sb,
   memset(&io, 0, sizeof io);
   io.input_shapes = shapes;
   io.n_input_shapes = n_shapes;
+  io.dims = dims;
+  io.n_dims = n_dims;
   io.before_passes = graph_settings;
   io.ctx = (void *)req;
   double t0 = ts_now_seconds();
@@ -778,6 +791,7 @@ static int compile_buckets(const cJSON *req, const cJSON *sb,
     ts_graph_free(gs[b]);
   }
   free(shapes);
+  free(dims);
   return rc;
 }
 

@@ -499,6 +499,7 @@ def compile(
     output: Union[str, os.PathLike, None] = None,
     shape_buckets: Optional[Mapping[str, Sequence[int]]] = None,
     dim_max: Optional[int] = None,
+    dims: Optional[Mapping[str, int]] = None,
 ) -> Module:
     """Compiles an ONNX model with the database's tuned schedules, as
     ``tessera compile`` does, and loads it.
@@ -528,6 +529,9 @@ def compile(
             size). The database's records for each size are used.
         dim_max: the top of the range when it is above the largest bucket
             (``--dim-max``): one more program, of that size.
+        dims: sizes of named dynamic dimensions in every input that has
+            them, as ``--dim``: ``{"batch": 1}`` (a model with a batch and
+            a sequence dimension, compiled for every sequence length).
 
     Raises:
         tessera.Error: a model that cannot be read or compiled (the subclass
@@ -553,6 +557,8 @@ def compile(
     }
     if buckets is not None:
         req["shape_buckets"] = buckets
+    if dims:
+        req["dims"] = [f"{k}={int(v)}" for k, v in dims.items()]
     for key, val in (
         ("target", target),
         ("layout", layout),

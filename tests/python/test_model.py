@@ -151,3 +151,18 @@ def test_dynamic_dimension_errors(models_dir: Path, resnet: tessera.Module) -> N
     assert resnet.dims == []
     with pytest.raises(tessera.InvalidError, match="compiled without shape_buckets"):
         resnet.set_dim("batch", 2)
+
+
+def test_dynamic_sequence_with_a_sized_batch(models_dir: Path) -> None:
+    """bert_small has a batch and a sequence dimension: dims sizes the
+    batch, and the library serves every sequence length up to 16."""
+    path = models_dir / "bert_small.onnx"
+    with tessera.compile(path, shape_buckets={"sequence": (8, 16)}, dims={"batch": 1}, threads=1) as m:
+        assert [d.name for d in m.dims] == ["sequence"]
+        rng = np.random.default_rng(6)
+        for n in (5, 16):
+            feeds = {"input_ids": rng.integers(0, 100, (1, n)).astype(np.int64), "attention_mask": np.ones((1, n), np.int64)}
+            got = m.run(**feeds)
+            for t, want in zip(m.outputs, _ort_outputs(path, feeds)):
+                assert got[t.name].shape == want.shape, (n, t.name)
+                assert _rel_error(got[t.name], want) < 1e-4, (n, t.name)
