@@ -391,33 +391,43 @@ static int graph_settings(ts_graph *g, void *ctx, ts_error *err) {
   return rc;
 }
 
+static void import_options_free(ts_graph_import_options *io);
+
+/* The request's "input_shapes" and "dims" (lists of strings) as import
+ * options; import_options_free frees the lists. */
+static int import_options(const cJSON *req, ts_graph_import_options *io,
+                          ts_error *err) {
+  memset(io, 0, sizeof *io);
+  const char **shapes = NULL, **dims = NULL;
+  int rc = get_strings(req, "input_shapes", &shapes, &io->n_input_shapes, err);
+  if (!rc) rc = get_strings(req, "dims", &dims, &io->n_dims, err);
+  io->input_shapes = shapes;
+  io->dims = dims;
+  if (rc) import_options_free(io);
+  return rc;
+}
+
+static void import_options_free(ts_graph_import_options *io) {
+  free((void *)io->input_shapes);
+  free((void *)io->dims);
+  io->input_shapes = io->dims = NULL;
+}
+
 /* Imports an ONNX model as `tessera compile` and `tune --model` do: the
  * input shapes fixed, the layout options applied, every pass run and the
  * result verified. */
 static int load_model(const cJSON *req, ts_graph **out, ts_error *err) {
   *out = NULL;
   const char *path = get_string(req, "model");
-  const char **shapes = NULL, **dims = NULL;
-  int n_shapes = 0, n_dims = 0;
-  int rc = get_strings(req, "input_shapes", &shapes, &n_shapes, err);
-  if (!rc) rc = get_strings(req, "dims", &dims, &n_dims, err);
-  if (rc) {
-    free(shapes);
-    return rc;
-  }
   ts_graph_import_options io;
-  memset(&io, 0, sizeof io);
-  io.input_shapes = shapes;
-  io.n_input_shapes = n_shapes;
-  io.dims = dims;
-  io.n_dims = n_dims;
+  int rc = import_options(req, &io, err);
+  if (rc) return rc;
   ts_graph *g = NULL;
   rc = ts_graph_import_onnx(path, &io, &g, err);
   if (!rc) rc = graph_settings(g, (void *)req, err);
   if (!rc) rc = ts_graph_run_passes(g, NULL, err);
   if (!rc) rc = ts_graph_verify(g, err);
-  free(shapes);
-  free(dims);
+  import_options_free(&io);
   if (rc) {
     ts_graph_free(g);
     return rc;
@@ -741,23 +751,12 @@ static int compile_buckets(const cJSON *req, const cJSON *sb,
                     sym);
     sizes[n++] = (int64_t)x->valuedouble;
   }
-  const char **shapes = NULL, **dims = NULL;
-  int n_shapes = 0, n_dims = 0;
-  int rc = get_strings(req, "input_shapes", &shapes, &n_shapes, err);
-  if (!rc) rc = get_strings(req, "dims", &dims, &n_dims, err);
-  if (rc) {
-    free(shapes);
-    return rc;
-  }
+  ts_graph_import_options io;
+  int rc = import_options(req, &io, err);
+  if (rc) return rc;
   ts_graph *gs[MAX_BUCKETS] = {0};
   ts_graph_compile_report reps[MAX_BUCKETS];
   memset(reps, 0, sizeof reps);
-  ts_graph_import_options io;
-  memset(&io, 0, sizeof io);
-  io.input_shapes = shapes;
-  io.n_input_shapes = n_shapes;
-  io.dims = dims;
-  io.n_dims = n_dims;
   io.before_passes = graph_settings;
   io.ctx = (void *)req;
   double t0 = ts_now_seconds();
@@ -790,8 +789,7 @@ static int compile_buckets(const cJSON *req, const cJSON *sb,
     ts_graph_compile_report_clear(&reps[b]);
     ts_graph_free(gs[b]);
   }
-  free(shapes);
-  free(dims);
+  import_options_free(&io);
   return rc;
 }
 
