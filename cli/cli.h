@@ -163,6 +163,10 @@ int cli_import_model(const char *path, const char *const *shapes, int n_shapes,
  * cli_import_model. cli_pass_option consumes argv[*i] (and its value)
  * when it is one of them: true then, with *rc a usage error or EXIT_OK. */
 bool cli_pass_option(const char *cmd, int argc, char **argv, int *i, int *rc);
+/* Whether --layout blocked or auto is on; the block pass's report (each:
+ * one line per conv and transform, "# " comments). */
+bool cli_block_on(void);
+void cli_block_summary(const ts_graph *g, FILE *f, bool each);
 /* The options' text for a usage message. */
 extern const char cli_pass_usage[];
 /* The --dim options into an import's options. */

@@ -20,7 +20,7 @@
 static const char compile_usage[] =
     "usage: tessera compile MODEL.onnx -o MODEL.so [--db PATH] [--target T]\n"
     "                       [--input-shape NAME=DIMS]... [--threads N]\n"
-    "                       [--layout nhwc|nchw] [--input-layout L]\n"
+    "                       [--layout L] [--input-layout L]\n"
     "                       [--output-layout L] [--no-winograd]\n"
     "                       [--dispatch best|tuned|vendor]\n"
     "                       [--extern TASK=FILE:FUNCTION]...\n"
@@ -38,9 +38,11 @@ static const char compile_usage[] =
     "  -o, --output FILE   the library to write (written whole or not at all)\n"
     "  --db PATH           tuning database (default: none, default schedules)\n"
     "  --target T          target string (default: llvm, this machine)\n"
-    "  --layout nhwc|nchw  2-D convolutions channels-last (nhwc, default:\n"
-    "                      one transpose at the input) or as the model\n"
-    "                      gives them (nchw)\n"
+    "  --layout L          2-D convolutions channels-last (nhwc, default:\n"
+    "                      one transpose at the input), as the model gives\n"
+    "                      them (nchw), channel-blocked where a conv can be\n"
+    "                      (blocked) or NHWC or blocked per conv by the\n"
+    "                      database's latencies (auto; docs/graph.md)\n"
     "  --no-winograd       3x3 convolutions direct, not by Winograd's\n"
     "                      F(2x2, 3x3) (docs/graph.md)\n"
     "  --dispatch best|tuned|vendor\n"
@@ -416,6 +418,7 @@ int cmd_compile(int argc, char **argv) {
   }
   double t2 = ts_now_seconds();
   cli_pet_summary(g, stderr, false);
+  cli_block_summary(g, stderr, false);
   if (cli_quantizing()) {
     int n8, n32;
     ts_graph_quant_counts(g, &n8, &n32);

@@ -46,9 +46,11 @@ static const char graph_usage[] =
     "                   fold, dce, cse, bn_fold, patterns, lower, layout,\n"
     "                   pet, quantize, winograd, fuse\n"
     "                   (default: all)\n"
-    "  --layout nhwc|nchw  2-D convolutions channels-last (nhwc, default:\n"
-    "                      one transpose at the input) or as the model\n"
-    "                      gives them (nchw)\n"
+    "  --layout L          2-D convolutions channels-last (nhwc, default:\n"
+    "                      one transpose at the input), as the model gives\n"
+    "                      them (nchw), channel-blocked where a conv can be\n"
+    "                      (blocked) or NHWC or blocked per conv by the\n"
+    "                      database's latencies (auto; docs/graph.md)\n"
     "  --no-winograd       3x3 convolutions direct, not by Winograd's\n"
     "                      F(2x2, 3x3) (docs/graph.md)\n"
     "  --input-layout nchw|nhwc, --output-layout nchw|nhwc\n"
@@ -251,6 +253,7 @@ static int graph_show(const graph_opts *o) {
     printf("# hash: %s\n# nodes: %d, constants: %zu bytes\n", hex,
            ts_graph_n_nodes(g), ts_graph_constant_bytes(g));
     cli_pet_summary(g, stdout, true);
+    cli_block_summary(g, stdout, true);
   }
   fputs(text, stdout);
   if (o->json) putchar('\n');

@@ -59,9 +59,11 @@ static const char tune_usage[] =
     "                      as `tessera graph tasks` lists them), each\n"
     "                      weighted by its calls per run; --trials is the\n"
     "                      whole model's budget\n"
-    "  --layout nhwc|nchw  2-D convolutions channels-last (nhwc, default:\n"
-    "                      one transpose at the input) or as the model\n"
-    "                      gives them (nchw)\n"
+    "  --layout L          2-D convolutions channels-last (nhwc, default:\n"
+    "                      one transpose at the input), as the model gives\n"
+    "                      them (nchw), channel-blocked where a conv can be\n"
+    "                      (blocked) or NHWC or blocked per conv by the\n"
+    "                      database's latencies (auto; docs/graph.md)\n"
     "  --no-winograd       3x3 convolutions direct, not by Winograd's\n"
     "                      F(2x2, 3x3) (docs/graph.md)\n"
     "  --shape-buckets SYMBOL=S1,S2,...  tune the model at each of these\n"
@@ -666,13 +668,13 @@ static int resume_settings(tune_args *a, ts_tune_options *o, ts_db *db,
   return EXIT_OK;
 }
 
-/* With --pet: the tasks of the candidates the pet pass weighed (each
- * built alone) appended to the model's (*gt, *n), those not already there,
- * so that `compile --pet --db` finds their latencies. */
-static int pet_candidates(const ts_graph *g, ts_graph_task **gt, int *n) {
-  const ts_graph_task *alt;
-  int n_alt = 0, added = 0;
-  ts_graph_pet_candidate_tasks(g, &alt, &n_alt);
+/* The tasks of the candidates a pass weighed (each built alone: --pet's
+ * mutants, --layout auto's layouts) appended to the model's (*gt, *n),
+ * those not already there, so that `compile --db` with the same pass
+ * finds their latencies. */
+static int add_candidates(const ts_graph_task *alt, int n_alt, const char *pass,
+                          ts_graph_task **gt, int *n) {
+  int added = 0;
   if (!n_alt) return EXIT_OK;
   ts_graph_task *all = realloc(*gt, sizeof *all * (size_t)(*n + n_alt));
   if (!all) return EXIT_FAIL;
@@ -683,9 +685,18 @@ static int pet_candidates(const ts_graph *g, ts_graph_task **gt, int *n) {
       seen = ts_hash128_eq(all[k].hash, alt[i].hash);
     if (!seen) all[(*n)++] = alt[i], added++;
   }
-  fprintf(stderr, "pet: %d task%s of the candidates it weighed added\n", added,
-          added == 1 ? "" : "s");
+  fprintf(stderr, "%s: %d task%s of the candidates it weighed added\n", pass,
+          added, added == 1 ? "" : "s");
   return EXIT_OK;
+}
+
+static int pass_candidates(const ts_graph *g, ts_graph_task **gt, int *n) {
+  const ts_graph_task *alt;
+  int n_alt = 0;
+  ts_graph_pet_candidate_tasks(g, &alt, &n_alt);
+  if (add_candidates(alt, n_alt, "pet", gt, n) != EXIT_OK) return EXIT_FAIL;
+  ts_graph_block_candidate_tasks(g, &alt, &n_alt);
+  return add_candidates(alt, n_alt, "block", gt, n);
 }
 
 /* The tasks of `--model`: the distinct fused groups of the compiled graph,
@@ -718,7 +729,7 @@ static int bucket_tasks(tune_args *a, const char *const *dims, int n_dims,
     cli_error("cannot list the model's tasks", &err);
     return EXIT_FAIL;
   }
-  if (pet_candidates(*gs, &t, &m) != EXIT_OK) {
+  if (pass_candidates(*gs, &t, &m) != EXIT_OK) {
     free(t);
     fprintf(stderr, "tessera: error: out of memory\n");
     return EXIT_FAIL;

@@ -7,6 +7,7 @@
 #include "cli.h"
 
 #include <dlfcn.h>
+#include <math.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,12 +32,16 @@ int cli_io_layout_option(const char *cmd, const char *flag, const char *value,
 }
 
 int cli_layout_option(const char *cmd, const char *value) {
-  if (!value) return cli_usage_error(cmd, "--layout needs nhwc or nchw");
-  if (strcmp(value, "nhwc") && strcmp(value, "nchw"))
+  if (!value)
+    return cli_usage_error(cmd, "--layout needs nhwc, nchw, blocked or auto");
+  if (strcmp(value, "nhwc") && strcmp(value, "nchw") &&
+      strcmp(value, "blocked") && strcmp(value, "auto"))
     return cli_usage_error(cmd,
                            "--layout: unknown layout '%s' (nhwc: "
                            "convolutions channels-last, the default; nchw: "
-                           "as the model gives them)",
+                           "as the model gives them; blocked: channel-blocked "
+                           "where a conv can be; auto: NHWC or blocked per "
+                           "conv, by the database)",
                            value);
   cli_layout = value;
   return EXIT_OK;
@@ -48,6 +53,7 @@ static const char *quant_keep[64];
 
 static bool pet_on = false;
 static ts_pet_options pet_opts;
+static ts_block_options block_opts;
 
 /* --dim SYMBOL=SIZE, then the sizes a command sets itself (a bucket of
  * tune --shape-buckets) */
@@ -66,10 +72,12 @@ void cli_set_extra_dims(const char *const *dims, int n) {
 
 bool cli_passes_set(void) {
   return pet_on || quant_profile || cli_layout || cli_no_winograd ||
-         cli_input_layout || cli_output_layout;
+         block_opts.block || cli_input_layout || cli_output_layout;
 }
 
 const char cli_pass_usage[] =
+    "  --block 8|16        with --layout blocked or auto: the only block\n"
+    "                      size (channels per block) to use or weigh\n"
     "  --dim SYMBOL=SIZE   the size of a named dynamic dimension (an ONNX\n"
     "                      dim_param such as batch or seq) in every input\n"
     "                      that has it; repeatable\n"
@@ -92,10 +100,50 @@ const char cli_pass_usage[] =
 bool cli_quantizing(void) { return quant_profile != NULL; }
 bool cli_pet_on(void) { return pet_on; }
 
+static void print_log(FILE *f, const char *pass, const char *log);
+
 void cli_pet_measure(ts_db *db, const char *target, bool collect_tasks) {
   pet_opts.db = db;
   pet_opts.target = target;
   pet_opts.collect_tasks = collect_tasks;
+  block_opts.db = db;
+  block_opts.target = target;
+  block_opts.collect_tasks = collect_tasks;
+}
+
+bool cli_block_on(void) {
+  return cli_layout &&
+         (!strcmp(cli_layout, "blocked") || !strcmp(cli_layout, "auto"));
+}
+
+void cli_block_summary(const ts_graph *g, FILE *f, bool each) {
+  if (!cli_block_on()) return;
+  ts_block_report r;
+  const char *log;
+  ts_graph_block_report(g, &r, &log);
+  if (each) print_log(f, "block", log);
+  char weighed[96] = "";
+  if (isfinite(r.before_us))
+    snprintf(weighed, sizeof weighed, "; %.1f -> %.1f us by the database",
+             r.before_us, r.after_us);
+  if (r.block)
+    fprintf(f,
+            "%sblock: %d of %d convolutions blocked by %d, %d layout "
+            "transform%s left%s; %.0f ms\n",
+            each ? "# " : "", r.blocked, r.convs, r.block, r.transforms,
+            r.transforms == 1 ? "" : "s", weighed, r.ms);
+  else
+    fprintf(f, "%sblock: nothing blocked; %.0f ms\n", each ? "# " : "", r.ms);
+}
+
+/* A pass's log, one "# PASS: line" per line. */
+static void print_log(FILE *f, const char *pass, const char *log) {
+  for (const char *p = log; *p;) {
+    const char *e = strchr(p, '\n');
+    int len = e ? (int)(e - p) : (int)strlen(p);
+    fprintf(f, "# %s: %.*s\n", pass, len, p);
+    p += len + (e != NULL);
+  }
 }
 
 void cli_pet_summary(const ts_graph *g, FILE *f, bool each) {
@@ -103,13 +151,7 @@ void cli_pet_summary(const ts_graph *g, FILE *f, bool each) {
   ts_pet_report r;
   const char *log;
   ts_graph_pet_report(g, &r, &log);
-  if (each)
-    for (const char *p = log; *p;) {
-      const char *e = strchr(p, '\n');
-      int len = e ? (int)(e - p) : (int)strlen(p);
-      fprintf(f, "# pet: %.*s\n", len, p);
-      p += len + (e != NULL);
-    }
+  if (each) print_log(f, "pet", log);
   fprintf(f,
           "%spet: %d of %d mutants applied (%d duplicate, %d pruned, %d "
           "exact, %d corrected, %d wrong, %d not checked), %d re-layout "
@@ -146,6 +188,11 @@ bool cli_pass_option(const char *cmd, int argc, char **argv, int *i, int *rc) {
       quant_opts.calibration = !strcmp(v, "minmax")       ? TS_QUANT_MINMAX
                                : !strcmp(v, "percentile") ? TS_QUANT_PERCENTILE
                                                           : TS_QUANT_ENTROPY;
+  } else if (cli_opt_value(argc, argv, i, "--block", &v, &missing)) {
+    if (missing || (strcmp(v, "8") && strcmp(v, "16")))
+      *rc = cli_usage_error(cmd, "--block wants 8 or 16 (channels per block)");
+    else
+      block_opts.block = atoi(v);
   } else if (!strcmp(argv[*i], "--pet")) {
     pet_on = true;
   } else if (cli_opt_value(argc, argv, i, "--pet-trials", &v, &missing)) {
@@ -202,6 +249,11 @@ static int graph_setup(ts_graph *g) {
     return EXIT_FAIL;
   }
   if (cli_no_winograd) ts_graph_set_winograd(g, false);
+  if (cli_block_on() &&
+      ts_graph_set_block_options(g, &block_opts, &err) != TS_OK) {
+    cli_error("bad block options", &err);
+    return EXIT_FAIL;
+  }
   if (pet_on && ts_graph_set_pet(g, &pet_opts, &err) != TS_OK) {
     cli_error("bad PET options", &err);
     return EXIT_FAIL;

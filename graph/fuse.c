@@ -546,13 +546,12 @@ static ts_expr *pad_fill(builder *b, const gr_node *n, const gr_value *x) {
 }
 
 /* A pad stage around the nsp spatial dimensions of x (from axis sp0: 2
- * in NCHW, 1 channels-last): pads before (pads[d]) and after (end[d])
- * each, filled with `fill`. */
+ * in NCHW and blocked, 1 channels-last): pads before (pads[d]) and after
+ * (end[d]) each, filled with `fill`. */
 static ts_buffer *pad_stage(builder *b, ts_buffer *data, const gr_value *x,
-                            int sp0, const int64_t *pads, const int64_t *end,
-                            ts_expr *fill) {
+                            int sp0, int nsp, const int64_t *pads,
+                            const int64_t *end, ts_expr *fill) {
   ts_arena *a = b->a;
-  int nsp = x->ndim - 2;
   int64_t shape[TS_MAX_DIMS];
   memcpy(shape, x->shape, sizeof shape);
   for (int d = 0; d < nsp; d++)
@@ -648,6 +647,65 @@ static ts_buffer *build_conv_blocked(builder *b, const gr_node *n,
   return conv_bias(b, n, conv, shape, 5);
 }
 
+/* A channel-blocked Conv (block.c: layout "NCHWc"): data [N, CI/B, H, W,
+ * B], weights [CO/B, KH, KW, CI, B], bias [CO/B, 1, 1, B]; out[n, o, y,
+ * x, b] sums in[n, c, y*s + i*d, x*s + j*d, k] * w[o, i, j, c*B + k] over
+ * the input channel blocks c, the window (i, j) and the channels k of a
+ * block. */
+static ts_buffer *build_conv_nchwc(builder *b, const gr_node *n) {
+  const ts_graph *g = b->g;
+  ts_arena *a = b->a;
+  const gr_value *x = &g->values[n->inputs[0]], *w = &g->values[n->inputs[1]];
+  const gr_value *out = &g->values[n->outputs[0]];
+  if (x->ndim != 5 || w->ndim != 5 || out->ndim != 5 ||
+      gr_attr_int(n, "group", 1) != 1 || x->shape[4] != w->shape[4]) {
+    b->failed = true;
+    return NULL;
+  }
+  ts_buffer *data = gr_fuse_param(b, n->inputs[0]);
+  ts_buffer *weight = gr_fuse_param(b, n->inputs[1]);
+  if (!data || !weight) return NULL;
+  int64_t B = x->shape[4], kernel[2] = {w->shape[1], w->shape[2]};
+  int64_t strides[2] = {1, 1}, dil[2] = {1, 1}, pads[4], end[2];
+  int64_t in_sp[2] = {x->shape[2], x->shape[3]};
+  int c;
+  const int64_t *p;
+  if ((p = gr_attr_ints(n, "strides", &c)) && c == 2)
+    strides[0] = p[0], strides[1] = p[1];
+  if ((p = gr_attr_ints(n, "dilations", &c)) && c == 2)
+    dil[0] = p[0], dil[1] = p[1];
+  if (gr_resolve_pads(n, 2, in_sp, kernel, strides, dil, pads)) return NULL;
+  end[0] = pads[2], end[1] = pads[3];
+  ts_buffer *in = data;
+  if (pads[0] || pads[1] || end[0] || end[1]) {
+    in = pad_stage(b, data, x, 2, 2, pads, end, pad_fill(b, n, x));
+  }
+  ts_te_stage *st = ts_te_compute(b->te, gr_fuse_stage_name(b, "conv"),
+                                  acc_dtype(b, n), out->shape, 5, NULL);
+  ts_expr *rco = ts_te_reduce_axis(st, "rco", x->shape[1]);
+  ts_expr *r[2];
+  for (int d = 0; d < 2; d++)
+    r[d] = ts_te_reduce_axis(st, window_axis(2, d), kernel[d]);
+  ts_expr *rci = ts_te_reduce_axis(st, "rci", B);
+  ts_expr *di[5], *wi[5];
+  di[0] = ts_te_axis(st, 0);
+  di[1] = rco;
+  di[4] = rci;
+  for (int d = 0; d < 2; d++)
+    di[2 + d] =
+        ts_add(a, ts_mul(a, ts_te_axis(st, 2 + d), ts_index(a, strides[d])),
+               ts_mul(a, r[d], ts_index(a, dil[d])));
+  wi[0] = ts_te_axis(st, 1);
+  wi[1] = r[0];
+  wi[2] = r[1];
+  wi[3] = ts_add(a, ts_mul(a, rco, ts_index(a, B)), rci);
+  wi[4] = ts_te_axis(st, 4);
+  ts_buffer *conv = ts_te_set_reduce(st, TS_TE_SUM,
+                                     product(b, n, ts_te_load(b->te, in, di, 5),
+                                             ts_te_load(b->te, weight, wi, 5)));
+  return conv_bias(b, n, conv, out->shape, 5);
+}
+
 /* A pointwise channels-last conv (see pointwise_conv) as the matrix product
  * it is: data viewed [M, CI], weights [CI, CO] (or blocked [CO/B, CI, B]),
  * the output iterated [M, CO] (or [M, CO/B, B]); b->merge_* set by the
@@ -694,6 +752,7 @@ static ts_buffer *build_conv(builder *b, const gr_node *n) {
   ts_arena *a = b->a;
   const gr_value *x = &g->values[n->inputs[0]], *w = &g->values[n->inputs[1]];
   const gr_value *out = &g->values[n->outputs[0]];
+  if (gr_node_blocked(n)) return build_conv_nchwc(b, n);
   if (pointwise_conv(g, n)) {
     if (n->inputs[0] == b->chain_v) { /* a merged view of a stage: no */
       b->failed = true;
@@ -735,7 +794,8 @@ static ts_buffer *build_conv(builder *b, const gr_node *n) {
     padded = padded || pads[d] || end[d];
   }
   ts_buffer *in = data;
-  if (padded) in = pad_stage(b, data, x, sp0, pads, end, pad_fill(b, n, x));
+  if (padded)
+    in = pad_stage(b, data, x, sp0, nsp, pads, end, pad_fill(b, n, x));
   if (gr_conv_weight_block(n)) {
     if (nsp != 2 || gr_attr_int(n, "group", 1) != 1 || w->ndim != 5) {
       b->failed = true;
@@ -915,7 +975,7 @@ static ts_buffer *build_pool(builder *b, const gr_node *n) {
   }
   ts_buffer *in = data;
   if (padded)
-    in = pad_stage(b, data, x, sp0, pads, end,
+    in = pad_stage(b, data, x, sp0, nsp, pads, end,
                    ts_float(a, TS_FLOAT32, is_max ? -INFINITY : 0));
   ts_te_stage *st =
       ts_te_compute(b->te, gr_fuse_stage_name(b, is_max ? "max" : "sum"),

@@ -216,11 +216,46 @@ int ts_graph_lower(ts_graph *g, ts_error *err);            /* lower.c */
 int ts_graph_convert_layout(ts_graph *g, ts_error *err);   /* layout.c */
 int ts_graph_winograd(ts_graph *g, ts_error *err);         /* winograd.c */
 int ts_graph_fuse(ts_graph *g, ts_error *err);             /* fuse.c */
+int ts_graph_block(ts_graph *g, ts_error *err);            /* block.c */
 
 /* The layout the layout pass gives 2-D convolutions and pools: "nhwc"
- * (channels-last, the default) or "nchw" (the pass does nothing). Other
- * names: TS_EINVAL. */
+ * (channels-last, the default), "nchw" (the pass does nothing), or NHWC
+ * then channel-blocked by the block pass: "blocked" (every conv that
+ * can) or "auto" (by measurement; see ts_block_options). Other names:
+ * TS_EINVAL. */
 int ts_graph_set_layout(ts_graph *g, const char *layout, ts_error *err);
+
+/* Channel-blocked activations (graph/block.c): ts_graph_set_layout(g,
+ * "blocked") runs every ungrouped 2-D conv whose channels the block
+ * divides on [N, C/B, H, W, B] data; "auto" chooses per conv between
+ * NHWC and blocked (and the block, 8 or 16) by the latencies the tuning
+ * database holds for each conv's group and each transform, built alone. */
+typedef struct ts_block_options {
+  int block;          /* 8 or 16: the only block size; 0: 16 for "blocked",
+                         both weighed for "auto" */
+  struct ts_db *db;   /* the latencies ("auto"; NULL: nothing measured, so
+                         nothing is blocked) */
+  const char *target; /* the target the records are for */
+  bool collect_tasks; /* build every candidate's tasks even without a
+                         database (ts_graph_block_candidate_tasks) */
+} ts_block_options;
+/* TS_EINVAL for a block other than 0, 8 or 16. */
+int ts_graph_set_block_options(ts_graph *g, const ts_block_options *o,
+                               ts_error *err);
+typedef struct ts_block_report {
+  int convs;                  /* convs that could run blocked */
+  int blocked;                /* convs the plan blocked */
+  int block;                  /* the block size chosen (0: nothing blocked) */
+  int transforms;             /* layout transforms the plan left */
+  double before_us, after_us; /* the weighed convs and transforms, all
+                                 NHWC and as planned (NAN: not weighed,
+                                 "blocked") */
+  double ms;                  /* the pass's own time */
+} ts_block_report;
+/* What the block pass did and, in *log (may be NULL), one line per conv
+ * and per transform (owned by the graph; "" when it did not run). */
+void ts_graph_block_report(const ts_graph *g, ts_block_report *r,
+                           const char **log);
 
 /* Whether the winograd pass rewrites 3x3 convolutions (on by default). */
 void ts_graph_set_winograd(ts_graph *g, bool on);
@@ -467,6 +502,12 @@ void ts_graph_pet_report(const ts_graph *g, ts_pet_report *r, const char **log);
  * original and its best mutants, each built alone; with a database or
  * collect_tasks), owned by the graph: `tune --model --pet` measures them
  * so that `compile --pet --db` chooses by latency. */
+/* The tasks of every candidate the pass weighed (each conv's group alone
+ * in each layout, each transform), owned by the graph: `tune --model
+ * --layout auto` measures them so that `compile --layout auto --db`
+ * chooses by latency. */
+int ts_graph_block_candidate_tasks(const ts_graph *g,
+                                   const ts_graph_task **tasks, int *n);
 int ts_graph_pet_candidate_tasks(const ts_graph *g, const ts_graph_task **tasks,
                                  int *n);
 

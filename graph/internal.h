@@ -81,6 +81,7 @@ struct ts_graph {
   struct gr_quant_setup *quant; /* ts_graph_set_quantization (quantize.c) */
   int quant_int8, quant_float;  /* products the quantize pass converted/kept */
   struct gr_pet_setup *pet;     /* ts_graph_set_pet (pet.c) */
+  struct gr_block_setup *block; /* blocked layouts (block.c) */
   bool oom; /* storage the graph needed could not be allocated */
   /* symbols: named dynamic dimensions given a size at import (arena) */
   const char *sym_names[TS_MAX_DIMS];
@@ -91,6 +92,11 @@ typedef struct gr_quant_setup gr_quant_setup;
 void gr_quant_setup_free(gr_quant_setup *q);
 typedef struct gr_pet_setup gr_pet_setup;
 void gr_pet_setup_free(gr_pet_setup *p);
+typedef struct gr_block_setup gr_block_setup;
+void gr_block_setup_free(gr_block_setup *s);
+/* The block pass's mode from a layout name ("blocked", "auto"; any other
+ * turns it off); TS_ENOMEM. */
+int gr_block_set_mode(ts_graph *g, const char *layout);
 
 /* ---- ir.c ---- */
 /* Out of memory. The graph's storage (values, nodes, node lists, owned
@@ -138,6 +144,18 @@ ts_hash128 gr_nodes_hash(const ts_graph *g, const gr_node *nodes, int n,
 struct ts_db_baseline;
 bool gr_onednn_level(struct ts_db *db, const ts_func *f, const char *target,
                      struct ts_db_baseline *out);
+/* The latency of task t on target: its best record's, or oneDNN's when
+ * the task has a vendor call that the database measured faster (as
+ * `compile --dispatch best` decides). NAN when it has no record (pet.c). */
+struct ts_graph_task;
+double gr_task_seconds(struct ts_db *db, const char *target,
+                       const struct ts_graph_task *t);
+/* Nodes nodes[0..n) of g (topological; outs the values they compute) as a
+ * graph of its own: the values they read from outside are its inputs (a
+ * constant stays a constant, a value keeps its layout), outs its outputs.
+ * NULL when out of memory (pet.c). */
+ts_graph *gr_candidate_graph(const ts_graph *g, const gr_node *nodes, int n,
+                             const int *outs, int n_outs);
 /* Evaluates node n, whose inputs are all constants, with the reference
  * kernels, and replaces every use of its outputs in g's node list by new
  * constants (fold.c). */
@@ -211,6 +229,8 @@ bool gr_own_func(ts_graph *g, ts_func *f);
  * a Conv reads [N, H, W, C] data and [KH, KW, C/group, CO] weights and
  * writes [N, OH, OW, CO]; a pool reads and writes [N, H, W, C]. */
 bool gr_node_channels_last(const gr_node *n);
+/* Whether node n is a channel-blocked Conv (layout "NCHWc", block.c). */
+bool gr_node_blocked(const gr_node *n);
 /* Conv or its int8 form ConvInteger; MatMul or MatMulInteger. */
 bool gr_op_is_conv(const char *op);
 bool gr_op_is_matmul(const char *op);

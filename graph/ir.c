@@ -60,6 +60,7 @@ void ts_graph_free(ts_graph *g) {
   free(g->consts);
   gr_quant_setup_free(g->quant);
   gr_pet_setup_free(g->pet);
+  gr_block_setup_free(g->block);
   ts_arena_destroy(g->arena);
   free(g);
 }

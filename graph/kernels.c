@@ -820,6 +820,73 @@ static int run_channels_last(const ts_graph *g, const gr_node *n,
   return rc;
 }
 
+/* x (5-D) with its axes permuted by perm into a new malloc'd tensor of
+ * rank nd (shape `shape`, the same elements); data NULL when out of
+ * memory. */
+static gr_tensor permuted5(const gr_tensor *x, const int64_t *perm, int nd,
+                           const int64_t *shape) {
+  gr_tensor t = {.dtype = x->dtype, .ndim = 5};
+  for (int d = 0; d < 5; d++) t.shape[d] = x->shape[perm[d]];
+  t.data = ts_malloc(
+      (size_t)gr_tensor_elems(&t) * ts_dtype_elem_bytes(x->dtype) + 1);
+  if (!t.data) return t;
+  gr_node n = {.n_attrs = 1};
+  gr_attr a = {
+      .name = "perm", .kind = GR_ATTR_INTS, .n = 5, .ints = (int64_t *)perm};
+  n.attrs = &a;
+  run_transpose(&n, x, &t);
+  t.ndim = nd;
+  memcpy(t.shape, shape, sizeof(int64_t) * (size_t)nd);
+  return t;
+}
+
+/* A channel-blocked Conv (block.c) runs as its NCHW form on copies: data
+ * [N, C/B, H, W, B] as [N, C, H, W], weights [CO/B, KH, KW, CI, B] as
+ * OIHW, the bias [CO/B, 1, 1, B] as the [CO] it is; a reference, not a
+ * fast path. */
+static int run_conv_blocked(const ts_graph *g, const gr_node *n,
+                            const gr_tensor *ins, gr_tensor *out) {
+  static const int64_t from_blocked[5] = {0, 1, 4, 2, 3};
+  static const int64_t to_blocked[5] = {0, 1, 3, 4, 2};
+  const int64_t *xs = ins[0].shape, *ys = out->shape;
+  int64_t nchw[4] = {xs[0], xs[1] * xs[4], xs[2], xs[3]};
+  gr_tensor in2[3] = {0};
+  in2[0] = permuted5(&ins[0], from_blocked, 4, nchw);
+  in2[1] = unblocked(&ins[1]);
+  if (n->n_inputs > 2 && ins[2].data) {
+    in2[2] = ins[2];
+    in2[2].ndim = 1;
+    in2[2].shape[0] = ys[1] * ys[4];
+  }
+  gr_tensor o = {.dtype = out->dtype,
+                 .ndim = 5,
+                 .shape = {ys[0], ys[1], ys[4], ys[2], ys[3]}};
+  o.data =
+      ts_malloc((size_t)gr_tensor_elems(&o) * ts_dtype_elem_bytes(o.dtype) + 1);
+  int rc = TS_ENOMEM;
+  if (in2[0].data && in2[1].data && o.data) {
+    o.ndim = 4;
+    o.shape[1] = ys[1] * ys[4], o.shape[2] = ys[2], o.shape[3] = ys[3];
+    rc = run_conv(g, n, in2, &o);
+    if (rc == TS_OK) { /* [N, CO, OH, OW] seen as [N, CO/B, B, OH, OW] */
+      o.ndim = 5;
+      o.shape[1] = ys[1], o.shape[2] = ys[4], o.shape[3] = ys[2];
+      o.shape[4] = ys[3];
+      gr_node t = {.n_attrs = 1};
+      gr_attr a = {.name = "perm",
+                   .kind = GR_ATTR_INTS,
+                   .n = 5,
+                   .ints = (int64_t *)to_blocked};
+      t.attrs = &a;
+      run_transpose(&t, &o, out);
+    }
+  }
+  free(in2[0].data);
+  free(in2[1].data);
+  free(o.data);
+  return rc;
+}
+
 int gr_kernel_run(const ts_graph *g, const gr_node *n, const gr_tensor *ins,
                   gr_tensor *outs, ts_error *err) {
   const char *op = n->op;
@@ -852,6 +919,8 @@ int gr_kernel_run(const ts_graph *g, const gr_node *n, const gr_tensor *ins,
     rc = run_gather(n, ins, out, err);
   else if (!strcmp(op, "Slice"))
     rc = run_slice(n, ins, out);
+  else if (gr_node_blocked(n) && !strcmp(op, "Conv"))
+    rc = run_conv_blocked(g, n, ins, out);
   else if (gr_node_channels_last(n) &&
            (gr_op_is_conv(op) || strstr(op, "Pool") != NULL))
     rc = run_channels_last(g, n, ins, out);

@@ -46,15 +46,19 @@ static const int64_t to_nchw[4] = {0, 3, 1, 2};
 static const int64_t weight_perm[4] = {2, 3, 1, 0};
 
 int ts_graph_set_layout(ts_graph *g, const char *layout, ts_error *err) {
-  if (layout && !strcmp(layout, "nhwc"))
-    g->keep_nchw = false;
-  else if (layout && !strcmp(layout, "nchw"))
-    g->keep_nchw = true;
-  else
+  bool known =
+      layout && (!strcmp(layout, "nhwc") || !strcmp(layout, "nchw") ||
+                 !strcmp(layout, "blocked") || !strcmp(layout, "auto"));
+  if (!known)
     return TS_ERR(err, TS_EINVAL,
                   "unknown layout '%s' (nhwc: convolutions channels-last, the "
-                  "default; nchw: as the model gives them)",
+                  "default; nchw: as the model gives them; blocked: "
+                  "channel-blocked where a conv can be; auto: NHWC or "
+                  "blocked per conv by the tuning database)",
                   layout ? layout : "(null)");
+  g->keep_nchw = !strcmp(layout, "nchw");
+  if (gr_block_set_mode(g, layout))
+    return TS_ERR(err, TS_ENOMEM, "layout: out of memory");
   return TS_OK;
 }
 
@@ -83,6 +87,10 @@ int ts_graph_set_io_layout(ts_graph *g, const char *inputs, const char *outputs,
 
 bool gr_node_channels_last(const gr_node *n) {
   return !strcmp(gr_attr_string(n, "layout", ""), "NHWC");
+}
+
+bool gr_node_blocked(const gr_node *n) {
+  return !strcmp(gr_attr_string(n, "layout", ""), "NCHWc");
 }
 
 bool gr_op_is_conv(const char *op) {

@@ -179,11 +179,8 @@ static double cost_us(const ts_graph *g, const gr_node *nodes, int n) {
 
 /* ---- measured costs: each candidate built alone ---- */
 
-/* The candidate nodes[0..n) (topological, outs the values it computes) as
- * a graph of its own: the values it reads from outside are its inputs (a
- * constant stays a constant), outs its outputs. NULL when out of memory. */
-static ts_graph *candidate_graph(const ts_graph *g, const gr_node *nodes, int n,
-                                 const int *outs, int n_outs) {
+ts_graph *gr_candidate_graph(const ts_graph *g, const gr_node *nodes, int n,
+                             const int *outs, int n_outs) {
   ts_graph *c = ts_graph_new("pet_candidate");
   int *map = ts_malloc(sizeof(int) * (size_t)g->n_values);
   int *ins = ts_malloc(sizeof(int) * (size_t)(g->n_values + 1));
@@ -304,19 +301,19 @@ static int add_alt(gr_pet_setup *s, const ts_graph_task *t, const char *name) {
 /* The latency of task t on the target: its best record's, or oneDNN's
  * when the task has a vendor call that the database measured faster (as
  * `compile --dispatch best` decides). NAN when it has no record. */
-static double task_seconds(gr_pet_setup *s, const ts_graph_task *t) {
+double gr_task_seconds(struct ts_db *db, const char *target,
+                       const ts_graph_task *t) {
   ts_db_record rec;
   memset(&rec, 0, sizeof rec);
-  if (!s->o.db || !s->target ||
-      ts_db_best_by_func(s->o.db, t->func, s->target, &rec) != TS_OK) {
+  if (!db || !target ||
+      ts_db_best_by_func(db, t->func, target, &rec) != TS_OK) {
     ts_db_record_clear(&rec);
     return NAN;
   }
   double sec = ts_db_record_seconds(&rec);
   ts_db_record_clear(&rec);
   ts_db_baseline use;
-  if (!t->vendor || !gr_onednn_level(s->o.db, t->func, s->target, &use))
-    return sec;
+  if (!t->vendor || !gr_onednn_level(db, t->func, target, &use)) return sec;
   double vendor = NAN;
   if (use.side_rounds > 0 && isfinite(use.side_ratio))
     vendor = sec * use.side_ratio;
@@ -327,13 +324,13 @@ static double task_seconds(gr_pet_setup *s, const ts_graph_task *t) {
 
 /* The candidate's tasks (built alone: what folds is folded, winograd and
  * fusion run on it), added to the alternatives under `name`; *seconds
- * their calls times their latency on the target (task_seconds), NAN when
+ * their calls times their latency on the target (gr_task_seconds), NAN when
  * there is no database or a task has no record. */
 static int candidate_cost(ts_graph *g, gr_pet_setup *s, const gr_node *nodes,
                           int n, const int *outs, int n_outs, const char *name,
                           double *seconds, ts_error *err) {
   *seconds = NAN;
-  ts_graph *c = candidate_graph(g, nodes, n, outs, n_outs);
+  ts_graph *c = gr_candidate_graph(g, nodes, n, outs, n_outs);
   if (!c) return TS_ERR(err, TS_ENOMEM, "pet: out of memory");
   ts_graph_task *t = NULL;
   int nt = 0;
@@ -348,7 +345,7 @@ static int candidate_cost(ts_graph *g, gr_pet_setup *s, const gr_node *nodes,
   int rc = TS_OK;
   for (int i = 0; i < nt && !rc; i++) {
     rc = add_alt(s, &t[i], name);
-    sum += t[i].count * task_seconds(s, &t[i]);
+    sum += t[i].count * gr_task_seconds(s->o.db, s->target, &t[i]);
   }
   free(t);
   ts_graph_free(c);

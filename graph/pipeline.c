@@ -11,7 +11,7 @@
 
 static const char *const pass_names[] = {
     "shape",  "fold", "dce",      "cse",      "bn_fold", "patterns", "lower",
-    "layout", "pet",  "quantize", "winograd", "fuse",    NULL};
+    "layout", "pet",  "quantize", "winograd", "block",   "fuse",     NULL};
 
 /* Lowering leaves dead constants and duplicate small shapes behind. */
 static int lower_and_clean(ts_graph *g, ts_error *err) {
@@ -53,6 +53,7 @@ static int run_from(ts_graph *g, int first, const char *stop_after,
                                               ts_graph_pet,
                                               ts_graph_quantize,
                                               ts_graph_winograd,
+                                              ts_graph_block,
                                               ts_graph_fuse};
   int rc = TS_OK;
   for (int i = first; pass_names[i]; i++)
@@ -66,7 +67,7 @@ static int pass_index(const char *name, ts_error *err) {
   return TS_ERR(err, TS_EINVAL,
                 "unknown pass '%s' (passes: shape, fold, dce, cse, "
                 "bn_fold, patterns, lower, layout, pet, quantize, winograd, "
-                "fuse)",
+                "block, fuse)",
                 name);
 }
 
