@@ -213,6 +213,35 @@ static void test_no_overlap(void **state) {
   }
 }
 
+/* More references than the executor keeps (64): one evicted long ago is
+ * handed back when a measurement needs it; a wrong kernel still fails
+ * the check against it. */
+static void test_many_references(void **state) {
+  fixture *f = *state;
+  ts_error err;
+  ts_error_clear(&err);
+  char id[32];
+  for (int i = 0; i < 80; i++) {
+    snprintf(id, sizeof id, "ref%d", i);
+    assert_int_equal(
+        ts_runner_set_reference(f->runner, id, i % 2 ? f->sub : f->add, &err),
+        TS_OK);
+  }
+  ts_measure_config c = fast_config(5000);
+  ts_artifact *cands[2] = {f->add, f->sub};
+  ts_measure_result r[2];
+  assert_int_equal(ts_runner_measure(f->runner, &c, "ref0", cands, 2, r, &err),
+                   TS_OK);
+  assert_int_equal(r[0].status, TS_MEASURE_OK);
+  assert_int_equal(r[1].status, TS_MEASURE_WRONG_RESULT);
+  assert_int_equal(ts_runner_measure(f->runner, &c, "ref1", cands, 2, r, &err),
+                   TS_OK);
+  assert_int_equal(r[0].status, TS_MEASURE_WRONG_RESULT);
+  assert_int_equal(r[1].status, TS_MEASURE_OK);
+  assert_int_equal(ts_runner_measure(f->runner, &c, "ref80", cands, 1, r, &err),
+                   TS_ENOTFOUND);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_ok_with_timings),
@@ -220,6 +249,7 @@ int main(void) {
       cmocka_unit_test(test_build_errors),
       cmocka_unit_test(test_bad_requests),
       cmocka_unit_test(test_no_overlap),
+      cmocka_unit_test(test_many_references),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
