@@ -576,7 +576,9 @@ static int add_alt(gr_block_setup *s, const ts_graph_task *t,
 }
 
 /* Fuses candidate graph c (consumed) and sums its tasks' latencies
- * (NAN when one has no record); the tasks join the candidates as `name`. */
+ * (NAN when one has no record, or a node is left that is neither a task
+ * nor a view, so nothing prices it); the tasks join the candidates as
+ * `name`. */
 static double fused_seconds(gr_block_setup *s, ts_graph *c, const char *name,
                             int *rc) {
   ts_graph_task *t = NULL;
@@ -584,8 +586,15 @@ static double fused_seconds(gr_block_setup *s, ts_graph *c, const char *name,
   ts_error err;
   ts_error_clear(&err);
   double sum = NAN;
+  bool all_tasks = false; /* every node a task or a view: nothing unpriced */
   if (!ts_graph_eliminate_dead(c, &err) && !ts_graph_fuse(c, &err) &&
       !ts_graph_tasks(c, &t, &nt, &err)) {
+    all_tasks = true;
+    for (int i = 0; i < c->n_nodes; i++)
+      all_tasks = all_tasks && (c->nodes[i].kind == TS_GRAPH_CALL ||
+                                !strcmp(c->nodes[i].op, "Reshape"));
+  }
+  if (all_tasks) {
     sum = 0;
     for (int i = 0; i < nt && !*rc; i++) {
       if (s->collect_tasks || s->db) *rc = add_alt(s, &t[i], name);
@@ -593,21 +602,40 @@ static double fused_seconds(gr_block_setup *s, ts_graph *c, const char *name,
     }
   } else if (err.code == TS_ENOMEM) {
     *rc = TS_ENOMEM;
+  } else if (s->db) {
+    logf_(s, "%s: not one kernel per node%s%s", name, err.msg[0] ? ": " : "",
+          err.msg);
   }
   free(t);
   ts_graph_free(c);
   return sum;
 }
 
+/* Whether elementwise node r reads an activation other than cur that an
+ * earlier node (index below i) produces for r alone: fusion, which takes
+ * nodes in order, gives r to that node's group (the residual Add of a
+ * projection block goes to the first of its two convs). */
+static bool claimed_before(const ts_graph *g, const int *uses, const gr_node *r,
+                           int cur, int i) {
+  for (int k = 0; k < r->n_inputs; k++) {
+    int u = r->inputs[k];
+    if (u >= 0 && u != cur && !gr_is_const(g, u) && uses[u] == 1 &&
+        g->values[u].producer >= 0 && g->values[u].producer < i)
+      return true;
+  }
+  return false;
+}
+
 /* The group fusion would build from conv i: it and the chain of
  * elementwise nodes, each the only reader of the one before, that can
- * run blocked. */
+ * run blocked and that no earlier node's group takes. */
 static int group_of(const ts_graph *g, int i, const int *uses,
                     const int *reader, int64_t B, gr_node *nodes) {
   int n = 0, cur = g->nodes[i].outputs[0];
   nodes[n++] = g->nodes[i];
   while (n < 8 && uses[cur] == 1 && reader[cur] > i &&
-         elementwise_ok(g, &g->nodes[reader[cur]], B) && !is_output(g, cur)) {
+         elementwise_ok(g, &g->nodes[reader[cur]], B) && !is_output(g, cur) &&
+         !claimed_before(g, uses, &g->nodes[reader[cur]], cur, i)) {
     nodes[n++] = g->nodes[reader[cur]];
     cur = g->nodes[reader[cur]].outputs[0];
   }
@@ -831,12 +859,27 @@ static int price(ts_graph *g, gr_block_setup *s, const graph_info *gi,
             : isfinite(c->blocked[i]) ? "NHWC"
                                       : "in either layout");
   }
-  /* transforms: once per shape */
+  /* transforms: once per shape, of the values a node that can run
+   * blocked produces or reads (no other can be cut) */
+  bool *near = ts_calloc((size_t)g->n_values + 1, sizeof *near);
+  if (!near) return TS_ENOMEM;
+  for (int i = 0; i < g->n_nodes; i++) {
+    const gr_node *m = &g->nodes[i];
+    if (!conv_ok(g, m, B) && !follows(g, m, B)) continue;
+    for (int k = 0; k < m->n_inputs; k++)
+      if (m->inputs[k] >= 0) near[m->inputs[k]] = true;
+    near[m->outputs[0]] = true;
+  }
   for (int v = 0; v < g->n_values && !rc; v++) {
     if (!movable(g, v, B)) continue;
+    if (!near[v]) {
+      c->to_blk[v] = c->to_nhwc[v] = 0; /* both ends NHWC whatever */
+      continue;
+    }
     int same = -1;
     for (int u = 0; u < v && same < 0; u++)
-      if (movable(g, u, B) && same_shape(&g->values[u], &g->values[v]))
+      if (near[u] && movable(g, u, B) &&
+          same_shape(&g->values[u], &g->values[v]))
         same = u;
     if (same >= 0) {
       c->to_blk[v] = c->to_blk[same];
@@ -856,6 +899,7 @@ static int price(ts_graph *g, gr_block_setup *s, const graph_info *gi,
       c->to_nhwc[v] = transform_seconds(s, g->values[v].shape, B, false,
                                         &c->measured_nhwc[v], &rc);
   }
+  free(near);
   return rc;
 }
 
@@ -904,9 +948,9 @@ int ts_graph_block(ts_graph *g, ts_error *err) {
   gi.prod = ts_malloc(sizeof(int) * (size_t)(nv + 1));
   gi.reader = ts_malloc(sizeof(int) * (size_t)(nv + 1));
   double *gain = ts_malloc(sizeof(double) * (size_t)(nn + 1));
-  costs best_c = {0};
+  costs best_c = {0}, shown = {0};
   bool *best = NULL;
-  int64_t best_b = 0;
+  int64_t best_b = 0, shown_b = 0;
   double best_s = INFINITY, base_s = 0;
   int rc = gi.uses && gi.prod && gi.reader && gain ? TS_OK : TS_ENOMEM;
   for (int v = 0; !rc && v < nv; v++) gi.prod[v] = gi.reader[v] = -1;
@@ -942,9 +986,18 @@ int ts_graph_block(ts_graph *g, ts_error *err) {
     double base = plan_seconds(g, &gi, zero, &c, B, NULL);
     double sec = plan_seconds(g, &gi, plan, &c, B, NULL);
     free(zero);
-    if (s->mode == BLOCK_AUTO)
-      logf_(s, "block %lld: all NHWC %.1f us, the plan %.1f us", (long long)B,
-            base * 1e6, sec * 1e6);
+    if (s->mode == BLOCK_AUTO) {
+      int faster = 0, weighed = 0;
+      for (int i = 0; i < nn; i++)
+        if (conv_ok(g, &g->nodes[i], B) && isfinite(gain[i])) {
+          weighed++;
+          faster += gain[i] > 0;
+        }
+      logf_(s,
+            "block %lld: %d of %d convs weighed are faster blocked alone; "
+            "all NHWC %.1f us, the plan %.1f us",
+            (long long)B, faster, weighed, base * 1e6, sec * 1e6);
+    }
     bool any = false; /* a conv blocked */
     for (int i = 0; i < nn; i++)
       any = any || (plan[i] && !strcmp(g->nodes[i].op, "Conv"));
@@ -953,11 +1006,20 @@ int ts_graph_block(ts_graph *g, ts_error *err) {
       costs_free(&best_c);
       best = plan, best_c = c, best_b = B, best_s = sec - base;
       base_s = base;
+    } else if (!shown.nhwc && s->mode == BLOCK_AUTO) {
+      shown = c, shown_b = B; /* each conv's figures, for the log */
+      free(plan);
     } else {
       free(plan);
       costs_free(&c);
     }
   }
+  if (!rc && !best && shown.nhwc) {
+    bool *zero = ts_calloc((size_t)nn + 1, sizeof *zero);
+    if (zero) log_plan(g, s, &gi, zero, &shown, shown_b);
+    free(zero);
+  }
+  costs_free(&shown);
   if (!rc && best) {
     log_plan(g, s, &gi, best, &best_c, best_b);
     int convs = 0, blocked = 0, nt = 0;

@@ -415,8 +415,11 @@ static void import_options_free(ts_graph_import_options *io) {
 
 /* Imports an ONNX model as `tessera compile` and `tune --model` do: the
  * input shapes fixed, the layout options applied, every pass run and the
- * result verified. */
-static int load_model(const cJSON *req, ts_graph **out, ts_error *err) {
+ * result verified. With layout "auto" the block pass weighs its
+ * candidates by db's records for the request's target (compile), or
+ * builds them all (collect: tune, which measures them). */
+static int load_model(const cJSON *req, ts_db *db, bool collect, ts_graph **out,
+                      ts_error *err) {
   *out = NULL;
   const char *path = get_string(req, "model");
   ts_graph_import_options io;
@@ -425,6 +428,9 @@ static int load_model(const cJSON *req, ts_graph **out, ts_error *err) {
   ts_graph *g = NULL;
   rc = ts_graph_import_onnx(path, &io, &g, err);
   if (!rc) rc = graph_settings(g, (void *)req, err);
+  ts_block_options bo = {
+      .db = db, .target = get_string(req, "target"), .collect_tasks = collect};
+  if (!rc) rc = ts_graph_set_block_options(g, &bo, err);
   if (!rc) rc = ts_graph_run_passes(g, NULL, err);
   if (!rc) rc = ts_graph_verify(g, err);
   import_options_free(&io);
@@ -433,6 +439,23 @@ static int load_model(const cJSON *req, ts_graph **out, ts_error *err) {
     return rc;
   }
   *out = g;
+  return TS_OK;
+}
+
+/* Appends the alternatives' tasks (a pass's candidates, each built alone)
+ * that are not among (*gt, *n) already. */
+static int add_alts(ts_graph_task **gt, int *n, const ts_graph_task *alt,
+                    int n_alt, ts_error *err) {
+  if (!n_alt) return TS_OK;
+  ts_graph_task *all = realloc(*gt, sizeof *all * (size_t)(*n + n_alt));
+  if (!all) return TS_ERR(err, TS_ENOMEM, "out of memory");
+  *gt = all;
+  for (int i = 0; i < n_alt; i++) {
+    bool seen = false;
+    for (int k = 0; k < *n && !seen; k++)
+      seen = ts_hash128_eq(all[k].hash, alt[i].hash);
+    if (!seen) all[(*n)++] = alt[i];
+  }
   return TS_OK;
 }
 
@@ -445,8 +468,12 @@ static int tune_tasks(const cJSON *req, tune_state *t, ts_error *err) {
     ts_graph *g = NULL;
     ts_graph_task *gt = NULL;
     int n = 0;
-    if ((rc = load_model(req, &g, err))) return rc;
+    if ((rc = load_model(req, NULL, true, &g, err))) return rc;
+    const ts_graph_task *alt = NULL;
+    int n_alt = 0;
+    ts_graph_block_candidate_tasks(g, &alt, &n_alt);
     if ((rc = ts_graph_tasks(g, &gt, &n, err)) ||
+        (rc = add_alts(&gt, &n, alt, n_alt, err)) ||
         (rc = tune_state_alloc(t, n, err))) {
       free(gt);
       ts_graph_free(g);
@@ -836,7 +863,7 @@ int ts_py_compile(ts_db *db, const char *request, char **out, ts_error *err) {
     if ((rc = compile_buckets(req, sb, &co, &root, err))) goto done;
   } else {
     double t0 = ts_now_seconds();
-    if ((rc = load_model(req, &g, err))) goto done;
+    if ((rc = load_model(req, db, false, &g, err))) goto done;
     double t1 = ts_now_seconds();
     if ((rc = ts_graph_compile(g, &co, &rep, err))) goto done;
     root = compile_json(&rep, model, output, t1 - t0);

@@ -513,7 +513,10 @@ def compile(
         target: the target string (None: ``llvm``, this machine).
         input_shapes: symbolic input dimensions fixed, as
             ``{"input_ids": (1, 16)}`` or ``["input_ids=1x16"]``.
-        layout: ``"nhwc"`` (default) or ``"nchw"`` convolutions.
+        layout: ``"nhwc"`` (default) or ``"nchw"`` convolutions,
+            ``"blocked"`` (channel-blocked where a conv can be) or
+            ``"auto"`` (NHWC or blocked per conv by the database's
+            latencies; tune with the same layout).
         input_layout, output_layout: ``"nchw"`` (default: as the model
             declares its 4-D tensors) or ``"nhwc"``.
         winograd: 3x3 convolutions by Winograd's F(2x2, 3x3).

@@ -203,8 +203,10 @@ def tune(
         weights: how often each workload runs (a list of workloads).
         input_shapes: a model's symbolic input dimensions fixed, as
             ``{"input_ids": (1, 128)}`` or ``["input_ids=1x128"]``.
-        layout: ``"nhwc"`` (the default) or ``"nchw"`` for a model's
-            convolutions.
+        layout: ``"nhwc"`` (the default), ``"nchw"``, ``"blocked"`` or
+            ``"auto"`` for a model's convolutions (``"auto"`` also tunes
+            each conv channel-blocked and the layout transforms, so that
+            ``compile(..., layout="auto")`` can choose by measurement).
         winograd: 3x3 convolutions of a model by Winograd's F(2x2, 3x3).
         trials_per_task: at most this many trials per task (0: no cap).
         seed: the search seed.

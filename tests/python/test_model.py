@@ -109,6 +109,24 @@ def test_tune_model_then_compile_with_db(models_dir: Path, tmp_path: Path) -> No
             assert _rel_error(got, want) < 1e-3
 
 
+def test_blocked_layout_by_measurement(models_dir: Path, tmp_path: Path) -> None:
+    """layout="auto": tune measures each conv NHWC and channel-blocked (and
+    the transforms), compile chooses by those records; either way the
+    outputs are onnxruntime's, and "blocked" blocks every conv it can."""
+    path = models_dir / "csrnet_small.onnx"
+    db = str(tmp_path / "block.db")
+    r = tessera.tune(path, layout="auto", trials=200, trials_per_task=2, batch=2,
+                     db=db, job="block", confirm=0)
+    names = " ".join(t.name for t in r.tasks)
+    assert "NCHW16c" in names and "NCHW8c" in names and "to_blocked" in names
+    feeds = None
+    for layout in ("auto", "blocked"):
+        with tessera.compile(path, db=db, layout=layout, threads=2) as m:
+            feeds = feeds or m.random_inputs(seed=7)
+            for got, want in zip(m.run(**feeds).values(), _ort_outputs(path, feeds)):
+                assert _rel_error(got, want) < 1e-3, layout
+
+
 def test_dynamic_dimension(models_dir: Path) -> None:
     """One library for every sequence length of dyn_seq (a softmax, a max
     and a mean along it): sizes inside, between and above the buckets
