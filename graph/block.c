@@ -437,7 +437,8 @@ static int rewrite_node(rewrite *p, const gr_node *n) {
   gr_node m = *n;
   m.attrs = gr_alloc(g, sizeof(gr_attr) * (size_t)(n->n_attrs + 1));
   if (!m.attrs) return TS_ENOMEM;
-  memcpy(m.attrs, n->attrs, sizeof(gr_attr) * (size_t)n->n_attrs);
+  if (n->n_attrs)
+    memcpy(m.attrs, n->attrs, sizeof(gr_attr) * (size_t)n->n_attrs);
   m.inputs = ins;
   m.outputs = outs;
   outs[0] = nout;
