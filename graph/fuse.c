@@ -249,7 +249,42 @@ static bool split_shape(builder *b, int64_t *shape, int *nd) {
  * merge_rank) with the leading axes merged (see gr_fuse_builder):
  * [lead..., rest] becomes [M, rest]; ones on every leading axis present
  * are dropped (a broadcast operand); false and b->failed otherwise. */
+/* The same with the merged axes starting at b->merge_at > 0 (a blocked
+ * pointwise conv's H, W inside [N, C/B, H, W, B]): present, they become
+ * one axis (their product, or 1 when all are 1: a broadcast operand);
+ * before the operand's first axis they broadcast as they are. */
+static bool merge_middle(builder *b, int64_t *shape, int *nd) {
+  int ml = b->merge_lead, r = *nd, off = b->merge_rank - r;
+  int first = b->merge_at - off, last = first + ml;
+  if (off < 0) goto fail;
+  if (last <= 0) return true;
+  if (first < 0) { /* partly present: only ones, dropped */
+    for (int d = 0; d < last; d++)
+      if (shape[d] != 1) goto fail;
+    memmove(shape, shape + last, sizeof(int64_t) * (size_t)(r - last));
+    *nd = r - last;
+    return true;
+  }
+  int64_t m = 1;
+  bool ones = true;
+  for (int d = first; d < last; d++) {
+    m *= shape[d];
+    ones = ones && shape[d] == 1;
+  }
+  if (!ones && memcmp(shape + first, b->lead, sizeof(int64_t) * (size_t)ml))
+    goto fail;
+  shape[first] = m;
+  memmove(shape + first + 1, shape + last,
+          sizeof(int64_t) * (size_t)(r - last));
+  *nd = r - ml + 1;
+  return true;
+fail:
+  b->failed = true;
+  return false;
+}
+
 static bool merge_shape(builder *b, int64_t *shape, int *nd) {
+  if (b->merge_at > 0) return merge_middle(b, shape, nd);
   int ml = b->merge_lead, r = *nd, off = b->merge_rank - r;
   if (off == 0 && r > ml &&
       !memcmp(shape, b->lead, sizeof(int64_t) * (size_t)ml)) {
@@ -647,6 +682,42 @@ static ts_buffer *build_conv_blocked(builder *b, const gr_node *n,
   return conv_bias(b, n, conv, shape, 5);
 }
 
+/* A pointwise (1x1, stride 1, unpadded) channel-blocked Conv as a
+ * product over the merged H, W of each channel block: data viewed
+ * [N, CI/B, H*W, B], weights [CO/B, CI, B], the output iterated
+ * [N, CO/B, H*W, B] and every operand viewed alike (b->merge_*), so the
+ * schedules tile H*W as a matrix product's rows, not one image row. */
+static ts_buffer *build_conv_nchwc_pointwise(builder *b, const gr_node *n) {
+  const ts_graph *g = b->g;
+  ts_arena *a = b->a;
+  const gr_value *x = &g->values[n->inputs[0]], *w = &g->values[n->inputs[1]];
+  const gr_value *out = &g->values[n->outputs[0]];
+  int64_t B = x->shape[4], CI = w->shape[3], CO = out->shape[1] * B;
+  b->merge_at = 2;
+  b->merge_lead = 2;
+  b->merge_rank = 5;
+  b->lead[0] = out->shape[2], b->lead[1] = out->shape[3];
+  int64_t ws[3] = {CO / B, CI, B};
+  ts_buffer *data = param_as(b, n->inputs[0], false);
+  ts_buffer *weight = param_shaped(b, n->inputs[1], ws, 3);
+  if (!data || !weight) return NULL;
+  int64_t shape[4] = {out->shape[0], out->shape[1],
+                      out->shape[2] * out->shape[3], B};
+  ts_te_stage *st = ts_te_compute(b->te, gr_fuse_stage_name(b, "conv"),
+                                  acc_dtype(b, n), shape, 4, NULL);
+  ts_expr *rco = ts_te_reduce_axis(st, "rco", x->shape[1]);
+  ts_expr *rci = ts_te_reduce_axis(st, "rci", B);
+  ts_expr *di[4] = {ts_te_axis(st, 0), rco, ts_te_axis(st, 2), rci};
+  ts_expr *wi[3] = {ts_te_axis(st, 1),
+                    ts_add(a, ts_mul(a, rco, ts_index(a, B)), rci),
+                    ts_te_axis(st, 3)};
+  ts_buffer *conv =
+      ts_te_set_reduce(st, TS_TE_SUM,
+                       product(b, n, ts_te_load(b->te, data, di, 4),
+                               ts_te_load(b->te, weight, wi, 3)));
+  return conv_bias(b, n, conv, shape, 4);
+}
+
 /* A channel-blocked Conv (block.c: layout "NCHWc"): data [N, CI/B, H, W,
  * B], weights [CO/B, KH, KW, CI, B], bias [CO/B, 1, 1, B]; out[n, o, y,
  * x, b] sums in[n, c, y*s + i*d, x*s + j*d, k] * w[o, i, j, c*B + k] over
@@ -658,10 +729,14 @@ static ts_buffer *build_conv_nchwc(builder *b, const gr_node *n) {
   const gr_value *x = &g->values[n->inputs[0]], *w = &g->values[n->inputs[1]];
   const gr_value *out = &g->values[n->outputs[0]];
   if (x->ndim != 5 || w->ndim != 5 || out->ndim != 5 ||
-      gr_attr_int(n, "group", 1) != 1 || x->shape[4] != w->shape[4]) {
+      gr_attr_int(n, "group", 1) != 1 || x->shape[4] != w->shape[4] ||
+      n->inputs[0] == b->chain_v) {
     b->failed = true;
     return NULL;
   }
+  if (w->shape[1] == 1 && w->shape[2] == 1 &&
+      gr_attr_ints_all(n, "strides", 1) && gr_attr_ints_all(n, "pads", 0))
+    return build_conv_nchwc_pointwise(b, n); /* auto_pad pads nothing */
   ts_buffer *data = gr_fuse_param(b, n->inputs[0]);
   ts_buffer *weight = gr_fuse_param(b, n->inputs[1]);
   if (!data || !weight) return NULL;
@@ -1344,6 +1419,7 @@ int ts_graph_fuse(ts_graph *g, ts_error *err) {
     } else if (!f && n > 1 &&
                ((gr_op_is_conv(g->nodes[i].op) &&
                  (gr_conv_weight_block(&g->nodes[i]) ||
+                  gr_node_blocked(&g->nodes[i]) ||
                   pointwise_conv(g, &g->nodes[i]))) ||
                 gr_matmul_weight_block(&g->nodes[i])))
       f = build_group(g, members, n = 1, &b); /* its epilogue apart */

@@ -33,6 +33,10 @@ typedef struct gr_fuse_builder {
    * bytes viewed [M, ...]; one that is 1 on all of them broadcasts with
    * them dropped. 0: no merge. Applied before the channel split. */
   int merge_lead, merge_rank; /* merge_rank: the output's rank */
+  /* The first merged axis: 0 (the leading ones, above), or 2 for a
+   * blocked pointwise conv, whose H and W inside [N, C/B, H, W, B] merge
+   * into one axis (a present operand's are merged, or broadcast). */
+  int merge_at;
   /* The chain's value so far and its stage (set before each member): a
    * conv that reads it as its data (a transpose before it, fused) takes
    * the stage instead of a parameter. chain_v -1: none. */
