@@ -60,11 +60,7 @@ struct gr_block_setup {
   ts_block_report rep;
   char *log;
   size_t log_len, log_cap;
-  /* the candidates' tasks (built alone) */
-  ts_graph_task *alts;
-  ts_func **alt_funcs;
-  char **alt_names;
-  int n_alt, cap_alt;
+  gr_task_set alts; /* the candidates' tasks (built alone) */
 };
 
 static gr_block_setup *setup_of(ts_graph *g) {
@@ -73,11 +69,7 @@ static gr_block_setup *setup_of(ts_graph *g) {
 }
 
 static void clear_results(gr_block_setup *s) {
-  for (int i = 0; i < s->n_alt; i++) {
-    ts_func_free(s->alt_funcs[i]);
-    free(s->alt_names[i]);
-  }
-  s->n_alt = 0;
+  gr_task_set_clear(&s->alts);
   s->log_len = 0;
   if (s->log) s->log[0] = 0;
   memset(&s->rep, 0, sizeof s->rep);
@@ -85,10 +77,7 @@ static void clear_results(gr_block_setup *s) {
 
 void gr_block_setup_free(gr_block_setup *s) {
   if (!s) return;
-  clear_results(s);
-  free(s->alts);
-  free(s->alt_funcs);
-  free(s->alt_names);
+  gr_task_set_free(&s->alts);
   free(s->log);
   free(s->target);
   free(s);
@@ -169,8 +158,8 @@ void ts_graph_block_report(const ts_graph *g, ts_block_report *r,
 
 int ts_graph_block_candidate_tasks(const ts_graph *g,
                                    const ts_graph_task **tasks, int *n) {
-  *tasks = g->block ? g->block->alts : NULL;
-  *n = g->block ? g->block->n_alt : 0;
+  *tasks = g->block ? g->block->alts.tasks : NULL;
+  *n = g->block ? g->block->alts.n : 0;
   return TS_OK;
 }
 
@@ -542,40 +531,6 @@ static int costs_alloc(costs *c, int nn, int nv) {
   return TS_OK;
 }
 
-/* Adds task t to the candidates (once per hash). */
-static int add_alt(gr_block_setup *s, const ts_graph_task *t,
-                   const char *name) {
-  for (int i = 0; i < s->n_alt; i++)
-    if (ts_hash128_eq(s->alts[i].hash, t->hash)) return TS_OK;
-  if (s->n_alt == s->cap_alt) {
-    int cap = s->cap_alt ? s->cap_alt * 2 : 16;
-    ts_graph_task *a = ts_realloc(s->alts, sizeof *a * (size_t)cap);
-    if (a) s->alts = a;
-    ts_func **f = ts_realloc(s->alt_funcs, sizeof *f * (size_t)cap);
-    if (f) s->alt_funcs = f;
-    char **nm = ts_realloc(s->alt_names, sizeof *nm * (size_t)cap);
-    if (nm) s->alt_names = nm;
-    if (!a || !f || !nm) return TS_ENOMEM;
-    s->cap_alt = cap;
-  }
-  ts_func *f = ts_func_copy(t->func);
-  char *nm = ts_strdup(name);
-  if (!f || !nm) {
-    ts_func_free(f);
-    free(nm);
-    return TS_ENOMEM;
-  }
-  int i = s->n_alt++;
-  s->alt_funcs[i] = f;
-  s->alt_names[i] = nm;
-  s->alts[i] = *t;
-  s->alts[i].func = f;
-  s->alts[i].first_node = nm;
-  s->alts[i].vendor = NULL;
-  s->alts[i].count = 1;
-  return TS_OK;
-}
-
 /* Fuses candidate graph c (consumed) and sums its tasks' latencies
  * (NAN when one has no record, or a node is left that is neither a task
  * nor a view, so nothing prices it); the tasks join the candidates as
@@ -598,7 +553,8 @@ static double fused_seconds(gr_block_setup *s, ts_graph *c, const char *name,
   if (all_tasks) {
     sum = 0;
     for (int i = 0; i < nt && !*rc; i++) {
-      if (s->collect_tasks || s->db) *rc = add_alt(s, &t[i], name);
+      if (s->collect_tasks || s->db)
+        *rc = gr_task_set_add(&s->alts, &t[i], name);
       sum += t[i].count * gr_task_seconds(s->db, s->target, &t[i]);
     }
   } else if (err.code == TS_ENOMEM) {
@@ -711,6 +667,22 @@ static double transform_seconds(gr_block_setup *s, const int64_t *shape,
     sec = 2.0 * (double)(shape[0] * shape[1] * shape[2] * shape[3]) * 4 /
           EST_BYTES_PER_S;
   return sec;
+}
+
+/* The whole graph (plan: blocked by B as planned; NULL: as it is) fused
+ * as the compiler will, priced by its tasks' records: NAN when one has
+ * none (its tasks join the candidates, so tuning again measures them). */
+static double whole_seconds(ts_graph *g, gr_block_setup *s, const bool *plan,
+                            int64_t B, const char *name, int *rc) {
+  ts_graph *c =
+      gr_candidate_graph(g, g->nodes, g->n_nodes, g->outputs, g->n_outputs);
+  if (!c) return *rc = TS_ENOMEM, NAN;
+  c->no_winograd = g->no_winograd;
+  if (plan && (*rc = apply_plan(c, plan, B, false, NULL))) {
+    ts_graph_free(c);
+    return NAN;
+  }
+  return fused_seconds(s, c, name, rc);
 }
 
 /* ---- the plan ---- */
@@ -1021,8 +993,33 @@ int ts_graph_block(ts_graph *g, ts_error *err) {
     free(zero);
   }
   costs_free(&shown);
-  if (!rc && best) {
+  if (!rc && best && s->mode == BLOCK_AUTO) {
+    /* the cut weighed each conv's group alone; the compiler runs the
+     * groups fusion makes of the whole graph: the plan stands only if
+     * those tasks, priced, beat the NHWC graph's */
+    double with = whole_seconds(g, s, best, best_b, "the plan", &rc);
+    double without = rc ? NAN : whole_seconds(g, s, NULL, 0, "NHWC", &rc);
     log_plan(g, s, &gi, best, &best_c, best_b);
+    if (!rc && (!isfinite(with) || !isfinite(without))) {
+      logf_(s, "the plan's fused tasks are not all in the database: NHWC kept "
+               "(tune --model --layout auto with this database measures them)");
+      free(best);
+      best = NULL;
+    } else if (!rc) {
+      logf_(s,
+            "the whole model by its fused tasks: NHWC %.1f us, the plan "
+            "%.1f us",
+            without * 1e6, with * 1e6);
+      if (with >= without) {
+        free(best);
+        best = NULL;
+      } else {
+        base_s = without, best_s = with - without;
+      }
+    }
+  }
+  if (!rc && best) {
+    if (s->mode != BLOCK_AUTO) log_plan(g, s, &gi, best, &best_c, best_b);
     int convs = 0, blocked = 0, nt = 0;
     for (int i = 0; i < nn; i++)
       if (conv_ok(g, &g->nodes[i], best_b)) {

@@ -92,6 +92,17 @@ typedef struct gr_quant_setup gr_quant_setup;
 void gr_quant_setup_free(gr_quant_setup *q);
 typedef struct gr_pet_setup gr_pet_setup;
 void gr_pet_setup_free(gr_pet_setup *p);
+/* Tasks a pass built on the side, with owned copies of their functions,
+ * names and vendor descriptions (task_set.c); zero-initialised empty. */
+typedef struct gr_task_set {
+  ts_graph_task *tasks;
+  int n, cap;
+} gr_task_set;
+/* Adds a copy of t named `name`, or adds its calls to the task of the
+ * same hash; TS_ENOMEM. */
+int gr_task_set_add(gr_task_set *s, const ts_graph_task *t, const char *name);
+void gr_task_set_clear(gr_task_set *s); /* empties it */
+void gr_task_set_free(gr_task_set *s);  /* and frees its array */
 typedef struct gr_block_setup gr_block_setup;
 void gr_block_setup_free(gr_block_setup *s);
 /* The block pass's mode from a layout name ("blocked", "auto"; any other

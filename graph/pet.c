@@ -70,28 +70,12 @@ struct gr_pet_setup {
   char *target; /* canonical, for the database's records */
   /* the tasks of the candidates weighed by measurement (each built alone),
    * for tune to measure */
-  ts_graph_task *alts;
-  ts_func **alt_funcs;
-  char **alt_names, **alt_vendor;
-  int n_alt, cap_alt;
+  gr_task_set alts;
 };
-
-static void alts_clear(gr_pet_setup *p) {
-  for (int i = 0; i < p->n_alt; i++) {
-    ts_func_free(p->alt_funcs[i]);
-    free(p->alt_names[i]);
-    free(p->alt_vendor[i]);
-  }
-  p->n_alt = 0;
-}
 
 void gr_pet_setup_free(gr_pet_setup *p) {
   if (!p) return;
-  alts_clear(p);
-  free(p->alts);
-  free(p->alt_funcs);
-  free(p->alt_names);
-  free(p->alt_vendor);
+  gr_task_set_free(&p->alts);
   free(p->target);
   free(p->log);
   free(p);
@@ -257,47 +241,6 @@ ts_graph *gr_candidate_graph(const ts_graph *g, const gr_node *nodes, int n,
   return c;
 }
 
-/* Adds task t of a candidate to the alternatives (once per hash, the
- * calls summed). */
-static int add_alt(gr_pet_setup *s, const ts_graph_task *t, const char *name) {
-  for (int i = 0; i < s->n_alt; i++)
-    if (ts_hash128_eq(s->alts[i].hash, t->hash)) {
-      s->alts[i].count += t->count;
-      return TS_OK;
-    }
-  if (s->n_alt == s->cap_alt) {
-    int cap = s->cap_alt ? s->cap_alt * 2 : 16;
-    ts_graph_task *a = ts_realloc(s->alts, sizeof *a * (size_t)cap);
-    if (a) s->alts = a;
-    ts_func **f = ts_realloc(s->alt_funcs, sizeof *f * (size_t)cap);
-    if (f) s->alt_funcs = f;
-    char **nm = ts_realloc(s->alt_names, sizeof *nm * (size_t)cap);
-    if (nm) s->alt_names = nm;
-    char **vd = ts_realloc(s->alt_vendor, sizeof *vd * (size_t)cap);
-    if (vd) s->alt_vendor = vd;
-    if (!a || !f || !nm || !vd) return TS_ENOMEM;
-    s->cap_alt = cap;
-  }
-  ts_func *f = ts_func_copy(t->func);
-  char *nm = ts_strdup(name);
-  char *vd = t->vendor ? ts_strdup(t->vendor) : NULL;
-  if (!f || !nm || (t->vendor && !vd)) {
-    ts_func_free(f);
-    free(nm);
-    free(vd);
-    return TS_ENOMEM;
-  }
-  int i = s->n_alt++;
-  s->alt_funcs[i] = f;
-  s->alt_names[i] = nm;
-  s->alt_vendor[i] = vd;
-  s->alts[i] = *t;
-  s->alts[i].func = f;
-  s->alts[i].first_node = nm;
-  s->alts[i].vendor = vd; /* so that tune measures the vendor call too */
-  return TS_OK;
-}
-
 /* The latency of task t on the target: its best record's, or oneDNN's
  * when the task has a vendor call that the database measured faster (as
  * `compile --dispatch best` decides). NAN when it has no record. */
@@ -344,7 +287,7 @@ static int candidate_cost(ts_graph *g, gr_pet_setup *s, const gr_node *nodes,
   double sum = 0;
   int rc = TS_OK;
   for (int i = 0; i < nt && !rc; i++) {
-    rc = add_alt(s, &t[i], name);
+    rc = gr_task_set_add(&s->alts, &t[i], name);
     sum += t[i].count * gr_task_seconds(s->o.db, s->target, &t[i]);
   }
   free(t);
@@ -356,8 +299,8 @@ static int candidate_cost(ts_graph *g, gr_pet_setup *s, const gr_node *nodes,
 
 int ts_graph_pet_candidate_tasks(const ts_graph *g, const ts_graph_task **tasks,
                                  int *n) {
-  *tasks = g->pet ? g->pet->alts : NULL;
-  *n = g->pet ? g->pet->n_alt : 0;
+  *tasks = g->pet ? g->pet->alts.tasks : NULL;
+  *n = g->pet ? g->pet->alts.n : 0;
   return TS_OK;
 }
 
@@ -1091,7 +1034,7 @@ int ts_graph_pet(ts_graph *g, ts_error *err) {
   if (!s) return TS_OK;
   double t0 = ts_now_seconds();
   memset(&s->r, 0, sizeof s->r);
-  alts_clear(s);
+  gr_task_set_clear(&s->alts);
   s->len = 0;
   if (s->log) s->log[0] = 0;
   gr_list l = {0};
