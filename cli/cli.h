@@ -166,6 +166,10 @@ bool cli_pass_option(const char *cmd, int argc, char **argv, int *i, int *rc);
 /* Whether --layout blocked or auto is on; the block pass's report (each:
  * one line per conv and transform, "# " comments). */
 bool cli_block_on(void);
+/* The database the block pass weighs by (tune: the job's, read before the
+ * job starts, so that a second `tune --model --layout auto` measures the
+ * tasks of the plan the first one's records give). */
+void cli_block_measure(ts_db *db, const char *target);
 void cli_block_summary(const ts_graph *g, FILE *f, bool each);
 /* The options' text for a usage message. */
 extern const char cli_pass_usage[];

@@ -773,8 +773,28 @@ static int bucket_option(tune_args *a, const char *v) {
   return rc;
 }
 
+static int model_tasks_with(tune_args *a, ts_func **funcs);
+
 static int model_tasks(tune_args *a, ts_func **funcs) {
   cli_pet_measure(NULL, NULL, true);
+  /* --layout auto: the plan the database's records give, so that its
+   * fused tasks are measured too (a database that is not there yet: none) */
+  ts_db *plan_db = NULL;
+  if (cli_block_on() && a->db && access(a->db, R_OK) == 0) {
+    ts_db_options dbo = ts_db_defaults();
+    dbo.read_only = true;
+    ts_error derr;
+    ts_error_clear(&derr);
+    if (ts_db_open(a->db, &dbo, &plan_db, &derr) == TS_OK)
+      cli_block_measure(plan_db, NULL); /* this host, as compile */
+  }
+  int status = model_tasks_with(a, funcs);
+  cli_block_measure(NULL, NULL);
+  if (plan_db) ts_db_close(plan_db);
+  return status;
+}
+
+static int model_tasks_with(tune_args *a, ts_func **funcs) {
   /* one graph per bucket (a pair of sizes with two symbols) */
   int nb0 = a->n_bucket_syms ? a->n_buckets[0] : 1;
   int nb1 = a->n_bucket_syms > 1 ? a->n_buckets[1] : 1;

@@ -111,6 +111,11 @@ void cli_pet_measure(ts_db *db, const char *target, bool collect_tasks) {
   block_opts.collect_tasks = collect_tasks;
 }
 
+void cli_block_measure(ts_db *db, const char *target) {
+  block_opts.db = db;
+  block_opts.target = target;
+}
+
 bool cli_block_on(void) {
   return cli_layout &&
          (!strcmp(cli_layout, "blocked") || !strcmp(cli_layout, "auto"));
