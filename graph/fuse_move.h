@@ -55,6 +55,17 @@ ts_buffer *gr_fuse_param(gr_fuse_builder *b, int v);
 /* A fresh stage name from an op name ("Cast" -> "cast_3"). */
 const char *gr_fuse_stage_name(gr_fuse_builder *b, const char *op);
 
+/* A float32 stage over v's shape, its axes in axes[] (fuse.c). */
+ts_te_stage *gr_fuse_stage_like(gr_fuse_builder *b, const char *op,
+                                const gr_value *v, ts_expr **axes);
+/* Loads buf broadcast against the last of n_axes output axes (fuse.c). */
+ts_expr *gr_fuse_bcast_load(gr_fuse_builder *b, ts_buffer *buf, ts_expr **axes,
+                            int n_axes);
+/* Softmax and LayerNormalization groups (fuse_rows.c); NULL when the node
+ * cannot be expressed. */
+ts_buffer *gr_fuse_build_softmax(gr_fuse_builder *b, const gr_node *n);
+ts_buffer *gr_fuse_build_layer_norm(gr_fuse_builder *b, const gr_node *n);
+
 /* Whether node n is a data-movement operator that becomes a group of its
  * own (Gather, Cast, Concat, Slice, Transpose; any dtype; static shapes and
  * a constant Slice specification). */
