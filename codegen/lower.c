@@ -328,6 +328,55 @@ static bool compact_region(ts_arena *a, ts_stmt *lca, const ts_buffer *b,
   return ok;
 }
 
+/* Whether the boxes base + [0, extent) of b are disjoint between the
+ * iterations of `loop` jointly over the dimensions that move with it: a
+ * fused loop's split-back bindings (floordiv(i, 128), floormod(i, 128))
+ * move no dimension by its extent each iteration, but their row-major flat
+ * offset moves by 1. Projected on the moving dimensions, each box lies in
+ * [L, L + span) of the flat offset L; a constant step of at least span
+ * keeps the projections, hence the boxes, apart. */
+static bool disjoint_linear(ts_arena *a, ts_stmt *loop, const ts_buffer *b,
+                            ts_expr *const *base, const int64_t *extent) {
+  int64_t mn, ex;
+  if (!ts_expr_is_const_int(ts_for_min(loop), &mn) ||
+      !ts_expr_is_const_int(ts_for_extent(loop), &ex) || ex < 2)
+    return false;
+  ts_expr *var = ts_for_var(loop);
+  /* var + 1 stays in the loop: var ranges over all but the last value */
+  ts_var_ranges *r = ts_var_ranges_create();
+  ts_node_map *next = ts_node_map_create();
+  ts_var_ranges_set(r, var, mn, ex - 1);
+  ts_node_map_put(next, var, ts_add(a, var, ts_index(a, 1)));
+  ts_expr *lin = NULL;
+  int64_t stride = 1, span = 1;
+  bool ok = true;
+  for (int d = ts_buffer_ndim(b) - 1; d >= 0 && ok; d--) {
+    ts_expr *moved = ts_expr_substitute(a, base[d], next, NULL);
+    int64_t c;
+    if (!ts_expr_is_const_int(ts_simplify(a, ts_sub(a, moved, base[d]), r),
+                              &c) ||
+        c != 0) {
+      ts_expr *term = ts_mul(a, base[d], ts_index(a, stride));
+      lin = lin ? ts_add(a, lin, term) : term;
+      if (__builtin_mul_overflow(extent[d] - 1, stride, &c) ||
+          __builtin_add_overflow(span, c, &span))
+        ok = false;
+    }
+    if (__builtin_mul_overflow(stride, ts_buffer_dim(b, d), &stride))
+      ok = false;
+  }
+  int64_t step = 0;
+  ok = ok && lin &&
+       ts_expr_is_const_int(
+           ts_simplify(
+               a, ts_sub(a, ts_expr_substitute(a, lin, next, NULL), lin), r),
+           &step) &&
+       (step >= span || -step >= span);
+  ts_node_map_destroy(next);
+  ts_var_ranges_destroy(r);
+  return ok;
+}
+
 /* Whether the region of b under loop `loop` is disjoint between iterations
  * (so an allocation per iteration loses nothing): some dimension's base
  * moves by at least its extent from one iteration to the next. */
@@ -350,6 +399,7 @@ static bool disjoint_per_iteration(ts_arena *a, ts_stmt *loop,
     if (ts_expr_is_const_int(step, &c) && (c >= extent[d] || -c >= extent[d]))
       disjoint = true;
   }
+  if (!disjoint) disjoint = disjoint_linear(a, loop, b, base, extent);
   ts_node_map_destroy(next);
   return disjoint;
 }

@@ -640,9 +640,47 @@ static ts_expr *scaled(ts_arena *a, ts_dtype t, ts_expr *atom, int64_t c) {
   return ts_binary_raw(a, TS_EXPR_MUL, atom, ts_int(a, t, c));
 }
 
+/* Merges k*c*floordiv(x, c) + k*floormod(x, c) into k*x (floor division
+ * and modulus by a positive constant always satisfy x = floordiv(x, c)*c +
+ * floormod(x, c)): the flat index of a fused loop's split-back bindings,
+ * floordiv(i, 128) * 128 + floormod(i, 128), becomes i again. */
+static void affine_merge_divmod(affine *f) {
+  for (bool again = true; again;) {
+    again = false;
+    for (int i = 0; i < f->n && !again; i++) {
+      ts_expr *d = f->terms[i].atom;
+      int64_t c;
+      if (d->kind != TS_EXPR_FLOORDIV || !ts_dtype_eq(d->dtype, f->t) ||
+          !ts_expr_is_const_int(d->u.op.b, &c) || c <= 0)
+        continue;
+      for (int j = 0; j < f->n; j++) {
+        ts_expr *m = f->terms[j].atom;
+        int64_t cm;
+        if (m->kind != TS_EXPR_FLOORMOD ||
+            !ts_expr_is_const_int(m->u.op.b, &cm) || cm != c ||
+            !expr_same(m->u.op.a, d->u.op.a, 0))
+          continue;
+        uint64_t k = f->terms[j].coef;
+        int64_t kc;
+        if (__builtin_mul_overflow((int64_t)k, c, &kc) ||
+            (uint64_t)kc != f->terms[i].coef)
+          continue;
+        ts_expr *x = d->u.op.a;
+        int lo = i < j ? i : j, hi = i < j ? j : i;
+        f->terms[hi] = f->terms[--f->n];
+        f->terms[lo] = f->terms[--f->n];
+        affine_collect(f, x, k, 1);
+        again = true;
+        break;
+      }
+    }
+  }
+}
+
 /* Builds the canonical expression: positive terms in order, then negative
  * terms, then the constant. */
 static ts_expr *affine_build(ts_arena *a, affine *f) {
+  affine_merge_divmod(f);
   affine_normalize(f);
   ts_dtype t = f->t;
   int64_t tmin = INT64_MIN, tmax = INT64_MAX;

@@ -283,6 +283,61 @@ int fuse_sibling_reductions(ts_sched *s) {
   return pairs;
 }
 
+static bool is_param(const ts_func *f, const ts_buffer *b) {
+  for (int p = 0; p < ts_func_n_params(f); p++)
+    if (ts_func_param(f, p) == b) return true;
+  return false;
+}
+
+/* Whether loop l's var indexes region rg of the block in realize r
+ * (through the block's bindings). */
+static bool loop_indexes(const ts_stmt *r, const ts_stmt *l,
+                         const ts_region *rg) {
+  const ts_block *b = ts_realize_block(r);
+  for (int k = 0; k < ts_block_n_iters(b); k++) {
+    if (!expr_uses_var(ts_realize_value(r, k), ts_for_var(l))) continue;
+    ts_expr *iv = ts_block_iter_var(b, k);
+    for (int d = 0; d < rg->ndim; d++)
+      if (expr_uses_var(rg->ranges[d].min, iv)) return true;
+  }
+  return false;
+}
+
+/* How many leading loops of the output block are row loops: spatial, and
+ * each indexes every intermediate the block reads (or has extent 1). A
+ * softmax over [1, 12, 128, 128] reads its row sums [1, 12, 128] by the
+ * first three loops, so its rows are the three; the last loop runs along
+ * the row. With no intermediate read, or when every spatial loop indexes
+ * them all, the first loop. */
+static int row_loops(const ts_sched *s, const ts_stmt *cr, const ts_rv *cl,
+                     int ncl) {
+  const ts_func *f = ts_sched_func(s);
+  const ts_block *cb = ts_realize_block(cr);
+  int depth = 0, spatial = 0;
+  while (spatial < ncl) {
+    const ts_stmt *l = ts_sched_rv_loop(s, cl[spatial]);
+    if (!l || loop_binding(cr, l) != BIND_SPATIAL) break;
+    spatial++;
+  }
+  for (; depth < ncl; depth++) {
+    const ts_stmt *l = ts_sched_rv_loop(s, cl[depth]);
+    if (!l || loop_binding(cr, l) != BIND_SPATIAL) break;
+    if (rv_extent(s, cl[depth]) == 1) continue;
+    bool all = true, any = false;
+    for (int i = 0; i < ts_block_n_reads(cb) && all; i++) {
+      const ts_region *rg = ts_block_read(cb, i);
+      if (is_param(f, rg->buffer)) continue;
+      any = true;
+      all = loop_indexes(cr, l, rg);
+    }
+    if (!any) return 1;
+    if (!all) break;
+  }
+  /* every spatial loop indexes them: not a row operator (a pool reading
+   * its padding), the first loop */
+  return depth == spatial ? 1 : depth;
+}
+
 void producers_at_output(ts_sched *s) {
   int n = 0;
   char **names = block_names(ts_sched_func(s), &n);
@@ -303,10 +358,11 @@ void producers_at_output(ts_sched *s) {
         ts_sched_get_block(s, names[out], &cb) ||
         ts_sched_get_loops(s, cb, cl, MAX_LOOPS, &ncl) || ncl == 0)
       continue;
-    const ts_stmt *l0 = ts_sched_rv_loop(s, cl[0]);
-    if (!l0 || loop_binding(cr, l0) != BIND_SPATIAL || rv_extent(s, cl[0]) < 2)
-      continue;
-    ts_sched_compute_at(s, b, cl[0]);
+    int depth = row_loops(s, cr, cl, ncl);
+    int64_t rows = 1;
+    for (int d = 0; d < depth; d++) rows *= rv_extent(s, cl[d]);
+    if (depth < 1 || rows < 2) continue;
+    ts_sched_compute_at(s, b, cl[depth - 1]);
   }
   names_free(names, n);
 }

@@ -74,9 +74,10 @@ int64_t rv_extent(const ts_sched *s, ts_rv loop);
 int vector_rfactor(ts_sched *s, const ts_target *t, const char *block,
                    int accumulators, int min_vectors, bool spatial_only,
                    bool narrower);
-/* Every other block computed at the outermost loop of the last block that
- * writes an output (when that loop is spatial), consumers first, so a
- * row-wise operator (softmax, layer norm) is one parallel loop over rows. */
+/* Every other block computed at the innermost row loop of the last block
+ * that writes an output (its leading spatial loops that index every
+ * intermediate it reads), consumers first, so a row-wise operator (softmax,
+ * layer norm, of any rank) is one loop nest over rows. */
 void producers_at_output(ts_sched *s);
 /* Fuses the loop nests of two blocks below their common loops
  * (fuse_siblings, outermost first, while the loops at a level have one

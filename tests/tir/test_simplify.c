@@ -456,6 +456,49 @@ static void test_divmod(void **state) {
   fx_free(&f);
 }
 
+/* floordiv(x, c) * c + floormod(x, c) is x for every x (a fused loop's
+ * split-back bindings, flattened), scaled or inside a longer sum; other
+ * coefficients or divisors stay as they are. */
+static void test_divmod_merge(void **state) {
+  (void)state;
+  fixture f;
+  fx_init(&f);
+  ts_expr *x = B(&f, TS_EXPR_ADD, f.k, C(&f, 3));
+  ts_expr *q = B(&f, TS_EXPR_FLOORDIV, x, C(&f, 128));
+  ts_expr *m = B(&f, TS_EXPR_FLOORMOD, x, C(&f, 128));
+  assert_prints(
+      ts_simplify(f.a, B(&f, TS_EXPR_ADD, B(&f, TS_EXPR_MUL, q, C(&f, 128)), m),
+                  NULL),
+      "k + 3");
+  /* 2*(q*128 + m) + i*7 - 6 -> 2*k + i*7 */
+  ts_expr *two =
+      B(&f, TS_EXPR_MUL,
+        B(&f, TS_EXPR_ADD, B(&f, TS_EXPR_MUL, q, C(&f, 128)), m), C(&f, 2));
+  ts_expr *s = ts_simplify(
+      f.a,
+      B(&f, TS_EXPR_SUB,
+        B(&f, TS_EXPR_ADD, two, B(&f, TS_EXPR_MUL, f.i, C(&f, 7))), C(&f, 6)),
+      NULL);
+  ts_expr *want =
+      ts_simplify(f.a,
+                  B(&f, TS_EXPR_ADD, B(&f, TS_EXPR_MUL, f.k, C(&f, 2)),
+                    B(&f, TS_EXPR_MUL, f.i, C(&f, 7))),
+                  NULL);
+  ts_expr *diff = ts_simplify(f.a, B(&f, TS_EXPR_SUB, s, want), NULL);
+  assert_true(ts_expr_is_const_int(diff, NULL));
+  assert_int_equal(ts_expr_int_value(diff), 0);
+  /* q*64 + m, and q*128 + floormod(x, 64): not the identity */
+  s = ts_simplify(f.a, B(&f, TS_EXPR_ADD, B(&f, TS_EXPR_MUL, q, C(&f, 64)), m),
+                  NULL);
+  assert_prints(s, "floordiv(k + 3, 128) * 64 + floormod(k + 3, 128)");
+  s = ts_simplify(f.a,
+                  B(&f, TS_EXPR_ADD, B(&f, TS_EXPR_MUL, q, C(&f, 128)),
+                    B(&f, TS_EXPR_FLOORMOD, x, C(&f, 64))),
+                  NULL);
+  assert_prints(s, "floordiv(k + 3, 128) * 128 + floormod(k + 3, 64)");
+  fx_free(&f);
+}
+
 static void test_minmax_compare(void **state) {
   (void)state;
   fixture f;
@@ -547,6 +590,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_affine),
       cmocka_unit_test(test_divmod),
+      cmocka_unit_test(test_divmod_merge),
       cmocka_unit_test(test_long_chain),
       cmocka_unit_test(test_minmax_compare),
       cmocka_unit_test(test_const_bound),
