@@ -170,6 +170,9 @@ bool cli_block_on(void);
  * job starts, so that a second `tune --model --layout auto` measures the
  * tasks of the plan the first one's records give). */
 void cli_block_measure(ts_db *db, const char *target);
+/* Before cli_import_model: the target the model's graphs are built for
+ * (ts_graph_set_target; NULL: this host), the command's --target. */
+void cli_model_target(const char *target);
 void cli_block_summary(const ts_graph *g, FILE *f, bool each);
 /* The options' text for a usage message. */
 extern const char cli_pass_usage[];

@@ -37,7 +37,9 @@ static const char compile_usage[] =
     "\n"
     "  -o, --output FILE   the library to write (written whole or not at all)\n"
     "  --db PATH           tuning database (default: none, default schedules)\n"
-    "  --target T          target string (default: llvm, this machine)\n"
+    "  --target T          target string (default: llvm, this machine); the\n"
+    "                      graph's MatMul weight panels follow it, so tune\n"
+    "                      the model for the same target\n"
     "  --layout L          2-D convolutions channels-last (nhwc, default:\n"
     "                      one transpose at the input), as the model gives\n"
     "                      them (nchw), channel-blocked where a conv can be\n"
@@ -377,6 +379,7 @@ int cmd_compile(int argc, char **argv) {
     }
     runtime_dir = rtdir;
   }
+  cli_model_target(target); /* the graph's weight panels follow it */
   if (db_path) { /* before the passes: --pet weighs candidates by it */
     ts_db_options dbo = ts_db_defaults();
     dbo.read_only = true;

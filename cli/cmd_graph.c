@@ -69,9 +69,12 @@ static const char graph_usage[] =
     "                   fusion) by a destination-passing call of the TIR\n"
     "                   function in FILE (parameters: inputs, then outputs)\n"
     "  --json           print JSON instead of text\n"
-    "  --db PATH, --target T  with --pet: weigh PET's candidates by the\n"
-    "                   database's latencies on target T (default: llvm,\n"
-    "                   this machine), as `tessera compile --pet --db` does\n";
+    "  --target T       the target the graph is built for (default: llvm,\n"
+    "                   this machine): MatMul weight panels of three of its\n"
+    "                   vectors; with --pet and --db, PET's candidates are\n"
+    "                   weighed by the database's latencies on it, as\n"
+    "                   `tessera compile --pet --db` does\n"
+    "  --db PATH        see --target\n";
 
 typedef struct graph_opts {
   const char *model, *after, *inputs_path, *outputs_path, *db_path, *target;
@@ -178,6 +181,7 @@ static int load_graph(const graph_opts *o, ts_graph **out) {
     }
     return EXIT_OK;
   }
+  cli_model_target(o->target);
   if (cli_import_model(o->model, o->shapes, o->n_shapes, &g) != EXIT_OK)
     return EXIT_FAIL;
   /* Overrides apply to the lowered graph's nodes, before fusion, so a

@@ -1100,6 +1100,7 @@ int cmd_tune(int argc, char **argv) {
   memset(tasks, 0, sizeof tasks);
 
   /* the model's tasks before anything is created for the job */
+  cli_model_target(o.target);
   if (a.model && model_tasks(&a, funcs) != EXIT_OK) goto done;
   /* the measurement pool first: it forks its helper before any thread */
   if (a.tracker) {

@@ -111,6 +111,9 @@ void cli_pet_measure(ts_db *db, const char *target, bool collect_tasks) {
   block_opts.collect_tasks = collect_tasks;
 }
 
+static const char *model_target;
+void cli_model_target(const char *target) { model_target = target; }
+
 void cli_block_measure(ts_db *db, const char *target) {
   block_opts.db = db;
   block_opts.target = target;
@@ -247,6 +250,10 @@ static char *read_text(const char *path, const char *what) {
 static int graph_setup(ts_graph *g) {
   ts_error err;
   ts_error_clear(&err);
+  if (ts_graph_set_target(g, model_target, &err) != TS_OK) {
+    cli_error("bad target", &err);
+    return EXIT_FAIL;
+  }
   if ((cli_layout && ts_graph_set_layout(g, cli_layout, &err) != TS_OK) ||
       ts_graph_set_io_layout(g, cli_input_layout, cli_output_layout, &err) !=
           TS_OK) {

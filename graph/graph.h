@@ -257,6 +257,14 @@ typedef struct ts_block_report {
 void ts_graph_block_report(const ts_graph *g, ts_block_report *r,
                            const char **log);
 
+/* The target the graph is compiled for (a target string; NULL: this
+ * host). The layout pass lays MatMul weights out in panels of columns as
+ * wide as the target's register tile wants (three vectors: 24 float32 on
+ * AVX2, 48 on AVX-512; docs/graph.md), so the graph's tasks, hence their
+ * hashes, depend on it: tune and compile a model for the same target.
+ * TS_EINVAL for a target string that does not parse. */
+int ts_graph_set_target(ts_graph *g, const char *target, ts_error *err);
+
 /* Whether the winograd pass rewrites 3x3 convolutions (on by default). */
 void ts_graph_set_winograd(ts_graph *g, bool on);
 

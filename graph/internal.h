@@ -78,6 +78,8 @@ struct ts_graph {
   bool no_winograd; /* ts_graph_set_winograd(g, false) */
   bool input_nhwc;  /* ts_graph_set_io_layout: 4-D inputs given NHWC */
   bool output_nhwc; /* ... 4-D outputs returned NHWC */
+  int vector_lanes; /* ts_graph_set_target: float32 lanes of the target's
+                       vectors (0: this host's, found when needed) */
   struct gr_quant_setup *quant; /* ts_graph_set_quantization (quantize.c) */
   int quant_int8, quant_float;  /* products the quantize pass converted/kept */
   struct gr_pet_setup *pet;     /* ts_graph_set_pet (pet.c) */

@@ -383,7 +383,8 @@ static int tune_state_alloc(tune_state *t, int n, ts_error *err) {
 static int graph_settings(ts_graph *g, void *ctx, ts_error *err) {
   const cJSON *req = ctx;
   const char *layout = get_string(req, "layout");
-  int rc = layout ? ts_graph_set_layout(g, layout, err) : TS_OK;
+  int rc = ts_graph_set_target(g, get_string(req, "target"), err);
+  if (!rc && layout) rc = ts_graph_set_layout(g, layout, err);
   if (!rc)
     rc = ts_graph_set_io_layout(g, get_string(req, "input_layout"),
                                 get_string(req, "output_layout"), err);

@@ -430,16 +430,19 @@ static void test_pointwise_matmul(void **state) {
 }
 
 /* MatMul's constant weights [K, N] are blocked [N/16, K, 16] when 16
- * divides N (two blocks at least): x [1, 3, 8] -> MatMul (N = 32) -> + bias
- * -> relu, and -> MatMul (N = 24: not blocked) -> sigmoid. The reference
- * kernels after the pass, and the compiled graph, agree with the graph as
- * imported. */
+ * divides N (two blocks at least) and three of the target's vectors do
+ * not: x [1, 3, 8] -> MatMul (N = 32) -> + bias -> relu, and -> MatMul
+ * (N = 24: not blocked) -> sigmoid, for an AVX2 target (panels of 24 where
+ * they fit) on any host. The reference kernels after the pass, and the
+ * compiled graph, agree with the graph as imported. */
 static void test_blocked_matmul(void **state) {
   (void)state;
   ts_error err;
   ts_graph *g[3];
   for (int k = 0; k < 3; k++) {
     g[k] = ts_graph_new("bmm");
+    assert_int_equal(ts_graph_set_target(g[k], "llvm -mcpu=haswell", &err),
+                     TS_OK);
     int64_t xs[3] = {1, 3, 8};
     int x = gr_value_add(g[k], "x", TS_FLOAT32, 3, xs);
     g[k]->values[x].is_input = true;
@@ -500,6 +503,74 @@ static void test_blocked_matmul(void **state) {
   free_outs(b, 2);
   free_outs(c, 2);
   for (int k = 0; k < 3; k++) ts_graph_free(g[k]);
+}
+
+/* x [1, 5, 8] -> MatMul with N columns, laid out for a target: panels of
+ * three vectors where they divide N into two or more, else 16, else none. */
+static int64_t panel_for(const char *target, int64_t N, bool check) {
+  ts_error err;
+  ts_graph *g[2];
+  for (int k = 0; k < 2; k++) {
+    g[k] = ts_graph_new("panel");
+    if (target && ts_graph_set_target(g[k], target, &err))
+      fail_msg("%s: %s", target, err.msg);
+    int x = gr_value_add(g[k], "x", TS_FLOAT32, 3, (int64_t[]){1, 5, 8});
+    g[k]->values[x].is_input = true;
+    g[k]->inputs = ts_arena_alloc(g[k]->arena, sizeof(int));
+    g[k]->inputs[0] = x;
+    g[k]->n_inputs = 1;
+    float *w = malloc(sizeof(float) * 8 * (size_t)N);
+    assert_non_null(w);
+    for (int64_t i = 0; i < 8 * N; i++) w[i] = (float)((i * 37) % 29 - 14) / 16;
+    int wv = gr_const_add(g[k], "w", TS_FLOAT32, 2, (int64_t[]){8, N}, w);
+    free(w);
+    int m = node(g[k], "MatMul", (int[]){x, wv}, 2);
+    int r = node(g[k], "Relu", &m, 1);
+    g[k]->outputs = ts_arena_alloc(g[k]->arena, sizeof(int));
+    g[k]->outputs[0] = r;
+    g[k]->n_outputs = 1;
+  }
+  assert_int_equal(ts_graph_run_passes(g[0], "layout", &err), TS_OK);
+  int64_t B = 0;
+  for (int i = 0; i < g[0]->n_nodes; i++)
+    if (!strcmp(g[0]->nodes[i].op, "MatMul")) {
+      B = gr_matmul_weight_block(&g[0]->nodes[i]);
+      const gr_value *w = &g[0]->values[g[0]->nodes[i].inputs[1]];
+      if (B) assert_int_equal(w->shape[2], B);
+    }
+  if (check) { /* compiled for this host, as laid out for the target */
+    assert_int_equal(ts_graph_run_passes(g[1], "lower", &err), TS_OK);
+    assert_int_equal(ts_graph_run_passes(g[0], NULL, &err), TS_OK);
+    ts_graph_tensor a[1], c[1];
+    run(g[1], TS_GRAPH_INTERPRET, a);
+    run(g[0], TS_GRAPH_COMPILE, c);
+    same(a, c, 1, "matmul in panels, compiled");
+    free_outs(a, 1);
+    free_outs(c, 1);
+  }
+  ts_graph_free(g[0]);
+  ts_graph_free(g[1]);
+  return B;
+}
+
+static void test_matmul_panels(void **state) {
+  (void)state;
+  const char *avx2 = "llvm -mcpu=haswell",
+             *avx512 = "llvm -mcpu=skylake-avx512";
+  assert_int_equal(panel_for(avx2, 72, true), 24);
+  assert_int_equal(panel_for(avx2, 48, false), 24);
+  assert_int_equal(panel_for(avx2, 32, false), 16);
+  assert_int_equal(panel_for(avx2, 24, false), 0);
+  assert_int_equal(panel_for(avx512, 96, true), 48);
+  assert_int_equal(panel_for(avx512, 48, false), 16);
+  assert_int_equal(panel_for("cuda -arch=sm_80", 48, false), 16);
+  /* no target: this host's, whichever it is, and still correct */
+  int64_t host = panel_for(NULL, 96, true);
+  assert_true(host == 12 || host == 24 || host == 48 || host == 16);
+  ts_graph *g = ts_graph_new("bad");
+  ts_error err;
+  assert_int_equal(ts_graph_set_target(g, "bogus", &err), TS_EINVAL);
+  ts_graph_free(g);
 }
 
 /* Random chains of 4-D transposes around a conv: after the pass at most
@@ -761,6 +832,7 @@ int main(void) {
       cmocka_unit_test(test_blocked_pointwise),
       cmocka_unit_test(test_pointwise_matmul),
       cmocka_unit_test(test_blocked_matmul),
+      cmocka_unit_test(test_matmul_panels),
       cmocka_unit_test(test_transpose_chains),
       cmocka_unit_test(test_min_cut),
       cmocka_unit_test(test_random_mixed_layouts),

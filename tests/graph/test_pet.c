@@ -36,7 +36,8 @@ static void set_output(ts_graph *g, int v) {
 }
 
 static int bias(ts_graph *g, const char *name, int64_t c) {
-  float b[64];
+  float b[128];
+  assert_true(c <= 128);
   for (int i = 0; i < c; i++) b[i] = (float)(i % 7) / 8 - 0.3f;
   return gr_const_add(g, name, TS_FLOAT32, 1, &c, b);
 }
@@ -601,17 +602,19 @@ static void set_outputs(ts_graph *g, const int *v, int n) {
   g->n_outputs = n;
 }
 
-/* x [1, 16, 512] -> three MatMuls (512 -> 32, 48 and 32 columns: blocked
- * weights) each + bias, as BERT's Q, K and V projections; the second one
- * through a Relu; a fourth MatMul reads the first's result. */
+/* x [1, 16, 512] -> three MatMuls (512 -> 48, 72 and 48 columns: blocked
+ * weights, panels of 24 for an AVX2 target whatever the host) each + bias,
+ * as BERT's Q, K and V projections; the second one through a Relu; a
+ * fourth MatMul reads the first's result. */
 static ts_graph *qkv(void) {
   ts_graph *g = ts_graph_new("qkv");
+  assert_int_equal(ts_graph_set_target(g, "llvm -mcpu=haswell", NULL), TS_OK);
   int x = gr_value_add(g, "x", TS_FLOAT32, 3, (int64_t[]){1, 16, 512});
   g->values[x].is_input = true;
   g->inputs = ts_arena_alloc(g->arena, sizeof(int));
   g->inputs[0] = x;
   g->n_inputs = 1;
-  static const int64_t cols[3] = {32, 48, 32};
+  static const int64_t cols[3] = {48, 72, 48};
   int outs[4];
   for (int k = 0; k < 3; k++) {
     char wn[16], bn[16];
@@ -621,7 +624,7 @@ static ts_graph *qkv(void) {
     outs[k] = node(g, "Add", (int[]){m, bias(g, bn, cols[k])}, 2);
   }
   outs[1] = node(g, "Relu", &outs[1], 1);
-  outs[3] = node(g, "MatMul", (int[]){outs[0], matrix(g, "w3", 32, 16, 3)}, 2);
+  outs[3] = node(g, "MatMul", (int[]){outs[0], matrix(g, "w3", 48, 16, 3)}, 2);
   set_outputs(g, outs, 4);
   return g;
 }
@@ -878,7 +881,7 @@ static void test_pad_same(void **state) {
 }
 
 /* The batched matmul with the first two results exchanged (the same
- * widths: [32] and [32] in qkv's first and last) */
+ * widths: [48] and [48] in qkv's first and last) */
 static int mut_batch_swapped(ts_graph *g, const pet_sub *sub, pet_mutant *m,
                              ts_error *err) {
   int rc = pet_mutate_sub(g, sub, "batch_shared_input", m, err);
