@@ -46,6 +46,13 @@ LLVMValueRef emit_const_fp(LLVMTypeRef t, double v) {
   return LLVMConstReal(t, v);
 }
 
+/* a * b + c, which LLVM may fuse into one multiply-add */
+static LLVMValueRef fma_c(emitter *e, LLVMValueRef a, LLVMValueRef b,
+                          LLVMValueRef c) {
+  return emit_contract(
+      LLVMBuildFAdd(e->b, emit_contract(LLVMBuildFMul(e->b, a, b, "")), c, ""));
+}
+
 /* exp of a float32 scalar or vector without libm (which LLVM would call
  * lane by lane, and which keeps a loop around a scalar exp from being
  * vectorized): x = n ln2 + r with n = round(x log2 e), exp(r) by Cephes'
@@ -65,22 +72,25 @@ static LLVMValueRef exp_f32(emitter *e, LLVMTypeRef ty, LLVMValueRef x) {
       B, LLVMBuildFMul(B, xc, emit_const_fp(ty, 1.4426950408889634), ""),
       emit_const_fp(ty, 0.5), "");
   LLVMValueRef n = emit_call_intrinsic(e, "llvm.floor", &ty, 1, &t, 1);
-  LLVMValueRef r = LLVMBuildFSub(
-      B, xc, LLVMBuildFMul(B, n, emit_const_fp(ty, 0.693359375), ""), "");
-  r = LLVMBuildFSub(
-      B, r, LLVMBuildFMul(B, n, emit_const_fp(ty, -2.12194440e-4), ""), "");
+  LLVMValueRef r = fma_c(e, n, emit_const_fp(ty, -0.693359375), xc);
+  r = fma_c(e, n, emit_const_fp(ty, 2.12194440e-4), r);
+  /* c5 + c4 r + ... + c0 r^5 by Estrin's scheme: three independent
+   * pairs, then r^2 and r^4 (a chain of 4 multiply-adds, not 6: in an
+   * epilogue the exp is a latency chain) */
   static const double c[6] = {1.9875691500e-4, 1.3981999507e-3,
                               8.3334519073e-3, 4.1665795894e-2,
                               1.6666665459e-1, 5.0000001201e-1};
-  LLVMValueRef p = emit_const_fp(ty, c[0]);
-  for (int i = 1; i < 6; i++)
-    p = emit_contract(LLVMBuildFAdd(B,
-                                    emit_contract(LLVMBuildFMul(B, p, r, "")),
-                                    emit_const_fp(ty, c[i]), ""));
-  LLVMValueRef z = LLVMBuildFMul(B, r, r, "");
+  LLVMValueRef z = emit_contract(LLVMBuildFMul(B, r, r, ""));
+  LLVMValueRef q01 = fma_c(e, emit_const_fp(ty, c[0]), r,
+                           emit_const_fp(ty, c[1])); /* c0 r + c1 */
+  LLVMValueRef q23 =
+      fma_c(e, emit_const_fp(ty, c[2]), r, emit_const_fp(ty, c[3]));
+  LLVMValueRef q45 =
+      fma_c(e, emit_const_fp(ty, c[4]), r, emit_const_fp(ty, c[5]));
+  LLVMValueRef z2 = emit_contract(LLVMBuildFMul(B, z, z, ""));
+  LLVMValueRef p = fma_c(e, q01, z2, fma_c(e, q23, z, q45));
   LLVMValueRef y =
-      LLVMBuildFAdd(B, LLVMBuildFAdd(B, LLVMBuildFMul(B, p, z, ""), r, ""),
-                    emit_const_fp(ty, 1.0), "");
+      LLVMBuildFAdd(B, fma_c(e, p, z, r), emit_const_fp(ty, 1.0), "");
   /* 2^n as 2^(n>>1) * 2^(n - (n>>1)): each factor stays a normal float for
    * n in [-126, 128] */
   LLVMValueRef ni = LLVMBuildFPToSI(B, n, ity, "");
@@ -134,11 +144,17 @@ static LLVMValueRef erf_by_polynomial(emitter *e, LLVMValueRef x) {
                     LLVMBuildFMul(e->b, emit_const_fp(ty, 0.3275911), ax, ""),
                     ""),
       "");
-  LLVMValueRef poly = emit_const_fp(ty, a[4]);
-  for (int i = 3; i >= 0; i--)
-    poly = LLVMBuildFAdd(e->b, LLVMBuildFMul(e->b, poly, t, ""),
-                         emit_const_fp(ty, a[i]), "");
-  poly = LLVMBuildFMul(e->b, poly, t, "");
+  /* t (a0 + a1 t + a2 t^2 + a3 t^3 + a4 t^4) by Estrin's scheme (a shorter
+   * latency chain than Horner's, beside the exp that runs in parallel) */
+  LLVMValueRef t2 = emit_contract(LLVMBuildFMul(e->b, t, t, ""));
+  LLVMValueRef q01 =
+      fma_c(e, emit_const_fp(ty, a[1]), t, emit_const_fp(ty, a[0]));
+  LLVMValueRef q23 =
+      fma_c(e, emit_const_fp(ty, a[3]), t, emit_const_fp(ty, a[2]));
+  LLVMValueRef t4 = emit_contract(LLVMBuildFMul(e->b, t2, t2, ""));
+  LLVMValueRef poly =
+      fma_c(e, emit_const_fp(ty, a[4]), t4, fma_c(e, q23, t2, q01));
+  poly = emit_contract(LLVMBuildFMul(e->b, poly, t, ""));
   LLVMValueRef nx2 = LLVMBuildFNeg(e->b, LLVMBuildFMul(e->b, x, x, ""), "");
   LLVMValueRef ex = e->hooks->exp(e, ty, nx2);
   LLVMValueRef y = LLVMBuildFSub(e->b, emit_const_fp(ty, 1.0),
