@@ -20,6 +20,7 @@
 #include "graph/internal.h"
 #include "codegen/codegen.h"
 #include "db/db.h"
+#include "db_util.h"
 #include "exec_util.h"
 #include "util.h"
 
@@ -112,31 +113,7 @@ static void fill_db(ts_db *db, const ts_graph *g, const char *slow,
   const ts_graph_task *t;
   int n;
   ts_graph_block_candidate_tasks(g, &t, &n);
-  assert_true(n > 0);
-  ts_error err;
-  ts_target *tg;
-  assert_int_equal(ts_target_parse("llvm", &tg, &err), TS_OK);
-  for (int i = 0; i < n; i++) {
-    int64_t wid;
-    ts_db_record rec;
-    memset(&rec, 0, sizeof rec);
-    bool known = ts_db_best_by_func(db, t[i].func, ts_target_str(tg), &rec) ==
-                 TS_OK; /* measured before: kept as it is */
-    ts_db_record_clear(&rec);
-    if (known) continue;
-    assert_int_equal(ts_db_commit_workload(db, t[i].func, NULL, &wid), TS_OK);
-    double secs = strstr(t[i].first_node, slow) ? slow_s : 1e-5;
-    ts_db_measurement m = {.workload_id = wid,
-                           .target = ts_target_str(tg),
-                           .trace_json =
-                               "{\"version\": 1, \"instructions\": []}",
-                           .run_secs = &secs,
-                           .n_run_secs = 1,
-                           .status = TS_DB_STATUS_OK};
-    if (ts_db_commit_record(db, &m, NULL))
-      fail_msg("commit: %s", ts_db_errmsg(db));
-  }
-  ts_target_free(tg);
+  fill_task_records(db, t, n, slow, slow_s, true);
 }
 
 static ts_db *fresh_db(const char *name, char *path, size_t size) {

@@ -17,6 +17,7 @@
 #include "graph/internal.h"
 #include "graph/pet.h"
 #include "build_util.h"
+#include "db_util.h"
 #include "exec_util.h"
 #include "util.h"
 
@@ -987,25 +988,7 @@ static void fill_db(ts_db *db, const ts_graph *g, const char *slow) {
   const ts_graph_task *t;
   int n;
   ts_graph_pet_candidate_tasks(g, &t, &n);
-  assert_true(n > 0);
-  ts_error err;
-  ts_target *tg;
-  assert_int_equal(ts_target_parse("llvm", &tg, &err), TS_OK);
-  for (int i = 0; i < n; i++) {
-    int64_t wid;
-    assert_int_equal(ts_db_commit_workload(db, t[i].func, NULL, &wid), TS_OK);
-    double secs = strstr(t[i].first_node, slow) ? 1e-3 : 1e-5;
-    ts_db_measurement m = {.workload_id = wid,
-                           .target = ts_target_str(tg),
-                           .trace_json =
-                               "{\"version\": 1, \"instructions\": []}",
-                           .run_secs = &secs,
-                           .n_run_secs = 1,
-                           .status = TS_DB_STATUS_OK};
-    if (ts_db_commit_record(db, &m, NULL))
-      fail_msg("commit: %s", ts_db_errmsg(db));
-  }
-  ts_target_free(tg);
+  fill_task_records(db, t, n, slow, 1e-3, false);
 }
 
 /* With a database the choice follows the candidates' measured latencies,
