@@ -471,7 +471,8 @@ int ts_graph_set_pet(ts_graph *g, const ts_pet_options *o, ts_error *err) {
     s->kinds[0] = "dilated_to_batch", s->fns[0] = pet_mut_dilated;
     s->kinds[1] = "split_rows", s->fns[1] = pet_mut_split_rows;
     s->kinds[2] = "pad_same", s->fns[2] = pet_mut_pad_same;
-    s->n_mut = 3;
+    s->kinds[3] = "split_kernel", s->fns[3] = pet_mut_split_kernel;
+    s->n_mut = 4;
     s->sub_kinds[0] = "batch_shared_input", s->sub_fns[0] = pet_mut_batch;
     s->sub_kinds[1] = "concat_shared_weights", s->sub_fns[1] = pet_mut_concat;
     s->n_sub_mut = 2;
@@ -711,6 +712,16 @@ static bool compose(ts_graph *g, const pet_mutant *m, int j,
   return out->kind != NULL;
 }
 
+/* Whether a mutant's kind is split_kernel alone or composed with itself. */
+static bool kernel_split_only(const char *kind) {
+  static const char sk[] = "split_kernel";
+  for (const char *p = kind;; p += sizeof sk) {
+    if (strncmp(p, sk, sizeof sk - 1)) return false;
+    if (!p[sizeof sk - 1]) return true;
+    if (p[sizeof sk - 1] != '+') return false;
+  }
+}
+
 /* The mutants of sub up to depth s->o.depth into ms[0..max): every
  * mutator that applies, then each single-node mutator on every conv or
  * matmul of each mutant made at the depth before. Their number, or a
@@ -745,6 +756,13 @@ static int generate(ts_graph *g, gr_pet_setup *s, const pet_sub *sub,
         gr_node copy = *nd;
         for (int k = 0; k < s->n_mut && n < max; k++) {
           if (s->o.only && strcmp(s->o.only, s->kinds[k])) continue;
+          /* a kernel split composes only with kernel splits: it changes
+           * no geometry the other mutators look at, so with them it is
+           * their mutant again, dearer (and the corrector's bands are
+           * those of the unsplit conv) */
+          if (kernel_split_only(ms[a]->kind) !=
+              !strcmp(s->kinds[k], "split_kernel"))
+            continue;
           pet_mutant *mm = ts_calloc(1, sizeof *mm),
                      *m = ts_calloc(1, sizeof *m);
           if (!mm || !m) {

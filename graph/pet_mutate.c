@@ -22,6 +22,11 @@
  *   pad_same           a stride-1 conv with pads below "same" (a "valid"
  *                      conv) as the "same" conv, the original's rows and
  *                      columns sliced out: exact, and what Winograd takes.
+ *   split_kernel       a conv of two kernel rows or more as two convs, one
+ *                      over the kernel's first rows and one over the rest
+ *                      (its data read that many rows lower: a smaller top
+ *                      pad, or the first rows sliced off), added: exact up
+ *                      to the order of the sums.
  *   batch_shared_input the convs or matmuls of a subprogram as one, their
  *                      weights (and biases) concatenated along the output
  *                      channels at compile time, a slice of the result for
@@ -133,20 +138,29 @@ static bool conv_info_of(const ts_graph *g, const gr_node *n, conv_info *c) {
   return true;
 }
 
-/* A conv like n (its attributes) on data x with explicit pads and
- * dilations. */
-static int conv_like(ts_graph *g, pet_mutant *m, const gr_node *n,
-                     const conv_info *c, int x, const int64_t *pads,
-                     const int64_t *dil, ts_error *err) {
-  int ins[3] = {x, c->w, c->b};
-  int rc = pet_emit(g, m, "Conv", ins, c->b >= 0 ? 3 : 2, n, err);
+/* A conv like n (its attributes) on data x with weights w, bias b (-1:
+ * none), explicit pads and dilations, and kernel rows and columns k. */
+static int conv_with(ts_graph *g, pet_mutant *m, const gr_node *n, int x, int w,
+                     int b, const int64_t *pads, const int64_t *dil,
+                     const int64_t *k, ts_error *err) {
+  int ins[3] = {x, w, b};
+  int rc = pet_emit(g, m, "Conv", ins, b >= 0 ? 3 : 2, n, err);
   if (rc < 0) return rc;
   gr_node_set_attr(
       g, &m->nodes[m->n - 1],
       (gr_attr){.name = "auto_pad", .kind = GR_ATTR_STRING, .s = "NOTSET"});
   pet_set_ints(g, m, "pads", 4, pads);
   pet_set_ints(g, m, "dilations", 2, dil);
+  pet_set_ints(g, m, "kernel_shape", 2, k);
   return infer_last(g, m, err);
+}
+
+/* A conv like n (its attributes) on data x with explicit pads and
+ * dilations. */
+static int conv_like(ts_graph *g, pet_mutant *m, const gr_node *n,
+                     const conv_info *c, int x, const int64_t *pads,
+                     const int64_t *dil, ts_error *err) {
+  return conv_with(g, m, n, x, c->w, c->b, pads, dil, c->k, err);
 }
 
 /* x with `extra` rows (axis 1) or columns (axis 2) of zeros after it. */
@@ -266,11 +280,75 @@ int pet_mut_pad_same(ts_graph *g, const gr_node *n, pet_mutant *m,
   return 1;
 }
 
+/* Rows [lo, hi) of constant channels-last conv weights [KH, KW, CI, CO] as a
+ * new constant. */
+static int weight_rows(ts_graph *g, int w, int64_t lo, int64_t hi,
+                       ts_error *err) {
+  int64_t shape[4];
+  memcpy(shape, g->values[w].shape, sizeof shape);
+  size_t row = (size_t)(shape[1] * shape[2] * shape[3]);
+  shape[0] = hi - lo;
+  int c =
+      gr_const_reserve(g, gr_fresh_name(g, "pet_kernel"), TS_FLOAT32, 4, shape);
+  if (c < 0) return TS_ERR(err, TS_ENOMEM, "out of memory");
+  memcpy(gr_const_data(g, c), (const float *)gr_const_data(g, w) + lo * row,
+         sizeof(float) * row * (size_t)(hi - lo));
+  return c;
+}
+
+/* One part of a split kernel: kernel rows [k0, k0 + kh) of conv c as a conv
+ * whose output is the original's rows, on data x read k0 rows (times the
+ * dilation) lower; with the bias when `bias`. */
+static int kernel_part(ts_graph *g, pet_mutant *m, const gr_node *n,
+                       const conv_info *c, int64_t k0, int64_t kh, bool bias,
+                       ts_error *err) {
+  int w = weight_rows(g, c->w, k0, k0 + kh, err);
+  if (w < 0) return w;
+  int x = c->x;
+  int64_t top = c->pad[0] - k0 * c->d[0], H = c->H;
+  if (top < 0) { /* the rows above the first one read: sliced off */
+    if (-top >= H) return 0;
+    x = slice(g, m, x, 1, -top, H, err);
+    if (x < 0) return x;
+    H += top;
+    top = 0;
+  }
+  /* the last row the original's last output row reads with these taps */
+  int64_t last = (c->OH - 1) * c->s[0] - top + (kh - 1) * c->d[0];
+  int64_t bottom = last > H - 1 ? last - (H - 1) : 0;
+  int64_t pads[4] = {top, c->pad[1], bottom, c->pad[3]};
+  int v = conv_with(g, m, n, x, w, bias ? c->b : -1, pads, c->d,
+                    (int64_t[]){kh, c->k[1]}, err);
+  if (v < 0) return v;
+  if (g->values[v].shape[1] < c->OH || g->values[v].shape[2] != c->OW) return 0;
+  return fit(g, m, v, 1, c->OH, err);
+}
+
+int pet_mut_split_kernel(ts_graph *g, const gr_node *n, pet_mutant *m,
+                         ts_error *err) {
+  conv_info c;
+  if (!conv_info_of(g, n, &c) || c.k[0] < 2 || !gr_is_const(g, c.w)) return 0;
+  const int64_t *ws = g->values[c.w].shape; /* [KH, KW, CI, CO] */
+  if (ws[0] != c.k[0] || ws[1] != c.k[1] || ws[3] != c.CO) return 0;
+  int64_t a = c.k[0] / 2;
+  int top = kernel_part(g, m, n, &c, 0, a, true, err);
+  if (top <= 0) return top;
+  int rest = kernel_part(g, m, n, &c, a, c.k[0] - a, false, err);
+  if (rest <= 0) return rest;
+  int v = pet_emit(g, m, "Add", (int[]){top, rest}, 2, NULL, err);
+  if (v >= 0) v = infer_last(g, m, err);
+  if (v < 0) return v;
+  m->out = v;
+  m->kind = "split_kernel";
+  return 1;
+}
+
 int pet_mutate(ts_graph *g, const gr_node *n, const char *kind, pet_mutant *m,
                ts_error *err) {
   if (!strcmp(kind, "pad_same")) return pet_mut_pad_same(g, n, m, err);
   if (!strcmp(kind, "dilated_to_batch")) return pet_mut_dilated(g, n, m, err);
   if (!strcmp(kind, "split_rows")) return pet_mut_split_rows(g, n, m, err);
+  if (!strcmp(kind, "split_kernel")) return pet_mut_split_kernel(g, n, m, err);
   return TS_ERR(err, TS_EINVAL, "no built-in mutator '%s'", kind);
 }
 

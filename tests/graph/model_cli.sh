@@ -163,7 +163,7 @@ onnx.save(m, sys.argv[1])
 EOF
 expect 0 "$T" graph show "$TMP/dil.onnx" --pet --after pet
 contains out "dilated_to_batch: 9 boxes, 0 differ; est\. "
-contains out "pet: 2 of 6 mutants applied"
+contains out "pet: 2 of 10 mutants applied"
 contains out "0 subprograms chosen by measurement"
 expect 0 "$T" tune --model "$TMP/dil.onnx" --pet --trials 12 \
   --trials-per-task 2 --db "$TMP/p.db" --job p --no-summary-measure

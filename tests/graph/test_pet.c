@@ -84,9 +84,10 @@ static void test_dilated_chain(void **state) {
   const char *log;
   ts_graph_pet_report(pet, &r, &log);
   /* both convs: space to batch (exact), each also split into rows
-   * (corrected, kept out by its cost) and, at depth 2, split into rows and
-   * then space to batch */
-  if (r.generated != 6 || r.exact != 2 || r.corrected + r.pruned != 4)
+   * (corrected, kept out by its cost), split by kernel rows (pruned by its
+   * estimate before any check) and, at depth 2, the pairs of those */
+  if (r.generated < 6 || r.exact != 2 ||
+      r.corrected + r.pruned != r.generated - 2)
     fail_msg("%d generated, %d exact, %d corrected, %d pruned\n%s", r.generated,
              r.exact, r.corrected, r.pruned, log);
   assert_non_null(strstr(log, "split_rows+dilated_to_batch"));
@@ -173,6 +174,8 @@ static void test_zoo_mutants_corrected(void **state) {
               {"resnet50_small", "split_rows"},
               {"mobilenet_v2_small", "split_rows"},
               {"csrnet_small", "dilated_to_batch"},
+              {"resnet50_small", "split_kernel"},
+              {"csrnet_small", "split_kernel"},
               {"bert_small", "batch_shared_input"},
               {"unet_small", "pad_same"}};
   for (size_t k = 0; k < sizeof runs / sizeof *runs; k++) {
@@ -183,7 +186,11 @@ static void test_zoo_mutants_corrected(void **state) {
     ts_graph *pet = load_model(runs[k].model, bert ? bert_shapes : NULL,
                                bert ? 2 : 0, "none", &err);
     if (!plain || !pet) fail_msg("%s: %s", runs[k].model, err.msg);
-    ts_pet_options o = {.only = runs[k].kind, .apply_all = true};
+    /* (split_kernel at depth 1: at depth 2 a node has several exact
+     * mutants, and one is applied) */
+    ts_pet_options o = {.only = runs[k].kind,
+                        .apply_all = true,
+                        .depth = strcmp(runs[k].kind, "split_kernel") ? 0 : 1};
     assert_int_equal(ts_graph_set_pet(pet, &o, &err), TS_OK);
     assert_int_equal(ts_graph_run_passes(plain, "pet", &err), TS_OK);
     if (ts_graph_run_passes(pet, "pet", &err))
@@ -311,6 +318,119 @@ static void test_wrong_mutants(void **state) {
     ts_graph_free(plain);
     ts_graph_free(pet);
   }
+}
+
+/* x [1, 8, h, w] -> one conv of kernel k x k, stride s, dilation d, pads
+ * p (12 channels, bias). */
+static ts_graph *conv_geometry(int64_t h, int64_t w, int64_t k, int64_t s,
+                               int64_t d, const int64_t *p) {
+  ts_graph *g = ts_graph_new("geometry");
+  int x = add_input(g, "x", (int64_t[]){1, 8, h, w});
+  int c =
+      node(g, "Conv",
+           (int[]){x, conv_weights(g, "w", 12, 8, k, 5), bias(g, "b", 12)}, 3);
+  set_ints(g, "pads", 4, p);
+  set_ints(g, "strides", 2, (int64_t[]){s, s});
+  set_ints(g, "dilations", 2, (int64_t[]){d, d});
+  set_output(g, c);
+  return g;
+}
+
+/* split_kernel: a conv as two convs over the kernel's first rows and the
+ * rest, added. Exact on every geometry (strides, dilations, pads that the
+ * lower part's shift takes below zero, kernels taller than the pads), and
+ * the compiled graph computes what the original does; at depth 2 the
+ * lower part splits again. */
+static void test_split_kernel(void **state) {
+  (void)state;
+  static const struct {
+    int64_t h, w, k, s, d, p[4];
+  } cases[] = {
+      {12, 12, 3, 1, 1, {1, 1, 1, 1}}, /* "same" */
+      {13, 11, 3, 2, 1, {1, 1, 1, 1}}, /* stride 2, odd sizes */
+      {16, 16, 7, 2, 1, {3, 3, 3, 3}}, /* a stem: the lower rows shifted past
+                                          the top pad */
+      {14, 14, 3, 1, 2, {2, 2, 2, 2}}, /* dilated */
+      {10, 10, 5, 1, 1, {0, 0, 0, 0}}, /* valid */
+      {9, 12, 4, 3, 1, {2, 1, 0, 1}},  /* even kernel, uneven pads */
+  };
+  for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+    ts_error err;
+#define GEO(c) conv_geometry(c.h, c.w, c.k, c.s, c.d, c.p)
+    ts_graph *plain = GEO(cases[k]), *pet = GEO(cases[k]);
+    ts_pet_options o = {.only = "split_kernel", .apply_all = true};
+    assert_int_equal(ts_graph_set_pet(pet, &o, &err), TS_OK);
+    assert_int_equal(ts_graph_run_passes(plain, "pet", &err), TS_OK);
+    if (ts_graph_run_passes(pet, "pet", &err)) fail_msg("%s", err.msg);
+    ts_pet_report r;
+    const char *log;
+    ts_graph_pet_report(pet, &r, &log);
+    if (r.generated < 1 || r.exact != r.generated || r.wrong || r.applied != 1)
+      fail_msg("case %zu: %d generated, %d exact, %d applied\n%s", k,
+               r.generated, r.exact, r.applied, log);
+    assert_non_null(strstr(log, "split_kernel: "));
+    /* the lower part (two rows or more) splits again at depth 2 */
+    assert_non_null(strstr(log, "split_kernel+split_kernel"));
+    assert_true(ts_graph_count_op(pet, "Conv") >= 2);
+    expect_same(plain, pet, TS_GRAPH_INTERPRET, "split kernel");
+    ts_graph_free(plain);
+    ts_graph_free(pet);
+    plain = GEO(cases[k]), pet = GEO(cases[k]);
+#undef GEO
+    assert_int_equal(ts_graph_set_pet(pet, &o, &err), TS_OK);
+    assert_int_equal(ts_graph_run_passes(plain, NULL, &err), TS_OK);
+    assert_int_equal(ts_graph_run_passes(pet, NULL, &err), TS_OK);
+    assert_int_equal(ts_graph_verify(pet, &err), TS_OK);
+    expect_same(plain, pet, TS_GRAPH_COMPILE, "split kernel, compiled");
+    ts_graph_free(plain);
+    ts_graph_free(pet);
+  }
+}
+
+/* A split kernel whose lower part reads one row too high (its top pad one
+ * larger): caught, never applied as it is. */
+static int mut_split_off_by_one(ts_graph *g, const gr_node *n, pet_mutant *m,
+                                ts_error *err) {
+  int rc = pet_mut_split_kernel(g, n, m, err);
+  if (rc <= 0) return rc;
+  for (int i = m->n - 1; i >= 0; i--) {
+    gr_node *c = &m->nodes[i];
+    if (strcmp(c->op, "Conv")) continue;
+    const gr_attr *pa = gr_attr_find(c, "pads");
+    int64_t *p = ts_arena_alloc(g->arena, sizeof(int64_t) * 4);
+    memcpy(p, pa->ints, sizeof(int64_t) * 4);
+    p[0]++, p[2]--; /* as many rows out, each read one row higher */
+    gr_node_set_attr(
+        g, c,
+        (gr_attr){.name = "pads", .kind = GR_ATTR_INTS, .n = 4, .ints = p});
+    if (gr_infer_node(g, c, err)) return -1;
+    break;
+  }
+  m->kind = "split_off_by_one";
+  return 1;
+}
+
+static void test_split_kernel_wrong(void **state) {
+  (void)state;
+  ts_error err;
+  ts_graph *plain = one_conv(), *pet = one_conv();
+  ts_pet_options o = {
+      .only = "split_off_by_one", .apply_all = true, .depth = 1};
+  assert_int_equal(ts_graph_set_pet(pet, &o, &err), TS_OK);
+  assert_int_equal(
+      pet_add_mutator(pet, "split_off_by_one", mut_split_off_by_one, &err),
+      TS_OK);
+  assert_int_equal(ts_graph_run_passes(plain, "pet", &err), TS_OK);
+  if (ts_graph_run_passes(pet, "pet", &err)) fail_msg("%s", err.msg);
+  ts_pet_report r;
+  const char *log;
+  ts_graph_pet_report(pet, &r, &log);
+  if (r.generated != 1 || r.exact != 0 || r.wrong + r.corrected != 1)
+    fail_msg("%d generated, %d exact, %d wrong, %d corrected\n%s", r.generated,
+             r.exact, r.wrong, r.corrected, log);
+  expect_same(plain, pet, TS_GRAPH_INTERPRET, "split kernel off by one");
+  ts_graph_free(plain);
+  ts_graph_free(pet);
 }
 
 /* The checker's boxes for the dropped row: exactly those of the last row
@@ -1096,6 +1216,8 @@ int main(void) {
       cmocka_unit_test(test_dilated_odd_size),
       cmocka_unit_test(test_zoo_mutants_corrected),
       cmocka_unit_test(test_wrong_mutants),
+      cmocka_unit_test(test_split_kernel),
+      cmocka_unit_test(test_split_kernel_wrong),
       cmocka_unit_test(test_boxes_of_dropped_row),
       cmocka_unit_test(test_unchecked_and_options),
       cmocka_unit_test(test_measured_choice),
