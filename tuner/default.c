@@ -781,7 +781,10 @@ static void simple_block(ts_sched *s, const ts_target *t, const char *name) {
  * many vectors (or that they do not divide) keeps its sum as LLVM
  * vectorizes it, since the last combine of the lanes would cost more than
  * the chain saves, and its maximum or minimum is factored one vector (or
- * the widest part of one that divides the row) at a time. */
+ * the widest part of one that divides the row) at a time. The partials of
+ * a factored row are then themselves combined a vector at a time (a second
+ * rfactor of one vector), so the scalar chain at the end of each row is
+ * one vector's lanes long. */
 #define ROW_ACCUMULATORS 4
 static bool reduction_is_minmax(const ts_stmt *r) {
   const ts_stmt *body = ts_block_body(ts_realize_block(r));
@@ -799,8 +802,12 @@ static void vector_rfactor_rows(ts_sched *s, const ts_target *t) {
     if (!r) continue;
     bool minmax = reduction_is_minmax(r);
     if (vector_rfactor(s, t, names[i], ROW_ACCUMULATORS, 4 * ROW_ACCUMULATORS,
-                       true, false) != TS_OK &&
-        minmax)
+                       true, false) == TS_OK) {
+      /* the lanes combined a vector at a time too: 4 vector steps and 8
+       * scalar ones, not a chain of 32 scalar steps at every row's end
+       * (BERT's [1, 12, 128, 128] softmax 0.106 -> 0.090 ms) */
+      vector_rfactor(s, t, names[i], 1, 2, true, false);
+    } else if (minmax)
       vector_rfactor(s, t, names[i], 1, 2, true, true);
   }
   names_free(names, n);
