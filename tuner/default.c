@@ -435,8 +435,13 @@ static bool pack_transposed(ts_sched *s, ts_rv b, const ts_stmt *r,
 }
 
 /* Streamed inputs above this size do not stay in the caches between
- * passes over the outer spatial loops. */
-#define STREAMED_CACHE_BYTES (1 << 20)
+ * passes over the outer spatial loops: half of a 512 KiB L2. At 1 MiB,
+ * weights of 256 KiB to 1 MiB were packed again for every output row
+ * (bench --default, 2 threads, AVX2 Zen 3, 1 MiB -> 256 KiB: conv 3x3
+ * 56x56x128 stride 2 122 -> 159 GFLOP/s, oneDNN 160; 28x28x128 134 -> 165;
+ * 56x56x128 148-151 -> 172-175; 1x1 28x28 512->256 153-157 -> 177-179;
+ * matmuls 256-1024 rows and 14x14 convs within noise). */
+#define STREAMED_CACHE_BYTES (256 << 10)
 
 static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
   ts_rv b, loops[MAX_LOOPS];
