@@ -38,6 +38,7 @@
 #include "internal.h"
 
 #include "codegen/codegen.h"
+#include "tuner/tuner.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -907,10 +908,76 @@ static void log_plan(const ts_graph *g, gr_block_setup *s, const graph_info *gi,
   }
 }
 
+/* Weights above this many bytes do not stay in a core's caches from one
+ * call to the next: the default schedule packs such an input once per
+ * panel of output channels at run time (STREAMED_CACHE_BYTES in
+ * tuner/default.c). */
+#define STREAMED_WEIGHT_BYTES (256 << 10)
+
+/* A channels-last float32 conv with a kernel larger than 1x1 (pointwise
+ * ones are blocked by the layout pass), one group and constant weights
+ * larger than STREAMED_WEIGHT_BYTES: its weights become [CO/B, KH, KW, CI,
+ * B], B the output channels of the default schedule's register tile
+ * (ts_default_vector_tile over the output's columns), when B divides CO at
+ * least twice. A tile of output channels then reads one contiguous run
+ * rather than a strip of every (kh, kw, ci) row, which the schedule would
+ * gather at run time at every call (ResNet-50's 7x7x512 3x3 conv by
+ * default: 2.52 -> 1.86 ms on AVX2; the strided one 2.81 -> 2.11 ms).
+ * Convs that Winograd's pass rewrote are no convs any more; those the
+ * block pass channel-blocked have their own weights. */
+static int block_streamed_weights(ts_graph *g, bool *changed, ts_error *err) {
+  int lanes = gr_target_lanes(g), regs = gr_target_registers(g);
+  if (lanes < 2) return TS_OK;
+  for (int i = 0; i < g->n_nodes; i++) {
+    gr_node *n = &g->nodes[i];
+    if (n->kind != TS_GRAPH_OP || strcmp(n->op, "Conv") ||
+        !gr_node_channels_last(n) || gr_conv_weight_block(n) ||
+        n->n_inputs < 2 || n->inputs[1] < 0 || n->inputs[0] < 0 ||
+        gr_attr_int(n, "group", 1) != 1)
+      continue;
+    int w = n->inputs[1];
+    const gr_value *wv = &g->values[w], *xv = &g->values[n->inputs[0]];
+    if (!gr_is_const(g, w) || wv->ndim != 4 || xv->ndim != 4 ||
+        !ts_dtype_eq(wv->dtype, TS_FLOAT32) ||
+        !ts_dtype_eq(xv->dtype, TS_FLOAT32) ||
+        wv->shape[0] * wv->shape[1] == 1 || n->n_outputs < 1 ||
+        n->outputs[0] < 0 || gr_value_elems(wv) * 4 <= STREAMED_WEIGHT_BYTES)
+      continue;
+    const gr_value *yv = &g->values[n->outputs[0]];
+    int64_t CO = wv->shape[3];
+    if (yv->ndim != 4 || CO % lanes) continue;
+    int64_t B = ts_default_vector_tile(yv->shape[2], CO, lanes, regs, NULL);
+    if (CO % B || CO < 2 * B) continue;
+    rewrite p = {.g = g, .B = B};
+    int c = blocked_weights(&p, n);
+    if (c < 0) return TS_ERR(err, TS_ENOMEM, "block: out of memory");
+    n = &g->nodes[i];
+    int *ins = gr_alloc(g, sizeof(int) * (size_t)n->n_inputs);
+    if (!ins) return TS_ERR(err, TS_ENOMEM, "block: out of memory");
+    memcpy(ins, n->inputs, sizeof(int) * (size_t)n->n_inputs);
+    ins[1] = c;
+    n->inputs = ins;
+    gr_node_set_attr(
+        g, n, (gr_attr){.name = "weight_block", .kind = GR_ATTR_INT, .i = B});
+    *changed = true;
+  }
+  return TS_OK;
+}
+
+static int block_activations(ts_graph *g, ts_error *err);
+
 /* requires: shapes known, after the layout and winograd passes;
  * maintains: the values the graph computes, its inputs and outputs;
  * breaks: node indices. */
 int ts_graph_block(ts_graph *g, ts_error *err) {
+  bool changed = false;
+  int rc = block_activations(g, err);
+  if (!rc) rc = block_streamed_weights(g, &changed, err);
+  if (!rc && changed) rc = ts_graph_eliminate_dead(g, err);
+  return rc;
+}
+
+static int block_activations(ts_graph *g, ts_error *err) {
   gr_block_setup *s = g->block;
   if (!s || s->mode == BLOCK_OFF || g->keep_nchw) return TS_OK;
   clear_results(s);

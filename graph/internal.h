@@ -73,13 +73,14 @@ struct ts_graph {
   ts_func **funcs; /* functions owned by call nodes */
   int n_funcs, cap_funcs;
   int opset;
-  int name_counter; /* for fresh node and value names */
-  bool keep_nchw;   /* ts_graph_set_layout(g, "nchw"): no layout pass */
-  bool no_winograd; /* ts_graph_set_winograd(g, false) */
-  bool input_nhwc;  /* ts_graph_set_io_layout: 4-D inputs given NHWC */
-  bool output_nhwc; /* ... 4-D outputs returned NHWC */
-  int vector_lanes; /* ts_graph_set_target: float32 lanes of the target's
-                       vectors (0: this host's, found when needed) */
+  int name_counter;     /* for fresh node and value names */
+  bool keep_nchw;       /* ts_graph_set_layout(g, "nchw"): no layout pass */
+  bool no_winograd;     /* ts_graph_set_winograd(g, false) */
+  bool input_nhwc;      /* ts_graph_set_io_layout: 4-D inputs given NHWC */
+  bool output_nhwc;     /* ... 4-D outputs returned NHWC */
+  int vector_lanes;     /* ts_graph_set_target: float32 lanes of the target's
+                           vectors (0: this host's, found when needed) */
+  int vector_registers; /* ... and its vector registers (with the lanes) */
   struct gr_quant_setup *quant; /* ts_graph_set_quantization (quantize.c) */
   int quant_int8, quant_float;  /* products the quantize pass converted/kept */
   struct gr_pet_setup *pet;     /* ts_graph_set_pet (pet.c) */
@@ -242,6 +243,11 @@ bool gr_own_func(ts_graph *g, ts_func *f);
  * a Conv reads [N, H, W, C] data and [KH, KW, C/group, CO] weights and
  * writes [N, OH, OW, CO]; a pool reads and writes [N, H, W, C]. */
 bool gr_node_channels_last(const gr_node *n);
+/* The float32 lanes of the graph's target's vectors (this host's when no
+ * target was set). */
+int gr_target_lanes(ts_graph *g);
+/* ... and its vector registers. */
+int gr_target_registers(ts_graph *g);
 /* Whether node n is a channel-blocked Conv (layout "NCHWc", block.c). */
 bool gr_node_blocked(const gr_node *n);
 /* Conv or its int8 form ConvInteger; MatMul or MatMulInteger. */

@@ -136,6 +136,7 @@ int ts_graph_set_target(ts_graph *g, const char *target, ts_error *err) {
   int rc = ts_target_parse(target, &t, err);
   if (rc) return rc;
   int lanes = ts_target_vector_lanes(t, TS_FLOAT32);
+  g->vector_registers = ts_target_vector_registers(t);
   ts_target_free(t);
   g->vector_lanes = lanes > 0 ? lanes : 1;
   return TS_OK;
@@ -143,16 +144,23 @@ int ts_graph_set_target(ts_graph *g, const char *target, ts_error *err) {
 
 /* The float32 lanes of the graph's target's vectors (this host's when no
  * target was set; 8 if the host cannot be described). */
-static int target_lanes(ts_graph *g) {
+int gr_target_lanes(ts_graph *g) {
   if (g->vector_lanes) return g->vector_lanes;
   ts_target *t = NULL;
-  int lanes = 8;
+  int lanes = 8, regs = 16;
   if (ts_target_host(&t, NULL) == TS_OK) {
     lanes = ts_target_vector_lanes(t, TS_FLOAT32);
+    regs = ts_target_vector_registers(t);
     ts_target_free(t);
   }
   g->vector_lanes = lanes > 0 ? lanes : 1;
+  g->vector_registers = regs;
   return g->vector_lanes;
+}
+
+int gr_target_registers(ts_graph *g) {
+  if (!g->vector_lanes) gr_target_lanes(g);
+  return g->vector_registers > 0 ? g->vector_registers : 16;
 }
 
 /* The columns per panel of a MatMul's weights with N columns: three of
@@ -161,7 +169,7 @@ static int target_lanes(ts_graph *g) {
  * untuned 0.97 -> 1.04-1.08 x onnxruntime on AVX2 against panels of 16);
  * otherwise 16, as before; 0 when neither divides N into two panels. */
 static int64_t matmul_panel(ts_graph *g, int64_t N) {
-  int lanes = target_lanes(g);
+  int lanes = gr_target_lanes(g);
   int64_t wide = lanes >= 4 ? 3 * (int64_t)lanes : 0;
   if (wide && N % wide == 0 && N >= 2 * wide) return wide;
   return N % 16 == 0 && N >= 32 ? 16 : 0;

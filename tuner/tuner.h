@@ -482,4 +482,13 @@ int ts_confirm(ts_db *db, int64_t workload_id, const char *target,
 int ts_default_schedule(const ts_func *f, const ts_target *t, ts_sched **out,
                         ts_error *err);
 
+/* The default schedule's register tile for an output of `er` rows and `ev`
+ * contiguous columns, `ev` a multiple of the target's `lanes`, on a target
+ * with `regs` vector registers: returns the columns (a multiple of lanes
+ * dividing ev) and sets *rows (may be NULL) to the rows. When ev is not a
+ * multiple of lanes: ev and 1 row. The graph compiler blocks constant
+ * weights by the columns it returns. */
+int64_t ts_default_vector_tile(int64_t er, int64_t ev, int lanes, int regs,
+                               int64_t *rows);
+
 #endif /* TESSERA_TUNER_H */

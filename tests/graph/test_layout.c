@@ -10,9 +10,11 @@
  * when they cancel), keeping the values; random graphs mixing convertible
  * operators with softmax over channels keep their values and leave a
  * structurally minimal set of transposes; unknown layouts are refused;
- * pointwise convs get weights blocked by 16 output channels, and compute
- * the same values with their epilogue in the group (channel-split) or,
- * when an operand cannot follow the split, in a group of its own.
+ * pointwise convs get weights blocked by 16 output channels, larger
+ * kernels whose weights do not stay in cache by the output channels of
+ * the default register tile for the target, and compute the same values with
+ * their epilogue in the group (channel-split) or, when an operand cannot follow
+ * the split, in a group of its own.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -505,6 +507,21 @@ static void test_blocked_matmul(void **state) {
   for (int k = 0; k < 3; k++) ts_graph_free(g[k]);
 }
 
+/* g (its passes run up to some point for a target) finished and compiled
+ * for this host, against ref (the same graph, fresh) in the reference
+ * kernels after lowering: one output. */
+static void check_compiled(ts_graph *g, ts_graph *ref, const char *what) {
+  ts_error err;
+  assert_int_equal(ts_graph_run_passes(ref, "lower", &err), TS_OK);
+  assert_int_equal(ts_graph_run_passes(g, NULL, &err), TS_OK);
+  ts_graph_tensor a[1], c[1];
+  run(ref, TS_GRAPH_INTERPRET, a);
+  run(g, TS_GRAPH_COMPILE, c);
+  same(a, c, 1, what);
+  free_outs(a, 1);
+  free_outs(c, 1);
+}
+
 /* x [1, 5, 8] -> MatMul with N columns, laid out for a target: panels of
  * three vectors where they divide N into two or more, else 16, else none. */
 static int64_t panel_for(const char *target, int64_t N, bool check) {
@@ -538,16 +555,7 @@ static int64_t panel_for(const char *target, int64_t N, bool check) {
       const gr_value *w = &g[0]->values[g[0]->nodes[i].inputs[1]];
       if (B) assert_int_equal(w->shape[2], B);
     }
-  if (check) { /* compiled for this host, as laid out for the target */
-    assert_int_equal(ts_graph_run_passes(g[1], "lower", &err), TS_OK);
-    assert_int_equal(ts_graph_run_passes(g[0], NULL, &err), TS_OK);
-    ts_graph_tensor a[1], c[1];
-    run(g[1], TS_GRAPH_INTERPRET, a);
-    run(g[0], TS_GRAPH_COMPILE, c);
-    same(a, c, 1, "matmul in panels, compiled");
-    free_outs(a, 1);
-    free_outs(c, 1);
-  }
+  if (check) check_compiled(g[0], g[1], "matmul in panels, compiled");
   ts_graph_free(g[0]);
   ts_graph_free(g[1]);
   return B;
@@ -571,6 +579,74 @@ static void test_matmul_panels(void **state) {
   ts_error err;
   assert_int_equal(ts_graph_set_target(g, "bogus", &err), TS_EINVAL);
   ts_graph_free(g);
+}
+
+/* x [1, CI, H, H] -> Conv 3x3 pad 1 (CO outputs, stride 1 or 2) -> Relu,
+ * through every pass for a target: the conv's weight block (0: not
+ * blocked, -1: no conv left, Winograd's). With check, compiled for this
+ * host as laid out for the target and compared with the reference
+ * kernels of the graph before layout. */
+static int64_t conv_block_for(const char *target, int64_t CI, int64_t CO,
+                              int64_t H, int64_t stride, bool check) {
+  ts_error err;
+  ts_graph *g[2];
+  for (int k = 0; k < 2; k++) {
+    g[k] = ts_graph_new("streamed");
+    if (target && ts_graph_set_target(g[k], target, &err))
+      fail_msg("%s: %s", target, err.msg);
+    int x = add_input(g[k], "x", (int64_t[]){1, CI, H, H});
+    size_t nw = (size_t)(CO * CI * 9);
+    float *w = malloc(sizeof(float) * nw);
+    assert_non_null(w);
+    for (size_t i = 0; i < nw; i++)
+      w[i] = (float)((int64_t)(i * 37) % 29 - 14) / 64;
+    int wv =
+        gr_const_add(g[k], "w", TS_FLOAT32, 4, (int64_t[]){CO, CI, 3, 3}, w);
+    free(w);
+    int c = node(g[k], "Conv", (int[]){x, wv}, 2);
+    set_ints(g[k], "pads", 4, (int64_t[]){1, 1, 1, 1});
+    set_ints(g[k], "strides", 2, (int64_t[]){stride, stride});
+    set_output(g[k], node(g[k], "Relu", &c, 1));
+  }
+  assert_int_equal(ts_graph_run_passes(g[0], "block", &err), TS_OK);
+  int64_t B = -1;
+  for (int i = 0; i < g[0]->n_nodes; i++)
+    if (!strcmp(g[0]->nodes[i].op, "Conv")) {
+      B = gr_conv_weight_block(&g[0]->nodes[i]);
+      const gr_value *w = &g[0]->values[g[0]->nodes[i].inputs[1]];
+      if (B) {
+        assert_int_equal(w->ndim, 5);
+        assert_int_equal(w->shape[0] * w->shape[4], CO);
+        assert_int_equal(w->shape[4], B);
+      }
+    }
+  if (check) check_compiled(g[0], g[1], "conv with blocked weights, compiled");
+  ts_graph_free(g[0]);
+  ts_graph_free(g[1]);
+  return B;
+}
+
+/* A conv larger than 1x1 whose weights do not stay in cache (> 256 KiB)
+ * gets them blocked by the output channels of the default schedule's
+ * register tile for the target; small weights, and convs that Winograd
+ * rewrites, are left alone. */
+static void test_streamed_conv_weights(void **state) {
+  (void)state;
+  const char *avx2 = "llvm -mcpu=haswell",
+             *avx512 = "llvm -mcpu=skylake-avx512";
+  /* 96 x 96 x 3 x 3 floats: 324 KiB; 5 x 5 output: rows of 5 */
+  assert_int_equal(conv_block_for(avx2, 96, 96, 5, 1, true), 16);
+  assert_int_equal(conv_block_for(avx512, 96, 96, 5, 1, false), 32);
+  /* strided, 4 x 4 output on AVX2: 4 rows x 2 vectors */
+  assert_int_equal(conv_block_for(avx2, 96, 96, 8, 2, true), 16);
+  /* 7 rows (ResNet-50's last stage): 7 x 1 vector on AVX2 */
+  assert_int_equal(conv_block_for(avx2, 64, 128, 7, 1, false), 8);
+  /* 32 x 32 x 3 x 3: 36 KiB, in cache */
+  assert_int_equal(conv_block_for(avx2, 32, 32, 5, 1, false), 0);
+  /* 16 x 16 output: 64 Winograd tiles, no conv left */
+  assert_int_equal(conv_block_for(avx2, 96, 96, 16, 1, false), -1);
+  /* the host's own target, whichever it is: correct */
+  assert_true(conv_block_for(NULL, 96, 96, 5, 1, true) >= 8);
 }
 
 /* Random chains of 4-D transposes around a conv: after the pass at most
@@ -833,6 +909,7 @@ int main(void) {
       cmocka_unit_test(test_pointwise_matmul),
       cmocka_unit_test(test_blocked_matmul),
       cmocka_unit_test(test_matmul_panels),
+      cmocka_unit_test(test_streamed_conv_weights),
       cmocka_unit_test(test_transpose_chains),
       cmocka_unit_test(test_min_cut),
       cmocka_unit_test(test_random_mixed_layouts),
