@@ -581,13 +581,14 @@ static void test_matmul_panels(void **state) {
   ts_graph_free(g);
 }
 
-/* x [1, CI, H, H] -> Conv 3x3 pad 1 (CO outputs, stride 1 or 2) -> Relu,
+/* x [1, CI, H, H] -> Conv KxK pad K/2 (CO outputs, stride 1 or 2) -> Relu,
  * through every pass for a target: the conv's weight block (0: not
  * blocked, -1: no conv left, Winograd's). With check, compiled for this
  * host as laid out for the target and compared with the reference
  * kernels of the graph before layout. */
-static int64_t conv_block_for(const char *target, int64_t CI, int64_t CO,
-                              int64_t H, int64_t stride, bool check) {
+static int64_t conv_block_for(const char *target, int64_t K, int64_t CI,
+                              int64_t CO, int64_t H, int64_t stride,
+                              bool check) {
   ts_error err;
   ts_graph *g[2];
   for (int k = 0; k < 2; k++) {
@@ -595,16 +596,16 @@ static int64_t conv_block_for(const char *target, int64_t CI, int64_t CO,
     if (target && ts_graph_set_target(g[k], target, &err))
       fail_msg("%s: %s", target, err.msg);
     int x = add_input(g[k], "x", (int64_t[]){1, CI, H, H});
-    size_t nw = (size_t)(CO * CI * 9);
+    size_t nw = (size_t)(CO * CI * K * K);
     float *w = malloc(sizeof(float) * nw);
     assert_non_null(w);
     for (size_t i = 0; i < nw; i++)
       w[i] = (float)((int64_t)(i * 37) % 29 - 14) / 64;
     int wv =
-        gr_const_add(g[k], "w", TS_FLOAT32, 4, (int64_t[]){CO, CI, 3, 3}, w);
+        gr_const_add(g[k], "w", TS_FLOAT32, 4, (int64_t[]){CO, CI, K, K}, w);
     free(w);
     int c = node(g[k], "Conv", (int[]){x, wv}, 2);
-    set_ints(g[k], "pads", 4, (int64_t[]){1, 1, 1, 1});
+    set_ints(g[k], "pads", 4, (int64_t[]){K / 2, K / 2, K / 2, K / 2});
     set_ints(g[k], "strides", 2, (int64_t[]){stride, stride});
     set_output(g[k], node(g[k], "Relu", &c, 1));
   }
@@ -635,18 +636,23 @@ static void test_streamed_conv_weights(void **state) {
   const char *avx2 = "llvm -mcpu=haswell",
              *avx512 = "llvm -mcpu=skylake-avx512";
   /* 96 x 96 x 3 x 3 floats: 324 KiB; 5 x 5 output: rows of 5 */
-  assert_int_equal(conv_block_for(avx2, 96, 96, 5, 1, true), 16);
-  assert_int_equal(conv_block_for(avx512, 96, 96, 5, 1, false), 32);
+  assert_int_equal(conv_block_for(avx2, 3, 96, 96, 5, 1, true), 16);
+  assert_int_equal(conv_block_for(avx512, 3, 96, 96, 5, 1, false), 32);
   /* strided, 4 x 4 output on AVX2: 4 rows x 2 vectors */
-  assert_int_equal(conv_block_for(avx2, 96, 96, 8, 2, true), 16);
+  assert_int_equal(conv_block_for(avx2, 3, 96, 96, 8, 2, true), 16);
   /* 7 rows (ResNet-50's last stage): 7 x 1 vector on AVX2 */
-  assert_int_equal(conv_block_for(avx2, 64, 128, 7, 1, false), 8);
+  assert_int_equal(conv_block_for(avx2, 3, 64, 128, 7, 1, false), 8);
   /* 32 x 32 x 3 x 3: 36 KiB, in cache */
-  assert_int_equal(conv_block_for(avx2, 32, 32, 5, 1, false), 0);
+  assert_int_equal(conv_block_for(avx2, 3, 32, 32, 5, 1, false), 0);
   /* 16 x 16 output: 64 Winograd tiles, no conv left */
-  assert_int_equal(conv_block_for(avx2, 96, 96, 16, 1, false), -1);
+  assert_int_equal(conv_block_for(avx2, 3, 96, 96, 16, 1, false), -1);
   /* the host's own target, whichever it is: correct */
-  assert_true(conv_block_for(NULL, 96, 96, 5, 1, true) >= 8);
+  assert_true(conv_block_for(NULL, 3, 96, 96, 5, 1, true) >= 8);
+  /* pointwise: 16, or the register tile's one vector of AVX2 for 49 rows
+   * (7 x 8) */
+  assert_int_equal(conv_block_for(avx2, 1, 16, 32, 7, 1, true), 8);
+  assert_int_equal(conv_block_for(avx512, 1, 16, 32, 7, 1, false), 16);
+  assert_int_equal(conv_block_for(avx2, 1, 16, 64, 16, 1, false), 16);
 }
 
 /* Random chains of 4-D transposes around a conv: after the pass at most
