@@ -443,6 +443,17 @@ static bool pack_transposed(ts_sched *s, ts_rv b, const ts_stmt *r,
  * matmuls 256-1024 rows and 14x14 convs within noise). */
 #define STREAMED_CACHE_BYTES (256 << 10)
 
+/* The rows of a register tile `v` vectors wide: at most 8, and as many as
+ * leave a register for each of the v vectors of B (each is used by every
+ * row, so LLVM keeps it in a register) and one for the broadcast of A.
+ * Beyond that an accumulator is spilled and its chain runs through memory
+ * at every step: a 3 x 4-vector tile on AVX2's 16 registers ran a 1x7 conv
+ * at 68 GFLOP/s, the 6 x 2 one at 192. */
+static int64_t rows_cap(int regs, int64_t v) {
+  int64_t r = v > 0 ? ((int64_t)(regs > 8 ? regs : 8) - 1 - v) / v : 1;
+  return r > 8 ? 8 : r < 1 ? 1 : r;
+}
+
 int64_t ts_default_vector_tile(int64_t er, int64_t ev, int lanes, int regs,
                                int64_t *rows) {
   int64_t budget = regs > 8 ? regs - 4 : 4, cols = lanes, nrows = 1;
@@ -459,8 +470,8 @@ int64_t ts_default_vector_tile(int64_t er, int64_t ev, int lanes, int regs,
      * MobileNet-V2) the input is read once instead of three times */
     if (v == 3 && 3 * lanes != ev) continue;
     if (ev % (v * lanes)) continue;
-    int64_t cap = budget / v > 8 ? 8 : budget / v;
-    int64_t r = cap >= 1 ? divisor_upto(er, cap) : 1;
+    int64_t cap = rows_cap(regs, v);
+    int64_t r = divisor_upto(er, cap);
     double score = (double)(r * v) / (double)(r + v);
     if (score > best + 1e-9) {
       best = score;
@@ -541,7 +552,6 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
   int64_t nvec = vector_ops(cols, lanes);
   bool ragged = false; /* ceil splits: the tiles accumulate in a local */
   int regs = ts_target_vector_registers(t);
-  int64_t budget = regs > 8 ? regs - 4 : 4;
   int64_t er = rows >= 0 ? loop_extent(s, loops[rows]) : 1;
   int64_t nrows = 1;
   if (ev % lanes == 0) {
@@ -554,11 +564,9 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
      * last runs unguarded. */
     cols = ev >= 4 * lanes ? 2 * lanes : lanes;
     nvec = cols / lanes;
-    int64_t cap = budget / nvec > 8 ? 8 : budget / nvec;
-    nrows = divisor_upto(er, cap > 0 ? cap : 1);
+    nrows = divisor_upto(er, rows_cap(regs, nvec));
   } else {
-    int64_t cap = budget / nvec > 8 ? 8 : budget / nvec;
-    nrows = divisor_upto(er, cap > 0 ? cap : 1);
+    nrows = divisor_upto(er, rows_cap(regs, nvec));
   }
   /* Rows whose extent has no divisor near the budget (a prime such as
    * 613, or the 7 and 11 output columns of a late or strided conv): a
@@ -568,7 +576,7 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
    * the last. */
   {
     int64_t nv = vector_ops(cols, lanes);
-    int64_t cap = budget / nv > 8 ? 8 : budget / nv;
+    int64_t cap = rows_cap(regs, nv);
     if (rows >= 0 && cap > 1 && 2 * nrows <= cap && er > cap) {
       int64_t tiles = (er + cap - 1) / cap;
       nrows = (er + tiles - 1) / tiles;

@@ -78,6 +78,36 @@ static void test_operators(void **state) {
 }
 
 /* Model-sized operators: the schedule has the expected shape. */
+/* The default register tile fits the vector registers with its operands:
+ * rows x vectors accumulators, one register per vector of B (used by every
+ * row) and one for the broadcast of A. A 3 x 4-vector tile on AVX2's 16
+ * registers spilled an accumulator (a 48-row dense layer, a 1x7 conv over
+ * 17 columns: 0.6 x and 0.4 x the libraries). Both ISAs, every row count
+ * and width up to 64 rows and 8 vectors. */
+static void test_register_budget(void **state) {
+  (void)state;
+  static const struct { int lanes, regs; } isas[] = {{8, 16}, {16, 32}};
+  for (int k = 0; k < 2; k++)
+    for (int64_t er = 1; er <= 64; er++)
+      for (int64_t nv = 1; nv <= 8; nv++) {
+        int64_t ev = nv * isas[k].lanes, rows = 0;
+        int64_t cols =
+            ts_default_vector_tile(er, ev, isas[k].lanes, isas[k].regs, &rows);
+        assert_true(cols % isas[k].lanes == 0 && ev % cols == 0);
+        assert_true(rows >= 1 && er % rows == 0);
+        int64_t v = cols / isas[k].lanes;
+        if (rows > 1 && rows * v + v + 1 > isas[k].regs)
+          fail_msg("%d lanes: %lld rows x %lld columns: a %lld x %lld tile "
+                   "does not fit %d registers",
+                   isas[k].lanes, (long long)er, (long long)ev, (long long)rows,
+                   (long long)v, isas[k].regs);
+      }
+  /* the tile of a 48-row dense layer on AVX2: 6 x 2 (was 3 x 4) */
+  int64_t rows = 0;
+  assert_int_equal(ts_default_vector_tile(48, 768, 8, 16, &rows), 16);
+  assert_int_equal(rows, 6);
+}
+
 static void test_shapes(void **state) {
   (void)state;
   static const struct {
@@ -96,6 +126,10 @@ static void test_shapes(void **state) {
        {"transform_layout", "vectorize"}},
       {"dense M=24 N=64 K=40 bias=1",
        {"transform_layout", "unroll", "vectorize"}},
+      /* a 1x7 conv: 11 output columns (prime), 32 channels: a ceil split
+       * of the columns into tiles that fit the registers */
+      {"conv2d_nhwc N=1 H=17 W=17 CI=16 CO=32 KH=1 KW=7 pad=0",
+       {"vectorize", "unroll", "parallel"}},
       {"conv2d_nchw N=1 H=14 W=14 CI=16 CO=32 KH=3 KW=3 pad=1",
        {"vectorize", "unroll", "parallel"}},
       {"conv2d_nhwc N=1 H=14 W=14 CI=16 CO=32 KH=3 KW=3 pad=1",
@@ -737,6 +771,7 @@ int main(void) {
       cmocka_unit_test(test_bad_arguments),
       cmocka_unit_test(test_operators),
       cmocka_unit_test(test_shapes),
+      cmocka_unit_test(test_register_budget),
       cmocka_unit_test(test_row_operators_any_rank),
       cmocka_unit_test(test_odd_vector_tiles),
       cmocka_unit_test(test_ragged_tiles),
