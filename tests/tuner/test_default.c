@@ -170,6 +170,15 @@ static void test_shapes(void **state) {
     for (int k = 0; k < 4 && cases[i].must[k]; k++)
       if (!strstr(trace, cases[i].must[k]))
         fail_msg("%s: no %s in\n%s", cases[i].spec, cases[i].must[k], trace);
+    /* a 3 x 3 depthwise conv's tile: its columns and both taps unrolled
+     * (neighbouring columns share input loads) */
+    if (strstr(cases[i].spec, "depthwise") && strstr(cases[i].spec, "KH=3")) {
+      int unrolls = 0;
+      for (const char *p = trace; (p = strstr(p, "unroll")); p++) unrolls++;
+      if (unrolls < 3)
+        fail_msg("%s: %d unrolls, want the tile and both taps:\n%s",
+                 cases[i].spec, unrolls, trace);
+    }
     free(trace);
     ts_workload_free(w);
   }
