@@ -908,21 +908,18 @@ static void log_plan(const ts_graph *g, gr_block_setup *s, const graph_info *gi,
   }
 }
 
-/* Weights above this many bytes do not stay in a core's caches from one
- * call to the next: the default schedule packs such an input once per
- * panel of output channels at run time (STREAMED_CACHE_BYTES in
- * tuner/default.c). */
-#define STREAMED_WEIGHT_BYTES (256 << 10)
-
 /* A channels-last float32 conv with a kernel larger than 1x1 (pointwise
  * ones are blocked by the layout pass), one group and constant weights
- * larger than STREAMED_WEIGHT_BYTES: its weights become [CO/B, KH, KW, CI,
- * B], B the output channels of the default schedule's register tile
+ * larger than TS_DEFAULT_STREAMED_BYTES (the default schedule's own bound
+ * for packing a streamed input at run time): its weights become [CO/B, KH,
+ * KW, CI, B], B the output channels of the default schedule's register tile
  * (ts_default_vector_tile over the output's columns), when B divides CO at
  * least twice. A tile of output channels then reads one contiguous run
  * rather than a strip of every (kh, kw, ci) row, which the schedule would
  * gather at run time at every call (ResNet-50's 7x7x512 3x3 conv by
- * default: 2.52 -> 1.86 ms on AVX2; the strided one 2.81 -> 2.11 ms).
+ * default: 2.52 -> 1.86 ms on AVX2 from this alone, 1.49 ms with its
+ * panels outermost in the default schedule; the strided one 2.81 ->
+ * 1.56 ms).
  * Convs that Winograd's pass rewrote are no convs any more; those the
  * block pass channel-blocked have their own weights. */
 static int block_streamed_weights(ts_graph *g, bool *changed, ts_error *err) {
@@ -941,7 +938,8 @@ static int block_streamed_weights(ts_graph *g, bool *changed, ts_error *err) {
         !ts_dtype_eq(wv->dtype, TS_FLOAT32) ||
         !ts_dtype_eq(xv->dtype, TS_FLOAT32) ||
         wv->shape[0] * wv->shape[1] == 1 || n->n_outputs < 1 ||
-        n->outputs[0] < 0 || gr_value_elems(wv) * 4 <= STREAMED_WEIGHT_BYTES)
+        n->outputs[0] < 0 ||
+        gr_value_elems(wv) * 4 <= TS_DEFAULT_STREAMED_BYTES)
       continue;
     const gr_value *yv = &g->values[n->outputs[0]];
     int64_t CO = wv->shape[3];

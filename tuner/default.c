@@ -441,7 +441,7 @@ static bool pack_transposed(ts_sched *s, ts_rv b, const ts_stmt *r,
  * 56x56x128 stride 2 122 -> 159 GFLOP/s, oneDNN 160; 28x28x128 134 -> 165;
  * 56x56x128 148-151 -> 172-175; 1x1 28x28 512->256 153-157 -> 177-179;
  * matmuls 256-1024 rows and 14x14 convs within noise). */
-#define STREAMED_CACHE_BYTES (256 << 10)
+#define STREAMED_CACHE_BYTES TS_DEFAULT_STREAMED_BYTES
 
 /* The rows of a register tile `v` vectors wide: at most 8, and as many as
  * leave a register for each of the v vectors of B (each is used by every

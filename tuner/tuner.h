@@ -482,6 +482,11 @@ int ts_confirm(ts_db *db, int64_t workload_id, const char *target,
 int ts_default_schedule(const ts_func *f, const ts_target *t, ts_sched **out,
                         ts_error *err);
 
+/* Bytes above which the default schedule treats an input read across the
+ * outer loops as streamed (packs it once per panel, panels outermost);
+ * the graph compiler blocks conv weights above it at compile time. */
+#define TS_DEFAULT_STREAMED_BYTES (256 << 10)
+
 /* The default schedule's register tile for an output of `er` rows and `ev`
  * contiguous columns, `ev` a multiple of the target's `lanes`, on a target
  * with `regs` vector registers: returns the columns (a multiple of lanes
