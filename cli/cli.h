@@ -148,6 +148,8 @@ int cli_load_model(const char *path, const char *const *shapes, int n_shapes,
 extern const char *cli_layout;
 /* --no-winograd: the winograd pass off (cli_import_model applies it). */
 extern bool cli_no_winograd;
+/* --winograd-tile 2|4|auto (0): the Winograd output tile. */
+extern int cli_winograd_tile;
 int cli_layout_option(const char *cmd, const char *value);
 /* --input-layout / --output-layout (nchw or nhwc; NULL: the model's),
  * applied by cli_import_model; cli_io_layout_option checks a value into

@@ -15,6 +15,7 @@
 
 const char *cli_layout = NULL;
 bool cli_no_winograd = false;
+int cli_winograd_tile = 0;
 const char *cli_input_layout = NULL;
 const char *cli_output_layout = NULL;
 
@@ -72,7 +73,8 @@ void cli_set_extra_dims(const char *const *dims, int n) {
 
 bool cli_passes_set(void) {
   return pet_on || quant_profile || cli_layout || cli_no_winograd ||
-         block_opts.block || cli_input_layout || cli_output_layout;
+         cli_winograd_tile || block_opts.block || cli_input_layout ||
+         cli_output_layout;
 }
 
 const char cli_pass_usage[] =
@@ -95,7 +97,10 @@ const char cli_pass_usage[] =
     "  --per-tensor        one weight scale per tensor (default: one per\n"
     "                      output channel)\n"
     "  --keep-float OP     leave operator type OP (Conv, MatMul) float32;\n"
-    "                      repeatable\n";
+    "                      repeatable\n"
+    "  --winograd-tile 2|4|auto  Winograd's output tile for 3x3 convolutions:\n"
+    "                      F(2x2, 3x3), F(4x4, 3x3), or per conv by its\n"
+    "                      image size (auto, the default; docs/graph.md)\n";
 
 bool cli_quantizing(void) { return quant_profile != NULL; }
 bool cli_pet_on(void) { return pet_on; }
@@ -201,6 +206,11 @@ bool cli_pass_option(const char *cmd, int argc, char **argv, int *i, int *rc) {
       *rc = cli_usage_error(cmd, "--block wants 8 or 16 (channels per block)");
     else
       block_opts.block = atoi(v);
+  } else if (cli_opt_value(argc, argv, i, "--winograd-tile", &v, &missing)) {
+    if (missing || (strcmp(v, "2") && strcmp(v, "4") && strcmp(v, "auto")))
+      *rc = cli_usage_error(cmd, "--winograd-tile wants 2, 4 or auto");
+    else
+      cli_winograd_tile = !strcmp(v, "auto") ? 0 : atoi(v);
   } else if (!strcmp(argv[*i], "--pet")) {
     pet_on = true;
   } else if (cli_opt_value(argc, argv, i, "--pet-trials", &v, &missing)) {
@@ -261,6 +271,7 @@ static int graph_setup(ts_graph *g) {
     return EXIT_FAIL;
   }
   if (cli_no_winograd) ts_graph_set_winograd(g, false);
+  ts_graph_set_winograd_tile(g, cli_winograd_tile);
   if (cli_block_on() &&
       ts_graph_set_block_options(g, &block_opts, &err) != TS_OK) {
     cli_error("bad block options", &err);

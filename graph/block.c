@@ -679,6 +679,7 @@ static double whole_seconds(ts_graph *g, gr_block_setup *s, const bool *plan,
       gr_candidate_graph(g, g->nodes, g->n_nodes, g->outputs, g->n_outputs);
   if (!c) return *rc = TS_ENOMEM, NAN;
   c->no_winograd = g->no_winograd;
+  c->winograd_tile = g->winograd_tile;
   if (plan && (*rc = apply_plan(c, plan, B, false, NULL))) {
     ts_graph_free(c);
     return NAN;

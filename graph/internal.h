@@ -76,6 +76,7 @@ struct ts_graph {
   int name_counter;     /* for fresh node and value names */
   bool keep_nchw;       /* ts_graph_set_layout(g, "nchw"): no layout pass */
   bool no_winograd;     /* ts_graph_set_winograd(g, false) */
+  int winograd_tile;    /* ts_graph_set_winograd_tile: 2, 4, 0 auto */
   bool input_nhwc;      /* ts_graph_set_io_layout: 4-D inputs given NHWC */
   bool output_nhwc;     /* ... 4-D outputs returned NHWC */
   int vector_lanes;     /* ts_graph_set_target: float32 lanes of the target's

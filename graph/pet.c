@@ -28,11 +28,11 @@
  * the batch layout. A chain of dilated convs (CSRNet's back end) then runs
  * in the batch layout from its first conv to its last.
  *
- * The estimate: FLOPs at one rate, Winograd's convs at 1 / 2.25 of theirs
- * plus a third for the transforms, data movement at one bandwidth, what
- * folds at compile time free. With a database, the top K candidates are
- * built alone and weighed by their tasks' latencies (oneDNN's where it was
- * measured faster, as compile's dispatch decides).
+ * The estimate: FLOPs at one rate, Winograd's convs at the share of theirs
+ * its tile size leaves (gr_winograd_flop_share), data movement at one
+ * bandwidth, what folds at compile time free. With a database, the top K
+ * candidates are built alone and weighed by their tasks' latencies (oneDNN's
+ * where it was measured faster, as compile's dispatch decides).
  */
 #include "pet.h"
 
@@ -117,7 +117,7 @@ static double node_cost_us(const ts_graph *g, const gr_node *n) {
     const gr_value *w = &g->values[n->inputs[1]];
     double taps = elems(w) / (double)y->shape[gr_node_channels_last(n) ? 3 : 1];
     double flops = 2 * elems(y) * taps;
-    if (gr_winograd_applies(g, n)) flops = flops / 2.25 * 4 / 3;
+    flops *= gr_winograd_flop_share(g, n);
     return flops / (GFLOPS * 1e3);
   }
   if (!strcmp(n->op, "MatMul")) {
@@ -172,6 +172,7 @@ ts_graph *gr_candidate_graph(const ts_graph *g, const gr_node *nodes, int n,
   bool ok = c && map && ins;
   if (ok) {
     c->no_winograd = g->no_winograd;
+    c->winograd_tile = g->winograd_tile;
     for (int v = 0; v < g->n_values; v++) map[v] = -1;
   }
   for (int i = 0; ok && i < n; i++) {

@@ -1,7 +1,7 @@
 /*
- * winograd.h — the Winograd F(2x2, 3x3) rewrite of 3x3 convolutions
- * (winograd.c): the reference kernels of its two transform operators and
- * their TE stages for fusion. Private to graph/.
+ * winograd.h — the Winograd F(2x2, 3x3) and F(4x4, 3x3) rewrite of 3x3
+ * convolutions (winograd.c): the reference kernels of its two transform
+ * operators and their TE stages for fusion. Private to graph/.
  */
 #ifndef TESSERA_GRAPH_WINOGRAD_H
 #define TESSERA_GRAPH_WINOGRAD_H
@@ -10,9 +10,12 @@
 
 /* Whether the winograd pass would rewrite conv n (and is on in g). */
 bool gr_winograd_applies(const ts_graph *g, const gr_node *n);
-/* WinogradInput: x [N, H, W, CI] -> v [16, P, CI]. */
+/* The share of conv n's direct FLOPs its Winograd form costs, transforms
+ * included (an estimate: 1 where the pass leaves n direct). */
+double gr_winograd_flop_share(const ts_graph *g, const gr_node *n);
+/* WinogradInput: x [N, H, W, CI] -> v [alpha^2, P, CI]. */
 int gr_winograd_run_input(const gr_tensor *x, gr_tensor *v);
-/* WinogradOutput: m [16, P, CO] (+ bias [CO], may be NULL) -> y [N, H, W,
+/* WinogradOutput: m [alpha^2, P, CO] (+ bias [CO], may be NULL) -> y [N, H, W,
  * CO]. */
 int gr_winograd_run_output(const gr_tensor *m, const gr_tensor *bias,
                            gr_tensor *y);

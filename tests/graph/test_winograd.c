@@ -18,6 +18,8 @@
 #include "build_util.h"
 #include "exec_util.h"
 
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,12 +35,14 @@ static int conv(ts_graph *g, int x, int w, int bias) {
   return out;
 }
 
-/* x [1, 32, 11, 13] -> 3x3 conv (40 channels) + bias -> relu -> 3x3 conv
- * (32 channels) -> + x -> relu. */
-static ts_graph *residual(bool winograd) {
+/* x [1, 32, h, w] -> 3x3 conv (40 channels) + bias -> relu -> 3x3 conv
+ * (32 channels) -> + x -> relu; tile -1: no Winograd, 0: the pass's
+ * choice, 2 or 4: that tile. */
+static ts_graph *residual_hw(int tile, int64_t h, int64_t w) {
   ts_graph *g = ts_graph_new("wino");
-  ts_graph_set_winograd(g, winograd);
-  int x = add_input(g, "x", (int64_t[]){1, 32, 11, 13});
+  ts_graph_set_winograd(g, tile >= 0);
+  ts_graph_set_winograd_tile(g, tile > 0 ? tile : 0);
+  int x = add_input(g, "x", (int64_t[]){1, 32, h, w});
   float b[40];
   for (int i = 0; i < 40; i++) b[i] = (float)(i % 9) / 8 - 0.5f;
   int w1 = conv_weights(g, "w1", 40, 32, 3, 1),
@@ -51,6 +55,10 @@ static ts_graph *residual(bool winograd) {
   g->outputs[0] = y;
   g->n_outputs = 1;
   return g;
+}
+
+static ts_graph *residual(bool winograd) {
+  return residual_hw(winograd ? 0 : -1, 11, 13);
 }
 
 static bool has_call(const ts_graph *g, const char *prefix) {
@@ -104,6 +112,80 @@ static void test_same_values(void **state) {
   ts_graph_free(fused);
 }
 
+/* The rows of every WinogradInput's V (alpha^2: 16 for F(2x2), 36 for
+ * F(4x4)); fails unless all agree. */
+static int64_t transform_rows(const ts_graph *g) {
+  int64_t rows = 0;
+  for (int i = 0; i < g->n_nodes; i++)
+    if (!strcmp(g->nodes[i].op, "WinogradInput")) {
+      int64_t r = g->values[g->nodes[i].outputs[0]].shape[0];
+      assert_true(rows == 0 || rows == r);
+      rows = r;
+    }
+  return rows;
+}
+
+/* The largest difference between a and b over the largest magnitude of b. */
+static double scaled_error(const ts_graph_tensor *a, const ts_graph_tensor *b) {
+  double err = 0, scale = 0;
+  const float *x = a->data, *y = b->data;
+  for (int64_t i = 0; i < tensor_elems(b); i++) {
+    err = fmax(err, fabs((double)x[i] - y[i]));
+    scale = fmax(scale, fabs((double)y[i]));
+  }
+  return scale > 0 ? err / scale : err;
+}
+
+/* F(4x4, 3x3): taken by default where the image has 32 tiles of 4x4
+ * (23x21: 6 x 6, with partial tiles of 3 rows and 1 column at the edges),
+ * F(2x2) below that (11x13: 3 x 4 tiles of 4x4); either forced by
+ * ts_graph_set_winograd_tile. Each form against the direct convs, in the
+ * reference kernels and compiled, within its error bound: the largest
+ * difference over the largest output, 3e-6 for F(2x2) and 2e-5 for
+ * F(4x4), whose matrices' larger entries round more (measured: see
+ * docs/graph.md). */
+static void test_tile_sizes(void **state) {
+  (void)state;
+  struct {
+    int tile;
+    int64_t h, w, rows;
+    double bound;
+  } cases[] = {
+      {0, 23, 21, 36, 2e-5},
+      {2, 23, 21, 16, 3e-6},
+      {0, 11, 13, 16, 3e-6},
+      {4, 11, 13, 36, 2e-5},
+  };
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    ts_error err;
+    ts_graph *direct = residual_hw(-1, cases[k].h, cases[k].w),
+             *ref = residual_hw(cases[k].tile, cases[k].h, cases[k].w),
+             *fused = residual_hw(cases[k].tile, cases[k].h, cases[k].w);
+    assert_int_equal(ts_graph_run_passes(direct, NULL, &err), TS_OK);
+    assert_int_equal(ts_graph_run_passes(ref, "winograd", &err), TS_OK);
+    assert_int_equal(ts_graph_run_passes(fused, NULL, &err), TS_OK);
+    assert_int_equal(ts_graph_count_op(ref, "WinogradInput"), 2);
+    assert_int_equal(transform_rows(ref), cases[k].rows);
+    ts_graph_tensor a[1], b[1], c[1];
+    run_seeded(direct, TS_GRAPH_COMPILE, a, 5);
+    run_seeded(ref, TS_GRAPH_COMPILE, b, 5);
+    run_seeded(fused, TS_GRAPH_COMPILE, c, 5);
+    double eb = scaled_error(b, a), ec = scaled_error(c, a);
+    if (getenv("TS_WINOGRAD_ERRORS"))
+      printf("tile %d, %lldx%lld: reference %.3g, compiled %.3g\n",
+             (int)cases[k].rows == 36 ? 4 : 2, (long long)cases[k].h,
+             (long long)cases[k].w, eb, ec);
+    if (eb > cases[k].bound || ec > cases[k].bound)
+      fail_msg("case %zu: error %g (reference), %g (compiled) over %g", k, eb,
+               ec, cases[k].bound);
+    assert_same_outputs(a, c, 1, "winograd compiled vs direct");
+    free(a[0].data), free(b[0].data), free(c[0].data);
+    ts_graph_free(direct);
+    ts_graph_free(ref);
+    ts_graph_free(fused);
+  }
+}
+
 /* Convs the pass must leave direct: stride 2, dilation 2, two groups, no
  * padding, 16 input channels, a 5x5 kernel, a 7x7 image (16 tiles). */
 static void test_leaves_others(void **state) {
@@ -135,6 +217,7 @@ static void test_leaves_others(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_same_values),
+      cmocka_unit_test(test_tile_sizes),
       cmocka_unit_test(test_leaves_others),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
