@@ -269,7 +269,7 @@ int ts_graph_set_target(ts_graph *g, const char *target, ts_error *err);
 void ts_graph_set_winograd(ts_graph *g, bool on);
 /* The output tile of the Winograd rewrite: 2 (F(2x2, 3x3)) or 4
  * (F(4x4, 3x3)) for every conv it takes, or 0 (the default) to choose per
- * conv: 4 where the image has at least 32 tiles of 4x4, 2 where it has 32
+ * conv: 4 where the image has at least 16 tiles of 4x4, 2 where it has 32
  * tiles of 2x2 (docs/graph.md). */
 void ts_graph_set_winograd_tile(ts_graph *g, int m);
 

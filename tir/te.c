@@ -31,6 +31,8 @@ struct ts_te_stage {
   int index;                   /* creation order among stages */
   ts_expr *iters[TS_MAX_DIMS]; /* block iter vars of the spatial axes */
   ts_expr *loops[TS_MAX_DIMS]; /* loop vars of the spatial axes */
+  int order[TS_MAX_DIMS];      /* axis of each spatial loop, outermost first */
+  bool ordered;                /* ts_te_loop_order was given */
   reduce_axis *raxes;          /* reduce axes, in creation order */
   int n_raxes, cap_raxes;
   ts_stmt *nest; /* the loop nest, once finished */
@@ -207,6 +209,26 @@ ts_te_stage *ts_te_compute(ts_te *te, const char *name, ts_dtype t,
   return st;
 }
 
+void ts_te_loop_order(ts_te_stage *st, const int *order) {
+  if (!st) return;
+  int nd = st->buf->ndim;
+  bool seen[TS_MAX_DIMS] = {false};
+  for (int i = 0; i < nd; i++) {
+    if (order[i] < 0 || order[i] >= nd || seen[order[i]]) {
+      fail(st->te, "stage '%s': loop order is not a permutation of its %d axes",
+           st->buf->name, nd);
+      return;
+    }
+    seen[order[i]] = true;
+  }
+  if (st->nest) {
+    fail(st->te, "stage '%s': loop order set after its value", st->buf->name);
+    return;
+  }
+  memcpy(st->order, order, sizeof(int) * (size_t)nd);
+  st->ordered = true;
+}
+
 ts_expr *ts_te_axis(ts_te_stage *st, int i) {
   if (!st) return NULL;
   if (i < 0 || i >= st->buf->ndim) {
@@ -354,9 +376,11 @@ static void build_nest(ts_te_stage *st, ts_stmt *body, ts_stmt *init) {
   for (int i = nr - 1; i >= 0; i--)
     s = ts_for(a, st->raxes[i].loop, ts_index(a, 0),
                ts_index(a, st->raxes[i].extent), TS_FOR_SERIAL, NULL, s);
-  for (int i = nd - 1; i >= 0; i--)
-    s = ts_for(a, st->loops[i], ts_index(a, 0), ts_index(a, st->buf->shape[i]),
-               TS_FOR_SERIAL, NULL, s);
+  for (int i = nd - 1; i >= 0; i--) {
+    int ax = st->ordered ? st->order[i] : i;
+    s = ts_for(a, st->loops[ax], ts_index(a, 0),
+               ts_index(a, st->buf->shape[ax]), TS_FOR_SERIAL, NULL, s);
+  }
   st->nest = s;
 }
 

@@ -778,6 +778,12 @@ ts_buffer *ts_te_placeholder(ts_te *te, const char *name, ts_dtype t,
 ts_te_stage *ts_te_compute(ts_te *te, const char *name, ts_dtype t,
                            const int64_t *shape, int ndim,
                            const char *const *axis_names);
+/* The order of the stage's spatial loops, outermost first, as a
+ * permutation of its axes (default: axis order), before its value is set.
+ * The buffer keeps its layout: a stage whose outermost axis only selects
+ * among a few nearby reads (a stencil's taps) can run that axis inside, so
+ * each neighbourhood is read from cache for all of them. */
+void ts_te_loop_order(ts_te_stage *st, const int *order);
 /* The block iter var of spatial axis i, to use in the value expression. */
 ts_expr *ts_te_axis(ts_te_stage *st, int i);
 /* A new reduction axis of the given extent (iter var of the block). */

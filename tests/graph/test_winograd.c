@@ -136,7 +136,7 @@ static double scaled_error(const ts_graph_tensor *a, const ts_graph_tensor *b) {
   return scale > 0 ? err / scale : err;
 }
 
-/* F(4x4, 3x3): taken by default where the image has 32 tiles of 4x4
+/* F(4x4, 3x3): taken by default where the image has 16 tiles of 4x4
  * (23x21: 6 x 6, with partial tiles of 3 rows and 1 column at the edges),
  * F(2x2) below that (11x13: 3 x 4 tiles of 4x4); either forced by
  * ts_graph_set_winograd_tile. Each form against the direct convs, in the

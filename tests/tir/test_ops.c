@@ -826,6 +826,60 @@ static void test_te_structure(void **state) {
   ts_func_free(f);
 }
 
+/* ts_te_loop_order: the loops nest in the order given while the buffer
+ * keeps its layout (the block's iter vars stay in axis order), and the
+ * function computes the same values; an order that is not a permutation,
+ * or comes after the value, is refused with the stage named. */
+static void test_te_loop_order(void **state) {
+  (void)state;
+  ts_te *te = ts_te_begin("ordered");
+  ts_arena *a = ts_te_arena(te);
+  ts_buffer *A = ts_te_placeholder(te, "A", TS_FLOAT32, (int64_t[]){5, 3}, 2);
+  ts_te_stage *T = ts_te_compute(te, "T", TS_FLOAT32, (int64_t[]){3, 5, 2}, 3,
+                                 (const char *[]){"t", "p", "c"});
+  ts_te_loop_order(T, (const int[]){1, 0, 2});
+  ts_expr *ai[] = {ts_te_axis(T, 1), ts_te_axis(T, 0)};
+  ts_buffer *Tb =
+      ts_te_set_value(T, ts_add(a, ts_te_load(te, A, ai, 2),
+                                ts_cast(a, TS_FLOAT32, ts_te_axis(T, 2))));
+  ts_error err = {0};
+  ts_func *f = ts_te_finish(te, (ts_buffer *[]){A, Tb}, 2, &err);
+  if (!f) fail_msg("finish failed: %s", err.msg);
+  assert_int_equal(ts_func_verify(f, &err), TS_OK);
+  ts_stmt *l = ts_block_body(ts_realize_block(ts_func_body(f)));
+  const char *loops[] = {"p", "t", "c"};
+  for (int d = 0; d < 3; d++) {
+    assert_int_equal(ts_stmt_kind_of(l), TS_STMT_FOR);
+    assert_string_equal(ts_var_name(ts_for_var(l)), loops[d]);
+    l = ts_for_body(l);
+  }
+  ts_block *bt = ts_realize_block(l);
+  assert_string_equal(ts_var_name(ts_block_iter_var(bt, 0)), "vt");
+  float ain[15], tout[30];
+  for (int i = 0; i < 15; i++) ain[i] = (float)i;
+  void *args[] = {ain, tout};
+  assert_int_equal(ts_interp_run(f, args, 2, NULL, &err), TS_OK);
+  for (int t = 0; t < 3; t++)
+    for (int p = 0; p < 5; p++)
+      for (int c = 0; c < 2; c++)
+        assert_true(tout[(t * 5 + p) * 2 + c] == ain[p * 3 + t] + c);
+  ts_func_free(f);
+
+  for (int k = 0; k < 2; k++) {
+    te = ts_te_begin("bad_order");
+    A = ts_te_placeholder(te, "A", TS_FLOAT32, (int64_t[]){4}, 1);
+    ts_te_stage *S =
+        ts_te_compute(te, "S", TS_FLOAT32, (int64_t[]){4, 4}, 2, NULL);
+    ts_expr *i0 = ts_te_axis(S, 0);
+    if (k == 0) ts_te_loop_order(S, (const int[]){1, 1});
+    ts_buffer *Sb = ts_te_set_value(S, ts_te_load(te, A, &i0, 1));
+    if (k == 1) ts_te_loop_order(S, (const int[]){1, 0});
+    assert_null(ts_te_finish(te, (ts_buffer *[]){A, Sb}, 2, &err));
+    assert_non_null(strstr(err.msg, "stage 'S'"));
+    assert_non_null(strstr(err.msg, k == 0 ? "permutation" : "after"));
+  }
+}
+
 /* The init value of a one-stage reduction of dtype t with reducer r. */
 static ts_expr *reduce_init(ts_func **keep, ts_te_reducer r, ts_dtype t) {
   ts_te *te = ts_te_begin("red");
@@ -1094,6 +1148,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_te_structure),
       cmocka_unit_test(test_te_reducer_identities),
+      cmocka_unit_test(test_te_loop_order),
       cmocka_unit_test(test_te_misuse),
       cmocka_unit_test(test_op_structure),
       cmocka_unit_test(test_ops_verify),
