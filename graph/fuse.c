@@ -1245,7 +1245,9 @@ static ts_func *build_group(const ts_graph *g, const int *members, int n,
   for (int i = 0; i < b->n_params; i++) params[i] = b->bufs[i];
   params[b->n_params] = cur_buf;
   ts_error err;
-  return ts_te_finish(b->te, params, b->n_params + 1, &err);
+  ts_func *f = ts_te_finish(b->te, params, b->n_params + 1, &err);
+  if (!f && getenv("TS_XDBG")) fprintf(stderr, "fuse: %s\n", err.msg);
+  return f;
 }
 
 /* requires: shapes known, lowered graph (no Gemm, no BatchNormalization);

@@ -303,12 +303,30 @@ static bool loop_indexes(const ts_stmt *r, const ts_stmt *l,
   return false;
 }
 
+/* Whether loop l is bound to an iter var of block r that is, by itself,
+ * the index of one of region rg's dimensions (one element of it per
+ * iteration of l: computing rg's producer under l repeats no work). */
+static bool loop_indexes_plainly(const ts_stmt *r, const ts_stmt *l,
+                                 const ts_region *rg) {
+  const ts_block *b = ts_realize_block(r);
+  for (int k = 0; k < ts_block_n_iters(b); k++) {
+    if (ts_realize_value(r, k) != ts_for_var(l)) continue;
+    ts_expr *iv = ts_block_iter_var(b, k);
+    for (int d = 0; d < rg->ndim; d++)
+      if (rg->ranges[d].min == iv) return true;
+  }
+  return false;
+}
+
 /* How many leading loops of the output block are row loops: spatial, and
  * each indexes every intermediate the block reads (or has extent 1). A
  * softmax over [1, 12, 128, 128] reads its row sums [1, 12, 128] by the
  * first three loops, so its rows are the three; the last loop runs along
- * the row. With no intermediate read, or when every spatial loop indexes
- * them all, the first loop. */
+ * the row. With no intermediate read, the first loop. When every spatial
+ * loop indexes them all, the leading loops that index them plainly (each
+ * one of its own dimension: Winograd's output rows [n, h, tw, j, c] read
+ * at [n, h, w / 4, ...] are computed per image row h), or the first loop
+ * when there are none or all are (a pool reading its padding). */
 static int row_loops(const ts_sched *s, const ts_stmt *cr, const ts_rv *cl,
                      int ncl) {
   const ts_func *f = ts_sched_func(s);
@@ -333,9 +351,19 @@ static int row_loops(const ts_sched *s, const ts_stmt *cr, const ts_rv *cl,
     if (!any) return 1;
     if (!all) break;
   }
-  /* every spatial loop indexes them: not a row operator (a pool reading
-   * its padding), the first loop */
-  return depth == spatial ? 1 : depth;
+  if (depth < spatial) return depth;
+  int plain = 0;
+  for (; plain < spatial; plain++) {
+    const ts_stmt *l = ts_sched_rv_loop(s, cl[plain]);
+    bool all = true;
+    for (int i = 0; i < ts_block_n_reads(cb) && all; i++) {
+      const ts_region *rg = ts_block_read(cb, i);
+      if (!is_param(f, rg->buffer))
+        all = rv_extent(s, cl[plain]) == 1 || loop_indexes_plainly(cr, l, rg);
+    }
+    if (!all) break;
+  }
+  return plain >= 1 && plain < spatial ? plain : 1;
 }
 
 void producers_at_output(ts_sched *s) {

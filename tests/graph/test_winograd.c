@@ -17,6 +17,7 @@
 #include "graph/internal.h"
 #include "build_util.h"
 #include "exec_util.h"
+#include "tuner/tuner.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -186,6 +187,47 @@ static void test_tile_sizes(void **state) {
   }
 }
 
+/* F(4x4)'s output transform runs in two steps (winograd.c, output_rows);
+ * the default schedule computes the first, its rows stage, under the
+ * output's row loop in a buffer of one image row's tiles (6 tiles x 6 x 40
+ * channels at 23x21), not as an image-sized buffer written and read
+ * back. */
+static void test_output_rows_per_row(void **state) {
+  (void)state;
+  ts_graph *g = residual_hw(4, 23, 21);
+  ts_error err;
+  assert_int_equal(ts_graph_run_passes(g, NULL, &err), TS_OK);
+  ts_target *t;
+  if (ts_target_host(&t, &err)) fail_msg("host target: %s", err.msg);
+  int seen = 0;
+  for (int i = 0; i < g->n_nodes; i++) {
+    const gr_node *n = &g->nodes[i];
+    if (n->kind != TS_GRAPH_CALL ||
+        strncmp(n->name, "fused_winogradoutput", 20))
+      continue;
+    ts_sched *s;
+    if (ts_default_schedule(n->func, t, &s, &err)) fail_msg("%s", err.msg);
+    ts_lower_options lo = ts_lower_defaults();
+    ts_func *l = ts_lower(ts_sched_func(s), &lo, &err);
+    if (!l) fail_msg("lower: %s", err.msg);
+    char *text = ts_func_print(l);
+    const char *alloc = strstr(text, "allocate winograd_rows");
+    const char *loop = strstr(text, "for ");
+    if (!alloc || !loop || loop > alloc)
+      fail_msg("%s: no rows stage under a loop:\n%s", n->name, text);
+    const char *br = strchr(alloc, '[');
+    if (!br || atoi(br + 1) > 6 * 6 * 40)
+      fail_msg("%s: a rows buffer larger than a row:\n%s", n->name, text);
+    free(text);
+    ts_func_free(l);
+    ts_sched_destroy(s);
+    seen++;
+  }
+  assert_int_equal(seen, 2);
+  ts_target_free(t);
+  ts_graph_free(g);
+}
+
 /* Convs the pass must leave direct: stride 2, dilation 2, two groups, no
  * padding, 16 input channels, a 5x5 kernel, a 7x7 image (16 tiles). */
 static void test_leaves_others(void **state) {
@@ -218,6 +260,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_same_values),
       cmocka_unit_test(test_tile_sizes),
+      cmocka_unit_test(test_output_rows_per_row),
       cmocka_unit_test(test_leaves_others),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
