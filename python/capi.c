@@ -379,7 +379,8 @@ static int tune_state_alloc(tune_state *t, int n, ts_error *err) {
 }
 
 /* The request's pass settings ("layout", "input_layout", "output_layout",
- * "winograd") on a graph just imported; ctx is the request. */
+ * "winograd", "winograd_tile") on a graph just imported; ctx is the
+ * request. */
 static int graph_settings(ts_graph *g, void *ctx, ts_error *err) {
   const cJSON *req = ctx;
   const char *layout = get_string(req, "layout");
@@ -389,6 +390,16 @@ static int graph_settings(ts_graph *g, void *ctx, ts_error *err) {
     rc = ts_graph_set_io_layout(g, get_string(req, "input_layout"),
                                 get_string(req, "output_layout"), err);
   if (!rc && !get_bool(req, "winograd", true)) ts_graph_set_winograd(g, false);
+  const cJSON *tile = cJSON_GetObjectItemCaseSensitive(req, "winograd_tile");
+  if (!rc && tile) {
+    if (!cJSON_IsNumber(tile) ||
+        (tile->valueint != 0 && tile->valueint != 2 && tile->valueint != 4))
+      rc = TS_ERR(err, TS_EINVAL,
+                  "winograd tile: want 2, 4 or \"auto\" (Winograd's F(2x2, "
+                  "3x3) or F(4x4, 3x3), or per conv)");
+    else
+      ts_graph_set_winograd_tile(g, tile->valueint);
+  }
   return rc;
 }
 

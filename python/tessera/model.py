@@ -19,7 +19,7 @@ import numpy as np
 from . import _lib
 from .database import Database
 from .errors import Error, InvalidError, MissingFileError, RuntimeFault, UnsupportedError
-from .tuning import ShapeSpec, _shape_strings
+from .tuning import ShapeSpec, _shape_strings, _winograd
 
 # The ABI version of include/tessera/model.h this package reads.
 MODEL_ABI_VERSION = 1
@@ -493,7 +493,7 @@ def compile(
     layout: Optional[str] = None,
     input_layout: Optional[str] = None,
     output_layout: Optional[str] = None,
-    winograd: bool = True,
+    winograd: Union[bool, int, str] = True,
     threads: Optional[int] = None,
     build_threads: Optional[int] = None,
     output: Union[str, os.PathLike, None] = None,
@@ -519,7 +519,9 @@ def compile(
             latencies; tune with the same layout).
         input_layout, output_layout: ``"nchw"`` (default: as the model
             declares its 4-D tensors) or ``"nhwc"``.
-        winograd: 3x3 convolutions by Winograd's F(2x2, 3x3).
+        winograd: 3x3 convolutions by Winograd's F(4x4, 3x3) or F(2x2,
+            3x3), the tile per conv by its image (True or ``"auto"``), one
+            tile for all (2 or 4), or none (False).
         threads: the loaded model's thread pool (None: the online cores).
         build_threads: kernels built at once (None: the online cores).
         output: where to write the library (None: a temporary file, removed
@@ -556,7 +558,7 @@ def compile(
         "output": out,
         "runtime_dir": _lib.runtime_dir(),
         "input_shapes": _shape_strings(input_shapes),
-        "winograd": bool(winograd),
+        **_winograd(winograd),
     }
     if buckets is not None:
         req["shape_buckets"] = buckets
@@ -595,6 +597,7 @@ def compile(
         if own and database is not None:
             database.close()
     return Module(out, threads=threads, report=report, _tmpdir=tmpdir)
+
 
 
 def _buckets(shape_buckets: Optional[Mapping[str, Sequence[int]]], dim_max: Optional[int]) -> Optional[dict[str, Any]]:

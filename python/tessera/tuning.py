@@ -124,6 +124,18 @@ class TuneResult:
         return self.tasks[0]
 
 
+def _winograd(winograd: Union[bool, int, str]) -> dict[str, Any]:
+    """The request fields of ``winograd=``: True or "auto" (the tile per
+    conv), 2 or 4 (that tile), False (direct convolutions)."""
+    if winograd is True or winograd == "auto":
+        return {"winograd": True, "winograd_tile": 0}
+    if winograd is False:
+        return {"winograd": False}
+    if isinstance(winograd, int) and winograd in (2, 4):
+        return {"winograd": True, "winograd_tile": winograd}
+    raise InvalidError(f"winograd={winograd!r}: want True, False, 'auto', 2 or 4", code=-1)
+
+
 def _shape_strings(input_shapes: ShapeSpec) -> list[str]:
     """``{"x": (1, 3, 32, 32)}`` or ``["x=1x3x32x32"]`` as the importer's
     NAME=DIMS strings."""
@@ -171,7 +183,7 @@ def tune(
     weights: Optional[Sequence[float]] = None,
     input_shapes: ShapeSpec = None,
     layout: Optional[str] = None,
-    winograd: bool = True,
+    winograd: Union[bool, int, str] = True,
     trials_per_task: int = 0,
     seed: int = 1,
     batch: Optional[int] = None,
@@ -207,7 +219,9 @@ def tune(
             ``"auto"`` for a model's convolutions (``"auto"`` also tunes
             each conv channel-blocked and the layout transforms, so that
             ``compile(..., layout="auto")`` can choose by measurement).
-        winograd: 3x3 convolutions of a model by Winograd's F(2x2, 3x3).
+        winograd: 3x3 convolutions by Winograd's F(4x4, 3x3) or F(2x2,
+            3x3), the tile per conv by its image (True or ``"auto"``), one
+            tile for all (2 or 4), or none (False).
         trials_per_task: at most this many trials per task (0: no cap).
         seed: the search seed.
         batch, population: candidates measured per round, evolutionary
@@ -242,7 +256,7 @@ def tune(
         "task_scheduler": task_scheduler,
         "tensorize": bool(tensorize),
         "confirm_top": int(confirm),
-        "winograd": bool(winograd),
+        **_winograd(winograd),
     }
     if trials < 0:
         raise InvalidError(f"trials must be >= 0, not {trials}")

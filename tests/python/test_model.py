@@ -94,6 +94,21 @@ def test_compile_and_load_errors(models_dir: Path, tmp_path: Path) -> None:
         tessera.load(not_a_model)
 
 
+def test_winograd_option(models_dir: Path) -> None:
+    # every form of winograd= reaches the compiler; a bad one is refused
+    # before it (the zoo's small models have no conv Winograd takes)
+    x = np.random.default_rng(1).standard_normal((1, 3, 32, 32)).astype(np.float32)
+    outs = []
+    for w in (True, False, "auto", 2, 4):
+        with tessera.compile(models_dir / "resnet50_small.onnx", threads=2, winograd=w) as m:
+            outs.append(m(data=x))
+    for y in outs[1:]:
+        assert np.array_equal(y, outs[0])
+    for bad in (3, "4", None):
+        with pytest.raises(tessera.InvalidError, match="winograd="):
+            tessera.compile(models_dir / "resnet50_small.onnx", winograd=bad)
+
+
 def test_tune_model_then_compile_with_db(models_dir: Path, tmp_path: Path) -> None:
     path = models_dir / "ops_small.onnx"
     db = str(tmp_path / "model.db")
