@@ -327,6 +327,8 @@ static void confirm_tasks(const tune_args *a, ts_db *db, const char *target,
   ts_confirm_options co = ts_confirm_defaults();
   co.top_k = (int)a->confirm_top;
   co.threads = threads;
+  /* a model's tasks as the compiled model runs them: weights from memory */
+  co.cold = a->model != NULL;
   bool tty = isatty(fileno(stderr));
   if (!a->quiet && !tty)
     fprintf(stderr, "confirming the bests of %d tasks (top %d each)\n",
@@ -486,8 +488,11 @@ static void print_summary(const tune_args *a, ts_db *db, const char *target,
     if (a->summary_measure && a->confirm_top > 0 && !a->tracker)
       fprintf(out,
               "Latency and GFLOP/s: the best candidate, confirmed (the median "
-              "of interleaved re-runs of the top %ld);\n",
-              a->confirm_top);
+              "of interleaved re-runs of the top %ld%s);\n",
+              a->confirm_top,
+              a->model ? ", each one call after a cache flush, as the "
+                         "model runs"
+                       : "");
     else
       fprintf(out, "Latency and GFLOP/s: the best measured candidate (not "
                    "confirmed: `tessera db confirm`);\n");

@@ -86,6 +86,14 @@ static int flush_caches(ts_runtime *rt, ts_error *err) {
   return TS_OK;
 }
 
+int ts_rt_flush_caches(ts_runtime *rt, ts_error *err) {
+  if (!rt)
+    return TS_ERR(err, TS_EINVAL,
+                  "evaluator: a cache flush needs a runtime (it owns the "
+                  "flush buffer)");
+  return flush_caches(rt, err);
+}
+
 /* Runs fn `count` times; TS_ERANGE on the first non-zero result. */
 static int run_times(ts_eval_fn fn, void *ctx, int count, ts_error *err) {
   for (int i = 0; i < count; i++) {

@@ -182,6 +182,10 @@ typedef int (*ts_eval_fn)(void *ctx);
  * then incomplete). Evaluations on one runtime must not run concurrently. */
 int ts_rt_eval(ts_runtime *rt, const ts_eval_config *cfg, ts_eval_fn fn,
                void *ctx, double *seconds, int *number_used, ts_error *err);
+/* Writes and reads a buffer larger than the last-level cache (rt's, made
+ * on first use) so that no earlier data stays cached: what flush_cache does
+ * before each repeat. */
+int ts_rt_flush_caches(ts_runtime *rt, ts_error *err);
 /* ts_rt_eval of ts_rt_kernel_call(k, args, rt). */
 int ts_rt_eval_kernel(ts_runtime *rt, const ts_eval_config *cfg,
                       const ts_rt_kernel *k, void *const *args, double *seconds,

@@ -169,9 +169,9 @@ int ts_confirm(ts_db *db, int64_t workload_id, const char *target,
    * rotated and reversed every other round */
   ts_eval_config one = {.number = 1,
                         .repeat = 1,
-                        .min_repeat_ms = o.min_repeat_ms,
-                        .flush_cache = false,
-                        .warmup = 1};
+                        .min_repeat_ms = o.cold ? 0 : o.min_repeat_ms,
+                        .flush_cache = o.cold,
+                        .warmup = o.cold ? 0 : 1};
   int np = o.n_peers, slots = n + np;
   double *peer_secs =
       calloc((size_t)(np ? np : 1) * (size_t)o.rounds, sizeof *peer_secs);
@@ -182,6 +182,10 @@ int ts_confirm(ts_db *db, int64_t workload_id, const char *target,
       peer_ok[p] = false;
       snprintf(result->peers[p].why, sizeof result->peers[p].why,
                "no thread count");
+    } else if (o.cold && !o.peers[p].time_cold) {
+      peer_ok[p] = false;
+      snprintf(result->peers[p].why, sizeof result->peers[p].why,
+               "cannot be timed cold");
     }
   }
   for (int r = 0; peer_secs && r < o.rounds; r++) {
@@ -194,8 +198,11 @@ int ts_confirm(ts_db *db, int64_t workload_id, const char *target,
       if (i >= n) {
         int p = i - n;
         if (!peer_ok[p]) continue;
-        if (o.peers[p].time(o.peers[p].ctx, o.min_repeat_ms, &s, &e) ||
-            !(s > 0)) {
+        int prc =
+            o.cold ? ts_rt_flush_caches(rt, &e)
+                   : o.peers[p].time(o.peers[p].ctx, o.min_repeat_ms, &s, &e);
+        if (o.cold && !prc) prc = o.peers[p].time_cold(o.peers[p].ctx, &s, &e);
+        if (prc || !(s > 0)) {
           peer_ok[p] = false;
           snprintf(result->peers[p].why, sizeof result->peers[p].why, "%.150s",
                    e.code ? e.msg : "no time measured");

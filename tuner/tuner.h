@@ -408,6 +408,10 @@ typedef struct ts_confirm_peer {
    * per call; non-zero (err set) when it fails, and the peer is left out of
    * the later rounds. */
   int (*time)(void *ctx, int min_repeat_ms, double *seconds, ts_error *err);
+  /* Times one call, the caches having just been flushed (a cold
+   * confirmation); NULL: the peer cannot, and a cold confirmation leaves
+   * it out. */
+  int (*time_cold)(void *ctx, double *seconds, ts_error *err);
   void *ctx;
 } ts_confirm_peer;
 
@@ -423,6 +427,12 @@ typedef struct ts_confirm_options {
   uint64_t seed;     /* argument data (1) */
   const ts_confirm_peer *peers; /* timed in every round (may be NULL) */
   int n_peers;                  /* 0..TS_CONFIRM_MAX_PEERS */
+  /* Each timing is one call after the last-level cache is flushed, as a
+   * compiled model's layer runs: its weights were evicted by the layers
+   * before it (min_repeat_ms unused). A model's tasks are confirmed so:
+   * warm, a schedule that reads its weights several times can rank first
+   * and run slower in the model than the one it displaced. */
+  bool cold;
 } ts_confirm_options;
 ts_confirm_options ts_confirm_defaults(void);
 

@@ -239,10 +239,68 @@ static void test_confirmation_with_vendors(void **state) {
   ts_db_close(db);
 }
 
+static int fake_time_cold(void *ctx, double *seconds, ts_error *err) {
+  (void)err;
+  fake_peer *p = ctx;
+  p->fail_at--; /* counts the cold calls down */
+  *seconds = p->seconds;
+  return TS_OK;
+}
+
+/* A cold confirmation (a model's tasks: each timing one call after the
+ * caches are flushed) times its candidates and the peers that can be
+ * timed cold, through their cold call only; a peer without one is left out
+ * with a reason, and nothing is stored for it. */
+static void test_cold_confirmation(void **state) {
+  (void)state;
+  ts_workload *w = NULL;
+  int64_t wid;
+  ts_db *db = open_matmul("confirm_cold.db", &w, &wid);
+  ts_error err;
+  const char *target = "llvm -num-cores=1";
+  char *fast = default_trace(w->func, target);
+  put(db, wid, target, fast, 1e-3);
+  put(db, wid, target, plain_trace, 2e-3);
+  fake_peer cold = {.seconds = 0.25e-3}, warm = {.seconds = 1e-3};
+  ts_confirm_peer peers[2] = {
+      {.name = "coldlib",
+       .threads = 1,
+       .time = fake_time,
+       .time_cold = fake_time_cold,
+       .ctx = &cold},
+      {.name = "warmlib", .threads = 1, .time = fake_time, .ctx = &warm},
+  };
+  ts_confirm_options o = quick();
+  o.rounds = 3;
+  o.cold = true;
+  o.peers = peers;
+  o.n_peers = 2;
+  ts_confirm_result r;
+  OK(ts_confirm(db, wid, target, &o, &r, &err));
+  assert_int_equal(r.rounds, 3);
+  assert_true(r.best_s > 0 && isfinite(r.best_s));
+  assert_int_equal(cold.calls, 0); /* never timed warm */
+  assert_int_equal(cold.fail_at, -3);
+  assert_true(r.peers[0].ok);
+  assert_true(r.peers[0].seconds == 0.25e-3);
+  assert_int_equal(warm.calls, 0);
+  assert_false(r.peers[1].ok);
+  assert_non_null(strstr(r.peers[1].why, "cannot be timed cold"));
+  ts_db_baseline b;
+  assert_int_equal(ts_db_baseline_get(db, wid, target, "warmlib", 1, &b),
+                   TS_ENOTFOUND);
+  OK(ts_db_baseline_get(db, wid, target, "coldlib", 1, &b));
+  ts_db_baseline_clear(&b);
+  free(fast);
+  ts_workload_free(w);
+  ts_db_close(db);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_confirmation_reranks),
       cmocka_unit_test(test_confirmation_with_vendors),
+      cmocka_unit_test(test_cold_confirmation),
   };
   return cmocka_run_group_tests(tests, scratch_setup, scratch_teardown);
 }
