@@ -42,7 +42,7 @@ static const char tune_usage[] =
     "                    [--quiet] [--log FILE] [--json]\n"
     "                    [--no-summary-measure] [--compare-models]\n"
     "                    [--compare-rounds N]\n"
-    "                    [--confirm-top K]\n"
+    "                    [--confirm-top K] [--confirm-cold]\n"
     "                    [--max-memory-mb N] [--max-gflop N]\n"
     "\n"
     "Tunes the workloads' schedules: builds design spaces, searches them\n"
@@ -114,6 +114,11 @@ static const char tune_usage[] =
     "                      interleaved rounds and keep their medians (the\n"
     "                      figure compile and the report use; default 6,\n"
     "                      0: none; `tessera db confirm` does it later)\n"
+    "  --confirm-cold      with --model: confirm each timing as one call\n"
+    "                      after a last-level cache flush (weights from\n"
+    "                      memory, but activations too and the threads\n"
+    "                      asleep: figures above the model's; see\n"
+    "                      docs/database.md)\n"
     "  --compare-models    run the job twice, with the xgb and the random\n"
     "                      cost model, in PATH-xgb.db and PATH-random.db\n"
     "                      (from --db PATH), then time both bests side by\n"
@@ -181,6 +186,7 @@ typedef struct tune_args {
   bool quiet, json, summary_measure, compare_models, compare_rounds_given;
   long compare_rounds; /* --compare-models' side-by-side rounds */
   long confirm_top;    /* --confirm-top (default 6; 0: no confirmation) */
+  bool confirm_cold;   /* --confirm-cold */
   bool target_given, trials_given, strategy_given, cost_model_given,
       policy_given, per_task_given, batch_given, population_given,
       timeout_given, build_timeout_given, tensorize_given;
@@ -327,8 +333,7 @@ static void confirm_tasks(const tune_args *a, ts_db *db, const char *target,
   ts_confirm_options co = ts_confirm_defaults();
   co.top_k = (int)a->confirm_top;
   co.threads = threads;
-  /* a model's tasks as the compiled model runs them: weights from memory */
-  co.cold = a->model != NULL;
+  co.cold = a->model && a->confirm_cold;
   bool tty = isatty(fileno(stderr));
   if (!a->quiet && !tty)
     fprintf(stderr, "confirming the bests of %d tasks (top %d each)\n",
@@ -490,9 +495,9 @@ static void print_summary(const tune_args *a, ts_db *db, const char *target,
               "Latency and GFLOP/s: the best candidate, confirmed (the median "
               "of interleaved re-runs of the top %ld%s);\n",
               a->confirm_top,
-              a->model ? ", each one call after a cache flush, as the "
-                         "model runs"
-                       : "");
+              a->model && a->confirm_cold
+                  ? ", each one call after a cache flush"
+                  : "");
     else
       fprintf(out, "Latency and GFLOP/s: the best measured candidate (not "
                    "confirmed: `tessera db confirm`);\n");
@@ -916,6 +921,8 @@ int cmd_tune(int argc, char **argv) {
       NEED("--compare-rounds");
       rc = int_option("--compare-rounds", val, 1, 99, &a.compare_rounds);
       a.compare_rounds_given = true;
+    } else if (!strcmp(argv[i], "--confirm-cold")) {
+      a.confirm_cold = true;
     } else if (cli_opt_value(argc, argv, &i, "--confirm-top", &val, &missing)) {
       NEED("--confirm-top");
       rc = int_option("--confirm-top", val, 0, 64, &a.confirm_top);
@@ -1072,6 +1079,8 @@ int cmd_tune(int argc, char **argv) {
                                    "no --workload/--tir beside it");
   if (a.n_shapes && !a.model)
     return cli_usage_error("tune", "--input-shape goes with --model");
+  if (a.confirm_cold && !a.model)
+    return cli_usage_error("tune", "--confirm-cold goes with --model");
   if (a.n_bucket_syms && !a.model)
     return cli_usage_error("tune", "--shape-buckets goes with --model");
   if (!a.n_tasks && !o.job_name && !a.model)
