@@ -16,8 +16,9 @@
  *
  * The tile size is V's and M's first dimension (16 or 36); nothing else
  * records it. P = N * ceil(H/m) * ceil(W/m) tiles, tile p = (n, th, tw) in
- * row-major order, rounded up to a multiple of 8 rows (zeros past the last
- * tile: the product's register tiles of 4 or 8 rows then divide it;
+ * row-major order, rounded up to a multiple of 8 rows (the rows past the
+ * last tile repeat it and are never read back: the product's register
+ * tiles of 4 or 8 rows then divide it;
  * ResNet-50's 14x14 layers have 49 tiles of 2x2, and their tuned product
  * ran 0.86-0.90 ms as 56 rows against 0.97-1.07 as 49, alternating
  * `tessera bench --tir`). V[alpha a + b, p] = (B^T d B)[a, b] for the tile
