@@ -36,14 +36,14 @@ static int conv(ts_graph *g, int x, int w, int bias) {
   return out;
 }
 
-/* x [1, 32, h, w] -> 3x3 conv (40 channels) + bias -> relu -> 3x3 conv
+/* x [n, 32, h, w] -> 3x3 conv (40 channels) + bias -> relu -> 3x3 conv
  * (32 channels) -> + x -> relu; tile -1: no Winograd, 0: the pass's
  * choice, 2 or 4: that tile. */
-static ts_graph *residual_hw(int tile, int64_t h, int64_t w) {
+static ts_graph *residual_nhw(int tile, int64_t n, int64_t h, int64_t w) {
   ts_graph *g = ts_graph_new("wino");
   ts_graph_set_winograd(g, tile >= 0);
   ts_graph_set_winograd_tile(g, tile > 0 ? tile : 0);
-  int x = add_input(g, "x", (int64_t[]){1, 32, h, w});
+  int x = add_input(g, "x", (int64_t[]){n, 32, h, w});
   float b[40];
   for (int i = 0; i < 40; i++) b[i] = (float)(i % 9) / 8 - 0.5f;
   int w1 = conv_weights(g, "w1", 40, 32, 3, 1),
@@ -56,6 +56,10 @@ static ts_graph *residual_hw(int tile, int64_t h, int64_t w) {
   g->outputs[0] = y;
   g->n_outputs = 1;
   return g;
+}
+
+static ts_graph *residual_hw(int tile, int64_t h, int64_t w) {
+  return residual_nhw(tile, 1, h, w);
 }
 
 static ts_graph *residual(bool winograd) {
@@ -144,24 +148,26 @@ static double scaled_error(const ts_graph_tensor *a, const ts_graph_tensor *b) {
  * reference kernels and compiled, within its error bound: the largest
  * difference over the largest output, 3e-6 for F(2x2) and 2e-5 for
  * F(4x4), whose matrices' larger entries round more (measured: see
- * docs/graph.md). */
+ * docs/graph.md). A batch of two puts tiles of both images in one product
+ * (18 tiles of 4x4 at 9x10, rounded up to 24 rows; 50 of 2x2, to 56). */
 static void test_tile_sizes(void **state) {
   (void)state;
   struct {
     int tile;
     int64_t h, w, rows;
     double bound;
+    int64_t n;
   } cases[] = {
-      {0, 23, 21, 36, 2e-5},
-      {2, 23, 21, 16, 3e-6},
-      {0, 11, 13, 16, 3e-6},
-      {4, 11, 13, 36, 2e-5},
+      {0, 23, 21, 36, 2e-5, 1}, {2, 23, 21, 16, 3e-6, 1},
+      {0, 11, 13, 16, 3e-6, 1}, {4, 11, 13, 36, 2e-5, 1},
+      {4, 9, 10, 36, 2e-5, 2},  {2, 9, 10, 16, 3e-6, 2},
   };
   for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
     ts_error err;
-    ts_graph *direct = residual_hw(-1, cases[k].h, cases[k].w),
-             *ref = residual_hw(cases[k].tile, cases[k].h, cases[k].w),
-             *fused = residual_hw(cases[k].tile, cases[k].h, cases[k].w);
+    int64_t n = cases[k].n, h = cases[k].h, w = cases[k].w;
+    ts_graph *direct = residual_nhw(-1, n, h, w),
+             *ref = residual_nhw(cases[k].tile, n, h, w),
+             *fused = residual_nhw(cases[k].tile, n, h, w);
     assert_int_equal(ts_graph_run_passes(direct, NULL, &err), TS_OK);
     assert_int_equal(ts_graph_run_passes(ref, "winograd", &err), TS_OK);
     assert_int_equal(ts_graph_run_passes(fused, NULL, &err), TS_OK);
