@@ -283,11 +283,33 @@ int cli_peers_open_db(ts_db *db, int64_t workload_id, const char *spec,
                       const char *target, int threads, cli_peers *out);
 /* Adds the vendor call that `tessera compile --dispatch` would make for a
  * graph task (desc: the call node's `vendor` description, graph/dispatch.c)
- * as the peer "onednn", on buffers of f's parameter sizes. */
+ * as the peer "onednn", on buffers of f's parameter sizes; a cold timing
+ * evicts the parameters in const_params (bit i: parameter i). */
 int cli_peers_add_vendor_call(cli_peers *p, const ts_func *f, const char *desc,
-                              int threads, ts_error *err);
+                              uint64_t const_params, int threads,
+                              ts_error *err);
 /* Closes them in the reverse order of opening. */
 void cli_peers_close(cli_peers *p);
+
+/* In-model confirmation (model_confirm.c): graph g compiled once per rank
+ * 0..top-1 of each task's records in db, and once with every task a vendor
+ * library can run given to it; the libraries timed in interleaved rounds
+ * of profiled runs, and each task's candidates stored with their time in
+ * the model as its confirmation (and the vendor's level side by side), so
+ * that `tessera compile` chooses by the model's own timings. */
+typedef struct cli_model_confirm_options {
+  const char *target; /* canonical target of the records */
+  int threads;        /* the model's threads (>= 1) */
+  int top;            /* records per task (3, at most 8) */
+  int rounds;         /* interleaved rounds (5) */
+  int runs;           /* profiled runs of each variant per round (6) */
+  FILE *out;          /* the per-task table, or NULL */
+  FILE *progress;     /* progress lines, or NULL */
+} cli_model_confirm_options;
+cli_model_confirm_options cli_model_confirm_defaults(void);
+/* EXIT_OK, or EXIT_FAIL with the error printed. */
+int cli_model_confirm(ts_db *db, const ts_graph *g,
+                      const cli_model_confirm_options *o);
 /* The operator spec a job stored for the workload (the newest job that
  * lists it by spec), malloc'd; NULL when none did (a graph task, a TIR
  * file). */

@@ -114,11 +114,15 @@ static const char tune_usage[] =
     "                      interleaved rounds and keep their medians (the\n"
     "                      figure compile and the report use; default 6,\n"
     "                      0: none; `tessera db confirm` does it later)\n"
-    "  --confirm-cold      with --model: confirm each timing as one call\n"
-    "                      after a last-level cache flush (weights from\n"
-    "                      memory, but activations too and the threads\n"
-    "                      asleep: figures above the model's; see\n"
-    "                      docs/database.md)\n"
+    "  --confirm-cold      with --model: time each confirmation run as one\n"
+    "                      call with the task's weights evicted from the\n"
+    "                      caches, its input cached (docs/database.md)\n"
+    "  --confirm-in-model  with --model: then compile the model once per\n"
+    "                      rank of each task's 3 best records and once with\n"
+    "                      the vendor calls, run them side by side, and store\n"
+    "                      each task's times in the model as its\n"
+    "                      confirmation: compile chooses by them\n"
+    "                      (docs/database.md)\n"
     "  --compare-models    run the job twice, with the xgb and the random\n"
     "                      cost model, in PATH-xgb.db and PATH-random.db\n"
     "                      (from --db PATH), then time both bests side by\n"
@@ -168,6 +172,7 @@ typedef struct tune_args {
   const char *specs[MAX_TASKS];
   const char *names[MAX_TASKS]; /* of a resumed job's stored workloads */
   char *vendor[MAX_TASKS];      /* --model: a task's vendor call, or NULL */
+  uint64_t consts[MAX_TASKS];   /* --model: a task's constant parameters */
   bool is_tir[MAX_TASKS];
   double weights[MAX_TASKS];
   int n_tasks;
@@ -187,6 +192,7 @@ typedef struct tune_args {
   long compare_rounds; /* --compare-models' side-by-side rounds */
   long confirm_top;    /* --confirm-top (default 6; 0: no confirmation) */
   bool confirm_cold;   /* --confirm-cold */
+  bool confirm_model;  /* --confirm-in-model */
   bool target_given, trials_given, strategy_given, cost_model_given,
       policy_given, per_task_given, batch_given, population_given,
       timeout_given, build_timeout_given, tensorize_given;
@@ -352,9 +358,10 @@ static void confirm_tasks(const tune_args *a, ts_db *db, const char *target,
     ts_error_clear(&verr);
     /* a model's task: the oneDNN call `compile --dispatch` would make,
      * timed in the same rounds (its level decides the dispatch) */
+    co.cold_params = a->consts[i];
     if (!wl[i] && a->vendor[i] &&
-        cli_peers_add_vendor_call(&peers, tasks[i].func, a->vendor[i], threads,
-                                  &verr) != TS_OK)
+        cli_peers_add_vendor_call(&peers, tasks[i].func, a->vendor[i],
+                                  a->consts[i], threads, &verr) != TS_OK)
       snprintf(rows[i].onednn_why, sizeof rows[i].onednn_why, "%.150s",
                verr.msg);
     co.peers = peers.peers;
@@ -496,7 +503,7 @@ static void print_summary(const tune_args *a, ts_db *db, const char *target,
               "of interleaved re-runs of the top %ld%s);\n",
               a->confirm_top,
               a->model && a->confirm_cold
-                  ? ", each one call after a cache flush"
+                  ? ", each one call with the weights evicted"
                   : "");
     else
       fprintf(out, "Latency and GFLOP/s: the best measured candidate (not "
@@ -804,6 +811,33 @@ static int model_tasks(tune_args *a, ts_func **funcs) {
   return status;
 }
 
+/* --confirm-in-model: the model as `tessera compile` builds it from the
+ * database (the block and pet passes weighing by it), confirmed in the
+ * compiled model (model_confirm.c). */
+static int confirm_in_model(const tune_args *a, ts_db *db, const char *target,
+                            int threads) {
+  char *canon = ts_db_canonical_target(db, target);
+  if (!canon) {
+    fprintf(stderr, "tessera: error: %s\n", ts_db_errmsg(db));
+    return EXIT_FAIL;
+  }
+  cli_pet_measure(db, target, false); /* as compile: pet and block weigh */
+  ts_graph *g = NULL;
+  int rc = cli_load_model(a->model, a->shapes, a->n_shapes, &g);
+  cli_pet_measure(NULL, NULL, false);
+  if (rc == EXIT_OK) {
+    cli_model_confirm_options o = cli_model_confirm_defaults();
+    o.target = canon;
+    o.threads = threads;
+    o.out = a->json ? stderr : stdout;
+    o.progress = a->quiet ? NULL : stderr;
+    rc = cli_model_confirm(db, g, &o);
+  }
+  ts_graph_free(g);
+  free(canon);
+  return rc;
+}
+
 static int model_tasks_with(tune_args *a, ts_func **funcs) {
   /* one graph per bucket (a pair of sizes with two symbols) */
   int nb0 = a->n_bucket_syms ? a->n_buckets[0] : 1;
@@ -855,6 +889,7 @@ static int model_tasks_with(tune_args *a, ts_func **funcs) {
       labels[i] = NULL;
       a->weights[i] = gt[i].count;
       a->vendor[i] = gt[i].vendor ? strdup(gt[i].vendor) : NULL;
+      a->consts[i] = gt[i].const_params;
       a->is_tir[i] = true;
       a->specs[i] = NULL;
       a->n_tasks = i + 1;
@@ -923,6 +958,8 @@ int cmd_tune(int argc, char **argv) {
       a.compare_rounds_given = true;
     } else if (!strcmp(argv[i], "--confirm-cold")) {
       a.confirm_cold = true;
+    } else if (!strcmp(argv[i], "--confirm-in-model")) {
+      a.confirm_model = true;
     } else if (cli_opt_value(argc, argv, &i, "--confirm-top", &val, &missing)) {
       NEED("--confirm-top");
       rc = int_option("--confirm-top", val, 0, 64, &a.confirm_top);
@@ -1081,6 +1118,9 @@ int cmd_tune(int argc, char **argv) {
     return cli_usage_error("tune", "--input-shape goes with --model");
   if (a.confirm_cold && !a.model)
     return cli_usage_error("tune", "--confirm-cold goes with --model");
+  if (a.confirm_model && (!a.model || a.n_bucket_syms))
+    return cli_usage_error("tune", "--confirm-in-model goes with --model, "
+                                   "without --shape-buckets");
   if (a.n_bucket_syms && !a.model)
     return cli_usage_error("tune", "--shape-buckets goes with --model");
   if (!a.n_tasks && !o.job_name && !a.model)
@@ -1253,6 +1293,11 @@ int cmd_tune(int argc, char **argv) {
   }
   if (a.summary_measure && a.confirm_top > 0 && !a.tracker)
     confirm_tasks(&a, db, o.target, tasks, wl, &result, threads, rows);
+  if (a.confirm_model && !a.tracker &&
+      confirm_in_model(&a, db, o.target, threads) != EXIT_OK) {
+    free(rows);
+    goto done;
+  }
   print_summary(&a, db, o.target, tasks, wl, &result, threads, rows,
                 a.json ? stdout : out);
   free(rows);

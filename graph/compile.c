@@ -82,6 +82,7 @@ void ts_graph_compile_report_clear(ts_graph_compile_report *r) {
     free(r->tasks[i].dispatch_note);
   }
   free(r->tasks);
+  free(r->call_task);
   free(r->target);
   free(r->warning);
   memset(r, 0, sizeof *r);
@@ -612,6 +613,23 @@ static bool vendor_faster(ts_db *db, const ts_func *f, const char *target,
   return faster;
 }
 
+/* The workload's record of rank `rank` in the database's order, or its
+ * last when it has fewer (ts_graph_compile_options.rank). */
+static int ranked_record(ts_db *db, const ts_func *f, const char *target,
+                         int rank, ts_db_record *out) {
+  int64_t wid;
+  ts_db_record *top = NULL;
+  int n = 0;
+  if (ts_db_find_workload(db, f, &wid) != TS_OK ||
+      ts_db_top_k(db, wid, target, rank + 1, &top, &n) != TS_OK || n == 0)
+    return TS_ENOTFOUND;
+  int k = rank < n ? rank : n - 1;
+  *out = top[k];
+  memset(&top[k], 0, sizeof top[k]);
+  ts_db_records_free(top, n);
+  return TS_OK;
+}
+
 /* Graph g into *prog (kernels built, calls placed, its info): the part of
  * a compile before the link. Kernel symbols start with `prefix`; the
  * report's tasks are filled (r->target set by the caller). */
@@ -665,7 +683,10 @@ static int compile_program(const ts_graph *g, const ts_graph_compile_options *o,
   for (int i = 0; o->db && i < n_tasks; i++) {
     ts_db_record rec;
     memset(&rec, 0, sizeof rec);
-    if (ts_db_best_by_func(o->db, tasks[i].func, r->target, &rec) == TS_OK) {
+    if (o->rank > 0 ? ranked_record(o->db, tasks[i].func, r->target, o->rank,
+                                    &rec) == TS_OK
+                    : ts_db_best_by_func(o->db, tasks[i].func, r->target,
+                                         &rec) == TS_OK) {
       bt[i].trace_json = rec.trace_json;
       rec.trace_json = NULL;
       bt[i].record_id = rec.id;
@@ -763,6 +784,12 @@ static int compile_program(const ts_graph *g, const ts_graph_compile_options *o,
   rc = make_calls(g, &plan, tasks, n_tasks, prog, err);
   if (rc) goto done;
   r->n_calls = prog->n_calls;
+  r->call_task = ts_calloc((size_t)prog->n_calls + 1, sizeof *r->call_task);
+  if (!r->call_task) {
+    rc = TS_ERR(err, TS_ENOMEM, "compile: out of memory");
+    goto done;
+  }
+  for (int c = 0; c < prog->n_calls; c++) r->call_task[c] = prog->calls[c].task;
   r->arena_bytes = prog->arena_bytes;
   r->lower_bound_bytes = plan.lower_bound_bytes;
   r->total_bytes = plan.total_bytes + (prog->arena_bytes - plan.arena_bytes);

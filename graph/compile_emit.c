@@ -521,6 +521,7 @@ int cp_emit_and_link(const cp_program *const *ps, int n_progs,
     n_vendor += ps[b]->n_vendor;
     n_files += ps[b]->n_kernels;
   }
+  if (o->vendor_pool && n_vendor == 0) n_vendor = 1; /* its team, no call */
   int rc = write_file(tmpdir, "model.map", version_script,
                       strlen(version_script), err);
   char prefix[16] = "";

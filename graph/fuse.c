@@ -1390,6 +1390,9 @@ int ts_graph_tasks(const ts_graph *g, ts_graph_task **tasks, int *n_tasks,
     t[n].flops = ts_func_flops(node->func);
     t[n].first_node = node->name;
     t[n].vendor = gr_attr_string(node, "vendor", NULL);
+    for (int k = 0; k < node->n_inputs && k < 64; k++)
+      if (node->inputs[k] >= 0 && gr_is_const(g, node->inputs[k]))
+        t[n].const_params |= (uint64_t)1 << k;
     n++;
   }
   int rc = gr_alloc_check(g, failures, TS_OK, err, "tasks");

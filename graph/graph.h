@@ -303,6 +303,12 @@ typedef struct ts_graph_task {
   /* How a vendor library would run it (graph/dispatch.c: the call's
    * `vendor` description), NULL when none can */
   const char *vendor;
+  /* Bit k: the first call's argument k (k < 64) is a constant of the graph
+   * (weights, a bias): in a run of the compiled model it comes from memory,
+   * the layers since the last run having evicted it, while the other
+   * inputs were just written by the layer before (tuning's cold
+   * confirmation, tuner.h) */
+  uint64_t const_params;
 } ts_graph_task;
 /* The distinct tasks of g's call nodes, in order of first call. *tasks is
  * a malloc'd array the caller frees with free(). */
@@ -653,6 +659,14 @@ typedef struct ts_graph_compile_options {
   ts_graph_dispatch dispatch;     /* default TS_DISPATCH_TUNED */
   const ts_graph_extern *externs; /* user functions replacing kernels */
   int n_externs;
+  /* 0: each task's best record. k > 0: its record of rank k in the
+   * database's order (ts_db_top_k: confirmed records first), or its last
+   * when it has fewer: the variants an in-model confirmation times. */
+  int rank;
+  /* Link the vendor library and run the kernels on its thread team even
+   * when no task calls it (a model that calls it runs every kernel there):
+   * an in-model confirmation's variants all run on the same threads. */
+  bool vendor_pool;
 } ts_graph_compile_options;
 
 /* One distinct task as compiled. */
@@ -678,8 +692,10 @@ typedef struct ts_graph_compile_report {
   char *target; /* canonical target string (malloc'd) */
   ts_graph_compile_task *tasks;
   int n_tasks;
-  int n_calls;               /* kernel call sites in one run */
-  int64_t arena_bytes;       /* the intermediate arena */
+  int n_calls;         /* kernel call sites in one run */
+  int *call_task;      /* n_calls: the task (index into tasks) of each call, in
+                          the library's kernel order (ts_model_kernel_name) */
+  int64_t arena_bytes; /* the intermediate arena */
   int64_t lower_bound_bytes; /* the planner's lower bound (live-set peak) */
   int64_t total_bytes;       /* every intermediate in its own storage */
   int64_t constant_bytes;    /* weights in the library */

@@ -94,6 +94,51 @@ int ts_rt_flush_caches(ts_runtime *rt, ts_error *err) {
   return flush_caches(rt, err);
 }
 
+/* One buffer's lines, shared among the pool's threads. */
+typedef struct evict_job {
+  unsigned char *base;
+  size_t lines;
+} evict_job;
+
+static int32_t evict_lines(void *closure, int64_t begin, int64_t end) {
+  const evict_job *j = closure;
+  size_t per = (j->lines + 63) / 64, lo = (size_t)begin * per,
+         hi = (size_t)end * per;
+  if (hi > j->lines) hi = j->lines;
+  for (size_t i = lo; i < hi; i++) {
+#if defined(__x86_64__) || defined(__i386__)
+    __asm__ volatile("clflush %0" : "+m"(*(volatile char *)(j->base + i * 64)));
+#else
+    (void)j;
+#endif
+  }
+  return 0;
+}
+
+int ts_rt_evict(ts_runtime *rt, void *const *bufs, const size_t *bytes, int n,
+                ts_error *err) {
+  if (n < 0 || (n > 0 && (!bufs || !bytes)))
+    return TS_ERR(err, TS_EINVAL, "evict: no buffers");
+#if defined(__x86_64__) || defined(__i386__)
+  for (int i = 0; i < n; i++) {
+    if (!bufs[i] || !bytes[i]) continue;
+    uintptr_t lo = (uintptr_t)bufs[i] & ~(uintptr_t)63;
+    uintptr_t hi = (uintptr_t)bufs[i] + bytes[i];
+    evict_job j = {(unsigned char *)lo, (size_t)((hi - lo + 63) / 64)};
+    /* 64 chunks: every thread of the pool takes some, so the workers are
+     * awake when the timed call starts, as between a model's layers */
+    if (ts_rt_parallel_for(rt, evict_lines, &j, 64))
+      return TS_ERR(err, TS_EINTERNAL, "evict: a worker failed");
+  }
+  __asm__ volatile("mfence" ::: "memory");
+  return TS_OK;
+#else
+  /* no line flush here: the whole cache goes */
+  (void)bufs, (void)bytes;
+  return rt ? flush_caches(rt, err) : TS_OK;
+#endif
+}
+
 /* Runs fn `count` times; TS_ERANGE on the first non-zero result. */
 static int run_times(ts_eval_fn fn, void *ctx, int count, ts_error *err) {
   for (int i = 0; i < count; i++) {

@@ -186,6 +186,14 @@ int ts_rt_eval(ts_runtime *rt, const ts_eval_config *cfg, ts_eval_fn fn,
  * on first use) so that no earlier data stays cached: what flush_cache does
  * before each repeat. */
 int ts_rt_flush_caches(ts_runtime *rt, ts_error *err);
+/* Evicts the n buffers bufs[i] (bytes[i] bytes each; NULL or empty ones
+ * are skipped) from every cache level, line by line, the lines shared among
+ * rt's threads (rt may be NULL: the calling thread alone), so that the pool
+ * is awake when it returns: a layer's weights as a compiled model's layer
+ * finds them (tuning's cold confirmation). Where the CPU has no line
+ * flush, rt's whole-cache flush instead (nothing with rt NULL). */
+int ts_rt_evict(ts_runtime *rt, void *const *bufs, const size_t *bytes, int n,
+                ts_error *err);
 /* ts_rt_eval of ts_rt_kernel_call(k, args, rt). */
 int ts_rt_eval_kernel(ts_runtime *rt, const ts_eval_config *cfg,
                       const ts_rt_kernel *k, void *const *args, double *seconds,

@@ -67,6 +67,28 @@ static int cand_make(conf_cand *c, const ts_func *f, const ts_target *t,
   return rc;
 }
 
+/* A cold timing (ts_confirm_options.cold): one untimed call, the
+ * parameters in mask evicted, one timed call. */
+static int time_cold(conf_cand *c, uint64_t mask, ts_runtime *rt,
+                     double *seconds, ts_error *err) {
+  void *const *data = ts_rt_args_data(c->args);
+  int rc = ts_rt_kernel_call(c->kernel, data, rt, err);
+  if (rc) return rc;
+  void *bufs[64];
+  size_t bytes[64];
+  int n = 0;
+  for (int i = 0; i < ts_rt_args_count(c->args) && i < 64; i++)
+    if (mask >> i & 1) {
+      bufs[n] = data[i];
+      bytes[n++] = ts_rt_args_bytes(c->args, i);
+    }
+  if ((rc = ts_rt_evict(rt, bufs, bytes, n, err))) return rc;
+  double t0 = ts_now_seconds();
+  if ((rc = ts_rt_kernel_call(c->kernel, data, rt, err))) return rc;
+  *seconds = ts_now_seconds() - t0;
+  return TS_OK;
+}
+
 /* The records to measure again: the top k distinct traces by search-time
  * median, and the previous confirmed best when it is not among them (so a
  * new confirmation compares with the old winner in the same rounds). */
@@ -167,11 +189,8 @@ int ts_confirm(ts_db *db, int64_t workload_id, const char *target,
   }
   /* the rounds: each visits every candidate and peer once, the order
    * rotated and reversed every other round */
-  ts_eval_config one = {.number = 1,
-                        .repeat = 1,
-                        .min_repeat_ms = o.cold ? 0 : o.min_repeat_ms,
-                        .flush_cache = o.cold,
-                        .warmup = o.cold ? 0 : 1};
+  ts_eval_config one = {
+      .number = 1, .repeat = 1, .min_repeat_ms = o.min_repeat_ms, .warmup = 1};
   int np = o.n_peers, slots = n + np;
   double *peer_secs =
       calloc((size_t)(np ? np : 1) * (size_t)o.rounds, sizeof *peer_secs);
@@ -199,9 +218,8 @@ int ts_confirm(ts_db *db, int64_t workload_id, const char *target,
         int p = i - n;
         if (!peer_ok[p]) continue;
         int prc =
-            o.cold ? ts_rt_flush_caches(rt, &e)
+            o.cold ? o.peers[p].time_cold(o.peers[p].ctx, &s, &e)
                    : o.peers[p].time(o.peers[p].ctx, o.min_repeat_ms, &s, &e);
-        if (o.cold && !prc) prc = o.peers[p].time_cold(o.peers[p].ctx, &s, &e);
         if (prc || !(s > 0)) {
           peer_ok[p] = false;
           snprintf(result->peers[p].why, sizeof result->peers[p].why, "%.150s",
@@ -212,8 +230,10 @@ int ts_confirm(ts_db *db, int64_t workload_id, const char *target,
         continue;
       }
       if (!c[i].ok) continue;
-      if (ts_rt_eval_kernel(rt, &one, c[i].kernel, ts_rt_args_data(c[i].args),
-                            &s, NULL, &e) ||
+      if ((o.cold
+               ? time_cold(&c[i], o.cold_params, rt, &s, &e)
+               : ts_rt_eval_kernel(rt, &one, c[i].kernel,
+                                   ts_rt_args_data(c[i].args), &s, NULL, &e)) ||
           !(s > 0))
         c[i].ok = false;
       else

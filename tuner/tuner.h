@@ -408,9 +408,10 @@ typedef struct ts_confirm_peer {
    * per call; non-zero (err set) when it fails, and the peer is left out of
    * the later rounds. */
   int (*time)(void *ctx, int min_repeat_ms, double *seconds, ts_error *err);
-  /* Times one call, the caches having just been flushed (a cold
-   * confirmation); NULL: the peer cannot, and a cold confirmation leaves
-   * it out. */
+  /* A cold confirmation's timing: runs the call once, evicts its constant
+   * arguments (and its own copies of them, such as weights it reordered)
+   * from the caches, and times one call; NULL: the peer cannot, and a cold
+   * confirmation leaves it out. */
   int (*time_cold)(void *ctx, double *seconds, ts_error *err);
   void *ctx;
 } ts_confirm_peer;
@@ -427,12 +428,18 @@ typedef struct ts_confirm_options {
   uint64_t seed;     /* argument data (1) */
   const ts_confirm_peer *peers; /* timed in every round (may be NULL) */
   int n_peers;                  /* 0..TS_CONFIRM_MAX_PEERS */
-  /* Each timing is one call after the last-level cache is flushed, as a
-   * compiled model's layer runs: its weights were evicted by the layers
-   * before it (min_repeat_ms unused). A model's tasks are confirmed so:
-   * warm, a schedule that reads its weights several times can rank first
-   * and run slower in the model than the one it displaced. */
+  /* Each timing is one call as a compiled model's layer runs: the call
+   * runs once untimed, the parameters in cold_params (bit i: parameter i;
+   * a model's weights) are evicted from the caches (ts_rt_evict), and one
+   * call is timed on the awake pool (min_repeat_ms unused). The input the
+   * layer before just wrote stays cached; the weights, evicted by the
+   * layers since the last run, come from memory. It is an imitation: in
+   * the model the caches are also full of the layers before, which a
+   * layer streaming megabytes of weights feels (a ResNet-50 conv ran 1.54
+   * ms so and 2.4 ms in the model); the in-model confirmation of `tune
+   * --model --confirm-in-model` times the model itself. */
   bool cold;
+  uint64_t cold_params;
 } ts_confirm_options;
 ts_confirm_options ts_confirm_defaults(void);
 

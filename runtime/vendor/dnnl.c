@@ -834,6 +834,40 @@ API void ts_vendor_dnnl_set_threads(ts_vendor_op *op, int n_threads) {
   if (op && n_threads > 0) op->n_threads = n_threads;
 }
 
+/* Evicts from the caches the call's constants: the arguments in mask (bit
+ * i: args[i], bytes[i] long) and the memories the call owns (the weights it
+ * reordered once, an int8 call's shift), line by line on the call's OpenMP
+ * team, so that the team is awake for the call that follows (tuning's cold
+ * confirmation: a compiled model's layer finds its weights evicted by the
+ * layers since its last run). */
+API void ts_vendor_dnnl_evict(ts_vendor_op *op, void *const *args,
+                              const size_t *bytes, int n, uint64_t mask) {
+  unsigned char *base[MAX_ARGS + MAX_EXEC];
+  size_t len[MAX_ARGS + MAX_EXEC];
+  int m = 0;
+  for (int i = 0; i < n && i < MAX_ARGS && i < 64; i++)
+    if (mask >> i & 1 && args[i]) base[m] = args[i], len[m++] = bytes[i];
+  for (int i = 0; i < op->n_exec; i++) {
+    void *h = NULL;
+    const dnnl_memory_desc_t *md = NULL;
+    if (op->arg_of[i] >= 0 ||
+        dnnl_memory_get_data_handle(op->exec[i].memory, &h) || !h ||
+        dnnl_memory_get_memory_desc(op->exec[i].memory, &md))
+      continue;
+    base[m] = h;
+    len[m++] = dnnl_memory_desc_get_size(md);
+  }
+  omp_set_num_threads(op->n_threads);
+  for (int b = 0; b < m; b++) {
+    uintptr_t lo = (uintptr_t)base[b] & ~(uintptr_t)63;
+    int64_t lines = (int64_t)(((uintptr_t)base[b] + len[b] - lo + 63) / 64);
+#pragma omp parallel for schedule(static)
+    for (int64_t l = 0; l < lines; l++)
+      __asm__ volatile("clflush %0" : "+m"(*(volatile char *)(lo + 64 * l)));
+  }
+  __asm__ volatile("mfence" ::: "memory");
+}
+
 API int ts_vendor_dnnl_run(ts_vendor_op *op, void *const *args) {
   for (int i = 0; i < op->n_exec; i++)
     if (op->arg_of[i] >= 0)

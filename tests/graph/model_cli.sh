@@ -109,6 +109,30 @@ expect 0 "$T" compile "$R" --db "$TMP/r.db" -o "$TMP/rt.so" --dispatch tuned \
   --json
 grep -q '"vendor"' "$TMP/out" && fail "--dispatch tuned chose oneDNN"
 
+# --confirm-in-model: the model compiled once per rank of each task's
+# records and once with the vendor calls, run side by side; each task's
+# times in the model become its confirmation (5 rounds of 6 runs) and
+# compile chooses by them
+expect 2 "$T" tune --workload "matmul M=8 N=8 K=8" --confirm-in-model
+contains err "--confirm-in-model goes with --model"
+expect 2 "$T" tune --model "$M/dyn_cnn.onnx" --shape-buckets batch=1,3 \
+  --confirm-in-model
+contains err "without --shape-buckets"
+expect 0 "$T" tune --model "$R" --trials 6 --db "$TMP/r.db" --job r2 \
+  --no-summary-measure --confirm-in-model
+contains out "in-model confirmation ("
+contains out "with the choices now stored"
+contains err "compiling variant 1 of"
+python3 - "$TMP/r.db" <<'EOF' || fail "the in-model figures were not stored"
+import sqlite3, sys
+c = sqlite3.connect(sys.argv[1])
+n = c.execute("select count(distinct workload_id) from records "
+              "where confirmed_rounds = 30").fetchone()[0]
+tasks = c.execute("select count(*) from workloads").fetchone()[0]
+assert n == tasks, (n, tasks)
+EOF
+expect 0 "$T" compile "$R" --db "$TMP/r.db" -o "$TMP/rc.so"
+
 # ---- compile, run ----
 if "$T" compile --help >/dev/null 2>&1; then
   expect 0 "$T" compile "$MODEL" --db "$TMP/m.db" -o "$TMP/m.so"

@@ -170,6 +170,37 @@ static void test_cache_flush(void **state) {
   ts_runtime_destroy(rt);
 }
 
+/* Eviction (tuning's cold confirmation) leaves every byte as it was, on a
+ * buffer at any alignment, with a pool or without, skips empty entries,
+ * and refuses a count without buffers. */
+static void test_evict(void **state) {
+  (void)state;
+  size_t n_big = 100003;
+  unsigned char *big = malloc(n_big + 3), *small = malloc(5);
+  assert_non_null(big);
+  assert_non_null(small);
+  for (size_t i = 0; i < n_big + 3; i++) big[i] = (unsigned char)(i * 7 + 1);
+  memcpy(small, "abcde", 5);
+  void *bufs[3] = {big + 3, small, NULL};
+  size_t bytes[3] = {n_big, 5, 64};
+  ts_runtime *rt = NULL;
+  assert_int_equal(ts_runtime_create(2, &rt, NULL), TS_OK);
+  ts_error err;
+  ts_error_clear(&err);
+  assert_int_equal(ts_rt_evict(rt, bufs, bytes, 3, &err), TS_OK);
+  assert_int_equal(ts_rt_evict(NULL, bufs, bytes, 2, &err), TS_OK);
+  assert_int_equal(ts_rt_evict(rt, NULL, NULL, 0, &err), TS_OK);
+  for (size_t i = 0; i < n_big + 3; i++)
+    assert_int_equal(big[i], (unsigned char)(i * 7 + 1));
+  assert_memory_equal(small, "abcde", 5);
+  assert_int_equal(ts_rt_evict(rt, NULL, bytes, 1, &err), TS_EINVAL);
+  assert_non_null(strstr(err.msg, "evict"));
+  assert_int_equal(ts_rt_evict(rt, bufs, bytes, -1, &err), TS_EINVAL);
+  ts_runtime_destroy(rt);
+  free(big);
+  free(small);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_number_grows),
@@ -177,6 +208,7 @@ int main(void) {
       cmocka_unit_test(test_failure_reported),
       cmocka_unit_test(test_bad_config),
       cmocka_unit_test(test_cache_flush),
+      cmocka_unit_test(test_evict),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -247,10 +247,10 @@ static int fake_time_cold(void *ctx, double *seconds, ts_error *err) {
   return TS_OK;
 }
 
-/* A cold confirmation (a model's tasks: each timing one call after the
- * caches are flushed) times its candidates and the peers that can be
- * timed cold, through their cold call only; a peer without one is left out
- * with a reason, and nothing is stored for it. */
+/* A cold confirmation (a model's tasks: each timing one call with the
+ * weights evicted) times its candidates and the peers that can be timed
+ * cold, through their cold call only; a peer without one is left out with
+ * a reason, and nothing is stored for it. */
 static void test_cold_confirmation(void **state) {
   (void)state;
   ts_workload *w = NULL;
@@ -273,6 +273,7 @@ static void test_cold_confirmation(void **state) {
   ts_confirm_options o = quick();
   o.rounds = 3;
   o.cold = true;
+  o.cold_params = 2; /* B, the matmul's "weights" */
   o.peers = peers;
   o.n_peers = 2;
   ts_confirm_result r;
