@@ -322,16 +322,6 @@ int cmd_compile(int argc, char **argv) {
       }
     } else if (cli_pass_option("compile", argc, argv, &i, &rc)) {
       /* consumed */
-    } else if (!strcmp(argv[i], "--no-winograd")) {
-      cli_no_winograd = true;
-    } else if (cli_opt_value(argc, argv, &i, "--layout", &v, &missing)) {
-      rc = cli_layout_option("compile", missing ? NULL : v);
-    } else if (cli_opt_value(argc, argv, &i, "--input-layout", &v, &missing)) {
-      rc = cli_io_layout_option("compile", "--input-layout", missing ? NULL : v,
-                                &cli_input_layout);
-    } else if (cli_opt_value(argc, argv, &i, "--output-layout", &v, &missing)) {
-      rc = cli_io_layout_option("compile", "--output-layout",
-                                missing ? NULL : v, &cli_output_layout);
     } else if (cli_opt_value(argc, argv, &i, "--threads", &v, &missing)) {
       if (missing)
         rc = cli_usage_error("compile", "--threads needs a number");

@@ -49,6 +49,15 @@ static const char db_usage[] =
     "                             interleaved rounds (7), and keep their\n"
     "                             medians: best queries, `tessera compile`\n"
     "                             and the report use the confirmed figure\n"
+    "  confirm --model M.onnx [--input-shape NAME=DIMS]... [pass options]\n"
+    "          [--top K] [--rounds R] [--threads N]\n"
+    "                             in the compiled model: compile it once per\n"
+    "                             rank 0..K-1 (3) of each task's records and\n"
+    "                             once with the vendor calls, run them side\n"
+    "                             by side in R rounds (5), and store each\n"
+    "                             task's times in the model as its\n"
+    "                             confirmation (the pass options as compile\n"
+    "                             takes them: tune and compile with the same)\n"
     "  sync --from DB --to DB [--target T] [--json]\n"
     "                             copy workloads, jobs and the records of\n"
     "                             target T (every target) from one database\n"
@@ -78,6 +87,9 @@ typedef struct db_args {
   const char *from, *to; /* sync */
   bool db_given;         /* --db was on the command line */
   long long keep, last, records, workloads, queries, top, rounds, threads;
+  const char *model; /* confirm --model */
+  const char *shapes[16];
+  int n_shapes;
   bool keep_failed, vacuum, json;
 } db_args;
 
@@ -118,6 +130,13 @@ static int parse_args(int argc, char **argv, const char *allowed,
     const char *arg = argv[i], *v;
     bool missing = false;
     char name[32] = "";
+    if (strstr(allowed, " --model ")) { /* the model's pass options */
+      int prc = EXIT_OK;
+      if (cli_pass_option(a->sub, argc, argv, &i, &prc)) {
+        if (prc != EXIT_OK) return prc;
+        continue;
+      }
+    }
     if (arg[0] == '-' && arg[1]) {
       size_t n = strcspn(arg, "=");
       snprintf(name, sizeof name, "%.*s", (int)(n < 31 ? n : 31), arg);
@@ -139,6 +158,15 @@ static int parse_args(int argc, char **argv, const char *allowed,
     } else if (cli_opt_value(argc, argv, &i, "--workload", &v, &missing)) {
       if (missing) return cli_usage_error(a->sub, "--workload needs a spec");
       a->spec = v;
+    } else if (cli_opt_value(argc, argv, &i, "--model", &v, &missing)) {
+      if (missing) return cli_usage_error(a->sub, "--model needs a file");
+      a->model = v;
+    } else if (cli_opt_value(argc, argv, &i, "--input-shape", &v, &missing)) {
+      if (missing)
+        return cli_usage_error(a->sub, "--input-shape needs NAME=DIMS");
+      if (a->n_shapes == 16)
+        return cli_usage_error(a->sub, "at most 16 --input-shape options");
+      a->shapes[a->n_shapes++] = v;
     } else if (cli_opt_value(argc, argv, &i, "--tir", &v, &missing)) {
       if (missing) return cli_usage_error(a->sub, "--tir needs a file");
       a->tir = v;
@@ -960,7 +988,41 @@ static int run_migrate(const db_args *a) {
   return EXIT_OK;
 }
 
+/* confirm --model: the tasks timed in the compiled model (model_confirm.c),
+ * which is built as compile builds it from this database. */
+static int confirm_model(const db_args *a, ts_db *db, const char *target) {
+  if (a->key || a->spec || a->tir || a->json)
+    return cli_usage_error(a->sub, "--model takes no WORKLOAD, --workload, "
+                                   "--tir or --json");
+  int threads = a->threads > 0 ? (int)a->threads : 0;
+  if (!threads) {
+    ts_target *t = NULL;
+    if (ts_target_parse(target, &t, NULL) == TS_OK)
+      threads = ts_target_num_cores(t);
+    ts_target_free(t);
+  }
+  cli_pet_measure(db, target, false); /* as compile: pet and block weigh */
+  ts_graph *g = NULL;
+  int rc = cli_load_model(a->model, a->shapes, a->n_shapes, &g);
+  cli_pet_measure(NULL, NULL, false);
+  if (rc != EXIT_OK) return rc;
+  cli_model_confirm_options o = cli_model_confirm_defaults();
+  o.target = target;
+  o.threads = threads > 0 ? threads : 1;
+  if (a->top > 0) o.top = (int)a->top;
+  if (a->rounds > 0) o.rounds = (int)a->rounds;
+  o.out = stdout;
+  o.progress = stderr;
+  rc = cli_model_confirm(db, g, &o);
+  ts_graph_free(g);
+  return rc;
+}
+
 static int run_confirm(const db_args *a) {
+  if (a->n_shapes && !a->model)
+    return cli_usage_error(a->sub, "--input-shape goes with --model");
+  if (a->model && a->top > 8)
+    return cli_usage_error(a->sub, "--top with --model: at most 8");
   ts_db *db;
   int rc = open_db(a, false, &db);
   if (rc) return rc;
@@ -975,6 +1037,12 @@ static int run_confirm(const db_args *a) {
   char *target = ts_db_canonical_target(db, want);
   free(want);
   if (!target) return db_fail(db, "bad target");
+  if (a->model) {
+    rc = confirm_model(a, db, target);
+    free(target);
+    ts_db_close(db);
+    return rc;
+  }
   int64_t one = 0;
   if ((a->key || a->spec || a->tir) && (rc = resolve(a, db, &one))) {
     free(target);
@@ -1058,7 +1126,9 @@ int cmd_db(int argc, char **argv) {
       {"prune", " --keep --keep-failed --vacuum --json ", false, run_prune},
       {"stats", " --json ", false, run_stats},
       {"migrate", " --json ", false, run_migrate},
-      {"confirm", " --workload --tir --target --top --rounds --threads --json ",
+      {"confirm",
+       " --workload --tir --target --top --rounds --threads --json --model "
+       "--input-shape ",
        true, run_confirm},
       {"sync", " --from --to --target --json ", false, run_sync},
       {"bench", " --records --workloads --queries --json ", false, run_bench},

@@ -117,19 +117,6 @@ static int parse_opts(const char *sub, int argc, char **argv, graph_opts *o) {
       o->shapes[o->n_shapes++] = v;
     } else if (cli_pass_option(sub, argc, argv, &i, &qrc)) {
       if (qrc != EXIT_OK) return qrc;
-    } else if (!strcmp(argv[i], "--no-winograd")) {
-      cli_no_winograd = true;
-    } else if (cli_opt_value(argc, argv, &i, "--layout", &v, &missing)) {
-      int rc = cli_layout_option(sub, missing ? NULL : v);
-      if (rc != EXIT_OK) return rc;
-    } else if (cli_opt_value(argc, argv, &i, "--input-layout", &v, &missing)) {
-      int rc = cli_io_layout_option(sub, "--input-layout", missing ? NULL : v,
-                                    &cli_input_layout);
-      if (rc != EXIT_OK) return rc;
-    } else if (cli_opt_value(argc, argv, &i, "--output-layout", &v, &missing)) {
-      int rc = cli_io_layout_option(sub, "--output-layout", missing ? NULL : v,
-                                    &cli_output_layout);
-      if (rc != EXIT_OK) return rc;
     } else if (cli_opt_value(argc, argv, &i, "--override", &v, &missing)) {
       if (missing || !strchr(v, '='))
         return cli_usage_error(sub, "--override needs NODE=FILE.tir");

@@ -980,11 +980,6 @@ int cmd_tune(int argc, char **argv) {
       a.model = val;
     } else if (cli_pass_option("tune", argc, argv, &i, &rc)) {
       if (rc != EXIT_OK) return rc;
-    } else if (!strcmp(argv[i], "--no-winograd")) {
-      cli_no_winograd = true;
-    } else if (cli_opt_value(argc, argv, &i, "--layout", &val, &missing)) {
-      int rc = cli_layout_option("tune", missing ? NULL : val);
-      if (rc != EXIT_OK) return rc;
     } else if (cli_opt_value(argc, argv, &i, "--shape-buckets", &val,
                              &missing)) {
       NEED("--shape-buckets");

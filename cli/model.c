@@ -227,6 +227,16 @@ bool cli_pass_option(const char *cmd, int argc, char **argv, int *i, int *rc) {
       *rc = cli_usage_error(cmd, "--pet-depth wants a depth from 1 to 3");
     else
       pet_opts.depth = (int)d, pet_on = true;
+  } else if (!strcmp(argv[*i], "--no-winograd")) {
+    cli_no_winograd = true;
+  } else if (cli_opt_value(argc, argv, i, "--layout", &v, &missing)) {
+    *rc = cli_layout_option(cmd, missing ? NULL : v);
+  } else if (cli_opt_value(argc, argv, i, "--input-layout", &v, &missing)) {
+    *rc = cli_io_layout_option(cmd, "--input-layout", missing ? NULL : v,
+                               &cli_input_layout);
+  } else if (cli_opt_value(argc, argv, i, "--output-layout", &v, &missing)) {
+    *rc = cli_io_layout_option(cmd, "--output-layout", missing ? NULL : v,
+                               &cli_output_layout);
   } else if (!strcmp(argv[*i], "--per-tensor")) {
     quant_opts.per_tensor = true;
   } else if (cli_opt_value(argc, argv, i, "--keep-float", &v, &missing)) {

@@ -132,6 +132,19 @@ tasks = c.execute("select count(*) from workloads").fetchone()[0]
 assert n == tasks, (n, tasks)
 EOF
 expect 0 "$T" compile "$R" --db "$TMP/r.db" -o "$TMP/rc.so"
+# the same on a database as it is: `db confirm --model`, with the pass
+# options compile takes
+expect 0 "$T" db confirm --db "$TMP/r.db" --model "$R" --top 2 --rounds 1 \
+  --layout nhwc
+contains out "in-model confirmation (2 variants\|in-model confirmation (3 variants"
+expect 2 "$T" db confirm --db "$TMP/r.db" --input-shape x=1x16x8x8
+contains err "--input-shape goes with --model"
+expect 2 "$T" db confirm --db "$TMP/r.db" --model "$R" --json
+contains err "takes no WORKLOAD"
+expect 2 "$T" db confirm --db "$TMP/r.db" --model "$R" --layout sideways
+contains err "unknown layout 'sideways'"
+expect 1 "$T" db confirm --db "$TMP/r.db" --model "$TMP/none.onnx"
+contains err "cannot import the model"
 
 # ---- compile, run ----
 if "$T" compile --help >/dev/null 2>&1; then
