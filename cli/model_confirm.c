@@ -123,7 +123,7 @@ static void store_task(ts_db *db, const ts_graph_task *gt, int t,
   sums[2] += (isfinite(now) ? now : first) * gt->count;
   if (!o->out) return;
   fprintf(o->out, "%3d  %-34.34s %5d", t, vs[0].rep.tasks[t].name, gt->count);
-  for (int k = 0; k < 3; k++)
+  for (int k = 0; k < o->top; k++)
     if (k < n)
       fprintf(o->out, " %10.1f", secs[k] * 1e6);
     else
@@ -158,12 +158,21 @@ int cli_model_confirm(ts_db *db, const ts_graph *g,
   }
   bool any_vendor = false;
   for (int t = 0; t < n_tasks; t++) any_vendor |= gt[t].vendor != NULL;
+  char rtdir[4096], dnnl[4200];
+  if (ts_graph_runtime_dir(rtdir, sizeof rtdir, &err) != TS_OK) {
+    cli_error("cannot find the runtime library", &err);
+    free(gt);
+    return EXIT_FAIL;
+  }
+  /* a build without oneDNN has no vendor variant */
+  snprintf(dnnl, sizeof dnnl, "%s/libtessera_dnnl.so", rtdir);
+  if (access(dnnl, R_OK) != 0) any_vendor = false;
   int n_var = o.top + (any_vendor ? 1 : 0);
   int vendor_v = any_vendor ? o.top : -1;
   int samples = o.rounds * o.runs;
   variant *vs = calloc((size_t)n_var, sizeof *vs);
   double *scratch = calloc((size_t)samples + 1, sizeof *scratch);
-  char rtdir[4096], dir[4096];
+  char dir[4096];
   const char *tmp = getenv("TMPDIR");
   snprintf(dir, sizeof dir, "%s/tessera-confirm-XXXXXX",
            tmp && *tmp ? tmp : "/tmp");
@@ -174,10 +183,6 @@ int cli_model_confirm(ts_db *db, const ts_graph *g,
   bool made_dir = false;
   if (!vs || !scratch) {
     fprintf(stderr, "tessera: error: out of memory\n");
-    goto done;
-  }
-  if (ts_graph_runtime_dir(rtdir, sizeof rtdir, &err) != TS_OK) {
-    cli_error("cannot find the runtime library", &err);
     goto done;
   }
   if (!mkdtemp(dir)) {
@@ -295,13 +300,15 @@ int cli_model_confirm(ts_db *db, const ts_graph *g,
       }
     }
   }
-  if (o.out)
+  if (o.out) {
     fprintf(o.out,
             "in-model confirmation (%d variants, %d rounds of %d runs; "
             "microseconds per call in the model):\n"
-            "  #  %-34s %5s %10s %10s %10s %10s  runs it\n",
-            n_var, o.rounds, o.runs, "task", "calls", "rank 0", "rank 1",
-            "rank 2", "oneDNN");
+            "  #  %-34s %5s",
+            n_var, o.rounds, o.runs, "task", "calls");
+    for (int k = 0; k < o.top; k++) fprintf(o.out, "     rank %d", k);
+    fprintf(o.out, " %10s  runs it\n", "oneDNN");
+  }
   double sums[3] = {0, 0, 0};
   for (int t = 0; t < n_tasks; t++)
     store_task(db, &gt[t], t, vs, o.top, vendor_v, &o, samples, scratch, sums);
