@@ -125,7 +125,9 @@ static void store_task(ts_db *db, const ts_graph_task *gt, int t,
       ts_db_confirm(db, wid, o->target, ids, secs, spread, n, samples) != TS_OK)
     fprintf(stderr, "tessera: warning: task %s: not stored: %s\n",
             vs[0].rep.tasks[t].name, ts_db_errmsg(db));
-  bool vendor_wins = isfinite(vendor_s) && (best < 0 || vendor_s < secs[best]);
+  /* (without a record, no side-by-side level is stored: compile keeps the
+   * default kernel) */
+  bool vendor_wins = isfinite(vendor_s) && best >= 0 && vendor_s < secs[best];
   if (have && isfinite(vendor_s) && best >= 0 && gt->flops > 0 &&
       ts_db_baseline_put_side(db, wid, o->target, "onednn", o->threads,
                               gt->flops / vendor_s * 1e-9,
