@@ -43,7 +43,7 @@ static const char tune_usage[] =
     "                    [--no-summary-measure] [--compare-models]\n"
     "                    [--compare-rounds N]\n"
     "                    [--confirm-top K] [--confirm-cold] "
-    "[--confirm-in-model]\n"
+    "[--[no-]confirm-in-model]\n"
     "                    [--max-memory-mb N] [--max-gflop N]\n"
     "\n"
     "Tunes the workloads' schedules: builds design spaces, searches them\n"
@@ -118,12 +118,14 @@ static const char tune_usage[] =
     "  --confirm-cold      with --model: time each confirmation run as one\n"
     "                      call with the task's weights evicted from the\n"
     "                      caches, its input cached (docs/database.md)\n"
-    "  --confirm-in-model  with --model: then compile the model once per\n"
-    "                      rank of each task's 3 best records and once with\n"
-    "                      the vendor calls, run them side by side, and store\n"
-    "                      each task's times in the model as its\n"
-    "                      confirmation: compile chooses by them\n"
-    "                      (docs/database.md)\n"
+    "  --confirm-in-model  with --model, after the confirmation (the\n"
+    "                      default when there is one and the target runs\n"
+    "                      here): compile the model once per rank of each\n"
+    "                      task's 3 best records, once with the vendor calls\n"
+    "                      and once as it compiles now, run them side by\n"
+    "                      side, and store each task's times in the model as\n"
+    "                      its confirmation: compile chooses by them\n"
+    "                      (docs/database.md); --no-confirm-in-model skips it\n"
     "  --compare-models    run the job twice, with the xgb and the random\n"
     "                      cost model, in PATH-xgb.db and PATH-random.db\n"
     "                      (from --db PATH), then time both bests side by\n"
@@ -193,7 +195,8 @@ typedef struct tune_args {
   long compare_rounds; /* --compare-models' side-by-side rounds */
   long confirm_top;    /* --confirm-top (default 6; 0: no confirmation) */
   bool confirm_cold;   /* --confirm-cold */
-  bool confirm_model;  /* --confirm-in-model */
+  int confirm_model;   /* --confirm-in-model 1, --no-confirm-in-model 0,
+                          neither -1: on with a confirmation */
   bool target_given, trials_given, strategy_given, cost_model_given,
       policy_given, per_task_given, batch_given, population_given,
       timeout_given, build_timeout_given, tensorize_given;
@@ -822,6 +825,20 @@ static int confirm_in_model(const tune_args *a, ts_db *db, const char *target,
     fprintf(stderr, "tessera: error: %s\n", ts_db_errmsg(db));
     return EXIT_FAIL;
   }
+  /* the model runs here: a target this machine cannot run is skipped, with
+   * a note (an error when asked for) */
+  ts_target *t = NULL;
+  ts_error terr;
+  ts_error_clear(&terr);
+  int trc = ts_target_parse(canon, &t, &terr);
+  if (!trc) trc = ts_target_check_runs_here(t, "in-model confirmation", &terr);
+  ts_target_free(t);
+  if (trc) {
+    fprintf(stderr, "tessera: %s: %s\n",
+            a->confirm_model == 1 ? "error" : "note", terr.msg);
+    free(canon);
+    return a->confirm_model == 1 ? EXIT_FAIL : EXIT_OK;
+  }
   cli_pet_measure(db, target, false); /* as compile: pet and block weigh */
   ts_graph *g = NULL;
   int rc = cli_load_model(a->model, a->shapes, a->n_shapes, &g);
@@ -928,6 +945,7 @@ int cmd_tune(int argc, char **argv) {
   a.summary_measure = true;
   a.compare_rounds = 9;
   a.confirm_top = ts_confirm_defaults().top_k;
+  a.confirm_model = -1;
   ts_tune_options o = ts_tune_defaults();
   long v;
   for (int i = 1; i < argc; i++) {
@@ -960,7 +978,9 @@ int cmd_tune(int argc, char **argv) {
     } else if (!strcmp(argv[i], "--confirm-cold")) {
       a.confirm_cold = true;
     } else if (!strcmp(argv[i], "--confirm-in-model")) {
-      a.confirm_model = true;
+      a.confirm_model = 1;
+    } else if (!strcmp(argv[i], "--no-confirm-in-model")) {
+      a.confirm_model = 0;
     } else if (cli_opt_value(argc, argv, &i, "--confirm-top", &val, &missing)) {
       NEED("--confirm-top");
       rc = int_option("--confirm-top", val, 0, 64, &a.confirm_top);
@@ -1114,7 +1134,7 @@ int cmd_tune(int argc, char **argv) {
     return cli_usage_error("tune", "--input-shape goes with --model");
   if (a.confirm_cold && !a.model)
     return cli_usage_error("tune", "--confirm-cold goes with --model");
-  if (a.confirm_model && (!a.model || a.n_bucket_syms))
+  if (a.confirm_model == 1 && (!a.model || a.n_bucket_syms))
     return cli_usage_error("tune", "--confirm-in-model goes with --model, "
                                    "without --shape-buckets");
   if (a.n_bucket_syms && !a.model)
@@ -1289,8 +1309,11 @@ int cmd_tune(int argc, char **argv) {
   }
   if (a.summary_measure && a.confirm_top > 0 && !a.tracker)
     confirm_tasks(&a, db, o.target, tasks, wl, &result, threads, rows);
-  if (a.confirm_model && !a.tracker &&
-      confirm_in_model(&a, db, o.target, threads) != EXIT_OK) {
+  bool in_model =
+      a.model && !a.tracker && !a.n_bucket_syms &&
+      (a.confirm_model == 1 ||
+       (a.confirm_model < 0 && a.summary_measure && a.confirm_top > 0));
+  if (in_model && confirm_in_model(&a, db, o.target, threads) != EXIT_OK) {
     free(rows);
     goto done;
   }

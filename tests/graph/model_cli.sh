@@ -98,6 +98,9 @@ onnx.save(m, sys.argv[1])
 EOF
 expect 0 "$T" tune --model "$R" --trials 24 --db "$TMP/r.db" --job r \
   --confirm-top 1 --json
+# the in-model confirmation follows the confirmation by default (its table
+# on stderr beside --json)
+contains err "in-model confirmation ("
 python3 - "$TMP/out" <<'EOF' || fail "no task's oneDNN call was timed"
 import json, sys
 r = json.load(open(sys.argv[1]))
@@ -118,6 +121,9 @@ contains err "--confirm-in-model goes with --model"
 expect 2 "$T" tune --model "$M/dyn_cnn.onnx" --shape-buckets batch=1,3 \
   --confirm-in-model
 contains err "without --shape-buckets"
+expect 0 "$T" tune --model "$R" --trials 3 --db "$TMP/r.db" --job r1 \
+  --confirm-top 1 --no-confirm-in-model
+grep -q "in-model" "$TMP/out" "$TMP/err" && fail "--no-confirm-in-model ran it"
 expect 0 "$T" tune --model "$R" --trials 6 --db "$TMP/r.db" --job r2 \
   --no-summary-measure --confirm-in-model
 contains out "in-model confirmation ("
