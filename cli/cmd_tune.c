@@ -1313,10 +1313,11 @@ int cmd_tune(int argc, char **argv) {
       a.model && !a.tracker && !a.n_bucket_syms &&
       (a.confirm_model == 1 ||
        (a.confirm_model < 0 && a.summary_measure && a.confirm_top > 0));
-  if (in_model && confirm_in_model(&a, db, o.target, threads) != EXIT_OK) {
-    free(rows);
-    goto done;
-  }
+  /* the job's records stand whatever happens here */
+  if (in_model && confirm_in_model(&a, db, o.target, threads) != EXIT_OK)
+    fprintf(stderr, "tessera: warning: the in-model confirmation did not "
+                    "complete (above); the job's records and their "
+                    "confirmation stand\n");
   print_summary(&a, db, o.target, tasks, wl, &result, threads, rows,
                 a.json ? stdout : out);
   free(rows);
