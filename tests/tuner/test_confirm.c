@@ -70,6 +70,19 @@ static ts_db *open_matmul(const char *file, ts_workload **w, int64_t *wid) {
   return db;
 }
 
+#define TARGET "llvm -num-cores=1"
+
+/* open_matmul's database with two records on TARGET: the default
+ * schedule (*fast, 1 ms) and the plain loops (2 ms). */
+static ts_db *two_schedules(const char *file, ts_workload **w, int64_t *wid,
+                            char **fast) {
+  ts_db *db = open_matmul(file, w, wid);
+  *fast = default_trace((*w)->func, TARGET);
+  put(db, *wid, TARGET, *fast, 1e-3);
+  put(db, *wid, TARGET, plain_trace, 2e-3);
+  return db;
+}
+
 static void test_confirmation_reranks(void **state) {
   (void)state;
   ts_workload *w = NULL;
@@ -190,12 +203,10 @@ static void test_confirmation_with_vendors(void **state) {
   (void)state;
   ts_workload *w = NULL;
   int64_t wid;
-  ts_db *db = open_matmul("confirm_peers.db", &w, &wid);
+  char *fast = NULL;
+  ts_db *db = two_schedules("confirm_peers.db", &w, &wid, &fast);
   ts_error err;
-  const char *target = "llvm -num-cores=1";
-  char *fast = default_trace(w->func, target);
-  put(db, wid, target, fast, 1e-3);
-  put(db, wid, target, plain_trace, 2e-3);
+  const char *target = TARGET;
 
   fake_peer lib = {.seconds = 0.5e-3}, broken = {.seconds = 1e-3, .fail_at = 2};
   ts_confirm_peer peers[2] = {
@@ -255,12 +266,10 @@ static void test_cold_confirmation(void **state) {
   (void)state;
   ts_workload *w = NULL;
   int64_t wid;
-  ts_db *db = open_matmul("confirm_cold.db", &w, &wid);
+  char *fast = NULL;
+  ts_db *db = two_schedules("confirm_cold.db", &w, &wid, &fast);
   ts_error err;
-  const char *target = "llvm -num-cores=1";
-  char *fast = default_trace(w->func, target);
-  put(db, wid, target, fast, 1e-3);
-  put(db, wid, target, plain_trace, 2e-3);
+  const char *target = TARGET;
   fake_peer cold = {.seconds = 0.25e-3}, warm = {.seconds = 1e-3};
   ts_confirm_peer peers[2] = {
       {.name = "coldlib",
