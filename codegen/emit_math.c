@@ -56,22 +56,38 @@ static LLVMValueRef fma_c(emitter *e, LLVMValueRef a, LLVMValueRef b,
 /* exp of a float32 scalar or vector without libm (which LLVM would call
  * lane by lane, and which keeps a loop around a scalar exp from being
  * vectorized): x = n ln2 + r with n = round(x log2 e), exp(r) by Cephes'
- * degree-6 polynomial, 2^n built in the exponent bits. About 1 ulp; NaN
- * stays NaN, large arguments give inf and 0. */
+ * degree-6 polynomial, 2^n built in the exponent bits. About 1 ulp.
+ *
+ * It is the inner loop of softmax, sigmoid, GELU and tanh, so every
+ * instruction counts (a vector of them is bound by the vector ALUs'
+ * throughput): 19 vector operations, where a formulation with NaN-exact
+ * min/max (llvm.minnum: a compare and a blend each on x86), a float-to-int
+ * conversion and a scale in two factors took 29.
+ *  - x is clamped above by a compare-select that passes a NaN through
+ *    (one vminps), so NaN stays NaN through the arithmetic;
+ *  - n comes from adding 1.5 * 2^23: the sum's low mantissa bits are n
+ *    (rounded to nearest), so n = sum - 1.5 * 2^23 exactly and the scale's
+ *    exponent field is (bits(sum) + 126) << 23 (bits(1.5 * 2^23) << 23 is
+ *    0 modulo 2^32): no conversion; neither step may be reassociated, so
+ *    they carry no fast-math flags;
+ *  - 2^n = 2 * 2^(n-1): n reaches 128 at the top of the range (exp(88.72)
+ *    is the largest float), 2^(n-1) does not overflow, and the result
+ *    overflows to inf past it as it should;
+ *  - below -86.98 (where 2^(n-1) would leave the normal range) the result
+ *    is 0, -inf included: the exact value there is below 1.9e-38, within a
+ *    factor 1.6 of the smallest normal float (what flush-to-zero gives). */
 static LLVMValueRef exp_f32(emitter *e, LLVMTypeRef ty, LLVMValueRef x) {
   LLVMBuilderRef B = e->b;
   bool vec = LLVMGetTypeKind(ty) == LLVMVectorTypeKind;
   unsigned lanes = vec ? LLVMGetVectorSize(ty) : 1;
   LLVMTypeRef ity = vec ? LLVMVectorType(emit_i32t(e), lanes) : emit_i32t(e);
-  LLVMValueRef a2[2] = {x, emit_const_fp(ty, 88.72283935546875)};
-  LLVMValueRef xc = emit_call_intrinsic(e, "llvm.minnum", &ty, 1, a2, 2);
-  a2[0] = xc;
-  a2[1] = emit_const_fp(ty, -87.33654022216797);
-  xc = emit_call_intrinsic(e, "llvm.maxnum", &ty, 1, a2, 2);
-  LLVMValueRef t = LLVMBuildFAdd(
-      B, LLVMBuildFMul(B, xc, emit_const_fp(ty, 1.4426950408889634), ""),
-      emit_const_fp(ty, 0.5), "");
-  LLVMValueRef n = emit_call_intrinsic(e, "llvm.floor", &ty, 1, &t, 1);
+  LLVMValueRef hi = emit_const_fp(ty, 88.72283935546875);
+  LLVMValueRef xc =
+      LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOLT, hi, x, ""), hi, x, "");
+  LLVMValueRef magic = emit_const_fp(ty, 12582912.0); /* 1.5 * 2^23 */
+  LLVMValueRef fa[3] = {xc, emit_const_fp(ty, 1.4426950408889634), magic};
+  LLVMValueRef t = emit_call_intrinsic(e, "llvm.fmuladd", &ty, 1, fa, 3);
+  LLVMValueRef n = LLVMBuildFSub(B, t, magic, "");
   LLVMValueRef r = fma_c(e, n, emit_const_fp(ty, -0.693359375), xc);
   r = fma_c(e, n, emit_const_fp(ty, 2.12194440e-4), r);
   /* c5 + c4 r + ... + c0 r^5 by Estrin's scheme: three independent
@@ -91,23 +107,20 @@ static LLVMValueRef exp_f32(emitter *e, LLVMTypeRef ty, LLVMValueRef x) {
   LLVMValueRef p = fma_c(e, q01, z2, fma_c(e, q23, z, q45));
   LLVMValueRef y =
       LLVMBuildFAdd(B, fma_c(e, p, z, r), emit_const_fp(ty, 1.0), "");
-  /* 2^n as 2^(n>>1) * 2^(n - (n>>1)): each factor stays a normal float for
-   * n in [-126, 128] */
-  LLVMValueRef ni = LLVMBuildFPToSI(B, n, ity, "");
-  LLVMValueRef bias =
-      emit_splat(e, LLVMConstInt(emit_i32t(e), 127, 0), (int)lanes);
-  LLVMValueRef sh =
-      emit_splat(e, LLVMConstInt(emit_i32t(e), 23, 0), (int)lanes);
-  LLVMValueRef n1 = LLVMBuildAShr(
-      B, ni, emit_splat(e, LLVMConstInt(emit_i32t(e), 1, 0), (int)lanes), "");
-  LLVMValueRef n2 = LLVMBuildSub(B, ni, n1, "");
-  LLVMValueRef p1 = LLVMBuildBitCast(
-      B, LLVMBuildShl(B, LLVMBuildAdd(B, n1, bias, ""), sh, ""), ty, "");
-  LLVMValueRef p2 = LLVMBuildBitCast(
-      B, LLVMBuildShl(B, LLVMBuildAdd(B, n2, bias, ""), sh, ""), ty, "");
-  LLVMValueRef res = LLVMBuildFMul(B, LLVMBuildFMul(B, y, p1, ""), p2, "");
-  LLVMValueRef isnan = LLVMBuildFCmp(B, LLVMRealUNO, x, x, "");
-  return LLVMBuildSelect(B, isnan, x, res, "");
+  LLVMValueRef y2 = LLVMBuildFAdd(B, y, y, "");
+  LLVMValueRef bits = LLVMBuildAdd(
+      B, LLVMBuildBitCast(B, t, ity, ""),
+      emit_splat(e, LLVMConstInt(emit_i32t(e), 126, 0), (int)lanes), "");
+  LLVMValueRef scale = LLVMBuildBitCast(
+      B,
+      LLVMBuildShl(B, bits,
+                   emit_splat(e, LLVMConstInt(emit_i32t(e), 23, 0), (int)lanes),
+                   ""),
+      ty, "");
+  LLVMValueRef res = LLVMBuildFMul(B, y2, scale, "");
+  LLVMValueRef tiny =
+      LLVMBuildFCmp(B, LLVMRealOLT, x, emit_const_fp(ty, -86.98), "");
+  return LLVMBuildSelect(B, tiny, emit_const_fp(ty, 0.0), res, "");
 }
 
 /* exp(x) on CPUs: a vectorizable polynomial for float32 (scalars too, so

@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include <dirent.h>
+#include <math.h>
 
 #include "check.h"
 
@@ -146,9 +147,86 @@ static void test_passes_one_by_one(void **state) {
   ts_func_free(f);
 }
 
+/* The compiled exp (a polynomial, emit_math.c), vectorized and scalar,
+ * against the C library's double exp: within 2 ulp over [-86.9, 88.7],
+ * special values exact (NaN, inf, overflow past 88.73, 0 below -86.98
+ * and at -inf), as the comment there states. */
+static void expect_exp(const float *x, const float *y, int n) {
+  int bad = 0;
+  for (int i = 0; i < n && bad < 5; i++) {
+    double want = exp((double)x[i]);
+    bool ok;
+    if (isnan(x[i]))
+      ok = isnan(y[i]);
+    else if (x[i] > 88.7229f)
+      ok = isinf(y[i]) && y[i] > 0;
+    else if (x[i] < -86.98f)
+      ok = y[i] == 0.0f;
+    else
+      ok = fabs((double)y[i] - want) <=
+           2.0 * (double)nextafterf((float)want, INFINITY) - 2.0 * want + 1e-45;
+    if (!ok) {
+      printf("exp(%.9g) = %.9g, want %.9g\n", x[i], y[i], want);
+      bad++;
+    }
+  }
+  assert_int_equal(bad, 0);
+}
+
+static void test_exp_accuracy(void **state) {
+  (void)state;
+  enum { N = 4096 };
+  const char *src =
+      "func e(A: float32[4096], O: float32[2, 4096]) {\n"
+      "  block root() {\n"
+      "    for j in range(4096) vectorized {\n"
+      "      block v(vj: spatial(4096) = j) { O[0, vj] = exp(A[vj]) }\n"
+      "    }\n"
+      "    for j in range(4096) {\n"
+      "      block s(vj: spatial(4096) = j) { O[1, vj] = exp(A[vj]) }\n"
+      "    }\n"
+      "  }\n"
+      "}\n";
+  ts_func *f = NULL;
+  ts_error err;
+  assert_int_equal(ts_func_parse(src, strlen(src), "exp.tir", &f, &err), TS_OK);
+  ts_target *host = NULL;
+  assert_int_equal(ts_target_host(&host, &err), TS_OK);
+  ts_build_result br = {0};
+  ts_build_options o = ts_build_defaults();
+  assert_int_equal(ts_build(f, host, &o, &br, &err), TS_OK);
+  ts_rt_kernel *k = NULL;
+  assert_int_equal(ts_rt_kernel_load(br.artifact->bytes, br.artifact->n_bytes,
+                                     br.artifact->entry, &k, &err),
+                   TS_OK);
+  float *a = malloc(N * sizeof *a), *out = calloc(2 * N, sizeof *out);
+  assert_non_null(a);
+  assert_non_null(out);
+  const float special[] = {NAN,       -NAN,     INFINITY, -INFINITY, 0.0f,
+                           -0.0f,     88.72f,   88.7228f, 88.73f,    89.0f,
+                           1e30f,     -86.97f,  -86.99f,  -87.5f,    -104.0f,
+                           -1e30f,    1e-30f,   -1e-30f,  0.3465f,   -0.3466f,
+                           0.693147f, 44.3614f, -44.3614f};
+  int ns = (int)(sizeof special / sizeof special[0]);
+  for (int i = 0; i < N; i++)
+    a[i] = i < ns ? special[i]
+                  : -86.9f + (88.7f + 86.9f) * (float)(i - ns) / (N - ns);
+  void *args[2] = {a, out};
+  assert_int_equal(ts_rt_kernel_call(k, args, NULL, &err), TS_OK);
+  expect_exp(a, out, N);
+  expect_exp(a, out + N, N);
+  free(a);
+  free(out);
+  ts_rt_kernel_unload(k);
+  ts_build_result_clear(&br);
+  ts_target_free(host);
+  ts_func_free(f);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_every_program),
+      cmocka_unit_test(test_exp_accuracy),
       cmocka_unit_test(test_lowering_shapes),
       cmocka_unit_test(test_passes_one_by_one),
   };
