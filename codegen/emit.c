@@ -366,7 +366,14 @@ void emit_stmt(emitter *e, ts_stmt *s) {
   case TS_STMT_FOR: emit_for(e, s); return;
   case TS_STMT_STORE: emit_store(e, s); return;
   case TS_STMT_SEQ:
-    for (int i = 0; i < ts_seq_n(s); i++) emit_stmt(e, ts_seq_item(s, i));
+    for (int i = 0; i < ts_seq_n(s);) {
+      int run = emit_transpose_run(e, s, i);
+      if (run > 0) {
+        i += run;
+        continue;
+      }
+      emit_stmt(e, ts_seq_item(s, i++));
+    }
     return;
   case TS_STMT_IF: emit_if(e, s); return;
   case TS_STMT_EVALUATE: emit_expr(e, ts_evaluate_value(s)); return;

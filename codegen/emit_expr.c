@@ -276,13 +276,13 @@ LLVMValueRef emit_cast(emitter *e, ts_dtype to, ts_dtype from, LLVMValueRef v) {
   return LLVMBuildFPTrunc(B, v, T, "");
 }
 
-static LLVMValueRef buffer_data(emitter *e, ts_buffer *b) {
+LLVMValueRef emit_buffer_data(emitter *e, ts_buffer *b) {
   return lookup(e, b, "buffer", ts_buffer_name(b));
 }
 
 /* Element pointer of buffer[index] (scalar index). */
 static LLVMValueRef elem_ptr(emitter *e, ts_buffer *b, LLVMValueRef index) {
-  LLVMValueRef base = buffer_data(e, b);
+  LLVMValueRef base = emit_buffer_data(e, b);
   if (!base) return LLVMGetUndef(emit_ptrt(e));
   return LLVMBuildInBoundsGEP2(e->b, emit_mem_type(e, ts_buffer_dtype(b)), base,
                                &index, 1, "");
@@ -315,7 +315,7 @@ static LLVMValueRef reg_to_mem(emitter *e, ts_dtype t, LLVMValueRef v) {
  * (llvm.masked.load/store for contiguous accesses, gather/scatter
  * otherwise). */
 static LLVMValueRef lane_ptrs(emitter *e, ts_buffer *b, ts_expr *idx) {
-  LLVMValueRef base = buffer_data(e, b);
+  LLVMValueRef base = emit_buffer_data(e, b);
   LLVMValueRef iv = emit_expr(e, idx);
   if (!base)
     return LLVMGetUndef(

@@ -62,6 +62,12 @@ void emit_loop(emitter *e, ts_expr *var, LLVMValueRef lo, LLVMValueRef hi,
 
 LLVMValueRef emit_expr(emitter *e, ts_expr *x);
 void emit_store(emitter *e, ts_stmt *s);
+/* The data pointer of a buffer (NULL, with an error, when it is unknown). */
+LLVMValueRef emit_buffer_data(emitter *e, ts_buffer *b);
+/* A run of statements seq[i..i+L) that copies an L x L tile with one side
+ * strided, emitted as a transpose in registers (emit_transpose.c): returns
+ * L, or 0 (nothing emitted) when the statements are not such a run. */
+int emit_transpose_run(emitter *e, ts_stmt *seq, int i);
 LLVMValueRef emit_cast(emitter *e, ts_dtype to, ts_dtype from, LLVMValueRef v);
 LLVMValueRef emit_undef(emitter *e, ts_dtype t);
 /* Float16/bfloat16 are computed in float32 (rounded back after each

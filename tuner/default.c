@@ -190,6 +190,15 @@ static void vectorize_inner(ts_sched *s, const ts_target *t, const char *name) {
   ts_sched_vectorize(s, v);
 }
 
+/* A transposing copy in tiles of a vector by a vector (tile_transpose). */
+static bool transpose_tiles(ts_sched *s, const ts_target *t, const char *name) {
+  const ts_stmt *r = ts_func_find_block(ts_sched_func(s), name);
+  if (!r || ts_block_n_writes(ts_realize_block(r)) != 1) return false;
+  int lanes = lanes_of(
+      t, ts_buffer_dtype(ts_block_write(ts_realize_block(r), 0)->buffer));
+  return tile_transpose(s, name, lanes > 16 ? 16 : lanes);
+}
+
 /* Fuses the leading spatial loops of `block` (stopping at a reduce loop or
  * at `stop`) and makes them parallel when the block does enough work. */
 static void parallel_outer(ts_sched *s, const ts_target *t, const char *name,
@@ -757,7 +766,8 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
         !ts_sched_get_loops(s, cb, cl, MAX_LOOPS, &ncl) && ncl > n_outer)
       ts_sched_vectorize(s, cl[ncl - 1]);
   }
-  if (packed[0]) vectorize_inner(s, t, packed);
+  if (packed[0] && !transpose_tiles(s, t, packed))
+    vectorize_inner(s, t, packed);
   int64_t taps = 1; /* the reduction's extent per output: KH x KW */
   for (int i = 0; i < nl; i++)
     if (binds[i] == BIND_REDUCE) taps *= loop_extent(s, loops[i]);
@@ -828,7 +838,7 @@ static void reduce_outside(ts_sched *s, const ts_target *t, const char *name) {
 static void simple_block(ts_sched *s, const ts_target *t, const char *name) {
   int64_t work = block_work(s, name);
   reduce_outside(s, t, name);
-  vectorize_inner(s, t, name);
+  if (!transpose_tiles(s, t, name)) vectorize_inner(s, t, name);
   parallel_outer(s, t, name, work);
 }
 

@@ -273,6 +273,16 @@ static void vectorize_leaf(ts_sched *s, const char *name, int64_t max_lanes,
       !ts_expr_is_const_int(ts_for_extent(l), &ext) || ext <= 1 ||
       ts_for_body(l) != r || loop_binding(r, l) != BIND_SPATIAL)
     return;
+  /* a transposing copy (a transposed operand's packed panel): tiles of
+   * 32 bytes by as many rows, transposed in registers */
+  if (ts_block_n_writes(ts_realize_block(r)) == 1) {
+    int64_t eb = ts_dtype_elem_bytes(
+        ts_buffer_dtype(ts_block_write(ts_realize_block(r), 0)->buffer));
+    int64_t tl = eb > 0 ? 32 / eb : 0;
+    if (tl > 16) tl = 16;
+    if (tl > max_lanes) tl = max_lanes;
+    if (tl >= 4 && tile_transpose(s, name, (int)tl)) return;
+  }
   if (ext <= max_lanes) {
     ts_sched_vectorize(s, loops[nl - 1]);
     return;

@@ -199,6 +199,22 @@ int tile_block_ex(ts_sched *s, const char *name, const char *structure,
   return TS_OK;
 }
 
+/* The dimension of region rg that loop l indexes (-1 none, -2 several). */
+static int region_dim_of_loop(const ts_stmt *r, const ts_region *rg,
+                              const ts_stmt *l) {
+  const ts_block *blk = ts_realize_block(r);
+  int at = -1;
+  for (int d = 0; d < rg->ndim; d++) {
+    bool uses = false;
+    for (int k = 0; k < ts_block_n_iters(blk) && !uses; k++)
+      uses = expr_uses_var(ts_realize_value(r, k), ts_for_var(l)) &&
+             expr_uses_var(rg->ranges[d].min, ts_block_iter_var(blk, k));
+    if (uses && at >= 0 && at != d) return -2;
+    if (uses) at = d;
+  }
+  return at;
+}
+
 int read_dim_of_loop(const ts_stmt *r, const ts_buffer *buffer,
                      const ts_stmt *l) {
   const ts_block *blk = ts_realize_block(r);
@@ -206,16 +222,71 @@ int read_dim_of_loop(const ts_stmt *r, const ts_buffer *buffer,
   for (int i = 0; i < ts_block_n_reads(blk); i++) {
     const ts_region *rg = ts_block_read(blk, i);
     if (rg->buffer != buffer) continue;
-    for (int d = 0; d < rg->ndim; d++) {
-      bool uses = false;
-      for (int k = 0; k < ts_block_n_iters(blk) && !uses; k++)
-        uses = expr_uses_var(ts_realize_value(r, k), ts_for_var(l)) &&
-               expr_uses_var(rg->ranges[d].min, ts_block_iter_var(blk, k));
-      if (uses && at >= 0 && at != d) return -2;
-      if (uses) at = d;
-    }
+    int d = region_dim_of_loop(r, rg, l);
+    if (d == -2 || (d >= 0 && at >= 0 && at != d)) return -2;
+    if (d >= 0) at = d;
   }
   return at;
+}
+
+bool tile_transpose(ts_sched *s, const char *name, int max_lanes) {
+  ts_rv b, loops[MAX_LOOPS];
+  int nl = 0;
+  if (ts_sched_get_block(s, name, &b) ||
+      ts_sched_get_loops(s, b, loops, MAX_LOOPS, &nl) || nl < 2)
+    return false;
+  const ts_stmt *r = ts_func_find_block(ts_sched_func(s), name);
+  if (!r) return false;
+  const ts_block *blk = ts_realize_block(r);
+  if (ts_block_n_writes(blk) != 1 || ts_block_n_reads(blk) != 1 ||
+      ts_block_init(blk) ||
+      ts_stmt_kind_of(ts_block_body(blk)) != TS_STMT_STORE)
+    return false;
+  const ts_region *w = ts_block_write(blk, 0), *rd = ts_block_read(blk, 0);
+  if (w->buffer == rd->buffer || w->ndim < 2 || rd->ndim < 2) return false;
+  ts_dtype dt = ts_buffer_dtype(w->buffer), st = ts_buffer_dtype(rd->buffer);
+  if (dt.code != st.code || dt.bits != st.bits || dt.code == TS_DT_BOOL)
+    return false;
+  /* the innermost loop: along the last dimension of one side only */
+  const ts_stmt *li = ts_sched_rv_loop(s, loops[nl - 1]);
+  if (!li || ts_for_kind_of(li) != TS_FOR_SERIAL || ts_for_body(li) != r ||
+      loop_binding(r, li) != BIND_SPATIAL)
+    return false;
+  int wi = region_dim_of_loop(r, w, li), ri = region_dim_of_loop(r, rd, li);
+  bool w_last = wi == w->ndim - 1, r_last = ri == rd->ndim - 1;
+  if (w_last == r_last || wi < -1 || ri < -1) return false;
+  const ts_region *other = w_last ? rd : w;
+  /* an enclosing loop of the same perfect chain along the other side's
+   * last dimension (and not along this side's) */
+  int k = -1;
+  for (int i = nl - 2; i >= 0 && k < 0; i--) {
+    const ts_stmt *l = ts_sched_rv_loop(s, loops[i]);
+    const ts_stmt *inner = ts_sched_rv_loop(s, loops[i + 1]);
+    if (!l || ts_for_kind_of(l) != TS_FOR_SERIAL || ts_for_body(l) != inner ||
+        loop_binding(r, l) != BIND_SPATIAL)
+      break;
+    if (region_dim_of_loop(r, other, l) == other->ndim - 1 &&
+        region_dim_of_loop(r, w_last ? w : rd, l) !=
+            (w_last ? w : rd)->ndim - 1)
+      k = i;
+  }
+  if (k < 0) return false;
+  int64_t ek = 0, ei = 0;
+  ts_expr_is_const_int(ts_for_extent(ts_sched_rv_loop(s, loops[k])), &ek);
+  ts_expr_is_const_int(ts_for_extent(li), &ei);
+  int64_t L = 1;
+  while (L * 2 <= max_lanes && ek % (L * 2) == 0 && ei % (L * 2) == 0) L *= 2;
+  if (L < 4) return false;
+  ts_rv pk[2], pi[2];
+  int64_t fk[2] = {ek / L, L}, fi[2] = {ei / L, L};
+  if (ts_sched_split(s, loops[k], fk, 2, pk)) return false;
+  if (ts_sched_split(s, loops[nl - 1], fi, 2, pi)) return false;
+  /* k0 .. (loops between) .. i0, k1, i1 */
+  ts_rv order[2] = {pi[0], pk[1]};
+  if (ts_sched_reorder(s, order, 2) || ts_sched_unroll(s, pk[1]) ||
+      ts_sched_vectorize(s, pi[1]))
+    return false;
+  return true;
 }
 
 int cache_read_dim_last(ts_sched *s, ts_rv b, const char *buffer, int dim,

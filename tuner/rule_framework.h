@@ -95,6 +95,18 @@ int tile_block_ex(ts_sched *s, const char *name, const char *structure,
  * indexes: -1 when none does, -2 when several do. */
 int read_dim_of_loop(const ts_stmt *r, const ts_buffer *buffer,
                      const ts_stmt *l);
+/* A copy whose destination and source run along different dimensions
+ * (Y[i, j] = X[j, i], NCHW -> NHWC, a transposed operand packed with the
+ * vector axis last): the block's innermost loop moves along the last
+ * dimension of one side and an enclosing loop of its own along the other
+ * side's. Both are split by L (the largest power of two up to max_lanes
+ * dividing both extents, at least 4), the two L-loops moved innermost, the
+ * outer one unrolled and the inner one vectorized: the code generator
+ * emits each L x L tile as whole-vector loads, a transpose in registers
+ * and whole-vector stores (codegen/emit_transpose.c). Returns whether it
+ * did; the checks come first, so a copy of another form is left as it
+ * was. */
+bool tile_transpose(ts_sched *s, const char *name, int max_lanes);
 /* A copy of `buffer` (read by block b) made before b (cache_read, "global")
  * with dimension `dim` moved last (transform_layout): the packed panel of
  * an operand whose vector axis is not its innermost one (B of a product

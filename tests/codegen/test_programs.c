@@ -223,10 +223,57 @@ static void test_exp_accuracy(void **state) {
   ts_func_free(f);
 }
 
+/* Occurrences of `what` in text. */
+static int count_of(const char *text, const char *what) {
+  int n = 0;
+  for (const char *p = text; (p = strstr(p, what)); p += strlen(what)) n++;
+  return n;
+}
+
+/* The LLVM IR a program is emitted as, before LLVM's optimizations. */
+static char *emitted_ir(const char *name) {
+  ts_func *f = load(name);
+  assert_non_null(f);
+  ts_target *host = NULL;
+  ts_error err;
+  assert_int_equal(ts_target_host(&host, &err), TS_OK);
+  ts_build_options o = ts_build_defaults();
+  o.keep_llvm_ir = true;
+  o.no_opt = true;
+  ts_build_result br = {0};
+  assert_int_equal(ts_build(f, host, &o, &br, &err), TS_OK);
+  char *ir = br.llvm_ir;
+  br.llvm_ir = NULL;
+  ts_build_result_clear(&br);
+  ts_target_free(host);
+  ts_func_free(f);
+  assert_non_null(ir);
+  return ir;
+}
+
+/* Every tile of transpose.tir is a transpose in registers (shuffles, no
+ * lane-by-lane gather or scatter); the look-alikes of transpose_strided.tir
+ * are not (test_every_program checks both against the interpreter). */
+static void test_transpose_runs(void **state) {
+  (void)state;
+  char *ir = emitted_ir("transpose.tir");
+  assert_int_equal(count_of(ir, "insertelement"), 0);
+  assert_int_equal(count_of(ir, "extractelement"), 0);
+  /* float32 8x8 and 4x4, float64 4x4, int8 8x8: L log2 L shuffles each;
+   * bfloat16 16x16: 64 */
+  assert_true(count_of(ir, "shufflevector") >= 24 + 8 + 8 + 24 + 64);
+  free(ir);
+  ir = emitted_ir("transpose_strided.tir");
+  assert_int_equal(count_of(ir, "shufflevector"), 0);
+  assert_true(count_of(ir, "insertelement") >= 8 * 8 + 6 * 8);
+  free(ir);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_every_program),
       cmocka_unit_test(test_exp_accuracy),
+      cmocka_unit_test(test_transpose_runs),
       cmocka_unit_test(test_lowering_shapes),
       cmocka_unit_test(test_passes_one_by_one),
   };
