@@ -43,7 +43,10 @@
  * two sums, factored alike, in one loop over the row, each with its four
  * vector accumulators); a reduction whose innermost spatial
  *     loop is contiguous (pooling over NHWC channels) gets its reduce loops
- *     moved above that loop and its init decomposed; the innermost spatial
+ *     moved above that loop and its init decomposed; a transposing copy
+ *     (a transpose, a layout change, a transposed operand's packed panel)
+ *     in tiles of a vector by a vector, transposed in registers
+ *     (tile_transpose); else the innermost spatial
  *     loop vectorized when contiguous (split when long); the leading
  *     spatial loops fused and parallel when the block does enough work.
  * If the result does not lower, a plainer schedule is tried (step 2
