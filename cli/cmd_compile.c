@@ -109,6 +109,15 @@ static void print_text(const ts_graph_compile_report *r, const char *model,
     if (r->tasks[i].dispatch_note)
       printf("dispatch: %s %s: %s\n", r->tasks[i].hash, r->tasks[i].name,
              r->tasks[i].dispatch_note);
+  int n_len = 0, n_kernels = 0, n_loops = 0;
+  for (int i = 0; i < r->n_tasks; i++) {
+    n_kernels += strcmp(r->tasks[i].source, "vendor") != 0;
+    n_len += r->tasks[i].length_loops > 0;
+    n_loops += r->tasks[i].length_loops;
+  }
+  if (n_len)
+    printf("length: %d of %d kernels cut %d loops to the run-time length\n",
+           n_len, n_kernels, n_loops);
   printf("arena: %.2f MiB (lower bound %.2f MiB, intermediates %.2f MiB in "
          "all); weights %.2f MiB\n",
          mib(r->arena_bytes), mib(r->lower_bound_bytes), mib(r->total_bytes),
@@ -148,6 +157,8 @@ static cJSON *report_json(const ts_graph_compile_report *r, const char *model,
       cJSON_AddNumberToObject(o, "latency_s", t->latency_s);
     if (t->fallback_note)
       cJSON_AddStringToObject(o, "fallback", t->fallback_note);
+    if (t->length_loops)
+      cJSON_AddNumberToObject(o, "length_loops", t->length_loops);
     if (t->dispatch_note)
       cJSON_AddStringToObject(o, "dispatch", t->dispatch_note);
     ts_json_add(arr, NULL, o);

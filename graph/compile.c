@@ -98,6 +98,12 @@ typedef struct build_task {
   const ts_graph_extern *user; /* or by a user's function (--extern) */
   char *trace_json;            /* the record's trace, or NULL */
   int64_t record_id;
+  /* a padded program's task: its parameters' axes along the dynamic
+   * dimension and which are mask positions (dyn_loops.c); NULL otherwise */
+  unsigned *sym_axes;
+  bool *positions;
+  int n_params;
+  int n_cut; /* loops cut to the run-time length */
   double latency_s;
   /* results */
   bool from_db;
@@ -134,6 +140,12 @@ static int build_named(build_task *t, const ts_func *f, const ts_target *tgt,
   snprintf(name, sizeof name, "%stsk%d_%.60s", t->prefix ? t->prefix : "",
            t->index, ts_func_name(f));
   ts_func_set_name(copy, name);
+  t->n_cut = 0;
+  if (t->sym_axes && gr_loops_to_length(copy, t->sym_axes, t->positions,
+                                        t->n_params, &t->n_cut, err) != TS_OK) {
+    ts_func_free(copy);
+    return err ? err->code : TS_EINTERNAL;
+  }
   ts_build_result br;
   int rc = ts_build(copy, tgt, NULL, &br, err);
   ts_func_free(copy);
@@ -300,6 +312,8 @@ static int check_graph(const ts_graph *g, ts_error *err) {
   return TS_OK;
 }
 
+static int length_input_index(const ts_graph *g);
+
 /* Call sites, their argument references and the output copies. */
 static int make_calls(const ts_graph *g, const ts_graph_plan *plan,
                       const ts_graph_task *tasks, int n_tasks, cp_program *p,
@@ -308,7 +322,7 @@ static int make_calls(const ts_graph *g, const ts_graph_plan *plan,
   for (int i = 0; i < g->n_nodes; i++)
     if (g->nodes[i].kind == TS_GRAPH_CALL) {
       n_calls++;
-      n_args += g->nodes[i].n_inputs + g->nodes[i].n_outputs;
+      n_args += g->nodes[i].n_inputs + g->nodes[i].n_outputs + 1;
     }
   p->calls = ts_calloc((size_t)n_calls + 1, sizeof *p->calls);
   p->args = ts_calloc((size_t)n_args + 1, sizeof *p->args);
@@ -349,8 +363,10 @@ static int make_calls(const ts_graph *g, const ts_graph_plan *plan,
                       r.kind == CP_WEIGHT ? "constant" : "graph input");
       p->args[p->n_args++] = r;
     }
+    if (p->kernels[task].with_length) /* dyn_loops.c: the last parameter */
+      p->args[p->n_args++] = (cp_ref){CP_INPUT, length_input_index(g), 0};
     c->n = p->n_args - c->first;
-    if (c->n != ts_func_n_params(n->func))
+    if (c->n != ts_func_n_params(n->func) + p->kernels[task].with_length)
       return TS_ERR(err, TS_EINTERNAL,
                     "node '%s': %d arguments for %d parameters", n->name, c->n,
                     ts_func_n_params(n->func));
@@ -633,6 +649,80 @@ static int ranked_record(ts_db *db, const ts_func *f, const char *target,
 /* Graph g into *prog (kernels built, calls placed, its info): the part of
  * a compile before the link. Kernel symbols start with `prefix`; the
  * report's tasks are filled (r->target set by the caller). */
+/* ---- kernels over the run-time length (padded programs) -------------- */
+
+/* The index of a padded program's length input, or -1. */
+static int length_input_index(const ts_graph *g) {
+  if (g->n_syms != 1 || !g->sym_names[0]) return -1;
+  char name[300];
+  snprintf(name, sizeof name, "%s%s", TS_GRAPH_LENGTH_PREFIX, g->sym_names[0]);
+  for (int i = 0; i < g->n_inputs; i++)
+    if (!strcmp(g->values[g->inputs[i]].name, name)) return i;
+  return -1;
+}
+
+static unsigned value_sym_axes(const ts_graph *g, int v) {
+  const gr_value *val = &g->values[v];
+  unsigned m = 0;
+  for (int d = 0; val->sym && d < val->ndim && d < 32; d++)
+    if (val->sym[d] && !strcmp(val->sym[d], g->sym_names[0])) m |= 1u << d;
+  return m;
+}
+
+/* For each task of a padded program, its parameters' axes along the
+ * dynamic dimension (those of every call site) and which parameters are a
+ * mask's positions: what dyn_loops.c needs to cut its loops. */
+static int length_params(const ts_graph *g, const ts_graph_task *tasks,
+                         int n_tasks, build_task *bt, ts_error *err) {
+  const char *off = getenv("TESSERA_LENGTH_LOOPS"); /* "0": compare */
+  if (length_input_index(g) < 0 || (off && !strcmp(off, "0"))) return TS_OK;
+  ts_hash128 *h = ts_calloc((size_t)g->n_nodes + 1, sizeof *h);
+  if (!h) return TS_ERR(err, TS_ENOMEM, "compile: out of memory");
+  for (int c = 0; c < g->n_nodes; c++)
+    if (g->nodes[c].kind == TS_GRAPH_CALL)
+      h[c] = ts_func_hash(g->nodes[c].func);
+  size_t plen = strlen(GR_PAD_POSITIONS);
+  int rc = TS_OK;
+  for (int i = 0; i < n_tasks && !rc; i++) {
+    int np = ts_func_n_params(tasks[i].func);
+    unsigned *ax = ts_calloc((size_t)np + 1, sizeof *ax);
+    bool *pos = ts_calloc((size_t)np + 1, sizeof *pos);
+    if (!ax || !pos) {
+      free(ax), free(pos);
+      rc = TS_ERR(err, TS_ENOMEM, "compile: out of memory");
+      break;
+    }
+    for (int k = 0; k < np; k++) ax[k] = ~0u;
+    bool seen = false;
+    for (int c = 0; c < g->n_nodes; c++) {
+      const gr_node *n = &g->nodes[c];
+      if (n->kind != TS_GRAPH_CALL || !ts_hash128_eq(h[c], tasks[i].hash) ||
+          !ts_func_equal(n->func, tasks[i].func))
+        continue;
+      seen = true;
+      int k = 0;
+      for (int j = 0; j < n->n_inputs + n->n_outputs && k < np; j++) {
+        int v = j < n->n_inputs ? n->inputs[j] : n->outputs[j - n->n_inputs];
+        if (v < 0) continue;
+        ax[k] &= value_sym_axes(g, v);
+        pos[k] |= !strncmp(g->values[v].name, GR_PAD_POSITIONS, plen);
+        k++;
+      }
+    }
+    bool any = false;
+    for (int k = 0; seen && k < np; k++) any |= ax[k] != 0;
+    if (!any) {
+      free(ax), free(pos);
+      continue;
+    }
+    bt[i].sym_axes = ax;
+    bt[i].positions = pos;
+    bt[i].n_params = np;
+  }
+  free(h);
+  return rc;
+}
+
 static int compile_program(const ts_graph *g, const ts_graph_compile_options *o,
                            const ts_target *tgt, const char *prefix,
                            ts_graph_compile_report *r, cp_program *prog,
@@ -727,6 +817,10 @@ static int compile_program(const ts_graph *g, const ts_graph_compile_options *o,
   }
   if (vlib.handle) dlclose(vlib.handle);
 
+  /* the loops a padded program's kernels cut to the run-time length */
+  rc = length_params(g, tasks, n_tasks, bt, err);
+  if (rc) goto done;
+
   /* kernels, in parallel */
   t0 = ts_now_seconds();
   build_pool pool = {.tasks = bt, .n = n_tasks, .target = tgt};
@@ -776,6 +870,9 @@ static int compile_program(const ts_graph *g, const ts_graph_compile_options *o,
   for (int i = 0; i < n_tasks; i++) {
     prog->kernels[i] = bt[i].kernel;
     prog->kernels[i].vendor = bt[i].vendor;
+    prog->kernels[i].with_length =
+        !bt[i].vendor && !bt[i].user && bt[i].n_cut > 0;
+    r->tasks[i].length_loops = prog->kernels[i].with_length ? bt[i].n_cut : 0;
     prog->n_vendor += bt[i].vendor != NULL;
     memset(&bt[i].kernel, 0, sizeof bt[i].kernel);
   }
@@ -805,6 +902,8 @@ done:
     free(bt[i].trace_json);
     free(bt[i].note);
     free(bt[i].kernel.bytes);
+    free(bt[i].sym_axes);
+    free(bt[i].positions);
   }
   free(bt);
   ts_graph_plan_clear(&plan);

@@ -36,6 +36,7 @@ typedef struct cp_kernel {
   size_t n_bytes;
   const char *vendor; /* or: a vendor call's description (no object) */
   const char *user;   /* or: a user's source/object file, entry its symbol */
+  bool with_length;   /* takes the length input as one more argument */
 } cp_kernel;
 
 /* One call site: node `node` calls kernel `task` with args[first ..

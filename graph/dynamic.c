@@ -88,8 +88,8 @@ static int positions(dyn *st, int rank, int axis) {
   float *p = malloc(sizeof *p * (size_t)st->size);
   if (!p) return TS_ENOMEM;
   for (int64_t i = 0; i < st->size; i++) p[i] = (float)i;
-  int v = gr_const_add(st->g, gr_fresh_name(st->g, "pad_positions"), TS_FLOAT32,
-                       rank, shape, p);
+  int v = gr_const_add(st->g, gr_fresh_name(st->g, GR_PAD_POSITIONS),
+                       TS_FLOAT32, rank, shape, p);
   free(p);
   if (v >= 0) st->pos[rank][axis] = v;
   return v;
@@ -452,6 +452,9 @@ static int pad_one(const char *path, const ts_graph_import_options *opts,
       else
         rc = gr_list_commit(g, &l);
     }
+    /* the kernels cut their loops to the length (dyn_loops.c) */
+    if (!rc && length_input(&st) < 0)
+      rc = TS_ERR(err, TS_ENOMEM, "padded import: out of memory");
     free(st.zero_pad);
   }
   if (!rc) rc = gr_alloc_check(g, failures, rc, err, "padded import");

@@ -110,11 +110,11 @@ int ts_graph_import_symbolic(const char *path,
  * positions along it (contractions, softmax, reductions) get PadMask nodes
  * that give the padding their neutral value from a length input, a graph
  * input [1] of float32 named TS_GRAPH_LENGTH_PREFIX + the symbol, appended
- * after the model's inputs (only when some operator needs it) and holding
- * n at run time. What padding cannot serve (a dimension that is an
- * expression of the symbol, a convolution or normalization over it, a
- * constant computed from the size) is refused with a message naming the
- * node. The passes run up to `after` (NULL: all). */
+ * after the model's inputs and holding n at run time (the masks read it,
+ * and the kernels cut their loops over the dimension to it). What padding
+ * cannot serve (a dimension that is an expression of the symbol, a convolution
+ * or normalization over it, a constant computed from the size) is refused with
+ * a message naming the node. The passes run up to `after` (NULL: all). */
 #define TS_GRAPH_LENGTH_PREFIX "tessera_length_"
 int ts_graph_import_padded(const char *path,
                            const ts_graph_import_options *opts, int64_t size,
@@ -683,6 +683,8 @@ typedef struct ts_graph_compile_task {
   double latency_s;    /* the record's median run time; NAN for "default" */
   char *fallback_note; /* why a record was not used (malloc'd), or NULL */
   char *dispatch_note; /* why the vendor call was chosen (malloc'd), or NULL */
+  int length_loops;    /* a padded program's kernel: its loops cut to the
+                          run-time length (0: it computes every position) */
 } ts_graph_compile_task;
 
 /* What ts_graph_compile did. Times in milliseconds; import_ms and

@@ -187,6 +187,18 @@ gr_node *gr_node_add(ts_graph *g, const char *op, const char *name,
                      int n_outputs);
 /* A fresh node name from base. */
 const char *gr_fresh_name(ts_graph *g, const char *base);
+
+/* The name (a prefix: gr_fresh_name adds a number) of the positions
+ * constants a padded graph's masks compare with the length (dynamic.c). */
+#define GR_PAD_POSITIONS "pad_positions"
+/* Cuts the loops over a padded program's dynamic dimension in the
+ * scheduled kernel f to the run-time length (dyn_loops.c): sym_axes[i] are
+ * parameter i's axes along the dimension, positions[i] whether it is a
+ * mask's positions. When some loop is cut (*n_cut > 0), f gets one more
+ * parameter, float32 [1] holding the length. */
+int gr_loops_to_length(ts_func *f, const unsigned *sym_axes,
+                       const bool *positions, int n_params, int *n_cut,
+                       ts_error *err);
 /* Memory in the graph's arena; NULL when out of memory, the graph then
  * marked failed (gr_failed). */
 void *gr_alloc(ts_graph *g, size_t size);

@@ -116,8 +116,14 @@ def main():
         if g.shape != w.shape:
             sys.exit("ort_check: output '%s' has shape %s, onnxruntime gives %s"
                      % (name, g.shape, w.shape))
-        scale = float(np.max(np.abs(w))) or 1.0
-        rel = float(np.max(np.abs(g.astype(np.float64) - w))) / scale
+        g64, w64 = g.astype(np.float64), w.astype(np.float64)
+        both_nan = np.isnan(g64) & np.isnan(w64)
+        scale = float(np.max(np.abs(np.where(both_nan, 0, w64)), initial=0)) or 1.0
+        diff = np.where(both_nan, 0, np.abs(g64 - w64))
+        # a NaN where onnxruntime has a number (or the reverse) is an error
+        rel = float(np.max(diff, initial=0)) / scale
+        if np.isnan(rel):
+            rel = float("inf")
         worst = max(worst, rel)
         print("%s: output %s %s max relative error %.2e" % (
             os.path.basename(args.model), name, list(w.shape), rel))
