@@ -148,7 +148,7 @@ int cli_load_model(const char *path, const char *const *shapes, int n_shapes,
 extern const char *cli_layout;
 /* --no-winograd: the winograd pass off (cli_import_model applies it). */
 extern bool cli_no_winograd;
-/* --winograd-tile 2|4|auto (0): the Winograd output tile. */
+/* --winograd-tile 2|4|auto (0)|measure (-1): the Winograd output tile. */
 extern int cli_winograd_tile;
 int cli_layout_option(const char *cmd, const char *value);
 /* --input-layout / --output-layout (nchw or nhwc; NULL: the model's),
@@ -197,6 +197,12 @@ void cli_pet_measure(ts_db *db, const char *target, bool collect_tasks);
 /* With --pet: one line of what the pass did (each: the line of every
  * mutant first, all as '# ' comments). */
 void cli_pet_summary(const ts_graph *g, FILE *f, bool each);
+/* What the winograd pass weighed by the database (nothing when it weighed
+ * nothing): a count, or with `each` its log. */
+void cli_winograd_summary(const ts_graph *g, FILE *f, bool each);
+/* The database --winograd-tile measure weighs by (tune: the job's own, so
+ * that a second job measures the chosen forms' fused tasks). */
+void cli_winograd_measure(ts_db *db, const char *target);
 
 /* A compiled model (`tessera compile`'s shared library) opened with dlopen
  * and its C ABI (include/tessera/model.h) looked up (model.c). */

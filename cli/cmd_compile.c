@@ -423,6 +423,7 @@ int cmd_compile(int argc, char **argv) {
   double t2 = ts_now_seconds();
   cli_pet_summary(g, stderr, false);
   cli_block_summary(g, stderr, false);
+  cli_winograd_summary(g, stderr, false);
   if (cli_quantizing()) {
     int n8, n32;
     ts_graph_quant_counts(g, &n8, &n32);

@@ -245,6 +245,7 @@ static int graph_show(const graph_opts *o) {
            ts_graph_n_nodes(g), ts_graph_constant_bytes(g));
     cli_pet_summary(g, stdout, true);
     cli_block_summary(g, stdout, true);
+    cli_winograd_summary(g, stdout, true);
   }
   fputs(text, stdout);
   if (o->json) putchar('\n');

@@ -717,7 +717,9 @@ static int pass_candidates(const ts_graph *g, ts_graph_task **gt, int *n) {
   ts_graph_pet_candidate_tasks(g, &alt, &n_alt);
   if (add_candidates(alt, n_alt, "pet", gt, n) != EXIT_OK) return EXIT_FAIL;
   ts_graph_block_candidate_tasks(g, &alt, &n_alt);
-  return add_candidates(alt, n_alt, "block", gt, n);
+  if (add_candidates(alt, n_alt, "block", gt, n) != EXIT_OK) return EXIT_FAIL;
+  ts_graph_winograd_candidate_tasks(g, &alt, &n_alt);
+  return add_candidates(alt, n_alt, "winograd", gt, n);
 }
 
 /* The tasks of `--model`: the distinct fused groups of the compiled graph,
@@ -798,19 +800,24 @@ static int model_tasks_with(tune_args *a, ts_func **funcs);
 
 static int model_tasks(tune_args *a, ts_func **funcs) {
   cli_pet_measure(NULL, NULL, true);
-  /* --layout auto: the plan the database's records give, so that its
-   * fused tasks are measured too (a database that is not there yet: none) */
+  /* --layout auto and --winograd-tile measure: the plan the database's
+   * records give, so that its fused tasks are measured too (a database
+   * that is not there yet: none) */
   ts_db *plan_db = NULL;
-  if (cli_block_on() && a->db && access(a->db, R_OK) == 0) {
+  if ((cli_block_on() || cli_winograd_tile < 0) && a->db &&
+      access(a->db, R_OK) == 0) {
     ts_db_options dbo = ts_db_defaults();
     dbo.read_only = true;
     ts_error derr;
     ts_error_clear(&derr);
-    if (ts_db_open(a->db, &dbo, &plan_db, &derr) == TS_OK)
+    if (ts_db_open(a->db, &dbo, &plan_db, &derr) == TS_OK) {
       cli_block_measure(plan_db, NULL); /* this host, as compile */
+      cli_winograd_measure(plan_db, NULL);
+    }
   }
   int status = model_tasks_with(a, funcs);
   cli_block_measure(NULL, NULL);
+  cli_winograd_measure(NULL, NULL);
   if (plan_db) ts_db_close(plan_db);
   return status;
 }

@@ -55,6 +55,7 @@ static const char *quant_keep[64];
 static bool pet_on = false;
 static ts_pet_options pet_opts;
 static ts_block_options block_opts;
+static ts_winograd_options wino_opts;
 
 /* --dim SYMBOL=SIZE, then the sizes a command sets itself (a bucket of
  * tune --shape-buckets) */
@@ -98,9 +99,15 @@ const char cli_pass_usage[] =
     "                      output channel)\n"
     "  --keep-float OP     leave operator type OP (Conv, MatMul) float32;\n"
     "                      repeatable\n"
-    "  --winograd-tile 2|4|auto  Winograd's output tile for 3x3 convolutions:\n"
-    "                      F(2x2, 3x3), F(4x4, 3x3), or per conv by its\n"
-    "                      image size (auto, the default; docs/graph.md)\n";
+    "  --winograd-tile 2|4|auto|measure  Winograd's output tile for 3x3\n"
+    "                      convolutions: F(2x2, 3x3), F(4x4, 3x3), per conv "
+    "by\n"
+    "                      its image size (auto, the default), or per conv "
+    "the\n"
+    "                      fastest of direct, F(2x2) and F(4x4) by the tuning\n"
+    "                      database (measure: tune --model with it tunes the\n"
+    "                      three forms, compile --db with it chooses;\n"
+    "                      docs/graph.md)\n";
 
 bool cli_quantizing(void) { return quant_profile != NULL; }
 bool cli_pet_on(void) { return pet_on; }
@@ -114,6 +121,9 @@ void cli_pet_measure(ts_db *db, const char *target, bool collect_tasks) {
   block_opts.db = db;
   block_opts.target = target;
   block_opts.collect_tasks = collect_tasks;
+  wino_opts.db = db;
+  wino_opts.target = target;
+  wino_opts.collect_tasks = collect_tasks;
 }
 
 static const char *model_target;
@@ -122,6 +132,11 @@ void cli_model_target(const char *target) { model_target = target; }
 void cli_block_measure(ts_db *db, const char *target) {
   block_opts.db = db;
   block_opts.target = target;
+}
+
+void cli_winograd_measure(ts_db *db, const char *target) {
+  wino_opts.db = db;
+  wino_opts.target = target;
 }
 
 bool cli_block_on(void) {
@@ -157,6 +172,21 @@ static void print_log(FILE *f, const char *pass, const char *log) {
     fprintf(f, "# %s: %.*s\n", pass, len, p);
     p += len + (e != NULL);
   }
+}
+
+void cli_winograd_summary(const ts_graph *g, FILE *f, bool each) {
+  const char *log = ts_graph_winograd_log(g);
+  if (!*log) return;
+  if (each) {
+    print_log(f, "winograd", log);
+    return;
+  }
+  int n = 0; /* one line per weighed conv */
+  for (const char *p = log; *p; p++) n += *p == '\n';
+  fprintf(f,
+          "winograd: %d convolution%s weighed by the database "
+          "(`graph show --after winograd --db` lists them)\n",
+          n, n == 1 ? "" : "s");
 }
 
 void cli_pet_summary(const ts_graph *g, FILE *f, bool each) {
@@ -207,10 +237,13 @@ bool cli_pass_option(const char *cmd, int argc, char **argv, int *i, int *rc) {
     else
       block_opts.block = atoi(v);
   } else if (cli_opt_value(argc, argv, i, "--winograd-tile", &v, &missing)) {
-    if (missing || (strcmp(v, "2") && strcmp(v, "4") && strcmp(v, "auto")))
-      *rc = cli_usage_error(cmd, "--winograd-tile wants 2, 4 or auto");
+    if (missing || (strcmp(v, "2") && strcmp(v, "4") && strcmp(v, "auto") &&
+                    strcmp(v, "measure")))
+      *rc = cli_usage_error(cmd, "--winograd-tile wants 2, 4, auto or measure");
     else
-      cli_winograd_tile = !strcmp(v, "auto") ? 0 : atoi(v);
+      cli_winograd_tile = !strcmp(v, "auto")      ? 0
+                          : !strcmp(v, "measure") ? -1
+                                                  : atoi(v);
   } else if (!strcmp(argv[*i], "--pet")) {
     pet_on = true;
   } else if (cli_opt_value(argc, argv, i, "--pet-trials", &v, &missing)) {
@@ -282,6 +315,11 @@ static int graph_setup(ts_graph *g) {
   }
   if (cli_no_winograd) ts_graph_set_winograd(g, false);
   ts_graph_set_winograd_tile(g, cli_winograd_tile);
+  if (cli_winograd_tile < 0 && (wino_opts.db || wino_opts.collect_tasks) &&
+      ts_graph_set_winograd_options(g, &wino_opts, &err) != TS_OK) {
+    cli_error("bad Winograd options", &err);
+    return EXIT_FAIL;
+  }
   if (cli_block_on() &&
       ts_graph_set_block_options(g, &block_opts, &err) != TS_OK) {
     cli_error("bad block options", &err);

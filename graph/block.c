@@ -124,25 +124,13 @@ int ts_graph_set_block_options(ts_graph *g, const ts_block_options *o,
   return TS_OK;
 }
 
+static void logf_(gr_block_setup *s, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 static void logf_(gr_block_setup *s, const char *fmt, ...) {
-  char line[512];
   va_list ap;
   va_start(ap, fmt);
-  int n = vsnprintf(line, sizeof line, fmt, ap);
+  gr_log_vappend(&s->log, &s->log_len, &s->log_cap, fmt, ap);
   va_end(ap);
-  if (n < 0) return;
-  if ((size_t)n >= sizeof line) n = sizeof line - 1;
-  if (s->log_len + (size_t)n + 2 > s->log_cap) {
-    size_t cap = (s->log_cap ? 2 * s->log_cap : 1024) + (size_t)n;
-    char *p = ts_realloc(s->log, cap);
-    if (!p) return;
-    s->log = p;
-    s->log_cap = cap;
-  }
-  memcpy(s->log + s->log_len, line, (size_t)n);
-  s->log_len += (size_t)n;
-  s->log[s->log_len++] = '\n';
-  s->log[s->log_len] = 0;
 }
 
 void ts_graph_block_report(const ts_graph *g, ts_block_report *r,

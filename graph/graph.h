@@ -265,6 +265,22 @@ void ts_graph_block_report(const ts_graph *g, ts_block_report *r,
  * TS_EINVAL for a target string that does not parse. */
 int ts_graph_set_target(ts_graph *g, const char *target, ts_error *err);
 
+/* Winograd's tile by measurement (winograd.c). With a database, each 3x3
+ * conv the pass can take (whatever its image size) is weighed as a direct
+ * conv, F(2x2, 3x3) and F(4x4, 3x3), each alone and fused as the compiler
+ * will, by the latencies of its tasks on `target`; the fastest is taken.
+ * Where one of them has no record the rule decides (the tile by the image
+ * size, ts_graph_set_winograd_tile). A forced tile (2 or 4) is not
+ * weighed. collect_tasks builds the candidates' tasks without a database
+ * (ts_graph_winograd_candidate_tasks): `tune --model` measures them so
+ * that `compile --db` chooses by latency. */
+typedef struct ts_winograd_options {
+  struct ts_db *db;
+  const char *target; /* NULL: this host ("llvm") */
+  bool collect_tasks;
+} ts_winograd_options;
+int ts_graph_set_winograd_options(ts_graph *g, const ts_winograd_options *o,
+                                  ts_error *err);
 /* Whether the winograd pass rewrites 3x3 convolutions (on by default). */
 void ts_graph_set_winograd(ts_graph *g, bool on);
 /* The output tile of the Winograd rewrite: 2 (F(2x2, 3x3)) or 4
@@ -529,6 +545,13 @@ int ts_graph_block_candidate_tasks(const ts_graph *g,
                                    const ts_graph_task **tasks, int *n);
 int ts_graph_pet_candidate_tasks(const ts_graph *g, const ts_graph_task **tasks,
                                  int *n);
+/* The Winograd pass's candidates' tasks (each conv it can take alone as a
+ * direct conv, F(2x2) and F(4x4); with a database or collect_tasks, see
+ * ts_winograd_options), owned by the graph, and its log, one line per
+ * weighed conv ("" when it weighed none). */
+int ts_graph_winograd_candidate_tasks(const ts_graph *g,
+                                      const ts_graph_task **tasks, int *n);
+const char *ts_graph_winograd_log(const ts_graph *g);
 
 /* ========================================================================
  * Memory planning (graph/plan.c)

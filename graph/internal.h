@@ -10,6 +10,7 @@
 #include "graph/graph.h"
 #include "tir/alloc.h"
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -86,7 +87,10 @@ struct ts_graph {
   int quant_int8, quant_float;  /* products the quantize pass converted/kept */
   struct gr_pet_setup *pet;     /* ts_graph_set_pet (pet.c) */
   struct gr_block_setup *block; /* blocked layouts (block.c) */
-  bool oom; /* storage the graph needed could not be allocated */
+  struct gr_wino_setup *wino;   /* Winograd by measurement (winograd.c) */
+  bool winograd_any; /* a candidate's graph: the forced tile whatever the
+                        image's size (winograd.c) */
+  bool oom;          /* storage the graph needed could not be allocated */
   /* symbols: named dynamic dimensions given a size at import (arena) */
   const char *sym_names[TS_MAX_DIMS];
   int64_t sym_sizes[TS_MAX_DIMS];
@@ -107,7 +111,14 @@ typedef struct gr_task_set {
 int gr_task_set_add(gr_task_set *s, const ts_graph_task *t, const char *name);
 void gr_task_set_clear(gr_task_set *s); /* empties it */
 void gr_task_set_free(gr_task_set *s);  /* and frees its array */
+/* Appends one formatted line (and a newline) to a pass's log (*log, *len
+ * bytes of *cap, NUL-terminated); a line that cannot be stored is dropped
+ * (task_set.c). */
+void gr_log_vappend(char **log, size_t *len, size_t *cap, const char *fmt,
+                    va_list ap);
 typedef struct gr_block_setup gr_block_setup;
+typedef struct gr_wino_setup gr_wino_setup;
+void gr_wino_setup_free(gr_wino_setup *s);
 void gr_block_setup_free(gr_block_setup *s);
 /* The block pass's mode from a layout name ("blocked", "auto"; any other
  * turns it off); TS_ENOMEM. */

@@ -61,6 +61,7 @@ void ts_graph_free(ts_graph *g) {
   gr_quant_setup_free(g->quant);
   gr_pet_setup_free(g->pet);
   gr_block_setup_free(g->block);
+  gr_wino_setup_free(g->wino);
   ts_arena_destroy(g->arena);
   free(g);
 }

@@ -6,6 +6,8 @@
  */
 #include "internal.h"
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -53,4 +55,23 @@ int gr_task_set_add(gr_task_set *s, const ts_graph_task *t, const char *name) {
   x->first_node = nm;
   x->vendor = vd; /* so that tune measures the vendor call too */
   return TS_OK;
+}
+
+void gr_log_vappend(char **log, size_t *len, size_t *cap, const char *fmt,
+                    va_list ap) {
+  char line[600];
+  int n = vsnprintf(line, sizeof line, fmt, ap);
+  if (n < 0) return;
+  if ((size_t)n >= sizeof line) n = sizeof line - 1;
+  if (*len + (size_t)n + 2 > *cap) {
+    size_t c = (*cap ? 2 * *cap : 1024) + (size_t)n;
+    char *p = ts_realloc(*log, c);
+    if (!p) return; /* the line is dropped: the log is for people */
+    *log = p;
+    *cap = c;
+  }
+  memcpy(*log + *len, line, (size_t)n);
+  *len += (size_t)n;
+  (*log)[(*len)++] = '\n';
+  (*log)[*len] = 0;
 }

@@ -56,6 +56,11 @@
  */
 #include "winograd.h"
 
+#include "codegen/codegen.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -116,47 +121,54 @@ static int64_t tiles_of(int64_t extent, int m) { return (extent + m - 1) / m; }
 
 /* ---- the pass ---- */
 
-/* The output tile size m the pass would use for conv n (2 or 4), 0 where it
- * leaves n direct. */
-static int tile_for(const ts_graph *g, const gr_node *n) {
+/* Whether conv n has a form the pass can take (3x3, stride 1, "same"
+ * pads, ...); the tiles of 2x2 and 4x4 its image has. */
+static bool eligible(const ts_graph *g, const gr_node *n, int64_t *t2,
+                     int64_t *t4) {
   if (n->kind != TS_GRAPH_OP || strcmp(n->op, "Conv") ||
       !gr_node_channels_last(n) || gr_conv_weight_block(n) || n->n_inputs < 2 ||
       n->n_outputs != 1 || gr_attr_int(n, "group", 1) != 1)
-    return 0;
+    return false;
   int x = n->inputs[0], w = n->inputs[1], y = n->outputs[0];
-  if (x < 0 || w < 0 || !gr_is_const(g, w)) return 0;
+  if (x < 0 || w < 0 || !gr_is_const(g, w)) return false;
   const gr_value *xv = &g->values[x], *wv = &g->values[w], *yv = &g->values[y];
   if (!ts_dtype_eq(xv->dtype, TS_FLOAT32) ||
       !ts_dtype_eq(wv->dtype, TS_FLOAT32) ||
       !ts_dtype_eq(yv->dtype, TS_FLOAT32) || xv->ndim != 4 || wv->ndim != 4 ||
       yv->ndim != 4)
-    return 0;
+    return false;
   /* weights [KH, KW, CI, CO] */
   if (wv->shape[0] != 3 || wv->shape[1] != 3 || wv->shape[2] != xv->shape[3] ||
       wv->shape[3] != yv->shape[3] || wv->shape[2] < MIN_CHANNELS ||
       wv->shape[3] < MIN_CHANNELS)
-    return 0;
+    return false;
   if (yv->shape[0] != xv->shape[0] || yv->shape[1] != xv->shape[1] ||
       yv->shape[2] != xv->shape[2])
-    return 0;
+    return false;
   if (n->n_inputs > 2 && n->inputs[2] >= 0 &&
       (!ts_dtype_eq(g->values[n->inputs[2]].dtype, TS_FLOAT32) ||
        gr_value_elems(&g->values[n->inputs[2]]) != yv->shape[3]))
-    return 0;
+    return false;
   if (!gr_attr_ints_all(n, "strides", 1) ||
       !gr_attr_ints_all(n, "dilations", 1))
-    return 0;
+    return false;
   int64_t in_sp[2] = {xv->shape[1], xv->shape[2]}, kernel[2] = {3, 3},
           one[2] = {1, 1}, pads[4];
-  if (gr_resolve_pads(n, 2, in_sp, kernel, one, one, pads)) return 0;
+  if (gr_resolve_pads(n, 2, in_sp, kernel, one, one, pads)) return false;
   for (int d = 0; d < 4; d++)
-    if (pads[d] != 1) return 0;
-  int64_t t4 = yv->shape[0] * tiles_of(yv->shape[1], 4) *
-               tiles_of(yv->shape[2], 4),
-          t2 = yv->shape[0] * tiles_of(yv->shape[1], 2) *
-               tiles_of(yv->shape[2], 2);
+    if (pads[d] != 1) return false;
+  *t4 = yv->shape[0] * tiles_of(yv->shape[1], 4) * tiles_of(yv->shape[2], 4);
+  *t2 = yv->shape[0] * tiles_of(yv->shape[1], 2) * tiles_of(yv->shape[2], 2);
+  return true;
+}
+
+/* The output tile size m the pass would use for conv n (2 or 4) by the
+ * rule, 0 where it leaves n direct. */
+static int tile_for(const ts_graph *g, const gr_node *n) {
+  int64_t t2, t4;
+  if (!eligible(g, n, &t2, &t4)) return 0;
   if (g->winograd_tile == 4 || g->winograd_tile == 2)
-    return t2 >= MIN_TILES ? g->winograd_tile : 0;
+    return t2 >= MIN_TILES || g->winograd_any ? g->winograd_tile : 0;
   return t4 >= MIN_TILES_4 ? 4 : t2 >= MIN_TILES ? 2 : 0;
 }
 
@@ -217,15 +229,15 @@ static gr_node make_node(ts_graph *g, const char *op, const char *base,
   return gr_node_make(g, op, gr_fresh_name(g, base), ins, n_ins, &out, 1);
 }
 
-/* Rewrites conv n (see applies) into its three nodes, pushed to l. */
-static int rewrite(ts_graph *g, const gr_node *n, gr_list *l) {
+/* Rewrites conv n into its three nodes of F(m x m, 3x3), pushed to l. */
+static int rewrite(ts_graph *g, const gr_node *n, int tile, gr_list *l) {
   int x = n->inputs[0], w = n->inputs[1], y = n->outputs[0];
   int bias = n->n_inputs > 2 ? n->inputs[2] : -1;
   const char *name = n->name;
   int64_t N = g->values[y].shape[0], H = g->values[y].shape[1],
           W = g->values[y].shape[2], CO = g->values[y].shape[3],
           CI = g->values[x].shape[3];
-  const wino_form *f = tile_for(g, n) == 4 ? &F4 : &F2;
+  const wino_form *f = tile == 4 ? &F4 : &F2;
   int64_t T = f->alpha * f->alpha;
   int64_t P = (N * tiles_of(H, f->m) * tiles_of(W, f->m) + ROW_ALIGN - 1) /
               ROW_ALIGN * ROW_ALIGN;
@@ -251,21 +263,167 @@ static int rewrite(ts_graph *g, const gr_node *n, gr_list *l) {
   return TS_OK;
 }
 
+/* ---- the tile by measurement ---- */
+
+struct gr_wino_setup {
+  ts_db *db;
+  char *target; /* canonical */
+  bool collect_tasks;
+  gr_task_set alts; /* the candidates' tasks (built alone) */
+  char *log;
+  size_t log_len, log_cap;
+};
+
+void gr_wino_setup_free(gr_wino_setup *s) {
+  if (!s) return;
+  gr_task_set_free(&s->alts);
+  free(s->log);
+  free(s->target);
+  free(s);
+}
+
+int ts_graph_set_winograd_options(ts_graph *g, const ts_winograd_options *o,
+                                  ts_error *err) {
+  char *target = NULL;
+  if (o && o->db) { /* the records are looked up under the canonical name */
+    ts_target *t = NULL;
+    int rc = ts_target_parse(o->target ? o->target : "llvm", &t, err);
+    if (rc) return rc;
+    target = ts_strdup(ts_target_str(t));
+    ts_target_free(t);
+    if (!target) return TS_ERR(err, TS_ENOMEM, "winograd: out of memory");
+  }
+  if (!g->wino) g->wino = ts_calloc(1, sizeof *g->wino);
+  if (!g->wino) {
+    free(target);
+    return TS_ERR(err, TS_ENOMEM, "winograd: out of memory");
+  }
+  g->wino->db = o ? o->db : NULL;
+  g->wino->collect_tasks = o && o->collect_tasks;
+  free(g->wino->target);
+  g->wino->target = target;
+  return TS_OK;
+}
+
+int ts_graph_winograd_candidate_tasks(const ts_graph *g,
+                                      const ts_graph_task **tasks, int *n) {
+  *tasks = g->wino ? g->wino->alts.tasks : NULL;
+  *n = g->wino ? g->wino->alts.n : 0;
+  return TS_OK;
+}
+
+const char *ts_graph_winograd_log(const ts_graph *g) {
+  return g->wino && g->wino->log ? g->wino->log : "";
+}
+
+static void wlog(gr_wino_setup *s, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void wlog(gr_wino_setup *s, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  gr_log_vappend(&s->log, &s->log_len, &s->log_cap, fmt, ap);
+  va_end(ap);
+}
+
+static const char *form_name(int m) {
+  return m == 4 ? "F(4x4)" : m == 2 ? "F(2x2)" : "direct";
+}
+
+/* Conv n alone, as tile m (0: direct), fused as the compiler will: the
+ * sum of its tasks' latencies (NAN without a record for one); the tasks
+ * join the candidates. */
+static double candidate_seconds(ts_graph *g, gr_wino_setup *s, const gr_node *n,
+                                int m, int *rc) {
+  int out = n->outputs[0];
+  ts_graph *c = gr_candidate_graph(g, n, 1, &out, 1);
+  if (!c) return *rc = TS_ENOMEM, NAN;
+  c->vector_lanes = g->vector_lanes;
+  c->vector_registers = g->vector_registers;
+  c->no_winograd = m == 0;
+  c->winograd_tile = m;
+  c->winograd_any = true;
+  ts_graph_task *t = NULL;
+  int nt = 0;
+  ts_error err;
+  ts_error_clear(&err);
+  double sum = NAN;
+  if (!ts_graph_winograd(c, &err) && !ts_graph_eliminate_dead(c, &err) &&
+      !ts_graph_fuse(c, &err) && !ts_graph_tasks(c, &t, &nt, &err)) {
+    bool all_tasks = true; /* every node a task or a view */
+    for (int i = 0; i < c->n_nodes; i++)
+      all_tasks = all_tasks && (c->nodes[i].kind == TS_GRAPH_CALL ||
+                                !strcmp(c->nodes[i].op, "Reshape"));
+    char name[300];
+    snprintf(name, sizeof name, "%s (%s)", n->name, form_name(m));
+    if (all_tasks) sum = 0;
+    for (int i = 0; all_tasks && i < nt && !*rc; i++) {
+      *rc = gr_task_set_add(&s->alts, &t[i], name);
+      sum += t[i].count * gr_task_seconds(s->db, s->target, &t[i]);
+    }
+  } else if (err.code == TS_ENOMEM) {
+    *rc = TS_ENOMEM;
+  }
+  free(t);
+  ts_graph_free(c);
+  return sum;
+}
+
+/* The tile for conv n: the fastest of the three forms by the records, or
+ * the rule's where one has none. */
+static int weigh(ts_graph *g, gr_wino_setup *s, const gr_node *n, int rule,
+                 int *tile) {
+  static const int ms[3] = {0, 2, 4};
+  double sec[3];
+  int rc = TS_OK, best = -1;
+  for (int k = 0; k < 3 && !rc; k++) {
+    sec[k] = candidate_seconds(g, s, n, ms[k], &rc);
+    if (isfinite(sec[k]) && (best < 0 || sec[k] < sec[best])) best = k;
+    if (!isfinite(sec[k])) best = 3; /* one missing: the rule */
+  }
+  if (rc) return rc;
+  *tile = rule;
+  if (!s->db) return TS_OK;
+  if (best > 2) {
+    wlog(s, "%s: no record for every form: %s by the rule", n->name,
+         form_name(rule));
+    return TS_OK;
+  }
+  *tile = ms[best];
+  wlog(s,
+       "%s: direct %.1f us, F(2x2) %.1f us, F(4x4) %.1f us: %s (the rule: %s)",
+       n->name, sec[0] * 1e6, sec[1] * 1e6, sec[2] * 1e6, form_name(*tile),
+       form_name(rule));
+  return TS_OK;
+}
+
 int ts_graph_winograd(ts_graph *g, ts_error *err) {
   gr_list l = {0};
   bool changed = false;
+  gr_wino_setup *s = g->wino;
+  bool measure = s && (s->db || s->collect_tasks) && !g->no_winograd &&
+                 g->winograd_tile == 0;
+  if (s) {
+    gr_task_set_clear(&s->alts);
+    s->log_len = 0;
+    if (s->log) s->log[0] = 0;
+  }
   int n_nodes = g->n_nodes;
   for (int i = 0; i < n_nodes; i++) {
     gr_node n = g->nodes[i]; /* a copy: rewrite may grow the graph */
-    if (!g->no_winograd && tile_for(g, &n)) {
-      if (rewrite(g, &n, &l)) {
-        free(l.nodes);
-        return TS_ERR(err, TS_ENOMEM, "winograd: out of memory at node '%s'",
-                      n.name);
-      }
+    int tile = g->no_winograd ? 0 : tile_for(g, &n);
+    int64_t t2, t4;
+    int rc = TS_OK;
+    if (measure && eligible(g, &n, &t2, &t4)) rc = weigh(g, s, &n, tile, &tile);
+    if (!rc && tile) {
+      rc = rewrite(g, &n, tile, &l);
       changed = true;
-    } else {
+    } else if (!rc) {
       gr_list_push(&l, &n);
+    }
+    if (rc) {
+      free(l.nodes);
+      return TS_ERR(err, TS_ENOMEM, "winograd: out of memory at node '%s'",
+                    n.name);
     }
   }
   if (!changed) {

@@ -9,7 +9,9 @@
 #include "db/db.h"
 #include "graph/graph.h"
 
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 /* One record per task on this host's target ("llvm"): slow_s seconds for
  * a task whose first node's name contains `slow`, 10 us for the others.
@@ -44,6 +46,17 @@ static inline void fill_task_records(ts_db *db, const ts_graph_task *t, int n,
       fail_msg("commit: %s", ts_db_errmsg(db));
   }
   ts_target_free(tg);
+}
+
+/* A new empty database NAME_PID.db in the build directory (path filled). */
+static inline ts_db *fresh_db(const char *name, char *path, size_t size) {
+  snprintf(path, size, "%s/%s_%d.db", TS_BINARY_DIR, name, (int)getpid());
+  unlink(path);
+  ts_db *db;
+  ts_error err;
+  ts_db_options dbo = ts_db_defaults();
+  assert_int_equal(ts_db_open(path, &dbo, &db, &err), TS_OK);
+  return db;
 }
 
 #endif

@@ -133,11 +133,11 @@ expect 2 "$T" graph show "$C" --pet-depth 4
 contains "--pet-depth wants a depth from 1 to 3"
 expect 0 "$T" graph show "$C" --pet-depth 1 --after pet
 contains "# pet: 0 of 13 mutants applied"
-# --winograd-tile: 2, 4 or auto; anything else is a usage error
+# --winograd-tile: 2, 4, auto or measure; anything else is a usage error
 expect 2 "$T" graph show "$C" --winograd-tile 3
-contains "--winograd-tile wants 2, 4 or auto"
+contains "--winograd-tile wants 2, 4, auto or measure"
 expect 2 "$T" graph show "$C" --winograd-tile
-contains "--winograd-tile wants 2, 4 or auto"
+contains "--winograd-tile wants 2, 4, auto or measure"
 expect 0 "$T" graph show "$C" --winograd-tile 4
 expect 0 "$T" graph show "$C" --winograd-tile auto
 # named dynamic dimensions: --dim sizes them, --symbolic keeps them

@@ -116,16 +116,6 @@ static void fill_db(ts_db *db, const ts_graph *g, const char *slow,
   fill_task_records(db, t, n, slow, slow_s, true);
 }
 
-static ts_db *fresh_db(const char *name, char *path, size_t size) {
-  snprintf(path, size, "%s/%s_%d.db", TS_BINARY_DIR, name, (int)getpid());
-  unlink(path);
-  ts_db *db;
-  ts_error err;
-  ts_db_options dbo = ts_db_defaults();
-  assert_int_equal(ts_db_open(path, &dbo, &db, &err), TS_OK);
-  return db;
-}
-
 /* auto: by the records of each conv's group in each layout and of each
  * transform; without records nothing is blocked. */
 static void test_measured_choice(void **state) {

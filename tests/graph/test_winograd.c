@@ -17,12 +17,14 @@
 #include "graph/internal.h"
 #include "build_util.h"
 #include "exec_util.h"
+#include "db_util.h"
 #include "tuner/tuner.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static void set_int(ts_graph *g, const char *name, int64_t v) {
   gr_node_set_attr(g, &g->nodes[g->n_nodes - 1],
@@ -262,12 +264,76 @@ static void test_leaves_others(void **state) {
   }
 }
 
+/* --winograd-tile measure: each conv the pass can take is weighed as a
+ * direct conv, F(2x2) and F(4x4) by the records of its candidates' tasks
+ * (each form alone); without a record for every form, the rule. The 7x7
+ * image the rule leaves direct is weighed too. */
+static ts_graph *measured(ts_db *db, int64_t hw, bool collect) {
+  ts_graph *g = residual_hw(0, hw, hw);
+  ts_winograd_options o = {.db = db, .collect_tasks = collect};
+  ts_error err;
+  assert_int_equal(ts_graph_set_winograd_options(g, &o, &err), TS_OK);
+  assert_int_equal(ts_graph_run_passes(g, "winograd", &err), TS_OK);
+  return g;
+}
+
+static void test_tile_by_measurement(void **state) {
+  (void)state;
+  static const struct {
+    int64_t hw;
+    const char *slow; /* the candidates' tasks named so take 1 s */
+    int64_t rows;     /* the transform's rows: 0 direct, 16 F(2x2), 36 */
+  } cases[] = {
+      {11, "(direct)", 16}, /* F(2x2) and F(4x4) tie: the first */
+      {11, "(F(2x2))", 0},  /* one task against three */
+      {11, "(F(", 0},
+      {7, "(direct)", 16}, /* the rule leaves 7x7 direct */
+  };
+  char path[512];
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    ts_db *db = fresh_db("wino_measure", path, sizeof path);
+    /* the candidates' tasks, then their records */
+    ts_graph *g = measured(NULL, cases[k].hw, true);
+    const ts_graph_task *t;
+    int n;
+    ts_graph_winograd_candidate_tasks(g, &t, &n);
+    assert_true(n >= 6); /* two convs: direct, and each form's stages */
+    assert_string_equal(ts_graph_winograd_log(g), ""); /* nothing weighed */
+    fill_task_records(db, t, n, cases[k].slow, 1.0, false);
+    ts_graph_free(g);
+    g = measured(db, cases[k].hw, false);
+    const char *log = ts_graph_winograd_log(g);
+    if (!strstr(log, cases[k].rows == 0    ? ": direct ("
+                     : cases[k].rows == 16 ? ": F(2x2) ("
+                                           : ": F(4x4) ("))
+      fail_msg("case %zu: %s", k, log);
+    assert_int_equal(ts_graph_count_op(g, "WinogradInput"),
+                     cases[k].rows ? 2 : 0);
+    if (cases[k].rows) assert_int_equal(transform_rows(g), cases[k].rows);
+    ts_graph_free(g);
+    ts_db_close(db);
+    unlink(path);
+  }
+  /* no records: the rule (F(2x2) at 11x13... here 11x11: 9 tiles of 4x4,
+   * 36 of 2x2) */
+  ts_db *db = fresh_db("wino_measure", path, sizeof path);
+  ts_graph *g = measured(db, 11, false);
+  if (!strstr(ts_graph_winograd_log(g),
+              "no record for every form: F(2x2) by the rule"))
+    fail_msg("%s", ts_graph_winograd_log(g));
+  assert_int_equal(ts_graph_count_op(g, "WinogradInput"), 2);
+  ts_graph_free(g);
+  ts_db_close(db);
+  unlink(path);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_same_values),
       cmocka_unit_test(test_tile_sizes),
       cmocka_unit_test(test_output_rows_per_row),
       cmocka_unit_test(test_leaves_others),
+      cmocka_unit_test(test_tile_by_measurement),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
