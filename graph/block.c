@@ -104,12 +104,8 @@ int ts_graph_set_block_options(ts_graph *g, const ts_block_options *o,
                   o->block);
   char *target = NULL;
   if (o && o->db) { /* the records are looked up under the canonical name */
-    ts_target *t = NULL;
-    int rc = ts_target_parse(o->target ? o->target : "llvm", &t, err);
+    int rc = gr_canonical_target(o->target, &target, err);
     if (rc) return rc;
-    target = ts_strdup(ts_target_str(t));
-    ts_target_free(t);
-    if (!target) return TS_ERR(err, TS_ENOMEM, "block: out of memory");
   }
   gr_block_setup *s = setup_of(g);
   if (!s) {

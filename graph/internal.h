@@ -116,6 +116,9 @@ void gr_task_set_free(gr_task_set *s);  /* and frees its array */
  * (task_set.c). */
 void gr_log_vappend(char **log, size_t *len, size_t *cap, const char *fmt,
                     va_list ap);
+/* The canonical name of a target (NULL: this host, "llvm"), the one the
+ * tuning database files records under, malloc'd into *out. */
+int gr_canonical_target(const char *target, char **out, ts_error *err);
 typedef struct gr_block_setup gr_block_setup;
 typedef struct gr_wino_setup gr_wino_setup;
 void gr_wino_setup_free(gr_wino_setup *s);

@@ -6,6 +6,8 @@
  */
 #include "internal.h"
 
+#include "codegen/codegen.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,4 +76,14 @@ void gr_log_vappend(char **log, size_t *len, size_t *cap, const char *fmt,
   *len += (size_t)n;
   (*log)[(*len)++] = '\n';
   (*log)[*len] = 0;
+}
+
+int gr_canonical_target(const char *target, char **out, ts_error *err) {
+  *out = NULL;
+  ts_target *t = NULL;
+  int rc = ts_target_parse(target ? target : "llvm", &t, err);
+  if (rc) return rc;
+  *out = ts_strdup(ts_target_str(t));
+  ts_target_free(t);
+  return *out ? TS_OK : TS_ERR(err, TS_ENOMEM, "out of memory");
 }

@@ -286,12 +286,8 @@ int ts_graph_set_winograd_options(ts_graph *g, const ts_winograd_options *o,
                                   ts_error *err) {
   char *target = NULL;
   if (o && o->db) { /* the records are looked up under the canonical name */
-    ts_target *t = NULL;
-    int rc = ts_target_parse(o->target ? o->target : "llvm", &t, err);
+    int rc = gr_canonical_target(o->target, &target, err);
     if (rc) return rc;
-    target = ts_strdup(ts_target_str(t));
-    ts_target_free(t);
-    if (!target) return TS_ERR(err, TS_ENOMEM, "winograd: out of memory");
   }
   if (!g->wino) g->wino = ts_calloc(1, sizeof *g->wino);
   if (!g->wino) {
