@@ -474,13 +474,16 @@ int64_t ts_default_vector_tile(int64_t er, int64_t ev, int lanes, int regs,
     return ev;
   }
   /* rows x vectors of accumulators within the budget, with the most
-   * FMAs per load (rows * vectors / (rows + vectors)) */
+   * FMAs per load (rows * vectors / (rows + vectors)); 3 vectors too
+   * (once left out as measured slower): a 4 x 3 tile where the rows have
+   * no divisor of 5 or 6 keeps 12 accumulators instead of 4 x 2's 8
+   * (bench --default, 2 threads, AVX2 Zen 3, the ratio to the best
+   * library, old -> new: 1x1 conv 56x56x96->384 0.70-0.75 -> 0.78-0.81,
+   * 56x56x64->192 0.66-0.73 -> 0.79-0.88; matmul 1000x768x512 0.96-1.04
+   * -> 1.14-1.17; 128x768x3072 0.87-0.94 -> 0.94-1.03; within noise
+   * elsewhere, a 48-row dense layer and a 28x28x32->192 conv among them) */
   double best = -1;
   for (int64_t v = 1; v <= 4; v++) {
-    /* 3 vectors measured slower as a tile of a longer axis; as the
-     * whole axis (24 output channels on 8 lanes: a projection conv of
-     * MobileNet-V2) the input is read once instead of three times */
-    if (v == 3 && 3 * lanes != ev) continue;
     if (ev % (v * lanes)) continue;
     int64_t cap = rows_cap(regs, v);
     int64_t r = divisor_upto(er, cap);

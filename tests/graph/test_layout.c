@@ -637,9 +637,10 @@ static void test_streamed_conv_weights(void **state) {
              *avx512 = "llvm -mcpu=skylake-avx512";
   /* 96 x 96 x 3 x 3 floats: 324 KiB; 5 x 5 output: rows of 5 */
   assert_int_equal(conv_block_for(avx2, 3, 96, 96, 5, 1, true), 16);
-  assert_int_equal(conv_block_for(avx512, 3, 96, 96, 5, 1, false), 32);
-  /* strided, 4 x 4 output on AVX2: 4 rows x 2 vectors */
-  assert_int_equal(conv_block_for(avx2, 3, 96, 96, 8, 2, true), 16);
+  /* AVX-512: 5 rows x 3 vectors */
+  assert_int_equal(conv_block_for(avx512, 3, 96, 96, 5, 1, false), 48);
+  /* strided, 4 x 4 output on AVX2: 4 rows x 3 vectors */
+  assert_int_equal(conv_block_for(avx2, 3, 96, 96, 8, 2, true), 24);
   /* 7 rows (ResNet-50's last stage): 7 x 1 vector on AVX2 */
   assert_int_equal(conv_block_for(avx2, 3, 64, 128, 7, 1, false), 8);
   /* 32 x 32 x 3 x 3: 36 KiB, in cache */
