@@ -466,8 +466,10 @@ static int64_t rows_cap(int regs, int64_t v) {
   return r > 8 ? 8 : r < 1 ? 1 : r;
 }
 
-int64_t ts_default_vector_tile(int64_t er, int64_t ev, int lanes, int regs,
-                               int64_t *rows) {
+/* The tile of ts_default_vector_tile; `three`: 3-vector tiles of a longer
+ * axis allowed. */
+static int64_t vector_tile(int64_t er, int64_t ev, int lanes, int regs,
+                           int64_t *rows, bool three) {
   int64_t budget = regs > 8 ? regs - 4 : 4, cols = lanes, nrows = 1;
   if (lanes < 1 || ev % lanes) {
     if (rows) *rows = 1;
@@ -481,9 +483,13 @@ int64_t ts_default_vector_tile(int64_t er, int64_t ev, int lanes, int regs,
    * library, old -> new: 1x1 conv 56x56x96->384 0.70-0.75 -> 0.78-0.81,
    * 56x56x64->192 0.66-0.73 -> 0.79-0.88; matmul 1000x768x512 0.96-1.04
    * -> 1.14-1.17; 128x768x3072 0.87-0.94 -> 0.94-1.03; within noise
-   * elsewhere, a 48-row dense layer and a 28x28x32->192 conv among them) */
+   * elsewhere, a 48-row dense layer and a 28x28x32->192 conv among them).
+   * Not for a depthwise conv, whose rows each load their own input vector
+   * rather than share a broadcast: MobileNet-V2's 3x3 depthwise convs of
+   * 96-192 channels ran 10-30 % slower with 3-vector tiles. */
   double best = -1;
   for (int64_t v = 1; v <= 4; v++) {
+    if (v == 3 && !three && 3 * lanes != ev) continue;
     if (ev % (v * lanes)) continue;
     int64_t cap = rows_cap(regs, v);
     int64_t r = divisor_upto(er, cap);
@@ -504,6 +510,11 @@ int64_t ts_default_vector_tile(int64_t er, int64_t ev, int lanes, int regs,
       if (ev % (v * lanes) == 0) cols = v * lanes;
   if (rows) *rows = nrows;
   return cols;
+}
+
+int64_t ts_default_vector_tile(int64_t er, int64_t ev, int lanes, int regs,
+                               int64_t *rows) {
+  return vector_tile(er, ev, lanes, regs, rows, true);
 }
 
 static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
@@ -570,7 +581,7 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
   int64_t er = rows >= 0 ? loop_extent(s, loops[rows]) : 1;
   int64_t nrows = 1;
   if (ev % lanes == 0) {
-    cols = ts_default_vector_tile(er, ev, lanes, regs, &nrows);
+    cols = vector_tile(er, ev, lanes, regs, &nrows, !rows_load);
   } else if (cols < lanes && ev >= 2 * lanes) {
     ragged = true;
     /* No tile that divides the extent fills even one vector (a prime
