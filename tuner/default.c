@@ -599,13 +599,21 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
    * ceil split into tiles as even as the budget allows (11 on 6: 6 + 5),
    * whatever the vector tile; the guard is a scalar condition on the row
    * tile, which the code generator partitions away from every tile but
-   * the last. */
+   * the last. Also where the best divisor leaves accumulators unused
+   * (28 or 56 rows: 4 of a budget of 6, 8 accumulators instead of 12;
+   * bench --default, 2 threads, AVX2 Zen 3, old -> new × the best
+   * library: 3x3 conv 56x56x64 0.75-0.86 -> 0.85-0.87, 28x28x128
+   * 0.95-1.00 -> 0.98-1.19; 1x1 56x56x64->256 0.71-0.76 -> 0.79-0.82;
+   * matmul 1024^3 and the strided 3x3 56x56x64->128 within noise). Not
+   * for a depthwise conv's rows. */
   {
     int64_t nv = vector_ops(cols, lanes);
     int64_t cap = rows_cap(regs, nv);
-    if (rows >= 0 && cap > 1 && 2 * nrows <= cap && er > cap) {
+    if (rows >= 0 && cap > 1 && er > cap &&
+        (2 * nrows <= cap || (nrows < cap && !rows_load))) {
       int64_t tiles = (er + cap - 1) / cap;
-      nrows = (er + tiles - 1) / tiles;
+      int64_t even = (er + tiles - 1) / tiles;
+      if (even > nrows) nrows = even;
     }
   }
   /* A streamed input larger than the caches that the outer spatial loops
