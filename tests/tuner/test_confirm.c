@@ -178,6 +178,35 @@ static void test_confirmation_reranks(void **state) {
   ts_db_close(db);
 }
 
+/* The first record of a workload (a job's trial 0: the default schedule)
+ * is measured again beside the top k however slow its search-time figure:
+ * a figure taken in a slow minute cannot leave a slower schedule as the
+ * best. */
+static void test_confirmation_keeps_first(void **state) {
+  (void)state;
+  ts_workload *w = NULL;
+  int64_t wid;
+  ts_db *db = open_matmul("confirm_first.db", &w, &wid);
+  ts_error err;
+  char *fast = default_trace(w->func, TARGET);
+  int64_t first = put(db, wid, TARGET, fast, 10.0);
+  int64_t lucky = put(db, wid, TARGET, plain_trace, 1e-9);
+  ts_confirm_options o = quick();
+  o.top_k = 1; /* the lucky record alone by search time */
+  ts_confirm_result r;
+  OK(ts_confirm(db, wid, TARGET, &o, &r, &err));
+  assert_int_equal(r.n, 2);
+  assert_int_equal(r.search_best_record, lucky);
+  assert_int_equal(r.best_record, first);
+  ts_db_record best;
+  OK(ts_db_best(db, wid, TARGET, &best));
+  assert_int_equal(best.id, first);
+  ts_db_record_clear(&best);
+  free(fast);
+  ts_workload_free(w);
+  ts_db_close(db);
+}
+
 /* A stand-in vendor: reports a fixed time per call (or fails from call
  * fail_at on) and counts its calls. */
 typedef struct fake_peer {
@@ -309,6 +338,7 @@ static void test_cold_confirmation(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_confirmation_reranks),
+      cmocka_unit_test(test_confirmation_keeps_first),
       cmocka_unit_test(test_confirmation_with_vendors),
       cmocka_unit_test(test_cold_confirmation),
   };
