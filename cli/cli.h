@@ -316,6 +316,26 @@ cli_model_confirm_options cli_model_confirm_defaults(void);
 /* EXIT_OK, or EXIT_FAIL with the error printed. */
 int cli_model_confirm(ts_db *db, const ts_graph *g,
                       const cli_model_confirm_options *o);
+/* Loads the model as `tessera compile` builds it from the database, with
+ * the Winograd forms of the convs of the given keys forced (n may be 0);
+ * EXIT_FAIL with the error printed. */
+typedef int (*cli_wino_loader)(void *ctx, const char *const *keys,
+                               const int *tiles, int n, ts_graph **g);
+/* The Winograd forms weighed in the model (model_confirm.c): the model
+ * compiled as now and once per other form of each distinct conv the pass
+ * weighs, timed side by side; each form's seconds per run stored in the
+ * database's `choices` (kind "winograd"), by which the pass then chooses.
+ * o->top is not used. */
+int cli_model_confirm_winograd(ts_db *db, cli_wino_loader load, void *ctx,
+                               const cli_model_confirm_options *o);
+/* Both, on a model file, as `tune --model` ends and `db confirm --model`
+ * runs: with --winograd-tile measure the forms first, then the records of
+ * the model as compile builds it after that. target is what the passes
+ * look records up by (o->target is the canonical one). */
+int cli_confirm_model_file(ts_db *db, const char *model,
+                           const char *const *shapes, int n_shapes,
+                           const char *target,
+                           const cli_model_confirm_options *o);
 /* The operator spec a job stored for the workload (the newest job that
  * lists it by spec), malloc'd; NULL when none did (a graph task, a TIR
  * file). */

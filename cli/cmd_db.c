@@ -618,6 +618,7 @@ static cJSON *import_json(const ts_db_import_stats *st) {
   cJSON_AddNumberToObject(o, "records", (double)st->records);
   cJSON_AddNumberToObject(o, "records_existing", (double)st->records_existing);
   cJSON_AddNumberToObject(o, "baselines", (double)st->baselines);
+  cJSON_AddNumberToObject(o, "choices", (double)st->choices);
   cJSON_AddNumberToObject(o, "workloads_new", (double)st->workloads_new);
   cJSON_AddNumberToObject(o, "workloads_existing",
                           (double)st->workloads_existing);
@@ -878,14 +879,14 @@ static int run_sync(const db_args *a) {
     cli_print_json(o);
   } else
     printf("synced %s -> %s%s%s: %lld records copied (%lld already there), "
-           "%lld baselines; workloads %lld new, %lld existing; targets %lld "
-           "new; jobs %lld new (%.1f s)\n",
+           "%lld baselines, %lld in-model choices; workloads %lld new, %lld "
+           "existing; targets %lld new; jobs %lld new (%.1f s)\n",
            ts_db_path(from), ts_db_path(to), a->target ? ", target " : "",
            a->target ? a->target : "", (long long)st.records,
            (long long)st.records_existing, (long long)st.baselines,
-           (long long)st.workloads_new, (long long)st.workloads_existing,
-           (long long)st.targets_new, (long long)st.jobs_new,
-           ts_now_seconds() - t0);
+           (long long)st.choices, (long long)st.workloads_new,
+           (long long)st.workloads_existing, (long long)st.targets_new,
+           (long long)st.jobs_new, ts_now_seconds() - t0);
   ts_db_close(from);
   ts_db_close(to);
   return EXIT_OK;
@@ -1001,11 +1002,6 @@ static int confirm_model(const db_args *a, ts_db *db, const char *target) {
       threads = ts_target_num_cores(t);
     ts_target_free(t);
   }
-  cli_pet_measure(db, target, false); /* as compile: pet and block weigh */
-  ts_graph *g = NULL;
-  int rc = cli_load_model(a->model, a->shapes, a->n_shapes, &g);
-  cli_pet_measure(NULL, NULL, false);
-  if (rc != EXIT_OK) return rc;
   cli_model_confirm_options o = cli_model_confirm_defaults();
   o.target = target;
   o.threads = threads > 0 ? threads : 1;
@@ -1013,9 +1009,8 @@ static int confirm_model(const db_args *a, ts_db *db, const char *target) {
   if (a->rounds > 0) o.rounds = (int)a->rounds;
   o.out = stdout;
   o.progress = stderr;
-  rc = cli_model_confirm(db, g, &o);
-  ts_graph_free(g);
-  return rc;
+  return cli_confirm_model_file(db, a->model, a->shapes, a->n_shapes, target,
+                                &o);
 }
 
 static int run_confirm(const db_args *a) {

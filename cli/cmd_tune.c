@@ -846,19 +846,13 @@ static int confirm_in_model(const tune_args *a, ts_db *db, const char *target,
     free(canon);
     return a->confirm_model == 1 ? EXIT_FAIL : EXIT_OK;
   }
-  cli_pet_measure(db, target, false); /* as compile: pet and block weigh */
-  ts_graph *g = NULL;
-  int rc = cli_load_model(a->model, a->shapes, a->n_shapes, &g);
-  cli_pet_measure(NULL, NULL, false);
-  if (rc == EXIT_OK) {
-    cli_model_confirm_options o = cli_model_confirm_defaults();
-    o.target = canon;
-    o.threads = threads;
-    o.out = a->json ? stderr : stdout;
-    o.progress = a->quiet ? NULL : stderr;
-    rc = cli_model_confirm(db, g, &o);
-  }
-  ts_graph_free(g);
+  cli_model_confirm_options o = cli_model_confirm_defaults();
+  o.target = canon;
+  o.threads = threads;
+  o.out = a->json ? stderr : stdout;
+  o.progress = a->quiet ? NULL : stderr;
+  int rc =
+      cli_confirm_model_file(db, a->model, a->shapes, a->n_shapes, target, &o);
   free(canon);
   return rc;
 }

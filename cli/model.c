@@ -315,7 +315,8 @@ static int graph_setup(ts_graph *g) {
   }
   if (cli_no_winograd) ts_graph_set_winograd(g, false);
   ts_graph_set_winograd_tile(g, cli_winograd_tile);
-  if (cli_winograd_tile < 0 && (wino_opts.db || wino_opts.collect_tasks) &&
+  if (cli_winograd_tile < 0 &&
+      (wino_opts.db || wino_opts.collect_tasks || wino_opts.n_force) &&
       ts_graph_set_winograd_options(g, &wino_opts, &err) != TS_OK) {
     cli_error("bad Winograd options", &err);
     return EXIT_FAIL;
@@ -550,4 +551,43 @@ fail:
           path, missing);
   cli_model_lib_close(m);
   return EXIT_FAIL;
+}
+
+/* The loader of cli_model_confirm_winograd: the model file as compile
+ * builds it from the database, with the given Winograd forms forced. */
+typedef struct file_loader {
+  ts_db *db;
+  const char *target, *model;
+  const char *const *shapes;
+  int n_shapes;
+} file_loader;
+
+static int load_forced(void *ctx, const char *const *keys, const int *tiles,
+                       int n, ts_graph **g) {
+  file_loader *f = ctx;
+  cli_pet_measure(f->db, f->target, false); /* as compile: the passes weigh */
+  wino_opts.force_keys = keys;
+  wino_opts.force_tiles = tiles;
+  wino_opts.n_force = n;
+  int rc = cli_load_model(f->model, f->shapes, f->n_shapes, g);
+  wino_opts.force_keys = NULL;
+  wino_opts.force_tiles = NULL;
+  wino_opts.n_force = 0;
+  cli_pet_measure(NULL, NULL, false);
+  return rc;
+}
+
+int cli_confirm_model_file(ts_db *db, const char *model,
+                           const char *const *shapes, int n_shapes,
+                           const char *target,
+                           const cli_model_confirm_options *o) {
+  file_loader f = {db, target, model, shapes, n_shapes};
+  if (cli_winograd_tile < 0 && !cli_no_winograd &&
+      cli_model_confirm_winograd(db, load_forced, &f, o) != EXIT_OK)
+    return EXIT_FAIL;
+  ts_graph *g = NULL;
+  if (load_forced(&f, NULL, NULL, 0, &g) != EXIT_OK) return EXIT_FAIL;
+  int rc = cli_model_confirm(db, g, o);
+  ts_graph_free(g);
+  return rc;
 }

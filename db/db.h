@@ -30,10 +30,12 @@
 
 /* The schema version this build writes (PRAGMA user_version). Older files
  * are migrated forward when opened read-write; newer ones are refused. */
-#define TS_DB_SCHEMA_VERSION 6
+#define TS_DB_SCHEMA_VERSION 7
 /* The oldest version a read-only open (compile, bench --db, show --best)
- * takes as it is: the versions after it only added indexes, which make
- * queries faster and change no answer. Older ones must be migrated. */
+ * takes as it is: the versions after it added an index (6), which makes
+ * queries faster and changes no answer, and the choices table (7), which a
+ * read of an older database finds empty (ts_db_choice_get: TS_ENOTFOUND).
+ * Older ones must be migrated. */
 #define TS_DB_READ_MIN_VERSION 5
 
 typedef struct ts_db ts_db;
@@ -429,6 +431,29 @@ int ts_db_baselines(ts_db *db, int64_t workload_id, const char *target,
                     ts_db_baseline **out, int *n);
 
 /* ========================================================================
+ * Choices measured in a model
+ * ======================================================================== */
+
+/* A choice measured in a compiled model: for `kind` (a pass, e.g.
+ * "winograd") and `subject` (what it chooses for, e.g. a conv's task hash),
+ * the seconds per model run that `option` took on `target` (canonicalized
+ * as ts_db_baseline_put does), the median of `samples` timed runs. A new
+ * figure replaces the old one of the same target, kind, subject and option.
+ * TS_EINVAL (naming the field) for an empty or over-long (> 256 bytes) kind,
+ * subject or option, seconds not finite and > 0, samples < 1. */
+int ts_db_choice_put(ts_db *db, const char *target, const char *kind,
+                     const char *subject, const char *option, double seconds,
+                     int64_t samples);
+/* The figure stored for target, kind, subject and option into *seconds and
+ * *samples (either may be NULL); TS_ENOTFOUND when there is none (also when
+ * the target is unknown to the database, and on a database of a schema
+ * older than version 7 opened read-only). TS_EINVAL as ts_db_choice_put for
+ * a bad kind, subject or option. */
+int ts_db_choice_get(ts_db *db, const char *target, const char *kind,
+                     const char *subject, const char *option, double *seconds,
+                     int64_t *samples);
+
+/* ========================================================================
  * Maintenance, statistics, export and import
  * ======================================================================== */
 
@@ -455,8 +480,8 @@ int ts_db_get_stats(ts_db *db, ts_db_stats *out);
 int ts_db_integrity_check(ts_db *db);
 
 /* Writes the whole database as JSON Lines (docs/database.md): a header line,
- * then targets, workloads, jobs, records and baselines in id order, with ids
- * renumbered from 1 so equal contents export to equal bytes. */
+ * then targets, workloads, jobs, records, baselines and choices in id order,
+ * with ids renumbered from 1 so equal contents export to equal bytes. */
 int ts_db_export(ts_db *db, FILE *out);
 
 typedef struct ts_db_import_stats {
@@ -468,6 +493,8 @@ typedef struct ts_db_import_stats {
   int64_t records_existing; /* already present (same workload, target,
                                trace and measurement time): skipped */
   int64_t baselines;        /* vendor levels added or updated */
+  int64_t choices;          /* choices measured in a model added or
+                               updated */
 } ts_db_import_stats;
 /* Reads JSON Lines written by ts_db_export from a seekable stream `in`
  * (`name` is used in messages). Every line is checked before anything is
@@ -478,19 +505,19 @@ typedef struct ts_db_import_stats {
  * string, same name) are reused, records are added with their times,
  * versions and trial indexes as exported unless a record of the same
  * workload, target, trace and measurement time is already there (so
- * importing the same export again adds nothing), and a baseline replaces a
- * stored
- * one of the same workload, target, vendor and threads when it is newer.
- * stats may be NULL. */
+ * importing the same export again adds nothing), a baseline replaces a
+ * stored one of the same workload, target, vendor and threads when it is
+ * newer, and a choice one of the same target, kind, subject and option when
+ * it was measured later. stats may be NULL. */
 int ts_db_import(ts_db *db, FILE *in, const char *name,
                  ts_db_import_stats *stats);
 
 /* Copies what `from` holds into `to` (either backend on either side): every
- * workload and job, and the records and baselines of `target` (canonicalized;
- * NULL: every target). It is an export of `from` imported into `to` in one
- * transaction, so a record `to` already has is skipped and running it again
- * copies nothing twice. A target `from` has never stored copies nothing.
- * Errors are on `to`. stats may be NULL. */
+ * workload and job, and the records, baselines and choices of `target`
+ * (canonicalized; NULL: every target). It is an export of `from` imported into
+ * `to` in one transaction, so a record `to` already has is skipped and running
+ * it again copies nothing twice. A target `from` has never stored copies
+ * nothing. Errors are on `to`. stats may be NULL. */
 int ts_db_sync(ts_db *from, ts_db *to, const char *target,
                ts_db_import_stats *stats);
 

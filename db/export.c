@@ -1,14 +1,16 @@
 /*
  * export.c — the database as JSON Lines and back. Export writes a header
- * line, then every target, workload, job, record and vendor baseline in id
- * order, each a compact JSON object with ids renumbered from 1 (records and
- * baselines refer to them), so two databases with the same contents export
- * to the same bytes. Import reads such a file twice: the first pass checks
- * every line (syntax, fields, references, TIR against its hash, traces
- * through the check hook) without writing; the second writes everything in
- * one transaction, reusing the workloads, targets and jobs the database
- * already has and keeping the newer of two baselines of the same workload,
- * target, vendor and thread count.
+ * line, then every target, workload, job, record, vendor baseline and
+ * choice measured in a model in id order, each a compact JSON object with
+ * ids renumbered from 1 (records, baselines and choices refer to them), so
+ * two databases with the same contents export to the same bytes. Import
+ * reads such a file twice: the first pass checks every line (syntax,
+ * fields, references, TIR against its hash, traces through the check hook)
+ * without writing; the second writes everything in one transaction, reusing
+ * the workloads, targets and jobs the database already has, keeping the
+ * newer of two baselines of the same workload, target, vendor and thread
+ * count, and the later measured of two choices of the same target, kind,
+ * subject and option.
  */
 #include "internal.h"
 
@@ -216,8 +218,24 @@ static cJSON *baseline_row(exporter *x, db_q *st, int64_t ordinal) {
   return o;
 }
 
-/* The whole database, or (target_id > 0) one target's records and
- * baselines with every workload and job. */
+/* A choice measured in a model: its target by export ordinal. */
+static cJSON *choice_row(exporter *x, db_q *st, int64_t ordinal) {
+  (void)ordinal;
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddStringToObject(o, "type", "choice");
+  cJSON_AddNumberToObject(o, "target",
+                          (double)map_get(&x->targets, db_column_int64(st, 0)));
+  add_text(o, "kind", st, 1);
+  add_text(o, "subject", st, 2);
+  add_text(o, "option", st, 3);
+  cJSON_AddNumberToObject(o, "seconds", db_column_double(st, 4));
+  cJSON_AddNumberToObject(o, "samples", (double)db_column_int64(st, 5));
+  add_text(o, "measured", st, 6);
+  return o;
+}
+
+/* The whole database, or (target_id > 0) one target's records, baselines
+ * and choices with every workload and job. */
 static int export_filtered(ts_db *db, FILE *out, int64_t target_id) {
   char where_target[64] = "", where_records[64] = "";
   if (target_id > 0) {
@@ -265,6 +283,14 @@ static int export_filtered(ts_db *db, FILE *out, int64_t target_id) {
              "created, side_ratio, side_rounds FROM baselines%s ORDER BY id",
              where_records);
     rc = export_rows(&x, sql, baseline_row);
+  }
+  /* a database older than the table (opened read-only as it is) has none */
+  if (!rc && db->schema_version >= DB_CHOICES_VERSION) {
+    snprintf(sql, sizeof sql,
+             "SELECT target_id, kind, subject, option, seconds, samples, "
+             "measured FROM choices%s ORDER BY id",
+             where_records);
+    rc = export_rows(&x, sql, choice_row);
   }
   db_exec(db, "COMMIT", "exporting");
   map_free(&x.targets);
@@ -763,6 +789,41 @@ static int import_baseline(importer *im, const cJSON *o) {
   return TS_OK;
 }
 
+/* A choice line: checked like ts_db_choice_put's arguments; stored in place
+ * of one of the same target, kind, subject and option measured earlier. */
+static int import_choice(importer *im, const cJSON *o) {
+  int64_t target, samples;
+  const char *kind, *subject, *option, *measured;
+  double seconds;
+  int rc;
+  if ((rc = get_ref(im, o, "target", &im->targets, false, &target)) ||
+      (rc = get_string(im, o, "kind", false, &kind)) ||
+      (rc = get_string(im, o, "subject", false, &subject)) ||
+      (rc = get_string(im, o, "option", false, &option)) ||
+      (rc = get_number(im, o, "seconds", false, &seconds)) ||
+      (rc = get_int(im, o, "samples", false, &samples, NULL)) ||
+      (rc = get_string(im, o, "measured", false, &measured)))
+    return rc;
+  ts_error e;
+  ts_error_clear(&e);
+  if (db_check_choice(kind, subject, option, seconds, samples, "", &e))
+    return fail(im, "%s", e.msg);
+  if (!im->write) return TS_OK;
+  db_q *st = db_stmt(im->db, ST_CHOICE_PUT);
+  if (!st) return im->db->err.code;
+  db_bind_int64(st, 1, target);
+  db_bind_text(st, 2, kind, -1);
+  db_bind_text(st, 3, subject, -1);
+  db_bind_text(st, 4, option, -1);
+  db_bind_double(st, 5, seconds);
+  db_bind_int64(st, 6, samples);
+  db_bind_text(st, 7, measured, -1);
+  db_bind_int(st, 8, 1); /* keep the later measured of two */
+  if ((rc = store(im, ST_CHOICE_PUT, NULL))) return rc;
+  im->stats.choices += db_changes(im->db);
+  return TS_OK;
+}
+
 static int import_header(importer *im, const cJSON *o) {
   const char *format;
   int64_t version;
@@ -829,6 +890,8 @@ static int import_pass(importer *im) {
         rc = import_job(im, o);
       } else if (!strcmp(type, "baseline")) {
         rc = import_baseline(im, o);
+      } else if (!strcmp(type, "choice")) {
+        rc = import_choice(im, o);
       } else {
         rc = fail(im, "field \"type\": unknown line type '%s'", type);
       }

@@ -161,7 +161,17 @@
                      "b.threads = ?4")                                         \
   X(ST_BASELINES, "SELECT " BASELINE_COLUMNS " WHERE (?1 = 0 OR "              \
                   "b.workload_id = ?1) AND (?2 = 0 OR b.target_id = ?2) "      \
-                  "ORDER BY b.workload_id, b.target_id, b.vendor, b.threads")
+                  "ORDER BY b.workload_id, b.target_id, b.vendor, b.threads")  \
+  /* choices measured in a model (choices.c); an import keeps the one          \
+   * measured later */                                                         \
+  X(ST_CHOICE_PUT,                                                             \
+    "INSERT INTO choices(target_id, kind, subject, option, seconds, samples, " \
+    "measured) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT(target_id, "    \
+    "kind, subject, option) DO UPDATE SET seconds = excluded.seconds, "        \
+    "samples = excluded.samples, measured = excluded.measured WHERE ?8 = 0 "   \
+    "OR excluded.measured > choices.measured")                                 \
+  X(ST_CHOICE_GET, "SELECT seconds, samples FROM choices WHERE target_id = "   \
+                   "?1 AND kind = ?2 AND subject = ?3 AND option = ?4")
 
 typedef enum db_statement {
 #define DB_STATEMENT_ENUM(id, sql) id,
@@ -262,13 +272,15 @@ struct ts_db {
   char *conn_string; /* what the backend connects with (may hold a
                         password; never printed) */
   ts_db_options opts;
-  ts_error err;         /* the last failure */
-  bool busy;            /* the last failure was busy/locked/a conflict */
-  bool in_write;        /* inside db_write */
-  bool cached_in_write; /* the function cache took entries inside the
-                           current write (dropped if it rolls back) */
-  double busy_started;  /* when the current lock wait began (seconds) */
-  uint64_t rng;         /* backoff jitter */
+  ts_error err;           /* the last failure */
+  bool busy;              /* the last failure was busy/locked/a conflict */
+  bool in_write;          /* inside db_write */
+  bool cached_in_write;   /* the function cache took entries inside the
+                             current write (dropped if it rolls back) */
+  double busy_started;    /* when the current lock wait began (seconds) */
+  uint64_t rng;           /* backoff jitter */
+  int64_t schema_version; /* of the database as opened; TS_DB_SCHEMA_VERSION
+                             once migrated (a read-only open may be older) */
   db_q *stmts[N_STATEMENTS];
   db_q *insert_many;   /* a multi-row record INSERT (servers) */
   void *backend_state; /* the backend's own per-connection data */
@@ -438,6 +450,16 @@ int db_check_side(double side_ratio, int64_t side_rounds, const char *where,
 /* Binds ?8 and ?9 of ST_BASELINE_PUT: the ratio and rounds, NULL when
  * side_rounds is 0. */
 void db_bind_side(db_q *st, double side_ratio, int side_rounds);
+
+/* ---- choices.c ---- */
+
+/* The schema version that added the choices table. */
+#define DB_CHOICES_VERSION 7
+/* Checks a choice's kind, subject, option, seconds and samples; TS_EINVAL
+ * naming the bad one (prefixed with `where`) on err. */
+int db_check_choice(const char *kind, const char *subject, const char *option,
+                    double seconds, int64_t samples, const char *where,
+                    ts_error *err);
 
 /* ---- jobs.c ---- */
 

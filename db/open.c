@@ -107,6 +107,22 @@ const char *const db_migrations[TS_DB_SCHEMA_VERSION] = {
     "CREATE INDEX IF NOT EXISTS records_rank ON records(workload_id, "
     "target_id, (confirmed_s IS NULL), (COALESCE(confirmed_s, median_s)), id) "
     "WHERE status = 'ok';\n",
+    /* 6 -> 7: choices measured in a compiled model (choices.c): for a
+     * pass's kind of choice (e.g. "winograd") and its subject (e.g. a
+     * conv's task hash), the seconds per model run each option took on a
+     * target, the median of `samples` timed runs, and when it was
+     * measured. Kind, subject and option are at most 256 bytes each. */
+    "CREATE TABLE IF NOT EXISTS choices (\n"
+    "  id        INTEGER PRIMARY KEY,\n"
+    "  target_id INTEGER NOT NULL REFERENCES targets(id),\n"
+    "  kind      TEXT NOT NULL,\n"
+    "  subject   TEXT NOT NULL,\n"
+    "  option    TEXT NOT NULL,\n"
+    "  seconds   REAL NOT NULL,\n"
+    "  samples   INTEGER NOT NULL,\n"
+    "  measured  TEXT NOT NULL,\n"
+    "  UNIQUE (target_id, kind, subject, option)\n"
+    ");\n",
 };
 
 static const char *const statement_sql[N_STATEMENTS] = {

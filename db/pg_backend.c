@@ -536,7 +536,7 @@ static int64_t pg_changes(ts_db *db) { return STATE(db)->changes; }
 
 static int pg_vacuum(ts_db *db) {
   int rc = exec_sql(db, "VACUUM ANALYZE workloads, targets, jobs, records, "
-                        "baselines");
+                        "baselines, choices");
   return rc == SQLITE_OK ? TS_OK : db_fail(db, rc, "vacuuming");
 }
 
@@ -609,7 +609,8 @@ static int read_version(ts_db *db, int64_t *version) {
                      "= current_schema() AND tablename = 'tessera_schema'), "
                      "(SELECT count(*) FROM pg_tables WHERE schemaname = "
                      "current_schema() AND tablename IN ('workloads', "
-                     "'targets', 'jobs', 'records', 'baselines'))");
+                     "'targets', 'jobs', 'records', 'baselines', "
+                     "'choices'))");
   if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1) {
     int rc = result_code(db, res);
     PQclear(res);
@@ -703,6 +704,7 @@ static int pg_connect(ts_db *db) {
     return db_fail(db, rc, "configuring");
   int64_t version;
   if ((rc = read_version(db, &version))) return rc;
+  db->schema_version = version;
   if (db->opts.read_only) {
     if (version < TS_DB_READ_MIN_VERSION)
       return TS_ERR(&db->err, TS_EINVAL,
@@ -717,8 +719,9 @@ static int pg_connect(ts_db *db) {
     if (!db->opts.create && version == 0)
       return TS_ERR(&db->err, TS_ENOTFOUND,
                     "%s: no tessera database in this schema", db->path);
-    return db_write(db, migrate_body, NULL);
+    if ((rc = db_write(db, migrate_body, NULL))) return rc;
   }
+  db->schema_version = TS_DB_SCHEMA_VERSION;
   return TS_OK;
 }
 

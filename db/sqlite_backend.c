@@ -348,6 +348,7 @@ static int configure(ts_db *db) {
   rc = read_schema(db, &s);
   db_exec(db, "COMMIT", "reading the schema");
   if (rc || (rc = check_schema(db, &s))) return rc;
+  db->schema_version = s.version;
   if (db->opts.read_only) {
     if (s.version < TS_DB_READ_MIN_VERSION)
       return TS_ERR(&db->err, TS_EINVAL,
@@ -382,7 +383,10 @@ static int configure(ts_db *db) {
                     "ON; " READ_PRAGMAS,
                     "configuring")))
     return rc;
-  if (s.version < TS_DB_SCHEMA_VERSION) return db_write(db, migrate_body, NULL);
+  if (s.version < TS_DB_SCHEMA_VERSION &&
+      (rc = db_write(db, migrate_body, NULL)))
+    return rc;
+  db->schema_version = TS_DB_SCHEMA_VERSION;
   return TS_OK;
 }
 

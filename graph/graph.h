@@ -278,7 +278,33 @@ typedef struct ts_winograd_options {
   struct ts_db *db;
   const char *target; /* NULL: this host ("llvm") */
   bool collect_tasks;
+  /* Forms forced per conv: the convs whose key (ts_winograd_conv.key) is
+   * force_keys[i] take form force_tiles[i] (0 direct, 2 or 4), whatever
+   * the database says; the in-model weighing compiles its variants so. The
+   * strings are copied. */
+  const char *const *force_keys;
+  const int *force_tiles;
+  int n_force;
 } ts_winograd_options;
+/* What the pass decided for one conv it weighed (with a database, with
+ * collect_tasks, or with forms forced): its node, its key (the task hash
+ * of the conv alone in the direct form: identical convs share it), the
+ * form taken (0 direct, 2, 4), the rule's form, and how it was decided:
+ * "forced", "model" (the in-model figures of the database's `choices`),
+ * "records" (the candidates' records) or "rule". */
+typedef struct ts_winograd_conv {
+  const char *node;
+  char key[33];
+  int tile, rule;
+  const char *by;
+} ts_winograd_conv;
+/* The pass's decisions, in graph order; owned by the graph, valid until
+ * the pass runs again or the graph is freed. */
+int ts_graph_winograd_convs(const ts_graph *g, const ts_winograd_conv **convs,
+                            int *n);
+/* The option names of the `choices` rows of kind "winograd" for tile m
+ * (0, 2, 4): "direct", "F(2x2)", "F(4x4)". */
+const char *ts_winograd_form_name(int m);
 int ts_graph_set_winograd_options(ts_graph *g, const ts_winograd_options *o,
                                   ts_error *err);
 /* Whether the winograd pass rewrites 3x3 convolutions (on by default). */

@@ -57,6 +57,7 @@
 #include "winograd.h"
 
 #include "codegen/codegen.h"
+#include "db/db.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -272,14 +273,60 @@ struct gr_wino_setup {
   gr_task_set alts; /* the candidates' tasks (built alone) */
   char *log;
   size_t log_len, log_cap;
+  char (*force_keys)[33]; /* forms forced per conv key */
+  int *force_tiles, n_force;
+  ts_winograd_conv *convs; /* the decisions of the last run */
+  int n_convs, cap_convs;
 };
+
+static void convs_clear(gr_wino_setup *s) {
+  for (int i = 0; i < s->n_convs; i++) free((char *)s->convs[i].node);
+  s->n_convs = 0;
+}
 
 void gr_wino_setup_free(gr_wino_setup *s) {
   if (!s) return;
   gr_task_set_free(&s->alts);
+  convs_clear(s);
+  free(s->convs);
+  free(s->force_keys);
+  free(s->force_tiles);
   free(s->log);
   free(s->target);
   free(s);
+}
+
+/* Copies o's forced forms into s (replacing those before). */
+static int set_force(gr_wino_setup *s, const ts_winograd_options *o,
+                     ts_error *err) {
+  free(s->force_keys);
+  free(s->force_tiles);
+  s->force_keys = NULL;
+  s->force_tiles = NULL;
+  s->n_force = 0;
+  int n = o ? o->n_force : 0;
+  if (n <= 0) return TS_OK;
+  s->force_keys = ts_calloc((size_t)n, sizeof *s->force_keys);
+  s->force_tiles = ts_calloc((size_t)n, sizeof *s->force_tiles);
+  if (!s->force_keys || !s->force_tiles)
+    return TS_ERR(err, TS_ENOMEM, "winograd: out of memory");
+  for (int i = 0; i < n; i++) {
+    const char *k = o->force_keys ? o->force_keys[i] : NULL;
+    int t = o->force_tiles ? o->force_tiles[i] : -1;
+    if (!k || strlen(k) != 32)
+      return TS_ERR(err, TS_EINVAL,
+                    "winograd: forced form %d: the conv key must be a task "
+                    "hash of 32 hex digits",
+                    i);
+    if (t != 0 && t != 2 && t != 4)
+      return TS_ERR(err, TS_EINVAL,
+                    "winograd: forced form %d: tile %d (0 direct, 2 or 4)", i,
+                    t);
+    memcpy(s->force_keys[i], k, 33);
+    s->force_tiles[i] = t;
+  }
+  s->n_force = n;
+  return TS_OK;
 }
 
 int ts_graph_set_winograd_options(ts_graph *g, const ts_winograd_options *o,
@@ -298,13 +345,20 @@ int ts_graph_set_winograd_options(ts_graph *g, const ts_winograd_options *o,
   g->wino->collect_tasks = o && o->collect_tasks;
   free(g->wino->target);
   g->wino->target = target;
-  return TS_OK;
+  return set_force(g->wino, o, err);
 }
 
 int ts_graph_winograd_candidate_tasks(const ts_graph *g,
                                       const ts_graph_task **tasks, int *n) {
   *tasks = g->wino ? g->wino->alts.tasks : NULL;
   *n = g->wino ? g->wino->alts.n : 0;
+  return TS_OK;
+}
+
+int ts_graph_winograd_convs(const ts_graph *g, const ts_winograd_conv **convs,
+                            int *n) {
+  *convs = g->wino ? g->wino->convs : NULL;
+  *n = g->wino ? g->wino->n_convs : 0;
   return TS_OK;
 }
 
@@ -321,15 +375,15 @@ static void wlog(gr_wino_setup *s, const char *fmt, ...) {
   va_end(ap);
 }
 
-static const char *form_name(int m) {
+const char *ts_winograd_form_name(int m) {
   return m == 4 ? "F(4x4)" : m == 2 ? "F(2x2)" : "direct";
 }
 
 /* Conv n alone, as tile m (0: direct), fused as the compiler will: the
  * sum of its tasks' latencies (NAN without a record for one); the tasks
- * join the candidates. */
+ * join the candidates. key (may be NULL) gets the first task's hash. */
 static double candidate_seconds(ts_graph *g, gr_wino_setup *s, const gr_node *n,
-                                int m, int *rc) {
+                                int m, char *key, int *rc) {
   int out = n->outputs[0];
   ts_graph *c = gr_candidate_graph(g, n, 1, &out, 1);
   if (!c) return *rc = TS_ENOMEM, NAN;
@@ -350,7 +404,8 @@ static double candidate_seconds(ts_graph *g, gr_wino_setup *s, const gr_node *n,
       all_tasks = all_tasks && (c->nodes[i].kind == TS_GRAPH_CALL ||
                                 !strcmp(c->nodes[i].op, "Reshape"));
     char name[300];
-    snprintf(name, sizeof name, "%s (%s)", n->name, form_name(m));
+    snprintf(name, sizeof name, "%s (%s)", n->name, ts_winograd_form_name(m));
+    if (key && nt > 0) ts_hash128_hex(t[0].hash, key);
     if (all_tasks) sum = 0;
     for (int i = 0; all_tasks && i < nt && !*rc; i++) {
       *rc = gr_task_set_add(&s->alts, &t[i], name);
@@ -364,42 +419,108 @@ static double candidate_seconds(ts_graph *g, gr_wino_setup *s, const gr_node *n,
   return sum;
 }
 
-/* The tile for conv n: the fastest of the three forms by the records, or
- * the rule's where one has none. */
+/* The forms' seconds per model run measured in the compiled model (the
+ * database's `choices` of kind "winograd" for this conv's key); false
+ * unless the direct form and at least one Winograd form have a figure
+ * (a form without one is NAN). */
+static bool model_seconds(gr_wino_setup *s, const char *key, double sec[3]) {
+  static const int ms[3] = {0, 2, 4};
+  int have = 0;
+  for (int k = 0; k < 3; k++) {
+    sec[k] = NAN;
+    if (s->db && s->target &&
+        ts_db_choice_get(s->db, s->target, "winograd", key,
+                         ts_winograd_form_name(ms[k]), &sec[k], NULL) == TS_OK)
+      have |= 1 << k;
+  }
+  return (have & 1) && (have & 6);
+}
+
+/* Records the decision for conv n. */
+static int note_conv(gr_wino_setup *s, const gr_node *n, const char *key,
+                     int tile, int rule, const char *by) {
+  if (s->n_convs == s->cap_convs) {
+    int cap = s->cap_convs ? 2 * s->cap_convs : 16;
+    ts_winograd_conv *c = realloc(s->convs, (size_t)cap * sizeof *c);
+    if (!c) return TS_ENOMEM;
+    s->convs = c;
+    s->cap_convs = cap;
+  }
+  ts_winograd_conv *c = &s->convs[s->n_convs];
+  memset(c, 0, sizeof *c);
+  if (!(c->node = ts_strdup(n->name))) return TS_ENOMEM;
+  snprintf(c->key, sizeof c->key, "%s", key);
+  c->tile = tile;
+  c->rule = rule;
+  c->by = by;
+  s->n_convs++;
+  return TS_OK;
+}
+
+/* The tile for conv n: a forced form; else the fastest of the forms
+ * measured in the model; else the fastest by the candidates' records; else
+ * the rule's. */
 static int weigh(ts_graph *g, gr_wino_setup *s, const gr_node *n, int rule,
                  int *tile) {
   static const int ms[3] = {0, 2, 4};
   double sec[3];
+  char key[33] = "";
   int rc = TS_OK, best = -1;
   for (int k = 0; k < 3 && !rc; k++) {
-    sec[k] = candidate_seconds(g, s, n, ms[k], &rc);
+    sec[k] = candidate_seconds(g, s, n, ms[k], k == 0 ? key : NULL, &rc);
     if (isfinite(sec[k]) && (best < 0 || sec[k] < sec[best])) best = k;
     if (!isfinite(sec[k])) best = 3; /* one missing: the rule */
   }
   if (rc) return rc;
   *tile = rule;
-  if (!s->db) return TS_OK;
+  for (int i = 0; key[0] && i < s->n_force; i++)
+    if (!strcmp(s->force_keys[i], key)) {
+      *tile = s->force_tiles[i];
+      wlog(s, "%s: %s (forced)", n->name, ts_winograd_form_name(*tile));
+      return note_conv(s, n, key, *tile, rule, "forced");
+    }
+  double msec[3];
+  if (key[0] && model_seconds(s, key, msec)) {
+    int mb = 0;
+    for (int k = 1; k < 3; k++)
+      if (isfinite(msec[k]) && msec[k] < msec[mb]) mb = k;
+    *tile = ms[mb];
+    char f[3][32];
+    for (int k = 0; k < 3; k++)
+      if (isfinite(msec[k]))
+        snprintf(f[k], sizeof f[k], "%.1f us", msec[k] * 1e6);
+      else
+        snprintf(f[k], sizeof f[k], "-");
+    wlog(s,
+         "%s: in the model: direct %s, F(2x2) %s, F(4x4) %s: %s (the rule: "
+         "%s)",
+         n->name, f[0], f[1], f[2], ts_winograd_form_name(*tile),
+         ts_winograd_form_name(rule));
+    return note_conv(s, n, key, *tile, rule, "model");
+  }
+  if (!s->db) return note_conv(s, n, key, *tile, rule, "rule");
   if (best > 2) {
     wlog(s, "%s: no record for every form: %s by the rule", n->name,
-         form_name(rule));
-    return TS_OK;
+         ts_winograd_form_name(rule));
+    return note_conv(s, n, key, *tile, rule, "rule");
   }
   *tile = ms[best];
   wlog(s,
        "%s: direct %.1f us, F(2x2) %.1f us, F(4x4) %.1f us: %s (the rule: %s)",
-       n->name, sec[0] * 1e6, sec[1] * 1e6, sec[2] * 1e6, form_name(*tile),
-       form_name(rule));
-  return TS_OK;
+       n->name, sec[0] * 1e6, sec[1] * 1e6, sec[2] * 1e6,
+       ts_winograd_form_name(*tile), ts_winograd_form_name(rule));
+  return note_conv(s, n, key, *tile, rule, "records");
 }
 
 int ts_graph_winograd(ts_graph *g, ts_error *err) {
   gr_list l = {0};
   bool changed = false;
   gr_wino_setup *s = g->wino;
-  bool measure = s && (s->db || s->collect_tasks) && !g->no_winograd &&
-                 g->winograd_tile == 0;
+  bool measure = s && (s->db || s->collect_tasks || s->n_force) &&
+                 !g->no_winograd && g->winograd_tile == 0;
   if (s) {
     gr_task_set_clear(&s->alts);
+    convs_clear(s);
     s->log_len = 0;
     if (s->log) s->log[0] = 0;
   }

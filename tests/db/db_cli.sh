@@ -106,12 +106,12 @@ expect 0 "$T" db show softmax_small --db "$DB" --json; contains '"measure":	null
 # stats
 expect 0 "$T" db stats --db "$DB"
 contains "records    6"; contains "ok             3"; contains "wrong_result   1"
-contains "nightly"; contains "trials 5 / 8, 5 records kept"; contains "schema version 6"
+contains "nightly"; contains "trials 5 / 8, 5 records kept"; contains "schema version 7"
 expect 0 "$T" db stats --db "$DB" --json
 contains '"records":	6'; contains '"wrong_result":	1'; contains '"name":	"nightly"'
-contains '"trials_done":	5'; contains '"schema_version":	6'
-expect 0 "$T" db migrate --db "$DB"; contains "schema version 6"
-expect 0 "$T" db migrate --db "$DB" --json; contains '"schema_version":	6'
+contains '"trials_done":	5'; contains '"schema_version":	7'
+expect 0 "$T" db migrate --db "$DB"; contains "schema version 7"
+expect 0 "$T" db migrate --db "$DB" --json; contains '"schema_version":	7'
 
 # export -> import into an empty database -> export: identical bytes
 mkfifo "$TMP/fifo"

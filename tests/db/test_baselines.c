@@ -6,7 +6,11 @@
  * with NULLs, read-only opening refused until migrated), baselines
  * through export and import (round trip, the newer level kept, a bad line
  * named), and the chart query over a task's records (commit order, job and
- * trial, status, median; unknown targets).
+ * trial, status, median; unknown targets). Schema version 7's choices
+ * measured in a model the same way: store, replace, read one, argument
+ * checks, a read-only database refusing them, export and import (the later
+ * measured kept), and the migration of a version 6 file (read as it is
+ * read-only, with no choices; the table added read-write).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -20,9 +24,11 @@
 #include <string.h>
 #include <unistd.h>
 
-/* What migration 5 -> 6 added (the rank index reads the confirmed
- * columns, so it goes before them). */
-#define DROP_V6 "DROP INDEX IF EXISTS records_rank; "
+/* What migration 6 -> 7 added. */
+#define DROP_V7 "DROP TABLE choices; "
+/* What migrations 5 -> 6 and 6 -> 7 added (the rank index reads the
+ * confirmed columns, so it goes before them). */
+#define DROP_V6 DROP_V7 "DROP INDEX IF EXISTS records_rank; "
 /* What migration 3 -> 4 added, taken away again. */
 #define DROP_V4 DROP_V6 "ALTER TABLE records DROP COLUMN measure; "
 /* What migration 4 -> 5 added. */
@@ -104,6 +110,23 @@ static int64_t count_rows(const char *path, const char *sql) {
 }
 
 /* ---- baselines ---- */
+
+/* Takes the database at path back to schema `version` by running `drop`
+ * (what the migrations after it added) and setting the version. */
+static void downgrade(const char *path, const char *drop, int version) {
+  char sql[1024];
+  if (test_on_server()) {
+    snprintf(sql, sizeof sql, "%sUPDATE tessera_schema SET version = %d", drop,
+             version);
+    assert_true(test_server_exec(path, sql));
+    return;
+  }
+  snprintf(sql, sizeof sql, "%sPRAGMA user_version = %d", drop, version);
+  sqlite3 *raw;
+  assert_int_equal(sqlite3_open(path, &raw), SQLITE_OK);
+  assert_int_equal(sqlite3_exec(raw, sql, 0, 0, 0), SQLITE_OK);
+  sqlite3_close(raw);
+}
 
 static void test_put_get_list(void **state) {
   fixture *fx = *state;
@@ -287,20 +310,7 @@ static void test_migrate_from_v1(void **state) {
   bool server = test_on_server();
   const char *version_sql =
       server ? "SELECT version FROM tessera_schema" : "PRAGMA user_version";
-  if (server) {
-    assert_true(test_server_exec(fx->path, "DROP TABLE baselines; " DROP_V3
-                                           "UPDATE tessera_schema SET version "
-                                           "= 1"));
-  } else {
-    sqlite3 *raw;
-    assert_int_equal(sqlite3_open(fx->path, &raw), SQLITE_OK);
-    assert_int_equal(sqlite3_exec(raw,
-                                  "DROP TABLE baselines; " DROP_V3
-                                  "PRAGMA user_version = 1",
-                                  0, 0, 0),
-                     SQLITE_OK);
-    sqlite3_close(raw);
-  }
+  downgrade(fx->path, "DROP TABLE baselines; " DROP_V3, 1);
   assert_int_equal(
       count_rows(fx->path,
                  server ? "SELECT count(*) FROM pg_tables WHERE schemaname = "
@@ -373,17 +383,7 @@ static void test_migrate_from_v3(void **state) {
                "AND column_name = 'measure'"
              : "SELECT count(*) FROM pragma_table_info('records') WHERE "
                "name = 'measure'";
-  if (server) {
-    assert_true(test_server_exec(fx->path, DROP_V5 DROP_V4
-                                 "UPDATE tessera_schema SET version = 3"));
-  } else {
-    sqlite3 *raw;
-    assert_int_equal(sqlite3_open(fx->path, &raw), SQLITE_OK);
-    assert_int_equal(
-        sqlite3_exec(raw, DROP_V5 DROP_V4 "PRAGMA user_version = 3", 0, 0, 0),
-        SQLITE_OK);
-    sqlite3_close(raw);
-  }
+  downgrade(fx->path, DROP_V5 DROP_V4, 3);
   assert_int_equal(count_rows(fx->path, has_column), 0);
   assert_int_equal(count_rows(fx->path, version_sql), 3);
 
@@ -623,17 +623,7 @@ static void test_migrate_from_v5(void **state) {
       server ? "SELECT count(*) FROM pg_indexes WHERE schemaname = "
                "current_schema() AND indexname = 'records_rank'"
              : "SELECT count(*) FROM sqlite_schema WHERE name = 'records_rank'";
-  if (server) {
-    assert_true(test_server_exec(fx->path, DROP_V6
-                                 "UPDATE tessera_schema SET version = 5"));
-  } else {
-    sqlite3 *raw;
-    assert_int_equal(sqlite3_open(fx->path, &raw), SQLITE_OK);
-    assert_int_equal(
-        sqlite3_exec(raw, DROP_V6 "PRAGMA user_version = 5", 0, 0, 0),
-        SQLITE_OK);
-    sqlite3_close(raw);
-  }
+  downgrade(fx->path, DROP_V6, 5);
   assert_int_equal(count_rows(fx->path, has_index), 0);
 
   /* read-only: answered as it is, nothing written */
@@ -682,6 +672,343 @@ static void test_migrate_from_v5(void **state) {
   }
 }
 
+/* ---- choices measured in a model ---- */
+
+/* A conv's task hash, the subject of the choices below. */
+#define CONV "0123456789abcdef0123456789abcdef"
+#define F22 "F(2x2)"
+#define F44 "F(4x4)"
+
+/* The figure stored for the winograd choice `option` of CONV on target. */
+static void assert_choice(ts_db *db, const char *target, const char *option,
+                          double seconds, int64_t samples) {
+  double s = 0;
+  int64_t n = 0;
+  int rc = ts_db_choice_get(db, target, "winograd", CONV, option, &s, &n);
+  if (rc) fail_msg("choice %s: %s", option, ts_db_errmsg(db));
+  if (s != seconds)
+    fail_msg("choice %s: %g seconds, not %g", option, s, seconds);
+  assert_int_equal(n, samples);
+}
+
+/* Store, read back, replace; absent options and unknown targets are not
+ * found. */
+static void test_choice_put_get(void **state) {
+  fixture *fx = *state;
+  ts_db *db = fx->db;
+  assert_int_equal(
+      ts_db_choice_put(db, T_SKX, "winograd", CONV, "direct", 2.5e-4, 30),
+      TS_OK);
+  assert_int_equal(
+      ts_db_choice_put(db, T_SKX, "winograd", CONV, F22, 1.75e-4, 30), TS_OK);
+  assert_int_equal(
+      ts_db_choice_put(db, T_SKX1, "winograd", CONV, F22, 3.5e-4, 12), TS_OK);
+  assert_choice(db, T_SKX, "direct", 2.5e-4, 30);
+  assert_choice(db, T_SKX, F22, 1.75e-4, 30);
+  assert_choice(db, T_SKX1, F22, 3.5e-4, 12);
+  assert_string_equal(ts_db_errmsg(db), "");
+  /* either output may be NULL */
+  double s;
+  int64_t n;
+  assert_int_equal(ts_db_choice_get(db, T_SKX, "winograd", CONV, F22, &s, NULL),
+                   TS_OK);
+  assert_true(s == 1.75e-4);
+  assert_int_equal(ts_db_choice_get(db, T_SKX, "winograd", CONV, F22, NULL, &n),
+                   TS_OK);
+  assert_int_equal(n, 30);
+  assert_int_equal(
+      ts_db_choice_get(db, T_SKX, "winograd", CONV, F22, NULL, NULL), TS_OK);
+  /* stored under the canonical targets */
+  assert_int_equal(count_rows(fx->path, "SELECT count(*) FROM choices"), 3);
+  assert_int_equal(count_rows(fx->path, "SELECT count(*) FROM targets"), 2);
+  assert_int_equal(
+      count_rows(fx->path, "SELECT count(*) FROM choices c JOIN targets t ON "
+                           "t.id = c.target_id WHERE t.target LIKE "
+                           "'llvm -mcpu=skylake-avx512 -mattr=%'"),
+      3);
+
+  /* not stored: another option, kind or subject, an unknown target */
+  s = 1;
+  n = 1;
+  assert_int_equal(ts_db_choice_get(db, T_SKX, "winograd", CONV, F44, &s, &n),
+                   TS_ENOTFOUND);
+  assert_true(isnan(s));
+  assert_int_equal(n, 0);
+  assert_non_null(strstr(ts_db_errmsg(db), "no winograd choice 'F(4x4)'"));
+  assert_non_null(strstr(ts_db_errmsg(db), CONV));
+  assert_int_equal(
+      ts_db_choice_get(db, T_SKX1, "winograd", CONV, "direct", NULL, NULL),
+      TS_ENOTFOUND);
+  assert_int_equal(ts_db_choice_get(db, T_SKX, "layout", CONV, F22, NULL, NULL),
+                   TS_ENOTFOUND);
+  assert_int_equal(ts_db_choice_get(db, T_SKX, "winograd",
+                                    "fedcba9876543210fedcba9876543210", F22,
+                                    NULL, NULL),
+                   TS_ENOTFOUND);
+  assert_int_equal(
+      ts_db_choice_get(db, "cuda -arch=sm_80", "winograd", CONV, F22, &s, &n),
+      TS_ENOTFOUND);
+  assert_non_null(strstr(ts_db_errmsg(db), "cuda -arch=sm_80"));
+  assert_true(isnan(s));
+  /* a get stores no target */
+  assert_int_equal(count_rows(fx->path, "SELECT count(*) FROM targets"), 2);
+
+  /* a new figure replaces the old one */
+  assert_int_equal(
+      ts_db_choice_put(db, T_SKX, "winograd", CONV, F22, 1.5e-4, 40), TS_OK);
+  assert_choice(db, T_SKX, F22, 1.5e-4, 40);
+  assert_choice(db, T_SKX1, F22, 3.5e-4, 12);
+  assert_int_equal(count_rows(fx->path, "SELECT count(*) FROM choices"), 3);
+}
+
+/* Each bad argument is refused, naming it, and nothing is written. */
+static void test_choice_checks(void **state) {
+  fixture *fx = *state;
+  ts_db *db = fx->db;
+  char too_long[258], longest[257];
+  memset(too_long, 'x', sizeof too_long - 1);
+  too_long[sizeof too_long - 1] = 0;
+  memset(longest, 'y', sizeof longest - 1);
+  longest[sizeof longest - 1] = 0;
+  struct {
+    const char *kind, *subject, *option;
+    double seconds;
+    int64_t samples;
+    const char *msg;
+  } bad[] = {
+      {"", CONV, F22, 1e-3, 1, "choice: kind is empty"},
+      {NULL, CONV, F22, 1e-3, 1, "choice: kind is empty"},
+      {too_long, CONV, F22, 1e-3, 1, "choice: kind is longer than 256 bytes"},
+      {"winograd", "", F22, 1e-3, 1, "choice: subject is empty"},
+      {"winograd", NULL, F22, 1e-3, 1, "choice: subject is empty"},
+      {"winograd", too_long, F22, 1e-3, 1,
+       "choice: subject is longer than 256 bytes"},
+      {"winograd", CONV, "", 1e-3, 1, "choice: option is empty"},
+      {"winograd", CONV, NULL, 1e-3, 1, "choice: option is empty"},
+      {"winograd", CONV, too_long, 1e-3, 1,
+       "choice: option is longer than 256 bytes"},
+      {"winograd", CONV, F22, 0, 1, "choice: seconds 0 is not a positive"},
+      {"winograd", CONV, F22, -1e-3, 1, "choice: seconds -0.001"},
+      {"winograd", CONV, F22, NAN, 1, "choice: seconds nan"},
+      {"winograd", CONV, F22, INFINITY, 1, "choice: seconds inf"},
+      {"winograd", CONV, F22, 1e-3, 0, "choice: samples 0 is not a count"},
+      {"winograd", CONV, F22, 1e-3, -5, "choice: samples -5"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    assert_int_equal(ts_db_choice_put(db, T_SKX, bad[i].kind, bad[i].subject,
+                                      bad[i].option, bad[i].seconds,
+                                      bad[i].samples),
+                     TS_EINVAL);
+    if (!strstr(ts_db_errmsg(db), bad[i].msg))
+      fail_msg("case %zu: '%s' lacks '%s'", i, ts_db_errmsg(db), bad[i].msg);
+  }
+  assert_int_equal(ts_db_choice_put(db, "lvm", "winograd", CONV, F22, 1e-3, 1),
+                   TS_EINVAL);
+  assert_non_null(strstr(ts_db_errmsg(db), "bad target 'lvm'"));
+  /* the same names are refused when read */
+  assert_int_equal(ts_db_choice_get(db, T_SKX, "", CONV, F22, NULL, NULL),
+                   TS_EINVAL);
+  assert_non_null(strstr(ts_db_errmsg(db), "choice: kind is empty"));
+  assert_int_equal(
+      ts_db_choice_get(db, T_SKX, "winograd", CONV, too_long, NULL, NULL),
+      TS_EINVAL);
+  assert_non_null(strstr(ts_db_errmsg(db), "option is longer than 256"));
+  /* nothing was written, not even the target */
+  assert_int_equal(count_rows(fx->path, "SELECT count(*) FROM choices"), 0);
+  assert_int_equal(count_rows(fx->path, "SELECT count(*) FROM targets"), 0);
+  /* 256 bytes is long enough */
+  assert_int_equal(
+      ts_db_choice_put(db, T_SKX, longest, longest, longest, 1e-3, 1), TS_OK);
+  double s;
+  assert_int_equal(
+      ts_db_choice_get(db, T_SKX, longest, longest, longest, &s, NULL), TS_OK);
+  assert_true(s == 1e-3);
+}
+
+/* A read-only database reads choices and refuses to store them. */
+static void test_choice_read_only(void **state) {
+  fixture *fx = *state;
+  assert_int_equal(
+      ts_db_choice_put(fx->db, T_SKX, "winograd", CONV, F22, 2e-4, 5), TS_OK);
+  ts_db_options ro = ts_db_defaults();
+  ro.read_only = true;
+  ts_db *db;
+  ts_error err;
+  assert_int_equal(ts_db_open(fx->path, &ro, &db, &err), TS_OK);
+  assert_choice(db, T_SKX, F22, 2e-4, 5);
+  assert_int_not_equal(
+      ts_db_choice_put(db, T_SKX, "winograd", CONV, F22, 1e-4, 9), TS_OK);
+  assert_non_null(
+      strstr(ts_db_errmsg(db), test_on_server() ? "read-only" : "readonly"));
+  assert_int_not_equal(
+      ts_db_choice_put(db, T_SKX, "winograd", CONV, F44, 1e-4, 9), TS_OK);
+  /* a new target is not stored either */
+  assert_int_not_equal(
+      ts_db_choice_put(db, T_SKX1, "winograd", CONV, F22, 1e-4, 9), TS_OK);
+  assert_choice(db, T_SKX, F22, 2e-4, 5);
+  ts_db_close(db);
+  assert_int_equal(count_rows(fx->path, "SELECT count(*) FROM choices"), 1);
+  assert_int_equal(count_rows(fx->path, "SELECT count(*) FROM targets"), 1);
+  assert_choice(fx->db, T_SKX, F22, 2e-4, 5);
+}
+
+/* Choices through export and import: the lines, a round trip to the same
+ * bytes, the later measured figure kept, bad lines named. */
+static void test_choice_export_import(void **state) {
+  fixture *fx = *state;
+  ts_db *a = fx->db;
+  assert_int_equal(ts_db_baseline_put(a, fx->mm, T_SKX, "onednn", 2, 85.5),
+                   TS_OK);
+  assert_int_equal(
+      ts_db_choice_put(a, T_SKX, "winograd", CONV, "direct", 0.25, 30), TS_OK);
+  assert_int_equal(ts_db_choice_put(a, T_SKX, "winograd", CONV, F22, 0.125, 30),
+                   TS_OK);
+  assert_int_equal(ts_db_choice_put(a, T_SKX1, "winograd", CONV, F44, 0.5, 6),
+                   TS_OK);
+  char *first = export_to_string(a);
+  const char *direct = strstr(
+      first, "{\"type\":\"choice\",\"target\":1,\"kind\":\"winograd\","
+             "\"subject\":\"" CONV "\",\"option\":\"direct\",\"seconds\":0.25,"
+             "\"samples\":30,\"measured\":\"");
+  assert_non_null(direct);
+  /* after the baselines, the target by its ordinal */
+  assert_true(strstr(first, "\"type\":\"baseline\"") < direct);
+  assert_non_null(strstr(first,
+                         "\"target\":2,\"kind\":\"winograd\",\"subject\":"
+                         "\"" CONV "\",\"option\":\"F(4x4)\","
+                         "\"seconds\":0.5,\"samples\":6"));
+
+  /* into an empty database and out again: the same bytes */
+  ts_db *b;
+  ts_error err;
+  assert_int_equal(ts_db_open(fx->path2, NULL, &b, &err), TS_OK);
+  ts_db_import_stats st;
+  assert_int_equal(import_text(b, first, &st), TS_OK);
+  assert_int_equal(st.choices, 3);
+  assert_int_equal(st.baselines, 1);
+  char *second = export_to_string(b);
+  assert_string_equal(first, second);
+  assert_choice(b, T_SKX, "direct", 0.25, 30);
+  assert_choice(b, T_SKX1, F44, 0.5, 6);
+  /* the same file again changes nothing */
+  assert_int_equal(import_text(b, first, &st), TS_OK);
+  assert_int_equal(st.choices, 0);
+
+  /* an older figure does not replace a newer one; a newer one does */
+  char *older = replace(first,
+                        "\"option\":\"direct\",\"seconds\":0.25,\"samples\":30,"
+                        "\"measured\":\"",
+                        "\"option\":\"direct\",\"seconds\":9,\"samples\":1,"
+                        "\"measured\":\"1999");
+  assert_int_equal(import_text(b, older, &st), TS_OK);
+  assert_int_equal(st.choices, 0);
+  assert_choice(b, T_SKX, "direct", 0.25, 30);
+  char *newer = replace(first,
+                        "\"option\":\"direct\",\"seconds\":0.25,\"samples\":30,"
+                        "\"measured\":\"",
+                        "\"option\":\"direct\",\"seconds\":0.0625,\"samples\":"
+                        "40,\"measured\":\"9999");
+  assert_int_equal(import_text(b, newer, &st), TS_OK);
+  assert_int_equal(st.choices, 1);
+  assert_choice(b, T_SKX, "direct", 0.0625, 40);
+  assert_choice(b, T_SKX, F22, 0.125, 30);
+
+  /* bad lines are named and nothing is written */
+  char *bad = replace(first, "\"samples\":30", "\"samples\":0");
+  assert_int_equal(import_text(b, bad, &st), TS_EINVAL);
+  assert_non_null(strstr(ts_db_errmsg(b), "in.jsonl:"));
+  assert_non_null(strstr(ts_db_errmsg(b), "samples 0 is not a count of runs"));
+  char *no_option = replace(first, "\"option\":\"F(2x2)\"", "\"option\":\"\"");
+  assert_int_equal(import_text(b, no_option, &st), TS_EINVAL);
+  assert_non_null(strstr(ts_db_errmsg(b), "option is empty"));
+  char *dangling = replace(first, "\"type\":\"choice\",\"target\":1",
+                           "\"type\":\"choice\",\"target\":7");
+  assert_int_equal(import_text(b, dangling, &st), TS_EINVAL);
+  assert_non_null(
+      strstr(ts_db_errmsg(b), "field \"target\": no target with id 7"));
+  char *no_seconds = replace(first, "\"seconds\":0.125", "\"seconds\":\"x\"");
+  assert_int_equal(import_text(b, no_seconds, &st), TS_EINVAL);
+  assert_non_null(
+      strstr(ts_db_errmsg(b), "field \"seconds\": expected a number"));
+  assert_int_equal(count_rows(fx->path2, "SELECT count(*) FROM choices"), 3);
+  assert_choice(b, T_SKX, "direct", 0.0625, 40);
+  ts_db_close(b);
+  free(first);
+  free(second);
+  free(older);
+  free(newer);
+  free(bad);
+  free(no_option);
+  free(dangling);
+  free(no_seconds);
+}
+
+/* A version 6 database (no choices table) opens read-only as it is, with
+ * no choices to read or export, and gains the table when opened
+ * read-write. */
+static void test_migrate_from_v6(void **state) {
+  fixture *fx = *state;
+  double secs[] = {1e-3};
+  ts_db_measurement m = {.workload_id = fx->mm,
+                         .target = T_SKX,
+                         .trace_json = TRACE,
+                         .run_secs = secs,
+                         .n_run_secs = 1};
+  assert_int_equal(ts_db_commit_record(fx->db, &m, NULL), TS_OK);
+  ts_db_close(fx->db);
+  fx->db = NULL;
+  bool server = test_on_server();
+  const char *version_sql =
+      server ? "SELECT version FROM tessera_schema" : "PRAGMA user_version";
+  const char *has_table =
+      server ? "SELECT count(*) FROM pg_tables WHERE schemaname = "
+               "current_schema() AND tablename = 'choices'"
+             : "SELECT count(*) FROM sqlite_schema WHERE name = 'choices'";
+  downgrade(fx->path, DROP_V7, 6);
+  assert_int_equal(count_rows(fx->path, has_table), 0);
+  assert_int_equal(count_rows(fx->path, version_sql), 6);
+
+  /* read-only: answered as it is, no choices, nothing written */
+  ts_db_options ro = ts_db_defaults();
+  ro.read_only = true;
+  ts_error err;
+  ts_db *db;
+  assert_int_equal(ts_db_open(fx->path, &ro, &db, &err), TS_OK);
+  ts_db_record best;
+  assert_int_equal(ts_db_best(db, fx->mm, T_SKX, &best), TS_OK);
+  ts_db_record_clear(&best);
+  double s = 1;
+  assert_int_equal(ts_db_choice_get(db, T_SKX, "winograd", CONV, F22, &s, NULL),
+                   TS_ENOTFOUND);
+  assert_true(isnan(s));
+  assert_int_not_equal(
+      ts_db_choice_put(db, T_SKX, "winograd", CONV, F22, 1e-4, 3), TS_OK);
+  char *text = export_to_string(db);
+  assert_non_null(strstr(text, "\"type\":\"record\""));
+  assert_null(strstr(text, "\"type\":\"choice\""));
+  free(text);
+  ts_db_close(db);
+  assert_int_equal(count_rows(fx->path, version_sql), 6);
+  assert_int_equal(count_rows(fx->path, has_table), 0);
+
+  /* read-write: the table, the records kept */
+  assert_int_equal(ts_db_open(fx->path, NULL, &fx->db, &err), TS_OK);
+  assert_int_equal(count_rows(fx->path, version_sql), TS_DB_SCHEMA_VERSION);
+  assert_int_equal(count_rows(fx->path, has_table), 1);
+  assert_int_equal(count_rows(fx->path, "SELECT count(*) FROM records"), 1);
+  assert_int_equal(
+      ts_db_choice_get(fx->db, T_SKX, "winograd", CONV, F22, NULL, NULL),
+      TS_ENOTFOUND);
+  assert_int_equal(
+      ts_db_choice_put(fx->db, T_SKX, "winograd", CONV, F22, 1e-4, 3), TS_OK);
+  assert_choice(fx->db, T_SKX, F22, 1e-4, 3);
+  assert_int_equal(ts_db_integrity_check(fx->db), TS_OK);
+  /* read-only once migrated reads the table */
+  assert_int_equal(ts_db_open(fx->path, &ro, &db, &err), TS_OK);
+  assert_choice(db, T_SKX, F22, 1e-4, 3);
+  ts_db_close(db);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_put_get_list, setup, teardown),
@@ -692,6 +1019,12 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_migrate_from_v5, setup, teardown),
       cmocka_unit_test_setup_teardown(test_export_import, setup, teardown),
       cmocka_unit_test_setup_teardown(test_record_points, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_choice_put_get, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_choice_checks, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_choice_read_only, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_choice_export_import, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_migrate_from_v6, setup, teardown),
   };
   test_server_url(); /* exits 77 when the server was meant but is absent */
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -152,6 +152,72 @@ contains err "unknown layout 'sideways'"
 expect 1 "$T" db confirm --db "$TMP/r.db" --model "$TMP/none.onnx"
 contains err "cannot import the model"
 
+# --winograd-tile measure: the Winograd forms weighed in the model. Two
+# kinds of 3x3 conv the pass can take; each is compiled in its other forms
+# beside the model as it is, and each form's time per run is stored in the
+# database's `choices`, by which the pass then chooses
+WM="$TMP/wino.onnx"
+/usr/bin/python3 - "$WM" <<'EOF' || fail "cannot write the Winograd model"
+import sys
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+rng = np.random.RandomState(1)
+def w(name, *shape):
+    return numpy_helper.from_array(
+        (rng.standard_normal(shape) * 0.1).astype(np.float32), name)
+nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1],
+                          kernel_shape=[3, 3]),
+         helper.make_node("Relu", ["c1"], ["r1"]),
+         helper.make_node("Conv", ["r1", "w2"], ["y"], pads=[1, 1, 1, 1],
+                          kernel_shape=[3, 3])]
+g = helper.make_graph(
+    nodes, "wino",
+    [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 32, 12, 12])],
+    [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 40, 12, 12])],
+    [w("w1", 32, 32, 3, 3), w("b1", 32), w("w2", 40, 32, 3, 3)])
+m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+m.ir_version = 8
+onnx.save(m, sys.argv[1])
+EOF
+expect 0 "$T" tune --model "$WM" --trials 2 --db "$TMP/w.db" --job w \
+  --no-summary-measure --no-confirm-in-model
+expect 0 "$T" db confirm --db "$TMP/w.db" --model "$WM" --winograd-tile measure \
+  --top 1 --rounds 1
+contains out "winograd in the model (5 variants"
+contains err "Conv_0 as direct"
+python3 - "$TMP/w.db" <<'EOF' || fail "the forms' figures were not stored"
+import sqlite3, sys
+c = sqlite3.connect(sys.argv[1])
+rows = c.execute("select subject, option, seconds from choices "
+                 "where kind = 'winograd'").fetchall()
+assert len({r[0] for r in rows}) == 2, rows
+assert len(rows) == 6 and all(r[2] > 0 for r in rows), rows
+EOF
+expect 0 "$T" graph show "$WM" --winograd-tile measure --db "$TMP/w.db" \
+  --after winograd
+contains out "# winograd: Conv_0: in the model: direct"
+# the pass follows the figures: F(2x2) fastest for both, then direct
+figures() {
+  python3 - "$TMP/w.db" "$1" "$2" "$3" <<'EOF' || fail "cannot set the figures"
+import sqlite3, sys
+c = sqlite3.connect(sys.argv[1])
+for opt, s in zip(("direct", "F(2x2)", "F(4x4)"), sys.argv[2:]):
+    c.execute("update choices set seconds = ? where option = ?", (float(s), opt))
+c.commit()
+EOF
+}
+figures 3e-3 1e-3 2e-3
+expect 0 "$T" graph show "$WM" --winograd-tile measure --db "$TMP/w.db" \
+  --after winograd
+contains out "Conv_0: in the model: direct 3000.0 us, F(2x2) 1000.0 us, F(4x4) 2000.0 us: F(2x2)"
+contains out "Conv_2: in the model: .*: F(2x2)"
+figures 1e-3 2e-3 3e-3
+expect 0 "$T" graph show "$WM" --winograd-tile measure --db "$TMP/w.db" \
+  --after winograd
+contains out "Conv_2: in the model: .*: direct"
+grep -q "WinogradInput" "$TMP/out" && fail "direct was fastest, Winograd taken"
+
 # ---- compile, run ----
 if "$T" compile --help >/dev/null 2>&1; then
   expect 0 "$T" compile "$MODEL" --db "$TMP/m.db" -o "$TMP/m.so"
