@@ -476,6 +476,26 @@ static int suite_run(const bench_suite_options *o, const suite_entry *entries,
     if (r->error[0]) continue;
     char threads_str[16];
     snprintf(threads_str, sizeof threads_str, "%d", threads);
+    /* the search's fastest figures re-timed side by side, with the
+     * default schedule (its first record), so the row benchmarks the
+     * confirmed best and not the luckiest moment of the search */
+    char *confirm_argv[] = {"tessera",       "db",           "confirm",
+                            (char *)e->spec, "--db",         (char *)db_path,
+                            "--target",      (char *)target, "--threads",
+                            threads_str,     "--json",       NULL};
+    out = NULL;
+    rc = run_self(confirm_argv, &out);
+    free(out);
+    if (stop_after(rc, e->spec, db_path)) {
+      free(probes[0]);
+      free(probes[1]);
+      return EXIT_INTERRUPTED;
+    }
+    if (rc != 0)
+      fprintf(stderr,
+              "tessera: warning: %s: the confirmation failed (exit %d); the "
+              "row benchmarks the search's fastest record\n",
+              e->spec, rc);
     char *bench_argv[] = {"tessera",       "bench",        "--workload",
                           (char *)e->spec, "--db",         (char *)db_path,
                           "--target",      (char *)target, "--threads",
