@@ -517,6 +517,60 @@ int64_t ts_default_vector_tile(int64_t er, int64_t ev, int lanes, int regs,
   return vector_tile(er, ev, lanes, regs, rows, true);
 }
 
+/* The register tile over rows that are split ceil-wise (every tile but the
+ * last full): per vector count, the rows as even as the budget allows,
+ * scored by FMAs per load times the share of the computed rows that are
+ * real (49 rows: 6 x 2 vectors, 54 computed, over 7 x 1). */
+static int64_t ceil_rows_tile(int64_t er, int64_t ev, int lanes, int regs,
+                              int64_t *rows) {
+  int64_t cols = lanes, nrows = 1;
+  double best = -1;
+  for (int64_t v = 1; v <= 4; v++) {
+    if (ev % (v * lanes)) continue;
+    int64_t cap = rows_cap(regs, v);
+    int64_t tiles = (er + cap - 1) / cap, r = (er + tiles - 1) / tiles;
+    double score =
+        (double)(r * v) / (double)(r + v) * (double)er / (double)(tiles * r);
+    if (score > best + 1e-9) {
+      best = score;
+      cols = v * lanes;
+      nrows = r;
+    }
+  }
+  *rows = nrows;
+  return cols;
+}
+
+/* Rows too few to fill a register tile (the 7 or 11 output columns of a
+ * late or strided conv): the row axis fused with the spatial axis just
+ * outside it when that one reads the same inputs as the rows and not the
+ * vector axis's (a conv's output rows), so the tile runs over the image's
+ * pixels in order (ResNet's 7x7x512 3x3 conv, AVX2 Zen 3, 2 threads, x
+ * oneDNN: 7 columns x 1 vector 0.64-0.66, 6 pixels x 2 vectors 0.89-1.07;
+ * bench --trace). Updates loops, binds, *nl, *rows and *vec; false when
+ * nothing was fused. */
+static bool fuse_short_rows(ts_sched *s, const ts_stmt *r, ts_rv *loops,
+                            int *binds, int *nl, int *rows, int *vec,
+                            int regs) {
+  int i = *rows - 1;
+  if (i < 0 || loop_extent(s, loops[*rows]) >= 2 * rows_cap(regs, 2) ||
+      binds[i] != BIND_SPATIAL || loop_extent(s, loops[i]) <= 1 ||
+      shares_input(r, ts_sched_rv_loop(s, loops[i]),
+                   ts_sched_rv_loop(s, loops[*vec])))
+    return false;
+  ts_rv pair[2] = {loops[i], loops[*rows]}, fused;
+  if (ts_sched_fuse(s, pair, 2, &fused)) return false;
+  loops[i] = fused;
+  for (int k = *rows; k + 1 < *nl; k++) {
+    loops[k] = loops[k + 1];
+    binds[k] = binds[k + 1];
+  }
+  (*nl)--;
+  if (*vec > *rows) (*vec)--;
+  *rows = i;
+  return true;
+}
+
 static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
   ts_rv b, loops[MAX_LOOPS];
   int nl = 0;
@@ -569,6 +623,14 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
   }
   int lanes = lanes_of(t, ts_buffer_dtype(ts_block_write(blk, 0)->buffer));
   int64_t ev = loop_extent(s, loops[vec]);
+  int regs = ts_target_vector_registers(t);
+  bool fused_rows = rows >= 0 && !rows_load && !tpacked[0] && ev % lanes == 0 &&
+                    fuse_short_rows(s, r, loops, binds, &nl, &rows, &vec, regs);
+  if (fused_rows) {
+    r = ts_func_find_block(ts_sched_func(s), name);
+    if (!r) return false;
+    blk = ts_realize_block(r);
+  }
   /* one or two whole vectors when they divide the extent, else the
    * divisor that fills its vector instructions best (an imperfect split's
    * masked tail tile measured several times slower) */
@@ -577,10 +639,11 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
                                        : lane_tile(ev, lanes);
   int64_t nvec = vector_ops(cols, lanes);
   bool ragged = false; /* ceil splits: the tiles accumulate in a local */
-  int regs = ts_target_vector_registers(t);
   int64_t er = rows >= 0 ? loop_extent(s, loops[rows]) : 1;
   int64_t nrows = 1;
-  if (ev % lanes == 0) {
+  if (fused_rows) {
+    cols = ceil_rows_tile(er, ev, lanes, regs, &nrows);
+  } else if (ev % lanes == 0) {
     cols = vector_tile(er, ev, lanes, regs, &nrows, !rows_load);
   } else if (cols < lanes && ev >= 2 * lanes) {
     ragged = true;
@@ -802,6 +865,9 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
    * 1.74 -> 1.49 ms on AVX2; packed per panel 2.50 -> 2.24 ms). */
   bool panels_first = vec_first;
   for (int i = 0; i < nl; i++) panels_first = panels_first || panel_loop[i];
+  /* (the window of a tile of fused rows spans image rows: padded once
+   * too, rather than per tile) */
+  panels_first = panels_first || fused_rows;
   if (rows_load && taps <= 9) {
     /* A depthwise conv's taps unrolled too: neighbouring output columns
      * read overlapping input columns, and with the taps unrolled LLVM
