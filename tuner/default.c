@@ -550,11 +550,17 @@ static int64_t ceil_rows_tile(int64_t er, int64_t ev, int lanes, int regs,
  * bench --trace). Updates loops, binds, *nl, *rows and *vec; false when
  * nothing was fused. */
 static bool fuse_short_rows(ts_sched *s, const ts_stmt *r, ts_rv *loops,
-                            int *binds, int *nl, int *rows, int *vec,
+                            int *binds, int *nl, int *rows, int *vec, int lanes,
                             int regs) {
   int i = *rows - 1;
-  if (i < 0 || loop_extent(s, loops[*rows]) >= 2 * rows_cap(regs, 2) ||
-      binds[i] != BIND_SPATIAL || loop_extent(s, loops[i]) <= 1 ||
+  int64_t er = loop_extent(s, loops[*rows]), nr = 1;
+  if (i < 0 || er >= 2 * rows_cap(regs, 2)) return false;
+  /* (only where the rows alone leave the tile short of 12 accumulators:
+   * AVX-512's 7 x 2 vectors holds 14) */
+  int64_t cols =
+      vector_tile(er, loop_extent(s, loops[*vec]), lanes, regs, &nr, true);
+  if (nr * (cols / lanes) >= 12) return false;
+  if (binds[i] != BIND_SPATIAL || loop_extent(s, loops[i]) <= 1 ||
       shares_input(r, ts_sched_rv_loop(s, loops[i]),
                    ts_sched_rv_loop(s, loops[*vec])))
     return false;
@@ -624,8 +630,9 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
   int lanes = lanes_of(t, ts_buffer_dtype(ts_block_write(blk, 0)->buffer));
   int64_t ev = loop_extent(s, loops[vec]);
   int regs = ts_target_vector_registers(t);
-  bool fused_rows = rows >= 0 && !rows_load && !tpacked[0] && ev % lanes == 0 &&
-                    fuse_short_rows(s, r, loops, binds, &nl, &rows, &vec, regs);
+  bool fused_rows =
+      rows >= 0 && !rows_load && !tpacked[0] && ev % lanes == 0 &&
+      fuse_short_rows(s, r, loops, binds, &nl, &rows, &vec, lanes, regs);
   if (fused_rows) {
     r = ts_func_find_block(ts_sched_func(s), name);
     if (!r) return false;

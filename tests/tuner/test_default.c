@@ -466,6 +466,61 @@ static void test_ragged_tiles(void **state) {
   ts_target_free(tg[1]);
 }
 
+/* Output columns too few for a register tile (a 7x7 or 11x11 conv): on AVX2
+ * the rows are fused with the columns and split ceil-wise by the register
+ * budget (49 pixels: tiles of 6, 2 vectors of channels); on AVX-512, whose
+ * 7 columns x 2 vectors already hold 14 accumulators, they are not; a
+ * 14x14 conv keeps its columns on both. Each checked against the
+ * interpreter on the host. */
+static void test_short_rows(void **state) {
+  (void)state;
+  ts_error err;
+  ts_target *tg[2] = {NULL, NULL};
+  if (ts_target_parse("llvm -mcpu=haswell -num-cores=2", &tg[0], &err) ||
+      ts_target_parse("llvm -mcpu=skylake-avx512 -num-cores=2", &tg[1], &err))
+    fail_msg("%s", err.msg);
+  static const struct {
+    const char *spec;
+    bool fused[2];
+    const char *split; /* AVX2's pixel split, or NULL */
+  } cases[] = {
+      {"conv2d_nhwc N=1 H=7 W=7 CI=64 CO=64 KH=3 KW=3 pad=1",
+       {true, false},
+       "factors=[None, 6]"},
+      {"conv2d_nhwc N=1 H=22 W=22 CI=24 CO=16 KH=3 KW=3 stride=2 pad=1",
+       {true, true},
+       NULL},
+      {"conv2d_nhwc N=1 H=14 W=14 CI=32 CO=64 KH=3 KW=3 pad=1",
+       {false, false},
+       NULL},
+  };
+  ts_target *t = host();
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    ts_workload *w = workload(cases[i].spec);
+    for (int k = 0; k < 2; k++) {
+      ts_sched *s = NULL;
+      if (ts_default_schedule(w->func, tg[k], &s, &err))
+        fail_msg("%s: %s", cases[i].spec, err.msg);
+      char *trace = ts_trace_print(ts_sched_trace(s));
+      bool fused = strstr(trace, "fuse(loops=[l2, l3])") != NULL;
+      if (fused != cases[i].fused[k] ||
+          (k == 0 && cases[i].split && !strstr(trace, cases[i].split)))
+        fail_msg("%s on %s: expected the rows %sfused%s%s in\n%s",
+                 cases[i].spec, k ? "AVX-512" : "AVX2",
+                 cases[i].fused[k] ? "" : "not ",
+                 k == 0 && cases[i].split ? " and " : "",
+                 k == 0 && cases[i].split ? cases[i].split : "", trace);
+      free(trace);
+      ts_sched_destroy(s);
+    }
+    free(check_default(w->func, t, cases[i].spec));
+    ts_workload_free(w);
+  }
+  ts_target_free(t);
+  ts_target_free(tg[0]);
+  ts_target_free(tg[1]);
+}
+
 /* A GEMM whose operand types a dot intrinsic of the target computes (int8
  * with AVX512-VNNI, or else with AVX2's multiply-add pairs; bf16 with
  * AVX512-BF16) is tensorized onto it, the most lanes and then the longest
@@ -791,6 +846,7 @@ int main(void) {
       cmocka_unit_test(test_row_operators_any_rank),
       cmocka_unit_test(test_odd_vector_tiles),
       cmocka_unit_test(test_ragged_tiles),
+      cmocka_unit_test(test_short_rows),
       cmocka_unit_test(test_tensorized),
       cmocka_unit_test(test_zoo_tasks),
       cmocka_unit_test(test_bench),
