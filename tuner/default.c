@@ -541,26 +541,57 @@ static int64_t ceil_rows_tile(int64_t er, int64_t ev, int lanes, int regs,
   return cols;
 }
 
-/* Rows too few to fill a register tile (the 7 or 11 output columns of a
- * late or strided conv): the row axis fused with the spatial axis just
- * outside it when that one reads the same inputs as the rows and not the
- * vector axis's (a conv's output rows), so the tile runs over the image's
- * pixels in order (ResNet's 7x7x512 3x3 conv, AVX2 Zen 3, 2 threads, x
- * oneDNN: 7 columns x 1 vector 0.64-0.66, 6 pixels x 2 vectors 0.89-1.07;
- * bench --trace). Updates loops, binds, *nl, *rows and *vec; false when
- * nothing was fused. */
+/* Whether a conv's output of h rows of w columns (ev channels, an
+ * innermost reduction of `red`) is better tiled over its pixels in order
+ * than over the columns: only where the columns leave the tile short of
+ * 12 accumulators (AVX-512's 7 x 2 vectors holds 14) and the pixels give
+ * it more, and not over a reduction of a few input channels (a stem's 3
+ * measured slower fused, 0.57-0.62 -> 0.49-0.52 x oneDNN at 224x224
+ * stride 2). */
+static bool pixels_better(int64_t h, int64_t w, int64_t ev, int64_t red,
+                          int lanes, int regs) {
+  if (h <= 1 || red < 8 || lanes < 1 || ev % lanes) return false;
+  int64_t nr, fr;
+  int64_t cols = vector_tile(w, ev, lanes, regs, &nr, true);
+  int64_t acc = nr * (cols / lanes);
+  if (acc >= 12) return false;
+  int64_t fc = ceil_rows_tile(h * w, ev, lanes, regs, &fr);
+  return fr * (fc / lanes) > acc;
+}
+
+int64_t ts_default_conv_tile(int64_t h, int64_t w, int64_t ev, int64_t red,
+                             int lanes, int regs, int64_t *rows) {
+  int64_t r;
+  int64_t cols = pixels_better(h, w, ev, red, lanes, regs)
+                     ? ceil_rows_tile(h * w, ev, lanes, regs, &r)
+                     : vector_tile(w, ev, lanes, regs, &r, true);
+  if (rows) *rows = r;
+  return cols;
+}
+
+/* Rows too few to fill a register tile (the 7 output columns of a late
+ * conv): the row axis fused with the spatial axis just outside it when
+ * that one reads the same inputs as the rows and not the vector axis's (a
+ * conv's output rows) and pixels_better says so, so the tile runs over
+ * the image's pixels in order (ResNet's 7x7x512 3x3 conv, AVX2 Zen 3, 2
+ * threads, x oneDNN: 7 columns x 1 vector 0.64-0.66, 6 pixels x 2 vectors
+ * 0.89-1.07; bench --trace). Updates loops, binds, *nl, *rows and *vec;
+ * false when nothing was fused. */
 static bool fuse_short_rows(ts_sched *s, const ts_stmt *r, ts_rv *loops,
                             int *binds, int *nl, int *rows, int *vec, int lanes,
                             int regs) {
   int i = *rows - 1;
-  int64_t er = loop_extent(s, loops[*rows]), nr = 1;
-  if (i < 0 || er >= 2 * rows_cap(regs, 2)) return false;
-  /* (only where the rows alone leave the tile short of 12 accumulators:
-   * AVX-512's 7 x 2 vectors holds 14) */
-  int64_t cols =
-      vector_tile(er, loop_extent(s, loops[*vec]), lanes, regs, &nr, true);
-  if (nr * (cols / lanes) >= 12) return false;
-  if (binds[i] != BIND_SPATIAL || loop_extent(s, loops[i]) <= 1 ||
+  if (i < 0) return false;
+  int64_t red = 1;
+  for (int k = *nl - 1; k >= 0; k--)
+    if (binds[k] == BIND_REDUCE) {
+      red = loop_extent(s, loops[k]);
+      break;
+    }
+  if (!pixels_better(loop_extent(s, loops[i]), loop_extent(s, loops[*rows]),
+                     loop_extent(s, loops[*vec]), red, lanes, regs))
+    return false;
+  if (binds[i] != BIND_SPATIAL ||
       shares_input(r, ts_sched_rv_loop(s, loops[i]),
                    ts_sched_rv_loop(s, loops[*vec])))
     return false;
@@ -829,19 +860,24 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
       }
     }
   }
-  /* the elementwise consumer at the row tile */
+  /* the elementwise consumer at the row tile; with fused rows, whose tile
+   * spans image rows (its region there would be the whole image, computed
+   * again per tile), at the loop outside them, which then ends the
+   * parallel loops */
   ts_rv cons[MAX_BLOCKS];
-  int nc = 0;
+  int nc = 0, cons_at = fused_rows ? n_outer - 2 : n_outer - 1;
   char cons_name[128] = "";
-  if (n_outer > 0 && !ts_sched_get_consumers(s, b, cons, MAX_BLOCKS, &nc) &&
+  if (cons_at >= 0 && !ts_sched_get_consumers(s, b, cons, MAX_BLOCKS, &nc) &&
       nc == 1) {
     const char *cn = ts_sched_rv_block_name(s, cons[0]);
     const ts_stmt *cr = cn ? ts_func_find_block(ts_sched_func(s), cn) : NULL;
     if (cr && !block_is_reduction(ts_realize_block(cr)) &&
         !ts_block_init(ts_realize_block(cr))) {
       snprintf(cons_name, sizeof cons_name, "%s", cn);
-      if (ts_sched_reverse_compute_at(s, cons[0], order[n_outer - 1]))
+      if (ts_sched_reverse_compute_at(s, cons[0], order[cons_at]))
         cons_name[0] = '\0';
+      else if (n_par > cons_at + 1)
+        n_par = cons_at + 1;
     }
   }
   /* the init before the reductions, vectorized */
@@ -858,7 +894,7 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
     ts_rv cb, cl[MAX_LOOPS];
     int ncl = 0;
     if (!ts_sched_get_block(s, cons_name, &cb) &&
-        !ts_sched_get_loops(s, cb, cl, MAX_LOOPS, &ncl) && ncl > n_outer)
+        !ts_sched_get_loops(s, cb, cl, MAX_LOOPS, &ncl) && ncl > cons_at + 1)
       ts_sched_vectorize(s, cl[ncl - 1]);
   }
   if (packed[0] && !transpose_tiles(s, t, packed))

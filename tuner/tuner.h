@@ -512,5 +512,12 @@ int ts_default_schedule(const ts_func *f, const ts_target *t, ts_sched **out,
  * weights by the columns it returns. */
 int64_t ts_default_vector_tile(int64_t er, int64_t ev, int lanes, int regs,
                                int64_t *rows);
+/* The same for a conv's output of h rows of w columns and ev channels,
+ * whose innermost reduction (the input channels) has `red` iterations:
+ * where the columns alone leave the tile short (7 columns: 7 x 1 vector),
+ * the tile runs over the pixels (6 pixels x 2 vectors); *rows (may be
+ * NULL) gets the rows or pixels of the tile. */
+int64_t ts_default_conv_tile(int64_t h, int64_t w, int64_t ev, int64_t red,
+                             int lanes, int regs, int64_t *rows);
 
 #endif /* TESSERA_TUNER_H */

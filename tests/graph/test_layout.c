@@ -635,14 +635,16 @@ static void test_streamed_conv_weights(void **state) {
   (void)state;
   const char *avx2 = "llvm -mcpu=haswell",
              *avx512 = "llvm -mcpu=skylake-avx512";
-  /* 96 x 96 x 3 x 3 floats: 324 KiB; 5 x 5 output: rows of 5 */
-  assert_int_equal(conv_block_for(avx2, 3, 96, 96, 5, 1, true), 16);
+  /* 96 x 96 x 3 x 3 floats: 324 KiB; 5 x 5 output: rows of 5 would hold
+   * 5 x 2 vectors, its 25 pixels 4 x 3 (ts_default_conv_tile) */
+  assert_int_equal(conv_block_for(avx2, 3, 96, 96, 5, 1, true), 24);
   /* AVX-512: 5 rows x 3 vectors */
   assert_int_equal(conv_block_for(avx512, 3, 96, 96, 5, 1, false), 48);
   /* strided, 4 x 4 output on AVX2: 4 rows x 3 vectors */
   assert_int_equal(conv_block_for(avx2, 3, 96, 96, 8, 2, true), 24);
-  /* 7 rows (ResNet-50's last stage): 7 x 1 vector on AVX2 */
-  assert_int_equal(conv_block_for(avx2, 3, 64, 128, 7, 1, false), 8);
+  /* 7 rows (ResNet-50's last stage): 7 x 1 vector on AVX2, its 49 pixels
+   * 6 x 2 */
+  assert_int_equal(conv_block_for(avx2, 3, 64, 128, 7, 1, true), 16);
   /* 32 x 32 x 3 x 3: 36 KiB, in cache */
   assert_int_equal(conv_block_for(avx2, 3, 32, 32, 5, 1, false), 0);
   /* 16 x 16 output: 64 Winograd tiles, no conv left */

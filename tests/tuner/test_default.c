@@ -466,12 +466,13 @@ static void test_ragged_tiles(void **state) {
   ts_target_free(tg[1]);
 }
 
-/* Output columns too few for a register tile (a 7x7 or 11x11 conv): on AVX2
- * the rows are fused with the columns and split ceil-wise by the register
- * budget (49 pixels: tiles of 6, 2 vectors of channels); on AVX-512, whose
- * 7 columns x 2 vectors already hold 14 accumulators, they are not; a
- * 14x14 conv keeps its columns on both. Each checked against the
- * interpreter on the host. */
+/* Output columns too few for a register tile (a 7x7, 11x11 or 14x14
+ * conv): on AVX2 the rows are fused with the columns and split ceil-wise
+ * by the register budget (49 pixels: tiles of 6, 2 vectors of channels);
+ * on AVX-512, whose 7 columns x 2 vectors already hold 14 accumulators,
+ * they are not; nor where the columns fill the tile (28 columns of 192
+ * channels: 4 x 3 vectors) or the reduction is a stem's 3 input channels.
+ * Each checked against the interpreter on the host. */
 static void test_short_rows(void **state) {
   (void)state;
   ts_error err;
@@ -491,6 +492,12 @@ static void test_short_rows(void **state) {
        {true, true},
        NULL},
       {"conv2d_nhwc N=1 H=14 W=14 CI=32 CO=64 KH=3 KW=3 pad=1",
+       {true, false},
+       "factors=[None, 6]"},
+      {"conv2d_nhwc N=1 H=28 W=28 CI=32 CO=192 KH=1 KW=1",
+       {false, false},
+       NULL},
+      {"conv2d_nhwc N=1 H=30 W=30 CI=3 CO=16 KH=3 KW=3 stride=2 pad=1",
        {false, false},
        NULL},
   };
