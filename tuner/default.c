@@ -512,9 +512,23 @@ static int64_t vector_tile(int64_t er, int64_t ev, int lanes, int regs,
   return cols;
 }
 
+/* The register tile of a product's er rows: vector_tile's, or, where its
+ * divisors leave the tile short of 12 accumulators, rows split ceil-wise
+ * when that gives it more (49 rows, a 7x7 pointwise conv as a product:
+ * 7 x 1 vector -> 6 x 2: matmul 49 x 512 x 2048 0.68-0.83 -> 0.94-1.03 x
+ * the best library, 49 x 2048 x 512 0.67-0.70 -> 0.97-1.01; AVX2 Zen 3,
+ * bench --default, alternating). Defined below ceil_rows_tile. */
+static int64_t product_tile(int64_t er, int64_t ev, int lanes, int regs,
+                            int64_t *rows);
+
 int64_t ts_default_vector_tile(int64_t er, int64_t ev, int lanes, int regs,
                                int64_t *rows) {
-  return vector_tile(er, ev, lanes, regs, rows, true);
+  int64_t r;
+  int64_t cols = lanes >= 1 && ev % lanes == 0
+                     ? product_tile(er, ev, lanes, regs, &r)
+                     : vector_tile(er, ev, lanes, regs, &r, true);
+  if (rows) *rows = r;
+  return cols;
 }
 
 /* The register tile over rows that are split ceil-wise (every tile but the
@@ -538,6 +552,22 @@ static int64_t ceil_rows_tile(int64_t er, int64_t ev, int lanes, int regs,
     }
   }
   *rows = nrows;
+  return cols;
+}
+
+static int64_t product_tile(int64_t er, int64_t ev, int lanes, int regs,
+                            int64_t *rows) {
+  int64_t nr, cr;
+  int64_t cols = vector_tile(er, ev, lanes, regs, &nr, true);
+  int64_t acc = nr * (cols / lanes);
+  if (er > 1 && acc < 12) {
+    int64_t cc = ceil_rows_tile(er, ev, lanes, regs, &cr);
+    if (cr * (cc / lanes) > acc) {
+      *rows = cr;
+      return cc;
+    }
+  }
+  *rows = nr;
   return cols;
 }
 
@@ -683,6 +713,8 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
     cols = ceil_rows_tile(er, ev, lanes, regs, &nrows);
   } else if (ev % lanes == 0) {
     cols = vector_tile(er, ev, lanes, regs, &nrows, !rows_load);
+    if (rows == 0 && !rows_load)
+      cols = product_tile(er, ev, lanes, regs, &nrows);
   } else if (cols < lanes && ev >= 2 * lanes) {
     ragged = true;
     /* No tile that divides the extent fills even one vector (a prime
