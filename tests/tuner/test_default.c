@@ -426,6 +426,14 @@ static void test_odd_vector_tiles(void **state) {
   ts_target_free(avx512);
 }
 
+/* An AVX2 and an AVX-512 target of two cores, in that order. */
+static void two_isas(ts_target *tg[2]) {
+  ts_error err;
+  if (ts_target_parse("llvm -mcpu=haswell -num-cores=2", &tg[0], &err) ||
+      ts_target_parse("llvm -mcpu=skylake-avx512 -num-cores=2", &tg[1], &err))
+    fail_msg("%s", err.msg);
+}
+
 /* Extents no vector tile divides (primes): the vector axis is split ceil-wise
  * by one or two vectors, the rows by the register budget, the tile
  * accumulates in a local buffer (cache_write) and the guard stays only on
@@ -434,9 +442,7 @@ static void test_ragged_tiles(void **state) {
   (void)state;
   ts_error err;
   ts_target *tg[2] = {NULL, NULL};
-  if (ts_target_parse("llvm -mcpu=haswell -num-cores=2", &tg[0], &err) ||
-      ts_target_parse("llvm -mcpu=skylake-avx512 -num-cores=2", &tg[1], &err))
-    fail_msg("%s", err.msg);
+  two_isas(tg);
   /* the vector split on AVX2 and on AVX-512 (NULL: the whole axis, 37
    * being under four AVX-512 vectors) */
   static const struct {
@@ -483,9 +489,7 @@ static void test_short_rows(void **state) {
   (void)state;
   ts_error err;
   ts_target *tg[2] = {NULL, NULL};
-  if (ts_target_parse("llvm -mcpu=haswell -num-cores=2", &tg[0], &err) ||
-      ts_target_parse("llvm -mcpu=skylake-avx512 -num-cores=2", &tg[1], &err))
-    fail_msg("%s", err.msg);
+  two_isas(tg);
   static const struct {
     const char *spec;
     bool fused[2];
@@ -542,9 +546,7 @@ static void test_short_product_rows(void **state) {
   (void)state;
   ts_error err;
   ts_target *tg[2] = {NULL, NULL};
-  if (ts_target_parse("llvm -mcpu=haswell -num-cores=2", &tg[0], &err) ||
-      ts_target_parse("llvm -mcpu=skylake-avx512 -num-cores=2", &tg[1], &err))
-    fail_msg("%s", err.msg);
+  two_isas(tg);
   const char *spec = "matmul M=49 N=64 K=32";
   ts_workload *w = workload(spec);
   for (int k = 0; k < 2; k++) {
