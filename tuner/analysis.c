@@ -394,3 +394,29 @@ void producers_at_output(ts_sched *s) {
   }
   names_free(names, n);
 }
+
+/* Whether some input of the block (region of a buffer it does not write)
+ * is indexed by both loops' vars (through the block's bindings). */
+bool shares_input(const ts_stmt *r, const ts_stmt *la, const ts_stmt *lb) {
+  const ts_block *b = ts_realize_block(r);
+  for (int i = 0; i < ts_block_n_reads(b); i++) {
+    const ts_region *rg = ts_block_read(b, i);
+    bool writes = false;
+    for (int w = 0; w < ts_block_n_writes(b); w++)
+      writes |= ts_block_write(b, w)->buffer == rg->buffer;
+    if (writes) continue;
+    bool ua = false, ub = false;
+    for (int k = 0; k < ts_block_n_iters(b); k++) {
+      ts_expr *iv = ts_block_iter_var(b, k);
+      bool used = false;
+      for (int d = 0; d < rg->ndim && !used; d++)
+        used = expr_uses_var(rg->ranges[d].min, iv);
+      if (!used) continue;
+      ts_expr *bind = ts_realize_value(r, k);
+      ua |= expr_uses_var(bind, ts_for_var(la));
+      ub |= expr_uses_var(bind, ts_for_var(lb));
+    }
+    if (ua && ub) return true;
+  }
+  return false;
+}

@@ -66,33 +66,6 @@
 
 static int64_t loop_extent(ts_sched *s, ts_rv l) { return rv_extent(s, l); }
 
-/* Whether some input of the block (region of a buffer it does not write)
- * is indexed by both loops' vars (through the block's bindings). */
-static bool shares_input(const ts_stmt *r, const ts_stmt *la,
-                         const ts_stmt *lb) {
-  const ts_block *b = ts_realize_block(r);
-  for (int i = 0; i < ts_block_n_reads(b); i++) {
-    const ts_region *rg = ts_block_read(b, i);
-    bool writes = false;
-    for (int w = 0; w < ts_block_n_writes(b); w++)
-      writes |= ts_block_write(b, w)->buffer == rg->buffer;
-    if (writes) continue;
-    bool ua = false, ub = false;
-    for (int k = 0; k < ts_block_n_iters(b); k++) {
-      ts_expr *iv = ts_block_iter_var(b, k);
-      bool used = false;
-      for (int d = 0; d < rg->ndim && !used; d++)
-        used = expr_uses_var(rg->ranges[d].min, iv);
-      if (!used) continue;
-      ts_expr *bind = ts_realize_value(r, k);
-      ua |= expr_uses_var(bind, ts_for_var(la));
-      ub |= expr_uses_var(bind, ts_for_var(lb));
-    }
-    if (ua && ub) return true;
-  }
-  return false;
-}
-
 /* Whether loop l may be the vector axis of the block in realize r: the
  * block's output and every input that the loop indexes use it (through the
  * bindings) in their last dimension, so vector accesses are contiguous or
@@ -578,8 +551,8 @@ static int64_t product_tile(int64_t er, int64_t ev, int lanes, int regs,
  * it more, and not over a reduction of a few input channels (a stem's 3
  * measured slower fused, 0.57-0.62 -> 0.49-0.52 x oneDNN at 224x224
  * stride 2). */
-static bool pixels_better(int64_t h, int64_t w, int64_t ev, int64_t red,
-                          int lanes, int regs) {
+bool default_pixels_better(int64_t h, int64_t w, int64_t ev, int64_t red,
+                           int lanes, int regs) {
   if (h <= 1 || red < 8 || lanes < 1 || ev % lanes) return false;
   int64_t nr, fr;
   int64_t cols = vector_tile(w, ev, lanes, regs, &nr, true);
@@ -592,7 +565,7 @@ static bool pixels_better(int64_t h, int64_t w, int64_t ev, int64_t red,
 int64_t ts_default_conv_tile(int64_t h, int64_t w, int64_t ev, int64_t red,
                              int lanes, int regs, int64_t *rows) {
   int64_t r;
-  int64_t cols = pixels_better(h, w, ev, red, lanes, regs)
+  int64_t cols = default_pixels_better(h, w, ev, red, lanes, regs)
                      ? ceil_rows_tile(h * w, ev, lanes, regs, &r)
                      : vector_tile(w, ev, lanes, regs, &r, true);
   if (rows) *rows = r;
@@ -618,8 +591,9 @@ static bool fuse_short_rows(ts_sched *s, const ts_stmt *r, ts_rv *loops,
       red = loop_extent(s, loops[k]);
       break;
     }
-  if (!pixels_better(loop_extent(s, loops[i]), loop_extent(s, loops[*rows]),
-                     loop_extent(s, loops[*vec]), red, lanes, regs))
+  if (!default_pixels_better(loop_extent(s, loops[i]),
+                             loop_extent(s, loops[*rows]),
+                             loop_extent(s, loops[*vec]), red, lanes, regs))
     return false;
   if (binds[i] != BIND_SPATIAL ||
       shares_input(r, ts_sched_rv_loop(s, loops[i]),

@@ -92,6 +92,15 @@ bool reductions_share_input(const ts_block *a, const ts_block *b);
  * as far as fuse_sibling_nests goes: layer norm's sum and sum of squares
  * in one pass over the row. Returns the number of pairs fused. */
 int fuse_sibling_reductions(ts_sched *s);
+/* Whether some input of the block realized as r (a region of a buffer it
+ * does not write) is indexed by both loops' vars, through its bindings. */
+bool shares_input(const ts_stmt *r, const ts_stmt *la, const ts_stmt *lb);
+/* Whether a conv's output of h rows of w columns (ev channels, innermost
+ * reduction of `red` iterations) is better register-tiled over its pixels
+ * in order than over the columns (default.c; the default schedule and the
+ * CPU tiling rule's pixel variants). */
+bool default_pixels_better(int64_t h, int64_t w, int64_t ev, int64_t red,
+                           int lanes, int regs);
 /* The names of f's blocks in program order, the root excluded; *n gets the
  * count. Returns a malloc'd array of malloc'd names (names_free). */
 char **block_names(const ts_func *f, int *n);

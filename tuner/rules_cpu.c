@@ -9,7 +9,9 @@
  *    without reuse its innermost reduce loop's vector lanes;
  *  - multi-level tiling SSRSRS of reductions with reuse, with cache-write
  *    and cache-read variants (spatial tiles sampled by sample_tile: perfect
- *    or not, the lowering partitions the imperfect ones);
+ *    or not, the lowering partitions the imperfect ones), and for convs
+ *    whose output columns cannot fill a register tile, variants tiling
+ *    their pixels;
  *  - parallelize-vectorize-unroll of the root block.
  * The tensorization variants of the tiling are in rules_tensorize.c, the
  * GPU rules in rules_gpu.c.
@@ -167,23 +169,77 @@ static int mlt_cpu(const gen *g, gen_state *st, const char *name, int level,
   return TS_OK;
 }
 
+/* Pixel tiles: a conv whose output columns are too few for a register tile
+ * (the 7 columns of a late ResNet conv: 7 x 1 vector) gets its output
+ * rows fused with its columns first, so the rows level of the tiling runs
+ * over the image's pixels in order and may take a ceil split of them (49
+ * pixels: 6 x 2 vectors), as the default schedule does
+ * (default_pixels_better decides for both). The rows are the spatial loop
+ * just outside the columns, and neither may index an input that the
+ * vector axis (the output channels) indexes. True when it fused. */
+static bool fuse_pixels(const gen *g, ts_sched *s, const char *name) {
+  ts_rv b, loops[MAX_LOOPS];
+  int nl = 0;
+  const ts_stmt *r = ts_func_find_block(ts_sched_func(s), name);
+  if (!r || ts_sched_get_block(s, name, &b) ||
+      ts_sched_get_loops(s, b, loops, MAX_LOOPS, &nl) || nl < 3)
+    return false;
+  const ts_block *blk = ts_realize_block(r);
+  if (ts_block_n_writes(blk) != 1) return false;
+  int binds[MAX_LOOPS], vec = -1;
+  int64_t red = 1;
+  for (int i = 0; i < nl; i++) {
+    const ts_stmt *l = ts_sched_rv_loop(s, loops[i]);
+    binds[i] = l ? loop_binding(r, l) : 0;
+    if (binds[i] == BIND_SPATIAL && rv_extent(s, loops[i]) > 1) vec = i;
+    if (binds[i] == BIND_REDUCE) red = rv_extent(s, loops[i]);
+  }
+  if (vec < 2) return false;
+  const ts_stmt *lv = ts_sched_rv_loop(s, loops[vec]);
+  int cols = -1;
+  for (int i = vec - 1; i >= 0 && cols < 0; i--)
+    if (binds[i] == BIND_SPATIAL && rv_extent(s, loops[i]) > 1 &&
+        !shares_input(r, ts_sched_rv_loop(s, loops[i]), lv))
+      cols = i;
+  int rows = cols - 1;
+  if (rows < 0 || binds[rows] != BIND_SPATIAL ||
+      shares_input(r, ts_sched_rv_loop(s, loops[rows]), lv))
+    return false;
+  int bits = ts_buffer_dtype(ts_block_write(blk, 0)->buffer).bits;
+  int lanes = bits > 0 ? ts_target_vector_bits(g->t) / bits : 1;
+  if (!default_pixels_better(rv_extent(s, loops[rows]),
+                             rv_extent(s, loops[cols]),
+                             rv_extent(s, loops[vec]), red, lanes,
+                             ts_target_vector_registers(g->t)))
+    return false;
+  ts_rv pair[2] = {loops[rows], loops[cols]}, fused;
+  return ts_sched_fuse(s, pair, 2, &fused) == TS_OK;
+}
+
 int rule_cpu_tiling(const gen *g, const gen_state *st, const char *name,
                     gen_state *out, int cap) {
   if (!block_needs_tiling(st, name)) return 0;
   int n = 0;
   int levels = g->o->cache_write ? 3 : 1;
-  for (int rl = 0; rl < (g->o->cache_read ? 3 : 1); rl++)
-    for (int lv = 0; lv < levels && n < cap; lv++) {
-      if (state_fork(st, &out[n], NULL)) continue;
-      if (mlt_cpu(g, &out[n], name, lv, rl)) {
-        state_clear(&out[n]);
-        continue;
+  /* px 1: the pixel variants, where fuse_pixels applies. Their output is
+   * not cached nor their consumer fused at a tile level: a tile of pixels
+   * spans parts of two image rows, and the box of the output it writes
+   * would take in pixels of the next tile, not computed yet. */
+  for (int px = 0; px < 2; px++)
+    for (int rl = 0; rl < (g->o->cache_read ? 3 : 1); rl++)
+      for (int lv = 0; lv < (px ? 1 : levels) && n < cap; lv++) {
+        if (state_fork(st, &out[n], NULL)) continue;
+        if ((px && !fuse_pixels(g, out[n].s, name)) ||
+            mlt_cpu(g, &out[n], name, lv, rl)) {
+          state_clear(&out[n]);
+          continue;
+        }
+        state_append_name(&out[n], "%s: mlt", name);
+        if (px) state_append_name(&out[n], "pixels");
+        if (lv) state_append_name(&out[n], "cache_write@%d", lv);
+        if (rl) state_append_name(&out[n], "cache_read@%d", rl);
+        n++;
       }
-      state_append_name(&out[n], "%s: mlt", name);
-      if (lv) state_append_name(&out[n], "cache_write@%d", lv);
-      if (rl) state_append_name(&out[n], "cache_read@%d", rl);
-      n++;
-    }
   return n;
 }
 

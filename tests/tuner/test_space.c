@@ -9,7 +9,8 @@
  * uint8 x int8 matmul -> VNNI) and never for a block without a match (fp32
  * matmul, even on an AMX target); tensorized candidates compute the right
  * result. Custom rules replace the default rules of their block. A 1x1
- * convolution's unit kernel loops leave its spatial tiles parallel. Every
+ * convolution's unit kernel loops leave its spatial tiles parallel. A conv
+ * whose output columns cannot fill a register tile gets pixel variants. Every
  * registered target family names a rule list the tuner has.
  */
 #include <setjmp.h>
@@ -498,6 +499,41 @@ static void test_conv_pad_compute_location(void **state) {
   ts_workload_free(w);
 }
 
+/* A conv whose output columns cannot fill a register tile (7 columns on
+ * AVX2's 8 lanes) gets pixel variants of its tiling (rows fused with
+ * columns), three of them, whose samples compute the interpreter's result;
+ * one with enough columns, or on AVX-512 (7 x 2 vectors already fill the
+ * tile), gets none. */
+static void test_pixel_spaces(void **state) {
+  (void)state;
+  const char *spec = "conv2d_nhwc N=1 H=7 W=7 CI=16 CO=32 KH=3 KW=3 pad=1";
+  ts_target *avx2 = NULL, *avx512 = NULL;
+  ts_error err;
+  OK(ts_target_parse("llvm -mcpu=x86-64-v3 -num-cores=2", &avx2, &err));
+  OK(ts_target_parse("llvm -mcpu=skylake-avx512 -num-cores=2", &avx512, &err));
+  ts_workload *w = tu_workload(spec);
+  ts_design_space *s = NULL;
+  int n = 0, pixels = 0;
+  OK(ts_space_generate(w->func, avx2, NULL, &s, &n, &err));
+  for (int i = 0; i < n; i++) {
+    if (!strstr(s[i].name, "pixels")) continue;
+    pixels++;
+    /* the pixel variants neither cache the output nor fuse a consumer */
+    assert_null(strstr(s[i].name, "cache_write"));
+  }
+  assert_int_equal(pixels, 3);
+  check_samples(w->func, avx2, s, n, 2, true);
+  ts_design_spaces_free(s, n);
+  ts_workload_free(w);
+  assert_no_space_named(spec, avx512, "pixels");
+  assert_no_space_named("conv2d_nhwc N=1 H=8 W=48 CI=16 CO=32 KH=3 KW=3 pad=1",
+                        avx2, "pixels");
+  assert_no_space_named("conv2d_nhwc N=1 H=7 W=7 CI=3 CO=32 KH=3 KW=3 pad=1",
+                        avx2, "pixels");
+  ts_target_free(avx2);
+  ts_target_free(avx512);
+}
+
 static void test_no_tensorize_without_match(void **state) {
   (void)state;
   ts_error err;
@@ -768,6 +804,7 @@ int main(void) {
       cmocka_unit_test(test_materialized_expensive),
       cmocka_unit_test(test_unit_reduce_loops_parallel),
       cmocka_unit_test(test_conv_pad_compute_location),
+      cmocka_unit_test(test_pixel_spaces),
       cmocka_unit_test(test_no_tensorize_without_match),
       cmocka_unit_test(test_amx_variant_compiles),
       cmocka_unit_test(test_bf16_dot_variant_runs),
