@@ -137,12 +137,12 @@ static int check_param(const ts_workload *w, int i, ts_dtype t, int ndim,
       ts_buffer_strides(b) ? " with strides" : "", ts_dtype_str(t, wt), want);
 }
 
-/* Up to 4 parameters, each up to 4 dims: the shapes an operation implies. */
+/* Up to 4 parameters, each up to 5 dims: the shapes an operation implies. */
 typedef struct param_shapes {
   int n;
   ts_dtype dtype[4];
   int ndim[4];
-  int64_t dims[4][4];
+  int64_t dims[4][5];
 } param_shapes;
 
 static void add_shape(param_shapes *s, ts_dtype t, int ndim, int64_t d0,
@@ -150,7 +150,7 @@ static void add_shape(param_shapes *s, ts_dtype t, int ndim, int64_t d0,
   int i = s->n++;
   s->dtype[i] = t;
   s->ndim[i] = ndim;
-  int64_t d[4] = {d0, d1, d2, d3};
+  int64_t d[5] = {d0, d1, d2, d3, 0};
   memcpy(s->dims[i], d, sizeof d);
 }
 
@@ -188,7 +188,12 @@ static void implied_shapes(const bench_op *op, param_shapes *s) {
     break;
   case BENCH_CONV_NHWC:
     add_shape(s, in, 4, op->nb, op->h, op->w, op->ci);
-    add_shape(s, in, 4, op->kh, op->kw, cig, op->co);
+    if (op->weight_block > 0) { /* [CO/B, KH, KW, CI, B] */
+      add_shape(s, in, 5, op->co / op->weight_block, op->kh, op->kw, cig);
+      s->dims[s->n - 1][4] = op->weight_block;
+    } else {
+      add_shape(s, in, 4, op->kh, op->kw, cig, op->co);
+    }
     add_shape(s, out, 4, op->nb, op->oh, op->ow, op->co);
     break;
   case BENCH_DEPTHWISE:
@@ -252,6 +257,12 @@ int bench_op_parse(const ts_workload *w, bench_op *op, ts_error *err) {
                       {"pad", &op->pad},      {"dilation", &op->dilation},
                       {"groups", &op->groups}};
     rc = read_keys(w, keys, 11, err);
+    /* left out of the canonical spec when 0 */
+    key_ref wb = {"weight_block", &op->weight_block};
+    const char *v;
+    size_t len;
+    if (!rc && spec_value(w->spec, "weight_block", &v, &len))
+      rc = read_keys(w, &wb, 1, err);
   } else if (!strcmp(w->op, "depthwise_conv2d_nhwc") ||
              !strcmp(w->op, "pool2d_nhwc")) {
     bool pool = strcmp(w->op, "pool2d_nhwc") == 0;

@@ -21,7 +21,7 @@ typedef enum bench_kind {
   BENCH_MATMUL,     /* matmul and batch_matmul (batch 1 for matmul) */
   BENCH_DENSE,      /* Y = X * W^T (+ bias) */
   BENCH_CONV_NCHW,  /* data NCHW, weight OIHW (per group) */
-  BENCH_CONV_NHWC,  /* data NHWC, weight HWIO (per group) */
+  BENCH_CONV_NHWC,  /* data NHWC, weight HWIO (per group) or blocked */
   BENCH_DEPTHWISE,  /* data NHWC, weight [KH, KW, C] */
   BENCH_POOL,       /* NHWC max or average (padding counted) */
   BENCH_SOFTMAX,    /* over the last axis of [rows, cols] */
@@ -42,7 +42,8 @@ typedef struct bench_op {
   /* convolution family and pooling */
   int64_t nb, h, w, ci, co, kh, kw, oh, ow;
   int64_t stride, pad, dilation, groups;
-  bool avg; /* pool: average (count includes padding), else max */
+  int64_t weight_block; /* NHWC conv: weights [CO/B, KH, KW, CI, B], or 0 */
+  bool avg;             /* pool: average (count includes padding), else max */
   /* softmax, layer_norm */
   int64_t rows, cols;
 } bench_op;

@@ -52,6 +52,7 @@ typedef struct plan {
   bool has_weights;                /* a convolution: reorder the weights */
   dnnl_memory_desc_t user_weights; /* the weights as the workload stores */
   void *weights_ptr;
+  void *unblocked; /* blocked weights copied to HWIO (malloc'd), or NULL */
 } plan;
 
 typedef struct dnnl_ctx {
@@ -177,6 +178,22 @@ static dnnl_status_t plan_conv(const bench_case *c, dnnl_data_type_t in,
   p->has_weights = true;
   p->weights_ptr = c->data[1];
   p->name = "convolution";
+  if (op->weight_block > 0) {
+    /* [CO/B, KH, KW, CI, B] (the graph compiler's layout of constant
+     * weights) copied to HWIO once; oneDNN reorders that, as it would
+     * the model's weights, into the format it chose */
+    int64_t B = op->weight_block;
+    size_t esz = (size_t)(op->in.bits / 8);
+    char *src = c->data[1], *dst = malloc((size_t)(KH * KW * CIg * CO) * esz);
+    if (!dst) return dnnl_out_of_memory;
+    for (int64_t ob = 0; ob < CO / B; ob++)
+      for (int64_t r = 0; r < KH * KW * CIg; r++)
+        for (int64_t b = 0; b < B; b++)
+          memcpy(dst + (size_t)(r * CO + ob * B + b) * esz,
+                 src + (size_t)((ob * KH * KW * CIg + r) * B + b) * esz, esz);
+    p->unblocked = dst;
+    p->weights_ptr = dst;
+  }
   add_arg(p, DNNL_ARG_SRC, &src, c->data[0]);
   add_arg(p, DNNL_ARG_DST, &dst, c->data[c->out]);
   dnnl_dims_t stride = {op->stride, op->stride};
@@ -464,6 +481,7 @@ int onednn_prepare(const bench_case *c, bench_kernel *k, ts_error *err) {
   snprintf(k->impl, sizeof k->impl, "oneDNN %d.%d.%d %s %s%s", v->major,
            v->minor, v->patch, p.name, impl ? impl : "?", weights);
 out:
+  free(p.unblocked);
   if (pd) dnnl_primitive_desc_destroy(pd);
   if (rc) {
     dnnl_destroy(x);

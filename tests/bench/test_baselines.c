@@ -261,7 +261,7 @@ static void test_onednn_matmul(void **state) {
 
 /* Convolutions in both layouts and three dtypes, with the options that
  * change index arithmetic: stride, padding, dilation, groups, 1x1,
- * non-square kernels and batch. */
+ * non-square kernels, batch and blocked NHWC weights. */
 static void test_onednn_conv(void **state) {
   (void)state;
   const char *shapes[] = {
@@ -282,6 +282,17 @@ static void test_onednn_conv(void **state) {
                  dtypes[d]);
         match_on_isa(TS_BENCH_ONEDNN, spec, (int)(s + d) % 2 + 1);
       }
+  /* NHWC weights blocked [CO/B, KH, KW, CI, B], as the graph compiler lays
+   * out constant weights: unblocked for oneDNN once */
+  const char *blocked[] = {
+      "conv2d_nhwc N=1 H=9 W=9 CI=8 CO=16 KH=3 KW=3 pad=1 weight_block=8",
+      "conv2d_nhwc N=1 H=7 W=7 CI=16 CO=48 KH=1 KW=1 weight_block=24",
+  };
+  for (size_t s = 0; s < sizeof blocked / sizeof *blocked; s++)
+    for (int d = 0; d < 3; d++) {
+      snprintf(spec, sizeof spec, "%s dtype=%s", blocked[s], dtypes[d]);
+      match_on_isa(TS_BENCH_ONEDNN, spec, (int)(s + d) % 2 + 1);
+    }
 }
 
 static void test_onednn_depthwise_pool_rows(void **state) {

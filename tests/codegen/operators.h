@@ -58,6 +58,7 @@ static const char *const operator_specs[] = {
     "transpose shape=4x6 perm=1x0 dtype=bfloat16",
     "layout_transform N=1 C=16 H=2 W=3 src=NHWC dst=NCHW16c dtype=float16",
     "pad shape=5x3 before=1x1 after=0x2 dtype=bfloat16",
+    "conv2d_nhwc N=1 H=7 W=7 CI=8 CO=32 KH=3 KW=3 pad=1 weight_block=16",
 };
 #define N_OPERATOR_SPECS                                                       \
   ((int)(sizeof operator_specs / sizeof operator_specs[0]))

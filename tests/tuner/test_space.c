@@ -197,6 +197,7 @@ static void test_other_workloads(void **state) {
   (void)state;
   static const char *const specs[] = {
       "conv2d_nhwc N=1 H=8 W=8 CI=8 CO=16 KH=3 KW=3 pad=1",
+      "conv2d_nhwc N=1 H=7 W=7 CI=8 CO=32 KH=3 KW=3 pad=1 weight_block=16",
       "softmax N=8 D=64",
       "dense M=16 N=24 K=32",
       "batch_matmul B=2 M=8 N=16 K=8",

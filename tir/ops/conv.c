@@ -1,6 +1,8 @@
 /*
  * conv.c — the convolution family: conv2d in NCHW (weights OIHW) and NHWC
- * (weights HWIO) with stride, padding, dilation and groups; depthwise
+ * (weights HWIO, or with weight_block=B blocked [CO/B, KH, KW, CI, B] as
+ * the graph compiler lays out a conv's constant weights) with stride,
+ * padding, dilation and groups; depthwise
  * conv2d in NHWC (weights [KH, KW, C]); conv2d_transpose in NCHW (weights
  * [CI, CO, KH, KW]) as a gather over a zero-dilated, padded input with a
  * flipped kernel; and pool2d in NHWC (max or average). Padding is a
@@ -8,6 +10,8 @@
  * evaluated out of bounds.
  */
 #include "ops.h"
+
+#include <string.h>
 
 /* Output size of a window of `k` taps (spaced `dil`) sliding with `stride`
  * over `in` + 2*pad; <= 0 when the window does not fit. */
@@ -47,6 +51,20 @@ int op_check_conv2d(const op_args *x, ts_error *err) {
   if (CO % g != 0)
     return TS_ERR(err, TS_EINVAL, "%s: groups=%lld does not divide CO=%lld",
                   x->op->name, (long long)g, (long long)CO);
+  int64_t B = arg_int(x, "weight_block");
+  if (B > 0 && strcmp(x->op->name, "conv2d_nhwc"))
+    return TS_ERR(err, TS_EINVAL,
+                  "%s: weight_block=%lld: blocked weights are for conv2d_nhwc "
+                  "only",
+                  x->op->name, (long long)B);
+  if (B > 0 && g != 1)
+    return TS_ERR(err, TS_EINVAL,
+                  "%s: weight_block=%lld needs groups=1, not %lld", x->op->name,
+                  (long long)B, (long long)g);
+  if (B > 0 && CO % B != 0)
+    return TS_ERR(err, TS_EINVAL,
+                  "%s: weight_block=%lld does not divide CO=%lld", x->op->name,
+                  (long long)B, (long long)CO);
   return check_window(x, arg_int(x, "dilation"), err);
 }
 
@@ -67,6 +85,7 @@ static ts_func *build_conv2d(const op_args *x, bool nhwc, ts_error *err) {
   int64_t KH = arg_int(x, "KH"), KW = arg_int(x, "KW");
   int64_t S = arg_int(x, "stride"), P = arg_int(x, "pad");
   int64_t Dl = arg_int(x, "dilation"), G = arg_int(x, "groups");
+  int64_t WB = nhwc ? arg_int(x, "weight_block") : 0;
   int64_t CIg = CI / G, COg = CO / G;
   int64_t OH = out_size(H, KH, S, P, Dl), OW = out_size(W, KW, S, P, Dl);
   ts_dtype dt = x->dtype, ot = x->out_dtype;
@@ -80,8 +99,11 @@ static ts_func *build_conv2d(const op_args *x, bool nhwc, ts_error *err) {
   static const char *const out_nhwc[] = {"n", "h", "w", "co"};
   if (nhwc) {
     data = ts_te_placeholder(te, "data", dt, (int64_t[]){N, H, W, CI}, 4);
-    weight =
-        ts_te_placeholder(te, "weight", dt, (int64_t[]){KH, KW, CIg, CO}, 4);
+    weight = WB > 0
+                 ? ts_te_placeholder(te, "weight", dt,
+                                     (int64_t[]){CO / WB, KH, KW, CIg, WB}, 5)
+                 : ts_te_placeholder(te, "weight", dt,
+                                     (int64_t[]){KH, KW, CIg, CO}, 4);
   } else {
     data = ts_te_placeholder(te, "data", dt, (int64_t[]){N, CI, H, W}, 4);
     weight =
@@ -116,9 +138,13 @@ static ts_func *build_conv2d(const op_args *x, bool nhwc, ts_error *err) {
       ts_add(a, ts_mul(a, w, ts_index(a, S)), ts_mul(a, rw, ts_index(a, Dl)));
   ts_expr *di_nchw[] = {n, ci, ih, iw}, *di_nhwc[] = {n, ih, iw, ci};
   ts_expr *wi_nchw[] = {co, rc, rh, rw}, *wi_nhwc[] = {rh, rw, rc, co};
-  ts_expr *prod = ts_mul(
-      a, ts_cast(a, ot, ts_te_load(te, in, nhwc ? di_nhwc : di_nchw, 4)),
-      ts_cast(a, ot, ts_te_load(te, weight, nhwc ? wi_nhwc : wi_nchw, 4)));
+  ts_expr *wi_blocked[] = {ts_floordiv(a, co, ts_index(a, WB)), rh, rw, rc,
+                           ts_floormod(a, co, ts_index(a, WB))};
+  ts_expr *wload = WB > 0 ? ts_te_load(te, weight, wi_blocked, 5)
+                          : ts_te_load(te, weight, nhwc ? wi_nhwc : wi_nchw, 4);
+  ts_expr *prod =
+      ts_mul(a, ts_cast(a, ot, ts_te_load(te, in, nhwc ? di_nhwc : di_nchw, 4)),
+             ts_cast(a, ot, wload));
   ts_buffer *out = ts_te_set_reduce(C, TS_TE_SUM, prod);
   ts_buffer *params[] = {data, weight, out};
   return ts_te_finish(te, params, 3, err);

@@ -32,6 +32,9 @@ typedef struct op_key {
   int64_t lo, hi;    /* KEY_INT and KEY_SHAPE elements */
   int64_t def;       /* KEY_INT default */
   const char *words; /* KEY_ENUM / KEY_DTYPE / KEY_OUT_DTYPE choices */
+  bool quiet;        /* left out of the canonical spec at its default (a
+                        key added later: specs written before it keep their
+                        text) */
 } op_key;
 
 /* The value of one key after parsing (defaults filled in). */

@@ -76,6 +76,7 @@
   KX(OPT_INT, pad, 0, OP_DIM_MAX, 0, NULL)                                     \
   KX(OPT_INT, dilation, 1, OP_DIM_MAX, 1, NULL)                                \
   KX(OPT_INT, groups, 1, OP_DIM_MAX, 1, NULL)                                  \
+  KX(QUIET_INT, weight_block, 0, OP_DIM_MAX, 0, NULL)                          \
   KX(DTYPE, dtype, 0, 0, 0, DT_ALL)                                            \
   KX(OUT_DTYPE, out_dtype, 0, 0, 0, DT_OUT)
 
@@ -155,16 +156,22 @@
 /* Expansion into table entries. */
 #define KEYDEF(...) KEYDEF_(__VA_ARGS__)
 #define KEYDEF_(kind, n, lo, hi, def, w) KEYDEF_##kind(n, lo, hi, def, w)
-#define KEYDEF_REQ_INT(n, lo, hi, def, w) {#n, KEY_INT, true, lo, hi, def, w},
-#define KEYDEF_OPT_INT(n, lo, hi, def, w) {#n, KEY_INT, false, lo, hi, def, w},
+#define KEYDEF_REQ_INT(n, lo, hi, def, w)                                      \
+  {#n, KEY_INT, true, lo, hi, def, w, false},
+#define KEYDEF_OPT_INT(n, lo, hi, def, w)                                      \
+  {#n, KEY_INT, false, lo, hi, def, w, false},
+#define KEYDEF_QUIET_INT(n, lo, hi, def, w)                                    \
+  {#n, KEY_INT, false, lo, hi, def, w, true},
 #define KEYDEF_REQ_SHAPE(n, lo, hi, def, w)                                    \
-  {#n, KEY_SHAPE, true, lo, hi, def, w},
-#define KEYDEF_REQ_ENUM(n, lo, hi, def, w) {#n, KEY_ENUM, true, lo, hi, def, w},
+  {#n, KEY_SHAPE, true, lo, hi, def, w, false},
+#define KEYDEF_REQ_ENUM(n, lo, hi, def, w)                                     \
+  {#n, KEY_ENUM, true, lo, hi, def, w, false},
 #define KEYDEF_OPT_ENUM(n, lo, hi, def, w)                                     \
-  {#n, KEY_ENUM, false, lo, hi, def, w},
-#define KEYDEF_DTYPE(n, lo, hi, def, w) {#n, KEY_DTYPE, false, lo, hi, def, w},
+  {#n, KEY_ENUM, false, lo, hi, def, w, false},
+#define KEYDEF_DTYPE(n, lo, hi, def, w)                                        \
+  {#n, KEY_DTYPE, false, lo, hi, def, w, false},
 #define KEYDEF_OUT_DTYPE(n, lo, hi, def, w)                                    \
-  {#n, KEY_OUT_DTYPE, false, lo, hi, def, w},
+  {#n, KEY_OUT_DTYPE, false, lo, hi, def, w, false},
 
 /* Expansion into the usage string: required keys, then [optional=default]. */
 #define UREQ(...) UREQ_(__VA_ARGS__)
@@ -173,6 +180,7 @@
 #define UREQ_REQ_SHAPE(n, def, w) " " #n "=AxBx..."
 #define UREQ_REQ_ENUM(n, def, w) " " #n "=" w
 #define UREQ_OPT_INT(n, def, w)
+#define UREQ_QUIET_INT(n, def, w)
 #define UREQ_OPT_ENUM(n, def, w)
 #define UREQ_DTYPE(n, def, w)
 #define UREQ_OUT_DTYPE(n, def, w)
@@ -182,6 +190,7 @@
 #define UOPT_REQ_SHAPE(n, def, w)
 #define UOPT_REQ_ENUM(n, def, w)
 #define UOPT_OPT_INT(n, def, w) " [" #n "=" #def "]"
+#define UOPT_QUIET_INT(n, def, w) " [" #n "=" #def "]"
 #define UOPT_OPT_ENUM(n, def, w) " [" #n "=" w "]"
 #define UOPT_DTYPE(n, def, w) " [" #n "=" w "]"
 #define UOPT_OUT_DTYPE(n, def, w) " [" #n "=auto|" w "]"
@@ -629,8 +638,10 @@ static char *canonical_spec(const op_args *x) {
   sb_init(&sb);
   sb_puts(&sb, x->op->name);
   for (int i = 0; i < x->op->n_keys; i++) {
-    sb_printf(&sb, " %s=", x->op->keys[i].name);
-    put_value(&sb, &x->op->keys[i], &x->v[i]);
+    const op_key *k = &x->op->keys[i];
+    if (k->quiet && k->type == KEY_INT && x->v[i].i == k->def) continue;
+    sb_printf(&sb, " %s=", k->name);
+    put_value(&sb, k, &x->v[i]);
   }
   return sb_take(&sb);
 }
