@@ -333,6 +333,28 @@ int bench_op_parse(const ts_workload *w, bench_op *op, ts_error *err) {
   return TS_OK;
 }
 
+bool ts_bench_conv_of(const ts_workload *w, ts_bench_conv *out) {
+  bench_op op;
+  ts_error err;
+  if (!w || strcmp(w->op, "conv2d_nhwc") || bench_op_parse(w, &op, &err))
+    return false;
+  *out = (ts_bench_conv){.n = op.nb,
+                         .h = op.h,
+                         .w = op.w,
+                         .ci = op.ci,
+                         .co = op.co,
+                         .kh = op.kh,
+                         .kw = op.kw,
+                         .stride = op.stride,
+                         .pad = op.pad,
+                         .dilation = op.dilation,
+                         .groups = op.groups,
+                         .weight_block = op.weight_block,
+                         .float32 = ts_dtype_eq(op.in, TS_FLOAT32) &&
+                                    ts_dtype_eq(op.out, TS_FLOAT32)};
+  return true;
+}
+
 /* ---- measurement ---- */
 
 static void free_case(bench_case *c, bool keep_output) {

@@ -118,6 +118,14 @@ typedef struct ts_bench_result {
 int ts_bench_run(ts_bench_vendor v, const ts_workload *w,
                  const ts_bench_options *opts, ts_bench_result *out,
                  ts_error *err);
+/* The geometry of a conv2d_nhwc workload (the spec's keys; weight_block 0
+ * for HWIO weights), for the Winograd forms of the graph compiler
+ * (graph.h: ts_conv_form_graph); false for any other operator. */
+typedef struct ts_bench_conv {
+  int64_t n, h, w, ci, co, kh, kw, stride, pad, dilation, groups, weight_block;
+  bool float32; /* data, weights and output */
+} ts_bench_conv;
+bool ts_bench_conv_of(const ts_workload *w, ts_bench_conv *out);
 /* The same in steps, so several sides can be timed in interleaved rounds
  * (tessera bench, the confirmation of bests): a slow phase of a shared
  * machine then falls on every side of a round instead of on one side.

@@ -265,6 +265,41 @@ void cli_kernel_free(cli_kernel *k);
  * to f. */
 int cli_kernel_build_record(const char *trace_json, const ts_func *f,
                             const ts_target *t, cli_kernel *k, ts_error *err);
+/* Winograd's forms of a conv2d_nhwc workload (conv_forms.c): m = 2 for
+ * F(2x2, 3x3), 4 for F(4x4, 3x3), each as the graph compiler builds it
+ * (ts_conv_form_graph). */
+/* Why w has no Winograd form; NULL when it has. */
+const char *cli_conv_form_why_not(const ts_workload *w);
+/* Form m's tasks: *g owns their functions (free it after *tasks). */
+int cli_conv_form_tasks(const ts_workload *w, int m, ts_graph **g,
+                        ts_graph_task **tasks, int *n, ts_error *err);
+/* "input transform", "product" or "output transform". */
+const char *cli_conv_form_stage(const ts_graph_task *t);
+/* The seconds of form m by the database's best records on target: the sum
+ * over its stages (each into stage_s, *n_stages of them); NAN when a stage
+ * has no record. */
+struct ts_db;
+double cli_conv_form_seconds(const ts_workload *w, int m, struct ts_db *db,
+                             const char *target, double *stage_s,
+                             int max_stages, int *n_stages);
+#define CLI_FORM_STAGES 4
+/* Form m built from the database's best record of each stage, with seeded
+ * arguments; TS_ENOTFOUND (saying which stage) when one has none. */
+typedef struct cli_form {
+  int m, n;
+  ts_func *func[CLI_FORM_STAGES];
+  cli_kernel k[CLI_FORM_STAGES];
+  int count[CLI_FORM_STAGES], number[CLI_FORM_STAGES];
+  const char *stage[CLI_FORM_STAGES];
+} cli_form;
+int cli_conv_form_build(const ts_workload *w, int m, struct ts_db *db,
+                        const ts_target *t, cli_form *f, ts_error *err);
+/* One timing of the form: one repeat of each stage (cfg, the runs per
+ * repeat found by the first call kept per stage), summed. */
+int cli_conv_form_time(cli_form *f, ts_runtime *rt, const ts_eval_config *cfg,
+                       double *seconds, ts_error *err);
+void cli_conv_form_free(cli_form *f);
+
 /* Prints the target's instruction-set level (ts_target_isa) and, one line
  * per dtype family, how its arithmetic runs there (kernel.c). */
 void cli_print_target_isa(FILE *out, const ts_target *t);

@@ -45,6 +45,8 @@ static const char bench_usage[] =
     "its output, then measures it and the vendor libraries on the same\n"
     "operation, dtypes and thread count, in this process, in interleaved\n"
     "rounds: tessera, OpenBLAS, oneDNN, and a plain C loop where one exists.\n"
+    "With --db, a 3x3 conv's Winograd forms whose every stage the database\n"
+    "has (`tessera tune --winograd`) are timed too, a line each.\n"
     "\n"
     "  --tir FILE         a TIR function instead of a library operator (a\n"
     "                     model's task: `tessera graph tasks --tir`); no\n"
@@ -187,6 +189,73 @@ static void store_baselines(const char *path, int64_t workload,
   ts_db_close(db);
 }
 
+/* The Winograd forms of a conv workload that the database has every
+ * stage of (`tune --winograd`), built into forms[] (*n of them); a note
+ * for a form with some stages but not all. */
+static void load_forms(const bench_cfg *cfg, const ts_workload *w,
+                       const ts_target *t, cli_form *forms, int *n) {
+  *n = 0;
+  if (!cfg->db || cfg->tir || cli_conv_form_why_not(w)) return;
+  ts_db_options dbo = ts_db_defaults();
+  dbo.read_only = true;
+  ts_db *db = NULL;
+  ts_error err;
+  if (ts_db_open(cfg->db, &dbo, &db, &err)) return;
+  for (int m = 2; m <= 4; m += 2) {
+    double st[CLI_FORM_STAGES];
+    int ns = 0;
+    ts_error_clear(&err);
+    if (!cli_conv_form_build(w, m, db, t, &forms[*n], &err)) {
+      (*n)++;
+    } else if (err.code != TS_ENOTFOUND ||
+               cli_conv_form_seconds(w, m, db, ts_target_str(t), st,
+                                     CLI_FORM_STAGES, &ns) != 0) {
+      fprintf(stderr, "tessera: note: %s of '%s' not timed: %s\n",
+              ts_winograd_form_name(m), w->name, err.msg);
+    }
+  }
+  ts_db_close(db);
+}
+
+/* Each stage of form f run once and, up to the interpreter's size limit,
+ * checked against it on the same seeded arguments; false with the reason
+ * in detail. */
+static bool check_form(cli_form *f, ts_runtime *rt, char *detail, size_t cap) {
+  for (int i = 0; i < f->n; i++) {
+    cli_kernel *k = &f->k[i];
+    ts_error err;
+    int out = output_param(f->func[i]);
+    ts_rt_args_zero_outputs(k->args);
+    if (ts_rt_kernel_call(k->kernel, ts_rt_args_data(k->args), rt, &err)) {
+      snprintf(detail, cap, "%s: %.200s", f->stage[i], err.msg);
+      return false;
+    }
+    if (ts_func_flops(f->func[i]) > INTERP_FLOP_LIMIT) continue;
+    ts_rt_args *want = NULL;
+    ts_rt_arg_spec *specs = ts_artifact_arg_specs(k->build.artifact);
+    int rc = specs ? ts_rt_args_create(specs, k->build.artifact->n_args, 1,
+                                       &want, &err)
+                   : TS_ENOMEM;
+    free(specs);
+    if (!rc)
+      rc = ts_interp_run(f->func[i], ts_rt_args_data(want),
+                         ts_rt_args_count(want), NULL, &err);
+    ts_buffer *ob = ts_func_param(f->func[i], out);
+    char d[200] = "";
+    bool ok =
+        !rc &&
+        same_output(ts_rt_args_data(k->args)[out], ts_rt_args_data(want)[out],
+                    ts_buffer_dtype(ob), ts_buffer_elems(ob), d, sizeof d);
+    ts_rt_args_free(want);
+    if (!ok) {
+      snprintf(detail, cap, "%s: %s", f->stage[i],
+               rc ? "the reference interpreter failed" : d);
+      return false;
+    }
+  }
+  return true;
+}
+
 static int run_bench(const bench_cfg *cfg) {
   ts_error err;
   ts_error_clear(&err);
@@ -195,6 +264,9 @@ static int run_bench(const bench_cfg *cfg) {
   ts_runtime *rt = NULL;
   ts_func *scheduled = NULL;
   cli_kernel main_k = {0}, ref_k = {0};
+  cli_form forms[2];
+  int n_forms = 0;
+  double form_secs[2][64];
   ts_bench_result vendor[TS_BENCH_N_VENDORS];
   ts_bench_session *session[TS_BENCH_N_VENDORS] = {0};
   int have_vendor[TS_BENCH_N_VENDORS] = {0};
@@ -335,6 +407,15 @@ static int run_bench(const bench_cfg *cfg) {
     cli_error("compiling or running the kernel failed", &err);
     goto done;
   }
+  load_forms(cfg, w, t, forms, &n_forms);
+  for (int i = 0; i < n_forms; i++) {
+    char d[256];
+    if (!check_form(&forms[i], rt, d, sizeof d)) {
+      fprintf(stderr, "tessera: error: %s of '%s': %s\n",
+              ts_winograd_form_name(forms[i].m), w->name, d);
+      goto done;
+    }
+  }
   int out = output_param(w->func);
   ts_buffer *ob = ts_func_param(w->func, out);
   ts_dtype odt = ts_buffer_dtype(ob);
@@ -368,6 +449,11 @@ static int run_bench(const bench_cfg *cfg) {
       cli_error("timing the kernel failed", &err);
       goto done;
     }
+    for (int i = 0; i < n_forms; i++)
+      if (cli_conv_form_time(&forms[i], rt, &bo.eval, &form_secs[i][r], &err)) {
+        cli_error("timing a Winograd form failed", &err);
+        goto done;
+      }
     for (int v = 0; v < TS_BENCH_N_VENDORS; v++) {
       ts_error verr;
       ts_error_clear(&verr);
@@ -381,6 +467,9 @@ static int run_bench(const bench_cfg *cfg) {
   double median = ts_median(secs, cfg->repeat);
   double gflops = w->flops / median * 1e-9;
   double vendor_ratio[TS_BENCH_N_VENDORS] = {0};
+  double form_ratio[2][TS_BENCH_N_VENDORS] = {{0}}, form_median[2] = {0};
+  for (int i = 0; i < n_forms; i++)
+    form_median[i] = ts_median(form_secs[i], cfg->repeat);
   for (int v = TS_BENCH_N_VENDORS - 1; v >= 0; v--) {
     if (!session[v]) continue;
     if (have_vendor[v]) {
@@ -390,6 +479,11 @@ static int run_bench(const bench_cfg *cfg) {
       for (int r = 0; r < n && r < cfg->repeat; r++)
         ratios[r] = secs[r] > 0 ? vs[r] / secs[r] : 0;
       vendor_ratio[v] = ts_median(ratios, n < cfg->repeat ? n : cfg->repeat);
+      for (int i = 0; i < n_forms; i++) {
+        for (int r = 0; r < n && r < cfg->repeat; r++)
+          ratios[r] = form_secs[i][r] > 0 ? vs[r] / form_secs[i][r] : 0;
+        form_ratio[i][v] = ts_median(ratios, n < cfg->repeat ? n : cfg->repeat);
+      }
     }
     ts_bench_close(session[v], have_vendor[v] ? &vendor[v] : NULL);
     session[v] = NULL;
@@ -501,6 +595,18 @@ static int run_bench(const bench_cfg *cfg) {
     json_str("best_vendor",
              best_v >= 0 ? ts_bench_vendor_name((ts_bench_vendor)best_v) : "",
              true);
+    for (int m = 2; m <= 4; m += 2) {
+      int i = n_forms > 0 && forms[0].m == m   ? 0
+              : n_forms > 1 && forms[1].m == m ? 1
+                                               : -1;
+      char key[48];
+      snprintf(key, sizeof key, "winograd_f%dx%d_gflops", m, m);
+      json_num(key, i >= 0, i >= 0 ? w->flops / form_median[i] * 1e-9 : 0,
+               true);
+      snprintf(key, sizeof key, "winograd_f%dx%d_ratio_to_best_vendor", m, m);
+      json_num(key, i >= 0 && best_v >= 0,
+               i >= 0 && best_v >= 0 ? form_ratio[i][best_v] : 0, true);
+    }
     printf("\"rounds\": %d, ", cfg->repeat);
     json_num("compile_ms", true, compile_ms(&main_k.build), true);
     json_str("check", ok ? "ok" : "mismatch", true);
@@ -519,10 +625,30 @@ static int run_bench(const bench_cfg *cfg) {
            compile_ms(&main_k.build));
     printf("check:     %s against %s (%s)\n", ok ? "ok" : "MISMATCH",
            check_against, detail);
+    if (n_forms)
+      printf("forms:     %d Winograd form%s from the database, each stage "
+             "checked against the reference interpreter where it is small "
+             "enough\n",
+             n_forms, n_forms == 1 ? "" : "s");
     printf("\n%-10s %12s %12s %10s  %s\n", "", "GFLOP/s", "median ms", "ratio",
            "notes");
     printf("%-10s %12.2f %12.4f %10s  %s\n", "tessera", gflops, median * 1e3,
-           "1.00", "");
+           "1.00", n_forms ? "the direct form" : "");
+    for (int i = 0; i < n_forms; i++) {
+      char ratio[32] = "-", note[160];
+      if (best_v >= 0)
+        snprintf(ratio, sizeof ratio, "%.2f", form_ratio[i][best_v]);
+      snprintf(note, sizeof note,
+               "Winograd %s, %d kernels (input transform, product, output "
+               "transform)%s%s",
+               ts_winograd_form_name(forms[i].m), forms[i].n,
+               best_v >= 0 ? "; ratio over " : "",
+               best_v >= 0 ? ts_bench_vendor_name((ts_bench_vendor)best_v)
+                           : "");
+      printf(
+          "%-10s %12.2f %12.4f %10s  %s\n", ts_winograd_form_name(forms[i].m),
+          w->flops / form_median[i] * 1e-9, form_median[i] * 1e3, ratio, note);
+    }
     for (int v = 0; v < TS_BENCH_N_VENDORS; v++) {
       const char *name = ts_bench_vendor_name((ts_bench_vendor)v);
       if (have_vendor[v])
@@ -537,6 +663,9 @@ static int run_bench(const bench_cfg *cfg) {
            "each);\nratio = tessera's speed over the library's, the median "
            "of the rounds' ratios\n",
            cfg->repeat);
+    if (n_forms)
+      printf("a Winograd form's ratio: its speed over the fastest library's; "
+             "GFLOP/s count the direct form's FLOPs\n");
   }
   status = ok ? EXIT_OK : EXIT_FAIL;
   if (ok && db_workload > 0)
@@ -550,6 +679,7 @@ done:
     if (have_vendor[v]) ts_bench_result_free(&vendor[v]);
   cli_kernel_free(&main_k);
   cli_kernel_free(&ref_k);
+  for (int i = 0; i < n_forms; i++) cli_conv_form_free(&forms[i]);
   ts_func_free(scheduled);
   ts_runtime_destroy(rt);
   ts_target_free(t);

@@ -315,6 +315,27 @@ void ts_graph_set_winograd(ts_graph *g, bool on);
  * tiles of 2x2 (docs/graph.md). */
 void ts_graph_set_winograd_tile(ts_graph *g, int m);
 
+/* One conv2d_nhwc workload alone as the compiled model runs it in form m
+ * (0 direct, 2 F(2x2, 3x3), 4 F(4x4, 3x3); conv_forms.c): its graph after
+ * every pass, with channels-last input and output, so that its tasks
+ * (ts_graph_tasks) are the conv's own — for a Winograd form the input
+ * transform, the batched product over the weights transformed at compile
+ * time, and the output transform. `tune --workload --winograd` tunes them,
+ * `bench --workload` times them. */
+typedef struct ts_conv_form_spec {
+  int64_t n, h, w, ci, co, kh, kw; /* NHWC data, HWIO weights */
+  int64_t stride, pad, dilation, groups, weight_block; /* as the spec's keys */
+  bool float32;                                        /* every dtype */
+} ts_conv_form_spec;
+/* Why c has no Winograd form ("its stride is not 1", ...); NULL when it
+ * has both. */
+const char *ts_conv_form_why_not(const ts_conv_form_spec *c);
+/* The graph of c in form m into *out (the caller frees it); hwio: the
+ * weights [3, 3, ci, co] (NULL: fixed values, enough to tune and time).
+ * TS_EUNSUPPORTED with the reason for a Winograd form c has not. */
+int ts_conv_form_graph(const ts_conv_form_spec *c, const float *hwio, int m,
+                       ts_graph **out, ts_error *err);
+
 /* The layout of the compiled model's 4-D inputs and outputs: "nchw" (as
  * the ONNX model declares them, the default) or "nhwc" (the caller passes
  * and receives channels-last arrays, so no transpose runs at that edge of

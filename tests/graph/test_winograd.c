@@ -327,9 +327,98 @@ static void test_tile_by_measurement(void **state) {
   unlink(path);
 }
 
+/* ts_conv_form_graph: one conv2d_nhwc workload in each form, channels-last
+ * in and out, its tasks the conv's own; the forms compute the direct conv
+ * of the HWIO weights given (checked against a plain loop here); the forms
+ * a conv has not are refused with the reason. */
+static void test_conv_forms(void **state) {
+  (void)state;
+  const int64_t H = 9, W = 11, CI = 32, CO = 40;
+  ts_conv_form_spec c = {1, H, W, CI, CO, 3, 3, 1, 1, 1, 1, 0, true};
+  float *hwio = malloc(sizeof(float) * 9 * CI * CO);
+  for (int64_t i = 0; i < 9 * CI * CO; i++)
+    hwio[i] = (float)((i * 13) % 23 - 11) / 32;
+  ts_graph_tensor out[3][1];
+  for (int m = 0; m <= 4; m += 2) {
+    ts_graph *g = NULL;
+    ts_error err;
+    assert_int_equal(ts_conv_form_graph(&c, hwio, m, &g, &err), TS_OK);
+    ts_graph_task *t = NULL;
+    int n = 0;
+    assert_int_equal(ts_graph_tasks(g, &t, &n, &err), TS_OK);
+    assert_int_equal(n, m ? 3 : 1);
+    if (m) {
+      assert_non_null(strstr(t[0].first_node, "winogradinput"));
+      assert_non_null(strstr(t[1].first_node, "matmul"));
+      assert_non_null(strstr(t[2].first_node, "winogradoutput"));
+      assert_int_equal(t[1].const_params, 2); /* the transformed weights */
+    }
+    free(t);
+    ts_graph_value_info in = ts_graph_input(g, 0);
+    assert_int_equal(in.ndim, 4);
+    assert_int_equal(in.shape[1], H); /* NHWC */
+    assert_int_equal(in.shape[3], CI);
+    run_seeded(g, TS_GRAPH_COMPILE, out[m / 2], 7);
+    assert_int_equal(out[m / 2][0].shape[3], CO);
+    ts_graph_free(g);
+  }
+  /* the direct form against a plain loop over the same seeded input */
+  float *x = malloc(sizeof(float) * H * W * CI);
+  ts_host_fill_random(x, TS_FLOAT32, H * W * CI, 7);
+  const float *y = out[0][0].data;
+  double worst = 0;
+  for (int64_t p = 0; p < H * W; p++)
+    for (int64_t o = 0; o < CO; o++) {
+      double acc = 0;
+      for (int k = 0; k < 9; k++) {
+        int64_t r = p / W + k / 3 - 1, q = p % W + k % 3 - 1;
+        if (r < 0 || r >= H || q < 0 || q >= W) continue;
+        for (int64_t i = 0; i < CI; i++)
+          acc += (double)x[(r * W + q) * CI + i] * hwio[(k * CI + i) * CO + o];
+      }
+      double d = fabs(acc - y[p * CO + o]) / (1 + fabs(acc));
+      if (d > worst) worst = d;
+    }
+  assert_true(worst < 1e-5);
+  assert_same_outputs(out[0], out[1], 1, "F(2x2) form vs direct");
+  assert_same_outputs(out[0], out[2], 1, "F(4x4) form vs direct");
+  for (int k = 0; k < 3; k++) free(out[k][0].data);
+  free(x);
+  free(hwio);
+  /* refusals, each naming the reason */
+  struct {
+    ts_conv_form_spec c;
+    const char *why;
+  } bad[] = {
+      {{1, 8, 8, 32, 32, 3, 3, 2, 1, 1, 1, 0, true}, "stride"},
+      {{1, 8, 8, 32, 32, 5, 5, 1, 2, 1, 1, 0, true}, "3x3"},
+      {{1, 8, 8, 32, 32, 3, 3, 1, 0, 1, 1, 0, true}, "padding"},
+      {{1, 8, 8, 32, 32, 3, 3, 1, 2, 2, 1, 0, true}, "dilated"},
+      {{1, 8, 8, 32, 32, 3, 3, 1, 1, 1, 2, 0, true}, "grouped"},
+      {{1, 8, 8, 32, 32, 3, 3, 1, 1, 1, 1, 16, true}, "weight_block"},
+      {{1, 8, 8, 32, 32, 3, 3, 1, 1, 1, 1, 0, false}, "float32"},
+      {{1, 8, 8, 16, 32, 3, 3, 1, 1, 1, 1, 0, true}, "32 input or output"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    ts_graph *g = NULL;
+    ts_error err;
+    assert_int_equal(ts_conv_form_graph(&bad[i].c, NULL, 2, &g, &err),
+                     TS_EUNSUPPORTED);
+    assert_null(g);
+    assert_non_null(strstr(err.msg, bad[i].why));
+    assert_non_null(strstr(ts_conv_form_why_not(&bad[i].c), bad[i].why));
+  }
+  ts_graph *g = NULL;
+  ts_error err;
+  assert_int_equal(ts_conv_form_graph(&c, NULL, 3, &g, &err), TS_EINVAL);
+  assert_non_null(strstr(err.msg, "tile 3"));
+  assert_null(ts_conv_form_why_not(&c));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_same_values),
+      cmocka_unit_test(test_conv_forms),
       cmocka_unit_test(test_tile_sizes),
       cmocka_unit_test(test_output_rows_per_row),
       cmocka_unit_test(test_leaves_others),

@@ -105,6 +105,35 @@ assert d['trace']['instructions'][0]['kind'] == 'get_block'
 assert 'split' in d['script']
 " "$TMP/j" || { head -c 2000 "$TMP/j"; fail "show --best --json fields"; }
 
+# --winograd: a 3x3 conv's Winograd forms tuned as tasks of the job, the
+# summary weighing them against the direct form (text and JSON, and again
+# on resume), bench timing each form with every stage checked; refusals
+CW="conv2d_nhwc N=1 H=6 W=6 CI=32 CO=32 KH=3 KW=3 pad=1"
+expect 2 "$T" tune --model m.onnx --winograd;            contains err "goes with --workload"
+expect 0 "$T" tune --workload "$CW" --workload "$W2" --winograd --trials 14 \
+  --batch 2 --threads 1 --db "$TMP/w.db" --job w --no-summary-measure
+contains err "has no Winograd form: it is not a conv2d_nhwc workload"
+contains err "2 forms, 6 tasks added"
+contains out "F(2x2) input transform (conv2d_nhwc_1x6x6x32x32"
+contains out "F(4x4) output transform (conv2d_nhwc_1x6x6x32x32"
+contains out "forms of conv2d_nhwc_1x6x6x32x32x3x3_float32_pad1"
+contains out "fastest: "
+expect 0 "$T" tune --job w --db "$TMP/w.db" --trials 16 --quiet --no-summary-measure --json
+contains out '"winograd_forms": \[{"workload": "conv2d_nhwc_1x6x6x32x32x3x3_float32_pad1", "direct_seconds": [0-9]'
+contains out '"f2x2_seconds": [0-9][^,]*, "f4x4_seconds": [0-9]'
+expect 0 "$T" bench --workload "$CW" --db "$TMP/w.db" --threads 1 --repeat 2 \
+  --min-repeat-ms 1
+contains out "forms:     2 Winograd forms from the database"
+contains out "^F(2x2) .*Winograd F(2x2), 3 kernels"
+contains out "^F(4x4) .*Winograd F(4x4), 3 kernels"
+expect 0 "$T" bench --workload "$CW" --db "$TMP/w.db" --threads 1 --repeat 2 \
+  --min-repeat-ms 1 --json
+contains out '"winograd_f4x4_gflops": [0-9]'
+# a strided conv has no form: said, and tuned alone
+expect 0 "$T" tune --workload "conv2d_nhwc N=1 H=6 W=6 CI=32 CO=32 KH=3 KW=3 stride=2 pad=1" \
+  --winograd --trials 2 --batch 2 --threads 1 --db "$TMP/w2.db" --quiet --no-summary-measure
+contains err "has no Winograd form: its stride is not 1"
+
 # costmodel collect stores each record with its measurement context
 expect 0 "$T" costmodel collect --db "$TMP/cc.db" --workload "$W2" --n 3 --threads 1 --repeat 2
 "$T" db export --db "$TMP/cc.db" | grep '"type":"record"' >"$TMP/ccrecs" || fail "export of collect"
