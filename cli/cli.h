@@ -290,6 +290,7 @@ typedef struct cli_form {
   ts_func *func[CLI_FORM_STAGES];
   cli_kernel k[CLI_FORM_STAGES];
   int count[CLI_FORM_STAGES], number[CLI_FORM_STAGES];
+  uint64_t consts[CLI_FORM_STAGES]; /* the stage's constant arguments */
   const char *stage[CLI_FORM_STAGES];
 } cli_form;
 int cli_conv_form_build(const ts_workload *w, int m, struct ts_db *db,

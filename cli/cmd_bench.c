@@ -34,7 +34,7 @@ static const char bench_usage[] =
     "                     --default]\n"
     "                     [--target T]\n"
     "                     [--threads N] [--repeat N] [--min-repeat-ms N]\n"
-    "                     [--seed N] [--check-runs N] [--json]\n"
+    "                     [--seed N] [--check-runs N] [--cold] [--json]\n"
     "                     [--max-memory-mb N] [--max-gflop N]\n"
     "\n"
     "Compiles the workload for the target (default: this machine) — as is,\n"
@@ -55,6 +55,9 @@ static const char bench_usage[] =
     "  --repeat N         interleaved rounds: each times tessera, then each\n"
     "                     library, one repeat each; medians reported (5)\n"
     "  --min-repeat-ms N  minimum length of one repeat (100)\n"
+    "  --cold             then time every side as a model's layer runs:\n"
+    "                     one call, its weights evicted from the caches\n"
+    "                     first (3 x --repeat rounds; oneDNN: conv2d_nhwc)\n"
     "  --check-runs N     runs of the kernel whose outputs are each checked\n"
     "                     against the reference (4): a race between the\n"
     "                     threads shows in some runs, not in every one\n"
@@ -103,6 +106,7 @@ typedef struct bench_cfg {
   int check_runs; /* outputs checked this many times (--check-runs) */
   uint64_t seed;
   bool json;
+  bool cold;          /* --cold */
   long max_memory_mb; /* admission (0: default) */
   double max_gflop;   /* admission (0: default) */
 } bench_cfg;
@@ -254,6 +258,142 @@ static bool check_form(cli_form *f, ts_runtime *rt, char *detail, size_t cap) {
     }
   }
   return true;
+}
+
+/* --cold: every side timed as a compiled model's layer runs, one call with
+ * its constant operands evicted from the caches (ts_rt_eval_cold): for the
+ * kernel the operands after the first (a conv's weights, a product's B),
+ * for a Winograd form its transformed weights, for oneDNN the call the
+ * compiler would make with its reordered weights (cli_peers). Rounds of
+ * one call each; prints the medians and the per-round ratios' medians.
+ * Only conv2d_nhwc has the oneDNN side so far. */
+#define COLD_ROUNDS_PER_REPEAT 3
+typedef struct cold_result {
+  int rounds;
+  double tessera_s, onednn_s, ratio; /* medians; ratio: oneDNN / tessera */
+  double form_s[2], form_ratio[2];   /* per form, as forms[] */
+  bool dnn;                          /* oneDNN timed */
+  char why[300];                     /* why not */
+} cold_result;
+
+static int run_cold(const bench_cfg *cfg, const ts_workload *w, int threads,
+                    ts_runtime *rt, cli_kernel *main_k, cli_form *forms,
+                    int n_forms, cold_result *cr) {
+  memset(cr, 0, sizeof *cr);
+  int n_par = ts_func_n_params(w->func);
+  uint64_t mask = 0;
+  for (int i = 1; i < n_par && i < 64; i++)
+    if (!ts_func_param_is_output(w->func, i)) mask |= (uint64_t)1 << i;
+  cli_peers peers;
+  memset(&peers, 0, sizeof peers);
+  snprintf(cr->why, sizeof cr->why,
+           "oneDNN's cold call exists for conv2d_nhwc only");
+  ts_graph *g = NULL;
+  ts_graph_task *t = NULL;
+  int nt = 0;
+  ts_error err;
+  ts_error_clear(&err);
+  if (!strcmp(w->op, "conv2d_nhwc")) {
+    if (cli_conv_form_tasks(w, 0, &g, &t, &nt, &err) || nt != 1 || !t[0].vendor)
+      snprintf(cr->why, sizeof cr->why, "%.250s",
+               err.msg[0] ? err.msg : "no oneDNN call for it");
+    else if (cli_peers_add_vendor_call(&peers, t[0].func, t[0].vendor,
+                                       t[0].const_params, threads, &err))
+      snprintf(cr->why, sizeof cr->why, "%.250s", err.msg);
+  }
+  free(t);
+  ts_graph_free(g);
+  cr->dnn = peers.n == 1 && peers.peers[0].time_cold;
+  int rounds = cfg->repeat * COLD_ROUNDS_PER_REPEAT;
+  if (rounds > 192) rounds = 192;
+  cr->rounds = rounds;
+  double mine[192], form_s[2][192], theirs[192], ratios[192];
+  int status = EXIT_FAIL;
+  for (int r = 0; r < rounds; r++) {
+    if (ts_rt_eval_cold(rt, main_k->kernel, main_k->args, mask, &mine[r],
+                        &err)) {
+      cli_error("a cold timing of the kernel failed", &err);
+      goto done;
+    }
+    for (int i = 0; i < n_forms; i++) {
+      form_s[i][r] = 0;
+      for (int k = 0; k < forms[i].n; k++) {
+        double s = 0;
+        if (ts_rt_eval_cold(rt, forms[i].k[k].kernel, forms[i].k[k].args,
+                            forms[i].consts[k], &s, &err)) {
+          cli_error("a cold timing of a Winograd form failed", &err);
+          goto done;
+        }
+        form_s[i][r] += forms[i].count[k] * s;
+      }
+    }
+    if (cr->dnn &&
+        peers.peers[0].time_cold(peers.peers[0].ctx, &theirs[r], &err)) {
+      snprintf(cr->why, sizeof cr->why, "%.250s", err.msg);
+      cr->dnn = false;
+    }
+  }
+  cr->tessera_s = ts_median(mine, rounds);
+  for (int i = 0; i < n_forms; i++) {
+    cr->form_s[i] = ts_median(form_s[i], rounds);
+    for (int r = 0; cr->dnn && r < rounds; r++)
+      ratios[r] = theirs[r] / form_s[i][r];
+    if (cr->dnn) cr->form_ratio[i] = ts_median(ratios, rounds);
+  }
+  if (cr->dnn) {
+    cr->onednn_s = ts_median(theirs, rounds);
+    for (int r = 0; r < rounds; r++) ratios[r] = theirs[r] / mine[r];
+    cr->ratio = ts_median(ratios, rounds);
+  }
+  status = EXIT_OK;
+done:
+  cli_peers_close(&peers);
+  return status;
+}
+
+/* The index in forms[] of form m, -1 when it was not timed. */
+static int form_index(const cli_form *forms, int n, int m) {
+  for (int i = 0; i < n; i++)
+    if (forms[i].m == m) return i;
+  return -1;
+}
+
+static void print_cold(const ts_workload *w, const cold_result *cr,
+                       const cli_form *forms, int n_forms, bool json) {
+  if (json) {
+    printf("\"cold\": {\"rounds\": %d, ", cr->rounds);
+    json_num("tessera_seconds", true, cr->tessera_s, true);
+    for (int m = 2; m <= 4; m += 2) {
+      int i = form_index(forms, n_forms, m);
+      char key[48];
+      snprintf(key, sizeof key, "winograd_f%dx%d_seconds", m, m);
+      json_num(key, i >= 0, i >= 0 ? cr->form_s[i] : 0, true);
+      snprintf(key, sizeof key, "winograd_f%dx%d_ratio_to_onednn", m, m);
+      json_num(key, i >= 0 && cr->dnn, i >= 0 ? cr->form_ratio[i] : 0, true);
+    }
+    json_num("onednn_seconds", cr->dnn, cr->onednn_s, true);
+    json_num("ratio_to_onednn", cr->dnn, cr->ratio, false);
+    printf("}, ");
+    return;
+  }
+  printf("\ncold: %d rounds of one call each, the constant operands "
+         "evicted from every cache level first\n",
+         cr->rounds);
+  printf("%-10s %12s %12s %10s\n", "", "GFLOP/s", "median ms", "ratio");
+  printf("%-10s %12.2f %12.4f %10s\n", "tessera",
+         w->flops / cr->tessera_s * 1e-9, cr->tessera_s * 1e3, "1.00");
+  for (int i = 0; i < n_forms; i++) {
+    char rs[32] = "-";
+    if (cr->dnn) snprintf(rs, sizeof rs, "%.2f", cr->form_ratio[i]);
+    printf("%-10s %12.2f %12.4f %10s  %s\n", ts_winograd_form_name(forms[i].m),
+           w->flops / cr->form_s[i] * 1e-9, cr->form_s[i] * 1e3, rs,
+           cr->dnn ? "its speed over oneDNN's" : "");
+  }
+  if (cr->dnn)
+    printf("%-10s %12.2f %12.4f %10.2f\n", "onednn",
+           w->flops / cr->onednn_s * 1e-9, cr->onednn_s * 1e3, cr->ratio);
+  else
+    printf("%-10s %12s %12s %10s  %s\n", "onednn", "-", "-", "-", cr->why);
 }
 
 static int run_bench(const bench_cfg *cfg) {
@@ -569,6 +709,10 @@ static int run_bench(const bench_cfg *cfg) {
         (best_v < 0 || vendor[v].gflops > vendor[best_v].gflops))
       best_v = v;
   if (best_v < 0 && have_vendor[TS_BENCH_NAIVE]) best_v = TS_BENCH_NAIVE;
+  cold_result cold;
+  if (ok && cfg->cold &&
+      run_cold(cfg, w, threads, rt, &main_k, forms, n_forms, &cold) != EXIT_OK)
+    goto done;
 
   if (cfg->json) {
     printf("{");
@@ -596,9 +740,7 @@ static int run_bench(const bench_cfg *cfg) {
              best_v >= 0 ? ts_bench_vendor_name((ts_bench_vendor)best_v) : "",
              true);
     for (int m = 2; m <= 4; m += 2) {
-      int i = n_forms > 0 && forms[0].m == m   ? 0
-              : n_forms > 1 && forms[1].m == m ? 1
-                                               : -1;
+      int i = form_index(forms, n_forms, m);
       char key[48];
       snprintf(key, sizeof key, "winograd_f%dx%d_gflops", m, m);
       json_num(key, i >= 0, i >= 0 ? w->flops / form_median[i] * 1e-9 : 0,
@@ -611,6 +753,7 @@ static int run_bench(const bench_cfg *cfg) {
     json_num("compile_ms", true, compile_ms(&main_k.build), true);
     json_str("check", ok ? "ok" : "mismatch", true);
     json_str("check_against", check_against, true);
+    if (ok && cfg->cold) print_cold(w, &cold, forms, n_forms, true);
     json_str("target", ts_target_str(t), false);
     printf("}\n");
   } else {
@@ -666,6 +809,7 @@ static int run_bench(const bench_cfg *cfg) {
     if (n_forms)
       printf("a Winograd form's ratio: its speed over the fastest library's; "
              "GFLOP/s count the direct form's FLOPs\n");
+    if (ok && cfg->cold) print_cold(w, &cold, forms, n_forms, false);
   }
   status = ok ? EXIT_OK : EXIT_FAIL;
   if (ok && db_workload > 0)
@@ -770,6 +914,8 @@ int cmd_bench(int argc, char **argv) {
       cfg.db = v;
     } else if (!strcmp(argv[i], "--default")) {
       cfg.default_sched = true;
+    } else if (!strcmp(argv[i], "--cold")) {
+      cfg.cold = true;
     } else if (cli_opt_value(argc, argv, &i, "--target", &v, &missing)) {
       if (missing) return cli_usage_error("bench", "--target needs a target");
       cfg.target = v;
@@ -826,5 +972,7 @@ int cmd_bench(int argc, char **argv) {
     return cli_usage_error("bench", "give exactly one of --workload or --tir");
   if ((cfg.trace != NULL) + (cfg.db != NULL) + cfg.default_sched > 1)
     return cli_usage_error("bench", "give one of --trace, --db, --default");
+  if (cfg.cold && cfg.tir)
+    return cli_usage_error("bench", "--cold goes with --workload");
   return run_bench(&cfg);
 }

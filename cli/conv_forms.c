@@ -119,6 +119,7 @@ int cli_conv_form_build(const ts_workload *w, int m, ts_db *db,
                                               &f->k[i], err))) {
       f->n = i + 1;
       f->count[i] = tasks[i].count;
+      f->consts[i] = tasks[i].const_params;
       f->number[i] = 1;
       f->stage[i] = cli_conv_form_stage(&tasks[i]);
     }

@@ -48,7 +48,7 @@ static int set_ints(ts_graph *g, gr_node *n, const char *name, int k,
 static ts_graph *conv_graph(const ts_conv_form_spec *c, const float *hwio) {
   ts_graph *g = ts_graph_new("conv_forms");
   if (!g) return NULL;
-  int64_t nw = c->co * c->ci * 9;
+  int64_t kk = c->kh * c->kw, nw = c->co * c->ci * kk;
   float *oihw = malloc(sizeof(float) * (size_t)nw);
   int x = oihw ? gr_value_add(g, "x", TS_FLOAT32, 4,
                               (int64_t[]){c->n, c->ci, c->h, c->w})
@@ -58,8 +58,8 @@ static ts_graph *conv_graph(const ts_conv_form_spec *c, const float *hwio) {
   if (!outs) goto fail;
   for (int64_t o = 0; o < c->co; o++)
     for (int64_t i = 0; i < c->ci; i++)
-      for (int k = 0; k < 9; k++)
-        oihw[(o * c->ci + i) * 9 + k] =
+      for (int64_t k = 0; k < kk; k++)
+        oihw[(o * c->ci + i) * kk + k] =
             hwio ? hwio[(k * c->ci + i) * c->co + o]
                  : (float)(((o * 31 + i * 7 + k * 3) % 29) - 14) / 64.0f;
   g->values[x].is_input = true;
@@ -67,13 +67,16 @@ static ts_graph *conv_graph(const ts_conv_form_spec *c, const float *hwio) {
   ins[0] = x;
   g->inputs = ins;
   g->n_inputs = 1;
-  int w = gr_const_add(g, "w", TS_FLOAT32, 4, (int64_t[]){c->co, c->ci, 3, 3},
-                       oihw);
+  int w = gr_const_add(g, "w", TS_FLOAT32, 4,
+                       (int64_t[]){c->co, c->ci, c->kh, c->kw}, oihw);
   int y = w >= 0 ? gr_value_add(g, "y", TS_FLOAT32, -1, NULL) : -1;
   gr_node *conv =
       y >= 0 ? gr_node_add(g, "Conv", "conv", (int[]){x, w}, 2, &y, 1) : NULL;
-  if (!conv || set_ints(g, conv, "pads", 4, (int64_t[]){1, 1, 1, 1}) ||
-      set_ints(g, conv, "kernel_shape", 2, (int64_t[]){3, 3}))
+  int64_t p = c->pad, st = c->stride, d = c->dilation;
+  if (!conv || set_ints(g, conv, "pads", 4, (int64_t[]){p, p, p, p}) ||
+      set_ints(g, conv, "kernel_shape", 2, (int64_t[]){c->kh, c->kw}) ||
+      set_ints(g, conv, "strides", 2, (int64_t[]){st, st}) ||
+      set_ints(g, conv, "dilations", 2, (int64_t[]){d, d}))
     goto fail;
   outs[0] = y;
   g->outputs = outs;
@@ -92,7 +95,11 @@ int ts_conv_form_graph(const ts_conv_form_spec *c, const float *hwio, int m,
   if (m != 0 && m != 2 && m != 4)
     return TS_ERR(err, TS_EINVAL,
                   "conv forms: tile %d (0 direct, 2 F(2x2), 4 F(4x4))", m);
-  const char *why = not_eligible(c);
+  if (!m && (c->groups != 1 || c->weight_block || !c->float32))
+    return TS_ERR(err, TS_EUNSUPPORTED,
+                  "conv forms: the direct form takes float32 convs of one "
+                  "group with HWIO weights");
+  const char *why = m ? not_eligible(c) : NULL;
   if (why)
     return TS_ERR(err, TS_EUNSUPPORTED, "conv forms: no Winograd form: %s",
                   why);

@@ -331,8 +331,10 @@ typedef struct ts_conv_form_spec {
  * has both. */
 const char *ts_conv_form_why_not(const ts_conv_form_spec *c);
 /* The graph of c in form m into *out (the caller frees it); hwio: the
- * weights [3, 3, ci, co] (NULL: fixed values, enough to tune and time).
- * TS_EUNSUPPORTED with the reason for a Winograd form c has not. */
+ * weights [kh, kw, ci, co] (NULL: fixed values, enough to tune and time).
+ * The direct form (m 0) takes any float32 conv of one group with HWIO
+ * weights (its task's `vendor` is the oneDNN call the compiler would
+ * make); TS_EUNSUPPORTED with the reason for a form c has not. */
 int ts_conv_form_graph(const ts_conv_form_spec *c, const float *hwio, int m,
                        ts_graph **out, ts_error *err);
 

@@ -204,3 +204,23 @@ int ts_rt_eval_kernel(ts_runtime *rt, const ts_eval_config *cfg,
                   ts_rt_kernel_name(k), (int)c.result);
   return rc;
 }
+
+int ts_rt_eval_cold(ts_runtime *rt, const ts_rt_kernel *k, const ts_rt_args *a,
+                    uint64_t mask, double *seconds, ts_error *err) {
+  void *const *data = ts_rt_args_data(a);
+  int rc = ts_rt_kernel_call(k, data, rt, err);
+  if (rc) return rc;
+  void *bufs[64];
+  size_t bytes[64];
+  int n = 0;
+  for (int i = 0; i < ts_rt_args_count(a) && i < 64; i++)
+    if (mask >> i & 1) {
+      bufs[n] = data[i];
+      bytes[n++] = ts_rt_args_bytes(a, i);
+    }
+  if ((rc = ts_rt_evict(rt, bufs, bytes, n, err))) return rc;
+  double t0 = rt_now();
+  if ((rc = ts_rt_kernel_call(k, data, rt, err))) return rc;
+  *seconds = rt_now() - t0;
+  return TS_OK;
+}

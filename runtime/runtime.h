@@ -194,6 +194,13 @@ int ts_rt_flush_caches(ts_runtime *rt, ts_error *err);
  * flush, rt's whole-cache flush instead (nothing with rt NULL). */
 int ts_rt_evict(ts_runtime *rt, void *const *bufs, const size_t *bytes, int n,
                 ts_error *err);
+/* One cold timing of kernel k, as a compiled model's layer runs: a call
+ * untimed, the arguments in mask (bit i: argument i, i < 64; a layer's
+ * weights) evicted from the caches (ts_rt_evict), one call timed. */
+struct ts_rt_args;
+int ts_rt_eval_cold(ts_runtime *rt, const ts_rt_kernel *k,
+                    const struct ts_rt_args *a, uint64_t mask, double *seconds,
+                    ts_error *err);
 /* ts_rt_eval of ts_rt_kernel_call(k, args, rt). */
 int ts_rt_eval_kernel(ts_runtime *rt, const ts_eval_config *cfg,
                       const ts_rt_kernel *k, void *const *args, double *seconds,

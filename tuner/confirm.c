@@ -67,26 +67,10 @@ static int cand_make(conf_cand *c, const ts_func *f, const ts_target *t,
   return rc;
 }
 
-/* A cold timing (ts_confirm_options.cold): one untimed call, the
- * parameters in mask evicted, one timed call. */
+/* A cold timing (ts_confirm_options.cold): ts_rt_eval_cold. */
 static int time_cold(conf_cand *c, uint64_t mask, ts_runtime *rt,
                      double *seconds, ts_error *err) {
-  void *const *data = ts_rt_args_data(c->args);
-  int rc = ts_rt_kernel_call(c->kernel, data, rt, err);
-  if (rc) return rc;
-  void *bufs[64];
-  size_t bytes[64];
-  int n = 0;
-  for (int i = 0; i < ts_rt_args_count(c->args) && i < 64; i++)
-    if (mask >> i & 1) {
-      bufs[n] = data[i];
-      bytes[n++] = ts_rt_args_bytes(c->args, i);
-    }
-  if ((rc = ts_rt_evict(rt, bufs, bytes, n, err))) return rc;
-  double t0 = ts_now_seconds();
-  if ((rc = ts_rt_kernel_call(c->kernel, data, rt, err))) return rc;
-  *seconds = ts_now_seconds() - t0;
-  return TS_OK;
+  return ts_rt_eval_cold(rt, c->kernel, c->args, mask, seconds, err);
 }
 
 /* The records to measure again: the top k distinct traces by search-time

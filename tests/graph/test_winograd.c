@@ -410,6 +410,21 @@ static void test_conv_forms(void **state) {
   }
   ts_graph *g = NULL;
   ts_error err;
+  /* the direct form of a strided 5x5 conv: one task, its oneDNN call */
+  ts_conv_form_spec c5 = {1, 12, 12, 8, 16, 5, 5, 2, 2, 1, 1, 0, true};
+  assert_int_equal(ts_conv_form_graph(&c5, NULL, 0, &g, &err), TS_OK);
+  ts_graph_task *t5 = NULL;
+  int n5 = 0;
+  assert_int_equal(ts_graph_tasks(g, &t5, &n5, &err), TS_OK);
+  assert_int_equal(n5, 1);
+  assert_non_null(t5[0].vendor);
+  assert_non_null(strstr(t5[0].vendor, "kh=5 kw=5 sh=2 sw=2 pt=2"));
+  assert_int_equal(t5[0].const_params, 2);
+  free(t5);
+  ts_graph_free(g);
+  g = NULL;
+  c5.groups = 2;
+  assert_int_equal(ts_conv_form_graph(&c5, NULL, 0, &g, &err), TS_EUNSUPPORTED);
   assert_int_equal(ts_conv_form_graph(&c, NULL, 3, &g, &err), TS_EINVAL);
   assert_non_null(strstr(err.msg, "tile 3"));
   assert_null(ts_conv_form_why_not(&c));

@@ -129,6 +129,17 @@ contains out "^F(4x4) .*Winograd F(4x4), 3 kernels"
 expect 0 "$T" bench --workload "$CW" --db "$TMP/w.db" --threads 1 --repeat 2 \
   --min-repeat-ms 1 --json
 contains out '"winograd_f4x4_gflops": [0-9]'
+# --cold: each side again as a model's layer runs (weights evicted)
+expect 0 "$T" bench --workload "$CW" --db "$TMP/w.db" --threads 1 --repeat 1 \
+  --min-repeat-ms 1 --cold
+contains out "^cold: 3 rounds of one call each"
+contains out "^F(4x4) .*its speed over oneDNN's"
+contains out "^onednn  *[0-9.]*  *[0-9.]*  *[0-9.]*$"
+expect 0 "$T" bench --workload "$CW" --db "$TMP/w.db" --threads 1 --repeat 1 \
+  --min-repeat-ms 1 --cold --json
+contains out '"cold": {"rounds": 3, "tessera_seconds": [0-9]'
+contains out '"ratio_to_onednn": [0-9]'
+expect 2 "$T" bench --tir x.tir --cold;                  contains err "goes with --workload"
 # a strided conv has no form: said, and tuned alone
 expect 0 "$T" tune --workload "conv2d_nhwc N=1 H=6 W=6 CI=32 CO=32 KH=3 KW=3 stride=2 pad=1" \
   --winograd --trials 2 --batch 2 --threads 1 --db "$TMP/w2.db" --quiet --no-summary-measure
