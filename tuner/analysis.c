@@ -420,3 +420,21 @@ bool shares_input(const ts_stmt *r, const ts_stmt *la, const ts_stmt *lb) {
   }
   return false;
 }
+
+bool pixels_fusible(ts_sched *s, const ts_stmt *r, const ts_rv *loops,
+                    const int *binds, int nl, int rows, int cols, int vec,
+                    int lanes, int regs) {
+  if (rows < 0 || cols != rows + 1 || binds[rows] != BIND_SPATIAL ||
+      shares_input(r, ts_sched_rv_loop(s, loops[rows]),
+                   ts_sched_rv_loop(s, loops[vec])))
+    return false;
+  int64_t red = 1;
+  for (int k = nl - 1; k >= 0; k--)
+    if (binds[k] == BIND_REDUCE) {
+      red = rv_extent(s, loops[k]);
+      break;
+    }
+  return default_pixels_better(rv_extent(s, loops[rows]),
+                               rv_extent(s, loops[cols]),
+                               rv_extent(s, loops[vec]), red, lanes, regs);
+}

@@ -584,20 +584,7 @@ static bool fuse_short_rows(ts_sched *s, const ts_stmt *r, ts_rv *loops,
                             int *binds, int *nl, int *rows, int *vec, int lanes,
                             int regs) {
   int i = *rows - 1;
-  if (i < 0) return false;
-  int64_t red = 1;
-  for (int k = *nl - 1; k >= 0; k--)
-    if (binds[k] == BIND_REDUCE) {
-      red = loop_extent(s, loops[k]);
-      break;
-    }
-  if (!default_pixels_better(loop_extent(s, loops[i]),
-                             loop_extent(s, loops[*rows]),
-                             loop_extent(s, loops[*vec]), red, lanes, regs))
-    return false;
-  if (binds[i] != BIND_SPATIAL ||
-      shares_input(r, ts_sched_rv_loop(s, loops[i]),
-                   ts_sched_rv_loop(s, loops[*vec])))
+  if (!pixels_fusible(s, r, loops, binds, *nl, i, *rows, *vec, lanes, regs))
     return false;
   ts_rv pair[2] = {loops[i], loops[*rows]}, fused;
   if (ts_sched_fuse(s, pair, 2, &fused)) return false;

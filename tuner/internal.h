@@ -101,6 +101,15 @@ bool shares_input(const ts_stmt *r, const ts_stmt *la, const ts_stmt *lb);
  * CPU tiling rule's pixel variants). */
 bool default_pixels_better(int64_t h, int64_t w, int64_t ev, int64_t red,
                            int lanes, int regs);
+/* Whether a conv's loops rows and cols (= rows + 1) of the nest loops[0..nl)
+ * (binds: each loop's BIND_* for the block realized as r) should be fused
+ * into one loop over its pixels, with vec the vector loop: rows a spatial
+ * loop that indexes no input the vector loop indexes, and
+ * default_pixels_better for their extents and the innermost reduction's
+ * (the default schedule's and the CPU tiling rule's test). */
+bool pixels_fusible(ts_sched *s, const ts_stmt *r, const ts_rv *loops,
+                    const int *binds, int nl, int rows, int cols, int vec,
+                    int lanes, int regs);
 /* The names of f's blocks in program order, the root excluded; *n gets the
  * count. Returns a malloc'd array of malloc'd names (names_free). */
 char **block_names(const ts_func *f, int *n);

@@ -187,12 +187,10 @@ static bool fuse_pixels(const gen *g, ts_sched *s, const char *name) {
   const ts_block *blk = ts_realize_block(r);
   if (ts_block_n_writes(blk) != 1) return false;
   int binds[MAX_LOOPS], vec = -1;
-  int64_t red = 1;
   for (int i = 0; i < nl; i++) {
     const ts_stmt *l = ts_sched_rv_loop(s, loops[i]);
     binds[i] = l ? loop_binding(r, l) : 0;
     if (binds[i] == BIND_SPATIAL && rv_extent(s, loops[i]) > 1) vec = i;
-    if (binds[i] == BIND_REDUCE) red = rv_extent(s, loops[i]);
   }
   if (vec < 2) return false;
   const ts_stmt *lv = ts_sched_rv_loop(s, loops[vec]);
@@ -201,18 +199,12 @@ static bool fuse_pixels(const gen *g, ts_sched *s, const char *name) {
     if (binds[i] == BIND_SPATIAL && rv_extent(s, loops[i]) > 1 &&
         !shares_input(r, ts_sched_rv_loop(s, loops[i]), lv))
       cols = i;
-  int rows = cols - 1;
-  if (rows < 0 || binds[rows] != BIND_SPATIAL ||
-      shares_input(r, ts_sched_rv_loop(s, loops[rows]), lv))
-    return false;
   int bits = ts_buffer_dtype(ts_block_write(blk, 0)->buffer).bits;
   int lanes = bits > 0 ? ts_target_vector_bits(g->t) / bits : 1;
-  if (!default_pixels_better(rv_extent(s, loops[rows]),
-                             rv_extent(s, loops[cols]),
-                             rv_extent(s, loops[vec]), red, lanes,
-                             ts_target_vector_registers(g->t)))
+  if (cols < 1 || !pixels_fusible(s, r, loops, binds, nl, cols - 1, cols, vec,
+                                  lanes, ts_target_vector_registers(g->t)))
     return false;
-  ts_rv pair[2] = {loops[rows], loops[cols]}, fused;
+  ts_rv pair[2] = {loops[cols - 1], loops[cols]}, fused;
   return ts_sched_fuse(s, pair, 2, &fused) == TS_OK;
 }
 
