@@ -284,9 +284,11 @@ double cli_conv_form_seconds(const ts_workload *w, int m, struct ts_db *db,
                              int max_stages, int *n_stages);
 #define CLI_FORM_STAGES 4
 /* Form m built from the database's best record of each stage, with seeded
- * arguments; TS_ENOTFOUND (saying which stage) when one has none. */
+ * arguments; TS_ENOTFOUND (saying which stage) when one has none, with
+ * f->recorded telling whether any has one. */
 typedef struct cli_form {
   int m, n;
+  int recorded; /* stages with a record (kept when the build fails) */
   ts_func *func[CLI_FORM_STAGES];
   cli_kernel k[CLI_FORM_STAGES];
   int count[CLI_FORM_STAGES], number[CLI_FORM_STAGES];

@@ -8,6 +8,7 @@
  * flight finish and commit, then exit 130 with the command that resumes.
  */
 #include "cli.h"
+#include "tune_internal.h"
 
 #include "bench/bench.h"
 #include "codegen/codegen.h"
@@ -142,10 +143,6 @@ static const char tune_usage[] =
     "Exit status: 0 done, 1 failure, 2 usage error, 130 interrupted (the\n"
     "job is resumable with the same --job).\n";
 
-#define MAX_TASKS 256
-#define MAX_SHAPES 64
-#define MAX_RULES 16
-
 /* The stop flag the signal handler sets: the one piece of global state a
  * signal handler needs. */
 static volatile sig_atomic_t stop_requested;
@@ -178,59 +175,12 @@ static void on_summary_signal(int sig) {
   raise(sig);
 }
 
-typedef struct tune_args {
-  const char *specs[MAX_TASKS];
-  const char *names[MAX_TASKS]; /* of a resumed job's stored workloads */
-  char *vendor[MAX_TASKS];      /* --model: a task's vendor call, or NULL */
-  uint64_t consts[MAX_TASKS];   /* --model: a task's constant parameters */
-  bool is_tir[MAX_TASKS];
-  double weights[MAX_TASKS];
-  int n_tasks;
-  /* --winograd: task i is a stage of Winograd form form_m[i] (2 or 4; 0
-   * for any other task) of workload task form_of[i] */
-  bool winograd;
-  int form_m[MAX_TASKS], form_of[MAX_TASKS];
-  bool own_name[MAX_TASKS]; /* names[i] malloc'd here */
-  const char *rule_block[MAX_RULES], *rule_file[MAX_RULES];
-  char *rule_json[MAX_RULES]; /* a resumed job's stored rule traces */
-  int n_rules;
-  const char *db, *tracker, *key, *token_file, *log;
-  const char *model; /* --model: the tasks come from this ONNX model */
-  const char *shapes[MAX_SHAPES];
-  int n_shapes;
-  /* --shape-buckets SYMBOL=S1,S2,...: the sizes to tune a named dimension
-   * for (two symbols at most: every pair of their sizes) */
-  char bucket_sym[2][128];
-  long buckets[2][16];
-  int n_buckets[2], n_bucket_syms;
-  bool quiet, json, summary_measure, compare_models, compare_rounds_given;
-  long compare_rounds; /* --compare-models' side-by-side rounds */
-  long confirm_top;    /* --confirm-top (default 6; 0: no confirmation) */
-  bool confirm_cold;   /* --confirm-cold */
-  int confirm_model;   /* --confirm-in-model 1, --no-confirm-in-model 0,
-                          neither -1: on with a confirmation */
-  bool target_given, trials_given, strategy_given, cost_model_given,
-      policy_given, per_task_given, batch_given, population_given,
-      timeout_given, build_timeout_given, tensorize_given;
-  long max_memory_mb; /* admission (0: default) */
-  long max_gflop;     /* admission (0: default) */
-} tune_args;
-
 static int int_option(const char *name, const char *v, long lo, long hi,
                       long *out) {
   return cli_int_option("tune", name, v, lo, hi, out);
 }
 
 /* ---- the final summary ---- */
-
-typedef struct summary_row {
-  double best_s, tuned_s, baseline_s, onednn_s, flops;
-  double ratio; /* median of the rounds' oneDNN / tuned latency */
-  int64_t trial_90;
-  bool have_tuned, have_baseline, have_onednn;
-  bool side_in_confirm; /* tuned/oneDNN from the confirmation's rounds */
-  char onednn_why[160];
-} summary_row;
 
 static bool matmul_like(const ts_workload *w) {
   static const char *const ops[] = {"matmul", "batch_matmul", "dense",
@@ -335,14 +285,6 @@ int64_t cli_trial_at_90(ts_db *db, int64_t workload, const char *target,
   return at;
 }
 
-static void json_double(FILE *f, const char *key, bool have, double v,
-                        bool comma) {
-  if (have && isfinite(v))
-    fprintf(f, "\"%s\": %.6g%s", key, v, comma ? ", " : "");
-  else
-    fprintf(f, "\"%s\": null%s", key, comma ? ", " : "");
-}
-
 /* Confirms each task's best (tuner/confirm.c), with the vendor libraries
  * that implement the task timed in the same rounds, and makes the confirmed
  * best the one the summary shows; rows[i] gets the side-by-side figures
@@ -408,55 +350,6 @@ static void confirm_tasks(const tune_args *a, ts_db *db, const char *target,
     ts_tune_result_refresh_best(db, target, r, i);
   }
   if (!a->quiet && tty) fprintf(stderr, "\r\033[K");
-}
-
-/* --winograd: per conv workload, its direct best against each Winograd
- * form's stages' bests summed (text, or a JSON member after "tasks"). */
-static void print_forms(const tune_args *a, ts_db *db, const char *target,
-                        ts_workload **wl, const summary_row *rows, int n,
-                        FILE *out) {
-  bool any = false;
-  for (int i = 0; a->winograd && i < n; i++) {
-    if (a->form_m[i] || !wl[i] || cli_conv_form_why_not(wl[i])) continue;
-    double sec[3] = {rows[i].best_s, NAN, NAN}, st[2][CLI_FORM_STAGES];
-    int ns[2] = {0, 0};
-    for (int k = 0; k < 2; k++)
-      sec[k + 1] = cli_conv_form_seconds(wl[i], 2 + 2 * k, db, target, st[k],
-                                         CLI_FORM_STAGES, &ns[k]);
-    int best = -1;
-    for (int k = 0; k < 3; k++)
-      if (isfinite(sec[k]) && (best < 0 || sec[k] < sec[best])) best = k;
-    const char *names[3] = {"direct", ts_winograd_form_name(2),
-                            ts_winograd_form_name(4)};
-    if (a->json) {
-      fprintf(out, "%s{\"workload\": \"%s\", ",
-              any ? ", " : ", \"winograd_forms\": [", wl[i]->name);
-      json_double(out, "direct_seconds", isfinite(sec[0]), sec[0], true);
-      json_double(out, "f2x2_seconds", isfinite(sec[1]), sec[1], true);
-      json_double(out, "f4x4_seconds", isfinite(sec[2]), sec[2], true);
-      fprintf(out, "\"fastest\": \"%s\"}", best >= 0 ? names[best] : "");
-      any = true;
-      continue;
-    }
-    fprintf(out, "\nforms of %s (the best record of each task, summed):\n",
-            wl[i]->name);
-    for (int k = 0; k < 3; k++) {
-      char lat[32] = "no record";
-      if (isfinite(sec[k])) snprintf(lat, sizeof lat, "%.1f us", sec[k] * 1e6);
-      fprintf(out, "  %-8s %12s", names[k], lat);
-      if (k && isfinite(sec[k])) {
-        fprintf(out, "  (");
-        for (int j = 0; j < ns[k - 1]; j++)
-          fprintf(out, "%s%.1f", j ? " + " : "", st[k - 1][j] * 1e6);
-        fprintf(out, ": input transform, product, output transform)");
-      }
-      if (k && isfinite(sec[k]) && isfinite(sec[0]))
-        fprintf(out, "  %.2fx the direct form", sec[0] / sec[k]);
-      fprintf(out, "\n");
-    }
-    if (best >= 0) fprintf(out, "  fastest: %s\n", names[best]);
-  }
-  if (a->json && any) fprintf(out, "]");
 }
 
 static void print_summary(const tune_args *a, ts_db *db, const char *target,
@@ -527,7 +420,7 @@ static void print_summary(const tune_args *a, ts_db *db, const char *target,
               (long long)tr->by_status[TS_DB_STATUS_WRONG_RESULT]);
     }
     fprintf(out, "]");
-    print_forms(a, db, target, wl, rows, r->n_tasks, out);
+    tune_print_forms(a, db, target, wl, rows, r->n_tasks, out);
     fprintf(out, "}\n");
   } else {
     fprintf(out,
@@ -598,7 +491,7 @@ static void print_summary(const tune_args *a, ts_db *db, const char *target,
       if (rows[i].onednn_why[0] && (matmul_like(wl[i]) || !wl[i]))
         fprintf(out, "task %d: oneDNN not measured: %s\n", i,
                 rows[i].onednn_why);
-    print_forms(a, db, target, wl, rows, r->n_tasks, out);
+    tune_print_forms(a, db, target, wl, rows, r->n_tasks, out);
   }
   fflush(out);
   ts_runtime_destroy(rt);
@@ -1003,100 +896,6 @@ static int model_tasks_with(tune_args *a, ts_func **funcs) {
   return status;
 }
 
-/* A resumed job: its TIR tasks that are Winograd stages of one of its conv
- * workloads (by function hash) are marked so, as --winograd marked them. */
-static void mark_resumed_forms(tune_args *a, ts_workload **wl,
-                               ts_func **funcs) {
-  for (int i = 0; i < a->n_tasks; i++) {
-    if (!wl[i] || cli_conv_form_why_not(wl[i])) continue;
-    for (int m = 2; m <= 4; m += 2) {
-      ts_graph *g = NULL;
-      ts_graph_task *t = NULL;
-      int n = 0;
-      ts_error err;
-      if (cli_conv_form_tasks(wl[i], m, &g, &t, &n, &err)) continue;
-      for (int k = 0; k < n; k++)
-        for (int j = 0; j < a->n_tasks; j++)
-          if (!wl[j] && funcs[j] && !a->form_m[j] &&
-              ts_hash128_eq(ts_func_hash(funcs[j]), ts_func_hash(t[k].func))) {
-            a->form_m[j] = m;
-            a->form_of[j] = i;
-            a->winograd = true;
-          }
-      free(t);
-      ts_graph_free(g);
-    }
-  }
-}
-
-/* --winograd: the Winograd forms of each conv2d_nhwc workload, their
- * stages added as tasks of the job after the workloads (a workload without
- * a form is said so and tuned alone). */
-static int add_form_tasks(tune_args *a, ts_workload **wl, ts_func **funcs,
-                          ts_tune_task *tasks) {
-  int n0 = a->n_tasks, forms = 0, added = 0;
-  for (int i = 0; i < n0; i++) {
-    const char *why =
-        wl[i] ? cli_conv_form_why_not(wl[i]) : "it is a TIR function";
-    if (why) {
-      fprintf(stderr,
-              "tessera: note: --winograd: %s has no Winograd form: %s\n",
-              wl[i] ? wl[i]->name : ts_func_name(funcs[i]), why);
-      continue;
-    }
-    for (int m = 2; m <= 4; m += 2) {
-      ts_graph *g = NULL;
-      ts_graph_task *t = NULL;
-      int n = 0, rc = EXIT_OK;
-      ts_error err;
-      if (cli_conv_form_tasks(wl[i], m, &g, &t, &n, &err)) {
-        cli_error("cannot build a Winograd form", &err);
-        return EXIT_FAIL;
-      }
-      for (int k = 0; k < n && rc == EXIT_OK; k++) {
-        int j = a->n_tasks;
-        if (j == MAX_TASKS) {
-          fprintf(stderr,
-                  "tessera: error: --winograd: a job takes at most %d "
-                  "tasks\n",
-                  MAX_TASKS);
-          rc = EXIT_FAIL;
-          break;
-        }
-        char name[300];
-        snprintf(name, sizeof name, "%s %s (%s)", ts_winograd_form_name(m),
-                 cli_conv_form_stage(&t[k]), wl[i]->name);
-        funcs[j] = ts_func_copy(t[k].func);
-        a->names[j] = strdup(name);
-        a->own_name[j] = true;
-        a->form_m[j] = m;
-        a->n_tasks++; /* freed at the end either way */
-        if (!funcs[j] || !a->names[j]) {
-          fprintf(stderr, "tessera: error: out of memory\n");
-          rc = EXIT_FAIL;
-          break;
-        }
-        a->form_of[j] = i;
-        a->is_tir[j] = true;
-        a->weights[j] = a->weights[i] * t[k].count;
-        tasks[j].func = funcs[j];
-        tasks[j].name = a->names[j];
-        tasks[j].weight = a->weights[j];
-        tasks[j].flops = t[k].flops;
-        added++;
-      }
-      free(t);
-      ts_graph_free(g);
-      if (rc != EXIT_OK) return rc;
-      forms++;
-    }
-  }
-  if (forms)
-    fprintf(stderr, "--winograd: %d form%s, %d task%s added\n", forms,
-            forms == 1 ? "" : "s", added, added == 1 ? "" : "s");
-  return EXIT_OK;
-}
-
 int cmd_tune(int argc, char **argv) {
   tune_args a;
   memset(&a, 0, sizeof a);
@@ -1387,8 +1186,9 @@ int cmd_tune(int argc, char **argv) {
     tasks[i].weight = a.weights[i];
     tasks[i].flops = wl[i] ? wl[i]->flops : 0;
   }
-  if (a.winograd && add_form_tasks(&a, wl, funcs, tasks) != EXIT_OK) goto done;
-  if (resumed) mark_resumed_forms(&a, wl, funcs);
+  if (a.winograd && tune_add_form_tasks(&a, wl, funcs, tasks) != EXIT_OK)
+    goto done;
+  if (resumed) tune_mark_resumed_forms(&a, wl, funcs);
   for (int i = 0; i < a.n_rules; i++) {
     if (a.rule_json[i]
             ? ts_trace_from_json(a.rule_json[i], strlen(a.rule_json[i]),

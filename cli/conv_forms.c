@@ -108,6 +108,13 @@ int cli_conv_form_build(const ts_workload *w, int m, ts_db *db,
   for (int i = 0; !rc && i < n; i++) {
     ts_db_record rec;
     memset(&rec, 0, sizeof rec);
+    if (ts_db_best_by_func(db, tasks[i].func, ts_target_str(t), &rec) == TS_OK)
+      f->recorded++;
+    ts_db_record_clear(&rec);
+  }
+  for (int i = 0; !rc && i < n; i++) {
+    ts_db_record rec;
+    memset(&rec, 0, sizeof rec);
     if (ts_db_best_by_func(db, tasks[i].func, ts_target_str(t), &rec)) {
       rc = TS_ERR(err, TS_ENOTFOUND,
                   "no record of its %s (tune it with `tessera tune "
