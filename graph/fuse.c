@@ -58,6 +58,7 @@ static const char *const elementwise_ops[] = {"Add",
                                               NULL};
 
 bool gr_is_elementwise_op(const char *op) {
+  if (gr_ew_lookup(op)) return true;
   for (int i = 0; elementwise_ops[i]; i++)
     if (!strcmp(elementwise_ops[i], op)) return true;
   return false;
@@ -80,6 +81,11 @@ static bool num_value(const ts_graph *g, int v) {
   return t.lanes == 1 && (ts_dtype_is_float(t) || ts_dtype_is_int(t));
 }
 
+/* A value of known rank whose elements are scalars (numbers or bool). */
+static bool scalar_value(const ts_graph *g, int v) {
+  return v >= 0 && g->values[v].ndim >= 0 && g->values[v].dtype.lanes == 1;
+}
+
 /* A one-element numeric constant (inlined as an immediate). */
 static bool scalar_num_const(const ts_graph *g, int v) {
   return gr_is_const(g, v) && gr_value_elems(&g->values[v]) == 1 &&
@@ -89,11 +95,19 @@ static bool scalar_num_const(const ts_graph *g, int v) {
 /* Whether an elementwise node computes in float32 (its output and every
  * input float32); otherwise it computes in float64 and rounds once to its
  * output dtype, as the reference kernels do. */
+/* float32 when every operand and the result are (bool operands that only
+ * select, and the bool result of a comparison of float32 operands, aside) */
 static bool computes_f32(const ts_graph *g, const gr_node *n) {
-  if (!f32_value(g, n->outputs[0])) return false;
-  for (int k = 0; k < n->n_inputs; k++)
-    if (n->inputs[k] >= 0 && !f32_value(g, n->inputs[k])) return false;
-  return true;
+  const gr_ew_op *ew = gr_ew_lookup(n->op);
+  bool bool_out = ew && ts_dtype_eq(g->values[n->outputs[0]].dtype, TS_BOOL);
+  if (!bool_out && !f32_value(g, n->outputs[0])) return false;
+  int counted = 0;
+  for (int k = 0; k < n->n_inputs; k++) {
+    if (n->inputs[k] < 0 || (ew && gr_ew_bool_operand(ew, k))) continue;
+    if (!f32_value(g, n->inputs[k])) return false;
+    counted++;
+  }
+  return !bool_out || counted > 0;
 }
 
 /* The reduction axes of a ReduceMean/ReduceSum/ReduceMax: the attribute
@@ -137,7 +151,10 @@ static bool fusable_elementwise(const ts_graph *g, const gr_node *n, int cur) {
       !gr_is_elementwise_op(n->op))
     return false;
   const gr_value *out = &g->values[n->outputs[0]];
-  if (!num_value(g, n->outputs[0])) return false;
+  /* comparisons, logic and Where give or take bool values */
+  bool ew = gr_ew_lookup(n->op) != NULL;
+  if (!(ew ? scalar_value(g, n->outputs[0]) : num_value(g, n->outputs[0])))
+    return false;
   if (cur >= 0) {
     const gr_value *c = &g->values[cur];
     if (c->ndim != out->ndim ||
@@ -147,7 +164,7 @@ static bool fusable_elementwise(const ts_graph *g, const gr_node *n, int cur) {
   for (int k = 0; k < n->n_inputs; k++) {
     int v = n->inputs[k];
     if (v < 0) continue;
-    if (!num_value(g, v)) return false;
+    if (!(ew ? scalar_value(g, v) : num_value(g, v))) return false;
     if (!strcmp(n->op, "Clip") && k > 0 && !scalar_num_const(g, v))
       return false;
     if (gr_op_is_quant(n->op) && k > 0 && !quant_param_ok(g, n, v))
@@ -447,6 +464,12 @@ static ts_expr *apply(builder *b, const gr_node *n, ts_expr **in, ts_dtype ct,
     ts_expr *e = ts_call(a, ct, "erf", &t, 1);
     return ts_mul(a, ts_mul(a, x, ts_float(a, ct, 0.5)),
                   ts_add(a, e, ts_float(a, ct, 1.0)));
+  }
+  const gr_ew_op *ew = gr_ew_lookup(op);
+  if (ew) {
+    int k = 0;
+    while (k < n->n_inputs && k < 8 && in[k]) k++;
+    return gr_ew_tir(ew, a, n, in, k, ct);
   }
   static const char *const math[][2] = {
       {"Sigmoid", "sigmoid"}, {"Tanh", "tanh"}, {"Erf", "erf"},

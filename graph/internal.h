@@ -298,6 +298,26 @@ bool gr_param_fits_value(const ts_buffer *p, const gr_value *val);
 /* Whether op is one of the elementwise operators fusion takes in. */
 bool gr_is_elementwise_op(const char *op);
 
+/* ---- ew_ops.c ---- */
+/* The elementwise operators past the core arithmetic (activations, math,
+ * variadic Min/Max/Sum/Mean, comparisons, logic, Where): NULL when op is
+ * not one of them. */
+typedef struct gr_ew_op gr_ew_op;
+const gr_ew_op *gr_ew_lookup(const char *op);
+/* The i-th operator of the table, NULL past its end. */
+const char *gr_ew_name(size_t i);
+/* Their shape rule: operands broadcast; a bool result for comparisons and
+ * logic. */
+int gr_ew_infer(ts_graph *g, gr_node *n, const gr_ew_op *op, ts_error *err);
+/* The reference value from k operands (converted to double). */
+double gr_ew_ref(const gr_ew_op *op, const gr_node *n, const double *x, int k);
+/* The TIR form from k operand expressions in compute dtype ct. */
+ts_expr *gr_ew_tir(const gr_ew_op *op, ts_arena *a, const gr_node *n,
+                   ts_expr **x, int k, ts_dtype ct);
+/* Whether input k is a bool operand that only selects (And, Or, Xor, Not,
+ * Where's condition). */
+bool gr_ew_bool_operand(const gr_ew_op *op, int k);
+
 /* ---- dispatch.c ---- */
 /* The post-ops a vendor call takes at most (runtime/vendor/dnnl.c). */
 #define GR_VENDOR_MAX_POST 8

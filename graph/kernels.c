@@ -147,6 +147,30 @@ static int run_elementwise(const gr_node *n, const gr_tensor *ins,
   return TS_OK;
 }
 
+/* An operator of ew_ops.c's table: k broadcast operands. */
+static int run_ew(const gr_ew_op *op, const gr_node *n, const gr_tensor *ins,
+                  gr_tensor *out) {
+  int k = n->n_inputs;
+  int64_t total = gr_tensor_elems(out), idx[TS_MAX_DIMS] = {0};
+  double *in[8] = {0}, x[8];
+  double *r = ts_malloc(sizeof *r * (size_t)(total ? total : 1));
+  bool ok = r != NULL && k <= 8;
+  for (int i = 0; ok && i < k; i++) ok = (in[i] = to_double(&ins[i])) != NULL;
+  for (int64_t e = 0; ok && e < total; e++) {
+    for (int i = 0; i < k; i++)
+      x[i] = in[i][bcast_index(idx, out->ndim, ins[i].shape, ins[i].ndim)];
+    r[e] = gr_ew_ref(op, n, x, k);
+    for (int d = out->ndim - 1; d >= 0; d--) {
+      if (++idx[d] < out->shape[d]) break;
+      idx[d] = 0;
+    }
+  }
+  if (ok) from_double(out, r);
+  for (int i = 0; i < k && i < 8; i++) free(in[i]);
+  free(r);
+  return ok ? TS_OK : TS_ENOMEM;
+}
+
 static int run_conv(const ts_graph *g, const gr_node *n, const gr_tensor *ins,
                     gr_tensor *out) {
   const gr_tensor *x = &ins[0], *w = &ins[1];
@@ -945,6 +969,8 @@ int gr_kernel_run(const ts_graph *g, const gr_node *n, const gr_tensor *ins,
     rc = run_reduce(g, n, ins, out);
   else if (!strcmp(op, "BatchNormalization"))
     rc = run_batchnorm(n, ins, out);
+  else if (gr_ew_lookup(op))
+    rc = run_ew(gr_ew_lookup(op), n, ins, out);
   else if (gr_op_known(op))
     rc = run_elementwise(n, ins, out);
   else

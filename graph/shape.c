@@ -64,6 +64,7 @@ static const char *const known_ops[] = {"Conv",
                                         NULL};
 
 bool gr_op_known(const char *op) {
+  if (gr_ew_lookup(op)) return true;
   for (int i = 0; known_ops[i]; i++)
     if (!strcmp(known_ops[i], op)) return true;
   return false;
@@ -605,10 +606,12 @@ int gr_infer_node(ts_graph *g, gr_node *n, ts_error *err) {
     return infer_quant(g, n, err);
   if (!strcmp(op, "Gemm")) return infer_gemm(g, n, err);
   if (!x) return FAIL("missing input 0");
+  const gr_ew_op *ew = gr_ew_lookup(op);
   if (x->ndim < 0) return set_unknown(g, n), TS_OK;
   for (int i = 1; i < n->n_inputs; i++)
     if (n->inputs[i] >= 0 && g->values[n->inputs[i]].ndim < 0)
       return set_unknown(g, n), TS_OK;
+  if (ew) return gr_ew_infer(g, n, ew, err);
   if (!strcmp(op, "PadMask")) { /* dynamic.c: x, positions, length */
     const gr_value *pos = in(g, n, 1), *len = in(g, n, 2);
     int64_t out[TS_MAX_DIMS];

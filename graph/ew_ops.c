@@ -1,0 +1,497 @@
+/*
+ * ew_ops.c — the elementwise operators past the core arithmetic, one table
+ * row each: how many inputs, which dtypes they take and give, the
+ * reference value (in double, what folding and the reference executor
+ * compute) and the TIR expression fusion builds (in the compute dtype ct,
+ * float32 or float64). Activations (LeakyRelu, PRelu, HardSigmoid,
+ * HardSwish, Elu, Selu, Celu, Softplus, Softsign, Mish, ThresholdedRelu),
+ * math (Log, Reciprocal, Floor, Ceil, Round, Sign, Sin, Cos), the variadic
+ * Min, Max, Sum and Mean, comparisons (Equal, Less, Greater, LessOrEqual,
+ * GreaterOrEqual: bool results), logic (And, Or, Xor, Not: bool operands
+ * and result) and Where (a bool condition selecting between two operands).
+ * Every one broadcasts its operands as Add does, so shape inference, the
+ * layout pass, fusion and the executor treat them as they treat Add.
+ */
+#include "internal.h"
+
+#include <math.h>
+#include <string.h>
+
+#define SELU_ALPHA 1.67326319217681884765625
+#define SELU_GAMMA 1.05070102214813232421875
+
+enum { EW_SAME, EW_BOOL_OUT, EW_LOGIC, EW_WHERE };
+
+typedef double (*ew_ref_fn)(const gr_node *n, const double *x, int k);
+typedef ts_expr *(*ew_tir_fn)(ts_arena *a, const gr_node *n, ts_expr **x, int k,
+                              ts_dtype ct);
+
+struct gr_ew_op {
+  const char *name;
+  int min_in, max_in;
+  int kind; /* EW_*: the dtypes of operands and result */
+  bool float_only;
+  ew_ref_fn ref;
+  ew_tir_fn tir;
+};
+
+static double attr(const gr_node *n, const char *name, double dflt) {
+  return gr_attr_float(n, name, dflt);
+}
+
+/* ---- reference values ---- */
+
+static double softplus_d(double x) {
+  return (x > 0 ? x : 0) + log1p(exp(-fabs(x)));
+}
+
+static double r_leaky(const gr_node *n, const double *x, int k) {
+  (void)k;
+  return x[0] < 0 ? attr(n, "alpha", 0.01) * x[0] : x[0];
+}
+static double r_prelu(const gr_node *n, const double *x, int k) {
+  (void)n, (void)k;
+  return x[0] < 0 ? x[1] * x[0] : x[0];
+}
+static double hard_sigmoid_d(double x, double alpha, double beta) {
+  double v = alpha * x + beta;
+  return v < 0 ? 0 : v > 1 ? 1 : v;
+}
+static double r_hsig(const gr_node *n, const double *x, int k) {
+  (void)k;
+  return hard_sigmoid_d(x[0], attr(n, "alpha", 0.2), attr(n, "beta", 0.5));
+}
+static double r_hswish(const gr_node *n, const double *x, int k) {
+  (void)n, (void)k;
+  return x[0] * hard_sigmoid_d(x[0], 1.0 / 6.0, 0.5);
+}
+static double r_elu(const gr_node *n, const double *x, int k) {
+  (void)k;
+  return x[0] < 0 ? attr(n, "alpha", 1.0) * expm1(x[0]) : x[0];
+}
+static double r_selu(const gr_node *n, const double *x, int k) {
+  (void)k;
+  double al = attr(n, "alpha", SELU_ALPHA), ga = attr(n, "gamma", SELU_GAMMA);
+  return x[0] > 0 ? ga * x[0] : ga * al * expm1(x[0]);
+}
+static double r_celu(const gr_node *n, const double *x, int k) {
+  (void)k;
+  double al = attr(n, "alpha", 1.0);
+  return (x[0] > 0 ? x[0] : 0) + fmin(0, al * expm1(x[0] / al));
+}
+static double r_softplus(const gr_node *n, const double *x, int k) {
+  (void)n, (void)k;
+  return softplus_d(x[0]);
+}
+static double r_softsign(const gr_node *n, const double *x, int k) {
+  (void)n, (void)k;
+  return x[0] / (1 + fabs(x[0]));
+}
+static double r_mish(const gr_node *n, const double *x, int k) {
+  (void)n, (void)k;
+  return x[0] * tanh(softplus_d(x[0]));
+}
+static double r_thresh(const gr_node *n, const double *x, int k) {
+  (void)k;
+  return x[0] > attr(n, "alpha", 1.0) ? x[0] : 0;
+}
+static double r_log(const gr_node *n, const double *x, int k) {
+  (void)n, (void)k;
+  return log(x[0]);
+}
+static double r_recip(const gr_node *n, const double *x, int k) {
+  (void)n, (void)k;
+  return 1.0 / x[0];
+}
+static double r_floor(const gr_node *n, const double *x, int k) {
+  (void)n, (void)k;
+  return floor(x[0]);
+}
+static double r_ceil(const gr_node *n, const double *x, int k) {
+  (void)n, (void)k;
+  return ceil(x[0]);
+}
+static double r_round(const gr_node *n, const double *x, int k) {
+  (void)n, (void)k;
+  return nearbyint(x[0]); /* halves to even, as ONNX rounds */
+}
+static double r_sign(const gr_node *n, const double *x, int k) {
+  (void)n, (void)k;
+  return x[0] > 0 ? 1 : x[0] < 0 ? -1 : 0;
+}
+static double r_sin(const gr_node *n, const double *x, int k) {
+  (void)n, (void)k;
+  return sin(x[0]);
+}
+static double r_cos(const gr_node *n, const double *x, int k) {
+  (void)n, (void)k;
+  return cos(x[0]);
+}
+static double r_min(const gr_node *n, const double *x, int k) {
+  (void)n;
+  double m = x[0];
+  for (int i = 1; i < k; i++) m = x[i] < m ? x[i] : m;
+  return m;
+}
+static double r_max(const gr_node *n, const double *x, int k) {
+  (void)n;
+  double m = x[0];
+  for (int i = 1; i < k; i++) m = x[i] > m ? x[i] : m;
+  return m;
+}
+static double r_sum(const gr_node *n, const double *x, int k) {
+  (void)n;
+  double s = 0;
+  for (int i = 0; i < k; i++) s += x[i];
+  return s;
+}
+static double r_mean(const gr_node *n, const double *x, int k) {
+  return r_sum(n, x, k) / k;
+}
+static double r_eq(const gr_node *n, const double *x, int k) {
+  (void)n, (void)k;
+  return x[0] == x[1];
+}
+static double r_lt(const gr_node *n, const double *x, int k) {
+  (void)n, (void)k;
+  return x[0] < x[1];
+}
+static double r_gt(const gr_node *n, const double *x, int k) {
+  (void)n, (void)k;
+  return x[0] > x[1];
+}
+static double r_le(const gr_node *n, const double *x, int k) {
+  (void)n, (void)k;
+  return x[0] <= x[1];
+}
+static double r_ge(const gr_node *n, const double *x, int k) {
+  (void)n, (void)k;
+  return x[0] >= x[1];
+}
+static double r_and(const gr_node *n, const double *x, int k) {
+  (void)n, (void)k;
+  return x[0] != 0 && x[1] != 0;
+}
+static double r_or(const gr_node *n, const double *x, int k) {
+  (void)n, (void)k;
+  return x[0] != 0 || x[1] != 0;
+}
+static double r_xor(const gr_node *n, const double *x, int k) {
+  (void)n, (void)k;
+  return (x[0] != 0) != (x[1] != 0);
+}
+static double r_not(const gr_node *n, const double *x, int k) {
+  (void)n, (void)k;
+  return x[0] == 0;
+}
+static double r_where(const gr_node *n, const double *x, int k) {
+  (void)n, (void)k;
+  return x[0] != 0 ? x[1] : x[2];
+}
+
+/* ---- TIR forms ---- */
+
+static ts_expr *num(ts_arena *a, ts_dtype ct, double v) {
+  return ts_float(a, ct, v);
+}
+static ts_expr *call1(ts_arena *a, ts_dtype ct, const char *f, ts_expr *x) {
+  return ts_call(a, ct, f, &x, 1);
+}
+static ts_expr *flag(ts_arena *a, ts_dtype ct, ts_expr *cond) {
+  return ts_select(a, cond, num(a, ct, 1), num(a, ct, 0));
+}
+static ts_expr *truth(ts_arena *a, ts_dtype ct, ts_expr *x) {
+  return ts_ne(a, x, num(a, ct, 0));
+}
+static ts_expr *neg_part(ts_arena *a, ts_dtype ct, ts_expr *x, ts_expr *f) {
+  return ts_select(a, ts_lt(a, x, num(a, ct, 0)), f, x);
+}
+/* exp(x) - 1 (the reference uses expm1; the difference is within float32
+ * rounding of the result's magnitude) */
+static ts_expr *expm1_t(ts_arena *a, ts_dtype ct, ts_expr *x) {
+  return ts_sub(a, call1(a, ct, "exp", x), num(a, ct, 1));
+}
+static ts_expr *clamp01(ts_arena *a, ts_dtype ct, ts_expr *v) {
+  return ts_min(a, ts_max(a, v, num(a, ct, 0)), num(a, ct, 1));
+}
+static ts_expr *softplus_t(ts_arena *a, ts_dtype ct, ts_expr *x) {
+  ts_expr *ax = call1(a, ct, "abs", x);
+  ts_expr *e = call1(a, ct, "exp", ts_sub(a, num(a, ct, 0), ax));
+  return ts_add(a, ts_max(a, x, num(a, ct, 0)),
+                call1(a, ct, "log", ts_add(a, num(a, ct, 1), e)));
+}
+
+static ts_expr *t_leaky(ts_arena *a, const gr_node *n, ts_expr **x, int k,
+                        ts_dtype ct) {
+  (void)k;
+  return neg_part(a, ct, x[0],
+                  ts_mul(a, x[0], num(a, ct, attr(n, "alpha", 0.01))));
+}
+static ts_expr *t_prelu(ts_arena *a, const gr_node *n, ts_expr **x, int k,
+                        ts_dtype ct) {
+  (void)n, (void)k;
+  return neg_part(a, ct, x[0], ts_mul(a, x[0], x[1]));
+}
+static ts_expr *t_hsig(ts_arena *a, const gr_node *n, ts_expr **x, int k,
+                       ts_dtype ct) {
+  (void)k;
+  ts_expr *v = ts_add(a, ts_mul(a, x[0], num(a, ct, attr(n, "alpha", 0.2))),
+                      num(a, ct, attr(n, "beta", 0.5)));
+  return clamp01(a, ct, v);
+}
+static ts_expr *t_hswish(ts_arena *a, const gr_node *n, ts_expr **x, int k,
+                         ts_dtype ct) {
+  (void)n, (void)k;
+  ts_expr *v =
+      ts_add(a, ts_mul(a, x[0], num(a, ct, 1.0 / 6.0)), num(a, ct, 0.5));
+  return ts_mul(a, x[0], clamp01(a, ct, v));
+}
+static ts_expr *t_elu(ts_arena *a, const gr_node *n, ts_expr **x, int k,
+                      ts_dtype ct) {
+  (void)k;
+  return neg_part(
+      a, ct, x[0],
+      ts_mul(a, num(a, ct, attr(n, "alpha", 1.0)), expm1_t(a, ct, x[0])));
+}
+static ts_expr *t_selu(ts_arena *a, const gr_node *n, ts_expr **x, int k,
+                       ts_dtype ct) {
+  (void)k;
+  double al = attr(n, "alpha", SELU_ALPHA), ga = attr(n, "gamma", SELU_GAMMA);
+  ts_expr *neg = ts_mul(a, num(a, ct, ga * al), expm1_t(a, ct, x[0]));
+  return ts_select(a, ts_gt(a, x[0], num(a, ct, 0)),
+                   ts_mul(a, x[0], num(a, ct, ga)), neg);
+}
+static ts_expr *t_celu(ts_arena *a, const gr_node *n, ts_expr **x, int k,
+                       ts_dtype ct) {
+  (void)k;
+  double al = attr(n, "alpha", 1.0);
+  ts_expr *e = expm1_t(a, ct, ts_mul(a, x[0], num(a, ct, 1.0 / al)));
+  return ts_add(a, ts_max(a, x[0], num(a, ct, 0)),
+                ts_min(a, num(a, ct, 0), ts_mul(a, e, num(a, ct, al))));
+}
+static ts_expr *t_softplus(ts_arena *a, const gr_node *n, ts_expr **x, int k,
+                           ts_dtype ct) {
+  (void)n, (void)k;
+  return softplus_t(a, ct, x[0]);
+}
+static ts_expr *t_softsign(ts_arena *a, const gr_node *n, ts_expr **x, int k,
+                           ts_dtype ct) {
+  (void)n, (void)k;
+  return ts_div(a, x[0], ts_add(a, num(a, ct, 1), call1(a, ct, "abs", x[0])));
+}
+static ts_expr *t_mish(ts_arena *a, const gr_node *n, ts_expr **x, int k,
+                       ts_dtype ct) {
+  (void)n, (void)k;
+  return ts_mul(a, x[0], call1(a, ct, "tanh", softplus_t(a, ct, x[0])));
+}
+static ts_expr *t_thresh(ts_arena *a, const gr_node *n, ts_expr **x, int k,
+                         ts_dtype ct) {
+  (void)k;
+  return ts_select(a, ts_gt(a, x[0], num(a, ct, attr(n, "alpha", 1.0))), x[0],
+                   num(a, ct, 0));
+}
+#define T_CALL(fn, intrin)                                                     \
+  static ts_expr *fn(ts_arena *a, const gr_node *n, ts_expr **x, int k,        \
+                     ts_dtype ct) {                                            \
+    (void)n, (void)k;                                                          \
+    return call1(a, ct, intrin, x[0]);                                         \
+  }
+T_CALL(t_log, "log")
+T_CALL(t_floor, "floor")
+T_CALL(t_ceil, "ceil")
+T_CALL(t_round, "round")
+T_CALL(t_sin, "sin")
+T_CALL(t_cos, "cos")
+static ts_expr *t_recip(ts_arena *a, const gr_node *n, ts_expr **x, int k,
+                        ts_dtype ct) {
+  (void)n, (void)k;
+  return ts_div(a, num(a, ct, 1), x[0]);
+}
+static ts_expr *t_sign(ts_arena *a, const gr_node *n, ts_expr **x, int k,
+                       ts_dtype ct) {
+  (void)n, (void)k;
+  return ts_sub(a, flag(a, ct, ts_gt(a, x[0], num(a, ct, 0))),
+                flag(a, ct, ts_lt(a, x[0], num(a, ct, 0))));
+}
+static ts_expr *t_min(ts_arena *a, const gr_node *n, ts_expr **x, int k,
+                      ts_dtype ct) {
+  (void)n, (void)ct;
+  ts_expr *m = x[0];
+  for (int i = 1; i < k; i++) m = ts_min(a, m, x[i]);
+  return m;
+}
+static ts_expr *t_max(ts_arena *a, const gr_node *n, ts_expr **x, int k,
+                      ts_dtype ct) {
+  (void)n, (void)ct;
+  ts_expr *m = x[0];
+  for (int i = 1; i < k; i++) m = ts_max(a, m, x[i]);
+  return m;
+}
+static ts_expr *t_sum(ts_arena *a, const gr_node *n, ts_expr **x, int k,
+                      ts_dtype ct) {
+  (void)n, (void)ct;
+  ts_expr *s = x[0];
+  for (int i = 1; i < k; i++) s = ts_add(a, s, x[i]);
+  return s;
+}
+static ts_expr *t_mean(ts_arena *a, const gr_node *n, ts_expr **x, int k,
+                       ts_dtype ct) {
+  return ts_div(a, t_sum(a, n, x, k, ct), num(a, ct, k));
+}
+#define T_CMP(fn, cmp)                                                         \
+  static ts_expr *fn(ts_arena *a, const gr_node *n, ts_expr **x, int k,        \
+                     ts_dtype ct) {                                            \
+    (void)n, (void)k;                                                          \
+    return flag(a, ct, cmp(a, x[0], x[1]));                                    \
+  }
+T_CMP(t_eq, ts_eq)
+T_CMP(t_lt, ts_lt)
+T_CMP(t_gt, ts_gt)
+T_CMP(t_le, ts_le)
+T_CMP(t_ge, ts_ge)
+static ts_expr *t_and(ts_arena *a, const gr_node *n, ts_expr **x, int k,
+                      ts_dtype ct) {
+  (void)n, (void)k;
+  return flag(a, ct, ts_and(a, truth(a, ct, x[0]), truth(a, ct, x[1])));
+}
+static ts_expr *t_or(ts_arena *a, const gr_node *n, ts_expr **x, int k,
+                     ts_dtype ct) {
+  (void)n, (void)k;
+  return flag(a, ct, ts_or(a, truth(a, ct, x[0]), truth(a, ct, x[1])));
+}
+static ts_expr *t_xor(ts_arena *a, const gr_node *n, ts_expr **x, int k,
+                      ts_dtype ct) {
+  (void)n, (void)k;
+  return flag(a, ct,
+              ts_ne(a, flag(a, ct, truth(a, ct, x[0])),
+                    flag(a, ct, truth(a, ct, x[1]))));
+}
+static ts_expr *t_not(ts_arena *a, const gr_node *n, ts_expr **x, int k,
+                      ts_dtype ct) {
+  (void)n, (void)k;
+  return flag(a, ct, ts_eq(a, x[0], num(a, ct, 0)));
+}
+static ts_expr *t_where(ts_arena *a, const gr_node *n, ts_expr **x, int k,
+                        ts_dtype ct) {
+  (void)n, (void)k;
+  return ts_select(a, truth(a, ct, x[0]), x[1], x[2]);
+}
+
+static const gr_ew_op table[] = {
+    {"LeakyRelu", 1, 1, EW_SAME, true, r_leaky, t_leaky},
+    {"PRelu", 2, 2, EW_SAME, true, r_prelu, t_prelu},
+    {"HardSigmoid", 1, 1, EW_SAME, true, r_hsig, t_hsig},
+    {"HardSwish", 1, 1, EW_SAME, true, r_hswish, t_hswish},
+    {"Elu", 1, 1, EW_SAME, true, r_elu, t_elu},
+    {"Selu", 1, 1, EW_SAME, true, r_selu, t_selu},
+    {"Celu", 1, 1, EW_SAME, true, r_celu, t_celu},
+    {"Softplus", 1, 1, EW_SAME, true, r_softplus, t_softplus},
+    {"Softsign", 1, 1, EW_SAME, true, r_softsign, t_softsign},
+    {"Mish", 1, 1, EW_SAME, true, r_mish, t_mish},
+    {"ThresholdedRelu", 1, 1, EW_SAME, true, r_thresh, t_thresh},
+    {"Log", 1, 1, EW_SAME, true, r_log, t_log},
+    {"Reciprocal", 1, 1, EW_SAME, true, r_recip, t_recip},
+    {"Floor", 1, 1, EW_SAME, true, r_floor, t_floor},
+    {"Ceil", 1, 1, EW_SAME, true, r_ceil, t_ceil},
+    {"Round", 1, 1, EW_SAME, true, r_round, t_round},
+    {"Sign", 1, 1, EW_SAME, false, r_sign, t_sign},
+    {"Sin", 1, 1, EW_SAME, true, r_sin, t_sin},
+    {"Cos", 1, 1, EW_SAME, true, r_cos, t_cos},
+    {"Min", 1, 8, EW_SAME, false, r_min, t_min},
+    {"Max", 1, 8, EW_SAME, false, r_max, t_max},
+    {"Sum", 1, 8, EW_SAME, false, r_sum, t_sum},
+    {"Mean", 1, 8, EW_SAME, true, r_mean, t_mean},
+    {"Equal", 2, 2, EW_BOOL_OUT, false, r_eq, t_eq},
+    {"Less", 2, 2, EW_BOOL_OUT, false, r_lt, t_lt},
+    {"Greater", 2, 2, EW_BOOL_OUT, false, r_gt, t_gt},
+    {"LessOrEqual", 2, 2, EW_BOOL_OUT, false, r_le, t_le},
+    {"GreaterOrEqual", 2, 2, EW_BOOL_OUT, false, r_ge, t_ge},
+    {"And", 2, 2, EW_LOGIC, false, r_and, t_and},
+    {"Or", 2, 2, EW_LOGIC, false, r_or, t_or},
+    {"Xor", 2, 2, EW_LOGIC, false, r_xor, t_xor},
+    {"Not", 1, 1, EW_LOGIC, false, r_not, t_not},
+    {"Where", 3, 3, EW_WHERE, false, r_where, t_where},
+};
+
+const gr_ew_op *gr_ew_lookup(const char *op) {
+  for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
+    if (!strcmp(table[i].name, op)) return &table[i];
+  return NULL;
+}
+
+const char *gr_ew_name(size_t i) {
+  return i < sizeof table / sizeof table[0] ? table[i].name : NULL;
+}
+
+#define FAIL(...)                                                              \
+  TS_ERR(err, TS_EINVAL, "node '%s' (%s): " FMT_FIRST(__VA_ARGS__), n->name,   \
+         n->op REST_ARGS(__VA_ARGS__))
+#define FMT_FIRST(f, ...) f
+#define REST_ARGS(f, ...) , ##__VA_ARGS__
+
+/* The shape rule: the operands broadcast together; the result's dtype is
+ * the operands' (bool for comparisons and logic; Where's branches'). */
+int gr_ew_infer(ts_graph *g, gr_node *n, const gr_ew_op *op, ts_error *err) {
+  if (n->n_inputs < op->min_in || n->n_inputs > op->max_in)
+    return op->min_in == op->max_in
+               ? FAIL("takes %d input%s, has %d", op->min_in,
+                      op->min_in == 1 ? "" : "s", n->n_inputs)
+               : FAIL("takes %d to %d inputs, has %d", op->min_in, op->max_in,
+                      n->n_inputs);
+  int64_t shape[TS_MAX_DIMS];
+  int nd = 0;
+  const char *layout = "";
+  int first = op->kind == EW_WHERE ? 1 : 0;
+  ts_dtype dt = TS_FLOAT32;
+  for (int k = 0; k < n->n_inputs; k++) {
+    if (n->inputs[k] < 0) return FAIL("input %d is omitted", k);
+    const gr_value *x = &g->values[n->inputs[k]];
+    char b1[32], b2[32];
+    bool want_bool = op->kind == EW_LOGIC || (op->kind == EW_WHERE && k == 0);
+    if (want_bool && !ts_dtype_eq(x->dtype, TS_BOOL))
+      return FAIL("input %d must be bool, is %s", k,
+                  ts_dtype_str(x->dtype, b1));
+    if (!want_bool && k == first) dt = x->dtype;
+    if (!want_bool && k > first && !ts_dtype_eq(x->dtype, dt))
+      return FAIL("operand dtypes differ: %s and %s", ts_dtype_str(dt, b1),
+                  ts_dtype_str(x->dtype, b2));
+    if (op->float_only && !ts_dtype_is_float(x->dtype))
+      return FAIL("input %d must be a float tensor, is %s", k,
+                  ts_dtype_str(x->dtype, b1));
+    if (k == 0) {
+      nd = x->ndim;
+      memcpy(shape, x->shape, sizeof(int64_t) * (size_t)nd);
+      layout = x->layout;
+      continue;
+    }
+    int64_t out[TS_MAX_DIMS];
+    int no;
+    if (!gr_broadcast(shape, nd, x->shape, x->ndim, out, &no))
+      return FAIL("input %d's shape does not broadcast with the others", k);
+    if (no > nd) layout = x->ndim == no ? x->layout : "";
+    nd = no;
+    memcpy(shape, out, sizeof(int64_t) * (size_t)nd);
+  }
+  ts_dtype t = op->kind == EW_SAME || op->kind == EW_WHERE ? dt : TS_BOOL;
+  gr_value *o = &g->values[n->outputs[0]];
+  o->dtype = t;
+  o->ndim = nd;
+  for (int i = 0; i < TS_MAX_DIMS; i++) o->shape[i] = i < nd ? shape[i] : -1;
+  o->layout = layout ? layout : "";
+  return TS_OK;
+}
+
+double gr_ew_ref(const gr_ew_op *op, const gr_node *n, const double *x, int k) {
+  return op->ref(n, x, k);
+}
+
+ts_expr *gr_ew_tir(const gr_ew_op *op, ts_arena *a, const gr_node *n,
+                   ts_expr **x, int k, ts_dtype ct) {
+  return op->tir(a, n, x, k, ct);
+}
+
+/* Whether input k only selects (a bool operand): it does not decide the
+ * compute dtype. */
+bool gr_ew_bool_operand(const gr_ew_op *op, int k) {
+  return op->kind == EW_LOGIC || (op->kind == EW_WHERE && k == 0);
+}
