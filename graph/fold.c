@@ -19,7 +19,7 @@
 #define FOLD_MAX_ELEMS (64ll << 20)
 
 static bool foldable(const ts_graph *g, const gr_node *n) {
-  if (n->kind != TS_GRAPH_OP) return false;
+  if (n->kind != TS_GRAPH_OP || !gr_kernel_folds(n->op)) return false;
   for (int k = 0; k < n->n_outputs; k++) {
     int64_t e = gr_value_elems(&g->values[n->outputs[k]]);
     if (e < 0 || e > FOLD_MAX_ELEMS) return false;

@@ -298,6 +298,25 @@ bool gr_param_fits_value(const ts_buffer *p, const gr_value *val);
 /* Whether op is one of the elementwise operators fusion takes in. */
 bool gr_is_elementwise_op(const char *op);
 
+/* ---- shape.c and lower_more.c: operators lowered into the core set ---- */
+/* Split's part sizes along *axis (n->n_outputs of them): 0, -1 when they
+ * do not split the axis, -2 when the sizes are not constants yet. */
+int gr_split_sizes(const ts_graph *g, const gr_node *n, int64_t *sizes,
+                   int *axis);
+/* Pad's begin pads (rank entries) then end pads: 0, -1 malformed, -2 not
+ * constants yet. */
+int gr_pad_amounts(const ts_graph *g, const gr_node *n, int64_t *pads);
+/* Resize's output shape and, per axis, the scale its coordinates map by:
+ * 0, -2 when the scales or sizes are not constants yet, else an error
+ * naming what is not supported. */
+int gr_resize_plan(const ts_graph *g, const gr_node *n, int64_t *out,
+                   double *scale, ts_error *err);
+/* Rewrites the operators above (and Trilu, the Reduce variants,
+ * Instance/GroupNormalization, DepthToSpace, SpaceToDepth) at node n into
+ * core nodes through emit; see lower_more.c. 1 when n is not one of them. */
+typedef struct gr_lowering gr_lowering;
+int gr_lower_more(gr_lowering *l, const gr_node *n);
+
 /* ---- ew_ops.c ---- */
 /* The elementwise operators past the core arithmetic (activations, math,
  * variadic Min/Max/Sum/Mean, comparisons, logic, Where): NULL when op is
@@ -373,8 +392,9 @@ int64_t gr_tensor_elems(const gr_tensor *t);
  * omitted input); outs are preallocated with the inferred shapes. */
 int gr_kernel_run(const ts_graph *g, const gr_node *n, const gr_tensor *ins,
                   gr_tensor *outs, ts_error *err);
-/* Whether gr_kernel_run implements op. */
-bool gr_kernel_known(const char *op);
+/* Whether the reference kernels evaluate op (the operators that only
+ * lowering rewrites, such as Split or Resize, have none). */
+bool gr_kernel_folds(const char *op);
 
 /* The layout name of a rank for conv-style values. */
 const char *gr_layout_for(int ndim, bool image);

@@ -147,6 +147,55 @@ static int run_elementwise(const gr_node *n, const gr_tensor *ins,
   return TS_OK;
 }
 
+/* ConstantOfShape, Range, Trilu and Expand (what folding evaluates of the
+ * operators lower_more.c rewrites; the others are not folded). */
+static int run_fill(const gr_node *n, const gr_tensor *ins, gr_tensor *out) {
+  int64_t total = gr_tensor_elems(out), idx[TS_MAX_DIMS] = {0};
+  double start = 0, delta = 0, value = gr_attr_float(n, "value", 0);
+  int64_t k = 0;
+  bool upper = gr_attr_int(n, "upper", 1) != 0;
+  if (!strcmp(n->op, "Range")) {
+    start = ts_host_get(ins[0].data, ins[0].dtype, 0);
+    delta = ts_host_get(ins[2].data, ins[2].dtype, 0);
+  }
+  if (!strcmp(n->op, "Trilu") && n->n_inputs > 1 && ins[1].data)
+    k = (int64_t)ts_host_get(ins[1].data, ins[1].dtype, 0);
+  int nd = out->ndim;
+  for (int64_t e = 0; e < total; e++) {
+    double v = value;
+    if (!strcmp(n->op, "Range")) v = start + (double)e * delta;
+    if (!strcmp(n->op, "Trilu")) {
+      int64_t d = idx[nd - 1] - idx[nd - 2];
+      bool keep = upper ? d >= k : d <= k;
+      v = keep ? ts_host_get(ins[0].data, ins[0].dtype, e) : 0;
+    }
+    if (!strcmp(n->op, "Expand"))
+      v = ts_host_get(ins[0].data, ins[0].dtype,
+                      bcast_index(idx, nd, ins[0].shape, ins[0].ndim));
+    ts_host_set(out->data, out->dtype, e, v);
+    for (int d = nd - 1; d >= 0; d--) {
+      if (++idx[d] < out->shape[d]) break;
+      idx[d] = 0;
+    }
+  }
+  return TS_OK;
+}
+
+bool gr_kernel_folds(const char *op) {
+  static const char *const lowered_only[] = {"Split",
+                                             "Tile",
+                                             "DepthToSpace",
+                                             "SpaceToDepth",
+                                             "InstanceNormalization",
+                                             "GroupNormalization",
+                                             "Pad",
+                                             "Resize",
+                                             NULL};
+  for (int i = 0; lowered_only[i]; i++)
+    if (!strcmp(op, lowered_only[i])) return false;
+  return gr_op_known(op);
+}
+
 /* An operator of ew_ops.c's table: k broadcast operands. */
 static int run_ew(const gr_ew_op *op, const gr_node *n, const gr_tensor *ins,
                   gr_tensor *out) {
@@ -535,8 +584,12 @@ static int run_reduce(const ts_graph *g, const gr_node *n, const gr_tensor *ins,
     free(xd), free(r), free(cnt);
     return TS_ENOMEM;
   }
-  bool is_max = !strcmp(n->op, "ReduceMax");
-  for (int64_t i = 0; i < on; i++) r[i] = is_max ? -INFINITY : 0;
+  const char *kind = n->op + 6; /* after "Reduce" */
+  bool is_max = !strcmp(kind, "Max"), is_min = !strcmp(kind, "Min");
+  bool sq = !strcmp(kind, "L2") || !strcmp(kind, "SumSquare");
+  bool lse = !strcmp(kind, "LogSumExp");
+  for (int64_t i = 0; i < on; i++)
+    r[i] = is_max ? -INFINITY : is_min ? INFINITY : 0;
   int64_t idx[TS_MAX_DIMS] = {0}, kshape[TS_MAX_DIMS], kst[TS_MAX_DIMS];
   for (int i = 0; i < x->ndim; i++) kshape[i] = red[i] ? 1 : x->shape[i];
   strides_of(kshape, x->ndim, kst);
@@ -546,16 +599,24 @@ static int run_reduce(const ts_graph *g, const gr_node *n, const gr_tensor *ins,
     for (int d = 0; d < x->ndim; d++) o += red[d] ? 0 : idx[d] * kst[d];
     if (is_max)
       r[o] = fmax(r[o], xd[i]);
+    else if (is_min)
+      r[o] = fmin(r[o], xd[i]);
     else
-      r[o] += xd[i];
+      r[o] += sq                    ? xd[i] * xd[i]
+              : !strcmp(kind, "L1") ? fabs(xd[i])
+              : lse                 ? exp(xd[i])
+                                    : xd[i];
     cnt[o]++;
     for (int d = x->ndim - 1; d >= 0; d--) {
       if (++idx[d] < x->shape[d]) break;
       idx[d] = 0;
     }
   }
-  if (!strcmp(n->op, "ReduceMean"))
-    for (int64_t i = 0; i < on; i++) r[i] /= (double)(cnt[i] ? cnt[i] : 1);
+  for (int64_t i = 0; i < on; i++) {
+    if (!strcmp(kind, "Mean")) r[i] /= (double)(cnt[i] ? cnt[i] : 1);
+    if (!strcmp(kind, "L2")) r[i] = sqrt(r[i]);
+    if (lse || !strcmp(kind, "LogSum")) r[i] = log(r[i]);
+  }
   from_double(out, r);
   free(xd), free(r), free(cnt);
   (void)g;
@@ -736,8 +797,6 @@ static int run_quant(const gr_node *n, const gr_tensor *ins, gr_tensor *out) {
   }
   return TS_OK;
 }
-
-bool gr_kernel_known(const char *op) { return gr_op_known(op); }
 
 /* x with its 4 axes permuted (out[d] = x axis perm[d]) into a new
  * malloc'd tensor; data NULL when memory runs out. */
@@ -969,9 +1028,12 @@ int gr_kernel_run(const ts_graph *g, const gr_node *n, const gr_tensor *ins,
     rc = run_reduce(g, n, ins, out);
   else if (!strcmp(op, "BatchNormalization"))
     rc = run_batchnorm(n, ins, out);
+  else if (!strcmp(op, "ConstantOfShape") || !strcmp(op, "Range") ||
+           !strcmp(op, "Trilu") || !strcmp(op, "Expand"))
+    rc = run_fill(n, ins, out);
   else if (gr_ew_lookup(op))
     rc = run_ew(gr_ew_lookup(op), n, ins, out);
-  else if (gr_op_known(op))
+  else if (gr_kernel_folds(op))
     rc = run_elementwise(n, ins, out);
   else
     return TS_ERR(err, TS_EUNSUPPORTED, "node '%s': no kernel for '%s'",

@@ -14,22 +14,17 @@
  * (Gather, Cast, Concat, Slice, Transpose) is left as it is: fusion builds
  * each as a call of its own; only the Reshapes (views) stay graph operators.
  */
-#include "internal.h"
+#include "lower.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct lowering {
-  ts_graph *g;
-  gr_list out;
-  ts_error *err;
-} lowering;
+typedef gr_lowering lowering;
 
-/* Emits a node and infers its outputs' shapes. */
-static int emit(lowering *l, const char *op, const char *name, const int *ins,
-                int n_ins, int out) {
+int gr_lower_emit(lowering *l, const char *op, const char *name, const int *ins,
+                  int n_ins, int out) {
   gr_node n = gr_node_make(l->g, op, name, ins, n_ins, &out, 1);
   int rc = gr_infer_node(l->g, &n, l->err);
   if (rc) return rc;
@@ -37,15 +32,14 @@ static int emit(lowering *l, const char *op, const char *name, const int *ins,
   return TS_OK;
 }
 
-static int fresh_like(ts_graph *g, int v, const char *suffix) {
+int gr_lower_fresh(ts_graph *g, int v, const char *suffix) {
   char base[300];
   snprintf(base, sizeof base, "%s_%s", g->values[v].name, suffix);
   return gr_value_fresh(g, base, g->values[v].dtype, -1, NULL);
 }
 
-/* A float32 constant of shape (ndim, shape) from doubles. */
-static int const_f32(ts_graph *g, const char *name, int ndim,
-                     const int64_t *shape, const double *v, int64_t n) {
+int gr_lower_const_f32(ts_graph *g, const char *name, int ndim,
+                       const int64_t *shape, const double *v, int64_t n) {
   float *f = ts_malloc(sizeof(float) * (size_t)(n ? n : 1));
   if (!f) return TS_ENOMEM;
   for (int64_t i = 0; i < n; i++) f[i] = (float)v[i];
@@ -64,7 +58,7 @@ static int transposed_const(ts_graph *g, int v, double scale) {
     for (int64_t j = 0; j < c; j++) d[j * r + i] = scale * src[i * c + j];
   char name[300];
   snprintf(name, sizeof name, "%s_t", x->name);
-  int id = const_f32(g, name, 2, shape, d, r * c);
+  int id = gr_lower_const_f32(g, name, 2, shape, d, r * c);
   free(d);
   return id;
 }
@@ -82,8 +76,9 @@ static int lower_gemm(lowering *l, const gr_node *n) {
   double beta = gr_attr_float(n, "beta", 1.0);
   int rc;
   if (gr_attr_int(n, "transA", 0)) {
-    int t = fresh_like(g, a, "t");
-    if ((rc = emit(l, "Transpose", gr_fresh_name(g, n->name), &a, 1, t)))
+    int t = gr_lower_fresh(g, a, "t");
+    if ((rc = gr_lower_emit(l, "Transpose", gr_fresh_name(g, n->name), &a, 1,
+                            t)))
       return rc;
     a = t;
   }
@@ -98,28 +93,30 @@ static int lower_gemm(lowering *l, const gr_node *n) {
       if (!d) return TS_ENOMEM;
       for (int64_t i = 0; i < e; i++)
         d[i] = alpha * ((const float *)gr_const_data(g, b))[i];
-      b = const_f32(g, gr_fresh_name(g, bv->name), 2, bv->shape, d, e);
+      b = gr_lower_const_f32(g, gr_fresh_name(g, bv->name), 2, bv->shape, d, e);
       free(d);
     }
     if (b < 0) return TS_ERR(l->err, TS_ENOMEM, "lowering '%s'", n->name);
     alpha = 1.0;
   } else if (tb) {
-    int t = fresh_like(g, b, "t");
-    if ((rc = emit(l, "Transpose", gr_fresh_name(g, n->name), &b, 1, t)))
+    int t = gr_lower_fresh(g, b, "t");
+    if ((rc = gr_lower_emit(l, "Transpose", gr_fresh_name(g, n->name), &b, 1,
+                            t)))
       return rc;
     b = t;
   }
   int out = n->outputs[0];
   bool more = alpha != 1.0 || c >= 0;
-  int mm = more ? fresh_like(g, out, "mm") : out;
+  int mm = more ? gr_lower_fresh(g, out, "mm") : out;
   int ab[2] = {a, b};
-  if ((rc = emit(l, "MatMul", n->name, ab, 2, mm))) return rc;
+  if ((rc = gr_lower_emit(l, "MatMul", n->name, ab, 2, mm))) return rc;
   if (alpha != 1.0) {
     double al = alpha;
-    int k = const_f32(g, gr_fresh_name(g, "alpha"), 0, NULL, &al, 1);
-    int sc = c >= 0 ? fresh_like(g, out, "scaled") : out;
+    int k = gr_lower_const_f32(g, gr_fresh_name(g, "alpha"), 0, NULL, &al, 1);
+    int sc = c >= 0 ? gr_lower_fresh(g, out, "scaled") : out;
     int ins[2] = {mm, k};
-    if ((rc = emit(l, "Mul", gr_fresh_name(g, n->name), ins, 2, sc))) return rc;
+    if ((rc = gr_lower_emit(l, "Mul", gr_fresh_name(g, n->name), ins, 2, sc)))
+      return rc;
     mm = sc;
   }
   if (c >= 0) {
@@ -134,11 +131,12 @@ static int lower_gemm(lowering *l, const gr_node *n) {
       if (!d) return TS_ENOMEM;
       for (int64_t i = 0; i < e; i++)
         d[i] = beta * ((const float *)gr_const_data(g, c))[i];
-      c = const_f32(g, gr_fresh_name(g, cv->name), cv->ndim, cv->shape, d, e);
+      c = gr_lower_const_f32(g, gr_fresh_name(g, cv->name), cv->ndim, cv->shape,
+                             d, e);
       free(d);
     }
     int ins[2] = {mm, c};
-    if ((rc = emit(l, "Add", gr_fresh_name(g, n->name), ins, 2, out)))
+    if ((rc = gr_lower_emit(l, "Add", gr_fresh_name(g, n->name), ins, 2, out)))
       return rc;
   }
   return TS_OK;
@@ -155,20 +153,23 @@ static int lower_batchnorm_values(lowering *l, const gr_node *n) {
   for (int i = 1; i < nd; i++) shape[i] = 1;
   int s = gr_const_add(g, gr_fresh_name(g, "shape"), TS_INT64, 1, &nd, shape);
   double eps = gr_attr_float(n, "epsilon", 1e-5);
-  int k_eps = const_f32(g, gr_fresh_name(g, "epsilon"), 0, NULL, &eps, 1);
+  int k_eps =
+      gr_lower_const_f32(g, gr_fresh_name(g, "epsilon"), 0, NULL, &eps, 1);
   if (s < 0 || k_eps < 0)
     return TS_ERR(l->err, TS_ENOMEM, "lowering '%s'", n->name);
   int p[5], rc;
   for (int k = 1; k < 5; k++) {
-    p[k] = fresh_like(g, n->inputs[k], "c");
+    p[k] = gr_lower_fresh(g, n->inputs[k], "c");
     int ins[2] = {n->inputs[k], s};
-    if ((rc = emit(l, "Reshape", gr_fresh_name(g, n->name), ins, 2, p[k])))
+    if ((rc = gr_lower_emit(l, "Reshape", gr_fresh_name(g, n->name), ins, 2,
+                            p[k])))
       return rc;
   }
   int out = n->outputs[0];
-  int d = fresh_like(g, out, "centered"), v = fresh_like(g, p[4], "eps");
-  int sd = fresh_like(g, p[4], "std"), q = fresh_like(g, out, "normed");
-  int sc = fresh_like(g, out, "scaled");
+  int d = gr_lower_fresh(g, out, "centered"),
+      v = gr_lower_fresh(g, p[4], "eps");
+  int sd = gr_lower_fresh(g, p[4], "std"), q = gr_lower_fresh(g, out, "normed");
+  int sc = gr_lower_fresh(g, out, "scaled");
   struct {
     const char *op;
     int a, b, out;
@@ -181,8 +182,8 @@ static int lower_batchnorm_values(lowering *l, const gr_node *n) {
   for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
     int ins[2] = {steps[i].a, steps[i].b};
     const char *name = i == 5 ? n->name : gr_fresh_name(g, n->name);
-    if ((rc = emit(l, steps[i].op, name, ins, steps[i].b >= 0 ? 2 : 1,
-                   steps[i].out)))
+    if ((rc = gr_lower_emit(l, steps[i].op, name, ins, steps[i].b >= 0 ? 2 : 1,
+                            steps[i].out)))
       return rc;
   }
   return TS_OK;
@@ -222,16 +223,19 @@ static int lower_batchnorm(lowering *l, const gr_node *n) {
     sh[c] = b[c] - m[c] * sc[c];
   }
   int nd = x->ndim - 1;
-  int ks = const_f32(g, gr_fresh_name(g, "bn_scale"), nd, shape, sc, C);
-  int kh = const_f32(g, gr_fresh_name(g, "bn_shift"), nd, shape, sh, C);
+  int ks =
+      gr_lower_const_f32(g, gr_fresh_name(g, "bn_scale"), nd, shape, sc, C);
+  int kh =
+      gr_lower_const_f32(g, gr_fresh_name(g, "bn_shift"), nd, shape, sh, C);
   free(sc), free(sh);
   if (ks < 0 || kh < 0)
     return TS_ERR(l->err, TS_ENOMEM, "lowering '%s'", n->name);
-  int t = fresh_like(g, n->outputs[0], "scaled");
+  int t = gr_lower_fresh(g, n->outputs[0], "scaled");
   int in1[2] = {n->inputs[0], ks}, in2[2] = {t, kh};
-  int rc = emit(l, "Mul", n->name, in1, 2, t);
+  int rc = gr_lower_emit(l, "Mul", n->name, in1, 2, t);
   if (!rc)
-    rc = emit(l, "Add", gr_fresh_name(g, n->name), in2, 2, n->outputs[0]);
+    rc = gr_lower_emit(l, "Add", gr_fresh_name(g, n->name), in2, 2,
+                       n->outputs[0]);
   return rc;
 }
 
@@ -243,7 +247,7 @@ static int lower_view(lowering *l, const gr_node *n) {
       gr_const_add(g, gr_fresh_name(g, "shape"), TS_INT64, 1, &nd, o->shape);
   if (s < 0) return TS_ERR(l->err, TS_ENOMEM, "lowering '%s'", n->name);
   int ins[2] = {n->inputs[0], s};
-  return emit(l, "Reshape", n->name, ins, 2, n->outputs[0]);
+  return gr_lower_emit(l, "Reshape", n->name, ins, 2, n->outputs[0]);
 }
 
 static int lower_div(lowering *l, const gr_node *n) {
@@ -255,12 +259,12 @@ static int lower_div(lowering *l, const gr_node *n) {
   if (!r) return TS_ERR(l->err, TS_ENOMEM, "lowering '%s'", n->name);
   for (int64_t i = 0; i < e; i++)
     r[i] = 1.0 / ((const float *)gr_const_data(g, d))[i];
-  int k =
-      const_f32(g, gr_fresh_name(g, "reciprocal"), dv->ndim, dv->shape, r, e);
+  int k = gr_lower_const_f32(g, gr_fresh_name(g, "reciprocal"), dv->ndim,
+                             dv->shape, r, e);
   free(r);
   if (k < 0) return TS_ERR(l->err, TS_ENOMEM, "lowering '%s'", n->name);
   int ins[2] = {n->inputs[0], k};
-  return emit(l, "Mul", n->name, ins, 2, n->outputs[0]);
+  return gr_lower_emit(l, "Mul", n->name, ins, 2, n->outputs[0]);
 }
 
 /* requires: shapes known, constants folded; maintains: the values the graph
@@ -284,8 +288,10 @@ int ts_graph_lower(ts_graph *g, ts_error *err) {
       rc = lower_view(&l, &n);
     else if (!strcmp(n.op, "Div") && is_f32_const(g, n.inputs[1]))
       rc = lower_div(&l, &n);
-    else
+    else if ((rc = gr_lower_more(&l, &n)) == 1) {
+      rc = TS_OK;
       gr_list_push(&l.out, &n);
+    }
   }
   if (rc) {
     free(l.out.nodes);

@@ -518,6 +518,26 @@ static int import_attr(importer *im, gr_node *n, const Onnx__AttributeProto *a,
     at.floats = f;
     break;
   }
+  case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR: {
+    /* ConstantOfShape's value: one element, kept as a float and its ONNX
+     * dtype code */
+    if (strcmp(n->op, "ConstantOfShape") || strcmp(at.name, "value") || !a->t)
+      goto unsupported;
+    int id, rc = import_tensor(im, a->t, gr_fresh_name(im->g, "value"), &id);
+    if (rc) return rc;
+    const gr_value *v = &im->g->values[id];
+    if (gr_value_elems(v) != 1)
+      return TS_ERR(im->err, TS_EINVAL,
+                    "node '%s' (ConstantOfShape): value has %lld elements, "
+                    "not one",
+                    n->name, (long long)gr_value_elems(v));
+    at.kind = GR_ATTR_FLOAT;
+    at.f = ts_host_get(gr_const_data(im->g, id), v->dtype, 0);
+    gr_node_set_attr(im->g, n, at);
+    at = (gr_attr){
+        .name = "value_dtype", .kind = GR_ATTR_INT, .i = a->t->data_type};
+    break;
+  }
   default: goto unsupported;
   }
   gr_node_set_attr(im->g, n, at);

@@ -12,6 +12,7 @@
 #include "internal.h"
 
 #include <stdio.h>
+#include <math.h>
 #include <string.h>
 
 /* Operators the graph knows; every one has a shape rule below and a
@@ -61,6 +62,24 @@ static const char *const known_ops[] = {"Conv",
                                         "QuantizeLinear",
                                         "DequantizeLinear",
                                         "PadMask",
+                                        "ReduceMin",
+                                        "ReduceL1",
+                                        "ReduceL2",
+                                        "ReduceSumSquare",
+                                        "ReduceLogSum",
+                                        "ReduceLogSumExp",
+                                        "Split",
+                                        "Expand",
+                                        "Tile",
+                                        "DepthToSpace",
+                                        "SpaceToDepth",
+                                        "InstanceNormalization",
+                                        "GroupNormalization",
+                                        "Pad",
+                                        "Resize",
+                                        "ConstantOfShape",
+                                        "Range",
+                                        "Trilu",
                                         NULL};
 
 bool gr_op_known(const char *op) {
@@ -576,6 +595,254 @@ static int infer_quant(ts_graph *g, gr_node *n, ts_error *err) {
   return TS_OK;
 }
 
+/* ---- operators that lowering rewrites into the core set (lower_more.c) */
+
+/* Split: the part sizes from the `split` input (or attribute, or equal
+ * parts: the opset-18 num_outputs rounds the parts up, the last smaller). */
+int gr_split_sizes(const ts_graph *g, const gr_node *n, int64_t *sizes,
+                   int *axis_out) {
+  const gr_value *x = &g->values[n->inputs[0]];
+  int axis = norm_axis(gr_attr_int(n, "axis", 0), x->ndim);
+  if (axis < 0) return -1;
+  *axis_out = axis;
+  int ns = 0, k = n->n_outputs;
+  const int64_t *sp = gr_attr_ints(n, "split", &ns);
+  if (!sp && n->n_inputs > 1 && n->inputs[1] >= 0) {
+    sp = const_ints(g, n, 1, &ns);
+    if (!sp) return -2; /* not a constant (yet) */
+  }
+  int64_t d = x->shape[axis], sum = 0;
+  if (sp) {
+    if (ns != k) return -1;
+    for (int i = 0; i < k; i++) {
+      if (sp[i] < 0) return -1;
+      sizes[i] = sp[i];
+      sum += sp[i];
+    }
+    return sum == d ? 0 : -1;
+  }
+  int64_t part = (d + k - 1) / k;
+  if (gr_attr_find(n, "num_outputs") == NULL && d % k) return -1;
+  for (int i = 0; i < k; i++) {
+    sizes[i] = d - sum < part ? d - sum : part;
+    sum += sizes[i];
+  }
+  return sizes[k - 1] > 0 || d == 0 ? 0 : -1;
+}
+
+static int infer_split(ts_graph *g, gr_node *n, const gr_value *x,
+                       ts_error *err) {
+  int64_t sizes[16];
+  int axis;
+  int rc = gr_split_sizes(g, n, sizes, &axis);
+  if (rc == -2) return set_unknown(g, n), TS_OK;
+  if (rc < 0)
+    return FAIL("the parts do not split axis %lld into %d outputs",
+                (long long)gr_attr_int(n, "axis", 0), n->n_outputs);
+  for (int k = 0; k < n->n_outputs; k++) {
+    int64_t out[TS_MAX_DIMS];
+    memcpy(out, x->shape, sizeof out);
+    out[axis] = sizes[k];
+    set_out(g, n, k, x->dtype, x->ndim, out, x->layout);
+  }
+  return TS_OK;
+}
+
+static int infer_expand_tile(ts_graph *g, gr_node *n, const gr_value *x,
+                             ts_error *err) {
+  int c = 0;
+  const int64_t *v = const_ints(g, n, 1, &c);
+  if (!v) {
+    if (in(g, n, 1) && gr_is_const(g, n->inputs[1]))
+      return FAIL("input 1 must be int64");
+    return set_unknown(g, n), TS_OK;
+  }
+  int64_t out[TS_MAX_DIMS];
+  int no = 0;
+  if (!strcmp(n->op, "Tile")) {
+    if (c != x->ndim)
+      return FAIL("repeats has %d entries for rank %d", c, x->ndim);
+    for (int i = 0; i < c; i++) {
+      if (v[i] < 0) return FAIL("repeat %d is negative", i);
+      out[i] = x->shape[i] * v[i];
+    }
+    no = c;
+  } else if (c > TS_MAX_DIMS ||
+             !gr_broadcast(x->shape, x->ndim, v, c, out, &no)) {
+    return FAIL("the shape does not broadcast with the input's");
+  }
+  set_out(g, n, 0, x->dtype, no, out, no == x->ndim ? x->layout : "");
+  return TS_OK;
+}
+
+static int infer_depth_space(ts_graph *g, gr_node *n, const gr_value *x,
+                             ts_error *err) {
+  int64_t bs = gr_attr_int(n, "blocksize", 0);
+  if (x->ndim != 4) return FAIL("wants a 4-D input, has rank %d", x->ndim);
+  if (bs < 1) return FAIL("blocksize %lld", (long long)bs);
+  int64_t out[4] = {x->shape[0], 0, 0, 0};
+  if (!strcmp(n->op, "DepthToSpace")) {
+    const char *mode = gr_attr_string(n, "mode", "DCR");
+    if (strcmp(mode, "DCR") && strcmp(mode, "CRD"))
+      return FAIL("mode '%s' (DCR or CRD)", mode);
+    if (x->shape[1] % (bs * bs))
+      return FAIL("%lld channels are not a multiple of blocksize^2 %lld",
+                  (long long)x->shape[1], (long long)(bs * bs));
+    out[1] = x->shape[1] / (bs * bs);
+    out[2] = x->shape[2] * bs;
+    out[3] = x->shape[3] * bs;
+  } else {
+    if (x->shape[2] % bs || x->shape[3] % bs)
+      return FAIL("the image %lldx%lld is not a multiple of blocksize %lld",
+                  (long long)x->shape[2], (long long)x->shape[3],
+                  (long long)bs);
+    out[1] = x->shape[1] * bs * bs;
+    out[2] = x->shape[2] / bs;
+    out[3] = x->shape[3] / bs;
+  }
+  set_out(g, n, 0, x->dtype, 4, out, x->layout);
+  return TS_OK;
+}
+
+static int infer_norm(ts_graph *g, gr_node *n, const gr_value *x,
+                      ts_error *err) {
+  if (x->ndim < 3) return FAIL("wants rank 3 or more, has %d", x->ndim);
+  if (!ts_dtype_eq(x->dtype, TS_FLOAT32)) return FAIL("wants float32");
+  int64_t c = x->shape[1], groups = c;
+  if (!strcmp(n->op, "GroupNormalization")) {
+    groups = gr_attr_int(n, "num_groups", 0);
+    if (groups < 1 || c % groups)
+      return FAIL("num_groups %lld does not divide %lld channels",
+                  (long long)groups, (long long)c);
+  }
+  for (int k = 1; k < 3; k++) {
+    const gr_value *p = in(g, n, k);
+    int64_t e = p ? gr_value_elems(p) : -1;
+    if (!p || !ts_dtype_eq(p->dtype, TS_FLOAT32) || (e != c && e != groups) ||
+        p->ndim != 1)
+      return FAIL("input %d must be float32 [%lld]", k,
+                  (long long)(n->op[0] == 'G' && g->opset < 21 ? groups : c));
+  }
+  set_out(g, n, 0, x->dtype, x->ndim, x->shape, x->layout);
+  return TS_OK;
+}
+
+/* Pad: the begin and end pads of every axis (2 * rank entries). */
+int gr_pad_amounts(const ts_graph *g, const gr_node *n, int64_t *pads) {
+  const gr_value *x = &g->values[n->inputs[0]];
+  int r = x->ndim, np = 0, na = 0;
+  const int64_t *p = const_ints(g, n, 1, &np);
+  if (!p) return -2;
+  int64_t axes[TS_MAX_DIMS];
+  const int64_t *ax =
+      n->n_inputs > 3 && n->inputs[3] >= 0 ? const_ints(g, n, 3, &na) : NULL;
+  if (n->n_inputs > 3 && n->inputs[3] >= 0 && !ax) {
+    const gr_value *a = in(g, n, 3);
+    if (!gr_is_const(g, n->inputs[3]) || a->ndim != 1) return -2;
+    na = (int)a->shape[0];
+    if (na > TS_MAX_DIMS) return -1;
+    for (int i = 0; i < na; i++)
+      axes[i] =
+          (int64_t)ts_host_get(gr_const_data(g, n->inputs[3]), a->dtype, i);
+    ax = axes;
+  }
+  if (!ax) na = r;
+  if (np != 2 * na) return -1;
+  for (int i = 0; i < 2 * r; i++) pads[i] = 0;
+  for (int i = 0; i < na; i++) {
+    int a = ax ? norm_axis(ax[i], r) : i;
+    if (a < 0) return -1;
+    pads[a] = p[i];
+    pads[a + r] = p[i + na];
+  }
+  return 0;
+}
+
+static int infer_pad(ts_graph *g, gr_node *n, const gr_value *x,
+                     ts_error *err) {
+  int64_t pads[2 * TS_MAX_DIMS];
+  int rc = gr_pad_amounts(g, n, pads);
+  if (rc == -2) return set_unknown(g, n), TS_OK;
+  if (rc < 0) return FAIL("pads (and axes) do not match rank %d", x->ndim);
+  const char *mode = gr_attr_string(n, "mode", "constant");
+  bool refl = !strcmp(mode, "reflect");
+  if (strcmp(mode, "constant") && !refl && strcmp(mode, "edge") &&
+      strcmp(mode, "wrap"))
+    return FAIL("mode '%s' (constant, reflect, edge or wrap)", mode);
+  int64_t out[TS_MAX_DIMS];
+  for (int i = 0; i < x->ndim; i++) {
+    int64_t b = pads[i], e = pads[i + x->ndim], d = x->shape[i];
+    out[i] = d + b + e;
+    if (out[i] < 0)
+      return FAIL("axis %d: pads %lld, %lld crop more than "
+                  "its %lld",
+                  i, (long long)b, (long long)e, (long long)d);
+    if ((b > 0 || e > 0) && strcmp(mode, "constant") &&
+        (d == 0 || (refl && (b >= d || e >= d))))
+      return FAIL("axis %d of %lld: pads %lld, %lld too large for mode %s", i,
+                  (long long)d, (long long)b, (long long)e, mode);
+  }
+  set_out(g, n, 0, x->dtype, x->ndim, out, x->layout);
+  return TS_OK;
+}
+
+static int infer_resize(ts_graph *g, gr_node *n, const gr_value *x,
+                        ts_error *err) {
+  int64_t out[TS_MAX_DIMS];
+  double scale[TS_MAX_DIMS];
+  int rc = gr_resize_plan(g, n, out, scale, err);
+  if (rc == -2) return set_unknown(g, n), TS_OK;
+  if (rc) return rc;
+  set_out(g, n, 0, x->dtype, x->ndim, out, x->layout);
+  return TS_OK;
+}
+
+/* The ONNX dtype code of ConstantOfShape's value (stored as an attribute
+ * by the importer) as a tessera dtype. */
+static bool onnx_code_dtype(int64_t code, ts_dtype *t) {
+  static const int map[][2] = {{1, 0}, {2, 1},  {3, 2},  {6, 3}, {7, 4},
+                               {9, 5}, {10, 6}, {11, 7}, {16, 8}};
+  static const ts_dtype dts[] = {TS_FLOAT32, TS_UINT8,   TS_INT8,
+                                 TS_INT32,   TS_INT64,   TS_BOOL,
+                                 TS_FLOAT16, TS_FLOAT64, TS_BFLOAT16};
+  for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
+    if (map[i][0] == code) return *t = dts[map[i][1]], true;
+  return false;
+}
+
+static int infer_fill(ts_graph *g, gr_node *n, const gr_value *x,
+                      ts_error *err) {
+  if (!strcmp(n->op, "ConstantOfShape")) {
+    int c = 0;
+    const int64_t *s = const_ints(g, n, 0, &c);
+    if (!s) return set_unknown(g, n), TS_OK;
+    if (c > TS_MAX_DIMS) return FAIL("rank %d", c);
+    for (int i = 0; i < c; i++)
+      if (s[i] < 0) return FAIL("dimension %d is negative", i);
+    ts_dtype t = TS_FLOAT32;
+    if (!onnx_code_dtype(gr_attr_int(n, "value_dtype", 1), &t))
+      return FAIL("unsupported value dtype");
+    set_out(g, n, 0, t, c, s, "");
+    return TS_OK;
+  }
+  /* Range */
+  for (int k = 0; k < 3; k++)
+    if (!in(g, n, k) || !gr_is_const(g, n->inputs[k]))
+      return set_unknown(g, n), TS_OK;
+  double v[3];
+  for (int k = 0; k < 3; k++) {
+    const gr_value *p = in(g, n, k);
+    if (gr_value_elems(p) != 1 || !ts_dtype_eq(p->dtype, x->dtype))
+      return FAIL("input %d must be a scalar of the start's dtype", k);
+    v[k] = ts_host_get(gr_const_data(g, n->inputs[k]), p->dtype, 0);
+  }
+  if (v[2] == 0) return FAIL("delta is 0");
+  double cnt = ceil((v[1] - v[0]) / v[2]);
+  int64_t len = cnt > 0 ? (int64_t)cnt : 0;
+  set_out(g, n, 0, x->dtype, 1, &len, "");
+  return TS_OK;
+}
+
 int gr_infer_node(ts_graph *g, gr_node *n, ts_error *err) {
   /* a new node wired to a value its pass could not add */
   for (int k = 0; k < n->n_outputs; k++)
@@ -612,6 +879,22 @@ int gr_infer_node(ts_graph *g, gr_node *n, ts_error *err) {
     if (n->inputs[i] >= 0 && g->values[n->inputs[i]].ndim < 0)
       return set_unknown(g, n), TS_OK;
   if (ew) return gr_ew_infer(g, n, ew, err);
+  if (!strcmp(op, "Split")) return infer_split(g, n, x, err);
+  if (!strcmp(op, "Expand") || !strcmp(op, "Tile"))
+    return infer_expand_tile(g, n, x, err);
+  if (!strcmp(op, "DepthToSpace") || !strcmp(op, "SpaceToDepth"))
+    return infer_depth_space(g, n, x, err);
+  if (!strcmp(op, "InstanceNormalization") || !strcmp(op, "GroupNormalization"))
+    return infer_norm(g, n, x, err);
+  if (!strcmp(op, "Pad")) return infer_pad(g, n, x, err);
+  if (!strcmp(op, "Resize")) return infer_resize(g, n, x, err);
+  if (!strcmp(op, "Range") || !strcmp(op, "ConstantOfShape"))
+    return infer_fill(g, n, x, err);
+  if (!strcmp(op, "Trilu")) {
+    if (x->ndim < 2) return FAIL("wants rank 2 or more, has %d", x->ndim);
+    set_out(g, n, 0, x->dtype, x->ndim, x->shape, x->layout);
+    return TS_OK;
+  }
   if (!strcmp(op, "PadMask")) { /* dynamic.c: x, positions, length */
     const gr_value *pos = in(g, n, 1), *len = in(g, n, 2);
     int64_t out[TS_MAX_DIMS];
@@ -704,9 +987,7 @@ int gr_infer_node(ts_graph *g, gr_node *n, ts_error *err) {
     set_out(g, n, 2, TS_FLOAT32, x->ndim, st, "");
     return TS_OK;
   }
-  if (!strcmp(op, "ReduceMean") || !strcmp(op, "ReduceSum") ||
-      !strcmp(op, "ReduceMax"))
-    return infer_reduce(g, n, x, err);
+  if (!strncmp(op, "Reduce", 6)) return infer_reduce(g, n, x, err);
   if (!strcmp(op, "Reshape")) return infer_reshape(g, n, x, err);
   if (!strcmp(op, "Transpose")) {
     int c;

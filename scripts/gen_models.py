@@ -8,12 +8,14 @@ Erf, symbolic batch and sequence dimensions, weights as external data) and
 a CSRNet-like dilated-convolution network; `bert_layer` is BERT-base with
 one encoder layer, and it and ResNet-18 are written only when asked for
 (`--models resnet18,bert_layer`); `unet` is a U-Net-like network of
-unpadded ("valid") convolutions. `--small` writes reduced versions
+unpadded ("valid") convolutions; `ops`, `ops2` and `ops3` are operator
+test models (opsets 17, 13 and 18). `--small` writes reduced versions
 of each (same operators and structure, a few layers and small widths) that
 the tests run in seconds.
 
 Needs numpy and the onnx package (Debian: python3-numpy, python3-onnx; onnx
-1.12 writes opsets up to 17); the digits CNN needs scikit-learn's data set
+1.12 checks opsets up to 17: a model of a newer opset is written
+unchecked); the digits CNN needs scikit-learn's data set
 (python3-sklearn).
 
 usage: gen_models.py --out DIR [--small] [--bad] [--models resnet50,bert,...] [--seed N]
@@ -46,6 +48,12 @@ class Builder:
         n = self.name(base)
         self.inits.append(numpy_helper.from_array(np.asarray(array), n))
         return n
+
+    def i64(self, v):
+        return self.const("c", np.array(v, np.int64))
+
+    def f32(self, v):
+        return self.const("c", np.array(v, np.float32))
 
     def weight(self, base, shape, fan_in):
         w = self.rng.standard_normal(shape).astype(np.float32)
@@ -102,7 +110,10 @@ def save(model_graph, path, external=False, opset=OPSET):
     model = helper.make_model(model_graph, producer_name="tessera-gen_models",
                               opset_imports=[helper.make_opsetid("", opset)])
     model.ir_version = 8
-    onnx.checker.check_model(model)
+    # an onnx package older than the opset (Debian's 1.12 knows opsets up to
+    # 17) lacks its operators' schemas (ops3 is opset 18): written unchecked
+    if opset <= onnx.defs.onnx_opset_version():
+        onnx.checker.check_model(model)
     if external:
         loc = os.path.basename(path) + ".data"
         if os.path.exists(os.path.join(os.path.dirname(path), loc)):
@@ -528,6 +539,245 @@ def ops(rng, small):
     return g, False
 
 
+def _rename_outputs(b, outs):
+    """Gives the graph outputs readable names: outs is [(tensor, name, shape)];
+    returns their value infos (float)."""
+    names = {t: n for t, n, _ in outs}
+    for node in b.nodes:
+        for i, o in enumerate(node.output):
+            if o in names:
+                node.output[i] = names[o]
+        for i, o in enumerate(node.input):
+            if o in names:
+                node.input[i] = names[o]
+    return [helper.make_tensor_value_info(n, TensorProto.FLOAT, shape) for _, n, shape in outs]
+
+
+def ops2(rng, small):
+    """More operators, at opset 13, on x [1, 8, 6, 6] and v [2, 3, 10]:
+    elementwise LeakyRelu (alpha 0.1), PRelu (slope [8, 1, 1]), HardSigmoid
+    (alpha 0.25, beta 0.4), Elu (alpha 0.7), Selu, Celu (alpha 1.3),
+    Softplus, Softsign, Log and Reciprocal (of Abs(x) + 0.5), Floor, Ceil,
+    Round, Sign (of x * 7.3 + 0.1), Sin, Cos, ThresholdedRelu (alpha 0.2),
+    Not; Min, Max and Sum of three inputs (one broadcast [8, 1, 1]), Mean of
+    two, Equal (x against its transpose; Floor against Round), Less, Greater,
+    LessOrEqual, GreaterOrEqual, And, Or, Xor, Where (a [1, 1, 6, 1]
+    condition), Cast bool to float; Split (axis 1, split input [2, 6]; axis
+    2, two equal parts, no split input), Expand ([1, 8, 1, 6] to
+    [2, 8, 5, 6]), Tile ([1, 2, 1, 3]), DepthToSpace (blocksize 2, DCR and
+    CRD), SpaceToDepth (blocksize 2), InstanceNormalization (epsilon 1e-5),
+    Pad (constant 0.5 with a negative pad, reflect, edge; pads and
+    constant_value as inputs), ConstantOfShape (1.5), Range (float -0.5,
+    1.0, 0.25); ReduceMin, ReduceL1, ReduceL2, ReduceSumSquare,
+    ReduceLogSumExp (axes attribute, keepdims 0, 1 and absent); Resize
+    with roi, scales and sizes inputs: nearest asymmetric floor (scales
+    [1, 1, 2, 2]), nearest half_pixel round_prefer_floor (sizes
+    [1, 8, 9, 15]: 3 rows and 3 columns fall exactly on a tie at .5, as
+    (i + 0.5) / 1.5 - 0.5 and / 2.5 compute exactly), linear half_pixel
+    (scales), linear align_corners (sizes [1, 8, 11, 4]), linear
+    pytorch_half_pixel (sizes [1, 8, 3, 13], scales given as ""), cubic
+    (a -0.75) half_pixel (scales). Helpers: Abs, Add, Mul, Transpose,
+    Slice, Reshape, Concat. (Trilu is from opset 14: in ops3.)"""
+    b = Builder(rng)
+    f32 = np.float32
+    i64, f = b.i64, b.f32
+
+    def tofloat(t):
+        return b.op("Cast", [t], to=TensorProto.FLOAT)
+
+    x, v = "x", "v"
+    # unary activations; x * 3 reaches both clips of HardSigmoid
+    x3 = b.op("Mul", [x, f(3.0)])
+    act = b.op("Concat", [
+        b.op("LeakyRelu", [x], alpha=0.1),
+        b.op("PRelu", [x, b.const("slope", rng.uniform(0.05, 0.5, (8, 1, 1)).astype(f32))]),
+        b.op("HardSigmoid", [x3], alpha=0.25, beta=0.4),
+        b.op("Elu", [x3], alpha=0.7),
+        b.op("Selu", [x]),
+        b.op("Celu", [x3], alpha=1.3),
+        b.op("Softplus", [x3]),
+        b.op("Softsign", [x3])], axis=1)                                # [1, 64, 6, 6]
+    pos = b.op("Add", [b.op("Abs", [x]), f(0.5)])                         # in [0.5, 1.5]
+    positive = b.op("Greater", [x, f(0.0)])
+    math = b.op("Concat", [
+        b.op("Log", [pos]),
+        b.op("Reciprocal", [pos]),
+        b.op("Sin", [x3]),
+        b.op("Cos", [x3]),
+        b.op("ThresholdedRelu", [x], alpha=0.2),
+        tofloat(b.op("Not", [positive]))], axis=1)                       # [1, 48, 6, 6]
+    # scaled so that no value is near a tie at .5 or an integer
+    sc = b.op("Add", [b.op("Mul", [x, f(7.3)]), f(0.1)])
+    floor, rnd = b.op("Floor", [sc]), b.op("Round", [sc])
+    rounding = b.op("Concat", [floor, b.op("Ceil", [sc]), rnd, b.op("Sign", [sc])],
+                    axis=1)                                              # [1, 32, 6, 6]
+    # variadic and comparisons: p is x transposed (equal on the diagonal),
+    # q a broadcast constant; every comparison is of exact input values
+    p = b.op("Transpose", [x], perm=[0, 1, 3, 2])
+    q = b.const("q", rng.uniform(-0.5, 0.5, (8, 1, 1)).astype(f32))
+    cond = b.op("Greater", [b.op("Slice", [x, i64([0, 0]), i64([1, 1]), i64([1, 3])]),
+                            f(0.0)])                                     # [1, 1, 6, 1]
+    arith = b.op("Concat", [
+        b.op("Min", [x, p, q]),
+        b.op("Max", [x, p, q]),
+        b.op("Sum", [x, p, q]),
+        b.op("Mean", [x, p]),
+        b.op("Where", [cond, x, p])], axis=1)                            # [1, 40, 6, 6]
+    lt = b.op("Less", [x, p])
+    gt = b.op("Greater", [x, q])
+    le = b.op("LessOrEqual", [x, p])
+    ge = b.op("GreaterOrEqual", [x, p])
+    cmp = b.op("Concat", [tofloat(t) for t in (
+        b.op("Equal", [x, p]),
+        b.op("Equal", [floor, rnd]),
+        lt, gt, le, ge,
+        b.op("And", [lt, gt]),
+        b.op("Or", [le, gt]),
+        b.op("Xor", [ge, gt]))], axis=1)                                 # [1, 72, 6, 6]
+    # data movement
+    s1, s2 = b.op("Split", [x, i64([2, 6])], n_out=2, axis=1)
+    h1, h2 = b.op("Split", [x], n_out=2, axis=2)
+    split = b.op("Concat", [b.op("Concat", [s2, s1], axis=1),
+                            b.op("Concat", [h2, h1], axis=2)], axis=1)   # [1, 16, 6, 6]
+    row = b.op("Slice", [x, i64([2]), i64([3]), i64([2])])              # [1, 8, 1, 6]
+    expand = b.op("Expand", [row, i64([2, 8, 5, 6])])
+    tile = b.op("Tile", [x, i64([1, 2, 1, 3])])                         # [1, 16, 6, 18]
+    d2s = b.op("Concat", [b.op("DepthToSpace", [x], blocksize=2, mode="DCR"),
+                          b.op("DepthToSpace", [x], blocksize=2, mode="CRD")],
+               axis=1)                                                   # [1, 4, 12, 12]
+    s2d = b.op("SpaceToDepth", [x], blocksize=2)                         # [1, 32, 3, 3]
+    inorm = b.op("InstanceNormalization", [
+        x, b.const("in_scale", rng.uniform(0.5, 1.5, 8).astype(f32)),
+        b.const("in_b", rng.uniform(-0.5, 0.5, 8).astype(f32))], epsilon=1e-5)
+    ones = b.op("ConstantOfShape", [i64([1, 8, 1, 1])],
+                value=helper.make_tensor("value", TensorProto.FLOAT, [1], [1.5]))
+    ramp = b.op("Range", [f(-0.5), f(1.0), f(0.25)])                     # [6], exact count
+    gen = b.op("Add", [b.op("Add", [x, ones]), ramp])
+    norm = b.op("Concat", [inorm, gen], axis=1)                          # [1, 16, 6, 6]
+    padc = b.op("Pad", [x, i64([0, 0, 1, -1, 0, 0, 2, 1]), f(0.5)],
+                mode="constant")                                         # [1, 8, 9, 6]
+    pads = i64([0, 0, 1, 2, 0, 0, 2, 1])
+    padre = b.op("Concat", [b.op("Pad", [x, pads], mode="reflect"),
+                            b.op("Pad", [x, pads], mode="edge")], axis=1)  # [1, 16, 9, 9]
+    # reductions with the axes attribute
+    reds = [b.op("ReduceMin", [v], axes=[2], keepdims=0),                # [2, 3]
+            b.op("ReduceMin", [v], axes=[0, 1], keepdims=1),             # [1, 1, 10]
+            b.op("ReduceL1", [v], axes=[1]),                             # [2, 1, 10]
+            b.op("ReduceL2", [v], axes=[0, 2], keepdims=0),              # [3]
+            b.op("ReduceSumSquare", [v], axes=[2], keepdims=1),          # [2, 3, 1]
+            b.op("ReduceLogSumExp", [v], axes=[-1], keepdims=0),         # [2, 3]
+            b.op("ReduceLogSumExp", [v], axes=[0], keepdims=1)]          # [1, 3, 10]
+    flat = i64([-1])
+    red = b.op("Concat", [b.op("Reshape", [r, flat]) for r in reds], axis=0)  # [81]
+    # Resize, opset 13 form: X, roi, scales[, sizes]
+    roi = b.const("roi", np.zeros(0, f32))
+    noscales = b.const("noscales", np.zeros(0, f32))
+    two = f([1.0, 1.0, 2.0, 2.0])
+    resize = b.op("Concat", [
+        b.op("Resize", [x, roi, two], mode="nearest",
+             coordinate_transformation_mode="asymmetric", nearest_mode="floor"),
+        b.op("Resize", [x, roi, two], mode="linear",
+             coordinate_transformation_mode="half_pixel"),
+        b.op("Resize", [x, roi, two], mode="cubic", cubic_coeff_a=-0.75,
+             coordinate_transformation_mode="half_pixel")], axis=1)      # [1, 24, 12, 12]
+    near = b.op("Resize", [x, roi, noscales, i64([1, 8, 9, 15])], mode="nearest",
+                coordinate_transformation_mode="half_pixel",
+                nearest_mode="round_prefer_floor")
+    corners = b.op("Resize", [x, roi, noscales, i64([1, 8, 11, 4])], mode="linear",
+                   coordinate_transformation_mode="align_corners")
+    torch = b.op("Resize", [x, roi, "", i64([1, 8, 3, 13])], mode="linear",
+                 coordinate_transformation_mode="pytorch_half_pixel")
+    outs = _rename_outputs(b, [
+        (act, "act", [1, 64, 6, 6]), (math, "math", [1, 48, 6, 6]),
+        (rounding, "rounding", [1, 32, 6, 6]), (arith, "arith", [1, 40, 6, 6]),
+        (cmp, "compare", [1, 72, 6, 6]), (split, "split", [1, 16, 6, 6]),
+        (expand, "expand", [2, 8, 5, 6]), (tile, "tile", [1, 16, 6, 18]),
+        (d2s, "depth_to_space", [1, 4, 12, 12]), (s2d, "space_to_depth", [1, 32, 3, 3]),
+        (norm, "norm_fill", [1, 16, 6, 6]), (padc, "pad_constant", [1, 8, 9, 6]),
+        (padre, "pad_reflect_edge", [1, 16, 9, 9]), (red, "reduce", [81]),
+        (resize, "resize_scales", [1, 24, 12, 12]),
+        (near, "resize_nearest", [1, 8, 9, 15]), (corners, "resize_align", [1, 8, 11, 4]),
+        (torch, "resize_pytorch", [1, 8, 3, 13])])
+    g = helper.make_graph(b.nodes, "ops2", [tensor_input("x", TensorProto.FLOAT, [1, 8, 6, 6]),
+                                            tensor_input("v", TensorProto.FLOAT, [2, 3, 10])],
+                          outs, b.inits)
+    return g, False
+
+
+def ops3(rng, small):
+    """Operators at opset 18 (their opset-18 forms), on x [1, 8, 6, 6] and
+    s [2, 5, 16]: HardSwish, Mish, GroupNormalization (num_groups 4; at
+    opset 18 scale and bias have one value per group, shape [4], not per
+    channel as from opset 21); Split with num_outputs 3 over 8 channels
+    (3, 3, 2) and Split with a split input; ReduceMean, ReduceMax,
+    ReduceMin, ReduceSum, ReduceL2, ReduceLogSumExp with axes as an input
+    (keepdims 0, 1 and absent), ReduceMax and ReduceMean with axes omitted
+    (all axes, noop_with_empty_axes absent); Resize with the axes attribute
+    (axes [2, 3], scales [2, 2], linear, half_pixel, roi omitted) and Resize
+    nearest with sizes [1, 8, 10, 14] and antialias 0 (coordinate mode,
+    nearest_mode and keep_aspect_ratio_policy default); Pad with an axes
+    input (constant 0.25 on axes [2, 3]; edge on axis -1, constant_value
+    omitted); LayerNormalization and Erf on s, Where with a scalar
+    broadcast; Trilu (upper 0) of a constant ones matrix as a GPT-2-style
+    causal mask: Cast to bool, Where over scores [1, 6, 6] with -1e4,
+    Softmax on the last axis. Helpers: Mul, Greater, Gather, Reshape,
+    Concat."""
+    b = Builder(rng)
+    f32 = np.float32
+    i64, f = b.i64, b.f32
+
+    x, s = "x", "s"
+    gn = b.op("GroupNormalization", [
+        x, b.const("gn_scale", rng.uniform(0.5, 1.5, 4).astype(f32)),
+        b.const("gn_bias", rng.uniform(-0.5, 0.5, 4).astype(f32))], num_groups=4, epsilon=1e-5)
+    act = b.op("Concat", [b.op("HardSwish", [b.op("Mul", [x, f(4.0)])]),
+                          b.op("Mish", [b.op("Mul", [x, f(2.0)])]),
+                          gn], axis=1)                                   # [1, 24, 6, 6]
+    a, bb, c = b.op("Split", [x], n_out=3, axis=1, num_outputs=3)       # 3, 3, 2 channels
+    split = b.op("Concat", [c, a, bb], axis=1)                           # [1, 8, 6, 6]
+    sa, sb = b.op("Split", [s, i64([4, 12])], n_out=2, axis=2)
+    s_split = b.op("Concat", [sb, sa], axis=2)                           # [2, 5, 16]
+    reds = [b.op("ReduceMean", [s, i64([2])], keepdims=1),              # [2, 5, 1]
+            b.op("ReduceMax", [s, i64([-1, 0])], keepdims=0),            # [5]
+            b.op("ReduceMin", [s, i64([1])], keepdims=0),                # [2, 16]
+            b.op("ReduceSum", [s, i64([1])]),                            # [2, 1, 16]
+            b.op("ReduceL2", [s, i64([0])], keepdims=0),                 # [5, 16]
+            b.op("ReduceLogSumExp", [s, i64([2])], keepdims=0),          # [2, 5]
+            b.op("ReduceMax", [s]),                                      # [1, 1, 1]
+            b.op("ReduceMean", [s], keepdims=0)]                         # []
+    flat = i64([-1])
+    red = b.op("Concat", [b.op("Reshape", [r, flat]) for r in reds], axis=0)  # [171]
+    lin = b.op("Resize", [x, "", f([2.0, 2.0])], axes=[2, 3], mode="linear",
+               coordinate_transformation_mode="half_pixel")             # [1, 8, 12, 12]
+    # 10 / 6 and 14 / 6: no output pixel maps to a tie at .5
+    near = b.op("Resize", [x, "", "", i64([1, 8, 10, 14])], mode="nearest", antialias=0)
+    pad = b.op("Concat", [
+        b.op("Pad", [x, i64([1, 2, 0, 1]), f(0.25), i64([2, 3])], mode="constant"),  # [1, 8, 7, 9]
+        b.op("Pad", [x, i64([2, 1]), "", i64([-1])], mode="edge")],     # [1, 8, 6, 9]
+        axis=2)                                                          # [1, 8, 13, 9]
+    ln = b.op("LayerNormalization", [s, b.const("ln_g", rng.uniform(0.5, 1.5, 16).astype(f32)),
+                                     b.const("ln_b", rng.uniform(-0.5, 0.5, 16).astype(f32))],
+              axis=-1, epsilon=1e-5)
+    erf = b.op("Erf", [b.op("Mul", [s, f(1.5)])])
+    where = b.op("Where", [b.op("Greater", [s, f(0.0)]), ln, f(-0.5)])
+    tr = b.op("Concat", [ln, erf, where], axis=2)                        # [2, 5, 48]
+    # a GPT-2-style causal mask
+    tril = b.op("Trilu", [b.const("ones", np.ones((6, 6), f32))], upper=0)
+    mask = b.op("Cast", [tril], to=TensorProto.BOOL)
+    scores = b.op("Mul", [b.op("Gather", [x, i64(0)], axis=1), f(4.0)])  # [1, 6, 6]
+    att = b.op("Softmax", [b.op("Where", [mask, scores, f(-1e4)])], axis=-1)
+    outs = _rename_outputs(b, [
+        (act, "act", [1, 24, 6, 6]), (split, "split", [1, 8, 6, 6]),
+        (s_split, "s_split", [2, 5, 16]), (red, "reduce", [171]),
+        (lin, "resize_axes", [1, 8, 12, 12]), (near, "resize_nearest", [1, 8, 10, 14]),
+        (pad, "pad_axes", [1, 8, 13, 9]), (tr, "transformer", [2, 5, 48]),
+        (att, "causal_softmax", [1, 6, 6])])
+    g = helper.make_graph(b.nodes, "ops3", [tensor_input("x", TensorProto.FLOAT, [1, 8, 6, 6]),
+                                            tensor_input("s", TensorProto.FLOAT, [2, 5, 16])],
+                          outs, b.inits)
+    return g, False
+
+
 def _im2col(x):
     """x [N, 8, 8, C] -> the 3x3, pad-1 patches [N*64, 9*C] (ky, kx, c)."""
     n, h, w, c = x.shape
@@ -643,10 +893,12 @@ DIGITS_OUT = None
 
 MODELS = {"resnet50": resnet50, "mobilenet_v2": mobilenet_v2, "bert": bert, "csrnet": csrnet,
           "ops": ops, "digits": digits, "resnet18": resnet18, "bert_layer": bert_layer,
-          "unet": unet}
+          "unet": unet, "ops2": ops2, "ops3": ops3}
 # what --models defaults to (the tests' set); the others on request
-DEFAULT_MODELS = ["resnet50", "mobilenet_v2", "bert", "csrnet", "ops", "digits", "unet"]
-OPSETS = {"ops": 17}
+DEFAULT_MODELS = ["resnet50", "mobilenet_v2", "bert", "csrnet", "ops", "digits", "unet",
+                  "ops2", "ops3"]
+# each model's opset (OPSET when not listed)
+OPSETS = {"ops": 17, "ops2": 13, "ops3": 18}
 
 
 def main():

@@ -1,0 +1,640 @@
+/*
+ * lower_more.c — the wider ONNX operator set, rewritten into the core
+ * operators that fusion, the layout pass and the code generator know, so
+ * that each new operator costs a rewrite and not a kernel of its own:
+ *   Split               -> one Slice per output
+ *   Expand              -> Add of a zero constant shaped like the new axes
+ *                          (Or for bool), a view when nothing is repeated
+ *   Tile                -> Reshape to [.., 1, d, ..], Add of zeros
+ *                          [.., r, 1, ..], Reshape to [.., r·d, ..]
+ *   DepthToSpace,
+ *   SpaceToDepth        -> Reshape, Transpose, Reshape
+ *   InstanceNormalization, GroupNormalization
+ *                       -> LayerNormalization over the [N, C, S] or
+ *                          [N, G, C/G·S] view, then the per-channel (or
+ *                          per-group) scale and shift
+ *   Pad                 -> constant: Slice for negative pads, Concat with
+ *                          constant blocks; reflect, edge, wrap: a Gather
+ *                          per padded axis with the source positions
+ *   Resize              -> per resized axis, Gathers at the source
+ *                          positions the coordinate transformation gives,
+ *                          weighted by constants for linear (2 taps) and
+ *                          cubic (4 taps); nearest is one Gather
+ *   Trilu               -> Where with a constant mask
+ *   ReduceMin, ReduceL1, ReduceL2, ReduceSumSquare, ReduceLogSum,
+ *   ReduceLogSumExp     -> ReduceMax / ReduceSum with elementwise nodes
+ * Each rewrite is exact up to float rounding (the zeros added are exact;
+ * the interpolation weights are the ones onnxruntime computes).
+ */
+#include "lower.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FAIL(...)                                                              \
+  TS_ERR(l->err, TS_EUNSUPPORTED,                                              \
+         "node '%s' (%s, opset %d): " FMT_FIRST(__VA_ARGS__), n->name, n->op,  \
+         l->g->opset REST_ARGS(__VA_ARGS__))
+#define FMT_FIRST(f, ...) f
+#define REST_ARGS(f, ...) , ##__VA_ARGS__
+#define NOMEM() TS_ERR(l->err, TS_ENOMEM, "lowering '%s'", n->name)
+
+/* Emits op(ins) with attributes into a fresh value named after n's output
+ * (or into `out` when out >= 0); returns the value, or an error code. */
+static int emit_a(gr_lowering *l, const gr_node *n, const char *op,
+                  const int *ins, int n_ins, int out, const gr_attr *attrs,
+                  int n_attrs) {
+  ts_graph *g = l->g;
+  bool last = out >= 0;
+  if (!last) out = gr_lower_fresh(g, n->outputs[0], "l");
+  if (out < 0) return TS_ENOMEM;
+  const char *name = last ? n->name : gr_fresh_name(g, n->name);
+  gr_node m = gr_node_make(g, op, name, ins, n_ins, &out, 1);
+  for (int i = 0; i < n_attrs; i++) gr_node_set_attr(g, &m, attrs[i]);
+  int rc = gr_infer_node(g, &m, l->err);
+  if (rc) return rc;
+  gr_list_push(&l->out, &m);
+  return out;
+}
+
+static int emit1(gr_lowering *l, const gr_node *n, const char *op, int a,
+                 int out) {
+  return emit_a(l, n, op, &a, 1, out, NULL, 0);
+}
+
+static int emit2(gr_lowering *l, const gr_node *n, const char *op, int a, int b,
+                 int out) {
+  int ins[2] = {a, b};
+  return emit_a(l, n, op, ins, 2, out, NULL, 0);
+}
+
+static int const_i64(ts_graph *g, int64_t count, const int64_t *v) {
+  return gr_const_add(g, gr_fresh_name(g, "lowered"), TS_INT64, 1, &count, v);
+}
+
+/* A constant of dtype t and the given shape, every element v. */
+static int const_fill(ts_graph *g, ts_dtype t, int nd, const int64_t *shape,
+                      double v) {
+  int64_t e = 1;
+  for (int i = 0; i < nd; i++) e *= shape[i];
+  int id = gr_const_reserve(g, gr_fresh_name(g, v == 0 ? "zeros" : "fill"), t,
+                            nd, shape);
+  if (id < 0) return id;
+  void *d = gr_const_data(g, id);
+  if (v == 0)
+    memset(d, 0, (size_t)e * ts_dtype_elem_bytes(t));
+  else
+    for (int64_t i = 0; i < e; i++) ts_host_set(d, t, i, v);
+  return id;
+}
+
+static int reshape(gr_lowering *l, const gr_node *n, int x, int nd,
+                   const int64_t *shape, int out) {
+  int s = const_i64(l->g, nd, shape);
+  if (s < 0) return s;
+  return emit2(l, n, "Reshape", x, s, out);
+}
+
+static int slice(gr_lowering *l, const gr_node *n, int x, int64_t axis,
+                 int64_t start, int64_t end, int64_t step, int out) {
+  ts_graph *g = l->g;
+  int ins[5] = {x, const_i64(g, 1, &start), const_i64(g, 1, &end),
+                const_i64(g, 1, &axis), const_i64(g, 1, &step)};
+  for (int i = 1; i < 5; i++)
+    if (ins[i] < 0) return ins[i];
+  return emit_a(l, n, "Slice", ins, 5, out, NULL, 0);
+}
+
+static int gather(gr_lowering *l, const gr_node *n, int x, int axis,
+                  const int64_t *idx, int64_t count, int out) {
+  int k = const_i64(l->g, count, idx);
+  if (k < 0) return k;
+  gr_attr a = {.name = "axis", .kind = GR_ATTR_INT, .i = axis};
+  int ins[2] = {x, k};
+  return emit_a(l, n, "Gather", ins, 2, out, &a, 1);
+}
+
+/* ---- Split, Expand, Tile ---- */
+
+static int lower_split(gr_lowering *l, const gr_node *n) {
+  int64_t sizes[16], off = 0;
+  int axis, rc = gr_split_sizes(l->g, n, sizes, &axis);
+  if (rc) return FAIL("the split sizes are not constants");
+  for (int k = 0; k < n->n_outputs; k++) {
+    rc = slice(l, n, n->inputs[0], axis, off, off + sizes[k], 1, n->outputs[k]);
+    if (rc < 0) return rc;
+    off += sizes[k];
+  }
+  return TS_OK;
+}
+
+/* x (shape xs, rank xn) broadcast to (on, os) by adding zeros. */
+static int broadcast_to(gr_lowering *l, const gr_node *n, int x, int on,
+                        const int64_t *os, int out) {
+  ts_graph *g = l->g;
+  const gr_value *xv = &g->values[x];
+  int64_t z[TS_MAX_DIMS];
+  bool same = xv->ndim == on;
+  for (int i = 0; i < on; i++) {
+    int j = i - (on - xv->ndim);
+    int64_t d = j >= 0 ? xv->shape[j] : 1;
+    z[i] = d == 1 && os[i] != 1 ? os[i] : 1;
+    same = same && z[i] == 1;
+  }
+  if (same) return reshape(l, n, x, on, os, out);
+  bool is_bool = ts_dtype_eq(xv->dtype, TS_BOOL);
+  int zc = const_fill(g, xv->dtype, on, z, 0);
+  if (zc < 0) return zc;
+  return emit2(l, n, is_bool ? "Or" : "Add", x, zc, out);
+}
+
+static int lower_expand(gr_lowering *l, const gr_node *n) {
+  const gr_value *o = &l->g->values[n->outputs[0]];
+  int rc = broadcast_to(l, n, n->inputs[0], o->ndim, o->shape, n->outputs[0]);
+  return rc < 0 ? rc : TS_OK;
+}
+
+static int lower_tile(gr_lowering *l, const gr_node *n) {
+  ts_graph *g = l->g;
+  const gr_value *x = &g->values[n->inputs[0]];
+  const gr_value *o = &g->values[n->outputs[0]];
+  int64_t inter[TS_MAX_DIMS], wide[TS_MAX_DIMS];
+  int k = 0;
+  for (int i = 0; i < x->ndim; i++) {
+    int64_t r = x->shape[i] ? o->shape[i] / x->shape[i] : 1;
+    if (r > 1) {
+      if (k + 2 > TS_MAX_DIMS) return FAIL("repeats on too many axes");
+      inter[k] = 1, wide[k++] = r;
+    }
+    if (k + 1 > TS_MAX_DIMS) return FAIL("repeats on too many axes");
+    inter[k] = x->shape[i], wide[k++] = x->shape[i];
+  }
+  if (gr_value_elems(o) == 0) return FAIL("an empty result");
+  int v = reshape(l, n, n->inputs[0], k, inter, -1);
+  if (v >= 0) v = broadcast_to(l, n, v, k, wide, -1);
+  if (v >= 0) v = reshape(l, n, v, o->ndim, o->shape, n->outputs[0]);
+  return v < 0 ? v : TS_OK;
+}
+
+/* ---- DepthToSpace, SpaceToDepth ---- */
+
+static int lower_depth_space(gr_lowering *l, const gr_node *n) {
+  const gr_value *x = &l->g->values[n->inputs[0]];
+  const gr_value *o = &l->g->values[n->outputs[0]];
+  int64_t bs = gr_attr_int(n, "blocksize", 1), N = x->shape[0];
+  int64_t C = x->shape[1], H = x->shape[2], W = x->shape[3];
+  int64_t six[6], perm[6];
+  if (!strcmp(n->op, "SpaceToDepth")) {
+    int64_t s[6] = {N, C, H / bs, bs, W / bs, bs}, p[6] = {0, 3, 5, 1, 2, 4};
+    memcpy(six, s, sizeof s), memcpy(perm, p, sizeof p);
+  } else if (!strcmp(gr_attr_string(n, "mode", "DCR"), "CRD")) {
+    int64_t s[6] = {N, C / (bs * bs), bs, bs, H, W}, p[6] = {0, 1, 4, 2, 5, 3};
+    memcpy(six, s, sizeof s), memcpy(perm, p, sizeof p);
+  } else {
+    int64_t s[6] = {N, bs, bs, C / (bs * bs), H, W}, p[6] = {0, 3, 4, 1, 5, 2};
+    memcpy(six, s, sizeof s), memcpy(perm, p, sizeof p);
+  }
+  gr_attr a = {.name = "perm", .kind = GR_ATTR_INTS, .n = 6, .ints = perm};
+  int v = reshape(l, n, n->inputs[0], 6, six, -1);
+  if (v >= 0) v = emit_a(l, n, "Transpose", &v, 1, -1, &a, 1);
+  if (v >= 0) v = reshape(l, n, v, 4, o->shape, n->outputs[0]);
+  return v < 0 ? v : TS_OK;
+}
+
+/* ---- InstanceNormalization, GroupNormalization ---- */
+
+/* p (a float32 vector of c entries) viewed as [c, 1, ..] of rank r. */
+static int per_axis(gr_lowering *l, const gr_node *n, int p, int r) {
+  int64_t s[TS_MAX_DIMS];
+  s[0] = gr_value_elems(&l->g->values[p]);
+  for (int i = 1; i < r; i++) s[i] = 1;
+  if (!gr_is_const(l->g, p)) return reshape(l, n, p, r, s, -1);
+  /* a copy: adding a constant may move the store */
+  size_t bytes = sizeof(float) * (size_t)s[0];
+  float *d = ts_malloc(bytes ? bytes : 1);
+  if (!d) return NOMEM();
+  memcpy(d, gr_const_data(l->g, p), bytes);
+  int c = gr_const_add(l->g, gr_fresh_name(l->g, l->g->values[p].name),
+                       TS_FLOAT32, r, s, d);
+  free(d);
+  return c;
+}
+
+static int lower_norm(gr_lowering *l, const gr_node *n) {
+  ts_graph *g = l->g;
+  const gr_value *x = &g->values[n->inputs[0]];
+  int64_t N = x->shape[0], C = x->shape[1], S = 1;
+  for (int i = 2; i < x->ndim; i++) S *= x->shape[i];
+  bool group = !strcmp(n->op, "GroupNormalization");
+  int64_t G = group ? gr_attr_int(n, "num_groups", 1) : C;
+  int64_t row = C / G * S, view[3] = {N, G, row};
+  int64_t pe = gr_value_elems(&g->values[n->inputs[1]]);
+  bool per_group = group && pe == G && G != C;
+  int ones = const_fill(g, TS_FLOAT32, 1, &row, 1);
+  int zeros = const_fill(g, TS_FLOAT32, 1, &row, 0);
+  if (ones < 0 || zeros < 0) return NOMEM();
+  gr_attr at[2] = {{.name = "axis", .kind = GR_ATTR_INT, .i = -1},
+                   {.name = "epsilon",
+                    .kind = GR_ATTR_FLOAT,
+                    .f = gr_attr_float(n, "epsilon", 1e-5)}};
+  int v = reshape(l, n, n->inputs[0], 3, view, -1);
+  if (v < 0) return v;
+  int ln[3] = {v, ones, zeros};
+  if ((v = emit_a(l, n, "LayerNormalization", ln, 3, -1, at, 2)) < 0) return v;
+  if (!per_group && (v = reshape(l, n, v, x->ndim, x->shape, -1)) < 0) return v;
+  int r = per_group ? 2 : x->ndim - 1;
+  int sc = per_axis(l, n, n->inputs[1], r),
+      sh = per_axis(l, n, n->inputs[2], r);
+  if (sc < 0 || sh < 0) return sc < 0 ? sc : sh;
+  if ((v = emit2(l, n, "Mul", v, sc, -1)) < 0) return v;
+  if (per_group) {
+    if ((v = emit2(l, n, "Add", v, sh, -1)) < 0) return v;
+    v = reshape(l, n, v, x->ndim, x->shape, n->outputs[0]);
+  } else {
+    v = emit2(l, n, "Add", v, sh, n->outputs[0]);
+  }
+  return v < 0 ? v : TS_OK;
+}
+
+/* ---- Pad ---- */
+
+/* The source position of padded position p (0 <= p + pad < out) on an
+ * axis of d entries. */
+static int64_t pad_source(const char *mode, int64_t p, int64_t d) {
+  if (!strcmp(mode, "edge")) return p < 0 ? 0 : p >= d ? d - 1 : p;
+  if (!strcmp(mode, "wrap")) return ((p % d) + d) % d;
+  if (d == 1) return 0; /* reflect */
+  int64_t period = 2 * (d - 1);
+  p = ((p % period) + period) % period;
+  return p < d ? p : period - p;
+}
+
+static int lower_pad(gr_lowering *l, const gr_node *n) {
+  ts_graph *g = l->g;
+  const gr_value *x = &g->values[n->inputs[0]];
+  int64_t pads[2 * TS_MAX_DIMS], shape[TS_MAX_DIMS];
+  if (gr_pad_amounts(g, n, pads)) return FAIL("pads that are not constants");
+  const char *mode = gr_attr_string(n, "mode", "constant");
+  bool constant = !strcmp(mode, "constant");
+  double value = 0;
+  if (constant && n->n_inputs > 2 && n->inputs[2] >= 0) {
+    int cv = n->inputs[2];
+    if (!gr_is_const(g, cv) || gr_value_elems(&g->values[cv]) != 1)
+      return FAIL("a constant_value that is not a constant scalar");
+    value = ts_host_get(gr_const_data(g, cv), g->values[cv].dtype, 0);
+  }
+  int r = x->ndim, v = n->inputs[0], last = -1;
+  memcpy(shape, x->shape, sizeof shape);
+  for (int i = 0; i < r; i++)
+    if (pads[i] || pads[i + r]) last = i;
+  if (last < 0) {
+    int rc = reshape(l, n, v, r, shape, n->outputs[0]);
+    return rc < 0 ? rc : TS_OK;
+  }
+  for (int i = 0; i <= last && v >= 0; i++) {
+    int64_t b = pads[i], e = pads[i + r], d = shape[i], len = d + b + e;
+    if (!b && !e) continue;
+    int out = i == last ? n->outputs[0] : -1;
+    if (!constant) {
+      int64_t *idx = ts_malloc(sizeof *idx * (size_t)(len ? len : 1));
+      if (!idx) return NOMEM();
+      for (int64_t j = 0; j < len; j++) idx[j] = pad_source(mode, j - b, d);
+      v = gather(l, n, v, i, idx, len, out);
+      free(idx);
+      shape[i] = len;
+      continue;
+    }
+    int64_t cb = b < 0 ? -b : 0, ce = e < 0 ? -e : 0;
+    bool grow = b > 0 || e > 0;
+    if (cb || ce) {
+      v = slice(l, n, v, i, cb, d - ce, 1, grow ? -1 : out);
+      shape[i] = d - cb - ce;
+    }
+    if (!grow || v < 0) continue;
+    int parts[3], np = 0;
+    int64_t blk[TS_MAX_DIMS];
+    memcpy(blk, shape, sizeof blk);
+    if (b > 0) {
+      blk[i] = b;
+      parts[np++] = const_fill(g, x->dtype, r, blk, value);
+    }
+    parts[np++] = v;
+    if (e > 0) {
+      blk[i] = e;
+      parts[np++] = const_fill(g, x->dtype, r, blk, value);
+    }
+    for (int k = 0; k < np; k++)
+      if (parts[k] < 0) return NOMEM();
+    gr_attr a = {.name = "axis", .kind = GR_ATTR_INT, .i = i};
+    v = emit_a(l, n, "Concat", parts, np, out, &a, 1);
+    shape[i] = len;
+  }
+  return v < 0 ? v : TS_OK;
+}
+
+/* ---- Resize ---- */
+
+/* The entries of constant vector v as doubles; false when it is not one. */
+static bool const_doubles(const ts_graph *g, int v, double *buf, int *count) {
+  if (v < 0 || !gr_is_const(g, v) || g->values[v].ndim != 1) return false;
+  const gr_value *s = &g->values[v];
+  *count = (int)s->shape[0];
+  if (*count > TS_MAX_DIMS) return false;
+  for (int i = 0; i < *count; i++)
+    buf[i] = ts_host_get(gr_const_data(g, v), s->dtype, i);
+  return true;
+}
+
+int gr_resize_plan(const ts_graph *g, const gr_node *n, int64_t *out,
+                   double *scale, ts_error *err) {
+  const gr_value *x = &g->values[n->inputs[0]];
+  int r = x->ndim, na = 0, ns = 0, nz = 0;
+  const int64_t *axes = gr_attr_ints(n, "axes", &na);
+  int sv = n->n_inputs > 2 ? n->inputs[2] : -1;
+  int zv = n->n_inputs > 3 ? n->inputs[3] : -1;
+  double sc[TS_MAX_DIMS];
+  const char *ctm =
+      gr_attr_string(n, "coordinate_transformation_mode", "half_pixel");
+  const char *mode = gr_attr_string(n, "mode", "nearest");
+#define RFAIL(...)                                                             \
+  TS_ERR(err, TS_EUNSUPPORTED,                                                 \
+         "node '%s' (Resize, opset %d): " FMT_FIRST(__VA_ARGS__), n->name,     \
+         g->opset REST_ARGS(__VA_ARGS__))
+  if (strcmp(mode, "nearest") && strcmp(mode, "linear") &&
+      strcmp(mode, "cubic"))
+    return RFAIL("mode '%s' (nearest, linear or cubic)", mode);
+  static const char *const ctms[] = {"half_pixel",
+                                     "half_pixel_symmetric",
+                                     "pytorch_half_pixel",
+                                     "align_corners",
+                                     "asymmetric",
+                                     "tf_half_pixel_for_nn",
+                                     NULL};
+  bool ok = false;
+  for (int i = 0; ctms[i]; i++) ok = ok || !strcmp(ctm, ctms[i]);
+  if (!ok)
+    return RFAIL("coordinate_transformation_mode '%s' is not supported", ctm);
+  if (gr_attr_int(n, "antialias", 0))
+    return RFAIL("antialias=1 is not supported");
+  if (strcmp(gr_attr_string(n, "keep_aspect_ratio_policy", "stretch"),
+             "stretch"))
+    return RFAIL("keep_aspect_ratio_policy other than stretch");
+  if (zv >= 0 && g->values[zv].ndim >= 0 && gr_value_elems(&g->values[zv]))
+    sv = -1; /* sizes given */
+  else
+    zv = -1;
+  if (sv >= 0 && g->values[sv].ndim >= 0 && !gr_value_elems(&g->values[sv]))
+    sv = -1;
+  if (sv < 0 && zv < 0) return RFAIL("neither scales nor sizes");
+  int k = na ? na : r;
+  for (int i = 0; i < r; i++) out[i] = x->shape[i], scale[i] = 1;
+  if (sv >= 0 && !const_doubles(g, sv, sc, &ns)) return -2;
+  const int64_t *sz = NULL;
+  if (zv >= 0) {
+    if (!gr_is_const(g, zv) || !ts_dtype_eq(g->values[zv].dtype, TS_INT64))
+      return -2;
+    sz = gr_const_data(g, zv);
+    nz = (int)gr_value_elems(&g->values[zv]);
+  }
+  if ((sv >= 0 ? ns : nz) != k)
+    return RFAIL("%d scales or sizes for %d axes", sv >= 0 ? ns : nz, k);
+  for (int j = 0; j < k; j++) {
+    int a = na ? (int)(axes[j] < 0 ? axes[j] + r : axes[j]) : j;
+    if (a < 0 || a >= r) return RFAIL("axis %d out of range", a);
+    if (sz) {
+      if (sz[j] <= 0) return RFAIL("size %lld", (long long)sz[j]);
+      out[a] = sz[j];
+      scale[a] = (double)sz[j] / (double)x->shape[a];
+    } else {
+      if (!(sc[j] > 0)) return RFAIL("scale %g", sc[j]);
+      out[a] = (int64_t)floor((double)x->shape[a] * sc[j]);
+      scale[a] = sc[j];
+      if (out[a] <= 0) return RFAIL("axis %d resized to nothing", a);
+    }
+  }
+  return 0;
+#undef RFAIL
+}
+
+/* The source coordinate of output position j on an axis of in -> out
+ * entries resized by scale s. */
+static double source_coord(const char *ctm, int64_t j, int64_t in, int64_t out,
+                           double s) {
+  if (!strcmp(ctm, "align_corners"))
+    return out == 1 ? 0 : (double)j * (double)(in - 1) / (double)(out - 1);
+  if (!strcmp(ctm, "asymmetric")) return (double)j / s;
+  if (!strcmp(ctm, "tf_half_pixel_for_nn")) return ((double)j + 0.5) / s;
+  if (!strcmp(ctm, "pytorch_half_pixel"))
+    return out > 1 ? ((double)j + 0.5) / s - 0.5 : 0;
+  if (!strcmp(ctm, "half_pixel_symmetric")) {
+    double adj = (double)out / (s * (double)in), center = (double)in / 2;
+    return center * (1 - adj) + ((double)j + 0.5) / s - 0.5;
+  }
+  return ((double)j + 0.5) / s - 0.5; /* half_pixel */
+}
+
+static int64_t clamp_i(int64_t v, int64_t lo, int64_t hi) {
+  return v < lo ? lo : v > hi ? hi : v;
+}
+
+static int64_t nearest(const char *nm, double c) {
+  double f = floor(c);
+  if (!strcmp(nm, "floor")) return (int64_t)f;
+  if (!strcmp(nm, "ceil")) return (int64_t)ceil(c);
+  if (c - f == 0.5)
+    return (int64_t)(strcmp(nm, "round_prefer_ceil") ? f : f + 1);
+  return (int64_t)round(c);
+}
+
+/* Cubic convolution weight of a tap at distance t (Keys, coefficient A). */
+static double cubic_w(double t, double A) {
+  t = fabs(t);
+  if (t <= 1) return ((A + 2) * t - (A + 3)) * t * t + 1;
+  if (t < 2) return ((A * t - 5 * A) * t + 8 * A) * t - 4 * A;
+  return 0;
+}
+
+/* One resized axis: taps Gathers, each scaled by its weights (a constant
+ * [out, 1, ..]) and summed. */
+static int resize_axis(gr_lowering *l, const gr_node *n, int v, int axis,
+                       int64_t in, int64_t len, double s, int out) {
+  ts_graph *g = l->g;
+  const char *mode = gr_attr_string(n, "mode", "nearest");
+  const char *ctm =
+      gr_attr_string(n, "coordinate_transformation_mode", "half_pixel");
+  int taps = !strcmp(mode, "nearest") ? 1 : !strcmp(mode, "linear") ? 2 : 4;
+  int64_t *idx = ts_malloc(sizeof *idx * (size_t)(len * taps));
+  double *w = ts_malloc(sizeof *w * (size_t)(len * taps));
+  if (!idx || !w) {
+    free(idx), free(w);
+    return NOMEM();
+  }
+  double A = gr_attr_float(n, "cubic_coeff_a", -0.75);
+  bool exclude = gr_attr_int(n, "exclude_outside", 0) != 0;
+  const char *nm = gr_attr_string(n, "nearest_mode", "round_prefer_floor");
+  for (int64_t j = 0; j < len; j++) {
+    double c = source_coord(ctm, j, in, len, s);
+    if (taps == 1) {
+      idx[j] = clamp_i(nearest(nm, c), 0, in - 1), w[j] = 1;
+    } else if (taps == 2) {
+      c = c < 0 ? 0 : c > (double)(in - 1) ? (double)(in - 1) : c;
+      int64_t i0 = (int64_t)c, i1 = i0 + 1 < in ? i0 + 1 : in - 1;
+      idx[j] = i0, idx[len + j] = i1;
+      w[len + j] = c - (double)i0, w[j] = 1 - w[len + j];
+    } else {
+      double f = floor(c), sum = 0;
+      for (int t = 0; t < 4; t++) {
+        int64_t p = (int64_t)f - 1 + t;
+        double wt = cubic_w(c - (double)p, A);
+        if (exclude && (p < 0 || p >= in)) wt = 0;
+        idx[t * len + j] = clamp_i(p, 0, in - 1);
+        w[t * len + j] = wt;
+        sum += wt;
+      }
+      for (int t = 0; exclude && sum != 0 && t < 4; t++) w[t * len + j] /= sum;
+    }
+  }
+  const gr_value *x = &g->values[v];
+  int64_t ws[TS_MAX_DIMS];
+  int wr = x->ndim - axis;
+  ws[0] = len;
+  for (int i = 1; i < wr; i++) ws[i] = 1;
+  int acc = -1;
+  for (int t = 0; t < taps; t++) {
+    bool final = t == taps - 1;
+    int gv = gather(l, n, v, axis, idx + t * len, len, taps == 1 ? out : -1);
+    if (gv < 0 || taps == 1) {
+      acc = gv;
+      break;
+    }
+    int wc = gr_lower_const_f32(g, gr_fresh_name(g, "resize_w"), wr, ws,
+                                w + t * len, len);
+    int m = wc < 0 ? NOMEM() : emit2(l, n, "Mul", gv, wc, -1);
+    acc = m < 0 || t == 0 ? m : emit2(l, n, "Add", acc, m, final ? out : -1);
+    if (acc < 0) break;
+  }
+  free(idx), free(w);
+  return acc;
+}
+
+static int lower_resize(gr_lowering *l, const gr_node *n) {
+  ts_graph *g = l->g;
+  const gr_value *x = &g->values[n->inputs[0]];
+  int64_t out[TS_MAX_DIMS];
+  double scale[TS_MAX_DIMS];
+  int rc = gr_resize_plan(g, n, out, scale, l->err);
+  if (rc == -2) return FAIL("scales or sizes that are not constants");
+  if (rc) return rc;
+  if (!ts_dtype_eq(x->dtype, TS_FLOAT32) &&
+      strcmp(gr_attr_string(n, "mode", "nearest"), "nearest"))
+    return FAIL("interpolation of a non-float32 tensor");
+  int last = -1, v = n->inputs[0];
+  for (int i = 0; i < x->ndim; i++)
+    if (out[i] != x->shape[i] || scale[i] != 1) last = i;
+  if (last < 0) {
+    rc = reshape(l, n, v, x->ndim, out, n->outputs[0]);
+    return rc < 0 ? rc : TS_OK;
+  }
+  int64_t in[TS_MAX_DIMS];
+  memcpy(in, x->shape, sizeof in);
+  for (int i = 0; i <= last && v >= 0; i++)
+    if (out[i] != in[i] || scale[i] != 1)
+      v = resize_axis(l, n, v, i, in[i], out[i], scale[i],
+                      i == last ? n->outputs[0] : -1);
+  return v < 0 ? v : TS_OK;
+}
+
+/* ---- Trilu, the Reduce variants ---- */
+
+static int lower_trilu(gr_lowering *l, const gr_node *n) {
+  ts_graph *g = l->g;
+  const gr_value *x = &g->values[n->inputs[0]];
+  int64_t k = 0;
+  if (n->n_inputs > 1 && n->inputs[1] >= 0) {
+    if (!gr_is_const(g, n->inputs[1])) return FAIL("k is not a constant");
+    k = (int64_t)ts_host_get(gr_const_data(g, n->inputs[1]),
+                             g->values[n->inputs[1]].dtype, 0);
+  }
+  bool upper = gr_attr_int(n, "upper", 1) != 0;
+  int64_t R = x->shape[x->ndim - 2], C = x->shape[x->ndim - 1];
+  int64_t ms[2] = {R, C};
+  int mask =
+      gr_const_reserve(g, gr_fresh_name(g, "trilu_mask"), TS_BOOL, 2, ms);
+  int zero = const_fill(g, x->dtype, 0, NULL, 0);
+  if (mask < 0 || zero < 0) return NOMEM();
+  uint8_t *m = gr_const_data(g, mask);
+  for (int64_t i = 0; i < R; i++)
+    for (int64_t j = 0; j < C; j++)
+      m[i * C + j] = upper ? j - i >= k : j - i <= k;
+  int ins[3] = {mask, n->inputs[0], zero};
+  int rc = emit_a(l, n, "Where", ins, 3, n->outputs[0], NULL, 0);
+  return rc < 0 ? rc : TS_OK;
+}
+
+/* A reduction like n's (its axes, keepdims) of x into out. */
+static int reduce_like(gr_lowering *l, const gr_node *n, const char *op, int x,
+                       int keepdims, int out) {
+  int ins[2] = {x, n->n_inputs > 1 ? n->inputs[1] : -1};
+  gr_attr at[4];
+  int na = 0;
+  for (int i = 0; i < n->n_attrs && na < 3; i++)
+    if (strcmp(n->attrs[i].name, "keepdims")) at[na++] = n->attrs[i];
+  at[na++] = (gr_attr){.name = "keepdims", .kind = GR_ATTR_INT, .i = keepdims};
+  return emit_a(l, n, op, ins, ins[1] >= 0 ? 2 : 1, out, at, na);
+}
+
+static int lower_reduce(gr_lowering *l, const gr_node *n) {
+  const char *op = n->op + 6;
+  int x = n->inputs[0], out = n->outputs[0], v;
+  int keep = (int)gr_attr_int(n, "keepdims", 1);
+  if (!ts_dtype_eq(l->g->values[x].dtype, TS_FLOAT32))
+    return FAIL("wants float32");
+  if (!strcmp(op, "Min")) {
+    v = emit1(l, n, "Neg", x, -1);
+    if (v >= 0) v = reduce_like(l, n, "ReduceMax", v, keep, -1);
+    if (v >= 0) v = emit1(l, n, "Neg", v, out);
+  } else if (!strcmp(op, "LogSumExp")) {
+    int m = reduce_like(l, n, "ReduceMax", x, 1, -1);
+    v = m < 0 ? m : emit2(l, n, "Sub", x, m, -1);
+    if (v >= 0) v = emit1(l, n, "Exp", v, -1);
+    if (v >= 0) v = reduce_like(l, n, "ReduceSum", v, keep, -1);
+    if (v >= 0) v = emit1(l, n, "Log", v, -1);
+    if (v >= 0 && !keep) {
+      const gr_value *o = &l->g->values[v];
+      m = reshape(l, n, m, o->ndim, o->shape, -1);
+    }
+    if (v >= 0) v = m < 0 ? m : emit2(l, n, "Add", v, m, out);
+  } else {
+    bool sq = !strcmp(op, "L2") || !strcmp(op, "SumSquare");
+    v = sq                  ? emit2(l, n, "Mul", x, x, -1)
+        : !strcmp(op, "L1") ? emit1(l, n, "Abs", x, -1)
+                            : x;
+    bool post = !strcmp(op, "L2") || !strcmp(op, "LogSum");
+    if (v >= 0) v = reduce_like(l, n, "ReduceSum", v, keep, post ? -1 : out);
+    if (v >= 0 && post)
+      v = emit1(l, n, !strcmp(op, "L2") ? "Sqrt" : "Log", v, out);
+  }
+  return v < 0 ? v : TS_OK;
+}
+
+int gr_lower_more(gr_lowering *l, const gr_node *n) {
+  const char *op = n->op;
+  if (!strcmp(op, "Split")) return lower_split(l, n);
+  if (!strcmp(op, "Expand")) return lower_expand(l, n);
+  if (!strcmp(op, "Tile")) return lower_tile(l, n);
+  if (!strcmp(op, "DepthToSpace") || !strcmp(op, "SpaceToDepth"))
+    return lower_depth_space(l, n);
+  if (!strcmp(op, "InstanceNormalization") || !strcmp(op, "GroupNormalization"))
+    return lower_norm(l, n);
+  if (!strcmp(op, "Pad")) return lower_pad(l, n);
+  if (!strcmp(op, "Resize")) return lower_resize(l, n);
+  if (!strcmp(op, "Trilu")) return lower_trilu(l, n);
+  static const char *const reduces[] = {
+      "ReduceMin",    "ReduceL1",        "ReduceL2", "ReduceSumSquare",
+      "ReduceLogSum", "ReduceLogSumExp", NULL};
+  for (int i = 0; reduces[i]; i++)
+    if (!strcmp(op, reduces[i])) return lower_reduce(l, n);
+  return 1;
+}

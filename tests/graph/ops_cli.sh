@@ -1,0 +1,85 @@
+#!/bin/sh
+# ops_cli.sh TESSERA MODELS SOURCE — the wider ONNX operator set (the
+# elementwise table of graph/ew_ops.c, the rewrites of graph/lower_more.c):
+# the small ops, ops2 (opset 13) and ops3 (opset 18) models of
+# scripts/gen_models.py compiled, each library run by `tessera run` on an
+# arena of NaN bytes and checked against onnxruntime (skipped without the
+# project's .venv); malformed or unsupported uses of the new operators are
+# refused with a message naming the node, and nothing is written.
+set -u
+T="$1"
+M="$2"
+SRC="$3"
+TMP=$(mktemp -d)
+trap '[ -n "${KEEP:-}" ] || rm -rf "$TMP"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+expect() {
+  want=$1; shift
+  "$@" >"$TMP/out" 2>&1
+  got=$?
+  [ "$got" = "$want" ] || { cat "$TMP/out"; fail "'$*' exited $got, expected $want"; }
+}
+contains() { grep -q -- "$1" "$TMP/out" || { cat "$TMP/out"; fail "output lacks '$1'"; }; }
+
+export TESSERA_POISON_ARENA=1
+for m in ops ops2 ops3; do
+  expect 0 "$T" compile "$M/${m}_small.onnx" -o "$TMP/$m.so"
+  /usr/bin/python3 "$SRC/scripts/ort_check.py" "$T" "$M/${m}_small.onnx" \
+    --library "$TMP/$m.so" --work "$TMP/w_$m" >"$TMP/out" 2>&1
+  rc=$?
+  [ $rc = 77 ] && { echo "onnxruntime missing: the runs against it skipped"; break; }
+  [ $rc = 0 ] || { cat "$TMP/out"; fail "the compiled $m differs from onnxruntime"; }
+  grep "max relative" "$TMP/out"
+done
+# after lowering only core operators are left
+expect 0 "$T" graph show "$M/ops2_small.onnx" --after lower
+for op in Split Expand Tile DepthToSpace SpaceToDepth InstanceNormalization \
+  Pad Resize ReduceMin ReduceL2 ReduceLogSumExp; do
+  if grep -q "= $op\[" "$TMP/out"; then cat "$TMP/out"; fail "$op left after lowering"; fi
+done
+contains "= Gather\["
+contains "= LayerNormalization\["
+
+# refusals: one model per case, each naming the node and the reason
+/usr/bin/python3 - "$TMP" <<'PY' || fail "could not write the bad models"
+import sys
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+out = sys.argv[1]
+def model(name, nodes, inits, oshape, opset=13, itype=TensorProto.FLOAT):
+    g = helper.make_graph(nodes, name,
+                          [helper.make_tensor_value_info("x", itype, [1, 2, 4, 4])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, oshape)],
+                          [numpy_helper.from_array(a, n) for n, a in inits.items()])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    onnx.save(m, "%s/%s.onnx" % (out, name))
+i64 = lambda v: np.array(v, np.int64)
+f32 = lambda v: np.array(v, np.float32)
+model("antialias", [helper.make_node("Resize", ["x", "", "s"], ["y"], name="up",
+                                     mode="linear", antialias=1)],
+      {"s": f32([1, 1, 2, 2])}, [1, 2, 8, 8], opset=18)
+model("reflect", [helper.make_node("Pad", ["x", "p"], ["y"], name="pad", mode="reflect")],
+      {"p": i64([0, 0, 4, 0, 0, 0, 0, 0])}, [1, 2, 8, 4])
+model("split", [helper.make_node("Split", ["x", "s"], ["y", "z"], name="cut", axis=1)],
+      {"s": i64([1, 2])}, [1, 1, 4, 4])
+model("where", [helper.make_node("Where", ["x", "x", "x"], ["y"], name="pick")],
+      {}, [1, 2, 4, 4])
+model("tf_crop", [helper.make_node("Resize", ["x", "r", "s"], ["y"], name="crop",
+                                   coordinate_transformation_mode="tf_crop_and_resize")],
+      {"r": f32([0, 0, 0, 0, 1, 1, 1, 1]), "s": f32([1, 1, 2, 2])}, [1, 2, 8, 8])
+model("nonzero", [helper.make_node("NonZero", ["x"], ["y"], name="nz")], {}, [4, 32])
+PY
+check_refused() {
+  expect 1 "$T" compile "$TMP/$1.onnx" -o "$TMP/$1.so"
+  contains "$2"
+  contains "$3"
+  [ ! -e "$TMP/$1.so" ] || fail "a refused compile ($1) wrote a library"
+}
+check_refused antialias "'up' (Resize" "antialias=1 is not supported"
+check_refused reflect "'pad' (Pad" "too large for mode reflect"
+check_refused split "'cut' (Split" "do not split axis 1 into 2 outputs"
+check_refused where "'pick' (Where" "input 0 must be bool"
+check_refused tf_crop "'crop' (Resize" "tf_crop_and_resize' is not supported"
+check_refused nonzero "'nz'" "operator 'NonZero' is not supported"
+echo "ops_cli: ok"
