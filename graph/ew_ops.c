@@ -8,7 +8,8 @@
  * math (Log, Reciprocal, Floor, Ceil, Round, Sign, Sin, Cos), the variadic
  * Min, Max, Sum and Mean, comparisons (Equal, Less, Greater, LessOrEqual,
  * GreaterOrEqual: bool results), logic (And, Or, Xor, Not: bool operands
- * and result) and Where (a bool condition selecting between two operands).
+ * and result), Where (a bool condition selecting between two operands),
+ * Mod (both forms), IsNaN and IsInf.
  * Every one broadcasts its operands as Add does, so shape inference, the
  * layout pass, fusion and the executor treat them as they treat Add.
  */
@@ -183,6 +184,22 @@ static double r_xor(const gr_node *n, const double *x, int k) {
 static double r_not(const gr_node *n, const double *x, int k) {
   (void)n, (void)k;
   return x[0] == 0;
+}
+static double r_mod(const gr_node *n, const double *x, int k) {
+  (void)k;
+  if (gr_attr_int(n, "fmod", 0)) return fmod(x[0], x[1]);
+  if (x[1] == 0) return 0;
+  double r = fmod(x[0], x[1]);
+  return r != 0 && (r < 0) != (x[1] < 0) ? r + x[1] : r;
+}
+static double r_isnan(const gr_node *n, const double *x, int k) {
+  (void)n, (void)k;
+  return isnan(x[0]);
+}
+static double r_isinf(const gr_node *n, const double *x, int k) {
+  (void)k;
+  return (x[0] == INFINITY && gr_attr_int(n, "detect_positive", 1)) ||
+         (x[0] == -INFINITY && gr_attr_int(n, "detect_negative", 1));
 }
 static double r_where(const gr_node *n, const double *x, int k) {
   (void)n, (void)k;
@@ -377,6 +394,36 @@ static ts_expr *t_where(ts_arena *a, const gr_node *n, ts_expr **x, int k,
   return ts_select(a, truth(a, ct, x[0]), x[1], x[2]);
 }
 
+/* fmod: a - trunc(a / b) * b; the integer Mod: a - floor(a / b) * b (the
+ * sign of the divisor); 0 for a division by zero */
+static ts_expr *t_mod(ts_arena *a, const gr_node *n, ts_expr **x, int k,
+                      ts_dtype ct) {
+  (void)k;
+  bool f = gr_attr_int(n, "fmod", 0) != 0;
+  ts_expr *zero = ts_eq(a, x[1], num(a, ct, 0));
+  ts_expr *b = ts_select(a, zero, num(a, ct, 1), x[1]);
+  ts_expr *q = call1(a, ct, f ? "trunc" : "floor", ts_div(a, x[0], b));
+  ts_expr *r = ts_sub(a, x[0], ts_mul(a, q, b));
+  return f ? r : ts_select(a, zero, num(a, ct, 0), r);
+}
+static ts_expr *t_isnan(ts_arena *a, const gr_node *n, ts_expr **x, int k,
+                        ts_dtype ct) {
+  (void)n, (void)k;
+  return flag(a, ct, ts_ne(a, x[0], x[0]));
+}
+static ts_expr *t_isinf(ts_arena *a, const gr_node *n, ts_expr **x, int k,
+                        ts_dtype ct) {
+  (void)k;
+  ts_expr *pos = gr_attr_int(n, "detect_positive", 1)
+                     ? ts_eq(a, x[0], num(a, ct, INFINITY))
+                     : NULL;
+  ts_expr *neg = gr_attr_int(n, "detect_negative", 1)
+                     ? ts_eq(a, x[0], num(a, ct, -INFINITY))
+                     : NULL;
+  if (!pos && !neg) return num(a, ct, 0);
+  return flag(a, ct, pos && neg ? ts_or(a, pos, neg) : pos ? pos : neg);
+}
+
 static const gr_ew_op table[] = {
     {"LeakyRelu", 1, 1, EW_SAME, true, r_leaky, t_leaky},
     {"PRelu", 2, 2, EW_SAME, true, r_prelu, t_prelu},
@@ -411,6 +458,9 @@ static const gr_ew_op table[] = {
     {"Xor", 2, 2, EW_LOGIC, false, r_xor, t_xor},
     {"Not", 1, 1, EW_LOGIC, false, r_not, t_not},
     {"Where", 3, 3, EW_WHERE, false, r_where, t_where},
+    {"Mod", 2, 2, EW_SAME, false, r_mod, t_mod},
+    {"IsNaN", 1, 1, EW_BOOL_OUT, true, r_isnan, t_isnan},
+    {"IsInf", 1, 1, EW_BOOL_OUT, true, r_isinf, t_isinf},
 };
 
 const gr_ew_op *gr_ew_lookup(const char *op) {

@@ -24,7 +24,7 @@ static bool foldable(const ts_graph *g, const gr_node *n) {
     int64_t e = gr_value_elems(&g->values[n->outputs[k]]);
     if (e < 0 || e > FOLD_MAX_ELEMS) return false;
   }
-  if (!strcmp(n->op, "Shape"))
+  if (!strcmp(n->op, "Shape") || !strcmp(n->op, "Size"))
     return gr_value_elems(&g->values[n->inputs[0]]) >= 0;
   for (int i = 0; i < n->n_inputs; i++)
     if (n->inputs[i] >= 0 && !gr_is_const(g, n->inputs[i])) return false;

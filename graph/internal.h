@@ -317,6 +317,11 @@ int gr_resize_plan(const ts_graph *g, const gr_node *n, int64_t *out,
 typedef struct gr_lowering gr_lowering;
 int gr_lower_more(gr_lowering *l, const gr_node *n);
 
+/* The tessera dtype of ONNX TensorProto dtype code `code` (false: none),
+ * and back (-1: none). */
+bool gr_onnx_dtype(int64_t code, ts_dtype *t);
+int gr_onnx_dtype_code(ts_dtype t);
+
 /* ---- ew_ops.c ---- */
 /* The elementwise operators past the core arithmetic (activations, math,
  * variadic Min/Max/Sum/Mean, comparisons, logic, Where): NULL when op is

@@ -182,7 +182,12 @@ static int run_fill(const gr_node *n, const gr_tensor *ins, gr_tensor *out) {
 }
 
 bool gr_kernel_folds(const char *op) {
-  static const char *const lowered_only[] = {"Split",
+  static const char *const lowered_only[] = {"LogSoftmax",
+                                             "LpNormalization",
+                                             "GlobalMaxPool",
+                                             "ArgMax",
+                                             "ArgMin",
+                                             "Split",
                                              "Tile",
                                              "DepthToSpace",
                                              "SpaceToDepth",
@@ -983,13 +988,15 @@ int gr_kernel_run(const ts_graph *g, const gr_node *n, const gr_tensor *ins,
            (size_t)gr_tensor_elems(out) * ts_dtype_elem_bytes(out->dtype));
     if (n->n_outputs > 1 && outs[1].data) /* Dropout's mask: all kept */
       memset(outs[1].data, 1, (size_t)gr_tensor_elems(&outs[1]));
+  } else if (!strcmp(op, "Size")) {
+    *(int64_t *)out->data = gr_tensor_elems(&ins[0]);
   } else if (!strcmp(op, "Shape")) {
     int64_t s = gr_attr_int(n, "start", 0);
     if (s < 0) s += ins[0].ndim;
     if (s < 0) s = 0;
     for (int64_t i = 0; i < out->shape[0]; i++)
       ((int64_t *)out->data)[i] = ins[0].shape[s + i];
-  } else if (!strcmp(op, "Cast")) {
+  } else if (!strcmp(op, "Cast") || !strcmp(op, "CastLike")) {
     int64_t total = gr_tensor_elems(out);
     for (int64_t i = 0; i < total; i++)
       ts_host_set(out->data, out->dtype, i,

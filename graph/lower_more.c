@@ -21,6 +21,12 @@
  *                          weighted by constants for linear (2 taps) and
  *                          cubic (4 taps); nearest is one Gather
  *   Trilu               -> Where with a constant mask
+ *   CastLike            -> Cast
+ *   LogSoftmax          -> ReduceMax, Sub, Exp, ReduceSum, Log, Sub
+ *   LpNormalization     -> Div by the ReduceSum of |x| or sqrt of x^2's
+ *   GlobalMaxPool       -> ReduceMax over the spatial axes
+ *   ArgMax, ArgMin      -> ReduceMax, Equal, Where over constant positions,
+ *                          ReduceMax, Cast (the first or last position)
  *   ReduceMin, ReduceL1, ReduceL2, ReduceSumSquare, ReduceLogSum,
  *   ReduceLogSumExp     -> ReduceMax / ReduceSum with elementwise nodes
  * Each rewrite is exact up to float rounding (the zeros added are exact;
@@ -619,8 +625,102 @@ static int lower_reduce(gr_lowering *l, const gr_node *n) {
   return v < 0 ? v : TS_OK;
 }
 
+/* ---- CastLike, LogSoftmax, LpNormalization, GlobalMaxPool, ArgMax ---- */
+
+static int reduce_axis(gr_lowering *l, const gr_node *n, const char *op, int x,
+                       const int64_t *axes, int na, int keep, int out) {
+  gr_attr at[2] = {
+      {.name = "axes", .kind = GR_ATTR_INTS, .n = na, .ints = (int64_t *)axes},
+      {.name = "keepdims", .kind = GR_ATTR_INT, .i = keep}};
+  return emit_a(l, n, op, &x, 1, out, at, 2);
+}
+
+static int lower_cast_like(gr_lowering *l, const gr_node *n) {
+  gr_attr to = {.name = "to",
+                .kind = GR_ATTR_INT,
+                .i = gr_onnx_dtype_code(l->g->values[n->inputs[1]].dtype)};
+  int rc = emit_a(l, n, "Cast", n->inputs, 1, n->outputs[0], &to, 1);
+  return rc < 0 ? rc : TS_OK;
+}
+
+/* LogSoftmax: (x - max) - log(sum(exp(x - max))); LpNormalization:
+ * x / (sum |x|) or x / sqrt(sum x^2), along the axis. */
+static int lower_rows(gr_lowering *l, const gr_node *n) {
+  const gr_value *x = &l->g->values[n->inputs[0]];
+  int64_t axis = gr_attr_int(n, "axis", -1);
+  if (axis < 0) axis += x->ndim;
+  int v, in = n->inputs[0], out = n->outputs[0];
+  if (!strcmp(n->op, "LogSoftmax")) {
+    int m = reduce_axis(l, n, "ReduceMax", in, &axis, 1, 1, -1);
+    int d = m < 0 ? m : emit2(l, n, "Sub", in, m, -1);
+    v = d < 0 ? d : emit1(l, n, "Exp", d, -1);
+    if (v >= 0) v = reduce_axis(l, n, "ReduceSum", v, &axis, 1, 1, -1);
+    if (v >= 0) v = emit1(l, n, "Log", v, -1);
+    if (v >= 0) v = emit2(l, n, "Sub", d, v, out);
+  } else {
+    bool p1 = gr_attr_int(n, "p", 2) == 1;
+    v = p1 ? emit1(l, n, "Abs", in, -1) : emit2(l, n, "Mul", in, in, -1);
+    if (v >= 0) v = reduce_axis(l, n, "ReduceSum", v, &axis, 1, 1, -1);
+    if (v >= 0 && !p1) v = emit1(l, n, "Sqrt", v, -1);
+    if (v >= 0) v = emit2(l, n, "Div", in, v, out);
+  }
+  return v < 0 ? v : TS_OK;
+}
+
+static int lower_global_max(gr_lowering *l, const gr_node *n) {
+  int64_t axes[TS_MAX_DIMS];
+  int r = l->g->values[n->inputs[0]].ndim;
+  for (int i = 2; i < r; i++) axes[i - 2] = i;
+  int v = reduce_axis(l, n, "ReduceMax", n->inputs[0], axes, r - 2, 1,
+                      n->outputs[0]);
+  return v < 0 ? v : TS_OK;
+}
+
+/* ArgMax: the first (or last) position along the axis where x equals its
+ * maximum: Where(x == max, position, L), reduced by a minimum (or
+ * Where(.., -1) by a maximum for the last), cast to int64. ArgMin: the
+ * same on -x. */
+static int lower_arg(gr_lowering *l, const gr_node *n) {
+  ts_graph *g = l->g;
+  const gr_value *x = &g->values[n->inputs[0]];
+  int64_t axis = gr_attr_int(n, "axis", 0);
+  if (axis < 0) axis += x->ndim;
+  int64_t L = x->shape[axis], ps[TS_MAX_DIMS];
+  int pr = x->ndim - (int)axis;
+  ps[0] = L;
+  for (int i = 1; i < pr; i++) ps[i] = 1;
+  double *pos = ts_malloc(sizeof *pos * (size_t)(L ? L : 1));
+  if (!pos) return NOMEM();
+  bool last = gr_attr_int(n, "select_last_index", 0) != 0;
+  for (int64_t i = 0; i < L; i++) pos[i] = last ? (double)i : (double)-i;
+  int pc = gr_lower_const_f32(g, gr_fresh_name(g, "positions"), pr, ps, pos, L);
+  free(pos);
+  double none = last ? -1.0 : -(double)L;
+  int nc = gr_lower_const_f32(g, gr_fresh_name(g, "none"), 0, NULL, &none, 1);
+  if (pc < 0 || nc < 0) return NOMEM();
+  int keep = (int)gr_attr_int(n, "keepdims", 1);
+  int v = n->inputs[0];
+  if (!strcmp(n->op, "ArgMin")) v = emit1(l, n, "Neg", v, -1);
+  int m = v < 0 ? v : reduce_axis(l, n, "ReduceMax", v, &axis, 1, 1, -1);
+  int eq = m < 0 ? m : emit2(l, n, "Equal", v, m, -1);
+  if (eq < 0) return eq;
+  /* the first position is the maximum of -position */
+  int ins[3] = {eq, pc, nc};
+  int w = emit_a(l, n, "Where", ins, 3, -1, NULL, 0);
+  int r = w < 0 ? w : reduce_axis(l, n, "ReduceMax", w, &axis, 1, keep, -1);
+  if (r >= 0 && !last) r = emit1(l, n, "Neg", r, -1);
+  gr_attr to = {.name = "to", .kind = GR_ATTR_INT, .i = 7};
+  if (r >= 0) r = emit_a(l, n, "Cast", &r, 1, n->outputs[0], &to, 1);
+  return r < 0 ? r : TS_OK;
+}
+
 int gr_lower_more(gr_lowering *l, const gr_node *n) {
   const char *op = n->op;
+  if (!strcmp(op, "CastLike")) return lower_cast_like(l, n);
+  if (!strcmp(op, "LogSoftmax") || !strcmp(op, "LpNormalization"))
+    return lower_rows(l, n);
+  if (!strcmp(op, "GlobalMaxPool")) return lower_global_max(l, n);
+  if (!strcmp(op, "ArgMax") || !strcmp(op, "ArgMin")) return lower_arg(l, n);
   if (!strcmp(op, "Split")) return lower_split(l, n);
   if (!strcmp(op, "Expand")) return lower_expand(l, n);
   if (!strcmp(op, "Tile")) return lower_tile(l, n);

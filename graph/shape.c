@@ -80,6 +80,13 @@ static const char *const known_ops[] = {"Conv",
                                         "ConstantOfShape",
                                         "Range",
                                         "Trilu",
+                                        "CastLike",
+                                        "Size",
+                                        "LogSoftmax",
+                                        "LpNormalization",
+                                        "GlobalMaxPool",
+                                        "ArgMax",
+                                        "ArgMin",
                                         NULL};
 
 bool gr_op_known(const char *op) {
@@ -797,17 +804,26 @@ static int infer_resize(ts_graph *g, gr_node *n, const gr_value *x,
   return TS_OK;
 }
 
-/* The ONNX dtype code of ConstantOfShape's value (stored as an attribute
- * by the importer) as a tessera dtype. */
-static bool onnx_code_dtype(int64_t code, ts_dtype *t) {
-  static const int map[][2] = {{1, 0}, {2, 1},  {3, 2},  {6, 3}, {7, 4},
-                               {9, 5}, {10, 6}, {11, 7}, {16, 8}};
-  static const ts_dtype dts[] = {TS_FLOAT32, TS_UINT8,   TS_INT8,
-                                 TS_INT32,   TS_INT64,   TS_BOOL,
-                                 TS_FLOAT16, TS_FLOAT64, TS_BFLOAT16};
-  for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
-    if (map[i][0] == code) return *t = dts[map[i][1]], true;
+/* ONNX TensorProto dtype codes and the tessera dtypes they name. */
+static const struct {
+  int code;
+  ts_dtype t;
+} onnx_dtypes[] = {{1, {TS_DT_FLOAT, 32, 1}},  {2, {TS_DT_UINT, 8, 1}},
+                   {3, {TS_DT_INT, 8, 1}},     {6, {TS_DT_INT, 32, 1}},
+                   {7, {TS_DT_INT, 64, 1}},    {9, {TS_DT_BOOL, 1, 1}},
+                   {10, {TS_DT_FLOAT, 16, 1}}, {11, {TS_DT_FLOAT, 64, 1}},
+                   {16, {TS_DT_BFLOAT, 16, 1}}};
+
+bool gr_onnx_dtype(int64_t code, ts_dtype *t) {
+  for (size_t i = 0; i < sizeof onnx_dtypes / sizeof onnx_dtypes[0]; i++)
+    if (onnx_dtypes[i].code == code) return *t = onnx_dtypes[i].t, true;
   return false;
+}
+
+int gr_onnx_dtype_code(ts_dtype t) {
+  for (size_t i = 0; i < sizeof onnx_dtypes / sizeof onnx_dtypes[0]; i++)
+    if (ts_dtype_eq(onnx_dtypes[i].t, t)) return onnx_dtypes[i].code;
+  return -1;
 }
 
 static int infer_fill(ts_graph *g, gr_node *n, const gr_value *x,
@@ -820,7 +836,7 @@ static int infer_fill(ts_graph *g, gr_node *n, const gr_value *x,
     for (int i = 0; i < c; i++)
       if (s[i] < 0) return FAIL("dimension %d is negative", i);
     ts_dtype t = TS_FLOAT32;
-    if (!onnx_code_dtype(gr_attr_int(n, "value_dtype", 1), &t))
+    if (!gr_onnx_dtype(gr_attr_int(n, "value_dtype", 1), &t))
       return FAIL("unsupported value dtype");
     set_out(g, n, 0, t, c, s, "");
     return TS_OK;
@@ -941,20 +957,50 @@ int gr_infer_node(ts_graph *g, gr_node *n, ts_error *err) {
       set_out(g, n, 1, TS_BOOL, x->ndim, x->shape, x->layout);
     return TS_OK;
   }
-  if (!strcmp(op, "Cast")) {
+  if (!strcmp(op, "Cast") || !strcmp(op, "CastLike")) {
     ts_dtype t;
     const gr_attr *to = gr_attr_find(n, "to");
-    static const int map[][2] = {{1, 0}, {2, 1},  {3, 2},  {6, 3}, {7, 4},
-                                 {9, 5}, {10, 6}, {11, 7}, {16, 8}};
-    static const ts_dtype dts[] = {TS_FLOAT32, TS_UINT8,   TS_INT8,
-                                   TS_INT32,   TS_INT64,   TS_BOOL,
-                                   TS_FLOAT16, TS_FLOAT64, TS_BFLOAT16};
-    int found = -1;
-    for (size_t i = 0; to && i < sizeof map / sizeof map[0]; i++)
-      if (map[i][0] == to->i) found = map[i][1];
-    if (found < 0) return FAIL("unsupported target type");
-    t = dts[found];
+    if (!strcmp(op, "CastLike")) {
+      if (!in(g, n, 1)) return FAIL("needs target_type");
+      t = in(g, n, 1)->dtype;
+      if (gr_onnx_dtype_code(t) < 0) return FAIL("unsupported target type");
+    } else if (!to || !gr_onnx_dtype(to->i, &t)) {
+      return FAIL("unsupported target type");
+    }
     set_out(g, n, 0, t, x->ndim, x->shape, x->layout);
+    return TS_OK;
+  }
+  if (!strcmp(op, "Size")) {
+    set_out(g, n, 0, TS_INT64, 0, NULL, "");
+    return TS_OK;
+  }
+  if (!strcmp(op, "LogSoftmax") || !strcmp(op, "LpNormalization")) {
+    if (norm_axis(gr_attr_int(n, "axis", -1), x->ndim) < 0)
+      return FAIL("axis out of range");
+    int64_t p = gr_attr_int(n, "p", 2);
+    if (!strcmp(op, "LpNormalization") && p != 1 && p != 2)
+      return FAIL("p %lld (1 or 2)", (long long)p);
+    if (!ts_dtype_eq(x->dtype, TS_FLOAT32)) return FAIL("wants float32");
+    set_out(g, n, 0, x->dtype, x->ndim, x->shape, x->layout);
+    return TS_OK;
+  }
+  if (!strcmp(op, "GlobalMaxPool")) {
+    if (x->ndim < 3) return FAIL("wants rank 3 or more, has %d", x->ndim);
+    int64_t out[TS_MAX_DIMS];
+    for (int i = 0; i < x->ndim; i++) out[i] = i < 2 ? x->shape[i] : 1;
+    set_out(g, n, 0, x->dtype, x->ndim, out, x->layout);
+    return TS_OK;
+  }
+  if (!strcmp(op, "ArgMax") || !strcmp(op, "ArgMin")) {
+    int axis = norm_axis(gr_attr_int(n, "axis", 0), x->ndim);
+    if (axis < 0) return FAIL("axis out of range");
+    if (!ts_dtype_eq(x->dtype, TS_FLOAT32)) return FAIL("wants float32");
+    bool keep = gr_attr_int(n, "keepdims", 1) != 0;
+    int64_t out[TS_MAX_DIMS];
+    int k = 0;
+    for (int i = 0; i < x->ndim; i++)
+      if (i != axis || keep) out[k++] = i == axis ? 1 : x->shape[i];
+    set_out(g, n, 0, TS_INT64, k, out, "");
     return TS_OK;
   }
   if (!strcmp(op, "BatchNormalization")) {

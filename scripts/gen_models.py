@@ -766,12 +766,37 @@ def ops3(rng, small):
     mask = b.op("Cast", [tril], to=TensorProto.BOOL)
     scores = b.op("Mul", [b.op("Gather", [x, i64(0)], axis=1), f(4.0)])  # [1, 6, 6]
     att = b.op("Softmax", [b.op("Where", [mask, scores, f(-1e4)])], axis=-1)
+    # classification heads and norms: LogSoftmax, LpNormalization (p 1, 2),
+    # GlobalMaxPool; ArgMax / ArgMin (first and last of tied maxima: s
+    # concatenated with itself), CastLike, Size (folded), Mod (fmod on
+    # floats, the integer form on int32), IsNaN / IsInf (all false here)
+    heads = b.op("Concat", [b.op("LogSoftmax", [s], axis=1),
+                            b.op("LpNormalization", [s], axis=-1, p=2),
+                            b.op("LpNormalization", [s], axis=1, p=1)], axis=2)  # [2, 5, 48]
+    gmax = b.op("GlobalMaxPool", [x])                                   # [1, 8, 1, 1]
+    ss = b.op("Concat", [s, s], axis=2)                                 # [2, 5, 32]
+    args = [b.op("ArgMax", [ss], axis=2, keepdims=0),
+            b.op("ArgMax", [ss], axis=2, keepdims=0, select_last_index=1),
+            b.op("ArgMin", [ss], axis=-1, keepdims=0),
+            b.op("ArgMin", [ss], axis=2, keepdims=0, select_last_index=1),
+            b.op("ArgMax", [s], axis=1, keepdims=0)]                    # 4 x [2, 5], [2, 16]
+    args = [b.op("Reshape", [b.op("CastLike", [a, s]), i64([-1])]) for a in args]
+    size = b.op("CastLike", [b.op("Size", [ss]), s])                     # 320.0
+    fm = b.op("Mod", [b.op("Mul", [s, f(5.0)]), f(1.5)], fmod=1)
+    si = b.op("Cast", [b.op("Mul", [s, f(40.0)])], to=TensorProto.INT32)
+    im = b.op("Mod", [si, b.const("seven", np.array([7, -7] * 8, np.int32))])
+    bad = b.op("Or", [b.op("IsNaN", [s]), b.op("IsInf", [s], detect_negative=0)])
+    misc = b.op("Concat", [fm, b.op("CastLike", [im, s]), b.op("CastLike", [bad, s])],
+                axis=2)                                                 # [2, 5, 48]
+    idx = b.op("Concat", args + [b.op("Reshape", [gmax, i64([-1])]),
+                                 b.op("Reshape", [size, i64([1])])], axis=0)  # [81]
     outs = _rename_outputs(b, [
         (act, "act", [1, 24, 6, 6]), (split, "split", [1, 8, 6, 6]),
         (s_split, "s_split", [2, 5, 16]), (red, "reduce", [171]),
         (lin, "resize_axes", [1, 8, 12, 12]), (near, "resize_nearest", [1, 8, 10, 14]),
         (pad, "pad_axes", [1, 8, 13, 9]), (tr, "transformer", [2, 5, 48]),
-        (att, "causal_softmax", [1, 6, 6])])
+        (att, "causal_softmax", [1, 6, 6]), (heads, "heads", [2, 5, 48]),
+        (idx, "arg_size", [81]), (misc, "mod_isnan", [2, 5, 48])])
     g = helper.make_graph(b.nodes, "ops3", [tensor_input("x", TensorProto.FLOAT, [1, 8, 6, 6]),
                                             tensor_input("s", TensorProto.FLOAT, [2, 5, 16])],
                           outs, b.inits)
