@@ -7,9 +7,10 @@
  *   - Conv on 4-D float32 data with constant weights converts (the node
  *     gets the attribute layout = "NHWC"; its weights are permuted here, at
  *     compile time): it gains the most, it pays for the transposes;
- *   - MaxPool, AveragePool, GlobalAveragePool, elementwise operators and
- *     Concat on 4-D data can run in either layout (constants permuted
- *     here, broadcast rank made explicit; Concat's axis renumbered); each
+ *   - MaxPool, AveragePool, GlobalAveragePool, elementwise operators,
+ *     Concat, and Slice and Gather with constant positions, on 4-D data,
+ *     can run in either layout (constants permuted here, broadcast rank
+ *     made explicit; the axes of Concat, Slice and Gather renumbered); each
  *     runs in the one that makes the bytes transposed smallest: a minimum
  *     cut between the convs and the nodes that keep NCHW (plan_layout), so
  *     such a node follows a conv that produces its input, and one that
@@ -345,6 +346,36 @@ static int nhwc_of(layout_pass *p, int v) {
   return t;
 }
 
+/* Slice and Gather: data movement along axes that the layout renumbers. */
+static bool axis_move(const gr_node *n) {
+  return n->kind == TS_GRAPH_OP &&
+         (!strcmp(n->op, "Slice") || !strcmp(n->op, "Gather"));
+}
+
+/* The NHWC position of NCHW axis a (negative: from the end). */
+static int64_t nhwc_axis(int64_t a) {
+  if (a < 0) a += 4;
+  int64_t j = 0;
+  while (j < 3 && to_nhwc[j] != a) j++;
+  return j;
+}
+
+/* Slice's axes input in NHWC positions (its starts' count of them from 0
+ * when the input is absent); the constant, or an error code. */
+static int nhwc_slice_axes(ts_graph *g, const gr_node *n) {
+  const gr_value *st = &g->values[n->inputs[1]];
+  int64_t cnt = st->ndim == 1 ? st->shape[0] : 0, ax[4];
+  if (cnt < 1 || cnt > 4) return TS_EINVAL;
+  int av = n->n_inputs > 3 ? n->inputs[3] : -1;
+  for (int64_t i = 0; i < cnt; i++) {
+    int64_t a = av >= 0 ? (int64_t)ts_host_get(gr_const_data(g, av),
+                                               g->values[av].dtype, i)
+                        : i;
+    ax[i] = nhwc_axis(a);
+  }
+  return gr_const_add(g, gr_fresh_name(g, "nhwc_axes"), TS_INT64, 1, &cnt, ax);
+}
+
 /* Whether a pool, elementwise node or Concat can run channels-last at all:
  * a 4-D result, 4-D activations, constants and scalars of rank <= 4. */
 static bool agnostic_ok(const ts_graph *g, const gr_node *n) {
@@ -352,6 +383,14 @@ static bool agnostic_ok(const ts_graph *g, const gr_node *n) {
       g->values[n->outputs[0]].ndim != 4)
     return false;
   if (is_pool(n)) return f32_4d(g, n->inputs[0]) && f32_4d(g, n->outputs[0]);
+  if (axis_move(n)) {
+    /* the data 4-D, every other input a constant (starts, ends, axes,
+     * steps; a Gather's 1-D indices) */
+    if (!f32_4d(g, n->inputs[0]) || !f32_4d(g, n->outputs[0])) return false;
+    for (int k = 1; k < n->n_inputs; k++)
+      if (n->inputs[k] >= 0 && !gr_is_const(g, n->inputs[k])) return false;
+    return strcmp(n->op, "Gather") || g->values[n->inputs[1]].ndim == 1;
+  }
   if (!gr_is_elementwise_op(n->op) && strcmp(n->op, "Concat")) return false;
   if (gr_op_is_quant(n->op)) return false; /* its axis attribute */
   for (int k = 0; k < n->n_inputs; k++) {
@@ -522,6 +561,8 @@ static int convert_node(layout_pass *p, const gr_node *n) {
                    : permuted_const(g, v, weight_perm);
     else if (!strcmp(n->op, "Conv") && k == 2)
       ins[k] = v; /* the bias: per output channel either way */
+    else if (axis_move(n) && k > 0)
+      ins[k] = v; /* positions: the axes are renumbered below */
     else if (permute_consts && is_const && gr_value_elems(x) > 1)
       ins[k] = permuted_const(g, v, to_nhwc);
     else if (elementwise && gr_value_elems(x) == 1)
@@ -539,18 +580,21 @@ static int convert_node(layout_pass *p, const gr_node *n) {
   if (nout < 0) return nout;
   g->values[nout].layout = "NHWC";
   gr_node m = *n;
-  m.inputs = gr_alloc(g, sizeof(int) * (size_t)(n->n_inputs + 1));
+  m.inputs = gr_alloc(g, sizeof(int) * (size_t)(n->n_inputs + 5));
   m.outputs = gr_alloc(g, sizeof(int) * 2);
   if (!m.inputs || !m.outputs) return TS_ENOMEM; /* the graph is failed */
   memcpy(m.inputs, ins, sizeof(int) * (size_t)n->n_inputs);
   m.outputs[0] = nout;
-  if (!strcmp(n->op, "Concat")) {
-    int64_t axis = gr_attr_int(n, "axis", 0);
-    if (axis < 0) axis += 4;
-    int64_t na = 0;
-    while (na < 3 && to_nhwc[na] != axis) na++;
+  if (!strcmp(n->op, "Concat") || !strcmp(n->op, "Gather")) {
+    int64_t na = nhwc_axis(gr_attr_int(n, "axis", 0));
     gr_node_set_attr(g, &m,
                      (gr_attr){.name = "axis", .kind = GR_ATTR_INT, .i = na});
+  } else if (!strcmp(n->op, "Slice")) {
+    int axes = nhwc_slice_axes(g, n);
+    if (axes < 0) return axes;
+    for (int k = n->n_inputs; k < 4; k++) m.inputs[k] = -1;
+    if (m.n_inputs < 4) m.n_inputs = 4;
+    m.inputs[3] = axes;
   } else if (!elementwise) {
     gr_node_set_attr(
         g, &m,

@@ -81,14 +81,16 @@ class Builder:
             attrs["pads"] = [p, p, p, p]
         return self.op("Conv", ins, **attrs)
 
-    def bn(self, x, c):
+    def bn(self, x, c, var=1.0):
+        """Batch normalization; var is the expected variance of x (running
+        variance drawn around it, the running mean around 0 on its scale)."""
         r = self.rng
         return self.op("BatchNormalization", [
             x,
             self.const("bn_scale", r.uniform(0.5, 1.0, c).astype(np.float32)),
             self.const("bn_bias", r.uniform(-0.1, 0.1, c).astype(np.float32)),
-            self.const("bn_mean", r.uniform(-0.1, 0.1, c).astype(np.float32)),
-            self.const("bn_var", r.uniform(0.5, 1.5, c).astype(np.float32)),
+            self.const("bn_mean", (r.uniform(-0.1, 0.1, c) * np.sqrt(var)).astype(np.float32)),
+            self.const("bn_var", (r.uniform(0.5, 1.5, c) * var).astype(np.float32)),
         ], epsilon=1e-5)
 
     def relu(self, x):
@@ -914,16 +916,254 @@ def digits(rng, small):
     return g, False
 
 
+# mean squares of the activations after BatchNormalization (scale uniform
+# in [0.5, 1], bias in [-0.1, 0.1]): the variance the next convolution's
+# output has (its weights scaled by fan-in), from which its BN's running
+# variance is drawn, so that activations stay O(1) through deep networks
+MS_SILU, MS_RELU, MS_HSWISH = 0.19, 0.29, 0.18
+
+
+def yolo(rng, small):
+    """A YOLOv8n-like detector (opset 17, as Ultralytics exports it):
+    Conv+BN+SiLU blocks (SiLU as x * Sigmoid(x)), stride-2 downsampling,
+    C2f blocks (1x1 conv, Split in halves, a chain of bottlenecks of two
+    3x3 conv blocks with a residual Add, Concat, 1x1 conv), SPPF (three
+    chained 5x5 MaxPools), a PAN neck (Resize nearest x2 and Concat with
+    the backbone, stride-2 convs back down), and per scale the decoupled
+    head: a box branch (two 3x3 blocks, 1x1 conv to 64 = 4 x 16 DFL bins)
+    and a class branch (two 3x3 blocks, 1x1 conv to 80), concatenated to
+    144 channels, reshaped to [1, 144, H*W], the three scales
+    concatenated, Split into "boxes" [1, 64, A] and Sigmoid "scores"
+    [1, 80, A] (A = 8400 at 640x640; 336 for the small 128x128 version,
+    whose widths are divided by 4)."""
+    b = Builder(rng)
+    size, div = (128, 4) if small else (640, 1)
+    w1, w2, w3, w4, w5 = [c // div for c in (16, 32, 64, 128, 256)]
+    nc, reg = 80, 16
+    c_box, c_cls = 64 // div, 80 // div        # max(16, w3 // 4, 4 * reg), max(w3, nc)
+    ms = {"images": 1.0 / 3}                    # estimated mean square of each tensor
+
+    def conv(x, cin, cout, k=1, s=1):
+        """Conv + BN + SiLU."""
+        y = b.bn(b.conv(x, cin, cout, k, stride=s), cout, var=ms[x])
+        y = b.op("Mul", [y, b.op("Sigmoid", [y])])
+        ms[y] = MS_SILU
+        return y
+
+    def concat(xs, cs):
+        y = b.op("Concat", xs, axis=1)
+        ms[y] = sum(ms[x] * c for x, c in zip(xs, cs)) / sum(cs)
+        return y
+
+    def c2f(x, cin, cout, n, shortcut):
+        c = cout // 2
+        y = conv(x, cin, 2 * c)
+        parts = b.op("Split", [y, b.i64([c, c])], n_out=2, axis=1)
+        for p in parts:
+            ms[p] = ms[y]
+        for _ in range(n):
+            t = conv(conv(parts[-1], c, c, 3), c, c, 3)
+            if shortcut:
+                s = b.op("Add", [parts[-1], t])
+                ms[s] = ms[parts[-1]] + ms[t]
+                t = s
+            parts.append(t)
+        return conv(concat(parts, [c] * (2 + n)), (2 + n) * c, cout)
+
+    def sppf(x, cin, cout):
+        c = cin // 2
+        ys = [conv(x, cin, c)]
+        for i in range(3):
+            y = b.op("MaxPool", [ys[-1]], kernel_shape=[5, 5], strides=[1, 1], pads=[2, 2, 2, 2])
+            ms[y] = MS_SILU * (6, 11, 15)[i]  # maxima over 5x5, 9x9, 13x13 windows
+            ys.append(y)
+        return conv(concat(ys, [c] * 4), 4 * c, cout)
+
+    def upsample(x):
+        y = b.op("Resize", [x, "", b.f32([1.0, 1.0, 2.0, 2.0])], mode="nearest",
+                 coordinate_transformation_mode="asymmetric", nearest_mode="floor",
+                 cubic_coeff_a=-0.75)
+        ms[y] = ms[x]
+        return y
+
+    # backbone (depth multiple 0.33: C2f repeats 1, 2, 2, 1)
+    x = conv("images", 3, w1, 3, 2)                            # P1/2
+    x = c2f(conv(x, w1, w2, 3, 2), w2, w2, 1, True)            # P2/4
+    p3 = c2f(conv(x, w2, w3, 3, 2), w3, w3, 2, True)           # P3/8
+    p4 = c2f(conv(p3, w3, w4, 3, 2), w4, w4, 2, True)          # P4/16
+    x = c2f(conv(p4, w4, w5, 3, 2), w5, w5, 1, True)           # P5/32
+    p5 = sppf(x, w5, w5)
+    # neck
+    n4 = c2f(concat([upsample(p5), p4], [w5, w4]), w5 + w4, w4, 1, False)
+    n3 = c2f(concat([upsample(n4), p3], [w4, w3]), w4 + w3, w3, 1, False)
+    m4 = c2f(concat([conv(n3, w3, w3, 3, 2), n4], [w3, w4]), w3 + w4, w4, 1, False)
+    m5 = c2f(concat([conv(m4, w4, w4, 3, 2), p5], [w4, w5]), w4 + w5, w5, 1, False)
+    # detection head
+    no = 4 * reg + nc
+    flat = []
+    for x, c in ((n3, w3), (m4, w4), (m5, w5)):
+        box = b.conv(conv(conv(x, c, c_box, 3), c_box, c_box, 3), c_box, 4 * reg, 1, bias=True)
+        cls = b.conv(conv(conv(x, c, c_cls, 3), c_cls, c_cls, 3), c_cls, nc, 1, bias=True)
+        y = b.op("Concat", [box, cls], axis=1)
+        flat.append(b.op("Reshape", [y, b.i64([1, no, -1])]))
+    y = b.op("Concat", flat, axis=2)
+    boxes, cls = b.op("Split", [y, b.i64([4 * reg, nc])], n_out=2, axis=1)
+    scores = b.op("Sigmoid", [cls])
+    anchors = sum((size // s) ** 2 for s in (8, 16, 32))
+    outs = _rename_outputs(b, [(boxes, "boxes", [1, 4 * reg, anchors]),
+                               (scores, "scores", [1, nc, anchors])])
+    g = helper.make_graph(b.nodes, "yolo", [tensor_input("images", TensorProto.FLOAT, [1, 3, size, size])],
+                          outs, b.inits)
+    return g, False
+
+
+def _make_divisible(v, d=8):
+    """Rounds channel counts as torchvision's MobileNetV3 does."""
+    n = max(d, int(v + d / 2) // d * d)
+    return n + d if n < 0.9 * v else n
+
+
+def mobilenet_v3(rng, small):
+    """A MobileNetV3-Small-like classifier (opset 17, as torchvision exports
+    it): a 3x3 stride-2 stem with HardSwish, the paper's 11 inverted
+    residual blocks (1x1 expansion, 3x3 or 5x5 depthwise conv of stride 1
+    or 2, ReLU or HardSwish, squeeze-and-excitation of GlobalAveragePool,
+    1x1 conv, Relu, 1x1 conv, HardSigmoid, Mul; 1x1 projection with BN,
+    residual Add when the shapes match), a 1x1 conv to 576 with HardSwish,
+    GlobalAveragePool, Flatten, Gemm to 1024, HardSwish, Gemm to 1000
+    "logits". Small: 64x64 input, widths halved, 100 classes."""
+    b = Builder(rng)
+    size, classes, div = (64, 100, 2) if small else (224, 1000, 1)
+    # kernel, expanded, out, squeeze-excite, activation, stride (Table 2)
+    cfg = [(3, 16, 16, True, "RE", 2), (3, 72, 24, False, "RE", 2),
+           (3, 88, 24, False, "RE", 1), (5, 96, 40, True, "HS", 2),
+           (5, 240, 40, True, "HS", 1), (5, 240, 40, True, "HS", 1),
+           (5, 120, 48, True, "HS", 1), (5, 144, 48, True, "HS", 1),
+           (5, 288, 96, True, "HS", 2), (5, 576, 96, True, "HS", 1),
+           (5, 576, 96, True, "HS", 1)]
+    ms = {"input": 1.0 / 3}                     # estimated mean square of each tensor
+
+    def act(x, kind):
+        if kind == "RE":
+            y = b.relu(x)
+            ms[y] = MS_RELU
+        else:
+            y = b.op("HardSwish", [x])
+            ms[y] = MS_HSWISH
+        return y
+
+    def conv_bn(x, cin, cout, k=1, s=1, group=1, kind=None):
+        y = b.bn(b.conv(x, cin, cout, k, stride=s, group=group), cout, var=ms[x])
+        ms[y] = 0.6
+        return act(y, kind) if kind else y
+
+    def squeeze_excite(x, c):
+        sq = _make_divisible(c // 4)
+        p = b.op("GlobalAveragePool", [x])
+        p = b.relu(b.conv(p, c, sq, 1, bias=True))
+        p = b.op("HardSigmoid", [b.conv(p, sq, c, 1, bias=True)], alpha=1.0 / 6, beta=0.5)
+        y = b.op("Mul", [p, x])
+        ms[y] = ms[x] * 0.25
+        return y
+
+    stem = 16 // div
+    x = conv_bn("input", 3, stem, 3, 2, kind="HS")
+    cin = stem
+    for k, exp, out, use_se, kind, s in cfg:
+        exp, out = exp // div, out // div
+        y = x
+        if exp != cin:
+            y = conv_bn(y, cin, exp, 1, kind=kind)
+        y = conv_bn(y, exp, exp, k, s, group=exp, kind=kind)
+        if use_se:
+            y = squeeze_excite(y, exp)
+        y = conv_bn(y, exp, out, 1)
+        if s == 1 and cin == out:
+            r = b.op("Add", [y, x])
+            ms[r] = ms[y] + ms[x]
+            y = r
+        x, cin = y, out
+    last_conv, last = 576 // div, 1024 // div
+    x = conv_bn(x, cin, last_conv, 1, kind="HS")
+    x = b.op("Flatten", [b.op("GlobalAveragePool", [x])], axis=1)
+    x = b.op("HardSwish", [b.linear(x, last_conv, last)])
+    out = b.linear(x, last, classes)
+    outs = _rename_outputs(b, [(out, "logits", [1, classes])])
+    g = helper.make_graph(b.nodes, "mobilenet_v3", [tensor_input("input", TensorProto.FLOAT, [1, 3, size, size])],
+                          outs, b.inits)
+    return g, False
+
+
+def gpt2(rng, small):
+    """A GPT-2-like decoder (opset 17, in the style of a PyTorch export of
+    Hugging Face's GPT2LMHeadModel): token and position embedding Gathers,
+    per layer LayerNormalization, one MatMul + Add to q, k and v, Split,
+    Reshape + Transpose to heads, q k^T / sqrt(head size), a causal mask
+    (Trilu of a constant ones matrix, Cast to bool) applied by Where with
+    -1e4, Softmax, the output projection and residual Adds, an MLP with
+    GELU in its tanh form (Pow, Tanh); a final LayerNormalization and the
+    LM head tied to the token embedding (a MatMul with its transpose, a
+    constant). Full: 4 layers, hidden 768, 12 heads, vocabulary 8192,
+    sequence 64; small: 2 layers, hidden 64, 4 heads, vocabulary 512,
+    sequence 16. Weights as external data."""
+    b = Builder(rng)
+    layers, hidden, heads, vocab, seq, max_pos = (
+        (2, 64, 4, 512, 16, 128) if small else (4, 768, 12, 8192, 64, 1024))
+    hd = hidden // heads
+    f32 = np.float32
+    i64, f = b.i64, b.f32
+
+    def layer_norm(x):
+        return b.op("LayerNormalization", [
+            x, b.const("ln_g", rng.uniform(0.8, 1.2, hidden).astype(f32)),
+            b.const("ln_b", rng.uniform(-0.1, 0.1, hidden).astype(f32))], axis=-1, epsilon=1e-5)
+
+    def dense(x, cin, cout):
+        y = b.op("MatMul", [x, b.weight("w", (cin, cout), cin)])
+        return b.op("Add", [y, b.const("b", rng.uniform(-0.1, 0.1, cout).astype(f32))])
+
+    def to_heads(x, perm):
+        return b.op("Transpose", [b.op("Reshape", [x, i64([1, seq, heads, hd])])], perm=perm)
+
+    wte = rng.standard_normal((vocab, hidden)).astype(f32) * f32(np.sqrt(1.0 / hidden))
+    x = b.op("Gather", [b.const("wte", wte), "input_ids"], axis=0)
+    pos = b.op("Gather", [b.weight("wpe", (max_pos, hidden), 4 * hidden),
+                          i64(np.arange(seq).reshape(1, seq))], axis=0)
+    x = b.op("Add", [x, pos])
+    mask = b.op("Cast", [b.op("Trilu", [b.const("ones", np.ones((seq, seq), f32))], upper=0)],
+                to=TensorProto.BOOL)
+    for _ in range(layers):
+        qkv = dense(layer_norm(x), hidden, 3 * hidden)
+        q, k, v = b.op("Split", [qkv, i64([hidden] * 3)], n_out=3, axis=2)
+        q, k, v = to_heads(q, [0, 2, 1, 3]), to_heads(k, [0, 2, 3, 1]), to_heads(v, [0, 2, 1, 3])
+        s = b.op("Div", [b.op("MatMul", [q, k]), f(np.sqrt(hd))])
+        p = b.op("Softmax", [b.op("Where", [mask, s, f(-1e4)])], axis=-1)
+        c = b.op("Transpose", [b.op("MatMul", [p, v])], perm=[0, 2, 1, 3])
+        c = b.op("Reshape", [c, i64([1, seq, hidden])])
+        x = b.op("Add", [x, dense(c, hidden, hidden)])
+        h = dense(layer_norm(x), hidden, 4 * hidden)
+        t = b.op("Add", [h, b.op("Mul", [b.op("Pow", [h, f(3.0)]), f(0.044715)])])
+        t = b.op("Tanh", [b.op("Mul", [t, f(np.sqrt(2.0 / np.pi))])])
+        gelu = b.op("Mul", [b.op("Mul", [h, f(0.5)]), b.op("Add", [t, f(1.0)])])
+        x = b.op("Add", [x, dense(gelu, 4 * hidden, hidden)])
+    logits = b.op("MatMul", [layer_norm(x), b.const("wte_t", np.ascontiguousarray(wte.T))])
+    outs = _rename_outputs(b, [(logits, "logits", [1, seq, vocab])])
+    g = helper.make_graph(b.nodes, "gpt2", [tensor_input("input_ids", TensorProto.INT64, [1, seq])],
+                          outs, b.inits)
+    return g, True
+
+
 DIGITS_OUT = None
 
 MODELS = {"resnet50": resnet50, "mobilenet_v2": mobilenet_v2, "bert": bert, "csrnet": csrnet,
           "ops": ops, "digits": digits, "resnet18": resnet18, "bert_layer": bert_layer,
-          "unet": unet, "ops2": ops2, "ops3": ops3}
+          "unet": unet, "ops2": ops2, "ops3": ops3, "yolo": yolo,
+          "mobilenet_v3": mobilenet_v3, "gpt2": gpt2}
 # what --models defaults to (the tests' set); the others on request
 DEFAULT_MODELS = ["resnet50", "mobilenet_v2", "bert", "csrnet", "ops", "digits", "unet",
                   "ops2", "ops3"]
 # each model's opset (OPSET when not listed)
-OPSETS = {"ops": 17, "ops2": 13, "ops3": 18}
+OPSETS = {"ops": 17, "ops2": 13, "ops3": 18, "yolo": 17, "mobilenet_v3": 17, "gpt2": 17}
 
 
 def main():

@@ -69,7 +69,43 @@ model("tf_crop", [helper.make_node("Resize", ["x", "r", "s"], ["y"], name="crop"
                                    coordinate_transformation_mode="tf_crop_and_resize")],
       {"r": f32([0, 0, 0, 0, 1, 1, 1, 1]), "s": f32([1, 1, 2, 2])}, [1, 2, 8, 8])
 model("nonzero", [helper.make_node("NonZero", ["x"], ["y"], name="nz")], {}, [4, 32])
+
+# convs around the lowered data movement: Split's slices, Resize's and
+# reflect Pad's gathers and a Slice run channels-last between them
+rng = np.random.default_rng(0)
+nodes, inits = [], {}
+def node(t, ins, n_out=1, **kw):
+    outs = ["%s_%d_%d" % (t, len(nodes), i) for i in range(n_out)]
+    nodes.append(helper.make_node(t, ins, outs, name="%s_%d" % (t, len(nodes)), **kw))
+    return outs if n_out > 1 else outs[0]
+def const(a):
+    inits["c%d" % len(inits)] = a
+    return "c%d" % (len(inits) - 1)
+def conv(x, ci, co):
+    w = (rng.standard_normal((co, ci, 3, 3)) / np.sqrt(ci * 9)).astype(np.float32)
+    return node("Conv", [x, const(w)], pads=[1, 1, 1, 1])
+y = conv("x", 2, 16)
+a, b = node("Split", [y, const(i64([8, 8]))], n_out=2, axis=1)
+y = node("Concat", [conv(a, 8, 8), conv(b, 8, 8), y], axis=1)
+u = conv(node("Resize", [y, "", const(f32([1, 1, 2, 2]))], mode="nearest",
+              coordinate_transformation_mode="asymmetric", nearest_mode="floor"), 32, 16)
+p = conv(node("Pad", [u, const(i64([0, 0, 1, 1, 0, 0, 1, 1]))], mode="reflect"), 16, 8)
+s = node("Slice", [p, const(i64([1, 2])), const(i64([9, 6])), const(i64([2, 3]))])
+g = helper.make_graph(nodes, "moves", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 4, 4])],
+                      [helper.make_tensor_value_info(s, TensorProto.FLOAT, [1, 8, 8, 4])],
+                      [numpy_helper.from_array(v, k) for k, v in inits.items()])
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), out + "/moves.onnx")
 PY
+# the layout pass keeps them channels-last: a transpose at each edge only
+expect 0 "$T" graph show "$TMP/moves.onnx" --after layout
+[ "$(grep -c '= Transpose\[' "$TMP/out")" = 2 ] || { cat "$TMP/out"; fail "transposes inside moves.onnx"; }
+contains "= Gather\[.*{axis=1}.*NHWC"
+expect 0 "$T" compile "$TMP/moves.onnx" -o "$TMP/moves.so"
+/usr/bin/python3 "$SRC/scripts/ort_check.py" "$T" "$TMP/moves.onnx" \
+  --library "$TMP/moves.so" --work "$TMP/w_moves" >"$TMP/out" 2>&1
+rc=$?
+[ $rc = 0 ] || [ $rc = 77 ] || { cat "$TMP/out"; fail "the compiled moves.onnx differs from onnxruntime"; }
+
 check_refused() {
   expect 1 "$T" compile "$TMP/$1.onnx" -o "$TMP/$1.so"
   contains "$2"
