@@ -110,6 +110,11 @@ int ts_graph_eliminate_common(ts_graph *g, ts_error *err) {
         dup = table[slot];
         break;
       }
+    /* a graph output keeps its own node: two outputs that compute the
+     * same are still two outputs, each under its name */
+    for (int k = 0; dup >= 0 && k < n->n_outputs; k++)
+      for (int o = 0; o < g->n_outputs; o++)
+        if (g->outputs[o] == n->outputs[k]) dup = -1;
     if (dup >= 0) {
       for (int k = 0; k < n->n_outputs; k++)
         gr_replace_uses(g, n->outputs[k], keep.nodes[dup].outputs[k]);

@@ -315,6 +315,17 @@ int gr_resize_plan(const ts_graph *g, const gr_node *n, int64_t *out,
  * Instance/GroupNormalization, DepthToSpace, SpaceToDepth) at node n into
  * core nodes through emit; see lower_more.c. 1 when n is not one of them. */
 typedef struct gr_lowering gr_lowering;
+/* Einsum's equation over its operands' shapes: labels per operand (an
+ * ellipsis as '0'.. from the right), the output's labels and shape. */
+typedef struct gr_einsum {
+  int n_in, rank[2], n_out;
+  char in[2][TS_MAX_DIMS], out[TS_MAX_DIMS];
+  int64_t out_shape[TS_MAX_DIMS];
+  int64_t size[128]; /* per label character, -1: absent */
+} gr_einsum;
+/* 0, or -1 with the reason (what is malformed or not supported) in why. */
+int gr_einsum_parse(const ts_graph *g, const gr_node *n, gr_einsum *e,
+                    char *why, size_t size);
 int gr_lower_more(gr_lowering *l, const gr_node *n);
 
 /* The tessera dtype of ONNX TensorProto dtype code `code` (false: none),

@@ -182,7 +182,8 @@ static int run_fill(const gr_node *n, const gr_tensor *ins, gr_tensor *out) {
 }
 
 bool gr_kernel_folds(const char *op) {
-  static const char *const lowered_only[] = {"LogSoftmax",
+  static const char *const lowered_only[] = {"Einsum",
+                                             "LogSoftmax",
                                              "LpNormalization",
                                              "GlobalMaxPool",
                                              "ArgMax",

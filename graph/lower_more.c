@@ -27,6 +27,10 @@
  *   GlobalMaxPool       -> ReduceMax over the spatial axes
  *   ArgMax, ArgMin      -> ReduceMax, Equal, Where over constant positions,
  *                          ReduceMax, Cast (the first or last position)
+ *   Einsum              -> (one or two operands, no diagonal) ReduceSum of
+ *                          the labels only one operand has, Transposes to
+ *                          [batch, kept, contracted] order, one MatMul,
+ *                          Reshape and Transpose to the output's order
  *   ReduceMin, ReduceL1, ReduceL2, ReduceSumSquare, ReduceLogSum,
  *   ReduceLogSumExp     -> ReduceMax / ReduceSum with elementwise nodes
  * Each rewrite is exact up to float rounding (the zeros added are exact;
@@ -625,6 +629,8 @@ static int lower_reduce(gr_lowering *l, const gr_node *n) {
   return v < 0 ? v : TS_OK;
 }
 
+static int lower_einsum(gr_lowering *l, const gr_node *n);
+
 /* ---- CastLike, LogSoftmax, LpNormalization, GlobalMaxPool, ArgMax ---- */
 
 static int reduce_axis(gr_lowering *l, const gr_node *n, const char *op, int x,
@@ -717,6 +723,7 @@ static int lower_arg(gr_lowering *l, const gr_node *n) {
 int gr_lower_more(gr_lowering *l, const gr_node *n) {
   const char *op = n->op;
   if (!strcmp(op, "CastLike")) return lower_cast_like(l, n);
+  if (!strcmp(op, "Einsum")) return lower_einsum(l, n);
   if (!strcmp(op, "LogSoftmax") || !strcmp(op, "LpNormalization"))
     return lower_rows(l, n);
   if (!strcmp(op, "GlobalMaxPool")) return lower_global_max(l, n);
@@ -737,4 +744,212 @@ int gr_lower_more(gr_lowering *l, const gr_node *n) {
   for (int i = 0; reduces[i]; i++)
     if (!strcmp(op, reduces[i])) return lower_reduce(l, n);
   return 1;
+}
+
+/* ---- Einsum ---- */
+
+/* Parses Einsum's equation for operand shapes: each operand's labels
+ * (an ellipsis becomes the labels '0'.. counted from the right, shared by
+ * every operand, as numpy broadcasts them) and the output's (implicit:
+ * the ellipsis, then the labels seen once in alphabetical order); 0, or -1
+ * with the reason in why. */
+int gr_einsum_parse(const ts_graph *g, const gr_node *n, gr_einsum *e,
+                    char *why, size_t size) {
+  const char *eq = gr_attr_string(n, "equation", "");
+  char terms[3][64];
+  int nt = 0, len = 0;
+  bool arrow = false;
+  memset(e, 0, sizeof *e);
+  for (const char *c = eq;; c++) {
+    if (*c == ' ') continue;
+    if (!*c || *c == ',' || (c[0] == '-' && c[1] == '>')) {
+      if (nt >= 3 || (arrow && *c)) break;
+      terms[nt][len] = 0;
+      nt++, len = 0;
+      if (!*c) break;
+      if (*c == '-') c++, arrow = true;
+      if (arrow && nt != n->n_inputs)
+        return snprintf(why, size,
+                        "the equation has %d operands, the node "
+                        "%d",
+                        nt, n->n_inputs),
+               -1;
+      continue;
+    }
+    if (len >= 63) break;
+    terms[nt][len++] = *c;
+  }
+  int n_in = arrow ? nt - 1 : nt;
+  if (n_in != n->n_inputs || n_in < 1 || n_in > 2)
+    return snprintf(why, size, "equation '%s': one or two operands", eq), -1;
+  e->n_in = n_in;
+  int ell = 0; /* the widest ellipsis */
+  int64_t sizes[128];
+  for (int i = 0; i < 128; i++) sizes[i] = -1;
+  for (int k = 0; k < n_in; k++) {
+    const gr_value *x = &g->values[n->inputs[k]];
+    const char *t = terms[k], *dots = strstr(t, "...");
+    int letters = (int)strlen(t) - (dots ? 3 : 0);
+    int ne = dots ? x->ndim - letters : 0;
+    if (ne < 0 || (!dots && letters != x->ndim))
+      return snprintf(why, size, "operand %d: '%s' for rank %d", k, t, x->ndim),
+             -1;
+    ell = ne > ell ? ne : ell;
+    int r = 0;
+    for (const char *c = t; *c; c++) {
+      if (c == dots) {
+        for (int j = ne - 1; j >= 0; j--) e->in[k][r++] = (char)('0' + j);
+        c += 2;
+        continue;
+      }
+      if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z')))
+        return snprintf(why, size, "'%c' in '%s'", *c, eq), -1;
+      e->in[k][r++] = *c;
+    }
+    e->rank[k] = r;
+    for (int i = 0; i < r; i++) {
+      unsigned char lb = (unsigned char)e->in[k][i];
+      for (int j = 0; j < i; j++)
+        if (e->in[k][j] == e->in[k][i])
+          return snprintf(why, size,
+                          "label '%c' repeats in operand %d "
+                          "(a diagonal)",
+                          lb, k),
+                 -1;
+      if (sizes[lb] >= 0 && sizes[lb] != x->shape[i])
+        return snprintf(why, size, "label '%c' is %lld and %lld long", lb,
+                        (long long)sizes[lb], (long long)x->shape[i]),
+               -1;
+      sizes[lb] = x->shape[i];
+    }
+  }
+  int r = 0;
+  if (arrow) {
+    const char *t = terms[n_in], *dots = strstr(t, "...");
+    for (const char *c = t; *c; c++) {
+      if (c == dots) {
+        for (int j = ell - 1; j >= 0; j--) e->out[r++] = (char)('0' + j);
+        c += 2;
+        continue;
+      }
+      if (sizes[(unsigned char)*c] < 0)
+        return snprintf(why, size, "output label '%c' is in no operand", *c),
+               -1;
+      e->out[r++] = *c;
+    }
+  } else {
+    for (int j = ell - 1; j >= 0; j--) e->out[r++] = (char)('0' + j);
+    for (int c = 'A'; c <= 'z'; c++) {
+      int seen = 0;
+      for (int k = 0; k < n_in; k++)
+        seen += memchr(e->in[k], c, (size_t)e->rank[k]) != NULL;
+      if (seen == 1 && c > '9') e->out[r++] = (char)c;
+    }
+  }
+  if (r > TS_MAX_DIMS) return snprintf(why, size, "output rank %d", r), -1;
+  e->n_out = r;
+  for (int i = 0; i < r; i++) e->out_shape[i] = sizes[(unsigned char)e->out[i]];
+  memcpy(e->size, sizes, sizeof sizes);
+  return 0;
+}
+
+/* The positions in labels `from` (count nf) of each label of `to`. */
+static bool perm_of_labels(const char *from, int nf, const char *to, int nt,
+                           int64_t *perm) {
+  for (int i = 0; i < nt; i++) {
+    const char *p = memchr(from, to[i], (size_t)nf);
+    if (!p) return false;
+    perm[i] = p - from;
+  }
+  return true;
+}
+
+/* x (labels lx) transposed to the order of `to` unless it is already. */
+static int to_order(gr_lowering *l, const gr_node *n, int x, const char *lx,
+                    const char *to, int nt, int out) {
+  int64_t perm[TS_MAX_DIMS];
+  bool id = true;
+  perm_of_labels(lx, nt, to, nt, perm);
+  for (int i = 0; i < nt; i++) id = id && perm[i] == i;
+  if (id) {
+    if (out < 0) return x;
+    const gr_value *v = &l->g->values[x];
+    return reshape(l, n, x, v->ndim, v->shape, out);
+  }
+  gr_attr a = {.name = "perm", .kind = GR_ATTR_INTS, .n = nt, .ints = perm};
+  return emit_a(l, n, "Transpose", &x, 1, out, &a, 1);
+}
+
+/* Sums operand k over its labels in no other operand and not in the
+ * output; its labels left in *lbl (count returned). */
+static int einsum_presum(gr_lowering *l, const gr_node *n, const gr_einsum *e,
+                         int k, int *v, char *lbl) {
+  int64_t axes[TS_MAX_DIMS];
+  int na = 0, r = 0;
+  for (int i = 0; i < e->rank[k]; i++) {
+    char c = e->in[k][i];
+    bool other =
+        e->n_in == 2 && memchr(e->in[1 - k], c, (size_t)e->rank[1 - k]);
+    if (!other && !memchr(e->out, c, (size_t)e->n_out))
+      axes[na++] = i;
+    else
+      lbl[r++] = c;
+  }
+  if (na) *v = reduce_axis(l, n, "ReduceSum", *v, axes, na, 0, -1);
+  return r;
+}
+
+static int lower_einsum(gr_lowering *l, const gr_node *n) {
+  gr_einsum e;
+  char why[160];
+  if (gr_einsum_parse(l->g, n, &e, why, sizeof why)) return FAIL("%s", why);
+  if (!ts_dtype_eq(l->g->values[n->inputs[0]].dtype, TS_FLOAT32))
+    return FAIL("wants float32");
+  char la[TS_MAX_DIMS], lb[TS_MAX_DIMS];
+  int a = n->inputs[0], b = e.n_in > 1 ? n->inputs[1] : -1;
+  int ra = einsum_presum(l, n, &e, 0, &a, la);
+  if (a < 0) return a;
+  if (b < 0) { /* one operand: its sum, transposed */
+    int v = to_order(l, n, a, la, e.out, e.n_out, n->outputs[0]);
+    return v < 0 ? v : TS_OK;
+  }
+  int rb = einsum_presum(l, n, &e, 1, &b, lb);
+  if (b < 0) return b;
+  /* batch (in both and the output, in output order), A's and B's kept
+   * labels, the contracted ones */
+  char bat[TS_MAX_DIMS], ak[TS_MAX_DIMS], bk[TS_MAX_DIMS], con[TS_MAX_DIMS];
+  int nb = 0, nak = 0, nbk = 0, nc = 0;
+  int64_t B = 1, M = 1, N = 1, K = 1;
+  for (int i = 0; i < e.n_out; i++) {
+    char c = e.out[i];
+    bool in_a = memchr(la, c, (size_t)ra), in_b = memchr(lb, c, (size_t)rb);
+    if (in_a && in_b)
+      bat[nb++] = c, B *= e.size[(unsigned char)c];
+    else if (in_a)
+      ak[nak++] = c, M *= e.size[(unsigned char)c];
+    else
+      bk[nbk++] = c, N *= e.size[(unsigned char)c];
+  }
+  for (int i = 0; i < ra; i++)
+    if (!memchr(e.out, la[i], (size_t)e.n_out))
+      con[nc++] = la[i], K *= e.size[(unsigned char)la[i]];
+  char oa[TS_MAX_DIMS * 2], ob[TS_MAX_DIMS * 2], om[TS_MAX_DIMS * 2];
+  memcpy(oa, bat, (size_t)nb), memcpy(oa + nb, ak, (size_t)nak);
+  memcpy(oa + nb + nak, con, (size_t)nc);
+  memcpy(ob, bat, (size_t)nb), memcpy(ob + nb, con, (size_t)nc);
+  memcpy(ob + nb + nc, bk, (size_t)nbk);
+  memcpy(om, bat, (size_t)nb), memcpy(om + nb, ak, (size_t)nak);
+  memcpy(om + nb + nak, bk, (size_t)nbk);
+  int64_t sa[3] = {B, M, K}, sb[3] = {B, K, N}, sm[TS_MAX_DIMS];
+  for (int i = 0; i < nb + nak + nbk; i++) sm[i] = e.size[(unsigned char)om[i]];
+  bool flat = B == 1; /* a plain product: [M, K] x [K, N] */
+  a = to_order(l, n, a, la, oa, ra, -1);
+  if (a >= 0) a = reshape(l, n, a, flat ? 2 : 3, flat ? sa + 1 : sa, -1);
+  if (a >= 0) b = to_order(l, n, b, lb, ob, rb, -1);
+  if (a >= 0 && b >= 0)
+    b = reshape(l, n, b, flat ? 2 : 3, flat ? sb + 1 : sb, -1);
+  int v = a < 0 ? a : b < 0 ? b : emit2(l, n, "MatMul", a, b, -1);
+  if (v >= 0) v = reshape(l, n, v, nb + nak + nbk, sm, -1);
+  if (v >= 0) v = to_order(l, n, v, om, e.out, e.n_out, n->outputs[0]);
+  return v < 0 ? v : TS_OK;
 }

@@ -13,9 +13,11 @@ static const char *const pass_names[] = {
     "shape",  "fold", "dce",      "cse",      "bn_fold", "patterns", "lower",
     "layout", "pet",  "quantize", "winograd", "block",   "fuse",     NULL};
 
-/* Lowering leaves dead constants and duplicate small shapes behind. */
+/* Lowering leaves dead constants and duplicate small shapes behind, and
+ * nodes over constants (an Einsum's transposed weight) that fold. */
 static int lower_and_clean(ts_graph *g, ts_error *err) {
   int rc = ts_graph_lower(g, err);
+  if (!rc) rc = ts_graph_fold_constants(g, err);
   if (!rc) rc = ts_graph_eliminate_dead(g, err);
   if (!rc) rc = ts_graph_eliminate_common(g, err);
   return rc;

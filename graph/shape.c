@@ -81,6 +81,7 @@ static const char *const known_ops[] = {"Conv",
                                         "Range",
                                         "Trilu",
                                         "CastLike",
+                                        "Einsum",
                                         "Size",
                                         "LogSoftmax",
                                         "LpNormalization",
@@ -968,6 +969,16 @@ int gr_infer_node(ts_graph *g, gr_node *n, ts_error *err) {
       return FAIL("unsupported target type");
     }
     set_out(g, n, 0, t, x->ndim, x->shape, x->layout);
+    return TS_OK;
+  }
+  if (!strcmp(op, "Einsum")) {
+    gr_einsum e;
+    char why[160];
+    for (int k = 1; k < n->n_inputs; k++)
+      if (!in(g, n, k) || !ts_dtype_eq(in(g, n, k)->dtype, x->dtype))
+        return FAIL("operand %d is omitted or of another dtype", k);
+    if (gr_einsum_parse(g, n, &e, why, sizeof why)) return FAIL("%s", why);
+    set_out(g, n, 0, x->dtype, e.n_out, e.out_shape, "");
     return TS_OK;
   }
   if (!strcmp(op, "Size")) {

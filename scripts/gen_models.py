@@ -9,7 +9,11 @@ a CSRNet-like dilated-convolution network; `bert_layer` is BERT-base with
 one encoder layer, and it and ResNet-18 are written only when asked for
 (`--models resnet18,bert_layer`); `unet` is a U-Net-like network of
 unpadded ("valid") convolutions; `ops`, `ops2` and `ops3` are operator
-test models (opsets 17, 13 and 18). `--small` writes reduced versions
+test models (opsets 17, 13 and 18); `yolo` (YOLOv8n-like detector),
+`mobilenet_v3` (MobileNetV3-Small-like) and `gpt2` (a 4-layer GPT-2-like
+decoder), all opset 17, are written only when asked for (the two CNNs' batch-norm
+statistics are drawn around those of a random input, evaluated in numpy
+as the graph is built). `--small` writes reduced versions
 of each (same operators and structure, a few layers and small widths) that
 the tests run in seconds.
 
@@ -34,11 +38,15 @@ OPSET = 13
 class Builder:
     """Accumulates nodes and initializers with unique names."""
 
-    def __init__(self, rng):
+    def __init__(self, rng, values=None):
         self.rng = rng
         self.nodes = []
         self.inits = []
         self.count = 0
+        # when given (the graph inputs' sample values), every node is
+        # evaluated in numpy as it is added (_evaluate) and batch
+        # normalizations take their statistics from what they see
+        self.values = values
 
     def name(self, base):
         self.count += 1
@@ -47,6 +55,8 @@ class Builder:
     def const(self, base, array):
         n = self.name(base)
         self.inits.append(numpy_helper.from_array(np.asarray(array), n))
+        if self.values is not None:
+            self.values[n] = np.asarray(array)
         return n
 
     def i64(self, v):
@@ -63,6 +73,8 @@ class Builder:
         outs = [self.name(op_type.lower()) for _ in range(n_out)]
         self.nodes.append(
             helper.make_node(op_type, inputs, outs, name=self.name(op_type), **attrs))
+        if self.values is not None:
+            _evaluate(self.nodes[-1], self.values)
         return outs[0] if n_out == 1 else outs
 
     # -- layers --
@@ -81,15 +93,23 @@ class Builder:
             attrs["pads"] = [p, p, p, p]
         return self.op("Conv", ins, **attrs)
 
-    def bn(self, x, c, var=1.0):
-        """Batch normalization; var is the expected variance of x (running
-        variance drawn around it, the running mean around 0 on its scale)."""
+    def bn(self, x, c):
+        """Batch normalization with random statistics; when evaluating,
+        drawn around x's own per-channel mean and variance (as a trained
+        network's running statistics are), so that activations stay O(1)
+        however deep the network."""
         r = self.rng
+        mean, var = 0.0, 1.0
+        if self.values is not None:
+            v = self.values[x].astype(np.float64)
+            axes = (0,) + tuple(range(2, v.ndim))
+            mean, var = v.mean(axis=axes), v.var(axis=axes)
+            var = np.maximum(var, 1e-2 * var.mean() + 1e-12)
         return self.op("BatchNormalization", [
             x,
             self.const("bn_scale", r.uniform(0.5, 1.0, c).astype(np.float32)),
             self.const("bn_bias", r.uniform(-0.1, 0.1, c).astype(np.float32)),
-            self.const("bn_mean", (r.uniform(-0.1, 0.1, c) * np.sqrt(var)).astype(np.float32)),
+            self.const("bn_mean", (mean + r.uniform(-0.1, 0.1, c) * np.sqrt(var)).astype(np.float32)),
             self.const("bn_var", (r.uniform(0.5, 1.5, c) * var).astype(np.float32)),
         ], epsilon=1e-5)
 
@@ -106,6 +126,87 @@ class Builder:
         w = self.weight("fc_w", (cout, cin), cin)
         b = self.const("fc_b", self.rng.uniform(-0.1, 0.1, cout).astype(np.float32))
         return self.op("Gemm", [x, w, b], alpha=1.0, beta=1.0, transB=1)
+
+
+def _conv2d(x, w, bias, stride, pads, group, dil):
+    """Conv in numpy (NCHW, square kernels): k*k shifted matrix products."""
+    n, cin = x.shape[:2]
+    cout, cpg, k, _ = w.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (pads[0], pads[2]), (pads[1], pads[3])))
+    oh = (xp.shape[2] - dil * (k - 1) - 1) // stride + 1
+    ow = (xp.shape[3] - dil * (k - 1) - 1) // stride + 1
+    out = np.zeros((n, cout, oh, ow), np.float32)
+    for i in range(k):
+        for j in range(k):
+            xs = xp[:, :, i * dil:i * dil + stride * (oh - 1) + 1:stride,
+                    j * dil:j * dil + stride * (ow - 1) + 1:stride]
+            if group == 1:
+                out += np.einsum("oc,nchw->nohw", w[:, :, i, j], xs, optimize=True)
+            elif cpg == 1 and cout == cin:
+                out += w[None, :, 0, i, j, None, None] * xs
+            else:
+                co = cout // group
+                for g in range(group):
+                    out[:, g * co:(g + 1) * co] += np.einsum(
+                        "oc,nchw->nohw", w[g * co:(g + 1) * co, :, i, j],
+                        xs[:, g * cpg:(g + 1) * cpg], optimize=True)
+    if bias is not None:
+        out += bias[None, :, None, None]
+    return out
+
+
+def _evaluate(node, values):
+    """Evaluates one node in numpy (the operators the calibrated networks
+    use), storing its outputs in values."""
+    a = {t.name: helper.get_attribute_value(t) for t in node.attribute}
+    x = [values[i] if i else None for i in node.input]
+    op = node.op_type
+    if op == "Conv":
+        s, d = a.get("strides", [1, 1]), a.get("dilations", [1, 1])
+        y = _conv2d(x[0], x[1], x[2] if len(x) > 2 else None, s[0], a.get("pads", [0] * 4),
+                    a.get("group", 1), d[0])
+    elif op == "BatchNormalization":
+        sh = (1, -1) + (1,) * (x[0].ndim - 2)
+        y = ((x[0] - x[3].reshape(sh)) / np.sqrt(x[4].reshape(sh) + a.get("epsilon", 1e-5))
+             * x[1].reshape(sh) + x[2].reshape(sh))
+    elif op == "Sigmoid":
+        y = 1 / (1 + np.exp(-x[0]))
+    elif op == "Relu":
+        y = np.maximum(x[0], 0)
+    elif op == "HardSigmoid":
+        y = np.clip(a.get("alpha", 0.2) * x[0] + a.get("beta", 0.5), 0, 1)
+    elif op == "HardSwish":
+        y = x[0] * np.clip(x[0] / 6 + 0.5, 0, 1)
+    elif op in ("Add", "Mul"):
+        y = x[0] + x[1] if op == "Add" else x[0] * x[1]
+    elif op == "Concat":
+        y = np.concatenate(x, axis=a["axis"])
+    elif op == "Split":
+        ys = np.split(x[0], np.cumsum(x[1])[:-1], axis=a.get("axis", 0))
+        for name, v in zip(node.output, ys):
+            values[name] = v.astype(np.float32)
+        return
+    elif op == "MaxPool":
+        k, s, p = a["kernel_shape"][0], a.get("strides", [1, 1])[0], a.get("pads", [0] * 4)
+        xp = np.pad(x[0], ((0, 0), (0, 0), (p[0], p[2]), (p[1], p[3])), constant_values=-np.inf)
+        oh, ow = (xp.shape[2] - k) // s + 1, (xp.shape[3] - k) // s + 1
+        y = np.max([xp[:, :, i:i + s * (oh - 1) + 1:s, j:j + s * (ow - 1) + 1:s]
+                    for i in range(k) for j in range(k)], axis=0)
+    elif op == "Resize":  # nearest, integer scales (asymmetric, floor)
+        y = x[0]
+        for ax, sc in enumerate(x[2]):
+            y = np.repeat(y, int(sc), axis=ax)
+    elif op == "GlobalAveragePool":
+        y = x[0].mean(axis=(2, 3), keepdims=True)
+    elif op == "Flatten":
+        y = x[0].reshape(x[0].shape[0], -1)
+    elif op == "Gemm":
+        y = x[0] @ (x[1].T if a.get("transB") else x[1]) + x[2]
+    elif op == "Reshape":
+        y = x[0].reshape(x[1])
+    else:
+        raise NotImplementedError("gen_models: no numpy %s" % op)
+    values[node.output[0]] = np.asarray(y, np.float32)
 
 
 def save(model_graph, path, external=False, opset=OPSET):
@@ -768,6 +869,8 @@ def ops3(rng, small):
     mask = b.op("Cast", [tril], to=TensorProto.BOOL)
     scores = b.op("Mul", [b.op("Gather", [x, i64(0)], axis=1), f(4.0)])  # [1, 6, 6]
     att = b.op("Softmax", [b.op("Where", [mask, scores, f(-1e4)])], axis=-1)
+    # Einsum (an attention product, a projection with an ellipsis, a sum
+    # with a transpose) in the outputs below
     # classification heads and norms: LogSoftmax, LpNormalization (p 1, 2),
     # GlobalMaxPool; ArgMax / ArgMin (first and last of tied maxima: s
     # concatenated with itself), CastLike, Size (folded), Mod (fmod on
@@ -798,7 +901,11 @@ def ops3(rng, small):
         (lin, "resize_axes", [1, 8, 12, 12]), (near, "resize_nearest", [1, 8, 10, 14]),
         (pad, "pad_axes", [1, 8, 13, 9]), (tr, "transformer", [2, 5, 48]),
         (att, "causal_softmax", [1, 6, 6]), (heads, "heads", [2, 5, 48]),
-        (idx, "arg_size", [81]), (misc, "mod_isnan", [2, 5, 48])])
+        (idx, "arg_size", [81]), (misc, "mod_isnan", [2, 5, 48]),
+        (b.op("Einsum", [s, s], equation="bsd,btd->bst"), "einsum_scores", [2, 5, 5]),
+        (b.op("Einsum", [s, b.weight("ein_w", (3, 16), 16)], equation="...d,ed->...e"),
+         "einsum_proj", [2, 5, 3]),
+        (b.op("Einsum", [s], equation="bsd->db"), "einsum_sum", [16, 2])])
     g = helper.make_graph(b.nodes, "ops3", [tensor_input("x", TensorProto.FLOAT, [1, 8, 6, 6]),
                                             tensor_input("s", TensorProto.FLOAT, [2, 5, 16])],
                           outs, b.inits)
@@ -916,13 +1023,6 @@ def digits(rng, small):
     return g, False
 
 
-# mean squares of the activations after BatchNormalization (scale uniform
-# in [0.5, 1], bias in [-0.1, 0.1]): the variance the next convolution's
-# output has (its weights scaled by fan-in), from which its BN's running
-# variance is drawn, so that activations stay O(1) through deep networks
-MS_SILU, MS_RELU, MS_HSWISH = 0.19, 0.29, 0.18
-
-
 def yolo(rng, small):
     """A YOLOv8n-like detector (opset 17, as Ultralytics exports it):
     Conv+BN+SiLU blocks (SiLU as x * Sigmoid(x)), stride-2 downsampling,
@@ -935,77 +1035,57 @@ def yolo(rng, small):
     144 channels, reshaped to [1, 144, H*W], the three scales
     concatenated, Split into "boxes" [1, 64, A] and Sigmoid "scores"
     [1, 80, A] (A = 8400 at 640x640; 336 for the small 128x128 version,
-    whose widths are divided by 4)."""
-    b = Builder(rng)
+    whose widths are divided by 4). Batch-norm statistics are drawn
+    around those of a random input (uniform in [-1, 1))."""
     size, div = (128, 4) if small else (640, 1)
+    b = Builder(rng, {"images": rng.uniform(-1, 1, (1, 3, size, size)).astype(np.float32)})
     w1, w2, w3, w4, w5 = [c // div for c in (16, 32, 64, 128, 256)]
     nc, reg = 80, 16
     c_box, c_cls = 64 // div, 80 // div        # max(16, w3 // 4, 4 * reg), max(w3, nc)
-    ms = {"images": 1.0 / 3}                    # estimated mean square of each tensor
 
     def conv(x, cin, cout, k=1, s=1):
         """Conv + BN + SiLU."""
-        y = b.bn(b.conv(x, cin, cout, k, stride=s), cout, var=ms[x])
-        y = b.op("Mul", [y, b.op("Sigmoid", [y])])
-        ms[y] = MS_SILU
-        return y
-
-    def concat(xs, cs):
-        y = b.op("Concat", xs, axis=1)
-        ms[y] = sum(ms[x] * c for x, c in zip(xs, cs)) / sum(cs)
-        return y
+        y = b.bn(b.conv(x, cin, cout, k, stride=s), cout)
+        return b.op("Mul", [y, b.op("Sigmoid", [y])])
 
     def c2f(x, cin, cout, n, shortcut):
         c = cout // 2
-        y = conv(x, cin, 2 * c)
-        parts = b.op("Split", [y, b.i64([c, c])], n_out=2, axis=1)
-        for p in parts:
-            ms[p] = ms[y]
+        parts = b.op("Split", [conv(x, cin, 2 * c), b.i64([c, c])], n_out=2, axis=1)
         for _ in range(n):
             t = conv(conv(parts[-1], c, c, 3), c, c, 3)
-            if shortcut:
-                s = b.op("Add", [parts[-1], t])
-                ms[s] = ms[parts[-1]] + ms[t]
-                t = s
-            parts.append(t)
-        return conv(concat(parts, [c] * (2 + n)), (2 + n) * c, cout)
+            parts.append(b.op("Add", [parts[-1], t]) if shortcut else t)
+        return conv(b.op("Concat", parts, axis=1), (2 + n) * c, cout)
 
     def sppf(x, cin, cout):
-        c = cin // 2
-        ys = [conv(x, cin, c)]
-        for i in range(3):
-            y = b.op("MaxPool", [ys[-1]], kernel_shape=[5, 5], strides=[1, 1], pads=[2, 2, 2, 2])
-            ms[y] = MS_SILU * (6, 11, 15)[i]  # maxima over 5x5, 9x9, 13x13 windows
-            ys.append(y)
-        return conv(concat(ys, [c] * 4), 4 * c, cout)
+        ys = [conv(x, cin, cin // 2)]
+        for _ in range(3):
+            ys.append(b.op("MaxPool", [ys[-1]], kernel_shape=[5, 5], strides=[1, 1],
+                           pads=[2, 2, 2, 2]))
+        return conv(b.op("Concat", ys, axis=1), cin // 2 * 4, cout)
 
     def upsample(x):
-        y = b.op("Resize", [x, "", b.f32([1.0, 1.0, 2.0, 2.0])], mode="nearest",
-                 coordinate_transformation_mode="asymmetric", nearest_mode="floor",
-                 cubic_coeff_a=-0.75)
-        ms[y] = ms[x]
-        return y
+        return b.op("Resize", [x, "", b.f32([1.0, 1.0, 2.0, 2.0])], mode="nearest",
+                    coordinate_transformation_mode="asymmetric", nearest_mode="floor",
+                    cubic_coeff_a=-0.75)
 
     # backbone (depth multiple 0.33: C2f repeats 1, 2, 2, 1)
     x = conv("images", 3, w1, 3, 2)                            # P1/2
     x = c2f(conv(x, w1, w2, 3, 2), w2, w2, 1, True)            # P2/4
     p3 = c2f(conv(x, w2, w3, 3, 2), w3, w3, 2, True)           # P3/8
     p4 = c2f(conv(p3, w3, w4, 3, 2), w4, w4, 2, True)          # P4/16
-    x = c2f(conv(p4, w4, w5, 3, 2), w5, w5, 1, True)           # P5/32
-    p5 = sppf(x, w5, w5)
+    p5 = sppf(c2f(conv(p4, w4, w5, 3, 2), w5, w5, 1, True), w5, w5)  # P5/32
     # neck
-    n4 = c2f(concat([upsample(p5), p4], [w5, w4]), w5 + w4, w4, 1, False)
-    n3 = c2f(concat([upsample(n4), p3], [w4, w3]), w4 + w3, w3, 1, False)
-    m4 = c2f(concat([conv(n3, w3, w3, 3, 2), n4], [w3, w4]), w3 + w4, w4, 1, False)
-    m5 = c2f(concat([conv(m4, w4, w4, 3, 2), p5], [w4, w5]), w4 + w5, w5, 1, False)
+    n4 = c2f(b.op("Concat", [upsample(p5), p4], axis=1), w5 + w4, w4, 1, False)
+    n3 = c2f(b.op("Concat", [upsample(n4), p3], axis=1), w4 + w3, w3, 1, False)
+    m4 = c2f(b.op("Concat", [conv(n3, w3, w3, 3, 2), n4], axis=1), w3 + w4, w4, 1, False)
+    m5 = c2f(b.op("Concat", [conv(m4, w4, w4, 3, 2), p5], axis=1), w4 + w5, w5, 1, False)
     # detection head
     no = 4 * reg + nc
     flat = []
     for x, c in ((n3, w3), (m4, w4), (m5, w5)):
         box = b.conv(conv(conv(x, c, c_box, 3), c_box, c_box, 3), c_box, 4 * reg, 1, bias=True)
         cls = b.conv(conv(conv(x, c, c_cls, 3), c_cls, c_cls, 3), c_cls, nc, 1, bias=True)
-        y = b.op("Concat", [box, cls], axis=1)
-        flat.append(b.op("Reshape", [y, b.i64([1, no, -1])]))
+        flat.append(b.op("Reshape", [b.op("Concat", [box, cls], axis=1), b.i64([1, no, -1])]))
     y = b.op("Concat", flat, axis=2)
     boxes, cls = b.op("Split", [y, b.i64([4 * reg, nc])], n_out=2, axis=1)
     scores = b.op("Sigmoid", [cls])
@@ -1031,9 +1111,10 @@ def mobilenet_v3(rng, small):
     1x1 conv, Relu, 1x1 conv, HardSigmoid, Mul; 1x1 projection with BN,
     residual Add when the shapes match), a 1x1 conv to 576 with HardSwish,
     GlobalAveragePool, Flatten, Gemm to 1024, HardSwish, Gemm to 1000
-    "logits". Small: 64x64 input, widths halved, 100 classes."""
-    b = Builder(rng)
+    "logits". Small: 64x64 input, widths halved, 100 classes. Batch-norm
+    statistics are drawn around those of a random input."""
     size, classes, div = (64, 100, 2) if small else (224, 1000, 1)
+    b = Builder(rng, {"input": rng.uniform(-1, 1, (1, 3, size, size)).astype(np.float32)})
     # kernel, expanded, out, squeeze-excite, activation, stride (Table 2)
     cfg = [(3, 16, 16, True, "RE", 2), (3, 72, 24, False, "RE", 2),
            (3, 88, 24, False, "RE", 1), (5, 96, 40, True, "HS", 2),
@@ -1041,53 +1122,58 @@ def mobilenet_v3(rng, small):
            (5, 120, 48, True, "HS", 1), (5, 144, 48, True, "HS", 1),
            (5, 288, 96, True, "HS", 2), (5, 576, 96, True, "HS", 1),
            (5, 576, 96, True, "HS", 1)]
-    ms = {"input": 1.0 / 3}                     # estimated mean square of each tensor
 
-    def act(x, kind):
-        if kind == "RE":
-            y = b.relu(x)
-            ms[y] = MS_RELU
-        else:
-            y = b.op("HardSwish", [x])
-            ms[y] = MS_HSWISH
-        return y
+    def conv_bn(x, cin, cout, k=1, s=1, group=1, act=None):
+        y = b.bn(b.conv(x, cin, cout, k, stride=s, group=group), cout)
+        if act == "RE":
+            return b.relu(y)
+        return b.op("HardSwish", [y]) if act == "HS" else y
 
-    def conv_bn(x, cin, cout, k=1, s=1, group=1, kind=None):
-        y = b.bn(b.conv(x, cin, cout, k, stride=s, group=group), cout, var=ms[x])
-        ms[y] = 0.6
-        return act(y, kind) if kind else y
+    # the layers without batch norm after them (squeeze-excite, classifier)
+    # see spatial means, far smaller than the features: their weights are
+    # scaled by the sample input's mean square as well as the fan-in, so
+    # their outputs have a set spread (std 1; std 3 for the excitation,
+    # whose HardSigmoid so reaches both its clips)
+    def fan_in(x, n, std=1.0):
+        return n * float(np.mean(np.square(b.values[x], dtype=np.float64))) / std ** 2
+
+    def fc(x, cin, cout, std=1.0):
+        """A biased 1x1 conv on [1, cin, 1, 1]."""
+        w = b.weight("conv_w", (cout, cin, 1, 1), fan_in(x, cin, std))
+        bias = b.const("conv_b", rng.uniform(-0.1, 0.1, cout).astype(np.float32))
+        return b.op("Conv", [x, w, bias], kernel_shape=[1, 1], strides=[1, 1], dilations=[1, 1],
+                    group=1, pads=[0, 0, 0, 0])
+
+    def linear(x, cin, cout):
+        w = b.weight("fc_w", (cout, cin), fan_in(x, cin))
+        bias = b.const("fc_b", rng.uniform(-0.1, 0.1, cout).astype(np.float32))
+        return b.op("Gemm", [x, w, bias], alpha=1.0, beta=1.0, transB=1)
 
     def squeeze_excite(x, c):
         sq = _make_divisible(c // 4)
-        p = b.op("GlobalAveragePool", [x])
-        p = b.relu(b.conv(p, c, sq, 1, bias=True))
-        p = b.op("HardSigmoid", [b.conv(p, sq, c, 1, bias=True)], alpha=1.0 / 6, beta=0.5)
-        y = b.op("Mul", [p, x])
-        ms[y] = ms[x] * 0.25
-        return y
+        p = b.relu(fc(b.op("GlobalAveragePool", [x]), c, sq))
+        p = b.op("HardSigmoid", [fc(p, sq, c, std=3.0)], alpha=1.0 / 6, beta=0.5)
+        return b.op("Mul", [p, x])
 
     stem = 16 // div
-    x = conv_bn("input", 3, stem, 3, 2, kind="HS")
+    x = conv_bn("input", 3, stem, 3, 2, act="HS")
     cin = stem
-    for k, exp, out, use_se, kind, s in cfg:
+    for k, exp, out, use_se, act, s in cfg:
         exp, out = exp // div, out // div
         y = x
         if exp != cin:
-            y = conv_bn(y, cin, exp, 1, kind=kind)
-        y = conv_bn(y, exp, exp, k, s, group=exp, kind=kind)
+            y = conv_bn(y, cin, exp, 1, act=act)
+        y = conv_bn(y, exp, exp, k, s, group=exp, act=act)
         if use_se:
             y = squeeze_excite(y, exp)
         y = conv_bn(y, exp, out, 1)
-        if s == 1 and cin == out:
-            r = b.op("Add", [y, x])
-            ms[r] = ms[y] + ms[x]
-            y = r
-        x, cin = y, out
+        x = b.op("Add", [y, x]) if s == 1 and cin == out else y
+        cin = out
     last_conv, last = 576 // div, 1024 // div
-    x = conv_bn(x, cin, last_conv, 1, kind="HS")
+    x = conv_bn(x, cin, last_conv, 1, act="HS")
     x = b.op("Flatten", [b.op("GlobalAveragePool", [x])], axis=1)
-    x = b.op("HardSwish", [b.linear(x, last_conv, last)])
-    out = b.linear(x, last, classes)
+    x = b.op("HardSwish", [linear(x, last_conv, last)])
+    out = linear(x, last, classes)
     outs = _rename_outputs(b, [(out, "logits", [1, classes])])
     g = helper.make_graph(b.nodes, "mobilenet_v3", [tensor_input("input", TensorProto.FLOAT, [1, 3, size, size])],
                           outs, b.inits)

@@ -69,6 +69,14 @@ model("tf_crop", [helper.make_node("Resize", ["x", "r", "s"], ["y"], name="crop"
                                    coordinate_transformation_mode="tf_crop_and_resize")],
       {"r": f32([0, 0, 0, 0, 1, 1, 1, 1]), "s": f32([1, 1, 2, 2])}, [1, 2, 8, 8])
 model("nonzero", [helper.make_node("NonZero", ["x"], ["y"], name="nz")], {}, [4, 32])
+model("diagonal", [helper.make_node("Einsum", ["x"], ["y"], name="tr", equation="bcii->bci")],
+      {}, [1, 2, 4])
+# two outputs computing the same value stay two outputs (common
+# subexpression elimination keeps a graph output's node)
+g = helper.make_graph([helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Relu", ["x"], ["b"])],
+                      "twins", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 4, 4])],
+                      [helper.make_tensor_value_info(o, TensorProto.FLOAT, [1, 2, 4, 4]) for o in "ab"])
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), out + "/twins.onnx")
 
 # convs around the lowered data movement: Split's slices, Resize's and
 # reflect Pad's gathers and a Slice run channels-last between them
@@ -118,4 +126,8 @@ check_refused split "'cut' (Split" "do not split axis 1 into 2 outputs"
 check_refused where "'pick' (Where" "input 0 must be bool"
 check_refused tf_crop "'crop' (Resize" "tf_crop_and_resize' is not supported"
 check_refused nonzero "'nz'" "operator 'NonZero' is not supported"
+check_refused diagonal "'tr' (Einsum" "label 'i' repeats in operand 0 (a diagonal)"
+expect 0 "$T" graph show "$TMP/twins.onnx"
+contains "output %a"
+contains "output %b"
 echo "ops_cli: ok"
