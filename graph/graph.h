@@ -64,7 +64,7 @@ typedef struct ts_graph_import_options {
  * Import (graph/onnx_import.c)
  * ======================================================================== */
 
-/* Reads an ONNX model file (opsets 13-21 of the default domain). External
+/* Reads an ONNX model file (opsets 7-21 of the default domain). External
  * data files are looked up relative to the model's folder. Every dimension of
  * every graph input must be known after opts->input_shapes is applied; a
  * symbolic one is refused with a message naming the input. On success *out

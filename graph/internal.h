@@ -333,6 +333,11 @@ int gr_lower_more(gr_lowering *l, const gr_node *n);
 bool gr_onnx_dtype(int64_t code, ts_dtype *t);
 int gr_onnx_dtype_code(ts_dtype t);
 
+/* ---- upgrade.c ---- */
+/* Rewrites node n of an opset-7..12 graph into its opset-13 form (Slice's
+ * and Pad's attributes as inputs, Upsample and opset-10 Resize as Resize). */
+int gr_upgrade_node(ts_graph *g, gr_node *n, ts_error *err);
+
 /* ---- ew_ops.c ---- */
 /* The elementwise operators past the core arithmetic (activations, math,
  * variadic Min/Max/Sum/Mean, comparisons, logic, Where): NULL when op is

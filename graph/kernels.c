@@ -183,6 +183,7 @@ static int run_fill(const gr_node *n, const gr_tensor *ins, gr_tensor *out) {
 
 bool gr_kernel_folds(const char *op) {
   static const char *const lowered_only[] = {"Einsum",
+                                             "LRN",
                                              "LogSoftmax",
                                              "LpNormalization",
                                              "GlobalMaxPool",

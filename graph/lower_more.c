@@ -21,6 +21,11 @@
  *                          weighted by constants for linear (2 taps) and
  *                          cubic (4 taps); nearest is one Gather
  *   Trilu               -> Where with a constant mask
+ *   Softmax, LogSoftmax (opsets before 13: over the input coerced to 2-D
+ *                          at the axis) -> Reshape, the opset-13 form,
+ *                          Reshape
+ *   LRN                 -> x / (bias + alpha/size · S)^beta, S a 1x1 Conv
+ *                          of x² with a constant channel band
  *   CastLike            -> Cast
  *   LogSoftmax          -> ReduceMax, Sub, Exp, ReduceSum, Log, Sub
  *   LpNormalization     -> Div by the ReduceSum of |x| or sqrt of x^2's
@@ -50,6 +55,8 @@
 #define FMT_FIRST(f, ...) f
 #define REST_ARGS(f, ...) , ##__VA_ARGS__
 #define NOMEM() TS_ERR(l->err, TS_ENOMEM, "lowering '%s'", n->name)
+/* Values are read through local copies (x_v): adding a value or constant
+ * may move the graph's value array. */
 
 /* Emits op(ins) with attributes into a fresh value named after n's output
  * (or into `out` when out >= 0); returns the value, or an error code. */
@@ -144,7 +151,7 @@ static int lower_split(gr_lowering *l, const gr_node *n) {
 static int broadcast_to(gr_lowering *l, const gr_node *n, int x, int on,
                         const int64_t *os, int out) {
   ts_graph *g = l->g;
-  const gr_value *xv = &g->values[x];
+  const gr_value xv_v = g->values[x], *xv = &xv_v;
   int64_t z[TS_MAX_DIMS];
   bool same = xv->ndim == on;
   for (int i = 0; i < on; i++) {
@@ -161,15 +168,15 @@ static int broadcast_to(gr_lowering *l, const gr_node *n, int x, int on,
 }
 
 static int lower_expand(gr_lowering *l, const gr_node *n) {
-  const gr_value *o = &l->g->values[n->outputs[0]];
+  const gr_value o_v = l->g->values[n->outputs[0]], *o = &o_v;
   int rc = broadcast_to(l, n, n->inputs[0], o->ndim, o->shape, n->outputs[0]);
   return rc < 0 ? rc : TS_OK;
 }
 
 static int lower_tile(gr_lowering *l, const gr_node *n) {
   ts_graph *g = l->g;
-  const gr_value *x = &g->values[n->inputs[0]];
-  const gr_value *o = &g->values[n->outputs[0]];
+  const gr_value x_v = g->values[n->inputs[0]], *x = &x_v;
+  const gr_value o_v = g->values[n->outputs[0]], *o = &o_v;
   int64_t inter[TS_MAX_DIMS], wide[TS_MAX_DIMS];
   int k = 0;
   for (int i = 0; i < x->ndim; i++) {
@@ -191,8 +198,8 @@ static int lower_tile(gr_lowering *l, const gr_node *n) {
 /* ---- DepthToSpace, SpaceToDepth ---- */
 
 static int lower_depth_space(gr_lowering *l, const gr_node *n) {
-  const gr_value *x = &l->g->values[n->inputs[0]];
-  const gr_value *o = &l->g->values[n->outputs[0]];
+  const gr_value x_v = l->g->values[n->inputs[0]], *x = &x_v;
+  const gr_value o_v = l->g->values[n->outputs[0]], *o = &o_v;
   int64_t bs = gr_attr_int(n, "blocksize", 1), N = x->shape[0];
   int64_t C = x->shape[1], H = x->shape[2], W = x->shape[3];
   int64_t six[6], perm[6];
@@ -234,7 +241,7 @@ static int per_axis(gr_lowering *l, const gr_node *n, int p, int r) {
 
 static int lower_norm(gr_lowering *l, const gr_node *n) {
   ts_graph *g = l->g;
-  const gr_value *x = &g->values[n->inputs[0]];
+  const gr_value x_v = g->values[n->inputs[0]], *x = &x_v;
   int64_t N = x->shape[0], C = x->shape[1], S = 1;
   for (int i = 2; i < x->ndim; i++) S *= x->shape[i];
   bool group = !strcmp(n->op, "GroupNormalization");
@@ -283,7 +290,7 @@ static int64_t pad_source(const char *mode, int64_t p, int64_t d) {
 
 static int lower_pad(gr_lowering *l, const gr_node *n) {
   ts_graph *g = l->g;
-  const gr_value *x = &g->values[n->inputs[0]];
+  const gr_value x_v = g->values[n->inputs[0]], *x = &x_v;
   int64_t pads[2 * TS_MAX_DIMS], shape[TS_MAX_DIMS];
   if (gr_pad_amounts(g, n, pads)) return FAIL("pads that are not constants");
   const char *mode = gr_attr_string(n, "mode", "constant");
@@ -349,7 +356,7 @@ static int lower_pad(gr_lowering *l, const gr_node *n) {
 /* The entries of constant vector v as doubles; false when it is not one. */
 static bool const_doubles(const ts_graph *g, int v, double *buf, int *count) {
   if (v < 0 || !gr_is_const(g, v) || g->values[v].ndim != 1) return false;
-  const gr_value *s = &g->values[v];
+  const gr_value s_v = g->values[v], *s = &s_v;
   *count = (int)s->shape[0];
   if (*count > TS_MAX_DIMS) return false;
   for (int i = 0; i < *count; i++)
@@ -359,7 +366,7 @@ static bool const_doubles(const ts_graph *g, int v, double *buf, int *count) {
 
 int gr_resize_plan(const ts_graph *g, const gr_node *n, int64_t *out,
                    double *scale, ts_error *err) {
-  const gr_value *x = &g->values[n->inputs[0]];
+  const gr_value x_v = g->values[n->inputs[0]], *x = &x_v;
   int r = x->ndim, na = 0, ns = 0, nz = 0;
   const int64_t *axes = gr_attr_ints(n, "axes", &na);
   int sv = n->n_inputs > 2 ? n->inputs[2] : -1;
@@ -506,7 +513,7 @@ static int resize_axis(gr_lowering *l, const gr_node *n, int v, int axis,
       for (int t = 0; exclude && sum != 0 && t < 4; t++) w[t * len + j] /= sum;
     }
   }
-  const gr_value *x = &g->values[v];
+  const gr_value x_v = g->values[v], *x = &x_v;
   int64_t ws[TS_MAX_DIMS];
   int wr = x->ndim - axis;
   ws[0] = len;
@@ -531,7 +538,7 @@ static int resize_axis(gr_lowering *l, const gr_node *n, int v, int axis,
 
 static int lower_resize(gr_lowering *l, const gr_node *n) {
   ts_graph *g = l->g;
-  const gr_value *x = &g->values[n->inputs[0]];
+  const gr_value x_v = g->values[n->inputs[0]], *x = &x_v;
   int64_t out[TS_MAX_DIMS];
   double scale[TS_MAX_DIMS];
   int rc = gr_resize_plan(g, n, out, scale, l->err);
@@ -560,7 +567,7 @@ static int lower_resize(gr_lowering *l, const gr_node *n) {
 
 static int lower_trilu(gr_lowering *l, const gr_node *n) {
   ts_graph *g = l->g;
-  const gr_value *x = &g->values[n->inputs[0]];
+  const gr_value x_v = g->values[n->inputs[0]], *x = &x_v;
   int64_t k = 0;
   if (n->n_inputs > 1 && n->inputs[1] >= 0) {
     if (!gr_is_const(g, n->inputs[1])) return FAIL("k is not a constant");
@@ -612,7 +619,7 @@ static int lower_reduce(gr_lowering *l, const gr_node *n) {
     if (v >= 0) v = reduce_like(l, n, "ReduceSum", v, keep, -1);
     if (v >= 0) v = emit1(l, n, "Log", v, -1);
     if (v >= 0 && !keep) {
-      const gr_value *o = &l->g->values[v];
+      const gr_value o_v = l->g->values[v], *o = &o_v;
       m = reshape(l, n, m, o->ndim, o->shape, -1);
     }
     if (v >= 0) v = m < 0 ? m : emit2(l, n, "Add", v, m, out);
@@ -649,20 +656,76 @@ static int lower_cast_like(gr_lowering *l, const gr_node *n) {
   return rc < 0 ? rc : TS_OK;
 }
 
+static int log_softmax(gr_lowering *l, const gr_node *n, int in, int64_t axis,
+                       int out) {
+  int m = reduce_axis(l, n, "ReduceMax", in, &axis, 1, 1, -1);
+  int d = m < 0 ? m : emit2(l, n, "Sub", in, m, -1);
+  int v = d < 0 ? d : emit1(l, n, "Exp", d, -1);
+  if (v >= 0) v = reduce_axis(l, n, "ReduceSum", v, &axis, 1, 1, -1);
+  if (v >= 0) v = emit1(l, n, "Log", v, -1);
+  return v < 0 ? v : emit2(l, n, "Sub", d, v, out);
+}
+
+/* Softmax and LogSoftmax of opsets before 13: over the input viewed as
+ * 2-D, [product of the axes before `axis`, product of the rest]. */
+static int lower_coerced(gr_lowering *l, const gr_node *n) {
+  const gr_value x_v = l->g->values[n->inputs[0]], *x = &x_v;
+  int64_t a = gr_attr_int(n, "axis", 1), rows = 1, cols = 1;
+  if (a < 0) a += x->ndim;
+  for (int i = 0; i < x->ndim; i++) *(i < a ? &rows : &cols) *= x->shape[i];
+  int64_t view[2] = {rows, cols};
+  bool last = a == x->ndim - 1;
+  int v = last ? n->inputs[0] : reshape(l, n, n->inputs[0], 2, view, -1);
+  int out = last ? n->outputs[0] : -1;
+  gr_attr ax = {.name = "axis", .kind = GR_ATTR_INT, .i = -1};
+  if (v >= 0)
+    v = !strcmp(n->op, "Softmax") ? emit_a(l, n, "Softmax", &v, 1, out, &ax, 1)
+                                  : log_softmax(l, n, v, last ? a : 1, out);
+  if (v >= 0 && !last) v = reshape(l, n, v, x->ndim, x->shape, n->outputs[0]);
+  return v < 0 ? v : TS_OK;
+}
+
+/* LRN: x / (bias + alpha / size * S)^beta, S the sum of squares over a
+ * window of `size` channels: a 1x1 Conv of x^2 with a constant band. */
+static int lower_lrn(gr_lowering *l, const gr_node *n) {
+  ts_graph *g = l->g;
+  const gr_value x_v = g->values[n->inputs[0]], *x = &x_v;
+  int64_t C = x->shape[1], size = gr_attr_int(n, "size", 1);
+  int64_t ws[TS_MAX_DIMS] = {C, C};
+  for (int i = 2; i < x->ndim; i++) ws[i] = 1;
+  double *band = ts_calloc((size_t)(C * C), sizeof *band);
+  if (!band) return NOMEM();
+  int64_t lo = (size - 1) / 2, hi = size - 1 - lo;
+  for (int64_t o = 0; o < C; o++)
+    for (int64_t i = o - lo; i <= o + hi; i++)
+      if (i >= 0 && i < C) band[o * C + i] = 1;
+  int w = gr_lower_const_f32(g, gr_fresh_name(g, "lrn_band"), x->ndim, ws, band,
+                             C * C);
+  free(band);
+  double k[3] = {gr_attr_float(n, "alpha", 1e-4) / (double)size,
+                 gr_attr_float(n, "bias", 1.0), gr_attr_float(n, "beta", 0.75)};
+  int kc[3];
+  for (int i = 0; i < 3; i++)
+    kc[i] = gr_lower_const_f32(g, gr_fresh_name(g, "lrn"), 0, NULL, &k[i], 1);
+  if (w < 0 || kc[0] < 0 || kc[1] < 0 || kc[2] < 0) return NOMEM();
+  int v = emit2(l, n, "Mul", n->inputs[0], n->inputs[0], -1);
+  if (v >= 0) v = emit2(l, n, "Conv", v, w, -1);
+  if (v >= 0) v = emit2(l, n, "Mul", v, kc[0], -1);
+  if (v >= 0) v = emit2(l, n, "Add", v, kc[1], -1);
+  if (v >= 0) v = emit2(l, n, "Pow", v, kc[2], -1);
+  if (v >= 0) v = emit2(l, n, "Div", n->inputs[0], v, n->outputs[0]);
+  return v < 0 ? v : TS_OK;
+}
+
 /* LogSoftmax: (x - max) - log(sum(exp(x - max))); LpNormalization:
  * x / (sum |x|) or x / sqrt(sum x^2), along the axis. */
 static int lower_rows(gr_lowering *l, const gr_node *n) {
-  const gr_value *x = &l->g->values[n->inputs[0]];
+  const gr_value x_v = l->g->values[n->inputs[0]], *x = &x_v;
   int64_t axis = gr_attr_int(n, "axis", -1);
   if (axis < 0) axis += x->ndim;
   int v, in = n->inputs[0], out = n->outputs[0];
   if (!strcmp(n->op, "LogSoftmax")) {
-    int m = reduce_axis(l, n, "ReduceMax", in, &axis, 1, 1, -1);
-    int d = m < 0 ? m : emit2(l, n, "Sub", in, m, -1);
-    v = d < 0 ? d : emit1(l, n, "Exp", d, -1);
-    if (v >= 0) v = reduce_axis(l, n, "ReduceSum", v, &axis, 1, 1, -1);
-    if (v >= 0) v = emit1(l, n, "Log", v, -1);
-    if (v >= 0) v = emit2(l, n, "Sub", d, v, out);
+    v = log_softmax(l, n, in, axis, out);
   } else {
     bool p1 = gr_attr_int(n, "p", 2) == 1;
     v = p1 ? emit1(l, n, "Abs", in, -1) : emit2(l, n, "Mul", in, in, -1);
@@ -688,7 +751,7 @@ static int lower_global_max(gr_lowering *l, const gr_node *n) {
  * same on -x. */
 static int lower_arg(gr_lowering *l, const gr_node *n) {
   ts_graph *g = l->g;
-  const gr_value *x = &g->values[n->inputs[0]];
+  const gr_value x_v = g->values[n->inputs[0]], *x = &x_v;
   int64_t axis = gr_attr_int(n, "axis", 0);
   if (axis < 0) axis += x->ndim;
   int64_t L = x->shape[axis], ps[TS_MAX_DIMS];
@@ -722,6 +785,9 @@ static int lower_arg(gr_lowering *l, const gr_node *n) {
 
 int gr_lower_more(gr_lowering *l, const gr_node *n) {
   const char *op = n->op;
+  if ((!strcmp(op, "Softmax") || !strcmp(op, "LogSoftmax")) && l->g->opset < 13)
+    return lower_coerced(l, n);
+  if (!strcmp(op, "LRN")) return lower_lrn(l, n);
   if (!strcmp(op, "CastLike")) return lower_cast_like(l, n);
   if (!strcmp(op, "Einsum")) return lower_einsum(l, n);
   if (!strcmp(op, "LogSoftmax") || !strcmp(op, "LpNormalization"))
@@ -787,7 +853,7 @@ int gr_einsum_parse(const ts_graph *g, const gr_node *n, gr_einsum *e,
   int64_t sizes[128];
   for (int i = 0; i < 128; i++) sizes[i] = -1;
   for (int k = 0; k < n_in; k++) {
-    const gr_value *x = &g->values[n->inputs[k]];
+    const gr_value x_v = g->values[n->inputs[k]], *x = &x_v;
     const char *t = terms[k], *dots = strstr(t, "...");
     int letters = (int)strlen(t) - (dots ? 3 : 0);
     int ne = dots ? x->ndim - letters : 0;
@@ -873,7 +939,7 @@ static int to_order(gr_lowering *l, const gr_node *n, int x, const char *lx,
   for (int i = 0; i < nt; i++) id = id && perm[i] == i;
   if (id) {
     if (out < 0) return x;
-    const gr_value *v = &l->g->values[x];
+    const gr_value v_v = l->g->values[x], *v = &v_v;
     return reshape(l, n, x, v->ndim, v->shape, out);
   }
   gr_attr a = {.name = "perm", .kind = GR_ATTR_INTS, .n = nt, .ints = perm};

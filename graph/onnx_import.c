@@ -2,7 +2,8 @@
  * onnx_import.c — ONNX models into the graph IR. The protobuf is decoded by
  * the protobuf-c code generated at build time from the onnx.proto that
  * Debian's libonnx-dev ships; this file only walks the decoded messages:
- * the opset check (default domain, opsets 13-21), graph inputs (initializers
+ * the opset check (default domain, opsets 7-21; upgrade.c brings the
+ * forms of opsets before 13 to theirs), graph inputs (initializers
  * listed as inputs are skipped; symbolic dimensions are fixed by the
  * caller's input shapes or refused), initializers and Constant nodes into
  * the constant store (raw, typed or external data), nodes with their
@@ -596,7 +597,8 @@ static int import_node(importer *im, const Onnx__NodeProto *np, int index) {
                   "node '%s': operator '%s' of domain '%s' is not supported "
                   "(opset %d)",
                   name, op, np->domain, im->g->opset);
-  if (!gr_op_known(op) && strcmp(op, "Constant"))
+  if (!gr_op_known(op) && strcmp(op, "Constant") &&
+      (strcmp(op, "Upsample") || im->g->opset > 9))
     return TS_ERR(im->err, TS_EUNSUPPORTED,
                   "node '%s': operator '%s' is not supported (opset %d)", name,
                   op, im->g->opset);
@@ -644,7 +646,7 @@ static int import_node(importer *im, const Onnx__NodeProto *np, int index) {
     int rc = import_attr(im, n, np->attribute[i], np);
     if (rc) return rc;
   }
-  return TS_OK;
+  return im->g->opset < 13 ? gr_upgrade_node(im->g, n, im->err) : TS_OK;
 }
 
 static int import_model(importer *im, const Onnx__ModelProto *m) {
@@ -654,9 +656,9 @@ static int import_model(importer *im, const Onnx__ModelProto *m) {
     if (!o->domain || !o->domain[0] || !strcmp(o->domain, "ai.onnx"))
       opset = o->has_version ? (int)o->version : -1;
   }
-  if (opset < 13 || opset > 21)
+  if (opset < 7 || opset > 21)
     return TS_ERR(im->err, TS_EUNSUPPORTED,
-                  "the model's default-domain opset is %d; opsets 13 to 21 are "
+                  "the model's default-domain opset is %d; opsets 7 to 21 are "
                   "supported",
                   opset);
   im->g->opset = opset;

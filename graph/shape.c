@@ -82,6 +82,7 @@ static const char *const known_ops[] = {"Conv",
                                         "Trilu",
                                         "CastLike",
                                         "Einsum",
+                                        "LRN",
                                         "Size",
                                         "LogSoftmax",
                                         "LpNormalization",
@@ -992,6 +993,13 @@ int gr_infer_node(ts_graph *g, gr_node *n, ts_error *err) {
     if (!strcmp(op, "LpNormalization") && p != 1 && p != 2)
       return FAIL("p %lld (1 or 2)", (long long)p);
     if (!ts_dtype_eq(x->dtype, TS_FLOAT32)) return FAIL("wants float32");
+    set_out(g, n, 0, x->dtype, x->ndim, x->shape, x->layout);
+    return TS_OK;
+  }
+  if (!strcmp(op, "LRN")) {
+    if (x->ndim < 3 || !ts_dtype_eq(x->dtype, TS_FLOAT32))
+      return FAIL("wants float32 of rank 3 or more");
+    if (gr_attr_int(n, "size", 0) < 1) return FAIL("needs size >= 1");
     set_out(g, n, 0, x->dtype, x->ndim, x->shape, x->layout);
     return TS_OK;
   }

@@ -494,7 +494,7 @@ def bad_models(out):
 
     mm = helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")
     write(model([helper.make_node("FooBar", ["x"], ["y"], name="mystery")]), "unknown_op.onnx")
-    write(model([mm], opset=12), "opset12.onnx")
+    write(model([mm], opset=6), "opset6.onnx")
     write(model([mm], opset=22), "opset22.onnx")
     w3 = numpy_helper.from_array(np.ones((3, 4), np.float32), "w")
     write(model([mm], inits=(w3,)), "bad_shapes.onnx")

@@ -78,6 +78,42 @@ g = helper.make_graph([helper.make_node("Relu", ["x"], ["a"]), helper.make_node(
                       [helper.make_tensor_value_info(o, TensorProto.FLOAT, [1, 2, 4, 4]) for o in "ab"])
 onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), out + "/twins.onnx")
 
+# older opsets: their forms of Upsample, Resize, Slice, Pad, Split,
+# Squeeze, Unsqueeze, ReduceSum, Clip, and Softmax / LogSoftmax over the
+# input coerced to 2-D at the axis; LRN
+def old(opset, nodes, outs, inits=()):
+    g = helper.make_graph(nodes, "opset%d" % opset,
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 5, 6])],
+                          [helper.make_tensor_value_info(o, TensorProto.FLOAT, s) for o, s in outs],
+                          list(inits))
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)]),
+              "%s/opset%d.onnx" % (out, opset))
+N = helper.make_node
+old(7, [N("Upsample", ["x"], ["up"], scales=[1.0, 1.0, 2.0, 3.0], mode="nearest"),
+        N("Slice", ["x"], ["sl"], starts=[1, 0], ends=[3, -1], axes=[1, 3]),
+        N("Pad", ["x"], ["pd"], pads=[0, 0, 1, 2, 0, 0, 0, 1], value=0.5),
+        N("Softmax", ["x"], ["sm"])],
+    [("up", [1, 4, 10, 18]), ("sl", [1, 2, 5, 5]), ("pd", [1, 4, 6, 9]), ("sm", [1, 4, 5, 6])])
+old(9, [N("Upsample", ["x", "s"], ["up"], mode="linear"),
+        N("LogSoftmax", ["x"], ["ls"], axis=2),
+        N("LRN", ["x"], ["lrn"], size=3, alpha=0.2, beta=0.75, bias=1.5),
+        N("Split", ["x"], ["a", "b"], axis=1, split=[1, 3]),
+        N("Squeeze", ["a"], ["sq"], axes=[1]),
+        N("Unsqueeze", ["sq"], ["us"], axes=[0]),
+        N("ReduceSum", ["b"], ["rs"], axes=[1], keepdims=0),
+        N("Clip", ["x"], ["cl"], min=-0.25, max=0.5)],
+    [("up", [1, 4, 10, 12]), ("ls", [1, 4, 5, 6]), ("lrn", [1, 4, 5, 6]), ("us", [1, 1, 5, 6]),
+     ("rs", [1, 5, 6]), ("cl", [1, 4, 5, 6])],
+    [numpy_helper.from_array(f32([1, 1, 2, 2]), "s")])
+old(10, [N("Resize", ["x", "s"], ["rn"], mode="nearest"),
+         N("Resize", ["x", "s"], ["rl"], mode="linear"),
+         N("Slice", ["x", "st", "en"], ["sl"])],
+    [("rn", [1, 4, 10, 12]), ("rl", [1, 4, 10, 12]), ("sl", [1, 3, 4, 6])],
+    [numpy_helper.from_array(f32([1, 1, 2, 2]), "s"), numpy_helper.from_array(i64([0, 1, 1]), "st"),
+     numpy_helper.from_array(i64([1, 4, 5]), "en")])
+old(12, [N("Softmax", ["x"], ["sm"], axis=2), N("LogSoftmax", ["x"], ["ls"], axis=-1)],
+    [("sm", [1, 4, 5, 6]), ("ls", [1, 4, 5, 6])])
+
 # convs around the lowered data movement: Split's slices, Resize's and
 # reflect Pad's gathers and a Slice run channels-last between them
 rng = np.random.default_rng(0)
@@ -104,6 +140,15 @@ g = helper.make_graph(nodes, "moves", [helper.make_tensor_value_info("x", Tensor
                       [numpy_helper.from_array(v, k) for k, v in inits.items()])
 onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), out + "/moves.onnx")
 PY
+for o in 7 9 10 12; do
+  expect 0 "$T" compile "$TMP/opset$o.onnx" -o "$TMP/opset$o.so"
+  /usr/bin/python3 "$SRC/scripts/ort_check.py" "$T" "$TMP/opset$o.onnx" \
+    --library "$TMP/opset$o.so" --work "$TMP/w_o$o" >"$TMP/out" 2>&1
+  rc=$?
+  [ $rc = 0 ] || [ $rc = 77 ] || { cat "$TMP/out"; fail "the compiled opset$o.onnx differs from onnxruntime"; }
+  grep "max relative" "$TMP/out"
+done
+
 # the layout pass keeps them channels-last: a transpose at each edge only
 expect 0 "$T" graph show "$TMP/moves.onnx" --after layout
 [ "$(grep -c '= Transpose\[' "$TMP/out")" = 2 ] || { cat "$TMP/out"; fail "transposes inside moves.onnx"; }
