@@ -791,7 +791,9 @@ static int run_quant(const gr_node *n, const gr_tensor *ins, gr_tensor *out) {
         z ? ts_host_get(z->data, z->dtype, quant_param_index(z, out, idx, axis))
           : 0;
     if (q) {
-      double r = nearbyint(v / sc) + zp;
+      /* the quotient rounded to float32 first, as ONNX computes it: a
+       * quotient just below .5 in double can be .5 in float32 */
+      double r = nearbyint((double)((float)v / (float)sc)) + zp;
       r = r < lo ? lo : r > hi ? hi : r;
       ts_host_set(out->data, out->dtype, i, isnan(v) ? zp : r);
     } else {

@@ -8,7 +8,7 @@
  *                         parameters that are not constants, the formula
  *                         in elementwise nodes over reshaped parameters
  *   Flatten, Squeeze, Unsqueeze -> Reshape to the static output shape
- *   Div by a constant  -> Mul by its reciprocal
+ *   Div by a constant power of two -> Mul by its (exact) reciprocal
  * Gelu, Erf, Softmax and LayerNormalization are kept as library operators
  * (the operator library builds them as one PrimFunc each). Data movement
  * (Gather, Cast, Concat, Slice, Transpose) is left as it is: fusion builds
@@ -250,6 +250,21 @@ static int lower_view(lowering *l, const gr_node *n) {
   return gr_lower_emit(l, "Reshape", n->name, ins, 2, n->outputs[0]);
 }
 
+/* Whether every element of float32 constant v is a power of two (or its
+ * negative), so that multiplying by its reciprocal rounds as dividing
+ * does. Other divisors stay divisions: x / 255 and x * (1 / 255) differ in
+ * the last bit, enough to move a quantized value that lands on a .5. */
+static bool exact_reciprocals(const ts_graph *g, int v) {
+  const float *d = gr_const_data(g, v);
+  int64_t e = gr_value_elems(&g->values[v]);
+  for (int64_t i = 0; i < e; i++) {
+    int ex;
+    if (!isfinite(d[i]) || frexpf(fabsf(d[i]), &ex) != 0.5f) return false;
+    if (ex < -125 || ex > 126) return false; /* 1/d a normal float */
+  }
+  return true;
+}
+
 static int lower_div(lowering *l, const gr_node *n) {
   ts_graph *g = l->g;
   int d = n->inputs[1];
@@ -270,7 +285,7 @@ static int lower_div(lowering *l, const gr_node *n) {
 /* requires: shapes known, constants folded; maintains: the values the graph
  * computes (up to float rounding); breaks: node indices, the lowered ops
  * (Gemm, BatchNormalization with constant parameters, Flatten, Squeeze,
- * Unsqueeze, Div by a float constant) no longer occur. */
+ * Unsqueeze, Div by a power-of-two constant) no longer occur. */
 int ts_graph_lower(ts_graph *g, ts_error *err) {
   lowering l = {g, {0}, err};
   int rc = TS_OK;
@@ -286,7 +301,8 @@ int ts_graph_lower(ts_graph *g, ts_error *err) {
     else if (!strcmp(n.op, "Flatten") || !strcmp(n.op, "Squeeze") ||
              !strcmp(n.op, "Unsqueeze"))
       rc = lower_view(&l, &n);
-    else if (!strcmp(n.op, "Div") && is_f32_const(g, n.inputs[1]))
+    else if (!strcmp(n.op, "Div") && is_f32_const(g, n.inputs[1]) &&
+             exact_reciprocals(g, n.inputs[1]))
       rc = lower_div(&l, &n);
     else if ((rc = gr_lower_more(&l, &n)) == 1) {
       rc = TS_OK;

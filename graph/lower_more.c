@@ -26,6 +26,8 @@
  *                          Reshape
  *   LRN                 -> x / (bias + alpha/size · S)^beta, S a 1x1 Conv
  *                          of x² with a constant channel band
+ *   LayerNormalization with its Mean or InvStdDev read -> the same with Y
+ *                          only, and the two from ReduceMean nodes
  *   CastLike            -> Cast
  *   LogSoftmax          -> ReduceMax, Sub, Exp, ReduceSum, Log, Sub
  *   LpNormalization     -> Div by the ReduceSum of |x| or sqrt of x^2's
@@ -436,17 +438,19 @@ int gr_resize_plan(const ts_graph *g, const gr_node *n, int64_t *out,
 }
 
 /* The source coordinate of output position j on an axis of in -> out
- * entries resized by scale s. */
+ * entries resized by scale s; len is the resized length the coordinate
+ * modes divide by: out when sizes are given, in * s when scales are (as
+ * ONNX defines it, not rounded). */
 static double source_coord(const char *ctm, int64_t j, int64_t in, int64_t out,
-                           double s) {
+                           double s, double len) {
   if (!strcmp(ctm, "align_corners"))
-    return out == 1 ? 0 : (double)j * (double)(in - 1) / (double)(out - 1);
+    return out == 1 ? 0 : (double)j * (double)(in - 1) / (len - 1);
   if (!strcmp(ctm, "asymmetric")) return (double)j / s;
   if (!strcmp(ctm, "tf_half_pixel_for_nn")) return ((double)j + 0.5) / s;
   if (!strcmp(ctm, "pytorch_half_pixel"))
     return out > 1 ? ((double)j + 0.5) / s - 0.5 : 0;
   if (!strcmp(ctm, "half_pixel_symmetric")) {
-    double adj = (double)out / (s * (double)in), center = (double)in / 2;
+    double adj = (double)out / len, center = (double)in / 2;
     return center * (1 - adj) + ((double)j + 0.5) / s - 0.5;
   }
   return ((double)j + 0.5) / s - 0.5; /* half_pixel */
@@ -476,7 +480,8 @@ static double cubic_w(double t, double A) {
 /* One resized axis: taps Gathers, each scaled by its weights (a constant
  * [out, 1, ..]) and summed. */
 static int resize_axis(gr_lowering *l, const gr_node *n, int v, int axis,
-                       int64_t in, int64_t len, double s, int out) {
+                       int64_t in, int64_t len, double s, double rlen,
+                       int out) {
   ts_graph *g = l->g;
   const char *mode = gr_attr_string(n, "mode", "nearest");
   const char *ctm =
@@ -492,7 +497,7 @@ static int resize_axis(gr_lowering *l, const gr_node *n, int v, int axis,
   bool exclude = gr_attr_int(n, "exclude_outside", 0) != 0;
   const char *nm = gr_attr_string(n, "nearest_mode", "round_prefer_floor");
   for (int64_t j = 0; j < len; j++) {
-    double c = source_coord(ctm, j, in, len, s);
+    double c = source_coord(ctm, j, in, len, s, rlen);
     if (taps == 1) {
       idx[j] = clamp_i(nearest(nm, c), 0, in - 1), w[j] = 1;
     } else if (taps == 2) {
@@ -547,7 +552,8 @@ static int lower_resize(gr_lowering *l, const gr_node *n) {
   if (!ts_dtype_eq(x->dtype, TS_FLOAT32) &&
       strcmp(gr_attr_string(n, "mode", "nearest"), "nearest"))
     return FAIL("interpolation of a non-float32 tensor");
-  int last = -1, v = n->inputs[0];
+  int last = -1, v = n->inputs[0], zv = n->n_inputs > 3 ? n->inputs[3] : -1;
+  bool sizes_given = zv >= 0 && gr_value_elems(&g->values[zv]) > 0;
   for (int i = 0; i < x->ndim; i++)
     if (out[i] != x->shape[i] || scale[i] != 1) last = i;
   if (last < 0) {
@@ -559,6 +565,7 @@ static int lower_resize(gr_lowering *l, const gr_node *n) {
   for (int i = 0; i <= last && v >= 0; i++)
     if (out[i] != in[i] || scale[i] != 1)
       v = resize_axis(l, n, v, i, in[i], out[i], scale[i],
+                      sizes_given ? (double)out[i] : (double)in[i] * scale[i],
                       i == last ? n->outputs[0] : -1);
   return v < 0 ? v : TS_OK;
 }
@@ -783,8 +790,55 @@ static int lower_arg(gr_lowering *l, const gr_node *n) {
   return r < 0 ? r : TS_OK;
 }
 
+/* LayerNormalization whose Mean or InvStdDev output is read: the
+ * normalization with Y alone, and the two statistics from reductions. */
+static bool ln_stats_used(const ts_graph *g, const gr_node *n) {
+  for (int k = 1; k < n->n_outputs; k++) {
+    int v = n->outputs[k];
+    for (int o = 0; o < g->n_outputs; o++)
+      if (g->outputs[o] == v) return true;
+    for (int i = 0; i < g->n_nodes; i++)
+      for (int j = 0; j < g->nodes[i].n_inputs; j++)
+        if (g->nodes[i].inputs[j] == v) return true;
+  }
+  return false;
+}
+
+static int lower_ln_stats(gr_lowering *l, const gr_node *n) {
+  const gr_value x_v = l->g->values[n->inputs[0]], *x = &x_v;
+  int64_t axis = gr_attr_int(n, "axis", -1), axes[TS_MAX_DIMS];
+  if (axis < 0) axis += x->ndim;
+  int na = 0;
+  for (int64_t a = axis; a < x->ndim; a++) axes[na++] = a;
+  gr_attr at[2] = {{.name = "axis", .kind = GR_ATTR_INT, .i = axis},
+                   {.name = "epsilon",
+                    .kind = GR_ATTR_FLOAT,
+                    .f = gr_attr_float(n, "epsilon", 1e-5)}};
+  int v = emit_a(l, n, "LayerNormalization", n->inputs, n->n_inputs,
+                 n->outputs[0], at, 2);
+  int mean_out = n->outputs[1], inv_out = n->n_outputs > 2 ? n->outputs[2] : -1;
+  int m = v < 0 ? v
+                : reduce_axis(l, n, "ReduceMean", n->inputs[0], axes, na, 1,
+                              mean_out);
+  if (m < 0 || inv_out < 0) return m < 0 ? m : TS_OK;
+  double eps = at[1].f;
+  int ke = gr_lower_const_f32(l->g, gr_fresh_name(l->g, "epsilon"), 0, NULL,
+                              &eps, 1);
+  if (ke < 0) return NOMEM();
+  int d = emit2(l, n, "Sub", n->inputs[0], m, -1);
+  v = d < 0 ? d : emit2(l, n, "Mul", d, d, -1);
+  if (v >= 0) v = reduce_axis(l, n, "ReduceMean", v, axes, na, 1, -1);
+  if (v >= 0) v = emit2(l, n, "Add", v, ke, -1);
+  if (v >= 0) v = emit1(l, n, "Sqrt", v, -1);
+  if (v >= 0) v = emit1(l, n, "Reciprocal", v, inv_out);
+  return v < 0 ? v : TS_OK;
+}
+
 int gr_lower_more(gr_lowering *l, const gr_node *n) {
   const char *op = n->op;
+  if (!strcmp(op, "LayerNormalization") && n->n_outputs > 1 &&
+      ln_stats_used(l->g, n))
+    return lower_ln_stats(l, n);
   if ((!strcmp(op, "Softmax") || !strcmp(op, "LogSoftmax")) && l->g->opset < 13)
     return lower_coerced(l, n);
   if (!strcmp(op, "LRN")) return lower_lrn(l, n);
@@ -879,7 +933,7 @@ int gr_einsum_parse(const ts_graph *g, const gr_node *n, gr_einsum *e,
         if (e->in[k][j] == e->in[k][i])
           return snprintf(why, size,
                           "label '%c' repeats in operand %d "
-                          "(a diagonal)",
+                          "(a diagonal is not supported)",
                           lb, k),
                  -1;
       if (sizes[lb] >= 0 && sizes[lb] != x->shape[i])

@@ -950,6 +950,10 @@ int gr_infer_node(ts_graph *g, gr_node *n, ts_error *err) {
     set_out(g, n, 0, x->dtype, no, out, layout);
     return TS_OK;
   }
+  if (!strcmp(op, "Dropout") && n->n_inputs > 2 && n->inputs[2] >= 0 &&
+      (!gr_is_const(g, n->inputs[2]) ||
+       ts_host_get(gr_const_data(g, n->inputs[2]), in(g, n, 2)->dtype, 0)))
+    return FAIL("training_mode is not supported (inference only)");
   if (is_unary(op) || !strcmp(op, "Dropout")) {
     if (!strcmp(op, "Softmax") &&
         norm_axis(gr_attr_int(n, "axis", -1), x->ndim) < 0)
