@@ -9,7 +9,8 @@
  * Min, Max, Sum and Mean, comparisons (Equal, Less, Greater, LessOrEqual,
  * GreaterOrEqual: bool results), logic (And, Or, Xor, Not: bool operands
  * and result), Where (a bool condition selecting between two operands),
- * Mod (both forms), IsNaN and IsInf.
+ * Mod (both forms), IsNaN and IsInf, Tan, the hyperbolic functions and
+ * their inverses (from exp, log and sqrt), Shrink.
  * Every one broadcasts its operands as Add does, so shape inference, the
  * layout pass, fusion and the executor treat them as they treat Add.
  */
@@ -200,6 +201,35 @@ static double r_isinf(const gr_node *n, const double *x, int k) {
   (void)k;
   return (x[0] == INFINITY && gr_attr_int(n, "detect_positive", 1)) ||
          (x[0] == -INFINITY && gr_attr_int(n, "detect_negative", 1));
+}
+static double r_tan(const gr_node *n, const double *x, int k) {
+  (void)n, (void)k;
+  return tan(x[0]);
+}
+static double r_sinh(const gr_node *n, const double *x, int k) {
+  (void)n, (void)k;
+  return sinh(x[0]);
+}
+static double r_cosh(const gr_node *n, const double *x, int k) {
+  (void)n, (void)k;
+  return cosh(x[0]);
+}
+static double r_asinh(const gr_node *n, const double *x, int k) {
+  (void)n, (void)k;
+  return asinh(x[0]);
+}
+static double r_acosh(const gr_node *n, const double *x, int k) {
+  (void)n, (void)k;
+  return acosh(x[0]);
+}
+static double r_atanh(const gr_node *n, const double *x, int k) {
+  (void)n, (void)k;
+  return atanh(x[0]);
+}
+static double r_shrink(const gr_node *n, const double *x, int k) {
+  (void)k;
+  double l = attr(n, "lambd", 0.5), b = attr(n, "bias", 0);
+  return x[0] < -l ? x[0] + b : x[0] > l ? x[0] - b : 0;
 }
 static double r_where(const gr_node *n, const double *x, int k) {
   (void)n, (void)k;
@@ -424,6 +454,65 @@ static ts_expr *t_isinf(ts_arena *a, const gr_node *n, ts_expr **x, int k,
   return flag(a, ct, pos && neg ? ts_or(a, pos, neg) : pos ? pos : neg);
 }
 
+static ts_expr *t_tan(ts_arena *a, const gr_node *n, ts_expr **x, int k,
+                      ts_dtype ct) {
+  (void)n, (void)k;
+  return ts_div(a, call1(a, ct, "sin", x[0]), call1(a, ct, "cos", x[0]));
+}
+/* (e^x -+ e^-x) / 2 */
+static ts_expr *exp_pair(ts_arena *a, ts_dtype ct, ts_expr *x, bool plus) {
+  ts_expr *e = call1(a, ct, "exp", x);
+  ts_expr *f = call1(a, ct, "exp", ts_sub(a, num(a, ct, 0), x));
+  return ts_mul(a, plus ? ts_add(a, e, f) : ts_sub(a, e, f), num(a, ct, 0.5));
+}
+static ts_expr *t_sinh(ts_arena *a, const gr_node *n, ts_expr **x, int k,
+                       ts_dtype ct) {
+  (void)n, (void)k;
+  return exp_pair(a, ct, x[0], false);
+}
+static ts_expr *t_cosh(ts_arena *a, const gr_node *n, ts_expr **x, int k,
+                       ts_dtype ct) {
+  (void)n, (void)k;
+  return exp_pair(a, ct, x[0], true);
+}
+/* log(x + sqrt(x^2 -+ 1)) */
+static ts_expr *log_root(ts_arena *a, ts_dtype ct, ts_expr *x, double c) {
+  ts_expr *r = call1(a, ct, "sqrt", ts_add(a, ts_mul(a, x, x), num(a, ct, c)));
+  return call1(a, ct, "log", ts_add(a, x, r));
+}
+static ts_expr *t_asinh(ts_arena *a, const gr_node *n, ts_expr **x, int k,
+                        ts_dtype ct) {
+  (void)n, (void)k;
+  /* odd: computed on |x| and signed, so that large negative x does not
+   * cancel */
+  ts_expr *ax = call1(a, ct, "abs", x[0]);
+  ts_expr *v = log_root(a, ct, ax, 1);
+  return ts_select(a, ts_lt(a, x[0], num(a, ct, 0)),
+                   ts_sub(a, num(a, ct, 0), v), v);
+}
+static ts_expr *t_acosh(ts_arena *a, const gr_node *n, ts_expr **x, int k,
+                        ts_dtype ct) {
+  (void)n, (void)k;
+  return log_root(a, ct, x[0], -1);
+}
+static ts_expr *t_atanh(ts_arena *a, const gr_node *n, ts_expr **x, int k,
+                        ts_dtype ct) {
+  (void)n, (void)k;
+  ts_expr *q =
+      ts_div(a, ts_add(a, num(a, ct, 1), x[0]), ts_sub(a, num(a, ct, 1), x[0]));
+  return ts_mul(a, call1(a, ct, "log", q), num(a, ct, 0.5));
+}
+static ts_expr *t_shrink(ts_arena *a, const gr_node *n, ts_expr **x, int k,
+                         ts_dtype ct) {
+  (void)k;
+  double l = attr(n, "lambd", 0.5), b = attr(n, "bias", 0);
+  ts_expr *lo = ts_lt(a, x[0], num(a, ct, -l)),
+          *hi = ts_gt(a, x[0], num(a, ct, l));
+  return ts_select(
+      a, lo, ts_add(a, x[0], num(a, ct, b)),
+      ts_select(a, hi, ts_sub(a, x[0], num(a, ct, b)), num(a, ct, 0)));
+}
+
 static const gr_ew_op table[] = {
     {"LeakyRelu", 1, 1, EW_SAME, true, r_leaky, t_leaky},
     {"PRelu", 2, 2, EW_SAME, true, r_prelu, t_prelu},
@@ -461,6 +550,13 @@ static const gr_ew_op table[] = {
     {"Mod", 2, 2, EW_SAME, false, r_mod, t_mod},
     {"IsNaN", 1, 1, EW_BOOL_OUT, true, r_isnan, t_isnan},
     {"IsInf", 1, 1, EW_BOOL_OUT, true, r_isinf, t_isinf},
+    {"Tan", 1, 1, EW_SAME, true, r_tan, t_tan},
+    {"Sinh", 1, 1, EW_SAME, true, r_sinh, t_sinh},
+    {"Cosh", 1, 1, EW_SAME, true, r_cosh, t_cosh},
+    {"Asinh", 1, 1, EW_SAME, true, r_asinh, t_asinh},
+    {"Acosh", 1, 1, EW_SAME, true, r_acosh, t_acosh},
+    {"Atanh", 1, 1, EW_SAME, true, r_atanh, t_atanh},
+    {"Shrink", 1, 1, EW_SAME, false, r_shrink, t_shrink},
 };
 
 const gr_ew_op *gr_ew_lookup(const char *op) {

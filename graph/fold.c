@@ -2,12 +2,12 @@
  * fold.c — constant folding. One sweep in topological order: each node's
  * shape rule runs first (so a Reshape whose target shape was folded a few
  * nodes earlier gets its shape now), then a node whose inputs are all
- * constants — or a Shape node whose input shape is known — is evaluated by
- * the reference kernels and its outputs become constants. This is what makes
- * the Shape/Gather/Unsqueeze/Concat/Reshape chains of PyTorch exports
- * disappear: Shape of a static tensor is a constant, and everything computed
- * from it is too. Results over FOLD_MAX_ELEMS elements are not folded (they
- * would grow the constant store; weight transforms below that size are).
+ * constants — or a Shape, Size or EyeLike node whose input shape is known — is
+ * evaluated by the reference kernels and its outputs become constants. This is
+ * what makes the Shape/Gather/Unsqueeze/Concat/Reshape chains of PyTorch
+ * exports disappear: Shape of a static tensor is a constant, and everything
+ * computed from it is too. Results over FOLD_MAX_ELEMS elements are not folded
+ * (they would grow the constant store; weight transforms below that size are).
  * After the sweep every value must have a known shape; the first that does
  * not is reported with the node that produces it.
  */
@@ -24,7 +24,8 @@ static bool foldable(const ts_graph *g, const gr_node *n) {
     int64_t e = gr_value_elems(&g->values[n->outputs[k]]);
     if (e < 0 || e > FOLD_MAX_ELEMS) return false;
   }
-  if (!strcmp(n->op, "Shape") || !strcmp(n->op, "Size"))
+  if (!strcmp(n->op, "Shape") || !strcmp(n->op, "Size") ||
+      !strcmp(n->op, "EyeLike"))
     return gr_value_elems(&g->values[n->inputs[0]]) >= 0;
   for (int i = 0; i < n->n_inputs; i++)
     if (n->inputs[i] >= 0 && !gr_is_const(g, n->inputs[i])) return false;

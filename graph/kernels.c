@@ -182,7 +182,11 @@ static int run_fill(const gr_node *n, const gr_tensor *ins, gr_tensor *out) {
 }
 
 bool gr_kernel_folds(const char *op) {
-  static const char *const lowered_only[] = {"Einsum",
+  static const char *const lowered_only[] = {"Hardmax",
+                                             "CumSum",
+                                             "OneHot",
+                                             "LpPool",
+                                             "Einsum",
                                              "LRN",
                                              "LogSoftmax",
                                              "LpNormalization",
@@ -992,6 +996,11 @@ int gr_kernel_run(const ts_graph *g, const gr_node *n, const gr_tensor *ins,
            (size_t)gr_tensor_elems(out) * ts_dtype_elem_bytes(out->dtype));
     if (n->n_outputs > 1 && outs[1].data) /* Dropout's mask: all kept */
       memset(outs[1].data, 1, (size_t)gr_tensor_elems(&outs[1]));
+  } else if (!strcmp(op, "EyeLike")) {
+    int64_t k = gr_attr_int(n, "k", 0), R = out->shape[0], C = out->shape[1];
+    for (int64_t i = 0; i < R; i++)
+      for (int64_t j = 0; j < C; j++)
+        ts_host_set(out->data, out->dtype, i * C + j, j - i == k);
   } else if (!strcmp(op, "Size")) {
     *(int64_t *)out->data = gr_tensor_elems(&ins[0]);
   } else if (!strcmp(op, "Shape")) {

@@ -24,10 +24,15 @@
  *   Softmax, LogSoftmax (opsets before 13: over the input coerced to 2-D
  *                          at the axis) -> Reshape, the opset-13 form,
  *                          Reshape
+ *   Hardmax             -> ReduceMax, Equal, Where over positions, Equal
+ *   OneHot              -> Where(index == position, on, off)
+ *   CumSum              -> MatMul over the axis by a constant triangle
+ *   LpPool              -> (AveragePool of |x|^p · window)^(1/p)
  *   LRN                 -> x / (bias + alpha/size · S)^beta, S a 1x1 Conv
  *                          of x² with a constant channel band
  *   LayerNormalization with its Mean or InvStdDev read -> the same with Y
  *                          only, and the two from ReduceMean nodes
+ *   Dropout with its mask read -> a view of the data, a mask of trues
  *   CastLike            -> Cast
  *   LogSoftmax          -> ReduceMax, Sub, Exp, ReduceSum, Log, Sub
  *   LpNormalization     -> Div by the ReduceSum of |x| or sqrt of x^2's
@@ -644,6 +649,156 @@ static int lower_reduce(gr_lowering *l, const gr_node *n) {
 }
 
 static int lower_einsum(gr_lowering *l, const gr_node *n);
+static int reduce_axis(gr_lowering *l, const gr_node *n, const char *op, int x,
+                       const int64_t *axes, int na, int keep, int out);
+
+/* ---- OneHot, CumSum, Hardmax, LpPool ---- */
+
+/* A constant of dtype t holding sign * i + offset along the first of r
+ * axes ([L, 1, ..]). */
+static int positions(ts_graph *g, ts_dtype t, int64_t L, int r, double sign,
+                     double offset) {
+  int64_t ps[TS_MAX_DIMS];
+  ps[0] = L;
+  for (int i = 1; i < r; i++) ps[i] = 1;
+  int c = gr_const_reserve(g, gr_fresh_name(g, "positions"), t, r, ps);
+  if (c < 0) return c;
+  void *d = gr_const_data(g, c);
+  for (int64_t i = 0; i < L; i++)
+    ts_host_set(d, t, i, sign * (double)i + offset);
+  return c;
+}
+
+/* OneHot: Where(index == position or index == position - depth, on, off)
+ * with the index unsqueezed at the axis. */
+static int lower_one_hot(gr_lowering *l, const gr_node *n) {
+  ts_graph *g = l->g;
+  const gr_value x_v = g->values[n->inputs[0]], *x = &x_v;
+  const gr_value o_v = g->values[n->outputs[0]], *o = &o_v;
+  int dv = n->inputs[1], vv = n->inputs[2];
+  if (!gr_is_const(g, dv) || !gr_is_const(g, vv))
+    return FAIL("depth and values must be constants");
+  int64_t depth =
+      (int64_t)ts_host_get(gr_const_data(g, dv), g->values[dv].dtype, 0);
+  double off = ts_host_get(gr_const_data(g, vv), g->values[vv].dtype, 0);
+  double on = ts_host_get(gr_const_data(g, vv), g->values[vv].dtype, 1);
+  int64_t axis = gr_attr_int(n, "axis", -1);
+  if (axis < 0) axis += o->ndim;
+  int64_t us[TS_MAX_DIMS];
+  for (int i = 0, j = 0; i < o->ndim; i++)
+    us[i] = i == axis ? 1 : x->shape[j++];
+  int r = o->ndim - (int)axis;
+  int p0 = positions(g, x->dtype, depth, r, 1, 0);
+  int p1 = positions(g, x->dtype, depth, r, 1, -(double)depth);
+  int kon = const_fill(g, o->dtype, 0, NULL, on);
+  int koff = const_fill(g, o->dtype, 0, NULL, off);
+  if (p0 < 0 || p1 < 0 || kon < 0 || koff < 0) return NOMEM();
+  int u = reshape(l, n, n->inputs[0], o->ndim, us, -1);
+  int e0 = u < 0 ? u : emit2(l, n, "Equal", u, p0, -1);
+  int e1 = e0 < 0 ? e0 : emit2(l, n, "Equal", u, p1, -1);
+  int m = e1 < 0 ? e1 : emit2(l, n, "Or", e0, e1, -1);
+  if (m < 0) return m;
+  int ins[3] = {m, kon, koff};
+  int v = emit_a(l, n, "Where", ins, 3, n->outputs[0], NULL, 0);
+  return v < 0 ? v : TS_OK;
+}
+
+/* x of rank r with axes a and r-1 swapped. */
+static int swap_last(gr_lowering *l, const gr_node *n, int x, int r, int a,
+                     int out) {
+  int64_t perm[TS_MAX_DIMS];
+  for (int i = 0; i < r; i++) perm[i] = i;
+  perm[a] = r - 1, perm[r - 1] = a;
+  gr_attr at = {.name = "perm", .kind = GR_ATTR_INTS, .n = r, .ints = perm};
+  return emit_a(l, n, "Transpose", &x, 1, out, &at, 1);
+}
+
+/* CumSum: a MatMul over the axis by a constant triangle of ones. */
+static int lower_cumsum(gr_lowering *l, const gr_node *n) {
+  ts_graph *g = l->g;
+  const gr_value x_v = g->values[n->inputs[0]], *x = &x_v;
+  int av = n->inputs[1];
+  if (!gr_is_const(g, av)) return FAIL("the axis must be a constant");
+  if (!ts_dtype_eq(x->dtype, TS_FLOAT32)) return FAIL("wants float32");
+  int64_t a =
+      (int64_t)ts_host_get(gr_const_data(g, av), g->values[av].dtype, 0);
+  if (a < 0) a += x->ndim;
+  if (a < 0 || a >= x->ndim) return FAIL("axis out of range");
+  int64_t L = x->shape[a], ts[2] = {L, L};
+  if (L > 4096) return FAIL("an axis of %lld (4096 at most)", (long long)L);
+  bool ex = gr_attr_int(n, "exclusive", 0), rev = gr_attr_int(n, "reverse", 0);
+  double *t = ts_calloc((size_t)(L * L) + 1, sizeof *t);
+  if (!t) return NOMEM();
+  for (int64_t i = 0; i < L; i++) /* row i: input i, column j: output j */
+    for (int64_t j = 0; j < L; j++)
+      t[i * L + j] = rev ? (ex ? i > j : i >= j) : (ex ? i < j : i <= j);
+  int tc = gr_lower_const_f32(g, gr_fresh_name(g, "cumsum"), 2, ts, t, L * L);
+  free(t);
+  if (tc < 0) return NOMEM();
+  bool last = a == x->ndim - 1;
+  int v =
+      last ? n->inputs[0] : swap_last(l, n, n->inputs[0], x->ndim, (int)a, -1);
+  if (v >= 0) v = emit2(l, n, "MatMul", v, tc, last ? n->outputs[0] : -1);
+  if (v >= 0 && !last) v = swap_last(l, n, v, x->ndim, (int)a, n->outputs[0]);
+  return v < 0 ? v : TS_OK;
+}
+
+/* Hardmax along the axis: 1 at the first maximum, 0 elsewhere. */
+static int hardmax(gr_lowering *l, const gr_node *n, int x, int64_t axis,
+                   int out) {
+  ts_graph *g = l->g;
+  const gr_value x_v = g->values[x], *xv = &x_v;
+  int64_t L = xv->shape[axis];
+  int r = xv->ndim - (int)axis;
+  int pc = positions(g, TS_FLOAT32, L, r, -1, 0);
+  double none = -(double)L;
+  int nc = gr_lower_const_f32(g, gr_fresh_name(g, "none"), 0, NULL, &none, 1);
+  if (pc < 0 || nc < 0) return NOMEM();
+  int m = reduce_axis(l, n, "ReduceMax", x, &axis, 1, 1, -1);
+  int eq = m < 0 ? m : emit2(l, n, "Equal", x, m, -1);
+  if (eq < 0) return eq;
+  int ins[3] = {eq, pc, nc};
+  int w = emit_a(l, n, "Where", ins, 3, -1, NULL, 0);
+  int f = w < 0 ? w : reduce_axis(l, n, "ReduceMax", w, &axis, 1, 1, -1);
+  int hit = f < 0 ? f : emit2(l, n, "Equal", pc, f, -1);
+  if (hit < 0) return hit;
+  gr_attr to = {.name = "to", .kind = GR_ATTR_INT, .i = 1};
+  int v = emit_a(l, n, "Cast", &hit, 1, -1, &to, 1);
+  return v < 0 ? v : broadcast_to(l, n, v, xv->ndim, xv->shape, out);
+}
+
+/* LpPool: (AveragePool(|x|^p, count_include_pad) * window size)^(1/p). */
+static int lower_lp_pool(gr_lowering *l, const gr_node *n) {
+  ts_graph *g = l->g;
+  int64_t p = gr_attr_int(n, "p", 2), K = 1;
+  int nk = 0;
+  const int64_t *ks = gr_attr_ints(n, "kernel_shape", &nk);
+  for (int i = 0; i < nk; i++) K *= ks[i];
+  if (p < 1) return FAIL("p %lld", (long long)p);
+  gr_attr at[8];
+  int na = 0;
+  for (int i = 0; i < n->n_attrs && na < 7; i++)
+    if (strcmp(n->attrs[i].name, "p")) at[na++] = n->attrs[i];
+  at[na++] =
+      (gr_attr){.name = "count_include_pad", .kind = GR_ATTR_INT, .i = 1};
+  double k[3] = {(double)p, (double)K, 1.0 / (double)p};
+  int kc[3];
+  for (int i = 0; i < 3; i++)
+    if ((kc[i] = gr_lower_const_f32(g, gr_fresh_name(g, "lp"), 0, NULL, &k[i],
+                                    1)) < 0)
+      return NOMEM();
+  int out = n->outputs[0];
+  int v = emit1(l, n, "Abs", n->inputs[0], -1);
+  if (v >= 0 && p > 1)
+    v = p == 2 ? emit2(l, n, "Mul", v, v, -1)
+               : emit2(l, n, "Pow", v, kc[0], -1);
+  if (v >= 0) v = emit_a(l, n, "AveragePool", &v, 1, -1, at, na);
+  if (v >= 0) v = emit2(l, n, "Mul", v, kc[1], p == 1 ? out : -1);
+  if (v >= 0 && p > 1)
+    v = p == 2 ? emit1(l, n, "Sqrt", v, out)
+               : emit2(l, n, "Pow", v, kc[2], out);
+  return v < 0 ? v : TS_OK;
+}
 
 /* ---- CastLike, LogSoftmax, LpNormalization, GlobalMaxPool, ArgMax ---- */
 
@@ -687,7 +842,8 @@ static int lower_coerced(gr_lowering *l, const gr_node *n) {
   gr_attr ax = {.name = "axis", .kind = GR_ATTR_INT, .i = -1};
   if (v >= 0)
     v = !strcmp(n->op, "Softmax") ? emit_a(l, n, "Softmax", &v, 1, out, &ax, 1)
-                                  : log_softmax(l, n, v, last ? a : 1, out);
+        : !strcmp(n->op, "LogSoftmax") ? log_softmax(l, n, v, last ? a : 1, out)
+                                       : hardmax(l, n, v, last ? a : 1, out);
   if (v >= 0 && !last) v = reshape(l, n, v, x->ndim, x->shape, n->outputs[0]);
   return v < 0 ? v : TS_OK;
 }
@@ -790,9 +946,9 @@ static int lower_arg(gr_lowering *l, const gr_node *n) {
   return r < 0 ? r : TS_OK;
 }
 
-/* LayerNormalization whose Mean or InvStdDev output is read: the
- * normalization with Y alone, and the two statistics from reductions. */
-static bool ln_stats_used(const ts_graph *g, const gr_node *n) {
+/* Whether an output of n after the first is read (LayerNormalization's
+ * Mean or InvStdDev, Dropout's mask). */
+static bool extra_outputs_used(const ts_graph *g, const gr_node *n) {
   for (int k = 1; k < n->n_outputs; k++) {
     int v = n->outputs[k];
     for (int o = 0; o < g->n_outputs; o++)
@@ -804,6 +960,8 @@ static bool ln_stats_used(const ts_graph *g, const gr_node *n) {
   return false;
 }
 
+/* LayerNormalization whose Mean or InvStdDev output is read: the
+ * normalization with Y alone, and the two statistics from reductions. */
 static int lower_ln_stats(gr_lowering *l, const gr_node *n) {
   const gr_value x_v = l->g->values[n->inputs[0]], *x = &x_v;
   int64_t axis = gr_attr_int(n, "axis", -1), axes[TS_MAX_DIMS];
@@ -834,13 +992,37 @@ static int lower_ln_stats(gr_lowering *l, const gr_node *n) {
   return v < 0 ? v : TS_OK;
 }
 
+/* Dropout (inference) whose mask is read: the data as it is, and a mask
+ * of trues. */
+static int lower_dropout_mask(gr_lowering *l, const gr_node *n) {
+  const gr_value x_v = l->g->values[n->inputs[0]], *x = &x_v;
+  int t = const_fill(l->g, TS_BOOL, 0, NULL, 1);
+  if (t < 0) return NOMEM();
+  int v = reshape(l, n, n->inputs[0], x->ndim, x->shape, n->outputs[0]);
+  if (v >= 0) v = broadcast_to(l, n, t, x->ndim, x->shape, n->outputs[1]);
+  return v < 0 ? v : TS_OK;
+}
+
 int gr_lower_more(gr_lowering *l, const gr_node *n) {
   const char *op = n->op;
+  if (!strcmp(op, "Dropout") && n->n_outputs > 1 && extra_outputs_used(l->g, n))
+    return lower_dropout_mask(l, n);
   if (!strcmp(op, "LayerNormalization") && n->n_outputs > 1 &&
-      ln_stats_used(l->g, n))
+      extra_outputs_used(l->g, n))
     return lower_ln_stats(l, n);
-  if ((!strcmp(op, "Softmax") || !strcmp(op, "LogSoftmax")) && l->g->opset < 13)
+  if ((!strcmp(op, "Softmax") || !strcmp(op, "LogSoftmax") ||
+       !strcmp(op, "Hardmax")) &&
+      l->g->opset < 13)
     return lower_coerced(l, n);
+  if (!strcmp(op, "Hardmax")) {
+    int64_t a = gr_attr_int(n, "axis", -1);
+    if (a < 0) a += l->g->values[n->inputs[0]].ndim;
+    int v = hardmax(l, n, n->inputs[0], a, n->outputs[0]);
+    return v < 0 ? v : TS_OK;
+  }
+  if (!strcmp(op, "OneHot")) return lower_one_hot(l, n);
+  if (!strcmp(op, "CumSum")) return lower_cumsum(l, n);
+  if (!strcmp(op, "LpPool")) return lower_lp_pool(l, n);
   if (!strcmp(op, "LRN")) return lower_lrn(l, n);
   if (!strcmp(op, "CastLike")) return lower_cast_like(l, n);
   if (!strcmp(op, "Einsum")) return lower_einsum(l, n);

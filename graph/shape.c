@@ -83,6 +83,11 @@ static const char *const known_ops[] = {"Conv",
                                         "CastLike",
                                         "Einsum",
                                         "LRN",
+                                        "Hardmax",
+                                        "CumSum",
+                                        "OneHot",
+                                        "LpPool",
+                                        "EyeLike",
                                         "Size",
                                         "LogSoftmax",
                                         "LpNormalization",
@@ -882,7 +887,7 @@ int gr_infer_node(ts_graph *g, gr_node *n, ts_error *err) {
   if (!strcmp(op, "Conv") || !strcmp(op, "ConvTranspose"))
     return infer_conv(g, n, err);
   if (!strcmp(op, "MaxPool") || !strcmp(op, "AveragePool") ||
-      !strcmp(op, "GlobalAveragePool"))
+      !strcmp(op, "GlobalAveragePool") || !strcmp(op, "LpPool"))
     return infer_pool(g, n, err);
   if (!strcmp(op, "MatMul")) return infer_matmul(g, n, err);
   if (!strcmp(op, "ConvInteger") || !strcmp(op, "MatMulInteger"))
@@ -998,6 +1003,39 @@ int gr_infer_node(ts_graph *g, gr_node *n, ts_error *err) {
       return FAIL("p %lld (1 or 2)", (long long)p);
     if (!ts_dtype_eq(x->dtype, TS_FLOAT32)) return FAIL("wants float32");
     set_out(g, n, 0, x->dtype, x->ndim, x->shape, x->layout);
+    return TS_OK;
+  }
+  if (!strcmp(op, "Hardmax") || !strcmp(op, "CumSum")) {
+    if (!strcmp(op, "Hardmax") &&
+        norm_axis(gr_attr_int(n, "axis", g->opset < 13 ? 1 : -1), x->ndim) < 0)
+      return FAIL("axis out of range");
+    if (!ts_dtype_eq(x->dtype, TS_FLOAT32)) return FAIL("wants float32");
+    set_out(g, n, 0, x->dtype, x->ndim, x->shape, x->layout);
+    return TS_OK;
+  }
+  if (!strcmp(op, "EyeLike")) {
+    ts_dtype t = x->dtype;
+    const gr_attr *dt = gr_attr_find(n, "dtype");
+    if (dt && !gr_onnx_dtype(dt->i, &t)) return FAIL("unsupported dtype");
+    if (x->ndim != 2) return FAIL("wants rank 2, has %d", x->ndim);
+    set_out(g, n, 0, t, 2, x->shape, "");
+    return TS_OK;
+  }
+  if (!strcmp(op, "OneHot")) {
+    const gr_value *d = in(g, n, 1), *v = in(g, n, 2);
+    if (!d || !v || gr_value_elems(v) != 2 || !ts_dtype_is_int(x->dtype))
+      return FAIL("wants integer indices, depth and two values");
+    if (!gr_is_const(g, n->inputs[1])) return set_unknown(g, n), TS_OK;
+    int64_t depth =
+        (int64_t)ts_host_get(gr_const_data(g, n->inputs[1]), d->dtype, 0);
+    int r = x->ndim + 1;
+    int64_t axis = gr_attr_int(n, "axis", -1), out[TS_MAX_DIMS];
+    if (axis < 0) axis += r;
+    if (axis < 0 || axis >= r || r > TS_MAX_DIMS || depth < 1)
+      return FAIL("axis or depth out of range");
+    for (int i = 0, j = 0; i < r; i++)
+      out[i] = i == axis ? depth : x->shape[j++];
+    set_out(g, n, 0, v->dtype, r, out, "");
     return TS_OK;
   }
   if (!strcmp(op, "LRN")) {

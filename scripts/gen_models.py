@@ -869,6 +869,27 @@ def ops3(rng, small):
     mask = b.op("Cast", [tril], to=TensorProto.BOOL)
     scores = b.op("Mul", [b.op("Gather", [x, i64(0)], axis=1), f(4.0)])  # [1, 6, 6]
     att = b.op("Softmax", [b.op("Where", [mask, scores, f(-1e4)])], axis=-1)
+    # Tan, the hyperbolic functions and their inverses (on valid ranges),
+    # Shrink; Hardmax, OneHot (negative indices, axis 1), CumSum (forward,
+    # exclusive, reverse), EyeLike (folded); LpPool p=1 and p=2
+    one_up = b.op("Add", [b.op("Abs", [s]), f(1.0)])
+    trig = b.op("Concat", [b.op("Tan", [s]), b.op("Sinh", [s]), b.op("Cosh", [s]),
+                           b.op("Asinh", [b.op("Mul", [s, f(3.0)])]), b.op("Acosh", [one_up]),
+                           b.op("Atanh", [b.op("Mul", [s, f(0.9)])]),
+                           b.op("Shrink", [s], lambd=0.3, bias=0.1)], axis=2)  # [2, 5, 112]
+    hot_idx = b.op("Sub", [b.op("Cast", [b.op("Mul", [b.op("Add", [s, f(1.0)]), f(4.0)])],
+                                to=TensorProto.INT64), i64(4)])          # [-4, 4)
+    hot = b.op("OneHot", [b.op("Gather", [hot_idx, i64(0)], axis=2), i64(16),
+                          f([-0.5, 2.0])], axis=1)                       # [2, 16, 5]
+    hot = b.op("Transpose", [hot], perm=[0, 2, 1])                      # [2, 5, 16]
+    eye = b.op("EyeLike", [b.op("Gather", [s, i64(0)], axis=0)], k=1)   # [5, 16]
+    cum = b.op("Add", [b.op("CumSum", [s, i64(2)], exclusive=1),
+                       b.op("CumSum", [s, i64(1)], reverse=1)])
+    sel = b.op("Concat", [b.op("Add", [b.op("Hardmax", [s], axis=1), eye]), hot,
+                          b.op("Mul", [cum, f(0.25)])], axis=2)         # [2, 5, 48]
+    lp = b.op("Concat", [b.op("LpPool", [x], kernel_shape=[2, 2], strides=[2, 2], p=2),
+                         b.op("LpPool", [x], kernel_shape=[3, 3], strides=[2, 2],
+                              pads=[1, 1, 0, 0], p=1)], axis=1)          # [1, 16, 3, 3]
     # Einsum (an attention product, a projection with an ellipsis, a sum
     # with a transpose) in the outputs below
     # classification heads and norms: LogSoftmax, LpNormalization (p 1, 2),
@@ -905,7 +926,9 @@ def ops3(rng, small):
         (b.op("Einsum", [s, s], equation="bsd,btd->bst"), "einsum_scores", [2, 5, 5]),
         (b.op("Einsum", [s, b.weight("ein_w", (3, 16), 16)], equation="...d,ed->...e"),
          "einsum_proj", [2, 5, 3]),
-        (b.op("Einsum", [s], equation="bsd->db"), "einsum_sum", [16, 2])])
+        (b.op("Einsum", [s], equation="bsd->db"), "einsum_sum", [16, 2]),
+        (trig, "trig", [2, 5, 112]), (sel, "hardmax_onehot", [2, 5, 48]),
+        (lp, "lp_pool", [1, 16, 3, 3])])
     g = helper.make_graph(b.nodes, "ops3", [tensor_input("x", TensorProto.FLOAT, [1, 8, 6, 6]),
                                             tensor_input("s", TensorProto.FLOAT, [2, 5, 16])],
                           outs, b.inits)
