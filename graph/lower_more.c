@@ -61,7 +61,10 @@
          l->g->opset REST_ARGS(__VA_ARGS__))
 #define FMT_FIRST(f, ...) f
 #define REST_ARGS(f, ...) , ##__VA_ARGS__
-#define NOMEM() TS_ERR(l->err, TS_ENOMEM, "lowering '%s'", n->name)
+#define NOMEM()                                                                \
+  TS_ERR(l->err, TS_ENOMEM,                                                    \
+         "lowering '%s': out of memory, or a constant over 2^28 elements",     \
+         n->name)
 /* Values are read through local copies (x_v): adding a value or constant
  * may move the graph's value array. */
 
@@ -98,11 +101,20 @@ static int const_i64(ts_graph *g, int64_t count, const int64_t *v) {
   return gr_const_add(g, gr_fresh_name(g, "lowered"), TS_INT64, 1, &count, v);
 }
 
+/* The most elements a constant that lowering makes may hold (1 GiB of
+ * float32): a model asking for more (an Expand or a Pad by a huge amount)
+ * gets TS_ENOMEM and a message, not an allocation of that size. */
+#define LOWERED_CONST_MAX (1ll << 28)
+
 /* A constant of dtype t and the given shape, every element v. */
 static int const_fill(ts_graph *g, ts_dtype t, int nd, const int64_t *shape,
                       double v) {
   int64_t e = 1;
-  for (int i = 0; i < nd; i++) e *= shape[i];
+  for (int i = 0; i < nd; i++) {
+    if (shape[i] < 0 || (shape[i] && e > LOWERED_CONST_MAX / shape[i]))
+      return TS_ENOMEM;
+    e *= shape[i];
+  }
   int id = gr_const_reserve(g, gr_fresh_name(g, v == 0 ? "zeros" : "fill"), t,
                             nd, shape);
   if (id < 0) return id;
@@ -170,7 +182,7 @@ static int broadcast_to(gr_lowering *l, const gr_node *n, int x, int on,
   if (same) return reshape(l, n, x, on, os, out);
   bool is_bool = ts_dtype_eq(xv->dtype, TS_BOOL);
   int zc = const_fill(g, xv->dtype, on, z, 0);
-  if (zc < 0) return zc;
+  if (zc < 0) return NOMEM();
   return emit2(l, n, is_bool ? "Or" : "Add", x, zc, out);
 }
 
@@ -428,11 +440,13 @@ int gr_resize_plan(const ts_graph *g, const gr_node *n, int64_t *out,
     int a = na ? (int)(axes[j] < 0 ? axes[j] + r : axes[j]) : j;
     if (a < 0 || a >= r) return RFAIL("axis %d out of range", a);
     if (sz) {
-      if (sz[j] <= 0) return RFAIL("size %lld", (long long)sz[j]);
+      if (sz[j] <= 0 || sz[j] > 2147483647)
+        return RFAIL("size %lld", (long long)sz[j]);
       out[a] = sz[j];
       scale[a] = (double)sz[j] / (double)x->shape[a];
     } else {
-      if (!(sc[j] > 0)) return RFAIL("scale %g", sc[j]);
+      if (!(sc[j] > 0) || (double)x->shape[a] * sc[j] > 2147483647.0)
+        return RFAIL("scale %g", sc[j]);
       out[a] = (int64_t)floor((double)x->shape[a] * sc[j]);
       scale[a] = sc[j];
       if (out[a] <= 0) return RFAIL("axis %d resized to nothing", a);
