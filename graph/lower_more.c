@@ -440,12 +440,12 @@ int gr_resize_plan(const ts_graph *g, const gr_node *n, int64_t *out,
     int a = na ? (int)(axes[j] < 0 ? axes[j] + r : axes[j]) : j;
     if (a < 0 || a >= r) return RFAIL("axis %d out of range", a);
     if (sz) {
-      if (sz[j] <= 0 || sz[j] > 2147483647)
+      if (sz[j] <= 0 || sz[j] > (1 << 24))
         return RFAIL("size %lld", (long long)sz[j]);
       out[a] = sz[j];
       scale[a] = (double)sz[j] / (double)x->shape[a];
     } else {
-      if (!(sc[j] > 0) || (double)x->shape[a] * sc[j] > 2147483647.0)
+      if (!(sc[j] > 0) || (double)x->shape[a] * sc[j] > (double)(1 << 24))
         return RFAIL("scale %g", sc[j]);
       out[a] = (int64_t)floor((double)x->shape[a] * sc[j]);
       scale[a] = sc[j];

@@ -611,6 +611,20 @@ static int infer_quant(ts_graph *g, gr_node *n, ts_error *err) {
 
 /* ---- operators that lowering rewrites into the core set (lower_more.c) */
 
+/* Whether a shape computed from a model's numbers (a target shape,
+ * repeats, pads, a depth, a range) is one to go on with: every dimension
+ * at most 2^31 and at most 2^40 elements in all, so that no product
+ * overflows and no rewrite loops over an absurd axis. */
+static bool sane_shape(const int64_t *s, int n) {
+  int64_t e = 1;
+  for (int i = 0; i < n; i++) {
+    if (s[i] < 0 || s[i] > (1ll << 31)) return false;
+    if (s[i] && e > (1ll << 40) / s[i]) return false;
+    e *= s[i];
+  }
+  return true;
+}
+
 /* Split: the part sizes from the `split` input (or attribute, or equal
  * parts: the opset-18 num_outputs rounds the parts up, the last smaller). */
 int gr_split_sizes(const ts_graph *g, const gr_node *n, int64_t *sizes,
@@ -677,7 +691,8 @@ static int infer_expand_tile(ts_graph *g, gr_node *n, const gr_value *x,
     if (c != x->ndim)
       return FAIL("repeats has %d entries for rank %d", c, x->ndim);
     for (int i = 0; i < c; i++) {
-      if (v[i] < 0) return FAIL("repeat %d is negative", i);
+      if (v[i] < 0 || v[i] > (1ll << 31))
+        return FAIL("repeat %d is %lld", i, (long long)v[i]);
       out[i] = x->shape[i] * v[i];
     }
     no = c;
@@ -685,6 +700,7 @@ static int infer_expand_tile(ts_graph *g, gr_node *n, const gr_value *x,
              !gr_broadcast(x->shape, x->ndim, v, c, out, &no)) {
     return FAIL("the shape does not broadcast with the input's");
   }
+  if (!sane_shape(out, no)) return FAIL("a result of absurd size");
   set_out(g, n, 0, x->dtype, no, out, no == x->ndim ? x->layout : "");
   return TS_OK;
 }
@@ -786,6 +802,9 @@ static int infer_pad(ts_graph *g, gr_node *n, const gr_value *x,
   int64_t out[TS_MAX_DIMS];
   for (int i = 0; i < x->ndim; i++) {
     int64_t b = pads[i], e = pads[i + x->ndim], d = x->shape[i];
+    if (b < -(1ll << 31) || b > (1ll << 31) || e < -(1ll << 31) ||
+        e > (1ll << 31))
+      return FAIL("axis %d: pads %lld, %lld", i, (long long)b, (long long)e);
     out[i] = d + b + e;
     if (out[i] < 0)
       return FAIL("axis %d: pads %lld, %lld crop more than "
@@ -796,6 +815,7 @@ static int infer_pad(ts_graph *g, gr_node *n, const gr_value *x,
       return FAIL("axis %d of %lld: pads %lld, %lld too large for mode %s", i,
                   (long long)d, (long long)b, (long long)e, mode);
   }
+  if (!sane_shape(out, x->ndim)) return FAIL("a result of absurd size");
   set_out(g, n, 0, x->dtype, x->ndim, out, x->layout);
   return TS_OK;
 }
@@ -807,6 +827,7 @@ static int infer_resize(ts_graph *g, gr_node *n, const gr_value *x,
   int rc = gr_resize_plan(g, n, out, scale, err);
   if (rc == -2) return set_unknown(g, n), TS_OK;
   if (rc) return rc;
+  if (!sane_shape(out, x->ndim)) return FAIL("a result of absurd size");
   set_out(g, n, 0, x->dtype, x->ndim, out, x->layout);
   return TS_OK;
 }
@@ -840,8 +861,7 @@ static int infer_fill(ts_graph *g, gr_node *n, const gr_value *x,
     const int64_t *s = const_ints(g, n, 0, &c);
     if (!s) return set_unknown(g, n), TS_OK;
     if (c > TS_MAX_DIMS) return FAIL("rank %d", c);
-    for (int i = 0; i < c; i++)
-      if (s[i] < 0) return FAIL("dimension %d is negative", i);
+    if (!sane_shape(s, c)) return FAIL("a shape of absurd size");
     ts_dtype t = TS_FLOAT32;
     if (!gr_onnx_dtype(gr_attr_int(n, "value_dtype", 1), &t))
       return FAIL("unsupported value dtype");
@@ -861,6 +881,7 @@ static int infer_fill(ts_graph *g, gr_node *n, const gr_value *x,
   }
   if (v[2] == 0) return FAIL("delta is 0");
   double cnt = ceil((v[1] - v[0]) / v[2]);
+  if (!(cnt <= (double)(1ll << 31))) return FAIL("%g elements", cnt);
   int64_t len = cnt > 0 ? (int64_t)cnt : 0;
   set_out(g, n, 0, x->dtype, 1, &len, "");
   return TS_OK;
@@ -1031,7 +1052,8 @@ int gr_infer_node(ts_graph *g, gr_node *n, ts_error *err) {
     int r = x->ndim + 1;
     int64_t axis = gr_attr_int(n, "axis", -1), out[TS_MAX_DIMS];
     if (axis < 0) axis += r;
-    if (axis < 0 || axis >= r || r > TS_MAX_DIMS || depth < 1)
+    if (axis < 0 || axis >= r || r > TS_MAX_DIMS || depth < 1 ||
+        depth > (1 << 24))
       return FAIL("axis or depth out of range");
     for (int i = 0, j = 0; i < r; i++)
       out[i] = i == axis ? depth : x->shape[j++];
