@@ -18,6 +18,7 @@
  *              the reference kernel's conversion through double does. (The
  *              reference rounds a 64-bit integer beyond 2^53 to a double
  *              first; the call converts it exactly.)
+ *   GatherElements  out[i..] = X[i.. with the axis's index I[i..]]
  *   Concat     a chain of if_then_else over the concatenation axis (lazy,
  *              so no branch loads outside its input).
  *   Slice      X[start + i * step] per sliced axis (constant starts, ends,
@@ -103,6 +104,12 @@ bool gr_fuse_is_move(const ts_graph *g, const gr_node *n) {
     if (axis < 0) axis += x->ndim;
     return ts_dtype_is_int(ind->dtype) && axis >= 0 && axis < x->ndim &&
            out->ndim == x->ndim + ind->ndim - 1;
+  }
+  if (!strcmp(op, "GatherElements")) {
+    if (n->n_inputs != 2 || !known(g, n->inputs[1])) return false;
+    const gr_value *ind = &g->values[n->inputs[1]];
+    return ts_dtype_is_int(ind->dtype) && ind->ndim == x->ndim &&
+           out->ndim == x->ndim;
   }
   if (!strcmp(op, "Concat")) {
     if (n->n_inputs > GR_FUSE_MAX_PARAMS - 1) return false;
@@ -235,6 +242,29 @@ static ts_buffer *build_gather(gr_fuse_builder *b, const gr_node *n) {
   return ts_te_set_value(st, ts_te_load(b->te, X, xi, x->ndim));
 }
 
+/* GatherElements: out[i..] = X[i.. with the axis's index I[i..]], the
+ * index normalized and clamped as Gather's. */
+static ts_buffer *build_gather_elements(gr_fuse_builder *b, const gr_node *n) {
+  ts_arena *a = b->a;
+  const gr_value *x = &b->g->values[n->inputs[0]];
+  const gr_value *out = &b->g->values[n->outputs[0]];
+  int64_t axis = gr_attr_int(n, "axis", 0);
+  if (axis < 0) axis += x->ndim;
+  int64_t len = x->shape[axis];
+  ts_buffer *X = gr_fuse_param(b, n->inputs[0]);
+  ts_buffer *I = gr_fuse_param(b, n->inputs[1]);
+  if (!X || !I) return NULL;
+  ts_expr *oa[TS_MAX_DIMS], *xi[TS_MAX_DIMS];
+  ts_te_stage *st = stage_of_value(b, "gather_elements", out, oa);
+  ts_expr *k = ts_cast(a, TS_INDEX, ts_te_load(b->te, I, oa, out->ndim));
+  k = ts_add(a, k,
+             ts_select(a, ts_lt(a, k, ts_index(a, 0)), ts_index(a, len),
+                       ts_index(a, 0)));
+  k = ts_min(a, ts_max(a, k, ts_index(a, 0)), ts_index(a, len - 1));
+  for (int d = 0; d < x->ndim; d++) xi[d] = d == axis ? k : oa[d];
+  return ts_te_set_value(st, ts_te_load(b->te, X, xi, x->ndim));
+}
+
 static ts_buffer *build_concat(gr_fuse_builder *b, const gr_node *n) {
   ts_arena *a = b->a;
   const gr_value *out = &b->g->values[n->outputs[0]];
@@ -292,6 +322,8 @@ ts_buffer *gr_fuse_build_move(gr_fuse_builder *b, const gr_node *n) {
     r = build_transpose(b, n);
   else if (!strcmp(n->op, "Gather"))
     r = build_gather(b, n);
+  else if (!strcmp(n->op, "GatherElements"))
+    r = build_gather_elements(b, n);
   else if (!strcmp(n->op, "Concat"))
     r = build_concat(b, n);
   else if (!strcmp(n->op, "Slice"))

@@ -723,6 +723,34 @@ static int run_gather(const gr_node *n, const gr_tensor *ins, gr_tensor *out,
   return TS_OK;
 }
 
+static int run_gather_elements(const gr_node *n, const gr_tensor *ins,
+                               gr_tensor *out, ts_error *err) {
+  const gr_tensor *x = &ins[0], *ind = &ins[1];
+  int64_t axis = gr_attr_int(n, "axis", 0);
+  if (axis < 0) axis += x->ndim;
+  size_t es = ts_dtype_elem_bytes(x->dtype);
+  int64_t xs[TS_MAX_DIMS], idx[TS_MAX_DIMS] = {0}, len = x->shape[axis];
+  strides_of(x->shape, x->ndim, xs);
+  int64_t total = gr_tensor_elems(out);
+  for (int64_t e = 0; e < total; e++) {
+    int64_t k = (int64_t)ts_host_get(ind->data, ind->dtype, e), off = 0;
+    if (k < 0) k += len;
+    if (k < 0 || k >= len)
+      return TS_ERR(err, TS_ERANGE,
+                    "node '%s' (GatherElements): index %lld out of range "
+                    "[0, %lld)",
+                    n->name, (long long)k, (long long)len);
+    for (int d = 0; d < x->ndim; d++) off += (d == axis ? k : idx[d]) * xs[d];
+    memcpy((char *)out->data + e * (int64_t)es,
+           (const char *)x->data + off * (int64_t)es, es);
+    for (int d = out->ndim - 1; d >= 0; d--) {
+      if (++idx[d] < out->shape[d]) break;
+      idx[d] = 0;
+    }
+  }
+  return TS_OK;
+}
+
 static int run_slice(const gr_node *n, const gr_tensor *ins, gr_tensor *out) {
   const gr_tensor *x = &ins[0];
   int64_t start[TS_MAX_DIMS] = {0}, step[TS_MAX_DIMS];
@@ -1020,6 +1048,8 @@ int gr_kernel_run(const ts_graph *g, const gr_node *n, const gr_tensor *ins,
     rc = run_concat(n, ins, out);
   else if (!strcmp(op, "Gather"))
     rc = run_gather(n, ins, out, err);
+  else if (!strcmp(op, "GatherElements"))
+    rc = run_gather_elements(n, ins, out, err);
   else if (!strcmp(op, "Slice"))
     rc = run_slice(n, ins, out);
   else if (gr_node_blocked(n) && !strcmp(op, "Conv"))

@@ -88,6 +88,7 @@ static const char *const known_ops[] = {"Conv",
                                         "OneHot",
                                         "LpPool",
                                         "EyeLike",
+                                        "GatherElements",
                                         "Size",
                                         "LogSoftmax",
                                         "LpNormalization",
@@ -1024,6 +1025,18 @@ int gr_infer_node(ts_graph *g, gr_node *n, ts_error *err) {
       return FAIL("p %lld (1 or 2)", (long long)p);
     if (!ts_dtype_eq(x->dtype, TS_FLOAT32)) return FAIL("wants float32");
     set_out(g, n, 0, x->dtype, x->ndim, x->shape, x->layout);
+    return TS_OK;
+  }
+  if (!strcmp(op, "GatherElements")) {
+    const gr_value *idx = in(g, n, 1);
+    int axis = norm_axis(gr_attr_int(n, "axis", 0), x->ndim);
+    if (!idx || !ts_dtype_is_int(idx->dtype) || idx->ndim != x->ndim)
+      return FAIL("indices must be integers of the data's rank");
+    if (axis < 0) return FAIL("axis out of range");
+    for (int d = 0; d < x->ndim; d++)
+      if (d != axis && idx->shape[d] > x->shape[d])
+        return FAIL("indices are longer than the data on axis %d", d);
+    set_out(g, n, 0, x->dtype, idx->ndim, idx->shape, "");
     return TS_OK;
   }
   if (!strcmp(op, "Hardmax") || !strcmp(op, "CumSum")) {

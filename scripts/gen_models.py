@@ -871,7 +871,8 @@ def ops3(rng, small):
     att = b.op("Softmax", [b.op("Where", [mask, scores, f(-1e4)])], axis=-1)
     # Tan, the hyperbolic functions and their inverses (on valid ranges),
     # Shrink; Hardmax, OneHot (negative indices, axis 1), CumSum (forward,
-    # exclusive, reverse), EyeLike (folded); LpPool p=1 and p=2
+    # exclusive, reverse), EyeLike (folded); LpPool p=1 and p=2;
+    # GatherElements (negative indices) in the outputs below
     one_up = b.op("Add", [b.op("Abs", [s]), f(1.0)])
     trig = b.op("Concat", [b.op("Tan", [s]), b.op("Sinh", [s]), b.op("Cosh", [s]),
                            b.op("Asinh", [b.op("Mul", [s, f(3.0)])]), b.op("Acosh", [one_up]),
@@ -928,7 +929,10 @@ def ops3(rng, small):
          "einsum_proj", [2, 5, 3]),
         (b.op("Einsum", [s], equation="bsd->db"), "einsum_sum", [16, 2]),
         (trig, "trig", [2, 5, 112]), (sel, "hardmax_onehot", [2, 5, 48]),
-        (lp, "lp_pool", [1, 16, 3, 3])])
+        (lp, "lp_pool", [1, 16, 3, 3]),
+        (b.op("GatherElements", [s, b.const("ge", np.array(
+            [[[(3 * i + 5 * j + k) % 32 - 16 for k in range(3)] for j in range(5)]
+             for i in range(2)], np.int64))], axis=2), "gather_elements", [2, 5, 3])])
     g = helper.make_graph(b.nodes, "ops3", [tensor_input("x", TensorProto.FLOAT, [1, 8, 6, 6]),
                                             tensor_input("s", TensorProto.FLOAT, [2, 5, 16])],
                           outs, b.inits)
