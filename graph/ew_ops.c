@@ -43,6 +43,13 @@ static double attr(const gr_node *n, const char *name, double dflt) {
 
 /* ---- reference values ---- */
 
+/* A reference function whose value depends on the operands only. */
+#define R_EXPR(fn, expr)                                                       \
+  static double fn(const gr_node *n, const double *x, int k) {                 \
+    (void)n, (void)k;                                                          \
+    return expr;                                                               \
+  }
+
 static double softplus_d(double x) {
   return (x > 0 ? x : 0) + log1p(exp(-fabs(x)));
 }
@@ -51,10 +58,7 @@ static double r_leaky(const gr_node *n, const double *x, int k) {
   (void)k;
   return x[0] < 0 ? attr(n, "alpha", 0.01) * x[0] : x[0];
 }
-static double r_prelu(const gr_node *n, const double *x, int k) {
-  (void)n, (void)k;
-  return x[0] < 0 ? x[1] * x[0] : x[0];
-}
+R_EXPR(r_prelu, x[0] < 0 ? x[1] * x[0] : x[0])
 static double hard_sigmoid_d(double x, double alpha, double beta) {
   double v = alpha * x + beta;
   return v < 0 ? 0 : v > 1 ? 1 : v;
@@ -63,10 +67,7 @@ static double r_hsig(const gr_node *n, const double *x, int k) {
   (void)k;
   return hard_sigmoid_d(x[0], attr(n, "alpha", 0.2), attr(n, "beta", 0.5));
 }
-static double r_hswish(const gr_node *n, const double *x, int k) {
-  (void)n, (void)k;
-  return x[0] * hard_sigmoid_d(x[0], 1.0 / 6.0, 0.5);
-}
+R_EXPR(r_hswish, x[0] * hard_sigmoid_d(x[0], 1.0 / 6.0, 0.5))
 static double r_elu(const gr_node *n, const double *x, int k) {
   (void)k;
   return x[0] < 0 ? attr(n, "alpha", 1.0) * expm1(x[0]) : x[0];
@@ -81,54 +82,24 @@ static double r_celu(const gr_node *n, const double *x, int k) {
   double al = attr(n, "alpha", 1.0);
   return (x[0] > 0 ? x[0] : 0) + fmin(0, al * expm1(x[0] / al));
 }
-static double r_softplus(const gr_node *n, const double *x, int k) {
-  (void)n, (void)k;
-  return softplus_d(x[0]);
-}
-static double r_softsign(const gr_node *n, const double *x, int k) {
-  (void)n, (void)k;
-  return x[0] / (1 + fabs(x[0]));
-}
-static double r_mish(const gr_node *n, const double *x, int k) {
-  (void)n, (void)k;
-  return x[0] * tanh(softplus_d(x[0]));
-}
+R_EXPR(r_softplus, softplus_d(x[0]))
+R_EXPR(r_softsign, x[0] / (1 + fabs(x[0])))
+R_EXPR(r_mish, x[0] * tanh(softplus_d(x[0])))
 static double r_thresh(const gr_node *n, const double *x, int k) {
   (void)k;
   return x[0] > attr(n, "alpha", 1.0) ? x[0] : 0;
 }
-static double r_log(const gr_node *n, const double *x, int k) {
-  (void)n, (void)k;
-  return log(x[0]);
-}
-static double r_recip(const gr_node *n, const double *x, int k) {
-  (void)n, (void)k;
-  return 1.0 / x[0];
-}
-static double r_floor(const gr_node *n, const double *x, int k) {
-  (void)n, (void)k;
-  return floor(x[0]);
-}
-static double r_ceil(const gr_node *n, const double *x, int k) {
-  (void)n, (void)k;
-  return ceil(x[0]);
-}
+R_EXPR(r_log, log(x[0]))
+R_EXPR(r_recip, 1.0 / x[0])
+R_EXPR(r_floor, floor(x[0]))
+R_EXPR(r_ceil, ceil(x[0]))
 static double r_round(const gr_node *n, const double *x, int k) {
   (void)n, (void)k;
   return nearbyint(x[0]); /* halves to even, as ONNX rounds */
 }
-static double r_sign(const gr_node *n, const double *x, int k) {
-  (void)n, (void)k;
-  return x[0] > 0 ? 1 : x[0] < 0 ? -1 : 0;
-}
-static double r_sin(const gr_node *n, const double *x, int k) {
-  (void)n, (void)k;
-  return sin(x[0]);
-}
-static double r_cos(const gr_node *n, const double *x, int k) {
-  (void)n, (void)k;
-  return cos(x[0]);
-}
+R_EXPR(r_sign, x[0] > 0 ? 1 : x[0] < 0 ? -1 : 0)
+R_EXPR(r_sin, sin(x[0]))
+R_EXPR(r_cos, cos(x[0]))
 static double r_min(const gr_node *n, const double *x, int k) {
   (void)n;
   double m = x[0];
@@ -150,42 +121,15 @@ static double r_sum(const gr_node *n, const double *x, int k) {
 static double r_mean(const gr_node *n, const double *x, int k) {
   return r_sum(n, x, k) / k;
 }
-static double r_eq(const gr_node *n, const double *x, int k) {
-  (void)n, (void)k;
-  return x[0] == x[1];
-}
-static double r_lt(const gr_node *n, const double *x, int k) {
-  (void)n, (void)k;
-  return x[0] < x[1];
-}
-static double r_gt(const gr_node *n, const double *x, int k) {
-  (void)n, (void)k;
-  return x[0] > x[1];
-}
-static double r_le(const gr_node *n, const double *x, int k) {
-  (void)n, (void)k;
-  return x[0] <= x[1];
-}
-static double r_ge(const gr_node *n, const double *x, int k) {
-  (void)n, (void)k;
-  return x[0] >= x[1];
-}
-static double r_and(const gr_node *n, const double *x, int k) {
-  (void)n, (void)k;
-  return x[0] != 0 && x[1] != 0;
-}
-static double r_or(const gr_node *n, const double *x, int k) {
-  (void)n, (void)k;
-  return x[0] != 0 || x[1] != 0;
-}
-static double r_xor(const gr_node *n, const double *x, int k) {
-  (void)n, (void)k;
-  return (x[0] != 0) != (x[1] != 0);
-}
-static double r_not(const gr_node *n, const double *x, int k) {
-  (void)n, (void)k;
-  return x[0] == 0;
-}
+R_EXPR(r_eq, x[0] == x[1])
+R_EXPR(r_lt, x[0] < x[1])
+R_EXPR(r_gt, x[0] > x[1])
+R_EXPR(r_le, x[0] <= x[1])
+R_EXPR(r_ge, x[0] >= x[1])
+R_EXPR(r_and, x[0] != 0 && x[1] != 0)
+R_EXPR(r_or, x[0] != 0 || x[1] != 0)
+R_EXPR(r_xor, (x[0] != 0) != (x[1] != 0))
+R_EXPR(r_not, x[0] == 0)
 static double r_mod(const gr_node *n, const double *x, int k) {
   (void)k;
   if (gr_attr_int(n, "fmod", 0)) return fmod(x[0], x[1]);
@@ -193,48 +137,24 @@ static double r_mod(const gr_node *n, const double *x, int k) {
   double r = fmod(x[0], x[1]);
   return r != 0 && (r < 0) != (x[1] < 0) ? r + x[1] : r;
 }
-static double r_isnan(const gr_node *n, const double *x, int k) {
-  (void)n, (void)k;
-  return isnan(x[0]);
-}
+R_EXPR(r_isnan, isnan(x[0]))
 static double r_isinf(const gr_node *n, const double *x, int k) {
   (void)k;
   return (x[0] == INFINITY && gr_attr_int(n, "detect_positive", 1)) ||
          (x[0] == -INFINITY && gr_attr_int(n, "detect_negative", 1));
 }
-static double r_tan(const gr_node *n, const double *x, int k) {
-  (void)n, (void)k;
-  return tan(x[0]);
-}
-static double r_sinh(const gr_node *n, const double *x, int k) {
-  (void)n, (void)k;
-  return sinh(x[0]);
-}
-static double r_cosh(const gr_node *n, const double *x, int k) {
-  (void)n, (void)k;
-  return cosh(x[0]);
-}
-static double r_asinh(const gr_node *n, const double *x, int k) {
-  (void)n, (void)k;
-  return asinh(x[0]);
-}
-static double r_acosh(const gr_node *n, const double *x, int k) {
-  (void)n, (void)k;
-  return acosh(x[0]);
-}
-static double r_atanh(const gr_node *n, const double *x, int k) {
-  (void)n, (void)k;
-  return atanh(x[0]);
-}
+R_EXPR(r_tan, tan(x[0]))
+R_EXPR(r_sinh, sinh(x[0]))
+R_EXPR(r_cosh, cosh(x[0]))
+R_EXPR(r_asinh, asinh(x[0]))
+R_EXPR(r_acosh, acosh(x[0]))
+R_EXPR(r_atanh, atanh(x[0]))
 static double r_shrink(const gr_node *n, const double *x, int k) {
   (void)k;
   double l = attr(n, "lambd", 0.5), b = attr(n, "bias", 0);
   return x[0] < -l ? x[0] + b : x[0] > l ? x[0] - b : 0;
 }
-static double r_where(const gr_node *n, const double *x, int k) {
-  (void)n, (void)k;
-  return x[0] != 0 ? x[1] : x[2];
-}
+R_EXPR(r_where, x[0] != 0 ? x[1] : x[2])
 
 /* ---- TIR forms ---- */
 

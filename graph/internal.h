@@ -315,6 +315,9 @@ int gr_resize_plan(const ts_graph *g, const gr_node *n, int64_t *out,
  * Instance/GroupNormalization, DepthToSpace, SpaceToDepth) at node n into
  * core nodes through emit; see lower_more.c. 1 when n is not one of them. */
 typedef struct gr_lowering gr_lowering;
+/* The operators only lowering handles (no reference kernel: Split, Pad,
+ * Resize, Einsum, ...); shape inference knows them. */
+bool gr_lowered_only(const char *op);
 /* Einsum's equation over its operands' shapes: labels per operand (an
  * ellipsis as '0'.. from the right), the output's labels and shape. */
 typedef struct gr_einsum {

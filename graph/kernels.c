@@ -182,29 +182,7 @@ static int run_fill(const gr_node *n, const gr_tensor *ins, gr_tensor *out) {
 }
 
 bool gr_kernel_folds(const char *op) {
-  static const char *const lowered_only[] = {"Hardmax",
-                                             "CumSum",
-                                             "OneHot",
-                                             "LpPool",
-                                             "Einsum",
-                                             "LRN",
-                                             "LogSoftmax",
-                                             "LpNormalization",
-                                             "GlobalMaxPool",
-                                             "ArgMax",
-                                             "ArgMin",
-                                             "Split",
-                                             "Tile",
-                                             "DepthToSpace",
-                                             "SpaceToDepth",
-                                             "InstanceNormalization",
-                                             "GroupNormalization",
-                                             "Pad",
-                                             "Resize",
-                                             NULL};
-  for (int i = 0; lowered_only[i]; i++)
-    if (!strcmp(op, lowered_only[i])) return false;
-  return gr_op_known(op);
+  return !gr_lowered_only(op) && gr_op_known(op);
 }
 
 /* An operator of ew_ops.c's table: k broadcast operands. */

@@ -1017,6 +1017,32 @@ static int lower_dropout_mask(gr_lowering *l, const gr_node *n) {
   return v < 0 ? v : TS_OK;
 }
 
+bool gr_lowered_only(const char *op) {
+  static const char *const ops[] = {"Hardmax",
+                                    "CumSum",
+                                    "OneHot",
+                                    "LpPool",
+                                    "Einsum",
+                                    "LRN",
+                                    "LogSoftmax",
+                                    "LpNormalization",
+                                    "GlobalMaxPool",
+                                    "ArgMax",
+                                    "ArgMin",
+                                    "Split",
+                                    "Tile",
+                                    "DepthToSpace",
+                                    "SpaceToDepth",
+                                    "InstanceNormalization",
+                                    "GroupNormalization",
+                                    "Pad",
+                                    "Resize",
+                                    NULL};
+  for (int i = 0; ops[i]; i++)
+    if (!strcmp(op, ops[i])) return true;
+  return false;
+}
+
 int gr_lower_more(gr_lowering *l, const gr_node *n) {
   const char *op = n->op;
   if (!strcmp(op, "Dropout") && n->n_outputs > 1 && extra_outputs_used(l->g, n))

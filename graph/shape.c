@@ -68,37 +68,18 @@ static const char *const known_ops[] = {"Conv",
                                         "ReduceSumSquare",
                                         "ReduceLogSum",
                                         "ReduceLogSumExp",
-                                        "Split",
                                         "Expand",
-                                        "Tile",
-                                        "DepthToSpace",
-                                        "SpaceToDepth",
-                                        "InstanceNormalization",
-                                        "GroupNormalization",
-                                        "Pad",
-                                        "Resize",
                                         "ConstantOfShape",
                                         "Range",
                                         "Trilu",
                                         "CastLike",
-                                        "Einsum",
-                                        "LRN",
-                                        "Hardmax",
-                                        "CumSum",
-                                        "OneHot",
-                                        "LpPool",
                                         "EyeLike",
                                         "GatherElements",
                                         "Size",
-                                        "LogSoftmax",
-                                        "LpNormalization",
-                                        "GlobalMaxPool",
-                                        "ArgMax",
-                                        "ArgMin",
                                         NULL};
 
 bool gr_op_known(const char *op) {
-  if (gr_ew_lookup(op)) return true;
+  if (gr_ew_lookup(op) || gr_lowered_only(op)) return true;
   for (int i = 0; known_ops[i]; i++)
     if (!strcmp(known_ops[i], op)) return true;
   return false;
