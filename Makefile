@@ -87,8 +87,12 @@ format-check:
 # from its corpus in tests/fuzz/corpus/<name> (the importer's is
 # tests/graph/corpus; FUZZ_TARGETS picks some).
 FUZZ_TARGETS ?= tir_parser rpc_request trace_json onnx_import
+# -O1 with line tables, as libFuzzer's documentation advises: the build
+# takes a third of RelWithDebInfo's time (75 against 210 s on 2 cores),
+# the smoke's fixed runs a few seconds more (54 against 46 s).
 fuzz:
-	CC=clang cmake -S . -B $(FUZZ_BUILD) -DTS_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo
+	CC=clang cmake -S . -B $(FUZZ_BUILD) -DTS_FUZZ=ON -DCMAKE_BUILD_TYPE= \
+	  -DCMAKE_C_FLAGS="-O1 -gline-tables-only"
 	cmake --build $(FUZZ_BUILD) -j $(JOBS) $(addprefix --target fuzz_,$(FUZZ_TARGETS))
 	set -e; for t in $(FUZZ_TARGETS); do \
 	  src=tests/fuzz/corpus/$$t; [ "$$t" != onnx_import ] || src=tests/graph/corpus; \

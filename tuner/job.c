@@ -95,6 +95,7 @@ typedef struct job_task {
   ts_task_state sched;
   int empty_rounds;
   bool default_offered; /* the default schedule was considered */
+  bool ref_set;         /* the reference is with the runner */
   /* results */
   double best_s;
   int64_t trial_of_best;
@@ -505,22 +506,37 @@ static int setup_task(job *j, int i, const ts_tune_task *spec,
   t->sched.weight = spec->weight;
   t->sched.flops = t->flops;
   t->sched.max_trials = j->o->trials_per_task;
-  if ((rc = load_task_records(j, t, search_threads))) return rc;
-  /* the reference: the unscheduled workload, built for the host when
-   * this machine cannot run the target's code (the runner checks results
-   * on this machine's CPU) */
+  return load_task_records(j, t, search_threads);
+}
+
+/* The reference a task's candidates are checked against: the unscheduled
+ * workload, built for the host when this machine cannot run the target's
+ * code (the runner checks results on this machine's CPU). Built when the
+ * task is first measured, not at the job's start: a conv's unscheduled
+ * nest takes LLVM most of a second, and a model's job of a few trials
+ * measures only some of its tasks. */
+static int ensure_reference(job *j, job_task *t, int ti) {
+  if (t->ref_set) return TS_OK;
   ts_target *host = NULL;
-  if (ts_target_check_runs_here(j->target, "reference", NULL)) {
-    if ((rc = ts_target_host(&host, j->err))) return rc;
-  }
+  int rc = TS_OK;
+  if (ts_target_check_runs_here(j->target, "reference", NULL))
+    rc = ts_target_host(&host, j->err);
   ts_build_result br;
   memset(&br, 0, sizeof br);
-  rc = ts_build(spec->func, host ? host : j->target, NULL, &br, j->err);
+  if (!rc)
+    rc = ts_build(t->spec->func, host ? host : j->target, NULL, &br, j->err);
   ts_target_free(host);
-  if (rc) return rc;
-  rc = ts_runner_set_reference(j->runner, t->ref_id, br.artifact, j->err);
+  if (!rc)
+    rc = ts_runner_set_reference(j->runner, t->ref_id, br.artifact, j->err);
   ts_build_result_clear(&br);
-  return rc;
+  if (rc) {
+    char msg[sizeof j->err->msg];
+    snprintf(msg, sizeof msg, "%s", j->err ? j->err->msg : "");
+    return TS_ERR(j->err, rc, "task %d (%s): its reference: %s", ti,
+                  t->spec->name, msg);
+  }
+  t->ref_set = true;
+  return TS_OK;
 }
 
 /* ========================================================================
@@ -658,6 +674,9 @@ static int run_round(job *j, int ti) {
   for (int i = 0; i < n; i++) fs[i] = ts_sched_func(v[i]->c.sched);
   ts_build_batch(fs, n, j->target, threads, j->o->build_timeout_ms, art, why);
   free(fs);
+  int ref_rc = TS_OK;
+  for (int i = 0; i < n && !ref_rc; i++)
+    if (art[i]) ref_rc = ensure_reference(j, t, ti);
   if (t->model) {
     feat_job fj = {j, v};
     tuner_parallel(threads, n, feat_one, &fj);
@@ -676,9 +695,9 @@ static int run_round(job *j, int ti) {
     }
   ts_measure_config mc = round_config(j, t);
   ts_measure_result *mres = calloc((size_t)(nb ? nb : 1), sizeof *mres);
-  int rc =
-      nb ? ts_runner_measure(j->runner, &mc, t->ref_id, built, nb, mres, j->err)
-         : TS_OK;
+  int rc = ref_rc;
+  if (nb && !rc)
+    rc = ts_runner_measure(j->runner, &mc, t->ref_id, built, nb, mres, j->err);
   for (int i = 0; i < n; i++)
     if (!art[i]) {
       res[i].status = TS_MEASURE_BUILD_ERROR;

@@ -19,6 +19,9 @@ expect() {
 }
 contains() { grep -q -- "$2" "$TMP/$1" || { head -c 3000 "$TMP/$1"; fail "$1 lacks '$2'"; }; }
 
+# The tuning jobs take --population 16: the evolutionary search's size is
+# not what they check (tests/tuner has the search's own tests), and a
+# population of 256 per round was most of their time under the sanitizers.
 MODEL="$M/ops_small.onnx"
 [ -s "$MODEL" ] || fail "no $MODEL (the graph_models fixture writes it)"
 
@@ -34,7 +37,7 @@ contains err "cannot import the model"
 # every task gets trials although the budget is below a batch per task
 # (ops_small has 29 tasks; a batch is 32 candidates)
 expect 0 "$T" tune --model "$MODEL" --trials 32 --db "$TMP/m.db" --job m \
-  --no-summary-measure --json
+  --no-summary-measure --json --population 16
 contains err "distinct tasks"
 python3 - "$TMP/out" <<'EOF' || fail "a task got no trial"
 import json, sys
@@ -49,7 +52,7 @@ contains out '"trials_now": 4'
 
 # --shape-buckets: the tasks of every size of a named dimension in one job
 expect 0 "$T" tune --model "$M/dyn_cnn.onnx" --shape-buckets batch=1,3 \
-  --trials 6 --db "$TMP/sb.db" --job sb --no-summary-measure --json
+  --trials 6 --db "$TMP/sb.db" --job sb --no-summary-measure --json --population 16
 contains err "6 distinct tasks over 2 sizes"
 contains out '@batch=1"'
 contains out '@batch=3"'
@@ -97,7 +100,7 @@ m.ir_version = 8
 onnx.save(m, sys.argv[1])
 EOF
 expect 0 "$T" tune --model "$R" --trials 24 --db "$TMP/r.db" --job r \
-  --confirm-top 1 --json
+  --confirm-top 1 --json --population 16
 # the in-model confirmation follows the confirmation by default (its table
 # on stderr beside --json)
 contains err "in-model confirmation ("
@@ -122,10 +125,10 @@ expect 2 "$T" tune --model "$M/dyn_cnn.onnx" --shape-buckets batch=1,3 \
   --confirm-in-model
 contains err "without --shape-buckets"
 expect 0 "$T" tune --model "$R" --trials 3 --db "$TMP/r.db" --job r1 \
-  --confirm-top 1 --no-confirm-in-model
+  --confirm-top 1 --no-confirm-in-model --population 16
 grep -q "in-model" "$TMP/out" "$TMP/err" && fail "--no-confirm-in-model ran it"
 expect 0 "$T" tune --model "$R" --trials 6 --db "$TMP/r.db" --job r2 \
-  --no-summary-measure --confirm-in-model
+  --no-summary-measure --confirm-in-model --population 16
 contains out "in-model confirmation ("
 contains out "with the choices now stored"
 contains err "compiling variant 1 of"
@@ -181,7 +184,7 @@ m.ir_version = 8
 onnx.save(m, sys.argv[1])
 EOF
 expect 0 "$T" tune --model "$WM" --trials 2 --db "$TMP/w.db" --job w \
-  --no-summary-measure --no-confirm-in-model
+  --no-summary-measure --no-confirm-in-model --population 16
 expect 0 "$T" db confirm --db "$TMP/w.db" --model "$WM" --winograd-tile measure \
   --top 1 --rounds 1
 contains out "winograd in the model (5 variants"
@@ -275,7 +278,7 @@ contains out "dilated_to_batch: 9 boxes, 0 differ; est\. "
 contains out "pet: 2 of 10 mutants applied"
 contains out "0 subprograms chosen by measurement"
 expect 0 "$T" tune --model "$TMP/dil.onnx" --pet --trials 12 \
-  --trials-per-task 2 --db "$TMP/p.db" --job p --no-summary-measure
+  --trials-per-task 2 --db "$TMP/p.db" --job p --no-summary-measure --population 16
 # the mutants' tasks are the model's own; the original conv alone is new
 contains err "pet: 1 task of the candidates it weighed added"
 expect 0 "$T" compile "$TMP/dil.onnx" --pet --db "$TMP/p.db" -o "$TMP/p.so"

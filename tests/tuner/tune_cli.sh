@@ -16,6 +16,9 @@ expect() {
 }
 contains() { grep -q -- "$2" "$TMP/$1" || { head -c 2000 "$TMP/$1"; fail "$1 lacks '$2'"; }; }
 
+# --population 16 where the search's size is not what a step checks: the
+# evolutionary search's own tests are in tests/tuner, and a population of
+# 256 per round is most of these jobs' time under the sanitizers
 W="matmul M=64 N=64 K=64"
 expect 2 "$T" tune --compare-models;                     contains err "give at least one --workload"
 expect 2 "$T" tune --workload "$W" --compare-models --cost-model xgb
@@ -27,7 +30,7 @@ contains err "goes with --compare-models"
 expect 2 "$T" tune --workload "$W" --compare-models --compare-rounds 0
 contains err "compare-rounds"
 expect 0 "$T" tune --workload "$W" --trials 12 --batch 6 --db "$TMP/c.db" \
-  --compare-models --compare-rounds 3 --quiet --json
+  --compare-models --compare-rounds 3 --quiet --json --population 16
 [ -s "$TMP/c-xgb.db" ] || fail "no xgb database"
 [ -s "$TMP/c-random.db" ] || fail "no random database"
 [ ! -e "$TMP/c.db" ] || fail "--compare-models wrote the plain database"
@@ -111,7 +114,7 @@ assert 'split' in d['script']
 CW="conv2d_nhwc N=1 H=6 W=6 CI=32 CO=32 KH=3 KW=3 pad=1"
 expect 2 "$T" tune --model m.onnx --winograd;            contains err "goes with --workload"
 expect 0 "$T" tune --workload "$CW" --workload "$W2" --winograd --trials 14 \
-  --batch 2 --threads 1 --db "$TMP/w.db" --job w --no-summary-measure
+  --batch 2 --threads 1 --db "$TMP/w.db" --job w --no-summary-measure --population 16
 contains err "has no Winograd form: it is not a conv2d_nhwc workload"
 contains err "2 forms, 6 tasks added"
 contains out "F(2x2) input transform (conv2d_nhwc_1x6x6x32x32"
@@ -142,7 +145,8 @@ contains out '"ratio_to_onednn": [0-9]'
 expect 2 "$T" bench --tir x.tir --cold;                  contains err "goes with --workload"
 # a strided conv has no form: said, and tuned alone
 expect 0 "$T" tune --workload "conv2d_nhwc N=1 H=6 W=6 CI=32 CO=32 KH=3 KW=3 stride=2 pad=1" \
-  --winograd --trials 2 --batch 2 --threads 1 --db "$TMP/w2.db" --quiet --no-summary-measure
+  --winograd --trials 2 --batch 2 --threads 1 --db "$TMP/w2.db" --quiet --no-summary-measure \
+  --population 16
 contains err "has no Winograd form: its stride is not 1"
 
 # costmodel collect stores each record with its measurement context
