@@ -9,8 +9,9 @@
  * Min, Max, Sum and Mean, comparisons (Equal, Less, Greater, LessOrEqual,
  * GreaterOrEqual: bool results), logic (And, Or, Xor, Not: bool operands
  * and result), Where (a bool condition selecting between two operands),
- * Mod (both forms), IsNaN and IsInf, Tan, the hyperbolic functions and
- * their inverses (from exp, log and sqrt), Shrink.
+ * Mod (both forms), IsNaN and IsInf, Tan, Atan, Asin, Acos (a polynomial
+ * after Cephes' reduction), the hyperbolic functions and their inverses
+ * (from exp, log and sqrt), Shrink.
  * Every one broadcasts its operands as Add does, so shape inference, the
  * layout pass, fusion and the executor treat them as they treat Add.
  */
@@ -144,6 +145,9 @@ static double r_isinf(const gr_node *n, const double *x, int k) {
          (x[0] == -INFINITY && gr_attr_int(n, "detect_negative", 1));
 }
 R_EXPR(r_tan, tan(x[0]))
+R_EXPR(r_atan, atan(x[0]))
+R_EXPR(r_asin, asin(x[0]))
+R_EXPR(r_acos, acos(x[0]))
 R_EXPR(r_sinh, sinh(x[0]))
 R_EXPR(r_cosh, cosh(x[0]))
 R_EXPR(r_asinh, asinh(x[0]))
@@ -422,6 +426,53 @@ static ts_expr *t_atanh(ts_arena *a, const gr_node *n, ts_expr **x, int k,
       ts_div(a, ts_add(a, num(a, ct, 1), x[0]), ts_sub(a, num(a, ct, 1), x[0]));
   return ts_mul(a, call1(a, ct, "log", q), num(a, ct, 0.5));
 }
+/* atan(t) for any t from the odd polynomial of Cephes' atanf on
+ * |r| <= tan(pi/8), r reduced from |t| by atan(t) = pi/4 + atan((t-1)/(t+1))
+ * and pi/2 - atan(1/t) (within 3 ulp of float32); odd, so signed at the
+ * end. NaN stays NaN; +-inf gives +-pi/2. */
+static ts_expr *atan_of(ts_arena *a, ts_dtype ct, ts_expr *t) {
+  ts_expr *ax = call1(a, ct, "abs", t);
+  ts_expr *big = ts_gt(a, ax, num(a, ct, 2.414213562373095));
+  ts_expr *mid = ts_gt(a, ax, num(a, ct, 0.4142135623730950));
+  ts_expr *r =
+      ts_select(a, big, ts_sub(a, num(a, ct, 0), ts_div(a, num(a, ct, 1), ax)),
+                ts_select(a, mid,
+                          ts_div(a, ts_sub(a, ax, num(a, ct, 1)),
+                                 ts_add(a, ax, num(a, ct, 1))),
+                          ax));
+  ts_expr *y0 = ts_select(
+      a, big, num(a, ct, 1.5707963267948966),
+      ts_select(a, mid, num(a, ct, 0.7853981633974483), num(a, ct, 0)));
+  ts_expr *z = ts_mul(a, r, r);
+  static const double c[] = {8.05374449538e-2, -1.38776856032e-1,
+                             1.99777106478e-1, -3.33329491539e-1};
+  ts_expr *p = num(a, ct, c[0]);
+  for (int i = 1; i < 4; i++) p = ts_add(a, ts_mul(a, p, z), num(a, ct, c[i]));
+  ts_expr *v = ts_add(a, y0, ts_add(a, ts_mul(a, ts_mul(a, p, z), r), r));
+  return ts_select(a, ts_lt(a, t, num(a, ct, 0)), ts_sub(a, num(a, ct, 0), v),
+                   v);
+}
+static ts_expr *t_atan(ts_arena *a, const gr_node *n, ts_expr **x, int k,
+                       ts_dtype ct) {
+  (void)n, (void)k;
+  return atan_of(a, ct, x[0]);
+}
+/* asin(x) = atan(x / sqrt((1 - x)(1 + x))): +-pi/2 at +-1, NaN past them */
+static ts_expr *t_asin(ts_arena *a, const gr_node *n, ts_expr **x, int k,
+                       ts_dtype ct) {
+  (void)n, (void)k;
+  ts_expr *q =
+      ts_mul(a, ts_sub(a, num(a, ct, 1), x[0]), ts_add(a, num(a, ct, 1), x[0]));
+  return atan_of(a, ct, ts_div(a, x[0], call1(a, ct, "sqrt", q)));
+}
+/* acos(x) = 2 atan(sqrt((1 - x) / (1 + x))): exact near 1, pi at -1 */
+static ts_expr *t_acos(ts_arena *a, const gr_node *n, ts_expr **x, int k,
+                       ts_dtype ct) {
+  (void)n, (void)k;
+  ts_expr *q =
+      ts_div(a, ts_sub(a, num(a, ct, 1), x[0]), ts_add(a, num(a, ct, 1), x[0]));
+  return ts_mul(a, num(a, ct, 2), atan_of(a, ct, call1(a, ct, "sqrt", q)));
+}
 static ts_expr *t_shrink(ts_arena *a, const gr_node *n, ts_expr **x, int k,
                          ts_dtype ct) {
   (void)k;
@@ -471,6 +522,9 @@ static const gr_ew_op table[] = {
     {"IsNaN", 1, 1, EW_BOOL_OUT, true, r_isnan, t_isnan},
     {"IsInf", 1, 1, EW_BOOL_OUT, true, r_isinf, t_isinf},
     {"Tan", 1, 1, EW_SAME, true, r_tan, t_tan},
+    {"Atan", 1, 1, EW_SAME, true, r_atan, t_atan},
+    {"Asin", 1, 1, EW_SAME, true, r_asin, t_asin},
+    {"Acos", 1, 1, EW_SAME, true, r_acos, t_acos},
     {"Sinh", 1, 1, EW_SAME, true, r_sinh, t_sinh},
     {"Cosh", 1, 1, EW_SAME, true, r_cosh, t_cosh},
     {"Asinh", 1, 1, EW_SAME, true, r_asinh, t_asinh},

@@ -43,7 +43,7 @@ static bool const_int_input(const ts_graph *g, const gr_node *n, int k,
     return false;
   const void *d = gr_const_data(g, v);
   for (int64_t i = 0; i < x->shape[0]; i++)
-    vals[i] = (int64_t)ts_host_get(d, x->dtype, i);
+    vals[i] = ts_host_get_int(d, x->dtype, i);
   *count = (int)x->shape[0];
   return true;
 }
@@ -225,7 +225,7 @@ static ts_buffer *build_gather(gr_fuse_builder *b, const gr_node *n) {
   ts_expr *k;
   if (imm) {
     int64_t c =
-        (int64_t)ts_host_get(gr_const_data(b->g, n->inputs[1]), ind->dtype, 0);
+        ts_host_get_int(gr_const_data(b->g, n->inputs[1]), ind->dtype, 0);
     if (c < 0) c += len;
     k = ts_index(a, c < 0 ? 0 : c >= len ? len - 1 : c);
   } else {

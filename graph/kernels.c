@@ -159,7 +159,7 @@ static int run_fill(const gr_node *n, const gr_tensor *ins, gr_tensor *out) {
     delta = ts_host_get(ins[2].data, ins[2].dtype, 0);
   }
   if (!strcmp(n->op, "Trilu") && n->n_inputs > 1 && ins[1].data)
-    k = (int64_t)ts_host_get(ins[1].data, ins[1].dtype, 0);
+    k = ts_host_get_int(ins[1].data, ins[1].dtype, 0);
   int nd = out->ndim;
   for (int64_t e = 0; e < total; e++) {
     double v = value;
@@ -557,7 +557,7 @@ static int run_reduce(const ts_graph *g, const gr_node *n, const gr_tensor *ins,
   if (!axes && n->n_inputs > 1 && ins[1].data) {
     na = (int)gr_tensor_elems(&ins[1]);
     for (int i = 0; i < na && i < TS_MAX_DIMS; i++)
-      tmp[i] = (int64_t)ts_host_get(ins[1].data, ins[1].dtype, i);
+      tmp[i] = ts_host_get_int(ins[1].data, ins[1].dtype, i);
     axes = tmp;
   }
   bool noop = gr_attr_int(n, "noop_with_empty_axes", 0) != 0;
@@ -687,7 +687,7 @@ static int run_gather(const gr_node *n, const gr_tensor *ins, gr_tensor *out,
   int64_t ni = gr_tensor_elems(ind);
   for (int64_t o = 0; o < outer; o++)
     for (int64_t j = 0; j < ni; j++) {
-      int64_t k = (int64_t)ts_host_get(ind->data, ind->dtype, j);
+      int64_t k = ts_host_get_int(ind->data, ind->dtype, j);
       if (k < 0) k += len;
       if (k < 0 || k >= len)
         return TS_ERR(err, TS_ERANGE,
@@ -711,7 +711,7 @@ static int run_gather_elements(const gr_node *n, const gr_tensor *ins,
   strides_of(x->shape, x->ndim, xs);
   int64_t total = gr_tensor_elems(out);
   for (int64_t e = 0; e < total; e++) {
-    int64_t k = (int64_t)ts_host_get(ind->data, ind->dtype, e), off = 0;
+    int64_t k = ts_host_get_int(ind->data, ind->dtype, e), off = 0;
     if (k < 0) k += len;
     if (k < 0 || k >= len)
       return TS_ERR(err, TS_ERANGE,
@@ -736,14 +736,13 @@ static int run_slice(const gr_node *n, const gr_tensor *ins, gr_tensor *out) {
   int64_t ns = gr_tensor_elems(&ins[1]);
   for (int64_t i = 0; i < ns; i++) {
     int64_t a = n->n_inputs > 3 && ins[3].data
-                    ? (int64_t)ts_host_get(ins[3].data, ins[3].dtype, i)
+                    ? ts_host_get_int(ins[3].data, ins[3].dtype, i)
                     : i;
     if (a < 0) a += x->ndim;
     int64_t st = n->n_inputs > 4 && ins[4].data
-                     ? (int64_t)ts_host_get(ins[4].data, ins[4].dtype, i)
+                     ? ts_host_get_int(ins[4].data, ins[4].dtype, i)
                      : 1;
-    int64_t b = (int64_t)ts_host_get(ins[1].data, ins[1].dtype, i),
-            d = x->shape[a];
+    int64_t b = ts_host_get_int(ins[1].data, ins[1].dtype, i), d = x->shape[a];
     if (b < 0) b += d;
     if (st > 0)
       b = b < 0 ? 0 : b > d ? d : b;

@@ -368,9 +368,9 @@ static int nhwc_slice_axes(ts_graph *g, const gr_node *n) {
   if (cnt < 1 || cnt > 4) return TS_EINVAL;
   int av = n->n_inputs > 3 ? n->inputs[3] : -1;
   for (int64_t i = 0; i < cnt; i++) {
-    int64_t a = av >= 0 ? (int64_t)ts_host_get(gr_const_data(g, av),
-                                               g->values[av].dtype, i)
-                        : i;
+    int64_t a =
+        av >= 0 ? ts_host_get_int(gr_const_data(g, av), g->values[av].dtype, i)
+                : i;
     ax[i] = nhwc_axis(a);
   }
   return gr_const_add(g, gr_fresh_name(g, "nhwc_axes"), TS_INT64, 1, &cnt, ax);

@@ -1,7 +1,7 @@
 /*
  * lower.h — what the lowering pass (lower.c) shares with the lowerings of
- * the wider operator set (lower_more.c): the pass state and the helpers
- * that emit a node (its shapes inferred) and make fresh values and
+ * the wider operator set (lower_more.c, lower_index.c): the pass state and the
+ * helpers that emit a node (its shapes inferred) and make fresh values and
  * constants.
  */
 #ifndef TS_GRAPH_LOWER_H
@@ -14,6 +14,20 @@ struct gr_lowering {
   gr_list out;
   ts_error *err;
 };
+
+/* The gathers and scatters at constant indices (lower_index.c), as
+ * gr_lower_more: TS_OK or an error when n was rewritten, 1 when n is not
+ * theirs. */
+int gr_lower_index(gr_lowering *l, const gr_node *n);
+
+/* An unsupported use of node n (in scope with the lowering l): TS_ERR
+ * naming the node, its operator and the model's opset. */
+#define GR_LOWER_FAIL(...)                                                     \
+  TS_ERR(l->err, TS_EUNSUPPORTED,                                              \
+         "node '%s' (%s, opset %d): " GR_FMT_FIRST(__VA_ARGS__), n->name,      \
+         n->op, l->g->opset GR_REST_ARGS(__VA_ARGS__))
+#define GR_FMT_FIRST(f, ...) f
+#define GR_REST_ARGS(f, ...) , ##__VA_ARGS__
 
 /* Emits a node of one output and infers its shapes. */
 int gr_lower_emit(gr_lowering *l, const char *op, const char *name,

@@ -55,12 +55,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define FAIL(...)                                                              \
-  TS_ERR(l->err, TS_EUNSUPPORTED,                                              \
-         "node '%s' (%s, opset %d): " FMT_FIRST(__VA_ARGS__), n->name, n->op,  \
-         l->g->opset REST_ARGS(__VA_ARGS__))
-#define FMT_FIRST(f, ...) f
-#define REST_ARGS(f, ...) , ##__VA_ARGS__
+#define FAIL GR_LOWER_FAIL
 #define NOMEM()                                                                \
   TS_ERR(l->err, TS_ENOMEM,                                                    \
          "lowering '%s': out of memory, or a constant over 2^28 elements",     \
@@ -396,8 +391,8 @@ int gr_resize_plan(const ts_graph *g, const gr_node *n, int64_t *out,
   const char *mode = gr_attr_string(n, "mode", "nearest");
 #define RFAIL(...)                                                             \
   TS_ERR(err, TS_EUNSUPPORTED,                                                 \
-         "node '%s' (Resize, opset %d): " FMT_FIRST(__VA_ARGS__), n->name,     \
-         g->opset REST_ARGS(__VA_ARGS__))
+         "node '%s' (Resize, opset %d): " GR_FMT_FIRST(__VA_ARGS__), n->name,  \
+         g->opset GR_REST_ARGS(__VA_ARGS__))
   if (strcmp(mode, "nearest") && strcmp(mode, "linear") &&
       strcmp(mode, "cubic"))
     return RFAIL("mode '%s' (nearest, linear or cubic)", mode);
@@ -597,8 +592,8 @@ static int lower_trilu(gr_lowering *l, const gr_node *n) {
   int64_t k = 0;
   if (n->n_inputs > 1 && n->inputs[1] >= 0) {
     if (!gr_is_const(g, n->inputs[1])) return FAIL("k is not a constant");
-    k = (int64_t)ts_host_get(gr_const_data(g, n->inputs[1]),
-                             g->values[n->inputs[1]].dtype, 0);
+    k = ts_host_get_int(gr_const_data(g, n->inputs[1]),
+                        g->values[n->inputs[1]].dtype, 0);
   }
   bool upper = gr_attr_int(n, "upper", 1) != 0;
   int64_t R = x->shape[x->ndim - 2], C = x->shape[x->ndim - 1];
@@ -692,8 +687,7 @@ static int lower_one_hot(gr_lowering *l, const gr_node *n) {
   int dv = n->inputs[1], vv = n->inputs[2];
   if (!gr_is_const(g, dv) || !gr_is_const(g, vv))
     return FAIL("depth and values must be constants");
-  int64_t depth =
-      (int64_t)ts_host_get(gr_const_data(g, dv), g->values[dv].dtype, 0);
+  int64_t depth = ts_host_get_int(gr_const_data(g, dv), g->values[dv].dtype, 0);
   double off = ts_host_get(gr_const_data(g, vv), g->values[vv].dtype, 0);
   double on = ts_host_get(gr_const_data(g, vv), g->values[vv].dtype, 1);
   int64_t axis = gr_attr_int(n, "axis", -1);
@@ -734,8 +728,7 @@ static int lower_cumsum(gr_lowering *l, const gr_node *n) {
   int av = n->inputs[1];
   if (!gr_is_const(g, av)) return FAIL("the axis must be a constant");
   if (!ts_dtype_eq(x->dtype, TS_FLOAT32)) return FAIL("wants float32");
-  int64_t a =
-      (int64_t)ts_host_get(gr_const_data(g, av), g->values[av].dtype, 0);
+  int64_t a = ts_host_get_int(gr_const_data(g, av), g->values[av].dtype, 0);
   if (a < 0) a += x->ndim;
   if (a < 0 || a >= x->ndim) return FAIL("axis out of range");
   int64_t L = x->shape[a], ts[2] = {L, L};
@@ -1037,6 +1030,10 @@ bool gr_lowered_only(const char *op) {
                                     "GroupNormalization",
                                     "Pad",
                                     "Resize",
+                                    "GatherND",
+                                    "ScatterND",
+                                    "ScatterElements",
+                                    "Scatter",
                                     NULL};
   for (int i = 0; ops[i]; i++)
     if (!strcmp(op, ops[i])) return true;

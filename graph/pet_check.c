@@ -90,7 +90,7 @@ static bool const_ints(const ts_graph *g, const gr_node *n, int k, int64_t *out,
   int64_t e = gr_value_elems(v);
   if (e < 0 || e > TS_MAX_DIMS || !ts_dtype_is_int(v->dtype)) return false;
   const void *d = gr_const_data(g, n->inputs[k]);
-  for (int64_t i = 0; i < e; i++) out[i] = (int64_t)ts_host_get(d, v->dtype, i);
+  for (int64_t i = 0; i < e; i++) out[i] = ts_host_get_int(d, v->dtype, i);
   *c = (int)e;
   return true;
 }

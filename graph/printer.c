@@ -92,8 +92,9 @@ char *ts_graph_print(const ts_graph *g) {
     if (ts_dtype_is_int(val->dtype) && e <= 8) {
       sb_printf(&b, " = [");
       for (int64_t k = 0; k < e; k++)
-        sb_printf(&b, "%s%lld", k ? ", " : "",
-                  (long long)ts_host_get(gr_const_data(g, v), val->dtype, k));
+        sb_printf(
+            &b, "%s%lld", k ? ", " : "",
+            (long long)ts_host_get_int(gr_const_data(g, v), val->dtype, k));
       sb_printf(&b, "]");
     }
     sb_printf(&b, "\n");

@@ -424,7 +424,8 @@ static int infer_reshape(ts_graph *g, gr_node *n, const gr_value *x,
     out[i] =
         (s[i] == 0 && !allowzero) ? (i < x->ndim ? x->shape[i] : -2) : s[i];
     if (out[i] == -2) return FAIL("0 in the target copies a missing dimension");
-    prod *= out[i];
+    if (__builtin_mul_overflow(prod, out[i], &prod))
+      return FAIL("the target shape has more than 2^63 elements");
   }
   if (minus >= 0) {
     if (prod == 0 || total % prod)
@@ -754,8 +755,7 @@ int gr_pad_amounts(const ts_graph *g, const gr_node *n, int64_t *pads) {
     na = (int)a->shape[0];
     if (na > TS_MAX_DIMS) return -1;
     for (int i = 0; i < na; i++)
-      axes[i] =
-          (int64_t)ts_host_get(gr_const_data(g, n->inputs[3]), a->dtype, i);
+      axes[i] = ts_host_get_int(gr_const_data(g, n->inputs[3]), a->dtype, i);
     ax = axes;
   }
   if (!ax) na = r;
@@ -1020,6 +1020,65 @@ int gr_infer_node(ts_graph *g, gr_node *n, ts_error *err) {
     set_out(g, n, 0, x->dtype, idx->ndim, idx->shape, "");
     return TS_OK;
   }
+  if (!strcmp(op, "ScatterND") || !strcmp(op, "ScatterElements") ||
+      !strcmp(op, "Scatter")) {
+    const gr_value *idx = in(g, n, 1), *u = in(g, n, 2);
+    if (!idx || !u || !ts_dtype_is_int(idx->dtype))
+      return FAIL("wants data, integer indices and updates");
+    char b1[32], b2[32];
+    if (!ts_dtype_eq(u->dtype, x->dtype))
+      return FAIL("updates are %s, the data %s", ts_dtype_str(u->dtype, b1),
+                  ts_dtype_str(x->dtype, b2));
+    if (strcmp(op, "ScatterND")) {
+      if (idx->ndim != x->ndim || u->ndim != x->ndim)
+        return FAIL("indices and updates must have the data's rank");
+      if (norm_axis(gr_attr_int(n, "axis", 0), x->ndim) < 0)
+        return FAIL("axis out of range");
+      for (int d = 0; d < x->ndim; d++)
+        if (idx->shape[d] != u->shape[d])
+          return FAIL("indices and updates differ in shape on axis %d", d);
+    } else {
+      int64_t k = idx->ndim ? idx->shape[idx->ndim - 1] : 0;
+      if (idx->ndim < 1 || k < 1 || k > x->ndim)
+        return FAIL("the indices' last dimension must be 1 to the data's "
+                    "rank (%d)",
+                    x->ndim);
+      /* updates: indices.shape[:-1] + data.shape[k:] */
+      bool ok = u->ndim == idx->ndim - 1 + x->ndim - (int)k;
+      for (int d = 0; ok && d < u->ndim; d++)
+        ok = u->shape[d] == (d < idx->ndim - 1
+                                 ? idx->shape[d]
+                                 : x->shape[k + d - (idx->ndim - 1)]);
+      if (!ok)
+        return FAIL("updates must be indices.shape[:-1] + data.shape[k:]");
+    }
+    set_out(g, n, 0, x->dtype, x->ndim, x->shape, "");
+    return TS_OK;
+  }
+  if (!strcmp(op, "GatherND")) {
+    const gr_value *idx = in(g, n, 1);
+    int64_t b = gr_attr_int(n, "batch_dims", 0);
+    if (!idx || !ts_dtype_is_int(idx->dtype) || idx->ndim < 1)
+      return FAIL("wants integer indices of rank 1 or more");
+    int64_t k = idx->shape[idx->ndim - 1];
+    if (b < 0 || b >= idx->ndim || b >= x->ndim || k < 1 || b + k > x->ndim)
+      return FAIL("batch_dims %lld and an index length of %lld do not fit "
+                  "data of rank %d",
+                  (long long)b, (long long)k, x->ndim);
+    for (int d = 0; d < b; d++)
+      if (idx->shape[d] != x->shape[d])
+        return FAIL("the batch dimension %d differs (%lld, %lld)", d,
+                    (long long)idx->shape[d], (long long)x->shape[d]);
+    int64_t out[TS_MAX_DIMS];
+    int r = 0;
+    for (int d = 0; d < idx->ndim - 1; d++) out[r++] = idx->shape[d];
+    for (int d = (int)(b + k); d < x->ndim; d++) {
+      if (r == TS_MAX_DIMS) return FAIL("the output's rank is too large");
+      out[r++] = x->shape[d];
+    }
+    set_out(g, n, 0, x->dtype, r, out, "");
+    return TS_OK;
+  }
   if (!strcmp(op, "Hardmax") || !strcmp(op, "CumSum")) {
     if (!strcmp(op, "Hardmax") &&
         norm_axis(gr_attr_int(n, "axis", g->opset < 13 ? 1 : -1), x->ndim) < 0)
@@ -1042,7 +1101,7 @@ int gr_infer_node(ts_graph *g, gr_node *n, ts_error *err) {
       return FAIL("wants integer indices, depth and two values");
     if (!gr_is_const(g, n->inputs[1])) return set_unknown(g, n), TS_OK;
     int64_t depth =
-        (int64_t)ts_host_get(gr_const_data(g, n->inputs[1]), d->dtype, 0);
+        ts_host_get_int(gr_const_data(g, n->inputs[1]), d->dtype, 0);
     int r = x->ndim + 1;
     int64_t axis = gr_attr_int(n, "axis", -1), out[TS_MAX_DIMS];
     if (axis < 0) axis += r;

@@ -61,7 +61,7 @@ int gr_upgrade_node(ts_graph *g, gr_node *n, ts_error *err) {
       return TS_ERR(err, TS_EINVAL, "node '%s' (Pad, opset %d): needs pads",
                     n->name, opset);
     float v = (float)gr_attr_float(n, "value", 0);
-    if (g->values[n->inputs[0]].dtype.code == TS_DT_FLOAT)
+    if (n->inputs[0] >= 0 && g->values[n->inputs[0]].dtype.code == TS_DT_FLOAT)
       ins[2] =
           gr_const_add(g, gr_fresh_name(g, "value"), TS_FLOAT32, 0, NULL, &v);
     return set_inputs(g, n, ins, ins[2] >= 0 ? 3 : 2);

@@ -939,6 +939,58 @@ def ops3(rng, small):
     return g, False
 
 
+def ops4(rng, small):
+    """Gathers and scatters at constant indices and the inverse circular
+    functions, at opset 18, on s [2, 5, 16] and x [1, 8, 6, 6]: GatherND
+    (rows by pairs of indices, one negative; batch_dims 1 over s);
+    ScatterND writing rows (reduction none, a position written twice, the
+    last update kept), single elements with reduction add and rows with
+    reduction max; ScatterElements along axes 2 and -1 (negative indices,
+    reduction mul), a KV-cache-style update of x's channels 2 and 5 by
+    ScatterND; Atan, Asin, Acos (on [-1, 1], and Atan on large values).
+    The same size full and small."""
+    b = Builder(rng)
+    f32 = np.float32
+    i64, f = b.i64, b.f32
+    s, x = "s", "x"
+    rows = b.const("gnd_i", np.array([[1, 2], [0, -1], [1, 0]], np.int64))
+    gnd = b.op("GatherND", [s, rows])                                   # [3, 16]
+    bidx = b.const("gnd_b", np.array([[[4], [0]], [[2], [2]]], np.int64))
+    gnd_b = b.op("GatherND", [s, bidx], batch_dims=1)                   # [2, 2, 16]
+    upd = b.op("Mul", [b.op("Gather", [s, i64([0])], axis=1), f(3.0)])  # [2, 1, 16]
+    upd2 = b.op("Concat", [upd, b.op("Add", [upd, f(1.0)])], axis=1)    # [2, 2, 16]
+    sc_rows = b.op("ScatterND", [s, b.const("snd_i", np.array(
+        [[[0, 3], [1, 1]], [[0, 3], [1, -5]]], np.int64)),
+        b.op("Reshape", [upd2, i64([2, 2, 16])])])                      # [2, 5, 16]
+    el = b.const("snd_e", np.array([[0, 1, 2], [1, 4, 15], [0, 1, 2]], np.int64))
+    sc_add = b.op("ScatterND", [s, el, f([10.0, -20.0, 0.5])], reduction="add")
+    sc_max = b.op("ScatterND", [s, b.const("snd_m", np.array([[1, 2], [0, 0]], np.int64)),
+                                b.op("Reshape", [upd, i64([2, 16])])], reduction="max")
+    se_idx = b.const("se_i", np.array([[[(i + 3 * j) % 16 - 8 * (j % 2) for i in range(4)]
+                                        for j in range(5)] for _ in range(2)], np.int64))
+    se_upd = b.op("Slice", [s, i64([0]), i64([4]), i64([2])])           # [2, 5, 4]
+    se = b.op("ScatterElements", [s, se_idx, se_upd], axis=2)
+    se_mul = b.op("ScatterElements", [s, se_idx, se_upd], axis=-1, reduction="mul")
+    # a cache of 8 channels, channels 2 and 5 replaced by the new values
+    new = b.op("Mul", [b.op("Slice", [x, i64([0]), i64([2]), i64([1])]), f(-2.0)])
+    cache = b.op("ScatterND", [b.op("Transpose", [x], perm=[1, 0, 2, 3]),
+                               b.const("kv_i", np.array([[2], [5]], np.int64)),
+                               b.op("Transpose", [new], perm=[1, 0, 2, 3])])
+    cache = b.op("Transpose", [cache], perm=[1, 0, 2, 3])               # [1, 8, 6, 6]
+    unit = b.op("Tanh", [s])
+    trig = b.op("Concat", [b.op("Atan", [b.op("Mul", [s, f(40.0)])]), b.op("Atan", [s]),
+                           b.op("Asin", [unit]), b.op("Acos", [unit])], axis=2)  # [2, 5, 64]
+    scat = b.op("Concat", [sc_rows, sc_add, sc_max, se, se_mul], axis=2)  # [2, 5, 80]
+    outs = _rename_outputs(b, [
+        (gnd, "gather_nd", [3, 16]), (gnd_b, "gather_nd_batch", [2, 2, 16]),
+        (scat, "scatter", [2, 5, 80]), (cache, "cache", [1, 8, 6, 6]),
+        (trig, "inverse_trig", [2, 5, 64])])
+    g = helper.make_graph(b.nodes, "ops4", [tensor_input("s", TensorProto.FLOAT, [2, 5, 16]),
+                                            tensor_input("x", TensorProto.FLOAT, [1, 8, 6, 6])],
+                          outs, b.inits)
+    return g, False
+
+
 def _im2col(x):
     """x [N, 8, 8, C] -> the 3x3, pad-1 patches [N*64, 9*C] (ky, kx, c)."""
     n, h, w, c = x.shape
@@ -1270,13 +1322,13 @@ DIGITS_OUT = None
 
 MODELS = {"resnet50": resnet50, "mobilenet_v2": mobilenet_v2, "bert": bert, "csrnet": csrnet,
           "ops": ops, "digits": digits, "resnet18": resnet18, "bert_layer": bert_layer,
-          "unet": unet, "ops2": ops2, "ops3": ops3, "yolo": yolo,
+          "unet": unet, "ops2": ops2, "ops3": ops3, "ops4": ops4, "yolo": yolo,
           "mobilenet_v3": mobilenet_v3, "gpt2": gpt2}
 # what --models defaults to (the tests' set); the others on request
 DEFAULT_MODELS = ["resnet50", "mobilenet_v2", "bert", "csrnet", "ops", "digits", "unet",
-                  "ops2", "ops3"]
+                  "ops2", "ops3", "ops4"]
 # each model's opset (OPSET when not listed)
-OPSETS = {"ops": 17, "ops2": 13, "ops3": 18, "yolo": 17, "mobilenet_v3": 17, "gpt2": 17}
+OPSETS = {"ops": 17, "ops2": 13, "ops3": 18, "ops4": 18, "yolo": 17, "mobilenet_v3": 17, "gpt2": 17}
 
 
 def main():

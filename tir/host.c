@@ -144,6 +144,21 @@ double ts_host_get(const void *data, ts_dtype t, int64_t i) {
   }
 }
 
+int64_t ts_host_get_int(const void *data, ts_dtype t, int64_t i) {
+  if (t.code == TS_DT_INT || t.code == TS_DT_UINT) {
+    if (t.bits < 64) return (int64_t)ts_host_get(data, t, i); /* exact */
+    uint64_t x;
+    memcpy(&x, (const unsigned char *)data + i * 8, 8);
+    if (t.code == TS_DT_UINT && x > (uint64_t)INT64_MAX) return INT64_MAX;
+    return (int64_t)x;
+  }
+  double v = ts_host_get(data, t, i);
+  if (isnan(v)) return 0;
+  if (v >= 9223372036854775807.0) return INT64_MAX;
+  if (v <= -9223372036854775808.0) return INT64_MIN;
+  return (int64_t)v;
+}
+
 /* double -> integer of t: truncate toward zero, saturate, NaN -> 0 (the
  * interpreter's cast rule). */
 static int64_t saturate(double v, ts_dtype t) {

@@ -937,6 +937,10 @@ int64_t ts_host_compare(const void *got, const void *want, ts_dtype t,
                         int64_t n, int64_t *first_bad, double *max_abs_err);
 /* Reads element i of dtype t as a double (for messages and tests). */
 double ts_host_get(const void *data, ts_dtype t, int64_t i);
+/* Reads element i as an integer: integer dtypes exactly (a uint64 past
+ * INT64_MAX saturates), floats truncated toward zero and saturated, NaN 0
+ * (indices, shapes and axes read from a model's constants). */
+int64_t ts_host_get_int(const void *data, ts_dtype t, int64_t i);
 void ts_host_set(void *data, ts_dtype t, int64_t i, double v);
 
 /* ========================================================================

@@ -1,7 +1,8 @@
 #!/bin/sh
 # ops_cli.sh TESSERA MODELS SOURCE — the wider ONNX operator set (the
-# elementwise table of graph/ew_ops.c, the rewrites of graph/lower_more.c):
-# the small ops, ops2 (opset 13) and ops3 (opset 18) models of
+# elementwise table of graph/ew_ops.c, the rewrites of graph/lower_more.c
+# and graph/lower_index.c): the small ops, ops2 (opset 13), ops3 and ops4
+# (opset 18) models of
 # scripts/gen_models.py compiled, each library run by `tessera run` on an
 # arena of NaN bytes and checked against onnxruntime (skipped without the
 # project's .venv); malformed or unsupported uses of the new operators are
@@ -22,7 +23,7 @@ expect() {
 contains() { grep -q -- "$1" "$TMP/out" || { cat "$TMP/out"; fail "output lacks '$1'"; }; }
 
 export TESSERA_POISON_ARENA=1
-for m in ops ops2 ops3; do
+for m in ops ops2 ops3 ops4; do
   expect 0 "$T" compile "$M/${m}_small.onnx" -o "$TMP/$m.so"
   /usr/bin/python3 "$SRC/scripts/ort_check.py" "$T" "$M/${m}_small.onnx" \
     --library "$TMP/$m.so" --work "$TMP/w_$m" >"$TMP/out" 2>&1
@@ -71,6 +72,16 @@ model("tf_crop", [helper.make_node("Resize", ["x", "r", "s"], ["y"], name="crop"
 model("nonzero", [helper.make_node("NonZero", ["x"], ["y"], name="nz")], {}, [4, 32])
 model("diagonal", [helper.make_node("Einsum", ["x"], ["y"], name="tr", equation="bcii->bci")],
       {}, [1, 2, 4])
+# scatters and gathers: indices computed at run time, a reduction onto a
+# position written 65 times, an index past the data's extent
+model("dyn_index", [helper.make_node("Cast", ["x"], ["i"], to=TensorProto.INT64),
+                    helper.make_node("ScatterElements", ["x", "i", "x"], ["y"], name="se")],
+      {}, [1, 2, 4, 4])
+model("dup_add", [helper.make_node("ScatterND", ["x", "i", "u"], ["y"], name="acc",
+                                   reduction="add")],
+      {"i": i64([[0, 1]] * 65), "u": f32(np.ones((65, 4, 4)))}, [1, 2, 4, 4], opset=16)
+model("far", [helper.make_node("GatherND", ["x", "i"], ["y"], name="far")],
+      {"i": i64([[0, 2]])}, [1, 4, 4])
 # two outputs computing the same value stay two outputs (common
 # subexpression elimination keeps a graph output's node)
 g = helper.make_graph([helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Relu", ["x"], ["b"])],
@@ -172,6 +183,9 @@ check_refused where "'pick' (Where" "input 0 must be bool"
 check_refused tf_crop "'crop' (Resize" "tf_crop_and_resize' is not supported"
 check_refused nonzero "'nz'" "operator 'NonZero' is not supported"
 check_refused diagonal "'tr' (Einsum" "label 'i' repeats in operand 0 (a diagonal is not supported)"
+check_refused dyn_index "'se' (ScatterElements" "the indices must be constants"
+check_refused dup_add "'acc' (ScatterND" "reduction 'add' writes a position 65 times (at most 64)"
+check_refused far "'far' (GatherND" "index 1 of the indices is out of range for the data's axis 1 (extent 2)"
 expect 0 "$T" graph show "$TMP/twins.onnx"
 contains "output %a"
 contains "output %b"
