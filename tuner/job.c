@@ -674,9 +674,9 @@ static int run_round(job *j, int ti) {
   for (int i = 0; i < n; i++) fs[i] = ts_sched_func(v[i]->c.sched);
   ts_build_batch(fs, n, j->target, threads, j->o->build_timeout_ms, art, why);
   free(fs);
-  int ref_rc = TS_OK;
-  for (int i = 0; i < n && !ref_rc; i++)
-    if (art[i]) ref_rc = ensure_reference(j, t, ti);
+  bool any_built = false;
+  for (int i = 0; i < n; i++) any_built = any_built || art[i];
+  int ref_rc = any_built ? ensure_reference(j, t, ti) : TS_OK;
   if (t->model) {
     feat_job fj = {j, v};
     tuner_parallel(threads, n, feat_one, &fj);
