@@ -165,6 +165,14 @@ int ts_target_max_registers_per_thread(const ts_target *t);
 /* Set by lowering on a loop it wants LLVM to unroll whole (the emitter
  * attaches llvm.loop.unroll.full). */
 #define TS_ANN_LLVM_UNROLL_FULL "llvm_unroll_full"
+/* On a loop, non-zero: whole-vector stores to the function's parameters in
+ * its body (an output written once, larger than the caches) are
+ * non-temporal, bypassing the caches, where the target family has such
+ * stores (x86: vmovntps), and the loop ends with a store fence. Each store
+ * is non-temporal only when its address is aligned to the vector's bytes
+ * at run time; otherwise it is an ordinary store. Other families and the
+ * interpreter ignore it: it changes no value. */
+#define TS_ANN_NONTEMPORAL "pragma_nontemporal"
 
 /* The steps of ts_lower, in the order it runs them. */
 typedef enum ts_lower_step {

@@ -240,7 +240,27 @@ static bool has_threads(const target_family *f) {
   return f->emit->thread_loop != NULL;
 }
 
+/* Whether loop s asks for non-temporal stores the family can emit. */
+static bool nontemporal_loop(const emitter *e, const ts_stmt *s) {
+  const ts_annotation *a = ts_for_find_annotation(s, TS_ANN_NONTEMPORAL);
+  return e->hooks->store_fence && a && a->kind == TS_ANN_INT && a->i;
+}
+
+static void emit_for_kind(emitter *e, ts_stmt *s);
+
+/* A loop; under TS_ANN_NONTEMPORAL its body's parameter stores may be
+ * non-temporal, and a fence follows it (a parallel loop's outlined body
+ * ends with one, see emit_parallel). */
 static void emit_for(emitter *e, ts_stmt *s) {
+  bool nt = nontemporal_loop(e, s);
+  e->nontemporal += nt;
+  emit_for_kind(e, s);
+  e->nontemporal -= nt;
+  if (nt && !e->status && ts_for_kind_of(s) != TS_FOR_PARALLEL)
+    e->hooks->store_fence(e);
+}
+
+static void emit_for_kind(emitter *e, ts_stmt *s) {
   set_range(e, s);
   switch (ts_for_kind_of(s)) {
   case TS_FOR_PARALLEL: e->hooks->parallel_loop(e, s); return;
@@ -396,5 +416,6 @@ void emit_stmt(emitter *e, ts_stmt *s) {
 
 int emit_kernel(emitter *e, const ts_func *f, const char *entry) {
   e->entry = entry;
+  e->func = f;
   return e->hooks->kernel(e, f, entry);
 }

@@ -160,6 +160,8 @@ void emit_parallel(emitter *e, ts_stmt *s) {
   LLVMPositionBuilderAtEnd(e->b, body_bb);
   emit_loop(e, ts_for_var(s), LLVMGetParam(body_fn, 1),
             LLVMGetParam(body_fn, 2), ts_for_body(s), false);
+  /* each chunk's non-temporal stores are ordered before the pool's join */
+  if (e->nontemporal && e->hooks->store_fence) e->hooks->store_fence(e);
   LLVMBuildRet(e->b, LLVMConstInt(emit_i32t(e), 0, 0));
   ts_node_map_destroy(bf.vals);
 

@@ -411,6 +411,57 @@ static LLVMValueRef emit_load(emitter *e, ts_expr *x) {
   return load_to_reg(e, t, r);
 }
 
+static bool is_param(const emitter *e, const ts_buffer *b) {
+  if (!e->func) return false;
+  for (int i = 0; i < ts_func_n_params(e->func); i++)
+    if (ts_func_param(e->func, i) == b) return true;
+  return false;
+}
+
+/* A whole-vector store of v at p under TS_ANN_NONTEMPORAL: non-temporal
+ * (bypassing the caches) when p is aligned to the vector's bytes, which
+ * the instruction needs, else an ordinary store. The test is on the
+ * address itself, so a row that starts unaligned (an odd row length)
+ * stores normally; the branch goes the same way along a row. */
+static void nontemporal_store(emitter *e, ts_buffer *b, LLVMValueRef v,
+                              LLVMValueRef p) {
+  /* an IR vector wider than the target's registers is stored as several
+   * register-wide stores: each needs the register's alignment */
+  unsigned long long bytes =
+      LLVMABISizeOfType(LLVMGetModuleDataLayout(e->mod), LLVMTypeOf(v));
+  unsigned long long reg =
+      (unsigned long long)ts_target_vector_bits(e->target) / 8;
+  if (reg >= 16 && bytes > reg) bytes = reg;
+  if (bytes < 16 || (bytes & (bytes - 1))) {
+    LLVMValueRef st = LLVMBuildStore(e->b, v, p);
+    LLVMSetAlignment(st, elem_align(e, b));
+    return;
+  }
+  LLVMValueRef addr = LLVMBuildPtrToInt(e->b, p, emit_i64t(e), "");
+  LLVMValueRef low =
+      LLVMBuildAnd(e->b, addr, LLVMConstInt(emit_i64t(e), bytes - 1, 0), "");
+  LLVMValueRef aligned =
+      LLVMBuildICmp(e->b, LLVMIntEQ, low, LLVMConstInt(emit_i64t(e), 0, 0), "");
+  LLVMValueRef fn = e->cur->fn;
+  LLVMBasicBlockRef nt_bb = LLVMAppendBasicBlockInContext(e->ctx, fn, "nt");
+  LLVMBasicBlockRef st_bb = LLVMAppendBasicBlockInContext(e->ctx, fn, "st");
+  LLVMBasicBlockRef end = LLVMAppendBasicBlockInContext(e->ctx, fn, "st.end");
+  LLVMBuildCondBr(e->b, aligned, nt_bb, st_bb);
+  LLVMPositionBuilderAtEnd(e->b, nt_bb);
+  LLVMValueRef nt = LLVMBuildStore(e->b, v, p);
+  LLVMSetAlignment(nt, (unsigned)bytes);
+  LLVMMetadataRef one = LLVMValueAsMetadata(LLVMConstInt(emit_i32t(e), 1, 0));
+  LLVMSetMetadata(
+      nt, LLVMGetMDKindIDInContext(e->ctx, "nontemporal", 11),
+      LLVMMetadataAsValue(e->ctx, LLVMMDNodeInContext2(e->ctx, &one, 1)));
+  LLVMBuildBr(e->b, end);
+  LLVMPositionBuilderAtEnd(e->b, st_bb);
+  LLVMValueRef st = LLVMBuildStore(e->b, v, p);
+  LLVMSetAlignment(st, elem_align(e, b));
+  LLVMBuildBr(e->b, end);
+  LLVMPositionBuilderAtEnd(e->b, end);
+}
+
 void emit_store(emitter *e, ts_stmt *s) {
   ts_buffer *b = ts_store_buffer(s);
   if (ts_store_n_indices(s) != 1) {
@@ -447,6 +498,10 @@ void emit_store(emitter *e, ts_stmt *s) {
   }
   if (is_unit_ramp(idx)) {
     LLVMValueRef p = elem_ptr(e, b, emit_expr(e, ts_expr_operand(idx, 0)));
+    if (e->nontemporal && is_param(e, b)) {
+      nontemporal_store(e, b, v, p);
+      return;
+    }
     LLVMValueRef st = LLVMBuildStore(e->b, v, p);
     LLVMSetAlignment(st, elem_align(e, b));
     return;

@@ -118,6 +118,10 @@ struct emit_hooks {
   bool (*native_half)(const emitter *e, bool bf16, bool narrow);
   /* The family's intrinsics, ending with a NULL name. */
   const emit_intrinsic *intrinsics;
+  /* Orders the non-temporal stores emitted before it with later memory
+   * operations (TS_ANN_NONTEMPORAL); NULL: the family has no non-temporal
+   * stores and the annotation is ignored. */
+  void (*store_fence)(emitter *e);
 };
 
 /* ---- a family ---- */

@@ -454,6 +454,11 @@ static void llvm_init(void) {
   LLVMInitializeX86AsmPrinter();
 }
 
+/* sfence: orders the non-temporal stores before it (TS_ANN_NONTEMPORAL). */
+static void x86_sfence(emitter *e) {
+  emit_call_fixed(e, "llvm.x86.sse.sfence", NULL, 0);
+}
+
 static const emit_hooks emit = {
     .kernel = emit_cpu_kernel,
     .parallel_loop = emit_parallel,
@@ -466,6 +471,7 @@ static const emit_hooks emit = {
     .libm = true,
     .native_half = native_half,
     .intrinsics = emit_x86_intrinsics,
+    .store_fence = x86_sfence,
 };
 
 const target_family target_x86 = {

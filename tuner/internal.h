@@ -17,6 +17,11 @@
 #define ANN_PARALLEL "tuner.parallel"   /* root: max parallel extent */
 #define ANN_VECTORIZE "tuner.vectorize" /* root: max vectorize lanes */
 #define ANN_UNROLL "tuner.unroll"       /* root: auto-unroll max step */
+#define ANN_STREAM "tuner.stream"       /* root: non-temporal output stores */
+/* Outputs of at least this many bytes in all get the non-temporal store
+ * decision (rule_parallel_vectorize_unroll): below it the output stays in
+ * the caches between calls and bypassing them only loses. */
+#define STREAM_MIN_BYTES ((int64_t)4 << 20)
 #define ANN_TENSORIZE "tuner.tensorize" /* block: intrinsic name */
 #define ANN_TENSORIZE_LOOPS                                                    \
   "tuner.tensorize_loops"                       /* block: inner loops          \

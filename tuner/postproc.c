@@ -305,6 +305,28 @@ static void vectorize_leaf(ts_sched *s, const char *name, int64_t max_lanes,
   ts_sched_vectorize(s, parts[1]);
 }
 
+/* Whether the blocks of a nest write some output of f, each with spatial
+ * iters only (every element once: a reduction's update reads back what it
+ * wrote, which a non-temporal store would send to memory and back). */
+static bool writes_outputs_once(const ts_func *f, const nest_blocks *nb) {
+  bool any = false;
+  for (int k = 0; k < nb->n; k++) {
+    const ts_block *b = ts_realize_block(nb->v[k]);
+    for (int w = 0; w < ts_block_n_writes(b); w++) {
+      const ts_buffer *buf = ts_block_write(b, w)->buffer;
+      bool out = false;
+      for (int i = 0; i < ts_func_n_params(f); i++)
+        if (ts_func_param(f, i) == buf && ts_func_param_is_output(f, i))
+          out = true;
+      if (!out) continue;
+      for (int i = 0; i < ts_block_n_iters(b); i++)
+        if (ts_block_iter_kind(b, i) != TS_ITER_SPATIAL) return false;
+      any = true;
+    }
+  }
+  return any;
+}
+
 static int rewrite_pvu(ts_sched *s, bool parallel_vectorize, ts_error *err) {
   const ts_func *f = ts_sched_func(s);
   const char *rn = root_block_name(f);
@@ -315,15 +337,16 @@ static int rewrite_pvu(ts_sched *s, bool parallel_vectorize, ts_error *err) {
   int64_t par = annotation_int(rb, ANN_PARALLEL, 0);
   int64_t vec = annotation_int(rb, ANN_VECTORIZE, 0);
   int64_t unroll = annotation_int(rb, ANN_UNROLL, 0);
+  int64_t stream = annotation_int(rb, ANN_STREAM, 0);
   ts_rv root_rv;
   if (ts_sched_get_block(s, root, &root_rv))
     return fail(err, s, TS_POSTPROC_REWRITE_PARALLEL_VECTORIZE_UNROLL, root);
-  const char *keys[3] = {ANN_PARALLEL, ANN_VECTORIZE, ANN_UNROLL};
-  for (int i = 0; i < 3; i++)
+  const char *keys[4] = {ANN_PARALLEL, ANN_VECTORIZE, ANN_UNROLL, ANN_STREAM};
+  for (int i = 0; i < 4; i++)
     if (ts_block_find_annotation(rb, keys[i]) &&
         ts_sched_unannotate(s, root_rv, keys[i]))
       return fail(err, s, TS_POSTPROC_REWRITE_PARALLEL_VECTORIZE_UNROLL, root);
-  if (!par && !vec && !unroll) return TS_OK;
+  if (!par && !vec && !unroll && !stream) return TS_OK;
 
   /* the top-level loop nests: for each, the first leaf block names it */
   int nn = 0;
@@ -372,6 +395,7 @@ static int rewrite_pvu(ts_sched *s, bool parallel_vectorize, ts_error *err) {
       }
     }
     const ts_stmt *par_stmt = m > 0 ? ts_sched_rv_loop(s, loops[m - 1]) : NULL;
+    bool nt = stream > 0 && writes_outputs_once(ts_sched_func(s), &nb);
     /* vectorize the leaves first: fusing the outer loops keeps inner
      * handles valid */
     if (parallel_vectorize && vec > 1)
@@ -401,6 +425,8 @@ static int rewrite_pvu(ts_sched *s, bool parallel_vectorize, ts_error *err) {
                         ts_ann_int(TS_ANN_AUTO_UNROLL_MAX_STEP, unroll));
       ts_sched_annotate(s, outer, ts_ann_int(TS_ANN_UNROLL_EXPLICIT, 1));
     }
+    if (nt && ts_sched_rv_loop(s, outer))
+      ts_sched_annotate(s, outer, ts_ann_int(TS_ANN_NONTEMPORAL, 1));
   }
   free(first_leaf);
   names_free(names, nn);

@@ -385,8 +385,21 @@ int rule_cpu_rfactor(const gen *g, const gen_state *st, const char *name,
  * Parallelize-vectorize-unroll
  * ======================================================================== */
 
+/* The bytes of the function's outputs. */
+static int64_t output_bytes(const ts_func *f) {
+  int64_t n = 0;
+  for (int i = 0; i < ts_func_n_params(f); i++)
+    if (ts_func_param_is_output(f, i))
+      n += ts_buffer_bytes(ts_func_param(f, i));
+  return n;
+}
+
 /* Annotates the root block with the parallel, vectorize and unroll plans
- * the postprocessor turns into loop kinds. */
+ * the postprocessor turns into loop kinds, and, for outputs of
+ * STREAM_MIN_BYTES or more, whether their stores bypass the caches
+ * (non-temporal: an output larger than the caches is written to memory
+ * without first reading each line in; measured, not assumed, since an
+ * output that stays in the caches only loses). */
 int rule_parallel_vectorize_unroll(const gen *g, gen_state *st) {
   ts_sched *s = st->s;
   const char *root = root_block_name(ts_sched_func(s));
@@ -406,5 +419,13 @@ int rule_parallel_vectorize_unroll(const gen *g, gen_state *st) {
       (rc = ts_sched_sample_categorical(s, steps, sp, 4, &unroll)) ||
       (rc = ts_sched_annotate_rv(s, rb, ANN_UNROLL, unroll)))
     return rc;
+  if (output_bytes(ts_sched_func(s)) >= STREAM_MIN_BYTES) {
+    static const int64_t on[2] = {0, 1};
+    static const double op[2] = {0.5, 0.5};
+    ts_rv stream;
+    if ((rc = ts_sched_sample_categorical(s, on, op, 2, &stream)) ||
+        (rc = ts_sched_annotate_rv(s, rb, ANN_STREAM, stream)))
+      return rc;
+  }
   return TS_OK;
 }

@@ -352,6 +352,101 @@ static void test_one_pass_rows(void **state) {
   ts_target_free(t);
 }
 
+static bool nt_loop(void *ctx, ts_stmt *st) {
+  if (ts_stmt_kind_of(st) == TS_STMT_FOR &&
+      ts_for_find_annotation(st, TS_ANN_NONTEMPORAL))
+    *(int *)ctx += 1;
+  return true;
+}
+
+/* Loops of f annotated for non-temporal stores. */
+static int nt_loops(const ts_func *f) {
+  int n = 0;
+  ts_visitor v = {nt_loop, NULL, NULL, &n};
+  ts_stmt_walk(ts_func_body(f), &v);
+  return n;
+}
+
+/* Outputs of 4 MiB or more get the decision of non-temporal stores (a
+ * layer_norm's rows: some samples have the annotated loop, some not, and
+ * a sample with it computes layer_norm); smaller outputs never do, nor a
+ * nest whose output is a reduction's accumulator (a matmul's C updated
+ * along k). */
+static void test_stream_decision(void **state) {
+  (void)state;
+  ts_target *t = host();
+  ts_error err;
+  ts_design_space *s = NULL;
+  int n = 0;
+  ts_workload *small = tu_workload("layer_norm N=64 D=256");
+  OK(ts_space_generate(small->func, t, NULL, &s, &n, &err));
+  for (int i = 0; i < n; i++) {
+    char *script = ts_trace_print(s[i].trace);
+    assert_null(strstr(script, "tuner.stream"));
+    free(script);
+  }
+  ts_design_spaces_free(s, n);
+  ts_workload_free(small);
+
+  ts_workload *w = tu_workload("layer_norm N=1024 D=1024");
+  OK(ts_space_generate(w->func, t, NULL, &s, &n, &err));
+  int with = 0, without = 0;
+  ts_candidate keep = {0};
+  bool kept = false;
+  for (int i = 0; i < n; i++) {
+    char *script = ts_trace_print(s[i].trace);
+    assert_non_null(strstr(script, "tuner.stream"));
+    free(script);
+    for (uint64_t seed = 1; seed <= 12; seed++) {
+      ts_candidate c;
+      OK(ts_candidate_sample(&s[i], i, w->func, t, seed, &c, &err));
+      if (nt_loops(ts_sched_func(c.sched)) > 0) {
+        with++;
+        if (!kept) {
+          keep = c;
+          kept = true;
+          continue;
+        }
+      } else {
+        without++;
+      }
+      ts_candidate_clear(&c);
+    }
+  }
+  assert_true(with > 0);
+  assert_true(without > 0);
+  ts_runtime *rt = NULL;
+  OK(ts_runtime_create(2, &rt, &err));
+  ts_rt_args *want = tu_reference(w->func, 3);
+  assert_non_null(want);
+  OK(tu_check(ts_sched_func(keep.sched), t, want, 3, rt));
+  ts_rt_args_free(want);
+  ts_runtime_destroy(rt);
+  ts_candidate_clear(&keep);
+  ts_design_spaces_free(s, n);
+  ts_workload_free(w);
+
+  /* a matmul whose C is accumulated in place along k: the decision is
+   * there (4 MiB of C), the annotation never */
+  ts_workload *mm = tu_workload("matmul M=1024 N=1024 K=64");
+  OK(ts_space_generate(mm->func, t, NULL, &s, &n, &err));
+  int direct = 0;
+  for (int i = 0; i < n; i++) {
+    if (strstr(s[i].name, "cache_write")) continue;
+    direct++;
+    for (uint64_t seed = 1; seed <= 6; seed++) {
+      ts_candidate c;
+      OK(ts_candidate_sample(&s[i], i, mm->func, t, seed, &c, &err));
+      assert_int_equal(nt_loops(ts_sched_func(c.sched)), 0);
+      ts_candidate_clear(&c);
+    }
+  }
+  assert_true(direct > 0);
+  ts_design_spaces_free(s, n);
+  ts_workload_free(mm);
+  ts_target_free(t);
+}
+
 /* Whether the sampled function of space i (seed 7) still has a block named
  * `name` (it was not inlined). */
 static bool sample_has_block(const ts_func *f, const ts_target *t,
@@ -802,6 +897,7 @@ int main(void) {
       cmocka_unit_test(test_rfactor_vector),
       cmocka_unit_test(test_odd_rows_vectorized),
       cmocka_unit_test(test_one_pass_rows),
+      cmocka_unit_test(test_stream_decision),
       cmocka_unit_test(test_materialized_expensive),
       cmocka_unit_test(test_unit_reduce_loops_parallel),
       cmocka_unit_test(test_conv_pad_compute_location),
