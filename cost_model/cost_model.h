@@ -34,7 +34,7 @@
 /* The version of the feature vector's definition. It changes whenever an
  * entry is added, removed, reordered or redefined; saved models record it
  * and a model of another version is refused when loaded. */
-#define TS_CM_FEATURES_VERSION 2
+#define TS_CM_FEATURES_VERSION 3
 
 /* The entries of one store's vector, in order (see features.def). */
 typedef enum ts_cm_feature_id {

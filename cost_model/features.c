@@ -56,6 +56,7 @@ typedef struct loop_info {
   const char *thread_tag;
   int64_t auto_unroll; /* pragma_auto_unroll_max_step, 0 when absent */
   bool fallback;       /* vectorize_fallback annotation */
+  bool nontemporal;    /* pragma_nontemporal annotation, non-zero */
 } loop_info;
 
 typedef struct let_bind {
@@ -632,9 +633,11 @@ static void emit_row(store_ctx *s, const buf_access *target,
         (float)logv(curve[lo] * (1 - t) + curve[hi] * t);
   }
   /* allocation */
+  bool allocated = false;
   if (target)
     for (int i = 0; i < w->n_allocs; i++)
       if (w->allocs[i].buffer == target->buffer) {
+        allocated = true;
         row[TS_CM_F_ALLOC_BYTES] = (float)logv(w->allocs[i].bytes);
         row[TS_CM_F_ALLOC_EXECS] = (float)logv(w->allocs[i].execs);
       }
@@ -675,6 +678,11 @@ static void emit_row(store_ctx *s, const buf_access *target,
     }
   row[TS_CM_F_PARALLEL_DISPATCHES] = (float)logv(dispatches);
   row[TS_CM_F_FUNC_PARALLEL_DISPATCHES] = (float)logv(w->func_dispatches);
+  /* a whole-vector store to a parameter under pragma_nontemporal (what the
+   * code generator writes past the caches) */
+  bool nt = false;
+  for (int d = 0; d < n; d++) nt = nt || w->loops[d].nontemporal;
+  row[TS_CM_F_NONTEMPORAL] = nt && target && !allocated && lanes > 1;
   /* the innermost loop */
   if (n > 0) {
     int d = n - 1;
@@ -789,6 +797,8 @@ static void walk(walker *w, ts_stmt *s) {
         ts_for_find_annotation(s, TS_ANN_AUTO_UNROLL_MAX_STEP);
     if (a && a->kind == TS_ANN_INT) l->auto_unroll = a->i;
     l->fallback = ts_for_find_annotation(s, TS_ANN_VECTORIZE_FALLBACK) != NULL;
+    const ts_annotation *nt = ts_for_find_annotation(s, TS_ANN_NONTEMPORAL);
+    l->nontemporal = nt && nt->kind == TS_ANN_INT && nt->i;
     w->n_loops++;
     walk(w, ts_for_body(s));
     w->n_loops--;

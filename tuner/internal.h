@@ -22,6 +22,13 @@
  * decision (rule_parallel_vectorize_unroll): below it the output stays in
  * the caches between calls and bypassing them only loses. */
 #define STREAM_MIN_BYTES ((int64_t)4 << 20)
+/* The bytes of f's outputs (rules_cpu.c). */
+int64_t output_bytes(const ts_func *f);
+/* Annotates TS_ANN_NONTEMPORAL on the outer loop of each top-level nest of
+ * s that writes f's outputs from spatial blocks only (postproc.c, as
+ * rewrite_parallel_vectorize_unroll does for a sampled tuner.stream).
+ * Returns the loops annotated. */
+int stream_outputs(ts_sched *s);
 #define ANN_TENSORIZE "tuner.tensorize" /* block: intrinsic name */
 #define ANN_TENSORIZE_LOOPS                                                    \
   "tuner.tensorize_loops"                       /* block: inner loops          \

@@ -593,10 +593,18 @@ static ts_measure_config round_config(const job *j, const job_task *t) {
  * without a record) as a candidate, unless it was measured before (a
  * resumed job) or does not build; NULL then. Measured first, it makes the
  * database's best never slower than compiling without tuning. Not offered
- * in a job with custom rules (run_round). */
-static cand *default_cand(job *j, job_task *t) {
+ * in a job with custom rules (run_round). With `stream`, the same schedule
+ * with its outputs written past the caches (stream_outputs; NULL when no
+ * nest qualifies): for outputs of STREAM_MIN_BYTES or more on a CPU the
+ * two are measured side by side, since which is faster depends on the
+ * caches of the machine. */
+static cand *default_cand(job *j, job_task *t, bool stream) {
   ts_sched *s = NULL;
   if (ts_default_schedule(t->search.func, j->target, &s, NULL)) return NULL;
+  if (stream && stream_outputs(s) == 0) {
+    ts_sched_destroy(s);
+    return NULL;
+  }
   cand *c = cand_new();
   ts_trace *d = c ? ts_trace_copy(ts_sched_trace(s)) : NULL;
   if (!d) {
@@ -640,13 +648,17 @@ static int run_round(job *j, int ti) {
    * default schedule, which ignores them, is not offered */
   if (!t->default_offered && j->o->space.n_custom_rules == 0) {
     t->default_offered = true;
-    if ((v[0] = default_cand(j, t))) n0 = 1;
+    if ((v[0] = default_cand(j, t, false))) n0 = 1;
+    if (n0 < want && !ts_target_facts_of(j->target)->is_gpu &&
+        output_bytes(t->search.func) >= STREAM_MIN_BYTES &&
+        (v[n0] = default_cand(j, t, true)))
+      n0++;
   }
   int n =
       want > n0 ? j->strategy->pick(&t->search, want - n0, v + n0, j->err) : 0;
   j->search_s += ts_now_seconds() - t0;
   if (n < 0) {
-    if (n0) cand_unref(v[0]);
+    for (int i = 0; i < n0; i++) cand_unref(v[i]);
     free(v);
     return n;
   }

@@ -327,6 +327,50 @@ static bool writes_outputs_once(const ts_func *f, const nest_blocks *nb) {
   return any;
 }
 
+/* The top-level loop nests of f: for each, the name of its first leaf
+ * block ("" for a nest that is not a loop, or with `outputs_once`, one
+ * that does not write outputs once). calloc'd, *n_top entries; NULL when
+ * out of memory. */
+static char (*nest_leaves(const ts_func *f, bool outputs_once,
+                          int *n_top))[128] {
+  const ts_stmt *body = ts_block_body(ts_realize_block(ts_func_body(f)));
+  int n = ts_stmt_kind_of(body) == TS_STMT_SEQ ? ts_seq_n(body) : 1;
+  char(*leaf)[128] = calloc((size_t)(n ? n : 1), 128);
+  *n_top = leaf ? n : 0;
+  for (int i = 0; leaf && i < n; i++) {
+    const ts_stmt *top =
+        ts_stmt_kind_of(body) == TS_STMT_SEQ ? ts_seq_item(body, i) : body;
+    if (ts_stmt_kind_of(top) != TS_STMT_FOR) continue;
+    nest_blocks nb = {{0}, 0};
+    ts_visitor v = {collect_block, NULL, NULL, &nb};
+    ts_stmt_walk((ts_stmt *)top, &v);
+    if (outputs_once && !writes_outputs_once(f, &nb)) continue;
+    for (int k = 0; k < nb.n; k++)
+      if (!has_child_block(nb.v[k])) {
+        snprintf(leaf[i], 128, "%s", ts_block_name(ts_realize_block(nb.v[k])));
+        break;
+      }
+  }
+  return leaf;
+}
+
+int stream_outputs(ts_sched *s) {
+  int n_top = 0;
+  char(*leaf)[128] = nest_leaves(ts_sched_func(s), true, &n_top);
+  if (!leaf) return 0;
+  int n = 0;
+  for (int i = 0; i < n_top; i++) {
+    ts_rv b, loops[MAX_LOOPS];
+    int nl = 0;
+    if (!leaf[i][0] || ts_sched_get_block(s, leaf[i], &b) ||
+        ts_sched_get_loops(s, b, loops, MAX_LOOPS, &nl) || nl == 0)
+      continue;
+    if (!ts_sched_annotate(s, loops[0], ts_ann_int(TS_ANN_NONTEMPORAL, 1))) n++;
+  }
+  free(leaf);
+  return n;
+}
+
 static int rewrite_pvu(ts_sched *s, bool parallel_vectorize, ts_error *err) {
   const ts_func *f = ts_sched_func(s);
   const char *rn = root_block_name(f);
@@ -351,23 +395,8 @@ static int rewrite_pvu(ts_sched *s, bool parallel_vectorize, ts_error *err) {
   /* the top-level loop nests: for each, the first leaf block names it */
   int nn = 0;
   char **names = block_names(ts_sched_func(s), &nn);
-  const ts_stmt *body = ts_block_body(ts_realize_block(ts_func_body(f)));
-  int n_top = ts_stmt_kind_of(body) == TS_STMT_SEQ ? ts_seq_n(body) : 1;
-  char(*first_leaf)[128] = calloc((size_t)(n_top ? n_top : 1), 128);
-  for (int i = 0; i < n_top; i++) {
-    const ts_stmt *top =
-        ts_stmt_kind_of(body) == TS_STMT_SEQ ? ts_seq_item(body, i) : body;
-    if (ts_stmt_kind_of(top) != TS_STMT_FOR) continue;
-    nest_blocks nb = {{0}, 0};
-    ts_visitor v = {collect_block, NULL, NULL, &nb};
-    ts_stmt_walk((ts_stmt *)top, &v);
-    for (int k = 0; k < nb.n; k++)
-      if (!has_child_block(nb.v[k])) {
-        snprintf(first_leaf[i], 128, "%s",
-                 ts_block_name(ts_realize_block(nb.v[k])));
-        break;
-      }
-  }
+  int n_top = 0;
+  char(*first_leaf)[128] = nest_leaves(f, false, &n_top);
   for (int i = 0; i < n_top; i++) {
     if (!first_leaf[i][0]) continue;
     ts_rv b, loops[MAX_LOOPS];

@@ -385,8 +385,7 @@ int rule_cpu_rfactor(const gen *g, const gen_state *st, const char *name,
  * Parallelize-vectorize-unroll
  * ======================================================================== */
 
-/* The bytes of the function's outputs. */
-static int64_t output_bytes(const ts_func *f) {
+int64_t output_bytes(const ts_func *f) {
   int64_t n = 0;
   for (int i = 0; i < ts_func_n_params(f); i++)
     if (ts_func_param_is_output(f, i))

@@ -1,10 +1,11 @@
 /*
  * test_features.c — per-store features. Hand-written schedules that differ
  * in exactly one way (vectorized or not, parallel or not, unrolled or not,
- * tile size, thread binding) differ exactly in the entries that describe
- * that difference; a function lowered by ts_lower (vector ramps) reads like
- * the block form; the entry list is consistent (unique names, documented in
- * docs/features.md); extraction of a scheduled 1024^3 matmul is timed.
+ * tile size, thread binding, non-temporal stores) differ exactly in the
+ * entries that describe that difference; a function lowered by ts_lower (vector
+ * ramps) reads like the block form; the entry list is consistent (unique names,
+ * documented in docs/features.md); extraction of a scheduled 1024^3 matmul is
+ * timed.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -374,9 +375,75 @@ static void test_other_workloads(void **state) {
   assert_int_equal(ts_cm_extract(NULL, NULL, &f, &err), TS_EINVAL);
 }
 
+/* Y = 2 X with j vectorized; `ann` is the row loop's annotation. T is a
+ * buffer of the function's own written the same way. */
+static ts_func *scaled(const char *ann) {
+  char text[1400];
+  snprintf(text, sizeof text,
+           "func nt(X: float32[64, 16], Y: float32[64, 16]) {\n"
+           "  block root() {\n"
+           "    reads(X[0 +: 64, 0 +: 16])\n"
+           "    writes(Y[0 +: 64, 0 +: 16])\n"
+           "    alloc T: float32[64, 16]\n"
+           "    for i in range(64) %s {\n"
+           "      for j in range(16) vectorized {\n"
+           "        block T(vi: spatial(64) = i, vj: spatial(16) = j) {\n"
+           "          reads(X[vi, vj])\n"
+           "          writes(T[vi, vj])\n"
+           "          T[vi, vj] = X[vi, vj] * float32(2)\n"
+           "        }\n"
+           "      }\n"
+           "      for j in range(16) vectorized {\n"
+           "        block Y(vi: spatial(64) = i, vj: spatial(16) = j) {\n"
+           "          reads(T[vi, vj])\n"
+           "          writes(Y[vi, vj])\n"
+           "          Y[vi, vj] = T[vi, vj]\n"
+           "        }\n"
+           "      }\n"
+           "    }\n"
+           "  }\n"
+           "}\n",
+           ann);
+  ts_func *f = NULL;
+  ts_error err;
+  int rc = ts_func_parse(text, strlen(text), "nt.tir", &f, &err);
+  if (rc) fprintf(stderr, "parse: %s\n", err.msg);
+  OK(rc);
+  return f;
+}
+
+/* pragma_nontemporal marks the vector store to the parameter Y, not the
+ * one to the function's own T, and changes no other entry. */
+static void test_nontemporal(void **state) {
+  (void)state;
+  ts_func *plain = scaled(""),
+          *nt = scaled("annotate {\"pragma_nontemporal\": 1}");
+  ts_cm_features a, b;
+  ts_error err;
+  OK(ts_cm_extract(plain, NULL, &a, &err));
+  OK(ts_cm_extract(nt, NULL, &b, &err));
+  assert_int_equal(a.n_rows, 2);
+  assert_int_equal(b.n_rows, 2);
+  int marked = 0;
+  for (int r = 0; r < 2; r++) {
+    const float *p = a.values + (size_t)r * TS_CM_N_FEATURES;
+    const float *q = b.values + (size_t)r * TS_CM_N_FEATURES;
+    assert_true(val(p, TS_CM_F_NONTEMPORAL) == 0);
+    bool local = raw(q, TS_CM_F_ALLOC_BYTES) > 0;
+    assert_true(val(q, TS_CM_F_NONTEMPORAL) == (local ? 0 : 1));
+    marked += !local;
+    differ_only_in(p, q, TS_CM_F_NONTEMPORAL, TS_CM_F_NONTEMPORAL, NULL, 0);
+  }
+  assert_int_equal(marked, 1);
+  ts_cm_features_clear(&a);
+  ts_cm_features_clear(&b);
+  ts_func_free(plain);
+  ts_func_free(nt);
+}
+
 static void test_entry_list(void **state) {
   (void)state;
-  assert_int_equal(TS_CM_N_FEATURES, 178);
+  assert_int_equal(TS_CM_N_FEATURES, 179);
   assert_null(ts_cm_feature_name(TS_CM_N_FEATURES));
   assert_null(ts_cm_feature_name(-1));
   char path[512];
@@ -443,6 +510,7 @@ int main(void) {
       cmocka_unit_test(test_lowered_input),
       cmocka_unit_test(test_imperfect_tiles),
       cmocka_unit_test(test_other_workloads),
+      cmocka_unit_test(test_nontemporal),
       cmocka_unit_test(test_entry_list),
       cmocka_unit_test(test_extract_time),
   };

@@ -4,7 +4,9 @@
  * candidate (one JSON Lines log line each), never measures a schedule
  * twice, and its best trace replays to a function whose output matches
  * the reference interpreter; its first trial is the default schedule;
- * re-running the job continues the trial count
+ * re-running the job continues the trial count;
+ * an output of 4 MiB or more also gets its default schedule with
+ * non-temporal stores as trial 1
  * (and retrains the cost model past its threshold); a task whose space
  * runs dry stops early; a build over its time limit fails alone.
  */
@@ -155,6 +157,64 @@ static void test_early_stop(void **state) {
   ts_runner_destroy(runner);
 }
 
+/* An output of 4 MiB or more: the job's first round measures the default
+ * schedule (trial 0) and the same schedule writing its output past the
+ * caches (trial 1, a loop annotated pragma_nontemporal), and the second
+ * computes the right result; a small output gets the default alone. */
+static void test_streamed_default(void **state) {
+  (void)state;
+  ts_runner *runner = NULL;
+  ts_error err;
+  OK(ts_runner_embedded_create(NULL, &runner, &err));
+  ts_db *db = open_db("stream.db");
+  const char *specs[2] = {"elementwise op=relu shape=1024x1024",
+                          "elementwise op=relu shape=64x64"};
+  for (int k = 0; k < 2; k++) {
+    ts_workload *w = tu_workload(specs[k]);
+    ts_tune_task task = task_of(w);
+    ts_tune_options o = small_options();
+    o.job_name = k == 0 ? "big" : "small";
+    o.trials = 2;
+    ts_tune_result r;
+    int rc = ts_tune(db, runner, &task, 1, &o, &r, &err);
+    if (rc) printf("%s\n", err.msg);
+    OK(rc);
+    ts_db_record *rec = NULL;
+    int nrec = 0;
+    OK(ts_db_records_of(db, r.tasks[0].workload_id, "llvm", &rec, &nrec));
+    assert_int_equal(nrec, 2);
+    for (int i = 0; i < nrec; i++) {
+      assert_int_equal(rec[i].status, TS_DB_STATUS_OK);
+      ts_trace *full = NULL;
+      ts_sched *s = NULL;
+      OK(ts_record_traces(rec[i].trace_json, &full, NULL, &err));
+      OK(ts_trace_apply(full, w->func, 0, &s, &err));
+      char *text = ts_func_print(ts_sched_func(s));
+      bool nt = strstr(text, TS_ANN_NONTEMPORAL) != NULL;
+      assert_int_equal(nt, k == 0 && rec[i].trial == 1);
+      if (nt) {
+        ts_target *t = NULL;
+        OK(ts_target_parse("llvm", &t, &err));
+        ts_runtime *rt = NULL;
+        OK(ts_runtime_create(2, &rt, &err));
+        ts_rt_args *want = tu_reference(w->func, 1);
+        OK(tu_check(ts_sched_func(s), t, want, 1, rt));
+        ts_rt_args_free(want);
+        ts_runtime_destroy(rt);
+        ts_target_free(t);
+      }
+      free(text);
+      ts_sched_destroy(s);
+      ts_trace_free(full);
+    }
+    ts_db_records_free(rec, nrec);
+    ts_tune_result_clear(&r);
+    ts_workload_free(w);
+  }
+  ts_db_close(db);
+  ts_runner_destroy(runner);
+}
+
 /* Processes whose parent is this one (zombies included). */
 static int count_children(void) {
   DIR *d = opendir("/proc");
@@ -235,6 +295,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_end_to_end_and_resume),
       cmocka_unit_test(test_early_stop),
+      cmocka_unit_test(test_streamed_default),
       cmocka_unit_test(test_build_timeout),
   };
   return cmocka_run_group_tests(tests, scratch_setup, scratch_teardown);
