@@ -473,7 +473,9 @@ int ts_graph_set_pet(ts_graph *g, const ts_pet_options *o, ts_error *err) {
     s->kinds[1] = "split_rows", s->fns[1] = pet_mut_split_rows;
     s->kinds[2] = "pad_same", s->fns[2] = pet_mut_pad_same;
     s->kinds[3] = "split_kernel", s->fns[3] = pet_mut_split_kernel;
-    s->n_mut = 4;
+    s->kinds[4] = "stride_to_channels";
+    s->fns[4] = pet_mut_stride_to_channels;
+    s->n_mut = 5;
     s->sub_kinds[0] = "batch_shared_input", s->sub_fns[0] = pet_mut_batch;
     s->sub_kinds[1] = "concat_shared_weights", s->sub_fns[1] = pet_mut_concat;
     s->n_sub_mut = 2;

@@ -155,6 +155,8 @@ int pet_mut_pad_same(ts_graph *g, const gr_node *n, pet_mutant *m,
                      ts_error *err);
 int pet_mut_split_kernel(ts_graph *g, const gr_node *n, pet_mutant *m,
                          ts_error *err);
+int pet_mut_stride_to_channels(ts_graph *g, const gr_node *n, pet_mutant *m,
+                               ts_error *err);
 int pet_mut_batch(ts_graph *g, const pet_sub *sub, pet_mutant *m,
                   ts_error *err);
 int pet_mut_concat(ts_graph *g, const pet_sub *sub, pet_mutant *m,

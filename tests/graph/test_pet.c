@@ -387,6 +387,100 @@ static void test_split_kernel(void **state) {
   }
 }
 
+/* The one mutant `fn` makes of pet's conv (a copy of plain) is not exact:
+ * found wrong or corrected, and what the pass leaves computes what plain
+ * does. Frees both graphs. */
+static void expect_caught(ts_graph *plain, ts_graph *pet, const char *kind,
+                          pet_mutator fn) {
+  ts_error err;
+  ts_pet_options o = {.only = kind, .apply_all = true, .depth = 1};
+  assert_int_equal(ts_graph_set_pet(pet, &o, &err), TS_OK);
+  assert_int_equal(pet_add_mutator(pet, kind, fn, &err), TS_OK);
+  assert_int_equal(ts_graph_run_passes(plain, "pet", &err), TS_OK);
+  if (ts_graph_run_passes(pet, "pet", &err)) fail_msg("%s", err.msg);
+  ts_pet_report r;
+  const char *log;
+  ts_graph_pet_report(pet, &r, &log);
+  if (r.generated != 1 || r.exact != 0 || r.wrong + r.corrected != 1)
+    fail_msg("%s: %d generated, %d exact, %d wrong, %d corrected\n%s", kind,
+             r.generated, r.exact, r.wrong, r.corrected, log);
+  expect_same(plain, pet, TS_GRAPH_INTERPRET, kind);
+  ts_graph_free(plain);
+  ts_graph_free(pet);
+}
+
+/* stride_to_channels: a strided conv as a stride-1 conv over the image's
+ * phases in the channels. Exact on every geometry (a stem's 7-row kernel
+ * and pad 3, odd sizes, a stride of 3 whose last rows no output reads,
+ * uneven pads, a valid conv), interpreted and compiled. */
+static void test_stride_to_channels(void **state) {
+  (void)state;
+  static const struct {
+    int64_t h, w, k, s, p[4];
+  } cases[] = {
+      {16, 16, 7, 2, {3, 3, 3, 3}}, /* a stem (7 x 5 kernel) */
+      {13, 11, 3, 2, {1, 1, 1, 1}}, /* odd sizes */
+      {14, 14, 3, 3, {0, 0, 0, 0}}, /* the last rows unread: cropped */
+      {9, 12, 4, 3, {2, 1, 0, 1}},  /* even kernel, uneven pads */
+      {15, 15, 5, 2, {0, 0, 0, 0}}, /* valid */
+  };
+  for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+    ts_error err;
+#define GEO(c) conv_geometry(c.h, c.w, c.k, c.s, 1, c.p)
+    for (int compiled = 0; compiled < 2; compiled++) {
+      ts_graph *plain = GEO(cases[k]), *pet = GEO(cases[k]);
+      ts_pet_options o = {
+          .only = "stride_to_channels", .apply_all = true, .depth = 1};
+      assert_int_equal(ts_graph_set_pet(pet, &o, &err), TS_OK);
+      const char *upto = compiled ? NULL : "pet";
+      assert_int_equal(ts_graph_run_passes(plain, upto, &err), TS_OK);
+      if (ts_graph_run_passes(pet, upto, &err)) fail_msg("%s", err.msg);
+      ts_pet_report r;
+      const char *log;
+      ts_graph_pet_report(pet, &r, &log);
+      if (r.generated != 1 || r.exact != 1 || r.applied != 1)
+        fail_msg("case %zu: %d generated, %d exact, %d applied\n%s", k,
+                 r.generated, r.exact, r.applied, log);
+      assert_non_null(strstr(log, "stride_to_channels: "));
+      assert_int_equal(ts_graph_verify(pet, &err), TS_OK);
+      expect_same(plain, pet, compiled ? TS_GRAPH_COMPILE : TS_GRAPH_INTERPRET,
+                  compiled ? "stride to channels, compiled"
+                           : "stride to channels");
+      ts_graph_free(plain);
+      ts_graph_free(pet);
+    }
+#undef GEO
+  }
+}
+
+/* The phases in the channels in the other order than the kernel's (a
+ * swapped axis): caught, never applied as it is. */
+static int mut_phases_swapped(ts_graph *g, const gr_node *n, pet_mutant *m,
+                              ts_error *err) {
+  int rc = pet_mut_stride_to_channels(g, n, m, err);
+  if (rc <= 0) return rc;
+  for (int i = 0; i < m->n; i++) {
+    gr_node *t = &m->nodes[i];
+    if (strcmp(t->op, "Transpose")) continue;
+    int64_t *p = ts_arena_alloc(g->arena, sizeof(int64_t) * 6);
+    memcpy(p, (int64_t[]){0, 1, 3, 4, 2, 5}, sizeof(int64_t) * 6);
+    gr_node_set_attr(
+        g, t,
+        (gr_attr){.name = "perm", .kind = GR_ATTR_INTS, .n = 6, .ints = p});
+    if (gr_infer_node(g, t, err)) return -1;
+  }
+  m->kind = "phases_swapped";
+  return 1;
+}
+
+static void test_stride_to_channels_wrong(void **state) {
+  (void)state;
+  static const int64_t p[4] = {1, 1, 1, 1};
+  expect_caught(conv_geometry(12, 12, 3, 2, 1, p),
+                conv_geometry(12, 12, 3, 2, 1, p), "phases_swapped",
+                mut_phases_swapped);
+}
+
 /* A split kernel whose lower part reads one row too high (its top pad one
  * larger): caught, never applied as it is. */
 static int mut_split_off_by_one(ts_graph *g, const gr_node *n, pet_mutant *m,
@@ -412,25 +506,8 @@ static int mut_split_off_by_one(ts_graph *g, const gr_node *n, pet_mutant *m,
 
 static void test_split_kernel_wrong(void **state) {
   (void)state;
-  ts_error err;
-  ts_graph *plain = one_conv(), *pet = one_conv();
-  ts_pet_options o = {
-      .only = "split_off_by_one", .apply_all = true, .depth = 1};
-  assert_int_equal(ts_graph_set_pet(pet, &o, &err), TS_OK);
-  assert_int_equal(
-      pet_add_mutator(pet, "split_off_by_one", mut_split_off_by_one, &err),
-      TS_OK);
-  assert_int_equal(ts_graph_run_passes(plain, "pet", &err), TS_OK);
-  if (ts_graph_run_passes(pet, "pet", &err)) fail_msg("%s", err.msg);
-  ts_pet_report r;
-  const char *log;
-  ts_graph_pet_report(pet, &r, &log);
-  if (r.generated != 1 || r.exact != 0 || r.wrong + r.corrected != 1)
-    fail_msg("%d generated, %d exact, %d wrong, %d corrected\n%s", r.generated,
-             r.exact, r.wrong, r.corrected, log);
-  expect_same(plain, pet, TS_GRAPH_INTERPRET, "split kernel off by one");
-  ts_graph_free(plain);
-  ts_graph_free(pet);
+  expect_caught(one_conv(), one_conv(), "split_off_by_one",
+                mut_split_off_by_one);
 }
 
 /* The checker's boxes for the dropped row: exactly those of the last row
@@ -1218,6 +1295,8 @@ int main(void) {
       cmocka_unit_test(test_wrong_mutants),
       cmocka_unit_test(test_split_kernel),
       cmocka_unit_test(test_split_kernel_wrong),
+      cmocka_unit_test(test_stride_to_channels),
+      cmocka_unit_test(test_stride_to_channels_wrong),
       cmocka_unit_test(test_boxes_of_dropped_row),
       cmocka_unit_test(test_unchecked_and_options),
       cmocka_unit_test(test_measured_choice),
