@@ -379,6 +379,30 @@ static void test_row_operators_any_rank(void **state) {
   ts_target_free(t);
 }
 
+/* A conv whose weight panels would be packed again under each image row
+ * (the rows loop above the output-channel tiles): the weights packed once,
+ * before the anchor, in panels [CO / cols, KH, KW, CI, cols], and not
+ * computed at a tile. A matmul has no loop above its panels: its B is
+ * packed per vector tile as before. */
+static void test_pack_once(void **state) {
+  (void)state;
+  ts_target *t = host();
+  ts_workload *w = workload("conv2d_nhwc N=1 H=8 W=56 CI=32 CO=96 KH=1 KW=1");
+  char *trace = check_default(w->func, t, "1x1 conv, pack once");
+  if (!strstr(trace, "transform_layout") || !strstr(trace, "floordiv(d3, ") ||
+      strstr(trace, "\ncompute_at("))
+    fail_msg("1x1 conv: the weights not packed once in panels:\n%s", trace);
+  free(trace);
+  ts_workload_free(w);
+  w = workload("matmul M=256 N=96 K=32");
+  trace = check_default(w->func, t, "matmul, pack per panel");
+  if (strstr(trace, "transform_layout") || !strstr(trace, "\ncompute_at("))
+    fail_msg("matmul: B not packed per vector tile:\n%s", trace);
+  free(trace);
+  ts_workload_free(w);
+  ts_target_free(t);
+}
+
 /* An axis that no whole vector divides gets the divisor that fills the
  * vector instructions best: N = 1000 on 16 lanes is tiled by 40 (32 + 8,
  * three instructions per row), not by 25 (16 + 8 + one scalar lane); 24 is
@@ -893,6 +917,7 @@ int main(void) {
       cmocka_unit_test(test_register_budget),
       cmocka_unit_test(test_row_operators_any_rank),
       cmocka_unit_test(test_odd_vector_tiles),
+      cmocka_unit_test(test_pack_once),
       cmocka_unit_test(test_ragged_tiles),
       cmocka_unit_test(test_short_rows),
       cmocka_unit_test(test_short_product_rows),
