@@ -31,9 +31,10 @@
  *     packed once before the anchor in panels [C / tile, .., tile]; its
  *     elementwise consumer computed at the
  *     row tile; its padding producer computed at the innermost outer loop
- *     (each tile pads the window it reads); the outer loops fused and
- *     parallel. Before that, a GEMM-shaped anchor whose operand types a
- *     dot intrinsic of the target computes (int8 with VNNI) is tensorized
+ *     (each tile pads the window it reads; not when the channels are fewer
+ *     than a vector, a stem's image, which is padded once before); the outer
+ * loops fused and parallel. Before that, a GEMM-shaped anchor whose operand
+ * types a dot intrinsic of the target computes (int8 with VNNI) is tensorized
  *     onto it with a register tile of intrinsic calls
  *     (tensorize_default, rules_tensorize.c); when that does not apply or
  *     lower, the plain register tile.
@@ -277,6 +278,28 @@ static int64_t tile_window_bytes(ts_sched *s, const char *name, int n_outer) {
   return bytes;
 }
 
+/* Whether the innermost loop of padding block `name` (the image's
+ * channels, channels last) is shorter than a vector: an image network's
+ * stem, 3 channels. Its window per tile is then copied a few elements at
+ * a time, under the bounds guard, for as many multiply-adds per element
+ * as a wide conv's (the 7 x 7 kernel reads 147 taps of it); padded once
+ * before the conv, the copy runs over whole rows. 2 threads, AVX2 Zen 3,
+ * the default schedule (bench --default, five alternating rounds):
+ * conv2d_nhwc 224 x 224 x 3 -> 64, 7 x 7 stride 2, 0.63 -> 0.83 x
+ * oneDNN, 184 x 184 x 3 -> 24 0.81 -> 0.86; ResNet-50's stem task with its
+ * NCHW transpose (bench --tir --default) 3.01 -> 1.74 ms. */
+static bool few_channels(ts_sched *s, const ts_target *t, const char *name) {
+  ts_rv b, loops[MAX_LOOPS];
+  int nl = 0;
+  const ts_stmt *r = ts_func_find_block(ts_sched_func(s), name);
+  if (!r || ts_sched_get_block(s, name, &b) ||
+      ts_sched_get_loops(s, b, loops, MAX_LOOPS, &nl) || nl == 0)
+    return false;
+  const ts_block *blk = ts_realize_block(r);
+  int lanes = lanes_of(t, ts_buffer_dtype(ts_block_write(blk, 0)->buffer));
+  return loop_extent(s, loops[nl - 1]) < lanes;
+}
+
 static void pads_at_tile(ts_sched *s, const ts_target *t, ts_rv anchor,
                          const ts_rv *order, int n_outer) {
   if (n_outer <= 0) return;
@@ -299,6 +322,7 @@ static void pads_at_tile(ts_sched *s, const ts_target *t, ts_rv anchor,
     int nc = 0;
     if (ts_sched_get_consumers(s, prods[i], cons, MAX_BLOCKS, &nc) || nc != 1)
       continue;
+    if (few_channels(s, t, name)) continue;
     ts_sched *trial = NULL;
     if (ts_sched_fork(s, 0, &trial, NULL)) return;
     ts_rv tb;

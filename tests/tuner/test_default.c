@@ -403,6 +403,42 @@ static void test_pack_once(void **state) {
   ts_target_free(t);
 }
 
+/* Whether, in spec's default schedule on t, the padding block shares its
+ * outermost loop with the conv (computed inside the conv's loops). */
+static bool pad_in_conv(const char *spec, const ts_target *t) {
+  ts_workload *w = workload(spec);
+  char *trace = check_default(w->func, t, spec);
+  free(trace);
+  ts_sched *s = NULL;
+  ts_error err;
+  if (ts_default_schedule(w->func, t, &s, &err)) fail_msg("%s", err.msg);
+  ts_rv pb, cb, pl[16], cl[16];
+  int np = 0, nc = 0;
+  if (ts_sched_get_block(s, "pad", &pb) ||
+      ts_sched_get_loops(s, pb, pl, 16, &np) ||
+      ts_sched_get_block(s, "conv", &cb) ||
+      ts_sched_get_loops(s, cb, cl, 16, &nc) || np == 0 || nc == 0)
+    fail_msg("%s: no pad and conv blocks with loops", spec);
+  bool in = ts_sched_rv_loop(s, pl[0]) == ts_sched_rv_loop(s, cl[0]);
+  ts_sched_destroy(s);
+  ts_workload_free(w);
+  return in;
+}
+
+/* A stem's padding (3 channels, fewer than a vector) runs once before the
+ * conv, over the whole image; a conv of wider channels pads the window of
+ * each tile (computed inside the conv's loops). */
+static void test_stem_pads_once(void **state) {
+  (void)state;
+  ts_target *t = host();
+  if (pad_in_conv(
+          "conv2d_nhwc N=1 H=32 W=32 CI=3 CO=16 KH=7 KW=7 stride=2 pad=3", t))
+    fail_msg("the stem's padding is computed per tile");
+  if (!pad_in_conv("conv2d_nhwc N=1 H=12 W=12 CI=32 CO=64 KH=5 KW=5 pad=2", t))
+    fail_msg("a 32-channel conv's padding is not computed per tile");
+  ts_target_free(t);
+}
+
 /* An axis that no whole vector divides gets the divisor that fills the
  * vector instructions best: N = 1000 on 16 lanes is tiled by 40 (32 + 8,
  * three instructions per row), not by 25 (16 + 8 + one scalar lane); 24 is
@@ -918,6 +954,7 @@ int main(void) {
       cmocka_unit_test(test_row_operators_any_rank),
       cmocka_unit_test(test_odd_vector_tiles),
       cmocka_unit_test(test_pack_once),
+      cmocka_unit_test(test_stem_pads_once),
       cmocka_unit_test(test_ragged_tiles),
       cmocka_unit_test(test_short_rows),
       cmocka_unit_test(test_short_product_rows),
