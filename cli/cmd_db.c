@@ -1090,8 +1090,8 @@ static int run_confirm(const db_args *a) {
       printf("%s '%s'\n", k ? "   " : "ok records are on target", seen[k]);
   } else
     printf("search: the search-time best; re-run: that record in the "
-           "interleaved rounds; best: the confirmed best (median of the "
-           "rounds)\n");
+           "interleaved rounds; best: the confirmed best (ranked by its "
+           "time / each round's median candidate)\n");
   ts_db_summaries_free(rows, n);
   free(target);
   ts_db_close(db);

@@ -9,8 +9,11 @@
  * it need not be the fastest one. A confirmation builds the top k distinct
  * traces (and the previous confirmed best), times them in interleaved
  * rounds, each round visiting every candidate once in a rotating order so
- * that a drift hits all of them alike, and stores each one's median and
- * spread. The database then ranks the confirmed records first (db.h).
+ * that a drift hits all of them alike, and ranks them by their times
+ * relative to each round's median candidate (ts_confirm_rank), so a host
+ * that is slow for a minute slows the round's reference as well. Each
+ * one's figure and spread are stored; the database then ranks the
+ * confirmed records first (db.h).
  * Vendor libraries (peers) take their turns in the same rounds, so the
  * ratio stored beside each vendor's level compares figures from the same
  * seconds.
@@ -128,6 +131,42 @@ static int pick(ts_db *db, int64_t workload_id, const char *target, int k,
   }
   *out = c;
   *n = m;
+  return TS_OK;
+}
+
+/* The median of v[0..n) (n >= 1), sorted in place; the mean of the middle
+ * two when n is even. */
+static double median_of(double *v, int n) {
+  qsort(v, (size_t)n, sizeof *v, ts_cmp_double);
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+int ts_confirm_rank(const double *secs, int n, int rounds, double *latency,
+                    double *spread) {
+  if (n < 1 || rounds < 1) return TS_EINVAL;
+  double *ref = calloc((size_t)rounds, sizeof *ref);
+  double *col = calloc((size_t)(n > rounds ? n : rounds), sizeof *col);
+  if (!ref || !col) {
+    free(ref);
+    free(col);
+    return TS_ENOMEM;
+  }
+  /* each round's reference: the median candidate of that round */
+  for (int r = 0; r < rounds; r++) {
+    for (int i = 0; i < n; i++) col[i] = secs[(size_t)i * rounds + r];
+    ref[r] = median_of(col, n);
+  }
+  for (int i = 0; i < n; i++) {
+    for (int r = 0; r < rounds; r++)
+      col[r] = secs[(size_t)i * rounds + r] / ref[r];
+    double rel = median_of(col, rounds);
+    spread[i] = (col[rounds - 1] - col[0]) / rel;
+    latency[i] = rel;
+  }
+  double level = median_of(ref, rounds);
+  for (int i = 0; i < n; i++) latency[i] *= level;
+  free(ref);
+  free(col);
   return TS_OK;
 }
 
@@ -250,32 +289,44 @@ int ts_confirm(ts_db *db, int64_t workload_id, const char *target,
   double *med = calloc((size_t)n, sizeof *med);
   double *spread = calloc((size_t)n, sizeof *spread);
   double *sorted = calloc((size_t)o.rounds, sizeof *sorted);
+  double *table = calloc((size_t)n * (size_t)o.rounds, sizeof *table);
   int m = 0, best_i = -1;
+  int *row_of = calloc((size_t)n, sizeof *row_of);
   result->rounds = o.rounds;
   result->best_s = INFINITY;
   result->search_best_s = INFINITY;
-  for (int i = 0; ids && med && spread && sorted && i < n; i++) {
+  for (int i = 0; ids && table && row_of && i < n; i++) {
     if (!c[i].ok) continue;
-    memcpy(sorted, c[i].secs, sizeof *sorted * (size_t)o.rounds);
-    qsort(sorted, (size_t)o.rounds, sizeof *sorted, ts_cmp_double);
+    memcpy(table + (size_t)m * (size_t)o.rounds, c[i].secs,
+           sizeof *table * (size_t)o.rounds);
     ids[m] = c[i].rec.id;
-    med[m] = sorted[o.rounds / 2];
-    spread[m] = (sorted[o.rounds - 1] - sorted[0]) / med[m];
-    if (med[m] < result->best_s) {
-      result->best_s = med[m];
-      result->best_spread = spread[m];
-      result->best_record = ids[m];
+    row_of[m++] = i;
+  }
+  if (!med || !spread || !sorted || !table || !row_of ||
+      (m > 0 && ts_confirm_rank(table, m, o.rounds, med, spread)))
+    m = 0, rc = TS_ERR(err, TS_ENOMEM, "confirm: out of memory");
+  for (int j = 0; j < m; j++) {
+    int i = row_of[j];
+    if (med[j] < result->best_s) {
+      result->best_s = med[j];
+      result->best_spread = spread[j];
+      result->best_record = ids[j];
       best_i = i;
+      memcpy(sorted, c[i].secs, sizeof *sorted * (size_t)o.rounds);
+      qsort(sorted, (size_t)o.rounds, sizeof *sorted, ts_cmp_double);
+      result->best_median_s = sorted[o.rounds / 2];
     }
     if (c[i].rec.median_s < result->search_best_s) {
       result->search_best_s = c[i].rec.median_s;
-      result->search_best_record = ids[m];
-      result->search_best_confirmed_s = med[m];
+      result->search_best_record = ids[j];
+      result->search_best_confirmed_s = med[j];
     }
-    m++;
   }
   result->n = m;
-  if (!ids || !med || !spread || !sorted || !peer_secs)
+  if (rc)
+    ;
+  else if (!ids || !med || !spread || !sorted || !peer_secs || !table ||
+           !row_of)
     rc = TS_ERR(err, TS_ENOMEM, "confirm: out of memory");
   else if (!m)
     rc = TS_ERR(err, TS_ERANGE,
@@ -305,6 +356,8 @@ int ts_confirm(ts_db *db, int64_t workload_id, const char *target,
       snprintf(pr->why, sizeof pr->why, "not stored: %.140s", ts_db_errmsg(db));
   }
   free(ids);
+  free(table);
+  free(row_of);
   free(med);
   free(spread);
   free(sorted);

@@ -453,10 +453,11 @@ typedef struct ts_confirm_peer_result {
 } ts_confirm_peer_result;
 
 typedef struct ts_confirm_result {
-  int n;               /* candidates measured again */
-  int rounds;          /* interleaved rounds */
-  int64_t best_record; /* the confirmed best */
-  double best_s, best_spread;
+  int n;                          /* candidates measured again */
+  int rounds;                     /* interleaved rounds */
+  int64_t best_record;            /* the confirmed best */
+  double best_s, best_spread;     /* its ranked figure (ts_confirm_rank) */
+  double best_median_s;           /* its median time over the rounds */
   int64_t search_best_record;     /* the best by search-time median */
   double search_best_s;           /* ... its search-time median */
   double search_best_confirmed_s; /* ... and its confirmed latency */
@@ -465,16 +466,29 @@ typedef struct ts_confirm_result {
 
 /* Measures the top candidates of the workload on the target again, side by
  * side in this process (interleaved rounds, so a machine whose speed drifts
- * slows all of them alike), and stores each one's median and spread as the
- * workload x target's confirmation (ts_db_confirm), which the database's
- * best queries rank first. The target must be this machine's CPU kind
- * (TS_EUNSUPPORTED otherwise); TS_ENOTFOUND without an ok record. A
- * candidate that no longer builds or runs is left out. Each peer that ran
- * in every round is stored as a baseline of the workload x target with its
- * side-by-side ratio (ts_db_baseline_put_side; FLOPs 0: not stored). */
+ * slows all of them alike), ranks them by ts_confirm_rank, and stores each
+ * one's figure and spread as the workload x target's confirmation
+ * (ts_db_confirm), which the database's best queries rank first. The target
+ * must be this machine's CPU kind (TS_EUNSUPPORTED otherwise); TS_ENOTFOUND
+ * without an ok record. A candidate that no longer builds or runs is left out.
+ * Each peer that ran in every round is stored as a baseline of the workload x
+ * target with its side-by-side ratio (ts_db_baseline_put_side; FLOPs 0: not
+ * stored). */
 int ts_confirm(ts_db *db, int64_t workload_id, const char *target,
                const ts_confirm_options *opts, ts_confirm_result *result,
                ts_error *err);
+
+/* A confirmation's ranking, from secs[i * rounds + r], candidate i's time
+ * in round r (all > 0). Within a round every candidate runs within a second
+ * or two, so a host whose speed changes over minutes moves them together:
+ * each time is divided by its round's median candidate, and a candidate's
+ * figure is the median over the rounds of those ratios, times the median
+ * of the rounds' references, in seconds (latency[i]); spread[i] is the
+ * range of its ratios over their median. A candidate faster than another
+ * in most rounds ranks ahead of it even when its absolute median is not
+ * (its fast rounds fell in a slow minute). TS_OK, or TS_EINVAL / TS_ENOMEM. */
+int ts_confirm_rank(const double *secs, int n, int rounds, double *latency,
+                    double *spread);
 
 /* ========================================================================
  * Default schedules (tuner/default.c)

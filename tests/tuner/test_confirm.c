@@ -226,7 +226,7 @@ static int fake_time(void *ctx, int min_repeat_ms, double *seconds,
 
 /* Vendor peers take a turn in every round; the ratio stored with each
  * level is the median of the rounds' vendor / confirmed-best seconds, which
- * for a constant vendor time is that time over the confirmed median. A
+ * for a constant vendor time is that time over the best's median. A
  * peer that fails is dropped from the later rounds and not stored. */
 static void test_confirmation_with_vendors(void **state) {
   (void)state;
@@ -253,7 +253,7 @@ static void test_confirmation_with_vendors(void **state) {
   assert_int_equal(broken.calls, 2); /* failed in round 2, then left out */
   assert_true(r.peers[0].ok);
   assert_true(r.peers[0].seconds == 0.5e-3);
-  assert_true(r.peers[0].ratio == 0.5e-3 / r.best_s);
+  assert_true(r.peers[0].ratio == 0.5e-3 / r.best_median_s);
   assert_false(r.peers[1].ok);
   assert_non_null(strstr(r.peers[1].why, "the library call failed"));
 
@@ -335,12 +335,40 @@ static void test_cold_confirmation(void **state) {
   ts_db_close(db);
 }
 
+/* The ranking follows the rounds, not the minutes: A is faster than B in
+ * two rounds of three, but B's one fast round fell in the slow minute that
+ * also took A's middle value, so B has the smaller absolute median. */
+static void test_rank_by_rounds(void **state) {
+  (void)state;
+  /* rows A, B, C; the host twice as slow in round 1, three times in 2 */
+  const double secs[] = {1.00, 2.00, 3.00, /* A */
+                         1.05, 1.90, 3.15, /* B */
+                         1.20, 2.40, 3.60 /* C */};
+  double lat[3], spread[3];
+  assert_int_equal(ts_confirm_rank(secs, 3, 3, lat, spread), TS_OK);
+  assert_true(lat[0] < lat[1] && lat[1] < lat[2]);
+  /* the absolute medians would have put B first */
+  assert_true(secs[4] < secs[1]);
+  /* figures in seconds at the rounds' middle level: the reference is B in
+   * rounds 0 and 2 and A in round 1, the level their median, 2.0 s */
+  assert_float_equal(lat[0], 2.0 * (1.00 / 1.05), 1e-12);
+  assert_float_equal(lat[1], 2.0, 1e-12);
+  assert_float_equal(spread[1], 0.05, 1e-12);
+  /* one candidate: its own median, no spread */
+  const double one[] = {3.0, 1.0, 2.0};
+  assert_int_equal(ts_confirm_rank(one, 1, 3, lat, spread), TS_OK);
+  assert_float_equal(lat[0], 2.0, 1e-12);
+  assert_float_equal(spread[0], 0.0, 1e-12);
+  assert_int_equal(ts_confirm_rank(one, 0, 3, lat, spread), TS_EINVAL);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_confirmation_reranks),
       cmocka_unit_test(test_confirmation_keeps_first),
       cmocka_unit_test(test_confirmation_with_vendors),
       cmocka_unit_test(test_cold_confirmation),
+      cmocka_unit_test(test_rank_by_rounds),
   };
   return cmocka_run_group_tests(tests, scratch_setup, scratch_teardown);
 }
