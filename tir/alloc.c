@@ -93,6 +93,27 @@ void ts_alloc_fail_nth(long nth) {
 
 long ts_alloc_count(void) { return atomic_load(&hook_count); }
 
+static long *_Atomic arena_numbers;
+static long arena_cap, *arena_n;
+
+void ts_alloc_note_arena(long *numbers, long cap, long *n) {
+  atomic_store(&arena_numbers, NULL);
+  arena_cap = cap;
+  arena_n = n;
+  if (n) *n = 0;
+  atomic_store(&arena_numbers, numbers && n ? numbers : NULL);
+}
+
+void *ts_malloc_arena(size_t size) {
+  long *numbers = atomic_load_explicit(&arena_numbers, memory_order_relaxed);
+  if (numbers && atomic_load_explicit(&hook_on, memory_order_relaxed)) {
+    long at = atomic_load(&hook_count) + 1; /* the number ts_malloc takes */
+    if (*arena_n < arena_cap) numbers[*arena_n] = at;
+    ++*arena_n;
+  }
+  return ts_malloc(size);
+}
+
 bool ts_alloc_injected(void) {
   long nth = atomic_load(&hook_nth);
   return atomic_load(&hook_on) && nth > 0 && atomic_load(&hook_count) >= nth;

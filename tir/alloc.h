@@ -77,5 +77,12 @@ long ts_alloc_count(void);
 bool ts_alloc_injected(void);
 /* Called as the armed allocation fails (a debugger breakpoint's place). */
 void ts_alloc_injecting(void);
+/* The arena's own allocations (tir/arena.c: its structs and chunks) go
+ * through ts_malloc_arena. While the hook is on and a buffer is set here,
+ * each one's number in the hook's count is noted in numbers[*n] (up to cap;
+ * *n keeps counting past it), so that a walk whose other failures another
+ * walk already covers can fail only these. NULL: no notes (the default). */
+void *ts_malloc_arena(size_t size);
+void ts_alloc_note_arena(long *numbers, long cap, long *n);
 
 #endif /* TESSERA_TIR_ALLOC_H */

@@ -67,7 +67,7 @@ static void reserve_put(int i) { atomic_fetch_and(&reserve_busy, ~(1u << i)); }
 /* A chunk with room for cap bytes (at least), or NULL when neither malloc
  * nor the reserve has one. */
 static chunk *chunk_new(ts_arena *a, size_t cap) {
-  chunk *c = ts_malloc(sizeof(chunk) + cap);
+  chunk *c = ts_malloc_arena(sizeof(chunk) + cap);
   if (c) {
     c->slot = CHUNK_MALLOC;
     c->cap = cap;
@@ -85,7 +85,7 @@ static chunk *chunk_new(ts_arena *a, size_t cap) {
 }
 
 ts_arena *ts_arena_create(void) {
-  ts_arena *a = ts_malloc(sizeof *a);
+  ts_arena *a = ts_malloc_arena(sizeof *a);
   if (a) {
     *a = (ts_arena){.home = -1};
     return a;

@@ -268,9 +268,9 @@ static void test_walk(void **state) {
   ts_db_close(db);
   read_db(&c, c.empty);
 
-  oom_walk open = {"db_open", open_stages, 1, run_open, check_failed, 1};
+  oom_walk open = {"db_open", open_stages, 1, run_open, check_failed, 1, false};
   oom_walk_run(&open, &c);
-  oom_walk walk = {"db", stage_names, ST_N, run, check_failed, 1};
+  oom_walk walk = {"db", stage_names, ST_N, run, check_failed, 1, false};
   oom_walk_run(&walk, &c);
 
   ts_sched_destroy(c.sched);

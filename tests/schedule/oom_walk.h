@@ -17,7 +17,8 @@
  *
  * For a quick look or a debugger: TS_OOM_STAGE=NAME ends the walk at that
  * stage (a walk without a stage of that name is skipped), TS_OOM_FROM=N
- * starts at the N-th allocation, TS_OOM_STRIDE=S takes every S-th only;
+ * starts at the N-th allocation (of an arena-only walk: its N-th arena
+ * allocation), TS_OOM_STRIDE=S takes every S-th only;
  * with a breakpoint on ts_alloc_injecting the debugger stops in the
  * failing allocation.
  */
@@ -56,6 +57,11 @@ typedef struct oom_walk {
    * done. NULL: no check. */
   void (*check_failed)(void *ctx);
   long stride; /* walk every stride-th allocation (1: all) */
+  /* Fail only the arena's own allocations (ts_malloc_arena): a walk with
+   * the reserve held (oom_reserve_take_all) differs from the same walk
+   * with it only where an arena allocation fails, so when that walk runs
+   * too, these are the runs left to make. */
+  bool arena_only;
 } oom_walk;
 
 static inline void oom_walk_run(const oom_walk *w, void *ctx) {
@@ -78,12 +84,21 @@ static inline void oom_walk_run(const oom_walk *w, void *ctx) {
   if (rc) fprintf(stderr, "%s: %s\n", w->name, err.msg);
   assert_int_equal(rc, TS_OK);
 
-  /* count the walked part's allocations */
+  /* count the walked part's allocations (and note the arena's) */
   char *out = NULL;
+  enum { MAX_ARENA = 1 << 16 };
+  long *arena = w->arena_only ? calloc(MAX_ARENA, sizeof *arena) : NULL,
+       n_arena = 0;
+  if (w->arena_only) {
+    assert_non_null(arena);
+    ts_alloc_note_arena(arena, MAX_ARENA, &n_arena);
+  }
   ts_alloc_fail_nth(0);
   rc = w->run(ctx, last, &out, &err);
   long k = ts_alloc_count();
   ts_alloc_fail_nth(-1);
+  ts_alloc_note_arena(NULL, 0, NULL);
+  assert_true(n_arena <= MAX_ARENA);
   if (rc) fprintf(stderr, "%s, counting: %s\n", w->name, err.msg);
   assert_int_equal(rc, TS_OK);
   free(out);
@@ -94,8 +109,9 @@ static inline void oom_walk_run(const oom_walk *w, void *ctx) {
   env = getenv("TS_OOM_FROM");
   long from = env && atol(env) > 0 ? atol(env) : 1;
   double t0 = ts_now_seconds();
-  long n_walked = 0;
-  for (long nth = from; nth <= k; nth += stride) {
+  long n_walked = 0, n_runs = w->arena_only ? n_arena : k;
+  for (long i = from; i <= n_runs; i += stride) {
+    long nth = w->arena_only ? arena[i - 1] : i;
     unsigned long failures = ts_alloc_failures();
     ts_alloc_fail_nth(nth);
     rc = w->run(ctx, last, &out, &err);
@@ -124,9 +140,11 @@ static inline void oom_walk_run(const oom_walk *w, void *ctx) {
     assert_non_null(again);
     assert_string_equal(again, want);
   }
-  printf("%s: out of memory at each of %ld of %ld allocations through %s: "
+  printf("%s: out of memory at each of %ld of %ld allocations%s through %s: "
          "%.1f s\n",
-         w->name, n_walked, k, w->stages[last], secs);
+         w->name, n_walked, k, w->arena_only ? " (the arena's)" : "",
+         w->stages[last], secs);
+  free(arena);
   free(again);
   free(want);
 }

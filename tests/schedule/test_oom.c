@@ -111,7 +111,7 @@ static void test_walk(void **state) {
   ts_error err;
   ts_target *t = util_target(&err);
   assert_non_null(t);
-  oom_walk w = {"pipeline", stage_names, ST_N, run, NULL, 1};
+  oom_walk w = {"pipeline", stage_names, ST_N, run, NULL, 1, false};
   oom_walk_run(&w, t);
 }
 

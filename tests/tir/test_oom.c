@@ -123,7 +123,8 @@ static void test_walk_without_reserve(void **state) {
   ts_workload_free(w);
   oom_reserve h;
   oom_reserve_take_all(&h);
-  oom_walk ow = {"arena without reserve", stage_names, ST_N, run, NULL, 1};
+  oom_walk ow = {
+      "arena without reserve", stage_names, ST_N, run, NULL, 1, false};
   oom_walk_run(&ow, &c);
   oom_reserve_give_back(&h);
   free(c.text);
@@ -184,8 +185,13 @@ static void test_ops_without_reserve(void **state) {
   (void)state;
   oom_reserve h;
   oom_reserve_take_all(&h);
-  oom_walk ow = {
-      "operators without reserve", ops_stage_names, ST_OPS_N, run_ops, NULL, 1};
+  oom_walk ow = {"operators without reserve",
+                 ops_stage_names,
+                 ST_OPS_N,
+                 run_ops,
+                 NULL,
+                 1,
+                 false};
   oom_walk_run(&ow, NULL);
   oom_reserve_give_back(&h);
 }
@@ -390,7 +396,8 @@ static void test_schedule_without_reserve(void **state) {
                  ST_SCHED_N,
                  run_sched,
                  NULL,
-                 1};
+                 1,
+                 false};
   oom_walk_run(&ow, NULL);
   oom_reserve_give_back(&h);
 }

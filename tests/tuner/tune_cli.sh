@@ -56,7 +56,7 @@ contains base '"vendor": *"onednn"'; contains base '"vendor": *"openblas"'
 # again, and a resume asking for another count is refused naming both
 W2="matmul M=16 N=16 K=16"
 expect 0 "$T" tune --workload "$W2" --trials 4 --batch 4 --threads 1 \
-  --db "$TMP/t1.db" --job one --quiet
+  --db "$TMP/t1.db" --job one --quiet --population 16
 "$T" db list --db "$TMP/t1.db" >"$TMP/out" 2>&1 || fail "db list"
 contains out "num-cores=1"
 expect 0 "$T" tune --job one --db "$TMP/t1.db" --trials 8
