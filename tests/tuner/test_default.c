@@ -494,6 +494,51 @@ static void two_isas(ts_target *tg[2]) {
     fail_msg("%s", err.msg);
 }
 
+/* An elementwise loop (softmax's exp and its division) is vectorized in
+ * whole vectors, up to four: four with a guarded last step when no whole
+ * vector divides the row (97, prime: 32 lanes on AVX2, 64 on AVX-512),
+ * the most whole vectors that divide it otherwise (880: 16 lanes, not 22,
+ * its largest divisor up to four vectors, which runs 16 + 4 + 2). Each is
+ * checked against the interpreter on the host. */
+static void test_elementwise_vectors(void **state) {
+  (void)state;
+  ts_target *tg[2];
+  two_isas(tg);
+  static const struct {
+    const char *spec, *has[2], *not ;
+  } cases[] = {
+      {"softmax N=3 D=97",
+       {"factors=[None, 32]", "factors=[None, 64]"},
+       "factors=[None, 97]"},
+      {"softmax N=3 D=880",
+       {"factors=[None, 16]", "factors=[None, 16]"},
+       "factors=[None, 22]"},
+  };
+  ts_target *t = host();
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    ts_workload *w = workload(cases[i].spec);
+    for (int k = 0; k < 2; k++) {
+      ts_sched *s = NULL;
+      ts_error err;
+      if (ts_default_schedule(w->func, tg[k], &s, &err))
+        fail_msg("%s: %s", cases[i].spec, err.msg);
+      char *trace = ts_trace_print(ts_sched_trace(s));
+      if (!strstr(trace, cases[i].has[k]))
+        fail_msg("%s (%s): no '%s' in\n%s", cases[i].spec,
+                 k ? "AVX-512" : "AVX2", cases[i].has[k], trace);
+      if (strstr(trace, cases[i].not ))
+        fail_msg("%s: '%s' in\n%s", cases[i].spec, cases[i].not, trace);
+      free(trace);
+      ts_sched_destroy(s);
+    }
+    free(check_default(w->func, t, cases[i].spec));
+    ts_workload_free(w);
+  }
+  ts_target_free(t);
+  ts_target_free(tg[0]);
+  ts_target_free(tg[1]);
+}
+
 /* Extents no vector tile divides (primes): the vector axis is split ceil-wise
  * by one or two vectors, the rows by the register budget, the tile
  * accumulates in a local buffer (cache_write) and the guard stays only on
@@ -955,6 +1000,7 @@ int main(void) {
       cmocka_unit_test(test_odd_vector_tiles),
       cmocka_unit_test(test_pack_once),
       cmocka_unit_test(test_stem_pads_once),
+      cmocka_unit_test(test_elementwise_vectors),
       cmocka_unit_test(test_ragged_tiles),
       cmocka_unit_test(test_short_rows),
       cmocka_unit_test(test_short_product_rows),
