@@ -439,6 +439,19 @@ static void test_stem_pads_once(void **state) {
   ts_target_free(t);
 }
 
+/* The default schedule of f on t: its trace has `has` and not `not`. */
+static void expect_trace(const ts_func *f, const ts_target *t, const char *what,
+                         const char *has, const char * not ) {
+  ts_sched *s = NULL;
+  ts_error err;
+  if (ts_default_schedule(f, t, &s, &err)) fail_msg("%s: %s", what, err.msg);
+  char *trace = ts_trace_print(ts_sched_trace(s));
+  if (!strstr(trace, has)) fail_msg("%s: no '%s' in\n%s", what, has, trace);
+  if (strstr(trace, not )) fail_msg("%s: '%s' in\n%s", what, not, trace);
+  free(trace);
+  ts_sched_destroy(s);
+}
+
 /* An axis that no whole vector divides gets the divisor that fills the
  * vector instructions best: N = 1000 on 16 lanes is tiled by 40 (32 + 8,
  * three instructions per row), not by 25 (16 + 8 + one scalar lane); 24 is
@@ -469,16 +482,8 @@ static void test_odd_vector_tiles(void **state) {
   ts_target *t = host();
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     ts_workload *w = workload(cases[i].spec);
-    ts_sched *s = NULL;
-    if (ts_default_schedule(w->func, avx512, &s, &err))
-      fail_msg("%s: %s", cases[i].spec, err.msg);
-    char *trace = ts_trace_print(ts_sched_trace(s));
-    if (!strstr(trace, cases[i].factor))
-      fail_msg("%s: no '%s' in\n%s", cases[i].spec, cases[i].factor, trace);
-    if (strstr(trace, cases[i].not ))
-      fail_msg("%s: '%s' in\n%s", cases[i].spec, cases[i].not, trace);
-    free(trace);
-    ts_sched_destroy(s);
+    expect_trace(w->func, avx512, cases[i].spec, cases[i].factor,
+                 cases[i].not );
     free(check_default(w->func, t, cases[i].spec));
     ts_workload_free(w);
   }
@@ -517,20 +522,9 @@ static void test_elementwise_vectors(void **state) {
   ts_target *t = host();
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     ts_workload *w = workload(cases[i].spec);
-    for (int k = 0; k < 2; k++) {
-      ts_sched *s = NULL;
-      ts_error err;
-      if (ts_default_schedule(w->func, tg[k], &s, &err))
-        fail_msg("%s: %s", cases[i].spec, err.msg);
-      char *trace = ts_trace_print(ts_sched_trace(s));
-      if (!strstr(trace, cases[i].has[k]))
-        fail_msg("%s (%s): no '%s' in\n%s", cases[i].spec,
-                 k ? "AVX-512" : "AVX2", cases[i].has[k], trace);
-      if (strstr(trace, cases[i].not ))
-        fail_msg("%s: '%s' in\n%s", cases[i].spec, cases[i].not, trace);
-      free(trace);
-      ts_sched_destroy(s);
-    }
+    for (int k = 0; k < 2; k++)
+      expect_trace(w->func, tg[k], cases[i].spec, cases[i].has[k],
+                   cases[i].not );
     free(check_default(w->func, t, cases[i].spec));
     ts_workload_free(w);
   }
