@@ -20,14 +20,20 @@
  */
 #include "tuner/tuner.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 ts_confirm_options ts_confirm_defaults(void) {
-  return (ts_confirm_options){
-      .top_k = 6, .rounds = 7, .min_repeat_ms = 20, .threads = 0, .seed = 1};
+  return (ts_confirm_options){.top_k = 6,
+                              .rounds = 7,
+                              .min_repeat_ms = 20,
+                              .threads = 0,
+                              .seed = 1,
+                              .settle_ms = 30};
 }
 
 /* One candidate: its record and its kernel, built and loaded here. */
@@ -68,6 +74,14 @@ static int cand_make(conf_cand *c, const ts_func *f, const ts_target *t,
   rc = ts_rt_args_create(specs, a->n_args, seed, &c->args, err);
   free(specs);
   return rc;
+}
+
+/* Sleeps ms milliseconds (ts_confirm_options.settle_ms). */
+static void settle(int ms) {
+  if (ms <= 0) return;
+  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+  }
 }
 
 /* A cold timing (ts_confirm_options.cold): ts_rt_eval_cold. */
@@ -178,8 +192,9 @@ int ts_confirm(ts_db *db, int64_t workload_id, const char *target,
   if (!db || !target) return TS_ERR(err, TS_EINVAL, "confirm: no database");
   if (o.top_k < 1 || o.top_k > 64 || o.rounds < 1 || o.rounds > 1000 ||
       o.min_repeat_ms < 0 || o.min_repeat_ms > 60000 || o.threads < 0 ||
-      o.threads > TS_RT_MAX_THREADS || o.n_peers < 0 ||
-      o.n_peers > TS_CONFIRM_MAX_PEERS || (o.n_peers && !o.peers))
+      o.threads > TS_RT_MAX_THREADS || o.n_peers < 0 || o.settle_ms < 0 ||
+      o.settle_ms > 10000 || o.n_peers > TS_CONFIRM_MAX_PEERS ||
+      (o.n_peers && !o.peers))
     return TS_ERR(err, TS_EINVAL,
                   "confirm: bad options (top_k %d in 1..64, rounds %d in "
                   "1..1000, min_repeat_ms %d in 0..60000, threads %d, "
@@ -265,6 +280,7 @@ int ts_confirm(ts_db *db, int64_t workload_id, const char *target,
         int prc =
             o.cold ? o.peers[p].time_cold(o.peers[p].ctx, &s, &e)
                    : o.peers[p].time(o.peers[p].ctx, o.min_repeat_ms, &s, &e);
+        settle(o.settle_ms);
         if (prc || !(s > 0)) {
           peer_ok[p] = false;
           snprintf(result->peers[p].why, sizeof result->peers[p].why, "%.150s",

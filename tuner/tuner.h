@@ -428,6 +428,10 @@ typedef struct ts_confirm_options {
   uint64_t seed;     /* argument data (1) */
   const ts_confirm_peer *peers; /* timed in every round (may be NULL) */
   int n_peers;                  /* 0..TS_CONFIRM_MAX_PEERS */
+  /* Idle milliseconds after each peer's turn (30): a library's OpenMP
+   * workers spin-wait for some milliseconds after each call, and a
+   * candidate timed while they spin runs on a shared core. */
+  int settle_ms;
   /* Each timing is one call as a compiled model's layer runs: the call
    * runs once untimed, the parameters in cold_params (bit i: parameter i;
    * a model's weights) are evicted from the caches (ts_rt_evict), and one
