@@ -27,14 +27,6 @@
 
 extern char **environ;
 
-/* Sleeps ms milliseconds (the gap between the sides of a round). */
-static void settle(int ms) {
-  if (ms <= 0) return;
-  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-  }
-}
-
 static const char usage[] =
     "usage: tessera bench --model MODEL.so [--onnx MODEL.onnx]\n"
     "                     [--inputs IN.npz] [--dim SYMBOL=N] [--threads K]\n"
@@ -520,7 +512,7 @@ static int run_model_bench(const bm_opts *o) {
     fprintf(stderr, "timing: %d rounds of %d runs%s, %d threads\n", o->rounds,
             n, o->onnx ? " each (tessera, onnxruntime)" : "", o->threads);
   for (int r = 0; r < o->rounds; r++) {
-    settle(o->settle_ms);
+    ts_sleep_ms(o->settle_ms);
     t0 = ts_now_seconds();
     for (int k = 0; k < n; k++)
       if (m.run(m.model, ins, outs)) {
@@ -530,7 +522,7 @@ static int run_model_bench(const bm_opts *o) {
       }
     tess[r] = (ts_now_seconds() - t0) / n;
     if (o->onnx) {
-      settle(o->settle_ms);
+      ts_sleep_ms(o->settle_ms);
       double s = ort_time(&ort, n);
       if (s < 0) {
         fprintf(stderr, "tessera: error: onnxruntime stopped answering\n");

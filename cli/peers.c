@@ -108,9 +108,10 @@ static void vendor_call_free(struct cli_vendor_call *c) {
 /* oneDNN runs on OpenMP threads, tessera's candidates on the tuner's own
  * pool: two pools on the same cores disturb each other while one spins
  * waiting for work. So the call is warmed up for a few milliseconds
- * (tessera's workers stop spinning and sleep), timed, and then the OpenMP
- * workers are given time to stop spinning (libgomp's default spin is a few
- * milliseconds) before the next candidate of the round runs. In a compiled
+ * (tessera's workers stop spinning and sleep) and timed; the confirmation
+ * then idles before the next candidate of the round runs
+ * (ts_confirm_options.settle_ms), so that the OpenMP workers stop spinning
+ * (libgomp's default spin is a few milliseconds). In a compiled
  * model both run on the one OpenMP team (graph/compile_emit.c). */
 static int vendor_call_time(void *ctx, int min_repeat_ms, double *seconds,
                             ts_error *err) {
@@ -130,14 +131,12 @@ static int vendor_call_time(void *ctx, int min_repeat_ms, double *seconds,
     t = ts_now_seconds();
   } while ((t - t0) * 1e3 < (min_repeat_ms > 2 ? min_repeat_ms : 2));
   *seconds = (t - t0) / (double)n;
-  struct timespec settle = {0, 15 * 1000 * 1000};
-  nanosleep(&settle, NULL);
   return TS_OK;
 }
 
 /* A cold timing: one call untimed, the constants evicted (the task's and
- * the weights oneDNN reordered), one call timed. The OpenMP workers are
- * then given time to stop spinning, as above. */
+ * the weights oneDNN reordered), one call timed (the pause after it as
+ * above). */
 static int vendor_call_time_cold(void *ctx, double *seconds, ts_error *err) {
   struct cli_vendor_call *c = ctx;
   if (c->run(c->op, c->args))
@@ -147,8 +146,6 @@ static int vendor_call_time_cold(void *ctx, double *seconds, ts_error *err) {
   if (c->run(c->op, c->args))
     return TS_ERR(err, TS_EINTERNAL, "the vendor call failed");
   *seconds = ts_now_seconds() - t0;
-  struct timespec settle = {0, 15 * 1000 * 1000};
-  nanosleep(&settle, NULL);
   return TS_OK;
 }
 

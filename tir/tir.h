@@ -952,6 +952,8 @@ void ts_host_set(void *data, ts_dtype t, int64_t i, double v);
 double ts_now_seconds(void);
 /* The same clock in whole milliseconds. */
 int64_t ts_now_ms(void);
+/* Sleeps ms milliseconds (nothing when ms <= 0), resumed after signals. */
+void ts_sleep_ms(int ms);
 /* The qsort comparator of doubles: ascending order; a NaN compares equal
  * to everything. */
 int ts_cmp_double(const void *a, const void *b);

@@ -20,12 +20,10 @@
  */
 #include "tuner/tuner.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 ts_confirm_options ts_confirm_defaults(void) {
   return (ts_confirm_options){.top_k = 6,
@@ -74,14 +72,6 @@ static int cand_make(conf_cand *c, const ts_func *f, const ts_target *t,
   rc = ts_rt_args_create(specs, a->n_args, seed, &c->args, err);
   free(specs);
   return rc;
-}
-
-/* Sleeps ms milliseconds (ts_confirm_options.settle_ms). */
-static void settle(int ms) {
-  if (ms <= 0) return;
-  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-  }
 }
 
 /* A cold timing (ts_confirm_options.cold): ts_rt_eval_cold. */
@@ -148,13 +138,6 @@ static int pick(ts_db *db, int64_t workload_id, const char *target, int k,
   return TS_OK;
 }
 
-/* The median of v[0..n) (n >= 1), sorted in place; the mean of the middle
- * two when n is even. */
-static double median_of(double *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, ts_cmp_double);
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 int ts_confirm_rank(const double *secs, int n, int rounds, double *latency,
                     double *spread) {
   if (n < 1 || rounds < 1) return TS_EINVAL;
@@ -168,16 +151,20 @@ int ts_confirm_rank(const double *secs, int n, int rounds, double *latency,
   /* each round's reference: the median candidate of that round */
   for (int r = 0; r < rounds; r++) {
     for (int i = 0; i < n; i++) col[i] = secs[(size_t)i * rounds + r];
-    ref[r] = median_of(col, n);
+    ref[r] = ts_median(col, n);
   }
   for (int i = 0; i < n; i++) {
     for (int r = 0; r < rounds; r++)
       col[r] = secs[(size_t)i * rounds + r] / ref[r];
-    double rel = median_of(col, rounds);
-    spread[i] = (col[rounds - 1] - col[0]) / rel;
+    double rel = ts_median(col, rounds), lo = col[0], hi = col[0];
+    for (int r = 1; r < rounds; r++) {
+      lo = col[r] < lo ? col[r] : lo;
+      hi = col[r] > hi ? col[r] : hi;
+    }
+    spread[i] = (hi - lo) / rel;
     latency[i] = rel;
   }
-  double level = median_of(ref, rounds);
+  double level = ts_median(ref, rounds);
   for (int i = 0; i < n; i++) latency[i] *= level;
   free(ref);
   free(col);
@@ -198,9 +185,9 @@ int ts_confirm(ts_db *db, int64_t workload_id, const char *target,
     return TS_ERR(err, TS_EINVAL,
                   "confirm: bad options (top_k %d in 1..64, rounds %d in "
                   "1..1000, min_repeat_ms %d in 0..60000, threads %d, "
-                  "%d peers in 0..%d)",
+                  "%d peers in 0..%d, settle_ms %d in 0..10000)",
                   o.top_k, o.rounds, o.min_repeat_ms, o.threads, o.n_peers,
-                  TS_CONFIRM_MAX_PEERS);
+                  TS_CONFIRM_MAX_PEERS, o.settle_ms);
   ts_target *t = NULL;
   int rc = ts_target_parse(target, &t, err);
   if (rc) return rc;
@@ -280,7 +267,7 @@ int ts_confirm(ts_db *db, int64_t workload_id, const char *target,
         int prc =
             o.cold ? o.peers[p].time_cold(o.peers[p].ctx, &s, &e)
                    : o.peers[p].time(o.peers[p].ctx, o.min_repeat_ms, &s, &e);
-        settle(o.settle_ms);
+        ts_sleep_ms(o.settle_ms);
         if (prc || !(s > 0)) {
           peer_ok[p] = false;
           snprintf(result->peers[p].why, sizeof result->peers[p].why, "%.150s",
