@@ -172,8 +172,11 @@ typedef struct ort_proc {
   char version[64];
 } ort_proc;
 
-/* A file near the tessera binary: the build tree keeps scripts/ and .venv/
- * beside build/, an installation keeps share/tessera/ beside bin/. */
+/* A file near the tessera binary: a build tree inside the source tree
+ * keeps scripts/ and .venv/ beside build/, an installation keeps
+ * share/tessera/ beside bin/; an absolute candidate (a build tree
+ * elsewhere: the source tree it was configured from, TS_SOURCE_DIR) is
+ * taken as it is. */
 static bool near_exe(const char *const *rels, int n, char *out, size_t size) {
   char exe[PATH_MAX];
   ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
@@ -183,7 +186,8 @@ static bool near_exe(const char *const *rels, int n, char *out, size_t size) {
   if (!slash) return false;
   *slash = 0;
   for (int i = 0; i < n; i++) {
-    int w = snprintf(out, size, "%s/%s", exe, rels[i]);
+    int w = rels[i][0] == '/' ? snprintf(out, size, "%s", rels[i])
+                              : snprintf(out, size, "%s/%s", exe, rels[i]);
     if (w > 0 && (size_t)w < size && access(out, R_OK) == 0) return true;
   }
   return false;
@@ -194,19 +198,24 @@ static int ort_start(ort_proc *p, const bm_opts *o, const char *in_npz,
   memset(p, 0, sizeof *p);
   p->pid = -1;
   char script[PATH_MAX], python[PATH_MAX];
+#ifndef TS_SOURCE_DIR
+#define TS_SOURCE_DIR "/nonexistent"
+#endif
   static const char *const scripts[] = {"../scripts/ort_serve.py",
-                                        "../share/tessera/ort_serve.py"};
-  if (!near_exe(scripts, 2, script, sizeof script)) {
+                                        "../share/tessera/ort_serve.py",
+                                        TS_SOURCE_DIR "/scripts/ort_serve.py"};
+  if (!near_exe(scripts, 3, script, sizeof script)) {
     fprintf(stderr, "tessera: error: ort_serve.py not found beside the "
                     "tessera binary (scripts/ or share/tessera/)\n");
     return EXIT_FAIL;
   }
   const char *env = getenv("TESSERA_PYTHON");
   static const char *const venvs[] = {"../.venv/bin/python",
-                                      "../share/tessera/venv/bin/python"};
+                                      "../share/tessera/venv/bin/python",
+                                      TS_SOURCE_DIR "/.venv/bin/python"};
   if (env && *env)
     snprintf(python, sizeof python, "%s", env);
-  else if (!near_exe(venvs, 2, python, sizeof python))
+  else if (!near_exe(venvs, 3, python, sizeof python))
     snprintf(python, sizeof python, "python3");
   char threads[16];
   snprintf(threads, sizeof threads, "%d", o->threads);

@@ -2,7 +2,7 @@
 # Installs the Debian packages tessera needs, only those that are missing.
 set -e
 PKGS="build-essential cmake pkg-config clang clang-format libclang-rt-14-dev
-      llvm-19-dev libsqlite3-dev libcurl4-openssl-dev libmicrohttpd-dev
+      lld llvm-19-dev libsqlite3-dev libcurl4-openssl-dev libmicrohttpd-dev
       libcmocka-dev libxgboost-dev libcjson-dev libopenblas-dev libdnnl-dev libseccomp-dev
       protobuf-c-compiler libprotobuf-c-dev libonnx-dev libzip-dev postgresql libpq-dev
       python3-onnx python3-numpy python3-sklearn python3-venv chromium"

@@ -8,7 +8,7 @@
  * replay through JSON to the same printed function. Seeds of failures are
  * printed so a case can be replayed alone:
  *   TS_PROPERTY_SEED=<seed> schedule_test_property
- * The count comes from TS_PROPERTY_COUNT (default 2000; 150 under the
+ * The count comes from TS_PROPERTY_COUNT (default 500; 150 under the
  * sanitizers, which are much slower); TS_PROPERTY_FIRST_SEED moves the
  * seed range (default 1) to explore further. Code is compiled for the host,
  * or for TS_TEST_TARGET (ctest runs a reduced count for `x86-64` and
@@ -33,7 +33,7 @@
 #endif
 #endif
 #ifndef DEFAULT_COUNT
-#define DEFAULT_COUNT 1000
+#define DEFAULT_COUNT 500
 #endif
 
 static const char *const workloads[] = {
