@@ -34,7 +34,9 @@ static const char bench_usage[] =
     "                     --default]\n"
     "                     [--target T]\n"
     "                     [--threads N] [--repeat N] [--min-repeat-ms N]\n"
-    "                     [--seed N] [--check-runs N] [--cold] [--json]\n"
+    "                     [--settle-ms N] [--seed N] [--check-runs N] "
+    "[--cold]\n"
+    "                     [--json]\n"
     "                     [--max-memory-mb N] [--max-gflop N]\n"
     "\n"
     "Compiles the workload for the target (default: this machine) — as is,\n"
@@ -55,6 +57,9 @@ static const char bench_usage[] =
     "  --repeat N         interleaved rounds: each times tessera, then each\n"
     "                     library, one repeat each; medians reported (5)\n"
     "  --min-repeat-ms N  minimum length of one repeat (100)\n"
+    "  --settle-ms N      idle time after each library's turn (30), so that\n"
+    "                     its spinning worker threads (OpenMP, OpenBLAS) stop\n"
+    "                     before the next side is timed\n"
     "  --cold             then time every side as a model's layer runs:\n"
     "                     one call, its weights evicted from the caches\n"
     "                     first (3 x --repeat rounds; oneDNN: conv2d_nhwc)\n"
@@ -103,6 +108,7 @@ typedef struct bench_cfg {
   const char *spec, *tir, *trace, *target, *db;
   bool default_sched; /* --default: what compile builds untuned */
   int threads, repeat, min_repeat_ms;
+  int settle_ms;  /* idle after each library's turn (--settle-ms) */
   int check_runs; /* outputs checked this many times (--check-runs) */
   uint64_t seed;
   bool json;
@@ -329,6 +335,7 @@ static int run_cold(const bench_cfg *cfg, const ts_workload *w, int threads,
       snprintf(cr->why, sizeof cr->why, "%.250s", err.msg);
       cr->dnn = false;
     }
+    if (cr->dnn) ts_sleep_ms(cfg->settle_ms);
   }
   cr->tessera_s = ts_median(mine, rounds);
   for (int i = 0; i < n_forms; i++) {
@@ -594,8 +601,10 @@ static int run_bench(const bench_cfg *cfg) {
     for (int v = 0; v < TS_BENCH_N_VENDORS; v++) {
       ts_error verr;
       ts_error_clear(&verr);
-      if (!have_vendor[v] || !ts_bench_measure(session[v], NULL, &verr))
-        continue;
+      if (!have_vendor[v]) continue;
+      int failed = ts_bench_measure(session[v], NULL, &verr);
+      ts_sleep_ms(cfg->settle_ms);
+      if (!failed) continue;
       /* a library that fails while timed drops out, saying why */
       snprintf(vendor_why[v], sizeof vendor_why[v], "%s", verr.msg);
       have_vendor[v] = 0;
@@ -746,7 +755,7 @@ static int run_bench(const bench_cfg *cfg) {
       json_num(key, i >= 0 && best_v >= 0,
                i >= 0 && best_v >= 0 ? form_ratio[i][best_v] : 0, true);
     }
-    printf("\"rounds\": %d, ", cfg->repeat);
+    printf("\"rounds\": %d, \"settle_ms\": %d, ", cfg->repeat, cfg->settle_ms);
     json_num("compile_ms", true, compile_ms(&main_k.build), true);
     json_str("check", ok ? "ok" : "mismatch", true);
     json_str("check_against", check_against, true);
@@ -800,9 +809,9 @@ static int run_bench(const bench_cfg *cfg) {
                reason_text(name, vendor_why[v]));
     }
     printf("\n%d interleaved rounds (tessera, then each library, one repeat "
-           "each);\nratio = tessera's speed over the library's, the median "
-           "of the rounds' ratios\n",
-           cfg->repeat);
+           "each, %d ms idle after each library);\nratio = tessera's speed "
+           "over the library's, the median of the rounds' ratios\n",
+           cfg->repeat, cfg->settle_ms);
     if (n_forms)
       printf("a Winograd form's ratio: its speed over the fastest library's; "
              "GFLOP/s count the direct form's FLOPs\n");
@@ -841,8 +850,11 @@ static int int_opt(const char *name, const char *v, long lo, long hi,
 }
 
 int cmd_bench(int argc, char **argv) {
-  bench_cfg cfg = {
-      .repeat = 5, .min_repeat_ms = 100, .seed = 1, .check_runs = 4};
+  bench_cfg cfg = {.repeat = 5,
+                   .min_repeat_ms = 100,
+                   .settle_ms = 30,
+                   .seed = 1,
+                   .check_runs = 4};
   bool suite = false;
   const char *budget = "full", *out_dir = "bench/results";
   int suite_trials = 0;
@@ -926,6 +938,10 @@ int cmd_bench(int argc, char **argv) {
       if (missing)
         return cli_usage_error("bench", "--min-repeat-ms needs a number");
       rc = int_opt("--min-repeat-ms", v, 0, 60000, &cfg.min_repeat_ms);
+    } else if (cli_opt_value(argc, argv, &i, "--settle-ms", &v, &missing)) {
+      if (missing)
+        return cli_usage_error("bench", "--settle-ms needs a number");
+      rc = int_opt("--settle-ms", v, 0, 10000, &cfg.settle_ms);
     } else if (cli_opt_value(argc, argv, &i, "--max-memory-mb", &v, &missing)) {
       if (missing)
         return cli_usage_error("bench", "--max-memory-mb needs a number");

@@ -95,6 +95,14 @@ contains ", 9 runs)"
 expect 2 "$T" bench --tir "$TMP/mm.tir" --check-runs 0; contains "--check-runs wants an integer in"
 expect 0 "$T" bench --workload "matmul M=16 N=8 K=4" --threads 1 --repeat 1 --min-repeat-ms 1 --json
 grep -Eq '"tessera_seconds": [1-9][0-9.]*e-0[5-9]' "$TMP/out" || { cat "$TMP/out"; fail "tessera_seconds lost its digits"; }
+# after each library's turn the rounds idle --settle-ms (its spinning
+# threads stop first): two rounds of at least one library, 300 ms each
+t0=$(date +%s%N)
+expect 0 "$T" bench --workload "matmul M=16 N=8 K=4" --threads 1 --repeat 2 --min-repeat-ms 1 --settle-ms 300 --json
+t1=$(date +%s%N)
+contains '"settle_ms": 300'
+[ $(( (t1 - t0) / 1000000 )) -ge 600 ] || fail "--settle-ms 300 over two rounds took under 600 ms"
+expect 2 "$T" bench --workload "matmul M=16 N=8 K=4" --settle-ms -1; contains "--settle-ms wants an integer in"
 expect 2 "$T" bench --tir "$TMP/mm.tir" --workload "matmul M=2 N=2 K=2"; contains "exactly one of --workload or --tir"
 # the broad set: drawn from its seed, the same list every time, another
 # with another seed; its options go with --suite only
