@@ -369,7 +369,7 @@ static void print_cold(const ts_workload *w, const cold_result *cr,
     json_num("tessera_seconds", true, cr->tessera_s, true);
     for (int m = 2; m <= 4; m += 2) {
       int i = form_index(forms, n_forms, m);
-      char key[48];
+      char key[64]; /* two ints of any size fit */
       snprintf(key, sizeof key, "winograd_f%dx%d_seconds", m, m);
       json_num(key, i >= 0, i >= 0 ? cr->form_s[i] : 0, true);
       snprintf(key, sizeof key, "winograd_f%dx%d_ratio_to_onednn", m, m);
@@ -747,7 +747,7 @@ static int run_bench(const bench_cfg *cfg) {
              true);
     for (int m = 2; m <= 4; m += 2) {
       int i = form_index(forms, n_forms, m);
-      char key[48];
+      char key[64]; /* two ints of any size fit */
       snprintf(key, sizeof key, "winograd_f%dx%d_gflops", m, m);
       json_num(key, i >= 0, i >= 0 ? w->flops / form_median[i] * 1e-9 : 0,
                true);

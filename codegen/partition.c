@@ -20,6 +20,16 @@
  * constant coefficients; anything above the test (loop variables of
  * enclosing loops, fused indices with floordiv/floormod) may appear in any
  * form. Functions with thread-bound loops (GPU kernels) are left alone.
+ *
+ * The guards of `if_then_else` expressions (an inlined padding block's
+ * `if_then_else(0 <= h - 1 && h - 1 < H && ..., data[...], 0)`, scalar or
+ * broadcast to the vector) are partitioned too, all at once: at each
+ * position, every guard conjunct decidable there goes into one test (the
+ * interior of the image), under which the main copy reads without guards
+ * (the plain load, which LLVM can keep in registers across neighbouring
+ * taps); the border copy keeps every guard and is not partitioned on them
+ * again, so a conv with four padded sides costs one copy per position,
+ * not sixteen.
  */
 #include "codegen/internal.h"
 
@@ -39,9 +49,30 @@ typedef struct part_ctx {
    * ifs are frozen: not partitioned again deeper (only dropped where they
    * always hold) */
   int tail_depth;
-  const ts_stmt **frozen;
+  /* the ifs (ts_stmt) and if_then_else guards (their condition, ts_expr)
+   * not to partition on in the subtree being rebuilt */
+  const void **frozen;
   int n_frozen, cap_frozen;
 } part_ctx;
+
+/* Adds node to c->frozen; false when out of memory (counted). */
+static bool freeze(part_ctx *c, const void *node) {
+  if (c->n_frozen == c->cap_frozen) {
+    int cap = c->cap_frozen ? 2 * c->cap_frozen : 16;
+    const void **f = ts_realloc(c->frozen, sizeof *c->frozen * (size_t)cap);
+    if (!f) return false;
+    c->frozen = f;
+    c->cap_frozen = cap;
+  }
+  c->frozen[c->n_frozen++] = node;
+  return true;
+}
+
+static bool is_frozen(const part_ctx *c, const void *node) {
+  for (int k = 0; k < c->n_frozen; k++)
+    if (c->frozen[k] == node) return true;
+  return false;
+}
 
 /* ---- conjuncts ---- */
 
@@ -185,7 +216,8 @@ static ts_expr *hoisted_test(ts_arena *a, const inner_loops *in, ts_expr *neg,
 /* ---- conditions under a statement ---- */
 
 typedef struct site {
-  ts_stmt *iff;   /* the if statement */
+  ts_stmt *iff;   /* the if statement (NULL for a guard) */
+  ts_expr *guard; /* or the condition operand of an if_then_else */
   int conj;       /* which conjunct of its condition */
   ts_expr *test;  /* the hoisted test (not simplified) */
   bool invariant; /* the conjunct does not vary below the test */
@@ -198,8 +230,56 @@ typedef struct site_walk {
   int n, cap;
 } site_walk;
 
+/* Adds a site for each conjunct of cond (of if statement iff or of guard)
+ * that has a hoisted test here. */
+static void add_sites(site_walk *w, ts_expr *cond, ts_stmt *iff,
+                      ts_expr *guard) {
+  ts_expr *cj[MAX_CONJ];
+  int n = conjuncts(cond, cj, 0);
+  for (int k = 0; k < n; k++) {
+    ts_expr *neg = as_negative(w->c->a, cj[k]);
+    bool inv = false;
+    ts_expr *test = neg ? hoisted_test(w->c->a, &w->in, neg, &inv) : NULL;
+    if (!test) continue;
+    if (w->n == w->cap) {
+      int cap = w->cap ? 2 * w->cap : 16;
+      site *v = ts_realloc(w->v, sizeof *w->v * (size_t)cap);
+      if (!v) continue; /* out of memory (counted): not partitioned */
+      w->v = v;
+      w->cap = cap;
+    }
+    w->v[w->n++] = (site){iff, guard, k, test, inv};
+  }
+}
+
+/* The scalar condition of an if_then_else guard (a broadcast one's
+ * operand), or NULL when it varies across vector lanes. */
+static ts_expr *guard_scalar(ts_expr *guard) {
+  if (ts_expr_kind_of(guard) == TS_EXPR_BROADCAST)
+    return ts_expr_operand(guard, 0);
+  return ts_expr_dtype(guard).lanes == 1 ? guard : NULL;
+}
+
+static bool is_guarded(const ts_expr *e) {
+  return ts_expr_kind_of(e) == TS_EXPR_CALL &&
+         !strcmp(ts_expr_call_name(e), "if_then_else") &&
+         ts_expr_n_operands(e) == 3;
+}
+
+static void guard_sites_fn(void *ctx, ts_expr *e) {
+  site_walk *w = ctx;
+  if (!is_guarded(e)) return;
+  ts_expr *g = ts_expr_operand(e, 0), *c = guard_scalar(g);
+  if (c) add_sites(w, c, NULL, g);
+}
+
 static void collect_sites(site_walk *w, ts_stmt *s) {
   switch (ts_stmt_kind_of(s)) {
+  case TS_STMT_STORE: {
+    ts_expr *v = ts_store_value(s);
+    if (v) ts_expr_walk(v, guard_sites_fn, w);
+    return;
+  }
   case TS_STMT_FOR: {
     if (w->in.n == MAX_INNER) {
       w->in.overflow = true;
@@ -233,22 +313,7 @@ static void collect_sites(site_walk *w, ts_stmt *s) {
   case TS_STMT_ALLOCATE: collect_sites(w, ts_allocate_body(s)); return;
   case TS_STMT_IF: {
     if (!ts_if_else(s)) {
-      ts_expr *cj[MAX_CONJ];
-      int n = conjuncts(ts_if_cond(s), cj, 0);
-      for (int k = 0; k < n; k++) {
-        ts_expr *neg = as_negative(w->c->a, cj[k]);
-        bool inv = false;
-        ts_expr *test = neg ? hoisted_test(w->c->a, &w->in, neg, &inv) : NULL;
-        if (!test) continue;
-        if (w->n == w->cap) {
-          int cap = w->cap ? 2 * w->cap : 16;
-          site *v = ts_realloc(w->v, sizeof *w->v * (size_t)cap);
-          if (!v) continue; /* out of memory (counted): not partitioned */
-          w->v = v;
-          w->cap = cap;
-        }
-        w->v[w->n++] = (site){s, k, test, inv};
-      }
+      add_sites(w, ts_if_cond(s), s, NULL);
     } else {
       collect_sites(w, ts_if_else(s));
     }
@@ -296,6 +361,47 @@ static ts_stmt *rewrite_sites(ts_arena *a, ts_stmt *s, ts_stmt **iff, int *conj,
   return ts_stmt_mutate(a, s, &m);
 }
 
+/* The guards to rewrite: conjunct conj[i] of guard[i] is known to hold. */
+typedef struct guard_drop {
+  ts_expr **guard;
+  int *conj;
+  int n;
+} guard_drop;
+
+static ts_expr *guard_post(void *ctx, ts_arena *a, ts_expr *e) {
+  guard_drop *d = ctx;
+  if (!is_guarded(e)) return e;
+  ts_expr *g = ts_expr_operand(e, 0);
+  bool hit = false;
+  for (int i = 0; i < d->n && !hit; i++) hit = d->guard[i] == g;
+  if (!hit) return e;
+  ts_expr *cj[MAX_CONJ];
+  int n = conjuncts(guard_scalar(g), cj, 0);
+  ts_expr *cond = NULL;
+  for (int k = 0; k < n; k++) {
+    bool drop = false;
+    for (int i = 0; i < d->n; i++) drop |= d->guard[i] == g && d->conj[i] == k;
+    if (!drop) cond = cond ? ts_and(a, cond, cj[k]) : cj[k];
+  }
+  if (!cond) return ts_expr_operand(e, 1); /* the plain value */
+  if (ts_expr_kind_of(g) == TS_EXPR_BROADCAST)
+    cond = ts_broadcast(a, cond, ts_expr_dtype(g).lanes);
+  ts_expr *ops[3] = {cond, ts_expr_operand(e, 1), ts_expr_operand(e, 2)};
+  return ts_expr_rebuild(a, e, ops);
+}
+
+static ts_expr *guard_expr(void *ctx, ts_arena *a, ts_expr *e) {
+  return ts_expr_mutate(a, e, guard_post, ctx);
+}
+
+static ts_stmt *rewrite_guards(ts_arena *a, ts_stmt *s, ts_expr **guard,
+                               int *conj, int n) {
+  if (n == 0) return s;
+  guard_drop d = {guard, conj, n};
+  ts_stmt_mutator m = {.expr = guard_expr, .ctx = &d};
+  return ts_stmt_mutate(a, s, &m);
+}
+
 static ts_stmt *drop_conjunct(ts_arena *a, ts_stmt *s, const site *st) {
   ts_stmt *iff = st->iff;
   int conj = st->conj;
@@ -320,6 +426,8 @@ static bool same_test(ts_arena *a, ts_expr *x, ts_expr *y,
 /* ---- the pass ---- */
 
 static ts_stmt *part_stmt(part_ctx *c, ts_stmt *s, const ts_expr *newest);
+static ts_stmt *part_at(part_ctx *c, ts_stmt *s, const ts_expr *newest,
+                        const ts_stmt *const *skip, int n_skip);
 
 /* Whether a (simplified) test uses var v. */
 typedef struct var_use {
@@ -336,6 +444,79 @@ static bool uses(ts_expr *e, const ts_expr *v) {
   return u.found;
 }
 
+/* A simplified test known to hold (always) or to fail (never) over the
+ * ranges of the loops around it. */
+static void decide(const part_ctx *c, ts_expr *test, bool *always,
+                   bool *never) {
+  int64_t v, lo, hi;
+  *always = ts_expr_is_const_int(test, &v) && v;
+  *never = ts_expr_is_const_int(test, &v) && !v;
+  if (!*always && !*never && ts_expr_kind_of(test) == TS_EXPR_LT &&
+      ts_expr_const_bound(ts_expr_operand(test, 0), c->ranges, &lo, &hi) &&
+      ts_expr_is_const_int(ts_expr_operand(test, 1), &v)) {
+    *always = hi < v;
+    *never = lo >= v;
+  }
+}
+
+/* The if_then_else guards of s, directly under the loop whose var is
+ * `newest`: conjuncts that always hold are dropped; those whose hoisted
+ * test becomes decidable here go into one test, `if (test) main else
+ * border`, the main copy without them and the border copy with every
+ * guard, frozen. *done tells whether it partitioned (the copies then
+ * rebuilt further); otherwise s is returned with the dropped conjuncts. */
+static ts_stmt *part_guards(part_ctx *c, ts_stmt *s, const ts_expr *newest,
+                            const ts_stmt *const *skip, int n_skip,
+                            bool *done) {
+  *done = false;
+  for (int round = 0; round < 64; round++) {
+    site_walk w = {.c = c};
+    collect_sites(&w, s);
+    int n = 0, nd = 0;
+    ts_expr **g = ts_arena_alloc(c->a, sizeof *g * (size_t)(w.n + 1));
+    ts_expr **dg = ts_arena_alloc(c->a, sizeof *dg * (size_t)(w.n + 1));
+    int *conj = ts_arena_alloc(c->a, sizeof *conj * (size_t)(w.n + 1));
+    int *dconj = ts_arena_alloc(c->a, sizeof *dconj * (size_t)(w.n + 1));
+    if (!g || !dg || !conj || !dconj) {
+      free(w.v); /* out of memory: ts_lower stops after this step */
+      return s;
+    }
+    ts_expr *test = NULL;
+    for (int i = 0; i < w.n; i++) {
+      const site *st = &w.v[i];
+      if (!st->guard || is_frozen(c, st->guard)) continue;
+      ts_expr *t = ts_simplify(c->a, st->test, c->ranges);
+      bool always, never;
+      decide(c, t, &always, &never);
+      if (always) {
+        dg[nd] = st->guard;
+        dconj[nd++] = st->conj;
+      } else if (!never && uses(t, newest)) {
+        g[n] = st->guard;
+        conj[n++] = st->conj;
+        test = test ? ts_and(c->a, test, t) : t;
+      }
+    }
+    free(w.v);
+    if (nd) { /* then look again: the guards' nodes are new */
+      s = rewrite_guards(c->a, s, dg, dconj, nd);
+      continue;
+    }
+    if (!n || c->copies >= MAX_COPIES) return s;
+    c->copies++;
+    *done = true;
+    ts_stmt *main_s = rewrite_guards(c->a, s, g, conj, n);
+    int n_frozen = c->n_frozen;
+    for (int k = 0; k < n; k++)
+      if (!freeze(c, g[k])) break; /* out of memory (counted) */
+    ts_stmt *border = part_at(c, s, newest, skip, n_skip);
+    c->n_frozen = n_frozen;
+    main_s = part_at(c, main_s, newest, skip, n_skip);
+    return ts_if(c->a, test, main_s, ts_stmt_copy(c->a, border, NULL));
+  }
+  return s;
+}
+
 /* A loop nest s directly under the loop whose var is `newest` (NULL at the
  * top): partitioned on the conditions inside it whose hoisted test becomes
  * decidable here (it uses `newest`), or dropped when they always hold.
@@ -347,28 +528,20 @@ static ts_stmt *part_position(part_ctx *c, ts_stmt *s, const ts_expr *newest,
     collect_sites(&w, s);
     bool changed = false;
     for (int i = 0; i < w.n && !changed; i++) {
+      if (!w.v[i].iff) continue; /* a guard: part_guards' */
       bool skipped = false;
       for (int k = 0; k < n_skip; k++) skipped |= skip[k] == w.v[i].iff;
       if (skipped) continue;
       ts_expr *test = ts_simplify(c->a, w.v[i].test, c->ranges);
-      int64_t v, lo, hi;
-      bool always = ts_expr_is_const_int(test, &v) && v;
-      bool never = ts_expr_is_const_int(test, &v) && !v;
-      if (!always && !never && ts_expr_kind_of(test) == TS_EXPR_LT &&
-          ts_expr_const_bound(ts_expr_operand(test, 0), c->ranges, &lo, &hi) &&
-          ts_expr_is_const_int(ts_expr_operand(test, 1), &v)) {
-        always = hi < v;
-        never = lo >= v;
-      }
+      bool always, never;
+      decide(c, test, &always, &never);
       if (always) {
         s = drop_conjunct(c->a, s, &w.v[i]);
         changed = true;
         continue;
       }
-      bool frozen = false;
-      for (int k = 0; k < c->n_frozen; k++)
-        frozen |= c->frozen[k] == w.v[i].iff;
-      if (never || frozen || !uses(test, newest) || c->copies >= MAX_COPIES)
+      if (never || is_frozen(c, w.v[i].iff) || !uses(test, newest) ||
+          c->copies >= MAX_COPIES)
         continue;
       /* partition on every site of this test: the main copy drops them,
        * the tail keeps them (its other sites at this position are still
@@ -388,6 +561,7 @@ static ts_stmt *part_position(part_ctx *c, ts_stmt *s, const ts_expr *newest,
       int ng = 0, ninv = 0, nsk = n_skip;
       for (int k = 0; k < n_skip; k++) sk[k] = skip[k];
       for (int j = i; j < w.n; j++) {
+        if (!w.v[j].iff) continue;
         if (j != i &&
             !same_test(c->a, test, ts_simplify(c->a, w.v[j].test, c->ranges),
                        c->ranges))
@@ -404,21 +578,12 @@ static ts_stmt *part_position(part_ctx *c, ts_stmt *s, const ts_expr *newest,
       /* the main copy first: the budget goes to the hot path */
       ts_stmt *main_s = rewrite_sites(c->a, s, iff, conj, ng, false);
       ts_stmt *tail = rewrite_sites(c->a, s, inv_iff, inv_conj, ninv, true);
-      main_s = part_position(c, main_s, newest, skip, n_skip);
+      main_s = part_at(c, main_s, newest, skip, n_skip);
       int n_frozen = c->n_frozen;
       c->tail_depth++;
-      for (int k = n_skip; c->tail_depth >= MAX_TAIL_DEPTH && k < nsk; k++) {
-        if (c->n_frozen == c->cap_frozen) {
-          int cap = c->cap_frozen ? 2 * c->cap_frozen : 16;
-          const ts_stmt **f =
-              ts_realloc(c->frozen, sizeof *c->frozen * (size_t)cap);
-          if (!f) break; /* out of memory (counted; ts_lower reports it) */
-          c->frozen = f;
-          c->cap_frozen = cap;
-        }
-        c->frozen[c->n_frozen++] = sk[k];
-      }
-      tail = part_position(c, tail, newest, sk, nsk);
+      for (int k = n_skip; c->tail_depth >= MAX_TAIL_DEPTH && k < nsk; k++)
+        if (!freeze(c, sk[k])) break; /* out of memory (counted) */
+      tail = part_at(c, tail, newest, sk, nsk);
       c->tail_depth--;
       c->n_frozen = n_frozen;
       free(w.v);
@@ -428,6 +593,18 @@ static ts_stmt *part_position(part_ctx *c, ts_stmt *s, const ts_expr *newest,
     if (!changed) break;
   }
   return part_stmt(c, s, newest);
+}
+
+/* s directly under the loop whose var is `newest`: its guards partitioned
+ * here, then (a loop nest) its ifs, then what is inside. */
+static ts_stmt *part_at(part_ctx *c, ts_stmt *s, const ts_expr *newest,
+                        const ts_stmt *const *skip, int n_skip) {
+  bool done;
+  s = part_guards(c, s, newest, skip, n_skip, &done);
+  if (done) return s;
+  return ts_stmt_kind_of(s) == TS_STMT_FOR
+             ? part_position(c, s, newest, skip, n_skip)
+             : part_stmt(c, s, newest);
 }
 
 /* Rebuilds s with its loop nests partitioned; `newest` is the var of the
@@ -441,9 +618,7 @@ static ts_stmt *part_stmt(part_ctx *c, ts_stmt *s, const ts_expr *newest) {
         ts_expr_is_const_int(ts_for_extent(s), &ex) && ex > 0)
       ts_var_ranges_set(c->ranges, ts_for_var(s), mn, ex);
     ts_stmt *body = ts_for_body(s);
-    ts_stmt *nb = ts_stmt_kind_of(body) == TS_STMT_FOR
-                      ? part_position(c, body, ts_for_var(s), NULL, 0)
-                      : part_stmt(c, body, ts_for_var(s));
+    ts_stmt *nb = part_at(c, body, ts_for_var(s), NULL, 0);
     if (nb == body) return s;
     ts_stmt *r = ts_for(a, ts_for_var(s), ts_for_min(s), ts_for_extent(s),
                         ts_for_kind_of(s), ts_for_thread_tag(s), nb);
@@ -459,7 +634,7 @@ static ts_stmt *part_stmt(part_ctx *c, ts_stmt *s, const ts_expr *newest) {
     for (int i = 0; i < n; i++) {
       ts_stmt *it = ts_seq_item(s, i);
       items[i] = ts_stmt_kind_of(it) == TS_STMT_FOR
-                     ? part_position(c, it, newest, NULL, 0)
+                     ? part_at(c, it, newest, NULL, 0)
                      : part_stmt(c, it, newest);
       changed |= items[i] != it;
     }
@@ -475,7 +650,7 @@ static ts_stmt *part_stmt(part_ctx *c, ts_stmt *s, const ts_expr *newest) {
   case TS_STMT_LET: {
     ts_stmt *b = ts_let_stmt_body(s);
     ts_stmt *nb = ts_stmt_kind_of(b) == TS_STMT_FOR
-                      ? part_position(c, b, newest, NULL, 0)
+                      ? part_at(c, b, newest, NULL, 0)
                       : part_stmt(c, b, newest);
     return nb == b
                ? s
@@ -484,7 +659,7 @@ static ts_stmt *part_stmt(part_ctx *c, ts_stmt *s, const ts_expr *newest) {
   case TS_STMT_ALLOCATE: {
     ts_stmt *b = ts_allocate_body(s);
     ts_stmt *nb = ts_stmt_kind_of(b) == TS_STMT_FOR
-                      ? part_position(c, b, newest, NULL, 0)
+                      ? part_at(c, b, newest, NULL, 0)
                       : part_stmt(c, b, newest);
     return nb == b ? s : ts_allocate(a, ts_allocate_buffer(s), nb);
   }
@@ -508,7 +683,7 @@ int ts_lower_partition(ts_func *f, ts_error *err) {
   part_ctx c = {ts_func_arena(f), ts_var_ranges_create(), 0, 0, NULL, 0, 0};
   ts_stmt *body = ts_func_body(f);
   ts_stmt *nb = ts_stmt_kind_of(body) == TS_STMT_FOR
-                    ? part_position(&c, body, NULL, NULL, 0)
+                    ? part_at(&c, body, NULL, NULL, 0)
                     : part_stmt(&c, body, NULL);
   ts_func_set_body(f, nb);
   ts_var_ranges_destroy(c.ranges);

@@ -289,6 +289,15 @@ int apply_rfactor(ts_sched *s, inst *in, rv_list *out) {
   sv_free(&rs);
   ts_block *b = ts_realize_block(r);
   const char *bn = ts_block_name(b);
+  /* The write-back block rfactor makes covers the whole buffer: under an
+   * outer block (a blockized tile) it would read the rf buffer's places
+   * that other instances of that block write. */
+  ts_stmt *sc = tree_scope(s->func, r);
+  if (sc && tree_scope(s->func, sc))
+    return FAIL(s, TS_ESCHEDULE,
+                "rfactor: block '%s' is inside block '%s' (rfactor needs a "
+                "block directly under the root)",
+                bn, ts_block_name(ts_realize_block(sc)));
   ts_stmt *st = only_store(ts_block_body(b));
   ts_stmt *init = only_store(ts_block_init(b));
   reducer op;

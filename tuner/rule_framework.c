@@ -421,14 +421,14 @@ static void apply_tiling(gen *g, int i, const char *name) {
 }
 
 /* The rules of one block in every state: keep-materialized and auto-inline
- * (or add-rfactor), then the tiling rules, then a random compute location
- * where the block is still a stage of its own. */
+ * (or the padding-inlined variant and add-rfactor), then the tiling rules, then
+ * a random compute location where the block is still a stage of its own. */
 static void apply_block_rules(gen *g, const char *name) {
   const rule_list *rl = g->rules;
   int n0 = g->n;
   for (int i = 0; i < n0; i++) {
     if (!block_exists(g->st[i].s, name)) continue;
-    gen_state keep;
+    gen_state keep, inl;
     bool kept = rl->keep_materialized &&
                 rl->keep_materialized(g, &g->st[i], name, &keep);
     if (rule_auto_inline(g, &g->st[i], name)) {
@@ -437,6 +437,13 @@ static void apply_block_rules(gen *g, const char *name) {
       continue;
     }
     if (kept) state_clear(&keep);
+    /* padding that stays a stage: also inlined, in a state of its own */
+    if (rl->padding_inlined && rl->padding_inlined(g, &g->st[i], name, &inl)) {
+      if (g->n < MAX_STATES)
+        g->st[g->n++] = inl;
+      else
+        state_clear(&inl);
+    }
     if (rl->rfactor) apply_rfactor(g, i, name);
   }
   n0 = g->n;

@@ -146,6 +146,8 @@ void rule_random_compute_location(gen_state *st, const char *block);
  * "materialized"); taken before the inline rule runs. */
 bool rule_keep_materialized(const gen *g, const gen_state *st,
                             const char *block, gen_state *keep);
+bool rule_cpu_padding_inlined(const gen *g, const gen_state *st,
+                              const char *name, gen_state *out);
 /* The SSRSRS multi-level tiling variants of `block` when it is a reduction
  * with data reuse (with cache-write and cache-read levels as the options
  * allow). */
@@ -219,6 +221,9 @@ struct rule_list {
                             const char *block, gen_state *keep); /* NULL */
   bool inline_padding; /* auto-inline blocks that compute through
                           if_then_else (padding) */
+  /* where padding stays: a variant with it inlined (NULL: none) */
+  bool (*padding_inlined)(const gen *g, const gen_state *st, const char *block,
+                          gen_state *out);
   int (*rfactor)(const gen *g, const gen_state *st, const char *block,
                  gen_state *out);       /* NULL: none */
   tiling_rule tiling[MAX_TILING_RULES]; /* NULL-terminated when shorter */

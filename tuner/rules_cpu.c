@@ -4,6 +4,8 @@
  *  - a variant keeping an expensive block read by several consumers as a
  *    stage of its own, beside the state where auto-inline (the framework's)
  *    inlines it;
+ *  - a variant with padding inlined into a consumer that reads it once per
+ *    tap (a depthwise conv), whose guards the code generator partitions;
  *  - add-rfactor: a reduction of little spatial extent gets its reduce
  *    loops' outer part factored out as a parallel dimension, a reduction
  *    without reuse its innermost reduce loop's vector lanes;
@@ -47,6 +49,93 @@ bool rule_keep_materialized(const gen *g, const gen_state *st, const char *name,
       state_fork(st, keep, NULL))
     return false;
   state_append_name(keep, "%s: materialized", name);
+  return true;
+}
+
+/* ========================================================================
+ * Padding inlined where it is read once per tap
+ * ======================================================================== */
+
+/* Which iter vars of consumer block `cons` index its loads of buffer buf. */
+typedef struct pad_reads {
+  const ts_buffer *buf;
+  const ts_block *cons;
+  bool indexed[64];
+  bool found;
+} pad_reads;
+
+static void mark_iter_fn(void *ctx, ts_expr *e) {
+  pad_reads *u = ctx;
+  for (int i = 0; i < ts_block_n_iters(u->cons) && i < 64; i++)
+    if (ts_block_iter_var(u->cons, i) == e) u->indexed[i] = true;
+}
+
+static void pad_reads_fn(void *ctx, ts_expr *e) {
+  pad_reads *u = ctx;
+  if (ts_expr_kind_of(e) != TS_EXPR_LOAD || ts_expr_buffer(e) != u->buf) return;
+  u->found = true;
+  for (int k = 0; k < ts_expr_n_operands(e); k++)
+    ts_expr_walk(ts_expr_operand(e, k), mark_iter_fn, u);
+}
+
+static void pad_reads_visit(void *ctx, ts_expr *e) {
+  ts_expr_walk(e, pad_reads_fn, ctx);
+}
+
+/* Whether consumer block cons reads buf with every one of its spatial
+ * iter vars in the indices: no output element shares a read with another
+ * but through the window's taps (a depthwise conv, a pooling; not a dense
+ * conv, whose output channels all read one pixel). */
+static bool read_once_per_tap(const ts_block *cons, const ts_buffer *buf) {
+  if (ts_block_n_iters(cons) > 64) return false;
+  pad_reads u = {.buf = buf, .cons = cons};
+  ts_visitor v = {.visit_expr = pad_reads_visit, .ctx = &u};
+  ts_stmt_walk(ts_block_body(cons), &v);
+  if (!u.found) return false;
+  for (int i = 0; i < ts_block_n_iters(cons); i++)
+    if (ts_block_iter_kind(cons, i) == TS_ITER_SPATIAL && !u.indexed[i])
+      return false;
+  return true;
+}
+
+/* A padding block (computing through if_then_else) stays a stage of its
+ * own in the CPU space (rule_auto_inline): inlined, its guard would run at
+ * every tap. The code generator partitions such guards
+ * (codegen/partition.c: the interior of the image reads without them), so
+ * where the padded copy costs about what the consumer's own reads do — a
+ * consumer reading each padded element once per tap, a depthwise conv or
+ * a pooling — the space also has the padding inlined, in a state of its
+ * own (`pad: inlined`), and measurement chooses. Returns whether *out got
+ * such a state, forked from st. */
+bool rule_cpu_padding_inlined(const gen *g, const gen_state *st,
+                              const char *name, gen_state *out) {
+  ts_sched *s = st->s;
+  const ts_func *f = ts_sched_func(s);
+  const ts_stmt *r = ts_func_find_block(f, name);
+  if (!r || g->n >= MAX_STATES) return false;
+  const ts_block *b = ts_realize_block(r);
+  if (block_is_reduction(b) || block_writes_param(f, b) ||
+      ts_block_n_writes(b) != 1 || !stmt_uses_if_then_else(ts_block_body(b)))
+    return false;
+  ts_rv rv, cons[MAX_BLOCKS];
+  int nc = 0;
+  if (ts_sched_get_block(s, name, &rv) ||
+      ts_sched_get_consumers(s, rv, cons, MAX_BLOCKS, &nc) || nc == 0)
+    return false;
+  for (int i = 0; i < nc; i++) {
+    const char *cn = ts_sched_rv_block_name(s, cons[i]);
+    const ts_stmt *cr = cn ? ts_func_find_block(f, cn) : NULL;
+    if (!cr ||
+        !read_once_per_tap(ts_realize_block(cr), ts_block_write(b, 0)->buffer))
+      return false;
+  }
+  if (state_fork(st, out, NULL)) return false;
+  if (ts_sched_get_block(out->s, name, &rv) ||
+      ts_sched_compute_inline(out->s, rv)) {
+    state_clear(out);
+    return false;
+  }
+  state_append_name(out, "%s: inlined", name);
   return true;
 }
 

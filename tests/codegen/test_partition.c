@@ -5,7 +5,8 @@
  * level (register rows and vector columns, cache tiles, parallel outer
  * loops, the reduction), compiled and compared with the reference
  * interpreter; the lowered program keeps a main copy of the kernel
- * without the predicate (vectorized, unrolled) next to a predicated tail.
+ * without the predicate (vectorized, unrolled) next to a predicated tail;
+ * padding inlined into convs (guarded loads) gets an unguarded interior.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -186,6 +187,76 @@ static void test_caches_and_conv(void **state) {
   ts_sched_destroy(s);
 }
 
+/* Padding inlined into a conv (a guarded load per tap): the main copy,
+ * taken where every tap of the tile is inside the image, reads without a
+ * guard; the border copy keeps every guard. Depthwise and dense convs,
+ * strided, with tiles that do and do not divide the output, the taps
+ * unrolled or looped, the guard scalar (an unvectorized channel loop) or
+ * broadcast to the vector. */
+static void test_padding_guards(void **state) {
+  (void)state;
+  static const struct {
+    const char *spec, *block;
+    int64_t fh, fw; /* inner factors of the output rows and columns */
+    bool vec, unroll_taps;
+  } cases[] = {
+      {"depthwise_conv2d_nhwc N=1 H=12 W=12 C=16 KH=3 KW=3 pad=1",
+       "depthwise_conv", 2, 2, true, true},
+      {"depthwise_conv2d_nhwc N=1 H=11 W=13 C=8 KH=3 KW=3 pad=1",
+       "depthwise_conv", 2, 3, true, false},
+      {"depthwise_conv2d_nhwc N=1 H=9 W=10 C=8 KH=5 KW=5 pad=2 stride=2",
+       "depthwise_conv", 1, 2, true, true},
+      {"conv2d_nhwc N=1 H=7 W=9 CI=3 CO=8 KH=3 KW=3 pad=1", "conv", 1, 3, false,
+       true},
+      {"conv2d_nhwc N=2 H=10 W=6 CI=4 CO=16 KH=3 KW=3 pad=2 dilation=2", "conv",
+       2, 2, true, false},
+  };
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    ts_sched *s = sched_of(cases[c].spec);
+    ts_rv pad, b, l[8], h[2], w[2], loops[16];
+    int n = 0;
+    SOK(ts_sched_get_block(s, "pad", &pad));
+    SOK(ts_sched_compute_inline(s, pad));
+    SOK(ts_sched_get_block(s, cases[c].block, &b));
+    SOK(ts_sched_get_loops(s, b, l, 8, &n));
+    /* n h w c kh kw (depthwise) or n h w co kh kw ci (conv) */
+    int64_t fh[2] = {TS_SPLIT_INFER, cases[c].fh},
+            fw[2] = {TS_SPLIT_INFER, cases[c].fw};
+    SOK(ts_sched_split(s, l[1], fh, 2, h));
+    SOK(ts_sched_split(s, l[2], fw, 2, w));
+    ts_rv taps[3];
+    int nt = 0;
+    for (int i = 4; i < n; i++) taps[nt++] = l[i];
+    ts_rv order[16];
+    int no = 0;
+    order[no++] = l[0];
+    order[no++] = h[0];
+    order[no++] = w[0];
+    for (int i = 0; i < nt; i++) order[no++] = taps[i];
+    order[no++] = h[1];
+    order[no++] = w[1];
+    order[no++] = l[3];
+    SOK(ts_sched_reorder(s, order, no));
+    SOK(ts_sched_get_loops(s, b, loops, 16, &n));
+    if (cases[c].vec) SOK(ts_sched_vectorize(s, loops[n - 1]));
+    for (int i = 3; i < n - 1; i++)
+      if (cases[c].unroll_taps || i >= 3 + nt)
+        SOK(ts_sched_unroll(s, loops[i]));
+    SOK(ts_sched_parallel(s, loops[0]));
+    char *text = lowered_text(s);
+    /* partitioned, and the main copy reads the image without guards
+     * (without the pass every read of data is under one) */
+    if (count(text, "} else {") < 1 ||
+        count(text, "if_then_else") >= count(text, "data["))
+      printf("%s\n%s\n", cases[c].spec, text);
+    assert_true(count(text, "} else {") >= 1);
+    assert_true(count(text, "if_then_else") < count(text, "data["));
+    free(text);
+    check_run(s);
+    ts_sched_destroy(s);
+  }
+}
+
 /* A function without predicates lowers as before: nothing partitioned. */
 static void test_perfect_unchanged(void **state) {
   (void)state;
@@ -204,6 +275,7 @@ int main(void) {
       cmocka_unit_test(test_register_tile_rows),
       cmocka_unit_test(test_imperfect_every_level),
       cmocka_unit_test(test_caches_and_conv),
+      cmocka_unit_test(test_padding_guards),
       cmocka_unit_test(test_perfect_unchanged),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

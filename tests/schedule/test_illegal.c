@@ -181,6 +181,11 @@ static const illegal_case cases[] = {
      "is its only reduction loop, so the elements the predicate skips"},
     {"reduce op=max N=3 D=37", TS_ESCHEDULE,
      "does not hold at the first iteration of its other reduction loops"},
+    /* 73: the write-back block would span the whole buffer inside one
+     * instance of the outer block */
+    {"matmul M=8 N=8 K=8", TS_ESCHEDULE,
+     "rfactor: block 'C' is inside block 'C_o' (rfactor needs a block "
+     "directly under the root)"},
 };
 #define N_CASES ((int)(sizeof cases / sizeof cases[0]))
 
@@ -585,6 +590,14 @@ static int run_case(int id, ts_sched *s) {
     block_loops(s, "Y", &b, l);
     int64_t f[3] = {5, 8, 4};
     OK(ts_sched_split(s, l[1], f, 3, o));
+    take(s);
+    return ts_sched_rfactor(s, o[0], 0, &x);
+  }
+  case 73: { /* rfactor under a blockized tile */
+    block_loops(s, "C", &b, l);
+    OK(ts_sched_blockize(s, l[2], &x));
+    OK(ts_sched_get_block(s, "C", &b));
+    OK(ts_sched_get_loops(s, b, o, 1, &n));
     take(s);
     return ts_sched_rfactor(s, o[0], 0, &x);
   }
