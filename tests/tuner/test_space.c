@@ -10,7 +10,8 @@
  * matmul, even on an AMX target); tensorized candidates compute the right
  * result. Custom rules replace the default rules of their block. A 1x1
  * convolution's unit kernel loops leave its spatial tiles parallel. A conv
- * whose output columns cannot fill a register tile gets pixel variants. Every
+ * whose output columns cannot fill a register tile gets pixel variants. A
+ * depthwise conv also gets spaces with its padding inlined. Every
  * registered target family names a rule list the tuner has.
  */
 #include <setjmp.h>
@@ -595,6 +596,43 @@ static void test_conv_pad_compute_location(void **state) {
   ts_workload_free(w);
 }
 
+/* A depthwise conv, which reads each padded element once per tap, also
+ * gets spaces with its padding inlined (`pad: inlined`, no compute
+ * location sampled for it), whose samples compute the interpreter's
+ * result, odd sizes and a stride included; a dense conv (its output
+ * channels share each read) and a padding-free depthwise conv get none. */
+static void test_depthwise_padding_inlined(void **state) {
+  (void)state;
+  ts_target *t = host();
+  const char *specs[] = {
+      "depthwise_conv2d_nhwc N=1 H=9 W=11 C=16 KH=3 KW=3 pad=1",
+      "depthwise_conv2d_nhwc N=1 H=10 W=7 C=8 KH=5 KW=5 pad=2 stride=2",
+  };
+  for (int j = 0; j < 2; j++) {
+    ts_workload *w = tu_workload(specs[j]);
+    ts_design_space *s = NULL;
+    int n = 0, inlined = 0;
+    ts_error err;
+    OK(ts_space_generate(w->func, t, NULL, &s, &n, &err));
+    for (int i = 0; i < n; i++) {
+      if (!strstr(s[i].name, "pad: inlined")) continue;
+      inlined++;
+      for (int k = 0; k < ts_trace_n_insts(s[i].trace); k++)
+        assert_int_not_equal(ts_trace_inst_kind(s[i].trace, k),
+                             TS_INSTR_SAMPLE_COMPUTE_LOCATION);
+    }
+    assert_true(inlined >= 1 && inlined < n);
+    check_samples(w->func, t, s, n, 2, true);
+    ts_design_spaces_free(s, n);
+    ts_workload_free(w);
+  }
+  assert_no_space_named("conv2d_nhwc N=1 H=8 W=8 CI=8 CO=16 KH=3 KW=3 pad=1", t,
+                        "pad: inlined");
+  assert_no_space_named("depthwise_conv2d_nhwc N=1 H=8 W=8 C=16 KH=3 KW=3", t,
+                        "pad: inlined");
+  ts_target_free(t);
+}
+
 /* A conv whose output columns cannot fill a register tile (7 columns on
  * AVX2's 8 lanes) gets pixel variants of its tiling (rows fused with
  * columns), three of them, whose samples compute the interpreter's result;
@@ -901,6 +939,7 @@ int main(void) {
       cmocka_unit_test(test_materialized_expensive),
       cmocka_unit_test(test_unit_reduce_loops_parallel),
       cmocka_unit_test(test_conv_pad_compute_location),
+      cmocka_unit_test(test_depthwise_padding_inlined),
       cmocka_unit_test(test_pixel_spaces),
       cmocka_unit_test(test_no_tensorize_without_match),
       cmocka_unit_test(test_amx_variant_compiles),
