@@ -85,6 +85,41 @@ int ts_lower_partition(ts_func *f, ts_error *err);
  * thread-bound loops. */
 int ts_lower_promote(ts_func *f, int max_bytes, ts_error *err);
 
+/* Integer conditions decided by enumeration (codegen/points.c): the points
+ * of the loop variables an expression uses, each over its range in
+ * `ranges` (at most TS_POINTS_MAX_VARS variables; `over` when one has no
+ * constant range or there are more). */
+#define TS_POINTS_MAX_VARS 8
+#define TS_POINTS_MAX_FACTS 16
+typedef struct ts_points {
+  const ts_var_ranges *ranges;
+  const ts_expr *vars[TS_POINTS_MAX_VARS];
+  int64_t min[TS_POINTS_MAX_VARS], extent[TS_POINTS_MAX_VARS];
+  int n;
+  bool over;
+} ts_points;
+/* Adds the variables e uses. */
+void ts_points_add(ts_points *p, ts_expr *e);
+/* The number of points, or -1 when over `cap` (or p->over). */
+int64_t ts_points_count(const ts_points *p, int64_t cap);
+/* Sets each variable's range in `point` to its value at index `at`. */
+void ts_points_set(const ts_points *p, const int64_t *at, ts_var_ranges *point);
+/* Moves `at` (zeroed at the first point) to the next point; false after
+ * the last. */
+bool ts_points_next(const ts_points *p, int64_t *at);
+/* The value of integer expression e at a point (every var one value
+ * wide); false when it does not reduce to a constant. */
+bool ts_points_value(const ts_expr *e, const ts_var_ranges *point, int64_t *v);
+/* Whether condition e holds at a point: 1, 0, or -1 (undecidable). */
+int ts_points_holds(const ts_expr *e, const ts_var_ranges *point);
+/* Whether `cond` holds wherever all of `facts` do, over the points of the
+ * variables they use (at most max_points; the facts that would exceed it
+ * are left out, which only widens the set; with none, over the ranges
+ * alone): 1 at every such point (or there are none), 0 at none, -1 at
+ * some, or undecidable. */
+int ts_points_decide(ts_expr *cond, ts_expr *const *facts, int n_facts,
+                     const ts_var_ranges *ranges, int64_t max_points);
+
 /* The statements of loop s (constant min mn, extent ex) unrolled: ex copies
  * of its body with the loop var replaced by mn + i (codegen/lower.c). */
 ts_stmt *lower_unroll_loop(ts_arena *a, ts_stmt *s, int64_t mn, int64_t ex);

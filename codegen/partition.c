@@ -30,16 +30,25 @@
  * taps); the border copy keeps every guard and is not partitioned on them
  * again, so a conv with four padded sides costs one copy per position,
  * not sixteen.
+ *
+ * Tests are decided by the facts around them as well as by the loops'
+ * ranges: the tests of the copies and branches the statement is in
+ * (codegen/points.c enumerates the points of the few loop variables
+ * involved), so a tile's tail test inside the interior copy, or the last
+ * tile's test inside the first tile's copy, makes no copy that can never
+ * run.
  */
 #include "codegen/internal.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_INNER 64     /* loops between a test and a condition */
-#define MAX_COPIES 32    /* partitions per function */
-#define MAX_CONJ 16      /* conjuncts of one condition */
-#define MAX_TAIL_DEPTH 3 /* tails partitioned again, nested */
+#define MAX_INNER 64      /* loops between a test and a condition */
+#define MAX_COPIES 32     /* partitions per function */
+#define MAX_CONJ 16       /* conjuncts of one condition */
+#define MAX_TAIL_DEPTH 3  /* tails partitioned again, nested */
+#define MAX_FACTS 16      /* branch conditions known around a statement */
+#define FACT_POINTS 16384 /* points enumerated to decide a test by them */
 
 typedef struct part_ctx {
   ts_arena *a;
@@ -53,7 +62,20 @@ typedef struct part_ctx {
    * not to partition on in the subtree being rebuilt */
   const void **frozen;
   int n_frozen, cap_frozen;
+  /* the conditions known to hold where the statement being rebuilt runs:
+   * the tests of the copies and branches around it */
+  ts_expr *facts[MAX_FACTS];
+  int n_facts;
 } part_ctx;
+
+/* Pushes a fact for the subtree about to be rebuilt (dropped when the
+ * stack is full: a fact left out only makes decisions rarer). Returns the
+ * depth to restore. */
+static int push_fact(part_ctx *c, ts_expr *fact) {
+  int depth = c->n_facts;
+  if (fact && c->n_facts < MAX_FACTS) c->facts[c->n_facts++] = fact;
+  return depth;
+}
 
 /* Adds node to c->frozen; false when out of memory (counted). */
 static bool freeze(part_ctx *c, const void *node) {
@@ -445,7 +467,10 @@ static bool uses(ts_expr *e, const ts_expr *v) {
 }
 
 /* A simplified test known to hold (always) or to fail (never) over the
- * ranges of the loops around it. */
+ * ranges of the loops around it, or wherever the tests of the copies and
+ * branches around it hold (a tile's tail test inside the interior copy of
+ * a padded image, which the interior's test already decides: without it,
+ * each level of copies would duplicate the next level's dead halves). */
 static void decide(const part_ctx *c, ts_expr *test, bool *always,
                    bool *never) {
   int64_t v, lo, hi;
@@ -456,6 +481,12 @@ static void decide(const part_ctx *c, ts_expr *test, bool *always,
       ts_expr_is_const_int(ts_expr_operand(test, 1), &v)) {
     *always = hi < v;
     *never = lo >= v;
+  }
+  if (!*always && !*never) {
+    int d =
+        ts_points_decide(test, c->facts, c->n_facts, c->ranges, FACT_POINTS);
+    *always = d == 1;
+    *never = d == 0;
   }
 }
 
@@ -503,15 +534,25 @@ static ts_stmt *part_guards(part_ctx *c, ts_stmt *s, const ts_expr *newest,
       continue;
     }
     if (!n || c->copies >= MAX_COPIES) return s;
+    /* each guard's test can hold here but not all at once (a tile of
+     * rows as tall as the image touches both borders): no interior at
+     * this position; a deeper one may have one */
+    bool all, none;
+    decide(c, test, &all, &none);
+    if (none) return s;
     c->copies++;
     *done = true;
     ts_stmt *main_s = rewrite_guards(c->a, s, g, conj, n);
     int n_frozen = c->n_frozen;
     for (int k = 0; k < n; k++)
       if (!freeze(c, g[k])) break; /* out of memory (counted) */
+    int depth = push_fact(c, ts_not(c->a, test));
     ts_stmt *border = part_at(c, s, newest, skip, n_skip);
+    c->n_facts = depth;
     c->n_frozen = n_frozen;
+    push_fact(c, test);
     main_s = part_at(c, main_s, newest, skip, n_skip);
+    c->n_facts = depth;
     return ts_if(c->a, test, main_s, ts_stmt_copy(c->a, border, NULL));
   }
   return s;
@@ -537,6 +578,14 @@ static ts_stmt *part_position(part_ctx *c, ts_stmt *s, const ts_expr *newest,
       decide(c, test, &always, &never);
       if (always) {
         s = drop_conjunct(c->a, s, &w.v[i]);
+        changed = true;
+        continue;
+      }
+      if (never && w.v[i].invariant) {
+        /* a conjunct that no loop below changes, false wherever this runs
+         * (the last tile's column test in the first tile's copy): its if
+         * never runs */
+        s = rewrite_sites(c->a, s, &w.v[i].iff, &w.v[i].conj, 1, true);
         changed = true;
         continue;
       }
@@ -578,12 +627,16 @@ static ts_stmt *part_position(part_ctx *c, ts_stmt *s, const ts_expr *newest,
       /* the main copy first: the budget goes to the hot path */
       ts_stmt *main_s = rewrite_sites(c->a, s, iff, conj, ng, false);
       ts_stmt *tail = rewrite_sites(c->a, s, inv_iff, inv_conj, ninv, true);
+      int depth = push_fact(c, test);
       main_s = part_at(c, main_s, newest, skip, n_skip);
+      c->n_facts = depth;
       int n_frozen = c->n_frozen;
       c->tail_depth++;
       for (int k = n_skip; c->tail_depth >= MAX_TAIL_DEPTH && k < nsk; k++)
         if (!freeze(c, sk[k])) break; /* out of memory (counted) */
+      push_fact(c, ts_not(c->a, test));
       tail = part_at(c, tail, newest, sk, nsk);
+      c->n_facts = depth;
       c->tail_depth--;
       c->n_frozen = n_frozen;
       free(w.v);
@@ -642,8 +695,12 @@ static ts_stmt *part_stmt(part_ctx *c, ts_stmt *s, const ts_expr *newest) {
     return r;
   }
   case TS_STMT_IF: {
+    int depth = push_fact(c, ts_if_cond(s));
     ts_stmt *t = part_stmt(c, ts_if_then(s), newest);
+    c->n_facts = depth;
+    push_fact(c, ts_not(a, ts_if_cond(s)));
     ts_stmt *e = ts_if_else(s) ? part_stmt(c, ts_if_else(s), newest) : NULL;
+    c->n_facts = depth;
     if (t == ts_if_then(s) && e == ts_if_else(s)) return s;
     return ts_if(a, ts_if_cond(s), t, e);
   }
@@ -680,7 +737,7 @@ int ts_lower_partition(ts_func *f, ts_error *err) {
   ts_visitor v = {.enter_stmt = has_thread_loop_fn, .ctx = &gpu};
   ts_stmt_walk(ts_func_body(f), &v);
   if (gpu) return TS_OK;
-  part_ctx c = {ts_func_arena(f), ts_var_ranges_create(), 0, 0, NULL, 0, 0};
+  part_ctx c = {.a = ts_func_arena(f), .ranges = ts_var_ranges_create()};
   ts_stmt *body = ts_func_body(f);
   ts_stmt *nb = ts_stmt_kind_of(body) == TS_STMT_FOR
                     ? part_at(&c, body, NULL, NULL, 0)

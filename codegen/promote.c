@@ -193,66 +193,6 @@ static ts_stmt *unroll_post(void *ctx, ts_arena *a, ts_stmt *s) {
 
 /* ---- bounds under the branch conditions ---- */
 
-typedef struct point_vars {
-  const ts_var_ranges *ranges;
-  const ts_expr *vars[8];
-  int64_t min[8], extent[8];
-  int n;
-  bool over; /* a var without a constant range, or too many */
-} point_vars;
-
-static void collect_var(void *ctx, ts_expr *e) {
-  point_vars *pv = ctx;
-  if (ts_expr_kind_of(e) != TS_EXPR_VAR) return;
-  for (int i = 0; i < pv->n; i++)
-    if (pv->vars[i] == e) return;
-  int64_t mn, ex;
-  if (pv->n == 8 || !ts_var_ranges_get(pv->ranges, e, &mn, &ex)) {
-    pv->over = true;
-    return;
-  }
-  pv->vars[pv->n] = e;
-  pv->min[pv->n] = mn;
-  pv->extent[pv->n++] = ex;
-}
-
-/* The value of index expression e at one point (every var's range one
- * value wide); false when it does not reduce to a constant. */
-static bool value_at(const ts_expr *e, const ts_var_ranges *point, int64_t *v) {
-  int64_t lo, hi;
-  if (!ts_expr_const_bound(e, point, &lo, &hi) || lo != hi) return false;
-  *v = lo;
-  return true;
-}
-
-/* Whether condition e holds at the point; -1 when it cannot be decided. */
-static int holds_at(const ts_expr *e, const ts_var_ranges *point) {
-  ts_expr_kind k = ts_expr_kind_of(e);
-  if (k == TS_EXPR_AND || k == TS_EXPR_OR) {
-    int x = holds_at(ts_expr_operand(e, 0), point);
-    int y = holds_at(ts_expr_operand(e, 1), point);
-    if (x < 0 || y < 0) return -1;
-    return k == TS_EXPR_AND ? x && y : x || y;
-  }
-  if (k == TS_EXPR_NOT) {
-    int x = holds_at(ts_expr_operand(e, 0), point);
-    return x < 0 ? -1 : !x;
-  }
-  int64_t x, y;
-  if (k < TS_EXPR_EQ || k > TS_EXPR_GE ||
-      !value_at(ts_expr_operand(e, 0), point, &x) ||
-      !value_at(ts_expr_operand(e, 1), point, &y))
-    return -1;
-  switch (k) {
-  case TS_EXPR_EQ: return x == y;
-  case TS_EXPR_NE: return x != y;
-  case TS_EXPR_LT: return x < y;
-  case TS_EXPR_LE: return x <= y;
-  case TS_EXPR_GT: return x > y;
-  default: return x >= y;
-  }
-}
-
 /* Whether [base, base + lanes) lies inside [0, size) at every point of the
  * loops around where the branch conditions hold: the main part of a
  * partitioned tile indexes past the buffer's end only where its condition
@@ -261,36 +201,27 @@ static int holds_at(const ts_expr *e, const ts_var_ranges *point) {
 static bool in_bounds_where_run(promote_ctx *c, ts_expr *base, int lanes,
                                 int64_t size) {
   if (c->n_conds == 0) return false;
-  point_vars pv = {.ranges = c->ranges};
-  ts_expr_walk(base, collect_var, &pv);
-  for (int i = 0; i < c->n_conds; i++)
-    ts_expr_walk(c->conds[i], collect_var, &pv);
-  if (pv.over) return false;
-  int64_t points = 1;
-  for (int i = 0; i < pv.n; i++) {
-    if (pv.extent[i] <= 0 || points > MAX_POINTS / pv.extent[i]) return false;
-    points *= pv.extent[i];
-  }
+  ts_points pv = {.ranges = c->ranges};
+  ts_points_add(&pv, base);
+  for (int i = 0; i < c->n_conds; i++) ts_points_add(&pv, c->conds[i]);
+  if (ts_points_count(&pv, MAX_POINTS) < 0) return false;
   ts_var_ranges *point = ts_var_ranges_create();
   bool ok = point != NULL;
-  int64_t at[8] = {0};
-  for (int64_t p = 0; ok && p < points; p++) {
-    for (int i = 0; i < pv.n; i++)
-      ts_var_ranges_set(point, pv.vars[i], pv.min[i] + at[i], 1);
+  int64_t at[TS_POINTS_MAX_VARS] = {0};
+  do {
+    if (!ok) break;
+    ts_points_set(&pv, at, point);
     bool run = true;
     for (int i = 0; run && i < c->n_conds; i++) {
-      int h = holds_at(c->conds[i], point);
+      int h = ts_points_holds(c->conds[i], point);
       if (h < 0) ok = false;
       run = h > 0;
     }
     int64_t v;
-    if (ok && run && (!value_at(base, point, &v) || v < 0 || v + lanes > size))
+    if (ok && run &&
+        (!ts_points_value(base, point, &v) || v < 0 || v + lanes > size))
       ok = false;
-    for (int i = 0; i < pv.n; i++) { /* next point */
-      if (++at[i] < pv.extent[i]) break;
-      at[i] = 0;
-    }
-  }
+  } while (ok && ts_points_next(&pv, at));
   if (point) ts_var_ranges_destroy(point);
   return ok;
 }

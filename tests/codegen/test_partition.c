@@ -257,6 +257,49 @@ static void test_padding_guards(void **state) {
   }
 }
 
+/* Tests decided by the copies around them. A depthwise conv with its
+ * padding inlined and 5-column tiles over 12 columns (5 + 5 + 2): the
+ * image's interior in columns is tile 1 alone, where the last tile's test
+ * (`w_0 * 5 + 4 < 12`) always holds, so the interior copy holds no test
+ * and no tail copy of its own (without the branch conditions it held
+ * both); in the border copy, the last tile's column tests are left only
+ * in tile 2's copy. */
+static void test_tests_decided_by_copies(void **state) {
+  (void)state;
+  ts_sched *s =
+      sched_of("depthwise_conv2d_nhwc N=1 H=6 W=12 C=8 KH=3 KW=3 pad=1");
+  ts_rv pad, b, l[8], w[2], loops[16];
+  int n = 0;
+  SOK(ts_sched_get_block(s, "pad", &pad));
+  SOK(ts_sched_compute_inline(s, pad));
+  SOK(ts_sched_get_block(s, "depthwise_conv", &b));
+  SOK(ts_sched_get_loops(s, b, l, 8, &n)); /* n h w c kh kw */
+  int64_t fw[2] = {TS_SPLIT_INFER, 5};
+  SOK(ts_sched_split(s, l[2], fw, 2, w));
+  ts_rv order[7] = {l[0], l[1], w[0], l[4], l[5], w[1], l[3]};
+  SOK(ts_sched_reorder(s, order, 7));
+  SOK(ts_sched_get_loops(s, b, loops, 16, &n));
+  SOK(ts_sched_vectorize(s, loops[n - 1]));
+  for (int i = 3; i < n - 1; i++) SOK(ts_sched_unroll(s, loops[i]));
+  char *text = lowered_text(s);
+  /* the interior copy: from its test to its else, no if */
+  const char *in = strstr(text, "if 0 - w_0 * 5 < 0 && w_0 * 5 - 7 < 0 {");
+  const char *end = in ? strstr(in, "} else {") : NULL;
+  if (!in || !end) printf("%s\n", text);
+  assert_non_null(in);
+  assert_non_null(end);
+  const char *inner_if = strstr(in + 1, "if ");
+  if (inner_if && inner_if < end) printf("%s\n", text);
+  assert_true(!inner_if || inner_if > end);
+  /* tile 0's copy in the border rows and columns keeps no column test of
+   * the last tile: each test `w_0 * 5 - K < 0` (K = 8, 9, 10) is left
+   * where w_0 = 2 only, one per unrolled tap and column */
+  assert_true(count(text, "if w_0 * 5 - 10 < 0") <= 2 * 9);
+  free(text);
+  check_run(s);
+  ts_sched_destroy(s);
+}
+
 /* A function without predicates lowers as before: nothing partitioned. */
 static void test_perfect_unchanged(void **state) {
   (void)state;
@@ -276,6 +319,7 @@ int main(void) {
       cmocka_unit_test(test_imperfect_every_level),
       cmocka_unit_test(test_caches_and_conv),
       cmocka_unit_test(test_padding_guards),
+      cmocka_unit_test(test_tests_decided_by_copies),
       cmocka_unit_test(test_perfect_unchanged),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
