@@ -352,18 +352,13 @@ static void pads_at_tile(ts_sched *s, const ts_target *t, ts_rv anchor,
   }
 }
 
-/* A depthwise conv reads each input pixel once per tap, not once per
- * output channel: with a 3 x 3 kernel a padded copy per tile (its window
- * wider than the tile by the kernel's halo) costs about what the conv's
- * own loads do, so its padding producer is inlined into it instead (a
- * guarded load). Measured on 2 AVX2 cores: 3 x 3 depthwise convs 1.2 to
- * 1.9 x faster; a 5 x 5 one 1.6 x slower (25 guarded loads per output
- * against a copy 22 % larger than the tile), so larger kernels keep the
- * copy per tile. */
-static void pads_inline(ts_sched *s, ts_rv anchor) {
+/* The producers of anchor that pad an input (an if_then_else block that
+ * is no reduction and writes no parameter): into out, at most MAX_BLOCKS;
+ * their number. */
+static int padding_producers(ts_sched *s, ts_rv anchor, ts_rv *out) {
   ts_rv prods[MAX_BLOCKS];
-  int np = 0;
-  if (ts_sched_get_producers(s, anchor, prods, MAX_BLOCKS, &np)) return;
+  int np = 0, n = 0;
+  if (ts_sched_get_producers(s, anchor, prods, MAX_BLOCKS, &np)) return 0;
   for (int i = 0; i < np; i++) {
     const char *pn = ts_sched_rv_block_name(s, prods[i]);
     const ts_func *f = ts_sched_func(s);
@@ -371,8 +366,68 @@ static void pads_inline(ts_sched *s, ts_rv anchor) {
     if (!r || !stmt_uses_if_then_else(r)) continue;
     const ts_block *blk = ts_realize_block(r);
     if (block_is_reduction(blk) || block_writes_param(f, blk)) continue;
-    ts_sched_compute_inline(s, prods[i]);
+    out[n++] = prods[i];
   }
+  return n;
+}
+
+/* Whether a padded copy per tile costs less than reading through the
+ * guards with the padding inlined, for a depthwise conv of more than 9
+ * taps: the copy moves the tile's whole window (the tile widened by the
+ * kernel's halo) once per tile; inlined, the image's interior reads
+ * without guards (the code generator partitions them) and only the border
+ * tiles pay. The copy is kept when its window is at most a third of the
+ * tile's multiply-adds (its outputs times the taps). Measured (bench
+ * --default, 2 threads, AVX2 Zen 3, copy -> inlined, tessera GFLOP/s in
+ * two alternating rounds) on ten 5x5 and 7x7 depthwise convs of MnasNet,
+ * EfficientNet, MobileNet-V3 and ConvNeXt shapes: inlined faster on the
+ * six above a third (28x28x240 5x5 41-54 -> 73-81, 14x14x480 35-38 ->
+ * 57-63, 56x56x96 7x7 47-53 -> 72-74, 14x14x384 7x7 39-40 -> 57-71, and
+ * 14x14x672, 28x28x192 7x7) and on two at 0.31 (7x7x960 5x5, 28x28x120
+ * 5x5: 10-40 %), slower on 18x18x192 5x5 (0.33: 46-53 -> 39-45) and
+ * 7x7x768 7x7 (0.27: 62-68 -> 37-39), where most tiles touch the border.
+ * The border's share, which separates the last four, is not modelled. */
+static bool copy_per_tile_pays(ts_sched *s, ts_rv anchor, const ts_rv *order,
+                               int n_outer, int64_t tile_elems, int64_t taps) {
+  ts_rv pads[MAX_BLOCKS];
+  int np = padding_producers(s, anchor, pads);
+  if (n_outer <= 0 || tile_elems <= 0) return true;
+  for (int i = 0; i < np; i++) {
+    const char *pn = ts_sched_rv_block_name(s, pads[i]);
+    const ts_stmt *r = pn ? ts_func_find_block(ts_sched_func(s), pn) : NULL;
+    if (!r) continue;
+    const ts_block *blk = ts_realize_block(r);
+    char name[128];
+    snprintf(name, sizeof name, "%s", pn);
+    int64_t elem =
+        (ts_buffer_dtype(ts_block_write(blk, 0)->buffer).bits + 7) / 8;
+    ts_sched *trial = NULL;
+    if (ts_sched_fork(s, 0, &trial, NULL)) return true;
+    ts_rv tb;
+    int64_t window = INT64_MAX;
+    if (!ts_sched_get_block(trial, name, &tb) &&
+        !ts_sched_compute_at(trial, tb, order[n_outer - 1]))
+      window = tile_window_bytes(trial, name, n_outer);
+    ts_sched_destroy(trial);
+    if (window == INT64_MAX || elem <= 0) return true;
+    return 3 * (window / elem) <= tile_elems * taps;
+  }
+  return true;
+}
+
+/* A depthwise conv reads each input pixel once per tap, not once per
+ * output channel: with a 3 x 3 kernel a padded copy per tile (its window
+ * wider than the tile by the kernel's halo) costs about what the conv's
+ * own loads do, so its padding producer is inlined into it instead (a
+ * guarded load). Measured on 2 AVX2 cores: 3 x 3 depthwise convs 1.2 to
+ * 1.9 x faster; a 5 x 5 one 1.6 x slower (25 guarded loads per output
+ * against a copy 22 % larger than the tile). That was before the code
+ * generator partitioned the guards away from the image's interior; larger
+ * kernels now keep the copy only where copy_per_tile_pays. */
+static void pads_inline(ts_sched *s, ts_rv anchor) {
+  ts_rv pads[MAX_BLOCKS];
+  int np = padding_producers(s, anchor, pads);
+  for (int i = 0; i < np; i++) ts_sched_compute_inline(s, pads[i]);
 }
 
 /* Step 2: the register-tiled anchor reduction. Returns true when it
@@ -1024,7 +1079,10 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
   /* (the window of a tile of fused rows spans image rows: padded once
    * too, rather than per tile) */
   panels_first = panels_first || fused_rows;
-  if (rows_load && taps <= 9) {
+  int64_t tile_elems = loop_extent(s, vi);
+  if (ri != TS_RV_NONE) tile_elems *= loop_extent(s, ri);
+  if (rows_load && (taps <= 9 || !copy_per_tile_pays(s, b, order, n_outer,
+                                                     tile_elems, taps))) {
     /* A depthwise conv's taps unrolled too: neighbouring output columns
      * read overlapping input columns, and with the taps unrolled LLVM
      * loads each once per tile (MobileNet-V2 untuned 4.36 -> 4.12 ms on

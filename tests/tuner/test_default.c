@@ -152,15 +152,26 @@ static void test_shapes(void **state) {
       {"conv2d_nhwc N=1 H=22 W=22 CI=32 CO=16 KH=3 KW=3 stride=2 pad=1",
        {"vectorize", "unroll", "parallel"}},
       /* a tile of output pixels (unrolled) reuses each weight vector; a
-       * 3 x 3 kernel reads its padding inline (a guarded load), a larger
-       * one from a copy per tile ("\ncompute_at": not the consumer's
-       * reverse_compute_at) */
+       * 3 x 3 kernel reads its padding inline (a guarded load, which the
+       * code generator partitions away from the image's interior), a
+       * larger one too unless a copy per tile ("\ncompute_at": not the
+       * consumer's reverse_compute_at) moves a window of at most a third
+       * of the tile's multiply-adds: 6 columns of a 5 x 5 kernel (a
+       * window of 5 x 10 pixels for 6 x 25 taps) keep the copy, and so do
+       * the 7 columns of a whole 7 x 7 row with a 7 x 7 kernel; 2 columns
+       * (5 x 6 for 2 x 25, 7 x 8 for 2 x 49) read inline */
       {"depthwise_conv2d_nhwc N=1 H=28 W=28 C=32 KH=3 KW=3 pad=1",
        {"vectorize", "unroll", "parallel", "compute_inline("}},
       {"depthwise_conv2d_nhwc N=1 H=30 W=30 C=48 KH=3 KW=3 stride=2 pad=1",
        {"vectorize", "parallel", "compute_inline("}},
       {"depthwise_conv2d_nhwc N=1 H=18 W=18 C=32 KH=5 KW=5 pad=2",
        {"vectorize", "parallel", "\ncompute_at("}},
+      {"depthwise_conv2d_nhwc N=1 H=7 W=7 C=32 KH=7 KW=7 pad=3",
+       {"vectorize", "parallel", "\ncompute_at("}},
+      {"depthwise_conv2d_nhwc N=1 H=14 W=14 C=64 KH=5 KW=5 pad=2",
+       {"vectorize", "parallel", "compute_inline("}},
+      {"depthwise_conv2d_nhwc N=1 H=14 W=14 C=32 KH=7 KW=7 pad=3",
+       {"vectorize", "parallel", "compute_inline("}},
       /* row reductions combined several vectors at a time (rfactor):
        * the row maximum, sums, and layer norm's sum and sum of squares,
        * which read the row's first element (the shift) at every element,
