@@ -50,8 +50,9 @@ typedef struct bench_suite_options {
   const char *db, *out_dir;
   const char *set; /* "fixed" or "broad" */
   unsigned long long set_seed;
-  const char *isa; /* "native" or "avx2" */
-  bool list;       /* print the set's workloads, run nothing */
+  const char *isa;  /* "native" or "avx2" */
+  bool list;        /* print the set's workloads, run nothing */
+  const char *only; /* non-NULL: the workloads whose spec contains it */
 } bench_suite_options;
 int bench_suite(const bench_suite_options *o);
 /* `tessera bench --model`: a compiled model timed against onnxruntime in

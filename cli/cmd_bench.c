@@ -81,7 +81,7 @@ static const char bench_usage[] =
     "       tessera bench --suite [--budget quick|full] [--trials N] [--db "
     "PATH]\n"
     "                     [-o DIR] [--set fixed|broad] [--set-seed S]\n"
-    "                     [--isa native|avx2] [--list]\n"
+    "                     [--isa native|avx2] [--only TEXT] [--list]\n"
     "\n"
     "--suite tunes (resuming the database's jobs, so earlier results are\n"
     "reused) and benchmarks a set of workloads, and prints one table, also\n"
@@ -93,7 +93,9 @@ static const char bench_usage[] =
     "strided/depthwise convolutions at other resolutions, softmax and\n"
     "layer_norm of odd lengths, bf16 and int8 (docs/tuning.md).\n"
     "--isa avx2 tunes for an AVX2 CPU (-mcpu=x86-64-v3) and holds oneDNN and\n"
-    "OpenBLAS to their AVX2 kernels, on a machine that has more. --list\n"
+    "OpenBLAS to their AVX2 kernels, on a machine that has more. --only\n"
+    "TEXT keeps the set's workloads whose spec contains TEXT (\"KH=5\",\n"
+    "\"depthwise\"): a few rows extended (with --trials) or re-timed. --list\n"
     "prints the set's workloads and runs nothing.\n"
     "--budget full tunes 1000 trials per workload, quick 24 (--trials "
     "overrides).\n"
@@ -858,7 +860,7 @@ int cmd_bench(int argc, char **argv) {
   bool suite = false;
   const char *budget = "full", *out_dir = "bench/results";
   int suite_trials = 0;
-  const char *set = "fixed", *isa = "native";
+  const char *set = "fixed", *isa = "native", *only = NULL;
   unsigned long long set_seed = 1;
   bool set_given = false, list = false;
   /* a compiled model is a bench of its own (cmd_bench_model.c) */
@@ -888,6 +890,12 @@ int cmd_bench(int argc, char **argv) {
       if (missing)
         return cli_usage_error("bench", "--isa needs native or avx2");
       isa = v;
+      set_given = true;
+    } else if (cli_opt_value(argc, argv, &i, "--only", &v, &missing)) {
+      if (missing || !*v)
+        return cli_usage_error("bench", "--only needs a text to look for in "
+                                        "the workloads' specs");
+      only = v;
       set_given = true;
     } else if (cli_opt_value(argc, argv, &i, "--set-seed", &v, &missing)) {
       int x;
@@ -975,12 +983,13 @@ int cmd_bench(int argc, char **argv) {
                               .set = set,
                               .set_seed = set_seed,
                               .isa = isa,
-                              .list = list};
+                              .list = list,
+                              .only = only};
     return bench_suite(&so);
   }
   if (set_given)
-    return cli_usage_error("bench", "--set, --set-seed, --isa and --list go "
-                                    "with --suite");
+    return cli_usage_error("bench", "--set, --set-seed, --isa, --only and "
+                                    "--list go with --suite");
   if (!cfg.spec == !cfg.tir)
     return cli_usage_error("bench", "give exactly one of --workload or --tir");
   if ((cfg.trace != NULL) + (cfg.db != NULL) + cfg.default_sched > 1)

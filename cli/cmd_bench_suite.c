@@ -356,6 +356,19 @@ int bench_suite(const bench_suite_options *o) {
       broad_entries[i] = (suite_entry){specs[i], thr[i], kinds[i]};
     entries = broad_entries;
   }
+  static suite_entry kept[BROAD_MAX > N_SUITE ? BROAD_MAX : N_SUITE];
+  if (o->only) {
+    int n = 0;
+    for (int i = 0; i < n_entries; i++)
+      if (strstr(entries[i].spec, o->only)) kept[n++] = entries[i];
+    if (n == 0)
+      return cli_usage_error("bench",
+                             "--only '%s': no workload of the %s set "
+                             "contains it (--list shows the set)",
+                             o->only, o->set);
+    entries = kept;
+    n_entries = n;
+  }
   if (o->list) {
     for (int i = 0; i < n_entries; i++)
       printf("%s  [%s]\n", entries[i].spec,

@@ -116,6 +116,12 @@ cmp -s "$TMP/out" "$TMP/broad1" || fail "the broad set of seed 1 changed between
 expect 0 "$T" bench --suite --set broad --set-seed 2 --list
 cmp -s "$TMP/out" "$TMP/broad1" && fail "seeds 1 and 2 drew the same set"
 expect 0 "$T" bench --suite --list; contains "matmul M=1024 N=1024 K=1024 dtype=int8"
+# --only: the rows whose spec contains the text, in the set's order
+expect 0 "$T" bench --suite --set broad --only depthwise --list
+[ "$(wc -l < "$TMP/out")" = 2 ] || { cat "$TMP/out"; fail "--only depthwise kept other rows"; }
+grep -v depthwise "$TMP/out" && fail "--only depthwise listed another workload"
+expect 2 "$T" bench --suite --set broad --only "op=nothing" --list; contains "no workload of the broad set contains it"
+expect 2 "$T" bench --only depthwise --workload "matmul M=2 N=2 K=2"; contains "go with --suite"
 expect 2 "$T" bench --suite --set wide --list; contains "--set wants fixed or broad"
 expect 2 "$T" bench --suite --isa sse --list; contains "--isa wants native or avx2"
 expect 2 "$T" bench --set broad --workload "matmul M=2 N=2 K=2"; contains "go with --suite"
