@@ -1110,6 +1110,11 @@ static void helper_main(int sock, const helper_config *hc) {
   h.hc = *hc;
   h.sock = 3;
   h.self = getpid();
+  /* Linux hands out the AMX tile state only to a process that asks for it
+   * (without, the first tile instruction is an illegal instruction); the
+   * permission is inherited by the measuring children forked from here. A
+   * refusal leaves AMX candidates to fail by themselves. */
+  if (ts_rt_cpu_has("amx-tile") == 1) (void)ts_rt_enable_amx(NULL);
   for (;;) {
     msg_head mh;
     if (read_full(h.sock, &mh, sizeof mh, -1)) _exit(0);

@@ -242,6 +242,34 @@ static void test_many_references(void **state) {
                    TS_ENOTFOUND);
 }
 
+/* One AMX tile product (C += A B, 16 x 16 from K = 32 bf16): on a CPU
+ * with AMX the measuring process must hold Linux's permission for the
+ * tile state, which a process asks for (without it the first tile
+ * instruction is an illegal instruction). Elsewhere: nothing to check. */
+static void test_amx_candidate_runs(void **state) {
+  fixture *f = *state;
+  if (ts_rt_cpu_has("amx-tile") != 1 || ts_rt_cpu_has("amx-bf16") != 1) {
+    printf("skipped: this CPU has no AMX\n");
+    return;
+  }
+  static const char tir[] =
+      "func amx(A: bfloat16[16, 32], B: bfloat16[16, 32], C: float32[16, "
+      "16]) {\n"
+      "  evaluate call<int32>(\"tessera.amx_bf16_gemm\", &C[0, 0], 16, "
+      "&A[0, 0], 32, &B[0, 0], 32, 32)\n"
+      "}\n";
+  ts_artifact *a = build_tir(tir);
+  assert_non_null(a);
+  ts_measure_config c = fast_config(5000);
+  ts_measure_result r;
+  ts_error err;
+  ts_error_clear(&err);
+  assert_int_equal(ts_runner_measure(f->runner, &c, NULL, &a, 1, &r, &err),
+                   TS_OK);
+  if (r.status != TS_MEASURE_OK) fail_msg("AMX candidate: %s", r.error);
+  ts_artifact_release(a);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_ok_with_timings),
@@ -250,6 +278,7 @@ int main(void) {
       cmocka_unit_test(test_bad_requests),
       cmocka_unit_test(test_no_overlap),
       cmocka_unit_test(test_many_references),
+      cmocka_unit_test(test_amx_candidate_runs),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
