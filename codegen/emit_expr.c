@@ -581,9 +581,9 @@ static LLVMValueRef emit_target_intrinsic(emitter *e, ts_expr *x) {
               name, ts_target_str(e->target));
     return emit_undef(e, t);
   }
-  LLVMValueRef args[8];
+  LLVMValueRef args[12];
   if (in->n_args >= 0) {
-    if (n != in->n_args || n > 8) {
+    if (n != in->n_args || n > 12) {
       emit_fail(e, TS_EINVAL, "code generation: %s takes %d arguments, got %d",
                 name, in->n_args, n);
       return emit_undef(e, t);

@@ -154,11 +154,15 @@ static LLVMValueRef i16c(emitter *e, unsigned v) {
 /* tessera.amx_{bf16,int8}_gemm(&C, ldc, &A, lda, &Bp, ldb, K): a 16x16
  * output tile, C += A[16 x K] * B[K x 16] with B VNNI-packed; tiles loaded
  * with tileloadd, multiplied with tdpbf16ps / tdpbssd / tdpbusd, stored
- * with tilestored (the backend configures the tiles). A constant K is
- * unrolled; otherwise a loop keeps C in memory between steps. */
+ * with tilestored (the backend configures the tiles). The _blk forms take
+ * two more constants, MT and NT: an output block of MT x NT tiles (16 MT
+ * rows, 16 NT columns) kept in tile registers over the whole K, each step
+ * loading MT tiles of A and NT of B for MT NT products (2 x 2: the eight
+ * tile registers, each loaded tile used twice). K must be a constant, and
+ * is unrolled. */
 static LLVMValueRef amx_gemm(emitter *e, ts_expr *x, LLVMValueRef *a) {
   const char *name = ts_expr_call_name(x);
-  bool int8 = !strcmp(name, "tessera.amx_int8_gemm");
+  bool int8 = !strncmp(name, "tessera.amx_int8_gemm", 21);
   if (!need_feature(e, name, "amx-tile")) return NULL;
   if (!need_feature(e, name, int8 ? "amx-int8" : "amx-bf16")) return NULL;
   ts_buffer *abuf = ts_expr_kind_of(ts_expr_operand(x, 2)) == TS_EXPR_ADDRESS_OF
@@ -170,6 +174,17 @@ static LLVMValueRef amx_gemm(emitter *e, ts_expr *x, LLVMValueRef *a) {
                                 : "llvm.x86.tdpbssd.internal";
   unsigned ebytes = int8 ? 1 : 2; /* bytes per A/B element */
   int64_t kstep = int8 ? 64 : 32; /* K per tile step */
+  int64_t mt = 1, nt = 1;
+  if (ts_expr_n_operands(x) == 9 &&
+      (!ts_expr_is_const_int(ts_expr_operand(x, 7), &mt) ||
+       !ts_expr_is_const_int(ts_expr_operand(x, 8), &nt) || mt < 1 || nt < 1 ||
+       mt * nt + mt + nt > 8)) {
+    emit_fail(e, TS_EUNSUPPORTED,
+              "code generation: %s needs constant tile counts MT, NT with MT "
+              "NT + MT + NT at most the 8 tile registers",
+              name);
+    return NULL;
+  }
   LLVMValueRef ldc_b =
       LLVMBuildMul(e->b, a[1], LLVMConstInt(emit_i64t(e), 4, 0), "");
   LLVMValueRef lda_b =
@@ -177,43 +192,65 @@ static LLVMValueRef amx_gemm(emitter *e, ts_expr *x, LLVMValueRef *a) {
   LLVMValueRef ldb_b =
       LLVMBuildMul(e->b, a[5], LLVMConstInt(emit_i64t(e), ebytes, 0), "");
   int64_t kconst;
-  bool unroll = ts_expr_is_const_int(ts_expr_operand(x, 6), &kconst) &&
-                kconst >= 0 && kconst / kstep <= 64;
-  LLVMTypeRef i8t = LLVMInt8TypeInContext(e->ctx);
-  LLVMValueRef c_args[4] = {i16c(e, 16), i16c(e, 64), a[0], ldc_b};
-  /* One step: tile A at column offset kk*kstep, tile B at row
-   * kk*(kstep/(4/ebytes)). */
-  if (unroll) {
-    LLVMValueRef c =
-        emit_call_fixed(e, "llvm.x86.tileloadd64.internal", c_args, 4);
-    for (int64_t kk = 0; kk < kconst / kstep && c; kk++) {
-      LLVMValueRef aoff = LLVMConstInt(
-          emit_i64t(e), (unsigned long long)(kk * kstep * ebytes), 0);
-      LLVMValueRef ap = LLVMBuildInBoundsGEP2(e->b, i8t, a[2], &aoff, 1, "");
-      LLVMValueRef brow =
-          LLVMConstInt(emit_i64t(e), (unsigned long long)(kk * 16), 0);
-      LLVMValueRef bp = LLVMBuildInBoundsGEP2(
-          e->b, i8t, a[4],
-          (LLVMValueRef[]){LLVMBuildMul(e->b, brow, ldb_b, "")}, 1, "");
-      LLVMValueRef la[4] = {i16c(e, 16), i16c(e, 64), ap, lda_b};
-      LLVMValueRef at =
-          emit_call_fixed(e, "llvm.x86.tileloadd64.internal", la, 4);
-      LLVMValueRef lb[4] = {i16c(e, 16), i16c(e, 64), bp, ldb_b};
-      LLVMValueRef bt =
-          emit_call_fixed(e, "llvm.x86.tileloadd64.internal", lb, 4);
-      LLVMValueRef d[6] = {i16c(e, 16), i16c(e, 64), i16c(e, 64), c, at, bt};
-      c = emit_call_fixed(e, dp, d, 6);
-    }
-    if (c) {
-      LLVMValueRef s[5] = {i16c(e, 16), i16c(e, 64), a[0], ldc_b, c};
-      emit_call_fixed(e, "llvm.x86.tilestored64.internal", s, 5);
-    }
+  if (!ts_expr_is_const_int(ts_expr_operand(x, 6), &kconst) || kconst <= 0 ||
+      kconst % kstep || kconst / kstep > 64) {
+    emit_fail(e, TS_EUNSUPPORTED,
+              "code generation: %s needs a constant K that is a multiple of "
+              "%lld (at most %lld)",
+              name, (long long)kstep, (long long)(64 * kstep));
     return NULL;
   }
-  emit_fail(e, TS_EUNSUPPORTED,
-            "code generation: %s needs a constant K that is a multiple of %lld "
-            "(at most %lld)",
-            name, (long long)kstep, (long long)(64 * kstep));
+  LLVMTypeRef i8t = LLVMInt8TypeInContext(e->ctx);
+  LLVMTypeRef i64t = emit_i64t(e);
+  /* base + rows * stride + bytes */
+#define AMX_AT(BASE, ROWS, STRIDE, BYTES)                                      \
+  LLVMBuildInBoundsGEP2(                                                       \
+      e->b, i8t, (BASE),                                                       \
+      (LLVMValueRef[]){LLVMBuildAdd(                                           \
+          e->b,                                                                \
+          LLVMBuildMul(e->b,                                                   \
+                       LLVMConstInt(i64t, (unsigned long long)(ROWS), 0),      \
+                       (STRIDE), ""),                                          \
+          LLVMConstInt(i64t, (unsigned long long)(BYTES), 0), "")},            \
+      1, "")
+  LLVMValueRef c[8] = {0}, at[8] = {0}, bt[8] = {0};
+  for (int64_t m = 0; m < mt; m++)
+    for (int64_t n = 0; n < nt; n++) {
+      LLVMValueRef la[4] = {i16c(e, 16), i16c(e, 64),
+                            AMX_AT(a[0], m * 16, ldc_b, n * 64), ldc_b};
+      c[m * nt + n] =
+          emit_call_fixed(e, "llvm.x86.tileloadd64.internal", la, 4);
+    }
+  for (int64_t kk = 0; kk < kconst / kstep; kk++) {
+    /* tile A at column offset kk*kstep, tile B at row kk*16; the n-th tile
+     * of B 64 bytes (16 columns of 4 bytes of k) to the right */
+    for (int64_t m = 0; m < mt; m++) {
+      LLVMValueRef la[4] = {
+          i16c(e, 16), i16c(e, 64),
+          AMX_AT(a[2], m * 16, lda_b, kk * kstep * (int64_t)ebytes), lda_b};
+      at[m] = emit_call_fixed(e, "llvm.x86.tileloadd64.internal", la, 4);
+    }
+    for (int64_t n = 0; n < nt; n++) {
+      LLVMValueRef lb[4] = {i16c(e, 16), i16c(e, 64),
+                            AMX_AT(a[4], kk * 16, ldb_b, n * 64), ldb_b};
+      bt[n] = emit_call_fixed(e, "llvm.x86.tileloadd64.internal", lb, 4);
+    }
+    for (int64_t m = 0; m < mt; m++)
+      for (int64_t n = 0; n < nt; n++) {
+        LLVMValueRef d[6] = {i16c(e, 16),   i16c(e, 64), i16c(e, 64),
+                             c[m * nt + n], at[m],       bt[n]};
+        c[m * nt + n] = emit_call_fixed(e, dp, d, 6);
+      }
+  }
+  for (int64_t m = 0; m < mt; m++)
+    for (int64_t n = 0; n < nt; n++) {
+      if (!c[m * nt + n]) return NULL;
+      LLVMValueRef st[5] = {i16c(e, 16), i16c(e, 64),
+                            AMX_AT(a[0], m * 16, ldc_b, n * 64), ldc_b,
+                            c[m * nt + n]};
+      emit_call_fixed(e, "llvm.x86.tilestored64.internal", st, 5);
+    }
+#undef AMX_AT
   return NULL;
 }
 
@@ -229,5 +266,7 @@ const emit_intrinsic emit_x86_intrinsics[] = {
     {"tessera.avx512bf16_dot_16x2", 3, bf16_dot},
     {"tessera.amx_bf16_gemm", 7, amx_gemm},
     {"tessera.amx_int8_gemm", 7, amx_gemm},
+    {"tessera.amx_bf16_gemm_blk", 9, amx_gemm},
+    {"tessera.amx_int8_gemm_blk", 9, amx_gemm},
     {NULL, 0, NULL},
 };

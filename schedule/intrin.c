@@ -20,15 +20,15 @@ typedef struct intrin_def {
 
 /* AMX: C[16, 16] += A[16, K] x B[K, 16] with B packed in pairs (bf16) or
  * quadruples (int8) of k: Bp[k / p][p * j + k % p] = B[k][j]. */
-#define AMX_DESC(NAME, AT, BT, CT, K, P, BROWS, BCOLS)                         \
-  "func " NAME "_desc(A: " AT "[16, " #K "], B: " BT "[" #BROWS ", " #BCOLS    \
-  "], C: " CT "[16, 16]) {\n"                                                  \
+#define AMX_DESC(NAME, AT, BT, CT, MN, K, P, BROWS, BCOLS)                     \
+  "func " NAME "_desc(A: " AT "[" #MN ", " #K "], B: " BT "[" #BROWS           \
+  ", " #BCOLS "], C: " CT "[" #MN ", " #MN "]) {\n"                            \
   "  block root() {\n"                                                         \
-  "    for i in range(16) {\n"                                                 \
-  "      for j in range(16) {\n"                                               \
+  "    for i in range(" #MN ") {\n"                                            \
+  "      for j in range(" #MN ") {\n"                                          \
   "        for k in range(" #K ") {\n"                                         \
-  "          block update(vi: spatial(16) = i, vj: spatial(16) = j, "          \
-  "vk: reduce(" #K ") = k) {\n"                                                \
+  "          block update(vi: spatial(" #MN ") = i, vj: spatial(" #MN          \
+  ") = j, vk: reduce(" #K ") = k) {\n"                                         \
   "            C[vi, vj] = C[vi, vj] + cast(" CT ", A[vi, vk]) * cast(" CT     \
   ", B[floordiv(vk, " #P "), vj * " #P " + floormod(vk, " #P ")])\n"           \
   "          }\n"                                                              \
@@ -49,6 +49,21 @@ typedef struct intrin_def {
                                                                  "))\n"        \
                                                                  "  }\n"       \
                                                                  "}\n"
+
+/* AMX, a block of 2 x 2 tiles: C[32, 32] += A[32, K] x B[K, 32], B packed
+ * as above (its rows 32 columns wide: the second tile 64 bytes in); the
+ * call keeps the four output tiles in registers over the whole K. */
+#define AMX2_IMPL(NAME, CALL, AT, BT, CT, K, BROWS, BCOLS)                     \
+  "func " NAME "_impl(A: " AT "[32, " #K "], B: " BT "[" #BROWS ", " #BCOLS    \
+  "], C: " CT "[32, 32]) {\n"                                                  \
+  "  block root() {\n"                                                         \
+  "    evaluate call<int32>(\"" CALL                                           \
+  "\", &C[0, 0], " STRIDE("C") ", &A[0, "                                      \
+                               "0], " STRIDE("A") ", &B[0, 0], " STRIDE(       \
+                                   "B") ", int32(" #K                          \
+                                        "), int32(2), int32(2))\n"             \
+                                        "  }\n"                                \
+                                        "}\n"
 
 /* 16 lanes of dot products of 4 (int8) or 2 (bf16) elements:
  * C[j] += sum_k A[k] * B[j][k]. */
@@ -158,19 +173,35 @@ typedef struct intrin_def {
 
 static const intrin_def intrins[] = {
     {"amx_bf16_16x16x32", "amx-bf16",
-     AMX_DESC("amx_bf16", "bfloat16", "bfloat16", "float32", 32, 2, 16, 32),
+     AMX_DESC("amx_bf16", "bfloat16", "bfloat16", "float32", 16, 32, 2, 16, 32),
      AMX_IMPL("amx_bf16", "tessera.amx_bf16_gemm", "bfloat16", "bfloat16",
               "float32", 32, 16, 32),
      NULL},
     {"amx_int8_16x16x64", "amx-int8",
-     AMX_DESC("amx_int8", "int8", "int8", "int32", 64, 4, 16, 64),
+     AMX_DESC("amx_int8", "int8", "int8", "int32", 16, 64, 4, 16, 64),
      AMX_IMPL("amx_int8", "tessera.amx_int8_gemm", "int8", "int8", "int32", 64,
               16, 64),
      NULL},
     {"amx_uint8_16x16x64", "amx-int8",
-     AMX_DESC("amx_uint8", "uint8", "int8", "int32", 64, 4, 16, 64),
+     AMX_DESC("amx_uint8", "uint8", "int8", "int32", 16, 64, 4, 16, 64),
      AMX_IMPL("amx_uint8", "tessera.amx_int8_gemm", "uint8", "int8", "int32",
               64, 16, 64),
+     NULL},
+    {"amx_bf16_32x32x128", "amx-bf16",
+     AMX_DESC("amx2_bf16", "bfloat16", "bfloat16", "float32", 32, 128, 2, 64,
+              64),
+     AMX2_IMPL("amx2_bf16", "tessera.amx_bf16_gemm_blk", "bfloat16", "bfloat16",
+               "float32", 128, 64, 64),
+     NULL},
+    {"amx_int8_32x32x256", "amx-int8",
+     AMX_DESC("amx2_int8", "int8", "int8", "int32", 32, 256, 4, 64, 128),
+     AMX2_IMPL("amx2_int8", "tessera.amx_int8_gemm_blk", "int8", "int8",
+               "int32", 256, 64, 128),
+     NULL},
+    {"amx_uint8_32x32x256", "amx-int8",
+     AMX_DESC("amx2_uint8", "uint8", "int8", "int32", 32, 256, 4, 64, 128),
+     AMX2_IMPL("amx2_uint8", "tessera.amx_int8_gemm_blk", "uint8", "int8",
+               "int32", 256, 64, 128),
      NULL},
     {"avx512_vnni_16x4", "avx512vnni",
      DOT_DESC("vnni", "uint8", "int8", "int32", 4),
@@ -223,11 +254,12 @@ static const intrin_def intrins[] = {
 #define N_INTRINS ((int)(sizeof intrins / sizeof intrins[0]))
 
 static const char *const names[N_INTRINS + 1] = {
-    "amx_bf16_16x16x32",    "amx_int8_16x16x64", "amx_uint8_16x16x64",
-    "avx512_vnni_16x4",     "avx512_vnni_16x16", "avx512_vnni_s8_16x4",
-    "avx512_vnni_s8_16x16", "avx512_bf16_16x2",  "avx2_madd_s8_8x2",
-    "avx2_madd_s8_8x8",     "avx2_madd_u8_8x2",  "avx2_madd_u8_8x8",
-    "mma_m16n8k16_f16",     "mma_m16n8k16_bf16", NULL};
+    "amx_bf16_16x16x32",    "amx_int8_16x16x64",  "amx_uint8_16x16x64",
+    "amx_bf16_32x32x128",   "amx_int8_32x32x256", "amx_uint8_32x32x256",
+    "avx512_vnni_16x4",     "avx512_vnni_16x16",  "avx512_vnni_s8_16x4",
+    "avx512_vnni_s8_16x16", "avx512_bf16_16x2",   "avx2_madd_s8_8x2",
+    "avx2_madd_s8_8x8",     "avx2_madd_u8_8x2",   "avx2_madd_u8_8x8",
+    "mma_m16n8k16_f16",     "mma_m16n8k16_bf16",  NULL};
 
 const char *const *ts_intrin_names(void) { return names; }
 

@@ -227,6 +227,69 @@ static void test_amx_int8(void **state) {
   compare(intrin, plain, "llvm -mcpu=sapphirerapids", "amx-int8", "tdpbssd");
 }
 
+/* The blocked form: 2 x 2 tiles kept in tile registers over K = 128 (four
+ * bf16 steps), placed over a 64 x 64 output of row stride 64 (B's rows 64
+ * columns wide, the block's second tile 64 bytes in). */
+static void test_amx_bf16_blocked(void **state) {
+  (void)state;
+  const char *intrin =
+      "func amx(A: bfloat16[64, 128], Bp: bfloat16[64, 128], C: "
+      "float32[64, 64]) {\n"
+      "  for i in range(64) {\n    for j in range(64) {\n     "
+      " C[i, j] = float32(0)\n    }\n  }\n"
+      "  for io in range(2) {\n    for jo in range(2) {\n"
+      "      evaluate call<int32>(\"tessera.amx_bf16_gemm_blk\", "
+      "&C[io * 32, jo * 32], 64, &A[io * 32, 0], 128, &Bp[0, jo * 64], 128, "
+      "128, 2, 2)\n"
+      "    }\n  }\n}\n";
+  const char *plain =
+      "func plain(A: bfloat16[64, 128], Bp: bfloat16[64, 128], C: "
+      "float32[64, 64]) {\n"
+      "  for i in range(64) {\n    for j in range(64) {\n      C[i, j] = "
+      "float32(0)\n"
+      "      for k in range(128) {\n"
+      "        C[i, j] = C[i, j] + cast(float32, A[i, k]) * cast(float32, "
+      "Bp[floordiv(k, 2), j * 2 + floormod(k, 2)])\n"
+      "      }\n    }\n  }\n}\n";
+  compare(intrin, plain, "llvm -mcpu=sapphirerapids", "amx-bf16", "tdpbf16ps");
+}
+
+/* 3 x 1 tiles of int8 (uint8 A: tdpbusd), K = 128; and tile counts that
+ * need more than the 8 tile registers are refused by name. */
+static void test_amx_int8_blocked(void **state) {
+  (void)state;
+  const char *intrin =
+      "func amx8(A: uint8[48, 128], Bp: int8[32, 64], C: int32[48, 16]) {\n"
+      "  for i in range(48) {\n    for j in range(16) {\n      C[i, j] = "
+      "int32(0)\n    }\n  }\n"
+      "  evaluate call<int32>(\"tessera.amx_int8_gemm_blk\", &C[0, 0], 16, "
+      "&A[0, 0], 128, &Bp[0, 0], 64, 128, 3, 1)\n}\n";
+  const char *plain =
+      "func plain(A: uint8[48, 128], Bp: int8[32, 64], C: int32[48, 16]) {\n"
+      "  for i in range(48) {\n    for j in range(16) {\n      C[i, j] = "
+      "int32(0)\n"
+      "      for k in range(128) {\n"
+      "        C[i, j] = C[i, j] + cast(int32, A[i, k]) * cast(int32, "
+      "Bp[floordiv(k, 4), j * 4 + floormod(k, 4)])\n"
+      "      }\n    }\n  }\n}\n";
+  compare(intrin, plain, "llvm -mcpu=sapphirerapids", "amx-int8", "tdpbusd");
+  const char *big =
+      "func amx8(A: int8[48, 128], Bp: int8[32, 192], C: int32[48, 48]) {\n"
+      "  evaluate call<int32>(\"tessera.amx_int8_gemm_blk\", &C[0, 0], 48, "
+      "&A[0, 0], 128, &Bp[0, 0], 192, 128, 3, 3)\n}\n";
+  ts_func *f = NULL;
+  ts_target *t = NULL;
+  ts_error err;
+  assert_int_equal(ts_func_parse(big, strlen(big), "t", &f, &err), TS_OK);
+  assert_int_equal(ts_target_parse("llvm -mcpu=sapphirerapids", &t, &err),
+                   TS_OK);
+  ts_build_result br;
+  assert_int_equal(ts_build(f, t, NULL, &br, &err), TS_EUNSUPPORTED);
+  assert_non_null(strstr(err.msg, "8 tile registers"));
+  ts_target_free(t);
+  ts_func_free(f);
+}
+
 /* A target without the feature gets a clear error, not a backend crash. */
 static void test_missing_feature(void **state) {
   (void)state;
@@ -313,6 +376,8 @@ int main(void) {
       cmocka_unit_test(test_avx512_bf16),
       cmocka_unit_test(test_amx_bf16),
       cmocka_unit_test(test_amx_int8),
+      cmocka_unit_test(test_amx_bf16_blocked),
+      cmocka_unit_test(test_amx_int8_blocked),
       cmocka_unit_test(test_missing_feature),
       cmocka_unit_test(test_mma_ptx),
   };
