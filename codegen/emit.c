@@ -388,6 +388,7 @@ void emit_stmt(emitter *e, ts_stmt *s) {
   case TS_STMT_SEQ:
     for (int i = 0; i < ts_seq_n(s);) {
       int run = emit_transpose_run(e, s, i);
+      if (run == 0) run = emit_interleave_run(e, s, i);
       if (run > 0) {
         i += run;
         continue;

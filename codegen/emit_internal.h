@@ -68,6 +68,7 @@ LLVMValueRef emit_buffer_data(emitter *e, ts_buffer *b);
  * strided, emitted as a transpose in registers (emit_transpose.c): returns
  * L, or 0 (nothing emitted) when the statements are not such a run. */
 int emit_transpose_run(emitter *e, ts_stmt *seq, int i);
+int emit_interleave_run(emitter *e, ts_stmt *seq, int i);
 LLVMValueRef emit_cast(emitter *e, ts_dtype to, ts_dtype from, LLVMValueRef v);
 LLVMValueRef emit_undef(emitter *e, ts_dtype t);
 /* Float16/bfloat16 are computed in float32 (rounded back after each

@@ -25,6 +25,17 @@
  * The run must copy between two different buffers of one element type
  * (the loads all happen before the stores), with no vector guard active,
  * and L a power of two; anything else is emitted statement by statement.
+ *
+ * An interleaving copy (B packed for a dot-product intrinsic: R = 4 int8
+ * or 2 bfloat16 consecutive k of one column side by side) is the
+ * rectangular case: a run of R statements
+ *
+ *     Y[ramp(y + k, R, L)] = X[ramp(x + k * ax, 1, L)],  k = 0..R-1
+ *
+ * whose stores together fill the R L elements from y. It is emitted as R
+ * contiguous loads, one shuffle interleaving them (lane i from row i % R,
+ * element i / R) and one contiguous store, where the statements stored a
+ * lane at a time.
  */
 #include "codegen/emit_internal.h"
 
@@ -256,4 +267,65 @@ int emit_transpose_run(emitter *e, ts_stmt *seq, int i) {
     LLVMSetAlignment(st, align);
   }
   return L;
+}
+
+int emit_interleave_run(emitter *e, ts_stmt *seq, int i) {
+  int n = ts_seq_n(seq);
+  ts_stmt *first = ts_seq_item(seq, i);
+  if (e->mask || ts_stmt_kind_of(first) != TS_STMT_STORE ||
+      ts_store_n_indices(first) != 1)
+    return 0;
+  int L = ts_expr_dtype(ts_store_index(first, 0)).lanes;
+  access d0, s0;
+  if (L < 2 || !copy_stmt(first, L, &d0, &s0) || d0.buf == s0.buf ||
+      !same_type(ts_buffer_dtype(d0.buf), ts_buffer_dtype(s0.buf)) ||
+      ts_buffer_dtype(d0.buf).code == TS_DT_BOOL || s0.stride != 1)
+    return 0;
+  int64_t R = d0.stride;
+  if (R < 2 || R > 8 || (R & (R - 1)) || i + R > n || R * L > 256) return 0;
+  int64_t as = 0; /* the source rows' step */
+  for (int k = 1; k < R; k++) {
+    access dk, sk;
+    int64_t dd, ds;
+    if (!copy_stmt(ts_seq_item(seq, i + k), L, &dk, &sk) || dk.buf != d0.buf ||
+        sk.buf != s0.buf || dk.stride != R || sk.stride != 1 ||
+        !const_difference(dk.base, d0.base, &dd) ||
+        !const_difference(sk.base, s0.base, &ds) || dd != k)
+      return 0;
+    if (k == 1) as = ds;
+    if (ds != k * as) return 0;
+  }
+  LLVMValueRef sdata = emit_buffer_data(e, s0.buf),
+               ddata = emit_buffer_data(e, d0.buf);
+  if (!sdata || !ddata) return 0;
+  ts_dtype et = ts_buffer_dtype(s0.buf);
+  LLVMTypeRef elt = emit_mem_type(e, et);
+  unsigned align = (unsigned)ts_dtype_elem_bytes(et);
+  LLVMValueRef rows[8];
+  LLVMValueRef sb = emit_expr(e, s0.base), db = emit_expr(e, d0.base);
+  LLVMTypeRef it = LLVMTypeOf(sb);
+  for (int r = 0; r < R; r++) {
+    LLVMValueRef idx = LLVMBuildAdd(
+        e->b, sb, LLVMConstInt(it, (unsigned long long)(r * as), 1), "");
+    rows[r] = emit_load_vec(e, LLVMVectorType(elt, (unsigned)L),
+                            vec_ptr(e, s0.buf, sdata, idx), align);
+  }
+  /* the rows concatenated pairwise into one vector of R L lanes */
+  LLVMValueRef mask[256];
+  for (int w = L; w < R * L; w *= 2) {
+    for (int l = 0; l < 2 * w; l++)
+      mask[l] = LLVMConstInt(emit_i32t(e), (unsigned)l, 0);
+    LLVMValueRef m = LLVMConstVector(mask, (unsigned)(2 * w));
+    for (int r = 0; r < R * L / w; r += 2)
+      rows[r / 2] = LLVMBuildShuffleVector(e->b, rows[r], rows[r + 1], m, "");
+  }
+  for (int l = 0; l < R * L; l++)
+    mask[l] = LLVMConstInt(emit_i32t(e), (unsigned)((l % R) * L + l / R), 0);
+  LLVMValueRef all = rows[0];
+  LLVMValueRef v =
+      LLVMBuildShuffleVector(e->b, all, LLVMGetUndef(LLVMTypeOf(all)),
+                             LLVMConstVector(mask, (unsigned)(R * L)), "");
+  LLVMValueRef st = LLVMBuildStore(e->b, v, vec_ptr(e, d0.buf, ddata, db));
+  LLVMSetAlignment(st, align);
+  return (int)R;
 }

@@ -937,6 +937,48 @@ static ts_expr *vec_expr(vec_ctx *c, ts_expr *e);
 
 static bool is_vector(const ts_expr *e) { return ts_expr_dtype(e).lanes > 1; }
 
+/* For an integer expression sum(c_i t_i) + k0: *g = gcd(cap, c_i...) and
+ * *k0 (terms other than constants, sums, differences and products by
+ * constants count with coefficient 1). */
+static bool coef_gcd(const ts_expr *e, int64_t cap, int64_t *g, int64_t *k0) {
+  int64_t v;
+  *g = cap;
+  *k0 = 0;
+  if (ts_expr_is_const_int(e, &v)) {
+    *k0 = v;
+    return true;
+  }
+  ts_expr_kind k = ts_expr_kind_of(e);
+  int64_t g1, g2, c1, c2;
+  if (k == TS_EXPR_ADD || k == TS_EXPR_SUB) {
+    if (!coef_gcd(ts_expr_operand(e, 0), cap, &g1, &c1) ||
+        !coef_gcd(ts_expr_operand(e, 1), g1, &g2, &c2))
+      return false;
+    *g = g2;
+    *k0 = k == TS_EXPR_ADD ? c1 + c2 : c1 - c2;
+    return true;
+  }
+  if (k == TS_EXPR_MUL) {
+    for (int side = 0; side < 2; side++)
+      if (ts_expr_is_const_int(ts_expr_operand(e, side), &v) &&
+          coef_gcd(ts_expr_operand(e, 1 - side), cap, &g1, &c1)) {
+        /* gcd(cap, v g1) divides gcd(cap, v c_i) for every term: a common
+         * divisor of the coefficients; the constant v c1 */
+        int64_t a0 = cap, b0 = (v * g1) < 0 ? -(v * g1) : v * g1;
+        while (b0) {
+          int64_t t = a0 % b0;
+          a0 = b0;
+          b0 = t;
+        }
+        *g = a0;
+        *k0 = v * c1;
+        return true;
+      }
+  }
+  *g = 1;
+  return true;
+}
+
 static ts_expr *vec_expr(vec_ctx *c, ts_expr *e) {
   if (c->reason) return e;
   ts_arena *a = c->a;
@@ -1038,6 +1080,24 @@ static ts_expr *vec_expr(vec_ctx *c, ts_expr *e) {
   ts_expr *x = vec_expr(c, ts_expr_operand(e, 0));
   ts_expr *y = vec_expr(c, ts_expr_operand(e, 1));
   if (x == ts_expr_operand(e, 0) && y == ts_expr_operand(e, 1)) return e;
+  /* a broadcast operand of integer arithmetic with a ramp or another
+   * broadcast is its scalar (the rules below then keep ramps) */
+  bool arith = k == TS_EXPR_ADD || k == TS_EXPR_SUB || k == TS_EXPR_MUL ||
+               k == TS_EXPR_FLOORDIV || k == TS_EXPR_FLOORMOD;
+  bool xb = ts_expr_kind_of(x) == TS_EXPR_BROADCAST,
+       yb = ts_expr_kind_of(y) == TS_EXPR_BROADCAST;
+  if (arith && ts_dtype_is_int(ts_expr_dtype(x)) && (xb || yb) &&
+      (xb || !is_vector(x)) && (yb || !is_vector(y)))
+    return ts_broadcast(a,
+                        ts_binary(a, k, xb ? ts_expr_operand(x, 0) : x,
+                                  yb ? ts_expr_operand(y, 0) : y),
+                        c->lanes);
+  if (arith && ts_expr_kind_of(x) == TS_EXPR_BROADCAST &&
+      ts_expr_kind_of(y) == TS_EXPR_RAMP)
+    x = ts_expr_operand(x, 0);
+  if (arith && ts_expr_kind_of(y) == TS_EXPR_BROADCAST &&
+      ts_expr_kind_of(x) == TS_EXPR_RAMP)
+    y = ts_expr_operand(y, 0);
   /* base + ramp and ramp * const stay ramps (contiguous accesses). */
   if (k == TS_EXPR_ADD || k == TS_EXPR_SUB) {
     if (ts_expr_kind_of(x) == TS_EXPR_RAMP && !is_vector(y))
@@ -1052,6 +1112,25 @@ static ts_expr *vec_expr(vec_ctx *c, ts_expr *e) {
           a, ts_binary(a, k, ts_expr_operand(x, 0), ts_expr_operand(y, 0)),
           ts_binary(a, k, ts_expr_operand(x, 1), ts_expr_operand(y, 1)),
           c->lanes);
+  }
+  /* floordiv/floormod of a ramp by a constant c when no lane crosses a
+   * multiple of c whatever the other vars: the base is g q + k0 with g
+   * dividing c, so floormod(base, c) is at most c - g + k0 mod g and the
+   * lanes stay below the next multiple when k0 mod g + stride (lanes - 1)
+   * < g. A broadcast quotient and a ramp remainder (a packed layout's
+   * column tile: floordiv(ramp(16 j, 1, 16), 32)) */
+  int64_t cd, st, g, k0;
+  if ((k == TS_EXPR_FLOORDIV || k == TS_EXPR_FLOORMOD) &&
+      ts_expr_kind_of(x) == TS_EXPR_RAMP && !is_vector(y) &&
+      ts_expr_is_const_int(y, &cd) && cd > 0 &&
+      ts_expr_is_const_int(ts_expr_operand(x, 1), &st) && st >= 0 &&
+      coef_gcd(ts_expr_operand(x, 0), cd, &g, &k0) && cd % g == 0 &&
+      (k0 % g + g) % g + st * (c->lanes - 1) < g) {
+    ts_expr *base = ts_expr_operand(x, 0);
+    if (k == TS_EXPR_FLOORMOD)
+      return ts_ramp(a, ts_floormod(a, base, y), ts_expr_operand(x, 1),
+                     c->lanes);
+    return ts_broadcast(a, ts_floordiv(a, base, y), c->lanes);
   }
   if (k == TS_EXPR_MUL) {
     if (ts_expr_kind_of(x) == TS_EXPR_RAMP && !is_vector(y))

@@ -759,6 +759,57 @@ static bool diff_bound(simp_ctx *c, ts_expr *x, ts_expr *y, int64_t *lo,
   return *lo <= *hi;
 }
 
+/* floordiv/floormod(q cnt + r, cnt) where every coefficient of r's terms
+ * is a multiple of g, a divisor of cnt greater than 1: r = g y + rc with
+ * y the terms over g plus floor(rc / g) and 0 <= rc mod g < g, so
+ * floordiv = q + floordiv(y, cnt / g) and floormod = g floormod(y, cnt / g)
+ * + rc mod g (a packed layout's floordiv(4 x + 1, 16) = floordiv(x, 4)).
+ * NULL when there is no such g. */
+static ts_expr *simp_divmod(simp_ctx *c, ts_expr_kind k, ts_expr *x,
+                            int64_t cnt);
+static ts_expr *divmod_common_factor(simp_ctx *c, ts_expr_kind k, affine *q,
+                                     affine *r, int64_t cnt) {
+  int64_t g = cnt;
+  for (int i = 0; i < r->n && g > 1; i++) {
+    int64_t ci = (int64_t)r->terms[i].coef, a0 = ci < 0 ? -ci : ci, b0 = g;
+    while (b0) {
+      int64_t t = a0 % b0;
+      a0 = b0;
+      b0 = t;
+    }
+    g = a0;
+  }
+  if (g <= 1 || g == cnt) return NULL;
+  ts_arena *a = c->a;
+  ts_dtype t = r->t;
+  int64_t rc = (int64_t)r->konst;
+  affine y;
+  memset(&y, 0, sizeof y);
+  y.t = t;
+  y.konst = (uint64_t)fdiv(rc, g);
+  for (int i = 0; i < r->n; i++)
+    affine_add_term(&y, r->terms[i].atom,
+                    (uint64_t)((int64_t)r->terms[i].coef / g));
+  ts_expr *ye = affine_build(a, &y);
+  affine_free(&y);
+  ts_expr_kind inner =
+      k == TS_EXPR_FLOORDIV ? TS_EXPR_FLOORDIV : TS_EXPR_FLOORMOD;
+  ts_expr *d = simp_divmod(c, inner, ye, cnt / g);
+  if (!d) d = ts_binary_raw(a, inner, ye, ts_int(a, t, cnt / g));
+  if (k == TS_EXPR_FLOORDIV) {
+    affine_collect(q, d, 1, 0);
+    return affine_build(a, q);
+  }
+  affine m;
+  memset(&m, 0, sizeof m);
+  m.t = t;
+  m.konst = (uint64_t)fmod64(rc, g);
+  affine_collect(&m, d, (uint64_t)g, 0);
+  ts_expr *res = affine_build(a, &m);
+  affine_free(&m);
+  return res;
+}
+
 /* floordiv/floormod (and truncating div/mod of nonnegative values) of x by a
  * positive constant cnt. */
 static ts_expr *simp_divmod(simp_ctx *c, ts_expr_kind k, ts_expr *x,
@@ -813,6 +864,9 @@ static ts_expr *simp_divmod(simp_ctx *c, ts_expr_kind k, ts_expr *x,
                      (uint64_t)-1, 0);
       result = affine_build(a, &r);
     }
+  } else if (r.n > 0 && k != TS_EXPR_DIV && k != TS_EXPR_MOD &&
+             (result = divmod_common_factor(c, k, &q, &r, cnt))) {
+    /* (below) */
   } else if (q.n > 0 && r.n > 0 && k != TS_EXPR_DIV && k != TS_EXPR_MOD &&
              cbound(c, rest, &rl, &rh)) {
     /* floordiv(q*c + r, c) = q + floordiv(r, c); floormod drops q*c. */

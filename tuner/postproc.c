@@ -273,6 +273,9 @@ static void vectorize_leaf(ts_sched *s, const char *name, int64_t max_lanes,
       !ts_expr_is_const_int(ts_for_extent(l), &ext) || ext <= 1 ||
       ts_for_body(l) != r || loop_binding(r, l) != BIND_SPATIAL)
     return;
+  /* a copy into a dot-product intrinsic's interleaved B layout: groups of
+   * 64 bytes, interleaved in registers */
+  if (tile_interleave(s, name, 64, max_lanes)) return;
   /* a transposing copy (a transposed operand's packed panel): tiles of
    * 32 bytes by as many rows, transposed in registers */
   if (ts_block_n_writes(ts_realize_block(r)) == 1) {
@@ -303,6 +306,25 @@ static void vectorize_leaf(ts_sched *s, const char *name, int64_t max_lanes,
   ts_rv parts[2];
   if (lanes < 2 || ts_sched_split(s, loops[nl - 1], factors, 2, parts)) return;
   ts_sched_vectorize(s, parts[1]);
+}
+
+/* The perfectly nested chain of parallelizable outer loops of a nest (its
+ * blocks nb), as long as the product of their extents (*prod) is below
+ * par: how many. */
+static int parallel_chain(ts_sched *s, const ts_rv *loops, int nl,
+                          const nest_blocks *nb, int64_t par, int64_t *prod) {
+  int m = 0;
+  *prod = 1;
+  while (par > 0 && m < nl && *prod < par) {
+    const ts_stmt *l = ts_sched_rv_loop(s, loops[m]);
+    if (!l || !loop_parallelizable(l, nb)) break;
+    int64_t ext = 0;
+    ts_expr_is_const_int(ts_for_extent(l), &ext);
+    *prod *= ext;
+    m++;
+    if (ts_stmt_kind_of(ts_for_body(l)) != TS_STMT_FOR) break;
+  }
+  return m;
 }
 
 /* Whether the blocks of a nest write some output of f, each with spatial
@@ -408,21 +430,9 @@ static int rewrite_pvu(ts_sched *s, bool parallel_vectorize, ts_error *err) {
     nest_blocks nb = {{0}, 0};
     ts_visitor v = {collect_block, NULL, NULL, &nb};
     ts_stmt_walk((ts_stmt *)ts_sched_rv_loop(s, loops[0]), &v);
-    /* the perfectly nested chain of parallelizable outer loops */
-    int m = 0;
     int64_t prod = 1;
-    if (parallel_vectorize && par > 0) {
-      while (m < nl && prod < par) {
-        const ts_stmt *l = ts_sched_rv_loop(s, loops[m]);
-        if (!l || !loop_parallelizable(l, &nb)) break;
-        int64_t ext = 0;
-        ts_expr_is_const_int(ts_for_extent(l), &ext);
-        prod *= ext;
-        m++;
-        const ts_stmt *lb = ts_for_body(l);
-        if (ts_stmt_kind_of(lb) != TS_STMT_FOR) break;
-      }
-    }
+    int m =
+        parallel_vectorize ? parallel_chain(s, loops, nl, &nb, par, &prod) : 0;
     const ts_stmt *par_stmt = m > 0 ? ts_sched_rv_loop(s, loops[m - 1]) : NULL;
     bool nt = stream > 0 && writes_outputs_once(ts_sched_func(s), &nb);
     /* vectorize the leaves first: fusing the outer loops keeps inner
@@ -436,10 +446,22 @@ static int rewrite_pvu(ts_sched *s, bool parallel_vectorize, ts_error *err) {
           snprintf(name, sizeof name, "%s",
                    ts_block_name(ts_realize_block(nb.v[k])));
           vectorize_leaf(s, name, vec, m == nl ? par_stmt : NULL);
-          /* the walk's realize pointers may be stale after a primitive */
+          /* the walk's realize pointers may be stale after a primitive,
+           * and the nest's outer loop too (an interleaving copy splits
+           * its two innermost loops) */
           nb.n = 0;
+          if (ts_sched_get_block(s, first_leaf[i], &b) ||
+              ts_sched_get_loops(s, b, loops, MAX_LOOPS, &nl) || nl == 0)
+            break;
           ts_stmt_walk((ts_stmt *)ts_sched_rv_loop(s, loops[0]), &v);
         }
+    /* the chain again, from the handles of the loops as they are now */
+    if (ts_sched_get_block(s, first_leaf[i], &b) ||
+        ts_sched_get_loops(s, b, loops, MAX_LOOPS, &nl) || nl == 0)
+      continue;
+    nb.n = 0;
+    ts_stmt_walk((ts_stmt *)ts_sched_rv_loop(s, loops[0]), &v);
+    if (parallel_vectorize) m = parallel_chain(s, loops, nl, &nb, par, &prod);
     ts_rv outer = loops[0];
     if (m >= 1 && prod > 1) {
       ts_rv fused = loops[0];

@@ -229,24 +229,38 @@ int read_dim_of_loop(const ts_stmt *r, const ts_buffer *buffer,
   return at;
 }
 
-bool tile_transpose(ts_sched *s, const char *name, int max_lanes) {
-  ts_rv b, loops[MAX_LOOPS];
-  int nl = 0;
+/* Block `name` when it copies one buffer into another of the same element
+ * type (one read, one write, a plain store, no init), with its loops
+ * (at least 2) in loops/nl; NULL otherwise. */
+static const ts_stmt *copy_block(ts_sched *s, const char *name, ts_rv *loops,
+                                 int *nl) {
+  ts_rv b;
   if (ts_sched_get_block(s, name, &b) ||
-      ts_sched_get_loops(s, b, loops, MAX_LOOPS, &nl) || nl < 2)
-    return false;
+      ts_sched_get_loops(s, b, loops, MAX_LOOPS, nl) || *nl < 2)
+    return NULL;
   const ts_stmt *r = ts_func_find_block(ts_sched_func(s), name);
-  if (!r) return false;
+  if (!r) return NULL;
   const ts_block *blk = ts_realize_block(r);
   if (ts_block_n_writes(blk) != 1 || ts_block_n_reads(blk) != 1 ||
       ts_block_init(blk) ||
       ts_stmt_kind_of(ts_block_body(blk)) != TS_STMT_STORE)
-    return false;
+    return NULL;
   const ts_region *w = ts_block_write(blk, 0), *rd = ts_block_read(blk, 0);
-  if (w->buffer == rd->buffer || w->ndim < 2 || rd->ndim < 2) return false;
   ts_dtype dt = ts_buffer_dtype(w->buffer), st = ts_buffer_dtype(rd->buffer);
-  if (dt.code != st.code || dt.bits != st.bits || dt.code == TS_DT_BOOL)
-    return false;
+  if (w->buffer == rd->buffer || dt.code != st.code || dt.bits != st.bits ||
+      dt.code == TS_DT_BOOL)
+    return NULL;
+  return r;
+}
+
+bool tile_transpose(ts_sched *s, const char *name, int max_lanes) {
+  ts_rv loops[MAX_LOOPS];
+  int nl = 0;
+  const ts_stmt *r = copy_block(s, name, loops, &nl);
+  if (!r) return false;
+  const ts_block *blk = ts_realize_block(r);
+  const ts_region *w = ts_block_write(blk, 0), *rd = ts_block_read(blk, 0);
+  if (w->ndim < 2 || rd->ndim < 2) return false;
   /* the innermost loop: along the last dimension of one side only */
   const ts_stmt *li = ts_sched_rv_loop(s, loops[nl - 1]);
   if (!li || ts_for_kind_of(li) != TS_FOR_SERIAL || ts_for_body(li) != r ||
@@ -287,6 +301,90 @@ bool tile_transpose(ts_sched *s, const char *name, int max_lanes) {
       ts_sched_vectorize(s, pi[1]))
     return false;
   return true;
+}
+
+/* The row-major offset into region rg's buffer (its mins) where the
+ * enclosing loops ls[0, n) are 0 but ls[n - 2] (k) is k and ls[n - 1] (j)
+ * is j; false when it does not fold to a constant. */
+static bool offset_at(ts_arena *a, const ts_stmt *r, const ts_region *rg,
+                      const ts_stmt *const *ls, int n, int64_t k, int64_t j,
+                      int64_t *out) {
+  const ts_block *blk = ts_realize_block(r);
+  ts_node_map *loops = ts_node_map_create(), *iters = ts_node_map_create();
+  bool ok = loops && iters;
+  for (int i = 0; ok && i < n; i++)
+    ts_node_map_put(loops, ts_for_var(ls[i]),
+                    ts_index(a, i == n - 2   ? k
+                                : i == n - 1 ? j
+                                             : 0));
+  for (int i = 0; ok && i < ts_block_n_iters(blk); i++) {
+    ts_expr *v = ts_expr_substitute(a, ts_realize_value(r, i), loops, NULL);
+    int64_t c;
+    if (!v || !ts_expr_is_const_int(v, &c)) ok = false;
+    if (ok) ts_node_map_put(iters, ts_block_iter_var(blk, i), ts_index(a, c));
+  }
+  int64_t off = 0;
+  for (int d = 0; ok && d < rg->ndim; d++) {
+    ts_expr *x = ts_expr_substitute(a, rg->ranges[d].min, iters, NULL);
+    int64_t c;
+    if (!x || !ts_expr_is_const_int(x, &c)) ok = false;
+    off = off * ts_buffer_dim(rg->buffer, d) + c;
+  }
+  ts_node_map_destroy(loops);
+  ts_node_map_destroy(iters);
+  *out = off;
+  return ok;
+}
+
+bool tile_interleave(ts_sched *s, const char *name, int64_t group_bytes,
+                     int64_t max_lanes) {
+  ts_rv loops[MAX_LOOPS];
+  int nl = 0;
+  const ts_stmt *r = copy_block(s, name, loops, &nl);
+  if (!r) return false;
+  const ts_block *blk = ts_realize_block(r);
+  const ts_region *w = ts_block_write(blk, 0), *rd = ts_block_read(blk, 0);
+  ts_dtype dt = ts_buffer_dtype(w->buffer);
+  const ts_stmt *lj = ts_sched_rv_loop(s, loops[nl - 1]),
+                *lk = ts_sched_rv_loop(s, loops[nl - 2]);
+  int64_t ej = 0, ek = 0;
+  if (!lj || !lk || ts_for_kind_of(lj) != TS_FOR_SERIAL ||
+      ts_for_kind_of(lk) != TS_FOR_SERIAL || ts_for_body(lj) != r ||
+      ts_for_body(lk) != lj || loop_binding(r, lj) != BIND_SPATIAL ||
+      loop_binding(r, lk) != BIND_SPATIAL ||
+      !ts_expr_is_const_int(ts_for_extent(lj), &ej) ||
+      !ts_expr_is_const_int(ts_for_extent(lk), &ek))
+    return false;
+  const ts_stmt *ls[MAX_LOOPS];
+  for (int i = 0; i < nl; i++)
+    if (!(ls[i] = ts_sched_rv_loop(s, loops[i]))) return false;
+  ts_arena *a = ts_arena_create();
+  if (!a) return false;
+  /* the source contiguous along j; the destination j-stride P and
+   * k-stride 1, a group of V columns by P rows filling V P elements */
+  int64_t s0, s1, d0, dj, dk, dl;
+  bool ok = offset_at(a, r, rd, ls, nl, 0, 0, &s0) &&
+            offset_at(a, r, rd, ls, nl, 0, 1, &s1) && s1 - s0 == 1 &&
+            offset_at(a, r, w, ls, nl, 0, 0, &d0) &&
+            offset_at(a, r, w, ls, nl, 0, 1, &dj) &&
+            offset_at(a, r, w, ls, nl, 1, 0, &dk) && dk - d0 == 1;
+  int64_t P = ok ? dj - d0 : 0;
+  int64_t eb = ts_dtype_elem_bytes(dt);
+  int64_t V = P >= 2 && eb > 0 ? group_bytes / (P * eb) : 0;
+  if (V > max_lanes) V = max_lanes;
+  ok = ok && P >= 2 && P <= 8 && !(P & (P - 1)) && V >= 2 && !(V & (V - 1)) &&
+       ek % P == 0 && ej % V == 0 && ej > 1 &&
+       offset_at(a, r, w, ls, nl, P - 1, V - 1, &dl) && dl - d0 == V * P - 1;
+  ts_arena_destroy(a);
+  if (!ok) return false;
+  ts_rv pk[2], pj[2];
+  int64_t fk[2] = {ek / P, P}, fj[2] = {ej / V, V};
+  if (ts_sched_split(s, loops[nl - 2], fk, 2, pk) ||
+      ts_sched_split(s, loops[nl - 1], fj, 2, pj))
+    return false;
+  ts_rv order[2] = {pj[0], pk[1]};
+  return !ts_sched_reorder(s, order, 2) && !ts_sched_unroll(s, pk[1]) &&
+         !ts_sched_vectorize(s, pj[1]);
 }
 
 int cache_read_dim_last(ts_sched *s, ts_rv b, const char *buffer, int dim,

@@ -107,6 +107,16 @@ int read_dim_of_loop(const ts_stmt *r, const ts_buffer *buffer,
  * did; the checks come first, so a copy of another form is left as it
  * was. */
 bool tile_transpose(ts_sched *s, const char *name, int max_lanes);
+/* A copy into an interleaved layout (B packed for a dot-product
+ * intrinsic: P consecutive k of each column side by side, the source
+ * contiguous along the columns): its two innermost loops, k enclosing j,
+ * split by P and by V = group_bytes / (P x element bytes) (at most
+ * max_lanes), ordered k0, j0, k1, j1, k1 unrolled and j1 vectorized, so
+ * each P x V group is a run the code generator emits as P loads, one
+ * interleaving shuffle and one store. False, unchanged, when the block is
+ * not such a copy. */
+bool tile_interleave(ts_sched *s, const char *name, int64_t group_bytes,
+                     int64_t max_lanes);
 /* A copy of `buffer` (read by block b) made before b (cache_read, "global")
  * with dimension `dim` moved last (transform_layout): the packed panel of
  * an operand whose vector axis is not its innermost one (B of a product

@@ -534,7 +534,11 @@ int tensorize_default(ts_sched *s, const ts_target *t, const char *name) {
     return rc;
   ts_rv cl[MAX_LOOPS];
   int ncl = 0;
+  const char *cache_name = ts_sched_rv_block_name(s, cache);
+  char cname[128];
+  snprintf(cname, sizeof cname, "%s", cache_name ? cache_name : "");
   if (!ts_sched_get_loops(s, cache, cl, MAX_LOOPS, &ncl) && ncl > n_par &&
+      !(ncl >= n_par + 2 && tile_interleave(s, cname, 64, 64)) &&
       rv_extent(s, cl[ncl - 1]) <= 64)
     ts_sched_vectorize(s, cl[ncl - 1]);
   /* the init before the K blocks, vectorized */

@@ -155,4 +155,14 @@ grep -q "run the same command again to resume" "$TMP/suite.err" ||
   fail "no resume hint"
 [ ! -e "$TMP/suite/latest.json" ] || fail "an interrupted suite wrote its table"
 
+# The default int8 product packs B for VNNI four k of a column side by side:
+# 16 columns read as one vector per k and stored as one run of 64 bytes
+# (an interleaving copy: the lowered stores are ramps of stride 4 whose
+# loads are contiguous), not a byte at a time.
+"$T" show --workload "matmul M=64 N=64 K=64 dtype=int8" --default --lowered \
+  --target "llvm -mcpu=cascadelake" >"$TMP/pack.txt" 2>&1 ||
+  { cat "$TMP/pack.txt"; fail "show --lowered of the int8 default failed"; }
+n=$(grep -c 'B_global\[ramp(.*, 4, 16)\] = B\[ramp(.*, 1, 16)\]' "$TMP/pack.txt")
+[ "$n" -ge 4 ] || { cat "$TMP/pack.txt"; fail "int8 B pack not interleaved ($n runs)"; }
+
 echo "cli_smoke: all checks passed"

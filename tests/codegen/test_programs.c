@@ -269,11 +269,25 @@ static void test_transpose_runs(void **state) {
   free(ir);
 }
 
+/* Every tile of interleave.tir is one interleaving shuffle between
+ * contiguous loads and a contiguous store (no lane-by-lane scatter). */
+static void test_interleave_runs(void **state) {
+  (void)state;
+  char *ir = emitted_ir("interleave.tir");
+  assert_int_equal(count_of(ir, "insertelement"), 0);
+  assert_int_equal(count_of(ir, "extractelement"), 0);
+  /* int8: 2 concatenations + 1 interleave; bfloat16: 1 + 1; float32 with
+   * 8 rows: 4 + 2 + 1 + 1 */
+  assert_true(count_of(ir, "shufflevector") >= 3 + 2 + 8);
+  free(ir);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_every_program),
       cmocka_unit_test(test_exp_accuracy),
       cmocka_unit_test(test_transpose_runs),
+      cmocka_unit_test(test_interleave_runs),
       cmocka_unit_test(test_lowering_shapes),
       cmocka_unit_test(test_passes_one_by_one),
   };
