@@ -372,9 +372,16 @@ bool tile_interleave(ts_sched *s, const char *name, int64_t group_bytes,
   int64_t eb = ts_dtype_elem_bytes(dt);
   int64_t V = P >= 2 && eb > 0 ? group_bytes / (P * eb) : 0;
   if (V > max_lanes) V = max_lanes;
-  ok = ok && P >= 2 && P <= 8 && !(P & (P - 1)) && V >= 2 && !(V & (V - 1)) &&
-       ek % P == 0 && ej % V == 0 && ej > 1 &&
-       offset_at(a, r, w, ls, nl, P - 1, V - 1, &dl) && dl - d0 == V * P - 1;
+  ok = ok && P >= 2 && P <= 8 && !(P & (P - 1)) && ek % P == 0 && ej > 1;
+  /* the widest group (a power of two) whose V columns by P rows fill V P
+   * consecutive elements: a tile of the intrinsic narrower than the group
+   * (AVX2's 8 columns) ends a group at its edge */
+  while (ok && V >= 2 &&
+         ((V & (V - 1)) || ej % V ||
+          !offset_at(a, r, w, ls, nl, P - 1, V - 1, &dl) ||
+          dl - d0 != V * P - 1))
+    V /= 2;
+  ok = ok && V >= 2;
   ts_arena_destroy(a);
   if (!ok) return false;
   ts_rv pk[2], pj[2];
