@@ -193,15 +193,31 @@ static const intrin_def intrins[] = {
      AMX2_IMPL("amx2_bf16", "tessera.amx_bf16_gemm_blk", "bfloat16", "bfloat16",
                "float32", 128, 64, 64),
      NULL},
+    {"amx_bf16_32x32x512", "amx-bf16",
+     AMX_DESC("amx2l_bf16", "bfloat16", "bfloat16", "float32", 32, 512, 2, 256,
+              64),
+     AMX2_IMPL("amx2l_bf16", "tessera.amx_bf16_gemm_blk", "bfloat16",
+               "bfloat16", "float32", 512, 256, 64),
+     NULL},
     {"amx_int8_32x32x256", "amx-int8",
      AMX_DESC("amx2_int8", "int8", "int8", "int32", 32, 256, 4, 64, 128),
      AMX2_IMPL("amx2_int8", "tessera.amx_int8_gemm_blk", "int8", "int8",
                "int32", 256, 64, 128),
      NULL},
+    {"amx_int8_32x32x1024", "amx-int8",
+     AMX_DESC("amx2l_int8", "int8", "int8", "int32", 32, 1024, 4, 256, 128),
+     AMX2_IMPL("amx2l_int8", "tessera.amx_int8_gemm_blk", "int8", "int8",
+               "int32", 1024, 256, 128),
+     NULL},
     {"amx_uint8_32x32x256", "amx-int8",
      AMX_DESC("amx2_uint8", "uint8", "int8", "int32", 32, 256, 4, 64, 128),
      AMX2_IMPL("amx2_uint8", "tessera.amx_int8_gemm_blk", "uint8", "int8",
                "int32", 256, 64, 128),
+     NULL},
+    {"amx_uint8_32x32x1024", "amx-int8",
+     AMX_DESC("amx2l_uint8", "uint8", "int8", "int32", 32, 1024, 4, 256, 128),
+     AMX2_IMPL("amx2l_uint8", "tessera.amx_int8_gemm_blk", "uint8", "int8",
+               "int32", 1024, 256, 128),
      NULL},
     {"avx512_vnni_16x4", "avx512vnni",
      DOT_DESC("vnni", "uint8", "int8", "int32", 4),
@@ -254,12 +270,13 @@ static const intrin_def intrins[] = {
 #define N_INTRINS ((int)(sizeof intrins / sizeof intrins[0]))
 
 static const char *const names[N_INTRINS + 1] = {
-    "amx_bf16_16x16x32",    "amx_int8_16x16x64",  "amx_uint8_16x16x64",
-    "amx_bf16_32x32x128",   "amx_int8_32x32x256", "amx_uint8_32x32x256",
-    "avx512_vnni_16x4",     "avx512_vnni_16x16",  "avx512_vnni_s8_16x4",
-    "avx512_vnni_s8_16x16", "avx512_bf16_16x2",   "avx2_madd_s8_8x2",
-    "avx2_madd_s8_8x8",     "avx2_madd_u8_8x2",   "avx2_madd_u8_8x8",
-    "mma_m16n8k16_f16",     "mma_m16n8k16_bf16",  NULL};
+    "amx_bf16_16x16x32",    "amx_int8_16x16x64",   "amx_uint8_16x16x64",
+    "amx_bf16_32x32x128",   "amx_bf16_32x32x512",  "amx_int8_32x32x256",
+    "amx_int8_32x32x1024",  "amx_uint8_32x32x256", "amx_uint8_32x32x1024",
+    "avx512_vnni_16x4",     "avx512_vnni_16x16",   "avx512_vnni_s8_16x4",
+    "avx512_vnni_s8_16x16", "avx512_bf16_16x2",    "avx2_madd_s8_8x2",
+    "avx2_madd_s8_8x8",     "avx2_madd_u8_8x2",    "avx2_madd_u8_8x8",
+    "mma_m16n8k16_f16",     "mma_m16n8k16_bf16",   NULL};
 
 const char *const *ts_intrin_names(void) { return names; }
 

@@ -246,15 +246,8 @@ static bool index_uses_loop(const ts_expr *e, const ts_stmt *r,
  * tile loops its indices (actual or description's) move with, the others
  * at 0 (A[i, k] of a 32 x 32 x 256 tile: 8192 points, not 262144). */
 static bool check_indices(match_ctx *c, const outer_vars *ov) {
-  int64_t ext[MAX_LOOPS], points = 1;
-  for (int i = 0; i < c->n_loops; i++) {
-    loop_const(c->dloops[i], &ext[i]);
-    points *= ext[i];
-  }
-  if (points > MAX_POINTS) {
-    snprintf(c->why, sizeof c->why, "the tile is too large to check");
-    return false;
-  }
+  int64_t ext[MAX_LOOPS];
+  for (int i = 0; i < c->n_loops; i++) loop_const(c->dloops[i], &ext[i]);
   for (int k = 0; k < c->n_acc; k++) {
     const access_pair *x = &c->acc[k];
     int lead = x->na - x->nd;
@@ -267,6 +260,10 @@ static bool check_indices(match_ctx *c, const outer_vars *ov) {
                   (d >= lead &&
                    index_uses_loop(x->di[d - lead], c->dreal, c->dloops[i]));
       if (used[i]) n_points *= ext[i];
+    }
+    if (n_points > MAX_POINTS) {
+      snprintf(c->why, sizeof c->why, "the tile is too large to check");
+      return false;
     }
     for (int sample = 0; sample < 3; sample++) {
       env ae = {0}, de = {0};

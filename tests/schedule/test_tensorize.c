@@ -132,7 +132,7 @@ static void test_registry(void **state) {
     ts_func_free(d);
     ts_func_free(i);
   }
-  assert_int_equal(n, 17);
+  assert_int_equal(n, 20);
   /* AVX2's multiply-add pairs give way to VNNI; VNNI to nothing */
   assert_string_equal(ts_intrin_superseded_by("avx2_madd_s8_8x8"),
                       "avx512vnni");
