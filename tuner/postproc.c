@@ -258,24 +258,26 @@ static int64_t annotation_int(const ts_block *b, const char *key,
  * iterations, else (when it is not the parallel loop) split by the largest
  * power of two up to max_lanes that divides it, the inner part vectorized
  * (a 1024-wide row of an elementwise block becomes 16 vectors of 64), or,
- * when that power is below 8, into 16-wide vectors past the end. */
-static void vectorize_leaf(ts_sched *s, const char *name, int64_t max_lanes,
+ * when that power is below 8, into 16-wide vectors past the end.  * True when
+ * it split more than the innermost loop (an interleaving copy).
+ */
+static bool vectorize_leaf(ts_sched *s, const char *name, int64_t max_lanes,
                            const ts_stmt *parallel_loop) {
   ts_rv b, loops[MAX_LOOPS];
   int nl = 0;
   if (ts_sched_get_block(s, name, &b) ||
       ts_sched_get_loops(s, b, loops, MAX_LOOPS, &nl) || nl == 0)
-    return;
+    return false;
   const ts_stmt *l = ts_sched_rv_loop(s, loops[nl - 1]);
   const ts_stmt *r = ts_func_find_block(ts_sched_func(s), name);
   int64_t ext = 0;
   if (!l || l == parallel_loop || ts_for_kind_of(l) != TS_FOR_SERIAL ||
       !ts_expr_is_const_int(ts_for_extent(l), &ext) || ext <= 1 ||
       ts_for_body(l) != r || loop_binding(r, l) != BIND_SPATIAL)
-    return;
+    return false;
   /* a copy into a dot-product intrinsic's interleaved B layout: groups of
    * 64 bytes, interleaved in registers */
-  if (tile_interleave(s, name, 64, max_lanes)) return;
+  if (tile_interleave(s, name, 64, max_lanes)) return true;
   /* a transposing copy (a transposed operand's packed panel): tiles of
    * 32 bytes by as many rows, transposed in registers */
   if (ts_block_n_writes(ts_realize_block(r)) == 1) {
@@ -284,11 +286,11 @@ static void vectorize_leaf(ts_sched *s, const char *name, int64_t max_lanes,
     int64_t tl = eb > 0 ? 32 / eb : 0;
     if (tl > 16) tl = 16;
     if (tl > max_lanes) tl = max_lanes;
-    if (tl >= 4 && tile_transpose(s, name, (int)tl)) return;
+    if (tl >= 4 && tile_transpose(s, name, (int)tl)) return false;
   }
   if (ext <= max_lanes) {
     ts_sched_vectorize(s, loops[nl - 1]);
-    return;
+    return false;
   }
   int64_t lanes = 1;
   while (lanes * 2 <= max_lanes && ext % (lanes * 2) == 0) lanes *= 2;
@@ -304,8 +306,10 @@ static void vectorize_leaf(ts_sched *s, const char *name, int64_t max_lanes,
     factors[1] = wide;
   }
   ts_rv parts[2];
-  if (lanes < 2 || ts_sched_split(s, loops[nl - 1], factors, 2, parts)) return;
+  if (lanes < 2 || ts_sched_split(s, loops[nl - 1], factors, 2, parts))
+    return false;
   ts_sched_vectorize(s, parts[1]);
+  return false;
 }
 
 /* The perfectly nested chain of parallelizable outer loops of a nest (its
@@ -435,6 +439,7 @@ static int rewrite_pvu(ts_sched *s, bool parallel_vectorize, ts_error *err) {
         parallel_vectorize ? parallel_chain(s, loops, nl, &nb, par, &prod) : 0;
     const ts_stmt *par_stmt = m > 0 ? ts_sched_rv_loop(s, loops[m - 1]) : NULL;
     bool nt = stream > 0 && writes_outputs_once(ts_sched_func(s), &nb);
+    bool resplit = false;
     /* vectorize the leaves first: fusing the outer loops keeps inner
      * handles valid */
     if (parallel_vectorize && vec > 1)
@@ -445,23 +450,21 @@ static int rewrite_pvu(ts_sched *s, bool parallel_vectorize, ts_error *err) {
           char name[128];
           snprintf(name, sizeof name, "%s",
                    ts_block_name(ts_realize_block(nb.v[k])));
-          vectorize_leaf(s, name, vec, m == nl ? par_stmt : NULL);
-          /* the walk's realize pointers may be stale after a primitive,
-           * and the nest's outer loop too (an interleaving copy splits
-           * its two innermost loops) */
+          /* an interleaving copy splits its two innermost loops, which
+           * may be the nest's outer ones: their handles again */
+          if (vectorize_leaf(s, name, vec, m == nl ? par_stmt : NULL)) {
+            if (ts_sched_get_block(s, first_leaf[i], &b) ||
+                ts_sched_get_loops(s, b, loops, MAX_LOOPS, &nl) || nl == 0)
+              break;
+            resplit = true;
+          }
+          /* the walk's realize pointers may be stale after a primitive */
           nb.n = 0;
-          if (ts_sched_get_block(s, first_leaf[i], &b) ||
-              ts_sched_get_loops(s, b, loops, MAX_LOOPS, &nl) || nl == 0)
-            break;
           ts_stmt_walk((ts_stmt *)ts_sched_rv_loop(s, loops[0]), &v);
         }
-    /* the chain again, from the handles of the loops as they are now */
-    if (ts_sched_get_block(s, first_leaf[i], &b) ||
-        ts_sched_get_loops(s, b, loops, MAX_LOOPS, &nl) || nl == 0)
-      continue;
-    nb.n = 0;
-    ts_stmt_walk((ts_stmt *)ts_sched_rv_loop(s, loops[0]), &v);
-    if (parallel_vectorize) m = parallel_chain(s, loops, nl, &nb, par, &prod);
+    if (nl == 0) continue;
+    /* the chain again over the loops as they are now */
+    if (resplit) m = parallel_chain(s, loops, nl, &nb, par, &prod);
     ts_rv outer = loops[0];
     if (m >= 1 && prod > 1) {
       ts_rv fused = loops[0];
