@@ -559,6 +559,26 @@ static int plan_reverse_compute_at(ts_sched *s, const char *prim, ts_stmt *r,
               "%s: no producer of block '%s' is under loop "
               "'%s'",
               prim, bn, loop_name(loop));
+  /* a buffer written under the loop must be written there only (a
+   * partitioned nest writes one buffer from two loops): the block would
+   * consume only the part produced under the loop */
+  for (int i = 0; i < all.n && !rc; i++) {
+    ts_stmt *x = all.v[i];
+    if (x == r || tree_contains(loop, x)) continue;
+    const ts_block *o = ts_realize_block(x);
+    for (int k = 0; k < producers.n && !rc; k++) {
+      const ts_block *pb = ts_realize_block(producers.v[k]);
+      for (int j = 0; j < ts_block_n_reads(b) && !rc; j++) {
+        ts_buffer *in_buf = ts_block_read(b, j)->buffer;
+        if (block_writes(pb, in_buf) && block_writes(o, in_buf))
+          rc = FAIL(s, TS_ESCHEDULE,
+                    "%s: buffer '%s' that block '%s' reads is written by "
+                    "block '%s' under loop '%s' and by block '%s' outside it",
+                    prim, ts_buffer_name(in_buf), bn, ts_block_name(pb),
+                    loop_name(loop), ts_block_name(o));
+      }
+    }
+  }
   if (!rc && !before(s->func, loop, r))
     rc = FAIL(s, TS_ESCHEDULE, "%s: block '%s' runs before loop '%s'", prim, bn,
               loop_name(loop));

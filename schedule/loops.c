@@ -29,6 +29,15 @@ static void substitute_under(ts_arena *a, ts_stmt *s, ts_node_map *map) {
   rewrite_stmt(a, s, &r);
 }
 
+/* The statement directly holding stmt (NULL: stmt is the body). */
+static ts_stmt *parent_of(const ts_func *f, const ts_stmt *stmt) {
+  stmt_vec p = {0};
+  tree_path(f, stmt, &p);
+  ts_stmt *parent = p.n ? p.v[p.n - 1] : NULL;
+  sv_free(&p);
+  return parent;
+}
+
 /* Copies the annotations of one loop to another. */
 static void copy_annotations(ts_arena *a, ts_stmt *to, const ts_stmt *from) {
   for (int i = 0; i < ts_for_n_annotations(from); i++)
@@ -87,13 +96,7 @@ int apply_split(ts_sched *s, inst *in, rv_list *out) {
 
   /* mutate */
   ts_arena *a = ts_func_arena(s->func);
-  ts_stmt *parent = NULL;
-  {
-    stmt_vec p = {0};
-    tree_path(s->func, loop, &p);
-    parent = p.n ? p.v[p.n - 1] : NULL;
-    sv_free(&p);
-  }
+  ts_stmt *parent = parent_of(s->func, loop);
   const char *base = loop_name(loop);
   ts_expr *vars[MAX_SPLIT];
   ts_expr *fused = NULL;
@@ -142,6 +145,155 @@ int apply_split(ts_sched *s, inst *in, rv_list *out) {
   tree_replace(s->func, parent, loop, loops[0]);
   rv_kill_loops(s, &loop, 1, "split");
   for (int i = 0; i < n; i++) rv_new_loop(s, loops[i], MARK_NONE, out);
+  sched_refresh(s);
+  return TS_OK;
+}
+
+/* ========================================================================
+ * partition
+ * ======================================================================== */
+
+/* Narrows the domain of every iter of realize r that the variable of loop
+ * `loop` binds to what the binding reaches over the loops above r. */
+static void narrow_domains(ts_sched *s, ts_stmt *r, const ts_stmt *loop) {
+  ts_arena *a = ts_func_arena(s->func);
+  ts_block *b = ts_realize_block(r);
+  stmt_vec above = {0};
+  tree_loops_above(s->func, r, &above);
+  ts_var_ranges *ranges = ts_var_ranges_create();
+  if (ranges) ranges_of_loops(ranges, above.v, above.n);
+  for (int i = 0; ranges && i < ts_block_n_iters(b); i++) {
+    ts_expr *v = ts_realize_value(r, i);
+    int64_t lo, hi, mn, ext;
+    if (!uses_var(v, ts_for_var(loop)) || !iter_const(b, i, &mn, &ext) ||
+        !ts_expr_const_bound(v, ranges, &lo, &hi))
+      continue;
+    int64_t nlo = lo > mn ? lo : mn,
+            nhi = hi + 1 < mn + ext ? hi + 1 : mn + ext;
+    ts_expr *m = ts_index(a, nlo), *e = ts_index(a, nhi - nlo);
+    if (nhi > nlo && m && e) ts_block_set_iter_dom(b, i, (ts_range){m, e});
+  }
+  ts_var_ranges_destroy(ranges);
+  sv_free(&above);
+}
+
+int apply_partition(ts_sched *s, inst *in, rv_list *out) {
+  ts_stmt *loop;
+  int64_t at;
+  bool null;
+  int rc = check_arity(s, in, 2, 2, 0);
+  if (rc || (rc = in_loop(s, in, 0, &loop)) ||
+      (rc = in_int(s, in, 1, false, &at, &null)))
+    return rc;
+  const char *ln = loop_name(loop);
+  if (ts_for_kind_of(loop) != TS_FOR_SERIAL)
+    return FAIL(s, TS_ESCHEDULE,
+                "partition: loop '%s' is %s; only serial loops can be "
+                "partitioned",
+                ln, ts_for_kind_name(ts_for_kind_of(loop)));
+  int64_t extent, mn;
+  if (!ts_expr_is_const_int(ts_for_extent(loop), &extent) ||
+      !ts_expr_is_const_int(ts_for_min(loop), &mn))
+    return FAIL(s, TS_ESCHEDULE, "partition: loop '%s' has no constant range",
+                ln);
+  if (at <= 0 || at >= extent)
+    return FAIL(s, TS_ESCHEDULE,
+                "partition: loop '%s' runs %lld iterations; the point %lld "
+                "is not strictly inside (0, %lld)",
+                ln, (long long)extent, (long long)at, (long long)extent);
+  ts_stmt *body = ts_for_body(loop);
+  stmt_vec direct = {0}, all = {0};
+  tree_realizes(body, false, &direct);
+  tree_realizes(body, true, &all);
+  for (int i = 0; i < direct.n && !rc; i++) {
+    const ts_block *b = ts_realize_block(direct.v[i]);
+    for (int k = 0; k < ts_block_n_iters(b) && !rc; k++)
+      if (ts_block_iter_kind(b, k) != TS_ITER_SPATIAL &&
+          uses_var(ts_realize_value(direct.v[i], k), ts_for_var(loop)))
+        rc = FAIL(s, TS_ESCHEDULE,
+                  "partition: loop '%s' binds reduce iter '%s' of block '%s' "
+                  "(only loops over spatial iters can be partitioned)",
+                  ln, ts_var_name(ts_block_iter_var(b, k)), ts_block_name(b));
+  }
+  for (int i = 0; i < all.n && !rc; i++) {
+    const ts_block *b = ts_realize_block(all.v[i]);
+    if (ts_block_n_allocs(b))
+      rc = FAIL(s, TS_ESCHEDULE,
+                "partition: block '%s' under loop '%s' allocates buffer '%s' "
+                "(blocks that allocate cannot be copied)",
+                ts_block_name(b), ln, ts_buffer_name(ts_block_alloc(b, 0)));
+  }
+  sv_free(&direct);
+  sv_free(&all);
+  if (rc) return rc;
+
+  /* mutate: the main loop keeps the body over [mn, mn + at); the tail, a
+   * copy of it with fresh blocks, runs its own variable over
+   * [0, extent - at), bound as mn + at + var */
+  ts_arena *a = ts_func_arena(s->func);
+  ts_stmt *parent = parent_of(s->func, loop);
+  char *tname = ts_arena_printf(a, "%s_tail", ln);
+  ts_expr *tvar = tname ? ts_var(a, tname, TS_INDEX) : NULL;
+  ts_node_map *remap = ts_node_map_create();
+  ts_node_map_put(remap, ts_for_var(loop), tvar);
+  ts_stmt *tbody = tvar ? ts_stmt_copy(a, body, remap) : NULL;
+  ts_node_map_destroy(remap);
+  ts_expr *shifted = tvar ? ts_add(a, tvar, ts_index(a, mn + at)) : NULL;
+  ts_stmt *main_l = ts_for(a, ts_for_var(loop), ts_index(a, mn),
+                           ts_index(a, at), TS_FOR_SERIAL, NULL, body);
+  ts_stmt *tail_l = tbody && shifted ? ts_for(a, tvar, ts_index(a, 0),
+                                              ts_index(a, extent - at),
+                                              TS_FOR_SERIAL, NULL, tbody)
+                                     : NULL;
+  ts_stmt *pair[2] = {main_l, tail_l};
+  ts_stmt *seq = main_l && tail_l ? make_seq(a, pair, 2) : NULL;
+  if (!seq) return fail_oom(s, "partition");
+  ts_node_map *map = ts_node_map_create();
+  ts_node_map_put(map, tvar, shifted);
+  substitute_under(a, tbody, map);
+  ts_node_map_destroy(map);
+  copy_annotations(a, main_l, loop);
+  copy_annotations(a, tail_l, loop);
+  if (parent && ts_stmt_kind_of(parent) == TS_STMT_SEQ) {
+    /* keep the list flat: the pair takes the loop's place in it */
+    int n = ts_seq_n(parent), k = 0;
+    ts_stmt **items = ts_arena_alloc(a, sizeof *items * (size_t)(n + 1));
+    if (!items) return fail_oom(s, "partition");
+    for (int i = 0; i < n; i++) {
+      ts_stmt *it = ts_seq_item(parent, i);
+      if (it == loop) {
+        items[k++] = main_l;
+        items[k++] = tail_l;
+      } else {
+        items[k++] = it;
+      }
+    }
+    ts_stmt *flat = ts_seq(a, items, k);
+    if (!flat) return fail_oom(s, "partition");
+    tree_replace(s->func, parent_of(s->func, parent), parent, flat);
+  } else {
+    tree_replace(s->func, parent, loop, seq);
+  }
+  /* the copied blocks get names of their own */
+  stmt_vec copied = {0};
+  tree_realizes(tbody, true, &copied);
+  for (int i = 0; i < copied.n; i++) {
+    ts_block *b = ts_realize_block(copied.v[i]);
+    char *base = ts_arena_printf(a, "%s_tail", ts_block_name(b));
+    char *name = base ? unique_block_name(s->func, base) : NULL;
+    if (name) ts_block_set_name(a, b, name);
+  }
+  sv_free(&copied);
+  stmt_vec rs = {0};
+  tree_realizes(body, false, &rs);
+  for (int i = 0; i < rs.n; i++) narrow_domains(s, rs.v[i], main_l);
+  sv_free(&rs);
+  tree_realizes(tbody, false, &rs);
+  for (int i = 0; i < rs.n; i++) narrow_domains(s, rs.v[i], tail_l);
+  sv_free(&rs);
+  rv_kill_loops(s, &loop, 1, "partition");
+  rv_new_loop(s, main_l, MARK_NONE, out);
+  rv_new_loop(s, tail_l, MARK_NONE, out);
   sched_refresh(s);
   return TS_OK;
 }

@@ -638,6 +638,15 @@ int ts_sched_split_rv(ts_sched *s, ts_rv loop, const ts_rv *factors, int n,
   return run_public(s, &in, out, n, NULL);
 }
 
+int ts_sched_partition(ts_sched *s, ts_rv loop, int64_t at, ts_rv *out) {
+  tval *i = vals(2);
+  if (!i) return no_memory(s);
+  i[0] = tv_rv(loop);
+  i[1] = tv_int(at);
+  inst in = make_inst(TS_INSTR_PARTITION, i, 2, NULL, 0);
+  return run_public(s, &in, out, 2, NULL);
+}
+
 int ts_sched_fuse(ts_sched *s, const ts_rv *loops, int n, ts_rv *out) {
   return run_rvs(s, TS_INSTR_FUSE, loops, n, NULL, 0, out, 1);
 }

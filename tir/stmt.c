@@ -537,6 +537,10 @@ ts_range ts_block_iter_dom(const ts_block *b, int i) {
   assert(i >= 0 && i < b->n_iters);
   return b->iters[i].dom;
 }
+void ts_block_set_iter_dom(ts_block *b, int i, ts_range dom) {
+  assert(i >= 0 && i < b->n_iters);
+  b->iters[i].dom = dom;
+}
 ts_iter_kind ts_block_iter_kind(const ts_block *b, int i) {
   assert(i >= 0 && i < b->n_iters);
   return (ts_iter_kind)b->iters[i].kind;

@@ -467,6 +467,9 @@ bool ts_block_replace_alloc(ts_block *b, const ts_buffer *old, ts_buffer *repl);
 void ts_block_set_regions(ts_arena *a, ts_block *b, const ts_region *reads,
                           int n_reads, const ts_region *writes, int n_writes);
 void ts_block_set_name(ts_arena *a, ts_block *b, const char *name);
+/* Replaces the domain of iter var i (the caller keeps every binding of it
+ * inside the new domain). */
+void ts_block_set_iter_dom(ts_block *b, int i, ts_range dom);
 
 /* --- inspection --- */
 ts_stmt_kind ts_stmt_kind_of(const ts_stmt *s);

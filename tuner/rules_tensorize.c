@@ -116,9 +116,14 @@ static bool gemm_of(const ts_stmt *r, bool want_i, gemm *g) {
   return true;
 }
 
-/* The loop whose var is exactly the value of iter `it` (NULL if none). */
+/* The loop whose var is the value of iter `it`, alone or plus a constant
+ * (the second part of a partitioned loop); NULL if none. */
 static const ts_stmt *loop_of_iter(const ts_func *f, const ts_stmt *r, int it) {
   ts_expr *val = ts_realize_value(r, it);
+  int64_t off;
+  if (ts_expr_kind_of(val) == TS_EXPR_ADD &&
+      ts_expr_is_const_int(ts_expr_operand(val, 1), &off))
+    val = ts_expr_operand(val, 0);
   if (ts_expr_kind_of(val) != TS_EXPR_VAR) return NULL;
   int n = 0;
   ts_stmt **loops = ts_func_loops_above(f, r, true, &n);
@@ -268,20 +273,46 @@ static int tensorize_variant(const gen *g, gen_state *st, const char *name,
   snprintf(b_name, sizeof b_name, "%s", ts_buffer_name(gm.b));
   const int iters[3] = {gm.iter_i, gm.iter_j, gm.iter_k};
   const ts_stmt *role_loop[3] = {NULL, NULL, NULL};
+  int64_t rows_at = 0; /* where the rows are partitioned (0: they divide) */
   for (int k = 0; k < 3; k++) {
     if (!strchr(d->order, "ijk"[k])) continue;
     role_loop[k] = loop_of_iter(f, r, iters[k]);
     int64_t ext = 0;
     if (!role_loop[k] ||
-        !ts_expr_is_const_int(ts_for_extent(role_loop[k]), &ext) ||
-        ext % d->tile[k] != 0)
+        !ts_expr_is_const_int(ts_for_extent(role_loop[k]), &ext))
       return TS_ESCHEDULE;
+    if (ext % d->tile[k] == 0) continue;
+    /* rows that the intrinsic's tile does not divide: whole tiles, then the
+     * rest as a block of its own with the default schedule */
+    if (k != 0 || ext < d->tile[0]) return TS_ESCHEDULE;
+    rows_at = ext - ext % d->tile[0];
   }
   ts_rv b, loops[MAX_LOOPS];
   int nl = 0, rc;
   if ((rc = ts_sched_get_block(s, name, &b)) ||
       (rc = ts_sched_get_loops(s, b, loops, MAX_LOOPS, &nl)))
     return rc;
+  if (rows_at) {
+    ts_rv parts[2], tail_blocks[4];
+    int nt = 0;
+    for (int i = 0; i < nl; i++)
+      if (ts_sched_rv_loop(s, loops[i]) == role_loop[0]) parts[0] = loops[i];
+    if ((rc = ts_sched_partition(s, parts[0], rows_at, parts)) ||
+        (rc = ts_sched_get_child_blocks(s, parts[1], tail_blocks, 4, &nt)))
+      return rc;
+    const char *tn = nt == 1 ? ts_sched_rv_block_name(s, tail_blocks[0]) : NULL;
+    char tail[128];
+    snprintf(tail, sizeof tail, "%s", tn ? tn : "");
+    if (!tn || (rc = tensorize_default(s, g->t, tail))) return TS_ESCHEDULE;
+    state_mark_tiled(st, tail);
+    f = ts_sched_func(s);
+    r = ts_func_find_block(f, name);
+    for (int k = 0; k < 3; k++)
+      if (role_loop[k]) role_loop[k] = loop_of_iter(f, r, iters[k]);
+    if ((rc = ts_sched_get_block(s, name, &b)) ||
+        (rc = ts_sched_get_loops(s, b, loops, MAX_LOOPS, &nl)))
+      return rc;
+  }
   ts_rv inner_by_role[3] = {TS_RV_NONE, TS_RV_NONE, TS_RV_NONE};
   for (int k = 0; k < 3; k++) {
     if (!role_loop[k]) continue;

@@ -186,6 +186,20 @@ static const illegal_case cases[] = {
     {"matmul M=8 N=8 K=8", TS_ESCHEDULE,
      "rfactor: block 'C' is inside block 'C_o' (rfactor needs a block "
      "directly under the root)"},
+    /* 74: partition */
+    {"matmul M=8 N=8 K=8", TS_ESCHEDULE,
+     "partition: loop 'i' runs 8 iterations; the point 8 is not strictly "
+     "inside (0, 8)"},
+    {"matmul M=8 N=8 K=8", TS_ESCHEDULE,
+     "partition: loop 'k' binds reduce iter 'vk' of block 'C' (only loops "
+     "over spatial iters can be partitioned)"},
+    {"matmul M=8 N=8 K=8", TS_ESCHEDULE,
+     "partition: loop 'i' is parallel; only serial loops can be partitioned"},
+    /* 77: the bias block would add only to the rows the tail wrote */
+    {"dense M=9 N=8 K=8 bias=1", TS_ESCHEDULE,
+     "reverse_compute_at: buffer 'dense' that block 'Y' reads is written by "
+     "block 'dense_tail' under loop 'i_tail' and by block 'dense' outside "
+     "it"},
 };
 #define N_CASES ((int)(sizeof cases / sizeof cases[0]))
 
@@ -593,6 +607,26 @@ static int run_case(int id, ts_sched *s) {
     take(s);
     return ts_sched_rfactor(s, o[0], 0, &x);
   }
+  case 74: /* partition outside the loop's range */
+    block_loops(s, "C", &b, l);
+    take(s);
+    return ts_sched_partition(s, l[0], 8, o);
+  case 75: /* partition of a reduction loop */
+    block_loops(s, "C", &b, l);
+    take(s);
+    return ts_sched_partition(s, l[2], 4, o);
+  case 76: /* partition of a parallel loop */
+    block_loops(s, "C", &b, l);
+    OK(ts_sched_parallel(s, l[0]));
+    take(s);
+    return ts_sched_partition(s, l[0], 4, o);
+  case 77: /* consumer moved under the second part of a partitioned nest
+             (under the first, its producer 'dense_tail' runs after) */
+    block_loops(s, "dense", &b, l);
+    OK(ts_sched_partition(s, l[0], 8, o));
+    OK(ts_sched_get_block(s, "Y", &c));
+    take(s);
+    return ts_sched_reverse_compute_at(s, c, o[1]);
   case 73: { /* rfactor under a blockized tile */
     block_loops(s, "C", &b, l);
     OK(ts_sched_blockize(s, l[2], &x));

@@ -152,6 +152,34 @@ static void test_fuse(void **state) {
   finish(s, "fuse", true);
 }
 
+/* A matmul whose 13 rows are 8 + 5: the first 8 rows' nest partitioned
+ * again along the 12 columns (8 + 4), the tail rows split by 2 (guarded),
+ * the bias epilogue computed under each part of the row tail. */
+static void test_partition(void **state) {
+  (void)state;
+  ts_sched *s = sched("dense M=13 N=12 K=8 bias=1");
+  ts_rv b, l[16], rows[2], cols[2], o[2];
+  loops_of(s, "dense", &b, l);
+  OK(ts_sched_partition(s, l[0], 8, rows));
+  OK(ts_sched_partition(s, l[1], 8, cols));
+  OK(ts_sched_vectorize(s, cols[0]));
+  ts_rv tb, tl[16];
+  int n = loops_of(s, "dense_tail", &tb, tl);
+  assert_int_equal(n, 3);
+  int64_t f[2] = {TS_SPLIT_INFER, 2};
+  OK(ts_sched_split(s, tl[0], f, 2, o));
+  OK(ts_sched_parallel(s, rows[0]));
+  /* the blocks' domains are what each part covers */
+  const ts_stmt *r = ts_func_find_block(ts_sched_func(s), "dense_tail");
+  ts_range d = ts_block_iter_dom(ts_realize_block(r), 0);
+  int64_t mn = -1, ext = -1;
+  assert_true(ts_expr_is_const_int(d.min, &mn));
+  assert_true(ts_expr_is_const_int(d.extent, &ext));
+  assert_int_equal(mn, 8);
+  assert_int_equal(ext, 5);
+  finish(s, "partition", true);
+}
+
 /* layer norm's two sums (sum and sum of squares of the shifted row) in one
  * loop nest over the rows and the row */
 static void test_fuse_siblings(void **state) {
@@ -676,6 +704,7 @@ int main(void) {
       cmocka_unit_test(test_rfactor_guarded),
       cmocka_unit_test(test_rfactor_guarded_moved),
       cmocka_unit_test(test_blockize),
+      cmocka_unit_test(test_partition),
       cmocka_unit_test(test_sampling),
       cmocka_unit_test(test_sample_compute_location),
       cmocka_unit_test(test_queries),

@@ -747,6 +747,48 @@ static void test_amx_variant_compiles(void **state) {
   ts_target_free(amx);
 }
 
+/* Rows that no AMX tile divides (37 = 2 x 16 + 5): the AMX variants take
+ * the whole tiles and give the 5 rows left the default schedule (a dot
+ * intrinsic without rows), in a block of their own; both parts compute
+ * the interpreter's result where the host has AMX, else they compile. */
+static void test_amx_rows_partitioned(void **state) {
+  (void)state;
+  ts_error err;
+  ts_target *amx = NULL;
+  OK(ts_target_parse(AMX_TARGET, &amx, &err));
+  static const char *const cases[][3] = {
+      {"matmul M=37 N=32 K=64 dtype=int8", "amx_int8_16x16x64",
+       "tessera.vnni_s8_dot"},
+      {"matmul M=37 N=32 K=64 dtype=bfloat16", "amx_bf16_16x16x32",
+       "tessera.avx512bf16_dot"},
+  };
+  bool run = ts_rt_enable_amx(NULL) == TS_OK;
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    ts_workload *w = tu_workload(cases[c][0]);
+    ts_design_space *s = NULL;
+    int n = 0;
+    OK(ts_space_generate(w->func, amx, NULL, &s, &n, &err));
+    assert_true(has_space(s, n, cases[c][1]));
+    for (int i = 0; i < n; i++) {
+      if (strcmp(s[i].intrin, cases[c][1])) continue;
+      ts_design_space one = s[i];
+      check_samples(w->func, amx, &one, 1, 2, run);
+      ts_candidate cand;
+      OK(ts_candidate_sample(&s[i], i, w->func, amx, 5, &cand, &err));
+      char *text = ts_func_print(ts_sched_func(cand.sched));
+      if (!strstr(text, cases[c][2])) printf("%s\n", text);
+      assert_non_null(strstr(text, "tessera.amx_"));
+      assert_non_null(strstr(text, "block C_tail_o("));
+      assert_non_null(strstr(text, cases[c][2]));
+      free(text);
+      ts_candidate_clear(&cand);
+    }
+    ts_design_spaces_free(s, n);
+    ts_workload_free(w);
+  }
+  ts_target_free(amx);
+}
+
 static void test_bf16_dot_variant_runs(void **state) {
   (void)state;
   ts_target *t = host();
@@ -945,6 +987,7 @@ int main(void) {
       cmocka_unit_test(test_pixel_spaces),
       cmocka_unit_test(test_no_tensorize_without_match),
       cmocka_unit_test(test_amx_variant_compiles),
+      cmocka_unit_test(test_amx_rows_partitioned),
       cmocka_unit_test(test_bf16_dot_variant_runs),
       cmocka_unit_test(test_vnni_variant),
       cmocka_unit_test(test_vnni_s8_variant),
