@@ -8,6 +8,7 @@
  */
 #include "codegen/emit_internal.h"
 
+#include <stdio.h>
 #include <string.h>
 
 static bool need_feature(emitter *e, const char *intrin, const char *feature) {
@@ -151,55 +152,24 @@ static LLVMValueRef i16c(emitter *e, unsigned v) {
   return LLVMConstInt(LLVMInt16TypeInContext(e->ctx), v, 0);
 }
 
-/* tessera.amx_{bf16,int8}_gemm(&C, ldc, &A, lda, &Bp, ldb, K): a 16x16
- * output tile, C += A[16 x K] * B[K x 16] with B VNNI-packed; tiles loaded
- * with tileloadd, multiplied with tdpbf16ps / tdpbssd / tdpbusd, stored
- * with tilestored (the backend configures the tiles). The _blk forms take
- * two more constants, MT and NT: an output block of MT x NT tiles (16 MT
- * rows, 16 NT columns) kept in tile registers over the whole K, each step
- * loading MT tiles of A and NT of B for MT NT products (2 x 2: the eight
- * tile registers, each loaded tile used twice). K must be a constant, and
- * is unrolled. */
-static LLVMValueRef amx_gemm(emitter *e, ts_expr *x, LLVMValueRef *a) {
-  const char *name = ts_expr_call_name(x);
-  bool int8 = !strncmp(name, "tessera.amx_int8_gemm", 21);
-  if (!need_feature(e, name, "amx-tile")) return NULL;
-  if (!need_feature(e, name, int8 ? "amx-int8" : "amx-bf16")) return NULL;
-  ts_buffer *abuf = ts_expr_kind_of(ts_expr_operand(x, 2)) == TS_EXPR_ADDRESS_OF
-                        ? ts_expr_buffer(ts_expr_operand(x, 2))
-                        : NULL;
-  bool a_unsigned = abuf && ts_buffer_dtype(abuf).code == TS_DT_UINT;
-  const char *dp = !int8        ? "llvm.x86.tdpbf16ps.internal"
-                   : a_unsigned ? "llvm.x86.tdpbusd.internal"
-                                : "llvm.x86.tdpbssd.internal";
-  unsigned ebytes = int8 ? 1 : 2; /* bytes per A/B element */
-  int64_t kstep = int8 ? 64 : 32; /* K per tile step */
-  int64_t mt = 1, nt = 1;
-  if (ts_expr_n_operands(x) == 9 &&
-      (!ts_expr_is_const_int(ts_expr_operand(x, 7), &mt) ||
-       !ts_expr_is_const_int(ts_expr_operand(x, 8), &nt) || mt < 1 || nt < 1 ||
-       mt * nt + mt + nt > 8)) {
-    emit_fail(e, TS_EUNSUPPORTED,
-              "code generation: %s needs constant tile counts MT, NT with MT "
-              "NT + MT + NT at most the 8 tile registers",
-              name);
-    return NULL;
-  }
-  LLVMValueRef ldc_b =
-      LLVMBuildMul(e->b, a[1], LLVMConstInt(emit_i64t(e), 4, 0), "");
-  LLVMValueRef lda_b =
-      LLVMBuildMul(e->b, a[3], LLVMConstInt(emit_i64t(e), ebytes, 0), "");
-  LLVMValueRef ldb_b =
-      LLVMBuildMul(e->b, a[5], LLVMConstInt(emit_i64t(e), ebytes, 0), "");
-  int64_t kconst;
-  if (!ts_expr_is_const_int(ts_expr_operand(x, 6), &kconst) || kconst <= 0 ||
-      kconst % kstep || kconst / kstep > 64) {
-    emit_fail(e, TS_EUNSUPPORTED,
-              "code generation: %s needs a constant K that is a multiple of "
-              "%lld (at most %lld)",
-              name, (long long)kstep, (long long)(64 * kstep));
-    return NULL;
-  }
+/* The shape of one AMX call. */
+typedef struct amx_shape {
+  const char *dp;        /* the tile product intrinsic */
+  unsigned ebytes;       /* bytes per A/B element */
+  int64_t kstep, kconst; /* K per tile step, K of the call */
+  int64_t mt, nt, rows;  /* row tiles, column tiles, rows in all */
+} amx_shape;
+
+/* Emits one call's tiles at the builder: C (ldc bytes a row) += A (lda) x
+ * packed B (ldb). */
+static void amx_tiles(emitter *e, const amx_shape *sh, LLVMValueRef cp,
+                      LLVMValueRef ldc_b, LLVMValueRef ap, LLVMValueRef lda_b,
+                      LLVMValueRef bp, LLVMValueRef ldb_b) {
+#define ROWS_OF(M) i16c(e, (unsigned)((M) == mt - 1 ? rows - 16 * (M) : 16))
+  const char *dp = sh->dp;
+  unsigned ebytes = sh->ebytes;
+  int64_t kstep = sh->kstep, kconst = sh->kconst, mt = sh->mt, nt = sh->nt,
+          rows = sh->rows;
   LLVMTypeRef i8t = LLVMInt8TypeInContext(e->ctx);
   LLVMTypeRef i64t = emit_i64t(e);
   /* base + rows * stride + bytes */
@@ -216,8 +186,8 @@ static LLVMValueRef amx_gemm(emitter *e, ts_expr *x, LLVMValueRef *a) {
   LLVMValueRef c[8] = {0}, at[8] = {0}, bt[8] = {0};
   for (int64_t m = 0; m < mt; m++)
     for (int64_t n = 0; n < nt; n++) {
-      LLVMValueRef la[4] = {i16c(e, 16), i16c(e, 64),
-                            AMX_AT(a[0], m * 16, ldc_b, n * 64), ldc_b};
+      LLVMValueRef la[4] = {ROWS_OF(m), i16c(e, 64),
+                            AMX_AT(cp, m * 16, ldc_b, n * 64), ldc_b};
       c[m * nt + n] =
           emit_call_fixed(e, "llvm.x86.tileloadd64.internal", la, 4);
     }
@@ -226,31 +196,127 @@ static LLVMValueRef amx_gemm(emitter *e, ts_expr *x, LLVMValueRef *a) {
      * of B 64 bytes (16 columns of 4 bytes of k) to the right */
     for (int64_t m = 0; m < mt; m++) {
       LLVMValueRef la[4] = {
-          i16c(e, 16), i16c(e, 64),
-          AMX_AT(a[2], m * 16, lda_b, kk * kstep * (int64_t)ebytes), lda_b};
+          ROWS_OF(m), i16c(e, 64),
+          AMX_AT(ap, m * 16, lda_b, kk * kstep * (int64_t)ebytes), lda_b};
       at[m] = emit_call_fixed(e, "llvm.x86.tileloadd64.internal", la, 4);
     }
     for (int64_t n = 0; n < nt; n++) {
       LLVMValueRef lb[4] = {i16c(e, 16), i16c(e, 64),
-                            AMX_AT(a[4], kk * 16, ldb_b, n * 64), ldb_b};
+                            AMX_AT(bp, kk * 16, ldb_b, n * 64), ldb_b};
       bt[n] = emit_call_fixed(e, "llvm.x86.tileloadd64.internal", lb, 4);
     }
     for (int64_t m = 0; m < mt; m++)
       for (int64_t n = 0; n < nt; n++) {
-        LLVMValueRef d[6] = {i16c(e, 16),   i16c(e, 64), i16c(e, 64),
+        LLVMValueRef d[6] = {ROWS_OF(m),    i16c(e, 64), i16c(e, 64),
                              c[m * nt + n], at[m],       bt[n]};
         c[m * nt + n] = emit_call_fixed(e, dp, d, 6);
       }
   }
   for (int64_t m = 0; m < mt; m++)
     for (int64_t n = 0; n < nt; n++) {
-      if (!c[m * nt + n]) return NULL;
-      LLVMValueRef st[5] = {i16c(e, 16), i16c(e, 64),
-                            AMX_AT(a[0], m * 16, ldc_b, n * 64), ldc_b,
+      if (!c[m * nt + n]) return;
+      LLVMValueRef st[5] = {ROWS_OF(m), i16c(e, 64),
+                            AMX_AT(cp, m * 16, ldc_b, n * 64), ldc_b,
                             c[m * nt + n]};
       emit_call_fixed(e, "llvm.x86.tilestored64.internal", st, 5);
     }
 #undef AMX_AT
+#undef ROWS_OF
+}
+
+/* tessera.amx_{bf16,int8}_gemm(&C, ldc, &A, lda, &Bp, ldb, K): a 16x16
+ * output tile, C += A[16 x K] * B[K x 16] with B VNNI-packed; tiles loaded
+ * with tileloadd, multiplied with tdpbf16ps / tdpbssd / tdpbusd, stored
+ * with tilestored (the backend configures the tiles). The _blk forms take
+ * two more constants, MT and NT: an output block of MT x NT tiles (16 MT
+ * rows, 16 NT columns) kept in tile registers over the whole K, each step
+ * loading MT tiles of A and NT of B for MT NT products (2 x 2: the eight
+ * tile registers, each loaded tile used twice). The _rows form takes a
+ * third constant, R, the rows of the block (16 (MT - 1) < R <= 16 MT):
+ * the last row tile's A and C tiles are configured with the rows left,
+ * so the product's last rows run on AMX without padding. K must be a
+ * constant, and is unrolled. */
+static LLVMValueRef amx_gemm(emitter *e, ts_expr *x, LLVMValueRef *a) {
+  const char *name = ts_expr_call_name(x);
+  bool int8 = !strncmp(name, "tessera.amx_int8_gemm", 21);
+  if (!need_feature(e, name, "amx-tile")) return NULL;
+  if (!need_feature(e, name, int8 ? "amx-int8" : "amx-bf16")) return NULL;
+  ts_buffer *abuf = ts_expr_kind_of(ts_expr_operand(x, 2)) == TS_EXPR_ADDRESS_OF
+                        ? ts_expr_buffer(ts_expr_operand(x, 2))
+                        : NULL;
+  bool a_unsigned = abuf && ts_buffer_dtype(abuf).code == TS_DT_UINT;
+  const char *dp = !int8        ? "llvm.x86.tdpbf16ps.internal"
+                   : a_unsigned ? "llvm.x86.tdpbusd.internal"
+                                : "llvm.x86.tdpbssd.internal";
+  unsigned ebytes = int8 ? 1 : 2; /* bytes per A/B element */
+  int64_t kstep = int8 ? 64 : 32; /* K per tile step */
+  int64_t mt = 1, nt = 1;
+  if (ts_expr_n_operands(x) >= 9 &&
+      (!ts_expr_is_const_int(ts_expr_operand(x, 7), &mt) ||
+       !ts_expr_is_const_int(ts_expr_operand(x, 8), &nt) || mt < 1 || nt < 1 ||
+       mt * nt + mt + nt > 8)) {
+    emit_fail(e, TS_EUNSUPPORTED,
+              "code generation: %s needs constant tile counts MT, NT with MT "
+              "NT + MT + NT at most the 8 tile registers",
+              name);
+    return NULL;
+  }
+  /* the _rows form: R rows in all, the last row tile R - 16 (MT - 1) */
+  int64_t rows = 16 * mt;
+  if (ts_expr_n_operands(x) == 10 &&
+      (!ts_expr_is_const_int(ts_expr_operand(x, 9), &rows) ||
+       rows <= 16 * (mt - 1) || rows > 16 * mt)) {
+    emit_fail(e, TS_EUNSUPPORTED,
+              "code generation: %s needs a constant row count R with "
+              "16 (MT - 1) < R <= 16 MT",
+              name);
+    return NULL;
+  }
+  int64_t kconst;
+  if (!ts_expr_is_const_int(ts_expr_operand(x, 6), &kconst) || kconst <= 0 ||
+      kconst % kstep || kconst / kstep > 64) {
+    emit_fail(e, TS_EUNSUPPORTED,
+              "code generation: %s needs a constant K that is a multiple of "
+              "%lld (at most %lld)",
+              name, (long long)kstep, (long long)(64 * kstep));
+    return NULL;
+  }
+  LLVMValueRef ldc_b =
+      LLVMBuildMul(e->b, a[1], LLVMConstInt(emit_i64t(e), 4, 0), "");
+  LLVMValueRef lda_b =
+      LLVMBuildMul(e->b, a[3], LLVMConstInt(emit_i64t(e), ebytes, 0), "");
+  LLVMValueRef ldb_b =
+      LLVMBuildMul(e->b, a[5], LLVMConstInt(emit_i64t(e), ebytes, 0), "");
+  amx_shape sh = {dp, ebytes, kstep, kconst, mt, nt, rows};
+  if (rows == 16 * mt) {
+    amx_tiles(e, &sh, a[0], ldc_b, a[2], lda_b, a[4], ldb_b);
+    return NULL;
+  }
+  /* Fewer rows: a function of its own. LLVM configures the tile
+   * registers once per function, each with one shape; next to a block
+   * that holds all eight registers, tiles of another shape would get
+   * registers configured for the block's. The call reloads the caller's
+   * configuration after it. */
+  LLVMTypeRef pt = emit_ptrt(e), it = emit_i64t(e);
+  LLVMTypeRef params[6] = {pt, it, pt, it, pt, it};
+  LLVMTypeRef fty =
+      LLVMFunctionType(LLVMVoidTypeInContext(e->ctx), params, 6, 0);
+  char fname[256];
+  snprintf(fname, sizeof fname, "%s_amx_rows%d", e->entry, e->n_tasks++);
+  LLVMValueRef fn = LLVMAddFunction(e->mod, fname, fty);
+  LLVMSetLinkage(fn, LLVMInternalLinkage);
+  emit_set_fn_attrs(e, fn);
+  emit_add_enum_attr(e, fn, LLVMAttributeFunctionIndex, "noinline", 0);
+  LLVMBasicBlockRef saved_bb = LLVMGetInsertBlock(e->b);
+  LLVMPositionBuilderAtEnd(e->b,
+                           LLVMAppendBasicBlockInContext(e->ctx, fn, "entry"));
+  amx_tiles(e, &sh, LLVMGetParam(fn, 0), LLVMGetParam(fn, 1),
+            LLVMGetParam(fn, 2), LLVMGetParam(fn, 3), LLVMGetParam(fn, 4),
+            LLVMGetParam(fn, 5));
+  LLVMBuildRetVoid(e->b);
+  LLVMPositionBuilderAtEnd(e->b, saved_bb);
+  LLVMValueRef args[6] = {a[0], ldc_b, a[2], lda_b, a[4], ldb_b};
+  LLVMBuildCall2(e->b, fty, fn, args, 6, "");
   return NULL;
 }
 
@@ -268,5 +334,7 @@ const emit_intrinsic emit_x86_intrinsics[] = {
     {"tessera.amx_int8_gemm", 7, amx_gemm},
     {"tessera.amx_bf16_gemm_blk", 9, amx_gemm},
     {"tessera.amx_int8_gemm_blk", 9, amx_gemm},
+    {"tessera.amx_bf16_gemm_rows", 10, amx_gemm},
+    {"tessera.amx_int8_gemm_rows", 10, amx_gemm},
     {NULL, 0, NULL},
 };

@@ -18,52 +18,7 @@ typedef struct intrin_def {
   const char *superseded_by; /* a feature whose intrinsics do better */
 } intrin_def;
 
-/* AMX: C[16, 16] += A[16, K] x B[K, 16] with B packed in pairs (bf16) or
- * quadruples (int8) of k: Bp[k / p][p * j + k % p] = B[k][j]. */
-#define AMX_DESC(NAME, AT, BT, CT, MN, K, P, BROWS, BCOLS)                     \
-  "func " NAME "_desc(A: " AT "[" #MN ", " #K "], B: " BT "[" #BROWS           \
-  ", " #BCOLS "], C: " CT "[" #MN ", " #MN "]) {\n"                            \
-  "  block root() {\n"                                                         \
-  "    for i in range(" #MN ") {\n"                                            \
-  "      for j in range(" #MN ") {\n"                                          \
-  "        for k in range(" #K ") {\n"                                         \
-  "          block update(vi: spatial(" #MN ") = i, vj: spatial(" #MN          \
-  ") = j, vk: reduce(" #K ") = k) {\n"                                         \
-  "            C[vi, vj] = C[vi, vj] + cast(" CT ", A[vi, vk]) * cast(" CT     \
-  ", B[floordiv(vk, " #P "), vj * " #P " + floormod(vk, " #P ")])\n"           \
-  "          }\n"                                                              \
-  "        }\n"                                                                \
-  "      }\n"                                                                  \
-  "    }\n"                                                                    \
-  "  }\n"                                                                      \
-  "}\n"
-
 #define STRIDE(BUF) "call<int32>(\"tessera.buffer_stride\", &" BUF "[0, 0], 0)"
-
-#define AMX_IMPL(NAME, CALL, AT, BT, CT, K, BROWS, BCOLS)                      \
-  "func " NAME "_impl(A: " AT "[16, " #K "], B: " BT "[" #BROWS ", " #BCOLS    \
-  "], C: " CT "[16, 16]) {\n"                                                  \
-  "  block root() {\n"                                                         \
-  "    evaluate call<int32>(\"" CALL "\", &C[0, 0], " STRIDE(                  \
-      "C") ", &A[0, 0], " STRIDE("A") ", &B[0, 0], " STRIDE("B") ", int32(" #K \
-                                                                 "))\n"        \
-                                                                 "  }\n"       \
-                                                                 "}\n"
-
-/* AMX, a block of 2 x 2 tiles: C[32, 32] += A[32, K] x B[K, 32], B packed
- * as above (its rows 32 columns wide: the second tile 64 bytes in); the
- * call keeps the four output tiles in registers over the whole K. */
-#define AMX2_IMPL(NAME, CALL, AT, BT, CT, K, BROWS, BCOLS)                     \
-  "func " NAME "_impl(A: " AT "[32, " #K "], B: " BT "[" #BROWS ", " #BCOLS    \
-  "], C: " CT "[32, 32]) {\n"                                                  \
-  "  block root() {\n"                                                         \
-  "    evaluate call<int32>(\"" CALL                                           \
-  "\", &C[0, 0], " STRIDE("C") ", &A[0, "                                      \
-                               "0], " STRIDE("A") ", &B[0, 0], " STRIDE(       \
-                                   "B") ", int32(" #K                          \
-                                        "), int32(2), int32(2))\n"             \
-                                        "  }\n"                                \
-                                        "}\n"
 
 /* 16 lanes of dot products of 4 (int8) or 2 (bf16) elements:
  * C[j] += sum_k A[k] * B[j][k]. */
@@ -172,53 +127,6 @@ typedef struct intrin_def {
                                                                  "}\n"
 
 static const intrin_def intrins[] = {
-    {"amx_bf16_16x16x32", "amx-bf16",
-     AMX_DESC("amx_bf16", "bfloat16", "bfloat16", "float32", 16, 32, 2, 16, 32),
-     AMX_IMPL("amx_bf16", "tessera.amx_bf16_gemm", "bfloat16", "bfloat16",
-              "float32", 32, 16, 32),
-     NULL},
-    {"amx_int8_16x16x64", "amx-int8",
-     AMX_DESC("amx_int8", "int8", "int8", "int32", 16, 64, 4, 16, 64),
-     AMX_IMPL("amx_int8", "tessera.amx_int8_gemm", "int8", "int8", "int32", 64,
-              16, 64),
-     NULL},
-    {"amx_uint8_16x16x64", "amx-int8",
-     AMX_DESC("amx_uint8", "uint8", "int8", "int32", 16, 64, 4, 16, 64),
-     AMX_IMPL("amx_uint8", "tessera.amx_int8_gemm", "uint8", "int8", "int32",
-              64, 16, 64),
-     NULL},
-    {"amx_bf16_32x32x128", "amx-bf16",
-     AMX_DESC("amx2_bf16", "bfloat16", "bfloat16", "float32", 32, 128, 2, 64,
-              64),
-     AMX2_IMPL("amx2_bf16", "tessera.amx_bf16_gemm_blk", "bfloat16", "bfloat16",
-               "float32", 128, 64, 64),
-     NULL},
-    {"amx_bf16_32x32x512", "amx-bf16",
-     AMX_DESC("amx2l_bf16", "bfloat16", "bfloat16", "float32", 32, 512, 2, 256,
-              64),
-     AMX2_IMPL("amx2l_bf16", "tessera.amx_bf16_gemm_blk", "bfloat16",
-               "bfloat16", "float32", 512, 256, 64),
-     NULL},
-    {"amx_int8_32x32x256", "amx-int8",
-     AMX_DESC("amx2_int8", "int8", "int8", "int32", 32, 256, 4, 64, 128),
-     AMX2_IMPL("amx2_int8", "tessera.amx_int8_gemm_blk", "int8", "int8",
-               "int32", 256, 64, 128),
-     NULL},
-    {"amx_int8_32x32x1024", "amx-int8",
-     AMX_DESC("amx2l_int8", "int8", "int8", "int32", 32, 1024, 4, 256, 128),
-     AMX2_IMPL("amx2l_int8", "tessera.amx_int8_gemm_blk", "int8", "int8",
-               "int32", 1024, 256, 128),
-     NULL},
-    {"amx_uint8_32x32x256", "amx-int8",
-     AMX_DESC("amx2_uint8", "uint8", "int8", "int32", 32, 256, 4, 64, 128),
-     AMX2_IMPL("amx2_uint8", "tessera.amx_int8_gemm_blk", "uint8", "int8",
-               "int32", 256, 64, 128),
-     NULL},
-    {"amx_uint8_32x32x1024", "amx-int8",
-     AMX_DESC("amx2l_uint8", "uint8", "int8", "int32", 32, 1024, 4, 256, 128),
-     AMX2_IMPL("amx2l_uint8", "tessera.amx_int8_gemm_blk", "uint8", "int8",
-               "int32", 1024, 256, 128),
-     NULL},
     {"avx512_vnni_16x4", "avx512vnni",
      DOT_DESC("vnni", "uint8", "int8", "int32", 4),
      DOT_IMPL("vnni", "tessera.vnni_dot_16x4", "uint8", "int8", "int32", 4),
@@ -269,7 +177,7 @@ static const intrin_def intrins[] = {
 
 #define N_INTRINS ((int)(sizeof intrins / sizeof intrins[0]))
 
-static const char *const names[N_INTRINS + 1] = {
+static const char *const names[] = {
     "amx_bf16_16x16x32",    "amx_int8_16x16x64",   "amx_uint8_16x16x64",
     "amx_bf16_32x32x128",   "amx_bf16_32x32x512",  "amx_int8_32x32x256",
     "amx_int8_32x32x1024",  "amx_uint8_32x32x256", "amx_uint8_32x32x1024",
@@ -286,9 +194,127 @@ const char *ts_intrin_superseded_by(const char *name) {
   return NULL;
 }
 
+/* ---- AMX: C[R, MN] += A[R, K] x B[K, MN] with B packed in pairs (bf16)
+ * or quadruples (int8) of k: Bp[k / p][p * j + k % p] = B[k][j] ----
+ * MN = 16: one tile per call (tessera.amx_*_gemm); MN = 32: a block of
+ * 2 x 2 tiles kept in tile registers over the call's K (_gemm_blk, B's
+ * rows 32 columns wide, the second tile 64 bytes in). Each also has row
+ * edges, "<name>_r<R>" (0 < R < MN), not listed by ts_intrin_names: the
+ * same product over R rows (_gemm_rows: the last row tile's A and C
+ * configured with the rows left), so a product whose rows the tiles do
+ * not divide runs its last rows on AMX too, reading the same packed B. */
+typedef struct amx_form {
+  const char *name, *feature, *call; /* call: the one-tile form's name */
+  const char *at, *bt, *ct;
+  int mn, k, p, brows, bcols;
+} amx_form;
+
+#define AMX_BF16 "amx-bf16", "tessera.amx_bf16_gemm"
+#define AMX_INT8 "amx-int8", "tessera.amx_int8_gemm"
+static const amx_form amx_forms[] = {
+    {"amx_bf16_16x16x32", AMX_BF16, "bfloat16", "bfloat16", "float32", 16, 32,
+     2, 16, 32},
+    {"amx_int8_16x16x64", AMX_INT8, "int8", "int8", "int32", 16, 64, 4, 16, 64},
+    {"amx_uint8_16x16x64", AMX_INT8, "uint8", "int8", "int32", 16, 64, 4, 16,
+     64},
+    {"amx_bf16_32x32x128", AMX_BF16, "bfloat16", "bfloat16", "float32", 32, 128,
+     2, 64, 64},
+    {"amx_bf16_32x32x512", AMX_BF16, "bfloat16", "bfloat16", "float32", 32, 512,
+     2, 256, 64},
+    {"amx_int8_32x32x256", AMX_INT8, "int8", "int8", "int32", 32, 256, 4, 64,
+     128},
+    {"amx_int8_32x32x1024", AMX_INT8, "int8", "int8", "int32", 32, 1024, 4, 256,
+     128},
+    {"amx_uint8_32x32x256", AMX_INT8, "uint8", "int8", "int32", 32, 256, 4, 64,
+     128},
+    {"amx_uint8_32x32x1024", AMX_INT8, "uint8", "int8", "int32", 32, 1024, 4,
+     256, 128},
+};
+#undef AMX_BF16
+#undef AMX_INT8
+
+/* The form of an AMX name and its rows (MN, or R of an edge), or NULL. */
+static const amx_form *amx_form_of(const char *name, int *rows) {
+  for (size_t i = 0; i < sizeof amx_forms / sizeof amx_forms[0]; i++) {
+    const amx_form *f = &amx_forms[i];
+    size_t n = strlen(f->name);
+    if (strncmp(name, f->name, n)) continue;
+    if (!name[n]) {
+      *rows = f->mn;
+      return f;
+    }
+    if (strncmp(name + n, "_r", 2)) continue;
+    const char *d = name + n + 2;
+    int r = 0;
+    for (; *d >= '0' && *d <= '9' && r < 1000; d++) r = r * 10 + (*d - '0');
+    if (*d || d == name + n + 2 || name[n + 2] == '0' || r < 1 || r >= f->mn)
+      return NULL;
+    *rows = r;
+    return f;
+  }
+  return NULL;
+}
+
+static int amx_get(const amx_form *f, int r, const char *name, ts_func **desc,
+                   ts_func **impl, ts_error *err) {
+  char d[2048], m[2048], extra[64] = "";
+  snprintf(d, sizeof d,
+           "func amx_desc(A: %s[%d, %d], B: %s[%d, %d], C: %s[%d, %d]) {\n"
+           "  block root() {\n"
+           "    for i in range(%d) {\n"
+           "      for j in range(%d) {\n"
+           "        for k in range(%d) {\n"
+           "          block update(vi: spatial(%d) = i, vj: spatial(%d) = j, "
+           "vk: reduce(%d) = k) {\n"
+           "            C[vi, vj] = C[vi, vj] + cast(%s, A[vi, vk]) * cast(%s, "
+           "B[floordiv(vk, %d), vj * %d + floormod(vk, %d)])\n"
+           "          }\n"
+           "        }\n"
+           "      }\n"
+           "    }\n"
+           "  }\n"
+           "}\n",
+           f->at, r, f->k, f->bt, f->brows, f->bcols, f->ct, r, f->mn, r, f->mn,
+           f->k, r, f->mn, f->k, f->ct, f->ct, f->p, f->p, f->p);
+  const char *suffix = "";
+  if (r < f->mn) {
+    suffix = "_rows";
+    snprintf(extra, sizeof extra, ", int32(%d), int32(%d), int32(%d)",
+             (r + 15) / 16, f->mn / 16, r);
+  } else if (f->mn > 16) {
+    suffix = "_blk";
+    snprintf(extra, sizeof extra, ", int32(%d), int32(%d)", f->mn / 16,
+             f->mn / 16);
+  }
+  static const char impl_fmt[] =
+      "func amx_impl(A: %s[%d, %d], B: %s[%d, %d], C: %s[%d, %d]) {\n"
+      "  block root() {\n"
+      "    evaluate call<int32>(\"%s%s\", &C[0, 0], " STRIDE(
+          "C") ", "
+               "&A[0, 0], " STRIDE("A") ", &B[0, 0], " STRIDE(
+                   "B") ", "
+                        "int32(%d)%s)\n"
+                        "  }\n"
+                        "}\n";
+  snprintf(m, sizeof m, impl_fmt, f->at, r, f->k, f->bt, f->brows, f->bcols,
+           f->ct, r, f->mn, f->call, suffix, f->k, extra);
+  int rc = ts_func_parse(d, strlen(d), name, desc, err);
+  if (!rc && (rc = ts_func_parse(m, strlen(m), name, impl, err))) {
+    ts_func_free(*desc);
+    *desc = NULL;
+  }
+  return rc;
+}
+
 int ts_intrin_get(const char *name, ts_func **desc, ts_func **impl,
                   const char **feature, ts_error *err) {
   *desc = *impl = NULL;
+  int rows = 0;
+  const amx_form *amx = amx_form_of(name, &rows);
+  if (amx) {
+    if (feature) *feature = amx->feature;
+    return amx_get(amx, rows, name, desc, impl, err);
+  }
   for (int i = 0; i < N_INTRINS; i++) {
     if (strcmp(intrins[i].name, name) != 0) continue;
     int rc = ts_func_parse(intrins[i].desc, strlen(intrins[i].desc),

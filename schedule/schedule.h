@@ -345,7 +345,10 @@ char *ts_trace_print(const ts_trace *t);
  * Tensor intrinsics (schedule/intrin.c)
  * ======================================================================== */
 
-/* The registered intrinsics, NULL-terminated ("amx_bf16_16x16x32", ...). */
+/* The registered intrinsics, NULL-terminated ("amx_bf16_16x16x32", ...).
+ * Not listed, ts_intrin_get also knows each AMX intrinsic's row edges:
+ * "<amx intrinsic>_r<R>" computes the same product over R rows, 0 < R <
+ * its tile rows ("amx_int8_32x32x256_r23"). */
 const char *const *ts_intrin_names(void);
 /* The description and implementation functions of intrinsic `name`, parsed
  * fresh: *desc and *impl are new functions the caller frees with

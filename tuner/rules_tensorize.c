@@ -258,6 +258,50 @@ static int cache_read_b(ts_sched *s, ts_rv b, const char *b_name, ts_rv *cache,
   return TS_OK;
 }
 
+/* The rows left over by an AMX variant (block `tail`, fewer than the
+ * intrinsic's tile rows): its columns and K split by the intrinsic's
+ * tile, the column panels and K blocks outside, the rows, columns and K
+ * of one call inside in the description's order, annotated for the
+ * intrinsic's row edge "<intrin>_r<R>" (the tensorize postprocessor
+ * blockizes and tensorizes it like the main part). */
+static int rows_edge(ts_sched *s, const char *tail, const char *intrin,
+                     const desc_info *d, const int *iters) {
+  const ts_func *f = ts_sched_func(s);
+  const ts_stmt *r = ts_func_find_block(f, tail);
+  ts_rv b, loops[MAX_LOOPS];
+  int nl = 0, rc;
+  if (!r || (rc = ts_sched_get_block(s, tail, &b)) ||
+      (rc = ts_sched_get_loops(s, b, loops, MAX_LOOPS, &nl)) || nl != 3)
+    return TS_ESCHEDULE;
+  ts_rv role[3] = {TS_RV_NONE, TS_RV_NONE, TS_RV_NONE};
+  for (int k = 0; k < 3; k++) {
+    const ts_stmt *l = loop_of_iter(f, r, iters[k]);
+    for (int i = 0; l && i < nl; i++)
+      if (ts_sched_rv_loop(s, loops[i]) == l) role[k] = loops[i];
+    if (role[k] == TS_RV_NONE) return TS_ESCHEDULE;
+  }
+  int64_t rows = rv_extent(s, role[0]);
+  ts_rv jp[2], kp[2];
+  int64_t fj[2] = {TS_SPLIT_INFER, d->tile[1]};
+  int64_t fk[2] = {TS_SPLIT_INFER, d->tile[2]};
+  if ((rc = ts_sched_split(s, role[1], fj, 2, jp)) ||
+      (rc = ts_sched_split(s, role[2], fk, 2, kp)))
+    return rc;
+  ts_rv order[5] = {jp[0], kp[0]};
+  for (int i = 0; d->order[i]; i++)
+    order[2 + i] = d->order[i] == 'i'   ? role[0]
+                   : d->order[i] == 'j' ? jp[1]
+                                        : kp[1];
+  char edge[64];
+  snprintf(edge, sizeof edge, "%s_r%lld", intrin, (long long)rows);
+  if ((rc = ts_sched_reorder(s, order, 5)) ||
+      (rc = ts_sched_get_block(s, tail, &b)) ||
+      (rc = ts_sched_annotate(s, b, ts_ann_string(ANN_TENSORIZE, edge))) ||
+      (rc = ts_sched_annotate(s, b, ts_ann_int(ANN_TENSORIZE_LOOPS, 3))))
+    return rc;
+  return TS_OK;
+}
+
 /* Builds the variant of `name` tensorized onto `intrin` in st (a fork). */
 static int tensorize_variant(const gen *g, gen_state *st, const char *name,
                              const char *intrin, const desc_info *d) {
@@ -282,17 +326,33 @@ static int tensorize_variant(const gen *g, gen_state *st, const char *name,
         !ts_expr_is_const_int(ts_for_extent(role_loop[k]), &ext))
       return TS_ESCHEDULE;
     if (ext % d->tile[k] == 0) continue;
-    /* rows that the intrinsic's tile does not divide: whole tiles, then the
-     * rest as a block of its own with the default schedule */
-    if (k != 0 || ext < d->tile[0]) return TS_ESCHEDULE;
+    /* rows that the intrinsic's tile does not divide (AMX): whole tiles,
+     * then the rest as a block of its own on the intrinsic's row edge */
+    if (k != 0 || strncmp(intrin, "amx_", 4) != 0) return TS_ESCHEDULE;
     rows_at = ext - ext % d->tile[0];
+    if (!rows_at) rows_at = -1; /* fewer rows than a tile: the edge only */
   }
-  ts_rv b, loops[MAX_LOOPS];
+  /* B packed into the intrinsic's layout first: both parts of
+   * partitioned rows read the one packed copy */
+  ts_rv b, loops[MAX_LOOPS], cache;
+  char cache_buf[128];
   int nl = 0, rc;
   if ((rc = ts_sched_get_block(s, name, &b)) ||
+      (rc = cache_read_b(s, b, b_name, &cache, cache_buf, sizeof cache_buf)) ||
+      (rc = ts_sched_transform_layout(s, cache, cache_buf, map)) ||
+      (rc = ts_sched_get_block(s, name, &b)) ||
       (rc = ts_sched_get_loops(s, b, loops, MAX_LOOPS, &nl)))
     return rc;
-  if (rows_at) {
+  if (rows_at < 0) {
+    if ((rc = rows_edge(s, name, intrin, d, iters))) return rc;
+    state_mark_tiled(st, name);
+    return TS_OK;
+  }
+  f = ts_sched_func(s);
+  r = ts_func_find_block(f, name);
+  for (int k = 0; k < 3; k++)
+    if (role_loop[k]) role_loop[k] = loop_of_iter(f, r, iters[k]);
+  if (rows_at > 0) {
     ts_rv parts[2], tail_blocks[4];
     int nt = 0;
     for (int i = 0; i < nl; i++)
@@ -303,7 +363,7 @@ static int tensorize_variant(const gen *g, gen_state *st, const char *name,
     const char *tn = nt == 1 ? ts_sched_rv_block_name(s, tail_blocks[0]) : NULL;
     char tail[128];
     snprintf(tail, sizeof tail, "%s", tn ? tn : "");
-    if (!tn || (rc = tensorize_default(s, g->t, tail))) return TS_ESCHEDULE;
+    if (!tn || (rc = rows_edge(s, tail, intrin, d, iters))) return TS_ESCHEDULE;
     state_mark_tiled(st, tail);
     f = ts_sched_func(s);
     r = ts_func_find_block(f, name);
@@ -333,12 +393,7 @@ static int tensorize_variant(const gen *g, gen_state *st, const char *name,
   if ((rc = tile_block(s, name, "SSRSRS", g->o->max_innermost_factor, inner,
                        n_inner, &t)))
     return rc;
-  ts_rv cache;
-  char cache_buf[128];
   if ((rc = ts_sched_get_block(s, name, &b)) ||
-      (rc = cache_read_b(s, b, b_name, &cache, cache_buf, sizeof cache_buf)))
-    return rc;
-  if ((rc = ts_sched_transform_layout(s, cache, cache_buf, map)) ||
       (rc = ts_sched_annotate(s, b, ts_ann_string(ANN_TENSORIZE, intrin))) ||
       (rc = ts_sched_annotate(s, b, ts_ann_int(ANN_TENSORIZE_LOOPS, n_inner))))
     return rc;

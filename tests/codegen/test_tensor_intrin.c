@@ -290,6 +290,46 @@ static void test_amx_int8_blocked(void **state) {
   ts_func_free(f);
 }
 
+/* The rows form: a 2 x 2 block (all eight tile registers) and, in the
+ * same function, the last 21 rows of a 53-row product (a 16-row tile and
+ * a 5-row one, two column tiles); then a row count outside its tiles is
+ * refused by name. */
+static void test_amx_int8_rows(void **state) {
+  (void)state;
+  const char *intrin =
+      "func amxr(A: int8[53, 256], Bp: int8[64, 128], C: int32[53, 32]) {\n"
+      "  for i in range(53) {\n    for j in range(32) {\n      C[i, j] = "
+      "int32(0)\n    }\n  }\n"
+      "  evaluate call<int32>(\"tessera.amx_int8_gemm_blk\", &C[0, 0], 32, "
+      "&A[0, 0], 256, &Bp[0, 0], 128, 256, 2, 2)\n"
+      "  evaluate call<int32>(\"tessera.amx_int8_gemm_rows\", &C[32, 0], 32, "
+      "&A[32, 0], 256, &Bp[0, 0], 128, 256, 2, 2, 21)\n}\n";
+  const char *plain =
+      "func plain(A: int8[53, 256], Bp: int8[64, 128], C: int32[53, 32]) {\n"
+      "  for i in range(53) {\n    for j in range(32) {\n      C[i, j] = "
+      "int32(0)\n"
+      "      for k in range(256) {\n"
+      "        C[i, j] = C[i, j] + cast(int32, A[i, k]) * cast(int32, "
+      "Bp[floordiv(k, 4), j * 4 + floormod(k, 4)])\n"
+      "      }\n    }\n  }\n}\n";
+  compare(intrin, plain, "llvm -mcpu=sapphirerapids", "amx-int8", "tdpbssd");
+  const char *bad =
+      "func amxr(A: int8[53, 256], Bp: int8[64, 128], C: int32[53, 32]) {\n"
+      "  evaluate call<int32>(\"tessera.amx_int8_gemm_rows\", &C[0, 0], 32, "
+      "&A[0, 0], 256, &Bp[0, 0], 128, 256, 2, 2, 40)\n}\n";
+  ts_func *f = NULL;
+  ts_target *t = NULL;
+  ts_error err;
+  assert_int_equal(ts_func_parse(bad, strlen(bad), "t", &f, &err), TS_OK);
+  assert_int_equal(ts_target_parse("llvm -mcpu=sapphirerapids", &t, &err),
+                   TS_OK);
+  ts_build_result br;
+  assert_int_equal(ts_build(f, t, NULL, &br, &err), TS_EUNSUPPORTED);
+  assert_non_null(strstr(err.msg, "row count R"));
+  ts_target_free(t);
+  ts_func_free(f);
+}
+
 /* A target without the feature gets a clear error, not a backend crash. */
 static void test_missing_feature(void **state) {
   (void)state;
@@ -378,6 +418,7 @@ int main(void) {
       cmocka_unit_test(test_amx_int8),
       cmocka_unit_test(test_amx_bf16_blocked),
       cmocka_unit_test(test_amx_int8_blocked),
+      cmocka_unit_test(test_amx_int8_rows),
       cmocka_unit_test(test_missing_feature),
       cmocka_unit_test(test_mma_ptx),
   };

@@ -142,6 +142,25 @@ static void test_registry(void **state) {
   assert_int_equal(ts_intrin_get("nope", &d, &i, NULL, NULL), TS_ENOTFOUND);
   assert_null(d);
   assert_null(i);
+  /* the AMX row edges: 0 < R < the tile rows, no leading zero */
+  const char *feature = NULL;
+  assert_int_equal(
+      ts_intrin_get("amx_int8_32x32x256_r23", &d, &i, &feature, NULL), TS_OK);
+  assert_string_equal(feature, "amx-int8");
+  assert_int_equal(ts_func_verify(d, NULL), TS_OK);
+  char *text = ts_func_print(i);
+  assert_non_null(strstr(text, "tessera.amx_int8_gemm_rows"));
+  assert_non_null(strstr(text, "int32(2), int32(2), int32(23))"));
+  free(text);
+  ts_func_free(d);
+  ts_func_free(i);
+  static const char *const bad[] = {
+      "amx_int8_32x32x256_r0",  "amx_int8_32x32x256_r32",
+      "amx_int8_32x32x256_r05", "amx_int8_16x16x64_r16",
+      "amx_int8_16x16x64_r",    "amx_int8_16x16x64_r3x",
+      "avx512_vnni_16x4_r3"};
+  for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++)
+    assert_int_equal(ts_intrin_get(bad[k], &d, &i, NULL, NULL), TS_ENOTFOUND);
 }
 
 /* int8 dense: Y[i, j] += X[i, k] (uint8) * W[j, k] (int8), W packed so a
