@@ -177,6 +177,59 @@ static void narrow_domains(ts_sched *s, ts_stmt *r, const ts_stmt *loop) {
   sv_free(&above);
 }
 
+/* The smallest value of iter i of realize r with the variable of `loop`
+ * over [lo, lo + n) and the other loops above r over their ranges. */
+static bool iter_low(ts_sched *s, ts_stmt *r, int i, const ts_stmt *loop,
+                     int64_t lo, int64_t n, int64_t *low) {
+  stmt_vec above = {0};
+  tree_loops_above(s->func, r, &above);
+  ts_var_ranges *ranges = ts_var_ranges_create();
+  int64_t hi;
+  bool ok = ranges != NULL;
+  if (ok) {
+    ranges_of_loops(ranges, above.v, above.n);
+    ts_var_ranges_set(ranges, ts_for_var(loop), lo, n);
+    ok = ts_expr_const_bound(ts_realize_value(r, i), ranges, low, &hi);
+  }
+  ts_var_ranges_destroy(ranges);
+  sv_free(&above);
+  return ok;
+}
+
+/* A loop over reduce iters of realize r splits its reduction in two: the
+ * first part must hold the reduction's start (where the init runs) and
+ * the second none of it (it runs without the init, adding to what the
+ * first part computed). */
+static int check_reduce_split(ts_sched *s, ts_stmt *r, const ts_stmt *loop,
+                              int64_t at) {
+  const ts_block *b = ts_realize_block(r);
+  int64_t mn, ext;
+  if (!ts_expr_is_const_int(ts_for_min(loop), &mn) ||
+      !ts_expr_is_const_int(ts_for_extent(loop), &ext))
+    return TS_OK; /* refused by the caller */
+  for (int k = 0; k < ts_block_n_iters(b); k++) {
+    if (ts_block_iter_kind(b, k) == TS_ITER_SPATIAL ||
+        !uses_var(ts_realize_value(r, k), ts_for_var(loop)))
+      continue;
+    const char *iv = ts_var_name(ts_block_iter_var(b, k));
+    int64_t dmin, dext, first, second;
+    if (!iter_const(b, k, &dmin, &dext) ||
+        !iter_low(s, r, k, loop, mn, at, &first) ||
+        !iter_low(s, r, k, loop, mn + at, ext - at, &second))
+      return FAIL(s, TS_ESCHEDULE,
+                  "partition: the range of reduce iter '%s' of block '%s' "
+                  "under loop '%s' is not known",
+                  iv, ts_block_name(b), loop_name(loop));
+    if (first > dmin || second <= dmin)
+      return FAIL(s, TS_ESCHEDULE,
+                  "partition: loop '%s' does not start the reduction of "
+                  "block '%s' over iter '%s' in its first part (the second "
+                  "part runs without the init)",
+                  loop_name(loop), ts_block_name(b), iv);
+  }
+  return TS_OK;
+}
+
 int apply_partition(ts_sched *s, inst *in, rv_list *out) {
   ts_stmt *loop;
   int64_t at;
@@ -205,16 +258,8 @@ int apply_partition(ts_sched *s, inst *in, rv_list *out) {
   stmt_vec direct = {0}, all = {0};
   tree_realizes(body, false, &direct);
   tree_realizes(body, true, &all);
-  for (int i = 0; i < direct.n && !rc; i++) {
-    const ts_block *b = ts_realize_block(direct.v[i]);
-    for (int k = 0; k < ts_block_n_iters(b) && !rc; k++)
-      if (ts_block_iter_kind(b, k) != TS_ITER_SPATIAL &&
-          uses_var(ts_realize_value(direct.v[i], k), ts_for_var(loop)))
-        rc = FAIL(s, TS_ESCHEDULE,
-                  "partition: loop '%s' binds reduce iter '%s' of block '%s' "
-                  "(only loops over spatial iters can be partitioned)",
-                  ln, ts_var_name(ts_block_iter_var(b, k)), ts_block_name(b));
-  }
+  for (int i = 0; i < direct.n && !rc; i++)
+    rc = check_reduce_split(s, direct.v[i], loop, at);
   for (int i = 0; i < all.n && !rc; i++) {
     const ts_block *b = ts_realize_block(all.v[i]);
     if (ts_block_n_allocs(b))
@@ -289,7 +334,15 @@ int apply_partition(ts_sched *s, inst *in, rv_list *out) {
   for (int i = 0; i < rs.n; i++) narrow_domains(s, rs.v[i], main_l);
   sv_free(&rs);
   tree_realizes(tbody, false, &rs);
-  for (int i = 0; i < rs.n; i++) narrow_domains(s, rs.v[i], tail_l);
+  for (int i = 0; i < rs.n; i++) {
+    narrow_domains(s, rs.v[i], tail_l);
+    /* the second part of a reduction adds to the first's */
+    ts_block *b = ts_realize_block(rs.v[i]);
+    for (int k = 0; k < ts_block_n_iters(b); k++)
+      if (ts_block_iter_kind(b, k) != TS_ITER_SPATIAL &&
+          uses_var(ts_realize_value(rs.v[i], k), tvar))
+        ts_block_set_init(b, NULL);
+  }
   sv_free(&rs);
   rv_kill_loops(s, &loop, 1, "partition");
   rv_new_loop(s, main_l, MARK_NONE, out);

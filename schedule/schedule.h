@@ -138,9 +138,10 @@ int ts_sched_split_rv(ts_sched *s, ts_rv loop, const ts_rv *factors, int n,
 /* Partitions a serial loop of constant range at `at` (0 < at < extent)
  * into two loops run one after the other: the first over the first `at`
  * iterations, the second, over the rest, runs a copy of the body whose
- * blocks are named "<name>_tail". Only loops over spatial iters; the
- * blocks' iter domains narrow to what each copy covers. out receives the
- * two loop RVs. */
+ * blocks are named "<name>_tail"; the blocks' iter domains narrow to
+ * what each copy covers. A loop over reduce iters splits the reduction:
+ * the first part must start it, the second loses the init and adds to
+ * the first's result. out receives the two loop RVs. */
 int ts_sched_partition(ts_sched *s, ts_rv loop, int64_t at, ts_rv *out);
 /* Fuses n >= 2 perfectly nested serial loops (outermost first, each the
  * only statement of the previous) into one. */

@@ -1233,6 +1233,10 @@ static int schedule_cpu(ts_sched *s, const ts_target *t, int level) {
   return TS_OK;
 }
 
+bool default_tile_block(ts_sched *s, const ts_target *t, const char *block) {
+  return tile_anchor(s, t, block);
+}
+
 /* Whether the scheduled function lowers (what ts_build does first). */
 static bool lowers(const ts_sched *s) {
   ts_lower_options lo = ts_lower_defaults();

@@ -185,6 +185,12 @@ int rule_tensorize(const gen *g, const gen_state *st, const char *block,
  * panel inside the panel's (parallel) loop, the init vectorized. On
  * failure the schedule may hold part of the work: the caller drops it. */
 int tensorize_default(ts_sched *s, const ts_target *t, const char *block);
+/* The default schedule's register tiling of one reduction block (no
+ * intrinsic: the innermost spatial loop vectorized, a register tile of
+ * rows, the init decomposed): for the parts of a partitioned product that
+ * no intrinsic tile fits. False when the block is not of that form; the
+ * schedule may then hold part of the work: the caller drops it. */
+bool default_tile_block(ts_sched *s, const ts_target *t, const char *block);
 
 /* GPU rules (rules_gpu.c). */
 int rule_gpu_tiling(const gen *g, const gen_state *st, const char *block,

@@ -302,6 +302,49 @@ static int rows_edge(ts_sched *s, const char *tail, const char *intrin,
   return TS_OK;
 }
 
+/* Partitions block `name`'s loop over iter `it` at `at`, moved outermost
+ * first so that the two parts are nests of their own; *tail: the second
+ * part's block. */
+static int split_off(ts_sched *s, const char *name, int it, int64_t at,
+                     char *tail, size_t cap) {
+  const ts_func *f = ts_sched_func(s);
+  const ts_stmt *r = ts_func_find_block(f, name);
+  const ts_stmt *l = r ? loop_of_iter(f, r, it) : NULL;
+  ts_rv b, loops[MAX_LOOPS], order[MAX_LOOPS], parts[2], kids[4];
+  int nl = 0, no = 1, nk = 0, rc;
+  if (!l || (rc = ts_sched_get_block(s, name, &b)) ||
+      (rc = ts_sched_get_loops(s, b, loops, MAX_LOOPS, &nl)))
+    return TS_ESCHEDULE;
+  order[0] = TS_RV_NONE;
+  for (int i = 0; i < nl; i++)
+    if (ts_sched_rv_loop(s, loops[i]) == l)
+      order[0] = loops[i];
+    else
+      order[no++] = loops[i];
+  if (order[0] == TS_RV_NONE) return TS_ESCHEDULE;
+  if ((rc = ts_sched_reorder(s, order, no)) ||
+      (rc = ts_sched_partition(s, order[0], at, parts)) ||
+      (rc = ts_sched_get_child_blocks(s, parts[1], kids, 4, &nk)))
+    return rc;
+  const char *tn = nk == 1 ? ts_sched_rv_block_name(s, kids[0]) : NULL;
+  if (!tn) return TS_ESCHEDULE;
+  snprintf(tail, cap, "%s", tn);
+  /* the second part's loops back in the order of the iters they bind
+   * (what a default schedule reads as rows, columns and K) */
+  f = ts_sched_func(s);
+  r = ts_func_find_block(f, tail);
+  if (!r || (rc = ts_sched_get_loops(s, kids[0], loops, MAX_LOOPS, &nl)))
+    return TS_ESCHEDULE;
+  no = 0;
+  for (int it2 = 0; it2 < ts_block_n_iters(ts_realize_block(r)); it2++) {
+    const ts_stmt *li = loop_of_iter(f, r, it2);
+    for (int i = 0; li && i < nl; i++)
+      if (ts_sched_rv_loop(s, loops[i]) == li) order[no++] = loops[i];
+  }
+  if (no != nl) return TS_ESCHEDULE;
+  return ts_sched_reorder(s, order, no);
+}
+
 /* Builds the variant of `name` tensorized onto `intrin` in st (a fork). */
 static int tensorize_variant(const gen *g, gen_state *st, const char *name,
                              const char *intrin, const desc_info *d) {
@@ -317,7 +360,9 @@ static int tensorize_variant(const gen *g, gen_state *st, const char *name,
   snprintf(b_name, sizeof b_name, "%s", ts_buffer_name(gm.b));
   const int iters[3] = {gm.iter_i, gm.iter_j, gm.iter_k};
   const ts_stmt *role_loop[3] = {NULL, NULL, NULL};
-  int64_t rows_at = 0; /* where the rows are partitioned (0: they divide) */
+  /* per role, where an extent the intrinsic's tile does not divide is
+   * partitioned: the whole tiles, then the rest as a block of its own */
+  int64_t at[3] = {0, 0, 0};
   for (int k = 0; k < 3; k++) {
     if (!strchr(d->order, "ijk"[k])) continue;
     role_loop[k] = loop_of_iter(f, r, iters[k]);
@@ -326,53 +371,52 @@ static int tensorize_variant(const gen *g, gen_state *st, const char *name,
         !ts_expr_is_const_int(ts_for_extent(role_loop[k]), &ext))
       return TS_ESCHEDULE;
     if (ext % d->tile[k] == 0) continue;
-    /* rows that the intrinsic's tile does not divide (AMX): whole tiles,
-     * then the rest as a block of its own on the intrinsic's row edge */
-    if (k != 0 || strncmp(intrin, "amx_", 4) != 0) return TS_ESCHEDULE;
-    rows_at = ext - ext % d->tile[0];
-    if (!rows_at) rows_at = -1; /* fewer rows than a tile: the edge only */
+    /* AMX only: the dot products' packing copies of partial panels do
+     * not vectorize yet */
+    if (strncmp(intrin, "amx_", 4) != 0) return TS_ESCHEDULE;
+    at[k] = ext - ext % d->tile[k];
+    /* the rows left run on the intrinsic's row edge; fewer rows than a
+     * tile: the edge alone (-1) */
+    if (k == 0 && !at[k]) at[k] = -1;
+    if (k > 0 && !at[k]) return TS_ESCHEDULE;
   }
-  /* B packed into the intrinsic's layout first: both parts of
-   * partitioned rows read the one packed copy */
+  /* K, then the columns: the rest (a K shorter than a tile, columns
+   * fewer than a tile) gets the default schedule without the intrinsic,
+   * reading B as it is */
   ts_rv b, loops[MAX_LOOPS], cache;
-  char cache_buf[128];
+  char cache_buf[128], tail[128];
   int nl = 0, rc;
+  for (int k = 2; k >= 1; k--) {
+    if (!at[k]) continue;
+    if ((rc = split_off(s, name, iters[k], at[k], tail, sizeof tail)))
+      return rc;
+    if (!default_tile_block(s, g->t, tail)) return TS_ESCHEDULE;
+    state_mark_tiled(st, tail);
+  }
+  /* B packed into the intrinsic's layout before the rows are: both parts
+   * of partitioned rows read the one packed copy */
   if ((rc = ts_sched_get_block(s, name, &b)) ||
       (rc = cache_read_b(s, b, b_name, &cache, cache_buf, sizeof cache_buf)) ||
-      (rc = ts_sched_transform_layout(s, cache, cache_buf, map)) ||
-      (rc = ts_sched_get_block(s, name, &b)) ||
-      (rc = ts_sched_get_loops(s, b, loops, MAX_LOOPS, &nl)))
+      (rc = ts_sched_transform_layout(s, cache, cache_buf, map)))
     return rc;
-  if (rows_at < 0) {
+  if (at[0] < 0) {
     if ((rc = rows_edge(s, name, intrin, d, iters))) return rc;
     state_mark_tiled(st, name);
     return TS_OK;
+  }
+  if (at[0] > 0) {
+    if ((rc = split_off(s, name, iters[0], at[0], tail, sizeof tail)) ||
+        (rc = rows_edge(s, tail, intrin, d, iters)))
+      return rc;
+    state_mark_tiled(st, tail);
   }
   f = ts_sched_func(s);
   r = ts_func_find_block(f, name);
   for (int k = 0; k < 3; k++)
     if (role_loop[k]) role_loop[k] = loop_of_iter(f, r, iters[k]);
-  if (rows_at > 0) {
-    ts_rv parts[2], tail_blocks[4];
-    int nt = 0;
-    for (int i = 0; i < nl; i++)
-      if (ts_sched_rv_loop(s, loops[i]) == role_loop[0]) parts[0] = loops[i];
-    if ((rc = ts_sched_partition(s, parts[0], rows_at, parts)) ||
-        (rc = ts_sched_get_child_blocks(s, parts[1], tail_blocks, 4, &nt)))
-      return rc;
-    const char *tn = nt == 1 ? ts_sched_rv_block_name(s, tail_blocks[0]) : NULL;
-    char tail[128];
-    snprintf(tail, sizeof tail, "%s", tn ? tn : "");
-    if (!tn || (rc = rows_edge(s, tail, intrin, d, iters))) return TS_ESCHEDULE;
-    state_mark_tiled(st, tail);
-    f = ts_sched_func(s);
-    r = ts_func_find_block(f, name);
-    for (int k = 0; k < 3; k++)
-      if (role_loop[k]) role_loop[k] = loop_of_iter(f, r, iters[k]);
-    if ((rc = ts_sched_get_block(s, name, &b)) ||
-        (rc = ts_sched_get_loops(s, b, loops, MAX_LOOPS, &nl)))
-      return rc;
-  }
+  if ((rc = ts_sched_get_block(s, name, &b)) ||
+      (rc = ts_sched_get_loops(s, b, loops, MAX_LOOPS, &nl)))
+    return rc;
   ts_rv inner_by_role[3] = {TS_RV_NONE, TS_RV_NONE, TS_RV_NONE};
   for (int k = 0; k < 3; k++) {
     if (!role_loop[k]) continue;

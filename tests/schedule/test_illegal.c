@@ -34,6 +34,21 @@ static const char *const two_stage =
     "  }\n"
     "}\n";
 
+/* A sum whose loop runs the reduction backwards. */
+static const char *const reversed_sum =
+    "func rev(A: float32[8], C: float32[1]) {\n"
+    "  block root() {\n"
+    "    for k in range(8) {\n"
+    "      block C(vk: reduce(8) = 7 - k) {\n"
+    "        init {\n"
+    "          C[0] = float32(0)\n"
+    "        }\n"
+    "        C[0] = C[0] + A[vk]\n"
+    "      }\n"
+    "    }\n"
+    "  }\n"
+    "}\n";
+
 typedef struct snapshot {
   char *text;
   int n_insts;
@@ -190,9 +205,9 @@ static const illegal_case cases[] = {
     {"matmul M=8 N=8 K=8", TS_ESCHEDULE,
      "partition: loop 'i' runs 8 iterations; the point 8 is not strictly "
      "inside (0, 8)"},
-    {"matmul M=8 N=8 K=8", TS_ESCHEDULE,
-     "partition: loop 'k' binds reduce iter 'vk' of block 'C' (only loops "
-     "over spatial iters can be partitioned)"},
+    {"rev", TS_ESCHEDULE,
+     "partition: loop 'k' does not start the reduction of block 'C' over "
+     "iter 'vk' in its first part (the second part runs without the init)"},
     {"matmul M=8 N=8 K=8", TS_ESCHEDULE,
      "partition: loop 'i' is parallel; only serial loops can be partitioned"},
     /* 77: the bias block would add only to the rows the tail wrote */
@@ -611,10 +626,10 @@ static int run_case(int id, ts_sched *s) {
     block_loops(s, "C", &b, l);
     take(s);
     return ts_sched_partition(s, l[0], 8, o);
-  case 75: /* partition of a reduction loop */
+  case 75: /* a reduction loop whose first part ends the reduction */
     block_loops(s, "C", &b, l);
     take(s);
-    return ts_sched_partition(s, l[2], 4, o);
+    return ts_sched_partition(s, l[0], 4, o);
   case 76: /* partition of a parallel loop */
     block_loops(s, "C", &b, l);
     OK(ts_sched_parallel(s, l[0]));
@@ -646,7 +661,9 @@ static void test_illegal(void **state) {
   for (int id = 0; id < N_CASES; id++) {
     const illegal_case *c = &cases[id];
     ts_sched *s = strcmp(c->workload, "two") == 0 ? util_sched_text(two_stage)
-                                                  : util_sched(c->workload);
+                  : strcmp(c->workload, "rev") == 0
+                      ? util_sched_text(reversed_sum)
+                      : util_sched(c->workload);
     assert_non_null(s);
     replay_msg[0] = 0;
     int rc = run_case(id, s);

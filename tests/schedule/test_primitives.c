@@ -180,6 +180,23 @@ static void test_partition(void **state) {
   finish(s, "partition", true);
 }
 
+/* A reduction partitioned (K = 13 as 8 + 5): the second part has no init
+ * and adds to what the first computed; then its k split by 2 (guarded). */
+static void test_partition_reduce(void **state) {
+  (void)state;
+  ts_sched *s = sched("matmul M=4 N=8 K=13");
+  ts_rv b, l[16], ks[2], o[2];
+  loops_of(s, "C", &b, l);
+  OK(ts_sched_partition(s, l[2], 8, ks));
+  int64_t f[2] = {TS_SPLIT_INFER, 2};
+  OK(ts_sched_split(s, ks[1], f, 2, o));
+  const ts_stmt *r = ts_func_find_block(ts_sched_func(s), "C_tail");
+  assert_null(ts_block_init(ts_realize_block(r)));
+  r = ts_func_find_block(ts_sched_func(s), "C");
+  assert_non_null(ts_block_init(ts_realize_block(r)));
+  finish(s, "partition_reduce", true);
+}
+
 /* layer norm's two sums (sum and sum of squares of the shifted row) in one
  * loop nest over the rows and the row */
 static void test_fuse_siblings(void **state) {
@@ -705,6 +722,7 @@ int main(void) {
       cmocka_unit_test(test_rfactor_guarded_moved),
       cmocka_unit_test(test_blockize),
       cmocka_unit_test(test_partition),
+      cmocka_unit_test(test_partition_reduce),
       cmocka_unit_test(test_sampling),
       cmocka_unit_test(test_sample_compute_location),
       cmocka_unit_test(test_queries),
