@@ -362,7 +362,7 @@ static int tensorize_variant(const gen *g, gen_state *st, const char *name,
   const ts_stmt *role_loop[3] = {NULL, NULL, NULL};
   /* per role, where an extent the intrinsic's tile does not divide is
    * partitioned: the whole tiles, then the rest as a block of its own */
-  int64_t at[3] = {0, 0, 0};
+  int64_t at[3] = {0, 0, 0}, exts[3] = {0, 0, 0};
   for (int k = 0; k < 3; k++) {
     if (!strchr(d->order, "ijk"[k])) continue;
     role_loop[k] = loop_of_iter(f, r, iters[k]);
@@ -370,6 +370,7 @@ static int tensorize_variant(const gen *g, gen_state *st, const char *name,
     if (!role_loop[k] ||
         !ts_expr_is_const_int(ts_for_extent(role_loop[k]), &ext))
       return TS_ESCHEDULE;
+    exts[k] = ext;
     if (ext % d->tile[k] == 0) continue;
     /* AMX only: the dot products' packing copies of partial panels do
      * not vectorize yet */
@@ -377,7 +378,8 @@ static int tensorize_variant(const gen *g, gen_state *st, const char *name,
     at[k] = ext - ext % d->tile[k];
     /* the rows left run on the intrinsic's row edge; fewer rows than a
      * tile: the edge alone (-1) */
-    if (k == 0 && !at[k]) at[k] = -1;
+    if (k == 0 && !at[k]) at[k] = ext > 1 ? -1 : 0;
+    if (k == 0 && !at[k]) return TS_ESCHEDULE;
     if (k > 0 && !at[k]) return TS_ESCHEDULE;
   }
   /* K, then the columns: the rest (a K shorter than a tile, columns
@@ -390,7 +392,9 @@ static int tensorize_variant(const gen *g, gen_state *st, const char *name,
     if (!at[k]) continue;
     if ((rc = split_off(s, name, iters[k], at[k], tail, sizeof tail)))
       return rc;
-    if (!default_tile_block(s, g->t, tail)) return TS_ESCHEDULE;
+    /* a rest the default tiling does not take (one column: nothing to
+     * vectorize along) stays as it is, correct and small */
+    default_tile_block(s, g->t, tail);
     state_mark_tiled(st, tail);
   }
   /* B packed into the intrinsic's layout before the rows are: both parts
@@ -405,8 +409,11 @@ static int tensorize_variant(const gen *g, gen_state *st, const char *name,
     return TS_OK;
   }
   if (at[0] > 0) {
+    /* one row left: the default tiling (an edge tile of one row is a
+     * unit loop, which the tensorize match does not count) */
     if ((rc = split_off(s, name, iters[0], at[0], tail, sizeof tail)) ||
-        (rc = rows_edge(s, tail, intrin, d, iters)))
+        (rc = at[0] + 1 == exts[0] ? (default_tile_block(s, g->t, tail), TS_OK)
+                                   : rows_edge(s, tail, intrin, d, iters)))
       return rc;
     state_mark_tiled(st, tail);
   }

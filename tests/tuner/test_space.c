@@ -777,6 +777,9 @@ static void test_amx_rows_partitioned(void **state) {
        "tessera.amx_int8_gemm_rows", "block C_tail_1("},
       {"matmul M=35 N=48 K=100 dtype=bfloat16", "amx_bf16_16x16x32",
        "tessera.amx_bf16_gemm_rows", "block C_tail_1_o("},
+      /* one row, one column and two k left: no edge call, default parts */
+      {"matmul M=17 N=33 K=66 dtype=bfloat16", "amx_bf16_16x16x32",
+       "tessera.amx_bf16_gemm\"", "block C_tail_2("},
   };
   /* the target is a Sapphire Rapids: its code runs where AMX does */
   bool run = ts_rt_enable_amx(NULL) == TS_OK;
