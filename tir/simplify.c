@@ -151,6 +151,39 @@ typedef struct bound_ctx {
 
 #define MAX_DEPTH 2000
 
+static int64_t gcd64(int64_t a, int64_t b) {
+  if (a < 0) a = -a;
+  if (b < 0) b = -b;
+  while (b) {
+    int64_t t = a % b;
+    a = b;
+    b = t;
+  }
+  return a;
+}
+
+/* A positive number every value of integer expression e is a multiple
+ * of (0: e is always 0), from its constant factors: 8 x + 16 y gives 8. */
+static int64_t known_multiple(const ts_expr *e, int depth) {
+  if (depth > 16) return 1;
+  int64_t v;
+  switch (e->kind) {
+  case TS_EXPR_INT:
+    v = e->u.int_value;
+    return v < 0 ? (v == INT64_MIN ? 1 : -v) : v;
+  case TS_EXPR_MUL: {
+    int64_t x = known_multiple(e->u.op.a, depth + 1);
+    int64_t y = known_multiple(e->u.op.b, depth + 1);
+    return __builtin_mul_overflow(x, y, &v) ? 1 : v;
+  }
+  case TS_EXPR_ADD:
+  case TS_EXPR_SUB:
+    return gcd64(known_multiple(e->u.op.a, depth + 1),
+                 known_multiple(e->u.op.b, depth + 1));
+  default: return 1;
+  }
+}
+
 static bool bound_rec(bound_ctx *c, const ts_expr *e, int64_t *lo, int64_t *hi);
 
 static bool add_ov(int64_t a, int64_t b, int64_t *r) {
@@ -303,6 +336,12 @@ static bool bound_node(bound_ctx *c, const ts_expr *e, int64_t *lo,
         *lo = 0;
         *hi = bh - 1;
         if (al >= 0 && ah < *hi) *hi = ah;
+        /* a multiple of g modulo m is a multiple of gcd(g, m) below m:
+         * floormod(8 x, 16) <= 8 */
+        if (bl == bh) {
+          int64_t g = gcd64(known_multiple(e->u.op.a, 0), bl);
+          if (g > 1 && *hi > bl - g) *hi = bl - g;
+        }
       } else {
         *lo = bl + 1;
         *hi = 0;

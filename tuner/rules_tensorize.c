@@ -372,9 +372,6 @@ static int tensorize_variant(const gen *g, gen_state *st, const char *name,
       return TS_ESCHEDULE;
     exts[k] = ext;
     if (ext % d->tile[k] == 0) continue;
-    /* AMX only: the dot products' packing copies of partial panels do
-     * not vectorize yet */
-    if (strncmp(intrin, "amx_", 4) != 0) return TS_ESCHEDULE;
     at[k] = ext - ext % d->tile[k];
     /* the rows left run on the intrinsic's row edge; fewer rows than a
      * tile: the edge alone (-1) */

@@ -564,6 +564,19 @@ static void test_const_bound(void **state) {
       &lo, &hi));
   assert_int_equal(lo, 0);
   assert_int_equal(hi, 100);
+  /* a multiple of 8 modulo 16 is at most 8 (i ranges over [0, 8)): the
+   * bound of a packing copy's half-panel index */
+  assert_true(ts_expr_const_bound(
+      B(F, TS_EXPR_FLOORMOD, B(F, TS_EXPR_MUL, f.i, C(F, 8)), C(F, 16)), f.r,
+      &lo, &hi));
+  assert_int_equal(lo, 0);
+  assert_int_equal(hi, 8);
+  assert_true(ts_expr_const_bound(
+      B(F, TS_EXPR_FLOORMOD,
+        B(F, TS_EXPR_ADD, B(F, TS_EXPR_MUL, f.i, C(F, 12)), C(F, 18)),
+        C(F, 16)),
+      f.r, &lo, &hi));
+  assert_int_equal(hi, 14);
   /* an unranged int64 var is unbounded; an int8 var is bounded by its type */
   assert_false(ts_expr_const_bound(f.k, f.r, &lo, &hi));
   ts_expr *b = ts_var(f.a, "b", TS_INT8);

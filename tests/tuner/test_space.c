@@ -777,6 +777,13 @@ static void test_amx_rows_partitioned(void **state) {
        "tessera.amx_int8_gemm_rows", "block C_tail_1("},
       {"matmul M=35 N=48 K=100 dtype=bfloat16", "amx_bf16_16x16x32",
        "tessera.amx_bf16_gemm_rows", "block C_tail_1_o("},
+      /* a dot product's columns and K: 40 = 32 + 8, 68 = 64 + 4 */
+      {"matmul M=8 N=40 K=68 dtype=int8", "avx512_vnni_s8_16x4",
+       "tessera.vnni_s8_dot", "block C_tail("},
+      {"matmul M=8 N=40 K=68 dtype=int8", "avx512_vnni_s8_16x16",
+       "tessera.vnni_s8_dot", "block C_tail_1("},
+      {"matmul M=8 N=40 K=34 dtype=bfloat16", "avx512_bf16_16x2",
+       "tessera.avx512bf16_dot", "block C_tail("},
       /* one row, one column and two k left: no edge call, default parts */
       {"matmul M=17 N=33 K=66 dtype=bfloat16", "amx_bf16_16x16x32",
        "tessera.amx_bf16_gemm\"", "block C_tail_2("},
@@ -812,6 +819,32 @@ static void test_amx_rows_partitioned(void **state) {
     ts_workload_free(w);
   }
   ts_target_free(amx);
+}
+
+/* The same on an AVX2 target (x86-64-v3, which every host runs): the
+ * multiply-add pairs' variants with 20 = 16 + 4 columns and K = 18 = 16 +
+ * 2 (the K = 8 form), run against the interpreter. */
+static void test_dot_columns_partitioned(void **state) {
+  (void)state;
+  ts_error err;
+  ts_target *t = NULL;
+  OK(ts_target_parse("llvm -mcpu=x86-64-v3", &t, &err));
+  ts_workload *w = tu_workload("matmul M=6 N=20 K=18 dtype=int8");
+  ts_design_space *s = NULL;
+  int n = 0;
+  OK(ts_space_generate(w->func, t, NULL, &s, &n, &err));
+  static const char *const intrins[] = {"avx2_madd_s8_8x2", "avx2_madd_s8_8x8"};
+  for (size_t k = 0; k < 2; k++) {
+    assert_true(has_space(s, n, intrins[k]));
+    for (int i = 0; i < n; i++) {
+      if (strcmp(s[i].intrin, intrins[k])) continue;
+      ts_design_space one = s[i];
+      check_samples(w->func, t, &one, 1, 2, true);
+    }
+  }
+  ts_design_spaces_free(s, n);
+  ts_workload_free(w);
+  ts_target_free(t);
 }
 
 static void test_bf16_dot_variant_runs(void **state) {
@@ -1013,6 +1046,7 @@ int main(void) {
       cmocka_unit_test(test_no_tensorize_without_match),
       cmocka_unit_test(test_amx_variant_compiles),
       cmocka_unit_test(test_amx_rows_partitioned),
+      cmocka_unit_test(test_dot_columns_partitioned),
       cmocka_unit_test(test_bf16_dot_variant_runs),
       cmocka_unit_test(test_vnni_variant),
       cmocka_unit_test(test_vnni_s8_variant),
