@@ -534,11 +534,17 @@ static bool default_intrin(const ts_target *t, const gemm *gm,
               ts_dtype_eq(d.a_dtype, ts_buffer_dtype(gm->a)) &&
               ts_dtype_eq(d.b_dtype, ts_buffer_dtype(gm->b)) &&
               ts_dtype_eq(d.c_dtype, ts_buffer_dtype(gm->c)) &&
-              ext[1] % d.tile[1] == 0 && ext[2] % d.tile[2] == 0;
+              ext[1] >= d.tile[1] && ext[2] >= d.tile[2];
+    /* tiles that divide first (a rest is partitioned off otherwise) */
+    bool divides = ok && ext[1] % d.tile[1] == 0 && ext[2] % d.tile[2] == 0;
+    bool found_divides =
+        found && ext[1] % out->tile[1] == 0 && ext[2] % out->tile[2] == 0;
     /* the map while the description (whose vars it substitutes) lives */
     if (ok &&
-        (!found || d.tile[1] > out->tile[1] ||
-         (d.tile[1] == out->tile[1] && d.tile[2] > out->tile[2])) &&
+        (!found || (divides && !found_divides) ||
+         (divides == found_divides &&
+          (d.tile[1] > out->tile[1] ||
+           (d.tile[1] == out->tile[1] && d.tile[2] > out->tile[2])))) &&
         pack_map(gm, &d, map, map_cap)) {
       *out = d;
       snprintf(name, cap, "%s", *nm);
@@ -600,6 +606,33 @@ int tensorize_default(ts_sched *s, const ts_target *t, const char *name) {
   char intrin[48], map[512];
   if (!default_intrin(t, &gm, ext, intrin, sizeof intrin, &d, map, sizeof map))
     return TS_ESCHEDULE;
+  /* K, then columns, that the tiles do not divide: the rest partitioned
+   * off with the default register tiling (as the tuned variants do) */
+  bool split = false;
+  for (int k = 2; k >= 1; k--) {
+    if (ext[k] % d.tile[k] == 0) continue;
+    char tail[128];
+    if ((rc = split_off(s, name, iters[k], ext[k] - ext[k] % d.tile[k], tail,
+                        sizeof tail)))
+      return rc;
+    default_tile_block(s, t, tail);
+    split = true;
+  }
+  if (split) {
+    f = ts_sched_func(s);
+    r = ts_func_find_block(f, name);
+    if (!r || (rc = ts_sched_get_block(s, name, &b)) ||
+        (rc = ts_sched_get_loops(s, b, loops, MAX_LOOPS, &nl)))
+      return TS_ESCHEDULE;
+    for (int k = 0; k < 3; k++) {
+      const ts_stmt *l = loop_of_iter(f, r, iters[k]);
+      at[k] = -1;
+      for (int i = 0; l && i < nl; i++)
+        if (ts_sched_rv_loop(s, loops[i]) == l) at[k] = i;
+      if (at[k] < 0) return TS_ESCHEDULE;
+      ext[k] = rv_extent(s, loops[at[k]]);
+    }
+  }
   for (int i = 0; i < nl; i++) {
     const ts_stmt *l = ts_sched_rv_loop(s, loops[i]);
     if (i != at[0] && i != at[1] && i != at[2] &&

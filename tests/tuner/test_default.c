@@ -722,6 +722,12 @@ static void test_tensorized(void **state) {
       {NULL, "avx512_vnni_16x16", "factors=[None, 8]", "avx2_madd_u8_8x8"},
       {"matmul M=32 N=64 K=32 dtype=bfloat16", "avx512_bf16_16x2",
        "factors=[None, 8]", NULL},
+      /* columns and K no VNNI tile divides (40 = 32 + 8, 68 = 64 + 4):
+       * partitioned off; AVX2's 8 x 2 pairs divide both */
+      {"matmul M=12 N=40 K=68 dtype=int8", "avx512_vnni_s8_16x16", "partition(",
+       "avx2_madd_s8_8x2"},
+      {"matmul M=16 N=40 K=34 dtype=bfloat16", "avx512_bf16_16x2", "partition(",
+       NULL},
   };
   ts_target *vnni = NULL, *avx2 = NULL;
   ts_error err;
