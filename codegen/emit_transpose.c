@@ -200,13 +200,20 @@ static LLVMValueRef vec_ptr(emitter *e, ts_buffer *b, LLVMValueRef base,
                                &index, 1, "");
 }
 
+/* The lanes of the vector store that statement i of seq is (its first
+ * statement *first), 0 when it is not one a run can start with. */
+static int run_lanes(emitter *e, ts_stmt *seq, int i, ts_stmt **first) {
+  *first = ts_seq_item(seq, i);
+  if (e->mask || ts_stmt_kind_of(*first) != TS_STMT_STORE ||
+      ts_store_n_indices(*first) != 1)
+    return 0;
+  return ts_expr_dtype(ts_store_index(*first, 0)).lanes;
+}
+
 int emit_transpose_run(emitter *e, ts_stmt *seq, int i) {
   int n = ts_seq_n(seq);
-  ts_stmt *first = ts_seq_item(seq, i);
-  if (e->mask || ts_stmt_kind_of(first) != TS_STMT_STORE ||
-      ts_store_n_indices(first) != 1)
-    return 0;
-  int L = ts_expr_dtype(ts_store_index(first, 0)).lanes;
+  ts_stmt *first;
+  int L = run_lanes(e, seq, i, &first);
   if (L < 2 || L > 64 || (L & (L - 1)) || i + L > n) return 0;
   access d0, s0;
   if (!copy_stmt(first, L, &d0, &s0) || d0.buf == s0.buf ||
@@ -271,11 +278,8 @@ int emit_transpose_run(emitter *e, ts_stmt *seq, int i) {
 
 int emit_interleave_run(emitter *e, ts_stmt *seq, int i) {
   int n = ts_seq_n(seq);
-  ts_stmt *first = ts_seq_item(seq, i);
-  if (e->mask || ts_stmt_kind_of(first) != TS_STMT_STORE ||
-      ts_store_n_indices(first) != 1)
-    return 0;
-  int L = ts_expr_dtype(ts_store_index(first, 0)).lanes;
+  ts_stmt *first;
+  int L = run_lanes(e, seq, i, &first);
   access d0, s0;
   if (L < 2 || !copy_stmt(first, L, &d0, &s0) || d0.buf == s0.buf ||
       !same_type(ts_buffer_dtype(d0.buf), ts_buffer_dtype(s0.buf)) ||

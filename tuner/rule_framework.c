@@ -233,7 +233,8 @@ int read_dim_of_loop(const ts_stmt *r, const ts_buffer *buffer,
  * type (one read, one write, a plain store, no init), with its loops
  * (at least 2) in loops/nl; NULL otherwise. */
 static const ts_stmt *copy_block(ts_sched *s, const char *name, ts_rv *loops,
-                                 int *nl) {
+                                 int *nl, const ts_region **wr,
+                                 const ts_region **rr) {
   ts_rv b;
   if (ts_sched_get_block(s, name, &b) ||
       ts_sched_get_loops(s, b, loops, MAX_LOOPS, nl) || *nl < 2)
@@ -250,16 +251,17 @@ static const ts_stmt *copy_block(ts_sched *s, const char *name, ts_rv *loops,
   if (w->buffer == rd->buffer || dt.code != st.code || dt.bits != st.bits ||
       dt.code == TS_DT_BOOL)
     return NULL;
+  *wr = w;
+  *rr = rd;
   return r;
 }
 
 bool tile_transpose(ts_sched *s, const char *name, int max_lanes) {
   ts_rv loops[MAX_LOOPS];
   int nl = 0;
-  const ts_stmt *r = copy_block(s, name, loops, &nl);
+  const ts_region *w, *rd;
+  const ts_stmt *r = copy_block(s, name, loops, &nl, &w, &rd);
   if (!r) return false;
-  const ts_block *blk = ts_realize_block(r);
-  const ts_region *w = ts_block_write(blk, 0), *rd = ts_block_read(blk, 0);
   if (w->ndim < 2 || rd->ndim < 2) return false;
   /* the innermost loop: along the last dimension of one side only */
   const ts_stmt *li = ts_sched_rv_loop(s, loops[nl - 1]);
@@ -340,10 +342,9 @@ bool tile_interleave(ts_sched *s, const char *name, int64_t group_bytes,
                      int64_t max_lanes) {
   ts_rv loops[MAX_LOOPS];
   int nl = 0;
-  const ts_stmt *r = copy_block(s, name, loops, &nl);
+  const ts_region *w, *rd;
+  const ts_stmt *r = copy_block(s, name, loops, &nl, &w, &rd);
   if (!r) return false;
-  const ts_block *blk = ts_realize_block(r);
-  const ts_region *w = ts_block_write(blk, 0), *rd = ts_block_read(blk, 0);
   ts_dtype dt = ts_buffer_dtype(w->buffer);
   const ts_stmt *lj = ts_sched_rv_loop(s, loops[nl - 1]),
                 *lk = ts_sched_rv_loop(s, loops[nl - 2]);
