@@ -62,7 +62,8 @@ static const char bench_usage[] =
     "                     before the next side is timed\n"
     "  --cold             then time every side as a model's layer runs:\n"
     "                     one call, its weights evicted from the caches\n"
-    "                     first (3 x --repeat rounds; oneDNN: conv2d_nhwc)\n"
+    "                     first (3 x --repeat rounds; oneDNN: conv2d_nhwc;\n"
+    "                     --tir: the inputs after the first evicted)\n"
     "  --check-runs N     runs of the kernel whose outputs are each checked\n"
     "                     against the reference (4): a race between the\n"
     "                     threads shows in some runs, not in every one\n"
@@ -994,7 +995,5 @@ int cmd_bench(int argc, char **argv) {
     return cli_usage_error("bench", "give exactly one of --workload or --tir");
   if ((cfg.trace != NULL) + (cfg.db != NULL) + cfg.default_sched > 1)
     return cli_usage_error("bench", "give one of --trace, --db, --default");
-  if (cfg.cold && cfg.tir)
-    return cli_usage_error("bench", "--cold goes with --workload");
   return run_bench(&cfg);
 }

@@ -173,6 +173,13 @@ int ts_target_max_registers_per_thread(const ts_target *t);
  * at run time; otherwise it is an ordinary store. Other families and the
  * interpreter ignore it: it changes no value. */
 #define TS_ANN_NONTEMPORAL "pragma_nontemporal"
+/* On a loop Y, non-zero: each load of an input parameter below it whose
+ * region changes with Y gets a software prefetch of the region it reads
+ * next, spread over the iterations that read the current one (lowering
+ * step TS_LOWER_STEP_PREFETCH, codegen/prefetch.c says how). Families
+ * without the intrinsic `tessera.prefetch` (GPU) and the interpreter ignore
+ * it: it changes no value. */
+#define TS_ANN_PREFETCH "pragma_prefetch"
 
 /* The steps of ts_lower, in the order it runs them. */
 typedef enum ts_lower_step {
@@ -181,6 +188,7 @@ typedef enum ts_lower_step {
   TS_LOWER_STEP_RANGE_SIMPLIFY,   /* ts_lower_simplify: fused indices become
                                      the linear forms compaction reads */
   TS_LOWER_STEP_COMPACT,          /* ts_lower_compact */
+  TS_LOWER_STEP_PREFETCH,         /* software prefetches (prefetch.c) */
   TS_LOWER_STEP_PARTITION,        /* loop partitioning (partition.c) */
   TS_LOWER_STEP_UNROLL,           /* ts_lower_unroll (max_unroll) */
   TS_LOWER_STEP_FLATTEN,          /* ts_lower_flatten */

@@ -118,7 +118,16 @@ static LLVMValueRef mma(emitter *e, ts_expr *x, LLVMValueRef *a) {
   return NULL;
 }
 
+/* tessera.prefetch (TS_ANN_PREFETCH): a hint the GPU code ignores. */
+static LLVMValueRef no_prefetch(emitter *e, ts_expr *x, LLVMValueRef *a) {
+  (void)e;
+  (void)x;
+  (void)a;
+  return NULL;
+}
+
 const emit_intrinsic emit_nvptx_intrinsics[] = {
+    {"tessera.prefetch", 1, no_prefetch},
     {"tessera.cuda.syncthreads", -1, syncthreads},
     {"tessera.cuda.shfl_down", -1, shfl_down},
     {"tessera.mma_m16n8k16", 6, mma},

@@ -74,6 +74,8 @@ int lower_sync(ts_func *f, ts_error *err);
  * into a copy without the condition (taken where it holds throughout) and
  * a tail copy that keeps it. No-op on functions with thread-bound loops. */
 int ts_lower_partition(ts_func *f, ts_error *err);
+/* The prefetches of loops annotated TS_ANN_PREFETCH (prefetch.c). */
+int ts_lower_prefetch(ts_func *f, ts_error *err);
 
 /* requires: a flat, vectorized program | maintains: semantics | breaks: —
  * register promotion (codegen/promote.c): in each serial loop, the places

@@ -1424,6 +1424,7 @@ static int check(ts_func *f, const ts_lower_options *o, const char *pass,
 static const char *const step_names[TS_LOWER_N_STEPS] = {
     [TS_LOWER_STEP_BLOCKS] = "lower_blocks",
     [TS_LOWER_STEP_COMPACT] = "compact",
+    [TS_LOWER_STEP_PREFETCH] = "prefetch",
     [TS_LOWER_STEP_PARTITION] = "partition",
     [TS_LOWER_STEP_UNROLL] = "unroll",
     [TS_LOWER_STEP_FLATTEN] = "flatten",
@@ -1445,6 +1446,7 @@ static int run_step(ts_func *f, ts_lower_step step, const ts_lower_options *o,
   case TS_LOWER_STEP_VECTOR_SIMPLIFY:
   case TS_LOWER_STEP_PROMOTE_SIMPLIFY: return ts_lower_simplify(f, err);
   case TS_LOWER_STEP_COMPACT: return ts_lower_compact(f, err);
+  case TS_LOWER_STEP_PREFETCH: return ts_lower_prefetch(f, err);
   case TS_LOWER_STEP_PARTITION: return ts_lower_partition(f, err);
   case TS_LOWER_STEP_UNROLL: return ts_lower_unroll(f, o->max_unroll, err);
   case TS_LOWER_STEP_FLATTEN: return ts_lower_flatten(f, err);

@@ -929,6 +929,7 @@ static ts_func *lower_for_features(const ts_func *in, ts_error *err) {
   o.last = TS_LOWER_STEP_VECTORIZE;
   o.skip = TS_LOWER_SKIP(TS_LOWER_STEP_RANGE_SIMPLIFY) |
            TS_LOWER_SKIP(TS_LOWER_STEP_COMPACT) |
+           TS_LOWER_SKIP(TS_LOWER_STEP_PREFETCH) |
            TS_LOWER_SKIP(TS_LOWER_STEP_PARTITION) |
            TS_LOWER_SKIP(TS_LOWER_STEP_UNROLL);
   return ts_lower(in, &o, err);

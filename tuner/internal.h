@@ -18,6 +18,7 @@
 #define ANN_VECTORIZE "tuner.vectorize" /* root: max vectorize lanes */
 #define ANN_UNROLL "tuner.unroll"       /* root: auto-unroll max step */
 #define ANN_STREAM "tuner.stream"       /* root: non-temporal output stores */
+#define ANN_PREFETCH "tuner.prefetch"   /* root: software prefetches */
 /* Outputs of at least this many bytes in all get the non-temporal store
  * decision (rule_parallel_vectorize_unroll): below it the output stays in
  * the caches between calls and bypassing them only loses. */
@@ -29,6 +30,16 @@ int64_t output_bytes(const ts_func *f);
  * rewrite_parallel_vectorize_unroll does for a sampled tuner.stream).
  * Returns the loops annotated. */
 int stream_outputs(ts_sched *s);
+/* Inputs of at least this many bytes (one of them) get the prefetch
+ * decision (rule_parallel_vectorize_unroll) and a second default
+ * candidate with prefetches: what fits in L2 is not worth it. */
+#define PREFETCH_MIN_BYTES ((int64_t)1 << 20)
+/* The bytes of f's largest input (rules_cpu.c). */
+int64_t largest_input_bytes(const ts_func *f);
+/* Annotates TS_ANN_PREFETCH on the outer loop of each top-level nest of s
+ * (postproc.c, as rewrite_parallel_vectorize_unroll does for a sampled
+ * tuner.prefetch). Returns the loops annotated. */
+int prefetch_inputs(ts_sched *s);
 #define ANN_TENSORIZE "tuner.tensorize" /* block: intrinsic name */
 #define ANN_TENSORIZE_LOOPS                                                    \
   "tuner.tensorize_loops"                       /* block: inner loops          \

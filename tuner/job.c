@@ -597,11 +597,14 @@ static ts_measure_config round_config(const job *j, const job_task *t) {
  * with its outputs written past the caches (stream_outputs; NULL when no
  * nest qualifies): for outputs of STREAM_MIN_BYTES or more on a CPU the
  * two are measured side by side, since which is faster depends on the
- * caches of the machine. */
-static cand *default_cand(job *j, job_task *t, bool stream) {
+ * caches of the machine. With `prefetch`, the same schedule with the
+ * regions its loops read next prefetched (prefetch_inputs), for inputs of
+ * PREFETCH_MIN_BYTES or more, measured beside it likewise. */
+static cand *default_cand(job *j, job_task *t, bool stream, bool prefetch) {
   ts_sched *s = NULL;
   if (ts_default_schedule(t->search.func, j->target, &s, NULL)) return NULL;
-  if (stream && stream_outputs(s) == 0) {
+  if ((stream && stream_outputs(s) == 0) ||
+      (prefetch && prefetch_inputs(s) == 0)) {
     ts_sched_destroy(s);
     return NULL;
   }
@@ -648,10 +651,14 @@ static int run_round(job *j, int ti) {
    * default schedule, which ignores them, is not offered */
   if (!t->default_offered && j->o->space.n_custom_rules == 0) {
     t->default_offered = true;
-    if ((v[0] = default_cand(j, t, false))) n0 = 1;
-    if (n0 < want && !ts_target_facts_of(j->target)->is_gpu &&
-        output_bytes(t->search.func) >= STREAM_MIN_BYTES &&
-        (v[n0] = default_cand(j, t, true)))
+    bool cpu = !ts_target_facts_of(j->target)->is_gpu;
+    if ((v[0] = default_cand(j, t, false, false))) n0 = 1;
+    if (n0 < want && cpu && output_bytes(t->search.func) >= STREAM_MIN_BYTES &&
+        (v[n0] = default_cand(j, t, true, false)))
+      n0++;
+    if (n0 < want && cpu &&
+        largest_input_bytes(t->search.func) >= PREFETCH_MIN_BYTES &&
+        (v[n0] = default_cand(j, t, false, true)))
       n0++;
   }
   int n =

@@ -380,9 +380,12 @@ static char (*nest_leaves(const ts_func *f, bool outputs_once,
   return leaf;
 }
 
-int stream_outputs(ts_sched *s) {
+/* Annotates `ann` on the outer loop of each top-level nest of s (with
+ * `writers`, of each nest that writes f's outputs from spatial blocks
+ * only); returns the loops annotated. */
+static int annotate_nests(ts_sched *s, bool writers, ts_annotation ann) {
   int n_top = 0;
-  char(*leaf)[128] = nest_leaves(ts_sched_func(s), true, &n_top);
+  char(*leaf)[128] = nest_leaves(ts_sched_func(s), writers, &n_top);
   if (!leaf) return 0;
   int n = 0;
   for (int i = 0; i < n_top; i++) {
@@ -391,10 +394,18 @@ int stream_outputs(ts_sched *s) {
     if (!leaf[i][0] || ts_sched_get_block(s, leaf[i], &b) ||
         ts_sched_get_loops(s, b, loops, MAX_LOOPS, &nl) || nl == 0)
       continue;
-    if (!ts_sched_annotate(s, loops[0], ts_ann_int(TS_ANN_NONTEMPORAL, 1))) n++;
+    if (!ts_sched_annotate(s, loops[0], ann)) n++;
   }
   free(leaf);
   return n;
+}
+
+int stream_outputs(ts_sched *s) {
+  return annotate_nests(s, true, ts_ann_int(TS_ANN_NONTEMPORAL, 1));
+}
+
+int prefetch_inputs(ts_sched *s) {
+  return annotate_nests(s, false, ts_ann_int(TS_ANN_PREFETCH, 1));
 }
 
 static int rewrite_pvu(ts_sched *s, bool parallel_vectorize, ts_error *err) {
@@ -408,15 +419,17 @@ static int rewrite_pvu(ts_sched *s, bool parallel_vectorize, ts_error *err) {
   int64_t vec = annotation_int(rb, ANN_VECTORIZE, 0);
   int64_t unroll = annotation_int(rb, ANN_UNROLL, 0);
   int64_t stream = annotation_int(rb, ANN_STREAM, 0);
+  int64_t prefetch = annotation_int(rb, ANN_PREFETCH, 0);
   ts_rv root_rv;
   if (ts_sched_get_block(s, root, &root_rv))
     return fail(err, s, TS_POSTPROC_REWRITE_PARALLEL_VECTORIZE_UNROLL, root);
-  const char *keys[4] = {ANN_PARALLEL, ANN_VECTORIZE, ANN_UNROLL, ANN_STREAM};
-  for (int i = 0; i < 4; i++)
+  const char *keys[5] = {ANN_PARALLEL, ANN_VECTORIZE, ANN_UNROLL, ANN_STREAM,
+                         ANN_PREFETCH};
+  for (int i = 0; i < 5; i++)
     if (ts_block_find_annotation(rb, keys[i]) &&
         ts_sched_unannotate(s, root_rv, keys[i]))
       return fail(err, s, TS_POSTPROC_REWRITE_PARALLEL_VECTORIZE_UNROLL, root);
-  if (!par && !vec && !unroll && !stream) return TS_OK;
+  if (!par && !vec && !unroll && !stream && !prefetch) return TS_OK;
 
   /* the top-level loop nests: for each, the first leaf block names it */
   int nn = 0;
@@ -481,6 +494,8 @@ static int rewrite_pvu(ts_sched *s, bool parallel_vectorize, ts_error *err) {
     }
     if (nt && ts_sched_rv_loop(s, outer))
       ts_sched_annotate(s, outer, ts_ann_int(TS_ANN_NONTEMPORAL, 1));
+    if (prefetch > 0 && ts_sched_rv_loop(s, outer))
+      ts_sched_annotate(s, outer, ts_ann_int(TS_ANN_PREFETCH, 1));
   }
   free(first_leaf);
   names_free(names, nn);

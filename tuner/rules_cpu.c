@@ -482,12 +482,24 @@ int64_t output_bytes(const ts_func *f) {
   return n;
 }
 
+int64_t largest_input_bytes(const ts_func *f) {
+  int64_t n = 0;
+  for (int i = 0; i < ts_func_n_params(f); i++)
+    if (!ts_func_param_is_output(f, i) &&
+        ts_buffer_bytes(ts_func_param(f, i)) > n)
+      n = ts_buffer_bytes(ts_func_param(f, i));
+  return n;
+}
+
 /* Annotates the root block with the parallel, vectorize and unroll plans
  * the postprocessor turns into loop kinds, and, for outputs of
  * STREAM_MIN_BYTES or more, whether their stores bypass the caches
  * (non-temporal: an output larger than the caches is written to memory
  * without first reading each line in; measured, not assumed, since an
- * output that stays in the caches only loses). */
+ * output that stays in the caches only loses), and, for an input of
+ * PREFETCH_MIN_BYTES or more, whether the regions its loops read next are
+ * prefetched (TS_ANN_PREFETCH: a weight panel read by many row tiles
+ * comes from memory at its first tile otherwise; measured too). */
 int rule_parallel_vectorize_unroll(const gen *g, gen_state *st) {
   ts_sched *s = st->s;
   const char *root = root_block_name(ts_sched_func(s));
@@ -513,6 +525,14 @@ int rule_parallel_vectorize_unroll(const gen *g, gen_state *st) {
     ts_rv stream;
     if ((rc = ts_sched_sample_categorical(s, on, op, 2, &stream)) ||
         (rc = ts_sched_annotate_rv(s, rb, ANN_STREAM, stream)))
+      return rc;
+  }
+  if (largest_input_bytes(ts_sched_func(s)) >= PREFETCH_MIN_BYTES) {
+    static const int64_t on[2] = {0, 1};
+    static const double op[2] = {0.5, 0.5};
+    ts_rv pf;
+    if ((rc = ts_sched_sample_categorical(s, on, op, 2, &pf)) ||
+        (rc = ts_sched_annotate_rv(s, rb, ANN_PREFETCH, pf)))
       return rc;
   }
   return TS_OK;

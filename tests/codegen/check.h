@@ -91,4 +91,33 @@ static inline int check_compiled(const ts_func *f, const ts_target *target,
   return check_compiled_on(f, target, threads, seed, true, err);
 }
 
+/* How many times needle occurs in text. */
+static inline int check_count(const char *text, const char *needle) {
+  int n = 0;
+  for (const char *p = strstr(text, needle); p; p = strstr(p + 1, needle)) n++;
+  return n;
+}
+
+/* The optimized LLVM IR of f for the host (malloc'd), or NULL with the
+ * error printed. */
+static inline char *check_llvm_ir(const ts_func *f) {
+  ts_error err;
+  ts_target *host = NULL;
+  if (ts_target_host(&host, &err)) {
+    printf("host: %s\n", err.msg);
+    return NULL;
+  }
+  ts_build_options o = ts_build_defaults();
+  o.keep_llvm_ir = true;
+  ts_build_result br = {0};
+  char *ir = NULL;
+  if (ts_build(f, host, &o, &br, &err))
+    printf("build: %s\n", err.msg);
+  else
+    ir = strdup(br.llvm_ir);
+  ts_build_result_clear(&br);
+  ts_target_free(host);
+  return ir;
+}
+
 #endif /* TESSERA_TESTS_CODEGEN_CHECK_H */

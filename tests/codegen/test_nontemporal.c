@@ -56,26 +56,9 @@ static ts_func *parse(const char *text) {
   return f;
 }
 
-static int count(const char *text, const char *needle) {
-  int n = 0;
-  for (const char *p = strstr(text, needle); p; p = strstr(p + 1, needle)) n++;
-  return n;
-}
-
-/* The optimized LLVM IR of f for the host. */
 static char *llvm_ir(const ts_func *f) {
-  ts_error err;
-  ts_target *host = NULL;
-  OK(ts_target_host(&host, &err));
-  ts_build_options o = ts_build_defaults();
-  o.keep_llvm_ir = true;
-  ts_build_result br = {0};
-  int rc = ts_build(f, host, &o, &br, &err);
-  if (rc) printf("build: %s\n", err.msg);
-  OK(rc);
-  char *ir = strdup(br.llvm_ir);
-  ts_build_result_clear(&br);
-  ts_target_free(host);
+  char *ir = check_llvm_ir(f);
+  assert_non_null(ir);
   return ir;
 }
 
@@ -93,10 +76,11 @@ static void test_parallel(void **state) {
   char *text = scale_text("parallel annotate {\"pragma_nontemporal\": 1}");
   ts_func *f = parse(text);
   char *ir = llvm_ir(f);
-  assert_true(count(ir, "!nontemporal") > 0);
-  assert_true(count(ir, "llvm.x86.sse.sfence") > 0);
+  assert_true(check_count(ir, "!nontemporal") > 0);
+  assert_true(check_count(ir, "llvm.x86.sse.sfence") > 0);
   /* the ordinary store for an unaligned row is there too */
-  assert_true(count(ir, "store <8 x float>") > count(ir, "!nontemporal"));
+  assert_true(check_count(ir, "store <8 x float>") >
+              check_count(ir, "!nontemporal"));
   free(ir);
   check_run(f, 1);
   check_run(f, 2);
@@ -110,8 +94,8 @@ static void test_serial(void **state) {
   char *text = scale_text("annotate {\"pragma_nontemporal\": 1}");
   ts_func *f = parse(text);
   char *ir = llvm_ir(f);
-  assert_true(count(ir, "!nontemporal") > 0);
-  assert_true(count(ir, "llvm.x86.sse.sfence") > 0);
+  assert_true(check_count(ir, "!nontemporal") > 0);
+  assert_true(check_count(ir, "llvm.x86.sse.sfence") > 0);
   free(ir);
   check_run(f, 1);
   ts_func_free(f);
@@ -127,8 +111,8 @@ static void test_off(void **state) {
     char *text = scale_text(loops[k]);
     ts_func *f = parse(text);
     char *ir = llvm_ir(f);
-    assert_int_equal(count(ir, "!nontemporal"), 0);
-    assert_int_equal(count(ir, "sfence"), 0);
+    assert_int_equal(check_count(ir, "!nontemporal"), 0);
+    assert_int_equal(check_count(ir, "sfence"), 0);
     free(ir);
     check_run(f, 2);
     ts_func_free(f);
@@ -164,7 +148,7 @@ static void test_local_buffer(void **state) {
       "}\n";
   ts_func *f = parse(text);
   char *ir = llvm_ir(f);
-  assert_int_equal(count(ir, "!nontemporal"), 0);
+  assert_int_equal(check_count(ir, "!nontemporal"), 0);
   free(ir);
   check_run(f, 1);
   ts_func_free(f);
