@@ -1274,6 +1274,9 @@ int default_schedule_cpu(const ts_func *f, const ts_target *t, ts_sched **out,
     int rc = ts_sched_create(f, 0, &s, err);
     if (rc) return rc; /* the function itself is refused */
     if (schedule_cpu(s, t, level) == TS_OK && lowers(s)) {
+      /* the next weight panels fetched while the current ones are read
+       * (a no-op where no nest streams such panels) */
+      if (largest_input_bytes(f) >= PREFETCH_MIN_BYTES) prefetch_inputs(s, 1);
       *out = s;
       return TS_OK;
     }

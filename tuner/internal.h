@@ -31,15 +31,16 @@ int64_t output_bytes(const ts_func *f);
  * Returns the loops annotated. */
 int stream_outputs(ts_sched *s);
 /* Inputs of at least this many bytes (one of them) get the prefetch
- * decision (rule_parallel_vectorize_unroll) and a second default
- * candidate with prefetches: what fits in L2 is not worth it. */
+ * decision (rule_parallel_vectorize_unroll), prefetches in the default
+ * schedule (CPU) and a default candidate without them beside it: what
+ * fits in L2 is not worth it. */
 #define PREFETCH_MIN_BYTES ((int64_t)1 << 20)
 /* The bytes of f's largest input (rules_cpu.c). */
 int64_t largest_input_bytes(const ts_func *f);
-/* Annotates TS_ANN_PREFETCH on the outer loop of each top-level nest of s
- * (postproc.c, as rewrite_parallel_vectorize_unroll does for a sampled
- * tuner.prefetch). Returns the loops annotated. */
-int prefetch_inputs(ts_sched *s);
+/* Annotates TS_ANN_PREFETCH = on (1, or 0: off) on the outer loop of each
+ * top-level nest of s (postproc.c, as rewrite_parallel_vectorize_unroll
+ * does for a sampled tuner.prefetch). Returns the loops annotated. */
+int prefetch_inputs(ts_sched *s, int on);
 #define ANN_TENSORIZE "tuner.tensorize" /* block: intrinsic name */
 #define ANN_TENSORIZE_LOOPS                                                    \
   "tuner.tensorize_loops"                       /* block: inner loops          \

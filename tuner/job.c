@@ -597,14 +597,14 @@ static ts_measure_config round_config(const job *j, const job_task *t) {
  * with its outputs written past the caches (stream_outputs; NULL when no
  * nest qualifies): for outputs of STREAM_MIN_BYTES or more on a CPU the
  * two are measured side by side, since which is faster depends on the
- * caches of the machine. With `prefetch`, the same schedule with the
- * regions its loops read next prefetched (prefetch_inputs), for inputs of
- * PREFETCH_MIN_BYTES or more, measured beside it likewise. */
-static cand *default_cand(job *j, job_task *t, bool stream, bool prefetch) {
+ * caches of the machine. With `no_prefetch`, the same schedule without the
+ * prefetches it has for inputs of PREFETCH_MIN_BYTES or more
+ * (prefetch_inputs), measured beside it likewise. */
+static cand *default_cand(job *j, job_task *t, bool stream, bool no_prefetch) {
   ts_sched *s = NULL;
   if (ts_default_schedule(t->search.func, j->target, &s, NULL)) return NULL;
   if ((stream && stream_outputs(s) == 0) ||
-      (prefetch && prefetch_inputs(s) == 0)) {
+      (no_prefetch && prefetch_inputs(s, 0) == 0)) {
     ts_sched_destroy(s);
     return NULL;
   }

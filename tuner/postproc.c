@@ -404,8 +404,8 @@ int stream_outputs(ts_sched *s) {
   return annotate_nests(s, true, ts_ann_int(TS_ANN_NONTEMPORAL, 1));
 }
 
-int prefetch_inputs(ts_sched *s) {
-  return annotate_nests(s, false, ts_ann_int(TS_ANN_PREFETCH, 1));
+int prefetch_inputs(ts_sched *s, int on) {
+  return annotate_nests(s, false, ts_ann_int(TS_ANN_PREFETCH, on));
 }
 
 static int rewrite_pvu(ts_sched *s, bool parallel_vectorize, ts_error *err) {
