@@ -48,7 +48,7 @@
 #define PF_MAX_ITEMS 64
 #define PF_MIN_BYTES 4096 /* smaller regions: nothing to gain */
 #define PF_LINE 64
-#define PF_MAX_PERIOD 65536 /* iterations of Y scanned for the period */
+#define PF_MAX_PERIOD 4096 /* iterations of Y scanned for the period */
 
 typedef struct pf_loop {
   ts_stmt *s;
@@ -98,6 +98,14 @@ static bool eval_at(pf_ctx *c, ts_expr *e, int64_t yv, bool last, int64_t *v) {
   return r && ts_expr_is_const_int(r, v);
 }
 
+/* Whether e mentions var v. */
+static bool uses(const ts_expr *e, const ts_expr *v) {
+  if (e == v) return true;
+  for (int i = 0; i < ts_expr_n_operands(e); i++)
+    if (uses(ts_expr_operand(e, i), v)) return true;
+  return false;
+}
+
 /* The indices of load e at y = yv, the inner loops at their first (or
  * last) iteration. */
 static bool indices_at(pf_ctx *c, ts_expr *e, int64_t yv, bool last,
@@ -113,7 +121,8 @@ static void plan_load(pf_ctx *c, ts_expr *e, int xi) {
   ts_buffer *b = ts_expr_buffer(e);
   int n = ts_expr_n_operands(e);
   if (n < 1 || n > TS_MAX_DIMS || ts_buffer_strides(b) ||
-      ts_expr_dtype(e).lanes != 1)
+      ts_expr_dtype(e).lanes != 1 || ts_buffer_bytes(b) < PF_MIN_BYTES ||
+      !uses(e, c->y.var))
     return;
   int64_t lo[TS_MAX_DIMS], hi[TS_MAX_DIMS], nx[TS_MAX_DIMS];
   if (!indices_at(c, e, 0, false, lo) || !indices_at(c, e, 0, true, hi)) return;
