@@ -91,6 +91,25 @@ static inline int check_compiled(const ts_func *f, const ts_target *target,
   return check_compiled_on(f, target, threads, seed, true, err);
 }
 
+/* The function of TIR text (NULL with the error printed). */
+static inline ts_func *check_parse(const char *text, const char *file) {
+  ts_func *f = NULL;
+  ts_error err;
+  if (ts_func_parse(text, strlen(text), file, &f, &err)) {
+    printf("parse: %s\n", err.msg);
+    return NULL;
+  }
+  return f;
+}
+
+/* check_compiled_on on this machine for the host, the mismatch printed. */
+static inline int check_host_run(const ts_func *f, int threads, uint64_t seed) {
+  ts_error err;
+  int rc = check_compiled_ref(f, f, NULL, threads, seed, true, &err);
+  if (rc) printf("mismatch: %s\n", err.msg);
+  return rc;
+}
+
 /* How many times needle occurs in text. */
 static inline int check_count(const char *text, const char *needle) {
   int n = 0;

@@ -48,11 +48,8 @@ static char *scale_text(const char *loop) {
 }
 
 static ts_func *parse(const char *text) {
-  ts_func *f = NULL;
-  ts_error err;
-  int rc = ts_func_parse(text, strlen(text), "nt.tir", &f, &err);
-  if (rc) printf("parse: %s\n", err.msg);
-  OK(rc);
+  ts_func *f = check_parse(text, "nt.tir");
+  assert_non_null(f);
   return f;
 }
 
@@ -63,10 +60,7 @@ static char *llvm_ir(const ts_func *f) {
 }
 
 static void check_run(const ts_func *f, int threads) {
-  ts_error err;
-  int rc = check_compiled_ref(f, f, NULL, threads, 11, true, &err);
-  if (rc) printf("mismatch: %s\n", err.msg);
-  OK(rc);
+  OK(check_host_run(f, threads, 11));
 }
 
 /* A parallel row loop: non-temporal stores, a fence in the outlined

@@ -62,11 +62,8 @@ static char *packed(const char *loop) {
 }
 
 static ts_func *parse(const char *text) {
-  ts_func *f = NULL;
-  ts_error err;
-  int rc = ts_func_parse(text, strlen(text), "pf.tir", &f, &err);
-  if (rc) printf("parse: %s\n", err.msg);
-  OK(rc);
+  ts_func *f = check_parse(text, "pf.tir");
+  assert_non_null(f);
   return f;
 }
 
@@ -87,10 +84,7 @@ static char *llvm_ir(const ts_func *f) {
 }
 
 static void check_run(const ts_func *f, int threads) {
-  ts_error err;
-  int rc = check_compiled_ref(f, f, NULL, threads, 7, true, &err);
-  if (rc) printf("mismatch: %s\n", err.msg);
-  OK(rc);
+  OK(check_host_run(f, threads, 7));
 }
 
 /* The packed panels: W's next panel is prefetched, A's next rows are not.
