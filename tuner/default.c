@@ -126,6 +126,18 @@ static int64_t lane_tile(int64_t n, int lanes) {
   return best;
 }
 
+/* The share of the computed lanes that are real columns: a tile of c
+ * columns that divides the axis (vector_ops instructions per row), or a
+ * ceil split of n into tiles of c whole vectors (the last tile's lanes
+ * past n computed and dropped). */
+static double divisor_fill(int64_t c, int lanes) {
+  return (double)c / (double)(vector_ops(c, lanes) * lanes);
+}
+
+static double ceil_fill(int64_t n, int64_t c) {
+  return (double)n / (double)(((n + c - 1) / c) * c);
+}
+
 /* The largest divisor of n that is at most cap (>= 1). */
 static int64_t divisor_upto(int64_t n, int64_t cap) {
   for (int64_t d = cap < n ? cap : n; d > 1; d--)
@@ -841,12 +853,18 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
     cols = vector_tile(er, ev, lanes, regs, &nrows, !rows_load);
     if (rows == 0 && !rows_load)
       cols = product_tile(er, ev, lanes, regs, &nrows);
-  } else if (cols < lanes && ev >= 2 * lanes) {
+  } else if (ev >= 2 * lanes &&
+             (cols < lanes ||
+              ceil_fill(ev, ev >= 4 * lanes ? 2 * lanes : lanes) >
+                  1.08 * divisor_fill(cols, lanes))) {
     ragged = true;
     /* No tile that divides the extent fills even one vector (a prime
-     * width: 191, 389): a ceil split with a guard, one or two vectors
-     * wide; the code generator partitions the loop, so every tile but the
-     * last runs unguarded. */
+     * width: 191, 389), or the best divisor leaves a part-empty vector in
+     * every tile (20 of 180 on 8 lanes: 16 + 4, 83 % of the lanes
+     * computed; 40 of 1000 on 16: 32 + 8): a ceil split with a guard,
+     * one or two whole vectors wide (180 = 11 x 16 + 4: 94 %); the code
+     * generator partitions the loop, so every tile but the last runs
+     * unguarded. */
     cols = ev >= 4 * lanes ? 2 * lanes : lanes;
     nvec = cols / lanes;
     nrows = divisor_upto(er, rows_cap(regs, nvec));
