@@ -138,6 +138,10 @@ static double ceil_fill(int64_t n, int64_t c) {
   return (double)n / (double)(((n + c - 1) / c) * c);
 }
 
+/* How much better a ceil split must fill its lanes than the best divisor
+ * tile to be taken (it pays a local accumulator and a guarded last tile). */
+#define WHOLE_VECTOR_GAIN 1.08
+
 /* The largest divisor of n that is at most cap (>= 1). */
 static int64_t divisor_upto(int64_t n, int64_t cap) {
   for (int64_t d = cap < n ? cap : n; d > 1; d--)
@@ -844,6 +848,8 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
                  : ev % lanes == 0     ? lanes
                                        : lane_tile(ev, lanes);
   int64_t nvec = vector_ops(cols, lanes);
+  /* the ceil split's tile: one or two whole vectors */
+  int64_t whole_cols = ev >= 4 * lanes ? 2 * lanes : lanes;
   bool ragged = false; /* ceil splits: the tiles accumulate in a local */
   int64_t er = rows >= 0 ? loop_extent(s, loops[rows]) : 1;
   int64_t nrows = 1;
@@ -855,8 +861,8 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
       cols = product_tile(er, ev, lanes, regs, &nrows);
   } else if (ev >= 2 * lanes &&
              (cols < lanes ||
-              ceil_fill(ev, ev >= 4 * lanes ? 2 * lanes : lanes) >
-                  1.08 * divisor_fill(cols, lanes))) {
+              ceil_fill(ev, whole_cols) >
+                  WHOLE_VECTOR_GAIN * divisor_fill(cols, lanes))) {
     ragged = true;
     /* No tile that divides the extent fills even one vector (a prime
      * width: 191, 389), or the best divisor leaves a part-empty vector in
@@ -865,7 +871,7 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
      * one or two whole vectors wide (180 = 11 x 16 + 4: 94 %); the code
      * generator partitions the loop, so every tile but the last runs
      * unguarded. */
-    cols = ev >= 4 * lanes ? 2 * lanes : lanes;
+    cols = whole_cols;
     nvec = cols / lanes;
     nrows = divisor_upto(er, rows_cap(regs, nvec));
   } else {
