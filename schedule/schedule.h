@@ -218,7 +218,15 @@ int ts_sched_storage_align(ts_sched *s, ts_rv block, const char *buffer,
 int ts_sched_transform_layout(ts_sched *s, ts_rv block, const char *buffer,
                               const char *index_map);
 
-/* --- reductions (schedule/reduction.c) --- */
+/* --- reductions (schedule/reduction.c, shift.c) --- */
+/* Rewrites the signed int8 operand `buffer` of a sum block C = C +
+ * int32(A) * int32(B) (int32 C, zero init, 8-bit B) as uint8 A + 128: a
+ * block `A_u8` writes the shifted copy, a block `B_sum` sums B over the
+ * block's reduce iters, and the init becomes C = -128 * B_sum (exact in
+ * int32). out (NULL or room for two) receives the new blocks: A_u8, then
+ * B_sum. */
+int ts_sched_shift_int8(ts_sched *s, ts_rv block, const char *buffer,
+                        ts_rv *out);
 /* Splits a reduction block's init into a new block `NAME_init` placed
  * before `loop` (an ancestor of the block), under copies of the spatial
  * loops between. out receives the init block. */

@@ -773,6 +773,13 @@ int ts_sched_transform_layout(ts_sched *s, ts_rv block, const char *buffer,
                  str_attrs(2, buffer, index_map), 2, NULL, 0);
 }
 
+int ts_sched_shift_int8(ts_sched *s, ts_rv block, const char *buffer,
+                        ts_rv *out) {
+  ts_rv dropped[2];
+  return run_rvs(s, TS_INSTR_SHIFT_INT8, &block, 1, str_attrs(1, buffer), 1,
+                 out ? out : dropped, 2);
+}
+
 int ts_sched_decompose_reduction(ts_sched *s, ts_rv block, ts_rv loop,
                                  ts_rv *out) {
   ts_rv rvs[2] = {block, loop};

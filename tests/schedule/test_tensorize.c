@@ -11,6 +11,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <cmocka.h>
 
@@ -212,6 +213,102 @@ static void test_vnni(void **state) {
   if (!ran) skip();
 }
 
+/* shift_int8: the signed product of an int8 dense rewritten as uint8 A +
+ * 128 with -128 * the sums of W as the init; the same values as the
+ * unscheduled function interpreted, then tensorized onto the uint8 x int8
+ * VNNI dot (no compensation in the call) and run. */
+static void test_shift_int8(void **state) {
+  (void)state;
+  char text[1024];
+  snprintf(text, sizeof text, "%s", dense_u8s8);
+  char *x = strstr(text, "X: uint8");
+  assert_non_null(x);
+  memcpy(x, "X:  int8", 8);
+  ts_sched *s = util_sched_text(text);
+  assert_non_null(s);
+  ts_rv b, l[3], j2[2], k2[2], init, p, blocks[2];
+  int n;
+  OK(ts_sched_get_block(s, "Y", &b));
+  /* refusals: an operand that is not int8, a buffer the block does not
+   * multiply, the accumulator */
+  assert_int_equal(ts_sched_shift_int8(s, b, "W_nope", blocks), TS_ESCHEDULE);
+  assert_non_null(strstr(ts_sched_errmsg(s), "multiplies no buffer 'W_nope'"));
+  OK(ts_sched_shift_int8(s, b, "X", blocks));
+  assert_string_equal(ts_sched_rv_block_name(s, blocks[0]), "X_u8");
+  assert_string_equal(ts_sched_rv_block_name(s, blocks[1]), "W_sum");
+  ts_error err;
+  int rc = util_check(ts_sched_func(s), ts_sched_original(s), 2, &err);
+  if (rc) fprintf(stderr, "check: %s\n", err.msg);
+  assert_int_equal(rc, TS_OK);
+  /* the init is the compensation now: shifting again is refused */
+  assert_int_equal(ts_sched_shift_int8(s, b, "X_u8", NULL), TS_ESCHEDULE);
+  assert_non_null(strstr(ts_sched_errmsg(s), "init of block 'Y' is not zero"));
+  OK(ts_sched_get_loops(s, b, l, 3, &n));
+  int64_t fj[2] = {TS_SPLIT_INFER, 16}, fk[2] = {TS_SPLIT_INFER, 4};
+  OK(ts_sched_split(s, l[1], fj, 2, j2));
+  OK(ts_sched_split(s, l[2], fk, 2, k2));
+  ts_rv order[5] = {l[0], j2[0], k2[0], j2[1], k2[1]};
+  OK(ts_sched_reorder(s, order, 5));
+  OK(ts_sched_decompose_reduction(s, b, k2[0], &init));
+  /* after the init is decomposed there is nothing to compensate in */
+  assert_int_equal(ts_sched_shift_int8(s, b, "W", NULL), TS_ESCHEDULE);
+  assert_non_null(strstr(ts_sched_errmsg(s), "before decompose_reduction"));
+  OK(ts_sched_cache_read(s, b, "W", "global", &p));
+  OK(ts_sched_transform_layout(s, p, "W_global",
+                               "(j, k) -> (floordiv(j, 16), floordiv(k, 4), "
+                               "floormod(j, 16), floormod(k, 4))"));
+  OK(ts_sched_tensorize(s, j2[1], "avx512_vnni_16x4"));
+  golden(s, "shift_int8");
+  bool ran = compile_and_run(s, "llvm -mcpu=cascadelake -num-cores=2",
+                             "avx512vnni", "vpdpbusd");
+  ts_sched_destroy(s);
+  if (!ran) skip();
+}
+
+/* shift_int8 on a batched product with a reduce iter B does not index:
+ * the sums count B's terms as often as the product repeats them. */
+static const char *const bmm_s8 =
+    "func f(A: int8[2, 5, 3, 6], B: int8[2, 6, 7], C: int32[2, 5, 7]) {\n"
+    "  block root() {\n"
+    "    for b in range(2) {\n"
+    "      for i in range(5) {\n"
+    "        for j in range(7) {\n"
+    "          for r in range(3) {\n"
+    "            for k in range(6) {\n"
+    "              block C(vb: spatial(2) = b, vi: spatial(5) = i, "
+    "vj: spatial(7) = j, vr: reduce(3) = r, vk: reduce(6) = k) {\n"
+    "                init {\n"
+    "                  C[vb, vi, vj] = int32(0)\n"
+    "                }\n"
+    "                C[vb, vi, vj] = C[vb, vi, vj] + cast(int32, B[vb, vk, "
+    "vj]) * cast(int32, A[vb, vi, vr, vk])\n"
+    "              }\n"
+    "            }\n"
+    "          }\n"
+    "        }\n"
+    "      }\n"
+    "    }\n"
+    "  }\n"
+    "}\n";
+
+static void test_shift_int8_batched(void **state) {
+  (void)state;
+  ts_sched *s = util_sched_text(bmm_s8);
+  assert_non_null(s);
+  ts_rv b;
+  OK(ts_sched_get_block(s, "C", &b));
+  OK(ts_sched_shift_int8(s, b, "A", NULL));
+  char *txt = util_print(s);
+  /* B's sums over b and j (the spatial iters B uses), summed over r and k */
+  assert_non_null(strstr(txt, "B_sum: int32[2, 7]"));
+  free(txt);
+  ts_error err;
+  int rc = util_check(ts_sched_func(s), ts_sched_original(s), 1, &err);
+  if (rc) fprintf(stderr, "check: %s\n", err.msg);
+  assert_int_equal(rc, TS_OK);
+  ts_sched_destroy(s);
+}
+
 static void test_bf16_dot(void **state) {
   (void)state;
   ts_sched *s = util_sched("matmul M=4 N=32 K=8 dtype=bfloat16");
@@ -321,9 +418,14 @@ static void test_mma(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_registry), cmocka_unit_test(test_vnni),
-      cmocka_unit_test(test_bf16_dot), cmocka_unit_test(test_amx_bf16),
-      cmocka_unit_test(test_amx_int8), cmocka_unit_test(test_mma),
+      cmocka_unit_test(test_registry),
+      cmocka_unit_test(test_vnni),
+      cmocka_unit_test(test_bf16_dot),
+      cmocka_unit_test(test_amx_bf16),
+      cmocka_unit_test(test_amx_int8),
+      cmocka_unit_test(test_mma),
+      cmocka_unit_test(test_shift_int8),
+      cmocka_unit_test(test_shift_int8_batched),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

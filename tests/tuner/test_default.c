@@ -697,7 +697,8 @@ static void test_short_product_rows(void **state) {
 
 /* A GEMM whose operand types a dot intrinsic of the target computes (int8
  * with AVX512-VNNI, or else with AVX2's multiply-add pairs; bf16 with
- * AVX512-BF16) is tensorized onto it, the most lanes and then the longest
+ * AVX512-BF16; a signed int8 A made unsigned by shift_int8 first on
+ * VNNI) is tensorized onto it, the most lanes and then the longest
  * K tile that divides K first, with a register tile of calls (on AVX-512
  * 8 rows x 2 column tiles: 16 accumulators) and B packed per column panel;
  * a target without the feature keeps the plain register tile. Scheduled
@@ -710,16 +711,16 @@ static void test_tensorized(void **state) {
     const char *intrin, *factors;
     const char *avx2; /* the intrinsic on AVX2, NULL: none */
   } cases[] = {
-      {"matmul M=64 N=64 K=64 dtype=int8", "avx512_vnni_s8_16x16",
+      {"matmul M=64 N=64 K=64 dtype=int8", "avx512_vnni_16x16",
        "factors=[None, 8]", "avx2_madd_s8_8x8"},
       /* K 20: the K = 4 form (K = 2 on AVX2); 3 column tiles: one per
        * register tile; 12 rows: 6 */
-      {"matmul M=12 N=48 K=20 dtype=int8", "avx512_vnni_s8_16x4",
+      {"matmul M=12 N=48 K=20 dtype=int8", "avx512_vnni_16x4",
        "factors=[None, 6]", "avx2_madd_s8_8x2"},
-      {"batch_matmul B=2 M=16 N=32 K=32 dtype=int8", "avx512_vnni_s8_16x16",
+      {"batch_matmul B=2 M=16 N=32 K=32 dtype=int8", "avx512_vnni_16x16",
        "factors=[None, 8]", "avx2_madd_s8_8x8"},
       /* the bias added per column panel */
-      {"dense M=16 N=64 K=64 dtype=int8", "avx512_vnni_s8_16x16",
+      {"dense M=16 N=64 K=64 dtype=int8", "avx512_vnni_16x16",
        "reverse_compute_at(", "avx2_madd_s8_8x8"},
       /* one column panel of 32: serial */
       {NULL, "avx512_vnni_16x16", "factors=[None, 8]", "avx2_madd_u8_8x8"},
@@ -727,7 +728,7 @@ static void test_tensorized(void **state) {
        "factors=[None, 8]", NULL},
       /* columns and K no VNNI tile divides (40 = 32 + 8, 68 = 64 + 4):
        * partitioned off; AVX2's 8 x 2 pairs divide both */
-      {"matmul M=12 N=40 K=68 dtype=int8", "avx512_vnni_s8_16x16", "partition(",
+      {"matmul M=12 N=40 K=68 dtype=int8", "avx512_vnni_16x16", "partition(",
        "avx2_madd_s8_8x2"},
       {"matmul M=16 N=40 K=34 dtype=bfloat16", "avx512_bf16_16x2", "partition(",
        NULL},
@@ -764,6 +765,12 @@ static void test_tensorized(void **state) {
         fail_msg("%s: no %s tensorized, unrolled, B packed per panel on "
                  "AVX2 in\n%s",
                  what, cases[i].avx2, trace);
+      /* signed int8 A made unsigned on VNNI (vpdpbusd's form), kept on
+       * AVX2 (whose pairs are exact for either sign) */
+      bool s8 = cases[i].spec && strstr(cases[i].spec, "dtype=int8");
+      if ((strstr(trace, "shift_int8(") != NULL) != (s8 && !k))
+        fail_msg("%s: shift_int8 %s on %s in\n%s", what,
+                 s8 && !k ? "missing" : "applied", k ? "AVX2" : "VNNI", trace);
       if (!k && (!strstr(trace, cases[i].intrin) ||
                  !strstr(trace, cases[i].factors) || !strstr(trace, "unroll") ||
                  !strstr(trace, "\ncompute_at(") ||

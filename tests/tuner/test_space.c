@@ -688,7 +688,7 @@ static void test_no_tensorize_without_match(void **state) {
       int n = 0;
       OK(ts_space_generate(w->func, targets[k], NULL, &s, &n, &err));
       /* int8 x int8 matmul matches the AMX int8 tile and the signed VNNI
-       * dot, never the unsigned-A VNNI dot */
+       * dot, and the unsigned-A VNNI dot only after shift_int8 */
       bool int8 = strstr(specs[i], "int8") != NULL;
       if (int8) {
         assert_int_equal(has_space(s, n, "amx_int8_16x16x64"),
@@ -697,8 +697,12 @@ static void test_no_tensorize_without_match(void **state) {
                          ts_target_has_feature(targets[k], "avx512vnni"));
         assert_int_equal(has_space(s, n, "avx512_vnni_s8_16x16"),
                          ts_target_has_feature(targets[k], "avx512vnni"));
-        assert_false(has_space(s, n, "avx512_vnni_16x4"));
-        assert_false(has_space(s, n, "avx512_vnni_16x16"));
+        bool vnni = ts_target_has_feature(targets[k], "avx512vnni");
+        assert_int_equal(has_space(s, n, "avx512_vnni_16x4"), vnni);
+        assert_int_equal(has_space(s, n, "avx512_vnni_16x16"), vnni);
+        for (int j = 0; j < n; j++)
+          if (!strncmp(s[j].intrin, "avx512_vnni_16x", 15))
+            assert_non_null(strstr(s[j].name, "shift_int8"));
       } else {
         assert_false(any_intrin(s, n));
       }
@@ -903,8 +907,9 @@ static void test_vnni_variant(void **state) {
 }
 
 /* A signed int8 matmul (both operands int8, as the operator library
- * builds it) gets the signed VNNI variants (K tiles of 4 and of 16), whose
- * samples compute the exact result (the bias of A compensated). */
+ * builds it) gets the signed VNNI variants (K tiles of 4 and of 16) and
+ * the unsigned-A ones after shift_int8, whose samples all compute the
+ * exact result (the bias of A compensated in the call, or in the init). */
 static void test_vnni_s8_variant(void **state) {
   (void)state;
   ts_target *t = host();
@@ -917,8 +922,8 @@ static void test_vnni_s8_variant(void **state) {
   bool vnni = ts_target_has_feature(t, "avx512vnni");
   assert_int_equal(has_space(s, n, "avx512_vnni_s8_16x4"), vnni);
   assert_int_equal(has_space(s, n, "avx512_vnni_s8_16x16"), vnni);
-  assert_false(has_space(s, n, "avx512_vnni_16x4")); /* that one is uint8 A */
-  assert_false(has_space(s, n, "avx512_vnni_16x16"));
+  assert_int_equal(has_space(s, n, "avx512_vnni_16x4"), vnni); /* shifted */
+  assert_int_equal(has_space(s, n, "avx512_vnni_16x16"), vnni);
   if (vnni && ts_rt_cpu_has("avx512vnni") == 1)
     for (int i = 0; i < n; i++)
       if (s[i].intrin[0]) {
