@@ -700,7 +700,8 @@ static void test_short_product_rows(void **state) {
  * AVX512-BF16; a signed int8 A made unsigned by shift_int8 first on
  * VNNI) is tensorized onto it, the most lanes and then the longest
  * K tile that divides K first, with a register tile of calls (on AVX-512
- * 8 rows x 2 column tiles: 16 accumulators) and B packed per column panel;
+ * 8 rows x 2 column tiles, or 6 x 4 where each core still gets a column
+ * panel, the rows left partitioned off) and B packed per column panel;
  * a target without the feature keeps the plain register tile. Scheduled
  * for fixed targets; every case checked against the interpreter on the
  * host (tensorized where the host has the feature). */
@@ -713,6 +714,10 @@ static void test_tensorized(void **state) {
   } cases[] = {
       {"matmul M=64 N=64 K=64 dtype=int8", "avx512_vnni_16x16",
        "factors=[None, 8]", "avx2_madd_s8_8x8"},
+      /* 8 column tiles: 4 per panel, 6 rows (64 = 10 x 6 + 4, the 4
+       * partitioned) */
+      {"matmul M=64 N=128 K=64 dtype=int8", "avx512_vnni_16x16",
+       "factors=[None, 6]", "avx2_madd_s8_8x8"},
       /* K 20: the K = 4 form (K = 2 on AVX2); 3 column tiles: one per
        * register tile; 12 rows: 6 */
       {"matmul M=12 N=48 K=20 dtype=int8", "avx512_vnni_16x4",
