@@ -330,6 +330,17 @@ done:
   return rc;
 }
 
+/* An int8 matmul's signed A made unsigned (shift_int8: two new blocks,
+ * two new buffers, the init and update rewritten). */
+static int sched_shift_int8(ts_sched *s, ts_error *err) {
+  int rc = TS_OK;
+  ts_rv b, made[2];
+  SCHED(ts_sched_get_block(s, "C", &b));
+  SCHED(ts_sched_shift_int8(s, b, "A", made));
+done:
+  return rc;
+}
+
 typedef struct sched_case {
   const char *spec;
   int (*apply)(ts_sched *s, ts_error *err);
@@ -343,6 +354,7 @@ static const sched_case sched_cases[] = {
     {"reduce op=sum N=4 D=64", sched_rfactor},
     {"elementwise op=relu shape=8x12", sched_bind},
     {"matmul M=4 N=32 K=8 dtype=bfloat16", sched_tensorize},
+    {"matmul M=4 N=16 K=8 dtype=int8", sched_shift_int8},
 };
 enum { N_SCHED = (int)(sizeof sched_cases / sizeof *sched_cases) };
 
