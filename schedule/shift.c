@@ -255,9 +255,7 @@ int apply_shift_int8(ts_sched *s, inst *in, rv_list *out) {
              : NULL;
   ts_block *sblk = sb_blk ? ts_block_new(a, sb_blk) : NULL;
   if (!shift || !sum || !sblk) return fail_oom(s, "shift_int8");
-  /* the sum block's iters: B's spatial iters, then the reduce iters; its
-   * loops: the reduce iters outside, so that the innermost loop runs along
-   * B's last dimension where it is a spatial one (a matmul's columns) */
+  /* the sum block's iters: B's spatial iters, then the reduce iters */
   int nv = n_sp + n_red;
   ts_expr *iv[2 * TS_MAX_DIMS], *lv[2 * TS_MAX_DIMS], *vals[2 * TS_MAX_DIMS];
   int64_t ext[2 * TS_MAX_DIMS];
@@ -280,8 +278,21 @@ int apply_shift_int8(ts_sched *s, inst *in, rv_list *out) {
     /* the original iter is the new one (from 0) plus its min */
     ts_node_map_put(m, bv, ts_add(a, iv[i], ts_index(a, mins[k])));
   }
-  for (int i = 0; i < n_red; i++) order[i] = n_sp + i;
-  for (int i = 0; i < n_sp; i++) order[n_red + i] = i;
+  /* reduce loops outside, spatial inside, and innermost whichever iter
+   * indexes B's last dimension (contiguous): a matmul's columns, a dense
+   * layer's K */
+  int inner = -1;
+  ts_expr *blast = ts_expr_operand(lb, ts_expr_n_operands(lb) - 1);
+  for (int i = 0; i < nv && inner < 0; i++) {
+    int k = i < n_sp ? sp[i] : red[i - n_sp];
+    if (uses_var(blast, ts_block_iter_var(b, k))) inner = i;
+  }
+  int no = 0;
+  for (int i = 0; i < n_red; i++)
+    if (n_sp + i != inner) order[no++] = n_sp + i;
+  for (int i = 0; i < n_sp; i++)
+    if (i != inner) order[no++] = i;
+  if (inner >= 0) order[no++] = inner;
   ts_expr *bidx[TS_MAX_DIMS + 1];
   int nbi = ts_expr_n_operands(lb);
   for (int d = 0; d < nbi && d <= TS_MAX_DIMS; d++)
