@@ -449,6 +449,17 @@ static int tensorize_variant(const gen *g, gen_state *st, const char *name,
   return TS_OK;
 }
 
+/* Whether loop l feeds an iter of block r that the load indexes by. */
+static bool loop_indexes(const ts_stmt *r, const ts_stmt *l,
+                         const ts_expr *load) {
+  const ts_block *b = ts_realize_block(r);
+  for (int k = 0; k < ts_block_n_iters(b); k++)
+    if (load_uses(load, ts_block_iter_var(b, k)) &&
+        expr_uses_var(ts_realize_value(r, k), ts_for_var(l)))
+      return true;
+  return false;
+}
+
 /* Whether block r of a GEMM shape multiplies a signed int8 A that
  * shift_int8 should make unsigned for target t: VNNI's vpdpbusd takes an
  * unsigned A, and a signed one costs the sums of B and a subtraction in
@@ -734,12 +745,17 @@ int tensorize_default(ts_sched *s, const ts_target *t, const char *name) {
       ext[k] = rv_extent(s, loops[at[k]]);
     }
   }
-  for (int i = 0; i < nl; i++) {
+  /* besides i, j, k: spatial loops (batch, a conv's output rows) and
+   * reduce loops (a conv's kernel taps), all serial */
+  bool is_red[MAX_LOOPS] = {false};
+  for (int i = 0; i < nl && i < MAX_LOOPS; i++) {
     const ts_stmt *l = ts_sched_rv_loop(s, loops[i]);
-    if (i != at[0] && i != at[1] && i != at[2] &&
-        (!l || loop_binding(r, l) != BIND_SPATIAL ||
-         ts_for_kind_of(l) != TS_FOR_SERIAL))
+    if (i == at[0] || i == at[1] || i == at[2]) continue;
+    int bind = l ? loop_binding(r, l) : 0;
+    if (!l || ts_for_kind_of(l) != TS_FOR_SERIAL ||
+        (bind != BIND_SPATIAL && bind != BIND_REDUCE))
       return TS_ESCHEDULE;
+    is_red[i] = bind == BIND_REDUCE;
   }
   /* K blocks whose B block (K block x the tile's columns) is at most
    * TENSORIZE_B_BLOCK_BYTES */
@@ -759,8 +775,17 @@ int tensorize_default(ts_sched *s, const ts_target *t, const char *name) {
    * its description's order */
   ts_rv order[MAX_LOOPS + 8];
   int no = 0;
+  /* the spatial loops that index B (a batch) outside the column panels,
+   * where B is packed; those that do not (a conv's output rows) inside,
+   * so each panel is packed once, not once per row */
+  bool b_outer[MAX_LOOPS] = {false};
+  for (int i = 0; i < nl && i < MAX_LOOPS; i++) {
+    const ts_stmt *l = ts_sched_rv_loop(s, loops[i]);
+    b_outer[i] = i != at[0] && i != at[1] && i != at[2] && !is_red[i] && l &&
+                 loop_indexes(r, l, gm.b_load);
+  }
   for (int i = 0; i < nl; i++)
-    if (i != at[0] && i != at[1] && i != at[2]) order[no++] = loops[i];
+    if (b_outer[i]) order[no++] = loops[i];
   int n_par = no + 1;
   /* one K block: its loop (extent 1) inside the row tiles, so that the
    * init goes per register tile, right before the K loop, where LLVM
@@ -768,9 +793,15 @@ int tensorize_default(ts_sched *s, const ts_target *t, const char *name) {
    * the panel of C first and reading it back */
   bool one_kblock = kc == k_tiles;
   order[no++] = jp[0];
+  for (int i = 0; i < nl; i++)
+    if (i != at[0] && i != at[1] && i != at[2] && !is_red[i] && !b_outer[i])
+      order[no++] = loops[i];
   if (!one_kblock) order[no++] = kp[0];
   order[no++] = ip[0];
   if (one_kblock) order[no++] = kp[0];
+  /* the other reduce loops (kernel taps) around the K tiles */
+  for (int i = 0; i < nl; i++)
+    if (is_red[i]) order[no++] = loops[i];
   order[no++] = kp[1];
   order[no++] = ip[1];
   order[no++] = jp[1];

@@ -724,6 +724,11 @@ static void test_tensorized(void **state) {
        "factors=[None, 6]", "avx2_madd_s8_8x2"},
       {"batch_matmul B=2 M=16 N=32 K=32 dtype=int8", "avx512_vnni_16x16",
        "factors=[None, 8]", "avx2_madd_s8_8x8"},
+      /* a conv: its kernel taps are reduce loops around the K tiles, its
+       * output rows inside the column panels (the weights packed once per
+       * panel, not once per row) */
+      {"conv2d_nhwc N=1 H=6 W=6 CI=16 CO=32 KH=3 KW=3 pad=1 dtype=int8",
+       "avx512_vnni_16x16", "shift_int8(", "avx2_madd_s8_8x8"},
       /* the bias added per column panel */
       {"dense M=16 N=64 K=64 dtype=int8", "avx512_vnni_16x16",
        "reverse_compute_at(", "avx2_madd_s8_8x8"},
@@ -783,6 +788,16 @@ static void test_tensorized(void **state) {
         fail_msg("%s: no %s tensorized with %s, unrolled, B packed per "
                  "panel, parallel in\n%s",
                  what, cases[i].intrin, cases[i].factors, trace);
+      /* a conv's weights packed in the panel loop, before its row loop */
+      if (!k && cases[i].spec && strstr(cases[i].spec, "conv2d")) {
+        char *text = ts_func_print(ts_sched_func(s));
+        const char *pack = strstr(text, "block weight_global(");
+        const char *rows = strstr(text, "for h in range(6)"); /* not pad's 8 */
+        if (!pack || !rows || pack > rows)
+          fail_msg("%s: the weights are not packed before the row loop:\n%s",
+                   what, text);
+        free(text);
+      }
       free(trace);
       ts_sched_destroy(s);
     }
