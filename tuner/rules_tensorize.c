@@ -105,15 +105,17 @@ static bool gemm_of(const ts_stmt *r, bool want_i, gemm *g) {
   if (g->iter_k < 0 || ts_block_iter_kind(b, g->iter_k) != TS_ITER_REDUCE ||
       !load_uses(g->b_load, ts_block_iter_var(b, g->iter_k)))
     return false;
-  if (want_i) {
-    if (nidx < 2) return false;
-    g->iter_i = iter_of_var(b, ts_store_index(body, nidx - 2));
-    if (g->iter_i < 0 || ts_block_iter_kind(b, g->iter_i) != TS_ITER_SPATIAL ||
-        !load_uses(g->a_load, ts_block_iter_var(b, g->iter_i)) ||
-        load_uses(g->b_load, ts_block_iter_var(b, g->iter_i)))
-      return false;
+  /* the rows: C's index nearest its last that is a spatial iter indexing
+   * A and not B (C's second-to-last in a plain product; further out when
+   * the columns are blocked, C[i, j / 16, j % 16]) */
+  for (int d = nidx - 2; want_i && g->iter_i < 0 && d >= 0; d--) {
+    int it = iter_of_var(b, ts_store_index(body, d));
+    if (it >= 0 && ts_block_iter_kind(b, it) == TS_ITER_SPATIAL &&
+        load_uses(g->a_load, ts_block_iter_var(b, it)) &&
+        !load_uses(g->b_load, ts_block_iter_var(b, it)))
+      g->iter_i = it;
   }
-  return true;
+  return !want_i || g->iter_i >= 0;
 }
 
 /* The loop whose var is the value of iter `it`, alone or plus a constant

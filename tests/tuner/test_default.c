@@ -695,6 +695,63 @@ static void test_short_product_rows(void **state) {
   ts_target_free(tg[1]);
 }
 
+/* A product whose columns are blocked, C[i, j / 16, j % 16] (the
+ * quantized compile's 1x1 convs): the rows are C's first index, not its
+ * second-to-last; tensorized on VNNI, the same values as the interpreter
+ * on the host. */
+static const char blocked_u8s8[] =
+    "func blk(A: uint8[24, 32], B: int8[2, 32, 16], C: int32[24, 2, 16]) {\n"
+    "  block root() {\n"
+    "    for i in range(24) {\n"
+    "      for j in range(2) {\n"
+    "        for k in range(16) {\n"
+    "          for rc in range(32) {\n"
+    "            block C(vi: spatial(24) = i, vj: spatial(2) = j, vk: "
+    "spatial(16) = k, vrc: reduce(32) = rc) {\n"
+    "              init {\n"
+    "                C[vi, vj, vk] = int32(0)\n"
+    "              }\n"
+    "              C[vi, vj, vk] = C[vi, vj, vk] + cast(int32, A[vi, vrc]) * "
+    "cast(int32, B[vj, vrc, vk])\n"
+    "            }\n"
+    "          }\n"
+    "        }\n"
+    "      }\n"
+    "    }\n"
+    "  }\n"
+    "}\n";
+
+static void test_tensorized_blocked(void **state) {
+  (void)state;
+  ts_func *f = NULL;
+  ts_target *vnni = NULL;
+  ts_error err;
+  if (ts_func_parse(blocked_u8s8, strlen(blocked_u8s8), "blk", &f, &err) ||
+      ts_target_parse("llvm -mcpu=cooperlake -num-cores=2", &vnni, &err))
+    fail_msg("%s", err.msg);
+  ts_sched *s = NULL;
+  if (ts_default_schedule(f, vnni, &s, &err)) fail_msg("%s", err.msg);
+  char *trace = ts_trace_print(ts_sched_trace(s));
+  if (!strstr(trace, "tensorize(") || !strstr(trace, "avx512_vnni_16x16"))
+    fail_msg("blocked columns not tensorized:\n%s", trace);
+  free(trace);
+  ts_sched_destroy(s);
+  ts_target *t = host();
+  if (ts_default_schedule(f, t, &s, &err)) fail_msg("%s", err.msg);
+  ts_rt_args *want = tu_reference(f, 7);
+  assert_non_null(want);
+  ts_runtime *rt = NULL;
+  if (ts_runtime_create(2, &rt, &err)) fail_msg("%s", err.msg);
+  if (tu_check(ts_sched_func(s), t, want, 7, rt))
+    fail_msg("blocked columns: wrong result on the host");
+  ts_runtime_destroy(rt);
+  ts_rt_args_free(want);
+  ts_sched_destroy(s);
+  ts_target_free(t);
+  ts_target_free(vnni);
+  ts_func_free(f);
+}
+
 /* A GEMM whose operand types a dot intrinsic of the target computes (int8
  * with AVX512-VNNI, or else with AVX2's multiply-add pairs; bf16 with
  * AVX512-BF16; a signed int8 A made unsigned by shift_int8 first on
@@ -1059,6 +1116,7 @@ int main(void) {
       cmocka_unit_test(test_short_rows),
       cmocka_unit_test(test_short_product_rows),
       cmocka_unit_test(test_tensorized),
+      cmocka_unit_test(test_tensorized_blocked),
       cmocka_unit_test(test_zoo_tasks),
       cmocka_unit_test(test_bench),
       cmocka_unit_test(test_zoo_full),
