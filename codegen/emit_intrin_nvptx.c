@@ -127,7 +127,7 @@ static LLVMValueRef no_prefetch(emitter *e, ts_expr *x, LLVMValueRef *a) {
 }
 
 const emit_intrinsic emit_nvptx_intrinsics[] = {
-    {"tessera.prefetch", 1, no_prefetch},
+    {"tessera.prefetch", 2, no_prefetch},
     {"tessera.cuda.syncthreads", -1, syncthreads},
     {"tessera.cuda.shfl_down", -1, shfl_down},
     {"tessera.mma_m16n8k16", 6, mma},

@@ -320,23 +320,25 @@ static LLVMValueRef amx_gemm(emitter *e, ts_expr *x, LLVMValueRef *a) {
   return NULL;
 }
 
-/* tessera.prefetch(&X[...]): a hint that the cache line holding the
- * element will be read, not at once (TS_ANN_PREFETCH brings a region that
- * later iterations read): into L2 and the levels below it (prefetcht1),
- * not L1, where it would push out what the loop reads now. No effect on
- * values; an address outside the buffer does not fault. */
+/* tessera.prefetch(&X[...], bytes): a hint that the cache line holding
+ * the byte that far past the element will be read, not at once (TS_ANN_PREFETCH
+ * brings a region that later iterations read): into L2 and the levels below it
+ * (prefetcht1), not L1, where it would push out what the loop reads now. No
+ * effect on values; an address outside the buffer does not fault. */
 static LLVMValueRef prefetch(emitter *e, ts_expr *x, LLVMValueRef *a) {
   (void)x;
   LLVMTypeRef i32 = emit_i32t(e);
-  LLVMValueRef args[4] = {a[0], LLVMConstInt(i32, 0, 0),
-                          LLVMConstInt(i32, 2, 0), LLVMConstInt(i32, 1, 0)};
+  LLVMValueRef p =
+      LLVMBuildGEP2(e->b, LLVMInt8TypeInContext(e->ctx), a[0], &a[1], 1, "");
+  LLVMValueRef args[4] = {p, LLVMConstInt(i32, 0, 0), LLVMConstInt(i32, 2, 0),
+                          LLVMConstInt(i32, 1, 0)};
   LLVMTypeRef pt = emit_ptrt(e);
   emit_call_intrinsic(e, "llvm.prefetch", &pt, 1, args, 4);
   return NULL;
 }
 
 const emit_intrinsic emit_x86_intrinsics[] = {
-    {"tessera.prefetch", 1, prefetch},
+    {"tessera.prefetch", 2, prefetch},
     {"tessera.vnni_dot_16x4", 3, vnni_dot},
     {"tessera.vnni_dot_16x16", 3, vnni_dot},
     {"tessera.vnni_s8_dot_16x4", 3, vnni_s8_dot},

@@ -102,6 +102,12 @@ static void test_next_panel(void **state) {
   /* the next panel, clamped to the last one */
   assert_non_null(strstr(low, "min(f + 16, 63)"));
   assert_non_null(strstr(low, "for k in range(16)"));
+  /* the panel's first element and a byte offset without a division: row
+   * tile floormod(f, 16) of 16 fetches its sixteenth of the 16 KiB, one
+   * line per group of 16 steps */
+  assert_non_null(
+      strstr(low, "\"tessera.prefetch\", &W[floordiv(min(f + 16, 63), 16) * "
+                  "4096], floormod(f, 16) * 1024 + k * 64)"));
   free(low);
   char *ir = llvm_ir(f);
   assert_true(check_count(ir, "llvm.prefetch") > 0);
