@@ -288,6 +288,27 @@ static LLVMValueRef elem_ptr(emitter *e, ts_buffer *b, LLVMValueRef index) {
                                &index, 1, "");
 }
 
+/* Element pointer of buffer[idx] for a scalar index expression x + c (c a
+ * constant): the pointer to element x, then c elements past it, each a
+ * GEP of its own. As one sum, LLVM can turn x + c into x | c where the
+ * low bits of x are known zero, and then x86 addressing does not take the
+ * constant: a register tile's loads at row offsets came out as a mov and
+ * an or per FMA. Plain GEPs (not inbounds): x alone may point outside the
+ * buffer. */
+static LLVMValueRef idx_ptr(emitter *e, ts_buffer *b, ts_expr *idx) {
+  int64_t c = 0;
+  if (ts_expr_kind_of(idx) != TS_EXPR_ADD ||
+      !ts_expr_is_const_int(ts_expr_operand(idx, 1), &c) || c == 0)
+    return elem_ptr(e, b, emit_expr(e, idx));
+  LLVMValueRef base = emit_buffer_data(e, b);
+  LLVMValueRef x = emit_expr(e, ts_expr_operand(idx, 0));
+  if (!base) return LLVMGetUndef(emit_ptrt(e));
+  LLVMTypeRef mt = emit_mem_type(e, ts_buffer_dtype(b));
+  LLVMValueRef ci = LLVMConstInt(LLVMTypeOf(x), (unsigned long long)c, 1);
+  LLVMValueRef p = LLVMBuildGEP2(e->b, mt, base, &x, 1, "");
+  return LLVMBuildGEP2(e->b, mt, p, &ci, 1, "");
+}
+
 static bool is_unit_ramp(ts_expr *idx) {
   int64_t s;
   return ts_expr_kind_of(idx) == TS_EXPR_RAMP &&
@@ -345,7 +366,7 @@ static LLVMValueRef masked_load(emitter *e, ts_buffer *b, ts_expr *idx,
   LLVMValueRef align = LLVMConstInt(emit_i32t(e), elem_align(e, b), 0);
   LLVMValueRef pass = LLVMConstNull(vt);
   if (is_unit_ramp(idx)) {
-    LLVMValueRef p = elem_ptr(e, b, emit_expr(e, ts_expr_operand(idx, 0)));
+    LLVMValueRef p = idx_ptr(e, b, ts_expr_operand(idx, 0));
     LLVMTypeRef over[2] = {vt, LLVMTypeOf(p)};
     LLVMValueRef args[4] = {p, align, e->mask, pass};
     return emit_call_intrinsic(e, "llvm.masked.load", over, 2, args, 4);
@@ -361,7 +382,7 @@ static void masked_store(emitter *e, ts_buffer *b, ts_expr *idx, LLVMValueRef v,
   (void)lanes;
   LLVMValueRef align = LLVMConstInt(emit_i32t(e), elem_align(e, b), 0);
   if (is_unit_ramp(idx)) {
-    LLVMValueRef p = elem_ptr(e, b, emit_expr(e, ts_expr_operand(idx, 0)));
+    LLVMValueRef p = idx_ptr(e, b, ts_expr_operand(idx, 0));
     LLVMTypeRef over[2] = {LLVMTypeOf(v), LLVMTypeOf(p)};
     LLVMValueRef args[4] = {v, p, align, e->mask};
     emit_call_intrinsic(e, "llvm.masked.store", over, 2, args, 4);
@@ -384,7 +405,7 @@ static LLVMValueRef emit_load(emitter *e, ts_expr *x) {
   ts_expr *idx = ts_expr_operand(x, 0);
   LLVMTypeRef mt = emit_mem_type(e, ts_buffer_dtype(b));
   if (t.lanes == 1) {
-    LLVMValueRef p = elem_ptr(e, b, emit_expr(e, idx));
+    LLVMValueRef p = idx_ptr(e, b, idx);
     LLVMValueRef v = LLVMBuildLoad2(e->b, mt, p, "");
     LLVMSetAlignment(v, elem_align(e, b));
     return load_to_reg(e, t, v);
@@ -393,7 +414,7 @@ static LLVMValueRef emit_load(emitter *e, ts_expr *x) {
       !whole_vector_ok(e, b, idx, t.lanes))
     return load_to_reg(e, t, masked_load(e, b, idx, t.lanes));
   if (is_unit_ramp(idx)) {
-    LLVMValueRef p = elem_ptr(e, b, emit_expr(e, ts_expr_operand(idx, 0)));
+    LLVMValueRef p = idx_ptr(e, b, ts_expr_operand(idx, 0));
     LLVMValueRef v = LLVMBuildLoad2(e->b, LLVMVectorType(mt, t.lanes), p, "");
     LLVMSetAlignment(v, elem_align(e, b));
     return load_to_reg(e, t, v);
@@ -476,15 +497,14 @@ void emit_store(emitter *e, ts_stmt *s) {
   int lanes = ts_expr_dtype(idx).lanes;
   if (lanes > 1 && t.lanes == 1) v = emit_splat(e, v, lanes);
   if (lanes == 1) {
-    LLVMValueRef st =
-        LLVMBuildStore(e->b, v, elem_ptr(e, b, emit_expr(e, idx)));
+    LLVMValueRef st = LLVMBuildStore(e->b, v, idx_ptr(e, b, idx));
     LLVMSetAlignment(st, elem_align(e, b));
     return;
   }
   if (e->mask && LLVMGetVectorSize(LLVMTypeOf(e->mask)) == (unsigned)lanes &&
       whole_vector_ok(e, b, idx, lanes)) {
     /* the disabled lanes keep what the buffer holds */
-    LLVMValueRef p = elem_ptr(e, b, emit_expr(e, ts_expr_operand(idx, 0)));
+    LLVMValueRef p = idx_ptr(e, b, ts_expr_operand(idx, 0));
     LLVMValueRef old = LLVMBuildLoad2(e->b, LLVMTypeOf(v), p, "");
     LLVMSetAlignment(old, elem_align(e, b));
     v = LLVMBuildSelect(e->b, e->mask, v, old, "");
@@ -497,7 +517,7 @@ void emit_store(emitter *e, ts_stmt *s) {
     return;
   }
   if (is_unit_ramp(idx)) {
-    LLVMValueRef p = elem_ptr(e, b, emit_expr(e, ts_expr_operand(idx, 0)));
+    LLVMValueRef p = idx_ptr(e, b, ts_expr_operand(idx, 0));
     if (e->nontemporal && is_param(e, b)) {
       nontemporal_store(e, b, v, p);
       return;
@@ -679,7 +699,7 @@ LLVMValueRef emit_expr(emitter *e, ts_expr *x) {
                 ts_buffer_name(b));
       return emit_undef(e, t);
     }
-    return elem_ptr(e, b, emit_expr(e, ts_expr_operand(x, 0)));
+    return idx_ptr(e, b, ts_expr_operand(x, 0));
   }
   default:
     if (ts_expr_is_binary(ts_expr_kind_of(x))) return emit_binary(e, x);
