@@ -567,11 +567,41 @@ static int64_t divisor_at_most(int64_t n, int64_t cap) {
  * 1.02 / 1.07. */
 #define TENSORIZE_B_BLOCK_BYTES (128 * 1024)
 
+/* The register tile's costs for intrinsics that widen their operands in
+ * the call (AVX2's multiply-add pairs: A's pair splat and widened per row,
+ * B's 16 bytes widened per column, each step): per step a tile of R rows
+ * and C columns spends R C multiply-adds and R row_ops + C col_ops
+ * instructions around them, and holds R C accumulators, C col_regs
+ * vectors of B and one of A. Measured, int8 1024^3 on two Zen 3 cores
+ * (tessera bench --default, GOP/s): 2 x 4 186, 1 x 4 174, 4 x 2 156,
+ * 2 x 2 150, 8 x 1 93 (what the most-accumulators rule picked); the
+ * model ranks them in that order. */
+typedef struct widened_costs {
+  const char *prefix;
+  int64_t row_ops, col_ops, col_regs;
+} widened_costs;
+
+static const widened_costs *widened_costs_of(const char *intrin) {
+  static const widened_costs table[] = {{"avx2_madd_", 2, 1, 1}};
+  for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
+    if (!strncmp(intrin, table[i].prefix, strlen(table[i].prefix)))
+      return &table[i];
+  return NULL;
+}
+
 /* The dot intrinsic (no rows) of the target whose operand types are the
  * block's and whose tiles divide its extents (ext: i, j, k), the most lanes
  * first (a VNNI dot before AVX2's multiply-add pairs), then the longest K
  * tile (fewer stores of the accumulators, and for the signed forms fewer
- * compensation subtractions), and its B packing map (pack_map). Only
+ * compensation subtractions), except for the forms that widen their
+ * operands: there the shortest. (A call of `avx2_madd_s8_8x8` widens four
+ * steps of B, and the register tile's calls share them: 2 x 4 calls hold
+ * 16 vectors of B beside 8 accumulators in AVX2's 16 registers, and LLVM
+ * spilled a third of them. The 8x2 form holds 4. Default schedules for
+ * "llvm -mcpu=x86-64-v3" on two Zen 4 cores, GOP/s, three rounds: int8
+ * 1024^3 159 / 158 / 155 -> 176 / 176 / 148, 887 x 384 x 512 161 / 162 /
+ * 164 -> 182 / 180 / 194; a 3 x 3 conv, a dense layer of 16 rows, a
+ * batched product within the noise.) And its B packing map (pack_map). Only
  * the tile sizes and order of *out stay valid: its vars belong to the
  * description, freed here. */
 static bool default_intrin(const ts_target *t, const gemm *gm,
@@ -594,11 +624,13 @@ static bool default_intrin(const ts_target *t, const gemm *gm,
     bool found_divides =
         found && ext[1] % out->tile[1] == 0 && ext[2] % out->tile[2] == 0;
     /* the map while the description (whose vars it substitutes) lives */
+    bool longer_k = widened_costs_of(*nm) ? d.tile[2] < out->tile[2]
+                                          : d.tile[2] > out->tile[2];
     if (ok &&
         (!found || (divides && !found_divides) ||
          (divides == found_divides &&
           (d.tile[1] > out->tile[1] ||
-           (d.tile[1] == out->tile[1] && d.tile[2] > out->tile[2])))) &&
+           (d.tile[1] == out->tile[1] && longer_k)))) &&
         pack_map(gm, &d, map, map_cap)) {
       *out = d;
       snprintf(name, cap, "%s", *nm);
@@ -608,28 +640,6 @@ static bool default_intrin(const ts_target *t, const gemm *gm,
     ts_func_free(impl);
   }
   return found;
-}
-
-/* The register tile's costs for intrinsics that widen their operands in
- * the call (AVX2's multiply-add pairs: A's pair splat and widened per row,
- * B's 16 bytes widened per column, each step): per step a tile of R rows
- * and C columns spends R C multiply-adds and R row_ops + C col_ops
- * instructions around them, and holds R C accumulators, C col_regs
- * vectors of B and one of A. Measured, int8 1024^3 on two Zen 3 cores
- * (tessera bench --default, GOP/s): 2 x 4 186, 1 x 4 174, 4 x 2 156,
- * 2 x 2 150, 8 x 1 93 (what the most-accumulators rule picked); the
- * model ranks them in that order. */
-typedef struct widened_costs {
-  const char *prefix;
-  int64_t row_ops, col_ops, col_regs;
-} widened_costs;
-
-static const widened_costs *widened_costs_of(const char *intrin) {
-  static const widened_costs table[] = {{"avx2_madd_", 2, 1, 1}};
-  for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
-    if (!strncmp(intrin, table[i].prefix, strlen(table[i].prefix)))
-      return &table[i];
-  return NULL;
 }
 
 /* The register tile of the default: rows x cols calls, their accumulators

@@ -850,7 +850,8 @@ static void test_constant_offsets(void **state) {
  * with AVX512-VNNI, or else with AVX2's multiply-add pairs; bf16 with
  * AVX512-BF16; a signed int8 A made unsigned by shift_int8 first on
  * VNNI) is tensorized onto it, the most lanes and then the longest
- * K tile that divides K first, with a register tile of calls (on AVX-512
+ * K tile that divides K first (the shortest for AVX2's pairs, which
+ * widen B per step), with a register tile of calls (on AVX-512
  * 8 rows x 2 column tiles, or 6 x 4 where each core still gets a column
  * panel, the rows left partitioned off) and B packed per column panel;
  * a target without the feature keeps the plain register tile. Scheduled
@@ -864,27 +865,27 @@ static void test_tensorized(void **state) {
     const char *avx2; /* the intrinsic on AVX2, NULL: none */
   } cases[] = {
       {"matmul M=64 N=64 K=64 dtype=int8", "avx512_vnni_16x16",
-       "factors=[None, 8]", "avx2_madd_s8_8x8"},
+       "factors=[None, 8]", "avx2_madd_s8_8x2"},
       /* 8 column tiles: 4 per panel, 6 rows (64 = 10 x 6 + 4, the 4
        * partitioned) */
       {"matmul M=64 N=128 K=64 dtype=int8", "avx512_vnni_16x16",
-       "factors=[None, 6]", "avx2_madd_s8_8x8"},
-      /* K 20: the K = 4 form (K = 2 on AVX2); 3 column tiles: one per
+       "factors=[None, 6]", "avx2_madd_s8_8x2"},
+      /* K 20: the K = 4 form; 3 column tiles: one per
        * register tile; 12 rows: 6 */
       {"matmul M=12 N=48 K=20 dtype=int8", "avx512_vnni_16x4",
        "factors=[None, 6]", "avx2_madd_s8_8x2"},
       {"batch_matmul B=2 M=16 N=32 K=32 dtype=int8", "avx512_vnni_16x16",
-       "factors=[None, 8]", "avx2_madd_s8_8x8"},
+       "factors=[None, 8]", "avx2_madd_s8_8x2"},
       /* a conv: its kernel taps are reduce loops around the K tiles, its
        * output rows inside the column panels (the weights packed once per
        * panel, not once per row) */
       {"conv2d_nhwc N=1 H=6 W=6 CI=16 CO=32 KH=3 KW=3 pad=1 dtype=int8",
-       "avx512_vnni_16x16", "shift_int8(", "avx2_madd_s8_8x8"},
+       "avx512_vnni_16x16", "shift_int8(", "avx2_madd_s8_8x2"},
       /* the bias added per column panel */
       {"dense M=16 N=64 K=64 dtype=int8", "avx512_vnni_16x16",
-       "reverse_compute_at(", "avx2_madd_s8_8x8"},
+       "reverse_compute_at(", "avx2_madd_s8_8x2"},
       /* one column panel of 32: serial */
-      {NULL, "avx512_vnni_16x16", "factors=[None, 8]", "avx2_madd_u8_8x8"},
+      {NULL, "avx512_vnni_16x16", "factors=[None, 8]", "avx2_madd_u8_8x2"},
       {"matmul M=32 N=64 K=32 dtype=bfloat16", "avx512_bf16_16x2",
        "factors=[None, 8]", NULL},
       /* columns and K no VNNI tile divides (40 = 32 + 8, 68 = 64 + 4):
