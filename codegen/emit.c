@@ -190,13 +190,14 @@ static void set_range(emitter *e, ts_stmt *loop) {
     ts_var_ranges_set(e->ranges, ts_for_var(loop), mn, ext);
 }
 
-/* Attaches !llvm.loop {llvm.loop.unroll.full} to a loop's back edge. The
- * loop id refers to itself: built around a temporary node that is then
- * replaced by the id. */
-static void mark_unroll_full(emitter *e, LLVMValueRef br) {
+/* Attaches !llvm.loop {llvm.loop.unroll.full} (or, with full false,
+ * {llvm.loop.unroll.disable}) to a loop's back edge. The loop id refers to
+ * itself: built around a temporary node that is then replaced by the id. */
+static void mark_unroll(emitter *e, LLVMValueRef br, bool full) {
   LLVMMetadataRef tmp = LLVMTemporaryMDNode(e->ctx, NULL, 0);
-  LLVMMetadataRef name =
-      LLVMMDStringInContext2(e->ctx, "llvm.loop.unroll.full", 21);
+  const char *what =
+      full ? "llvm.loop.unroll.full" : "llvm.loop.unroll.disable";
+  LLVMMetadataRef name = LLVMMDStringInContext2(e->ctx, what, strlen(what));
   LLVMMetadataRef unroll = LLVMMDNodeInContext2(e->ctx, &name, 1);
   LLVMMetadataRef ops[2] = {tmp, unroll};
   LLVMMetadataRef loop = LLVMMDNodeInContext2(e->ctx, ops, 2);
@@ -207,7 +208,7 @@ static void mark_unroll_full(emitter *e, LLVMValueRef br) {
 
 /* for var in [lo, hi): body. */
 void emit_loop(emitter *e, ts_expr *var, LLVMValueRef lo, LLVMValueRef hi,
-               ts_stmt *body, bool unroll_full) {
+               ts_stmt *body, int unroll) {
   LLVMValueRef fn = e->cur->fn;
   LLVMBasicBlockRef pre = LLVMGetInsertBlock(e->b);
   LLVMBasicBlockRef head =
@@ -229,7 +230,7 @@ void emit_loop(emitter *e, ts_expr *var, LLVMValueRef lo, LLVMValueRef hi,
   LLVMValueRef next =
       LLVMBuildNSWAdd(e->b, phi, LLVMConstInt(emit_i64t(e), 1, 0), "");
   LLVMValueRef back = LLVMBuildBr(e->b, head);
-  if (unroll_full) mark_unroll_full(e, back);
+  if (unroll) mark_unroll(e, back, unroll > 0);
   LLVMValueRef in_vals[2] = {lo, next};
   LLVMBasicBlockRef in_bbs[2] = {pre, latch};
   LLVMAddIncoming(phi, in_vals, in_bbs, 2);
@@ -281,8 +282,12 @@ static void emit_for_kind(emitter *e, ts_stmt *s) {
   LLVMValueRef lo = emit_expr(e, ts_for_min(s));
   LLVMValueRef hi = LLVMBuildAdd(e->b, lo, emit_expr(e, ts_for_extent(s)), "");
   const ts_annotation *u = ts_for_find_annotation(s, TS_ANN_LLVM_UNROLL_FULL);
-  bool unroll = (u && u->kind == TS_ANN_INT && u->i) ||
-                ts_for_kind_of(s) == TS_FOR_UNROLLED;
+  const ts_annotation *no = ts_for_find_annotation(s, TS_ANN_NO_UNROLL);
+  int unroll = (u && u->kind == TS_ANN_INT && u->i) ||
+                       ts_for_kind_of(s) == TS_FOR_UNROLLED
+                   ? 1
+               : no && no->kind == TS_ANN_INT && no->i ? -1
+                                                       : 0;
   emit_loop(e, ts_for_var(s), lo, hi, ts_for_body(s), unroll);
 }
 

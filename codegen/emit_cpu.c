@@ -159,7 +159,7 @@ void emit_parallel(emitter *e, ts_stmt *s) {
   LLVMBuildBr(e->b, body_bb);
   LLVMPositionBuilderAtEnd(e->b, body_bb);
   emit_loop(e, ts_for_var(s), LLVMGetParam(body_fn, 1),
-            LLVMGetParam(body_fn, 2), ts_for_body(s), false);
+            LLVMGetParam(body_fn, 2), ts_for_body(s), 0);
   /* each chunk's non-temporal stores are ordered before the pool's join */
   if (e->nontemporal && e->hooks->store_fence) e->hooks->store_fence(e);
   LLVMBuildRet(e->b, LLVMConstInt(emit_i32t(e), 0, 0));

@@ -53,10 +53,10 @@ LLVMValueRef emit_entry_alloca(emitter *e, LLVMTypeRef t, unsigned align);
 /* ---- statements (emit.c) ---- */
 
 void emit_stmt(emitter *e, ts_stmt *s);
-/* for var in [lo, hi): body, as a phi loop (unroll_full: marked
- * llvm.loop.unroll.full). */
+/* for var in [lo, hi): body, as a phi loop (unroll > 0: marked
+ * llvm.loop.unroll.full; < 0: llvm.loop.unroll.disable). */
 void emit_loop(emitter *e, ts_expr *var, LLVMValueRef lo, LLVMValueRef hi,
-               ts_stmt *body, bool unroll_full);
+               ts_stmt *body, int unroll);
 
 /* ---- expressions (emit_expr.c) ---- */
 

@@ -136,7 +136,7 @@ void emit_thread_loop(emitter *e, ts_stmt *s) {
     LLVMValueRef lo = emit_expr(e, ts_for_min(s));
     LLVMValueRef hi =
         LLVMBuildAdd(e->b, lo, emit_expr(e, ts_for_extent(s)), "");
-    emit_loop(e, ts_for_var(s), lo, hi, ts_for_body(s), false);
+    emit_loop(e, ts_for_var(s), lo, hi, ts_for_body(s), 0);
     return;
   }
   static const char *const sregs[] = {

@@ -1380,7 +1380,9 @@ static ts_stmt *unroll_post(void *ctx, ts_arena *a, ts_stmt *s) {
   /* Auto-unroll applies to serial loops strictly inside the annotated one. */
   bool annotated =
       ts_for_find_annotation(s, TS_ANN_AUTO_UNROLL_MAX_STEP) != NULL;
-  if (kind == TS_FOR_SERIAL && !annotated && c->auto_max_step > 0) {
+  const ts_annotation *no = ts_for_find_annotation(s, TS_ANN_NO_UNROLL);
+  bool kept = no && no->kind == TS_ANN_INT && no->i;
+  if (kind == TS_FOR_SERIAL && !annotated && !kept && c->auto_max_step > 0) {
     int64_t steps = step_count(s, c->auto_max_step);
     if (steps >= 0 && steps <= c->auto_max_step) {
       if (c->explicit_unroll) return lower_unroll_loop(a, s, mn, ex);

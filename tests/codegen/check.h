@@ -110,6 +110,20 @@ static inline int check_host_run(const ts_func *f, int threads, uint64_t seed) {
   return rc;
 }
 
+/* The lowered program of f for the host, printed (malloc'd), or NULL with
+ * the error printed. */
+static inline char *check_lowered(const ts_func *f) {
+  ts_error err;
+  ts_func *low = ts_lower(f, NULL, &err);
+  if (!low) {
+    printf("lower: %s\n", err.msg);
+    return NULL;
+  }
+  char *text = ts_func_print(low);
+  ts_func_free(low);
+  return text;
+}
+
 /* How many times needle occurs in text. */
 static inline int check_count(const char *text, const char *needle) {
   int n = 0;

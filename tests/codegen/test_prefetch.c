@@ -68,12 +68,8 @@ static ts_func *parse(const char *text) {
 }
 
 static char *lowered(const ts_func *f) {
-  ts_error err;
-  ts_func *low = ts_lower(f, NULL, &err);
-  if (!low) printf("lower: %s\n", err.msg);
-  assert_non_null(low);
-  char *text = ts_func_print(low);
-  ts_func_free(low);
+  char *text = check_lowered(f);
+  assert_non_null(text);
   return text;
 }
 
