@@ -169,9 +169,9 @@ int ts_target_max_registers_per_thread(const ts_target *t);
  * (pragma_auto_unroll_max_step) skips it and the emitter asks LLVM not to
  * unroll it either (llvm.loop.unroll.disable). Set by the tuner on the
  * loop of a row's fused sibling reductions (layer norm's sum and sum of
- * squares): unrolled whole, LLVM kept the row's loaded vectors for the
- * normalization that reads the row again, more than the registers hold,
- * and spilled them. It changes no value. */
+ * squares) where LLVM would unroll it whole into more vectors than the
+ * registers: it then kept the row's loaded vectors for the normalization
+ * that reads the row again and spilled them. It changes no value. */
 #define TS_ANN_NO_UNROLL "pragma_no_unroll"
 /* On a loop, non-zero: whole-vector stores to the function's parameters in
  * its body (an output written once, larger than the caches) are

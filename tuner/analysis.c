@@ -260,33 +260,51 @@ bool reductions_share_input(const ts_block *a, const ts_block *b) {
 }
 
 /* The innermost reduce loop that blocks a and b (fused siblings) share,
- * annotated to stay a loop (TS_ANN_NO_UNROLL): layer norm's sum and sum of
- * squares over a row's vectors. Unrolled whole, LLVM kept every loaded
- * vector of the row for the normalization that reads the row again, more
- * than the registers hold, and spilled them; as a loop it reads the row
- * twice from L1. Default schedules on two Zen 4 cores (GFLOP/s, three
- * alternating rounds): layer_norm 2359 x 1000 25-28 -> 38-47, 128 x 768
- * 85-86 -> 100. */
-static void keep_shared_reduce_loop(ts_sched *s, const char *a, const char *b) {
+ * annotated to stay a loop (TS_ANN_NO_UNROLL) when LLVM would unroll it
+ * whole (at most LLVM_WHOLE_UNROLL_STEPS steps) into more vectors than
+ * the target's registers: layer norm's sum and sum of squares over a
+ * row's vectors. Unrolled whole, LLVM kept every loaded vector of the row
+ * for the normalization that reads the row again and spilled them; as a
+ * loop it reads the row twice from L1. Default schedules on two Zen 4
+ * cores (GFLOP/s, alternating rounds): AVX-512, layer_norm 128 x 768
+ * 82-91 -> 92-107, 1024 x 1024 77-93 -> 99-122, 512 x 512 73-83 ->
+ * 92-102; AVX2 ("x86-64-v3"), 512 x 512 58-68 -> 79, 1024 x 384 59-68 ->
+ * 74-83. Longer loops LLVM unrolls by two and keeps no row: annotated
+ * anyway, AVX2's 128 x 768 (24 steps) and 1024 x 1024 (32) lost 10-20 %,
+ * as did shorter rows that fit the registers. */
+#define LLVM_WHOLE_UNROLL_STEPS 16
+static void keep_shared_reduce_loop(ts_sched *s, const ts_target *t,
+                                    const char *a, const char *b) {
   ts_rv ba, bb, la[MAX_LOOPS], lb[MAX_LOOPS];
   int na = 0, nb = 0;
-  if (ts_sched_get_block(s, a, &ba) ||
+  if (!t || ts_sched_get_block(s, a, &ba) ||
       ts_sched_get_loops(s, ba, la, MAX_LOOPS, &na) ||
       ts_sched_get_block(s, b, &bb) ||
       ts_sched_get_loops(s, bb, lb, MAX_LOOPS, &nb))
     return;
   const ts_stmt *rb = ts_func_find_block(ts_sched_func(s), b);
-  for (int d = (na < nb ? na : nb) - 1; d >= 0 && rb; d--) {
+  const ts_block *blk = rb ? ts_realize_block(rb) : NULL;
+  if (!blk || ts_block_n_writes(blk) != 1) return;
+  int bits = ts_buffer_dtype(ts_block_write(blk, 0)->buffer).bits;
+  int64_t lanes = bits > 0 ? ts_target_vector_bits(t) / bits : 0;
+  for (int d = (na < nb ? na : nb) - 1; d >= 0 && lanes > 0; d--) {
     const ts_stmt *l = ts_sched_rv_loop(s, lb[d]);
     if (l != ts_sched_rv_loop(s, la[d]) || ts_for_kind_of(l) != TS_FOR_SERIAL ||
         loop_binding(rb, l) != BIND_REDUCE)
       continue;
-    ts_sched_annotate(s, lb[d], ts_ann_int(TS_ANN_NO_UNROLL, 1));
+    /* the elements of one step: the loops inside it */
+    int64_t steps = rv_extent(s, lb[d]), per_step = 1;
+    for (int k = d + 1; k < nb; k++) per_step *= rv_extent(s, lb[k]);
+    int64_t step_vectors = (per_step + lanes - 1) / lanes;
+    /* the row's vectors and the two sums' accumulators */
+    if (steps <= LLVM_WHOLE_UNROLL_STEPS &&
+        (steps + 2) * step_vectors > ts_target_vector_registers(t))
+      ts_sched_annotate(s, lb[d], ts_ann_int(TS_ANN_NO_UNROLL, 1));
     return;
   }
 }
 
-int fuse_sibling_reductions(ts_sched *s) {
+int fuse_sibling_reductions(ts_sched *s, const ts_target *t) {
   int n = 0, pairs = 0;
   char **names = block_names(ts_sched_func(s), &n);
   if (!names) return 0;
@@ -301,7 +319,7 @@ int fuse_sibling_reductions(ts_sched *s) {
           !reductions_share_input(ts_realize_block(ri), ts_realize_block(rj)))
         continue;
       if (fuse_sibling_nests(s, names[i], names[j]) > 0) {
-        keep_shared_reduce_loop(s, names[i], names[j]);
+        keep_shared_reduce_loop(s, t, names[i], names[j]);
         pairs++;
         break;
       }

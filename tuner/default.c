@@ -1236,7 +1236,7 @@ static int schedule_cpu(ts_sched *s, const ts_target *t, int level) {
   if (!anchor[0]) {
     vector_rfactor_rows(s, t);
     producers_at_output(s);
-    fuse_sibling_reductions(s);
+    fuse_sibling_reductions(s, t);
   }
   /* every block (those computed under another's loops included) */
   const char *root = root_block_name(ts_sched_func(s));

@@ -114,8 +114,10 @@ bool reductions_share_input(const ts_block *a, const ts_block *b);
 /* For each reduction block, the nests of the first earlier reduction that
  * reads a buffer in common with it (one neither writes) fused with its own
  * as far as fuse_sibling_nests goes: layer norm's sum and sum of squares
- * in one pass over the row. Returns the number of pairs fused. */
-int fuse_sibling_reductions(ts_sched *s);
+ * in one pass over the row. With a CPU target t, a fused reduce loop that
+ * LLVM would unroll whole into more vectors than t's registers is kept a
+ * loop (TS_ANN_NO_UNROLL). Returns the number of pairs fused. */
+int fuse_sibling_reductions(ts_sched *s, const ts_target *t);
 /* Whether some input of the block realized as r (a region of a buffer it
  * does not write) is indexed by both loops' vars, through its bindings. */
 bool shares_input(const ts_stmt *r, const ts_stmt *la, const ts_stmt *lb);

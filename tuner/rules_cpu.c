@@ -420,7 +420,7 @@ static int one_pass_cpu(const gen *g, gen_state *st, const char *name,
     factored[k] = vector_rfactor(s, g->t, pair[k], 4, 16, true, false) == 0;
   if (factored[0] != factored[1]) return TS_ESCHEDULE;
   producers_at_output(s);
-  if (fuse_sibling_reductions(s) == 0) return TS_ESCHEDULE;
+  if (fuse_sibling_reductions(s, g->t) == 0) return TS_ESCHEDULE;
   for (int k = 0; k < 2; k++) {
     char rf[160];
     snprintf(rf, sizeof rf, "%s_rf", pair[k]);

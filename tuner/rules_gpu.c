@@ -559,7 +559,7 @@ static int cross_thread(const gen *g, gen_state *st, const char *name,
   /* another cross-thread reduction of the same row in this thread block
    * (layer norm's sum and sum of squares: one thread count) reads the row
    * in the same loops as this one: both in one pass */
-  if (fusible) fuse_sibling_reductions(s);
+  if (fusible) fuse_sibling_reductions(s, NULL);
   state_mark_tiled(st, name);
   state_mark_tiled(st, rf_name);
   return TS_OK;
