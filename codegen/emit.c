@@ -283,11 +283,12 @@ static void emit_for_kind(emitter *e, ts_stmt *s) {
   LLVMValueRef hi = LLVMBuildAdd(e->b, lo, emit_expr(e, ts_for_extent(s)), "");
   const ts_annotation *u = ts_for_find_annotation(s, TS_ANN_LLVM_UNROLL_FULL);
   const ts_annotation *no = ts_for_find_annotation(s, TS_ANN_NO_UNROLL);
-  int unroll = (u && u->kind == TS_ANN_INT && u->i) ||
-                       ts_for_kind_of(s) == TS_FOR_UNROLLED
-                   ? 1
-               : no && no->kind == TS_ANN_INT && no->i ? -1
-                                                       : 0;
+  int unroll = 0; /* > 0: unroll whole; < 0: keep the loop */
+  if ((u && u->kind == TS_ANN_INT && u->i) ||
+      ts_for_kind_of(s) == TS_FOR_UNROLLED)
+    unroll = 1;
+  else if (no && no->kind == TS_ANN_INT && no->i)
+    unroll = -1;
   emit_loop(e, ts_for_var(s), lo, hi, ts_for_body(s), unroll);
 }
 
