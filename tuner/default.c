@@ -200,6 +200,82 @@ static void vectorize_inner(ts_sched *s, const ts_target *t, const char *name) {
   ts_sched_vectorize(s, v);
 }
 
+/* Whether e is the var v plus or minus a constant. */
+static bool var_offset(const ts_expr *e, const ts_expr *v) {
+  if (e == v) return true;
+  ts_expr_kind k = ts_expr_kind_of(e);
+  int64_t c;
+  return (k == TS_EXPR_ADD || k == TS_EXPR_SUB) && ts_expr_operand(e, 0) == v &&
+         ts_expr_is_const_int(ts_expr_operand(e, 1), &c);
+}
+
+/* The block iter of realize r bound to exactly loop l's var; -1 when none
+ * is, or when another iter's binding also uses the var. */
+static int iter_of_loop(const ts_stmt *r, const ts_stmt *l) {
+  const ts_block *b = ts_realize_block(r);
+  int found = -1;
+  for (int k = 0; k < ts_block_n_iters(b); k++) {
+    const ts_expr *bind = ts_realize_value(r, k);
+    if (!expr_uses_var(bind, ts_for_var(l))) continue;
+    if (found >= 0 || bind != ts_for_var(l)) return -1;
+    found = k;
+  }
+  return found;
+}
+
+/* A copy or elementwise block whose innermost loop is shorter than a
+ * vector (the 3 channels of a stem's padded image: a vector of 3 lanes
+ * per pixel, the pixels 36,100 parallel iterations) gets that loop fused
+ * with the one above it, when every buffer the two index has them as its
+ * last two dimensions, the inner one whole and the outer one at an offset:
+ * the fused loop then runs along contiguous memory and vectorizes in whole
+ * vectors. The stem's padding of 184 x 184 x 3 (bench --tir, 2 threads,
+ * AVX2 Zen 3): 0.24 -> 0.07 ms. */
+static void fuse_short_inner(ts_sched *s, const ts_target *t,
+                             const char *name) {
+  ts_rv b, loops[MAX_LOOPS];
+  int nl = 0;
+  if (ts_sched_get_block(s, name, &b) ||
+      ts_sched_get_loops(s, b, loops, MAX_LOOPS, &nl) || nl < 2)
+    return;
+  const ts_stmt *r = ts_func_find_block(ts_sched_func(s), name);
+  const ts_stmt *lo = ts_sched_rv_loop(s, loops[nl - 2]),
+                *li = ts_sched_rv_loop(s, loops[nl - 1]);
+  if (!r || !lo || !li || ts_for_body(lo) != li) return;
+  const ts_block *blk = ts_realize_block(r);
+  if (ts_block_n_writes(blk) != 1 || block_is_reduction(blk)) return;
+  int lanes = lanes_of(t, ts_buffer_dtype(ts_block_write(blk, 0)->buffer));
+  int64_t ext = loop_extent(s, loops[nl - 1]);
+  if (ext >= lanes || ts_for_kind_of(lo) != TS_FOR_SERIAL ||
+      ts_for_kind_of(li) != TS_FOR_SERIAL)
+    return;
+  int ki = iter_of_loop(r, li), ko = iter_of_loop(r, lo);
+  if (ki < 0 || ko < 0) return;
+  const ts_expr *vi = ts_block_iter_var(blk, ki),
+                *vo = ts_block_iter_var(blk, ko);
+  int n_reg = ts_block_n_reads(blk) + ts_block_n_writes(blk);
+  for (int i = 0; i < n_reg; i++) {
+    const ts_region *rg = i < ts_block_n_reads(blk)
+                              ? ts_block_read(blk, i)
+                              : ts_block_write(blk, i - ts_block_n_reads(blk));
+    int nd = rg->ndim;
+    bool any = false;
+    for (int d = 0; d < nd; d++) {
+      bool ui = expr_uses_var(rg->ranges[d].min, vi),
+           uo = expr_uses_var(rg->ranges[d].min, vo);
+      any = any || ui || uo;
+      if ((ui && d != nd - 1) || (uo && d != nd - 2)) return;
+    }
+    if (!any) continue;
+    if (nd < 2 || rg->ranges[nd - 1].min != vi ||
+        ts_buffer_dim(rg->buffer, nd - 1) != ext ||
+        !var_offset(rg->ranges[nd - 2].min, vo))
+      return;
+  }
+  ts_rv pair[2] = {loops[nl - 2], loops[nl - 1]}, fused;
+  ts_sched_fuse(s, pair, 2, &fused);
+}
+
 /* A transposing copy in tiles of a vector by a vector (tile_transpose). */
 static bool transpose_tiles(ts_sched *s, const ts_target *t, const char *name) {
   const ts_stmt *r = ts_func_find_block(ts_sched_func(s), name);
@@ -1167,7 +1243,10 @@ static void reduce_outside(ts_sched *s, const ts_target *t, const char *name) {
 static void simple_block(ts_sched *s, const ts_target *t, const char *name) {
   int64_t work = block_work(s, name);
   reduce_outside(s, t, name);
-  if (!transpose_tiles(s, t, name)) vectorize_inner(s, t, name);
+  if (!transpose_tiles(s, t, name)) {
+    fuse_short_inner(s, t, name);
+    vectorize_inner(s, t, name);
+  }
   parallel_outer(s, t, name, work);
 }
 

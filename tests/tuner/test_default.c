@@ -451,17 +451,69 @@ static bool pad_in_conv(const char *spec, const ts_target *t) {
   return in;
 }
 
+/* The extent of the innermost loop of block `name` in f's default
+ * schedule on t, and whether it is vectorized. */
+static int64_t inner_extent(const ts_func *f, const ts_target *t,
+                            const char *name, bool *vectorized) {
+  ts_sched *s = NULL;
+  ts_error err;
+  if (ts_default_schedule(f, t, &s, &err)) fail_msg("%s", err.msg);
+  ts_rv b, l[16];
+  int n = 0;
+  if (ts_sched_get_block(s, name, &b) || ts_sched_get_loops(s, b, l, 16, &n) ||
+      n == 0)
+    fail_msg("no block '%s' with loops", name);
+  const ts_stmt *in = ts_sched_rv_loop(s, l[n - 1]);
+  int64_t ext = 0;
+  ts_expr_is_const_int(ts_for_extent(in), &ext);
+  *vectorized = ts_for_kind_of(in) == TS_FOR_VECTORIZED;
+  ts_sched_destroy(s);
+  return ext;
+}
+
 /* A stem's padding (3 channels, fewer than a vector) runs once before the
- * conv, over the whole image; a conv of wider channels pads the window of
- * each tile (computed inside the conv's loops). */
+ * conv, over the whole image, its pixels and channels fused into one
+ * loop in whole vectors (not a vector of 3 lanes per pixel); a conv of
+ * wider channels pads the window of each tile (computed inside the conv's
+ * loops). A block whose short inner loop is not contiguous with the one
+ * above it in every buffer (a per-pixel value broadcast over the
+ * channels) keeps the two loops. */
 static void test_stem_pads_once(void **state) {
   (void)state;
-  ts_target *t = host();
-  if (pad_in_conv(
-          "conv2d_nhwc N=1 H=16 W=16 CI=3 CO=16 KH=7 KW=7 stride=2 pad=3", t))
-    fail_msg("the stem's padding is computed per tile");
+  ts_target *t = avx2_target();
+  const char *stem =
+      "conv2d_nhwc N=1 H=16 W=16 CI=3 CO=16 KH=7 KW=7 stride=2 pad=3";
+  if (pad_in_conv(stem, t)) fail_msg("the stem's padding is computed per tile");
   if (!pad_in_conv("conv2d_nhwc N=1 H=12 W=12 CI=32 CO=64 KH=5 KW=5 pad=2", t))
     fail_msg("a 32-channel conv's padding is not computed per tile");
+  ts_workload *w = workload(stem);
+  bool vec = false;
+  int64_t ext = inner_extent(w->func, t, "pad", &vec);
+  if (!vec || ext < 8)
+    fail_msg("the stem's padding: inner loop of %lld%s", (long long)ext,
+             vec ? "" : ", not vectorized");
+  ts_workload_free(w);
+  static const char *scale =
+      "func scale(x: float32[6, 9], s: float32[3], y: float32[6, 9, 3]) {\n"
+      "  for h in range(6) {\n"
+      "    for w in range(9) {\n"
+      "      for c in range(3) {\n"
+      "        block y(vh: spatial(6) = h, vw: spatial(9) = w,\n"
+      "                vc: spatial(3) = c) {\n"
+      "          y[vh, vw, vc] = x[vh, vw] * s[vc]\n"
+      "        }\n"
+      "      }\n"
+      "    }\n"
+      "  }\n"
+      "}\n";
+  ts_func *f = NULL;
+  ts_error err;
+  if (ts_func_parse(scale, strlen(scale), "scale.tir", &f, &err))
+    fail_msg("parse: %s", err.msg);
+  free(check_default(f, t, "broadcast over 3 channels"));
+  if (inner_extent(f, t, "y", &vec) != 3)
+    fail_msg("a broadcast over 3 channels: its pixel loop fused");
+  ts_func_free(f);
   ts_target_free(t);
 }
 
