@@ -267,7 +267,10 @@ static void fuse_short_inner(ts_sched *s, const ts_target *t,
       if ((ui && d != nd - 1) || (uo && d != nd - 2)) return;
     }
     if (!any) continue;
+    int64_t e1 = 0, e2 = 0;
     if (nd < 2 || rg->ranges[nd - 1].min != vi ||
+        !ts_expr_is_const_int(rg->ranges[nd - 1].extent, &e1) || e1 != 1 ||
+        !ts_expr_is_const_int(rg->ranges[nd - 2].extent, &e2) || e2 != 1 ||
         ts_buffer_dim(rg->buffer, nd - 1) != ext ||
         !var_offset(rg->ranges[nd - 2].min, vo))
       return;
