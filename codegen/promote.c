@@ -7,16 +7,17 @@
  * larger functions (the tail copies of a partitioned tile, notably), which
  * leaves a store per FMA in the innermost loop. This pass does the
  * promotion on the IR, where it is simple to prove: for a serial loop L and
- * a buffer X allocated by the function (so nothing else aliases it), when
- * every access to X in L is at an index that L does not change (after
- * unrolling the small inner loops that index it), the places ("slots") are
+ * a buffer X allocated by the function or one of its output parameters
+ * (declared noalias, so nothing else reaches it), when every access to X
+ * in L is at an index that L does not change (after unrolling the small
+ * inner loops that index it where L stores it), the places ("slots") are
  * loaded into a small new local buffer R before L, L works on R at
  * constant offsets, and the slots L stores are written back after it. R is
  * a stack array indexed by constants only, which LLVM's SROA always turns
  * into registers.
  *
- * Conditions checked: X is an allocation of the function, accessed in L by
- * loads and stores only (no address taken), with one flat index that is a
+ * Conditions checked: X is an allocation or an output parameter, accessed in L
+ * by loads and stores only (no address taken), with one flat index that is a
  * scalar or a unit-stride ramp; slots are equal or provably disjoint
  * (their bases differ by a constant); every slot lies inside X for every
  * value of the loops around L (so the load before L is in bounds even when
@@ -119,24 +120,36 @@ static bool has_loop(ts_stmt *s, bool parallel) {
   return l.found;
 }
 
-/* ---- unrolling the inner loops that index allocated buffers ---- */
+/* ---- unrolling the inner loops that index promotable buffers ---- */
+
+/* The promotable buffers (allocations and output parameters) that a
+ * statement tree stores to. */
+typedef struct stored_find {
+  const promote_ctx *c;
+  ts_node_map *stored;
+} stored_find;
+
+static bool stored_find_fn(void *ctx, ts_stmt *s) {
+  stored_find *f = ctx;
+  if (ts_stmt_kind_of(s) == TS_STMT_STORE &&
+      ts_node_map_get(f->c->allocated, ts_store_buffer(s)))
+    ts_node_map_put(f->stored, ts_store_buffer(s), (void *)1);
+  return true;
+}
 
 typedef struct index_use {
-  const promote_ctx *c;
-  const ts_expr *var;
+  const ts_node_map *bufs; /* the buffers whose accesses count */
+  const ts_node_map *var;  /* the loop var, as a one-entry set */
   bool found;
 } index_use;
 
 static void index_use_expr(void *ctx, ts_expr *e) {
   index_use *u = ctx;
   if (u->found || ts_expr_kind_of(e) != TS_EXPR_LOAD ||
-      !ts_node_map_get(u->c->allocated, ts_expr_buffer(e)))
+      !ts_node_map_get(u->bufs, ts_expr_buffer(e)))
     return;
-  ts_node_map *one = ts_node_map_create();
-  ts_node_map_put(one, u->var, (void *)1);
   for (int i = 0; i < ts_expr_n_operands(e); i++)
-    if (uses_any(ts_expr_operand(e, i), one)) u->found = true;
-  ts_node_map_destroy(one);
+    if (uses_any(ts_expr_operand(e, i), u->var)) u->found = true;
 }
 
 static void index_use_top(void *ctx, ts_expr *e) {
@@ -146,23 +159,30 @@ static void index_use_top(void *ctx, ts_expr *e) {
 static bool index_use_stmt(void *ctx, ts_stmt *s) {
   index_use *u = ctx;
   if (ts_stmt_kind_of(s) == TS_STMT_STORE &&
-      ts_node_map_get(u->c->allocated, ts_store_buffer(s))) {
-    ts_node_map *one = ts_node_map_create();
-    ts_node_map_put(one, u->var, (void *)1);
+      ts_node_map_get(u->bufs, ts_store_buffer(s)))
     for (int i = 0; i < ts_store_n_indices(s); i++)
-      if (uses_any(ts_store_index(s, i), one)) u->found = true;
-    ts_node_map_destroy(one);
-  }
+      if (uses_any(ts_store_index(s, i), u->var)) u->found = true;
   return !u->found;
 }
 
-/* Whether loop var v indexes an access to an allocated buffer in s. */
-static bool indexes_allocated(const promote_ctx *c, ts_stmt *s,
-                              const ts_expr *v) {
-  index_use u = {c, v, false};
+/* Whether loop var v indexes, in s, an access to a promotable buffer that
+ * s stores to: unrolling such a loop turns the accesses into the fixed
+ * slots the promotion needs. A loop that indexes only buffers s reads (the
+ * operands of the reduction) stays a loop: unrolling it would only grow
+ * the body. */
+static bool indexes_accumulator(const promote_ctx *c, ts_stmt *s,
+                                const ts_expr *v) {
+  stored_find f = {c, ts_node_map_create()};
+  ts_visitor find = {.enter_stmt = stored_find_fn, .ctx = &f};
+  ts_stmt_walk(s, &find);
+  ts_node_map *one = ts_node_map_create();
+  ts_node_map_put(one, v, (void *)1);
+  index_use u = {f.stored, one, false};
   ts_visitor vis = {
       .enter_stmt = index_use_stmt, .visit_expr = index_use_top, .ctx = &u};
   ts_stmt_walk(s, &vis);
+  ts_node_map_destroy(one);
+  ts_node_map_destroy(f.stored);
   return u.found;
 }
 
@@ -181,7 +201,7 @@ static ts_stmt *unroll_post(void *ctx, ts_arena *a, ts_stmt *s) {
       !ts_expr_is_const_int(ts_for_min(s), &mn) ||
       !ts_expr_is_const_int(ts_for_extent(s), &ex) || ex < 1 ||
       ex > MAX_UNROLL ||
-      !indexes_allocated(u->c, ts_for_body(s), ts_for_var(s)))
+      !indexes_accumulator(u->c, ts_for_body(s), ts_for_var(s)))
     return s;
   if (u->product * ex > MAX_UNROLL_PRODUCT) {
     u->over = true;
@@ -571,6 +591,14 @@ int ts_lower_promote(ts_func *f, int max_bytes, ts_error *err) {
                    .allocated = ts_node_map_create(),
                    .alloc_par = ts_node_map_create(),
                    .max_bytes = max_bytes > 0 ? max_bytes : DEFAULT_MAX_BYTES};
+  /* The output parameters too: the ABI declares every parameter noalias
+   * (emit_cpu.c), so inside the function nothing else reaches them; the
+   * whole function's parallel loops share them. */
+  for (int i = 0; i < ts_func_n_params(f); i++)
+    if (ts_func_param_is_output(f, i)) {
+      ts_node_map_put(c.allocated, ts_func_param(f, i), (void *)1);
+      ts_node_map_put(c.alloc_par, ts_func_param(f, i), (void *)(intptr_t)1);
+    }
   ts_stmt_mutator m = {.pre = promote_pre, .post = promote_post, .ctx = &c};
   c.m = &m;
   ts_func_set_body(f, ts_stmt_mutate(c.a, body, &m));

@@ -23,8 +23,10 @@
  *     column of a depthwise conv, whose weights each row tile then reuses)
  *     split by a divisor up to 8, the pair with the most FMAs per load
  *     whose accumulators fit the vector registers besides the operands;
- *     loop order outer spatial, vector tiles, row tiles, reductions, rows
- *     (unrolled), vector (vectorized); its init decomposed and vectorized;
+ *     loop order outer spatial, vector tiles, row tiles, reductions (the
+ *     innermost split by 4 when 4 divides it, its inner part unrolled),
+ *     rows (unrolled), vector (vectorized); its init decomposed and
+ *     vectorized;
  *     the streamed input (B of a matmul) packed per vector tile when there
  *     are at least four row tiles, or, when a loop above the vector tiles
  *     does not index it (a conv's image rows above its weight panels),
@@ -687,6 +689,7 @@ static bool pack_transposed(ts_sched *s, ts_rv b, const ts_stmt *r,
  * 56x56x128 148-151 -> 172-175; 1x1 28x28 512->256 153-157 -> 177-179;
  * matmuls 256-1024 rows and 14x14 convs within noise). */
 #define STREAMED_CACHE_BYTES TS_DEFAULT_STREAMED_BYTES
+#define RED_UNROLL 4 /* reduction steps per trip of the register tile */
 
 /* The rows of a register tile `v` vectors wide: at most 8, and as many as
  * leave a register for each of the v vectors of B (each is used by every
@@ -1058,12 +1061,46 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
   if (vo != TS_RV_NONE && !vec_first) order[no++] = vo;
   if (ro != TS_RV_NONE) order[no++] = ro;
   n_outer = no;
+  int64_t taps = 1; /* the reduction's extent per output: KH x KW */
+  int red_last = -1;
+  for (int i = 0; i < nl; i++)
+    if (binds[i] == BIND_REDUCE) {
+      taps *= loop_extent(s, loops[i]);
+      red_last = i;
+    }
+  /* The innermost reduction split by RED_UNROLL, its inner part unrolled
+   * over the register tile: RED_UNROLL steps of the tile's FMAs per trip
+   * of the loop (what a BLAS micro-kernel does with K). A tile that
+   * accumulates in the kernel's output stays in registers through the
+   * larger body because the lowering promotes output parameters too
+   * (codegen/promote.c; before it did, LLVM gave up on the 14x14 3x3
+   * conv's tile: 0.37 x oneDNN). Measured with `tessera bench --workload
+   * W --default --threads 2 --repeat 5`, AVX2 Zen 3, two alternating
+   * rounds, x oneDNN, without -> with: 1x1 convs 14x14 1024->256
+   * 0.98/0.95 -> 1.01/1.00 (1 thread 0.97/0.90 -> 0.96/0.97), 56x56
+   * 96->384 0.84/0.98 -> 1.01/0.95; 3x3 7x7x512 0.96/0.99 -> 1.19/1.00,
+   * 56x56x64 0.95/1.01 -> 1.02/1.04; matmuls, dense, batch_matmul and the
+   * 14x14 3x3 within noise; untuned ResNet-50 1.12/1.17/1.13 -> 1.19/1.14/
+   * 1.14 x onnxruntime, ResNet-18 1.43/1.42/1.38 -> 1.43/1.44/1.49. */
+  ts_rv red_in = TS_RV_NONE;
+  int64_t eu = loop_extent(s, loops[red_last]);
+  bool split_red = !rows_load && ri != TS_RV_NONE && eu % RED_UNROLL == 0 &&
+                   eu >= 2 * RED_UNROLL;
   ts_rv first_red = TS_RV_NONE;
   for (int i = 0; i < nl; i++)
     if (binds[i] == BIND_REDUCE) {
-      if (first_red == TS_RV_NONE) first_red = loops[i];
-      order[no++] = loops[i];
+      ts_rv l = loops[i];
+      if (i == red_last && split_red) {
+        ts_rv parts[2];
+        int64_t f[2] = {TS_SPLIT_INFER, RED_UNROLL};
+        if (ts_sched_split(s, loops[i], f, 2, parts)) return false;
+        l = parts[0];
+        red_in = parts[1];
+      }
+      if (first_red == TS_RV_NONE) first_red = l;
+      order[no++] = l;
     }
+  if (red_in != TS_RV_NONE) order[no++] = red_in;
   if (ri != TS_RV_NONE) order[no++] = ri;
   order[no++] = vi;
   if (ts_sched_reorder(s, order, no)) return false;
@@ -1159,6 +1196,7 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
   }
   if (cols > 1) ts_sched_vectorize(s, vi);
   if (ri != TS_RV_NONE) ts_sched_unroll(s, ri);
+  if (red_in != TS_RV_NONE) ts_sched_unroll(s, red_in);
   if (cons_name[0]) {
     ts_rv cb, cl[MAX_LOOPS];
     int ncl = 0;
@@ -1170,9 +1208,6 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
     parallel_outer(s, t, packed, block_work(s, packed));
   } else if (packed[0] && !transpose_tiles(s, t, packed))
     vectorize_inner(s, t, packed);
-  int64_t taps = 1; /* the reduction's extent per output: KH x KW */
-  for (int i = 0; i < nl; i++)
-    if (binds[i] == BIND_REDUCE) taps *= loop_extent(s, loops[i]);
   /* With the panels outermost, a padded window computed at the row tile
    * would be computed again for every panel: the padding then runs once,
    * before the anchor (ResNet-50's 7x7x512 conv with blocked weights:

@@ -7,7 +7,7 @@
  * safe (overlapping places, an index the loop changes, an allocation inside
  * the loop) are left alone, and the program still runs correctly; a tile
  * under an if-condition is promoted where the condition keeps it in
- * bounds.
+ * bounds; a tile accumulating in an output parameter is promoted too.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -315,6 +315,64 @@ static void test_guarded_tile(void **state) {
   ts_func_free(f);
 }
 
+/* A tile that accumulates in the function's output parameter (no local
+ * cache): the parameter is noalias, so it is promoted like an allocation.
+ * Of the loops inside the promoted one, only the one that indexes the
+ * accumulator (j) is unrolled; q indexes only the operands and stays a
+ * loop. A guarded store to the output inside a loop that parallel
+ * iterations run is not promoted (they share the parameter). */
+static void test_output_param(void **state) {
+  (void)state;
+  ts_func *f = parse(
+      "func outacc(A: float32[64], W: float32[256], C: float32[16]) {\n"
+      "  for i in range(2) {\n"
+      "    for j in range(2) {\n"
+      "      C[ramp(i * 8 + j * 4, 1, 4)] = broadcast(float32(0), 4)\n"
+      "    }\n"
+      "    for k in range(16) {\n"
+      "      for q in range(2) {\n"
+      "        for j in range(2) {\n"
+      "          C[ramp(i * 8 + j * 4, 1, 4)] = C[ramp(i * 8 + j * 4, 1, 4)] "
+      "+ broadcast(A[i * 32 + k * 2 + q], 4) * W[ramp((k * 2 + q) * 8 + j "
+      "* 4, 1, 4)]\n"
+      "        }\n"
+      "      }\n"
+      "    }\n"
+      "  }\n"
+      "}\n");
+  char *plain = lowered_text(f, false);
+  assert_int_equal(count(plain, "_reg"), 0);
+  free(plain);
+  char *text = lowered_text(f, true);
+  char *kb = loop_body(text, "k");
+  assert_non_null(kb);
+  assert_int_equal(count(kb, "C["), 0);
+  assert_int_equal(count(kb, "C_reg[ramp("), 4);
+  assert_non_null(strstr(kb, "for q in"));
+  assert_null(strstr(kb, "for j in"));
+  free(kb);
+  free(text);
+  check_run(f);
+  ts_func_free(f);
+
+  f = parse("func outshared(A: float32[64], B: float32[8]) {\n"
+            "  for i in range(8) { B[i] = float32(0) }\n"
+            "  for o in range(2) parallel {\n"
+            "    for k in range(16) {\n"
+            "      B[o * 6] = B[o * 6] + A[k]\n"
+            "      if A[k] > float32(0.5) {\n"
+            "        B[o * 6 + 1] = B[o * 6 + 1] + A[k + 16]\n"
+            "      }\n"
+            "    }\n"
+            "  }\n"
+            "}\n");
+  text = lowered_text(f, true);
+  assert_int_equal(count(text, "B_reg"), 0);
+  free(text);
+  check_run(f);
+  ts_func_free(f);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_register_tile),
@@ -322,6 +380,7 @@ int main(void) {
       cmocka_unit_test(test_refused),
       cmocka_unit_test(test_guarded_tile),
       cmocka_unit_test(test_shared_guarded),
+      cmocka_unit_test(test_output_param),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -224,6 +224,59 @@ static void test_shapes(void **state) {
   ts_target_free(t);
 }
 
+/* The register tile's innermost reduction split by 4, the 4 steps
+ * unrolled right above the tile's rows (BLAS micro-kernels unroll K the
+ * same way), where 4 divides it; not where it does not (K = 30, a stem's
+ * 3 channels) nor for a depthwise conv's taps. The values are checked
+ * against the interpreter (check_default). */
+static void test_reduction_unrolled(void **state) {
+  (void)state;
+  static const struct {
+    const char *spec;
+    const char *inner; /* the unrolled reduction loop, NULL: none */
+  } cases[] = {
+      {"matmul M=128 N=128 K=64", "for k_1 in range(4) unrolled {"},
+      {"conv2d_nhwc N=1 H=14 W=14 CI=16 CO=32 KH=3 KW=3 pad=1",
+       "for rc_1 in range(4) unrolled {"},
+      {"conv2d_nhwc N=1 H=14 W=14 CI=64 CO=32 KH=1 KW=1 pad=0",
+       "for rc_1 in range(4) unrolled {"},
+      {"matmul M=64 N=64 K=30", NULL},
+      {"conv2d_nhwc N=1 H=32 W=32 CI=3 CO=16 KH=7 KW=7 stride=2 pad=3", NULL},
+      {"depthwise_conv2d_nhwc N=1 H=28 W=28 C=32 KH=8 KW=8 pad=3", NULL},
+  };
+  ts_target *t = avx2_target();
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    ts_workload *w = workload(cases[i].spec);
+    free(check_default(w->func, t, cases[i].spec));
+    ts_sched *s = NULL;
+    ts_error err;
+    if (ts_default_schedule(w->func, t, &s, &err))
+      fail_msg("%s: %s", cases[i].spec, err.msg);
+    char *text = ts_func_print(ts_sched_func(s));
+    if (cases[i].inner) {
+      const char *at = strstr(text, cases[i].inner);
+      const char *next = at ? strstr(at + 1, "\n") : NULL;
+      const char *eol = next ? strchr(next + 1, '\n') : NULL;
+      /* the next line: the tile's rows, unrolled */
+      const char *u = next ? strstr(next, " unrolled {") : NULL;
+      if (!at || !u || (eol && u > eol))
+        fail_msg("%s: no '%s' over the unrolled rows in\n%s", cases[i].spec,
+                 cases[i].inner, text);
+    } else {
+      static const char *const reds[] = {"for k_1 in", "for rc_1 in",
+                                         "for rw_1 in", "for rh_1 in"};
+      for (int r = 0; r < 4; r++)
+        if (strstr(text, reds[r]))
+          fail_msg("%s: a reduction split ('%s') in\n%s", cases[i].spec,
+                   reds[r], text);
+    }
+    free(text);
+    ts_sched_destroy(s);
+    ts_workload_free(w);
+  }
+  ts_target_free(t);
+}
+
 /* Row operators of any rank (a softmax over [1, 4, 32, 32] as the graph's
  * attention gives it, a layer norm over [1, 128, 64]): the producers go to
  * the innermost row loop, so the whole operator is one parallel loop over
@@ -1255,6 +1308,7 @@ int main(void) {
       cmocka_unit_test(test_bad_arguments),
       cmocka_unit_test(test_operators),
       cmocka_unit_test(test_shapes),
+      cmocka_unit_test(test_reduction_unrolled),
       cmocka_unit_test(test_register_budget),
       cmocka_unit_test(test_row_operators_any_rank),
       cmocka_unit_test(test_odd_vector_tiles),
