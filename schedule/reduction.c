@@ -15,6 +15,51 @@
  * decompose_reduction
  * ======================================================================== */
 
+/* Whether predicate p (a conjunction of comparisons of loop variables)
+ * holds for every value of the loops above the block when the reduction
+ * loops other than `loop` (is_red) are at their first iteration. */
+static bool holds_at_first(ts_arena *a, ts_expr *p, const stmt_vec *above,
+                           const bool *is_red, const ts_stmt *loop) {
+  if (ts_expr_kind_of(p) == TS_EXPR_AND)
+    return holds_at_first(a, ts_expr_operand(p, 0), above, is_red, loop) &&
+           holds_at_first(a, ts_expr_operand(p, 1), above, is_red, loop);
+  ts_expr_kind k = ts_expr_kind_of(p);
+  if (k != TS_EXPR_LT && k != TS_EXPR_LE && k != TS_EXPR_GT && k != TS_EXPR_GE)
+    return false;
+  bool less = k == TS_EXPR_LT || k == TS_EXPR_LE;
+  /* x < y as y - x > 0 (or >= 0 for <=); x > y as x - y > 0 */
+  ts_expr *d = less ? ts_sub(a, ts_expr_operand(p, 1), ts_expr_operand(p, 0))
+                    : ts_sub(a, ts_expr_operand(p, 0), ts_expr_operand(p, 1));
+  relax_map *m = relax_create();
+  for (int i = 0; i < above->n; i++) {
+    const ts_stmt *l = above->v[i];
+    if (is_red[i] && l != loop)
+      relax_set(m, ts_for_var(l), ts_for_min(l), ts_for_min(l));
+    else
+      relax_loop(a, m, l);
+  }
+  ts_expr *lo = NULL, *hi = NULL;
+  int64_t v = 0;
+  bool ok = d && bound_expr(a, d, m, NULL, &lo, &hi) &&
+            ts_expr_is_const_int(lo, &v) &&
+            (k == TS_EXPR_LE || k == TS_EXPR_GE ? v >= 0 : v > 0);
+  relax_destroy(m);
+  return ok;
+}
+
+/* The conjuncts of p (a && b && ...) into out; -1 when more than max. */
+static int split_conjuncts(ts_expr *p, ts_expr **out, int max) {
+  if (ts_expr_kind_of(p) == TS_EXPR_AND) {
+    int n = split_conjuncts(ts_expr_operand(p, 0), out, max);
+    if (n < 0) return -1;
+    int m = split_conjuncts(ts_expr_operand(p, 1), out + n, max - n);
+    return m < 0 ? -1 : n + m;
+  }
+  if (max < 1) return -1;
+  out[0] = p;
+  return 1;
+}
+
 int apply_decompose_reduction(ts_sched *s, inst *in, rv_list *out) {
   ts_stmt *r, *loop;
   int rc = check_arity(s, in, 2, 2, 0);
@@ -85,16 +130,51 @@ int apply_decompose_reduction(ts_sched *s, inst *in, rv_list *out) {
       n_copy++;
     }
   }
-  ts_expr *pred = ts_realize_predicate(r);
-  if (!rc && pred)
-    for (int i = at; i < above.n && !rc; i++)
-      if (!copy[i - at] && uses_var(pred, ts_for_var(above.v[i])))
+  /* The predicate's conjuncts over the spatial loops go to the init. One
+   * over the reduction loops alone (a ceil split's guard, k0 * 4 + k1 <
+   * 389) is left to the update when it holds at the reduction's first
+   * iteration: every element then starts its reduction there, which is
+   * where the init ran. Any other dependence on the reduction loops is
+   * refused. */
+  ts_expr *pred = ts_realize_predicate(r), *ipred_src = NULL;
+  if (!rc && pred) {
+    bool is_red[64] = {0};
+    for (int i = at; i < above.n && i < 64; i++) is_red[i] = !copy[i - at];
+    ts_expr *conj[32];
+    int nc = split_conjuncts(pred, conj, 32);
+    if (nc < 0)
+      rc = FAIL(s, TS_ESCHEDULE,
+                "decompose_reduction: the predicate of block '%s' has too "
+                "many conjuncts",
+                bn);
+    for (int c = 0; c < nc && !rc; c++) {
+      bool red = false, sp = false;
+      const char *rl = NULL;
+      for (int i = at; i < above.n; i++) {
+        if (!uses_var(conj[c], ts_for_var(above.v[i]))) continue;
+        if (copy[i - at]) {
+          sp = true;
+        } else {
+          red = true;
+          rl = loop_name(above.v[i]);
+        }
+      }
+      if (!red) {
+        ipred_src = ipred_src
+                        ? ts_and(ts_func_arena(s->func), ipred_src, conj[c])
+                        : conj[c];
+      } else if (sp || above.n > 64 ||
+                 !holds_at_first(ts_func_arena(s->func), conj[c], &above,
+                                 is_red, NULL)) {
         rc = FAIL(s, TS_ESCHEDULE,
                   "decompose_reduction: the predicate of block '%s' depends "
-                  "on reduction loop '%s' (a split of a reduction loop whose "
-                  "factors do not divide its extent: a trace's factors fit "
-                  "the sizes it was written for)",
-                  bn, loop_name(above.v[i]));
+                  "on reduction loop '%s' and does not hold at the "
+                  "reduction's first iteration (or mixes it with spatial "
+                  "loops), so the init cannot run before the reduction",
+                  bn, rl);
+      }
+    }
+  }
   if (rc) {
     sv_free(&above);
     return rc;
@@ -141,8 +221,10 @@ int apply_decompose_reduction(ts_sched *s, inst *in, rv_list *out) {
     ts_stmt *init = ts_stmt_substitute(a, ts_block_init(b), imap, NULL);
     ts_block_set_body(ib, init);
     ts_block_infer_regions(a, ib);
-    ts_expr *ipred = pred ? ts_expr_substitute(a, pred, lmap, NULL) : NULL;
-    if (init && (ipred || !pred)) ir = ts_block_realize(a, ib, vals, nv, ipred);
+    ts_expr *ipred =
+        ipred_src ? ts_expr_substitute(a, ipred_src, lmap, NULL) : NULL;
+    if (init && (ipred || !ipred_src))
+      ir = ts_block_realize(a, ib, vals, nv, ipred);
   }
   ts_node_map_destroy(lmap);
   ts_node_map_destroy(imap);
@@ -235,38 +317,6 @@ static ts_expr *combine(ts_arena *a, reducer op, ts_expr *x, ts_expr *y) {
   case RED_MAX: return ts_binary(a, TS_EXPR_MAX, x, y);
   default: return ts_binary(a, TS_EXPR_MIN, x, y);
   }
-}
-
-/* Whether predicate p (a conjunction of comparisons of loop variables)
- * holds for every value of the loops above the block when the reduction
- * loops other than `loop` (is_red) are at their first iteration. */
-static bool holds_at_first(ts_arena *a, ts_expr *p, const stmt_vec *above,
-                           const bool *is_red, const ts_stmt *loop) {
-  if (ts_expr_kind_of(p) == TS_EXPR_AND)
-    return holds_at_first(a, ts_expr_operand(p, 0), above, is_red, loop) &&
-           holds_at_first(a, ts_expr_operand(p, 1), above, is_red, loop);
-  ts_expr_kind k = ts_expr_kind_of(p);
-  if (k != TS_EXPR_LT && k != TS_EXPR_LE && k != TS_EXPR_GT && k != TS_EXPR_GE)
-    return false;
-  bool less = k == TS_EXPR_LT || k == TS_EXPR_LE;
-  /* x < y as y - x > 0 (or >= 0 for <=); x > y as x - y > 0 */
-  ts_expr *d = less ? ts_sub(a, ts_expr_operand(p, 1), ts_expr_operand(p, 0))
-                    : ts_sub(a, ts_expr_operand(p, 0), ts_expr_operand(p, 1));
-  relax_map *m = relax_create();
-  for (int i = 0; i < above->n; i++) {
-    const ts_stmt *l = above->v[i];
-    if (is_red[i] && l != loop)
-      relax_set(m, ts_for_var(l), ts_for_min(l), ts_for_min(l));
-    else
-      relax_loop(a, m, l);
-  }
-  ts_expr *lo = NULL, *hi = NULL;
-  int64_t v = 0;
-  bool ok = d && bound_expr(a, d, m, NULL, &lo, &hi) &&
-            ts_expr_is_const_int(lo, &v) &&
-            (k == TS_EXPR_LE || k == TS_EXPR_GE ? v >= 0 : v > 0);
-  relax_destroy(m);
-  return ok;
 }
 
 int apply_rfactor(ts_sched *s, inst *in, rv_list *out) {

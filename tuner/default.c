@@ -24,7 +24,8 @@
  *     split by a divisor up to 8, the pair with the most FMAs per load
  *     whose accumulators fit the vector registers besides the operands;
  *     loop order outer spatial, vector tiles, row tiles, reductions (the
- *     innermost split by 4 when 4 divides it, its inner part unrolled),
+ *     innermost split by 4, its inner part unrolled; a guarded ceil split
+ *     where 4 does not divide it and it is 16 or longer),
  *     rows (unrolled), vector (vectorized); its init decomposed and
  *     vectorized;
  *     the streamed input (B of a matmul) packed per vector tile when there
@@ -1081,11 +1082,19 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
    * 96->384 0.84/0.98 -> 1.01/0.95; 3x3 7x7x512 0.96/0.99 -> 1.19/1.00,
    * 56x56x64 0.95/1.01 -> 1.02/1.04; matmuls, dense, batch_matmul and the
    * 14x14 3x3 within noise; untuned ResNet-50 1.12/1.17/1.13 -> 1.19/1.14/
-   * 1.14 x onnxruntime, ResNet-18 1.43/1.42/1.38 -> 1.43/1.44/1.49. */
+   * 1.14 x onnxruntime, ResNet-18 1.43/1.42/1.38 -> 1.43/1.44/1.49.
+   * Where 4 does not divide it (a prime K), a ceil split with a guard
+   * (16 steps or more, so the tail is a small part): the code generator
+   * runs every trip but the last unguarded, and the init still goes before
+   * the reduction (decompose_reduction leaves a guard over the reduction
+   * loops alone to the update). Three alternating rounds, x oneDNN:
+   * 613x191x389 0.79/0.78/0.79 -> 0.91/0.90/0.89, 625x457x307 0.92/0.95
+   * -> 1.02/1.01, 612x192x389 unchanged (1.02/1.03 -> 1.01/1.01). */
   ts_rv red_in = TS_RV_NONE;
   int64_t eu = loop_extent(s, loops[red_last]);
-  bool split_red = !rows_load && ri != TS_RV_NONE && eu % RED_UNROLL == 0 &&
-                   eu >= 2 * RED_UNROLL;
+  bool split_red =
+      !rows_load && ri != TS_RV_NONE &&
+      (eu % RED_UNROLL == 0 ? eu >= 2 * RED_UNROLL : eu >= 4 * RED_UNROLL);
   ts_rv first_red = TS_RV_NONE;
   for (int i = 0; i < nl; i++)
     if (binds[i] == BIND_REDUCE) {

@@ -49,6 +49,24 @@ static const char *const reversed_sum =
     "  }\n"
     "}\n";
 
+/* A sum whose block runs from k = 1 on (a hand-written predicate over the
+ * reduction loop): the init cannot move before the loop. */
+static const char *const sum_from_one =
+    "func from1(A: float32[4, 8], C: float32[4]) {\n"
+    "  block root() {\n"
+    "    for i in range(4) {\n"
+    "      for k in range(8) {\n"
+    "        block C(vi: spatial(4) = i, vk: reduce(8) = k) where k >= 1 {\n"
+    "          init {\n"
+    "            C[vi] = float32(0)\n"
+    "          }\n"
+    "          C[vi] = C[vi] + A[vi, vk]\n"
+    "        }\n"
+    "      }\n"
+    "    }\n"
+    "  }\n"
+    "}\n";
+
 typedef struct snapshot {
   char *text;
   int n_insts;
@@ -80,7 +98,7 @@ static int block_loops(ts_sched *s, const char *name, ts_rv *b, ts_rv *l) {
 }
 
 typedef struct illegal_case {
-  const char *workload; /* a spec, or "two" for the two-stage TIR */
+  const char *workload; /* a spec, or "two", "rev", "from1": a TIR above */
   int code;
   const char *needle; /* expected in the message */
 } illegal_case;
@@ -215,6 +233,10 @@ static const illegal_case cases[] = {
      "reverse_compute_at: buffer 'dense' that block 'Y' reads is written by "
      "block 'dense_tail' under loop 'i_tail' and by block 'dense' outside "
      "it"},
+    /* 78: a predicate over the reduction loop that fails at its start */
+    {"from1", TS_ESCHEDULE,
+     "decompose_reduction: the predicate of block 'C' depends on reduction "
+     "loop 'k' and does not hold at the reduction's first iteration"},
 };
 #define N_CASES ((int)(sizeof cases / sizeof cases[0]))
 
@@ -642,6 +664,10 @@ static int run_case(int id, ts_sched *s) {
     OK(ts_sched_get_block(s, "Y", &c));
     take(s);
     return ts_sched_reverse_compute_at(s, c, o[1]);
+  case 78:
+    block_loops(s, "C", &b, l);
+    take(s);
+    return ts_sched_decompose_reduction(s, b, l[1], &x);
   case 73: { /* rfactor under a blockized tile */
     block_loops(s, "C", &b, l);
     OK(ts_sched_blockize(s, l[2], &x));
@@ -660,10 +686,11 @@ static void test_illegal(void **state) {
   int checked = 0;
   for (int id = 0; id < N_CASES; id++) {
     const illegal_case *c = &cases[id];
-    ts_sched *s = strcmp(c->workload, "two") == 0 ? util_sched_text(two_stage)
-                  : strcmp(c->workload, "rev") == 0
-                      ? util_sched_text(reversed_sum)
-                      : util_sched(c->workload);
+    ts_sched *s =
+        strcmp(c->workload, "two") == 0     ? util_sched_text(two_stage)
+        : strcmp(c->workload, "rev") == 0   ? util_sched_text(reversed_sum)
+        : strcmp(c->workload, "from1") == 0 ? util_sched_text(sum_from_one)
+                                            : util_sched(c->workload);
     assert_non_null(s);
     replay_msg[0] = 0;
     int rc = run_case(id, s);

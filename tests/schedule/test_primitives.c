@@ -556,6 +556,21 @@ static void test_decompose_reduction(void **state) {
   finish(s, "decompose_reduction", true);
 }
 
+/* K = 37 split 10 x 4 past its end (the last 3 steps guarded): the guard
+ * is over the reduction loops alone and holds at their first iteration, so
+ * it stays on the update and the init runs unguarded before k_0. */
+static void test_decompose_reduction_guarded(void **state) {
+  (void)state;
+  ts_sched *s = sched("matmul M=8 N=16 K=37");
+  ts_rv b, l[16], o[2], init;
+  loops_of(s, "C", &b, l);
+  int64_t f[2] = {TS_SPLIT_INFER, 4};
+  OK(ts_sched_split(s, l[2], f, 2, o));
+  OK(ts_sched_decompose_reduction(s, b, o[0], &init));
+  OK(ts_sched_unroll(s, o[1]));
+  finish(s, "decompose_reduction_guarded", true);
+}
+
 static void test_rfactor(void **state) {
   (void)state;
   ts_sched *s = sched("reduce op=sum N=4 D=64");
@@ -716,6 +731,7 @@ int main(void) {
       cmocka_unit_test(test_transform_layout),
       cmocka_unit_test(test_transform_layout_injective),
       cmocka_unit_test(test_decompose_reduction),
+      cmocka_unit_test(test_decompose_reduction_guarded),
       cmocka_unit_test(test_rfactor),
       cmocka_unit_test(test_rfactor_max),
       cmocka_unit_test(test_rfactor_guarded),

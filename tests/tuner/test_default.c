@@ -226,9 +226,10 @@ static void test_shapes(void **state) {
 
 /* The register tile's innermost reduction split by 4, the 4 steps
  * unrolled right above the tile's rows (BLAS micro-kernels unroll K the
- * same way), where 4 divides it; not where it does not (K = 30, a stem's
- * 3 channels) nor for a depthwise conv's taps. The values are checked
- * against the interpreter (check_default). */
+ * same way); where 4 does not divide it, a guarded ceil split when it has
+ * 16 steps or more (K = 30, 37), none below (K = 13, a stem's 3 channels);
+ * never a depthwise conv's taps. The values are checked against the
+ * interpreter (check_default). */
 static void test_reduction_unrolled(void **state) {
   (void)state;
   static const struct {
@@ -240,7 +241,10 @@ static void test_reduction_unrolled(void **state) {
        "for rc_1 in range(4) unrolled {"},
       {"conv2d_nhwc N=1 H=14 W=14 CI=64 CO=32 KH=1 KW=1 pad=0",
        "for rc_1 in range(4) unrolled {"},
-      {"matmul M=64 N=64 K=30", NULL},
+      /* a K that 4 does not divide: a guarded ceil split (8 x 4 for 30) */
+      {"matmul M=64 N=64 K=30", "for k_1 in range(4) unrolled {"},
+      {"matmul M=61 N=19 K=37", "for k_1 in range(4) unrolled {"},
+      {"matmul M=64 N=64 K=13", NULL},
       {"conv2d_nhwc N=1 H=32 W=32 CI=3 CO=16 KH=7 KW=7 stride=2 pad=3", NULL},
       {"depthwise_conv2d_nhwc N=1 H=28 W=28 C=32 KH=8 KW=8 pad=3", NULL},
   };
