@@ -1156,6 +1156,20 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
     int vo_at = -1;
     for (int i = 0; i < n_outer; i++)
       if (order[i] == vo) vo_at = i;
+    /* Few panels that the cores do not divide (5 on 2 cores: one of them
+     * idle a third of the time), of an input the caches hold anyway: not
+     * packed, so that the row tiles join the parallel loop. Default
+     * schedules, AVX2 Zen 3, 2 threads, two alternating rounds, GFLOP/s
+     * packed -> not: matmul 100^3 92/91 -> 109/109, 64x40x256 129/126 ->
+     * 157/158, 200x80x128 155/152 -> 161/184; 3x3 conv 28x28 64->80
+     * 146/159 -> 170/191; the stem 184x184 3->24 166/184 -> 176/182. */
+    if (sb && vo_at >= 0) {
+      int64_t panels = 1, nc = ts_target_num_cores(t);
+      for (int i = 0; i <= vo_at; i++) panels *= loop_extent(s, order[i]);
+      if (nc > 1 && panels % nc != 0 && panels < 4 * nc &&
+          buffer_bytes(sb) <= STREAMED_CACHE_BYTES)
+        sb = NULL;
+    }
     ts_rv cr;
     if (sb && vo_at >= 0 && repacked_by_outer(s, rr, lv, lr, order, vo_at)) {
       /* each panel would be packed again at every iteration of the loops

@@ -281,6 +281,49 @@ static void test_reduction_unrolled(void **state) {
   ts_target_free(t);
 }
 
+/* B of a product packed per column panel only when the panels keep the
+ * cores evenly busy or B is too large for the caches: 100 x 100 has 5
+ * panels of 20 columns, which 2 cores split 3 + 2, so B is read in place
+ * and the row tiles join the parallel loop (125 tiles); 128 x 128 has 8
+ * panels of 16 and packs them. */
+static void test_few_panels(void **state) {
+  (void)state;
+  ts_target *t;
+  ts_error err;
+  if (ts_target_parse("llvm -mcpu=x86-64-v3 -num-cores=2", &t, &err))
+    fail_msg("%s", err.msg);
+  static const struct {
+    const char *spec;
+    bool packed;
+  } cases[] = {
+      {"matmul M=100 N=100 K=100", false},
+      {"matmul M=128 N=128 K=64", true},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    ts_workload *w = workload(cases[i].spec);
+    ts_sched *s = NULL;
+    if (ts_default_schedule(w->func, t, &s, &err))
+      fail_msg("%s: %s", cases[i].spec, err.msg);
+    char *trace = ts_trace_print(ts_sched_trace(s));
+    if ((strstr(trace, "cache_read(") != NULL) != cases[i].packed)
+      fail_msg("%s: B %s packed in\n%s", cases[i].spec,
+               cases[i].packed ? "not" : "", trace);
+    if (!cases[i].packed) {
+      char *text = ts_func_print(ts_sched_func(s));
+      if (!strstr(text, "in range(125) parallel"))
+        fail_msg("%s: the row tiles not in the parallel loop:\n%s",
+                 cases[i].spec, text);
+      free(text);
+    }
+    free(trace);
+    ts_sched_destroy(s);
+    if (ts_rt_cpu_has("avx2") == 1)
+      free(check_default(w->func, t, cases[i].spec));
+    ts_workload_free(w);
+  }
+  ts_target_free(t);
+}
+
 /* Row operators of any rank (a softmax over [1, 4, 32, 32] as the graph's
  * attention gives it, a layer norm over [1, 128, 64]): the producers go to
  * the innermost row loop, so the whole operator is one parallel loop over
@@ -1313,6 +1356,7 @@ int main(void) {
       cmocka_unit_test(test_operators),
       cmocka_unit_test(test_shapes),
       cmocka_unit_test(test_reduction_unrolled),
+      cmocka_unit_test(test_few_panels),
       cmocka_unit_test(test_register_budget),
       cmocka_unit_test(test_row_operators_any_rank),
       cmocka_unit_test(test_odd_vector_tiles),
