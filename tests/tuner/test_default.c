@@ -281,6 +281,27 @@ static void test_reduction_unrolled(void **state) {
   ts_target_free(t);
 }
 
+/* The default schedule of `spec` for a fixed 2-core AVX2 target: its
+ * trace and scheduled function as text into *trace and *text (the caller
+ * frees them), the compiled kernel checked against the reference where
+ * this host runs AVX2. */
+static void avx2_default(const char *spec, char **trace, char **text) {
+  ts_target *t;
+  ts_error err;
+  if (ts_target_parse("llvm -mcpu=x86-64-v3 -num-cores=2", &t, &err))
+    fail_msg("%s", err.msg);
+  ts_workload *w = workload(spec);
+  ts_sched *s = NULL;
+  if (ts_default_schedule(w->func, t, &s, &err))
+    fail_msg("%s: %s", spec, err.msg);
+  *trace = ts_trace_print(ts_sched_trace(s));
+  *text = ts_func_print(ts_sched_func(s));
+  ts_sched_destroy(s);
+  if (ts_rt_cpu_has("avx2") == 1) free(check_default(w->func, t, spec));
+  ts_workload_free(w);
+  ts_target_free(t);
+}
+
 /* B of a product packed per column panel only when the panels keep the
  * cores evenly busy or B is too large for the caches: 100 x 100 has 5
  * panels of 20 columns, which 2 cores split 3 + 2, so B is read in place
@@ -288,10 +309,6 @@ static void test_reduction_unrolled(void **state) {
  * panels of 16 and packs them. */
 static void test_few_panels(void **state) {
   (void)state;
-  ts_target *t;
-  ts_error err;
-  if (ts_target_parse("llvm -mcpu=x86-64-v3 -num-cores=2", &t, &err))
-    fail_msg("%s", err.msg);
   static const struct {
     const char *spec;
     bool packed;
@@ -300,28 +317,72 @@ static void test_few_panels(void **state) {
       {"matmul M=128 N=128 K=64", true},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    ts_workload *w = workload(cases[i].spec);
-    ts_sched *s = NULL;
-    if (ts_default_schedule(w->func, t, &s, &err))
-      fail_msg("%s: %s", cases[i].spec, err.msg);
-    char *trace = ts_trace_print(ts_sched_trace(s));
+    char *trace, *text;
+    avx2_default(cases[i].spec, &trace, &text);
     if ((strstr(trace, "cache_read(") != NULL) != cases[i].packed)
       fail_msg("%s: B %s packed in\n%s", cases[i].spec,
                cases[i].packed ? "not" : "", trace);
-    if (!cases[i].packed) {
-      char *text = ts_func_print(ts_sched_func(s));
-      if (!strstr(text, "in range(125) parallel"))
-        fail_msg("%s: the row tiles not in the parallel loop:\n%s",
-                 cases[i].spec, text);
-      free(text);
-    }
+    if (!cases[i].packed && !strstr(text, "in range(125) parallel"))
+      fail_msg("%s: the row tiles not in the parallel loop:\n%s", cases[i].spec,
+               text);
     free(trace);
-    ts_sched_destroy(s);
-    if (ts_rt_cpu_has("avx2") == 1)
-      free(check_default(w->func, t, cases[i].spec));
-    ts_workload_free(w);
+    free(text);
   }
-  ts_target_free(t);
+}
+
+/* Widths that whole vectors divide only one at a time (200 on AVX2's 8
+ * lanes: 8 x 25): a ceil split two vectors wide, accumulated in a local
+ * tile, where its last tile wastes 5 % of the lanes or less; a narrower
+ * one (40, whose 16-wide tiles would leave a third of the columns in the
+ * guarded last tile) and one that two vectors divide (128) keep their
+ * divisor tiles. */
+static void test_wide_ragged(void **state) {
+  (void)state;
+  static const struct {
+    const char *spec;
+    bool ragged;
+  } cases[] = {
+      {"matmul M=24 N=200 K=32", true},
+      {"matmul M=24 N=40 K=32", false},
+      {"batch_matmul B=2 M=128 N=128 K=64", false},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char *trace, *text;
+    avx2_default(cases[i].spec, &trace, &text);
+    bool local = strstr(trace, "cache_write(") != NULL;
+    bool wide = strstr(trace, "factors=[None, 16]") != NULL;
+    if (local != cases[i].ragged || (wide && local) != cases[i].ragged)
+      fail_msg("%s: expected %s tile in\n%s", cases[i].spec,
+               cases[i].ragged ? "a ragged 16-wide" : "a divisor", trace);
+    free(trace);
+    free(text);
+  }
+}
+
+/* A's rows 4 KiB apart (K = 1024 floats) and read again by each of four
+ * vector tiles: A packed once into micro-panels of the tile's rows
+ * (A_global, [M / rows, K, rows]); at K = 1000 it is read in place. */
+static void test_rows_packed(void **state) {
+  (void)state;
+  static const struct {
+    const char *spec;
+    bool packed;
+  } cases[] = {
+      {"matmul M=48 N=64 K=1024", true},
+      {"matmul M=48 N=64 K=1000", false},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char *trace, *text;
+    avx2_default(cases[i].spec, &trace, &text);
+    bool packed = strstr(text, "A_global[floordiv(") != NULL;
+    if (packed != cases[i].packed)
+      fail_msg("%s: A %s packed in\n%s", cases[i].spec,
+               cases[i].packed ? "not" : "", text);
+    if (packed && !strstr(text, "alloc A_global: float32[8, 1024, 6]"))
+      fail_msg("%s: not in micro-panels of 6 rows:\n%s", cases[i].spec, text);
+    free(trace);
+    free(text);
+  }
 }
 
 /* Row operators of any rank (a softmax over [1, 4, 32, 32] as the graph's
@@ -1357,6 +1418,8 @@ int main(void) {
       cmocka_unit_test(test_shapes),
       cmocka_unit_test(test_reduction_unrolled),
       cmocka_unit_test(test_few_panels),
+      cmocka_unit_test(test_wide_ragged),
+      cmocka_unit_test(test_rows_packed),
       cmocka_unit_test(test_register_budget),
       cmocka_unit_test(test_row_operators_any_rank),
       cmocka_unit_test(test_odd_vector_tiles),
