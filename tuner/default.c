@@ -37,7 +37,9 @@
  *     input the rows and the reduction read (A of a matmul), when its rows
  *     are a multiple of 4 KiB apart and four or more vector tiles read it,
  *     packed once before the anchor into micro-panels [M / rows, K, rows];
- *     its
+ *     the row tiles outside the vector tiles where the streamed input is
+ *     at most 128 KiB and the other inputs exceed 512 KiB (the streamed
+ *     one then packed once); its
  *     elementwise consumer computed at the
  *     row tile; its padding producer computed at the innermost outer loop
  *     (each tile pads the window it reads; not when the channels are fewer
@@ -1123,7 +1125,7 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
    * vector tiles go outermost, so that each panel of it is packed once and
    * reused by every output row, instead of streamed once per outer
    * iteration. Needs enough vector tiles to run in parallel. */
-  bool vec_first = false;
+  bool vec_first = false, rows_first = false;
   bool panel_loop[MAX_LOOPS] = {false}; /* outer loops moved first */
   int64_t outer_iters = 1;
   if (rows >= 0) {
@@ -1143,6 +1145,32 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
     int64_t cores = ts_target_num_cores(t);
     vec_first = big && cols < ev && !by_outer && outer_iters > 1 &&
                 ev / cols >= 2 * cores;
+    int64_t others = 0; /* the other inputs' bytes (A, an image) */
+    for (int i = 0; sb && i < ts_block_n_reads(blk); i++) {
+      const ts_buffer *x = ts_block_read(blk, i)->buffer;
+      bool seen = x == sb || x == ts_block_write(blk, 0)->buffer;
+      for (int k = 0; k < i && !seen; k++)
+        seen = ts_block_read(blk, k)->buffer == x;
+      if (!seen) others += buffer_bytes(x);
+    }
+    /* A small streamed input (weights that the L2 holds with room to
+     * spare) beside a large other input (an image, A of a tall product):
+     * the row tiles go outside the vector tiles, so each row tile's input
+     * is read once and all of the weights (packed once, in panels) are
+     * reused from L2, instead of the large input streamed again from L3
+     * for every panel. Not for a transposed input packed per panel (it
+     * would be packed again for every row tile: dense 3000x128x100 fell
+     * 190 -> 110 GFLOP/s). Default schedules, old/new alternating, x the
+     * best library: 1x1 conv 56x56 64->256 0.97/0.95 -> 0.99/0.99 (1
+     * thread 0.98/0.97/0.97 -> 1.00/1.00/1.00), 256->64 0.97/0.98 ->
+     * 0.98/0.99, 112x112 32->64 0.92/0.95 -> 0.97/0.99; strided 3x3
+     * 112x112 32->64 157/158 -> 176/172 GFLOP/s; matmul 3000x128x100
+     * 0.99/1.04 -> 1.04/1.05 (transpose_a 1.02/1.00 -> 1.07/1.08). A 1x1
+     * conv 28x28 512->128 (weights of 256 KiB) lost 11 % this way, hence
+     * half of STREAMED_CACHE_BYTES. */
+    rows_first = sb && !vec_first && !by_outer && !rows_load && !tpacked[0] &&
+                 cols < ev && buffer_bytes(sb) <= STREAMED_CACHE_BYTES / 2 &&
+                 others > 2 * STREAMED_CACHE_BYTES;
     /* The same input already in panels (a conv's weights blocked by output
      * channels at compile time, [CO/B, KH, KW, CI, B]): the outer loops
      * that index it (the panels) go first, so each panel is read once and
@@ -1195,8 +1223,9 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
   for (int i = 0; i < nl; i++)
     if (binds[i] != BIND_REDUCE && i != vec && i != rows && !panel_loop[i])
       order[no++] = loops[i];
+  if (rows_first && ro != TS_RV_NONE) order[no++] = ro;
   if (vo != TS_RV_NONE && !vec_first) order[no++] = vo;
-  if (ro != TS_RV_NONE) order[no++] = ro;
+  if (ro != TS_RV_NONE && !rows_first) order[no++] = ro;
   n_outer = no;
   int64_t taps = 1; /* the reduction's extent per output: KH x KW */
   int red_last = -1;
@@ -1312,7 +1341,10 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
        * above it: the whole input packed once, in panels, before */
       if (!pack_once(s, b, sb, cols, packed, sizeof packed)) return false;
       packed_once = packed[0] != 0;
-      if (packed_once) n_par = vo_at + 1;
+      /* (rows first: the panels stay a serial loop inside the parallel
+       * row tiles; fused in, each tile recomputed its indices by a
+       * division: 2-3 % of the 1x1 conv's time) */
+      if (packed_once) n_par = rows_first ? vo_at : vo_at + 1;
     }
     if (sb && vo_at >= 0 && !packed_once) {
       char bn[128];

@@ -385,6 +385,36 @@ static void test_rows_packed(void **state) {
   }
 }
 
+/* Small weights beside a large image: the row tiles outside the column
+ * panels, the panels packed once and kept a serial loop inside the
+ * parallel row tiles (64 -> 256 channels at 56x56: 64 KiB of weights, an
+ * 800 KiB image; 523 tiles of 6 pixels). Not with larger weights (512 ->
+ * 128 at 28x28: 256 KiB), nor where the streamed input is a transposed
+ * copy packed per panel (a dense layer's [N, K] weights): their parallel
+ * loops stay over the panels. */
+static void test_rows_first(void **state) {
+  (void)state;
+  static const struct {
+    const char *spec;
+    const char *parallel; /* the parallel loop */
+  } cases[] = {
+      {"conv2d_nhwc N=1 H=56 W=56 CI=64 CO=256 KH=1 KW=1",
+       "for n_h_w_fused_0_fused in range(523) parallel"},
+      {"conv2d_nhwc N=1 H=28 W=28 CI=512 CO=128 KH=1 KW=1",
+       "for n_co_0_fused in range(8) parallel"},
+      {"dense M=3000 N=128 K=100", "for j_0 in range(8) parallel"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char *trace, *text;
+    avx2_default(cases[i].spec, &trace, &text);
+    if (!strstr(text, cases[i].parallel))
+      fail_msg("%s: expected '%s' in\n%s", cases[i].spec, cases[i].parallel,
+               text);
+    free(trace);
+    free(text);
+  }
+}
+
 /* Row operators of any rank (a softmax over [1, 4, 32, 32] as the graph's
  * attention gives it, a layer norm over [1, 128, 64]): the producers go to
  * the innermost row loop, so the whole operator is one parallel loop over
@@ -1420,6 +1450,7 @@ int main(void) {
       cmocka_unit_test(test_few_panels),
       cmocka_unit_test(test_wide_ragged),
       cmocka_unit_test(test_rows_packed),
+      cmocka_unit_test(test_rows_first),
       cmocka_unit_test(test_register_budget),
       cmocka_unit_test(test_row_operators_any_rank),
       cmocka_unit_test(test_odd_vector_tiles),
