@@ -334,7 +334,7 @@ bool linear_of(const ts_expr *e, linear *out) {
 
 /* The largest number of loop iterations enumerated for the injectivity
  * check of writes. */
-#define MAX_ENUM 65536
+#define MAX_ENUM TS_PARALLEL_CHECK_MAX
 
 /* Binds every var of an expression to 0 (unless bound already). */
 static void bind_zero(void *ctx, ts_expr *e) {

@@ -162,7 +162,11 @@ int ts_sched_reorder(ts_sched *s, const ts_rv *loops, int n);
 int ts_sched_fuse_siblings(ts_sched *s, const ts_rv *loops, int n);
 /* Loop kinds. parallel/vectorize/bind refuse a loop that carries a
  * reduction (bound to a reduce iter) or under which a block is recomputed
- * racily; the loop must be serial. */
+ * racily; the loop must be serial. Over a reduction (a block with an
+ * init), the loop's iterations must write disjoint points, which is
+ * checked by enumerating them: a longer loop than TS_PARALLEL_CHECK_MAX
+ * is refused there. */
+#define TS_PARALLEL_CHECK_MAX 65536
 int ts_sched_parallel(ts_sched *s, ts_rv loop);
 int ts_sched_vectorize(ts_sched *s, ts_rv loop);
 int ts_sched_unroll(ts_sched *s, ts_rv loop);

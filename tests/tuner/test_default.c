@@ -415,6 +415,50 @@ static void test_rows_first(void **state) {
   }
 }
 
+/* A depthwise conv of many channel tiles over an image larger than the
+ * caches: the channel tiles outermost, so each tile's rows stay cached as
+ * the window slides down (112 x 112 x 336, 5 x 5: 21 tiles); not a small
+ * image (7 x 7 x 32 with 7 x 7 taps). And the parallel loop stops where
+ * the race check's enumeration does: 512 x 512 x 32 (2 channel tiles) has
+ * 512 x 2 x 128 = 131072 outer iterations, past which the fused loop was
+ * refused and the whole conv ran on one core. */
+static void test_depthwise_order(void **state) {
+  (void)state;
+  static const struct {
+    const char *spec;
+    const char *parallel;
+    bool run; /* small enough to check against the reference */
+  } cases[] = {
+      {"depthwise_conv2d_nhwc N=1 H=112 W=112 C=336 KH=5 KW=5 pad=2",
+       "for c_0_n_h_fused in range(2352) parallel", false},
+      {"depthwise_conv2d_nhwc N=1 H=7 W=7 C=32 KH=7 KW=7 pad=3",
+       "for n_h_c_0_fused in range(28) parallel", true},
+      {"depthwise_conv2d_nhwc N=1 H=512 W=512 C=32 KH=3 KW=3 pad=1",
+       "for n_h_c_0_fused in range(1024) parallel", false},
+  };
+  ts_target *t;
+  ts_error terr;
+  if (ts_target_parse("llvm -mcpu=x86-64-v3 -num-cores=2", &t, &terr))
+    fail_msg("%s", terr.msg);
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    ts_workload *w = workload(cases[i].spec);
+    ts_sched *s = NULL;
+    ts_error err;
+    if (ts_default_schedule(w->func, t, &s, &err))
+      fail_msg("%s: %s", cases[i].spec, err.msg);
+    char *text = ts_func_print(ts_sched_func(s));
+    if (!strstr(text, cases[i].parallel))
+      fail_msg("%s: expected '%s' in\n%s", cases[i].spec, cases[i].parallel,
+               text);
+    free(text);
+    ts_sched_destroy(s);
+    if (cases[i].run && ts_rt_cpu_has("avx2") == 1)
+      free(check_default(w->func, t, cases[i].spec));
+    ts_workload_free(w);
+  }
+  ts_target_free(t);
+}
+
 /* Row operators of any rank (a softmax over [1, 4, 32, 32] as the graph's
  * attention gives it, a layer norm over [1, 128, 64]): the producers go to
  * the innermost row loop, so the whole operator is one parallel loop over
@@ -1451,6 +1495,7 @@ int main(void) {
       cmocka_unit_test(test_wide_ragged),
       cmocka_unit_test(test_rows_packed),
       cmocka_unit_test(test_rows_first),
+      cmocka_unit_test(test_depthwise_order),
       cmocka_unit_test(test_register_budget),
       cmocka_unit_test(test_row_operators_any_rank),
       cmocka_unit_test(test_odd_vector_tiles),
