@@ -25,7 +25,9 @@
  *     column of a depthwise conv, whose weights each row tile then reuses)
  *     split by a divisor up to 8, the pair with the most FMAs per load
  *     whose accumulators fit the vector registers besides the operands;
- *     loop order outer spatial, vector tiles, row tiles, reductions (the
+ *     loop order outer spatial, vector tiles, row tiles (a depthwise
+ *     conv's channel tiles first over a large image of many of them, else
+ *     its column tiles before its channel tiles), reductions (the
  *     innermost split by 4, its inner part unrolled; a guarded ceil split
  *     where 4 does not divide it and it is 16 or longer),
  *     rows (unrolled), vector (vectorized); its init decomposed and
@@ -1218,19 +1220,39 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
   /* order: outer spatial, vo, ro, reductions, ri, vi */
   ts_rv order[MAX_LOOPS + 4];
   int no = 0, n_outer = 0;
-  /* A depthwise conv of many channel tiles: the channel tiles outermost,
-   * so that each tile's window of rows stays in the caches while the rows
-   * slide down the image, instead of all channels' rows (for 5 x 5 taps
-   * at 112 x 112 x 336, 780 KiB) streamed again from L3 for every output
-   * row. Default schedules, AVX2 Zen 3, 2 threads, two alternating rounds,
-   * x oneDNN: 112x112x336 5x5 1.02/0.86 -> 1.53/1.53, 14x14x864 3x3
-   * 0.77/0.79 -> 0.89/0.86, 38x38x160 0.81/0.79 -> 0.87/0.92, 76x76x144
-   * 5x5 1.32/1.29 -> 1.45/1.51, 56x56x336 0.92/0.99 -> 1.10/0.98. Not for
-   * fewer tiles than twice the cores (112x112x32, 2 tiles, lost 15 %) nor
-   * for an image the caches hold anyway (7x7x32 with 7x7 taps lost 5 %). */
-  if (rows_load && vo != TS_RV_NONE &&
-      ev / cols >= 2 * ts_target_num_cores(t) && others > STREAMED_CACHE_BYTES)
-    vec_first = true;
+  /* A depthwise conv's order. Its channel tiles outermost where there
+   * are at least twice as many as cores over an image larger than 256 KiB:
+   * each tile's window of rows stays cached while the rows slide down
+   * the image, instead of all channels' rows (for 5 x 5 taps at 112 x
+   * 112 x 336, 780 KiB) read again from L3 for every output row. But a
+   * channel tile reads one line per pixel, each on a page of its own
+   * where a pixel's channels span more than 2 KiB; when the window then
+   * covers more pages than the L1 TLB holds (64), every load misses it
+   * and no prefetcher follows: there, and with few channel tiles, the
+   * column tiles go outside the channel tiles instead, so each tile reads
+   * its pixels' channels in one contiguous run. Default schedules, AVX2
+   * Zen 3, 2 threads, alternating rounds, x oneDNN, rows then channels
+   * -> new: 112x112x336 5x5 0.83/0.82 -> 1.51/1.47 (channels first);
+   * 38x38x160 0.84/0.82 -> 0.87/0.96; 14x14x864 0.76/0.51 -> 0.87/0.84
+   * (48 pages); 112x112x960 5x5 0.83/0.82 -> 0.95/0.98 and 70x70x960
+   * 0.38/0.49 -> 0.82/0.93 (columns first; channels first 0.32-0.48);
+   * 112x112x32 0.82/1.01 -> 1.19/1.22 (2 tiles: columns first). */
+  if (rows_load && vo != TS_RV_NONE) {
+    int64_t kh = 1, kw = 1;
+    for (int i = 0, k = 0; i < nl; i++)
+      if (binds[i] == BIND_REDUCE) {
+        if (k++ == 0) kh = loop_extent(s, loops[i]);
+        kw = loop_extent(s, loops[i]);
+      }
+    int64_t pixel = ev * (int64_t)ts_dtype_elem_bytes(
+                             ts_buffer_dtype(ts_block_write(blk, 0)->buffer));
+    int64_t pages = kh * (er + kw - 1);
+    if (ev / cols >= 2 * ts_target_num_cores(t) &&
+        others > STREAMED_CACHE_BYTES && (pixel <= 2048 || pages <= 64))
+      vec_first = true;
+    else
+      rows_first = true;
+  }
   if (vec_first) order[no++] = vo;
   for (int i = 0; i < nl; i++)
     if (panel_loop[i]) order[no++] = loops[i];

@@ -417,11 +417,15 @@ static void test_rows_first(void **state) {
 
 /* A depthwise conv of many channel tiles over an image larger than the
  * caches: the channel tiles outermost, so each tile's rows stay cached as
- * the window slides down (112 x 112 x 336, 5 x 5: 21 tiles); not a small
- * image (7 x 7 x 32 with 7 x 7 taps). And the parallel loop stops where
- * the race check's enumeration does: 512 x 512 x 32 (2 channel tiles) has
- * 512 x 2 x 128 = 131072 outer iterations, past which the fused loop was
- * refused and the whole conv ran on one core. */
+ * the window slides down (112 x 112 x 336, 5 x 5: 21 tiles; 14 x 14 x
+ * 864, whose window of 3 x 16 pixels spans 48 pages); not a small image
+ * (7 x 7 x 32 with 7 x 7 taps), and not where each pixel's channels span
+ * more than 2 KiB and the window more pages than the L1 TLB holds (70 x
+ * 70 x 960: 3 x 72 pages): there the column tiles go outside the channel
+ * tiles. And the parallel loop stops where the race check's enumeration
+ * does: 512 x 512 x 32 (2 channel tiles, columns first) has 512 x 128 x 2
+ * = 131072 outer iterations, past which the fused loop was refused and
+ * the whole conv ran on one core. */
 static void test_depthwise_order(void **state) {
   (void)state;
   static const struct {
@@ -433,8 +437,12 @@ static void test_depthwise_order(void **state) {
        "for c_0_n_h_fused in range(2352) parallel", false},
       {"depthwise_conv2d_nhwc N=1 H=7 W=7 C=32 KH=7 KW=7 pad=3",
        "for n_h_c_0_fused in range(28) parallel", true},
+      {"depthwise_conv2d_nhwc N=1 H=70 W=70 C=960 KH=3 KW=3 pad=1",
+       "for n_h_w_0_c_0_fused in range(58800) parallel", false},
+      {"depthwise_conv2d_nhwc N=1 H=14 W=14 C=864 KH=3 KW=3 pad=1",
+       "for c_0_n_h_w_0_fused in range(2646) parallel", false},
       {"depthwise_conv2d_nhwc N=1 H=512 W=512 C=32 KH=3 KW=3 pad=1",
-       "for n_h_c_0_fused in range(1024) parallel", false},
+       "for n_h_w_0_fused in range(65536) parallel", false},
   };
   ts_target *t;
   ts_error terr;
