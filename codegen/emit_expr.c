@@ -360,26 +360,43 @@ static bool whole_vector_ok(emitter *e, ts_buffer *b, ts_expr *idx, int lanes) {
          lo >= 0 && hi + lanes <= ts_buffer_elems(b);
 }
 
+/* The vector type a masked access of buffer b moves: 16-bit floats as
+ * 16-bit integers (the same bits), since a target without native
+ * bfloat16 or float16 legalizes a masked bfloat16 vector through float
+ * conversions that call compiler-rt (__truncsfbf2), which kernels do not
+ * link. */
+static LLVMTypeRef masked_type(emitter *e, ts_buffer *b, int lanes) {
+  LLVMTypeRef el = emit_mem_type(e, ts_buffer_dtype(b));
+  LLVMTypeKind k = LLVMGetTypeKind(el);
+  if (k == LLVMBFloatTypeKind || k == LLVMHalfTypeKind)
+    el = LLVMInt16TypeInContext(e->ctx);
+  return LLVMVectorType(el, (unsigned)lanes);
+}
+
 static LLVMValueRef masked_load(emitter *e, ts_buffer *b, ts_expr *idx,
                                 int lanes) {
   LLVMTypeRef vt = LLVMVectorType(emit_mem_type(e, ts_buffer_dtype(b)), lanes);
+  LLVMTypeRef mt = masked_type(e, b, lanes);
   LLVMValueRef align = LLVMConstInt(emit_i32t(e), elem_align(e, b), 0);
-  LLVMValueRef pass = LLVMConstNull(vt);
+  LLVMValueRef pass = LLVMConstNull(mt), v;
   if (is_unit_ramp(idx)) {
     LLVMValueRef p = idx_ptr(e, b, ts_expr_operand(idx, 0));
-    LLVMTypeRef over[2] = {vt, LLVMTypeOf(p)};
+    LLVMTypeRef over[2] = {mt, LLVMTypeOf(p)};
     LLVMValueRef args[4] = {p, align, e->mask, pass};
-    return emit_call_intrinsic(e, "llvm.masked.load", over, 2, args, 4);
+    v = emit_call_intrinsic(e, "llvm.masked.load", over, 2, args, 4);
+  } else {
+    LLVMValueRef ptrs = lane_ptrs(e, b, idx);
+    LLVMTypeRef over[2] = {mt, LLVMTypeOf(ptrs)};
+    LLVMValueRef args[4] = {ptrs, align, e->mask, pass};
+    v = emit_call_intrinsic(e, "llvm.masked.gather", over, 2, args, 4);
   }
-  LLVMValueRef ptrs = lane_ptrs(e, b, idx);
-  LLVMTypeRef over[2] = {vt, LLVMTypeOf(ptrs)};
-  LLVMValueRef args[4] = {ptrs, align, e->mask, pass};
-  return emit_call_intrinsic(e, "llvm.masked.gather", over, 2, args, 4);
+  return mt == vt ? v : LLVMBuildBitCast(e->b, v, vt, "");
 }
 
 static void masked_store(emitter *e, ts_buffer *b, ts_expr *idx, LLVMValueRef v,
                          int lanes) {
-  (void)lanes;
+  LLVMTypeRef mt = masked_type(e, b, lanes);
+  if (mt != LLVMTypeOf(v)) v = LLVMBuildBitCast(e->b, v, mt, "");
   LLVMValueRef align = LLVMConstInt(emit_i32t(e), elem_align(e, b), 0);
   if (is_unit_ramp(idx)) {
     LLVMValueRef p = idx_ptr(e, b, ts_expr_operand(idx, 0));

@@ -1225,8 +1225,8 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
    * each tile's window of rows stays cached while the rows slide down
    * the image, instead of all channels' rows (for 5 x 5 taps at 112 x
    * 112 x 336, 780 KiB) read again from L3 for every output row. But a
-   * channel tile reads one line per pixel, each on a page of its own
-   * where a pixel's channels span more than 2 KiB; when the window then
+   * channel tile reads at most two lines of a page where a pixel's
+   * channels span 2 KiB or more; when the window then
    * covers more pages than the L1 TLB holds (64), every load misses it
    * and no prefetcher follows: there, and with few channel tiles, the
    * column tiles go outside the channel tiles instead, so each tile reads
@@ -1236,7 +1236,10 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
    * 38x38x160 0.84/0.82 -> 0.87/0.96; 14x14x864 0.76/0.51 -> 0.87/0.84
    * (48 pages); 112x112x960 5x5 0.83/0.82 -> 0.95/0.98 and 70x70x960
    * 0.38/0.49 -> 0.82/0.93 (columns first; channels first 0.32-0.48);
-   * 112x112x32 0.82/1.01 -> 1.19/1.22 (2 tiles: columns first). */
+   * 112x112x32 0.82/1.01 -> 1.19/1.22 (2 tiles: columns first);
+   * 76x76x512 (2 KiB a pixel) 0.71/0.73 -> 0.40/0.54 channels first,
+   * 0.93/0.86 -> 1.29/1.07 columns first; 28x28x512 0.53/0.50 ->
+   * 0.95/0.86. */
   if (rows_load && vo != TS_RV_NONE) {
     int64_t kh = 1, kw = 1;
     for (int i = 0, k = 0; i < nl; i++)
@@ -1248,7 +1251,7 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
                              ts_buffer_dtype(ts_block_write(blk, 0)->buffer));
     int64_t pages = kh * (er + kw - 1);
     if (ev / cols >= 2 * ts_target_num_cores(t) &&
-        others > STREAMED_CACHE_BYTES && (pixel <= 2048 || pages <= 64))
+        others > STREAMED_CACHE_BYTES && (pixel < 2048 || pages <= 64))
       vec_first = true;
     else
       rows_first = true;
