@@ -111,57 +111,6 @@ static bool loop_contiguous(const ts_stmt *r, const ts_stmt *l) {
   return true;
 }
 
-/* Vector instructions per row of a tile of c lanes on a machine of
- * `lanes`: the vectorizer runs c as power-of-two pieces (codegen/lower.c),
- * each piece one instruction per whole vector, a partial one for less. */
-static int64_t vector_ops(int64_t c, int lanes) {
-  int64_t ops = 0;
-  for (int64_t p = 1; p <= c; p *= 2)
-    if (c & p) ops += p >= lanes ? p / lanes : 1;
-  return ops;
-}
-
-/* The vector tile of an axis of extent n that no whole vector divides: the
- * divisor up to four vectors with the most lanes per vector instruction
- * (the larger on a tie). 1000 on 16 lanes: 40 (32 + 8, three instructions)
- * rather than 25 (16 + 8 + 1). */
-static int64_t lane_tile(int64_t n, int lanes) {
-  int64_t best = 1;
-  double best_fill = 0;
-  for (int64_t c = 2; c <= n && c <= 4 * lanes; c++) {
-    if (n % c) continue;
-    double fill = (double)c / (double)vector_ops(c, lanes);
-    if (fill >= best_fill - 1e-9) {
-      best_fill = fill;
-      best = c;
-    }
-  }
-  return best;
-}
-
-/* The share of the computed lanes that are real columns: a tile of c
- * columns that divides the axis (vector_ops instructions per row), or a
- * ceil split of n into tiles of c whole vectors (the last tile's lanes
- * past n computed and dropped). */
-static double divisor_fill(int64_t c, int lanes) {
-  return (double)c / (double)(vector_ops(c, lanes) * lanes);
-}
-
-static double ceil_fill(int64_t n, int64_t c) {
-  return (double)n / (double)(((n + c - 1) / c) * c);
-}
-
-/* How much better a ceil split must fill its lanes than the best divisor
- * tile to be taken (it pays a local accumulator and a guarded last tile). */
-#define WHOLE_VECTOR_GAIN 1.08
-
-/* The largest divisor of n that is at most cap (>= 1). */
-static int64_t divisor_upto(int64_t n, int64_t cap) {
-  for (int64_t d = cap < n ? cap : n; d > 1; d--)
-    if (n % d == 0) return d;
-  return 1;
-}
-
 static int lanes_of(const ts_target *t, ts_dtype d) {
   int bits = d.bits > 0 ? d.bits : 32;
   int l = ts_target_vector_bits(t) / bits;
@@ -614,6 +563,16 @@ static int copy_names(ts_sched *s, ts_rv cr, char *blk, size_t nblk, char *buf,
   return ts_buffer_ndim(w);
 }
 
+/* The start of an index map over a buffer of rank nd, "(d0, .., dn-1) ->
+ * (", into map (cap bytes); its length. */
+static size_t map_inputs(char *map, size_t cap, int nd) {
+  size_t len = (size_t)snprintf(map, cap, "(");
+  for (int d = 0; d < nd && len < cap; d++)
+    len += (size_t)snprintf(map + len, cap - len, "%sd%d", d ? ", " : "", d);
+  if (len < cap) len += (size_t)snprintf(map + len, cap - len, ") -> (");
+  return len;
+}
+
 /* The streamed input sb of anchor b copied once, before the anchor, into
  * panels of `cols` along its last dimension (the vector axis):
  * [.., C] -> [C / cols, .., cols], so that each vector tile's panel is
@@ -630,12 +589,9 @@ static bool pack_once(ts_sched *s, ts_rv b, const ts_buffer *sb, int64_t cols,
   int64_t last = nd > 0 ? ts_buffer_shape(sb)[nd - 1] : 0;
   if (nd < 2 || cols < 2 || last <= cols || last % cols) return true;
   char map[256], bn[128];
-  size_t len = (size_t)snprintf(map, sizeof map, "(");
-  for (int d = 0; d < nd; d++)
-    len += (size_t)snprintf(map + len, sizeof map - len, "%sd%d", d ? ", " : "",
-                            d);
-  len += (size_t)snprintf(map + len, sizeof map - len,
-                          ") -> (floordiv(d%d, %lld)", nd - 1, (long long)cols);
+  size_t len = map_inputs(map, sizeof map, nd);
+  len += (size_t)snprintf(map + len, sizeof map - len, "floordiv(d%d, %lld)",
+                          nd - 1, (long long)cols);
   for (int d = 0; d < nd - 1; d++)
     len += (size_t)snprintf(map + len, sizeof map - len, ", d%d", d);
   len += (size_t)snprintf(map + len, sizeof map - len, ", floormod(d%d, %lld))",
@@ -710,150 +666,6 @@ static bool pack_transposed(ts_sched *s, ts_rv b, const ts_stmt *r,
  * matmuls 256-1024 rows and 14x14 convs within noise). */
 #define STREAMED_CACHE_BYTES TS_DEFAULT_STREAMED_BYTES
 #define RED_UNROLL 4 /* reduction steps per trip of the register tile */
-
-/* The rows of a register tile `v` vectors wide: at most 8, and as many as
- * leave a register for each of the v vectors of B (each is used by every
- * row, so LLVM keeps it in a register) and one for the broadcast of A.
- * Beyond that an accumulator is spilled and its chain runs through memory
- * at every step: a 3 x 4-vector tile on AVX2's 16 registers ran a 1x7 conv
- * at 68 GFLOP/s, the 6 x 2 one at 192. */
-static int64_t rows_cap(int regs, int64_t v) {
-  int64_t r = v > 0 ? ((int64_t)(regs > 8 ? regs : 8) - 1 - v) / v : 1;
-  return r > 8 ? 8 : r < 1 ? 1 : r;
-}
-
-/* The tile of ts_default_vector_tile; `three`: 3-vector tiles of a longer
- * axis allowed. */
-static int64_t vector_tile(int64_t er, int64_t ev, int lanes, int regs,
-                           int64_t *rows, bool three) {
-  int64_t budget = regs > 8 ? regs - 4 : 4, cols = lanes, nrows = 1;
-  if (lanes < 1 || ev % lanes) {
-    if (rows) *rows = 1;
-    return ev;
-  }
-  /* rows x vectors of accumulators within the budget, with the most
-   * FMAs per load (rows * vectors / (rows + vectors)); 3 vectors too
-   * (once left out as measured slower): a 4 x 3 tile where the rows have
-   * no divisor of 5 or 6 keeps 12 accumulators instead of 4 x 2's 8
-   * (bench --default, 2 threads, AVX2 Zen 3, the ratio to the best
-   * library, old -> new: 1x1 conv 56x56x96->384 0.70-0.75 -> 0.78-0.81,
-   * 56x56x64->192 0.66-0.73 -> 0.79-0.88; matmul 1000x768x512 0.96-1.04
-   * -> 1.14-1.17; 128x768x3072 0.87-0.94 -> 0.94-1.03; within noise
-   * elsewhere, a 48-row dense layer and a 28x28x32->192 conv among them).
-   * Not for a depthwise conv, whose rows each load their own input vector
-   * rather than share a broadcast: MobileNet-V2's 3x3 depthwise convs of
-   * 96-192 channels ran 10-30 % slower with 3-vector tiles. */
-  double best = -1;
-  for (int64_t v = 1; v <= 4; v++) {
-    if (v == 3 && !three && 3 * lanes != ev) continue;
-    if (ev % (v * lanes)) continue;
-    int64_t cap = rows_cap(regs, v);
-    int64_t r = divisor_upto(er, cap);
-    double score = (double)(r * v) / (double)(r + v);
-    if (score > best + 1e-9) {
-      best = score;
-      cols = v * lanes;
-      nrows = r;
-    }
-  }
-  /* A single row (a matrix-vector product: a classifier at batch 1):
-   * no rows to reuse a vector over, so the budget goes to vectors, as
-   * many as divide the extent: independent accumulators (one alone
-   * waits on its own FMA's latency at every step) and longer
-   * contiguous runs of each row of B. */
-  if (er == 1)
-    for (int64_t v = 5; v <= budget; v++)
-      if (ev % (v * lanes) == 0) cols = v * lanes;
-  if (rows) *rows = nrows;
-  return cols;
-}
-
-/* The register tile of a product's er rows: vector_tile's, or, where its
- * divisors leave the tile short of 12 accumulators, rows split ceil-wise
- * when that gives it more (49 rows, a 7x7 pointwise conv as a product:
- * 7 x 1 vector -> 6 x 2: matmul 49 x 512 x 2048 0.68-0.83 -> 0.94-1.03 x
- * the best library, 49 x 2048 x 512 0.67-0.70 -> 0.97-1.01; AVX2 Zen 3,
- * bench --default, alternating). Defined below ceil_rows_tile. */
-static int64_t product_tile(int64_t er, int64_t ev, int lanes, int regs,
-                            int64_t *rows);
-
-int64_t ts_default_vector_tile(int64_t er, int64_t ev, int lanes, int regs,
-                               int64_t *rows) {
-  int64_t r;
-  int64_t cols = lanes >= 1 && ev % lanes == 0
-                     ? product_tile(er, ev, lanes, regs, &r)
-                     : vector_tile(er, ev, lanes, regs, &r, true);
-  if (rows) *rows = r;
-  return cols;
-}
-
-/* The register tile over rows that are split ceil-wise (every tile but the
- * last full): per vector count, the rows as even as the budget allows,
- * scored by FMAs per load times the share of the computed rows that are
- * real (49 rows: 6 x 2 vectors, 54 computed, over 7 x 1). */
-static int64_t ceil_rows_tile(int64_t er, int64_t ev, int lanes, int regs,
-                              int64_t *rows) {
-  int64_t cols = lanes, nrows = 1;
-  double best = -1;
-  for (int64_t v = 1; v <= 4; v++) {
-    if (ev % (v * lanes)) continue;
-    int64_t cap = rows_cap(regs, v);
-    int64_t tiles = (er + cap - 1) / cap, r = (er + tiles - 1) / tiles;
-    double score =
-        (double)(r * v) / (double)(r + v) * (double)er / (double)(tiles * r);
-    if (score > best + 1e-9) {
-      best = score;
-      cols = v * lanes;
-      nrows = r;
-    }
-  }
-  *rows = nrows;
-  return cols;
-}
-
-static int64_t product_tile(int64_t er, int64_t ev, int lanes, int regs,
-                            int64_t *rows) {
-  int64_t nr, cr;
-  int64_t cols = vector_tile(er, ev, lanes, regs, &nr, true);
-  int64_t acc = nr * (cols / lanes);
-  if (er > 1 && acc < 12) {
-    int64_t cc = ceil_rows_tile(er, ev, lanes, regs, &cr);
-    if (cr * (cc / lanes) > acc) {
-      *rows = cr;
-      return cc;
-    }
-  }
-  *rows = nr;
-  return cols;
-}
-
-/* Whether a conv's output of h rows of w columns (ev channels, an
- * innermost reduction of `red`) is better tiled over its pixels in order
- * than over the columns: only where the columns leave the tile short of
- * 12 accumulators (AVX-512's 7 x 2 vectors holds 14) and the pixels give
- * it more, and not over a reduction of a few input channels (a stem's 3
- * measured slower fused, 0.57-0.62 -> 0.49-0.52 x oneDNN at 224x224
- * stride 2). */
-bool default_pixels_better(int64_t h, int64_t w, int64_t ev, int64_t red,
-                           int lanes, int regs) {
-  if (h <= 1 || red < 8 || lanes < 1 || ev % lanes) return false;
-  int64_t nr, fr;
-  int64_t cols = vector_tile(w, ev, lanes, regs, &nr, true);
-  int64_t acc = nr * (cols / lanes);
-  if (acc >= 12) return false;
-  int64_t fc = ceil_rows_tile(h * w, ev, lanes, regs, &fr);
-  return fr * (fc / lanes) > acc;
-}
-
-int64_t ts_default_conv_tile(int64_t h, int64_t w, int64_t ev, int64_t red,
-                             int lanes, int regs, int64_t *rows) {
-  int64_t r;
-  int64_t cols = default_pixels_better(h, w, ev, red, lanes, regs)
-                     ? ceil_rows_tile(h * w, ev, lanes, regs, &r)
-                     : vector_tile(w, ev, lanes, regs, &r, true);
-  if (rows) *rows = r;
-  return cols;
-}
 
 /* Rows too few to fill a register tile (the 7 output columns of a late
  * conv): the row axis fused with the spatial axis just outside it when
@@ -938,11 +750,7 @@ static bool pack_rows(ts_sched *s, const ts_target *t, ts_rv b,
   char cname[128], cbuf[128];
   int nd = copy_names(s, cr, cname, sizeof cname, cbuf, sizeof cbuf);
   if (nd < 0) return false;
-  size_t len = (size_t)snprintf(map, sizeof map, "(");
-  for (int d = 0; d < nd; d++)
-    len += (size_t)snprintf(map + len, sizeof map - len, "%sd%d", d ? ", " : "",
-                            d);
-  len += (size_t)snprintf(map + len, sizeof map - len, ") -> (");
+  size_t len = map_inputs(map, sizeof map, nd);
   for (int d = 0; d < nd - 2; d++)
     len += (size_t)snprintf(map + len, sizeof map - len, "d%d, ", d);
   len +=
@@ -1043,19 +851,19 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
    * masked tail tile measured several times slower) */
   int64_t cols = ev % (2 * lanes) == 0 ? 2 * lanes
                  : ev % lanes == 0     ? lanes
-                                       : lane_tile(ev, lanes);
-  int64_t nvec = vector_ops(cols, lanes);
+                                       : default_lane_tile(ev, lanes);
+  int64_t nvec = default_vector_ops(cols, lanes);
   /* the ceil split's tile: one or two whole vectors */
   int64_t whole_cols = ev >= 4 * lanes ? 2 * lanes : lanes;
   bool ragged = false; /* ceil splits: the tiles accumulate in a local */
   int64_t er = rows >= 0 ? loop_extent(s, loops[rows]) : 1;
   int64_t nrows = 1;
   if (fused_rows) {
-    cols = ceil_rows_tile(er, ev, lanes, regs, &nrows);
+    cols = default_ceil_rows_tile(er, ev, lanes, regs, &nrows);
   } else if (ev % lanes == 0) {
-    cols = vector_tile(er, ev, lanes, regs, &nrows, !rows_load);
+    cols = default_register_tile(er, ev, lanes, regs, &nrows, !rows_load);
     if (rows == 0 && !rows_load)
-      cols = product_tile(er, ev, lanes, regs, &nrows);
+      cols = default_product_tile(er, ev, lanes, regs, &nrows);
     /* A width that whole vectors divide only one at a time (8 x odd on
      * 8 lanes: 1000, 200): the divisor tile is one vector wide, 8 rows x
      * 1 vector, nine loads for eight FMAs. Where a ceil split two vectors
@@ -1069,23 +877,23 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
      * channels and a batch_matmul to 200 columns within noise. Narrower
      * widths lose (64x40x256: 155 -> 62 GFLOP/s, 13 of its 33 tiles the
      * guarded ones), hence the 5 %. */
-    int64_t v1 = cols / lanes, r2 = rows_cap(regs, 2);
+    int64_t v1 = cols / lanes, r2 = default_rows_cap(regs, 2);
     if (r2 > er) r2 = er;
     double by_div = (double)(nrows * v1) / (double)(nrows + v1);
     double by_ceil =
-        (double)(r2 * 2) / (double)(r2 + 2) * ceil_fill(ev, 2 * lanes);
+        (double)(r2 * 2) / (double)(r2 + 2) * default_ceil_fill(ev, 2 * lanes);
     if (!rows_load && rows >= 0 && v1 == 1 && ev % (2 * lanes) != 0 &&
-        ev >= 4 * lanes && ceil_fill(ev, 2 * lanes) >= 0.95 &&
+        ev >= 4 * lanes && default_ceil_fill(ev, 2 * lanes) >= 0.95 &&
         by_ceil > WHOLE_VECTOR_GAIN * by_div) {
       ragged = true;
       cols = 2 * lanes;
       nvec = 2;
-      nrows = divisor_upto(er, rows_cap(regs, nvec));
+      nrows = default_divisor_upto(er, default_rows_cap(regs, nvec));
     }
   } else if (ev >= 2 * lanes &&
              (cols < lanes ||
-              ceil_fill(ev, whole_cols) >
-                  WHOLE_VECTOR_GAIN * divisor_fill(cols, lanes))) {
+              default_ceil_fill(ev, whole_cols) >
+                  WHOLE_VECTOR_GAIN * default_divisor_fill(cols, lanes))) {
     ragged = true;
     /* No tile that divides the extent fills even one vector (a prime
      * width: 191, 389), or the best divisor leaves a part-empty vector in
@@ -1096,9 +904,9 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
      * unguarded. */
     cols = whole_cols;
     nvec = cols / lanes;
-    nrows = divisor_upto(er, rows_cap(regs, nvec));
+    nrows = default_divisor_upto(er, default_rows_cap(regs, nvec));
   } else {
-    nrows = divisor_upto(er, rows_cap(regs, nvec));
+    nrows = default_divisor_upto(er, default_rows_cap(regs, nvec));
   }
   /* Rows whose extent has no divisor near the budget (a prime such as
    * 613, or the 7 and 11 output columns of a late or strided conv): a
@@ -1113,8 +921,8 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
    * matmul 1024^3 and the strided 3x3 56x56x64->128 within noise). Not
    * for a depthwise conv's rows. */
   {
-    int64_t nv = vector_ops(cols, lanes);
-    int64_t cap = rows_cap(regs, nv);
+    int64_t nv = default_vector_ops(cols, lanes);
+    int64_t cap = default_rows_cap(regs, nv);
     if (rows >= 0 && cap > 1 && er > cap &&
         (2 * nrows <= cap || (nrows < cap && !rows_load))) {
       int64_t tiles = (er + cap - 1) / cap;
@@ -1230,16 +1038,10 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
    * covers more pages than the L1 TLB holds (64), every load misses it
    * and no prefetcher follows: there, and with few channel tiles, the
    * column tiles go outside the channel tiles instead, so each tile reads
-   * its pixels' channels in one contiguous run. Default schedules, AVX2
-   * Zen 3, 2 threads, alternating rounds, x oneDNN, rows then channels
-   * -> new: 112x112x336 5x5 0.83/0.82 -> 1.51/1.47 (channels first);
-   * 38x38x160 0.84/0.82 -> 0.87/0.96; 14x14x864 0.76/0.51 -> 0.87/0.84
-   * (48 pages); 112x112x960 5x5 0.83/0.82 -> 0.95/0.98 and 70x70x960
-   * 0.38/0.49 -> 0.82/0.93 (columns first; channels first 0.32-0.48);
-   * 112x112x32 0.82/1.01 -> 1.19/1.22 (2 tiles: columns first);
-   * 76x76x512 (2 KiB a pixel) 0.71/0.73 -> 0.40/0.54 channels first,
-   * 0.93/0.86 -> 1.29/1.07 columns first; 28x28x512 0.53/0.50 ->
-   * 0.95/0.86. */
+   * its pixels' channels in one contiguous run. Measured in
+   * docs/tuning.md ("Fresh draws of the broad set"): 112x112x336 5x5
+   * 0.83 -> 1.23-1.51 x oneDNN channels first, 70x70x960 0.38-0.49 ->
+   * 0.82-1.00 columns first. */
   if (rows_load && vo != TS_RV_NONE) {
     int64_t kh = 1, kw = 1;
     for (int i = 0, k = 0; i < nl; i++)

@@ -121,6 +121,36 @@ int fuse_sibling_reductions(ts_sched *s, const ts_target *t);
 /* Whether some input of the block realized as r (a region of a buffer it
  * does not write) is indexed by both loops' vars, through its bindings. */
 bool shares_input(const ts_stmt *r, const ts_stmt *la, const ts_stmt *lb);
+/* The default schedule's register tiles (default_tiles.c). */
+/* How much better a ceil split must fill its lanes than the best divisor
+ * tile to be taken (it pays a local accumulator and a guarded last tile). */
+#define WHOLE_VECTOR_GAIN 1.08
+/* Vector instructions per row of a tile of c columns on `lanes` lanes. */
+int64_t default_vector_ops(int64_t c, int lanes);
+/* The divisor of n up to four vectors with the most lanes per vector
+ * instruction, for an extent that no whole vector divides. */
+int64_t default_lane_tile(int64_t n, int lanes);
+/* The share of computed lanes that are real: a divisor tile of c columns;
+ * a ceil split of n into tiles of c whole vectors. */
+double default_divisor_fill(int64_t c, int lanes);
+double default_ceil_fill(int64_t n, int64_t c);
+/* The largest divisor of n that is at most cap (>= 1). */
+int64_t default_divisor_upto(int64_t n, int64_t cap);
+/* The rows of a register tile v vectors wide on `regs` vector registers. */
+int64_t default_rows_cap(int regs, int64_t v);
+/* The divisor tile of er rows x ev columns: columns returned, rows into
+ * *rows; `three`: 3-vector tiles of a longer axis allowed. */
+int64_t default_register_tile(int64_t er, int64_t ev, int lanes, int regs,
+                              int64_t *rows, bool three);
+/* default_register_tile's, or, where its divisors leave the tile short of
+ * 12 accumulators, rows split ceil-wise when that gives it more (49 rows,
+ * a 7x7 pointwise conv as a product: 7 x 1 vector -> 6 x 2: matmul 49 x
+ * 512 x 2048 0.68-0.83 -> 0.94-1.03 x the best library; AVX2 Zen 3). */
+int64_t default_product_tile(int64_t er, int64_t ev, int lanes, int regs,
+                             int64_t *rows);
+/* The tile over rows split ceil-wise (every tile but the last full). */
+int64_t default_ceil_rows_tile(int64_t er, int64_t ev, int lanes, int regs,
+                               int64_t *rows);
 /* Whether a conv's output of h rows of w columns (ev channels, innermost
  * reduction of `red` iterations) is better register-tiled over its pixels
  * in order than over the columns (default.c; the default schedule and the

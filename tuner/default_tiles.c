@@ -1,0 +1,193 @@
+/*
+ * default_tiles.c — the register tile sizes of the default schedule
+ * (default.c) and of the CPU rules that share its choice: how many rows
+ * and vector columns of accumulators, for divisor tiles and ceil splits,
+ * scored by FMAs per load within the target's vector registers. Pure
+ * arithmetic over extents, lanes and register counts.
+ */
+#include "tuner/rule_framework.h"
+
+/* Vector instructions per row of a tile of c lanes on a machine of
+ * `lanes`: the vectorizer runs c as power-of-two pieces (codegen/lower.c),
+ * each piece one instruction per whole vector, a partial one for less. */
+int64_t default_vector_ops(int64_t c, int lanes) {
+  int64_t ops = 0;
+  for (int64_t p = 1; p <= c; p *= 2)
+    if (c & p) ops += p >= lanes ? p / lanes : 1;
+  return ops;
+}
+
+/* The vector tile of an axis of extent n that no whole vector divides: the
+ * divisor up to four vectors with the most lanes per vector instruction
+ * (the larger on a tie). 1000 on 16 lanes: 40 (32 + 8, three instructions)
+ * rather than 25 (16 + 8 + 1). */
+int64_t default_lane_tile(int64_t n, int lanes) {
+  int64_t best = 1;
+  double best_fill = 0;
+  for (int64_t c = 2; c <= n && c <= 4 * lanes; c++) {
+    if (n % c) continue;
+    double fill = (double)c / (double)default_vector_ops(c, lanes);
+    if (fill >= best_fill - 1e-9) {
+      best_fill = fill;
+      best = c;
+    }
+  }
+  return best;
+}
+
+/* The share of the computed lanes that are real columns: a tile of c
+ * columns that divides the axis (default_vector_ops instructions per row), or a
+ * ceil split of n into tiles of c whole vectors (the last tile's lanes
+ * past n computed and dropped). */
+double default_divisor_fill(int64_t c, int lanes) {
+  return (double)c / (double)(default_vector_ops(c, lanes) * lanes);
+}
+
+double default_ceil_fill(int64_t n, int64_t c) {
+  return (double)n / (double)(((n + c - 1) / c) * c);
+}
+
+/* How much better a ceil split must fill its lanes than the best divisor
+ * tile to be taken (it pays a local accumulator and a guarded last tile). */
+
+/* The largest divisor of n that is at most cap (>= 1). */
+int64_t default_divisor_upto(int64_t n, int64_t cap) {
+  for (int64_t d = cap < n ? cap : n; d > 1; d--)
+    if (n % d == 0) return d;
+  return 1;
+}
+
+/* The rows of a register tile `v` vectors wide: at most 8, and as many as
+ * leave a register for each of the v vectors of B (each is used by every
+ * row, so LLVM keeps it in a register) and one for the broadcast of A.
+ * Beyond that an accumulator is spilled and its chain runs through memory
+ * at every step: a 3 x 4-vector tile on AVX2's 16 registers ran a 1x7 conv
+ * at 68 GFLOP/s, the 6 x 2 one at 192. */
+int64_t default_rows_cap(int regs, int64_t v) {
+  int64_t r = v > 0 ? ((int64_t)(regs > 8 ? regs : 8) - 1 - v) / v : 1;
+  return r > 8 ? 8 : r < 1 ? 1 : r;
+}
+
+/* The tile of ts_default_vector_tile; `three`: 3-vector tiles of a longer
+ * axis allowed. */
+int64_t default_register_tile(int64_t er, int64_t ev, int lanes, int regs,
+                              int64_t *rows, bool three) {
+  int64_t budget = regs > 8 ? regs - 4 : 4, cols = lanes, nrows = 1;
+  if (lanes < 1 || ev % lanes) {
+    if (rows) *rows = 1;
+    return ev;
+  }
+  /* rows x vectors of accumulators within the budget, with the most
+   * FMAs per load (rows * vectors / (rows + vectors)); 3 vectors too
+   * (once left out as measured slower): a 4 x 3 tile where the rows have
+   * no divisor of 5 or 6 keeps 12 accumulators instead of 4 x 2's 8
+   * (bench --default, 2 threads, AVX2 Zen 3, the ratio to the best
+   * library, old -> new: 1x1 conv 56x56x96->384 0.70-0.75 -> 0.78-0.81,
+   * 56x56x64->192 0.66-0.73 -> 0.79-0.88; matmul 1000x768x512 0.96-1.04
+   * -> 1.14-1.17; 128x768x3072 0.87-0.94 -> 0.94-1.03; within noise
+   * elsewhere, a 48-row dense layer and a 28x28x32->192 conv among them).
+   * Not for a depthwise conv, whose rows each load their own input vector
+   * rather than share a broadcast: MobileNet-V2's 3x3 depthwise convs of
+   * 96-192 channels ran 10-30 % slower with 3-vector tiles. */
+  double best = -1;
+  for (int64_t v = 1; v <= 4; v++) {
+    if (v == 3 && !three && 3 * lanes != ev) continue;
+    if (ev % (v * lanes)) continue;
+    int64_t cap = default_rows_cap(regs, v);
+    int64_t r = default_divisor_upto(er, cap);
+    double score = (double)(r * v) / (double)(r + v);
+    if (score > best + 1e-9) {
+      best = score;
+      cols = v * lanes;
+      nrows = r;
+    }
+  }
+  /* A single row (a matrix-vector product: a classifier at batch 1):
+   * no rows to reuse a vector over, so the budget goes to vectors, as
+   * many as divide the extent: independent accumulators (one alone
+   * waits on its own FMA's latency at every step) and longer
+   * contiguous runs of each row of B. */
+  if (er == 1)
+    for (int64_t v = 5; v <= budget; v++)
+      if (ev % (v * lanes) == 0) cols = v * lanes;
+  if (rows) *rows = nrows;
+  return cols;
+}
+
+int64_t ts_default_vector_tile(int64_t er, int64_t ev, int lanes, int regs,
+                               int64_t *rows) {
+  int64_t r;
+  int64_t cols = lanes >= 1 && ev % lanes == 0
+                     ? default_product_tile(er, ev, lanes, regs, &r)
+                     : default_register_tile(er, ev, lanes, regs, &r, true);
+  if (rows) *rows = r;
+  return cols;
+}
+
+/* The register tile over rows that are split ceil-wise (every tile but the
+ * last full): per vector count, the rows as even as the budget allows,
+ * scored by FMAs per load times the share of the computed rows that are
+ * real (49 rows: 6 x 2 vectors, 54 computed, over 7 x 1). */
+int64_t default_ceil_rows_tile(int64_t er, int64_t ev, int lanes, int regs,
+                               int64_t *rows) {
+  int64_t cols = lanes, nrows = 1;
+  double best = -1;
+  for (int64_t v = 1; v <= 4; v++) {
+    if (ev % (v * lanes)) continue;
+    int64_t cap = default_rows_cap(regs, v);
+    int64_t tiles = (er + cap - 1) / cap, r = (er + tiles - 1) / tiles;
+    double score =
+        (double)(r * v) / (double)(r + v) * (double)er / (double)(tiles * r);
+    if (score > best + 1e-9) {
+      best = score;
+      cols = v * lanes;
+      nrows = r;
+    }
+  }
+  *rows = nrows;
+  return cols;
+}
+
+int64_t default_product_tile(int64_t er, int64_t ev, int lanes, int regs,
+                             int64_t *rows) {
+  int64_t nr, cr;
+  int64_t cols = default_register_tile(er, ev, lanes, regs, &nr, true);
+  int64_t acc = nr * (cols / lanes);
+  if (er > 1 && acc < 12) {
+    int64_t cc = default_ceil_rows_tile(er, ev, lanes, regs, &cr);
+    if (cr * (cc / lanes) > acc) {
+      *rows = cr;
+      return cc;
+    }
+  }
+  *rows = nr;
+  return cols;
+}
+
+/* Whether a conv's output of h rows of w columns (ev channels, an
+ * innermost reduction of `red`) is better tiled over its pixels in order
+ * than over the columns: only where the columns leave the tile short of
+ * 12 accumulators (AVX-512's 7 x 2 vectors holds 14) and the pixels give
+ * it more, and not over a reduction of a few input channels (a stem's 3
+ * measured slower fused, 0.57-0.62 -> 0.49-0.52 x oneDNN at 224x224
+ * stride 2). */
+bool default_pixels_better(int64_t h, int64_t w, int64_t ev, int64_t red,
+                           int lanes, int regs) {
+  if (h <= 1 || red < 8 || lanes < 1 || ev % lanes) return false;
+  int64_t nr, fr;
+  int64_t cols = default_register_tile(w, ev, lanes, regs, &nr, true);
+  int64_t acc = nr * (cols / lanes);
+  if (acc >= 12) return false;
+  int64_t fc = default_ceil_rows_tile(h * w, ev, lanes, regs, &fr);
+  return fr * (fc / lanes) > acc;
+}
+
+int64_t ts_default_conv_tile(int64_t h, int64_t w, int64_t ev, int64_t red,
+                             int lanes, int regs, int64_t *rows) {
+  int64_t r;
+  int64_t cols = default_pixels_better(h, w, ev, red, lanes, regs)
+                     ? default_ceil_rows_tile(h * w, ev, lanes, regs, &r)
+                     : default_register_tile(w, ev, lanes, regs, &r, true);
+  if (rows) *rows = r;
+  return cols;
+}
