@@ -665,6 +665,8 @@ static bool pack_transposed(ts_sched *s, ts_rv b, const ts_stmt *r,
  * 56x56x128 148-151 -> 172-175; 1x1 28x28 512->256 153-157 -> 177-179;
  * matmuls 256-1024 rows and 14x14 convs within noise). */
 #define STREAMED_CACHE_BYTES TS_DEFAULT_STREAMED_BYTES
+/* the bytes of a cache line */
+#define CACHE_LINE_BYTES 64
 #define RED_UNROLL 4 /* reduction steps per trip of the register tile */
 
 /* Rows too few to fill a register tile (the 7 output columns of a late
@@ -1038,7 +1040,16 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
    * covers more pages than the L1 TLB holds (64), every load misses it
    * and no prefetcher follows: there, and with few channel tiles, the
    * column tiles go outside the channel tiles instead, so each tile reads
-   * its pixels' channels in one contiguous run. Measured in
+   * its pixels' channels in one contiguous run. So do they where a
+   * channel tile is narrower than a cache line (one vector of 8 floats,
+   * for 72, 40 or 120 channels): each line of the image was then fetched
+   * by two channel tiles. Default schedules, AVX2 Zen 3, 2 threads,
+   * medians of three alternating rounds, x oneDNN, channels first ->
+   * columns first: 58x58x72 0.70 -> 0.85, 56x56x72 0.77 -> 0.95, 74x74x40
+   * 5x5 0.65 -> 0.74, 28x28x72 5x5 0.75 -> 0.80, 28x28x120 5x5 0.78 ->
+   * 0.85, 34x34x120 0.75 -> 1.01; with channel tiles of 16 or more
+   * channels first won (112x112x336 5x5 1.40 against 1.03, 56x56x192 5x5
+   * 1.53 against 1.20, 14x14x864 0.85 against 0.77). Measured in
    * docs/tuning.md ("Fresh draws of the broad set"): 112x112x336 5x5
    * 0.83 -> 1.23-1.51 x oneDNN channels first, 70x70x960 0.38-0.49 ->
    * 0.82-1.00 columns first. */
@@ -1052,8 +1063,10 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
     int64_t pixel = ev * (int64_t)ts_dtype_elem_bytes(
                              ts_buffer_dtype(ts_block_write(blk, 0)->buffer));
     int64_t pages = kh * (er + kw - 1);
+    int64_t tile_bytes = cols * (pixel / ev);
     if (ev / cols >= 2 * ts_target_num_cores(t) &&
-        others > STREAMED_CACHE_BYTES && (pixel < 2048 || pages <= 64))
+        others > STREAMED_CACHE_BYTES && (pixel < 2048 || pages <= 64) &&
+        tile_bytes >= CACHE_LINE_BYTES)
       vec_first = true;
     else
       rows_first = true;
@@ -1275,8 +1288,10 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
   panels_first = panels_first || fused_rows;
   int64_t tile_elems = loop_extent(s, vi);
   if (ri != TS_RV_NONE) tile_elems *= loop_extent(s, ri);
-  if (rows_load && (taps <= 9 || !copy_per_tile_pays(s, b, order, n_outer,
-                                                     tile_elems, taps))) {
+  bool taps_unrolled =
+      rows_load && (taps <= 9 || !copy_per_tile_pays(s, b, order, n_outer,
+                                                     tile_elems, taps));
+  if (taps_unrolled) {
     /* A depthwise conv's taps unrolled too: neighbouring output columns
      * read overlapping input columns, and with the taps unrolled LLVM
      * loads each once per tile (MobileNet-V2 untuned 4.36 -> 4.12 ms on
@@ -1295,6 +1310,21 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
   while (n_par > 1 && work > TS_PARALLEL_CHECK_MAX) {
     n_par--;
     work /= loop_extent(s, order[n_par]);
+  }
+  /* A ceil split of a depthwise conv's columns (34 = 5 x 7 - 1) fused
+   * into the parallel loop guards every element of its unrolled tile, and
+   * the accumulators stay in memory. Left serial inside it where the other
+   * outer loops give every core 8 iterations or more, the code generator
+   * runs every tile but the last unguarded. Default schedules, AVX2 Zen 3,
+   * 2 threads, medians of five alternating rounds, x oneDNN: 34x34x120
+   * 0.73 -> 0.95, 17x17x576 0.86 -> 1.07, 19x19x240, 58x58x72 and
+   * 146x146x240 within noise (+0.01 to +0.03). (A 5x5 one whose padded
+   * window is copied per tile lost: 23x23x200 0.88-0.94 -> 0.59-0.75.) */
+  if (taps_unrolled && n_par > 1 && ro != TS_RV_NONE &&
+      order[n_par - 1] == ro && er % nrows != 0 &&
+      work / loop_extent(s, ro) >= 8 * ts_target_num_cores(t)) {
+    n_par--;
+    work /= loop_extent(s, ro);
   }
   if (n_par > 0 && work > 1) {
     ts_rv p = order[0];

@@ -175,7 +175,8 @@ static void test_rows_first(void **state) {
  * caches: the channel tiles outermost, so each tile's rows stay cached as
  * the window slides down (112 x 112 x 336, 5 x 5: 21 tiles; 14 x 14 x
  * 864, whose window of 3 x 16 pixels spans 48 pages); not a small image
- * (7 x 7 x 32 with 7 x 7 taps), and not where each pixel's channels span
+ * (7 x 7 x 32 with 7 x 7 taps), nor channel tiles narrower than a cache
+ * line (58 x 58 x 72: 8 channels), and not where each pixel's channels span
  * more than 2 KiB and the window more pages than the L1 TLB holds (70 x
  * 70 x 960: 3 x 72 pages): there the column tiles go outside the channel
  * tiles. And the parallel loop stops where the race check's enumeration
@@ -199,6 +200,10 @@ static void test_depthwise_order(void **state) {
        "for c_0_n_h_w_0_fused in range(2646) parallel", false},
       {"depthwise_conv2d_nhwc N=1 H=512 W=512 C=32 KH=3 KW=3 pad=1",
        "for n_h_w_0_fused in range(65536) parallel", false},
+      /* channel tiles of one vector (32 bytes, half a cache line): columns
+       * first, so that no line of the image is fetched by two tiles */
+      {"depthwise_conv2d_nhwc N=1 H=58 W=58 C=72 KH=3 KW=3 pad=1",
+       "for n_h_w_0_c_0_fused in range(4176) parallel", false},
   };
   ts_target *t;
   ts_error terr;
@@ -221,6 +226,23 @@ static void test_depthwise_order(void **state) {
     ts_workload_free(w);
   }
   ts_target_free(t);
+}
+
+/* A depthwise conv, channel tiles first, whose column tiles do not
+ * divide its width (17 = 9 x 2 - 1): the column tile loop stays serial
+ * inside the parallel loop, so that the code generator runs every tile
+ * but the last unguarded, rather than fused into it (a guard on every
+ * element of the unrolled tile). */
+static void test_depthwise_ragged_columns(void **state) {
+  (void)state;
+  char *trace, *text;
+  avx2_default("depthwise_conv2d_nhwc N=1 H=17 W=17 C=576 KH=3 KW=3 pad=1",
+               &trace, &text);
+  if (!strstr(text, "for c_0_n_h_fused in range(306) parallel") ||
+      !strstr(text, "for w_0 in range(9) {"))
+    fail_msg("the column tiles not serial inside the parallel loop:\n%s", text);
+  free(trace);
+  free(text);
 }
 
 /* A tensorized product whose column tiles 2 and 4 do not divide (17 of
@@ -273,6 +295,7 @@ int main(void) {
       cmocka_unit_test(test_rows_first),
       cmocka_unit_test(test_depthwise_order),
       cmocka_unit_test(test_tensorized_odd_panels),
+      cmocka_unit_test(test_depthwise_ragged_columns),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
