@@ -359,7 +359,8 @@ static int64_t tile_window_bytes(ts_sched *s, const char *name, int n_outer) {
  * conv2d_nhwc 224 x 224 x 3 -> 64, 7 x 7 stride 2, 0.63 -> 0.83 x
  * oneDNN, 184 x 184 x 3 -> 24 0.81 -> 0.86; ResNet-50's stem task with its
  * NCHW transpose (bench --tir --default) 3.01 -> 1.74 ms. */
-static bool few_channels(ts_sched *s, const ts_target *t, const char *name) {
+static bool few_channels(ts_sched *s, const ts_target *t, const char *name,
+                         int64_t *channels) {
   ts_rv b, loops[MAX_LOOPS];
   int nl = 0;
   const ts_stmt *r = ts_func_find_block(ts_sched_func(s), name);
@@ -368,11 +369,28 @@ static bool few_channels(ts_sched *s, const ts_target *t, const char *name) {
     return false;
   const ts_block *blk = ts_realize_block(r);
   int lanes = lanes_of(t, ts_buffer_dtype(ts_block_write(blk, 0)->buffer));
-  return loop_extent(s, loops[nl - 1]) < lanes;
+  *channels = loop_extent(s, loops[nl - 1]);
+  return *channels < lanes;
 }
 
+/* (A stem whose kernel has 9 taps or fewer, 3 x 3, reads its padding
+ * inlined, through the guard, instead, where the copy would move one
+ * element or more per STEM_MACS_PER_COPIED multiply-adds of the conv
+ * (stride^2 / (CO x KH x KW): a stride of 2, few output channels): the
+ * code generator partitions the guard away from the image's interior,
+ * and a halo of one pixel leaves few border tiles, while padded once
+ * before the conv the copy was a pass over the image worth a fifth of
+ * the conv's time. Default schedules, 2 threads, AVX2 Zen 3, medians of
+ * three alternating rounds, x oneDNN, copied -> inlined: 224 x 224 x 3 ->
+ * 24 stride 2 (1/54) 0.76 -> 0.94, 150 x 150 x 3 -> 24 0.77 -> 0.91,
+ * 256 x 256 x 3 -> 16 (1/36) 0.76 -> 1.07, 14 x 14 x 4 -> 16 stride 1
+ * (1/144) 1.33 -> 2.06; below the share inlined lost: 56 x 56 x 4 -> 64
+ * (1/576) 0.92 -> 0.82, 112 x 112 x 6 -> 32 (1/288) 0.94 -> 0.89. The
+ * 7 x 7 stems lose inlined too: 224 x 224 x 3 -> 64 0.95 -> 0.85,
+ * 172 x 172 x 3 -> 24 (1/294) 1.05 -> 0.77.) */
+#define STEM_MACS_PER_COPIED 144
 static void pads_at_tile(ts_sched *s, const ts_target *t, ts_rv anchor,
-                         const ts_rv *order, int n_outer) {
+                         const ts_rv *order, int n_outer, int64_t taps) {
   if (n_outer <= 0) return;
   ts_rv prods[MAX_BLOCKS];
   int np = 0;
@@ -393,7 +411,18 @@ static void pads_at_tile(ts_sched *s, const ts_target *t, ts_rv anchor,
     int nc = 0;
     if (ts_sched_get_consumers(s, prods[i], cons, MAX_BLOCKS, &nc) || nc != 1)
       continue;
-    if (few_channels(s, t, name)) continue;
+    int64_t ch = 1;
+    if (few_channels(s, t, name, &ch)) {
+      /* taps: the reduction's extent per output, KH x KW x channels */
+      const char *an = ts_sched_rv_block_name(s, anchor);
+      char aname[128];
+      snprintf(aname, sizeof aname, "%s", an ? an : "");
+      int64_t macs = block_work(s, aname), copied = block_work(s, name);
+      if (ch > 0 && taps / ch <= 9 && copied > 0 &&
+          macs <= STEM_MACS_PER_COPIED * copied)
+        ts_sched_compute_inline(s, prods[i]);
+      continue;
+    }
     ts_sched *trial = NULL;
     if (ts_sched_fork(s, 0, &trial, NULL)) return;
     ts_rv tb;
@@ -1300,7 +1329,7 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
     for (int i = n_outer; i < no; i++)
       if (order[i] != ri && order[i] != vi) ts_sched_unroll(s, order[i]);
   } else if (!panels_first)
-    pads_at_tile(s, t, b, order, n_outer);
+    pads_at_tile(s, t, b, order, n_outer, taps);
   /* the outer loops fused and parallel; no more of them than the
    * schedule's race check enumerates (65536 iterations: a reduction's
    * parallel loop past it is refused, and the whole nest ran on one core:

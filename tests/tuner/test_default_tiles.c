@@ -245,6 +245,33 @@ static void test_depthwise_ragged_columns(void **state) {
   free(text);
 }
 
+/* A stem (fewer input channels than a vector) reads its padding inlined,
+ * through the guard, where its kernel has 9 taps or fewer (a halo of one
+ * pixel) and the copy would move one element per 144 multiply-adds or
+ * more (stride 2, 24 output channels: 1/54); a 7 x 7 one, or a stride-1
+ * one of 64 output channels (1/576), keeps the padded copy before the
+ * conv. */
+static void test_stem_pads(void **state) {
+  (void)state;
+  static const struct {
+    const char *spec;
+    bool copied;
+  } cases[] = {
+      {"conv2d_nhwc N=1 H=34 W=34 CI=3 CO=24 KH=3 KW=3 stride=2 pad=1", false},
+      {"conv2d_nhwc N=1 H=30 W=30 CI=3 CO=16 KH=7 KW=7 stride=2 pad=3", true},
+      {"conv2d_nhwc N=1 H=16 W=16 CI=4 CO=64 KH=3 KW=3 pad=1", true},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char *trace, *text;
+    avx2_default(cases[i].spec, &trace, &text);
+    if ((strstr(text, "alloc pad") != NULL) != cases[i].copied)
+      fail_msg("%s: the padding %s in\n%s", cases[i].spec,
+               cases[i].copied ? "not copied" : "copied", text);
+    free(trace);
+    free(text);
+  }
+}
+
 /* A tensorized product whose column tiles 2 and 4 do not divide (17 of
  * 8 columns with AVX2's multiply-add pairs, 17 of 16 with VNNI): the
  * register tile keeps its 4 column tiles and the columns left (one tile)
@@ -296,6 +323,7 @@ int main(void) {
       cmocka_unit_test(test_depthwise_order),
       cmocka_unit_test(test_tensorized_odd_panels),
       cmocka_unit_test(test_depthwise_ragged_columns),
+      cmocka_unit_test(test_stem_pads),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
