@@ -111,7 +111,7 @@ static bool loop_contiguous(const ts_stmt *r, const ts_stmt *l) {
   return true;
 }
 
-static int lanes_of(const ts_target *t, ts_dtype d) {
+int default_lanes_of(const ts_target *t, ts_dtype d) {
   int bits = d.bits > 0 ? d.bits : 32;
   int l = ts_target_vector_bits(t) / bits;
   return l > 1 ? l : 1;
@@ -134,7 +134,8 @@ static int64_t vector_split(int64_t n, int lanes) {
 
 /* Vectorizes the innermost loop of `block` when it is spatial: split so the
  * vector is at most four vectors (vector_split). */
-static void vectorize_inner(ts_sched *s, const ts_target *t, const char *name) {
+void default_vectorize_inner(ts_sched *s, const ts_target *t,
+                             const char *name) {
   ts_rv b, loops[MAX_LOOPS];
   int nl = 0;
   if (ts_sched_get_block(s, name, &b) ||
@@ -148,9 +149,10 @@ static void vectorize_inner(ts_sched *s, const ts_target *t, const char *name) {
   int64_t ext = loop_extent(s, loops[nl - 1]);
   if (ext < 2) return;
   const ts_block *blk = ts_realize_block(r);
-  int lanes = ts_block_n_writes(blk)
-                  ? lanes_of(t, ts_buffer_dtype(ts_block_write(blk, 0)->buffer))
-                  : 4;
+  int lanes =
+      ts_block_n_writes(blk)
+          ? default_lanes_of(t, ts_buffer_dtype(ts_block_write(blk, 0)->buffer))
+          : 4;
   ts_rv v = loops[nl - 1];
   if (ext > 4 * lanes) {
     int64_t f = vector_split(ext, lanes);
@@ -206,7 +208,8 @@ static void fuse_short_inner(ts_sched *s, const ts_target *t,
   if (!r || !lo || !li || ts_for_body(lo) != li) return;
   const ts_block *blk = ts_realize_block(r);
   if (ts_block_n_writes(blk) != 1 || block_is_reduction(blk)) return;
-  int lanes = lanes_of(t, ts_buffer_dtype(ts_block_write(blk, 0)->buffer));
+  int lanes =
+      default_lanes_of(t, ts_buffer_dtype(ts_block_write(blk, 0)->buffer));
   int64_t ext = loop_extent(s, loops[nl - 1]);
   if (ext >= lanes || ts_for_kind_of(lo) != TS_FOR_SERIAL ||
       ts_for_kind_of(li) != TS_FOR_SERIAL)
@@ -245,7 +248,7 @@ static void fuse_short_inner(ts_sched *s, const ts_target *t,
 static bool transpose_tiles(ts_sched *s, const ts_target *t, const char *name) {
   const ts_stmt *r = ts_func_find_block(ts_sched_func(s), name);
   if (!r || ts_block_n_writes(ts_realize_block(r)) != 1) return false;
-  int lanes = lanes_of(
+  int lanes = default_lanes_of(
       t, ts_buffer_dtype(ts_block_write(ts_realize_block(r), 0)->buffer));
   return tile_transpose(s, name, lanes > 16 ? 16 : lanes);
 }
@@ -288,7 +291,7 @@ static void parallel_outer(ts_sched *s, const ts_target *t, const char *name,
   ts_sched_parallel(s, p);
 }
 
-static int64_t block_work(ts_sched *s, const char *name) {
+int64_t default_block_work(ts_sched *s, const char *name) {
   ts_rv b, loops[MAX_LOOPS];
   int nl = 0;
   if (ts_sched_get_block(s, name, &b) ||
@@ -321,199 +324,6 @@ static void inline_intermediates(ts_sched *s) {
     ts_sched_compute_inline(s, b);
   }
   names_free(names, n);
-}
-
-/* A padding producer of the anchor (a block computing through
- * if_then_else, which step 1 leaves a stage of its own) computed at the
- * anchor's innermost outer loop, so each tile pads only the window it
- * reads, in cache, instead of the whole padded image being written and read
- * back once per call (for a depthwise conv, nine FMAs per output, that
- * copy was most of its time in a model). Left at the root when the tile's
- * window would be larger than PAD_TILE_BYTES (redundant work would then
- * outweigh the traffic saved). */
-#define PAD_TILE_BYTES (256 * 1024)
-
-/* Bytes of the window a block computed at the n_outer-th loop writes per
- * iteration: the product of its own loops' extents times its element size. */
-static int64_t tile_window_bytes(ts_sched *s, const char *name, int n_outer) {
-  ts_rv b, loops[MAX_LOOPS];
-  int nl = 0;
-  const ts_stmt *r = ts_func_find_block(ts_sched_func(s), name);
-  if (!r || ts_sched_get_block(s, name, &b) ||
-      ts_sched_get_loops(s, b, loops, MAX_LOOPS, &nl) || nl < n_outer)
-    return INT64_MAX;
-  const ts_block *blk = ts_realize_block(r);
-  int64_t bytes =
-      (ts_buffer_dtype(ts_block_write(blk, 0)->buffer).bits + 7) / 8;
-  for (int i = n_outer; i < nl; i++) bytes *= loop_extent(s, loops[i]);
-  return bytes;
-}
-
-/* Whether the innermost loop of padding block `name` (the image's
- * channels, channels last) is shorter than a vector: an image network's
- * stem, 3 channels. Its window per tile is then copied a few elements at
- * a time, under the bounds guard, for as many multiply-adds per element
- * as a wide conv's (the 7 x 7 kernel reads 147 taps of it); padded once
- * before the conv, the copy runs over whole rows. 2 threads, AVX2 Zen 3,
- * the default schedule (bench --default, five alternating rounds):
- * conv2d_nhwc 224 x 224 x 3 -> 64, 7 x 7 stride 2, 0.63 -> 0.83 x
- * oneDNN, 184 x 184 x 3 -> 24 0.81 -> 0.86; ResNet-50's stem task with its
- * NCHW transpose (bench --tir --default) 3.01 -> 1.74 ms. */
-static bool few_channels(ts_sched *s, const ts_target *t, const char *name,
-                         int64_t *channels) {
-  ts_rv b, loops[MAX_LOOPS];
-  int nl = 0;
-  const ts_stmt *r = ts_func_find_block(ts_sched_func(s), name);
-  if (!r || ts_sched_get_block(s, name, &b) ||
-      ts_sched_get_loops(s, b, loops, MAX_LOOPS, &nl) || nl == 0)
-    return false;
-  const ts_block *blk = ts_realize_block(r);
-  int lanes = lanes_of(t, ts_buffer_dtype(ts_block_write(blk, 0)->buffer));
-  *channels = loop_extent(s, loops[nl - 1]);
-  return *channels < lanes;
-}
-
-/* (A stem whose kernel has 9 taps or fewer, 3 x 3, reads its padding
- * inlined, through the guard, instead, where the copy would move one
- * element or more per STEM_MACS_PER_COPIED multiply-adds of the conv
- * (stride^2 / (CO x KH x KW): a stride of 2, few output channels): the
- * code generator partitions the guard away from the image's interior,
- * and a halo of one pixel leaves few border tiles, while padded once
- * before the conv the copy was a pass over the image worth a fifth of
- * the conv's time. Default schedules, 2 threads, AVX2 Zen 3, medians of
- * three alternating rounds, x oneDNN, copied -> inlined: 224 x 224 x 3 ->
- * 24 stride 2 (1/54) 0.76 -> 0.94, 150 x 150 x 3 -> 24 0.77 -> 0.91,
- * 256 x 256 x 3 -> 16 (1/36) 0.76 -> 1.07, 14 x 14 x 4 -> 16 stride 1
- * (1/144) 1.33 -> 2.06; below the share inlined lost: 56 x 56 x 4 -> 64
- * (1/576) 0.92 -> 0.82, 112 x 112 x 6 -> 32 (1/288) 0.94 -> 0.89. The
- * 7 x 7 stems lose inlined too: 224 x 224 x 3 -> 64 0.95 -> 0.85,
- * 172 x 172 x 3 -> 24 (1/294) 1.05 -> 0.77.) */
-#define STEM_MACS_PER_COPIED 144
-static void pads_at_tile(ts_sched *s, const ts_target *t, ts_rv anchor,
-                         const ts_rv *order, int n_outer, int64_t taps) {
-  if (n_outer <= 0) return;
-  ts_rv prods[MAX_BLOCKS];
-  int np = 0;
-  if (ts_sched_get_producers(s, anchor, prods, MAX_BLOCKS, &np)) return;
-  for (int i = 0; i < np; i++) {
-    const char *pn = ts_sched_rv_block_name(s, prods[i]);
-    if (!pn) continue;
-    char name[128];
-    snprintf(name, sizeof name, "%s", pn);
-    const ts_func *f = ts_sched_func(s);
-    const ts_stmt *r = ts_func_find_block(f, name);
-    if (!r || !stmt_uses_if_then_else(r)) continue;
-    const ts_block *blk = ts_realize_block(r);
-    if (block_is_reduction(blk) || block_writes_param(f, blk) ||
-        ts_block_n_writes(blk) != 1)
-      continue;
-    ts_rv cons[MAX_BLOCKS];
-    int nc = 0;
-    if (ts_sched_get_consumers(s, prods[i], cons, MAX_BLOCKS, &nc) || nc != 1)
-      continue;
-    int64_t ch = 1;
-    if (few_channels(s, t, name, &ch)) {
-      /* taps: the reduction's extent per output, KH x KW x channels */
-      const char *an = ts_sched_rv_block_name(s, anchor);
-      char aname[128];
-      snprintf(aname, sizeof aname, "%s", an ? an : "");
-      int64_t macs = block_work(s, aname), copied = block_work(s, name);
-      if (ch > 0 && taps / ch <= 9 && copied > 0 &&
-          macs <= STEM_MACS_PER_COPIED * copied)
-        ts_sched_compute_inline(s, prods[i]);
-      continue;
-    }
-    ts_sched *trial = NULL;
-    if (ts_sched_fork(s, 0, &trial, NULL)) return;
-    ts_rv tb;
-    if (ts_sched_get_block(trial, name, &tb) ||
-        ts_sched_compute_at(trial, tb, order[n_outer - 1]) ||
-        tile_window_bytes(trial, name, n_outer) > PAD_TILE_BYTES) {
-      ts_sched_destroy(trial);
-      continue;
-    }
-    ts_sched_destroy(trial);
-    if (ts_sched_compute_at(s, prods[i], order[n_outer - 1])) continue;
-    vectorize_inner(s, t, name);
-  }
-}
-
-/* The producers of anchor that pad an input (an if_then_else block that
- * is no reduction and writes no parameter): into out, at most MAX_BLOCKS;
- * their number. */
-static int padding_producers(ts_sched *s, ts_rv anchor, ts_rv *out) {
-  ts_rv prods[MAX_BLOCKS];
-  int np = 0, n = 0;
-  if (ts_sched_get_producers(s, anchor, prods, MAX_BLOCKS, &np)) return 0;
-  for (int i = 0; i < np; i++) {
-    const char *pn = ts_sched_rv_block_name(s, prods[i]);
-    const ts_func *f = ts_sched_func(s);
-    const ts_stmt *r = pn ? ts_func_find_block(f, pn) : NULL;
-    if (!r || !stmt_uses_if_then_else(r)) continue;
-    const ts_block *blk = ts_realize_block(r);
-    if (block_is_reduction(blk) || block_writes_param(f, blk)) continue;
-    out[n++] = prods[i];
-  }
-  return n;
-}
-
-/* Whether a padded copy per tile costs less than reading through the
- * guards with the padding inlined, for a depthwise conv of more than 9
- * taps: the copy moves the tile's whole window (the tile widened by the
- * kernel's halo) once per tile; inlined, the image's interior reads
- * without guards (the code generator partitions them) and only the border
- * tiles pay. The copy is kept when its window is at most a third of the
- * tile's multiply-adds (its outputs times the taps). Measured (bench
- * --default, 2 threads, AVX2 Zen 3, copy -> inlined, tessera GFLOP/s in
- * two alternating rounds) on ten 5x5 and 7x7 depthwise convs of MnasNet,
- * EfficientNet, MobileNet-V3 and ConvNeXt shapes: inlined faster on the
- * six above a third (28x28x240 5x5 41-54 -> 73-81, 14x14x480 35-38 ->
- * 57-63, 56x56x96 7x7 47-53 -> 72-74, 14x14x384 7x7 39-40 -> 57-71, and
- * 14x14x672, 28x28x192 7x7) and on two at 0.31 (7x7x960 5x5, 28x28x120
- * 5x5: 10-40 %), slower on 18x18x192 5x5 (0.33: 46-53 -> 39-45) and
- * 7x7x768 7x7 (0.27: 62-68 -> 37-39), where most tiles touch the border.
- * The border's share, which separates the last four, is not modelled. */
-static bool copy_per_tile_pays(ts_sched *s, ts_rv anchor, const ts_rv *order,
-                               int n_outer, int64_t tile_elems, int64_t taps) {
-  ts_rv pads[MAX_BLOCKS];
-  int np = padding_producers(s, anchor, pads);
-  if (n_outer <= 0 || tile_elems <= 0) return true;
-  for (int i = 0; i < np; i++) {
-    const char *pn = ts_sched_rv_block_name(s, pads[i]);
-    const ts_stmt *r = pn ? ts_func_find_block(ts_sched_func(s), pn) : NULL;
-    if (!r) continue;
-    const ts_block *blk = ts_realize_block(r);
-    char name[128];
-    snprintf(name, sizeof name, "%s", pn);
-    int64_t elem =
-        (ts_buffer_dtype(ts_block_write(blk, 0)->buffer).bits + 7) / 8;
-    ts_sched *trial = NULL;
-    if (ts_sched_fork(s, 0, &trial, NULL)) return true;
-    ts_rv tb;
-    int64_t window = INT64_MAX;
-    if (!ts_sched_get_block(trial, name, &tb) &&
-        !ts_sched_compute_at(trial, tb, order[n_outer - 1]))
-      window = tile_window_bytes(trial, name, n_outer);
-    ts_sched_destroy(trial);
-    if (window == INT64_MAX || elem <= 0) return true;
-    return 3 * (window / elem) <= tile_elems * taps;
-  }
-  return true;
-}
-
-/* A depthwise conv reads each input pixel once per tap, not once per
- * output channel: with a 3 x 3 kernel a padded copy per tile (its window
- * wider than the tile by the kernel's halo) costs about what the conv's
- * own loads do, so its padding producer is inlined into it instead (a
- * guarded load). Measured on 2 AVX2 cores: 3 x 3 depthwise convs 1.2 to
- * 1.9 x faster; a 5 x 5 one 1.6 x slower (25 guarded loads per output
- * against a copy 22 % larger than the tile). That was before the code
- * generator partitioned the guards away from the image's interior; larger
- * kernels now keep the copy only where copy_per_tile_pays. */
-static void pads_inline(ts_sched *s, ts_rv anchor) {
-  ts_rv pads[MAX_BLOCKS];
-  int np = padding_producers(s, anchor, pads);
-  for (int i = 0; i < np; i++) ts_sched_compute_inline(s, pads[i]);
 }
 
 /* Step 2: the register-tiled anchor reduction. Returns true when it
@@ -801,7 +611,7 @@ static bool pack_rows(ts_sched *s, const ts_target *t, ts_rv b,
   order[no++] = loops[nl - 1];
   order[no++] = parts[1];
   if (ts_sched_reorder(s, order, no)) return false;
-  parallel_outer(s, t, cname, block_work(s, cname));
+  parallel_outer(s, t, cname, default_block_work(s, cname));
   return true;
 }
 
@@ -855,7 +665,8 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
       rows_load = true;
     }
   }
-  int lanes = lanes_of(t, ts_buffer_dtype(ts_block_write(blk, 0)->buffer));
+  int lanes =
+      default_lanes_of(t, ts_buffer_dtype(ts_block_write(blk, 0)->buffer));
   int64_t ev = loop_extent(s, loops[vec]);
   int regs = ts_target_vector_registers(t);
   bool fused_rows =
@@ -1302,9 +1113,9 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
       ts_sched_vectorize(s, cl[ncl - 1]);
   }
   if (packed_once) {
-    parallel_outer(s, t, packed, block_work(s, packed));
+    parallel_outer(s, t, packed, default_block_work(s, packed));
   } else if (packed[0] && !transpose_tiles(s, t, packed))
-    vectorize_inner(s, t, packed);
+    default_vectorize_inner(s, t, packed);
   /* With the panels outermost, a padded window computed at the row tile
    * would be computed again for every panel: the padding then runs once,
    * before the anchor (ResNet-50's 7x7x512 conv with blocked weights:
@@ -1318,18 +1129,18 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
   int64_t tile_elems = loop_extent(s, vi);
   if (ri != TS_RV_NONE) tile_elems *= loop_extent(s, ri);
   bool taps_unrolled =
-      rows_load && (taps <= 9 || !copy_per_tile_pays(s, b, order, n_outer,
-                                                     tile_elems, taps));
+      rows_load && (taps <= 9 || !default_copy_per_tile_pays(
+                                     s, b, order, n_outer, tile_elems, taps));
   if (taps_unrolled) {
     /* A depthwise conv's taps unrolled too: neighbouring output columns
      * read overlapping input columns, and with the taps unrolled LLVM
      * loads each once per tile (MobileNet-V2 untuned 4.36 -> 4.12 ms on
      * AVX2; its 112x112x32 depthwise conv 0.63 -> 0.80 x oneDNN). */
-    pads_inline(s, b);
+    default_pads_inline(s, b);
     for (int i = n_outer; i < no; i++)
       if (order[i] != ri && order[i] != vi) ts_sched_unroll(s, order[i]);
   } else if (!panels_first)
-    pads_at_tile(s, t, b, order, n_outer, taps);
+    default_pads_at_tile(s, t, b, order, n_outer, taps);
   /* the outer loops fused and parallel; no more of them than the
    * schedule's race check enumerates (65536 iterations: a reduction's
    * parallel loop past it is refused, and the whole nest ran on one core:
@@ -1396,16 +1207,16 @@ static void reduce_outside(ts_sched *s, const ts_target *t, const char *name) {
   const char *in = ts_sched_rv_block_name(s, init);
   char init_name[160];
   snprintf(init_name, sizeof init_name, "%s", in ? in : "");
-  if (init_name[0]) vectorize_inner(s, t, init_name);
+  if (init_name[0]) default_vectorize_inner(s, t, init_name);
 }
 
 /* Step 3 for one block at the root: vectorize, then parallel. */
 static void simple_block(ts_sched *s, const ts_target *t, const char *name) {
-  int64_t work = block_work(s, name);
+  int64_t work = default_block_work(s, name);
   reduce_outside(s, t, name);
   if (!transpose_tiles(s, t, name)) {
     fuse_short_inner(s, t, name);
-    vectorize_inner(s, t, name);
+    default_vectorize_inner(s, t, name);
   }
   parallel_outer(s, t, name, work);
 }

@@ -166,6 +166,24 @@ bool default_pixels_better(int64_t h, int64_t w, int64_t ev, int64_t red,
 bool pixels_fusible(ts_sched *s, const ts_stmt *r, const ts_rv *loops,
                     const int *binds, int nl, int rows, int cols, int vec,
                     int lanes, int regs);
+/* Helpers of the default schedule (default.c) that default_pads.c uses:
+ * the lanes of a vector of dtype d on t; the innermost loop of block
+ * `name` vectorized when it is spatial and contiguous; the product of a
+ * block's loop extents. */
+int default_lanes_of(const ts_target *t, ts_dtype d);
+void default_vectorize_inner(ts_sched *s, const ts_target *t, const char *name);
+int64_t default_block_work(ts_sched *s, const char *name);
+/* The padding of an anchor's input (default_pads.c): computed at the
+ * anchor's innermost outer loop order[n_outer - 1] where its window is
+ * small, inlined for a stem of few taps, else left before the anchor
+ * (taps: the anchor's reduction extent per output); whether a padded copy
+ * per tile costs less than reading through the guards (a depthwise conv
+ * of more than 9 taps); the padding inlined into the anchor. */
+void default_pads_at_tile(ts_sched *s, const ts_target *t, ts_rv anchor,
+                          const ts_rv *order, int n_outer, int64_t taps);
+bool default_copy_per_tile_pays(ts_sched *s, ts_rv anchor, const ts_rv *order,
+                                int n_outer, int64_t tile_elems, int64_t taps);
+void default_pads_inline(ts_sched *s, ts_rv anchor);
 /* The names of f's blocks in program order, the root excluded; *n gets the
  * count. Returns a malloc'd array of malloc'd names (names_free). */
 char **block_names(const ts_func *f, int *n);
