@@ -15,25 +15,33 @@
 
 #include "default_check.h"
 
-/* The default schedule of `spec` for a fixed 2-core AVX2 target: its
- * trace and scheduled function as text into *trace and *text (the caller
- * frees them), the compiled kernel checked against the reference where
- * this host runs AVX2. */
-static void avx2_default(const char *spec, char **trace, char **text) {
+/* The default schedule of `spec` for `target`: its trace (when trace is
+ * not NULL) and scheduled function as text into *trace and *text (the
+ * caller frees them); with `run`, the compiled kernel checked against the
+ * reference on this host. */
+static void target_default(const char *spec, const char *target, bool run,
+                           char **trace, char **text) {
   ts_target *t;
   ts_error err;
-  if (ts_target_parse("llvm -mcpu=x86-64-v3 -num-cores=2", &t, &err))
-    fail_msg("%s", err.msg);
+  if (ts_target_parse(target, &t, &err)) fail_msg("%s", err.msg);
   ts_workload *w = workload(spec);
   ts_sched *s = NULL;
   if (ts_default_schedule(w->func, t, &s, &err))
     fail_msg("%s: %s", spec, err.msg);
-  *trace = ts_trace_print(ts_sched_trace(s));
+  if (trace) *trace = ts_trace_print(ts_sched_trace(s));
   *text = ts_func_print(ts_sched_func(s));
   ts_sched_destroy(s);
-  if (ts_rt_cpu_has("avx2") == 1) free(check_default(w->func, t, spec));
+  if (run) free(check_default(w->func, t, spec));
   ts_workload_free(w);
   ts_target_free(t);
+}
+
+#define AVX2_TARGET "llvm -mcpu=x86-64-v3 -num-cores=2"
+
+/* target_default for a fixed 2-core AVX2 target, checked where this host
+ * runs AVX2. */
+static void avx2_default(const char *spec, char **trace, char **text) {
+  target_default(spec, AVX2_TARGET, ts_rt_cpu_has("avx2") == 1, trace, text);
 }
 
 /* B of a product packed per column panel only when the panels keep the
@@ -205,27 +213,15 @@ static void test_depthwise_order(void **state) {
       {"depthwise_conv2d_nhwc N=1 H=58 W=58 C=72 KH=3 KW=3 pad=1",
        "for n_h_w_0_c_0_fused in range(4176) parallel", false},
   };
-  ts_target *t;
-  ts_error terr;
-  if (ts_target_parse("llvm -mcpu=x86-64-v3 -num-cores=2", &t, &terr))
-    fail_msg("%s", terr.msg);
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    ts_workload *w = workload(cases[i].spec);
-    ts_sched *s = NULL;
-    ts_error err;
-    if (ts_default_schedule(w->func, t, &s, &err))
-      fail_msg("%s: %s", cases[i].spec, err.msg);
-    char *text = ts_func_print(ts_sched_func(s));
+    char *text;
+    target_default(cases[i].spec, AVX2_TARGET,
+                   cases[i].run && ts_rt_cpu_has("avx2") == 1, NULL, &text);
     if (!strstr(text, cases[i].parallel))
       fail_msg("%s: expected '%s' in\n%s", cases[i].spec, cases[i].parallel,
                text);
     free(text);
-    ts_sched_destroy(s);
-    if (cases[i].run && ts_rt_cpu_has("avx2") == 1)
-      free(check_default(w->func, t, cases[i].spec));
-    ts_workload_free(w);
   }
-  ts_target_free(t);
 }
 
 /* A depthwise conv, channel tiles first, whose column tiles do not
@@ -284,32 +280,23 @@ static void test_tensorized_odd_panels(void **state) {
   static const struct {
     const char *spec, *target, *intrin, *tile;
   } cases[] = {
-      {"matmul M=20 N=136 K=32 dtype=int8", "llvm -mcpu=x86-64-v3 -num-cores=2",
-       "avx2_madd_s8_8x2", "for j_1 in range(4) unrolled"},
+      {"matmul M=20 N=136 K=32 dtype=int8", AVX2_TARGET, "avx2_madd_s8_8x2",
+       "for j_1 in range(4) unrolled"},
       {"matmul M=20 N=272 K=32 dtype=int8",
        "llvm -mcpu=cooperlake -num-cores=2", "avx512_vnni_16x16",
        "for j_1 in range(4) unrolled"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    ts_target *t;
-    ts_error err;
-    if (ts_target_parse(cases[i].target, &t, &err)) fail_msg("%s", err.msg);
-    ts_workload *w = workload(cases[i].spec);
-    ts_sched *s = NULL;
-    if (ts_default_schedule(w->func, t, &s, &err))
-      fail_msg("%s: %s", cases[i].spec, err.msg);
-    char *text = ts_func_print(ts_sched_func(s));
+    char *text;
+    bool avx2 = !strcmp(cases[i].target, AVX2_TARGET);
+    target_default(cases[i].spec, cases[i].target,
+                   avx2 && ts_rt_cpu_has("avx2") == 1, NULL, &text);
     if (!strstr(text, cases[i].intrin) || !strstr(text, cases[i].tile) ||
         !strstr(text, "j_tail"))
       fail_msg("%s: expected %s with '%s' and the columns left partitioned "
                "off in\n%s",
                cases[i].spec, cases[i].intrin, cases[i].tile, text);
     free(text);
-    ts_sched_destroy(s);
-    if (strstr(cases[i].target, "x86-64-v3") && ts_rt_cpu_has("avx2") == 1)
-      free(check_default(w->func, t, cases[i].spec));
-    ts_workload_free(w);
-    ts_target_free(t);
   }
 }
 
