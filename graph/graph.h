@@ -353,8 +353,9 @@ int ts_graph_set_io_layout(ts_graph *g, const char *inputs, const char *outputs,
  * "fuse"). */
 const char *const *ts_graph_pass_names(void);
 /* Runs the pipeline up to and including the pass named stop_after (NULL:
- * all). With the environment variable TS_VERIFY=1 the verifier runs after
- * every pass. Unknown stop_after: TS_EINVAL. */
+ * all), from where an earlier call on g stopped (a pass g is already past:
+ * nothing to do). With the environment variable TS_VERIFY=1 the verifier
+ * runs after every pass. Unknown stop_after: TS_EINVAL. */
 int ts_graph_run_passes(ts_graph *g, const char *stop_after, ts_error *err);
 
 /* One distinct task of a graph: a called PrimFunc and how often the graph

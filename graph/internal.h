@@ -91,6 +91,8 @@ struct ts_graph {
   bool winograd_any; /* a candidate's graph: the forced tile whatever the
                         image's size (winograd.c) */
   bool oom;          /* storage the graph needed could not be allocated */
+  int passes_run;    /* pipeline passes already run (pipeline.c): a second
+                        ts_graph_run_passes continues after them */
   /* symbols: named dynamic dimensions given a size at import (arena) */
   const char *sym_names[TS_MAX_DIMS];
   int64_t sym_sizes[TS_MAX_DIMS];

@@ -58,8 +58,11 @@ static int run_from(ts_graph *g, int first, const char *stop_after,
                                               ts_graph_block,
                                               ts_graph_fuse};
   int rc = TS_OK;
-  for (int i = first; pass_names[i]; i++)
-    if (step(g, pass_names[i], passes[i], stop_after, &rc, err)) return rc;
+  for (int i = first; pass_names[i]; i++) {
+    bool stop = step(g, pass_names[i], passes[i], stop_after, &rc, err);
+    if (rc == TS_OK) g->passes_run = i + 1;
+    if (stop) return rc;
+  }
   return rc;
 }
 
@@ -73,12 +76,16 @@ static int pass_index(const char *name, ts_error *err) {
                 name);
 }
 
+/* The passes rewrite the graph in place, and most are not idempotent (the
+ * layout pass would transpose the weights it laid out once already): a
+ * graph remembers how far it went, and a second call continues there. */
 int ts_graph_run_passes(ts_graph *g, const char *stop_after, ts_error *err) {
   if (stop_after) {
     int rc = pass_index(stop_after, err);
     if (rc < 0) return rc;
+    if (rc < g->passes_run) return TS_OK; /* already past it */
   }
-  return run_from(g, 0, stop_after, err);
+  return run_from(g, g->passes_run, stop_after, err);
 }
 
 int gr_run_passes_after(ts_graph *g, const char *done, const char *stop_after,
@@ -88,7 +95,8 @@ int gr_run_passes_after(ts_graph *g, const char *done, const char *stop_after,
   if (stop_after) {
     int last = pass_index(stop_after, err);
     if (last < 0) return last;
-    if (last <= first) return TS_OK;
+    if (last <= first || last < g->passes_run) return TS_OK;
   }
-  return run_from(g, first + 1, stop_after, err);
+  return run_from(g, first + 1 > g->passes_run ? first + 1 : g->passes_run,
+                  stop_after, err);
 }

@@ -294,6 +294,8 @@ static void test_fixed_layout_op(void **state) {
  * (a [1, 1, 5, 5] plane), which cannot follow the channel split. */
 static ts_graph *pointwise(void) {
   ts_graph *g = ts_graph_new("pw");
+  ts_error err; /* AVX2's vectors: 16 channels are two */
+  assert_int_equal(ts_graph_set_target(g, "llvm -mcpu=haswell", &err), TS_OK);
   int x = add_input(g, "x", (int64_t[]){1, 16, 5, 5});
   float w[32 * 16], b[32], sc[32], pl[25];
   for (int i = 0; i < 32 * 16; i++) w[i] = (float)((i * 29) % 23 - 11) / 16;
@@ -646,7 +648,7 @@ static void test_streamed_conv_weights(void **state) {
    * 6 x 2 */
   assert_int_equal(conv_block_for(avx2, 3, 64, 128, 7, 1, true), 16);
   /* 32 x 32 x 3 x 3: 36 KiB, in cache */
-  assert_int_equal(conv_block_for(avx2, 3, 32, 32, 5, 1, false), 0);
+  assert_int_equal(conv_block_for(avx2, 3, 32, 32, 5, 1, true), 0);
   /* 16 x 16 output: 64 Winograd tiles, no conv left */
   assert_int_equal(conv_block_for(avx2, 3, 96, 96, 16, 1, false), -1);
   /* the host's own target, whichever it is: correct */
@@ -654,8 +656,14 @@ static void test_streamed_conv_weights(void **state) {
   /* pointwise: 16; 49 rows on AVX2 in 6-row tiles of 2 vectors (7 x 1
    * vector would hold 7 accumulators) */
   assert_int_equal(conv_block_for(avx2, 1, 16, 32, 7, 1, true), 16);
-  assert_int_equal(conv_block_for(avx512, 1, 16, 32, 7, 1, false), 16);
   assert_int_equal(conv_block_for(avx2, 1, 16, 64, 16, 1, false), 16);
+  assert_int_equal(conv_block_for(avx2, 1, 16, 24, 5, 1, true), 0);
+  /* AVX-512, where 16 channels are one vector: the tile's width, 4 rows
+   * x 4 vectors over 256 pixels; no block where the tile spans every
+   * channel (49 pixels: 7 rows x 2 vectors, all 32) */
+  assert_int_equal(conv_block_for(avx512, 1, 16, 256, 16, 1, true), 64);
+  assert_int_equal(conv_block_for(avx512, 1, 16, 32, 7, 1, true), 0);
+  assert_int_equal(conv_block_for(avx512, 1, 16, 64, 16, 1, false), 0);
 }
 
 /* Random chains of 4-D transposes around a conv: after the pass at most
