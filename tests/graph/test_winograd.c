@@ -195,6 +195,34 @@ static void test_tile_sizes(void **state) {
   }
 }
 
+/* The rule by the target: a 14x14 image (16 tiles of 4x4) takes F(4x4)
+ * with AVX2's 8 lanes and F(2x2) with AVX-512's 16, whose products would
+ * wait on their transformed weights (winograd.c, tile_for); 28x28 (49
+ * tiles) takes F(4x4) on both. */
+static void test_tile_by_target(void **state) {
+  (void)state;
+  struct {
+    const char *target;
+    int64_t hw, rows;
+  } cases[] = {
+      {"llvm -mcpu=haswell", 14, 36},
+      {"llvm -mcpu=skylake-avx512", 14, 16},
+      {"llvm -mcpu=skylake-avx512", 28, 36},
+  };
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    ts_error err;
+    ts_graph *g = residual_hw(0, cases[k].hw, cases[k].hw);
+    assert_int_equal(ts_graph_set_target(g, cases[k].target, &err), TS_OK);
+    assert_int_equal(ts_graph_run_passes(g, "winograd", &err), TS_OK);
+    assert_int_equal(ts_graph_count_op(g, "WinogradInput"), 2);
+    if (transform_rows(g) != cases[k].rows)
+      fail_msg("%s, %lldx%lld: %lld rows", cases[k].target,
+               (long long)cases[k].hw, (long long)cases[k].hw,
+               (long long)transform_rows(g));
+    ts_graph_free(g);
+  }
+}
+
 /* F(4x4)'s output transform runs in two steps (winograd.c, output_rows);
  * the default schedule computes the first, its rows stage, under the
  * output's row loop in a buffer of one image row's tiles (6 tiles x 6 x 40
@@ -435,6 +463,7 @@ int main(void) {
       cmocka_unit_test(test_same_values),
       cmocka_unit_test(test_conv_forms),
       cmocka_unit_test(test_tile_sizes),
+      cmocka_unit_test(test_tile_by_target),
       cmocka_unit_test(test_output_rows_per_row),
       cmocka_unit_test(test_leaves_others),
       cmocka_unit_test(test_tile_by_measurement),
