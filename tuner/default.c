@@ -1102,7 +1102,19 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
     if (!ts_sched_get_loops(s, init, il, MAX_LOOPS, &nil) && nil > n_outer)
       ts_sched_vectorize(s, il[nil - 1]);
   }
-  if (cols > 1) ts_sched_vectorize(s, vi);
+  if (cols > 4 * lanes && cols <= 7 * lanes && cols % lanes == 0 && nrows > 1) {
+    /* five to seven vectors (80 channels on AVX-512's 16 lanes,
+     * default_register_tile): whole vectors, unrolled; vectorized as one
+     * loop of 80, the accumulators went through memory at every step
+     * (a 3x3 conv 35x35 320->80: 0.31 x the best library against 0.94) */
+    ts_rv parts[2];
+    int64_t f[2] = {TS_SPLIT_INFER, lanes};
+    if (!ts_sched_split(s, vi, f, 2, parts)) {
+      ts_sched_unroll(s, parts[0]);
+      ts_sched_vectorize(s, parts[1]);
+    }
+  } else if (cols > 1)
+    ts_sched_vectorize(s, vi);
   if (ri != TS_RV_NONE) ts_sched_unroll(s, ri);
   if (red_in != TS_RV_NONE) ts_sched_unroll(s, red_in);
   if (cons_name[0]) {

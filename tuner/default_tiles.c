@@ -90,7 +90,20 @@ int64_t default_register_tile(int64_t er, int64_t ev, int lanes, int regs,
    * rather than share a broadcast: MobileNet-V2's 3x3 depthwise convs of
    * 96-192 channels ran 10-30 % slower with 3-vector tiles. */
   double best = -1;
-  for (int64_t v = 1; v <= 4; v++) {
+  /* Five to seven vectors where no two to four divide the extent (80 or
+   * 112 channels: 5 or 7 of AVX-512's vectors), on a target with the
+   * registers for them: the alternative is a tile one vector wide, 8
+   * accumulators. Default schedules, 2 threads, AVX-512 Xeon, x the best
+   * library, two alternating rounds, 1 vector -> 5 or 7: 3x3 conv
+   * 35x35 320->80 0.62/0.65 -> 0.95/0.95, 38x38 112->112 0.67/0.67 ->
+   * 0.84/0.84, 64x64 24->80 stride 2 0.67/0.69 -> 0.93/0.95, 28x28 64->80
+   * 0.80/0.79 -> 0.94/0.95; 1x1 conv 14x14 672->112 0.68/0.65 ->
+   * 0.90/0.86, 28x28 240->80 0.72/0.73 -> 0.95/0.96; matmul 1000x112x672
+   * 0.65/0.66 -> 1.24/0.89. Not for a depthwise conv (three false): 5 x 5
+   * taps over 56x56x80 lost, 0.71 -> 0.64. */
+  int64_t nv = lanes > 0 ? ev / lanes : 0, vmax = 4;
+  if (three && regs >= 32 && nv % 2 && nv % 3) vmax = 7;
+  for (int64_t v = 1; v <= vmax; v++) {
     if (v == 3 && !three && 3 * lanes != ev) continue;
     if (ev % (v * lanes)) continue;
     int64_t cap = default_rows_cap(regs, v);
