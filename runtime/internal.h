@@ -13,6 +13,12 @@
 #include <stdatomic.h>
 #include <time.h>
 
+struct ts_runtime;
+struct rt_worker {
+  struct ts_runtime *rt;
+  int self; /* 1 + the worker's index: the chunk it claims first */
+};
+
 struct ts_runtime {
   int n_threads;       /* workers + the calling thread */
   int n_workers;       /* started worker threads */
@@ -28,10 +34,14 @@ struct ts_runtime {
   ts_rt_task task;
   void *closure;
   int64_t n, n_chunks;
-  atomic_int_fast64_t next_chunk; /* chunks claimed so far */
-  atomic_int_fast32_t result;     /* first non-zero task result */
-  atomic_bool open;               /* the job can be joined */
-  atomic_int active;              /* workers inside the job */
+  /* chunk c is claimed first by thread c (the caller is 0, worker i is
+   * i + 1), so a row range runs on the same core from one call to the
+   * next; a thread with its own chunk done claims any left */
+  atomic_bool claimed[TS_RT_MAX_THREADS];
+  struct rt_worker *worker_args; /* n_workers: each worker's index */
+  atomic_int_fast32_t result;    /* first non-zero task result */
+  atomic_bool open;              /* the job can be joined */
+  atomic_int active;             /* workers inside the job */
   /* The evaluator's cache-flush buffer, allocated on first use. */
   pthread_mutex_t flush_mu;
   unsigned char *flush_buf;

@@ -11,7 +11,7 @@
  *
  * A job is published by opening it and bumping `generation`. A worker that
  * wakes joins it (counts itself `active`, then checks the job is still
- * open), claims chunks from an atomic counter until none are left, and
+ * open), claims chunks (its own first, then any left) until none remain, and
  * leaves. The caller claims chunks too; once none are left it closes the
  * job and waits only for the workers inside it — never for one that has not
  * started (on a loaded machine a sleeping worker may take milliseconds to
@@ -39,13 +39,21 @@ static inline void cpu_relax(void) {
 #endif
 }
 
-/* Claims and runs chunks of the current job until none are left. */
-static void run_chunks(ts_runtime *rt) {
+/* Claims and runs chunks of the current job until none are left: its own
+ * chunk (`self`) first, then any other. Chunks handed out in claim order
+ * went to whichever thread came first, so a call's rows moved between the
+ * cores' caches from one call to the next: layer_norm 168 x 1024 on 2
+ * threads of an AVX-512 Xeon ran 18.6 us against 9.7 us for its half on
+ * one thread. */
+static void run_chunks(ts_runtime *rt, int self) {
   int64_t n = rt->n, n_chunks = rt->n_chunks;
   int64_t base = n / n_chunks, extra = n % n_chunks;
-  for (;;) {
-    int64_t c = atomic_fetch_add(&rt->next_chunk, 1);
-    if (c >= n_chunks) return;
+  for (int64_t k = 0; k < n_chunks; k++) {
+    int64_t c = (self + k) % n_chunks;
+    bool no = false;
+    if (atomic_load_explicit(&rt->claimed[c], memory_order_relaxed) ||
+        !atomic_compare_exchange_strong(&rt->claimed[c], &no, true))
+      continue;
     if (atomic_load_explicit(&rt->result, memory_order_relaxed) != 0) continue;
     int64_t begin = c * base + (c < extra ? c : extra);
     int64_t end = begin + base + (c < extra ? 1 : 0);
@@ -83,13 +91,14 @@ static uint64_t wait_for_job(ts_runtime *rt, uint64_t seen) {
 }
 
 static void *worker_main(void *arg) {
-  ts_runtime *rt = arg;
+  ts_runtime *rt = ((struct rt_worker *)arg)->rt;
+  int self = ((struct rt_worker *)arg)->self;
   uint64_t seen = 0;
   for (;;) {
     seen = wait_for_job(rt, seen);
     if (atomic_load(&rt->shutdown)) return NULL;
     atomic_fetch_add(&rt->active, 1);
-    if (atomic_load(&rt->open)) run_chunks(rt);
+    if (atomic_load(&rt->open)) run_chunks(rt, self);
     if (atomic_fetch_sub(&rt->active, 1) == 1) {
       /* Under the mutex, so a caller about to sleep cannot miss it. */
       pthread_mutex_lock(&rt->mu);
@@ -152,20 +161,24 @@ int ts_runtime_create(int n_threads, ts_runtime **out, ts_error *err) {
   atomic_init(&rt->generation, 0);
   atomic_init(&rt->shutdown, false);
   atomic_init(&rt->busy, false);
-  atomic_init(&rt->next_chunk, 0);
+  for (int c = 0; c < TS_RT_MAX_THREADS; c++)
+    atomic_init(&rt->claimed[c], false);
   atomic_init(&rt->result, 0);
   atomic_init(&rt->open, false);
   atomic_init(&rt->active, 0);
   if (rt->n_workers > 0) {
     rt->workers = calloc((size_t)rt->n_workers, sizeof *rt->workers);
-    if (!rt->workers) {
+    rt->worker_args = calloc((size_t)rt->n_workers, sizeof *rt->worker_args);
+    if (!rt->workers || !rt->worker_args) {
       rt->n_workers = 0;
       ts_runtime_destroy(rt);
       return TS_ERR(err, TS_ENOMEM, "runtime: out of memory");
     }
   }
   for (int i = 0; i < rt->n_workers; i++) {
-    int rc = pthread_create(&rt->workers[i], NULL, worker_main, rt);
+    rt->worker_args[i] = (struct rt_worker){rt, i + 1};
+    int rc =
+        pthread_create(&rt->workers[i], NULL, worker_main, &rt->worker_args[i]);
     if (rc != 0) {
       stop_workers(rt, i);
       rt->n_workers = 0;
@@ -183,6 +196,7 @@ void ts_runtime_destroy(ts_runtime *rt) {
   if (!rt) return;
   if (rt->n_workers > 0) stop_workers(rt, rt->n_workers);
   free(rt->workers);
+  free(rt->worker_args);
   free(rt->flush_buf);
   pthread_mutex_destroy(&rt->mu);
   pthread_cond_destroy(&rt->wake);
@@ -207,14 +221,15 @@ int32_t ts_rt_parallel_for(void *rt_handle, ts_rt_task task, void *closure,
   rt->closure = closure;
   rt->n = n;
   rt->n_chunks = n < rt->n_threads ? n : rt->n_threads;
-  atomic_store(&rt->next_chunk, 0);
+  for (int64_t c = 0; c < rt->n_chunks; c++)
+    atomic_store_explicit(&rt->claimed[c], false, memory_order_relaxed);
   atomic_store(&rt->result, 0);
   atomic_store(&rt->open, true);
   atomic_fetch_add_explicit(&rt->generation, 1, memory_order_release);
   pthread_cond_broadcast(&rt->wake);
   pthread_mutex_unlock(&rt->mu);
 
-  run_chunks(rt);
+  run_chunks(rt, 0);
   wait_for_workers(rt);
   int32_t result = (int32_t)atomic_load(&rt->result);
   atomic_store(&rt->busy, false);
