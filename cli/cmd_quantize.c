@@ -208,7 +208,9 @@ static int profile(int argc, char **argv) {
     } else if (!strcmp(argv[i], "--interpret")) {
       interpret = true;
     } else if (!strcmp(argv[i], "--pet") || !strcmp(argv[i], "--pet-trials") ||
-               !strcmp(argv[i], "--pet-depth")) {
+               !strcmp(argv[i], "--pet-depth") ||
+               !strcmp(argv[i], "--pet-only") ||
+               !strcmp(argv[i], "--pet-apply-all")) {
       /* profile the graph that `compile --pet` quantizes */
       int prc;
       cli_pass_option("quantize", argc, argv, &i, &prc);

@@ -90,6 +90,10 @@ const char cli_pass_usage[] =
     "                      they differ, kept when cheaper (docs/pet.md)\n"
     "  --pet-trials T      random input sets per checked position (2)\n"
     "  --pet-depth D       mutants of mutants up to depth D, 1 to 3 (2)\n"
+    "  --pet-only KIND     try only the mutator KIND (split_rows,\n"
+    "                      batch_shared_input, ...; docs/pet.md)\n"
+    "  --pet-apply-all     apply every checked (and corrected) mutant\n"
+    "                      whatever its cost: to measure one\n"
     "  --quantize PROFILE.json  int8 convolutions and matrix products from\n"
     "                      the ranges of `tessera quantize profile`\n"
     "                      (docs/quantization.md)\n"
@@ -260,6 +264,13 @@ bool cli_pass_option(const char *cmd, int argc, char **argv, int *i, int *rc) {
       *rc = cli_usage_error(cmd, "--pet-depth wants a depth from 1 to 3");
     else
       pet_opts.depth = (int)d, pet_on = true;
+  } else if (cli_opt_value(argc, argv, i, "--pet-only", &v, &missing)) {
+    if (missing || !*v)
+      *rc = cli_usage_error(cmd, "--pet-only wants a mutator's kind");
+    else
+      pet_opts.only = v, pet_on = true;
+  } else if (!strcmp(argv[*i], "--pet-apply-all")) {
+    pet_opts.apply_all = true, pet_on = true;
   } else if (!strcmp(argv[*i], "--no-winograd")) {
     cli_no_winograd = true;
   } else if (cli_opt_value(argc, argv, i, "--layout", &v, &missing)) {

@@ -1053,6 +1053,23 @@ static int sort_nodes(const ts_graph *g, gr_list *l) {
 int ts_graph_pet(ts_graph *g, ts_error *err) {
   gr_pet_setup *s = g->pet;
   if (!s) return TS_OK;
+  if (s->o.only) { /* a kind no mutator has is a typo, not "none apply" */
+    bool known = false;
+    for (int k = 0; k < s->n_mut; k++) known |= !strcmp(s->kinds[k], s->o.only);
+    for (int k = 0; k < s->n_sub_mut; k++)
+      known |= !strcmp(s->sub_kinds[k], s->o.only);
+    if (!known) {
+      char kinds[256] = "";
+      for (int k = 0; k < s->n_mut + s->n_sub_mut; k++) {
+        const char *kind =
+            k < s->n_mut ? s->kinds[k] : s->sub_kinds[k - s->n_mut];
+        size_t len = strlen(kinds);
+        snprintf(kinds + len, sizeof kinds - len, "%s%s", k ? ", " : "", kind);
+      }
+      return TS_ERR(err, TS_EINVAL, "pet: no mutator of kind '%s' (kinds: %s)",
+                    s->o.only, kinds);
+    }
+  }
   double t0 = ts_now_seconds();
   memset(&s->r, 0, sizeof s->r);
   gr_task_set_clear(&s->alts);

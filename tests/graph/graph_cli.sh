@@ -133,6 +133,14 @@ expect 2 "$T" graph show "$C" --pet-depth 4
 contains "--pet-depth wants a depth from 1 to 3"
 expect 0 "$T" graph show "$C" --pet-depth 1 --after pet
 contains "# pet: 0 of 13 mutants applied"
+# --pet-only tries one mutator, --pet-apply-all keeps what the estimate drops
+expect 0 "$T" graph show "$C" --pet-only split_rows --pet-apply-all --after pet
+contains "# pet: 3 of 3 mutants applied (0 duplicate, 0 pruned, 0 exact, 3 corrected"
+lacks "dilated_to_batch"
+expect 1 "$T" graph show "$C" --pet-only bogus
+contains "no mutator of kind 'bogus' (kinds: dilated_to_batch, split_rows"
+expect 2 "$T" graph show "$C" --pet-only
+contains "--pet-only wants a mutator's kind"
 # --winograd-tile: 2, 4, auto or measure; anything else is a usage error
 expect 2 "$T" graph show "$C" --winograd-tile 3
 contains "--winograd-tile wants 2, 4, auto or measure"
