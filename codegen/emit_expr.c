@@ -500,6 +500,43 @@ static void nontemporal_store(emitter *e, ts_buffer *b, LLVMValueRef v,
   LLVMPositionBuilderAtEnd(e->b, end);
 }
 
+/* The operand of val, a float32 vector sum, that is not the load of
+ * b[idx] it adds to; NULL when val is not such an accumulation. */
+static ts_expr *accumulated(ts_buffer *b, ts_expr *idx, ts_expr *val) {
+  ts_dtype t = ts_expr_dtype(val);
+  if (ts_expr_kind_of(val) != TS_EXPR_ADD || t.code != TS_DT_FLOAT ||
+      t.bits != 32 || t.lanes < 2)
+    return NULL;
+  for (int k = 0; k < 2; k++) {
+    ts_expr *acc = ts_expr_operand(val, k);
+    if (ts_expr_kind_of(acc) == TS_EXPR_LOAD && ts_expr_buffer(acc) == b &&
+        ts_expr_n_operands(acc) == 1 &&
+        emit_same_expr(ts_expr_operand(acc, 0), idx))
+      return ts_expr_operand(val, 1 - k);
+  }
+  return NULL;
+}
+
+/* A vector accumulation b[idx] = b[idx] + x: the lanes are the partial sums
+ * the schedule made (a vectorized rfactor, a tile of a product), so the add
+ * may be contracted into an FMA but not reassociated. With reassociation,
+ * LLVM's reassociate pass flattens a fully unrolled loop of several such
+ * accumulators and the adds that combine them into one chain of dependent
+ * adds (a layer norm's four vectors of partial sums over 17 steps became
+ * one chain of 68). */
+static LLVMValueRef emit_accumulation(emitter *e, ts_buffer *b, ts_expr *idx,
+                                      ts_expr *val) {
+  ts_expr *x = accumulated(b, idx, val);
+  if (!x) return emit_expr(e, val);
+  ts_expr *acc = ts_expr_operand(val, ts_expr_operand(val, 0) == x ? 1 : 0);
+  LLVMValueRef a = emit_expr(e, acc), y = emit_expr(e, x);
+  if (e->status) return emit_undef(e, ts_expr_dtype(val));
+  LLVMValueRef r = LLVMBuildFAdd(e->b, a, y, "");
+  if (LLVMIsAInstruction(r) && LLVMCanValueUseFastMathFlags(r))
+    LLVMSetFastMathFlags(r, LLVMFastMathAllowContract);
+  return r;
+}
+
 void emit_store(emitter *e, ts_stmt *s) {
   ts_buffer *b = ts_store_buffer(s);
   if (ts_store_n_indices(s) != 1) {
@@ -510,7 +547,7 @@ void emit_store(emitter *e, ts_stmt *s) {
   ts_expr *idx = ts_store_index(s, 0);
   ts_expr *val = ts_store_value(s);
   ts_dtype t = ts_expr_dtype(val);
-  LLVMValueRef v = reg_to_mem(e, t, emit_expr(e, val));
+  LLVMValueRef v = reg_to_mem(e, t, emit_accumulation(e, b, idx, val));
   int lanes = ts_expr_dtype(idx).lanes;
   if (lanes > 1 && t.lanes == 1) v = emit_splat(e, v, lanes);
   if (lanes == 1) {

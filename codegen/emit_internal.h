@@ -77,6 +77,8 @@ LLVMValueRef emit_to_work(emitter *e, LLVMValueRef v, ts_dtype t);
 LLVMValueRef emit_from_work(emitter *e, LLVMValueRef v, ts_dtype t);
 /* Allows contraction into FMAs and reassociation on a float instruction. */
 LLVMValueRef emit_contract(LLVMValueRef v);
+/* Structural equality of two expressions (vars by identity). */
+bool emit_same_expr(const ts_expr *a, const ts_expr *b);
 
 /* ---- math (emit_math.c) ---- */
 

@@ -54,7 +54,7 @@ typedef struct lin {
   bool ok;
 } lin;
 
-static bool same_expr(const ts_expr *a, const ts_expr *b) {
+bool emit_same_expr(const ts_expr *a, const ts_expr *b) {
   if (a == b) return true;
   if (!a || !b || ts_expr_kind_of(a) != ts_expr_kind_of(b)) return false;
   ts_dtype ta = ts_expr_dtype(a), tb = ts_expr_dtype(b);
@@ -77,13 +77,14 @@ static bool same_expr(const ts_expr *a, const ts_expr *b) {
   int n = ts_expr_n_operands(a);
   if (n != ts_expr_n_operands(b)) return false;
   for (int i = 0; i < n; i++)
-    if (!same_expr(ts_expr_operand(a, i), ts_expr_operand(b, i))) return false;
+    if (!emit_same_expr(ts_expr_operand(a, i), ts_expr_operand(b, i)))
+      return false;
   return true;
 }
 
 static void lin_term(lin *f, const ts_expr *x, int64_t k) {
   for (int i = 0; i < f->n; i++)
-    if (same_expr(f->term[i], x)) {
+    if (emit_same_expr(f->term[i], x)) {
       f->coef[i] += k;
       return;
     }
