@@ -279,6 +279,8 @@ static void emit_for_kind(emitter *e, ts_stmt *s) {
     return;
   default: break;
   }
+  /* a CPU's horizontal fold of a row's partial sums (emit_reduce.c) */
+  if (!e->hooks->thread_loop && emit_lane_fold(e, s)) return;
   LLVMValueRef lo = emit_expr(e, ts_for_min(s));
   LLVMValueRef hi = LLVMBuildAdd(e->b, lo, emit_expr(e, ts_for_extent(s)), "");
   const ts_annotation *u = ts_for_find_annotation(s, TS_ANN_LLVM_UNROLL_FULL);

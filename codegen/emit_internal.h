@@ -79,6 +79,10 @@ LLVMValueRef emit_from_work(emitter *e, LLVMValueRef v, ts_dtype t);
 LLVMValueRef emit_contract(LLVMValueRef v);
 /* Structural equality of two expressions (vars by identity). */
 bool emit_same_expr(const ts_expr *a, const ts_expr *b);
+/* A serial loop folding L consecutive float32 elements into one scalar
+ * (a sum, maximum or minimum) as one vector reduction; false (nothing
+ * emitted) when the loop is not such a fold (emit_reduce.c). */
+bool emit_lane_fold(emitter *e, ts_stmt *loop);
 
 /* ---- math (emit_math.c) ---- */
 
