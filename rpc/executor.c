@@ -694,13 +694,6 @@ static void cpuset_text(char *out, size_t cap) {
   }
 }
 
-/* Time limit of a reference run: references are unscheduled, so slow. */
-static int ref_timeout_ms(const ts_measure_config *c) {
-  int64_t t = (int64_t)c->timeout_ms * 4;
-  if (t < 60000) t = 60000;
-  return t > 3600000 ? 3600000 : (int)t;
-}
-
 /* Forks a child running `body`; fills *res from its report or its end. */
 typedef void (*child_fn)(helper *h, void *ctx, int wfd);
 
@@ -768,7 +761,8 @@ static void ref_child(helper *h, void *vctx, int wfd) {
   memset(&r, 0, sizeof r);
   ts_measure_config one = *c->cfg;
   one.threads = 1;
-  wfd = child_setup(&h->hc, h->self, (ref_timeout_ms(c->cfg) + 999) / 1000 + 1,
+  wfd = child_setup(&h->hc, h->self,
+                    (ts_measure_reference_limit_ms(c->cfg) + 999) / 1000 + 1,
                     child_threads(&h->hc, &one), true, wfd);
   const ts_artifact *a = c->ref->artifact;
   ts_error err;
@@ -853,7 +847,7 @@ static const ts_rt_args *ref_outputs(helper *h, helper_ref *ref,
   }
   ref_ctx ctx = {ref, cfg, shm};
   ts_measure_result r;
-  run_child(h, ref_child, &ctx, ref_timeout_ms(cfg), 0, &r);
+  run_child(h, ref_child, &ctx, ts_measure_reference_limit_ms(cfg), 0, &r);
   if (r.status != TS_MEASURE_OK) {
     char id[REF_ID_MAX + 1];
     snprintf(id, sizeof id, "%s", ref->id);
@@ -1397,7 +1391,8 @@ void executor_measure(executor *ex, const ts_measure_config *cfg,
   ticket_acquire(ex);
   /* The helper answers within the candidate's limit plus a reference run;
    * beyond that it is considered stuck. */
-  double budget = (cfg->timeout_ms + ref_timeout_ms(cfg)) / 1000.0 + 30;
+  double budget =
+      (cfg->timeout_ms + ts_measure_reference_limit_ms(cfg)) / 1000.0 + 30;
   char failure[256] = "";
   bool done = false;
   for (int attempt = 0; attempt < 2 && !done; attempt++) {

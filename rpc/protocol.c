@@ -25,6 +25,12 @@ static const char *const status_names[] = {
     "ok", "build_error", "run_error", "timeout", "wrong_result", "worker_lost",
 };
 
+int ts_measure_reference_limit_ms(const ts_measure_config *c) {
+  int64_t t = (int64_t)c->timeout_ms * 4;
+  if (t < 600000) t = 600000;
+  return t > 3600000 ? 3600000 : (int)t;
+}
+
 const char *ts_measure_status_name(ts_measure_status s) {
   if ((unsigned)s < sizeof status_names / sizeof status_names[0])
     return status_names[s];

@@ -68,6 +68,11 @@ typedef struct ts_measure_config {
   uint64_t seed;       /* seeded inputs (runtime.h ts_rt_args_create) */
   int threads;         /* runtime threads of a CPU kernel; 0 = all cores */
 } ts_measure_config;
+/* The time limit of computing a reference's outputs for measurements under
+ * c: max(10 min, 4 x c->timeout_ms), at most an hour. A reference is the
+ * unscheduled workload, which runs at a few hundred MFLOP/s on one core: a
+ * 2048^3 matmul takes over a minute. */
+int ts_measure_reference_limit_ms(const ts_measure_config *c);
 
 /* eval number 1, repeat 3, min_repeat_ms 40, warmup 1, no flush; timeout
  * 10 s; seed 1; threads 0. */

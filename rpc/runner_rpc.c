@@ -694,7 +694,7 @@ static int rpc_measure(ts_runner *rr, const ts_measure_config *cfg,
   }
   /* Generous: the chunk may queue behind another runner's on a worker. */
   double per = cfg->timeout_ms + 2000.0;
-  double ref_ms = fmax(60000.0, 4.0 * cfg->timeout_ms);
+  double ref_ms = ts_measure_reference_limit_ms(cfg);
   b.request_timeout_ms =
       r->o.request_timeout_ms > 0
           ? r->o.request_timeout_ms

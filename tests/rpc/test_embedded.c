@@ -242,6 +242,19 @@ static void test_many_references(void **state) {
                    TS_ENOTFOUND);
 }
 
+/* The reference's time limit: ten minutes at least (the unscheduled 2048^3
+ * matmul takes over two on one core), four candidate limits when longer,
+ * an hour at most. */
+static void test_reference_limit(void **state) {
+  (void)state;
+  ts_measure_config c = fast_config(10000);
+  assert_int_equal(ts_measure_reference_limit_ms(&c), 600000);
+  c.timeout_ms = 200000;
+  assert_int_equal(ts_measure_reference_limit_ms(&c), 800000);
+  c.timeout_ms = 2000000;
+  assert_int_equal(ts_measure_reference_limit_ms(&c), 3600000);
+}
+
 /* One AMX tile product (C += A B, 16 x 16 from K = 32 bf16): on a CPU
  * with AMX the measuring process must hold Linux's permission for the
  * tile state, which a process asks for (without it the first tile
@@ -279,6 +292,7 @@ int main(void) {
       cmocka_unit_test(test_no_overlap),
       cmocka_unit_test(test_many_references),
       cmocka_unit_test(test_amx_candidate_runs),
+      cmocka_unit_test(test_reference_limit),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
