@@ -509,17 +509,17 @@ static int setup_task(job *j, int i, const ts_tune_task *spec,
   return load_task_records(j, t, search_threads);
 }
 
+/* A reference worth a line of output, and the rate its estimate assumes
+ * (the unscheduled 2048^3 matmul: 17 GFLOP in about 150 s on one core). */
+#define REF_SLOW_FLOPS 2e9
+#define REF_FLOPS_PER_S 1e8
+
 /* The reference a task's candidates are checked against: the unscheduled
  * workload, built for the host when this machine cannot run the target's
  * code (the runner checks results on this machine's CPU). Built when the
  * task is first measured, not at the job's start: a conv's unscheduled
  * nest takes LLVM most of a second, and a model's job of a few trials
  * measures only some of its tasks. */
-#define REF_SLOW_FLOPS 2e9 /* a reference worth a line of output */
-#define REF_FLOPS_PER_S                                                        \
-  1e8 /* the unscheduled 2048^3 matmul: 17 GFLOP in                            \
-         about 150 s on one core of a Xeon */
-
 static int ensure_reference(job *j, job_task *t, int ti) {
   if (t->ref_set) return TS_OK;
   ts_target *host = NULL;
