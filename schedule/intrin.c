@@ -198,65 +198,79 @@ const char *ts_intrin_superseded_by(const char *name) {
  * or quadruples (int8) of k: Bp[k / p][p * j + k % p] = B[k][j] ----
  * MN = 16: one tile per call (tessera.amx_*_gemm); MN = 32: a block of
  * 2 x 2 tiles kept in tile registers over the call's K (_gemm_blk, B's
- * rows 32 columns wide, the second tile 64 bytes in). Each also has row
- * edges, "<name>_r<R>" (0 < R < MN), not listed by ts_intrin_names: the
- * same product over R rows (_gemm_rows: the last row tile's A and C
- * configured with the rows left), so a product whose rows the tiles do
- * not divide runs its last rows on AMX too, reading the same packed B. */
+ * rows 32 columns wide, the second tile 64 bytes in). The listed names
+ * are a few K; ts_intrin_get answers to every K that is a multiple of
+ * the tile step (32 for bf16, 64 for int8) up to AMX_MAX_STEPS steps
+ * ("amx_int8_32x32x576": a K of 576 with no rest), so a product whose K
+ * none of the listed ones divides keeps the long call. Each also has
+ * row edges, "<name>_r<R>" (0 < R < MN): the same product over R rows
+ * (_gemm_rows: the last row tile's A and C configured with the rows
+ * left), so a product whose rows the tiles do not divide runs its last
+ * rows on AMX too, reading the same packed B. */
 typedef struct amx_form {
-  const char *name, *feature, *call; /* call: the one-tile form's name */
+  const char *kind, *feature, *call; /* call: the one-tile form's name */
   const char *at, *bt, *ct;
-  int mn, k, p, brows, bcols;
+  int p; /* k per packed element group; the tile step is 16 p */
 } amx_form;
+
+/* the most tile steps of one call (what the code generator unrolls) */
+#define AMX_MAX_STEPS 32
 
 #define AMX_BF16 "amx-bf16", "tessera.amx_bf16_gemm"
 #define AMX_INT8 "amx-int8", "tessera.amx_int8_gemm"
 static const amx_form amx_forms[] = {
-    {"amx_bf16_16x16x32", AMX_BF16, "bfloat16", "bfloat16", "float32", 16, 32,
-     2, 16, 32},
-    {"amx_int8_16x16x64", AMX_INT8, "int8", "int8", "int32", 16, 64, 4, 16, 64},
-    {"amx_uint8_16x16x64", AMX_INT8, "uint8", "int8", "int32", 16, 64, 4, 16,
-     64},
-    {"amx_bf16_32x32x128", AMX_BF16, "bfloat16", "bfloat16", "float32", 32, 128,
-     2, 64, 64},
-    {"amx_bf16_32x32x512", AMX_BF16, "bfloat16", "bfloat16", "float32", 32, 512,
-     2, 256, 64},
-    {"amx_int8_32x32x256", AMX_INT8, "int8", "int8", "int32", 32, 256, 4, 64,
-     128},
-    {"amx_int8_32x32x1024", AMX_INT8, "int8", "int8", "int32", 32, 1024, 4, 256,
-     128},
-    {"amx_uint8_32x32x256", AMX_INT8, "uint8", "int8", "int32", 32, 256, 4, 64,
-     128},
-    {"amx_uint8_32x32x1024", AMX_INT8, "uint8", "int8", "int32", 32, 1024, 4,
-     256, 128},
+    {"bf16", AMX_BF16, "bfloat16", "bfloat16", "float32", 2},
+    {"int8", AMX_INT8, "int8", "int8", "int32", 4},
+    {"uint8", AMX_INT8, "uint8", "int8", "int32", 4},
 };
 #undef AMX_BF16
 #undef AMX_INT8
 
-/* The form of an AMX name and its rows (MN, or R of an edge), or NULL. */
-static const amx_form *amx_form_of(const char *name, int *rows) {
+/* A decimal of 1 to 6 digits, no leading zero, at *s; advances *s. */
+static bool parse_count(const char **s, int *out) {
+  const char *d = *s;
+  int v = 0;
+  for (; *d >= '0' && *d <= '9' && d - *s < 6; d++) v = v * 10 + (*d - '0');
+  if (d == *s || **s == '0' || (*d >= '0' && *d <= '9')) return false;
+  *s = d;
+  *out = v;
+  return true;
+}
+
+/* The form of an AMX name "amx_<kind>_<MN>x<MN>x<K>[_r<R>]": its tile
+ * columns (16 or 32), K and rows (MN, or R of an edge); NULL if it is
+ * not one. */
+static const amx_form *amx_form_of(const char *name, int *mn, int *k,
+                                   int *rows) {
+  if (strncmp(name, "amx_", 4)) return NULL;
   for (size_t i = 0; i < sizeof amx_forms / sizeof amx_forms[0]; i++) {
     const amx_form *f = &amx_forms[i];
-    size_t n = strlen(f->name);
-    if (strncmp(name, f->name, n)) continue;
-    if (!name[n]) {
-      *rows = f->mn;
-      return f;
-    }
-    if (strncmp(name + n, "_r", 2)) continue;
-    const char *d = name + n + 2;
-    int r = 0;
-    for (; *d >= '0' && *d <= '9' && r < 1000; d++) r = r * 10 + (*d - '0');
-    if (*d || d == name + n + 2 || name[n + 2] == '0' || r < 1 || r >= f->mn)
+    size_t n = strlen(f->kind);
+    const char *s = name + 4 + n;
+    if (strncmp(name + 4, f->kind, n) || *s++ != '_') continue;
+    if (!strncmp(s, "16x16x", 6))
+      *mn = 16;
+    else if (!strncmp(s, "32x32x", 6))
+      *mn = 32;
+    else
       return NULL;
-    *rows = r;
+    s += 6;
+    int step = 16 * f->p;
+    if (!parse_count(&s, k) || *k % step || *k / step > AMX_MAX_STEPS)
+      return NULL;
+    *rows = *mn;
+    if (!*s) return f;
+    if (strncmp(s, "_r", 2)) return NULL;
+    s += 2;
+    if (!parse_count(&s, rows) || *s || *rows >= *mn) return NULL;
     return f;
   }
   return NULL;
 }
 
-static int amx_get(const amx_form *f, int r, const char *name, ts_func **desc,
-                   ts_func **impl, ts_error *err) {
+static int amx_get(const amx_form *f, int mn, int k, int r, const char *name,
+                   ts_func **desc, ts_func **impl, ts_error *err) {
+  int brows = k / f->p, bcols = mn * f->p;
   char d[2048], m[2048], extra[64] = "";
   snprintf(d, sizeof d,
            "func amx_desc(A: %s[%d, %d], B: %s[%d, %d], C: %s[%d, %d]) {\n"
@@ -274,17 +288,16 @@ static int amx_get(const amx_form *f, int r, const char *name, ts_func **desc,
            "    }\n"
            "  }\n"
            "}\n",
-           f->at, r, f->k, f->bt, f->brows, f->bcols, f->ct, r, f->mn, r, f->mn,
-           f->k, r, f->mn, f->k, f->ct, f->ct, f->p, f->p, f->p);
+           f->at, r, k, f->bt, brows, bcols, f->ct, r, mn, r, mn, k, r, mn, k,
+           f->ct, f->ct, f->p, f->p, f->p);
   const char *suffix = "";
-  if (r < f->mn) {
+  if (r < mn) {
     suffix = "_rows";
     snprintf(extra, sizeof extra, ", int32(%d), int32(%d), int32(%d)",
-             (r + 15) / 16, f->mn / 16, r);
-  } else if (f->mn > 16) {
+             (r + 15) / 16, mn / 16, r);
+  } else if (mn > 16) {
     suffix = "_blk";
-    snprintf(extra, sizeof extra, ", int32(%d), int32(%d)", f->mn / 16,
-             f->mn / 16);
+    snprintf(extra, sizeof extra, ", int32(%d), int32(%d)", mn / 16, mn / 16);
   }
   static const char impl_fmt[] =
       "func amx_impl(A: %s[%d, %d], B: %s[%d, %d], C: %s[%d, %d]) {\n"
@@ -296,8 +309,8 @@ static int amx_get(const amx_form *f, int r, const char *name, ts_func **desc,
                         "int32(%d)%s)\n"
                         "  }\n"
                         "}\n";
-  snprintf(m, sizeof m, impl_fmt, f->at, r, f->k, f->bt, f->brows, f->bcols,
-           f->ct, r, f->mn, f->call, suffix, f->k, extra);
+  snprintf(m, sizeof m, impl_fmt, f->at, r, k, f->bt, brows, bcols, f->ct, r,
+           mn, f->call, suffix, k, extra);
   int rc = ts_func_parse(d, strlen(d), name, desc, err);
   if (!rc && (rc = ts_func_parse(m, strlen(m), name, impl, err))) {
     ts_func_free(*desc);
@@ -309,11 +322,11 @@ static int amx_get(const amx_form *f, int r, const char *name, ts_func **desc,
 int ts_intrin_get(const char *name, ts_func **desc, ts_func **impl,
                   const char **feature, ts_error *err) {
   *desc = *impl = NULL;
-  int rows = 0;
-  const amx_form *amx = amx_form_of(name, &rows);
+  int mn = 0, k = 0, rows = 0;
+  const amx_form *amx = amx_form_of(name, &mn, &k, &rows);
   if (amx) {
     if (feature) *feature = amx->feature;
-    return amx_get(amx, rows, name, desc, impl, err);
+    return amx_get(amx, mn, k, rows, name, desc, impl, err);
   }
   for (int i = 0; i < N_INTRINS; i++) {
     if (strcmp(intrins[i].name, name) != 0) continue;

@@ -1289,7 +1289,8 @@ static int schedule_cpu(ts_sched *s, const ts_target *t, int level) {
         continue;
       /* level 3 tries the first anchor only: a failed attempt may have
        * changed the schedule, which the caller then drops */
-      if (level >= 3 && tensorize_default(s, t, names[i]) != TS_OK) break;
+      if (level >= 3 && tensorize_default(s, t, names[i], level >= 4) != TS_OK)
+        break;
       if (level >= 3 || tile_anchor(s, t, names[i]))
         snprintf(anchor, sizeof anchor, "%s", names[i]);
     }
@@ -1354,7 +1355,10 @@ int default_schedule_gpu(const ts_func *f, const ts_target *t, ts_sched **out,
 
 int default_schedule_cpu(const ts_func *f, const ts_target *t, ts_sched **out,
                          ts_error *err) {
-  for (int level = 3; level >= 1; level--) {
+  /* 4: AMX tile blocks, 3: a dot intrinsic, 2: the register tile, 1: the
+   * other blocks only */
+  int top = ts_target_has_feature(t, "amx-tile") ? 4 : 3;
+  for (int level = top; level >= 1; level--) {
     ts_sched *s;
     int rc = ts_sched_create(f, 0, &s, err);
     if (rc) return rc; /* the function itself is refused */

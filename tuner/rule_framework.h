@@ -182,9 +182,13 @@ int rule_tensorize(const gen *g, const gen_state *st, const char *block,
  * its operand types with the longest K tile, with
  * a fixed register tile of rows x column tiles of intrinsic calls whose
  * accumulators stay in registers across a K block, B packed per column
- * panel inside the panel's (parallel) loop, the init vectorized. On
- * failure the schedule may hold part of the work: the caller drops it. */
-int tensorize_default(ts_sched *s, const ts_target *t, const char *block);
+ * panel inside the panel's (parallel) loop, the init vectorized. With
+ * `amx`, instead, AMX's 2 x 2 tile blocks (rules_tensorize.c,
+ * amx_default): TS_ESCHEDULE, unchanged, where the target has no AMX or
+ * the block is not a product it takes. On failure the schedule may hold
+ * part of the work: the caller drops it. */
+int tensorize_default(ts_sched *s, const ts_target *t, const char *block,
+                      bool amx);
 /* The default schedule's register tiling of one reduction block (no
  * intrinsic: the innermost spatial loop vectorized, a register tile of
  * rows, the init decomposed): for the parts of a partitioned product that

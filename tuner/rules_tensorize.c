@@ -347,6 +347,56 @@ static int split_off(ts_sched *s, const char *name, int it, int64_t at,
   return ts_sched_reorder(s, order, no);
 }
 
+/* The largest divisor of n that is at most cap (>= 1). */
+static int64_t divisor_at_most(int64_t n, int64_t cap) {
+  for (int64_t d = cap < n ? cap : n; d > 1; d--)
+    if (n % d == 0) return d;
+  return 1;
+}
+
+/* The constant extent of block r's loop over iter `it`; 0 when none. */
+static int64_t iter_extent(const ts_func *f, const ts_stmt *r, int it) {
+  const ts_stmt *l = it >= 0 ? loop_of_iter(f, r, it) : NULL;
+  int64_t ext = 0;
+  if (!l || !ts_expr_is_const_int(ts_for_extent(l), &ext)) return 0;
+  return ext;
+}
+
+/* The most tile steps of an AMX call fitted to a product's K (what the
+ * listed long forms have: 512 bf16, 1024 int8). */
+#define AMX_FIT_STEPS 16
+#define MAX_CANDIDATES 48
+
+/* The intrinsics considered for GEMM block r (roles g): the listed ones,
+ * then, per AMX operand kind, the 2 x 2 block whose K is the longest
+ * multiple of the tile step, at most AMX_FIT_STEPS steps, that divides
+ * the whole steps of r's K, where no listed form has that K (K 576 int8:
+ * amx_int8_32x32x576, one call over the whole K and no rest; K 768
+ * bf16: amx_bf16_32x32x384 beside the listed 128). Returns the count. */
+static int candidate_intrins(const ts_func *f, const ts_stmt *r, const gemm *g,
+                             char (*out)[48], int cap) {
+  int n = 0;
+  for (const char *const *nm = ts_intrin_names(); *nm && n < cap; nm++)
+    snprintf(out[n++], sizeof out[0], "%s", *nm);
+  int64_t k_ext = iter_extent(f, r, g->iter_k);
+  static const struct {
+    const char *kind;
+    int64_t step;
+  } kinds[] = {{"bf16", 32}, {"int8", 64}, {"uint8", 64}};
+  for (size_t i = 0; i < sizeof kinds / sizeof kinds[0] && n < cap; i++) {
+    int64_t steps = k_ext / kinds[i].step;
+    if (steps < 1) continue;
+    int64_t fit = kinds[i].step * divisor_at_most(steps, AMX_FIT_STEPS);
+    char name[48];
+    snprintf(name, sizeof name, "amx_%s_32x32x%lld", kinds[i].kind,
+             (long long)fit);
+    bool listed = false;
+    for (int j = 0; j < n; j++) listed = listed || !strcmp(out[j], name);
+    if (!listed) snprintf(out[n++], sizeof out[0], "%s", name);
+  }
+  return n;
+}
+
 /* Builds the variant of `name` tensorized onto `intrin` in st (a fork). */
 static int tensorize_variant(const gen *g, gen_state *st, const char *name,
                              const char *intrin, const desc_info *d) {
@@ -505,12 +555,16 @@ int rule_tensorize(const gen *g, const gen_state *st, const char *block,
   gemm probe;
   if (!r || !gemm_of(r, false, &probe)) return 0;
   int n = 0;
-  for (const char *const *nm = ts_intrin_names(); *nm && n < cap; nm++) {
+  char cands[MAX_CANDIDATES][48];
+  int nc =
+      candidate_intrins(ts_sched_func(st->s), r, &probe, cands, MAX_CANDIDATES);
+  for (int ci = 0; ci < nc && n < cap; ci++) {
+    const char *nm = cands[ci];
     ts_func *desc = NULL, *impl = NULL;
     const char *feature = NULL;
-    if (ts_intrin_get(*nm, &desc, &impl, &feature, NULL)) continue;
+    if (ts_intrin_get(nm, &desc, &impl, &feature, NULL)) continue;
     desc_info d;
-    bool usable = intrin_on(g->t, *nm, feature) && analyse_desc(desc, &d);
+    bool usable = intrin_on(g->t, nm, feature) && analyse_desc(desc, &d);
     /* an unsigned-A intrinsic also serves a signed int8 A made unsigned
      * by shift_int8 (a variant of its own) */
     bool shift = usable && wants_shift(g->t, &probe) &&
@@ -522,7 +576,7 @@ int rule_tensorize(const gen *g, const gen_state *st, const char *block,
         const ts_stmt *sr = NULL;
         gemm sg = probe;
         bool ok = (!shift || shift_a(v.s, block, &sr, &sg, false) == TS_OK) &&
-                  tensorize_variant(g, &v, block, *nm, &d) == TS_OK;
+                  tensorize_variant(g, &v, block, nm, &d) == TS_OK;
         /* keep it only if it really tensorizes */
         gen_state check;
         if (ok && !state_fork(&v, &check, NULL)) {
@@ -532,9 +586,9 @@ int rule_tensorize(const gen *g, const gen_state *st, const char *block,
           ok = false;
         }
         if (ok) {
-          snprintf(v.intrin, sizeof v.intrin, "%s", *nm);
+          snprintf(v.intrin, sizeof v.intrin, "%.47s", nm);
           state_append_name(&v, "%s: %stensorize %s", block,
-                            shift ? "shift_int8, " : "", *nm);
+                            shift ? "shift_int8, " : "", nm);
           out[n++] = v;
         } else {
           state_clear(&v);
@@ -545,13 +599,6 @@ int rule_tensorize(const gen *g, const gen_state *st, const char *block,
     ts_func_free(impl);
   }
   return n;
-}
-
-/* The largest divisor of n that is at most cap (>= 1). */
-static int64_t divisor_at_most(int64_t n, int64_t cap) {
-  for (int64_t d = cap < n ? cap : n; d > 1; d--)
-    if (n % d == 0) return d;
-  return 1;
 }
 
 /* Bytes of the B block (a K block of a column panel) that every row tile
@@ -689,7 +736,237 @@ static void register_tile(const ts_target *t, const char *intrin,
   *cols_out = cols;
 }
 
-int tensorize_default(ts_sched *s, const ts_target *t, const char *name) {
+/* The rows of the product and the column tiles of one parallel task of
+ * the AMX default, at most AMX_BLOCK_CALLS calls each way: a C block of
+ * 256 x 256 with the A rows and B panel of one K call (bf16 K 512: 768 KB
+ * together) stays in a 2 MB L2. */
+#define AMX_BLOCK_CALLS 8
+
+/* The AMX intrinsic of the default for GEMM block r (roles gm, extents
+ * ext: i, j, k) on target t: a 2 x 2 block (32 x 32) whose operand types
+ * are the block's, the K tile dividing K first, then the longest. False
+ * when the target has none. */
+static bool amx_intrin(const ts_target *t, const ts_func *f, const ts_stmt *r,
+                       const gemm *gm, const int64_t *ext, char *name,
+                       size_t cap, desc_info *out, char *map, size_t map_cap) {
+  char cands[MAX_CANDIDATES][48];
+  int nc = candidate_intrins(f, r, gm, cands, MAX_CANDIDATES);
+  bool found = false;
+  for (int i = 0; i < nc; i++) {
+    ts_func *desc = NULL, *impl = NULL;
+    const char *feature = NULL;
+    desc_info d = {0};
+    bool ok = !ts_intrin_get(cands[i], &desc, &impl, &feature, NULL) &&
+              intrin_on(t, cands[i], feature) && analyse_desc(desc, &d) &&
+              strchr(d.order, 'i') && d.tile[0] == 32 && d.tile[1] == 32 &&
+              ts_dtype_eq(d.a_dtype, ts_buffer_dtype(gm->a)) &&
+              ts_dtype_eq(d.b_dtype, ts_buffer_dtype(gm->b)) &&
+              ts_dtype_eq(d.c_dtype, ts_buffer_dtype(gm->c)) &&
+              ext[2] >= d.tile[2];
+    bool divides = ok && ext[2] % d.tile[2] == 0;
+    bool found_divides = found && ext[2] % out->tile[2] == 0;
+    if (ok &&
+        (!found || (divides && !found_divides) ||
+         (divides == found_divides && d.tile[2] > out->tile[2])) &&
+        pack_map(gm, &d, map, map_cap)) {
+      *out = d;
+      snprintf(name, cap, "%.47s", cands[i]);
+      found = true;
+    }
+    ts_func_free(desc);
+    ts_func_free(impl);
+  }
+  return found;
+}
+
+/* The rows left below the AMX default's 32-row tiles (block `tail`, R of
+ * them): on AMX's row edge "<intrin>_r<R>" where the block is a plain
+ * product (no batch loops), tensorized here; one row, or a batch, the
+ * default tiling. */
+static int amx_rows_tail(ts_sched *s, const ts_target *t, const char *tail,
+                         const char *intrin, const desc_info *d,
+                         const int *iters) {
+  ts_rv b, loops[MAX_LOOPS], init;
+  int nl = 0, rc;
+  if (ts_sched_get_block(s, tail, &b) ||
+      ts_sched_get_loops(s, b, loops, MAX_LOOPS, &nl) || nl != 3)
+    return default_tile_block(s, t, tail), TS_OK;
+  const ts_stmt *r = ts_func_find_block(ts_sched_func(s), tail);
+  if (!r || iter_extent(ts_sched_func(s), r, iters[0]) < 2)
+    return default_tile_block(s, t, tail), TS_OK;
+  if ((rc = rows_edge(s, tail, intrin, d, iters)) ||
+      (rc = ts_sched_get_block(s, tail, &b)) ||
+      (rc = ts_sched_get_loops(s, b, loops, MAX_LOOPS, &nl)) || nl != 5 ||
+      (rc = ts_sched_unannotate(s, b, ANN_TENSORIZE_LOOPS)) ||
+      (rc = ts_sched_unannotate(s, b, ANN_TENSORIZE)))
+    return rc ? rc : TS_ESCHEDULE;
+  char edge[64];
+  snprintf(edge, sizeof edge, "%s_r%lld", intrin,
+           (long long)rv_extent(s, loops[2]));
+  /* the init per column panel, before the K calls */
+  if ((rc = ts_sched_decompose_reduction(s, b, loops[1], &init)) ||
+      (rc = ts_sched_get_block(s, tail, &b)) ||
+      (rc = ts_sched_get_loops(s, b, loops, MAX_LOOPS, &nl)) || nl != 5)
+    return rc ? rc : TS_ESCHEDULE;
+  return ts_sched_tensorize(s, loops[2], edge);
+}
+
+/* The default of a GEMM-shaped block on a target with AMX (the first
+ * level of the default schedule there): the 2 x 2 tile block of
+ * amx_intrin, B packed once before the product (interleaved copy), the
+ * rows the 32-row tiles leave on AMX's row edge, a K or columns the tiles
+ * do not divide partitioned off with the default tiling; the tiles
+ * blocked AMX_BLOCK_CALLS x AMX_BLOCK_CALLS calls per task (fewer where
+ * that leaves under four tasks per core), loop order: batch, row blocks,
+ * column blocks (fused, parallel), K calls, the block's rows, its
+ * columns, one call. Only products whose other loops are spatial (a
+ * batch): a conv's kernel taps, fewer than 32 rows or columns, or a
+ * target without AMX get TS_ESCHEDULE, before anything changes. */
+static int amx_default(ts_sched *s, const ts_target *t, const char *name) {
+  const ts_func *f = ts_sched_func(s);
+  const ts_stmt *r = ts_func_find_block(f, name);
+  gemm gm;
+  if (!ts_target_has_feature(t, "amx-tile") || !r || !gemm_of(r, true, &gm))
+    return TS_ESCHEDULE;
+  const int iters[3] = {gm.iter_i, gm.iter_j, gm.iter_k};
+  int64_t ext[3];
+  for (int k = 0; k < 3; k++)
+    if (!(ext[k] = iter_extent(f, r, iters[k]))) return TS_ESCHEDULE;
+  if (ext[0] < 32 || ext[1] < 32) return TS_ESCHEDULE;
+  ts_rv b, loops[MAX_LOOPS];
+  int nl = 0, rc;
+  if (ts_sched_get_block(s, name, &b) ||
+      ts_sched_get_loops(s, b, loops, MAX_LOOPS, &nl))
+    return TS_ESCHEDULE;
+  int roles = 0;
+  for (int i = 0; i < nl; i++) {
+    const ts_stmt *l = ts_sched_rv_loop(s, loops[i]);
+    bool role = false;
+    for (int k = 0; k < 3; k++)
+      role = role || loop_of_iter(f, r, iters[k]) == l;
+    roles += role;
+    if (!l || ts_for_kind_of(l) != TS_FOR_SERIAL ||
+        (!role && loop_binding(r, l) != BIND_SPATIAL))
+      return TS_ESCHEDULE;
+  }
+  desc_info d;
+  char intrin[48], map[512];
+  if (roles != 3 || !amx_intrin(t, f, r, &gm, ext, intrin, sizeof intrin, &d,
+                                map, sizeof map))
+    return TS_ESCHEDULE;
+  char b_name[128], tail[128];
+  snprintf(b_name, sizeof b_name, "%s", ts_buffer_name(gm.b));
+  /* K, then the columns, that the tiles do not divide: the default tiling */
+  for (int k = 2; k >= 1; k--) {
+    if (ext[k] % d.tile[k] == 0) continue;
+    if ((rc = split_off(s, name, iters[k], ext[k] - ext[k] % d.tile[k], tail,
+                        sizeof tail)))
+      return rc;
+    default_tile_block(s, t, tail);
+  }
+  /* B packed once, before both parts of the rows read it */
+  ts_rv cache;
+  char cache_buf[128];
+  if ((rc = ts_sched_get_block(s, name, &b)) ||
+      (rc = cache_read_b(s, b, b_name, &cache, cache_buf, sizeof cache_buf)) ||
+      (rc = ts_sched_transform_layout(s, cache, cache_buf, map)))
+    return rc;
+  const char *cn = ts_sched_rv_block_name(s, cache);
+  char cname[128];
+  snprintf(cname, sizeof cname, "%s", cn ? cn : "");
+  /* groups of 128 bytes (a 32-column row of the packed panel; groups of
+   * 64 bytes in one fused parallel loop took 45 instructions each, most
+   * of them dividing the fused index), the column groups parallel and
+   * the k groups a serial loop inside: the 32 x 576 int8 product's
+   * default 20 -> 16 us, 448 x 384 x 576 0.58 -> 0.62-0.65 x oneDNN
+   * (the k groups parallel instead: 0.58-0.59) */
+  ts_rv cl[MAX_LOOPS];
+  int ncl = 0;
+  if (tile_interleave(s, cname, 128, 64) &&
+      !ts_sched_get_loops(s, cache, cl, MAX_LOOPS, &ncl) && ncl == 4) {
+    ts_rv jk[2] = {cl[1], cl[0]};
+    if (!ts_sched_reorder(s, jk, 2) && rv_extent(s, cl[1]) > 1)
+      ts_sched_parallel(s, cl[1]);
+  } else if (!ts_sched_get_loops(s, cache, cl, MAX_LOOPS, &ncl) && ncl >= 1 &&
+             rv_extent(s, cl[0]) > 1)
+    ts_sched_parallel(s, cl[0]);
+  if (ext[0] % 32 && ((rc = split_off(s, name, iters[0], ext[0] - ext[0] % 32,
+                                      tail, sizeof tail)) ||
+                      (rc = amx_rows_tail(s, t, tail, intrin, &d, iters))))
+    return rc;
+  /* the whole tiles */
+  f = ts_sched_func(s);
+  r = ts_func_find_block(f, name);
+  if (!r || ts_sched_get_block(s, name, &b) ||
+      ts_sched_get_loops(s, b, loops, MAX_LOOPS, &nl))
+    return TS_ESCHEDULE;
+  ts_rv role_rv[3] = {TS_RV_NONE, TS_RV_NONE, TS_RV_NONE}, batch[MAX_LOOPS];
+  int nb = 0;
+  int64_t tasks = 1;
+  for (int i = 0; i < nl; i++) {
+    const ts_stmt *l = ts_sched_rv_loop(s, loops[i]);
+    int role = -1;
+    for (int k = 0; k < 3; k++)
+      if (loop_of_iter(f, r, iters[k]) == l) role = k;
+    if (role >= 0) {
+      role_rv[role] = loops[i];
+    } else {
+      batch[nb++] = loops[i];
+      tasks *= rv_extent(s, loops[i]);
+    }
+  }
+  for (int k = 0; k < 3; k++)
+    if (role_rv[k] == TS_RV_NONE) return TS_ESCHEDULE;
+  int64_t ti = rv_extent(s, role_rv[0]) / 32,
+          tj = rv_extent(s, role_rv[1]) / 32;
+  int64_t ri = divisor_at_most(ti, AMX_BLOCK_CALLS);
+  int64_t rj = divisor_at_most(tj, AMX_BLOCK_CALLS);
+  int64_t want = 4 * (int64_t)ts_target_num_cores(t);
+  while (tasks * (ti / ri) * (tj / rj) < want && (ri > 1 || rj > 1)) {
+    if (rj >= ri)
+      rj = divisor_at_most(tj, rj - 1);
+    else
+      ri = divisor_at_most(ti, ri - 1);
+  }
+  ts_rv ip[3], jp[3], kp[2];
+  int64_t fi[3] = {TS_SPLIT_INFER, ri, 32}, fj[3] = {TS_SPLIT_INFER, rj, 32};
+  int64_t fk[2] = {TS_SPLIT_INFER, d.tile[2]};
+  if ((rc = ts_sched_split(s, role_rv[0], fi, 3, ip)) ||
+      (rc = ts_sched_split(s, role_rv[1], fj, 3, jp)) ||
+      (rc = ts_sched_split(s, role_rv[2], fk, 2, kp)))
+    return rc;
+  ts_rv order[MAX_LOOPS + 8];
+  int no = 0;
+  for (int i = 0; i < nb; i++) order[no++] = batch[i];
+  int n_par = no + 2;
+  order[no++] = ip[0];
+  order[no++] = jp[0];
+  order[no++] = kp[0];
+  order[no++] = ip[1];
+  order[no++] = jp[1];
+  for (int i = 0; d.order[i]; i++)
+    order[no++] = d.order[i] == 'i' ? ip[2] : d.order[i] == 'j' ? jp[2] : kp[1];
+  if ((rc = ts_sched_reorder(s, order, no))) return rc;
+  /* the init per task block, vectorized, before the K calls */
+  ts_rv init, cons;
+  if ((rc = ts_sched_decompose_reduction(s, b, kp[0], &init))) return rc;
+  const char *in = ts_sched_rv_block_name(s, init);
+  char init_name[160];
+  snprintf(init_name, sizeof init_name, "%s", in ? in : "");
+  default_vectorize_inner(s, t, init_name);
+  /* the elementwise consumer (a bias) per task block, while it is in L2 */
+  if (!fusible_consumer(s, b, &cons))
+    ts_sched_reverse_compute_at(s, cons, jp[0]);
+  if ((rc = ts_sched_tensorize(s, order[no - 3], intrin))) return rc;
+  ts_rv p = order[0];
+  if ((rc = ts_sched_fuse(s, order, n_par, &p))) return rc;
+  if (rv_extent(s, p) > 1 && (rc = ts_sched_parallel(s, p))) return rc;
+  return TS_OK;
+}
+
+int tensorize_default(ts_sched *s, const ts_target *t, const char *name,
+                      bool amx) {
+  if (amx) return amx_default(s, t, name);
   const ts_func *f = ts_sched_func(s);
   const ts_stmt *r = ts_func_find_block(f, name);
   gemm gm;

@@ -4,7 +4,8 @@
  * panels' count, ragged two-vector tiles for widths of 8 x odd, A packed
  * into row micro-panels where its rows alias, row tiles before small
  * weights, a depthwise conv's order, 16-bit floats with a ragged tile,
- * tensorized products whose column tiles 4 does not divide.
+ * tensorized products whose column tiles 4 does not divide, AMX's tile
+ * blocks where the target has them.
  * Each kernel is checked against the interpreter where the host runs AVX2.
  */
 #include <setjmp.h>
@@ -332,6 +333,71 @@ static void test_five_vector_tiles(void **state) {
   assert_int_equal(ts_default_vector_tile(144, 80, 16, 16, &rows), 16);
 }
 
+/* On a target with AMX, a bf16 or int8 product of 32 rows and columns
+ * or more gets AMX's 2 x 2 tile blocks (amx_default): the K of the call
+ * fitted to the product's (576 -> one call of 576), the rows the 32-row
+ * tiles leave on AMX's row edge (one row: the default tiling), the
+ * columns or K left partitioned off, a bias per task block, a signed A
+ * kept signed (tdpbssd); fewer rows, or a conv's kernel taps, keep the
+ * dot intrinsic. Each builds for the AMX target (its assembly holds tile
+ * products) and, where this host has AMX, runs against the interpreter
+ * on two threads. */
+static void test_amx_default(void **state) {
+  (void)state;
+  const char *amx = "llvm -mcpu=sapphirerapids -num-cores=2";
+  bool run = ts_rt_cpu_has("amx-int8") == 1 && ts_rt_cpu_has("amx-bf16") == 1;
+  static const struct {
+    const char *spec, *intrin, *also; /* intrin NULL: no AMX */
+  } cases[] = {
+      {"matmul M=71 N=80 K=576 dtype=int8", "amx_int8_32x32x576",
+       "amx_int8_32x32x576_r7"},
+      {"matmul M=40 N=64 K=100 dtype=bfloat16", "amx_bf16_32x32x96",
+       "amx_bf16_32x32x96_r8"},
+      {"batch_matmul B=2 M=33 N=32 K=64 dtype=bfloat16", "amx_bf16_32x32x64",
+       "i_tail"},
+      {"dense M=64 N=64 K=128 dtype=int8", "amx_int8_32x32x128",
+       "reverse_compute_at("},
+      {"matmul M=16 N=64 K=64 dtype=int8", NULL, "avx512_vnni"},
+      {"conv2d_nhwc N=1 H=6 W=6 CI=16 CO=32 KH=3 KW=3 pad=1 dtype=int8", NULL,
+       "avx512_vnni"},
+  };
+  ts_target *t;
+  ts_error err;
+  if (ts_target_parse(amx, &t, &err)) fail_msg("%s", err.msg);
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char *trace, *text;
+    target_default(cases[i].spec, amx, run, &trace, &text);
+    const char *want = cases[i].intrin ? cases[i].intrin : cases[i].also;
+    if (!strstr(trace, want) ||
+        (!strstr(trace, cases[i].also) && !strstr(text, cases[i].also)))
+      fail_msg("%s: expected %s and %s in\n%s\n%s", cases[i].spec, want,
+               cases[i].also, trace, text);
+    if (cases[i].intrin ? (strstr(trace, "shift_int8") != NULL ||
+                           !strstr(trace, "parallel"))
+                        : strstr(trace, "amx_") != NULL)
+      fail_msg("%s: %s in\n%s", cases[i].spec,
+               cases[i].intrin ? "a shift or no parallel loop" : "AMX", trace);
+    free(trace);
+    free(text);
+    /* the code: tile products for the AMX cases */
+    ts_workload *w = workload(cases[i].spec);
+    ts_sched *s = NULL;
+    if (ts_default_schedule(w->func, t, &s, &err)) fail_msg("%s", err.msg);
+    ts_build_options o = ts_build_defaults();
+    o.keep_asm = true;
+    ts_build_result br;
+    if (ts_build(ts_sched_func(s), t, &o, &br, &err))
+      fail_msg("%s: %s", cases[i].spec, err.msg);
+    if ((strstr(br.assembly, "\ttdpb") != NULL) != (cases[i].intrin != NULL))
+      fail_msg("%s: tile products %s", cases[i].spec,
+               cases[i].intrin ? "missing" : "present");
+    ts_build_result_clear(&br);
+    ts_sched_destroy(s);
+    ts_workload_free(w);
+  }
+  ts_target_free(t);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_few_panels),
@@ -344,6 +410,7 @@ int main(void) {
       cmocka_unit_test(test_depthwise_ragged_columns),
       cmocka_unit_test(test_stem_pads),
       cmocka_unit_test(test_five_vector_tiles),
+      cmocka_unit_test(test_amx_default),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
