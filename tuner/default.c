@@ -50,7 +50,9 @@
  * types a dot intrinsic of the target computes (int8 with VNNI) is tensorized
  *     onto it with a register tile of intrinsic calls
  *     (tensorize_default, rules_tensorize.c); when that does not apply or
- *     lower, the plain register tile.
+ *     lower, the plain register tile. Before that again, on a target with
+ *     AMX, a bf16 or int8 product of 32 rows and columns or more whose
+ *     other loops are a batch gets AMX's 2 x 2 tile blocks (amx_default).
  *  3. Every other block: without an anchor, a row reduction without reuse
  *     (softmax's maximum and sum, layer norm's sums) factored four vectors
  *     at a time (rfactor: independent accumulators), then the other blocks
