@@ -146,12 +146,6 @@ int ts_rt_object_check(const void *bytes, size_t size, const char *entry,
   char missing[256];
   int rc = scan_symbols(bytes, size, entry, missing, sizeof missing, err);
   if (rc) return rc;
-  /* a kernel built for the host may hold AMX tile code (the default
-   * schedule of a bf16 or int8 product does): Linux faults on its first
-   * tile instruction unless the process asked for tile data first. Once
-   * per process, where the CPU has AMX; a refusal surfaces when such a
-   * kernel runs, not here. */
-  if (ts_rt_cpu_has("amx-tile") == 1) (void)ts_rt_enable_amx(NULL);
   if (missing[0])
     return TS_ERR(err, TS_EINVAL,
                   "loader: unresolved external symbol '%s' (not defined by "

@@ -838,7 +838,8 @@ static int amx_rows_tail(ts_sched *s, const ts_target *t, const char *tail,
  * level of the default schedule there): the 2 x 2 tile block of
  * amx_intrin, B packed once before the product (interleaved copy), the
  * rows the 32-row tiles leave on AMX's row edge, a K or columns the tiles
- * do not divide partitioned off with the default tiling; the tiles
+ * do not divide partitioned off (int8 columns onto the dot intrinsics'
+ * default where they take them, the rest the plain tiling); the tiles
  * blocked AMX_BLOCK_CALLS x AMX_BLOCK_CALLS calls per task (fewer where
  * that leaves under four tasks per core), loop order: batch, row blocks,
  * column blocks (fused, parallel), K calls, the block's rows, its
