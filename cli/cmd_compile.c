@@ -22,7 +22,7 @@ static const char compile_usage[] =
     "                       [--input-shape NAME=DIMS]... [--threads N]\n"
     "                       [--layout L] [--input-layout L]\n"
     "                       [--output-layout L] [--no-winograd]\n"
-    "                       [--dispatch best|tuned|vendor]\n"
+    "                       [--dispatch best|tuned|vendor] [--no-prepack]\n"
     "                       [--extern TASK=FILE:FUNCTION]...\n"
     "                       [--quantize PROFILE.json [--calibration C]\n"
     "                       [--per-tensor] [--keep-float OP]...]\n"
@@ -55,6 +55,11 @@ static const char compile_usage[] =
     "                      --model` measured it faster), tessera's kernels\n"
     "                      (tuned) or oneDNN (vendor); a library that calls\n"
     "                      oneDNN links libtessera_dnnl\n"
+    "  --no-prepack        run every stage of every kernel at run time; by\n"
+    "                      default a kernel's stages that compute only from\n"
+    "                      weights (packing them into its tile layout,\n"
+    "                      their column sums) run once, at compile time, and\n"
+    "                      the library holds their results (docs/graph.md)\n"
     "  --extern TASK=FILE:FUNCTION\n"
     "                      run your own C function instead of a task's\n"
     "                      kernel: TASK is the task's hash or the name of a\n"
@@ -118,6 +123,16 @@ static void print_text(const ts_graph_compile_report *r, const char *model,
   if (n_len)
     printf("length: %d of %d kernels cut %d loops to the run-time length\n",
            n_len, n_kernels, n_loops);
+  int n_pre = 0;
+  int64_t pre_bytes = 0;
+  for (int i = 0; i < r->n_tasks; i++) {
+    n_pre += r->tasks[i].prepacked > 0;
+    pre_bytes += r->tasks[i].prepacked_bytes;
+  }
+  if (n_pre)
+    printf("prepacked: %d of %d kernels read weights prepared at compile "
+           "time (%.2f MiB, %.2f s)\n",
+           n_pre, n_kernels, mib(pre_bytes), r->prepack_ms / 1e3);
   printf("arena: %.2f MiB (lower bound %.2f MiB, intermediates %.2f MiB in "
          "all); weights %.2f MiB\n",
          mib(r->arena_bytes), mib(r->lower_bound_bytes), mib(r->total_bytes),
@@ -161,6 +176,10 @@ static cJSON *report_json(const ts_graph_compile_report *r, const char *model,
       cJSON_AddNumberToObject(o, "length_loops", t->length_loops);
     if (t->dispatch_note)
       cJSON_AddStringToObject(o, "dispatch", t->dispatch_note);
+    if (t->prepacked) {
+      cJSON_AddNumberToObject(o, "prepacked", t->prepacked);
+      cJSON_AddNumberToObject(o, "prepacked_bytes", (double)t->prepacked_bytes);
+    }
     ts_json_add(arr, NULL, o);
   }
   cJSON *a = cJSON_AddObjectToObject(root, "memory");
@@ -176,6 +195,7 @@ static cJSON *report_json(const ts_graph_compile_report *r, const char *model,
   cJSON_AddNumberToObject(tm, "lookups", r->lookup_ms / 1e3);
   cJSON_AddNumberToObject(tm, "codegen", r->codegen_ms / 1e3);
   cJSON_AddNumberToObject(tm, "link", r->link_ms / 1e3);
+  cJSON_AddNumberToObject(tm, "prepack", r->prepack_ms / 1e3);
   if (r->warning)
     cJSON_AddStringToObject(root, "warning", r->warning);
   else
@@ -248,7 +268,7 @@ int cmd_compile(int argc, char **argv) {
   const char *model = NULL, *output = NULL, *db_path = NULL, *target = NULL,
              *runtime_dir = NULL;
   long threads = 0;
-  bool json = false;
+  bool json = false, no_prepack = false;
   ts_graph_dispatch dispatch = TS_DISPATCH_BEST;
   char bucket_sym[128] = "", max_sym[128] = "";
   long buckets[MAX_BUCKETS], dim_max = 0;
@@ -275,6 +295,8 @@ int cmd_compile(int argc, char **argv) {
       break;
     } else if (!strcmp(argv[i], "--json")) {
       json = true;
+    } else if (!strcmp(argv[i], "--no-prepack")) {
+      no_prepack = true;
     } else if (cli_opt_value(argc, argv, &i, "-o", &v, &missing) ||
                cli_opt_value(argc, argv, &i, "--output", &v, &missing)) {
       if (missing) rc = cli_usage_error("compile", "-o needs a file");
@@ -406,6 +428,7 @@ int cmd_compile(int argc, char **argv) {
   co.dims = dims.dims;
   co.n_dims = dims.n_dims;
   co.dispatch = dispatch;
+  co.no_prepack = no_prepack;
   co.externs = externs;
   co.n_externs = n_externs;
   double t0 = ts_now_seconds();

@@ -104,6 +104,11 @@ typedef struct build_task {
   bool *positions;
   int n_params;
   int n_cut; /* loops cut to the run-time length */
+  /* per parameter: a constant at every call (NULL: hoist nothing) */
+  bool *const_params;
+  ts_hoist hoist; /* its prologue, when the kernel was built without it */
+  const ts_target *host;  /* this machine, to build the prologue for */
+  cp_kernel prologue_obj; /* the prologue built for it (bytes NULL: none) */
   double latency_s;
   /* results */
   bool from_db;
@@ -167,6 +172,46 @@ static int build_named(build_task *t, const ts_func *f, const ts_target *tgt,
   return TS_OK;
 }
 
+/* The task's prologue built for this machine, to run at compile time
+ * (t->prologue_obj; left empty when it does not build: the interpreter
+ * runs it then). */
+static void build_prologue(build_task *t) {
+  free(t->prologue_obj.bytes);
+  memset(&t->prologue_obj, 0, sizeof t->prologue_obj);
+  ts_build_result br;
+  if (!t->host || ts_build(t->hoist.prologue, t->host, NULL, &br, NULL)) return;
+  if (br.artifact->kind == TS_ARTIFACT_CPU_OBJECT &&
+      (t->prologue_obj.bytes = ts_malloc(br.artifact->n_bytes))) {
+    memcpy(t->prologue_obj.bytes, br.artifact->bytes, br.artifact->n_bytes);
+    t->prologue_obj.n_bytes = br.artifact->n_bytes;
+    snprintf(t->prologue_obj.entry, sizeof t->prologue_obj.entry, "%s",
+             br.artifact->entry);
+  }
+  ts_build_result_clear(&br);
+}
+
+/* Scheduled function f built: without its constant stages where the
+ * task's calls all pass constants to them (ts_func_hoist_const; the
+ * prologue kept in t->hoist for make_calls to run per call), else whole.
+ * A split that fails, or whose kernel does not build, leaves f whole. */
+static int build_scheduled(build_task *t, const ts_func *f,
+                           const ts_target *tgt, ts_error *err) {
+  ts_hoist_clear(&t->hoist);
+  if (t->const_params &&
+      ts_func_hoist_const(f, t->const_params, &t->hoist, NULL) == TS_OK &&
+      t->hoist.prologue) {
+    int rc = build_named(t, t->hoist.main, tgt, NULL);
+    ts_func_free(t->hoist.main);
+    t->hoist.main = NULL;
+    if (rc == TS_OK) {
+      build_prologue(t);
+      return TS_OK;
+    }
+  }
+  ts_hoist_clear(&t->hoist);
+  return build_named(t, f, tgt, err);
+}
+
 /* The record's trace replayed on the task's function, then built. */
 static int build_from_record(build_task *t, const ts_target *tgt,
                              ts_error *err) {
@@ -174,7 +219,7 @@ static int build_from_record(build_task *t, const ts_target *tgt,
   ts_sched *s = NULL;
   int rc = ts_record_traces(t->trace_json, &full, NULL, err);
   if (!rc) rc = ts_trace_apply(full, t->func, 1, &s, err);
-  if (!rc) rc = build_named(t, ts_sched_func(s), tgt, err);
+  if (!rc) rc = build_scheduled(t, ts_sched_func(s), tgt, err);
   ts_sched_destroy(s);
   ts_trace_free(full);
   return rc;
@@ -184,7 +229,7 @@ static int build_from_record(build_task *t, const ts_target *tgt,
 static int build_default(build_task *t, const ts_target *tgt, ts_error *err) {
   ts_sched *s = NULL;
   int rc = ts_default_schedule(t->func, tgt, &s, err);
-  if (!rc) rc = build_named(t, ts_sched_func(s), tgt, err);
+  if (!rc) rc = build_scheduled(t, ts_sched_func(s), tgt, err);
   ts_sched_destroy(s);
   return rc;
 }
@@ -199,6 +244,7 @@ static void run_build(build_task *t, const ts_target *tgt) {
       return;
     }
     t->note = strdupf("record %lld: %s", (long long)t->record_id, err.msg);
+    ts_hoist_clear(&t->hoist);
     free(t->kernel.bytes);
     memset(&t->kernel, 0, sizeof t->kernel);
     ts_error_clear(&err);
@@ -267,6 +313,7 @@ static void program_free(cp_program *p) {
   free(p->args);
   free(p->copies);
   free(p->info_json);
+  free(p->extra);
   memset(p, 0, sizeof *p);
 }
 
@@ -314,16 +361,141 @@ static int check_graph(const ts_graph *g, ts_error *err) {
 
 static int length_input_index(const ts_graph *g);
 
+/* Which parameters of task `task` every call passes a constant (NULL when
+ * none, or out of memory). */
+static bool *constant_params(const ts_graph *g, const ts_graph_plan *plan,
+                             const ts_graph_task *t) {
+  int np = ts_func_n_params(t->func), n_const = 0;
+  bool *c = ts_calloc((size_t)np + 1, sizeof *c), seen = false;
+  for (int i = 0; c && i < np; i++) c[i] = true;
+  for (int i = 0; c && i < g->n_nodes; i++) {
+    const gr_node *n = &g->nodes[i];
+    if (n->kind != TS_GRAPH_CALL ||
+        !ts_hash128_eq(ts_func_hash(n->func), t->hash) ||
+        !ts_func_equal(n->func, t->func))
+      continue;
+    seen = true;
+    for (int k = 0, param = 0; k < n->n_inputs + n->n_outputs; k++) {
+      int v = k < n->n_inputs ? n->inputs[k] : n->outputs[k - n->n_inputs];
+      if (v < 0) continue; /* omitted optional input: not a parameter */
+      cp_ref r;
+      bool weight = k < n->n_inputs &&
+                    value_ref(g, plan, v, &r, NULL) == TS_OK &&
+                    r.kind == CP_WEIGHT;
+      if (param < np && !weight) c[param] = false;
+      param++;
+    }
+  }
+  for (int i = 0; c && i < np; i++) n_const += c[i];
+  if (!seen || !n_const) {
+    free(c);
+    return NULL;
+  }
+  return c;
+}
+
+/* Runs bt's prologue on args: its object for this machine on 2 threads,
+ * or where there is none (or it does not load), interpreted. */
+static int run_prologue(const build_task *bt, void *const *args, int n,
+                        ts_error *err) {
+  ts_rt_kernel *k = NULL;
+  ts_runtime *rt = NULL;
+  if (bt->prologue_obj.bytes &&
+      ts_rt_kernel_load(bt->prologue_obj.bytes, bt->prologue_obj.n_bytes,
+                        bt->prologue_obj.entry, &k, NULL) == TS_OK &&
+      ts_runtime_create(2, &rt, NULL) == TS_OK) {
+    int rc = ts_rt_kernel_call(k, args, rt, err);
+    ts_runtime_destroy(rt);
+    ts_rt_kernel_unload(k);
+    return rc;
+  }
+  ts_rt_kernel_unload(k);
+  return ts_interp_run(bt->hoist.prologue, args, n, NULL, err);
+}
+
+/* The prologue of call c's kernel (bt's hoisted stages) run on the call's
+ * constants, its outputs appended to p->extra, and a weights reference to
+ * each pushed as the call's next arguments; a call with the same
+ * constants as an earlier call of the task shares that call's. */
+static int prepack_args(const ts_graph *g, const build_task *bt,
+                        const cp_call *c, cp_program *p,
+                        ts_graph_compile_task *rt, ts_error *err) {
+  const ts_hoist *h = &bt->hoist;
+  int np = ts_func_n_params(bt->func);
+  for (int k = 0; k < h->n_inputs; k++)
+    if (p->args[c->first + h->inputs[k]].kind != CP_WEIGHT)
+      return TS_ERR(err, TS_EINTERNAL,
+                    "task %d: the prologue's input %d is not a constant",
+                    bt->index, k);
+  for (int e = 0; e < p->n_calls - 1; e++) { /* an earlier call, the same */
+    const cp_call *o = &p->calls[e];
+    bool same = o->task == c->task;
+    for (int k = 0; same && k < h->n_inputs; k++)
+      same = p->args[o->first + h->inputs[k]].offset ==
+             p->args[c->first + h->inputs[k]].offset;
+    if (!same) continue;
+    for (int j = 0; j < h->n_outputs; j++)
+      p->args[p->n_args++] = p->args[o->first + np + j];
+    return TS_OK;
+  }
+  int n = ts_func_n_params(h->prologue), rc = TS_OK;
+  void **args = ts_calloc((size_t)n, sizeof *args);
+  if (!args) return TS_ERR(err, TS_ENOMEM, "compile: out of memory");
+  for (int k = 0; k < h->n_inputs; k++)
+    args[k] = g->consts + p->args[c->first + h->inputs[k]].offset;
+  for (int j = 0; j < h->n_outputs && !rc; j++) {
+    int64_t bytes =
+        ts_buffer_bytes(ts_func_param(h->prologue, h->n_inputs + j));
+    if (!(args[h->n_inputs + j] = ts_calloc(1, (size_t)bytes)))
+      rc = TS_ERR(err, TS_ENOMEM, "compile: out of memory");
+  }
+  if (!rc) rc = run_prologue(bt, args, n, err);
+  int64_t base = (int64_t)((g->consts_len + 63) & ~(size_t)63);
+  for (int j = 0; j < h->n_outputs && !rc; j++) {
+    int64_t bytes =
+        ts_buffer_bytes(ts_func_param(h->prologue, h->n_inputs + j));
+    int64_t at = (p->extra_len + 63) & ~(int64_t)63;
+    if (at + bytes > p->extra_cap) {
+      int64_t cap = p->extra_cap ? 2 * p->extra_cap : 1 << 20;
+      while (cap < at + bytes) cap *= 2;
+      unsigned char *x = realloc(p->extra, (size_t)cap);
+      if (!x) {
+        rc = TS_ERR(err, TS_ENOMEM, "compile: out of memory");
+        break;
+      }
+      p->extra = x;
+      p->extra_cap = cap;
+    }
+    memset(p->extra + p->extra_len, 0, (size_t)(at - p->extra_len));
+    memcpy(p->extra + at, args[h->n_inputs + j], (size_t)bytes);
+    p->extra_len = at + bytes;
+    p->args[p->n_args++] = (cp_ref){CP_WEIGHT, 0, base + at};
+    rt->prepacked_bytes += bytes;
+  }
+  for (int j = 0; j < h->n_outputs; j++) free(args[h->n_inputs + j]);
+  free(args);
+  if (rc && err && !strstr(err->msg, "prologue")) {
+    char msg[sizeof err->msg];
+    snprintf(msg, sizeof msg, "%s", err->msg);
+    TS_ERR(err, rc, "task %d: its prologue on the constants: %s", bt->index,
+           msg);
+  }
+  return rc;
+}
+
 /* Call sites, their argument references and the output copies. */
 static int make_calls(const ts_graph *g, const ts_graph_plan *plan,
-                      const ts_graph_task *tasks, int n_tasks, cp_program *p,
-                      ts_error *err) {
+                      const ts_graph_task *tasks, int n_tasks,
+                      const build_task *bt, ts_graph_compile_report *rep,
+                      cp_program *p, ts_error *err) {
   int n_args = 0, n_calls = 0;
   for (int i = 0; i < g->n_nodes; i++)
     if (g->nodes[i].kind == TS_GRAPH_CALL) {
       n_calls++;
       n_args += g->nodes[i].n_inputs + g->nodes[i].n_outputs + 1;
     }
+  for (int k = 0; k < n_tasks; k++)
+    n_args += bt[k].hoist.n_outputs * tasks[k].count;
   p->calls = ts_calloc((size_t)n_calls + 1, sizeof *p->calls);
   p->args = ts_calloc((size_t)n_args + 1, sizeof *p->args);
   p->copies = ts_calloc((size_t)g->n_outputs + 1, sizeof *p->copies);
@@ -363,10 +535,17 @@ static int make_calls(const ts_graph *g, const ts_graph_plan *plan,
                       r.kind == CP_WEIGHT ? "constant" : "graph input");
       p->args[p->n_args++] = r;
     }
+    int hoisted = bt[task].hoist.prologue ? bt[task].hoist.n_outputs : 0;
+    if (hoisted) {
+      int rc = prepack_args(g, &bt[task], c, p, &rep->tasks[task], err);
+      if (rc) return rc;
+      rep->tasks[task].prepacked = hoisted;
+    }
     if (p->kernels[task].with_length) /* dyn_loops.c: the last parameter */
       p->args[p->n_args++] = (cp_ref){CP_INPUT, length_input_index(g), 0};
     c->n = p->n_args - c->first;
-    if (c->n != ts_func_n_params(n->func) + p->kernels[task].with_length)
+    if (c->n !=
+        ts_func_n_params(n->func) + hoisted + p->kernels[task].with_length)
       return TS_ERR(err, TS_EINTERNAL,
                     "node '%s': %d arguments for %d parameters", n->name, c->n,
                     ts_func_n_params(n->func));
@@ -393,7 +572,8 @@ static char *info_json(const cp_program *p, const char *target,
   cJSON_AddStringToObject(root, "model", p->model_name);
   cJSON_AddStringToObject(root, "target", target);
   cJSON_AddNumberToObject(root, "arena_bytes", (double)p->arena_bytes);
-  cJSON_AddNumberToObject(root, "constant_bytes", (double)p->g->consts_len);
+  cJSON_AddNumberToObject(root, "constant_bytes",
+                          (double)(p->g->consts_len + (size_t)p->extra_len));
   cJSON_AddNumberToObject(root, "calls", p->n_calls);
   /* how the 4-D inputs and outputs are laid out (--input-layout,
    * --output-layout): "nchw" as the model declares them, or "nhwc" */
@@ -735,6 +915,7 @@ static int compile_program(const ts_graph *g, const ts_graph_compile_options *o,
   ts_graph_plan plan;
   memset(&plan, 0, sizeof plan);
   build_task *bt = NULL;
+  ts_target *host = NULL; /* this machine: the prologues run here */
 
   rc = ts_graph_tasks(g, &tasks, &n_tasks, err);
   if (rc) goto done;
@@ -841,6 +1022,17 @@ static int compile_program(const ts_graph *g, const ts_graph_compile_options *o,
   }
   if (vlib.handle) dlclose(vlib.handle);
 
+  /* the tasks whose constant stages may run ahead of time: one program
+   * (a padded library's programs share their weights blob), the kernel
+   * ours and not cut to a run-time length */
+  if (!o->no_prepack && prev_size < 0 && ts_target_host(&host, NULL) != TS_OK)
+    host = NULL; /* the prologues interpreted */
+  for (int i = 0; !o->no_prepack && prev_size < 0 && i < n_tasks; i++)
+    if (!bt[i].vendor && !bt[i].user && !bt[i].sym_axes) {
+      bt[i].const_params = constant_params(g, &plan, &tasks[i]);
+      bt[i].host = host;
+    }
+
   /* kernels, in parallel */
   t0 = ts_now_seconds();
   build_pool pool = {.tasks = bt, .n = n_tasks, .target = tgt};
@@ -898,8 +1090,10 @@ static int compile_program(const ts_graph *g, const ts_graph_compile_options *o,
   }
   prog->n_kernels = n_tasks;
   prog->need_amx = ts_target_has_feature(tgt, "amx-tile");
-  rc = make_calls(g, &plan, tasks, n_tasks, prog, err);
+  t0 = ts_now_seconds();
+  rc = make_calls(g, &plan, tasks, n_tasks, bt, r, prog, err);
   if (rc) goto done;
+  r->prepack_ms = (ts_now_seconds() - t0) * 1e3;
   r->n_calls = prog->n_calls;
   r->call_task = ts_calloc((size_t)prog->n_calls + 1, sizeof *r->call_task);
   if (!r->call_task) {
@@ -910,7 +1104,7 @@ static int compile_program(const ts_graph *g, const ts_graph_compile_options *o,
   r->arena_bytes = prog->arena_bytes;
   r->lower_bound_bytes = plan.lower_bound_bytes;
   r->total_bytes = plan.total_bytes + (prog->arena_bytes - plan.arena_bytes);
-  r->constant_bytes = (int64_t)g->consts_len;
+  r->constant_bytes = (int64_t)g->consts_len + prog->extra_len;
   prog->info_json = info_json(prog, r->target, r);
   if (!prog->info_json) {
     rc = TS_ERR(err, TS_ENOMEM, "compile: out of memory");
@@ -924,8 +1118,12 @@ done:
     free(bt[i].kernel.bytes);
     free(bt[i].sym_axes);
     free(bt[i].positions);
+    free(bt[i].const_params);
+    ts_hoist_clear(&bt[i].hoist);
+    free(bt[i].prologue_obj.bytes);
   }
   free(bt);
+  ts_target_free(host);
   ts_graph_plan_clear(&plan);
   free(tasks);
   return rc;

@@ -459,7 +459,7 @@ int cp_write_shared_weights(const cp_program *const *ps, int n, const char *dir,
     rc = TS_ERR(err, rc, "compile: a weights reference outside every constant");
   else if (rc)
     rc = TS_ERR(err, TS_ENOMEM, "compile: out of memory for the weights");
-  if (!rc) rc = cp_write_weights_blob(dir, bl.bytes, bl.len, err);
+  if (!rc) rc = cp_write_weights_blob(dir, bl.bytes, bl.len, NULL, 0, err);
   free(bl.bytes);
   free(bl.hash);
   free(bl.placed);

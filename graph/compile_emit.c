@@ -37,6 +37,25 @@ static int write_file(const char *dir, const char *name, const void *data,
   return TS_OK;
 }
 
+/* a, then zeros up to a multiple of 64 bytes, then b */
+static int write_parts(const char *dir, const char *name, const void *a,
+                       size_t na, const void *b, size_t nb, ts_error *err) {
+  char path[4600];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  FILE *f = fopen(path, "wb");
+  if (!f)
+    return TS_ERR(err, TS_EIO, "cannot write '%s': %s", path, strerror(errno));
+  static const unsigned char zeros[64];
+  size_t pad = (64 - na % 64) % 64;
+  bool ok = (!na || fwrite(a, 1, na, f) == na) &&
+            (!pad || fwrite(zeros, 1, pad, f) == pad) &&
+            (!nb || fwrite(b, 1, nb, f) == nb) && !ferror(f);
+  if (fclose(f) != 0 || !ok)
+    return TS_ERR(err, TS_EIO, "cannot write '%s': %s", path,
+                  strerror(errno ? errno : EIO));
+  return TS_OK;
+}
+
 void cp_c_string(FILE *f, const char *s) {
   fputc('"', f);
   for (const unsigned char *p = (const unsigned char *)s; p && *p; p++) {
@@ -453,7 +472,7 @@ static int write_glue(const cp_program *p, const char *dir, const char *prefix,
 /* weights.bin holding the bytes, and weights.S pulling them in as the
  * library's tsm_weights. */
 int cp_write_weights_blob(const char *dir, const void *bytes, size_t len,
-                          ts_error *err) {
+                          const void *extra, size_t extra_len, ts_error *err) {
   static const char text[] = "\t.section .rodata.tsm_weights,\"a\",@progbits\n"
                              "\t.balign 64\n"
                              "\t.globl tsm_weights\n"
@@ -464,7 +483,9 @@ int cp_write_weights_blob(const char *dir, const void *bytes, size_t len,
                              "\t.byte 0\n"
                              "\t.size tsm_weights, . - tsm_weights\n"
                              "\t.section .note.GNU-stack,\"\",@progbits\n";
-  int rc = write_file(dir, "weights.bin", bytes, len, err);
+  int rc = extra_len ? write_parts(dir, "weights.bin", bytes, len, extra,
+                                   extra_len, err)
+                     : write_file(dir, "weights.bin", bytes, len, err);
   if (!rc) rc = write_file(dir, "weights.S", text, strlen(text), err);
   return rc;
 }
@@ -534,7 +555,8 @@ int cp_emit_and_link(const cp_program *const *ps, int n_progs,
   if (!rc)
     rc = many ? cp_write_shared_weights(ps, n_progs, tmpdir, remaps, err)
               : cp_write_weights_blob(tmpdir, ps[0]->g->consts,
-                                      ps[0]->g->consts_len, err);
+                                      ps[0]->g->consts_len, ps[0]->extra,
+                                      (size_t)ps[0]->extra_len, err);
   for (int b = 0; !rc && b < n_progs; b++) {
     const cp_program *p = ps[b];
     if (many) snprintf(prefix, sizeof prefix, "b%d_", b);

@@ -70,7 +70,12 @@ typedef struct cp_program {
   int n_vendor;        /* tasks run by the vendor library */
   int64_t arena_bytes; /* including scratch for outputs nobody reads */
   bool need_amx;       /* the target has AMX: ask Linux for it at create */
-  char *info_json;     /* ts_model_info's text (malloc'd) */
+  /* constants computed at compile time by the kernels' prologues: in the
+   * weights blob at g->consts_len rounded up to 64 (CP_WEIGHT offsets
+   * there and past it) */
+  unsigned char *extra;
+  int64_t extra_len, extra_cap;
+  char *info_json; /* ts_model_info's text (malloc'd) */
 } cp_program;
 
 /* A library of several programs, one per padded size of a dynamic
@@ -126,10 +131,11 @@ typedef struct cp_remap {
  * remaps[0..n) (free with cp_remap_free). */
 int cp_write_shared_weights(const cp_program *const *ps, int n, const char *dir,
                             cp_remap *remaps, ts_error *err);
-/* weights.bin holding bytes[0..len) and weights.S pulling it in as the
- * library's tsm_weights (compile_emit.c). */
+/* weights.bin holding bytes[0..len) (then, where extra_len > 0, zeros to
+ * a multiple of 64 bytes and extra[0..extra_len)) and weights.S pulling it
+ * in as the library's tsm_weights (compile_emit.c). */
 int cp_write_weights_blob(const char *dir, const void *bytes, size_t len,
-                          ts_error *err);
+                          const void *extra, size_t extra_len, ts_error *err);
 /* A weights reference of a program moved by its remap (r NULL: as is). */
 int64_t cp_remap_offset(const cp_remap *r, int64_t offset);
 void cp_remap_free(cp_remap *r);

@@ -740,6 +740,10 @@ typedef struct ts_graph_compile_options {
    * when no task calls it (a model that calls it runs every kernel there):
    * an in-model confirmation's variants all run on the same threads. */
   bool vendor_pool;
+  /* Run every stage of every kernel at run time: no stage computed from
+   * constants alone (a weight packed into a kernel's layout) is run ahead
+   * of time into the library (ts_func_hoist_const). */
+  bool no_prepack;
 } ts_graph_compile_options;
 
 /* One distinct task as compiled. */
@@ -758,6 +762,10 @@ typedef struct ts_graph_compile_task {
   char *dispatch_note; /* why the vendor call was chosen (malloc'd), or NULL */
   int length_loops;    /* a padded program's kernel: its loops cut to the
                           run-time length (0: it computes every position) */
+  int prepacked;       /* buffers its kernel reads that were computed at
+                          compile time from the call's constants (a
+                          weight in the kernel's layout), per call */
+  int64_t prepacked_bytes; /* their bytes in the library, all calls */
 } ts_graph_compile_task;
 
 /* What ts_graph_compile did. Times in milliseconds; import_ms and
@@ -777,8 +785,9 @@ typedef struct ts_graph_compile_report {
   int64_t library_bytes;     /* size of the written library */
   double import_ms, passes_ms;
   double plan_ms, lookup_ms, codegen_ms, link_ms;
-  char *warning; /* one message for people, or NULL: tasks without a
-                    usable record and the command that tunes them */
+  double prepack_ms; /* running the kernels' constant stages */
+  char *warning;     /* one message for people, or NULL: tasks without a
+                        usable record and the command that tunes them */
 } ts_graph_compile_report;
 
 /* Compiles g (after the passes: call_tir nodes and view operators) into a

@@ -377,4 +377,32 @@ int ts_intrin_get(const char *name, ts_func **desc, ts_func **impl,
  * name. */
 const char *ts_intrin_superseded_by(const char *name);
 
+/* ========================================================================
+ * Constant stages ahead of time (schedule/hoist.c)
+ * ======================================================================== */
+
+/* A scheduled function split in two: the stages that compute only from
+ * constant parameters (a weight packed into a kernel's layout, its column
+ * sums) as `prologue`, and the rest as `main`. prologue's parameters are
+ * n_inputs of f's constant parameters (f's indices in inputs[]), then
+ * n_outputs buffers it writes; main's are f's parameters, then those
+ * n_outputs buffers, which it reads. Running the prologue on a call's
+ * constants and then main on the call's arguments plus the prologue's
+ * outputs computes what f computes. */
+typedef struct ts_hoist {
+  ts_func *prologue, *main; /* NULL: nothing to hoist */
+  int *inputs;
+  int n_inputs, n_outputs;
+} ts_hoist;
+
+/* Splits scheduled function f (is_const: one flag per parameter, the ones
+ * whose values are known ahead of time). TS_OK with out->prologue NULL
+ * when no stage computes only from constants, or when nothing the rest
+ * reads would come from one. The stages are root-level leaf blocks whose
+ * bodies are stores (no intrinsic calls), under loops not bound to GPU
+ * threads. Both functions are verified. */
+int ts_func_hoist_const(const ts_func *f, const bool *is_const, ts_hoist *out,
+                        ts_error *err);
+void ts_hoist_clear(ts_hoist *h);
+
 #endif /* TESSERA_SCHEDULE_H */

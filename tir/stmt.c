@@ -620,6 +620,14 @@ void ts_func_set_param(ts_func *f, int i, ts_buffer *b) {
   f->params[i] = b;
 }
 
+void ts_func_set_params(ts_func *f, ts_buffer *const *bufs, int n) {
+  ts_buffer **p = n ? ts_arena_alloc(f->arena, sizeof *p * (size_t)n) : NULL;
+  if (n && !p) return; /* out of memory: counted, the arena failed */
+  if (n) memcpy(p, bufs, sizeof *p * (size_t)n);
+  f->params = p;
+  f->n_params = f->cap_params = n;
+}
+
 int ts_func_n_params(const ts_func *f) { return f->n_params; }
 ts_buffer *ts_func_param(const ts_func *f, int i) {
   assert(i >= 0 && i < f->n_params);

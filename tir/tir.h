@@ -564,6 +564,8 @@ void ts_func_set_name(ts_func *f, const char *name);
 void ts_func_add_param(ts_func *f, ts_buffer *b);
 /* Replaces parameter i (passes that change buffer layouts). */
 void ts_func_set_param(ts_func *f, int i, ts_buffer *b);
+/* Replaces the whole parameter list with bufs[0..n) (buffers of f). */
+void ts_func_set_params(ts_func *f, ts_buffer *const *bufs, int n);
 int ts_func_n_params(const ts_func *f);
 ts_buffer *ts_func_param(const ts_func *f, int i);
 ts_stmt *ts_func_body(const ts_func *f);
