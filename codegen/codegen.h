@@ -121,6 +121,12 @@ int ts_target_vector_bits(const ts_target *t);
 /* Architectural vector registers (llvm): 32 with avx512f, else 16; 0 for
  * cuda. Design spaces size register tiles by it. */
 int ts_target_vector_registers(const ts_target *t);
+/* The ways of the L1 data cache, by the CPU's name (llvm): 12 on Intel's
+ * cores since Sunny Cove (icelake-server, sapphirerapids, ...) and on
+ * znver5, 8 on the others (Skylake, Zen 1-4) and on a CPU the table does
+ * not name (x86-64-v3, ...); 0 for cuda. How many rows a multiple of 4 KiB
+ * apart a kernel can read at once without evicting each other. */
+int ts_target_l1d_ways(const ts_target *t);
 /* Lanes of dtype d in the widest vector: vector_bits / d.bits for llvm (at
  * least 1), 1 for cuda (one lane per thread). */
 int ts_target_vector_lanes(const ts_target *t, ts_dtype d);

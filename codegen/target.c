@@ -331,6 +331,19 @@ int ts_target_vector_registers(const ts_target *t) {
   return t->family->vector_registers(t);
 }
 
+int ts_target_l1d_ways(const ts_target *t) {
+  if (t->family->facts.is_gpu) return 0;
+  static const char *const wide[] = {
+      "icelake-client", "icelake-server", "tigerlake",       "rocketlake",
+      "alderlake",      "raptorlake",     "meteorlake",      "arrowlake",
+      "arrowlake-s",    "lunarlake",      "pantherlake",     "sapphirerapids",
+      "emeraldrapids",  "graniterapids",  "graniterapids-d", "znver5"};
+  const char *cpu = ts_target_cpu(t);
+  for (size_t i = 0; cpu && i < sizeof wide / sizeof wide[0]; i++)
+    if (!strcmp(cpu, wide[i])) return 12;
+  return 8;
+}
+
 int ts_target_vector_lanes(const ts_target *t, ts_dtype d) {
   return t->family->vector_lanes(t, d);
 }

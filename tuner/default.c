@@ -1060,7 +1060,10 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
    * matmul 1024^3 2 threads 0.97/0.98 -> 0.99/0.99, 1 thread 0.94/0.92 ->
    * 1.00/1.00; 2048^3 0.95/0.95 -> 0.97/1.01. Not where the rows do not
    * alias: 512^3, 768^3, 625x457x307 lost 1-5 % to the copy, 1000^3
-   * within noise. */
+   * within noise. Only where the L1 has 8 ways: with 12 (an AVX-512 Xeon
+   * of 48 KiB L1) the 6 rows of AVX-512's tile stay put, and the copy
+   * cost 12 %: 1024^3 2 threads 1.03-1.08 -> 1.16-1.17 x OpenBLAS
+   * without it, 2048^3 1.01-1.03 -> 1.09-1.13. */
   if (rows_in[0] && packed[0] && !packed_once && ri != TS_RV_NONE &&
       nrows > 1 && vo != TS_RV_NONE && loop_extent(s, vo) >= 4) {
     const ts_stmt *rr = ts_func_find_block(ts_sched_func(s), name);
@@ -1073,7 +1076,8 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
     int64_t stride = nd ? ts_buffer_shape(ab)[nd - 1] *
                               (int64_t)ts_dtype_elem_bytes(ts_buffer_dtype(ab))
                         : 0;
-    if (stride > 0 && stride % 4096 == 0 && !pack_rows(s, t, b, rows_in, nrows))
+    if (stride > 0 && stride % 4096 == 0 && ts_target_l1d_ways(t) <= 8 &&
+        !pack_rows(s, t, b, rows_in, nrows))
       return false;
   }
   /* the elementwise consumer at the row tile; with fused rows, whose tile
