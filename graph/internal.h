@@ -83,6 +83,7 @@ struct ts_graph {
   int vector_lanes;     /* ts_graph_set_target: float32 lanes of the target's
                            vectors (0: this host's, found when needed) */
   int vector_registers; /* ... and its vector registers (with the lanes) */
+  bool amx_int8;        /* ... and whether it has AMX-INT8 (with the lanes) */
   struct gr_quant_setup *quant; /* ts_graph_set_quantization (quantize.c) */
   int quant_int8, quant_float;  /* products the quantize pass converted/kept */
   struct gr_pet_setup *pet;     /* ts_graph_set_pet (pet.c) */
@@ -100,6 +101,9 @@ struct ts_graph {
 };
 typedef struct gr_quant_setup gr_quant_setup;
 void gr_quant_setup_free(gr_quant_setup *q);
+/* Whether the quantize pass leaves operator `op` (Conv, MatMul) float32:
+ * no quantization set up, or --keep-float op (quantize.c). */
+bool gr_quant_keeps_float(const ts_graph *g, const char *op);
 typedef struct gr_pet_setup gr_pet_setup;
 void gr_pet_setup_free(gr_pet_setup *p);
 /* Tasks a pass built on the side, with owned copies of their functions,

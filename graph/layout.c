@@ -161,6 +161,7 @@ int ts_graph_set_target(ts_graph *g, const char *target, ts_error *err) {
   if (rc) return rc;
   int lanes = ts_target_vector_lanes(t, TS_FLOAT32);
   g->vector_registers = ts_target_vector_registers(t);
+  g->amx_int8 = ts_target_has_feature(t, "amx-int8");
   ts_target_free(t);
   g->vector_lanes = lanes > 0 ? lanes : 1;
   return TS_OK;
@@ -175,6 +176,7 @@ int gr_target_lanes(ts_graph *g) {
   if (ts_target_host(&t, NULL) == TS_OK) {
     lanes = ts_target_vector_lanes(t, TS_FLOAT32);
     regs = ts_target_vector_registers(t);
+    g->amx_int8 = ts_target_has_feature(t, "amx-int8");
     ts_target_free(t);
   }
   g->vector_lanes = lanes > 0 ? lanes : 1;
@@ -205,6 +207,15 @@ static int64_t matmul_panel(ts_graph *g, int64_t N) {
  * contiguous run instead of a strip of every row (which the schedule would
  * otherwise pack at run time, once per run). */
 static int block_matmul_weights(ts_graph *g, bool *changed, ts_error *err) {
+  /* Products the quantize pass makes int8, on AMX: the weights stay
+   * [K, N], the AMX default's tiles read them packed (at compile time,
+   * prepack); in panels of 48 columns the product ran on VNNI's dot
+   * products. A quantized BERT layer's products on 2 AMX cores, default
+   * schedules: 0.16-0.22 -> 0.10-0.14 ms (128 x 768 x 768), 0.68 -> 0.29
+   * ms (128 x 768 x 3072). */
+  gr_target_lanes(g);
+  if (g->quant && g->amx_int8 && !gr_quant_keeps_float(g, "MatMul"))
+    return TS_OK;
   for (int i = 0; i < g->n_nodes; i++) {
     gr_node *n = &g->nodes[i];
     if (n->kind != TS_GRAPH_OP || strcmp(n->op, "MatMul") || n->n_inputs != 2 ||

@@ -180,6 +180,10 @@ static bool keep_float(const gr_quant_setup *q, const char *op) {
   return false;
 }
 
+bool gr_quant_keeps_float(const ts_graph *g, const char *op) {
+  return !g->quant || keep_float(g->quant, op);
+}
+
 /* The weights' layout: element i's output channel is
  * ((i / outer_stride) % outer) * inner + i % inner (inner 1 when the
  * channel axis is not the last one). */

@@ -156,6 +156,11 @@ void default_vectorize_inner(ts_sched *s, const ts_target *t,
           ? default_lanes_of(t, ts_buffer_dtype(ts_block_write(blk, 0)->buffer))
           : 4;
   ts_rv v = loops[nl - 1];
+  /* at most the 64 lanes a vectorized loop lowers to (ts_lower_options'
+   * max_vector_lanes); four vectors of bytes are 256, which ran as a
+   * scalar loop: an int8 product's quantizing GELU epilogue, 128 x 256
+   * per task, scalar erf through libm, 18x the product's time */
+  if (lanes > 16) lanes = 16;
   if (ext > 4 * lanes) {
     int64_t f = vector_split(ext, lanes);
     ts_rv parts[2];

@@ -432,6 +432,42 @@ static void test_quantized_bert(void **state) {
   check_quantized("bert_small", bert_shapes, 2, 0.05);
 }
 
+/* The int8 products' weights on an AMX target stay [K, N] (the AMX
+ * default packs them into its tiles, at compile time); on an AVX2 target
+ * they are panels [N / B, K, B], as the float32 ones. */
+static void test_amx_weights_unblocked(void **state) {
+  (void)state;
+  char *json = profile_json("bert_small", bert_shapes, 2);
+  assert_non_null(json);
+  static const struct {
+    const char *target;
+    int ndim;
+  } cases[] = {{"llvm -mcpu=sapphirerapids", 2}, {"llvm -mcpu=x86-64-v3", 3}};
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    ts_error err;
+    ts_graph *g = load_model("bert_small", bert_shapes, 2, "none", &err);
+    if (!g) fail_msg("%s", err.msg);
+    ts_quant_options o = {.calibration = TS_QUANT_MINMAX};
+    if (ts_graph_set_target(g, cases[c].target, &err) ||
+        ts_graph_set_quantization(g, json, &o, &err) ||
+        ts_graph_run_passes(g, "quantize", &err))
+      fail_msg("%s", err.msg);
+    int n = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+      const gr_node *nd = &g->nodes[i];
+      if (nd->kind != TS_GRAPH_OP || strcmp(nd->op, "MatMulInteger")) continue;
+      const gr_value *w = &g->values[nd->inputs[1]];
+      if (w->ndim != cases[c].ndim)
+        fail_msg("%s: %s's weights have %d dimensions, not %d", cases[c].target,
+                 nd->name, w->ndim, cases[c].ndim);
+      n++;
+    }
+    assert_true(n >= 4);
+    ts_graph_free(g);
+  }
+  free(json);
+}
+
 /* Options: per-tensor weight scales and --keep-float change what is
  * quantized; a profile that is not one is refused with a message. */
 static void test_quantize_options(void **state) {
@@ -559,6 +595,7 @@ int main(void) {
       cmocka_unit_test(test_quant_round_trip),
       cmocka_unit_test(test_quantized_cnn),
       cmocka_unit_test(test_quantized_bert),
+      cmocka_unit_test(test_amx_weights_unblocked),
       cmocka_unit_test(test_quantize_options),
       cmocka_unit_test(test_profile_matches_execution),
       cmocka_unit_test(test_nan_and_constant),

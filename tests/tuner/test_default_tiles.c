@@ -430,8 +430,62 @@ static void test_amx_default(void **state) {
   ts_target_free(t);
 }
 
+/* A product's epilogue that computes in float32 and writes bytes (an int8
+ * layer's GELU and requantization, 256 columns per task on AMX): vectors of
+ * at most the 64 lanes a vectorized loop lowers to, not one loop of 256
+ * bytes, which lowered to a scalar loop (erf through libm, lane by lane:
+ * 18x the product's time). */
+static void test_byte_epilogue_vectors(void **state) {
+  (void)state;
+  static const char text[] =
+      "func f(A: uint8[128, 64], B: int8[64, 2048], s: float32[2048], "
+      "q: uint8[128, 2048]) {\n"
+      "  block root() {\n"
+      "    alloc C: int32[128, 2048]\n"
+      "    for i in range(128) { for j in range(2048) { for k in range(64) {\n"
+      "      block C(vi: spatial(128) = i, vj: spatial(2048) = j, "
+      "vk: reduce(64) = k) {\n"
+      "        init { C[vi, vj] = int32(0) }\n"
+      "        C[vi, vj] = C[vi, vj] + cast(int32, A[vi, vk]) * "
+      "cast(int32, B[vk, vj])\n"
+      "      } } } }\n"
+      "    for i in range(128) { for j in range(2048) {\n"
+      "      block q(vi: spatial(128) = i, vj: spatial(2048) = j) {\n"
+      "        q[vi, vj] = cast(uint8, min(max(round(erf(cast(float32, "
+      "C[vi, vj]) * s[vj]) * float32(100)), float32(0)), float32(255)))\n"
+      "      } } }\n"
+      "  }\n"
+      "}\n";
+  ts_func *f = check_parse(text, "byte_epilogue");
+  assert_non_null(f);
+  ts_target *t;
+  ts_error err;
+  if (ts_target_parse("llvm -mcpu=sapphirerapids -num-cores=2", &t, &err))
+    fail_msg("%s", err.msg);
+  ts_sched *s = NULL;
+  if (ts_default_schedule(f, t, &s, &err)) fail_msg("%s", err.msg);
+  char *trace = ts_trace_print(ts_sched_trace(s));
+  assert_non_null(strstr(trace, "amx_uint8_32x32x64"));
+  free(trace);
+  ts_build_options o = ts_build_defaults();
+  o.keep_lowered = true;
+  ts_build_result br;
+  if (ts_build(ts_sched_func(s), t, &o, &br, &err)) fail_msg("%s", err.msg);
+  char *low = ts_func_print(br.lowered);
+  if (strstr(low, "vectorize_fallback") || !strstr(low, "uint8x64"))
+    fail_msg("the epilogue is not in vectors of 64 bytes:\n%s", low);
+  free(low);
+  ts_build_result_clear(&br);
+  if (ts_rt_cpu_has("amx-int8") == 1)
+    free(check_default(f, t, "byte epilogue"));
+  ts_sched_destroy(s);
+  ts_target_free(t);
+  ts_func_free(f);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_byte_epilogue_vectors),
       cmocka_unit_test(test_few_panels),
       cmocka_unit_test(test_wide_ragged),
       cmocka_unit_test(test_rows_packed),
