@@ -133,6 +133,10 @@ int64_t gr_conv_weight_block(const gr_node *n) {
 static int64_t weight_block_for(ts_graph *g, const gr_node *n) {
   const gr_value *w = &g->values[n->inputs[1]]; /* OIHW */
   if (gr_attr_int(n, "group", 1) != 1 || w->ndim != 4) return 0;
+  /* int8 on AMX: the weights stay one panel, which the AMX default packs
+   * (at compile time), as block_matmul_weights leaves a MatMul's */
+  gr_target_lanes(g);
+  if (g->quant && g->amx_int8 && !gr_quant_keeps_float(g, "Conv")) return 0;
   if (w->shape[2] != 1 || w->shape[3] != 1 || w->shape[0] % 16) return 0;
   const gr_value *y = &g->values[n->outputs[0]]; /* NCHW */
   int lanes = gr_target_lanes(g);

@@ -434,7 +434,8 @@ static void test_quantized_bert(void **state) {
 
 /* The int8 products' weights on an AMX target stay [K, N] (the AMX
  * default packs them into its tiles, at compile time); on an AVX2 target
- * they are panels [N / B, K, B], as the float32 ones. */
+ * they are panels [N / B, K, B], as the float32 ones. The same for the
+ * 1x1 convolutions' channel blocks. */
 static void test_amx_weights_unblocked(void **state) {
   (void)state;
   char *json = profile_json("bert_small", bert_shapes, 2);
@@ -463,6 +464,40 @@ static void test_amx_weights_unblocked(void **state) {
       n++;
     }
     assert_true(n >= 4);
+    ts_graph_free(g);
+  }
+  free(json);
+  /* the 1x1 convs' weights likewise (their tasks' int8 weights [CI, CO]
+   * on AMX, channel blocks [CO / B, CI, B] on AVX2) */
+  json = profile_json("resnet50_small", NULL, 0);
+  assert_non_null(json);
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    ts_error err;
+    ts_graph *g = load_model("resnet50_small", NULL, 0, "none", &err);
+    if (!g) fail_msg("%s", err.msg);
+    ts_quant_options o = {.calibration = TS_QUANT_MINMAX};
+    if (ts_graph_set_target(g, cases[c].target, &err) ||
+        ts_graph_set_quantization(g, json, &o, &err) ||
+        ts_graph_run_passes(g, NULL, &err))
+      fail_msg("%s", err.msg);
+    ts_graph_task *tasks;
+    int nt, n = 0, blocked = 0;
+    assert_int_equal(ts_graph_tasks(g, &tasks, &nt, &err), TS_OK);
+    for (int i = 0; i < nt; i++) {
+      const ts_func *f = tasks[i].func;
+      if (!strstr(ts_func_name(f), "convinteger")) continue;
+      for (int p = 0; p < ts_func_n_params(f); p++) {
+        const ts_buffer *b = ts_func_param(f, p);
+        if (!ts_dtype_eq(ts_buffer_dtype(b), TS_INT8)) continue;
+        n++;
+        blocked += ts_buffer_ndim(b) == 3;
+      }
+    }
+    free(tasks);
+    print_message("%s: %d of %d int8 conv weights in channel blocks\n",
+                  cases[c].target, blocked, n);
+    assert_true(n >= 4);
+    assert_true(cases[c].ndim == 2 ? blocked == 0 : blocked > 0);
     ts_graph_free(g);
   }
   free(json);
