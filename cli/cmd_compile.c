@@ -138,12 +138,12 @@ static void print_text(const ts_graph_compile_report *r, const char *model,
          mib(r->arena_bytes), mib(r->lower_bound_bytes), mib(r->total_bytes),
          mib(r->constant_bytes));
   double total = r->import_ms + r->passes_ms + r->plan_ms + r->lookup_ms +
-                 r->codegen_ms + r->link_ms;
+                 r->codegen_ms + r->prepack_ms + r->link_ms;
   printf("time: import %.2f s, passes %.2f s, plan %.3f s, lookups %.3f s, "
-         "codegen %.2f s, link %.2f s, total %.2f s\n",
+         "codegen %.2f s, prepack %.2f s, link %.2f s, total %.2f s\n",
          r->import_ms / 1e3, r->passes_ms / 1e3, r->plan_ms / 1e3,
-         r->lookup_ms / 1e3, r->codegen_ms / 1e3, r->link_ms / 1e3,
-         total / 1e3);
+         r->lookup_ms / 1e3, r->codegen_ms / 1e3, r->prepack_ms / 1e3,
+         r->link_ms / 1e3, total / 1e3);
   printf("wrote %s (%.2f MiB)\n", output, mib(r->library_bytes));
 }
 
