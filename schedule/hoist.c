@@ -246,7 +246,7 @@ static bool remove_blocks(ts_func *g, char *const *names, int n) {
   return true;
 }
 
-/* g, a copy of the analysed function: as the prologue (keep_hoisted) or as
+/* g, a copy of the analysed function: as the prologue (`prologue`) or as
  * the main function. The outputs become parameters. */
 static int reshape(ts_func *g, const bool *is_const, bool prologue,
                    ts_error *err) {
