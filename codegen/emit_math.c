@@ -8,6 +8,7 @@
  */
 #include "codegen/emit_internal.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -132,6 +133,80 @@ LLVMValueRef emit_cpu_exp(emitter *e, LLVMTypeRef ty, LLVMValueRef x) {
   return emit_call_intrinsic(e, "llvm.exp", &ty, 1, &x, 1);
 }
 
+/* log (base 0: natural) or log2 (base 2) of a float32 scalar or vector
+ * without libm, which LLVM calls lane by lane for a vector (Softplus,
+ * Mish, LogSoftmax's log): x = m 2^e with m in [sqrt(1/2), sqrt(2)),
+ * log(m) = f - f^2/2 + f^3 P(f) for f = m - 1 (Cephes' logf, degree 8),
+ * e ln 2 added in two parts. Within 2 ulp of logf; log2 of a power of two
+ * is exact (f = 0). Denormals are scaled by 2^23 first; x < 0 gives NaN,
+ * +-0 -inf, +inf +inf, NaN NaN. */
+static LLVMValueRef log_f32(emitter *e, LLVMTypeRef ty, LLVMValueRef x,
+                            int base) {
+  LLVMBuilderRef B = e->b;
+  bool vec = LLVMGetTypeKind(ty) == LLVMVectorTypeKind;
+  int lanes = vec ? (int)LLVMGetVectorSize(ty) : 1;
+  LLVMTypeRef ity =
+      vec ? LLVMVectorType(emit_i32t(e), (unsigned)lanes) : emit_i32t(e);
+#define ICONST(v) emit_splat(e, LLVMConstInt(emit_i32t(e), (v), 0), lanes)
+  LLVMValueRef small =
+      LLVMBuildFCmp(B, LLVMRealOLT, x, emit_const_fp(ty, 1.17549435e-38), "");
+  LLVMValueRef xs = LLVMBuildSelect(
+      B, small, LLVMBuildFMul(B, x, emit_const_fp(ty, 8388608.0), ""), x, "");
+  LLVMValueRef bits = LLVMBuildBitCast(B, xs, ity, "");
+  LLVMValueRef ebits =
+      LLVMBuildAnd(B, LLVMBuildLShr(B, bits, ICONST(23), ""), ICONST(0xff), "");
+  LLVMValueRef m = LLVMBuildBitCast(
+      B,
+      LLVMBuildOr(B, LLVMBuildAnd(B, bits, ICONST(0x007fffff), ""),
+                  ICONST(0x3f000000), ""),
+      ty, ""); /* in [0.5, 1) */
+  LLVMValueRef ef =
+      LLVMBuildSIToFP(B, LLVMBuildSub(B, ebits, ICONST(126), ""), ty, "");
+#undef ICONST
+  ef = LLVMBuildFAdd(B, ef,
+                     LLVMBuildSelect(B, small, emit_const_fp(ty, -23.0),
+                                     emit_const_fp(ty, 0.0), ""),
+                     "");
+  LLVMValueRef lo = LLVMBuildFCmp(B, LLVMRealOLT, m,
+                                  emit_const_fp(ty, 0.70710678118654752), "");
+  ef = LLVMBuildSelect(B, lo, LLVMBuildFSub(B, ef, emit_const_fp(ty, 1.0), ""),
+                       ef, "");
+  LLVMValueRef one = emit_const_fp(ty, 1.0);
+  LLVMValueRef f = LLVMBuildFSub(
+      B, LLVMBuildSelect(B, lo, LLVMBuildFAdd(B, m, m, ""), m, ""), one,
+      ""); /* exact */
+  static const double c[9] = {
+      7.0376836292e-2,  -1.1514610310e-1, 1.1676998740e-1,
+      -1.2420140846e-1, 1.4249322787e-1,  -1.6668057665e-1,
+      2.0000714765e-1,  -2.4999993993e-1, 3.3333331174e-1};
+  LLVMValueRef p = emit_const_fp(ty, c[0]);
+  for (int i = 1; i < 9; i++) p = fma_c(e, p, f, emit_const_fp(ty, c[i]));
+  LLVMValueRef z = emit_contract(LLVMBuildFMul(B, f, f, ""));
+  LLVMValueRef y = emit_contract(
+      LLVMBuildFMul(B, emit_contract(LLVMBuildFMul(B, p, f, "")), z, ""));
+  LLVMValueRef r;
+  if (base == 2) {
+    /* e + (f + y - z/2) log2(e) */
+    y = fma_c(e, z, emit_const_fp(ty, -0.5), y);
+    r = fma_c(e, LLVMBuildFAdd(B, f, y, ""),
+              emit_const_fp(ty, 1.4426950408889634), ef);
+  } else {
+    y = fma_c(e, ef, emit_const_fp(ty, -2.12194440e-4), y);
+    y = fma_c(e, z, emit_const_fp(ty, -0.5), y);
+    r = LLVMBuildFAdd(B, f, y, "");
+    r = fma_c(e, ef, emit_const_fp(ty, 0.693359375), r);
+  }
+  LLVMValueRef inf = emit_const_fp(ty, INFINITY);
+  r = LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOEQ, x, inf, ""), inf, r, "");
+  r = LLVMBuildSelect(
+      B, LLVMBuildFCmp(B, LLVMRealOEQ, x, emit_const_fp(ty, 0.0), ""),
+      emit_const_fp(ty, -INFINITY), r, "");
+  r = LLVMBuildSelect(
+      B, LLVMBuildFCmp(B, LLVMRealOLT, x, emit_const_fp(ty, 0.0), ""),
+      emit_const_fp(ty, NAN), r, "");
+  return LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealUNO, x, x, ""), x, r, "");
+}
+
 /* tanh without libm (vectors, GPUs): tanh(x) = 1 - 2 / (exp(2x) + 1). */
 static LLVMValueRef tanh_by_exp(emitter *e, LLVMValueRef x) {
   LLVMTypeRef ty = LLVMTypeOf(x);
@@ -176,6 +251,43 @@ static LLVMValueRef erf_by_polynomial(emitter *e, LLVMValueRef x) {
   return emit_call_intrinsic(e, "llvm.copysign", &ty, 1, args, 2);
 }
 
+/* The value of a float constant, scalar or vector with every lane equal;
+ * false for anything else. */
+static bool const_uniform(LLVMValueRef v, double *out) {
+  if (!LLVMIsConstant(v)) return false;
+  LLVMTypeRef ty = LLVMTypeOf(v);
+  unsigned n =
+      LLVMGetTypeKind(ty) == LLVMVectorTypeKind ? LLVMGetVectorSize(ty) : 0;
+  LLVMValueRef first = n ? LLVMGetAggregateElement(v, 0) : v;
+  if (!first || !LLVMIsAConstantFP(first)) return false;
+  LLVMBool loses = 0;
+  double x = LLVMConstRealGetDouble(first, &loses);
+  for (unsigned i = 1; i < n; i++) {
+    LLVMValueRef el = LLVMGetAggregateElement(v, i);
+    if (!el || !LLVMIsAConstantFP(el) ||
+        LLVMConstRealGetDouble(el, &loses) != x)
+      return false;
+  }
+  *out = x;
+  return true;
+}
+
+/* pow(x, c) for a constant c of 1 to 4 as multiplies: LLVM lowers a vector
+ * llvm.pow to libm's powf lane by lane (GPT-2's GELU, x^3, took 5 % of the
+ * model that way). Within 2 ulp of powf (each multiply rounds once). NULL
+ * for other exponents. */
+static LLVMValueRef pow_by_multiplies(emitter *e, LLVMValueRef x,
+                                      LLVMValueRef c) {
+  double k;
+  if (!const_uniform(c, &k) || !(k == 1 || k == 2 || k == 3 || k == 4))
+    return NULL;
+  if (k == 1) return x;
+  LLVMValueRef x2 = LLVMBuildFMul(e->b, x, x, "");
+  if (k == 2) return x2;
+  if (k == 3) return LLVMBuildFMul(e->b, x2, x, "");
+  return LLVMBuildFMul(e->b, x2, x2, "");
+}
+
 /* The IR's built-in math intrinsics on the evaluated arguments args[0..n)
  * of a call of dtype t. */
 LLVMValueRef emit_math_call(emitter *e, const char *name, ts_dtype t,
@@ -207,6 +319,13 @@ LLVMValueRef emit_math_call(emitter *e, const char *name, ts_dtype t,
                 {"fma", "llvm.fma"},     {"abs", "llvm.fabs"}};
   LLVMValueRef r = NULL;
   if (e->hooks->math) r = e->hooks->math(e, name, ty, args);
+  if (!r && !strcmp(name, "pow") && n == 2)
+    r = pow_by_multiplies(e, args[0], args[1]);
+  bool f32 = LLVMGetTypeKind(LLVMGetTypeKind(ty) == LLVMVectorTypeKind
+                                 ? LLVMGetElementType(ty)
+                                 : ty) == LLVMFloatTypeKind;
+  if (!r && f32 && !strcmp(name, "log")) r = log_f32(e, ty, args[0], 0);
+  if (!r && f32 && !strcmp(name, "log2")) r = log_f32(e, ty, args[0], 2);
   for (size_t i = 0; i < sizeof direct / sizeof direct[0] && !r; i++)
     if (!strcmp(name, direct[i].name))
       r = emit_call_intrinsic(e, direct[i].llvm, &ty, 1, args, n);

@@ -13,6 +13,7 @@
 
 #include <dirent.h>
 #include <math.h>
+#include <string.h>
 
 #include "check.h"
 
@@ -153,6 +154,28 @@ static void test_passes_one_by_one(void **state) {
  * against the C library's double exp: within 2 ulp over [-86.9, 88.7],
  * special values exact (NaN, inf, overflow past 88.73, 0 below -86.98
  * and at -inf), as the comment there states. */
+/* Parses a program, builds it for this host and runs it once on args. */
+static void run_source(const char *src, void **args) {
+  ts_func *f = NULL;
+  ts_error err;
+  assert_int_equal(ts_func_parse(src, strlen(src), "test.tir", &f, &err),
+                   TS_OK);
+  ts_target *host = NULL;
+  assert_int_equal(ts_target_host(&host, &err), TS_OK);
+  ts_build_result br = {0};
+  ts_build_options o = ts_build_defaults();
+  assert_int_equal(ts_build(f, host, &o, &br, &err), TS_OK);
+  ts_rt_kernel *k = NULL;
+  assert_int_equal(ts_rt_kernel_load(br.artifact->bytes, br.artifact->n_bytes,
+                                     br.artifact->entry, &k, &err),
+                   TS_OK);
+  assert_int_equal(ts_rt_kernel_call(k, args, NULL, &err), TS_OK);
+  ts_rt_kernel_unload(k);
+  ts_build_result_clear(&br);
+  ts_target_free(host);
+  ts_func_free(f);
+}
+
 static void expect_exp(const float *x, const float *y, int n) {
   int bad = 0;
   for (int i = 0; i < n && bad < 5; i++) {
@@ -189,18 +212,6 @@ static void test_exp_accuracy(void **state) {
       "    }\n"
       "  }\n"
       "}\n";
-  ts_func *f = NULL;
-  ts_error err;
-  assert_int_equal(ts_func_parse(src, strlen(src), "exp.tir", &f, &err), TS_OK);
-  ts_target *host = NULL;
-  assert_int_equal(ts_target_host(&host, &err), TS_OK);
-  ts_build_result br = {0};
-  ts_build_options o = ts_build_defaults();
-  assert_int_equal(ts_build(f, host, &o, &br, &err), TS_OK);
-  ts_rt_kernel *k = NULL;
-  assert_int_equal(ts_rt_kernel_load(br.artifact->bytes, br.artifact->n_bytes,
-                                     br.artifact->entry, &k, &err),
-                   TS_OK);
   float *a = malloc(N * sizeof *a), *out = calloc(2 * N, sizeof *out);
   assert_non_null(a);
   assert_non_null(out);
@@ -214,15 +225,87 @@ static void test_exp_accuracy(void **state) {
     a[i] = i < ns ? special[i]
                   : -86.9f + (88.7f + 86.9f) * (float)(i - ns) / (N - ns);
   void *args[2] = {a, out};
-  assert_int_equal(ts_rt_kernel_call(k, args, NULL, &err), TS_OK);
+  run_source(src, args);
   expect_exp(a, out, N);
   expect_exp(a, out + N, N);
   free(a);
   free(out);
-  ts_rt_kernel_unload(k);
-  ts_build_result_clear(&br);
-  ts_target_free(host);
-  ts_func_free(f);
+}
+
+/* y is within `ulps` units in the last place of the float32 nearest to
+ * want (infinities and NaN must match exactly). */
+static bool within_ulps(float y, double want, int ulps) {
+  if (isnan(want)) return isnan(y);
+  if (isinf(want)) return y == (float)want;
+  float w = (float)want;
+  float lo = w, hi = w;
+  for (int i = 0; i < ulps; i++) {
+    lo = nextafterf(lo, -INFINITY);
+    hi = nextafterf(hi, INFINITY);
+  }
+  return y >= lo && y <= hi;
+}
+
+/* log and log2 of float32, vectorized and scalar (the polynomial that
+ * replaces libm's logf): within 2 ulp over the whole range, denormals
+ * included, and exact at the special values. */
+static void test_log_accuracy(void **state) {
+  (void)state;
+  enum { N = 8192 };
+  const char *src = "func l(A: float32[8192], O: float32[4, 8192]) {\n"
+                    "  block root() {\n"
+                    "    for j in range(8192) vectorized {\n"
+                    "      block v(vj: spatial(8192) = j) {\n"
+                    "        O[0, vj] = log(A[vj])\n"
+                    "        O[1, vj] = log2(A[vj])\n"
+                    "      }\n"
+                    "    }\n"
+                    "    for j in range(8192) {\n"
+                    "      block s(vj: spatial(8192) = j) {\n"
+                    "        O[2, vj] = log(A[vj])\n"
+                    "        O[3, vj] = log2(A[vj])\n"
+                    "      }\n"
+                    "    }\n"
+                    "  }\n"
+                    "}\n";
+  float *a = malloc(N * sizeof *a), *out = calloc(4 * N, sizeof *out);
+  assert_non_null(a);
+  assert_non_null(out);
+  const float special[] = {
+      NAN,     -NAN,    INFINITY,   -INFINITY,  0.0f,    -0.0f,
+      -1.0f,   1.0f,    2.0f,       0.5f,       8.0f,    1024.0f,
+      1e-45f,  1e-40f,  1.1e-38f,   1.2e-38f,   3.4e38f, 0.7071f,
+      0.7072f, 1.4142f, 1.0000001f, 0.99999994f};
+  int ns = (int)(sizeof special / sizeof special[0]);
+  uint64_t seed = 11;
+  for (int i = 0; i < N; i++) {
+    if (i < ns) {
+      a[i] = special[i];
+      continue;
+    }
+    /* every exponent from the denormals up, random mantissas */
+    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+    uint32_t bits = (uint32_t)(seed >> 33) % 0x7f800000u;
+    memcpy(&a[i], &bits, sizeof bits);
+  }
+  void *args[2] = {a, out};
+  run_source(src, args);
+  int bad = 0;
+  for (int r = 0; r < 4; r++)
+    for (int i = 0; i < N && bad < 8; i++) {
+      double x = a[i];
+      double want = x < 0 ? NAN : r % 2 ? log2(x) : log(x);
+      if (isnan(x)) want = NAN;
+      float y = out[(size_t)r * N + i];
+      if (!within_ulps(y, want, 2)) {
+        printf("%s(%.9g) = %.9g, want %.9g\n", r % 2 ? "log2" : "log",
+               (double)a[i], (double)y, want);
+        bad++;
+      }
+    }
+  assert_int_equal(bad, 0);
+  free(a);
+  free(out);
 }
 
 /* Occurrences of `what` in text. */
@@ -284,12 +367,31 @@ static void test_interleave_runs(void **state) {
   free(ir);
 }
 
+/* pow with a constant exponent of 1 to 4 is emitted as multiplies, vector
+ * or scalar (a vector llvm.pow becomes powf lane by lane); other exponents
+ * keep llvm.pow. float32 log and log2 call no intrinsic either.
+ * test_every_program checks the values. */
+static void test_pow_by_multiplies(void **state) {
+  (void)state;
+  char *ir = emitted_ir("pow_const.tir");
+  /* the vector 2.5 (40 lanes: pieces of 32 and 8) and the scalar 0.5: one
+   * call and one declaration each */
+  assert_int_equal(count_of(ir, "@llvm.pow.v"), 4);
+  assert_int_equal(count_of(ir, "@llvm.pow.f32"), 2);
+  free(ir);
+  ir = emitted_ir("log.tir"); /* float32 log and log2: no libm */
+  assert_int_equal(count_of(ir, "@llvm.log"), 0);
+  free(ir);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_every_program),
       cmocka_unit_test(test_exp_accuracy),
+      cmocka_unit_test(test_log_accuracy),
       cmocka_unit_test(test_transpose_runs),
       cmocka_unit_test(test_interleave_runs),
+      cmocka_unit_test(test_pow_by_multiplies),
       cmocka_unit_test(test_lowering_shapes),
       cmocka_unit_test(test_passes_one_by_one),
   };
