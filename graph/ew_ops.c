@@ -250,10 +250,18 @@ static ts_expr *t_softsign(ts_arena *a, const gr_node *n, ts_expr **x, int k,
   (void)n, (void)k;
   return ts_div(a, x[0], ts_add(a, num(a, ct, 1), call1(a, ct, "abs", x[0])));
 }
+/* x tanh(softplus(x)) with one exp: for s = 1 + e^x, tanh(log s) =
+ * (s^2 - 1) / (s^2 + 1) = q / (q + 2), q = e^x (e^x + 2). x is clamped at
+ * 20 first (tanh(softplus(20)) is 1 in float32; e^x would overflow q).
+ * One exp where the plain form has exp, log, exp and a division (Mish of
+ * [1, 64, 160, 160], 2 threads: 1.08 -> 0.78 ms), and no cancellation in
+ * 1 + e^x for negative x. */
 static ts_expr *t_mish(ts_arena *a, const gr_node *n, ts_expr **x, int k,
                        ts_dtype ct) {
   (void)n, (void)k;
-  return ts_mul(a, x[0], call1(a, ct, "tanh", softplus_t(a, ct, x[0])));
+  ts_expr *e = call1(a, ct, "exp", ts_min(a, x[0], num(a, ct, 20)));
+  ts_expr *q = ts_mul(a, e, ts_add(a, e, num(a, ct, 2)));
+  return ts_mul(a, x[0], ts_div(a, q, ts_add(a, q, num(a, ct, 2))));
 }
 static ts_expr *t_thresh(ts_arena *a, const gr_node *n, ts_expr **x, int k,
                          ts_dtype ct) {

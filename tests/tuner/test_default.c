@@ -18,6 +18,7 @@
 #include "../codegen/operators.h"
 #include "bench/bench.h"
 #include "graph/graph.h"
+#include "tuner/internal.h"
 #include "tuner/tuner.h"
 #include "util.h"
 
@@ -407,6 +408,71 @@ static void test_row_operators_any_rank(void **state) {
     ts_sched_destroy(s);
     ts_func_free(f);
   }
+  ts_target_free(t);
+}
+
+/* A reduction over a middle axis (NCHW's softmax over channels): its rows
+ * are strided, so the default keeps the reduce loop whole (no vector
+ * accumulators along it, which would gather lane by lane) and vectorizes
+ * the contiguous spatial loop under it. */
+static const char *column_max =
+    "func colmax(p0: float32[1, 24, 10, 40], m: float32[1, 1, 10, 40], "
+    "s: float32[1, 1, 10, 40]) {\n"
+    "  block root() {\n"
+    "    for j in range(10) {\n"
+    "      for k in range(40) {\n"
+    "        for r in range(24) {\n"
+    "          block m(vj: spatial(10) = j, vk: spatial(40) = k, vr: "
+    "reduce(24) = r) {\n"
+    "            reads(m[0, 0, vj, vk], p0[0, vr, vj, vk])\n"
+    "            writes(m[0, 0, vj, vk])\n"
+    "            init { m[0, 0, vj, vk] = float32(-inf) }\n"
+    "            m[0, 0, vj, vk] = max(m[0, 0, vj, vk], p0[0, vr, vj, vk])\n"
+    "          }\n"
+    "        }\n"
+    "      }\n"
+    "    }\n"
+    "    for j in range(10) {\n"
+    "      for k in range(40) {\n"
+    "        for r in range(24) {\n"
+    "          block s(vj: spatial(10) = j, vk: spatial(40) = k, vr: "
+    "reduce(24) = r) {\n"
+    "            reads(s[0, 0, vj, vk], p0[0, vr, vj, vk])\n"
+    "            writes(s[0, 0, vj, vk])\n"
+    "            init { s[0, 0, vj, vk] = float32(0) }\n"
+    "            s[0, 0, vj, vk] = s[0, 0, vj, vk] + exp(p0[0, vr, vj, vk])\n"
+    "          }\n"
+    "        }\n"
+    "      }\n"
+    "    }\n"
+    "  }\n"
+    "}\n";
+
+static void test_column_reductions(void **state) {
+  (void)state;
+  ts_target *t = host();
+  ts_func *f;
+  ts_error err;
+  if (ts_func_parse(column_max, strlen(column_max), "col.tir", &f, &err))
+    fail_msg("parse: %s", err.msg);
+  free(check_default(f, t, "max and sum over [1, 24, 10, 40]'s axis 1"));
+  ts_sched *s;
+  if (ts_default_schedule(f, t, &s, &err)) fail_msg("%s", err.msg);
+  char *text = ts_func_print(ts_sched_func(s));
+  if (strstr(text, "_rf"))
+    fail_msg("a column reduction factored along its strided rows:\n%s", text);
+  const char *names[] = {"m", "s"};
+  for (int i = 0; i < 2; i++) {
+    const ts_stmt *l = tu_inner_loop(ts_sched_func(s), names[i]);
+    if (!l || ts_for_kind_of(l) != TS_FOR_VECTORIZED ||
+        loop_binding(ts_func_find_block(ts_sched_func(s), names[i]), l) !=
+            BIND_SPATIAL)
+      fail_msg("%s: the innermost loop is not the vectorized spatial one:\n%s",
+               names[i], text);
+  }
+  free(text);
+  ts_sched_destroy(s);
+  ts_func_free(f);
   ts_target_free(t);
 }
 
@@ -1263,6 +1329,7 @@ int main(void) {
       cmocka_unit_test(test_reduction_unrolled),
       cmocka_unit_test(test_register_budget),
       cmocka_unit_test(test_row_operators_any_rank),
+      cmocka_unit_test(test_column_reductions),
       cmocka_unit_test(test_odd_vector_tiles),
       cmocka_unit_test(test_pack_once),
       cmocka_unit_test(test_stem_pads_once),
