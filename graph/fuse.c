@@ -34,7 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_MEMBERS 32
+#define MAX_MEMBERS GR_FUSE_MAX_MEMBERS
 #define MAX_PARAMS GR_FUSE_MAX_PARAMS
 
 static const char *const elementwise_ops[] = {"Add",
@@ -396,6 +396,10 @@ static ts_expr *operand(builder *b, int v, int cur, ts_buffer *cur_buf,
                         ts_expr **axes, int n_axes, ts_dtype ct) {
   if (v == cur)
     return ts_cast(b->a, ct, gr_fuse_bcast_load(b, cur_buf, axes, n_axes));
+  for (int i = 0; i < b->n_inner; i++)
+    if (b->inner_v[i] == v)
+      return ts_cast(b->a, ct,
+                     gr_fuse_bcast_load(b, b->inner_buf[i], axes, n_axes));
   if (scalar_num_const(b->g, v) && !b->no_inline) {
     double c = ts_host_get(gr_const_data(b->g, v), b->g->values[v].dtype, 0);
     return ts_dtype_is_float(ct) ? ts_float(b->a, ct, c)
@@ -1208,6 +1212,56 @@ static bool transpose_into_conv(const ts_graph *g, int i, const int *uses,
          gr_node_channels_last(c) && !pointwise_conv(g, c) && is_anchor(g, c);
 }
 
+/* The number of uses of values of members[0..n) by node c. */
+static int inner_reads(const ts_graph *g, const gr_node *c, const int *members,
+                       int n) {
+  int k = 0;
+  for (int j = 0; j < c->n_inputs; j++)
+    for (int m = 0; m < n && c->inputs[j] >= 0; m++)
+      if (g->nodes[members[m]].outputs[0] == c->inputs[j]) k++;
+  return k;
+}
+
+/* Extends the group members[0..n) (an anchor, and a transpose into it)
+ * with the elementwise nodes that read its value: while that value has one
+ * reader, the chain of it (elementwise and reductions, as before); where a
+ * value has several (x * Sigmoid(x), the tanh GELU's x * 0.5 * (1 +
+ * tanh(x + 0.044715 x^3))), the first node after the group's last that
+ * reads any member's value, as long as it is elementwise over the same
+ * shape. The group is cut back to its longest prefix whose members' values
+ * are read only inside it but for the last's (no other value escapes; the
+ * call replaces the last member). *chain_n: the length before the first
+ * member taken for a value of several readers. */
+static int grow_group(const ts_graph *g, const int *uses, const int *consumer,
+                      const int *group_of, int *members, int n, int *chain_n) {
+  int cur = g->nodes[members[n - 1]].outputs[0];
+  int pending = uses[cur]; /* members' values' reads by non-members */
+  int closed = n;
+  bool chain = true;
+  while (n < MAX_MEMBERS) {
+    int next = -1;
+    if (chain && pending == 1) {
+      next = consumer[cur];
+    } else {
+      chain = false;
+      for (int j = members[n - 1] + 1; j < g->n_nodes && next < 0; j++)
+        if (group_of[j] < 0 && inner_reads(g, &g->nodes[j], members, n) > 0)
+          next = j;
+    }
+    if (next <= members[n - 1] || group_of[next] >= 0) break;
+    const gr_node *c = &g->nodes[next];
+    if (!fusable_elementwise(g, c, cur) && (!chain || !fusable_reduce(g, c)))
+      break;
+    pending -= inner_reads(g, c, members, n);
+    members[n++] = next;
+    cur = c->outputs[0];
+    pending += uses[cur];
+    if (pending == uses[cur]) closed = n;
+    if (chain) *chain_n = n;
+  }
+  return closed;
+}
+
 /* Builds the group's function; NULL when some member cannot be expressed. */
 static ts_func *build_group(const ts_graph *g, const int *members, int n,
                             builder *b) {
@@ -1259,6 +1313,8 @@ static ts_func *build_group(const ts_graph *g, const int *members, int n,
       cur_buf = build_elementwise(b, m, cur, cur_buf);
     if (!cur_buf) b->failed = true;
     cur = m->outputs[0];
+    b->inner_v[b->n_inner] = cur;
+    b->inner_buf[b->n_inner++] = cur_buf;
   }
   if (b->failed) {
     ts_te_abort(b->te);
@@ -1313,15 +1369,12 @@ int ts_graph_fuse(ts_graph *g, ts_error *err) {
       members[n++] = consumer[cur];
       cur = g->nodes[consumer[cur]].outputs[0];
     }
-    while (n < MAX_MEMBERS && uses[cur] == 1 && consumer[cur] > i) {
-      const gr_node *c = &g->nodes[consumer[cur]];
-      if (group_of[consumer[cur]] >= 0) break;
-      if (!fusable_elementwise(g, c, cur) && !fusable_reduce(g, c)) break;
-      members[n++] = consumer[cur];
-      cur = c->outputs[0];
-    }
+    int chain_n = n;
+    n = grow_group(g, uses, consumer, group_of, members, n, &chain_n);
     builder b;
     ts_func *f = build_group(g, members, n, &b);
+    if (!f && n > chain_n) /* without the members that read several */
+      f = build_group(g, members, n = chain_n, &b);
     if (!f && through) {
       /* the transpose apart; the conv starts its own group later */
       f = build_group(g, members, n = 1, &b);

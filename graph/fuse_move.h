@@ -10,6 +10,7 @@
 #include "internal.h"
 
 #define GR_FUSE_MAX_PARAMS 32
+#define GR_FUSE_MAX_MEMBERS 32 /* nodes in one group */
 
 /* The group's function under construction. */
 typedef struct gr_fuse_builder {
@@ -42,6 +43,12 @@ typedef struct gr_fuse_builder {
    * the stage instead of a parameter. chain_v -1: none. */
   int chain_v;
   ts_buffer *chain_buf;
+  /* Every member's value and stage so far: an elementwise member reads an
+   * earlier member's value from its stage (x * Sigmoid(x) after a conv,
+   * where x has two readers in the group), not as a parameter. */
+  int inner_v[GR_FUSE_MAX_MEMBERS];
+  ts_buffer *inner_buf[GR_FUSE_MAX_MEMBERS];
+  int n_inner;
   int64_t lead[TS_MAX_DIMS];
   /* Constants are bound as parameters even when they are one value
    * (quantization scales: layers that differ only in them share a task). */

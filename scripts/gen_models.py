@@ -204,6 +204,9 @@ def _evaluate(node, values):
         y = x[0] @ (x[1].T if a.get("transB") else x[1]) + x[2]
     elif op == "Reshape":
         y = x[0].reshape(x[1])
+    elif op == "LogSoftmax":
+        d = x[0] - x[0].max(axis=a.get("axis", -1), keepdims=True)
+        y = d - np.log(np.exp(d).sum(axis=a.get("axis", -1), keepdims=True))
     else:
         raise NotImplementedError("gen_models: no numpy %s" % op)
     values[node.output[0]] = np.asarray(y, np.float32)

@@ -5,7 +5,8 @@
  * (Pow or Mul for the square, with or without gamma/beta; x/sqrt2 or
  * x*(1/sqrt2), the half first or last) and left alone when an intermediate
  * has another use, when a constant has the wrong value, or when the mean
- * runs over another axis.
+ * runs over another axis. Fusion takes elementwise diamonds (x *
+ * Sigmoid(x)) into the anchor's group, and stops where a value escapes.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -120,9 +121,10 @@ static ts_graph *gelu_graph(gelu_opts o) {
   return g;
 }
 
-/* Runs g on a seeded input before and after the pass; returns how many
+/* Runs g on a seeded input before and after `pass`; returns how many
  * nodes of `op` the pass left, and checks the values agree. */
-static int rewrite_and_compare(ts_graph *g, const char *op) {
+static int pass_and_compare(ts_graph *g, const char *op,
+                            int (*pass)(ts_graph *, ts_error *)) {
   ts_error err;
   if (ts_graph_infer_shapes(g, &err)) fail_msg("shapes: %s", err.msg);
   float in[ROWS * COLS];
@@ -139,7 +141,7 @@ static int rewrite_and_compare(ts_graph *g, const char *op) {
   memset(after, 0, sizeof after);
   if (ts_graph_execute(g, TS_GRAPH_INTERPRET, &t, 1, before, n_out, &err))
     fail_msg("before: %s", err.msg);
-  if (ts_graph_match_patterns(g, &err)) fail_msg("patterns: %s", err.msg);
+  if (pass(g, &err)) fail_msg("pass: %s", err.msg);
   if (ts_graph_verify(g, &err)) fail_msg("verify: %s", err.msg);
   if (ts_graph_execute(g, TS_GRAPH_INTERPRET, &t, 1, after, n_out, &err))
     fail_msg("after: %s", err.msg);
@@ -155,6 +157,10 @@ static int rewrite_and_compare(ts_graph *g, const char *op) {
     free(after[k].data);
   }
   return ts_graph_count_op(g, op);
+}
+
+static int rewrite_and_compare(ts_graph *g, const char *op) {
+  return pass_and_compare(g, op, ts_graph_match_patterns);
 }
 
 static void test_layer_norm_spellings(void **state) {
@@ -197,6 +203,62 @@ static void test_gelu_spellings(void **state) {
   assert_int_equal(rewrite_and_compare(g, "Gelu"), 0);
   assert_int_equal(ts_graph_count_op(g, "Erf"), 1);
   ts_graph_free(g);
+}
+
+/* Fusion takes an elementwise diamond after an anchor into the anchor's
+ * group: x * Sigmoid(x) and the tanh GELU (x read by four nodes) after a
+ * MatMul are one call each. Where the anchor's value is also read outside
+ * (a graph output, or a reduction between the diamond's nodes), the group
+ * stops before the diamond. Values are the same as before fusion. */
+enum { DIAMOND_SILU, DIAMOND_GELU, DIAMOND_ESCAPES, DIAMOND_REDUCED };
+static ts_graph *diamond_graph(int kind) {
+  ts_graph *g = ts_graph_new("diamond");
+  int x = value2(g, COLS);
+  float w[COLS * COLS];
+  for (int i = 0; i < COLS * COLS; i++) w[i] = (float)cos(0.3 * i) * 0.5f;
+  int64_t wshape[2] = {COLS, COLS};
+  int wv = gr_const_add(g, gr_fresh_name(g, "w"), TS_FLOAT32, 2, wshape, w);
+  int m = op2(g, "MatMul", x, wv, COLS), y, outs[2];
+  if (kind == DIAMOND_GELU) {
+    int cube = op2(g, "Pow", m, scalar(g, 3), COLS);
+    int inner =
+        op2(g, "Add", m, op2(g, "Mul", cube, scalar(g, 0.044715f), COLS), COLS);
+    int t =
+        op1(g, "Tanh", op2(g, "Mul", inner, scalar(g, 0.7978846f), COLS), COLS);
+    y = op2(g, "Mul", op2(g, "Mul", m, scalar(g, 0.5f), COLS),
+            op2(g, "Add", t, scalar(g, 1), COLS), COLS);
+  } else {
+    int sg = op1(g, "Sigmoid", m, COLS);
+    if (kind == DIAMOND_REDUCED) outs[1] = mean_last(g, m, 1);
+    y = op2(g, "Mul", m, sg, COLS);
+  }
+  outs[0] = y;
+  if (kind == DIAMOND_ESCAPES) outs[1] = m;
+  set_io(g, x, outs, kind >= DIAMOND_ESCAPES ? 2 : 1);
+  return g;
+}
+
+static void test_fusion_diamonds(void **state) {
+  (void)state;
+  for (int kind = 0; kind < 4; kind++) {
+    ts_graph *g = diamond_graph(kind);
+    int calls = pass_and_compare(g, "call_tir", ts_graph_fuse);
+    if (kind <= DIAMOND_GELU) {
+      assert_int_equal(calls, 1);
+      assert_int_equal(ts_graph_count_op(g, "Mul"), 0);
+    } else {
+      /* the MatMul alone; Sigmoid and Mul (and the mean) apart */
+      assert_true(calls >= 2);
+      const char *name = NULL;
+      for (int i = 0; i < ts_graph_n_nodes(g) && !name; i++)
+        if (ts_graph_node_func(g, i) &&
+            strstr(ts_func_name(ts_graph_node_func(g, i)), "matmul"))
+          name = ts_func_name(ts_graph_node_func(g, i));
+      assert_non_null(name);
+      assert_string_equal(name, "fused_matmul");
+    }
+    ts_graph_free(g);
+  }
 }
 
 /* The small BERT: every layer norm and GELU recognized, the values kept. */
@@ -258,6 +320,7 @@ int main(void) {
       cmocka_unit_test(test_layer_norm_refused),
       cmocka_unit_test(test_gelu_spellings),
       cmocka_unit_test(test_bert),
+      cmocka_unit_test(test_fusion_diamonds),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,204 @@
+#!/usr/bin/python3
+"""Writes three more ONNX networks with random weights, of families the zoo
+of gen_models.py does not have, for checking the graph compiler on models
+it was not built around:
+
+  convnext      a ConvNeXt-T-like classifier (depthwise 7x7 convs, channels-
+                last LayerNormalization between Transposes, 4-D MatMuls as
+                PyTorch exports nn.Linear on NHWC, GELU as Erf, a per-channel
+                layer scale; the downsampling layers' LayerNorm over channels
+                in NCHW spelled out as ReduceMean/Sub/Pow/Sqrt/Div);
+  vit           a ViT-B/16-like encoder (a 16x16 stride-16 patch conv, a
+                class token Concat, 197 tokens: a sequence no power of two
+                divides, 6 layers of 768, the class token's logits);
+  efficientnet  an EfficientNet-B0-like classifier (SiLU as x * Sigmoid(x),
+                depthwise 3x3 and 5x5 convs of stride 1 and 2, squeeze-and-
+                excitation, a segmentation-style LogSoftmax over the channel
+                axis of an NCHW map as a second output).
+
+All opset 17; `--small` writes reduced versions (same operators and
+structure, few layers, small widths) that run in seconds.
+
+usage: gen_models_more.py --out DIR [--small] [--models convnext,vit,efficientnet] [--seed N]
+"""
+import argparse
+import os
+import sys
+
+import numpy as np
+from onnx import TensorProto, helper
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gen_models import Builder, _rename_outputs, save, tensor_input  # noqa: E402
+
+F32 = np.float32
+
+
+def _layer_norm(b, rng, x, c, axis=-1):
+    return b.op("LayerNormalization", [
+        x, b.const("ln_g", rng.uniform(0.8, 1.2, c).astype(F32)),
+        b.const("ln_b", rng.uniform(-0.1, 0.1, c).astype(F32))], axis=axis, epsilon=1e-6)
+
+
+def _dense(b, rng, x, cin, cout):
+    y = b.op("MatMul", [x, b.weight("w", (cin, cout), cin)])
+    return b.op("Add", [y, b.const("b", rng.uniform(-0.1, 0.1, cout).astype(F32))])
+
+
+def _gelu(b, x):
+    """GELU as PyTorch exports it: x * 0.5 * (1 + erf(x / sqrt(2)))."""
+    e = b.op("Erf", [b.op("Div", [x, b.f32(np.sqrt(2.0))])])
+    return b.op("Mul", [b.op("Mul", [x, b.op("Add", [e, b.f32(1.0)])]), b.f32(0.5)])
+
+
+def _channel_norm(b, rng, x, c):
+    """LayerNorm over the channels of an NCHW map, spelled out."""
+    m = b.op("ReduceMean", [x], axes=[1], keepdims=1)
+    d = b.op("Sub", [x, m])
+    v = b.op("ReduceMean", [b.op("Pow", [d, b.f32(2.0)])], axes=[1], keepdims=1)
+    y = b.op("Div", [d, b.op("Sqrt", [b.op("Add", [v, b.f32(1e-6)])])])
+    g = b.const("cn_g", rng.uniform(0.8, 1.2, (c, 1, 1)).astype(F32))
+    be = b.const("cn_b", rng.uniform(-0.1, 0.1, (c, 1, 1)).astype(F32))
+    return b.op("Add", [b.op("Mul", [y, g]), be])
+
+
+def convnext(rng, small):
+    size, classes = (32, 10) if small else (224, 1000)
+    depths = [1, 1, 2, 1] if small else [3, 3, 9, 3]
+    dims = [16, 32, 48, 64] if small else [96, 192, 384, 768]
+    b = Builder(rng)
+    x = b.conv("input", 3, dims[0], 4, stride=4, pad=0, bias=True)
+    x = b.op("Transpose", [_layer_norm(b, rng, b.op("Transpose", [x], perm=[0, 2, 3, 1]), dims[0])],
+             perm=[0, 3, 1, 2])
+    for stage, (depth, c) in enumerate(zip(depths, dims)):
+        if stage > 0:
+            x = _channel_norm(b, rng, x, dims[stage - 1])
+            x = b.conv(x, dims[stage - 1], c, 2, stride=2, pad=0, bias=True)
+        for _ in range(depth):
+            y = b.conv(x, c, c, 7, group=c, bias=True)
+            y = _layer_norm(b, rng, b.op("Transpose", [y], perm=[0, 2, 3, 1]), c)
+            y = _dense(b, rng, _gelu(b, _dense(b, rng, y, c, 4 * c)), 4 * c, c)
+            y = b.op("Mul", [y, b.const("gamma", rng.uniform(0.1, 0.5, c).astype(F32))])
+            x = b.op("Add", [x, b.op("Transpose", [y], perm=[0, 3, 1, 2])])
+    x = b.op("ReduceMean", [x], axes=[2, 3], keepdims=0)
+    out = _dense(b, rng, _layer_norm(b, rng, x, dims[-1]), dims[-1], classes)
+    outs = _rename_outputs(b, [(out, "logits", [1, classes])])
+    g = helper.make_graph(b.nodes, "convnext",
+                          [tensor_input("input", TensorProto.FLOAT, [1, 3, size, size])], outs, b.inits)
+    return g, not small
+
+
+def vit(rng, small):
+    size, patch, layers, hidden, heads, classes = (
+        (32, 8, 2, 64, 4, 10) if small else (224, 16, 6, 768, 12, 1000))
+    tokens = (size // patch) ** 2 + 1
+    hd = hidden // heads
+    b = Builder(rng)
+    i64 = b.i64
+    x = b.conv("input", 3, hidden, patch, stride=patch, pad=0, bias=True)
+    x = b.op("Transpose", [b.op("Reshape", [x, i64([1, hidden, tokens - 1])])], perm=[0, 2, 1])
+    cls = b.const("cls", rng.standard_normal((1, 1, hidden)).astype(F32) * F32(0.02))
+    x = b.op("Concat", [cls, x], axis=1)
+    x = b.op("Add", [x, b.const("pos", rng.standard_normal((1, tokens, hidden)).astype(F32) * F32(0.02))])
+
+    def heads_of(t, perm):
+        return b.op("Transpose", [b.op("Reshape", [t, i64([1, tokens, heads, hd])])], perm=perm)
+
+    for _ in range(layers):
+        h = _layer_norm(b, rng, x, hidden)
+        q = heads_of(_dense(b, rng, h, hidden, hidden), [0, 2, 1, 3])
+        k = heads_of(_dense(b, rng, h, hidden, hidden), [0, 2, 3, 1])
+        v = heads_of(_dense(b, rng, h, hidden, hidden), [0, 2, 1, 3])
+        s = b.op("Mul", [b.op("MatMul", [q, k]), b.f32(1.0 / np.sqrt(hd))])
+        p = b.op("Softmax", [s], axis=-1)
+        c = b.op("Reshape", [b.op("Transpose", [b.op("MatMul", [p, v])], perm=[0, 2, 1, 3]),
+                             i64([1, tokens, hidden])])
+        x = b.op("Add", [x, _dense(b, rng, c, hidden, hidden)])
+        m = _dense(b, rng, _gelu(b, _dense(b, rng, _layer_norm(b, rng, x, hidden), hidden, 4 * hidden)),
+                   4 * hidden, hidden)
+        x = b.op("Add", [x, m])
+    x = _layer_norm(b, rng, x, hidden)
+    first = b.op("Gather", [x, i64(0)], axis=1)
+    out = _dense(b, rng, first, hidden, classes)
+    outs = _rename_outputs(b, [(out, "logits", [1, classes])])
+    g = helper.make_graph(b.nodes, "vit", [tensor_input("input", TensorProto.FLOAT, [1, 3, size, size])],
+                          outs, b.inits)
+    return g, not small
+
+
+def efficientnet(rng, small):
+    size, classes, div = (64, 10, 4) if small else (224, 1000, 1)
+    # expansion, channels, repeats, stride, kernel (EfficientNet-B0)
+    cfg = [(1, 16, 1, 1, 3), (6, 24, 2, 2, 3), (6, 40, 2, 2, 5), (6, 80, 3, 2, 3),
+           (6, 112, 3, 1, 5), (6, 192, 4, 2, 5), (6, 320, 1, 1, 3)]
+    b = Builder(rng, {"input": rng.uniform(-1, 1, (1, 3, size, size)).astype(F32)})
+
+    def silu(x):
+        return b.op("Mul", [x, b.op("Sigmoid", [x])])
+
+    def conv_bn(x, cin, cout, k=1, s=1, group=1, act=True):
+        y = b.bn(b.conv(x, cin, cout, k, stride=s, group=group), cout)
+        return silu(y) if act else y
+
+    def fc(x, cin, cout, std=1.0):
+        n = cin * float(np.mean(np.square(b.values[x], dtype=np.float64))) / std ** 2
+        w = b.weight("conv_w", (cout, cin, 1, 1), n)
+        bias = b.const("conv_b", rng.uniform(-0.1, 0.1, cout).astype(F32))
+        return b.op("Conv", [x, w, bias], kernel_shape=[1, 1], strides=[1, 1], pads=[0, 0, 0, 0])
+
+    stem = 32 // div
+    x = conv_bn("input", 3, stem, 3, 2)
+    cin = stem
+    seg = None
+    for e, c, n, s, k in cfg:
+        c = max(8, c // div)
+        for i in range(1 if small else n):
+            stride = s if i == 0 else 1
+            hidden = cin * e
+            y = conv_bn(x, cin, hidden, 1) if e != 1 else x
+            y = conv_bn(y, hidden, hidden, k, stride, group=hidden)
+            sq = max(1, cin // 4)
+            p = silu(fc(b.op("GlobalAveragePool", [y]), hidden, sq))
+            y = b.op("Mul", [y, b.op("Sigmoid", [fc(p, sq, hidden, std=2.0)])])
+            y = conv_bn(y, hidden, c, 1, act=False)
+            x = b.op("Add", [x, y]) if stride == 1 and cin == c else y
+            cin = c
+        if seg is None and c == max(8, 40 // div):
+            # a segmentation-style head on the stride-8 map: per-pixel class
+            # scores, LogSoftmax over the channel axis
+            seg = b.op("LogSoftmax", [fc(x, c, 21)], axis=1)
+    head = 1280 // div
+    x = conv_bn(x, cin, head, 1)
+    x = b.op("Flatten", [b.op("GlobalAveragePool", [x])], axis=1)
+    w = b.weight("fc_w", (classes, head), head)
+    out = b.op("Gemm", [x, w, b.const("fc_b", rng.uniform(-0.1, 0.1, classes).astype(F32))],
+               alpha=1.0, beta=1.0, transB=1)
+    seg_hw = size // 8
+    outs = _rename_outputs(b, [(out, "logits", [1, classes]), (seg, "seg", [1, 21, seg_hw, seg_hw])])
+    g = helper.make_graph(b.nodes, "efficientnet",
+                          [tensor_input("input", TensorProto.FLOAT, [1, 3, size, size])], outs, b.inits)
+    return g, False
+
+
+MODELS = {"convnext": convnext, "vit": vit, "efficientnet": efficientnet}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", required=True, help="folder to write the models to")
+    ap.add_argument("--small", action="store_true", help="the small test versions")
+    ap.add_argument("--models", default=",".join(MODELS), help="comma-separated, of %s" % ", ".join(MODELS))
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    for name in args.models.split(","):
+        if name not in MODELS:
+            sys.exit("gen_models_more: unknown model '%s' (have %s)" % (name, ", ".join(MODELS)))
+        graph, external = MODELS[name](np.random.RandomState(args.seed), args.small)
+        path = os.path.join(args.out, name + ("_small" if args.small else "") + ".onnx")
+        save(graph, path, external, 17)
+        print(path)
+
+
+if __name__ == "__main__":
+    main()
