@@ -1198,7 +1198,15 @@ static ts_buffer *build_conv_transpose(builder *b, const gr_node *n) {
 }
 
 /* Whether node i is a 4-D Transpose whose result only a channels-last
- * Conv reads, as its data (its group takes the conv). */
+ * Conv of one group and at most 4 input channels reads, as its data (its
+ * group takes the conv: the model's NCHW image into the stem, read a
+ * pixel's few channels at a time). Other convs take the transposed value:
+ * a grouped (depthwise) conv vectorizes over the channels it reads, which
+ * through the transpose are a gather each (ConvNeXt's 7x7 depthwise convs:
+ * 0.6-1.3 ms against 0.13-0.23 after a transpose of their own, and 30 s
+ * of LLVM for one of them), and one of many input channels reads each
+ * strided by a whole plane (its 2x2 downsampling convs of 96 and 192
+ * channels: 0.46-0.62 ms against about 0.2 for transpose and conv). */
 static bool transpose_into_conv(const ts_graph *g, int i, const int *uses,
                                 const int *consumer) {
   const gr_node *t = &g->nodes[i];
@@ -1209,6 +1217,7 @@ static bool transpose_into_conv(const ts_graph *g, int i, const int *uses,
   if (uses[v] != 1 || consumer[v] <= i) return false;
   const gr_node *c = &g->nodes[consumer[v]];
   return !strcmp(c->op, "Conv") && c->inputs[0] == v &&
+         gr_attr_int(c, "group", 1) == 1 && g->values[v].shape[3] <= 4 &&
          gr_node_channels_last(c) && !pointwise_conv(g, c) && is_anchor(g, c);
 }
 

@@ -14,7 +14,8 @@
  * kernels whose weights do not stay in cache by the output channels of
  * the default register tile for the target, and compute the same values with
  * their epilogue in the group (channel-split) or, when an operand cannot follow
- * the split, in a group of its own.
+ * the split, in a group of its own; the input's transpose is read through
+ * by a stem conv only (few channels, one group).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -180,6 +181,58 @@ static ts_graph *conv_softmax_conv(void) {
   int r = node(g, "Relu", &c2, 1);
   set_output(g, r);
   return g;
+}
+
+/* x [1, c, 7, 5] -> 3x3 Conv of `groups` groups -> output. */
+static ts_graph *one_conv(int64_t c, int64_t groups) {
+  ts_graph *g = ts_graph_new("one_conv");
+  int x = add_input(g, "x", (int64_t[]){1, c, 7, 5});
+  int64_t cig = c / groups, n = c * cig * 9;
+  float *w = ts_arena_alloc(g->arena, sizeof(float) * (size_t)n);
+  for (int64_t i = 0; i < n; i++) w[i] = (float)((i * 37) % 17 - 8) / 8;
+  int wv = gr_const_add(g, "w", TS_FLOAT32, 4, (int64_t[]){c, cig, 3, 3}, w);
+  int y = node(g, "Conv", (int[]){x, wv}, 2);
+  gr_node *cv = &g->nodes[g->n_nodes - 1];
+  gr_node_set_attr(g, cv,
+                   (gr_attr){.name = "pads",
+                             .kind = GR_ATTR_INTS,
+                             .n = 4,
+                             .ints = (int64_t[]){1, 1, 1, 1}});
+  gr_node_set_attr(
+      g, cv, (gr_attr){.name = "group", .kind = GR_ATTR_INT, .i = groups});
+  set_output(g, y);
+  return g;
+}
+
+/* The input's transpose is read through by the first conv only where that
+ * is an image's few channels into a conv of one group (the stem): a
+ * depthwise conv, or one of many channels, takes the transpose's output
+ * (read through, each vector of channels would be a gather, or each
+ * channel a plane away). Values as with the layout pass off. */
+static void test_transpose_into_conv(void **state) {
+  (void)state;
+  const int64_t cases[3][3] = {{3, 1, 1}, {8, 8, 0}, {8, 1, 0}};
+  for (int k = 0; k < 3; k++) {
+    ts_error err;
+    ts_graph *ref = one_conv(cases[k][0], cases[k][1]);
+    assert_int_equal(ts_graph_set_layout(ref, "nchw", &err), TS_OK);
+    assert_int_equal(ts_graph_run_passes(ref, NULL, &err), TS_OK);
+    ts_graph *g = one_conv(cases[k][0], cases[k][1]);
+    assert_int_equal(ts_graph_run_passes(g, NULL, &err), TS_OK);
+    bool through = false;
+    for (int i = 0; i < g->n_nodes; i++)
+      through |= g->nodes[i].kind == TS_GRAPH_CALL &&
+                 !strncmp(g->nodes[i].name, "fused_transpose_conv", 20);
+    assert_int_equal(through, cases[k][2] != 0);
+    ts_graph_tensor a[1], b[1];
+    assert_int_equal(run(ref, TS_GRAPH_COMPILE, a), 1);
+    assert_int_equal(run(g, TS_GRAPH_COMPILE, b), 1);
+    same(a, b, 1, "one conv");
+    free_outs(a, 1);
+    free_outs(b, 1);
+    ts_graph_free(ref);
+    ts_graph_free(g);
+  }
 }
 
 /* NCHW [n, c, h, w] data permuted to NHWC (to = true) or back. */
@@ -922,6 +975,7 @@ int main(void) {
       cmocka_unit_test(test_one_transpose_at_the_input),
       cmocka_unit_test(test_fixed_layout_op),
       cmocka_unit_test(test_io_layout),
+      cmocka_unit_test(test_transpose_into_conv),
       cmocka_unit_test(test_blocked_pointwise),
       cmocka_unit_test(test_pointwise_matmul),
       cmocka_unit_test(test_blocked_matmul),
