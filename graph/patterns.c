@@ -14,6 +14,13 @@
  *     Mul(Mul(x, b), 0.5) | Mul(Mul(x, 0.5), b)
  *   -> Gelu(x)
  *
+ *   a permutation of one axis, as exporters write ShuffleNet's channel
+ *   shuffle: r = Reshape(x) splitting axis k into [a, b]; t = Transpose(r)
+ *   swapping those two; Reshape(t) back to x's shape
+ *   -> Gather(x, constant positions, axis=k): one kernel instead of three,
+ *   and one the layout pass runs in either layout (the 5-D reshapes and
+ *   transpose keep NCHW, between transposes of their own)
+ *
  * A chain is rewritten only when each of its intermediate values has no
  * other use (it is not a graph output, and nothing outside the chain reads
  * it), the constants are float32 scalars of the expected value (within
@@ -251,6 +258,51 @@ static int match_gelu(matcher *m, int i, ts_error *err) {
   return replace(m, last, "Gelu", &x, 1, NULL, 0, err);
 }
 
+/* A permutation of one axis spelled as Reshape, Transpose, Reshape
+ * starting at node i (the first Reshape). */
+static int match_axis_shuffle(matcher *m, int i, ts_error *err) {
+  const gr_node *r1 = op_at(m, i, "Reshape");
+  if (!r1) return TS_OK;
+  const gr_value *x = &m->g->values[r1->inputs[0]];
+  const gr_value *s = &m->g->values[r1->outputs[0]];
+  if (x->ndim < 1 || s->ndim != x->ndim + 1) return TS_OK;
+  int k = 0;
+  while (k < x->ndim && x->shape[k] == s->shape[k]) k++;
+  if (k >= x->ndim || s->shape[k] * s->shape[k + 1] != x->shape[k] ||
+      s->shape[k] < 2 || s->shape[k + 1] < 2)
+    return TS_OK;
+  for (int d = k + 1; d < x->ndim; d++)
+    if (x->shape[d] != s->shape[d + 1]) return TS_OK;
+  const gr_node *t = op_at(m, only_user(m, r1->outputs[0]), "Transpose");
+  int np = 0;
+  const int64_t *perm = t ? gr_attr_ints(t, "perm", &np) : NULL;
+  if (!perm || np != s->ndim) return TS_OK;
+  for (int d = 0; d < np; d++)
+    if (perm[d] != (d == k ? k + 1 : d == k + 1 ? k : d)) return TS_OK;
+  const gr_node *r2 = op_at(m, only_user(m, t->outputs[0]), "Reshape");
+  if (!r2) return TS_OK;
+  const gr_value *y = &m->g->values[r2->outputs[0]];
+  if (y->ndim != x->ndim ||
+      memcmp(y->shape, x->shape, sizeof(int64_t) * (size_t)x->ndim))
+    return TS_OK;
+  /* output position p = i b' + j (i < s[k + 1], j < s[k]) reads the
+   * transposed [.., i, j, ..] = the reshaped [.., j, i, ..]: input
+   * position j s[k + 1] + i */
+  int64_t a = s->shape[k], b = s->shape[k + 1], n = x->shape[k];
+  int64_t *pos = ts_malloc(sizeof *pos * (size_t)n);
+  if (!pos) return TS_ERR(err, TS_ENOMEM, "patterns: out of memory");
+  for (int64_t p = 0; p < n; p++) pos[p] = (p % a) * b + p / a;
+  int idx =
+      gr_const_add(m->g, gr_fresh_name(m->g, "shuffle"), TS_INT64, 1, &n, pos);
+  free(pos);
+  if (idx < 0) return TS_ERR(err, TS_ENOMEM, "patterns: out of memory");
+  drop(m, r1);
+  drop(m, t);
+  int ins[2] = {r1->inputs[0], idx};
+  gr_attr axis = {.name = "axis", .kind = GR_ATTR_INT, .i = k};
+  return replace(m, r2, "Gather", ins, 2, &axis, 1, err);
+}
+
 int ts_graph_match_patterns(ts_graph *g, ts_error *err) {
   matcher m = {.g = g};
   int rc = TS_OK, n_nodes = g->n_nodes;
@@ -287,6 +339,7 @@ int ts_graph_match_patterns(ts_graph *g, ts_error *err) {
     if (m.removed[i]) continue;
     rc = match_layer_norm(&m, i, err);
     if (!rc) rc = match_gelu(&m, i, err);
+    if (!rc) rc = match_axis_shuffle(&m, i, err);
   }
   if (rc) goto done;
   for (int i = 0; i < g->n_nodes; i++) n_found += m.repl[i] != NULL;

@@ -204,6 +204,12 @@ def _evaluate(node, values):
         y = x[0] @ (x[1].T if a.get("transB") else x[1]) + x[2]
     elif op == "Reshape":
         y = x[0].reshape(x[1])
+    elif op == "Transpose":
+        y = np.transpose(x[0], a["perm"])
+    elif op == "AveragePool":  # non-overlapping windows, no padding
+        k = a["kernel_shape"][0]
+        n, c, h, w = x[0].shape
+        y = x[0][:, :, :h // k * k, :w // k * k].reshape(n, c, h // k, k, w // k, k).mean(axis=(3, 5))
     elif op == "LogSoftmax":
         d = x[0] - x[0].max(axis=a.get("axis", -1), keepdims=True)
         y = d - np.log(np.exp(d).sum(axis=a.get("axis", -1), keepdims=True))

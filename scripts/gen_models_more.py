@@ -180,7 +180,83 @@ def efficientnet(rng, small):
     return g, False
 
 
-MODELS = {"convnext": convnext, "vit": vit, "efficientnet": efficientnet}
+def shufflenet(rng, small):
+    """ShuffleNet-V2-1.0x-like: channel split (Split), branch convs, Concat
+    and the channel shuffle as PyTorch exports it (Reshape to [n, 2, c/2, h,
+    w], Transpose, Reshape back)."""
+    size, classes, div = (64, 10, 4) if small else (224, 1000, 1)
+    stages, repeats = [116 // div * 2 // 2, 232 // div, 464 // div], [1, 1, 1] if small else [4, 8, 4]
+    b = Builder(rng, {"input": rng.uniform(-1, 1, (1, 3, size, size)).astype(F32)})
+
+    def cbr(x, cin, cout, k=1, s=1, group=1, act=True):
+        y = b.bn(b.conv(x, cin, cout, k, stride=s, group=group), cout)
+        return b.relu(y) if act else y
+
+    def shuffle(x, c, hw):
+        y = b.op("Reshape", [x, b.i64([1, 2, c // 2, hw, hw])])
+        y = b.op("Transpose", [y], perm=[0, 2, 1, 3, 4])
+        return b.op("Reshape", [y, b.i64([1, c, hw, hw])])
+
+    x = cbr("input", 3, 24, 3, 2)
+    x = b.op("MaxPool", [x], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+    cin, hw = 24, size // 4
+    for c, n in zip(stages, repeats):
+        c -= c % 2
+        for i in range(n):
+            half = c // 2
+            if i == 0:
+                hw //= 2
+                l = cbr(cbr(x, cin, cin, 3, 2, group=cin, act=False), cin, half)
+                r = cbr(x, cin, half)
+                r = cbr(cbr(r, half, half, 3, 2, group=half, act=False), half, half)
+            else:
+                l, r = b.op("Split", [x, b.i64([half, half])], n_out=2, axis=1)
+                r = cbr(cbr(cbr(r, half, half), half, half, 3, 1, group=half, act=False), half, half)
+            x = shuffle(b.op("Concat", [l, r], axis=1), c, hw)
+            cin = c
+    x = cbr(x, cin, 1024 // div)
+    x = b.op("Flatten", [b.op("GlobalAveragePool", [x])], axis=1)
+    out = b.linear(x, 1024 // div, classes)
+    outs = _rename_outputs(b, [(out, "logits", [1, classes])])
+    g = helper.make_graph(b.nodes, "shufflenet",
+                          [tensor_input("input", TensorProto.FLOAT, [1, 3, size, size])], outs, b.inits)
+    return g, False
+
+
+def densenet(rng, small):
+    """DenseNet-121-like: dense blocks whose layers each Concat their input
+    with 32 new channels (BN, ReLU, 1x1 conv to 128, BN, ReLU, 3x3 conv),
+    transitions of BN, ReLU, 1x1 conv and 2x2 AveragePool."""
+    size, classes = (64, 10) if small else (224, 1000)
+    blocks, growth = ([2, 2, 2, 2], 8) if small else ([6, 12, 24, 16], 32)
+    b = Builder(rng, {"input": rng.uniform(-1, 1, (1, 3, size, size)).astype(F32)})
+
+    def br(x, c):
+        return b.relu(b.bn(x, c))
+
+    c = 2 * growth
+    x = br(b.conv("input", 3, c, 7, stride=2, pad=3), c)
+    x = b.op("MaxPool", [x], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+    for i, n in enumerate(blocks):
+        for _ in range(n):
+            y = b.conv(br(x, c), c, 4 * growth, 1)
+            y = b.conv(br(y, 4 * growth), 4 * growth, growth, 3)
+            x = b.op("Concat", [x, y], axis=1)
+            c += growth
+        if i < len(blocks) - 1:
+            x = b.conv(br(x, c), c, c // 2, 1)
+            x = b.op("AveragePool", [x], kernel_shape=[2, 2], strides=[2, 2])
+            c //= 2
+    x = b.op("Flatten", [b.op("GlobalAveragePool", [br(x, c)])], axis=1)
+    out = b.linear(x, c, classes)
+    outs = _rename_outputs(b, [(out, "logits", [1, classes])])
+    g = helper.make_graph(b.nodes, "densenet",
+                          [tensor_input("input", TensorProto.FLOAT, [1, 3, size, size])], outs, b.inits)
+    return g, False
+
+
+MODELS = {"convnext": convnext, "vit": vit, "efficientnet": efficientnet,
+          "shufflenet": shufflenet, "densenet": densenet}
 
 
 def main():

@@ -5,7 +5,9 @@
  * (Pow or Mul for the square, with or without gamma/beta; x/sqrt2 or
  * x*(1/sqrt2), the half first or last) and left alone when an intermediate
  * has another use, when a constant has the wrong value, or when the mean
- * runs over another axis. Fusion takes elementwise diamonds (x *
+ * runs over another axis; a channel shuffle becomes one Gather (not when
+ * an intermediate escapes or the transpose moves other axes). Fusion takes
+ * elementwise diamonds (x *
  * Sigmoid(x)) into the anchor's group, and stops where a value escapes.
  */
 #include <setjmp.h>
@@ -205,6 +207,54 @@ static void test_gelu_spellings(void **state) {
   ts_graph_free(g);
 }
 
+/* x [3, 8] -> Reshape [3, a, 8 / a] -> Transpose perm -> Reshape [3, 8]
+ * -> Relu; with `escape`, the transposed value is a graph output too. */
+static ts_graph *shuffle_graph(int64_t a, const int64_t *perm, bool escape) {
+  ts_graph *g = ts_graph_new("shuffle");
+  int x = value2(g, COLS);
+  int64_t split[3] = {ROWS, a, COLS / a}, two = 2, three = 3;
+  int64_t back[2] = {ROWS, COLS};
+  int s1 = gr_const_add(g, gr_fresh_name(g, "s"), TS_INT64, 1, &three, split);
+  int s2 = gr_const_add(g, gr_fresh_name(g, "s"), TS_INT64, 1, &two, back);
+  int ins[2] = {x, s1};
+  int r = gr_value_fresh(g, "r", TS_FLOAT32, -1, NULL);
+  gr_node_add(g, "Reshape", gr_fresh_name(g, "Reshape"), ins, 2, &r, 1);
+  int t = gr_value_fresh(g, "t", TS_FLOAT32, -1, NULL);
+  gr_node *tn =
+      gr_node_add(g, "Transpose", gr_fresh_name(g, "T"), &r, 1, &t, 1);
+  gr_node_set_attr(g, tn,
+                   (gr_attr){.name = "perm",
+                             .kind = GR_ATTR_INTS,
+                             .n = 3,
+                             .ints = (int64_t *)perm});
+  int ins2[2] = {t, s2};
+  int y = value2(g, COLS);
+  gr_node_add(g, "Reshape", gr_fresh_name(g, "Reshape"), ins2, 2, &y, 1);
+  int outs[2] = {op1(g, "Relu", y, COLS), t};
+  set_io(g, x, outs, escape ? 2 : 1);
+  return g;
+}
+
+/* ShuffleNet's channel shuffle (split an axis, swap the halves, merge)
+ * becomes one Gather of the axis, with the same values; a transpose that
+ * moves other axes, or an intermediate read elsewhere, is left alone. */
+static void test_axis_shuffle(void **state) {
+  (void)state;
+  static const int64_t swap[3] = {0, 2, 1}, other[3] = {1, 0, 2};
+  for (int64_t a = 2; a <= 4; a *= 2) {
+    ts_graph *g = shuffle_graph(a, swap, false);
+    assert_int_equal(rewrite_and_compare(g, "Gather"), 1);
+    assert_int_equal(ts_graph_count_op(g, "Transpose"), 0);
+    ts_graph_free(g);
+  }
+  ts_graph *g = shuffle_graph(2, other, false);
+  assert_int_equal(rewrite_and_compare(g, "Gather"), 0);
+  ts_graph_free(g);
+  g = shuffle_graph(2, swap, true);
+  assert_int_equal(rewrite_and_compare(g, "Gather"), 0);
+  ts_graph_free(g);
+}
+
 /* Fusion takes an elementwise diamond after an anchor into the anchor's
  * group: x * Sigmoid(x) and the tanh GELU (x read by four nodes) after a
  * MatMul are one call each. Where the anchor's value is also read outside
@@ -321,6 +371,7 @@ int main(void) {
       cmocka_unit_test(test_gelu_spellings),
       cmocka_unit_test(test_bert),
       cmocka_unit_test(test_fusion_diamonds),
+      cmocka_unit_test(test_axis_shuffle),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
