@@ -1345,6 +1345,8 @@ int ts_graph_fuse(ts_graph *g, ts_error *err) {
   /* a group whose function could not be built for lack of memory is left
    * as graph operators: counted, and the pass reports it */
   unsigned long failures = ts_alloc_failures();
+  int rc0 = gr_fold_channel_scales(g, err);
+  if (rc0) return rc0;
   int *uses = gr_use_counts(g);
   int *consumer = ts_malloc(sizeof(int) * ((size_t)g->n_values + 1));
   int *group_of = ts_malloc(sizeof(int) * ((size_t)g->n_nodes + 1));

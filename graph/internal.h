@@ -271,6 +271,10 @@ gr_node gr_node_make(ts_graph *g, const char *op, const char *name,
  * graph failed) when out of memory. */
 bool gr_own_func(ts_graph *g, ts_func *f);
 
+/* Moves each per-channel scale of a channels-last conv's input onto its
+ * weights (scale_fold.c; the fuse pass runs it first). */
+int gr_fold_channel_scales(ts_graph *g, ts_error *err);
+
 /* ---- layout.c, fuse.c ---- */
 /* Whether the layout pass made n channels-last (attribute layout="NHWC"):
  * a Conv reads [N, H, W, C] data and [KH, KW, C/group, CO] weights and

@@ -15,7 +15,8 @@
  * the default register tile for the target, and compute the same values with
  * their epilogue in the group (channel-split) or, when an operand cannot follow
  * the split, in a group of its own; the input's transpose is read through
- * by a stem conv only (few channels, one group).
+ * by a stem conv only (few channels, one group); a per-channel gate on a
+ * conv's input moves onto its weights.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -183,6 +184,19 @@ static ts_graph *conv_softmax_conv(void) {
   return g;
 }
 
+/* Runs both one-output graphs compiled, checks their outputs agree, and
+ * frees both. */
+static void same_and_free(ts_graph *ref, ts_graph *g, const char *what) {
+  ts_graph_tensor a[1], b[1];
+  assert_int_equal(run(ref, TS_GRAPH_COMPILE, a), 1);
+  assert_int_equal(run(g, TS_GRAPH_COMPILE, b), 1);
+  same(a, b, 1, what);
+  free_outs(a, 1);
+  free_outs(b, 1);
+  ts_graph_free(ref);
+  ts_graph_free(g);
+}
+
 /* x [1, c, 7, 5] -> 3x3 Conv of `groups` groups -> output. */
 static ts_graph *one_conv(int64_t c, int64_t groups) {
   ts_graph *g = ts_graph_new("one_conv");
@@ -224,14 +238,50 @@ static void test_transpose_into_conv(void **state) {
       through |= g->nodes[i].kind == TS_GRAPH_CALL &&
                  !strncmp(g->nodes[i].name, "fused_transpose_conv", 20);
     assert_int_equal(through, cases[k][2] != 0);
-    ts_graph_tensor a[1], b[1];
-    assert_int_equal(run(ref, TS_GRAPH_COMPILE, a), 1);
-    assert_int_equal(run(g, TS_GRAPH_COMPILE, b), 1);
-    same(a, b, 1, "one conv");
-    free_outs(a, 1);
-    free_outs(b, 1);
-    ts_graph_free(ref);
-    ts_graph_free(g);
+    same_and_free(ref, g, "one conv");
+  }
+}
+
+/* Squeeze-and-excitation's gate between two convs: x [1, 8, hw, hw] ->
+ * 1x1 Conv z -> Mul(z, Sigmoid(GlobalAveragePool(z))) -> 1x1 Conv to 4
+ * channels. */
+static ts_graph *gated_conv(int64_t hw) {
+  ts_graph *g = ts_graph_new("gated_conv");
+  int x = add_input(g, "x", (int64_t[]){1, 8, hw, hw});
+  float w[8 * 8];
+  for (int i = 0; i < 64; i++) w[i] = (float)((i * 37) % 17 - 8) / 8;
+  int w0 = gr_const_add(g, "w0", TS_FLOAT32, 4, (int64_t[]){8, 8, 1, 1}, w);
+  int w1 = gr_const_add(g, "w1", TS_FLOAT32, 4, (int64_t[]){4, 8, 1, 1}, w);
+  int z = node(g, "Conv", (int[]){x, w0}, 2);
+  int gate =
+      node(g, "Sigmoid", (int[]){node(g, "GlobalAveragePool", &z, 1)}, 1);
+  int y = node(g, "Mul", (int[]){z, gate}, 2);
+  set_output(g, node(g, "Conv", (int[]){y, w1}, 2));
+  return g;
+}
+
+/* The gate moves onto the conv's weights (a Mul of 8 x 4 factors, not one
+ * over the activation) where the activation is the larger; the values are
+ * those of the graph without the passes. On a 1 x 1 image it stays. */
+static void test_scale_onto_weights(void **state) {
+  (void)state;
+  for (int64_t hw = 1; hw <= 6; hw += 5) {
+    ts_error err;
+    ts_graph *ref = gated_conv(hw), *g = gated_conv(hw);
+    assert_int_equal(ts_graph_run_passes(ref, "lower", &err), TS_OK);
+    assert_int_equal(ts_graph_run_passes(g, NULL, &err), TS_OK);
+    int64_t act = 0, weights = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+      const gr_node *n = &g->nodes[i];
+      if (n->kind != TS_GRAPH_CALL || !strstr(ts_func_name(n->func), "mul"))
+        continue;
+      int64_t e = gr_value_elems(&g->values[n->outputs[0]]);
+      act += e == 8 * hw * hw;
+      weights += e == 32;
+    }
+    assert_int_equal(act, hw > 1 ? 0 : 1);
+    assert_int_equal(weights, hw > 1 ? 1 : 0);
+    same_and_free(ref, g, "gated conv");
   }
 }
 
@@ -976,6 +1026,7 @@ int main(void) {
       cmocka_unit_test(test_fixed_layout_op),
       cmocka_unit_test(test_io_layout),
       cmocka_unit_test(test_transpose_into_conv),
+      cmocka_unit_test(test_scale_onto_weights),
       cmocka_unit_test(test_blocked_pointwise),
       cmocka_unit_test(test_pointwise_matmul),
       cmocka_unit_test(test_blocked_matmul),
