@@ -304,7 +304,8 @@ int ts_graph_lower(ts_graph *g, ts_error *err) {
     else if (!strcmp(n.op, "Div") && is_f32_const(g, n.inputs[1]) &&
              exact_reciprocals(g, n.inputs[1]))
       rc = lower_div(&l, &n);
-    else if ((rc = gr_lower_more(&l, &n)) == 1 &&
+    else if ((rc = gr_lower_conv_transpose(&l, &n)) == 1 &&
+             (rc = gr_lower_more(&l, &n)) == 1 &&
              (rc = gr_lower_index(&l, &n)) == 1) {
       rc = TS_OK;
       gr_list_push(&l.out, &n);

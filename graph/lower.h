@@ -20,6 +20,10 @@ struct gr_lowering {
  * theirs. */
 int gr_lower_index(gr_lowering *l, const gr_node *n);
 
+/* ConvTranspose as a conv of its stride phases and an interleave
+ * (lower_convt.c), as gr_lower_more: 1 when n is not taken. */
+int gr_lower_conv_transpose(gr_lowering *l, const gr_node *n);
+
 /* An unsupported use of node n (in scope with the lowering l): TS_ERR
  * naming the node, its operator and the model's opset. */
 #define GR_LOWER_FAIL(...)                                                     \

@@ -16,7 +16,8 @@
  * their epilogue in the group (channel-split) or, when an operand cannot follow
  * the split, in a group of its own; the input's transpose is read through
  * by a stem conv only (few channels, one group); a per-channel gate on a
- * conv's input moves onto its weights.
+ * conv's input moves onto its weights; ConvTranspose becomes a conv of its
+ * stride phases with the same values.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -65,12 +66,16 @@ static ts_graph *load(const char *model, const char *layout,
 }
 
 /* Transposes (graph operators or call_tir tasks) in g. */
+/* Transposes of 4-D values (layout changes; not the 6-D interleave of a
+ * ConvTranspose's phases), as nodes or in calls. */
 static int count_transposes(const ts_graph *g) {
-  int n = ts_graph_count_op(g, "Transpose");
-  for (int i = 0; i < g->n_nodes; i++)
-    if (g->nodes[i].kind == TS_GRAPH_CALL &&
-        strstr(g->nodes[i].name, "fused_transpose"))
-      n++;
+  int n = 0;
+  for (int i = 0; i < g->n_nodes; i++) {
+    const gr_node *m = &g->nodes[i];
+    bool t = (m->kind == TS_GRAPH_OP && !strcmp(m->op, "Transpose")) ||
+             (m->kind == TS_GRAPH_CALL && strstr(m->name, "fused_transpose"));
+    n += t && g->values[m->outputs[0]].ndim == 4;
+  }
   return n;
 }
 
@@ -112,11 +117,13 @@ static void test_one_transpose_at_the_input(void **state) {
     assert_int_equal(count_transposes(off), 0);
     assert_int_equal(count_transposes(g), 1);
     assert_true(ts_graph_count_op(g, "Conv") > 0);
-    /* every Conv runs channels-last; the one transpose reads the input */
+    /* every Conv runs channels-last; the one transpose of a 4-D value
+     * reads the input (CSRNet's ConvTranspose interleaves its phases with
+     * a 6-D one) */
     for (int i = 0; i < g->n_nodes; i++) {
       const gr_node *n = &g->nodes[i];
       if (!strcmp(n->op, "Conv")) assert_true(gr_node_channels_last(n));
-      if (!strcmp(n->op, "Transpose"))
+      if (!strcmp(n->op, "Transpose") && g->values[n->outputs[0]].ndim == 4)
         assert_true(g->values[n->inputs[0]].is_input);
     }
     /* the model's inputs and outputs are unchanged */
@@ -282,6 +289,75 @@ static void test_scale_onto_weights(void **state) {
     assert_int_equal(act, hw > 1 ? 0 : 1);
     assert_int_equal(weights, hw > 1 ? 1 : 0);
     same_and_free(ref, g, "gated conv");
+  }
+}
+
+/* x [1, 5, 6, 7] -> ConvTranspose to 3 channels (kernel k, strides sh x
+ * sw, pads p, output_padding op, a bias when `bias`) -> Relu. */
+static ts_graph *conv_transpose(int64_t k, int64_t sh, int64_t sw,
+                                const int64_t *p, int64_t op, bool bias) {
+  ts_graph *g = ts_graph_new("conv_transpose");
+  int x = add_input(g, "x", (int64_t[]){1, 5, 6, 7});
+  int64_t n = 5 * 3 * k * k;
+  float *w = ts_arena_alloc(g->arena, sizeof(float) * (size_t)n);
+  for (int64_t i = 0; i < n; i++) w[i] = (float)((i * 29) % 23 - 11) / 16;
+  int wv = gr_const_add(g, "w", TS_FLOAT32, 4, (int64_t[]){5, 3, k, k}, w);
+  int bv = gr_const_add(g, "b", TS_FLOAT32, 1, (int64_t[]){3},
+                        (float[]){0.5f, -0.25f, 0.125f});
+  int y = node(g, "ConvTranspose", (int[]){x, wv, bv}, bias ? 3 : 2);
+  gr_node *c = &g->nodes[g->n_nodes - 1];
+  gr_node_set_attr(g, c,
+                   (gr_attr){.name = "kernel_shape",
+                             .kind = GR_ATTR_INTS,
+                             .n = 2,
+                             .ints = (int64_t[]){k, k}});
+  gr_node_set_attr(g, c,
+                   (gr_attr){.name = "strides",
+                             .kind = GR_ATTR_INTS,
+                             .n = 2,
+                             .ints = (int64_t[]){sh, sw}});
+  gr_node_set_attr(
+      g, c,
+      (gr_attr){
+          .name = "pads", .kind = GR_ATTR_INTS, .n = 4, .ints = (int64_t *)p});
+  gr_node_set_attr(g, c,
+                   (gr_attr){.name = "output_padding",
+                             .kind = GR_ATTR_INTS,
+                             .n = 2,
+                             .ints = (int64_t[]){op, op}});
+  set_output(g, node(g, "Relu", &y, 1));
+  return g;
+}
+
+/* ConvTranspose as a conv of its stride phases (graph/lower_convt.c):
+ * strides 1 to 3, kernels shorter, equal to and longer than the stride,
+ * pads, output_padding, with and without a bias, against the direct form
+ * (the layout pass off); unequal strides keep the direct form. */
+static void test_conv_transpose_phases(void **state) {
+  (void)state;
+  static const struct {
+    int64_t k, sh, sw, pads[4], op;
+    bool bias;
+  } cases[] = {
+      {2, 2, 2, {0, 0, 0, 0}, 0, true}, {4, 2, 2, {1, 1, 1, 1}, 0, false},
+      {3, 2, 2, {1, 1, 1, 1}, 1, true}, {5, 3, 3, {2, 1, 0, 2}, 2, true},
+      {3, 1, 1, {1, 1, 1, 1}, 0, true}, {1, 2, 2, {0, 0, 0, 0}, 1, false},
+      {3, 2, 1, {1, 1, 1, 1}, 0, true}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    ts_error err;
+    ts_graph *ref = conv_transpose(cases[i].k, cases[i].sh, cases[i].sw,
+                                   cases[i].pads, cases[i].op, cases[i].bias);
+    ts_graph *g = conv_transpose(cases[i].k, cases[i].sh, cases[i].sw,
+                                 cases[i].pads, cases[i].op, cases[i].bias);
+    assert_int_equal(ts_graph_set_layout(ref, "nchw", &err), TS_OK);
+    assert_int_equal(ts_graph_run_passes(ref, NULL, &err), TS_OK);
+    if (ts_graph_run_passes(g, NULL, &err)) fail_msg("passes: %s", err.msg);
+    bool direct = false;
+    for (int k = 0; k < g->n_nodes; k++)
+      direct |= g->nodes[k].kind == TS_GRAPH_CALL &&
+                strstr(g->nodes[k].name, "convtranspose");
+    assert_int_equal(direct, cases[i].sh != cases[i].sw);
+    same_and_free(ref, g, "conv transpose");
   }
 }
 
@@ -1027,6 +1103,7 @@ int main(void) {
       cmocka_unit_test(test_io_layout),
       cmocka_unit_test(test_transpose_into_conv),
       cmocka_unit_test(test_scale_onto_weights),
+      cmocka_unit_test(test_conv_transpose_phases),
       cmocka_unit_test(test_blocked_pointwise),
       cmocka_unit_test(test_pointwise_matmul),
       cmocka_unit_test(test_blocked_matmul),
