@@ -99,10 +99,10 @@ int gr_fold_channel_scales(ts_graph *g, ts_error *err) {
       int64_t c = g->values[y].shape[3], col[2] = {c, 1}, two = 2;
       int shape = gr_const_add(g, gr_fresh_name(g, "scale_shape"), TS_INT64, 1,
                                &two, col);
+      /* copied: adding a value may move the value array */
+      gr_value wval = g->values[w];
       int sc = gr_value_fresh(g, "scale_col", TS_FLOAT32, 2, col);
-      int wv = w >= 0 ? gr_value_fresh(g, "scaled_w", TS_FLOAT32,
-                                       g->values[w].ndim, g->values[w].shape)
-                      : -1;
+      int wv = gr_value_fresh(g, "scaled_w", TS_FLOAT32, wval.ndim, wval.shape);
       if (shape < 0 || sc < 0 || wv < 0) {
         rc = TS_ERR(err, TS_ENOMEM, "fuse: out of memory");
         break;
