@@ -32,6 +32,22 @@ int gr_lower_emit(lowering *l, const char *op, const char *name, const int *ins,
   return TS_OK;
 }
 
+int gr_lower_node(lowering *l, const gr_node *n, const char *op, const int *ins,
+                  int n_ins, int out, const gr_attr *attrs, int n_attrs,
+                  const char *suffix) {
+  ts_graph *g = l->g;
+  bool last = out >= 0;
+  if (!last) out = gr_lower_fresh(g, n->outputs[0], suffix);
+  if (out < 0) return TS_ENOMEM;
+  const char *name = last ? n->name : gr_fresh_name(g, n->name);
+  gr_node m = gr_node_make(g, op, name, ins, n_ins, &out, 1);
+  for (int i = 0; i < n_attrs; i++) gr_node_set_attr(g, &m, attrs[i]);
+  int rc = gr_infer_node(g, &m, l->err);
+  if (rc) return rc;
+  gr_list_push(&l->out, &m);
+  return out;
+}
+
 int gr_lower_fresh(ts_graph *g, int v, const char *suffix) {
   char base[300];
   snprintf(base, sizeof base, "%s_%s", g->values[v].name, suffix);

@@ -36,6 +36,12 @@ int gr_lower_conv_transpose(gr_lowering *l, const gr_node *n);
 /* Emits a node of one output and infers its shapes. */
 int gr_lower_emit(gr_lowering *l, const char *op, const char *name,
                   const int *ins, int n_ins, int out);
+/* Emits op(ins) with attributes, for node n: into `out`, named n (the
+ * last node of n's rewrite), or into a fresh value named after n's output
+ * with `suffix` when out < 0. The value, or an error code (< 0). */
+int gr_lower_node(gr_lowering *l, const gr_node *n, const char *op,
+                  const int *ins, int n_ins, int out, const gr_attr *attrs,
+                  int n_attrs, const char *suffix);
 /* A fresh value named after v with a suffix (shape set when emitted). */
 int gr_lower_fresh(ts_graph *g, int v, const char *suffix);
 /* A float32 constant of shape (ndim, shape) from doubles. */

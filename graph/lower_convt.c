@@ -46,17 +46,7 @@ static bool ints_all(const gr_node *n, const char *name, int count,
 static int emit_into(gr_lowering *l, const gr_node *n, const char *op,
                      const int *ins, int n_ins, int out, const gr_attr *attrs,
                      int n_attrs) {
-  ts_graph *g = l->g;
-  bool last = out >= 0;
-  if (!last) out = gr_lower_fresh(g, n->outputs[0], "ph");
-  if (out < 0) return TS_ENOMEM;
-  gr_node m = gr_node_make(g, op, last ? n->name : gr_fresh_name(g, n->name),
-                           ins, n_ins, &out, 1);
-  for (int i = 0; i < n_attrs; i++) gr_node_set_attr(g, &m, attrs[i]);
-  int rc = gr_infer_node(g, &m, l->err);
-  if (rc) return rc;
-  gr_list_push(&l->out, &m);
-  return out;
+  return gr_lower_node(l, n, op, ins, n_ins, out, attrs, n_attrs, "ph");
 }
 
 static int i64_const(ts_graph *g, int64_t count, const int64_t *v) {
