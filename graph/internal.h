@@ -340,6 +340,21 @@ typedef struct gr_einsum {
 int gr_einsum_parse(const ts_graph *g, const gr_node *n, gr_einsum *e,
                     char *why, size_t size);
 int gr_lower_more(gr_lowering *l, const gr_node *n);
+/* A recurrent node (LSTM, GRU, RNN) read and checked against its inputs'
+ * shapes (lower_rnn.c): 0; -2 when shapes are not known yet; -1 malformed
+ * or -3 not supported, with the reason in why. */
+typedef struct gr_rnn {
+  int gates, n_act;      /* 4 and 3 (LSTM), 3 and 2 (GRU), 1 and 1 (RNN) */
+  int64_t S, B, I, H;    /* sequence, batch, input and hidden sizes */
+  int nd;                /* directions */
+  bool reverse;          /* direction "reverse" */
+  int layout;            /* 0: X [S, B, I]; 1: X [B, S, I] */
+  bool lbr;              /* GRU's linear_before_reset */
+  double clip;           /* 0: none */
+  const char *act[2][3]; /* per direction: f, g, h */
+} gr_rnn;
+int gr_rnn_parse(const ts_graph *g, const gr_node *n, gr_rnn *r, char *why,
+                 size_t size);
 
 /* The tessera dtype of ONNX TensorProto dtype code `code` (false: none),
  * and back (-1: none). */

@@ -220,13 +220,20 @@ static int block_matmul_weights(ts_graph *g, bool *changed, ts_error *err) {
   gr_target_lanes(g);
   if (g->quant && g->amx_int8 && !gr_quant_keeps_float(g, "MatMul"))
     return TS_OK;
-  for (int i = 0; i < g->n_nodes; i++) {
+  /* one blocked copy per weight, whichever products read it (an unrolled
+   * recurrent layer's every step, a model sharing a layer's weights) */
+  int n_values = g->n_values,
+      *copy = ts_malloc(sizeof(int) * (size_t)(n_values + 1));
+  if (!copy) return TS_ERR(err, TS_ENOMEM, "layout: out of memory");
+  for (int v = 0; v < n_values; v++) copy[v] = -1;
+  int rc = TS_OK;
+  for (int i = 0; i < g->n_nodes && !rc; i++) {
     gr_node *n = &g->nodes[i];
     if (n->kind != TS_GRAPH_OP || strcmp(n->op, "MatMul") || n->n_inputs != 2 ||
         n->n_outputs != 1 || gr_matmul_weight_block(n))
       continue;
     int a = n->inputs[0], w = n->inputs[1];
-    if (a < 0 || w < 0 || !gr_is_const(g, w)) continue;
+    if (a < 0 || w < 0 || w >= n_values || !gr_is_const(g, w)) continue;
     const gr_value *x = &g->values[a], *y = &g->values[w];
     if (x->ndim < 2 || y->ndim != 2 || !ts_dtype_eq(x->dtype, TS_FLOAT32) ||
         !ts_dtype_eq(y->dtype, TS_FLOAT32))
@@ -234,17 +241,26 @@ static int block_matmul_weights(ts_graph *g, bool *changed, ts_error *err) {
     int64_t B = matmul_panel(g, y->shape[1]);
     if (!B) continue;
     int64_t K = y->shape[0], N = y->shape[1], shape[3] = {N / B, K, B};
-    int c =
-        gr_const_reserve(g, gr_fresh_name(g, y->name), TS_FLOAT32, 3, shape);
-    if (c < 0) return TS_ERR(err, TS_ENOMEM, "layout: out of memory");
+    int c = copy[w];
+    if (c < 0) {
+      c = gr_const_reserve(g, gr_fresh_name(g, y->name), TS_FLOAT32, 3, shape);
+      if (c < 0) {
+        rc = TS_ERR(err, TS_ENOMEM, "layout: out of memory");
+        break;
+      }
+      const float *src = gr_const_data(g, w);
+      float *dst = gr_const_data(g, c);
+      for (int64_t nb = 0, o = 0; nb < N / B; nb++)
+        for (int64_t k = 0; k < K; k++)
+          for (int64_t j = 0; j < B; j++) dst[o++] = src[k * N + nb * B + j];
+      copy[w] = c;
+    }
     n = &g->nodes[i];
-    const float *src = gr_const_data(g, w);
-    float *dst = gr_const_data(g, c);
-    for (int64_t nb = 0, o = 0; nb < N / B; nb++)
-      for (int64_t k = 0; k < K; k++)
-        for (int64_t j = 0; j < B; j++) dst[o++] = src[k * N + nb * B + j];
     int *ins = gr_alloc(g, sizeof(int) * 2);
-    if (!ins) return TS_ERR(err, TS_ENOMEM, "layout: out of memory");
+    if (!ins) {
+      rc = TS_ERR(err, TS_ENOMEM, "layout: out of memory");
+      break;
+    }
     ins[0] = a;
     ins[1] = c;
     n->inputs = ins;
@@ -252,7 +268,8 @@ static int block_matmul_weights(ts_graph *g, bool *changed, ts_error *err) {
         g, n, (gr_attr){.name = "weight_block", .kind = GR_ATTR_INT, .i = B});
     *changed = true;
   }
-  return TS_OK;
+  free(copy);
+  return rc;
 }
 
 /* OIHW weights v as a new constant [O/B, KH, KW, I, B]. */

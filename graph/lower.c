@@ -322,7 +322,8 @@ int ts_graph_lower(ts_graph *g, ts_error *err) {
       rc = lower_div(&l, &n);
     else if ((rc = gr_lower_conv_transpose(&l, &n)) == 1 &&
              (rc = gr_lower_more(&l, &n)) == 1 &&
-             (rc = gr_lower_index(&l, &n)) == 1) {
+             (rc = gr_lower_index(&l, &n)) == 1 &&
+             (rc = gr_lower_rnn(&l, &n)) == 1) {
       rc = TS_OK;
       gr_list_push(&l.out, &n);
     }

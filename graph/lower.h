@@ -24,6 +24,10 @@ int gr_lower_index(gr_lowering *l, const gr_node *n);
  * (lower_convt.c), as gr_lower_more: 1 when n is not taken. */
 int gr_lower_conv_transpose(gr_lowering *l, const gr_node *n);
 
+/* LSTM, GRU and RNN unrolled over their sequence (lower_rnn.c), as
+ * gr_lower_more: 1 when n is not one of them. */
+int gr_lower_rnn(gr_lowering *l, const gr_node *n);
+
 /* An unsupported use of node n (in scope with the lowering l): TS_ERR
  * naming the node, its operator and the model's opset. */
 #define GR_LOWER_FAIL(...)                                                     \

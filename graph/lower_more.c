@@ -1024,6 +1024,9 @@ bool gr_lowered_only(const char *op) {
                                     "ScatterND",
                                     "ScatterElements",
                                     "Scatter",
+                                    "LSTM",
+                                    "GRU",
+                                    "RNN",
                                     NULL};
   for (int i = 0; ops[i]; i++)
     if (!strcmp(op, ops[i])) return true;

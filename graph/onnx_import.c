@@ -480,6 +480,24 @@ static int import_input(importer *im, const Onnx__ValueInfoProto *vi) {
   return TS_OK;
 }
 
+/* The strings of a STRINGS attribute joined by commas (arena), NULL when
+ * out of memory. */
+static const char *join_strings(importer *im, const Onnx__AttributeProto *a) {
+  size_t len = 1;
+  for (size_t i = 0; i < a->n_strings; i++) len += a->strings[i].len + 1;
+  char *s = ts_arena_alloc(im->g->arena, len);
+  if (!s) return NULL;
+  size_t at = 0;
+  for (size_t i = 0; i < a->n_strings; i++) {
+    if (i) s[at++] = ',';
+    if (a->strings[i].len)
+      memcpy(s + at, a->strings[i].data, a->strings[i].len);
+    at += a->strings[i].len;
+  }
+  s[at] = 0;
+  return s;
+}
+
 static int import_attr(importer *im, gr_node *n, const Onnx__AttributeProto *a,
                        const Onnx__NodeProto *np) {
   gr_attr at;
@@ -503,6 +521,15 @@ static int import_attr(importer *im, gr_node *n, const Onnx__AttributeProto *a,
     if (!at.s) return out_of_memory(im);
     break;
   }
+  case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS:
+    /* the recurrent operators' activations, kept as one string "f,g,h" */
+    if (strcmp(at.name, "activations") || a->n_strings > 6 ||
+        (strcmp(n->op, "LSTM") && strcmp(n->op, "GRU") && strcmp(n->op, "RNN")))
+      goto unsupported;
+    at.kind = GR_ATTR_STRING;
+    at.s = join_strings(im, a);
+    if (!at.s) return out_of_memory(im);
+    break;
   case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS:
     if (a->n_ints > 4096) goto unsupported;
     at.kind = GR_ATTR_INTS;
@@ -607,7 +634,7 @@ static int import_node(importer *im, const Onnx__NodeProto *np, int index) {
                   "node '%s' (%s): %zu inputs and %zu outputs", name, op,
                   np->n_input, np->n_output);
   for (size_t i = 0; i < np->n_output; i++)
-    if (!np->output[i] || (!np->output[i][0] && i == 0) ||
+    if (!np->output[i] || (!np->output[i][0] && np->n_output == 1) ||
         map_get(&im->names, np->output[i]) >= 0)
       return TS_ERR(im->err, TS_EINVAL,
                     "node '%s' (%s): output '%s' is empty or already defined",

@@ -567,6 +567,27 @@ static bool quant_param_fits(const gr_value *p, const gr_value *x, int axis) {
          no == x->ndim && !memcmp(o, x->shape, sizeof(int64_t) * (size_t)no);
 }
 
+/* LSTM, GRU, RNN: Y [S, nd, B, H] (layout 1: [B, S, nd, H]), Y_h and
+ * Y_c [nd, B, H] ([B, nd, H]). */
+static int infer_rnn(ts_graph *g, gr_node *n, ts_error *err) {
+  gr_rnn r;
+  char why[256];
+  int rc = gr_rnn_parse(g, n, &r, why, sizeof why);
+  if (rc == -2) return set_unknown(g, n), TS_OK;
+  if (rc == -3)
+    return TS_ERR(err, TS_EUNSUPPORTED, "node '%s' (%s, opset %d): %s", n->name,
+                  n->op, g->opset, why);
+  if (rc) return FAIL("%s", why);
+  int64_t y0[4] = {r.S, r.nd, r.B, r.H}, y1[4] = {r.B, r.S, r.nd, r.H};
+  int64_t s0[3] = {r.nd, r.B, r.H}, s1[3] = {r.B, r.nd, r.H};
+  set_out(g, n, 0, TS_FLOAT32, 4, r.layout ? y1 : y0, "");
+  for (int k = 1; k < 3; k++)
+    set_out(g, n, k, TS_FLOAT32, 3, r.layout ? s1 : s0, "");
+  if (n->n_outputs > (r.gates == 4 ? 3 : 2))
+    return FAIL("%d outputs (at most %d)", n->n_outputs, r.gates == 4 ? 3 : 2);
+  return TS_OK;
+}
+
 /* QuantizeLinear(x, scale[, zero_point]) -> the zero point's dtype (uint8
  * without one); DequantizeLinear(x, scale[, zero_point]) -> float32. */
 static int infer_quant(ts_graph *g, gr_node *n, ts_error *err) {
@@ -898,6 +919,8 @@ int gr_infer_node(ts_graph *g, gr_node *n, ts_error *err) {
   if (!strcmp(op, "QuantizeLinear") || !strcmp(op, "DequantizeLinear"))
     return infer_quant(g, n, err);
   if (!strcmp(op, "Gemm")) return infer_gemm(g, n, err);
+  if (!strcmp(op, "LSTM") || !strcmp(op, "GRU") || !strcmp(op, "RNN"))
+    return infer_rnn(g, n, err);
   if (!x) return FAIL("missing input 0");
   const gr_ew_op *ew = gr_ew_lookup(op);
   if (x->ndim < 0) return set_unknown(g, n), TS_OK;

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
-"""Writes three more ONNX networks with random weights, of families the zoo
-of gen_models.py does not have, for checking the graph compiler on models
-it was not built around:
+"""Writes more ONNX networks with random weights, of families the zoo of
+gen_models.py does not have, for checking the graph compiler on models it
+was not built around:
 
   convnext      a ConvNeXt-T-like classifier (depthwise 7x7 convs, channels-
                 last LayerNormalization between Transposes, 4-D MatMuls as
@@ -14,12 +14,19 @@ it was not built around:
   efficientnet  an EfficientNet-B0-like classifier (SiLU as x * Sigmoid(x),
                 depthwise 3x3 and 5x5 convs of stride 1 and 2, squeeze-and-
                 excitation, a segmentation-style LogSoftmax over the channel
-                axis of an NCHW map as a second output).
+                axis of an NCHW map as a second output);
+  shufflenet    ShuffleNet-V2-like (Split, Concat, the channel shuffle);
+  densenet      DenseNet-121-like (a Concat per layer);
+  speech        two LSTM layers over feature frames (bidirectional; then
+                peepholes and a given initial state), per-frame LogSoftmax;
+  textgru       an embedding, a reverse GRU (linear_before_reset), a
+                bidirectional GRU with clip and its own activations, a ReLU
+                RNN, a dense layer on the last states.
 
 All opset 17; `--small` writes reduced versions (same operators and
 structure, few layers, small widths) that run in seconds.
 
-usage: gen_models_more.py --out DIR [--small] [--models convnext,vit,efficientnet] [--seed N]
+usage: gen_models_more.py --out DIR [--small] [--models convnext,vit,...] [--seed N]
 """
 import argparse
 import os
@@ -255,8 +262,74 @@ def densenet(rng, small):
     return g, False
 
 
+def _rnn_weights(b, rng, nd, gates, cin, hidden):
+    """W, R and B of a recurrent node (uniform in +-1/sqrt(hidden), as
+    PyTorch initializes them)."""
+    k = 1.0 / np.sqrt(hidden)
+    u = lambda *shape: rng.uniform(-k, k, shape).astype(F32)  # noqa: E731
+    return [b.const("rnn_w", u(nd, gates * hidden, cin)),
+            b.const("rnn_r", u(nd, gates * hidden, hidden)),
+            b.const("rnn_b", u(nd, 2 * gates * hidden))]
+
+
+def speech(rng, small):
+    """A speech-recognizer-like network: two LSTM layers over feature
+    frames (the first bidirectional, the second with peepholes and a given
+    initial state), a per-frame classifier with LogSoftmax, and the second
+    layer's last cell state as a second output."""
+    t, f, h, classes = (12, 16, 24, 10) if small else (100, 80, 256, 29)
+    b = Builder(rng)
+    x = b.op("Transpose", ["feats"], perm=[1, 0, 2])  # [T, 1, F]
+    y = b.op("LSTM", [x] + _rnn_weights(b, rng, 2, 4, f, h), hidden_size=h,
+             direction="bidirectional")
+    y = b.op("Transpose", [y], perm=[0, 2, 1, 3])  # [T, 1, 2, H]
+    y = b.op("Reshape", [y, b.i64([t, 1, 2 * h])])
+    state = lambda: b.const("rnn_s", rng.uniform(-0.5, 0.5, (1, 1, h)).astype(F32))  # noqa: E731
+    y2, _, c2 = b.op("LSTM", [y] + _rnn_weights(b, rng, 1, 4, 2 * h, h) + [
+        "", state(), state(), b.const("rnn_p", rng.uniform(-0.2, 0.2, (1, 3 * h)).astype(F32))],
+        n_out=3, hidden_size=h)
+    y2 = b.op("Reshape", [y2, b.i64([t, h])])
+    logits = b.op("Add", [b.op("MatMul", [y2, b.weight("w", (h, classes), h)]),
+                          b.const("b", rng.uniform(-0.1, 0.1, classes).astype(F32))])
+    out = b.op("LogSoftmax", [logits], axis=-1)
+    c2 = b.op("Reshape", [c2, b.i64([1, h])])
+    outs = _rename_outputs(b, [(out, "logprobs", [t, classes]), (c2, "state", [1, h])])
+    g = helper.make_graph(b.nodes, "speech", [tensor_input("feats", TensorProto.FLOAT, [1, t, f])],
+                          outs, b.inits)
+    return g, False
+
+
+def textgru(rng, small):
+    """A text classifier over token ids: an embedding, a reverse GRU with
+    linear_before_reset (as PyTorch exports it),
+    a bidirectional GRU with clipping and its own activations per direction,
+    a plain RNN with ReLU, and a dense layer on the last states."""
+    v, e, t, h, classes = (120, 16, 9, 20, 5) if small else (10000, 256, 64, 512, 2)
+    b = Builder(rng)
+    emb = b.op("Gather", [b.const("emb", rng.uniform(-1, 1, (v, e)).astype(F32)), "ids"])  # [1, T, E]
+    x = b.op("Transpose", [emb], perm=[1, 0, 2])  # [T, 1, E]
+    y = b.op("GRU", [x] + _rnn_weights(b, rng, 1, 3, e, h), hidden_size=h,
+             direction="reverse", linear_before_reset=1)  # [T, 1, 1, H]
+    y = b.op("Reshape", [y, b.i64([t, 1, h])])
+    _, hb = b.op("GRU", [y] + _rnn_weights(b, rng, 2, 3, h, h), n_out=2, hidden_size=h,
+                 direction="bidirectional", clip=5.0,
+                 activations=["Sigmoid", "Tanh", "Sigmoid", "Softsign"])  # [2, 1, H]
+    hb = b.op("Reshape", [b.op("Transpose", [hb], perm=[1, 0, 2]), b.i64([1, 2 * h])])
+    _, hr = b.op("RNN", [y] + _rnn_weights(b, rng, 1, 1, h, h), n_out=2, hidden_size=h,
+                 activations=["Relu"])
+    hr = b.op("Reshape", [hr, b.i64([1, h])])
+    z = b.op("Concat", [hb, hr], axis=1)
+    out = b.op("Add", [b.op("MatMul", [z, b.weight("w", (3 * h, classes), 3 * h)]),
+                       b.const("b", rng.uniform(-0.1, 0.1, classes).astype(F32))])
+    outs = _rename_outputs(b, [(out, "logits", [1, classes])])
+    g = helper.make_graph(b.nodes, "textgru", [tensor_input("ids", TensorProto.INT64, [1, t])],
+                          outs, b.inits)
+    return g, False
+
+
 MODELS = {"convnext": convnext, "vit": vit, "efficientnet": efficientnet,
-          "shufflenet": shufflenet, "densenet": densenet}
+          "shufflenet": shufflenet, "densenet": densenet, "speech": speech,
+          "textgru": textgru}
 
 
 def main():
