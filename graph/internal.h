@@ -98,6 +98,10 @@ struct ts_graph {
   const char *sym_names[TS_MAX_DIMS];
   int64_t sym_sizes[TS_MAX_DIMS];
   int n_syms;
+  /* an input has a named dynamic dimension, whatever size it got: the
+   * passes must not make the graph's structure depend on the size (the
+   * symbolic form compares imports at several sizes) */
+  bool named_dims;
 };
 typedef struct gr_quant_setup gr_quant_setup;
 void gr_quant_setup_free(gr_quant_setup *q);

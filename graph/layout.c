@@ -206,10 +206,15 @@ static int64_t matmul_panel(ts_graph *g, int64_t N) {
 }
 
 /* A MatMul's constant float32 weights [K, N] (N a multiple of the panel,
- * at least two panels; A a matrix or a batch of them) become [N/B, K, B]
- * for the panel B of matmul_panel: a tile of columns then reads one
+ * at least two panels; A a matrix or a batch of them, of GEMV_ROWS rows or
+ * more or over more than GEMV_ELEMS weights) become [N/B, K, B] for the
+ * panel B of matmul_panel: a tile of columns then reads one
  * contiguous run instead of a strip of every row (which the schedule would
  * otherwise pack at run time, once per run). */
+/* Products of fewer rows over fewer weights keep them [K, N] (below). */
+#define GEMV_ROWS 8
+#define GEMV_ELEMS (256 << 10) /* 1 MiB of float32 */
+
 static int block_matmul_weights(ts_graph *g, bool *changed, ts_error *err) {
   /* Products the quantize pass makes int8, on AMX: the weights stay
    * [K, N], the AMX default's tiles read them packed (at compile time,
@@ -238,8 +243,23 @@ static int block_matmul_weights(ts_graph *g, bool *changed, ts_error *err) {
     if (x->ndim < 2 || y->ndim != 2 || !ts_dtype_eq(x->dtype, TS_FLOAT32) ||
         !ts_dtype_eq(y->dtype, TS_FLOAT32))
       continue;
-    int64_t B = matmul_panel(g, y->shape[1]);
-    if (!B) continue;
+    int64_t B = matmul_panel(g, y->shape[1]), M = 1;
+    for (int k = 0; k < x->ndim - 1; k++) M *= x->shape[k];
+    /* A product of a few rows over weights that stay in a core's cache
+     * from one call to the next (a recurrent layer's state by R, every
+     * step) keeps them [K, N]: nothing to pack, and the default schedule
+     * then gives a row many vectors, where a panel one vector wide leaves
+     * it one accumulator whose FMAs wait on each other. [1, 256] x [256,
+     * 1024], default schedules, AVX-512 Xeon: 16.2 -> 7.5 us on one core,
+     * 9.0 -> 4.8 on two; the speech-like LSTM model 3.6 -> 2.4 ms. Larger
+     * weights stream from L3 at every call, and there the panels' long
+     * contiguous runs did better (a GRU of 512: 6.4 ms blocked against 9.4
+     * with all of its [512, 1536] and [512, 1024] products unblocked). */
+    /* (not in a graph of named dynamic sizes, whose structure must not
+     * depend on them) */
+    if (!B || (M < GEMV_ROWS && y->shape[0] * y->shape[1] <= GEMV_ELEMS &&
+               !g->named_dims))
+      continue;
     int64_t K = y->shape[0], N = y->shape[1], shape[3] = {N / B, K, B};
     int c = copy[w];
     if (c < 0) {

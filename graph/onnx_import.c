@@ -353,6 +353,7 @@ static int parse_dim_option(importer *im, const char *opt, char *name,
  * opts->default_dim (remembered as one of the graph's symbols); stays -1
  * when neither gives one. */
 static int bind_dim(importer *im, const char *param, int64_t *dim) {
+  im->g->named_dims = true;
   for (int k = 0; k < im->opts->n_dims; k++) {
     char name[256];
     int64_t v;

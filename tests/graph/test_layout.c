@@ -643,7 +643,7 @@ static void test_pointwise_matmul(void **state) {
 
 /* MatMul's constant weights [K, N] are blocked [N/16, K, 16] when 16
  * divides N (two blocks at least) and three of the target's vectors do
- * not: x [1, 3, 8] -> MatMul (N = 32) -> + bias -> relu, and -> MatMul
+ * not: x [2, 4, 8] -> MatMul (N = 32) -> + bias -> relu, and -> MatMul
  * (N = 24: not blocked) -> sigmoid, for an AVX2 target (panels of 24 where
  * they fit) on any host. The reference kernels after the pass, and the
  * compiled graph, agree with the graph as imported. */
@@ -655,7 +655,7 @@ static void test_blocked_matmul(void **state) {
     g[k] = ts_graph_new("bmm");
     assert_int_equal(ts_graph_set_target(g[k], "llvm -mcpu=haswell", &err),
                      TS_OK);
-    int64_t xs[3] = {1, 3, 8};
+    int64_t xs[3] = {2, 4, 8}; /* 8 rows: blocked (fewer keep [K, N]) */
     int x = gr_value_add(g[k], "x", TS_FLOAT32, 3, xs);
     g[k]->values[x].is_input = true;
     g[k]->inputs = ts_arena_alloc(g[k]->arena, sizeof(int));
@@ -732,7 +732,7 @@ static void check_compiled(ts_graph *g, ts_graph *ref, const char *what) {
   free_outs(c, 1);
 }
 
-/* x [1, 5, 8] -> MatMul with N columns, laid out for a target: panels of
+/* x [1, 9, 8] -> MatMul with N columns, laid out for a target: panels of
  * three vectors where they divide N into two or more, else 16, else none. */
 static int64_t panel_for(const char *target, int64_t N, bool check) {
   ts_error err;
@@ -741,7 +741,7 @@ static int64_t panel_for(const char *target, int64_t N, bool check) {
     g[k] = ts_graph_new("panel");
     if (target && ts_graph_set_target(g[k], target, &err))
       fail_msg("%s: %s", target, err.msg);
-    int x = gr_value_add(g[k], "x", TS_FLOAT32, 3, (int64_t[]){1, 5, 8});
+    int x = gr_value_add(g[k], "x", TS_FLOAT32, 3, (int64_t[]){1, 9, 8});
     g[k]->values[x].is_input = true;
     g[k]->inputs = ts_arena_alloc(g[k]->arena, sizeof(int));
     g[k]->inputs[0] = x;

@@ -5,7 +5,8 @@
  * LSTM's peepholes, GRU's linear_before_reset, clip, per-direction
  * activations, all three outputs — and what is not supported (sequence
  * lengths shorter than X, an unknown activation) refused with a message
- * naming it.
+ * naming it; the products of every step read one blocked copy of R, or R
+ * itself where a core keeps it in cache.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -366,10 +367,54 @@ static void test_refused(void **state) {
   expect_refused(&c, false, "2 activations");
 }
 
+/* The layout pass blocks a constant MatMul weight once, whichever products
+ * read it (an unrolled layer's every step), and leaves it [K, N] for a
+ * product of one row over weights a core keeps in cache (1 MiB) but not
+ * for one of many rows or over larger weights. */
+static void test_step_weights(void **state) {
+  (void)state;
+  static const struct {
+    int64_t k, n;
+    bool one_row_blocked;
+  } cases[] = {{256, 1024, false}, {512, 1536, true}};
+  for (int c = 0; c < 2; c++) {
+    int64_t K = cases[c].k, N = cases[c].n;
+    ts_graph *g = ts_graph_new("products");
+    float *w = filled(K * N, 9);
+    int wv = gr_const_add(g, "w", TS_FLOAT32, 2, (int64_t[]){K, N}, w);
+    free(w);
+    int64_t rows[3] = {1, 16, 8};
+    int outs[3];
+    for (int i = 0; i < 3; i++) {
+      char name[8];
+      snprintf(name, sizeof name, "x%d", i);
+      int x = add_input3(g, name, 2, (int64_t[]){rows[i], K});
+      outs[i] = node(g, "MatMul", (int[]){x, wv}, 2);
+    }
+    g->outputs = ts_arena_alloc(g->arena, sizeof outs);
+    memcpy(g->outputs, outs, sizeof outs);
+    g->n_outputs = 3;
+    ts_error err;
+    if (ts_graph_run_passes(g, "layout", &err)) fail_msg("passes: %s", err.msg);
+    int weight[3];
+    for (int i = 0; i < 3; i++)
+      for (int k = 0; k < g->n_nodes; k++)
+        if (g->nodes[k].outputs[0] == outs[i]) {
+          weight[i] = g->nodes[k].inputs[1];
+          assert_int_equal(gr_matmul_weight_block(&g->nodes[k]) != 0,
+                           i > 0 || cases[c].one_row_blocked);
+        }
+    assert_int_equal(weight[1], weight[2]); /* one blocked copy */
+    assert_int_equal(weight[0] == weight[1], cases[c].one_row_blocked);
+    ts_graph_free(g);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_against_reference),
       cmocka_unit_test(test_refused),
+      cmocka_unit_test(test_step_weights),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
