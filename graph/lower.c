@@ -48,6 +48,30 @@ int gr_lower_node(lowering *l, const gr_node *n, const char *op, const int *ins,
   return out;
 }
 
+static int lowered_i64(ts_graph *g, int64_t count, const int64_t *v) {
+  return gr_const_add(g, gr_fresh_name(g, "lowered"), TS_INT64, 1, &count, v);
+}
+
+int gr_lower_reshape(lowering *l, const gr_node *n, int x, int nd,
+                     const int64_t *shape, int out, const char *suffix) {
+  if (x < 0) return x;
+  int ins[2] = {x, lowered_i64(l->g, nd, shape)};
+  if (ins[1] < 0) return ins[1];
+  return gr_lower_node(l, n, "Reshape", ins, 2, out, NULL, 0, suffix);
+}
+
+int gr_lower_slice(lowering *l, const gr_node *n, int x, int64_t axis,
+                   int64_t start, int64_t end, int64_t step, int out,
+                   const char *suffix) {
+  if (x < 0) return x;
+  ts_graph *g = l->g;
+  int ins[5] = {x, lowered_i64(g, 1, &start), lowered_i64(g, 1, &end),
+                lowered_i64(g, 1, &axis), lowered_i64(g, 1, &step)};
+  for (int i = 1; i < 5; i++)
+    if (ins[i] < 0) return ins[i];
+  return gr_lower_node(l, n, "Slice", ins, 5, out, NULL, 0, suffix);
+}
+
 int gr_lower_fresh(ts_graph *g, int v, const char *suffix) {
   char base[300];
   snprintf(base, sizeof base, "%s_%s", g->values[v].name, suffix);

@@ -46,6 +46,14 @@ int gr_lower_emit(gr_lowering *l, const char *op, const char *name,
 int gr_lower_node(gr_lowering *l, const gr_node *n, const char *op,
                   const int *ins, int n_ins, int out, const gr_attr *attrs,
                   int n_attrs, const char *suffix);
+/* Reshape of x to (nd, shape), and Slice of x along axis, emitted as
+ * gr_lower_node does (their int64 operands new constants); the value, or
+ * an error code (also when x is one). */
+int gr_lower_reshape(gr_lowering *l, const gr_node *n, int x, int nd,
+                     const int64_t *shape, int out, const char *suffix);
+int gr_lower_slice(gr_lowering *l, const gr_node *n, int x, int64_t axis,
+                   int64_t start, int64_t end, int64_t step, int out,
+                   const char *suffix);
 /* A fresh value named after v with a suffix (shape set when emitted). */
 int gr_lower_fresh(ts_graph *g, int v, const char *suffix);
 /* A float32 constant of shape (ndim, shape) from doubles. */

@@ -113,19 +113,12 @@ static int const_fill(ts_graph *g, ts_dtype t, int nd, const int64_t *shape,
 
 static int reshape(gr_lowering *l, const gr_node *n, int x, int nd,
                    const int64_t *shape, int out) {
-  int s = const_i64(l->g, nd, shape);
-  if (s < 0) return s;
-  return emit2(l, n, "Reshape", x, s, out);
+  return gr_lower_reshape(l, n, x, nd, shape, out, "l");
 }
 
 static int slice(gr_lowering *l, const gr_node *n, int x, int64_t axis,
                  int64_t start, int64_t end, int64_t step, int out) {
-  ts_graph *g = l->g;
-  int ins[5] = {x, const_i64(g, 1, &start), const_i64(g, 1, &end),
-                const_i64(g, 1, &axis), const_i64(g, 1, &step)};
-  for (int i = 1; i < 5; i++)
-    if (ins[i] < 0) return ins[i];
-  return emit_a(l, n, "Slice", ins, 5, out, NULL, 0);
+  return gr_lower_slice(l, n, x, axis, start, end, step, out, "l");
 }
 
 static int gather(gr_lowering *l, const gr_node *n, int x, int axis,

@@ -196,19 +196,12 @@ static int op2(rnn_ctx *c, const char *op, int a, int b) {
   return emit(c, op, ins, 2, NULL, 0, -1);
 }
 
-static int i64s(rnn_ctx *c, int64_t count, const int64_t *v) {
-  return gr_const_add(c->l->g, gr_fresh_name(c->l->g, "rnn"), TS_INT64, 1,
-                      &count, v);
-}
-
 static int reshape(rnn_ctx *c, int x, int nd, const int64_t *shape, int out) {
-  int ins[2] = {x, i64s(c, nd, shape)};
-  return emit(c, "Reshape", ins, 2, NULL, 0, out);
+  return gr_lower_reshape(c->l, c->n, x, nd, shape, out, "rnn");
 }
 
 static int slice(rnn_ctx *c, int x, int64_t axis, int64_t start, int64_t end) {
-  int ins[4] = {x, i64s(c, 1, &start), i64s(c, 1, &end), i64s(c, 1, &axis)};
-  return emit(c, "Slice", ins, 4, NULL, 0, -1);
+  return gr_lower_slice(c->l, c->n, x, axis, start, end, 1, -1, "rnn");
 }
 
 static bool present(const rnn_ctx *c, int input) {
