@@ -23,7 +23,8 @@ static const char *not_eligible(const ts_conv_form_spec *c) {
   if (c->kh != 3 || c->kw != 3) return "its kernel is not 3x3";
   if (c->stride != 1) return "its stride is not 1";
   if (c->dilation != 1) return "it is dilated";
-  if (c->pad != 1) return "its padding is not one pixel on every side";
+  if (c->pad < 0 || c->pad > 2)
+    return "its padding is more than two pixels on a side";
   if (c->groups != 1) return "it is grouped";
   if (c->weight_block) return "its weights are blocked (weight_block)";
   if (!c->float32) return "it is not float32";

@@ -1048,7 +1048,7 @@ int gr_kernel_run(const ts_graph *g, const gr_node *n, const gr_tensor *ins,
   else if (!strcmp(op, "Softmax") || !strcmp(op, "LayerNormalization"))
     rc = run_rows(n, ins, out);
   else if (!strcmp(op, "WinogradInput"))
-    rc = gr_winograd_run_input(&ins[0], out);
+    rc = gr_winograd_run_input(n, &ins[0], out);
   else if (!strcmp(op, "WinogradOutput"))
     rc = gr_winograd_run_output(&ins[0], n->n_inputs > 1 ? &ins[1] : NULL, out);
   else if (!strncmp(op, "Reduce", 6))

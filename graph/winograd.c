@@ -6,24 +6,27 @@
  * 2.25 times fewer for F(2x2, 3x3), 4 times fewer for F(4x4, 3x3).
  *
  * A channels-last Conv (after the layout pass) with 3x3 constant weights,
- * stride 1, dilation 1, one group and one pixel of padding on every side
- * becomes three nodes:
+ * stride 1, dilation 1, one group and at most two pixels of padding on a
+ * side ("same" convs, "valid" ones, asymmetric pads) becomes three nodes:
  *
  *   WinogradInput(x)      x [N, H, W, CI]  ->  V [alpha^2, P, CI]
+ *                         (attributes: pads = the conv's top and left
+ *                         pads, output_hw = the output's HO, WO)
  *   MatMul(V, U)          U = G g G^T, a constant [alpha^2, CI, CO]
  *                         ->  M [alpha^2, P, CO]
  *   WinogradOutput(M, b)  ->  y [N, H, W, CO] (+ the conv's bias b)
  *
  * The tile size is V's and M's first dimension (16 or 36); nothing else
- * records it. P = N * ceil(H/m) * ceil(W/m) tiles, tile p = (n, th, tw) in
+ * records it. P = N * ceil(HO/m) * ceil(WO/m) tiles, tile p = (n, th, tw) in
  * row-major order, rounded up to a multiple of 8 rows (the rows past the
  * last tile repeat it and are never read back: the product's register
  * tiles of 4 or 8 rows then divide it;
  * ResNet-50's 14x14 layers have 49 tiles of 2x2, and their tuned product
  * ran 0.86-0.90 ms as 56 rows against 0.97-1.07 as 49, alternating
  * `tessera bench --tir`). V[alpha a + b, p] = (B^T d B)[a, b] for the tile
- * d of the zero-padded input at rows m th - 1 .. m th + m and columns
- * m tw - 1 .. m tw + m; the output block at (m th, m tw) is
+ * d of the zero-padded input at rows m th - pt .. m th - pt + m + 1 and
+ * columns m tw - pl .. m tw - pl + m + 1 (pt, pl the top and left pads);
+ * the output block at (m th, m tw) is
  * A^T (M[., p] as alpha x alpha) A. The weights are transformed once, at
  * compile time. The alpha^2 products are one batched matrix product, tuned
  * like any other; the two transforms are elementwise stages, and the output
@@ -53,7 +56,8 @@
  * 2x2), where the batched product, reading its alpha^2/9 times larger weights
  * for few rows, is bound by memory (ResNet-50's 7x7x512 conv: 2.8 ms by
  * Winograd, tuned, against 2.5 direct); other kernels, strides, dilations,
- * pads or groups, and a conv whose weights the layout pass blocked.
+ * groups, pads of more than 2, and a conv whose weights the layout pass
+ * blocked.
  */
 #include "winograd.h"
 
@@ -144,8 +148,7 @@ static bool eligible(const ts_graph *g, const gr_node *n, int64_t *t2,
       wv->shape[3] != yv->shape[3] || wv->shape[2] < MIN_CHANNELS ||
       wv->shape[3] < MIN_CHANNELS)
     return false;
-  if (yv->shape[0] != xv->shape[0] || yv->shape[1] != xv->shape[1] ||
-      yv->shape[2] != xv->shape[2])
+  if (yv->shape[0] != xv->shape[0] || yv->shape[1] < 1 || yv->shape[2] < 1)
     return false;
   if (n->n_inputs > 2 && n->inputs[2] >= 0 &&
       (!ts_dtype_eq(g->values[n->inputs[2]].dtype, TS_FLOAT32) ||
@@ -157,8 +160,14 @@ static bool eligible(const ts_graph *g, const gr_node *n, int64_t *t2,
   int64_t in_sp[2] = {xv->shape[1], xv->shape[2]}, kernel[2] = {3, 3},
           one[2] = {1, 1}, pads[4];
   if (gr_resolve_pads(n, 2, in_sp, kernel, one, one, pads)) return false;
+  /* any padding a 3x3 window can see (0 to 2 pixels a side, "valid" convs
+   * included): a tile's input window starts pads[0], pads[1] pixels above
+   * and left of its outputs, and its positions outside the image are 0 */
   for (int d = 0; d < 4; d++)
-    if (pads[d] != 1) return false;
+    if (pads[d] < 0 || pads[d] > 2) return false;
+  if (yv->shape[1] != xv->shape[1] + pads[0] + pads[2] - 2 ||
+      yv->shape[2] != xv->shape[2] + pads[1] + pads[3] - 2)
+    return false;
   *t4 = yv->shape[0] * tiles_of(yv->shape[1], 4) * tiles_of(yv->shape[2], 4);
   *t2 = yv->shape[0] * tiles_of(yv->shape[1], 2) * tiles_of(yv->shape[2], 2);
   return true;
@@ -263,7 +272,19 @@ static int rewrite(ts_graph *g, const gr_node *n, int tile, gr_list *l) {
                          (int64_t[]){T, P, CO});
   if (v < 0 || m < 0) return TS_ENOMEM;
   g->values[v].layout = g->values[m].layout = "";
+  int64_t in_sp[2] = {g->values[x].shape[1], g->values[x].shape[2]},
+          kernel[2] = {3, 3}, one[2] = {1, 1}, pads[4];
+  if (gr_resolve_pads(n, 2, in_sp, kernel, one, one, pads)) return TS_EINVAL;
   gr_node in = make_node(g, "WinogradInput", name, &x, 1, v);
+  /* where the tiles start in x, and the output they cover (copied) */
+  gr_node_set_attr(
+      g, &in,
+      (gr_attr){.name = "pads", .kind = GR_ATTR_INTS, .n = 2, .ints = pads});
+  gr_node_set_attr(g, &in,
+                   (gr_attr){.name = "output_hw",
+                             .kind = GR_ATTR_INTS,
+                             .n = 2,
+                             .ints = (int64_t[]){H, W}});
   gr_node mm = make_node(g, "MatMul", name, (int[]){v, u}, 2, m);
   if (B)
     gr_node_set_attr(
@@ -566,12 +587,30 @@ int ts_graph_winograd(ts_graph *g, ts_error *err) {
 
 /* ---- reference kernels ---- */
 
-int gr_winograd_run_input(const gr_tensor *x, gr_tensor *v) {
+/* Where WinogradInput n's tiles start in its input x [N, H, W, C] (pad[0]
+ * rows above, pad[1] columns left of their outputs) and the size of the
+ * output they cover: its "pads" and "output_hw", by default one pixel and
+ * x's own size. */
+static void input_geometry(const gr_node *n, const int64_t *xs, int64_t pad[2],
+                           int64_t out[2]) {
+  int np = 0, no = 0;
+  const int64_t *p = gr_attr_ints(n, "pads", &np),
+                *o = gr_attr_ints(n, "output_hw", &no);
+  pad[0] = p && np == 2 ? p[0] : 1;
+  pad[1] = p && np == 2 ? p[1] : 1;
+  out[0] = o && no == 2 ? o[0] : xs[1];
+  out[1] = o && no == 2 ? o[1] : xs[2];
+}
+
+int gr_winograd_run_input(const gr_node *node, const gr_tensor *x,
+                          gr_tensor *v) {
   const wino_form *f = form_of_tiles(v->shape[0]);
   if (!f) return TS_EINVAL;
   int al = f->alpha, m = f->m;
   int64_t N = x->shape[0], H = x->shape[1], W = x->shape[2], C = x->shape[3];
-  int64_t TH = tiles_of(H, m), TW = tiles_of(W, m), P = v->shape[1];
+  int64_t pad[2], out[2];
+  input_geometry(node, x->shape, pad, out);
+  int64_t TH = tiles_of(out[0], m), TW = tiles_of(out[1], m), P = v->shape[1];
   const float *src = x->data;
   float *dst = v->data;
   for (int64_t p = 0; p < P; p++) {
@@ -580,7 +619,7 @@ int gr_winograd_run_input(const gr_tensor *x, gr_tensor *v) {
       double d[MAX_ALPHA][MAX_ALPHA], t[MAX_ALPHA][MAX_ALPHA];
       for (int i = 0; i < al; i++)
         for (int j = 0; j < al; j++) {
-          int64_t h = m * th + i - 1, w = m * tw + j - 1;
+          int64_t h = m * th + i - pad[0], w = m * tw + j - pad[1];
           d[i][j] = n < N && h >= 0 && h < H && w >= 0 && w < W
                         ? src[((n * H + h) * W + w) * C + c]
                         : 0;
@@ -728,7 +767,8 @@ static ts_expr *scaled(ts_arena *a, ts_expr *coef, ts_expr *e) {
   return coef ? ts_mul(a, coef, e) : e;
 }
 
-/* x[n, clamp(m th + i - 1), clamp(m tw + j - 1), c] times `coef` where
+/* x[n, clamp(m th + i - pad[0]), clamp(m tw + j - pad[1]), c] times
+ * `coef` where
  * that position is inside the image, times 0 where it is in the padding:
  * the load is always in bounds and the test is part of the coefficient,
  * which is scalar for a vector of channels, so the stage has no branch
@@ -736,11 +776,14 @@ static ts_expr *scaled(ts_arena *a, ts_expr *coef, ts_expr *e) {
  * default schedules). A non-finite input at the image's edge then makes
  * the padded tile positions next to it NaN rather than 0 (0 * inf). */
 static ts_expr *tile_term(gr_fuse_builder *b, ts_buffer *x, const int64_t *s,
-                          int m, ts_expr *n, ts_expr *th, ts_expr *tw,
-                          ts_expr *i, ts_expr *j, ts_expr *c, ts_expr *coef) {
+                          const int64_t *pad, int m, ts_expr *n, ts_expr *th,
+                          ts_expr *tw, ts_expr *i, ts_expr *j, ts_expr *c,
+                          ts_expr *coef) {
   ts_arena *a = b->a;
-  ts_expr *h = ts_add(a, ts_mul(a, th, idx(a, m)), ts_sub(a, i, idx(a, 1)));
-  ts_expr *w = ts_add(a, ts_mul(a, tw, idx(a, m)), ts_sub(a, j, idx(a, 1)));
+  ts_expr *h =
+      ts_add(a, ts_mul(a, th, idx(a, m)), ts_sub(a, i, idx(a, pad[0])));
+  ts_expr *w =
+      ts_add(a, ts_mul(a, tw, idx(a, m)), ts_sub(a, j, idx(a, pad[1])));
   ts_expr *in =
       ts_and(a, ts_and(a, ts_ge(a, h, idx(a, 0)), ts_lt(a, h, idx(a, s[1]))),
              ts_and(a, ts_ge(a, w, idx(a, 0)), ts_lt(a, w, idx(a, s[2]))));
@@ -759,9 +802,10 @@ ts_buffer *gr_winograd_build_input(gr_fuse_builder *b, const gr_node *n) {
   const wino_form *f = form_of_tiles(vv->shape[0]);
   if (!f) return NULL;
   int al = f->alpha;
-  int64_t s[4];
+  int64_t s[4], pad[2], out[2];
   memcpy(s, xv->shape, sizeof s);
-  int64_t TH = tiles_of(s[1], f->m), TW = tiles_of(s[2], f->m);
+  input_geometry(n, s, pad, out);
+  int64_t TH = tiles_of(out[0], f->m), TW = tiles_of(out[1], f->m);
   ts_buffer *x = gr_fuse_param(b, n->inputs[0]);
   if (!x) return NULL;
   ts_te_stage *st = ts_te_compute(b->te, gr_fuse_stage_name(b, "winograd_in"),
@@ -797,7 +841,7 @@ ts_buffer *gr_winograd_build_input(gr_fuse_builder *b, const gr_node *n) {
                    : coef[0][r]             ? coef[0][r]
                                             : coef[1][q];
       ts_expr *e =
-          tile_term(b, x, s, f->m, nn, th, tw, col[0][r], col[1][q], c, k);
+          tile_term(b, x, s, pad, f->m, nn, th, tw, col[0][r], col[1][q], c, k);
       sum = sum ? ts_add(a, sum, e) : e;
     }
   return ts_te_set_value(st, sum);

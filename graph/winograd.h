@@ -13,8 +13,8 @@ bool gr_winograd_applies(const ts_graph *g, const gr_node *n);
 /* The share of conv n's direct FLOPs its Winograd form costs, transforms
  * included (an estimate: 1 where the pass leaves n direct). */
 double gr_winograd_flop_share(const ts_graph *g, const gr_node *n);
-/* WinogradInput: x [N, H, W, CI] -> v [alpha^2, P, CI]. */
-int gr_winograd_run_input(const gr_tensor *x, gr_tensor *v);
+/* WinogradInput node n: x [N, H, W, CI] -> v [alpha^2, P, CI]. */
+int gr_winograd_run_input(const gr_node *n, const gr_tensor *x, gr_tensor *v);
 /* WinogradOutput: m [alpha^2, P, CO] (+ bias [CO], may be NULL) -> y [N, H, W,
  * CO]. */
 int gr_winograd_run_output(const gr_tensor *m, const gr_tensor *bias,

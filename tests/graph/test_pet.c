@@ -1045,13 +1045,15 @@ static ts_graph *valid_convs(void) {
   return g;
 }
 
-/* pad_same: exact, chosen by the estimate (the "same" convs go to
- * Winograd), and the compiled model computes what the original does. */
+/* pad_same: exact (applied whatever its cost), and the compiled model
+ * computes what the original does. The estimate prunes it: the winograd
+ * pass takes the valid convs as they are, so the "same" form only adds
+ * the border it computes and drops. */
 static void test_pad_same(void **state) {
   (void)state;
   ts_error err;
   ts_graph *plain = valid_convs(), *pet = valid_convs();
-  ts_pet_options o = {.only = "pad_same"};
+  ts_pet_options o = {.only = "pad_same", .apply_all = true};
   assert_int_equal(ts_graph_set_pet(pet, &o, &err), TS_OK);
   assert_int_equal(ts_graph_run_passes(plain, NULL, &err), TS_OK);
   assert_int_equal(ts_graph_run_passes(pet, NULL, &err), TS_OK);
@@ -1069,12 +1071,19 @@ static void test_pad_same(void **state) {
   expect_same(plain, pet, TS_GRAPH_COMPILE, "pad_same");
   ts_graph_free(plain);
   ts_graph_free(pet);
-  /* the Winograd stages replaced both direct convs */
+  /* by the estimate: both mutants pruned, and the Winograd stages replace
+   * both direct convs as they are */
   pet = valid_convs();
+  o.apply_all = false;
   assert_int_equal(ts_graph_set_pet(pet, &o, &err), TS_OK);
   assert_int_equal(ts_graph_run_passes(pet, "winograd", &err), TS_OK);
+  ts_graph_pet_report(pet, &r, &log);
+  if (r.generated != 2 || r.pruned != 2 || r.applied != 0)
+    fail_msg("%d generated, %d pruned, %d applied\n%s", r.generated, r.pruned,
+             r.applied, log);
   assert_int_equal(ts_graph_count_op(pet, "WinogradInput"), 2);
   assert_int_equal(ts_graph_count_op(pet, "Conv"), 0);
+  assert_int_equal(ts_graph_count_op(pet, "Slice"), 0);
   ts_graph_free(pet);
 }
 

@@ -195,6 +195,75 @@ static void test_tile_sizes(void **state) {
   }
 }
 
+/* x [n, 32, h, w] -> 3x3 conv (40 channels, pads p1) + bias -> relu -> 3x3
+ * conv (32 channels, pads p2); tile as in residual_nhw. */
+static ts_graph *padded(int tile, int64_t h, int64_t w, const int64_t *p1,
+                        const int64_t *p2) {
+  ts_graph *g = ts_graph_new("wino_pads");
+  ts_graph_set_winograd(g, tile >= 0);
+  ts_graph_set_winograd_tile(g, tile > 0 ? tile : 0);
+  g->winograd_any = true; /* small images: the tile asked for */
+  int x = add_input(g, "x", (int64_t[]){1, 32, h, w});
+  float b[40];
+  for (int i = 0; i < 40; i++) b[i] = (float)(i % 7) / 6 - 0.5f;
+  int w1 = conv_weights(g, "w1", 40, 32, 3, 2),
+      w2 = conv_weights(g, "w2", 32, 40, 3, 7);
+  int b1 = gr_const_add(g, "b1", TS_FLOAT32, 1, (int64_t[]){40}, b);
+  int c1 = node(g, "Conv", (int[]){x, w1, b1}, 3);
+  set_ints(g, "pads", 4, p1);
+  int r1 = node(g, "Relu", (int[]){c1}, 1);
+  int y = node(g, "Conv", (int[]){r1, w2}, 2);
+  set_ints(g, "pads", 4, p2);
+  g->outputs = ts_arena_alloc(g->arena, sizeof(int));
+  g->outputs[0] = y;
+  g->n_outputs = 1;
+  return g;
+}
+
+/* Pads other than one pixel: "valid" convs (U-Net's), two pixels, and
+ * asymmetric ones ([top, left, bottom, right]), at odd sizes where the
+ * last tiles are partial; both tiles, in the reference kernels and
+ * compiled, against the direct convs. */
+static void test_pads(void **state) {
+  (void)state;
+  static const int64_t pads[][4] = {
+      {0, 0, 0, 0}, {2, 2, 2, 2}, {0, 1, 2, 1}, {2, 0, 1, 0}, {1, 2, 0, 1}};
+  static const int64_t sizes[][2] = {{17, 15}, {12, 19}};
+  int n_pads = (int)(sizeof pads / sizeof pads[0]);
+  for (int k = 0; k < 2 * n_pads; k++) {
+    const int64_t *p1 = pads[k % n_pads], *p2 = pads[(k + 1) % n_pads];
+    int tile = k < n_pads ? 2 : 4;
+    int64_t h = sizes[k % 2][0], w = sizes[k % 2][1];
+    ts_error err;
+    ts_graph *direct = padded(-1, h, w, p1, p2),
+             *ref = padded(tile, h, w, p1, p2),
+             *fused = padded(tile, h, w, p1, p2);
+    assert_int_equal(ts_graph_run_passes(direct, NULL, &err), TS_OK);
+    if (ts_graph_run_passes(ref, "winograd", &err) ||
+        ts_graph_run_passes(fused, NULL, &err))
+      fail_msg("case %d: %s", k, err.msg);
+    assert_int_equal(ts_graph_count_op(ref, "WinogradInput"), 2);
+    assert_int_equal(ts_graph_count_op(ref, "Conv"), 0);
+    ts_graph_tensor a[1], b[1], c[1];
+    run_seeded(direct, TS_GRAPH_COMPILE, a, 9);
+    run_seeded(ref, TS_GRAPH_COMPILE, b, 9);
+    run_seeded(fused, TS_GRAPH_COMPILE, c, 9);
+    assert_int_equal(a[0].shape[2], h + p1[0] + p1[2] - 2 + p2[0] + p2[2] - 2);
+    assert_int_equal(a[0].shape[3], w + p1[1] + p1[3] - 2 + p2[1] + p2[3] - 2);
+    double bound = tile == 4 ? 2e-5 : 3e-6;
+    double eb = scaled_error(b, a), ec = scaled_error(c, a);
+    if (eb > bound || ec > bound)
+      fail_msg("case %d (tile %d, pads %lld %lld %lld %lld): error %g "
+               "(reference), %g (compiled) over %g",
+               k, tile, (long long)p1[0], (long long)p1[1], (long long)p1[2],
+               (long long)p1[3], eb, ec, bound);
+    free(a[0].data), free(b[0].data), free(c[0].data);
+    ts_graph_free(direct);
+    ts_graph_free(ref);
+    ts_graph_free(fused);
+  }
+}
+
 /* The rule by the target: a 14x14 image (16 tiles of 4x4) takes F(4x4)
  * with AVX2's 8 lanes and F(2x2) with AVX-512's 16, whose products would
  * wait on their transformed weights (winograd.c, tile_for); 28x28 (49
@@ -264,8 +333,9 @@ static void test_output_rows_per_row(void **state) {
   ts_graph_free(g);
 }
 
-/* Convs the pass must leave direct: stride 2, dilation 2, two groups, no
- * padding, 16 input channels, a 5x5 kernel, a 7x7 image (16 tiles). */
+/* Convs the pass must leave direct: stride 2, dilation 2, two groups,
+ * three pixels of padding, 16 input channels, a 5x5 kernel, a 7x7 image
+ * (16 tiles). */
 static void test_leaves_others(void **state) {
   (void)state;
   for (int k = 0; k < 7; k++) {
@@ -275,7 +345,7 @@ static void test_leaves_others(void **state) {
     int x = add_input(g, "x", (int64_t[]){1, ci, hw, hw});
     int w = conv_weights(g, "w", 32, k == 2 ? ci / 2 : ci, ks, k);
     int y = node(g, "Conv", (int[]){x, w}, 2);
-    int64_t p = k == 3 ? 0 : k == 1 ? 2 : ks / 2;
+    int64_t p = k == 3 ? 3 : k == 1 ? 2 : ks / 2;
     set_ints(g, "pads", 4, (int64_t[]){p, p, p, p});
     if (k == 0) set_ints(g, "strides", 2, (int64_t[]){2, 2});
     if (k == 1) set_ints(g, "dilations", 2, (int64_t[]){2, 2});
@@ -420,7 +490,7 @@ static void test_conv_forms(void **state) {
   } bad[] = {
       {{1, 8, 8, 32, 32, 3, 3, 2, 1, 1, 1, 0, true}, "stride"},
       {{1, 8, 8, 32, 32, 5, 5, 1, 2, 1, 1, 0, true}, "3x3"},
-      {{1, 8, 8, 32, 32, 3, 3, 1, 0, 1, 1, 0, true}, "padding"},
+      {{1, 8, 8, 32, 32, 3, 3, 1, 3, 1, 1, 0, true}, "padding"},
       {{1, 8, 8, 32, 32, 3, 3, 1, 2, 2, 1, 0, true}, "dilated"},
       {{1, 8, 8, 32, 32, 3, 3, 1, 1, 1, 2, 0, true}, "grouped"},
       {{1, 8, 8, 32, 32, 3, 3, 1, 1, 1, 1, 16, true}, "weight_block"},
@@ -463,6 +533,7 @@ int main(void) {
       cmocka_unit_test(test_same_values),
       cmocka_unit_test(test_conv_forms),
       cmocka_unit_test(test_tile_sizes),
+      cmocka_unit_test(test_pads),
       cmocka_unit_test(test_tile_by_target),
       cmocka_unit_test(test_output_rows_per_row),
       cmocka_unit_test(test_leaves_others),
