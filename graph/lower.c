@@ -9,6 +9,7 @@
  *                         in elementwise nodes over reshaped parameters
  *   Flatten, Squeeze, Unsqueeze -> Reshape to the static output shape
  *   Div by a constant power of two -> Mul by its (exact) reciprocal
+ *   Conv, MaxPool, AveragePool over [N, C, W] -> the same over [N, C, 1, W]
  * Gelu, Erf, Softmax and LayerNormalization are kept as library operators
  * (the operator library builds them as one PrimFunc each). Data movement
  * (Gather, Cast, Concat, Slice, Transpose) is left as it is: fusion builds
@@ -322,6 +323,84 @@ static int lower_div(lowering *l, const gr_node *n) {
   return gr_lower_emit(l, "Mul", n->name, ins, 2, n->outputs[0]);
 }
 
+/* ---- 1-D convs and pools as 2-D ones ---- */
+
+/* ints[0..k) = {lead, v...}: the attribute `name` of a 1-D window op for its
+ * 2-D form, a unit first spatial dimension in front (pads: {0, begin, 0,
+ * end}). */
+static gr_attr attr_2d(const char *name, const int64_t *v, int nv,
+                       int64_t *ints) {
+  if (nv == 2) { /* pads */
+    ints[0] = 0, ints[1] = v[0], ints[2] = 0, ints[3] = v[1];
+    return (gr_attr){.name = name, .kind = GR_ATTR_INTS, .n = 4, .ints = ints};
+  }
+  ints[0] = 1, ints[1] = v[0];
+  return (gr_attr){.name = name, .kind = GR_ATTR_INTS, .n = 2, .ints = ints};
+}
+
+/* A Conv, MaxPool or AveragePool over [N, C, W] as the same op over [N, C,
+ * 1, W] between two Reshapes (views), so that the 2-D machinery takes it:
+ * the channels-last layout and its convs' default schedules, Winograd's
+ * rule, blocked activations (a wav2vec2-like feature encoder's strided
+ * convs of 512 channels ran at 72 GFLOP/s in NCW). 1 where n is not such
+ * an op. */
+static int lower_window_1d(lowering *l, const gr_node *n) {
+  ts_graph *g = l->g;
+  bool conv = !strcmp(n->op, "Conv");
+  if (!conv && strcmp(n->op, "MaxPool") && strcmp(n->op, "AveragePool"))
+    return 1;
+  int x = n->inputs[0], y = n->outputs[0], w = conv ? n->inputs[1] : -1;
+  if (x < 0 || g->values[x].ndim != 3 || g->values[y].ndim != 3 ||
+      (n->n_outputs > 1 && n->outputs[1] >= 0) /* MaxPool's Indices */)
+    return 1;
+  if (conv && (w < 0 || g->values[w].ndim != 3)) return 1;
+  const gr_value *xv = &g->values[x], *yv = &g->values[y];
+  int64_t k[1], st[1], dil[1], pads[2];
+  int c;
+  const int64_t *ks = gr_attr_ints(n, "kernel_shape", &c);
+  k[0] = ks && c == 1 ? ks[0] : conv ? g->values[w].shape[2] : 0;
+  const int64_t *sp = gr_attr_ints(n, "strides", &c);
+  st[0] = sp && c == 1 ? sp[0] : 1;
+  const int64_t *dp = gr_attr_ints(n, "dilations", &c);
+  dil[0] = dp && c == 1 ? dp[0] : 1;
+  if (k[0] <= 0 || gr_resolve_pads(n, 1, &xv->shape[2], k, st, dil, pads))
+    return 1; /* shape inference has reported what is wrong */
+  int64_t ints[5][4];
+  gr_attr at[8];
+  int na = 0;
+  at[na++] = attr_2d("kernel_shape", k, 1, ints[0]);
+  at[na++] = attr_2d("strides", st, 1, ints[1]);
+  at[na++] = attr_2d("pads", pads, 2, ints[2]);
+  if (conv || gr_attr_find(n, "dilations"))
+    at[na++] = attr_2d("dilations", dil, 1, ints[3]);
+  for (int i = 0; i < n->n_attrs; i++) /* group, ceil_mode, ... */
+    if (strcmp(n->attrs[i].name, "kernel_shape") &&
+        strcmp(n->attrs[i].name, "strides") &&
+        strcmp(n->attrs[i].name, "pads") &&
+        strcmp(n->attrs[i].name, "dilations") &&
+        strcmp(n->attrs[i].name, "auto_pad") && na < 8)
+      at[na++] = n->attrs[i];
+  int64_t xs[4] = {xv->shape[0], xv->shape[1], 1, xv->shape[2]};
+  int ins[3] = {gr_lower_reshape(l, n, x, 4, xs, -1, "2d"), -1, -1};
+  if (ins[0] < 0) return ins[0];
+  int n_ins = 1;
+  if (conv) {
+    const gr_value *wv = &g->values[w];
+    int64_t ws[4] = {wv->shape[0], wv->shape[1], 1, wv->shape[2]};
+    ins[1] = gr_is_const(g, w)
+                 ? gr_const_add(g, gr_fresh_name(g, wv->name), wv->dtype, 4, ws,
+                                gr_const_data(g, w))
+                 : gr_lower_reshape(l, n, w, 4, ws, -1, "2d");
+    if (ins[1] < 0) return ins[1];
+    n_ins = 2;
+    if (n->n_inputs > 2 && n->inputs[2] >= 0) ins[n_ins++] = n->inputs[2];
+  }
+  int v = gr_lower_node(l, n, n->op, ins, n_ins, -1, at, na, "2d");
+  int64_t ys[3] = {yv->shape[0], yv->shape[1], yv->shape[2]};
+  v = gr_lower_reshape(l, n, v, 3, ys, y, "2d");
+  return v < 0 ? v : TS_OK;
+}
+
 /* requires: shapes known, constants folded; maintains: the values the graph
  * computes (up to float rounding); breaks: node indices, the lowered ops
  * (Gemm, BatchNormalization with constant parameters, Flatten, Squeeze,
@@ -344,7 +423,8 @@ int ts_graph_lower(ts_graph *g, ts_error *err) {
     else if (!strcmp(n.op, "Div") && is_f32_const(g, n.inputs[1]) &&
              exact_reciprocals(g, n.inputs[1]))
       rc = lower_div(&l, &n);
-    else if ((rc = gr_lower_conv_transpose(&l, &n)) == 1 &&
+    else if ((rc = lower_window_1d(&l, &n)) == 1 &&
+             (rc = gr_lower_conv_transpose(&l, &n)) == 1 &&
              (rc = gr_lower_more(&l, &n)) == 1 &&
              (rc = gr_lower_index(&l, &n)) == 1 &&
              (rc = gr_lower_rnn(&l, &n)) == 1) {
@@ -360,5 +440,5 @@ int ts_graph_lower(ts_graph *g, ts_error *err) {
   }
   if (gr_list_commit(g, &l.out))
     return TS_ERR(err, TS_ENOMEM, "lowering: out of memory");
-  return TS_OK;
+  return gr_lower_unit_views(g, err);
 }

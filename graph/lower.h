@@ -28,6 +28,10 @@ int gr_lower_conv_transpose(gr_lowering *l, const gr_node *n);
  * gr_lower_more: 1 when n is not one of them. */
 int gr_lower_rnn(gr_lowering *l, const gr_node *n);
 
+/* Elementwise chains between 1-D windows on the windows' 2-D form
+ * (unit_views.c): run after the lowering. */
+int gr_lower_unit_views(ts_graph *g, ts_error *err);
+
 /* An unsupported use of node n (in scope with the lowering l): TS_ERR
  * naming the node, its operator and the model's opset. */
 #define GR_LOWER_FAIL(...)                                                     \

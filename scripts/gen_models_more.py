@@ -21,7 +21,12 @@ was not built around:
                 peepholes and a given initial state), per-frame LogSoftmax;
   textgru       an embedding, a reverse GRU (linear_before_reset), a
                 bidirectional GRU with clip and its own activations, a ReLU
-                RNN, a dense layer on the last states.
+                RNN, a dense layer on the last states;
+  llama         a LLaMA-like decoder (RMSNorm, rotary embedding, grouped-
+                query attention, a causal mask, SwiGLU);
+  wav2vec       a wav2vec2-like audio encoder (strided 1-D convs, GroupNorm
+                as InstanceNormalization, a grouped positional conv of
+                kernel 128, post-LayerNorm transformer layers).
 
 All opset 17; `--small` writes reduced versions (same operators and
 structure, few layers, small widths) that run in seconds.
@@ -327,9 +332,140 @@ def textgru(rng, small):
     return g, False
 
 
+def _rms_norm(b, rng, x, c):
+    """RMSNorm as Hugging Face's LLaMA exports it: x * rsqrt(mean(x^2) + eps)
+    * weight, the rsqrt as Reciprocal(Sqrt(.))."""
+    v = b.op("ReduceMean", [b.op("Pow", [x, b.f32(2.0)])], axes=[-1], keepdims=1)
+    r = b.op("Reciprocal", [b.op("Sqrt", [b.op("Add", [v, b.f32(1e-6)])])])
+    return b.op("Mul", [b.const("rms_w", rng.uniform(0.8, 1.2, c).astype(F32)), b.op("Mul", [x, r])])
+
+
+def llama(rng, small):
+    """A LLaMA-like decoder over a prompt: token embedding, RMSNorm, rotary
+    position embedding (rotate_half as two Slices, Neg and a Concat),
+    grouped-query attention (4 query heads per key/value head, the
+    key/value heads repeated by Unsqueeze/Expand/Reshape), a causal mask
+    added to the scores, a SwiGLU MLP (SiLU as x * Sigmoid(x)), no biases,
+    the logits of every position."""
+    vocab, t, layers, hidden, heads, kv, inter = (
+        (100, 9, 2, 64, 4, 1, 128) if small else (8000, 64, 4, 768, 12, 3, 2048))
+    hd, rep = hidden // heads, heads // kv
+    b = Builder(rng)
+    i64 = b.i64
+    x = b.op("Gather", [b.const("emb", rng.uniform(-0.5, 0.5, (vocab, hidden)).astype(F32)), "ids"])
+    inv = 1.0 / (10000.0 ** (np.arange(0, hd, 2) / hd))
+    ang = np.outer(np.arange(t), inv)
+    ang = np.concatenate([ang, ang], axis=1)  # [T, hd]
+    cos = b.const("cos", np.cos(ang).astype(F32).reshape(1, 1, t, hd))
+    sin = b.const("sin", np.sin(ang).astype(F32).reshape(1, 1, t, hd))
+    mask = np.triu(np.full((t, t), np.finfo(np.float32).min, np.float32), 1)
+    mask = b.const("causal", mask.reshape(1, 1, t, t))
+
+    def rotary(q):
+        x1 = b.op("Slice", [q, i64([0]), i64([hd // 2]), i64([3])])
+        x2 = b.op("Slice", [q, i64([hd // 2]), i64([hd]), i64([3])])
+        rot = b.op("Concat", [b.op("Neg", [x2]), x1], axis=-1)
+        return b.op("Add", [b.op("Mul", [q, cos]), b.op("Mul", [rot, sin])])
+
+    def proj(h, cin, cout):
+        return b.op("MatMul", [h, b.weight("w", (cin, cout), cin)])
+
+    def split_heads(h, n):
+        return b.op("Transpose", [b.op("Reshape", [h, i64([1, t, n, hd])])], perm=[0, 2, 1, 3])
+
+    def repeat_kv(h):  # [1, kv, T, hd] -> [1, heads, T, hd]
+        u = b.op("Unsqueeze", [h, i64([2])])
+        e = b.op("Expand", [u, i64([1, kv, rep, t, hd])])
+        return b.op("Reshape", [e, i64([1, heads, t, hd])])
+
+    for _ in range(layers):
+        h = _rms_norm(b, rng, x, hidden)
+        q = rotary(split_heads(proj(h, hidden, hidden), heads))
+        k = repeat_kv(rotary(split_heads(proj(h, hidden, kv * hd), kv)))
+        v = repeat_kv(split_heads(proj(h, hidden, kv * hd), kv))
+        s = b.op("Div", [b.op("MatMul", [q, b.op("Transpose", [k], perm=[0, 1, 3, 2])]),
+                         b.f32(np.sqrt(hd))])
+        p = b.op("Softmax", [b.op("Add", [s, mask])], axis=-1)
+        c = b.op("Reshape", [b.op("Transpose", [b.op("MatMul", [p, v])], perm=[0, 2, 1, 3]),
+                             i64([1, t, hidden])])
+        x = b.op("Add", [x, proj(c, hidden, hidden)])
+        h = _rms_norm(b, rng, x, hidden)
+        g = proj(h, hidden, inter)
+        act = b.op("Mul", [g, b.op("Sigmoid", [g])])
+        x = b.op("Add", [x, proj(b.op("Mul", [act, proj(h, hidden, inter)]), inter, hidden)])
+    out = proj(_rms_norm(b, rng, x, hidden), hidden, vocab)
+    outs = _rename_outputs(b, [(out, "logits", [1, t, vocab])])
+    g = helper.make_graph(b.nodes, "llama", [tensor_input("ids", TensorProto.INT64, [1, t])],
+                          outs, b.inits)
+    return g, not small
+
+
+def _conv1d(b, x, cin, cout, k, stride=1, pad=0, group=1, bias=False):
+    w = b.weight("conv_w", (cout, cin // group, k), cin // group * k)
+    ins = [x, w]
+    if bias:
+        ins.append(b.const("conv_b", b.rng.uniform(-0.1, 0.1, cout).astype(F32)))
+    return b.op("Conv", ins, kernel_shape=[k], strides=[stride], pads=[pad, pad], group=group)
+
+
+def wav2vec(rng, small):
+    """A wav2vec2-like audio encoder over a raw waveform: seven strided 1-D
+    convs (the first followed by GroupNorm with one group per channel, as
+    PyTorch exports it: Reshape, InstanceNormalization, Reshape, Mul, Add),
+    GELU between them, a feature projection, a grouped positional conv of
+    kernel 128 (its last frame dropped), and transformer layers with
+    LayerNorm after each block; the hidden states of every frame."""
+    samples, ch, hidden, heads, layers, pos_k, pos_g = (
+        (1600, 32, 64, 4, 1, 16, 4) if small else (16000, 512, 768, 12, 4, 128, 16))
+    hd = hidden // heads
+    b = Builder(rng)
+    i64 = b.i64
+    x = b.op("Unsqueeze", ["audio", i64([1])])  # [1, 1, S]
+    specs = [(10, 5)] + [(3, 2)] * 4 + [(2, 2)] * 2
+    cin, n = 1, samples
+    for i, (k, s) in enumerate(specs):
+        x = _conv1d(b, x, cin, ch, k, s)
+        n = (n - k) // s + 1
+        if i == 0:
+            r = b.op("Reshape", [x, i64([1, ch, -1])])
+            r = b.op("InstanceNormalization", [
+                r, b.const("in_s", np.ones(ch, F32)), b.const("in_b", np.zeros(ch, F32))], epsilon=1e-5)
+            r = b.op("Reshape", [r, i64([1, ch, n])])
+            x = b.op("Add", [b.op("Mul", [r, b.const("gn_g", rng.uniform(0.8, 1.2, (ch, 1)).astype(F32))]),
+                             b.const("gn_b", rng.uniform(-0.1, 0.1, (ch, 1)).astype(F32))])
+        x = _gelu(b, x)
+        cin = ch
+    frames = n
+    x = b.op("Transpose", [x], perm=[0, 2, 1])  # [1, T, C]
+    x = _dense(b, rng, _layer_norm(b, rng, x, ch), ch, hidden)
+    p = _conv1d(b, b.op("Transpose", [x], perm=[0, 2, 1]), hidden, hidden, pos_k, 1, pos_k // 2,
+                group=pos_g, bias=True)  # [1, H, T + 1]
+    p = b.op("Slice", [p, i64([0]), i64([frames]), i64([2])])
+    x = b.op("Add", [x, b.op("Transpose", [_gelu(b, p)], perm=[0, 2, 1])])
+    x = _layer_norm(b, rng, x, hidden)
+
+    def heads_of(t, perm):
+        return b.op("Transpose", [b.op("Reshape", [t, i64([1, frames, heads, hd])])], perm=perm)
+
+    for _ in range(layers):
+        q = heads_of(_dense(b, rng, x, hidden, hidden), [0, 2, 1, 3])
+        k = heads_of(_dense(b, rng, x, hidden, hidden), [0, 2, 3, 1])
+        v = heads_of(_dense(b, rng, x, hidden, hidden), [0, 2, 1, 3])
+        a = b.op("Softmax", [b.op("MatMul", [b.op("Mul", [q, b.f32(1.0 / np.sqrt(hd))]), k])], axis=-1)
+        c = b.op("Reshape", [b.op("Transpose", [b.op("MatMul", [a, v])], perm=[0, 2, 1, 3]),
+                             i64([1, frames, hidden])])
+        x = _layer_norm(b, rng, b.op("Add", [x, _dense(b, rng, c, hidden, hidden)]), hidden)
+        m = _dense(b, rng, _gelu(b, _dense(b, rng, x, hidden, 4 * hidden)), 4 * hidden, hidden)
+        x = _layer_norm(b, rng, b.op("Add", [x, m]), hidden)
+    outs = _rename_outputs(b, [(x, "hidden", [1, frames, hidden])])
+    g = helper.make_graph(b.nodes, "wav2vec", [tensor_input("audio", TensorProto.FLOAT, [1, samples])],
+                          outs, b.inits)
+    return g, not small
+
+
 MODELS = {"convnext": convnext, "vit": vit, "efficientnet": efficientnet,
           "shufflenet": shufflenet, "densenet": densenet, "speech": speech,
-          "textgru": textgru}
+          "textgru": textgru, "llama": llama, "wav2vec": wav2vec}
 
 
 def main():

@@ -497,6 +497,82 @@ static void test_fixed_layout_op(void **state) {
   ts_graph_free(a);
 }
 
+/* x [1, 24, 37] -> 1-D conv (k 5, stride 2, pads 2 and 1, bias) -> relu
+ * -> 1-D max pool (k 3, stride 2) -> 1-D conv (4 groups, dilation 2,
+ * SAME_UPPER) -> 1-D average pool (k 3, pads excluded): the lowering
+ * gives each its 2-D form over [N, C, 1, W], which the layout pass runs
+ * channels-last. */
+static ts_graph *one_d_windows(void) {
+  ts_graph *g = ts_graph_new("conv1d");
+  int x = gr_value_add(g, "x", TS_FLOAT32, 3, (int64_t[]){1, 24, 37});
+  g->values[x].is_input = true;
+  g->inputs = ts_arena_alloc(g->arena, sizeof(int));
+  g->inputs[0] = x;
+  g->n_inputs = 1;
+  float w1[32 * 24 * 5], w2[32 * 8 * 3], b1[32];
+  for (int i = 0; i < 32 * 24 * 5; i++)
+    w1[i] = (float)((i * 29) % 23 - 11) / 32;
+  for (int i = 0; i < 32 * 8 * 3; i++) w2[i] = (float)((i * 17) % 19 - 9) / 16;
+  for (int i = 0; i < 32; i++) b1[i] = (float)(i % 7) / 8 - 0.4f;
+  int cw1 = gr_const_add(g, "w1", TS_FLOAT32, 3, (int64_t[]){32, 24, 5}, w1);
+  int cw2 = gr_const_add(g, "w2", TS_FLOAT32, 3, (int64_t[]){32, 8, 3}, w2);
+  int cb1 = gr_const_add(g, "b1", TS_FLOAT32, 1, (int64_t[]){32}, b1);
+  int c1 = node(g, "Conv", (int[]){x, cw1, cb1}, 3);
+  set_ints(g, "strides", 1, (int64_t[]){2});
+  set_ints(g, "pads", 2, (int64_t[]){2, 1});
+  int r = node(g, "Relu", &c1, 1);
+  int p = node(g, "MaxPool", &r, 1);
+  set_ints(g, "kernel_shape", 1, (int64_t[]){3});
+  set_ints(g, "strides", 1, (int64_t[]){2});
+  int c2 = node(g, "Conv", (int[]){p, cw2}, 2);
+  set_ints(g, "dilations", 1, (int64_t[]){2});
+  gr_node_set_attr(g, &g->nodes[g->n_nodes - 1],
+                   (gr_attr){.name = "group", .kind = GR_ATTR_INT, .i = 4});
+  gr_node_set_attr(
+      g, &g->nodes[g->n_nodes - 1],
+      (gr_attr){.name = "auto_pad", .kind = GR_ATTR_STRING, .s = "SAME_UPPER"});
+  int a = node(g, "AveragePool", &c2, 1);
+  set_ints(g, "kernel_shape", 1, (int64_t[]){3});
+  set_ints(g, "pads", 2, (int64_t[]){1, 1});
+  set_output(g, a);
+  return g;
+}
+
+static void test_one_d_windows(void **state) {
+  (void)state;
+  ts_error err;
+  ts_graph *a = one_d_windows(), *b = one_d_windows(), *c = one_d_windows();
+  assert_int_equal(ts_graph_run_passes(a, "patterns", &err), TS_OK);
+  if (ts_graph_run_passes(b, "layout", &err) ||
+      ts_graph_run_passes(c, NULL, &err))
+    fail_msg("%s", err.msg);
+  int windows = 0;
+  for (int i = 0; i < b->n_nodes; i++) {
+    const gr_node *n = &b->nodes[i];
+    if (strcmp(n->op, "Conv") && strcmp(n->op, "MaxPool") &&
+        strcmp(n->op, "AveragePool"))
+      continue;
+    windows++;
+    assert_int_equal(b->values[n->outputs[0]].ndim, 4);
+    if (!gr_node_channels_last(n)) fail_msg("%s not channels-last", n->name);
+  }
+  assert_int_equal(windows, 4);
+  ts_graph_tensor x[1], y[1], z[1];
+  run(a, TS_GRAPH_INTERPRET, x);
+  run(b, TS_GRAPH_INTERPRET, y);
+  run(c, TS_GRAPH_COMPILE, z);
+  assert_int_equal(x[0].ndim, 3);
+  assert_int_equal(x[0].shape[2], 8); /* 37 -> 18 -> 8 -> 8 -> 8 */
+  same(x, y, 1, "1-D windows as 2-D, interpreted");
+  same(x, z, 1, "1-D windows as 2-D, compiled");
+  free_outs(x, 1);
+  free_outs(y, 1);
+  free_outs(z, 1);
+  ts_graph_free(a);
+  ts_graph_free(b);
+  ts_graph_free(c);
+}
+
 /* x -> two 1x1 convs (32 output channels: blocked by 16) -> bias, scale
  * per channel, add -> relu; the second branch adds a per-pixel constant
  * (a [1, 1, 5, 5] plane), which cannot follow the channel split. */
@@ -1129,6 +1205,7 @@ int main(void) {
       cmocka_unit_test(test_models_same_outputs),
       cmocka_unit_test(test_one_transpose_at_the_input),
       cmocka_unit_test(test_fixed_layout_op),
+      cmocka_unit_test(test_one_d_windows),
       cmocka_unit_test(test_io_layout),
       cmocka_unit_test(test_transpose_into_conv),
       cmocka_unit_test(test_scale_onto_weights),

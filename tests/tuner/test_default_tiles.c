@@ -4,7 +4,8 @@
  * panels' count, ragged two-vector tiles for widths of 8 x odd, A packed
  * into row micro-panels where its rows alias, row tiles before small
  * weights, a depthwise conv's order, 16-bit floats with a ragged tile,
- * tensorized products whose column tiles 4 does not divide, AMX's tile
+ * tensorized products whose column tiles 4 does not divide, a grouped
+ * conv's tile within one group, AMX's tile
  * blocks where the target has them.
  * Each kernel is checked against the interpreter where the host runs AVX2.
  */
@@ -264,6 +265,43 @@ static void test_depthwise_ragged_columns(void **state) {
   free(text);
 }
 
+/* A grouped conv's vector tile stays within one group, so its input
+ * channels are one broadcast per tile rather than a gather (a tile across
+ * two groups reads floordiv(co, G) per lane): 48 channels a group take a
+ * tile of two vectors (16 of AVX2's 8 lanes divide 48), 4 a group a tile
+ * of 4 lanes. Lowered, no index divides a ramp; checked against the
+ * interpreter where the host runs AVX2. */
+static void test_grouped_tiles(void **state) {
+  (void)state;
+  static const char *const specs[] = {
+      "conv2d_nhwc N=1 H=12 W=12 CI=96 CO=96 KH=3 KW=3 pad=1 groups=2",
+      "conv2d_nhwc N=1 H=10 W=10 CI=64 CO=64 KH=3 KW=3 pad=1 groups=16",
+      "conv2d_nhwc N=1 H=1 W=20 CI=96 CO=96 KH=1 KW=9 pad=4 groups=2",
+  };
+  ts_target *t;
+  ts_error err;
+  if (ts_target_parse(AVX2_TARGET, &t, &err)) fail_msg("%s", err.msg);
+  for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
+    ts_workload *w = workload(specs[i]);
+    ts_sched *s = NULL;
+    if (ts_default_schedule(w->func, t, &s, &err))
+      fail_msg("%s: %s", specs[i], err.msg);
+    ts_lower_options lo = ts_lower_defaults();
+    ts_func *l = ts_lower(ts_sched_func(s), &lo, &err);
+    if (!l) fail_msg("%s: lower: %s", specs[i], err.msg);
+    char *text = ts_func_print(l);
+    if (strstr(text, "floordiv(ramp(") || !strstr(text, "ramp("))
+      fail_msg("%s: a gather of the input channels, or no vectors:\n%s",
+               specs[i], text);
+    free(text);
+    ts_func_free(l);
+    ts_sched_destroy(s);
+    if (ts_rt_cpu_has("avx2") == 1) free(check_default(w->func, t, specs[i]));
+    ts_workload_free(w);
+  }
+  ts_target_free(t);
+}
+
 /* A stem (fewer input channels than a vector) reads its padding inlined,
  * through the guard, where its kernel has 9 taps or fewer (a halo of one
  * pixel) and the copy would move one element per 144 multiply-adds or
@@ -495,6 +533,7 @@ int main(void) {
       cmocka_unit_test(test_tensorized_odd_panels),
       cmocka_unit_test(test_depthwise_ragged_columns),
       cmocka_unit_test(test_stem_pads),
+      cmocka_unit_test(test_grouped_tiles),
       cmocka_unit_test(test_five_vector_tiles),
       cmocka_unit_test(test_amx_default),
   };
