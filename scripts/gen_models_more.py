@@ -26,7 +26,8 @@ was not built around:
                 query attention, a causal mask, SwiGLU);
   wav2vec       a wav2vec2-like audio encoder (strided 1-D convs, GroupNorm
                 as InstanceNormalization, a grouped positional conv of
-                kernel 128, post-LayerNorm transformer layers).
+                kernel 128, post-LayerNorm transformer layers);
+  resnext       a ResNeXt-50 (32x4d)-like classifier (grouped 3x3 convs).
 
 All opset 17; `--small` writes reduced versions (same operators and
 structure, few layers, small widths) that run in seconds.
@@ -41,7 +42,7 @@ import numpy as np
 from onnx import TensorProto, helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gen_models import Builder, _rename_outputs, save, tensor_input  # noqa: E402
+from gen_models import Builder, _rename_outputs, resnet_head, resnet_stem, save, tensor_input  # noqa: E402
 
 F32 = np.float32
 
@@ -463,9 +464,34 @@ def wav2vec(rng, small):
     return g, not small
 
 
+def resnext(rng, small):
+    """A ResNeXt-50 (32x4d)-like classifier: ResNet-50's bottlenecks with
+    the 3x3 conv grouped (32 groups of 4 to 32 channels; 4 groups when
+    small), batch norms folded by the compiler."""
+    b = Builder(rng)
+    size, classes, groups = (32, 10, 4) if small else (224, 1000, 32)
+    blocks = [1, 1, 1, 1] if small else [3, 4, 6, 3]
+    widths = [16, 32, 64, 128] if small else [128, 256, 512, 1024]
+    stem = 16 if small else 64
+    x = resnet_stem(b, stem)
+    cin = stem
+    for stage, (n, w) in enumerate(zip(blocks, widths)):
+        cout = 2 * w
+        for i in range(n):
+            stride = 2 if (i == 0 and stage > 0) else 1
+            y = b.relu(b.bn(b.conv(x, cin, w, 1), w))
+            y = b.relu(b.bn(b.conv(y, w, w, 3, stride=stride, group=groups), w))
+            y = b.bn(b.conv(y, w, cout, 1), cout)
+            sc = b.bn(b.conv(x, cin, cout, 1, stride=stride), cout) if i == 0 else x
+            x = b.relu(b.op("Add", [y, sc]))
+            cin = cout
+    return resnet_head(b, x, cin, classes, "resnext", size), False
+
+
 MODELS = {"convnext": convnext, "vit": vit, "efficientnet": efficientnet,
           "shufflenet": shufflenet, "densenet": densenet, "speech": speech,
-          "textgru": textgru, "llama": llama, "wav2vec": wav2vec}
+          "textgru": textgru, "llama": llama, "wav2vec": wav2vec,
+          "resnext": resnext}
 
 
 def main():
