@@ -695,6 +695,16 @@ static ts_buffer *build_conv_blocked(builder *b, const gr_node *n,
   ts_expr *di[4], *wi[5];
   di[0] = ts_te_axis(st, 0);
   di[3] = rc;
+  /* grouped: a block lies within one group (B divides its channels) */
+  int64_t G = gr_attr_int(n, "group", 1);
+  if (G > 1)
+    di[3] = ts_add(
+        a,
+        ts_mul(a,
+               ts_floordiv(a, ts_mul(a, ts_te_axis(st, 3), ts_index(a, B)),
+                           ts_index(a, CO / G)),
+               ts_index(a, w->shape[3])),
+        rc);
   for (int d = 0; d < 2; d++)
     di[1 + d] =
         ts_add(a, ts_mul(a, ts_te_axis(st, 1 + d), ts_index(a, strides[d])),
@@ -900,7 +910,9 @@ static ts_buffer *build_conv(builder *b, const gr_node *n) {
   if (padded)
     in = pad_stage(b, data, x, sp0, nsp, pads, end, pad_fill(b, n, x));
   if (gr_conv_weight_block(n)) {
-    if (nsp != 2 || gr_attr_int(n, "group", 1) != 1 || w->ndim != 5) {
+    int64_t G = gr_attr_int(n, "group", 1), B = gr_conv_weight_block(n);
+    if (nsp != 2 || w->ndim != 5 || G < 1 || out->shape[cax] % G ||
+        (out->shape[cax] / G) % B) {
       b->failed = true;
       return NULL;
     }

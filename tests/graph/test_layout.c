@@ -872,9 +872,9 @@ static void test_matmul_panels(void **state) {
  * blocked, -1: no conv left, Winograd's). With check, compiled for this
  * host as laid out for the target and compared with the reference
  * kernels of the graph before layout. */
-static int64_t conv_block_for(const char *target, int64_t K, int64_t CI,
-                              int64_t CO, int64_t H, int64_t stride,
-                              bool check) {
+static int64_t conv_block_for_g(const char *target, int64_t K, int64_t CI,
+                                int64_t CO, int64_t H, int64_t stride,
+                                int64_t G, bool check) {
   ts_error err;
   ts_graph *g[2];
   for (int k = 0; k < 2; k++) {
@@ -882,15 +882,18 @@ static int64_t conv_block_for(const char *target, int64_t K, int64_t CI,
     if (target && ts_graph_set_target(g[k], target, &err))
       fail_msg("%s: %s", target, err.msg);
     int x = add_input(g[k], "x", (int64_t[]){1, CI, H, H});
-    size_t nw = (size_t)(CO * CI * K * K);
+    size_t nw = (size_t)(CO * (CI / G) * K * K);
     float *w = malloc(sizeof(float) * nw);
     assert_non_null(w);
     for (size_t i = 0; i < nw; i++)
       w[i] = (float)((int64_t)(i * 37) % 29 - 14) / 64;
-    int wv =
-        gr_const_add(g[k], "w", TS_FLOAT32, 4, (int64_t[]){CO, CI, K, K}, w);
+    int wv = gr_const_add(g[k], "w", TS_FLOAT32, 4,
+                          (int64_t[]){CO, CI / G, K, K}, w);
     free(w);
     int c = node(g[k], "Conv", (int[]){x, wv}, 2);
+    if (G > 1)
+      gr_node_set_attr(g[k], &g[k]->nodes[g[k]->n_nodes - 1],
+                       (gr_attr){.name = "group", .kind = GR_ATTR_INT, .i = G});
     set_ints(g[k], "pads", 4, (int64_t[]){K / 2, K / 2, K / 2, K / 2});
     set_ints(g[k], "strides", 2, (int64_t[]){stride, stride});
     set_output(g[k], node(g[k], "Relu", &c, 1));
@@ -911,6 +914,12 @@ static int64_t conv_block_for(const char *target, int64_t K, int64_t CI,
   ts_graph_free(g[0]);
   ts_graph_free(g[1]);
   return B;
+}
+
+static int64_t conv_block_for(const char *target, int64_t K, int64_t CI,
+                              int64_t CO, int64_t H, int64_t stride,
+                              bool check) {
+  return conv_block_for_g(target, K, CI, CO, H, stride, 1, check);
 }
 
 /* A conv larger than 1x1 whose weights do not stay in cache (> 256 KiB)
@@ -948,6 +957,13 @@ static void test_streamed_conv_weights(void **state) {
   assert_int_equal(conv_block_for(avx512, 1, 16, 256, 16, 1, true), 64);
   assert_int_equal(conv_block_for(avx512, 1, 16, 32, 7, 1, true), 0);
   assert_int_equal(conv_block_for(avx512, 1, 16, 64, 16, 1, false), 0);
+  /* grouped, 4 groups of 48 channels (324 KiB): blocks within a group,
+   * the widest multiple of the lanes up to 4 vectors dividing 48; none
+   * where the lanes do not divide a group (20 groups of 12, 5 x 5) */
+  assert_int_equal(conv_block_for_g(avx2, 3, 192, 192, 9, 1, 4, true), 24);
+  assert_int_equal(conv_block_for_g(avx512, 3, 192, 192, 9, 1, 4, false), 48);
+  assert_true(conv_block_for_g(NULL, 3, 192, 192, 9, 1, 4, true) >= 16);
+  assert_int_equal(conv_block_for_g(avx2, 5, 240, 240, 9, 1, 20, false), 0);
 }
 
 /* Random chains of 4-D transposes around a conv: after the pass at most
