@@ -354,7 +354,8 @@ static int lower_window_1d(lowering *l, const gr_node *n) {
       (n->n_outputs > 1 && n->outputs[1] >= 0) /* MaxPool's Indices */)
     return 1;
   if (conv && (w < 0 || g->values[w].ndim != 3)) return 1;
-  const gr_value *xv = &g->values[x], *yv = &g->values[y];
+  /* copies: emitting nodes may move g->values */
+  const gr_value x_v = g->values[x], y_v = g->values[y], *xv = &x_v, *yv = &y_v;
   int64_t k[1], st[1], dil[1], pads[2];
   int c;
   const int64_t *ks = gr_attr_ints(n, "kernel_shape", &c);
@@ -385,7 +386,7 @@ static int lower_window_1d(lowering *l, const gr_node *n) {
   if (ins[0] < 0) return ins[0];
   int n_ins = 1;
   if (conv) {
-    const gr_value *wv = &g->values[w];
+    const gr_value w_v = g->values[w], *wv = &w_v;
     int64_t ws[4] = {wv->shape[0], wv->shape[1], 1, wv->shape[2]};
     ins[1] = gr_is_const(g, w)
                  ? gr_const_add(g, gr_fresh_name(g, wv->name), wv->dtype, 4, ws,

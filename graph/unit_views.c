@@ -54,7 +54,7 @@ typedef struct {
 static int lift_operand(lifter *L, const gr_node *n, int x, int r, int q) {
   ts_graph *g = L->g;
   if (L->lifted[x] >= 0 && L->axis[x] == q) return L->lifted[x];
-  const gr_value *xv = &g->values[x];
+  const gr_value x_v = g->values[x], *xv = &x_v; /* values may move */
   int k = xv->ndim;
   if (r - k >= q) return x; /* every axis of x is at or after q */
   int at = q - (r - k);
@@ -98,7 +98,7 @@ static int lift_elementwise(lifter *L, const gr_node *n) {
     ins[i] = n->inputs[i] < 0 ? -1 : lift_operand(L, n, n->inputs[i], r, q);
     if (ins[i] < -1) return ins[i];
   }
-  const gr_value *yv = &g->values[y];
+  const gr_value y_v = g->values[y], *yv = &y_v; /* values may move */
   int y4 = gr_value_fresh(g, yv->name, yv->dtype, -1, NULL);
   int64_t count = r;
   int sh = gr_const_add(g, gr_fresh_name(g, "unit_view"), TS_INT64, 1, &count,
