@@ -27,7 +27,10 @@ was not built around:
   wav2vec       a wav2vec2-like audio encoder (strided 1-D convs, GroupNorm
                 as InstanceNormalization, a grouped positional conv of
                 kernel 128, post-LayerNorm transformer layers);
-  resnext       a ResNeXt-50 (32x4d)-like classifier (grouped 3x3 convs).
+  resnext       a ResNeXt-50 (32x4d)-like classifier (grouped 3x3 convs);
+  swin          Swin-Transformer-like blocks (7x7 window attention through
+                6-D Reshape/Transpose, shifted windows by Slice + Concat
+                rolls, a relative-position bias).
 
 All opset 17; `--small` writes reduced versions (same operators and
 structure, few layers, small widths) that run in seconds.
@@ -488,10 +491,56 @@ def resnext(rng, small):
     return resnet_head(b, x, cin, classes, "resnext", size), False
 
 
+def swin(rng, small):
+    """Swin-Transformer-like blocks: window attention over 7x7 windows
+    (Reshape to 6-D, Transpose, Reshape), every other block on windows
+    shifted by a roll (torch.roll exports as Slice + Concat per axis), a
+    learned relative-position bias per head, Q/K/V split by Gather."""
+    H, C, heads, win, depth = (14, 32, 2, 7, 2) if small else (56, 96, 3, 7, 4)
+    nw, hd = H // win, C // heads
+    b = Builder(rng)
+    i64 = b.i64
+
+    def roll(x, s):
+        for ax in (1, 2):
+            a = b.op("Slice", [x, i64([H - s]), i64([H]), i64([ax])])
+            c = b.op("Slice", [x, i64([0]), i64([H - s]), i64([ax])])
+            x = b.op("Concat", [a, c], axis=ax)
+        return x
+
+    x = b.op("Reshape", ["x", i64([1, H * H, C])])
+    for d in range(depth):
+        shift = win // 2 if d % 2 else 0
+        h = b.op("Reshape", [_layer_norm(b, rng, x, C), i64([1, H, H, C])])
+        if shift:
+            h = roll(h, H - shift)
+        h = b.op("Reshape", [h, i64([1, nw, win, nw, win, C])])
+        h = b.op("Reshape", [b.op("Transpose", [h], perm=[0, 1, 3, 2, 4, 5]), i64([nw * nw, win * win, C])])
+        qkv = b.op("Reshape", [_dense(b, rng, h, C, 3 * C), i64([nw * nw, win * win, 3, heads, hd])])
+        qkv = b.op("Transpose", [qkv], perm=[2, 0, 3, 1, 4])
+        q, k, v = (b.op("Gather", [qkv, i64(i)], axis=0) for i in range(3))
+        s = b.op("MatMul", [b.op("Mul", [q, b.f32(hd ** -0.5)]), b.op("Transpose", [k], perm=[0, 1, 3, 2])])
+        bias = rng.uniform(-1, 1, (heads, win * win, win * win)).astype(F32)
+        p = b.op("Softmax", [b.op("Add", [s, b.const("relbias", bias)])], axis=-1)
+        o = b.op("Transpose", [b.op("MatMul", [p, v])], perm=[0, 2, 1, 3])
+        o = _dense(b, rng, b.op("Reshape", [o, i64([nw * nw, win * win, C])]), C, C)
+        o = b.op("Reshape", [o, i64([1, nw, nw, win, win, C])])
+        o = b.op("Reshape", [b.op("Transpose", [o], perm=[0, 1, 3, 2, 4, 5]), i64([1, H, H, C])])
+        if shift:
+            o = roll(o, shift)
+        x = b.op("Add", [x, b.op("Reshape", [o, i64([1, H * H, C])])])
+        m = _dense(b, rng, _gelu(b, _dense(b, rng, _layer_norm(b, rng, x, C), C, 4 * C)), 4 * C, C)
+        x = b.op("Add", [x, m])
+    outs = _rename_outputs(b, [(x, "features", [1, H * H, C])])
+    g = helper.make_graph(b.nodes, "swin", [tensor_input("x", TensorProto.FLOAT, [1, H, H, C])],
+                          outs, b.inits)
+    return g, False
+
+
 MODELS = {"convnext": convnext, "vit": vit, "efficientnet": efficientnet,
           "shufflenet": shufflenet, "densenet": densenet, "speech": speech,
           "textgru": textgru, "llama": llama, "wav2vec": wav2vec,
-          "resnext": resnext}
+          "resnext": resnext, "swin": swin}
 
 
 def main():
