@@ -296,7 +296,8 @@ bool tile_transpose(ts_sched *s, const char *name, int max_lanes) {
    * splits by the full width, where each side spans several tiles; the
    * code generator partitions the last tile of each off, so the others
    * run unguarded. A wav2vec2-like encoder's [3199, 512] transposes, 2
-   * threads, AVX-512 Xeon: 4.9 -> 0.65 ms. */
+   * threads, AVX-512 Xeon: 4.9 -> 0.65 ms; ViT's keys to [1, 12, 64,
+   * 197]: 0.14 -> 0.015 ms. */
   if (L < 4 && ek >= 4 * max_lanes && ei >= 4 * max_lanes) L = max_lanes;
   if (L < 4) return false;
   ts_rv pk[2], pi[2];
