@@ -1,7 +1,8 @@
 /*
- * fuse_move.h — what fuse.c and fuse_move.c share: the state of the group
- * function under construction (its TE builder and the graph values bound
- * to parameters) and the data-movement operators built as TE stages.
+ * fuse_move.h — what fuse.c, fuse_conv.c, fuse_rows.c and fuse_move.c
+ * share: the state of the group function under construction (its TE
+ * builder and the graph values bound to parameters), the helpers the
+ * anchors' builders have in common, and the anchors built outside fuse.c.
  * Private to graph/.
  */
 #ifndef TESSERA_GRAPH_FUSE_MOVE_H
@@ -59,6 +60,12 @@ typedef struct gr_fuse_builder {
  * b->failed when the parameter limit is reached (one slot stays free for
  * the output). */
 ts_buffer *gr_fuse_param(gr_fuse_builder *b, int v);
+/* Like gr_fuse_param, v's bytes viewed as the group's stages see them
+ * (merged leading axes; split channels when split is set). */
+ts_buffer *gr_fuse_param_as(gr_fuse_builder *b, int v, bool split);
+/* The parameter bound to graph value v, its bytes viewed as shape[nd]. */
+ts_buffer *gr_fuse_param_shaped(gr_fuse_builder *b, int v, const int64_t *shape,
+                                int nd);
 /* A fresh stage name from an op name ("Cast" -> "cast_3"). */
 const char *gr_fuse_stage_name(gr_fuse_builder *b, const char *op);
 
@@ -68,6 +75,29 @@ ts_te_stage *gr_fuse_stage_like(gr_fuse_builder *b, const char *op,
 /* Loads buf broadcast against the last of n_axes output axes (fuse.c). */
 ts_expr *gr_fuse_bcast_load(gr_fuse_builder *b, ts_buffer *buf, ts_expr **axes,
                             int n_axes);
+/* The name of reduction axis d of nsp spatial ones ("rd", "rh", "rw"). */
+const char *gr_fuse_window_axis(int nsp, int d);
+/* The accumulator dtype of a conv or matmul anchor (its output's). */
+ts_dtype gr_fuse_acc_dtype(const gr_fuse_builder *b, const gr_node *n);
+/* One term of a conv or matmul reduction: x * y, 8-bit operands each
+ * widened to the int32 accumulator. */
+ts_expr *gr_fuse_product(gr_fuse_builder *b, const gr_node *n, ts_expr *x,
+                         ts_expr *y);
+/* What a conv pads its data x with: 0, or ConvInteger's pad_value. */
+ts_expr *gr_fuse_pad_fill(gr_fuse_builder *b, const gr_node *n,
+                          const gr_value *x);
+/* A stage padding the nsp spatial axes of x (from axis sp0) by pads[d]
+ * before and end[d] after, filled with fill. */
+ts_buffer *gr_fuse_pad_stage(gr_fuse_builder *b, ts_buffer *data,
+                             const gr_value *x, int sp0, int nsp,
+                             const int64_t *pads, const int64_t *end,
+                             ts_expr *fill);
+/* Whether Conv n is pointwise channels-last (2-D, 1x1, stride 1, no
+ * padding, group 1): a matrix product over the merged N, H, W axes. */
+bool gr_fuse_pointwise_conv(const ts_graph *g, const gr_node *n);
+/* A Conv anchor (fuse_conv.c): pad stage, reduction, bias; NULL when it
+ * cannot be expressed. */
+ts_buffer *gr_fuse_build_conv(gr_fuse_builder *b, const gr_node *n);
 /* Softmax and LayerNormalization groups (fuse_rows.c); NULL when the node
  * cannot be expressed. */
 ts_buffer *gr_fuse_build_softmax(gr_fuse_builder *b, const gr_node *n);
