@@ -263,6 +263,10 @@ typedef struct search_task {
   char **space_key;
   int *space_trials;
   double *space_best;
+  /* the fastest latency when the strategy last picked, and how many picks
+   * in a row found it unchanged (the evolutionary local share) */
+  double last_best;
+  int stalled;
 } search_task;
 
 int search_task_init(search_task *st, const ts_func *f, const ts_target *t,

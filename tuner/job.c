@@ -879,12 +879,13 @@ static int check_options(const ts_tune_options *o, const ts_tune_task *tasks,
       o->search.mutate_prob < 0 || o->search.mutate_prob > 1 ||
       o->search.init_measured_ratio < 0 || o->search.init_measured_ratio > 1 ||
       o->search.space_share < 0 || o->search.space_share > 1 ||
-      o->search.epsilon + o->search.space_share > 1)
+      o->search.local_share < 0 || o->search.local_share > 1 ||
+      o->search.epsilon + o->search.space_share + o->search.local_share > 1)
     return TS_ERR(
         err, TS_EINVAL,
         "tune: search options out of range (population and batch "
         ">= 1, probabilities and shares in [0, 1], epsilon + space share "
-        "at most 1)");
+        "+ local share at most 1)");
   for (int i = 0; i < n; i++)
     if (!tasks[i].func || !tasks[i].name || !(tasks[i].weight >= 0))
       return TS_ERR(err, TS_EINVAL,

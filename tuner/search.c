@@ -41,6 +41,7 @@ ts_search_options ts_search_defaults(void) {
   o.threads = 0;
   o.early_stop_rounds = 3;
   o.space_share = 0.125;
+  o.local_share = 0.125;
   return o;
 }
 
@@ -258,6 +259,7 @@ int search_task_init(search_task *st, const ts_func *f, const ts_target *t,
       st->space_best[i] = INFINITY;
     }
   }
+  st->last_best = INFINITY;
   double sum = 0;
   for (int k = 0; k < TS_N_MUTATORS; k++) sum += o->mutator_probs[k];
   if (sum > 0)

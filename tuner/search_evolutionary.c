@@ -10,12 +10,17 @@
  *     generation is drawn from parents chosen with probability growing
  *     with their score, each child a mutation (probability mutate_prob,
  *     mutator drawn by the mutator probabilities) or a copy;
- *  3. the batch: mostly the top predicted candidates; a share (space_share)
- *     given to the best predicted of the design spaces ranked by an upper
- *     confidence bound (how close the space's fastest is to the overall
- *     fastest, plus a bonus that shrinks with the trials it has had), so
- *     one space cannot take every trial after an early lead; and a share
- *     epsilon of fresh random samples.
+ *  3. the batch: mostly the top predicted candidates; once a round has
+ *     not improved the task's fastest, a share (local_share) of random
+ *     single mutations of the fastest measured designs, measured whatever
+ *     the model predicts (its errors of a few per cent otherwise decide
+ *     which of the incumbent's close neighbours are ever measured); a
+ *     share (space_share) given to the best predicted of the design
+ *     spaces ranked by an upper confidence bound (how close the space's
+ *     fastest is to the overall fastest, plus a bonus that shrinks with
+ *     the trials it has had), so one space cannot take every trial after
+ *     an early lead; and a share epsilon of fresh random samples.
+ *
  * Sampling, mutation, replay, postprocessing and feature extraction run on
  * the task's threads; the model predicts on the calling thread. Random
  * choices come from the task's generator, split per child before the
@@ -253,16 +258,70 @@ static int space_picks(search_task *st, best_list *sb, int want, cand **out) {
   return got;
 }
 
+/* A pick that finds the task's fastest less than this much faster than at
+ * the pick before counts as stalled. */
+#define STALL_GAIN 0.01
+/* Incumbents whose neighbours the local share measures: the fastest
+ * measured designs, the first of them taking every other draw. */
+#define LOCAL_PARENTS 3
+
+/* Counts the picks in a row since the task's fastest last improved. */
+static void note_progress(search_task *st) {
+  double cur = st->n_measured ? st->measured[0].seconds : INFINITY;
+  if (st->n_measured && !(cur < st->last_best * (1 - STALL_GAIN)))
+    st->stalled++;
+  else
+    st->stalled = 0;
+  if (cur < st->last_best) st->last_best = cur;
+}
+
+/* Up to `want` unmeasured single mutations of the incumbents par[0..n_par)
+ * (replayed fastest measured designs), in the order drawn, whatever the
+ * model predicts for them; marks them seen. */
+static int local_picks(search_task *st, cand **par, int n_par, int want,
+                       cand **out) {
+  if (want <= 0 || n_par <= 0) return 0;
+  int nc = want * 4, got = 0;
+  child_job cj = {st, calloc((size_t)nc, sizeof(cand *)),
+                  calloc((size_t)nc, sizeof(ts_rng)),
+                  calloc((size_t)nc, sizeof(bool)),
+                  calloc((size_t)nc, sizeof(cand *))};
+  if (cj.parents && cj.rngs && cj.mutate && cj.out) {
+    for (int i = 0; i < nc; i++) {
+      cj.parents[i] = par[i % 2 ? (i / 2) % n_par : 0];
+      cj.mutate[i] = true;
+      cj.rngs[i] = ts_rng_split(&st->rng);
+    }
+    tuner_parallel(st->threads, nc, child_one, &cj);
+    for (int i = 0; i < nc; i++) {
+      cand *c = cj.out[i];
+      if (!c || got == want || search_task_seen(st, c->c.hash)) continue;
+      search_task_mark(st, c->c.hash);
+      out[got++] = cand_ref(c);
+    }
+    for (int i = 0; i < nc; i++)
+      if (cj.out[i]) cand_unref(cj.out[i]);
+  }
+  free(cj.parents);
+  free(cj.rngs);
+  free(cj.mutate);
+  free(cj.out);
+  return got;
+}
+
 static int evolve_pick(search_task *st, int want, cand **out, ts_error *err) {
   const ts_search_options *o = &st->opts;
   int P = o->population > 0 ? o->population : 1;
+  note_progress(st);
   int n_rand = (int)floor(want * o->epsilon + 0.5);
   if (n_rand > want) n_rand = want;
   int n_space = st->n_spaces > 1 && st->space_trials
                     ? (int)floor(want * o->space_share + 0.5)
                     : 0;
   if (n_space > want - n_rand) n_space = want - n_rand;
-  int n_top = want - n_rand - n_space;
+  int n_local = st->stalled > 0 ? (int)floor(want * o->local_share + 0.5) : 0;
+  if (n_local > want - n_rand - n_space) n_local = want - n_rand - n_space;
+  int n_top = want - n_rand - n_space - n_local;
 
   /* 1. the initial population */
   int n_meas = (int)(P * o->init_measured_ratio);
@@ -271,7 +330,8 @@ static int evolve_pick(search_task *st, int want, cand **out, ts_error *err) {
   if (n_fresh < o->init_min_unmeasured) n_fresh = o->init_min_unmeasured;
   cand **pop = calloc((size_t)(n_meas + n_fresh + 1), sizeof *pop);
   cand **fresh = calloc((size_t)(n_fresh + 1), sizeof *fresh);
-  int np = 0;
+  int np = 0, n_inc = 0;
+  cand *inc[LOCAL_PARENTS]; /* the incumbents, fastest first */
   if (n_meas > 0) {
     cand **v = calloc((size_t)n_meas, sizeof *v);
     uint64_t *seeds = calloc((size_t)n_meas, sizeof *seeds);
@@ -282,6 +342,8 @@ static int evolve_pick(search_task *st, int want, cand **out, ts_error *err) {
     tuner_parallel(st->threads, ns, replay_one, &rj);
     for (int i = 0; i < ns; i++)
       if (v[i]) pop[np++] = v[i];
+    for (; n_inc < np && n_inc < LOCAL_PARENTS; n_inc++)
+      inc[n_inc] = cand_ref(pop[n_inc]);
     free(v);
     free(seeds);
     free(idx);
@@ -349,10 +411,13 @@ static int evolve_pick(search_task *st, int want, cand **out, ts_error *err) {
     free(cj.out);
   }
 
-  /* 3. the batch: the top predicted, the design spaces' share (what it
-   * leaves unused goes to the top predicted), random fresh samples */
+  /* 3. the batch: the incumbents' neighbours, the top predicted, the
+   * design spaces' share (what the shares leave unused goes to the top
+   * predicted), random fresh samples */
   int got = 0;
   if (!rc) {
+    got = local_picks(st, inc, n_inc, n_local, out);
+    n_top += got;
     qsort(best.v, (size_t)best.n, sizeof *best.v, by_score_desc);
     int used_best = 0;
     take_best(st, &best, &used_best, n_top, out, &got);
@@ -378,6 +443,7 @@ static int evolve_pick(search_task *st, int want, cand **out, ts_error *err) {
     take_best(st, &best, &used_best, want, out, &got);
   }
   for (int i = 0; i < np; i++) cand_unref(pop[i]);
+  for (int i = 0; i < n_inc; i++) cand_unref(inc[i]);
   for (int i = 0; i < nf; i++) cand_unref(fresh[i]);
   for (int i = 0; i < best.n; i++) cand_unref(best.v[i]);
   hashset_free(&best.in);

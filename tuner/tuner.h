@@ -247,6 +247,12 @@ typedef struct ts_search_options {
                             an upper confidence bound on how fast their
                             best could be (0.125), so the search does not
                             settle on one space early */
+  double local_share;    /* share of a batch given, once a round has not
+                            improved the task's fastest, to random single
+                            mutations of its fastest measured designs,
+                            measured whatever the model predicts (0.125):
+                            a local search the model's errors cannot
+                            steer away from the incumbent's neighbours */
 } ts_search_options;
 ts_search_options ts_search_defaults(void);
 

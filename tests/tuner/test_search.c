@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include <math.h>
+#include <string.h>
 
 #include "tuner/internal.h"
 #include "util.h"
@@ -94,6 +95,7 @@ static void test_names_and_defaults(void **state) {
   assert_true(o.epsilon == 0.05);
   assert_int_equal(o.batch, 32);
   assert_true(o.space_share == 0.125);
+  assert_true(o.local_share == 0.125);
   ts_tune_options to = ts_tune_defaults();
   assert_int_equal(to.strategy, TS_STRATEGY_EVOLUTIONARY);
   assert_int_equal(to.policy, TS_TASK_GRADIENT);
@@ -147,6 +149,86 @@ static void test_space_share(void **state) {
   int used = 0;
   for (int i = 1; i < n; i++) used += per_space[i] > 0;
   assert_true(used >= 3); /* the bound spreads the share */
+  search_task_free(&st);
+  ts_design_spaces_free(sp, n);
+  ts_target_free(t);
+  ts_workload_free(w);
+}
+
+/* How many sampling decisions two designs of one instruction list differ
+ * in; -1 when the lists differ. */
+static int decisions_apart(const ts_trace *a, const ts_trace *b) {
+  int n = ts_trace_n_insts(a), apart = 0;
+  if (n != ts_trace_n_insts(b)) return -1;
+  for (int i = 0; i < n; i++) {
+    if (ts_trace_inst_kind(a, i) != ts_trace_inst_kind(b, i)) return -1;
+    int64_t x[16], y[16];
+    int nx = ts_trace_decision(a, i, x, 16),
+        ny = ts_trace_decision(b, i, y, 16);
+    if (nx != ny || (nx > 0 && memcmp(x, y, sizeof(int64_t) * (size_t)nx)))
+      apart++;
+  }
+  return apart;
+}
+
+/* The local share: once a pick finds the task's fastest unchanged, the
+ * share goes to unmeasured single mutations of the fastest measured
+ * designs; a faster measurement ends the stall. */
+static void test_local_share(void **state) {
+  (void)state;
+  ts_workload *w = tu_workload("matmul M=32 N=48 K=64");
+  ts_target *t = NULL;
+  ts_error err;
+  OK(ts_target_host(&t, &err));
+  ts_design_space *sp = NULL;
+  int n = 0;
+  OK(ts_space_generate(w->func, t, NULL, &sp, &n, &err));
+  ts_search_options o = ts_search_defaults();
+  o.population = 64;
+  o.init_min_unmeasured = 32;
+  o.genetic_iters = 1;
+  o.epsilon = 0;
+  o.space_share = 0;
+  o.local_share = 1; /* the whole batch, once stalled */
+  o.threads = 1;
+  search_task st;
+  OK(search_task_init(&st, w->func, t, sp, n, NULL, 1, &o, 11));
+  enum { INC = 3 };
+  ts_candidate inc[INC];
+  for (int i = 0; i < INC; i++) {
+    OK(ts_candidate_sample(&sp[0], 0, w->func, t, 200 + (uint64_t)i, &inc[i],
+                           &err));
+    search_task_add_measured(&st, inc[i].design, inc[i].hash, true,
+                             0.001 * (i + 1));
+  }
+  cand *out[8];
+  int got = strategy_evolutionary.pick(&st, 8, out, &err);
+  assert_true(got > 0);
+  assert_int_equal(st.stalled, 0); /* the first pick: progress */
+  for (int i = 0; i < got; i++) cand_unref(out[i]);
+  /* nothing faster measured since: stalled, the batch is neighbours */
+  got = strategy_evolutionary.pick(&st, 8, out, &err);
+  assert_int_equal(st.stalled, 1);
+  assert_int_equal(got, 8);
+  for (int i = 0; i < got; i++) {
+    bool near = false;
+    for (int k = 0; k < INC && !near; k++)
+      near = decisions_apart(out[i]->c.design, inc[k].design) == 1;
+    assert_true(near);
+    for (int k = 0; k < INC; k++)
+      assert_false(out[i]->c.hash.hi == inc[k].hash.hi &&
+                   out[i]->c.hash.lo == inc[k].hash.lo);
+    cand_unref(out[i]);
+  }
+  /* a design 2x faster than the fastest ends the stall */
+  ts_candidate fast;
+  OK(ts_candidate_sample(&sp[0], 0, w->func, t, 300, &fast, &err));
+  search_task_add_measured(&st, fast.design, fast.hash, true, 0.0005);
+  got = strategy_evolutionary.pick(&st, 8, out, &err);
+  assert_int_equal(st.stalled, 0);
+  for (int i = 0; i < got; i++) cand_unref(out[i]);
+  ts_candidate_clear(&fast);
+  for (int i = 0; i < INC; i++) ts_candidate_clear(&inc[i]);
   search_task_free(&st);
   ts_design_spaces_free(sp, n);
   ts_target_free(t);
@@ -215,6 +297,7 @@ int main(void) {
       cmocka_unit_test(test_gradient),
       cmocka_unit_test(test_names_and_defaults),
       cmocka_unit_test(test_space_share),
+      cmocka_unit_test(test_local_share),
       cmocka_unit_test(test_build_batch),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
