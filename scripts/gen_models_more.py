@@ -30,7 +30,12 @@ was not built around:
   resnext       a ResNeXt-50 (32x4d)-like classifier (grouped 3x3 convs);
   swin          Swin-Transformer-like blocks (7x7 window attention through
                 6-D Reshape/Transpose, shifted windows by Slice + Concat
-                rolls, a relative-position bias).
+                rolls, a relative-position bias);
+  inception     an Inception-v3-like classifier (branches joined by Concat,
+                1x7 / 7x1 and 1x3 / 3x1 convs, valid-padded stride-2 grid
+                reductions, 3x3 average pools);
+  r3d           a ResNet3D-18-like video classifier (3x3x3 convs over
+                16 frames of 112x112, 5-D batch norms).
 
 All opset 17; `--small` writes reduced versions (same operators and
 structure, few layers, small widths) that run in seconds.
@@ -537,10 +542,119 @@ def swin(rng, small):
     return g, False
 
 
+def _conv_kxk(b, x, cin, cout, kh, kw, stride=1, ph=None, pw=None):
+    """Conv (no bias) of a kh x kw kernel, "same" pads unless given, then
+    batch norm and relu, as torchvision's BasicConv2d."""
+    ph = kh // 2 if ph is None else ph
+    pw = kw // 2 if pw is None else pw
+    w = b.weight("conv_w", (cout, cin, kh, kw), cin * kh * kw)
+    y = b.op("Conv", [x, w], kernel_shape=[kh, kw], strides=[stride, stride], pads=[ph, pw, ph, pw])
+    return b.relu(b.bn(y, cout))
+
+
+def inception(rng, small):
+    """An Inception-v3-like classifier: a valid-padded stem, blocks of
+    parallel branches (1x1; 5x5; double 3x3; 3x3 average pool then 1x1)
+    joined by Concat, factorised 1x7 / 7x1 and 1x3 / 3x1 convs, grid
+    reductions by stride-2 convs beside a max pool; 299x299 input."""
+    b = Builder(rng)
+    size, classes, w = (75, 10, 8) if small else (299, 1000, 32)
+    n_a, n_b, n_c = (1, 1, 1) if small else (3, 4, 2)
+
+    def cbr(x, cin, cout, kh, kw=None, stride=1, pad=True):
+        kw = kh if kw is None else kw
+        return _conv_kxk(b, x, cin, cout, kh, kw, stride,
+                         *((None, None) if pad else (0, 0)))
+
+    def avg(x):
+        return b.op("AveragePool", [x], kernel_shape=[3, 3], strides=[1, 1], pads=[1, 1, 1, 1],
+                    count_include_pad=1)
+
+    def maxp(x):
+        return b.op("MaxPool", [x], kernel_shape=[3, 3], strides=[2, 2])
+
+    x = cbr("data", 3, w, 3, stride=2, pad=False)
+    x = cbr(x, w, w, 3, pad=False)
+    x = maxp(cbr(x, w, 2 * w, 3))
+    x = maxp(cbr(cbr(x, 2 * w, 80 * w // 32, 1), 80 * w // 32, 6 * w, 3, pad=False))
+    c = 6 * w
+    for i in range(n_a):  # 35x35
+        pf = w if i == 0 else 2 * w
+        b1 = cbr(x, c, 2 * w, 1)
+        b5 = cbr(cbr(x, c, 3 * w // 2, 1), 3 * w // 2, 2 * w, 5)
+        b3 = cbr(cbr(cbr(x, c, 2 * w, 1), 2 * w, 3 * w, 3), 3 * w, 3 * w, 3)
+        bp = cbr(avg(x), c, pf, 1)
+        x = b.op("Concat", [b1, b5, b3, bp], axis=1)
+        c = 2 * w + 2 * w + 3 * w + pf
+    # grid reduction to 17x17
+    r3 = cbr(x, c, 12 * w, 3, stride=2, pad=False)
+    rd = cbr(cbr(cbr(x, c, 2 * w, 1), 2 * w, 3 * w, 3), 3 * w, 3 * w, 3, stride=2, pad=False)
+    x = b.op("Concat", [r3, rd, maxp(x)], axis=1)
+    c = 12 * w + 3 * w + c
+    m = 4 * w
+    for _ in range(n_b):  # 17x17, factorised 7x7
+        b1 = cbr(x, c, 6 * w, 1)
+        b7 = cbr(cbr(cbr(x, c, m, 1), m, m, 1, 7), m, 6 * w, 7, 1)
+        bd = x
+        bd = cbr(bd, c, m, 1)
+        bd = cbr(cbr(cbr(cbr(bd, m, m, 7, 1), m, m, 1, 7), m, m, 7, 1), m, 6 * w, 1, 7)
+        bp = cbr(avg(x), c, 6 * w, 1)
+        x = b.op("Concat", [b1, b7, bd, bp], axis=1)
+        c = 24 * w
+    # grid reduction to 8x8
+    r3 = cbr(cbr(x, c, 6 * w, 1), 6 * w, 10 * w, 3, stride=2, pad=False)
+    r7 = cbr(cbr(cbr(cbr(x, c, 6 * w, 1), 6 * w, 6 * w, 1, 7), 6 * w, 6 * w, 7, 1), 6 * w, 6 * w, 3,
+             stride=2, pad=False)
+    x = b.op("Concat", [r3, r7, maxp(x)], axis=1)
+    c = 16 * w + c
+    for _ in range(n_c):  # 8x8, branches split into 1x3 and 3x1
+        b1 = cbr(x, c, 10 * w, 1)
+        t = cbr(x, c, 12 * w, 1)
+        b3 = b.op("Concat", [cbr(t, 12 * w, 12 * w, 1, 3), cbr(t, 12 * w, 12 * w, 3, 1)], axis=1)
+        t = cbr(cbr(x, c, 14 * w, 1), 14 * w, 12 * w, 3)
+        bd = b.op("Concat", [cbr(t, 12 * w, 12 * w, 1, 3), cbr(t, 12 * w, 12 * w, 3, 1)], axis=1)
+        bp = cbr(avg(x), c, 6 * w, 1)
+        x = b.op("Concat", [b1, b3, bd, bp], axis=1)
+        c = 10 * w + 24 * w + 24 * w + 6 * w
+    return resnet_head(b, x, c, classes, "inception", size), False
+
+
+def r3d(rng, small):
+    """A ResNet3D-18-like video classifier (torchvision's r3d_18): a 3x7x7
+    stem of stride (1, 2, 2), basic blocks of 3x3x3 convs, stride-2
+    downsampling in time and space with 1x1x1 shortcuts, batch norms on
+    5-D maps, a global average pool; 16 frames of 112x112."""
+    b = Builder(rng)
+    T, S, classes = (4, 32, 10) if small else (16, 112, 400)
+    widths = [8, 16, 32, 64] if small else [64, 128, 256, 512]
+
+    def conv3(x, cin, cout, k, stride, pad):
+        w = b.weight("conv_w", (cout, cin) + tuple(k), cin * int(np.prod(k)))
+        return b.op("Conv", [x, w], kernel_shape=list(k), strides=list(stride), pads=list(pad) * 2)
+
+    x = b.relu(b.bn(conv3("data", 3, widths[0], (3, 7, 7), (1, 2, 2), (1, 3, 3)), widths[0]))
+    cin = widths[0]
+    for stage, cout in enumerate(widths):
+        for i in range(2):
+            s = 2 if (i == 0 and stage > 0) else 1
+            y = b.relu(b.bn(conv3(x, cin, cout, (3, 3, 3), (s, s, s), (1, 1, 1)), cout))
+            y = b.bn(conv3(y, cout, cout, (3, 3, 3), (1, 1, 1), (1, 1, 1)), cout)
+            sc = x
+            if s != 1 or cin != cout:
+                sc = b.bn(conv3(x, cin, cout, (1, 1, 1), (s, s, s), (0, 0, 0)), cout)
+            x = b.relu(b.op("Add", [y, sc]))
+            cin = cout
+    x = b.op("Flatten", [b.op("GlobalAveragePool", [x])], axis=1)
+    out = b.linear(x, cin, classes)
+    g = helper.make_graph(b.nodes, "r3d", [tensor_input("data", TensorProto.FLOAT, [1, 3, T, S, S])],
+                          [helper.make_tensor_value_info(out, TensorProto.FLOAT, [1, classes])], b.inits)
+    return g, False
+
+
 MODELS = {"convnext": convnext, "vit": vit, "efficientnet": efficientnet,
           "shufflenet": shufflenet, "densenet": densenet, "speech": speech,
           "textgru": textgru, "llama": llama, "wav2vec": wav2vec,
-          "resnext": resnext, "swin": swin}
+          "resnext": resnext, "swin": swin, "inception": inception, "r3d": r3d}
 
 
 def main():
