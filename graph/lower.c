@@ -425,6 +425,7 @@ int ts_graph_lower(ts_graph *g, ts_error *err) {
              exact_reciprocals(g, n.inputs[1]))
       rc = lower_div(&l, &n);
     else if ((rc = lower_window_1d(&l, &n)) == 1 &&
+             (rc = gr_lower_conv3d(&l, &n)) == 1 &&
              (rc = gr_lower_conv_transpose(&l, &n)) == 1 &&
              (rc = gr_lower_more(&l, &n)) == 1 &&
              (rc = gr_lower_index(&l, &n)) == 1 &&
@@ -441,5 +442,6 @@ int ts_graph_lower(ts_graph *g, ts_error *err) {
   }
   if (gr_list_commit(g, &l.out))
     return TS_ERR(err, TS_ENOMEM, "lowering: out of memory");
-  return gr_lower_unit_views(g, err);
+  rc = gr_lower_unit_views(g, err);
+  return rc ? rc : gr_lower_depth_views(g, err);
 }

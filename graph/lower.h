@@ -28,6 +28,12 @@ int gr_lower_conv_transpose(gr_lowering *l, const gr_node *n);
  * gr_lower_more: 1 when n is not one of them. */
 int gr_lower_rnn(gr_lowering *l, const gr_node *n);
 
+/* A 3-D Conv as a 2-D one over depth-stacked slices (lower_conv3d.c), as
+ * gr_lower_more: 1 when n is not taken. */
+int gr_lower_conv3d(gr_lowering *l, const gr_node *n);
+/* Elementwise chains between such convs on their 4-D form (depth_views.c):
+ * run after the lowering. */
+int gr_lower_depth_views(ts_graph *g, ts_error *err);
 /* Elementwise chains between 1-D windows on the windows' 2-D form
  * (unit_views.c): run after the lowering. */
 int gr_lower_unit_views(ts_graph *g, ts_error *err);

@@ -573,6 +573,92 @@ static void test_one_d_windows(void **state) {
   ts_graph_free(c);
 }
 
+/* Two 3-D convs with a batch norm's scale and shift, a ReLU and a residual
+ * Add between them, then a strided 1x1x1 conv and a per-depth constant
+ * added: batch 2, a depth stride with asymmetric depth pads, a depth
+ * dilation, a bias. */
+static ts_graph *three_d_convs(void) {
+  ts_graph *g = ts_graph_new("conv3d");
+  int x = gr_value_add(g, "x", TS_FLOAT32, 5, (int64_t[]){2, 6, 7, 9, 8});
+  g->values[x].is_input = true;
+  g->inputs = ts_arena_alloc(g->arena, sizeof(int));
+  g->inputs[0] = x;
+  g->n_inputs = 1;
+  static float w1[8 * 6 * 27], w2[8 * 8 * 27], w3[4 * 8], b1[8], sc[8], sh[8];
+  for (int i = 0; i < 8 * 6 * 27; i++) w1[i] = (float)((i * 29) % 23 - 11) / 64;
+  for (int i = 0; i < 8 * 8 * 27; i++) w2[i] = (float)((i * 17) % 19 - 9) / 64;
+  for (int i = 0; i < 4 * 8; i++) w3[i] = (float)((i * 13) % 11 - 5) / 8;
+  for (int i = 0; i < 8; i++)
+    b1[i] = (float)(i % 7) / 8 - 0.4f, sc[i] = 1 + i / 16.f,
+    sh[i] = (float)(i % 3) / 4 - 0.25f;
+  int cw1 =
+      gr_const_add(g, "w1", TS_FLOAT32, 5, (int64_t[]){8, 6, 3, 3, 3}, w1);
+  int cw2 =
+      gr_const_add(g, "w2", TS_FLOAT32, 5, (int64_t[]){8, 8, 3, 3, 3}, w2);
+  int cw3 =
+      gr_const_add(g, "w3", TS_FLOAT32, 5, (int64_t[]){4, 8, 1, 1, 1}, w3);
+  int cb1 = gr_const_add(g, "b1", TS_FLOAT32, 1, (int64_t[]){8}, b1);
+  int csc =
+      gr_const_add(g, "sc", TS_FLOAT32, 5, (int64_t[]){1, 8, 1, 1, 1}, sc);
+  int csh = gr_const_add(g, "sh", TS_FLOAT32, 4, (int64_t[]){8, 1, 1, 1}, sh);
+  int c1 = node(g, "Conv", (int[]){x, cw1, cb1}, 3);
+  set_ints(g, "strides", 3, (int64_t[]){2, 1, 1});
+  set_ints(g, "pads", 6, (int64_t[]){1, 1, 1, 0, 1, 1});
+  int m = node(g, "Mul", (int[]){c1, csc}, 2);
+  int a = node(g, "Add", (int[]){m, csh}, 2);
+  int r = node(g, "Relu", &a, 1);
+  int c2 = node(g, "Conv", (int[]){r, cw2}, 2);
+  set_ints(g, "dilations", 3, (int64_t[]){2, 1, 1});
+  set_ints(g, "pads", 6, (int64_t[]){2, 1, 1, 2, 1, 1});
+  int s = node(g, "Add", (int[]){c2, r}, 2);
+  int r2 = node(g, "Relu", &s, 1);
+  int c3 = node(g, "Conv", (int[]){r2, cw3}, 2);
+  set_ints(g, "strides", 3, (int64_t[]){1, 2, 2});
+  /* a constant that varies along the depth: this Add stays 5-D */
+  float pd[3] = {0.5f, -0.25f, 1};
+  int cpd = gr_const_add(g, "pd", TS_FLOAT32, 3, (int64_t[]){3, 1, 1}, pd);
+  set_output(g, node(g, "Add", (int[]){c3, cpd}, 2));
+  return g;
+}
+
+static void test_three_d_convs(void **state) {
+  (void)state;
+  ts_error err;
+  ts_graph *a = three_d_convs(), *b = three_d_convs(), *c = three_d_convs();
+  assert_int_equal(ts_graph_run_passes(a, "patterns", &err), TS_OK);
+  if (ts_graph_run_passes(b, "layout", &err) ||
+      ts_graph_run_passes(c, NULL, &err))
+    fail_msg("%s", err.msg);
+  int convs = 0, transposes5 = 0;
+  for (int i = 0; i < b->n_nodes; i++) {
+    const gr_node *n = &b->nodes[i];
+    if (!strcmp(n->op, "Transpose") && b->values[n->outputs[0]].ndim == 5)
+      transposes5++;
+    if (strcmp(n->op, "Conv")) continue;
+    convs++;
+    assert_int_equal(b->values[n->outputs[0]].ndim, 4);
+    if (!gr_node_channels_last(n)) fail_msg("%s not channels-last", n->name);
+  }
+  assert_int_equal(convs, 3);
+  /* the model's input and output only: none between the convs */
+  assert_int_equal(transposes5, 2);
+  ts_graph_tensor x[1], y[1], z[1];
+  run(a, TS_GRAPH_INTERPRET, x);
+  run(b, TS_GRAPH_INTERPRET, y);
+  run(c, TS_GRAPH_COMPILE, z);
+  assert_int_equal(x[0].ndim, 5);
+  int64_t want[5] = {2, 4, 3, 5, 4}; /* D 7 -> 3 -> 3 -> 3 */
+  for (int d = 0; d < 5; d++) assert_int_equal(x[0].shape[d], want[d]);
+  same(x, y, 1, "3-D convs as 2-D, interpreted");
+  same(x, z, 1, "3-D convs as 2-D, compiled");
+  free_outs(x, 1);
+  free_outs(y, 1);
+  free_outs(z, 1);
+  ts_graph_free(a);
+  ts_graph_free(b);
+  ts_graph_free(c);
+}
+
 /* x -> two 1x1 convs (32 output channels: blocked by 16) -> bias, scale
  * per channel, add -> relu; the second branch adds a per-pixel constant
  * (a [1, 1, 5, 5] plane), which cannot follow the channel split. */
@@ -1222,6 +1308,7 @@ int main(void) {
       cmocka_unit_test(test_one_transpose_at_the_input),
       cmocka_unit_test(test_fixed_layout_op),
       cmocka_unit_test(test_one_d_windows),
+      cmocka_unit_test(test_three_d_convs),
       cmocka_unit_test(test_io_layout),
       cmocka_unit_test(test_transpose_into_conv),
       cmocka_unit_test(test_scale_onto_weights),
