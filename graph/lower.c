@@ -426,6 +426,7 @@ int ts_graph_lower(ts_graph *g, ts_error *err) {
       rc = lower_div(&l, &n);
     else if ((rc = lower_window_1d(&l, &n)) == 1 &&
              (rc = gr_lower_conv3d(&l, &n)) == 1 &&
+             (rc = gr_lower_conv_boxes(&l, &n)) == 1 &&
              (rc = gr_lower_conv_transpose(&l, &n)) == 1 &&
              (rc = gr_lower_more(&l, &n)) == 1 &&
              (rc = gr_lower_index(&l, &n)) == 1 &&

@@ -28,6 +28,10 @@ int gr_lower_conv_transpose(gr_lowering *l, const gr_node *n);
  * gr_lower_more: 1 when n is not one of them. */
 int gr_lower_rnn(gr_lowering *l, const gr_node *n);
 
+/* A conv whose padding takes a third of its taps or more as convs over
+ * the boxes of its output with the same taps inside the image
+ * (conv_boxes.c), as gr_lower_more: 1 when n is not taken. */
+int gr_lower_conv_boxes(gr_lowering *l, const gr_node *n);
 /* A 3-D Conv as a 2-D one over depth-stacked slices (lower_conv3d.c), as
  * gr_lower_more: 1 when n is not taken. */
 int gr_lower_conv3d(gr_lowering *l, const gr_node *n);

@@ -35,7 +35,10 @@ was not built around:
                 1x7 / 7x1 and 1x3 / 3x1 convs, valid-padded stride-2 grid
                 reductions, 3x3 average pools);
   r3d           a ResNet3D-18-like video classifier (3x3x3 convs over
-                16 frames of 112x112, 5-D batch norms).
+                16 frames of 112x112, 5-D batch norms);
+  deeplab       a DeepLabV3-like segmenter (a dilated ResNet-50-like
+                backbone, atrous pyramid pooling with dilations 6 to 18,
+                bilinear Resizes).
 
 All opset 17; `--small` writes reduced versions (same operators and
 structure, few layers, small widths) that run in seconds.
@@ -651,10 +654,55 @@ def r3d(rng, small):
     return g, False
 
 
+def deeplab(rng, small):
+    """A DeepLabV3-like segmenter: a ResNet-50-like backbone with output
+    stride 16 (its last stage dilated by 2 instead of strided), atrous
+    spatial pyramid pooling (a 1x1 conv, 3x3 convs of dilation 6, 12 and
+    18, a global pooling branch brought back by Resize), a Concat, the
+    classifier, and a bilinear Resize of the logits to the input size
+    (half_pixel, as PyTorch's align_corners=False exports)."""
+    b = Builder(rng)
+    size, classes = (64, 5) if small else (384, 21)
+    blocks = [1, 1, 1, 1] if small else [3, 4, 6, 3]
+    widths = [8, 16, 32, 64] if small else [64, 128, 256, 512]
+    stem, aspp = (16, 16) if small else (64, 256)
+    x = resnet_stem(b, stem)
+    cin = stem
+    for stage, (n, w) in enumerate(zip(blocks, widths)):
+        cout = 4 * w
+        for i in range(n):
+            stride = 2 if (i == 0 and stage in (1, 2)) else 1
+            dil = 2 if stage == 3 else 1
+            y = b.relu(b.bn(b.conv(x, cin, w, 1), w))
+            y = b.relu(b.bn(b.conv(y, w, w, 3, stride=stride, dilation=dil), w))
+            y = b.bn(b.conv(y, w, cout, 1), cout)
+            sc = b.bn(b.conv(x, cin, cout, 1, stride=stride), cout) if i == 0 else x
+            x = b.relu(b.op("Add", [y, sc]))
+            cin = cout
+    f = size // 16
+    branches = [b.relu(b.bn(b.conv(x, cin, aspp, 1), aspp))]
+    for rate in (6, 12, 18):
+        branches.append(b.relu(b.bn(b.conv(x, cin, aspp, 3, dilation=rate), aspp)))
+    g = b.relu(b.bn(b.conv(b.op("GlobalAveragePool", [x]), cin, aspp, 1), aspp))
+    branches.append(b.op("Resize", [g, "", "", b.i64([1, aspp, f, f])], mode="linear",
+                         coordinate_transformation_mode="half_pixel"))
+    y = b.op("Concat", branches, axis=1)
+    y = b.relu(b.bn(b.conv(y, 5 * aspp, aspp, 1), aspp))
+    y = b.relu(b.bn(b.conv(y, aspp, aspp, 3), aspp))
+    y = b.conv(y, aspp, classes, 1, bias=True)
+    y = b.op("Resize", [y, "", b.f32([1.0, 1.0, 16.0, 16.0])], mode="linear",
+             coordinate_transformation_mode="half_pixel")
+    outs = _rename_outputs(b, [(y, "logits", [1, classes, size, size])])
+    gr = helper.make_graph(b.nodes, "deeplab", [tensor_input("data", TensorProto.FLOAT, [1, 3, size, size])],
+                           outs, b.inits)
+    return gr, False
+
+
 MODELS = {"convnext": convnext, "vit": vit, "efficientnet": efficientnet,
           "shufflenet": shufflenet, "densenet": densenet, "speech": speech,
           "textgru": textgru, "llama": llama, "wav2vec": wav2vec,
-          "resnext": resnext, "swin": swin, "inception": inception, "r3d": r3d}
+          "resnext": resnext, "swin": swin, "inception": inception, "r3d": r3d,
+          "deeplab": deeplab}
 
 
 def main():

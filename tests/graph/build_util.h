@@ -29,6 +29,13 @@ static inline int node(ts_graph *g, const char *op, const int *ins, int n_ins) {
   return out;
 }
 
+/* v as the graph's one output. */
+static inline void set_output(ts_graph *g, int v) {
+  g->outputs = ts_arena_alloc(g->arena, sizeof(int));
+  g->outputs[0] = v;
+  g->n_outputs = 1;
+}
+
 /* An INTS attribute (copied) on the last node added. */
 static inline void set_ints(ts_graph *g, const char *name, int n,
                             const int64_t *v) {

@@ -120,19 +120,19 @@ contains "no node named 'NoSuchNode'"
 # --pet: the mutants' lines, the summary; bad values are usage errors
 C="$M/csrnet_small.onnx"
 expect 0 env TS_VERIFY=1 "$T" graph show "$C" --after pet --pet
-contains "# pet: Conv Conv_34 \[1, 4, 4, 64\]: dilated_to_batch: est. 11.8 -> 13.4 us, pruned before checking"
+contains "# pet: Conv Conv_34_3 \[1, 2, 2, 64\]: dilated_to_batch: est. 1.3 -> 2.3 us, pruned before checking"
 contains "# pet: Conv .*: split_rows: 18 boxes, 6 differ, corrected"
-contains "# pet: 0 of 21 mutants applied (0 duplicate, 18 pruned, 0 exact, 3 corrected, 0 wrong"
+contains "# pet: 0 of 42 mutants applied (0 duplicate, 39 pruned, 0 exact, 3 corrected, 0 wrong"
 expect 0 "$T" graph show "$C" --after pet
 lacks "# pet"
 expect 2 "$T" graph show "$C" --pet-trials 0
 contains "--pet-trials wants a count from 1 to 64"
 expect 0 "$T" graph show "$C" --pet-trials 3 --after pet
-contains "# pet: 0 of 21 mutants applied"
+contains "# pet: 0 of 42 mutants applied"
 expect 2 "$T" graph show "$C" --pet-depth 4
 contains "--pet-depth wants a depth from 1 to 3"
 expect 0 "$T" graph show "$C" --pet-depth 1 --after pet
-contains "# pet: 0 of 14 mutants applied"
+contains "# pet: 0 of 35 mutants applied"
 # --pet-only tries one mutator, --pet-apply-all keeps what the estimate drops
 expect 0 "$T" graph show "$C" --pet-only split_rows --pet-apply-all --after pet
 contains "# pet: 3 of 3 mutants applied (0 duplicate, 0 pruned, 0 exact, 3 corrected"

@@ -153,12 +153,6 @@ static void test_one_transpose_at_the_input(void **state) {
 
 /* ---- hand-built graphs ---- */
 
-static void set_output(ts_graph *g, int v) {
-  g->outputs = ts_arena_alloc(g->arena, sizeof(int) * 2);
-  g->outputs[0] = v;
-  g->n_outputs = 1;
-}
-
 static int transpose(ts_graph *g, int x, const int64_t *perm) {
   int out = gr_value_fresh(g, "t", TS_FLOAT32, -1, NULL);
   gr_node *n = gr_node_add(g, "Transpose", NULL, &x, 1, &out, 1);

@@ -30,12 +30,6 @@
 #include <string.h>
 #include <unistd.h>
 
-static void set_output(ts_graph *g, int v) {
-  g->outputs = ts_arena_alloc(g->arena, sizeof(int));
-  g->outputs[0] = v;
-  g->n_outputs = 1;
-}
-
 static int bias(ts_graph *g, const char *name, int64_t c) {
   float b[128];
   assert_true(c <= 128);
