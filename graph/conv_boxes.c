@@ -88,7 +88,10 @@ static int band_input(gr_lowering *l, const gr_node *n, int x, int axis,
 
 int gr_lower_conv_boxes(gr_lowering *l, const gr_node *n) {
   ts_graph *g = l->g;
-  if (strcmp(n->op, "Conv") || n->n_inputs < 2 || n->n_outputs != 1) return 1;
+  /* (not in a graph of named dynamic sizes: the boxes depend on them) */
+  if (strcmp(n->op, "Conv") || n->n_inputs < 2 || n->n_outputs != 1 ||
+      g->named_dims)
+    return 1;
   int x = n->inputs[0], w = n->inputs[1], y = n->outputs[0];
   if (x < 0 || w < 0 || g->values[x].ndim != 4 || g->values[w].ndim != 4 ||
       g->values[y].ndim != 4 || !gr_is_const(g, w) ||

@@ -54,7 +54,11 @@ static int stacked_weights(ts_graph *g, int w) {
 
 int gr_lower_conv3d(gr_lowering *l, const gr_node *n) {
   ts_graph *g = l->g;
-  if (strcmp(n->op, "Conv") || n->n_inputs < 2 || n->n_outputs != 1) return 1;
+  /* (not in a graph of named dynamic sizes: the taps' indices depend on
+   * the batch and the depth) */
+  if (strcmp(n->op, "Conv") || n->n_inputs < 2 || n->n_outputs != 1 ||
+      g->named_dims)
+    return 1;
   int x = n->inputs[0], w = n->inputs[1], y = n->outputs[0];
   if (x < 0 || w < 0 || g->values[x].ndim != 5 || g->values[y].ndim != 5 ||
       g->values[w].ndim != 5 || !gr_is_const(g, w) ||
