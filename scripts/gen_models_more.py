@@ -36,6 +36,7 @@ was not built around:
                 reductions, 3x3 average pools);
   r3d           a ResNet3D-18-like video classifier (3x3x3 convs over
                 16 frames of 112x112, 5-D batch norms);
+  c3d           a C3D-like video classifier (3x3x3 convs, 5-D max pools);
   deeplab       a DeepLabV3-like segmenter (a dilated ResNet-50-like
                 backbone, atrous pyramid pooling with dilations 6 to 18,
                 bilinear Resizes).
@@ -654,6 +655,32 @@ def r3d(rng, small):
     return g, False
 
 
+def c3d(rng, small):
+    """A C3D-like video classifier: 3x3x3 convs with biases and ReLUs,
+    5-D max pools of (1, 2, 2) then (2, 2, 2), 16 frames of 112x112."""
+    b = Builder(rng)
+    T, S, classes = (16, 32, 10) if small else (16, 112, 101)
+    widths = [8, 16, 32, 32, 32] if small else [64, 128, 256, 512, 512]
+
+    def conv3(x, cin, cout):
+        w = b.weight("conv_w", (cout, cin, 3, 3, 3), cin * 27)
+        bias = b.const("conv_b", rng.uniform(-0.1, 0.1, cout).astype(F32))
+        return b.relu(b.op("Conv", [x, w, bias], kernel_shape=[3, 3, 3], pads=[1] * 6))
+
+    x, cin = "data", 3
+    for i, c in enumerate(widths):
+        x, cin = conv3(x, cin, c), c
+        if i >= 2:
+            x = conv3(x, cin, c)
+        k = [1, 2, 2] if i == 0 else [2, 2, 2]
+        x = b.op("MaxPool", [x], kernel_shape=k, strides=k)
+    x = b.op("Flatten", [b.op("GlobalAveragePool", [x])], axis=1)
+    out = b.linear(x, cin, classes)
+    g = helper.make_graph(b.nodes, "c3d", [tensor_input("data", TensorProto.FLOAT, [1, 3, T, S, S])],
+                          [helper.make_tensor_value_info(out, TensorProto.FLOAT, [1, classes])], b.inits)
+    return g, False
+
+
 def deeplab(rng, small):
     """A DeepLabV3-like segmenter: a ResNet-50-like backbone with output
     stride 16 (its last stage dilated by 2 instead of strided), atrous
@@ -702,7 +729,7 @@ MODELS = {"convnext": convnext, "vit": vit, "efficientnet": efficientnet,
           "shufflenet": shufflenet, "densenet": densenet, "speech": speech,
           "textgru": textgru, "llama": llama, "wav2vec": wav2vec,
           "resnext": resnext, "swin": swin, "inception": inception, "r3d": r3d,
-          "deeplab": deeplab}
+          "c3d": c3d, "deeplab": deeplab}
 
 
 def main():
