@@ -212,15 +212,20 @@ int gr_lower_depth_views(ts_graph *g, ts_error *err) {
     free(L.out.nodes);
   /* Reshape(Transpose(v)) folding v's depth into the batch reads v's 4-D
    * form: the transposes between two convs vanish */
+  int *producer = NULL;
+  if (rc == TS_OK) {
+    producer = malloc(sizeof(int) * (size_t)(g->n_values + 1));
+    if (!producer)
+      rc = TS_ENOMEM;
+    else
+      map_producers(g, producer, g->n_values);
+  }
   for (int i = 0; rc == TS_OK && i < g->n_nodes; i++) {
     gr_node *n = &g->nodes[i];
     if (n->kind != TS_GRAPH_OP || strcmp(n->op, "Reshape") || n->n_inputs < 1 ||
         n->inputs[0] < 0)
       continue;
-    int t = n->inputs[0], y = n->outputs[0];
-    int j = -1;
-    for (int q = 0; q < g->n_nodes && j < 0; q++)
-      if (g->nodes[q].n_outputs > 0 && g->nodes[q].outputs[0] == t) j = q;
+    int y = n->outputs[0], j = producer[n->inputs[0]];
     if (j < 0 || !is_depth_transpose(g, &g->nodes[j])) continue;
     int v = g->nodes[j].inputs[0];
     if (v >= nv || L.lifted[v] < 0 || is_graph_output(g, y)) continue;
@@ -230,6 +235,7 @@ int gr_lower_depth_views(ts_graph *g, ts_error *err) {
     gr_replace_uses(g, y, L.lifted[v]);
     changed = true;
   }
+  free(producer);
   if (rc == TS_OK && changed) rc = ts_graph_eliminate_dead(g, err);
 done:
   free(L.lifted);
