@@ -172,6 +172,10 @@ static int unfolded_from(const ts_graph *g, const int *producer, int v) {
                                                                         : -1;
 }
 
+static int lift_one(void *ctx, const gr_node *n) {
+  return lift_elementwise(ctx, n);
+}
+
 int gr_lower_depth_views(ts_graph *g, ts_error *err) {
   int nv = g->n_values;
   dlifter L = {g,
@@ -192,24 +196,7 @@ int gr_lower_depth_views(ts_graph *g, ts_error *err) {
   }
   if (!any) goto done;
   bool changed = false;
-  int n_nodes = g->n_nodes;
-  for (int i = 0; i < n_nodes && rc == TS_OK; i++) {
-    gr_node n = g->nodes[i];
-    if (n.kind == TS_GRAPH_OP && n.outputs[0] < nv) {
-      rc = lift_elementwise(&L, &n);
-      if (rc == TS_OK) {
-        changed = true;
-        continue;
-      }
-      if (rc != 1) break;
-      rc = TS_OK;
-    }
-    gr_list_push(&L.out, &n);
-  }
-  if (rc == TS_OK && changed)
-    rc = gr_list_commit(g, &L.out);
-  else
-    free(L.out.nodes);
+  rc = gr_lower_rewrite_ops(g, nv, lift_one, &L, &L.out, &changed);
   /* Reshape(Transpose(v)) folding v's depth into the batch reads v's 4-D
    * form: the transposes between two convs vanish */
   int *producer = NULL;

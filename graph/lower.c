@@ -73,6 +73,30 @@ int gr_lower_slice(lowering *l, const gr_node *n, int x, int64_t axis,
   return gr_lower_node(l, n, "Slice", ins, 5, out, NULL, 0, suffix);
 }
 
+int gr_lower_rewrite_ops(ts_graph *g, int nv,
+                         int (*fn)(void *ctx, const gr_node *n), void *ctx,
+                         gr_list *out, bool *changed) {
+  int rc = TS_OK, n_nodes = g->n_nodes;
+  *changed = false;
+  for (int i = 0; i < n_nodes && rc == TS_OK; i++) {
+    gr_node n = g->nodes[i];
+    if (n.kind == TS_GRAPH_OP && n.outputs[0] < nv) {
+      rc = fn(ctx, &n);
+      if (rc == TS_OK) {
+        *changed = true;
+        continue;
+      }
+      if (rc != 1) break;
+      rc = TS_OK;
+    }
+    gr_list_push(out, &n);
+  }
+  if (rc == TS_OK && *changed) return gr_list_commit(g, out);
+  free(out->nodes);
+  out->nodes = NULL;
+  return rc;
+}
+
 int gr_lower_fresh(ts_graph *g, int v, const char *suffix) {
   char base[300];
   snprintf(base, sizeof base, "%s_%s", g->values[v].name, suffix);

@@ -68,6 +68,14 @@ int gr_lower_reshape(gr_lowering *l, const gr_node *n, int x, int nd,
 int gr_lower_slice(gr_lowering *l, const gr_node *n, int x, int64_t axis,
                    int64_t start, int64_t end, int64_t step, int out,
                    const char *suffix);
+/* Runs fn on each operator node of g whose first output is one of the
+ * first nv values: fn pushes the node's rewrite to *out and returns TS_OK,
+ * returns 1 to keep the node (pushed here), or an error, which stops the
+ * walk. When any node was rewritten (*changed) the list replaces g's
+ * nodes; otherwise it is freed. TS_OK or the error. */
+int gr_lower_rewrite_ops(ts_graph *g, int nv,
+                         int (*fn)(void *ctx, const gr_node *n), void *ctx,
+                         gr_list *out, bool *changed);
 /* A fresh value named after v with a suffix (shape set when emitted). */
 int gr_lower_fresh(ts_graph *g, int v, const char *suffix);
 /* A float32 constant of shape (ndim, shape) from doubles. */

@@ -119,6 +119,10 @@ static int lift_elementwise(lifter *L, const gr_node *n) {
   return TS_OK;
 }
 
+static int lift_one(void *ctx, const gr_node *n) {
+  return lift_elementwise(ctx, n);
+}
+
 int gr_lower_unit_views(ts_graph *g, ts_error *err) {
   int nv = g->n_values;
   lifter L = {g,
@@ -147,26 +151,9 @@ int gr_lower_unit_views(ts_graph *g, ts_error *err) {
     L.axis[n->outputs[0]] = q;
     any = true;
   }
-  int rc = TS_OK;
   bool changed = false;
-  int n_nodes = g->n_nodes;
-  for (int i = 0; any && i < n_nodes && rc == TS_OK; i++) {
-    gr_node n = g->nodes[i];
-    if (n.kind == TS_GRAPH_OP && n.outputs[0] < nv) {
-      rc = lift_elementwise(&L, &n);
-      if (rc == TS_OK) {
-        changed = true;
-        continue;
-      }
-      if (rc != 1) break;
-      rc = TS_OK;
-    }
-    gr_list_push(&L.out, &n);
-  }
-  if (rc == TS_OK && changed)
-    rc = gr_list_commit(g, &L.out);
-  else
-    free(L.out.nodes);
+  int rc =
+      any ? gr_lower_rewrite_ops(g, nv, lift_one, &L, &L.out, &changed) : TS_OK;
   /* a Reshape back to a 4-D form reads it: the reshape pair vanishes */
   for (int i = 0; rc == TS_OK && changed && i < g->n_nodes; i++) {
     gr_node *n = &g->nodes[i];
