@@ -41,15 +41,19 @@
  *     packed once before the anchor into micro-panels [M / rows, K, rows];
  *     the row tiles outside the vector tiles where the streamed input is
  *     at most 128 KiB and the other inputs exceed 512 KiB (the streamed
- *     one then packed once); its
+ *     one then packed once); where a vector tile's panel of the streamed
+ *     input exceeds 1 MiB (a deep conv's weights), the longest reduction
+ *     split into blocks whose panel fits, the blocks' loop just inside
+ *     the vector tiles (or the weights' panels) and the panel packed per
+ *     block (packing: default_pack.c); its
  *     elementwise consumer computed at the
- *     row tile; its padding producer computed at the innermost outer loop
- *     (each tile pads the window it reads; not when the channels are fewer
- *     than a vector, a stem's image, which is padded once before); the outer
- * loops fused and parallel. Before that, a GEMM-shaped anchor whose operand
- * types a dot intrinsic of the target computes (int8 with VNNI) is tensorized
- *     onto it with a register tile of intrinsic calls
- *     (tensorize_default, rules_tensorize.c); when that does not apply or
+ *     row tile (above the reduction's blocks when there are some); its padding
+ * producer computed at the innermost outer loop (each tile pads the window it
+ * reads; not when the channels are fewer than a vector, a stem's image, which
+ * is padded once before); the outer loops fused and parallel. Before that, a
+ * GEMM-shaped anchor whose operand types a dot intrinsic of the target computes
+ * (int8 with VNNI) is tensorized onto it with a register tile of intrinsic
+ * calls (tensorize_default, rules_tensorize.c); when that does not apply or
  *     lower, the plain register tile. Before that again, on a target with
  *     AMX, a bf16 or int8 product of 32 rows and columns or more whose
  *     other loops are a batch gets AMX's 2 x 2 tile blocks (amx_default).
@@ -294,8 +298,8 @@ static bool transpose_tiles(ts_sched *s, const ts_target *t, const char *name) {
 
 /* Fuses the leading spatial loops of `block` (stopping at a reduce loop or
  * at `stop`) and makes them parallel when the block does enough work. */
-static void parallel_outer(ts_sched *s, const ts_target *t, const char *name,
-                           int64_t work) {
+void default_parallel_outer(ts_sched *s, const ts_target *t, const char *name,
+                            int64_t work) {
   (void)t;
   if (work < MIN_PARALLEL_WORK) return;
   ts_rv b, loops[MAX_LOOPS];
@@ -427,114 +431,6 @@ static bool repacked_by_outer(ts_sched *s, const ts_stmt *rr, const ts_stmt *lv,
   return false;
 }
 
-/* The block and buffer names of the copy cr that cache_read made, into blk
- * and buf; returns the copy's rank, or -1 when it is not one block writing
- * one buffer. */
-static int copy_names(ts_sched *s, ts_rv cr, char *blk, size_t nblk, char *buf,
-                      size_t nbuf) {
-  const char *crn = ts_sched_rv_block_name(s, cr);
-  const ts_stmt *c = crn ? ts_func_find_block(ts_sched_func(s), crn) : NULL;
-  if (!c || ts_block_n_writes(ts_realize_block(c)) != 1) return -1;
-  const ts_buffer *w = ts_block_write(ts_realize_block(c), 0)->buffer;
-  snprintf(blk, nblk, "%s", crn);
-  snprintf(buf, nbuf, "%s", ts_buffer_name(w));
-  return ts_buffer_ndim(w);
-}
-
-/* The start of an index map over a buffer of rank nd, "(d0, .., dn-1) ->
- * (", into map (cap bytes); its length. */
-static size_t map_inputs(char *map, size_t cap, int nd) {
-  size_t len = (size_t)snprintf(map, cap, "(");
-  for (int d = 0; d < nd && len < cap; d++)
-    len += (size_t)snprintf(map + len, cap - len, "%sd%d", d ? ", " : "", d);
-  if (len < cap) len += (size_t)snprintf(map + len, cap - len, ") -> (");
-  return len;
-}
-
-/* The streamed input sb of anchor b copied once, before the anchor, into
- * panels of `cols` along its last dimension (the vector axis):
- * [.., C] -> [C / cols, .., cols], so that each vector tile's panel is
- * contiguous; the copy's loops split to match, its panel rows vectorized.
- * A 1x1 conv 56x56, 96 -> 384 channels, whose 24-channel weight panels
- * were packed again for every image row: 2 threads, AVX2 Zen 3, nine
- * alternating rounds, median 128.5 -> 145.0 GFLOP/s. The copy's block name
- * into out ("" when the input is not of that form: nothing done); false
- * when the schedule refused a step after the copy was made. */
-static bool pack_once(ts_sched *s, ts_rv b, const ts_buffer *sb, int64_t cols,
-                      char *out, size_t cap) {
-  out[0] = 0;
-  int nd = ts_buffer_ndim(sb);
-  int64_t last = nd > 0 ? ts_buffer_shape(sb)[nd - 1] : 0;
-  if (nd < 2 || cols < 2 || last <= cols || last % cols) return true;
-  char map[256], bn[128];
-  size_t len = map_inputs(map, sizeof map, nd);
-  len += (size_t)snprintf(map + len, sizeof map - len, "floordiv(d%d, %lld)",
-                          nd - 1, (long long)cols);
-  for (int d = 0; d < nd - 1; d++)
-    len += (size_t)snprintf(map + len, sizeof map - len, ", d%d", d);
-  len += (size_t)snprintf(map + len, sizeof map - len, ", floormod(d%d, %lld))",
-                          nd - 1, (long long)cols);
-  if (len >= sizeof map) return true;
-  snprintf(bn, sizeof bn, "%s", ts_buffer_name(sb));
-  ts_rv cr, loops[MAX_LOOPS], parts[2];
-  int nl = 0;
-  if (ts_sched_cache_read(s, b, bn, "global", &cr)) return true;
-  char cbuf[128];
-  if (copy_names(s, cr, out, cap, cbuf, sizeof cbuf) < 0) return false;
-  int64_t f[2] = {TS_SPLIT_INFER, cols};
-  if (ts_sched_transform_layout(s, cr, cbuf, map) ||
-      ts_sched_get_loops(s, cr, loops, MAX_LOOPS, &nl) || nl < 1 ||
-      ts_sched_split(s, loops[nl - 1], f, 2, parts))
-    return false;
-  /* the panel index outermost: (d_last / cols, d0, .., d_last % cols) */
-  ts_rv order[MAX_LOOPS + 1];
-  int no = 0;
-  order[no++] = parts[0];
-  for (int i = 0; i < nl - 1; i++) order[no++] = loops[i];
-  order[no++] = parts[1];
-  return !ts_sched_reorder(s, order, no) && !ts_sched_vectorize(s, parts[1]);
-}
-
-/* An anchor whose vector axis is contiguous in every access but one read
- * (B of a product with transpose_b: the output's columns index B's rows):
- * that input copied (cache_read) into a buffer whose dimensions are those
- * of the input with the one the vector axis indexes moved last, so the
- * anchor reads it along the vector. The copy's block name into out; false
- * (the schedule unchanged) when the anchor is not of that form. */
-static bool pack_transposed(ts_sched *s, ts_rv b, const ts_stmt *r,
-                            const ts_stmt *lv, const ts_rv *loops, int nl,
-                            char *out, size_t cap) {
-  const ts_block *blk = ts_realize_block(r);
-  const ts_buffer *wb = ts_block_write(blk, 0)->buffer, *found = NULL;
-  int dim = -1;
-  for (int i = 0; i < ts_block_n_reads(blk); i++) {
-    const ts_buffer *x = ts_block_read(blk, i)->buffer;
-    int d = x == wb ? -1 : read_dim_of_loop(r, x, lv);
-    if (d == -1 || d == ts_buffer_ndim(x) - 1 || x == found) continue;
-    if (d == -2 || found) return false; /* not a plain transpose */
-    found = x;
-    dim = d;
-  }
-  /* the copy pays when each panel is read by several rows: the spatial
-   * loops that do not index the input (a matrix-vector product has none,
-   * and reads it once as it is) */
-  int64_t reuse = 1;
-  for (int i = 0; found && i < nl; i++) {
-    const ts_stmt *l = ts_sched_rv_loop(s, loops[i]);
-    if (l && l != lv && loop_binding(r, l) == BIND_SPATIAL &&
-        read_dim_of_loop(r, found, l) == -1)
-      reuse *= loop_extent(s, loops[i]);
-  }
-  char name[128];
-  ts_rv cr;
-  if (!found || reuse < 4) return false;
-  snprintf(name, sizeof name, "%s", ts_buffer_name(found));
-  if (cache_read_dim_last(s, b, name, dim, &cr)) return false;
-  const char *cn = ts_sched_rv_block_name(s, cr);
-  snprintf(out, cap, "%s", cn ? cn : "");
-  return cn != NULL;
-}
-
 /* Streamed inputs above this size do not stay in the caches between
  * passes over the outer spatial loops: half of a 512 KiB L2. At 1 MiB,
  * weights of 256 KiB to 1 MiB were packed again for every output row
@@ -546,6 +442,8 @@ static bool pack_transposed(ts_sched *s, ts_rv b, const ts_stmt *r,
 /* the bytes of a cache line */
 #define CACHE_LINE_BYTES 64
 #define RED_UNROLL 4 /* reduction steps per trip of the register tile */
+/* a vector tile's panel larger than this is packed per reduction block */
+#define REDUCTION_BLOCK_BYTES (4 * STREAMED_CACHE_BYTES)
 
 /* Rows too few to fill a register tile (the 7 output columns of a late
  * conv): the row axis fused with the spatial axis just outside it when
@@ -574,86 +472,6 @@ static bool fuse_short_rows(ts_sched *s, const ts_stmt *r, ts_rv *loops,
   return true;
 }
 
-/* The input that the row tiles and the reduction read and the vector axis
- * does not (A of a matmul: [.., M, K]), when it is read plainly: its last
- * dimension indexed by the one reduction loop `red`, the one before by the
- * rows loop, and no window (its size is the product of the extents of the
- * loops that index it). Its name into out ("" when there is none). */
-static void rows_input(ts_sched *s, const ts_stmt *r, const ts_rv *loops,
-                       int nl, int rows, int vec, int red, char *out,
-                       size_t cap) {
-  out[0] = 0;
-  const ts_block *blk = ts_realize_block(r);
-  const ts_buffer *wb = ts_block_write(blk, 0)->buffer, *found = NULL;
-  const ts_stmt *lr = ts_sched_rv_loop(s, loops[rows]),
-                *lk = ts_sched_rv_loop(s, loops[red]),
-                *lv = ts_sched_rv_loop(s, loops[vec]);
-  if (!lr || !lk || !lv) return;
-  for (int i = 0; i < ts_block_n_reads(blk); i++) {
-    const ts_buffer *x = ts_block_read(blk, i)->buffer;
-    int nd = ts_buffer_ndim(x);
-    if (x == wb || x == found || nd < 2) continue;
-    if (read_dim_of_loop(r, x, lv) != -1 ||
-        read_dim_of_loop(r, x, lr) != nd - 2 ||
-        read_dim_of_loop(r, x, lk) != nd - 1)
-      continue;
-    int64_t covered = 1, elems = 1;
-    for (int d = 0; d < nd; d++) elems *= ts_buffer_shape(x)[d];
-    for (int l = 0; l < nl; l++) {
-      const ts_stmt *lo = ts_sched_rv_loop(s, loops[l]);
-      int d = lo ? read_dim_of_loop(r, x, lo) : -2;
-      if (d == -2) return;
-      if (d >= 0) covered *= loop_extent(s, loops[l]);
-    }
-    if (covered != elems) continue;
-    if (found) return; /* two such inputs: not a matmul */
-    found = x;
-  }
-  if (found) snprintf(out, cap, "%s", ts_buffer_name(found));
-}
-
-/* Input `name` ([.., M, K], see rows_input) copied once, before anchor b,
- * into micro-panels of `nrows` rows: [.., M, K] -> [.., ceil(M / nrows),
- * K, nrows], so that a register tile reads its rows' values for one
- * reduction step from one place and the next step's from right after
- * (one stream instead of nrows rows a row apart; rows 4 KiB apart also
- * share the L1 sets). The copy runs over (.., M / nrows, K, nrows), its
- * outer loops parallel. False when the schedule refused a step after the
- * copy was made. */
-static bool pack_rows(ts_sched *s, const ts_target *t, ts_rv b,
-                      const char *name, int64_t nrows) {
-  char bn[128], map[256];
-  snprintf(bn, sizeof bn, "%s", name);
-  ts_rv cr, loops[MAX_LOOPS], parts[2];
-  int nl = 0;
-  if (ts_sched_cache_read(s, b, bn, "global", &cr)) return true;
-  char cname[128], cbuf[128];
-  int nd = copy_names(s, cr, cname, sizeof cname, cbuf, sizeof cbuf);
-  if (nd < 0) return false;
-  size_t len = map_inputs(map, sizeof map, nd);
-  for (int d = 0; d < nd - 2; d++)
-    len += (size_t)snprintf(map + len, sizeof map - len, "d%d, ", d);
-  len +=
-      (size_t)snprintf(map + len, sizeof map - len,
-                       "floordiv(d%d, %lld), d%d, floormod(d%d, %lld))", nd - 2,
-                       (long long)nrows, nd - 1, nd - 2, (long long)nrows);
-  if (len >= sizeof map) return false;
-  int64_t f[2] = {TS_SPLIT_INFER, nrows};
-  if (ts_sched_transform_layout(s, cr, cbuf, map) ||
-      ts_sched_get_loops(s, cr, loops, MAX_LOOPS, &nl) || nl < 2 ||
-      ts_sched_split(s, loops[nl - 2], f, 2, parts))
-    return false;
-  ts_rv order[MAX_LOOPS + 1];
-  int no = 0;
-  for (int i = 0; i < nl - 2; i++) order[no++] = loops[i];
-  order[no++] = parts[0];
-  order[no++] = loops[nl - 1];
-  order[no++] = parts[1];
-  if (ts_sched_reorder(s, order, no)) return false;
-  parallel_outer(s, t, cname, default_block_work(s, cname));
-  return true;
-}
-
 static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
   ts_rv b, loops[MAX_LOOPS];
   int nl = 0;
@@ -677,8 +495,8 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
   /* a transposed input packed with the vector axis last first */
   char tpacked[160] = "";
   if (!loop_contiguous(r, ts_sched_rv_loop(s, loops[vec]))) {
-    if (!pack_transposed(s, b, r, ts_sched_rv_loop(s, loops[vec]), loops, nl,
-                         tpacked, sizeof tpacked))
+    if (!default_pack_transposed(s, b, r, ts_sched_rv_loop(s, loops[vec]),
+                                 loops, nl, tpacked, sizeof tpacked))
       return false;
     r = ts_func_find_block(ts_sched_func(s), name);
     blk = r ? ts_realize_block(r) : NULL;
@@ -725,7 +543,8 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
         n_long++;
       }
     if (rows >= 0 && !rows_load && !fused_rows && !tpacked[0] && n_long == 1)
-      rows_input(s, r, loops, nl, rows, vec, red_one, rows_in, sizeof rows_in);
+      default_rows_input(s, r, loops, nl, rows, vec, red_one, rows_in,
+                         sizeof rows_in);
   }
   /* one or two whole vectors when they divide the extent, else the
    * divisor that fills its vector instructions best (an imperfect split's
@@ -838,7 +657,8 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
    * reused by every output row, instead of streamed once per outer
    * iteration. Needs enough vector tiles to run in parallel. */
   bool vec_first = false, rows_first = false;
-  int64_t others = 0; /* the bytes of the inputs but the streamed one */
+  int64_t panel_bytes = 0; /* a vector tile's panel of the streamed input */
+  int64_t others = 0;      /* the bytes of the inputs but the streamed one */
   bool panel_loop[MAX_LOOPS] = {false}; /* outer loops moved first */
   int64_t outer_iters = 1;
   if (rows >= 0) {
@@ -858,6 +678,7 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
     int64_t cores = ts_target_num_cores(t);
     vec_first = big && cols < ev && !by_outer && outer_iters > 1 &&
                 ev / cols >= 2 * cores;
+    if (vec_first) panel_bytes = buffer_bytes(sb) / (ev / cols);
     others = 0;
     for (int i = 0; sb && i < ts_block_n_reads(blk); i++) {
       const ts_buffer *x = ts_block_read(blk, i)->buffer;
@@ -902,6 +723,8 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
       }
       if (rest == 1 || panels < 2 * cores)
         for (int i = 0; i < nl; i++) panel_loop[i] = false;
+      else
+        panel_bytes = buffer_bytes(sb) / panels;
     }
   }
   /* split the vector and rows axes */
@@ -971,9 +794,42 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
     else
       rows_first = true;
   }
+  /* A panel per vector tile larger than the L2 (the weights of a deep
+   * conv: 3 x 3 x 2048 x 64 floats, 4.5 MiB) is streamed from L3 again
+   * for every output tile. The reduction is then split into blocks whose
+   * panel fits (default_reduction_block), the blocks' loop placed just
+   * inside the vector tiles, the panel packed per block and reused by
+   * every output tile of it; the output accumulates across the blocks.
+   * `bench --workload W --default --threads 2 --repeat 5`, 2 threads,
+   * AVX-512 Xeon (2 MiB L2), two alternating rounds, x oneDNN, without ->
+   * blocks of at most 256 KiB / 1 MiB: 24x24 2048->256 3x3 0.53 -> 1.01 /
+   * 1.10, its dilation-6 form 0.37/0.38 -> 0.71/0.69 / 0.82/0.80; 24x24
+   * 512->512 dilation 2 (1.1 MiB panels) 0.90/0.89 -> 0.84/0.83 /
+   * 0.91/0.89; 14x14 256x256, 7x7 512x512 and 28x28 128x128 3x3 and a
+   * 14x14 1024->256 1x1 within noise. Hence 1 MiB. */
+  int red_blk = -1;
+  int64_t red_chunk = 0;
+  if (panel_bytes > 0 && !rows_load && !ragged && !tpacked[0]) {
+    int64_t ext[MAX_LOOPS];
+    for (int i = 0; i < nl; i++) ext[i] = loop_extent(s, loops[i]);
+    red_blk =
+        default_reduction_block(ext, binds, nl, panel_bytes,
+                                REDUCTION_BLOCK_BYTES, RED_UNROLL, &red_chunk);
+  }
+  ts_rv red_b = TS_RV_NONE;
+  int red_at = -1; /* red_b's place in order */
   if (vec_first) order[no++] = vo;
   for (int i = 0; i < nl; i++)
     if (panel_loop[i]) order[no++] = loops[i];
+  if (red_blk >= 0) {
+    ts_rv parts[2];
+    int64_t f[2] = {TS_SPLIT_INFER, red_chunk};
+    if (ts_sched_split(s, loops[red_blk], f, 2, parts)) return false;
+    red_b = parts[0];
+    loops[red_blk] = parts[1];
+    red_at = no;
+    order[no++] = red_b;
+  }
   for (int i = 0; i < nl; i++)
     if (binds[i] != BIND_REDUCE && i != vec && i != rows && !panel_loop[i])
       order[no++] = loops[i];
@@ -1025,7 +881,7 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
         l = parts[0];
         red_in = parts[1];
       }
-      if (first_red == TS_RV_NONE) first_red = l;
+      if (first_red == TS_RV_NONE) first_red = red_b != TS_RV_NONE ? red_b : l;
       order[no++] = l;
     }
   if (red_in != TS_RV_NONE) order[no++] = red_in;
@@ -1093,7 +949,8 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
     if (sb && vo_at >= 0 && repacked_by_outer(s, rr, lv, lr, order, vo_at)) {
       /* each panel would be packed again at every iteration of the loops
        * above it: the whole input packed once, in panels, before */
-      if (!pack_once(s, b, sb, cols, packed, sizeof packed)) return false;
+      if (!default_pack_once(s, b, sb, cols, packed, sizeof packed))
+        return false;
       packed_once = packed[0] != 0;
       /* (rows first: the panels stay a serial loop inside the parallel
        * row tiles; fused in, each tile recomputed its indices by a
@@ -1106,7 +963,8 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
       if (!ts_sched_cache_read(s, b, bn, "global", &cr)) {
         const char *crn = ts_sched_rv_block_name(s, cr);
         snprintf(packed, sizeof packed, "%s", crn ? crn : "");
-        if (ts_sched_compute_at(s, cr, vo)) return false;
+        if (ts_sched_compute_at(s, cr, red_b != TS_RV_NONE ? red_b : vo))
+          return false;
         n_par = vo_at + 1;
       }
     }
@@ -1135,7 +993,7 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
                               (int64_t)ts_dtype_elem_bytes(ts_buffer_dtype(ab))
                         : 0;
     if (stride > 0 && stride % 4096 == 0 && ts_target_l1d_ways(t) <= 8 &&
-        !pack_rows(s, t, b, rows_in, nrows))
+        !default_pack_rows(s, t, b, rows_in, nrows))
       return false;
   }
   /* the elementwise consumer at the row tile; with fused rows, whose tile
@@ -1144,6 +1002,7 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
    * parallel loops */
   ts_rv cons[MAX_BLOCKS];
   int nc = 0, cons_at = fused_rows ? n_outer - 2 : n_outer - 1;
+  if (red_at >= 0) cons_at = red_at - 1; /* above the reduction's blocks */
   char cons_name[128] = "";
   if (cons_at >= 0 && !ts_sched_get_consumers(s, b, cons, MAX_BLOCKS, &nc) &&
       nc == 1) {
@@ -1189,7 +1048,7 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
       ts_sched_vectorize(s, cl[ncl - 1]);
   }
   if (packed_once) {
-    parallel_outer(s, t, packed, default_block_work(s, packed));
+    default_parallel_outer(s, t, packed, default_block_work(s, packed));
   } else if (packed[0] && !transpose_tiles(s, t, packed))
     default_vectorize_inner(s, t, packed);
   /* With the panels outermost, a padded window computed at the row tile
@@ -1221,6 +1080,7 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
    * schedule's race check enumerates (65536 iterations: a reduction's
    * parallel loop past it is refused, and the whole nest ran on one core:
    * a depthwise conv of 21 channel tiles x 112 rows x 28 column tiles) */
+  if (red_at >= 0 && n_par > red_at) n_par = red_at;
   int64_t work = 1;
   for (int i = 0; i < n_par; i++) work *= loop_extent(s, order[i]);
   while (n_par > 1 && work > TS_PARALLEL_CHECK_MAX) {
@@ -1294,7 +1154,7 @@ static void simple_block(ts_sched *s, const ts_target *t, const char *name) {
     fuse_short_inner(s, t, name);
     default_vectorize_inner(s, t, name);
   }
-  parallel_outer(s, t, name, work);
+  default_parallel_outer(s, t, name, work);
 }
 
 /* A row reduction without reuse (softmax's row maximum and sum, layer

@@ -204,3 +204,35 @@ int64_t ts_default_conv_tile(int64_t h, int64_t w, int64_t ev, int64_t red,
   if (rows) *rows = r;
   return cols;
 }
+
+/* A reduction blocked so that a vector tile's panel of the streamed input
+ * stays in the cache while every output tile of the panel's vector tile
+ * passes over it: where the panel (panel_bytes, for the whole reduction)
+ * exceeds `budget`, the longest reduce loop (ext[i] with bind[i] ==
+ * BIND_REDUCE) split so that one block of it, times the panel's share of
+ * the other reduce loops, fits the budget. The block is the largest
+ * divisor of the loop's extent that fits and that `unroll` divides (the
+ * innermost loop is split by it again) when the loop is the innermost
+ * reduce loop; at least 4 * unroll iterations. Returns the loop's index
+ * and the block's extent in *chunk, or -1 when no block is needed or
+ * none fits. */
+int default_reduction_block(const int64_t *ext, const int *bind, int n,
+                            int64_t panel_bytes, int64_t budget, int unroll,
+                            int64_t *chunk) {
+  int best = -1, last = -1;
+  for (int i = 0; i < n; i++)
+    if (bind[i] == BIND_REDUCE) {
+      last = i;
+      if (best < 0 || ext[i] > ext[best]) best = i;
+    }
+  if (best < 0 || panel_bytes <= budget || ext[best] < 2) return -1;
+  int64_t per_iter = panel_bytes / ext[best];
+  int64_t cap = per_iter > 0 ? budget / per_iter : 0;
+  int64_t step = best == last ? unroll : 1;
+  for (int64_t c = cap < ext[best] ? cap : ext[best] - 1; c >= 4 * unroll; c--)
+    if (ext[best] % c == 0 && c % step == 0) {
+      *chunk = c;
+      return best;
+    }
+  return -1;
+}

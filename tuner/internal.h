@@ -151,6 +151,12 @@ int64_t default_product_tile(int64_t er, int64_t ev, int lanes, int regs,
 /* The tile over rows split ceil-wise (every tile but the last full). */
 int64_t default_ceil_rows_tile(int64_t er, int64_t ev, int lanes, int regs,
                                int64_t *rows);
+/* The reduce loop (an index into ext/bind) to split into blocks so that
+ * a vector tile's panel of panel_bytes, packed per block, fits `budget`,
+ * and the block's extent in *chunk; -1 when none is needed or fits. */
+int default_reduction_block(const int64_t *ext, const int *bind, int n,
+                            int64_t panel_bytes, int64_t budget, int unroll,
+                            int64_t *chunk);
 /* Whether a conv's output of h rows of w columns (ev channels, innermost
  * reduction of `red` iterations) is better register-tiled over its pixels
  * in order than over the columns (default.c; the default schedule and the
@@ -173,6 +179,26 @@ bool pixels_fusible(ts_sched *s, const ts_stmt *r, const ts_rv *loops,
 int default_lanes_of(const ts_target *t, ts_dtype d);
 void default_vectorize_inner(ts_sched *s, const ts_target *t, const char *name);
 int64_t default_block_work(ts_sched *s, const char *name);
+/* The leading spatial loops of block `name` fused and parallel when it
+ * does `work` or more (default.c). */
+void default_parallel_outer(ts_sched *s, const ts_target *t, const char *name,
+                            int64_t work);
+/* The anchor's packed copies (default_pack.c): the streamed input sb packed
+ * once, before the anchor b, in panels of `cols` (the copy's block name
+ * into out); a transposed input packed with the vector loop lv's dimension
+ * last; the name of the input that the rows and the one reduction `red`
+ * read plainly (A of a matmul; "" when none); that input packed into
+ * micro-panels of nrows rows. The bools: false when refused. */
+bool default_pack_once(ts_sched *s, ts_rv b, const ts_buffer *sb, int64_t cols,
+                       char *out, size_t cap);
+bool default_pack_transposed(ts_sched *s, ts_rv b, const ts_stmt *r,
+                             const ts_stmt *lv, const ts_rv *loops, int nl,
+                             char *out, size_t cap);
+void default_rows_input(ts_sched *s, const ts_stmt *r, const ts_rv *loops,
+                        int nl, int rows, int vec, int red, char *out,
+                        size_t cap);
+bool default_pack_rows(ts_sched *s, const ts_target *t, ts_rv b,
+                       const char *name, int64_t nrows);
 /* The padding of an anchor's input (default_pads.c): computed at the
  * anchor's innermost outer loop order[n_outer - 1] where its window is
  * small, inlined for a stem of few taps, else left before the anchor

@@ -359,7 +359,11 @@ static bool writes_outputs_once(const ts_func *f, const nest_blocks *nb) {
  * out of memory. */
 static char (*nest_leaves(const ts_func *f, bool outputs_once,
                           int *n_top))[128] {
-  const ts_stmt *body = ts_block_body(ts_realize_block(ts_func_body(f)));
+  /* (a function parsed from text may have no root block: its body is
+   * then the nest itself) */
+  const ts_stmt *body = ts_func_body(f);
+  if (ts_stmt_kind_of(body) == TS_STMT_BLOCK_REALIZE)
+    body = ts_block_body(ts_realize_block(body));
   int n = ts_stmt_kind_of(body) == TS_STMT_SEQ ? ts_seq_n(body) : 1;
   char(*leaf)[128] = calloc((size_t)(n ? n : 1), 128);
   *n_top = leaf ? n : 0;

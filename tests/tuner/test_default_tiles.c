@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "default_check.h"
+#include "tuner/internal.h"
 
 /* The default schedule of `spec` for `target`: its trace (when trace is
  * not NULL) and scheduled function as text into *trace and *text (the
@@ -393,6 +394,84 @@ static void test_five_vector_tiles(void **state) {
   assert_int_equal(ts_default_vector_tile(144, 80, 16, 16, &rows), 16);
 }
 
+/* A vector tile's panel of weights larger than the L2 budget (3 x 3 x
+ * 2048 x 16 floats, 1.1 MiB): the channel reduction split in blocks of
+ * 1024, the blocks' loop just inside the vector tiles, the panel packed
+ * per block there, the init before the blocks and the rows inside (run
+ * against the interpreter on AVX2 hosts), also where the weights come
+ * in panels already; a panel of half the size (1024 channels) stays
+ * whole. */
+static void test_reduction_blocks(void **state) {
+  (void)state;
+  char *text;
+  avx2_default("conv2d_nhwc N=1 H=3 W=12 CI=2048 CO=64 KH=3 KW=3 pad=1", NULL,
+               &text);
+  const char *blocks = strstr(text, "for rc_0 in range(2)");
+  const char *init = strstr(text, "block conv_init");
+  const char *pack = blocks ? strstr(blocks, "block weight_global") : NULL;
+  const char *rows = pack ? strstr(pack, "for h in range(3)") : NULL;
+  if (!blocks || !init || init > blocks || !pack || !rows ||
+      !strstr(rows, "vrc: reduce(2048) = rc_0 * 1024 +"))
+    fail_msg("no reduction blocks of 1024 around the rows:\n%s", text);
+  free(text);
+  target_default("conv2d_nhwc N=1 H=3 W=12 CI=1024 CO=64 KH=3 KW=3 pad=1",
+                 AVX2_TARGET, false, NULL, &text);
+  if (strstr(text, "rc_0 in range(2)") || !strstr(text, "rc_0 in range(256)"))
+    fail_msg("a 576 KiB panel was blocked:\n%s", text);
+  free(text);
+  /* the same with weights blocked by output channels at compile time (a
+   * compiled model's conv): the panels' loop first, then the blocks */
+  static const char blocked[] =
+      "func conv(p0: float32[1, 4, 8, 2048], p1: float32[4, 3, 3, 2048, 16], "
+      "c: float32[1, 2, 6, 4, 16]) {\n"
+      "  for i in range(1) { for j in range(2) { for k in range(6) {\n"
+      "  for l in range(4) { for m in range(16) {\n"
+      "  for rh in range(3) { for rw in range(3) { for rc in range(2048) {\n"
+      "    block c(vi: spatial(1) = i, vj: spatial(2) = j, vk: spatial(6) = "
+      "k, vl: spatial(4) = l, vm: spatial(16) = m, vrh: reduce(3) = rh, vrw: "
+      "reduce(3) = rw, vrc: reduce(2048) = rc) {\n"
+      "      init { c[vi, vj, vk, vl, vm] = float32(0) }\n"
+      "      c[vi, vj, vk, vl, vm] = c[vi, vj, vk, vl, vm] + p0[vi, vj + vrh, "
+      "vk + vrw, vrc] * p1[vl, vrh, vrw, vrc, vm]\n"
+      "    }\n"
+      "  } } } } } } } }\n"
+      "}\n";
+  ts_func *f;
+  ts_error err;
+  if (ts_func_parse(blocked, strlen(blocked), "blocked.tir", &f, &err))
+    fail_msg("parse: %s", err.msg);
+  ts_target *t;
+  if (ts_target_parse(AVX2_TARGET, &t, &err)) fail_msg("%s", err.msg);
+  ts_sched *s;
+  if (ts_default_schedule(f, t, &s, &err)) fail_msg("%s", err.msg);
+  text = ts_func_print(ts_sched_func(s));
+  const char *panels = strstr(text, "for l in range(4) parallel");
+  blocks = panels ? strstr(panels, "for rc_0 in range(2)") : NULL;
+  if (!blocks || !strstr(blocks, "for j in range(2)"))
+    fail_msg("blocked weights: no reduction blocks inside the panels:\n%s",
+             text);
+  free(text);
+  ts_sched_destroy(s);
+  if (ts_rt_cpu_has("avx2") == 1) free(check_default(f, t, "blocked weights"));
+  ts_target_free(t);
+  ts_func_free(f);
+  int64_t chunk = 0;
+  const int64_t ext[] = {1, 24, 4, 64, 3, 3, 2048};
+  const int bind[] = {BIND_SPATIAL, BIND_SPATIAL, BIND_SPATIAL, BIND_SPATIAL,
+                      BIND_REDUCE,  BIND_REDUCE,  BIND_REDUCE};
+  int64_t panel = 3 * 3 * 2048 * 64 * 4;
+  assert_int_equal(
+      default_reduction_block(ext, bind, 7, panel, 1 << 20, 4, &chunk), 6);
+  assert_int_equal(chunk, 256);
+  assert_int_equal(
+      default_reduction_block(ext, bind, 7, panel, panel, 4, &chunk), -1);
+  const int64_t prime[] = {24, 2039};
+  const int pbind[] = {BIND_SPATIAL, BIND_REDUCE};
+  assert_int_equal(default_reduction_block(prime, pbind, 2, 2039 * 4 * 1024,
+                                           1 << 20, 4, &chunk),
+                   -1);
+}
+
 /* On a target with AMX, a bf16 or int8 product of 32 rows and columns
  * or more gets AMX's 2 x 2 tile blocks (amx_default): the K of the call
  * fitted to the product's (576 -> one call of 576), the rows the 32-row
@@ -535,6 +614,7 @@ int main(void) {
       cmocka_unit_test(test_stem_pads),
       cmocka_unit_test(test_grouped_tiles),
       cmocka_unit_test(test_five_vector_tiles),
+      cmocka_unit_test(test_reduction_blocks),
       cmocka_unit_test(test_amx_default),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
