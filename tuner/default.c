@@ -658,6 +658,7 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
    * iteration. Needs enough vector tiles to run in parallel. */
   bool vec_first = false, rows_first = false;
   int64_t panel_bytes = 0; /* a vector tile's panel of the streamed input */
+  int64_t plain_panel = 0; /* the same, outer loops not indexing it */
   int64_t others = 0;      /* the bytes of the inputs but the streamed one */
   bool panel_loop[MAX_LOOPS] = {false}; /* outer loops moved first */
   int64_t outer_iters = 1;
@@ -679,6 +680,21 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
     vec_first = big && cols < ev && !by_outer && outer_iters > 1 &&
                 ev / cols >= 2 * cores;
     if (vec_first) panel_bytes = buffer_bytes(sb) / (ev / cols);
+    /* the panel in the plain order (a batch's loops first, when they
+     * all index it): the reduction's extent x the tile's columns */
+    bool batch_only = by_outer;
+    for (int o = 0; o < n_o && batch_only; o++) {
+      bool uo = false;
+      streamed_input(r, lv, lr, &outer[o], 1, &uo);
+      batch_only = uo || loop_extent(s, loops[at[o]]) == 1;
+    }
+    int64_t red_ext = 1;
+    for (int i = 0; i < nl; i++)
+      if (binds[i] == BIND_REDUCE) red_ext *= loop_extent(s, loops[i]);
+    if (sb && cols < ev && (!by_outer || batch_only) &&
+        (batch_only ? outer_iters : 1) * (ev / cols) >= 2 * cores)
+      plain_panel =
+          red_ext * cols * (int64_t)ts_dtype_elem_bytes(ts_buffer_dtype(sb));
     others = 0;
     for (int i = 0; sb && i < ts_block_n_reads(blk); i++) {
       const ts_buffer *x = ts_block_read(blk, i)->buffer;
@@ -806,9 +822,18 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
    * 1.10, its dilation-6 form 0.37/0.38 -> 0.71/0.69 / 0.82/0.80; 24x24
    * 512->512 dilation 2 (1.1 MiB panels) 0.90/0.89 -> 0.84/0.83 /
    * 0.91/0.89; 14x14 256x256, 7x7 512x512 and 28x28 128x128 3x3 and a
-   * 14x14 1024->256 1x1 within noise. Hence 1 MiB. */
+   * 14x14 1024->256 1x1 within noise. Hence 1 MiB. A product's K the
+   * same (B's panel of K x 64 floats): x oneDNN, old -> new, 256x256x16384
+   * 0.48 -> 1.15, 512x512x8192 0.81 -> 1.12, 128x1024x8192 0.67 -> 1.10;
+   * 1024^3, 2048^3 and 128x768x3072 (panels of 512 KiB or less)
+   * unchanged; batch_matmul 4x128x128x8192 0.70 -> 0.96. */
   int red_blk = -1;
   int64_t red_chunk = 0;
+  /* (in the plain order, vector tiles then row tiles, the blocks go
+   * between the two: a product's K blocks) */
+  bool red_after_vo = panel_bytes == 0 && plain_panel > 0 && !rows_first &&
+                      vo != TS_RV_NONE && ro != TS_RV_NONE;
+  if (red_after_vo) panel_bytes = plain_panel;
   if (panel_bytes > 0 && !rows_load && !ragged && !tpacked[0]) {
     int64_t ext[MAX_LOOPS];
     for (int i = 0; i < nl; i++) ext[i] = loop_extent(s, loops[i]);
@@ -827,14 +852,20 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
     if (ts_sched_split(s, loops[red_blk], f, 2, parts)) return false;
     red_b = parts[0];
     loops[red_blk] = parts[1];
-    red_at = no;
-    order[no++] = red_b;
+    if (!red_after_vo) {
+      red_at = no;
+      order[no++] = red_b;
+    }
   }
   for (int i = 0; i < nl; i++)
     if (binds[i] != BIND_REDUCE && i != vec && i != rows && !panel_loop[i])
       order[no++] = loops[i];
   if (rows_first && ro != TS_RV_NONE) order[no++] = ro;
   if (vo != TS_RV_NONE && !vec_first) order[no++] = vo;
+  if (red_b != TS_RV_NONE && red_after_vo) {
+    red_at = no;
+    order[no++] = red_b;
+  }
   if (ro != TS_RV_NONE && !rows_first) order[no++] = ro;
   n_outer = no;
   int64_t taps = 1; /* the reduction's extent per output: KH x KW */

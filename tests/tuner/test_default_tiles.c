@@ -399,8 +399,8 @@ static void test_five_vector_tiles(void **state) {
  * 1024, the blocks' loop just inside the vector tiles, the panel packed
  * per block there, the init before the blocks and the rows inside (run
  * against the interpreter on AVX2 hosts), also where the weights come
- * in panels already; a panel of half the size (1024 channels) stays
- * whole. */
+ * in panels already, and a product's long K; a panel of half the size
+ * (1024 channels) stays whole. */
 static void test_reduction_blocks(void **state) {
   (void)state;
   char *text;
@@ -418,6 +418,25 @@ static void test_reduction_blocks(void **state) {
                  AVX2_TARGET, false, NULL, &text);
   if (strstr(text, "rc_0 in range(2)") || !strstr(text, "rc_0 in range(256)"))
     fail_msg("a 576 KiB panel was blocked:\n%s", text);
+  free(text);
+  /* a product's K blocks: between the column panels and the row tiles,
+   * B packed per block (and A in row micro-panels, its rows 68 KiB
+   * apart) */
+  avx2_default("matmul M=24 N=64 K=17408", NULL, &text);
+  const char *cols = strstr(text, "for j_0 in range(4) parallel");
+  blocks = cols ? strstr(cols, "for k_0 in range(2)") : NULL;
+  pack = blocks ? strstr(blocks, "block B_global") : NULL;
+  rows = pack ? strstr(pack, "for i_0 in range(4)") : NULL;
+  if (!rows || !strstr(text, "block A_global"))
+    fail_msg("no K blocks between the panels and the rows:\n%s", text);
+  free(text);
+  /* and a batch of them, the batch in the parallel loop */
+  target_default("batch_matmul B=2 M=24 N=32 K=17408", AVX2_TARGET, false, NULL,
+                 &text);
+  cols = strstr(text, "for b_j_0_fused in range(4) parallel");
+  blocks = cols ? strstr(cols, "for k_0 in range(2)") : NULL;
+  if (!blocks || !strstr(blocks, "block B_global"))
+    fail_msg("no K blocks in the batched product:\n%s", text);
   free(text);
   /* the same with weights blocked by output channels at compile time (a
    * compiled model's conv): the panels' loop first, then the blocks */
