@@ -430,6 +430,14 @@ static void test_reduction_blocks(void **state) {
   if (!rows || !strstr(text, "block A_global"))
     fail_msg("no K blocks between the panels and the rows:\n%s", text);
   free(text);
+  /* a transposed B (dense: W [N, K]) transposed per block */
+  avx2_default("dense M=12 N=64 K=17408", NULL, &text);
+  cols = strstr(text, "for j_0 in range(4) parallel");
+  blocks = cols ? strstr(cols, "for k_0 in range(2)") : NULL;
+  pack = blocks ? strstr(blocks, "block W_global") : NULL;
+  if (!pack || !strstr(pack, "for i_0 in range(2)"))
+    fail_msg("no K blocks in the dense layer:\n%s", text);
+  free(text);
   /* and a batch of them, the batch in the parallel loop */
   target_default("batch_matmul B=2 M=24 N=32 K=17408", AVX2_TARGET, false, NULL,
                  &text);
