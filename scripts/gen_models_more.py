@@ -39,7 +39,9 @@ was not built around:
   c3d           a C3D-like video classifier (3x3x3 convs, 5-D max pools);
   deeplab       a DeepLabV3-like segmenter (a dilated ResNet-50-like
                 backbone, atrous pyramid pooling with dilations 6 to 18,
-                bilinear Resizes).
+                bilinear Resizes);
+  vgg           a VGG-16-like classifier (13 3x3 convs, three dense layers,
+                the first 25088 -> 4096; a batch of 2).
 
 All opset 17; `--small` writes reduced versions (same operators and
 structure, few layers, small widths) that run in seconds.
@@ -725,11 +727,36 @@ def deeplab(rng, small):
     return gr, False
 
 
+def vgg(rng, small):
+    """A VGG-16-like classifier: 13 3x3 convs with biases and ReLUs in five
+    stages of 64 to 512 channels, 2x2 max pools, then three dense layers
+    (PyTorch's Linear as Gemm with transB), the first of 25088 inputs to
+    4096; a batch of 2 images of 224x224, so that the dense layers are
+    products rather than vector products."""
+    b = Builder(rng)
+    size, classes, fc = (32, 10, 64) if small else (224, 1000, 4096)
+    stages = ([8], [16], [32, 32], [32, 32], [32, 32]) if small else \
+        ([64, 64], [128, 128], [256, 256, 256], [512, 512, 512], [512, 512, 512])
+    x, cin = "data", 3
+    for widths in stages:
+        for c in widths:
+            x, cin = b.relu(b.conv(x, cin, c, 3, bias=True)), c
+        x = b.op("MaxPool", [x], kernel_shape=[2, 2], strides=[2, 2])
+    flat = cin * (size // 32) ** 2
+    x = b.op("Flatten", [x], axis=1)
+    x = b.relu(b.linear(x, flat, fc))
+    x = b.relu(b.linear(x, fc, fc))
+    out = b.linear(x, fc, classes)
+    g = helper.make_graph(b.nodes, "vgg", [tensor_input("data", TensorProto.FLOAT, [2, 3, size, size])],
+                          [helper.make_tensor_value_info(out, TensorProto.FLOAT, [2, classes])], b.inits)
+    return g, not small
+
+
 MODELS = {"convnext": convnext, "vit": vit, "efficientnet": efficientnet,
           "shufflenet": shufflenet, "densenet": densenet, "speech": speech,
           "textgru": textgru, "llama": llama, "wav2vec": wav2vec,
           "resnext": resnext, "swin": swin, "inception": inception, "r3d": r3d,
-          "c3d": c3d, "deeplab": deeplab}
+          "c3d": c3d, "deeplab": deeplab, "vgg": vgg}
 
 
 def main():
