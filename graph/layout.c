@@ -193,13 +193,25 @@ int gr_target_registers(ts_graph *g) {
   return g->vector_registers > 0 ? g->vector_registers : 16;
 }
 
-/* The columns per panel of a MatMul's weights with N columns: three of
- * the target's vectors where they divide N, so the default register tile
- * is 4 rows x 3 vectors (12 accumulators of AVX2's 16 registers; BERT-base
- * untuned 0.97 -> 1.04-1.08 x onnxruntime on AVX2 against panels of 16);
- * otherwise 16, as before; 0 when neither divides N into two panels. */
-static int64_t matmul_panel(ts_graph *g, int64_t N) {
+/* The columns per panel of a MatMul's weights with N columns, for M
+ * rows: the width of the default schedule's register tile for the product
+ * (ts_default_vector_tile), where it divides N into two panels or more, so
+ * that a tile of columns reads its panel as it is; else three of the
+ * target's vectors where they divide N (a tile of 4 rows x 3 vectors: 12
+ * accumulators of AVX2's 16 registers; BERT-base untuned 0.97 -> 1.04-1.08
+ * x onnxruntime on AVX2 against panels of 16); else 16; 0 when none
+ * divides N into two panels. Powers of two such as Whisper's 512 and 2048
+ * columns got panels of 16 before, one AVX-512 vector: an 8 x 1 tile of 8
+ * accumulators where the default's is 6 x 4 (in the model, 2 threads,
+ * AVX-512 Xeon: its 1500 x 512 x 2048 product with GELU 17.0 -> 13.0 ms,
+ * 1500 x 2048 x 512 14.5 -> 12.0 ms). */
+static int64_t matmul_panel(ts_graph *g, int64_t N, int64_t M) {
   int lanes = gr_target_lanes(g);
+  if (lanes > 1 && N % lanes == 0) {
+    int64_t B =
+        ts_default_vector_tile(M, N, lanes, gr_target_registers(g), NULL);
+    if (B >= lanes && N % B == 0 && N >= 2 * B) return B;
+  }
   int64_t wide = lanes >= 4 ? 3 * (int64_t)lanes : 0;
   if (wide && N % wide == 0 && N >= 2 * wide) return wide;
   return N % 16 == 0 && N >= 32 ? 16 : 0;
@@ -243,8 +255,12 @@ static int block_matmul_weights(ts_graph *g, bool *changed, ts_error *err) {
     if (x->ndim < 2 || y->ndim != 2 || !ts_dtype_eq(x->dtype, TS_FLOAT32) ||
         !ts_dtype_eq(y->dtype, TS_FLOAT32))
       continue;
-    int64_t B = matmul_panel(g, y->shape[1]), M = 1;
+    int64_t M = 1;
     for (int k = 0; k < x->ndim - 1; k++) M *= x->shape[k];
+    /* (the rows of a graph of named dynamic sizes taken as 240, which
+     * every tile height up to 6 divides, so that the panels do not depend
+     * on the sizes) */
+    int64_t B = matmul_panel(g, y->shape[1], g->named_dims ? 240 : M);
     /* A product of a few rows over weights that stay in a core's cache
      * from one call to the next (a recurrent layer's state by R, every
      * step) keeps them [K, N]: nothing to pack, and the default schedule

@@ -41,7 +41,12 @@ was not built around:
                 backbone, atrous pyramid pooling with dilations 6 to 18,
                 bilinear Resizes);
   vgg           a VGG-16-like classifier (13 3x3 convs, three dense layers,
-                the first 25088 -> 4096; a batch of 2).
+                the first 25088 -> 4096; a batch of 2);
+  squeezenet    a SqueezeNet-1.1-like classifier (Fire modules' Concats,
+                ceil_mode max pools, a conv classifier, a Softmax);
+  whisper       a Whisper-base-like audio encoder (1-D convs with GELU over
+                a log-mel spectrogram, sinusoidal positions, 1500 frames of
+                pre-LayerNorm attention).
 
 All opset 17; `--small` writes reduced versions (same operators and
 structure, few layers, small widths) that run in seconds.
@@ -76,6 +81,20 @@ def _gelu(b, x):
     """GELU as PyTorch exports it: x * 0.5 * (1 + erf(x / sqrt(2)))."""
     e = b.op("Erf", [b.op("Div", [x, b.f32(np.sqrt(2.0))])])
     return b.op("Mul", [b.op("Mul", [x, b.op("Add", [e, b.f32(1.0)])]), b.f32(0.5)])
+
+
+def _attend_and_mlp(b, rng, x, scores, v, tokens, hidden):
+    """The rest of a pre-LayerNorm transformer layer from its attention
+    scores [1, heads, tokens, tokens] and values [1, heads, tokens, hd]:
+    softmax, the heads joined, the output projection and residual, then
+    the GELU MLP of 4 x hidden and its residual."""
+    p = b.op("Softmax", [scores], axis=-1)
+    c = b.op("Reshape", [b.op("Transpose", [b.op("MatMul", [p, v])], perm=[0, 2, 1, 3]),
+                         b.i64([1, tokens, hidden])])
+    x = b.op("Add", [x, _dense(b, rng, c, hidden, hidden)])
+    m = _dense(b, rng, _gelu(b, _dense(b, rng, _layer_norm(b, rng, x, hidden), hidden, 4 * hidden)),
+               4 * hidden, hidden)
+    return b.op("Add", [x, m])
 
 
 def _channel_norm(b, rng, x, c):
@@ -137,13 +156,7 @@ def vit(rng, small):
         k = heads_of(_dense(b, rng, h, hidden, hidden), [0, 2, 3, 1])
         v = heads_of(_dense(b, rng, h, hidden, hidden), [0, 2, 1, 3])
         s = b.op("Mul", [b.op("MatMul", [q, k]), b.f32(1.0 / np.sqrt(hd))])
-        p = b.op("Softmax", [s], axis=-1)
-        c = b.op("Reshape", [b.op("Transpose", [b.op("MatMul", [p, v])], perm=[0, 2, 1, 3]),
-                             i64([1, tokens, hidden])])
-        x = b.op("Add", [x, _dense(b, rng, c, hidden, hidden)])
-        m = _dense(b, rng, _gelu(b, _dense(b, rng, _layer_norm(b, rng, x, hidden), hidden, 4 * hidden)),
-                   4 * hidden, hidden)
-        x = b.op("Add", [x, m])
+        x = _attend_and_mlp(b, rng, x, s, v, tokens, hidden)
     x = _layer_norm(b, rng, x, hidden)
     first = b.op("Gather", [x, i64(0)], axis=1)
     out = _dense(b, rng, first, hidden, classes)
@@ -752,11 +765,80 @@ def vgg(rng, small):
     return g, not small
 
 
+def squeezenet(rng, small):
+    """A SqueezeNet-1.1-like classifier: Fire modules (a 1x1 squeeze conv,
+    then 1x1 and 3x3 expand convs joined by Concat), max pools with
+    ceil_mode (111 -> 55 -> 27 -> 13), a 1x1 conv classifier, a global
+    average pool and a Softmax over the classes."""
+    b = Builder(rng)
+    size, classes = (63, 10) if small else (224, 1000)
+    fires = [(16, 64), (16, 64), (32, 128), (32, 128), (48, 192), (48, 192), (64, 256), (64, 256)]
+    if small:
+        fires = [(4, 8), (4, 8), (8, 16), (8, 16)]
+    pool_after = (1, 3) if small else (1, 3)
+
+    def pool(x):
+        return b.op("MaxPool", [x], kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1)
+
+    x = pool(b.relu(b.conv("data", 3, 64 if not small else 8, 3, stride=2, pad=0, bias=True)))
+    cin = 64 if not small else 8
+    for i, (sq, ex) in enumerate(fires):
+        q = b.relu(b.conv(x, cin, sq, 1, bias=True))
+        e1 = b.relu(b.conv(q, sq, ex, 1, bias=True))
+        e3 = b.relu(b.conv(q, sq, ex, 3, bias=True))
+        x, cin = b.op("Concat", [e1, e3], axis=1), 2 * ex
+        if i in pool_after:
+            x = pool(x)
+    x = b.relu(b.conv(x, cin, classes, 1, bias=True))
+    x = b.op("Flatten", [b.op("GlobalAveragePool", [x])], axis=1)
+    out = b.op("Softmax", [x], axis=1)
+    g = helper.make_graph(b.nodes, "squeezenet", [tensor_input("data", TensorProto.FLOAT, [1, 3, size, size])],
+                          [helper.make_tensor_value_info(out, TensorProto.FLOAT, [1, classes])], b.inits)
+    return g, False
+
+
+def whisper(rng, small):
+    """A Whisper-base-like audio encoder over a log-mel spectrogram [1, 80,
+    3000]: two 1-D convs with GELU (the second of stride 2, to 1500
+    frames), sinusoidal positions added, pre-LayerNorm transformer layers
+    whose attention scales Q and K each by hd^-0.25 (as Whisper's export
+    does), a final LayerNorm."""
+    b = Builder(rng)
+    mels, frames, layers, hidden, heads = (8, 64, 1, 32, 4) if small else (80, 3000, 4, 512, 8)
+    hd = hidden // heads
+    t = frames // 2
+    i64 = b.i64
+    x = _gelu(b, _conv1d(b, "mel", mels, hidden, 3, pad=1, bias=True))
+    x = _gelu(b, _conv1d(b, x, hidden, hidden, 3, stride=2, pad=1, bias=True))
+    x = b.op("Transpose", [x], perm=[0, 2, 1])
+    pos = np.arange(t)[:, None] / np.power(10000.0, np.arange(0, hidden, 2)[None, :] / hidden)
+    table = np.concatenate([np.sin(pos), np.cos(pos)], axis=1).astype(F32)[None]
+    x = b.op("Add", [x, b.const("pos", table)])
+    scale = b.f32(float(hd) ** -0.25)
+
+    def heads_of(v, perm):
+        return b.op("Transpose", [b.op("Reshape", [v, i64([1, t, heads, hd])])], perm=perm)
+
+    for _ in range(layers):
+        h = _layer_norm(b, rng, x, hidden)
+        q = heads_of(b.op("Mul", [_dense(b, rng, h, hidden, hidden), scale]), [0, 2, 1, 3])
+        k = heads_of(b.op("Mul", [b.op("MatMul", [h, b.weight("wk", (hidden, hidden), hidden)]), scale]),
+                     [0, 2, 3, 1])
+        v = heads_of(_dense(b, rng, h, hidden, hidden), [0, 2, 1, 3])
+        x = _attend_and_mlp(b, rng, x, b.op("MatMul", [q, k]), v, t, hidden)
+    x = _layer_norm(b, rng, x, hidden)
+    outs = _rename_outputs(b, [(x, "features", [1, t, hidden])])
+    g = helper.make_graph(b.nodes, "whisper", [tensor_input("mel", TensorProto.FLOAT, [1, mels, frames])],
+                          outs, b.inits)
+    return g, not small
+
+
 MODELS = {"convnext": convnext, "vit": vit, "efficientnet": efficientnet,
           "shufflenet": shufflenet, "densenet": densenet, "speech": speech,
           "textgru": textgru, "llama": llama, "wav2vec": wav2vec,
           "resnext": resnext, "swin": swin, "inception": inception, "r3d": r3d,
-          "c3d": c3d, "deeplab": deeplab, "vgg": vgg}
+          "c3d": c3d, "deeplab": deeplab, "vgg": vgg,
+          "squeezenet": squeezenet, "whisper": whisper}
 
 
 def main():
