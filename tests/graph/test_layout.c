@@ -888,8 +888,9 @@ static void check_compiled(ts_graph *g, ts_graph *ref, const char *what) {
   free_outs(c, 1);
 }
 
-/* x [1, 9, 8] -> MatMul with N columns, laid out for a target: panels of
- * three vectors where they divide N into two or more, else 16, else none. */
+/* x [1, 9, 8] -> MatMul with N columns, laid out for a target: panels as
+ * wide as the default register tile of the 9 x N product where that
+ * divides N into two or more, else of three vectors, else 16, else none. */
 static int64_t panel_for(const char *target, int64_t N, bool check) {
   ts_error err;
   ts_graph *g[2];
@@ -937,6 +938,10 @@ static void test_matmul_panels(void **state) {
   assert_int_equal(panel_for(avx2, 24, false), 0);
   assert_int_equal(panel_for(avx512, 96, true), 48);
   assert_int_equal(panel_for(avx512, 48, false), 16);
+  /* powers of two: the default tile's width (4 vectors), not 16 */
+  assert_int_equal(panel_for(avx512, 128, true), 64);
+  assert_int_equal(panel_for(avx512, 2048, false), 64);
+  assert_int_equal(panel_for(avx2, 2048, false), 16);
   assert_int_equal(panel_for("cuda -arch=sm_80", 48, false), 16);
   /* no target: this host's, whichever it is, and still correct */
   int64_t host = panel_for(NULL, 96, true);
