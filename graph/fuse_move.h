@@ -102,6 +102,11 @@ ts_buffer *gr_fuse_build_conv(gr_fuse_builder *b, const gr_node *n);
  * cannot be expressed. */
 ts_buffer *gr_fuse_build_softmax(gr_fuse_builder *b, const gr_node *n);
 ts_buffer *gr_fuse_build_layer_norm(gr_fuse_builder *b, const gr_node *n);
+/* A Softmax over the last axis of the group's scores and the MatMul that
+ * multiplies its result by a value V, as one tail of stages (an attention
+ * group, fuse.c); NULL when the shapes do not line up. */
+ts_buffer *gr_fuse_build_attention_tail(gr_fuse_builder *b, const gr_node *sm,
+                                        ts_buffer *scores, const gr_node *n2);
 
 /* Whether node n is a data-movement operator that becomes a group of its
  * own (Gather, Cast, Concat, Slice, Transpose; any dtype; static shapes and

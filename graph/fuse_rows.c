@@ -124,3 +124,53 @@ ts_buffer *gr_fuse_build_layer_norm(builder *b, const gr_node *n) {
   if (B) v = ts_add(a, v, gr_fuse_bcast_load(b, B, ya + axis, nt));
   return ts_te_set_value(y, v);
 }
+
+/* Softmax over the last axis of the group's scores S (the stage `scores`,
+ * [..., M, N]) followed by the MatMul n2 of the result by V ([..., N, E],
+ * its batch axes broadcasting from the right): the row maximum, exp(S -
+ * max), its sum, the product U = exp(S - max) . V and O = U / sum — the
+ * normalisation applied to the M x E product rather than to the M x N
+ * probabilities (one division per output instead of one per score, and
+ * the exponentials read once by the sum and once by the product). The
+ * result differs from softmax-then-MatMul by rounding only. */
+ts_buffer *gr_fuse_build_attention_tail(builder *b, const gr_node *sm,
+                                        ts_buffer *scores, const gr_node *n2) {
+  ts_arena *a = b->a;
+  const gr_value *x = &b->g->values[sm->inputs[0]];
+  const gr_value *v = &b->g->values[n2->inputs[1]];
+  const gr_value *out = &b->g->values[n2->outputs[0]];
+  int nx = x->ndim, nv = v->ndim, no = out->ndim;
+  if (nx < 2 || nv < 2 || no != nx || nv > no ||
+      v->shape[nv - 2] != x->shape[nx - 1] ||
+      out->shape[no - 1] != v->shape[nv - 1])
+    return NULL;
+  ts_buffer *V = gr_fuse_param(b, n2->inputs[1]);
+  if (!V) return NULL;
+  int axis = nx - 1;
+  ts_buffer *mx = reduce_axis_stage(b, "max", scores, x, axis, TS_TE_MAX);
+  ts_expr *ea[TS_MAX_DIMS];
+  ts_te_stage *e = gr_fuse_stage_like(b, "exp", x, ea);
+  ts_expr *diff = ts_sub(a, ts_te_load(b->te, scores, ea, nx),
+                         load_reduced(b, mx, ea, nx, axis));
+  ts_buffer *eb = ts_te_set_value(e, ts_call(a, TS_FLOAT32, "exp", &diff, 1));
+  ts_buffer *sum = reduce_axis_stage(b, "sum", eb, x, axis, TS_TE_SUM);
+  /* U[..., i, e] = sum_j exp[..., i, j] * V[..., j, e] */
+  ts_te_stage *u = ts_te_compute(b->te, gr_fuse_stage_name(b, "matmul"),
+                                 TS_FLOAT32, out->shape, no, NULL);
+  ts_expr *ua[TS_MAX_DIMS], *ei[TS_MAX_DIMS], *vi[TS_MAX_DIMS];
+  for (int d = 0; d < no; d++) ua[d] = ts_te_axis(u, d);
+  ts_expr *j = ts_te_reduce_axis(u, "rk", x->shape[axis]);
+  for (int d = 0; d < nx - 1; d++) ei[d] = ua[d];
+  ei[nx - 1] = j;
+  for (int d = 0; d < nv - 2; d++)
+    vi[d] = v->shape[d] == 1 ? ts_index(a, 0) : ua[d + no - nv];
+  vi[nv - 2] = j;
+  vi[nv - 1] = ua[no - 1];
+  ts_buffer *ub = ts_te_set_reduce(
+      u, TS_TE_SUM,
+      ts_mul(a, ts_te_load(b->te, eb, ei, nx), ts_te_load(b->te, V, vi, nv)));
+  ts_expr *oa[TS_MAX_DIMS];
+  ts_te_stage *o = gr_fuse_stage_like(b, "attention", out, oa);
+  return ts_te_set_value(o, ts_div(a, ts_te_load(b->te, ub, oa, no),
+                                   load_reduced(b, sum, oa, no, no - 1)));
+}

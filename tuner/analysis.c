@@ -210,6 +210,13 @@ static bool reduces_across_rows(const ts_block *b) {
 int vector_rfactor(ts_sched *s, const ts_target *t, const char *block,
                    int accumulators, int min_vectors, bool spatial_only,
                    bool narrower) {
+  return vector_rfactor_at(s, t, block, accumulators, min_vectors,
+                           spatial_only ? 1 : 0, narrower, false);
+}
+
+int vector_rfactor_at(ts_sched *s, const ts_target *t, const char *block,
+                      int accumulators, int min_vectors, int reuse,
+                      bool narrower, bool lanes_last) {
   ts_rv b, loops[MAX_LOOPS];
   int nl = 0, rc;
   if ((rc = ts_sched_get_block(s, block, &b)) ||
@@ -218,7 +225,8 @@ int vector_rfactor(ts_sched *s, const ts_target *t, const char *block,
   const ts_stmt *r = ts_func_find_block(ts_sched_func(s), block);
   const ts_block *blk = r ? ts_realize_block(r) : NULL;
   if (!blk || !block_is_reduction(blk) ||
-      (spatial_only ? block_has_spatial_reuse(r) : block_has_reuse(r)) ||
+      (reuse == 1 ? block_has_spatial_reuse(r)
+                  : reuse == 0 && block_has_reuse(r)) ||
       ts_block_n_writes(blk) != 1 || reduces_across_rows(blk))
     return TS_ESCHEDULE;
   const ts_stmt *last = ts_sched_rv_loop(s, loops[nl - 1]);
@@ -241,7 +249,8 @@ int vector_rfactor(ts_sched *s, const ts_target *t, const char *block,
   int64_t factors[2] = {(ext + width - 1) / width, width};
   ts_rv parts[2], rf;
   if ((rc = ts_sched_split(s, loops[nl - 1], factors, 2, parts)) ||
-      (rc = ts_sched_rfactor(s, parts[1], 1, &rf)))
+      (rc = ts_sched_rfactor(
+           s, parts[1], lanes_last ? ts_block_write(blk, 0)->ndim : 1, &rf)))
     return rc;
   return TS_OK;
 }

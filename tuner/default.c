@@ -3,6 +3,10 @@
  * measurement and no randomness.
  *
  * CPU, in order (every step that the schedule refuses is skipped):
+ *  0. An attention task (two products with softmax's row stages between,
+ *     the graph compiler's attention group) gets its own schedule, all
+ *     stages at the second product's row tile (default_attention.c), when
+ *     it applies and lowers; otherwise what follows.
  *  1. Inline: spatial intermediate blocks that do not pad (no
  *     if_then_else) are inlined into their consumers, unless they call a
  *     transcendental function and have several consumers (softmax's exp).
@@ -93,7 +97,7 @@ static int64_t loop_extent(ts_sched *s, ts_rv l) { return rv_extent(s, l); }
  * block's output and every input that the loop indexes use it (through the
  * bindings) in their last dimension, so vector accesses are contiguous or
  * broadcast, never strided gathers. */
-static bool loop_contiguous(const ts_stmt *r, const ts_stmt *l) {
+bool default_loop_contiguous(const ts_stmt *r, const ts_stmt *l) {
   const ts_block *b = ts_realize_block(r);
   int n_reg = ts_block_n_reads(b) + ts_block_n_writes(b);
   for (int i = 0; i < n_reg; i++) {
@@ -150,7 +154,7 @@ void default_vectorize_inner(ts_sched *s, const ts_target *t,
   const ts_stmt *r = ts_func_find_block(ts_sched_func(s), name);
   const ts_stmt *l = ts_sched_rv_loop(s, loops[nl - 1]);
   if (!r || !l || loop_binding(r, l) != BIND_SPATIAL ||
-      ts_for_kind_of(l) != TS_FOR_SERIAL || !loop_contiguous(r, l))
+      ts_for_kind_of(l) != TS_FOR_SERIAL || !default_loop_contiguous(r, l))
     return;
   int64_t ext = loop_extent(s, loops[nl - 1]);
   if (ext < 2) return;
@@ -494,13 +498,13 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
   if (vec < 0 || n_red == 0) return false;
   /* a transposed input packed with the vector axis last first */
   char tpacked[160] = "";
-  if (!loop_contiguous(r, ts_sched_rv_loop(s, loops[vec]))) {
+  if (!default_loop_contiguous(r, ts_sched_rv_loop(s, loops[vec]))) {
     if (!default_pack_transposed(s, b, r, ts_sched_rv_loop(s, loops[vec]),
                                  loops, nl, tpacked, sizeof tpacked))
       return false;
     r = ts_func_find_block(ts_sched_func(s), name);
     blk = r ? ts_realize_block(r) : NULL;
-    if (!r || !loop_contiguous(r, ts_sched_rv_loop(s, loops[vec])))
+    if (!r || !default_loop_contiguous(r, ts_sched_rv_loop(s, loops[vec])))
       return false;
   }
   for (int i = vec - 1; i >= 0 && rows < 0; i--)
@@ -1147,7 +1151,7 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
 /* A reduction whose innermost spatial loop is a contiguous vector axis
  * (a pool over NHWC's channels): the reduce loops moved above it and the
  * init decomposed, so the spatial loop can be vectorized. */
-static void reduce_outside(ts_sched *s, const ts_target *t, const char *name) {
+void default_reduce_outside(ts_sched *s, const ts_target *t, const char *name) {
   ts_rv b, loops[MAX_LOOPS];
   int nl = 0;
   if (ts_sched_get_block(s, name, &b) ||
@@ -1165,7 +1169,7 @@ static void reduce_outside(ts_sched *s, const ts_target *t, const char *name) {
     if (bind == BIND_REDUCE && first_red < 0) first_red = i;
   }
   if (last < 0 || first_red < 0) return;
-  if (!loop_contiguous(r, ts_sched_rv_loop(s, loops[last]))) return;
+  if (!default_loop_contiguous(r, ts_sched_rv_loop(s, loops[last]))) return;
   ts_rv order[MAX_LOOPS];
   int no = 0;
   for (int i = 0; i < nl; i++)
@@ -1183,7 +1187,7 @@ static void reduce_outside(ts_sched *s, const ts_target *t, const char *name) {
 /* Step 3 for one block at the root: vectorize, then parallel. */
 static void simple_block(ts_sched *s, const ts_target *t, const char *name) {
   int64_t work = default_block_work(s, name);
-  reduce_outside(s, t, name);
+  default_reduce_outside(s, t, name);
   if (!transpose_tiles(s, t, name)) {
     fuse_short_inner(s, t, name);
     default_vectorize_inner(s, t, name);
@@ -1213,7 +1217,7 @@ static bool reduction_is_minmax(const ts_stmt *r) {
   return k == TS_EXPR_MAX || k == TS_EXPR_MIN;
 }
 
-static void vector_rfactor_rows(ts_sched *s, const ts_target *t) {
+void default_rfactor_rows(ts_sched *s, const ts_target *t) {
   int n = 0;
   char **names = block_names(ts_sched_func(s), &n);
   if (!names) return;
@@ -1255,7 +1259,7 @@ static int schedule_cpu(ts_sched *s, const ts_target *t, int level) {
   names_free(names, n);
   if (level >= 3 && !anchor[0]) return TS_ESCHEDULE;
   if (!anchor[0]) {
-    vector_rfactor_rows(s, t);
+    default_rfactor_rows(s, t);
     producers_at_output(s);
     fuse_sibling_reductions(s, t);
   }
@@ -1316,6 +1320,16 @@ int default_schedule_cpu(const ts_func *f, const ts_target *t, ts_sched **out,
   /* 4: AMX tile blocks, 3: a dot intrinsic, 2: the register tile, 1: the
    * other blocks only */
   int top = ts_target_has_feature(t, "amx-tile") ? 4 : 3;
+  /* an attention task: its own schedule (default_attention.c) */
+  ts_sched *as;
+  if (ts_sched_create(f, 0, &as, NULL) == TS_OK) {
+    inline_intermediates(as);
+    if (default_attention(as, t) && lowers(as)) {
+      *out = as;
+      return TS_OK;
+    }
+    ts_sched_destroy(as);
+  }
   for (int level = top; level >= 1; level--) {
     ts_sched *s;
     int rc = ts_sched_create(f, 0, &s, err);

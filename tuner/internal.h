@@ -98,6 +98,15 @@ int64_t rv_extent(const ts_sched *s, ts_rv loop);
 int vector_rfactor(ts_sched *s, const ts_target *t, const char *block,
                    int accumulators, int min_vectors, bool spatial_only,
                    bool narrower);
+/* The same with the reuse the block may have (reuse 0: none, 1: none
+ * across a spatial iter, as spatial_only, 2: any: an attention task's row
+ * maximum reads a mask broadcast over the rows) and the factored lanes the
+ * last axis of the partials' buffer (lanes_last) rather than the second:
+ * partials of several rows computed under one loop (the attention task's
+ * row tile) stay a contiguous vector per row. */
+int vector_rfactor_at(ts_sched *s, const ts_target *t, const char *block,
+                      int accumulators, int min_vectors, int reuse,
+                      bool narrower, bool lanes_last);
 /* Every other block computed at the innermost row loop of the last block
  * that writes an output (its leading spatial loops that index every
  * intermediate it reads), consumers first, so a row-wise operator (softmax,
@@ -178,6 +187,19 @@ bool pixels_fusible(ts_sched *s, const ts_stmt *r, const ts_rv *loops,
  * block's loop extents. */
 int default_lanes_of(const ts_target *t, ts_dtype d);
 void default_vectorize_inner(ts_sched *s, const ts_target *t, const char *name);
+/* Whether loop l may be the vector axis of the block in realize r (its
+ * output and every input it indexes use it in their last dimension). */
+bool default_loop_contiguous(const ts_stmt *r, const ts_stmt *l);
+/* The schedule of an attention task (default_attention.c): false when
+ * the function is not one, or a step was refused (the schedule is then
+ * partly changed: start from a fresh one). */
+bool default_attention(ts_sched *s, const ts_target *t);
+/* A reduction whose innermost spatial loop is contiguous: its reduce loops
+ * moved above that loop, its init decomposed (default.c). */
+void default_reduce_outside(ts_sched *s, const ts_target *t, const char *name);
+/* Every row reduction without reuse factored into vector accumulators
+ * (default.c). */
+void default_rfactor_rows(ts_sched *s, const ts_target *t);
 int64_t default_block_work(ts_sched *s, const char *name);
 /* The leading spatial loops of block `name` fused and parallel when it
  * does `work` or more (default.c). */

@@ -1,0 +1,223 @@
+/*
+ * default_attention.c — the default schedule of an attention task: the
+ * scores S = Q . K^T, their row maximum, exp(S - max), its row sum, the
+ * product U = exp . V and O = U / sum in one function (the graph
+ * compiler's attention group, graph/fuse.c).
+ *
+ * Scheduled apart, the scores and the probabilities are written to memory
+ * and read back: [8, 1500, 1500] floats per layer of a Whisper-like
+ * encoder, 72 MB each way, which made the three kernels memory-bound. Here
+ * the product's rows are tiled by a register tile's height R and every
+ * earlier stage is computed at that row tile: R rows of scores (R x N
+ * floats, in the first cache levels), their maximum, exponentials and sum,
+ * then the R x E tile of the product and its division. Both products get
+ * register tiles (R rows by up to four vectors, the accumulators in
+ * registers); the reductions over the row get vector accumulators
+ * (vector_rfactor), the exponentials four vectors at a time; the batch and
+ * row-tile loops are fused and parallel.
+ */
+#include "tuner/rule_framework.h"
+
+#include <string.h>
+#include <stdio.h>
+
+/* The register tile's vectors (1 to 4) and rows for a product whose
+ * vector axis is `ev` long; `divide`: the vectors must divide ev's. */
+static int64_t tile_vectors(int64_t ev, int lanes, int regs, bool divide,
+                            int64_t *rows) {
+  int64_t nv = (ev + lanes - 1) / lanes, best_v = 1;
+  double best = -1;
+  for (int64_t v = 1; v <= 4 && v <= nv; v++) {
+    if (divide && nv % v) continue;
+    int64_t r = default_rows_cap(regs, v);
+    double score = (double)(r * v) / (double)(r + v);
+    if (score > best + 1e-9) best = score, best_v = v;
+  }
+  *rows = default_rows_cap(regs, best_v);
+  return best_v;
+}
+
+/* The loops of block `name` (at most MAX_LOOPS); 0 when it has none. */
+static int loops_of(ts_sched *s, const char *name, ts_rv *b, ts_rv *loops) {
+  int nl = 0;
+  if (ts_sched_get_block(s, name, b) ||
+      ts_sched_get_loops(s, *b, loops, MAX_LOOPS, &nl))
+    return 0;
+  return nl;
+}
+
+/* Splits loop l by `inner` (ceil-wise: a guard where it does not divide);
+ * out gets the two loops. */
+static bool split2(ts_sched *s, ts_rv l, int64_t inner, ts_rv *out) {
+  int64_t f[2] = {TS_SPLIT_INFER, inner};
+  return ts_sched_split(s, l, f, 2, out) == TS_OK;
+}
+
+/* A product nest under the row tile: loops [..., rows, cols, red] from
+ * `first` (the block's loops below the row tile) become cols/W, red, rows,
+ * W: R x W accumulators, the rows unrolled and W vectorized, the init
+ * decomposed. */
+static bool tile_product(ts_sched *s, const ts_target *t, const char *name,
+                         int first, int64_t w) {
+  ts_rv b, l[MAX_LOOPS];
+  int nl = loops_of(s, name, &b, l);
+  if (nl != first + 3) return false;
+  ts_rv c[2];
+  if (!split2(s, l[first + 1], w, c)) return false;
+  ts_rv order[4] = {c[0], l[first + 2], l[first], c[1]};
+  if (ts_sched_reorder(s, order, 4)) return false;
+  ts_rv init;
+  if (ts_sched_decompose_reduction(s, b, l[first + 2], &init)) return false;
+  ts_sched_unroll(s, l[first]);
+  ts_sched_vectorize(s, c[1]);
+  char iname[160];
+  const char *in = ts_sched_rv_block_name(s, init);
+  snprintf(iname, sizeof iname, "%s", in ? in : "");
+  if (iname[0]) default_vectorize_inner(s, t, iname);
+  (void)t;
+  return true;
+}
+
+/* The two products of an attention task among its blocks names[0..n):
+ * S, the first block, and U, the last reduction with an input that misses
+ * one of its spatial iters (the row stages between may have such inputs
+ * too: a mask broadcast over the rows). */
+static bool find_products(ts_sched *s, char **names, int n, int *anchors) {
+  anchors[0] = anchors[1] = -1;
+  for (int i = 0; i < n; i++) {
+    const ts_stmt *r = ts_func_find_block(ts_sched_func(s), names[i]);
+    if (!r) return false;
+    if (block_is_reduction(ts_realize_block(r)) && block_has_spatial_reuse(r))
+      anchors[anchors[0] < 0 ? 0 : 1] = i;
+  }
+  return anchors[0] == 0 && anchors[1] > 0;
+}
+
+bool default_attention(ts_sched *s, const ts_target *t) {
+  const ts_func *f = ts_sched_func(s);
+  int n = 0;
+  char **names = block_names(f, &n);
+  if (!names) return false;
+  int anchors[2];
+  bool ok = n >= 4 && n <= MAX_BLOCKS && find_products(s, names, n, anchors);
+  /* S first, U after the row stages, only elementwise blocks after U */
+  ok = ok && anchors[1] >= 2 && anchors[1] < n - 1;
+  for (int i = anchors[1] + 1; ok && i < n; i++) {
+    const ts_stmt *r = ts_func_find_block(f, names[i]);
+    ok = r && !block_is_reduction(ts_realize_block(r));
+  }
+  int lanes = default_lanes_of(t, TS_FLOAT32),
+      regs = ts_target_vector_registers(t);
+  if (regs < 8) regs = 16;
+  ts_rv ub, ul[MAX_LOOPS], sb, sl[MAX_LOOPS];
+  int nu = ok ? loops_of(s, names[anchors[1]], &ub, ul) : 0;
+  int ns = ok ? loops_of(s, names[0], &sb, sl) : 0;
+  /* U: [batch..., i, e, j]; S: [batch..., i, j, d], the same batch and
+   * rows, each with its columns contiguous */
+  ok = ok && lanes >= 4 && nu >= 3 && ns == nu;
+  const ts_stmt *ur = ok ? ts_func_find_block(f, names[anchors[1]]) : NULL;
+  const ts_stmt *sr = ok ? ts_func_find_block(f, names[0]) : NULL;
+  for (int k = 0; ok && k < nu; k++) {
+    int want = k == nu - 1 ? BIND_REDUCE : BIND_SPATIAL;
+    ok = loop_binding(ur, ts_sched_rv_loop(s, ul[k])) == want &&
+         loop_binding(sr, ts_sched_rv_loop(s, sl[k])) == want &&
+         (k >= nu - 2 || rv_extent(s, ul[k]) == rv_extent(s, sl[k]));
+  }
+  ok = ok && default_loop_contiguous(ur, ts_sched_rv_loop(s, ul[nu - 2])) &&
+       default_loop_contiguous(sr, ts_sched_rv_loop(s, sl[nu - 2]));
+  if (!ok) {
+    names_free(names, n);
+    return false;
+  }
+  int64_t E = rv_extent(s, ul[nu - 2]), N = rv_extent(s, sl[nu - 2]);
+  int64_t ru, rs;
+  int64_t vu = tile_vectors(E, lanes, regs, true, &ru);
+  int64_t vs = tile_vectors(N, lanes, regs, false, &rs);
+  int64_t R = ru < rs ? ru : rs, wu = vu * lanes, ws = vs * lanes;
+  /* rows that divide M where some do, down to half the budget: a guard on
+   * the tile's rows (128 rows by 6) cost BERT's 12 x 128 x 128 task half
+   * its speed */
+  int64_t M = rv_extent(s, ul[nu - 3]);
+  for (int64_t r = R; r >= 2 && 2 * r >= R; r--)
+    if (M % r == 0) {
+      R = r;
+      break;
+    }
+  if (wu > E) wu = E;
+  /* the row reductions factored into vector accumulators (at the root,
+   * where no other block shares their nests) */
+  for (int i = 1; i < anchors[1]; i++) {
+    const ts_stmt *r = ts_func_find_block(ts_sched_func(s), names[i]);
+    if (!r || !block_is_reduction(ts_realize_block(r))) continue;
+    if (vector_rfactor_at(s, t, names[i], 4, 4, 2, false, true) == TS_OK)
+      vector_rfactor_at(s, t, names[i], 1, 2, 2, false, true);
+  }
+  names_free(names, n);
+  names = block_names(ts_sched_func(s), &n);
+  if (!names || !find_products(s, names, n, anchors) ||
+      ts_sched_get_block(s, names[anchors[1]], &ub)) {
+    names_free(names, n);
+    return false;
+  }
+  /* U: batch..., i/R, e/W, j/4, 4, R, W */
+  ts_rv io[2], eo[2], jo[2];
+  ok = split2(s, ul[nu - 3], R, io) && split2(s, ul[nu - 2], wu, eo) &&
+       split2(s, ul[nu - 1], 4, jo);
+  ts_rv order[MAX_LOOPS];
+  int no = 0;
+  for (int k = 0; k < nu - 3; k++) order[no++] = ul[k];
+  order[no++] = io[0], order[no++] = eo[0], order[no++] = jo[0];
+  order[no++] = jo[1], order[no++] = io[1], order[no++] = eo[1];
+  ts_rv init;
+  ok = ok && !ts_sched_reorder(s, order, no) &&
+       !ts_sched_decompose_reduction(s, ub, jo[0], &init);
+  if (ok) {
+    ts_sched_unroll(s, jo[1]);
+    ts_sched_unroll(s, io[1]);
+    ts_sched_vectorize(s, eo[1]);
+    const char *in = ts_sched_rv_block_name(s, init);
+    char iname[160];
+    snprintf(iname, sizeof iname, "%s", in ? in : "");
+    if (iname[0]) default_vectorize_inner(s, t, iname);
+  }
+  /* the blocks after U at its column tile, those before at its row tile */
+  for (int i = anchors[1] + 1; ok && i < n; i++) {
+    ts_rv b;
+    ok = !ts_sched_get_block(s, names[i], &b) &&
+         !ts_sched_reverse_compute_at(s, b, eo[0]);
+    if (ok) default_vectorize_inner(s, t, names[i]);
+  }
+  for (int i = anchors[1] - 1; ok && i >= 0; i--) {
+    ts_rv b;
+    ok = !ts_sched_get_block(s, names[i], &b) &&
+         !ts_sched_compute_at(s, b, io[0]);
+  }
+  /* under the row tile: S tiled, the factored reductions' vector lanes
+   * innermost, the rest vectorized */
+  ok = ok && tile_product(s, t, names[0], nu - 2, ws);
+  if (ok) {
+    int m = 0;
+    char **all = block_names(ts_sched_func(s), &m);
+    for (int i = 0; all && i < m; i++) {
+      if (!strcmp(all[i], names[0]) || !strcmp(all[i], names[anchors[1]]) ||
+          strstr(all[i], "_init"))
+        continue;
+      default_reduce_outside(s, t, all[i]);
+      default_vectorize_inner(s, t, all[i]);
+    }
+    names_free(all, m);
+  }
+  /* the batch and row-tile loops fused and parallel */
+  if (ok) {
+    ts_rv outer[MAX_LOOPS];
+    int k = 0;
+    for (int d = 0; d < nu - 3; d++)
+      if (rv_extent(s, ul[d]) > 1) outer[k++] = ul[d];
+    outer[k++] = io[0];
+    ts_rv p = outer[0];
+    if (k > 1 && ts_sched_fuse(s, outer, k, &p)) p = io[0];
+    ts_sched_parallel(s, p);
+  }
+  names_free(names, n);
+  return ok;
+}
