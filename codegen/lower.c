@@ -377,6 +377,66 @@ static bool disjoint_linear(ts_arena *a, ts_stmt *loop, const ts_buffer *b,
   return ok;
 }
 
+/* disjoint_linear by enumeration, for a loop of at most
+ * DISJOINT_ENUMERATE iterations whose boxes' bases are constants at each
+ * iteration: each box clipped to b's bounds (a guarded last tile's rows
+ * past the end are never accessed), the boxes' flat offsets [L, L + span)
+ * sorted do not overlap. A loop fused from three or more (an attention
+ * task's batch, heads and row tiles: floordiv(floordiv(f, 7), 3)), or one
+ * whose last tile overhangs the rows, moves the flat offset by steps that
+ * the simplifier does not prove constant. */
+#define DISJOINT_ENUMERATE 16384
+typedef struct flat_box {
+  int64_t lo, span;
+} flat_box;
+static int cmp_box(const void *x, const void *y) {
+  int64_t a = ((const flat_box *)x)->lo, b = ((const flat_box *)y)->lo;
+  return (a > b) - (a < b);
+}
+static bool disjoint_enumerated(ts_arena *a, ts_stmt *loop, const ts_buffer *b,
+                                ts_expr *const *base, const int64_t *extent) {
+  int64_t mn, ex;
+  if (!ts_expr_is_const_int(ts_for_min(loop), &mn) ||
+      !ts_expr_is_const_int(ts_for_extent(loop), &ex) || ex < 2 ||
+      ex > DISJOINT_ENUMERATE)
+    return false;
+  int nd = ts_buffer_ndim(b);
+  int64_t stride = 1, strides[TS_MAX_DIMS];
+  for (int d = nd - 1; d >= 0; d--) {
+    strides[d] = stride;
+    stride *= ts_buffer_dim(b, d);
+  }
+  flat_box *box = malloc(sizeof *box * (size_t)ex);
+  if (!box) return false;
+  ts_node_map *at = ts_node_map_create();
+  bool ok = true;
+  int64_t n = 0;
+  for (int64_t i = 0; i < ex && ok; i++) {
+    ts_node_map_put(at, ts_for_var(loop), ts_index(a, mn + i));
+    int64_t lo = 0, span = 1;
+    bool empty = false;
+    for (int d = 0; d < nd && ok; d++) {
+      int64_t c;
+      ok = ts_expr_is_const_int(
+          ts_simplify(a, ts_expr_substitute(a, base[d], at, NULL), NULL), &c);
+      int64_t l = c < 0 ? 0 : c, h = c + extent[d];
+      if (h > ts_buffer_dim(b, d)) h = ts_buffer_dim(b, d);
+      if (h <= l) empty = true;
+      lo += l * strides[d];
+      span += (h - l - 1) * strides[d];
+    }
+    if (ok && !empty) box[n++] = (flat_box){lo, span};
+  }
+  ts_node_map_destroy(at);
+  if (ok) {
+    qsort(box, (size_t)n, sizeof *box, cmp_box);
+    for (int64_t i = 1; i < n && ok; i++)
+      ok = box[i].lo >= box[i - 1].lo + box[i - 1].span;
+  }
+  free(box);
+  return ok;
+}
+
 /* Whether the region of b under loop `loop` is disjoint between iterations
  * (so an allocation per iteration loses nothing): some dimension's base
  * moves by at least its extent from one iteration to the next. */
@@ -400,6 +460,7 @@ static bool disjoint_per_iteration(ts_arena *a, ts_stmt *loop,
       disjoint = true;
   }
   if (!disjoint) disjoint = disjoint_linear(a, loop, b, base, extent);
+  if (!disjoint) disjoint = disjoint_enumerated(a, loop, b, base, extent);
   ts_node_map_destroy(next);
   return disjoint;
 }

@@ -149,8 +149,13 @@ bool default_attention(ts_sched *s, const ts_target *t) {
   for (int i = 1; i < anchors[1]; i++) {
     const ts_stmt *r = ts_func_find_block(ts_sched_func(s), names[i]);
     if (!r || !block_is_reduction(ts_realize_block(r))) continue;
-    if (vector_rfactor_at(s, t, names[i], 4, 4, 2, false, true) == TS_OK)
+    /* four vectors at a time where that makes two steps or more (one
+     * step leaves the factored block's init in its vector loop: Swin's
+     * 64-key rows ran 6 x slower) */
+    if (vector_rfactor_at(s, t, names[i], 4, 8, 2, false, true) == TS_OK)
       vector_rfactor_at(s, t, names[i], 1, 2, 2, false, true);
+    else /* a short row: one vector at a time, the last guarded */
+      vector_rfactor_at(s, t, names[i], 1, 2, 2, true, true);
   }
   names_free(names, n);
   names = block_names(ts_sched_func(s), &n);
@@ -161,8 +166,13 @@ bool default_attention(ts_sched *s, const ts_target *t) {
   }
   /* U: batch..., i/R, e/W, j/4, 4, R, W */
   ts_rv io[2], eo[2], jo[2];
+  /* the product by V's reduction unrolled by 4, or the largest smaller
+   * step that divides it (a guard inside the register tile costs more
+   * than the unrolling saves) */
+  int64_t unroll = 4;
+  while (unroll > 1 && N % unroll) unroll--;
   ok = split2(s, ul[nu - 3], R, io) && split2(s, ul[nu - 2], wu, eo) &&
-       split2(s, ul[nu - 1], 4, jo);
+       split2(s, ul[nu - 1], unroll, jo);
   ts_rv order[MAX_LOOPS];
   int no = 0;
   for (int k = 0; k < nu - 3; k++) order[no++] = ul[k];

@@ -119,6 +119,11 @@ static void test_lowering_shapes(void **state) {
   assert_non_null(strstr(
       t, "    for j_0 in range(4) {\n      allocate C_local: float32[4]"));
   free(t);
+  /* A tile per iteration of a parallel loop fused from three, its last
+   * tile overhanging the rows: compacted to the tile all the same. */
+  t = lowered_text("fused_tiles.tir");
+  assert_non_null(strstr(t, "allocate T: float32[8]"));
+  free(t);
   /* Buffers are flat. */
   t = lowered_text("local_alloc.tir");
   assert_non_null(strstr(t, "allocate T: float32[28]"));
