@@ -350,7 +350,7 @@ int64_t default_block_work(ts_sched *s, const char *name) {
 }
 
 /* Step 1: inline spatial intermediates. */
-static void inline_intermediates(ts_sched *s) {
+void default_inline_intermediates(ts_sched *s) {
   int n = 0;
   char **names = block_names(ts_sched_func(s), &n);
   if (!names) return;
@@ -1238,7 +1238,7 @@ void default_rfactor_rows(ts_sched *s, const ts_target *t) {
 }
 
 static int schedule_cpu(ts_sched *s, const ts_target *t, int level) {
-  inline_intermediates(s);
+  default_inline_intermediates(s);
   int n = 0;
   char **names = block_names(ts_sched_func(s), &n);
   if (!names) return TS_ENOMEM;
@@ -1323,8 +1323,8 @@ int default_schedule_cpu(const ts_func *f, const ts_target *t, ts_sched **out,
   /* an attention task: its own schedule (default_attention.c) */
   ts_sched *as;
   if (ts_sched_create(f, 0, &as, NULL) == TS_OK) {
-    inline_intermediates(as);
-    if (default_attention(as, t) && lowers(as)) {
+    default_inline_intermediates(as);
+    if (default_attention(as, t, false) && lowers(as)) {
       *out = as;
       return TS_OK;
     }

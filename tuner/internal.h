@@ -192,8 +192,13 @@ void default_vectorize_inner(ts_sched *s, const ts_target *t, const char *name);
 bool default_loop_contiguous(const ts_stmt *r, const ts_stmt *l);
 /* The schedule of an attention task (default_attention.c): false when
  * the function is not one, or a step was refused (the schedule is then
- * partly changed: start from a fresh one). */
-bool default_attention(ts_sched *s, const ts_target *t);
+ * partly changed: start from a fresh one). With `sample`, the row tile and
+ * both products' vector widths are sampled (a design space). */
+bool default_attention(ts_sched *s, const ts_target *t, bool sample);
+/* Spatial intermediates without padding inlined into their consumers,
+ * unless they call a transcendental function and have several (step 1 of
+ * the default schedule, default.c). */
+void default_inline_intermediates(ts_sched *s);
 /* A reduction whose innermost spatial loop is contiguous: its reduce loops
  * moved above that loop, its init decomposed (default.c). */
 void default_reduce_outside(ts_sched *s, const ts_target *t, const char *name);

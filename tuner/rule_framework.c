@@ -688,8 +688,22 @@ int ts_space_generate(const ts_func *f, const ts_target *t,
       goto fail;
     }
   }
-  ts_design_space *spaces = calloc((size_t)g.n, sizeof *spaces);
+  /* an attention task on a CPU: its own schedule with the row tile and
+   * the products' widths sampled (default_attention.c), beside what the
+   * rules made (whose candidates for two anchors run far slower) */
+  ts_sched *as = NULL;
+  if (g.rules->parallel_vectorize && o.n_custom_rules == 0 &&
+      ts_sched_create(f, 0x7e55e7a, &as, NULL) == TS_OK) {
+    default_inline_intermediates(as);
+    if (!default_attention(as, t, true)) {
+      ts_sched_destroy(as);
+      as = NULL;
+    }
+  }
+  int total = g.n + (as != NULL);
+  ts_design_space *spaces = calloc((size_t)total, sizeof *spaces);
   if (!spaces) {
+    ts_sched_destroy(as);
     rc = TS_ERR(err, TS_ENOMEM, "design space: out of memory");
     goto fail;
   }
@@ -699,8 +713,13 @@ int ts_space_generate(const ts_func *f, const ts_target *t,
              g.st[i].name[0] ? g.st[i].name : "default");
     snprintf(spaces[i].intrin, sizeof spaces[i].intrin, "%s", g.st[i].intrin);
   }
+  if (as) {
+    spaces[g.n].trace = ts_trace_simplify(ts_sched_trace(as));
+    snprintf(spaces[g.n].name, sizeof spaces[g.n].name, "attention");
+    ts_sched_destroy(as);
+  }
   *out = spaces;
-  *n = g.n;
+  *n = total;
   rc = TS_OK;
 fail:
   names_free(names, nn);

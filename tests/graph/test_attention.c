@@ -119,6 +119,35 @@ static const gr_node *attention_call(const ts_graph *g, int *count) {
   return found;
 }
 
+/* The task's design spaces hold the attention one (the row tile and the
+ * products' widths sampled); candidates of several seeds from it, checked
+ * against the interpreter. */
+static void check_space(const ts_func *f, const char *what) {
+  ts_target *t = host();
+  ts_design_space *spaces = NULL;
+  int n = 0, found = -1;
+  ts_error err;
+  if (ts_space_generate(f, t, NULL, &spaces, &n, &err))
+    fail_msg("%s: design spaces: %s", what, err.msg);
+  for (int i = 0; i < n; i++)
+    if (!strcmp(spaces[i].name, "attention")) found = i;
+  if (found < 0) fail_msg("%s: no attention design space", what);
+  int ok = 0;
+  for (uint64_t seed = 1; seed <= 4; seed++) {
+    ts_candidate c;
+    if (ts_candidate_sample(&spaces[found], found, f, t, seed, &c, &err))
+      continue; /* a decision that does not apply: the search retries */
+    if (check_compiled_ref(ts_sched_func(c.sched), f, t, 2, 7, true, &err))
+      fail_msg("%s: attention candidate %llu: %s", what,
+               (unsigned long long)seed, err.msg);
+    ts_candidate_clear(&c);
+    ok++;
+  }
+  if (!ok) fail_msg("%s: no candidate of the attention space applies", what);
+  ts_design_spaces_free(spaces, n);
+  ts_target_free(t);
+}
+
 /* c fused (or not, as `fused` says), its outputs equal to the reference
  * kernels' within float tolerance, interpreted and compiled. */
 static void check(const att_case *c, bool fused, const char *what) {
@@ -153,6 +182,7 @@ static void check(const att_case *c, bool fused, const char *what) {
     t = avx2_target();
     free(check_default(call->func, t, what));
     ts_target_free(t);
+    check_space(call->func, what);
   }
   int n_in = ts_graph_n_inputs(ref), n_out = ts_graph_n_outputs(ref);
   ts_graph_tensor ins[4], want[2], got[2];
