@@ -27,6 +27,7 @@
  * reference kernels.
  */
 #include "fuse_move.h"
+#include "tuner/tuner.h"
 #include "winograd.h"
 
 #include <math.h>
@@ -1018,6 +1019,18 @@ static int attention_group(const ts_graph *g, int i, const int *uses,
   return n;
 }
 
+/* Whether the attention group's function f gets its own default schedule
+ * on the graph's target (*t: parsed on first use, freed by the caller);
+ * a group it does not take would run the generic one, far slower than the
+ * three operators apart. */
+static bool attention_schedulable(const ts_graph *g, const ts_func *f,
+                                  ts_target **t) {
+  if (!*t && (g->target ? ts_target_parse(g->target, t, NULL)
+                        : ts_target_host(t, NULL)) != TS_OK)
+    return false;
+  return ts_default_attention_applies(f, *t);
+}
+
 /* Builds the group's function; NULL when some member cannot be expressed. */
 static ts_func *build_group(const ts_graph *g, const int *members, int n,
                             builder *b) {
@@ -1119,6 +1132,7 @@ int ts_graph_fuse(ts_graph *g, ts_error *err) {
     for (int k = 0; k < g->nodes[i].n_inputs; k++)
       if (g->nodes[i].inputs[k] >= 0) consumer[g->nodes[i].inputs[k]] = i;
   }
+  ts_target *target = NULL; /* for the attention groups' check */
   /* group id = index of its last member; funcs[last] is its function */
   for (int i = 0; i < g->n_nodes; i++) {
     if (group_of[i] >= 0 || !is_anchor(g, &g->nodes[i])) continue;
@@ -1139,6 +1153,11 @@ int ts_graph_fuse(ts_graph *g, ts_error *err) {
     int na =
         through ? 0 : attention_group(g, i, uses, consumer, group_of, members);
     if (na) f = build_group(g, members, n = na, &b);
+    if (f && na && !attention_schedulable(g, f, &target)) {
+      /* its schedule does not apply here: the operators apart */
+      ts_func_free(f);
+      f = NULL;
+    }
     if (!f) {
       n = through ? 2 : 1;
       n = grow_group(g, uses, consumer, group_of, members, n, &chain_n);
@@ -1197,6 +1216,7 @@ int ts_graph_fuse(ts_graph *g, ts_error *err) {
     }
     gr_list_push(&out, &call);
   }
+  ts_target_free(target);
   int n_old = g->n_nodes;
   int rc = gr_list_commit(g, &out);
   for (int i = 0; i < n_old + 1; i++) free(param_values[i]), free(vendor[i]);

@@ -84,6 +84,7 @@ struct ts_graph {
                            vectors (0: this host's, found when needed) */
   int vector_registers; /* ... and its vector registers (with the lanes) */
   bool amx_int8;        /* ... and whether it has AMX-INT8 (with the lanes) */
+  const char *target;   /* ... the target string (NULL: this host) */
   struct gr_quant_setup *quant; /* ts_graph_set_quantization (quantize.c) */
   int quant_int8, quant_float;  /* products the quantize pass converted/kept */
   struct gr_pet_setup *pet;     /* ts_graph_set_pet (pet.c) */

@@ -158,11 +158,13 @@ int ts_graph_set_target(ts_graph *g, const char *target, ts_error *err) {
   if (!g) return TS_ERR(err, TS_EINVAL, "set target: no graph");
   if (!target) {
     g->vector_lanes = 0;
+    g->target = NULL;
     return TS_OK;
   }
   ts_target *t = NULL;
   int rc = ts_target_parse(target, &t, err);
   if (rc) return rc;
+  g->target = ts_arena_strdup(g->arena, target);
   int lanes = ts_target_vector_lanes(t, TS_FLOAT32);
   g->vector_registers = ts_target_vector_registers(t);
   g->amx_int8 = ts_target_has_feature(t, "amx-int8");

@@ -1315,6 +1315,17 @@ int default_schedule_gpu(const ts_func *f, const ts_target *t, ts_sched **out,
   return ts_sched_create(f, 0, out, err);
 }
 
+bool ts_default_attention_applies(const ts_func *f, const ts_target *t) {
+  ts_sched *s;
+  if (!f || !t || ts_target_facts_of(t)->is_gpu ||
+      ts_sched_create(f, 0, &s, NULL) != TS_OK)
+    return false;
+  default_inline_intermediates(s);
+  bool ok = default_attention(s, t, false) && lowers(s);
+  ts_sched_destroy(s);
+  return ok;
+}
+
 int default_schedule_cpu(const ts_func *f, const ts_target *t, ts_sched **out,
                          ts_error *err) {
   /* 4: AMX tile blocks, 3: a dot intrinsic, 2: the register tile, 1: the

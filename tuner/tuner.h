@@ -520,6 +520,10 @@ int ts_confirm_rank(const double *secs, int n, int rounds, double *latency,
  * On CUDA: the first design-space sample (fixed seeds) that postprocesses.
  * Errors only for a function the schedule refuses (TS_EINVAL) or NULL
  * arguments. */
+/* Whether the default schedule of f for t is the attention one (the
+ * graph compiler's attention group, scheduled a row tile at a time:
+ * default_attention.c); the graph compiler keeps a group only then. */
+bool ts_default_attention_applies(const ts_func *f, const ts_target *t);
 int ts_default_schedule(const ts_func *f, const ts_target *t, ts_sched **out,
                         ts_error *err);
 
