@@ -14,7 +14,13 @@
  * register tiles (R rows by up to four vectors, the accumulators in
  * registers); the reductions over the row get vector accumulators
  * (vector_rfactor), the exponentials four vectors at a time; the batch and
- * row-tile loops are fused and parallel.
+ * row-tile loops are fused and parallel. R is chosen for both products at
+ * once (row_tile), a divisor of the rows where one is near.
+ *
+ * With `sample` the same steps make a design space (ts_space_generate's
+ * `attention` space): the row tile and both products' vector widths are
+ * sampled, the rest is as above. The graph compiler keeps an attention
+ * group only where this schedule applies (ts_default_attention_applies).
  */
 #include "tuner/rule_framework.h"
 
@@ -113,7 +119,6 @@ static bool tile_product(ts_sched *s, const ts_target *t, const char *name,
   const char *in = ts_sched_rv_block_name(s, init);
   snprintf(iname, sizeof iname, "%s", in ? in : "");
   if (iname[0]) default_vectorize_inner(s, t, iname);
-  (void)t;
   return true;
 }
 
