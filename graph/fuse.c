@@ -1020,15 +1020,27 @@ static int attention_group(const ts_graph *g, int i, const int *uses,
 }
 
 /* Whether the attention group's function f gets its own default schedule
- * on the graph's target (*t: parsed on first use, freed by the caller);
- * a group it does not take would run the generic one, far slower than the
- * three operators apart. */
+ * on the graph's target; a group it does not take would run the generic
+ * one, far slower than the three operators apart. */
+typedef struct attention_check {
+  ts_target *target; /* parsed on first use; the caller frees it */
+  ts_hash128 last;   /* the last function checked (the layers of a model
+                        share one: checked once) */
+  bool have_last, last_ok;
+} attention_check;
+
 static bool attention_schedulable(const ts_graph *g, const ts_func *f,
-                                  ts_target **t) {
-  if (!*t && (g->target ? ts_target_parse(g->target, t, NULL)
-                        : ts_target_host(t, NULL)) != TS_OK)
+                                  attention_check *c) {
+  if (!c->target && (g->target ? ts_target_parse(g->target, &c->target, NULL)
+                               : ts_target_host(&c->target, NULL)) != TS_OK)
     return false;
-  return ts_default_attention_applies(f, *t);
+  ts_hash128 h = ts_func_hash(f);
+  if (!c->have_last || !ts_hash128_eq(h, c->last)) {
+    c->last = h;
+    c->have_last = true;
+    c->last_ok = ts_default_attention_applies(f, c->target);
+  }
+  return c->last_ok;
 }
 
 /* Builds the group's function; NULL when some member cannot be expressed. */
@@ -1132,7 +1144,7 @@ int ts_graph_fuse(ts_graph *g, ts_error *err) {
     for (int k = 0; k < g->nodes[i].n_inputs; k++)
       if (g->nodes[i].inputs[k] >= 0) consumer[g->nodes[i].inputs[k]] = i;
   }
-  ts_target *target = NULL; /* for the attention groups' check */
+  attention_check check = {0}; /* of the attention groups */
   /* group id = index of its last member; funcs[last] is its function */
   for (int i = 0; i < g->n_nodes; i++) {
     if (group_of[i] >= 0 || !is_anchor(g, &g->nodes[i])) continue;
@@ -1153,7 +1165,7 @@ int ts_graph_fuse(ts_graph *g, ts_error *err) {
     int na =
         through ? 0 : attention_group(g, i, uses, consumer, group_of, members);
     if (na) f = build_group(g, members, n = na, &b);
-    if (f && na && !attention_schedulable(g, f, &target)) {
+    if (f && na && !attention_schedulable(g, f, &check)) {
       /* its schedule does not apply here: the operators apart */
       ts_func_free(f);
       f = NULL;
@@ -1216,7 +1228,7 @@ int ts_graph_fuse(ts_graph *g, ts_error *err) {
     }
     gr_list_push(&out, &call);
   }
-  ts_target_free(target);
+  ts_target_free(check.target);
   int n_old = g->n_nodes;
   int rc = gr_list_commit(g, &out);
   for (int i = 0; i < n_old + 1; i++) free(param_values[i]), free(vendor[i]);
