@@ -423,8 +423,34 @@ void emit_stmt(emitter *e, ts_stmt *s) {
 
 /* ---- the kernel ---- */
 
+typedef struct {
+  const ts_func *f;
+  uint64_t bits;
+} read_params_ctx;
+
+static void note_param_load(void *ctx, ts_expr *x) {
+  read_params_ctx *c = ctx;
+  if (ts_expr_kind_of(x) != TS_EXPR_LOAD) return;
+  for (int i = 0; i < ts_func_n_params(c->f) && i < 64; i++)
+    if (ts_func_param(c->f, i) == ts_expr_buffer(x)) c->bits |= 1ull << i;
+}
+
+static void visit_param_loads(void *ctx, ts_expr *x) {
+  ts_expr_walk(x, note_param_load, ctx);
+}
+
+/* Bit i set: f loads parameter i somewhere (an output it also reads, as a
+ * product accumulating into it does). Every bit past 64 parameters. */
+static uint64_t loaded_params(const ts_func *f) {
+  read_params_ctx c = {f, ts_func_n_params(f) > 64 ? ~0ull : 0};
+  ts_visitor v = {NULL, NULL, visit_param_loads, &c};
+  ts_stmt_walk(ts_func_body(f), &v);
+  return c.bits;
+}
+
 int emit_kernel(emitter *e, const ts_func *f, const char *entry) {
   e->entry = entry;
   e->func = f;
+  e->read_params = loaded_params(f);
   return e->hooks->kernel(e, f, entry);
 }

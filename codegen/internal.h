@@ -35,14 +35,16 @@ typedef struct emitter {
   int n_tasks;           /* outlined parallel loops so far */
   const char *entry;
   ts_error *err;
-  int status;          /* first error code, TS_OK while fine */
-  ts_arena *tmp;       /* the emitter's temporary arrays (the lowered
-                          function's arena) */
-  unsigned long oom;   /* ts_alloc_failures() as emission started: once it
-                          grows, status becomes TS_ENOMEM (emit_oom) */
-  LLVMValueRef mask;   /* lanes enabled by an enclosing vector if, or NULL */
-  const ts_func *func; /* the function being emitted (its parameters) */
-  int nontemporal;     /* enclosing loops annotated TS_ANN_NONTEMPORAL */
+  int status;           /* first error code, TS_OK while fine */
+  ts_arena *tmp;        /* the emitter's temporary arrays (the lowered
+                           function's arena) */
+  unsigned long oom;    /* ts_alloc_failures() as emission started: once it
+                           grows, status becomes TS_ENOMEM (emit_oom) */
+  LLVMValueRef mask;    /* lanes enabled by an enclosing vector if, or NULL */
+  const ts_func *func;  /* the function being emitted (its parameters) */
+  int nontemporal;      /* enclosing loops annotated TS_ANN_NONTEMPORAL */
+  uint64_t read_params; /* bit i: parameter i is loaded somewhere in func
+                           (all bits past 64 parameters) */
   /* GPU launch geometry collected from thread-bound loops */
   int64_t grid[3], block[3];
   int64_t shared_bytes; /* static shared memory */
