@@ -509,9 +509,8 @@ static void nontemporal_store(emitter *e, ts_buffer *b, LLVMValueRef v,
   LLVMPositionBuilderAtEnd(e->b, end);
 }
 
-/* A unit-stride vector store to a parameter buffer the function never
- * loads, when the vector is
- * wider than the target's registers: one register-wide store after
+/* A unit-stride vector store, wider than the target's registers, to a
+ * parameter the function never loads: one register-wide store after
  * another, in address order. LLVM splits a wide store into pieces it may
  * emit in any order (a 64-lane row store of layer norm came out as the
  * pieces at 192, 0, 64 and 128 bytes). Where the row starts off a cache

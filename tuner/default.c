@@ -85,6 +85,7 @@
 #include "tuner/rule_framework.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Work (loop iterations) below which a block stays serial. */

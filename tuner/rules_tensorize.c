@@ -709,7 +709,11 @@ static bool default_intrin(const ts_target *t, const gemm *gm,
  * at 95 GOP/s on two Zen 3 cores, 2 x 4 with 8 columns left at 190-196).
  * Measured, default schedules on two Zen 4 cores, x oneDNN: int8 1024^3
  * 0.91 -> 0.95 (8 x 2 calls -> 6 x 4, 4 rows left), 887 x 384 x 512
- * 0.69 -> 0.92 (1 x 4: 887 is prime), bf16 887 x 384 x 512 0.45 -> 1.00. */
+ * 0.69 -> 0.92 (1 x 4: 887 is prime), bf16 887 x 384 x 512 0.45 -> 1.00.
+ * For the dot forms (not AVX2's widened pairs) the widths are compared by
+ * an estimate instead: the tiled columns at the rate their accumulators
+ * allow plus the columns left at PLAIN_COLUMN_COST each; the older order
+ * decides a tie. */
 static void register_tile(const ts_target *t, const char *intrin,
                           const desc_info *d, const int64_t *ext,
                           bool divisor_only, int64_t *rows_out,
