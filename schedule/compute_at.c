@@ -262,14 +262,29 @@ static void plan_iter(ts_arena *a, const ts_block *b, int i, bool ok,
   ts_var_ranges_destroy(r);
 }
 
+/* The conjuncts of predicate p that use only the given loops, after the
+ * substitution m, and-ed (NULL when none does). */
+static ts_expr *movable_conjuncts(ts_arena *a, ts_expr *p, ts_node_map *m,
+                                  ts_stmt *const *all, int n) {
+  if (ts_expr_kind_of(p) == TS_EXPR_AND) {
+    ts_expr *x = movable_conjuncts(a, ts_expr_operand(p, 0), m, all, n);
+    ts_expr *y = movable_conjuncts(a, ts_expr_operand(p, 1), m, all, n);
+    return x && y ? ts_and(a, x, y) : x ? x : y;
+  }
+  ts_expr *moved = ts_expr_substitute(a, p, m, NULL);
+  return moved && vars_among_loops(moved, all, n) ? moved : NULL;
+}
+
 /* The old realize's predicate at the new place, where it can be moved: its
  * loop vars replaced by the new values of the iters they bound alone
  * (rfactor's factored block keeps an imperfect split's guard over such
  * iters, whose domains run past the row), using then only the enclosing
- * loops and the new ones. NULL when there is none or it cannot be moved:
- * an imperfect split's guard over a loop bound into an iter's value
- * expression is implied by that iter's domain, which the new nest covers
- * exactly. */
+ * loops and the new ones. Each conjunct on its own: one that cannot be
+ * moved, an imperfect split's guard over a loop bound into an iter's value
+ * expression, is implied by that iter's domain, which the new nest covers
+ * exactly, while the guard of a factored row beside it (a dot product's
+ * lanes past the row's end, under a column tile's guard) still holds
+ * elements out. NULL when nothing is kept. */
 static ts_expr *keep_predicate(ts_arena *a, const ts_stmt *old_r,
                                ts_expr *const *vals, ts_stmt *const *outer,
                                int n_outer, ts_stmt *const *loops, int nl) {
@@ -280,15 +295,15 @@ static ts_expr *keep_predicate(ts_arena *a, const ts_stmt *old_r,
     ts_expr *v = ts_realize_value(old_r, i);
     if (ts_expr_kind_of(v) == TS_EXPR_VAR) ts_node_map_put(m, v, vals[i]);
   }
-  ts_expr *moved = ts_expr_substitute(a, old, m, NULL);
+  ts_stmt **all = ts_arena_alloc(a, sizeof *all * (size_t)(n_outer + nl + 1));
+  ts_expr *kept = NULL;
+  if (all) {
+    for (int i = 0; i < n_outer; i++) all[i] = outer[i];
+    for (int i = 0; i < nl; i++) all[n_outer + i] = loops[i];
+    kept = movable_conjuncts(a, old, m, all, n_outer + nl);
+  }
   ts_node_map_destroy(m);
-  ts_stmt **all =
-      moved ? ts_arena_alloc(a, sizeof *all * (size_t)(n_outer + nl + 1))
-            : NULL;
-  if (!all) return NULL;
-  for (int i = 0; i < n_outer; i++) all[i] = outer[i];
-  for (int i = 0; i < nl; i++) all[n_outer + i] = loops[i];
-  return vars_among_loops(moved, all, n_outer + nl) ? moved : NULL;
+  return kept;
 }
 
 /* Builds the loops and the realize of block b for the iteration plans.

@@ -613,6 +613,31 @@ static void test_rfactor_guarded_moved(void **state) {
   finish(s, "rfactor_guarded_moved", true);
 }
 
+/* A dot product's row of 40 factored 16 wide past its end, under a column
+ * tile of 8 over 13 columns (two guards on the factored block: the
+ * columns' and the row's), then moved twice. The second move rebuilds the
+ * nest (under the output's row loop, with the combining block) over the
+ * column iter's domain, which implies its guard, but the
+ * row's guard over the factored lanes must stay, or the last step reads 8
+ * elements past each row of 40. */
+static void test_rfactor_guarded_moved_twice(void **state) {
+  (void)state;
+  ts_sched *s = sched("dense M=2 N=13 K=40");
+  ts_rv b, l[16], ko[2], jo[2], rf, fb, fl[16], yb, yl[16];
+  loops_of(s, "dense", &b, l);
+  int64_t fk[2] = {TS_SPLIT_INFER, 16}, fj[2] = {TS_SPLIT_INFER, 8};
+  OK(ts_sched_split(s, l[2], fk, 2, ko));
+  OK(ts_sched_rfactor(s, ko[1], 2, &rf));
+  loops_of(s, "dense", &fb, fl);
+  OK(ts_sched_split(s, fl[1], fj, 2, jo));
+  OK(ts_sched_compute_at(s, rf, jo[0]));
+  loops_of(s, "Y", &yb, yl);
+  OK(ts_sched_compute_at(s, fb, yl[0]));
+  loops_of(s, "Y", &yb, yl);
+  OK(ts_sched_compute_at(s, rf, yl[0]));
+  finish(s, "rfactor_guarded_moved_twice", true);
+}
+
 static void test_rfactor_max(void **state) {
   (void)state;
   ts_sched *s = sched("reduce op=max N=3 D=16");
@@ -736,6 +761,7 @@ int main(void) {
       cmocka_unit_test(test_rfactor_max),
       cmocka_unit_test(test_rfactor_guarded),
       cmocka_unit_test(test_rfactor_guarded_moved),
+      cmocka_unit_test(test_rfactor_guarded_moved_twice),
       cmocka_unit_test(test_blockize),
       cmocka_unit_test(test_partition),
       cmocka_unit_test(test_partition_reduce),
