@@ -131,11 +131,12 @@ int apply_decompose_reduction(ts_sched *s, inst *in, rv_list *out) {
     }
   }
   /* The predicate's conjuncts over the spatial loops go to the init. One
-   * over the reduction loops alone (a ceil split's guard, k0 * 4 + k1 <
-   * 389) is left to the update when it holds at the reduction's first
-   * iteration: every element then starts its reduction there, which is
-   * where the init ran. Any other dependence on the reduction loops is
-   * refused. */
+   * over the reduction loops (a ceil split's guard, k0 * 4 + k1 < 389, or
+   * a factored row's, k0 * 16 + lane < 40 with the lane a spatial loop of
+   * the factored block) is left to the update when it holds at the
+   * reduction's first iteration for every value of the spatial loops:
+   * every element then starts its reduction there, which is where the
+   * init ran. Any other dependence on the reduction loops is refused. */
   ts_expr *pred = ts_realize_predicate(r), *ipred_src = NULL;
   if (!rc && pred) {
     bool is_red[64] = {0};
@@ -148,29 +149,26 @@ int apply_decompose_reduction(ts_sched *s, inst *in, rv_list *out) {
                 "many conjuncts",
                 bn);
     for (int c = 0; c < nc && !rc; c++) {
-      bool red = false, sp = false;
+      bool red = false;
       const char *rl = NULL;
-      for (int i = at; i < above.n; i++) {
-        if (!uses_var(conj[c], ts_for_var(above.v[i]))) continue;
-        if (copy[i - at]) {
-          sp = true;
-        } else {
+      for (int i = at; i < above.n; i++)
+        if (uses_var(conj[c], ts_for_var(above.v[i])) && !copy[i - at]) {
           red = true;
           rl = loop_name(above.v[i]);
         }
-      }
       if (!red) {
         ipred_src = ipred_src
                         ? ts_and(ts_func_arena(s->func), ipred_src, conj[c])
                         : conj[c];
-      } else if (sp || above.n > 64 ||
+      } else if (above.n > 64 ||
                  !holds_at_first(ts_func_arena(s->func), conj[c], &above,
                                  is_red, NULL)) {
         rc = FAIL(s, TS_ESCHEDULE,
                   "decompose_reduction: the predicate of block '%s' depends "
                   "on reduction loop '%s' and does not hold at the "
-                  "reduction's first iteration (or mixes it with spatial "
-                  "loops), so the init cannot run before the reduction",
+                  "reduction's first iteration for every value of the "
+                  "spatial loops, so the init cannot run before the "
+                  "reduction",
                   bn, rl);
       }
     }

@@ -501,7 +501,7 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
   if (!default_loop_contiguous(r, ts_sched_rv_loop(s, loops[vec]))) {
     if (!default_pack_transposed(s, b, r, ts_sched_rv_loop(s, loops[vec]),
                                  loops, nl, tpacked, sizeof tpacked))
-      return false;
+      return default_dot_rows(s, t, name);
     r = ts_func_find_block(ts_sched_func(s), name);
     blk = r ? ts_realize_block(r) : NULL;
     if (!r || !default_loop_contiguous(r, ts_sched_rv_loop(s, loops[vec])))

@@ -79,6 +79,18 @@ bool default_pack_once(ts_sched *s, ts_rv b, const ts_buffer *sb, int64_t cols,
   return !ts_sched_reorder(s, order, no) && !ts_sched_vectorize(s, parts[1]);
 }
 
+int64_t default_rows_reading(ts_sched *s, const ts_stmt *r, const ts_buffer *x,
+                             const ts_rv *loops, int nl) {
+  int64_t reuse = 1;
+  for (int i = 0; i < nl; i++) {
+    const ts_stmt *l = ts_sched_rv_loop(s, loops[i]);
+    if (l && loop_binding(r, l) == BIND_SPATIAL &&
+        read_dim_of_loop(r, x, l) == -1)
+      reuse *= loop_extent(s, loops[i]);
+  }
+  return reuse;
+}
+
 /* An anchor whose vector axis is contiguous in every access but one read
  * (B of a product with transpose_b: the output's columns index B's rows):
  * that input copied (cache_read) into a buffer whose dimensions are those
@@ -101,17 +113,10 @@ bool default_pack_transposed(ts_sched *s, ts_rv b, const ts_stmt *r,
   }
   /* the copy pays when each panel is read by several rows: the spatial
    * loops that do not index the input (a matrix-vector product has none,
-   * and reads it once as it is) */
-  int64_t reuse = 1;
-  for (int i = 0; found && i < nl; i++) {
-    const ts_stmt *l = ts_sched_rv_loop(s, loops[i]);
-    if (l && l != lv && loop_binding(r, l) == BIND_SPATIAL &&
-        read_dim_of_loop(r, found, l) == -1)
-      reuse *= loop_extent(s, loops[i]);
-  }
+   * and reads it once as it is; default_dot.c schedules up to 3) */
   char name[128];
   ts_rv cr;
-  if (!found || reuse < 4) return false;
+  if (!found || default_rows_reading(s, r, found, loops, nl) < 4) return false;
   snprintf(name, sizeof name, "%s", ts_buffer_name(found));
   if (cache_read_dim_last(s, b, name, dim, &cr)) return false;
   const char *cn = ts_sched_rv_block_name(s, cr);

@@ -210,6 +210,16 @@ int64_t default_block_work(ts_sched *s, const char *name);
  * does `work` or more (default.c). */
 void default_parallel_outer(ts_sched *s, const ts_target *t, const char *name,
                             int64_t work);
+/* A product whose output rows read each row of its transposed operand
+ * fewer than four times (a dense layer of 1 to 3 rows): the reduction in
+ * the lanes, all rows by a few columns in registers (default_dot.c). False
+ * when the block is not of that form. */
+bool default_dot_rows(ts_sched *s, const ts_target *t, const char *name);
+/* The product of the extents of the block's spatial loops that do not
+ * index input x: how many rows of the output read each element of it
+ * (default_pack.c). */
+int64_t default_rows_reading(ts_sched *s, const ts_stmt *r, const ts_buffer *x,
+                             const ts_rv *loops, int nl);
 /* The anchor's packed copies (default_pack.c): the streamed input sb packed
  * once, before the anchor b, in panels of `cols` (the copy's block name
  * into out); a transposed input packed with the vector loop lv's dimension

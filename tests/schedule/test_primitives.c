@@ -638,6 +638,25 @@ static void test_rfactor_guarded_moved_twice(void **state) {
   finish(s, "rfactor_guarded_moved_twice", true);
 }
 
+/* The factored row of 40 (16 lanes, its last step guarded) zeroed before
+ * its reduction: the guard mixes the reduction loop with the lanes, a
+ * spatial loop of the factored block, and holds at the reduction's first
+ * step for every lane, so the init runs unguarded and the update keeps
+ * the guard. */
+static void test_rfactor_guarded_decomposed(void **state) {
+  (void)state;
+  ts_sched *s = sched("dense M=2 N=13 K=40");
+  ts_rv b, l[16], ko[2], rf, rl[16], init;
+  loops_of(s, "dense", &b, l);
+  int64_t fk[2] = {TS_SPLIT_INFER, 16};
+  OK(ts_sched_split(s, l[2], fk, 2, ko));
+  OK(ts_sched_rfactor(s, ko[1], 2, &rf));
+  loops_of(s, "dense_rf", &rf, rl);
+  OK(ts_sched_decompose_reduction(s, rf, rl[2], &init));
+  OK(ts_sched_vectorize(s, rl[3]));
+  finish(s, "rfactor_guarded_decomposed", true);
+}
+
 static void test_rfactor_max(void **state) {
   (void)state;
   ts_sched *s = sched("reduce op=max N=3 D=16");
@@ -762,6 +781,7 @@ int main(void) {
       cmocka_unit_test(test_rfactor_guarded),
       cmocka_unit_test(test_rfactor_guarded_moved),
       cmocka_unit_test(test_rfactor_guarded_moved_twice),
+      cmocka_unit_test(test_rfactor_guarded_decomposed),
       cmocka_unit_test(test_blockize),
       cmocka_unit_test(test_partition),
       cmocka_unit_test(test_partition_reduce),

@@ -114,6 +114,39 @@ static void test_wide_ragged(void **state) {
   }
 }
 
+/* A product of one to three rows against a transposed operand (a dense
+ * layer, W [N, K]): each output a dot product of two contiguous rows, the
+ * reduction in the lanes (rfactor), the rows by a tile of columns zeroed
+ * and accumulated in registers, the column tiles parallel; a prime width
+ * takes a guarded last tile, a row no vector divides a guarded last step.
+ * Four rows pack W transposed instead (default_pack_transposed). */
+static void test_dot_rows(void **state) {
+  (void)state;
+  static const struct {
+    const char *spec;
+    bool dot;
+  } cases[] = {
+      {"dense M=1 N=1000 K=2048 bias=1", true},
+      {"dense M=2 N=576 K=576", true},
+      {"dense M=3 N=13 K=40", true},
+      {"dense M=2 N=997 K=1001", true},
+      {"batch_matmul B=3 M=1 N=17 K=35 transpose_b=1", true},
+      {"dense M=4 N=64 K=64", false},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char *trace, *text;
+    avx2_default(cases[i].spec, &trace, &text);
+    bool dot = strstr(trace, "rfactor(") && strstr(text, "_rf_init") &&
+               strstr(text, ") parallel");
+    if (dot != cases[i].dot)
+      fail_msg("%s: expected %s in\n%s\n%s", cases[i].spec,
+               cases[i].dot ? "the dot-product form" : "another form", trace,
+               text);
+    free(trace);
+    free(text);
+  }
+}
+
 /* 16-bit float products whose register tile is ragged (a prime width, a
  * width of 8 x odd): the guarded edge tile's masked loads and stores of
  * bfloat16/float16 used to be legalized through compiler-rt conversions
@@ -636,6 +669,7 @@ int main(void) {
       cmocka_unit_test(test_byte_epilogue_vectors),
       cmocka_unit_test(test_few_panels),
       cmocka_unit_test(test_wide_ragged),
+      cmocka_unit_test(test_dot_rows),
       cmocka_unit_test(test_rows_packed),
       cmocka_unit_test(test_half_ragged),
       cmocka_unit_test(test_rows_first),
