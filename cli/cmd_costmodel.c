@@ -575,7 +575,7 @@ static int collect_workload(ts_db *db, ts_runner *runner, const ts_target *t,
     /* built as a tuning job builds: in forked processes, each under the
      * job's time limit, so a build that hangs or crashes fails alone */
     for (int i = 0; i < m; i++) fs[i] = ts_sched_func(c[i]);
-    ts_build_batch(fs, m, t, ts_target_num_cores(t),
+    ts_build_batch(fs, m, t, 0, ts_target_num_cores(t),
                    ts_tune_defaults().build_timeout_ms, arts, why);
     if (ts_runner_measure(runner, &cfg, ref_id, arts, m, res, &err)) {
       cli_error("measurement failed", &err);

@@ -317,6 +317,7 @@ static void confirm_tasks(const tune_args *a, ts_db *db, const char *target,
     /* a model's task: the oneDNN call `compile --dispatch` would make,
      * timed in the same rounds (its level decides the dispatch) */
     co.cold_params = a->consts[i];
+    co.const_params = tasks[i].const_params;
     if (!wl[i] && a->vendor[i] &&
         cli_peers_add_vendor_call(&peers, tasks[i].func, a->vendor[i],
                                   a->consts[i], threads, &verr) != TS_OK)
@@ -619,8 +620,12 @@ static int resume_settings(tune_args *a, ts_tune_options *o, ts_db *db,
     const cJSON *hash = cJSON_GetObjectItemCaseSensitive(t, "hash");
     const cJSON *w = cJSON_GetObjectItemCaseSensitive(t, "weight");
     const cJSON *name = cJSON_GetObjectItemCaseSensitive(t, "name");
+    const cJSON *consts = cJSON_GetObjectItemCaseSensitive(t, "const_params");
     a->weights[i] = cJSON_IsNumber(w) ? w->valuedouble : 1;
     a->names[i] = cJSON_IsString(name) ? name->valuestring : NULL;
+    a->consts[i] = cJSON_IsString(consts)
+                       ? (uint64_t)strtoull(consts->valuestring, NULL, 16)
+                       : 0;
     if (cJSON_IsString(spec)) {
       a->specs[i] = spec->valuestring;
       a->is_tir[i] = false;
@@ -1171,6 +1176,7 @@ int cmd_tune(int argc, char **argv) {
       tasks[i].func = funcs[i];
       tasks[i].name = a.names[i] ? a.names[i] : ts_func_name(funcs[i]);
       tasks[i].weight = a.weights[i];
+      tasks[i].const_params = a.consts[i];
       continue;
     }
     if (cli_load_func(a.is_tir[i] ? NULL : a.specs[i],

@@ -15,7 +15,7 @@
 int cli_kernel_build(const ts_func *f, const ts_target *t, uint64_t seed,
                      cli_kernel *k, ts_error *err) {
   memset(k, 0, sizeof *k);
-  int rc = ts_build(f, t, NULL, &k->build, err);
+  int rc = ts_build_measured(f, 0, t, NULL, &k->build, err);
   if (!rc)
     rc = ts_rt_kernel_load(k->build.artifact->bytes, k->build.artifact->n_bytes,
                            k->build.artifact->entry, &k->kernel, err);
@@ -26,6 +26,8 @@ int cli_kernel_build(const ts_func *f, const ts_target *t, uint64_t seed,
                : TS_ERR(err, TS_ENOMEM, "out of memory");
     free(specs);
   }
+  if (!rc)
+    rc = ts_rt_kernel_prepare(k->kernel, ts_rt_args_data(k->args), NULL, err);
   if (rc) cli_kernel_free(k);
   return rc;
 }

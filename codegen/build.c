@@ -189,8 +189,35 @@ static bool cache_lookup(LLVMModuleRef mod, LLVMTargetMachineRef tm,
   return true;
 }
 
-int ts_build(const ts_func *f, const ts_target *t, const ts_build_options *opts,
-             ts_build_result *out, ts_error *err) {
+/* Emits the split kernel (ts_build_split_kernel): main as
+ * `<entry>__main`, the prologue as `<entry>__pre`, and the entries that
+ * call them on the object's hoisted buffers. */
+static int emit_split(emitter *e, const ts_build_split *sp,
+                      ts_func *lowered_pro, const char *entry) {
+  char main_name[160], pre_name[160];
+  snprintf(main_name, sizeof main_name, "%s__main", entry);
+  snprintf(pre_name, sizeof pre_name, "%s__pre", entry);
+  int rc = emit_kernel(e, e->func, main_name);
+  if (rc) return rc;
+  emitter p = *e;
+  p.ranges = ts_var_ranges_create();
+  p.tmp = ts_func_arena(lowered_pro);
+  p.n_tasks = 0;
+  p.cur = NULL;
+  p.mask = NULL;
+  p.nontemporal = 0;
+  rc = emit_kernel(&p, lowered_pro, pre_name);
+  ts_var_ranges_destroy(p.ranges);
+  if (rc) return rc;
+  rc = emit_cpu_split_entries(e, sp->main, sp->inputs, sp->n_inputs,
+                              sp->n_hoisted, entry, main_name, pre_name);
+  e->entry = entry;
+  return rc;
+}
+
+static int build_impl(const ts_func *f, const ts_build_split *sp,
+                      const ts_target *t, const ts_build_options *opts,
+                      ts_build_result *out, ts_error *err) {
   memset(out, 0, sizeof *out);
   if (ts_arena_failed(ts_func_arena(f)))
     return TS_ERR(err, TS_ENOMEM,
@@ -211,8 +238,13 @@ int ts_build(const ts_func *f, const ts_target *t, const ts_build_options *opts,
     if (regs > 4 && vbytes > 0) o.lower.promote_max_bytes = (regs - 4) * vbytes;
   }
   double t0 = ts_now_seconds();
-  ts_func *lowered = ts_lower(f, &o.lower, err);
+  ts_func *lowered = ts_lower(sp ? sp->main : f, &o.lower, err);
   if (!lowered) return err ? err->code : TS_EINVAL;
+  ts_func *lowered_pro = NULL;
+  if (sp && !(lowered_pro = ts_lower(sp->prologue, &o.lower, err))) {
+    ts_func_free(lowered);
+    return err ? err->code : TS_EINVAL;
+  }
   out->lower_ms = (ts_now_seconds() - t0) * 1e3;
 
   char entry[128];
@@ -225,6 +257,7 @@ int ts_build(const ts_func *f, const ts_target *t, const ts_build_options *opts,
                 msg ? msg : "");
     LLVMDisposeMessage(msg);
     ts_func_free(lowered);
+    ts_func_free(lowered_pro);
     return rc;
   }
   LLVMTargetMachineRef tm = LLVMCreateTargetMachine(
@@ -246,7 +279,12 @@ int ts_build(const ts_func *f, const ts_target *t, const ts_build_options *opts,
                .tmp = ts_func_arena(lowered),
                .oom = oom};
   double t1 = ts_now_seconds();
-  rc = emit_kernel(&e, lowered, entry);
+  if (sp) {
+    e.func = lowered;
+    rc = emit_split(&e, sp, lowered_pro, entry);
+  } else {
+    rc = emit_kernel(&e, lowered, entry);
+  }
   if (!rc && LLVMVerifyModule(mod, LLVMReturnStatusAction, &msg)) {
     rc = TS_ERR(err, TS_EINTERNAL, "generated LLVM IR does not verify: %s",
                 msg ? msg : "");
@@ -344,6 +382,36 @@ int ts_build(const ts_func *f, const ts_target *t, const ts_build_options *opts,
     out->lowered = lowered;
   else
     ts_func_free(lowered);
+  ts_func_free(lowered_pro);
   if (rc) ts_build_result_clear(out);
   return rc;
+}
+
+int ts_build(const ts_func *f, const ts_target *t, const ts_build_options *opts,
+             ts_build_result *out, ts_error *err) {
+  return build_impl(f, NULL, t, opts, out, err);
+}
+
+int ts_build_split_kernel(const ts_func *f, const ts_build_split *sp,
+                          const ts_target *t, const ts_build_options *opts,
+                          ts_build_result *out, ts_error *err) {
+  memset(out, 0, sizeof *out);
+  if (!sp || !sp->main || !sp->prologue || sp->n_hoisted < 1 ||
+      sp->n_inputs < 0 ||
+      ts_func_n_params(sp->main) != ts_func_n_params(f) + sp->n_hoisted ||
+      ts_func_n_params(sp->prologue) != sp->n_inputs + sp->n_hoisted)
+    return TS_ERR(err, TS_EINVAL,
+                  "build: the split of '%s' does not match its parameters",
+                  ts_func_name(f));
+  for (int i = 0; i < sp->n_inputs; i++)
+    if (sp->inputs[i] < 0 || sp->inputs[i] >= ts_func_n_params(f))
+      return TS_ERR(err, TS_EINVAL,
+                    "build: the prologue of '%s' reads parameter %d of %d",
+                    ts_func_name(f), sp->inputs[i], ts_func_n_params(f));
+  if (t->family->facts.artifact != TS_ARTIFACT_CPU_OBJECT)
+    return TS_ERR(err, TS_EUNSUPPORTED,
+                  "build: a kernel with a prologue is built for CPU targets "
+                  "only, not '%s'",
+                  ts_target_triple(t));
+  return build_impl(f, sp, t, opts, out, err);
 }

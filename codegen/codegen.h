@@ -339,6 +339,28 @@ typedef struct ts_build_result {
  * err set and *out cleared. Free *out with ts_build_result_clear. */
 int ts_build(const ts_func *f, const ts_target *t, const ts_build_options *o,
              ts_build_result *out, ts_error *err);
+
+/* f split in two by ts_func_hoist_const (schedule.h): `main` takes f's
+ * parameters then n_hoisted buffers, which `prologue` writes from the
+ * n_inputs parameters of f listed in inputs[]. */
+typedef struct ts_build_split {
+  const ts_func *main, *prologue;
+  const int *inputs;
+  int n_inputs, n_hoisted;
+} ts_build_split;
+
+/* Builds f (CPU targets only) as one object with f's arguments whose
+ * stages that read only constants run apart, once: the entry runs `main`
+ * on its arguments and the hoisted buffers, which live in the object
+ * (zeroed at load), and `<entry>__prologue` (same ABI) fills them from its
+ * arguments. A caller runs the prologue (ts_rt_kernel_prepare) before the
+ * first call and again whenever those inputs change. The object also
+ * defines `<entry>__hoisted`: { i64 n; ptr buf[n]; i64 bytes[n] }, so a
+ * cold timing can evict them. What a measurement builds when the
+ * workload's weights are constants, as in a compiled model. */
+int ts_build_split_kernel(const ts_func *f, const ts_build_split *split,
+                          const ts_target *t, const ts_build_options *o,
+                          ts_build_result *out, ts_error *err);
 void ts_build_result_clear(ts_build_result *r);
 
 /* The process's cache of built kernels (codegen/build_cache.c): a build

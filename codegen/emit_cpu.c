@@ -265,3 +265,81 @@ int emit_cpu_kernel(emitter *e, const ts_func *f, const char *entry) {
   LLVMBuildRet(e->b, r);
   return e->status;
 }
+
+/* ---- a kernel with a prologue (ts_build_split_kernel) ---- */
+
+/* i32 name(ptr args, ptr rt): calls fn(ptr args2, ptr rt), args2 holding
+ * args[from[i]] for i < n_from, then the hoisted buffers. */
+static void emit_forwarder(emitter *e, const char *name, const char *fn,
+                           const int *from, int n_from, LLVMValueRef *bufs,
+                           int n_bufs) {
+  LLVMTypeRef pt[2] = {emit_ptrt(e), emit_ptrt(e)};
+  LLVMTypeRef fty = LLVMFunctionType(emit_i32t(e), pt, 2, 0);
+  LLVMValueRef callee = LLVMGetNamedFunction(e->mod, fn);
+  LLVMSetLinkage(callee, LLVMInternalLinkage);
+  LLVMValueRef ef = LLVMAddFunction(e->mod, name, fty);
+  emit_set_fn_attrs(e, ef);
+  LLVMPositionBuilderAtEnd(e->b,
+                           LLVMAppendBasicBlockInContext(e->ctx, ef, "entry"));
+  LLVMTypeRef arr = LLVMArrayType(emit_ptrt(e), (unsigned)(n_from + n_bufs));
+  LLVMValueRef a = LLVMBuildAlloca(e->b, arr, "args");
+  for (int i = 0; i < n_from + n_bufs; i++) {
+    LLVMValueRef v;
+    if (i < n_from) {
+      LLVMValueRef idx = LLVMConstInt(emit_i64t(e), (unsigned)from[i], 0);
+      LLVMValueRef slot = LLVMBuildInBoundsGEP2(
+          e->b, emit_ptrt(e), LLVMGetParam(ef, 0), &idx, 1, "");
+      v = LLVMBuildLoad2(e->b, emit_ptrt(e), slot, "");
+    } else {
+      v = bufs[i - n_from];
+    }
+    LLVMValueRef idx = LLVMConstInt(emit_i64t(e), (unsigned)i, 0);
+    LLVMBuildStore(e->b, v,
+                   LLVMBuildInBoundsGEP2(e->b, emit_ptrt(e), a, &idx, 1, ""));
+  }
+  LLVMValueRef args[2] = {a, LLVMGetParam(ef, 1)};
+  LLVMBuildRet(e->b, LLVMBuildCall2(e->b, fty, callee, args, 2, ""));
+}
+
+int emit_cpu_split_entries(emitter *e, const ts_func *main, const int *inputs,
+                           int n_inputs, int n_hoisted, const char *entry,
+                           const char *main_fn, const char *pre_fn) {
+  int n = ts_func_n_params(main) - n_hoisted;
+  LLVMValueRef *bufs = ts_arena_alloc(e->tmp, sizeof *bufs * (size_t)n_hoisted);
+  LLVMValueRef *sizes =
+      ts_arena_alloc(e->tmp, sizeof *sizes * (size_t)n_hoisted);
+  int *all = ts_arena_alloc(e->tmp, sizeof *all * (size_t)(n > 0 ? n : 1));
+  if (!bufs || !sizes || !all)
+    return emit_fail(e, TS_ENOMEM, "code generation: out of memory");
+  for (int k = 0; k < n_hoisted; k++) {
+    ts_buffer *b = ts_func_param(main, n + k);
+    int64_t bytes = ts_buffer_bytes(b);
+    if (bytes < 1) bytes = 1;
+    char name[200];
+    snprintf(name, sizeof name, "%s__h%d", entry, k);
+    LLVMTypeRef ty =
+        LLVMArrayType2(LLVMInt8TypeInContext(e->ctx), (uint64_t)bytes);
+    LLVMValueRef g = LLVMAddGlobal(e->mod, ty, name);
+    LLVMSetInitializer(g, LLVMConstNull(ty));
+    LLVMSetLinkage(g, LLVMInternalLinkage);
+    LLVMSetAlignment(g, 64);
+    bufs[k] = g;
+    sizes[k] = LLVMConstInt(emit_i64t(e), (uint64_t)bytes, 0);
+  }
+  for (int i = 0; i < n; i++) all[i] = i;
+  emit_forwarder(e, entry, main_fn, all, n, bufs, n_hoisted);
+  char name[200];
+  snprintf(name, sizeof name, "%s__prologue", entry);
+  emit_forwarder(e, name, pre_fn, inputs, n_inputs, bufs, n_hoisted);
+  /* { i64 n; [n x ptr] buf; [n x i64] bytes } */
+  LLVMValueRef fv[3] = {
+      LLVMConstInt(emit_i64t(e), (uint64_t)n_hoisted, 0),
+      LLVMConstArray(emit_ptrt(e), bufs, (unsigned)n_hoisted),
+      LLVMConstArray(emit_i64t(e), sizes, (unsigned)n_hoisted)};
+  snprintf(name, sizeof name, "%s__hoisted", entry);
+  LLVMValueRef init = LLVMConstStructInContext(e->ctx, fv, 3, 0);
+  LLVMValueRef table = LLVMAddGlobal(e->mod, LLVMTypeOf(init), name);
+  LLVMSetInitializer(table, init);
+  LLVMSetGlobalConstant(table, 1);
+  return e->status;
+}

@@ -60,6 +60,16 @@ bool emit_oom(emitter *e);
  * error. */
 int emit_kernel(emitter *e, const ts_func *f, const char *entry);
 
+/* The entries of a split kernel (ts_build_split_kernel), after `main_fn`
+ * (main's kernel) and `pre_fn` (the prologue's) were emitted: the hoisted
+ * buffers as zeroed globals, `entry` calling main_fn on its arguments and
+ * them, `<entry>__prologue` calling pre_fn on arguments inputs[] and them,
+ * and the table `<entry>__hoisted`. main's last n_hoisted parameters give
+ * the buffers' sizes. */
+int emit_cpu_split_entries(emitter *e, const ts_func *main, const int *inputs,
+                           int n_inputs, int n_hoisted, const char *entry,
+                           const char *main_fn, const char *pre_fn);
+
 /* requires: a lowered (flat) program | maintains: semantics | breaks: —
  * the barrier pass (codegen/lower_sync.c): when the function has "shared"
  * buffers and threadIdx loops, inserts tessera.cuda.syncthreads barriers

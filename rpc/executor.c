@@ -355,6 +355,10 @@ static void run_cpu(const helper_config *hc, const ts_measure_config *cfg,
                    &err);
     return;
   }
+  if (ts_rt_kernel_prepare(k, ts_rt_args_data(got), rt, &err)) {
+    set_from_error(r, TS_MEASURE_RUN_ERROR, "prologue failed", &err);
+    return;
+  }
   if (want) {
     if (ts_rt_kernel_call(k, ts_rt_args_data(got), rt, &err)) {
       set_from_error(r, TS_MEASURE_RUN_ERROR, "kernel failed", &err);

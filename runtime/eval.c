@@ -210,14 +210,21 @@ int ts_rt_eval_cold(ts_runtime *rt, const ts_rt_kernel *k, const ts_rt_args *a,
   void *const *data = ts_rt_args_data(a);
   int rc = ts_rt_kernel_call(k, data, rt, err);
   if (rc) return rc;
-  void *bufs[64];
-  size_t bytes[64];
+  void *bufs[128];
+  size_t bytes[128];
   int n = 0;
   for (int i = 0; i < ts_rt_args_count(a) && i < 64; i++)
     if (mask >> i & 1) {
       bufs[n] = data[i];
       bytes[n++] = ts_rt_args_bytes(a, i);
     }
+  void *const *hb;
+  const int64_t *hbytes;
+  int nh = mask ? ts_rt_kernel_hoisted(k, &hb, &hbytes) : 0;
+  for (int i = 0; i < nh && n < 128; i++) {
+    bufs[n] = hb[i];
+    bytes[n++] = (size_t)hbytes[i];
+  }
   if ((rc = ts_rt_evict(rt, bufs, bytes, n, err))) return rc;
   double t0 = rt_now();
   if ((rc = ts_rt_kernel_call(k, data, rt, err))) return rc;

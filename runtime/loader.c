@@ -28,6 +28,8 @@
 struct ts_rt_kernel {
   LLVMOrcLLJITRef jit;
   ts_rt_kernel_fn fn;
+  ts_rt_kernel_fn prologue; /* `<entry>__prologue`, NULL when none */
+  const int64_t *hoisted;   /* `<entry>__hoisted`: n, n pointers, n sizes */
   char *entry;
   char session_error[512]; /* the first error ORC reported while linking */
 };
@@ -62,8 +64,9 @@ static void report_session_error(void *ctx, LLVMErrorRef e) {
  * first non-weak undefined symbol the process does not export into missing.
  * Every offset is bounds-checked; a malformed table is an error. */
 static int scan_elf_symbols(const unsigned char *bytes, size_t size,
-                            const char *entry, bool *found, char *missing,
-                            size_t missing_size, ts_error *err) {
+                            const char *entry, bool *found, const char *entry2,
+                            bool *found2, char *missing, size_t missing_size,
+                            ts_error *err) {
   Elf64_Ehdr eh;
   if (size < sizeof eh) goto bad;
   memcpy(&eh, bytes, sizeof eh);
@@ -91,6 +94,7 @@ static int scan_elf_symbols(const unsigned char *bytes, size_t size,
       if (!name[0] || bind == STB_LOCAL) continue;
       if (sym.st_shndx != SHN_UNDEF) {
         if (strcmp(name, entry) == 0) *found = true;
+        if (entry2 && strcmp(name, entry2) == 0) *found2 = true;
       } else if (bind != STB_WEAK && !missing[0] &&
                  !dlsym(RTLD_DEFAULT, name)) {
         snprintf(missing, missing_size, "%s", name);
@@ -106,7 +110,8 @@ bad:
  * relocatable object defining `entry`; the first external symbol the
  * process does not export goes into missing (reported if linking fails). */
 static int scan_symbols(const void *bytes, size_t size, const char *entry,
-                        char *missing, size_t missing_size, ts_error *err) {
+                        bool *has_prologue, char *missing, size_t missing_size,
+                        ts_error *err) {
   LLVMMemoryBufferRef mb = LLVMCreateMemoryBufferWithMemoryRange(
       bytes, size, "kernel", /*RequiresNullTerminator=*/0);
   char *msg = NULL;
@@ -126,10 +131,13 @@ static int scan_symbols(const void *bytes, size_t size, const char *entry,
                   "loader: not a 64-bit little-endian ELF object (binary "
                   "type %d)",
                   (int)type);
-  bool found = false;
+  bool found = false, found2 = false;
   missing[0] = '\0';
-  int rc =
-      scan_elf_symbols(bytes, size, entry, &found, missing, missing_size, err);
+  char prologue[300];
+  snprintf(prologue, sizeof prologue, "%s__prologue", entry);
+  int rc = scan_elf_symbols(bytes, size, entry, &found, prologue, &found2,
+                            missing, missing_size, err);
+  if (has_prologue) *has_prologue = found2;
   if (rc) return rc;
   if (!found)
     return TS_ERR(err, TS_EINVAL, "loader: object defines no symbol '%s'",
@@ -144,7 +152,7 @@ int ts_rt_object_check(const void *bytes, size_t size, const char *entry,
   if (!entry || !entry[0])
     return TS_ERR(err, TS_EINVAL, "loader: empty entry symbol name");
   char missing[256];
-  int rc = scan_symbols(bytes, size, entry, missing, sizeof missing, err);
+  int rc = scan_symbols(bytes, size, entry, NULL, missing, sizeof missing, err);
   if (rc) return rc;
   if (missing[0])
     return TS_ERR(err, TS_EINVAL,
@@ -176,7 +184,9 @@ int ts_rt_kernel_load(const void *bytes, size_t size, const char *entry,
                   "loader: LLVM has no native target in this build");
 
   char missing[256];
-  int rc = scan_symbols(bytes, size, entry, missing, sizeof missing, err);
+  bool has_prologue = false;
+  int rc = scan_symbols(bytes, size, entry, &has_prologue, missing,
+                        sizeof missing, err);
   if (rc) return rc;
   /* a kernel built for the host may hold AMX tile code (the default
    * schedule of a bf16 or int8 product does): Linux faults on its first
@@ -244,8 +254,53 @@ int ts_rt_kernel_load(const void *bytes, size_t size, const char *entry,
     return rc;
   }
   k->fn = (ts_rt_kernel_fn)(uintptr_t)addr;
+  if (has_prologue) {
+    char name[300];
+    LLVMOrcExecutorAddress pa = 0, ha = 0;
+    snprintf(name, sizeof name, "%s__prologue", entry);
+    e = LLVMOrcLLJITLookup(k->jit, &pa, name);
+    if (!e) {
+      snprintf(name, sizeof name, "%s__hoisted", entry);
+      e = LLVMOrcLLJITLookup(k->jit, &ha, name);
+    }
+    if (e || !pa || !ha) {
+      if (e)
+        take_error(e, msg, sizeof msg);
+      else
+        snprintf(msg, sizeof msg, "address 0");
+      ts_rt_kernel_unload(k);
+      return TS_ERR(err, TS_EINVAL,
+                    "loader: cannot link the prologue of '%s': %s", entry, msg);
+    }
+    k->prologue = (ts_rt_kernel_fn)(uintptr_t)pa;
+    k->hoisted = (const int64_t *)(uintptr_t)ha;
+  }
   *out = k;
   return TS_OK;
+}
+
+bool ts_rt_kernel_has_prologue(const ts_rt_kernel *k) {
+  return k->prologue != NULL;
+}
+
+int ts_rt_kernel_prepare(const ts_rt_kernel *k, void *const *args,
+                         ts_runtime *rt, ts_error *err) {
+  if (!k->prologue) return TS_OK;
+  int32_t r = k->prologue(args, rt);
+  if (r != 0)
+    return TS_ERR(err, TS_ERANGE,
+                  "the prologue of kernel '%s' failed: it returned %d",
+                  k->entry, (int)r);
+  return TS_OK;
+}
+
+int ts_rt_kernel_hoisted(const ts_rt_kernel *k, void *const **bufs,
+                         const int64_t **bytes) {
+  if (!k->hoisted) return 0;
+  int n = (int)k->hoisted[0];
+  *bufs = (void *const *)(k->hoisted + 1);
+  *bytes = k->hoisted + 1 + n;
+  return n;
 }
 
 ts_rt_kernel_fn ts_rt_kernel_entry(const ts_rt_kernel *k) { return k->fn; }

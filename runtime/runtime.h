@@ -123,6 +123,19 @@ const char *ts_rt_kernel_name(const ts_rt_kernel *k);
  * kernel returned non-zero (the message names the entry and the value). */
 int ts_rt_kernel_call(const ts_rt_kernel *k, void *const *args, ts_runtime *rt,
                       ts_error *err);
+/* A kernel built with a prologue (codegen.h ts_build_split_kernel: the
+ * stages that read only constant arguments, run once): whether k has one,
+ * and running it on args (the entry's arguments) before the first call and
+ * whenever those arguments change. ts_rt_kernel_prepare is a no-op for a
+ * kernel without one. */
+bool ts_rt_kernel_has_prologue(const ts_rt_kernel *k);
+int ts_rt_kernel_prepare(const ts_rt_kernel *k, void *const *args,
+                         ts_runtime *rt, ts_error *err);
+/* The buffers the prologue writes (in the kernel's data): their count,
+ * with *bufs and *bytes pointing at n addresses and n sizes (0 without a
+ * prologue). */
+int ts_rt_kernel_hoisted(const ts_rt_kernel *k, void *const **bufs,
+                         const int64_t **bytes);
 
 /* ========================================================================
  * CPU features and AMX
@@ -196,7 +209,9 @@ int ts_rt_evict(ts_runtime *rt, void *const *bufs, const size_t *bytes, int n,
                 ts_error *err);
 /* One cold timing of kernel k, as a compiled model's layer runs: a call
  * untimed, the arguments in mask (bit i: argument i, i < 64; a layer's
- * weights) evicted from the caches (ts_rt_evict), one call timed. */
+ * weights) evicted from the caches (ts_rt_evict), and with them what k's
+ * prologue made of them (ts_rt_kernel_hoisted) when mask is not 0, one
+ * call timed. */
 struct ts_rt_args;
 int ts_rt_eval_cold(ts_runtime *rt, const ts_rt_kernel *k,
                     const struct ts_rt_args *a, uint64_t mask, double *seconds,

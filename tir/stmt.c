@@ -646,3 +646,7 @@ const ts_annotation *ts_func_find_attr(const ts_func *f, const char *key) {
 void ts_func_set_attr(ts_func *f, ts_annotation ann) {
   ann_list_set(f->arena, &f->attrs, ann);
 }
+uint64_t ts_func_const_params(const ts_func *f) {
+  const ts_annotation *a = ann_list_find(&f->attrs, TS_ATTR_CONST_PARAMS);
+  return a && a->kind == TS_ANN_INT ? (uint64_t)a->i : 0;
+}

@@ -574,6 +574,13 @@ int ts_func_n_attrs(const ts_func *f);
 const ts_annotation *ts_func_attr(const ts_func *f, int i);
 const ts_annotation *ts_func_find_attr(const ts_func *f, const char *key);
 void ts_func_set_attr(ts_func *f, ts_annotation ann);
+/* The parameters whose values are known ahead of every call (a model's
+ * weights): the function's "const_params" attribute, an int whose bit i is
+ * parameter i (0 when it has none). A measurement builds such a function
+ * with the stages that read only them run once before the timed calls,
+ * as a compiled model prepares them at compile time. */
+#define TS_ATTR_CONST_PARAMS "const_params"
+uint64_t ts_func_const_params(const ts_func *f);
 /* A deep copy into a new arena (fresh vars, buffers and blocks, same names
  * and structure); caller frees with ts_func_free. */
 ts_func *ts_func_copy(const ts_func *f);

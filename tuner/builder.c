@@ -122,7 +122,7 @@ static int send_artifact(int fd, int32_t index, const ts_artifact *a) {
 
 /* Builds the indices the parent sends until it closes the socket. */
 static void child_main(const ts_func *const *f, int n, const ts_target *t,
-                       int fd) {
+                       uint64_t consts, int fd) {
   for (;;) {
     int32_t i;
     if (read_full(fd, &i, sizeof i, -1) || i < 0 || i >= n) _exit(0);
@@ -130,7 +130,7 @@ static void child_main(const ts_func *const *f, int n, const ts_target *t,
     ts_error_clear(&err);
     ts_build_result br;
     memset(&br, 0, sizeof br);
-    int rc = ts_build(f[i], t, NULL, &br, &err)
+    int rc = ts_build_measured(f[i], consts, t, NULL, &br, &err)
                  ? send_error(fd, i, err.msg)
                  : send_artifact(fd, i, br.artifact);
     ts_build_result_clear(&br);
@@ -169,7 +169,7 @@ static int slot_reap(slot *s, bool kill_it) {
 }
 
 static int slot_start(slot *all, int n_all, slot *s, const ts_func *const *f,
-                      int n, const ts_target *t) {
+                      int n, const ts_target *t, uint64_t consts) {
   int sv[2];
   s->pid = -1;
   s->fd = -1;
@@ -188,7 +188,7 @@ static int slot_start(slot *all, int n_all, slot *s, const ts_func *const *f,
     close(sv[0]);
     for (int k = 0; k < n_all; k++) /* the other children's sockets */
       if (&all[k] != s) slot_close(&all[k]);
-    child_main(f, n, t, sv[1]);
+    child_main(f, n, t, consts, sv[1]);
     _exit(0);
   }
   close(sv[1]);
@@ -268,8 +268,8 @@ static void death_note(int ws, char *out, size_t n) {
 }
 
 static void build_forked(const ts_func *const *f, int n, const ts_target *t,
-                         int procs, int timeout_ms, ts_artifact **art,
-                         char (*why)[TS_MEASURE_ERROR_MAX]) {
+                         uint64_t consts, int procs, int timeout_ms,
+                         ts_artifact **art, char (*why)[TS_MEASURE_ERROR_MAX]) {
   if (procs > n) procs = n;
   if (procs > TUNER_MAX_THREADS) procs = TUNER_MAX_THREADS;
   if (procs < 1) procs = 1;
@@ -278,7 +278,7 @@ static void build_forked(const ts_func *const *f, int n, const ts_target *t,
   double limit = timeout_ms / 1000.0;
   for (int k = 0; k < procs; k++) s[k] = (slot){-1, -1, -1, 0};
   for (int k = 0; k < procs; k++) {
-    if (slot_start(s, procs, &s[k], f, n, t)) continue;
+    if (slot_start(s, procs, &s[k], f, n, t, consts)) continue;
     live++;
     if (!slot_give(&s[k], next)) {
       slot_reap(&s[k], true);
@@ -335,7 +335,8 @@ static void build_forked(const ts_func *const *f, int n, const ts_target *t,
       } else {
         continue;
       }
-      if (lost && next < n && slot_start(s, procs, sl, f, n, t)) continue;
+      if (lost && next < n && slot_start(s, procs, sl, f, n, t, consts))
+        continue;
       if (next < n && slot_give(sl, next))
         next++;
       else if (next < n) {
@@ -345,7 +346,7 @@ static void build_forked(const ts_func *const *f, int n, const ts_target *t,
     }
     /* slots without a process while work remains: restart them */
     for (int k = 0; k < procs && next < n; k++)
-      if (s[k].pid <= 0 && !slot_start(s, procs, &s[k], f, n, t)) {
+      if (s[k].pid <= 0 && !slot_start(s, procs, &s[k], f, n, t, consts)) {
         if (slot_give(&s[k], next))
           next++;
         else
@@ -371,6 +372,7 @@ static void build_forked(const ts_func *const *f, int n, const ts_target *t,
 typedef struct inproc {
   const ts_func *const *f;
   const ts_target *t;
+  uint64_t consts;
   ts_artifact **art;
   char (*why)[TS_MEASURE_ERROR_MAX];
 } inproc;
@@ -382,7 +384,7 @@ static void build_inproc(void *ctx, int i, int worker) {
   ts_error_clear(&err);
   ts_build_result br;
   memset(&br, 0, sizeof br);
-  if (ts_build(b->f[i], b->t, NULL, &br, &err))
+  if (ts_build_measured(b->f[i], b->consts, b->t, NULL, &br, &err))
     snprintf(b->why[i], TS_MEASURE_ERROR_MAX, "build failed: %.1000s", err.msg);
   else
     b->art[i] = ts_artifact_retain(br.artifact);
@@ -390,17 +392,49 @@ static void build_inproc(void *ctx, int i, int worker) {
 }
 
 void ts_build_batch(const ts_func *const *f, int n, const ts_target *t,
-                    int procs, int timeout_ms, ts_artifact **art,
-                    char (*why)[TS_MEASURE_ERROR_MAX]) {
+                    uint64_t const_params, int procs, int timeout_ms,
+                    ts_artifact **art, char (*why)[TS_MEASURE_ERROR_MAX]) {
   for (int i = 0; i < n; i++) {
     art[i] = NULL;
     why[i][0] = 0;
   }
   if (n <= 0) return;
   if (timeout_ms > 0) {
-    build_forked(f, n, t, procs, timeout_ms, art, why);
+    build_forked(f, n, t, const_params, procs, timeout_ms, art, why);
     return;
   }
-  inproc b = {f, t, art, why};
+  inproc b = {f, t, const_params, art, why};
   tuner_parallel(procs, n, build_inproc, &b);
+}
+
+/* ======================================================================
+ * Builds as measured
+ * ====================================================================== */
+
+int ts_build_measured(const ts_func *f, uint64_t const_params,
+                      const ts_target *t, const ts_build_options *o,
+                      ts_build_result *out, ts_error *err) {
+  int n = ts_func_n_params(f);
+  uint64_t mask = const_params | ts_func_const_params(f);
+  bool *flags = NULL;
+  bool any = false;
+  if (mask && ts_target_facts_of(t)->artifact == TS_ARTIFACT_CPU_OBJECT &&
+      n > 0 && (flags = calloc((size_t)n, sizeof *flags))) {
+    for (int i = 0; i < n && i < 64; i++) {
+      flags[i] = (mask >> i & 1) && !ts_func_param_is_output(f, i);
+      any = any || flags[i];
+    }
+  }
+  ts_hoist h;
+  memset(&h, 0, sizeof h);
+  if (!any || ts_func_hoist_const(f, flags, &h, NULL) != TS_OK || !h.prologue) {
+    free(flags);
+    ts_hoist_clear(&h);
+    return ts_build(f, t, o, out, err);
+  }
+  free(flags);
+  ts_build_split sp = {h.main, h.prologue, h.inputs, h.n_inputs, h.n_outputs};
+  int rc = ts_build_split_kernel(f, &sp, t, o, out, err);
+  ts_hoist_clear(&h);
+  return rc;
 }

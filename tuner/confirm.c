@@ -20,6 +20,8 @@
  */
 #include "tuner/tuner.h"
 
+#include <cjson/cJSON.h>
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,12 +57,13 @@ static void cand_free(conf_cand *c) {
 /* Replays the record's trace on f, builds and loads it, and gives it seeded
  * arguments. */
 static int cand_make(conf_cand *c, const ts_func *f, const ts_target *t,
-                     uint64_t seed, ts_error *err) {
+                     uint64_t seed, uint64_t consts, ts_error *err) {
   ts_trace *full = NULL;
   ts_sched *s = NULL;
   int rc = ts_record_traces(c->rec.trace_json, &full, NULL, err);
   if (!rc) rc = ts_trace_apply(full, f, seed, &s, err);
-  if (!rc) rc = ts_build(ts_sched_func(s), t, NULL, &c->build, err);
+  if (!rc)
+    rc = ts_build_measured(ts_sched_func(s), consts, t, NULL, &c->build, err);
   ts_sched_destroy(s);
   ts_trace_free(full);
   if (rc) return rc;
@@ -71,7 +74,36 @@ static int cand_make(conf_cand *c, const ts_func *f, const ts_target *t,
   if (!specs) return TS_ERR(err, TS_ENOMEM, "confirm: out of memory");
   rc = ts_rt_args_create(specs, a->n_args, seed, &c->args, err);
   free(specs);
+  if (!rc)
+    rc = ts_rt_kernel_prepare(c->kernel, ts_rt_args_data(c->args), NULL, err);
   return rc;
+}
+
+/* The constant parameters the jobs that tuned f gave it (their stored
+ * tasks' "const_params", as `tune --model` sets them), so that a later
+ * confirmation builds its candidates as the search measured them; 0 when
+ * no job says. */
+static uint64_t jobs_const_params(ts_db *db, const ts_func *f) {
+  ts_db_job *jobs = NULL;
+  int n = 0;
+  if (ts_db_jobs(db, &jobs, &n)) return 0;
+  char hex[33];
+  ts_hash128_hex(ts_func_hash(f), hex);
+  uint64_t mask = 0;
+  for (int i = n - 1; i >= 0 && !mask; i--) {
+    cJSON *cfg = cJSON_Parse(jobs[i].config_json ? jobs[i].config_json : "{}");
+    const cJSON *t;
+    cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(cfg, "tasks")) {
+      const cJSON *h = cJSON_GetObjectItemCaseSensitive(t, "hash");
+      const cJSON *c = cJSON_GetObjectItemCaseSensitive(t, "const_params");
+      if (cJSON_IsString(h) && cJSON_IsString(c) &&
+          !strcmp(h->valuestring, hex))
+        mask = (uint64_t)strtoull(c->valuestring, NULL, 16);
+    }
+    cJSON_Delete(cfg);
+  }
+  ts_db_jobs_free(jobs, n);
+  return mask;
 }
 
 /* A cold timing (ts_confirm_options.cold): ts_rt_eval_cold. */
@@ -209,6 +241,7 @@ int ts_confirm(ts_db *db, int64_t workload_id, const char *target,
     goto done;
   }
   if ((rc = pick(db, workload_id, target, o.top_k, &c, &n, err))) goto done;
+  if (!o.const_params) o.const_params = jobs_const_params(db, f);
   int threads = o.threads > 0 ? o.threads : ts_target_num_cores(t);
   if ((rc = ts_runtime_create(threads, &rt, err))) goto done;
   int built = 0;
@@ -218,7 +251,7 @@ int ts_confirm(ts_db *db, int64_t workload_id, const char *target,
     ts_error e;
     ts_error_clear(&e);
     c[i].secs = calloc((size_t)o.rounds, sizeof *c[i].secs);
-    c[i].ok = c[i].secs && !cand_make(&c[i], f, t, o.seed, &e);
+    c[i].ok = c[i].secs && !cand_make(&c[i], f, t, o.seed, o.const_params, &e);
     if (c[i].ok &&
         ts_rt_kernel_call(c[i].kernel, ts_rt_args_data(c[i].args), rt, &e))
       c[i].ok = false;

@@ -272,6 +272,12 @@ static char *job_config_json(const job *j, const ts_tune_task *tasks, int n) {
     ts_hash128_hex(ts_func_hash(tasks[i].func), hex);
     cJSON_AddStringToObject(t, "hash", hex);
     cJSON_AddNumberToObject(t, "weight", tasks[i].weight);
+    if (tasks[i].const_params) {
+      char mask[24];
+      snprintf(mask, sizeof mask, "%llx",
+               (unsigned long long)tasks[i].const_params);
+      cJSON_AddStringToObject(t, "const_params", mask);
+    }
     ts_json_add(arr, NULL, t);
   }
   cJSON_AddStringToObject(o, "strategy", ts_strategy_name(j->o->strategy));
@@ -703,7 +709,8 @@ static int run_round(job *j, int ti) {
                                         : (int)sysconf(_SC_NPROCESSORS_ONLN);
   const ts_func **fs = calloc((size_t)n, sizeof *fs);
   for (int i = 0; i < n; i++) fs[i] = ts_sched_func(v[i]->c.sched);
-  ts_build_batch(fs, n, j->target, threads, j->o->build_timeout_ms, art, why);
+  ts_build_batch(fs, n, j->target, t->spec->const_params, threads,
+                 j->o->build_timeout_ms, art, why);
   free(fs);
   bool any_built = false;
   for (int i = 0; i < n; i++) any_built = any_built || art[i];

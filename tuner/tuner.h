@@ -301,8 +301,20 @@ int ts_task_next(ts_task_policy p, const ts_task_state *tasks, int n,
  * no other thread of the process runs). timeout_ms <= 0: on `procs`
  * threads of this process, no limit. */
 void ts_build_batch(const ts_func *const *f, int n, const ts_target *t,
-                    int procs, int timeout_ms, ts_artifact **art,
-                    char (*why)[TS_MEASURE_ERROR_MAX]);
+                    uint64_t const_params, int procs, int timeout_ms,
+                    ts_artifact **art, char (*why)[TS_MEASURE_ERROR_MAX]);
+
+/* Builds scheduled f as a measurement runs it. The parameters in
+ * const_params and f's own (ts_func_const_params; bit i: parameter i) are
+ * constants, as a model's weights: on a CPU target the stages that read
+ * only them (a weight packed into a kernel's layout) go to the kernel's
+ * prologue (ts_func_hoist_const, ts_build_split_kernel), which whoever
+ * loads it runs once before timing (ts_rt_kernel_prepare), as a compiled
+ * model prepares them at compile time. Otherwise, or when no stage reads
+ * only constants, ts_build. */
+int ts_build_measured(const ts_func *f, uint64_t const_params,
+                      const ts_target *t, const ts_build_options *o,
+                      ts_build_result *out, ts_error *err);
 
 /* ========================================================================
  * Tuning jobs (tuner/job.c)
@@ -315,6 +327,11 @@ typedef struct ts_tune_task {
   const char *spec;    /* the spec it came from, or NULL (a TIR file) */
   double weight;       /* 1 unless given */
   double flops;        /* 0: ts_func_flops */
+  /* Bit i: parameter i is a constant at every call (a model's weights);
+   * candidates are built and timed with the stages that read only such
+   * parameters run once before timing (ts_build_measured). The function's
+   * own declaration (ts_func_const_params) counts too. */
+  uint64_t const_params;
 } ts_tune_task;
 
 /* How a job reports while it runs. */
@@ -450,6 +467,10 @@ typedef struct ts_confirm_options {
    * --model --confirm-in-model` times the model itself. */
   bool cold;
   uint64_t cold_params;
+  /* The workload's constant parameters (ts_tune_task.const_params): the
+   * candidates are built as the search measured them (ts_build_measured),
+   * their prologues run once before the rounds. */
+  uint64_t const_params;
 } ts_confirm_options;
 ts_confirm_options ts_confirm_defaults(void);
 

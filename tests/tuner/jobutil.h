@@ -53,7 +53,7 @@ static inline ts_db *open_db(const char *name) {
 }
 
 static inline ts_tune_task task_of(const ts_workload *w) {
-  ts_tune_task t = {w->func, w->name, w->spec, 1, w->flops};
+  ts_tune_task t = {w->func, w->name, w->spec, 1, w->flops, 0};
   return t;
 }
 

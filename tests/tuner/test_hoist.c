@@ -128,10 +128,12 @@ static bool has_block(const ts_func *f, const char *name) {
   return r;
 }
 
-/* fp32 on AVX2: B packed per column panel inside the parallel loop, A
- * packed into row panels at the root. With B constant, B's packing goes to
- * the prologue (under the same panel loop) and A's stays; with nothing
- * constant nothing moves. */
+/* fp32 on AVX2: B copied per column panel inside the parallel loop, in
+ * B's own layout (a copy for locality): with B constant it stays in the
+ * kernel (identity_copy). A dense layer's W [N, K] packed transposed into
+ * [K, N] panels is a layout of its own: with W constant the packing goes
+ * to the prologue (under the same panel loop); with nothing constant
+ * nothing moves. */
 static void test_fp32_panels(void **state) {
   (void)state;
   ts_workload *w;
@@ -141,22 +143,32 @@ static void test_fp32_panels(void **state) {
   assert_true(has_block(f, "B_global"));
   ts_hoist h;
   ts_error err;
-  bool none[3] = {false, false, false}, b_const[3] = {false, true, false};
+  bool b_const[3] = {false, true, false};
+  assert_int_equal(ts_func_hoist_const(f, b_const, &h, &err), TS_OK);
+  assert_null(h.prologue);
+  ts_sched_destroy(s);
+  ts_workload_free(w);
+
+  s = scheduled("dense M=8 N=96 K=64", "llvm -mcpu=x86-64-v3 -num-cores=2", &w);
+  f = ts_sched_func(s);
+  assert_true(has_block(f, "W_global"));
+  bool none[4] = {false, false, false, false};
+  bool w_const[4] = {false, true, false, false};
   assert_int_equal(ts_func_hoist_const(f, none, &h, &err), TS_OK);
   assert_null(h.prologue);
-  assert_int_equal(ts_func_hoist_const(f, b_const, &h, &err), TS_OK);
+  assert_int_equal(ts_func_hoist_const(f, w_const, &h, &err), TS_OK);
   assert_non_null(h.prologue);
   assert_int_equal(h.n_inputs, 1);
   assert_int_equal(h.inputs[0], 1);
   assert_int_equal(h.n_outputs, 1);
-  assert_true(has_block(h.prologue, "B_global"));
-  assert_false(has_block(h.prologue, "C"));
-  assert_false(has_block(h.main, "B_global"));
-  assert_true(has_block(h.main, "C"));
+  assert_true(has_block(h.prologue, "W_global"));
+  assert_false(has_block(h.prologue, "dense"));
+  assert_false(has_block(h.main, "W_global"));
+  assert_true(has_block(h.main, "dense"));
   assert_string_equal(
       ts_buffer_name(ts_func_param(h.main, ts_func_n_params(h.main) - 1)),
-      "B_global");
-  check_split(f, &h, 2, 1e-5, false);
+      "W_global");
+  check_split(f, &h, 3, 1e-5, false);
   ts_hoist_clear(&h);
   ts_sched_destroy(s);
   ts_workload_free(w);
@@ -219,8 +231,133 @@ static void test_nothing_constant_enough(void **state) {
   ts_workload_free(w);
 }
 
+/* Builds as a measurement does (ts_build_measured): a dense layer
+ * that declares W constant (const=W) gets a kernel whose prologue packs W
+ * transposed once into the object's buffer; called without the prologue the
+ * product reads zeros (a wrong result), after it the interpreter's result.
+ * Without const=, no prologue. On AVX2 (every host the tests run on has it),
+ * where the default packs W (test_fp32_panels): its W packed into [K, N]
+ * panels. */
+static void test_measured_build(void **state) {
+  (void)state;
+  if (ts_rt_cpu_has("avx2") != 1) skip();
+  ts_error err;
+  ts_workload *w;
+  ts_sched *s = scheduled("dense M=8 N=96 K=64 const=W",
+                          "llvm -mcpu=x86-64-v3 -num-cores=2", &w);
+  assert_non_null(strstr(w->spec, "const=W"));
+  assert_int_equal(ts_func_const_params(w->func), 2);
+  ts_workload *plain = workload("dense M=8 N=96 K=64");
+  assert_false(ts_hash128_eq(ts_func_hash(w->func), ts_func_hash(plain->func)));
+  const ts_func *f = ts_sched_func(s);
+  assert_int_equal(ts_func_const_params(f), 2); /* kept by the schedule */
+  ts_target *t;
+  if (ts_target_parse("llvm -mcpu=x86-64-v3 -num-cores=2", &t, &err))
+    fail_msg("%s", err.msg);
+  ts_build_result br;
+  if (ts_build_measured(f, 0, t, NULL, &br, &err)) fail_msg("%s", err.msg);
+  assert_int_equal(br.artifact->n_args, 4); /* f's own arguments */
+  ts_rt_kernel *k;
+  ts_runtime *rt;
+  if (ts_rt_kernel_load(br.artifact->bytes, br.artifact->n_bytes,
+                        br.artifact->entry, &k, &err) ||
+      ts_runtime_create(2, &rt, &err))
+    fail_msg("%s", err.msg);
+  assert_true(ts_rt_kernel_has_prologue(k));
+  void *const *bufs;
+  const int64_t *bytes;
+  assert_int_equal(ts_rt_kernel_hoisted(k, &bufs, &bytes), 1);
+  assert_int_equal(bytes[0], 64 * 96 * 4); /* W packed, every panel */
+  void **want = seeded_args(w->func, 3), **got = seeded_args(w->func, 3);
+  run(w->func, want, false);
+  memset(got[3], 0, 8 * 96 * 4);
+  if (ts_rt_kernel_call(k, got, rt, &err)) fail_msg("%s", err.msg);
+  bool differs = false; /* W_global not prepared yet: zeros */
+  for (int e = 0; e < 8 * 96; e++)
+    differs = differs || fabsf(((float *)got[3])[e] - ((float *)want[3])[e]) >
+                             1e-3f * (1 + fabsf(((float *)want[3])[e]));
+  assert_true(differs);
+  if (ts_rt_kernel_prepare(k, got, rt, &err) ||
+      ts_rt_kernel_call(k, got, rt, &err))
+    fail_msg("%s", err.msg);
+  for (int e = 0; e < 8 * 96; e++) {
+    float x = ((float *)got[3])[e], y = ((float *)want[3])[e];
+    if (!(fabsf(x - y) <= 1e-4f * (1 + fabsf(y))))
+      fail_msg("element %d: %g against %g", e, x, y);
+  }
+  double secs;
+  free_args(want, 4);
+  free_args(got, 4);
+  ts_rt_kernel_unload(k);
+  ts_build_result_clear(&br);
+  /* nothing constant: one entry, no prologue */
+  ts_sched *s2 = NULL;
+  if (ts_default_schedule(plain->func, t, &s2, &err)) fail_msg("%s", err.msg);
+  if (ts_build_measured(ts_sched_func(s2), 0, t, NULL, &br, &err) ||
+      ts_rt_kernel_load(br.artifact->bytes, br.artifact->n_bytes,
+                        br.artifact->entry, &k, &err))
+    fail_msg("%s", err.msg);
+  assert_false(ts_rt_kernel_has_prologue(k));
+  assert_int_equal(ts_rt_kernel_hoisted(k, &bufs, &bytes), 0);
+  ts_rt_kernel_unload(k);
+  ts_build_result_clear(&br);
+  /* the task's mask does the same as the declaration */
+  if (ts_build_measured(ts_sched_func(s2), 2, t, NULL, &br, &err) ||
+      ts_rt_kernel_load(br.artifact->bytes, br.artifact->n_bytes,
+                        br.artifact->entry, &k, &err))
+    fail_msg("%s", err.msg);
+  assert_true(ts_rt_kernel_has_prologue(k));
+  {
+    ts_rt_arg_spec *specs = ts_artifact_arg_specs(br.artifact);
+    ts_rt_args *args = NULL;
+    if (ts_rt_args_create(specs, 4, 1, &args, &err) ||
+        ts_rt_kernel_prepare(k, ts_rt_args_data(args), rt, &err) ||
+        ts_rt_eval_cold(rt, k, args, 2, &secs, &err))
+      fail_msg("%s", err.msg);
+    free(specs);
+    ts_rt_args_free(args);
+  }
+  ts_rt_kernel_unload(k);
+  ts_build_result_clear(&br);
+  ts_sched_destroy(s2);
+  ts_runtime_destroy(rt);
+  ts_target_free(t);
+  ts_sched_destroy(s);
+  ts_workload_free(w);
+  ts_workload_free(plain);
+}
+
+/* const= names input parameters, each once. */
+static void test_const_spec_errors(void **state) {
+  (void)state;
+  const char *bad[][2] = {
+      {"matmul M=8 N=8 K=8 const=C", "'C' is an output"},
+      {"matmul M=8 N=8 K=8 const=X",
+       "'X' is not a parameter; its inputs are A, B"},
+      {"matmul M=8 N=8 K=8 const=B+B", "'B' is named twice"},
+      {"matmul M=8 N=8 K=8 const=", "const= takes parameter names"},
+      {"matmul M=8 const=A N=8 K=8 const=B", "const= given twice"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    ts_workload *w = NULL;
+    ts_error err;
+    assert_int_equal(ts_workload_from_spec(bad[i][0], &w, &err), TS_EINVAL);
+    assert_null(w);
+    if (!strstr(err.msg, bad[i][1]))
+      fail_msg("%s: '%s' does not say '%s'", bad[i][0], err.msg, bad[i][1]);
+  }
+  /* given in any order, kept in parameter order; anywhere in the spec */
+  ts_workload *w = workload("matmul const=B+A M=8 N=8 K=8");
+  assert_non_null(strstr(w->spec, "out_dtype=float32 const=A+B"));
+  assert_string_equal(w->name, "matmul_8x8x8_float32_constA_B");
+  assert_int_equal(ts_func_const_params(w->func), 3);
+  ts_workload_free(w);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_measured_build),
+      cmocka_unit_test(test_const_spec_errors),
       cmocka_unit_test(test_fp32_panels),
       cmocka_unit_test(test_int8_vnni),
       cmocka_unit_test(test_nothing_constant_enough),

@@ -257,12 +257,12 @@ static void test_build_batch(void **state) {
   }
   ts_artifact *forked[N], *inproc[N], *late[N];
   char why[N][TS_MEASURE_ERROR_MAX];
-  ts_build_batch(f, N, t, 2, 60000, forked, why);
+  ts_build_batch(f, N, t, 0, 2, 60000, forked, why);
   for (int i = 0; i < N; i++) {
     if (!forked[i]) printf("%s\n", why[i]);
     assert_non_null(forked[i]);
   }
-  ts_build_batch(f, N, t, 2, 0, inproc, why);
+  ts_build_batch(f, N, t, 0, 2, 0, inproc, why);
   for (int i = 0; i < N; i++) {
     assert_non_null(inproc[i]);
     assert_int_equal(forked[i]->kind, inproc[i]->kind);
@@ -278,7 +278,7 @@ static void test_build_batch(void **state) {
   /* (no cache: a kernel taken from it can be ready within the limit) */
   setenv("TS_BUILD_CACHE_MB", "0", 1);
   ts_build_cache_clear();
-  ts_build_batch(f, N, t, 2, 1, late, why);
+  ts_build_batch(f, N, t, 0, 2, 1, late, why);
   for (int i = 0; i < N; i++) {
     assert_null(late[i]);
     assert_non_null(strstr(why[i], "build timed out"));

@@ -291,8 +291,51 @@ static void test_build_timeout(void **state) {
   ts_runner_destroy(runner);
 }
 
+/* A workload whose W is a constant (const=W, or the task's mask as `tune
+ * --model` gives it): candidates are built with W's packing in a prologue
+ * that the measuring process runs once, and every one of them still
+ * matches the reference (without the prologue the packed W would read
+ * zeros: a wrong_result). The job's stored settings keep the mask. On
+ * AVX2, where the default packs W transposed. */
+static void test_const_weights(void **state) {
+  (void)state;
+  if (ts_rt_cpu_has("avx2") != 1) skip();
+  ts_runner *runner = NULL;
+  ts_error err;
+  OK(ts_runner_embedded_create(NULL, &runner, &err));
+  ts_db *db = open_db("const.db");
+  const char *target = "llvm -mcpu=x86-64-v3 -num-cores=2";
+  const char *specs[2] = {"dense M=8 N=96 K=64 const=W", "dense M=8 N=64 K=64"};
+  for (int k = 0; k < 2; k++) {
+    ts_workload *w = tu_workload(specs[k]);
+    ts_tune_task task = task_of(w);
+    if (k == 1) task.const_params = 2; /* as a model's task */
+    ts_tune_options o = small_options();
+    o.target = target;
+    o.job_name = k ? "const-mask" : "const-spec";
+    o.trials = 12;
+    ts_tune_result r;
+    int rc = ts_tune(db, runner, &task, 1, &o, &r, &err);
+    if (rc) printf("%s\n", err.msg);
+    OK(rc);
+    assert_int_equal(r.trials_done, 12);
+    assert_int_equal(r.tasks[0].by_status[TS_DB_STATUS_OK], 12);
+    check_best(db, r.tasks[0].workload_id, target, w->func);
+    ts_db_job job;
+    OK(ts_db_job_get(db, o.job_name, &job));
+    assert_true((strstr(job.config_json, "\"const_params\":\"2\"") != NULL) ==
+                (k == 1));
+    ts_db_job_clear(&job);
+    ts_tune_result_clear(&r);
+    ts_workload_free(w);
+  }
+  ts_db_close(db);
+  ts_runner_destroy(runner);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_const_weights),
       cmocka_unit_test(test_end_to_end_and_resume),
       cmocka_unit_test(test_early_stop),
       cmocka_unit_test(test_streamed_default),

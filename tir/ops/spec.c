@@ -705,6 +705,80 @@ static int check_sizes(const op_def *op, const ts_func *f, ts_error *err) {
   return TS_OK;
 }
 
+/* ---- const=: the parameters known ahead of every call ---- */
+
+/* Cuts the `const=...` word out of spec: *rest is a new copy of the rest
+ * (ts_free), names its value (empty when there is none). */
+static int cut_const(const char *spec, char **rest, char *names,
+                     size_t names_cap, ts_error *err) {
+  names[0] = 0;
+  size_t len = strlen(spec);
+  const char *hit = NULL;
+  for (const char *q = spec; (q = strstr(q, "const=")); q++)
+    if (q == spec || q[-1] == ' ' || q[-1] == '\t') {
+      if (hit)
+        return TS_ERR(err, TS_EINVAL, "workload spec: const= given twice");
+      hit = q;
+    }
+  size_t n = 0;
+  if (hit) {
+    n = strcspn(hit + 6, " \t");
+    if (n == 0 || n >= names_cap)
+      return TS_ERR(err, TS_EINVAL,
+                    "workload spec: const= takes parameter names joined by "
+                    "'+' (const=W, const=B+bias)");
+    memcpy(names, hit + 6, n);
+    names[n] = 0;
+  }
+  char *r = ts_malloc(len + 1);
+  if (!r) return TS_ERR(err, TS_ENOMEM, "workload spec: out of memory");
+  if (!hit) {
+    memcpy(r, spec, len + 1);
+  } else {
+    size_t head = (size_t)(hit - spec);
+    memcpy(r, spec, head);
+    memcpy(r + head, hit + 6 + n, len - head - 6 - n + 1);
+  }
+  *rest = r;
+  return TS_OK;
+}
+
+/* The mask of the parameters `names` lists ('+'-joined), checked: each
+ * an input parameter of f, none twice. */
+static int const_mask(const char *op, const ts_func *f, const char *names,
+                      uint64_t *mask, ts_error *err) {
+  *mask = 0;
+  const char *q = names;
+  while (*q) {
+    size_t n = strcspn(q, "+");
+    int found = -1;
+    for (int i = 0; i < f->n_params && found < 0; i++)
+      if (strlen(f->params[i]->name) == n && !strncmp(f->params[i]->name, q, n))
+        found = i;
+    if (found < 0 || found >= 64 || ts_func_param_is_output(f, found) ||
+        (*mask >> found & 1)) {
+      strbuf sb;
+      sb_init(&sb);
+      for (int i = 0; i < f->n_params; i++)
+        if (!ts_func_param_is_output(f, i))
+          sb_printf(&sb, "%s%s", sb.len ? ", " : "", f->params[i]->name);
+      int rc = TS_ERR(err, TS_EINVAL,
+                      "%s: const=%s: '%.*s' is %s; its inputs are %s", op,
+                      names, (int)n, q,
+                      found < 0              ? "not a parameter"
+                      : (*mask >> found & 1) ? "named twice"
+                                             : "an output",
+                      sb.data ? sb.data : "none");
+      sb_free(&sb);
+      return rc;
+    }
+    *mask |= (uint64_t)1 << found;
+    q += n;
+    if (*q == '+') q++;
+  }
+  return TS_OK;
+}
+
 int ts_workload_from_spec(const char *spec, ts_workload **out, ts_error *err) {
   ts_error local;
   if (!err) err = &local;
@@ -713,9 +787,15 @@ int ts_workload_from_spec(const char *spec, ts_workload **out, ts_error *err) {
   if (!spec || !out)
     return TS_ERR(err, TS_EINVAL, "workload spec: NULL argument");
   unsigned long oom = ts_alloc_failures();
+  char *rest = NULL, consts[256];
+  int rc = cut_const(spec, &rest, consts, sizeof consts, err);
+  if (rc != TS_OK) return rc;
   op_args x;
-  int rc = parse_spec(spec, &x, err);
-  if (rc != TS_OK) return ts_alloc_check(oom, rc, err, "workload spec");
+  rc = parse_spec(rest, &x, err);
+  if (rc != TS_OK) {
+    free(rest);
+    return ts_alloc_check(oom, rc, err, "workload spec");
+  }
   char *canon = canonical_spec(&x);
   char *name = short_name(&x);
   ts_workload *w = NULL;
@@ -739,6 +819,38 @@ int ts_workload_from_spec(const char *spec, ts_workload **out, ts_error *err) {
   }
   rc = ts_alloc_check(oom, check_sizes(x.op, f, err), err, x.op->name);
   if (rc != TS_OK) goto done;
+  uint64_t mask = 0;
+  if (consts[0]) {
+    if ((rc = const_mask(x.op->name, f, consts, &mask, err))) goto done;
+    ts_func_set_attr(f, ts_ann_int(TS_ATTR_CONST_PARAMS, (int64_t)mask));
+    /* in parameter order, whatever order they were given in */
+    strbuf c, nm;
+    sb_init(&c);
+    sb_init(&nm);
+    sb_puts(&c, canon);
+    sb_puts(&nm, name);
+    bool first = true;
+    for (int i = 0; i < f->n_params; i++)
+      if (mask >> i & 1) {
+        sb_printf(&c, "%s%s", first ? " const=" : "+", f->params[i]->name);
+        sb_printf(&nm, "%s%s", first ? "_const" : "_", f->params[i]->name);
+        first = false;
+      }
+    free(canon);
+    free(name);
+    canon = sb_take(&c);
+    name = sb_take(&nm);
+    if (!canon || !name) {
+      rc = TS_ERR(err, TS_ENOMEM, "%s: out of memory", x.op->name);
+      goto done;
+    }
+    if (strlen(canon) >= sizeof w->spec) {
+      rc = TS_ERR(err, TS_EINVAL,
+                  "%s: the canonical spec is longer than %zu characters",
+                  x.op->name, sizeof w->spec - 1);
+      goto done;
+    }
+  }
   w = ts_calloc(1, sizeof *w);
   if (!w) {
     rc = TS_ERR(err, TS_ENOMEM, "%s: out of memory", x.op->name);
@@ -756,6 +868,7 @@ done:
   ts_func_free(f);
   free(canon);
   free(name);
+  free(rest);
   return rc;
 }
 
