@@ -53,6 +53,10 @@ typedef struct bench_suite_options {
   const char *isa;  /* "native" or "avx2" */
   bool list;        /* print the set's workloads, run nothing */
   const char *only; /* non-NULL: the workloads whose spec contains it */
+  /* the convolutions' weights declared constant (const=weight), as a
+   * model's are and as oneDNN's side has them, reordered outside the
+   * timing */
+  bool const_weights;
 } bench_suite_options;
 int bench_suite(const bench_suite_options *o);
 /* `tessera bench --model`: a compiled model timed against onnxruntime in

@@ -83,6 +83,7 @@ static const char bench_usage[] =
     "PATH]\n"
     "                     [-o DIR] [--set fixed|broad] [--set-seed S]\n"
     "                     [--isa native|avx2] [--only TEXT] [--list]\n"
+    "                     [--const-weights]\n"
     "\n"
     "--suite tunes (resuming the database's jobs, so earlier results are\n"
     "reused) and benchmarks a set of workloads, and prints one table, also\n"
@@ -97,7 +98,9 @@ static const char bench_usage[] =
     "OpenBLAS to their AVX2 kernels, on a machine that has more. --only\n"
     "TEXT keeps the set's workloads whose spec contains TEXT (\"KH=5\",\n"
     "\"depthwise\"): a few rows extended (with --trials) or re-timed. --list\n"
-    "prints the set's workloads and runs nothing.\n"
+    "prints the set's workloads and runs nothing. --const-weights declares\n"
+    "the convolutions' weights constant (const=weight), as in a model and\n"
+    "as oneDNN's side has them (reordered outside the timing).\n"
     "--budget full tunes 1000 trials per workload, quick 24 (--trials "
     "overrides).\n"
     "\n"
@@ -863,7 +866,7 @@ int cmd_bench(int argc, char **argv) {
   int suite_trials = 0;
   const char *set = "fixed", *isa = "native", *only = NULL;
   unsigned long long set_seed = 1;
-  bool set_given = false, list = false;
+  bool set_given = false, list = false, const_weights = false;
   /* a compiled model is a bench of its own (cmd_bench_model.c) */
   for (int i = 1; i < argc; i++)
     if (!strcmp(argv[i], "--model") || !strncmp(argv[i], "--model=", 8))
@@ -891,6 +894,9 @@ int cmd_bench(int argc, char **argv) {
       if (missing)
         return cli_usage_error("bench", "--isa needs native or avx2");
       isa = v;
+      set_given = true;
+    } else if (!strcmp(argv[i], "--const-weights")) {
+      const_weights = true;
       set_given = true;
     } else if (cli_opt_value(argc, argv, &i, "--only", &v, &missing)) {
       if (missing || !*v)
@@ -985,6 +991,7 @@ int cmd_bench(int argc, char **argv) {
                               .set_seed = set_seed,
                               .isa = isa,
                               .list = list,
+                              .const_weights = const_weights,
                               .only = only};
     return bench_suite(&so);
   }

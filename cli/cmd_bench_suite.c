@@ -357,6 +357,20 @@ int bench_suite(const bench_suite_options *o) {
     entries = broad_entries;
   }
   static suite_entry kept[BROAD_MAX > N_SUITE ? BROAD_MAX : N_SUITE];
+  static char cw_specs[BROAD_MAX > N_SUITE ? BROAD_MAX : N_SUITE][BROAD_SPEC];
+  static suite_entry cw[BROAD_MAX > N_SUITE ? BROAD_MAX : N_SUITE];
+  if (o->const_weights) {
+    for (int i = 0; i < n_entries; i++) {
+      const char *sp = entries[i].spec;
+      bool conv =
+          !strncmp(sp, "conv2d_", 7) || !strncmp(sp, "depthwise_conv2d_", 17);
+      snprintf(cw_specs[i], BROAD_SPEC, "%s%s", sp,
+               conv ? " const=weight" : "");
+      cw[i] = entries[i];
+      cw[i].spec = cw_specs[i];
+    }
+    entries = cw;
+  }
   if (o->only) {
     int n = 0;
     for (int i = 0; i < n_entries; i++)

@@ -121,6 +121,13 @@ expect 0 "$T" bench --suite --set broad --only depthwise --list
 [ "$(wc -l < "$TMP/out")" = 2 ] || { cat "$TMP/out"; fail "--only depthwise kept other rows"; }
 grep -v depthwise "$TMP/out" && fail "--only depthwise listed another workload"
 expect 2 "$T" bench --suite --set broad --only "op=nothing" --list; contains "no workload of the broad set contains it"
+# --const-weights: the convolutions declare their weights constant, the
+# other rows are unchanged
+expect 0 "$T" bench --suite --set broad --const-weights --list
+[ "$(grep -c 'const=weight' "$TMP/out")" = "$(grep -c conv2d "$TMP/broad1")" ] || { cat "$TMP/out"; fail "--const-weights did not mark every conv"; }
+grep -v conv2d "$TMP/out" | grep -q const= && fail "--const-weights marked a row that is not a conv"
+expect 0 "$T" bench --workload "dense M=4 N=64 K=32 const=W" --default --repeat 1; contains "const=W"
+expect 1 "$T" bench --workload "dense M=4 N=64 K=32 const=Y"; contains "'Y' is an output; its inputs are X, W, bias"
 expect 2 "$T" bench --only depthwise --workload "matmul M=2 N=2 K=2"; contains "go with --suite"
 expect 2 "$T" bench --suite --set wide --list; contains "--set wants fixed or broad"
 expect 2 "$T" bench --suite --isa sse --list; contains "--isa wants native or avx2"
