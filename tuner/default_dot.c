@@ -1,7 +1,7 @@
 /*
  * default_dot.c — the default schedule of a product with too few rows to
  * pay for a packed copy of its transposed operand: a dense layer of one to
- * three rows (Y[i, j] = sum_k X[i, k] W[j, k]), attention's scores for one
+ * seven rows (Y[i, j] = sum_k X[i, k] W[j, k]), attention's scores for one
  * query. Each output is a dot product of two contiguous rows, so the
  * reduction runs along the vector: K in the lanes, a register tile of all
  * the rows by a few columns, each column's row of W loaded once for every
@@ -20,10 +20,23 @@
  * -> 2.73/3.19, 3 x 1000 x 2048 0.69/0.65 -> 2.28/2.25, 3 x 997 x 1001
  * 0.76/0.56 -> 2.55/2.79.
  *
- * Four to eight rows measured faster this way too (4 x 1000 x 2048
- * 1.1 -> 2.0 x), but there the comparison is with a copy of W made at
- * every call, which a compiled model makes once ahead of time (hoist.c):
- * they keep the packed product.
+ * Four to seven rows too (DEFAULT_PACK_MIN_ROWS): against the packed
+ * product with W copied at every call, and against it with the copy made
+ * once ahead of time, as a compiled model makes it (const=W, hoist.c).
+ * Two alternating rounds each, x the best library, packed -> dot:
+ * AVX-512, without const=: 4 x 1000 x 2048 0.96/1.13 -> 1.95/2.28,
+ * 6 x 576 x 2048 0.97/1.53 -> 2.51/2.90, 7 x 1024 x 1024 1.19/1.38 ->
+ * 2.46/2.38, 6 x 333 x 500 0.41/0.45 -> 1.98/1.97; with const=W, in
+ * milliseconds, 4 x 1000 x 2048 0.205/0.297 -> 0.187/0.208, 7 x 1024 x
+ * 1024 0.115/0.105 -> 0.069/0.097, 5 x 4096 x 1024 0.412/0.377 ->
+ * 0.343/0.338, 6 x 333 x 500 0.0109/0.0112 -> 0.0129/0.0117; AVX2
+ * target, without: 4 x 1000 x 2048 1.22/1.03 -> 2.44/2.25, 7 x 1024 x
+ * 1024 0.96/0.95 -> 1.81/1.72, 5 x 4096 x 1024 1.16/1.13 -> 1.80/1.61;
+ * with const=W (ms): 4 x 1000 x 2048 0.290/0.343 -> 0.194/0.187, 7 x
+ * 1024 x 1024 0.288/0.300 -> 0.141/0.171, 6 x 333 x 500 0.017/0.016 ->
+ * 0.021/0.021 (the one loss). Eight rows (8 x 768 x 768) were a little
+ * faster packed with the copy ahead of time (0.051/0.056 against
+ * 0.059/0.057 ms) and keep it.
  */
 #include "tuner/internal.h"
 #include "tuner/rule_framework.h"
@@ -86,7 +99,8 @@ bool default_dot_rows(ts_sched *s, const ts_target *t, const char *name) {
       nl >= 3 && wb &&
       read_dim_of_loop(r, wb, ts_sched_rv_loop(s, loops[nl - 3])) == -1;
   if (has_rows) M = rv_extent(s, loops[nl - 3]);
-  if (!wb || N < 2 || M < 1 || default_rows_reading(s, r, wb, loops, nl) >= 4)
+  if (!wb || N < 2 || M < 1 ||
+      default_rows_reading(s, r, wb, loops, nl) >= DEFAULT_PACK_MIN_ROWS)
     return false;
   /* K in the lanes: the partial sums [.., rows, cols, lanes] */
   if (vector_rfactor_at(s, t, name, 1, 2, 2, false, true) != TS_OK)

@@ -113,10 +113,12 @@ bool default_pack_transposed(ts_sched *s, ts_rv b, const ts_stmt *r,
   }
   /* the copy pays when each panel is read by several rows: the spatial
    * loops that do not index the input (a matrix-vector product has none,
-   * and reads it once as it is; default_dot.c schedules up to 3) */
+   * and reads it once as it is; default_dot.c schedules up to 7) */
   char name[128];
   ts_rv cr;
-  if (!found || default_rows_reading(s, r, found, loops, nl) < 4) return false;
+  if (!found ||
+      default_rows_reading(s, r, found, loops, nl) < DEFAULT_PACK_MIN_ROWS)
+    return false;
   snprintf(name, sizeof name, "%s", ts_buffer_name(found));
   if (cache_read_dim_last(s, b, name, dim, &cr)) return false;
   const char *cn = ts_sched_rv_block_name(s, cr);

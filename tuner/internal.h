@@ -210,10 +210,14 @@ int64_t default_block_work(ts_sched *s, const char *name);
  * does `work` or more (default.c). */
 void default_parallel_outer(ts_sched *s, const ts_target *t, const char *name,
                             int64_t work);
+/* The fewest output rows reading each row of a transposed operand for
+ * which the default packs it (default_pack_transposed); fewer take
+ * default_dot_rows. */
+#define DEFAULT_PACK_MIN_ROWS 8
 /* A product whose output rows read each row of its transposed operand
- * fewer than four times (a dense layer of 1 to 3 rows): the reduction in
- * the lanes, all rows by a few columns in registers (default_dot.c). False
- * when the block is not of that form. */
+ * fewer than DEFAULT_PACK_MIN_ROWS times (a dense layer of 1 to 7 rows):
+ * the reduction in the lanes, all rows by a few columns in registers
+ * (default_dot.c). False when the block is not of that form. */
 bool default_dot_rows(ts_sched *s, const ts_target *t, const char *name);
 /* The product of the extents of the block's spatial loops that do not
  * index input x: how many rows of the output read each element of it

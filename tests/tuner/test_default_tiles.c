@@ -114,12 +114,12 @@ static void test_wide_ragged(void **state) {
   }
 }
 
-/* A product of one to three rows against a transposed operand (a dense
+/* A product of one to seven rows against a transposed operand (a dense
  * layer, W [N, K]): each output a dot product of two contiguous rows, the
  * reduction in the lanes (rfactor), the rows by a tile of columns zeroed
  * and accumulated in registers, the column tiles parallel; a prime width
  * takes a guarded last tile, a row no vector divides a guarded last step.
- * Four rows pack W transposed instead (default_pack_transposed). */
+ * Eight rows pack W transposed instead (default_pack_transposed). */
 static void test_dot_rows(void **state) {
   (void)state;
   static const struct {
@@ -131,7 +131,9 @@ static void test_dot_rows(void **state) {
       {"dense M=3 N=13 K=40", true},
       {"dense M=2 N=997 K=1001", true},
       {"batch_matmul B=3 M=1 N=17 K=35 transpose_b=1", true},
-      {"dense M=4 N=64 K=64", false},
+      {"dense M=4 N=64 K=64", true},
+      {"dense M=7 N=37 K=50", true},
+      {"dense M=8 N=64 K=64", false},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     char *trace, *text;
