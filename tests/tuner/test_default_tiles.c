@@ -149,6 +149,33 @@ static void test_dot_rows(void **state) {
   }
 }
 
+/* A conv whose weight is declared constant (const=weight) packs it once,
+ * in panels of the vector tile ([CO / cols, KH, KW, CI, cols], as a
+ * compiled model's layout pass blocks it), a stage that reads only the
+ * weight and so runs ahead of the calls; without const= the panel is
+ * copied in place inside the panel loop, for locality. */
+static void test_const_weight_packed(void **state) {
+  (void)state;
+  static const struct {
+    const char *spec;
+    bool packed;
+  } cases[] = {
+      {"conv2d_nhwc N=1 H=7 W=7 CI=64 CO=64 KH=3 KW=3 pad=1 const=weight",
+       true},
+      {"conv2d_nhwc N=1 H=7 W=7 CI=64 CO=64 KH=3 KW=3 pad=1", false},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char *trace, *text;
+    avx2_default(cases[i].spec, &trace, &text);
+    bool packed = strstr(text, "alloc weight_global: float32[4, 3, 3, 64, 16]");
+    if (packed != cases[i].packed)
+      fail_msg("%s: the weight %s in panels in\n%s", cases[i].spec,
+               cases[i].packed ? "not packed" : "packed", text);
+    free(trace);
+    free(text);
+  }
+}
+
 /* 16-bit float products whose register tile is ragged (a prime width, a
  * width of 8 x odd): the guarded edge tile's masked loads and stores of
  * bfloat16/float16 used to be legalized through compiler-rt conversions
@@ -672,6 +699,7 @@ int main(void) {
       cmocka_unit_test(test_few_panels),
       cmocka_unit_test(test_wide_ragged),
       cmocka_unit_test(test_dot_rows),
+      cmocka_unit_test(test_const_weight_packed),
       cmocka_unit_test(test_rows_packed),
       cmocka_unit_test(test_half_ragged),
       cmocka_unit_test(test_rows_first),
