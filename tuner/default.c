@@ -966,8 +966,19 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
     int vo_at = -1;
     for (int i = 0; i < n_outer; i++)
       if (order[i] == vo) vo_at = i;
-    if (vo_at >= 0 && !ts_sched_get_block(s, tpacked, &cr) &&
-        !ts_sched_compute_at(s, cr, red_b != TS_RV_NONE ? red_b : vo))
+    /* of a constant (const=W): packed once, in panels, ahead of the
+     * calls (a panel of W transposed read from the whole copy strided
+     * by N ran a 16 x 768 x 3072 dense layer 0.51 -> 0.59 ms) */
+    const ts_stmt *tc = ts_func_find_block(ts_sched_func(s), tpacked);
+    int once = 0;
+    if (vo_at >= 0 && tc && ts_block_n_reads(ts_realize_block(tc)) == 1 &&
+        const_param(s, ts_block_read(ts_realize_block(tc), 0)->buffer) &&
+        (once = default_pack_copy_once(s, tpacked, cols)) < 0)
+      return false;
+    if (once)
+      n_par = vo_at + 1;
+    else if (vo_at >= 0 && !ts_sched_get_block(s, tpacked, &cr) &&
+             !ts_sched_compute_at(s, cr, red_b != TS_RV_NONE ? red_b : vo))
       n_par = vo_at + 1;
   } else if (vo != TS_RV_NONE && rows >= 0 && reuse >= 4 && !rows_load) {
     const ts_stmt *rr = ts_func_find_block(ts_sched_func(s), name);

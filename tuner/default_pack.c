@@ -44,13 +44,13 @@ static size_t map_inputs(char *map, size_t cap, int nd) {
  * alternating rounds, median 128.5 -> 145.0 GFLOP/s. The copy's block name
  * into out ("" when the input is not of that form: nothing done); false
  * when the schedule refused a step after the copy was made. */
-bool default_pack_once(ts_sched *s, ts_rv b, const ts_buffer *sb, int64_t cols,
-                       char *out, size_t cap) {
-  out[0] = 0;
-  int nd = ts_buffer_ndim(sb);
-  int64_t last = nd > 0 ? ts_buffer_shape(sb)[nd - 1] : 0;
-  if (nd < 2 || cols < 2 || last <= cols || last % cols) return true;
-  char map[256], bn[128];
+/* The copy cr (a cache_read of rank nd) laid out in panels of `cols`
+ * along its last dimension, [.., C] -> [C / cols, .., cols], its loops
+ * split to match, the panel index outermost, the panel rows vectorized.
+ * The copy's block name into out; false when the schedule refused a step. */
+static bool panel_layout(ts_sched *s, ts_rv cr, int nd, int64_t cols, char *out,
+                         size_t cap) {
+  char map[256], cbuf[128];
   size_t len = map_inputs(map, sizeof map, nd);
   len += (size_t)snprintf(map + len, sizeof map - len, "floordiv(d%d, %lld)",
                           nd - 1, (long long)cols);
@@ -58,12 +58,9 @@ bool default_pack_once(ts_sched *s, ts_rv b, const ts_buffer *sb, int64_t cols,
     len += (size_t)snprintf(map + len, sizeof map - len, ", d%d", d);
   len += (size_t)snprintf(map + len, sizeof map - len, ", floormod(d%d, %lld))",
                           nd - 1, (long long)cols);
-  if (len >= sizeof map) return true;
-  snprintf(bn, sizeof bn, "%s", ts_buffer_name(sb));
-  ts_rv cr, loops[MAX_LOOPS], parts[2];
+  if (len >= sizeof map) return false;
+  ts_rv loops[MAX_LOOPS], parts[2];
   int nl = 0;
-  if (ts_sched_cache_read(s, b, bn, "global", &cr)) return true;
-  char cbuf[128];
   if (copy_names(s, cr, out, cap, cbuf, sizeof cbuf) < 0) return false;
   int64_t f[2] = {TS_SPLIT_INFER, cols};
   if (ts_sched_transform_layout(s, cr, cbuf, map) ||
@@ -77,6 +74,32 @@ bool default_pack_once(ts_sched *s, ts_rv b, const ts_buffer *sb, int64_t cols,
   for (int i = 0; i < nl - 1; i++) order[no++] = loops[i];
   order[no++] = parts[1];
   return !ts_sched_reorder(s, order, no) && !ts_sched_vectorize(s, parts[1]);
+}
+
+bool default_pack_once(ts_sched *s, ts_rv b, const ts_buffer *sb, int64_t cols,
+                       char *out, size_t cap) {
+  out[0] = 0;
+  int nd = ts_buffer_ndim(sb);
+  int64_t last = nd > 0 ? ts_buffer_shape(sb)[nd - 1] : 0;
+  if (nd < 2 || cols < 2 || last <= cols || last % cols) return true;
+  char bn[128];
+  snprintf(bn, sizeof bn, "%s", ts_buffer_name(sb));
+  ts_rv cr;
+  if (ts_sched_cache_read(s, b, bn, "global", &cr)) return true;
+  return panel_layout(s, cr, nd, cols, out, cap);
+}
+
+int default_pack_copy_once(ts_sched *s, const char *copy, int64_t cols) {
+  ts_rv cr;
+  char blk[160], buf[128];
+  if (ts_sched_get_block(s, copy, &cr)) return 0;
+  int nd = copy_names(s, cr, blk, sizeof blk, buf, sizeof buf);
+  const ts_stmt *c = ts_func_find_block(ts_sched_func(s), copy);
+  if (nd < 2 || cols < 2 || !c) return 0;
+  const ts_buffer *w = ts_block_write(ts_realize_block(c), 0)->buffer;
+  int64_t last = ts_buffer_shape(w)[nd - 1];
+  if (last <= cols || last % cols) return 0;
+  return panel_layout(s, cr, nd, cols, blk, sizeof blk) ? 1 : -1;
 }
 
 int64_t default_rows_reading(ts_sched *s, const ts_stmt *r, const ts_buffer *x,

@@ -232,6 +232,11 @@ int64_t default_rows_reading(ts_sched *s, const ts_stmt *r, const ts_buffer *x,
  * micro-panels of nrows rows. The bools: false when refused. */
 bool default_pack_once(ts_sched *s, ts_rv b, const ts_buffer *sb, int64_t cols,
                        char *out, size_t cap);
+/* The copy named `copy` (a cache_read, e.g. default_pack_transposed's)
+ * laid out in panels of `cols` along its last dimension, as
+ * default_pack_once lays out its copy: 1 when done, 0 when it is not of
+ * that form (nothing done), -1 when the schedule refused a step. */
+int default_pack_copy_once(ts_sched *s, const char *copy, int64_t cols);
 bool default_pack_transposed(ts_sched *s, ts_rv b, const ts_stmt *r,
                              const ts_stmt *lv, const ts_rv *loops, int nl,
                              char *out, size_t cap);

@@ -149,25 +149,30 @@ static void test_dot_rows(void **state) {
   }
 }
 
-/* A conv whose weight is declared constant (const=weight) packs it once,
- * in panels of the vector tile ([CO / cols, KH, KW, CI, cols], as a
- * compiled model's layout pass blocks it), a stage that reads only the
- * weight and so runs ahead of the calls; without const= the panel is
- * copied in place inside the panel loop, for locality. */
+/* A weight declared constant (const=) is packed once, in panels of the
+ * vector tile (a conv's [CO / cols, KH, KW, CI, cols]; a dense layer's W
+ * transposed, [N / cols, K, cols]), as a compiled model's layout pass
+ * blocks it: a stage that reads only the weight, and so runs ahead of the
+ * calls. Without const= the panel is copied inside the panel loop (in
+ * place for the conv, transposed for the dense layer), for locality. */
 static void test_const_weight_packed(void **state) {
   (void)state;
   static const struct {
-    const char *spec;
+    const char *spec, *layout;
     bool packed;
   } cases[] = {
       {"conv2d_nhwc N=1 H=7 W=7 CI=64 CO=64 KH=3 KW=3 pad=1 const=weight",
+       "alloc weight_global: float32[4, 3, 3, 64, 16]", true},
+      {"conv2d_nhwc N=1 H=7 W=7 CI=64 CO=64 KH=3 KW=3 pad=1",
+       "alloc weight_global: float32[4, 3, 3, 64, 16]", false},
+      {"dense M=16 N=96 K=64 const=W", "alloc W_global: float32[4, 64, 24]",
        true},
-      {"conv2d_nhwc N=1 H=7 W=7 CI=64 CO=64 KH=3 KW=3 pad=1", false},
+      {"dense M=16 N=96 K=64", "alloc W_global: float32[4, 64, 24]", false},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     char *trace, *text;
     avx2_default(cases[i].spec, &trace, &text);
-    bool packed = strstr(text, "alloc weight_global: float32[4, 3, 3, 64, 16]");
+    bool packed = strstr(text, cases[i].layout);
     if (packed != cases[i].packed)
       fail_msg("%s: the weight %s in panels in\n%s", cases[i].spec,
                cases[i].packed ? "not packed" : "packed", text);
