@@ -452,5 +452,6 @@ int emit_kernel(emitter *e, const ts_func *f, const char *entry) {
   e->entry = entry;
   e->func = f;
   e->read_params = loaded_params(f);
+  emit_find_nan_free(e, f);
   return e->hooks->kernel(e, f, entry);
 }

@@ -115,6 +115,14 @@ static LLVMValueRef emit_binary(emitter *e, ts_expr *x) {
     }
     case TS_EXPR_MIN:
     case TS_EXPR_MAX: {
+      /* an accumulator that holds no NaN: one compare-select
+       * (emit_minmax.c) */
+      int acc = emit_nan_free_operand(e, x);
+      if (acc >= 0)
+        return emit_from_work(
+            e,
+            emit_minmax_select(e, k == TS_EXPR_MAX, acc ? b : a, acc ? a : b),
+            t);
       LLVMValueRef args[2] = {a, b};
       r = emit_call_intrinsic(
           e, k == TS_EXPR_MIN ? "llvm.minnum" : "llvm.maxnum", &ty, 1, args, 2);

@@ -83,6 +83,16 @@ bool emit_same_expr(const ts_expr *a, const ts_expr *b);
  * (a sum, maximum or minimum) as one vector reduction; false (nothing
  * emitted) when the loop is not such a fold (emit_reduce.c). */
 bool emit_lane_fold(emitter *e, ts_stmt *loop);
+/* The NaN-free buffers of f (emit_minmax.c): allocated by f, of a float
+ * dtype, and only ever stored non-NaN constants, copies of NaN-free
+ * buffers and maxima or minima with such a copy; sets e->nan_free. */
+void emit_find_nan_free(emitter *e, const ts_func *f);
+/* Which operand of x (0 or 1) is a load of a NaN-free buffer when x is a
+ * max or min; -1 otherwise. */
+int emit_nan_free_operand(const emitter *e, const ts_expr *x);
+/* max(acc, x) (or min) for an acc that is not NaN: x > acc ? x : acc. */
+LLVMValueRef emit_minmax_select(emitter *e, bool is_max, LLVMValueRef acc,
+                                LLVMValueRef x);
 
 /* ---- math (emit_math.c) ---- */
 

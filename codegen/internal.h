@@ -45,6 +45,8 @@ typedef struct emitter {
   int nontemporal;      /* enclosing loops annotated TS_ANN_NONTEMPORAL */
   uint64_t read_params; /* bit i: parameter i is loaded somewhere in func
                            (all bits past 64 parameters) */
+  ts_buffer **nan_free; /* buffers that never hold a NaN (emit_minmax.c) */
+  int n_nan_free;
   /* GPU launch geometry collected from thread-bound loops */
   int64_t grid[3], block[3];
   int64_t shared_bytes; /* static shared memory */
