@@ -669,7 +669,17 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
    * do not index (a deep conv's weights at a small spatial extent): the
    * vector tiles go outermost, so that each panel of it is packed once and
    * reused by every output row, instead of streamed once per outer
-   * iteration. Needs enough vector tiles to run in parallel. */
+   * iteration. Needs a vector tile per core at least: with fewer panels
+   * than twice the cores, the rows join the panels in the parallel loop
+   * (`spread` below), each core then reading one or two panels. Before,
+   * that took four panels on two cores, and three panels of 48 channels
+   * went round the rows with all 2.6 MiB of a conv's weights cycling
+   * through each core's L2 for every output row. Default schedules, 2
+   * threads, AVX-512 Xeon, two alternating rounds, x oneDNN: 3x3 conv
+   * 14x14 512->144 0.46/0.48 -> 0.74/0.74 (const=weight 0.44/0.44 ->
+   * 0.86/0.88), 7x7 512->144 const 0.50/0.49 -> 0.85/0.86, 14x14 512->96
+   * const 0.68/0.66 -> 0.78/0.76; a 1x1 conv 14x14 1024->96, matmul
+   * 1000x96x4096 and dense 64x144x4096 within noise. */
   bool vec_first = false, rows_first = false;
   int64_t panel_bytes = 0; /* a vector tile's panel of the streamed input */
   int64_t plain_panel = 0; /* the same, outer loops not indexing it */
@@ -691,8 +701,8 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
     const ts_buffer *sb = streamed_input(r, lv, lr, outer, n_o, &by_outer);
     bool big = sb && buffer_bytes(sb) > STREAMED_CACHE_BYTES;
     int64_t cores = ts_target_num_cores(t);
-    vec_first = big && cols < ev && !by_outer && outer_iters > 1 &&
-                ev / cols >= 2 * cores;
+    vec_first =
+        big && cols < ev && !by_outer && outer_iters > 1 && ev / cols >= cores;
     if (vec_first) panel_bytes = buffer_bytes(sb) / (ev / cols);
     /* the panel in the plain order (a batch's loops first, when they
      * all index it): the reduction's extent x the tile's columns */
