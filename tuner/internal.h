@@ -304,6 +304,27 @@ typedef struct cand {
   int refs;
 } cand;
 cand *cand_new(void); /* refs 1; NULL when memory runs out */
+/* Extracts the features of the candidates that lack them (on `threads`
+ * threads); one that fails gets feat_failed. */
+void cands_features(const ts_target *t, int threads, cand **v, int n);
+/* The float arithmetic c's program does (multiply-adds, additions,
+ * multiplications, divisions, comparisons and math-function calls, each
+ * times its trip count), from its features; -1 when it has none or calls
+ * target intrinsics (whose work the features do not count). */
+double cand_float_work(const cand *c);
+/* Candidates doing more than this many times the float arithmetic of the
+ * task's fastest measured schedule are not measured (job.c, prune_heavy):
+ * a producer computed inside its consumer's loops recomputes its whole
+ * region for every element there (softmax's row of exps at every output
+ * element: about 1000 times the work, 400 ms a call against 1 ms; each
+ * such candidate ran into the measurement's time limit, 2 s: 214 of the
+ * 1000 trials of a softmax job, 62 of its last 100, two thirds of its
+ * measuring time). A schedule that trades arithmetic for memory traffic
+ * (an exp computed twice instead of stored) stays well under it. */
+#define TS_PRUNE_WORK_RATIO 16.0
+/* Whether c is such a candidate, against the fastest's cand_float_work
+ * (never when either is unknown: -1 or 0). */
+bool cand_too_heavy(const cand *c, double best_work);
 cand *cand_ref(cand *c);
 void cand_unref(cand *c); /* frees at zero; NULL is a no-op */
 

@@ -82,6 +82,11 @@ int ts_tune_result_refresh_best(ts_db *db, const char *target,
  * Job state
  * ======================================================================== */
 
+/* picks again after pruning, at most, in a round */
+#define PRUNE_REFILLS 3
+/* rounds in a row whose every pick was pruned before a task is done */
+#define PRUNE_STOP_ROUNDS 8
+
 typedef struct job_task {
   const ts_tune_task *spec;
   int64_t workload_id;
@@ -94,6 +99,9 @@ typedef struct job_task {
   search_task search;
   ts_task_state sched;
   int empty_rounds;
+  int pruned_rounds;    /* rounds in a row whose picks were all pruned */
+  int64_t pruned;       /* candidates not measured (prune_heavy) */
+  double best_work;     /* cand_float_work of the fastest measured */
   bool default_offered; /* the default schedule was considered */
   bool ref_set;         /* the reference is with the runner */
   /* results */
@@ -120,6 +128,7 @@ typedef struct job {
   double build_s, measure_s, search_s;
   int64_t trials_now;
   int64_t by_status[TS_DB_N_STATUS];
+  int64_t pruned; /* candidates not measured (prune_heavy) */
   int round;
   int last_lines; /* lines of the last status printed (tty redraw) */
   ts_error *err;
@@ -203,6 +212,9 @@ static int print_progress(const job *j) {
   if (j->by_status[TS_DB_STATUS_WORKER_LOST])
     fprintf(f, "  worker_lost %lld",
             (long long)j->by_status[TS_DB_STATUS_WORKER_LOST]);
+  if (j->pruned)
+    fprintf(f, "  (not measured: %lld, %gx the work of the fastest)",
+            (long long)j->pruned, TS_PRUNE_WORK_RATIO);
   fprintf(f, "\n");
   return 2;
 }
@@ -646,6 +658,46 @@ static cand *default_cand(job *j, job_task *t, bool stream, bool no_prefetch) {
   return c;
 }
 
+/* Takes the candidates of v[from, n) that do far more arithmetic than the
+ * task's fastest (cand_too_heavy) out of the batch, unmeasured and without
+ * a record, and gives them to the cost model as failures, so that it
+ * learns to avoid them. Returns the new n. */
+static int prune_heavy(job *j, job_task *t, cand **v, int from, int n,
+                       int threads) {
+  if (!(t->best_work > 0) || n <= from) return n;
+  cands_features(j->target, threads, v + from, n - from);
+  ts_cm_candidate *cc = calloc((size_t)(n - from), sizeof *cc);
+  ts_cm_result *cr = calloc((size_t)(n - from), sizeof *cr);
+  cand **out = calloc((size_t)(n - from), sizeof *out);
+  if (!cc || !cr || !out) {
+    free(cc);
+    free(cr);
+    free(out);
+    return n;
+  }
+  int kept = from, nout = 0;
+  for (int i = from; i < n; i++) {
+    if (cand_too_heavy(v[i], t->best_work))
+      out[nout++] = v[i];
+    else
+      v[kept++] = v[i];
+  }
+  for (int i = 0; i < nout; i++) {
+    cc[i].features = &out[i]->feat;
+    cc[i].group = t->workload_id;
+    cr[i].ok = false;
+  }
+  ts_error ignored;
+  if (nout && t->model) ts_cm_update(t->model, cc, cr, nout, &ignored);
+  for (int i = 0; i < nout; i++) cand_unref(out[i]);
+  t->pruned += nout;
+  j->pruned += nout;
+  free(cc);
+  free(cr);
+  free(out);
+  return kept;
+}
+
 static int run_round(job *j, int ti) {
   job_task *t = &j->tasks[ti];
   int64_t left = j->budget - j->done;
@@ -679,16 +731,51 @@ static int run_round(job *j, int ti) {
         (v[n0] = default_cand(j, t, false, true)))
       n0++;
   }
+  int threads = j->o->build_threads > 0 ? j->o->build_threads
+                                        : (int)sysconf(_SC_NPROCESSORS_ONLN);
   int n =
       want > n0 ? j->strategy->pick(&t->search, want - n0, v + n0, j->err) : 0;
+  bool picked = n > 0;
+  if (n >= 0) n += n0;
+  /* the heavy ones out, and picks again for their places */
+  for (int tries = 0, from = n0; n >= 0; tries++) {
+    int kept = prune_heavy(j, t, v, from, n, threads);
+    if (kept == n || tries == PRUNE_REFILLS) {
+      n = kept;
+      break;
+    }
+    int k = j->strategy->pick(&t->search, want - kept, v + kept, j->err);
+    if (k < 0) {
+      n = kept;
+      for (int i = 0; i < n; i++) cand_unref(v[i]);
+      n = k;
+      break;
+    }
+    from = kept;
+    n = kept + k;
+  }
   j->search_s += ts_now_seconds() - t0;
   if (n < 0) {
-    for (int i = 0; i < n0; i++) cand_unref(v[i]);
+    if (!picked)
+      for (int i = 0; i < n0; i++) cand_unref(v[i]);
     free(v);
     return n;
   }
-  n += n0;
   t->sched.rounds++;
+  if (n == 0 && picked) {
+    /* every pick was pruned: not an empty round, unless it lasts */
+    free(v);
+    if (++t->pruned_rounds >= PRUNE_STOP_ROUNDS) {
+      t->sched.done = true;
+      if (j->o->output.out)
+        fprintf(j->o->output.out,
+                "task %d (%s): only candidates of %gx the fastest's work in "
+                "%d rounds: done\n",
+                ti, t->spec->name, TS_PRUNE_WORK_RATIO, t->pruned_rounds);
+    }
+    goto history;
+  }
+  t->pruned_rounds = 0;
   if (n == 0) {
     free(v);
     if (++t->empty_rounds >= j->o->search.early_stop_rounds) {
@@ -705,8 +792,6 @@ static int run_round(job *j, int ti) {
   t0 = ts_now_seconds();
   ts_artifact **art = calloc((size_t)n, sizeof *art);
   char(*why)[TS_MEASURE_ERROR_MAX] = calloc((size_t)n, TS_MEASURE_ERROR_MAX);
-  int threads = j->o->build_threads > 0 ? j->o->build_threads
-                                        : (int)sysconf(_SC_NPROCESSORS_ONLN);
   const ts_func **fs = calloc((size_t)n, sizeof *fs);
   for (int i = 0; i < n; i++) fs[i] = ts_sched_func(v[i]->c.sched);
   ts_build_batch(fs, n, j->target, t->spec->const_params, threads,
@@ -792,6 +877,8 @@ static int run_round(job *j, int ti) {
       if (ok && med[i] < t->best_s) {
         t->best_s = med[i];
         t->trial_of_best = trial;
+        cands_features(j->target, 1, &v[i], 1);
+        t->best_work = cand_float_work(v[i]);
       }
       if (t->model && v[i]->have_feat &&
           m[i].status != TS_DB_STATUS_WORKER_LOST) {
@@ -1032,6 +1119,7 @@ int ts_tune(ts_db *db, ts_runner *runner, const ts_tune_task *tasks, int n,
       r->trials = t->sched.trials;
       r->trials_now = t->trials_now;
       memcpy(r->by_status, t->by_status, sizeof r->by_status);
+      r->pruned = t->pruned;
       r->trial_of_best = t->trial_of_best;
       ts_db_record best;
       memset(&best, 0, sizeof best);

@@ -178,6 +178,31 @@ static void feat_one(void *ctx, int i, int worker) {
     c->have_feat = true;
 }
 
+void cands_features(const ts_target *t, int threads, cand **v, int n) {
+  feat_job j = {v, t};
+  if (n > 0) tuner_parallel(threads, n, feat_one, &j);
+}
+
+double cand_float_work(const cand *c) {
+  static const ts_cm_feature_id ops[] = {
+      TS_CM_F_FLOAT_MAD,    TS_CM_F_FLOAT_ADDSUB, TS_CM_F_FLOAT_MUL,
+      TS_CM_F_FLOAT_DIVMOD, TS_CM_F_FLOAT_CMP,    TS_CM_F_FLOAT_MATH_FUNC};
+  if (!c->have_feat) return -1;
+  double w = 0;
+  for (int r = 0; r < c->feat.n_rows; r++) {
+    const float *x = c->feat.values + (size_t)r * TS_CM_N_FEATURES;
+    if (x[TS_CM_F_FLOAT_OTHER_FUNC] > 0 || x[TS_CM_F_INT_OTHER_FUNC] > 0)
+      return -1;
+    for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++)
+      w += exp2((double)x[ops[k]]) - 1; /* features are log2(x + 1) */
+  }
+  return w;
+}
+
+bool cand_too_heavy(const cand *c, double best_work) {
+  return best_work > 0 && cand_float_work(c) > TS_PRUNE_WORK_RATIO * best_work;
+}
+
 int cands_score(search_task *st, cand **v, int n, ts_error *err) {
   if (n <= 0) return TS_OK;
   if (!st->model) {

@@ -377,6 +377,9 @@ typedef struct ts_tune_task_result {
   int64_t trials;          /* measured in this job, all runs */
   int64_t trials_now;      /* measured by this invocation */
   int64_t by_status[TS_DB_N_STATUS];
+  int64_t pruned; /* candidates not measured by this invocation: more than
+                     16 times the float arithmetic of the fastest measured
+                     (docs/tuning.md, "Candidates not measured") */
   int64_t trial_of_best; /* job trial index of the best (-1 none) */
   char *best_trace_json; /* malloc'd; NULL when none */
 } ts_tune_task_result;

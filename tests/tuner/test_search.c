@@ -7,6 +7,8 @@
  * defaults are the documented ones. Measured designs are matched to their
  * design space; the evolutionary batch's design-space share never goes to
  * the space holding the fastest design and spreads over the others.
+ * Candidates that recompute a producer for every element are refused by
+ * the work rule.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -291,6 +293,61 @@ static void test_build_batch(void **state) {
   ts_workload_free(w);
 }
 
+/* A candidate of schedule s (taken over). */
+static cand *cand_of(ts_sched *s) {
+  cand *c = cand_new();
+  assert_non_null(c);
+  c->c.sched = s;
+  return c;
+}
+
+/* The work rule that keeps a job from measuring recomputation: softmax's
+ * exps computed inside the output's column loop (each row's exps again for
+ * every element) do D times the default's exp work and are refused; the
+ * default, and the exps kept apart but not vectorized, are not. */
+static void test_heavy(void **state) {
+  (void)state;
+  ts_workload *w = tu_workload("softmax N=64 D=256");
+  ts_target *t = NULL;
+  ts_error err;
+  OK(ts_target_host(&t, &err));
+  ts_sched *d = NULL;
+  OK(ts_default_schedule(w->func, t, &d, &err));
+  cand *def = cand_of(d);
+  ts_sched *r = NULL;
+  OK(ts_sched_create(w->func, 1, &r, &err));
+  /* the row's exp sum, then its exps, inside Y's column loop (a trace
+   * the search sampled: every output element recomputes its row) */
+  const char *moved[2] = {"expsum", "exp"};
+  for (int k = 0; k < 2; k++) {
+    ts_rv y, e, loops[4];
+    int nl = 0;
+    OK(ts_sched_get_block(r, "Y", &y));
+    OK(ts_sched_get_block(r, moved[k], &e));
+    OK(ts_sched_get_loops(r, y, loops, 4, &nl));
+    assert_int_equal(nl, 2);
+    OK(ts_sched_compute_at(r, e, loops[1]));
+  }
+  cand *heavy = cand_of(r);
+  ts_sched *p = NULL;
+  OK(ts_sched_create(w->func, 1, &p, &err));
+  cand *plain = cand_of(p);
+  cand *v[3] = {def, heavy, plain};
+  cands_features(t, 2, v, 3);
+  double wd = cand_float_work(def), wh = cand_float_work(heavy),
+         wp = cand_float_work(plain);
+  assert_true(wd > 0 && wp > 0);
+  assert_true(wh > 100 * wd);
+  assert_true(cand_too_heavy(heavy, wd));
+  assert_false(cand_too_heavy(def, wp));
+  assert_false(cand_too_heavy(plain, wd));
+  assert_false(cand_too_heavy(heavy, 0));  /* nothing measured yet */
+  assert_false(cand_too_heavy(heavy, -1)); /* the fastest calls intrinsics */
+  for (int i = 0; i < 3; i++) cand_unref(v[i]);
+  ts_target_free(t);
+  ts_workload_free(w);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_round_robin),
@@ -299,6 +356,7 @@ int main(void) {
       cmocka_unit_test(test_space_share),
       cmocka_unit_test(test_local_share),
       cmocka_unit_test(test_build_batch),
+      cmocka_unit_test(test_heavy),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
