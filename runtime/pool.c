@@ -197,7 +197,7 @@ void ts_runtime_destroy(ts_runtime *rt) {
   if (rt->n_workers > 0) stop_workers(rt, rt->n_workers);
   free(rt->workers);
   free(rt->worker_args);
-  ts_rt_free(rt, rt->flush_buf);
+  free(rt->flush_buf);
   pthread_mutex_destroy(&rt->mu);
   pthread_cond_destroy(&rt->wake);
   pthread_cond_destroy(&rt->done);
@@ -236,91 +236,6 @@ int32_t ts_rt_parallel_for(void *rt_handle, ts_rt_task task, void *closure,
   return result;
 }
 
-/* ---- ts_rt_alloc: the C library's memory, with large blocks kept ----
- *
- * A kernel allocates its large local buffers (packed panels, padded
- * images) at every call and frees them at its end. glibc serves a block
- * over its mmap threshold from fresh pages, and gives the top of its heap
- * back to the kernel once more than its trim threshold is free there: two
- * freed 516 KiB packing buffers of an int8 product did that at every call,
- * and the next call then took a page fault on every 4 KiB of them (an int8
- * product of 52 rows ran 3.5 x slower for it). So blocks of BLOCK_KEEP_MIN
- * bytes or more are kept when freed, up to BLOCK_KEEP_N of them and
- * BLOCK_KEEP_BYTES in all, and given again to a request of the same
- * alignment that needs at least half of one. Every block carries a header
- * before the pointer returned (its base, size and alignment). The cache's
- * lock is only ever tried: a thread that finds it taken (or a child forked
- * while another thread held it) allocates and frees as if there were no
- * cache. Not kept under AddressSanitizer, whose use-after-free checks a
- * reused block would hide. */
-#define BLOCK_KEEP_MIN ((size_t)64 << 10)
-#define BLOCK_KEEP_N 8
-#define BLOCK_KEEP_BYTES ((size_t)256 << 20)
-#define BLOCK_MAGIC 0x7473726c626c6b31ull /* "tsrlblk1" */
-
-#if defined(__SANITIZE_ADDRESS__)
-#define BLOCK_KEEP 0
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define BLOCK_KEEP 0
-#endif
-#endif
-#ifndef BLOCK_KEEP
-#define BLOCK_KEEP 1
-#endif
-
-typedef struct block_header {
-  void *base;     /* what posix_memalign returned */
-  size_t total;   /* its size */
-  size_t head;    /* bytes from base to the pointer returned */
-  uint64_t magic; /* BLOCK_MAGIC while allocated */
-} block_header;
-
-static struct {
-  pthread_mutex_t mu;
-  block_header kept[BLOCK_KEEP_N];
-  int n;
-  size_t bytes;
-} blocks = {PTHREAD_MUTEX_INITIALIZER, {{0}}, 0, 0};
-
-/* A kept block of `head` alignment holding `total` bytes and not more than
- * twice as many, the smallest; NULL when none (or the lock is taken). */
-static void *block_take(size_t total, size_t head, size_t *got) {
-  if (!BLOCK_KEEP || total < BLOCK_KEEP_MIN ||
-      pthread_mutex_trylock(&blocks.mu) != 0)
-    return NULL;
-  int best = -1;
-  for (int i = 0; i < blocks.n; i++)
-    if (blocks.kept[i].head == head && blocks.kept[i].total >= total &&
-        blocks.kept[i].total / 2 <= total &&
-        (best < 0 || blocks.kept[i].total < blocks.kept[best].total))
-      best = i;
-  void *base = NULL;
-  if (best >= 0) {
-    base = blocks.kept[best].base;
-    *got = blocks.kept[best].total;
-    blocks.bytes -= *got;
-    blocks.kept[best] = blocks.kept[--blocks.n];
-  }
-  pthread_mutex_unlock(&blocks.mu);
-  return base;
-}
-
-/* Keeps a freed block; false when it is not kept (the caller frees it). */
-static bool block_keep(const block_header *h) {
-  if (!BLOCK_KEEP || h->total < BLOCK_KEEP_MIN || h->total > BLOCK_KEEP_BYTES ||
-      pthread_mutex_trylock(&blocks.mu) != 0)
-    return false;
-  bool kept =
-      blocks.n < BLOCK_KEEP_N && blocks.bytes + h->total <= BLOCK_KEEP_BYTES;
-  if (kept) {
-    blocks.kept[blocks.n++] = *h;
-    blocks.bytes += h->total;
-  }
-  pthread_mutex_unlock(&blocks.mu);
-  return kept;
-}
-
 void *ts_rt_alloc(void *rt, int64_t bytes, int64_t align) {
   (void)rt;
   if (bytes < 0 || align < 0) return NULL;
@@ -328,28 +243,13 @@ void *ts_rt_alloc(void *rt, int64_t bytes, int64_t align) {
   if ((align & (align - 1)) != 0) return NULL;
   if (align < (int64_t)sizeof(void *)) align = sizeof(void *);
   if (bytes > TS_RT_MAX_ALLOC_BYTES) return NULL;
-  /* the header fits in `head` bytes, a multiple of the alignment */
-  size_t head = (size_t)align < sizeof(block_header) ? sizeof(block_header)
-                                                     : (size_t)align;
-  size_t total = head + (bytes > 0 ? (size_t)bytes : 1);
-  size_t got = total;
-  void *base = block_take(total, head, &got);
-  if (!base && posix_memalign(&base, head, total) != 0) return NULL;
-  char *p = (char *)base + head;
-  block_header *h = (block_header *)(void *)(p - sizeof(block_header));
-  h->base = base;
-  h->total = got;
-  h->head = head;
-  h->magic = BLOCK_MAGIC;
+  void *p = NULL;
+  if (posix_memalign(&p, (size_t)align, bytes > 0 ? (size_t)bytes : 1) != 0)
+    return NULL;
   return p;
 }
 
 void ts_rt_free(void *rt, void *p) {
   (void)rt;
-  if (!p) return;
-  block_header *h = (block_header *)(void *)((char *)p - sizeof(block_header));
-  if (h->magic != BLOCK_MAGIC) return; /* not from ts_rt_alloc, or freed */
-  h->magic = 0;
-  block_header copy = *h;
-  if (!block_keep(&copy)) free(copy.base);
+  free(p);
 }

@@ -4,8 +4,7 @@
  * once in contiguous chunks, nested parallel loops run inline, task
  * failures propagate, 1000 back-to-back calls, 5000 calls on more threads
  * than cores (late workers), concurrent callers, work
- * really spreads over threads, and ts_rt_alloc's alignment and limits,
- * and its keeping of large freed blocks.
+ * really spreads over threads, and ts_rt_alloc's alignment and limits.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -320,46 +319,8 @@ static void test_create_and_alloc(void **state) {
   ts_rt_free(NULL, NULL);
 }
 
-#if defined(__SANITIZE_ADDRESS__)
-#define KEEPS_BLOCKS 0
-#else
-#define KEEPS_BLOCKS 1
-#endif
-
-/* Large blocks are kept when freed and given again (not under
- * AddressSanitizer): to a request of the same alignment needing at least
- * half of one, at that alignment, whole; small blocks and other alignments
- * get blocks of their own. */
-static void test_alloc_keeps_large_blocks(void **state) {
-  (void)state;
-  enum { BIG = 1 << 20 };
-  char *a = ts_rt_alloc(NULL, BIG, 64);
-  assert_non_null(a);
-  memset(a, 7, BIG);
-  ts_rt_free(NULL, a);
-  char *b = ts_rt_alloc(NULL, BIG - 100, 64); /* same block, if kept */
-  assert_non_null(b);
-  assert_int_equal((uintptr_t)b % 64, 0);
-  if (KEEPS_BLOCKS) assert_ptr_equal(a, b);
-  memset(b, 1, BIG - 100);
-  char *c = ts_rt_alloc(NULL, BIG, 4096); /* another alignment */
-  assert_non_null(c);
-  assert_int_equal((uintptr_t)c % 4096, 0);
-  assert_ptr_not_equal(b, c);
-  memset(c, 2, BIG);
-  ts_rt_free(NULL, b);
-  char *d = ts_rt_alloc(NULL, BIG / 4, 64); /* needs under half of it */
-  assert_non_null(d);
-  assert_ptr_not_equal(d, b);
-  memset(d, 3, BIG / 4);
-  for (int i = 0; i < BIG; i += 4096) assert_int_equal(c[i], 2);
-  ts_rt_free(NULL, c);
-  ts_rt_free(NULL, d);
-}
-
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_alloc_keeps_large_blocks),
       cmocka_unit_test(test_sum_thread_counts),
       cmocka_unit_test(test_nested_runs_inline),
       cmocka_unit_test(test_error_propagation),
