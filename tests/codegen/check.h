@@ -131,6 +131,29 @@ static inline int check_count(const char *text, const char *needle) {
   return n;
 }
 
+/* The LLVM IR of f as emitted for the target string `target` (before
+ * LLVM's passes; malloc'd), or NULL with the error printed. */
+static inline char *check_emitted_ir_for(const ts_func *f, const char *target) {
+  ts_error err;
+  ts_target *t = NULL;
+  if (ts_target_parse(target, &t, &err)) {
+    printf("target: %s\n", err.msg);
+    return NULL;
+  }
+  ts_build_options o = ts_build_defaults();
+  o.keep_llvm_ir = true;
+  o.no_opt = true;
+  ts_build_result br = {0};
+  char *ir = NULL;
+  if (ts_build(f, t, &o, &br, &err))
+    printf("build: %s\n", err.msg);
+  else
+    ir = strdup(br.llvm_ir);
+  ts_build_result_clear(&br);
+  ts_target_free(t);
+  return ir;
+}
+
 /* The optimized LLVM IR of f for the host (malloc'd), or NULL with the
  * error printed. */
 static inline char *check_llvm_ir(const ts_func *f) {

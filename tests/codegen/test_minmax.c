@@ -64,17 +64,8 @@ static ts_func *row_text(const char *op, const char *init, const char *fold0) {
 
 /* The IR as emitted for `cpu` (before LLVM's passes), malloc'd. */
 static char *emitted_ir(const ts_func *f, const char *cpu) {
-  ts_error err;
-  ts_target *t = NULL;
-  OK(ts_target_parse(cpu, &t, &err));
-  ts_build_options o = ts_build_defaults();
-  o.keep_llvm_ir = true;
-  o.no_opt = true;
-  ts_build_result br = {0};
-  OK(ts_build(f, t, &o, &br, &err));
-  char *ir = strdup(br.llvm_ir);
-  ts_build_result_clear(&br);
-  ts_target_free(t);
+  char *ir = check_emitted_ir_for(f, cpu);
+  assert_non_null(ir);
   return ir;
 }
 

@@ -271,33 +271,26 @@ static int count_of(const char *text, const char *what);
 static void test_exp_scalef(void **state) {
   (void)state;
   const char *targets[2] = {"llvm -mcpu=skylake-avx512", "llvm -mcpu=haswell"};
+  ts_func *f = NULL;
+  ts_error err;
+  assert_int_equal(ts_func_parse(exp_src, strlen(exp_src), "exp.tir", &f, &err),
+                   TS_OK);
   for (int k = 0; k < 2; k++) {
-    ts_func *f = NULL;
-    ts_error err;
-    assert_int_equal(
-        ts_func_parse(exp_src, strlen(exp_src), "exp.tir", &f, &err), TS_OK);
-    ts_target *t = NULL;
-    assert_int_equal(ts_target_parse(targets[k], &t, &err), TS_OK);
-    ts_build_options o = ts_build_defaults();
-    o.keep_llvm_ir = true;
-    o.no_opt = true;
-    ts_build_result br = {0};
-    assert_int_equal(ts_build(f, t, &o, &br, &err), TS_OK);
-    assert_non_null(br.llvm_ir);
-    int calls = count_of(br.llvm_ir, "call <16 x float> @llvm.x86.avx512."
-                                     "mask.scalef.ps.512");
+    char *ir = check_emitted_ir_for(f, targets[k]);
+    assert_non_null(ir);
     if (k == 0) {
-      assert_int_equal(calls, 4);
-      assert_int_equal(count_of(br.llvm_ir, "call <8 x float> @llvm.x86."
-                                            "avx512.mask.scalef.ps.256"),
-                       1);
+      assert_int_equal(
+          count_of(ir, "call <16 x float> @llvm.x86.avx512.mask.scalef.ps.512"),
+          4);
+      assert_int_equal(
+          count_of(ir, "call <8 x float> @llvm.x86.avx512.mask.scalef.ps.256"),
+          1);
     } else {
-      assert_int_equal(count_of(br.llvm_ir, "scalef"), 0);
+      assert_int_equal(count_of(ir, "scalef"), 0);
     }
-    ts_build_result_clear(&br);
-    ts_target_free(t);
-    ts_func_free(f);
+    free(ir);
   }
+  ts_func_free(f);
 }
 
 /* y is within `ulps` units in the last place of the float32 nearest to
