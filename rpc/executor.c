@@ -736,7 +736,10 @@ static void run_child(helper *h, child_fn body, void *ctx, int limit_ms,
   double end = mono_seconds();
   bool clean = WIFEXITED(e.wstatus) && WEXITSTATUS(e.wstatus) == 0;
   char why[128];
-  if (e.timed_out || e.hangup || e.cancelled || !clean || e.total == 0)
+  if (!e.timed_out && !e.hangup && !e.cancelled && WIFEXITED(e.wstatus) &&
+      WEXITSTATUS(e.wstatus) == SANDBOX_TRAP_EXIT)
+    sandbox_trapped(&rep, e.total, res);
+  else if (e.timed_out || e.hangup || e.cancelled || !clean || e.total == 0)
     classify(&e, limit_ms, res);
   else if (e.total != sizeof rep)
     result_set(res, TS_MEASURE_RUN_ERROR,

@@ -197,6 +197,16 @@ typedef struct sandbox_limits {
  * report and exit). */
 int sandbox_enter(int result_fd, const sandbox_limits *l, char *why,
                   size_t size);
+/* A child stopped at a forbidden system call exits with this status, after
+ * writing a run_error whose text is SANDBOX_TRAP_TEXT and the call's
+ * number. */
+#define SANDBOX_TRAP_EXIT 97
+#define SANDBOX_TRAP_TEXT "stopped by the sandbox: forbidden system call"
+/* The result of such a child into r: the call's number and name from rep
+ * (total bytes were read), or a text saying the number was not reported
+ * (the candidate wrote on the result pipe first). */
+void sandbox_trapped(const ts_measure_result *rep, size_t total,
+                     ts_measure_result *r);
 /* Kills process group pgid and reaps the members that are the caller's
  * children (waiting at most a second). */
 void sandbox_kill_group(pid_t pgid);

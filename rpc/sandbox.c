@@ -6,9 +6,14 @@
  * descriptor 3) with /dev/null as its standard descriptors, gets resource
  * limits on address space, CPU time, file size, processes and core files,
  * and installs a seccomp filter (libseccomp) that allows the system calls a
- * kernel, the runtime's thread pool and the object loader make and kills
+ * kernel, the runtime's thread pool and the object loader make and stops
  * the process on any other: no open, no socket, no exec, no fork, no
  * ptrace, no signals to other processes, writes only to descriptors 0-3.
+ * A forbidden call is never carried out: the filter traps it (SIGSYS), and
+ * the child's handler reports its number as a run_error and exits with
+ * SANDBOX_TRAP_EXIT; the helper adds the call's name (sandbox_trapped). A
+ * candidate that replaces the handler only gets the call refused, or is
+ * killed by the signal.
  *
  * On the helper's side, the result a child writes is untrusted bytes: it is
  * accepted only when it is exactly one ts_measure_result whose status, repeat
@@ -178,8 +183,81 @@ static const int allowed[] = {
     SCMP_SYS(arch_prctl),
 };
 
+/* What the SIGSYS handler writes: prepared before the filter is installed,
+ * so that the handler only formats a number and makes two allowed calls
+ * (write, exit_group). */
+static ts_measure_result trap_report;
+static size_t trap_text_len;
+
+static void on_forbidden_call(int sig, siginfo_t *si, void *uc) {
+  (void)sig;
+  (void)uc;
+  char digits[16];
+  int n = 0;
+  unsigned v = (unsigned)si->si_syscall;
+  do digits[n++] = (char)('0' + v % 10);
+  while ((v /= 10) && n < (int)sizeof digits);
+  char *e = trap_report.error + trap_text_len;
+  *e++ = ' ';
+  while (n) *e++ = digits[--n];
+  *e = 0;
+  const char *c = (const char *)&trap_report;
+  size_t left = sizeof trap_report;
+  while (left) {
+    ssize_t w = write(SANDBOX_RESULT_FD, c, left);
+    if (w <= 0) break;
+    c += w;
+    left -= (size_t)w;
+  }
+  _exit(SANDBOX_TRAP_EXIT);
+}
+
+static int trap_handler(char *why, size_t size) {
+  memset(&trap_report, 0, sizeof trap_report);
+  trap_report.status = TS_MEASURE_RUN_ERROR;
+  snprintf(trap_report.error, sizeof trap_report.error, "%s",
+           SANDBOX_TRAP_TEXT);
+  trap_text_len = strlen(trap_report.error);
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = on_forbidden_call;
+  sa.sa_flags = SA_SIGINFO;
+  sigfillset(&sa.sa_mask);
+  if (sigaction(SIGSYS, &sa, NULL)) {
+    snprintf(why, size, "cannot handle SIGSYS: %s", strerror(errno));
+    return -1;
+  }
+  return 0;
+}
+
+void sandbox_trapped(const ts_measure_result *rep, size_t total,
+                     ts_measure_result *r) {
+  size_t n = strlen(SANDBOX_TRAP_TEXT);
+  long nr = -1;
+  /* The report is the candidate's bytes too: only its number is taken. */
+  if (total == sizeof *rep && !strncmp(rep->error, SANDBOX_TRAP_TEXT, n) &&
+      rep->error[n] == ' ') {
+    char *end;
+    nr = strtol(rep->error + n + 1, &end, 10);
+    if (end == rep->error + n + 1 || *end || nr > 100000) nr = -1;
+  }
+  char *name = nr >= 0
+                   ? seccomp_syscall_resolve_num_arch(SCMP_ARCH_NATIVE, (int)nr)
+                   : NULL;
+  memset(r, 0, sizeof *r);
+  r->status = TS_MEASURE_RUN_ERROR;
+  if (nr < 0)
+    snprintf(r->error, sizeof r->error, "%s (its number was not reported)",
+             SANDBOX_TRAP_TEXT);
+  else
+    snprintf(r->error, sizeof r->error, "%s %ld (%s)", SANDBOX_TRAP_TEXT, nr,
+             name ? name : "unknown to libseccomp");
+  free(name);
+}
+
 static int filter(char *why, size_t size) {
-  scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_KILL_PROCESS);
+  if (trap_handler(why, size)) return -1;
+  scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_TRAP);
   if (!ctx) {
     snprintf(why, size, "cannot create the system-call filter");
     return -1;
