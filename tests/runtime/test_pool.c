@@ -4,7 +4,8 @@
  * once in contiguous chunks, nested parallel loops run inline, task
  * failures propagate, 1000 back-to-back calls, 5000 calls on more threads
  * than cores (late workers), concurrent callers, work
- * really spreads over threads, and ts_rt_alloc's alignment and limits.
+ * really spreads over threads, and ts_rt_alloc's alignment and limits,
+ * and its keeping of large freed blocks, per thread.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -319,8 +320,76 @@ static void test_create_and_alloc(void **state) {
   ts_rt_free(NULL, NULL);
 }
 
+#if defined(__SANITIZE_ADDRESS__)
+#define KEEPS_BLOCKS 0
+#else
+#define KEEPS_BLOCKS 1
+#endif
+
+/* Large blocks are kept when freed and given again (not under
+ * AddressSanitizer): to a request of the same alignment needing at least
+ * half of one, at that alignment, whole; small blocks and other alignments
+ * get blocks of their own. */
+static void test_alloc_keeps_large_blocks(void **state) {
+  (void)state;
+  enum { BIG = 1 << 20 };
+  char *a = ts_rt_alloc(NULL, BIG, 64);
+  assert_non_null(a);
+  memset(a, 7, BIG);
+  ts_rt_free(NULL, a);
+  char *b = ts_rt_alloc(NULL, BIG - 100, 64); /* same block, if kept */
+  assert_non_null(b);
+  assert_int_equal((uintptr_t)b % 64, 0);
+  if (KEEPS_BLOCKS) assert_ptr_equal(a, b);
+  memset(b, 1, BIG - 100);
+  char *c = ts_rt_alloc(NULL, BIG, 4096); /* another alignment */
+  assert_non_null(c);
+  assert_int_equal((uintptr_t)c % 4096, 0);
+  assert_ptr_not_equal(b, c);
+  memset(c, 2, BIG);
+  ts_rt_free(NULL, b);
+  char *d = ts_rt_alloc(NULL, BIG / 4, 64); /* needs under half of it */
+  assert_non_null(d);
+  assert_ptr_not_equal(d, b);
+  memset(d, 3, BIG / 4);
+  for (int i = 0; i < BIG; i += 4096) assert_int_equal(c[i], 2);
+  ts_rt_free(NULL, c);
+  ts_rt_free(NULL, d);
+}
+
+static void *alloc_in_thread(void *arg) {
+  (void)arg;
+  char *p = ts_rt_alloc(NULL, 1 << 20, 64);
+  if (p) {
+    memset(p, 5, 1 << 20);
+    ts_rt_free(NULL, p); /* kept by this thread, freed at its exit */
+  }
+  return p;
+}
+
+/* Kept blocks are the freeing thread's own: another thread never gets
+ * them (a block one core has just written is not handed to the other). */
+static void test_alloc_blocks_per_thread(void **state) {
+  (void)state;
+  char *a = ts_rt_alloc(NULL, 1 << 20, 64);
+  assert_non_null(a);
+  ts_rt_free(NULL, a);
+  pthread_t th;
+  void *other = NULL;
+  assert_int_equal(pthread_create(&th, NULL, alloc_in_thread, NULL), 0);
+  assert_int_equal(pthread_join(th, &other), 0);
+  assert_non_null(other);
+  if (KEEPS_BLOCKS) assert_ptr_not_equal(other, a);
+  char *b = ts_rt_alloc(NULL, 1 << 20, 64);
+  assert_non_null(b);
+  if (KEEPS_BLOCKS) assert_ptr_equal(b, a);
+  ts_rt_free(NULL, b);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_alloc_keeps_large_blocks),
+      cmocka_unit_test(test_alloc_blocks_per_thread),
       cmocka_unit_test(test_sum_thread_counts),
       cmocka_unit_test(test_nested_runs_inline),
       cmocka_unit_test(test_error_propagation),
