@@ -1085,14 +1085,14 @@ int tensorize_default(ts_sched *s, const ts_target *t, const char *name,
      * register tile of them: tensorized the same way, with their own
      * packed copy of B, instead of plain arithmetic on the intrinsic's
      * dtypes. Default schedules, AVX-512 Xeon, 2 threads, two alternating
-     * rounds, x oneDNN, plain -> tensorized: int8 247 x 1000 x 512 (7 rows
-     * left) 0.80/0.80 -> 0.86/0.86, 52 x 1000 x 512 (4 left) 0.58/0.57 ->
-     * 0.60/0.62; 887 x 384 x 512 and 20 x 768 x 768 within noise. One row
-     * left of 9 ran several times slower tensorized. An earlier measurement
-     * had the tensorized rows 3-5 x slower on 64- and 128-row products:
-     * a second packed copy of B made glibc give its heap back and fault
-     * its pages in again at every call, which ts_rt_alloc now keeps from
-     * happening.) */
+     * rounds, before -> after this and ts_rt_alloc's kept blocks: int8
+     * 247 x 1000 x 512 (7 rows left) 0.78/0.79 -> 0.87/0.87 x oneDNN,
+     * 52 x 1000 x 512 (4 left) 118/115 -> 104/101 us; 128 x 768 x 768,
+     * 887 x 384 x 512 and 20 x 768 x 768 within noise. One row left of 9
+     * ran several times slower tensorized. Without kept blocks the
+     * tensorized rows ran 3-5 x slower on 64- and 128-row products: the
+     * second packed copy of B made glibc give its heap back and fault its
+     * pages in again at every call.) */
     if (k == 0 && ext[k] % unit >= (unit + 1) / 2) {
       if ((rc = tensorize_default(s, t, tail, false))) return rc;
     } else {
