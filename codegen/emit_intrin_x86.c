@@ -20,67 +20,83 @@ static bool need_feature(emitter *e, const char *intrin, const char *feature) {
   return false;
 }
 
-/* Step s of a VNNI dot: A's four bytes at 4 s splat to every lane (each
- * byte xor-ed with 0x80 when bias is not NULL) and B's 64 bytes at 64 s. */
-static void vnni_step(emitter *e, LLVMValueRef *a, int s, LLVMValueRef bias,
-                      LLVMValueRef *av, LLVMValueRef *bv) {
+/* Step s of a VNNI dot of `lanes` (16 or 8) lanes: A's four bytes at 4 s
+ * splat to every lane (each byte xor-ed with 0x80 when bias is not NULL)
+ * and B's 4 lanes bytes at 4 lanes s. */
+static void vnni_step(emitter *e, LLVMValueRef *a, int s, int lanes,
+                      LLVMValueRef bias, LLVMValueRef *av, LLVMValueRef *bv) {
   LLVMTypeRef i8 = LLVMInt8TypeInContext(e->ctx);
   LLVMValueRef aoff =
       LLVMConstInt(emit_i64t(e), (unsigned long long)(4 * s), 0);
   LLVMValueRef boff =
-      LLVMConstInt(emit_i64t(e), (unsigned long long)(64 * s), 0);
+      LLVMConstInt(emit_i64t(e), (unsigned long long)(4 * lanes * s), 0);
   LLVMValueRef ap = LLVMBuildInBoundsGEP2(e->b, i8, a[1], &aoff, 1, "");
   LLVMValueRef bp = LLVMBuildInBoundsGEP2(e->b, i8, a[2], &boff, 1, "");
   LLVMValueRef a32 = emit_load_vec(e, emit_i32t(e), ap, 1);
   if (bias) a32 = LLVMBuildXor(e->b, a32, bias, "");
-  *av = emit_splat(e, a32, 16);
-  *bv = emit_load_vec(e, LLVMVectorType(emit_i32t(e), 16), bp, 1);
+  *av = emit_splat(e, a32, lanes);
+  *bv = emit_load_vec(e, LLVMVectorType(emit_i32t(e), (unsigned)lanes), bp, 1);
+}
+
+/* The shape of VNNI dot call `name` (tessera.vnni[_s8]_dot_<L>x<K>): its
+ * lanes (16, or 8 with AVX512VL), its steps of 4 (K / 4), the LLVM
+ * intrinsic; false, with the error set, when the target lacks a feature. */
+static bool vnni_shape(emitter *e, const char *name, int *lanes, int *steps,
+                       const char **llvm_name) {
+  const char *shape = strrchr(name, '_');
+  *lanes = shape && !strncmp(shape, "_8x", 3) ? 8 : 16;
+  *steps = shape && strstr(shape, "x16") ? 4 : 1;
+  *llvm_name = *lanes == 8 ? "llvm.x86.avx512.vpdpbusd.256"
+                           : "llvm.x86.avx512.vpdpbusd.512";
+  return need_feature(e, name, "avx512vnni") &&
+         (*lanes == 16 || need_feature(e, name, "avx512vl"));
 }
 
 /* tessera.vnni_dot_16x4(&C int32[16], &A uint8[4], &B int8[16][4]) and
- * tessera.vnni_dot_16x16(&C int32[16], &A uint8[16], &B int8[4][16][4]):
- * C[j] += sum_k A[k] * B[j][k], vpdpbusd in `steps` steps of 4 (B's step s
- * at byte 64 s), the accumulator kept in a register between them. */
+ * tessera.vnni_dot_16x16(&C int32[16], &A uint8[16], &B int8[4][16][4]),
+ * and their 8-lane forms _8x4 and _8x16 (B int8[8][4], int8[4][8][4]):
+ * C[j] += sum_k A[k] * B[j][k], vpdpbusd in `steps` steps of 4, the
+ * accumulator kept in a register between them. */
 static LLVMValueRef vnni_dot(emitter *e, ts_expr *x, LLVMValueRef *a) {
-  const char *name = ts_expr_call_name(x);
-  int steps = strcmp(name, "tessera.vnni_dot_16x4") ? 4 : 1;
-  if (!need_feature(e, name, "avx512vnni")) return NULL;
-  LLVMTypeRef v16 = LLVMVectorType(emit_i32t(e), 16);
-  LLVMValueRef c = emit_load_vec(e, v16, a[0], 4);
+  const char *name = ts_expr_call_name(x), *op;
+  int lanes, steps;
+  if (!vnni_shape(e, name, &lanes, &steps, &op)) return NULL;
+  LLVMTypeRef vt = LLVMVectorType(emit_i32t(e), (unsigned)lanes);
+  LLVMValueRef c = emit_load_vec(e, vt, a[0], 4);
   for (int s = 0; s < steps && c; s++) {
     LLVMValueRef args[3] = {c, NULL, NULL};
-    vnni_step(e, a, s, NULL, &args[1], &args[2]);
-    c = emit_call_fixed(e, "llvm.x86.avx512.vpdpbusd.512", args, 3);
+    vnni_step(e, a, s, lanes, NULL, &args[1], &args[2]);
+    c = emit_call_fixed(e, op, args, 3);
   }
   if (c) LLVMSetAlignment(LLVMBuildStore(e->b, c, a[0]), 4);
   return NULL;
 }
 
 /* tessera.vnni_s8_dot_16x4(&C int32[16], &A int8[4], &B int8[16][4]) and
- * tessera.vnni_s8_dot_16x16(&C int32[16], &A int8[16], &B int8[4][16][4]):
- * C[j] += sum_k A[k] * B[j][k] with both operands signed, in `steps` steps
- * of 4 (B's step s at byte 64 s). vpdpbusd takes an unsigned left operand,
+ * tessera.vnni_s8_dot_16x16(&C int32[16], &A int8[16], &B int8[4][16][4]),
+ * and their 8-lane forms: C[j] += sum_k A[k] * B[j][k] with both operands
+ * signed, in `steps` steps of 4. vpdpbusd takes an unsigned left operand,
  * so A is biased to A + 128 (its sign bit flipped) and the bias times the
  * sums of B, 128 * sum_k B[j][k] (vpdpbusd of 0x80 bytes with B), is
  * subtracted: exact in int32. The sums of B accumulate over the steps and
  * are subtracted once, and they depend on B alone, so LLVM computes them
  * once for every row of a register tile that shares the B vectors. */
 static LLVMValueRef vnni_s8_dot(emitter *e, ts_expr *x, LLVMValueRef *a) {
-  const char *name = ts_expr_call_name(x);
-  int steps = strcmp(name, "tessera.vnni_s8_dot_16x4") ? 4 : 1;
-  if (!need_feature(e, name, "avx512vnni")) return NULL;
-  LLVMTypeRef v16 = LLVMVectorType(emit_i32t(e), 16);
+  const char *name = ts_expr_call_name(x), *op;
+  int lanes, steps;
+  if (!vnni_shape(e, name, &lanes, &steps, &op)) return NULL;
+  LLVMTypeRef vt = LLVMVectorType(emit_i32t(e), (unsigned)lanes);
   LLVMValueRef bias32 = LLVMConstInt(emit_i32t(e), 0x80808080u, 0);
-  LLVMValueRef bias = emit_splat(e, bias32, 16);
-  LLVMValueRef c = emit_load_vec(e, v16, a[0], 4);
-  LLVMValueRef sums = LLVMConstNull(v16);
+  LLVMValueRef bias = emit_splat(e, bias32, lanes);
+  LLVMValueRef c = emit_load_vec(e, vt, a[0], 4);
+  LLVMValueRef sums = LLVMConstNull(vt);
   for (int s = 0; s < steps && c && sums; s++) {
     LLVMValueRef av, bv;
-    vnni_step(e, a, s, bias32, &av, &bv);
+    vnni_step(e, a, s, lanes, bias32, &av, &bv);
     LLVMValueRef dot[3] = {c, av, bv};
-    c = emit_call_fixed(e, "llvm.x86.avx512.vpdpbusd.512", dot, 3);
+    c = emit_call_fixed(e, op, dot, 3);
     LLVMValueRef sum[3] = {sums, bias, bv};
-    sums = emit_call_fixed(e, "llvm.x86.avx512.vpdpbusd.512", sum, 3);
+    sums = emit_call_fixed(e, op, sum, 3);
   }
   if (c && sums)
     LLVMSetAlignment(
@@ -343,6 +359,10 @@ const emit_intrinsic emit_x86_intrinsics[] = {
     {"tessera.vnni_dot_16x16", 3, vnni_dot},
     {"tessera.vnni_s8_dot_16x4", 3, vnni_s8_dot},
     {"tessera.vnni_s8_dot_16x16", 3, vnni_s8_dot},
+    {"tessera.vnni_dot_8x4", 3, vnni_dot},
+    {"tessera.vnni_dot_8x16", 3, vnni_dot},
+    {"tessera.vnni_s8_dot_8x4", 3, vnni_s8_dot},
+    {"tessera.vnni_s8_dot_8x16", 3, vnni_s8_dot},
     {"tessera.avx2_madd_s8_8x2", 3, madd_dot},
     {"tessera.avx2_madd_s8_8x8", 3, madd_dot},
     {"tessera.avx2_madd_u8_8x2", 3, madd_dot},

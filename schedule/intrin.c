@@ -16,19 +16,20 @@ typedef struct intrin_def {
   const char *feature; /* what the implementation needs on the target */
   const char *desc, *impl;
   const char *superseded_by; /* a feature whose intrinsics do better */
+  const char *also;          /* a second feature it needs, or NULL */
 } intrin_def;
 
 #define STRIDE(BUF) "call<int32>(\"tessera.buffer_stride\", &" BUF "[0, 0], 0)"
 
-/* 16 lanes of dot products of 4 (int8) or 2 (bf16) elements:
+/* L lanes of dot products of K elements (4 for int8, 2 for bf16):
  * C[j] += sum_k A[k] * B[j][k]. */
-#define DOT_DESC(NAME, AT, BT, CT, K)                                          \
-  "func " NAME "_desc(A: " AT "[" #K "], B: " BT "[16, " #K "], C: " CT        \
-  "[16]) {\n"                                                                  \
+#define DOTL_DESC(NAME, AT, BT, CT, K, L)                                      \
+  "func " NAME "_desc(A: " AT "[" #K "], B: " BT "[" #L ", " #K "], C: " CT    \
+  "[" #L "]) {\n"                                                              \
   "  block root() {\n"                                                         \
-  "    for j in range(16) {\n"                                                 \
+  "    for j in range(" #L ") {\n"                                             \
   "      for k in range(" #K ") {\n"                                           \
-  "        block update(vj: spatial(16) = j, vk: reduce(" #K ") = k) {\n"      \
+  "        block update(vj: spatial(" #L ") = j, vk: reduce(" #K ") = k) {\n"  \
   "          C[vj] = C[vj] + cast(" CT ", A[vk]) * cast(" CT ", B[vj, vk])\n"  \
   "        }\n"                                                                \
   "      }\n"                                                                  \
@@ -36,24 +37,30 @@ typedef struct intrin_def {
   "  }\n"                                                                      \
   "}\n"
 
-#define DOT_IMPL(NAME, CALL, AT, BT, CT, K)                                    \
-  "func " NAME "_impl(A: " AT "[" #K "], B: " BT "[16, " #K "], C: " CT        \
-  "[16]) {\n"                                                                  \
+#define DOTL_IMPL(NAME, CALL, AT, BT, CT, K, L)                                \
+  "func " NAME "_impl(A: " AT "[" #K "], B: " BT "[" #L ", " #K "], C: " CT    \
+  "[" #L "]) {\n"                                                              \
   "  block root() {\n"                                                         \
   "    evaluate call<int32>(\"" CALL "\", &C[0], &A[0], &B[0, 0])\n"           \
   "  }\n"                                                                      \
   "}\n"
 
-/* 16 lanes of signed int8 dot products over K = 16 in four steps of 4:
- * C[j] += sum_k A[k] * B[k / 4][j][k % 4], B a [4][16][4] tile (each step
- * one 64-byte vector). A longer K than the 16x4 dot lets the implementation
- * subtract its compensation once per call instead of once per step. */
-#define DOT4_DESC(NAME, AT, BT, CT)                                            \
-  "func " NAME "_desc(A: " AT "[16], B: " BT "[4, 64], C: " CT "[16]) {\n"     \
+#define DOT_DESC(NAME, AT, BT, CT, K) DOTL_DESC(NAME, AT, BT, CT, K, 16)
+#define DOT_IMPL(NAME, CALL, AT, BT, CT, K)                                    \
+  DOTL_IMPL(NAME, CALL, AT, BT, CT, K, 16)
+
+/* L lanes (16 or 8) of int8 dot products over K = 16 in four steps of 4:
+ * C[j] += sum_k A[k] * B[k / 4][j][k % 4], B a [4][L][4] tile (each step
+ * one vector of BW = 4 L bytes). A longer K than the 16x4 dot lets the
+ * implementation subtract its compensation once per call instead of once
+ * per step. */
+#define DOT4L_DESC(NAME, AT, BT, CT, L, BW)                                    \
+  "func " NAME "_desc(A: " AT "[16], B: " BT "[4, " #BW "], C: " CT "[" #L     \
+  "]) {\n"                                                                     \
   "  block root() {\n"                                                         \
-  "    for j in range(16) {\n"                                                 \
+  "    for j in range(" #L ") {\n"                                             \
   "      for k in range(16) {\n"                                               \
-  "        block update(vj: spatial(16) = j, vk: reduce(16) = k) {\n"          \
+  "        block update(vj: spatial(" #L ") = j, vk: reduce(16) = k) {\n"      \
   "          C[vj] = C[vj] + cast(" CT ", A[vk]) * cast(" CT                   \
   ", B[floordiv(vk, 4), vj * 4 + floormod(vk, 4)])\n"                          \
   "        }\n"                                                                \
@@ -62,12 +69,17 @@ typedef struct intrin_def {
   "  }\n"                                                                      \
   "}\n"
 
-#define DOT4_IMPL(NAME, CALL, AT, BT, CT)                                      \
-  "func " NAME "_impl(A: " AT "[16], B: " BT "[4, 64], C: " CT "[16]) {\n"     \
+#define DOT4L_IMPL(NAME, CALL, AT, BT, CT, L, BW)                              \
+  "func " NAME "_impl(A: " AT "[16], B: " BT "[4, " #BW "], C: " CT "[" #L     \
+  "]) {\n"                                                                     \
   "  block root() {\n"                                                         \
   "    evaluate call<int32>(\"" CALL "\", &C[0], &A[0], &B[0, 0])\n"           \
   "  }\n"                                                                      \
   "}\n"
+
+#define DOT4_DESC(NAME, AT, BT, CT) DOT4L_DESC(NAME, AT, BT, CT, 16, 64)
+#define DOT4_IMPL(NAME, CALL, AT, BT, CT)                                      \
+  DOT4L_IMPL(NAME, CALL, AT, BT, CT, 16, 64)
 
 /* 8 lanes of dot products over K = 2 (one step) or K = 8 (four steps)
  * for AVX2's 16-bit multiply-add pairs: C[j] += sum_k A[k] * B[k / 2][2 j +
@@ -130,67 +142,111 @@ static const intrin_def intrins[] = {
     {"avx512_vnni_16x4", "avx512vnni",
      DOT_DESC("vnni", "uint8", "int8", "int32", 4),
      DOT_IMPL("vnni", "tessera.vnni_dot_16x4", "uint8", "int8", "int32", 4),
-     NULL},
+     NULL, NULL},
     {"avx512_vnni_16x16", "avx512vnni",
      DOT4_DESC("vnnik16", "uint8", "int8", "int32"),
      DOT4_IMPL("vnnik16", "tessera.vnni_dot_16x16", "uint8", "int8", "int32"),
-     NULL},
+     NULL, NULL},
     {"avx512_vnni_s8_16x4", "avx512vnni",
      DOT_DESC("vnnis8", "int8", "int8", "int32", 4),
      DOT_IMPL("vnnis8", "tessera.vnni_s8_dot_16x4", "int8", "int8", "int32", 4),
-     NULL},
+     NULL, NULL},
     {"avx512_vnni_s8_16x16", "avx512vnni",
      DOT4_DESC("vnnis8k16", "int8", "int8", "int32"),
      DOT4_IMPL("vnnis8k16", "tessera.vnni_s8_dot_16x16", "int8", "int8",
                "int32"),
-     NULL},
+     NULL, NULL},
+    /* 8 lanes (AVX512VL's 256-bit vpdpbusd), for the columns that tiles
+     * of 16 leave */
+    {"avx512_vnni_8x4", "avx512vnni",
+     DOTL_DESC("vnni8", "uint8", "int8", "int32", 4, 8),
+     DOTL_IMPL("vnni8", "tessera.vnni_dot_8x4", "uint8", "int8", "int32", 4, 8),
+     NULL, "avx512vl"},
+    {"avx512_vnni_8x16", "avx512vnni",
+     DOT4L_DESC("vnni8k16", "uint8", "int8", "int32", 8, 32),
+     DOT4L_IMPL("vnni8k16", "tessera.vnni_dot_8x16", "uint8", "int8", "int32",
+                8, 32),
+     NULL, "avx512vl"},
+    {"avx512_vnni_s8_8x4", "avx512vnni",
+     DOTL_DESC("vnnis8_8", "int8", "int8", "int32", 4, 8),
+     DOTL_IMPL("vnnis8_8", "tessera.vnni_s8_dot_8x4", "int8", "int8", "int32",
+               4, 8),
+     NULL, "avx512vl"},
+    {"avx512_vnni_s8_8x16", "avx512vnni",
+     DOT4L_DESC("vnnis8_8k16", "int8", "int8", "int32", 8, 32),
+     DOT4L_IMPL("vnnis8_8k16", "tessera.vnni_s8_dot_8x16", "int8", "int8",
+                "int32", 8, 32),
+     NULL, "avx512vl"},
     {"avx512_bf16_16x2", "avx512bf16",
      DOT_DESC("bf16dot", "bfloat16", "bfloat16", "float32", 2),
      DOT_IMPL("bf16dot", "tessera.avx512bf16_dot_16x2", "bfloat16", "bfloat16",
               "float32", 2),
-     NULL},
+     NULL, NULL},
     {"avx2_madd_s8_8x2", "avx2",
      PAIR_DESC("madds8", "int8", "int8", "int32", 2, 1),
      PAIR_IMPL("madds8", "tessera.avx2_madd_s8_8x2", "int8", "int8", "int32", 2,
                1),
-     "avx512vnni"},
+     "avx512vnni", NULL},
     {"avx2_madd_s8_8x8", "avx2",
      PAIR_DESC("madds8k8", "int8", "int8", "int32", 8, 4),
      PAIR_IMPL("madds8k8", "tessera.avx2_madd_s8_8x8", "int8", "int8", "int32",
                8, 4),
-     "avx512vnni"},
+     "avx512vnni", NULL},
     {"avx2_madd_u8_8x2", "avx2",
      PAIR_DESC("maddu8", "uint8", "int8", "int32", 2, 1),
      PAIR_IMPL("maddu8", "tessera.avx2_madd_u8_8x2", "uint8", "int8", "int32",
                2, 1),
-     "avx512vnni"},
+     "avx512vnni", NULL},
     {"avx2_madd_u8_8x8", "avx2",
      PAIR_DESC("maddu8k8", "uint8", "int8", "int32", 8, 4),
      PAIR_IMPL("maddu8k8", "tessera.avx2_madd_u8_8x8", "uint8", "int8", "int32",
                8, 4),
-     "avx512vnni"},
+     "avx512vnni", NULL},
     {"mma_m16n8k16_f16", "sm_80", MMA_DESC("mma_f16", "float16"),
-     MMA_IMPL("mma_f16", "float16"), NULL},
+     MMA_IMPL("mma_f16", "float16"), NULL, NULL},
     {"mma_m16n8k16_bf16", "sm_80", MMA_DESC("mma_bf16", "bfloat16"),
-     MMA_IMPL("mma_bf16", "bfloat16"), NULL},
+     MMA_IMPL("mma_bf16", "bfloat16"), NULL, NULL},
 };
 
 #define N_INTRINS ((int)(sizeof intrins / sizeof intrins[0]))
 
-static const char *const names[] = {
-    "amx_bf16_16x16x32",    "amx_int8_16x16x64",   "amx_uint8_16x16x64",
-    "amx_bf16_32x32x128",   "amx_bf16_32x32x512",  "amx_int8_32x32x256",
-    "amx_int8_32x32x1024",  "amx_uint8_32x32x256", "amx_uint8_32x32x1024",
-    "avx512_vnni_16x4",     "avx512_vnni_16x16",   "avx512_vnni_s8_16x4",
-    "avx512_vnni_s8_16x16", "avx512_bf16_16x2",    "avx2_madd_s8_8x2",
-    "avx2_madd_s8_8x8",     "avx2_madd_u8_8x2",    "avx2_madd_u8_8x8",
-    "mma_m16n8k16_f16",     "mma_m16n8k16_bf16",   NULL};
+static const char *const names[] = {"amx_bf16_16x16x32",
+                                    "amx_int8_16x16x64",
+                                    "amx_uint8_16x16x64",
+                                    "amx_bf16_32x32x128",
+                                    "amx_bf16_32x32x512",
+                                    "amx_int8_32x32x256",
+                                    "amx_int8_32x32x1024",
+                                    "amx_uint8_32x32x256",
+                                    "amx_uint8_32x32x1024",
+                                    "avx512_vnni_16x4",
+                                    "avx512_vnni_16x16",
+                                    "avx512_vnni_s8_16x4",
+                                    "avx512_vnni_s8_16x16",
+                                    "avx512_vnni_8x4",
+                                    "avx512_vnni_8x16",
+                                    "avx512_vnni_s8_8x4",
+                                    "avx512_vnni_s8_8x16",
+                                    "avx512_bf16_16x2",
+                                    "avx2_madd_s8_8x2",
+                                    "avx2_madd_s8_8x8",
+                                    "avx2_madd_u8_8x2",
+                                    "avx2_madd_u8_8x8",
+                                    "mma_m16n8k16_f16",
+                                    "mma_m16n8k16_bf16",
+                                    NULL};
 
 const char *const *ts_intrin_names(void) { return names; }
 
 const char *ts_intrin_superseded_by(const char *name) {
   for (int i = 0; i < N_INTRINS; i++)
     if (!strcmp(intrins[i].name, name)) return intrins[i].superseded_by;
+  return NULL;
+}
+
+const char *ts_intrin_also_needs(const char *name) {
+  for (int i = 0; i < N_INTRINS; i++)
+    if (!strcmp(intrins[i].name, name)) return intrins[i].also;
   return NULL;
 }
 

@@ -376,6 +376,10 @@ int ts_intrin_get(const char *name, ts_func **desc, ts_func **impl,
  * pairs on a target with AVX512-VNNI). NULL when none, or for an unknown
  * name. */
 const char *ts_intrin_superseded_by(const char *name);
+/* A second target feature intrinsic `name` needs beside the one
+ * ts_intrin_get gives (AVX512VL for the 8-lane VNNI dots); NULL when none,
+ * or for an unknown name. */
+const char *ts_intrin_also_needs(const char *name);
 
 /* ========================================================================
  * Constant stages ahead of time (schedule/hoist.c)

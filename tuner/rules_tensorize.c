@@ -545,8 +545,39 @@ static int shift_a(ts_sched *s, const char *name, const ts_stmt **r, gemm *gm,
 static bool intrin_on(const ts_target *t, const char *name,
                       const char *feature) {
   const char *better = ts_intrin_superseded_by(name);
+  const char *also = ts_intrin_also_needs(name);
   return feature && ts_target_has_feature(t, feature) &&
+         (!also || ts_target_has_feature(t, also)) &&
          !(better && ts_target_has_feature(t, better));
+}
+
+/* Whether dot intrinsic description d takes GEMM g's operand types (A's
+ * also after shift_int8 on target t). */
+static bool dot_types_fit(const ts_target *t, const desc_info *d,
+                          const gemm *g) {
+  bool a = ts_dtype_eq(d->a_dtype, ts_buffer_dtype(g->a)) ||
+           (wants_shift(t, g) && ts_dtype_eq(d->a_dtype, TS_UINT8));
+  return a && ts_dtype_eq(d->b_dtype, ts_buffer_dtype(g->b)) &&
+         ts_dtype_eq(d->c_dtype, ts_buffer_dtype(g->c));
+}
+
+/* The most lanes of a dot intrinsic (no rows) among cands that target t
+ * has for GEMM g's operand types; 0 when none. */
+static int64_t widest_dot(const ts_target *t, const gemm *g, char (*cands)[48],
+                          int nc) {
+  int64_t widest = 0;
+  for (int ci = 0; ci < nc; ci++) {
+    ts_func *desc = NULL, *impl = NULL;
+    const char *feature = NULL;
+    desc_info d;
+    if (ts_intrin_get(cands[ci], &desc, &impl, &feature, NULL)) continue;
+    if (intrin_on(t, cands[ci], feature) && analyse_desc(desc, &d) &&
+        !strchr(d.order, 'i') && dot_types_fit(t, &d, g) && d.tile[1] > widest)
+      widest = d.tile[1];
+    ts_func_free(desc);
+    ts_func_free(impl);
+  }
+  return widest;
 }
 
 int rule_tensorize(const gen *g, const gen_state *st, const char *block,
@@ -559,13 +590,21 @@ int rule_tensorize(const gen *g, const gen_state *st, const char *block,
   char cands[MAX_CANDIDATES][48];
   int nc =
       candidate_intrins(ts_sched_func(st->s), r, &probe, cands, MAX_CANDIDATES);
+  /* narrower dots than the widest the target has for these operands (the
+   * 8-lane VNNI forms beside the 16-lane ones) are for the columns those
+   * leave, which the default gives them; not design spaces of their own
+   * where the widest fits */
+  int64_t widest = widest_dot(g->t, &probe, cands, nc);
+  int64_t cols = iter_extent(ts_sched_func(st->s), r, probe.iter_j);
   for (int ci = 0; ci < nc && n < cap; ci++) {
     const char *nm = cands[ci];
     ts_func *desc = NULL, *impl = NULL;
     const char *feature = NULL;
     if (ts_intrin_get(nm, &desc, &impl, &feature, NULL)) continue;
     desc_info d;
-    bool usable = intrin_on(g->t, nm, feature) && analyse_desc(desc, &d);
+    bool usable =
+        intrin_on(g->t, nm, feature) && analyse_desc(desc, &d) &&
+        !(!strchr(d.order, 'i') && d.tile[1] < widest && cols >= widest);
     /* an unsigned-A intrinsic also serves a signed int8 A made unsigned
      * by shift_int8 (a variant of its own) */
     bool shift = usable && wants_shift(g->t, &probe) &&
@@ -674,11 +713,15 @@ static bool default_intrin(const ts_target *t, const gemm *gm,
     /* the map while the description (whose vars it substitutes) lives */
     bool longer_k = widened_costs_of(*nm) ? d.tile[2] < out->tile[2]
                                           : d.tile[2] > out->tile[2];
+    /* the most lanes that fit come first, whether or not they divide:
+     * the 8-lane VNNI dots take only columns that 16 lanes do not reach
+     * (8 of 1000 columns left by tiles of 16 go to them, the 992 others
+     * stay on 16 lanes) */
     if (ok &&
-        (!found || (divides && !found_divides) ||
-         (divides == found_divides &&
-          (d.tile[1] > out->tile[1] ||
-           (d.tile[1] == out->tile[1] && longer_k)))) &&
+        (!found || d.tile[1] > out->tile[1] ||
+         (d.tile[1] == out->tile[1] &&
+          ((divides && !found_divides) ||
+           (divides == found_divides && longer_k)))) &&
         pack_map(gm, &d, map, map_cap)) {
       *out = d;
       snprintf(name, cap, "%s", *nm);
@@ -1093,7 +1136,13 @@ int tensorize_default(ts_sched *s, const ts_target *t, const char *name,
      * tensorized rows ran 3-5 x slower on 64- and 128-row products: the
      * second packed copy of B made glibc give its heap back and fault its
      * pages in again at every call.) */
-    if (k == 0 && ext[k] % unit >= (unit + 1) / 2) {
+    /* int8 columns left that a dot intrinsic takes (8 of them on the
+     * 8-lane VNNI dots, or 16 and more where the register tile spans
+     * several tiles of 16): tensorized too, their own default (bf16's
+     * stay plain, as on AMX) */
+    bool int8 = ts_buffer_dtype(gm.b).bits == 8;
+    if ((k == 0 && ext[k] % unit >= (unit + 1) / 2) ||
+        (k == 1 && int8 && dot_default_fits(s, t, tail))) {
       if ((rc = tensorize_default(s, t, tail, false))) return rc;
     } else {
       default_tile_block(s, t, tail);
@@ -1178,6 +1227,15 @@ int tensorize_default(ts_sched *s, const ts_target *t, const char *name,
   for (int i = 0; d.order[i]; i++)
     order[no++] = d.order[i] == 'j' ? jp[2] : kp[2];
   if ((rc = ts_sched_reorder(s, order, no))) return rc;
+  /* Fewer column panels than cores (a product of few columns, or the
+   * columns a wider tile left: 8 of 1000) and row tiles right inside
+   * them: the row tiles are the parallel loop, inside the panel's (where
+   * its part of B is packed). Before, the 8 columns left of int8 247 x
+   * 1000 x 512 ran on one core. */
+  int64_t cores = ts_target_num_cores(t);
+  bool rows_parallel = n_par == 1 && one_kblock && order[1] == ip[0] &&
+                       rv_extent(s, jp[0]) < cores &&
+                       rv_extent(s, ip[0]) >= cores;
   /* B packed once per column panel, in the panel's loop, into the layout
    * that makes each intrinsic's B tile contiguous */
   ts_rv cache;
@@ -1215,6 +1273,7 @@ int tensorize_default(ts_sched *s, const ts_target *t, const char *name,
   if ((rc = ts_sched_unroll(s, ip[1])) || (rc = ts_sched_unroll(s, jp[1])) ||
       (rc = ts_sched_tensorize(s, order[no - 2], intrin)))
     return rc;
+  if (rows_parallel) return ts_sched_parallel(s, ip[0]);
   /* the outer loops and the column panels fused and parallel */
   ts_rv p = order[0];
   if (n_par > 1 && (rc = ts_sched_fuse(s, order, n_par, &p))) return rc;

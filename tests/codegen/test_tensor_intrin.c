@@ -1,7 +1,7 @@
 /*
  * test_tensor_intrin.c — the target tensor intrinsics that tensorize calls:
- * AVX512-VNNI (vpdpbusd), AVX2's multiply-add pairs (vpmaddwd, exact at
- * the operands' extremes), AVX512-BF16 (vdpbf16ps) and AMX (tdpbf16ps,
+ * AVX512-VNNI (vpdpbusd, 16 and 8 lanes), AVX2's multiply-add pairs (vpmaddwd,
+ * exact at the operands' extremes), AVX512-BF16 (vdpbf16ps) and AMX (tdpbf16ps,
  * tdpbssd) tile matmuls compiled from TIR and compared with the reference
  * interpreter running the same computation written as plain loops; the
  * CUDA mma.sync m16n8k16 intrinsic emitted as PTX that ptxas accepts. Runs
@@ -21,10 +21,23 @@
 /* Overwrites some inputs of both argument sets alike before the run. */
 typedef void (*fill_fn)(ts_rt_args *got, ts_rt_args *want, bool flag);
 
+/* Whether asm has a line holding both `a` and `b`. */
+static bool asm_line_has(const char *asm_text, const char *a, const char *b) {
+  for (const char *p = strstr(asm_text, a); p; p = strstr(p + 1, a)) {
+    const char *line = p, *end = strchr(p, '\n');
+    while (line > asm_text && line[-1] != '\n') line--;
+    const char *hit = strstr(line, b);
+    if (hit && (!end || hit < end)) return true;
+  }
+  return false;
+}
+
 /* Compiles `intrin_text` for `target_str`, runs it (unless the CPU lacks
  * `feature`) and compares with the interpreter running `plain_text` (same
  * parameters, plain loops), the inputs seeded and then, when `fill` is not
- * NULL, changed by fill(..., flag). Returns whether it ran. */
+ * NULL, changed by fill(..., flag). asm_needle must appear in the
+ * assembly; "X&Y" asks for a line holding both X and Y. Returns whether it
+ * ran. */
 static bool compare_with(const char *intrin_text, const char *plain_text,
                          const char *target_str, const char *feature,
                          const char *asm_needle, fill_fn fill, bool flag) {
@@ -44,7 +57,14 @@ static bool compare_with(const char *intrin_text, const char *plain_text,
   rc = ts_build(fi, t, &o, &br, &err);
   if (rc) printf("build: %s\n", err.msg);
   assert_int_equal(rc, TS_OK);
-  assert_non_null(strstr(br.assembly, asm_needle));
+  char needle[64];
+  snprintf(needle, sizeof needle, "%s", asm_needle);
+  char *both = strchr(needle, '&');
+  if (both) *both++ = 0;
+  if (both ? !asm_line_has(br.assembly, needle, both)
+           : !strstr(br.assembly, needle))
+    fail_msg("no %s%s%s in the assembly", needle, both ? " with " : "",
+             both ? both : "");
   bool ran = ts_rt_cpu_has(feature) == 1;
   if (!ran) {
     printf("run skipped: this CPU lacks %s (compiled for '%s' and checked "
@@ -160,6 +180,39 @@ static void test_avx2_madd(void **state) {
              at);
     if (!compare_with(intrin, plain, "llvm -mcpu=haswell", "avx2", "vpmaddwd",
                       fill_extremes, u8))
+      skip();
+  }
+}
+
+/* The 8-lane VNNI dots (AVX512VL's 256-bit vpdpbusd), for the columns
+ * tiles of 16 leave: C[j] over K = 64 in calls of 4 (8x4) or 16 (8x16), A
+ * unsigned or signed (the biased form), operands at their extremes. */
+static void test_vnni8(void **state) {
+  (void)state;
+  for (int v = 0; v < 4; v++) {
+    bool u8 = v & 1, k16 = v & 2;
+    const char *at = u8 ? "uint8" : "int8";
+    char name[48], intrin[1024], plain[1024];
+    snprintf(name, sizeof name, "tessera.vnni%s_dot_8x%d", u8 ? "" : "_s8",
+             k16 ? 16 : 4);
+    snprintf(intrin, sizeof intrin,
+             "func vnni8(A: %s[64], B: int8[16, 8, 4], C: int32[8]) {\n"
+             "  for j in range(8) {\n    C[j] = int32(0)\n  }\n"
+             "  for ko in range(%d) {\n"
+             "    evaluate call<int32>(\"%s\", &C[0], &A[ko * %d], "
+             "&B[ko * %d, 0, 0])\n"
+             "  }\n}\n",
+             at, k16 ? 4 : 16, name, k16 ? 16 : 4, k16 ? 4 : 1);
+    snprintf(plain, sizeof plain,
+             "func plain(A: %s[64], B: int8[16, 8, 4], C: int32[8]) {\n"
+             "  for j in range(8) {\n    C[j] = int32(0)\n"
+             "    for k in range(64) {\n"
+             "      C[j] = C[j] + cast(int32, A[k]) * cast(int32, "
+             "B[floordiv(k, 4), j, floormod(k, 4)])\n"
+             "    }\n  }\n}\n",
+             at);
+    if (!compare_with(intrin, plain, "llvm -mcpu=cascadelake", "avx512vnni",
+                      "vpdpbusd&%ymm", fill_extremes, u8))
       skip();
   }
 }
@@ -412,6 +465,7 @@ static void test_mma_ptx(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_vnni),
+      cmocka_unit_test(test_vnni8),
       cmocka_unit_test(test_avx2_madd),
       cmocka_unit_test(test_avx512_bf16),
       cmocka_unit_test(test_amx_bf16),

@@ -133,7 +133,11 @@ static void test_registry(void **state) {
     ts_func_free(d);
     ts_func_free(i);
   }
-  assert_int_equal(n, 20);
+  assert_int_equal(n, 24);
+  /* the 8-lane VNNI dots need AVX512VL too */
+  assert_string_equal(ts_intrin_also_needs("avx512_vnni_s8_8x16"), "avx512vl");
+  assert_null(ts_intrin_also_needs("avx512_vnni_s8_16x16"));
+  assert_null(ts_intrin_also_needs("nope"));
   /* AVX2's multiply-add pairs give way to VNNI; VNNI to nothing */
   assert_string_equal(ts_intrin_superseded_by("avx2_madd_s8_8x8"),
                       "avx512vnni");

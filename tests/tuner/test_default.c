@@ -1014,7 +1014,8 @@ static void test_tensorized(void **state) {
       {"matmul M=32 N=64 K=32 dtype=bfloat16", "avx512_bf16_16x2",
        "factors=[None, 8]", NULL},
       /* columns and K no VNNI tile divides (40 = 32 + 8, 68 = 64 + 4):
-       * partitioned off; AVX2's 8 x 2 pairs divide both */
+       * partitioned off, the 8 columns left on the 8-lane VNNI dot;
+       * AVX2's 8 x 2 pairs divide both */
       {"matmul M=12 N=40 K=68 dtype=int8", "avx512_vnni_16x16", "partition(",
        "avx2_madd_s8_8x2"},
       {"matmul M=16 N=40 K=34 dtype=bfloat16", "avx512_bf16_16x2", "partition(",
@@ -1065,6 +1066,11 @@ static void test_tensorized(void **state) {
         fail_msg("%s: no %s tensorized with %s, unrolled, B packed per "
                  "panel, parallel in\n%s",
                  what, cases[i].intrin, cases[i].factors, trace);
+      if (!k && cases[i].spec && strstr(cases[i].spec, "N=40 K=68") &&
+          strstr(cases[i].spec, "int8") && !strstr(trace, "avx512_vnni_8x"))
+        fail_msg("%s: the 8 columns left are not on the 8-lane VNNI dot "
+                 "in\n%s",
+                 what, trace);
       /* a conv's weights packed in the panel loop, before its row loop */
       if (!k && cases[i].spec && strstr(cases[i].spec, "conv2d")) {
         char *text = ts_func_print(ts_sched_func(s));
