@@ -402,6 +402,64 @@ bool tile_interleave(ts_sched *s, const char *name, int64_t group_bytes,
          !ts_sched_vectorize(s, pj[1]);
 }
 
+bool tile_group_copy(ts_sched *s, const char *name, int64_t max_unroll) {
+  ts_rv loops[MAX_LOOPS];
+  int nl = 0;
+  const ts_region *w, *rd;
+  const ts_stmt *r = copy_block(s, name, loops, &nl, &w, &rd);
+  if (!r) return false;
+  const ts_stmt *ls[MAX_LOOPS];
+  for (int i = 0; i < nl; i++)
+    if (!(ls[i] = ts_sched_rv_loop(s, loops[i])) ||
+        ts_for_kind_of(ls[i]) != TS_FOR_SERIAL ||
+        loop_binding(r, ls[i]) != BIND_SPATIAL)
+      return false;
+  int64_t ei = 0;
+  if (ts_for_body(ls[nl - 1]) != r ||
+      !ts_expr_is_const_int(ts_for_extent(ls[nl - 1]), &ei))
+    return false;
+  ts_arena *a = ts_arena_create();
+  if (!a) return false;
+  /* the source and the destination contiguous along the innermost loop
+   * for P elements (a power of two), the destination not for 2 P */
+  int64_t s0, s1, d0, dp, dq;
+  bool ok = offset_at(a, r, rd, ls, nl, 0, 0, &s0) &&
+            offset_at(a, r, rd, ls, nl, 0, 1, &s1) && s1 - s0 == 1 &&
+            offset_at(a, r, w, ls, nl, 0, 0, &d0);
+  int64_t P = 0;
+  for (int64_t q = 2; ok && q <= 16 && ei % q == 0; q *= 2)
+    if (offset_at(a, r, w, ls, nl, 0, q - 1, &dq) && dq - d0 == q - 1) P = q;
+  ok = ok && P >= 2 && P < ei &&
+       !(offset_at(a, r, w, ls, nl, 0, P, &dp) && dp - d0 == P);
+  /* an enclosing loop along which the destination steps by P (the next
+   * column's group) and the source does not step by 1 */
+  int lo = -1;
+  int64_t eo = 0;
+  for (int i = nl - 2; ok && i >= 0 && lo < 0; i--) {
+    const ts_stmt *two[MAX_LOOPS];
+    int m = 0;
+    for (int j = 0; j < nl; j++)
+      if (j != i && j != nl - 1) two[m++] = ls[j];
+    two[m++] = ls[i];
+    two[m++] = ls[nl - 1];
+    int64_t dn, sn;
+    if (offset_at(a, r, w, two, m, 1, 0, &dn) && dn - d0 == P &&
+        offset_at(a, r, rd, two, m, 1, 0, &sn) && sn - s0 != 1 &&
+        ts_expr_is_const_int(ts_for_extent(ls[i]), &eo) && eo > 1)
+      lo = i;
+  }
+  ts_arena_destroy(a);
+  if (!ok || lo < 0) return false;
+  ts_rv pi[2];
+  int64_t fi[2] = {ei / P, P};
+  if (ts_sched_split(s, loops[nl - 1], fi, 2, pi)) return false;
+  ts_rv order[2] = {pi[0], loops[lo]};
+  if (ts_sched_reorder(s, order, 2) || ts_sched_vectorize(s, pi[1]))
+    return false;
+  if (eo <= max_unroll) ts_sched_unroll(s, loops[lo]);
+  return true;
+}
+
 int cache_read_dim_last(ts_sched *s, ts_rv b, const char *buffer, int dim,
                         ts_rv *out) {
   const ts_buffer *buf = NULL;

@@ -117,6 +117,15 @@ bool tile_transpose(ts_sched *s, const char *name, int max_lanes);
  * not such a copy. */
 bool tile_interleave(ts_sched *s, const char *name, int64_t group_bytes,
                      int64_t max_lanes);
+/* A copy into a layout of groups (B of a product with transpose_b packed
+ * for a dot-product intrinsic: P consecutive k of a column side by side,
+ * the columns next to each other, the source contiguous along k): its
+ * innermost loop (along k) split by P, the loop along the columns moved
+ * inside the outer part and unrolled (when at most max_unroll), the P
+ * elements vectorized, so each group is one P-element load and store
+ * instead of P scattered ones. False, unchanged, when the block is not
+ * such a copy. */
+bool tile_group_copy(ts_sched *s, const char *name, int64_t max_unroll);
 /* A copy of `buffer` (read by block b) made before b (cache_read, "global")
  * with dimension `dim` moved last (transform_layout): the packed panel of
  * an operand whose vector axis is not its innermost one (B of a product

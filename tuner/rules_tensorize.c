@@ -1250,7 +1250,8 @@ int tensorize_default(ts_sched *s, const ts_target *t, const char *name,
   char cname[128];
   snprintf(cname, sizeof cname, "%s", cache_name ? cache_name : "");
   if (!ts_sched_get_loops(s, cache, cl, MAX_LOOPS, &ncl) && ncl > n_par &&
-      !(ncl >= n_par + 2 && tile_interleave(s, cname, 64, 64)) &&
+      !(ncl >= n_par + 2 &&
+        (tile_interleave(s, cname, 64, 64) || tile_group_copy(s, cname, 32))) &&
       rv_extent(s, cl[ncl - 1]) <= 64)
     ts_sched_vectorize(s, cl[ncl - 1]);
   /* the init before the K blocks, vectorized */

@@ -1071,6 +1071,22 @@ static void test_tensorized(void **state) {
         fail_msg("%s: the 8 columns left are not on the 8-lane VNNI dot "
                  "in\n%s",
                  what, trace);
+      /* a dense layer's W ([N, K], contiguous along K) packed a group of
+       * 4 k at a time: one 4-byte vector per column, not 4 scattered
+       * bytes (tile_group_copy) */
+      if (!k && cases[i].spec && !strncmp(cases[i].spec, "dense", 5)) {
+        char *text = ts_func_print(ts_sched_func(s));
+        char *pack = strstr(text, "block W_global");
+        char *line = pack;
+        while (line && line > text && line[-1] != '\n') line--;
+        char *prev = line && line > text + 1 ? line - 2 : NULL;
+        while (prev && prev > text && prev[-1] != '\n') prev--;
+        if (prev) line[-1] = 0; /* the loop's line alone */
+        if (!prev || !strstr(prev, "in range(4) vectorized"))
+          fail_msg("%s: W not packed 4 k at a time (%s)", what,
+                   prev ? prev : "no pack");
+        free(text);
+      }
       /* a conv's weights packed in the panel loop, before its row loop */
       if (!k && cases[i].spec && strstr(cases[i].spec, "conv2d")) {
         char *text = ts_func_print(ts_sched_func(s));
