@@ -284,9 +284,22 @@ static ts_expr *vec_expr(vec_ctx *c, ts_expr *e);
 
 static bool is_vector(const ts_expr *e) { return ts_expr_dtype(e).lanes > 1; }
 
+static int64_t gcd64(int64_t a, int64_t b) {
+  if (a < 0) a = -a;
+  if (b < 0) b = -b;
+  while (b) {
+    int64_t t = a % b;
+    a = b;
+    b = t;
+  }
+  return a;
+}
+
 /* For an integer expression sum(c_i t_i) + k0: *g = gcd(cap, c_i...) and
- * *k0 (terms other than constants, sums, differences and products by
- * constants count with coefficient 1). */
+ * *k0 (terms other than constants, sums, differences, products by
+ * constants and remainders by constants count with coefficient 1; a
+ * remainder by m, x - m floor(x / m), counts as x's terms and one of
+ * coefficient m). */
 static bool coef_gcd(const ts_expr *e, int64_t cap, int64_t *g, int64_t *k0) {
   int64_t v;
   *g = cap;
@@ -305,19 +318,22 @@ static bool coef_gcd(const ts_expr *e, int64_t cap, int64_t *g, int64_t *k0) {
     *k0 = k == TS_EXPR_ADD ? c1 + c2 : c1 - c2;
     return true;
   }
+  /* floormod(x, m) = x - m floor(x / m): x's terms and one of
+   * coefficient m (floormod(4 j, 16) is a multiple of 4) */
+  if (k == TS_EXPR_FLOORMOD &&
+      ts_expr_is_const_int(ts_expr_operand(e, 1), &v) && v > 0 &&
+      coef_gcd(ts_expr_operand(e, 0), cap, &g1, &c1)) {
+    *g = gcd64(g1, v);
+    *k0 = c1;
+    return true;
+  }
   if (k == TS_EXPR_MUL) {
     for (int side = 0; side < 2; side++)
       if (ts_expr_is_const_int(ts_expr_operand(e, side), &v) &&
           coef_gcd(ts_expr_operand(e, 1 - side), cap, &g1, &c1)) {
         /* gcd(cap, v g1) divides gcd(cap, v c_i) for every term: a common
          * divisor of the coefficients; the constant v c1 */
-        int64_t a0 = cap, b0 = (v * g1) < 0 ? -(v * g1) : v * g1;
-        while (b0) {
-          int64_t t = a0 % b0;
-          a0 = b0;
-          b0 = t;
-        }
-        *g = a0;
+        *g = gcd64(cap, v * g1);
         *k0 = v * c1;
         return true;
       }

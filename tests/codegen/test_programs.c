@@ -106,6 +106,14 @@ static void test_lowering_shapes(void **state) {
   assert_non_null(strstr(t, "Y[o * 7 + 6] ="));
   assert_null(strstr(t, "vectorize_fallback"));
   free(t);
+  /* A packed layout's groups of 4 (floordiv and floormod of remainders
+   * of the vector loop's index): whole 4-lane stores, not scattered
+   * bytes. */
+  t = lowered_text("group_pack.tir");
+  assert_non_null(strstr(t, "P[ramp("));
+  assert_non_null(strstr(t, ", 1, 4)] = W[ramp("));
+  assert_null(strstr(t, "vectorize_fallback"));
+  free(t);
   /* A vectorized reduction loop falls back to scalar code with a reason. */
   t = lowered_text("split_reduce.tir");
   assert_non_null(strstr(t, "vectorize_fallback"));
