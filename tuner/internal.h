@@ -312,6 +312,8 @@ void cands_features(const ts_target *t, int threads, cand **v, int n);
  * times its trip count), from its features; -1 when it has none or calls
  * target intrinsics (whose work the features do not count). */
 double cand_float_work(const cand *c);
+/* The same from features (-1 when they are empty). */
+double features_float_work(const ts_cm_features *f);
 /* Candidates doing more than this many times the float arithmetic of the
  * task's fastest measured schedule are not measured (job.c, prune_heavy):
  * a producer computed inside its consumer's loops recomputes its whole

@@ -429,6 +429,29 @@ static void resume_one(void *ctx, int i, int worker) {
   ts_trace_free(full);
 }
 
+/* The float work (features_float_work) of stored record `rec`, whose
+ * features `have` may be empty (a task without a cost model): a resumed
+ * job's fastest, so that prune_heavy works from its first batch on and not
+ * only once the job measures a new best. 0 when the trace no longer
+ * replays or its features fail (nothing is pruned then). */
+static double stored_work(const job *j, const job_task *t,
+                          const ts_db_record *rec, const ts_cm_features *have) {
+  if (have->values) return features_float_work(have);
+  ts_trace *full = NULL;
+  ts_sched *s = NULL;
+  double w = 0;
+  if (!ts_record_traces(rec->trace_json, &full, NULL, NULL) &&
+      !ts_trace_apply(full, t->spec->func, 1, &s, NULL)) {
+    ts_cm_features f = {0};
+    if (!ts_cm_extract(ts_sched_func(s), j->target, &f, NULL))
+      w = features_float_work(&f);
+    ts_cm_features_clear(&f);
+  }
+  ts_sched_destroy(s);
+  ts_trace_free(full);
+  return w;
+}
+
 static int load_task_records(job *j, job_task *t, int threads) {
   ts_db_record *recs = NULL;
   int n = 0;
@@ -445,7 +468,7 @@ static int load_task_records(job *j, job_task *t, int threads) {
   tuner_parallel(threads, n, resume_one, &r);
   ts_cm_candidate *cc = calloc((size_t)n, sizeof *cc);
   ts_cm_result *cr = calloc((size_t)n, sizeof *cr);
-  int m = 0;
+  int m = 0, best = -1;
   for (int i = 0; i < n; i++) {
     const ts_db_record *rec = &recs[i];
     bool ok = rec->status == TS_DB_STATUS_OK && isfinite(rec->median_s) &&
@@ -457,6 +480,7 @@ static int load_task_records(job *j, job_task *t, int threads) {
       if (ok && rec->median_s < t->best_s) {
         t->best_s = rec->median_s;
         t->trial_of_best = rec->trial;
+        best = i;
       }
     }
     if (!r.ok[i]) continue; /* a trace this build no longer replays */
@@ -471,6 +495,8 @@ static int load_task_records(job *j, job_task *t, int threads) {
       m++;
     }
   }
+  if (best >= 0 && r.ok[best])
+    t->best_work = stored_work(j, t, &recs[best], &r.feats[best]);
   int rc = TS_OK;
   if (m && t->model && ts_cm_update(t->model, cc, cr, m, j->err))
     rc = j->err ? j->err->code : TS_EINVAL;

@@ -183,20 +183,24 @@ void cands_features(const ts_target *t, int threads, cand **v, int n) {
   if (n > 0) tuner_parallel(threads, n, feat_one, &j);
 }
 
-double cand_float_work(const cand *c) {
+double features_float_work(const ts_cm_features *f) {
   static const ts_cm_feature_id ops[] = {
       TS_CM_F_FLOAT_MAD,    TS_CM_F_FLOAT_ADDSUB, TS_CM_F_FLOAT_MUL,
       TS_CM_F_FLOAT_DIVMOD, TS_CM_F_FLOAT_CMP,    TS_CM_F_FLOAT_MATH_FUNC};
-  if (!c->have_feat) return -1;
+  if (!f->values) return -1;
   double w = 0;
-  for (int r = 0; r < c->feat.n_rows; r++) {
-    const float *x = c->feat.values + (size_t)r * TS_CM_N_FEATURES;
+  for (int r = 0; r < f->n_rows; r++) {
+    const float *x = f->values + (size_t)r * TS_CM_N_FEATURES;
     if (x[TS_CM_F_FLOAT_OTHER_FUNC] > 0 || x[TS_CM_F_INT_OTHER_FUNC] > 0)
       return -1;
     for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++)
       w += exp2((double)x[ops[k]]) - 1; /* features are log2(x + 1) */
   }
   return w;
+}
+
+double cand_float_work(const cand *c) {
+  return c->have_feat ? features_float_work(&c->feat) : -1;
 }
 
 bool cand_too_heavy(const cand *c, double best_work) {

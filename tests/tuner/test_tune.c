@@ -7,7 +7,8 @@
  * re-running the job continues the trial count;
  * an output of 4 MiB or more also gets its default schedule with
  * non-temporal stores as trial 1
- * (and retrains the cost model past its threshold); a task whose space
+ * (and retrains the cost model past its threshold); a resumed job prunes
+ * recomputing candidates from its first batch on; a task whose space
  * runs dry stops early; a build over its time limit fails alone.
  */
 #include <setjmp.h>
@@ -19,6 +20,7 @@
 #include <cjson/cJSON.h>
 #include <dirent.h>
 #include <math.h>
+#include <sqlite3.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -129,6 +131,52 @@ static void test_end_to_end_and_resume(void **state) {
   OK(ts_tune(db, runner, &task, 1, &o, &r, &err));
   assert_int_equal(r.trials_now, 0);
   assert_int_equal(r.trials_done, 80);
+  ts_tune_result_clear(&r);
+  ts_workload_free(w);
+  ts_db_close(db);
+  ts_runner_destroy(runner);
+}
+
+/* A resumed job prunes heavy candidates (cand_too_heavy) from its first
+ * batch on: the float work of its stored fastest is read from that record.
+ * The stored default is made unbeatable (its time set to 1 ps), so no
+ * candidate of the resumed run becomes the new fastest: before, that run
+ * pruned nothing. Softmax's space has many candidates that recompute a
+ * row's exps for every output element. */
+static void test_resume_prunes(void **state) {
+  (void)state;
+  ts_runner *runner = NULL;
+  ts_error err;
+  OK(ts_runner_embedded_create(NULL, &runner, &err));
+  ts_db *db = open_db("prune.db");
+  ts_workload *w = tu_workload("softmax N=32 D=256");
+  ts_tune_task task = task_of(w);
+  ts_tune_options o = small_options();
+  o.job_name = "prune";
+  o.trials = 8;
+  ts_tune_result r;
+  OK(ts_tune(db, runner, &task, 1, &o, &r, &err));
+  assert_true(isfinite(r.tasks[0].best_seconds));
+  ts_tune_result_clear(&r);
+  ts_db_close(db);
+  char p[512];
+  path_in(p, sizeof p, "prune.db");
+  sqlite3 *sq = NULL;
+  assert_int_equal(sqlite3_open(p, &sq), SQLITE_OK);
+  assert_int_equal(
+      sqlite3_exec(sq, "UPDATE records SET median_s = 1e-12 WHERE trial = 0",
+                   NULL, NULL, NULL),
+      SQLITE_OK);
+  assert_int_equal(sqlite3_changes(sq), 1);
+  sqlite3_close(sq);
+  db = open_db("prune.db");
+  o.trials = 96;
+  OK(ts_tune(db, runner, &task, 1, &o, &r, &err));
+  assert_true(r.resumed);
+  assert_int_equal(r.tasks[0].trial_of_best, 0);
+  if (r.tasks[0].pruned == 0)
+    fail_msg("the resumed job pruned nothing in %lld trials",
+             (long long)r.tasks[0].trials_now);
   ts_tune_result_clear(&r);
   ts_workload_free(w);
   ts_db_close(db);
@@ -338,6 +386,7 @@ int main(void) {
       cmocka_unit_test(test_const_weights),
       cmocka_unit_test(test_end_to_end_and_resume),
       cmocka_unit_test(test_early_stop),
+      cmocka_unit_test(test_resume_prunes),
       cmocka_unit_test(test_streamed_default),
       cmocka_unit_test(test_build_timeout),
   };
