@@ -172,7 +172,8 @@ static LLVMValueRef i16c(emitter *e, unsigned v) {
 typedef struct amx_shape {
   const char *dp;        /* the tile product intrinsic */
   unsigned ebytes;       /* bytes per A/B element */
-  int64_t kstep, kconst; /* K per tile step, K of the call */
+  int64_t kstep, kconst; /* K per tile step, K of the call (or of its part) */
+  int64_t group;         /* k per packed B element group (kstep / 16) */
   int64_t mt, nt, rows;  /* row tiles, column tiles, rows in all */
 } amx_shape;
 
@@ -207,23 +208,28 @@ static void amx_tiles(emitter *e, const amx_shape *sh, LLVMValueRef cp,
       c[m * nt + n] =
           emit_call_fixed(e, "llvm.x86.tileloadd64.internal", la, 4);
     }
-  for (int64_t kk = 0; kk < kconst / kstep; kk++) {
+  for (int64_t kk = 0; kk * kstep < kconst; kk++) {
     /* tile A at column offset kk*kstep, tile B at row kk*16; the n-th tile
-     * of B 64 bytes (16 columns of 4 bytes of k) to the right */
+     * of B 64 bytes (16 columns of 4 bytes of k) to the right. A last
+     * partial step (kb < kstep: the caller gives it a function of its own,
+     * see amx_gemm) has A tiles kb elements wide and B tiles kb / group
+     * rows high. */
+    int64_t kb = kconst - kk * kstep < kstep ? kconst - kk * kstep : kstep;
+    unsigned a_bytes = (unsigned)(kb * (int64_t)ebytes);
     for (int64_t m = 0; m < mt; m++) {
       LLVMValueRef la[4] = {
-          ROWS_OF(m), i16c(e, 64),
+          ROWS_OF(m), i16c(e, a_bytes),
           AMX_AT(ap, m * 16, lda_b, kk * kstep * (int64_t)ebytes), lda_b};
       at[m] = emit_call_fixed(e, "llvm.x86.tileloadd64.internal", la, 4);
     }
     for (int64_t n = 0; n < nt; n++) {
-      LLVMValueRef lb[4] = {i16c(e, 16), i16c(e, 64),
+      LLVMValueRef lb[4] = {i16c(e, (unsigned)(kb / sh->group)), i16c(e, 64),
                             AMX_AT(bp, kk * 16, ldb_b, n * 64), ldb_b};
       bt[n] = emit_call_fixed(e, "llvm.x86.tileloadd64.internal", lb, 4);
     }
     for (int64_t m = 0; m < mt; m++)
       for (int64_t n = 0; n < nt; n++) {
-        LLVMValueRef d[6] = {ROWS_OF(m),    i16c(e, 64), i16c(e, 64),
+        LLVMValueRef d[6] = {ROWS_OF(m),    i16c(e, 64), i16c(e, a_bytes),
                              c[m * nt + n], at[m],       bt[n]};
         c[m * nt + n] = emit_call_fixed(e, dp, d, 6);
       }
@@ -251,7 +257,15 @@ static void amx_tiles(emitter *e, const amx_shape *sh, LLVMValueRef cp,
  * third constant, R, the rows of the block (16 (MT - 1) < R <= 16 MT):
  * the last row tile's A and C tiles are configured with the rows left,
  * so the product's last rows run on AMX without padding. K must be a
- * constant, and is unrolled. */
+ * constant, and is unrolled; a multiple of the packed group (2 bf16, 4
+ * int8) that whole tile steps (32 bf16, 64 int8) do not divide ends with
+ * one narrower step (int8 K 1000: 15 steps, then A tiles 40 wide and B
+ * tiles 10 rows high), in a function of its own. */
+static void amx_tiles_call(emitter *e, const amx_shape *sh, LLVMValueRef cp,
+                           LLVMValueRef ldc_b, LLVMValueRef ap,
+                           LLVMValueRef lda_b, LLVMValueRef bp,
+                           LLVMValueRef ldb_b);
+
 static LLVMValueRef amx_gemm(emitter *e, ts_expr *x, LLVMValueRef *a) {
   const char *name = ts_expr_call_name(x);
   bool int8 = !strncmp(name, "tessera.amx_int8_gemm", 21);
@@ -288,13 +302,13 @@ static LLVMValueRef amx_gemm(emitter *e, ts_expr *x, LLVMValueRef *a) {
               name);
     return NULL;
   }
-  int64_t kconst;
+  int64_t kconst, group = kstep / 16;
   if (!ts_expr_is_const_int(ts_expr_operand(x, 6), &kconst) || kconst <= 0 ||
-      kconst % kstep || kconst / kstep > 64) {
+      kconst % group || kconst > 64 * kstep) {
     emit_fail(e, TS_EUNSUPPORTED,
               "code generation: %s needs a constant K that is a multiple of "
               "%lld (at most %lld)",
-              name, (long long)kstep, (long long)(64 * kstep));
+              name, (long long)group, (long long)(64 * kstep));
     return NULL;
   }
   LLVMValueRef ldc_b =
@@ -303,22 +317,50 @@ static LLVMValueRef amx_gemm(emitter *e, ts_expr *x, LLVMValueRef *a) {
       LLVMBuildMul(e->b, a[3], LLVMConstInt(emit_i64t(e), ebytes, 0), "");
   LLVMValueRef ldb_b =
       LLVMBuildMul(e->b, a[5], LLVMConstInt(emit_i64t(e), ebytes, 0), "");
-  amx_shape sh = {dp, ebytes, kstep, kconst, mt, nt, rows};
-  if (rows == 16 * mt) {
-    amx_tiles(e, &sh, a[0], ldc_b, a[2], lda_b, a[4], ldb_b);
-    return NULL;
+  /* the whole tile steps, then the K left (a multiple of the group) as
+   * one narrower step: its A and B tiles have other shapes, so it gets a
+   * function of its own, after the whole steps have stored C */
+  int64_t ktail = kconst % kstep;
+  amx_shape sh = {dp, ebytes, kstep, kconst - ktail, group, mt, nt, rows};
+  if (sh.kconst > 0) {
+    if (rows == 16 * mt)
+      amx_tiles(e, &sh, a[0], ldc_b, a[2], lda_b, a[4], ldb_b);
+    else
+      amx_tiles_call(e, &sh, a[0], ldc_b, a[2], lda_b, a[4], ldb_b);
   }
-  /* Fewer rows: a function of its own. LLVM configures the tile
-   * registers once per function, each with one shape; next to a block
-   * that holds all eight registers, tiles of another shape would get
-   * registers configured for the block's. The call reloads the caller's
-   * configuration after it. */
+  if (ktail) {
+    LLVMTypeRef i8t = LLVMInt8TypeInContext(e->ctx);
+    LLVMTypeRef i64t = emit_i64t(e);
+    int64_t kmain = sh.kconst;
+    LLVMValueRef aoff =
+        LLVMConstInt(i64t, (unsigned long long)(kmain * ebytes), 0);
+    LLVMValueRef boff = LLVMBuildMul(
+        e->b, LLVMConstInt(i64t, (unsigned long long)(kmain / group), 0), ldb_b,
+        "");
+    LLVMValueRef ap = LLVMBuildInBoundsGEP2(e->b, i8t, a[2], &aoff, 1, "");
+    LLVMValueRef bp = LLVMBuildInBoundsGEP2(e->b, i8t, a[4], &boff, 1, "");
+    sh.kconst = ktail;
+    amx_tiles_call(e, &sh, a[0], ldc_b, ap, lda_b, bp, ldb_b);
+  }
+  return NULL;
+}
+
+/* Emits amx_tiles as a function of its own, and a call to it at the
+ * builder. LLVM configures the tile registers once per function, each
+ * with one shape; next to a block that holds all eight registers, tiles
+ * of another shape (fewer rows, a narrower last K step) would get
+ * registers configured for the block's. The call reloads the caller's
+ * configuration after it. */
+static void amx_tiles_call(emitter *e, const amx_shape *sh, LLVMValueRef cp,
+                           LLVMValueRef ldc_b, LLVMValueRef ap,
+                           LLVMValueRef lda_b, LLVMValueRef bp,
+                           LLVMValueRef ldb_b) {
   LLVMTypeRef pt = emit_ptrt(e), it = emit_i64t(e);
   LLVMTypeRef params[6] = {pt, it, pt, it, pt, it};
   LLVMTypeRef fty =
       LLVMFunctionType(LLVMVoidTypeInContext(e->ctx), params, 6, 0);
   char fname[256];
-  snprintf(fname, sizeof fname, "%s_amx_rows%d", e->entry, e->n_tasks++);
+  snprintf(fname, sizeof fname, "%s_amx_part%d", e->entry, e->n_tasks++);
   LLVMValueRef fn = LLVMAddFunction(e->mod, fname, fty);
   LLVMSetLinkage(fn, LLVMInternalLinkage);
   emit_set_fn_attrs(e, fn);
@@ -326,14 +368,13 @@ static LLVMValueRef amx_gemm(emitter *e, ts_expr *x, LLVMValueRef *a) {
   LLVMBasicBlockRef saved_bb = LLVMGetInsertBlock(e->b);
   LLVMPositionBuilderAtEnd(e->b,
                            LLVMAppendBasicBlockInContext(e->ctx, fn, "entry"));
-  amx_tiles(e, &sh, LLVMGetParam(fn, 0), LLVMGetParam(fn, 1),
+  amx_tiles(e, sh, LLVMGetParam(fn, 0), LLVMGetParam(fn, 1),
             LLVMGetParam(fn, 2), LLVMGetParam(fn, 3), LLVMGetParam(fn, 4),
             LLVMGetParam(fn, 5));
   LLVMBuildRetVoid(e->b);
   LLVMPositionBuilderAtEnd(e->b, saved_bb);
-  LLVMValueRef args[6] = {a[0], ldc_b, a[2], lda_b, a[4], ldb_b};
+  LLVMValueRef args[6] = {cp, ldc_b, ap, lda_b, bp, ldb_b};
   LLVMBuildCall2(e->b, fty, fn, args, 6, "");
-  return NULL;
 }
 
 /* tessera.prefetch(&X[...], bytes): a hint that the cache line holding

@@ -256,9 +256,11 @@ const char *ts_intrin_also_needs(const char *name) {
  * 2 x 2 tiles kept in tile registers over the call's K (_gemm_blk, B's
  * rows 32 columns wide, the second tile 64 bytes in). The listed names
  * are a few K; ts_intrin_get answers to every K that is a multiple of
- * the tile step (32 for bf16, 64 for int8) up to AMX_MAX_STEPS steps
- * ("amx_int8_32x32x576": a K of 576 with no rest), so a product whose K
- * none of the listed ones divides keeps the long call. Each also has
+ * the packed group (2 for bf16, 4 for int8) up to AMX_MAX_STEPS tile
+ * steps (32 for bf16, 64 for int8): "amx_int8_32x32x576", a K of 576
+ * with no rest, or "amx_int8_32x32x1000", 15 whole steps and one of 40
+ * (the code generator's narrower last step), so a product whose K none
+ * of the listed ones divides keeps the long call. Each also has
  * row edges, "<name>_r<R>" (0 < R < MN): the same product over R rows
  * (_gemm_rows: the last row tile's A and C configured with the rows
  * left), so a product whose rows the tiles do not divide runs its last
@@ -312,7 +314,7 @@ static const amx_form *amx_form_of(const char *name, int *mn, int *k,
       return NULL;
     s += 6;
     int step = 16 * f->p;
-    if (!parse_count(&s, k) || *k % step || *k / step > AMX_MAX_STEPS)
+    if (!parse_count(&s, k) || *k % f->p || *k > step * AMX_MAX_STEPS)
       return NULL;
     *rows = *mn;
     if (!*s) return f;

@@ -366,6 +366,10 @@ static int64_t iter_extent(const ts_func *f, const ts_stmt *r, int it) {
 /* The most tile steps of an AMX call fitted to a product's K (what the
  * listed long forms have: 512 bf16, 1024 int8). */
 #define AMX_FIT_STEPS 16
+/* The most tile steps of a call whose last step is narrower (whole steps
+ * do not divide K): as many as the code generator unrolls, so that a K
+ * up to that many steps is one call. */
+#define AMX_TAIL_STEPS 32
 #define MAX_CANDIDATES 48
 
 /* The intrinsics considered for GEMM block r (roles g): the listed ones,
@@ -373,7 +377,11 @@ static int64_t iter_extent(const ts_func *f, const ts_stmt *r, int it) {
  * multiple of the tile step, at most AMX_FIT_STEPS steps, that divides
  * the whole steps of r's K, where no listed form has that K (K 576 int8:
  * amx_int8_32x32x576, one call over the whole K and no rest; K 768
- * bf16: amx_bf16_32x32x384 beside the listed 128). Returns the count. */
+ * bf16: amx_bf16_32x32x384 beside the listed 128). Where whole steps do
+ * not divide K, the longest divisor of K of at most AMX_TAIL_STEPS steps
+ * that is a multiple of the packed group, if it has a quarter of
+ * AMX_FIT_STEPS steps or more (K 1000 int8: amx_int8_32x32x1000). Returns
+ * the count. */
 static int candidate_intrins(const ts_func *f, const ts_stmt *r, const gemm *g,
                              char (*out)[48], int cap) {
   int n = 0;
@@ -388,6 +396,16 @@ static int candidate_intrins(const ts_func *f, const ts_stmt *r, const gemm *g,
     int64_t steps = k_ext / kinds[i].step;
     if (steps < 1) continue;
     int64_t fit = kinds[i].step * divisor_at_most(steps, AMX_FIT_STEPS);
+    /* whole steps do not divide K: calls over a divisor of K with a
+     * narrower last step, so that no K is left to the plain tiling
+     * (int8 874 x 3072 x 1000: 15 steps of 64 and the 40 left plain
+     * took 4.16 ms, 0.69 x oneDNN; K 960 alone 1.48 ms) */
+    int64_t group = kinds[i].step / 16;
+    if (k_ext % kinds[i].step && k_ext % group == 0) {
+      int64_t q = divisor_at_most(k_ext / group,
+                                  kinds[i].step / group * AMX_TAIL_STEPS);
+      if (q * group >= kinds[i].step * AMX_FIT_STEPS / 4) fit = q * group;
+    }
     char name[48];
     snprintf(name, sizeof name, "amx_%s_32x32x%lld", kinds[i].kind,
              (long long)fit);

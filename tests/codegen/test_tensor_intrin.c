@@ -104,6 +104,23 @@ static bool compare_with(const char *intrin_text, const char *plain_text,
   return ran;
 }
 
+/* Building `text` for `target_str` is refused (TS_EUNSUPPORTED) with a
+ * message containing `needle`. */
+static void expect_refused(const char *text, const char *target_str,
+                           const char *needle) {
+  ts_func *f = NULL;
+  ts_target *t = NULL;
+  ts_error err;
+  assert_int_equal(ts_func_parse(text, strlen(text), "t", &f, &err), TS_OK);
+  assert_int_equal(ts_target_parse(target_str, &t, &err), TS_OK);
+  ts_build_result br;
+  assert_int_equal(ts_build(f, t, NULL, &br, &err), TS_EUNSUPPORTED);
+  if (!strstr(err.msg, needle))
+    fail_msg("refused without \"%s\": %s", needle, err.msg);
+  ts_target_free(t);
+  ts_func_free(f);
+}
+
 /* compare_with, seeded inputs only; where the CPU lacks the feature the
  * test is reported as skipped after the compile and assembly checks. */
 static void compare(const char *intrin_text, const char *plain_text,
@@ -330,17 +347,7 @@ static void test_amx_int8_blocked(void **state) {
       "func amx8(A: int8[48, 128], Bp: int8[32, 192], C: int32[48, 48]) {\n"
       "  evaluate call<int32>(\"tessera.amx_int8_gemm_blk\", &C[0, 0], 48, "
       "&A[0, 0], 128, &Bp[0, 0], 192, 128, 3, 3)\n}\n";
-  ts_func *f = NULL;
-  ts_target *t = NULL;
-  ts_error err;
-  assert_int_equal(ts_func_parse(big, strlen(big), "t", &f, &err), TS_OK);
-  assert_int_equal(ts_target_parse("llvm -mcpu=sapphirerapids", &t, &err),
-                   TS_OK);
-  ts_build_result br;
-  assert_int_equal(ts_build(f, t, NULL, &br, &err), TS_EUNSUPPORTED);
-  assert_non_null(strstr(err.msg, "8 tile registers"));
-  ts_target_free(t);
-  ts_func_free(f);
+  expect_refused(big, "llvm -mcpu=sapphirerapids", "8 tile registers");
 }
 
 /* The rows form: a 2 x 2 block (all eight tile registers) and, in the
@@ -370,17 +377,71 @@ static void test_amx_int8_rows(void **state) {
       "func amxr(A: int8[53, 256], Bp: int8[64, 128], C: int32[53, 32]) {\n"
       "  evaluate call<int32>(\"tessera.amx_int8_gemm_rows\", &C[0, 0], 32, "
       "&A[0, 0], 256, &Bp[0, 0], 128, 256, 2, 2, 40)\n}\n";
-  ts_func *f = NULL;
-  ts_target *t = NULL;
-  ts_error err;
-  assert_int_equal(ts_func_parse(bad, strlen(bad), "t", &f, &err), TS_OK);
-  assert_int_equal(ts_target_parse("llvm -mcpu=sapphirerapids", &t, &err),
-                   TS_OK);
-  ts_build_result br;
-  assert_int_equal(ts_build(f, t, NULL, &br, &err), TS_EUNSUPPORTED);
-  assert_non_null(strstr(err.msg, "row count R"));
-  ts_target_free(t);
-  ts_func_free(f);
+  expect_refused(bad, "llvm -mcpu=sapphirerapids", "row count R");
+}
+
+/* A K that whole tile steps do not divide ends with one narrower step in
+ * a function of its own: int8 K = 104 (a step of 64, then 40) over a 2 x 2
+ * block and a 21-row edge in one function; int8 K = 40 (no whole step) and
+ * bf16 K = 40 (a step of 32, then 8) on single tiles. A K that is not a
+ * multiple of the packed group is refused by name. */
+static void test_amx_k_tail(void **state) {
+  (void)state;
+  const char *intrin =
+      "func amxk(A: int8[53, 104], Bp: int8[26, 128], C: int32[53, 32]) {\n"
+      "  for i in range(53) {\n    for j in range(32) {\n      C[i, j] = "
+      "int32(0)\n    }\n  }\n"
+      "  evaluate call<int32>(\"tessera.amx_int8_gemm_blk\", &C[0, 0], 32, "
+      "&A[0, 0], 104, &Bp[0, 0], 128, 104, 2, 2)\n"
+      "  evaluate call<int32>(\"tessera.amx_int8_gemm_rows\", &C[32, 0], 32, "
+      "&A[32, 0], 104, &Bp[0, 0], 128, 104, 2, 2, 21)\n}\n";
+  const char *plain =
+      "func plain(A: int8[53, 104], Bp: int8[26, 128], C: int32[53, 32]) {\n"
+      "  for i in range(53) {\n    for j in range(32) {\n      C[i, j] = "
+      "int32(0)\n"
+      "      for k in range(104) {\n"
+      "        C[i, j] = C[i, j] + cast(int32, A[i, k]) * cast(int32, "
+      "Bp[floordiv(k, 4), j * 4 + floormod(k, 4)])\n"
+      "      }\n    }\n  }\n}\n";
+  compare(intrin, plain, "llvm -mcpu=sapphirerapids", "amx-int8", "tdpbssd");
+  const char *short_k =
+      "func amxs(A: uint8[16, 40], Bp: int8[10, 64], C: int32[16, 16]) {\n"
+      "  for i in range(16) {\n    for j in range(16) {\n      C[i, j] = "
+      "int32(0)\n    }\n  }\n"
+      "  evaluate call<int32>(\"tessera.amx_int8_gemm\", &C[0, 0], 16, "
+      "&A[0, 0], 40, &Bp[0, 0], 64, 40)\n}\n";
+  const char *short_plain =
+      "func plain(A: uint8[16, 40], Bp: int8[10, 64], C: int32[16, 16]) {\n"
+      "  for i in range(16) {\n    for j in range(16) {\n      C[i, j] = "
+      "int32(0)\n"
+      "      for k in range(40) {\n"
+      "        C[i, j] = C[i, j] + cast(int32, A[i, k]) * cast(int32, "
+      "Bp[floordiv(k, 4), j * 4 + floormod(k, 4)])\n"
+      "      }\n    }\n  }\n}\n";
+  compare(short_k, short_plain, "llvm -mcpu=sapphirerapids", "amx-int8",
+          "tdpbusd");
+  const char *bf =
+      "func amxb(A: bfloat16[16, 40], Bp: bfloat16[20, 32], C: "
+      "float32[16, 16]) {\n"
+      "  for i in range(16) {\n    for j in range(16) {\n      C[i, j] = "
+      "float32(0)\n    }\n  }\n"
+      "  evaluate call<int32>(\"tessera.amx_bf16_gemm\", &C[0, 0], 16, "
+      "&A[0, 0], 40, &Bp[0, 0], 32, 40)\n}\n";
+  const char *bf_plain =
+      "func plain(A: bfloat16[16, 40], Bp: bfloat16[20, 32], C: "
+      "float32[16, 16]) {\n"
+      "  for i in range(16) {\n    for j in range(16) {\n      C[i, j] = "
+      "float32(0)\n"
+      "      for k in range(40) {\n"
+      "        C[i, j] = C[i, j] + cast(float32, A[i, k]) * cast(float32, "
+      "Bp[floordiv(k, 2), j * 2 + floormod(k, 2)])\n"
+      "      }\n    }\n  }\n}\n";
+  compare(bf, bf_plain, "llvm -mcpu=sapphirerapids", "amx-bf16", "tdpbf16ps");
+  const char *bad =
+      "func amxk(A: int8[16, 102], Bp: int8[26, 64], C: int32[16, 16]) {\n"
+      "  evaluate call<int32>(\"tessera.amx_int8_gemm\", &C[0, 0], 16, "
+      "&A[0, 0], 102, &Bp[0, 0], 64, 102)\n}\n";
+  expect_refused(bad, "llvm -mcpu=sapphirerapids", "multiple of 4");
 }
 
 /* A target without the feature gets a clear error, not a backend crash. */
@@ -391,17 +452,7 @@ static void test_missing_feature(void **state) {
                      "  evaluate call<int32>(\"tessera.amx_bf16_gemm\", &C[0, "
                      "0], 16, &A[0, 0], 32, "
                      "&Bp[0, 0], 32, 32)\n}\n";
-  ts_func *f = NULL;
-  ts_target *t = NULL;
-  ts_error err;
-  assert_int_equal(ts_func_parse(text, strlen(text), "t", &f, &err), TS_OK);
-  assert_int_equal(ts_target_parse("llvm -mcpu=skylake-avx512", &t, &err),
-                   TS_OK);
-  ts_build_result br;
-  assert_int_equal(ts_build(f, t, NULL, &br, &err), TS_EUNSUPPORTED);
-  assert_non_null(strstr(err.msg, "amx"));
-  ts_target_free(t);
-  ts_func_free(f);
+  expect_refused(text, "llvm -mcpu=skylake-avx512", "amx");
 }
 
 static void test_mma_ptx(void **state) {
@@ -473,6 +524,7 @@ int main(void) {
       cmocka_unit_test(test_amx_bf16_blocked),
       cmocka_unit_test(test_amx_int8_blocked),
       cmocka_unit_test(test_amx_int8_rows),
+      cmocka_unit_test(test_amx_k_tail),
       cmocka_unit_test(test_missing_feature),
       cmocka_unit_test(test_mma_ptx),
   };
