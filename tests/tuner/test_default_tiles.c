@@ -572,7 +572,8 @@ static void test_reduction_blocks(void **state) {
 
 /* On a target with AMX, a bf16 or int8 product of 32 rows and columns
  * or more gets AMX's 2 x 2 tile blocks (amx_default): the K of the call
- * fitted to the product's (576 -> one call of 576), the rows the 32-row
+ * fitted to the product's (576 -> one call of 576; 100 bf16 -> one call of
+ * 100, three whole steps and a narrower one), the rows the 32-row
  * tiles leave on AMX's row edge (one row: the default tiling), the
  * columns or K left partitioned off (int8 columns onto VNNI), a bias per task
  * block, a signed A kept signed (tdpbssd); fewer rows, or a conv's kernel taps,
@@ -588,8 +589,10 @@ static void test_amx_default(void **state) {
   } cases[] = {
       {"matmul M=71 N=80 K=576 dtype=int8", "amx_int8_32x32x576",
        "amx_int8_32x32x576_r7"},
-      {"matmul M=40 N=64 K=100 dtype=bfloat16", "amx_bf16_32x32x96",
-       "amx_bf16_32x32x96_r8"},
+      {"matmul M=40 N=64 K=100 dtype=bfloat16", "amx_bf16_32x32x100",
+       "amx_bf16_32x32x100_r8"},
+      {"dense M=40 N=64 K=200 dtype=int8", "amx_int8_32x32x200",
+       "amx_int8_32x32x200_r8"},
       {"batch_matmul B=2 M=33 N=32 K=64 dtype=bfloat16", "amx_bf16_32x32x64",
        "i_tail"},
       {"dense M=64 N=64 K=128 dtype=int8", "amx_int8_32x32x128",
