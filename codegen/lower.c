@@ -284,17 +284,6 @@ static ts_expr *vec_expr(vec_ctx *c, ts_expr *e);
 
 static bool is_vector(const ts_expr *e) { return ts_expr_dtype(e).lanes > 1; }
 
-static int64_t gcd64(int64_t a, int64_t b) {
-  if (a < 0) a = -a;
-  if (b < 0) b = -b;
-  while (b) {
-    int64_t t = a % b;
-    a = b;
-    b = t;
-  }
-  return a;
-}
-
 /* For an integer expression sum(c_i t_i) + k0: *g = gcd(cap, c_i...) and
  * *k0 (terms other than constants, sums, differences, products by
  * constants and remainders by constants count with coefficient 1; a
@@ -323,7 +312,7 @@ static bool coef_gcd(const ts_expr *e, int64_t cap, int64_t *g, int64_t *k0) {
   if (k == TS_EXPR_FLOORMOD &&
       ts_expr_is_const_int(ts_expr_operand(e, 1), &v) && v > 0 &&
       coef_gcd(ts_expr_operand(e, 0), cap, &g1, &c1)) {
-    *g = gcd64(g1, v);
+    *g = ts_gcd64(g1, v);
     *k0 = c1;
     return true;
   }
@@ -333,7 +322,7 @@ static bool coef_gcd(const ts_expr *e, int64_t cap, int64_t *g, int64_t *k0) {
           coef_gcd(ts_expr_operand(e, 1 - side), cap, &g1, &c1)) {
         /* gcd(cap, v g1) divides gcd(cap, v c_i) for every term: a common
          * divisor of the coefficients; the constant v c1 */
-        *g = gcd64(cap, v * g1);
+        *g = ts_gcd64(cap, v * g1);
         *k0 = v * c1;
         return true;
       }

@@ -151,7 +151,7 @@ typedef struct bound_ctx {
 
 #define MAX_DEPTH 2000
 
-static int64_t gcd64(int64_t a, int64_t b) {
+int64_t ts_gcd64(int64_t a, int64_t b) {
   if (a < 0) a = -a;
   if (b < 0) b = -b;
   while (b) {
@@ -178,8 +178,8 @@ static int64_t known_multiple(const ts_expr *e, int depth) {
   }
   case TS_EXPR_ADD:
   case TS_EXPR_SUB:
-    return gcd64(known_multiple(e->u.op.a, depth + 1),
-                 known_multiple(e->u.op.b, depth + 1));
+    return ts_gcd64(known_multiple(e->u.op.a, depth + 1),
+                    known_multiple(e->u.op.b, depth + 1));
   default: return 1;
   }
 }
@@ -339,7 +339,7 @@ static bool bound_node(bound_ctx *c, const ts_expr *e, int64_t *lo,
         /* a multiple of g modulo m is a multiple of gcd(g, m) below m:
          * floormod(8 x, 16) <= 8 */
         if (bl == bh) {
-          int64_t g = gcd64(known_multiple(e->u.op.a, 0), bl);
+          int64_t g = ts_gcd64(known_multiple(e->u.op.a, 0), bl);
           if (g > 1 && *hi > bl - g) *hi = bl - g;
         }
       } else {

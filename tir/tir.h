@@ -274,6 +274,8 @@ ts_expr *ts_div(ts_arena *a, ts_expr *x, ts_expr *y);
 ts_expr *ts_mod(ts_arena *a, ts_expr *x, ts_expr *y);
 ts_expr *ts_floordiv(ts_arena *a, ts_expr *x, ts_expr *y);
 ts_expr *ts_floormod(ts_arena *a, ts_expr *x, ts_expr *y);
+/* The greatest common divisor of |a| and |b| (0 when both are 0). */
+int64_t ts_gcd64(int64_t a, int64_t b);
 ts_expr *ts_min(ts_arena *a, ts_expr *x, ts_expr *y);
 ts_expr *ts_max(ts_arena *a, ts_expr *x, ts_expr *y);
 ts_expr *ts_eq(ts_arena *a, ts_expr *x, ts_expr *y);
