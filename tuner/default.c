@@ -455,6 +455,10 @@ static bool repacked_by_outer(ts_sched *s, const ts_stmt *rr, const ts_stmt *lv,
 #define STREAMED_CACHE_BYTES TS_DEFAULT_STREAMED_BYTES
 /* the bytes of a cache line */
 #define CACHE_LINE_BYTES 64
+#define COLUMN_BLOCK_BYTES STREAMED_CACHE_BYTES /* column blocks' panels */
+/* A's stream per vector tile, against the tile's compute (1-thread AVX2
+ * default, AVX-512 Xeon: 0.81 x oneDNN streamed per tile, 0.96 per block) */
+#define A_STREAM_COST 0.25
 #define RED_UNROLL 4 /* reduction steps per trip of the register tile */
 /* a vector tile's panel larger than this is packed per reduction block */
 #define REDUCTION_BLOCK_BYTES (4 * STREAMED_CACHE_BYTES)
@@ -871,6 +875,42 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
         default_reduction_block(ext, binds, nl, panel_bytes,
                                 REDUCTION_BLOCK_BYTES, RED_UNROLL, &red_chunk);
   }
+  /* Column blocks: in the plain order, each vector tile's row tiles read
+   * all of the other input (A of a product) again. Where that input is
+   * larger than the L2 holds, it streams from L3 once per vector tile
+   * (67 times for 1065 columns on AVX2). The vector tiles then go in
+   * blocks whose panels fill COLUMN_BLOCK_BYTES: the blocks outermost
+   * (packed once each, in parallel), the row tiles inside them and the
+   * block's vector tiles inside those, so a row tile's slice of A stays
+   * in L1 across the block and is streamed once per block. The block's
+   * width by a small model: a core's time is its rounds of blocks times
+   * (the tiles of a block + A_STREAM_COST), the A stream costing a
+   * quarter of a tile's compute once per block; so 67 tiles on 2 cores go
+   * in 10 blocks of 7 (5 rounds, 36.25) rather than 9 of 8 (5 rounds of
+   * which one core idles one, 41.25), 34 tiles in 12 of 3 (19.5) rather
+   * than 9 of 4 (21.25) or 34 of 1 (the plain order, 21.25). */
+  ts_rv vb = TS_RV_NONE;
+  if (red_after_vo && red_blk < 0 && !rows_load && !tpacked[0] &&
+      outer_iters == 1 && others > 2 * STREAMED_CACHE_BYTES) {
+    int64_t tiles = loop_extent(s, vo), nc = ts_target_num_cores(t);
+    int64_t cap = COLUMN_BLOCK_BYTES / plain_panel, per = 1;
+    double best = (double)((tiles + nc - 1) / nc) * (1 + A_STREAM_COST);
+    for (int64_t p = cap < tiles / 2 ? cap : tiles / 2; p >= 2; p--) {
+      int64_t nb = (tiles + p - 1) / p, rounds = (nb + nc - 1) / nc;
+      double cost = (double)rounds * ((double)p + A_STREAM_COST);
+      if (cost < best - 1e-9) {
+        best = cost;
+        per = p;
+      }
+    }
+    if (per >= 2) {
+      ts_rv parts[2];
+      int64_t f[2] = {TS_SPLIT_INFER, per};
+      if (ts_sched_split(s, vo, f, 2, parts)) return false;
+      vb = parts[0];
+      vo = parts[1];
+    }
+  }
   ts_rv red_b = TS_RV_NONE;
   int red_at = -1; /* red_b's place in order */
   if (vec_first) order[no++] = vo;
@@ -891,12 +931,13 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
     if (binds[i] != BIND_REDUCE && i != vec && i != rows && !panel_loop[i])
       order[no++] = loops[i];
   if (rows_first && ro != TS_RV_NONE) order[no++] = ro;
-  if (vo != TS_RV_NONE && !vec_first) order[no++] = vo;
+  if (vo != TS_RV_NONE && !vec_first) order[no++] = vb != TS_RV_NONE ? vb : vo;
   if (red_b != TS_RV_NONE && red_after_vo) {
     red_at = no;
     order[no++] = red_b;
   }
   if (ro != TS_RV_NONE && !rows_first) order[no++] = ro;
+  if (vb != TS_RV_NONE) order[no++] = vo;
   n_outer = no;
   int64_t taps = 1; /* the reduction's extent per output: KH x KW */
   int red_last = -1;
@@ -1002,7 +1043,7 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
     const ts_buffer *sb = streamed_input(rr, lv, lr, NULL, 0, &by_outer);
     int vo_at = -1;
     for (int i = 0; i < n_outer; i++)
-      if (order[i] == vo) vo_at = i;
+      if (order[i] == (vb != TS_RV_NONE ? vb : vo)) vo_at = i;
     /* Few panels that the cores do not divide (5 on 2 cores: one of them
      * idle a third of the time), of an input the caches hold anyway: not
      * packed, so that the row tiles join the parallel loop. Default
@@ -1059,7 +1100,10 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
       if (!ts_sched_cache_read(s, b, bn, "global", &cr)) {
         const char *crn = ts_sched_rv_block_name(s, cr);
         snprintf(packed, sizeof packed, "%s", crn ? crn : "");
-        if (ts_sched_compute_at(s, cr, red_b != TS_RV_NONE ? red_b : vo))
+        if (ts_sched_compute_at(s, cr,
+                                red_b != TS_RV_NONE ? red_b
+                                : vb != TS_RV_NONE  ? vb
+                                                    : vo))
           return false;
         n_par = vo_at + 1;
       }

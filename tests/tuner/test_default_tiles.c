@@ -3,11 +3,11 @@
  * orders on a fixed 2-core AVX2 target: B packed or read in place by the
  * panels' count, ragged two-vector tiles for widths of 8 x odd, A packed
  * into row micro-panels where its rows alias, row tiles before small
- * weights, a depthwise conv's order, 16-bit floats with a ragged tile,
- * tensorized products whose column tiles 4 does not divide, a grouped
- * conv's tile within one group, AMX's tile
- * blocks where the target has them.
- * Each kernel is checked against the interpreter where the host runs AVX2.
+ * weights, column blocks beside a large A, a depthwise conv's order, 16-bit
+ * floats with a ragged tile, tensorized products whose column tiles 4 does not
+ * divide, a grouped conv's tile within one group, AMX's tile blocks where the
+ * target has them. Each kernel is checked against the interpreter where the
+ * host runs AVX2.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -245,9 +245,10 @@ static void test_rows_packed(void **state) {
  * panels, the panels packed once and kept a serial loop inside the
  * parallel row tiles (64 -> 256 channels at 56x56: 64 KiB of weights, an
  * 800 KiB image; 523 tiles of 6 pixels). Not with larger weights (512 ->
- * 128 at 28x28: 256 KiB), nor where the streamed input is a transposed
- * copy packed per panel (a dense layer's [N, K] weights): their parallel
- * loops stay over the panels. */
+ * 128 at 28x28: 256 KiB, whose 1.6 MiB image makes column blocks: two of
+ * four panels), nor where the streamed input is a transposed copy packed
+ * per panel (a dense layer's [N, K] weights): their parallel loops stay
+ * over the panels. */
 static void test_rows_first(void **state) {
   (void)state;
   static const struct {
@@ -257,7 +258,7 @@ static void test_rows_first(void **state) {
       {"conv2d_nhwc N=1 H=56 W=56 CI=64 CO=256 KH=1 KW=1",
        "for n_h_w_fused_0_fused in range(523) parallel"},
       {"conv2d_nhwc N=1 H=28 W=28 CI=512 CO=128 KH=1 KW=1",
-       "for n_co_0_fused in range(8) parallel"},
+       "for n_co_0_0_fused in range(2) parallel"},
       {"dense M=3000 N=128 K=100", "for j_0 in range(8) parallel"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -267,6 +268,54 @@ static void test_rows_first(void **state) {
       fail_msg("%s: expected '%s' in\n%s", cases[i].spec, cases[i].parallel,
                text);
     free(trace);
+    free(text);
+  }
+}
+
+/* Column blocks: a product whose A is larger than the L2 holds runs its
+ * vector tiles in blocks (B packed per block, in parallel), the row tiles
+ * inside the blocks and the block's tiles inside those, so each row
+ * tile's slice of A is read once per block and not once per tile: 1031 x
+ * 300 x 129 (19 tiles, 532 KiB of A) in 4 blocks of 5; 1031 x 1065 x 489
+ * (67 tiles) in 10 blocks of 7, not 9 of 8 that 2 cores share 5 + 4.
+ * Not where A fits (200 rows): one panel per tile, as before. */
+static void test_column_blocks(void **state) {
+  (void)state;
+  static const struct {
+    const char *spec;
+    bool run;
+    const char *loops[3]; /* in this order */
+  } cases[] = {
+      {"matmul M=1031 N=300 K=129",
+       true,
+       {"for j_0_0 in range(4) parallel", "for i_0 in range(172)",
+        "for j_0_1 in range(5)"}},
+      {"matmul M=1031 N=1065 K=489",
+       false,
+       {"for j_0_0 in range(10) parallel", "for i_0 in range(172)",
+        "for j_0_1 in range(7)"}},
+      {"matmul M=200 N=300 K=129",
+       true,
+       {"for j_0 in range(19) parallel", "for i_0 in range(34)", NULL}},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char *text;
+    target_default(cases[i].spec, AVX2_TARGET,
+                   cases[i].run && ts_rt_cpu_has("avx2") == 1, NULL, &text);
+    const char *at = text;
+    for (int k = 0; k < 3 && cases[i].loops[k]; k++) {
+      const char *p = strstr(at, cases[i].loops[k]);
+      if (!p)
+        fail_msg("%s: expected '%s' after the loops before in\n%s",
+                 cases[i].spec, cases[i].loops[k], text);
+      at = p;
+    }
+    /* B packed per block: its copy inside the block loop, before rows */
+    const char *pack = strstr(text, "block B_global");
+    const char *rows = strstr(text, cases[i].loops[1]);
+    if (!pack || !rows || pack > rows)
+      fail_msg("%s: B not packed above the row tiles in\n%s", cases[i].spec,
+               text);
     free(text);
   }
 }
@@ -711,6 +760,7 @@ int main(void) {
       cmocka_unit_test(test_rows_packed),
       cmocka_unit_test(test_half_ragged),
       cmocka_unit_test(test_rows_first),
+      cmocka_unit_test(test_column_blocks),
       cmocka_unit_test(test_depthwise_order),
       cmocka_unit_test(test_tensorized_odd_panels),
       cmocka_unit_test(test_depthwise_ragged_columns),
