@@ -459,7 +459,8 @@ static bool repacked_by_outer(ts_sched *s, const ts_stmt *rr, const ts_stmt *lv,
 /* A's stream per vector tile, against the tile's compute (1-thread AVX2
  * default, AVX-512 Xeon: 0.81 x oneDNN streamed per tile, 0.96 per block) */
 #define A_STREAM_COST 0.25
-#define RED_UNROLL 4 /* reduction steps per trip of the register tile */
+#define TRANS_PACK_TILES 24 /* vector tiles that pay for packing A^T */
+#define RED_UNROLL 4        /* reduction steps per trip of the register tile */
 /* a vector tile's panel larger than this is packed per reduction block */
 #define REDUCTION_BLOCK_BYTES (4 * STREAMED_CACHE_BYTES)
 
@@ -553,6 +554,7 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
     blk = ts_realize_block(r);
   }
   char rows_in[128] = "";
+  bool rows_trans = false; /* rows_in is A transposed, [.., K, M] */
   {
     int red_one = -1, n_long = 0;
     for (int i = 0; i < nl; i++)
@@ -562,7 +564,7 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
       }
     if (rows >= 0 && !rows_load && !fused_rows && !tpacked[0] && n_long == 1)
       default_rows_input(s, r, loops, nl, rows, vec, red_one, rows_in,
-                         sizeof rows_in);
+                         sizeof rows_in, &rows_trans);
   }
   /* one or two whole vectors when they divide the extent, else the
    * divisor that fills its vector instructions best (an imperfect split's
@@ -1081,9 +1083,9 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
       }
     }
     ts_rv cr;
-    if (sb && vo_at >= 0 &&
-        (spread || const_param(s, sb) ||
-         repacked_by_outer(s, rr, lv, lr, order, vo_at))) {
+    bool repacked =
+        sb && vo_at >= 0 && repacked_by_outer(s, rr, lv, lr, order, vo_at);
+    if (sb && vo_at >= 0 && (spread || const_param(s, sb) || repacked)) {
       /* each panel would be packed again at every iteration of the loops
        * above it: the whole input packed once, in panels, before */
       if (!default_pack_once(s, b, sb, cols, packed, sizeof packed))
@@ -1094,6 +1096,19 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
        * division: 2-3 % of the 1x1 conv's time) */
       if (packed_once && !spread) n_par = rows_first ? vo_at : vo_at + 1;
     }
+    /* A panel width that does not divide the input (61 columns in tiles
+     * of 16), which is not packed once, under the row tiles (rows first):
+     * copied per tile, each copy of K x 16 served one tile of 8 rows, and
+     * 300 x 61 x 500 spent a quarter of its time copying B. Read in place
+     * there (the caches hold it). Default schedules, 2 threads, AVX-512
+     * Xeon, three alternating rounds, x the best library: 300 x 61 x 500
+     * 0.43/0.41/0.41 -> 0.65/0.72/0.69, AVX2 300 x 30 x 500 0.44/0.41/0.47
+     * -> 0.61/0.60/0.82. (A 1x1 conv to 61 channels, whose copy serves a
+     * whole image row, lost 0.73 -> 0.60 reading in place: not rows
+     * first, it keeps its copy.) */
+    if (sb && vo_at >= 0 && !packed_once && repacked && rows_first && !spread &&
+        buffer_bytes(sb) <= STREAMED_CACHE_BYTES)
+      sb = NULL;
     if (sb && vo_at >= 0 && !packed_once) {
       char bn[128];
       snprintf(bn, sizeof bn, "%s", ts_buffer_name(sb));
@@ -1119,9 +1134,17 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
    * within noise. Only where the L1 has 8 ways: with 12 (an AVX-512 Xeon
    * of 48 KiB L1) the 6 rows of AVX-512's tile stay put, and the copy
    * cost 12 %: 1024^3 2 threads 1.03-1.08 -> 1.16-1.17 x OpenBLAS
-   * without it, 2048^3 1.01-1.03 -> 1.09-1.13. */
+   * without it, 2048^3 1.01-1.03 -> 1.09-1.13.
+   * A transposed ([K, M]) the same, on any CPU, where enough vector tiles
+   * read it (TRANS_PACK_TILES): each reduction step of a tile otherwise
+   * reads a new line, a row of M apart, across a page every step or two.
+   * Default schedules, 2 threads, AVX-512 Xeon, x the best library:
+   * 1000^3 AVX-512 (32 tiles) 0.5-0.75 -> 0.91/0.92, AVX2 (63 tiles)
+   * 0.72/0.71 -> 0.90/0.87, 512^3 AVX2 (32 tiles) 0.87/0.91 -> 0.99/1.00;
+   * 512^3 on AVX-512 (16 tiles) lost 10 % to the copy. */
   if (rows_in[0] && packed[0] && !packed_once && ri != TS_RV_NONE &&
-      nrows > 1 && vo != TS_RV_NONE && loop_extent(s, vo) >= 4) {
+      nrows > 1 && vo != TS_RV_NONE &&
+      loop_extent(s, vo) * (vb != TS_RV_NONE ? loop_extent(s, vb) : 1) >= 4) {
     const ts_stmt *rr = ts_func_find_block(ts_sched_func(s), name);
     const ts_buffer *ab = NULL;
     for (int i = 0; rr && i < ts_block_n_reads(ts_realize_block(rr)); i++) {
@@ -1132,8 +1155,11 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
     int64_t stride = nd ? ts_buffer_shape(ab)[nd - 1] *
                               (int64_t)ts_dtype_elem_bytes(ts_buffer_dtype(ab))
                         : 0;
-    if (stride > 0 && stride % 4096 == 0 && ts_target_l1d_ways(t) <= 8 &&
-        !default_pack_rows(s, t, b, rows_in, nrows))
+    int64_t tiles =
+        loop_extent(s, vo) * (vb != TS_RV_NONE ? loop_extent(s, vb) : 1);
+    if (((stride > 0 && stride % 4096 == 0 && ts_target_l1d_ways(t) <= 8) ||
+         (rows_trans && tiles >= TRANS_PACK_TILES)) &&
+        !default_pack_rows(s, t, b, rows_in, nrows, rows_trans))
       return false;
   }
   /* the elementwise consumer at the row tile; with fused rows, whose tile

@@ -152,12 +152,15 @@ bool default_pack_transposed(ts_sched *s, ts_rv b, const ts_stmt *r,
 /* The input that the row tiles and the reduction read and the vector axis
  * does not (A of a matmul: [.., M, K]), when it is read plainly: its last
  * dimension indexed by the one reduction loop `red`, the one before by the
- * rows loop, and no window (its size is the product of the extents of the
- * loops that index it). Its name into out ("" when there is none). */
+ * rows loop, or the other way round (A transposed, [.., K, M]: *trans set),
+ * and no window (its size is the product of the extents of the loops that
+ * index it). Its name into out ("" when there is none). */
 void default_rows_input(ts_sched *s, const ts_stmt *r, const ts_rv *loops,
                         int nl, int rows, int vec, int red, char *out,
-                        size_t cap) {
+                        size_t cap, bool *trans) {
   out[0] = 0;
+  *trans = false;
+  bool found_trans = false;
   const ts_block *blk = ts_realize_block(r);
   const ts_buffer *wb = ts_block_write(blk, 0)->buffer, *found = NULL;
   const ts_stmt *lr = ts_sched_rv_loop(s, loops[rows]),
@@ -168,9 +171,10 @@ void default_rows_input(ts_sched *s, const ts_stmt *r, const ts_rv *loops,
     const ts_buffer *x = ts_block_read(blk, i)->buffer;
     int nd = ts_buffer_ndim(x);
     if (x == wb || x == found || nd < 2) continue;
+    int dr = read_dim_of_loop(r, x, lr), dk = read_dim_of_loop(r, x, lk);
+    bool tr = dr == nd - 1 && dk == nd - 2;
     if (read_dim_of_loop(r, x, lv) != -1 ||
-        read_dim_of_loop(r, x, lr) != nd - 2 ||
-        read_dim_of_loop(r, x, lk) != nd - 1)
+        !((dr == nd - 2 && dk == nd - 1) || tr))
       continue;
     int64_t covered = 1, elems = 1;
     for (int d = 0; d < nd; d++) elems *= ts_buffer_shape(x)[d];
@@ -183,8 +187,12 @@ void default_rows_input(ts_sched *s, const ts_stmt *r, const ts_rv *loops,
     if (covered != elems) continue;
     if (found) return; /* two such inputs: not a matmul */
     found = x;
+    found_trans = tr;
   }
-  if (found) snprintf(out, cap, "%s", ts_buffer_name(found));
+  if (found) {
+    snprintf(out, cap, "%s", ts_buffer_name(found));
+    *trans = found_trans;
+  }
 }
 
 /* Input `name` ([.., M, K], see rows_input) copied once, before anchor b,
@@ -192,11 +200,13 @@ void default_rows_input(ts_sched *s, const ts_stmt *r, const ts_rv *loops,
  * K, nrows], so that a register tile reads its rows' values for one
  * reduction step from one place and the next step's from right after
  * (one stream instead of nrows rows a row apart; rows 4 KiB apart also
- * share the L1 sets). The copy runs over (.., M / nrows, K, nrows), its
+ * share the L1 sets). Transposed (`trans`, [.., K, M]) the same panels,
+ * whose tile otherwise read one cache line per reduction step a whole
+ * row of M apart. The copy runs over (.., M / nrows, K, nrows), its
  * outer loops parallel. False when the schedule refused a step after the
  * copy was made. */
 bool default_pack_rows(ts_sched *s, const ts_target *t, ts_rv b,
-                       const char *name, int64_t nrows) {
+                       const char *name, int64_t nrows, bool trans) {
   char bn[128], map[256];
   snprintf(bn, sizeof bn, "%s", name);
   ts_rv cr, loops[MAX_LOOPS], parts[2];
@@ -208,21 +218,21 @@ bool default_pack_rows(ts_sched *s, const ts_target *t, ts_rv b,
   size_t len = map_inputs(map, sizeof map, nd);
   for (int d = 0; d < nd - 2; d++)
     len += (size_t)snprintf(map + len, sizeof map - len, "d%d, ", d);
-  len +=
-      (size_t)snprintf(map + len, sizeof map - len,
-                       "floordiv(d%d, %lld), d%d, floormod(d%d, %lld))", nd - 2,
-                       (long long)nrows, nd - 1, nd - 2, (long long)nrows);
+  int dm = trans ? nd - 1 : nd - 2, dk = trans ? nd - 2 : nd - 1;
+  len += (size_t)snprintf(map + len, sizeof map - len,
+                          "floordiv(d%d, %lld), d%d, floormod(d%d, %lld))", dm,
+                          (long long)nrows, dk, dm, (long long)nrows);
   if (len >= sizeof map) return false;
   int64_t f[2] = {TS_SPLIT_INFER, nrows};
   if (ts_sched_transform_layout(s, cr, cbuf, map) ||
       ts_sched_get_loops(s, cr, loops, MAX_LOOPS, &nl) || nl < 2 ||
-      ts_sched_split(s, loops[nl - 2], f, 2, parts))
+      ts_sched_split(s, loops[trans ? nl - 1 : nl - 2], f, 2, parts))
     return false;
   ts_rv order[MAX_LOOPS + 1];
   int no = 0;
   for (int i = 0; i < nl - 2; i++) order[no++] = loops[i];
   order[no++] = parts[0];
-  order[no++] = loops[nl - 1];
+  order[no++] = loops[trans ? nl - 2 : nl - 1];
   order[no++] = parts[1];
   if (ts_sched_reorder(s, order, no)) return false;
   default_parallel_outer(s, t, cname, default_block_work(s, cname));

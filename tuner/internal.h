@@ -242,9 +242,9 @@ bool default_pack_transposed(ts_sched *s, ts_rv b, const ts_stmt *r,
                              char *out, size_t cap);
 void default_rows_input(ts_sched *s, const ts_stmt *r, const ts_rv *loops,
                         int nl, int rows, int vec, int red, char *out,
-                        size_t cap);
+                        size_t cap, bool *trans);
 bool default_pack_rows(ts_sched *s, const ts_target *t, ts_rv b,
-                       const char *name, int64_t nrows);
+                       const char *name, int64_t nrows, bool trans);
 /* The padding of an anchor's input (default_pads.c): computed at the
  * anchor's innermost outer loop order[n_outer - 1] where its window is
  * small, inlined for a stem of few taps, else left before the anchor

@@ -207,7 +207,10 @@ static void test_half_ragged(void **state) {
  * vector tiles: A packed once into micro-panels of the tile's rows
  * (A_global, [M / rows, K, rows]); at K = 1000 it is read in place. Only
  * where the L1 has 8 ways: a CPU of 12 (icelake-server) keeps the rows in
- * place (on AVX2 too), one of 8 (skylake-avx512) packs them. */
+ * place (on AVX2 too), one of 8 (skylake-avx512) packs them. A transposed
+ * A ([K, M], whose tile read a line a row of M apart per step) is packed
+ * into the same panels on any CPU where 24 vector tiles or more read it
+ * (512 columns: 32 tiles), not for 4 tiles (64 columns). */
 static void test_rows_packed(void **state) {
   (void)state;
   static const struct {
@@ -220,6 +223,11 @@ static void test_rows_packed(void **state) {
        "llvm -mcpu=icelake-server -mattr=-avx512f -num-cores=2", false},
       {"matmul M=48 N=64 K=1024",
        "llvm -mcpu=skylake-avx512 -mattr=-avx512f -num-cores=2", true},
+      {"matmul M=48 N=512 K=1024 transpose_a=1", AVX2_TARGET, true},
+      {"matmul M=48 N=512 K=1024 transpose_a=1",
+       "llvm -mcpu=icelake-server -mattr=-avx512f -num-cores=2", true},
+      {"matmul M=48 N=64 K=1024 transpose_a=1",
+       "llvm -mcpu=icelake-server -mattr=-avx512f -num-cores=2", false},
   };
   assert_int_equal(l1d_ways_of("llvm -mcpu=icelake-server"), 12);
   assert_int_equal(l1d_ways_of("llvm -mcpu=znver4"), 8);
@@ -318,6 +326,24 @@ static void test_column_blocks(void **state) {
                text);
     free(text);
   }
+}
+
+/* Row tiles before the panels (a small B beside a large A): B packed once
+ * in panels where the tile divides its columns (64 in tiles of 16); where
+ * it does not (61), B is read in place rather than copied again under
+ * every row tile. */
+static void test_rows_first_ragged(void **state) {
+  (void)state;
+  char *text;
+  avx2_default("matmul M=300 N=64 K=500", NULL, &text);
+  if (!strstr(text, "alloc B_global: float32[4, 500, 16]"))
+    fail_msg("B not packed once in panels:\n%s", text);
+  free(text);
+  avx2_default("matmul M=300 N=61 K=500", NULL, &text);
+  if (strstr(text, "B_global") ||
+      !strstr(text, "for i_0_j_0_fused in range(200) parallel"))
+    fail_msg("B not read in place under the row tiles:\n%s", text);
+  free(text);
 }
 
 /* A depthwise conv of many channel tiles over an image larger than the
@@ -761,6 +787,7 @@ int main(void) {
       cmocka_unit_test(test_half_ragged),
       cmocka_unit_test(test_rows_first),
       cmocka_unit_test(test_column_blocks),
+      cmocka_unit_test(test_rows_first_ragged),
       cmocka_unit_test(test_depthwise_order),
       cmocka_unit_test(test_tensorized_odd_panels),
       cmocka_unit_test(test_depthwise_ragged_columns),
