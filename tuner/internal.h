@@ -130,6 +130,9 @@ int fuse_sibling_reductions(ts_sched *s, const ts_target *t);
 /* Whether some input of the block realized as r (a region of a buffer it
  * does not write) is indexed by both loops' vars, through its bindings. */
 bool shares_input(const ts_stmt *r, const ts_stmt *la, const ts_stmt *lb);
+/* Work (loop iterations) below which a block of the default schedule
+ * stays serial. */
+#define DEFAULT_MIN_PARALLEL_WORK 4096
 /* The default schedule's register tiles (default_tiles.c). */
 /* How much better a ceil split must fill its lanes than the best divisor
  * tile to be taken (it pays a local accumulator and a guarded last tile). */
@@ -200,10 +203,10 @@ bool default_attention(ts_sched *s, const ts_target *t, bool sample);
  * the default schedule, default.c). */
 void default_inline_intermediates(ts_sched *s);
 /* A reduction whose innermost spatial loop is contiguous: its reduce loops
- * moved above that loop, its init decomposed (default.c). */
+ * moved above that loop, its init decomposed (default_reduce.c). */
 void default_reduce_outside(ts_sched *s, const ts_target *t, const char *name);
 /* Every row reduction without reuse factored into vector accumulators
- * (default.c). */
+ * (default_reduce.c). */
 void default_rfactor_rows(ts_sched *s, const ts_target *t);
 int64_t default_block_work(ts_sched *s, const char *name);
 /* The leading spatial loops of block `name` fused and parallel when it
