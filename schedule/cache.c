@@ -35,11 +35,8 @@ static char *cache_base(ts_arena *a, const char *name, const char *scope) {
   return base;
 }
 
-/* A block copying src[v...] into dst[v...] over the whole shape, under its
- * own loops; returns the top loop (or the realize for 0-d buffers), NULL
- * when out of memory. */
-static ts_stmt *copy_nest(ts_arena *a, const char *name, ts_buffer *dst,
-                          ts_buffer *src) {
+ts_stmt *copy_nest_padded(ts_arena *a, const char *name, ts_buffer *dst,
+                          ts_buffer *src, int pad_dim, int64_t ext) {
   int nd = ts_buffer_ndim(dst);
   ts_block *b = name && dst && src ? ts_block_new(a, name) : NULL;
   if (!b) return NULL;
@@ -56,7 +53,17 @@ static ts_stmt *copy_nest(ts_arena *a, const char *name, ts_buffer *dst,
             TS_ITER_SPATIAL) < 0)
       return NULL;
   }
-  ts_stmt *store = ts_store(a, dst, iters, nd, ts_load(a, src, iters, nd));
+  ts_expr *value = ts_load(a, src, iters, nd);
+  if (pad_dim >= 0 && pad_dim < nd) {
+    /* zeros past the extent; if_then_else does not evaluate the load
+     * there */
+    ts_dtype t = ts_buffer_dtype(src);
+    ts_expr *args[3] = {ts_lt(a, iters[pad_dim], ts_index(a, ext)), value,
+                        ts_dtype_is_float(t) ? ts_float(a, t, 0)
+                                             : ts_int(a, t, 0)};
+    value = ts_call(a, t, "if_then_else", args, 3);
+  }
+  ts_stmt *store = ts_store(a, dst, iters, nd, value);
   if (!store || ts_arena_failed(a)) return NULL;
   ts_block_set_body(b, store);
   ts_block_infer_regions(a, b);
@@ -66,6 +73,11 @@ static ts_stmt *copy_nest(ts_arena *a, const char *name, ts_buffer *dst,
         ts_for(a, loops_v[d], ts_index(a, 0),
                ts_index(a, ts_buffer_dim(dst, d)), TS_FOR_SERIAL, NULL, body);
   return body;
+}
+
+static ts_stmt *copy_nest(ts_arena *a, const char *name, ts_buffer *dst,
+                          ts_buffer *src) {
+  return copy_nest_padded(a, name, dst, src, -1, 0);
 }
 
 static ts_buffer *clone_buffer(ts_arena *a, const ts_func *f,
@@ -101,8 +113,8 @@ static ts_stmt *swap_store(void *ctx, ts_arena *a, ts_stmt *s) {
   return ts_store(a, c->to, idx, n, ts_store_value(s));
 }
 
-static void swap_in_block(ts_sched *s, ts_stmt *r, const ts_buffer *from,
-                          ts_buffer *to, bool stores) {
+void swap_in_block(ts_sched *s, ts_stmt *r, const ts_buffer *from,
+                   ts_buffer *to, bool stores) {
   swap_ctx c = {ts_node_map_create(), from, to, stores};
   ts_node_map_put(c.map, from, to);
   ts_block *b = ts_realize_block(r);

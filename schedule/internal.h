@@ -111,6 +111,21 @@ struct ts_sched {
   unsigned long oom_mark;
 };
 
+/* A block `name` copying src[v...] into dst[v...] over dst's whole shape,
+ * under loops of its own (cache.c); with pad_dim >= 0, the positions whose
+ * index on that dimension is ext or more get zero instead (pad_einsum's
+ * padded inputs). Its top loop, NULL when out of memory. */
+ts_stmt *copy_nest_padded(ts_arena *a, const char *name, ts_buffer *dst,
+                          ts_buffer *src, int pad_dim, int64_t ext);
+
+/* Buffer `from` replaced by `to` in the loads (and, with stores, the
+ * stores) of the block of realize r (cache.c). */
+void swap_in_block(ts_sched *s, ts_stmt *r, const ts_buffer *from,
+                   ts_buffer *to, bool stores);
+
+/* the most buffers pad_einsum pads in one block (pad.c) */
+#define PAD_EINSUM_MAX_OUT 16
+
 #define FAIL(s, code, ...)                                                     \
   ts_error_set(&(s)->err, (code), __FILE__, __LINE__, __VA_ARGS__)
 

@@ -222,6 +222,20 @@ int ts_sched_storage_align(ts_sched *s, ts_rv block, const char *buffer,
 int ts_sched_transform_layout(ts_sched *s, ts_rv block, const char *buffer,
                               const char *index_map);
 
+/* Pads spatial iter `iter` of `block` to a multiple of `factor` (127 ->
+ * 128 by 16), so that its loop splits into whole tiles with no guard. The
+ * iter must be bound to a loop of its own over its whole extent (before
+ * any split) holding only this block, with no predicate, and used only as
+ * a whole index: each input it indexes is read through a new copy
+ * `NAME_pad` with zeros past the extent (its block of the same name, after
+ * the input's producers), and the one output is written into `NAME_pad`,
+ * copied out by a new block `NAME_unpad` after the nest. out (NULL or room
+ * for `cap`) receives the new blocks, *n (NULL or) their count: the
+ * inputs' copies, then the copy out. Nothing is done when the extent is
+ * already a multiple. */
+int ts_sched_pad_einsum(ts_sched *s, ts_rv block, int iter, int factor,
+                        ts_rv *out, int cap, int *n);
+
 /* --- reductions (schedule/reduction.c, shift.c) --- */
 /* Rewrites the signed int8 operand `buffer` of a sum block C = C +
  * int32(A) * int32(B) (int32 C, zero init, 8-bit B) as uint8 A + 128: a

@@ -780,6 +780,26 @@ int ts_sched_shift_int8(ts_sched *s, ts_rv block, const char *buffer,
                  out ? out : dropped, 2);
 }
 
+int ts_sched_pad_einsum(ts_sched *s, ts_rv block, int iter, int factor,
+                        ts_rv *out, int cap, int *n) {
+  tval *i = vals(1), *a = vals(2);
+  if (!i || !a) {
+    free(i);
+    free(a);
+    return no_memory(s);
+  }
+  i[0] = tv_rv(block);
+  a[0] = tv_int(iter);
+  a[1] = tv_int(factor);
+  inst in = make_inst(TS_INSTR_PAD_EINSUM, i, 1, a, 2);
+  ts_rv all[PAD_EINSUM_MAX_OUT];
+  int got = 0;
+  int rc = run_public(s, &in, all, PAD_EINSUM_MAX_OUT, &got);
+  for (int k = 0; k < got && k < cap && out; k++) out[k] = all[k];
+  if (n) *n = got;
+  return rc;
+}
+
 int ts_sched_decompose_reduction(ts_sched *s, ts_rv block, ts_rv loop,
                                  ts_rv *out) {
   ts_rv rvs[2] = {block, loop};

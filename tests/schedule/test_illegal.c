@@ -237,6 +237,26 @@ static const illegal_case cases[] = {
     {"from1", TS_ESCHEDULE,
      "decompose_reduction: the predicate of block 'C' depends on reduction "
      "loop 'k' and does not hold at the reduction's first iteration"},
+    /* 79: pad_einsum */
+    {"matmul M=8 N=7 K=5", TS_ESCHEDULE,
+     "pad_einsum: iter 'vk' of block 'C' is not spatial"},
+    {"matmul M=8 N=7 K=5", TS_ESCHEDULE,
+     "pad_einsum: iter 'vj' of block 'C' is not bound to a loop of its own "
+     "over 0 .. 7 (pad before splitting or fusing it)"},
+    {"dense M=4 N=7 K=8 bias=1", TS_ESCHEDULE,
+     "pad_einsum: output 'dense' of block 'dense' is also read by block "
+     "'Y' in the same loop nest"},
+    {"conv2d_nhwc N=1 H=5 W=5 CI=3 CO=5 KH=3 KW=3 pad=1", TS_ESCHEDULE,
+     "pad_einsum: block 'conv' uses iter 'vh' other than as a whole index of "
+     "one dimension of each buffer"},
+    {"matmul M=8 N=7 K=5", TS_ESCHEDULE, "pad_einsum: factor 1 is not in"},
+    /* 84 */
+    {"matmul M=8 N=7 K=5", TS_ESCHEDULE,
+     "pad_einsum: block 'C' has no iter 7 (it has 3)"},
+    {"matmul M=8 N=7 K=5", TS_ESCHEDULE,
+     "pad_einsum: output 'C' of block 'C' is also written by block 'C_init'"},
+    {"matmul M=8 N=7 K=5", TS_ESCHEDULE,
+     "pad_einsum: loop 'j' of iter 'vj' holds other blocks than 'C'"},
 };
 #define N_CASES ((int)(sizeof cases / sizeof cases[0]))
 
@@ -668,6 +688,42 @@ static int run_case(int id, ts_sched *s) {
     block_loops(s, "C", &b, l);
     take(s);
     return ts_sched_decompose_reduction(s, b, l[1], &x);
+  case 79:
+  case 83:
+  case 84:
+    block_loops(s, "C", &b, l);
+    take(s);
+    return ts_sched_pad_einsum(s, b, id == 84 ? 7 : 2, id == 83 ? 1 : 8, NULL,
+                               0, NULL);
+  case 80: {
+    block_loops(s, "C", &b, l);
+    int64_t f[2] = {TS_SPLIT_INFER, 4};
+    OK(ts_sched_split(s, l[1], f, 2, o));
+    take(s);
+    return ts_sched_pad_einsum(s, b, 1, 8, NULL, 0, NULL);
+  }
+  case 81:
+    block_loops(s, "dense", &b, l);
+    OK(ts_sched_get_block(s, "Y", &c));
+    OK(ts_sched_reverse_compute_at(s, c, l[0]));
+    take(s);
+    return ts_sched_pad_einsum(s, b, 1, 8, NULL, 0, NULL);
+  case 82:
+    block_loops(s, "conv", &b, l);
+    take(s);
+    return ts_sched_pad_einsum(s, b, 1, 8, NULL, 0, NULL);
+  case 85: /* the init in a nest of its own, before the block's */
+    block_loops(s, "C", &b, l);
+    OK(ts_sched_decompose_reduction(s, b, l[0], &x));
+    take(s);
+    return ts_sched_pad_einsum(s, b, 1, 8, NULL, 0, NULL);
+  case 86: { /* the loop of j also holds the init that decomposition put
+                under it (before k) */
+    block_loops(s, "C", &b, l);
+    OK(ts_sched_decompose_reduction(s, b, l[2], &x));
+    take(s);
+    return ts_sched_pad_einsum(s, b, 1, 8, NULL, 0, NULL);
+  }
   case 73: { /* rfactor under a blockized tile */
     block_loops(s, "C", &b, l);
     OK(ts_sched_blockize(s, l[2], &x));

@@ -392,6 +392,45 @@ static void test_set_scope_storage_align(void **state) {
   finish(s, "set_scope_storage_align", true);
 }
 
+static void test_pad_einsum(void **state) {
+  (void)state;
+  /* 13 columns padded to 16: B read through a zero-padded copy, C
+   * written into a padded buffer and copied out; the padded loop then
+   * splits into whole vectors */
+  ts_sched *s = sched("matmul M=6 N=13 K=5");
+  ts_rv b, l[16], out[4], p[2];
+  int n = 0;
+  loops_of(s, "C", &b, l);
+  OK(ts_sched_pad_einsum(s, b, 1, 8, out, 4, &n));
+  assert_int_equal(n, 2);
+  assert_string_equal(ts_sched_rv_block_name(s, out[0]), "B_pad");
+  assert_string_equal(ts_sched_rv_block_name(s, out[1]), "C_unpad");
+  int64_t f[2] = {TS_SPLIT_INFER, 8};
+  OK(ts_sched_split(s, l[1], f, 2, p));
+  OK(ts_sched_vectorize(s, p[1]));
+  /* the copy out at the rows, the padded buffer then a row's tile */
+  OK(ts_sched_reverse_compute_at(s, out[1], l[0]));
+  finish(s, "pad_einsum", true);
+}
+
+static void test_pad_einsum_conv(void **state) {
+  (void)state;
+  /* a conv's output channels (the weights padded; the image, which the
+   * channels do not index, read as it is), and a batch matmul's rows of
+   * a transposed B */
+  ts_sched *s = sched("conv2d_nhwc N=1 H=5 W=5 CI=3 CO=5 KH=3 KW=3 pad=1");
+  ts_rv b, l[16];
+  int n = 0;
+  loops_of(s, "conv", &b, l);
+  OK(ts_sched_pad_einsum(s, b, 3, 4, NULL, 0, &n));
+  assert_int_equal(n, 2);
+  finish(s, "pad_einsum_conv", true);
+  s = sched("batch_matmul B=2 M=3 N=7 K=4 transpose_b=1");
+  loops_of(s, "C", &b, l);
+  OK(ts_sched_pad_einsum(s, b, 2, 4, NULL, 0, NULL));
+  finish(s, "pad_einsum_bmm", true);
+}
+
 static void test_transform_layout(void **state) {
   (void)state;
   ts_sched *s = sched("matmul M=8 N=16 K=8");
@@ -772,6 +811,8 @@ int main(void) {
       cmocka_unit_test(test_cache_read),
       cmocka_unit_test(test_cache_write),
       cmocka_unit_test(test_set_scope_storage_align),
+      cmocka_unit_test(test_pad_einsum),
+      cmocka_unit_test(test_pad_einsum_conv),
       cmocka_unit_test(test_transform_layout),
       cmocka_unit_test(test_transform_layout_injective),
       cmocka_unit_test(test_decompose_reduction),
