@@ -510,6 +510,20 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
     if (binds[i] == BIND_REDUCE) n_red++;
   }
   if (vec < 0 || n_red == 0) return false;
+  /* a narrow width that no vector divides padded to whole vectors */
+  char pads[DEFAULT_PAD_COPIES][DEFAULT_NAME_MAX];
+  int npads = default_pad_narrow(
+      s, t, name, b, loops, nl, vec,
+      default_lanes_of(t, ts_buffer_dtype(ts_block_write(blk, 0)->buffer)),
+      pads, DEFAULT_PAD_COPIES);
+  if (npads > 0) {
+    npads--;
+    r = ts_func_find_block(ts_sched_func(s), name);
+    if (!r) return false;
+    blk = ts_realize_block(r);
+  } else {
+    npads = 0;
+  }
   /* a transposed input packed with the vector axis last first */
   char tpacked[160] = "";
   if (!default_loop_contiguous(r, ts_sched_rv_loop(s, loops[vec]))) {
@@ -1169,8 +1183,13 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
   int nc = 0, cons_at = fused_rows ? n_outer - 2 : n_outer - 1;
   if (red_at >= 0) cons_at = red_at - 1; /* above the reduction's blocks */
   char cons_name[128] = "";
-  if (cons_at >= 0 && !ts_sched_get_consumers(s, b, cons, MAX_BLOCKS, &nc) &&
-      nc == 1) {
+  /* (not where the loops above it run fewer iterations than the cores: a
+   * tile of fused rows of one image, whose consumer would go under the
+   * batch loop and leave nothing to run in parallel) */
+  int64_t cons_above = 1;
+  for (int i = 0; i <= cons_at; i++) cons_above *= loop_extent(s, order[i]);
+  if (cons_at >= 0 && cons_above >= ts_target_num_cores(t) &&
+      !ts_sched_get_consumers(s, b, cons, MAX_BLOCKS, &nc) && nc == 1) {
     const char *cn = ts_sched_rv_block_name(s, cons[0]);
     const ts_stmt *cr = cn ? ts_func_find_block(ts_sched_func(s), cn) : NULL;
     if (cr && !block_is_reduction(ts_realize_block(cr)) &&
@@ -1272,6 +1291,7 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
     if (n_par > 1 && ts_sched_fuse(s, order, n_par, &p)) p = order[0];
     ts_sched_parallel(s, p);
   }
+  default_inline_pads(s, name, pads, npads);
   return true;
 }
 

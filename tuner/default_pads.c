@@ -112,12 +112,20 @@ void default_pads_at_tile(ts_sched *s, const ts_target *t, ts_rv anchor,
         ts_sched_compute_inline(s, prods[i]);
       continue;
     }
+    /* (a window that is the whole buffer, which the tile's loops do not
+     * index: a weight padded to whole vectors, pad_einsum's copy, would be
+     * padded again for every tile) */
+    const ts_buffer *pw = ts_block_write(blk, 0)->buffer;
+    int64_t whole = (ts_buffer_dtype(pw).bits + 7) / 8;
+    for (int d = 0; d < ts_buffer_ndim(pw); d++) whole *= ts_buffer_dim(pw, d);
     ts_sched *trial = NULL;
     if (ts_sched_fork(s, 0, &trial, NULL)) return;
     ts_rv tb;
+    int64_t window = 0;
     if (ts_sched_get_block(trial, name, &tb) ||
         ts_sched_compute_at(trial, tb, order[n_outer - 1]) ||
-        tile_window_bytes(trial, name, n_outer) > PAD_TILE_BYTES) {
+        (window = tile_window_bytes(trial, name, n_outer)) > PAD_TILE_BYTES ||
+        window >= whole) {
       ts_sched_destroy(trial);
       continue;
     }

@@ -243,6 +243,22 @@ int default_pack_copy_once(ts_sched *s, const char *copy, int64_t cols);
 bool default_pack_transposed(ts_sched *s, ts_rv b, const ts_stmt *r,
                              const ts_stmt *lv, const ts_rv *loops, int nl,
                              char *out, size_t cap);
+/* Names of blocks the default schedule keeps (pad_einsum's copies). */
+#define DEFAULT_NAME_MAX 128
+#define DEFAULT_PAD_COPIES 16
+/* An anchor whose vector loop loops[vec] is a width no vector divides, of
+ * one to four vectors, with rows to tile that do not read its inputs:
+ * that iter padded to whole vectors (pad_einsum), the output's one
+ * elementwise consumer folded into the copy out. Returns 0 when nothing
+ * was done, else 1 + the number of input copies, whose block names go
+ * into pads (up to cap); the anchor's loops keep their handles
+ * (default_narrow.c). default_inline_pads: each copy that the anchor no
+ * longer reads (a packed copy of it does) inlined into its reader. */
+int default_pad_narrow(ts_sched *s, const ts_target *t, const char *name,
+                       ts_rv b, const ts_rv *loops, int nl, int vec, int lanes,
+                       char (*pads)[DEFAULT_NAME_MAX], int cap);
+void default_inline_pads(ts_sched *s, const char *anchor,
+                         char (*pads)[DEFAULT_NAME_MAX], int n);
 void default_rows_input(ts_sched *s, const ts_stmt *r, const ts_rv *loops,
                         int nl, int rows, int vec, int red, char *out,
                         size_t cap, bool *trans);

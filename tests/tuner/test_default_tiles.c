@@ -346,6 +346,60 @@ static void test_rows_first_ragged(void **state) {
   free(text);
 }
 
+/* A narrow width that no vector divides, where the unpadded tiles are
+ * ragged (30 = 3 x 8 + 6 on AVX2: tiles of one vector, the last masked):
+ * padded to whole vectors by pad_einsum, tiles with no guard; B's
+ * padding part of its copy in panels (or of its transposing copy), a bias
+ * folded into the copy out. Not where a whole-width tile of whole vectors and a
+ * part is not ragged (12 = 8 + 4), nor where too few rows read a B copied
+ * per call (128 rows), unless B is constant. */
+static void test_narrow_padded(void **state) {
+  (void)state;
+  char *text;
+  avx2_default("matmul M=300 N=30 K=500", NULL, &text);
+  const char *anchor = strstr(text, "block C(");
+  char line[512] = "";
+  if (anchor)
+    snprintf(line, sizeof line, "%.*s", (int)strcspn(anchor, "\n"), anchor);
+  if (!strstr(text, "alloc B_pad_global: float32[2, 500, 16]") ||
+      !strstr(text, "if_then_else(v1 < 30") || strstr(text, "block B_pad(") ||
+      !strstr(text, "alloc C_pad") || !line[0] || strstr(line, " where "))
+    fail_msg("30 columns not padded to 32, unguarded:\n%s", text);
+  free(text);
+  avx2_default("batch_matmul B=8 M=100 N=29 K=64 transpose_b=1", NULL, &text);
+  if (strstr(text, "block B_pad(") || !strstr(text, "alloc B_pad_global") ||
+      !strstr(text, "if_then_else(v1 < 29"))
+    fail_msg("the padding not part of the transposing copy:\n%s", text);
+  free(text);
+  avx2_default("dense M=256 N=30 K=128 bias=1", NULL, &text);
+  if (!strstr(text, "alloc dense_pad") || strstr(text, "block Y(") ||
+      !strstr(text, "block dense_unpad("))
+    fail_msg("the bias not folded into the copy out:\n%s", text);
+  free(text);
+  avx2_default("matmul M=500 N=12 K=300", NULL, &text);
+  if (strstr(text, "_pad"))
+    fail_msg("a width of a vector and a part padded:\n%s", text);
+  free(text);
+  avx2_default("matmul M=128 N=27 K=768", NULL, &text);
+  if (strstr(text, "_pad"))
+    fail_msg("B copied per call for 128 rows:\n%s", text);
+  free(text);
+  avx2_default(
+      "conv2d_nhwc N=1 H=8 W=8 CI=16 CO=30 KH=3 KW=3 pad=1 const=weight", NULL,
+      &text);
+  if (!strstr(text, "alloc conv_pad: float32[1, 8, 8, 32]") ||
+      !strstr(text, "if_then_else(v3 < 30"))
+    fail_msg("constant weights of 8 x 8 rows not padded:\n%s", text);
+  free(text);
+  /* 60 channels on 16 lanes */
+  target_default("conv2d_nhwc N=1 H=28 W=28 CI=64 CO=60 KH=3 KW=3 pad=1",
+                 "llvm -mcpu=skylake-avx512 -num-cores=2",
+                 ts_rt_cpu_has("avx512f") == 1, NULL, &text);
+  if (!strstr(text, "alloc conv_pad: float32[1, 28, 28, 64]"))
+    fail_msg("60 channels not padded to 64 on AVX-512:\n%s", text);
+  free(text);
+}
+
 /* A depthwise conv of many channel tiles over an image larger than the
  * caches: the channel tiles outermost, so each tile's rows stay cached as
  * the window slides down (112 x 112 x 336, 5 x 5: 21 tiles; 14 x 14 x
@@ -788,6 +842,7 @@ int main(void) {
       cmocka_unit_test(test_rows_first),
       cmocka_unit_test(test_column_blocks),
       cmocka_unit_test(test_rows_first_ragged),
+      cmocka_unit_test(test_narrow_padded),
       cmocka_unit_test(test_depthwise_order),
       cmocka_unit_test(test_tensorized_odd_panels),
       cmocka_unit_test(test_depthwise_ragged_columns),
