@@ -148,6 +148,39 @@ static void test_matmul_spaces(void **state) {
   ts_workload_free(w);
 }
 
+/* A narrow width that no vector divides (61 columns; 13 output channels):
+ * besides the nine spaces, padded ones, whose designs pad the width to
+ * whole vectors (pad_einsum) before tiling; their samples match the
+ * reference. Not for a width the vectors divide (above: 48). */
+static void test_padded_spaces(void **state) {
+  (void)state;
+  static const char *const specs[] = {
+      "matmul M=40 N=61 K=24",
+      "conv2d_nhwc N=1 H=6 W=6 CI=8 CO=13 KH=3 KW=3 pad=1"};
+  ts_target *t = host();
+  for (int w_i = 0; w_i < 2; w_i++) {
+    ts_workload *w = tu_workload(specs[w_i]);
+    ts_design_space *s = NULL;
+    int n = 0, padded = 0;
+    ts_error err;
+    OK(ts_space_generate(w->func, t, NULL, &s, &n, &err));
+    for (int i = 0; i < n; i++) {
+      bool named = strstr(s[i].name, "padded") != NULL, pads = false;
+      for (int k = 0; k < ts_trace_n_insts(s[i].trace); k++)
+        pads |= ts_trace_inst_kind(s[i].trace, k) == TS_INSTR_PAD_EINSUM;
+      assert_int_equal(named, pads);
+      padded += pads;
+    }
+    printf("%s: %d of %d spaces padded\n", specs[w_i], padded, n);
+    assert_true(padded > 0);
+    if (w_i == 0) assert_int_equal(n - padded, 9);
+    check_samples(w->func, t, s, n, 2, true);
+    ts_design_spaces_free(s, n);
+    ts_workload_free(w);
+  }
+  ts_target_free(t);
+}
+
 /* The read cache of B is allocated per iteration of the loops around the
  * place it is computed at (inside the parallel loop: never one copy shared
  * and refilled by all the parallel iterations) and compacted to the panel
@@ -1037,6 +1070,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_every_family_has_rules),
       cmocka_unit_test(test_matmul_spaces),
+      cmocka_unit_test(test_padded_spaces),
       cmocka_unit_test(test_read_cache_compacted),
       cmocka_unit_test(test_other_workloads),
       cmocka_unit_test(test_rfactor_vector),
