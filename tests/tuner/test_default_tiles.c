@@ -371,6 +371,12 @@ static void test_narrow_padded(void **state) {
       !strstr(text, "if_then_else(v1 < 29"))
     fail_msg("the padding not part of the transposing copy:\n%s", text);
   free(text);
+  /* keys of 50 tokens transposed in tiles of 8 x 8 (two whole tiles a
+   * side, the last partial), not element by element */
+  avx2_default("batch_matmul B=12 M=50 N=50 K=64 transpose_b=1", NULL, &text);
+  if (!strstr(text, "for ax0_1 in range(8) unrolled"))
+    fail_msg("the keys not transposed in tiles:\n%s", text);
+  free(text);
   avx2_default("dense M=256 N=30 K=128 bias=1", NULL, &text);
   if (!strstr(text, "alloc dense_pad") || strstr(text, "block Y(") ||
       !strstr(text, "block dense_unpad("))
