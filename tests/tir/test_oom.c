@@ -341,6 +341,20 @@ done:
   return rc;
 }
 
+/* A product's 13 columns padded to 16 (pad_einsum: a padded copy of B,
+ * a padded output and its copy out), then split into whole vectors. */
+static int sched_pad_einsum(ts_sched *s, ts_error *err) {
+  int rc = TS_OK, n;
+  ts_rv b, l[3], made[2], j2[2];
+  SCHED(ts_sched_get_block(s, "C", &b));
+  SCHED(ts_sched_get_loops(s, b, l, 3, &n));
+  SCHED(ts_sched_pad_einsum(s, b, 1, 8, made, 2, &n));
+  SCHED(ts_sched_split(s, l[1], (int64_t[]){TS_SPLIT_INFER, 8}, 2, j2));
+  SCHED(ts_sched_reverse_compute_at(s, made[1], l[0]));
+done:
+  return rc;
+}
+
 typedef struct sched_case {
   const char *spec;
   int (*apply)(ts_sched *s, ts_error *err);
@@ -355,6 +369,7 @@ static const sched_case sched_cases[] = {
     {"elementwise op=relu shape=8x12", sched_bind},
     {"matmul M=4 N=32 K=8 dtype=bfloat16", sched_tensorize},
     {"matmul M=4 N=16 K=8 dtype=int8", sched_shift_int8},
+    {"matmul M=4 N=13 K=8", sched_pad_einsum},
 };
 enum { N_SCHED = (int)(sizeof sched_cases / sizeof *sched_cases) };
 
