@@ -1195,7 +1195,19 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
     if (cr && !block_is_reduction(ts_realize_block(cr)) &&
         !ts_block_init(ts_realize_block(cr))) {
       snprintf(cons_name, sizeof cons_name, "%s", cn);
-      if (ts_sched_reverse_compute_at(s, cons[0], order[cons_at]))
+      /* (not where it would compute all of its output at every iteration
+       * there: a tile of fused rows under the rows loop, whose region is
+       * the whole image; tried on a copy first) */
+      int64_t whole = default_block_work(s, cons_name);
+      ts_sched *trial = NULL;
+      ts_rv tc;
+      bool repeats = true;
+      if (!ts_sched_fork(s, 0, &trial, NULL) &&
+          !ts_sched_get_block(trial, cons_name, &tc) &&
+          !ts_sched_reverse_compute_at(trial, tc, order[cons_at]))
+        repeats = default_block_work(trial, cons_name) >= whole * cons_above;
+      ts_sched_destroy(trial);
+      if (repeats || ts_sched_reverse_compute_at(s, cons[0], order[cons_at]))
         cons_name[0] = '\0';
       else if (n_par > cons_at + 1)
         n_par = cons_at + 1;

@@ -14,6 +14,10 @@
 /* rows reading each element of an input copied per call, for its
  * padded copy to pay */
 #define PAD_MIN_ROWS 192
+/* widths padded: fewer vectors than this */
+#define PAD_MAX_VECTORS 8
+/* products summed per output for a width past 4 vectors */
+#define PAD_WIDE_MIN_TERMS 128
 
 /* Whether an input of block r read through loop lv (the vector axis) is
  * also read through loop lr (the rows): a depthwise conv's image, which a
@@ -39,7 +43,7 @@ int default_pad_narrow(ts_sched *s, const ts_target *t, const char *name,
   const ts_stmt *lv = ts_sched_rv_loop(s, loops[vec]);
   int64_t ev = rv_extent(s, loops[vec]);
   if (!r || !lv || lanes < 2 || ev % lanes == 0 || ev <= lanes ||
-      ev >= 4 * lanes)
+      ev >= PAD_MAX_VECTORS * lanes)
     return 0;
   /* rows to tile: the innermost other spatial loop, not reading the
    * vector axis's inputs */
@@ -50,18 +54,40 @@ int default_pad_narrow(ts_sched *s, const ts_target *t, const char *name,
       lr = l;
   }
   if (!lr || vector_input_by_rows(r, lv, lr)) return 0;
+  /* Past 4 vectors the width takes several column tiles, and the copy out
+   * may become a pass of its own over the output: it pays where each
+   * output sums PAD_WIDE_MIN_TERMS products or more (AVX2, 2 threads,
+   * unpadded -> padded, x the best library: 3x3 conv 28x28 64 -> 60
+   * 0.69 -> 1.15, matmul 500 x 45 x 300 0.41 -> 0.94-1.39; a 1x1 conv
+   * 28x28 64 -> 61, 64 terms, 0.73 -> 0.50) */
+  if (ev > 4 * lanes) {
+    int64_t terms = 1;
+    for (int i = 0; i < nl; i++) {
+      const ts_stmt *l = ts_sched_rv_loop(s, loops[i]);
+      if (l && loop_binding(r, l) == BIND_REDUCE)
+        terms *= rv_extent(s, loops[i]);
+    }
+    if (terms < PAD_WIDE_MIN_TERMS) return 0;
+  }
   /* Only where the unpadded tiles are weak. A width that a divisor tile
    * or whole vectors and a part cover (40 = 32 + 8 on 16 lanes, one tile
    * across) already runs near the FMA peak, and padding it only wastes
    * lanes. The ragged tiles of one vector whose last is masked (61 = 3 x
-   * 16 + 13, the tile accumulating in a local), or a part of one lane
-   * (17 = 16 + 1, a scalar FMA per row) are what it replaces. */
+   * 16 + 13, the tile accumulating in a local), or a tile whose part is
+   * under a quarter of a vector (17 = 16 + 1, a scalar FMA per row; 50 =
+   * 32 + 16 + 2: a 3x3 conv 14x14 256 -> 100 in tiles of 50 ran at 0.05
+   * x oneDNN) are what it replaces. */
   int64_t cols = default_lane_tile(ev, lanes);
+  int64_t whole = ev >= 4 * lanes ? 2 * lanes : lanes; /* as default.c */
   bool ragged = ev >= 2 * lanes &&
                 (cols < lanes ||
-                 default_ceil_fill(ev, lanes) >
+                 default_ceil_fill(ev, whole) >
                      WHOLE_VECTOR_GAIN * default_divisor_fill(cols, lanes));
-  if (!ragged && ev % lanes != 1) return 0;
+  if (!ragged && 4 * (cols % lanes) >= lanes) return 0;
+  /* (a tile with a small part, unlike a ragged one, runs well enough that
+   * even a copy made anyway must serve enough rows: a dense layer of 64
+   * rows with W transposed, 50 columns, lost 0.53 -> 0.44 padded) */
+  bool rows_always = !ragged;
   /* Each padded input is copied per call unless it is a constant (copied
    * ahead of the calls) or copied anyway (transposed, the padding then
    * part of that copy): enough rows must read each element to pay for it.
@@ -76,7 +102,7 @@ int default_pad_narrow(ts_sched *s, const ts_target *t, const char *name,
     bool constant = false;
     for (int p = 0; p < ts_func_n_params(f) && p < 64; p++)
       if (ts_func_param(f, p) == x) constant = ts_func_const_params(f) >> p & 1;
-    if (!constant && default_loop_contiguous(r, lv) &&
+    if (!constant && (default_loop_contiguous(r, lv) || rows_always) &&
         default_rows_reading(s, r, x, loops, nl) < PAD_MIN_ROWS)
       return 0;
   }
