@@ -35,6 +35,30 @@ static bool vector_input_by_rows(const ts_stmt *r, const ts_stmt *lv,
   return false;
 }
 
+int default_pad_loop(ts_sched *s, ts_rv b, const ts_stmt *r, const ts_stmt *lv,
+                     int lanes, char (*pads)[DEFAULT_NAME_MAX], int cap,
+                     char *unpad) {
+  const ts_block *bb = ts_realize_block(r);
+  int iter = -1;
+  for (int i = 0; i < ts_block_n_iters(bb); i++)
+    if (ts_realize_value(r, i) == ts_for_var(lv)) iter = i;
+  ts_rv out[DEFAULT_PAD_COPIES];
+  int n = 0;
+  if (iter < 0 ||
+      ts_sched_pad_einsum(s, b, iter, lanes, out, DEFAULT_PAD_COPIES, &n) ||
+      n < 1)
+    return -1;
+  /* the input copies' names (all but the copy out, last) */
+  int np = 0;
+  for (int i = 0; i + 1 < n && np < cap; i++) {
+    const char *bn = ts_sched_rv_block_name(s, out[i]);
+    if (bn) snprintf(pads[np++], DEFAULT_NAME_MAX, "%s", bn);
+  }
+  const char *un = ts_sched_rv_block_name(s, out[n - 1]);
+  if (unpad) snprintf(unpad, DEFAULT_NAME_MAX, "%s", un ? un : "");
+  return np;
+}
+
 int default_pad_narrow(ts_sched *s, const ts_target *t, const char *name,
                        ts_rv b, const ts_rv *loops, int nl, int vec, int lanes,
                        char (*pads)[DEFAULT_NAME_MAX], int cap) {
@@ -106,31 +130,14 @@ int default_pad_narrow(ts_sched *s, const ts_target *t, const char *name,
         default_rows_reading(s, r, x, loops, nl) < PAD_MIN_ROWS)
       return 0;
   }
-  const ts_block *bb = ts_realize_block(r);
-  int iter = -1;
-  for (int i = 0; i < ts_block_n_iters(bb); i++)
-    if (ts_realize_value(r, i) == ts_for_var(lv)) iter = i;
-  if (iter < 0) return 0;
-  ts_rv out[DEFAULT_PAD_COPIES];
-  int n = 0;
-  if (ts_sched_pad_einsum(s, b, iter, lanes, out, DEFAULT_PAD_COPIES, &n) ||
-      n < 1)
-    return 0;
-  /* the input copies' names (all but the copy out, last) */
-  int np = 0;
-  for (int i = 0; i + 1 < n && np < cap; i++) {
-    const char *bn = ts_sched_rv_block_name(s, out[i]);
-    if (bn) snprintf(pads[np++], DEFAULT_NAME_MAX, "%s", bn);
-  }
+  char unpad[DEFAULT_NAME_MAX];
+  int np = default_pad_loop(s, b, r, lv, lanes, pads, cap, unpad);
+  if (np < 0) return 0;
   /* the output's elementwise consumer (a bias, an activation) folded into
    * the copy out, which the anchor's consumer step then moves under the
    * row tile */
-  ts_rv cons[4];
+  ts_rv cons[4], ub;
   int nc = 0;
-  const char *un = ts_sched_rv_block_name(s, out[n - 1]);
-  char unpad[DEFAULT_NAME_MAX];
-  snprintf(unpad, sizeof unpad, "%s", un ? un : "");
-  ts_rv ub;
   if (unpad[0] && !ts_sched_get_block(s, unpad, &ub) &&
       !ts_sched_get_consumers(s, ub, cons, 4, &nc) && nc == 1)
     ts_sched_reverse_compute_inline(s, cons[0]); /* (refused: left after) */

@@ -254,6 +254,13 @@ bool default_pack_transposed(ts_sched *s, ts_rv b, const ts_stmt *r,
  * into pads (up to cap); the anchor's loops keep their handles
  * (default_narrow.c). default_inline_pads: each copy that the anchor no
  * longer reads (a packed copy of it does) inlined into its reader. */
+/* The loop lv of anchor b (realized as r) padded to a multiple of lanes
+ * by pad_einsum: the input copies' block names into pads (up to cap; their
+ * count returned), the copy out's into unpad (NULL or DEFAULT_NAME_MAX
+ * bytes); -1 when refused (nothing done). */
+int default_pad_loop(ts_sched *s, ts_rv b, const ts_stmt *r, const ts_stmt *lv,
+                     int lanes, char (*pads)[DEFAULT_NAME_MAX], int cap,
+                     char *unpad);
 int default_pad_narrow(ts_sched *s, const ts_target *t, const char *name,
                        ts_rv b, const ts_rv *loops, int nl, int vec, int lanes,
                        char (*pads)[DEFAULT_NAME_MAX], int cap);

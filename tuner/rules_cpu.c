@@ -338,19 +338,10 @@ static bool pad_vector_axis(const gen *g, ts_sched *s, const char *name,
   if (ev % lanes == 0 || 3 * padded > 4 * ev || ev >= 8 * lanes ||
       !default_loop_contiguous(r, lv))
     return false;
-  int iter = -1;
-  for (int i = 0; i < ts_block_n_iters(blk); i++)
-    if (ts_realize_value(r, i) == ts_for_var(lv)) iter = i;
-  ts_rv out[DEFAULT_PAD_COPIES];
-  int n = 0;
-  if (iter < 0 ||
-      ts_sched_pad_einsum(s, b, iter, lanes, out, DEFAULT_PAD_COPIES, &n) ||
-      n < 1)
-    return false;
-  for (int i = 0; i + 1 < n; i++) {
-    const char *pn = ts_sched_rv_block_name(s, out[i]);
-    if (pn) snprintf(pads[(*np)++], DEFAULT_NAME_MAX, "%s", pn);
-  }
+  int got =
+      default_pad_loop(s, b, r, lv, lanes, pads, DEFAULT_PAD_COPIES, NULL);
+  if (got < 0) return false;
+  *np = got;
   return true;
 }
 
