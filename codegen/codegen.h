@@ -127,6 +127,16 @@ int ts_target_vector_registers(const ts_target *t);
  * not name (x86-64-v3, ...); 0 for cuda. How many rows a multiple of 4 KiB
  * apart a kernel can read at once without evicting each other. */
 int ts_target_l1d_ways(const ts_target *t);
+/* Whether a kernel that reads one or two cache lines of every pixel of a
+ * wide image (a tile of a pixel's channels, the stride a whole pixel) runs
+ * from prefetched lines, by the CPU's name (llvm): false on Intel's cores
+ * (haswell to graniterapids), true on AMD's Zen and on a CPU the table
+ * does not name (x86-64-v3, ...); false for cuda. Measured, not documented
+ * by the vendors: on an AVX-512 Xeon a depthwise conv's channel tiles
+ * slid down the image ran at 0.5-0.8 of the same tiles read a pixel's
+ * channels at a time, on Zen 3 the first order won by 1.1-1.4 x
+ * (docs/tuning.md, "A depthwise conv's order by CPU"). */
+bool ts_target_strided_prefetch(const ts_target *t);
 /* Lanes of dtype d in the widest vector: vector_bits / d.bits for llvm (at
  * least 1), 1 for cuda (one lane per thread). */
 int ts_target_vector_lanes(const ts_target *t, ts_dtype d);

@@ -344,6 +344,25 @@ int ts_target_l1d_ways(const ts_target *t) {
   return 8;
 }
 
+bool ts_target_strided_prefetch(const ts_target *t) {
+  if (t->family->facts.is_gpu) return false;
+  static const char *const intel[] = {
+      "haswell",        "broadwell",        "core-avx2",
+      "skylake",        "skylake-avx512",   "skx",
+      "cascadelake",    "cooperlake",       "cannonlake",
+      "icelake-client", "icelake-server",   "tigerlake",
+      "rocketlake",     "alderlake",        "raptorlake",
+      "meteorlake",     "arrowlake",        "arrowlake-s",
+      "lunarlake",      "pantherlake",      "sapphirerapids",
+      "emeraldrapids",  "graniterapids",    "graniterapids-d",
+      "sierraforest",   "clearwaterforest", "gracemont",
+      "grandridge"};
+  const char *cpu = ts_target_cpu(t);
+  for (size_t i = 0; cpu && i < sizeof intel / sizeof intel[0]; i++)
+    if (!strcmp(cpu, intel[i])) return false;
+  return true;
+}
+
 int ts_target_vector_lanes(const ts_target *t, ts_dtype d) {
   return t->family->vector_lanes(t, d);
 }

@@ -837,7 +837,13 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
    * 1.53 against 1.20, 14x14x864 0.85 against 0.77). Measured in
    * docs/tuning.md ("Fresh draws of the broad set"): 112x112x336 5x5
    * 0.83 -> 1.23-1.51 x oneDNN channels first, 70x70x960 0.38-0.49 ->
-   * 0.82-1.00 columns first. */
+   * 0.82-1.00 columns first. All of that on Zen 3: on Intel's cores
+   * (ts_target_strided_prefetch false) a channel tile's strided reads ran
+   * slower wherever measured and the columns go first always (AVX-512
+   * Xeon, 2 threads, x oneDNN, channels -> columns first: 112x112x336 5x5
+   * 0.65 -> 1.07, 146x146x240 0.57 -> 1.10, 76x76x288 0.73 -> 1.04,
+   * 56x56x144 0.85 -> 1.19; the AVX2 target there 0.65 -> 1.05 on the
+   * first; docs/tuning.md "A depthwise conv's order by CPU"). */
   if (rows_load && vo != TS_RV_NONE) {
     int64_t kh = 1, kw = 1;
     for (int i = 0, k = 0; i < nl; i++)
@@ -849,7 +855,8 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
                              ts_buffer_dtype(ts_block_write(blk, 0)->buffer));
     int64_t pages = kh * (er + kw - 1);
     int64_t tile_bytes = cols * (pixel / ev);
-    if (ev / cols >= 2 * ts_target_num_cores(t) &&
+    if (ts_target_strided_prefetch(t) &&
+        ev / cols >= 2 * ts_target_num_cores(t) &&
         others > STREAMED_CACHE_BYTES && (pixel < 2048 || pages <= 64) &&
         tile_bytes >= CACHE_LINE_BYTES)
       vec_first = true;

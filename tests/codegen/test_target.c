@@ -104,6 +104,7 @@ static void test_queries(void **state) {
   assert_int_equal(ts_target_num_cores(t), 2);
   assert_int_equal(ts_target_sm(t), 0);
   assert_string_equal(ts_target_cpu(t), "skylake-avx512");
+  assert_false(ts_target_strided_prefetch(t)); /* an Intel core */
   assert_non_null(strstr(ts_target_llvm_features(t), "+avx512f"));
   assert_non_null(strstr(ts_target_triple(t), "x86_64"));
   /* Features come back sorted with their signs. */

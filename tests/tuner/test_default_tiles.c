@@ -41,11 +41,17 @@ static void target_default(const char *spec, const char *target, bool run,
 
 #define AVX2_TARGET "llvm -mcpu=x86-64-v3 -num-cores=2"
 
-/* The L1 ways of the target of string s. */
-static int l1d_ways_of(const char *s) {
+/* The target of string s (parsed or the test fails). */
+static ts_target *target_of(const char *s) {
   ts_target *t;
   ts_error err;
   if (ts_target_parse(s, &t, &err)) fail_msg("%s", err.msg);
+  return t;
+}
+
+/* The L1 ways of the target of string s. */
+static int l1d_ways_of(const char *s) {
+  ts_target *t = target_of(s);
   int w = ts_target_l1d_ways(t);
   ts_target_free(t);
   return w;
@@ -440,6 +446,13 @@ static void test_narrow_padded(void **state) {
  * does: 512 x 512 x 32 (2 channel tiles, columns first) has 512 x 128 x 2
  * = 131072 outer iterations, past which the fused loop was refused and
  * the whole conv ran on one core. */
+static bool strided_prefetch_of(const char *s) {
+  ts_target *t = target_of(s);
+  bool r = ts_target_strided_prefetch(t);
+  ts_target_free(t);
+  return r;
+}
+
 static void test_depthwise_order(void **state) {
   (void)state;
   static const struct {
@@ -469,6 +482,34 @@ static void test_depthwise_order(void **state) {
     if (!strstr(text, cases[i].parallel))
       fail_msg("%s: expected '%s' in\n%s", cases[i].spec, cases[i].parallel,
                text);
+    free(text);
+  }
+  /* On Intel's cores the columns go first wherever the channel tiles
+   * would have: there a channel tile's reads, a line or two of every
+   * pixel, ran slower than whole pixels at a time. AMD's Zen (and a CPU
+   * the target does not name) keep the order above. */
+  assert_true(strided_prefetch_of(AVX2_TARGET));
+  assert_true(strided_prefetch_of("llvm -mcpu=znver3 -num-cores=2"));
+  assert_false(strided_prefetch_of("llvm -mcpu=sapphirerapids -num-cores=2"));
+  static const struct {
+    const char *spec, *target, *parallel;
+  } intel[] = {
+      {"depthwise_conv2d_nhwc N=1 H=112 W=112 C=336 KH=5 KW=5 pad=2",
+       "llvm -mcpu=haswell -num-cores=2",
+       "for n_h_w_0_fused in range(3136) parallel"},
+      {"depthwise_conv2d_nhwc N=1 H=76 W=76 C=288 KH=3 KW=3 pad=1",
+       "llvm -mcpu=sapphirerapids -num-cores=2",
+       "for n_h_w_0_c_0_fused in range(6840) parallel"},
+      {"depthwise_conv2d_nhwc N=1 H=76 W=76 C=288 KH=3 KW=3 pad=1",
+       "llvm -mcpu=znver4 -num-cores=2",
+       "for c_0_n_h_fused in range(684) parallel"},
+  };
+  for (size_t i = 0; i < sizeof intel / sizeof intel[0]; i++) {
+    char *text;
+    target_default(intel[i].spec, intel[i].target, false, NULL, &text);
+    if (!strstr(text, intel[i].parallel))
+      fail_msg("%s on %s: expected '%s' in\n%s", intel[i].spec, intel[i].target,
+               intel[i].parallel, text);
     free(text);
   }
 }
