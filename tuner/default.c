@@ -516,6 +516,7 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
       s, t, name, b, loops, nl, vec,
       default_lanes_of(t, ts_buffer_dtype(ts_block_write(blk, 0)->buffer)),
       pads, DEFAULT_PAD_COPIES);
+  bool padded_width = npads > 0;
   if (npads > 0) {
     npads--;
     r = ts_func_find_block(ts_sched_func(s), name);
@@ -1195,7 +1196,13 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
    * batch loop and leave nothing to run in parallel) */
   int64_t cons_above = 1;
   for (int i = 0; i <= cons_at; i++) cons_above *= loop_extent(s, order[i]);
-  if (cons_at >= 0 && cons_above >= ts_target_num_cores(t) &&
+  /* (nor the copy out of a padded width at a column stripe above fused
+   * rows: the stripes would then be all the parallel loop has, each
+   * writing part of every output row; it becomes a parallel nest of its
+   * own after the tiles) */
+  bool stripe =
+      fused_rows && cons_at >= 0 && order[cons_at] == vo && padded_width;
+  if (!stripe && cons_at >= 0 && cons_above >= ts_target_num_cores(t) &&
       !ts_sched_get_consumers(s, b, cons, MAX_BLOCKS, &nc) && nc == 1) {
     const char *cn = ts_sched_rv_block_name(s, cons[0]);
     const ts_stmt *cr = cn ? ts_func_find_block(ts_sched_func(s), cn) : NULL;

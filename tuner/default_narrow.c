@@ -17,7 +17,7 @@
 /* widths padded: fewer vectors than this */
 #define PAD_MAX_VECTORS 8
 /* products summed per output for a width past 4 vectors */
-#define PAD_WIDE_MIN_TERMS 128
+#define PAD_WIDE_MIN_TERMS 64
 
 /* Whether an input of block r read through loop lv (the vector axis) is
  * also read through loop lr (the rows): a depthwise conv's image, which a
@@ -82,8 +82,11 @@ int default_pad_narrow(ts_sched *s, const ts_target *t, const char *name,
    * may become a pass of its own over the output: it pays where each
    * output sums PAD_WIDE_MIN_TERMS products or more (AVX2, 2 threads,
    * unpadded -> padded, x the best library: 3x3 conv 28x28 64 -> 60
-   * 0.69 -> 1.15, matmul 500 x 45 x 300 0.41 -> 0.94-1.39; a 1x1 conv
-   * 28x28 64 -> 61, 64 terms, 0.73 -> 0.50) */
+   * 0.69 -> 1.15, matmul 500 x 45 x 300 0.41 -> 0.94-1.39; 64 terms:
+   * matmul 500 x 45 x 64 0.18 -> 0.94-1.47, batch_matmul 8 x 173 x 61 x 64
+   * transpose_b 0.87 -> 1.05, 1x1 conv 56x56 64 -> 61 0.54 -> 0.91, on
+   * AVX-512 500 x 100 x 64 0.62 -> 0.88; 32 terms, a 1x1 conv 28x28 32 ->
+   * 61, 0.70 -> 0.33) */
   if (ev > 4 * lanes) {
     int64_t terms = 1;
     for (int i = 0; i < nl; i++) {
