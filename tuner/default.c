@@ -463,6 +463,24 @@ static bool repacked_by_outer(ts_sched *s, const ts_stmt *rr, const ts_stmt *lv,
 /* a vector tile's panel larger than this is packed per reduction block */
 #define REDUCTION_BLOCK_BYTES (4 * STREAMED_CACHE_BYTES)
 
+/* The rows of a register tile of `nrows` rows whose extent er has no
+ * divisor near the budget `cap` (a prime such as 613, or the 7 and 11
+ * output columns of a late or strided conv): tiles of a ceil split as even
+ * as the budget allows (11 on 6: 6 + 5). Also where the divisor leaves
+ * accumulators unused (28 or 56 rows: 4 of a budget of 6). Not for a
+ * depthwise conv's rows (own_loads) unless the divisor is at most half the
+ * budget. */
+static int64_t ceil_rows(int64_t er, int64_t nrows, int64_t cap, bool has_rows,
+                         bool own_loads) {
+  if (has_rows && cap > 1 && er > cap &&
+      (2 * nrows <= cap || (nrows < cap && !own_loads))) {
+    int64_t tiles = (er + cap - 1) / cap;
+    int64_t even = (er + tiles - 1) / tiles;
+    if (even > nrows) nrows = even;
+  }
+  return nrows;
+}
+
 /* Rows too few to fill a register tile (the 7 output columns of a late
  * conv): the row axis fused with the spatial axis just outside it when
  * that one reads the same inputs as the rows and not the vector axis's (a
@@ -675,15 +693,27 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
    * 0.95-1.00 -> 0.98-1.19; 1x1 56x56x64->256 0.71-0.76 -> 0.79-0.82;
    * matmul 1024^3 and the strided 3x3 56x56x64->128 within noise). Not
    * for a depthwise conv's rows. */
-  {
-    int64_t nv = default_vector_ops(cols, lanes);
-    int64_t cap = default_rows_cap(regs, nv);
-    if (rows >= 0 && cap > 1 && er > cap &&
-        (2 * nrows <= cap || (nrows < cap && !rows_load))) {
-      int64_t tiles = (er + cap - 1) / cap;
-      int64_t even = (er + tiles - 1) / tiles;
-      if (even > nrows) nrows = even;
-    }
+  nrows = ceil_rows(er, nrows,
+                    default_rows_cap(regs, default_vector_ops(cols, lanes)),
+                    rows >= 0, rows_load);
+  /* A depthwise conv's tile keeps the input columns its taps share live
+   * beside the accumulators (each row loads its own input rather than
+   * sharing a broadcast): where 4 vectors take more than half the
+   * registers as accumulators (6 rows x 4), it is 2 vectors wide, the rows
+   * as many as they allow. Default schedules, AVX-512 Xeon, 2 threads, two
+   * alternating rounds, x oneDNN, old -> new: 5x5 18x18x576 0.66/0.66 ->
+   * 0.92/0.92, 34x34x576 0.62/0.61 -> 0.89/0.95, 18x18x192 0.67/0.68 ->
+   * 0.98/0.87; 3x3 146x146x576 0.69/0.70 -> 1.01/1.03, 70x70x960
+   * 0.69/0.75 -> 0.99/1.00. At 16 accumulators (4 rows x 4) 2 vectors
+   * lost: 56x56x192 5x5 1.01/1.03 -> 0.87/0.89, 56x56x128 7x7 0.95/0.95
+   * -> 0.77/0.82 (though 28x28x576 5x5 gained, 0.78 -> 0.92). */
+  if (rows_load && !ragged && cols > 2 * lanes && ev % (2 * lanes) == 0 &&
+      2 * nrows * (cols / lanes) > regs) {
+    cols = 2 * lanes;
+    nvec = 2;
+    int64_t cap = default_rows_cap(regs, 2);
+    nrows =
+        ceil_rows(er, default_divisor_upto(er, cap), cap, rows >= 0, rows_load);
   }
   /* A streamed input larger than the caches that the outer spatial loops
    * do not index (a deep conv's weights at a small spatial extent): the

@@ -520,6 +520,27 @@ static void test_depthwise_order(void **state) {
   }
 }
 
+/* A depthwise conv's tile on 32 registers: 2 vectors wide where 4 would
+ * hold more than 16 accumulators (18 x 18 x 192 with 5 x 5 taps: 6 rows x
+ * 4 -> 6 x 2), and 4 wide at 16 (56 x 56 x 192: 4 rows x 4). The first
+ * checked against the interpreter where the host has AVX-512. */
+static void test_depthwise_narrow_tile(void **state) {
+  (void)state;
+  char *text;
+  target_default("depthwise_conv2d_nhwc N=1 H=18 W=18 C=192 KH=5 KW=5 pad=2",
+                 "llvm -mcpu=skylake-avx512 -num-cores=2",
+                 ts_rt_cpu_has("avx512f") == 1, NULL, &text);
+  if (!strstr(text, "for w_1 in range(6) unrolled") ||
+      !strstr(text, "for c_1 in range(32) vectorized"))
+    fail_msg("18x18x192: not a tile of 6 rows x 2 vectors:\n%s", text);
+  free(text);
+  target_default("depthwise_conv2d_nhwc N=1 H=56 W=56 C=192 KH=5 KW=5 pad=2",
+                 "llvm -mcpu=skylake-avx512 -num-cores=2", false, NULL, &text);
+  if (!strstr(text, "for c_1 in range(64) vectorized"))
+    fail_msg("56x56x192: not 4 vectors wide:\n%s", text);
+  free(text);
+}
+
 /* A depthwise conv, channel tiles first, whose column tiles do not
  * divide its width (17 = 9 x 2 - 1): the column tile loop stays serial
  * inside the parallel loop, so that the code generator runs every tile
@@ -919,6 +940,7 @@ int main(void) {
       cmocka_unit_test(test_rows_first_ragged),
       cmocka_unit_test(test_narrow_padded),
       cmocka_unit_test(test_depthwise_order),
+      cmocka_unit_test(test_depthwise_narrow_tile),
       cmocka_unit_test(test_tensorized_odd_panels),
       cmocka_unit_test(test_depthwise_ragged_columns),
       cmocka_unit_test(test_stem_pads),
