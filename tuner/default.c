@@ -710,7 +710,6 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
   if (rows_load && !ragged && cols > 2 * lanes && ev % (2 * lanes) == 0 &&
       2 * nrows * (cols / lanes) > regs) {
     cols = 2 * lanes;
-    nvec = 2;
     int64_t cap = default_rows_cap(regs, 2);
     nrows =
         ceil_rows(er, default_divisor_upto(er, cap), cap, rows >= 0, rows_load);
