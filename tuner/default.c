@@ -463,24 +463,6 @@ static bool repacked_by_outer(ts_sched *s, const ts_stmt *rr, const ts_stmt *lv,
 /* a vector tile's panel larger than this is packed per reduction block */
 #define REDUCTION_BLOCK_BYTES (4 * STREAMED_CACHE_BYTES)
 
-/* The rows of a register tile of `nrows` rows whose extent er has no
- * divisor near the budget `cap` (a prime such as 613, or the 7 and 11
- * output columns of a late or strided conv): tiles of a ceil split as even
- * as the budget allows (11 on 6: 6 + 5). Also where the divisor leaves
- * accumulators unused (28 or 56 rows: 4 of a budget of 6). Not for a
- * depthwise conv's rows (own_loads) unless the divisor is at most half the
- * budget. */
-static int64_t ceil_rows(int64_t er, int64_t nrows, int64_t cap, bool has_rows,
-                         bool own_loads) {
-  if (has_rows && cap > 1 && er > cap &&
-      (2 * nrows <= cap || (nrows < cap && !own_loads))) {
-    int64_t tiles = (er + cap - 1) / cap;
-    int64_t even = (er + tiles - 1) / tiles;
-    if (even > nrows) nrows = even;
-  }
-  return nrows;
-}
-
 /* Rows too few to fill a register tile (the 7 output columns of a late
  * conv): the row axis fused with the spatial axis just outside it when
  * that one reads the same inputs as the rows and not the vector axis's (a
@@ -528,6 +510,13 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
     if (binds[i] == BIND_REDUCE) n_red++;
   }
   if (vec < 0 || n_red == 0) return false;
+  /* the reduction's extent per output (KH x KW) and its innermost (KW) */
+  int64_t taps = 1, kw_ext = 1;
+  for (int i = 0; i < nl; i++)
+    if (binds[i] == BIND_REDUCE) {
+      taps *= loop_extent(s, loops[i]);
+      kw_ext = loop_extent(s, loops[i]);
+    }
   /* a narrow width that no vector divides padded to whole vectors */
   char pads[DEFAULT_PAD_COPIES][DEFAULT_NAME_MAX];
   int npads = default_pad_narrow(
@@ -693,27 +682,13 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
    * 0.95-1.00 -> 0.98-1.19; 1x1 56x56x64->256 0.71-0.76 -> 0.79-0.82;
    * matmul 1024^3 and the strided 3x3 56x56x64->128 within noise). Not
    * for a depthwise conv's rows. */
-  nrows = ceil_rows(er, nrows,
-                    default_rows_cap(regs, default_vector_ops(cols, lanes)),
-                    rows >= 0, rows_load);
-  /* A depthwise conv's tile keeps the input columns its taps share live
-   * beside the accumulators (each row loads its own input rather than
-   * sharing a broadcast): where 4 vectors take more than half the
-   * registers as accumulators (6 rows x 4), it is 2 vectors wide, the rows
-   * as many as they allow. Default schedules, AVX-512 Xeon, 2 threads, two
-   * alternating rounds, x oneDNN, old -> new: 5x5 18x18x576 0.66/0.66 ->
-   * 0.92/0.92, 34x34x576 0.62/0.61 -> 0.89/0.95, 18x18x192 0.67/0.68 ->
-   * 0.98/0.87; 3x3 146x146x576 0.69/0.70 -> 1.01/1.03, 70x70x960
-   * 0.69/0.75 -> 0.99/1.00. At 16 accumulators (4 rows x 4) 2 vectors
-   * lost: 56x56x192 5x5 1.01/1.03 -> 0.87/0.89, 56x56x128 7x7 0.95/0.95
-   * -> 0.77/0.82 (though 28x28x576 5x5 gained, 0.78 -> 0.92). */
-  if (rows_load && !ragged && cols > 2 * lanes && ev % (2 * lanes) == 0 &&
-      2 * nrows * (cols / lanes) > regs) {
-    cols = 2 * lanes;
-    int64_t cap = default_rows_cap(regs, 2);
-    nrows =
-        ceil_rows(er, default_divisor_upto(er, cap), cap, rows >= 0, rows_load);
-  }
+  nrows = default_ceil_rows(
+      er, nrows, default_rows_cap(regs, default_vector_ops(cols, lanes)),
+      rows >= 0, rows_load);
+  /* a depthwise conv's tile (default_depthwise.c) */
+  if (rows_load && !ragged)
+    default_depthwise_tile(ev, er, lanes, regs, taps, kw_ext, rows >= 0, &cols,
+                           &nrows);
   /* A streamed input larger than the caches that the outer spatial loops
    * do not index (a deep conv's weights at a small spatial extent): the
    * vector tiles go outermost, so that each panel of it is packed once and
@@ -845,35 +820,7 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
   /* order: outer spatial, vo, ro, reductions, ri, vi */
   ts_rv order[MAX_LOOPS + 4];
   int no = 0, n_outer = 0;
-  /* A depthwise conv's order. Its channel tiles outermost where there
-   * are at least twice as many as cores over an image larger than 256 KiB:
-   * each tile's window of rows stays cached while the rows slide down
-   * the image, instead of all channels' rows (for 5 x 5 taps at 112 x
-   * 112 x 336, 780 KiB) read again from L3 for every output row. But a
-   * channel tile reads at most two lines of a page where a pixel's
-   * channels span 2 KiB or more; when the window then
-   * covers more pages than the L1 TLB holds (64), every load misses it
-   * and no prefetcher follows: there, and with few channel tiles, the
-   * column tiles go outside the channel tiles instead, so each tile reads
-   * its pixels' channels in one contiguous run. So do they where a
-   * channel tile is narrower than a cache line (one vector of 8 floats,
-   * for 72, 40 or 120 channels): each line of the image was then fetched
-   * by two channel tiles. Default schedules, AVX2 Zen 3, 2 threads,
-   * medians of three alternating rounds, x oneDNN, channels first ->
-   * columns first: 58x58x72 0.70 -> 0.85, 56x56x72 0.77 -> 0.95, 74x74x40
-   * 5x5 0.65 -> 0.74, 28x28x72 5x5 0.75 -> 0.80, 28x28x120 5x5 0.78 ->
-   * 0.85, 34x34x120 0.75 -> 1.01; with channel tiles of 16 or more
-   * channels first won (112x112x336 5x5 1.40 against 1.03, 56x56x192 5x5
-   * 1.53 against 1.20, 14x14x864 0.85 against 0.77). Measured in
-   * docs/tuning.md ("Fresh draws of the broad set"): 112x112x336 5x5
-   * 0.83 -> 1.23-1.51 x oneDNN channels first, 70x70x960 0.38-0.49 ->
-   * 0.82-1.00 columns first. All of that on Zen 3: on Intel's cores
-   * (ts_target_strided_prefetch false) a channel tile's strided reads ran
-   * slower wherever measured and the columns go first always (AVX-512
-   * Xeon, 2 threads, x oneDNN, channels -> columns first: 112x112x336 5x5
-   * 0.65 -> 1.07, 146x146x240 0.57 -> 1.10, 76x76x288 0.73 -> 1.04,
-   * 56x56x144 0.85 -> 1.19; the AVX2 target there 0.65 -> 1.05 on the
-   * first; docs/tuning.md "A depthwise conv's order by CPU"). */
+  /* a depthwise conv's order (default_depthwise.c) */
   if (rows_load && vo != TS_RV_NONE) {
     int64_t kh = 1, kw = 1;
     for (int i = 0, k = 0; i < nl; i++)
@@ -881,14 +828,9 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
         if (k++ == 0) kh = loop_extent(s, loops[i]);
         kw = loop_extent(s, loops[i]);
       }
-    int64_t pixel = ev * (int64_t)ts_dtype_elem_bytes(
-                             ts_buffer_dtype(ts_block_write(blk, 0)->buffer));
-    int64_t pages = kh * (er + kw - 1);
-    int64_t tile_bytes = cols * (pixel / ev);
-    if (ts_target_strided_prefetch(t) &&
-        ev / cols >= 2 * ts_target_num_cores(t) &&
-        others > STREAMED_CACHE_BYTES && (pixel < 2048 || pages <= 64) &&
-        tile_bytes >= CACHE_LINE_BYTES)
+    int64_t elem = (int64_t)ts_dtype_elem_bytes(
+        ts_buffer_dtype(ts_block_write(blk, 0)->buffer));
+    if (default_depthwise_channels_first(t, ev, cols, er, kh, kw, elem, others))
       vec_first = true;
     else
       rows_first = true;
@@ -991,13 +933,9 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
   if (ro != TS_RV_NONE && !rows_first) order[no++] = ro;
   if (vb != TS_RV_NONE) order[no++] = vo;
   n_outer = no;
-  int64_t taps = 1; /* the reduction's extent per output: KH x KW */
   int red_last = -1;
   for (int i = 0; i < nl; i++)
-    if (binds[i] == BIND_REDUCE) {
-      taps *= loop_extent(s, loops[i]);
-      red_last = i;
-    }
+    if (binds[i] == BIND_REDUCE) red_last = i;
   /* The innermost reduction split by RED_UNROLL, its inner part unrolled
    * over the register tile: RED_UNROLL steps of the tile's FMAs per trip
    * of the loop (what a BLAS micro-kernel does with K). A tile that
@@ -1300,19 +1238,21 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
   /* (the window of a tile of fused rows spans image rows: padded once
    * too, rather than per tile) */
   panels_first = panels_first || fused_rows;
+  /* a depthwise conv's padding inlined and its taps unrolled, a kernel
+   * row at a time or all (default_depthwise.c), or its padded window
+   * copied per tile where that pays */
   int64_t tile_elems = loop_extent(s, vi);
   if (ri != TS_RV_NONE) tile_elems *= loop_extent(s, ri);
+  bool row_loop = rows_load && default_depthwise_row_loop(
+                                   taps, kw_ext, nrows,
+                                   default_vector_ops(cols, lanes), regs);
   bool taps_unrolled =
-      rows_load && (taps <= 9 || !default_copy_per_tile_pays(
-                                     s, b, order, n_outer, tile_elems, taps));
+      rows_load &&
+      (taps <= 9 || row_loop ||
+       !default_copy_per_tile_pays(s, b, order, n_outer, tile_elems, taps));
   if (taps_unrolled) {
-    /* A depthwise conv's taps unrolled too: neighbouring output columns
-     * read overlapping input columns, and with the taps unrolled LLVM
-     * loads each once per tile (MobileNet-V2 untuned 4.36 -> 4.12 ms on
-     * AVX2; its 112x112x32 depthwise conv 0.63 -> 0.80 x oneDNN). */
-    default_pads_inline(s, b);
-    for (int i = n_outer; i < no; i++)
-      if (order[i] != ri && order[i] != vi) ts_sched_unroll(s, order[i]);
+    default_depthwise_taps(s, b, order, n_outer, no, ri, vi, first_red,
+                           row_loop);
   } else if (!panels_first)
     default_pads_at_tile(s, t, b, order, n_outer, taps);
   /* the outer loops fused and parallel; no more of them than the

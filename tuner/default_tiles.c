@@ -236,3 +236,21 @@ int default_reduction_block(const int64_t *ext, const int *bind, int n,
     }
   return -1;
 }
+
+/* The rows of a register tile of `nrows` rows whose extent er has no
+ * divisor near the budget `cap` (a prime such as 613, or the 7 and 11
+ * output columns of a late or strided conv): tiles of a ceil split as even
+ * as the budget allows (11 on 6: 6 + 5). Also where the divisor leaves
+ * accumulators unused (28 or 56 rows: 4 of a budget of 6). Not for a
+ * depthwise conv's rows (own_loads) unless the divisor is at most half the
+ * budget. */
+int64_t default_ceil_rows(int64_t er, int64_t nrows, int64_t cap, bool has_rows,
+                          bool own_loads) {
+  if (has_rows && cap > 1 && er > cap &&
+      (2 * nrows <= cap || (nrows < cap && !own_loads))) {
+    int64_t tiles = (er + cap - 1) / cap;
+    int64_t even = (er + tiles - 1) / tiles;
+    if (even > nrows) nrows = even;
+  }
+  return nrows;
+}

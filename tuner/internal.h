@@ -163,6 +163,11 @@ int64_t default_product_tile(int64_t er, int64_t ev, int lanes, int regs,
 /* The tile over rows split ceil-wise (every tile but the last full). */
 int64_t default_ceil_rows_tile(int64_t er, int64_t ev, int lanes, int regs,
                                int64_t *rows);
+/* nrows rows of a tile on the budget cap raised to a ceil split as even as
+ * the budget allows where er has no divisor near it (has_rows: the tile
+ * has a rows axis; own_loads: a depthwise conv's rows). */
+int64_t default_ceil_rows(int64_t er, int64_t nrows, int64_t cap, bool has_rows,
+                          bool own_loads);
 /* The reduce loop (an index into ext/bind) to split into blocks so that
  * a vector tile's panel of panel_bytes, packed per block, fits `budget`,
  * and the block's extent in *chunk; -1 when none is needed or fits. */
@@ -279,6 +284,22 @@ bool default_pack_rows(ts_sched *s, const ts_target *t, ts_rv b,
  * of more than 9 taps); the padding inlined into the anchor. */
 void default_pads_at_tile(ts_sched *s, const ts_target *t, ts_rv anchor,
                           const ts_rv *order, int n_outer, int64_t taps);
+/* A depthwise conv's register tile, order and taps (default_depthwise.c):
+ * the tile's columns and rows narrowed where its accumulators crowd the
+ * registers; whether a kernel of more than 9 taps runs a kernel row at a
+ * time; whether the channel tiles go outermost; the padding inlined and
+ * the taps unrolled inside the tiles (order[n_outer..no)). */
+void default_depthwise_tile(int64_t ev, int64_t er, int lanes, int regs,
+                            int64_t taps, int64_t kw, bool has_rows,
+                            int64_t *cols, int64_t *nrows);
+bool default_depthwise_row_loop(int64_t taps, int64_t kw, int64_t nrows,
+                                int64_t nvec, int regs);
+bool default_depthwise_channels_first(const ts_target *t, int64_t ev,
+                                      int64_t cols, int64_t er, int64_t kh,
+                                      int64_t kw, int64_t elem, int64_t others);
+void default_depthwise_taps(ts_sched *s, ts_rv anchor, const ts_rv *order,
+                            int n_outer, int no, ts_rv ri, ts_rv vi,
+                            ts_rv outer_tap, bool row_loop);
 bool default_copy_per_tile_pays(ts_sched *s, ts_rv anchor, const ts_rv *order,
                                 int n_outer, int64_t tile_elems, int64_t taps);
 void default_pads_inline(ts_sched *s, ts_rv anchor);

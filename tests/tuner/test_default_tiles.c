@@ -522,23 +522,51 @@ static void test_depthwise_order(void **state) {
 
 /* A depthwise conv's tile on 32 registers: 2 vectors wide where 4 would
  * hold more than 16 accumulators (18 x 18 x 192 with 5 x 5 taps: 6 rows x
- * 4 -> 6 x 2), and 4 wide at 16 (56 x 56 x 192: 4 rows x 4). The first
- * checked against the interpreter where the host has AVX-512. */
+ * 4 -> 6 x 2), and at 16 for a kernel of more than 9 taps (56 x 56 x 192
+ * 5 x 5: 4 rows x 4 -> 8 x 2); a 3 x 3 kernel stays 4 wide at 16 (56 x 56
+ * x 192: 4 rows x 4). A 5 x 5 kernel's padding read inline, its inner tap
+ * loop unrolled and its outer one kept a loop; a 3 x 3 kernel's both
+ * unrolled. The first checked against the interpreter where the host has
+ * AVX-512. */
 static void test_depthwise_narrow_tile(void **state) {
   (void)state;
-  char *text;
-  target_default("depthwise_conv2d_nhwc N=1 H=18 W=18 C=192 KH=5 KW=5 pad=2",
-                 "llvm -mcpu=skylake-avx512 -num-cores=2",
-                 ts_rt_cpu_has("avx512f") == 1, NULL, &text);
-  if (!strstr(text, "for w_1 in range(6) unrolled") ||
-      !strstr(text, "for c_1 in range(32) vectorized"))
-    fail_msg("18x18x192: not a tile of 6 rows x 2 vectors:\n%s", text);
-  free(text);
-  target_default("depthwise_conv2d_nhwc N=1 H=56 W=56 C=192 KH=5 KW=5 pad=2",
-                 "llvm -mcpu=skylake-avx512 -num-cores=2", false, NULL, &text);
-  if (!strstr(text, "for c_1 in range(64) vectorized"))
-    fail_msg("56x56x192: not 4 vectors wide:\n%s", text);
-  free(text);
+  static const struct {
+    const char *spec;
+    bool run;
+    const char *must[4];
+  } cases[] = {
+      {"depthwise_conv2d_nhwc N=1 H=18 W=18 C=192 KH=5 KW=5 pad=2",
+       true,
+       {"for w_1 in range(6) unrolled", "for c_1 in range(32) vectorized",
+        "for rh in range(5) {", "for rw in range(5) unrolled"}},
+      {"depthwise_conv2d_nhwc N=1 H=56 W=56 C=192 KH=5 KW=5 pad=2",
+       false,
+       {"for w_1 in range(8) unrolled", "for c_1 in range(32) vectorized",
+        "for rh in range(5) {", "for rw in range(5) unrolled"}},
+      {"depthwise_conv2d_nhwc N=1 H=56 W=56 C=192 KH=3 KW=3 pad=1",
+       false,
+       {"for w_1 in range(4) unrolled", "for c_1 in range(64) vectorized",
+        "for rh in range(3) unrolled", "for rw in range(3) unrolled"}},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char *text;
+    target_default(cases[i].spec, "llvm -mcpu=skylake-avx512 -num-cores=2",
+                   cases[i].run && ts_rt_cpu_has("avx512f") == 1, NULL, &text);
+    for (int k = 0; k < 4; k++)
+      if (!strstr(text, cases[i].must[k]))
+        fail_msg("%s: no '%s' in\n%s", cases[i].spec, cases[i].must[k], text);
+    if (strstr(text, "block pad("))
+      fail_msg("%s: a padded copy, not read inline:\n%s", cases[i].spec, text);
+    free(text);
+  }
+  /* a kernel row at a time where the accumulators and a kernel row's
+   * weights fit the registers together, or for a 7 x 7 kernel; never for
+   * a 3 x 3 one */
+  assert_true(default_depthwise_row_loop(25, 5, 6, 2, 32));
+  assert_false(default_depthwise_row_loop(25, 5, 6, 2, 16));
+  assert_true(default_depthwise_row_loop(25, 5, 7, 1, 16));
+  assert_true(default_depthwise_row_loop(49, 7, 4, 2, 16));
+  assert_false(default_depthwise_row_loop(9, 3, 4, 4, 32));
 }
 
 /* A depthwise conv, channel tiles first, whose column tiles do not

@@ -1,0 +1,163 @@
+/*
+ * default_depthwise.c — the default schedule's rules for a depthwise conv
+ * (default.c step 2, an anchor whose rows are the output columns because
+ * every spatial axis indexes the input the channels do): the width of its
+ * register tile, whether its channel tiles or its column tiles go first,
+ * and how far its taps are unrolled. Each output channel reads only its
+ * own input channel, so a tile's rows load their own input (no broadcast
+ * shared by a row), neighbouring columns share input columns across the
+ * taps, and the weights are a few vectors per tap.
+ */
+#include "tuner/internal.h"
+#include "tuner/rule_framework.h"
+
+/* Kernels of more taps than this (5 x 5, 7 x 7) keep their outer tap loop
+ * a loop where default_depthwise_row_loop says so; kernels of more than
+ * LARGE_KERNEL_TAPS (7 x 7) always. */
+#define DEPTHWISE_UNROLLED_TAPS 9
+#define LARGE_KERNEL_TAPS 25
+
+/* Whether a depthwise conv of more than 9 taps reads its padding inline
+ * and runs its kernel a row at a time (default_depthwise_taps): where the
+ * registers hold the tile's accumulators (nrows x nvec) and a kernel
+ * row's weights (kw x nvec) together, or where the kernel has more than
+ * 25 taps. */
+bool default_depthwise_row_loop(int64_t taps, int64_t kw, int64_t nrows,
+                                int64_t nvec, int regs) {
+  if (taps <= DEPTHWISE_UNROLLED_TAPS) return false;
+  return nrows * nvec + kw * nvec <= regs || taps > LARGE_KERNEL_TAPS;
+}
+
+/* The register tile of a depthwise conv: *cols columns (channels) by
+ * *nrows rows (output columns), from the general rule's choice; kw: the
+ * kernel's width.
+ *
+ * Where 4 vectors take more than half the registers as accumulators
+ * (6 rows x 4), it is 2 vectors wide, the rows as many as they allow: the
+ * tile keeps the input columns its taps share live beside the
+ * accumulators. Default schedules, AVX-512 Xeon, 2 threads, two
+ * alternating rounds, x oneDNN, old -> new: 5x5 18x18x576 0.66/0.66 ->
+ * 0.92/0.92, 34x34x576 0.62/0.61 -> 0.89/0.95, 18x18x192 0.67/0.68 ->
+ * 0.98/0.87; 3x3 146x146x576 0.69/0.70 -> 1.01/1.03, 70x70x960 0.69/0.75
+ * -> 0.99/1.00.
+ *
+ * So it is for a kernel of more than 9 taps at half the registers (4 rows
+ * x 4 vectors on 32), where the narrower tile then runs a kernel row at a
+ * time (default_depthwise_row_loop). Same host, 4 x 4 with every tap
+ * unrolled -> 8 x 2 a kernel row at a time: 28x28x576 5x5 0.83/0.81 ->
+ * 1.14/1.16, 56x56x192 5x5 1.06/1.05 -> 1.28/1.23, 56x56x128 7x7
+ * 0.93/0.99 -> 1.46/1.43, 28x28x256 7x7 0.75/0.77 -> 1.07/1.09, 28x28x192
+ * 7x7 0.82/0.82 -> 1.12/1.07, 76x76x1536 5x5 0.91/0.92 -> 0.95/0.96. (With
+ * every tap unrolled, 2 vectors at 16 accumulators had lost: 56x56x192
+ * 5x5 1.01 -> 0.88, 56x56x128 7x7 0.95 -> 0.80.) 3 x 3 kernels keep 4
+ * vectors there. */
+void default_depthwise_tile(int64_t ev, int64_t er, int lanes, int regs,
+                            int64_t taps, int64_t kw, bool has_rows,
+                            int64_t *cols, int64_t *nrows) {
+  if (*cols <= 2 * lanes || ev % (2 * lanes) != 0) return;
+  int64_t acc = *nrows * (*cols / lanes);
+  bool crowded = 2 * acc > regs;
+  if (!crowded && (taps <= DEPTHWISE_UNROLLED_TAPS || 2 * acc < regs)) return;
+  int64_t cap = default_rows_cap(regs, 2);
+  int64_t rows =
+      default_ceil_rows(er, default_divisor_upto(er, cap), cap, has_rows, true);
+  if (!crowded && !default_depthwise_row_loop(taps, kw, rows, 2, regs)) return;
+  *cols = 2 * lanes;
+  *nrows = rows;
+}
+
+/* The bytes beyond which a depthwise conv's image leaves the L2's half
+ * (default.c's STREAMED_CACHE_BYTES) and a channel tile's line (64). */
+#define IMAGE_CACHE_BYTES TS_DEFAULT_STREAMED_BYTES
+#define LINE_BYTES 64
+
+/* A depthwise conv's order: whether its channel tiles go outermost (else
+ * its column tiles go outside its channel tiles).
+ *
+ * Channel tiles outermost where there are at least twice as many as cores
+ * over an image larger than 256 KiB: each tile's window of rows stays
+ * cached while the rows slide down the image, instead of all channels'
+ * rows (for 5 x 5 taps at 112 x 112 x 336, 780 KiB) read again from L3
+ * for every output row. But a channel tile reads at most two lines of a
+ * page where a pixel's channels span 2 KiB or more; when the window then
+ * covers more pages than the L1 TLB holds (64), every load misses it and
+ * no prefetcher follows: there, and with few channel tiles, the column
+ * tiles go outside the channel tiles instead, so each tile reads its
+ * pixels' channels in one contiguous run. So do they where a channel tile
+ * is narrower than a cache line (one vector of 8 floats, for 72, 40 or 120
+ * channels): each line of the image was then fetched by two channel
+ * tiles. Default schedules, AVX2 Zen 3, 2 threads, medians of three
+ * alternating rounds, x oneDNN, channels first -> columns first: 58x58x72
+ * 0.70 -> 0.85, 56x56x72 0.77 -> 0.95, 74x74x40 5x5 0.65 -> 0.74, 28x28x72
+ * 5x5 0.75 -> 0.80, 28x28x120 5x5 0.78 -> 0.85, 34x34x120 0.75 -> 1.01;
+ * with channel tiles of 16 or more channels first won (112x112x336 5x5
+ * 1.40 against 1.03, 56x56x192 5x5 1.53 against 1.20, 14x14x864 0.85
+ * against 0.77). Measured in docs/tuning.md ("Fresh draws of the broad
+ * set"): 112x112x336 5x5 0.83 -> 1.23-1.51 x oneDNN channels first,
+ * 70x70x960 0.38-0.49 -> 0.82-1.00 columns first. All of that on Zen 3: on
+ * Intel's cores (ts_target_strided_prefetch false) a channel tile's
+ * strided reads ran slower wherever measured and the columns go first
+ * always (AVX-512 Xeon, 2 threads, x oneDNN, channels -> columns first:
+ * 112x112x336 5x5 0.65 -> 1.07, 146x146x240 0.57 -> 1.10, 76x76x288 0.73
+ * -> 1.04, 56x56x144 0.85 -> 1.19; the AVX2 target there 0.65 -> 1.05 on
+ * the first; docs/tuning.md "A depthwise conv's order by CPU").
+ *
+ * ev: the channels; cols: the tile's; er: the output columns; kh, kw: the
+ * kernel; elem: bytes per element; others: the bytes of the inputs but
+ * the weights. */
+bool default_depthwise_channels_first(const ts_target *t, int64_t ev,
+                                      int64_t cols, int64_t er, int64_t kh,
+                                      int64_t kw, int64_t elem,
+                                      int64_t others) {
+  int64_t pixel = ev * elem;
+  int64_t pages = kh * (er + kw - 1);
+  return ts_target_strided_prefetch(t) &&
+         ev / cols >= 2 * ts_target_num_cores(t) &&
+         others > IMAGE_CACHE_BYTES && (pixel < 2048 || pages <= 64) &&
+         cols * elem >= LINE_BYTES;
+}
+
+/* A depthwise conv's padding inlined (a guarded load; the code generator
+ * partitions the guards away from the image's interior) and its taps
+ * unrolled over the register tile: neighbouring output columns read
+ * overlapping input columns, and with the taps unrolled LLVM loads each
+ * once per tile (MobileNet-V2 untuned 4.36 -> 4.12 ms on AVX2; its
+ * 112x112x32 depthwise conv 0.63 -> 0.80 x oneDNN). `order[n_outer..no)`
+ * are the loops inside the tiles: the taps, ri and vi; `row_loop`: the
+ * outer tap loop outer_tap kept a loop (default_depthwise_row_loop).
+ *
+ * A kernel row at a time: the fully unrolled body of 5 x 5 or 7 x 7 taps
+ * (784 FMAs for a tile of 4 columns x 4 vectors), copied again for the
+ * border tiles that the guards' partitioning makes, ran slower than one
+ * kernel row at a time; and reading through the guards beat a padded copy
+ * per tile (default_copy_per_tile_pays, which otherwise decides, measured
+ * on Zen 3 with every tap unrolled). Default schedules, 2 threads, two
+ * alternating rounds, x oneDNN, before -> after. AVX-512 Xeon (32
+ * registers: every 5 x 5 and 7 x 7 tile there), copied per tile before:
+ * 7x7x768 7x7 0.81/0.77 -> 1.32/1.32, 14x14x384 7x7 0.84/0.87 ->
+ * 1.30/1.28, 18x18x576 5x5 1.01/1.01 -> 1.26/1.30, 18x18x192 5x5
+ * 1.03/1.03 -> 1.34/1.28, 7x7x1152 5x5 0.99/0.97 -> 1.38/1.41, 28x28x240
+ * 5x5 0.97/1.04 -> 1.34/1.35, 112x112x336 5x5 1.08/1.10 -> 1.26/1.26,
+ * 146x146x144 5x5 0.95/1.09 -> 1.11/1.15, 56x56x96 7x7 1.05/1.05 ->
+ * 1.18/1.20, 23x23x200 5x5 0.68/0.70 -> 0.83/0.92, 74x74x40 5x5 0.83/0.84
+ * -> 0.95/0.91; all unrolled before: 28x28x240 5x5 stride 2 1.09/1.11 ->
+ * 1.15/1.11, 112x112x96 5x5 stride 2 0.81/0.81 -> 0.81/0.88 (and the
+ * tiles of default_depthwise_tile). For an AVX2 target (16 registers) on
+ * the same host, the libraries held to AVX2: 7 x 7 kernels 28x28x192
+ * 0.79/0.83 -> 1.15/1.22, 28x28x256 0.79/0.82 -> 1.12/1.09, 56x56x96
+ * 0.86/0.91 -> 1.18/1.14, 7x7x768 0.53/0.62 -> 0.64/0.85; 5 x 5 ones
+ * one vector wide 74x74x40 0.88/0.91 -> 1.00/1.04, 23x23x200 0.81/0.77 ->
+ * 1.12/1.01; but 5 x 5 tiles of two vectors, whose weights do not fit
+ * beside their accumulators, lost a kernel row at a time (18x18x576
+ * 0.75/0.76 -> 0.37/0.37, 56x56x192 1.16/1.12 -> 0.72/0.72) and keep
+ * the rule before. */
+void default_depthwise_taps(ts_sched *s, ts_rv anchor, const ts_rv *order,
+                            int n_outer, int no, ts_rv ri, ts_rv vi,
+                            ts_rv outer_tap, bool row_loop) {
+  default_pads_inline(s, anchor);
+  for (int i = n_outer; i < no; i++) {
+    if (order[i] == ri || order[i] == vi) continue;
+    if (row_loop && order[i] == outer_tap) continue;
+    ts_sched_unroll(s, order[i]);
+  }
+}
