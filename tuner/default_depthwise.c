@@ -51,19 +51,66 @@ bool default_depthwise_row_loop(int64_t taps, int64_t kw, int64_t nrows,
  * every tap unrolled, 2 vectors at 16 accumulators had lost: 56x56x192
  * 5x5 1.01 -> 0.88, 56x56x128 7x7 0.95 -> 0.80.) 3 x 3 kernels keep 4
  * vectors there. */
+/* A kernel of more than 9 taps whose tile does not run a kernel row at a
+ * time (its accumulators and a kernel row's weights more than the
+ * registers: 2 vectors wide on 16, a 5 x 5 kernel): the narrower whole
+ * vectors that do with the most accumulators, the rows as many as the
+ * registers allow beside a kernel row's weights. Default schedules, an
+ * AVX2 target (16 registers) on the AVX-512 Xeon, the libraries held to
+ * AVX2, 2 threads, x oneDNN, two alternating rounds, the rule before
+ * (a padded copy per tile, or every tap unrolled) -> 1 vector a row at a
+ * time: 112x112x336 0.63/0.61 -> 1.14/1.16, 146x146x144 0.56/0.58 ->
+ * 1.03/1.03, 112x112x96 stride 2 0.49/0.51 -> 0.96/0.91, 18x18x192
+ * 0.54/0.54 -> 1.02/0.89, 18x18x576 0.74/0.76 -> 1.07/1.08, 14x14x672
+ * 0.74/0.78 -> 1.01/1.01, 34x34x576 0.85/0.88 -> 1.03/1.00, 28x28x240
+ * 1.00/0.96 -> 1.11/1.12; lost where every tap unrolled had suited:
+ * 28x28x576 1.08/1.08 -> 0.88/0.87, 76x76x1536 1.06/1.06 -> 0.79/0.81,
+ * 76x76x144 1.28/1.24 -> 1.09/1.09, 56x56x192 1.09/1.13 -> 0.92/1.05. */
+static void narrow_to_row_loop(int64_t ev, int64_t er, int lanes, int regs,
+                               int64_t taps, int64_t kw, bool has_rows,
+                               int64_t *cols, int64_t *nrows) {
+  int64_t nv = *cols / lanes;
+  if (taps <= DEPTHWISE_UNROLLED_TAPS || *cols % lanes != 0 ||
+      default_depthwise_row_loop(taps, kw, *nrows, nv, regs))
+    return;
+  int64_t best_v = 0, best_rows = 0;
+  for (int64_t v = nv - 1; v >= 1; v--) {
+    if (ev % (v * lanes) != 0) continue;
+    int64_t cap = default_rows_cap(regs, v);
+    int64_t room = (regs - kw * v) / v;
+    if (room < cap) cap = room;
+    if (cap < 1) continue;
+    int64_t rows = default_ceil_rows(er, default_divisor_upto(er, cap), cap,
+                                     has_rows, true);
+    if (default_depthwise_row_loop(taps, kw, rows, v, regs) &&
+        rows * v > best_rows * best_v) {
+      best_v = v;
+      best_rows = rows;
+    }
+  }
+  if (best_v > 0) {
+    *cols = best_v * lanes;
+    *nrows = best_rows;
+  }
+}
+
 void default_depthwise_tile(int64_t ev, int64_t er, int lanes, int regs,
                             int64_t taps, int64_t kw, bool has_rows,
                             int64_t *cols, int64_t *nrows) {
-  if (*cols <= 2 * lanes || ev % (2 * lanes) != 0) return;
-  int64_t acc = *nrows * (*cols / lanes);
-  bool crowded = 2 * acc > regs;
-  if (!crowded && (taps <= DEPTHWISE_UNROLLED_TAPS || 2 * acc < regs)) return;
-  int64_t cap = default_rows_cap(regs, 2);
-  int64_t rows =
-      default_ceil_rows(er, default_divisor_upto(er, cap), cap, has_rows, true);
-  if (!crowded && !default_depthwise_row_loop(taps, kw, rows, 2, regs)) return;
-  *cols = 2 * lanes;
-  *nrows = rows;
+  if (*cols > 2 * lanes && ev % (2 * lanes) == 0) {
+    int64_t acc = *nrows * (*cols / lanes);
+    bool crowded = 2 * acc > regs;
+    if (crowded || (taps > DEPTHWISE_UNROLLED_TAPS && 2 * acc >= regs)) {
+      int64_t cap = default_rows_cap(regs, 2);
+      int64_t rows = default_ceil_rows(er, default_divisor_upto(er, cap), cap,
+                                       has_rows, true);
+      if (crowded || default_depthwise_row_loop(taps, kw, rows, 2, regs)) {
+        *cols = 2 * lanes;
+        *nrows = rows;
+      }
+    }
+  }
+  narrow_to_row_loop(ev, er, lanes, regs, taps, kw, has_rows, cols, nrows);
 }
 
 /* The bytes beyond which a depthwise conv's image leaves the L2's half
@@ -147,10 +194,10 @@ bool default_depthwise_channels_first(const ts_target *t, int64_t ev,
  * 0.79/0.83 -> 1.15/1.22, 28x28x256 0.79/0.82 -> 1.12/1.09, 56x56x96
  * 0.86/0.91 -> 1.18/1.14, 7x7x768 0.53/0.62 -> 0.64/0.85; 5 x 5 ones
  * one vector wide 74x74x40 0.88/0.91 -> 1.00/1.04, 23x23x200 0.81/0.77 ->
- * 1.12/1.01; but 5 x 5 tiles of two vectors, whose weights do not fit
+ * 1.12/1.01; 5 x 5 tiles of two vectors, whose weights do not fit
  * beside their accumulators, lost a kernel row at a time (18x18x576
- * 0.75/0.76 -> 0.37/0.37, 56x56x192 1.16/1.12 -> 0.72/0.72) and keep
- * the rule before. */
+ * 0.75/0.76 -> 0.37/0.37, 56x56x192 1.16/1.12 -> 0.72/0.72) and go one
+ * vector wide instead (narrow_to_row_loop). */
 void default_depthwise_taps(ts_sched *s, ts_rv anchor, const ts_rv *order,
                             int n_outer, int no, ts_rv ri, ts_rv vi,
                             ts_rv outer_tap, bool row_loop) {
