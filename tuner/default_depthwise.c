@@ -65,14 +65,30 @@ bool default_depthwise_row_loop(int64_t taps, int64_t kw, int64_t nrows,
  * 0.74/0.78 -> 1.01/1.01, 34x34x576 0.85/0.88 -> 1.03/1.00, 28x28x240
  * 1.00/0.96 -> 1.11/1.12; lost where every tap unrolled had suited:
  * 28x28x576 1.08/1.08 -> 0.88/0.87, 76x76x1536 1.06/1.06 -> 0.79/0.81,
- * 76x76x144 1.28/1.24 -> 1.09/1.09, 56x56x192 1.09/1.13 -> 0.92/1.05. */
+ * 76x76x144 1.28/1.24 -> 1.09/1.09, 56x56x192 1.09/1.13 -> 0.92/1.05.
+ * A width of no whole vectors (40 channels on AVX-512's 16 lanes, 3
+ * vector instructions a row) keeps its width with fewer rows (8 -> 5),
+ * where it had copied its padded window per tile; AVX-512 Xeon, same
+ * rounds: 23x23x200 0.68/0.68 -> 1.42/1.37, 74x74x40 0.82/0.84 ->
+ * 1.51/1.58, 56x56x40 0.79/0.81 -> 1.57/1.59, 14x14x200 0.64/0.71 ->
+ * 1.30/1.28, 28x28x100 (2 rows x 50) 0.82/0.87 -> 1.02/1.03. */
 static void narrow_to_row_loop(int64_t ev, int64_t er, int lanes, int regs,
                                int64_t taps, int64_t kw, bool has_rows,
                                int64_t *cols, int64_t *nrows) {
-  int64_t nv = *cols / lanes;
-  if (taps <= DEPTHWISE_UNROLLED_TAPS || *cols % lanes != 0 ||
+  int64_t nv = default_vector_ops(*cols, lanes);
+  if (taps <= DEPTHWISE_UNROLLED_TAPS ||
       default_depthwise_row_loop(taps, kw, *nrows, nv, regs))
     return;
+  if (*cols % lanes != 0) {
+    /* a width of no whole vectors (40 channels on 16 lanes): fewer rows */
+    int64_t cap = default_rows_cap(regs, nv), room = (regs - kw * nv) / nv;
+    if (room < cap) cap = room;
+    if (cap < 2) return;
+    int64_t rows = default_ceil_rows(er, default_divisor_upto(er, cap), cap,
+                                     has_rows, true);
+    if (default_depthwise_row_loop(taps, kw, rows, nv, regs)) *nrows = rows;
+    return;
+  }
   int64_t best_v = 0, best_rows = 0;
   for (int64_t v = nv - 1; v >= 1; v--) {
     if (ev % (v * lanes) != 0) continue;

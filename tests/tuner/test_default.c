@@ -118,8 +118,7 @@ static void test_shapes(void **state) {
        * code generator partitions away from the image's interior), and
        * so do 5 x 5 and 7 x 7 ones, a kernel row at a time, their tile
        * as wide as lets the registers hold a kernel row's weights beside
-       * the accumulators (1 vector on 16 registers for 5 x 5; the copy
-       * per tile that remains is test_depthwise_narrow_tile's) */
+       * the accumulators (1 vector on 16 registers for 5 x 5) */
       {"depthwise_conv2d_nhwc N=1 H=28 W=28 C=32 KH=3 KW=3 pad=1",
        {"vectorize", "unroll", "parallel", "compute_inline("}},
       {"depthwise_conv2d_nhwc N=1 H=30 W=30 C=48 KH=3 KW=3 stride=2 pad=1",
