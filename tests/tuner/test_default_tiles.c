@@ -529,7 +529,9 @@ static void test_depthwise_order(void **state) {
  * unrolled. On 16 registers a 5 x 5 tile one vector wide (8 rows: the
  * accumulators and a kernel row's 5 weight vectors fit). A tile of no
  * whole vectors (40 channels on 16 lanes: 3 vector instructions a row)
- * fewer rows instead (8 -> 5). Those marked run are checked against the
+ * fewer rows instead (8 -> 5), and so does a 3 x 3 kernel's tile of 3
+ * vectors (48 channels: 8 rows -> 5, at most half the registers as
+ * accumulators). Those marked run are checked against the
  * interpreter where the host has the target's vectors. */
 #define SKX_TARGET "llvm -mcpu=skylake-avx512 -num-cores=2"
 static void test_depthwise_narrow_tile(void **state) {
@@ -569,6 +571,12 @@ static void test_depthwise_narrow_tile(void **state) {
        false,
        {"for w_1 in range(8) unrolled", "for c_1 in range(8) vectorized",
         "for rh in range(5) {", "for rw in range(5) unrolled"}},
+      {"depthwise_conv2d_nhwc N=1 H=38 W=38 C=48 KH=3 KW=3 pad=1",
+       SKX_TARGET,
+       true,
+       false,
+       {"for w_1 in range(5) unrolled", "for c in range(48) vectorized",
+        "for rh in range(3) unrolled", "for rw in range(3) unrolled"}},
       {"depthwise_conv2d_nhwc N=1 H=23 W=23 C=40 KH=5 KW=5 pad=2",
        SKX_TARGET,
        true,
