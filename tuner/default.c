@@ -510,12 +510,14 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
     if (binds[i] == BIND_REDUCE) n_red++;
   }
   if (vec < 0 || n_red == 0) return false;
-  /* the reduction's extent per output (KH x KW) and its innermost (KW) */
+  /* the reduction's extent per output (KH x KW) and its innermost loop
+   * longer than 1 (KW; a grouped conv's input channels of one group, a
+   * depthwise conv of a model's graph, come after it) */
   int64_t taps = 1, kw_ext = 1;
   for (int i = 0; i < nl; i++)
     if (binds[i] == BIND_REDUCE) {
       taps *= loop_extent(s, loops[i]);
-      kw_ext = loop_extent(s, loops[i]);
+      if (loop_extent(s, loops[i]) > 1) kw_ext = loop_extent(s, loops[i]);
     }
   /* a narrow width that no vector divides padded to whole vectors */
   char pads[DEFAULT_PAD_COPIES][DEFAULT_NAME_MAX];
@@ -822,15 +824,10 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
   int no = 0, n_outer = 0;
   /* a depthwise conv's order (default_depthwise.c) */
   if (rows_load && vo != TS_RV_NONE) {
-    int64_t kh = 1, kw = 1;
-    for (int i = 0, k = 0; i < nl; i++)
-      if (binds[i] == BIND_REDUCE) {
-        if (k++ == 0) kh = loop_extent(s, loops[i]);
-        kw = loop_extent(s, loops[i]);
-      }
     int64_t elem = (int64_t)ts_dtype_elem_bytes(
         ts_buffer_dtype(ts_block_write(blk, 0)->buffer));
-    if (default_depthwise_channels_first(t, ev, cols, er, kh, kw, elem, others))
+    if (default_depthwise_channels_first(t, ev, cols, er, taps / kw_ext, kw_ext,
+                                         elem, others))
       vec_first = true;
     else
       rows_first = true;

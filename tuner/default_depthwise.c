@@ -28,29 +28,19 @@ bool default_depthwise_row_loop(int64_t taps, int64_t kw, int64_t nrows,
   return nrows * nvec + kw * nvec <= regs || taps > LARGE_KERNEL_TAPS;
 }
 
-/* The register tile of a depthwise conv: *cols columns (channels) by
- * *nrows rows (output columns), from the general rule's choice; kw: the
- * kernel's width.
- *
- * Where 4 vectors take more than half the registers as accumulators
- * (6 rows x 4), it is 2 vectors wide, the rows as many as they allow: the
- * tile keeps the input columns its taps share live beside the
- * accumulators. Default schedules, AVX-512 Xeon, 2 threads, two
- * alternating rounds, x oneDNN, old -> new: 5x5 18x18x576 0.66/0.66 ->
- * 0.92/0.92, 34x34x576 0.62/0.61 -> 0.89/0.95, 18x18x192 0.67/0.68 ->
- * 0.98/0.87; 3x3 146x146x576 0.69/0.70 -> 1.01/1.03, 70x70x960 0.69/0.75
- * -> 0.99/1.00.
- *
- * So it is for a kernel of more than 9 taps at half the registers (4 rows
- * x 4 vectors on 32), where the narrower tile then runs a kernel row at a
- * time (default_depthwise_row_loop). Same host, 4 x 4 with every tap
- * unrolled -> 8 x 2 a kernel row at a time: 28x28x576 5x5 0.83/0.81 ->
- * 1.14/1.16, 56x56x192 5x5 1.06/1.05 -> 1.28/1.23, 56x56x128 7x7
- * 0.93/0.99 -> 1.46/1.43, 28x28x256 7x7 0.75/0.77 -> 1.07/1.09, 28x28x192
- * 7x7 0.82/0.82 -> 1.12/1.07, 76x76x1536 5x5 0.91/0.92 -> 0.95/0.96. (With
- * every tap unrolled, 2 vectors at 16 accumulators had lost: 56x56x192
- * 5x5 1.01 -> 0.88, 56x56x128 7x7 0.95 -> 0.80.) 3 x 3 kernels keep 4
- * vectors there. */
+/* The rows of a tile nv vector instructions wide that runs a kernel row
+ * at a time, as many as the registers allow beside a kernel row's
+ * weights; 0 when none does. */
+static int64_t row_loop_rows(int64_t er, int regs, int64_t taps, int64_t kw,
+                             int64_t nv, bool has_rows) {
+  int64_t cap = default_rows_cap(regs, nv), room = (regs - kw * nv) / nv;
+  if (room < cap) cap = room;
+  if (cap < 1) return 0;
+  int64_t rows =
+      default_ceil_rows(er, default_divisor_upto(er, cap), cap, has_rows, true);
+  return default_depthwise_row_loop(taps, kw, rows, nv, regs) ? rows : 0;
+}
+
 /* A kernel of more than 9 taps whose tile does not run a kernel row at a
  * time (its accumulators and a kernel row's weights more than the
  * registers: 2 vectors wide on 16, a 5 x 5 kernel): the narrower whole
@@ -81,25 +71,16 @@ static void narrow_to_row_loop(int64_t ev, int64_t er, int lanes, int regs,
     return;
   if (*cols % lanes != 0) {
     /* a width of no whole vectors (40 channels on 16 lanes): fewer rows */
-    int64_t cap = default_rows_cap(regs, nv), room = (regs - kw * nv) / nv;
-    if (room < cap) cap = room;
-    if (cap < 2) return;
-    int64_t rows = default_ceil_rows(er, default_divisor_upto(er, cap), cap,
-                                     has_rows, true);
-    if (default_depthwise_row_loop(taps, kw, rows, nv, regs)) *nrows = rows;
+    int64_t rows = row_loop_rows(er, regs, taps, kw, nv, has_rows);
+    if (rows >= 2) *nrows = rows;
     return;
   }
   int64_t best_v = 0, best_rows = 0;
   for (int64_t v = nv - 1; v >= 1; v--) {
-    if (ev % (v * lanes) != 0) continue;
-    int64_t cap = default_rows_cap(regs, v);
-    int64_t room = (regs - kw * v) / v;
-    if (room < cap) cap = room;
-    if (cap < 1) continue;
-    int64_t rows = default_ceil_rows(er, default_divisor_upto(er, cap), cap,
-                                     has_rows, true);
-    if (default_depthwise_row_loop(taps, kw, rows, v, regs) &&
-        rows * v > best_rows * best_v) {
+    int64_t rows = ev % (v * lanes) == 0
+                       ? row_loop_rows(er, regs, taps, kw, v, has_rows)
+                       : 0;
+    if (rows * v > best_rows * best_v) {
       best_v = v;
       best_rows = rows;
     }
@@ -110,6 +91,29 @@ static void narrow_to_row_loop(int64_t ev, int64_t er, int lanes, int regs,
   }
 }
 
+/* The register tile of a depthwise conv: *cols columns (channels) by
+ * *nrows rows (output columns), from the general rule's choice; kw: the
+ * kernel's width.
+ *
+ * Where 4 vectors take more than half the registers as accumulators
+ * (6 rows x 4), it is 2 vectors wide, the rows as many as they allow: the
+ * tile keeps the input columns its taps share live beside the
+ * accumulators. Default schedules, AVX-512 Xeon, 2 threads, two
+ * alternating rounds, x oneDNN, old -> new: 5x5 18x18x576 0.66/0.66 ->
+ * 0.92/0.92, 34x34x576 0.62/0.61 -> 0.89/0.95, 18x18x192 0.67/0.68 ->
+ * 0.98/0.87; 3x3 146x146x576 0.69/0.70 -> 1.01/1.03, 70x70x960 0.69/0.75
+ * -> 0.99/1.00.
+ *
+ * So it is for a kernel of more than 9 taps at half the registers (4 rows
+ * x 4 vectors on 32), where the narrower tile then runs a kernel row at a
+ * time (default_depthwise_row_loop). Same host, 4 x 4 with every tap
+ * unrolled -> 8 x 2 a kernel row at a time: 28x28x576 5x5 0.83/0.81 ->
+ * 1.14/1.16, 56x56x192 5x5 1.06/1.05 -> 1.28/1.23, 56x56x128 7x7
+ * 0.93/0.99 -> 1.46/1.43, 28x28x256 7x7 0.75/0.77 -> 1.07/1.09, 28x28x192
+ * 7x7 0.82/0.82 -> 1.12/1.07, 76x76x1536 5x5 0.91/0.92 -> 0.95/0.96. (With
+ * every tap unrolled, 2 vectors at 16 accumulators had lost: 56x56x192
+ * 5x5 1.01 -> 0.88, 56x56x128 7x7 0.95 -> 0.80.) 3 x 3 kernels keep 4
+ * vectors there. */
 void default_depthwise_tile(int64_t ev, int64_t er, int lanes, int regs,
                             int64_t taps, int64_t kw, bool has_rows,
                             int64_t *cols, int64_t *nrows) {
