@@ -257,6 +257,90 @@ static void test_padding_guards(void **state) {
   }
 }
 
+/* Whether `needle` occurs in text between `from` (a place in it) and the
+ * first `to` after it. */
+static bool between(const char *text, const char *from, const char *to,
+                    const char *needle) {
+  (void)text;
+  const char *end = strstr(from + 1, to), *p = strstr(from, needle);
+  return end && p && p < end;
+}
+
+/* A dense conv's border tiles: with its padding inlined and a tile of
+ * output columns, the tile's loop over the kernel's rows and columns
+ * (serial, the input channels below them) partitions the border copy
+ * again, so the interior taps of a border tile read without guards (a
+ * test on the kernel row `rh` inside the border copy). With the pixels
+ * fused into one loop (a tile of 4 pixels crossing image rows), each
+ * pixel's guard is floordiv/floormod of the tile and the unrolled pixel:
+ * the pixel's values are enumerated into the tile's test. */
+static void test_conv_border_again(void **state) {
+  (void)state;
+  static const struct {
+    const char *spec;
+    bool fused;
+    int64_t tile; /* columns, or fused pixels */
+  } cases[] = {
+      {"conv2d_nhwc N=1 H=23 W=23 CI=16 CO=16 KH=3 KW=3 stride=2 pad=1", false,
+       4},
+      {"conv2d_nhwc N=1 H=9 W=10 CI=8 CO=16 KH=3 KW=3 pad=1", false, 3},
+      {"conv2d_nhwc N=1 H=23 W=23 CI=16 CO=16 KH=3 KW=3 stride=2 pad=1", true,
+       4},
+      {"conv2d_nhwc N=1 H=13 W=13 CI=8 CO=16 KH=3 KW=3 pad=1", true, 5},
+  };
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    ts_sched *s = sched_of(cases[c].spec);
+    ts_rv pad, b, l[8], px[2], rc[2], fused, loops[16];
+    int n = 0;
+    SOK(ts_sched_get_block(s, "pad", &pad));
+    SOK(ts_sched_compute_inline(s, pad));
+    SOK(ts_sched_get_block(s, "conv", &b));
+    SOK(ts_sched_get_loops(s, b, l, 8, &n)); /* n h w co rh rw rc */
+    int64_t fp[2] = {TS_SPLIT_INFER, cases[c].tile};
+    int64_t fr[2] = {TS_SPLIT_INFER, 4};
+    ts_rv order[16];
+    int no = 0;
+    order[no++] = l[0];
+    if (cases[c].fused) {
+      ts_rv hw[2] = {l[1], l[2]};
+      SOK(ts_sched_fuse(s, hw, 2, &fused));
+      SOK(ts_sched_split(s, fused, fp, 2, px));
+    } else {
+      SOK(ts_sched_split(s, l[2], fp, 2, px));
+      order[no++] = l[1];
+    }
+    SOK(ts_sched_split(s, l[6], fr, 2, rc));
+    order[no++] = px[0];
+    order[no++] = l[4];
+    order[no++] = l[5];
+    order[no++] = rc[0];
+    order[no++] = rc[1];
+    order[no++] = px[1];
+    order[no++] = l[3];
+    SOK(ts_sched_reorder(s, order, no));
+    SOK(ts_sched_get_loops(s, b, loops, 16, &n));
+    SOK(ts_sched_vectorize(s, loops[n - 1]));
+    SOK(ts_sched_unroll(s, loops[n - 2]));
+    SOK(ts_sched_unroll(s, loops[n - 3]));
+    char *text = lowered_text(s);
+    /* the tile's interior test (a conjunction, above the kernel's loops),
+     * then in a border copy a test between the kernel row loop and the
+     * kernel column loop */
+    bool ok = between(text, text, "for rh", "&&") &&
+              count(text, "if_then_else") < count(text, "data[");
+    bool row_test = false;
+    for (const char *p = strstr(text, "for rh"); p && !row_test;
+         p = strstr(p + 1, "for rh"))
+      row_test = between(text, p, "for rw", "if ");
+    ok = ok && row_test;
+    if (!ok) printf("%s\n%s\n", cases[c].spec, text);
+    assert_true(ok);
+    free(text);
+    check_run(s);
+    ts_sched_destroy(s);
+  }
+}
+
 /* Tests decided by the copies around them. A depthwise conv with its
  * padding inlined and 5-column tiles over 12 columns (5 + 5 + 2): the
  * image's interior in columns is tile 1 alone, where the last tile's test
@@ -319,6 +403,7 @@ int main(void) {
       cmocka_unit_test(test_imperfect_every_level),
       cmocka_unit_test(test_caches_and_conv),
       cmocka_unit_test(test_padding_guards),
+      cmocka_unit_test(test_conv_border_again),
       cmocka_unit_test(test_tests_decided_by_copies),
       cmocka_unit_test(test_perfect_unchanged),
   };
