@@ -568,8 +568,23 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
       default_lanes_of(t, ts_buffer_dtype(ts_block_write(blk, 0)->buffer));
   int64_t ev = loop_extent(s, loops[vec]);
   int regs = ts_target_vector_registers(t);
+  /* A strided dense conv whose padded copy is a large share of its work
+   * (default_pad_copy_costly) reads its padding inlined, through guards
+   * the code generator partitions away from the interior and, in a border
+   * tile, from the kernel rows and columns inside the image; its tile is
+   * then a row's columns, not fused pixels, whose border tiles would be
+   * one in four. Default schedules, 2 threads, two alternating rounds, x
+   * oneDNN, copied -> inlined, on 18 strided convs: AVX-512 74x74x512 ->
+   * 48 0.87 -> 1.00, 52x52x24 -> 32 0.83 -> 1.10, 33x33x160 -> 80 0.57 ->
+   * 0.84, 60x60x256 -> 40 1.07 -> 1.24; AVX2 target 74x74x512 -> 48 1.13
+   * -> 1.45, 52x52x24 -> 32 0.65 -> 0.95; 46x46x256 -> 96 lost on both
+   * (0.81 -> 0.66, 0.91 -> 0.88); at stride 1 it lost on deep inputs
+   * (38x38x512 -> 48 0.95 -> 0.80), so the copy stays there
+   * (docs/tuning.md, "Strided convs read their padding inline"). */
+  bool pads_inline = !rows_load && default_pad_copy_costly(s, t, b, true);
   bool fused_rows =
       rows >= 0 && !rows_load && !tpacked[0] && ev % lanes == 0 &&
+      !pads_inline &&
       fuse_short_rows(s, r, loops, binds, &nl, &rows, &vec, lanes, regs);
   if (fused_rows) {
     r = ts_func_find_block(ts_sched_func(s), name);
@@ -1250,6 +1265,8 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
   if (taps_unrolled) {
     default_depthwise_taps(s, b, order, n_outer, no, ri, vi, first_red,
                            row_loop);
+  } else if (pads_inline) {
+    default_pads_inline(s, b);
   } else if (!panels_first)
     default_pads_at_tile(s, t, b, order, n_outer, taps);
   /* the outer loops fused and parallel; no more of them than the

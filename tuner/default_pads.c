@@ -198,6 +198,91 @@ bool default_copy_per_tile_pays(ts_sched *s, ts_rv anchor, const ts_rv *order,
   return true;
 }
 
+/* A dense conv does this many multiply-adds per padded element or fewer
+ * (output channels x taps / stride^2, times the interior's share): its
+ * padded copy, a pass over the whole image written and read back, is a
+ * large share of its time (a 74 x 74 x 512 -> 48 3x3 stride-2 conv, 102
+ * per element: a fifth of the default schedule's time; ResNet-50's
+ * 56 x 56 x 64 -> 64 3x3, 537). */
+#define PAD_COPY_COSTLY_MACS 320
+
+/* A block's domain: the product of its iters' extents (those of
+ * constant extent), and the last one's in *last. */
+static double block_domain(const ts_block *b, bool spatial_only,
+                           int64_t *last) {
+  double n = 1;
+  int64_t e = 0;
+  *last = 0;
+  for (int i = 0; i < ts_block_n_iters(b); i++)
+    if ((!spatial_only || ts_block_iter_kind(b, i) == TS_ITER_SPATIAL) &&
+        ts_expr_is_const_int(ts_block_iter_dom(b, i).extent, &e)) {
+      n *= (double)e;
+      *last = e;
+    }
+  return n;
+}
+
+/* Whether block ab reads buf through a window: one of the read's indices
+ * uses both a spatial and a reduce iter var (a conv's h * s + kh; a
+ * weight padded to whole vectors is read by reduce or spatial vars alone
+ * in each dimension). */
+static bool read_as_window(const ts_block *ab, const ts_buffer *buf) {
+  for (int i = 0; i < ts_block_n_reads(ab); i++) {
+    const ts_region *rg = ts_block_read(ab, i);
+    if (rg->buffer != buf) continue;
+    for (int d = 0; d < rg->ndim; d++) {
+      bool sp = false, red = false;
+      for (int k = 0; k < ts_block_n_iters(ab); k++) {
+        if (!expr_uses_var(rg->ranges[d].min, ts_block_iter_var(ab, k)))
+          continue;
+        if (ts_block_iter_kind(ab, k) == TS_ITER_SPATIAL) sp = true;
+        if (ts_block_iter_kind(ab, k) == TS_ITER_REDUCE) red = true;
+      }
+      if (sp && red) return true;
+    }
+  }
+  return false;
+}
+
+/* Reads the function only (no schedule instruction, so the trace is
+ * unchanged): the padding blocks are those writing a buffer the anchor
+ * reads, through if_then_else, no reduction. */
+bool default_pad_copy_costly(ts_sched *s, const ts_target *t, ts_rv anchor,
+                             bool strided) {
+  const ts_func *f = ts_sched_func(s);
+  const char *an = ts_sched_rv_block_name(s, anchor);
+  const ts_stmt *ar = an ? ts_func_find_block(f, an) : NULL;
+  if (!ar) return false;
+  const ts_block *ab = ts_realize_block(ar);
+  int64_t last_out = 0, last_all = 0, channels = 0;
+  double macs = block_domain(ab, false, &last_all),
+         out = block_domain(ab, true, &last_out);
+  int n = 0;
+  char **names = block_names(f, &n);
+  if (!names) return false;
+  bool costly = false;
+  for (int k = 0; k < n && !costly; k++) {
+    const ts_stmt *pr = ts_func_find_block(f, names[k]);
+    if (!pr || pr == ar || !stmt_uses_if_then_else(pr)) continue;
+    const ts_block *pb = ts_realize_block(pr);
+    if (block_is_reduction(pb) || ts_block_n_writes(pb) != 1) continue;
+    const ts_buffer *buf = ts_block_write(pb, 0)->buffer;
+    if (!read_as_window(ab, buf)) continue;
+    double copied = block_domain(pb, false, &channels);
+    /* (a stem of fewer channels than a vector: few_channels' rule) */
+    if (channels < default_lanes_of(t, ts_buffer_dtype(buf))) continue;
+    /* the padded pixels per output pixel: about stride^2 */
+    double per_out =
+        last_out > 0 && channels > 0
+            ? (copied / (double)channels) / (out / (double)last_out)
+            : 0;
+    costly = copied > 0 && macs > 0 && macs <= PAD_COPY_COSTLY_MACS * copied &&
+             (!strided || per_out > 2);
+  }
+  names_free(names, n);
+  return costly;
+}
+
 /* A depthwise conv reads each input pixel once per tap, not once per
  * output channel: with a 3 x 3 kernel a padded copy per tile (its window
  * wider than the tile by the kernel's halo) costs about what the conv's

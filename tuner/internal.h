@@ -303,6 +303,13 @@ void default_depthwise_taps(ts_sched *s, ts_rv anchor, const ts_rv *order,
 bool default_copy_per_tile_pays(ts_sched *s, ts_rv anchor, const ts_rv *order,
                                 int n_outer, int64_t tile_elems, int64_t taps);
 void default_pads_inline(ts_sched *s, ts_rv anchor);
+/* Whether anchor (a dense conv) reads a padding block whose copy costs a
+ * large share of its time: at most PAD_COPY_COSTLY_MACS multiply-adds of
+ * the anchor per padded element (default_pads.c), not a stem of fewer
+ * channels than a vector; `strided`: and more than two padded pixels per
+ * output pixel (a stride of 2 or more). */
+bool default_pad_copy_costly(ts_sched *s, const ts_target *t, ts_rv anchor,
+                             bool strided);
 /* The names of f's blocks in program order, the root excluded; *n gets the
  * count. Returns a malloc'd array of malloc'd names (names_free). */
 char **block_names(const ts_func *f, int *n);

@@ -661,6 +661,24 @@ static void test_depthwise_padding_inlined(void **state) {
   }
   assert_no_space_named("conv2d_nhwc N=1 H=8 W=8 CI=8 CO=16 KH=3 KW=3 pad=1", t,
                         "pad: inlined");
+  /* a strided dense conv whose padded copy is costly (16 channels out of
+   * 32, stride 2): a state with it inlined, its samples right; at stride 1
+   * none */
+  {
+    ts_workload *w = tu_workload(
+        "conv2d_nhwc N=1 H=18 W=18 CI=32 CO=16 KH=3 KW=3 stride=2 pad=1");
+    ts_design_space *s = NULL;
+    int n = 0, inlined = 0;
+    ts_error err;
+    OK(ts_space_generate(w->func, t, NULL, &s, &n, &err));
+    for (int i = 0; i < n; i++) inlined += !!strstr(s[i].name, "pad: inlined");
+    assert_true(inlined >= 1 && inlined < n);
+    check_samples(w->func, t, s, n, 2, true);
+    ts_design_spaces_free(s, n);
+    ts_workload_free(w);
+  }
+  assert_no_space_named("conv2d_nhwc N=1 H=18 W=18 CI=32 CO=16 KH=3 KW=3 pad=1",
+                        t, "pad: inlined");
   assert_no_space_named("depthwise_conv2d_nhwc N=1 H=8 W=8 C=16 KH=3 KW=3", t,
                         "pad: inlined");
   ts_target_free(t);
