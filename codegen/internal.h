@@ -88,6 +88,7 @@ int lower_sync(ts_func *f, ts_error *err);
  * into a copy without the condition (taken where it holds throughout) and
  * a tail copy that keeps it. No-op on functions with thread-bound loops. */
 int ts_lower_partition(ts_func *f, ts_error *err);
+int ts_lower_partition_decide(ts_func *f, ts_error *err);
 /* The prefetches of loops annotated TS_ANN_PREFETCH (prefetch.c). */
 int ts_lower_prefetch(ts_func *f, ts_error *err);
 

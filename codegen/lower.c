@@ -802,7 +802,11 @@ static int run_step(ts_func *f, ts_lower_step step, const ts_lower_options *o,
   case TS_LOWER_STEP_COMPACT: return ts_lower_compact(f, err);
   case TS_LOWER_STEP_PREFETCH: return ts_lower_prefetch(f, err);
   case TS_LOWER_STEP_PARTITION: return ts_lower_partition(f, err);
-  case TS_LOWER_STEP_UNROLL: return ts_lower_unroll(f, o->max_unroll, err);
+  case TS_LOWER_STEP_UNROLL:
+    /* then the branches each unrolled copy's surroundings decide (a
+     * ragged tile's rows past the end, in its tail copy) */
+    return ts_lower_unroll(f, o->max_unroll, err) ||
+           ts_lower_partition_decide(f, err);
   case TS_LOWER_STEP_FLATTEN: return ts_lower_flatten(f, err);
   case TS_LOWER_STEP_VECTORIZE:
     return ts_lower_vectorize(f, o->max_vector_lanes, err);

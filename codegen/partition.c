@@ -37,6 +37,12 @@
  * columns, floordiv(tile * 8 + p, W)) gets the conjunction of its tests
  * at each of that loop's values, 16 at most.
  *
+ * After unrolling, ts_lower_partition_decide runs the same walk without
+ * making copies: each unrolled copy's conditions and if/else branches (a
+ * ragged register tile's rows past the end, in the tail copy) are decided
+ * by the tests of the copies around them; what always holds is dropped,
+ * the side that never runs removed.
+ *
  * Tests are decided by the facts around them as well as by the loops'
  * ranges: the tests of the copies and branches the statement is in
  * (codegen/points.c enumerates the points of the few loop variables
@@ -77,6 +83,7 @@ typedef struct part_ctx {
   int n_frozen, cap_frozen;
   int border_depth;   /* guards' border copies being partitioned, nested */
   bool newest_serial; /* the loop directly around is a serial one */
+  bool decide_only;   /* after unrolling: decide, make no copies */
   /* the conditions known to hold where the statement being rebuilt runs:
    * the tests of the copies and branches around it */
   ts_expr *facts[MAX_FACTS];
@@ -814,6 +821,14 @@ static ts_stmt *part_stmt(part_ctx *c, ts_stmt *s, const ts_expr *newest) {
     return r;
   }
   case TS_STMT_IF: {
+    if (c->decide_only && ts_expr_dtype(ts_if_cond(s)).lanes == 1) {
+      /* a branch the copies around decide (a ragged tile's register
+       * store in the tail copy): only the side that runs */
+      bool always, never;
+      decide(c, ts_simplify(a, ts_if_cond(s), c->ranges), &always, &never);
+      if (always) return part_stmt(c, ts_if_then(s), newest);
+      if (never && ts_if_else(s)) return part_stmt(c, ts_if_else(s), newest);
+    }
     int depth = push_fact(c, ts_if_cond(s));
     ts_stmt *t = part_stmt(c, ts_if_then(s), newest);
     c->n_facts = depth;
@@ -850,13 +865,32 @@ static bool has_thread_loop_fn(void *ctx, ts_stmt *s) {
   return !*found;
 }
 
+static int partition(ts_func *f, bool decide_only);
+
 int ts_lower_partition(ts_func *f, ts_error *err) {
   (void)err;
+  return partition(f, false);
+}
+
+/* After unrolling: the conditions each unrolled copy holds (a ragged
+ * tile's `w_0 * 8 + 7 < 23` in the tail copy taken where w_0 * 8 >= 16)
+ * decided by the tests of the copies and branches around them, dropped
+ * where they always hold and removed where they never do; no new copies. */
+int ts_lower_partition_decide(ts_func *f, ts_error *err) {
+  (void)err;
+  return partition(f, true);
+}
+
+static int partition(ts_func *f, bool decide_only) {
   bool gpu = false;
   ts_visitor v = {.enter_stmt = has_thread_loop_fn, .ctx = &gpu};
   ts_stmt_walk(ts_func_body(f), &v);
   if (gpu) return TS_OK;
   part_ctx c = {.a = ts_func_arena(f), .ranges = ts_var_ranges_create()};
+  if (decide_only) {
+    c.copies = MAX_COPIES;
+    c.decide_only = true;
+  }
   ts_stmt *body = ts_func_body(f);
   ts_stmt *nb = ts_stmt_kind_of(body) == TS_STMT_FOR
                     ? part_at(&c, body, NULL, NULL, 0)

@@ -116,6 +116,30 @@ static void test_register_tile_rows(void **state) {
   ts_sched_destroy(s);
 }
 
+/* After unrolling, the rows of a ragged register tile in its tail copy
+ * (26 rows in tiles of 6: the last tile holds 2) are decided by the tail's
+ * test: the rows past the end leave no branch behind (an `if` whose else
+ * is empty, per row and reduction step, without it), the rows inside none
+ * either; the copy's accumulators are the tail's 2 rows. */
+static void test_tail_rows_decided(void **state) {
+  (void)state;
+  static const char *specs[] = {"matmul M=26 N=64 K=16",
+                                "dense M=26 N=48 K=40"};
+  for (int c = 0; c < 2; c++) {
+    ts_sched *s = sched_of(specs[c]);
+    int64_t fi[3] = {1, 1, 6}, fj[3] = {1, 1, 16}, fk[1] = {4};
+    mlt(s, c ? "dense" : "C", fi, fj, fk, 512);
+    char *text = lowered_text(s);
+    bool ok = count(text, "} else {\n") >= 1 && !strstr(text, "else {\n }") &&
+              count(text, "if ") <= 4;
+    if (!ok) printf("%s\n%s\n", specs[c], text);
+    assert_true(ok);
+    free(text);
+    check_run(s);
+    ts_sched_destroy(s);
+  }
+}
+
 /* Odd and prime sizes with imperfect factors at every level. */
 static void test_imperfect_every_level(void **state) {
   (void)state;
@@ -401,6 +425,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_register_tile_rows),
       cmocka_unit_test(test_imperfect_every_level),
+      cmocka_unit_test(test_tail_rows_decided),
       cmocka_unit_test(test_caches_and_conv),
       cmocka_unit_test(test_padding_guards),
       cmocka_unit_test(test_conv_border_again),
