@@ -581,7 +581,7 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
    * (0.81 -> 0.66, 0.91 -> 0.88); at stride 1 it lost on deep inputs
    * (38x38x512 -> 48 0.95 -> 0.80), so the copy stays there
    * (docs/tuning.md, "Strided convs read their padding inline"). */
-  bool pads_inline = !rows_load && default_pad_copy_costly(s, t, b, true);
+  bool pads_inline = !rows_load && default_pad_copy_costly(s, t, b);
   bool fused_rows =
       rows >= 0 && !rows_load && !tpacked[0] && ev % lanes == 0 &&
       !pads_inline &&

@@ -247,15 +247,14 @@ static bool read_as_window(const ts_block *ab, const ts_buffer *buf) {
 /* Reads the function only (no schedule instruction, so the trace is
  * unchanged): the padding blocks are those writing a buffer the anchor
  * reads, through if_then_else, no reduction. */
-bool default_pad_copy_costly(ts_sched *s, const ts_target *t, ts_rv anchor,
-                             bool strided) {
+bool default_pad_copy_costly(ts_sched *s, const ts_target *t, ts_rv anchor) {
   const ts_func *f = ts_sched_func(s);
   const char *an = ts_sched_rv_block_name(s, anchor);
   const ts_stmt *ar = an ? ts_func_find_block(f, an) : NULL;
   if (!ar) return false;
   const ts_block *ab = ts_realize_block(ar);
-  int64_t last_out = 0, last_all = 0, channels = 0;
-  double macs = block_domain(ab, false, &last_all),
+  int64_t last_out = 0, last = 0, channels = 0;
+  double macs = block_domain(ab, false, &last),
          out = block_domain(ab, true, &last_out);
   int n = 0;
   char **names = block_names(f, &n);
@@ -277,7 +276,7 @@ bool default_pad_copy_costly(ts_sched *s, const ts_target *t, ts_rv anchor,
             ? (copied / (double)channels) / (out / (double)last_out)
             : 0;
     costly = copied > 0 && macs > 0 && macs <= PAD_COPY_COSTLY_MACS * copied &&
-             (!strided || per_out > 2);
+             per_out > 2;
   }
   names_free(names, n);
   return costly;

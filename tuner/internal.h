@@ -306,10 +306,9 @@ void default_pads_inline(ts_sched *s, ts_rv anchor);
 /* Whether anchor (a dense conv) reads a padding block whose copy costs a
  * large share of its time: at most PAD_COPY_COSTLY_MACS multiply-adds of
  * the anchor per padded element (default_pads.c), not a stem of fewer
- * channels than a vector; `strided`: and more than two padded pixels per
- * output pixel (a stride of 2 or more). */
-bool default_pad_copy_costly(ts_sched *s, const ts_target *t, ts_rv anchor,
-                             bool strided);
+ * channels than a vector, with more than two padded pixels per output
+ * pixel (a stride of 2 or more). */
+bool default_pad_copy_costly(ts_sched *s, const ts_target *t, ts_rv anchor);
 /* The names of f's blocks in program order, the root excluded; *n gets the
  * count. Returns a malloc'd array of malloc'd names (names_free). */
 char **block_names(const ts_func *f, int *n);

@@ -132,7 +132,7 @@ bool rule_cpu_padding_inlined(const gen *g, const gen_state *st,
     if (!cr) return false;
     if (!read_once_per_tap(ts_realize_block(cr),
                            ts_block_write(b, 0)->buffer) &&
-        !default_pad_copy_costly(s, g->t, cons[i], true))
+        !default_pad_copy_costly(s, g->t, cons[i]))
       return false;
   }
   if (state_fork(st, out, NULL)) return false;
