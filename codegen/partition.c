@@ -41,7 +41,13 @@
  * making copies: each unrolled copy's conditions and if/else branches (a
  * ragged register tile's rows past the end, in the tail copy) are decided
  * by the tests of the copies around them; what always holds is dropped,
- * the side that never runs removed.
+ * the side that never runs removed. There, a border copy's guard that no
+ * loop below changes (an unrolled column's test, with the input channels
+ * in a serial loop below) splits the copy once more, into one where it
+ * holds and one where it fails, up to MAX_UNSWITCH copies per function; a
+ * guard that fails reads the padding value, and an accumulation of the
+ * resulting zero product is removed, so a border tile skips its taps
+ * outside the image.
  *
  * Tests are decided by the facts around them as well as by the loops'
  * ranges: the tests of the copies and branches the statement is in
@@ -64,6 +70,9 @@
 /* border copies of guards partitioned again at a deeper serial loop,
  * nested: a padded conv's border tile runs its interior taps unguarded */
 #define MAX_BORDER_DEPTH 2
+/* after unrolling, border copies split on a guard that no loop below
+ * changes (an unrolled tap's column test), per function */
+#define MAX_UNSWITCH 16
 
 typedef struct part_ctx {
   ts_arena *a;
@@ -84,6 +93,7 @@ typedef struct part_ctx {
   int border_depth;   /* guards' border copies being partitioned, nested */
   bool newest_serial; /* the loop directly around is a serial one */
   bool decide_only;   /* after unrolling: decide, make no copies */
+  int unswitched;     /* guards split on after unrolling */
   /* the conditions known to hold where the statement being rebuilt runs:
    * the tests of the copies and branches around it */
   ts_expr *facts[MAX_FACTS];
@@ -532,6 +542,96 @@ static ts_stmt *rewrite_guards(ts_arena *a, ts_stmt *s, ts_expr **guard,
   return ts_stmt_mutate(a, s, &m);
 }
 
+/* ---- guards known to fail ---- */
+
+/* The guards whose condition is known to fail here: each if_then_else of
+ * them becomes its else value (a padded tap outside the image reads the
+ * padding), and an accumulation that then adds a zero product, `B[i] =
+ * B[i] + 0 * w`, is removed: the tap is outside the image, where the
+ * padded conv adds nothing (as the vendor libraries skip it; a weight that
+ * is infinite or NaN would have made that zero product NaN). */
+typedef struct guard_false {
+  ts_expr **guard;
+  int n;
+  const ts_var_ranges *ranges;
+} guard_false;
+
+static ts_expr *false_post(void *ctx, ts_arena *a, ts_expr *e) {
+  (void)a;
+  const guard_false *d = ctx;
+  if (!is_guarded(e)) return e;
+  for (int i = 0; i < d->n; i++)
+    if (d->guard[i] == ts_expr_operand(e, 0)) return ts_expr_operand(e, 2);
+  return e;
+}
+
+static ts_expr *false_expr(void *ctx, ts_arena *a, ts_expr *e) {
+  return ts_expr_mutate(a, e, false_post, ctx);
+}
+
+static bool is_zero_float(const ts_expr *e) {
+  if (ts_expr_kind_of(e) == TS_EXPR_BROADCAST) e = ts_expr_operand(e, 0);
+  return ts_expr_kind_of(e) == TS_EXPR_FLOAT && ts_expr_float_value(e) == 0;
+}
+
+/* Whether store s adds nothing to what its buffer holds at its index. */
+static bool adds_nothing(ts_arena *a, ts_stmt *s, const ts_var_ranges *r) {
+  ts_expr *v = ts_store_value(s);
+  if (!v || ts_expr_kind_of(v) != TS_EXPR_ADD ||
+      ts_dtype_is_int(ts_expr_dtype(v)))
+    return false;
+  for (int side = 0; side < 2; side++) {
+    ts_expr *acc = ts_expr_operand(v, side), *t = ts_expr_operand(v, 1 - side);
+    bool zero = is_zero_float(t) || (ts_expr_kind_of(t) == TS_EXPR_MUL &&
+                                     (is_zero_float(ts_expr_operand(t, 0)) ||
+                                      is_zero_float(ts_expr_operand(t, 1))));
+    int n = ts_store_n_indices(s);
+    if (!zero || ts_expr_kind_of(acc) != TS_EXPR_LOAD ||
+        ts_expr_buffer(acc) != ts_store_buffer(s) ||
+        ts_expr_n_operands(acc) != n)
+      continue;
+    bool same = true;
+    for (int i = 0; i < n && same; i++) {
+      int64_t d;
+      ts_expr *x = ts_store_index(s, i), *y = ts_expr_operand(acc, i);
+      same = x == y ||
+             (ts_expr_is_const_int(ts_simplify(a, ts_sub(a, x, y), r), &d) &&
+              d == 0);
+    }
+    if (same) return true;
+  }
+  return false;
+}
+
+static bool is_empty(ts_stmt *s) {
+  if (ts_stmt_kind_of(s) != TS_STMT_SEQ) return false;
+  for (int i = 0; i < ts_seq_n(s); i++)
+    if (!is_empty(ts_seq_item(s, i))) return false;
+  return true;
+}
+
+/* Removes the stores that add nothing, and the loops and allocations left
+ * empty (a row of taps all outside the image). */
+static ts_stmt *false_store_post(void *ctx, ts_arena *a, ts_stmt *s) {
+  const guard_false *d = ctx;
+  switch (ts_stmt_kind_of(s)) {
+  case TS_STMT_STORE:
+    return adds_nothing(a, s, d->ranges) ? ts_seq(a, NULL, 0) : s;
+  case TS_STMT_FOR: return is_empty(ts_for_body(s)) ? ts_seq(a, NULL, 0) : s;
+  case TS_STMT_ALLOCATE:
+    return is_empty(ts_allocate_body(s)) ? ts_seq(a, NULL, 0) : s;
+  default: return s;
+  }
+}
+
+static ts_stmt *false_guards(part_ctx *c, ts_stmt *s, ts_expr **guard, int n) {
+  guard_false d = {guard, n, c->ranges};
+  ts_stmt_mutator m = {.expr = false_expr, .ctx = &d};
+  s = ts_stmt_mutate(c->a, s, &m);
+  ts_stmt_mutator drop = {.post = false_store_post, .ctx = &d};
+  return ts_stmt_mutate(c->a, s, &drop);
+}
+
 static ts_stmt *drop_conjunct(ts_arena *a, ts_stmt *s, const site *st) {
   ts_stmt *iff = st->iff;
   int conj = st->conj;
@@ -623,11 +723,13 @@ static ts_stmt *part_guards(part_ctx *c, ts_stmt *s, const ts_expr *newest,
     ts_expr **dg = ts_arena_alloc(c->a, sizeof *dg * (size_t)(w.n + 1));
     int *conj = ts_arena_alloc(c->a, sizeof *conj * (size_t)(w.n + 1));
     int *dconj = ts_arena_alloc(c->a, sizeof *dconj * (size_t)(w.n + 1));
-    if (!g || !dg || !conj || !dconj) {
+    ts_expr **fg = ts_arena_alloc(c->a, sizeof *fg * (size_t)(w.n + 1));
+    if (!g || !dg || !conj || !dconj || !fg) {
       free(w.v); /* out of memory: ts_lower stops after this step */
       return s;
     }
-    ts_expr *test = NULL;
+    ts_expr *test = NULL, *sw_test = NULL;
+    int nf = 0, sw = -1;
     for (int i = 0; i < w.n; i++) {
       const site *st = &w.v[i];
       if (!st->guard || is_frozen_at(c, st->guard, newest, deeper)) continue;
@@ -637,7 +739,13 @@ static ts_stmt *part_guards(part_ctx *c, ts_stmt *s, const ts_expr *newest,
       if (always) {
         dg[nd] = st->guard;
         dconj[nd++] = st->conj;
+      } else if (never && st->invariant) {
+        fg[nf++] = st->guard; /* false wherever s runs */
       } else if (!never && uses(t, newest)) {
+        if (st->invariant && sw < 0) {
+          sw = n;
+          sw_test = t;
+        }
         g[n] = st->guard;
         conj[n++] = st->conj;
         test = test ? ts_and(c->a, test, t) : t;
@@ -647,6 +755,29 @@ static ts_stmt *part_guards(part_ctx *c, ts_stmt *s, const ts_expr *newest,
     if (nd) { /* then look again: the guards' nodes are new */
       s = rewrite_guards(c->a, s, dg, dconj, nd);
       continue;
+    }
+    if (nf) {
+      s = false_guards(c, s, fg, nf);
+      continue;
+    }
+    if (n && c->decide_only && deeper && sw >= 0 &&
+        c->unswitched < MAX_UNSWITCH) {
+      /* after unrolling, a border copy's guard that no loop below changes
+       * (the column test of one unrolled tap of a dense conv, its channels
+       * in a serial loop below): one copy where it holds, without it, and
+       * one where it fails, without the tap; the copies' tests decide the
+       * other guards. Not where no serial loop is below (as above). */
+      c->unswitched++;
+      *done = true;
+      ts_stmt *yes = rewrite_guards(c->a, s, &g[sw], &conj[sw], 1);
+      int depth = push_fact(c, sw_test);
+      yes = part_at(c, yes, newest, skip, n_skip);
+      c->n_facts = depth;
+      ts_stmt *no = false_guards(c, s, &g[sw], 1);
+      push_fact(c, ts_not(c->a, sw_test));
+      no = part_at(c, no, newest, skip, n_skip);
+      c->n_facts = depth;
+      return ts_if(c->a, sw_test, yes, ts_stmt_copy(c->a, no, NULL));
     }
     if (!n || c->copies >= MAX_COPIES) return s;
     /* each guard's test can hold here but not all at once (a tile of

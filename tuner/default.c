@@ -568,23 +568,30 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
       default_lanes_of(t, ts_buffer_dtype(ts_block_write(blk, 0)->buffer));
   int64_t ev = loop_extent(s, loops[vec]);
   int regs = ts_target_vector_registers(t);
-  /* A strided dense conv whose padded copy is a large share of its work
-   * (default_pad_copy_costly) reads its padding inlined, through guards
-   * the code generator partitions away from the interior and, in a border
-   * tile, from the kernel rows and columns inside the image; its tile is
-   * then a row's columns, not fused pixels, whose border tiles would be
-   * one in four. Default schedules, 2 threads, two alternating rounds, x
-   * oneDNN, copied -> inlined, on 18 strided convs: AVX-512 74x74x512 ->
-   * 48 0.87 -> 1.00, 52x52x24 -> 32 0.83 -> 1.10, 33x33x160 -> 80 0.57 ->
-   * 0.84, 60x60x256 -> 40 1.07 -> 1.24; AVX2 target 74x74x512 -> 48 1.13
-   * -> 1.45, 52x52x24 -> 32 0.65 -> 0.95; 46x46x256 -> 96 lost on both
-   * (0.81 -> 0.66, 0.91 -> 0.88); at stride 1 it lost on deep inputs
-   * (38x38x512 -> 48 0.95 -> 0.80), so the copy stays there
-   * (docs/tuning.md, "Strided convs read their padding inline"). */
-  bool pads_inline = !rows_load && default_pad_copy_costly(s, t, b);
+  /* A dense conv with a kernel of at most 3 x 3, or a strided one whose
+   * padded copy is a large share of its work, reads its padding inlined
+   * (default_pads_read_inline): the code generator partitions the guards
+   * away from the interior and, in a border tile, from the kernel rows
+   * and columns inside the image, and drops the taps outside it, which a
+   * padded copy computes on zeros (a fifth of a 7 x 7 image's taps, as
+   * the vendor libraries skip them). Default schedules, 2 threads, two
+   * alternating rounds, x the best library, copied -> inlined: AVX-512
+   * 7x7x512 -> 512 0.78 -> 0.96-1.00, 14x14x80 -> 128 0.80 -> 0.90,
+   * 9x9x160 -> 256 0.84 -> 1.03; AVX2 target (its tiles fused pixels,
+   * below) 7x7x512 -> 512 0.98 -> 1.10, 14x14x256 -> 256 1.00 -> 1.12.
+   * A 5 x 5 kernel's border tiles take more copies than the code
+   * generator makes, so its copy stays unless strided and costly. A conv
+   * inlined for its costly copy tiles a row's columns, not fused pixels,
+   * as measured when that rule came (22x22x384 -> 112 stride 2, AVX-512:
+   * 0.69/0.72 unfused, 0.59/0.61 in fused tiles of 8 pixels x 1 vector);
+   * the others keep the tile the copy had (docs/tuning.md, "Padded taps
+   * dropped"). */
+  bool copy_costly = false;
+  bool pads_inline =
+      !rows_load && default_pads_read_inline(s, t, b, &copy_costly);
   bool fused_rows =
       rows >= 0 && !rows_load && !tpacked[0] && ev % lanes == 0 &&
-      !pads_inline &&
+      !copy_costly &&
       fuse_short_rows(s, r, loops, binds, &nl, &rows, &vec, lanes, regs);
   if (fused_rows) {
     r = ts_func_find_block(ts_sched_func(s), name);

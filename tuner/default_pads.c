@@ -222,32 +222,38 @@ static double block_domain(const ts_block *b, bool spatial_only,
   return n;
 }
 
-/* Whether block ab reads buf through a window: one of the read's indices
- * uses both a spatial and a reduce iter var (a conv's h * s + kh; a
- * weight padded to whole vectors is read by reduce or spatial vars alone
- * in each dimension). */
-static bool read_as_window(const ts_block *ab, const ts_buffer *buf) {
+/* The widest window through which block ab reads buf: the largest extent
+ * of a reduce iter var in an index that also uses a spatial one (a conv's
+ * h * s + kh: KH), 0 where no index does (a weight padded to whole
+ * vectors is read by reduce or spatial vars alone in each dimension). */
+static int64_t read_window(const ts_block *ab, const ts_buffer *buf) {
+  int64_t widest = 0;
   for (int i = 0; i < ts_block_n_reads(ab); i++) {
     const ts_region *rg = ts_block_read(ab, i);
     if (rg->buffer != buf) continue;
     for (int d = 0; d < rg->ndim; d++) {
-      bool sp = false, red = false;
+      bool sp = false;
+      int64_t red = 0, e;
       for (int k = 0; k < ts_block_n_iters(ab); k++) {
         if (!expr_uses_var(rg->ranges[d].min, ts_block_iter_var(ab, k)))
           continue;
         if (ts_block_iter_kind(ab, k) == TS_ITER_SPATIAL) sp = true;
-        if (ts_block_iter_kind(ab, k) == TS_ITER_REDUCE) red = true;
+        if (ts_block_iter_kind(ab, k) != TS_ITER_REDUCE) continue;
+        if (!ts_expr_is_const_int(ts_block_iter_dom(ab, k).extent, &e))
+          e = INT32_MAX; /* unknown: as wide as can be */
+        if (e > red) red = e;
       }
-      if (sp && red) return true;
+      if (sp && red > widest) widest = red;
     }
   }
-  return false;
+  return widest;
 }
 
 /* Reads the function only (no schedule instruction, so the trace is
  * unchanged): the padding blocks are those writing a buffer the anchor
  * reads, through if_then_else, no reduction. */
-bool default_pad_copy_costly(ts_sched *s, const ts_target *t, ts_rv anchor) {
+bool default_pads_read_inline(ts_sched *s, const ts_target *t, ts_rv anchor,
+                              bool *copy_costly) {
   const ts_func *f = ts_sched_func(s);
   const char *an = ts_sched_rv_block_name(s, anchor);
   const ts_stmt *ar = an ? ts_func_find_block(f, an) : NULL;
@@ -259,14 +265,16 @@ bool default_pad_copy_costly(ts_sched *s, const ts_target *t, ts_rv anchor) {
   int n = 0;
   char **names = block_names(f, &n);
   if (!names) return false;
-  bool costly = false;
-  for (int k = 0; k < n && !costly; k++) {
+  bool inlined = false;
+  *copy_costly = false;
+  for (int k = 0; k < n && !inlined; k++) {
     const ts_stmt *pr = ts_func_find_block(f, names[k]);
     if (!pr || pr == ar || !stmt_uses_if_then_else(pr)) continue;
     const ts_block *pb = ts_realize_block(pr);
     if (block_is_reduction(pb) || ts_block_n_writes(pb) != 1) continue;
     const ts_buffer *buf = ts_block_write(pb, 0)->buffer;
-    if (!read_as_window(ab, buf)) continue;
+    int64_t win = read_window(ab, buf);
+    if (!win) continue;
     double copied = block_domain(pb, false, &channels);
     /* (a stem of fewer channels than a vector: few_channels' rule) */
     if (channels < default_lanes_of(t, ts_buffer_dtype(buf))) continue;
@@ -275,11 +283,12 @@ bool default_pad_copy_costly(ts_sched *s, const ts_target *t, ts_rv anchor) {
         last_out > 0 && channels > 0
             ? (copied / (double)channels) / (out / (double)last_out)
             : 0;
-    costly = copied > 0 && macs > 0 && macs <= PAD_COPY_COSTLY_MACS * copied &&
-             per_out > 2;
+    if (copied <= 0 || macs <= 0) continue;
+    *copy_costly = macs <= PAD_COPY_COSTLY_MACS * copied && per_out > 2;
+    inlined = *copy_costly || win <= DEFAULT_PAD_INLINE_WINDOW;
   }
   names_free(names, n);
-  return costly;
+  return inlined;
 }
 
 /* A depthwise conv reads each input pixel once per tap, not once per

@@ -303,12 +303,18 @@ void default_depthwise_taps(ts_sched *s, ts_rv anchor, const ts_rv *order,
 bool default_copy_per_tile_pays(ts_sched *s, ts_rv anchor, const ts_rv *order,
                                 int n_outer, int64_t tile_elems, int64_t taps);
 void default_pads_inline(ts_sched *s, ts_rv anchor);
-/* Whether anchor (a dense conv) reads a padding block whose copy costs a
- * large share of its time: at most PAD_COPY_COSTLY_MACS multiply-adds of
- * the anchor per padded element (default_pads.c), not a stem of fewer
- * channels than a vector, with more than two padded pixels per output
- * pixel (a stride of 2 or more). */
-bool default_pad_copy_costly(ts_sched *s, const ts_target *t, ts_rv anchor);
+/* Kernels at most this wide (3 x 3) read their padding inline whatever
+ * the stride (default_pads_read_inline). */
+#define DEFAULT_PAD_INLINE_WINDOW 3
+/* Whether anchor (a dense conv, not a stem of fewer channels than a
+ * vector) reads its padding block inline rather than from a padded copy:
+ * a kernel at most DEFAULT_PAD_INLINE_WINDOW wide, whose taps outside the
+ * image the code generator drops; or a strided one whose copy costs a
+ * large share of its time (*copy_costly: at most PAD_COPY_COSTLY_MACS
+ * multiply-adds of the anchor per padded element, more than two padded
+ * pixels per output pixel; default_pads.c). */
+bool default_pads_read_inline(ts_sched *s, const ts_target *t, ts_rv anchor,
+                              bool *copy_costly);
 /* The names of f's blocks in program order, the root excluded; *n gets the
  * count. Returns a malloc'd array of malloc'd names (names_free). */
 char **block_names(const ts_func *f, int *n);

@@ -105,11 +105,11 @@ static bool read_once_per_tap(const ts_block *cons, const ts_buffer *buf) {
  * where the padded copy costs about what the consumer's own reads do — a
  * consumer reading each padded element once per tap, a depthwise conv or
  * a pooling — the space also has the padding inlined, in a state of its
- * own (`pad: inlined`), and measurement chooses. So does a strided dense
- * conv whose copy is costly (default_pad_copy_costly, which the default
- * schedule inlines too): the code generator partitions its border tiles
- * again under the kernel's loops, so only the padded taps of a border tile
- * read through the guards. Returns whether *out got
+ * own (`pad: inlined`), and measurement chooses. So does a dense conv that
+ * the default schedule reads inline (default_pads_read_inline: a 3 x 3
+ * kernel, or a strided conv whose copy is costly): the code generator
+ * partitions its border tiles again under the kernel's loops and drops
+ * the taps outside the image. Returns whether *out got
  * such a state, forked from st. */
 bool rule_cpu_padding_inlined(const gen *g, const gen_state *st,
                               const char *name, gen_state *out) {
@@ -126,13 +126,14 @@ bool rule_cpu_padding_inlined(const gen *g, const gen_state *st,
   if (ts_sched_get_block(s, name, &rv) ||
       ts_sched_get_consumers(s, rv, cons, MAX_BLOCKS, &nc) || nc == 0)
     return false;
+  bool costly;
   for (int i = 0; i < nc; i++) {
     const char *cn = ts_sched_rv_block_name(s, cons[i]);
     const ts_stmt *cr = cn ? ts_func_find_block(f, cn) : NULL;
     if (!cr) return false;
     if (!read_once_per_tap(ts_realize_block(cr),
                            ts_block_write(b, 0)->buffer) &&
-        !default_pad_copy_costly(s, g->t, cons[i]))
+        !default_pads_read_inline(s, g->t, cons[i], &costly))
       return false;
   }
   if (state_fork(st, out, NULL)) return false;

@@ -290,6 +290,47 @@ static bool between(const char *text, const char *from, const char *to,
   return end && p && p < end;
 }
 
+/* A dense conv with its padding inlined, a tile of `tile` output columns
+ * (or of fused pixels) unrolled over its output channels (vectorized),
+ * under the kernel's rows and columns and its input channels in steps of
+ * 4 (a serial loop, then unrolled). */
+static ts_sched *conv_tiles(const char *spec, bool fused, int64_t tile) {
+  ts_sched *s = sched_of(spec);
+  ts_rv pad, b, l[8], px[2], rc[2], hw, loops[16];
+  int n = 0;
+  SOK(ts_sched_get_block(s, "pad", &pad));
+  SOK(ts_sched_compute_inline(s, pad));
+  SOK(ts_sched_get_block(s, "conv", &b));
+  SOK(ts_sched_get_loops(s, b, l, 8, &n)); /* n h w co rh rw rc */
+  int64_t fp[2] = {TS_SPLIT_INFER, tile};
+  int64_t fr[2] = {TS_SPLIT_INFER, 4};
+  ts_rv order[16];
+  int no = 0;
+  order[no++] = l[0];
+  if (fused) {
+    ts_rv pair[2] = {l[1], l[2]};
+    SOK(ts_sched_fuse(s, pair, 2, &hw));
+    SOK(ts_sched_split(s, hw, fp, 2, px));
+  } else {
+    SOK(ts_sched_split(s, l[2], fp, 2, px));
+    order[no++] = l[1];
+  }
+  SOK(ts_sched_split(s, l[6], fr, 2, rc));
+  order[no++] = px[0];
+  order[no++] = l[4];
+  order[no++] = l[5];
+  order[no++] = rc[0];
+  order[no++] = rc[1];
+  order[no++] = px[1];
+  order[no++] = l[3];
+  SOK(ts_sched_reorder(s, order, no));
+  SOK(ts_sched_get_loops(s, b, loops, 16, &n));
+  SOK(ts_sched_vectorize(s, loops[n - 1]));
+  SOK(ts_sched_unroll(s, loops[n - 2]));
+  SOK(ts_sched_unroll(s, loops[n - 3]));
+  return s;
+}
+
 /* A dense conv's border tiles: with its padding inlined and a tile of
  * output columns, the tile's loop over the kernel's rows and columns
  * (serial, the input channels below them) partitions the border copy
@@ -313,39 +354,7 @@ static void test_conv_border_again(void **state) {
       {"conv2d_nhwc N=1 H=13 W=13 CI=8 CO=16 KH=3 KW=3 pad=1", true, 5},
   };
   for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
-    ts_sched *s = sched_of(cases[c].spec);
-    ts_rv pad, b, l[8], px[2], rc[2], fused, loops[16];
-    int n = 0;
-    SOK(ts_sched_get_block(s, "pad", &pad));
-    SOK(ts_sched_compute_inline(s, pad));
-    SOK(ts_sched_get_block(s, "conv", &b));
-    SOK(ts_sched_get_loops(s, b, l, 8, &n)); /* n h w co rh rw rc */
-    int64_t fp[2] = {TS_SPLIT_INFER, cases[c].tile};
-    int64_t fr[2] = {TS_SPLIT_INFER, 4};
-    ts_rv order[16];
-    int no = 0;
-    order[no++] = l[0];
-    if (cases[c].fused) {
-      ts_rv hw[2] = {l[1], l[2]};
-      SOK(ts_sched_fuse(s, hw, 2, &fused));
-      SOK(ts_sched_split(s, fused, fp, 2, px));
-    } else {
-      SOK(ts_sched_split(s, l[2], fp, 2, px));
-      order[no++] = l[1];
-    }
-    SOK(ts_sched_split(s, l[6], fr, 2, rc));
-    order[no++] = px[0];
-    order[no++] = l[4];
-    order[no++] = l[5];
-    order[no++] = rc[0];
-    order[no++] = rc[1];
-    order[no++] = px[1];
-    order[no++] = l[3];
-    SOK(ts_sched_reorder(s, order, no));
-    SOK(ts_sched_get_loops(s, b, loops, 16, &n));
-    SOK(ts_sched_vectorize(s, loops[n - 1]));
-    SOK(ts_sched_unroll(s, loops[n - 2]));
-    SOK(ts_sched_unroll(s, loops[n - 3]));
+    ts_sched *s = conv_tiles(cases[c].spec, cases[c].fused, cases[c].tile);
     char *text = lowered_text(s);
     /* the tile's interior test (a conjunction, above the kernel's loops),
      * then in a border copy a test between the kernel row loop and the
@@ -358,6 +367,60 @@ static void test_conv_border_again(void **state) {
       row_test = between(text, p, "for rw", "if ");
     ok = ok && row_test;
     if (!ok) printf("%s\n%s\n", cases[c].spec, text);
+    assert_true(ok);
+    free(text);
+    check_run(s);
+    ts_sched_destroy(s);
+  }
+}
+
+/* The fewest input reads (taps) in one copy of the input channel loop
+ * `for rc_0` of a lowered program (0 when there is none). */
+static int fewest_taps(const char *text) {
+  int fewest = 0;
+  for (const char *p = strstr(text, "for rc_0"); p;) {
+    const char *next = strstr(p + 1, "for rc_0");
+    int n = 0;
+    for (const char *q = strstr(p, "data["); q && (!next || q < next);
+         q = strstr(q + 1, "data["))
+      n++;
+    if (n && (!fewest || n < fewest)) fewest = n;
+    p = next;
+  }
+  return fewest;
+}
+
+/* Padded taps dropped: after unrolling, a border copy's guards that no
+ * loop below changes (each unrolled column's test) split it once more,
+ * until every guard is decided; a tap whose guard fails is outside the
+ * image, and its multiply-add of the padding's zero is removed. No guard
+ * is left, and a border tile runs fewer taps than an interior one: a 7 x 7
+ * image in tiles of a whole row (7 columns x 4 channels per step), a
+ * strided conv, and the 7 x 7 image in tiles of 5 fused pixels. */
+static void test_padded_taps_dropped(void **state) {
+  (void)state;
+  static const struct {
+    const char *spec;
+    bool fused;
+    int64_t tile;
+    int guards; /* left at most */
+  } cases[] = {
+      {"conv2d_nhwc N=1 H=7 W=7 CI=8 CO=16 KH=3 KW=3 pad=1", false, 7, 0},
+      {"conv2d_nhwc N=1 H=12 W=12 CI=8 CO=16 KH=3 KW=3 stride=2 pad=1", false,
+       6, 0},
+      /* each fused pixel's column test is a guard of its own: the copies'
+       * budget (MAX_UNSWITCH) ends before all are decided */
+      {"conv2d_nhwc N=1 H=7 W=7 CI=8 CO=16 KH=3 KW=3 pad=1", true, 5, 8},
+  };
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    ts_sched *s = conv_tiles(cases[c].spec, cases[c].fused, cases[c].tile);
+    char *text = lowered_text(s);
+    int fewest = fewest_taps(text);
+    bool ok = count(text, "if_then_else") <= cases[c].guards && fewest > 0 &&
+              fewest < 4 * cases[c].tile;
+    if (!ok)
+      printf("%s: %d guards, fewest taps %d\n%s\n", cases[c].spec,
+             count(text, "if_then_else"), fewest, text);
     assert_true(ok);
     free(text);
     check_run(s);
@@ -429,6 +492,7 @@ int main(void) {
       cmocka_unit_test(test_caches_and_conv),
       cmocka_unit_test(test_padding_guards),
       cmocka_unit_test(test_conv_border_again),
+      cmocka_unit_test(test_padded_taps_dropped),
       cmocka_unit_test(test_tests_decided_by_copies),
       cmocka_unit_test(test_perfect_unchanged),
   };

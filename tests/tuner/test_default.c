@@ -600,12 +600,13 @@ static bool pad_inlined(const char *spec, const ts_target *t) {
   return inlined;
 }
 
-/* A strided dense conv whose padded copy is a large share of its work
- * (default_pad_copy_costly: few multiply-adds per padded element) reads
- * its padding inlined, the border tiles partitioned by the code
- * generator; at stride 1, or with many output channels, or a stem of 3
- * channels, the copy stays. */
-static void test_strided_pads_inline(void **state) {
+/* A dense conv reads its padding inlined (default_pads_read_inline) with
+ * a kernel of at most 3 x 3, whatever the stride (the code generator drops
+ * the taps outside the image), or a strided one whose padded copy is a
+ * large share of its work (few multiply-adds per padded element); a 5 x 5
+ * kernel at stride 1, a strided one with many output channels, and a stem
+ * of 3 channels keep the copy. */
+static void test_pads_inline(void **state) {
   (void)state;
   ts_target *t = avx2_target();
   static const struct {
@@ -614,8 +615,11 @@ static void test_strided_pads_inline(void **state) {
   } cases[] = {
       {"conv2d_nhwc N=1 H=30 W=30 CI=64 CO=16 KH=3 KW=3 stride=2 pad=1", true},
       {"conv2d_nhwc N=1 H=19 W=19 CI=32 CO=24 KH=3 KW=3 stride=2 pad=1", true},
-      {"conv2d_nhwc N=1 H=30 W=30 CI=64 CO=16 KH=3 KW=3 pad=1", false},
-      {"conv2d_nhwc N=1 H=14 W=14 CI=32 CO=256 KH=3 KW=3 stride=2 pad=1",
+      {"conv2d_nhwc N=1 H=30 W=30 CI=64 CO=16 KH=3 KW=3 pad=1", true},
+      {"conv2d_nhwc N=1 H=14 W=14 CI=32 CO=256 KH=3 KW=3 stride=2 pad=1", true},
+      {"conv2d_nhwc N=1 H=15 W=15 CI=32 CO=32 KH=5 KW=5 pad=2", false},
+      {"conv2d_nhwc N=1 H=24 W=24 CI=64 CO=16 KH=5 KW=5 stride=2 pad=2", true},
+      {"conv2d_nhwc N=1 H=24 W=24 CI=32 CO=256 KH=5 KW=5 stride=2 pad=2",
        false},
       {"conv2d_nhwc N=1 H=32 W=32 CI=3 CO=16 KH=7 KW=7 stride=2 pad=3", false},
   };
@@ -789,7 +793,7 @@ static void test_short_rows(void **state) {
        {true, false},
        "factors=[None, 6]"},
       /* (a strided conv whose padded copy is costly: its padding inlined,
-       * tiles of a row's columns, test_strided_pads_inline) */
+       * tiles of a row's columns, test_pads_inline) */
       {"conv2d_nhwc N=1 H=22 W=22 CI=24 CO=16 KH=3 KW=3 stride=2 pad=1",
        {false, false},
        NULL},
@@ -1396,7 +1400,7 @@ int main(void) {
       cmocka_unit_test(test_odd_vector_tiles),
       cmocka_unit_test(test_pack_once),
       cmocka_unit_test(test_stem_pads_once),
-      cmocka_unit_test(test_strided_pads_inline),
+      cmocka_unit_test(test_pads_inline),
       cmocka_unit_test(test_elementwise_vectors),
       cmocka_unit_test(test_ragged_tiles),
       cmocka_unit_test(test_short_rows),

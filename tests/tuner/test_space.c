@@ -632,8 +632,10 @@ static void test_conv_pad_compute_location(void **state) {
 /* A depthwise conv, which reads each padded element once per tap, also
  * gets spaces with its padding inlined (`pad: inlined`, no compute
  * location sampled for it), whose samples compute the interpreter's
- * result, odd sizes and a stride included; a dense conv (its output
- * channels share each read) and a padding-free depthwise conv get none. */
+ * result, odd sizes and a stride included; so do the dense convs whose
+ * padding the default schedule reads inline; a 5 x 5 dense conv at
+ * stride 1 (its output channels share each read) and a padding-free
+ * depthwise conv get none. */
 static void test_depthwise_padding_inlined(void **state) {
   (void)state;
   ts_target *t = host();
@@ -659,14 +661,15 @@ static void test_depthwise_padding_inlined(void **state) {
     ts_design_spaces_free(s, n);
     ts_workload_free(w);
   }
-  assert_no_space_named("conv2d_nhwc N=1 H=8 W=8 CI=8 CO=16 KH=3 KW=3 pad=1", t,
-                        "pad: inlined");
-  /* a strided dense conv whose padded copy is costly (16 channels out of
-   * 32, stride 2): a state with it inlined, its samples right; at stride 1
-   * none */
-  {
-    ts_workload *w = tu_workload(
-        "conv2d_nhwc N=1 H=18 W=18 CI=32 CO=16 KH=3 KW=3 stride=2 pad=1");
+  /* a dense conv the default reads inline (a 3 x 3 kernel at stride 1,
+   * and a strided one whose padded copy is costly): a state with it
+   * inlined, its samples right; a 5 x 5 kernel at stride 1 none */
+  const char *dense[] = {
+      "conv2d_nhwc N=1 H=18 W=18 CI=32 CO=16 KH=3 KW=3 stride=2 pad=1",
+      "conv2d_nhwc N=1 H=9 W=9 CI=32 CO=32 KH=3 KW=3 pad=1",
+  };
+  for (int j = 0; j < 2; j++) {
+    ts_workload *w = tu_workload(dense[j]);
     ts_design_space *s = NULL;
     int n = 0, inlined = 0;
     ts_error err;
@@ -677,7 +680,7 @@ static void test_depthwise_padding_inlined(void **state) {
     ts_design_spaces_free(s, n);
     ts_workload_free(w);
   }
-  assert_no_space_named("conv2d_nhwc N=1 H=18 W=18 CI=32 CO=16 KH=3 KW=3 pad=1",
+  assert_no_space_named("conv2d_nhwc N=1 H=9 W=9 CI=32 CO=32 KH=5 KW=5 pad=2",
                         t, "pad: inlined");
   assert_no_space_named("depthwise_conv2d_nhwc N=1 H=8 W=8 C=16 KH=3 KW=3", t,
                         "pad: inlined");
