@@ -734,7 +734,8 @@ static void test_tensorized_odd_panels(void **state) {
 
 /* Five or seven vectors where no two to four divide the width (80 and
  * 112 channels on AVX-512's 16 lanes; default_register_tile): the tile is
- * that wide, its vectors unrolled, rather than one vector; a depthwise
+ * that wide, its vectors unrolled, rather than one vector, also where the
+ * row count has no divisor near the budget (7 columns); a depthwise
  * conv and AVX2 (10 vectors: 2 divide) keep theirs. Checked against the
  * reference where this host runs AVX-512. */
 static void test_five_vector_tiles(void **state) {
@@ -748,6 +749,11 @@ static void test_five_vector_tiles(void **state) {
       {"conv2d_nhwc N=1 H=12 W=12 CI=32 CO=80 KH=3 KW=3 pad=1",
        "in range(5) unrolled"},
       {"matmul M=60 N=112 K=64", "in range(7) unrolled"},
+      /* 7 columns: 7 vectors over rows of 3 + 3 + 1, not 1 x 7 */
+      {"conv2d_nhwc N=1 H=7 W=7 CI=32 CO=112 KH=3 KW=3 pad=1",
+       "co_0 in range(7) unrolled"},
+      {"conv2d_nhwc N=1 H=7 W=7 CI=64 CO=112 KH=1 KW=1",
+       "co_0 in range(7) unrolled"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     char *text;
@@ -762,6 +768,12 @@ static void test_five_vector_tiles(void **state) {
   assert_int_equal(ts_default_vector_tile(144, 80, 16, 32, &rows), 80);
   assert_int_equal(ts_default_vector_tile(144, 80, 8, 16, &rows), 16);
   assert_int_equal(ts_default_vector_tile(144, 80, 16, 16, &rows), 16);
+  /* a product's rows split evenly: 49 rows on a budget of 3 for 7
+   * vectors (17 tiles, 51 rows computed) beat 1 vector x 7 rows; 7 rows
+   * keep the one-vector tile that holds them all and reads B once */
+  assert_int_equal(ts_default_vector_tile(49, 112, 16, 32, &rows), 112);
+  assert_int_equal(ts_default_vector_tile(7, 112, 16, 32, &rows), 16);
+  assert_int_equal(ts_default_vector_tile(49, 112, 8, 16, &rows), 16);
 }
 
 /* A vector tile's panel of weights larger than the L2 budget (3 x 3 x
