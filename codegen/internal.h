@@ -129,13 +129,18 @@ bool ts_points_next(const ts_points *p, int64_t *at);
 bool ts_points_value(const ts_expr *e, const ts_var_ranges *point, int64_t *v);
 /* Whether condition e holds at a point: 1, 0, or -1 (undecidable). */
 int ts_points_holds(const ts_expr *e, const ts_var_ranges *point);
+/* The nodes of expression e: what evaluating it at a point costs. */
+int64_t ts_points_size(ts_expr *e);
 /* Whether `cond` holds wherever all of `facts` do, over the points of the
  * variables they use (at most max_points; the facts that would exceed it
  * are left out, which only widens the set; with none, over the ranges
  * alone): 1 at every such point (or there are none), 0 at none, -1 at
- * some, or undecidable. */
+ * some, or undecidable. `budget` (NULL: none) bounds the work: each call
+ * takes the points it enumerates times the nodes evaluated at each,
+ * and answers -1 without enumerating where the budget left is short. */
 int ts_points_decide(ts_expr *cond, ts_expr *const *facts, int n_facts,
-                     const ts_var_ranges *ranges, int64_t max_points);
+                     const ts_var_ranges *ranges, int64_t max_points,
+                     int64_t *budget);
 
 /* The statements of loop s (constant min mn, extent ex) unrolled: ex copies
  * of its body with the loop var replaced by mn + i (codegen/lower.c). */

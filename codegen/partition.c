@@ -67,6 +67,9 @@
 #define MAX_TAIL_DEPTH 3  /* tails partitioned again, nested */
 #define MAX_FACTS 16      /* branch conditions known around a statement */
 #define FACT_POINTS 16384 /* points enumerated to decide a test by them */
+/* points times conditions evaluated by the facts, per pass over a
+ * function: past it, tests are decided by the loops' ranges alone */
+#define FACT_BUDGET (INT64_C(1) << 32)
 /* border copies of guards partitioned again at a deeper serial loop,
  * nested: a padded conv's border tile runs its interior taps unguarded */
 #define MAX_BORDER_DEPTH 2
@@ -98,6 +101,7 @@ typedef struct part_ctx {
    * the tests of the copies and branches around it */
   ts_expr *facts[MAX_FACTS];
   int n_facts;
+  int64_t points_left; /* of FACT_BUDGET */
 } part_ctx;
 
 /* Pushes a fact for the subtree about to be rebuilt (dropped when the
@@ -361,6 +365,8 @@ typedef struct site {
   int conj;       /* which conjunct of its condition */
   ts_expr *test;  /* the hoisted test (not simplified) */
   bool invariant; /* the conjunct does not vary below the test */
+  ts_expr *fail;  /* after unrolling: the hoisted test under which the
+                   * conjunct fails for every value below (NULL: none) */
 } site;
 
 typedef struct site_walk {
@@ -381,6 +387,13 @@ static void add_sites(site_walk *w, ts_expr *cond, ts_stmt *iff,
     bool inv = false;
     ts_expr *test = neg ? hoisted_test(w->c->a, &w->in, neg, &inv) : NULL;
     if (!test) continue;
+    ts_expr *fail = NULL;
+    if (w->c->decide_only && !inv) {
+      /* neg >= 0 everywhere below: -1 - neg < 0 for every value */
+      bool inv2;
+      fail = hoisted_test(w->c->a, &w->in,
+                          ts_sub(w->c->a, ts_index(w->c->a, -1), neg), &inv2);
+    }
     if (w->n == w->cap) {
       int cap = w->cap ? 2 * w->cap : 16;
       site *v = ts_realloc(w->v, sizeof *w->v * (size_t)cap);
@@ -388,7 +401,7 @@ static void add_sites(site_walk *w, ts_expr *cond, ts_stmt *iff,
       w->v = v;
       w->cap = cap;
     }
-    w->v[w->n++] = (site){iff, guard, k, test, inv};
+    w->v[w->n++] = (site){iff, guard, k, test, inv, fail};
   }
 }
 
@@ -679,8 +692,7 @@ static bool uses(ts_expr *e, const ts_expr *v) {
  * branches around it hold (a tile's tail test inside the interior copy of
  * a padded image, which the interior's test already decides: without it,
  * each level of copies would duplicate the next level's dead halves). */
-static void decide(const part_ctx *c, ts_expr *test, bool *always,
-                   bool *never) {
+static void decide(part_ctx *c, ts_expr *test, bool *always, bool *never) {
   int64_t v, lo, hi;
   *always = ts_expr_is_const_int(test, &v) && v;
   *never = ts_expr_is_const_int(test, &v) && !v;
@@ -691,8 +703,8 @@ static void decide(const part_ctx *c, ts_expr *test, bool *always,
     *never = lo >= v;
   }
   if (!*always && !*never) {
-    int d =
-        ts_points_decide(test, c->facts, c->n_facts, c->ranges, FACT_POINTS);
+    int d = ts_points_decide(test, c->facts, c->n_facts, c->ranges, FACT_POINTS,
+                             &c->points_left);
     *always = d == 1;
     *never = d == 0;
   }
@@ -812,6 +824,47 @@ static ts_stmt *part_guards(part_ctx *c, ts_stmt *s, const ts_expr *newest,
   return s;
 }
 
+/* After unrolling, the sites the tests around decide, all at once (an
+ * unrolled register tile has hundreds; one rewrite per round of
+ * part_position left most of them): first the ifs that never run (a
+ * conjunct false at every value of the loops below, as a tail tile's
+ * vector past the extent, or invariant and false here), else the
+ * conjuncts that always hold. Whether it rewrote *s. */
+static bool decide_sites(part_ctx *c, ts_stmt **s, const site_walk *w,
+                         const ts_stmt *const *skip, int n_skip) {
+  ts_stmt **ai = ts_arena_alloc(c->a, sizeof *ai * (size_t)(w->n + 1));
+  ts_stmt **ni = ts_arena_alloc(c->a, sizeof *ni * (size_t)(w->n + 1));
+  int *ac = ts_arena_alloc(c->a, sizeof *ac * (size_t)(w->n + 1));
+  int *nc = ts_arena_alloc(c->a, sizeof *nc * (size_t)(w->n + 1));
+  if (!ai || !ni || !ac || !nc) return false;
+  int na = 0, nn = 0;
+  for (int i = 0; i < w->n; i++) {
+    const site *st = &w->v[i];
+    bool skipped = !st->iff;
+    for (int k = 0; k < n_skip && !skipped; k++) skipped = skip[k] == st->iff;
+    if (skipped) continue;
+    bool always, never;
+    decide(c, ts_simplify(c->a, st->test, c->ranges), &always, &never);
+    bool fails = never && st->invariant;
+    if (!always && !fails && st->fail) {
+      bool fn;
+      decide(c, ts_simplify(c->a, st->fail, c->ranges), &fails, &fn);
+    }
+    if (fails) {
+      ni[nn] = st->iff;
+      nc[nn++] = st->conj;
+    } else if (always) {
+      ai[na] = st->iff;
+      ac[na++] = st->conj;
+    }
+  }
+  if (nn)
+    *s = rewrite_sites(c->a, *s, ni, nc, nn, true);
+  else if (na)
+    *s = rewrite_sites(c->a, *s, ai, ac, na, false);
+  return nn || na;
+}
+
 /* A loop nest s directly under the loop whose var is `newest` (NULL at the
  * top): partitioned on the conditions inside it whose hoisted test becomes
  * decidable here (it uses `newest`), or dropped when they always hold.
@@ -822,6 +875,10 @@ static ts_stmt *part_position(part_ctx *c, ts_stmt *s, const ts_expr *newest,
     site_walk w = {.c = c};
     collect_sites(&w, s);
     bool changed = false;
+    if (c->decide_only && decide_sites(c, &s, &w, skip, n_skip)) {
+      free(w.v);
+      continue;
+    }
     for (int i = 0; i < w.n && !changed; i++) {
       if (!w.v[i].iff) continue; /* a guard: part_guards' */
       bool skipped = false;
@@ -954,11 +1011,14 @@ static ts_stmt *part_stmt(part_ctx *c, ts_stmt *s, const ts_expr *newest) {
   case TS_STMT_IF: {
     if (c->decide_only && ts_expr_dtype(ts_if_cond(s)).lanes == 1) {
       /* a branch the copies around decide (a ragged tile's register
-       * store in the tail copy): only the side that runs */
+       * store in the tail copy; a store of a tail tile's vector past the
+       * extent, in its vectorized loop): only the side that runs */
       bool always, never;
       decide(c, ts_simplify(a, ts_if_cond(s), c->ranges), &always, &never);
       if (always) return part_stmt(c, ts_if_then(s), newest);
-      if (never && ts_if_else(s)) return part_stmt(c, ts_if_else(s), newest);
+      if (never)
+        return ts_if_else(s) ? part_stmt(c, ts_if_else(s), newest)
+                             : ts_seq(a, NULL, 0);
     }
     int depth = push_fact(c, ts_if_cond(s));
     ts_stmt *t = part_stmt(c, ts_if_then(s), newest);
@@ -1017,7 +1077,9 @@ static int partition(ts_func *f, bool decide_only) {
   ts_visitor v = {.enter_stmt = has_thread_loop_fn, .ctx = &gpu};
   ts_stmt_walk(ts_func_body(f), &v);
   if (gpu) return TS_OK;
-  part_ctx c = {.a = ts_func_arena(f), .ranges = ts_var_ranges_create()};
+  part_ctx c = {.a = ts_func_arena(f),
+                .ranges = ts_var_ranges_create(),
+                .points_left = FACT_BUDGET};
   if (decide_only) {
     c.copies = MAX_COPIES;
     c.decide_only = true;

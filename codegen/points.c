@@ -93,8 +93,20 @@ int ts_points_holds(const ts_expr *e, const ts_var_ranges *point) {
   }
 }
 
+static void size_fn(void *ctx, ts_expr *e) {
+  (void)e;
+  ++*(int64_t *)ctx;
+}
+
+int64_t ts_points_size(ts_expr *e) {
+  int64_t n = 0;
+  ts_expr_walk(e, size_fn, &n);
+  return n;
+}
+
 int ts_points_decide(ts_expr *cond, ts_expr *const *facts, int n_facts,
-                     const ts_var_ranges *ranges, int64_t max_points) {
+                     const ts_var_ranges *ranges, int64_t max_points,
+                     int64_t *budget) {
   ts_points p = {.ranges = ranges};
   ts_points_add(&p, cond);
   if (ts_points_count(&p, max_points) < 0) return -1;
@@ -107,6 +119,14 @@ int ts_points_decide(ts_expr *cond, ts_expr *const *facts, int n_facts,
     if (ts_points_count(&q, max_points) < 0) continue;
     p = q;
     use[i] = true;
+  }
+  if (budget) {
+    int64_t size = ts_points_size(cond);
+    for (int i = 0; i < n_facts && i < TS_POINTS_MAX_FACTS; i++)
+      if (use[i]) size += ts_points_size(facts[i]);
+    int64_t cost = ts_points_count(&p, max_points) * size;
+    if (cost > *budget) return -1;
+    *budget -= cost;
   }
   ts_var_ranges *point = ts_var_ranges_create();
   if (!point) return -1;

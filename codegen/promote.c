@@ -45,6 +45,9 @@
 #define MAX_POINTS                                                             \
   65536 /* loop points enumerated to prove a slot in bounds                    \
          */
+/* points times conditions evaluated to prove slots in bounds, per
+ * function: past it, slots that need the proof are not promoted */
+#define POINTS_BUDGET (INT64_C(1) << 27)
 
 typedef struct slot {
   ts_expr *base; /* first element's index */
@@ -77,6 +80,7 @@ typedef struct promote_ctx {
   ts_expr *conds[MAX_CONDS];
   int n_conds;
   const ts_stmt_mutator *m;
+  int64_t points_left; /* of POINTS_BUDGET */
 } promote_ctx;
 
 /* ---- small walks ---- */
@@ -224,7 +228,10 @@ static bool in_bounds_where_run(promote_ctx *c, ts_expr *base, int lanes,
   ts_points pv = {.ranges = c->ranges};
   ts_points_add(&pv, base);
   for (int i = 0; i < c->n_conds; i++) ts_points_add(&pv, c->conds[i]);
-  if (ts_points_count(&pv, MAX_POINTS) < 0) return false;
+  int64_t n = ts_points_count(&pv, MAX_POINTS), nodes = ts_points_size(base);
+  for (int i = 0; i < c->n_conds; i++) nodes += ts_points_size(c->conds[i]);
+  if (n < 0 || n * nodes > c->points_left) return false;
+  c->points_left -= n * nodes;
   ts_var_ranges *point = ts_var_ranges_create();
   bool ok = point != NULL;
   int64_t at[TS_POINTS_MAX_VARS] = {0};
@@ -590,7 +597,8 @@ int ts_lower_promote(ts_func *f, int max_bytes, ts_error *err) {
                    .ranges = ts_var_ranges_create(),
                    .allocated = ts_node_map_create(),
                    .alloc_par = ts_node_map_create(),
-                   .max_bytes = max_bytes > 0 ? max_bytes : DEFAULT_MAX_BYTES};
+                   .max_bytes = max_bytes > 0 ? max_bytes : DEFAULT_MAX_BYTES,
+                   .points_left = POINTS_BUDGET};
   /* The output parameters too: the ABI declares every parameter noalias
    * (emit_cpu.c), so inside the function nothing else reaches them; the
    * whole function's parallel loops share them. */

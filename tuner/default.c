@@ -620,7 +620,8 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
   int64_t nvec = default_vector_ops(cols, lanes);
   /* the ceil split's tile: one or two whole vectors */
   int64_t whole_cols = ev >= 4 * lanes ? 2 * lanes : lanes;
-  bool ragged = false; /* ceil splits: the tiles accumulate in a local */
+  bool ragged = false;     /* ceil splits: the tiles accumulate in a local */
+  bool whole_tail = false; /* a ceil split's last tile in whole vectors */
   int64_t er = rows >= 0 ? loop_extent(s, loops[rows]) : 1;
   int64_t nrows = 1;
   if (fused_rows) {
@@ -629,6 +630,36 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
     cols = default_register_tile(er, ev, lanes, regs, &nrows, !rows_load);
     if (rows == 0 && !rows_load)
       cols = default_product_tile(er, ev, lanes, regs, &nrows);
+    /* Seven vectors (112 channels on AVX-512) leave the rows a budget of
+     * 3: each tile of 3 rows streams a row of 7 vectors of the weights
+     * for 21 FMAs, and the tile is the whole width, so the weights are
+     * one panel that nothing blocks. Where they are larger than a
+     * reduction block (REDUCTION_BLOCK_BYTES, streamed from L3), a tile
+     * of 4 whole vectors and 6 rows, ceil-split (112 = 64 + 48: the last
+     * tile 3 whole vectors, no lane masked), streams 4 vectors per 24
+     * FMAs. Default schedules, 2 threads, AVX-512 Xeon, two alternating
+     * rounds, x oneDNN, 7 x 3 -> 4 x 6: 3x3 convs 22x22 384->112 stride
+     * 2 0.84/0.70 -> 0.91/0.97, 30x30 512->112 stride 2 0.58/0.56 ->
+     * 0.75/0.77, 7x7 480->112 0.59/0.52 -> 0.66/0.63, 10x10 512->112
+     * 0.55/0.54 -> 0.66/0.67, 14x14 640->112 0.41/0.42 -> 0.49/0.54,
+     * 9x9 768->112 0.41/0.36 -> 0.44/0.45; matmul 256x112x4096 0.75/0.70
+     * -> 0.97/1.05; 28x28 512->112, 17x17 256->112 and a 1x1 conv 14x14
+     * 4096->112 within noise. With smaller weights the 7-vector tile
+     * stays (4 x 6 lost: 38x38 112->112 0.94/0.92 -> 0.76/0.78, 28x28
+     * 192->112 0.97/0.92 -> 0.77/0.81, 1x1 14x14 672->112 0.92 -> 0.67,
+     * matmul 1000x112x672 1.01/0.93 -> 0.91/0.92). */
+    int64_t vw = cols / lanes;
+    if (vw > 4 && default_rows_cap(regs, vw) < 4 && rows >= 0 && !rows_load) {
+      bool bo;
+      const ts_buffer *wb =
+          streamed_input(r, ts_sched_rv_loop(s, loops[vec]),
+                         ts_sched_rv_loop(s, loops[rows]), NULL, 0, &bo);
+      if (wb && buffer_bytes(wb) > REDUCTION_BLOCK_BYTES) {
+        cols = 4 * lanes;
+        nrows = default_divisor_upto(er, default_rows_cap(regs, 4));
+        whole_tail = ev % cols != 0;
+      }
+    }
     /* A width that whole vectors divide only one at a time (8 x odd on
      * 8 lanes: 1000, 200): the divisor tile is one vector wide, 8 rows x
      * 1 vector, nine loads for eight FMAs. Where a ceil split two vectors
@@ -820,25 +851,32 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
   }
   /* split the vector and rows axes */
   ts_rv vo = TS_RV_NONE, vi = loops[vec], ro = TS_RV_NONE, ri = TS_RV_NONE;
-  if (cols < ev) {
-    ts_rv parts[2];
-    int64_t f[2] = {TS_SPLIT_INFER, cols};
-    if (ts_sched_split(s, loops[vec], f, 2, parts)) return false;
-    vo = parts[0];
-    vi = parts[1];
-  }
-  if (rows >= 0) {
-    int64_t er = loop_extent(s, loops[rows]);
-    if (nrows < er && nrows > 1) {
+  /* (a tile whose last vector tile is short, whole_tail: the rows split
+   * first, so that the code generator partitions the row tiles' tail
+   * first and then each row copy's vector tail; the other way round, its
+   * copies ran out inside the vector tail and 6 of its 16 register tiles
+   * stayed in memory: 22x22 384->112 0.72-0.74 x oneDNN against 0.84-0.93) */
+  for (int pass = 0; pass < 2; pass++) {
+    if (pass == (whole_tail ? 1 : 0) && cols < ev) {
       ts_rv parts[2];
-      int64_t f[2] = {TS_SPLIT_INFER, nrows};
-      if (ts_sched_split(s, loops[rows], f, 2, parts)) return false;
-      ro = parts[0];
-      ri = parts[1];
-    } else if (nrows == er) {
-      ri = loops[rows];
-    } else {
-      ro = loops[rows];
+      int64_t f[2] = {TS_SPLIT_INFER, cols};
+      if (ts_sched_split(s, loops[vec], f, 2, parts)) return false;
+      vo = parts[0];
+      vi = parts[1];
+    }
+    if (pass == (whole_tail ? 0 : 1) && rows >= 0) {
+      int64_t er = loop_extent(s, loops[rows]);
+      if (nrows < er && nrows > 1) {
+        ts_rv parts[2];
+        int64_t f[2] = {TS_SPLIT_INFER, nrows};
+        if (ts_sched_split(s, loops[rows], f, 2, parts)) return false;
+        ro = parts[0];
+        ri = parts[1];
+      } else if (nrows == er) {
+        ri = loops[rows];
+      } else {
+        ro = loops[rows];
+      }
     }
   }
   /* order: outer spatial, vo, ro, reductions, ri, vi */
@@ -1221,7 +1259,10 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
     if (!ts_sched_get_loops(s, init, il, MAX_LOOPS, &nil) && nil > n_outer)
       ts_sched_vectorize(s, il[nil - 1]);
   }
-  if (cols > 4 * lanes && cols <= 7 * lanes && cols % lanes == 0 && nrows > 1) {
+  /* (and a tile of whole vectors whose last one is shorter: each vector
+   * unrolled has its own test, which the code generator decides) */
+  if (whole_tail || (cols > 4 * lanes && cols <= 7 * lanes &&
+                     cols % lanes == 0 && nrows > 1)) {
     /* five to seven vectors (80 channels on AVX-512's 16 lanes,
      * default_register_tile): whole vectors, unrolled; vectorized as one
      * loop of 80, the accumulators went through memory at every step

@@ -735,7 +735,8 @@ static void test_tensorized_odd_panels(void **state) {
 /* Five or seven vectors where no two to four divide the width (80 and
  * 112 channels on AVX-512's 16 lanes; default_register_tile): the tile is
  * that wide, its vectors unrolled, rather than one vector, also where the
- * row count has no divisor near the budget (7 columns); a depthwise
+ * row count has no divisor near the budget (7 columns); seven vectors of
+ * weights larger than a reduction block go in tiles of four; a depthwise
  * conv and AVX2 (10 vectors: 2 divide) keep theirs. Checked against the
  * reference where this host runs AVX-512. */
 static void test_five_vector_tiles(void **state) {
@@ -764,6 +765,16 @@ static void test_five_vector_tiles(void **state) {
                cases[i].tile, text);
     free(text);
   }
+  /* 7 vectors of weights larger than a reduction block (2400 x 112
+   * floats, 1.03 MiB): tiles of 4 whole vectors x 6 rows, the last tile
+   * 3 vectors, each vector unrolled and decided */
+  char *text;
+  target_default("matmul M=12 N=112 K=2400", avx512, run, NULL, &text);
+  if (!strstr(text, "j_1_0 in range(4) unrolled") ||
+      !strstr(text, "in range(6) unrolled") ||
+      !strstr(text, "in range(16) vectorized"))
+    fail_msg("matmul M=12 N=112 K=2400: no tile of 4 x 16 x 6 rows:\n%s", text);
+  free(text);
   int64_t rows;
   assert_int_equal(ts_default_vector_tile(144, 80, 16, 32, &rows), 80);
   assert_int_equal(ts_default_vector_tile(144, 80, 8, 16, &rows), 16);
