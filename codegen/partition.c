@@ -67,8 +67,9 @@
 #define MAX_TAIL_DEPTH 3  /* tails partitioned again, nested */
 #define MAX_FACTS 16      /* branch conditions known around a statement */
 #define FACT_POINTS 16384 /* points enumerated to decide a test by them */
-/* points times conditions evaluated by the facts, per pass over a
- * function: past it, tests are decided by the loops' ranges alone */
+/* points enumerated times the expression nodes evaluated at each, per
+ * pass over a function: past it, tests are decided by the loops' ranges
+ * alone (docs/schedules.md, "a budget for the facts") */
 #define FACT_BUDGET (INT64_C(1) << 32)
 /* border copies of guards partitioned again at a deeper serial loop,
  * nested: a padded conv's border tile runs its interior taps unguarded */

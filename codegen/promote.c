@@ -45,8 +45,9 @@
 #define MAX_POINTS                                                             \
   65536 /* loop points enumerated to prove a slot in bounds                    \
          */
-/* points times conditions evaluated to prove slots in bounds, per
- * function: past it, slots that need the proof are not promoted */
+/* points enumerated times the expression nodes evaluated at each, to
+ * prove slots in bounds, per function: past it, slots that need the
+ * proof are not promoted */
 #define POINTS_BUDGET (INT64_C(1) << 27)
 
 typedef struct slot {

@@ -643,8 +643,8 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
      * 0.75/0.77, 7x7 480->112 0.59/0.52 -> 0.66/0.63, 10x10 512->112
      * 0.55/0.54 -> 0.66/0.67, 14x14 640->112 0.41/0.42 -> 0.49/0.54,
      * 9x9 768->112 0.41/0.36 -> 0.44/0.45; matmul 256x112x4096 0.75/0.70
-     * -> 0.97/1.05; 28x28 512->112, 17x17 256->112 and a 1x1 conv 14x14
-     * 4096->112 within noise. With smaller weights the 7-vector tile
+     * -> 0.97/1.05; 28x28 512->112 and a 1x1 conv 14x14 4096->112
+     * within noise. With smaller weights the 7-vector tile
      * stays (4 x 6 lost: 38x38 112->112 0.94/0.92 -> 0.76/0.78, 28x28
      * 192->112 0.97/0.92 -> 0.77/0.81, 1x1 14x14 672->112 0.92 -> 0.67,
      * matmul 1000x112x672 1.01/0.93 -> 0.91/0.92). */
