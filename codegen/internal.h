@@ -131,6 +131,27 @@ bool ts_points_value(const ts_expr *e, const ts_var_ranges *point, int64_t *v);
 int ts_points_holds(const ts_expr *e, const ts_var_ranges *point);
 /* The nodes of expression e: what evaluating it at a point costs. */
 int64_t ts_points_size(ts_expr *e);
+/* Expressions compiled over the variables of a ts_points (which must
+ * outlive it) and evaluated at a point `at` (as ts_points_next steps it)
+ * much faster than by bounds, with the same answers. */
+typedef struct ts_points_prog ts_points_prog;
+ts_points_prog *ts_points_prog_create(const ts_points *p);
+void ts_points_prog_destroy(ts_points_prog *g);
+/* Adds e (a condition when `cond`: decided as ts_points_holds does); its
+ * handle, or -1 when e has nodes the program does not take (loads, calls,
+ * lets, non-integer values). */
+int ts_points_prog_add(ts_points_prog *g, ts_expr *e, bool cond);
+/* As ts_points_value and ts_points_holds, at point `at`. */
+bool ts_points_prog_value(ts_points_prog *g, int h, const int64_t *at,
+                          int64_t *v);
+int ts_points_prog_holds(ts_points_prog *g, int h, const int64_t *at);
+/* The facts' tables, kept from one decision to the next (NULL: none):
+ * a fact is known by its address, so a cache lives no longer than the
+ * expressions it has seen, and a fact's table is redone when the ranges
+ * of its variables change. */
+typedef struct ts_points_cache ts_points_cache;
+ts_points_cache *ts_points_cache_create(void);
+void ts_points_cache_destroy(ts_points_cache *k);
 /* Whether `cond` holds wherever all of `facts` do, over the points of the
  * variables they use (at most max_points; the facts that would exceed it
  * are left out, which only widens the set; with none, over the ranges
@@ -140,7 +161,7 @@ int64_t ts_points_size(ts_expr *e);
  * and answers -1 without enumerating where the budget left is short. */
 int ts_points_decide(ts_expr *cond, ts_expr *const *facts, int n_facts,
                      const ts_var_ranges *ranges, int64_t max_points,
-                     int64_t *budget);
+                     int64_t *budget, ts_points_cache *cache);
 
 /* The statements of loop s (constant min mn, extent ex) unrolled: ex copies
  * of its body with the loop var replaced by mn + i (codegen/lower.c). */

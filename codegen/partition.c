@@ -102,7 +102,8 @@ typedef struct part_ctx {
    * the tests of the copies and branches around it */
   ts_expr *facts[MAX_FACTS];
   int n_facts;
-  int64_t points_left; /* of FACT_BUDGET */
+  int64_t points_left;    /* of FACT_BUDGET */
+  ts_points_cache *cache; /* the facts' tables */
 } part_ctx;
 
 /* Pushes a fact for the subtree about to be rebuilt (dropped when the
@@ -705,7 +706,7 @@ static void decide(part_ctx *c, ts_expr *test, bool *always, bool *never) {
   }
   if (!*always && !*never) {
     int d = ts_points_decide(test, c->facts, c->n_facts, c->ranges, FACT_POINTS,
-                             &c->points_left);
+                             &c->points_left, c->cache);
     *always = d == 1;
     *never = d == 0;
   }
@@ -1080,7 +1081,8 @@ static int partition(ts_func *f, bool decide_only) {
   if (gpu) return TS_OK;
   part_ctx c = {.a = ts_func_arena(f),
                 .ranges = ts_var_ranges_create(),
-                .points_left = FACT_BUDGET};
+                .points_left = FACT_BUDGET,
+                .cache = ts_points_cache_create()};
   if (decide_only) {
     c.copies = MAX_COPIES;
     c.decide_only = true;
@@ -1091,6 +1093,7 @@ static int partition(ts_func *f, bool decide_only) {
                     : part_stmt(&c, body, NULL);
   ts_func_set_body(f, nb);
   ts_var_ranges_destroy(c.ranges);
+  ts_points_cache_destroy(c.cache);
   free(c.frozen);
   free(c.frozen_at);
   return TS_OK;

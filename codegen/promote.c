@@ -233,23 +233,31 @@ static bool in_bounds_where_run(promote_ctx *c, ts_expr *base, int lanes,
   for (int i = 0; i < c->n_conds; i++) nodes += ts_points_size(c->conds[i]);
   if (n < 0 || n * nodes > c->points_left) return false;
   c->points_left -= n * nodes;
-  ts_var_ranges *point = ts_var_ranges_create();
-  bool ok = point != NULL;
+  /* compiled when they all compile, by bounds otherwise */
+  ts_points_prog *g = ts_points_prog_create(&pv);
+  bool compiled = g && ts_points_prog_add(g, base, false) == 0;
+  for (int i = 0; compiled && i < c->n_conds; i++)
+    compiled = ts_points_prog_add(g, c->conds[i], true) == i + 1;
+  ts_var_ranges *point = compiled ? NULL : ts_var_ranges_create();
+  bool ok = compiled || point;
   int64_t at[TS_POINTS_MAX_VARS] = {0};
   do {
     if (!ok) break;
-    ts_points_set(&pv, at, point);
+    if (point) ts_points_set(&pv, at, point);
     bool run = true;
     for (int i = 0; run && i < c->n_conds; i++) {
-      int h = ts_points_holds(c->conds[i], point);
+      int h = compiled ? ts_points_prog_holds(g, i + 1, at)
+                       : ts_points_holds(c->conds[i], point);
       if (h < 0) ok = false;
       run = h > 0;
     }
     int64_t v;
-    if (ok && run &&
-        (!ts_points_value(base, point, &v) || v < 0 || v + lanes > size))
-      ok = false;
+    bool known = !ok || !run ? true
+                 : compiled  ? ts_points_prog_value(g, 0, at, &v)
+                             : ts_points_value(base, point, &v);
+    if (ok && run && (!known || v < 0 || v + lanes > size)) ok = false;
   } while (ok && ts_points_next(&pv, at));
+  ts_points_prog_destroy(g);
   if (point) ts_var_ranges_destroy(point);
   return ok;
 }

@@ -107,8 +107,7 @@ static bool is_int_scalar(ts_dtype t) {
   return t.lanes == 1 && (t.code == TS_DT_INT || t.code == TS_DT_UINT);
 }
 
-/* The value range of dtype t (false for non-integer types). */
-static bool dtype_range(ts_dtype t, int64_t *lo, int64_t *hi) {
+bool ts_dtype_int_range(ts_dtype t, int64_t *lo, int64_t *hi) {
   if (t.lanes != 1) return false;
   if (t.code == TS_DT_BOOL) {
     *lo = 0;
@@ -131,6 +130,10 @@ static bool dtype_range(ts_dtype t, int64_t *lo, int64_t *hi) {
     return true;
   }
   return false;
+}
+
+static bool dtype_range(ts_dtype t, int64_t *lo, int64_t *hi) {
+  return ts_dtype_int_range(t, lo, hi);
 }
 
 /* ---- constant bounds ---- */

@@ -364,6 +364,9 @@ void ts_var_ranges_set(ts_var_ranges *r, const ts_expr *var, int64_t min,
 bool ts_var_ranges_get(const ts_var_ranges *r, const ts_expr *var, int64_t *min,
                        int64_t *extent);
 ts_expr *ts_simplify(ts_arena *a, ts_expr *e, const ts_var_ranges *ranges);
+/* The values of scalar integer or bool dtype t as int64 ([0, 1] for
+ * bool; uint64 capped at INT64_MAX); false for other types. */
+bool ts_dtype_int_range(ts_dtype t, int64_t *lo, int64_t *hi);
 /* Constant bounds of an integer expression given var ranges: returns true and
  * sets [*lo, *hi] (inclusive) when bounded. */
 bool ts_expr_const_bound(const ts_expr *e, const ts_var_ranges *ranges,
