@@ -88,8 +88,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MIN_PARALLEL_WORK DEFAULT_MIN_PARALLEL_WORK
-
 static int64_t loop_extent(ts_sched *s, ts_rv l) { return rv_extent(s, l); }
 
 /* Whether loop l may be the vector axis of the block in realize r: the
@@ -297,55 +295,6 @@ static bool transpose_tiles(ts_sched *s, const ts_target *t, const char *name) {
   int lanes = default_lanes_of(
       t, ts_buffer_dtype(ts_block_write(ts_realize_block(r), 0)->buffer));
   return tile_transpose(s, name, lanes > 16 ? 16 : lanes);
-}
-
-/* Fuses the leading spatial loops of `block` (stopping at a reduce loop or
- * at `stop`) and makes them parallel when the block does enough work. */
-void default_parallel_outer(ts_sched *s, const ts_target *t, const char *name,
-                            int64_t work) {
-  (void)t;
-  if (work < MIN_PARALLEL_WORK) return;
-  ts_rv b, loops[MAX_LOOPS];
-  int nl = 0;
-  if (ts_sched_get_block(s, name, &b) ||
-      ts_sched_get_loops(s, b, loops, MAX_LOOPS, &nl) || nl == 0)
-    return;
-  const ts_stmt *r = ts_func_find_block(ts_sched_func(s), name);
-  if (!r) return;
-  int np = 0;
-  int64_t prod = 1;
-  for (int i = 0; i < nl; i++) {
-    const ts_stmt *l = ts_sched_rv_loop(s, loops[i]);
-    if (!l || ts_for_kind_of(l) != TS_FOR_SERIAL) break;
-    if (loop_binding(r, l) & BIND_REDUCE) break;
-    /* stop at a loop that is not the only statement of its parent chain */
-    if (i + 1 < nl) {
-      const ts_stmt *body = ts_for_body(l);
-      if (body != ts_sched_rv_loop(s, loops[i + 1])) {
-        np = i + 1;
-        prod *= loop_extent(s, loops[i]);
-        break;
-      }
-    }
-    np = i + 1;
-    prod *= loop_extent(s, loops[i]);
-    if (prod >= 1024) break;
-  }
-  if (np == 0 || prod < 2) return;
-  ts_rv p = loops[0];
-  if (np > 1 && ts_sched_fuse(s, loops, np, &p)) p = loops[0];
-  ts_sched_parallel(s, p);
-}
-
-int64_t default_block_work(ts_sched *s, const char *name) {
-  ts_rv b, loops[MAX_LOOPS];
-  int nl = 0;
-  if (ts_sched_get_block(s, name, &b) ||
-      ts_sched_get_loops(s, b, loops, MAX_LOOPS, &nl))
-    return 0;
-  int64_t w = 1;
-  for (int i = 0; i < nl; i++) w *= loop_extent(s, loops[i]);
-  return w;
 }
 
 /* Step 1: inline spatial intermediates. */
@@ -768,6 +717,8 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
   int64_t others = 0;      /* the bytes of the inputs but the streamed one */
   bool panel_loop[MAX_LOOPS] = {false}; /* outer loops moved first */
   int64_t outer_iters = 1;
+  int64_t streamed = 0; /* the streamed input's bytes, outer loops not
+                           indexing it */
   if (rows >= 0) {
     const ts_stmt *outer[MAX_LOOPS];
     int n_o = 0, at[MAX_LOOPS];
@@ -781,6 +732,7 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
     const ts_stmt *lv = ts_sched_rv_loop(s, loops[vec]),
                   *lr = ts_sched_rv_loop(s, loops[rows]);
     const ts_buffer *sb = streamed_input(r, lv, lr, outer, n_o, &by_outer);
+    if (sb && !by_outer) streamed = buffer_bytes(sb);
     bool big = sb && buffer_bytes(sb) > STREAMED_CACHE_BYTES;
     int64_t cores = ts_target_num_cores(t);
     vec_first =
@@ -926,6 +878,19 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
         default_reduction_block(ext, binds, nl, panel_bytes,
                                 REDUCTION_BLOCK_BYTES, RED_UNROLL, &red_chunk);
   }
+  /* Too few vector tiles for panels (112 channels: 64 + 48) of weights
+   * larger than the L2: the reduction blocks go outside the parallel
+   * loop instead (default_outer_reduction_block). */
+  bool red_outer = false;
+  if (red_blk < 0 && panel_bytes == 0 && plain_panel == 0 && !vec_first &&
+      !rows_first && !rows_load && !ragged && !tpacked[0] && rows >= 0) {
+    int64_t ext[MAX_LOOPS];
+    for (int i = 0; i < nl; i++) ext[i] = loop_extent(s, loops[i]);
+    red_blk = default_outer_reduction_block(
+        ext, binds, nl, streamed, buffer_bytes(ts_block_write(blk, 0)->buffer),
+        REDUCTION_BLOCK_BYTES, RED_UNROLL, &red_chunk);
+    red_outer = red_blk >= 0;
+  }
   /* Column blocks: in the plain order, each vector tile's row tiles read
    * all of the other input (A of a product) again. Where that input is
    * larger than the L2 holds, it streams from L3 once per vector tile
@@ -963,7 +928,8 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
     }
   }
   ts_rv red_b = TS_RV_NONE;
-  int red_at = -1; /* red_b's place in order */
+  int red_at = -1;  /* red_b's place in order */
+  int par_from = 0; /* the first loop of order made parallel */
   if (vec_first) order[no++] = vo;
   for (int i = 0; i < nl; i++)
     if (panel_loop[i]) order[no++] = loops[i];
@@ -973,7 +939,13 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
     if (ts_sched_split(s, loops[red_blk], f, 2, parts)) return false;
     red_b = parts[0];
     loops[red_blk] = parts[1];
-    if (!red_after_vo) {
+    if (red_outer) { /* first of all (vec_first and panel loops are not) */
+      memmove(order + 1, order, sizeof *order * (size_t)no);
+      order[0] = red_b;
+      no++;
+      red_at = 0;
+      par_from = 1;
+    } else if (!red_after_vo) {
       red_at = no;
       order[no++] = red_b;
     }
@@ -1081,7 +1053,8 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
     else if (vo_at >= 0 && !ts_sched_get_block(s, tpacked, &cr) &&
              !ts_sched_compute_at(s, cr, red_b != TS_RV_NONE ? red_b : vo))
       n_par = vo_at + 1;
-  } else if (vo != TS_RV_NONE && rows >= 0 && reuse >= 4 && !rows_load) {
+  } else if (vo != TS_RV_NONE && rows >= 0 && reuse >= 4 && !rows_load &&
+             !red_outer) {
     const ts_stmt *rr = ts_func_find_block(ts_sched_func(s), name);
     const ts_stmt *lv = ts_sched_rv_loop(s, vo), *lr = NULL;
     if (ro != TS_RV_NONE) lr = ts_sched_rv_loop(s, ro);
@@ -1256,8 +1229,16 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
   if (!ts_sched_decompose_reduction(s, b, first_red, &init)) {
     ts_rv il[MAX_LOOPS];
     int nil = 0;
-    if (!ts_sched_get_loops(s, init, il, MAX_LOOPS, &nil) && nil > n_outer)
+    if (!ts_sched_get_loops(s, init, il, MAX_LOOPS, &nil) &&
+        nil > n_outer - par_from)
       ts_sched_vectorize(s, il[nil - 1]);
+    /* (before the blocks: a nest of its own, parallel too) */
+    const char *in = red_outer ? ts_sched_rv_block_name(s, init) : NULL;
+    char init_name[128];
+    if (in) {
+      snprintf(init_name, sizeof init_name, "%s", in);
+      default_parallel_outer(s, t, init_name, default_block_work(s, init_name));
+    }
   }
   /* (and a tile of whole vectors whose last one is shorter: each vector
    * unrolled has its own test, which the code generator decides) */
@@ -1321,10 +1302,10 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
    * schedule's race check enumerates (65536 iterations: a reduction's
    * parallel loop past it is refused, and the whole nest ran on one core:
    * a depthwise conv of 21 channel tiles x 112 rows x 28 column tiles) */
-  if (red_at >= 0 && n_par > red_at) n_par = red_at;
+  if (red_at >= par_from && n_par > red_at) n_par = red_at;
   int64_t work = 1;
-  for (int i = 0; i < n_par; i++) work *= loop_extent(s, order[i]);
-  while (n_par > 1 && work > TS_PARALLEL_CHECK_MAX) {
+  for (int i = par_from; i < n_par; i++) work *= loop_extent(s, order[i]);
+  while (n_par > par_from + 1 && work > TS_PARALLEL_CHECK_MAX) {
     n_par--;
     work /= loop_extent(s, order[n_par]);
   }
@@ -1337,15 +1318,17 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
    * 0.73 -> 0.95, 17x17x576 0.86 -> 1.07, 19x19x240, 58x58x72 and
    * 146x146x240 within noise (+0.01 to +0.03). (A 5x5 one whose padded
    * window is copied per tile lost: 23x23x200 0.88-0.94 -> 0.59-0.75.) */
-  if (taps_unrolled && n_par > 1 && ro != TS_RV_NONE &&
+  if (taps_unrolled && n_par > par_from + 1 && ro != TS_RV_NONE &&
       order[n_par - 1] == ro && er % nrows != 0 &&
       work / loop_extent(s, ro) >= 8 * ts_target_num_cores(t)) {
     n_par--;
     work /= loop_extent(s, ro);
   }
-  if (n_par > 0 && work > 1) {
-    ts_rv p = order[0];
-    if (n_par > 1 && ts_sched_fuse(s, order, n_par, &p)) p = order[0];
+  if (n_par > par_from && work > 1) {
+    ts_rv p = order[par_from];
+    if (n_par > par_from + 1 &&
+        ts_sched_fuse(s, order + par_from, n_par - par_from, &p))
+      p = order[par_from];
     ts_sched_parallel(s, p);
   }
   default_inline_pads(s, name, pads, npads);

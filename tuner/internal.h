@@ -215,9 +215,16 @@ void default_reduce_outside(ts_sched *s, const ts_target *t, const char *name);
 void default_rfactor_rows(ts_sched *s, const ts_target *t);
 int64_t default_block_work(ts_sched *s, const char *name);
 /* The leading spatial loops of block `name` fused and parallel when it
- * does `work` or more (default.c). */
+ * does `work` or more (default_parallel.c). */
 void default_parallel_outer(ts_sched *s, const ts_target *t, const char *name,
                             int64_t work);
+/* The reduction loop of a tile nest to split into blocks placed outside
+ * its parallel loop, and the block (*chunk), where weights of `streamed`
+ * bytes exceed `budget` and the output (`out_bytes`) is small; or -1
+ * (default_parallel.c). */
+int default_outer_reduction_block(const int64_t *ext, const int *bind, int n,
+                                  int64_t streamed, int64_t out_bytes,
+                                  int64_t budget, int unroll, int64_t *chunk);
 /* The fewest output rows reading each row of a transposed operand for
  * which the default packs it (default_pack_transposed); fewer take
  * default_dot_rows. */

@@ -732,6 +732,46 @@ static void test_tensorized_odd_panels(void **state) {
   }
 }
 
+/* Weights larger than the L2 over a width of too few vector tiles for a
+ * panel per core (112 channels: 64 + 48): the reduction in blocks outside
+ * the parallel loop of the output tiles, the init a nest of its own
+ * before them; checked against the interpreter where the host has
+ * AVX-512. Not where the output is large (it would go through memory at
+ * every block). */
+static void test_outer_reduction_blocks(void **state) {
+  (void)state;
+  const char *avx512 = "llvm -mcpu=skylake-avx512 -num-cores=2";
+  bool run = ts_rt_cpu_has("avx512f") == 1;
+  static const struct {
+    const char *spec;
+    const char *blocks, *parallel; /* the blocks' loop, the parallel one */
+  } cases[] = {
+      /* 3 x 3 x 288 x 112 floats, 1.1 MiB: 3 blocks of 96 channels */
+      {"conv2d_nhwc N=1 H=5 W=5 CI=288 CO=112 KH=3 KW=3 pad=1",
+       "for rc_0 in range(3)", "for n_h_co_0_fused in range(10) parallel"},
+      {"matmul M=12 N=112 K=2400", "for k_0 in range(3)",
+       "for j_0_i_0_fused in range(4) parallel"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char *text;
+    target_default(cases[i].spec, avx512, run, NULL, &text);
+    const char *bl = strstr(text, cases[i].blocks);
+    const char *par = strstr(text, cases[i].parallel);
+    if (!bl || !par || par < bl)
+      fail_msg("%s: expected '%s' around '%s' in\n%s", cases[i].spec,
+               cases[i].blocks, cases[i].parallel, text);
+    free(text);
+  }
+  char *text;
+  target_default("conv2d_nhwc N=1 H=28 W=28 CI=512 CO=112 KH=3 KW=3 pad=1",
+                 avx512, false, NULL, &text);
+  const char *rc = strstr(text, "for rc"), *par = strstr(text, "parallel");
+  if (!rc || !par || rc < par)
+    fail_msg("28x28 512->112: reduction blocks over a 351 KiB output:\n%s",
+             text);
+  free(text);
+}
+
 /* Five or seven vectors where no two to four divide the width (80 and
  * 112 channels on AVX-512's 16 lanes; default_register_tile): the tile is
  * that wide, its vectors unrolled, rather than one vector, also where the
@@ -1043,6 +1083,7 @@ int main(void) {
       cmocka_unit_test(test_stem_pads),
       cmocka_unit_test(test_grouped_tiles),
       cmocka_unit_test(test_five_vector_tiles),
+      cmocka_unit_test(test_outer_reduction_blocks),
       cmocka_unit_test(test_reduction_blocks),
       cmocka_unit_test(test_amx_default),
   };
