@@ -77,9 +77,10 @@ int64_t default_block_work(ts_sched *s, const char *name) {
  * 512->112 1.07/0.99 -> 1.06/1.11, stride 2 30x30 512->112 1.01/1.00 ->
  * 1.07/1.10, 22x22 384->112 1.06/1.07 -> 1.10/1.10; 1x1 14x14
  * 4096->112 0.80/0.80 -> 0.93/0.93; matmul 49x112x4096 0.89/1.03 ->
- * 1.08/1.15; matmul 256x112x4096, 14x14 512->80 and 34x34 512->64
- * stride 2 within noise. Hand traces put blocks of 96 to 192 channels
- * (0.4 to 0.8 MiB) level; 256 (1 MiB) lost 5 %. */
+ * 1.08/1.15; matmul 256x112x4096, 64x128x4096 and 100x128x3000 within
+ * noise. Hand traces put blocks of 96 to 192 channels (0.4 to 0.8 MiB)
+ * level; 256 (1 MiB) lost 5 %. (Not where one tile is the whole width:
+ * see tile_anchor.) */
 int default_outer_reduction_block(const int64_t *ext, const int *bind, int n,
                                   int64_t streamed, int64_t out_bytes,
                                   int64_t budget, int unroll, int64_t *chunk) {
