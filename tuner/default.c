@@ -409,6 +409,7 @@ static bool repacked_by_outer(ts_sched *s, const ts_stmt *rr, const ts_stmt *lv,
 #define A_STREAM_COST 0.25
 #define TRANS_PACK_TILES 24 /* vector tiles that pay for packing A^T */
 #define RED_UNROLL 4        /* reduction steps per trip of the register tile */
+#define IN_PLACE_REUSE 64   /* row tiles per panel that pay for its copy */
 /* a vector tile's panel larger than this is packed per reduction block */
 #define REDUCTION_BLOCK_BYTES (4 * STREAMED_CACHE_BYTES)
 
@@ -1131,6 +1132,23 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
      * first, it keeps its copy.) */
     if (sb && vo_at >= 0 && !packed_once && repacked && rows_first && !spread &&
         buffer_bytes(sb) <= STREAMED_CACHE_BYTES)
+      sb = NULL;
+    /* A conv's weights (image rows above the tiles) that fewer than
+     * IN_PLACE_REUSE row tiles read per panel: the copy per panel costs
+     * more than the contiguous reads save. Not a reduction block's panel
+     * (blocks are sized for the copy), nor where a row of them is a
+     * multiple of 4 KiB (each step of the reduction then maps to the same
+     * L1 sets: 1x1 14x14 128->1024 0.98/1.01 -> 0.91/0.90). Default
+     * schedules, 2 threads, AVX-512 EPYC, copied -> in place alternating,
+     * x oneDNN: 3x3 7x7 512->512 0.74/0.83 -> 0.95/0.96, 10x10 384->384
+     * 0.91/0.88 -> 0.97/0.95; 1x1 7x7 320->320 0.93/0.93 -> 1.06/1.03,
+     * 14x14 1024->256 0.87/0.87 -> 1.01/0.99. */
+    int nd = sb ? ts_buffer_ndim(sb) : 0;
+    if (sb && vo_at >= 0 && !packed_once && outer_iters > 1 && streamed > 0 &&
+        red_b == TS_RV_NONE && reuse < IN_PLACE_REUSE && nd > 0 &&
+        ts_buffer_shape(sb)[nd - 1] *
+                (int64_t)ts_dtype_elem_bytes(ts_buffer_dtype(sb)) % 4096 !=
+            0)
       sb = NULL;
     if (sb && vo_at >= 0 && !packed_once) {
       char bn[128];

@@ -732,6 +732,26 @@ static void test_tensorized_odd_panels(void **state) {
   }
 }
 
+/* A conv's weights that few row tiles read per panel: read in place, not
+ * copied per panel; copied where a row of them is a multiple of 4 KiB
+ * (1024 floats). Checked against the interpreter where the host has
+ * AVX-512. */
+static void test_weights_in_place(void **state) {
+  (void)state;
+  const char *avx512 = "llvm -mcpu=skylake-avx512 -num-cores=2";
+  char *text;
+  target_default("conv2d_nhwc N=1 H=7 W=7 CI=32 CO=320 KH=3 KW=3 pad=1", avx512,
+                 ts_rt_cpu_has("avx512f") == 1, NULL, &text);
+  if (strstr(text, "weight_global"))
+    fail_msg("7x7 32->320: weights copied per panel:\n%s", text);
+  free(text);
+  target_default("conv2d_nhwc N=1 H=14 W=14 CI=128 CO=1024 KH=1 KW=1", avx512,
+                 false, NULL, &text);
+  if (!strstr(text, "weight_global"))
+    fail_msg("14x14 128->1024: weights read in place:\n%s", text);
+  free(text);
+}
+
 /* Weights larger than the L2 over a width of too few vector tiles for a
  * panel per core (112 channels: 64 + 48): the reduction in blocks outside
  * the parallel loop of the output tiles, the init a nest of its own
@@ -1084,6 +1104,7 @@ int main(void) {
       cmocka_unit_test(test_grouped_tiles),
       cmocka_unit_test(test_five_vector_tiles),
       cmocka_unit_test(test_outer_reduction_blocks),
+      cmocka_unit_test(test_weights_in_place),
       cmocka_unit_test(test_reduction_blocks),
       cmocka_unit_test(test_amx_default),
   };
