@@ -321,77 +321,7 @@ void default_inline_intermediates(ts_sched *s) {
   names_free(names, n);
 }
 
-/* Step 2: the register-tiled anchor reduction. Returns true when it
- * scheduled `name`. */
-/* The one input of the block read through loop lv (the vector axis) and
- * not through lr (the rows): B of a matmul, a conv's weights. NULL when
- * there is not exactly one. *by_outer: whether one of the n loops in
- * `outer` indexes it too. */
-static const ts_buffer *streamed_input(const ts_stmt *rr, const ts_stmt *lv,
-                                       const ts_stmt *lr,
-                                       const ts_stmt *const *outer, int n,
-                                       bool *by_outer) {
-  const ts_block *bb = ts_realize_block(rr);
-  const ts_buffer *found = NULL;
-  int count = 0;
-  *by_outer = false;
-  for (int i = 0; lv && lr && i < ts_block_n_reads(bb); i++) {
-    const ts_region *rg = ts_block_read(bb, i);
-    if (rg->buffer == ts_block_write(bb, 0)->buffer) continue;
-    bool uv = false, ur = false, uo = false;
-    for (int k = 0; k < ts_block_n_iters(bb); k++) {
-      ts_expr *iv = ts_block_iter_var(bb, k);
-      bool used = false;
-      for (int d = 0; d < rg->ndim && !used; d++)
-        used = expr_uses_var(rg->ranges[d].min, iv);
-      if (!used) continue;
-      const ts_expr *val = ts_realize_value(rr, k);
-      uv |= expr_uses_var(val, ts_for_var(lv));
-      ur |= expr_uses_var(val, ts_for_var(lr));
-      for (int o = 0; o < n; o++)
-        uo |= outer[o] && expr_uses_var(val, ts_for_var(outer[o]));
-    }
-    if (uv && !ur) {
-      count++;
-      found = rg->buffer;
-      *by_outer = uo;
-    }
-  }
-  return count == 1 ? found : NULL;
-}
-
-static int64_t buffer_bytes(const ts_buffer *b) {
-  int64_t n = (int64_t)ts_dtype_elem_bytes(ts_buffer_dtype(b));
-  for (int d = 0; d < ts_buffer_ndim(b); d++) n *= ts_buffer_shape(b)[d];
-  return n;
-}
-
-/* Whether one of the loops order[0 .. vo_at) (above the vector tile vo,
- * whose loop is lv) does not index the streamed input (a conv's image rows
- * above its output-channel tiles): a panel packed at vo would then be
- * packed again, the same, at each of its iterations. */
-/* Whether b is a parameter the function declares constant
- * (ts_func_const_params): its packing runs once, ahead of the calls. */
-static bool const_param(ts_sched *s, const ts_buffer *b) {
-  const ts_func *f = ts_sched_func(s);
-  uint64_t mask = ts_func_const_params(f);
-  for (int i = 0; i < ts_func_n_params(f) && i < 64; i++)
-    if (ts_func_param(f, i) == b) return mask >> i & 1;
-  return false;
-}
-
-static bool repacked_by_outer(ts_sched *s, const ts_stmt *rr, const ts_stmt *lv,
-                              const ts_stmt *lr, const ts_rv *order,
-                              int vo_at) {
-  for (int i = 0; i < vo_at; i++) {
-    const ts_stmt *o = ts_sched_rv_loop(s, order[i]);
-    bool uo = false;
-    if (o && loop_extent(s, order[i]) > 1 &&
-        streamed_input(rr, lv, lr, &o, 1, &uo) && !uo)
-      return true;
-  }
-  return false;
-}
+/* Step 2: the register-tiled anchor reduction (tile_anchor below). */
 
 /* Streamed inputs above this size do not stay in the caches between
  * passes over the outer spatial loops: half of a 512 KiB L2. At 1 MiB,
@@ -508,8 +438,9 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
   for (int i = vec - 1; i >= 0 && rows < 0; i--) {
     bool by_outer;
     if (binds[i] == BIND_SPATIAL && loop_extent(s, loops[i]) > 1 &&
-        streamed_input(r, ts_sched_rv_loop(s, loops[vec]),
-                       ts_sched_rv_loop(s, loops[i]), NULL, 0, &by_outer)) {
+        default_streamed_input(r, ts_sched_rv_loop(s, loops[vec]),
+                               ts_sched_rv_loop(s, loops[i]), NULL, 0,
+                               &by_outer)) {
       rows = i;
       rows_load = true;
     }
@@ -601,10 +532,10 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
     int64_t vw = cols / lanes;
     if (vw > 4 && default_rows_cap(regs, vw) < 4 && rows >= 0 && !rows_load) {
       bool bo;
-      const ts_buffer *wb =
-          streamed_input(r, ts_sched_rv_loop(s, loops[vec]),
-                         ts_sched_rv_loop(s, loops[rows]), NULL, 0, &bo);
-      if (wb && buffer_bytes(wb) > REDUCTION_BLOCK_BYTES) {
+      const ts_buffer *wb = default_streamed_input(
+          r, ts_sched_rv_loop(s, loops[vec]), ts_sched_rv_loop(s, loops[rows]),
+          NULL, 0, &bo);
+      if (wb && default_buffer_bytes(wb) > REDUCTION_BLOCK_BYTES) {
         cols = 4 * lanes;
         nrows = default_divisor_upto(er, default_rows_cap(regs, 4));
         whole_tail = ev % cols != 0;
@@ -732,19 +663,20 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
     bool by_outer = false;
     const ts_stmt *lv = ts_sched_rv_loop(s, loops[vec]),
                   *lr = ts_sched_rv_loop(s, loops[rows]);
-    const ts_buffer *sb = streamed_input(r, lv, lr, outer, n_o, &by_outer);
-    if (sb && !by_outer) streamed = buffer_bytes(sb);
-    bool big = sb && buffer_bytes(sb) > STREAMED_CACHE_BYTES;
+    const ts_buffer *sb =
+        default_streamed_input(r, lv, lr, outer, n_o, &by_outer);
+    if (sb && !by_outer) streamed = default_buffer_bytes(sb);
+    bool big = sb && default_buffer_bytes(sb) > STREAMED_CACHE_BYTES;
     int64_t cores = ts_target_num_cores(t);
     vec_first =
         big && cols < ev && !by_outer && outer_iters > 1 && ev / cols >= cores;
-    if (vec_first) panel_bytes = buffer_bytes(sb) / (ev / cols);
+    if (vec_first) panel_bytes = default_buffer_bytes(sb) / (ev / cols);
     /* the panel in the plain order (a batch's loops first, when they
      * all index it): the reduction's extent x the tile's columns */
     bool batch_only = by_outer;
     for (int o = 0; o < n_o && batch_only; o++) {
       bool uo = false;
-      streamed_input(r, lv, lr, &outer[o], 1, &uo);
+      default_streamed_input(r, lv, lr, &outer[o], 1, &uo);
       batch_only = uo || loop_extent(s, loops[at[o]]) == 1;
     }
     int64_t red_ext = 1;
@@ -760,7 +692,7 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
       bool seen = x == sb || x == ts_block_write(blk, 0)->buffer;
       for (int k = 0; k < i && !seen; k++)
         seen = ts_block_read(blk, k)->buffer == x;
-      if (!seen) others += buffer_bytes(x);
+      if (!seen) others += default_buffer_bytes(x);
     }
     /* A small streamed input (weights that the L2 holds with room to
      * spare) beside a large other input (an image, A of a tall product):
@@ -778,7 +710,8 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
      * conv 28x28 512->128 (weights of 256 KiB) lost 11 % this way, hence
      * half of STREAMED_CACHE_BYTES. */
     rows_first = sb && !vec_first && !by_outer && !rows_load && !tpacked[0] &&
-                 cols < ev && buffer_bytes(sb) <= STREAMED_CACHE_BYTES / 2 &&
+                 cols < ev &&
+                 default_buffer_bytes(sb) <= STREAMED_CACHE_BYTES / 2 &&
                  others > 2 * STREAMED_CACHE_BYTES;
     /* The same input already in panels (a conv's weights blocked by output
      * channels at compile time, [CO/B, KH, KW, CI, B]): the outer loops
@@ -789,7 +722,7 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
       int64_t panels = 1, rest = 1;
       for (int o = 0; o < n_o; o++) {
         bool uo = false;
-        streamed_input(r, lv, lr, &outer[o], 1, &uo);
+        default_streamed_input(r, lv, lr, &outer[o], 1, &uo);
         panel_loop[at[o]] = uo;
         if (uo)
           panels *= loop_extent(s, loops[at[o]]);
@@ -799,7 +732,7 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
       if (rest == 1 || panels < 2 * cores)
         for (int i = 0; i < nl; i++) panel_loop[i] = false;
       else
-        panel_bytes = buffer_bytes(sb) / panels;
+        panel_bytes = default_buffer_bytes(sb) / panels;
     }
   }
   /* split the vector and rows axes */
@@ -893,7 +826,8 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
     int64_t ext[MAX_LOOPS];
     for (int i = 0; i < nl; i++) ext[i] = loop_extent(s, loops[i]);
     red_blk = default_outer_reduction_block(
-        ext, binds, nl, streamed, buffer_bytes(ts_block_write(blk, 0)->buffer),
+        ext, binds, nl, streamed,
+        default_buffer_bytes(ts_block_write(blk, 0)->buffer),
         REDUCTION_BLOCK_BYTES, RED_UNROLL, &red_chunk);
     red_outer = red_blk >= 0;
   }
@@ -1051,7 +985,8 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
     const ts_stmt *tc = ts_func_find_block(ts_sched_func(s), tpacked);
     int once = 0;
     if (vo_at >= 0 && tc && ts_block_n_reads(ts_realize_block(tc)) == 1 &&
-        const_param(s, ts_block_read(ts_realize_block(tc), 0)->buffer) &&
+        default_const_param(s,
+                            ts_block_read(ts_realize_block(tc), 0)->buffer) &&
         (once = default_pack_copy_once(s, tpacked, cols)) < 0)
       return false;
     if (once)
@@ -1066,7 +1001,8 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
     if (ro != TS_RV_NONE) lr = ts_sched_rv_loop(s, ro);
     if (!lr && ri != TS_RV_NONE) lr = ts_sched_rv_loop(s, ri);
     bool by_outer;
-    const ts_buffer *sb = streamed_input(rr, lv, lr, NULL, 0, &by_outer);
+    const ts_buffer *sb =
+        default_streamed_input(rr, lv, lr, NULL, 0, &by_outer);
     int vo_at = -1;
     for (int i = 0; i < n_outer; i++)
       if (order[i] == (vb != TS_RV_NONE ? vb : vo)) vo_at = i;
@@ -1100,16 +1036,17 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
       int64_t panels = 1, nc = ts_target_num_cores(t);
       for (int i = 0; i <= vo_at; i++) panels *= loop_extent(s, order[i]);
       if (nc > 1 && panels % nc != 0 && panels < 4 * nc) {
-        if (buffer_bytes(sb) <= STREAMED_CACHE_BYTES)
+        if (default_buffer_bytes(sb) <= STREAMED_CACHE_BYTES)
           sb = NULL;
         else
           spread = true;
       }
     }
     ts_rv cr;
-    bool repacked =
-        sb && vo_at >= 0 && repacked_by_outer(s, rr, lv, lr, order, vo_at);
-    if (sb && vo_at >= 0 && (spread || const_param(s, sb) || repacked)) {
+    bool repacked = sb && vo_at >= 0 &&
+                    default_repacked_by_outer(s, rr, lv, lr, order, vo_at);
+    if (sb && vo_at >= 0 &&
+        (spread || default_const_param(s, sb) || repacked)) {
       /* each panel would be packed again at every iteration of the loops
        * above it: the whole input packed once, in panels, before */
       if (!default_pack_once(s, b, sb, cols, packed, sizeof packed))
@@ -1131,7 +1068,7 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
      * whole image row, lost 0.73 -> 0.60 reading in place: not rows
      * first, it keeps its copy.) */
     if (sb && vo_at >= 0 && !packed_once && repacked && rows_first && !spread &&
-        buffer_bytes(sb) <= STREAMED_CACHE_BYTES)
+        default_buffer_bytes(sb) <= STREAMED_CACHE_BYTES)
       sb = NULL;
     /* A conv's weights (image rows above the tiles) that fewer than
      * IN_PLACE_REUSE row tiles read per panel: the copy per panel costs

@@ -1,6 +1,7 @@
 /*
  * default_pack.c — the default schedule's packed copies of an anchor's
- * inputs (default.c): the streamed input packed once in panels, a
+ * inputs (default.c): which input streams and what its copy costs, the
+ * streamed input packed once in panels, a
  * transposed input packed with the vector axis last, and A of a product
  * packed into row micro-panels where its rows alias in the L1.
  */
@@ -10,6 +11,77 @@
 #include <string.h>
 
 static int64_t loop_extent(ts_sched *s, ts_rv l) { return rv_extent(s, l); }
+
+/* The one input of the block read through loop lv (the vector axis) and
+ * not through lr (the rows): B of a matmul, a conv's weights. NULL when
+ * there is not exactly one. *by_outer: whether one of the n loops in
+ * `outer` indexes it too. */
+const ts_buffer *default_streamed_input(const ts_stmt *rr, const ts_stmt *lv,
+                                        const ts_stmt *lr,
+                                        const ts_stmt *const *outer, int n,
+                                        bool *by_outer) {
+  const ts_block *bb = ts_realize_block(rr);
+  const ts_buffer *found = NULL;
+  int count = 0;
+  *by_outer = false;
+  for (int i = 0; lv && lr && i < ts_block_n_reads(bb); i++) {
+    const ts_region *rg = ts_block_read(bb, i);
+    if (rg->buffer == ts_block_write(bb, 0)->buffer) continue;
+    bool uv = false, ur = false, uo = false;
+    for (int k = 0; k < ts_block_n_iters(bb); k++) {
+      ts_expr *iv = ts_block_iter_var(bb, k);
+      bool used = false;
+      for (int d = 0; d < rg->ndim && !used; d++)
+        used = expr_uses_var(rg->ranges[d].min, iv);
+      if (!used) continue;
+      const ts_expr *val = ts_realize_value(rr, k);
+      uv |= expr_uses_var(val, ts_for_var(lv));
+      ur |= expr_uses_var(val, ts_for_var(lr));
+      for (int o = 0; o < n; o++)
+        uo |= outer[o] && expr_uses_var(val, ts_for_var(outer[o]));
+    }
+    if (uv && !ur) {
+      count++;
+      found = rg->buffer;
+      *by_outer = uo;
+    }
+  }
+  return count == 1 ? found : NULL;
+}
+
+/* The bytes of buffer b. */
+int64_t default_buffer_bytes(const ts_buffer *b) {
+  int64_t n = (int64_t)ts_dtype_elem_bytes(ts_buffer_dtype(b));
+  for (int d = 0; d < ts_buffer_ndim(b); d++) n *= ts_buffer_shape(b)[d];
+  return n;
+}
+
+/* Whether b is a parameter the function declares constant
+ * (ts_func_const_params): its packing runs once, ahead of the calls. */
+bool default_const_param(ts_sched *s, const ts_buffer *b) {
+  const ts_func *f = ts_sched_func(s);
+  uint64_t mask = ts_func_const_params(f);
+  for (int i = 0; i < ts_func_n_params(f) && i < 64; i++)
+    if (ts_func_param(f, i) == b) return mask >> i & 1;
+  return false;
+}
+
+/* Whether one of the loops order[0 .. vo_at) (above the vector tile vo,
+ * whose loop is lv) does not index the streamed input (a conv's image rows
+ * above its output-channel tiles): a panel packed at vo would then be
+ * packed again, the same, at each of its iterations. */
+bool default_repacked_by_outer(ts_sched *s, const ts_stmt *rr,
+                               const ts_stmt *lv, const ts_stmt *lr,
+                               const ts_rv *order, int vo_at) {
+  for (int i = 0; i < vo_at; i++) {
+    const ts_stmt *o = ts_sched_rv_loop(s, order[i]);
+    bool uo = false;
+    if (o && loop_extent(s, order[i]) > 1 &&
+        default_streamed_input(rr, lv, lr, &o, 1, &uo) && !uo)
+      return true;
+  }
+  return false;
+}
 
 /* The block and buffer names of the copy cr that cache_read made, into blk
  * and buf; returns the copy's rank, or -1 when it is not one block writing

@@ -218,6 +218,22 @@ int64_t default_block_work(ts_sched *s, const char *name);
  * does `work` or more (default_parallel.c). */
 void default_parallel_outer(ts_sched *s, const ts_target *t, const char *name,
                             int64_t work);
+/* The one input of the anchor realize rr read through loop lv (the vector
+ * axis) and not through lr (the rows), NULL when not exactly one; and
+ * whether one of the n loops of `outer` indexes it (*by_outer)
+ * (default_pack.c, with the next three). */
+const ts_buffer *default_streamed_input(const ts_stmt *rr, const ts_stmt *lv,
+                                        const ts_stmt *lr,
+                                        const ts_stmt *const *outer, int n,
+                                        bool *by_outer);
+int64_t default_buffer_bytes(const ts_buffer *b);
+/* Whether b is a parameter the function declares constant. */
+bool default_const_param(ts_sched *s, const ts_buffer *b);
+/* Whether a loop of order[0 .. vo_at) above the vector tile does not index
+ * the streamed input (a panel packed at the tile is packed again there). */
+bool default_repacked_by_outer(ts_sched *s, const ts_stmt *rr,
+                               const ts_stmt *lv, const ts_stmt *lr,
+                               const ts_rv *order, int vo_at);
 /* The reduction loop of a tile nest to split into blocks placed outside
  * its parallel loop, and the block (*chunk), where weights of `streamed`
  * bytes exceed `budget` and the output (`out_bytes`) is small; or -1
