@@ -25,8 +25,10 @@
  * part of a partitioned tile does, the slot need only be inside X where
  * they hold, checked point by point); L holds no parallel or thread-bound
  * loop; a buffer that the parallel iterations around L share is not
- * promoted when one of its stores in L runs under a condition inside L
- * (the write-back would race with the iteration that owns the element). At
+ * promoted when a slot it stores may never be stored by L in this thread
+ * (all its stores under conditions inside L that are not known to hold at
+ * L's first or last iteration): the write-back would race with the
+ * iteration that owns the element. At
  * most MAX_SLOTS slots and max_bytes bytes (what the target's vector
  * registers hold beside a tile's operands) are promoted per loop.
  */
@@ -54,6 +56,7 @@ typedef struct slot {
   ts_expr *base; /* first element's index */
   int lanes;
   bool stored;
+  bool owned;     /* stored by L in this thread for sure */
   int64_t offset; /* in R */
 } slot;
 
@@ -63,7 +66,9 @@ typedef struct cand {
   int n;
   bool bad;
   bool any_store;
-  bool guarded;   /* a store of it in L runs under an if inside L */
+  bool guarded;   /* a stored slot of it that L may never store in this
+                     thread (its stores all run under ifs inside L that
+                     are not known to hold at L's first or last iteration) */
   ts_buffer *reg; /* R, once chosen */
 } cand;
 
@@ -269,7 +274,11 @@ typedef struct scan {
   ts_node_map *inner; /* vars bound inside the loop (and its own) */
   cand cands[MAX_CANDS];
   int n;
-  int if_depth; /* if-statements inside the loop around the visited one */
+  int if_depth;  /* if-statements inside the loop around the visited one */
+  ts_stmt *loop; /* L */
+  ts_stmt *ifs[MAX_CONDS]; /* the innermost MAX_CONDS of them */
+  bool in_else[MAX_CONDS]; /* visiting the else-branch of ifs[i] */
+  bool other_var;          /* store_runs' walk found a var but L's */
 } scan;
 
 static cand *cand_of(scan *sc, ts_buffer *b) {
@@ -332,6 +341,44 @@ static int find_slot(scan *sc, cand *k, ts_expr *const *idx, int n_idx) {
   return k->n++;
 }
 
+/* Whether every if-condition around the visited store (inside L) reads no
+ * var but L's and all hold, each as its branch requires, at L's first or
+ * at its last iteration: then L stores there in this thread for sure (the
+ * k-tail of a reduction whose extent the unrolled step does not divide
+ * guards the main steps with `k < last`, true at the first iteration). */
+static bool conds_hold_at(scan *sc, int64_t v) {
+  ts_var_ranges *at = ts_var_ranges_create();
+  if (!at) return false;
+  ts_var_ranges_set(at, ts_for_var(sc->loop), v, 1);
+  bool ok = true;
+  for (int i = 0; ok && i < sc->if_depth; i++) {
+    int64_t lo, hi, want = sc->in_else[i] ? 0 : 1;
+    ok = ts_expr_const_bound(ts_if_cond(sc->ifs[i]), at, &lo, &hi) &&
+         lo == want && hi == want;
+  }
+  ts_var_ranges_destroy(at);
+  return ok;
+}
+
+static void other_var_fn(void *ctx, ts_expr *e) {
+  scan *sc = ctx;
+  if (ts_expr_kind_of(e) == TS_EXPR_VAR && e != ts_for_var(sc->loop))
+    sc->other_var = true;
+}
+
+static bool store_runs(scan *sc) {
+  if (sc->if_depth == 0) return true;
+  if (sc->if_depth > MAX_CONDS) return false;
+  sc->other_var = false;
+  for (int i = 0; i < sc->if_depth; i++)
+    ts_expr_walk(ts_if_cond(sc->ifs[i]), other_var_fn, sc);
+  int64_t mn, ex;
+  if (sc->other_var || !ts_expr_is_const_int(ts_for_min(sc->loop), &mn) ||
+      !ts_expr_is_const_int(ts_for_extent(sc->loop), &ex) || ex < 1)
+    return false;
+  return conds_hold_at(sc, mn) || conds_hold_at(sc, mn + ex - 1);
+}
+
 static void note_access(scan *sc, ts_buffer *b, ts_expr *const *idx, int n,
                         bool store) {
   if (!ts_node_map_get(sc->c->allocated, b)) return;
@@ -344,8 +391,8 @@ static void note_access(scan *sc, ts_buffer *b, ts_expr *const *idx, int n,
   }
   if (store) {
     k->slots[s].stored = true;
+    k->slots[s].owned |= store_runs(sc);
     k->any_store = true;
-    k->guarded |= sc->if_depth > 0;
   }
 }
 
@@ -391,7 +438,16 @@ static bool bind_stmt(void *ctx, ts_stmt *s) {
 
 static bool store_stmt(void *ctx, ts_stmt *s) {
   scan *sc = ctx;
-  if (ts_stmt_kind_of(s) == TS_STMT_IF) sc->if_depth++;
+  int d = sc->if_depth - 1;
+  if (d >= 0 && d < MAX_CONDS && s == ts_if_else(sc->ifs[d]))
+    sc->in_else[d] = true;
+  if (ts_stmt_kind_of(s) == TS_STMT_IF) {
+    if (sc->if_depth < MAX_CONDS) {
+      sc->ifs[sc->if_depth] = s;
+      sc->in_else[sc->if_depth] = false;
+    }
+    sc->if_depth++;
+  }
   if (ts_stmt_kind_of(s) == TS_STMT_STORE) {
     ts_expr *idx[TS_MAX_DIMS];
     int n = ts_store_n_indices(s);
@@ -486,7 +542,7 @@ static ts_stmt *try_promote(promote_ctx *c, ts_stmt *loop) {
   ts_stmt *body = ts_stmt_mutate(a, ts_for_body(loop), &um);
   if (u.over) return loop;
 
-  scan sc = {.c = c, .inner = ts_node_map_create()};
+  scan sc = {.c = c, .inner = ts_node_map_create(), .loop = loop};
   ts_node_map_put(sc.inner, ts_for_var(loop), loop);
   ts_visitor bind = {
       .enter_stmt = bind_stmt, .visit_expr = scan_top, .ctx = &sc};
@@ -503,6 +559,8 @@ static ts_stmt *try_promote(promote_ctx *c, ts_stmt *loop) {
   for (int i = 0; i < sc.n; i++) {
     cand *k = &sc.cands[i];
     if (k->bad || !k->any_store) continue;
+    for (int s = 0; s < k->n; s++)
+      k->guarded |= k->slots[s].stored && !k->slots[s].owned;
     /* A slot is written back whether or not its stores ran. When a store
      * is guarded by a condition inside L (the masked lanes of a tail tile)
      * that may never hold in this thread, the slot can be an element that
