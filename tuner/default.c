@@ -435,12 +435,13 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
    * not read through (the weights), so a tile of rows reuses each vector
    * of it instead of loading it again per output pixel. */
   bool rows_load = false;
+  const ts_buffer *dw_weights = NULL; /* that input */
   for (int i = vec - 1; i >= 0 && rows < 0; i--) {
     bool by_outer;
     if (binds[i] == BIND_SPATIAL && loop_extent(s, loops[i]) > 1 &&
-        default_streamed_input(r, ts_sched_rv_loop(s, loops[vec]),
-                               ts_sched_rv_loop(s, loops[i]), NULL, 0,
-                               &by_outer)) {
+        (dw_weights = default_streamed_input(r, ts_sched_rv_loop(s, loops[vec]),
+                                             ts_sched_rv_loop(s, loops[i]),
+                                             NULL, 0, &by_outer))) {
       rows = i;
       rows_load = true;
     }
@@ -622,9 +623,23 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
       er, nrows, default_rows_cap(regs, default_vector_ops(cols, lanes)),
       rows >= 0, rows_load);
   /* a depthwise conv's tile (default_depthwise.c) */
-  if (rows_load && !ragged)
+  if (rows_load && !ragged) {
     default_depthwise_tile(ev, er, lanes, regs, taps, kw_ext, rows >= 0, &cols,
                            &nrows);
+    int64_t img = 0; /* the inputs but the weights, as `others` below */
+    for (int i = 0; i < ts_block_n_reads(blk); i++) {
+      const ts_buffer *x = ts_block_read(blk, i)->buffer;
+      bool seen = x == dw_weights || x == ts_block_write(blk, 0)->buffer;
+      for (int k = 0; k < i && !seen; k++)
+        seen = ts_block_read(blk, k)->buffer == x;
+      if (!seen) img += default_buffer_bytes(x);
+    }
+    default_depthwise_narrow(t, ev, er, lanes, regs, taps, taps / kw_ext,
+                             kw_ext,
+                             (int64_t)ts_dtype_elem_bytes(ts_buffer_dtype(
+                                 ts_block_write(blk, 0)->buffer)),
+                             img, rows >= 0, &cols, &nrows);
+  }
   /* A streamed input larger than the caches that the outer spatial loops
    * do not index (a deep conv's weights at a small spatial extent): the
    * vector tiles go outermost, so that each panel of it is packed once and

@@ -147,6 +147,35 @@ void default_depthwise_tile(int64_t ev, int64_t er, int lanes, int regs,
   narrow_to_row_loop(ev, er, lanes, regs, taps, kw, has_rows, cols, nrows);
 }
 
+/* A 3 x 3 tile of 4 vectors x 2 columns whose columns go first (pixels of
+ * 2 KiB or more, or an image the L2 holds): 2 vectors x twice the columns
+ * instead, the same accumulators. With 2 columns each tap row loads 4
+ * pixels for 2 outputs; with 4 columns, 6 for 4, and each tap's weights
+ * feed twice the FMAs. Default schedules, 2 threads, an AVX2 target
+ * (16 registers, oneDNN held to AVX2) on an AVX-512 EPYC, hand traces
+ * then the rule, x oneDNN, two rounds: 34x34x672 0.74/0.74 -> 1.01/1.01,
+ * 146x146x768 0.83/0.90 -> 1.09/1.01. Where the channel tiles go first
+ * the narrow tile lost (14x14x512: 0.95 -> 0.49), so not there. */
+void default_depthwise_narrow(const ts_target *t, int64_t ev, int64_t er,
+                              int lanes, int regs, int64_t taps, int64_t kh,
+                              int64_t kw, int64_t elem, int64_t others,
+                              bool has_rows, int64_t *cols, int64_t *nrows) {
+  if (taps > DEPTHWISE_UNROLLED_TAPS || *cols != 4 * lanes || *nrows > 2 ||
+      ev % (2 * lanes) != 0 ||
+      default_depthwise_channels_first(t, ev, *cols, er, kh, kw, elem,
+                                       others) ||
+      default_depthwise_channels_first(t, ev, 2 * lanes, er, kh, kw, elem,
+                                       others))
+    return;
+  int64_t cap = default_rows_cap(regs, 2);
+  if (cap > 2 * *nrows) cap = 2 * *nrows;
+  int64_t rows =
+      default_ceil_rows(er, default_divisor_upto(er, cap), cap, has_rows, true);
+  if (rows <= *nrows) return;
+  *cols = 2 * lanes;
+  *nrows = rows;
+}
+
 /* The bytes beyond which a depthwise conv's image leaves the L2's half
  * (default.c's STREAMED_CACHE_BYTES) and a channel tile's line (64). */
 #define IMAGE_CACHE_BYTES TS_DEFAULT_STREAMED_BYTES

@@ -315,6 +315,13 @@ void default_pads_at_tile(ts_sched *s, const ts_target *t, ts_rv anchor,
 void default_depthwise_tile(int64_t ev, int64_t er, int lanes, int regs,
                             int64_t taps, int64_t kw, bool has_rows,
                             int64_t *cols, int64_t *nrows);
+/* 4 vectors x 2 columns of a 3 x 3 tile whose columns go first narrowed
+ * to 2 vectors x 4 columns (others: the bytes of the inputs but the
+ * weights). */
+void default_depthwise_narrow(const ts_target *t, int64_t ev, int64_t er,
+                              int lanes, int regs, int64_t taps, int64_t kh,
+                              int64_t kw, int64_t elem, int64_t others,
+                              bool has_rows, int64_t *cols, int64_t *nrows);
 bool default_depthwise_row_loop(int64_t taps, int64_t kw, int64_t nrows,
                                 int64_t nvec, int regs);
 bool default_depthwise_channels_first(const ts_target *t, int64_t ev,

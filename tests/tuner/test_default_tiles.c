@@ -531,7 +531,9 @@ static void test_depthwise_order(void **state) {
  * whole vectors (40 channels on 16 lanes: 3 vector instructions a row)
  * fewer rows instead (8 -> 5), and so does a 3 x 3 kernel's tile of 3
  * vectors (48 channels: 8 rows -> 5, at most half the registers as
- * accumulators). Those marked run are checked against the
+ * accumulators). A 3 x 3 tile of 4 vectors x 2 columns whose columns go
+ * first 2 vectors x 4 columns (default_depthwise_narrow). Those marked
+ * run are checked against the
  * interpreter where the host has the target's vectors. */
 #define SKX_TARGET "llvm -mcpu=skylake-avx512 -num-cores=2"
 static void test_depthwise_narrow_tile(void **state) {
@@ -591,6 +593,21 @@ static void test_depthwise_narrow_tile(void **state) {
        false,
        {"for w_1 in range(5) unrolled", "for c in range(40) vectorized",
         "for rh in range(5) {", "for rw in range(5) unrolled"}},
+      /* 3 x 3, columns first: 4 vectors x 2 columns -> 2 x 4 (34 = 8 x
+       * 4 + 2), as on 16 registers the channels-first 14 x 14 x 512 is
+       * not */
+      {"depthwise_conv2d_nhwc N=1 H=34 W=34 C=672 KH=3 KW=3 pad=1",
+       AVX2_TARGET,
+       true,
+       false,
+       {"for w_1 in range(4) unrolled", "for c_1 in range(16) vectorized",
+        "for rh in range(3) unrolled", "for rw in range(3) unrolled"}},
+      {"depthwise_conv2d_nhwc N=1 H=14 W=14 C=512 KH=3 KW=3 pad=1",
+       AVX2_TARGET,
+       false,
+       false,
+       {"for w_1 in range(2) unrolled", "for c_1 in range(32) vectorized",
+        "for rh in range(3) unrolled", "for rw in range(3) unrolled"}},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     char *text;
