@@ -321,6 +321,19 @@ void default_inline_intermediates(ts_sched *s) {
   names_free(names, n);
 }
 
+/* The bytes of blk's inputs but `skip` (and its output), each once. */
+static int64_t inputs_bytes_but(const ts_block *blk, const ts_buffer *skip) {
+  int64_t bytes = 0;
+  for (int i = 0; i < ts_block_n_reads(blk); i++) {
+    const ts_buffer *x = ts_block_read(blk, i)->buffer;
+    bool seen = x == skip || x == ts_block_write(blk, 0)->buffer;
+    for (int k = 0; k < i && !seen; k++)
+      seen = ts_block_read(blk, k)->buffer == x;
+    if (!seen) bytes += default_buffer_bytes(x);
+  }
+  return bytes;
+}
+
 /* Step 2: the register-tiled anchor reduction (tile_anchor below). */
 
 /* Streamed inputs above this size do not stay in the caches between
@@ -626,19 +639,11 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
   if (rows_load && !ragged) {
     default_depthwise_tile(ev, er, lanes, regs, taps, kw_ext, rows >= 0, &cols,
                            &nrows);
-    int64_t img = 0; /* the inputs but the weights, as `others` below */
-    for (int i = 0; i < ts_block_n_reads(blk); i++) {
-      const ts_buffer *x = ts_block_read(blk, i)->buffer;
-      bool seen = x == dw_weights || x == ts_block_write(blk, 0)->buffer;
-      for (int k = 0; k < i && !seen; k++)
-        seen = ts_block_read(blk, k)->buffer == x;
-      if (!seen) img += default_buffer_bytes(x);
-    }
-    default_depthwise_narrow(t, ev, er, lanes, regs, taps, taps / kw_ext,
-                             kw_ext,
-                             (int64_t)ts_dtype_elem_bytes(ts_buffer_dtype(
-                                 ts_block_write(blk, 0)->buffer)),
-                             img, rows >= 0, &cols, &nrows);
+    default_depthwise_narrow(
+        t, ev, er, lanes, regs, taps, taps / kw_ext, kw_ext,
+        (int64_t)ts_dtype_elem_bytes(
+            ts_buffer_dtype(ts_block_write(blk, 0)->buffer)),
+        inputs_bytes_but(blk, dw_weights), rows >= 0, &cols, &nrows);
   }
   /* A streamed input larger than the caches that the outer spatial loops
    * do not index (a deep conv's weights at a small spatial extent): the
@@ -701,14 +706,7 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
         (batch_only ? outer_iters : 1) * (ev / cols) >= 2 * cores)
       plain_panel =
           red_ext * cols * (int64_t)ts_dtype_elem_bytes(ts_buffer_dtype(sb));
-    others = 0;
-    for (int i = 0; sb && i < ts_block_n_reads(blk); i++) {
-      const ts_buffer *x = ts_block_read(blk, i)->buffer;
-      bool seen = x == sb || x == ts_block_write(blk, 0)->buffer;
-      for (int k = 0; k < i && !seen; k++)
-        seen = ts_block_read(blk, k)->buffer == x;
-      if (!seen) others += default_buffer_bytes(x);
-    }
+    others = sb ? inputs_bytes_but(blk, sb) : 0;
     /* A small streamed input (weights that the L2 holds with room to
      * spare) beside a large other input (an image, A of a tall product):
      * the row tiles go outside the vector tiles, so each row tile's input
