@@ -391,7 +391,7 @@ static void note_access(scan *sc, ts_buffer *b, ts_expr *const *idx, int n,
   }
   if (store) {
     k->slots[s].stored = true;
-    k->slots[s].owned |= store_runs(sc);
+    if (!k->slots[s].owned) k->slots[s].owned = store_runs(sc);
     k->any_store = true;
   }
 }
