@@ -56,6 +56,7 @@ typedef struct slot {
   ts_expr *base; /* first element's index */
   int lanes;
   bool stored;
+  bool loaded;
   bool owned;     /* stored by L in this thread for sure */
   int64_t offset; /* in R */
 } slot;
@@ -111,20 +112,27 @@ static bool uses_any(ts_expr *e, const ts_node_map *vars) {
 /* Whether the statement tree holds a thread-bound loop (and, with
  * `parallel`, a parallel one). */
 typedef struct loop_find {
-  bool parallel, found;
+  bool parallel, any, found;
 } loop_find;
 
 static bool loop_find_fn(void *ctx, ts_stmt *s) {
   loop_find *l = ctx;
   if (ts_stmt_kind_of(s) == TS_STMT_FOR &&
-      (ts_for_kind_of(s) == TS_FOR_THREAD ||
+      (l->any || ts_for_kind_of(s) == TS_FOR_THREAD ||
        (l->parallel && ts_for_kind_of(s) == TS_FOR_PARALLEL)))
     l->found = true;
   return !l->found;
 }
 
 static bool has_loop(ts_stmt *s, bool parallel) {
-  loop_find l = {parallel, false};
+  loop_find l = {parallel, false, false};
+  ts_visitor v = {.enter_stmt = loop_find_fn, .ctx = &l};
+  ts_stmt_walk(s, &v);
+  return l.found;
+}
+
+static bool has_any_loop(ts_stmt *s) {
+  loop_find l = {true, true, false};
   ts_visitor v = {.enter_stmt = loop_find_fn, .ctx = &l};
   ts_stmt_walk(s, &v);
   return l.found;
@@ -279,6 +287,7 @@ typedef struct scan {
   ts_stmt *ifs[MAX_CONDS]; /* the innermost MAX_CONDS of them */
   bool in_else[MAX_CONDS]; /* visiting the else-branch of ifs[i] */
   bool other_var;          /* store_runs' walk found a var but L's */
+  bool region;             /* promoting in one iteration of L (try_promote) */
 } scan;
 
 static cand *cand_of(scan *sc, ts_buffer *b) {
@@ -368,7 +377,7 @@ static void other_var_fn(void *ctx, ts_expr *e) {
 
 static bool store_runs(scan *sc) {
   if (sc->if_depth == 0) return true;
-  if (sc->if_depth > MAX_CONDS) return false;
+  if (sc->if_depth > MAX_CONDS || sc->region) return false;
   sc->other_var = false;
   for (int i = 0; i < sc->if_depth; i++)
     ts_expr_walk(ts_if_cond(sc->ifs[i]), other_var_fn, sc);
@@ -389,6 +398,7 @@ static void note_access(scan *sc, ts_buffer *b, ts_expr *const *idx, int n,
     k->bad = true;
     return;
   }
+  if (!store) k->slots[s].loaded = true;
   if (store) {
     k->slots[s].stored = true;
     if (!k->slots[s].owned) k->slots[s].owned = store_runs(sc);
@@ -527,12 +537,29 @@ static ts_expr *slot_index(ts_arena *a, ts_expr *base, int lanes) {
   return lanes == 1 ? base : ts_ramp(a, base, ts_index(a, 1), lanes);
 }
 
-static ts_stmt *try_promote(promote_ctx *c, ts_stmt *loop) {
+/* With `region`, the promotion is inside one iteration of a parallel loop
+ * L whose body (its small loops unrolled) is straight-line code: a
+ * register tile whose every loop is unrolled, the taps of a depthwise
+ * conv with its padding read under if-conditions, keeps its accumulators
+ * at places fixed by L's var, loaded at the top of the body and stored at
+ * its end. There a slot is owned only where a store to it runs under no
+ * condition (the tile's initialisation), and only accumulators (slots
+ * loaded and stored) count. */
+static ts_stmt *rebuild_loop(ts_arena *a, ts_stmt *loop, ts_stmt *body) {
+  ts_stmt *nl = ts_for(a, ts_for_var(loop), ts_for_min(loop),
+                       ts_for_extent(loop), ts_for_kind_of(loop), NULL, body);
+  for (int i = 0; i < ts_for_n_annotations(loop); i++)
+    ts_for_annotate(a, nl, *ts_for_annotation(loop, i));
+  return nl;
+}
+
+static ts_stmt *try_promote(promote_ctx *c, ts_stmt *loop, bool region) {
   ts_arena *a = c->a;
   int64_t ext;
+  ts_for_kind kind = ts_for_kind_of(loop);
   /* a loop of one iteration gains nothing (its parent or child may) */
-  if ((ts_for_kind_of(loop) != TS_FOR_SERIAL &&
-       ts_for_kind_of(loop) != TS_FOR_UNROLLED) ||
+  if ((region ? kind != TS_FOR_PARALLEL
+              : kind != TS_FOR_SERIAL && kind != TS_FOR_UNROLLED) ||
       (ts_expr_is_const_int(ts_for_extent(loop), &ext) && ext <= 1) ||
       has_loop(ts_for_body(loop), true))
     return loop;
@@ -540,10 +567,11 @@ static ts_stmt *try_promote(promote_ctx *c, ts_stmt *loop) {
   unroll_ctx u = {.c = c, .product = 1};
   ts_stmt_mutator um = {.post = unroll_post, .ctx = &u};
   ts_stmt *body = ts_stmt_mutate(a, ts_for_body(loop), &um);
-  if (u.over) return loop;
+  if (u.over || (region && has_any_loop(body))) return loop;
 
-  scan sc = {.c = c, .inner = ts_node_map_create(), .loop = loop};
-  ts_node_map_put(sc.inner, ts_for_var(loop), loop);
+  scan sc = {
+      .c = c, .inner = ts_node_map_create(), .loop = loop, .region = region};
+  if (!region) ts_node_map_put(sc.inner, ts_for_var(loop), loop);
   ts_visitor bind = {
       .enter_stmt = bind_stmt, .visit_expr = scan_top, .ctx = &sc};
   ts_stmt_walk(body, &bind);
@@ -556,11 +584,17 @@ static ts_stmt *try_promote(promote_ctx *c, ts_stmt *loop) {
 
   rewrite rw = {.c = c, .cands = sc.cands, .n = 0};
   int64_t bytes = 0;
+  /* in one iteration of L, inside it: one more parallel loop around */
+  if (region) c->par_depth++;
   for (int i = 0; i < sc.n; i++) {
     cand *k = &sc.cands[i];
     if (k->bad || !k->any_store) continue;
-    for (int s = 0; s < k->n; s++)
+    bool accumulates = false;
+    for (int s = 0; s < k->n; s++) {
       k->guarded |= k->slots[s].stored && !k->slots[s].owned;
+      accumulates |= k->slots[s].stored && k->slots[s].loaded;
+    }
+    if (region && !accumulates) continue;
     /* A slot is written back whether or not its stores ran. When a store
      * is guarded by a condition inside L (the masked lanes of a tail tile)
      * that may never hold in this thread, the slot can be an element that
@@ -582,16 +616,12 @@ static ts_stmt *try_promote(promote_ctx *c, ts_stmt *loop) {
     if (rw.n != i) sc.cands[rw.n] = *k;
     rw.n++;
   }
+  if (region) c->par_depth--;
   if (rw.n == 0) return loop;
 
   ts_stmt_mutator rm = {.expr = rewrite_top, .post = rewrite_store, .ctx = &rw};
   ts_stmt *nb = ts_stmt_mutate(a, body, &rm);
-  ts_stmt *nl = ts_for(a, ts_for_var(loop), ts_for_min(loop),
-                       ts_for_extent(loop), ts_for_kind_of(loop), NULL, nb);
-  for (int i = 0; i < ts_for_n_annotations(loop); i++)
-    ts_for_annotate(a, nl, *ts_for_annotation(loop, i));
-
-  ts_stmt *out = nl;
+  ts_stmt *out = region ? nb : rebuild_loop(a, loop, nb);
   for (int i = rw.n - 1; i >= 0; i--) {
     cand *k = &sc.cands[i];
     int n_items = 0;
@@ -617,7 +647,7 @@ static ts_stmt *try_promote(promote_ctx *c, ts_stmt *loop) {
     free(items);
   }
   c->promoted += rw.n;
-  return out;
+  return region ? rebuild_loop(a, loop, out) : out;
 }
 
 /* ---- the pass ---- */
@@ -653,7 +683,8 @@ static ts_stmt *promote_post(void *ctx, ts_arena *a, ts_stmt *s) {
   promote_ctx *c = ctx;
   if (ts_stmt_kind_of(s) != TS_STMT_FOR) return s;
   if (ts_for_kind_of(s) == TS_FOR_PARALLEL) c->par_depth--;
-  return try_promote(ctx, s);
+  ts_stmt *r = try_promote(ctx, s, false);
+  return r == s ? try_promote(ctx, s, true) : r;
 }
 
 int ts_lower_promote(ts_func *f, int max_bytes, ts_error *err) {
