@@ -406,6 +406,51 @@ static void note_access(scan *sc, ts_buffer *b, ts_expr *const *idx, int n,
   }
 }
 
+/* The slots that every run through s stores, one bit per slot of each
+ * candidate (a promoted body's ownership): a sequence stores what any of
+ * its items does, an if what both its branches do. */
+typedef struct slot_set {
+  uint32_t bits[MAX_CANDS];
+} slot_set;
+
+static void must_store(scan *sc, ts_stmt *s, slot_set *out) {
+  memset(out, 0, sizeof *out);
+  if (!s) return;
+  switch (ts_stmt_kind_of(s)) {
+  case TS_STMT_SEQ:
+    for (int i = 0; i < ts_seq_n(s); i++) {
+      slot_set one;
+      must_store(sc, ts_seq_item(s, i), &one);
+      for (int k = 0; k < MAX_CANDS; k++) out->bits[k] |= one.bits[k];
+    }
+    break;
+  case TS_STMT_IF: {
+    if (!ts_if_else(s)) break;
+    slot_set then_s, else_s;
+    must_store(sc, ts_if_then(s), &then_s);
+    must_store(sc, ts_if_else(s), &else_s);
+    for (int k = 0; k < MAX_CANDS; k++)
+      out->bits[k] = then_s.bits[k] & else_s.bits[k];
+    break;
+  }
+  case TS_STMT_LET: must_store(sc, ts_let_stmt_body(s), out); break;
+  case TS_STMT_ALLOCATE: must_store(sc, ts_allocate_body(s), out); break;
+  case TS_STMT_STORE:
+    for (int k = 0; k < sc->n; k++) {
+      cand *c = &sc->cands[k];
+      if (c->buf != ts_store_buffer(s) || c->bad) continue;
+      ts_expr *idx[TS_MAX_DIMS];
+      int n = ts_store_n_indices(s);
+      for (int i = 0; i < n && i < TS_MAX_DIMS; i++)
+        idx[i] = ts_store_index(s, i);
+      int slot = find_slot(sc, c, idx, n);
+      if (slot >= 0) out->bits[k] |= UINT32_C(1) << slot;
+    }
+    break;
+  default: break;
+  }
+}
+
 static void scan_expr(void *ctx, ts_expr *e) {
   scan *sc = ctx;
   ts_expr_kind k = ts_expr_kind_of(e);
@@ -580,6 +625,15 @@ static ts_stmt *try_promote(promote_ctx *c, ts_stmt *loop, bool region) {
                     .visit_expr = scan_top_loads,
                     .ctx = &sc};
   ts_stmt_walk(body, &acc);
+  if (region) {
+    /* a slot stored on every path through the body, as by both branches
+     * of the partitioned tile's interior test */
+    slot_set must;
+    must_store(&sc, body, &must);
+    for (int k = 0; k < sc.n; k++)
+      for (int i = 0; i < sc.cands[k].n; i++)
+        if (must.bits[k] >> i & 1) sc.cands[k].slots[i].owned = true;
+  }
   ts_node_map_destroy(sc.inner);
 
   rewrite rw = {.c = c, .cands = sc.cands, .n = 0};

@@ -451,8 +451,9 @@ static void test_reduction_tail(void **state) {
  * the parallel var): the accumulators are promoted inside one iteration,
  * loaded at the top of the body and stored at its end (14x14x960 3x3 on
  * AVX-512 kept a store at every if-merge: 0.72 x oneDNN, 1.6 promoted).
- * Not where a slot's only store runs under a condition (another
- * iteration may own it), nor for slots only stored (nothing to keep). */
+ * A slot stored by both branches of an if counts as stored. Not where a
+ * slot's only store runs under a condition (another iteration may own
+ * it), nor for slots only stored (nothing to keep). */
 static void test_parallel_body(void **state) {
   (void)state;
   const char *cases[][3] = {
@@ -462,6 +463,18 @@ static void test_parallel_body(void **state) {
        "4)]",
        "1"},
       {"if o > 0 { C[ramp(o * 8, 1, 4)] = broadcast(float32(0), 4) }",
+       "C[ramp(o * 8, 1, 4)] = C[ramp(o * 8, 1, 4)] + A[ramp(o * 8 - 4, 1, "
+       "4)]",
+       "0"},
+      /* stored by both branches (a partitioned tile's interior test) */
+      {"if o > 0 { C[ramp(o * 8, 1, 4)] = broadcast(float32(0), 4) } else { "
+       "C[ramp(o * 8, 1, 4)] = broadcast(float32(1), 4) }",
+       "C[ramp(o * 8, 1, 4)] = C[ramp(o * 8, 1, 4)] + A[ramp(o * 8 - 4, 1, "
+       "4)]",
+       "1"},
+      /* the else-branch stores another slot: not owned */
+      {"if o > 0 { C[ramp(o * 8, 1, 4)] = broadcast(float32(0), 4) } else { "
+       "C[ramp(o * 8 + 4, 1, 4)] = broadcast(float32(1), 4) }",
        "C[ramp(o * 8, 1, 4)] = C[ramp(o * 8, 1, 4)] + A[ramp(o * 8 - 4, 1, "
        "4)]",
        "0"},
