@@ -787,7 +787,7 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
         ts_buffer_dtype(ts_block_write(blk, 0)->buffer));
     if (default_depthwise_channels_first(t, ev, cols, er, taps / kw_ext, kw_ext,
                                          elem, others))
-      vec_first = !default_depthwise_rows_outer(taps, regs);
+      vec_first = true;
     else
       rows_first = true;
   }

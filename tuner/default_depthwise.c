@@ -227,30 +227,6 @@ bool default_depthwise_channels_first(const ts_target *t, int64_t ev,
          cols * elem >= LINE_BYTES;
 }
 
-/* Where a depthwise conv's channel tiles would go first
- * (default_depthwise_channels_first), a 3 x 3 kernel's output rows go
- * outermost instead, its channel tiles inside them and its column tiles
- * innermost: each core takes whole rows of the image, and the kernel's
- * window of input rows (all channels) stays in the L2 for the next
- * output row. Default schedules, 2 threads, AVX-512 EPYC (Zen 4), x
- * oneDNN, two alternating rounds, channel tiles first -> rows first:
- * 70x70x128 0.44/0.43 -> 1.30/1.28, 18x18x336 0.60/0.66 -> 1.60/1.54,
- * 38x38x192 0.78/0.74 -> 1.28/1.21, 34x34x384 0.89/0.84 -> 1.12/1.12,
- * 112x112x144 0.96/0.96 -> 1.28/1.26, 146x146x480 0.75/0.80 ->
- * 0.84/0.85, 14x14x1536 1.25/1.25 -> 1.51/1.33, and 13 more gains of 5 %
- * or more among the 27 such 3 x 3 convs of the broad set; the largest
- * losses 14x14x480 1.71/1.66 -> 1.58/1.46, 18x18x480 1.13/0.98 ->
- * 1.06/0.94. Kernels of more taps keep their channel tiles first: 5 x 5
- * at 18 x 18 lost by half (18x18x240 1.49/1.07 -> 0.63/0.62). So do the
- * narrower tiles of 16 registers: for an AVX2 target on the same host
- * (oneDNN held to AVX2) the rows first lost as often as they won
- * (38x38x80 0.89/0.91 -> 0.48/0.48, 28x28x96 1.17/1.15 -> 0.86/0.86,
- * 14x14x480 0.79/0.83 -> 0.64/0.54; 112x112x192 0.71/0.62 -> 0.85/0.84,
- * 70x70x128 0.75/0.63 -> 0.89/0.90). */
-bool default_depthwise_rows_outer(int64_t taps, int regs) {
-  return taps <= DEPTHWISE_UNROLLED_TAPS && regs >= 32;
-}
-
 /* A depthwise conv's padding inlined (a guarded load; the code generator
  * partitions the guards away from the image's interior) and its taps
  * unrolled over the register tile: neighbouring output columns read

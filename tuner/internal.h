@@ -324,7 +324,6 @@ void default_depthwise_narrow(const ts_target *t, int64_t ev, int64_t er,
                               bool has_rows, int64_t *cols, int64_t *nrows);
 bool default_depthwise_row_loop(int64_t taps, int64_t kw, int64_t nrows,
                                 int64_t nvec, int regs);
-bool default_depthwise_rows_outer(int64_t taps, int regs);
 bool default_depthwise_channels_first(const ts_target *t, int64_t ev,
                                       int64_t cols, int64_t er, int64_t kh,
                                       int64_t kw, int64_t elem, int64_t others);
