@@ -31,6 +31,9 @@
  * iteration that owns the element. At
  * most MAX_SLOTS slots and max_bytes bytes (what the target's vector
  * registers hold beside a tile's operands) are promoted per loop.
+ * A parallel loop whose body is straight-line code (a tile with every loop
+ * unrolled) is promoted inside one iteration instead (try_promote's
+ * `region`).
  */
 #include "codegen/internal.h"
 
@@ -406,6 +409,13 @@ static void note_access(scan *sc, ts_buffer *b, ts_expr *const *idx, int n,
   }
 }
 
+/* The indices of store s, into idx (at most TS_MAX_DIMS); their number. */
+static int store_indices(ts_stmt *s, ts_expr **idx) {
+  int n = ts_store_n_indices(s);
+  for (int i = 0; i < n && i < TS_MAX_DIMS; i++) idx[i] = ts_store_index(s, i);
+  return n;
+}
+
 /* The slots that every run through s stores, one bit per slot of each
  * candidate (a promoted body's ownership): a sequence stores what any of
  * its items does, an if what both its branches do. */
@@ -440,9 +450,7 @@ static void must_store(scan *sc, ts_stmt *s, slot_set *out) {
       cand *c = &sc->cands[k];
       if (c->buf != ts_store_buffer(s) || c->bad) continue;
       ts_expr *idx[TS_MAX_DIMS];
-      int n = ts_store_n_indices(s);
-      for (int i = 0; i < n && i < TS_MAX_DIMS; i++)
-        idx[i] = ts_store_index(s, i);
+      int n = store_indices(s, idx);
       int slot = find_slot(sc, c, idx, n);
       if (slot >= 0) out->bits[k] |= UINT32_C(1) << slot;
     }
@@ -505,9 +513,7 @@ static bool store_stmt(void *ctx, ts_stmt *s) {
   }
   if (ts_stmt_kind_of(s) == TS_STMT_STORE) {
     ts_expr *idx[TS_MAX_DIMS];
-    int n = ts_store_n_indices(s);
-    for (int i = 0; i < n && i < TS_MAX_DIMS; i++)
-      idx[i] = ts_store_index(s, i);
+    int n = store_indices(s, idx);
     note_access(sc, ts_store_buffer(s), idx, n, true);
   }
   return true;
@@ -582,14 +588,6 @@ static ts_expr *slot_index(ts_arena *a, ts_expr *base, int lanes) {
   return lanes == 1 ? base : ts_ramp(a, base, ts_index(a, 1), lanes);
 }
 
-/* With `region`, the promotion is inside one iteration of a parallel loop
- * L whose body (its small loops unrolled) is straight-line code: a
- * register tile whose every loop is unrolled, the taps of a depthwise
- * conv with its padding read under if-conditions, keeps its accumulators
- * at places fixed by L's var, loaded at the top of the body and stored at
- * its end. There a slot is owned only where a store to it runs under no
- * condition (the tile's initialisation), and only accumulators (slots
- * loaded and stored) count. */
 static ts_stmt *rebuild_loop(ts_arena *a, ts_stmt *loop, ts_stmt *body) {
   ts_stmt *nl = ts_for(a, ts_for_var(loop), ts_for_min(loop),
                        ts_for_extent(loop), ts_for_kind_of(loop), NULL, body);
@@ -598,6 +596,14 @@ static ts_stmt *rebuild_loop(ts_arena *a, ts_stmt *loop, ts_stmt *body) {
   return nl;
 }
 
+/* With `region`, the promotion is inside one iteration of a parallel loop
+ * L whose body (its small loops unrolled) is straight-line code: a
+ * register tile whose every loop is unrolled, the taps of a depthwise
+ * conv with its padding read under if-conditions, keeps its accumulators
+ * at places fixed by L's var, loaded at the top of the body and stored at
+ * its end. There a slot is owned only where every path through the body
+ * stores it (must_store: unconditionally, or in both branches of an if),
+ * and only accumulators (slots loaded and stored) count. */
 static ts_stmt *try_promote(promote_ctx *c, ts_stmt *loop, bool region) {
   ts_arena *a = c->a;
   int64_t ext;
