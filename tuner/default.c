@@ -39,7 +39,9 @@
  *     the streamed input (B of a matmul) packed per vector tile when there
  *     are at least four row tiles, or, when a loop above the vector tiles
  *     does not index it (a conv's image rows above its weight panels),
- *     packed once before the anchor in panels [C / tile, .., tile]; the
+ *     packed once before the anchor in panels [C / tile, .., tile] (read
+ *     in place instead when it is at most 256 KiB, not constant, and
+ *     fewer than 64 row tiles read each panel in all); the
  *     input the rows and the reduction read (A of a matmul), when its rows
  *     are a multiple of 4 KiB apart and four or more vector tiles read it,
  *     packed once before the anchor into micro-panels [M / rows, K, rows];
@@ -1058,6 +1060,24 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
     ts_rv cr;
     bool repacked = sb && vo_at >= 0 &&
                     default_repacked_by_outer(s, rr, lv, lr, order, vo_at);
+    /* An input the caches hold, not constant, whose panels fewer than
+     * IN_PLACE_REUSE row tiles read in all: read in place. Packed once,
+     * the copy ran in a parallel loop of its own ahead of a kernel of
+     * tens of microseconds. Not where outer loops (image rows) repeat the
+     * row tiles: reading in place, the stems 7x7 3->64 stride 2 (56 tiles
+     * per image row) lost up to 25 % on the AVX2 target and the 1x1 56x56
+     * 32->768 (7 per row) 0.94 -> 0.75; raising the bound to 400 tile
+     * reads moved the 1x1 and strided 3x3 convs it reached both ways.
+     * Default schedules, AVX2 target, 2 threads, two alternating rounds,
+     * x oneDNN, packed -> in place: 1x1 19x19 384->64 0.74/0.78 ->
+     * 1.02/1.02, 512->64 0.93/0.92 -> 1.00/0.95; matmul 300x64x500 (50
+     * row tiles) 0.90/0.97/0.99/0.73 -> 1.26/1.04/1.08/1.03. Not a padded
+     * copy (its padding made in place: 300x30x500 1.00/1.25 -> 0.39/0.43). */
+    if (repacked && !spread && default_is_param(s, sb) &&
+        !default_const_param(s, sb) &&
+        reuse * (vec_first ? 1 : outer_iters) < IN_PLACE_REUSE &&
+        red_b == TS_RV_NONE && default_buffer_bytes(sb) <= STREAMED_CACHE_BYTES)
+      sb = NULL;
     if (sb && vo_at >= 0 &&
         (spread || default_const_param(s, sb) || repacked)) {
       /* each panel would be packed again at every iteration of the loops

@@ -66,6 +66,13 @@ bool default_const_param(ts_sched *s, const ts_buffer *b) {
   return false;
 }
 
+bool default_is_param(ts_sched *s, const ts_buffer *b) {
+  const ts_func *f = ts_sched_func(s);
+  for (int i = 0; i < ts_func_n_params(f); i++)
+    if (ts_func_param(f, i) == b) return true;
+  return false;
+}
+
 /* Whether one of the loops order[0 .. vo_at) (above the vector tile vo,
  * whose loop is lv) does not index the streamed input (a conv's image rows
  * above its output-channel tiles): a panel packed at vo would then be

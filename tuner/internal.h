@@ -229,6 +229,9 @@ const ts_buffer *default_streamed_input(const ts_stmt *rr, const ts_stmt *lv,
 int64_t default_buffer_bytes(const ts_buffer *b);
 /* Whether b is a parameter the function declares constant. */
 bool default_const_param(ts_sched *s, const ts_buffer *b);
+/* Whether b is one of the function's parameters (not a padded or other
+ * intermediate copy). */
+bool default_is_param(ts_sched *s, const ts_buffer *b);
 /* Whether a loop of order[0 .. vo_at) above the vector tile does not index
  * the streamed input (a panel packed at the tile is packed again there). */
 bool default_repacked_by_outer(ts_sched *s, const ts_stmt *rr,

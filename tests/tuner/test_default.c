@@ -474,18 +474,26 @@ static void test_column_reductions(void **state) {
 }
 
 /* A conv whose weight panels would be packed again under each image row
- * (the rows loop above the output-channel tiles): the weights packed once,
- * before the anchor, in panels [CO / cols, KH, KW, CI, cols], and not
- * computed at a tile. A matmul has no loop above its panels: its B is
- * packed per vector tile as before. */
+ * (the rows loop above the output-channel tiles), 12 rows of at least 7
+ * row tiles: the weights packed once, before the anchor, in panels
+ * [CO / cols, KH, KW, CI, cols], and not computed at a tile. (Over 2
+ * rows, too few tiles read them to pay for the copy: read in place.) A
+ * matmul has no loop above its panels: its B is packed per vector tile as
+ * before. */
 static void test_pack_once(void **state) {
   (void)state;
   ts_target *t = host();
-  ts_workload *w = workload("conv2d_nhwc N=1 H=2 W=56 CI=32 CO=96 KH=1 KW=1");
+  ts_workload *w = workload("conv2d_nhwc N=1 H=12 W=56 CI=32 CO=96 KH=1 KW=1");
   char *trace = check_default(w->func, t, "1x1 conv, pack once");
   if (!strstr(trace, "transform_layout") || !strstr(trace, "floordiv(d3, ") ||
       strstr(trace, "\ncompute_at("))
     fail_msg("1x1 conv: the weights not packed once in panels:\n%s", trace);
+  free(trace);
+  ts_workload_free(w);
+  w = workload("conv2d_nhwc N=1 H=2 W=56 CI=32 CO=96 KH=1 KW=1");
+  trace = check_default(w->func, t, "1x1 conv over 2 rows, in place");
+  if (strstr(trace, "transform_layout") || strstr(trace, "cache_read"))
+    fail_msg("1x1 conv over 2 rows: the weights packed:\n%s", trace);
   free(trace);
   ts_workload_free(w);
   w = workload("matmul M=256 N=96 K=32");

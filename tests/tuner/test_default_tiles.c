@@ -335,15 +335,20 @@ static void test_column_blocks(void **state) {
 }
 
 /* Row tiles before the panels (a small B beside a large A): B packed once
- * in panels where the tile divides its columns (64 in tiles of 16); where
- * it does not (77), B is read in place rather than copied again under
- * every row tile. */
+ * in panels where the tile divides its columns (64 in tiles of 16) and
+ * 100 row tiles read each panel, read in place where 50 do; where the tile
+ * does not divide them (77), B is read in place rather than copied again
+ * under every row tile. */
 static void test_rows_first_ragged(void **state) {
   (void)state;
   char *text;
-  avx2_default("matmul M=300 N=64 K=500", NULL, &text);
+  avx2_default("matmul M=600 N=64 K=500", NULL, &text);
   if (!strstr(text, "alloc B_global: float32[4, 500, 16]"))
     fail_msg("B not packed once in panels:\n%s", text);
+  free(text);
+  avx2_default("matmul M=300 N=64 K=500", NULL, &text);
+  if (strstr(text, "B_global"))
+    fail_msg("B packed for 50 row tiles:\n%s", text);
   free(text);
   /* (77 columns: past the widths padded to whole vectors) */
   avx2_default("matmul M=400 N=77 K=400", NULL, &text);
@@ -751,8 +756,9 @@ static void test_tensorized_odd_panels(void **state) {
 
 /* A conv's weights that few row tiles read per panel: read in place, not
  * copied per panel; copied where a row of them is a multiple of 4 KiB
- * (1024 floats). Checked against the interpreter where the host has
- * AVX-512. */
+ * (1024 floats). Small weights that few row tiles read in all: read in
+ * place rather than packed once. Checked against the interpreter where the
+ * host has the target's ISA. */
 static void test_weights_in_place(void **state) {
   (void)state;
   const char *avx512 = "llvm -mcpu=skylake-avx512 -num-cores=2";
@@ -767,6 +773,23 @@ static void test_weights_in_place(void **state) {
   if (!strstr(text, "weight_global"))
     fail_msg("14x14 128->1024: weights read in place:\n%s", text);
   free(text);
+  /* 98 KiB of weights, 60 row tiles of the fused image and no outer
+   * loop: read in place, not packed once ahead of the kernel */
+  avx2_default("conv2d_nhwc N=1 H=19 W=19 CI=384 CO=64 KH=1 KW=1", NULL, &text);
+  if (strstr(text, "weight_global"))
+    fail_msg("19x19 384->64: weights packed:\n%s", text);
+  free(text);
+  /* the stem's panels, read by 56 row tiles in each of 113 image rows,
+   * and the same weights declared constant: packed once */
+  const char *packed[] = {
+      "conv2d_nhwc N=1 H=226 W=226 CI=3 CO=64 KH=7 KW=7 stride=2 pad=3",
+      "conv2d_nhwc N=1 H=19 W=19 CI=384 CO=64 KH=1 KW=1 const=weight"};
+  for (int i = 0; i < 2; i++) {
+    avx2_default(packed[i], NULL, &text);
+    if (!strstr(text, "weight_global"))
+      fail_msg("%s: weights read in place:\n%s", packed[i], text);
+    free(text);
+  }
 }
 
 /* Weights larger than the L2 over a width of too few vector tiles for a
