@@ -14,6 +14,10 @@
  * size. A condition that holds
  * everywhere is dropped. Several conditions (one per imperfect split) and
  * nested levels are handled one after another, within a budget of copies.
+ * A tail skips (or, at the depth limit, freezes) the conjunct it was cut
+ * on, not the whole `if`: the other conjuncts of the same `if` (the slot
+ * of a column block past its last tile, beside the columns' test) are
+ * still partitioned there.
  *
  * Conditions handled: conjuncts `a < b` (and <=, >, >=) of an `if` without
  * else, integer scalars, linear in the loop variables below the test with
@@ -365,6 +369,8 @@ typedef struct site {
   ts_stmt *iff;   /* the if statement (NULL for a guard) */
   ts_expr *guard; /* or the condition operand of an if_then_else */
   int conj;       /* which conjunct of its condition */
+  ts_expr *cexpr; /* that conjunct: what a skip or freeze names (an if's
+                   * other conjuncts stay free to partition on) */
   ts_expr *test;  /* the hoisted test (not simplified) */
   bool invariant; /* the conjunct does not vary below the test */
   ts_expr *fail;  /* after unrolling: the hoisted test under which the
@@ -403,7 +409,7 @@ static void add_sites(site_walk *w, ts_expr *cond, ts_stmt *iff,
       w->v = v;
       w->cap = cap;
     }
-    w->v[w->n++] = (site){iff, guard, k, test, inv, fail};
+    w->v[w->n++] = (site){iff, guard, k, cj[k], test, inv, fail};
   }
 }
 
@@ -672,7 +678,7 @@ static bool same_test(ts_arena *a, ts_expr *x, ts_expr *y,
 
 static ts_stmt *part_stmt(part_ctx *c, ts_stmt *s, const ts_expr *newest);
 static ts_stmt *part_at(part_ctx *c, ts_stmt *s, const ts_expr *newest,
-                        const ts_stmt *const *skip, int n_skip);
+                        const void *const *skip, int n_skip);
 
 /* Whether a (simplified) test uses var v. */
 typedef struct var_use {
@@ -719,8 +725,7 @@ static void decide(part_ctx *c, ts_expr *test, bool *always, bool *never) {
  * guard, frozen. *done tells whether it partitioned (the copies then
  * rebuilt further); otherwise s is returned with the dropped conjuncts. */
 static ts_stmt *part_guards(part_ctx *c, ts_stmt *s, const ts_expr *newest,
-                            const ts_stmt *const *skip, int n_skip,
-                            bool *done) {
+                            const void *const *skip, int n_skip, bool *done) {
   *done = false;
   /* a border copy's guards are partitioned again under a serial loop
    * with another serial loop below it (a deep conv's kernel rows and
@@ -833,7 +838,7 @@ static ts_stmt *part_guards(part_ctx *c, ts_stmt *s, const ts_expr *newest,
  * vector past the extent, or invariant and false here), else the
  * conjuncts that always hold. Whether it rewrote *s. */
 static bool decide_sites(part_ctx *c, ts_stmt **s, const site_walk *w,
-                         const ts_stmt *const *skip, int n_skip) {
+                         const void *const *skip, int n_skip) {
   ts_stmt **ai = ts_arena_alloc(c->a, sizeof *ai * (size_t)(w->n + 1));
   ts_stmt **ni = ts_arena_alloc(c->a, sizeof *ni * (size_t)(w->n + 1));
   int *ac = ts_arena_alloc(c->a, sizeof *ac * (size_t)(w->n + 1));
@@ -843,7 +848,7 @@ static bool decide_sites(part_ctx *c, ts_stmt **s, const site_walk *w,
   for (int i = 0; i < w->n; i++) {
     const site *st = &w->v[i];
     bool skipped = !st->iff;
-    for (int k = 0; k < n_skip && !skipped; k++) skipped = skip[k] == st->iff;
+    for (int k = 0; k < n_skip && !skipped; k++) skipped = skip[k] == st->cexpr;
     if (skipped) continue;
     bool always, never;
     decide(c, ts_simplify(c->a, st->test, c->ranges), &always, &never);
@@ -872,7 +877,7 @@ static bool decide_sites(part_ctx *c, ts_stmt **s, const site_walk *w,
  * decidable here (it uses `newest`), or dropped when they always hold.
  * `skip` lists the sites already partitioned at this position. */
 static ts_stmt *part_position(part_ctx *c, ts_stmt *s, const ts_expr *newest,
-                              const ts_stmt *const *skip, int n_skip) {
+                              const void *const *skip, int n_skip) {
   for (int round = 0; round < 64; round++) {
     site_walk w = {.c = c};
     collect_sites(&w, s);
@@ -884,7 +889,7 @@ static ts_stmt *part_position(part_ctx *c, ts_stmt *s, const ts_expr *newest,
     for (int i = 0; i < w.n && !changed; i++) {
       if (!w.v[i].iff) continue; /* a guard: part_guards' */
       bool skipped = false;
-      for (int k = 0; k < n_skip; k++) skipped |= skip[k] == w.v[i].iff;
+      for (int k = 0; k < n_skip; k++) skipped |= skip[k] == w.v[i].cexpr;
       if (skipped) continue;
       ts_expr *test = ts_simplify(c->a, w.v[i].test, c->ranges);
       bool always, never;
@@ -902,7 +907,7 @@ static ts_stmt *part_position(part_ctx *c, ts_stmt *s, const ts_expr *newest,
         changed = true;
         continue;
       }
-      if (never || is_frozen(c, w.v[i].iff) || !uses(test, newest) ||
+      if (never || is_frozen(c, w.v[i].cexpr) || !uses(test, newest) ||
           c->copies >= MAX_COPIES)
         continue;
       /* partition on every site of this test: the main copy drops them,
@@ -914,7 +919,7 @@ static ts_stmt *part_position(part_ctx *c, ts_stmt *s, const ts_expr *newest,
       ts_stmt **inv_iff = ts_arena_alloc(c->a, sizeof *inv_iff * (size_t)w.n);
       int *conj = ts_arena_alloc(c->a, sizeof *conj * (size_t)w.n);
       int *inv_conj = ts_arena_alloc(c->a, sizeof *inv_conj * (size_t)w.n);
-      const ts_stmt **sk =
+      const void **sk =
           ts_arena_alloc(c->a, sizeof *sk * (size_t)(n_skip + w.n));
       if (!iff || !inv_iff || !conj || !inv_conj || !sk) {
         free(w.v); /* out of memory: ts_lower stops after this step */
@@ -934,7 +939,7 @@ static ts_stmt *part_position(part_ctx *c, ts_stmt *s, const ts_expr *newest,
           inv_iff[ninv] = w.v[j].iff;
           inv_conj[ninv++] = w.v[j].conj;
         } else {
-          sk[nsk++] = w.v[j].iff;
+          sk[nsk++] = w.v[j].cexpr;
         }
       }
       /* the main copy first: the budget goes to the hot path */
@@ -964,7 +969,7 @@ static ts_stmt *part_position(part_ctx *c, ts_stmt *s, const ts_expr *newest,
 /* s directly under the loop whose var is `newest`: its guards partitioned
  * here, then (a loop nest) its ifs, then what is inside. */
 static ts_stmt *part_at(part_ctx *c, ts_stmt *s, const ts_expr *newest,
-                        const ts_stmt *const *skip, int n_skip) {
+                        const void *const *skip, int n_skip) {
   bool done;
   s = part_guards(c, s, newest, skip, n_skip, &done);
   if (done) return s;

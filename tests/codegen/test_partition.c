@@ -161,6 +161,43 @@ static void test_tail_vectors_decided(void **state) {
   ts_sched_destroy(s);
 }
 
+/* Vector tiles in blocks that do not divide them (67 columns: 5 tiles of
+ * 16, in blocks of 3), under a ragged row tile and reduction: the last
+ * block holds a whole tile, a masked one (3 columns) and a slot past the
+ * end. The column test partitions the block at its tiles; the slot's test,
+ * a conjunct of the same `if`, is partitioned there too, so the empty slot
+ * is removed instead of running its products under a mask that is off in
+ * every lane (it once was frozen with the column test, three tails deep:
+ * a 359 x 163 x 569 product on AVX2 ran at 0.7 x oneDNN). */
+static void test_slot_past_last_tile(void **state) {
+  (void)state;
+  ts_sched *s = sched_of("matmul M=13 N=67 K=18");
+  ts_rv b, l[3], j[2], jb[2], i[2], k[2], cw;
+  int n = 0;
+  SOK(ts_sched_get_block(s, "C", &b));
+  SOK(ts_sched_get_loops(s, b, l, 3, &n));
+  int64_t f16[2] = {TS_SPLIT_INFER, 16}, f3[2] = {TS_SPLIT_INFER, 3},
+          f6[2] = {TS_SPLIT_INFER, 6}, f4[2] = {TS_SPLIT_INFER, 4};
+  SOK(ts_sched_split(s, l[1], f16, 2, j));
+  SOK(ts_sched_split(s, l[0], f6, 2, i));
+  SOK(ts_sched_split(s, j[0], f3, 2, jb));
+  SOK(ts_sched_split(s, l[2], f4, 2, k));
+  ts_rv order[7] = {jb[0], i[0], jb[1], k[0], k[1], i[1], j[1]};
+  SOK(ts_sched_reorder(s, order, 7));
+  SOK(ts_sched_cache_write(s, b, "C", "local", &cw));
+  SOK(ts_sched_reverse_compute_at(s, cw, jb[1]));
+  SOK(ts_sched_vectorize(s, j[1]));
+  SOK(ts_sched_unroll(s, i[1]));
+  SOK(ts_sched_unroll(s, k[1]));
+  char *text = lowered_text(s);
+  bool ok = !strstr(text, " < 5, 16)");
+  if (!ok) printf("the slot's test inside the masks:\n%s\n", text);
+  assert_true(ok);
+  free(text);
+  check_run(s);
+  ts_sched_destroy(s);
+}
+
 /* Odd and prime sizes with imperfect factors at every level. */
 static void test_imperfect_every_level(void **state) {
   (void)state;
@@ -517,6 +554,7 @@ int main(void) {
       cmocka_unit_test(test_padded_taps_dropped),
       cmocka_unit_test(test_tests_decided_by_copies),
       cmocka_unit_test(test_perfect_unchanged),
+      cmocka_unit_test(test_slot_past_last_tile),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
