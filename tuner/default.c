@@ -783,6 +783,7 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
   /* order: outer spatial, vo, ro, reductions, ri, vi */
   ts_rv order[MAX_LOOPS + 4];
   int no = 0, n_outer = 0;
+  ts_rv vc = TS_RV_NONE; /* a depthwise conv's channel chunks */
   /* a depthwise conv's order (default_depthwise.c) */
   if (rows_load && vo != TS_RV_NONE) {
     int64_t elem = (int64_t)ts_dtype_elem_bytes(
@@ -792,6 +793,17 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
       vec_first = true;
     else
       rows_first = true;
+    int64_t per = rows_first ? default_depthwise_chunk(
+                                   t, ev, cols, er, taps / kw_ext, kw_ext, elem)
+                             : 0;
+    if (per > 0) {
+      ts_rv parts[2];
+      int64_t f[2] = {TS_SPLIT_INFER, per};
+      if (ts_sched_split(s, vo, f, 2, parts)) return false;
+      vc = parts[0];
+      vo = parts[1];
+      order[no++] = vc;
+    }
   }
   /* A panel per vector tile larger than the L2 (the weights of a deep
    * conv: 3 x 3 x 2048 x 64 floats, 4.5 MiB) is streamed from L3 again

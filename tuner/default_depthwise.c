@@ -227,6 +227,53 @@ bool default_depthwise_channels_first(const ts_target *t, int64_t ev,
          cols * elem >= LINE_BYTES;
 }
 
+/* The bytes of a pixel's channels a channel chunk reads (in one run), and
+ * the window of all channels' rows above which the chunks pay. */
+#define CHUNK_BYTES 2048
+#define CHUNK_WINDOW_BYTES (1024 * 1024)
+
+/* A depthwise conv's channel chunks: how many channel tiles go in each
+ * chunk, the chunks outermost, the rows and column tiles inside them (0:
+ * no chunks).
+ *
+ * Where the channel tiles may not go first because a pixel's channels
+ * span 2 KiB or more and the window more pages than the L1 TLB holds
+ * (default_depthwise_channels_first), the column tiles go outside the
+ * channel tiles, and each output row reads its kernel's rows of all
+ * channels again: above 1 MiB (5 x 5 taps at 56 x 56 x 1536, 1.8 MiB)
+ * they no longer stay in the L2 from one output row to the next, and each
+ * is fetched from L3 five times. Chunks of up to 2 KiB of each pixel's
+ * channels (512 floats) keep a chunk's window cached while its rows slide
+ * down the image, and still read each pixel's part in one run of 32
+ * lines, which the prefetchers follow. Only for kernels of more than 9
+ * taps: a 3 x 3 kernel reads each row three times, and there the whole
+ * pixels in one run won (112x112x3072 0.94 -> 0.75 x oneDNN in chunks).
+ * Default schedules, 2 threads, Zen 4, three alternating rounds, x
+ * oneDNN, without -> with, 5 x 5 taps: the AVX2 target 56x56x1536
+ * 0.73/0.73/0.72 -> 1.01/1.09/1.06, 112x112x768 0.74/0.70/0.69 ->
+ * 0.82/1.11/1.04, 56x56x1152 1.20/1.08/1.18 -> 1.45/1.38/1.44; the
+ * AVX-512 one 56x56x1536 1.08/1.22/1.35 -> 1.38/2.03/1.52, 112x112x768
+ * 1.47/1.40/1.58 -> 1.80/1.85/1.76; over the 11 convs of the broad set
+ * it changes, the geometric mean of the median ratios 1.12 on each
+ * target, none below 0.94. Smaller windows lost (34x34x960, 730 KiB,
+ * 1.12 -> 0.88-0.99 on AVX2). Measured on AMD's cores only (and Intel's
+ * run a channel tile's strided reads slower), so not where
+ * ts_target_strided_prefetch is false. */
+int64_t default_depthwise_chunk(const ts_target *t, int64_t ev, int64_t cols,
+                                int64_t er, int64_t kh, int64_t kw,
+                                int64_t elem) {
+  int64_t pixel = ev * elem, tile = cols * elem;
+  int64_t pages = kh * (er + kw - 1);
+  if (!ts_target_strided_prefetch(t) || kh * kw <= DEPTHWISE_UNROLLED_TAPS ||
+      pixel < 2048 || pages <= 64 || pages * pixel <= CHUNK_WINDOW_BYTES ||
+      tile <= 0 || tile > CHUNK_BYTES)
+    return 0;
+  int64_t tiles = (ev + cols - 1) / cols;
+  for (int64_t p = CHUNK_BYTES / tile; p >= 1; p--)
+    if (tiles % p == 0) return tiles / p >= 2 ? p : 0;
+  return 0;
+}
+
 /* A depthwise conv's padding inlined (a guarded load; the code generator
  * partitions the guards away from the image's interior) and its taps
  * unrolled over the register tile: neighbouring output columns read

@@ -330,6 +330,9 @@ bool default_depthwise_row_loop(int64_t taps, int64_t kw, int64_t nrows,
 bool default_depthwise_channels_first(const ts_target *t, int64_t ev,
                                       int64_t cols, int64_t er, int64_t kh,
                                       int64_t kw, int64_t elem, int64_t others);
+int64_t default_depthwise_chunk(const ts_target *t, int64_t ev, int64_t cols,
+                                int64_t er, int64_t kh, int64_t kw,
+                                int64_t elem);
 void default_depthwise_taps(ts_sched *s, ts_rv anchor, const ts_rv *order,
                             int n_outer, int no, ts_rv ri, ts_rv vi,
                             ts_rv outer_tap, bool row_loop);

@@ -456,7 +456,10 @@ static void test_narrow_padded(void **state) {
  * tiles. And the parallel loop stops where the race check's enumeration
  * does: 512 x 512 x 32 (2 channel tiles, columns first) has 512 x 128 x 2
  * = 131072 outer iterations, past which the fused loop was refused and
- * the whole conv ran on one core. */
+ * the whole conv ran on one core. Where the columns go first because a
+ * pixel spans 2 KiB or more, a 5 x 5 kernel's window of all channels'
+ * rows larger than 1 MiB goes in channel chunks of 2 KiB, outermost
+ * (default_depthwise_chunk). */
 static bool strided_prefetch_of(const char *s) {
   ts_target *t = target_of(s);
   bool r = ts_target_strided_prefetch(t);
@@ -485,6 +488,19 @@ static void test_depthwise_order(void **state) {
        * first, so that no line of the image is fetched by two tiles */
       {"depthwise_conv2d_nhwc N=1 H=58 W=58 C=72 KH=3 KW=3 pad=1",
        "for n_h_w_0_c_0_fused in range(4176) parallel", false},
+      /* columns first, in chunks of 512 channels outermost: 5 x 5 taps
+       * over a window of all channels' rows larger than 1 MiB (5 x 60
+       * pixels x 6 KiB; 5 x 56 x 4 KiB, with a ragged last column tile) */
+      {"depthwise_conv2d_nhwc N=1 H=56 W=56 C=1536 KH=5 KW=5 pad=2",
+       "for c_0_0_n_h_w_0_fused in range(1176) parallel", false},
+      {"depthwise_conv2d_nhwc N=1 H=5 W=52 C=1024 KH=5 KW=5 pad=2",
+       "for c_0_0_n_h_w_0_c_0_1_fused in range(4480) parallel", true},
+      /* no chunks for a smaller window (5 x 38 x 3.75 KiB) or a 3 x 3
+       * kernel: whole pixels in one run */
+      {"depthwise_conv2d_nhwc N=1 H=34 W=34 C=960 KH=5 KW=5 pad=2",
+       "for n_h_w_0_c_0_fused in range(20400) parallel", false},
+      {"depthwise_conv2d_nhwc N=1 H=112 W=112 C=3072 KH=3 KW=3 pad=1",
+       "for n_h_w_0_fused in range(3136) parallel", false},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     char *text;
@@ -514,6 +530,10 @@ static void test_depthwise_order(void **state) {
       {"depthwise_conv2d_nhwc N=1 H=76 W=76 C=288 KH=3 KW=3 pad=1",
        "llvm -mcpu=znver4 -num-cores=2",
        "for c_0_n_h_fused in range(684) parallel"},
+      /* nor channel chunks on Intel's */
+      {"depthwise_conv2d_nhwc N=1 H=56 W=56 C=1536 KH=5 KW=5 pad=2",
+       "llvm -mcpu=haswell -num-cores=2",
+       "for n_h_w_0_fused in range(392) parallel"},
   };
   for (size_t i = 0; i < sizeof intel / sizeof intel[0]; i++) {
     char *text;
