@@ -634,7 +634,9 @@ void emit_store(emitter *e, ts_stmt *s) {
   }
   if (is_unit_ramp(idx)) {
     LLVMValueRef p = idx_ptr(e, b, ts_expr_operand(idx, 0));
-    if (e->nontemporal && is_param(e, b)) {
+    /* (not a constant: an accumulator's init, which the tile's loads take
+     * back at once; past the caches they read it from memory) */
+    if (e->nontemporal && is_param(e, b) && !LLVMIsConstant(v)) {
       nontemporal_store(e, b, v, p);
       return;
     }
