@@ -637,15 +637,26 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
   nrows = default_ceil_rows(
       er, nrows, default_rows_cap(regs, default_vector_ops(cols, lanes)),
       rows >= 0, rows_load);
-  /* a depthwise conv's tile (default_depthwise.c) */
+  /* a depthwise conv's tile (default_depthwise.c); pair_h: its image
+   * rows, two to a tile */
+  int pair_h = -1;
   if (rows_load && !ragged) {
+    int64_t elem = (int64_t)ts_dtype_elem_bytes(
+        ts_buffer_dtype(ts_block_write(blk, 0)->buffer));
     default_depthwise_tile(ev, er, lanes, regs, taps, kw_ext, rows >= 0, &cols,
                            &nrows);
-    default_depthwise_narrow(
-        t, ev, er, lanes, regs, taps, taps / kw_ext, kw_ext,
-        (int64_t)ts_dtype_elem_bytes(
-            ts_buffer_dtype(ts_block_write(blk, 0)->buffer)),
-        inputs_bytes_but(blk, dw_weights), rows >= 0, &cols, &nrows);
+    default_depthwise_narrow(t, ev, er, lanes, regs, taps, taps / kw_ext,
+                             kw_ext, elem, inputs_bytes_but(blk, dw_weights),
+                             rows >= 0, &cols, &nrows);
+    for (int i = rows - 1; i >= 0 && pair_h < 0; i--)
+      if (binds[i] == BIND_SPATIAL && loop_extent(s, loops[i]) > 1) pair_h = i;
+    int64_t pr =
+        pair_h < 0
+            ? 0
+            : default_depthwise_pairs(t, regs, ev, cols, lanes, taps, kw_ext,
+                                      elem, loop_extent(s, loops[pair_h]), er);
+    nrows = pr > 0 ? pr : nrows;
+    pair_h = pr > 0 ? pair_h : -1;
   }
   /* A streamed input larger than the caches that the outer spatial loops
    * do not index (a deep conv's weights at a small spatial extent): the
@@ -780,30 +791,27 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
       }
     }
   }
+  ts_rv hp = TS_RV_NONE; /* a depthwise conv's pair of image rows */
+  if (pair_h >= 0) {
+    ts_rv parts[2];
+    int64_t f[2] = {TS_SPLIT_INFER, 2};
+    if (ts_sched_split(s, loops[pair_h], f, 2, parts)) return false;
+    loops[pair_h] = parts[0];
+    hp = parts[1];
+  }
   /* order: outer spatial, vo, ro, reductions, ri, vi */
   ts_rv order[MAX_LOOPS + 4];
   int no = 0, n_outer = 0;
   ts_rv vc = TS_RV_NONE; /* a depthwise conv's channel chunks */
-  /* a depthwise conv's order (default_depthwise.c) */
-  if (rows_load && vo != TS_RV_NONE) {
-    int64_t elem = (int64_t)ts_dtype_elem_bytes(
-        ts_buffer_dtype(ts_block_write(blk, 0)->buffer));
-    if (default_depthwise_channels_first(t, ev, cols, er, taps / kw_ext, kw_ext,
-                                         elem, others))
-      vec_first = true;
-    else
-      rows_first = true;
-    int64_t per = rows_first ? default_depthwise_chunk(
-                                   t, ev, cols, er, taps / kw_ext, kw_ext, elem)
-                             : 0;
-    if (per > 0) {
-      ts_rv parts[2];
-      int64_t f[2] = {TS_SPLIT_INFER, per};
-      if (ts_sched_split(s, vo, f, 2, parts)) return false;
-      vc = parts[0];
-      vo = parts[1];
-      order[no++] = vc;
-    }
+  /* a depthwise conv's order (default_depthwise.c; in row pairs, the
+   * plain one: image rows, channel tiles, column tiles) */
+  if (rows_load && vo != TS_RV_NONE && hp == TS_RV_NONE) {
+    if (!default_depthwise_order(s, t, ev, cols, er, taps / kw_ext, kw_ext,
+                                 (int64_t)ts_dtype_elem_bytes(ts_buffer_dtype(
+                                     ts_block_write(blk, 0)->buffer)),
+                                 others, &vec_first, &rows_first, &vo, &vc))
+      return false;
+    if (vc != TS_RV_NONE) order[no++] = vc;
   }
   /* A panel per vector tile larger than the L2 (the weights of a deep
    * conv: 3 x 3 x 2048 x 64 floats, 4.5 MiB) is streamed from L3 again
@@ -973,14 +981,16 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
       order[no++] = l;
     }
   if (red_in != TS_RV_NONE) order[no++] = red_in;
+  if (hp != TS_RV_NONE) order[no++] = hp;
   if (ri != TS_RV_NONE) order[no++] = ri;
   order[no++] = vi;
   if (ts_sched_reorder(s, order, no)) return false;
   /* Ceil splits: the register tile accumulates in a local buffer the size
    * of the tile, written back (guarded) once per tile; accumulating in
    * the output itself would mask every load and store of the last tile
-   * at every step of the reduction. */
-  if (ragged) {
+   * at every step of the reduction. So does a tile of row pairs
+   * (default_depthwise_pairs). */
+  if (ragged || hp != TS_RV_NONE) {
     ts_rv cw;
     char wn[128];
     snprintf(wn, sizeof wn, "%s",
@@ -1289,12 +1299,13 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
    * copied per tile where that pays */
   int64_t tile_elems = loop_extent(s, vi);
   if (ri != TS_RV_NONE) tile_elems *= loop_extent(s, ri);
-  bool row_loop = rows_load && default_depthwise_row_loop(
-                                   taps, kw_ext, nrows,
-                                   default_vector_ops(cols, lanes), regs);
+  bool row_loop =
+      rows_load && hp == TS_RV_NONE &&
+      default_depthwise_row_loop(taps, kw_ext, nrows,
+                                 default_vector_ops(cols, lanes), regs);
   bool taps_unrolled =
       rows_load &&
-      (taps <= 9 || row_loop ||
+      (taps <= 9 || row_loop || hp != TS_RV_NONE ||
        !default_copy_per_tile_pays(s, b, order, n_outer, tile_elems, taps));
   if (taps_unrolled) {
     default_depthwise_taps(s, b, order, n_outer, no, ri, vi, first_red,
@@ -1308,6 +1319,10 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
    * parallel loop past it is refused, and the whole nest ran on one core:
    * a depthwise conv of 21 channel tiles x 112 rows x 28 column tiles) */
   if (red_at >= par_from && n_par > red_at) n_par = red_at;
+  /* (row pairs: their loop alone, whose border guards the code generator
+   * then partitions off; default_depthwise_pairs) */
+  for (int i = par_from; hp != TS_RV_NONE && i < n_par; i++)
+    if (order[i] == vo) n_par = i;
   int64_t work = 1;
   for (int i = par_from; i < n_par; i++) work *= loop_extent(s, order[i]);
   while (n_par > par_from + 1 && work > TS_PARALLEL_CHECK_MAX) {

@@ -61,13 +61,23 @@ static int64_t row_loop_rows(int64_t er, int regs, int64_t taps, int64_t kw,
  * where it had copied its padded window per tile; AVX-512 Xeon, same
  * rounds: 23x23x200 0.68/0.68 -> 1.42/1.37, 74x74x40 0.82/0.84 ->
  * 1.51/1.58, 56x56x40 0.79/0.81 -> 1.57/1.59, 14x14x200 0.64/0.71 ->
- * 1.30/1.28, 28x28x100 (2 rows x 50) 0.82/0.87 -> 1.02/1.03. */
+ * 1.30/1.28, 28x28x100 (2 rows x 50) 0.82/0.87 -> 1.02/1.03.
+ * A 7 x 7 kernel (more than 25 taps) runs a kernel row at a time whatever
+ * the tile, and keeps its tile where the accumulators take at most half
+ * the registers; with more (2 vectors x 5 or 6 columns on 16 registers),
+ * the tile went through memory and it goes one vector wide too. Default
+ * schedules, 2 threads, an AVX2 target on Zen 4 (oneDNN held to AVX2),
+ * two alternating rounds, x oneDNN: 24x24x192 0.27/0.26 -> 1.07/1.17,
+ * 48x48x128 0.38/0.36 -> 1.28/1.23, 14x14x384 0.45/0.43 -> 1.14/1.95,
+ * 15x15x256 0.28/0.28 -> 0.91/0.83, 20x20x256 0.28/0.29 -> 0.75/0.55,
+ * 13x13x256 1.15/1.04 -> 1.17/1.37; 10x10x512 lost (1.04/1.01 ->
+ * 0.70/0.88). */
 static void narrow_to_row_loop(int64_t ev, int64_t er, int lanes, int regs,
                                int64_t taps, int64_t kw, bool has_rows,
                                int64_t *cols, int64_t *nrows) {
   int64_t nv = default_vector_ops(*cols, lanes);
-  if (taps <= DEPTHWISE_UNROLLED_TAPS ||
-      default_depthwise_row_loop(taps, kw, *nrows, nv, regs))
+  if (taps <= DEPTHWISE_UNROLLED_TAPS || *nrows * nv + kw * nv <= regs ||
+      (taps > LARGE_KERNEL_TAPS && 2 * *nrows * nv <= regs))
     return;
   if (*cols % lanes != 0) {
     /* a width of no whole vectors (40 channels on 16 lanes): fewer rows */
@@ -272,6 +282,76 @@ int64_t default_depthwise_chunk(const ts_target *t, int64_t ev, int64_t cols,
   for (int64_t p = CHUNK_BYTES / tile; p >= 1; p--)
     if (tiles % p == 0) return tiles / p >= 2 ? p : 0;
   return 0;
+}
+
+/* A depthwise conv's order (default_depthwise_channels_first and
+ * default_depthwise_chunk): *vec_first or *rows_first set, and *vo split
+ * into chunks (*vc, the outer part) where they pay; false where the
+ * schedule refused. */
+bool default_depthwise_order(ts_sched *s, const ts_target *t, int64_t ev,
+                             int64_t cols, int64_t er, int64_t kh, int64_t kw,
+                             int64_t elem, int64_t others, bool *vec_first,
+                             bool *rows_first, ts_rv *vo, ts_rv *vc) {
+  if (default_depthwise_channels_first(t, ev, cols, er, kh, kw, elem, others))
+    *vec_first = true;
+  else
+    *rows_first = true;
+  int64_t per =
+      *rows_first ? default_depthwise_chunk(t, ev, cols, er, kh, kw, elem) : 0;
+  if (per <= 0) return true;
+  ts_rv parts[2];
+  int64_t f[2] = {TS_SPLIT_INFER, per};
+  if (ts_sched_split(s, *vo, f, 2, parts)) return false;
+  *vc = parts[0];
+  *vo = parts[1];
+  return true;
+}
+
+/* A depthwise conv's tile of row pairs: the output columns of a tile
+ * whose accumulators cover two image rows (0: not so tiled).
+ *
+ * A tile of one image row reads its kernel's kh input rows for each
+ * output row, so each input row is loaded kh times over the image. With
+ * two output rows in the tile and every tap unrolled, the two rows share
+ * kh - 1 of their kh + 1 input rows, and LLVM loads each shared vector
+ * once for both: a 5 x 5 kernel loads 3 input rows per output row instead
+ * of 5. The tile is 2 rows x 4 columns x 1 vector on 16 registers (half
+ * of them accumulators), accumulated in a local buffer and written back
+ * once; the image rows' pairs go outermost, then the channel tiles, then
+ * the column tiles, so a channel tile's window of 6 input rows stays in
+ * L1 across its columns. Found by the search for 112x112x1152 5x5 on an
+ * AVX2 target (1.30 x oneDNN against the default's 0.80). The pairs'
+ * loop alone is parallel: fused with the channel tiles (a division per
+ * index), the code generator could not partition the border rows' guards
+ * off, and 70x70x480 ran at 0.7 instead of 1.4. Default schedules, 2
+ * threads, an AVX2 target (16 registers, oneDNN held to AVX2) on Zen 4,
+ * two alternating rounds, x oneDNN, one image row a tile (the default
+ * before) -> row pairs, over the 45 5 x 5 convs it changes (42 of the
+ * broad set, 3 strided ones added): the geometric mean of the median
+ * ratios 1.21; 112x112x384 0.76/0.82 -> 1.37/1.49, 34x34x384 1.00/1.19 ->
+ * 1.50/1.66, 28x28x960 1.18/1.14 -> 1.70/1.47, 70x70x192 1.13/1.09 ->
+ * 1.45/1.48, 146x146x480 0.87/0.86 -> 1.03/1.01; the lowest 18x18x576
+ * 1.14/1.92 -> 1.28/1.36 and 112x112x336 1.19/1.09 -> 1.03/1.05.
+ * Accumulated in the output instead, the same tiles by hand ran at half
+ * that speed (0.52 to 0.86). Not where the channel chunks go
+ * (default_depthwise_chunk): there the chunks won 5 of 7 (56x56x1536 1.07
+ * in chunks against 0.87 in pairs; 112x112x1152 0.80 against 1.12). Not
+ * for 3 x 3 kernels (2 of their 3 rows shared; 112x112x96 1.08 -> 0.95,
+ * 76x76x1536 0.93 -> 0.62), nor 7 x 7 ones (within noise: 56x56x96 1.37
+ * -> 1.32, 28x28x192 1.27 -> 1.26 / 0.81), nor 32 registers or Intel's
+ * cores (not measured). eh: the image rows (even); er: the output
+ * columns. */
+int64_t default_depthwise_pairs(const ts_target *t, int regs, int64_t ev,
+                                int64_t cols, int lanes, int64_t taps,
+                                int64_t kw, int64_t elem, int64_t eh,
+                                int64_t er) {
+  if (!ts_target_strided_prefetch(t) || regs > 16 ||
+      taps <= DEPTHWISE_UNROLLED_TAPS || taps > LARGE_KERNEL_TAPS ||
+      cols != lanes || eh < 4 || eh % 2 != 0 ||
+      default_depthwise_chunk(t, ev, cols, er, taps / kw, kw, elem) > 0)
+    return 0;
+  int64_t cap = regs / 4; /* 2 rows x cap columns: half the registers */
+  return default_ceil_rows(er, default_divisor_upto(er, cap), cap, true, true);
 }
 
 /* A depthwise conv's padding inlined (a guarded load; the code generator

@@ -333,6 +333,14 @@ bool default_depthwise_channels_first(const ts_target *t, int64_t ev,
 int64_t default_depthwise_chunk(const ts_target *t, int64_t ev, int64_t cols,
                                 int64_t er, int64_t kh, int64_t kw,
                                 int64_t elem);
+bool default_depthwise_order(ts_sched *s, const ts_target *t, int64_t ev,
+                             int64_t cols, int64_t er, int64_t kh, int64_t kw,
+                             int64_t elem, int64_t others, bool *vec_first,
+                             bool *rows_first, ts_rv *vo, ts_rv *vc);
+int64_t default_depthwise_pairs(const ts_target *t, int regs, int64_t ev,
+                                int64_t cols, int lanes, int64_t taps,
+                                int64_t kw, int64_t elem, int64_t eh,
+                                int64_t er);
 void default_depthwise_taps(ts_sched *s, ts_rv anchor, const ts_rv *order,
                             int n_outer, int no, ts_rv ri, ts_rv vi,
                             ts_rv outer_tap, bool row_loop);

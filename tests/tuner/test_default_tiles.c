@@ -495,10 +495,11 @@ static void test_depthwise_order(void **state) {
        "for c_0_0_n_h_w_0_fused in range(1176) parallel", false},
       {"depthwise_conv2d_nhwc N=1 H=5 W=52 C=1024 KH=5 KW=5 pad=2",
        "for c_0_0_n_h_w_0_c_0_1_fused in range(4480) parallel", true},
-      /* no chunks for a smaller window (5 x 38 x 3.75 KiB) or a 3 x 3
-       * kernel: whole pixels in one run */
+      /* no chunks for a smaller window (5 x 38 x 3.75 KiB; in row pairs,
+       * test_depthwise_row_pairs) or a 3 x 3 kernel: whole pixels in one
+       * run */
       {"depthwise_conv2d_nhwc N=1 H=34 W=34 C=960 KH=5 KW=5 pad=2",
-       "for n_h_w_0_c_0_fused in range(20400) parallel", false},
+       "for n_h_0_fused in range(17) parallel", false},
       {"depthwise_conv2d_nhwc N=1 H=112 W=112 C=3072 KH=3 KW=3 pad=1",
        "for n_h_w_0_fused in range(3136) parallel", false},
   };
@@ -551,7 +552,8 @@ static void test_depthwise_order(void **state) {
  * 5 x 5: 4 rows x 4 -> 8 x 2); a 3 x 3 kernel stays 4 wide at 16 (56 x 56
  * x 192: 4 rows x 4). A 5 x 5 kernel's padding read inline, its inner tap
  * loop unrolled and its outer one kept a loop; a 3 x 3 kernel's both
- * unrolled. On 16 registers a 5 x 5 tile one vector wide (8 rows: the
+ * unrolled. On 16 registers a 5 x 5 tile one vector wide (an odd number
+ * of image rows, not in row pairs; 8 rows: the
  * accumulators and a kernel row's 5 weight vectors fit). A tile of no
  * whole vectors (40 channels on 16 lanes: 3 vector instructions a row)
  * fewer rows instead (8 -> 5), and so does a 3 x 3 kernel's tile of 3
@@ -586,7 +588,7 @@ static void test_depthwise_narrow_tile(void **state) {
        false,
        {"for w_1 in range(4) unrolled", "for c_1 in range(64) vectorized",
         "for rh in range(3) unrolled", "for rw in range(3) unrolled"}},
-      {"depthwise_conv2d_nhwc N=1 H=112 W=112 C=336 KH=5 KW=5 pad=2",
+      {"depthwise_conv2d_nhwc N=1 H=111 W=112 C=336 KH=5 KW=5 pad=2",
        AVX2_TARGET,
        false,
        false,
@@ -594,13 +596,13 @@ static void test_depthwise_narrow_tile(void **state) {
         "for rh in range(5) {", "for rw in range(5) unrolled"}},
       /* the same as a conv of one channel per group (a model's graph),
        * whose reduction ends in a loop of 1 after the kernel's width */
-      {"conv2d_nhwc N=1 H=14 W=14 CI=480 CO=480 KH=5 KW=5 pad=2 groups=480",
+      {"conv2d_nhwc N=1 H=15 W=14 CI=480 CO=480 KH=5 KW=5 pad=2 groups=480",
        AVX2_TARGET,
        false,
        false,
        {"for w_1 in range(7) unrolled", "for co_1 in range(8) vectorized",
         "for rh in range(5) {", "for rw in range(5) unrolled"}},
-      {"depthwise_conv2d_nhwc N=1 H=16 W=16 C=64 KH=5 KW=5 pad=2",
+      {"depthwise_conv2d_nhwc N=1 H=15 W=16 C=64 KH=5 KW=5 pad=2",
        AVX2_TARGET,
        true,
        false,
@@ -618,6 +620,27 @@ static void test_depthwise_narrow_tile(void **state) {
        false,
        {"for w_1 in range(5) unrolled", "for c in range(40) vectorized",
         "for rh in range(5) {", "for rw in range(5) unrolled"}},
+      /* 7 x 7 on 16 registers: 2 vectors whose accumulators take more
+       * than half the registers (14 = 5 + 5 + 4 columns) one vector wide
+       * instead (7 columns); 4 columns x 2 vectors stay */
+      {"depthwise_conv2d_nhwc N=1 H=14 W=14 C=384 KH=7 KW=7 pad=3",
+       AVX2_TARGET,
+       false,
+       false,
+       {"for w_1 in range(7) unrolled", "for c_1 in range(8) vectorized",
+        "for rh in range(7) {", "for rw in range(7) unrolled"}},
+      {"depthwise_conv2d_nhwc N=1 H=12 W=12 C=32 KH=7 KW=7 pad=3",
+       AVX2_TARGET,
+       true,
+       false,
+       {"for w_1 in range(6) unrolled", "for c_1 in range(8) vectorized",
+        "for rh in range(7) {", "for rw in range(7) unrolled"}},
+      {"depthwise_conv2d_nhwc N=1 H=28 W=28 C=192 KH=7 KW=7 pad=3",
+       AVX2_TARGET,
+       false,
+       false,
+       {"for w_1 in range(4) unrolled", "for c_1 in range(16) vectorized",
+        "for rh in range(7) {", "for rw in range(7) unrolled"}},
       /* 3 x 3, columns first: 4 vectors x 2 columns -> 2 x 4 (34 = 8 x
        * 4 + 2), as on 16 registers the channels-first 14 x 14 x 512 is
        * not */
@@ -671,6 +694,60 @@ static void test_depthwise_ragged_columns(void **state) {
       !strstr(text, "for w_0 in range(9) {"))
     fail_msg("the column tiles not serial inside the parallel loop:\n%s", text);
   free(trace);
+  free(text);
+}
+
+/* A 5 x 5 depthwise conv on 16 registers in row pairs
+ * (default_depthwise_pairs): a tile of 2 image rows x 4 columns x 1
+ * vector, every tap unrolled, accumulated in a local buffer; the pairs of
+ * rows outermost, then the channel tiles, then the column tiles. Not a 3 x
+ * 3 kernel, an odd number of rows or 32 registers. The small ones are
+ * checked against the interpreter where the host runs AVX2 (10 columns
+ * in tiles of 4: a ragged last one; a grouped conv of one channel per
+ * group, as in a model's graph). */
+static void test_depthwise_row_pairs(void **state) {
+  (void)state;
+  static const struct {
+    const char *spec, *target;
+    bool run, pairs;
+  } cases[] = {
+      {"depthwise_conv2d_nhwc N=1 H=112 W=112 C=384 KH=5 KW=5 pad=2",
+       AVX2_TARGET, false, true},
+      /* (a window of all channels past 1 MiB: in channel chunks instead,
+       * test_depthwise_order) */
+      {"depthwise_conv2d_nhwc N=1 H=56 W=56 C=1536 KH=5 KW=5 pad=2",
+       AVX2_TARGET, false, false},
+      {"depthwise_conv2d_nhwc N=1 H=12 W=10 C=16 KH=5 KW=5 pad=2", AVX2_TARGET,
+       true, true},
+      {"conv2d_nhwc N=1 H=8 W=8 CI=24 CO=24 KH=5 KW=5 pad=2 groups=24",
+       AVX2_TARGET, true, true},
+      {"depthwise_conv2d_nhwc N=1 H=112 W=112 C=96 KH=3 KW=3 pad=1",
+       AVX2_TARGET, false, false},
+      {"depthwise_conv2d_nhwc N=1 H=5 W=52 C=1024 KH=5 KW=5 pad=2", AVX2_TARGET,
+       false, false},
+      {"depthwise_conv2d_nhwc N=1 H=56 W=56 C=192 KH=5 KW=5 pad=2", SKX_TARGET,
+       false, false},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char *text;
+    target_default(cases[i].spec, cases[i].target,
+                   cases[i].run && ts_rt_cpu_has("avx2") == 1, NULL, &text);
+    const char *must[] = {"for h_1 in range(2) unrolled",
+                          "for rh in range(5) unrolled",
+                          "for w_1 in range(4) unrolled", "scope \"local\""};
+    for (int k = 0; k < (cases[i].pairs ? 4 : 1); k++)
+      if ((strstr(text, must[k]) != NULL) != cases[i].pairs)
+        fail_msg("%s on %s: '%s' %sexpected in\n%s", cases[i].spec,
+                 cases[i].target, must[k], cases[i].pairs ? "" : "not ", text);
+    free(text);
+  }
+  /* the order: pairs of rows, channel tiles, then the column tiles */
+  char *text;
+  target_default(cases[0].spec, AVX2_TARGET, false, NULL, &text);
+  if (!strstr(text, "for n_h_0_fused in range(56) parallel") ||
+      !strstr(text, "for c_0 in range(48) {") ||
+      !strstr(text, "for w_0 in range(28) {"))
+    fail_msg("not in pairs of rows, channel tiles, column tiles:\n%s", text);
   free(text);
 }
 
@@ -1160,6 +1237,7 @@ int main(void) {
       cmocka_unit_test(test_depthwise_narrow_tile),
       cmocka_unit_test(test_tensorized_odd_panels),
       cmocka_unit_test(test_depthwise_ragged_columns),
+      cmocka_unit_test(test_depthwise_row_pairs),
       cmocka_unit_test(test_stem_pads),
       cmocka_unit_test(test_grouped_tiles),
       cmocka_unit_test(test_five_vector_tiles),
