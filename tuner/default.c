@@ -28,7 +28,11 @@
  *     input indexed by the vector axis does not depend on: the output
  *     column of a depthwise conv, whose weights each row tile then reuses)
  *     split by a divisor up to 8, the pair with the most FMAs per load
- *     whose accumulators fit the vector registers besides the operands;
+ *     whose accumulators fit the vector registers besides the operands
+ *     (a conv's columns too few for the tile fused with its image rows
+ *     into runs of pixels, except a deep conv's with few output channels
+ *     on a small image, whose columns go in tiles of up to 9 x 3 vectors:
+ *     default_rows.c);
  *     loop order outer spatial, vector tiles, row tiles (a depthwise
  *     conv's channel tiles first over a large image of many of them, else
  *     its column tiles before its channel tiles), reductions (the
@@ -358,33 +362,6 @@ static int64_t inputs_bytes_but(const ts_block *blk, const ts_buffer *skip) {
 /* a vector tile's panel larger than this is packed per reduction block */
 #define REDUCTION_BLOCK_BYTES (4 * STREAMED_CACHE_BYTES)
 
-/* Rows too few to fill a register tile (the 7 output columns of a late
- * conv): the row axis fused with the spatial axis just outside it when
- * that one reads the same inputs as the rows and not the vector axis's (a
- * conv's output rows) and pixels_better says so, so the tile runs over
- * the image's pixels in order (ResNet's 7x7x512 3x3 conv, AVX2 Zen 3, 2
- * threads, x oneDNN: 7 columns x 1 vector 0.64-0.66, 6 pixels x 2 vectors
- * 0.89-1.07; bench --trace). Updates loops, binds, *nl, *rows and *vec;
- * false when nothing was fused. */
-static bool fuse_short_rows(ts_sched *s, const ts_stmt *r, ts_rv *loops,
-                            int *binds, int *nl, int *rows, int *vec, int lanes,
-                            int regs) {
-  int i = *rows - 1;
-  if (!pixels_fusible(s, r, loops, binds, *nl, i, *rows, *vec, lanes, regs))
-    return false;
-  ts_rv pair[2] = {loops[i], loops[*rows]}, fused;
-  if (ts_sched_fuse(s, pair, 2, &fused)) return false;
-  loops[i] = fused;
-  for (int k = *rows; k + 1 < *nl; k++) {
-    loops[k] = loops[k + 1];
-    binds[k] = binds[k + 1];
-  }
-  (*nl)--;
-  if (*vec > *rows) (*vec)--;
-  *rows = i;
-  return true;
-}
-
 static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
   ts_rv b, loops[MAX_LOOPS];
   int nl = 0;
@@ -486,10 +463,20 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
   bool copy_costly = false;
   bool pads_inline =
       !rows_load && default_pads_read_inline(s, t, b, &copy_costly);
-  bool fused_rows =
-      rows >= 0 && !rows_load && !tpacked[0] && ev % lanes == 0 &&
-      !copy_costly &&
-      fuse_short_rows(s, r, loops, binds, &nl, &rows, &vec, lanes, regs);
+  /* Rows too few for the register tile fused with the image rows into
+   * pixels (default_fuse_short_rows: ResNet's 7x7x512 3x3 conv, AVX2 Zen
+   * 3, 2 threads, x oneDNN: 7 columns x 1 vector 0.64-0.66, 6 pixels x 2
+   * vectors 0.89-1.07); not a deep conv with few output channels on a
+   * small image: each image row's columns in tiles of up to 9 x 3 vectors
+   * (default_deep_rows; docs/tuning.md, "Deep narrow convs"). */
+  int64_t deep_rows = 0;
+  bool deep = rows >= 0 && !rows_load && !tpacked[0] && !copy_costly &&
+              default_deep_rows(s, t, r, loops, binds, nl, vec, rows, lanes,
+                                &deep_rows);
+  bool fused_rows = !deep && rows >= 0 && !rows_load && !tpacked[0] &&
+                    ev % lanes == 0 && !copy_costly &&
+                    default_fuse_short_rows(s, r, loops, binds, &nl, &rows,
+                                            &vec, lanes, regs);
   if (fused_rows) {
     r = ts_func_find_block(ts_sched_func(s), name);
     if (!r) return false;
@@ -637,6 +624,11 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
   nrows = default_ceil_rows(
       er, nrows, default_rows_cap(regs, default_vector_ops(cols, lanes)),
       rows >= 0, rows_load);
+  if (deep) {
+    cols = 3 * lanes;
+    nrows = deep_rows;
+    ragged = whole_tail = false;
+  }
   /* a depthwise conv's tile (default_depthwise.c); pair_h: its image
    * rows, two to a tile */
   int pair_h = -1;
@@ -743,7 +735,9 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
      * channels at compile time, [CO/B, KH, KW, CI, B]): the outer loops
      * that index it (the panels) go first, so each panel is read once and
      * reused by every output row, instead of all panels streamed once per
-     * outer row. */
+     * outer row. Where the panels are fewer than twice the cores, only for
+     * a deep conv's (default_deep_rows): each core then reads one or two
+     * panels rather than all of them. */
     if (big && by_outer) {
       int64_t panels = 1, rest = 1;
       for (int o = 0; o < n_o; o++) {
@@ -755,7 +749,7 @@ static bool tile_anchor(ts_sched *s, const ts_target *t, const char *name) {
         else
           rest *= loop_extent(s, loops[at[o]]);
       }
-      if (rest == 1 || panels < 2 * cores)
+      if (rest == 1 || (panels < 2 * cores && !deep))
         for (int i = 0; i < nl; i++) panel_loop[i] = false;
       else
         panel_bytes = default_buffer_bytes(sb) / panels;

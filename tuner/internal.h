@@ -237,6 +237,24 @@ bool default_is_param(ts_sched *s, const ts_buffer *b);
 bool default_repacked_by_outer(ts_sched *s, const ts_stmt *rr,
                                const ts_stmt *lv, const ts_stmt *lr,
                                const ts_rv *order, int vo_at);
+/* The rows of a conv's register tile (default_rows.c).
+ * default_fuse_short_rows: rows too few to fill a register tile (the 7
+ * output columns of a late conv) fused with the spatial axis just outside
+ * them (the image rows) when pixels_fusible says so, so the tile runs over
+ * the image's pixels in order; updates loops, binds, *nl, *rows and *vec;
+ * false when nothing was fused. default_deep_rows: whether the conv is deep
+ * and narrow on a small image (weights over 1 MiB, output channels in
+ * fewer 3-vector panels than twice the cores, an output of 256 KiB or
+ * less; weights neither constant nor blocked up to 2 MiB) on a target
+ * whose registers hold 9 rows of 3 vectors, and then the rows of its
+ * 3-vector tile in *nrows: the columns of an image row split as evenly as
+ * up to 9 rows allow. */
+bool default_fuse_short_rows(ts_sched *s, const ts_stmt *r, ts_rv *loops,
+                             int *binds, int *nl, int *rows, int *vec,
+                             int lanes, int regs);
+bool default_deep_rows(ts_sched *s, const ts_target *t, const ts_stmt *r,
+                       const ts_rv *loops, const int *binds, int nl, int vec,
+                       int rows, int lanes, int64_t *nrows);
 /* The reduction loop of a tile nest to split into blocks placed outside
  * its parallel loop, and the block (*chunk), where weights of `streamed`
  * bytes exceed `budget` and the output (`out_bytes`) is small; or -1

@@ -936,6 +936,96 @@ static void test_outer_reduction_blocks(void **state) {
   }
 }
 
+/* A deep conv with few output channels on a small image (weights over
+ * 1 MiB in fewer 3-vector panels than twice the cores): each image row's
+ * columns in tiles of up to 9 x 3 vectors, not fused with the image rows
+ * into runs of 8 pixels; the image rows, column tiles and channel panels
+ * in the parallel loop (default_deep_rows). Its weights neither constant
+ * nor blocked are copied into panels only up to 2 MiB: 11 x 11 768 -> 96
+ * (2.6 MiB) keeps the fused pixels unless they are constant. */
+static void test_deep_rows(void **state) {
+  (void)state;
+  const char *avx512 = "llvm -mcpu=skylake-avx512 -num-cores=2";
+  bool run = ts_rt_cpu_has("avx512f") == 1;
+  /* (two image rows: the interpreter checks the first one's kernel) */
+  static const struct {
+    const char *spec, *tile, *parallel;
+  } cases[] = {
+      {"conv2d_nhwc N=1 H=2 W=17 CI=512 CO=96 KH=3 KW=3 pad=1",
+       "for w_1 in range(9) unrolled", "for co_0_n_h_w_0_fused in range(8)"},
+      {"conv2d_nhwc N=1 H=2 W=9 CI=256 CO=144 KH=3 KW=3 pad=1",
+       "for w in range(9) unrolled", "parallel"},
+      {"conv2d_nhwc N=1 H=2 W=11 CI=768 CO=96 KH=3 KW=3 pad=1 const=weight",
+       "for w_1 in range(6) unrolled", "parallel"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char *text;
+    target_default(cases[i].spec, avx512, run && i == 0, NULL, &text);
+    if (!strstr(text, cases[i].tile) || !strstr(text, cases[i].parallel) ||
+        !strstr(text, "in range(48) vectorized") || strstr(text, "h_w_fused"))
+      fail_msg("%s: expected '%s' and '%s', tiles of 48 channels, no fused "
+               "pixels, in\n%s",
+               cases[i].spec, cases[i].tile, cases[i].parallel, text);
+    free(text);
+  }
+  static const char *const kept[] = {
+      "conv2d_nhwc N=1 H=2 W=11 CI=768 CO=96 KH=3 KW=3 pad=1",
+  };
+  for (size_t i = 0; i < sizeof kept / sizeof kept[0]; i++) {
+    char *text;
+    target_default(kept[i], avx512, false, NULL, &text);
+    if (!strstr(text, "h_w_fused"))
+      fail_msg("%s: expected fused pixels in\n%s", kept[i], text);
+    free(text);
+  }
+  /* a model's form: the weights blocked by 48 output channels (the layout
+   * pass's [CO/48, KH, KW, CI, 48]), the output too; the panels' loop goes
+   * first in the parallel loop, so each core reads one panel */
+  static const char blocked[] =
+      "func deep(x: float32[1, 3, 9, 512], w: float32[2, 3, 3, 512, 48], "
+      "y: float32[1, 3, 9, 2, 48]) {\n"
+      "  block root() {\n"
+      "    alloc p: float32[1, 5, 11, 512]\n"
+      "    for i in range(1) { for j in range(5) { for k in range(11) {\n"
+      "      for l in range(512) {\n"
+      "        block p(vi: spatial(1) = i, vj: spatial(5) = j, "
+      "vk: spatial(11) = k, vl: spatial(512) = l) {\n"
+      "          p[vi, vj, vk, vl] = if_then_else(vj >= 1 && vj < 4 && "
+      "(vk >= 1 && vk < 10), x[vi, vj - 1, vk - 1, vl], float32(0))\n"
+      "        } } } } }\n"
+      "    for i in range(1) { for j in range(3) { for k in range(9) {\n"
+      "      for l in range(2) { for c in range(48) {\n"
+      "        for rh in range(3) { for rw in range(3) {\n"
+      "          for rc in range(512) {\n"
+      "            block y(vi: spatial(1) = i, vj: spatial(3) = j, "
+      "vk: spatial(9) = k, vl: spatial(2) = l, vc: spatial(48) = c, "
+      "vrh: reduce(3) = rh, vrw: reduce(3) = rw, vrc: reduce(512) = rc) {\n"
+      "              init {\n"
+      "                y[vi, vj, vk, vl, vc] = float32(0)\n"
+      "              }\n"
+      "              y[vi, vj, vk, vl, vc] = y[vi, vj, vk, vl, vc] + "
+      "p[vi, vj + vrh, vk + vrw, vrc] * w[vl, vrh, vrw, vrc, vc]\n"
+      "            } } } } } } } } }\n"
+      "  }\n"
+      "}\n";
+  ts_func *f = check_parse(blocked, "deep");
+  assert_non_null(f);
+  ts_target *t = target_of(avx512);
+  ts_sched *s = NULL;
+  ts_error err;
+  if (ts_default_schedule(f, t, &s, &err)) fail_msg("%s", err.msg);
+  char *text = ts_func_print(ts_sched_func(s));
+  if (!strstr(text, "for l_i_j_fused in range(6) parallel") ||
+      !strstr(text, "for k in range(9) unrolled"))
+    fail_msg("blocked weights: expected the panels first and 9 columns in\n%s",
+             text);
+  free(text);
+  if (run) free(check_default(f, t, "deep blocked"));
+  ts_sched_destroy(s);
+  ts_target_free(t);
+  ts_func_free(f);
+}
+
 static void test_five_vector_tiles(void **state) {
   (void)state;
   const char *avx512 = "llvm -mcpu=skylake-avx512 -num-cores=2";
@@ -1242,6 +1332,7 @@ int main(void) {
       cmocka_unit_test(test_grouped_tiles),
       cmocka_unit_test(test_five_vector_tiles),
       cmocka_unit_test(test_outer_reduction_blocks),
+      cmocka_unit_test(test_deep_rows),
       cmocka_unit_test(test_weights_in_place),
       cmocka_unit_test(test_reduction_blocks),
       cmocka_unit_test(test_amx_default),
