@@ -213,13 +213,31 @@ int64_t default_product_tile(int64_t er, int64_t ev, int lanes, int regs,
  * 12 accumulators (AVX-512's 7 x 2 vectors holds 14) and the pixels give
  * it more, and not over a reduction of a few input channels (a stem's 3
  * measured slower fused, 0.57-0.62 -> 0.49-0.52 x oneDNN at 224x224
- * stride 2). */
+ * stride 2).
+ *
+ * Where the column tile spans all the channels, its rows are counted as
+ * the unfused form gets them, split ceil-wise (default_ceil_rows: 17
+ * columns of 7 vectors 3 + 3 + .. + 2, 21 accumulators), not by the
+ * divisor alone (1 row, 7), which let 8 fused pixels x 1 vector win.
+ * Default schedules, 2 threads, AVX-512 Xeon, two alternating rounds, x
+ * oneDNN, before -> after: 3x3 conv 13x13 768->112 0.62/0.65 ->
+ * 0.95/0.94, 17x17 512->112 0.76/0.75 -> 1.08/1.09 (constant weights
+ * 0.86/0.85 -> 1.06/1.09), 73x73 48->112 0.74/0.73 -> 0.94/0.94, 17x17
+ * 320->80 0.88/0.87 -> 1.13/1.08, 17x17 40->48 0.86/0.90 -> 1.14/1.13;
+ * 1x1 73x73 112->80 0.87/0.89 -> 1.05/1.06; the other 25 convs of the
+ * broad set it changes within noise (docs/tuning.md, "Fused pixels
+ * against the ceil-split row tile"). Not where the column tile is one
+ * panel of wider channels: 17x17 128->512 fell 0.99 -> 0.52 unfused, its
+ * weights read in place rather than packed per panel. */
 bool default_pixels_better(int64_t h, int64_t w, int64_t ev, int64_t red,
                            int lanes, int regs) {
   if (h <= 1 || red < 8 || lanes < 1 || ev % lanes) return false;
   int64_t nr, fr;
   int64_t cols = default_register_tile(w, ev, lanes, regs, &nr, true);
-  int64_t acc = nr * (cols / lanes);
+  int64_t v = cols / lanes;
+  if (cols == ev)
+    nr = default_ceil_rows(w, nr, default_rows_cap(regs, v), true, false);
+  int64_t acc = nr * v;
   if (acc >= 12) return false;
   int64_t fc = default_ceil_rows_tile(h * w, ev, lanes, regs, &fr);
   return fr * (fc / lanes) > acc;

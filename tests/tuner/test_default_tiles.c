@@ -1026,6 +1026,27 @@ static void test_deep_rows(void **state) {
   ts_func_free(f);
 }
 
+/* A conv whose column tile spans all its channels compares the fused
+ * pixels against its rows split ceil-wise (default_pixels_better): 17
+ * columns of 112 channels on AVX-512 get 3 rows x 7 vectors per tile (21
+ * accumulators), not 8 fused pixels x 1 vector. Where the column tile is
+ * one panel of wider channels (512), the pixels stay fused. */
+static void test_ceil_rows_unfused(void **state) {
+  (void)state;
+  assert_false(default_pixels_better(17, 17, 112, 512, 16, 32));
+  assert_true(default_pixels_better(17, 17, 512, 128, 16, 32));
+  const char *avx512 = "llvm -mcpu=skylake-avx512 -num-cores=2";
+  const char *spec = "conv2d_nhwc N=1 H=17 W=17 CI=16 CO=112 KH=3 KW=3 pad=1";
+  char *text;
+  target_default(spec, avx512, ts_rt_cpu_has("avx512f") == 1, NULL, &text);
+  if (!strstr(text, "for w_1 in range(3) unrolled") ||
+      !strstr(text, "for co_0 in range(7) unrolled") ||
+      strstr(text, "h_w_fused"))
+    fail_msg("%s: expected 3 columns x 7 vectors, no fused pixels, in\n%s",
+             spec, text);
+  free(text);
+}
+
 static void test_five_vector_tiles(void **state) {
   (void)state;
   const char *avx512 = "llvm -mcpu=skylake-avx512 -num-cores=2";
@@ -1333,6 +1354,7 @@ int main(void) {
       cmocka_unit_test(test_five_vector_tiles),
       cmocka_unit_test(test_outer_reduction_blocks),
       cmocka_unit_test(test_deep_rows),
+      cmocka_unit_test(test_ceil_rows_unfused),
       cmocka_unit_test(test_weights_in_place),
       cmocka_unit_test(test_reduction_blocks),
       cmocka_unit_test(test_amx_default),
