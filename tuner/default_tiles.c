@@ -224,9 +224,9 @@ int64_t default_product_tile(int64_t er, int64_t ev, int lanes, int regs,
  * 0.95/0.94, 17x17 512->112 0.76/0.75 -> 1.08/1.09 (constant weights
  * 0.86/0.85 -> 1.06/1.09), 73x73 48->112 0.74/0.73 -> 0.94/0.94, 17x17
  * 320->80 0.88/0.87 -> 1.13/1.08, 17x17 40->48 0.86/0.90 -> 1.14/1.13;
- * 1x1 73x73 112->80 0.87/0.89 -> 1.05/1.06; the other 25 convs of the
- * broad set it changes within noise (docs/tuning.md, "Fused pixels
- * against the ceil-split row tile"). Not where the column tile is one
+ * 1x1 73x73 112->80 0.87/0.89 -> 1.05/1.06; the rest of the 31 convs
+ * of the broad set it changes in docs/tuning.md, "Fused pixels against
+ * the ceil-split row tile". Not where the column tile is one
  * panel of wider channels: 17x17 128->512 fell 0.99 -> 0.52 unfused, its
  * weights read in place rather than packed per panel. */
 bool default_pixels_better(int64_t h, int64_t w, int64_t ev, int64_t red,
